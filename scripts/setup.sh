@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# Installs every Debian package playarea needs (only what is missing), then
+# configures and builds. Idempotent: on a machine that has everything it runs
+# no apt command at all.
+#
+#   scripts/setup.sh [--build-dir DIR] [--sanitize] [--no-build] [-- extra cmake args]
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+build_dir="$root/build"
+sanitize=OFF
+do_build=1
+extra=()
+while (($#)); do
+  case $1 in
+    --build-dir) build_dir=$2; shift 2 ;;
+    --sanitize) sanitize=ON; shift ;;
+    --no-build) do_build=0; shift ;;
+    --) shift; extra=("$@"); break ;;
+    *) echo "setup.sh: unknown argument '$1'" >&2; exit 2 ;;
+  esac
+done
+
+packages=(
+  build-essential cmake pkg-config git
+  libevent-dev libyaml-dev libjansson-dev libcmocka-dev libstb-dev
+  libglfw3-dev libegl-dev libgl-dev libegl-mesa0 libgl1-mesa-dri libgbm1
+  python3-glad python3-numpy python3-matplotlib python3-setuptools python3-pip
+  xvfb xauth procps strace valgrind
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  status=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
+  [[ $status == "install ok installed" ]] || missing+=("$p")
+done
+
+if ((${#missing[@]})); then
+  echo "setup: installing ${missing[*]}"
+  sudo=()
+  ((EUID == 0)) || sudo=(sudo)
+  export DEBIAN_FRONTEND=noninteractive
+  # Update the package lists only when an install from the current lists fails.
+  if ! "${sudo[@]}" apt-get install -y --no-install-recommends "${missing[@]}"; then
+    "${sudo[@]}" apt-get update
+    "${sudo[@]}" apt-get install -y --no-install-recommends "${missing[@]}"
+  fi
+fi
+
+((do_build)) || exit 0
+
+werror=OFF
+[[ -n ${CI:-} ]] && werror=ON
+cmake -S "$root" -B "$build_dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DPA_WERROR="$werror" -DPA_SANITIZE="$sanitize" "${extra[@]}" >/dev/null
+cmake --build "$build_dir" -j"$(nproc)"

@@ -1,0 +1,321 @@
+/* testutil.c - see testutil.h. */
+#define _GNU_SOURCE
+#include "testutil.h"
+
+#include "pa_shm.h"
+
+#include <arpa/inet.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MAX_TRACK 64
+
+static char tracked[MAX_TRACK][PA_SHM_INSTANCE_MAX];
+static int n_tracked;
+static pid_t children[MAX_TRACK];
+static int n_children;
+static char tmpdir[256];
+static bool cleanup_installed;
+static pid_t owner_pid;
+
+static int rm_entry(const char *path, const struct stat *sb, int flag,
+                    struct FTW *ftw) {
+  (void)sb, (void)flag, (void)ftw;
+  return remove(path);
+}
+
+static void cleanup(void) {
+  if (getpid() != owner_pid)
+    return; /* a forked child exiting must not tear down the parent's world */
+  for (int i = 0; i < n_children; i++)
+    if (children[i] > 0 && kill(children[i], 0) == 0) {
+      kill(children[i], SIGKILL);
+      waitpid(children[i], NULL, 0);
+    }
+  for (int i = 0; i < n_tracked; i++)
+    pa_stack_unlink(tracked[i]);
+  if (tmpdir[0])
+    nftw(tmpdir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+static void on_fatal(int sig) {
+  cleanup();
+  signal(sig, SIG_DFL);
+  raise(sig);
+}
+
+static void install_cleanup(void) {
+  if (cleanup_installed)
+    return;
+  cleanup_installed = true;
+  owner_pid = getpid();
+  atexit(cleanup);
+  signal(SIGTERM, on_fatal);
+  signal(SIGINT, on_fatal);
+  signal(SIGPIPE, SIG_IGN);
+}
+
+void pa_test_track_instance(const char *instance) {
+  install_cleanup();
+  for (int i = 0; i < n_tracked; i++)
+    if (!strcmp(tracked[i], instance))
+      return;
+  if (n_tracked < MAX_TRACK)
+    snprintf(tracked[n_tracked++], PA_SHM_INSTANCE_MAX, "%s", instance);
+}
+
+void pa_test_instance(char *out, size_t n, const char *tag) {
+  static int counter;
+  snprintf(out, n, "t%d-%s-%d", (int)getpid(), tag, counter++);
+  pa_test_track_instance(out);
+}
+
+void pa_test_bin(char *out, size_t n, const char *name) {
+  const char *dir = getenv("PA_BIN_DIR");
+  snprintf(out, n, "%s/%s", dir ? dir : ".", name);
+}
+
+void pa_test_src(char *out, size_t n, const char *rel) {
+  const char *dir = getenv("PA_SOURCE_DIR");
+  snprintf(out, n, "%s/%s", dir ? dir : ".", rel);
+}
+
+const char *pa_test_tmpdir(void) {
+  install_cleanup();
+  if (!tmpdir[0]) {
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/pa-test-XXXXXX");
+    if (!mkdtemp(tmpdir)) {
+      tmpdir[0] = '\0';
+      return "/tmp";
+    }
+  }
+  return tmpdir;
+}
+
+pid_t pa_test_spawn(char *const argv[], const char *log_path) {
+  install_cleanup();
+  pid_t parent = getpid();
+  pid_t pid = fork();
+  if (pid < 0)
+    return -1;
+  if (pid == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent)
+      _exit(127);
+    if (log_path) {
+      int fd = open(log_path, O_WRONLY | O_CREAT | O_APPEND, 0600);
+      if (fd >= 0) {
+        dup2(fd, 1);
+        dup2(fd, 2);
+        close(fd);
+      }
+    }
+    execv(argv[0], argv);
+    fprintf(stderr, "exec %s: %s\n", argv[0], strerror(errno));
+    _exit(127);
+  }
+  if (n_children < MAX_TRACK)
+    children[n_children++] = pid;
+  return pid;
+}
+
+int pa_test_stop(pid_t pid, int sig, int timeout_ms) {
+  if (pid <= 0)
+    return -1;
+  if (sig)
+    kill(pid, sig);
+  int status;
+  int64_t end = pa_test_now_ms() + timeout_ms;
+  for (;;) {
+    pid_t r = waitpid(pid, &status, WNOHANG);
+    if (r == pid)
+      break;
+    if (r < 0)
+      return -1;
+    if (pa_test_now_ms() >= end) {
+      kill(pid, SIGKILL);
+      if (waitpid(pid, &status, 0) != pid)
+        return -1;
+      break;
+    }
+    usleep(1000);
+  }
+  for (int i = 0; i < n_children; i++)
+    if (children[i] == pid)
+      children[i] = 0;
+  return status;
+}
+
+bool pa_test_alive(pid_t pid) {
+  int status;
+  pid_t r = waitpid(pid, &status, WNOHANG);
+  if (r == 0)
+    return true;
+  if (r == pid)
+    for (int i = 0; i < n_children; i++)
+      if (children[i] == pid)
+        children[i] = 0;
+  return r == 0 || (r < 0 && errno == ECHILD && kill(pid, 0) == 0);
+}
+
+int64_t pa_test_now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+bool pa_test_wait_for(bool (*cond)(void *), void *arg, int timeout_ms) {
+  int64_t end = pa_test_now_ms() + timeout_ms;
+  for (;;) {
+    if (cond(arg))
+      return true;
+    if (pa_test_now_ms() >= end)
+      return cond(arg);
+    usleep(2000);
+  }
+}
+
+int pa_test_udp_bind(uint16_t *port) {
+  int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (fd < 0)
+    return -1;
+  int buf = 4 << 20; /* camera frames arrive in bursts */
+  setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &buf, sizeof buf);
+  struct sockaddr_in a = {.sin_family = AF_INET,
+                          .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  socklen_t len = sizeof a;
+  if (bind(fd, (struct sockaddr *)&a, sizeof a) < 0 ||
+      getsockname(fd, (struct sockaddr *)&a, &len) < 0) {
+    close(fd);
+    return -1;
+  }
+  *port = ntohs(a.sin_port);
+  return fd;
+}
+
+int pa_test_udp_recv(int fd, void *buf, size_t n, int timeout_ms) {
+  struct pollfd p = {.fd = fd, .events = POLLIN};
+  if (poll(&p, 1, timeout_ms) <= 0)
+    return -1;
+  return (int)recv(fd, buf, n, 0);
+}
+
+int pa_test_tcp_connect(uint16_t port) {
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0)
+    return -1;
+  struct sockaddr_in a = {.sin_family = AF_INET,
+                          .sin_port = htons(port),
+                          .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  if (connect(fd, (struct sockaddr *)&a, sizeof a) < 0) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+int pa_test_send_str(int fd, const char *s) {
+  size_t len = strlen(s), off = 0;
+  while (off < len) {
+    ssize_t w = send(fd, s + off, len - off, MSG_NOSIGNAL);
+    if (w < 0) {
+      if (errno == EINTR)
+        continue;
+      return -1;
+    }
+    off += (size_t)w;
+  }
+  return 0;
+}
+
+/* Per-fd read-ahead so a line reader never loses bytes after a newline. */
+#define LINEBUF_FDS 256
+static struct {
+  char *buf;
+  size_t len, cap;
+} linebuf[LINEBUF_FDS];
+
+int pa_test_read_line(int fd, char *out, size_t n, int timeout_ms) {
+  if (fd < 0 || fd >= LINEBUF_FDS || n == 0)
+    return -1;
+  int64_t end = pa_test_now_ms() + timeout_ms;
+  for (;;) {
+    char *nl = linebuf[fd].len ? memchr(linebuf[fd].buf, '\n', linebuf[fd].len)
+                               : NULL;
+    if (nl) {
+      size_t line = (size_t)(nl - linebuf[fd].buf);
+      size_t copy = line < n - 1 ? line : n - 1;
+      memcpy(out, linebuf[fd].buf, copy);
+      out[copy] = '\0';
+      if (copy && out[copy - 1] == '\r')
+        out[--copy] = '\0';
+      memmove(linebuf[fd].buf, nl + 1, linebuf[fd].len - line - 1);
+      linebuf[fd].len -= line + 1;
+      return (int)copy;
+    }
+    int64_t left = end - pa_test_now_ms();
+    if (left <= 0)
+      return -1;
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    if (poll(&p, 1, (int)left) <= 0)
+      return -1;
+    if (linebuf[fd].cap - linebuf[fd].len < 65536) {
+      size_t cap = linebuf[fd].cap ? linebuf[fd].cap * 2 : 131072;
+      char *nb = realloc(linebuf[fd].buf, cap);
+      if (!nb)
+        return -1;
+      linebuf[fd].buf = nb;
+      linebuf[fd].cap = cap;
+    }
+    ssize_t r = recv(fd, linebuf[fd].buf + linebuf[fd].len,
+                     linebuf[fd].cap - linebuf[fd].len, 0);
+    if (r <= 0) {
+      linebuf[fd].len = 0; /* peer closed: drop what was half read */
+      return -1;
+    }
+    linebuf[fd].len += (size_t)r;
+  }
+}
+
+int pa_test_fd_count(pid_t pid) {
+  char path[64];
+  snprintf(path, sizeof path, "/proc/%d/fd", (int)pid);
+  DIR *d = opendir(path);
+  if (!d)
+    return -1;
+  int n = 0;
+  struct dirent *e;
+  while ((e = readdir(d)))
+    if (e->d_name[0] != '.')
+      n++;
+  closedir(d);
+  return pid == getpid() ? n - 1 : n; /* our own opendir fd */
+}
+
+int pa_test_shm_count(const char *instance) {
+  char prefix[128];
+  snprintf(prefix, sizeof prefix, "playarea.%s.", instance);
+  DIR *d = opendir("/dev/shm");
+  if (!d)
+    return -1;
+  int n = 0;
+  struct dirent *e;
+  while ((e = readdir(d)))
+    if (!strncmp(e->d_name, prefix, strlen(prefix)))
+      n++;
+  closedir(d);
+  return n;
+}

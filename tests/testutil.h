@@ -1,0 +1,58 @@
+/*
+ * testutil.h - shared helpers for playarea's cmocka tests: unique instance
+ * names, spawning the real processes, sockets on 127.0.0.1, and cleanup that
+ * runs even when a test fails (children get SIGKILL when the test process
+ * dies; segments of registered instances are unlinked at exit).
+ */
+#ifndef PA_TESTUTIL_H
+#define PA_TESTUTIL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* "t<pid>-<tag>-<n>": unique per process and call; registered for cleanup. */
+void pa_test_instance(char *out, size_t n, const char *tag);
+/* Registers an instance whose segments are unlinked at exit. */
+void pa_test_track_instance(const char *instance);
+
+/* $PA_BIN_DIR/<name> (the build's bin directory). */
+void pa_test_bin(char *out, size_t n, const char *name);
+/* $PA_SOURCE_DIR/<rel>. */
+void pa_test_src(char *out, size_t n, const char *rel);
+/* A private temp directory (mkdtemp), removed with its files at exit. */
+const char *pa_test_tmpdir(void);
+
+/* Starts argv[0] with argv (NULL-terminated). stdout+stderr go to log_path
+ * (or are inherited when NULL). The child dies with the test process
+ * (PR_SET_PDEATHSIG) and is killed at exit if still running. */
+pid_t pa_test_spawn(char *const argv[], const char *log_path);
+/* Sends sig (0 = just wait), waits up to timeout_ms, then SIGKILLs.
+ * Returns the wait status, or -1. */
+int pa_test_stop(pid_t pid, int sig, int timeout_ms);
+/* True while pid is running (reaps it when it exited). */
+bool pa_test_alive(pid_t pid);
+
+int64_t pa_test_now_ms(void);
+/* Polls cond(arg) every 2 ms until true or timeout; returns its last value. */
+bool pa_test_wait_for(bool (*cond)(void *), void *arg, int timeout_ms);
+
+/* UDP socket bound to 127.0.0.1:0; *port gets the chosen port. */
+int pa_test_udp_bind(uint16_t *port);
+/* Receives one datagram within timeout_ms; returns its size or -1. */
+int pa_test_udp_recv(int fd, void *buf, size_t n, int timeout_ms);
+/* TCP connection to 127.0.0.1:port, or -1. */
+int pa_test_tcp_connect(uint16_t port);
+/* Sends all of s. */
+int pa_test_send_str(int fd, const char *s);
+/* Reads one '\n'-terminated line (newline stripped) within timeout_ms;
+ * returns its length or -1. Bytes after the line stay buffered per fd. */
+int pa_test_read_line(int fd, char *buf, size_t n, int timeout_ms);
+
+/* Number of open file descriptors of pid (via /proc). */
+int pa_test_fd_count(pid_t pid);
+/* Count of /dev/shm objects whose name starts with "playarea.<instance>.". */
+int pa_test_shm_count(const char *instance);
+
+#endif
