@@ -47,7 +47,12 @@ enum {
   PA_SHM_ETIMEDOUT = -8,/* wait timed out */
   PA_SHM_ETOOBIG = -9,  /* record larger than the reader's buffer */
   PA_SHM_ESTALE = -10,  /* segment's owner pid is dead */
+  PA_SHM_ENOTREADY = -11, /* segment exists but its creator has not
+                             published it yet: retry shortly */
 };
+
+/* Short name of a PA_SHM_* value ("full", "not ready", ...). */
+const char *pa_shm_strerror(int code);
 
 /* ------------------------------------------------------------------------ */
 /* 1. Segments                                                               */
@@ -57,6 +62,7 @@ enum {
 #define PA_SHM_NAME_MAX 96
 #define PA_SHM_INSTANCE_MAX 48 /* [A-Za-z0-9_-], 1..47 chars */
 #define PA_SHM_MAX_SIZES 8
+#define PA_SHM_SIZE_ANY UINT64_MAX /* in expect_sizes[]: not checked */
 
 /* At offset 0 of every segment. */
 typedef struct pa_shm_header {
@@ -91,9 +97,11 @@ int pa_shm_create(pa_shm_seg *seg, const char *name, uint32_t kind,
 void pa_shm_publish(pa_shm_seg *seg); /* header.ready = 1 (release) */
 
 /* Maps an existing segment and validates its header: magic, version, kind,
- * total size against the object size, and each of expect_sizes that is not
- * NULL. On mismatch err says which field differs, e.g.
- * "/playarea.p9000.ctl: layout version is 2, expected 1". */
+ * total size against the object size, and each of expect_sizes (if the array
+ * is not NULL; entries equal to PA_SHM_SIZE_ANY are skipped). On mismatch err
+ * says which field differs, e.g.
+ * "/playarea.p9000.ctl: layout version is 2, expected 1". A segment whose
+ * creator has not published it within ~100 ms gives PA_SHM_ENOTREADY. */
 int pa_shm_attach(pa_shm_seg *seg, const char *name, uint32_t kind,
                   const uint64_t expect_sizes[PA_SHM_MAX_SIZES], char *err,
                   size_t err_sz);

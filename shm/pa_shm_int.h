@@ -1,0 +1,37 @@
+/* pa_shm_int.h - private to the pa_shm library: helpers shared by its files. */
+#ifndef PA_SHM_INT_H
+#define PA_SHM_INT_H
+
+#include "pa_shm.h"
+
+#include <stdarg.h>
+
+#define PA_ALIGN64(x) (((uint64_t)(x) + 63u) & ~(uint64_t)63u)
+/* Body of every segment starts here (header rounded to a cache line). */
+#define PA_SHM_BODY_OFF PA_ALIGN64(sizeof(pa_shm_header))
+
+/* Name of sizes[i] for a segment kind ("max_robots"), for error messages. */
+const char *pa_shm_size_name(uint32_t kind, unsigned i, char *tmp,
+                             size_t tmp_sz);
+const char *pa_shm_kind_name(uint32_t kind);
+/* snprintf into err when err is not NULL. */
+void pa_shm_errf(char *err, size_t err_sz, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* kill(pid, 0) says the process is gone. */
+bool pa_shm_pid_dead(int32_t pid);
+/* Absolute CLOCK_MONOTONIC deadline timeout_ns from now. */
+void pa_shm_deadline(struct timespec *ts, int64_t timeout_ns);
+/* Post sem unless a post is already pending (keeps it at most 1). */
+void pa_shm_sem_post_once(sem_t *sem);
+/* sem wait with EINTR retry; timeout_ns < 0 waits forever. 0 or ETIMEDOUT. */
+int pa_shm_sem_wait(sem_t *sem, int64_t timeout_ns);
+
+/* Queue internals the stack validates against its record types. */
+uint32_t pa_queue_record_size(const pa_queue *q);
+uint32_t pa_queue_capacity(const pa_queue *q);
+/* Ring reader slots (for pa-shmctl and tests of reclaim). */
+uint32_t pa_ring_max_readers(const pa_ring *r);
+/* Pid holding reader entry i, 0 if free. */
+int32_t pa_ring_reader_owner(const pa_ring *r, uint32_t i);
+
+#endif

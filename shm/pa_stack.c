@@ -1,0 +1,641 @@
+/* pa_stack.c - the segments of one running instance: layout computed from a
+ * pa_stack_def by one table, creation, validation on attach, probing, the
+ * world seqlock and the map segment. */
+#define _GNU_SOURCE
+#include "pa_shm_int.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+/* A segment may not be bigger than this (mapping sanity, not tmpfs size). */
+#define SEG_MAX_BYTES (16ull << 30)
+/* A ctl object without a filled header this old was left by a crash. */
+#define CREATE_GRACE_S 10
+
+/* ---- status codes ------------------------------------------------------- */
+
+static const char *const status_codes[PA_STATUS_COUNT] = {
+    [PA_OK] = "ok",
+    [PA_ERR_UNKNOWN_TYPE] = "unknown_type",
+    [PA_ERR_UNKNOWN_ACTION] = "unknown_action",
+    [PA_ERR_INVALID_MESSAGE] = "invalid_message",
+    [PA_ERR_INVALID_ACTION_SHAPE] = "invalid_action_shape",
+    [PA_ERR_UNKNOWN_ROBOT] = "unknown_robot",
+    [PA_ERR_UNKNOWN_OBJECT] = "unknown_object",
+    [PA_ERR_UNSUPPORTED_CONTROL_SCHEME] = "unsupported_control_scheme",
+    [PA_ERR_SPAWN_FAILED] = "spawn_failed",
+    [PA_ERR_BLOCKED_POSE] = "blocked_pose",
+    [PA_ERR_BATCH_LIMIT] = "batch_limit",
+    [PA_ERR_TOO_LONG] = "too_long",
+    [PA_ERR_BUSY] = "busy",
+    [PA_ERR_NOT_AUTHORIZED] = "not_authorized",
+};
+
+const char *pa_status_code(pa_status st) {
+  if ((unsigned)st >= PA_STATUS_COUNT)
+    return "invalid_message";
+  return status_codes[st];
+}
+
+/* ---- the def and the layout table ---------------------------------------- */
+
+/* field, minimum, maximum: drives both default checking and messages. */
+#define PA_STACK_DEF_FIELDS(X)                                                \
+  X(max_robots, 1, 65536)                                                     \
+  X(max_obstacles, 1, 1u << 20)                                               \
+  X(max_beams, 1, 1u << 20)                                                   \
+  X(max_cam_width, 1, 8192)                                                   \
+  X(max_cam_height, 1, 8192)                                                  \
+  X(state_slots, 2, 1u << 20)                                                 \
+  X(scan_slots, 0, 1u << 20)                                                  \
+  X(camera_slots, 2, 4096)                                                    \
+  X(cmd_capacity, 1, 1u << 20)                                                \
+  X(max_readers, 1, 64)
+
+pa_stack_def pa_stack_def_default(void) {
+  pa_stack_def d;
+  memset(&d, 0, sizeof d);
+  snprintf(d.instance, sizeof d.instance, "p9000");
+  d.max_robots = 256;
+  d.max_obstacles = 1024;
+  d.max_beams = 4096;
+  d.max_cam_width = 1920;
+  d.max_cam_height = 1080;
+  d.state_slots = 64;
+  d.scan_slots = 0;
+  d.camera_slots = 8;
+  d.cmd_capacity = 1024;
+  d.max_readers = 8;
+  return d;
+}
+
+void pa_stack_instance_for_port(char *out, size_t out_sz, unsigned port) {
+  snprintf(out, out_sz, "p%u", port);
+}
+
+enum { RING_STATE = 0, RING_SCAN = 1, RING_CAMERA = 2, RING_COUNT = 3 };
+
+static const char *const ring_seg_names[RING_COUNT] = {"state", "scan",
+                                                       "camera"};
+static const uint32_t ring_kinds[RING_COUNT] = {PA_SEG_STATE, PA_SEG_SCAN,
+                                                PA_SEG_CAMERA};
+
+typedef struct ring_layout {
+  uint32_t slots, max_record;
+  uint64_t total; /* segment bytes */
+  uint64_t sizes[PA_SHM_MAX_SIZES];
+} ring_layout;
+
+typedef struct stack_layout {
+  uint64_t ctl_total;
+  uint64_t off_robots, off_obstacles, off_cam, off_cmd, off_reply;
+  uint64_t ctl_sizes[PA_SHM_MAX_SIZES];
+  ring_layout ring[RING_COUNT];
+} stack_layout;
+
+static bool in_range(uint32_t v, uint32_t lo, uint32_t hi) {
+  return v >= lo && v <= hi;
+}
+
+/* Validates d and computes every size and offset of the instance. */
+static int stack_layout_compute(const pa_stack_def *d, stack_layout *L,
+                                char *err, size_t err_sz) {
+  memset(L, 0, sizeof *L);
+  char name[PA_SHM_NAME_MAX];
+  if (memchr(d->instance, '\0', sizeof d->instance) == NULL) {
+    pa_shm_errf(err, err_sz, "instance name is not terminated");
+    return PA_SHM_EINVAL;
+  }
+  int rc = pa_shm_name(name, sizeof name, d->instance, "ctl", err, err_sz);
+  if (rc)
+    return rc;
+#define CHECK_FIELD(f, lo, hi)                                                \
+  if (!in_range(d->f, (lo), (hi))) {                                          \
+    pa_shm_errf(err, err_sz, "%s: " #f " is %" PRIu32 ", must be in [%u, %u]", \
+                d->instance, d->f, (unsigned)(lo), (unsigned)(hi));           \
+    return PA_SHM_EINVAL;                                                     \
+  }
+  PA_STACK_DEF_FIELDS(CHECK_FIELD)
+#undef CHECK_FIELD
+  if (d->scan_slots == 1) {
+    pa_shm_errf(err, err_sz, "%s: scan_slots is 1, must be 0 (auto) or >= 2",
+                d->instance);
+    return PA_SHM_EINVAL;
+  }
+
+  uint64_t off = PA_SHM_BODY_OFF + PA_ALIGN64(sizeof(pa_ctl));
+  L->off_robots = off;
+  off += PA_ALIGN64((uint64_t)d->max_robots * sizeof(pa_robot_info));
+  L->off_obstacles = off;
+  off += PA_ALIGN64((uint64_t)d->max_obstacles * sizeof(pa_obstacle_info));
+  L->off_cam = off;
+  off += PA_ALIGN64((uint64_t)d->max_robots * sizeof(pa_cam_demand));
+  L->off_cmd = off;
+  off += pa_queue_bytes(d->cmd_capacity, sizeof(pa_cmd));
+  L->off_reply = off;
+  off += pa_queue_bytes(d->cmd_capacity, sizeof(pa_reply));
+  L->ctl_total = off;
+  uint64_t cs[PA_SHM_MAX_SIZES] = {
+      d->max_robots,         d->max_obstacles,
+      d->cmd_capacity,       sizeof(pa_ctl),
+      sizeof(pa_robot_info), sizeof(pa_obstacle_info),
+      sizeof(pa_cmd),        sizeof(pa_reply)};
+  memcpy(L->ctl_sizes, cs, sizeof cs);
+
+  uint32_t scan_slots = d->scan_slots ? d->scan_slots
+                        : 2 * d->max_robots > 64 ? 2 * d->max_robots
+                                                 : 64;
+  uint64_t rec[RING_COUNT] = {
+      sizeof(pa_tick) + (uint64_t)d->max_robots * sizeof(pa_robot_state),
+      sizeof(pa_scan) + 4ull * d->max_beams,
+      sizeof(pa_frame) + 3ull * d->max_cam_width * d->max_cam_height};
+  uint32_t slots[RING_COUNT] = {d->state_slots, scan_slots, d->camera_slots};
+  for (int i = 0; i < RING_COUNT; i++) {
+    ring_layout *R = &L->ring[i];
+    R->slots = slots[i];
+    R->max_record = (uint32_t)rec[i];
+    size_t rb = pa_ring_bytes(R->slots, R->max_record, d->max_readers);
+    R->total = PA_SHM_BODY_OFF + rb;
+    if (rb == 0 || R->total > SEG_MAX_BYTES) {
+      pa_shm_errf(err, err_sz,
+                  "%s: %s ring of %" PRIu32 " slots x %" PRIu32
+                  " bytes is too large",
+                  d->instance, ring_seg_names[i], R->slots, R->max_record);
+      return PA_SHM_EINVAL;
+    }
+    R->sizes[0] = R->slots;
+    R->sizes[1] = R->max_record;
+    R->sizes[2] = d->max_readers;
+  }
+  L->ring[RING_STATE].sizes[3] = d->max_robots;
+  L->ring[RING_STATE].sizes[4] = sizeof(pa_tick);
+  L->ring[RING_STATE].sizes[5] = sizeof(pa_robot_state);
+  L->ring[RING_SCAN].sizes[3] = d->max_beams;
+  L->ring[RING_SCAN].sizes[4] = sizeof(pa_scan);
+  L->ring[RING_CAMERA].sizes[3] = d->max_cam_width;
+  L->ring[RING_CAMERA].sizes[4] = d->max_cam_height;
+  L->ring[RING_CAMERA].sizes[5] = sizeof(pa_frame);
+  return 0;
+}
+
+/* ---- probing and unlinking ------------------------------------------------ */
+
+/* Calls fn for every /dev/shm object of the instance (name without '/'). */
+static int for_each_object(const char *instance,
+                           void (*fn)(const char *name, void *arg), void *arg) {
+  char prefix[PA_SHM_NAME_MAX];
+  snprintf(prefix, sizeof prefix, "playarea.%s.", instance);
+  size_t pl = strlen(prefix);
+  DIR *dir = opendir("/dev/shm");
+  if (!dir)
+    return 0;
+  int n = 0;
+  struct dirent *e;
+  while ((e = readdir(dir)) != NULL) {
+    if (strncmp(e->d_name, prefix, pl) != 0)
+      continue;
+    n++;
+    if (fn)
+      fn(e->d_name, arg);
+  }
+  closedir(dir);
+  return n;
+}
+
+/* PA_STACK_* of the instance; *owner gets the ctl's owner pid (0 unknown). */
+static int probe_owner(const char *instance, int32_t *owner) {
+  *owner = 0;
+  char name[PA_SHM_NAME_MAX];
+  if (pa_shm_name(name, sizeof name, instance, "ctl", NULL, 0))
+    return PA_STACK_NONE;
+  int fd = shm_open(name, O_RDONLY | O_CLOEXEC, 0);
+  if (fd < 0)
+    /* Segments without a ctl are leftovers of a crash or a half unlink. */
+    return for_each_object(instance, NULL, NULL) > 0 ? PA_STACK_STALE
+                                                     : PA_STACK_NONE;
+  struct stat st;
+  int res = PA_STACK_LIVE;
+  if (fstat(fd, &st) != 0) {
+    close(fd);
+    return PA_STACK_LIVE;
+  }
+  bool young = time(NULL) - st.st_ctime < CREATE_GRACE_S;
+  if ((size_t)st.st_size < sizeof(pa_shm_header)) {
+    res = young ? PA_STACK_LIVE : PA_STACK_STALE;
+  } else {
+    void *p = mmap(NULL, sizeof(pa_shm_header), PROT_READ, MAP_SHARED, fd, 0);
+    if (p == MAP_FAILED) {
+      res = PA_STACK_LIVE;
+    } else {
+      const pa_shm_header *h = p;
+      *owner = __atomic_load_n(&h->owner_pid, __ATOMIC_RELAXED);
+      if (h->magic != PA_SHM_MAGIC || *owner <= 0)
+        res = young ? PA_STACK_LIVE : PA_STACK_STALE;
+      else
+        res = pa_shm_pid_dead(*owner) ? PA_STACK_STALE : PA_STACK_LIVE;
+      munmap(p, sizeof(pa_shm_header));
+    }
+  }
+  close(fd);
+  return res;
+}
+
+int pa_stack_probe(const char *instance) {
+  int32_t owner;
+  return probe_owner(instance, &owner);
+}
+
+static void unlink_object(const char *name, void *arg) {
+  int *n = arg;
+  char full[300];
+  snprintf(full, sizeof full, "/%s", name);
+  if (shm_unlink(full) == 0)
+    (*n)++;
+}
+
+int pa_stack_unlink(const char *instance) {
+  char name[PA_SHM_NAME_MAX];
+  if (pa_shm_name(name, sizeof name, instance, "ctl", NULL, 0))
+    return PA_SHM_EINVAL;
+  int removed = 0;
+  for_each_object(instance, unlink_object, &removed);
+  /* In case /dev/shm is not where shm_open keeps objects. */
+  static const char *const segs[] = {"ctl", "state", "scan", "camera", "map"};
+  for (size_t i = 0; i < sizeof segs / sizeof segs[0]; i++) {
+    pa_shm_name(name, sizeof name, instance, segs[i], NULL, 0);
+    if (shm_unlink(name) == 0)
+      removed++;
+  }
+  return removed;
+}
+
+/* ---- create and attach -------------------------------------------------- */
+
+static void stack_set_pointers(pa_stack *s, const stack_layout *L) {
+  char *b = s->ctl_seg.base;
+  s->ctl = (pa_ctl *)(b + PA_SHM_BODY_OFF);
+  s->robots = (pa_robot_info *)(b + L->off_robots);
+  s->obstacles = (pa_obstacle_info *)(b + L->off_obstacles);
+  s->cam = (pa_cam_demand *)(b + L->off_cam);
+  s->cmd = (pa_queue *)(b + L->off_cmd);
+  s->reply = (pa_queue *)(b + L->off_reply);
+  if (s->state_seg.base && s->scan_seg.base && s->camera_seg.base) {
+    s->state = (pa_ring *)((char *)s->state_seg.base + PA_SHM_BODY_OFF);
+    s->scan = (pa_ring *)((char *)s->scan_seg.base + PA_SHM_BODY_OFF);
+    s->camera = (pa_ring *)((char *)s->camera_seg.base + PA_SHM_BODY_OFF);
+  }
+}
+
+static pa_shm_seg *ring_seg(pa_stack *s, int i) {
+  return i == RING_STATE ? &s->state_seg
+         : i == RING_SCAN ? &s->scan_seg
+                          : &s->camera_seg;
+}
+
+void pa_stack_detach(pa_stack *s) {
+  pa_shm_detach(&s->ctl_seg);
+  for (int i = 0; i < RING_COUNT; i++)
+    pa_shm_detach(ring_seg(s, i));
+  memset(s, 0, sizeof *s);
+}
+
+int pa_stack_create(pa_stack *s, const pa_stack_def *d, char *err,
+                    size_t err_sz) {
+  memset(s, 0, sizeof *s);
+  if (err && err_sz)
+    err[0] = '\0';
+  stack_layout L;
+  int rc = stack_layout_compute(d, &L, err, err_sz);
+  if (rc)
+    return rc;
+  int32_t owner = 0;
+  int state = probe_owner(d->instance, &owner);
+  if (state == PA_STACK_LIVE) {
+    pa_shm_errf(err, err_sz,
+                "instance '%s' is in use (owner pid %d is alive); stop it or "
+                "pick another instance",
+                d->instance, (int)owner);
+    return PA_SHM_EEXIST;
+  }
+  char stale_note[160] = "";
+  if (state == PA_STACK_STALE) {
+    pa_stack_unlink(d->instance);
+    snprintf(stale_note, sizeof stale_note,
+             "replaced stale instance '%s' (owner pid %d is dead)",
+             d->instance, (int)owner);
+  }
+
+  uint64_t boot = pa_shm_new_boot_id();
+  char name[PA_SHM_NAME_MAX];
+  /* ctl first: while the rest is built, probes see a live owner. */
+  pa_shm_name(name, sizeof name, d->instance, "ctl", NULL, 0);
+  rc = pa_shm_create(&s->ctl_seg, name, PA_SEG_CTL, L.ctl_sizes, L.ctl_total,
+                     boot, err, err_sz);
+  if (rc)
+    return rc;
+  stack_set_pointers(s, &L);
+  pa_ctl *c = s->ctl;
+  c->def = *d;
+  c->off_robots = L.off_robots;
+  c->off_obstacles = L.off_obstacles;
+  c->off_cam = L.off_cam;
+  c->off_cmd = L.off_cmd;
+  c->off_reply = L.off_reply;
+  sem_init(&c->render_wake, 1, 0);
+  pa_queue_init(s->cmd, d->cmd_capacity, sizeof(pa_cmd));
+  pa_queue_init(s->reply, d->cmd_capacity, sizeof(pa_reply));
+
+  for (int i = 0; i < RING_COUNT; i++) {
+    pa_shm_seg *seg = ring_seg(s, i);
+    pa_shm_name(name, sizeof name, d->instance, ring_seg_names[i], NULL, 0);
+    rc = pa_shm_create(seg, name, ring_kinds[i], L.ring[i].sizes,
+                       L.ring[i].total, boot, err, err_sz);
+    if (rc)
+      goto fail;
+    pa_ring_init((char *)seg->base + PA_SHM_BODY_OFF, L.ring[i].slots,
+                 L.ring[i].max_record, d->max_readers);
+  }
+  stack_set_pointers(s, &L);
+  for (int i = 0; i < RING_COUNT; i++)
+    pa_shm_publish(ring_seg(s, i));
+  pa_shm_publish(&s->ctl_seg);
+  if (stale_note[0])
+    pa_shm_errf(err, err_sz, "%s", stale_note);
+  return 0;
+fail:
+  pa_stack_detach(s);
+  pa_stack_unlink(d->instance);
+  return rc;
+}
+
+int pa_stack_attach(pa_stack *s, const char *instance, char *err,
+                    size_t err_sz) {
+  memset(s, 0, sizeof *s);
+  char name[PA_SHM_NAME_MAX];
+  int rc = pa_shm_name(name, sizeof name, instance, "ctl", err, err_sz);
+  if (rc)
+    return rc;
+  uint64_t expect[PA_SHM_MAX_SIZES] = {
+      PA_SHM_SIZE_ANY,       PA_SHM_SIZE_ANY,
+      PA_SHM_SIZE_ANY,       sizeof(pa_ctl),
+      sizeof(pa_robot_info), sizeof(pa_obstacle_info),
+      sizeof(pa_cmd),        sizeof(pa_reply)};
+  rc = pa_shm_attach(&s->ctl_seg, name, PA_SEG_CTL, expect, err, err_sz);
+  if (rc)
+    return rc;
+  const pa_shm_header *ch = s->ctl_seg.base;
+  pa_stack_def d = ((const pa_ctl *)((char *)ch + PA_SHM_BODY_OFF))->def;
+  stack_layout L;
+  char why[200];
+  if (stack_layout_compute(&d, &L, why, sizeof why)) {
+    pa_shm_errf(err, err_sz, "%s: stored sizes are invalid: %s", name, why);
+    rc = PA_SHM_EMISMATCH;
+    goto fail;
+  }
+  if (strcmp(d.instance, instance) != 0) {
+    pa_shm_errf(err, err_sz, "%s: instance is '%s', expected '%s'", name,
+                d.instance, instance);
+    rc = PA_SHM_EMISMATCH;
+    goto fail;
+  }
+  for (unsigned i = 0; i < PA_SHM_MAX_SIZES; i++) {
+    if (ch->sizes[i] != L.ctl_sizes[i]) {
+      char tmp[16];
+      pa_shm_errf(err, err_sz, "%s: %s is %" PRIu64 " in the header, %" PRIu64
+                  " in the control block",
+                  name, pa_shm_size_name(PA_SEG_CTL, i, tmp, sizeof tmp),
+                  ch->sizes[i], L.ctl_sizes[i]);
+      rc = PA_SHM_EMISMATCH;
+      goto fail;
+    }
+  }
+  if (ch->total_size != L.ctl_total) {
+    pa_shm_errf(err, err_sz,
+                "%s: total size is %" PRIu64 ", expected %" PRIu64
+                " for its sizes",
+                name, ch->total_size, L.ctl_total);
+    rc = PA_SHM_EMISMATCH;
+    goto fail;
+  }
+  const pa_ctl *c = (const pa_ctl *)((char *)ch + PA_SHM_BODY_OFF);
+  if (c->off_robots != L.off_robots || c->off_obstacles != L.off_obstacles ||
+      c->off_cam != L.off_cam || c->off_cmd != L.off_cmd ||
+      c->off_reply != L.off_reply) {
+    pa_shm_errf(err, err_sz, "%s: array offsets differ from this build's", name);
+    rc = PA_SHM_EMISMATCH;
+    goto fail;
+  }
+  uint64_t boot = ch->boot_id;
+  for (int i = 0; i < RING_COUNT; i++) {
+    pa_shm_seg *seg = ring_seg(s, i);
+    pa_shm_name(name, sizeof name, instance, ring_seg_names[i], NULL, 0);
+    rc = pa_shm_attach(seg, name, ring_kinds[i], L.ring[i].sizes, err, err_sz);
+    if (rc)
+      goto fail;
+    const pa_shm_header *h = seg->base;
+    if (h->boot_id != boot) {
+      pa_shm_errf(err, err_sz,
+                  "%s: boot id %016" PRIx64 " differs from the ctl's %016" PRIx64
+                  " (instance was re-created meanwhile)",
+                  name, h->boot_id, boot);
+      rc = PA_SHM_EMISMATCH;
+      goto fail;
+    }
+    if (h->total_size != L.ring[i].total) {
+      pa_shm_errf(err, err_sz,
+                  "%s: total size is %" PRIu64 ", expected %" PRIu64, name,
+                  h->total_size, L.ring[i].total);
+      rc = PA_SHM_EMISMATCH;
+      goto fail;
+    }
+    const void *rmem = (const char *)seg->base + PA_SHM_BODY_OFF;
+    rc = pa_ring_check(rmem, seg->size - PA_SHM_BODY_OFF, why, sizeof why);
+    if (rc) {
+      pa_shm_errf(err, err_sz, "%s: %s", name, why);
+      goto fail;
+    }
+    const pa_ring *r = rmem;
+    if (pa_ring_slot_count(r) != L.ring[i].slots ||
+        pa_ring_max_record(r) != L.ring[i].max_record) {
+      pa_shm_errf(err, err_sz, "%s: ring sizes differ from the header's", name);
+      rc = PA_SHM_EMISMATCH;
+      goto fail;
+    }
+  }
+  stack_set_pointers(s, &L);
+  const pa_queue *qs[2] = {s->cmd, s->reply};
+  const uint32_t qrec[2] = {sizeof(pa_cmd), sizeof(pa_reply)};
+  for (int i = 0; i < 2; i++) {
+    uint64_t avail = (i == 0 ? L.off_reply : L.ctl_total) -
+                     (i == 0 ? L.off_cmd : L.off_reply);
+    rc = pa_queue_check(qs[i], (size_t)avail, why, sizeof why);
+    if (!rc && (pa_queue_record_size(qs[i]) != qrec[i] ||
+                pa_queue_capacity(qs[i]) != d.cmd_capacity)) {
+      snprintf(why, sizeof why, "queue: record size %" PRIu32
+               " / capacity %" PRIu32 ", expected %" PRIu32 " / %" PRIu32,
+               pa_queue_record_size(qs[i]), pa_queue_capacity(qs[i]), qrec[i],
+               d.cmd_capacity);
+      rc = PA_SHM_EMISMATCH;
+    }
+    if (rc) {
+      pa_shm_errf(err, err_sz, "%s %s: %s", s->ctl_seg.name,
+                  i == 0 ? "cmd" : "reply", why);
+      goto fail;
+    }
+  }
+  return 0;
+fail:
+  pa_stack_detach(s);
+  return rc;
+}
+
+/* ---- world seqlock ------------------------------------------------------ */
+
+void pa_stack_world_begin(pa_stack *s) {
+  uint64_t q = __atomic_load_n(&s->ctl->world_seq, __ATOMIC_RELAXED);
+  /* Odd already means a writer died mid-update: stay odd, move on. */
+  __atomic_store_n(&s->ctl->world_seq, (q | 1u) + ((q & 1u) ? 2u : 0u),
+                   __ATOMIC_RELAXED);
+  __atomic_thread_fence(__ATOMIC_RELEASE);
+}
+
+void pa_stack_world_end(pa_stack *s) {
+  uint64_t q = __atomic_load_n(&s->ctl->world_seq, __ATOMIC_RELAXED);
+  __atomic_add_fetch(&s->ctl->world_gen, 1u, __ATOMIC_RELAXED);
+  __atomic_store_n(&s->ctl->world_seq, (q | 1u) + 1u, __ATOMIC_RELEASE);
+}
+
+uint64_t pa_stack_world_read_begin(const pa_stack *s) {
+  int64_t until = 0;
+  for (int spins = 0;; spins++) {
+    uint64_t q = __atomic_load_n(&s->ctl->world_seq, __ATOMIC_ACQUIRE);
+    if (!(q & 1u))
+      return q;
+    /* Writer busy: yield; give up after ~50 ms (writer may have died). */
+    if (spins > 64) {
+      int64_t now = pa_now_ns();
+      if (!until)
+        until = now + 50000000;
+      else if (now > until)
+        return q;
+      struct timespec ts = {0, 100000};
+      nanosleep(&ts, NULL);
+    }
+  }
+}
+
+bool pa_stack_world_read_retry(const pa_stack *s, uint64_t seq) {
+  __atomic_thread_fence(__ATOMIC_ACQUIRE);
+  return (seq & 1u) ||
+         __atomic_load_n(&s->ctl->world_seq, __ATOMIC_RELAXED) != seq;
+}
+
+/* ---- map segment -------------------------------------------------------- */
+
+#define MAP_MAX_CELLS (1ull << 30)
+#define MAP_OFF_CELLS (PA_SHM_BODY_OFF + PA_ALIGN64(sizeof(pa_map_block)))
+
+int pa_stack_map_publish(pa_stack *s, uint32_t width, uint32_t height,
+                         double resolution, double origin_x, double origin_y,
+                         double origin_yaw, const int8_t *cells, char *err,
+                         size_t err_sz) {
+  const char *inst = s->ctl->def.instance;
+  uint64_t n = (uint64_t)width * height;
+  if (width == 0 || height == 0 || n > MAP_MAX_CELLS) {
+    pa_shm_errf(err, err_sz, "map: %" PRIu32 " x %" PRIu32
+                " cells is out of range (1 .. 2^30 cells)", width, height);
+    return PA_SHM_EINVAL;
+  }
+  if (!isfinite(resolution) || resolution <= 0) {
+    pa_shm_errf(err, err_sz, "map: resolution %g must be finite and > 0",
+                resolution);
+    return PA_SHM_EINVAL;
+  }
+  if (!isfinite(origin_x) || !isfinite(origin_y) || !isfinite(origin_yaw)) {
+    pa_shm_errf(err, err_sz, "map: origin must be finite");
+    return PA_SHM_EINVAL;
+  }
+  if (!cells) {
+    pa_shm_errf(err, err_sz, "map: no cells");
+    return PA_SHM_EINVAL;
+  }
+  char name[PA_SHM_NAME_MAX];
+  int rc = pa_shm_name(name, sizeof name, inst, "map", err, err_sz);
+  if (rc)
+    return rc;
+  const pa_shm_header *ch = s->ctl_seg.base;
+  /* Holders of the old mapping keep their copy until they re-attach. */
+  pa_shm_unlink(name);
+  uint64_t sizes[PA_SHM_MAX_SIZES] = {width, height, sizeof(pa_map_block)};
+  pa_shm_seg seg;
+  rc = pa_shm_create(&seg, name, PA_SEG_MAP, sizes, MAP_OFF_CELLS + n,
+                     ch->boot_id, err, err_sz);
+  if (rc)
+    return rc;
+  pa_shm_header *h = seg.base;
+  h->owner_pid = ch->owner_pid; /* the instance's owner, for staleness */
+  pa_map_block *m = (pa_map_block *)((char *)seg.base + PA_SHM_BODY_OFF);
+  uint32_t gen = __atomic_load_n(&s->ctl->map_gen, __ATOMIC_RELAXED) + 1;
+  m->width = width;
+  m->height = height;
+  m->resolution = resolution;
+  m->origin_x = origin_x;
+  m->origin_y = origin_y;
+  m->origin_yaw = origin_yaw;
+  m->gen = gen;
+  m->off_cells = MAP_OFF_CELLS;
+  memcpy((char *)seg.base + MAP_OFF_CELLS, cells, (size_t)n);
+  pa_shm_publish(&seg);
+  pa_shm_detach(&seg);
+  __atomic_store_n(&s->ctl->map_gen, gen, __ATOMIC_RELEASE);
+  return 0;
+}
+
+int pa_stack_map_attach(const pa_stack *s, pa_shm_seg *seg,
+                        const pa_map_block **map, const int8_t **cells,
+                        char *err, size_t err_sz) {
+  char name[PA_SHM_NAME_MAX];
+  int rc = pa_shm_name(name, sizeof name, s->ctl->def.instance, "map", err,
+                       err_sz);
+  if (rc)
+    return rc;
+  uint64_t expect[PA_SHM_MAX_SIZES] = {PA_SHM_SIZE_ANY, PA_SHM_SIZE_ANY,
+                                       sizeof(pa_map_block), 0, 0, 0, 0, 0};
+  rc = pa_shm_attach(seg, name, PA_SEG_MAP, expect, err, err_sz);
+  if (rc)
+    return rc;
+  const pa_shm_header *h = seg->base;
+  const pa_shm_header *ch = s->ctl_seg.base;
+  const pa_map_block *m =
+      (const pa_map_block *)((const char *)seg->base + PA_SHM_BODY_OFF);
+  uint64_t n = (uint64_t)m->width * m->height;
+  if (h->boot_id != ch->boot_id) {
+    pa_shm_errf(err, err_sz, "%s: belongs to another creation of the instance",
+                name);
+    rc = PA_SHM_EMISMATCH;
+  } else if (m->width != h->sizes[0] || m->height != h->sizes[1] ||
+             m->off_cells != MAP_OFF_CELLS || seg->size < MAP_OFF_CELLS + n) {
+    pa_shm_errf(err, err_sz,
+                "%s: map block %" PRIu32 " x %" PRIu32
+                " does not fit the header (%" PRIu64 " x %" PRIu64
+                ", %zu bytes)",
+                name, m->width, m->height, h->sizes[0], h->sizes[1], seg->size);
+    rc = PA_SHM_EMISMATCH;
+  }
+  if (rc) {
+    pa_shm_detach(seg);
+    return rc;
+  }
+  *map = m;
+  *cells = (const int8_t *)seg->base + m->off_cells;
+  return 0;
+}
