@@ -1,7 +1,8 @@
 /* pa-shmctl - list, garbage-collect and remove playarea shm instances.
  *
  *   pa-shmctl ls            every instance in /dev/shm, live or stale
- *   pa-shmctl gc            remove instances whose owner pid is dead
+ *   pa-shmctl gc [PREFIX]   remove instances whose owner pid is dead (only
+ *                           those whose name starts with PREFIX)
  *   pa-shmctl rm INSTANCE   remove one instance (all its segments)
  */
 #define _GNU_SOURCE
@@ -107,13 +108,15 @@ static int cmd_ls(void) {
   return 0;
 }
 
-static int cmd_gc(void) {
+static int cmd_gc(const char *prefix) {
   static inst_info v[MAX_INSTANCES];
   int n = scan_instances(v, MAX_INSTANCES);
   if (n < 0)
     return 1;
   int removed = 0;
   for (int i = 0; i < n; i++) {
+    if (prefix && strncmp(v[i].name, prefix, strlen(prefix)) != 0)
+      continue;
     if (pa_stack_probe(v[i].name) != PA_STACK_STALE)
       continue;
     int32_t pid = owner_of(v[i].name);
@@ -150,9 +153,10 @@ static int cmd_rm(const char *instance) {
 }
 
 static void usage(FILE *f) {
-  fprintf(f, "usage: pa-shmctl ls | gc | rm INSTANCE\n"
+  fprintf(f, "usage: pa-shmctl ls | gc [PREFIX] | rm INSTANCE\n"
              "  ls           list playarea shm instances (live or stale)\n"
-             "  gc           remove instances whose owner process is dead\n"
+             "  gc [PREFIX]  remove instances whose owner process is dead\n"
+             "               (only names starting with PREFIX if given)\n"
              "  rm INSTANCE  remove every segment of one instance\n");
 }
 
@@ -168,8 +172,8 @@ int main(int argc, char **argv) {
   }
   if (!strcmp(cmd, "ls") && argc == 2)
     return cmd_ls();
-  if (!strcmp(cmd, "gc") && argc == 2)
-    return cmd_gc();
+  if (!strcmp(cmd, "gc") && argc <= 3)
+    return cmd_gc(argc == 3 ? argv[2] : NULL);
   if (!strcmp(cmd, "rm") && argc == 3)
     return cmd_rm(argv[2]);
   fprintf(stderr, "pa-shmctl: bad command line '%s%s'\n", cmd,

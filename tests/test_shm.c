@@ -1,4 +1,6 @@
-/* test_shm.c - pa_shm in one process: segments, ring, queue, stack. */
+/* test_shm.c - pa_shm in one process (plus short-lived forks where a dead
+ * pid is needed): segments, ring, queue, stack, map, world seqlock,
+ * pa-shmctl. */
 #define _GNU_SOURCE
 #include <setjmp.h>
 #include <stdarg.h>
@@ -9,45 +11,816 @@
 #include "pa_shm.h"
 #include "testutil.h"
 
+#include <errno.h>
+#include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
-static void test_stack_smoke(void **state) {
-  (void)state;
-  char inst[PA_SHM_INSTANCE_MAX], err[256];
-  pa_test_instance(inst, sizeof inst, "smoke");
+#define BODY 192 /* header rounded up to 64: where bodies start */
+
+/* A raw segment name under a tracked test instance (cleaned up at exit). */
+static void raw_name(char *out, size_t n, const char *tag, const char *seg) {
+  char inst[PA_SHM_INSTANCE_MAX];
+  pa_test_instance(inst, sizeof inst, tag);
+  assert_int_equal(pa_shm_name(out, n, inst, seg, NULL, 0), 0);
+}
+
+/* 64-byte aligned scratch memory for rings and queues. */
+static void *amem(size_t n) {
+  void *p = NULL;
+  assert_int_equal(posix_memalign(&p, 64, n), 0);
+  memset(p, 0, n);
+  return p;
+}
+
+static void fill(uint8_t *p, uint32_t len, uint64_t seq) {
+  for (uint32_t i = 0; i < len; i++)
+    p[i] = (uint8_t)(seq * 31u + i);
+}
+
+static bool check(const uint8_t *p, uint32_t len, uint64_t seq) {
+  for (uint32_t i = 0; i < len; i++)
+    if (p[i] != (uint8_t)(seq * 31u + i))
+      return false;
+  return true;
+}
+
+static pa_stack_def small_def(const char *inst) {
   pa_stack_def d = pa_stack_def_default();
   snprintf(d.instance, sizeof d.instance, "%s", inst);
   d.max_robots = 4;
-  pa_stack s, a;
-  assert_int_equal(pa_stack_create(&s, &d, err, sizeof err), 0);
-  assert_int_equal(pa_stack_probe(inst), PA_STACK_LIVE);
-  assert_int_equal(pa_stack_attach(&a, inst, err, sizeof err), 0);
-  assert_int_equal(a.ctl->def.max_robots, 4);
-  uint8_t rec[64] = {1, 2, 3};
-  assert_int_equal(pa_ring_write(s.state, rec, sizeof rec), 1);
-  uint8_t out[64];
+  d.max_obstacles = 8;
+  d.max_beams = 360;
+  d.max_cam_width = 64;
+  d.max_cam_height = 48;
+  d.cmd_capacity = 16;
+  d.max_readers = 4;
+  return d;
+}
+
+/* ---- names and segments ------------------------------------------------- */
+
+static void test_names(void **st) {
+  (void)st;
+  char out[PA_SHM_NAME_MAX], err[200];
+  assert_int_equal(pa_shm_name(out, sizeof out, "p9000", "ctl", err, sizeof err), 0);
+  assert_string_equal(out, "/playarea.p9000.ctl");
+  assert_int_equal(pa_shm_name(out, sizeof out, "A_b-9", "state", err, sizeof err), 0);
+  const char *bad[] = {"", "a.b", "a/b", "a b", "ä", "../x",
+                       "012345678901234567890123456789012345678901234567"};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    err[0] = 0;
+    assert_int_equal(pa_shm_name(out, sizeof out, bad[i], "ctl", err, sizeof err),
+                     PA_SHM_EINVAL);
+    assert_non_null(strstr(err, "bad instance name"));
+  }
+  /* 47 characters is the longest accepted. */
+  char inst[48];
+  memset(inst, 'x', 47);
+  inst[47] = 0;
+  assert_int_equal(pa_shm_name(out, sizeof out, inst, "camera", err, sizeof err), 0);
+  assert_int_equal(pa_shm_name(out, sizeof out, NULL, "ctl", err, sizeof err),
+                   PA_SHM_EINVAL);
+  char p[32];
+  pa_stack_instance_for_port(p, sizeof p, 9000);
+  assert_string_equal(p, "p9000");
+  assert_string_equal(pa_shm_strerror(PA_SHM_EFULL), "full");
+  assert_true(pa_shm_new_boot_id() != 0);
+  assert_true(pa_now_ns() > 0);
+}
+
+static void test_segment_validation(void **st) {
+  (void)st;
+  char name[PA_SHM_NAME_MAX], err[256];
+  raw_name(name, sizeof name, "seg", "test");
+  uint64_t sizes[PA_SHM_MAX_SIZES] = {1, 2, 3, 4, 5, 6, 7, 8};
+  pa_shm_seg seg, a;
+  assert_int_equal(pa_shm_create(&seg, name, PA_SEG_TEST, sizes, 4096, 42, err, sizeof err), 0);
+  pa_shm_header *h = seg.base;
+  assert_int_equal(h->owner_pid, getpid());
+  assert_int_equal(h->ready, 0);
+
+  /* Not published: attach waits briefly, then says "not ready". */
+  assert_int_equal(pa_shm_attach(&a, name, PA_SEG_TEST, sizes, err, sizeof err),
+                   PA_SHM_ENOTREADY);
+  assert_non_null(strstr(err, "not ready"));
+  pa_shm_publish(&seg);
+  assert_int_equal(pa_shm_attach(&a, name, PA_SEG_TEST, sizes, err, sizeof err), 0);
+  assert_int_equal(a.size, 4096);
+  assert_int_equal(((pa_shm_header *)a.base)->boot_id, 42);
+  pa_shm_detach(&a);
+  assert_null(a.base);
+
+  /* Second create: EEXIST. */
+  pa_shm_seg dup;
+  assert_int_equal(pa_shm_create(&dup, name, PA_SEG_TEST, sizes, 4096, 1, err, sizeof err),
+                   PA_SHM_EEXIST);
+
+  /* Each mismatch names the field, the segment, found and expected. */
+  assert_int_equal(pa_shm_attach(&a, name, PA_SEG_CTL, NULL, err, sizeof err),
+                   PA_SHM_EMISMATCH);
+  assert_non_null(strstr(err, "kind is 99 (test), expected 1 (ctl)"));
+  assert_non_null(strstr(err, name));
+  uint64_t wrong[PA_SHM_MAX_SIZES] = {1, 2, 3, 4, 5, 66, 7, 8};
+  assert_int_equal(pa_shm_attach(&a, name, PA_SEG_TEST, wrong, err, sizeof err),
+                   PA_SHM_EMISMATCH);
+  assert_non_null(strstr(err, "sizes[5] is 6, expected 66"));
+  uint64_t any[PA_SHM_MAX_SIZES];
+  for (int i = 0; i < PA_SHM_MAX_SIZES; i++)
+    any[i] = PA_SHM_SIZE_ANY;
+  any[0] = 1;
+  assert_int_equal(pa_shm_attach(&a, name, PA_SEG_TEST, any, err, sizeof err), 0);
+  pa_shm_detach(&a);
+
+  h->version = 2;
+  assert_int_equal(pa_shm_attach(&a, name, PA_SEG_TEST, NULL, err, sizeof err),
+                   PA_SHM_EMISMATCH);
+  assert_non_null(strstr(err, "layout version is 2, expected 1"));
+  h->version = PA_SHM_LAYOUT_VERSION;
+  h->total_size = 8192;
+  assert_int_equal(pa_shm_attach(&a, name, PA_SEG_TEST, NULL, err, sizeof err),
+                   PA_SHM_EMISMATCH);
+  assert_non_null(strstr(err, "total size is 8192"));
+  h->total_size = 4096;
+  h->magic = 0x12345678;
+  assert_int_equal(pa_shm_attach(&a, name, PA_SEG_TEST, NULL, err, sizeof err),
+                   PA_SHM_EMISMATCH);
+  assert_non_null(strstr(err, "magic"));
+  h->magic = PA_SHM_MAGIC;
+
+  assert_int_equal(pa_shm_unlink(name), 0);
+  assert_int_equal(pa_shm_unlink(name), 0); /* ENOENT is fine */
+  assert_int_equal(pa_shm_attach(&a, name, PA_SEG_TEST, NULL, err, sizeof err),
+                   PA_SHM_ENOENT);
+  assert_non_null(strstr(err, "does not exist"));
+  pa_shm_detach(&seg);
+
+  /* Bad create arguments. */
+  assert_int_equal(pa_shm_create(&seg, "noslash", PA_SEG_TEST, NULL, 4096, 1, err, sizeof err),
+                   PA_SHM_EINVAL);
+  assert_int_equal(pa_shm_create(&seg, name, PA_SEG_TEST, NULL, 10, 1, err, sizeof err),
+                   PA_SHM_EINVAL);
+  assert_non_null(strstr(err, "smaller than the header"));
+}
+
+/* ---- ring, single process ------------------------------------------------ */
+
+static void test_ring_bad_sizes(void **st) {
+  (void)st;
+  void *m = amem(1 << 16);
+  assert_int_equal(pa_ring_bytes(0, 64, 1), 0);
+  assert_int_equal(pa_ring_bytes(1, 64, 1), 0);
+  assert_int_equal(pa_ring_bytes(4, 0, 1), 0);
+  assert_int_equal(pa_ring_bytes(4, 64, 1000), 0);
+  assert_int_equal(pa_ring_bytes(4, 0x20000000u, 1), 0);
+  assert_int_equal(pa_ring_init(m, 1, 64, 1), PA_SHM_EINVAL);
+  assert_int_equal(pa_ring_init(m, 4, 0, 1), PA_SHM_EINVAL);
+  assert_int_equal(pa_ring_init((char *)m + 8, 4, 64, 1), PA_SHM_EINVAL);
+  assert_int_equal(pa_ring_init(NULL, 4, 64, 1), PA_SHM_EINVAL);
+  size_t need = pa_ring_bytes(4, 64, 1);
+  assert_true(need > 0 && need % 64 == 0);
+  assert_int_equal(pa_ring_init(m, 4, 64, 1), 0);
+  char err[200];
+  assert_int_equal(pa_ring_check(m, need, err, sizeof err), 0);
+  assert_int_equal(pa_ring_check(m, need - 64, err, sizeof err), PA_SHM_EMISMATCH);
+  assert_non_null(strstr(err, "needs"));
+  memset(m, 0, 64);
+  assert_int_equal(pa_ring_check(m, need, err, sizeof err), PA_SHM_EMISMATCH);
+  assert_non_null(strstr(err, "magic"));
+  free(m);
+}
+
+static void test_ring_wrap_and_lap(void **st) {
+  (void)st;
+  const uint32_t slots = 4, maxr = 100;
+  pa_ring *r = amem(pa_ring_bytes(slots, maxr, 2));
+  assert_int_equal(pa_ring_init(r, slots, maxr, 2), 0);
+  assert_int_equal(pa_ring_slot_count(r), slots);
+  assert_int_equal(pa_ring_max_record(r), maxr);
+  uint8_t in[100], out[100];
+  uint32_t len;
+  uint64_t seq;
+  pa_ring_cursor c = pa_ring_cursor_now(r);
+  assert_int_equal(c.next, 1);
+  assert_int_equal(pa_ring_read_next(r, &c, out, sizeof out, &len, &seq), PA_SHM_EMPTY);
+  assert_int_equal(pa_ring_read_latest(r, out, sizeof out, &len, &seq), PA_SHM_EMPTY);
+
+  /* In step: every record, in order, over several wrap-arounds. */
+  for (uint64_t n = 1; n <= 37; n++) {
+    uint32_t l = (uint32_t)(n * 7 % (maxr + 1));
+    fill(in, l, n);
+    assert_int_equal(pa_ring_write(r, in, l), (int64_t)n);
+    assert_int_equal(pa_ring_read_next(r, &c, out, sizeof out, &len, &seq), 0);
+    assert_int_equal(seq, n);
+    assert_int_equal(len, l);
+    assert_true(check(out, len, n));
+  }
+  assert_int_equal(c.missed, 0);
+  assert_int_equal(pa_ring_head(r), 37);
+
+  /* Lapped: 10 records into 4 slots; the cursor learns it missed 6. */
+  for (uint64_t n = 38; n <= 47; n++) {
+    fill(in, 50, n);
+    pa_ring_write(r, in, 50);
+  }
+  uint64_t expect = 44;
+  while (pa_ring_read_next(r, &c, out, sizeof out, &len, &seq) == 0) {
+    assert_int_equal(seq, expect);
+    assert_true(check(out, len, seq));
+    expect++;
+  }
+  assert_int_equal(expect, 48);
+  assert_int_equal(c.missed, 6);
+  assert_int_equal(c.next, 48);
+
+  /* A zeroed cursor starts at the oldest readable record. */
+  pa_ring_cursor z = {0, 0};
+  assert_int_equal(pa_ring_read_next(r, &z, out, sizeof out, &len, &seq), 0);
+  assert_int_equal(seq, 44);
+  assert_int_equal(z.missed, 43);
+
+  /* cursor_now sees only what comes later. */
+  pa_ring_cursor now = pa_ring_cursor_now(r);
+  assert_int_equal(pa_ring_read_next(r, &now, out, sizeof out, &len, &seq), PA_SHM_EMPTY);
+  pa_ring_write(r, in, 1);
+  assert_int_equal(pa_ring_read_next(r, &now, out, sizeof out, &len, &seq), 0);
+  assert_int_equal(seq, 48);
+
+  assert_int_equal(pa_ring_read_latest(r, out, sizeof out, &len, &seq), 0);
+  assert_int_equal(seq, 48);
+  assert_int_equal(len, 1);
+  free(r);
+}
+
+static void test_ring_sizes(void **st) {
+  (void)st;
+  const uint32_t maxr = 1000;
+  pa_ring *r = amem(pa_ring_bytes(3, maxr, 1));
+  assert_int_equal(pa_ring_init(r, 3, maxr, 1), 0);
+  uint8_t in[1001], out[1001];
   uint32_t len = 0;
   uint64_t seq = 0;
-  assert_int_equal(pa_ring_read_latest(a.state, out, sizeof out, &len, &seq), 0);
-  assert_int_equal(seq, 1);
-  assert_memory_equal(out, rec, sizeof rec);
-  pa_cmd c = {.client_id = 7, .request_id = 9, .op = PA_OP_SYNC};
-  assert_int_equal(pa_queue_push(a.cmd, &c), 0);
-  pa_cmd got;
-  assert_int_equal(pa_queue_peek(s.cmd, &got), 0);
-  assert_int_equal(got.request_id, 9);
+  fill(in, maxr, 1);
+  assert_int_equal(pa_ring_write(r, in, maxr), 1); /* max size fits */
+  assert_int_equal(pa_ring_write(r, in, maxr + 1), PA_SHM_EINVAL);
+  assert_int_equal(pa_ring_write(r, NULL, 5), PA_SHM_EINVAL);
+  assert_null(pa_ring_write_begin(r, maxr + 1));
+  assert_int_equal(pa_ring_head(r), 1);
+  assert_int_equal(pa_ring_write(r, NULL, 0), 2); /* empty record is fine */
+
+  pa_ring_cursor c = {1, 0};
+  /* Too small a buffer: ETOOBIG, the length needed, the cursor stays. */
+  assert_int_equal(pa_ring_read_next(r, &c, out, 10, &len, &seq), PA_SHM_ETOOBIG);
+  assert_int_equal(len, maxr);
+  assert_int_equal(c.next, 1);
+  assert_int_equal(pa_ring_read_latest(r, out, 0, &len, &seq), 0);
+  assert_int_equal(len, 0);
+  assert_int_equal(pa_ring_read_next(r, &c, out, sizeof out, &len, &seq), 0);
+  assert_int_equal(len, maxr);
+  assert_true(check(out, maxr, 1));
+
+  /* Zero-copy: begin/commit; a commit without begin is refused. */
+  assert_int_equal(pa_ring_write_commit(r), PA_SHM_EINVAL);
+  uint8_t *slot = pa_ring_write_begin(r, 300);
+  assert_non_null(slot);
+  fill(slot, 300, 3);
+  assert_int_equal(pa_ring_write_commit(r), 3);
+  assert_int_equal(pa_ring_write_commit(r), PA_SHM_EINVAL);
+  assert_int_equal(pa_ring_read_latest(r, out, sizeof out, &len, &seq), 0);
+  assert_int_equal(seq, 3);
+  assert_int_equal(len, 300);
+  assert_true(check(out, 300, 3));
+  free(r);
+}
+
+/* A writer that died between marking a slot busy and publishing it. */
+static void test_ring_torn_slot(void **st) {
+  (void)st;
+  pa_ring *r = amem(pa_ring_bytes(4, 64, 1));
+  assert_int_equal(pa_ring_init(r, 4, 64, 1), 0);
+  uint8_t in[64], out[64];
+  uint32_t len;
+  uint64_t seq;
+  for (uint64_t n = 1; n <= 4; n++) {
+    fill(in, 64, n);
+    pa_ring_write(r, in, 64);
+  }
+  /* Record 5 goes to record 1's slot: half written, never committed. */
+  uint8_t *p = pa_ring_write_begin(r, 64);
+  memset(p, 0xee, 32);
+  assert_int_equal(pa_ring_head(r), 4);
+  pa_ring_cursor c = {1, 0};
+  uint64_t got[8];
+  int n = 0;
+  while (pa_ring_read_next(r, &c, out, sizeof out, &len, &seq) == 0) {
+    assert_true(check(out, len, seq));
+    got[n++] = seq;
+  }
+  assert_int_equal(n, 3);
+  assert_int_equal(got[0], 2);
+  assert_int_equal(c.missed, 1); /* the torn slot is skipped and counted */
+  assert_int_equal(pa_ring_read_latest(r, out, sizeof out, &len, &seq), 0);
+  assert_int_equal(seq, 4);
+  /* The restarted writer continues the sequence in the same slot. */
+  fill(in, 64, 5);
+  assert_int_equal(pa_ring_write(r, in, 64), 5);
+  assert_int_equal(pa_ring_read_next(r, &c, out, sizeof out, &len, &seq), 0);
+  assert_int_equal(seq, 5);
+  assert_true(check(out, 64, 5));
+  free(r);
+}
+
+static void test_ring_readers(void **st) {
+  (void)st;
+  pa_ring *r = amem(pa_ring_bytes(8, 64, 3));
+  assert_int_equal(pa_ring_init(r, 8, 64, 3), 0);
+  int a = pa_ring_reader_register(r), b = pa_ring_reader_register(r),
+      c = pa_ring_reader_register(r);
+  assert_true(a >= 0 && b >= 0 && c >= 0 && a != b && b != c && a != c);
+  assert_int_equal(pa_ring_reader_register(r), PA_SHM_EFULL);
+  assert_int_equal(pa_ring_wait(r, 7, 0), PA_SHM_EINVAL);
+  assert_null(pa_ring_reader_sem(r, -1));
+
+  /* Nothing written: times out. */
+  int64_t t0 = pa_now_ns();
+  assert_int_equal(pa_ring_wait(r, a, 20000000), PA_SHM_ETIMEDOUT);
+  assert_true(pa_now_ns() - t0 >= 19000000);
+  /* Many records leave at most one pending post per reader. */
+  uint8_t in[64] = {0};
+  for (int i = 0; i < 100; i++)
+    pa_ring_write(r, in, sizeof in);
+  int v = -1;
+  sem_getvalue(pa_ring_reader_sem(r, b), &v);
+  assert_int_equal(v, 1);
+  assert_int_equal(pa_ring_wait(r, b, 0), 0);
+  assert_int_equal(pa_ring_wait(r, b, 0), PA_SHM_ETIMEDOUT);
+  /* Unregistered readers get no posts; their entry is reusable. */
+  pa_ring_reader_unregister(r, c);
+  pa_ring_reader_unregister(r, 99); /* ignored */
+  assert_int_equal(pa_ring_wait(r, a, -1), 0);
+  int c2 = pa_ring_reader_register(r);
+  assert_int_equal(c2, c);
+  assert_int_equal(pa_ring_wait(r, c2, 0), PA_SHM_ETIMEDOUT);
+  pa_ring_write(r, in, sizeof in);
+  assert_int_equal(pa_ring_wait(r, c2, 0), 0);
+  free(r);
+}
+
+/* A reader that registered and died leaves an entry the next one reclaims. */
+static void test_ring_dead_reader_reclaimed(void **st) {
+  (void)st;
+  char name[PA_SHM_NAME_MAX], err[256];
+  raw_name(name, sizeof name, "reclaim", "ring");
+  size_t rb = pa_ring_bytes(4, 64, 2);
+  pa_shm_seg seg;
+  assert_int_equal(pa_shm_create(&seg, name, PA_SEG_TEST, NULL, BODY + rb, 1, err, sizeof err), 0);
+  pa_ring *r = (pa_ring *)((char *)seg.base + BODY);
+  assert_int_equal(pa_ring_init(r, 4, 64, 2), 0);
+  pa_shm_publish(&seg);
+  assert_true(pa_ring_reader_register(r) >= 0);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    pa_shm_seg cs;
+    if (pa_shm_attach(&cs, name, PA_SEG_TEST, NULL, NULL, 0))
+      _exit(2);
+    int k = pa_ring_reader_register((pa_ring *)((char *)cs.base + BODY));
+    _exit(k >= 0 ? 0 : 3); /* dies holding the entry */
+  }
+  int status;
+  assert_int_equal(waitpid(pid, &status, 0), pid);
+  assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  /* Both entries taken, one by a dead pid: registration reclaims it. */
+  int k = pa_ring_reader_register(r);
+  assert_true(k >= 0);
+  assert_int_equal(pa_ring_reader_register(r), PA_SHM_EFULL);
+  /* The reclaimed semaphore starts empty. */
+  assert_int_equal(pa_ring_wait(r, k, 0), PA_SHM_ETIMEDOUT);
+  pa_shm_detach(&seg);
+  pa_shm_unlink(name);
+}
+
+/* ---- queue --------------------------------------------------------------- */
+
+static void test_queue(void **st) {
+  (void)st;
+  assert_int_equal(pa_queue_bytes(0, 8), 0);
+  assert_int_equal(pa_queue_bytes(4, 0), 0);
+  void *m = amem(pa_queue_bytes(5, sizeof(pa_cmd)));
+  assert_int_equal(pa_queue_init(m, 0, 8), PA_SHM_EINVAL);
+  assert_int_equal(pa_queue_init((char *)m + 4, 5, 8), PA_SHM_EINVAL);
+  assert_int_equal(pa_queue_init(m, 5, sizeof(pa_cmd)), 0);
+  char err[200];
+  assert_int_equal(pa_queue_check(m, pa_queue_bytes(5, sizeof(pa_cmd)), err, sizeof err), 0);
+  assert_int_equal(pa_queue_check(m, 100, err, sizeof err), PA_SHM_EMISMATCH);
+  pa_queue *q = m;
+  pa_cmd c, got;
+  memset(&c, 0, sizeof c);
+  assert_int_equal(pa_queue_peek(q, &got), PA_SHM_EMPTY);
+  assert_int_equal(pa_queue_wait(q, 10000000), PA_SHM_ETIMEDOUT);
+  uint64_t pushed = 0, popped = 0;
+  /* Many laps: FIFO order, positions, full reported, nothing lost. */
+  for (int round = 0; round < 20; round++) {
+    while (pa_queue_space(q) > 0) {
+      c.request_id = ++pushed;
+      assert_int_equal(pa_queue_push(q, &c), 0);
+    }
+    assert_int_equal(pa_queue_count(q), 5);
+    c.request_id = 999999;
+    assert_int_equal(pa_queue_push(q, &c), PA_SHM_EFULL);
+    assert_int_equal(pa_queue_wait(q, 0), 0);
+    int take = 1 + round % 5;
+    for (int i = 0; i < take; i++) {
+      int64_t pos = pa_queue_peek(q, &got);
+      assert_int_equal(pos, (int64_t)popped);
+      /* peek does not consume */
+      assert_int_equal(pa_queue_peek(q, NULL), pos);
+      assert_int_equal(got.request_id, popped + 1);
+      pa_queue_pop(q);
+      popped++;
+    }
+  }
+  while (pa_queue_peek(q, &got) >= 0) {
+    assert_int_equal(got.request_id, ++popped);
+    pa_queue_pop(q);
+  }
+  assert_int_equal(popped, pushed);
+  pa_queue_pop(q); /* pop on empty is harmless */
+  assert_int_equal(pa_queue_count(q), 0);
+  assert_int_equal(pa_queue_space(q), 5);
+  assert_non_null(pa_queue_sem(q));
+  free(m);
+}
+
+/* ---- stack --------------------------------------------------------------- */
+
+static void test_status_codes(void **st) {
+  (void)st;
+  assert_string_equal(pa_status_code(PA_OK), "ok");
+  assert_string_equal(pa_status_code(PA_ERR_UNKNOWN_ROBOT), "unknown_robot");
+  assert_string_equal(pa_status_code(PA_ERR_BUSY), "busy");
+  assert_string_equal(pa_status_code(PA_ERR_NOT_AUTHORIZED), "not_authorized");
+  assert_string_equal(pa_status_code(PA_ERR_UNSUPPORTED_CONTROL_SCHEME),
+                      "unsupported_control_scheme");
+  for (int s = 0; s < PA_STATUS_COUNT; s++) {
+    const char *c = pa_status_code((pa_status)s);
+    assert_non_null(c);
+    for (const char *p = c; *p; p++)
+      assert_true((*p >= 'a' && *p <= 'z') || *p == '_');
+  }
+  assert_string_equal(pa_status_code((pa_status)999), "invalid_message");
+}
+
+static void test_stack_create_attach(void **st) {
+  (void)st;
+  char inst[PA_SHM_INSTANCE_MAX], err[256];
+  pa_test_instance(inst, sizeof inst, "stack");
+  assert_int_equal(pa_stack_probe(inst), PA_STACK_NONE);
+  pa_stack_def d = small_def(inst);
+  pa_stack s, a;
+  err[0] = 'x';
+  assert_int_equal(pa_stack_create(&s, &d, err, sizeof err), 0);
+  assert_string_equal(err, ""); /* nothing stale to report */
+  assert_int_equal(pa_stack_probe(inst), PA_STACK_LIVE);
+  assert_int_equal(pa_test_shm_count(inst), 4);
+
+  pa_stack s2;
+  assert_int_equal(pa_stack_create(&s2, &d, err, sizeof err), PA_SHM_EEXIST);
+  char pid[32];
+  snprintf(pid, sizeof pid, "owner pid %d", (int)getpid());
+  assert_non_null(strstr(err, pid));
+
+  assert_int_equal(pa_stack_attach(&a, inst, err, sizeof err), 0);
+  assert_int_equal(a.ctl->def.max_robots, 4);
+  assert_int_equal(pa_ring_slot_count(a.scan), 64); /* max(64, 2 * 4) */
+  assert_int_equal(pa_ring_max_record(a.camera), sizeof(pa_frame) + 64 * 48 * 3);
+  assert_int_equal(pa_ring_max_record(a.state),
+                   sizeof(pa_tick) + 4 * sizeof(pa_robot_state));
+  assert_int_equal(pa_ring_max_record(a.scan), sizeof(pa_scan) + 4 * 360);
+  assert_int_equal(pa_queue_space(a.cmd), 16);
+  assert_int_equal(pa_queue_space(a.reply), 16);
+  /* Arrays are shared: the creator's write is visible to the attacher. */
+  snprintf(s.robots[3].name, sizeof s.robots[3].name, "r3");
+  s.obstacles[7].active = 1;
+  s.cam[2].subscribers = 5;
+  assert_string_equal(a.robots[3].name, "r3");
+  assert_int_equal(a.obstacles[7].active, 1);
+  assert_int_equal(a.cam[2].subscribers, 5);
+  /* render_wake is a working process-shared semaphore. */
+  sem_post(&a.ctl->render_wake);
+  assert_int_equal(sem_trywait(&s.ctl->render_wake), 0);
+  /* Replies travel back. */
+  pa_reply rep = {.client_id = 3, .request_id = 77, .status = PA_ERR_UNKNOWN_ROBOT};
+  assert_int_equal(pa_queue_push(s.reply, &rep), 0);
+  pa_reply got;
+  assert_int_equal(pa_queue_peek(a.reply, &got), 0);
+  assert_int_equal(got.request_id, 77);
+  assert_int_equal(got.status, PA_ERR_UNKNOWN_ROBOT);
   pa_stack_detach(&a);
   pa_stack_detach(&s);
-  assert_true(pa_stack_unlink(inst) >= 4);
+
+  assert_int_equal(pa_stack_unlink(inst), 4);
   assert_int_equal(pa_stack_probe(inst), PA_STACK_NONE);
+  assert_int_equal(pa_stack_attach(&a, inst, err, sizeof err), PA_SHM_ENOENT);
+  assert_non_null(strstr(err, "does not exist"));
+  assert_int_equal(pa_stack_unlink("bad.name"), PA_SHM_EINVAL);
+}
+
+static void test_stack_bad_def(void **st) {
+  (void)st;
+  char inst[PA_SHM_INSTANCE_MAX], err[256];
+  pa_test_instance(inst, sizeof inst, "def");
+  pa_stack s;
+  pa_stack_def d = small_def(inst);
+  d.max_robots = 0;
+  assert_int_equal(pa_stack_create(&s, &d, err, sizeof err), PA_SHM_EINVAL);
+  assert_non_null(strstr(err, "max_robots is 0"));
+  d = small_def(inst);
+  d.max_readers = 1000;
+  assert_int_equal(pa_stack_create(&s, &d, err, sizeof err), PA_SHM_EINVAL);
+  assert_non_null(strstr(err, "max_readers is 1000"));
+  d = small_def(inst);
+  d.scan_slots = 1;
+  assert_int_equal(pa_stack_create(&s, &d, err, sizeof err), PA_SHM_EINVAL);
+  assert_non_null(strstr(err, "scan_slots"));
+  d = small_def("bad name");
+  assert_int_equal(pa_stack_create(&s, &d, err, sizeof err), PA_SHM_EINVAL);
+  assert_non_null(strstr(err, "bad instance name"));
   assert_int_equal(pa_test_shm_count(inst), 0);
+}
+
+/* Attaching to an instance whose layout differs names the field. */
+static void test_stack_mismatch(void **st) {
+  (void)st;
+  char inst[PA_SHM_INSTANCE_MAX], err[256];
+  pa_test_instance(inst, sizeof inst, "mis");
+  pa_stack_def d = small_def(inst);
+  pa_stack s, a;
+  assert_int_equal(pa_stack_create(&s, &d, err, sizeof err), 0);
+
+  pa_shm_header *sh = s.state_seg.base;
+  sh->sizes[3] = 64;
+  assert_int_equal(pa_stack_attach(&a, inst, err, sizeof err), PA_SHM_EMISMATCH);
+  assert_non_null(strstr(err, ".state: max_robots is 64, expected 4"));
+  sh->sizes[3] = 4;
+
+  pa_shm_header *ch = s.ctl_seg.base;
+  ch->sizes[3] += 8;
+  assert_int_equal(pa_stack_attach(&a, inst, err, sizeof err), PA_SHM_EMISMATCH);
+  assert_non_null(strstr(err, "sizeof(pa_ctl) is"));
+  ch->sizes[3] -= 8;
+
+  ch->version = 7;
+  assert_int_equal(pa_stack_attach(&a, inst, err, sizeof err), PA_SHM_EMISMATCH);
+  assert_non_null(strstr(err, ".ctl: layout version is 7, expected 1"));
+  ch->version = PA_SHM_LAYOUT_VERSION;
+
+  pa_shm_header *camh = s.camera_seg.base;
+  uint64_t boot = camh->boot_id;
+  camh->boot_id = boot + 1;
+  assert_int_equal(pa_stack_attach(&a, inst, err, sizeof err), PA_SHM_EMISMATCH);
+  assert_non_null(strstr(err, "boot id"));
+  camh->boot_id = boot;
+
+  s.ctl->def.max_robots = 5; /* control block disagrees with its header */
+  assert_int_equal(pa_stack_attach(&a, inst, err, sizeof err), PA_SHM_EMISMATCH);
+  assert_non_null(strstr(err, "max_robots"));
+  s.ctl->def.max_robots = 4;
+
+  assert_int_equal(pa_stack_attach(&a, inst, err, sizeof err), 0);
+  pa_stack_detach(&a);
+  pa_stack_detach(&s);
+  pa_stack_unlink(inst);
+}
+
+/* An instance whose creator died is stale; create replaces it and says so. */
+static void test_stack_stale(void **st) {
+  (void)st;
+  char inst[PA_SHM_INSTANCE_MAX], err[256];
+  pa_test_instance(inst, sizeof inst, "stale");
+  pa_stack_def d = small_def(inst);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    pa_stack s;
+    _exit(pa_stack_create(&s, &d, NULL, 0) == 0 ? 0 : 1);
+  }
+  int status;
+  assert_int_equal(waitpid(pid, &status, 0), pid);
+  assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  assert_int_equal(pa_stack_probe(inst), PA_STACK_STALE);
+  pa_stack a;
+  /* Still attachable (a restarted process may inspect it). */
+  assert_int_equal(pa_stack_attach(&a, inst, err, sizeof err), 0);
+  assert_true(pa_shm_is_stale(a.ctl_seg.base));
+  pa_stack_detach(&a);
+
+  pa_stack s;
+  assert_int_equal(pa_stack_create(&s, &d, err, sizeof err), 0);
+  char want[96];
+  snprintf(want, sizeof want, "owner pid %d is dead", (int)pid);
+  assert_non_null(strstr(err, "replaced stale instance"));
+  assert_non_null(strstr(err, want));
+  assert_int_equal(pa_stack_probe(inst), PA_STACK_LIVE);
+  assert_false(pa_shm_is_stale(s.ctl_seg.base));
+  pa_stack_detach(&s);
+
+  /* Leftover segments without a ctl are stale too. */
+  pa_stack_unlink(inst);
+  char name[PA_SHM_NAME_MAX];
+  pa_shm_seg seg;
+  pa_shm_name(name, sizeof name, inst, "scan", NULL, 0);
+  assert_int_equal(pa_shm_create(&seg, name, PA_SEG_SCAN, NULL, 4096, 1, err, sizeof err), 0);
+  pa_shm_detach(&seg);
+  assert_int_equal(pa_stack_probe(inst), PA_STACK_STALE);
+  assert_int_equal(pa_stack_unlink(inst), 1);
+  assert_int_equal(pa_stack_probe(inst), PA_STACK_NONE);
+}
+
+static void test_stack_map(void **st) {
+  (void)st;
+  char inst[PA_SHM_INSTANCE_MAX], err[256];
+  pa_test_instance(inst, sizeof inst, "map");
+  pa_stack_def d = small_def(inst);
+  pa_stack s, a;
+  assert_int_equal(pa_stack_create(&s, &d, err, sizeof err), 0);
+  assert_int_equal(pa_stack_attach(&a, inst, err, sizeof err), 0);
+  pa_shm_seg m1, m2;
+  const pa_map_block *mb;
+  const int8_t *cells;
+  assert_int_equal(pa_stack_map_attach(&a, &m1, &mb, &cells, err, sizeof err),
+                   PA_SHM_ENOENT);
+
+  int8_t g1[6] = {0, 100, -1, 0, 50, 100};
+  assert_int_equal(pa_stack_map_publish(&s, 3, 2, 0.05, -1.0, -2.0, 0.0, g1, err, sizeof err), 0);
+  assert_int_equal(a.ctl->map_gen, 1);
+  assert_int_equal(pa_stack_map_attach(&a, &m1, &mb, &cells, err, sizeof err), 0);
+  assert_int_equal(mb->width, 3);
+  assert_int_equal(mb->height, 2);
+  assert_true(mb->resolution == 0.05 && mb->origin_x == -1.0 && mb->origin_y == -2.0);
+  assert_int_equal(mb->gen, 1);
+  assert_memory_equal(cells, g1, 6);
+
+  /* Replace with a bigger map: the old mapping stays valid until detach. */
+  int8_t g2[25];
+  memset(g2, 100, sizeof g2);
+  assert_int_equal(pa_stack_map_publish(&s, 5, 5, 0.1, 0, 0, 0.5, g2, err, sizeof err), 0);
+  assert_int_equal(a.ctl->map_gen, 2);
+  assert_memory_equal(cells, g1, 6);
+  const pa_map_block *mb2;
+  const int8_t *cells2;
+  assert_int_equal(pa_stack_map_attach(&a, &m2, &mb2, &cells2, err, sizeof err), 0);
+  assert_int_equal(mb2->width, 5);
+  assert_int_equal(mb2->gen, 2);
+  assert_memory_equal(cells2, g2, 25);
+  pa_shm_detach(&m1);
+  pa_shm_detach(&m2);
+
+  /* Bad maps are refused with the reason and leave the current one. */
+  assert_int_equal(pa_stack_map_publish(&s, 0, 5, 0.1, 0, 0, 0, g2, err, sizeof err), PA_SHM_EINVAL);
+  assert_non_null(strstr(err, "0 x 5"));
+  assert_int_equal(pa_stack_map_publish(&s, 5, 5, NAN, 0, 0, 0, g2, err, sizeof err), PA_SHM_EINVAL);
+  assert_non_null(strstr(err, "resolution"));
+  assert_int_equal(pa_stack_map_publish(&s, 5, 5, 0.1, INFINITY, 0, 0, g2, err, sizeof err), PA_SHM_EINVAL);
+  assert_int_equal(pa_stack_map_publish(&s, 5, 5, 0.1, 0, 0, 0, NULL, err, sizeof err), PA_SHM_EINVAL);
+  assert_int_equal(a.ctl->map_gen, 2);
+  assert_int_equal(pa_test_shm_count(inst), 5);
+  pa_stack_detach(&a);
+  pa_stack_detach(&s);
+  assert_int_equal(pa_stack_unlink(inst), 5);
+  assert_int_equal(pa_test_shm_count(inst), 0);
+}
+
+static void test_world_seqlock(void **st) {
+  (void)st;
+  char inst[PA_SHM_INSTANCE_MAX], err[256];
+  pa_test_instance(inst, sizeof inst, "world");
+  pa_stack_def d = small_def(inst);
+  pa_stack s, a;
+  assert_int_equal(pa_stack_create(&s, &d, err, sizeof err), 0);
+  assert_int_equal(pa_stack_attach(&a, inst, err, sizeof err), 0);
+  uint64_t q = pa_stack_world_read_begin(&a);
+  assert_int_equal(q & 1, 0);
+  assert_false(pa_stack_world_read_retry(&a, q));
+  pa_stack_world_begin(&s);
+  snprintf(s.robots[0].name, sizeof s.robots[0].name, "alpha");
+  s.robots[0].active = 1;
+  /* A reader that started before the write must retry. */
+  assert_true(pa_stack_world_read_retry(&a, q));
+  pa_stack_world_end(&s);
+  assert_int_equal(a.ctl->world_gen, 1);
+  q = pa_stack_world_read_begin(&a);
+  assert_string_equal(a.robots[0].name, "alpha");
+  assert_false(pa_stack_world_read_retry(&a, q));
+
+  /* Writer killed inside an update: odd seq; readers give up waiting
+   * (bounded) and must retry; the restarted writer's update recovers. */
+  pa_stack_world_begin(&s);
+  int64_t t0 = pa_now_ns();
+  q = pa_stack_world_read_begin(&a);
+  assert_true(q & 1);
+  assert_true(pa_now_ns() - t0 < 5000000000LL);
+  assert_true(pa_stack_world_read_retry(&a, q));
+  pa_stack_world_begin(&s);
+  pa_stack_world_end(&s);
+  q = pa_stack_world_read_begin(&a);
+  assert_int_equal(q & 1, 0);
+  assert_false(pa_stack_world_read_retry(&a, q));
+  assert_int_equal(a.ctl->world_gen, 2);
+  pa_stack_detach(&a);
+  pa_stack_detach(&s);
+  pa_stack_unlink(inst);
+}
+
+/* ---- pa-shmctl ----------------------------------------------------------- */
+
+/* Runs pa-shmctl with args; returns its exit code, output in out. */
+static int shmctl(char *out, size_t n, const char *a1, const char *a2) {
+  char bin[512], log[600];
+  pa_test_bin(bin, sizeof bin, "pa-shmctl");
+  snprintf(log, sizeof log, "%s/shmctl.log", pa_test_tmpdir());
+  unlink(log);
+  char *argv[] = {bin, (char *)a1, (char *)a2, NULL};
+  pid_t pid = pa_test_spawn(argv, log);
+  assert_true(pid > 0);
+  int status = pa_test_stop(pid, 0, 20000);
+  FILE *f = fopen(log, "r");
+  size_t k = f ? fread(out, 1, n - 1, f) : 0;
+  out[k] = 0;
+  if (f)
+    fclose(f);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+static void test_shmctl(void **st) {
+  (void)st;
+  char live[PA_SHM_INSTANCE_MAX], dead[PA_SHM_INSTANCE_MAX], err[256];
+  static char out[1 << 16];
+  pa_test_instance(live, sizeof live, "ctl-live");
+  pa_test_instance(dead, sizeof dead, "ctl-dead");
+  pa_stack_def d = small_def(live);
+  pa_stack s;
+  assert_int_equal(pa_stack_create(&s, &d, err, sizeof err), 0);
+  pa_stack_def dd = small_def(dead);
+  pid_t pid = fork();
+  if (pid == 0) {
+    pa_stack x;
+    _exit(pa_stack_create(&x, &dd, NULL, 0) == 0 ? 0 : 1);
+  }
+  waitpid(pid, NULL, 0);
+  assert_int_equal(pa_stack_probe(dead), PA_STACK_STALE);
+
+  assert_int_equal(shmctl(out, sizeof out, "ls", NULL), 0);
+  char *l = strstr(out, live), *k = strstr(out, dead);
+  assert_non_null(l);
+  assert_non_null(k);
+  assert_non_null(strstr(l, "live"));
+  assert_non_null(strstr(k, "stale"));
+
+  /* gc only this test's instances: other tests may hold stale ones. */
+  char prefix[32];
+  snprintf(prefix, sizeof prefix, "t%d-", (int)getpid());
+  assert_int_equal(shmctl(out, sizeof out, "gc", prefix), 0);
+  assert_non_null(strstr(out, dead));
+  assert_null(strstr(out, live));
+  assert_int_equal(pa_test_shm_count(dead), 0);
+  assert_int_equal(pa_test_shm_count(live), 4);
+
+  assert_int_equal(shmctl(out, sizeof out, "rm", live), 0);
+  assert_int_equal(pa_test_shm_count(live), 0);
+  assert_int_equal(shmctl(out, sizeof out, "rm", live), 1);
+  assert_non_null(strstr(out, "no instance"));
+  assert_int_equal(shmctl(out, sizeof out, "rm", "x.y"), 2);
+  assert_non_null(strstr(out, "bad instance name"));
+  assert_int_equal(shmctl(out, sizeof out, "frobnicate", NULL), 2);
+  assert_non_null(strstr(out, "usage"));
+  pa_stack_detach(&s);
 }
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_stack_smoke),
+      cmocka_unit_test(test_names),
+      cmocka_unit_test(test_segment_validation),
+      cmocka_unit_test(test_ring_bad_sizes),
+      cmocka_unit_test(test_ring_wrap_and_lap),
+      cmocka_unit_test(test_ring_sizes),
+      cmocka_unit_test(test_ring_torn_slot),
+      cmocka_unit_test(test_ring_readers),
+      cmocka_unit_test(test_ring_dead_reader_reclaimed),
+      cmocka_unit_test(test_queue),
+      cmocka_unit_test(test_status_codes),
+      cmocka_unit_test(test_stack_create_attach),
+      cmocka_unit_test(test_stack_bad_def),
+      cmocka_unit_test(test_stack_mismatch),
+      cmocka_unit_test(test_stack_stale),
+      cmocka_unit_test(test_stack_map),
+      cmocka_unit_test(test_world_seqlock),
+      cmocka_unit_test(test_shmctl),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
