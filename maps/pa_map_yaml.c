@@ -1,0 +1,266 @@
+/*
+ * pa_map_yaml.c - strict, type-checked reads over libyaml's document API.
+ * Every error carries "file:line:column" from libyaml's marks (1-based).
+ */
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "pa_map_int.h"
+
+#define PA_YAML_MAX_FILE (16u << 20)
+
+int pa_map_yerr(const pa_ydoc *d, const yaml_node_t *n, char *err,
+                size_t err_sz, const char *fmt, ...) {
+  char msg[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  if (n)
+    snprintf(err, err_sz, "%s:%zu:%zu: %s", d->file, n->start_mark.line + 1,
+             n->start_mark.column + 1, msg);
+  else
+    snprintf(err, err_sz, "%s: %s", d->file, msg);
+  return -1;
+}
+
+int pa_map_ydoc_load_buf(pa_ydoc *d, const char *name, const unsigned char *buf,
+                         size_t n, char *err, size_t err_sz) {
+  yaml_parser_t p;
+  memset(d, 0, sizeof *d);
+  d->file = name;
+  if (!yaml_parser_initialize(&p)) {
+    snprintf(err, err_sz, "%s: out of memory", name);
+    return -1;
+  }
+  yaml_parser_set_input_string(&p, buf, n);
+  if (!yaml_parser_load(&p, &d->doc)) {
+    snprintf(err, err_sz, "%s:%zu:%zu: invalid YAML: %s%s%s", name,
+             p.problem_mark.line + 1, p.problem_mark.column + 1,
+             p.problem ? p.problem : "parse error", p.context ? " " : "",
+             p.context ? p.context : "");
+    yaml_parser_delete(&p);
+    return -1;
+  }
+  d->loaded = true;
+  yaml_parser_delete(&p);
+  if (!yaml_document_get_root_node(&d->doc)) {
+    snprintf(err, err_sz, "%s: empty YAML document", name);
+    pa_map_ydoc_free(d);
+    return -1;
+  }
+  return 0;
+}
+
+int pa_map_ydoc_load_file(pa_ydoc *d, const char *path, char *err,
+                          size_t err_sz) {
+  memset(d, 0, sizeof *d);
+  d->file = path;
+  FILE *f = fopen(path, "rb");
+  if (!f) {
+    snprintf(err, err_sz, "%s: cannot open: %s", path, strerror(errno));
+    return -1;
+  }
+  unsigned char *buf = malloc(PA_YAML_MAX_FILE + 1);
+  if (!buf) {
+    fclose(f);
+    snprintf(err, err_sz, "%s: out of memory", path);
+    return -1;
+  }
+  size_t n = fread(buf, 1, PA_YAML_MAX_FILE + 1, f);
+  int rerr = ferror(f);
+  fclose(f);
+  if (rerr) {
+    free(buf);
+    snprintf(err, err_sz, "%s: read error (is it a directory?)", path);
+    return -1;
+  }
+  if (n > PA_YAML_MAX_FILE) {
+    free(buf);
+    snprintf(err, err_sz, "%s: file larger than %u bytes", path,
+             PA_YAML_MAX_FILE);
+    return -1;
+  }
+  int rc = pa_map_ydoc_load_buf(d, path, buf, n, err, err_sz);
+  free(buf);
+  return rc;
+}
+
+void pa_map_ydoc_free(pa_ydoc *d) {
+  if (d->loaded) yaml_document_delete(&d->doc);
+  d->loaded = false;
+}
+
+yaml_node_t *pa_map_ydoc_root(pa_ydoc *d) {
+  return yaml_document_get_root_node(&d->doc);
+}
+
+yaml_node_t *pa_map_ynode(pa_ydoc *d, int id) {
+  return yaml_document_get_node(&d->doc, id);
+}
+
+static const char *kind_name(const yaml_node_t *n) {
+  switch (n->type) {
+  case YAML_SCALAR_NODE: return "a scalar";
+  case YAML_SEQUENCE_NODE: return "a sequence";
+  case YAML_MAPPING_NODE: return "a mapping";
+  default: return "nothing";
+  }
+}
+
+static int scalar(pa_ydoc *d, yaml_node_t *n, const char *what,
+                  const char *expect, const char **s, char *err,
+                  size_t err_sz) {
+  if (n->type != YAML_SCALAR_NODE)
+    return pa_map_yerr(d, n, err, err_sz, "%s: expected %s, got %s", what,
+                       expect, kind_name(n));
+  *s = (const char *)n->data.scalar.value;
+  if (strlen(*s) != n->data.scalar.length)
+    return pa_map_yerr(d, n, err, err_sz, "%s: contains a NUL byte", what);
+  return 0;
+}
+
+int pa_map_ynum(pa_ydoc *d, yaml_node_t *n, const char *what, double *out,
+                char *err, size_t err_sz) {
+  const char *s;
+  if (scalar(d, n, what, "a number", &s, err, err_sz)) return -1;
+  char *end;
+  errno = 0;
+  double v = strtod(s, &end);
+  if (end == s || *end != '\0' || n->data.scalar.style == YAML_SINGLE_QUOTED_SCALAR_STYLE ||
+      n->data.scalar.style == YAML_DOUBLE_QUOTED_SCALAR_STYLE)
+    return pa_map_yerr(d, n, err, err_sz, "%s: expected a number, got '%s'",
+                       what, s);
+  if (!isfinite(v) || errno == ERANGE)
+    return pa_map_yerr(d, n, err, err_sz, "%s: %s is not a finite number",
+                       what, s);
+  *out = v;
+  return 0;
+}
+
+int pa_map_yint(pa_ydoc *d, yaml_node_t *n, const char *what, long *out,
+                char *err, size_t err_sz) {
+  const char *s;
+  if (scalar(d, n, what, "an integer", &s, err, err_sz)) return -1;
+  char *end;
+  errno = 0;
+  long v = strtol(s, &end, 10);
+  if (end == s || *end != '\0' || errno == ERANGE ||
+      n->data.scalar.style == YAML_SINGLE_QUOTED_SCALAR_STYLE ||
+      n->data.scalar.style == YAML_DOUBLE_QUOTED_SCALAR_STYLE)
+    return pa_map_yerr(d, n, err, err_sz, "%s: expected an integer, got '%s'",
+                       what, s);
+  *out = v;
+  return 0;
+}
+
+int pa_map_ybool(pa_ydoc *d, yaml_node_t *n, const char *what, bool *out,
+                 char *err, size_t err_sz) {
+  const char *s;
+  if (scalar(d, n, what, "true or false", &s, err, err_sz)) return -1;
+  /* YAML 1.1 booleans (what ROS's yaml-cpp accepts) plus 0/1 as map_server's
+   * integer negate. */
+  static const char *const yes[] = {"true", "yes", "on", "1", NULL};
+  static const char *const no[] = {"false", "no", "off", "0", NULL};
+  for (int i = 0; yes[i]; i++)
+    if (!strcasecmp(s, yes[i])) return *out = true, 0;
+  for (int i = 0; no[i]; i++)
+    if (!strcasecmp(s, no[i])) return *out = false, 0;
+  return pa_map_yerr(d, n, err, err_sz, "%s: expected true or false, got '%s'",
+                     what, s);
+}
+
+int pa_map_ystr(pa_ydoc *d, yaml_node_t *n, const char *what, char *out,
+                size_t out_sz, char *err, size_t err_sz) {
+  const char *s;
+  if (scalar(d, n, what, "a string", &s, err, err_sz)) return -1;
+  if (strlen(s) >= out_sz)
+    return pa_map_yerr(d, n, err, err_sz, "%s: longer than %zu characters",
+                       what, out_sz - 1);
+  memcpy(out, s, strlen(s) + 1);
+  return 0;
+}
+
+int pa_map_ynums(pa_ydoc *d, yaml_node_t *n, const char *what, double *out,
+                 size_t min_n, size_t max_n, size_t *n_out, char *err,
+                 size_t err_sz) {
+  if (n->type != YAML_SEQUENCE_NODE) {
+    if (min_n == max_n)
+      return pa_map_yerr(d, n, err, err_sz,
+                         "%s: expected a sequence of %zu numbers, got %s", what,
+                         min_n, kind_name(n));
+    return pa_map_yerr(d, n, err, err_sz,
+                       "%s: expected a sequence of %zu to %zu numbers, got %s",
+                       what, min_n, max_n, kind_name(n));
+  }
+  size_t cnt = (size_t)(n->data.sequence.items.top - n->data.sequence.items.start);
+  if (cnt < min_n || cnt > max_n) {
+    if (min_n == max_n)
+      return pa_map_yerr(d, n, err, err_sz,
+                         "%s: expected %zu numbers, got %zu", what, min_n, cnt);
+    return pa_map_yerr(d, n, err, err_sz,
+                       "%s: expected %zu to %zu numbers, got %zu", what, min_n,
+                       max_n, cnt);
+  }
+  for (size_t i = 0; i < cnt; i++) {
+    yaml_node_t *it = pa_map_ynode(d, n->data.sequence.items.start[i]);
+    char w[128];
+    snprintf(w, sizeof w, "%s[%zu]", what, i);
+    if (pa_map_ynum(d, it, w, &out[i], err, err_sz)) return -1;
+  }
+  if (n_out) *n_out = cnt;
+  return 0;
+}
+
+int pa_map_ycheck_keys(pa_ydoc *d, yaml_node_t *n, const char *what,
+                       const char *const *allowed, char *err, size_t err_sz) {
+  if (n->type != YAML_MAPPING_NODE)
+    return pa_map_yerr(d, n, err, err_sz, "%s: expected a mapping, got %s",
+                       what, kind_name(n));
+  for (yaml_node_pair_t *p = n->data.mapping.pairs.start;
+       p < n->data.mapping.pairs.top; p++) {
+    yaml_node_t *k = pa_map_ynode(d, p->key);
+    if (k->type != YAML_SCALAR_NODE)
+      return pa_map_yerr(d, k, err, err_sz, "%s: keys must be plain strings",
+                         what);
+    const char *ks = (const char *)k->data.scalar.value;
+    bool ok = false;
+    for (int i = 0; allowed[i]; i++)
+      if (!strcmp(ks, allowed[i])) ok = true;
+    if (!ok) {
+      char list[512] = "";
+      for (int i = 0; allowed[i]; i++) {
+        size_t l = strlen(list);
+        snprintf(list + l, sizeof list - l, "%s%s", i ? ", " : "", allowed[i]);
+      }
+      return pa_map_yerr(d, k, err, err_sz,
+                         "%s: unknown key '%s' (expected one of: %s)", what, ks,
+                         list);
+    }
+    for (yaml_node_pair_t *q = n->data.mapping.pairs.start; q < p; q++) {
+      yaml_node_t *k2 = pa_map_ynode(d, q->key);
+      if (k2->type == YAML_SCALAR_NODE &&
+          !strcmp((const char *)k2->data.scalar.value, ks))
+        return pa_map_yerr(d, k, err, err_sz, "%s: duplicate key '%s'", what,
+                           ks);
+    }
+  }
+  return 0;
+}
+
+yaml_node_t *pa_map_yget(pa_ydoc *d, yaml_node_t *n, const char *key) {
+  if (n->type != YAML_MAPPING_NODE) return NULL;
+  for (yaml_node_pair_t *p = n->data.mapping.pairs.start;
+       p < n->data.mapping.pairs.top; p++) {
+    yaml_node_t *k = pa_map_ynode(d, p->key);
+    if (k->type == YAML_SCALAR_NODE &&
+        !strcmp((const char *)k->data.scalar.value, key))
+      return pa_map_ynode(d, p->value);
+  }
+  return NULL;
+}
