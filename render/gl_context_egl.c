@@ -1,0 +1,196 @@
+/* gl_context_egl.c - a headless GL 3.3 core context on Mesa's surfaceless
+ * EGL platform (no X server, no GPU), and GL loading/error helpers. */
+#include "render_int.h"
+
+#include <EGL/egl.h>
+#include <EGL/eglext.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifndef EGL_PLATFORM_SURFACELESS_MESA
+#define EGL_PLATFORM_SURFACELESS_MESA 0x31DD
+#endif
+#ifndef GL_CONTEXT_LOST
+#define GL_CONTEXT_LOST 0x0507 /* GL 4.5 / KHR_robustness, absent from 3.3 */
+#endif
+
+struct pa_render_egl {
+  EGLDisplay dpy;
+  EGLContext ctx;
+};
+
+static const char *egl_errstr(EGLint e) {
+  switch (e) {
+  case EGL_SUCCESS: return "EGL_SUCCESS";
+  case EGL_NOT_INITIALIZED: return "EGL_NOT_INITIALIZED";
+  case EGL_BAD_ACCESS: return "EGL_BAD_ACCESS";
+  case EGL_BAD_ALLOC: return "EGL_BAD_ALLOC";
+  case EGL_BAD_ATTRIBUTE: return "EGL_BAD_ATTRIBUTE";
+  case EGL_BAD_CONFIG: return "EGL_BAD_CONFIG";
+  case EGL_BAD_CONTEXT: return "EGL_BAD_CONTEXT";
+  case EGL_BAD_DISPLAY: return "EGL_BAD_DISPLAY";
+  case EGL_BAD_MATCH: return "EGL_BAD_MATCH";
+  case EGL_BAD_PARAMETER: return "EGL_BAD_PARAMETER";
+  case EGL_CONTEXT_LOST: return "EGL_CONTEXT_LOST";
+  default: return "EGL error";
+  }
+}
+
+/* glad wants a loader returning its own function pointer type. */
+static GLADapiproc egl_proc(const char *name) {
+  return (GLADapiproc)eglGetProcAddress(name);
+}
+
+static int gl_check_version(char *err, size_t err_sz) {
+  GLint major = 0, minor = 0;
+  glGetIntegerv(GL_MAJOR_VERSION, &major);
+  glGetIntegerv(GL_MINOR_VERSION, &minor);
+  if (major * 10 + minor < 33) {
+    snprintf(err, err_sz, "GL context is %d.%d, need 3.3 core", major, minor);
+    return -1;
+  }
+  return 0;
+}
+
+int pa_render_egl_create(pa_render_egl **out, char *err, size_t err_sz) {
+  *out = NULL;
+  PFNEGLGETPLATFORMDISPLAYEXTPROC get_display =
+      (PFNEGLGETPLATFORMDISPLAYEXTPROC)eglGetProcAddress(
+          "eglGetPlatformDisplayEXT");
+  if (!get_display) {
+    snprintf(err, err_sz,
+             "EGL: eglGetPlatformDisplayEXT is missing (no EGL vendor "
+             "library? install libegl-mesa0)");
+    return -1;
+  }
+  pa_render_egl *e = calloc(1, sizeof *e);
+  if (!e) {
+    snprintf(err, err_sz, "EGL: out of memory");
+    return -1;
+  }
+  e->dpy = get_display(EGL_PLATFORM_SURFACELESS_MESA, EGL_DEFAULT_DISPLAY,
+                       NULL);
+  if (e->dpy == EGL_NO_DISPLAY) {
+    snprintf(err, err_sz,
+             "EGL: no surfaceless Mesa display (%s); is libegl-mesa0 "
+             "installed?", egl_errstr(eglGetError()));
+    goto fail;
+  }
+  EGLint maj = 0, min = 0;
+  if (!eglInitialize(e->dpy, &maj, &min)) {
+    snprintf(err, err_sz, "EGL: eglInitialize failed (%s)",
+             egl_errstr(eglGetError()));
+    e->dpy = EGL_NO_DISPLAY;
+    goto fail;
+  }
+  if (!eglBindAPI(EGL_OPENGL_API)) {
+    snprintf(err, err_sz, "EGL: desktop OpenGL is not available (%s)",
+             egl_errstr(eglGetError()));
+    goto fail;
+  }
+  static const EGLint cfg_attr[] = {EGL_RENDERABLE_TYPE, EGL_OPENGL_BIT,
+                                    EGL_SURFACE_TYPE, EGL_PBUFFER_BIT,
+                                    EGL_NONE};
+  EGLConfig cfg = NULL;
+  EGLint n = 0;
+  if (!eglChooseConfig(e->dpy, cfg_attr, &cfg, 1, &n) || n < 1) {
+    /* Surfaceless configs may advertise no surface type at all. */
+    static const EGLint cfg_any[] = {EGL_RENDERABLE_TYPE, EGL_OPENGL_BIT,
+                                     EGL_SURFACE_TYPE, 0, EGL_NONE};
+    if (!eglChooseConfig(e->dpy, cfg_any, &cfg, 1, &n) || n < 1) {
+      snprintf(err, err_sz, "EGL: no config renders desktop OpenGL (%s)",
+               egl_errstr(eglGetError()));
+      goto fail;
+    }
+  }
+  static const EGLint ctx_attr[] = {
+      EGL_CONTEXT_MAJOR_VERSION, 3, EGL_CONTEXT_MINOR_VERSION, 3,
+      EGL_CONTEXT_OPENGL_PROFILE_MASK, EGL_CONTEXT_OPENGL_CORE_PROFILE_BIT,
+      EGL_NONE};
+  e->ctx = eglCreateContext(e->dpy, cfg, EGL_NO_CONTEXT, ctx_attr);
+  if (e->ctx == EGL_NO_CONTEXT) {
+    snprintf(err, err_sz, "EGL: cannot create a GL 3.3 core context (%s)",
+             egl_errstr(eglGetError()));
+    goto fail;
+  }
+  if (!eglMakeCurrent(e->dpy, EGL_NO_SURFACE, EGL_NO_SURFACE, e->ctx)) {
+    snprintf(err, err_sz, "EGL: eglMakeCurrent without a surface failed (%s)",
+             egl_errstr(eglGetError()));
+    goto fail;
+  }
+  if (!gladLoadGL(egl_proc)) {
+    snprintf(err, err_sz, "EGL: loading GL functions failed");
+    goto fail;
+  }
+  if (gl_check_version(err, err_sz) < 0)
+    goto fail;
+  *out = e;
+  return 0;
+fail:
+  pa_render_egl_destroy(e);
+  return -1;
+}
+
+void pa_render_egl_destroy(pa_render_egl *e) {
+  if (!e)
+    return;
+  if (e->dpy != EGL_NO_DISPLAY) {
+    eglMakeCurrent(e->dpy, EGL_NO_SURFACE, EGL_NO_SURFACE, EGL_NO_CONTEXT);
+    if (e->ctx != EGL_NO_CONTEXT)
+      eglDestroyContext(e->dpy, e->ctx);
+    eglTerminate(e->dpy);
+    eglReleaseThread();
+  }
+  free(e);
+}
+
+int pa_render_egl_check(pa_render_egl *e, char *err, size_t err_sz) {
+  if (!eglMakeCurrent(e->dpy, EGL_NO_SURFACE, EGL_NO_SURFACE, e->ctx)) {
+    snprintf(err, err_sz, "EGL: GL context is gone (%s)",
+             egl_errstr(eglGetError()));
+    return -1;
+  }
+  return 0;
+}
+
+int pa_render_gl_load(pa_render_glproc (*get_proc)(const char *name),
+                      char *err, size_t err_sz) {
+  if (!gladLoadGL((GLADloadfunc)get_proc)) {
+    snprintf(err, err_sz, "GL: loading GL functions failed");
+    return -1;
+  }
+  return gl_check_version(err, err_sz);
+}
+
+static const char *gl_errstr(GLenum e) {
+  switch (e) {
+  case GL_INVALID_ENUM: return "GL_INVALID_ENUM";
+  case GL_INVALID_VALUE: return "GL_INVALID_VALUE";
+  case GL_INVALID_OPERATION: return "GL_INVALID_OPERATION";
+  case GL_INVALID_FRAMEBUFFER_OPERATION:
+    return "GL_INVALID_FRAMEBUFFER_OPERATION";
+  case GL_OUT_OF_MEMORY: return "GL_OUT_OF_MEMORY";
+  case GL_CONTEXT_LOST: return "GL_CONTEXT_LOST";
+  default: return "unknown GL error";
+  }
+}
+
+int pa_render_gl_check(const char *where, char *err, size_t err_sz) {
+  GLenum first = GL_NO_ERROR, e;
+  int guard = 0;
+  /* A lost context may report errors forever: bound the drain. */
+  while ((e = glGetError()) != GL_NO_ERROR && guard++ < 32)
+    if (first == GL_NO_ERROR)
+      first = e;
+  if (first == GL_NO_ERROR)
+    return 0;
+  snprintf(err, err_sz, "%s (0x%04x) %s", gl_errstr(first), (unsigned)first,
+           where);
+  return -1;
+}
+
+const char *pa_render_gl_renderer(void) {
+  const GLubyte *s = glGetString(GL_RENDERER);
+  return s ? (const char *)s : "unknown";
+}

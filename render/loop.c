@@ -1,0 +1,426 @@
+/* loop.c - pa-render over a running instance: attach, build the scene from
+ * the map segment and the world snapshot, render subscribed head cameras at
+ * camera_hz into the camera ring, sleep on render_wake while nobody
+ * watches, and drive the viewer window when asked. */
+#define _GNU_SOURCE
+#include "render_int.h"
+
+#include <errno.h>
+#include <math.h>
+#include <semaphore.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "pa_util.h"
+
+#define MAX_CAM_SIZES 4              /* distinct camera sizes kept alive */
+#define IDLE_WAIT_NS 200000000LL     /* re-check stop/world while idle */
+#define ATTACH_WAIT_NS 3000000000LL  /* instance being created */
+
+pa_render_def pa_render_def_default(void) {
+  pa_render_def d = {0};
+  d.instance = "p9000";
+  d.camera_hz = 15;
+  d.viewer_width = 1280;
+  d.viewer_height = 800;
+  return d;
+}
+
+typedef struct rloop {
+  const pa_render_def *def;
+  pa_stack st;
+  bool attached;
+  pa_health *health;
+  pa_render_egl *egl;
+  pa_render_viewer *viewer;
+  pa_render_scene *scene;
+  uint32_t world_gen, map_gen;
+  bool have_scene;
+  pa_robot_info *robots;     /* [max_robots] snapshot copy */
+  pa_obstacle_info *obstacles; /* [max_obstacles] */
+  uint32_t robot_count, obstacle_count;
+  pa_render_pose *poses;     /* [max_robots] */
+  uint8_t *tick_buf;         /* state ring record */
+  uint32_t tick_cap;
+  pa_render_cam *cams[MAX_CAM_SIZES];
+  pa_lat period;
+  int64_t last_batch_ns;
+  uint64_t frames, dropped;
+} rloop;
+
+static void sleep_until(int64_t t_ns) {
+  struct timespec ts = {(time_t)(t_ns / 1000000000LL),
+                        (long)(t_ns % 1000000000LL)};
+  while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+    ;
+}
+
+/* Copies robots and obstacles under the world seqlock. */
+static void read_world(rloop *L) {
+  const pa_ctl *c = L->st.ctl;
+  uint32_t max_r = c->def.max_robots, max_o = c->def.max_obstacles;
+  for (int tries = 0; tries < 1000; tries++) {
+    uint64_t q = pa_stack_world_read_begin(&L->st);
+    uint32_t rc = __atomic_load_n(&c->robot_count, __ATOMIC_RELAXED);
+    uint32_t oc = __atomic_load_n(&c->obstacle_count, __ATOMIC_RELAXED);
+    L->robot_count = rc < max_r ? rc : max_r;
+    L->obstacle_count = oc < max_o ? oc : max_o;
+    memcpy(L->robots, L->st.robots, L->robot_count * sizeof *L->robots);
+    memcpy(L->obstacles, L->st.obstacles,
+           L->obstacle_count * sizeof *L->obstacles);
+    if (!pa_stack_world_read_retry(&L->st, q))
+      return;
+  }
+}
+
+/* (Re)builds the scene from the current map and world. Returns 0, 1 when
+ * there is no map yet, -1 on a GL or input error. */
+static int build_scene(rloop *L, char *err, size_t err_sz) {
+  uint32_t wgen = __atomic_load_n(&L->st.ctl->world_gen, __ATOMIC_ACQUIRE);
+  uint32_t mgen = __atomic_load_n(&L->st.ctl->map_gen, __ATOMIC_ACQUIRE);
+  pa_shm_seg seg;
+  const pa_map_block *mb;
+  const int8_t *cells;
+  char merr[256];
+  if (pa_stack_map_attach(&L->st, &seg, &mb, &cells, merr, sizeof merr) != 0)
+    return 1; /* pa-sim has not published a map yet */
+  read_world(L);
+  /* The segment stays mapped until detach, so its cells are safe to read
+   * even if pa-sim replaces the map meanwhile (we rebuild again then). */
+  pa_grid g = {.width = mb->width, .height = mb->height,
+               .resolution = mb->resolution, .origin_x = mb->origin_x,
+               .origin_y = mb->origin_y, .origin_yaw = mb->origin_yaw,
+               .cells = (int8_t *)(uintptr_t)cells,
+               .occupied_min = PA_CELL_OCCUPIED};
+  pa_render_scene *s = NULL;
+  int rc = pa_render_scene_build(&s, &g, L->robots, L->robot_count,
+                                 L->obstacles, L->obstacle_count, err, err_sz);
+  pa_shm_detach(&seg);
+  if (rc < 0)
+    return -1;
+  pa_render_scene_free(L->scene);
+  L->scene = s;
+  L->world_gen = wgen;
+  L->map_gen = mgen;
+  L->have_scene = true;
+  pa_info("scene built: map %ux%u cells, %u wall boxes, %u triangles, "
+          "%u robots, %u obstacles (world gen %u, map gen %u)",
+          g.width, g.height, pa_render_scene_wall_boxes(s),
+          pa_render_scene_triangles(s), L->robot_count, L->obstacle_count,
+          wgen, mgen);
+  return 0;
+}
+
+/* Latest tick from the state ring into poses; NULL when none yet. */
+static const pa_tick *latest_tick(rloop *L) {
+  uint32_t len = 0;
+  uint64_t seq = 0;
+  if (pa_ring_read_latest(L->st.state, L->tick_buf, L->tick_cap, &len,
+                          &seq) != 0 ||
+      len < sizeof(pa_tick))
+    return NULL;
+  const pa_tick *t = (const pa_tick *)L->tick_buf;
+  uint32_t n = t->robot_count;
+  uint32_t fit = (uint32_t)((len - sizeof(pa_tick)) / sizeof(pa_robot_state));
+  if (n > fit)
+    n = fit;
+  if (n > L->robot_count)
+    n = L->robot_count;
+  const pa_robot_state *rs = (const pa_robot_state *)(t + 1);
+  for (uint32_t i = 0; i < n; i++) {
+    pa_render_pose *p = &L->poses[i];
+    p->x = rs[i].x, p->y = rs[i].y, p->theta = rs[i].theta;
+    p->head = rs[i].head;
+    p->active = (rs[i].flags & PA_RS_ACTIVE) && L->robots[i].active &&
+                isfinite(p->x) && isfinite(p->y) && isfinite(p->theta) &&
+                isfinite(p->head);
+  }
+  for (uint32_t i = n; i < L->robot_count; i++)
+    L->poses[i].active = false;
+  pa_render_scene_set_poses(L->scene, L->poses, L->robot_count);
+  return t;
+}
+
+static pa_render_cam *cam_for(rloop *L, uint32_t w, uint32_t h, char *err,
+                              size_t err_sz) {
+  for (int i = 0; i < MAX_CAM_SIZES; i++)
+    if (L->cams[i] && pa_render_cam_width(L->cams[i]) == w &&
+        pa_render_cam_height(L->cams[i]) == h)
+      return L->cams[i];
+  int slot = 0;
+  for (int i = 0; i < MAX_CAM_SIZES; i++)
+    if (!L->cams[i]) {
+      slot = i;
+      break;
+    }
+  /* All sizes in use: recycle slot 0 (after draining it). */
+  if (L->cams[slot]) {
+    pa_render_cam_free(L->cams[slot]);
+    L->cams[slot] = NULL;
+  }
+  if (pa_render_cam_create(&L->cams[slot], w, h, err, err_sz) < 0)
+    return NULL;
+  return L->cams[slot];
+}
+
+/* Fetches the oldest frame of c straight into a camera ring slot. */
+static int publish_oldest(rloop *L, pa_render_cam *c, char *err,
+                          size_t err_sz) {
+  const pa_frame *m = pa_render_cam_peek(c);
+  uint32_t len = (uint32_t)sizeof(pa_frame) + m->size;
+  uint8_t *slot = pa_ring_write_begin(L->st.camera, len);
+  if (!slot) {
+    /* Cannot happen with sizes clamped to the ring; drain and count it. */
+    uint8_t *tmp = malloc(m->size);
+    int rc = tmp ? pa_render_cam_fetch(c, NULL, tmp, err, err_sz) : 0;
+    free(tmp);
+    L->dropped++;
+    return rc;
+  }
+  pa_frame meta;
+  if (pa_render_cam_fetch(c, &meta, slot + sizeof(pa_frame), err, err_sz) < 0)
+    return -1;
+  memcpy(slot, &meta, sizeof meta);
+  pa_ring_write_commit(L->st.camera);
+  __atomic_store_n(&L->st.cam[meta.robot].seq, meta.seq, __ATOMIC_RELEASE);
+  L->frames++;
+  return 0;
+}
+
+static void clamp_size(const rloop *L, const pa_robot_info *ri, uint32_t *w,
+                       uint32_t *h) {
+  const pa_stack_def *d = &L->st.ctl->def;
+  uint32_t cw = ri->cam_width ? ri->cam_width : 640;
+  uint32_t ch = ri->cam_height ? ri->cam_height : 480;
+  if (cw > d->max_cam_width)
+    cw = d->max_cam_width;
+  if (ch > d->max_cam_height)
+    ch = d->max_cam_height;
+  uint32_t max_rec = pa_ring_max_record(L->st.camera);
+  while (cw > 1 && ch > 1 && sizeof(pa_frame) + (size_t)cw * ch * 3 > max_rec)
+    cw /= 2, ch /= 2;
+  *w = cw ? cw : 1;
+  *h = ch ? ch : 1;
+}
+
+/* One deadline: every subscribed robot's view from the latest tick. The
+ * readback of one robot's frame overlaps the rendering of the next. */
+static int camera_batch(rloop *L, char *err, size_t err_sz) {
+  const pa_tick *t = latest_tick(L);
+  if (!t)
+    return 0;
+  int64_t wall = pa_now_ns();
+  for (uint32_t i = 0; i < L->robot_count; i++) {
+    if (!__atomic_load_n(&L->st.cam[i].subscribers, __ATOMIC_ACQUIRE) ||
+        !L->poses[i].active)
+      continue;
+    const pa_robot_info *ri = &L->robots[i];
+    uint32_t w, h;
+    clamp_size(L, ri, &w, &h);
+    pa_render_cam *c = cam_for(L, w, h, err, err_sz);
+    if (!c)
+      return -1;
+    if (pa_render_cam_pending(c) == PA_RENDER_CAM_SLOTS &&
+        publish_oldest(L, c, err, err_sz) < 0)
+      return -1;
+    const pa_render_pose *p = &L->poses[i];
+    pa_frame meta = {.tick = t->tick, .sim_time = t->sim_time,
+                     .wall_ns = wall, .robot = i,
+                     .seq = __atomic_load_n(&L->st.cam[i].seq,
+                                            __ATOMIC_ACQUIRE) + 1,
+                     .x = p->x, .y = p->y, .theta = p->theta, .head = p->head,
+                     .width = (uint16_t)w, .height = (uint16_t)h,
+                     .size = w * h * 3};
+    pa_render_view v = pa_render_view_head(ri, i, p);
+    if (pa_render_cam_submit(c, L->scene, &v, &meta, err, err_sz) < 0)
+      return -1;
+  }
+  for (int k = 0; k < MAX_CAM_SIZES; k++)
+    while (L->cams[k] && pa_render_cam_pending(L->cams[k]))
+      if (publish_oldest(L, L->cams[k], err, err_sz) < 0)
+        return -1;
+  return 0;
+}
+
+static bool any_demand(const rloop *L) {
+  for (uint32_t i = 0; i < L->robot_count; i++)
+    if (__atomic_load_n(&L->st.cam[i].subscribers, __ATOMIC_ACQUIRE) &&
+        L->robots[i].active)
+      return true;
+  return false;
+}
+
+static void wait_wake(rloop *L, int64_t timeout_ns) {
+  struct timespec ts;
+  int64_t t = pa_now_ns() + timeout_ns;
+  ts.tv_sec = (time_t)(t / 1000000000LL);
+  ts.tv_nsec = (long)(t % 1000000000LL);
+  while (sem_clockwait(&L->st.ctl->render_wake, CLOCK_MONOTONIC, &ts) != 0 &&
+         errno == EINTR)
+    ;
+  /* Several posts may have piled up; one wake is enough. */
+  while (sem_trywait(&L->st.ctl->render_wake) == 0)
+    ;
+}
+
+static void publish_health(rloop *L, int64_t now) {
+  pa_health *h = L->health;
+  h->heartbeat_ns = now;
+  h->frames_sent = L->frames;
+  h->frames_dropped = L->dropped;
+  if (L->period.count && (h->loops % 16) == 0) {
+    h->period_p50_ns = pa_lat_percentile(&L->period, 50);
+    h->period_p99_ns = pa_lat_percentile(&L->period, 99);
+    h->period_max_ns = L->period.max;
+  }
+}
+
+static int attach(rloop *L, volatile sig_atomic_t *stop, char *err,
+                  size_t err_sz) {
+  int64_t until = pa_now_ns() + ATTACH_WAIT_NS;
+  for (;;) {
+    int rc = pa_stack_attach(&L->st, L->def->instance, err, err_sz);
+    if (rc == 0)
+      return 0;
+    if (rc != PA_SHM_ENOTREADY || pa_now_ns() > until || *stop)
+      return PA_EXIT_CONFIG;
+    sleep_until(pa_now_ns() + 20000000);
+  }
+}
+
+static void loop_free(rloop *L) {
+  for (int i = 0; i < MAX_CAM_SIZES; i++)
+    pa_render_cam_free(L->cams[i]);
+  pa_render_scene_free(L->scene);
+  pa_render_viewer_close(L->viewer);
+  pa_render_egl_destroy(L->egl);
+  if (L->attached) {
+    L->health->ready = 0;
+    L->health->pid = 0;
+    pa_stack_detach(&L->st);
+  }
+  free(L->robots);
+  free(L->obstacles);
+  free(L->poses);
+  free(L->tick_buf);
+  free(L);
+}
+
+int pa_render_run(const pa_render_def *d, volatile sig_atomic_t *stop,
+                  char *err, size_t err_sz) {
+  if (!(d->camera_hz > 0 && d->camera_hz <= 1000)) {
+    snprintf(err, err_sz, "--camera_hz: %g is outside (0, 1000]",
+             d->camera_hz);
+    return PA_EXIT_CONFIG;
+  }
+  rloop *L = calloc(1, sizeof *L);
+  if (!L) {
+    snprintf(err, err_sz, "out of memory");
+    return 1;
+  }
+  L->def = d;
+  int ret = attach(L, stop, err, err_sz);
+  if (ret)
+    goto out_nolock;
+  L->attached = true;
+  L->health = &L->st.ctl->health[PA_PROC_RENDER];
+  L->health->ready = 0;
+  L->health->pid = getpid();
+  L->health->start_ns = pa_now_ns();
+  L->health->heartbeat_ns = L->health->start_ns;
+  const pa_stack_def *sd = &L->st.ctl->def;
+  L->robots = calloc(sd->max_robots ? sd->max_robots : 1, sizeof *L->robots);
+  L->obstacles =
+      calloc(sd->max_obstacles ? sd->max_obstacles : 1, sizeof *L->obstacles);
+  L->poses = calloc(sd->max_robots ? sd->max_robots : 1, sizeof *L->poses);
+  L->tick_cap = pa_ring_max_record(L->st.state);
+  L->tick_buf = malloc(L->tick_cap);
+  if (!L->robots || !L->obstacles || !L->poses || !L->tick_buf) {
+    snprintf(err, err_sz, "out of memory for %u robots", sd->max_robots);
+    ret = 1;
+    goto out_nolock;
+  }
+  pa_lat_reset(&L->period);
+
+  if (d->viewer) {
+    if (pa_render_viewer_open(&L->viewer, d, &L->st, err, err_sz) < 0) {
+      ret = 1;
+      goto out_nolock;
+    }
+  } else if (pa_render_egl_create(&L->egl, err, err_sz) < 0) {
+    ret = 1;
+    goto out_nolock;
+  }
+  pa_info("GL context: %s", pa_render_gl_renderer());
+
+  int64_t period = (int64_t)(1e9 / d->camera_hz);
+  int64_t next = 0;
+  while (!*stop) {
+    int64_t now = pa_now_ns();
+    L->health->loops++;
+    publish_health(L, now);
+    uint32_t wgen = __atomic_load_n(&L->st.ctl->world_gen, __ATOMIC_ACQUIRE);
+    uint32_t mgen = __atomic_load_n(&L->st.ctl->map_gen, __ATOMIC_ACQUIRE);
+    if (!L->have_scene || wgen != L->world_gen || mgen != L->map_gen) {
+      int rc = build_scene(L, err, err_sz);
+      if (rc < 0) {
+        ret = 1;
+        goto out_nolock;
+      }
+      if (rc == 1 && !L->have_scene) {
+        /* No map yet: keep the viewer alive and wait for pa-sim. */
+        if (L->viewer && !pa_render_viewer_frame(L->viewer, NULL, NULL, 0))
+          break;
+        sleep_until(pa_now_ns() + 50000000);
+        continue;
+      }
+      L->health->ready = 1;
+    }
+    bool demand = any_demand(L);
+    if (L->viewer) {
+      const pa_tick *t = latest_tick(L);
+      if (!pa_render_viewer_frame(L->viewer, L->scene, t,
+                                  demand && next ? next : 0))
+        break;
+    }
+    if (!demand) {
+      next = 0;
+      if (!L->viewer)
+        wait_wake(L, IDLE_WAIT_NS);
+      continue;
+    }
+    now = pa_now_ns();
+    if (next == 0)
+      next = now;
+    if (now >= next) {
+      if (L->last_batch_ns)
+        pa_lat_add(&L->period, now - L->last_batch_ns);
+      L->last_batch_ns = now;
+      int64_t t0 = pa_now_ns();
+      if (camera_batch(L, err, err_sz) < 0) {
+        ret = 1;
+        goto out_nolock;
+      }
+      L->health->phase_ms[0] = (pa_now_ns() - t0) / 1e6;
+      if (L->egl && pa_render_egl_check(L->egl, err, err_sz) < 0) {
+        ret = 1;
+        goto out_nolock;
+      }
+      next += period;
+      /* Bounded catch-up: far behind, re-sync instead of bursting. */
+      if (pa_now_ns() - next > 2 * period) {
+        L->health->overruns++;
+        next = pa_now_ns() + period;
+      }
+    }
+    if (!L->viewer)
+      sleep_until(next); /* the viewer waits in its event loop instead */
+  }
+  ret = 0;
+out_nolock:
+  loop_free(L);
+  return ret;
+}

@@ -1,0 +1,95 @@
+/* render_int.h - private to render/: GL includes, matrix helpers, the scene
+ * layout shared by scene.c, camera.c and viewer.c. */
+#ifndef PA_RENDER_INT_H
+#define PA_RENDER_INT_H
+
+#include <glad/gl.h>
+
+#include "pa_render.h"
+
+/* Interleaved vertex of every mesh. colour[3] = 0 marks floor (tile
+ * pattern in the fragment shader); 255 is a plain lit surface. */
+typedef struct rvertex {
+  float pos[3];    /* [m] */
+  float normal[3];
+  uint8_t colour[4];
+} rvertex;
+
+/* A growable vertex array on the CPU side. */
+typedef struct rmesh {
+  rvertex *v;
+  uint32_t n, cap;
+  bool oom;
+} rmesh;
+
+/* A mesh uploaded to the GPU. */
+typedef struct rgpu_mesh {
+  GLuint vao, vbo;
+  GLsizei count;   /* vertices (GL_TRIANGLES) */
+} rgpu_mesh;
+
+/* The lit shader used by scene and viewer. */
+typedef struct rprogram {
+  GLuint prog;
+  GLint u_model, u_view, u_proj, u_tint, u_light, u_fog, u_fog_density;
+} rprogram;
+
+typedef struct rrobot {
+  bool active;
+  float radius, height, head_height; /* [m] */
+  float colour[3];
+} rrobot;
+
+struct pa_render_scene {
+  rprogram lit;
+  rgpu_mesh statics;      /* floor, walls, obstacles in world coordinates */
+  rgpu_mesh cylinder;     /* unit cylinder: radius 1, z in [0, 1] */
+  rgpu_mesh cube;         /* unit cube centred on the origin */
+  rrobot *robots;         /* [robot_count] */
+  uint32_t robot_count;
+  pa_render_pose *poses;  /* [robot_count] */
+  uint32_t pose_count;
+  uint32_t wall_boxes, triangles;
+  double bounds[4];       /* min x, min y, max x, max y [m] */
+  float fog_density;      /* [1/m] */
+};
+
+/* ---- meshes (scene.c) ---- */
+void pa_render_mesh_free(rmesh *m);
+void pa_render_mesh_box(rmesh *m, const double c[3], const double half[3],
+                        double yaw, const uint8_t rgb[3], bool bottom);
+void pa_render_mesh_cylinder(rmesh *m, const double c[3], double r,
+                             double h, const uint8_t rgb[3], int segments);
+int pa_render_gpu_upload(rgpu_mesh *g, const rmesh *m, char *err,
+                         size_t err_sz);
+void pa_render_gpu_free(rgpu_mesh *g);
+int pa_render_program_lit(rprogram *p, char *err, size_t err_sz);
+/* Compiles a vertex+fragment program; 0 or -1 with the log in err. */
+int pa_render_program(GLuint *out, const char *vs, const char *fs, char *err,
+                      size_t err_sz);
+
+/* ---- viewer (viewer.c): a GLFW window whose context also serves the
+ * cameras ---- */
+typedef struct pa_render_viewer pa_render_viewer;
+/* Opens the window (GL 3.3 core, made current, GL loaded). */
+int pa_render_viewer_open(pa_render_viewer **out, const pa_render_def *d,
+                          pa_stack *st, char *err, size_t err_sz);
+/* Handles input and, when a frame is due, draws s (may be NULL: no map yet)
+ * with the robots at t's poses, scans and trails; waits for events at most
+ * until wake_ns (CLOCK_MONOTONIC, 0 = no wait). False = quit requested. */
+bool pa_render_viewer_frame(pa_render_viewer *v, pa_render_scene *s,
+                            const pa_tick *t, int64_t wake_ns);
+void pa_render_viewer_close(pa_render_viewer *v);
+
+/* ---- column-major 4x4 matrices ---- */
+void pa_render_mat_identity(float m[16]);
+void pa_render_mat_mul(float out[16], const float a[16], const float b[16]);
+void pa_render_mat_perspective(float m[16], double fovy, double aspect,
+                               double znear, double zfar);
+void pa_render_mat_lookat(float m[16], const double eye[3],
+                          const double centre[3], const double up[3]);
+/* Rotation about z by yaw, then translation by (x, y, z), scaled by s. */
+void pa_render_mat_pose(float m[16], double x, double y, double z, double yaw,
+                        const double s[3]);
+
+#endif

@@ -1,0 +1,620 @@
+/* scene.c - the world as GL geometry: floor, walls merged from occupied
+ * cells, obstacles (one static buffer), robots drawn per frame from unit
+ * meshes; the lit shader; matrix helpers. */
+#include "render_int.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CYL_SEGMENTS 24
+
+/* ---- matrices ----------------------------------------------------------- */
+
+void pa_render_mat_identity(float m[16]) {
+  memset(m, 0, 16 * sizeof *m);
+  m[0] = m[5] = m[10] = m[15] = 1.0f;
+}
+
+void pa_render_mat_mul(float out[16], const float a[16], const float b[16]) {
+  float r[16];
+  for (int c = 0; c < 4; c++)
+    for (int row = 0; row < 4; row++) {
+      float s = 0;
+      for (int k = 0; k < 4; k++)
+        s += a[k * 4 + row] * b[c * 4 + k];
+      r[c * 4 + row] = s;
+    }
+  memcpy(out, r, sizeof r);
+}
+
+void pa_render_mat_perspective(float m[16], double fovy, double aspect,
+                               double znear, double zfar) {
+  double f = 1.0 / tan(fovy / 2);
+  memset(m, 0, 16 * sizeof *m);
+  m[0] = (float)(f / aspect);
+  m[5] = (float)f;
+  m[10] = (float)((zfar + znear) / (znear - zfar));
+  m[11] = -1.0f;
+  m[14] = (float)(2 * zfar * znear / (znear - zfar));
+}
+
+static void normalize3(double v[3]) {
+  double l = sqrt(v[0] * v[0] + v[1] * v[1] + v[2] * v[2]);
+  if (l > 0)
+    v[0] /= l, v[1] /= l, v[2] /= l;
+}
+
+void pa_render_mat_lookat(float m[16], const double eye[3],
+                          const double centre[3], const double up[3]) {
+  double f[3] = {centre[0] - eye[0], centre[1] - eye[1], centre[2] - eye[2]};
+  normalize3(f);
+  double s[3] = {f[1] * up[2] - f[2] * up[1], f[2] * up[0] - f[0] * up[2],
+                 f[0] * up[1] - f[1] * up[0]};
+  normalize3(s);
+  double u[3] = {s[1] * f[2] - s[2] * f[1], s[2] * f[0] - s[0] * f[2],
+                 s[0] * f[1] - s[1] * f[0]};
+  pa_render_mat_identity(m);
+  m[0] = (float)s[0], m[4] = (float)s[1], m[8] = (float)s[2];
+  m[1] = (float)u[0], m[5] = (float)u[1], m[9] = (float)u[2];
+  m[2] = (float)-f[0], m[6] = (float)-f[1], m[10] = (float)-f[2];
+  m[12] = (float)-(s[0] * eye[0] + s[1] * eye[1] + s[2] * eye[2]);
+  m[13] = (float)-(u[0] * eye[0] + u[1] * eye[1] + u[2] * eye[2]);
+  m[14] = (float)(f[0] * eye[0] + f[1] * eye[1] + f[2] * eye[2]);
+}
+
+void pa_render_mat_pose(float m[16], double x, double y, double z, double yaw,
+                        const double s[3]) {
+  double c = cos(yaw), sn = sin(yaw);
+  pa_render_mat_identity(m);
+  m[0] = (float)(c * s[0]), m[1] = (float)(sn * s[0]);
+  m[4] = (float)(-sn * s[1]), m[5] = (float)(c * s[1]);
+  m[10] = (float)s[2];
+  m[12] = (float)x, m[13] = (float)y, m[14] = (float)z;
+}
+
+/* ---- CPU meshes --------------------------------------------------------- */
+
+void pa_render_mesh_free(rmesh *m) {
+  free(m->v);
+  memset(m, 0, sizeof *m);
+}
+
+static void mesh_push(rmesh *m, const double p[3], const double n[3],
+                      const uint8_t rgb[3], uint8_t material) {
+  if (m->oom)
+    return;
+  if (m->n == m->cap) {
+    uint32_t cap = m->cap ? m->cap * 2 : 1024;
+    rvertex *v = realloc(m->v, (size_t)cap * sizeof *v);
+    if (!v) {
+      m->oom = true;
+      return;
+    }
+    m->v = v, m->cap = cap;
+  }
+  rvertex *v = &m->v[m->n++];
+  for (int i = 0; i < 3; i++) {
+    v->pos[i] = (float)p[i];
+    v->normal[i] = (float)n[i];
+    v->colour[i] = rgb[i];
+  }
+  v->colour[3] = material;
+}
+
+/* Two counter-clockwise triangles (seen from the normal side). */
+static void mesh_quad(rmesh *m, const double a[3], const double b[3],
+                      const double c[3], const double d[3], const double n[3],
+                      const uint8_t rgb[3], uint8_t material) {
+  mesh_push(m, a, n, rgb, material);
+  mesh_push(m, b, n, rgb, material);
+  mesh_push(m, c, n, rgb, material);
+  mesh_push(m, a, n, rgb, material);
+  mesh_push(m, c, n, rgb, material);
+  mesh_push(m, d, n, rgb, material);
+}
+
+void pa_render_mesh_box(rmesh *m, const double c[3], const double half[3],
+                        double yaw, const uint8_t rgb[3], bool bottom) {
+  double cs = cos(yaw), sn = sin(yaw);
+  double p[8][3];
+  for (int i = 0; i < 8; i++) {
+    double lx = (i & 1) ? half[0] : -half[0];
+    double ly = (i & 2) ? half[1] : -half[1];
+    double lz = (i & 4) ? half[2] : -half[2];
+    p[i][0] = c[0] + cs * lx - sn * ly;
+    p[i][1] = c[1] + sn * lx + cs * ly;
+    p[i][2] = c[2] + lz;
+  }
+  double ex[3] = {cs, sn, 0}, ey[3] = {-sn, cs, 0};
+  double nx[3] = {-ex[0], -ex[1], 0}, ny[3] = {-ey[0], -ey[1], 0};
+  static const double up[3] = {0, 0, 1}, down[3] = {0, 0, -1};
+  mesh_quad(m, p[1], p[3], p[7], p[5], ex, rgb, 255); /* +x */
+  mesh_quad(m, p[2], p[0], p[4], p[6], nx, rgb, 255); /* -x */
+  mesh_quad(m, p[3], p[2], p[6], p[7], ey, rgb, 255); /* +y */
+  mesh_quad(m, p[0], p[1], p[5], p[4], ny, rgb, 255); /* -y */
+  mesh_quad(m, p[4], p[5], p[7], p[6], up, rgb, 255); /* top */
+  if (bottom)
+    mesh_quad(m, p[0], p[2], p[3], p[1], down, rgb, 255);
+}
+
+void pa_render_mesh_cylinder(rmesh *m, const double c[3], double r, double h,
+                             const uint8_t rgb[3], int segments) {
+  static const double up[3] = {0, 0, 1}, down[3] = {0, 0, -1};
+  double top[3] = {c[0], c[1], c[2] + h};
+  for (int i = 0; i < segments; i++) {
+    double a0 = 2 * M_PI * i / segments, a1 = 2 * M_PI * (i + 1) / segments;
+    double c0 = cos(a0), s0 = sin(a0), c1 = cos(a1), s1 = sin(a1);
+    double b0[3] = {c[0] + r * c0, c[1] + r * s0, c[2]};
+    double b1[3] = {c[0] + r * c1, c[1] + r * s1, c[2]};
+    double t0[3] = {b0[0], b0[1], c[2] + h};
+    double t1[3] = {b1[0], b1[1], c[2] + h};
+    double n0[3] = {c0, s0, 0}, n1[3] = {c1, s1, 0};
+    /* side with smooth normals */
+    mesh_push(m, b0, n0, rgb, 255);
+    mesh_push(m, b1, n1, rgb, 255);
+    mesh_push(m, t1, n1, rgb, 255);
+    mesh_push(m, b0, n0, rgb, 255);
+    mesh_push(m, t1, n1, rgb, 255);
+    mesh_push(m, t0, n0, rgb, 255);
+    mesh_push(m, top, up, rgb, 255);
+    mesh_push(m, t0, up, rgb, 255);
+    mesh_push(m, t1, up, rgb, 255);
+    mesh_push(m, c, down, rgb, 255);
+    mesh_push(m, b1, down, rgb, 255);
+    mesh_push(m, b0, down, rgb, 255);
+  }
+}
+
+/* ---- GPU meshes --------------------------------------------------------- */
+
+int pa_render_gpu_upload(rgpu_mesh *g, const rmesh *m, char *err,
+                         size_t err_sz) {
+  memset(g, 0, sizeof *g);
+  if (m->oom) {
+    snprintf(err, err_sz, "scene: out of memory building geometry");
+    return -1;
+  }
+  glGenVertexArrays(1, &g->vao);
+  glGenBuffers(1, &g->vbo);
+  glBindVertexArray(g->vao);
+  glBindBuffer(GL_ARRAY_BUFFER, g->vbo);
+  glBufferData(GL_ARRAY_BUFFER, (GLsizeiptr)m->n * (GLsizeiptr)sizeof(rvertex),
+               m->v, GL_STATIC_DRAW);
+  glVertexAttribPointer(0, 3, GL_FLOAT, GL_FALSE, sizeof(rvertex),
+                        (void *)offsetof(rvertex, pos));
+  glVertexAttribPointer(1, 3, GL_FLOAT, GL_FALSE, sizeof(rvertex),
+                        (void *)offsetof(rvertex, normal));
+  glVertexAttribPointer(2, 4, GL_UNSIGNED_BYTE, GL_TRUE, sizeof(rvertex),
+                        (void *)offsetof(rvertex, colour));
+  glEnableVertexAttribArray(0);
+  glEnableVertexAttribArray(1);
+  glEnableVertexAttribArray(2);
+  glBindVertexArray(0);
+  g->count = (GLsizei)m->n;
+  return pa_render_gl_check("uploading a mesh", err, err_sz);
+}
+
+void pa_render_gpu_free(rgpu_mesh *g) {
+  if (g->vbo)
+    glDeleteBuffers(1, &g->vbo);
+  if (g->vao)
+    glDeleteVertexArrays(1, &g->vao);
+  memset(g, 0, sizeof *g);
+}
+
+/* ---- shaders ------------------------------------------------------------ */
+
+static const char *lit_vs =
+    "#version 330 core\n"
+    "layout(location = 0) in vec3 a_pos;\n"
+    "layout(location = 1) in vec3 a_normal;\n"
+    "layout(location = 2) in vec4 a_colour;\n"
+    "uniform mat4 u_model, u_view, u_proj;\n"
+    "uniform vec4 u_tint;\n"
+    "out vec3 v_world; out vec3 v_normal; out vec4 v_colour;\n"
+    "out float v_dist;\n"
+    "void main() {\n"
+    "  vec4 w = u_model * vec4(a_pos, 1.0);\n"
+    "  vec4 e = u_view * w;\n"
+    "  v_world = w.xyz;\n"
+    "  v_normal = mat3(u_model) * a_normal;\n"
+    "  v_colour = vec4(a_colour.rgb * u_tint.rgb, a_colour.a);\n"
+    "  v_dist = length(e.xyz);\n"
+    "  gl_Position = u_proj * e;\n"
+    "}\n";
+
+/* Wrap lighting (no clamp) so walls facing any of the four directions get
+ * different shades; the floor gets a 1 m tile pattern with thin joints. */
+static const char *lit_fs =
+    "#version 330 core\n"
+    "in vec3 v_world; in vec3 v_normal; in vec4 v_colour; in float v_dist;\n"
+    "uniform vec3 u_light, u_fog;\n"
+    "uniform float u_fog_density;\n"
+    "out vec4 o_colour;\n"
+    "void main() {\n"
+    "  vec3 base = v_colour.rgb;\n"
+    "  if (v_colour.a < 0.5) {\n"
+    "    vec2 t = floor(v_world.xy);\n"
+    "    float checker = mod(t.x + t.y, 2.0);\n"
+    "    base *= 1.0 - 0.07 * checker;\n"
+    "    vec2 f = abs(fract(v_world.xy + 0.5) - 0.5);\n"
+    "    if (min(f.x, f.y) < 0.015) base *= 0.78;\n"
+    "  }\n"
+    "  vec3 n = normalize(v_normal);\n"
+    "  float shade = 0.74 + 0.30 * dot(n, u_light);\n"
+    "  vec3 c = base * shade;\n"
+    "  float fog = exp(-u_fog_density * v_dist);\n"
+    "  o_colour = vec4(mix(u_fog, c, fog), 1.0);\n"
+    "}\n";
+
+static GLuint compile(GLenum type, const char *src, char *err, size_t err_sz) {
+  GLuint s = glCreateShader(type);
+  glShaderSource(s, 1, &src, NULL);
+  glCompileShader(s);
+  GLint ok = 0;
+  glGetShaderiv(s, GL_COMPILE_STATUS, &ok);
+  if (!ok) {
+    char log[512] = "";
+    glGetShaderInfoLog(s, sizeof log, NULL, log);
+    snprintf(err, err_sz, "GL: %s shader does not compile: %s",
+             type == GL_VERTEX_SHADER ? "vertex" : "fragment", log);
+    glDeleteShader(s);
+    return 0;
+  }
+  return s;
+}
+
+int pa_render_program(GLuint *out, const char *vs, const char *fs, char *err,
+                      size_t err_sz) {
+  GLuint v = compile(GL_VERTEX_SHADER, vs, err, err_sz);
+  if (!v)
+    return -1;
+  GLuint f = compile(GL_FRAGMENT_SHADER, fs, err, err_sz);
+  if (!f) {
+    glDeleteShader(v);
+    return -1;
+  }
+  GLuint p = glCreateProgram();
+  glAttachShader(p, v);
+  glAttachShader(p, f);
+  glLinkProgram(p);
+  glDeleteShader(v);
+  glDeleteShader(f);
+  GLint ok = 0;
+  glGetProgramiv(p, GL_LINK_STATUS, &ok);
+  if (!ok) {
+    char log[512] = "";
+    glGetProgramInfoLog(p, sizeof log, NULL, log);
+    snprintf(err, err_sz, "GL: shader program does not link: %s", log);
+    glDeleteProgram(p);
+    return -1;
+  }
+  *out = p;
+  return 0;
+}
+
+int pa_render_program_lit(rprogram *p, char *err, size_t err_sz) {
+  memset(p, 0, sizeof *p);
+  if (pa_render_program(&p->prog, lit_vs, lit_fs, err, err_sz) < 0)
+    return -1;
+  p->u_model = glGetUniformLocation(p->prog, "u_model");
+  p->u_view = glGetUniformLocation(p->prog, "u_view");
+  p->u_proj = glGetUniformLocation(p->prog, "u_proj");
+  p->u_tint = glGetUniformLocation(p->prog, "u_tint");
+  p->u_light = glGetUniformLocation(p->prog, "u_light");
+  p->u_fog = glGetUniformLocation(p->prog, "u_fog");
+  p->u_fog_density = glGetUniformLocation(p->prog, "u_fog_density");
+  return 0;
+}
+
+/* ---- scene -------------------------------------------------------------- */
+
+static bool cell_blocks(const pa_grid *g, uint32_t x, uint32_t y) {
+  int8_t v = g->cells[(size_t)y * g->width + x];
+  return v < 0 || v >= g->occupied_min;
+}
+
+static void grid_to_world(const pa_grid *g, double lx, double ly, double *wx,
+                          double *wy) {
+  double c = cos(g->origin_yaw), s = sin(g->origin_yaw);
+  *wx = g->origin_x + c * lx - s * ly;
+  *wy = g->origin_y + s * lx + c * ly;
+}
+
+/* Greedy merge: grow each unvisited blocked cell into the widest run, then
+ * as many rows as the whole run stays blocked, and emit one box. */
+static int build_walls(rmesh *m, const pa_grid *g, uint32_t *boxes) {
+  size_t n = (size_t)g->width * g->height;
+  uint8_t *done = calloc(n ? n : 1, 1);
+  if (!done)
+    return -1;
+  static const uint8_t wall[3] = {(uint8_t)(0.86 * 255), (uint8_t)(0.80 * 255),
+                                  (uint8_t)(0.68 * 255)};
+  double res = g->resolution;
+  for (uint32_t y = 0; y < g->height; y++)
+    for (uint32_t x = 0; x < g->width; x++) {
+      size_t i = (size_t)y * g->width + x;
+      if (done[i] || !cell_blocks(g, x, y))
+        continue;
+      uint32_t w = 1;
+      while (x + w < g->width && !done[i + w] && cell_blocks(g, x + w, y))
+        w++;
+      uint32_t h = 1;
+      for (; y + h < g->height; h++) {
+        size_t row = (size_t)(y + h) * g->width;
+        bool ok = true;
+        for (uint32_t k = 0; k < w && ok; k++)
+          ok = !done[row + x + k] && cell_blocks(g, x + k, y + h);
+        if (!ok)
+          break;
+      }
+      for (uint32_t r = 0; r < h; r++)
+        memset(done + (size_t)(y + r) * g->width + x, 1, w);
+      double cx, cy;
+      grid_to_world(g, (x + w / 2.0) * res, (y + h / 2.0) * res, &cx, &cy);
+      double c[3] = {cx, cy, PA_RENDER_WALL_HEIGHT / 2};
+      double half[3] = {w * res / 2, h * res / 2, PA_RENDER_WALL_HEIGHT / 2};
+      pa_render_mesh_box(m, c, half, g->origin_yaw, wall, false);
+      (*boxes)++;
+    }
+  free(done);
+  return 0;
+}
+
+static void build_floor(rmesh *m, const pa_grid *g) {
+  static const uint8_t floor_rgb[3] = {(uint8_t)(0.50 * 255),
+                                       (uint8_t)(0.53 * 255),
+                                       (uint8_t)(0.56 * 255)};
+  static const double up[3] = {0, 0, 1};
+  double w = g->width * g->resolution, h = g->height * g->resolution;
+  double p[4][3] = {{0, 0, 0}, {w, 0, 0}, {w, h, 0}, {0, h, 0}};
+  for (int i = 0; i < 4; i++)
+    grid_to_world(g, p[i][0], p[i][1], &p[i][0], &p[i][1]);
+  mesh_quad(m, p[0], p[1], p[2], p[3], up, floor_rgb, 0);
+}
+
+static void colour3(uint8_t out[3], const uint8_t in[4]) {
+  out[0] = in[0], out[1] = in[1], out[2] = in[2];
+}
+
+static void build_obstacles(rmesh *m, const pa_obstacle_info *o, uint32_t n) {
+  for (uint32_t i = 0; i < n; i++) {
+    if (!o[i].active)
+      continue;
+    uint8_t rgb[3];
+    colour3(rgb, o[i].colour);
+    double h = o[i].height > 0 ? o[i].height : 0.5;
+    if (o[i].shape == PA_SHAPE_CIRCLE) {
+      double c[3] = {o[i].x, o[i].y, 0};
+      pa_render_mesh_cylinder(m, c, o[i].radius, h, rgb, CYL_SEGMENTS);
+    } else {
+      double c[3] = {o[i].x, o[i].y, h / 2};
+      double half[3] = {o[i].size_x / 2, o[i].size_y / 2, h / 2};
+      pa_render_mesh_box(m, c, half, o[i].theta, rgb, false);
+    }
+  }
+}
+
+static int check_inputs(const pa_grid *g, const pa_robot_info *robots,
+                        uint32_t robot_count, const pa_obstacle_info *obs,
+                        uint32_t obstacle_count, char *err, size_t err_sz) {
+  if (!g || !g->cells || !g->width || !g->height) {
+    snprintf(err, err_sz, "scene: the map is empty");
+    return -1;
+  }
+  if (!(g->resolution > 0) || !isfinite(g->resolution) ||
+      !isfinite(g->origin_x) || !isfinite(g->origin_y) ||
+      !isfinite(g->origin_yaw)) {
+    snprintf(err, err_sz, "scene: map resolution %g or origin is invalid",
+             g->resolution);
+    return -1;
+  }
+  if ((robot_count && !robots) || (obstacle_count && !obs)) {
+    snprintf(err, err_sz, "scene: robot or obstacle array missing");
+    return -1;
+  }
+  for (uint32_t i = 0; i < robot_count; i++)
+    if (robots[i].active &&
+        (!(robots[i].radius > 0) || !isfinite(robots[i].radius) ||
+         !(robots[i].radius < 100) || !isfinite(robots[i].height) ||
+         !isfinite(robots[i].head_height))) {
+      snprintf(err, err_sz, "scene: robot %u has a bad size (radius %g)", i,
+               robots[i].radius);
+      return -1;
+    }
+  for (uint32_t i = 0; i < obstacle_count; i++) {
+    const pa_obstacle_info *o = &obs[i];
+    if (!o->active)
+      continue;
+    bool ok = isfinite(o->x) && isfinite(o->y) && isfinite(o->theta) &&
+              isfinite(o->height) && o->height < 1000;
+    if (o->shape == PA_SHAPE_CIRCLE)
+      ok = ok && o->radius > 0 && o->radius < 1e4;
+    else if (o->shape == PA_SHAPE_BOX)
+      ok = ok && o->size_x > 0 && o->size_y > 0 && o->size_x < 1e4 &&
+           o->size_y < 1e4;
+    else
+      ok = false;
+    if (!ok) {
+      snprintf(err, err_sz, "scene: obstacle %u ('%.31s') has a bad shape, "
+               "pose or size", i, o->name);
+      return -1;
+    }
+  }
+  return 0;
+}
+
+int pa_render_scene_build(pa_render_scene **out, const pa_grid *grid,
+                          const pa_robot_info *robots, uint32_t robot_count,
+                          const pa_obstacle_info *obstacles,
+                          uint32_t obstacle_count, char *err, size_t err_sz) {
+  *out = NULL;
+  if (check_inputs(grid, robots, robot_count, obstacles, obstacle_count, err,
+                   err_sz) < 0)
+    return -1;
+  pa_render_scene *s = calloc(1, sizeof *s);
+  if (!s) {
+    snprintf(err, err_sz, "scene: out of memory");
+    return -1;
+  }
+  rmesh m = {0};
+  if (robot_count) {
+    s->robots = calloc(robot_count, sizeof *s->robots);
+    s->poses = calloc(robot_count, sizeof *s->poses);
+    if (!s->robots || !s->poses) {
+      snprintf(err, err_sz, "scene: out of memory for %u robots", robot_count);
+      goto fail;
+    }
+  }
+  s->robot_count = robot_count;
+  for (uint32_t i = 0; i < robot_count; i++) {
+    rrobot *r = &s->robots[i];
+    r->active = robots[i].active != 0;
+    r->radius = robots[i].radius;
+    r->height = robots[i].height > 0 ? robots[i].height : 0.25f;
+    r->head_height = robots[i].head_height > 0 ? robots[i].head_height
+                                               : r->height + 0.1f;
+    for (int k = 0; k < 3; k++)
+      r->colour[k] = robots[i].colour[k] / 255.0f;
+  }
+  if (pa_render_program_lit(&s->lit, err, err_sz) < 0)
+    goto fail;
+  build_floor(&m, grid);
+  if (build_walls(&m, grid, &s->wall_boxes) < 0)
+    m.oom = true;
+  build_obstacles(&m, obstacles, obstacle_count);
+  s->triangles = m.n / 3;
+  if (pa_render_gpu_upload(&s->statics, &m, err, err_sz) < 0)
+    goto fail;
+  pa_render_mesh_free(&m);
+
+  static const uint8_t white[3] = {255, 255, 255};
+  static const double origin[3] = {0, 0, 0}, half[3] = {0.5, 0.5, 0.5};
+  pa_render_mesh_cylinder(&m, origin, 1.0, 1.0, white, CYL_SEGMENTS);
+  if (pa_render_gpu_upload(&s->cylinder, &m, err, err_sz) < 0)
+    goto fail;
+  pa_render_mesh_free(&m);
+  pa_render_mesh_box(&m, origin, half, 0, white, true);
+  if (pa_render_gpu_upload(&s->cube, &m, err, err_sz) < 0)
+    goto fail;
+  pa_render_mesh_free(&m);
+
+  double xs[4], ys[4];
+  double w = grid->width * grid->resolution, h = grid->height * grid->resolution;
+  grid_to_world(grid, 0, 0, &xs[0], &ys[0]);
+  grid_to_world(grid, w, 0, &xs[1], &ys[1]);
+  grid_to_world(grid, w, h, &xs[2], &ys[2]);
+  grid_to_world(grid, 0, h, &xs[3], &ys[3]);
+  s->bounds[0] = s->bounds[2] = xs[0];
+  s->bounds[1] = s->bounds[3] = ys[0];
+  for (int i = 1; i < 4; i++) {
+    s->bounds[0] = fmin(s->bounds[0], xs[i]);
+    s->bounds[2] = fmax(s->bounds[2], xs[i]);
+    s->bounds[1] = fmin(s->bounds[1], ys[i]);
+    s->bounds[3] = fmax(s->bounds[3], ys[i]);
+  }
+  s->fog_density = 0.035f;
+  *out = s;
+  return 0;
+fail:
+  pa_render_mesh_free(&m);
+  pa_render_scene_free(s);
+  return -1;
+}
+
+void pa_render_scene_free(pa_render_scene *s) {
+  if (!s)
+    return;
+  pa_render_gpu_free(&s->statics);
+  pa_render_gpu_free(&s->cylinder);
+  pa_render_gpu_free(&s->cube);
+  if (s->lit.prog)
+    glDeleteProgram(s->lit.prog);
+  free(s->robots);
+  free(s->poses);
+  free(s);
+}
+
+void pa_render_scene_set_poses(pa_render_scene *s, const pa_render_pose *p,
+                               uint32_t count) {
+  if (count > s->robot_count)
+    count = s->robot_count;
+  if (count)
+    memcpy(s->poses, p, count * sizeof *p);
+  s->pose_count = count;
+}
+
+uint32_t pa_render_scene_wall_boxes(const pa_render_scene *s) {
+  return s->wall_boxes;
+}
+uint32_t pa_render_scene_triangles(const pa_render_scene *s) {
+  return s->triangles;
+}
+void pa_render_scene_bounds(const pa_render_scene *s, double out[4]) {
+  memcpy(out, s->bounds, sizeof s->bounds);
+}
+
+static void draw_part(const pa_render_scene *s, const rgpu_mesh *g,
+                      double x, double y, double z, double yaw,
+                      const double scale[3], const float rgb[3]) {
+  float model[16];
+  pa_render_mat_pose(model, x, y, z, yaw, scale);
+  glUniformMatrix4fv(s->lit.u_model, 1, GL_FALSE, model);
+  glUniform4f(s->lit.u_tint, rgb[0], rgb[1], rgb[2], 1.0f);
+  glBindVertexArray(g->vao);
+  glDrawArrays(GL_TRIANGLES, 0, g->count);
+}
+
+/* Body cylinder, a light stripe on top pointing along theta, a head box
+ * turned by theta + head with a dark lens on its front. */
+static void draw_robot(const pa_render_scene *s, const rrobot *r,
+                       const pa_render_pose *p) {
+  static const float light[3] = {0.95f, 0.95f, 0.92f};
+  static const float dark[3] = {0.08f, 0.08f, 0.10f};
+  double rad = r->radius, h = r->height;
+  double body[3] = {rad, rad, h};
+  draw_part(s, &s->cylinder, p->x, p->y, 0, p->theta, body, r->colour);
+  double c = cos(p->theta), sn = sin(p->theta);
+  double stripe[3] = {rad * 0.8, rad * 0.22, 0.02};
+  draw_part(s, &s->cube, p->x + c * rad * 0.45, p->y + sn * rad * 0.45,
+            h + 0.01, p->theta, stripe, light);
+  double hy = p->theta + p->head;
+  double hc = cos(hy), hs = sin(hy);
+  double head_top = r->head_height + 0.05;
+  double neck_h = head_top - 0.1 - h;
+  if (neck_h > 0.005) {
+    double neck[3] = {rad * 0.15, rad * 0.15, neck_h};
+    draw_part(s, &s->cylinder, p->x, p->y, h, 0, neck, dark);
+  }
+  double head[3] = {rad * 0.7, rad * 0.9, 0.1};
+  draw_part(s, &s->cube, p->x, p->y, r->head_height, hy, head, r->colour);
+  double lens[3] = {0.02, rad * 0.35, 0.05};
+  draw_part(s, &s->cube, p->x + hc * rad * 0.36, p->y + hs * rad * 0.36,
+            r->head_height, hy, lens, dark);
+}
+
+void pa_render_scene_draw(const pa_render_scene *s, const float view[16],
+                          const float proj[16], uint32_t skip_robot) {
+  glEnable(GL_DEPTH_TEST);
+  glEnable(GL_CULL_FACE);
+  glCullFace(GL_BACK);
+  glFrontFace(GL_CCW);
+  glUseProgram(s->lit.prog);
+  glUniformMatrix4fv(s->lit.u_view, 1, GL_FALSE, view);
+  glUniformMatrix4fv(s->lit.u_proj, 1, GL_FALSE, proj);
+  /* From the north-east-ish, above: every wall direction gets its shade. */
+  double l[3] = {0.35, 0.55, 0.76};
+  normalize3(l);
+  glUniform3f(s->lit.u_light, (float)l[0], (float)l[1], (float)l[2]);
+  glUniform3f(s->lit.u_fog, PA_RENDER_SKY_RGB);
+  glUniform1f(s->lit.u_fog_density, s->fog_density);
+  static const double one[3] = {1, 1, 1};
+  static const float white[3] = {1, 1, 1};
+  draw_part(s, &s->statics, 0, 0, 0, 0, one, white);
+  for (uint32_t i = 0; i < s->pose_count; i++)
+    if (i != skip_robot && s->robots[i].active && s->poses[i].active)
+      draw_robot(s, &s->robots[i], &s->poses[i]);
+  glBindVertexArray(0);
+}

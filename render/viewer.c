@@ -1,0 +1,514 @@
+/* viewer.c - the --viewer window: an orbit/pan/zoom camera over the world,
+ * the robots, each robot's latest laser scan and its trail; keys to follow
+ * a robot and save screenshots. */
+#define _GNU_SOURCE
+#include "render_int.h"
+
+#define GLFW_INCLUDE_NONE
+#include <GLFW/glfw3.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "pa_util.h"
+
+#define FRAME_NS 33333333LL     /* ~30 Hz: plenty for a viewer on llvmpipe */
+#define TRAIL_POINTS 600
+#define TRAIL_STEP 0.03         /* [m] between trail points */
+#define SCREENSHOT_AFTER 5      /* frames with a scene before --screenshot */
+#define OVERLAY_Z 0.03          /* [m] scan and trail height over the floor */
+
+typedef struct vscan {
+  bool valid;
+  double x, y, theta;
+  float angle_min, angle_increment, range_max;
+  uint32_t count;
+  float *ranges;               /* [max_beams] */
+} vscan;
+
+typedef struct vtrail {
+  float xy[TRAIL_POINTS][2];
+  uint32_t n, head;
+} vtrail;
+
+typedef struct vvertex {
+  float pos[3];
+  float rgb[3];
+} vvertex;
+
+struct pa_render_viewer {
+  const pa_render_def *def;
+  pa_stack *st;
+  GLFWwindow *win;
+  int fb_w, fb_h;
+  /* orbit camera */
+  double tx, ty;               /* target on the floor [m] */
+  double dist, azim, elev;     /* [m, rad, rad] */
+  bool framed;                 /* camera placed over the map once */
+  int follow;                  /* robot index or -1 */
+  bool ldrag, rdrag;
+  double mx, my;
+  bool quit, shot_key;
+  /* overlays */
+  GLuint line_prog, vao, vbo;
+  GLint u_vp, u_psize;
+  vvertex *ov;
+  size_t ov_n, ov_cap;
+  pa_ring_cursor scan_cur;
+  vscan *scans;                /* [max_robots] */
+  vtrail *trails;              /* [max_robots] */
+  uint32_t max_robots, max_beams;
+  float *scan_buf;
+  uint32_t scan_cap;
+  /* frames */
+  int64_t next_frame;
+  uint64_t frames_with_scene;
+  bool shot_done;
+  int64_t title_ns;
+};
+
+static const char *line_vs =
+    "#version 330 core\n"
+    "layout(location = 0) in vec3 a_pos;\n"
+    "layout(location = 1) in vec3 a_rgb;\n"
+    "uniform mat4 u_vp;\n"
+    "uniform float u_psize;\n"
+    "out vec3 v_rgb;\n"
+    "void main() { v_rgb = a_rgb; gl_PointSize = u_psize;\n"
+    "  gl_Position = u_vp * vec4(a_pos, 1.0); }\n";
+static const char *line_fs =
+    "#version 330 core\n"
+    "in vec3 v_rgb; out vec4 o_colour;\n"
+    "void main() { o_colour = vec4(v_rgb, 1.0); }\n";
+
+static void on_key(GLFWwindow *w, int key, int sc, int action, int mods) {
+  pa_render_viewer *v = glfwGetWindowUserPointer(w);
+  if (action != GLFW_PRESS)
+    return;
+  switch (key) {
+  case GLFW_KEY_ESCAPE:
+  case GLFW_KEY_Q: v->quit = true; break;
+  case GLFW_KEY_S:
+  case GLFW_KEY_P: v->shot_key = true; break;
+  case GLFW_KEY_F: {
+    /* Next active robot after the followed one; past the last: free. */
+    uint32_t n = v->st->ctl->robot_count;
+    if (n > v->max_robots)
+      n = v->max_robots;
+    int next = -1;
+    for (uint32_t i = (uint32_t)(v->follow + 1); i < n; i++)
+      if (v->st->robots[i].active) {
+        next = (int)i;
+        break;
+      }
+    v->follow = next;
+    break;
+  }
+  default: break;
+  }
+}
+
+static void on_button(GLFWwindow *w, int button, int action, int mods) {
+  pa_render_viewer *v = glfwGetWindowUserPointer(w);
+  bool down = action == GLFW_PRESS;
+  if (button == GLFW_MOUSE_BUTTON_LEFT)
+    v->ldrag = down;
+  else if (button == GLFW_MOUSE_BUTTON_RIGHT)
+    v->rdrag = down;
+  glfwGetCursorPos(w, &v->mx, &v->my);
+}
+
+static void on_cursor(GLFWwindow *w, double x, double y) {
+  pa_render_viewer *v = glfwGetWindowUserPointer(w);
+  double dx = x - v->mx, dy = y - v->my;
+  v->mx = x, v->my = y;
+  if (v->ldrag) {
+    v->azim -= dx * 0.006;
+    v->elev += dy * 0.006;
+    if (v->elev < 0.08)
+      v->elev = 0.08;
+    if (v->elev > 1.55)
+      v->elev = 1.55;
+  } else if (v->rdrag) {
+    /* Pan in the floor plane, scaled so the floor follows the mouse. */
+    double k = v->dist * 0.0018;
+    double fx = -cos(v->azim), fy = -sin(v->azim); /* forward on the floor */
+    double rx = fy, ry = -fx;                      /* right */
+    v->tx -= (dx * rx - dy * fx) * k;
+    v->ty -= (dx * ry - dy * fy) * k;
+    v->follow = -1;
+  }
+}
+
+static void on_scroll(GLFWwindow *w, double xo, double yo) {
+  pa_render_viewer *v = glfwGetWindowUserPointer(w);
+  v->dist *= pow(0.88, yo);
+  if (v->dist < 0.5)
+    v->dist = 0.5;
+  if (v->dist > 500)
+    v->dist = 500;
+}
+
+static void on_error(int code, const char *msg) {
+  pa_warn("GLFW error 0x%x: %s", code, msg);
+}
+
+int pa_render_viewer_open(pa_render_viewer **out, const pa_render_def *d,
+                          pa_stack *st, char *err, size_t err_sz) {
+  *out = NULL;
+  glfwSetErrorCallback(on_error);
+  if (!glfwInit()) {
+    snprintf(err, err_sz, "viewer: cannot initialise GLFW (no display? set "
+             "DISPLAY or run under xvfb-run)");
+    return -1;
+  }
+  pa_render_viewer *v = calloc(1, sizeof *v);
+  if (!v) {
+    glfwTerminate();
+    snprintf(err, err_sz, "viewer: out of memory");
+    return -1;
+  }
+  v->def = d;
+  v->st = st;
+  v->follow = -1;
+  v->azim = -M_PI / 2 + 0.35;
+  v->elev = 0.9;
+  v->dist = 10;
+  v->max_robots = st->ctl->def.max_robots;
+  v->max_beams = st->ctl->def.max_beams;
+  glfwWindowHint(GLFW_CONTEXT_VERSION_MAJOR, 3);
+  glfwWindowHint(GLFW_CONTEXT_VERSION_MINOR, 3);
+  glfwWindowHint(GLFW_OPENGL_PROFILE, GLFW_OPENGL_CORE_PROFILE);
+  glfwWindowHint(GLFW_OPENGL_FORWARD_COMPAT, GLFW_TRUE);
+  uint32_t w = d->viewer_width ? d->viewer_width : 1280;
+  uint32_t h = d->viewer_height ? d->viewer_height : 800;
+  v->win = glfwCreateWindow((int)w, (int)h, "playarea", NULL, NULL);
+  if (!v->win) {
+    snprintf(err, err_sz, "viewer: cannot open a %ux%u GL 3.3 core window", w,
+             h);
+    goto fail;
+  }
+  glfwMakeContextCurrent(v->win);
+  glfwSwapInterval(0); /* we pace frames ourselves; no vsync under Xvfb */
+  if (pa_render_gl_load(glfwGetProcAddress, err, err_sz) < 0)
+    goto fail;
+  glfwSetWindowUserPointer(v->win, v);
+  glfwSetKeyCallback(v->win, on_key);
+  glfwSetMouseButtonCallback(v->win, on_button);
+  glfwSetCursorPosCallback(v->win, on_cursor);
+  glfwSetScrollCallback(v->win, on_scroll);
+  if (pa_render_program(&v->line_prog, line_vs, line_fs, err, err_sz) < 0)
+    goto fail;
+  v->u_vp = glGetUniformLocation(v->line_prog, "u_vp");
+  v->u_psize = glGetUniformLocation(v->line_prog, "u_psize");
+  glGenVertexArrays(1, &v->vao);
+  glGenBuffers(1, &v->vbo);
+  glBindVertexArray(v->vao);
+  glBindBuffer(GL_ARRAY_BUFFER, v->vbo);
+  glVertexAttribPointer(0, 3, GL_FLOAT, GL_FALSE, sizeof(vvertex),
+                        (void *)offsetof(vvertex, pos));
+  glVertexAttribPointer(1, 3, GL_FLOAT, GL_FALSE, sizeof(vvertex),
+                        (void *)offsetof(vvertex, rgb));
+  glEnableVertexAttribArray(0);
+  glEnableVertexAttribArray(1);
+  glBindVertexArray(0);
+  v->scans = calloc(v->max_robots ? v->max_robots : 1, sizeof *v->scans);
+  v->trails = calloc(v->max_robots ? v->max_robots : 1, sizeof *v->trails);
+  v->scan_cap = pa_ring_max_record(st->scan);
+  v->scan_buf = malloc(v->scan_cap);
+  if (!v->scans || !v->trails || !v->scan_buf) {
+    snprintf(err, err_sz, "viewer: out of memory");
+    goto fail;
+  }
+  v->scan_cur = pa_ring_cursor_now(st->scan);
+  /* Back up a few records so a paused simulation still shows its scans. */
+  uint64_t back = pa_ring_slot_count(st->scan) / 2;
+  v->scan_cur.next = v->scan_cur.next > back ? v->scan_cur.next - back : 1;
+  if (pa_render_gl_check("opening the viewer", err, err_sz) < 0)
+    goto fail;
+  *out = v;
+  return 0;
+fail:
+  pa_render_viewer_close(v);
+  return -1;
+}
+
+void pa_render_viewer_close(pa_render_viewer *v) {
+  if (!v)
+    return;
+  if (v->win) {
+    glfwMakeContextCurrent(v->win);
+    if (v->vbo)
+      glDeleteBuffers(1, &v->vbo);
+    if (v->vao)
+      glDeleteVertexArrays(1, &v->vao);
+    if (v->line_prog)
+      glDeleteProgram(v->line_prog);
+    glfwDestroyWindow(v->win);
+  }
+  glfwTerminate();
+  if (v->scans)
+    for (uint32_t i = 0; i < v->max_robots; i++)
+      free(v->scans[i].ranges);
+  free(v->scans);
+  free(v->trails);
+  free(v->scan_buf);
+  free(v->ov);
+  free(v);
+}
+
+static void ov_push(pa_render_viewer *v, double x, double y, double z,
+                    const float rgb[3]) {
+  if (v->ov_n == v->ov_cap) {
+    size_t cap = v->ov_cap ? v->ov_cap * 2 : 4096;
+    vvertex *n = realloc(v->ov, cap * sizeof *n);
+    if (!n)
+      return; /* overlay is cosmetic: draw what fits */
+    v->ov = n, v->ov_cap = cap;
+  }
+  vvertex *o = &v->ov[v->ov_n++];
+  o->pos[0] = (float)x, o->pos[1] = (float)y, o->pos[2] = (float)z;
+  memcpy(o->rgb, rgb, sizeof o->rgb);
+}
+
+/* Drains new scans into the per-robot latest scan. */
+static void read_scans(pa_render_viewer *v) {
+  uint32_t len;
+  uint64_t seq;
+  for (int k = 0; k < 4096; k++) {
+    if (pa_ring_read_next(v->st->scan, &v->scan_cur, v->scan_buf, v->scan_cap,
+                          &len, &seq) != 0)
+      break;
+    if (len < sizeof(pa_scan))
+      continue;
+    const pa_scan *s = (const pa_scan *)v->scan_buf;
+    uint32_t count = s->count;
+    if (s->robot >= v->max_robots || count > v->max_beams ||
+        len < sizeof(pa_scan) + (size_t)count * sizeof(float))
+      continue;
+    vscan *d = &v->scans[s->robot];
+    if (!d->ranges && !(d->ranges = malloc(
+                            (v->max_beams ? v->max_beams : 1) * sizeof(float))))
+      continue;
+    d->valid = true;
+    d->x = s->x, d->y = s->y, d->theta = s->theta;
+    d->angle_min = s->angle_min;
+    d->angle_increment = s->angle_increment;
+    d->range_max = s->range_max;
+    d->count = count;
+    memcpy(d->ranges, s + 1, count * sizeof(float));
+  }
+}
+
+static void update_trails(pa_render_viewer *v, const pa_tick *t) {
+  if (!t)
+    return;
+  const pa_robot_state *rs = (const pa_robot_state *)(t + 1);
+  uint32_t n = t->robot_count < v->max_robots ? t->robot_count : v->max_robots;
+  for (uint32_t i = 0; i < n; i++) {
+    if (!(rs[i].flags & PA_RS_ACTIVE) || !isfinite(rs[i].x) ||
+        !isfinite(rs[i].y))
+      continue;
+    vtrail *tr = &v->trails[i];
+    if (tr->n) {
+      const float *last =
+          tr->xy[(tr->head + TRAIL_POINTS - 1) % TRAIL_POINTS];
+      if (hypot(rs[i].x - last[0], rs[i].y - last[1]) < TRAIL_STEP)
+        continue;
+    }
+    tr->xy[tr->head][0] = (float)rs[i].x;
+    tr->xy[tr->head][1] = (float)rs[i].y;
+    tr->head = (tr->head + 1) % TRAIL_POINTS;
+    if (tr->n < TRAIL_POINTS)
+      tr->n++;
+  }
+}
+
+static void robot_rgb(const pa_render_viewer *v, uint32_t i, float out[3],
+                      float lighten) {
+  const uint8_t *c = v->st->robots[i].colour;
+  for (int k = 0; k < 3; k++)
+    out[k] = (c[k] / 255.0f) * (1 - lighten) + lighten;
+}
+
+/* Scan rays (faint) with their hit points, and trails, as one buffer. */
+static void build_overlay(pa_render_viewer *v, size_t *n_lines,
+                          size_t *n_points) {
+  v->ov_n = 0;
+  uint32_t nr = v->st->ctl->robot_count;
+  if (nr > v->max_robots)
+    nr = v->max_robots;
+  for (uint32_t i = 0; i < nr; i++) {
+    const vtrail *tr = &v->trails[i];
+    float rgb[3];
+    robot_rgb(v, i, rgb, 0.0f);
+    for (uint32_t k = 1; k < tr->n; k++) {
+      const float *a =
+          tr->xy[(tr->head + TRAIL_POINTS - tr->n + k - 1) % TRAIL_POINTS];
+      const float *b = tr->xy[(tr->head + TRAIL_POINTS - tr->n + k) %
+                              TRAIL_POINTS];
+      ov_push(v, a[0], a[1], OVERLAY_Z, rgb);
+      ov_push(v, b[0], b[1], OVERLAY_Z, rgb);
+    }
+    const vscan *s = &v->scans[i];
+    if (!s->valid)
+      continue;
+    float ray[3];
+    robot_rgb(v, i, ray, 0.6f);
+    for (uint32_t k = 0; k < s->count; k++) {
+      float r = s->ranges[k];
+      if (!isfinite(r) || r >= s->range_max)
+        continue;
+      double a = s->theta + s->angle_min + k * (double)s->angle_increment;
+      ov_push(v, s->x, s->y, OVERLAY_Z, ray);
+      ov_push(v, s->x + r * cos(a), s->y + r * sin(a), OVERLAY_Z, ray);
+    }
+  }
+  *n_lines = v->ov_n;
+  static const float hit[3] = {0.95f, 0.15f, 0.1f};
+  for (uint32_t i = 0; i < nr; i++) {
+    const vscan *s = &v->scans[i];
+    if (!s->valid)
+      continue;
+    for (uint32_t k = 0; k < s->count; k++) {
+      float r = s->ranges[k];
+      if (!isfinite(r) || r >= s->range_max)
+        continue;
+      double a = s->theta + s->angle_min + k * (double)s->angle_increment;
+      ov_push(v, s->x + r * cos(a), s->y + r * sin(a), OVERLAY_Z + 0.01, hit);
+    }
+  }
+  *n_points = v->ov_n - *n_lines;
+}
+
+static int save_screenshot(pa_render_viewer *v, const char *path) {
+  size_t row = (size_t)v->fb_w * 3;
+  uint8_t *px = malloc(row * (size_t)v->fb_h);
+  uint8_t *flip = malloc(row * (size_t)v->fb_h);
+  char err[256];
+  int rc = -1;
+  if (px && flip) {
+    glPixelStorei(GL_PACK_ALIGNMENT, 1);
+    glReadBuffer(GL_BACK);
+    glReadPixels(0, 0, v->fb_w, v->fb_h, GL_RGB, GL_UNSIGNED_BYTE, px);
+    for (int y = 0; y < v->fb_h; y++)
+      memcpy(flip + (size_t)y * row, px + (size_t)(v->fb_h - 1 - y) * row,
+             row);
+    rc = pa_render_write_png(path, flip, (uint32_t)v->fb_w, (uint32_t)v->fb_h,
+                             err, sizeof err);
+    if (rc == 0)
+      pa_info("screenshot saved to %s (%dx%d)", path, v->fb_w, v->fb_h);
+    else
+      pa_error("%s", err);
+  } else {
+    pa_error("screenshot: out of memory");
+  }
+  free(px);
+  free(flip);
+  return rc;
+}
+
+static void draw(pa_render_viewer *v, pa_render_scene *s, const pa_tick *t) {
+  glfwGetFramebufferSize(v->win, &v->fb_w, &v->fb_h);
+  glBindFramebuffer(GL_FRAMEBUFFER, 0);
+  glViewport(0, 0, v->fb_w, v->fb_h);
+  glClearColor(PA_RENDER_SKY_RGB, 1.0f);
+  glClear(GL_COLOR_BUFFER_BIT | GL_DEPTH_BUFFER_BIT);
+  if (!s || v->fb_w < 1 || v->fb_h < 1)
+    return;
+  double b[4];
+  pa_render_scene_bounds(s, b);
+  if (!v->framed) {
+    v->tx = (b[0] + b[2]) / 2, v->ty = (b[1] + b[3]) / 2;
+    v->dist = fmax(b[2] - b[0], b[3] - b[1]) * 1.05 + 1;
+    v->framed = true;
+  }
+  if (v->follow >= 0 && t && (uint32_t)v->follow < t->robot_count) {
+    const pa_robot_state *rs = (const pa_robot_state *)(t + 1);
+    if (isfinite(rs[v->follow].x) && isfinite(rs[v->follow].y))
+      v->tx = rs[v->follow].x, v->ty = rs[v->follow].y;
+  }
+  double ce = cos(v->elev);
+  double eye[3] = {v->tx + v->dist * ce * cos(v->azim),
+                   v->ty + v->dist * ce * sin(v->azim),
+                   v->dist * sin(v->elev)};
+  double centre[3] = {v->tx, v->ty, 0};
+  static const double up[3] = {0, 0, 1};
+  float view[16], proj[16], vp[16];
+  pa_render_mat_lookat(view, eye, centre, up);
+  pa_render_mat_perspective(proj, 45 * M_PI / 180,
+                            (double)v->fb_w / v->fb_h, 0.05,
+                            v->dist * 4 + 100);
+  pa_render_scene_draw(s, view, proj, UINT32_MAX);
+  size_t n_lines = 0, n_points = 0;
+  build_overlay(v, &n_lines, &n_points);
+  if (v->ov_n) {
+    pa_render_mat_mul(vp, proj, view);
+    glUseProgram(v->line_prog);
+    glUniformMatrix4fv(v->u_vp, 1, GL_FALSE, vp);
+    glUniform1f(v->u_psize, 3.0f);
+    glEnable(GL_PROGRAM_POINT_SIZE);
+    glBindVertexArray(v->vao);
+    glBindBuffer(GL_ARRAY_BUFFER, v->vbo);
+    glBufferData(GL_ARRAY_BUFFER, (GLsizeiptr)(v->ov_n * sizeof(vvertex)),
+                 v->ov, GL_STREAM_DRAW);
+    glDrawArrays(GL_LINES, 0, (GLsizei)n_lines);
+    glDrawArrays(GL_POINTS, (GLint)n_lines, (GLsizei)n_points);
+    glBindVertexArray(0);
+  }
+}
+
+bool pa_render_viewer_frame(pa_render_viewer *v, pa_render_scene *s,
+                            const pa_tick *t, int64_t wake_ns) {
+  int64_t now = pa_now_ns();
+  int64_t until = v->next_frame;
+  if (wake_ns && wake_ns < until)
+    until = wake_ns;
+  if (until > now)
+    glfwWaitEventsTimeout((until - now) / 1e9);
+  else
+    glfwPollEvents();
+  if (v->quit || glfwWindowShouldClose(v->win))
+    return false;
+  now = pa_now_ns();
+  if (now < v->next_frame)
+    return true;
+  v->next_frame = now + FRAME_NS;
+  read_scans(v);
+  update_trails(v, t);
+  draw(v, s, t);
+  if (s)
+    v->frames_with_scene++;
+  if (v->shot_key) {
+    v->shot_key = false;
+    char path[64];
+    time_t tt = time(NULL);
+    struct tm tmv;
+    localtime_r(&tt, &tmv);
+    strftime(path, sizeof path, "playarea-%Y%m%d-%H%M%S.png", &tmv);
+    save_screenshot(v, path);
+  }
+  if (v->def->screenshot && !v->shot_done &&
+      v->frames_with_scene >= SCREENSHOT_AFTER) {
+    v->shot_done = true;
+    if (save_screenshot(v, v->def->screenshot) < 0 ||
+        v->def->exit_after_screenshot) {
+      glfwSwapBuffers(v->win);
+      return false;
+    }
+  }
+  glfwSwapBuffers(v->win);
+  if (t && now - v->title_ns > 500000000LL) {
+    char title[128];
+    snprintf(title, sizeof title, "playarea  t=%.2f s  tick %llu%s%s",
+             t->sim_time, (unsigned long long)t->tick,
+             (t->flags & PA_TICK_PAUSED) ? "  (paused)" : "",
+             v->follow >= 0 ? "  following" : "");
+    glfwSetWindowTitle(v->win, title);
+    v->title_ns = now;
+  }
+  return true;
+}
