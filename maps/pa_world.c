@@ -1,13 +1,390 @@
 /*
- * pa_world.c - YAML world files: map, robots, static obstacles.
+ * pa_world.c - YAML world files (docs/world-format.md): the map, robots and
+ * static obstacles. Strict: unknown keys, wrong types, out-of-range values
+ * and duplicate names are errors at file:line:column.
  */
+#include <ctype.h>
+#include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "pa_map_int.h"
 
+#define PA_WORLD_MAX_ROBOTS 256
+#define PA_WORLD_MAX_OBSTACLES 4096
+#define PA_DEG (3.14159265358979323846 / 180.0)
+
+typedef struct wctx {
+  pa_ydoc *d;
+  char *err;
+  size_t err_sz;
+} wctx;
+
+static size_t seq_len(const yaml_node_t *n) {
+  return (size_t)(n->data.sequence.items.top - n->data.sequence.items.start);
+}
+
+/* A number in [lo, hi] (lo_open / hi_open exclude the bound). */
+static int num_in(wctx *c, yaml_node_t *n, const char *what, double lo,
+                  bool lo_open, double hi, bool hi_open, double *out) {
+  double v;
+  if (pa_map_ynum(c->d, n, what, &v, c->err, c->err_sz)) return -1;
+  if ((lo_open ? !(v > lo) : !(v >= lo)) || (hi_open ? !(v < hi) : !(v <= hi)))
+    return pa_map_yerr(c->d, n, c->err, c->err_sz,
+                       "%s must be in %c%g, %g%c, got %g", what,
+                       lo_open ? '(' : '[', lo, hi, hi_open ? ')' : ']', v);
+  *out = v;
+  return 0;
+}
+
+static int int_in(wctx *c, yaml_node_t *n, const char *what, long lo, long hi,
+                  long *out) {
+  long v;
+  if (pa_map_yint(c->d, n, what, &v, c->err, c->err_sz)) return -1;
+  if (v < lo || v > hi)
+    return pa_map_yerr(c->d, n, c->err, c->err_sz,
+                       "%s must be in [%ld, %ld], got %ld", what, lo, hi, v);
+  *out = v;
+  return 0;
+}
+
+static int colour(wctx *c, yaml_node_t *n, const char *what, uint8_t out[4]) {
+  if (n->type != YAML_SEQUENCE_NODE || seq_len(n) < 3 || seq_len(n) > 4)
+    return pa_map_yerr(c->d, n, c->err, c->err_sz,
+                       "%s: expected [r, g, b] or [r, g, b, a] with values "
+                       "0..255",
+                       what);
+  out[3] = 255;
+  for (size_t i = 0; i < seq_len(n); i++) {
+    char w[96];
+    long v;
+    snprintf(w, sizeof w, "%s[%zu]", what, i);
+    if (int_in(c, pa_map_ynode(c->d, n->data.sequence.items.start[i]), w, 0,
+               255, &v))
+      return -1;
+    out[i] = (uint8_t)v;
+  }
+  return 0;
+}
+
+static int pose(wctx *c, yaml_node_t *n, const char *what, double *x,
+                double *y, double *th) {
+  double v[3] = {0, 0, 0};
+  if (pa_map_ynums(c->d, n, what, v, 2, 3, NULL, c->err, c->err_sz)) return -1;
+  *x = v[0];
+  *y = v[1];
+  *th = v[2];
+  return 0;
+}
+
+static int name(wctx *c, yaml_node_t *n, const char *what, char *out) {
+  if (pa_map_ystr(c->d, n, what, out, PA_MAP_NAME_MAX, c->err, c->err_sz))
+    return -1;
+  if (!out[0]) return pa_map_yerr(c->d, n, c->err, c->err_sz, "%s: empty", what);
+  for (const char *p = out; *p; p++)
+    if (!isalnum((unsigned char)*p) && *p != '_' && *p != '-' && *p != '.')
+      return pa_map_yerr(c->d, n, c->err, c->err_sz,
+                         "%s: '%s' may only use letters, digits, '_', '-', '.'",
+                         what, out);
+  return 0;
+}
+
+static int robot_limits(wctx *c, yaml_node_t *n, pa_robot_def *r) {
+  static const char *const keys[] = {
+      "max_v", "max_vy", "max_w", "acc_v", "dec_v", "acc_w", "dec_w",
+      "head_limit", "max_head_rate", NULL};
+  if (pa_map_ycheck_keys(c->d, n, "limits", keys, c->err, c->err_sz)) return -1;
+  struct {
+    const char *k;
+    double *dst;
+    double hi;
+  } f[] = {{"max_v", &r->max_v, 100},         {"max_vy", &r->max_vy, 100},
+           {"max_w", &r->max_w, 100},         {"acc_v", &r->acc_v, 1000},
+           {"dec_v", &r->dec_v, 1000},        {"acc_w", &r->acc_w, 1000},
+           {"dec_w", &r->dec_w, 1000},        {"max_head_rate", &r->max_head_rate, 100}};
+  for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) {
+    yaml_node_t *v = pa_map_yget(c->d, n, f[i].k);
+    char w[64];
+    snprintf(w, sizeof w, "limits.%s", f[i].k);
+    if (v && num_in(c, v, w, 0, true, f[i].hi, false, f[i].dst)) return -1;
+  }
+  yaml_node_t *v = pa_map_yget(c->d, n, "head_limit");
+  if (v && num_in(c, v, "limits.head_limit", 0, false, 3.14159265358979323846,
+                  false, &r->head_limit))
+    return -1;
+  return 0;
+}
+
+static int robot_laser(wctx *c, yaml_node_t *n, pa_robot_def *r) {
+  static const char *const keys[] = {"beams", "range_min", "range_max", "noise",
+                                     NULL};
+  if (pa_map_ycheck_keys(c->d, n, "laser", keys, c->err, c->err_sz)) return -1;
+  yaml_node_t *v;
+  long beams;
+  if ((v = pa_map_yget(c->d, n, "beams"))) {
+    if (int_in(c, v, "laser.beams", 1, 16384, &beams)) return -1;
+    r->laser.beams = (uint32_t)beams;
+  }
+  if ((v = pa_map_yget(c->d, n, "range_min")) &&
+      num_in(c, v, "laser.range_min", 0, false, 1000, false, &r->laser.range_min))
+    return -1;
+  if ((v = pa_map_yget(c->d, n, "range_max")) &&
+      num_in(c, v, "laser.range_max", 0, true, 1000, false, &r->laser.range_max))
+    return -1;
+  if ((v = pa_map_yget(c->d, n, "noise")) &&
+      num_in(c, v, "laser.noise", 0, false, 100, false, &r->laser.noise))
+    return -1;
+  if (!(r->laser.range_min < r->laser.range_max))
+    return pa_map_yerr(c->d, n, c->err, c->err_sz,
+                       "laser: range_min (%g) must be below range_max (%g)",
+                       r->laser.range_min, r->laser.range_max);
+  return 0;
+}
+
+static int robot_camera(wctx *c, yaml_node_t *n, pa_robot_def *r) {
+  static const char *const keys[] = {"width", "height", "fov", NULL};
+  if (pa_map_ycheck_keys(c->d, n, "camera", keys, c->err, c->err_sz)) return -1;
+  yaml_node_t *v;
+  long x;
+  if ((v = pa_map_yget(c->d, n, "width"))) {
+    if (int_in(c, v, "camera.width", 1, 4096, &x)) return -1;
+    r->camera.width = (uint32_t)x;
+  }
+  if ((v = pa_map_yget(c->d, n, "height"))) {
+    if (int_in(c, v, "camera.height", 1, 4096, &x)) return -1;
+    r->camera.height = (uint32_t)x;
+  }
+  double deg;
+  if ((v = pa_map_yget(c->d, n, "fov"))) {
+    if (num_in(c, v, "camera.fov (degrees)", 0, true, 180, true, &deg))
+      return -1;
+    r->camera.fov = deg * PA_DEG;
+  }
+  return 0;
+}
+
+static int robot(wctx *c, yaml_node_t *n, size_t i, pa_robot_def *r) {
+  static const char *const keys[] = {"name",   "pose",        "drive",
+                                     "radius", "height",      "head_height",
+                                     "colour", "limits",      "laser",
+                                     "camera", NULL};
+  *r = pa_robot_def_default();
+  snprintf(r->name, sizeof r->name, "robot%zu", i);
+  if (pa_map_ycheck_keys(c->d, n, "robot", keys, c->err, c->err_sz)) return -1;
+  yaml_node_t *v;
+  if ((v = pa_map_yget(c->d, n, "name")) && name(c, v, "robot name", r->name))
+    return -1;
+  if (!(v = pa_map_yget(c->d, n, "pose")))
+    return pa_map_yerr(c->d, n, c->err, c->err_sz,
+                       "robot '%s': missing key 'pose' ([x, y, theta])",
+                       r->name);
+  if (pose(c, v, "pose", &r->x, &r->y, &r->theta)) return -1;
+  if ((v = pa_map_yget(c->d, n, "drive"))) {
+    char s[32];
+    if (pa_map_ystr(c->d, v, "drive", s, sizeof s, c->err, c->err_sz) ||
+        (strcmp(s, "differential") && strcmp(s, "omni")))
+      return pa_map_yerr(c->d, v, c->err, c->err_sz,
+                         "drive: expected differential or omni");
+    r->drive = !strcmp(s, "omni") ? 1 : 0; /* enum pa_drive */
+  }
+  if ((v = pa_map_yget(c->d, n, "radius")) &&
+      num_in(c, v, "radius", 0, true, 5, false, &r->radius))
+    return -1;
+  if ((v = pa_map_yget(c->d, n, "height")) &&
+      num_in(c, v, "height", 0, true, 10, false, &r->height))
+    return -1;
+  if ((v = pa_map_yget(c->d, n, "head_height")) &&
+      num_in(c, v, "head_height", 0, true, 10, false, &r->head_height))
+    return -1;
+  if ((v = pa_map_yget(c->d, n, "colour")) && colour(c, v, "colour", r->colour))
+    return -1;
+  if ((v = pa_map_yget(c->d, n, "limits")) && robot_limits(c, v, r)) return -1;
+  if ((v = pa_map_yget(c->d, n, "laser")) && robot_laser(c, v, r)) return -1;
+  if ((v = pa_map_yget(c->d, n, "camera")) && robot_camera(c, v, r)) return -1;
+  return 0;
+}
+
+static int obstacle(wctx *c, yaml_node_t *n, size_t i, pa_obstacle_def *o) {
+  static const char *const keys[] = {"name",   "shape",  "pose",   "size",
+                                     "radius", "height", "colour", NULL};
+  memset(o, 0, sizeof *o);
+  snprintf(o->name, sizeof o->name, "obstacle%zu", i);
+  o->height = 0.5;
+  o->colour[0] = o->colour[1] = o->colour[2] = 128;
+  o->colour[3] = 255;
+  if (pa_map_ycheck_keys(c->d, n, "obstacle", keys, c->err, c->err_sz))
+    return -1;
+  yaml_node_t *v;
+  if ((v = pa_map_yget(c->d, n, "name")) &&
+      name(c, v, "obstacle name", o->name))
+    return -1;
+  if (!(v = pa_map_yget(c->d, n, "shape")))
+    return pa_map_yerr(c->d, n, c->err, c->err_sz,
+                       "obstacle '%s': missing key 'shape' (box or circle)",
+                       o->name);
+  char s[32];
+  if (pa_map_ystr(c->d, v, "shape", s, sizeof s, c->err, c->err_sz) ||
+      (strcmp(s, "box") && strcmp(s, "circle")))
+    return pa_map_yerr(c->d, v, c->err, c->err_sz,
+                       "shape: expected box or circle");
+  o->shape = !strcmp(s, "circle") ? 1 : 0; /* enum pa_shape */
+  if (!(v = pa_map_yget(c->d, n, "pose")))
+    return pa_map_yerr(c->d, n, c->err, c->err_sz,
+                       "obstacle '%s': missing key 'pose' ([x, y, theta])",
+                       o->name);
+  if (pose(c, v, "pose", &o->x, &o->y, &o->theta)) return -1;
+  yaml_node_t *size = pa_map_yget(c->d, n, "size");
+  yaml_node_t *rad = pa_map_yget(c->d, n, "radius");
+  if (o->shape == 0) {
+    if (rad)
+      return pa_map_yerr(c->d, rad, c->err, c->err_sz,
+                         "radius: a box takes size: [x, y], not radius");
+    if (!size)
+      return pa_map_yerr(c->d, n, c->err, c->err_sz,
+                         "box '%s': missing key 'size' ([x, y] metres)",
+                         o->name);
+    double sz[2];
+    if (pa_map_ynums(c->d, size, "size", sz, 2, 2, NULL, c->err, c->err_sz))
+      return -1;
+    if (!(sz[0] > 0 && sz[1] > 0 && sz[0] <= 1000 && sz[1] <= 1000))
+      return pa_map_yerr(c->d, size, c->err, c->err_sz,
+                         "size must be in (0, 1000] m, got [%g, %g]", sz[0],
+                         sz[1]);
+    o->size_x = sz[0];
+    o->size_y = sz[1];
+  } else {
+    if (size)
+      return pa_map_yerr(c->d, size, c->err, c->err_sz,
+                         "size: a circle takes radius, not size");
+    if (!rad)
+      return pa_map_yerr(c->d, n, c->err, c->err_sz,
+                         "circle '%s': missing key 'radius'", o->name);
+    if (num_in(c, rad, "radius", 0, true, 500, false, &o->radius)) return -1;
+  }
+  if ((v = pa_map_yget(c->d, n, "height")) &&
+      num_in(c, v, "height", 0, true, 100, false, &o->height))
+    return -1;
+  if ((v = pa_map_yget(c->d, n, "colour")) && colour(c, v, "colour", o->colour))
+    return -1;
+  return 0;
+}
+
+/* Names identify robots and obstacles on the wire: unique across both. */
+static int unique_name(wctx *c, yaml_node_t *n, const pa_world *w,
+                       const char *nm, size_t robots_done,
+                       size_t obstacles_done) {
+  for (size_t i = 0; i < robots_done; i++)
+    if (!strcmp(w->robots[i].name, nm))
+      return pa_map_yerr(c->d, n, c->err, c->err_sz,
+                         "duplicate name '%s' (already robot %zu)", nm, i);
+  for (size_t i = 0; i < obstacles_done; i++)
+    if (!strcmp(w->obstacles[i].name, nm))
+      return pa_map_yerr(c->d, n, c->err, c->err_sz,
+                         "duplicate name '%s' (already obstacle %zu)", nm, i);
+  return 0;
+}
+
+static int world_map(wctx *c, yaml_node_t *n, const char *dir, pa_world *w) {
+  if (n->type == YAML_MAPPING_NODE)
+    return pa_map_def_from_node(c->d, n, dir, &w->map, c->err, c->err_sz);
+  char s[PA_MAP_PATH_MAX], path[PA_MAP_PATH_MAX];
+  if (n->type != YAML_SCALAR_NODE)
+    return pa_map_yerr(c->d, n, c->err, c->err_sz,
+                       "map: expected 'default', a map.yaml path or a mapping");
+  if (pa_map_ystr(c->d, n, "map", s, sizeof s, c->err, c->err_sz)) return -1;
+  if (!strcmp(s, "default")) {
+    w->map = pa_map_def_default();
+    return 0;
+  }
+  if (!s[0]) return pa_map_yerr(c->d, n, c->err, c->err_sz, "map: empty path");
+  if (pa_map_join(dir, s, path, sizeof path))
+    return pa_map_yerr(c->d, n, c->err, c->err_sz, "map: path too long");
+  char e[1024];
+  if (pa_map_parse_yaml(path, &w->map, e, sizeof e))
+    return pa_map_yerr(c->d, n, c->err, c->err_sz, "map: %s", e);
+  return 0;
+}
+
+static int world_parse(wctx *c, const char *path, pa_world *w) {
+  static const char *const keys[] = {"map", "unknown_blocks", "robots",
+                                     "obstacles", NULL};
+  yaml_node_t *root = pa_map_ydoc_root(c->d);
+  if (pa_map_ycheck_keys(c->d, root, "world", keys, c->err, c->err_sz))
+    return -1;
+  char dir[PA_MAP_PATH_MAX];
+  pa_map_dirname(path, dir, sizeof dir);
+  w->map = pa_map_def_default();
+  w->unknown_blocks = true;
+  yaml_node_t *v;
+  if ((v = pa_map_yget(c->d, root, "map")) && world_map(c, v, dir, w))
+    return -1;
+  if ((v = pa_map_yget(c->d, root, "unknown_blocks")) &&
+      pa_map_ybool(c->d, v, "unknown_blocks", &w->unknown_blocks, c->err,
+                   c->err_sz))
+    return -1;
+
+  yaml_node_t *robots = pa_map_yget(c->d, root, "robots");
+  size_t nr = 1;
+  if (robots) {
+    if (robots->type != YAML_SEQUENCE_NODE)
+      return pa_map_yerr(c->d, robots, c->err, c->err_sz,
+                         "robots: expected a sequence of robots");
+    nr = seq_len(robots);
+    if (nr == 0 || nr > PA_WORLD_MAX_ROBOTS)
+      return pa_map_yerr(c->d, robots, c->err, c->err_sz,
+                         "robots: need 1 to %d robots, got %zu",
+                         PA_WORLD_MAX_ROBOTS, nr);
+  }
+  w->robots = calloc(nr, sizeof *w->robots);
+  if (!w->robots)
+    return pa_map_yerr(c->d, NULL, c->err, c->err_sz, "out of memory");
+  if (!robots) {
+    w->robots[0] = pa_robot_def_default();
+    w->robot_count = 1;
+  }
+  for (size_t i = 0; robots && i < nr; i++) {
+    yaml_node_t *rn = pa_map_ynode(c->d, robots->data.sequence.items.start[i]);
+    if (robot(c, rn, i, &w->robots[i])) return -1;
+    if (unique_name(c, rn, w, w->robots[i].name, i, 0)) return -1;
+    w->robot_count = i + 1;
+  }
+
+  yaml_node_t *obs = pa_map_yget(c->d, root, "obstacles");
+  if (!obs) return 0;
+  if (obs->type != YAML_SEQUENCE_NODE)
+    return pa_map_yerr(c->d, obs, c->err, c->err_sz,
+                       "obstacles: expected a sequence of obstacles");
+  size_t no = seq_len(obs);
+  if (no > PA_WORLD_MAX_OBSTACLES)
+    return pa_map_yerr(c->d, obs, c->err, c->err_sz,
+                       "obstacles: at most %d, got %zu", PA_WORLD_MAX_OBSTACLES,
+                       no);
+  if (no == 0) return 0;
+  w->obstacles = calloc(no, sizeof *w->obstacles);
+  if (!w->obstacles)
+    return pa_map_yerr(c->d, NULL, c->err, c->err_sz, "out of memory");
+  for (size_t i = 0; i < no; i++) {
+    yaml_node_t *on = pa_map_ynode(c->d, obs->data.sequence.items.start[i]);
+    if (obstacle(c, on, i, &w->obstacles[i])) return -1;
+    if (unique_name(c, on, w, w->obstacles[i].name, w->robot_count, i))
+      return -1;
+    w->obstacle_count = i + 1;
+  }
+  return 0;
+}
+
 int pa_world_load(const char *path, pa_world *w, char *err, size_t err_sz) {
   memset(w, 0, sizeof *w);
-  snprintf(err, err_sz, "%s: world files are not implemented yet", path);
-  return -1;
+  if (!path || !path[0]) {
+    snprintf(err, err_sz, "world: empty path");
+    return -1;
+  }
+  pa_ydoc d;
+  if (pa_map_ydoc_load_file(&d, path, err, err_sz)) return -1;
+  wctx c = {&d, err, err_sz};
+  int rc = world_parse(&c, path, w);
+  pa_map_ydoc_free(&d);
+  if (rc) pa_world_free(w);
+  return rc;
 }
