@@ -109,6 +109,9 @@ static pid_t spawn(child *c, pid_t launcher, const sigset_t *orig_mask) {
 
 typedef struct sup {
   const pa_launch_cfg *cfg;
+  const char *bin_dir;
+  unsigned bound_port; /* pa-netgw's port once it was first ready */
+  bool port_pinned;
   pa_stack stack;
   child ch[PA_PROC_COUNT];
   pid_t self;
@@ -116,6 +119,29 @@ typedef struct sup {
   bool all_ready;  /* the ready line was printed */
   int fatal;       /* exit code once a fatal condition was seen, else -1 */
 } sup;
+
+/* With --tcp_port 0 the first pa-netgw picked a port; a restarted one must
+ * listen on the same port so that clients can reconnect to it. */
+static void pin_netgw_port(sup *s, child *c) {
+  pa_launch_cfg pinned = *s->cfg;
+  pa_opt o[PA_LAUNCH_MAX_FLAGS];
+  unsigned to[PA_LAUNCH_MAX_FLAGS];
+  size_t n = pa_launch_flag_table(&pinned, o, to);
+  for (size_t i = 0; i < n; i++)
+    if (!strcmp(o[i].name, "tcp_port"))
+      pinned.given[i] = true;
+  pinned.tcp_port = (long)s->bound_port;
+  char err[256];
+  char **argv = pa_launch_child_argv(&pinned, c->proc, s->bin_dir, err, sizeof err);
+  if (!argv) {
+    pa_warn("%s: %s; keeping --tcp_port 0", name_of(c), err);
+    return;
+  }
+  pa_launch_argv_free(c->argv);
+  c->argv = argv;
+  s->port_pinned = true;
+  pa_info("%s will listen on port %u again", name_of(c), s->bound_port);
+}
 
 static void start_child(sup *s, child *c, int64_t now) {
   pa_health *h = &s->stack.ctl->health[c->proc];
@@ -125,6 +151,9 @@ static void start_child(sup *s, child *c, int64_t now) {
   h->pid = 0;
   if (c->restarting)
     h->restarts = ++c->restarts;
+  if (c->proc == PA_PROC_NETGW && c->restarting && s->cfg->tcp_port == 0 &&
+      s->bound_port && !s->port_pinned)
+    pin_netgw_port(s, c);
   pid_t pid = spawn(c, s->self, &s->orig_mask);
   if (pid < 0) {
     pa_error("%s: fork failed: %s; retrying", name_of(c), strerror(errno));
@@ -209,10 +238,10 @@ static void on_exit_status(sup *s, child *c, int st, int64_t now) {
     return;
   }
   long delay = pa_launch_backoff_ms(recent);
-  pa_warn("%s (pid %d) %s with %s; restarting in %ld ms (crash %d of %d "
-          "allowed in %d s)",
+  pa_warn("%s (pid %d) %s with %s; restarting in %ld ms (crash %d; giving up "
+          "at %d within %d s)",
           name_of(c), (int)dead, was_starting ? "failed to start" : "died",
-          why, delay, recent, PA_LAUNCH_CRASH_LIMIT - 1,
+          why, delay, recent, PA_LAUNCH_CRASH_LIMIT,
           PA_LAUNCH_CRASH_WINDOW_MS / 1000);
   c->state = CH_BACKOFF;
   c->next_start_ns = now + delay * 1000000;
@@ -392,6 +421,7 @@ static void advance_startup(sup *s, int64_t now) {
   s->all_ready = true;
   pa_ctl *ctl = s->stack.ctl;
   unsigned port = __atomic_load_n(&ctl->tcp_port, __ATOMIC_ACQUIRE);
+  s->bound_port = port;
   printf("tcp %s:%u instance %s\n", s->cfg->bind, port, s->cfg->instance);
   fflush(stdout);
   ctl->health[PA_PROC_LAUNCH].ready = 1;
@@ -457,6 +487,7 @@ int pa_launch_run(const pa_launch_cfg *cfg, const char *bin_dir) {
   sup s;
   memset(&s, 0, sizeof s);
   s.cfg = cfg;
+  s.bin_dir = bin_dir;
   s.fatal = -1;
   s.self = getpid();
   int rc = 1;

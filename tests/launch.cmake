@@ -1,0 +1,22 @@
+# Launcher tests. test_launch_cli needs only `playarea`; the end-to-end tests
+# start the real pa-sim / pa-render / pa-netgw and are added once they exist.
+if(TARGET playarea)
+  add_library(pa_test_launch_util STATIC test_launch_util.c)
+  target_link_libraries(pa_test_launch_util PUBLIC pa_testutil pa_shm)
+  pa_add_test(test_launch_cli SOURCES test_launch_cli.c
+              LIBS pa_launch pa_test_launch_util TIMEOUT 60 LABELS launch)
+  add_dependencies(test_launch_cli playarea)
+  if(TARGET pa-sim AND TARGET pa-netgw)
+    set(_pa_launch_procs playarea pa-sim pa-netgw)
+    if(TARGET pa-render)
+      list(APPEND _pa_launch_procs pa-render)
+    endif()
+    foreach(t test_launch test_launch_ops)
+      if(EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/${t}.c)
+        pa_add_test(${t} SOURCES ${t}.c
+                    LIBS pa_launch pa_test_launch_util TIMEOUT 120 LABELS launch)
+        add_dependencies(${t} ${_pa_launch_procs})
+      endif()
+    endforeach()
+  endif()
+endif()

@@ -1,0 +1,253 @@
+/* test_launch_cli.c - the launcher's flag table and command line, without
+ * starting a stack: routing of flags to processes, --wrap splitting, backoff,
+ * and the real `playarea` binary refusing bad flags (exit 78, the message
+ * names the flag, nothing created). */
+#include "pa_launch.h"
+#include "test_launch_util.h"
+#include "testutil.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+static bool argv_has(char **av, const char *s) {
+  for (size_t i = 0; av[i]; i++)
+    if (!strcmp(av[i], s))
+      return true;
+  return false;
+}
+
+static size_t argv_len(char **av) {
+  size_t n = 0;
+  while (av[n])
+    n++;
+  return n;
+}
+
+static void test_routing(void **state) {
+  (void)state;
+  pa_launch_cfg c = pa_launch_cfg_default();
+  char *argv[] = {"playarea", "--scan_hz", "5", "--camera_hz=7.5",
+                  "--tcp-feedback-hz", "50", "--paused", "--tcp_port", "0",
+                  "--camera_width", "320", "--wrap",
+                  "netgw=strace -f -o '/tmp/a b'", "--instance", "xy", NULL};
+  char err[256];
+  assert_int_equal(pa_launch_cfg_parse(&c, 15, argv, err, sizeof err), 0);
+  assert_string_equal(c.instance, "xy");
+  char **sim = pa_launch_child_argv(&c, PA_PROC_SIM, "/b", err, sizeof err);
+  char **ren = pa_launch_child_argv(&c, PA_PROC_RENDER, "/b", err, sizeof err);
+  char **net = pa_launch_child_argv(&c, PA_PROC_NETGW, "/b", err, sizeof err);
+  assert_non_null(sim);
+  assert_non_null(ren);
+  assert_non_null(net);
+  /* each flag goes only where it is needed; given flags only */
+  assert_string_equal(sim[0], "/b/pa-sim");
+  assert_true(argv_has(sim, "--instance=xy"));
+  assert_true(argv_has(sim, "--scan_hz=5"));
+  assert_true(argv_has(sim, "--paused=1"));
+  assert_true(argv_has(sim, "--camera_width=320"));
+  assert_false(argv_has(sim, "--camera_hz=7.5"));
+  assert_int_equal(argv_len(sim), 5);
+  assert_string_equal(ren[0], "/b/pa-render");
+  assert_true(argv_has(ren, "--camera_hz=7.5"));
+  assert_int_equal(argv_len(ren), 3);
+  /* the wrap command comes first, quotes honoured, then the program */
+  assert_string_equal(net[0], "strace");
+  assert_string_equal(net[1], "-f");
+  assert_string_equal(net[2], "-o");
+  assert_string_equal(net[3], "/tmp/a b");
+  assert_string_equal(net[4], "/b/pa-netgw");
+  assert_true(argv_has(net, "--tcp_feedback_hz=50"));
+  assert_true(argv_has(net, "--tcp_port=0"));
+  assert_true(argv_has(net, "--instance=xy"));
+  assert_int_equal(argv_len(net), 8);
+  pa_launch_argv_free(sim);
+  pa_launch_argv_free(ren);
+  pa_launch_argv_free(net);
+
+  pa_stack_def d = pa_launch_stack_def(&c);
+  assert_int_equal(d.max_robots, 256);
+  assert_true(d.max_cam_width >= 320);
+}
+
+static void test_default_instance(void **state) {
+  (void)state;
+  pa_launch_cfg c = pa_launch_cfg_default();
+  char *a1[] = {"playarea", "--tcp_port", "9123", NULL};
+  char err[256];
+  assert_int_equal(pa_launch_cfg_parse(&c, 3, a1, err, sizeof err), 0);
+  assert_string_equal(c.instance, "p9123");
+  pa_launch_cfg d = pa_launch_cfg_default();
+  char *a2[] = {"playarea", "--tcp_port=0", NULL};
+  assert_int_equal(pa_launch_cfg_parse(&d, 2, a2, err, sizeof err), 0);
+  assert_int_equal(d.instance[0], 'a'); /* a<pid> */
+  assert_int_equal(atoi(d.instance + 1), (int)getpid());
+}
+
+static void test_split(void **state) {
+  (void)state;
+  char buf[256], *w[8], err[128];
+  int n = pa_launch_split("  valgrind --tool=none\t\"a b\" c\\ d 'e\"f' ", w, 8,
+                          buf, sizeof buf, err, sizeof err);
+  assert_int_equal(n, 5);
+  assert_string_equal(w[0], "valgrind");
+  assert_string_equal(w[1], "--tool=none");
+  assert_string_equal(w[2], "a b");
+  assert_string_equal(w[3], "c d");
+  assert_string_equal(w[4], "e\"f");
+  assert_int_equal(pa_launch_split("a 'b", w, 8, buf, sizeof buf, err, sizeof err), -1);
+  assert_non_null(strstr(err, "unterminated"));
+  assert_int_equal(pa_launch_split("a b c", w, 2, buf, sizeof buf, err, sizeof err), -1);
+  assert_int_equal(pa_launch_split("   ", w, 8, buf, sizeof buf, err, sizeof err), 0);
+}
+
+static void test_backoff(void **state) {
+  (void)state;
+  assert_int_equal(pa_launch_backoff_ms(1), 10);
+  assert_int_equal(pa_launch_backoff_ms(2), 20);
+  assert_int_equal(pa_launch_backoff_ms(4), 80);
+  assert_int_equal(pa_launch_backoff_ms(30), PA_LAUNCH_BACKOFF_MAX_MS);
+}
+
+static void test_proc_names(void **state) {
+  (void)state;
+  assert_int_equal(pa_launch_proc_from_name("sim"), PA_PROC_SIM);
+  assert_int_equal(pa_launch_proc_from_name("pa-netgw"), PA_PROC_NETGW);
+  assert_int_equal(pa_launch_proc_from_name("render"), PA_PROC_RENDER);
+  assert_int_equal(pa_launch_proc_from_name("launch"), -1);
+  assert_int_equal(pa_launch_proc_from_name("gpu"), -1);
+}
+
+/* Runs the real binary with bad flags: exit 78, the message names what was
+ * wrong, and no segment of the instance exists afterwards. */
+static void expect_refused(const char *const *args, const char *needle) {
+  char inst[PA_SHM_INSTANCE_MAX], log[512];
+  pa_test_instance(inst, sizeof inst, "bad");
+  snprintf(log, sizeof log, "%s/bad-%s.log", pa_test_tmpdir(), inst);
+  const char *argv[24];
+  int k = 0;
+  argv[k++] = "--instance";
+  argv[k++] = inst;
+  for (int i = 0; args[i]; i++)
+    argv[k++] = args[i];
+  argv[k] = NULL;
+  int rc = lt_run_playarea(argv, log, 20000);
+  FILE *f = fopen(log, "r");
+  char text[4096] = "";
+  if (f) {
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    text[n] = '\0';
+    fclose(f);
+  }
+  if (rc != PA_EXIT_CONFIG || !strstr(text, needle))
+    fprintf(stderr, "args %s ...: rc %d, output:\n%s\n", args[0], rc, text);
+  assert_int_equal(rc, PA_EXIT_CONFIG);
+  assert_non_null(strstr(text, needle));
+  assert_null(strstr(text, "starting")); /* nothing was started */
+  assert_int_equal(pa_test_shm_count(inst), 0);
+}
+
+static void test_bad_flags(void **state) {
+  (void)state;
+  const char *a1[] = {"--tcp_prot", "5", NULL};
+  expect_refused(a1, "unknown flag --tcp_prot");
+  const char *a2[] = {"--tcp_port", "70000", NULL};
+  expect_refused(a2, "--tcp_port: 70000 is out of range");
+  const char *a3[] = {"--control_hz", "fast", NULL};
+  expect_refused(a3, "--control_hz: 'fast' is not a finite number");
+  const char *a4[] = {"--map_yaml", "/nonexistent/map.yaml", NULL};
+  expect_refused(a4, "--map_yaml: cannot read '/nonexistent/map.yaml'");
+  const char *a5[] = {"--world", "/nonexistent/world.yaml", NULL};
+  expect_refused(a5, "--world: cannot read");
+  const char *a6[] = {"--wrap", "gpu=perf record", NULL};
+  expect_refused(a6, "--wrap: unknown process 'gpu'");
+  const char *a7[] = {"--wrap", "sim=", NULL};
+  expect_refused(a7, "--wrap sim: empty command");
+  const char *a8[] = {"--robots", "9", "--max_robots", "4", NULL};
+  expect_refused(a8, "--robots: 9 is more than --max_robots 4");
+  const char *a9[] = {"--laser_range_min", "5", "--laser_range_max", "2", NULL};
+  expect_refused(a9, "--laser_range_min");
+  const char *a10[] = {"--no-render", "--viewer", NULL};
+  expect_refused(a10, "--viewer needs pa-render");
+  const char *a11[] = {"--speed", "-1", NULL};
+  expect_refused(a11, "--speed");
+  const char *a12[] = {"--tcp_port", NULL};
+  expect_refused(a12, "--tcp_port needs a value");
+  const char *a13[] = {"extra", NULL};
+  expect_refused(a13, "unexpected argument 'extra'");
+  const char *a14[] = {"--wrap", "render='valgrind", NULL};
+  expect_refused(a14, "--wrap render: unterminated");
+  /* the instance name itself (given last, it wins) */
+  const char *a15[] = {"--instance", "bad/name", NULL};
+  expect_refused(a15, "--instance");
+}
+
+static void test_help(void **state) {
+  (void)state;
+  char log[512];
+  snprintf(log, sizeof log, "%s/help.log", pa_test_tmpdir());
+  const char *a[] = {"--help", NULL};
+  assert_int_equal(lt_run_playarea(a, log, 10000), 0);
+  FILE *f = fopen(log, "r");
+  assert_non_null(f);
+  char text[16384];
+  size_t n = fread(text, 1, sizeof text - 1, f);
+  text[n] = '\0';
+  fclose(f);
+  const char *want[] = {"--tcp_port", "(default 9000)", "--tcp_feedback_hz",
+                        "--scan_hz", "--camera_hz", "--control_hz",
+                        "--map_yaml", "--map_image", "--map_resolution",
+                        "--world", "--instance", "--bind", "--token",
+                        "--viewer", "--no-render", "--wrap", "--camera_width",
+                        "--laser_beams", "--seed", "--speed", "--max_robots",
+                        "--grace_ms", "playarea status", "playarea restart"};
+  for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
+    if (!strstr(text, want[i]))
+      fprintf(stderr, "--help lacks %s\n", want[i]);
+    assert_non_null(strstr(text, want[i]));
+  }
+}
+
+static void test_commands_without_instance(void **state) {
+  (void)state;
+  char inst[PA_SHM_INSTANCE_MAX], log[512];
+  pa_test_instance(inst, sizeof inst, "none");
+  snprintf(log, sizeof log, "%s/none.log", pa_test_tmpdir());
+  const char *s1[] = {"status", "--instance", inst, NULL};
+  assert_int_equal(lt_run_playarea(s1, log, 10000), PA_EXIT_CONFIG);
+  const char *s2[] = {"restart", "sim", "--instance", inst, NULL};
+  assert_int_equal(lt_run_playarea(s2, log, 10000), PA_EXIT_CONFIG);
+  const char *s3[] = {"restart", "gpu", "--instance", inst, NULL};
+  assert_int_equal(lt_run_playarea(s3, log, 10000), PA_EXIT_CONFIG);
+  const char *s4[] = {"status", "--bogus", NULL};
+  assert_int_equal(lt_run_playarea(s4, log, 10000), PA_EXIT_CONFIG);
+  FILE *f = fopen(log, "r");
+  assert_non_null(f);
+  char text[8192];
+  size_t n = fread(text, 1, sizeof text - 1, f);
+  text[n] = '\0';
+  fclose(f);
+  assert_non_null(strstr(text, inst));
+  assert_non_null(strstr(text, "unknown process"));
+  assert_non_null(strstr(text, "--bogus"));
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_routing),
+      cmocka_unit_test(test_default_instance),
+      cmocka_unit_test(test_split),
+      cmocka_unit_test(test_backoff),
+      cmocka_unit_test(test_proc_names),
+      cmocka_unit_test(test_bad_flags),
+      cmocka_unit_test(test_help),
+      cmocka_unit_test(test_commands_without_instance),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
