@@ -1,0 +1,101 @@
+/* bridge.c - POSIX semaphores cannot be polled, so one small thread per
+ * semaphore waits on it and signals an eventfd that the libevent loop
+ * watches. The thread only wakes the loop; the loop reads the rings. */
+#define _GNU_SOURCE
+#include "netgw_int.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#define BRIDGE_POLL_NS 100000000 /* stop flag check interval */
+
+static int sem_wait_ns(sem_t *sem, int64_t timeout_ns) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  int64_t ns = ts.tv_nsec + timeout_ns;
+  ts.tv_sec += ns / 1000000000;
+  ts.tv_nsec = ns % 1000000000;
+  while (sem_clockwait(sem, CLOCK_MONOTONIC, &ts) != 0)
+    if (errno != EINTR)
+      return -1;
+  return 0;
+}
+
+static void *bridge_main(void *arg) {
+  pa_bridge *b = arg;
+  while (!atomic_load_explicit(&b->stop, memory_order_acquire)) {
+    int rc = b->ring ? pa_ring_wait(b->ring, b->reader, BRIDGE_POLL_NS)
+                     : sem_wait_ns(b->sem, BRIDGE_POLL_NS);
+    if (rc != 0)
+      continue;
+    uint64_t one = 1;
+    ssize_t w = write(b->efd, &one, sizeof one);
+    (void)w; /* EAGAIN only when the counter is huge: the loop wakes anyway */
+  }
+  return NULL;
+}
+
+static void on_efd(evutil_socket_t fd, short what, void *arg) {
+  (void)what;
+  pa_bridge *b = arg;
+  uint64_t v;
+  if (read(fd, &v, sizeof v) == (ssize_t)sizeof v)
+    b->wakes += v;
+  b->cb(b->arg);
+}
+
+int pa_bridge_start(pa_bridge *b, struct event_base *base, pa_ring *ring,
+                    int reader, sem_t *sem, void (*cb)(void *), void *arg,
+                    char *err, size_t err_sz) {
+  memset(b, 0, sizeof *b);
+  b->efd = -1;
+  b->ring = ring;
+  b->reader = reader;
+  b->sem = sem;
+  b->cb = cb;
+  b->arg = arg;
+  atomic_init(&b->stop, false);
+  b->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (b->efd < 0) {
+    snprintf(err, err_sz, "eventfd: %s", strerror(errno));
+    return -1;
+  }
+  b->ev = event_new(base, b->efd, EV_READ | EV_PERSIST, on_efd, b);
+  if (!b->ev || event_add(b->ev, NULL) != 0) {
+    snprintf(err, err_sz, "event_add for a ring wake-up failed");
+    pa_bridge_stop(b);
+    return -1;
+  }
+  int rc = pthread_create(&b->thread, NULL, bridge_main, b);
+  if (rc != 0) {
+    snprintf(err, err_sz, "pthread_create: %s", strerror(rc));
+    pa_bridge_stop(b);
+    return -1;
+  }
+  b->started = true;
+  return 0;
+}
+
+void pa_bridge_stop(pa_bridge *b) {
+  if (b->started) {
+    atomic_store_explicit(&b->stop, true, memory_order_release);
+    /* An extra post only costs the loop one empty drain; it ends the wait. */
+    sem_t *s = b->ring ? pa_ring_reader_sem(b->ring, b->reader) : b->sem;
+    if (s)
+      sem_post(s);
+    pthread_join(b->thread, NULL);
+    b->started = false;
+  }
+  if (b->ev) {
+    event_free(b->ev);
+    b->ev = NULL;
+  }
+  if (b->efd >= 0) {
+    close(b->efd);
+    b->efd = -1;
+  }
+}

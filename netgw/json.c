@@ -1,0 +1,1148 @@
+/* json.c - JSON lines (PROTOCOL.md section 3): envelope, typed responses,
+ * errors, batches, and every action whose simulator side exists. A request
+ * that needs pa-sim leaves the client waiting; pa_json_complete() finishes
+ * it (and the rest of a batch) when the reply or the timeout comes. */
+#define _GNU_SOURCE
+#include "netgw_int.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define DUMP_FLAGS (JSON_COMPACT | JSON_REAL_PRECISION(12))
+
+enum {
+  A_NONE = -1,
+  A_GET_STATE,
+  A_GET_SENSORS,
+  A_STEP,
+  A_SET_VELOCITY,
+  A_SET_VELOCITY_LOCAL,
+  A_SET_VELOCITY_GLOBAL,
+  A_STOP,
+  A_GET_POSE,
+  A_SET_POSE,
+  A_SUBSCRIBE,
+  A_UNSUBSCRIBE,
+  A_LIST_ROBOTS,
+  A_SPAWN_ROBOT,
+  A_REMOVE_ROBOT,
+  A_SPAWN_OBSTACLE,
+  A_REMOVE_OBSTACLE,
+  A_LIST_OBSTACLES,
+  A_GET_MAP_INFO,
+  A_AUTH,
+  A_PING,
+  A_PAUSE,
+  A_RESUME,
+  A_STEP_N,
+  A_RESET,
+  A_SET_TIME_SCALE,
+  A_GET_STATUS,
+  A_COUNT
+};
+
+static const char *const action_names[A_COUNT] = {
+    "get_state",         "get_sensors",     "step",
+    "set_velocity",      "set_velocity_local", "set_velocity_global",
+    "stop",              "get_pose",        "set_pose",
+    "subscribe",         "unsubscribe",     "list_robots",
+    "spawn_robot",       "remove_robot",    "spawn_obstacle",
+    "remove_obstacle",   "list_obstacles",  "get_map_info",
+    "auth",              "ping",            "pause",
+    "resume",            "step_n",          "reset",
+    "set_time_scale",    "get_status",
+};
+
+/* Named in PROTOCOL.md but without a simulator side yet: said so plainly. */
+static const char *const not_built[] = {
+    "set_wheels",    "get_property",  "set_property",   "set_map",
+    "set_scenario",  "generate_map",  "set_nav_path",   "set_waypoints",
+    "clear_nav",     "save_snapshot", "load_snapshot",  "export_dataset",
+    "get_terrain_grid"};
+
+/* Address used as "this request now waits for pa-sim". */
+static char pending_tag;
+#define JPENDING ((json_t *)(void *)&pending_tag)
+
+typedef struct jctx {
+  pa_client *c;
+  json_t *req;
+  json_t *data; /* request data (borrowed), an object */
+  int action;
+  pa_status st;
+  char msg[256];
+} jctx;
+
+static json_t *jfail(jctx *x, pa_status st, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static json_t *jfail(jctx *x, pa_status st, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(x->msg, sizeof x->msg, fmt, ap);
+  va_end(ap);
+  x->st = st;
+  return NULL;
+}
+
+static double now_sim_time(pa_netgw *g) {
+  const pa_tick *t = pa_gw_latest(g);
+  return t ? t->sim_time : 0.0;
+}
+
+/* ---- envelope ------------------------------------------------------------*/
+
+static void echo_id(json_t *out, const json_t *req) {
+  json_t *id = req && json_is_object(req) ? json_object_get(req, "request_id")
+                                          : NULL;
+  if (id && (json_is_string(id) || json_is_integer(id) || json_is_real(id)))
+    json_object_set(out, "request_id", id);
+}
+
+static json_t *envelope_ok(const json_t *req, int action, json_t *data,
+                           double sim_time) {
+  bool state = action == A_GET_STATE || action == A_GET_SENSORS ||
+               action == A_STEP;
+  json_t *o = json_object();
+  json_object_set_new(o, "type", json_string(state ? "state" : "response"));
+  json_object_set_new(o, "protocol_version", json_integer(2));
+  echo_id(o, req);
+  json_object_set_new(o, "action", json_string(action_names[action]));
+  json_object_set_new(o, "status", json_string("ok"));
+  json_object_set_new(o, "success", json_true());
+  json_object_set_new(o, "sim_time", json_real(sim_time));
+  json_object_set_new(o, "data", data ? data : json_object());
+  return o;
+}
+
+static json_t *envelope_err(const json_t *req, const char *action,
+                            pa_status st, const char *msg, double sim_time) {
+  json_t *o = json_object();
+  json_object_set_new(o, "type", json_string("error"));
+  json_object_set_new(o, "protocol_version", json_integer(2));
+  echo_id(o, req);
+  if (action)
+    json_object_set_new(o, "action", json_string(action));
+  json_object_set_new(o, "status", json_string("error"));
+  json_object_set_new(o, "success", json_false());
+  json_object_set_new(o, "sim_time", json_real(sim_time));
+  json_t *e = json_object();
+  json_object_set_new(e, "code", json_string(pa_status_code(st)));
+  json_object_set_new(e, "message", json_string(msg));
+  json_object_set_new(o, "error", e);
+  return o;
+}
+
+static void send_json(pa_client *c, json_t *o) {
+  char *s = json_dumps(o, DUMP_FLAGS);
+  json_decref(o);
+  if (!s) {
+    static const char oom[] =
+        "{\"type\":\"error\",\"status\":\"error\",\"success\":false,"
+        "\"error\":{\"code\":\"busy\",\"message\":\"out of memory\"}}\n";
+    pa_gw_write(c, oom, sizeof oom - 1);
+    return;
+  }
+  size_t n = strlen(s);
+  s[n] = '\n'; /* replaces the terminator: one write for line + EOL */
+  pa_gw_write(c, s, n + 1);
+  free(s);
+}
+
+void pa_json_error_line(pa_client *c, pa_status st, const char *msg) {
+  send_json(c, envelope_err(NULL, NULL, st, msg, now_sim_time(c->g)));
+}
+
+/* ---- field readers ---------------------------------------------------------*/
+
+/* Optional finite number: 1 found, 0 absent, -1 bad (error set). */
+static int get_num(jctx *x, const char *key, double *out) {
+  json_t *v = json_object_get(x->data, key);
+  if (!v || json_is_null(v))
+    return 0;
+  if (!json_is_number(v) || !isfinite(json_number_value(v))) {
+    jfail(x, PA_ERR_INVALID_ACTION_SHAPE, "data.%s must be a finite number",
+          key);
+    return -1;
+  }
+  *out = json_number_value(v);
+  return 1;
+}
+
+/* Optional integer in [lo, hi]. */
+static int get_int(jctx *x, const char *key, long long lo, long long hi,
+                   long long *out) {
+  json_t *v = json_object_get(x->data, key);
+  if (!v || json_is_null(v))
+    return 0;
+  if (!json_is_integer(v) || json_integer_value(v) < lo ||
+      json_integer_value(v) > hi) {
+    jfail(x, PA_ERR_INVALID_MESSAGE, "data.%s must be an integer in [%lld, %lld]",
+          key, lo, hi);
+    return -1;
+  }
+  *out = json_integer_value(v);
+  return 1;
+}
+
+/* Optional string of 1..max-1 bytes. */
+static int get_str(jctx *x, const char *key, size_t max, const char **out) {
+  json_t *v = json_object_get(x->data, key);
+  if (!v || json_is_null(v))
+    return 0;
+  if (!json_is_string(v) || json_string_length(v) == 0 ||
+      json_string_length(v) >= max ||
+      strlen(json_string_value(v)) != json_string_length(v)) {
+    jfail(x, PA_ERR_INVALID_MESSAGE,
+          "data.%s must be a non-empty string shorter than %zu bytes", key,
+          max);
+    return -1;
+  }
+  *out = json_string_value(v);
+  return 1;
+}
+
+/* A numeric vector of one of the allowed lengths (n2 = 0: only n1). */
+static int get_vec(jctx *x, const char *key, size_t n1, size_t n2, double *out,
+                   size_t *n) {
+  json_t *v = json_object_get(x->data, key);
+  if (!v || json_is_null(v))
+    return 0;
+  size_t len = json_is_array(v) ? json_array_size(v) : 0;
+  if (!json_is_array(v) || (len != n1 && (n2 == 0 || len != n2))) {
+    if (n2)
+      jfail(x, PA_ERR_INVALID_ACTION_SHAPE,
+            "data.%s must be an array of %zu or %zu numbers", key, n1, n2);
+    else
+      jfail(x, PA_ERR_INVALID_ACTION_SHAPE,
+            "data.%s must be an array of %zu numbers", key, n1);
+    return -1;
+  }
+  for (size_t i = 0; i < len; i++) {
+    json_t *e = json_array_get(v, i);
+    if (!json_is_number(e) || !isfinite(json_number_value(e))) {
+      jfail(x, PA_ERR_INVALID_ACTION_SHAPE,
+            "data.%s[%zu] must be a finite number", key, i);
+      return -1;
+    }
+    out[i] = json_number_value(e);
+  }
+  *n = len;
+  return 1;
+}
+
+/* data.robot (id or name), default the connection's robot. */
+static int get_robot(jctx *x, pa_robot_info *info, uint32_t *idx) {
+  pa_netgw *g = x->c->g;
+  json_t *v = json_object_get(x->data, "robot");
+  if (!v || json_is_null(v)) {
+    if (pa_gw_robot(g, NULL, (long)x->c->robot, info, idx) != 0) {
+      jfail(x, PA_ERR_UNKNOWN_ROBOT, "robot %u does not exist",
+            (unsigned)x->c->robot);
+      return -1;
+    }
+    return 0;
+  }
+  if (json_is_integer(v)) {
+    json_int_t id = json_integer_value(v);
+    if (id < 0 || id > 0x7fffffff ||
+        pa_gw_robot(g, NULL, (long)id, info, idx) != 0) {
+      jfail(x, PA_ERR_UNKNOWN_ROBOT, "no robot with id %lld", (long long)id);
+      return -1;
+    }
+    return 0;
+  }
+  if (json_is_string(v)) {
+    if (pa_gw_robot(g, json_string_value(v), -1, info, idx) != 0) {
+      jfail(x, PA_ERR_UNKNOWN_ROBOT, "no robot named '%.64s'",
+            json_string_value(v));
+      return -1;
+    }
+    return 0;
+  }
+  jfail(x, PA_ERR_INVALID_MESSAGE, "data.robot must be an id or a name");
+  return -1;
+}
+
+static int get_channel(jctx *x, int *ch) {
+  const char *s = NULL;
+  int r = get_str(x, "channel", 16, &s);
+  if (r < 0)
+    return -1;
+  if (r == 0) {
+    jfail(x, PA_ERR_INVALID_MESSAGE, "data.channel is required (odom, scan "
+                                     "or camera)");
+    return -1;
+  }
+  *ch = pa_netgw_channel_parse(s);
+  if (*ch < 0) {
+    jfail(x, PA_ERR_INVALID_MESSAGE,
+          "unknown channel '%s' (odom, scan or camera)", s);
+    return -1;
+  }
+  return 0;
+}
+
+/* ---- state payloads ----------------------------------------------------------*/
+
+static json_t *vec3(double a, double b, double c) {
+  json_t *v = json_array();
+  json_array_append_new(v, json_real(a));
+  json_array_append_new(v, json_real(b));
+  json_array_append_new(v, json_real(c));
+  return v;
+}
+
+static json_t *scan_json(const pa_scan *s) {
+  json_t *o = json_object();
+  json_object_set_new(o, "seq", json_integer(s->seq));
+  json_object_set_new(o, "tick", json_integer((json_int_t)s->tick));
+  json_object_set_new(o, "sim_time", json_real(s->sim_time));
+  json_object_set_new(o, "angle_min", json_real(s->angle_min));
+  json_object_set_new(o, "angle_increment", json_real(s->angle_increment));
+  json_object_set_new(o, "range_min", json_real(s->range_min));
+  json_object_set_new(o, "range_max", json_real(s->range_max));
+  const float *r = (const float *)(s + 1);
+  json_t *a = json_array();
+  for (uint32_t i = 0; i < s->count; i++)
+    json_array_append_new(a, json_real(round((double)r[i] * 1e6) / 1e6));
+  json_object_set_new(o, "ranges", a);
+  return o;
+}
+
+static json_t *sensors_json(pa_netgw *g, uint32_t robot) {
+  json_t *o = json_object();
+  const pa_scan *s = pa_gw_scan(g, robot);
+  json_object_set_new(o, "scan", s ? scan_json(s) : json_null());
+  return o;
+}
+
+static json_t *state_json(jctx *x, uint32_t robot, const pa_robot_info *info,
+                          double *sim_time) {
+  pa_netgw *g = x->c->g;
+  const pa_tick *t = pa_gw_latest(g);
+  if (!t)
+    return jfail(x, PA_ERR_BUSY, "the simulator has not written a tick yet");
+  const pa_robot_state *rs = pa_gw_robot_state(t, robot);
+  if (!rs)
+    return jfail(x, PA_ERR_UNKNOWN_ROBOT, "robot %u is not in the state",
+                 (unsigned)robot);
+  *sim_time = t->sim_time;
+  json_t *d = json_object();
+  json_object_set_new(d, "robot", json_integer(robot));
+  json_object_set_new(d, "name", json_string(info->name));
+  json_object_set_new(d, "drive", json_string(info->drive == PA_DRIVE_OMNI
+                                                   ? "omni"
+                                                   : "diff"));
+  json_object_set_new(d, "pose", vec3(rs->x, rs->y, rs->theta));
+  json_object_set_new(d, "odom", vec3(rs->odom_x, rs->odom_y, rs->odom_theta));
+  if (info->drive == PA_DRIVE_OMNI) {
+    json_object_set_new(d, "velocity", vec3(rs->v, rs->vy, rs->w));
+  } else {
+    json_t *v = json_array();
+    json_array_append_new(v, json_real(rs->v));
+    json_array_append_new(v, json_real(rs->w));
+    json_object_set_new(d, "velocity", v);
+  }
+  json_object_set_new(d, "head", json_real(rs->head));
+  json_object_set_new(d, "bumped", json_boolean(rs->flags & PA_RS_BUMPED));
+  json_object_set_new(d, "tick", json_integer((json_int_t)t->tick));
+  json_object_set_new(d, "sim_time", json_real(t->sim_time));
+  json_object_set_new(d, "paused", json_boolean(t->flags & PA_TICK_PAUSED));
+  json_object_set_new(d, "sensors", sensors_json(g, robot));
+  return d;
+}
+
+/* ---- actions ---------------------------------------------------------------------*/
+
+static json_t *wait_for_sim(jctx *x, pa_cmd *cmd, uint32_t robot) {
+  cmd->robot = robot;
+  if (pa_gw_push_wait(x->c, cmd) != 0) {
+    x->c->g->busy++;
+    return jfail(x, PA_ERR_BUSY, "the command queue is full");
+  }
+  x->c->pend = PEND_JSON;
+  x->c->pend_action = x->action;
+  x->c->pend_robot = robot;
+  return JPENDING;
+}
+
+static json_t *push_nowait(jctx *x, pa_cmd *cmd, uint32_t robot) {
+  cmd->robot = robot;
+  if (pa_gw_push_nowait(x->c, cmd) != 0) {
+    x->c->g->busy++;
+    return jfail(x, PA_ERR_BUSY, "the command queue is full");
+  }
+  json_t *d = json_object();
+  json_object_set_new(d, "robot", json_integer(robot));
+  return d;
+}
+
+/* Velocity command fields for step / set_velocity*: fills a[0..3] and the
+ * frame; checks the drive can do it. */
+static int drive_fields(jctx *x, const pa_robot_info *info, pa_cmd *cmd) {
+  double v = 0, vy = 0, w = 0, head = 0;
+  int rv;
+  bool omni = info->drive == PA_DRIVE_OMNI;
+  cmd->u = PA_FRAME_ROBOT;
+  switch (x->action) {
+  case A_SET_VELOCITY_LOCAL:
+    if (get_num(x, "forward", &v) < 0 || get_num(x, "left", &vy) < 0 ||
+        get_num(x, "angular", &w) < 0 || get_num(x, "head", &head) < 0)
+      return -1;
+    break;
+  case A_SET_VELOCITY_GLOBAL:
+    if (get_num(x, "x", &v) < 0 || get_num(x, "y", &vy) < 0 ||
+        get_num(x, "angular", &w) < 0 || get_num(x, "head", &head) < 0)
+      return -1;
+    if (!omni) {
+      jfail(x, PA_ERR_UNSUPPORTED_CONTROL_SCHEME,
+            "robot '%s' has a differential drive: world-frame velocities "
+            "need an omnidirectional robot",
+            info->name);
+      return -1;
+    }
+    cmd->u = PA_FRAME_WORLD;
+    break;
+  default:
+    if ((rv = get_num(x, "v", &v)) < 0 || (rv == 0 && get_num(x, "vx", &v) < 0) ||
+        get_num(x, "vy", &vy) < 0 || get_num(x, "w", &w) < 0 ||
+        get_num(x, "head", &head) < 0)
+      return -1;
+    break;
+  }
+  if (!omni && vy != 0) {
+    jfail(x, PA_ERR_UNSUPPORTED_CONTROL_SCHEME,
+          "robot '%s' has a differential drive: it cannot move sideways",
+          info->name);
+    return -1;
+  }
+  cmd->op = PA_OP_SET_CMD;
+  cmd->a[0] = v;
+  cmd->a[1] = vy;
+  cmd->a[2] = w;
+  cmd->a[3] = head;
+  return 0;
+}
+
+static json_t *act_get_pose(jctx *x, double *sim_time) {
+  pa_netgw *g = x->c->g;
+  const char *name = NULL;
+  if (get_str(x, "name", 32, &name) < 0)
+    return NULL;
+  pa_robot_info info;
+  uint32_t idx;
+  if (name && pa_gw_robot(g, name, -1, &info, &idx) != 0) {
+    pa_obstacle_info ob;
+    if (pa_gw_obstacle(g, name, &ob, &idx) != 0)
+      return jfail(x, PA_ERR_UNKNOWN_OBJECT, "no robot or obstacle named '%s'",
+                   name);
+    json_t *d = json_object();
+    json_object_set_new(d, "name", json_string(ob.name));
+    json_object_set_new(d, "kind", json_string("obstacle"));
+    json_object_set_new(d, "pose", vec3(ob.x, ob.y, ob.theta));
+    *sim_time = now_sim_time(g);
+    json_object_set_new(d, "sim_time", json_real(*sim_time));
+    return d;
+  }
+  if (!name && get_robot(x, &info, &idx) < 0)
+    return NULL;
+  const pa_tick *t = pa_gw_latest(g);
+  if (!t)
+    return jfail(x, PA_ERR_BUSY, "the simulator has not written a tick yet");
+  const pa_robot_state *rs = pa_gw_robot_state(t, idx);
+  if (!rs)
+    return jfail(x, PA_ERR_UNKNOWN_ROBOT, "robot %u is not in the state",
+                 (unsigned)idx);
+  *sim_time = t->sim_time;
+  json_t *d = json_object();
+  json_object_set_new(d, "name", json_string(info.name));
+  json_object_set_new(d, "kind", json_string("robot"));
+  json_object_set_new(d, "robot", json_integer(idx));
+  json_object_set_new(d, "pose", vec3(rs->x, rs->y, rs->theta));
+  json_object_set_new(d, "sim_time", json_real(t->sim_time));
+  return d;
+}
+
+static json_t *act_set_pose(jctx *x) {
+  pa_netgw *g = x->c->g;
+  const char *name = NULL;
+  if (get_str(x, "name", 32, &name) < 0)
+    return NULL;
+  pa_robot_info info;
+  uint32_t idx;
+  if (name && pa_gw_robot(g, name, -1, &info, &idx) != 0) {
+    pa_obstacle_info ob;
+    if (pa_gw_obstacle(g, name, &ob, &idx) == 0)
+      return jfail(x, PA_ERR_INVALID_MESSAGE,
+                   "obstacle '%s' is static: remove_obstacle and "
+                   "spawn_obstacle it to move it",
+                   name);
+    return jfail(x, PA_ERR_UNKNOWN_OBJECT, "no robot or obstacle named '%s'",
+                 name);
+  }
+  if (!name && get_robot(x, &info, &idx) < 0)
+    return NULL;
+  double p[6];
+  size_t n = 0;
+  int r = get_vec(x, "pose", 3, 6, p, &n);
+  if (r < 0)
+    return NULL;
+  if (r == 0)
+    return jfail(x, PA_ERR_INVALID_ACTION_SHAPE,
+                 "data.pose is required: [x, y, theta] or [x, y, z, roll, "
+                 "pitch, yaw]");
+  pa_cmd cmd;
+  memset(&cmd, 0, sizeof cmd);
+  cmd.op = PA_OP_TELEPORT;
+  cmd.a[0] = p[0];
+  cmd.a[1] = p[1];
+  cmd.a[2] = n == 6 ? p[5] : p[2]; /* 3D: only the yaw applies on a plane */
+  return wait_for_sim(x, &cmd, idx);
+}
+
+static json_t *act_subscribe(jctx *x, bool sub) {
+  int ch;
+  if (get_channel(x, &ch) < 0)
+    return NULL;
+  pa_client *c = x->c;
+  if (!sub) {
+    if (c->port[ch])
+      pa_gw_subscribe(c, ch, c->sub_robot[ch], 0);
+    return json_object();
+  }
+  pa_robot_info info;
+  uint32_t idx;
+  if (get_robot(x, &info, &idx) < 0)
+    return NULL;
+  long long port = 0;
+  int r = get_int(x, "udp_port", 1, 65535, &port);
+  if (r < 0)
+    return NULL;
+  if (r == 0)
+    return jfail(x, PA_ERR_INVALID_MESSAGE, "data.udp_port is required");
+  pa_gw_subscribe(c, ch, idx, (uint16_t)port);
+  json_t *d = json_object();
+  json_object_set_new(d, "channel", json_string(pa_netgw_channel_name(ch)));
+  json_object_set_new(d, "udp_port", json_integer(port));
+  json_object_set_new(d, "robot", json_integer(idx));
+  return d;
+}
+
+static json_t *act_list_robots(jctx *x) {
+  pa_netgw *g = x->c->g;
+  json_t *list = json_array();
+  uint32_t n = g->ctl->robot_count;
+  if (n > g->ctl->def.max_robots)
+    n = g->ctl->def.max_robots;
+  for (uint32_t i = 0; i < n; i++) {
+    pa_robot_info info;
+    uint32_t idx;
+    if (pa_gw_robot(g, NULL, (long)i, &info, &idx) != 0)
+      continue;
+    json_t *o = json_object();
+    json_object_set_new(o, "robot", json_integer(idx));
+    json_object_set_new(o, "name", json_string(info.name));
+    json_object_set_new(o, "drive", json_string(info.drive == PA_DRIVE_OMNI
+                                                     ? "omni"
+                                                     : "diff"));
+    json_object_set_new(o, "radius", json_real(info.radius));
+    json_object_set_new(o, "max_v", json_real(info.max_v));
+    json_object_set_new(o, "max_w", json_real(info.max_w));
+    json_object_set_new(o, "laser_beams", json_integer(info.laser_beams));
+    json_object_set_new(o, "camera", vec3(info.cam_width, info.cam_height,
+                                          info.cam_fov));
+    json_array_append_new(list, o);
+  }
+  json_t *d = json_object();
+  json_object_set_new(d, "count", json_integer((json_int_t)json_array_size(list)));
+  json_object_set_new(d, "robots", list);
+  return d;
+}
+
+static json_t *act_list_obstacles(jctx *x) {
+  pa_netgw *g = x->c->g;
+  uint32_t max = g->ctl->def.max_obstacles;
+  uint32_t n = g->ctl->obstacle_count;
+  if (n > max)
+    n = max;
+  pa_obstacle_info *copy = malloc((size_t)(n ? n : 1) * sizeof *copy);
+  if (!copy)
+    return jfail(x, PA_ERR_BUSY, "out of memory");
+  for (int tries = 0;; tries++) {
+    uint64_t s = pa_stack_world_read_begin(g->st);
+    memcpy(copy, g->st->obstacles, (size_t)n * sizeof *copy);
+    if (!pa_stack_world_read_retry(g->st, s) || tries > 1000)
+      break;
+  }
+  json_t *list = json_array();
+  for (uint32_t i = 0; i < n; i++) {
+    const pa_obstacle_info *o = &copy[i];
+    if (!o->active)
+      continue;
+    json_t *j = json_object();
+    json_object_set_new(j, "name", json_stringn(o->name, strnlen(o->name,
+                                                                sizeof o->name)));
+    json_object_set_new(j, "shape", json_string(o->shape == PA_SHAPE_CIRCLE
+                                                     ? "circle"
+                                                     : "box"));
+    json_object_set_new(j, "pose", vec3(o->x, o->y, o->theta));
+    if (o->shape == PA_SHAPE_CIRCLE) {
+      json_object_set_new(j, "radius", json_real(o->radius));
+    } else {
+      json_t *sz = json_array();
+      json_array_append_new(sz, json_real(o->size_x));
+      json_array_append_new(sz, json_real(o->size_y));
+      json_object_set_new(j, "size", sz);
+    }
+    json_object_set_new(j, "height", json_real(o->height));
+    json_array_append_new(list, j);
+  }
+  free(copy);
+  json_t *d = json_object();
+  json_object_set_new(d, "count", json_integer((json_int_t)json_array_size(list)));
+  json_object_set_new(d, "obstacles", list);
+  return d;
+}
+
+static json_t *act_spawn_robot(jctx *x) {
+  const char *name = NULL, *drive = NULL;
+  double p[3] = {0, 0, 0}, radius = 0;
+  size_t n;
+  if (get_str(x, "name", 32, &name) <= 0) {
+    if (x->st == PA_OK)
+      jfail(x, PA_ERR_INVALID_MESSAGE, "data.name is required");
+    return NULL;
+  }
+  int r = get_vec(x, "pose", 3, 0, p, &n);
+  if (r < 0)
+    return NULL;
+  if (r == 0)
+    return jfail(x, PA_ERR_INVALID_ACTION_SHAPE,
+                 "data.pose is required: [x, y, theta]");
+  if (get_num(x, "radius", &radius) < 0 || get_str(x, "drive", 8, &drive) < 0)
+    return NULL;
+  if (radius < 0 || radius > 100)
+    return jfail(x, PA_ERR_INVALID_MESSAGE,
+                 "data.radius %g is out of range [0, 100] (0 = default)",
+                 radius);
+  pa_cmd cmd;
+  memset(&cmd, 0, sizeof cmd);
+  cmd.op = PA_OP_SPAWN_ROBOT;
+  if (!drive || !strcmp(drive, "diff"))
+    cmd.u = PA_DRIVE_DIFF;
+  else if (!strcmp(drive, "omni"))
+    cmd.u = PA_DRIVE_OMNI;
+  else
+    return jfail(x, PA_ERR_INVALID_MESSAGE,
+                 "data.drive '%s' is not diff or omni", drive);
+  pa_robot_info info;
+  uint32_t idx;
+  if (pa_gw_robot(x->c->g, name, -1, &info, &idx) == 0)
+    return jfail(x, PA_ERR_SPAWN_FAILED, "a robot named '%s' exists", name);
+  snprintf(cmd.name, sizeof cmd.name, "%s", name);
+  cmd.a[0] = p[0];
+  cmd.a[1] = p[1];
+  cmd.a[2] = p[2];
+  cmd.a[3] = radius;
+  return wait_for_sim(x, &cmd, 0);
+}
+
+static json_t *act_spawn_obstacle(jctx *x) {
+  const char *name = NULL, *shape = NULL;
+  double p[3] = {0, 0, 0}, size[2] = {0, 0}, radius = 0, height = 0;
+  size_t n;
+  if (get_str(x, "name", 32, &name) <= 0) {
+    if (x->st == PA_OK)
+      jfail(x, PA_ERR_INVALID_MESSAGE, "data.name is required");
+    return NULL;
+  }
+  if (get_str(x, "shape", 8, &shape) < 0)
+    return NULL;
+  int r = get_vec(x, "pose", 3, 0, p, &n);
+  if (r < 0)
+    return NULL;
+  if (r == 0)
+    return jfail(x, PA_ERR_INVALID_ACTION_SHAPE,
+                 "data.pose is required: [x, y, theta]");
+  if (get_vec(x, "size", 2, 0, size, &n) < 0 ||
+      get_num(x, "radius", &radius) < 0 || get_num(x, "height", &height) < 0)
+    return NULL;
+  pa_cmd cmd;
+  memset(&cmd, 0, sizeof cmd);
+  cmd.op = PA_OP_SPAWN_OBSTACLE;
+  if (!shape || !strcmp(shape, "box")) {
+    if (!(size[0] > 0 && size[1] > 0 && size[0] <= 1000 && size[1] <= 1000))
+      return jfail(x, PA_ERR_INVALID_ACTION_SHAPE,
+                   "a box needs data.size [size_x, size_y], each in (0, 1000]");
+    cmd.u = PA_SHAPE_BOX;
+    cmd.a[3] = size[0];
+    cmd.a[4] = size[1];
+  } else if (!strcmp(shape, "circle")) {
+    if (!(radius > 0 && radius <= 500))
+      return jfail(x, PA_ERR_INVALID_ACTION_SHAPE,
+                   "a circle needs data.radius in (0, 500]");
+    cmd.u = PA_SHAPE_CIRCLE;
+    cmd.a[3] = radius;
+    cmd.a[4] = radius;
+  } else {
+    return jfail(x, PA_ERR_INVALID_MESSAGE,
+                 "data.shape '%s' is not box or circle", shape);
+  }
+  if (height < 0 || height > 100)
+    return jfail(x, PA_ERR_INVALID_MESSAGE,
+                 "data.height %g is out of range [0, 100] (0 = default)",
+                 height);
+  snprintf(cmd.name, sizeof cmd.name, "%s", name);
+  cmd.a[0] = p[0];
+  cmd.a[1] = p[1];
+  cmd.a[2] = p[2];
+  cmd.a[5] = height;
+  return wait_for_sim(x, &cmd, 0);
+}
+
+static json_t *act_map_info(jctx *x) {
+  const pa_map_block *m;
+  const int8_t *cells;
+  if (pa_gw_map(x->c->g, &m, &cells) != 0)
+    return jfail(x, PA_ERR_BUSY, "the simulator has not published a map yet");
+  json_t *d = json_object();
+  json_object_set_new(d, "width", json_integer(m->width));
+  json_object_set_new(d, "height", json_integer(m->height));
+  json_object_set_new(d, "resolution", json_real(m->resolution));
+  json_object_set_new(d, "origin", vec3(m->origin_x, m->origin_y,
+                                        m->origin_yaw));
+  json_object_set_new(d, "size", vec3(m->width * m->resolution,
+                                      m->height * m->resolution, 0));
+  json_array_remove(json_object_get(d, "size"), 2);
+  json_object_set_new(d, "gen", json_integer(m->gen));
+  uint64_t occ = 0, unk = 0, total = (uint64_t)m->width * m->height;
+  for (uint64_t i = 0; i < total; i++) {
+    if (cells[i] < 0)
+      unk++;
+    else if (cells[i] >= 65)
+      occ++;
+  }
+  json_object_set_new(d, "occupied_cells", json_integer((json_int_t)occ));
+  json_object_set_new(d, "unknown_cells", json_integer((json_int_t)unk));
+  return d;
+}
+
+static json_t *act_status(jctx *x, double *sim_time) {
+  pa_netgw *g = x->c->g;
+  const pa_tick *t = pa_gw_latest(g);
+  json_t *d = json_object();
+  json_object_set_new(d, "tick", json_integer(t ? (json_int_t)t->tick : 0));
+  *sim_time = t ? t->sim_time : 0;
+  json_object_set_new(d, "sim_time", json_real(*sim_time));
+  json_object_set_new(d, "paused", json_boolean(t && (t->flags & PA_TICK_PAUSED)));
+  json_object_set_new(d, "speed", json_real(t ? t->speed : 0));
+  json_object_set_new(d, "control_hz", json_real(g->ctl->control_hz));
+  json_object_set_new(d, "scan_hz", json_real(g->ctl->scan_hz));
+  json_object_set_new(d, "feedback_hz", json_real(g->def.feedback_hz));
+  json_object_set_new(d, "robot_count", json_integer(g->ctl->robot_count));
+  json_object_set_new(d, "obstacle_count",
+                      json_integer(g->ctl->obstacle_count));
+  json_object_set_new(d, "clients", json_integer(g->n_clients));
+  json_object_set_new(d, "sim_ready",
+                      json_boolean(g->ctl->health[PA_PROC_SIM].ready));
+  return d;
+}
+
+static int find_action(const char *name) {
+  for (int i = 0; i < A_COUNT; i++)
+    if (!strcmp(name, action_names[i]))
+      return i;
+  return A_NONE;
+}
+
+/* Runs one request: the response envelope, or JPENDING. */
+static json_t *exec_one(pa_client *c, json_t *req) {
+  pa_netgw *g = c->g;
+  jctx x;
+  memset(&x, 0, sizeof x);
+  x.c = c;
+  x.req = req;
+  x.action = A_NONE;
+  const char *aname = NULL;
+  double sim_time = 0;
+  json_t *d = NULL;
+  if (!json_is_object(req)) {
+    jfail(&x, PA_ERR_INVALID_MESSAGE, "a request must be a JSON object");
+    goto err;
+  }
+  json_t *type = json_object_get(req, "type");
+  json_t *pv = json_object_get(req, "protocol_version");
+  json_t *act = json_object_get(req, "action");
+  if (act && json_is_string(act))
+    aname = json_string_value(act);
+  if (!type || !json_is_string(type)) {
+    jfail(&x, PA_ERR_INVALID_MESSAGE, "missing \"type\" (command, sim_control "
+                                      "or batch)");
+    goto err;
+  }
+  const char *ts = json_string_value(type);
+  bool simctl = !strcmp(ts, "sim_control");
+  if (!simctl && strcmp(ts, "command") != 0) {
+    jfail(&x, PA_ERR_UNKNOWN_TYPE,
+          "type '%.64s' is not supported (command, sim_control or batch)", ts);
+    goto err;
+  }
+  if (pv && (!json_is_integer(pv) || json_integer_value(pv) != 2)) {
+    jfail(&x, PA_ERR_INVALID_MESSAGE, "protocol_version must be 2");
+    goto err;
+  }
+  if (!aname) {
+    jfail(&x, PA_ERR_INVALID_MESSAGE, "missing \"action\" string");
+    goto err;
+  }
+  x.data = json_object_get(req, "data");
+  if (x.data && !json_is_object(x.data) && !json_is_null(x.data)) {
+    jfail(&x, PA_ERR_INVALID_MESSAGE, "\"data\" must be an object");
+    goto err;
+  }
+  json_t *empty = NULL;
+  if (!x.data || json_is_null(x.data))
+    x.data = empty = json_object();
+  x.action = find_action(aname);
+  if (g->token[0] && !c->authed && x.action != A_AUTH) {
+    jfail(&x, PA_ERR_NOT_AUTHORIZED,
+          "send {\"type\": \"command\", \"action\": \"auth\", \"data\": "
+          "{\"token\": ...}} first");
+    goto err_data;
+  }
+  pa_robot_info info;
+  uint32_t idx;
+  pa_cmd cmd;
+  memset(&cmd, 0, sizeof cmd);
+  sim_time = -1;
+  switch (x.action) {
+  case A_GET_STATE:
+    if (get_robot(&x, &info, &idx) == 0)
+      d = state_json(&x, idx, &info, &sim_time);
+    break;
+  case A_GET_SENSORS:
+    if (get_robot(&x, &info, &idx) == 0) {
+      const pa_tick *t = pa_gw_latest(g);
+      d = sensors_json(g, idx);
+      json_object_set_new(d, "robot", json_integer(idx));
+      json_object_set_new(d, "tick", json_integer(t ? (json_int_t)t->tick : 0));
+    }
+    break;
+  case A_STEP: {
+    long long steps = 1;
+    if (get_robot(&x, &info, &idx) < 0 ||
+        get_int(&x, "steps", 1, PA_NETGW_STEP_MAX, &steps) < 0 ||
+        drive_fields(&x, &info, &cmd) < 0)
+      break;
+    cmd.op = PA_OP_STEP;
+    cmd.flags = PA_CMDF_DRIVE;
+    cmd.u = (uint32_t)steps;
+    cmd.a[4] = PA_FRAME_ROBOT;
+    d = wait_for_sim(&x, &cmd, idx);
+    break;
+  }
+  case A_SET_VELOCITY:
+  case A_SET_VELOCITY_LOCAL:
+  case A_SET_VELOCITY_GLOBAL:
+    if (get_robot(&x, &info, &idx) == 0 && drive_fields(&x, &info, &cmd) == 0)
+      d = push_nowait(&x, &cmd, idx);
+    break;
+  case A_STOP:
+    if (get_robot(&x, &info, &idx) == 0) {
+      cmd.op = PA_OP_STOP;
+      d = push_nowait(&x, &cmd, idx);
+    }
+    break;
+  case A_GET_POSE:
+    d = act_get_pose(&x, &sim_time);
+    break;
+  case A_SET_POSE:
+    d = act_set_pose(&x);
+    break;
+  case A_SUBSCRIBE:
+  case A_UNSUBSCRIBE:
+    d = act_subscribe(&x, x.action == A_SUBSCRIBE);
+    break;
+  case A_LIST_ROBOTS:
+    d = act_list_robots(&x);
+    break;
+  case A_SPAWN_ROBOT:
+    d = act_spawn_robot(&x);
+    break;
+  case A_REMOVE_ROBOT:
+    if (get_robot(&x, &info, &idx) == 0) {
+      cmd.op = PA_OP_REMOVE_ROBOT;
+      d = wait_for_sim(&x, &cmd, idx);
+    }
+    break;
+  case A_SPAWN_OBSTACLE:
+    d = act_spawn_obstacle(&x);
+    break;
+  case A_REMOVE_OBSTACLE: {
+    const char *name = NULL;
+    pa_obstacle_info ob;
+    int r = get_str(&x, "name", 32, &name);
+    if (r == 0)
+      jfail(&x, PA_ERR_INVALID_MESSAGE, "data.name is required");
+    if (r <= 0)
+      break;
+    if (pa_gw_obstacle(g, name, &ob, &idx) != 0) {
+      jfail(&x, PA_ERR_UNKNOWN_OBJECT, "no obstacle named '%s'", name);
+      break;
+    }
+    cmd.op = PA_OP_REMOVE_OBSTACLE;
+    snprintf(cmd.name, sizeof cmd.name, "%s", name);
+    d = wait_for_sim(&x, &cmd, 0);
+    break;
+  }
+  case A_LIST_OBSTACLES:
+    d = act_list_obstacles(&x);
+    break;
+  case A_GET_MAP_INFO:
+    d = act_map_info(&x);
+    break;
+  case A_AUTH: {
+    const char *tok = NULL;
+    if (get_str(&x, "token", 256, &tok) < 0)
+      break;
+    if (g->token[0] && (!tok || !pa_gw_token_ok(g, tok))) {
+      jfail(&x, PA_ERR_NOT_AUTHORIZED, "wrong token");
+      break;
+    }
+    c->authed = true;
+    d = json_object();
+    break;
+  }
+  case A_PING:
+    d = json_object();
+    json_object_set_new(d, "pong", json_true());
+    break;
+  case A_PAUSE:
+  case A_RESUME:
+  case A_RESET:
+    cmd.op = x.action == A_PAUSE    ? PA_OP_PAUSE
+             : x.action == A_RESUME ? PA_OP_RESUME
+                                    : PA_OP_RESET;
+    d = wait_for_sim(&x, &cmd, 0);
+    break;
+  case A_STEP_N: {
+    long long steps = 1;
+    if (get_int(&x, "steps", 1, PA_NETGW_STEP_MAX, &steps) < 0)
+      break;
+    cmd.op = PA_OP_STEP;
+    cmd.u = (uint32_t)steps;
+    d = wait_for_sim(&x, &cmd, 0);
+    break;
+  }
+  case A_SET_TIME_SCALE: {
+    double f = 1;
+    int r = get_num(&x, "scale", &f);
+    if (r == 0)
+      r = get_num(&x, "factor", &f);
+    if (r == 0)
+      jfail(&x, PA_ERR_INVALID_MESSAGE, "data.scale is required (0 = as fast "
+                                        "as possible)");
+    if (r <= 0)
+      break;
+    if (f < 0 || f > PA_NETGW_SPEED_MAX) {
+      jfail(&x, PA_ERR_INVALID_MESSAGE, "data.scale %g is out of range [0, %g]",
+            f, PA_NETGW_SPEED_MAX);
+      break;
+    }
+    cmd.op = PA_OP_SPEED;
+    cmd.a[0] = f;
+    d = wait_for_sim(&x, &cmd, 0);
+    break;
+  }
+  case A_GET_STATUS:
+    d = act_status(&x, &sim_time);
+    break;
+  default: {
+    bool later = false;
+    for (size_t i = 0; i < sizeof not_built / sizeof not_built[0]; i++)
+      later |= !strcmp(aname, not_built[i]);
+    jfail(&x, PA_ERR_UNKNOWN_ACTION,
+          later ? "action '%.64s' is not implemented by this simulator yet"
+                : "unknown action '%.64s'",
+          aname);
+    break;
+  }
+  }
+  if (empty)
+    json_decref(empty);
+  if (d == JPENDING) {
+    json_incref(req);
+    c->jreq = req;
+    return JPENDING;
+  }
+  if (d) {
+    if (sim_time < 0)
+      sim_time = now_sim_time(g);
+    return envelope_ok(req, x.action, d, sim_time);
+  }
+  goto err;
+err_data:
+  if (empty)
+    json_decref(empty);
+err:
+  if (x.st == PA_OK)
+    jfail(&x, PA_ERR_INVALID_MESSAGE, "request failed");
+  return envelope_err(req, x.action >= 0 ? action_names[x.action] : aname,
+                      x.st, x.msg, now_sim_time(g));
+}
+
+/* ---- batches and completion --------------------------------------------------*/
+
+static void finish_batch(pa_client *c) {
+  json_t *o = json_object();
+  json_object_set_new(o, "type", json_string("response"));
+  json_object_set_new(o, "protocol_version", json_integer(2));
+  echo_id(o, c->jbatch);
+  json_object_set_new(o, "action", json_string("batch"));
+  json_object_set_new(o, "status", json_string("ok"));
+  json_object_set_new(o, "success", json_true());
+  json_object_set_new(o, "sim_time", json_real(now_sim_time(c->g)));
+  size_t n = json_array_size(c->jresponses);
+  json_object_set_new(o, "count", json_integer((json_int_t)n));
+  json_t *d = json_object();
+  json_object_set_new(d, "count", json_integer((json_int_t)n));
+  json_object_set(d, "responses", c->jresponses);
+  json_object_set_new(o, "data", d);
+  json_decref(c->jbatch);
+  json_decref(c->jresponses);
+  c->jbatch = c->jresponses = NULL;
+  send_json(c, o);
+}
+
+/* Runs batch requests from jbatch_i until one waits or all are answered. */
+static void run_batch(pa_client *c) {
+  json_t *reqs = json_object_get(c->jbatch, "requests");
+  while (c->jbatch_i < json_array_size(reqs)) {
+    json_t *r = exec_one(c, json_array_get(reqs, c->jbatch_i));
+    if (r == JPENDING)
+      return;
+    json_array_append_new(c->jresponses, r);
+    c->jbatch_i++;
+  }
+  finish_batch(c);
+}
+
+void pa_json_line(pa_client *c, const char *line, size_t len) {
+  json_error_t je;
+  json_t *req = json_loadb(line, len, JSON_REJECT_DUPLICATES, &je);
+  if (!req) {
+    char msg[256];
+    snprintf(msg, sizeof msg, "bad JSON at column %d: %s", je.column, je.text);
+    pa_json_error_line(c, PA_ERR_INVALID_MESSAGE, msg);
+    return;
+  }
+  json_t *type = json_is_object(req) ? json_object_get(req, "type") : NULL;
+  if (type && json_is_string(type) &&
+      !strcmp(json_string_value(type), "batch")) {
+    json_t *reqs = json_object_get(req, "requests");
+    const char *bad = NULL;
+    pa_status st = PA_ERR_INVALID_MESSAGE;
+    char msg[128];
+    if (c->g->token[0] && !c->authed) {
+      st = PA_ERR_NOT_AUTHORIZED;
+      bad = "authenticate before sending a batch";
+    } else if (!json_is_array(reqs)) {
+      bad = "a batch needs \"requests\": [...]";
+    } else if (json_array_size(reqs) > PA_NETGW_BATCH_MAX) {
+      st = PA_ERR_BATCH_LIMIT;
+      snprintf(msg, sizeof msg, "a batch holds at most %u requests, got %zu",
+               PA_NETGW_BATCH_MAX, json_array_size(reqs));
+      bad = msg;
+    }
+    if (bad) {
+      send_json(c, envelope_err(req, "batch", st, bad, now_sim_time(c->g)));
+      json_decref(req);
+      return;
+    }
+    c->jbatch = req;
+    c->jresponses = json_array();
+    c->jbatch_i = 0;
+    run_batch(c);
+    return;
+  }
+  json_t *r = exec_one(c, req);
+  if (r != JPENDING)
+    send_json(c, r);
+  json_decref(req);
+}
+
+void pa_json_complete(pa_client *c, const pa_reply *r) {
+  pa_netgw *g = c->g;
+  json_t *req = c->jreq;
+  c->jreq = NULL;
+  int action = c->pend_action;
+  json_t *resp;
+  if (!r) {
+    char msg[128];
+    snprintf(msg, sizeof msg, "the simulator did not answer within %u ms",
+             g->def.request_timeout_ms);
+    resp = envelope_err(req, action_names[action], PA_ERR_BUSY, msg,
+                        now_sim_time(g));
+  } else if (r->status != PA_OK) {
+    char msg[sizeof r->msg + 1];
+    memcpy(msg, r->msg, sizeof r->msg);
+    msg[sizeof r->msg] = '\0';
+    pa_status st = r->status > 0 && r->status < PA_STATUS_COUNT
+                       ? (pa_status)r->status
+                       : PA_ERR_INVALID_MESSAGE;
+    resp = envelope_err(req, action_names[action], st,
+                        msg[0] ? msg : "rejected by the simulator",
+                        r->sim_time);
+  } else {
+    json_t *d = NULL;
+    double sim_time = r->sim_time;
+    jctx x;
+    memset(&x, 0, sizeof x);
+    x.c = c;
+    x.action = action;
+    if (action == A_STEP) {
+      g->steps++;
+      pa_robot_info info;
+      uint32_t idx;
+      if (pa_gw_robot(g, NULL, (long)c->pend_robot, &info, &idx) == 0)
+        d = state_json(&x, idx, &info, &sim_time);
+      else
+        jfail(&x, PA_ERR_UNKNOWN_ROBOT, "robot %u is gone",
+              (unsigned)c->pend_robot);
+    } else {
+      d = json_object();
+      json_object_set_new(d, "tick", json_integer((json_int_t)r->tick));
+      if (action == A_SET_POSE) {
+        json_object_set_new(d, "robot", json_integer(c->pend_robot));
+        json_object_set_new(d, "pose", vec3(r->a[0], r->a[1], r->a[2]));
+        json_object_set_new(d, "sim_time", json_real(r->sim_time));
+      } else if (action == A_SPAWN_ROBOT) {
+        json_object_set_new(d, "robot", json_integer(r->u));
+      } else if (action == A_REMOVE_ROBOT) {
+        json_object_set_new(d, "robot", json_integer(c->pend_robot));
+      }
+    }
+    resp = d ? envelope_ok(req, action, d, sim_time)
+             : envelope_err(req, action_names[action], x.st, x.msg, sim_time);
+  }
+  json_decref(req);
+  if (c->jbatch) {
+    json_array_append_new(c->jresponses, resp);
+    c->jbatch_i++;
+    run_batch(c);
+  } else {
+    send_json(c, resp);
+  }
+}
+
+void pa_json_release(pa_client *c) {
+  if (c->jreq)
+    json_decref(c->jreq);
+  if (c->jbatch)
+    json_decref(c->jbatch);
+  if (c->jresponses)
+    json_decref(c->jresponses);
+  c->jreq = c->jbatch = c->jresponses = NULL;
+}

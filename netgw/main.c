@@ -1,0 +1,84 @@
+/* main.c - pa-netgw: options -> attach the instance -> gateway loop ->
+ * cleanup. See netgw.h and docs/protocol-notes.md. */
+#include "netgw.h"
+#include "pa_util.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+int main(int argc, char **argv) {
+  pa_netgw_def d = pa_netgw_def_default();
+  char *instance = "p9000", *bind = "127.0.0.1", *token = "";
+  long tcp_port = 9000, max_clients = 256, chunk = PA_CAM_CHUNK_DEFAULT,
+       timeout_ms = 2000, max_output = 4l << 20;
+  double feedback_hz = 100;
+  const pa_opt opts[] = {
+      {"instance", PA_OPT_STR, &instance, 0, 0, "shared-memory instance"},
+      {"tcp_port", PA_OPT_INT, &tcp_port, 0, 65535,
+       "TCP port (0 = pick a free one)"},
+      {"bind", PA_OPT_STR, &bind, 0, 0, "IPv4 address to listen on"},
+      {"token", PA_OPT_STR, &token, 0, 0,
+       "secret a client must send with `auth` first (empty = none)"},
+      {"tcp_feedback_hz", PA_OPT_DOUBLE, &feedback_hz, 0.001, 100000,
+       "odom frames per simulated second"},
+      {"max_clients", PA_OPT_INT, &max_clients, 1, 100000,
+       "TCP clients served at once"},
+      {"camera_chunk", PA_OPT_INT, &chunk, PA_CAM_CHUNK_MIN, PA_CAM_CHUNK_MAX,
+       "camera payload bytes per datagram (1400 fits a 1500-byte MTU)"},
+      {"request_timeout_ms", PA_OPT_INT, &timeout_ms, 1, 3600000,
+       "simulator round trip before a request gets busy"},
+      {"max_output", PA_OPT_INT, &max_output, 65536, 1l << 30,
+       "bytes of unread replies before a client is disconnected"},
+  };
+  size_t n_opts = sizeof opts / sizeof opts[0];
+  char err[512];
+  pa_log_init("pa-netgw", PA_LOG_INFO);
+  int rc = pa_opt_parse(opts, n_opts, argc, argv, NULL, 0, NULL, err,
+                        sizeof err);
+  if (rc == 1) {
+    pa_opt_usage(stdout, "pa-netgw [flags]",
+                 "TCP control (text and JSON lines) and UDP feedback frames "
+                 "for a playarea instance",
+                 opts, n_opts);
+    return 0;
+  }
+  if (rc != 0) {
+    pa_error("%s", err);
+    return PA_EXIT_CONFIG;
+  }
+  signal(SIGPIPE, SIG_IGN);
+  pa_stack st;
+  rc = pa_stack_attach(&st, instance, err, sizeof err);
+  for (int tries = 0; rc == PA_SHM_ENOTREADY && tries < 50; tries++) {
+    usleep(100000); /* the creator is still initialising it */
+    rc = pa_stack_attach(&st, instance, err, sizeof err);
+  }
+  if (rc != 0) {
+    pa_error("instance '%s': %s", instance, err);
+    return PA_EXIT_CONFIG;
+  }
+  d.tcp_port = (unsigned)tcp_port;
+  d.bind = bind;
+  d.token = token;
+  d.feedback_hz = feedback_hz;
+  d.max_clients = (unsigned)max_clients;
+  d.camera_chunk = (unsigned)chunk;
+  d.request_timeout_ms = (unsigned)timeout_ms;
+  d.max_output = (size_t)max_output;
+  int status = 1;
+  pa_netgw *g = pa_netgw_create(&d, &st, err, sizeof err);
+  if (!g) {
+    pa_error("%s", err);
+    status = strstr(err, "--bind") ? PA_EXIT_CONFIG : 1;
+    goto out;
+  }
+  pa_info("listening on %s:%u (instance %s)", bind, pa_netgw_port(g),
+          instance);
+  status = pa_netgw_run(g, true) == 0 ? 0 : 1;
+  pa_netgw_destroy(g);
+out:
+  pa_stack_detach(&st);
+  return status;
+}

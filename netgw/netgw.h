@@ -1,0 +1,139 @@
+/*
+ * netgw.h - the playarea network gateway (library pa_netgw, process
+ * pa-netgw): TCP control (plain text and JSON lines, PROTOCOL.md sections 1
+ * and 3) and UDP feedback frames (section 2), over one libevent loop fed by
+ * the shared-memory rings of an instance.
+ *
+ * The modules a test can drive directly: the text command parser, the UDP
+ * frame encoders, and the gateway itself (created on an attached pa_stack,
+ * run in a thread or in main()).
+ */
+#ifndef PA_NETGW_H
+#define PA_NETGW_H
+
+#include "pa_shm.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- limits --------------------------------------------------------------*/
+
+#define PA_NETGW_TEXT_MAX 1024u          /* [bytes] text line, without EOL */
+#define PA_NETGW_JSON_MAX (1024u * 1024u) /* [bytes] JSON line, without EOL */
+#define PA_NETGW_BATCH_MAX 64u
+#define PA_NETGW_STEP_MAX 1000000u       /* ticks per step request */
+#define PA_NETGW_SPEED_MAX 1000.0        /* largest time scale factor */
+
+/* ---- text commands (PROTOCOL.md section 1) -------------------------------*/
+
+typedef enum pa_channel {
+  PA_CH_ODOM = 0,
+  PA_CH_SCAN = 1,
+  PA_CH_CAMERA = 2,
+  PA_CH_COUNT
+} pa_channel;
+
+/* "odom" -> PA_CH_ODOM, ...; -1 when unknown. */
+int pa_netgw_channel_parse(const char *s);
+const char *pa_netgw_channel_name(int ch);
+
+typedef enum pa_text_kind {
+  PA_TXT_EMPTY = 0, /* blank line: ignored, no reply */
+  PA_TXT_CMD,       /* a[0..2] = v, w, head (head 0 when absent) */
+  PA_TXT_STOP,
+  PA_TXT_SUB,       /* channel, port */
+  PA_TXT_UNSUB,     /* channel */
+  PA_TXT_HELP,
+  PA_TXT_PING,
+  PA_TXT_ROBOT,     /* arg = id or name */
+  PA_TXT_POSE,
+  PA_TXT_TELEPORT,  /* a[0..2] = x, y, theta */
+  PA_TXT_PAUSE,
+  PA_TXT_RESUME,
+  PA_TXT_STEP,      /* n */
+  PA_TXT_RESET,
+  PA_TXT_SPEED,     /* a[0] = factor */
+  PA_TXT_AUTH,      /* arg = secret */
+} pa_text_kind;
+
+typedef struct pa_text_cmd {
+  pa_text_kind kind;
+  double a[3];
+  int channel;      /* pa_channel */
+  uint16_t port;    /* UDP port, 1..65535 */
+  uint32_t n;       /* step count, 1..PA_NETGW_STEP_MAX */
+  char arg[64];
+} pa_text_cmd;
+
+/* Parses one line (no EOL; a trailing '\r' is tolerated). Returns PA_OK or the
+ * error status with a message naming what was wrong in msg. */
+pa_status pa_netgw_text_parse(const char *line, size_t len, pa_text_cmd *out,
+                              char *msg, size_t msg_sz);
+
+/* The reply to `help`: one line without EOL. */
+const char *pa_netgw_text_help(void);
+
+/* ---- UDP frames (PROTOCOL.md section 2) ----------------------------------*/
+
+#define PA_ODOM_FRAME_SIZE 36u
+#define PA_SCAN_HEADER_SIZE 36u
+#define PA_CAM_HEADER_SIZE 24u
+#define PA_CAM_CHUNK_DEFAULT 1400u /* 1500 MTU - 20 IPv4 - 8 UDP - 24 header - slack */
+#define PA_CAM_CHUNK_MIN 64u
+#define PA_CAM_CHUNK_MAX (65507u - PA_CAM_HEADER_SIZE) /* largest UDP payload */
+
+void pa_netgw_odom_encode(uint8_t out[PA_ODOM_FRAME_SIZE], uint32_t seq,
+                          double t, float x, float y, float theta, float v,
+                          float w);
+/* Header of a scan frame; the ranges follow as count floats. */
+void pa_netgw_scan_header(uint8_t out[PA_SCAN_HEADER_SIZE], const pa_scan *s);
+/* Chunks needed for an image of size bytes; 0 if it would exceed 65535. */
+uint32_t pa_netgw_cam_chunk_count(uint32_t size, uint32_t chunk);
+/* Header of chunk idx of frame f; *off and *len get the payload span. */
+void pa_netgw_cam_header(uint8_t out[PA_CAM_HEADER_SIZE], const pa_frame *f,
+                         uint32_t chunk, uint32_t idx, uint32_t count,
+                         uint32_t *off, uint32_t *len);
+
+/* Odom frame sequence number of a tick (docs/CONTRACT.md). */
+uint32_t pa_netgw_odom_seq(uint64_t tick, double feedback_hz, double control_hz);
+
+/* ---- the gateway ---------------------------------------------------------*/
+
+typedef struct pa_netgw_def {
+  unsigned tcp_port;          /* 0 = pick a free port */
+  const char *bind;           /* IPv4 address, "127.0.0.1" */
+  const char *token;          /* NULL or "" = no authentication */
+  double feedback_hz;         /* odom frames per simulated second */
+  unsigned max_clients;
+  unsigned camera_chunk;      /* [bytes] payload per camera datagram */
+  unsigned request_timeout_ms;/* sim round trip before `busy` */
+  size_t max_output;          /* [bytes] pending output before disconnect */
+} pa_netgw_def;
+pa_netgw_def pa_netgw_def_default(void);
+
+typedef struct pa_netgw pa_netgw;
+
+/* Binds the listener and starts the wake-up threads on an attached stack
+ * (which must outlive the gateway). Zeroes camera demand, sets
+ * ctl->tcp_port. NULL with err on failure. */
+pa_netgw *pa_netgw_create(const pa_netgw_def *d, pa_stack *stack, char *err,
+                          size_t err_sz);
+/* The bound TCP port. */
+unsigned pa_netgw_port(const pa_netgw *g);
+/* Runs the event loop until pa_netgw_stop() or SIGINT/SIGTERM (when
+ * handle_signals). Sets health ready = 1 first. */
+int pa_netgw_run(pa_netgw *g, bool handle_signals);
+/* Thread-safe: makes pa_netgw_run return. */
+void pa_netgw_stop(pa_netgw *g);
+/* Joins the threads, closes every client and socket, clears ready. */
+void pa_netgw_destroy(pa_netgw *g);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* PA_NETGW_H */

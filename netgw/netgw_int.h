@@ -1,0 +1,160 @@
+/* netgw_int.h - private to pa_netgw: the structures its modules share. */
+#ifndef PA_NETGW_INT_H
+#define PA_NETGW_INT_H
+
+#include "netgw.h"
+
+#include <event2/event.h>
+#include <event2/bufferevent.h>
+#include <event2/listener.h>
+#include <jansson.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+
+/* ---- udp.c: batched non-blocking sender -------------------------------- */
+
+#define PA_UDP_BATCH 64
+#define PA_UDP_HDR_MAX 40
+
+typedef struct pa_udp_tx {
+  int fd;
+  int n; /* queued datagrams */
+  struct mmsghdr msgs[PA_UDP_BATCH];
+  struct iovec iov[PA_UDP_BATCH][2];
+  struct sockaddr_in addr[PA_UDP_BATCH];
+  uint8_t hdr[PA_UDP_BATCH][PA_UDP_HDR_MAX];
+  uint64_t sent, bytes, dropped;
+} pa_udp_tx;
+
+int pa_udp_tx_open(pa_udp_tx *tx, char *err, size_t err_sz);
+void pa_udp_tx_close(pa_udp_tx *tx);
+/* Queues hdr (copied) + payload (referenced until the next flush). */
+void pa_udp_tx_add(pa_udp_tx *tx, const struct sockaddr_in *to,
+                   const void *hdr, size_t hlen, const void *payload,
+                   size_t plen);
+void pa_udp_tx_flush(pa_udp_tx *tx);
+
+/* ---- bridge.c: a semaphore waited on by a thread, seen as an eventfd ----- */
+
+typedef struct pa_bridge {
+  pthread_t thread;
+  bool started;
+  atomic_bool stop;
+  int efd;
+  struct event *ev;
+  pa_ring *ring; /* ring + reader, or ... */
+  int reader;
+  sem_t *sem;    /* ... a bare semaphore (the reply queue's) */
+  void (*cb)(void *arg);
+  void *arg;
+  uint64_t wakes;
+} pa_bridge;
+
+int pa_bridge_start(pa_bridge *b, struct event_base *base, pa_ring *ring,
+                    int reader, sem_t *sem, void (*cb)(void *), void *arg,
+                    char *err, size_t err_sz);
+void pa_bridge_stop(pa_bridge *b); /* joins the thread (within ~100 ms) */
+
+/* ---- the gateway and its clients ---------------------------------------- */
+
+enum { PEND_NONE = 0, PEND_TEXT, PEND_JSON };
+
+typedef struct pa_client {
+  struct pa_netgw *g;
+  struct bufferevent *bev;
+  uint32_t slot;
+  uint64_t id;               /* (gen << 32) | slot, travels in pa_cmd */
+  struct sockaddr_in peer;
+  uint32_t robot;            /* the robot this connection drives */
+  bool authed;
+  bool kill;                 /* close once the current callback is done */
+  bool discarding;           /* dropping the rest of a too long line */
+  size_t scanned;            /* input bytes already searched for '\n' */
+  uint16_t port[PA_CH_COUNT];/* UDP port per channel, 0 = off */
+  uint32_t sub_robot[PA_CH_COUNT];
+  struct sockaddr_in dest[PA_CH_COUNT];
+  /* The one request waiting for pa-sim; later lines wait in the input. */
+  int pend;
+  uint64_t pend_req;
+  int pend_text;             /* pa_text_kind */
+  int pend_action;           /* json.c action id */
+  uint32_t pend_robot;
+  json_t *jreq;              /* request being answered */
+  json_t *jbatch;            /* batch request, or NULL */
+  json_t *jresponses;        /* batch responses so far */
+  size_t jbatch_i;
+  struct event *timeout_ev;
+} pa_client;
+
+typedef struct pa_netgw {
+  pa_netgw_def def;
+  char token[256];
+  pa_stack *st;
+  pa_ctl *ctl;
+  struct event_base *base;
+  struct evconnlistener *lis;
+  struct event *relisten_ev;
+  unsigned port;
+  pa_client **clients; /* [max_clients] */
+  uint32_t *gens;      /* [max_clients] */
+  unsigned n_clients;
+  pa_udp_tx tx;
+  pa_bridge br_state, br_scan, br_cam, br_reply;
+  int state_reader, scan_reader, cam_reader;
+  pa_ring_cursor state_cur, scan_cur, cam_cur;
+  uint8_t *state_buf, *latest_buf, *scan_buf, *cam_buf;
+  uint32_t state_cap, scan_cap, cam_cap;
+  uint8_t **scan_cache; /* [max_robots] latest pa_scan + ranges, or NULL */
+  uint32_t last_odom_seq;
+  bool have_odom_seq;
+  uint64_t next_req;
+  int stop_fd;
+  struct event *stop_ev, *health_ev, *sig_int, *sig_term;
+  /* map segment, re-attached when ctl->map_gen changes */
+  pa_shm_seg map_seg;
+  const pa_map_block *map;
+  const int8_t *cells;
+  uint32_t map_gen;
+  /* counters */
+  uint64_t loops, steps, busy, late, odom_frames, scan_frames, cam_frames;
+  uint64_t disconnects_slow, refused;
+} pa_netgw;
+
+/* gw.c, for json.c */
+void pa_gw_write(pa_client *c, const char *s, size_t n);
+/* Looks up a robot by id (name NULL) or name: 0 and *info, or -1. */
+int pa_gw_robot(pa_netgw *g, const char *name, long id, pa_robot_info *info,
+                uint32_t *idx);
+/* Copies the obstacle snapshot entry with that name: 0, or -1. */
+int pa_gw_obstacle(pa_netgw *g, const char *name, pa_obstacle_info *info,
+                   uint32_t *idx);
+/* Latest state record; NULL when pa-sim has not written a tick yet. */
+const pa_tick *pa_gw_latest(pa_netgw *g);
+const pa_robot_state *pa_gw_robot_state(const pa_tick *t, uint32_t robot);
+/* Latest scan of a robot from the cache (after draining the ring). */
+const pa_scan *pa_gw_scan(pa_netgw *g, uint32_t robot);
+/* Pushes cmd for this client and makes it wait: 0, or -1 when the queue is
+ * full (the caller answers busy). */
+int pa_gw_push_wait(pa_client *c, pa_cmd *cmd);
+/* Pushes a command nobody waits for: 0, or -1 when full. */
+int pa_gw_push_nowait(pa_client *c, pa_cmd *cmd);
+/* Subscribes (port > 0) or unsubscribes (port 0) a channel of a robot. */
+void pa_gw_subscribe(pa_client *c, int ch, uint32_t robot, uint16_t port);
+/* Map segment, attached or re-attached when pa-sim replaced it. */
+int pa_gw_map(pa_netgw *g, const pa_map_block **map, const int8_t **cells);
+bool pa_gw_token_ok(pa_netgw *g, const char *s);
+
+/* json.c */
+/* Handles one JSON line (may leave the client waiting for pa-sim). */
+void pa_json_line(pa_client *c, const char *line, size_t len);
+/* The sim answered (r) or the wait timed out (r == NULL). */
+void pa_json_complete(pa_client *c, const pa_reply *r);
+/* Releases what a waiting JSON request holds (client closing). */
+void pa_json_release(pa_client *c);
+/* A JSON error line for a line that never parsed. */
+void pa_json_error_line(pa_client *c, pa_status st, const char *msg);
+
+#endif
