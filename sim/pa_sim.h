@@ -1,0 +1,220 @@
+/*
+ * pa_sim.h - the simulation core of pa-sim (library pa_sim), driven directly
+ * by tests and benchmarks; main.c is a thin process around it.
+ *
+ * Immutable model (map, distance field, initial world, rates, seed: read-only
+ * after pa_sim_model_init) vs mutable state (tick, time, robots, obstacles,
+ * mode). pa_sim_step(model, state) advances one tick as a pipeline of timed
+ * phases: kinematics+limits -> collide -> odometry -> sensors. Commands
+ * (pa_sim_apply) and publishing to shared memory (pa_sim_shm_*) are the
+ * driver's phases around it.
+ *
+ * Robot and obstacle records are the shared-memory types of pa_shm.h
+ * (pa_robot_info, pa_robot_state, pa_obstacle_info) so that publishing and
+ * resuming are plain copies.
+ */
+#ifndef PA_SIM_H
+#define PA_SIM_H
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pa_map.h"
+#include "pa_shm.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- definition (flags) -------------------------------------------------- */
+
+typedef struct pa_sim_def {
+  double control_hz;       /* [Hz] default 200 */
+  double scan_hz;          /* [Hz] default 10 */
+  double speed;            /* time scale, 0 = as fast as possible; default 1 */
+  uint64_t seed;           /* default 0 */
+  bool paused;             /* start paused */
+  uint32_t robots;         /* total robots at least this many (extras placed
+                              on free cells); default 1 */
+  uint32_t max_robots;     /* capacity (shm: ctl->def.max_robots); 256 */
+  uint32_t max_obstacles;  /* capacity; 1024 */
+  uint32_t max_beams;      /* capacity per scan; 4096 */
+  /* Laser and camera: applied to every robot when they differ from the
+   * pa_robot_def_default() values, else the world file's values stay. */
+  uint32_t laser_beams;    /* default 360 */
+  double laser_range_min;  /* [m] default 0.15 */
+  double laser_range_max;  /* [m] default 12 */
+  double laser_noise;      /* Gaussian sigma [m], default 0 */
+  uint32_t camera_width, camera_height; /* [px] default 640 x 480 */
+  double camera_fov;       /* [rad] default 60 deg */
+  /* Stage-like odometry error: each robot draws a constant ratio per axis,
+   * uniform in [-e, e], from (seed, id, gen); increments are scaled by
+   * (1 + ratio). All 0 = odometry equals ground truth. */
+  double odom_error[3];    /* x, y, theta ratios */
+} pa_sim_def;
+pa_sim_def pa_sim_def_default(void);
+
+/* ---- model (immutable after init) ---------------------------------------- */
+
+typedef struct pa_sim_model {
+  pa_sim_def def;
+  pa_grid grid;            /* owned copy; cells row 0 = south */
+  bool unknown_blocks;
+  uint8_t *blocked;        /* [width * height] 1 = blocks motion and rays */
+  float *clear;            /* [width * height] distance [cells] from the cell
+                              centre to the nearest blocked cell centre */
+  float *march;            /* [width * height] safe ray step [cells] from any
+                              point of the cell: clear - sqrt(2), >= 0 */
+  double cos_yaw, sin_yaw; /* grid origin yaw */
+  double dt;               /* [s] 1 / control_hz */
+  uint32_t ticks_per_scan; /* round(control_hz / scan_hz), >= 1 */
+  uint32_t beam_cap;       /* max beams of any robot (scan buffer stride) */
+  /* The initial world (RESET goes back to it). */
+  pa_robot_info *robots0;  /* [robot_count0] */
+  uint32_t robot_count0;
+  pa_obstacle_info *obstacles0; /* [obstacle_count0] */
+  uint32_t obstacle_count0;
+  pa_robot_info robot_template; /* defaults for SPAWN_ROBOT */
+} pa_sim_model;
+
+/* Builds the model from a world (robots, obstacles, unknown_blocks) and its
+ * loaded grid (copied). Adds robots up to d->robots on free cells. Errors
+ * name what was wrong ("robot 'r1' at (1, 2) overlaps a wall"). */
+int pa_sim_model_init(pa_sim_model *m, const pa_sim_def *d,
+                      const pa_world *w, const pa_grid *g, char *err,
+                      size_t err_sz);
+void pa_sim_model_free(pa_sim_model *m);
+
+/* ---- state (mutable) ----------------------------------------------------- */
+
+enum { PA_SIM_PH_CMD = 0, PA_SIM_PH_PHYSICS, PA_SIM_PH_SENSORS,
+       PA_SIM_PH_PUBLISH, PA_SIM_PH_COUNT };
+
+typedef struct pa_sim_hash {
+  double cell;             /* [m] bucket size */
+  uint32_t mask;           /* table size - 1 */
+  uint32_t *start;         /* [mask + 2] */
+  uint32_t *items;         /* [max_robots] robot ids sorted by bucket */
+  uint32_t *key;           /* [max_robots] bucket of each robot */
+  uint32_t cap;
+  bool valid;              /* false: positions changed since the build */
+} pa_sim_hash;
+
+typedef struct pa_sim_state {
+  uint64_t tick;           /* ticks since the simulation started */
+  double sim_time;         /* [s] */
+  bool paused;
+  double speed;            /* 0 = as fast as possible */
+  uint32_t cap_robots, cap_obstacles;
+  uint32_t robot_count;    /* highest active robot + 1 */
+  uint32_t obstacle_count; /* highest active obstacle + 1 */
+  pa_robot_info *info;     /* [cap_robots] static properties */
+  pa_robot_state *rs;      /* [cap_robots] dynamic state */
+  pa_obstacle_info *obs;   /* [cap_obstacles] */
+  bool world_dirty;        /* info/obs changed since last published */
+  /* Sensors: the latest scan of each robot. */
+  float *ranges;           /* [cap_robots * beam_cap] [m] */
+  uint64_t *scan_tick;     /* [cap_robots] tick of the latest scan */
+  uint32_t *scan_due;      /* [cap_robots] robots that scanned this tick */
+  uint32_t scan_due_count;
+  float *beam_cos, *beam_sin; /* [beam_cap] relative beam directions */
+  uint32_t beam_table_n;   /* beams the table was built for */
+  pa_sim_hash hash;        /* robot broad phase, rebuilt every tick */
+  int64_t phase_ns[PA_SIM_PH_COUNT]; /* cost of the last tick per phase */
+  uint64_t bumps;          /* robot-ticks limited by a collision */
+} pa_sim_state;
+
+/* Allocates the state for the model and puts it in the initial world. */
+int pa_sim_state_init(const pa_sim_model *m, pa_sim_state *s, char *err,
+                      size_t err_sz);
+void pa_sim_state_free(pa_sim_state *s);
+/* Back to the world's initial state: robots, obstacles, poses, commands,
+ * odometry, noise generators. tick, sim_time and scan seqs continue. */
+void pa_sim_reset(const pa_sim_model *m, pa_sim_state *s);
+
+/* One tick: limits + kinematics + collisions + odometry, then scans for the
+ * robots due (listed in s->scan_due). Advances tick and sim_time. */
+void pa_sim_step(const pa_sim_model *m, pa_sim_state *s);
+
+/* ---- commands ------------------------------------------------------------ */
+
+/* Applies one command (except STEP's ticks, which the driver runs) and fills
+ * the reply (status, msg, tick, sim_time, a = pose where it applies).
+ * Returns the status. */
+pa_status pa_sim_apply(const pa_sim_model *m, pa_sim_state *s,
+                       const pa_cmd *c, pa_reply *r);
+
+/* ---- geometry (used by the step, exposed for tests and benchmarks) ------- */
+
+/* Clearance of a disc of radius r at (x, y): the smallest distance from the
+ * centre to a wall cell, obstacle or other robot (skip = robot to ignore, or
+ * UINT32_MAX), minus r. Negative = overlap. (nx, ny) = unit normal pointing
+ * away from the nearest body (may be NULL). Exact below margin; above it the
+ * value is only a lower bound. */
+double pa_sim_clearance(const pa_sim_model *m, const pa_sim_state *s,
+                        uint32_t skip, double x, double y, double r,
+                        double margin, double *nx, double *ny);
+/* True if robot `id`'s footprint at (x, y) would overlap anything. */
+bool pa_sim_overlaps(const pa_sim_model *m, const pa_sim_state *s,
+                     uint32_t id, double x, double y);
+
+/* Distance [m] along the ray from (x, y) with direction angle `a` to the
+ * first blocked grid cell (the grid's outside counts as blocked), or
+ * range_max when none is closer. _fast marches the distance field and
+ * finishes with an exact traversal; _plain is the reference Amanatides-Woo
+ * traversal. Both return the same value. */
+double pa_sim_cast_fast(const pa_sim_model *m, double x, double y, double dx,
+                        double dy, double range_max);
+double pa_sim_cast_plain(const pa_sim_model *m, double x, double y, double dx,
+                         double dy, double range_max);
+
+/* Casts the full scan of robot `id` at its current pose into out[beams]
+ * (walls, obstacles, other robots, noise). Uses and advances the robot's
+ * noise generator. */
+void pa_sim_scan(const pa_sim_model *m, pa_sim_state *s, uint32_t id,
+                 float *out);
+
+/* Robot id by name or decimal index; UINT32_MAX if none. */
+uint32_t pa_sim_find_robot(const pa_sim_state *s, const char *name);
+
+/* Normal(0, 1) and uniform [0, 1) from a 64-bit generator state. */
+double pa_sim_rng_normal(uint64_t *state);
+double pa_sim_rng_uniform(uint64_t *state);
+
+/* Wraps an angle to [-pi, pi]. */
+double pa_sim_wrap(double a);
+
+/* ---- shared memory driver ------------------------------------------------ */
+
+/* Publishes the map to the stack (map segment). */
+int pa_sim_shm_publish_map(const pa_sim_model *m, pa_stack *st, char *err,
+                           size_t err_sz);
+/* Writes the world snapshot (robots, obstacles) under the seqlock. */
+void pa_sim_shm_publish_world(const pa_sim_state *s, pa_stack *st);
+/* Writes this tick's pa_tick + robot states to the state ring and the due
+ * scans to the scan ring. */
+void pa_sim_shm_publish_tick(const pa_sim_model *m, pa_sim_state *s,
+                             pa_stack *st);
+/* If the stack holds a live world (state records + robots in the snapshot),
+ * loads it into s and returns 1; 0 when there is nothing to resume; negative
+ * with err on a malformed record. */
+int pa_sim_shm_resume(const pa_sim_model *m, pa_sim_state *s, pa_stack *st,
+                      char *err, size_t err_sz);
+
+/* A restarted pa-sim: if ctl->cmd_inflight is set, answers that command with
+ * busy and pops it without applying it. Returns 1 if it did. */
+int pa_sim_shm_answer_inflight(const pa_sim_state *s, pa_stack *st);
+
+/* The process loop: consumes commands at the start of each tick, runs ticks
+ * at control_hz * speed on absolute deadlines (bounded catch-up), blocks on
+ * the command queue while paused, answers STEP after its ticks, publishes
+ * every tick and the health block. Returns when *stop becomes non-zero. */
+void pa_sim_run(const pa_sim_model *m, pa_sim_state *s, pa_stack *st,
+                volatile sig_atomic_t *stop);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* PA_SIM_H */

@@ -1,0 +1,582 @@
+/* sim_geom.c - clearance of discs (collisions) and ray casting (laser)
+ * against the grid, obstacles and robots. */
+#define _GNU_SOURCE
+#include "pa_sim.h"
+#include "sim_int.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+int64_t pa_sim_int_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* World point -> grid frame in cell units. */
+static inline void to_grid(const pa_sim_model *m, double x, double y,
+                           double *gx, double *gy) {
+  double rx = x - m->grid.origin_x, ry = y - m->grid.origin_y;
+  double inv = 1.0 / m->grid.resolution;
+  *gx = (m->cos_yaw * rx + m->sin_yaw * ry) * inv;
+  *gy = (-m->sin_yaw * rx + m->cos_yaw * ry) * inv;
+}
+
+static inline bool cell_blocked(const pa_sim_model *m, int64_t cx,
+                                int64_t cy) {
+  if (cx < 0 || cy < 0 || cx >= (int64_t)m->grid.width ||
+      cy >= (int64_t)m->grid.height)
+    return true;
+  return m->blocked[(size_t)cy * m->grid.width + (size_t)cx] != 0;
+}
+
+/* ---- walls ------------------------------------------------------------ */
+
+double pa_sim_int_wall_clearance(const pa_sim_model *m, double x, double y,
+                                 double reach, double *nx, double *ny) {
+  double gx, gy;
+  to_grid(m, x, y, &gx, &gy);
+  double res = m->grid.resolution;
+  int64_t cx = (int64_t)floor(gx), cy = (int64_t)floor(gy);
+  if (!cell_blocked(m, cx, cy)) {
+    /* Fast path: the distance field bounds the distance from this point. */
+    double ox = gx - ((double)cx + 0.5), oy = gy - ((double)cy + 0.5);
+    double bound = m->clear[(size_t)cy * m->grid.width + (size_t)cx] -
+                   0.70711 - sqrt(ox * ox + oy * oy);
+    if (bound * res >= reach)
+      return bound * res;
+  }
+  /* Exact: nearest point of every blocked cell within reach. */
+  double rc = reach / res + 1.0;
+  int64_t x0 = (int64_t)floor(gx - rc), x1 = (int64_t)floor(gx + rc);
+  int64_t y0 = (int64_t)floor(gy - rc), y1 = (int64_t)floor(gy + rc);
+  double best = INFINITY, bx = 0, by = 0;
+  int64_t bcx = 0, bcy = 0;
+  for (int64_t j = y0; j <= y1; j++) {
+    double ddy = (double)j - gy;
+    if (gy - (double)(j + 1) > ddy)
+      ddy = gy - (double)(j + 1);
+    if (ddy < 0)
+      ddy = 0;
+    if (ddy * ddy >= best)
+      continue;
+    for (int64_t i = x0; i <= x1; i++) {
+      if (!cell_blocked(m, i, j))
+        continue;
+      double ddx = (double)i - gx;
+      if (gx - (double)(i + 1) > ddx)
+        ddx = gx - (double)(i + 1);
+      if (ddx < 0)
+        ddx = 0;
+      double d2 = ddx * ddx + ddy * ddy;
+      if (d2 < best) {
+        best = d2;
+        bcx = i;
+        bcy = j;
+        /* closest point of the cell square to the point */
+        bx = gx < (double)i ? (double)i : gx > (double)(i + 1) ? (double)(i + 1) : gx;
+        by = gy < (double)j ? (double)j : gy > (double)(j + 1) ? (double)(j + 1) : gy;
+      }
+    }
+  }
+  if (best == INFINITY)
+    return reach + res;
+  double d = sqrt(best);
+  if (nx && ny) {
+    double ex = gx - bx, ey = gy - by;
+    if (d < 1e-12) { /* inside a blocked cell: away from its centre */
+      ex = gx - ((double)bcx + 0.5);
+      ey = gy - ((double)bcy + 0.5);
+    }
+    double len = sqrt(ex * ex + ey * ey);
+    if (len < 1e-12) {
+      ex = 1;
+      ey = 0;
+      len = 1;
+    }
+    ex /= len;
+    ey /= len;
+    *nx = m->cos_yaw * ex - m->sin_yaw * ey;
+    *ny = m->sin_yaw * ex + m->cos_yaw * ey;
+  }
+  return d * res;
+}
+
+/* ---- obstacles ----------------------------------------------------------- */
+
+static double obstacle_bound(const pa_obstacle_info *o) {
+  if (o->shape == PA_SHAPE_CIRCLE)
+    return o->radius;
+  return 0.5 * sqrt(o->size_x * o->size_x + o->size_y * o->size_y);
+}
+
+double pa_sim_int_obstacle_dist(const pa_obstacle_info *o, double x, double y,
+                                double *nx, double *ny) {
+  double ex = x - o->x, ey = y - o->y;
+  if (o->shape == PA_SHAPE_CIRCLE) {
+    double len = sqrt(ex * ex + ey * ey);
+    if (nx && ny) {
+      *nx = len > 1e-12 ? ex / len : 1;
+      *ny = len > 1e-12 ? ey / len : 0;
+    }
+    return len - o->radius;
+  }
+  double c = cos(o->theta), s = sin(o->theta);
+  double lx = c * ex + s * ey, ly = -s * ex + c * ey;
+  double hx = 0.5 * o->size_x, hy = 0.5 * o->size_y;
+  double qx = fabs(lx) - hx, qy = fabs(ly) - hy;
+  double d, ux, uy;
+  if (qx > 0 || qy > 0) {
+    double px = qx > 0 ? qx : 0, py = qy > 0 ? qy : 0;
+    d = sqrt(px * px + py * py);
+    ux = (lx < 0 ? -px : px) / d;
+    uy = (ly < 0 ? -py : py) / d;
+  } else if (qx > qy) {
+    d = qx;
+    ux = lx < 0 ? -1 : 1;
+    uy = 0;
+  } else {
+    d = qy;
+    ux = 0;
+    uy = ly < 0 ? -1 : 1;
+  }
+  if (nx && ny) {
+    *nx = c * ux - s * uy;
+    *ny = s * ux + c * uy;
+  }
+  return d;
+}
+
+/* ---- robot broad phase ----------------------------------------------------- */
+
+int pa_sim_int_hash_init(pa_sim_hash *h, uint32_t cap) {
+  memset(h, 0, sizeof *h);
+  uint32_t size = 64;
+  while (size < 2 * cap)
+    size *= 2;
+  h->mask = size - 1;
+  h->cap = cap;
+  h->start = calloc((size_t)size + 1, sizeof *h->start);
+  h->items = calloc(cap, sizeof *h->items);
+  h->key = calloc(cap, sizeof *h->key);
+  return h->start && h->items && h->key ? 0 : -1;
+}
+
+void pa_sim_int_hash_free(pa_sim_hash *h) {
+  free(h->start);
+  free(h->items);
+  free(h->key);
+  memset(h, 0, sizeof *h);
+}
+
+uint32_t pa_sim_int_hash_key(const pa_sim_hash *h, int64_t cx, int64_t cy) {
+  uint32_t k = (uint32_t)cx * 73856093u ^ (uint32_t)cy * 19349663u;
+  return k & h->mask;
+}
+
+void pa_sim_int_hash_build(pa_sim_hash *h, const pa_sim_state *s,
+                           double cell) {
+  h->cell = cell;
+  uint32_t size = h->mask + 1;
+  memset(h->start, 0, ((size_t)size + 1) * sizeof *h->start);
+  for (uint32_t i = 0; i < s->robot_count; i++) {
+    if (!s->info[i].active)
+      continue;
+    uint32_t k = pa_sim_int_hash_key(h, (int64_t)floor(s->rs[i].x / cell),
+                                     (int64_t)floor(s->rs[i].y / cell));
+    h->key[i] = k;
+    h->start[k + 1]++;
+  }
+  for (uint32_t k = 0; k < size; k++)
+    h->start[k + 1] += h->start[k];
+  /* Counting sort, stable in robot order (determinism). */
+  uint32_t *fill = h->start; /* reuse: shift back afterwards */
+  for (uint32_t i = 0; i < s->robot_count; i++)
+    if (s->info[i].active)
+      h->items[fill[h->key[i]]++] = i;
+  for (uint32_t k = size; k > 0; k--)
+    h->start[k] = h->start[k - 1];
+  h->start[0] = 0;
+  h->valid = true;
+}
+
+/* ---- clearance ------------------------------------------------------------ */
+
+static inline void consider_robot(const pa_sim_state *s, uint32_t j,
+                                  uint32_t skip, double x, double y,
+                                  double *best, double *bnx, double *bny) {
+  if (j == skip || !s->info[j].active)
+    return;
+  double ex = x - s->rs[j].x, ey = y - s->rs[j].y;
+  double rr = *best + s->info[j].radius;
+  double d2 = ex * ex + ey * ey;
+  if (d2 >= rr * rr)
+    return;
+  double len = sqrt(d2);
+  double d = len - s->info[j].radius;
+  if (d < *best) {
+    *best = d;
+    /* coincident centres: push along +x, any direction is as good */
+    *bnx = len > 1e-12 ? ex / len : 1;
+    *bny = len > 1e-12 ? ey / len : 0;
+  }
+}
+
+double pa_sim_clearance(const pa_sim_model *m, const pa_sim_state *s,
+                        uint32_t skip, double x, double y, double r,
+                        double margin, double *nx, double *ny) {
+  double reach = r + margin;
+  double wnx = 0, wny = 0;
+  double best = pa_sim_int_wall_clearance(m, x, y, reach, &wnx, &wny);
+  double bnx = wnx, bny = wny;
+  for (uint32_t i = 0; i < s->obstacle_count; i++) {
+    const pa_obstacle_info *o = &s->obs[i];
+    if (!o->active)
+      continue;
+    double ex = x - o->x, ey = y - o->y, lim = best + obstacle_bound(o);
+    if (ex * ex + ey * ey >= lim * lim)
+      continue;
+    double onx, ony;
+    double d = pa_sim_int_obstacle_dist(o, x, y, &onx, &ony);
+    if (d < best) {
+      best = d;
+      bnx = onx;
+      bny = ony;
+    }
+  }
+  const pa_sim_hash *h = &s->hash;
+  if (h->valid) {
+    int64_t cx = (int64_t)floor(x / h->cell), cy = (int64_t)floor(y / h->cell);
+    uint32_t seen[9];
+    int nseen = 0;
+    for (int64_t j = cy - 1; j <= cy + 1; j++)
+      for (int64_t i = cx - 1; i <= cx + 1; i++) {
+        uint32_t k = pa_sim_int_hash_key(h, i, j);
+        bool dup = false;
+        for (int q = 0; q < nseen; q++)
+          dup = dup || seen[q] == k;
+        if (dup)
+          continue;
+        seen[nseen++] = k;
+        for (uint32_t p = h->start[k]; p < h->start[k + 1]; p++)
+          consider_robot(s, h->items[p], skip, x, y, &best, &bnx, &bny);
+      }
+  } else {
+    for (uint32_t j = 0; j < s->robot_count; j++)
+      consider_robot(s, j, skip, x, y, &best, &bnx, &bny);
+  }
+  if (nx && ny) {
+    *nx = bnx;
+    *ny = bny;
+  }
+  return best - r;
+}
+
+bool pa_sim_overlaps(const pa_sim_model *m, const pa_sim_state *s,
+                     uint32_t id, double x, double y) {
+  return pa_sim_clearance(m, s, id, x, y, s->info[id].radius, 0, NULL,
+                          NULL) < 0;
+}
+
+/* ---- ray casting against the grid --------------------------------------- */
+
+/* Ray parameter [cells] where the ray enters cell (cx, cy): the same formula
+ * for both casters so that equal cells give equal ranges, bit for bit. */
+static inline double cell_entry(double ox, double oy, double ix, double iy,
+                                double dx, double dy, int64_t cx, int64_t cy) {
+  double tx = dx > 0 ? ((double)cx - ox) * ix
+              : dx < 0 ? ((double)cx + 1.0 - ox) * ix
+                       : -INFINITY;
+  double ty = dy > 0 ? ((double)cy - oy) * iy
+              : dy < 0 ? ((double)cy + 1.0 - oy) * iy
+                       : -INFINITY;
+  double t = tx > ty ? tx : ty;
+  return t > 0 ? t : 0;
+}
+
+/* One traversal; march enables the distance-field jumps. Everything in cell
+ * units. */
+static inline double cast_cells(const pa_sim_model *m, double ox, double oy,
+                                double dx, double dy, double maxc,
+                                bool march) {
+  const int64_t w = m->grid.width, hgt = m->grid.height;
+  const uint8_t *blk = m->blocked;
+  const float *mf = m->march;
+  int64_t cx = (int64_t)floor(ox), cy = (int64_t)floor(oy);
+  if (cx < 0 || cy < 0 || cx >= w || cy >= hgt || blk[cy * w + cx])
+    return 0;
+  double ix = dx != 0 ? 1.0 / dx : 0, iy = dy != 0 ? 1.0 / dy : 0;
+  int64_t sx = dx > 0 ? 1 : -1, sy = dy > 0 ? 1 : -1;
+  double bxo = dx > 0 ? 1.0 : 0.0, byo = dy > 0 ? 1.0 : 0.0;
+  double t = 0;
+  for (;;) {
+    if (march) {
+      float s = mf[cy * w + cx];
+      if (s >= 1.0f) {
+        t += (double)s;
+        if (t >= maxc)
+          return maxc;
+        cx = (int64_t)floor(ox + t * dx);
+        cy = (int64_t)floor(oy + t * dy);
+        if (cx < 0 || cy < 0 || cx >= w || cy >= hgt || blk[cy * w + cx])
+          goto hit;
+        continue;
+      }
+    }
+    /* One exact step: leave the cell through the nearer boundary. */
+    double tx = dx != 0 ? ((double)cx + bxo - ox) * ix : INFINITY;
+    double ty = dy != 0 ? ((double)cy + byo - oy) * iy : INFINITY;
+    if (tx < ty) {
+      cx += sx;
+      t = tx;
+    } else {
+      cy += sy;
+      t = ty;
+    }
+    if (t >= maxc)
+      return maxc;
+    if (cx < 0 || cy < 0 || cx >= w || cy >= hgt || blk[cy * w + cx])
+      goto hit;
+  }
+hit:;
+  double e = cell_entry(ox, oy, ix, iy, dx, dy, cx, cy);
+  return e < maxc ? e : maxc;
+}
+
+static double cast_world(const pa_sim_model *m, double x, double y, double dx,
+                         double dy, double range_max, bool march) {
+  double gx, gy;
+  to_grid(m, x, y, &gx, &gy);
+  double gdx = m->cos_yaw * dx + m->sin_yaw * dy;
+  double gdy = -m->sin_yaw * dx + m->cos_yaw * dy;
+  double res = m->grid.resolution;
+  double maxc = range_max / res;
+  double t = cast_cells(m, gx, gy, gdx, gdy, maxc, march);
+  return t >= maxc ? range_max : t * res;
+}
+
+double pa_sim_cast_fast(const pa_sim_model *m, double x, double y, double dx,
+                        double dy, double range_max) {
+  return cast_world(m, x, y, dx, dy, range_max, true);
+}
+
+double pa_sim_cast_plain(const pa_sim_model *m, double x, double y, double dx,
+                         double dy, double range_max) {
+  return cast_world(m, x, y, dx, dy, range_max, false);
+}
+
+/* ---- ray casting against shapes ------------------------------------------ */
+
+/* Ray (unit direction) vs circle: distance to the first crossing, 0 if the
+ * origin is inside, INFINITY if missed. */
+static inline double ray_circle(double ox, double oy, double dx, double dy,
+                                double cx, double cy, double r) {
+  double ex = ox - cx, ey = oy - cy;
+  double b = ex * dx + ey * dy;
+  double c = ex * ex + ey * ey - r * r;
+  if (c <= 0)
+    return 0;
+  if (b > 0)
+    return INFINITY;
+  double disc = b * b - c;
+  if (disc < 0)
+    return INFINITY;
+  return -b - sqrt(disc);
+}
+
+static inline double ray_box(double ox, double oy, double dx, double dy,
+                             const pa_obstacle_info *o, double c, double s) {
+  double ex = ox - o->x, ey = oy - o->y;
+  double lx = c * ex + s * ey, ly = -s * ex + c * ey;
+  double ldx = c * dx + s * dy, ldy = -s * dx + c * dy;
+  double hx = 0.5 * o->size_x, hy = 0.5 * o->size_y;
+  double t0 = -INFINITY, t1 = INFINITY;
+  if (ldx != 0) {
+    double a = (-hx - lx) / ldx, b = (hx - lx) / ldx;
+    if (a > b) {
+      double tmp = a;
+      a = b;
+      b = tmp;
+    }
+    t0 = a > t0 ? a : t0;
+    t1 = b < t1 ? b : t1;
+  } else if (lx < -hx || lx > hx) {
+    return INFINITY;
+  }
+  if (ldy != 0) {
+    double a = (-hy - ly) / ldy, b = (hy - ly) / ldy;
+    if (a > b) {
+      double tmp = a;
+      a = b;
+      b = tmp;
+    }
+    t0 = a > t0 ? a : t0;
+    t1 = b < t1 ? b : t1;
+  } else if (ly < -hy || ly > hy) {
+    return INFINITY;
+  }
+  if (t0 > t1 || t1 < 0)
+    return INFINITY;
+  return t0 > 0 ? t0 : 0;
+}
+
+typedef struct scan_ctx {
+  double x, y, c, s;       /* sensor pose */
+  double inc;              /* [rad] */
+  uint32_t beams;
+  double range_max;
+  const float *bc, *bs;    /* relative beam directions */
+  float *out;
+} scan_ctx;
+
+static inline void beam_dir(const scan_ctx *k, uint32_t i, double *dx,
+                            double *dy) {
+  *dx = k->c * k->bc[i] - k->s * k->bs[i];
+  *dy = k->s * k->bc[i] + k->c * k->bs[i];
+}
+
+/* Beam indices [k0, k1] (unwrapped, may run past either end) that can see a
+ * body of bounding radius rb centred at (bx, by). */
+static void shape_window(const scan_ctx *k, double bx, double by, double rb,
+                         int64_t *k0, int64_t *k1) {
+  double ex = bx - k->x, ey = by - k->y;
+  double d = sqrt(ex * ex + ey * ey);
+  if (d <= rb + 1e-9) { /* sensor inside the bound: every beam */
+    *k0 = 0;
+    *k1 = (int64_t)k->beams - 1;
+    return;
+  }
+  double half = asin(rb / d);
+  /* angle of the body in the sensor frame, relative to angle_min = -pi */
+  double phi = atan2(ey, ex) - atan2(k->s, k->c) + M_PI;
+  *k0 = (int64_t)ceil((phi - half) / k->inc) - 1;
+  *k1 = (int64_t)floor((phi + half) / k->inc) + 1;
+  if (*k1 - *k0 >= (int64_t)k->beams) {
+    *k0 = 0;
+    *k1 = (int64_t)k->beams - 1;
+  }
+}
+
+static void scan_circle(const scan_ctx *k, double cx, double cy, double r) {
+  double ex = cx - k->x, ey = cy - k->y;
+  double lim = k->range_max + r;
+  if (ex * ex + ey * ey >= lim * lim)
+    return;
+  int64_t k0, k1;
+  shape_window(k, cx, cy, r, &k0, &k1);
+  int64_t n = (int64_t)k->beams;
+  for (int64_t q = k0; q <= k1; q++) {
+    uint32_t i = (uint32_t)(((q % n) + n) % n);
+    double dx, dy;
+    beam_dir(k, i, &dx, &dy);
+    double t = ray_circle(k->x, k->y, dx, dy, cx, cy, r);
+    if (t < (double)k->out[i])
+      k->out[i] = (float)t;
+  }
+}
+
+static void scan_box(const scan_ctx *k, const pa_obstacle_info *o) {
+  double rb = obstacle_bound(o);
+  double ex = o->x - k->x, ey = o->y - k->y;
+  double lim = k->range_max + rb;
+  if (ex * ex + ey * ey >= lim * lim)
+    return;
+  int64_t k0, k1;
+  shape_window(k, o->x, o->y, rb, &k0, &k1);
+  double c = cos(o->theta), s = sin(o->theta);
+  int64_t n = (int64_t)k->beams;
+  for (int64_t q = k0; q <= k1; q++) {
+    uint32_t i = (uint32_t)(((q % n) + n) % n);
+    double dx, dy;
+    beam_dir(k, i, &dx, &dy);
+    double t = ray_box(k->x, k->y, dx, dy, o, c, s);
+    if (t < (double)k->out[i])
+      k->out[i] = (float)t;
+  }
+}
+
+void pa_sim_scan(const pa_sim_model *m, pa_sim_state *s, uint32_t id,
+                 float *out) {
+  const pa_robot_info *ri = &s->info[id];
+  pa_robot_state *r = &s->rs[id];
+  uint32_t beams = ri->laser_beams;
+  if (beams > m->beam_cap)
+    beams = m->beam_cap;
+  double inc = 2.0 * M_PI / beams;
+  if (s->beam_table_n != beams) {
+    for (uint32_t i = 0; i < beams; i++) {
+      double a = -M_PI + inc * i;
+      s->beam_cos[i] = (float)cos(a);
+      s->beam_sin[i] = (float)sin(a);
+    }
+    s->beam_table_n = beams;
+  }
+  double rmax = ri->laser_range_max, rmin = ri->laser_range_min;
+  scan_ctx k = {r->x, r->y, cos(r->theta), sin(r->theta), inc, beams, rmax,
+                s->beam_cos, s->beam_sin, out};
+  /* Walls: grid frame once for the whole scan. */
+  double gx, gy;
+  to_grid(m, r->x, r->y, &gx, &gy);
+  double res = m->grid.resolution, maxc = rmax / res;
+  double gc = m->cos_yaw * k.c + m->sin_yaw * k.s;
+  double gs = -m->sin_yaw * k.c + m->cos_yaw * k.s;
+  for (uint32_t i = 0; i < beams; i++) {
+    double dx = gc * k.bc[i] - gs * k.bs[i];
+    double dy = gs * k.bc[i] + gc * k.bs[i];
+    double t = cast_cells(m, gx, gy, dx, dy, maxc, true);
+    out[i] = t >= maxc ? (float)rmax : (float)(t * res);
+  }
+  /* Obstacles and other robots: only the beams their bounds subtend. */
+  for (uint32_t i = 0; i < s->obstacle_count; i++) {
+    const pa_obstacle_info *o = &s->obs[i];
+    if (!o->active)
+      continue;
+    if (o->shape == PA_SHAPE_CIRCLE)
+      scan_circle(&k, o->x, o->y, o->radius);
+    else
+      scan_box(&k, o);
+  }
+  const pa_sim_hash *h = &s->hash;
+  int64_t span = h->valid ? (int64_t)ceil((rmax + 2.0) / h->cell) : 0;
+  if (h->valid && (2 * span + 1) * (2 * span + 1) < (int64_t)s->robot_count) {
+    int64_t cx = (int64_t)floor(r->x / h->cell);
+    int64_t cy = (int64_t)floor(r->y / h->cell);
+    /* Buckets can alias; a robot seen twice just intersects twice. */
+    for (int64_t j = cy - span; j <= cy + span; j++)
+      for (int64_t i = cx - span; i <= cx + span; i++) {
+        uint32_t key = pa_sim_int_hash_key(h, i, j);
+        for (uint32_t p = h->start[key]; p < h->start[key + 1]; p++) {
+          uint32_t o = h->items[p];
+          if (o == id || !s->info[o].active)
+            continue;
+          int64_t ocx = (int64_t)floor(s->rs[o].x / h->cell);
+          int64_t ocy = (int64_t)floor(s->rs[o].y / h->cell);
+          if (ocx != i || ocy != j) /* aliased bucket: its own cell visits it */
+            continue;
+          scan_circle(&k, s->rs[o].x, s->rs[o].y, s->info[o].radius);
+        }
+      }
+  } else {
+    for (uint32_t o = 0; o < s->robot_count; o++)
+      if (o != id && s->info[o].active)
+        scan_circle(&k, s->rs[o].x, s->rs[o].y, s->info[o].radius);
+  }
+  /* Clamp and noise: only returns get noise; no return stays range_max. */
+  double sigma = ri->laser_noise;
+  for (uint32_t i = 0; i < beams; i++) {
+    double v = out[i];
+    if (v >= rmax) {
+      out[i] = (float)rmax;
+      continue;
+    }
+    if (sigma > 0)
+      v += sigma * pa_sim_rng_normal(&r->rng);
+    if (v < rmin)
+      v = rmin;
+    if (v > rmax)
+      v = rmax;
+    out[i] = (float)v;
+  }
+}

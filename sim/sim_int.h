@@ -1,0 +1,36 @@
+/* sim_int.h - private helpers shared by the files of pa_sim. */
+#ifndef PA_SIM_INT_H
+#define PA_SIM_INT_H
+
+#include "pa_sim.h"
+
+/* Generator state derived from (seed, a, b). */
+uint64_t pa_sim_int_seed(uint64_t seed, uint64_t a, uint64_t b);
+
+/* Distance [m] from (x, y) to the nearest blocked cell region, exact when it
+ * is below reach, otherwise some value >= reach. (nx, ny): unit normal away
+ * from it (world frame), only set when exact. */
+double pa_sim_int_wall_clearance(const pa_sim_model *m, double x, double y,
+                                 double reach, double *nx, double *ny);
+/* Signed distance [m] from (x, y) to an obstacle's surface (negative
+ * inside), with the outward normal. */
+double pa_sim_int_obstacle_dist(const pa_obstacle_info *o, double x, double y,
+                                double *nx, double *ny);
+
+/* Broad phase of robots: uniform grid hashed into a table. */
+int pa_sim_int_hash_init(pa_sim_hash *h, uint32_t cap);
+void pa_sim_int_hash_free(pa_sim_hash *h);
+void pa_sim_int_hash_build(pa_sim_hash *h, const pa_sim_state *s,
+                           double cell);
+/* Bucket of a point's cell. */
+uint32_t pa_sim_int_hash_key(const pa_sim_hash *h, int64_t cx, int64_t cy);
+
+/* Puts robot id (info[id] already set) at a pose with zero velocities and
+ * commands; keeps its scan_seq. */
+void pa_sim_int_robot_place(const pa_sim_model *m, pa_sim_state *s,
+                            uint32_t id, double x, double y, double theta);
+
+/* Monotonic clock [ns]. */
+int64_t pa_sim_int_now(void);
+
+#endif

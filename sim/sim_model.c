@@ -1,0 +1,484 @@
+/* sim_model.c - the immutable model (grid, distance field, initial world) and
+ * the mutable state's allocation and reset. */
+#include "pa_sim.h"
+#include "sim_int.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+pa_sim_def pa_sim_def_default(void) {
+  pa_sim_def d;
+  memset(&d, 0, sizeof d);
+  d.control_hz = 200;
+  d.scan_hz = 10;
+  d.speed = 1;
+  d.robots = 1;
+  d.max_robots = 256;
+  d.max_obstacles = 1024;
+  d.max_beams = 4096;
+  d.laser_beams = 360;
+  d.laser_range_min = 0.15;
+  d.laser_range_max = 12.0;
+  d.laser_noise = 0;
+  d.camera_width = 640;
+  d.camera_height = 480;
+  d.camera_fov = 60.0 * M_PI / 180.0;
+  return d;
+}
+
+/* ---- random numbers (splitmix64: one 64-bit word of state, resumable) ---- */
+
+static uint64_t rng_next(uint64_t *s) {
+  uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+double pa_sim_rng_uniform(uint64_t *s) {
+  return (double)(rng_next(s) >> 11) * (1.0 / 9007199254740992.0);
+}
+
+double pa_sim_rng_normal(uint64_t *s) {
+  /* Box-Muller, one value per call so the state alone says where we are. */
+  double u1 = pa_sim_rng_uniform(s), u2 = pa_sim_rng_uniform(s);
+  if (u1 < 1e-300)
+    u1 = 1e-300;
+  return sqrt(-2.0 * log(u1)) * cos(2.0 * M_PI * u2);
+}
+
+uint64_t pa_sim_int_seed(uint64_t seed, uint64_t a, uint64_t b) {
+  uint64_t s = seed ^ (a * 0xD1B54A32D192ED03ull) ^ (b * 0x8CB92BA72F3D8DD7ull);
+  rng_next(&s);
+  return s;
+}
+
+double pa_sim_wrap(double a) {
+  if (a >= -M_PI && a <= M_PI)
+    return a;
+  a = fmod(a + M_PI, 2.0 * M_PI);
+  if (a < 0)
+    a += 2.0 * M_PI;
+  return a - M_PI;
+}
+
+/* ---- robot and obstacle records ------------------------------------------ */
+
+static void robot_info_from_def(pa_robot_info *ri, const pa_robot_def *rd,
+                                const pa_sim_def *d) {
+  memset(ri, 0, sizeof *ri);
+  snprintf(ri->name, sizeof ri->name, "%s", rd->name);
+  ri->active = 1;
+  ri->gen = 1;
+  ri->drive = rd->drive == PA_DRIVE_OMNI ? PA_DRIVE_OMNI : PA_DRIVE_DIFF;
+  ri->radius = (float)rd->radius;
+  ri->height = (float)rd->height;
+  ri->head_height = (float)rd->head_height;
+  memcpy(ri->colour, rd->colour, 4);
+  ri->max_v = (float)rd->max_v;
+  ri->max_vy = (float)rd->max_vy;
+  ri->max_w = (float)rd->max_w;
+  ri->acc_v = (float)rd->acc_v;
+  ri->dec_v = (float)rd->dec_v;
+  ri->acc_w = (float)rd->acc_w;
+  ri->dec_w = (float)rd->dec_w;
+  ri->head_limit = (float)rd->head_limit;
+  ri->max_head_rate = (float)rd->max_head_rate;
+  pa_robot_def dflt = pa_robot_def_default();
+  /* A flag that differs from the built-in default wins over the world. */
+  ri->laser_beams = d->laser_beams != dflt.laser.beams ? d->laser_beams
+                                                       : rd->laser.beams;
+  ri->laser_range_min = (float)(d->laser_range_min != dflt.laser.range_min
+                                    ? d->laser_range_min
+                                    : rd->laser.range_min);
+  ri->laser_range_max = (float)(d->laser_range_max != dflt.laser.range_max
+                                    ? d->laser_range_max
+                                    : rd->laser.range_max);
+  ri->laser_noise = (float)(d->laser_noise != dflt.laser.noise
+                                ? d->laser_noise
+                                : rd->laser.noise);
+  ri->cam_width = (uint16_t)(d->camera_width != dflt.camera.width
+                                 ? d->camera_width
+                                 : rd->camera.width);
+  ri->cam_height = (uint16_t)(d->camera_height != dflt.camera.height
+                                  ? d->camera_height
+                                  : rd->camera.height);
+  ri->cam_fov = (float)(fabs(d->camera_fov - dflt.camera.fov) > 1e-9
+                            ? d->camera_fov
+                            : rd->camera.fov);
+  ri->start_x = rd->x;
+  ri->start_y = rd->y;
+  ri->start_theta = pa_sim_wrap(rd->theta);
+}
+
+static void obstacle_info_from_def(pa_obstacle_info *oi,
+                                   const pa_obstacle_def *od) {
+  memset(oi, 0, sizeof *oi);
+  snprintf(oi->name, sizeof oi->name, "%s", od->name);
+  oi->active = 1;
+  oi->gen = 1;
+  oi->shape = od->shape == PA_SHAPE_CIRCLE ? PA_SHAPE_CIRCLE : PA_SHAPE_BOX;
+  oi->height = (float)od->height;
+  oi->x = od->x;
+  oi->y = od->y;
+  oi->theta = od->theta;
+  oi->size_x = od->size_x;
+  oi->size_y = od->size_y;
+  oi->radius = od->radius;
+  memcpy(oi->colour, od->colour, 4);
+}
+
+/* Robot record sanity; the message names the robot and the field. */
+static int check_robot(const pa_robot_info *ri, const pa_sim_def *d,
+                       char *err, size_t err_sz) {
+  const char *bad = NULL;
+  if (!(ri->radius > 0.01f && ri->radius < 10.0f))
+    bad = "radius must be in (0.01, 10) m";
+  else if (!(ri->max_v >= 0 && ri->max_vy >= 0 && ri->max_w >= 0))
+    bad = "max_v, max_vy, max_w must be >= 0";
+  else if (!(ri->acc_v > 0 && ri->dec_v > 0 && ri->acc_w > 0 && ri->dec_w > 0))
+    bad = "acceleration limits must be > 0";
+  else if (!(ri->head_limit >= 0 && ri->max_head_rate >= 0))
+    bad = "head_limit and max_head_rate must be >= 0";
+  else if (ri->laser_beams < 1 || ri->laser_beams > d->max_beams)
+    bad = "laser beams must be in [1, max_beams]";
+  else if (!(ri->laser_range_min >= 0 &&
+             ri->laser_range_max > ri->laser_range_min &&
+             ri->laser_range_max <= 1000.0f))
+    bad = "laser ranges must satisfy 0 <= range_min < range_max <= 1000";
+  else if (!(ri->laser_noise >= 0 && ri->laser_noise < 10.0f))
+    bad = "laser noise must be in [0, 10) m";
+  else if (!isfinite(ri->start_x) || !isfinite(ri->start_y) ||
+           !isfinite(ri->start_theta))
+    bad = "start pose must be finite";
+  if (bad) {
+    snprintf(err, err_sz, "robot '%s': %s", ri->name, bad);
+    return -1;
+  }
+  return 0;
+}
+
+static int check_obstacle(const pa_obstacle_info *o, char *err,
+                          size_t err_sz) {
+  bool ok = isfinite(o->x) && isfinite(o->y) && isfinite(o->theta);
+  if (o->shape == PA_SHAPE_CIRCLE)
+    ok = ok && o->radius > 0 && o->radius < 1e4;
+  else
+    ok = ok && o->size_x > 0 && o->size_y > 0 && o->size_x < 1e4 &&
+         o->size_y < 1e4;
+  if (!ok) {
+    snprintf(err, err_sz,
+             "obstacle '%s': pose must be finite and its size > 0", o->name);
+    return -1;
+  }
+  return 0;
+}
+
+/* ---- model ---------------------------------------------------------------- */
+
+static int build_fields(pa_sim_model *m, char *err, size_t err_sz) {
+  const pa_grid *g = &m->grid;
+  size_t n = (size_t)g->width * g->height;
+  m->blocked = malloc(n);
+  m->clear = malloc(n * sizeof(float));
+  m->march = malloc(n * sizeof(float));
+  if (!m->blocked || !m->clear || !m->march) {
+    snprintf(err, err_sz, "out of memory for a %ux%u map", g->width,
+             g->height);
+    return -1;
+  }
+  for (size_t i = 0; i < n; i++) {
+    int8_t c = g->cells[i];
+    m->blocked[i] = (c >= g->occupied_min) || (c < 0 && m->unknown_blocks);
+  }
+  pa_dist dist;
+  memset(&dist, 0, sizeof dist);
+  if (pa_dist_build(g, m->unknown_blocks, &dist, err, err_sz) != 0)
+    return -1;
+  for (size_t i = 0; i < n; i++) {
+    float c = (float)(dist.d[i] / g->resolution);
+    m->clear[i] = c;
+    /* From any point of this cell to any point of a blocked cell. */
+    float s = c - 1.41422f;
+    m->march[i] = s > 0 ? s : 0;
+  }
+  pa_dist_free(&dist);
+  return 0;
+}
+
+static bool model_robot_free(const pa_sim_model *m, const pa_robot_info *list,
+                             uint32_t count, const pa_obstacle_info *obs,
+                             uint32_t nobs, double x, double y, double r,
+                             double margin) {
+  if (pa_sim_int_wall_clearance(m, x, y, r + margin, NULL, NULL) < r + margin)
+    return false;
+  for (uint32_t i = 0; i < nobs; i++)
+    if (pa_sim_int_obstacle_dist(&obs[i], x, y, NULL, NULL) < r + margin)
+      return false;
+  for (uint32_t i = 0; i < count; i++) {
+    double dx = list[i].start_x - x, dy = list[i].start_y - y;
+    double rr = list[i].radius + r + margin;
+    if (dx * dx + dy * dy < rr * rr)
+      return false;
+  }
+  return true;
+}
+
+int pa_sim_model_init(pa_sim_model *m, const pa_sim_def *d,
+                      const pa_world *w, const pa_grid *g, char *err,
+                      size_t err_sz) {
+  memset(m, 0, sizeof *m);
+  m->def = *d;
+  if (!(d->control_hz >= 1 && d->control_hz <= 100000)) {
+    snprintf(err, err_sz, "control_hz must be in [1, 100000], got %g",
+             d->control_hz);
+    return -1;
+  }
+  if (!(d->scan_hz > 0 && d->scan_hz <= d->control_hz)) {
+    snprintf(err, err_sz, "scan_hz must be in (0, control_hz], got %g",
+             d->scan_hz);
+    return -1;
+  }
+  if (!g || !g->cells || g->width == 0 || g->height == 0 ||
+      !(g->resolution > 0)) {
+    snprintf(err, err_sz, "the map is empty or has no resolution");
+    return -1;
+  }
+  size_t n = (size_t)g->width * g->height;
+  m->grid = *g;
+  m->grid.cells = malloc(n);
+  if (!m->grid.cells) {
+    snprintf(err, err_sz, "out of memory for a %ux%u map", g->width,
+             g->height);
+    return -1;
+  }
+  memcpy(m->grid.cells, g->cells, n);
+  m->unknown_blocks = w->unknown_blocks;
+  m->cos_yaw = cos(g->origin_yaw);
+  m->sin_yaw = sin(g->origin_yaw);
+  m->dt = 1.0 / d->control_hz;
+  double tps = floor(d->control_hz / d->scan_hz + 0.5);
+  m->ticks_per_scan = tps < 1 ? 1 : (uint32_t)tps;
+  if (build_fields(m, err, err_sz) != 0)
+    goto fail;
+
+  pa_robot_def tmpl = pa_robot_def_default();
+  robot_info_from_def(&m->robot_template, &tmpl, d);
+  if (check_robot(&m->robot_template, d, err, err_sz) != 0)
+    goto fail;
+
+  m->obstacle_count0 = (uint32_t)w->obstacle_count;
+  if (w->obstacle_count > d->max_obstacles) {
+    snprintf(err, err_sz, "the world has %zu obstacles, max_obstacles is %u",
+             w->obstacle_count, d->max_obstacles);
+    goto fail;
+  }
+  m->obstacles0 = calloc(w->obstacle_count + 1, sizeof *m->obstacles0);
+  if (!m->obstacles0)
+    goto oom;
+  for (size_t i = 0; i < w->obstacle_count; i++) {
+    obstacle_info_from_def(&m->obstacles0[i], &w->obstacles[i]);
+    if (!m->obstacles0[i].name[0])
+      snprintf(m->obstacles0[i].name, sizeof m->obstacles0[i].name,
+               "obstacle%zu", i);
+    if (check_obstacle(&m->obstacles0[i], err, err_sz) != 0)
+      goto fail;
+  }
+
+  uint32_t total = (uint32_t)w->robot_count;
+  if (d->robots > total)
+    total = d->robots;
+  if (total > d->max_robots) {
+    snprintf(err, err_sz, "%u robots requested, max_robots is %u", total,
+             d->max_robots);
+    goto fail;
+  }
+  m->robots0 = calloc(total + 1, sizeof *m->robots0);
+  if (!m->robots0)
+    goto oom;
+  m->beam_cap = m->robot_template.laser_beams;
+  for (uint32_t i = 0; i < (uint32_t)w->robot_count; i++) {
+    pa_robot_info *ri = &m->robots0[i];
+    robot_info_from_def(ri, &w->robots[i], d);
+    if (!ri->name[0])
+      snprintf(ri->name, sizeof ri->name, "robot%u", i);
+    if (check_robot(ri, d, err, err_sz) != 0)
+      goto fail;
+    for (uint32_t j = 0; j < i; j++)
+      if (!strcmp(m->robots0[j].name, ri->name)) {
+        snprintf(err, err_sz, "two robots are named '%s'", ri->name);
+        goto fail;
+      }
+    if (!model_robot_free(m, m->robots0, i, m->obstacles0, m->obstacle_count0,
+                          ri->start_x, ri->start_y, ri->radius, 0)) {
+      snprintf(err, err_sz,
+               "robot '%s' at (%g, %g) overlaps a wall, an obstacle or "
+               "another robot",
+               ri->name, ri->start_x, ri->start_y);
+      goto fail;
+    }
+    if (ri->laser_beams > m->beam_cap)
+      m->beam_cap = ri->laser_beams;
+  }
+  /* Extra robots on free cells: seeded random probes, then a full sweep. */
+  uint64_t rng = pa_sim_int_seed(d->seed, 0x706c616365ull, 0);
+  for (uint32_t i = (uint32_t)w->robot_count; i < total; i++) {
+    pa_robot_info *ri = &m->robots0[i];
+    *ri = m->robot_template;
+    snprintf(ri->name, sizeof ri->name, "robot%u", i);
+    for (uint32_t j = 0; j < i; j++)
+      if (!strcmp(m->robots0[j].name, ri->name))
+        snprintf(ri->name, sizeof ri->name, "robot%u_%u", i, j);
+    bool placed = false;
+    double r = ri->radius, margin = 0.05;
+    for (int tries = 0; tries < 20000 && !placed; tries++) {
+      uint32_t cx = (uint32_t)(pa_sim_rng_uniform(&rng) * g->width);
+      uint32_t cy = (uint32_t)(pa_sim_rng_uniform(&rng) * g->height);
+      if (m->clear[(size_t)cy * g->width + cx] * g->resolution < r + margin)
+        continue;
+      double x, y;
+      pa_grid_cell_center(&m->grid, (int)cx, (int)cy, &x, &y);
+      if (model_robot_free(m, m->robots0, i, m->obstacles0,
+                           m->obstacle_count0, x, y, r, margin)) {
+        ri->start_x = x;
+        ri->start_y = y;
+        ri->start_theta = pa_sim_wrap(2.0 * M_PI * pa_sim_rng_uniform(&rng));
+        placed = true;
+      }
+    }
+    for (uint32_t cy = 0; cy < g->height && !placed; cy++)
+      for (uint32_t cx = 0; cx < g->width && !placed; cx++) {
+        double x, y;
+        pa_grid_cell_center(&m->grid, (int)cx, (int)cy, &x, &y);
+        if (model_robot_free(m, m->robots0, i, m->obstacles0,
+                             m->obstacle_count0, x, y, r, margin)) {
+          ri->start_x = x;
+          ri->start_y = y;
+          placed = true;
+        }
+      }
+    if (!placed) {
+      snprintf(err, err_sz, "no free place on the map for robot %u of %u", i,
+               total);
+      goto fail;
+    }
+  }
+  m->robot_count0 = total;
+  return 0;
+oom:
+  snprintf(err, err_sz, "out of memory");
+fail:
+  pa_sim_model_free(m);
+  return -1;
+}
+
+void pa_sim_model_free(pa_sim_model *m) {
+  free(m->grid.cells);
+  free(m->blocked);
+  free(m->clear);
+  free(m->march);
+  free(m->robots0);
+  free(m->obstacles0);
+  memset(m, 0, sizeof *m);
+}
+
+/* ---- state ---------------------------------------------------------------- */
+
+int pa_sim_state_init(const pa_sim_model *m, pa_sim_state *s, char *err,
+                      size_t err_sz) {
+  memset(s, 0, sizeof *s);
+  s->cap_robots = m->def.max_robots;
+  s->cap_obstacles = m->def.max_obstacles;
+  size_t nr = s->cap_robots ? s->cap_robots : 1;
+  size_t no = s->cap_obstacles ? s->cap_obstacles : 1;
+  s->info = calloc(nr, sizeof *s->info);
+  s->rs = calloc(nr, sizeof *s->rs);
+  s->obs = calloc(no, sizeof *s->obs);
+  s->ranges = calloc(nr * m->beam_cap, sizeof(float));
+  s->scan_tick = calloc(nr, sizeof *s->scan_tick);
+  s->scan_due = calloc(nr, sizeof *s->scan_due);
+  s->beam_cos = calloc(m->beam_cap, sizeof(float));
+  s->beam_sin = calloc(m->beam_cap, sizeof(float));
+  if (!s->info || !s->rs || !s->obs || !s->ranges || !s->scan_tick ||
+      !s->scan_due || !s->beam_cos || !s->beam_sin ||
+      pa_sim_int_hash_init(&s->hash, (uint32_t)nr) != 0) {
+    snprintf(err, err_sz, "out of memory for %u robots", s->cap_robots);
+    pa_sim_state_free(s);
+    return -1;
+  }
+  s->paused = m->def.paused;
+  s->speed = m->def.speed;
+  pa_sim_reset(m, s);
+  return 0;
+}
+
+void pa_sim_state_free(pa_sim_state *s) {
+  free(s->info);
+  free(s->rs);
+  free(s->obs);
+  free(s->ranges);
+  free(s->scan_tick);
+  free(s->scan_due);
+  free(s->beam_cos);
+  free(s->beam_sin);
+  pa_sim_int_hash_free(&s->hash);
+  memset(s, 0, sizeof *s);
+}
+
+void pa_sim_int_robot_place(const pa_sim_model *m, pa_sim_state *s,
+                            uint32_t id, double x, double y, double theta) {
+  pa_robot_state *r = &s->rs[id];
+  uint32_t scan_seq = r->scan_seq;
+  memset(r, 0, sizeof *r);
+  r->id = id;
+  r->gen = s->info[id].gen;
+  r->flags = PA_RS_ACTIVE;
+  r->scan_seq = scan_seq;
+  r->x = r->odom_x = x;
+  r->y = r->odom_y = y;
+  r->theta = r->odom_theta = pa_sim_wrap(theta);
+  r->rng = pa_sim_int_seed(m->def.seed, id, s->info[id].gen);
+}
+
+void pa_sim_reset(const pa_sim_model *m, pa_sim_state *s) {
+  uint32_t old_count = s->robot_count;
+  for (uint32_t i = 0; i < s->cap_robots; i++) {
+    uint32_t gen = s->info[i].gen;
+    if (i < m->robot_count0) {
+      s->info[i] = m->robots0[i];
+      /* A slot that held another robot since start gets a new generation. */
+      s->info[i].gen = gen > m->robots0[i].gen ? gen + 1 : m->robots0[i].gen;
+      pa_sim_int_robot_place(m, s, i, s->info[i].start_x, s->info[i].start_y,
+                             s->info[i].start_theta);
+    } else if (i < old_count || s->info[i].active) {
+      s->info[i].active = 0;
+      s->rs[i].flags = 0;
+    }
+  }
+  s->robot_count = m->robot_count0;
+  for (uint32_t i = 0; i < s->cap_obstacles; i++) {
+    uint32_t gen = s->obs[i].gen;
+    if (i < m->obstacle_count0) {
+      s->obs[i] = m->obstacles0[i];
+      s->obs[i].gen = gen > m->obstacles0[i].gen ? gen + 1
+                                                 : m->obstacles0[i].gen;
+    } else if (s->obs[i].active) {
+      s->obs[i].active = 0;
+    }
+  }
+  s->obstacle_count = m->obstacle_count0;
+  s->world_dirty = true;
+}
+
+uint32_t pa_sim_find_robot(const pa_sim_state *s, const char *name) {
+  for (uint32_t i = 0; i < s->robot_count; i++)
+    if (s->info[i].active && !strcmp(s->info[i].name, name))
+      return i;
+  char *end = NULL;
+  unsigned long v = strtoul(name, &end, 10);
+  if (*name && !*end && v < s->robot_count && s->info[v].active)
+    return (uint32_t)v;
+  return UINT32_MAX;
+}

@@ -1,0 +1,218 @@
+/* sim_run.c - the fixed-rate process loop of pa-sim: commands at the start of
+ * each tick, absolute deadlines on CLOCK_MONOTONIC, lockstep STEP, health. */
+#define _GNU_SOURCE
+#include "pa_sim.h"
+#include "sim_int.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "pa_util.h"
+
+#define CATCH_UP_TICKS 10            /* behind by more: re-sync */
+#define HEALTH_PERIOD_NS 100000000LL /* 100 ms */
+#define PAUSED_WAIT_NS 100000000LL   /* wake to notice SIGTERM */
+
+typedef struct run_ctx {
+  const pa_sim_model *m;
+  pa_sim_state *s;
+  pa_stack *st;
+  pa_lat *lat;             /* tick start-to-start periods [ns] */
+  int64_t last_start;      /* 0 = no previous tick to measure from */
+  int64_t last_health;
+  uint64_t overruns;
+  uint64_t cmds;
+  uint64_t scans;
+  double phase_ewma[PA_SIM_PH_COUNT]; /* [ns] */
+  bool stepping;           /* a STEP command is being run */
+  pa_cmd step_cmd;
+  uint64_t step_left;
+} run_ctx;
+
+static void set_inflight(pa_ctl *ctl, uint64_t v) {
+  __atomic_store_n(&ctl->cmd_inflight, v, __ATOMIC_SEQ_CST);
+}
+
+/* Replies are pushed only while the reply queue has room (checked before
+ * consuming), so a push cannot fail here. */
+static void finish_cmd(pa_stack *st, const pa_cmd *c, const pa_reply *r) {
+  if (!(c->flags & PA_CMDF_NO_REPLY) && pa_queue_push(st->reply, r) != 0)
+    pa_warn("reply queue full: dropped the reply to request %llu",
+            (unsigned long long)c->request_id);
+  pa_queue_pop(st->cmd);
+  set_inflight(st->ctl, 0);
+}
+
+int pa_sim_shm_answer_inflight(const pa_sim_state *s, pa_stack *st) {
+  uint64_t inflight = __atomic_load_n(&st->ctl->cmd_inflight, __ATOMIC_SEQ_CST);
+  if (!inflight)
+    return 0;
+  pa_cmd c;
+  int64_t pos = pa_queue_peek(st->cmd, &c);
+  if (pos < 0 || (uint64_t)pos + 1 != inflight) {
+    /* Already popped before the crash: nothing left to answer. */
+    set_inflight(st->ctl, 0);
+    return 0;
+  }
+  pa_reply r;
+  memset(&r, 0, sizeof r);
+  r.client_id = c.client_id;
+  r.request_id = c.request_id;
+  r.op = c.op;
+  r.status = PA_ERR_BUSY;
+  r.tick = s->tick;
+  r.sim_time = s->sim_time;
+  snprintf(r.msg, sizeof r.msg,
+           "simulator restarted while applying this command");
+  finish_cmd(st, &c, &r);
+  pa_warn("answered in-flight command %llu (op %u) with busy after a restart",
+          (unsigned long long)c.request_id, c.op);
+  return 1;
+}
+
+/* Commands that move things outside a tick get a state record at once, so a
+ * reader asking right after the reply sees the change. */
+static bool changes_state(uint32_t op) {
+  return op == PA_OP_TELEPORT || op == PA_OP_RESET || op == PA_OP_SPAWN_ROBOT ||
+         op == PA_OP_REMOVE_ROBOT || op == PA_OP_PAUSE || op == PA_OP_RESUME ||
+         op == PA_OP_SPEED;
+}
+
+static void consume(run_ctx *k) {
+  pa_stack *st = k->st;
+  while (!k->stepping && pa_queue_space(st->reply) > 0) {
+    pa_cmd c;
+    int64_t pos = pa_queue_peek(st->cmd, &c);
+    if (pos < 0)
+      break;
+    set_inflight(st->ctl, (uint64_t)pos + 1);
+    c.name[sizeof c.name - 1] = 0;
+    pa_reply r;
+    pa_status rc = pa_sim_apply(k->m, k->s, &c, &r);
+    k->cmds++;
+    if (c.op == PA_OP_STEP && rc == PA_OK) {
+      /* Answered after its ticks; stays at the queue front (and in flight)
+       * until then. */
+      k->stepping = true;
+      k->step_cmd = c;
+      k->step_left = c.u;
+      break;
+    }
+    if (rc == PA_OK && changes_state(c.op))
+      pa_sim_shm_publish_tick(k->m, k->s, st);
+    else if (k->s->world_dirty) {
+      pa_sim_shm_publish_world(k->s, st);
+      k->s->world_dirty = false;
+    }
+    finish_cmd(st, &c, &r);
+  }
+}
+
+static void publish_health(run_ctx *k, int64_t now) {
+  pa_health *h = &k->st->ctl->health[PA_PROC_SIM];
+  h->heartbeat_ns = now;
+  if (now - k->last_health < HEALTH_PERIOD_NS)
+    return;
+  k->last_health = now;
+  h->loops = k->s->tick;
+  h->overruns = k->overruns;
+  h->period_p50_ns = pa_lat_percentile(k->lat, 50);
+  h->period_p99_ns = pa_lat_percentile(k->lat, 99);
+  h->period_max_ns = k->lat->max;
+  for (int i = 0; i < PA_SIM_PH_COUNT; i++)
+    h->phase_ms[i] = k->phase_ewma[i] / 1e6;
+  h->counters[0] = k->scans;
+  h->counters[1] = k->cmds;
+  h->counters[2] = k->s->bumps;
+  h->counters[3] = k->s->tick;
+}
+
+static void sleep_until(int64_t t) {
+  struct timespec ts = {(time_t)(t / 1000000000), (long)(t % 1000000000)};
+  clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
+}
+
+void pa_sim_run(const pa_sim_model *m, pa_sim_state *s, pa_stack *st,
+                volatile sig_atomic_t *stop) {
+  run_ctx k;
+  memset(&k, 0, sizeof k);
+  k.m = m;
+  k.s = s;
+  k.st = st;
+  k.lat = calloc(1, sizeof *k.lat);
+  if (!k.lat) {
+    pa_error("out of memory");
+    return;
+  }
+  pa_lat_reset(k.lat);
+  int64_t next = pa_now_ns();
+  while (!*stop) {
+    int64_t t0 = pa_now_ns();
+    consume(&k);
+    int64_t t1 = pa_now_ns();
+    if (s->paused && !k.stepping) {
+      k.last_start = 0; /* a pause is not a period */
+      publish_health(&k, t1);
+      pa_queue_wait(st->cmd, PAUSED_WAIT_NS);
+      next = pa_now_ns();
+      continue;
+    }
+    if (k.last_start)
+      pa_lat_add(k.lat, t0 - k.last_start);
+    k.last_start = t0;
+
+    pa_sim_step(m, s);
+    int64_t t2 = pa_now_ns();
+    pa_sim_shm_publish_tick(m, s, st);
+    k.scans += s->scan_due_count;
+    int64_t t3 = pa_now_ns();
+    s->phase_ns[PA_SIM_PH_CMD] = t1 - t0;
+    s->phase_ns[PA_SIM_PH_PUBLISH] = t3 - t2;
+    for (int i = 0; i < PA_SIM_PH_COUNT; i++)
+      k.phase_ewma[i] += 0.01 * ((double)s->phase_ns[i] - k.phase_ewma[i]);
+
+    if (k.stepping && --k.step_left == 0) {
+      pa_reply r;
+      pa_cmd sync = k.step_cmd;
+      sync.op = PA_OP_SYNC;
+      pa_sim_apply(m, s, &sync, &r); /* fills tick and time */
+      r.op = PA_OP_STEP;
+      if (k.step_cmd.robot < s->robot_count && s->info[k.step_cmd.robot].active) {
+        const pa_robot_state *rs = &s->rs[k.step_cmd.robot];
+        r.a[0] = rs->x;
+        r.a[1] = rs->y;
+        r.a[2] = rs->theta;
+        r.a[3] = rs->v;
+        r.a[4] = rs->vy;
+        r.a[5] = rs->w;
+        r.a[6] = rs->head;
+        r.u = k.step_cmd.robot;
+      }
+      finish_cmd(st, &k.step_cmd, &r);
+      k.stepping = false;
+    }
+    publish_health(&k, t3);
+
+    /* Lockstep and "as fast as possible" do not sleep. */
+    if ((k.stepping && s->paused) || s->speed <= 0) {
+      next = t3;
+      continue;
+    }
+    int64_t period = (int64_t)llround(1e9 / (m->def.control_hz * s->speed));
+    next += period;
+    int64_t now = pa_now_ns();
+    if (now > next) {
+      k.overruns++;
+      if (now - next > CATCH_UP_TICKS * period)
+        next = now; /* too far behind: re-sync instead of bursting */
+      continue;
+    }
+    sleep_until(next);
+  }
+  publish_health(&k, pa_now_ns());
+  free(k.lat);
+}

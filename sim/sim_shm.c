@@ -1,0 +1,221 @@
+/* sim_shm.c - pa-sim's side of the shared memory: map, world snapshot, state
+ * and scan rings, resume after a restart, and the fixed-rate loop that
+ * consumes the command queue. */
+#define _GNU_SOURCE
+#include "pa_sim.h"
+#include "sim_int.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "pa_util.h"
+
+int pa_sim_shm_publish_map(const pa_sim_model *m, pa_stack *st, char *err,
+                           size_t err_sz) {
+  const pa_grid *g = &m->grid;
+  return pa_stack_map_publish(st, g->width, g->height, g->resolution,
+                              g->origin_x, g->origin_y, g->origin_yaw,
+                              g->cells, err, err_sz) == 0
+             ? 0
+             : -1;
+}
+
+void pa_sim_shm_publish_world(const pa_sim_state *s, pa_stack *st) {
+  pa_ctl *ctl = st->ctl;
+  pa_stack_world_begin(st);
+  uint32_t nr = s->robot_count <= ctl->def.max_robots ? s->robot_count
+                                                      : ctl->def.max_robots;
+  uint32_t no = s->obstacle_count <= ctl->def.max_obstacles
+                    ? s->obstacle_count
+                    : ctl->def.max_obstacles;
+  memcpy(st->robots, s->info, nr * sizeof *s->info);
+  for (uint32_t i = nr; i < ctl->def.max_robots && st->robots[i].active; i++)
+    st->robots[i].active = 0;
+  memcpy(st->obstacles, s->obs, no * sizeof *s->obs);
+  for (uint32_t i = no; i < ctl->def.max_obstacles && st->obstacles[i].active;
+       i++)
+    st->obstacles[i].active = 0;
+  ctl->robot_count = nr;
+  ctl->obstacle_count = no;
+  pa_stack_world_end(st);
+}
+
+static void write_tick(const pa_sim_state *s, pa_stack *st) {
+  uint32_t n = s->robot_count;
+  uint32_t len = (uint32_t)(sizeof(pa_tick) + n * sizeof(pa_robot_state));
+  uint8_t *slot = pa_ring_write_begin(st->state, len);
+  if (!slot) {
+    pa_warn("state record of %u robots does not fit the state ring", n);
+    return;
+  }
+  pa_tick t;
+  memset(&t, 0, sizeof t);
+  t.tick = s->tick;
+  t.sim_time = s->sim_time;
+  t.wall_ns = pa_now_ns();
+  t.robot_count = n;
+  t.flags = s->paused ? PA_TICK_PAUSED : 0;
+  t.speed = s->speed;
+  t.world_gen = st->ctl->world_gen;
+  memcpy(slot, &t, sizeof t);
+  memcpy(slot + sizeof t, s->rs, n * sizeof(pa_robot_state));
+  pa_ring_write_commit(st->state);
+}
+
+static uint64_t write_scans(const pa_sim_model *m, const pa_sim_state *s,
+                            pa_stack *st) {
+  uint64_t written = 0;
+  for (uint32_t k = 0; k < s->scan_due_count; k++) {
+    uint32_t id = s->scan_due[k];
+    const pa_robot_info *ri = &s->info[id];
+    const pa_robot_state *r = &s->rs[id];
+    uint32_t beams = ri->laser_beams;
+    uint32_t len = (uint32_t)(sizeof(pa_scan) + beams * sizeof(float));
+    uint8_t *slot = pa_ring_write_begin(st->scan, len);
+    if (!slot)
+      continue;
+    pa_scan h;
+    memset(&h, 0, sizeof h);
+    h.tick = s->tick;
+    h.sim_time = s->sim_time;
+    h.wall_ns = pa_now_ns();
+    h.robot = id;
+    h.seq = r->scan_seq;
+    h.x = r->x;
+    h.y = r->y;
+    h.theta = r->theta;
+    h.angle_min = (float)-M_PI;
+    h.angle_increment = (float)(2.0 * M_PI / beams);
+    h.range_min = ri->laser_range_min;
+    h.range_max = ri->laser_range_max;
+    h.count = beams;
+    memcpy(slot, &h, sizeof h);
+    memcpy(slot + sizeof h, s->ranges + (size_t)id * m->beam_cap,
+           beams * sizeof(float));
+    pa_ring_write_commit(st->scan);
+    written++;
+  }
+  return written;
+}
+
+void pa_sim_shm_publish_tick(const pa_sim_model *m, pa_sim_state *s,
+                             pa_stack *st) {
+  if (s->world_dirty) {
+    pa_sim_shm_publish_world(s, st);
+    s->world_dirty = false;
+  }
+  write_tick(s, st);
+  write_scans(m, s, st);
+}
+
+static bool state_finite(const pa_robot_state *r) {
+  const double v[] = {r->x, r->y, r->theta, r->odom_x, r->odom_y,
+                      r->odom_theta, r->v, r->vy, r->w, r->head,
+                      r->head_rate, r->cmd_v, r->cmd_vy, r->cmd_w,
+                      r->cmd_head};
+  for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
+    if (!isfinite(v[i]) || fabs(v[i]) > 1e9)
+      return false;
+  return true;
+}
+
+int pa_sim_shm_resume(const pa_sim_model *m, pa_sim_state *s, pa_stack *st,
+                      char *err, size_t err_sz) {
+  pa_ctl *ctl = st->ctl;
+  if (pa_ring_head(st->state) == 0)
+    return 0;
+  /* World snapshot (robots' static properties, obstacles). */
+  uint32_t nr = 0, no = 0;
+  for (int attempt = 0;; attempt++) {
+    uint64_t seq = pa_stack_world_read_begin(st);
+    nr = ctl->robot_count;
+    no = ctl->obstacle_count;
+    if (nr > s->cap_robots)
+      nr = s->cap_robots;
+    if (no > s->cap_obstacles)
+      no = s->cap_obstacles;
+    memcpy(s->info, st->robots, nr * sizeof *s->info);
+    memcpy(s->obs, st->obstacles, no * sizeof *s->obs);
+    if (!pa_stack_world_read_retry(st, seq))
+      break;
+    if (attempt > 1000) {
+      /* A writer killed inside the seqlock leaves it odd: take the copy. */
+      pa_warn("world snapshot was left mid-update; resuming from it anyway");
+      break;
+    }
+  }
+  if (nr == 0)
+    return 0;
+  uint32_t cap = pa_ring_max_record(st->state);
+  uint8_t *buf = malloc(cap);
+  if (!buf) {
+    snprintf(err, err_sz, "out of memory");
+    return -1;
+  }
+  uint32_t len = 0;
+  uint64_t seq = 0;
+  int rc = pa_ring_read_latest(st->state, buf, cap, &len, &seq);
+  if (rc != 0) {
+    free(buf);
+    return 0; /* nothing readable: start fresh */
+  }
+  pa_tick t;
+  if (len < sizeof t) {
+    free(buf);
+    snprintf(err, err_sz, "state record %llu is %u bytes, too short",
+             (unsigned long long)seq, len);
+    return -1;
+  }
+  memcpy(&t, buf, sizeof t);
+  if ((uint64_t)len != sizeof t + (uint64_t)t.robot_count * sizeof(pa_robot_state) ||
+      !isfinite(t.sim_time) || !isfinite(t.speed) || t.speed < 0) {
+    free(buf);
+    snprintf(err, err_sz, "state record %llu is malformed (%u robots in %u "
+             "bytes)", (unsigned long long)seq, t.robot_count, len);
+    return -1;
+  }
+  const pa_robot_state *rec = (const pa_robot_state *)(buf + sizeof t);
+  s->tick = t.tick;
+  s->sim_time = t.sim_time;
+  s->paused = (t.flags & PA_TICK_PAUSED) != 0;
+  s->speed = t.speed;
+  for (uint32_t i = nr; i < s->cap_robots; i++) {
+    s->info[i].active = 0;
+    s->rs[i].flags = 0;
+  }
+  for (uint32_t i = no; i < s->cap_obstacles; i++)
+    s->obs[i].active = 0;
+  s->robot_count = nr;
+  s->obstacle_count = no;
+  for (uint32_t i = 0; i < nr; i++) {
+    pa_robot_info *ri = &s->info[i];
+    ri->name[sizeof ri->name - 1] = 0;
+    if (!ri->active)
+      continue;
+    if (ri->laser_beams < 1 || ri->laser_beams > m->beam_cap ||
+        !(ri->radius > 0) || !isfinite(ri->start_x) || !isfinite(ri->start_y)) {
+      free(buf);
+      snprintf(err, err_sz, "world snapshot: robot %u is malformed", i);
+      return -1;
+    }
+    if (i < t.robot_count && rec[i].gen == ri->gen &&
+        (rec[i].flags & PA_RS_ACTIVE) && state_finite(&rec[i])) {
+      memcpy(&s->rs[i], &rec[i], sizeof rec[i]);
+      s->rs[i].id = i;
+    } else {
+      /* Spawned after the last record was written: at its spawn pose. */
+      pa_sim_int_robot_place(m, s, i, ri->start_x, ri->start_y,
+                             ri->start_theta);
+    }
+  }
+  for (uint32_t i = 0; i < no; i++)
+    s->obs[i].name[sizeof s->obs[i].name - 1] = 0;
+  s->world_dirty = true;
+  s->hash.valid = false;
+  free(buf);
+  return 1;
+}

@@ -1,0 +1,550 @@
+/* sim_step.c - one tick (limits, kinematics, collisions, odometry, sensors)
+ * and the commands that change the state between ticks. */
+#include "pa_sim.h"
+#include "sim_int.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+/* ---- limits --------------------------------------------------------------- */
+
+static double clampd(double v, double lim) {
+  return v > lim ? lim : v < -lim ? -lim : v;
+}
+
+/* Moves cur towards target: acc while |v| grows, dec while it shrinks
+ * (through zero: brake first, then speed up with what is left of dt). */
+static double approach(double cur, double target, double acc, double dec,
+                       double dt) {
+  if (cur * target < 0) {
+    double brake = dec * dt;
+    if (fabs(cur) > brake)
+      return cur > 0 ? cur - brake : cur + brake;
+    double rest = dt - fabs(cur) / dec;
+    double up = acc * rest;
+    return target > 0 ? (target < up ? target : up)
+                      : (target > -up ? target : -up);
+  }
+  double rate = fabs(target) > fabs(cur) ? acc : dec;
+  double step = rate * dt;
+  double dv = target - cur;
+  if (dv > step)
+    dv = step;
+  else if (dv < -step)
+    dv = -step;
+  return cur + dv;
+}
+
+/* ---- collisions ----------------------------------------------------------- */
+
+static bool free_at(const pa_sim_model *m, const pa_sim_state *s, uint32_t id,
+                    double x, double y) {
+  return pa_sim_clearance(m, s, id, x, y, s->info[id].radius, 0, NULL,
+                          NULL) >= 0;
+}
+
+/* Largest f in [0, 1] with the robot free at p + f * d (p itself free). */
+static double bisect_free(const pa_sim_model *m, const pa_sim_state *s,
+                          uint32_t id, double x, double y, double dx,
+                          double dy) {
+  double lo = 0, hi = 1;
+  for (int it = 0; it < 12; it++) {
+    double mid = 0.5 * (lo + hi);
+    if (free_at(m, s, id, x + mid * dx, y + mid * dy))
+      lo = mid;
+    else
+      hi = mid;
+  }
+  return lo;
+}
+
+/* Moves robot id by (dx, dy) as far as it can: sub-steps no longer than a
+ * quarter radius (no tunnelling), and on contact moves up to it, then slides
+ * the rest of the step along the contact tangent. Returns true if limited. */
+static bool move_disc(const pa_sim_model *m, pa_sim_state *s, uint32_t id,
+                      double dx, double dy) {
+  pa_robot_state *r = &s->rs[id];
+  double len = sqrt(dx * dx + dy * dy);
+  if (len == 0)
+    return false;
+  double sub = 0.25 * s->info[id].radius;
+  int n = (int)ceil(len / sub);
+  if (n < 1)
+    n = 1;
+  if (n > 256)
+    n = 256;
+  double sx = dx / n, sy = dy / n;
+  bool bumped = false;
+  for (int k = 0; k < n; k++) {
+    if (free_at(m, s, id, r->x + sx, r->y + sy)) {
+      r->x += sx;
+      r->y += sy;
+      continue;
+    }
+    bumped = true;
+    double f = bisect_free(m, s, id, r->x, r->y, sx, sy);
+    r->x += f * sx;
+    r->y += f * sy;
+    double rx = (1 - f) * sx, ry = (1 - f) * sy;
+    double nx = 0, ny = 0;
+    pa_sim_clearance(m, s, id, r->x + rx, r->y + ry, s->info[id].radius, 0,
+                     &nx, &ny);
+    double into = rx * nx + ry * ny;
+    if (into < 0) {
+      rx -= into * nx;
+      ry -= into * ny;
+    }
+    if (free_at(m, s, id, r->x + rx, r->y + ry)) {
+      r->x += rx;
+      r->y += ry;
+    } else {
+      double g = bisect_free(m, s, id, r->x, r->y, rx, ry);
+      r->x += g * rx;
+      r->y += g * ry;
+    }
+  }
+  return bumped;
+}
+
+/* ---- one robot's tick ----------------------------------------------------- */
+
+static void robot_tick(const pa_sim_model *m, pa_sim_state *s, uint32_t id) {
+  const pa_robot_info *ri = &s->info[id];
+  pa_robot_state *r = &s->rs[id];
+  const double dt = m->dt;
+  const double th0 = r->theta;
+  const double c0 = cos(th0), s0 = sin(th0);
+
+  /* Targets in the robot frame, clamped to the velocity limits. */
+  double tvx = r->cmd_v, tvy = 0, tw = r->cmd_w;
+  if (ri->drive == PA_DRIVE_OMNI) {
+    tvy = r->cmd_vy;
+    if (r->cmd_frame == PA_FRAME_WORLD) {
+      tvx = c0 * r->cmd_v + s0 * r->cmd_vy;
+      tvy = -s0 * r->cmd_v + c0 * r->cmd_vy;
+    }
+  }
+  tvx = clampd(tvx, ri->max_v);
+  tvy = ri->drive == PA_DRIVE_OMNI ? clampd(tvy, ri->max_vy) : 0;
+  tw = clampd(tw, ri->max_w);
+  /* Acceleration and braking limits from the last achieved velocities. */
+  double v = approach(r->v, tvx, ri->acc_v, ri->dec_v, dt);
+  double vy = ri->drive == PA_DRIVE_OMNI
+                  ? approach(r->vy, tvy, ri->acc_v, ri->dec_v, dt)
+                  : 0;
+  double w = approach(r->w, tw, ri->acc_w, ri->dec_w, dt);
+  /* Head: rate limit, then angle limit; achieved rate from the angle. */
+  double hr = clampd(r->cmd_head, ri->max_head_rate);
+  double head = clampd(r->head + hr * dt, ri->head_limit);
+  r->head_rate = (head - r->head) / dt;
+  r->head = head;
+
+  /* Exact integration of a constant body twist over dt. */
+  double dth = w * dt, a, b;
+  if (fabs(dth) < 1e-6) {
+    a = 1 - dth * dth / 6;
+    b = 0.5 * dth;
+  } else {
+    a = sin(dth) / dth;
+    b = (1 - cos(dth)) / dth;
+  }
+  double bx = (v * a - vy * b) * dt, by = (v * b + vy * a) * dt;
+  double dx = c0 * bx - s0 * by, dy = s0 * bx + c0 * by;
+
+  double x0 = r->x, y0 = r->y;
+  bool bumped = move_disc(m, s, id, dx, dy);
+  double ax = r->x - x0, ay = r->y - y0;
+  r->theta = pa_sim_wrap(th0 + dth);
+  r->w = w;
+  if (bumped) {
+    /* Report what it really did: achieved displacement in the mid frame. */
+    double mid = th0 + 0.5 * dth, cm = cos(mid), sm = sin(mid);
+    r->v = (cm * ax + sm * ay) / dt;
+    r->vy = (-sm * ax + cm * ay) / dt;
+    r->flags |= PA_RS_BUMPED;
+    s->bumps++;
+  } else {
+    r->v = v;
+    r->vy = vy;
+    r->flags &= ~(uint32_t)PA_RS_BUMPED;
+  }
+
+  /* Odometry: the achieved motion, optionally scaled by the robot's
+   * constant per-axis error ratios (Stage-like). */
+  const double *e = m->def.odom_error;
+  if (e[0] == 0 && e[1] == 0 && e[2] == 0) {
+    r->odom_x = r->x;
+    r->odom_y = r->y;
+    r->odom_theta = r->theta;
+  } else {
+    uint64_t g = pa_sim_int_seed(m->def.seed ^ 0x6f646f6dull, id, ri->gen);
+    double ex = e[0] * (2 * pa_sim_rng_uniform(&g) - 1);
+    double ey = e[1] * (2 * pa_sim_rng_uniform(&g) - 1);
+    double et = e[2] * (2 * pa_sim_rng_uniform(&g) - 1);
+    double lbx = (c0 * ax + s0 * ay) * (1 + ex);
+    double lby = (-s0 * ax + c0 * ay) * (1 + ey);
+    double co = cos(r->odom_theta), so = sin(r->odom_theta);
+    r->odom_x += co * lbx - so * lby;
+    r->odom_y += so * lbx + co * lby;
+    r->odom_theta = pa_sim_wrap(r->odom_theta + dth * (1 + et));
+  }
+}
+
+void pa_sim_step(const pa_sim_model *m, pa_sim_state *s) {
+  int64_t t0 = pa_sim_int_now();
+  /* Broad phase: buckets wide enough that 3x3 of them cover any contact
+   * during this tick, even with neighbours moving. */
+  double rmax = 0.05, vmax = 0;
+  for (uint32_t i = 0; i < s->robot_count; i++) {
+    if (!s->info[i].active)
+      continue;
+    if (s->info[i].radius > rmax)
+      rmax = s->info[i].radius;
+    double vm = s->info[i].max_v + s->info[i].max_vy;
+    if (vm > vmax)
+      vmax = vm;
+  }
+  double cell = 2.0 * rmax + 2.0 * vmax * m->dt + 0.05;
+  pa_sim_int_hash_build(&s->hash, s, cell);
+  for (uint32_t i = 0; i < s->robot_count; i++)
+    if (s->info[i].active)
+      robot_tick(m, s, i);
+  s->tick++;
+  s->sim_time = (double)s->tick * m->dt;
+  int64_t t1 = pa_sim_int_now();
+
+  /* Sensors, staggered: robot i scans when (tick + i) % ticks_per_scan == 0,
+   * at its pose after this tick's motion. */
+  s->scan_due_count = 0;
+  bool hashed = false;
+  for (uint32_t i = 0; i < s->robot_count; i++) {
+    if (!s->info[i].active ||
+        (s->tick + i) % m->ticks_per_scan != 0)
+      continue;
+    if (!hashed) { /* final positions of this tick */
+      pa_sim_int_hash_build(&s->hash, s, cell);
+      hashed = true;
+    }
+    pa_sim_scan(m, s, i, s->ranges + (size_t)i * m->beam_cap);
+    s->rs[i].scan_seq++;
+    s->scan_tick[i] = s->tick;
+    s->scan_due[s->scan_due_count++] = i;
+  }
+  s->hash.valid = false;
+  int64_t t2 = pa_sim_int_now();
+  s->phase_ns[PA_SIM_PH_PHYSICS] = t1 - t0;
+  s->phase_ns[PA_SIM_PH_SENSORS] = t2 - t1;
+}
+
+/* ---- commands ------------------------------------------------------------- */
+
+static pa_status fail(pa_reply *r, pa_status st, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static pa_status fail(pa_reply *r, pa_status st, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(r->msg, sizeof r->msg, fmt, ap);
+  va_end(ap);
+  r->status = st;
+  return st;
+}
+
+static bool finite_all(const double *a, int n, double lim) {
+  for (int i = 0; i < n; i++)
+    if (!isfinite(a[i]) || fabs(a[i]) > lim)
+      return false;
+  return true;
+}
+
+static void reply_pose(pa_reply *r, const pa_sim_state *s, uint32_t id) {
+  const pa_robot_state *rs = &s->rs[id];
+  r->a[0] = rs->x;
+  r->a[1] = rs->y;
+  r->a[2] = rs->theta;
+  r->a[3] = rs->v;
+  r->a[4] = rs->vy;
+  r->a[5] = rs->w;
+  r->a[6] = rs->head;
+  r->u = id;
+}
+
+static bool robot_ok(const pa_sim_state *s, uint32_t id) {
+  return id < s->robot_count && s->info[id].active;
+}
+
+/* SET_CMD and the drive part of STEP. */
+static pa_status set_cmd(pa_sim_state *s, const pa_cmd *c, pa_reply *r) {
+  if (!robot_ok(s, c->robot))
+    return fail(r, PA_ERR_UNKNOWN_ROBOT, "no robot %u", c->robot);
+  if (!finite_all(c->a, 4, 1e6))
+    return fail(r, PA_ERR_INVALID_ACTION_SHAPE,
+                "velocities must be finite numbers");
+  uint32_t frame = c->op == PA_OP_SET_CMD ? c->u : PA_FRAME_ROBOT;
+  if (c->op == PA_OP_STEP && (c->flags & PA_CMDF_DRIVE))
+    frame = PA_FRAME_ROBOT;
+  if (frame != PA_FRAME_ROBOT && frame != PA_FRAME_WORLD)
+    return fail(r, PA_ERR_INVALID_ACTION_SHAPE, "unknown frame %u", frame);
+  const pa_robot_info *ri = &s->info[c->robot];
+  if (ri->drive == PA_DRIVE_DIFF && (c->a[1] != 0 || frame == PA_FRAME_WORLD))
+    return fail(r, PA_ERR_UNSUPPORTED_CONTROL_SCHEME,
+                "robot '%s' is differential: no sideways (vy) or world-frame "
+                "velocity",
+                ri->name);
+  pa_robot_state *rs = &s->rs[c->robot];
+  rs->cmd_v = c->a[0];
+  rs->cmd_vy = c->a[1];
+  rs->cmd_w = c->a[2];
+  rs->cmd_head = c->a[3];
+  rs->cmd_frame = frame;
+  return PA_OK;
+}
+
+static uint32_t find_obstacle(const pa_sim_state *s, const char *name) {
+  for (uint32_t i = 0; i < s->obstacle_count; i++)
+    if (s->obs[i].active && !strcmp(s->obs[i].name, name))
+      return i;
+  return UINT32_MAX;
+}
+
+static void recount(pa_sim_state *s) {
+  while (s->robot_count > 0 && !s->info[s->robot_count - 1].active)
+    s->robot_count--;
+  while (s->obstacle_count > 0 && !s->obs[s->obstacle_count - 1].active)
+    s->obstacle_count--;
+}
+
+static pa_status spawn_robot(const pa_sim_model *m, pa_sim_state *s,
+                             const pa_cmd *c, pa_reply *r) {
+  if (!finite_all(c->a, 4, 1e6) || c->a[3] < 0 || c->a[3] > 10 ||
+      (c->a[3] > 0 && c->a[3] < 0.02))
+    return fail(r, PA_ERR_INVALID_ACTION_SHAPE,
+                "spawn pose must be finite and radius 0 (default) or in "
+                "[0.02, 10] m");
+  if (c->u != PA_DRIVE_DIFF && c->u != PA_DRIVE_OMNI)
+    return fail(r, PA_ERR_INVALID_ACTION_SHAPE, "unknown drive %u", c->u);
+  char name[32];
+  memcpy(name, c->name, sizeof name);
+  name[sizeof name - 1] = 0;
+  uint32_t slot = UINT32_MAX;
+  for (uint32_t i = 0; i < s->cap_robots; i++)
+    if (!s->info[i].active) {
+      slot = i;
+      break;
+    }
+  if (slot == UINT32_MAX)
+    return fail(r, PA_ERR_SPAWN_FAILED, "no free robot slot (max_robots %u)",
+                s->cap_robots);
+  if (!name[0])
+    snprintf(name, sizeof name, "robot%u", slot);
+  if (pa_sim_find_robot(s, name) != UINT32_MAX &&
+      !strcmp(s->info[pa_sim_find_robot(s, name)].name, name))
+    return fail(r, PA_ERR_SPAWN_FAILED, "a robot named '%s' exists", name);
+  pa_robot_info ri = m->robot_template;
+  snprintf(ri.name, sizeof ri.name, "%s", name);
+  ri.drive = c->u;
+  if (c->a[3] > 0)
+    ri.radius = (float)c->a[3];
+  ri.start_x = c->a[0];
+  ri.start_y = c->a[1];
+  ri.start_theta = pa_sim_wrap(c->a[2]);
+  ri.gen = s->info[slot].gen + 1;
+  /* Check the footprint with the slot still inactive. */
+  if (pa_sim_clearance(m, s, UINT32_MAX, ri.start_x, ri.start_y, ri.radius, 0,
+                       NULL, NULL) < 0)
+    return fail(r, PA_ERR_BLOCKED_POSE,
+                "(%g, %g) is inside a wall or another body", ri.start_x,
+                ri.start_y);
+  s->info[slot] = ri;
+  pa_sim_int_robot_place(m, s, slot, ri.start_x, ri.start_y, ri.start_theta);
+  if (slot >= s->robot_count)
+    s->robot_count = slot + 1;
+  s->world_dirty = true;
+  reply_pose(r, s, slot);
+  return PA_OK;
+}
+
+static pa_status spawn_obstacle(const pa_sim_model *m, pa_sim_state *s,
+                                const pa_cmd *c, pa_reply *r) {
+  if (!finite_all(c->a, 6, 1e6))
+    return fail(r, PA_ERR_INVALID_ACTION_SHAPE,
+                "obstacle numbers must be finite");
+  pa_obstacle_info o;
+  memset(&o, 0, sizeof o);
+  o.active = 1;
+  o.shape = c->u;
+  o.x = c->a[0];
+  o.y = c->a[1];
+  o.theta = pa_sim_wrap(c->a[2]);
+  if (c->u == PA_SHAPE_BOX) {
+    o.size_x = c->a[3];
+    o.size_y = c->a[4];
+    if (!(o.size_x > 0 && o.size_y > 0 && o.size_x <= 1000 && o.size_y <= 1000))
+      return fail(r, PA_ERR_INVALID_ACTION_SHAPE,
+                  "box size must be in (0, 1000] m");
+  } else if (c->u == PA_SHAPE_CIRCLE) {
+    o.radius = c->a[3];
+    if (!(o.radius > 0 && o.radius <= 500))
+      return fail(r, PA_ERR_INVALID_ACTION_SHAPE,
+                  "circle radius must be in (0, 500] m");
+  } else {
+    return fail(r, PA_ERR_INVALID_ACTION_SHAPE, "unknown shape %u", c->u);
+  }
+  o.height = c->a[5] > 0 ? (float)c->a[5] : 0.5f;
+  o.colour[0] = 160;
+  o.colour[1] = 120;
+  o.colour[2] = 80;
+  o.colour[3] = 255;
+  uint32_t slot = UINT32_MAX;
+  for (uint32_t i = 0; i < s->cap_obstacles; i++)
+    if (!s->obs[i].active) {
+      slot = i;
+      break;
+    }
+  if (slot == UINT32_MAX)
+    return fail(r, PA_ERR_SPAWN_FAILED,
+                "no free obstacle slot (max_obstacles %u)", s->cap_obstacles);
+  memcpy(o.name, c->name, sizeof o.name);
+  o.name[sizeof o.name - 1] = 0;
+  if (!o.name[0])
+    snprintf(o.name, sizeof o.name, "obstacle%u", slot);
+  if (find_obstacle(s, o.name) != UINT32_MAX)
+    return fail(r, PA_ERR_SPAWN_FAILED, "an obstacle named '%s' exists",
+                o.name);
+  for (uint32_t i = 0; i < s->robot_count; i++)
+    if (s->info[i].active &&
+        pa_sim_int_obstacle_dist(&o, s->rs[i].x, s->rs[i].y, NULL, NULL) <
+            s->info[i].radius)
+      return fail(r, PA_ERR_BLOCKED_POSE, "the obstacle would overlap robot '%s'",
+                  s->info[i].name);
+  o.gen = s->obs[slot].gen + 1;
+  s->obs[slot] = o;
+  if (slot >= s->obstacle_count)
+    s->obstacle_count = slot + 1;
+  s->world_dirty = true;
+  r->u = slot;
+  (void)m;
+  return PA_OK;
+}
+
+pa_status pa_sim_apply(const pa_sim_model *m, pa_sim_state *s,
+                       const pa_cmd *c, pa_reply *r) {
+  memset(r, 0, sizeof *r);
+  r->client_id = c->client_id;
+  r->request_id = c->request_id;
+  r->op = c->op;
+  r->status = PA_OK;
+  s->hash.valid = false; /* robots may move outside the tick */
+  pa_status st = PA_OK;
+  switch (c->op) {
+  case PA_OP_SET_CMD:
+    st = set_cmd(s, c, r);
+    if (st == PA_OK)
+      reply_pose(r, s, c->robot);
+    break;
+  case PA_OP_STOP:
+    if (!robot_ok(s, c->robot)) {
+      st = fail(r, PA_ERR_UNKNOWN_ROBOT, "no robot %u", c->robot);
+      break;
+    }
+    s->rs[c->robot].cmd_v = s->rs[c->robot].cmd_vy = 0;
+    s->rs[c->robot].cmd_w = s->rs[c->robot].cmd_head = 0;
+    reply_pose(r, s, c->robot);
+    break;
+  case PA_OP_TELEPORT: {
+    if (!robot_ok(s, c->robot)) {
+      st = fail(r, PA_ERR_UNKNOWN_ROBOT, "no robot %u", c->robot);
+      break;
+    }
+    if (!finite_all(c->a, 3, 1e6)) {
+      st = fail(r, PA_ERR_INVALID_ACTION_SHAPE, "pose must be 3 finite numbers");
+      break;
+    }
+    if (pa_sim_overlaps(m, s, c->robot, c->a[0], c->a[1])) {
+      st = fail(r, PA_ERR_BLOCKED_POSE,
+                "(%g, %g) is inside a wall or another body", c->a[0], c->a[1]);
+      break;
+    }
+    pa_robot_state *rs = &s->rs[c->robot];
+    rs->x = c->a[0];
+    rs->y = c->a[1];
+    rs->theta = pa_sim_wrap(c->a[2]);
+    rs->v = rs->vy = rs->w = 0;
+    /* Odometry follows a teleport (documented: it is not wheel motion). */
+    rs->odom_x = rs->x;
+    rs->odom_y = rs->y;
+    rs->odom_theta = rs->theta;
+    reply_pose(r, s, c->robot);
+    break;
+  }
+  case PA_OP_PAUSE:
+    s->paused = true;
+    break;
+  case PA_OP_RESUME:
+    s->paused = false;
+    break;
+  case PA_OP_STEP:
+    if (c->u < 1 || c->u > 1000000) {
+      st = fail(r, PA_ERR_INVALID_ACTION_SHAPE, "steps must be in [1, 1000000]");
+      break;
+    }
+    if (c->flags & PA_CMDF_DRIVE)
+      st = set_cmd(s, c, r);
+    break;
+  case PA_OP_RESET:
+    pa_sim_reset(m, s);
+    break;
+  case PA_OP_SPEED:
+    if (!isfinite(c->a[0]) || c->a[0] < 0 || c->a[0] > 1e6 ||
+        (c->a[0] > 0 && c->a[0] < 0.001)) {
+      st = fail(r, PA_ERR_INVALID_ACTION_SHAPE,
+                "speed must be 0 (as fast as possible) or in [0.001, 1e6]");
+      break;
+    }
+    s->speed = c->a[0];
+    r->a[0] = s->speed;
+    break;
+  case PA_OP_SPAWN_ROBOT:
+    st = spawn_robot(m, s, c, r);
+    break;
+  case PA_OP_REMOVE_ROBOT:
+    if (!robot_ok(s, c->robot)) {
+      st = fail(r, PA_ERR_UNKNOWN_ROBOT, "no robot %u", c->robot);
+      break;
+    }
+    s->info[c->robot].active = 0;
+    s->rs[c->robot].flags = 0;
+    recount(s);
+    s->world_dirty = true;
+    r->u = c->robot;
+    break;
+  case PA_OP_SPAWN_OBSTACLE:
+    st = spawn_obstacle(m, s, c, r);
+    break;
+  case PA_OP_REMOVE_OBSTACLE: {
+    char name[32];
+    memcpy(name, c->name, sizeof name);
+    name[sizeof name - 1] = 0;
+    uint32_t i = find_obstacle(s, name);
+    if (i == UINT32_MAX) {
+      st = fail(r, PA_ERR_UNKNOWN_OBJECT, "no obstacle named '%s'", name);
+      break;
+    }
+    s->obs[i].active = 0;
+    recount(s);
+    s->world_dirty = true;
+    r->u = i;
+    break;
+  }
+  case PA_OP_SYNC:
+    break;
+  default:
+    st = fail(r, PA_ERR_UNKNOWN_ACTION, "unknown command op %u", c->op);
+    break;
+  }
+  r->status = st;
+  r->tick = s->tick;
+  r->sim_time = s->sim_time;
+  return st;
+}
