@@ -36,7 +36,7 @@ extern "C" {
 
 /* Base colours (linear 0..1 RGB before lighting), for tests and docs. */
 #define PA_RENDER_WALL_RGB 0.86f, 0.80f, 0.68f  /* light grey-beige */
-#define PA_RENDER_FLOOR_RGB 0.50f, 0.53f, 0.56f /* neutral blue-grey tiles */
+#define PA_RENDER_FLOOR_RGB 0.56f, 0.56f, 0.54f /* neutral grey tiles */
 #define PA_RENDER_SKY_RGB 0.62f, 0.76f, 0.90f   /* clear colour and fog */
 #define PA_RENDER_WALL_HEIGHT 1.0                /* [m] */
 

@@ -243,7 +243,7 @@ static const char *lit_fs =
     "    if (min(f.x, f.y) < 0.015) base *= 0.78;\n"
     "  }\n"
     "  vec3 n = normalize(v_normal);\n"
-    "  float shade = 0.74 + 0.30 * dot(n, u_light);\n"
+    "  float shade = 0.80 + 0.28 * dot(n, u_light);\n"
     "  vec3 c = base * shade;\n"
     "  float fog = exp(-u_fog_density * v_dist);\n"
     "  o_colour = vec4(mix(u_fog, c, fog), 1.0);\n"
@@ -364,9 +364,9 @@ static int build_walls(rmesh *m, const pa_grid *g, uint32_t *boxes) {
 }
 
 static void build_floor(rmesh *m, const pa_grid *g) {
-  static const uint8_t floor_rgb[3] = {(uint8_t)(0.50 * 255),
-                                       (uint8_t)(0.53 * 255),
-                                       (uint8_t)(0.56 * 255)};
+  static const uint8_t floor_rgb[3] = {(uint8_t)(0.56 * 255),
+                                       (uint8_t)(0.56 * 255),
+                                       (uint8_t)(0.54 * 255)};
   static const double up[3] = {0, 0, 1};
   double w = g->width * g->resolution, h = g->height * g->resolution;
   double p[4][3] = {{0, 0, 0}, {w, 0, 0}, {w, h, 0}, {0, h, 0}};
