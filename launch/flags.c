@@ -19,6 +19,8 @@ pa_launch_cfg pa_launch_cfg_default(void) {
   c.max_robots = 256;
   c.grace_ms = 3000;
   c.start_timeout_ms = 10000;
+  c.crash_limit = PA_LAUNCH_CRASH_LIMIT;
+  c.crash_window_ms = PA_LAUNCH_CRASH_WINDOW_MS;
   c.map_resolution = 0.05;
   c.map_occupied_thresh = 0.65;
   c.map_free_thresh = 0.196;
@@ -64,6 +66,10 @@ size_t pa_launch_flag_table(pa_launch_cfg *c, pa_opt *o, unsigned *to) {
     "on stop: SIGTERM, then SIGKILL after this many ms", 0);
   F("start_timeout_ms", PA_OPT_INT, &c->start_timeout_ms, 100, 3600000,
     "a process must be ready within this (x10 when wrapped)", 0);
+  F("crash_limit", PA_OPT_INT, &c->crash_limit, 0, PA_LAUNCH_CRASH_MAX,
+    "give up on a process after this many crashes (0 = never)...", 0);
+  F("crash_window_ms", PA_OPT_INT, &c->crash_window_ms, 1, 86400000,
+    "...within this window [ms]; also resets the backoff", 0);
   /* pa-sim */
   F("world", PA_OPT_STR, &c->world, 0, 0, "world file (YAML: map, robots, obstacles)", SIM);
   F("map_yaml", PA_OPT_STR, &c->map_yaml, 0, 0, "ROS map_server map.yaml", SIM);

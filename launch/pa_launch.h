@@ -32,6 +32,8 @@ typedef struct pa_launch_cfg {
   long max_robots;          /* shm sizing */
   long grace_ms;            /* TERM -> KILL delay when stopping [ms] */
   long start_timeout_ms;    /* ready deadline per process (x10 if wrapped) */
+  long crash_limit;         /* this many crashes ... (0 = never give up) */
+  long crash_window_ms;     /* ... within this window: give up */
   const char *wrap_flag;    /* only for --help; --wrap is pre-extracted */
   const char *wrap[PA_PROC_COUNT]; /* per process: command to run it under */
   /* pa-sim */
@@ -105,9 +107,11 @@ pa_stack_def pa_launch_stack_def(const pa_launch_cfg *c);
 
 /* ---- supervisor (supervisor.c) ------------------------------------------ */
 
-/* Crash-loop guard and backoff; see docs/operations.md. */
-#define PA_LAUNCH_CRASH_LIMIT 5        /* crashes ... */
-#define PA_LAUNCH_CRASH_WINDOW_MS 30000 /* ... within this window: give up */
+/* Crash-loop guard (defaults of --crash_limit / --crash_window_ms) and
+ * backoff; see docs/operations.md. */
+#define PA_LAUNCH_CRASH_LIMIT 5
+#define PA_LAUNCH_CRASH_WINDOW_MS 30000
+#define PA_LAUNCH_CRASH_MAX 64 /* largest --crash_limit */
 #define PA_LAUNCH_BACKOFF_MIN_MS 10
 #define PA_LAUNCH_BACKOFF_MAX_MS 5000
 

@@ -32,7 +32,7 @@ typedef struct child {
   enum child_state state;
   bool restarting;      /* the next ready is a restart ("serving again") */
   int64_t spawn_ns, deadline_ns, next_start_ns, down_ns;
-  int64_t crash_ns[PA_LAUNCH_CRASH_LIMIT]; /* ring of recent crash times */
+  int64_t crash_ns[PA_LAUNCH_CRASH_MAX]; /* ring of recent crash times */
   int ncrash;
   uint32_t restarts;
   int64_t timeout_ns;   /* ready deadline after spawn */
@@ -223,26 +223,32 @@ static void on_exit_status(sup *s, child *c, int st, int64_t now) {
     c->next_start_ns = now;
     return;
   }
-  /* A crash: count those within the window. */
-  c->crash_ns[c->ncrash % PA_LAUNCH_CRASH_LIMIT] = now;
+  /* A crash: count those within the window (the newest crash_limit, or
+   * PA_LAUNCH_CRASH_MAX when the guard is off, are enough). */
+  long limit = s->cfg->crash_limit;
+  int ring = limit > 0 ? (int)limit : PA_LAUNCH_CRASH_MAX;
+  int64_t window = (int64_t)s->cfg->crash_window_ms * 1000000;
+  c->crash_ns[c->ncrash % ring] = now;
   c->ncrash++;
   int recent = 0;
-  for (int i = 0; i < PA_LAUNCH_CRASH_LIMIT && i < c->ncrash; i++)
-    if (now - c->crash_ns[i] <= (int64_t)PA_LAUNCH_CRASH_WINDOW_MS * 1000000)
+  for (int i = 0; i < ring && i < c->ncrash; i++)
+    if (now - c->crash_ns[i] <= window)
       recent++;
-  if (recent >= PA_LAUNCH_CRASH_LIMIT) {
+  if (limit > 0 && recent >= limit) {
     char msg[256];
-    snprintf(msg, sizeof msg, "%d crashes within %d s (last: %s)", recent,
-             PA_LAUNCH_CRASH_WINDOW_MS / 1000, why);
+    snprintf(msg, sizeof msg, "%d crashes within %g s (last: %s)", recent,
+             (double)s->cfg->crash_window_ms / 1000, why);
     give_up(s, c, 1, msg);
     return;
   }
   long delay = pa_launch_backoff_ms(recent);
-  pa_warn("%s (pid %d) %s with %s; restarting in %ld ms (crash %d; giving up "
-          "at %d within %d s)",
+  char guard[96] = "";
+  if (limit > 0)
+    snprintf(guard, sizeof guard, "; giving up at %ld within %g s", limit,
+             (double)s->cfg->crash_window_ms / 1000);
+  pa_warn("%s (pid %d) %s with %s; restarting in %ld ms (crash %d%s)",
           name_of(c), (int)dead, was_starting ? "failed to start" : "died",
-          why, delay, recent, PA_LAUNCH_CRASH_LIMIT,
-          PA_LAUNCH_CRASH_WINDOW_MS / 1000);
+          why, delay, recent, guard);
   c->state = CH_BACKOFF;
   c->next_start_ns = now + delay * 1000000;
 }
