@@ -92,6 +92,9 @@ int pa_map_img_write_png(const char *path, int w, int h,
                          const unsigned char *grey);
 int pa_map_img_write_bmp(const char *path, int w, int h,
                          const unsigned char *grey);
+/* PNG with comp channels (1 grey, 2 grey+alpha, 3 RGB, 4 RGBA). */
+int pa_map_img_write_png_n(const char *path, int w, int h, int comp,
+                           const unsigned char *px);
 /* RGB PNG (3 channels). */
 int pa_map_img_write_png_rgb(const char *path, int w, int h,
                              const unsigned char *rgb);

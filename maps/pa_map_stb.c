@@ -83,3 +83,8 @@ int pa_map_img_write_png_rgb(const char *path, int w, int h,
                              const unsigned char *rgb) {
   return stbi_write_png(path, w, h, 3, rgb, w * 3) ? 0 : -1;
 }
+
+int pa_map_img_write_png_n(const char *path, int w, int h, int comp,
+                           const unsigned char *px) {
+  return stbi_write_png(path, w, h, comp, px, w * comp) ? 0 : -1;
+}

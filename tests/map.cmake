@@ -1,0 +1,4 @@
+# maps/: map_server semantics, default world, save/load, flags, world files,
+# distance field, the pa-map tool.
+pa_add_test(test_map SOURCES test_map.c LIBS pa_map TIMEOUT 60)
+target_link_libraries(test_map PRIVATE PkgConfig::YAML)
