@@ -257,6 +257,12 @@ int pa_launch_restart_main(int argc, char **argv) {
   int old = ctl->health[proc].pid;
   uint32_t old_restarts = ctl->health[proc].restarts;
   int rc = 1;
+  if (ctl->health[PA_PROC_LAUNCH].ready && ctl->health[proc].start_ns == 0 &&
+      ctl->health[proc].restarts == 0) {
+    fprintf(stderr, "playarea restart: %s is not part of this stack (started "
+            "with --no-render?)\n", pa_launch_proc_exe(proc));
+    goto out;
+  }
   union sigval v = {.sival_int = proc};
   if (launcher <= 0 || sigqueue(launcher, SIGUSR1, v) < 0) {
     fprintf(stderr, "playarea restart: cannot reach the launcher (pid %d): %s\n",
