@@ -398,6 +398,8 @@ int main(int argc, char **argv) {
   atexit(cleanup);
   signal(SIGINT, on_signal);
   signal(SIGTERM, on_signal);
+  signal(SIGHUP, on_signal);
+  signal(SIGPIPE, on_signal); /* e.g. piped into head: still clean up */
 
   printf("bench-shm: %ld CPUs online (shared machine: other builds may be "
          "running)\n",

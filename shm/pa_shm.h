@@ -173,7 +173,9 @@ typedef struct pa_ring_cursor {
 pa_ring_cursor pa_ring_cursor_now(const pa_ring *r);
 /* Copies the record at c->next, or the oldest still readable one if the
  * writer lapped the cursor (adding the gap to c->missed). PA_SHM_EMPTY when
- * the cursor is at the head. */
+ * the cursor is at the head. PA_SHM_ETOOBIG when the record exceeds cap:
+ * *len gets its size and the cursor stays, so a larger buffer can retry.
+ * A cursor {0, 0} starts at the oldest readable record. */
 int pa_ring_read_next(const pa_ring *r, pa_ring_cursor *c, void *buf,
                       uint32_t cap, uint32_t *len, uint64_t *seq);
 
@@ -507,14 +509,17 @@ typedef struct pa_stack {
 
 /* Launcher (and tests): creates every segment of an instance except the map.
  * Fails with PA_SHM_EEXIST if a live instance exists; a stale one (dead
- * owner) is unlinked first and err says so. */
+ * owner) is unlinked first and err says so (on success err is "" unless a
+ * stale instance was replaced: log it). */
 int pa_stack_create(pa_stack *s, const pa_stack_def *d, char *err,
                     size_t err_sz);
 /* Processes: maps an existing instance and validates every segment. */
 int pa_stack_attach(pa_stack *s, const char *instance, char *err,
                     size_t err_sz);
 void pa_stack_detach(pa_stack *s);
-/* Removes every segment of the instance (ctl, state, scan, camera, map). */
+/* Removes every segment of the instance (ctl, state, scan, camera, map, and
+ * any other /dev/shm/playarea.<instance>.* object). Returns how many were
+ * removed (>= 0) or PA_SHM_EINVAL for a bad instance name. */
 int pa_stack_unlink(const char *instance);
 
 enum { PA_STACK_NONE = 0, PA_STACK_LIVE = 1, PA_STACK_STALE = 2 };
