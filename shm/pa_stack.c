@@ -372,8 +372,13 @@ int pa_stack_create(pa_stack *s, const pa_stack_def *d, char *err,
     pa_shm_errf(err, err_sz, "%s", stale_note);
   return 0;
 fail:
+  /* Remove only what this call created: a racing creator keeps its own. */
+  if (s->ctl_seg.base)
+    pa_shm_unlink(s->ctl_seg.name);
+  for (int i = 0; i < RING_COUNT; i++)
+    if (ring_seg(s, i)->base)
+      pa_shm_unlink(ring_seg(s, i)->name);
   pa_stack_detach(s);
-  pa_stack_unlink(d->instance);
   return rc;
 }
 
