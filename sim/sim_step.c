@@ -143,7 +143,10 @@ static void robot_tick(const pa_sim_model *m, pa_sim_state *s, uint32_t id) {
 
   /* Exact integration of a constant body twist over dt. */
   double dth = w * dt, a, b;
-  if (fabs(dth) < 1e-6) {
+  if (ri->drive == PA_DRIVE_OMNI && r->cmd_frame == PA_FRAME_WORLD) {
+    a = 1; /* world-frame velocity: a straight line while turning */
+    b = 0;
+  } else if (fabs(dth) < 1e-6) {
     a = 1 - dth * dth / 6;
     b = 0.5 * dth;
   } else {

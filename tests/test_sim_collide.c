@@ -1,0 +1,259 @@
+/* test_sim_collide.c - robots against walls, corners, obstacles and each
+ * other: never inside, sliding, reported velocities. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "test_sim_util.h"
+
+/* Nothing overlaps anything (touching allowed up to rounding). */
+static void assert_no_overlap(const pa_sim_model *m, const pa_sim_state *s) {
+  for (uint32_t i = 0; i < s->robot_count; i++) {
+    if (!s->info[i].active)
+      continue;
+    double c = pa_sim_clearance(m, s, i, s->rs[i].x, s->rs[i].y,
+                                s->info[i].radius, 0, NULL, NULL);
+    if (c < -1e-9)
+      fail_msg("robot %u at (%.6f, %.6f) overlaps by %g m at tick %llu", i,
+               s->rs[i].x, s->rs[i].y, -c, (unsigned long long)s->tick);
+  }
+}
+
+/* Room 6 m x 6 m with an L-shaped inner wall (corners) and obstacles. */
+static void arena(pa_sim_model *m, pa_sim_state *s, double max_v) {
+  pa_grid g;
+  ts_room(&g, 120, 120, 0.05);
+  ts_block(&g, 3.5, 1.0, 3.7, 2.5); /* vertical arm */
+  ts_block(&g, 3.5, 2.3, 5.0, 2.5); /* horizontal arm */
+  pa_robot_def r = ts_robot("r", 1.5, 4.5, 0);
+  r.max_v = max_v;
+  r.acc_v = 100; /* reach the speed at once */
+  r.dec_v = 100;
+  pa_obstacle_def o[2];
+  memset(o, 0, sizeof o);
+  snprintf(o[0].name, sizeof o[0].name, "box");
+  o[0].shape = PA_SHAPE_BOX;
+  o[0].x = 1.5;
+  o[0].y = 1.5;
+  o[0].theta = 0.4;
+  o[0].size_x = 0.8;
+  o[0].size_y = 0.4;
+  snprintf(o[1].name, sizeof o[1].name, "can");
+  o[1].shape = PA_SHAPE_CIRCLE;
+  o[1].x = 4.5;
+  o[1].y = 4.5;
+  o[1].radius = 0.3;
+  pa_sim_def d = pa_sim_def_default();
+  ts_make(m, s, &d, &g, &r, 1, o, 2);
+  pa_grid_free(&g);
+}
+
+/* From several starts, at many headings and speeds, drive straight further
+ * than the room's diagonal: never inside, and it meets something (bumped). */
+static void test_walls_many_angles(void **st) {
+  (void)st;
+  const double speeds[] = {0.5, 1.0, 4.0};
+  const double starts[][2] = {{1.5, 4.5}, {3.0, 1.6}, {4.4, 1.8}, {4.5, 3.5}};
+  for (size_t sp = 0; sp < 3; sp++) {
+    pa_sim_model m;
+    pa_sim_state s;
+    arena(&m, &s, speeds[sp]);
+    for (size_t k = 0; k < 4; k++)
+      for (int a = 0; a < 48; a++) {
+        double th = a * (2 * M_PI / 48) + 0.01;
+        assert_int_equal(ts_cmd(&m, &s, PA_OP_TELEPORT, 0, starts[k][0],
+                                starts[k][1], th, 0),
+                         PA_OK);
+        assert_int_equal(ts_cmd(&m, &s, PA_OP_SET_CMD, 0, speeds[sp], 0, 0, 0),
+                         PA_OK);
+        int ticks = (int)(8.5 / speeds[sp] / m.dt) + 10; /* > the diagonal */
+        bool bumped = false;
+        for (int t = 0; t < ticks; t++) {
+          pa_sim_step(&m, &s);
+          assert_no_overlap(&m, &s);
+          bumped = bumped || (s.rs[0].flags & PA_RS_BUMPED);
+        }
+        assert_true(bumped);
+      }
+    ts_free(&m, &s);
+  }
+}
+
+/* Into a wall at 45 degrees: slides along it; reported v is the real
+ * motion; into a corner: stops. */
+static void test_slide_and_corner(void **st) {
+  (void)st;
+  pa_sim_model m;
+  pa_sim_state s;
+  arena(&m, &s, 1.0);
+  /* bottom wall's inner face is y = 0.05: drive south-east from near it */
+  assert_int_equal(ts_cmd(&m, &s, PA_OP_TELEPORT, 0, 0.6, 0.5, -M_PI / 4, 0),
+                   PA_OK);
+  assert_int_equal(ts_cmd(&m, &s, PA_OP_SET_CMD, 0, 1.0, 0, 0, 0), PA_OK);
+  for (int t = 0; t < 200; t++) {
+    pa_sim_step(&m, &s);
+    assert_no_overlap(&m, &s);
+  }
+  double r = s.info[0].radius;
+  assert_true(fabs(s.rs[0].y - (0.05 + r)) < 1e-3); /* on the wall */
+  assert_true(s.rs[0].flags & PA_RS_BUMPED);
+  /* sliding east at |v| cos 45 per tick */
+  double x0 = s.rs[0].x;
+  pa_sim_step(&m, &s);
+  double dx = s.rs[0].x - x0;
+  assert_true(fabs(dx - 1.0 * cos(M_PI / 4) * m.dt) < 1e-3 * m.dt + 1e-6);
+  assert_true(s.rs[0].v < 0.9 && s.rs[0].v > 0.3); /* what it really did */
+  /* into the south-west corner: stops there */
+  assert_int_equal(ts_cmd(&m, &s, PA_OP_TELEPORT, 0, 1.0, 0.8, -3 * M_PI / 4, 0),
+                   PA_OK);
+  assert_int_equal(ts_cmd(&m, &s, PA_OP_SET_CMD, 0, 1.0, 0, 0, 0), PA_OK);
+  for (int t = 0; t < 600; t++) {
+    pa_sim_step(&m, &s);
+    assert_no_overlap(&m, &s);
+  }
+  assert_true(fabs(s.rs[0].x - (0.05 + r)) < 2e-3);
+  assert_true(fabs(s.rs[0].y - (0.05 + r)) < 2e-3);
+  assert_true(fabs(s.rs[0].v) < 0.01);
+  ts_free(&m, &s);
+}
+
+/* Two robots head on: they meet, stop touching, never overlap. */
+static void test_head_on(void **st) {
+  (void)st;
+  pa_grid g;
+  ts_room(&g, 200, 100, 0.05);
+  pa_robot_def r[2] = {ts_robot("a", 2, 2.5, 0), ts_robot("b", 8, 2.5, M_PI)};
+  pa_sim_model m;
+  pa_sim_state s;
+  pa_sim_def d = pa_sim_def_default();
+  ts_make(&m, &s, &d, &g, r, 2, NULL, 0);
+  pa_grid_free(&g);
+  assert_int_equal(ts_cmd(&m, &s, PA_OP_SET_CMD, 0, 1, 0, 0, 0), PA_OK);
+  assert_int_equal(ts_cmd(&m, &s, PA_OP_SET_CMD, 1, 1, 0, 0, 0), PA_OK);
+  for (int t = 0; t < 1200; t++) {
+    pa_sim_step(&m, &s);
+    assert_no_overlap(&m, &s);
+  }
+  double gap = s.rs[1].x - s.rs[0].x - s.info[0].radius - s.info[1].radius;
+  assert_true(gap >= -1e-9 && gap < 1e-3);
+  assert_true(fabs(s.rs[0].y - 2.5) < 1e-9 && fabs(s.rs[1].y - 2.5) < 1e-9);
+  assert_true(fabs(s.rs[0].v) < 0.01 && fabs(s.rs[1].v) < 0.01);
+  assert_true((s.rs[0].flags & PA_RS_BUMPED) && (s.rs[1].flags & PA_RS_BUMPED));
+  ts_free(&m, &s);
+}
+
+/* Many robots wandering with random commands among obstacles. */
+static void test_crowd_never_overlaps(void **st) {
+  (void)st;
+  pa_grid g;
+  ts_room(&g, 120, 120, 0.05);
+  ts_block(&g, 2.0, 2.0, 3.0, 2.2);
+  pa_sim_def d = pa_sim_def_default();
+  d.robots = 40;
+  d.seed = 3;
+  pa_sim_model m;
+  pa_sim_state s;
+  pa_robot_def r0 = ts_robot("r", 1, 1, 0);
+  ts_make(&m, &s, &d, &g, &r0, 1, NULL, 0);
+  pa_grid_free(&g);
+  assert_int_equal(s.robot_count, 40);
+  assert_no_overlap(&m, &s);
+  uint64_t rng = 99;
+  for (int t = 0; t < 2000; t++) {
+    if (t % 50 == 0)
+      for (uint32_t i = 0; i < s.robot_count; i++)
+        ts_cmd(&m, &s, PA_OP_SET_CMD, i, 2 * pa_sim_rng_uniform(&rng) - 0.5, 0,
+               6 * pa_sim_rng_uniform(&rng) - 3, 0);
+    pa_sim_step(&m, &s);
+    assert_no_overlap(&m, &s);
+  }
+  assert_true(s.bumps > 0);
+  ts_free(&m, &s);
+}
+
+static void test_teleport_and_spawn_blocked(void **st) {
+  (void)st;
+  pa_sim_model m;
+  pa_sim_state s;
+  arena(&m, &s, 1.0);
+  double x = s.rs[0].x;
+  assert_int_equal(ts_cmd(&m, &s, PA_OP_TELEPORT, 0, 3.6, 1.5, 0, 0),
+                   PA_ERR_BLOCKED_POSE); /* in the inner wall */
+  assert_int_equal(ts_cmd(&m, &s, PA_OP_TELEPORT, 0, 4.5, 4.3, 0, 0),
+                   PA_ERR_BLOCKED_POSE); /* on the circle obstacle */
+  assert_int_equal(ts_cmd(&m, &s, PA_OP_TELEPORT, 0, 0.1, 3, 0, 0),
+                   PA_ERR_BLOCKED_POSE); /* overlapping the outer wall */
+  assert_int_equal(ts_cmd(&m, &s, PA_OP_TELEPORT, 0, -5, 3, 0, 0),
+                   PA_ERR_BLOCKED_POSE); /* off the map */
+  assert_int_equal(ts_cmd(&m, &s, PA_OP_TELEPORT, 0, NAN, 3, 0, 0),
+                   PA_ERR_INVALID_ACTION_SHAPE);
+  assert_true(s.rs[0].x == x);
+  /* spawn next to robot 0: blocked; further away: ok, then remove */
+  pa_cmd c;
+  memset(&c, 0, sizeof c);
+  c.op = PA_OP_SPAWN_ROBOT;
+  snprintf(c.name, sizeof c.name, "second");
+  c.a[0] = x + 0.2;
+  c.a[1] = s.rs[0].y;
+  pa_reply rep;
+  assert_int_equal(pa_sim_apply(&m, &s, &c, &rep), PA_ERR_BLOCKED_POSE);
+  assert_string_equal(pa_status_code(rep.status), "blocked_pose");
+  c.a[0] = x + 1.0;
+  assert_int_equal(pa_sim_apply(&m, &s, &c, &rep), PA_OK);
+  assert_int_equal(rep.u, 1);
+  assert_int_equal(s.robot_count, 2);
+  assert_int_equal(pa_sim_find_robot(&s, "second"), 1);
+  assert_int_equal(pa_sim_apply(&m, &s, &c, &rep), PA_ERR_SPAWN_FAILED);
+  /* the teleport target now holds robot 1 */
+  assert_int_equal(ts_cmd(&m, &s, PA_OP_TELEPORT, 0, x + 1.1, s.rs[0].y, 0, 0),
+                   PA_ERR_BLOCKED_POSE);
+  /* obstacles: spawn over a robot refused, elsewhere fine, remove by name */
+  memset(&c, 0, sizeof c);
+  c.op = PA_OP_SPAWN_OBSTACLE;
+  c.u = PA_SHAPE_CIRCLE;
+  snprintf(c.name, sizeof c.name, "post");
+  c.a[0] = x;
+  c.a[1] = s.rs[0].y;
+  c.a[3] = 0.1;
+  assert_int_equal(pa_sim_apply(&m, &s, &c, &rep), PA_ERR_BLOCKED_POSE);
+  c.a[0] = 2.5;
+  c.a[1] = 3.5;
+  assert_int_equal(pa_sim_apply(&m, &s, &c, &rep), PA_OK);
+  assert_int_equal(s.obstacle_count, 3);
+  assert_int_equal(ts_cmd(&m, &s, PA_OP_TELEPORT, 0, 2.5, 3.6, 0, 0),
+                   PA_ERR_BLOCKED_POSE);
+  memset(&c, 0, sizeof c);
+  c.op = PA_OP_REMOVE_OBSTACLE;
+  snprintf(c.name, sizeof c.name, "nope");
+  assert_int_equal(pa_sim_apply(&m, &s, &c, &rep), PA_ERR_UNKNOWN_OBJECT);
+  snprintf(c.name, sizeof c.name, "post");
+  assert_int_equal(pa_sim_apply(&m, &s, &c, &rep), PA_OK);
+  assert_int_equal(s.obstacle_count, 2);
+  assert_int_equal(ts_cmd(&m, &s, PA_OP_TELEPORT, 0, 2.5, 3.6, 0, 0), PA_OK);
+  assert_int_equal(ts_cmd(&m, &s, PA_OP_REMOVE_ROBOT, 1, 0, 0, 0, 0), PA_OK);
+  assert_int_equal(s.robot_count, 1);
+  assert_int_equal(ts_cmd(&m, &s, PA_OP_REMOVE_ROBOT, 1, 0, 0, 0, 0),
+                   PA_ERR_UNKNOWN_ROBOT);
+  /* reset: back to the initial world, tick continues */
+  pa_sim_step(&m, &s);
+  uint64_t tick = s.tick;
+  assert_int_equal(ts_cmd(&m, &s, PA_OP_RESET, 0, 0, 0, 0, 0), PA_OK);
+  assert_true(s.rs[0].x == 1.5 && s.rs[0].y == 4.5);
+  assert_int_equal(s.tick, tick);
+  ts_free(&m, &s);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_walls_many_angles),
+      cmocka_unit_test(test_slide_and_corner),
+      cmocka_unit_test(test_head_on),
+      cmocka_unit_test(test_crowd_never_overlaps),
+      cmocka_unit_test(test_teleport_and_spawn_blocked),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
