@@ -184,8 +184,9 @@ static int publish_oldest(rloop *L, pa_render_cam *c, char *err,
   if (pa_render_cam_fetch(c, &meta, slot + sizeof(pa_frame), err, err_sz) < 0)
     return -1;
   memcpy(slot, &meta, sizeof meta);
-  pa_ring_write_commit(L->st.camera);
+  /* seq first: a crash in between costs clients a gap, never a duplicate. */
   __atomic_store_n(&L->st.cam[meta.robot].seq, meta.seq, __ATOMIC_RELEASE);
+  pa_ring_write_commit(L->st.camera);
   L->frames++;
   return 0;
 }

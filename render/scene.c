@@ -243,7 +243,7 @@ static const char *lit_fs =
     "    if (min(f.x, f.y) < 0.015) base *= 0.78;\n"
     "  }\n"
     "  vec3 n = normalize(v_normal);\n"
-    "  float shade = 0.80 + 0.28 * dot(n, u_light);\n"
+    "  float shade = 0.86 + 0.22 * dot(n, u_light);\n"
     "  vec3 c = base * shade;\n"
     "  float fog = exp(-u_fog_density * v_dist);\n"
     "  o_colour = vec4(mix(u_fog, c, fog), 1.0);\n"

@@ -3,4 +3,9 @@
 if(TARGET pa_render)
   pa_add_test(test_render SOURCES test_render.c LIBS pa_render pa_map m
               TIMEOUT 120 LABELS render)
+  pkg_check_modules(PA_TEST_STB REQUIRED IMPORTED_TARGET stb)
+  pa_add_test(test_render_proc SOURCES test_render_proc.c
+              LIBS pa_shm pa_map PkgConfig::PA_TEST_STB m
+              TIMEOUT 180 LABELS render)
+  add_dependencies(test_render_proc pa-render)
 endif()

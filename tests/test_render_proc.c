@@ -1,0 +1,426 @@
+/* test_render_proc.c - the pa-render process against a real instance: the
+ * test plays pa-sim (creates the stack, publishes the default map, writes
+ * the world snapshot and ticks) and netgw (camera demand + render_wake), and
+ * reads frames from the camera ring. Also: config errors, a missing EGL
+ * vendor, and the viewer under xvfb-run. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <math.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include <stb_image.h>
+
+#include "pa_map.h"
+#include "pa_shm.h"
+#include "testutil.h"
+
+#define CW 320
+#define CH 240
+
+typedef struct world {
+  char instance[PA_SHM_INSTANCE_MAX];
+  pa_stack st;
+  uint64_t tick;
+  uint8_t *frame;     /* camera ring record buffer */
+  uint32_t frame_cap;
+} world;
+
+static void set_robot(pa_robot_info *r, const char *name, uint8_t cr,
+                      uint8_t cg, uint8_t cb) {
+  memset(r, 0, sizeof *r);
+  snprintf(r->name, sizeof r->name, "%s", name);
+  r->active = 1;
+  r->gen = 1;
+  r->radius = 0.18f;
+  r->height = 0.25f;
+  r->head_height = 0.35f;
+  r->colour[0] = cr, r->colour[1] = cg, r->colour[2] = cb, r->colour[3] = 255;
+  r->cam_width = CW, r->cam_height = CH;
+  r->cam_fov = (float)(60 * M_PI / 180);
+}
+
+/* Writes one tick: robot 0 at (x, y, theta, head), robot 1 fixed. */
+static void write_tick(world *w, double x, double y, double theta,
+                       double head) {
+  uint8_t buf[sizeof(pa_tick) + 2 * sizeof(pa_robot_state)];
+  memset(buf, 0, sizeof buf);
+  pa_tick *t = (pa_tick *)buf;
+  t->tick = ++w->tick;
+  t->sim_time = (double)t->tick / 200;
+  t->wall_ns = pa_now_ns();
+  t->robot_count = 2;
+  t->speed = 1;
+  t->world_gen = w->st.ctl->world_gen;
+  pa_robot_state *rs = (pa_robot_state *)(t + 1);
+  rs[0].id = 0, rs[0].gen = 1, rs[0].flags = PA_RS_ACTIVE;
+  rs[0].x = x, rs[0].y = y, rs[0].theta = theta, rs[0].head = head;
+  rs[1].id = 1, rs[1].gen = 1, rs[1].flags = PA_RS_ACTIVE;
+  rs[1].x = 1.5, rs[1].y = 0.8, rs[1].theta = 2.0;
+  assert_true(pa_ring_write(w->st.state, buf, sizeof buf) > 0);
+}
+
+/* An instance with the default map, two robots and one tick. */
+static void world_create(world *w) {
+  char err[256];
+  memset(w, 0, sizeof *w);
+  pa_test_instance(w->instance, sizeof w->instance, "render");
+  pa_stack_def d = pa_stack_def_default();
+  snprintf(d.instance, sizeof d.instance, "%s", w->instance);
+  d.max_robots = 4, d.max_obstacles = 16, d.max_beams = 720;
+  d.max_cam_width = 640, d.max_cam_height = 480;
+  d.camera_slots = 4, d.state_slots = 16, d.cmd_capacity = 16;
+  if (pa_stack_create(&w->st, &d, err, sizeof err) != 0)
+    fail_msg("stack: %s", err);
+  pa_grid g;
+  if (pa_map_load_default(&g, err, sizeof err) != 0)
+    fail_msg("map: %s", err);
+  if (pa_stack_map_publish(&w->st, g.width, g.height, g.resolution,
+                           g.origin_x, g.origin_y, g.origin_yaw, g.cells, err,
+                           sizeof err) != 0)
+    fail_msg("map publish: %s", err);
+  pa_grid_free(&g);
+  pa_stack_world_begin(&w->st);
+  set_robot(&w->st.robots[0], "robot0", 40, 90, 220);
+  set_robot(&w->st.robots[1], "robot1", 220, 30, 30);
+  w->st.ctl->robot_count = 2;
+  w->st.ctl->obstacle_count = 0;
+  pa_stack_world_end(&w->st);
+  write_tick(w, -1.0, 0.0, 0.0, 0);
+  w->frame_cap = pa_ring_max_record(w->st.camera);
+  w->frame = malloc(w->frame_cap);
+  assert_non_null(w->frame);
+}
+
+static void world_free(world *w) {
+  free(w->frame);
+  pa_stack_detach(&w->st);
+  pa_stack_unlink(w->instance);
+}
+
+static pid_t spawn_render(world *w, const char *log) {
+  char bin[512];
+  pa_test_bin(bin, sizeof bin, "pa-render");
+  char *argv[] = {bin, "--instance", w->instance, "--camera_hz", "20", NULL};
+  return pa_test_spawn(argv, log);
+}
+
+static bool render_ready(void *arg) {
+  world *w = arg;
+  return __atomic_load_n(&w->st.ctl->health[PA_PROC_RENDER].ready,
+                         __ATOMIC_ACQUIRE) == 1;
+}
+
+static void dump_log(const char *path) {
+  FILE *f = fopen(path, "r");
+  if (!f)
+    return;
+  char line[512];
+  while (fgets(line, sizeof line, f))
+    fprintf(stderr, "  | %s", line);
+  fclose(f);
+}
+
+static bool file_contains(const char *path, const char *needle) {
+  FILE *f = fopen(path, "r");
+  if (!f)
+    return false;
+  char line[1024];
+  bool found = false;
+  while (!found && fgets(line, sizeof line, f))
+    found = strstr(line, needle) != NULL;
+  fclose(f);
+  return found;
+}
+
+/* Waits for a camera frame matching pred (NULL = any newer than after). */
+typedef bool (*frame_pred)(const pa_frame *f, void *arg);
+static const pa_frame *wait_frame(world *w, uint64_t after, frame_pred pred,
+                                  void *arg, int timeout_ms) {
+  int64_t end = pa_test_now_ms() + timeout_ms;
+  while (pa_test_now_ms() < end) {
+    uint32_t len;
+    uint64_t seq;
+    if (pa_ring_read_latest(w->st.camera, w->frame, w->frame_cap, &len,
+                            &seq) == 0 &&
+        seq > after && len >= sizeof(pa_frame)) {
+      const pa_frame *f = (const pa_frame *)w->frame;
+      assert_int_equal(len, sizeof(pa_frame) + f->size);
+      if (!pred || pred(f, arg))
+        return f;
+    }
+    usleep(5000);
+  }
+  return NULL;
+}
+
+static int64_t cpu_ms(pid_t pid) {
+  char path[64], buf[1024];
+  snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+  FILE *f = fopen(path, "r");
+  if (!f)
+    return -1;
+  size_t n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[n] = 0;
+  const char *p = strrchr(buf, ')');
+  if (!p)
+    return -1;
+  unsigned long ut = 0, st = 0;
+  /* fields after ")": state(3) ... utime(14) stime(15) */
+  if (sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu",
+             &ut, &st) != 2)
+    return -1;
+  return (int64_t)(ut + st) * 1000 / sysconf(_SC_CLK_TCK);
+}
+
+static const uint8_t *frame_px(const pa_frame *f, uint32_t x, uint32_t y) {
+  return (const uint8_t *)(f + 1) + ((size_t)y * f->width + x) * 3;
+}
+
+static bool tick_is(const pa_frame *f, void *arg) {
+  return f->tick == *(uint64_t *)arg;
+}
+
+/* Centre of the image is the green obstacle. */
+static bool centre_green(const pa_frame *f, void *arg) {
+  const uint8_t *c = frame_px(f, f->width / 2, f->height / 2 + 10);
+  return c[1] > 120 && c[0] < 80 && c[2] < 80;
+}
+
+static void test_e2e(void **state) {
+  world w;
+  world_create(&w);
+  char log[512];
+  snprintf(log, sizeof log, "%s/render.log", pa_test_tmpdir());
+  pid_t pid = spawn_render(&w, log);
+  if (!pa_test_wait_for(render_ready, &w, 30000)) {
+    dump_log(log);
+    fail_msg("pa-render did not become ready");
+  }
+  assert_int_equal(w.st.ctl->health[PA_PROC_RENDER].pid, pid);
+
+  /* Nobody subscribes: nothing is rendered and the process sleeps. */
+  usleep(300000);
+  int64_t c0 = cpu_ms(pid);
+  usleep(1500000);
+  int64_t c1 = cpu_ms(pid);
+  assert_true(c0 >= 0 && c1 >= 0);
+  assert_int_equal(pa_ring_head(w.st.camera), 0);
+  if (c1 - c0 > 300)
+    fail_msg("idle pa-render used %lld ms CPU in 1.5 s", (long long)(c1 - c0));
+
+  /* Demand robot 0's camera the way netgw does. */
+  uint32_t seq0 = w.st.cam[0].seq;
+  __atomic_store_n(&w.st.cam[0].subscribers, 1, __ATOMIC_RELEASE);
+  sem_post(&w.st.ctl->render_wake);
+  const pa_frame *f = wait_frame(&w, 0, NULL, NULL, 20000);
+  if (!f) {
+    dump_log(log);
+    fail_msg("no camera frame");
+  }
+  assert_int_equal(f->robot, 0);
+  assert_true(f->seq >= seq0 + 1);
+  assert_int_equal(f->width, CW);
+  assert_int_equal(f->height, CH);
+  assert_int_equal(f->size, CW * CH * 3);
+  assert_int_equal(f->tick, w.tick);
+  assert_true(f->x == -1.0 && f->y == 0.0 && f->theta == 0.0 &&
+              f->head == 0);
+  assert_true(f->sim_time == (double)w.tick / 200);
+  /* plausible content: sky above, something else below, many colours */
+  const uint8_t *top = frame_px(f, CW * 3 / 4, 2);
+  const uint8_t *bot = frame_px(f, CW / 2, CH - 3);
+  assert_true(top[2] > top[0] + 30);
+  assert_true(abs(bot[2] - bot[0]) < 30);
+
+  /* The frame follows the latest tick's pose. */
+  write_tick(&w, -0.5, 0.3, 0.4, 0.3);
+  uint64_t want = w.tick;
+  f = wait_frame(&w, 0, tick_is, &want, 10000);
+  assert_non_null(f);
+  assert_true(f->x == -0.5 && f->y == 0.3 && f->theta == 0.4 &&
+              f->head == 0.3);
+  /* seq counts up by one per frame for this robot */
+  uint64_t head = pa_ring_head(w.st.camera);
+  uint32_t s1 = f->seq;
+  const pa_frame *g = wait_frame(&w, head, NULL, NULL, 10000);
+  assert_non_null(g);
+  assert_true(g->seq > s1);
+
+  /* A restarted render continues the sequence. */
+  pa_test_stop(pid, SIGKILL, 5000);
+  uint32_t last = __atomic_load_n(&w.st.cam[0].seq, __ATOMIC_ACQUIRE);
+  pa_ring_cursor cur = pa_ring_cursor_now(w.st.camera);
+  pid = spawn_render(&w, log);
+  uint32_t len;
+  uint64_t rseq;
+  int64_t end = pa_test_now_ms() + 20000;
+  int rc;
+  while ((rc = pa_ring_read_next(w.st.camera, &cur, w.frame, w.frame_cap,
+                                 &len, &rseq)) != 0 &&
+         pa_test_now_ms() < end)
+    usleep(5000);
+  assert_int_equal(rc, 0);
+  f = (const pa_frame *)w.frame;
+  assert_int_equal(f->seq, last + 1);
+
+  /* A world change (obstacle spawned in front of robot 0) is rendered
+   * without a restart. */
+  pa_stack_world_begin(&w.st);
+  pa_obstacle_info *o = &w.st.obstacles[0];
+  memset(o, 0, sizeof *o);
+  snprintf(o->name, sizeof o->name, "crate");
+  o->active = 1, o->gen = 1, o->shape = PA_SHAPE_BOX;
+  o->x = -0.5 + 0.8 * cos(0.7), o->y = 0.3 + 0.8 * sin(0.7);
+  o->theta = 0.7, o->size_x = 0.3, o->size_y = 0.6, o->height = 0.6;
+  o->colour[1] = 200, o->colour[3] = 255;
+  w.st.ctl->obstacle_count = 1;
+  pa_stack_world_end(&w.st);
+  f = wait_frame(&w, 0, centre_green, NULL, 10000);
+  if (!f) {
+    dump_log(log);
+    fail_msg("spawned obstacle never appeared in the camera");
+  }
+
+  /* Unsubscribed: frames stop. */
+  __atomic_store_n(&w.st.cam[0].subscribers, 0, __ATOMIC_RELEASE);
+  sem_post(&w.st.ctl->render_wake);
+  usleep(500000);
+  head = pa_ring_head(w.st.camera);
+  usleep(600000);
+  assert_int_equal(pa_ring_head(w.st.camera), head);
+
+  int st = pa_test_stop(pid, SIGTERM, 10000);
+  assert_true(WIFEXITED(st));
+  assert_int_equal(WEXITSTATUS(st), 0);
+  assert_int_equal(w.st.ctl->health[PA_PROC_RENDER].pid, 0);
+  assert_int_equal(w.st.ctl->health[PA_PROC_RENDER].ready, 0);
+  world_free(&w);
+}
+
+static int run_to_exit(char *const argv[], const char *log, int timeout_ms) {
+  pid_t pid = pa_test_spawn(argv, log);
+  int st = pa_test_stop(pid, 0, timeout_ms);
+  assert_true(WIFEXITED(st));
+  return WEXITSTATUS(st);
+}
+
+static void test_config_errors(void **state) {
+  char bin[512], log[512];
+  pa_test_bin(bin, sizeof bin, "pa-render");
+  snprintf(log, sizeof log, "%s/cfg.log", pa_test_tmpdir());
+  char *missing[] = {bin, "--instance", "tnope-render-missing", NULL};
+  assert_int_equal(run_to_exit(missing, log, 20000), PA_EXIT_CONFIG);
+  assert_true(file_contains(log, "does not exist"));
+  char *badhz[] = {bin, "--camera_hz", "0", NULL};
+  assert_int_equal(run_to_exit(badhz, log, 20000), PA_EXIT_CONFIG);
+  assert_true(file_contains(log, "--camera_hz"));
+  char *unknown[] = {bin, "--camera-hz=abc", NULL};
+  assert_int_equal(run_to_exit(unknown, log, 20000), PA_EXIT_CONFIG);
+  assert_true(file_contains(log, "abc"));
+  char *shot[] = {bin, "--screenshot", "/tmp/x.png", NULL};
+  assert_int_equal(run_to_exit(shot, log, 20000), PA_EXIT_CONFIG);
+  assert_true(file_contains(log, "--viewer"));
+}
+
+/* No usable EGL vendor: a clear error and exit 1 (the launcher may retry). */
+static void test_no_gl(void **state) {
+  world w;
+  world_create(&w);
+  char log[512];
+  snprintf(log, sizeof log, "%s/nogl.log", pa_test_tmpdir());
+  setenv("__EGL_VENDOR_LIBRARY_FILENAMES", "/nonexistent/none.json", 1);
+  pid_t pid = spawn_render(&w, log);
+  unsetenv("__EGL_VENDOR_LIBRARY_FILENAMES");
+  int st = pa_test_stop(pid, 0, 20000);
+  assert_true(WIFEXITED(st));
+  assert_int_equal(WEXITSTATUS(st), 1);
+  if (!file_contains(log, "EGL")) {
+    dump_log(log);
+    fail_msg("no EGL error message");
+  }
+  assert_int_equal(w.st.ctl->health[PA_PROC_RENDER].ready, 0);
+  world_free(&w);
+}
+
+static void test_viewer_screenshot(void **state) {
+  if (access("/usr/bin/xvfb-run", X_OK) != 0) {
+    fprintf(stderr, "SKIP: /usr/bin/xvfb-run is missing (apt-get install "
+                    "xvfb xauth)\n");
+    skip();
+  }
+  world w;
+  world_create(&w);
+  /* a scan for robot 0 so the viewer has rays to draw */
+  uint8_t buf[sizeof(pa_scan) + 360 * sizeof(float)];
+  memset(buf, 0, sizeof buf);
+  pa_scan *sc = (pa_scan *)buf;
+  sc->tick = w.tick, sc->robot = 0, sc->seq = 1;
+  sc->x = -1.0, sc->y = 0.0, sc->theta = 0.0;
+  sc->angle_min = (float)-M_PI, sc->angle_increment = (float)(M_PI / 180);
+  sc->range_min = 0.15f, sc->range_max = 12, sc->count = 360;
+  float *r = (float *)(sc + 1);
+  for (int i = 0; i < 360; i++)
+    r[i] = 1.5f;
+  assert_true(pa_ring_write(w.st.scan, buf, sizeof buf) > 0);
+  char bin[512], log[512], png[512];
+  pa_test_bin(bin, sizeof bin, "pa-render");
+  snprintf(log, sizeof log, "%s/viewer.log", pa_test_tmpdir());
+  snprintf(png, sizeof png, "%s/shot.png", pa_test_tmpdir());
+  /* timeout(1) guarantees pa-render ends, so xvfb-run stops its Xvfb. */
+  char *argv[] = {"/usr/bin/xvfb-run", "-a", "/usr/bin/timeout", "60", bin,
+                  "--viewer", "--instance", w.instance, "--viewer_width",
+                  "640", "--viewer_height", "400", "--screenshot", png,
+                  "--exit_after_screenshot", NULL};
+  pid_t pid = pa_test_spawn(argv, log);
+  int st = pa_test_stop(pid, 0, 90000);
+  if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+    dump_log(log);
+    fail_msg("viewer did not exit cleanly");
+  }
+  int iw = 0, ih = 0, ic = 0;
+  unsigned char *img = stbi_load(png, &iw, &ih, &ic, 3);
+  if (!img) {
+    dump_log(log);
+    fail_msg("no screenshot at %s", png);
+  }
+  assert_int_equal(iw, 640);
+  assert_int_equal(ih, 400);
+  /* Not blank: sky, floor, walls and robots give many distinct colours. */
+  int distinct = 0;
+  static uint8_t seen[32768];
+  memset(seen, 0, sizeof seen);
+  for (int i = 0; i < iw * ih; i++) {
+    int k = (img[i * 3] >> 3) << 10 | (img[i * 3 + 1] >> 3) << 5 |
+            (img[i * 3 + 2] >> 3);
+    if (!seen[k]) {
+      seen[k] = 1;
+      distinct++;
+    }
+  }
+  assert_true(distinct > 20);
+  stbi_image_free(img);
+  world_free(&w);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_config_errors),
+      cmocka_unit_test(test_e2e),
+      cmocka_unit_test(test_no_gl),
+      cmocka_unit_test(test_viewer_screenshot),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
