@@ -2,3 +2,5 @@
 # distance field, the pa-map tool.
 pa_add_test(test_map SOURCES test_map.c LIBS pa_map TIMEOUT 60)
 target_link_libraries(test_map PRIVATE PkgConfig::YAML)
+pa_add_test(test_map_dist SOURCES test_map_dist.c LIBS pa_map TIMEOUT 60)
+pa_add_test(test_map_world SOURCES test_map_world.c LIBS pa_map TIMEOUT 60)
