@@ -1,0 +1,242 @@
+/* test_sim_laser.c - laser scans against analytic scenes, the fast caster
+ * against the plain traversal, noise statistics, scan scheduling. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "test_sim_util.h"
+
+/* 5 m room: interior [0.05, 4.95]^2, centre (2.5, 2.5). */
+static void room5(pa_sim_model *m, pa_sim_state *s, pa_robot_def *r, size_t nr,
+                  pa_obstacle_def *o, size_t no, const pa_sim_def *d) {
+  pa_grid g;
+  ts_room(&g, 100, 100, 0.05);
+  ts_make(m, s, d, &g, r, nr, o, no);
+  pa_grid_free(&g);
+}
+
+static double room_range(double phi) {
+  double h = 2.45, c = fabs(cos(phi)), s = fabs(sin(phi));
+  double a = c > 1e-12 ? h / c : INFINITY, b = s > 1e-12 ? h / s : INFINITY;
+  return a < b ? a : b;
+}
+
+static void test_square_room(void **st) {
+  (void)st;
+  const double headings[] = {0, 0.3, -2.0, M_PI};
+  for (size_t k = 0; k < 4; k++) {
+    pa_robot_def r = ts_robot("r", 2.5, 2.5, headings[k]);
+    pa_sim_def d = pa_sim_def_default();
+    d.laser_beams = 720;
+    pa_sim_model m;
+    pa_sim_state s;
+    room5(&m, &s, &r, 1, NULL, 0, &d);
+    float out[720];
+    pa_sim_scan(&m, &s, 0, out);
+    double inc = 2 * M_PI / 720;
+    for (int i = 0; i < 720; i++) {
+      double phi = s.rs[0].theta - M_PI + i * inc;
+      double want = room_range(phi);
+      if (fabs(out[i] - want) > 1e-3)
+        fail_msg("heading %g beam %d: %g, want %g", headings[k], i, out[i],
+                 want);
+    }
+    ts_free(&m, &s);
+  }
+}
+
+static void test_range_limits(void **st) {
+  (void)st;
+  pa_robot_def r = ts_robot("r", 2.5, 2.5, 0);
+  r.laser.range_max = 1.0;
+  pa_sim_def d = pa_sim_def_default();
+  pa_sim_model m;
+  pa_sim_state s;
+  room5(&m, &s, &r, 1, NULL, 0, &d);
+  float out[360];
+  pa_sim_scan(&m, &s, 0, out);
+  for (int i = 0; i < 360; i++)
+    assert_true(out[i] == 1.0f); /* no return = range_max exactly */
+  /* next to a wall: returns below range_min are reported as range_min */
+  ts_free(&m, &s);
+  r = ts_robot("r", 0.25, 2.5, 0);
+  r.laser.range_min = 0.3;
+  room5(&m, &s, &r, 1, NULL, 0, &d);
+  pa_sim_scan(&m, &s, 0, out);
+  assert_true(fabs(out[0] - 0.3f) < 1e-6); /* beam -pi: wall at 0.2 m */
+  ts_free(&m, &s);
+}
+
+static void test_shapes_and_robots(void **st) {
+  (void)st;
+  pa_robot_def r[2] = {ts_robot("r", 2.5, 2.5, 0), ts_robot("o", 1.5, 2.5, 0)};
+  pa_obstacle_def o[2];
+  memset(o, 0, sizeof o);
+  snprintf(o[0].name, sizeof o[0].name, "can");
+  o[0].shape = PA_SHAPE_CIRCLE;
+  o[0].x = 3.5;
+  o[0].y = 2.5;
+  o[0].radius = 0.3;
+  snprintf(o[1].name, sizeof o[1].name, "box");
+  o[1].shape = PA_SHAPE_BOX;
+  o[1].x = 2.5;
+  o[1].y = 1.5;
+  o[1].theta = M_PI / 4;
+  o[1].size_x = 0.4;
+  o[1].size_y = 0.4;
+  pa_sim_def d = pa_sim_def_default();
+  pa_sim_model m;
+  pa_sim_state s;
+  room5(&m, &s, r, 2, o, 2, &d);
+  float out[360];
+  pa_sim_scan(&m, &s, 0, out);
+  assert_true(fabs(out[180] - 0.7) < 1e-5);                 /* can, ahead */
+  assert_true(fabs(out[90] - (1.0 - 0.2 * sqrt(2))) < 1e-5); /* box corner */
+  assert_true(fabs(out[0] - (1.0 - r[1].radius)) < 1e-5);   /* robot behind */
+  assert_true(fabs(out[270] - 2.45) < 1e-4);                /* wall, left */
+  /* a beam tangent-ish to the can: ray-circle in closed form */
+  for (int i = 170; i <= 190; i++) {
+    double a = -M_PI + i * (2 * M_PI / 360);
+    double b = cos(a), c = 1.0 - 0.09; /* |oc|^2 - r^2 */
+    double disc = b * b - c;
+    double want = disc >= 0 ? b - sqrt(disc) : room_range(a);
+    assert_true(fabs(out[i] - want) < 1e-4);
+  }
+  /* the other robot sees robot 0 at 1 - r ahead */
+  pa_sim_scan(&m, &s, 1, out);
+  assert_true(fabs(out[180] - (1.0 - r[0].radius)) < 1e-5);
+  ts_free(&m, &s);
+}
+
+/* Random map of blocks and unknown cells; the distance-field caster must
+ * give exactly the plain traversal's range on random rays. */
+static void check_fast_equals_plain(double origin_x, double origin_y,
+                                    double yaw) {
+  pa_grid g;
+  ts_room(&g, 300, 240, 0.05);
+  g.origin_x = origin_x;
+  g.origin_y = origin_y;
+  g.origin_yaw = yaw;
+  uint64_t rng = 12345;
+  for (int k = 0; k < 120; k++) {
+    uint32_t x = (uint32_t)(pa_sim_rng_uniform(&rng) * 290);
+    uint32_t y = (uint32_t)(pa_sim_rng_uniform(&rng) * 230);
+    uint32_t w = 1 + (uint32_t)(pa_sim_rng_uniform(&rng) * 10);
+    uint32_t h = 1 + (uint32_t)(pa_sim_rng_uniform(&rng) * 10);
+    int8_t v = k % 7 == 0 ? PA_CELL_UNKNOWN : PA_CELL_OCCUPIED;
+    for (uint32_t j = y; j < y + h && j < 240; j++)
+      for (uint32_t i = x; i < x + w && i < 300; i++)
+        g.cells[(size_t)j * 300 + i] = v;
+  }
+  pa_robot_def r = ts_robot("r", 0, 0, 0);
+  pa_sim_def d = pa_sim_def_default();
+  pa_sim_model m;
+  pa_sim_state s;
+  double cx, cy;
+  pa_grid_cell_center(&g, 150, 120, &cx, &cy);
+  r.x = cx;
+  r.y = cy;
+  g.cells[120 * 300 + 150] = 0;
+  for (int j = 118; j <= 122; j++)
+    for (int i = 148; i <= 152; i++)
+      g.cells[j * 300 + i] = 0;
+  ts_make(&m, &s, &d, &g, &r, 1, NULL, 0);
+  int tested = 0, hits = 0;
+  for (int k = 0; k < 200000; k++) {
+    int i = (int)(pa_sim_rng_uniform(&rng) * 300);
+    int j = (int)(pa_sim_rng_uniform(&rng) * 240);
+    if (g.cells[j * 300 + i] != 0)
+      continue;
+    double x, y;
+    pa_grid_cell_center(&g, i, j, &x, &y);
+    double a = 2 * M_PI * pa_sim_rng_uniform(&rng);
+    x += 0.05 * (pa_sim_rng_uniform(&rng) - 0.5);
+    y += 0.05 * (pa_sim_rng_uniform(&rng) - 0.5);
+    double rmax = 1 + 20 * pa_sim_rng_uniform(&rng);
+    double f = pa_sim_cast_fast(&m, x, y, cos(a), sin(a), rmax);
+    double p = pa_sim_cast_plain(&m, x, y, cos(a), sin(a), rmax);
+    if (f != p)
+      fail_msg("ray from (%.9f, %.9f) at %.9f: fast %.12g, plain %.12g", x, y,
+               a, f, p);
+    tested++;
+    hits += p < rmax;
+  }
+  assert_true(tested > 50000);
+  assert_true(hits > tested / 2);
+  ts_free(&m, &s);
+  pa_grid_free(&g);
+}
+
+static void test_fast_equals_plain(void **st) {
+  (void)st;
+  check_fast_equals_plain(0, 0, 0);
+  check_fast_equals_plain(-3.3, 2.1, 0.3);
+}
+
+static void test_noise_statistics(void **st) {
+  (void)st;
+  pa_robot_def r = ts_robot("r", 2.5, 2.5, 0.1);
+  pa_sim_def d = pa_sim_def_default();
+  d.laser_noise = 0.02;
+  d.seed = 5;
+  pa_sim_model m;
+  pa_sim_state s;
+  room5(&m, &s, &r, 1, NULL, 0, &d);
+  float out[360];
+  double sum = 0, sum2 = 0;
+  int n = 0;
+  for (int k = 0; k < 300; k++) {
+    pa_sim_scan(&m, &s, 0, out);
+    for (int i = 0; i < 360; i++) {
+      double e = out[i] - room_range(0.1 - M_PI + i * (2 * M_PI / 360));
+      sum += e;
+      sum2 += e * e;
+      n++;
+    }
+  }
+  double mean = sum / n, sd = sqrt(sum2 / n - mean * mean);
+  assert_true(fabs(mean) < 0.0005);
+  assert_true(fabs(sd - 0.02) < 0.0008);
+  ts_free(&m, &s);
+}
+
+/* Scans at scan_hz, staggered across robots, seq +1 per scan. */
+static void test_scan_schedule(void **st) {
+  (void)st;
+  pa_robot_def r[3] = {ts_robot("a", 1, 1, 0), ts_robot("b", 2, 2, 0),
+                       ts_robot("c", 3, 3, 0)};
+  pa_sim_def d = pa_sim_def_default();
+  pa_sim_model m;
+  pa_sim_state s;
+  room5(&m, &s, r, 3, NULL, 0, &d);
+  assert_int_equal(m.ticks_per_scan, 20);
+  int per_tick_max = 0, total = 0;
+  for (int t = 0; t < 200; t++) {
+    pa_sim_step(&m, &s);
+    total += (int)s.scan_due_count;
+    if ((int)s.scan_due_count > per_tick_max)
+      per_tick_max = (int)s.scan_due_count;
+  }
+  assert_int_equal(total, 30); /* 1 s, 10 Hz, 3 robots */
+  assert_int_equal(per_tick_max, 1);
+  for (int i = 0; i < 3; i++)
+    assert_int_equal(s.rs[i].scan_seq, 10);
+  ts_free(&m, &s);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_square_room),
+      cmocka_unit_test(test_range_limits),
+      cmocka_unit_test(test_shapes_and_robots),
+      cmocka_unit_test(test_fast_equals_plain),
+      cmocka_unit_test(test_noise_statistics),
+      cmocka_unit_test(test_scan_schedule),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
