@@ -19,12 +19,12 @@ static double ms_since(int64_t t0) { return (double)(pa_test_now_ms() - t0); }
 
 static void report(const char *what, int64_t *v, int n, double target) {
   if (n == 0) {
-    printf("%-34s no samples\n", what);
+    printf("%-38s no samples\n", what);
     return;
   }
   int64_t p50 = pa_percentile_i64(v, (size_t)n, 50);
   int64_t mx = pa_percentile_i64(v, (size_t)n, 100);
-  printf("%-34s n=%-3d p50 %5lld ms  max %5lld ms  (target <= %.0f ms: %s)\n",
+  printf("%-38s n=%-3d p50 %5lld ms  max %5lld ms  (target <= %.0f ms: %s)\n",
          what, n, (long long)p50, (long long)mx, target,
          p50 <= target ? "p50 met" : "p50 MISSED");
 }
@@ -117,7 +117,10 @@ int main(int argc, char **argv) {
       if (p == PA_PROC_RENDER)
         ok = lt_wait_new_pid(&t, p, old, 30000);
       else if (p == PA_PROC_NETGW)
-        ok = lt_odom_reconnect(&o, t.port, NULL, 30000) == 0 &&
+        /* as a client would: reconnect once the new netgw listens (a
+         * connect to the dying one may still be accepted, then reset) */
+        ok = lt_wait_new_pid(&t, p, old, 30000) &&
+             lt_odom_reconnect(&o, t.port, NULL, 30000) == 0 &&
              next_odom(&o, &seq, 30000);
       else
         ok = next_odom(&o, &seq, 30000);
