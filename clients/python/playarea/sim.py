@@ -1,0 +1,261 @@
+"""Sim: the JSON-lines protocol (version 2) on the control port, one request at a time."""
+
+import itertools
+import json
+import socket
+import threading
+
+from ._util import default_host, default_port, finite
+from .errors import ConnectionLost, Error, ProtocolError
+
+PROTOCOL_VERSION = 2
+BATCH_LIMIT = 64
+SIM_CONTROL = frozenset(("pause", "resume", "step_n", "reset", "set_time_scale", "get_status"))
+
+
+def _vec(name, values, n):
+    values = list(values)
+    if len(values) != n:
+        raise ValueError("%s must have %d numbers, got %d" % (name, n, len(values)))
+    return [finite("%s[%d]" % (name, i), v) for i, v in enumerate(values)]
+
+
+class Sim:
+    """A JSON-protocol client: ``Sim().step(v=0.2, w=0.1)`` returns the state after the step.
+
+    Every method sends one request and waits for its response; errors come back as
+    ``playarea.Error`` with the server's code and message. Thread-safe (calls are
+    serialised). Defaults to $PLAYAREA_HOST / $PLAYAREA_PORT, else localhost:9000.
+    """
+
+    def __init__(self, host=None, port=None, timeout=10.0, token=None):
+        self.host = default_host() if host is None else host
+        self.port = default_port() if port is None else int(port)
+        self.timeout = float(timeout)
+        self.last_response = None  # the whole envelope of the last response
+        self._ids = itertools.count(1)
+        self._lock = threading.Lock()
+        self._broken = None
+        self._sock = socket.create_connection((self.host, self.port), timeout=self.timeout)
+        self._sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self._rfile = self._sock.makefile("rb")
+        if token is not None:
+            try:
+                self._auth(str(token))
+            except BaseException:
+                self.close()
+                raise
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __repr__(self):
+        return "<playarea.Sim %s:%d>" % (self.host, self.port)
+
+    def close(self):
+        if self._sock is not None:
+            self._rfile.close()
+            self._sock.close()
+            self._sock = None
+
+    @property
+    def sim_time(self):
+        """sim_time of the last response [s], or None."""
+        return None if self.last_response is None else self.last_response.get("sim_time")
+
+    # ---- transport ---------------------------------------------------------
+
+    def _auth(self, token):
+        with self._lock:
+            self._sock.sendall(("auth %s\n" % token).encode())
+            line = self._readline()
+        if line.startswith("err"):
+            parts = line.split(None, 2)
+            raise Error(parts[1] if len(parts) > 1 else "not_authorized", parts[2] if len(parts) > 2 else "")
+
+    def _readline(self):
+        try:
+            raw = self._rfile.readline(1 << 24)
+        except socket.timeout:
+            self._broken = TimeoutError("no response from %s:%d within %.1f s; connection closed"
+                                        % (self.host, self.port, self.timeout))
+            self.close()
+            raise self._broken from None
+        except OSError as e:
+            raw, why = b"", str(e)
+        else:
+            why = "the server closed the connection"
+        if not raw.endswith(b"\n"):
+            self._broken = ConnectionLost("connection to %s:%d lost: %s" % (self.host, self.port, why))
+            self.close()
+            raise self._broken
+        return raw.decode("utf-8", "replace").strip()
+
+    def send_raw(self, obj):
+        """Send one JSON request object as is and return the parsed response object."""
+        if self._broken is not None:
+            raise self._broken
+        if self._sock is None:
+            raise ValueError("this Sim is closed")
+        line = json.dumps(obj, separators=(",", ":"), allow_nan=False) + "\n"
+        with self._lock:
+            try:
+                self._sock.sendall(line.encode())
+            except OSError as e:
+                self._broken = ConnectionLost("connection to %s:%d lost: %s" % (self.host, self.port, e))
+                self.close()
+                raise self._broken from e
+            text = self._readline()
+        try:
+            resp = json.loads(text)
+        except ValueError:
+            raise ProtocolError("the server answered with a line that is not JSON: %r" % text[:200]) from None
+        if not isinstance(resp, dict):
+            raise ProtocolError("the server answered with JSON that is not an object: %r" % text[:200])
+        return resp
+
+    def _envelope(self, action, data, type, request_id):
+        if type is None:
+            type = "sim_control" if action in SIM_CONTROL else "command"
+        req = {"type": type, "protocol_version": PROTOCOL_VERSION,
+               "request_id": next(self._ids) if request_id is None else request_id,
+               "action": action}
+        if data is not None:
+            req["data"] = data
+        return req
+
+    @staticmethod
+    def raise_for(resp):
+        """Raise Error(code, message) if resp is an error response."""
+        if resp.get("type") == "error" or resp.get("success") is False or resp.get("status") == "error":
+            err = resp.get("error") or {}
+            if not isinstance(err, dict):
+                err = {"message": str(err)}
+            raise Error(str(err.get("code", "unknown")), str(err.get("message", "")), resp)
+
+    def request(self, action, data=None, type=None, request_id=None):
+        """Send one request and return the response's ``data`` (or raise Error).
+
+        type defaults to ``sim_control`` for pause/resume/step_n/reset/
+        set_time_scale/get_status and ``command`` otherwise.
+        """
+        req = self._envelope(action, data, type, request_id)
+        resp = self.send_raw(req)
+        self.last_response = resp
+        if "request_id" in resp and resp["request_id"] != req["request_id"]:
+            raise ProtocolError("response to request %r carries request_id %r"
+                                % (req["request_id"], resp["request_id"]), resp)
+        self.raise_for(resp)
+        return resp.get("data")
+
+    def batch(self, requests):
+        """Send up to 64 requests in one round trip; return their response objects in order.
+
+        Each request is an (action, data) tuple, an action name, or a dict with
+        action/data/type. Failed items do not raise; check them with raise_for().
+        """
+        items = []
+        for r in requests:
+            if isinstance(r, str):
+                r = {"action": r}
+            elif isinstance(r, (tuple, list)):
+                r = {"action": r[0], "data": r[1] if len(r) > 1 else None}
+            items.append(self._envelope(r["action"], r.get("data"), r.get("type"), r.get("request_id")))
+        if len(items) > BATCH_LIMIT:
+            raise ValueError("a batch holds at most %d requests, got %d" % (BATCH_LIMIT, len(items)))
+        req = {"type": "batch", "protocol_version": PROTOCOL_VERSION,
+               "request_id": next(self._ids), "requests": items}
+        resp = self.send_raw(req)
+        self.last_response = resp
+        self.raise_for(resp)
+        out = resp.get("responses")
+        if not isinstance(out, list) or len(out) != len(items):
+            raise ProtocolError("batch of %d answered with %r responses"
+                                % (len(items), None if not isinstance(out, list) else len(out)), resp)
+        for sent, got in zip(items, out):
+            if isinstance(got, dict) and "request_id" in got and got["request_id"] != sent["request_id"]:
+                raise ProtocolError("batch response out of order: %r for %r"
+                                    % (got["request_id"], sent["request_id"]), resp)
+        return out
+
+    # ---- state and stepping ----------------------------------------------------
+
+    def get_state(self, robot=0):
+        """Pose (ground truth), odometry, velocity, head, tick, sim_time and latest scan."""
+        return self.request("get_state", {"robot": robot})
+
+    def get_sensors(self, robot=0):
+        return self.request("get_sensors", {"robot": robot})
+
+    def step(self, v=0.0, w=0.0, head=0.0, steps=1, robot=0, **extra):
+        """Apply a command, advance steps ticks, return the state (with scan) after them.
+
+        For omnidirectional robots pass vx=, vy= (and w=) instead of v.
+        """
+        data = {"robot": robot, "w": finite("w", w), "steps": int(steps)}
+        if "vx" in extra or "vy" in extra:
+            for k in ("vx", "vy"):
+                data[k] = finite(k, extra.pop(k, 0.0))
+        else:
+            data["v"] = finite("v", v)
+            data["head"] = finite("head", head)
+        data.update(extra)
+        return self.request("step", data)
+
+    def set_velocity(self, v=0.0, w=0.0, head=0.0, robot=0):
+        return self.request("set_velocity", {"robot": robot, "v": finite("v", v),
+                                             "w": finite("w", w), "head": finite("head", head)})
+
+    def stop(self, robot=0):
+        return self.request("stop", {"robot": robot})
+
+    def teleport(self, x, y, theta, robot=0):
+        """Set the robot's ground-truth pose [m, m, rad] (action set_pose)."""
+        return self.request("set_pose", {"robot": robot, "pose": _vec("pose", (x, y, theta), 3)})
+
+    set_pose = teleport
+
+    def get_pose(self, robot=0):
+        return self.request("get_pose", {"robot": robot})
+
+    # ---- sim_control ---------------------------------------------------------
+
+    def pause(self):
+        return self.request("pause")
+
+    def resume(self):
+        return self.request("resume")
+
+    def reset(self):
+        return self.request("reset")
+
+    def step_n(self, n=1):
+        """Advance a paused simulation by n ticks."""
+        return self.request("step_n", {"steps": int(n)})
+
+    def set_time_scale(self, scale):
+        """Speed factor: 1 real time, 0 as fast as possible."""
+        return self.request("set_time_scale", {"scale": finite("scale", scale)})
+
+    def get_status(self):
+        return self.request("get_status")
+
+    # ---- robots and world ------------------------------------------------------
+
+    def list_robots(self):
+        return self.request("list_robots")
+
+    def spawn_robot(self, **data):
+        return self.request("spawn_robot", data)
+
+    def remove_robot(self, robot):
+        return self.request("remove_robot", {"robot": robot})
+
+    def get_map_info(self):
+        return self.request("get_map_info")
+
+
+Client = Sim
