@@ -59,8 +59,10 @@ typedef struct pa_grid {
   int8_t occupied_min;     /* a cell >= this value blocks (100 in trinary) */
 } pa_grid;
 
-/* Parses map.yaml (libyaml) into def; image is resolved relative to the yaml
- * file's directory. Errors name file:line:column and the key. */
+/* Parses map.yaml (libyaml) into def (every field, size limits back to the
+ * default; set max_width/max_height afterwards to lower them); image is
+ * resolved relative to the yaml file's directory. Errors name
+ * file:line:column and the key. Format: docs/world-format.md. */
 int pa_map_parse_yaml(const char *yaml_path, pa_map_def *def, char *err,
                       size_t err_sz);
 /* Loads the image named by def (stb_image: PNG, PGM, BMP, JPEG; grey, grey+
@@ -72,8 +74,9 @@ int pa_map_load_yaml(const char *yaml_path, pa_grid *out, char *err,
                      size_t err_sz);
 /* The built-in default map (compiled into the library). */
 int pa_map_load_default(pa_grid *out, char *err, size_t err_sz);
-/* Writes png_path + yaml_path (trinary, negate 0) so that loading the yaml
- * gives back exactly the same cells, resolution and origin. */
+/* Writes png_path (.png, .pgm or .bmp) + yaml_path so that loading the yaml
+ * gives back exactly the same cells, resolution and origin: trinary, negate 0
+ * (0/254/205) when the cells are only -1/0/100, else raw with negate 1. */
 int pa_map_save(const pa_grid *g, const char *yaml_path, const char *png_path,
                 char *err, size_t err_sz);
 void pa_grid_free(pa_grid *g);
