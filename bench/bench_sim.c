@@ -1,0 +1,281 @@
+/* bench_sim.c - pa-sim figures: exact beams/s per core (fast caster checked
+ * against the plain traversal), free-running real-time factor for 1, 100
+ * and 1000 robots (in-process: pa_sim_step, no shared memory), fixed-rate
+ * loop timing (the real pa_sim_run loop on a private instance), RSS.
+ *
+ *   bench-sim [seconds_per_loop_test (default 5)]
+ */
+#define _GNU_SOURCE
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "pa_map.h"
+#include "pa_shm.h"
+#include "pa_sim.h"
+#include "pa_util.h"
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static long rss_kb(void) {
+  FILE *f = fopen("/proc/self/status", "r");
+  if (!f)
+    return -1;
+  char line[256];
+  long kb = -1;
+  while (fgets(line, sizeof line, f))
+    if (!strncmp(line, "VmRSS:", 6))
+      kb = strtol(line + 6, NULL, 10);
+  fclose(f);
+  return kb;
+}
+
+static void die(const char *what, const char *err) {
+  fprintf(stderr, "bench-sim: %s: %s\n", what, err);
+  exit(1);
+}
+
+static void make(pa_sim_model *m, pa_sim_state *s, const pa_grid *g,
+                 uint32_t robots, uint32_t max_robots) {
+  pa_world w;
+  memset(&w, 0, sizeof w);
+  pa_robot_def r = pa_robot_def_default();
+  w.unknown_blocks = true;
+  /* first robot on a free cell via --robots placement */
+  pa_sim_def d = pa_sim_def_default();
+  d.robots = robots;
+  d.max_robots = max_robots;
+  d.seed = 1;
+  (void)r;
+  char err[256];
+  if (pa_sim_model_init(m, &d, &w, g, err, sizeof err) != 0)
+    die("model", err);
+  if (pa_sim_state_init(m, s, err, sizeof err) != 0)
+    die("state", err);
+}
+
+/* A large synthetic office: rooms and corridors, 0.05 m cells. */
+static void big_map(pa_grid *g, uint32_t w, uint32_t h) {
+  memset(g, 0, sizeof *g);
+  g->width = w;
+  g->height = h;
+  g->resolution = 0.05;
+  g->occupied_min = PA_CELL_OCCUPIED;
+  g->cells = calloc((size_t)w * h, 1);
+  uint64_t rng = 99;
+  for (uint32_t y = 0; y < h; y++)
+    for (uint32_t x = 0; x < w; x++) {
+      bool wall = x < 2 || y < 2 || x >= w - 2 || y >= h - 2;
+      /* 8 m rooms with 1.2 m doors */
+      if ((x % 160 < 3 && (y % 160) / 24 != 3) || (y % 160 < 3 && (x % 160) / 24 != 4))
+        wall = true;
+      g->cells[(size_t)y * w + x] = wall ? PA_CELL_OCCUPIED : 0;
+    }
+  for (int k = 0; k < 2000; k++) { /* furniture */
+    uint32_t x = (uint32_t)(pa_sim_rng_uniform(&rng) * (w - 20));
+    uint32_t y = (uint32_t)(pa_sim_rng_uniform(&rng) * (h - 20));
+    uint32_t bw = 2 + (uint32_t)(pa_sim_rng_uniform(&rng) * 14);
+    uint32_t bh = 2 + (uint32_t)(pa_sim_rng_uniform(&rng) * 14);
+    for (uint32_t j = y; j < y + bh; j++)
+      for (uint32_t i = x; i < x + bw; i++)
+        g->cells[(size_t)j * w + i] = PA_CELL_OCCUPIED;
+  }
+}
+
+static void bench_beams(const char *name, const pa_grid *g) {
+  pa_sim_model m;
+  pa_sim_state s;
+  make(&m, &s, g, 1, 4);
+  /* random free poses */
+  enum { POSES = 4000, BEAMS = 360 };
+  double *px = malloc(POSES * sizeof(double)), *py = malloc(POSES * sizeof(double)),
+         *pt = malloc(POSES * sizeof(double));
+  uint64_t rng = 5;
+  int n = 0;
+  while (n < POSES) {
+    uint32_t cx = (uint32_t)(pa_sim_rng_uniform(&rng) * g->width);
+    uint32_t cy = (uint32_t)(pa_sim_rng_uniform(&rng) * g->height);
+    if (g->cells[(size_t)cy * g->width + cx] != 0)
+      continue;
+    pa_grid_cell_center(g, (int)cx, (int)cy, &px[n], &py[n]);
+    pt[n] = 2 * M_PI * pa_sim_rng_uniform(&rng);
+    n++;
+  }
+  double dc[BEAMS], ds[BEAMS];
+  for (int i = 0; i < BEAMS; i++) {
+    dc[i] = cos(-M_PI + i * 2 * M_PI / BEAMS);
+    ds[i] = sin(-M_PI + i * 2 * M_PI / BEAMS);
+  }
+  /* exactness on a subset */
+  long mismatches = 0, checked = 0;
+  for (int p = 0; p < 500; p++)
+    for (int i = 0; i < BEAMS; i++) {
+      double c = cos(pt[p]), sn = sin(pt[p]);
+      double dx = c * dc[i] - sn * ds[i], dy = sn * dc[i] + c * ds[i];
+      double f = pa_sim_cast_fast(&m, px[p], py[p], dx, dy, 10.0);
+      double q = pa_sim_cast_plain(&m, px[p], py[p], dx, dy, 10.0);
+      mismatches += f != q;
+      checked++;
+    }
+  double best_fast = 0, best_plain = 0;
+  volatile double sink = 0;
+  for (int mode = 0; mode < 2; mode++) {
+    for (int rep = 0; rep < 3; rep++) {
+      double t0 = now_s();
+      long beams = 0;
+      for (int p = 0; p < POSES; p++) {
+        double c = cos(pt[p]), sn = sin(pt[p]);
+        for (int i = 0; i < BEAMS; i++) {
+          double dx = c * dc[i] - sn * ds[i], dy = sn * dc[i] + c * ds[i];
+          sink += mode == 0 ? pa_sim_cast_fast(&m, px[p], py[p], dx, dy, 10.0)
+                            : pa_sim_cast_plain(&m, px[p], py[p], dx, dy, 10.0);
+          beams++;
+        }
+      }
+      double rate = beams / (now_s() - t0);
+      if (mode == 0 && rate > best_fast)
+        best_fast = rate;
+      if (mode == 1 && rate > best_plain)
+        best_plain = rate;
+    }
+  }
+  /* the full scan path (pa_sim_scan: table directions, shapes, clamping) */
+  float out[BEAMS];
+  s.info[0].laser_range_max = 10.0f;
+  double t0 = now_s();
+  for (int p = 0; p < POSES; p++) {
+    s.rs[0].x = px[p];
+    s.rs[0].y = py[p];
+    s.rs[0].theta = pt[p];
+    pa_sim_scan(&m, &s, 0, out);
+  }
+  double scan_rate = (double)POSES * BEAMS / (now_s() - t0);
+  printf("beams %-28s %ux%u cells: fast %.1f M beams/s, plain traversal "
+         "%.1f M/s, pa_sim_scan %.1f M/s; fast == plain on %ld/%ld beams\n",
+         name, g->width, g->height, best_fast / 1e6, best_plain / 1e6,
+         scan_rate / 1e6, checked - mismatches, checked);
+  free(px);
+  free(py);
+  free(pt);
+  pa_sim_state_free(&s);
+  pa_sim_model_free(&m);
+}
+
+static void bench_rtf(const pa_grid *g, uint32_t robots, double seconds) {
+  pa_sim_model m;
+  pa_sim_state s;
+  make(&m, &s, g, robots, robots);
+  uint64_t rng = 3;
+  for (uint32_t i = 0; i < s.robot_count; i++) {
+    pa_cmd c;
+    memset(&c, 0, sizeof c);
+    c.op = PA_OP_SET_CMD;
+    c.robot = i;
+    c.a[0] = 0.3 + 0.5 * pa_sim_rng_uniform(&rng);
+    c.a[2] = 2 * pa_sim_rng_uniform(&rng) - 1;
+    pa_reply r;
+    pa_sim_apply(&m, &s, &c, &r);
+  }
+  long rss = rss_kb();
+  double t0 = now_s(), t;
+  uint64_t ticks = 0;
+  double phys = 0, sens = 0;
+  do {
+    pa_sim_step(&m, &s);
+    ticks++;
+    phys += s.phase_ns[PA_SIM_PH_PHYSICS];
+    sens += s.phase_ns[PA_SIM_PH_SENSORS];
+    t = now_s() - t0;
+  } while (t < seconds);
+  printf("rtf   %4u robots (200 Hz control, 10 Hz 360-beam scans): %.0fx real "
+         "time (%llu ticks in %.2f s; per tick physics %.1f us, sensors %.1f "
+         "us; %llu bumps); RSS %ld kB\n",
+         robots, ticks * m.dt / t, (unsigned long long)ticks, t,
+         phys / ticks / 1e3, sens / ticks / 1e3, (unsigned long long)s.bumps,
+         rss);
+  pa_sim_state_free(&s);
+  pa_sim_model_free(&m);
+}
+
+static volatile sig_atomic_t stop_flag;
+
+static void on_alarm(int sig) {
+  (void)sig;
+  stop_flag = 1;
+}
+
+/* The real loop (pa_sim_run) on a private instance for `seconds`; figures
+ * from its health block: tick period p50/p99/max and overruns. */
+static void bench_loop(const pa_grid *g, double hz, double seconds) {
+  char inst[PA_SHM_INSTANCE_MAX];
+  snprintf(inst, sizeof inst, "bench-sim-%d", (int)getpid());
+  pa_stack_def d = pa_stack_def_default();
+  snprintf(d.instance, sizeof d.instance, "%s", inst);
+  pa_stack st;
+  char err[256];
+  if (pa_stack_create(&st, &d, err, sizeof err) != 0)
+    die("instance", err);
+  pa_sim_def sd = pa_sim_def_default();
+  sd.control_hz = hz;
+  sd.max_robots = d.max_robots;
+  pa_world w;
+  memset(&w, 0, sizeof w);
+  w.unknown_blocks = true;
+  pa_sim_model m;
+  pa_sim_state s;
+  if (pa_sim_model_init(&m, &sd, &w, g, err, sizeof err) != 0 ||
+      pa_sim_state_init(&m, &s, err, sizeof err) != 0)
+    die("model", err);
+  pa_sim_shm_publish_map(&m, &st, err, sizeof err);
+  pa_sim_shm_publish_tick(&m, &s, &st);
+  stop_flag = 0;
+  signal(SIGALRM, on_alarm);
+  struct itimerspec;
+  alarm((unsigned)ceil(seconds));
+  pa_sim_run(&m, &s, &st, &stop_flag);
+  const pa_health *h = &st.ctl->health[PA_PROC_SIM];
+  double period = 1e9 / hz;
+  printf("loop  %5.0f Hz for %.0f s: %llu ticks, period p50 %.1f us, p99 %.1f "
+         "us, max %.1f us (nominal %.1f us) -> p99 error %.1f us, max error "
+         "%.1f us; overruns %llu\n",
+         hz, ceil(seconds), (unsigned long long)s.tick, h->period_p50_ns / 1e3,
+         h->period_p99_ns / 1e3, h->period_max_ns / 1e3, period / 1e3,
+         fabs(h->period_p99_ns - period) / 1e3,
+         fabs(h->period_max_ns - period) / 1e3,
+         (unsigned long long)h->overruns);
+  pa_sim_state_free(&s);
+  pa_sim_model_free(&m);
+  pa_stack_detach(&st);
+  pa_stack_unlink(inst);
+}
+
+int main(int argc, char **argv) {
+  double loop_s = argc > 1 ? atof(argv[1]) : 5;
+  if (!(loop_s > 0))
+    loop_s = 5;
+  char err[256];
+  pa_grid def;
+  if (pa_map_load_default(&def, err, sizeof err) != 0)
+    die("default map", err);
+  pa_grid big;
+  big_map(&big, 2000, 2000);
+  bench_beams("default map", &def);
+  bench_beams("large office (100x100 m)", &big);
+  bench_rtf(&def, 1, 2);
+  bench_rtf(&def, 100, 3);
+  bench_rtf(&big, 1000, 5);
+  bench_loop(&def, 200, loop_s);
+  bench_loop(&def, 1000, loop_s);
+  pa_grid_free(&def);
+  pa_grid_free(&big);
+  return 0;
+}

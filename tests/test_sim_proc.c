@@ -1,0 +1,333 @@
+/* test_sim_proc.c - the real pa-sim process against an instance created
+ * here: readiness, map and world publication, pause/step/reset/speed and
+ * teleport through the command and reply queues, bad flags, SIGTERM, and
+ * crash-resume (SIGKILL mid-step, restart, continuity, busy answer). */
+#define _GNU_SOURCE
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "pa_shm.h"
+#include "testutil.h"
+
+typedef struct sim {
+  char inst[PA_SHM_INSTANCE_MAX];
+  pa_stack st;
+  pid_t pid;
+  uint64_t next_req;
+  uint8_t *buf;
+  uint32_t cap;
+  char log[512];
+} sim;
+
+static pid_t start_sim(sim *s, const char *extra) {
+  char bin[512];
+  pa_test_bin(bin, sizeof bin, "pa-sim");
+  const char *argv[16] = {bin, "--instance", s->inst, "--seed", "3"};
+  int n = 5;
+  if (extra)
+    argv[n++] = extra;
+  argv[n] = NULL;
+  snprintf(s->log, sizeof s->log, "%s/sim-%s.log", pa_test_tmpdir(), s->inst);
+  return pa_test_spawn((char *const *)argv, s->log);
+}
+
+static bool sim_ready(void *arg) {
+  sim *s = arg;
+  const pa_health *h = &s->st.ctl->health[PA_PROC_SIM];
+  return __atomic_load_n(&h->ready, __ATOMIC_ACQUIRE) == 1 &&
+         h->pid == s->pid;
+}
+
+static void wait_ready(sim *s) {
+  if (!pa_test_wait_for(sim_ready, s, 20000)) {
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "cat %s >&2", s->log);
+    if (system(cmd)) {
+    }
+    fail_msg("pa-sim did not become ready");
+  }
+}
+
+static void setup(sim *s, const char *tag, const char *extra) {
+  memset(s, 0, sizeof *s);
+  pa_test_instance(s->inst, sizeof s->inst, tag);
+  pa_stack_def d = pa_stack_def_default();
+  snprintf(d.instance, sizeof d.instance, "%s", s->inst);
+  d.max_robots = 16;
+  char err[256];
+  if (pa_stack_create(&s->st, &d, err, sizeof err) != 0)
+    fail_msg("create: %s", err);
+  s->cap = pa_ring_max_record(s->st.state);
+  s->buf = malloc(s->cap);
+  assert_non_null(s->buf);
+  s->pid = start_sim(s, extra);
+  wait_ready(s);
+}
+
+static void teardown(sim *s) {
+  if (s->pid > 0)
+    pa_test_stop(s->pid, SIGKILL, 5000);
+  pa_stack_detach(&s->st);
+  pa_stack_unlink(s->inst);
+  free(s->buf);
+}
+
+/* Latest state record: tick + robot 0's state. */
+static pa_tick latest(sim *s, pa_robot_state *r0) {
+  uint32_t len = 0;
+  assert_int_equal(pa_ring_read_latest(s->st.state, s->buf, s->cap, &len, NULL),
+                   0);
+  pa_tick t;
+  memcpy(&t, s->buf, sizeof t);
+  assert_true(len == sizeof t + t.robot_count * sizeof(pa_robot_state));
+  if (r0)
+    memcpy(r0, s->buf + sizeof t, sizeof *r0);
+  return t;
+}
+
+static uint64_t push(sim *s, uint32_t op, uint32_t u, uint32_t flags,
+                     double a0, double a1, double a2) {
+  pa_cmd c;
+  memset(&c, 0, sizeof c);
+  c.client_id = 77;
+  c.request_id = ++s->next_req;
+  c.op = op;
+  c.u = u;
+  c.flags = flags;
+  c.a[0] = a0;
+  c.a[1] = a1;
+  c.a[2] = a2;
+  assert_int_equal(pa_queue_push(s->st.cmd, &c), 0);
+  return c.request_id;
+}
+
+static pa_reply wait_reply(sim *s, uint64_t req, int timeout_ms) {
+  pa_reply r;
+  int64_t end = pa_test_now_ms() + timeout_ms;
+  while (pa_test_now_ms() < end) {
+    if (pa_queue_peek(s->st.reply, &r) >= 0) {
+      pa_queue_pop(s->st.reply);
+      if (r.request_id == req)
+        return r;
+      continue; /* an earlier request's reply */
+    }
+    usleep(500);
+  }
+  fail_msg("no reply to request %llu", (unsigned long long)req);
+  return r;
+}
+
+static pa_reply call(sim *s, uint32_t op, uint32_t u, uint32_t flags,
+                     double a0, double a1, double a2) {
+  return wait_reply(s, push(s, op, u, flags, a0, a1, a2), 20000);
+}
+
+static void test_ready_and_published(void **st) {
+  (void)st;
+  sim s;
+  setup(&s, "pub", "--paused");
+  pa_ctl *ctl = s.st.ctl;
+  assert_true(ctl->control_hz == 200 && ctl->scan_hz == 10 && ctl->seed == 3);
+  assert_true(ctl->robot_count >= 1 && s.st.robots[0].active);
+  assert_string_equal(s.st.robots[0].name, "robot0");
+  pa_shm_seg seg;
+  const pa_map_block *mb;
+  const int8_t *cells;
+  char err[256];
+  assert_int_equal(pa_stack_map_attach(&s.st, &seg, &mb, &cells, err, sizeof err), 0);
+  assert_true(mb->width > 0 && mb->height > 0 && mb->resolution > 0);
+  pa_shm_detach(&seg);
+  pa_tick t = latest(&s, NULL);
+  assert_true(t.flags & PA_TICK_PAUSED);
+  assert_int_equal(t.robot_count, ctl->robot_count);
+  /* SIGTERM: clean exit 0 */
+  int status = pa_test_stop(s.pid, SIGTERM, 10000);
+  s.pid = 0;
+  assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  assert_int_equal(ctl->health[PA_PROC_SIM].ready, 0);
+  teardown(&s);
+}
+
+static void test_modes_through_queue(void **st) {
+  (void)st;
+  sim s;
+  setup(&s, "modes", "--paused");
+  pa_robot_state r0;
+  pa_tick t0 = latest(&s, &r0);
+  usleep(100000);
+  assert_true(latest(&s, NULL).tick == t0.tick); /* paused: no ticks */
+  /* step 50 */
+  pa_reply r = call(&s, PA_OP_STEP, 50, 0, 0, 0, 0);
+  assert_int_equal(r.status, PA_OK);
+  assert_int_equal(r.tick, t0.tick + 50);
+  assert_int_equal(latest(&s, NULL).tick, t0.tick + 50);
+  /* step with a drive command: the robot moves forward */
+  r = call(&s, PA_OP_STEP, 200, PA_CMDF_DRIVE, 0.5, 0, 0);
+  assert_int_equal(r.status, PA_OK);
+  pa_robot_state r1;
+  pa_tick t1 = latest(&s, &r1);
+  assert_int_equal(t1.tick, t0.tick + 250);
+  double moved = hypot(r1.x - r0.x, r1.y - r0.y);
+  assert_true(moved > 0.2);
+  assert_true(r.a[0] == r1.x && r.a[1] == r1.y);
+  /* a diff robot refuses sideways, an unknown robot is named */
+  pa_cmd c;
+  memset(&c, 0, sizeof c);
+  c.request_id = ++s.next_req;
+  c.op = PA_OP_SET_CMD;
+  c.a[1] = 0.3;
+  assert_int_equal(pa_queue_push(s.st.cmd, &c), 0);
+  r = wait_reply(&s, c.request_id, 20000);
+  assert_string_equal(pa_status_code(r.status), "unsupported_control_scheme");
+  c.request_id = ++s.next_req;
+  c.robot = 9;
+  c.a[1] = 0;
+  assert_int_equal(pa_queue_push(s.st.cmd, &c), 0);
+  r = wait_reply(&s, c.request_id, 20000);
+  assert_string_equal(pa_status_code(r.status), "unknown_robot");
+  r = call(&s, 999, 0, 0, 0, 0, 0);
+  assert_string_equal(pa_status_code(r.status), "unknown_action");
+  /* teleport into a wall (far outside the map): blocked_pose, unchanged */
+  r = call(&s, PA_OP_TELEPORT, 0, 0, -1000, -1000, 0);
+  assert_string_equal(pa_status_code(r.status), "blocked_pose");
+  pa_robot_state r2;
+  latest(&s, &r2);
+  assert_true(r2.x == r1.x && r2.y == r1.y);
+  /* reset: back at the start pose, tick continues */
+  r = call(&s, PA_OP_RESET, 0, 0, 0, 0, 0);
+  assert_int_equal(r.status, PA_OK);
+  pa_tick t3 = latest(&s, &r2);
+  assert_true(r2.x == r0.x && r2.y == r0.y && r2.cmd_v == 0);
+  assert_int_equal(t3.tick, t1.tick);
+  /* as fast as possible, resumed: many ticks quickly; then pause again */
+  assert_int_equal(call(&s, PA_OP_SPEED, 0, 0, 0, 0, 0).status, PA_OK);
+  assert_int_equal(call(&s, PA_OP_RESUME, 0, 0, 0, 0, 0).status, PA_OK);
+  usleep(300000);
+  assert_int_equal(call(&s, PA_OP_PAUSE, 0, 0, 0, 0, 0).status, PA_OK);
+  pa_tick t4 = latest(&s, NULL);
+  assert_true(t4.tick > t3.tick + 200); /* > 0.67x real time even under ASan */
+  assert_true(t4.flags & PA_TICK_PAUSED);
+  assert_true(t4.speed == 0);
+  assert_string_equal(pa_status_code(call(&s, PA_OP_SPEED, 0, 0, -1, 0, 0).status),
+                      "invalid_action_shape");
+  /* real time at speed 1: ticks advance, roughly at 200 Hz */
+  assert_int_equal(call(&s, PA_OP_SPEED, 0, 0, 1, 0, 0).status, PA_OK);
+  assert_int_equal(call(&s, PA_OP_RESUME, 0, 0, 0, 0, 0).status, PA_OK);
+  usleep(500000);
+  pa_tick t5 = latest(&s, NULL);
+  assert_true(t5.tick > t4.tick + 20 && t5.tick < t4.tick + 400);
+  /* health is published */
+  const pa_health *h = &s.st.ctl->health[PA_PROC_SIM];
+  assert_true(h->heartbeat_ns > 0 && h->loops > 0);
+  teardown(&s);
+}
+
+static void test_bad_flags(void **st) {
+  (void)st;
+  char bin[512];
+  pa_test_bin(bin, sizeof bin, "pa-sim");
+  char inst[PA_SHM_INSTANCE_MAX];
+  pa_test_instance(inst, sizeof inst, "nope");
+  const char *cases[][5] = {
+      {bin, "--instance", inst, NULL, NULL}, /* no such instance */
+      {bin, "--control_hz", "-5", NULL, NULL},
+      {bin, "--bogus", NULL, NULL, NULL},
+  };
+  for (size_t i = 0; i < 3; i++) {
+    char log[512];
+    snprintf(log, sizeof log, "%s/bad%zu.log", pa_test_tmpdir(), i);
+    pid_t pid = pa_test_spawn((char *const *)cases[i], log);
+    int status = pa_test_stop(pid, 0, 20000);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), PA_EXIT_CONFIG);
+  }
+  /* an unreadable map on a real instance */
+  sim s;
+  memset(&s, 0, sizeof s);
+  pa_test_instance(s.inst, sizeof s.inst, "badmap");
+  pa_stack_def d = pa_stack_def_default();
+  snprintf(d.instance, sizeof d.instance, "%s", s.inst);
+  char err[256];
+  assert_int_equal(pa_stack_create(&s.st, &d, err, sizeof err), 0);
+  const char *argv[] = {bin, "--instance", s.inst, "--map_yaml",
+                        "/nonexistent/map.yaml", NULL};
+  char log[512];
+  snprintf(log, sizeof log, "%s/badmap.log", pa_test_tmpdir());
+  pid_t pid = pa_test_spawn((char *const *)argv, log);
+  int status = pa_test_stop(pid, 0, 20000);
+  assert_true(WIFEXITED(status) && WEXITSTATUS(status) == PA_EXIT_CONFIG);
+  pa_stack_detach(&s.st);
+  pa_stack_unlink(s.inst);
+}
+
+/* SIGKILL during a long STEP; the new process resumes from the last record
+ * and answers the in-flight STEP with busy instead of running it. */
+static void test_crash_resume(void **st) {
+  (void)st;
+  sim s;
+  setup(&s, "crash", "--paused");
+  assert_int_equal(call(&s, PA_OP_STEP, 400, PA_CMDF_DRIVE, 0.4, 0, 0.3).status,
+                   PA_OK);
+  uint64_t req = push(&s, PA_OP_STEP, 1000000, 0, 0, 0, 0);
+  /* let it run part of the million ticks, then kill it */
+  int64_t end = pa_test_now_ms() + 20000;
+  while (__atomic_load_n(&s.st.ctl->cmd_inflight, __ATOMIC_SEQ_CST) == 0 &&
+         pa_test_now_ms() < end)
+    usleep(1000);
+  usleep(200000);
+  assert_int_not_equal(s.st.ctl->cmd_inflight, 0);
+  kill(s.pid, SIGKILL);
+  pa_test_stop(s.pid, 0, 5000);
+  pa_robot_state before;
+  pa_tick tb = latest(&s, &before);
+  assert_true(tb.tick > 400);
+  assert_true(before.cmd_v == 0.4); /* driving when it died */
+
+  s.pid = start_sim(&s, "--paused");
+  wait_ready(&s);
+  pa_reply r = wait_reply(&s, req, 20000);
+  assert_string_equal(pa_status_code(r.status), "busy");
+  assert_non_null(strstr(r.msg, "restarted"));
+  assert_int_equal(s.st.ctl->cmd_inflight, 0);
+  pa_robot_state after;
+  pa_tick ta = latest(&s, &after);
+  assert_int_equal(ta.tick, tb.tick); /* resumed, not re-run */
+  assert_true(after.x == before.x && after.y == before.y &&
+              after.theta == before.theta && after.v == before.v &&
+              after.cmd_v == before.cmd_v && after.scan_seq == before.scan_seq);
+  /* continues: tick +1 per step, scans carry on from the same seq */
+  r = call(&s, PA_OP_STEP, 40, 0, 0, 0, 0);
+  assert_int_equal(r.tick, tb.tick + 40);
+  latest(&s, &after);
+  assert_int_equal(after.scan_seq, before.scan_seq + 2);
+  uint8_t scan[sizeof(pa_scan) + 4096 * 4];
+  uint32_t len;
+  assert_int_equal(pa_ring_read_latest(s.st.scan, scan, sizeof scan, &len, NULL), 0);
+  pa_scan sh;
+  memcpy(&sh, scan, sizeof sh);
+  assert_int_equal(sh.seq, before.scan_seq + 2);
+  assert_int_equal(sh.count, 360);
+  assert_true(sh.tick > tb.tick);
+  /* the held command survived the restart */
+  assert_true(after.cmd_v == 0.4 && after.cmd_w == 0.3);
+  teardown(&s);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_ready_and_published),
+      cmocka_unit_test(test_modes_through_queue),
+      cmocka_unit_test(test_bad_flags),
+      cmocka_unit_test(test_crash_resume),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
