@@ -7,8 +7,7 @@
 
 #include "pa_render.h"
 
-/* Interleaved vertex of every mesh. colour[3] = 0 marks floor (tile
- * pattern in the fragment shader); 255 is a plain lit surface. */
+/* Interleaved vertex of every mesh (colour[3] is unused, 255). */
 typedef struct rvertex {
   float pos[3];    /* [m] */
   float normal[3];

@@ -206,6 +206,10 @@ void pa_render_gpu_free(rgpu_mesh *g) {
 
 /* ---- shaders ------------------------------------------------------------ */
 
+/* Lighting per vertex (faces are flat, so it is exact for walls and
+ * boxes) and fog per fragment from the interpolated eye position: the
+ * fragment shader stays tiny, which is what llvmpipe pays for. Wrap
+ * lighting (no clamp) gives walls facing each direction their own shade. */
 static const char *lit_vs =
     "#version 330 core\n"
     "layout(location = 0) in vec3 a_pos;\n"
@@ -213,40 +217,26 @@ static const char *lit_vs =
     "layout(location = 2) in vec4 a_colour;\n"
     "uniform mat4 u_model, u_view, u_proj;\n"
     "uniform vec4 u_tint;\n"
-    "out vec3 v_world; out vec3 v_normal; out vec4 v_colour;\n"
-    "out float v_dist;\n"
+    "uniform vec3 u_light;\n"
+    "out vec3 v_eye; out vec3 v_colour;\n"
     "void main() {\n"
-    "  vec4 w = u_model * vec4(a_pos, 1.0);\n"
-    "  vec4 e = u_view * w;\n"
-    "  v_world = w.xyz;\n"
-    "  v_normal = mat3(u_model) * a_normal;\n"
-    "  v_colour = vec4(a_colour.rgb * u_tint.rgb, a_colour.a);\n"
-    "  v_dist = length(e.xyz);\n"
+    "  vec4 e = u_view * (u_model * vec4(a_pos, 1.0));\n"
+    "  vec3 n = normalize(mat3(u_model) * a_normal);\n"
+    "  float shade = 0.86 + 0.22 * dot(n, u_light);\n"
+    "  v_colour = a_colour.rgb * u_tint.rgb * shade;\n"
+    "  v_eye = e.xyz;\n"
     "  gl_Position = u_proj * e;\n"
     "}\n";
 
-/* Wrap lighting (no clamp) so walls facing any of the four directions get
- * different shades; the floor gets a 1 m tile pattern with thin joints. */
 static const char *lit_fs =
     "#version 330 core\n"
-    "in vec3 v_world; in vec3 v_normal; in vec4 v_colour; in float v_dist;\n"
-    "uniform vec3 u_light, u_fog;\n"
+    "in vec3 v_eye; in vec3 v_colour;\n"
+    "uniform vec3 u_fog;\n"
     "uniform float u_fog_density;\n"
     "out vec4 o_colour;\n"
     "void main() {\n"
-    "  vec3 base = v_colour.rgb;\n"
-    "  if (v_colour.a < 0.5) {\n"
-    "    vec2 t = floor(v_world.xy);\n"
-    "    float checker = mod(t.x + t.y, 2.0);\n"
-    "    base *= 1.0 - 0.07 * checker;\n"
-    "    vec2 f = abs(fract(v_world.xy + 0.5) - 0.5);\n"
-    "    if (min(f.x, f.y) < 0.015) base *= 0.78;\n"
-    "  }\n"
-    "  vec3 n = normalize(v_normal);\n"
-    "  float shade = 0.86 + 0.22 * dot(n, u_light);\n"
-    "  vec3 c = base * shade;\n"
-    "  float fog = exp(-u_fog_density * v_dist);\n"
-    "  o_colour = vec4(mix(u_fog, c, fog), 1.0);\n"
+    "  float fog = exp2(-u_fog_density * length(v_eye));\n"
+    "  o_colour = vec4(mix(u_fog, v_colour, fog), 1.0);\n"
     "}\n";
 
 static GLuint compile(GLenum type, const char *src, char *err, size_t err_sz) {
@@ -311,8 +301,11 @@ int pa_render_program_lit(rprogram *p, char *err, size_t err_sz) {
 
 /* ---- scene -------------------------------------------------------------- */
 
-static bool cell_blocks(const pa_grid *g, uint32_t x, uint32_t y) {
-  int8_t v = g->cells[(size_t)y * g->width + x];
+/* Outside the grid counts as blocked: nobody stands there to see a face. */
+static bool cell_blocks(const pa_grid *g, int64_t x, int64_t y) {
+  if (x < 0 || y < 0 || x >= g->width || y >= g->height)
+    return true;
+  int8_t v = g->cells[(size_t)y * g->width + (size_t)x];
   return v < 0 || v >= g->occupied_min;
 }
 
@@ -323,56 +316,139 @@ static void grid_to_world(const pa_grid *g, double lx, double ly, double *wx,
   *wy = g->origin_y + s * lx + c * ly;
 }
 
-/* Greedy merge: grow each unvisited blocked cell into the widest run, then
- * as many rows as the whole run stays blocked, and emit one box. */
+/* A vertical wall face between grid-frame points a and b (metres), bottom
+ * edge a -> b running left to right as seen from the side it faces. */
+static void wall_face(rmesh *m, const pa_grid *g, double ax, double ay,
+                      double bx, double by, const uint8_t rgb[3]) {
+  double p[4][3] = {{ax, ay, 0},
+                    {bx, by, 0},
+                    {bx, by, PA_RENDER_WALL_HEIGHT},
+                    {ax, ay, PA_RENDER_WALL_HEIGHT}};
+  for (int i = 0; i < 4; i++)
+    grid_to_world(g, p[i][0], p[i][1], &p[i][0], &p[i][1]);
+  /* outward normal: the edge direction turned clockwise */
+  double n[3] = {p[1][1] - p[0][1], -(p[1][0] - p[0][0]), 0};
+  double l = hypot(n[0], n[1]);
+  n[0] /= l, n[1] /= l;
+  mesh_quad(m, p[0], p[1], p[2], p[3], n, rgb, 255);
+}
+
+/* Walls: side faces only where a blocked cell meets a free one, merged
+ * into runs along each grid line (no hidden faces, so little overdraw:
+ * llvmpipe's cost is mostly pixels), plus top faces from a greedy merge of
+ * blocked cells into rectangles (seen by the viewer). */
 static int build_walls(rmesh *m, const pa_grid *g, uint32_t *boxes) {
-  size_t n = (size_t)g->width * g->height;
+  static const uint8_t wall[3] = {(uint8_t)(0.86 * 255), (uint8_t)(0.80 * 255),
+                                  (uint8_t)(0.68 * 255)};
+  static const double up[3] = {0, 0, 1};
+  const int64_t W = g->width, H = g->height;
+  const double res = g->resolution;
+  /* faces along rows: south-facing (-y) and north-facing (+y) */
+  for (int64_t y = 0; y <= H; y++)
+    for (int side = 0; side < 2; side++) {
+      int64_t x = 0;
+      while (x < W) {
+        bool south = side == 0;
+        bool exposed = south ? cell_blocks(g, x, y) && !cell_blocks(g, x, y - 1)
+                             : cell_blocks(g, x, y - 1) && !cell_blocks(g, x, y);
+        if (!exposed) {
+          x++;
+          continue;
+        }
+        int64_t x1 = x + 1;
+        while (x1 < W &&
+               (south ? cell_blocks(g, x1, y) && !cell_blocks(g, x1, y - 1)
+                      : cell_blocks(g, x1, y - 1) && !cell_blocks(g, x1, y)))
+          x1++;
+        if (south)
+          wall_face(m, g, x * res, y * res, x1 * res, y * res, wall);
+        else
+          wall_face(m, g, x1 * res, y * res, x * res, y * res, wall);
+        x = x1;
+      }
+    }
+  /* faces along columns: west-facing (-x) and east-facing (+x) */
+  for (int64_t x = 0; x <= W; x++)
+    for (int side = 0; side < 2; side++) {
+      int64_t y = 0;
+      while (y < H) {
+        bool west = side == 0;
+        bool exposed = west ? cell_blocks(g, x, y) && !cell_blocks(g, x - 1, y)
+                            : cell_blocks(g, x - 1, y) && !cell_blocks(g, x, y);
+        if (!exposed) {
+          y++;
+          continue;
+        }
+        int64_t y1 = y + 1;
+        while (y1 < H &&
+               (west ? cell_blocks(g, x, y1) && !cell_blocks(g, x - 1, y1)
+                     : cell_blocks(g, x - 1, y1) && !cell_blocks(g, x, y1)))
+          y1++;
+        if (west)
+          wall_face(m, g, x * res, y1 * res, x * res, y * res, wall);
+        else
+          wall_face(m, g, x * res, y * res, x * res, y1 * res, wall);
+        y = y1;
+      }
+    }
+  /* tops: grow each unvisited blocked cell into the widest run, then as
+   * many rows as the whole run stays blocked */
+  size_t n = (size_t)W * (size_t)H;
   uint8_t *done = calloc(n ? n : 1, 1);
   if (!done)
     return -1;
-  static const uint8_t wall[3] = {(uint8_t)(0.86 * 255), (uint8_t)(0.80 * 255),
-                                  (uint8_t)(0.68 * 255)};
-  double res = g->resolution;
-  for (uint32_t y = 0; y < g->height; y++)
-    for (uint32_t x = 0; x < g->width; x++) {
-      size_t i = (size_t)y * g->width + x;
+  for (int64_t y = 0; y < H; y++)
+    for (int64_t x = 0; x < W; x++) {
+      size_t i = (size_t)y * (size_t)W + (size_t)x;
       if (done[i] || !cell_blocks(g, x, y))
         continue;
-      uint32_t w = 1;
-      while (x + w < g->width && !done[i + w] && cell_blocks(g, x + w, y))
+      int64_t w = 1;
+      while (x + w < W && !done[i + (size_t)w] && cell_blocks(g, x + w, y))
         w++;
-      uint32_t h = 1;
-      for (; y + h < g->height; h++) {
-        size_t row = (size_t)(y + h) * g->width;
+      int64_t h = 1;
+      for (; y + h < H; h++) {
+        size_t row = (size_t)(y + h) * (size_t)W;
         bool ok = true;
-        for (uint32_t k = 0; k < w && ok; k++)
-          ok = !done[row + x + k] && cell_blocks(g, x + k, y + h);
+        for (int64_t k = 0; k < w && ok; k++)
+          ok = !done[row + (size_t)(x + k)] && cell_blocks(g, x + k, y + h);
         if (!ok)
           break;
       }
-      for (uint32_t r = 0; r < h; r++)
-        memset(done + (size_t)(y + r) * g->width + x, 1, w);
-      double cx, cy;
-      grid_to_world(g, (x + w / 2.0) * res, (y + h / 2.0) * res, &cx, &cy);
-      double c[3] = {cx, cy, PA_RENDER_WALL_HEIGHT / 2};
-      double half[3] = {w * res / 2, h * res / 2, PA_RENDER_WALL_HEIGHT / 2};
-      pa_render_mesh_box(m, c, half, g->origin_yaw, wall, false);
+      for (int64_t r = 0; r < h; r++)
+        memset(done + (size_t)(y + r) * (size_t)W + (size_t)x, 1, (size_t)w);
+      double p[4][3] = {{x * res, y * res, PA_RENDER_WALL_HEIGHT},
+                        {(x + w) * res, y * res, PA_RENDER_WALL_HEIGHT},
+                        {(x + w) * res, (y + h) * res, PA_RENDER_WALL_HEIGHT},
+                        {x * res, (y + h) * res, PA_RENDER_WALL_HEIGHT}};
+      for (int k = 0; k < 4; k++)
+        grid_to_world(g, p[k][0], p[k][1], &p[k][0], &p[k][1]);
+      mesh_quad(m, p[0], p[1], p[2], p[3], up, wall, 255);
       (*boxes)++;
     }
   free(done);
   return 0;
 }
 
+/* 1 m tiles in a faint checkerboard (helps depth perception), as geometry
+ * so the fragment shader needs no pattern code. */
 static void build_floor(rmesh *m, const pa_grid *g) {
-  static const uint8_t floor_rgb[3] = {(uint8_t)(0.56 * 255),
-                                       (uint8_t)(0.56 * 255),
-                                       (uint8_t)(0.54 * 255)};
+  static const uint8_t tile[2][3] = {
+      {(uint8_t)(0.56 * 255), (uint8_t)(0.56 * 255), (uint8_t)(0.54 * 255)},
+      {(uint8_t)(0.50 * 255), (uint8_t)(0.50 * 255), (uint8_t)(0.485 * 255)}};
   static const double up[3] = {0, 0, 1};
   double w = g->width * g->resolution, h = g->height * g->resolution;
-  double p[4][3] = {{0, 0, 0}, {w, 0, 0}, {w, h, 0}, {0, h, 0}};
-  for (int i = 0; i < 4; i++)
-    grid_to_world(g, p[i][0], p[i][1], &p[i][0], &p[i][1]);
-  mesh_quad(m, p[0], p[1], p[2], p[3], up, floor_rgb, 0);
+  double step = 1.0;
+  if (w * h > 40000) /* huge maps: keep the tile count bounded */
+    step = ceil(sqrt(w * h / 40000));
+  for (uint32_t ty = 0; ty * step < h; ty++)
+    for (uint32_t tx = 0; tx * step < w; tx++) {
+      double x0 = tx * step, y0 = ty * step;
+      double x1 = fmin(x0 + step, w), y1 = fmin(y0 + step, h);
+      double p[4][3] = {{x0, y0, 0}, {x1, y0, 0}, {x1, y1, 0}, {x0, y1, 0}};
+      for (int i = 0; i < 4; i++)
+        grid_to_world(g, p[i][0], p[i][1], &p[i][0], &p[i][1]);
+      mesh_quad(m, p[0], p[1], p[2], p[3], up, tile[(tx + ty) & 1], 255);
+    }
 }
 
 static void colour3(uint8_t out[3], const uint8_t in[4]) {
@@ -481,10 +557,11 @@ int pa_render_scene_build(pa_render_scene **out, const pa_grid *grid,
   }
   if (pa_render_program_lit(&s->lit, err, err_sz) < 0)
     goto fail;
-  build_floor(&m, grid);
+  /* Walls first: early depth testing then skips the floor behind them. */
   if (build_walls(&m, grid, &s->wall_boxes) < 0)
     m.oom = true;
   build_obstacles(&m, obstacles, obstacle_count);
+  build_floor(&m, grid);
   s->triangles = m.n / 3;
   if (pa_render_gpu_upload(&s->statics, &m, err, err_sz) < 0)
     goto fail;
@@ -515,7 +592,7 @@ int pa_render_scene_build(pa_render_scene **out, const pa_grid *grid,
     s->bounds[1] = fmin(s->bounds[1], ys[i]);
     s->bounds[3] = fmax(s->bounds[3], ys[i]);
   }
-  s->fog_density = 0.035f;
+  s->fog_density = 0.05f; /* exp2: about half the contrast at 20 m */
   *out = s;
   return 0;
 fail:
