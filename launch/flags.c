@@ -427,12 +427,16 @@ char **pa_launch_child_argv(const pa_launch_cfg *c, int proc,
     av[k++] = strdup(arg);
   }
   av[k] = NULL;
+  bool oom = false;
   for (size_t i = 0; i < k; i++)
-    if (!av[i]) {
-      pa_launch_argv_free(av);
-      snprintf(err, err_sz, "out of memory");
-      return NULL;
-    }
+    oom = oom || !av[i];
+  if (oom) { /* free every string, not just those before the first NULL */
+    for (size_t i = 0; i < k; i++)
+      free(av[i]);
+    free(av);
+    snprintf(err, err_sz, "out of memory");
+    return NULL;
+  }
   return av;
 }
 
