@@ -26,7 +26,7 @@ packages=(
   libevent-dev libyaml-dev libjansson-dev libcmocka-dev libstb-dev
   libglfw3-dev libegl-dev libgl-dev libegl-mesa0 libgl1-mesa-dri libgbm1
   python3-glad python3-numpy python3-matplotlib python3-setuptools python3-pip
-  xvfb xauth procps strace valgrind
+  xvfb xauth procps strace valgrind netcat-openbsd
 )
 
 missing=()
