@@ -20,3 +20,4 @@ endfunction()
 
 pa_add_python_test(python_frames test_frames TIMEOUT 60)
 pa_add_python_test(python_robot_unit test_robot_unit TIMEOUT 90)
+pa_add_python_test(python_stack test_stack TIMEOUT 240)

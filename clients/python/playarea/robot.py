@@ -37,6 +37,7 @@ class _Channel:
         self.name = name
         self.sock = sock
         self.port = sock.getsockname()[1]
+        self.advertised = self.port  # the port named in `sub`
         self.latest = None
         self.count = 0  # frames delivered since subscribing
         self.invalid = 0  # datagrams that were not valid frames
@@ -210,8 +211,8 @@ class Robot:
                     reply = self._next_reply(deadline, line)
                     if seen_pong:
                         break
-                    if reply == "pong":
-                        seen_pong = True
+                    if reply == "pong" or reply.startswith("err not_authorized"):
+                        seen_pong = True  # an unauthenticated ping fails: that is its answer
                     elif reply.startswith("err"):
                         self._async_error(_parse_err(reply))
             finally:
@@ -354,11 +355,13 @@ class Robot:
 
     # ---- streams -----------------------------------------------------------
 
-    def subscribe(self, channel, wait=True, timeout=None):
+    def subscribe(self, channel, wait=True, timeout=None, advertise_port=None):
         """Stream channel ('odom', 'scan' or 'camera') to a new ephemeral UDP port.
 
         With wait=True, return only once the first frame arrived (TimeoutError
-        after timeout, default self.timeout).
+        after timeout, default self.timeout). advertise_port is the port named in
+        the ``sub`` command when a relay or port forward sits in between
+        (default: the UDP socket's own port).
         """
         if channel not in CHANNELS:
             raise ValueError("unknown channel %r (expected one of %s)" % (channel, ", ".join(CHANNELS)))
@@ -376,6 +379,7 @@ class Robot:
                 sock.bind((local, 0))
                 sock.setblocking(False)
                 ch = _Channel(channel, sock, self._max_pending)
+                ch.advertised = advertise_port or ch.port
             except BaseException:
                 sock.close()
                 raise
@@ -384,7 +388,7 @@ class Robot:
                 self._ops.append(("add", ch))
             self._wake()
             try:
-                self._send("sub %s %d" % (channel, ch.port))
+                self._send("sub %s %d" % (channel, ch.advertised))
             except BaseException:
                 self._drop_channel(channel)
                 raise
@@ -739,7 +743,7 @@ class Robot:
                     ch.tracker.reset()  # a restarted stack starts its seq again
                     if ch.assembler is not None:
                         ch.assembler.reset()
-                subs = [(ch.name, ch.port) for ch in self._channels.values()]
+                subs = [(ch.name, ch.advertised) for ch in self._channels.values()]
             old.close()
             self._sel.register(sock, selectors.EVENT_READ, "tcp")
             try:

@@ -172,6 +172,8 @@ class Sim:
         self.last_response = resp
         self.raise_for(resp)
         out = resp.get("responses")
+        if out is None and isinstance(resp.get("data"), dict):
+            out = resp["data"].get("responses")  # pa-netgw puts them under data
         if not isinstance(out, list) or len(out) != len(items):
             raise ProtocolError("batch of %d answered with %r responses"
                                 % (len(items), None if not isinstance(out, list) else len(out)), resp)

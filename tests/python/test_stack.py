@@ -1,0 +1,339 @@
+"""The Python client against the real stack (launcher, pa-sim, pa-render, pa-netgw)."""
+
+import math
+import os
+import struct
+import subprocess
+import sys
+import threading
+import time
+import unittest
+
+from playarea import ConnectionLost, Error, Robot, Sim
+
+from relay import Relay
+from stack import Stack, StackTestCase
+
+# The public quick start, verbatim (issue 8 / clients/python/README.md).
+QUICK_START = """\
+from playarea import Robot
+with Robot() as robot:              # connects to localhost:9000
+    robot.set_speed(v=0.2, w=0.5)   # linear m/s, angular rad/s
+    robot.subscribe_odom()
+    print(robot.odom)               # latest Odometry(x, y, theta, v, w, seq, t)
+"""
+
+SRC = os.environ.get("PA_SOURCE_DIR") or os.path.join(os.path.dirname(__file__), "..", "..")
+
+
+def open_fds():
+    return set(os.listdir("/proc/self/fd"))
+
+
+def odom_seq(tick, status):
+    return int(math.floor(tick * status["feedback_hz"] / status["control_hz"] + 1e-9))
+
+
+class ClientTest(StackTestCase):
+    def setUp(self):
+        self.sim = Sim(self.host, self.port, timeout=20)
+        self.addCleanup(self.sim.close)
+        self.addCleanup(self.sim.resume)  # every test leaves the simulation running
+
+    def robot(self, **kw):
+        r = Robot(self.host, self.port, timeout=20, **kw)
+        self.addCleanup(r.close)
+        return r
+
+    def test_quick_start_verbatim(self):
+        with open(os.path.join(SRC, "clients", "python", "README.md")) as f:
+            readme = f.read()
+        self.assertIn(QUICK_START, readme)
+        env = dict(os.environ, PLAYAREA_PORT=str(self.port))
+        env.pop("PLAYAREA_HOST", None)
+        p = subprocess.run([sys.executable, "-c", QUICK_START], env=env, capture_output=True,
+                           text=True, timeout=60)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertRegex(p.stdout.strip(), r"^Odometry\(x=\S+, y=\S+, theta=\S+, v=\S+, w=\S+, "
+                                           r"seq=\d+, t=[0-9.e+-]+\)$")
+
+    def test_odom_matches_get_state(self):
+        r = self.robot()
+        r.subscribe_odom()
+        self.sim.pause()
+        status = self.sim.get_status()
+        self.sim.step(v=0.3, w=0.4, steps=40)
+        for _ in range(4):  # find a tick on which a frame is due
+            st = self.sim.step(v=0.3, w=0.4, steps=1)
+            if odom_seq(st["tick"], status) != odom_seq(st["tick"] - 1, status):
+                break
+        else:
+            self.fail("no odom frame due in 4 ticks: %r" % status)
+        seq = odom_seq(st["tick"], status)
+        o = self.wait_until(lambda: r.odom if r.odom.seq == seq else None, what="odom seq %d" % seq)
+        self.assertAlmostEqual(o.t, st["sim_time"], places=9)
+        for got, want in zip((o.x, o.y, o.theta), st["odom"]):
+            self.assertAlmostEqual(got, want, delta=1e-5)
+        self.assertAlmostEqual(o.v, st["velocity"][0], delta=1e-5)
+        self.assertAlmostEqual(o.w, st["velocity"][1], delta=1e-5)
+        self.assertEqual(r.dropped["odom"], 0)
+
+    def test_scan_matches_get_state(self):
+        r = self.robot()
+        r.subscribe_scan()
+        self.sim.pause()
+        status = self.sim.get_status()
+        self.sim.step_n(int(status["control_hz"] / status["scan_hz"]) * 2)
+        js = self.sim.get_state()["sensors"]["scan"]
+        s = self.wait_until(lambda: r.scan if r.scan.seq == js["seq"] else None,
+                            what="scan seq %d" % js["seq"])
+        self.assertAlmostEqual(s.t, js["sim_time"], places=9)
+        for k in ("angle_min", "angle_increment", "range_min", "range_max"):
+            self.assertAlmostEqual(getattr(s, k), js[k], delta=1e-6, msg=k)
+        self.assertEqual(len(s.ranges), len(js["ranges"]))
+        for i, (a, b) in enumerate(zip(s.ranges, js["ranges"])):
+            self.assertAlmostEqual(a, b, delta=2e-6, msg="beam %d" % i)
+        self.assertAlmostEqual(s.angle_min + len(s) * s.angle_increment - s.angle_min, 2 * math.pi,
+                               delta=1e-3)
+        hits = s.points()
+        self.assertGreater(len(hits), 10, "the default world has walls in range")
+        for (x, y), rr in zip(hits, [q for q in s.ranges if q < s.range_max]):
+            self.assertAlmostEqual(math.hypot(x, y), rr, delta=1e-4)
+
+    def test_camera_image(self):
+        r = self.robot()
+        r.subscribe_camera(timeout=30)
+        self.sim.pause()
+        x, y, th = self.sim.get_state()["pose"]
+        images = []
+        for dth in (0.0, 0.0, math.pi / 2):
+            self.sim.teleport(x, y, th + dth)
+            r.wait_camera(timeout=30)  # a frame rendered before the teleport may still come
+            images.append(r.wait_camera(timeout=30))
+        img = images[0]
+        self.assertEqual((img.width, img.height), (640, 480))
+        self.assertEqual(len(img.rgb), 640 * 480 * 3)
+        colours = {img.rgb[i:i + 3] for i in range(0, len(img.rgb), 3 * 97)}
+        self.assertGreater(len(colours), 5, "the image is nearly uniform")
+        self.assertEqual(images[0].rgb, images[1].rgb, "same pose, paused: same picture")
+        self.assertNotEqual(images[0].rgb, images[2].rgb, "turned 90 degrees: another picture")
+        self.assertLess(images[0].seq, images[1].seq)
+        png = img.to_png()
+        self.assertEqual(struct.unpack(">II", png[16:24]), (640, 480))
+
+    def _through_relay(self, channel, duration, **relay_kw):
+        """Stream channel via a lossy relay for duration s; return (delivered seqs, stats, relay log)."""
+        r = self.robot()
+        got = []
+        r.on(channel, lambda f: got.append(f))
+        relay = Relay(**relay_kw)
+        self.addCleanup(relay.close)
+        r.subscribe(channel, wait=False, advertise_port=relay.port)
+        relay.set_target(r.subscriptions[channel])
+        time.sleep(duration)
+        relay.close()  # stop the flow first, so counters and log agree
+        time.sleep(0.3)
+        stats = r.stats(channel)
+        r.unsubscribe(channel)
+        forwarded, dropped = relay.snapshot()
+        return got, stats, forwarded, dropped
+
+    def test_odom_through_lossy_relay(self):
+        got, stats, fwd, dropped = self._through_relay("odom", 3.0, drop=0.1, dup=0.1, seed=3)
+        seqs = [f.seq for f in got]
+        self.assertGreater(len(seqs), 100)
+        self.assertEqual(seqs, sorted(set(seqs)), "delivered in order, each once")
+        sent = {struct.unpack_from("<I", d, 4)[0] for d in fwd}
+        lost = {struct.unpack_from("<I", d, 4)[0] for d in dropped}
+        lo, hi = seqs[0], seqs[-1]
+        want = sorted(s for s in sent if lo <= s <= hi)
+        self.assertEqual(seqs, want)
+        self.assertGreater(len(lost), 5)
+        self.assertEqual(stats["dropped"], (hi - lo + 1) - len(seqs))
+        self.assertEqual(stats["dropped"], len({s for s in lost if lo <= s <= hi} - sent))
+        self.assertGreater(stats["late"], 0, "duplicates are seen and ignored")
+
+    def test_camera_through_lossy_reordering_relay(self):
+        self.sim.pause()  # a still scene: every complete image must be the same picture
+        r = self.robot()
+        r.subscribe_camera(timeout=30)
+        ref = r.wait_camera(timeout=30)
+        r.close()
+        # 659 chunks per image: 0.1% loss leaves about half the images complete.
+        got, stats, fwd, dropped = self._through_relay("camera", 5.0, drop=0.001, dup=0.01,
+                                                       window=16, seed=7)
+        self.assertGreater(len(got), 3, stats)
+        seqs = [img.seq for img in got]
+        self.assertEqual(seqs, sorted(set(seqs)))
+        for img in got:
+            self.assertEqual((img.width, img.height), (ref.width, ref.height))
+            self.assertTrue(img.rgb == ref.rgb, "image %d differs from the reference" % img.seq)
+        chunks = {}
+        for d in fwd:
+            seq, _, _, _, _, idx, count = struct.unpack_from("<IHHIIHH", d, 4)
+            chunks.setdefault(seq, [set(), count])[0].add(idx)
+        complete = {s for s, (have, count) in chunks.items() if len(have) == count}
+        lo, hi = seqs[0], seqs[-1]
+        self.assertEqual(set(seqs), {s for s in complete if lo <= s <= hi})
+        self.assertGreater(len(dropped), 0)
+        self.assertEqual(stats["dropped"], (hi - lo + 1) - len(seqs))
+        self.assertGreater(stats["dropped"], 0, "some images must have lost a chunk")
+        self.assertLessEqual(stats["pending"], 4)
+
+    def test_clean_shutdown(self):
+        threads0, fds0 = threading.active_count(), open_fds()
+        for _ in range(2):
+            with Robot(self.host, self.port, timeout=30) as r:
+                r.set_speed(0.1, 0.0)
+                r.subscribe_odom()
+                r.subscribe_scan()
+                r.subscribe_camera(timeout=30)
+                it = r.odom_stream(timeout=10)
+                next(it)
+                it.close()
+                r.stop()
+            self.assertFalse(r.connected)
+        self.wait_until(lambda: threading.active_count() <= threads0 and not (open_fds() - fds0),
+                        what="threads and fds released (%s, %s)" % (threading.enumerate(),
+                                                                    open_fds() - fds0))
+        # The server forgot those subscriptions: its client count is back to ours.
+        self.wait_until(lambda: self.sim.get_status()["clients"] == 1, what="server dropped clients")
+
+    def test_text_errors(self):
+        r = self.robot()
+        with self.assertRaises(Error) as cm:
+            r.select_robot(99)
+        self.assertEqual(cm.exception.code, "unknown_robot")
+        self.assertIn("99", cm.exception.message)
+        with self.assertRaises(Error) as cm:
+            Robot(self.host, self.port, robot="nobody-here", timeout=20)
+        self.assertEqual(cm.exception.code, "unknown_robot")
+        r.select_robot(0)
+        x, y, th = r.pose()
+        self.assertTrue(all(math.isfinite(v) for v in (x, y, th)))
+
+    def test_json_errors_carry_code(self):
+        cases = [
+            (lambda: self.sim.get_state(robot=99), "unknown_robot"),
+            (lambda: self.sim.request("no_such_action"), "unknown_action"),
+            (lambda: self.sim.request("get_state", type="telepathy"), "unknown_type"),
+            (lambda: self.sim.step(steps=0), "invalid_message"),
+            (lambda: self.sim.request("set_pose", {"robot": 0, "pose": [1, 2]}), "invalid_action_shape"),
+        ]
+        for fn, code in cases:
+            with self.assertRaises(Error, msg=code) as cm:
+                fn()
+            self.assertEqual(cm.exception.code, code, cm.exception)
+            self.assertTrue(cm.exception.message)
+            self.assertFalse(cm.exception.response["success"])
+        many = {"type": "batch", "protocol_version": 2,
+                "requests": [{"type": "command", "action": "get_status"}] * 65}
+        resp = self.sim.send_raw(many)
+        self.assertEqual(resp["error"]["code"], "batch_limit")
+        with self.assertRaises(ValueError):
+            self.sim.batch(["get_status"] * 65)
+        self.assertIn("tick", self.sim.get_state())  # the connection is still fine
+
+    def test_sim_lockstep_and_batch(self):
+        self.sim.pause()
+        st0 = self.sim.get_state()
+        self.assertTrue(st0["paused"])
+        st1 = self.sim.step(v=0.2, w=0.0, steps=20)
+        self.assertEqual(st1["tick"], st0["tick"] + 20)
+        self.assertIsNotNone(st1["sensors"]["scan"])
+        self.sim.step_n(10)
+        self.assertEqual(self.sim.get_state()["tick"], st0["tick"] + 30)
+        x, y, th = st1["pose"]
+        self.sim.teleport(x, y, th + 0.5)
+        pose = self.sim.get_state()["pose"]
+        self.assertAlmostEqual(pose[0], x, delta=1e-5)
+        self.assertAlmostEqual(math.remainder(pose[2] - (th + 0.5), 2 * math.pi), 0, delta=1e-5)
+        out = self.sim.batch(["get_status", ("get_state", {"robot": 0}), ("get_state", {"robot": 99}),
+                              {"action": "step_n", "data": {"steps": 5}}])
+        self.assertEqual(len(out), 4)
+        self.assertTrue(out[0]["success"])
+        self.assertEqual(out[1]["data"]["tick"], st0["tick"] + 30)
+        self.assertEqual(out[2]["error"]["code"], "unknown_robot")
+        with self.assertRaises(Error):
+            Sim.raise_for(out[2])
+        self.assertTrue(out[3]["success"])
+        ids = [o["request_id"] for o in out]
+        self.assertEqual(ids, sorted(ids))
+        self.sim.resume()
+        t0 = self.sim.get_state()["tick"]
+        self.wait_until(lambda: self.sim.get_state()["tick"] > t0 + 5, what="ticks after resume")
+        robots = self.sim.list_robots()
+        self.assertTrue(robots)
+
+    def test_text_lockstep(self):
+        r = self.robot()
+        r.pause()
+        t0 = self.sim.get_state()["tick"]
+        r.step(7)
+        self.assertEqual(self.sim.get_state()["tick"], t0 + 7)
+        r.resume()
+
+
+class RestartTest(StackTestCase):
+    """A crashed pa-netgw is restarted by the launcher on the same port."""
+
+    def kill_netgw(self):
+        pid = self.stack.children().get("pa-netgw")
+        self.assertIsNotNone(pid, self.stack.children())
+        os.kill(pid, 9)
+        return pid
+
+    def test_server_restarted_mid_session(self):
+        plain = Robot(self.host, self.port, timeout=20)
+        self.addCleanup(plain.close)
+        again = Robot(self.host, self.port, timeout=20, reconnect=True)
+        self.addCleanup(again.close)
+        sim = Sim(self.host, self.port, timeout=20)
+        self.addCleanup(sim.close)
+        plain.subscribe_odom()
+        again.subscribe_odom()
+        again.set_speed(0.1, 0.2)
+        seq0 = again.wait_odom().seq
+        old = self.kill_netgw()
+        with self.assertRaises(ConnectionLost):
+            plain.wait_odom(timeout=20)
+            plain.wait_odom(timeout=20)
+        self.assertFalse(plain.connected)
+        with self.assertRaises(ConnectionLost):
+            plain.pose()
+        with self.assertRaises(ConnectionLost):
+            sim.get_state()
+        self.wait_until(lambda: self.stack.children().get("pa-netgw") not in (None, old), 30,
+                        "pa-netgw restarted")
+        self.wait_until(lambda: again.reconnects >= 1 and again.connected, 30, "reconnected")
+        o = again.wait_odom(timeout=20)
+        self.assertGreater(o.seq, seq0, "seq continues across a netgw restart")
+        self.assertEqual(len(again.pose()), 3)
+        with Sim(self.host, self.port, timeout=20) as fresh:
+            self.assertIn("tick", fresh.get_state())
+
+
+class TokenTest(StackTestCase):
+    stack_args = ("--token", "s3cret")
+
+    def test_token(self):
+        with Robot(self.host, self.port, token="s3cret", timeout=20) as r:
+            self.assertEqual(len(r.pose()), 3)
+            r.subscribe_odom()
+        with Robot(self.host, self.port, timeout=20) as r:
+            with self.assertRaises(Error) as cm:
+                r.pose()
+            self.assertEqual(cm.exception.code, "not_authorized")
+        with self.assertRaises(Error) as cm:
+            Robot(self.host, self.port, token="wrong", timeout=20)
+        self.assertEqual(cm.exception.code, "not_authorized")
+        with Sim(self.host, self.port, token="s3cret", timeout=20) as s:
+            self.assertIn("tick", s.get_state())
+        with Sim(self.host, self.port, timeout=20) as s:
+            with self.assertRaises(Error) as cm:
+                s.get_state()
+            self.assertEqual(cm.exception.code, "not_authorized")
+
+
+if __name__ == "__main__":
+    unittest.main()
