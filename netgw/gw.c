@@ -219,10 +219,47 @@ void pa_gw_subscribe(pa_client *c, int ch, uint32_t robot, uint16_t port) {
 
 /* ---- the sim round trip --------------------------------------------------------*/
 
-static int push(pa_client *c, pa_cmd *cmd) {
+static int push_raw(pa_client *c, pa_cmd *cmd) {
   cmd->client_id = c->id;
   cmd->request_id = ++c->g->next_req;
   return pa_queue_push(c->g->st->cmd, cmd) == 0 ? 0 : -1;
+}
+
+/* Pushes the coalesced drive command, if any: 0, or -1 when still queued. */
+static int flush_drive(pa_client *c) {
+  if (!c->drive_pending)
+    return 0;
+  if (push_raw(c, &c->drive) != 0)
+    return -1;
+  c->drive_pending = false;
+  return 0;
+}
+
+static void on_drive_retry(evutil_socket_t fd, short what, void *arg) {
+  (void)fd, (void)what;
+  pa_client *c = arg;
+  if (flush_drive(c) != 0) {
+    struct timeval tv = {0, 2000}; /* only while pa-sim lags behind */
+    evtimer_add(c->drive_ev, &tv);
+  }
+}
+
+/* Keeps the latest text drive command of this burst (flushed after it). */
+static void set_drive(pa_client *c, const pa_cmd *cmd) {
+  if (c->drive_pending && c->drive.robot != cmd->robot)
+    flush_drive(c); /* another robot's command must not be overwritten */
+  if (c->drive_pending && c->drive.robot != cmd->robot)
+    c->g->busy++; /* the queue is full: the older robot's command is lost */
+  c->drive = *cmd;
+  c->drive.flags |= PA_CMDF_NO_REPLY;
+  c->drive_pending = true;
+}
+
+/* Keeps order: a held drive command goes before anything newer. */
+static int push(pa_client *c, pa_cmd *cmd) {
+  if (flush_drive(c) != 0)
+    return -1;
+  return push_raw(c, cmd);
 }
 
 int pa_gw_push_nowait(pa_client *c, pa_cmd *cmd) {
@@ -371,10 +408,7 @@ static void handle_text(pa_client *c, const char *line, size_t len) {
     } else {
       cmd.op = PA_OP_STOP;
     }
-    if (pa_gw_push_nowait(c, &cmd) != 0) {
-      g->busy++;
-      text_err(c, PA_ERR_BUSY, "the command queue is full");
-    }
+    set_drive(c, &cmd);
     return;
   case PA_TXT_SUB:
     if (!robot_exists(g, c->robot)) {
@@ -554,6 +588,11 @@ static void process_input(pa_client *c) {
     }
     evbuffer_drain(in, n + 1);
   }
+  if (!c->kill && flush_drive(c) != 0 &&
+      !evtimer_pending(c->drive_ev, NULL)) {
+    struct timeval tv = {0, 2000};
+    evtimer_add(c->drive_ev, &tv);
+  }
 }
 
 /* ---- clients -------------------------------------------------------------------------*/
@@ -566,6 +605,8 @@ static void client_free(pa_client *c) {
   pa_json_release(c);
   if (c->timeout_ev)
     event_free(c->timeout_ev);
+  if (c->drive_ev)
+    event_free(c->drive_ev);
   if (c->bev)
     bufferevent_free(c->bev);
   g->clients[c->slot] = NULL;
@@ -625,13 +666,16 @@ static void on_accept(struct evconnlistener *lis, evutil_socket_t fd,
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
   c->bev = bufferevent_socket_new(g->base, fd, BEV_OPT_CLOSE_ON_FREE);
   c->timeout_ev = evtimer_new(g->base, on_timeout, c);
-  if (!c->bev || !c->timeout_ev) {
+  c->drive_ev = evtimer_new(g->base, on_drive_retry, c);
+  if (!c->bev || !c->timeout_ev || !c->drive_ev) {
     if (c->bev)
       bufferevent_free(c->bev);
     else
       evutil_closesocket(fd);
     if (c->timeout_ev)
       event_free(c->timeout_ev);
+    if (c->drive_ev)
+      event_free(c->drive_ev);
     free(c);
     g->refused++;
     return;

@@ -87,6 +87,11 @@ typedef struct pa_client {
   json_t *jresponses;        /* batch responses so far */
   size_t jbatch_i;
   struct event *timeout_ev;
+  /* Text cmd/stop lines are coalesced: a command holds until replaced, so
+   * only the last one of a burst needs to reach pa-sim. */
+  bool drive_pending;
+  pa_cmd drive;
+  struct event *drive_ev;    /* retries a drive command the full queue refused */
 } pa_client;
 
 typedef struct pa_netgw {

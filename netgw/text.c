@@ -85,8 +85,11 @@ static pa_status arity(const char *cmd, int got, int lo, int hi,
                        size_t msg_sz) {
   if (got >= lo && got <= hi)
     return PA_OK;
-  return fail(msg, msg_sz, st, "%s takes %s%d argument%s, got %d: %s", cmd,
-              lo == hi ? "" : "at most ", hi, hi == 1 ? "" : "s", got, usage);
+  if (lo == hi)
+    return fail(msg, msg_sz, st, "%s takes %d argument%s, got %d: %s", cmd, lo,
+                lo == 1 ? "" : "s", got, usage);
+  return fail(msg, msg_sz, st, "%s takes %d to %d arguments, got %d: %s", cmd,
+              lo, hi, got, usage);
 }
 
 pa_status pa_netgw_text_parse(const char *line, size_t len, pa_text_cmd *out,

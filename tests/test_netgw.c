@@ -1,0 +1,440 @@
+/* test_netgw.c - pa_netgw modules: the text parser, the UDP frame encoders,
+ * and the camera path of an in-process gateway on a test instance, where the
+ * test plays pa-sim and pa-render by writing the world snapshot and camera
+ * ring records itself. */
+#define _GNU_SOURCE
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+#include <math.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "netgw.h"
+#include "testutil.h"
+
+/* ---- text parser -----------------------------------------------------------*/
+
+typedef struct tcase {
+  const char *line;
+  pa_status st;
+  const char *msg; /* expected message prefix (errors) */
+} tcase;
+
+static void text_parse_errors(void **state) {
+  (void)state;
+  static const tcase cases[] = {
+      {"cmd 1 2", PA_OK, ""},
+      {"cmd 1 2 3", PA_OK, ""},
+      {"  cmd\t-1.5e-1  +2  ", PA_OK, ""},
+      {"cmd 1 2\r", PA_OK, ""},
+      {"", PA_OK, ""},
+      {" \t ", PA_OK, ""},
+      {"cmd", PA_ERR_INVALID_ACTION_SHAPE, "cmd takes 2 to 3 arguments, got 0"},
+      {"cmd 1 2 3 4", PA_ERR_INVALID_ACTION_SHAPE, "cmd takes 2 to 3"},
+      {"cmd nan 0", PA_ERR_INVALID_ACTION_SHAPE, "cmd: v 'nan' is not a finite"},
+      {"cmd 0 inf", PA_ERR_INVALID_ACTION_SHAPE, "cmd: w 'inf' is not a finite"},
+      {"cmd 0 1e400", PA_ERR_INVALID_ACTION_SHAPE, "cmd: w '1e400' is not finite"},
+      {"cmd 0x10 0", PA_ERR_INVALID_ACTION_SHAPE, "cmd: v '0x10'"},
+      {"cmd 1..2 0", PA_ERR_INVALID_ACTION_SHAPE, "cmd: v '1..2'"},
+      {"cmd - 0", PA_ERR_INVALID_ACTION_SHAPE, "cmd: v '-'"},
+      {"sub odom 0", PA_ERR_INVALID_MESSAGE, "sub: udp_port 0 is out of range"},
+      {"sub odom 65536", PA_ERR_INVALID_MESSAGE, "sub: udp_port 65536"},
+      {"sub odom 99999999999", PA_ERR_INVALID_MESSAGE, "sub: udp_port '99999999999'"},
+      {"sub odom 1.5", PA_ERR_INVALID_MESSAGE, "sub: udp_port '1.5'"},
+      {"sub imu 5000", PA_ERR_INVALID_MESSAGE, "sub: unknown channel 'imu'"},
+      {"sub odom", PA_ERR_INVALID_MESSAGE, "sub takes 2 arguments, got 1"},
+      {"unsub", PA_ERR_INVALID_MESSAGE, "unsub takes 1 argument, got 0"},
+      {"unsub x", PA_ERR_INVALID_MESSAGE, "unsub: unknown channel 'x'"},
+      {"step 0", PA_ERR_INVALID_MESSAGE, "step: n 0 is out of range"},
+      {"step 1000001", PA_ERR_INVALID_MESSAGE, "step: n 1000001"},
+      {"step 1 2", PA_ERR_INVALID_MESSAGE, "step takes 0 to 1 arguments"},
+      {"speed", PA_ERR_INVALID_MESSAGE, "speed takes 1 argument, got 0"},
+      {"speed -0.5", PA_ERR_INVALID_MESSAGE, "speed: factor -0.5 is out of range"},
+      {"speed nan", PA_ERR_INVALID_ACTION_SHAPE, "speed: factor 'nan'"},
+      {"teleport 1 2", PA_ERR_INVALID_ACTION_SHAPE, "teleport takes 3 arguments"},
+      {"ping pong", PA_ERR_INVALID_MESSAGE, "ping takes 0 arguments, got 1"},
+      {"PING", PA_ERR_UNKNOWN_ACTION, "unknown command 'PING'"},
+      {"a b c d e f g h i", PA_ERR_INVALID_MESSAGE, "too many arguments"},
+      {"robot", PA_ERR_INVALID_MESSAGE, "robot takes 1 argument, got 0"},
+      {"caf\xc3\xa9", PA_ERR_INVALID_MESSAGE, "binary data: byte 0xc3 at column 4"},
+      {"pi\x7fng", PA_ERR_INVALID_MESSAGE, "binary data: byte 0x7f at column 3"},
+      {"ping\r\r", PA_ERR_INVALID_MESSAGE, "binary data: byte 0x0d at column 5"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    pa_text_cmd t;
+    char msg[256] = "";
+    pa_status st = pa_netgw_text_parse(cases[i].line, strlen(cases[i].line),
+                                       &t, msg, sizeof msg);
+    if (st != cases[i].st ||
+        strncmp(msg, cases[i].msg, strlen(cases[i].msg)) != 0)
+      fail_msg("'%s': got %s '%s', expected %s '%s'", cases[i].line,
+               pa_status_code(st), msg, pa_status_code(cases[i].st),
+               cases[i].msg);
+  }
+  /* NUL inside the line, and a line over the limit */
+  pa_text_cmd t;
+  char msg[256];
+  assert_int_equal(pa_netgw_text_parse("cmd\0 1 2", 8, &t, msg, sizeof msg),
+                   PA_ERR_INVALID_MESSAGE);
+  assert_string_equal(msg, "binary data: byte 0x00 at column 4");
+  char big[PA_NETGW_TEXT_MAX + 2];
+  memset(big, ' ', sizeof big);
+  assert_int_equal(pa_netgw_text_parse(big, sizeof big, &t, msg, sizeof msg),
+                   PA_ERR_TOO_LONG);
+  assert_int_equal(pa_netgw_text_parse(big, PA_NETGW_TEXT_MAX, &t, msg,
+                                       sizeof msg),
+                   PA_OK);
+  assert_int_equal(t.kind, PA_TXT_EMPTY);
+}
+
+static void text_parse_values(void **state) {
+  (void)state;
+  pa_text_cmd t;
+  char msg[256];
+  assert_int_equal(pa_netgw_text_parse("cmd 0.5 -0.25", 13, &t, msg, sizeof msg),
+                   PA_OK);
+  assert_int_equal(t.kind, PA_TXT_CMD);
+  assert_true(t.a[0] == 0.5 && t.a[1] == -0.25 && t.a[2] == 0);
+  const char *l = "cmd 1 2 0.75";
+  assert_int_equal(pa_netgw_text_parse(l, strlen(l), &t, msg, sizeof msg), PA_OK);
+  assert_true(t.a[2] == 0.75);
+  l = "sub camera 65535";
+  assert_int_equal(pa_netgw_text_parse(l, strlen(l), &t, msg, sizeof msg), PA_OK);
+  assert_int_equal(t.kind, PA_TXT_SUB);
+  assert_int_equal(t.channel, PA_CH_CAMERA);
+  assert_int_equal(t.port, 65535);
+  l = "step";
+  assert_int_equal(pa_netgw_text_parse(l, strlen(l), &t, msg, sizeof msg), PA_OK);
+  assert_int_equal(t.n, 1);
+  l = "step 250";
+  assert_int_equal(pa_netgw_text_parse(l, strlen(l), &t, msg, sizeof msg), PA_OK);
+  assert_int_equal(t.n, 250);
+  l = "robot scout_2";
+  assert_int_equal(pa_netgw_text_parse(l, strlen(l), &t, msg, sizeof msg), PA_OK);
+  assert_int_equal(t.kind, PA_TXT_ROBOT);
+  assert_string_equal(t.arg, "scout_2");
+  l = "teleport -1 2.5 3.1";
+  assert_int_equal(pa_netgw_text_parse(l, strlen(l), &t, msg, sizeof msg), PA_OK);
+  assert_true(t.a[0] == -1 && t.a[1] == 2.5 && t.a[2] == 3.1);
+  l = "speed 0";
+  assert_int_equal(pa_netgw_text_parse(l, strlen(l), &t, msg, sizeof msg), PA_OK);
+  assert_true(t.a[0] == 0);
+}
+
+/* ---- frames ------------------------------------------------------------------*/
+
+static void frames_layout(void **state) {
+  (void)state;
+  uint8_t o[PA_ODOM_FRAME_SIZE];
+  pa_netgw_odom_encode(o, 0x01020304u, 1.5, 1.0f, -2.0f, 0.5f, 0.25f, -0.125f);
+  /* bytes as Python struct.pack('<4sId5f', ...) gives them */
+  static const uint8_t want[36] = {
+      'O',  'D',  'M',  '1',  0x04, 0x03, 0x02, 0x01, 0,    0,    0,    0,
+      0,    0,    0xf8, 0x3f, 0,    0,    0x80, 0x3f, 0,    0,    0,    0xc0,
+      0,    0,    0,    0x3f, 0,    0,    0x80, 0x3e, 0,    0,    0,    0xbe};
+  assert_memory_equal(o, want, 36);
+
+  pa_scan s;
+  memset(&s, 0, sizeof s);
+  s.seq = 7;
+  s.sim_time = 2.0;
+  s.angle_min = -1.0f;
+  s.angle_increment = 0.5f;
+  s.range_min = 0.25f;
+  s.range_max = 12.0f;
+  s.count = 360;
+  uint8_t h[PA_SCAN_HEADER_SIZE];
+  pa_netgw_scan_header(h, &s);
+  static const uint8_t wants[36] = {
+      'S', 'C', 'N', '1', 7, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x40, 0, 0,
+      0x80, 0xbf, 0, 0, 0, 0x3f, 0, 0, 0x80, 0x3e, 0, 0, 0x40, 0x41, 0x68, 1, 0, 0};
+  assert_memory_equal(h, wants, 36);
+
+  pa_frame f;
+  memset(&f, 0, sizeof f);
+  f.seq = 9;
+  f.width = 100;
+  f.height = 10;
+  f.size = 3000;
+  assert_int_equal(pa_netgw_cam_chunk_count(3000, 1400), 3);
+  assert_int_equal(pa_netgw_cam_chunk_count(2800, 1400), 2);
+  assert_int_equal(pa_netgw_cam_chunk_count(1920u * 1080u * 3u, 64), 0);
+  uint8_t c[PA_CAM_HEADER_SIZE];
+  uint32_t off, len;
+  pa_netgw_cam_header(c, &f, 1400, 2, 3, &off, &len);
+  assert_int_equal(off, 2800);
+  assert_int_equal(len, 200);
+  static const uint8_t wantc[24] = {'C', 'A', 'M', '1', 9, 0, 0, 0,
+                                    100, 0, 10, 0, 0xb8, 0x0b, 0, 0,
+                                    0xf0, 0x0a, 0, 0, 2, 0, 3, 0};
+  assert_memory_equal(c, wantc, 24);
+
+  /* odom seq: one per tick pair at 100 of 200 Hz, exact at the edges */
+  assert_int_equal(pa_netgw_odom_seq(0, 100, 200), 0);
+  assert_int_equal(pa_netgw_odom_seq(1, 100, 200), 0);
+  assert_int_equal(pa_netgw_odom_seq(2, 100, 200), 1);
+  assert_int_equal(pa_netgw_odom_seq(3000, 30, 1000), 90);
+  assert_int_equal(pa_netgw_odom_seq(100, 100, 300), 33);
+  assert_int_equal(pa_netgw_odom_seq(10, 100, 0), 0);
+}
+
+/* ---- camera path through an in-process gateway --------------------------------*/
+
+typedef struct fixture {
+  char inst[PA_SHM_INSTANCE_MAX];
+  pa_stack st;
+  pa_netgw *g;
+  pthread_t th;
+} fixture;
+
+static void *run_gw(void *arg) {
+  pa_netgw_run(arg, false);
+  return NULL;
+}
+
+static void fixture_up(fixture *f, unsigned chunk) {
+  pa_test_instance(f->inst, sizeof f->inst, "cam");
+  pa_stack_def d = pa_stack_def_default();
+  snprintf(d.instance, sizeof d.instance, "%s", f->inst);
+  d.max_robots = 4;
+  d.max_cam_width = 160;
+  d.max_cam_height = 120;
+  char err[256];
+  assert_int_equal(pa_stack_create(&f->st, &d, err, sizeof err), 0);
+  /* play pa-sim: two robots in the world snapshot */
+  pa_stack_world_begin(&f->st);
+  for (int i = 0; i < 2; i++) {
+    pa_robot_info *r = &f->st.robots[i];
+    memset(r, 0, sizeof *r);
+    snprintf(r->name, sizeof r->name, "r%d", i);
+    r->active = 1;
+  }
+  f->st.ctl->robot_count = 2;
+  pa_stack_world_end(&f->st);
+  f->st.cam[1].subscribers = 5; /* stale demand a restarted netgw clears */
+  pa_netgw_def gd = pa_netgw_def_default();
+  gd.tcp_port = 0;
+  gd.camera_chunk = chunk;
+  f->g = pa_netgw_create(&gd, &f->st, err, sizeof err);
+  if (!f->g)
+    fail_msg("pa_netgw_create: %s", err);
+  assert_int_equal(f->st.cam[1].subscribers, 0);
+  assert_int_equal(f->st.ctl->tcp_port, pa_netgw_port(f->g));
+  assert_int_equal(pthread_create(&f->th, NULL, run_gw, f->g), 0);
+}
+
+static void fixture_down(fixture *f) {
+  pa_netgw_stop(f->g);
+  pthread_join(f->th, NULL);
+  pa_netgw_destroy(f->g);
+  assert_int_equal(f->st.ctl->tcp_port, 0);
+  pa_stack_detach(&f->st);
+  pa_stack_unlink(f->inst);
+}
+
+static void write_frame(pa_stack *st, uint32_t robot, uint32_t seq,
+                        uint16_t w, uint16_t h) {
+  uint32_t size = (uint32_t)w * h * 3;
+  uint8_t *rec = pa_ring_write_begin(st->camera, sizeof(pa_frame) + size);
+  assert_non_null(rec);
+  pa_frame *f = (pa_frame *)rec;
+  memset(f, 0, sizeof *f);
+  f->robot = robot;
+  f->seq = seq;
+  f->width = w;
+  f->height = h;
+  f->size = size;
+  uint8_t *rgb = rec + sizeof *f;
+  for (uint32_t i = 0; i < size; i++)
+    rgb[i] = (uint8_t)(i * 7 + seq * 13 + (i >> 9));
+  assert_true(pa_ring_write_commit(st->camera) > 0);
+}
+
+static bool demand_is(pa_stack *st, uint32_t robot, uint32_t v) {
+  for (int i = 0; i < 2500; i++) {
+    if (__atomic_load_n(&st->cam[robot].subscribers, __ATOMIC_ACQUIRE) == v)
+      return true;
+    usleep(2000);
+  }
+  return false;
+}
+
+/* Receives one whole image by reassembling its chunks; checks every byte. */
+static void receive_image(int u, uint32_t seq, uint16_t w, uint16_t h,
+                          unsigned chunk) {
+  uint32_t size = (uint32_t)w * h * 3;
+  uint32_t count = (size + chunk - 1) / chunk;
+  uint8_t *img = calloc(1, size);
+  uint8_t *seen = calloc(count, 1);
+  uint32_t got = 0;
+  static uint8_t b[65536];
+  while (got < count) {
+    int r = pa_test_udp_recv(u, b, sizeof b, 5000);
+    assert_true(r >= 24);
+    assert_memory_equal(b, "CAM1", 4);
+    uint32_t s, sz, off;
+    uint16_t fw, fh, idx, cnt;
+    memcpy(&s, b + 4, 4);
+    memcpy(&fw, b + 8, 2);
+    memcpy(&fh, b + 10, 2);
+    memcpy(&sz, b + 12, 4);
+    memcpy(&off, b + 16, 4);
+    memcpy(&idx, b + 20, 2);
+    memcpy(&cnt, b + 22, 2);
+    assert_int_equal(s, seq);
+    assert_int_equal(fw, w);
+    assert_int_equal(fh, h);
+    assert_int_equal(sz, size);
+    assert_int_equal(cnt, count);
+    assert_true(idx < count);
+    assert_int_equal(off, (uint32_t)idx * chunk);
+    uint32_t len = (uint32_t)r - 24;
+    assert_int_equal(len, (uint32_t)idx + 1 < count ? chunk : size - off);
+    assert_true((uint32_t)r <= 24 + chunk);
+    assert_false(seen[idx]);
+    seen[idx] = 1;
+    memcpy(img + off, b + 24, len);
+    got++;
+  }
+  for (uint32_t i = 0; i < size; i++)
+    if (img[i] != (uint8_t)(i * 7 + seq * 13 + (i >> 9)))
+      fail_msg("image %u byte %u differs", seq, i);
+  free(img);
+  free(seen);
+}
+
+static void camera_chunks(void **state) {
+  (void)state;
+  static const unsigned chunks[] = {PA_CAM_CHUNK_DEFAULT, 500};
+  for (size_t k = 0; k < 2; k++) {
+    fixture f;
+    fixture_up(&f, chunks[k]);
+    int fd = pa_test_tcp_connect((uint16_t)pa_netgw_port(f.g));
+    assert_true(fd >= 0);
+    uint16_t up;
+    int u = pa_test_udp_bind(&up);
+    char line[128], buf[128];
+    snprintf(line, sizeof line, "robot 1\nsub camera %u\nping\n", up);
+    assert_int_equal(pa_test_send_str(fd, line), 0);
+    assert_true(pa_test_read_line(fd, buf, sizeof buf, 5000) > 0);
+    assert_string_equal(buf, "ok");
+    assert_true(pa_test_read_line(fd, buf, sizeof buf, 5000) > 0);
+    assert_string_equal(buf, "pong");
+    assert_true(demand_is(&f.st, 1, 1));
+    assert_int_equal(f.st.cam[0].subscribers, 0);
+    /* the render wake-up was posted */
+    int sv = 0;
+    sem_getvalue(&f.st.ctl->render_wake, &sv);
+    assert_true(sv > 0);
+    /* frames of another robot are not sent to this subscriber */
+    write_frame(&f.st, 0, 1, 40, 30);
+    write_frame(&f.st, 1, 41, 160, 120); /* 57600 bytes */
+    receive_image(u, 41, 160, 120, chunks[k]);
+    write_frame(&f.st, 1, 42, 33, 7); /* a size that is no chunk multiple */
+    receive_image(u, 42, 33, 7, chunks[k]);
+    /* a second connection on the same robot doubles the demand */
+    int fd2 = pa_test_tcp_connect((uint16_t)pa_netgw_port(f.g));
+    snprintf(line, sizeof line, "robot r1\nsub camera %u\nping\n", up);
+    assert_int_equal(pa_test_send_str(fd2, line), 0);
+    assert_true(pa_test_read_line(fd2, buf, sizeof buf, 5000) > 0);
+    assert_true(pa_test_read_line(fd2, buf, sizeof buf, 5000) > 0);
+    assert_true(demand_is(&f.st, 1, 2));
+    close(fd2);
+    assert_true(demand_is(&f.st, 1, 1));
+    /* unsub stops the stream and the demand */
+    assert_int_equal(pa_test_send_str(fd, "unsub camera\nping\n"), 0);
+    assert_true(pa_test_read_line(fd, buf, sizeof buf, 5000) > 0);
+    assert_true(demand_is(&f.st, 1, 0));
+    write_frame(&f.st, 1, 43, 40, 30);
+    uint8_t b[2048];
+    assert_int_equal(pa_test_udp_recv(u, b, sizeof b, 300), -1);
+    /* re-subscribe, then the connection closes: demand drops to zero */
+    snprintf(line, sizeof line, "sub camera %u\nping\n", up);
+    assert_int_equal(pa_test_send_str(fd, line), 0);
+    assert_true(pa_test_read_line(fd, buf, sizeof buf, 5000) > 0);
+    assert_true(demand_is(&f.st, 1, 1));
+    close(fd);
+    assert_true(demand_is(&f.st, 1, 0));
+    close(u);
+    fixture_down(&f);
+  }
+}
+
+static bool ng_silent_fd(int fd) {
+  struct pollfd p = {.fd = fd, .events = POLLIN};
+  return poll(&p, 1, 100) == 0;
+}
+
+/* The sim never answers: a request gets busy, and a late reply is dropped. */
+static void busy_and_late_reply(void **state) {
+  (void)state;
+  fixture f;
+  fixture_up(&f, PA_CAM_CHUNK_DEFAULT);
+  pa_netgw_stop(f.g);
+  pthread_join(f.th, NULL);
+  pa_netgw_destroy(f.g);
+  pa_netgw_def gd = pa_netgw_def_default();
+  gd.tcp_port = 0;
+  gd.request_timeout_ms = 200;
+  char err[256];
+  f.g = pa_netgw_create(&gd, &f.st, err, sizeof err);
+  assert_non_null(f.g);
+  assert_int_equal(pthread_create(&f.th, NULL, run_gw, f.g), 0);
+  int fd = pa_test_tcp_connect((uint16_t)pa_netgw_port(f.g));
+  char buf[256];
+  assert_int_equal(pa_test_send_str(fd, "pause\nping\n"), 0);
+  assert_true(pa_test_read_line(fd, buf, sizeof buf, 5000) > 0);
+  assert_string_equal(buf, "err busy the simulator did not answer within 200 ms");
+  assert_true(pa_test_read_line(fd, buf, sizeof buf, 5000) > 0);
+  assert_string_equal(buf, "pong"); /* queued behind the pause, in order */
+  /* play pa-sim late: answer the pause now; nobody may see it */
+  pa_cmd c;
+  assert_true(pa_queue_peek(f.st.cmd, &c) >= 0);
+  assert_int_equal(c.op, PA_OP_PAUSE);
+  pa_queue_pop(f.st.cmd);
+  pa_reply r;
+  memset(&r, 0, sizeof r);
+  r.client_id = c.client_id;
+  r.request_id = c.request_id;
+  r.op = c.op;
+  assert_int_equal(pa_queue_push(f.st.reply, &r), 0);
+  /* the next request is answered by its own reply, not the late one */
+  assert_int_equal(pa_test_send_str(fd, "resume\n"), 0);
+  pa_cmd c2;
+  int64_t end = pa_test_now_ms() + 5000;
+  while (pa_queue_peek(f.st.cmd, &c2) < 0 && pa_test_now_ms() < end)
+    usleep(1000);
+  assert_int_equal(c2.op, PA_OP_RESUME);
+  assert_true(c2.request_id > c.request_id);
+  usleep(50000);
+  assert_true(ng_silent_fd(fd));
+  pa_queue_pop(f.st.cmd);
+  r.request_id = c2.request_id;
+  r.op = c2.op;
+  r.status = PA_ERR_BLOCKED_POSE;
+  snprintf(r.msg, sizeof r.msg, "made-up refusal");
+  assert_int_equal(pa_queue_push(f.st.reply, &r), 0);
+  assert_true(pa_test_read_line(fd, buf, sizeof buf, 5000) > 0);
+  assert_string_equal(buf, "err blocked_pose made-up refusal");
+  close(fd);
+  fixture_down(&f);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(text_parse_errors),
+      cmocka_unit_test(text_parse_values),
+      cmocka_unit_test(frames_layout),
+      cmocka_unit_test(camera_chunks),
+      cmocka_unit_test(busy_and_late_reply),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
