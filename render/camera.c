@@ -161,7 +161,7 @@ int pa_render_cam_submit(pa_render_cam *c, const pa_render_scene *s,
   glViewport(0, 0, (GLsizei)c->w, (GLsizei)c->h);
   glClearColor(PA_RENDER_SKY_RGB, 1.0f);
   glClear(GL_COLOR_BUFFER_BIT | GL_DEPTH_BUFFER_BIT);
-  pa_render_scene_draw(s, view, proj, v->skip_robot);
+  pa_render_scene_draw_culled(s, view, proj, v->skip_robot, v);
   uint32_t slot = c->head;
   glPixelStorei(GL_PACK_ALIGNMENT, 1);
   glReadBuffer(GL_COLOR_ATTACHMENT0);

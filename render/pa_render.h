@@ -87,6 +87,9 @@ void pa_render_scene_free(pa_render_scene *s);
  * build; robots beyond count are not drawn). */
 void pa_render_scene_set_poses(pa_render_scene *s, const pa_render_pose *p,
                                uint32_t count);
+/* Head cameras skip areas outside their field of view (default on); off
+ * draws everything, e.g. to check that culling changes no pixel. */
+void pa_render_scene_set_culling(pa_render_scene *s, bool on);
 /* Figures about the built geometry. */
 uint32_t pa_render_scene_wall_boxes(const pa_render_scene *s);
 uint32_t pa_render_scene_triangles(const pa_render_scene *s);

@@ -39,6 +39,14 @@ typedef struct rrobot {
   float colour[3];
 } rrobot;
 
+/* A run of static triangles in one area, for culling and ordering. */
+typedef struct rchunk {
+  GLint first;
+  GLsizei count;          /* vertices */
+  uint8_t layer;          /* 0 walls and obstacles, 1 floor */
+  double box[4];          /* min x, min y, max x, max y [m] */
+} rchunk;
+
 struct pa_render_scene {
   rprogram lit;
   rgpu_mesh statics;      /* floor, walls, obstacles in world coordinates */
@@ -51,7 +59,22 @@ struct pa_render_scene {
   uint32_t wall_boxes, triangles;
   double bounds[4];       /* min x, min y, max x, max y [m] */
   float fog_density;      /* [1/m] */
+  bool no_culling;
+  rchunk *chunks;         /* walls chunks, then floor chunks */
+  uint32_t n_chunks;
+  double chunk_size, chunk_x0, chunk_y0; /* [m] */
+  uint32_t chunk_nx, chunk_ny;
+  GLint *draw_first;      /* scratch for glMultiDrawArrays */
+  GLsizei *draw_count;
+  uint64_t *order;        /* scratch: sort keys */
 };
+
+/* pa_render_scene_draw with chunks outside a level camera's horizontal
+ * field of view skipped (cull may be NULL: draw everything). */
+void pa_render_scene_draw_culled(const pa_render_scene *s,
+                                 const float view[16], const float proj[16],
+                                 uint32_t skip_robot,
+                                 const pa_render_view *cull);
 
 /* ---- meshes (scene.c) ---- */
 void pa_render_mesh_free(rmesh *m);

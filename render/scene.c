@@ -473,6 +473,107 @@ static void build_obstacles(rmesh *m, const pa_obstacle_info *o, uint32_t n) {
   }
 }
 
+/* ---- chunks: static geometry bucketed by area for culling ---------------- */
+
+#define CHUNK_MIN 2.0     /* [m] */
+#define CHUNK_MAX_N 4096  /* chunks per layer */
+
+/* Buckets the triangles of src (layer 0: walls and obstacles; layer 1:
+ * floor) by the chunk holding their centroid, appending them to out in
+ * chunk order, and records each chunk's range and bounding box. */
+static int chunk_layer(pa_render_scene *s, const rmesh *src, uint8_t layer,
+                       rmesh *out) {
+  double cs = s->chunk_size;
+  uint32_t nx = s->chunk_nx, ny = s->chunk_ny, n = nx * ny;
+  uint32_t ntri = src->n / 3;
+  uint32_t *cell = malloc((ntri ? ntri : 1) * sizeof *cell);
+  uint32_t *count = calloc(n + 1, sizeof *count);
+  if (!cell || !count) {
+    free(cell), free(count);
+    return -1;
+  }
+  for (uint32_t t = 0; t < ntri; t++) {
+    const rvertex *v = &src->v[t * 3];
+    double cx = (v[0].pos[0] + v[1].pos[0] + v[2].pos[0]) / 3.0;
+    double cy = (v[0].pos[1] + v[1].pos[1] + v[2].pos[1]) / 3.0;
+    double fx = floor((cx - s->chunk_x0) / cs), fy = floor((cy - s->chunk_y0) / cs);
+    uint32_t ix = fx < 0 ? 0 : fx >= nx ? nx - 1 : (uint32_t)fx;
+    uint32_t iy = fy < 0 ? 0 : fy >= ny ? ny - 1 : (uint32_t)fy;
+    cell[t] = iy * nx + ix;
+    count[cell[t]]++;
+  }
+  /* counting sort of triangle indices by chunk */
+  uint32_t *idx = malloc((ntri ? ntri : 1) * sizeof *idx);
+  if (!idx) {
+    free(cell), free(count);
+    return -1;
+  }
+  uint32_t acc = 0;
+  for (uint32_t c = 0; c <= n; c++) {
+    uint32_t k = count[c];
+    count[c] = acc;
+    acc += k;
+  }
+  for (uint32_t t = 0; t < ntri; t++)
+    idx[count[cell[t]]++] = t;
+  /* count[c] is now the end of chunk c's run in idx */
+  uint32_t at = 0;
+  for (uint32_t c = 0; c < n; c++) {
+    uint32_t end_c = count[c];
+    if (at == end_c)
+      continue;
+    rchunk *ch = &s->chunks[s->n_chunks++];
+    ch->first = (GLint)out->n;
+    ch->count = 0;
+    ch->layer = layer;
+    ch->box[0] = ch->box[1] = INFINITY;
+    ch->box[2] = ch->box[3] = -INFINITY;
+    for (; at < end_c; at++) {
+      uint32_t t = idx[at];
+      for (int k = 0; k < 3; k++) {
+        const rvertex *v = &src->v[t * 3 + (uint32_t)k];
+        mesh_push(out, (const double[3]){v->pos[0], v->pos[1], v->pos[2]},
+                  (const double[3]){v->normal[0], v->normal[1], v->normal[2]},
+                  v->colour, v->colour[3]);
+        ch->box[0] = fmin(ch->box[0], v->pos[0]);
+        ch->box[1] = fmin(ch->box[1], v->pos[1]);
+        ch->box[2] = fmax(ch->box[2], v->pos[0]);
+        ch->box[3] = fmax(ch->box[3], v->pos[1]);
+      }
+      ch->count += 3;
+    }
+  }
+  free(idx);
+  free(cell);
+  free(count);
+  return out->oom ? -1 : 0;
+}
+
+static int chunk_statics(pa_render_scene *s, const rmesh *walls,
+                         const rmesh *floor_mesh, rmesh *out) {
+  double w = s->bounds[2] - s->bounds[0], h = s->bounds[3] - s->bounds[1];
+  double cs = CHUNK_MIN;
+  if (w * h / (cs * cs) > CHUNK_MAX_N)
+    cs = sqrt(w * h / CHUNK_MAX_N) * 1.01;
+  s->chunk_size = cs;
+  s->chunk_x0 = s->bounds[0];
+  s->chunk_y0 = s->bounds[1];
+  s->chunk_nx = (uint32_t)fmax(1, ceil(w / cs));
+  s->chunk_ny = (uint32_t)fmax(1, ceil(h / cs));
+  size_t max = 2 * (size_t)s->chunk_nx * s->chunk_ny;
+  s->chunks = calloc(max, sizeof *s->chunks);
+  s->draw_first = calloc(max, sizeof *s->draw_first);
+  s->draw_count = calloc(max, sizeof *s->draw_count);
+  s->order = calloc(max, sizeof *s->order);
+  if (!s->chunks || !s->draw_first || !s->draw_count || !s->order)
+    return -1;
+  if (walls->oom || floor_mesh->oom)
+    return -1;
+  if (chunk_layer(s, walls, 0, out) < 0 || chunk_layer(s, floor_mesh, 1, out) < 0)
+    return -1;
+  return 0;
+}
+
 static int check_inputs(const pa_grid *g, const pa_robot_info *robots,
                         uint32_t robot_count, const pa_obstacle_info *obs,
                         uint32_t obstacle_count, char *err, size_t err_sz) {
@@ -557,27 +658,6 @@ int pa_render_scene_build(pa_render_scene **out, const pa_grid *grid,
   }
   if (pa_render_program_lit(&s->lit, err, err_sz) < 0)
     goto fail;
-  /* Walls first: early depth testing then skips the floor behind them. */
-  if (build_walls(&m, grid, &s->wall_boxes) < 0)
-    m.oom = true;
-  build_obstacles(&m, obstacles, obstacle_count);
-  build_floor(&m, grid);
-  s->triangles = m.n / 3;
-  if (pa_render_gpu_upload(&s->statics, &m, err, err_sz) < 0)
-    goto fail;
-  pa_render_mesh_free(&m);
-
-  static const uint8_t white[3] = {255, 255, 255};
-  static const double origin[3] = {0, 0, 0}, half[3] = {0.5, 0.5, 0.5};
-  pa_render_mesh_cylinder(&m, origin, 1.0, 1.0, white, CYL_SEGMENTS);
-  if (pa_render_gpu_upload(&s->cylinder, &m, err, err_sz) < 0)
-    goto fail;
-  pa_render_mesh_free(&m);
-  pa_render_mesh_box(&m, origin, half, 0, white, true);
-  if (pa_render_gpu_upload(&s->cube, &m, err, err_sz) < 0)
-    goto fail;
-  pa_render_mesh_free(&m);
-
   double xs[4], ys[4];
   double w = grid->width * grid->resolution, h = grid->height * grid->resolution;
   grid_to_world(grid, 0, 0, &xs[0], &ys[0]);
@@ -592,6 +672,35 @@ int pa_render_scene_build(pa_render_scene **out, const pa_grid *grid,
     s->bounds[1] = fmin(s->bounds[1], ys[i]);
     s->bounds[3] = fmax(s->bounds[3], ys[i]);
   }
+  rmesh floor = {0};
+  if (build_walls(&m, grid, &s->wall_boxes) < 0)
+    m.oom = true;
+  build_obstacles(&m, obstacles, obstacle_count);
+  build_floor(&floor, grid);
+  s->triangles = (m.n + floor.n) / 3;
+  rmesh sorted = {0};
+  int crc = chunk_statics(s, &m, &floor, &sorted);
+  pa_render_mesh_free(&floor);
+  pa_render_mesh_free(&m);
+  if (crc < 0 || pa_render_gpu_upload(&s->statics, &sorted, err, err_sz) < 0) {
+    if (crc < 0)
+      snprintf(err, err_sz, "scene: out of memory building geometry");
+    pa_render_mesh_free(&sorted);
+    goto fail;
+  }
+  pa_render_mesh_free(&sorted);
+
+  static const uint8_t white[3] = {255, 255, 255};
+  static const double origin[3] = {0, 0, 0}, half[3] = {0.5, 0.5, 0.5};
+  pa_render_mesh_cylinder(&m, origin, 1.0, 1.0, white, CYL_SEGMENTS);
+  if (pa_render_gpu_upload(&s->cylinder, &m, err, err_sz) < 0)
+    goto fail;
+  pa_render_mesh_free(&m);
+  pa_render_mesh_box(&m, origin, half, 0, white, true);
+  if (pa_render_gpu_upload(&s->cube, &m, err, err_sz) < 0)
+    goto fail;
+  pa_render_mesh_free(&m);
+
   s->fog_density = 0.05f; /* exp2: about half the contrast at 20 m */
   *out = s;
   return 0;
@@ -611,6 +720,10 @@ void pa_render_scene_free(pa_render_scene *s) {
     glDeleteProgram(s->lit.prog);
   free(s->robots);
   free(s->poses);
+  free(s->chunks);
+  free(s->draw_first);
+  free(s->draw_count);
+  free(s->order);
   free(s);
 }
 
@@ -621,6 +734,10 @@ void pa_render_scene_set_poses(pa_render_scene *s, const pa_render_pose *p,
   if (count)
     memcpy(s->poses, p, count * sizeof *p);
   s->pose_count = count;
+}
+
+void pa_render_scene_set_culling(pa_render_scene *s, bool on) {
+  s->no_culling = !on;
 }
 
 uint32_t pa_render_scene_wall_boxes(const pa_render_scene *s) {
@@ -672,8 +789,82 @@ static void draw_robot(const pa_render_scene *s, const rrobot *r,
             r->head_height, hy, lens, dark);
 }
 
+/* Whether a chunk's box can appear in a level camera's horizontal field
+ * of view: the box's angular extent seen from the eye against [-h, h]. */
+static bool chunk_visible(const rchunk *c, const pa_render_view *v,
+                          double half) {
+  double m = 0.05; /* [m] slack for triangles straddling the eye */
+  if (v->x >= c->box[0] - m && v->x <= c->box[2] + m && v->y >= c->box[1] - m &&
+      v->y <= c->box[3] + m)
+    return true;
+  double cx = (c->box[0] + c->box[2]) / 2 - v->x;
+  double cy = (c->box[1] + c->box[3]) / 2 - v->y;
+  double ca = atan2(cy, cx);
+  double lo = 0, hi = 0;
+  for (int k = 0; k < 4; k++) {
+    double px = c->box[(k & 1) ? 2 : 0] - v->x, py = c->box[(k & 2) ? 3 : 1] - v->y;
+    double d = remainder(atan2(py, px) - ca, 2 * M_PI);
+    lo = fmin(lo, d), hi = fmax(hi, d);
+  }
+  double rel = remainder(ca - v->yaw, 2 * M_PI);
+  return rel + hi >= -half && rel + lo <= half;
+}
+
+typedef struct { float d; uint32_t i; } rorder_key;
+
+static int order_cmp(const void *a, const void *b) {
+  float x = ((const rorder_key *)a)->d, y = ((const rorder_key *)b)->d;
+  return (x > y) - (x < y);
+}
+
+/* Statics: visible chunks only (all without a level camera), walls near to
+ * far so early depth testing rejects what they hide, then the floor. */
+static void draw_statics(const pa_render_scene *s, const pa_render_view *cull) {
+  float model[16];
+  pa_render_mat_identity(model);
+  glUniformMatrix4fv(s->lit.u_model, 1, GL_FALSE, model);
+  glUniform4f(s->lit.u_tint, 1, 1, 1, 1);
+  glBindVertexArray(s->statics.vao);
+  double half = cull ? cull->fov / 2 + 0.02 : 0;
+  for (uint8_t layer = 0; layer < 2; layer++) {
+    uint32_t n = 0;
+    rorder_key *keys = (rorder_key *)s->order;
+    for (uint32_t i = 0; i < s->n_chunks; i++) {
+      const rchunk *c = &s->chunks[i];
+      if (c->layer != layer || (cull && !chunk_visible(c, cull, half)))
+        continue;
+      double dx = 0, dy = 0;
+      if (cull) {
+        dx = (c->box[0] + c->box[2]) / 2 - cull->x;
+        dy = (c->box[1] + c->box[3]) / 2 - cull->y;
+      }
+      keys[n].d = (float)(dx * dx + dy * dy);
+      keys[n].i = i;
+      n++;
+    }
+    if (cull && layer == 0)
+      qsort(keys, n, sizeof *keys, order_cmp);
+    for (uint32_t k = 0; k < n; k++) {
+      s->draw_first[k] = s->chunks[keys[k].i].first;
+      s->draw_count[k] = s->chunks[keys[k].i].count;
+    }
+    if (n)
+      glMultiDrawArrays(GL_TRIANGLES, s->draw_first, s->draw_count,
+                        (GLsizei)n);
+  }
+}
+
 void pa_render_scene_draw(const pa_render_scene *s, const float view[16],
                           const float proj[16], uint32_t skip_robot) {
+  pa_render_scene_draw_culled(s, view, proj, skip_robot, NULL);
+}
+
+void pa_render_scene_draw_culled(const pa_render_scene *s,
+                                 const float view[16], const float proj[16],
+                                 uint32_t skip_robot,
+                                 const pa_render_view *cull) {
+  if (cull && (s->no_culling || cull->pitch != 0 || !(cull->fov < M_PI * 0.95)))
+    cull = NULL; /* the wedge test assumes a level camera */
   glEnable(GL_DEPTH_TEST);
   glEnable(GL_CULL_FACE);
   glCullFace(GL_BACK);
@@ -687,11 +878,10 @@ void pa_render_scene_draw(const pa_render_scene *s, const float view[16],
   glUniform3f(s->lit.u_light, (float)l[0], (float)l[1], (float)l[2]);
   glUniform3f(s->lit.u_fog, PA_RENDER_SKY_RGB);
   glUniform1f(s->lit.u_fog_density, s->fog_density);
-  static const double one[3] = {1, 1, 1};
-  static const float white[3] = {1, 1, 1};
-  draw_part(s, &s->statics, 0, 0, 0, 0, one, white);
+  /* robots first: they are small and usually in front */
   for (uint32_t i = 0; i < s->pose_count; i++)
     if (i != skip_robot && s->robots[i].active && s->poses[i].active)
       draw_robot(s, &s->robots[i], &s->poses[i]);
+  draw_statics(s, cull);
   glBindVertexArray(0);
 }

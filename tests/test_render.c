@@ -367,6 +367,45 @@ static void test_pipelined_readback(void **state) {
   free(g.cells);
 }
 
+/* Culling (chunks outside the field of view skipped) changes no pixel:
+ * many poses over the default map, culled against everything drawn. */
+static void test_culling_exact(void **state) {
+  char err[256];
+  pa_grid g;
+  if (pa_map_load_default(&g, err, sizeof err) != 0)
+    fail_msg("default map: %s", err);
+  pa_robot_info ri[2] = {robot(40, 90, 220), robot(220, 30, 30)};
+  pa_render_scene *s = NULL;
+  assert_int_equal(pa_render_scene_build(&s, &g, ri, 2, NULL, 0, err,
+                                         sizeof err), 0);
+  uint32_t checked = 0;
+  for (int i = 0; i < 24; i++) {
+    double x = -4.5 + 9.0 * ((i * 7) % 24) / 23.0;
+    double y = -4.5 + 9.0 * ((i * 11) % 24) / 23.0;
+    int cx, cy;
+    if (!pa_grid_world_to_cell(&g, x, y, &cx, &cy) ||
+        pa_grid_blocked(&g, cx, cy, true))
+      continue;
+    pa_render_pose p[2] = {{x, y, i * 0.83, 0, true},
+                           {x + 1.0, y + 0.3, 0, 0, true}};
+    pa_render_scene_set_poses(s, p, 2);
+    pa_render_view v = pa_render_view_head(&ri[0], 0, &p[0]);
+    pa_render_scene_set_culling(s, true);
+    uint8_t *a = render(s, &v, W, H);
+    pa_render_scene_set_culling(s, false);
+    uint8_t *b = render(s, &v, W, H);
+    double d = diff_frac(a, b, (size_t)W * H * 3);
+    if (d > 0.001)
+      fail_msg("pose %d (%.2f, %.2f): culling changed %.2f%% of pixels", i, x,
+               y, d * 100);
+    free(a), free(b);
+    checked++;
+  }
+  assert_true(checked >= 10);
+  pa_render_scene_free(s);
+  pa_grid_free(&g);
+}
+
 static void test_bad_input(void **state) {
   char err[256] = "";
   pa_render_scene *s = NULL;
@@ -429,6 +468,7 @@ int main(void) {
       cmocka_unit_test(test_wall_shading),
       cmocka_unit_test(test_wall_merge),
       cmocka_unit_test(test_pipelined_readback),
+      cmocka_unit_test(test_culling_exact),
       cmocka_unit_test(test_bad_input),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
