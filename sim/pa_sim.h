@@ -65,8 +65,11 @@ typedef struct pa_sim_model {
   uint8_t *blocked;        /* [width * height] 1 = blocks motion and rays */
   float *clear;            /* [width * height] distance [cells] from the cell
                               centre to the nearest blocked cell centre */
-  float *march;            /* [width * height] safe ray step [cells] from any
-                              point of the cell: clear - sqrt(2), >= 0 */
+  int32_t *march;          /* [(width + 2) * (height + 2)], grid padded by a
+                              blocked border: -1 = blocked, else the safe ray
+                              step [1/1024 cell] from any point of the cell
+                              (clear - sqrt(2) - slack, >= 0) */
+  uint32_t march_w;        /* width + 2 */
   double cos_yaw, sin_yaw; /* grid origin yaw */
   double dt;               /* [s] 1 / control_hz */
   uint32_t ticks_per_scan; /* round(control_hz / scan_hz), >= 1 */

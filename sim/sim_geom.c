@@ -296,49 +296,93 @@ static inline double cell_entry(double ox, double oy, double ix, double iy,
   return t > 0 ? t : 0;
 }
 
-/* One traversal; march enables the distance-field jumps. Everything in cell
- * units. */
+#ifdef PA_SIM_COUNT
+long pa_sim_count[2];
+#endif
+/* Marching only pays when it skips a few cells; below this, exact steps. */
+#ifndef MARCH_MIN
+#define MARCH_MIN 1024 /* one cell */
+#endif
+
+/* One traversal in the padded grid (cell units, origin shifted by one cell);
+ * march enables the distance-field jumps. Jumps track the position in fixed
+ * point (short dependency chain; the field keeps slack for its error) and
+ * hand over to exact steps at the exact point of the ray. The exact steps
+ * compute each boundary crossing from the origin (not by accumulation), so
+ * both modes take identical decisions from any cell they share. */
 static inline double cast_cells(const pa_sim_model *m, double ox, double oy,
                                 double dx, double dy, double maxc,
                                 bool march) {
-  const int64_t w = m->grid.width, hgt = m->grid.height;
-  const uint8_t *blk = m->blocked;
-  const float *mf = m->march;
-  int64_t cx = (int64_t)floor(ox), cy = (int64_t)floor(oy);
-  if (cx < 0 || cy < 0 || cx >= w || cy >= hgt || blk[cy * w + cx])
+  const int64_t W = m->march_w, H = (int64_t)m->grid.height + 2;
+  const int32_t *F = m->march;
+  ox += 1.0;
+  oy += 1.0;
+  if (!(ox >= 0 && oy >= 0 && ox < (double)W && oy < (double)H))
     return 0;
-  double ix = dx != 0 ? 1.0 / dx : 0, iy = dy != 0 ? 1.0 / dy : 0;
-  int64_t sx = dx > 0 ? 1 : -1, sy = dy > 0 ? 1 : -1;
-  double bxo = dx > 0 ? 1.0 : 0.0, byo = dy > 0 ? 1.0 : 0.0;
+  int64_t cx = (int64_t)ox, cy = (int64_t)oy;
+  int64_t idx = cy * W + cx;
+  if (F[idx] < 0)
+    return 0;
+  const double ix = dx != 0 ? 1.0 / dx : 0, iy = dy != 0 ? 1.0 / dy : 0;
+  const int64_t sx = dx > 0 ? 1 : -1, sy = dy > 0 ? 1 : -1;
+  const int64_t syw = sy * W;
+  const double bxo = dx > 0 ? 1.0 : 0.0, byo = dy > 0 ? 1.0 : 0.0;
+  const bool hx = dx != 0, hy = dy != 0;
+  const double fsx = (double)sx, fsy = (double)sy;
+  /* An axis the ray never crosses: its crossing stays at ~1e300. */
+  const double jx = hx ? ix : 1e300, jy = hy ? iy : 1e300;
+  /* fixed point: positions [2^-20 cell], directions [2^-20], steps and t
+   * [2^-10 cell] */
+  const int64_t qdx = (int64_t)(dx * 1048576.0);
+  const int64_t qdy = (int64_t)(dy * 1048576.0);
+  const int64_t qmax = (int64_t)(maxc * 1024.0) + 1;
+  double bx = hx ? (double)cx + bxo : ox + 1.0; /* next boundaries */
+  double by = hy ? (double)cy + byo : oy + 1.0;
   double t = 0;
   for (;;) {
-    if (march) {
-      float s = mf[cy * w + cx];
-      if (s >= 1.0f) {
-        t += (double)s;
-        if (t >= maxc)
-          return maxc;
-        cx = (int64_t)floor(ox + t * dx);
-        cy = (int64_t)floor(oy + t * dy);
-        if (cx < 0 || cy < 0 || cx >= w || cy >= hgt || blk[cy * w + cx])
-          goto hit;
-        continue;
-      }
+    int32_t v = F[idx];
+    if (march && v >= MARCH_MIN) {
+      /* truncation: qt <= t, so the exact point stays behind the jump */
+      int64_t qt = (int64_t)(t * 1024.0);
+      int64_t qx = (int64_t)((ox + t * dx) * 1048576.0);
+      int64_t qy = (int64_t)((oy + t * dy) * 1048576.0);
+      do {
+        qt += v;
+        qx += (v * qdx) >> 10;
+        qy += (v * qdy) >> 10;
+        idx = (qy >> 20) * W + (qx >> 20);
+        v = F[idx];
+      } while (v >= MARCH_MIN && qt < qmax);
+      t = (double)qt * (1.0 / 1024.0);
+      if (t >= maxc)
+        return maxc;
+      /* back on the exact ray */
+      double px = ox + t * dx, py = oy + t * dy;
+      cx = (int64_t)px;
+      cy = (int64_t)py;
+      idx = cy * W + cx;
+      if (F[idx] < 0)
+        goto hit;
+      bx = hx ? (double)cx + bxo : ox + 1.0;
+      by = hy ? (double)cy + byo : oy + 1.0;
     }
-    /* One exact step: leave the cell through the nearer boundary. */
-    double tx = dx != 0 ? ((double)cx + bxo - ox) * ix : INFINITY;
-    double ty = dy != 0 ? ((double)cy + byo - oy) * iy : INFINITY;
-    if (tx < ty) {
-      cx += sx;
-      t = tx;
-    } else {
-      cy += sy;
-      t = ty;
-    }
+    /* One exact step: leave the cell through the nearer boundary (written
+     * without branches: the choice is unpredictable). */
+    double tx = (bx - ox) * jx, ty = (by - oy) * jy;
+    bool xs = tx < ty;
+    t = xs ? tx : ty;
+    bx += xs ? fsx : 0.0;
+    by += xs ? 0.0 : fsy;
+    idx += xs ? sx : syw;
     if (t >= maxc)
       return maxc;
-    if (cx < 0 || cy < 0 || cx >= w || cy >= hgt || blk[cy * w + cx])
+    if (F[idx] < 0) {
+      if (hx) /* an axis never crossed keeps its cell */
+        cx = (int64_t)(bx - bxo);
+      if (hy)
+        cy = (int64_t)(by - byo);
       goto hit;
+    }
   }
 hit:;
   double e = cell_entry(ox, oy, ix, iy, dx, dy, cx, cy);

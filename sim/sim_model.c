@@ -183,7 +183,8 @@ static int build_fields(pa_sim_model *m, char *err, size_t err_sz) {
   size_t n = (size_t)g->width * g->height;
   m->blocked = malloc(n);
   m->clear = malloc(n * sizeof(float));
-  m->march = malloc(n * sizeof(float));
+  m->march_w = g->width + 2;
+  m->march = malloc((size_t)m->march_w * (g->height + 2) * sizeof(int32_t));
   if (!m->blocked || !m->clear || !m->march) {
     snprintf(err, err_sz, "out of memory for a %ux%u map", g->width,
              g->height);
@@ -197,12 +198,19 @@ static int build_fields(pa_sim_model *m, char *err, size_t err_sz) {
   memset(&dist, 0, sizeof dist);
   if (pa_dist_build(g, m->unknown_blocks, &dist, err, err_sz) != 0)
     return -1;
+  for (size_t i = 0; i < (size_t)m->march_w * (g->height + 2); i++)
+    m->march[i] = -1;
   for (size_t i = 0; i < n; i++) {
     float c = (float)(dist.d[i] / g->resolution);
     m->clear[i] = c;
-    /* From any point of this cell to any point of a blocked cell. */
-    float s = c - 1.41422f;
-    m->march[i] = s > 0 ? s : 0;
+    /* From any point of this cell to any point of a blocked cell (with a
+     * little slack for the float distance). */
+    double s = (double)c - 1.4143 - 1e-3 * c - 0.05;
+    if (s > 1e6)
+      s = 1e6;
+    size_t x = i % g->width, y = i / g->width;
+    m->march[(y + 1) * m->march_w + x + 1] =
+        m->blocked[i] ? -1 : (s > 0 ? (int32_t)(s * 1024.0) : 0);
   }
   pa_dist_free(&dist);
   return 0;

@@ -50,6 +50,29 @@ static void test_square_room(void **st) {
   }
 }
 
+/* Rays exactly along an axis (one direction component 0). */
+static void test_axis_rays(void **st) {
+  (void)st;
+  pa_robot_def r = ts_robot("r", 2.5, 2.5, 0);
+  pa_sim_def d = pa_sim_def_default();
+  pa_sim_model m;
+  pa_sim_state s;
+  room5(&m, &s, &r, 1, NULL, 0, &d);
+  const double dirs[4][2] = {{1, 0}, {-1, 0}, {0, 1}, {0, -1}};
+  for (int k = 0; k < 4; k++) {
+    for (double off = -1.0; off <= 1.0; off += 0.0125) {
+      double x = 2.5 + (dirs[k][1] != 0 ? off : 0);
+      double y = 2.5 + (dirs[k][0] != 0 ? off : 0);
+      /* offset across the ray, often exactly on a grid line */
+      double f = pa_sim_cast_fast(&m, x, y, dirs[k][0], dirs[k][1], 12);
+      double p = pa_sim_cast_plain(&m, x, y, dirs[k][0], dirs[k][1], 12);
+      assert_true(f == p);
+      assert_true(fabs(f - 2.45) < 1e-9);
+    }
+  }
+  ts_free(&m, &s);
+}
+
 static void test_range_limits(void **st) {
   (void)st;
   pa_robot_def r = ts_robot("r", 2.5, 2.5, 0);
@@ -232,6 +255,7 @@ static void test_scan_schedule(void **st) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_square_room),
+      cmocka_unit_test(test_axis_rays),
       cmocka_unit_test(test_range_limits),
       cmocka_unit_test(test_shapes_and_robots),
       cmocka_unit_test(test_fast_equals_plain),
