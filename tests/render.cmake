@@ -8,4 +8,7 @@ if(TARGET pa_render)
               LIBS pa_shm pa_map PkgConfig::PA_TEST_STB m
               TIMEOUT 180 LABELS render)
   add_dependencies(test_render_proc pa-render)
+  if(TARGET pa-sim)
+    add_dependencies(test_render_proc pa-sim) # test_e2e_sim skips without it
+  endif()
 endif()

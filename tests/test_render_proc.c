@@ -311,6 +311,98 @@ static void test_e2e(void **state) {
   world_free(&w);
 }
 
+static bool sim_ready(void *arg) {
+  world *w = arg;
+  return __atomic_load_n(&w->st.ctl->health[PA_PROC_SIM].ready,
+                         __ATOMIC_ACQUIRE) == 1;
+}
+
+static bool pose_is(const pa_frame *f, void *arg) {
+  const double *p = arg;
+  return fabs(f->x - p[0]) < 1e-9 && fabs(f->y - p[1]) < 1e-9 &&
+         fabs(f->theta - p[2]) < 1e-9;
+}
+
+/* With the real pa-sim (paused, so the state is still): the frame carries
+ * the pose and tick of the state ring, and follows a teleport. */
+static void test_e2e_sim(void **state) {
+  char sim[512], log[512], rlog[512], err[256];
+  pa_test_bin(sim, sizeof sim, "pa-sim");
+  if (access(sim, X_OK) != 0) {
+    fprintf(stderr, "SKIP: %s is not built\n", sim);
+    skip();
+  }
+  world w;
+  memset(&w, 0, sizeof w);
+  pa_test_instance(w.instance, sizeof w.instance, "rsim");
+  pa_stack_def d = pa_stack_def_default();
+  snprintf(d.instance, sizeof d.instance, "%s", w.instance);
+  d.max_robots = 8, d.max_obstacles = 64, d.max_cam_width = 640;
+  d.max_cam_height = 480, d.camera_slots = 4;
+  if (pa_stack_create(&w.st, &d, err, sizeof err) != 0)
+    fail_msg("stack: %s", err);
+  static uint8_t buf[sizeof(pa_frame) + 640 * 480 * 3 + 64];
+  w.frame = buf;
+  w.frame_cap = pa_ring_max_record(w.st.camera);
+  assert_true(w.frame_cap <= sizeof buf);
+  snprintf(log, sizeof log, "%s/sim.log", pa_test_tmpdir());
+  snprintf(rlog, sizeof rlog, "%s/render-sim.log", pa_test_tmpdir());
+  char *sargv[] = {sim, "--instance", w.instance, "--paused", NULL};
+  pid_t spid = pa_test_spawn(sargv, log);
+  if (!pa_test_wait_for(sim_ready, &w, 30000)) {
+    dump_log(log);
+    fail_msg("pa-sim did not become ready");
+  }
+  pid_t rpid = spawn_render(&w, rlog);
+  if (!pa_test_wait_for(render_ready, &w, 30000)) {
+    dump_log(rlog);
+    fail_msg("pa-render did not become ready");
+  }
+  __atomic_store_n(&w.st.cam[0].subscribers, 1, __ATOMIC_RELEASE);
+  sem_post(&w.st.ctl->render_wake);
+  const pa_frame *f = wait_frame(&w, 0, NULL, NULL, 20000);
+  if (!f) {
+    dump_log(rlog);
+    fail_msg("no camera frame with pa-sim");
+  }
+  /* the state ring's latest tick is the one the frame was rendered from */
+  static uint8_t tb[65536];
+  uint32_t len;
+  uint64_t seq;
+  assert_int_equal(pa_ring_read_latest(w.st.state, tb, sizeof tb, &len, &seq),
+                   0);
+  const pa_tick *t = (const pa_tick *)tb;
+  const pa_robot_state *rs = (const pa_robot_state *)(t + 1);
+  assert_int_equal(f->robot, 0);
+  assert_int_equal(f->tick, t->tick);
+  assert_true(f->x == rs[0].x && f->y == rs[0].y && f->theta == rs[0].theta &&
+              f->head == rs[0].head);
+  assert_int_equal(f->width, w.st.robots[0].cam_width);
+  assert_int_equal(f->height, w.st.robots[0].cam_height);
+  const uint8_t *top = frame_px(f, f->width / 8, 1);
+  const uint8_t *bot = frame_px(f, f->width / 2, f->height - 2);
+  assert_true(top[2] > top[0] + 30);           /* sky */
+  assert_true(abs(bot[2] - bot[0]) < 30);      /* floor */
+
+  /* teleport robot 0 (as netgw would) and see the camera follow */
+  pa_cmd c;
+  memset(&c, 0, sizeof c);
+  c.client_id = 1, c.request_id = 1, c.op = PA_OP_TELEPORT, c.robot = 0;
+  c.a[0] = -1.0, c.a[1] = 0.0, c.a[2] = 0.5;
+  assert_int_equal(pa_queue_push(w.st.cmd, &c), 0);
+  double want[3] = {-1.0, 0.0, 0.5};
+  f = wait_frame(&w, 0, pose_is, want, 20000);
+  if (!f) {
+    dump_log(log);
+    fail_msg("camera did not follow the teleport");
+  }
+  int st = pa_test_stop(rpid, SIGTERM, 10000);
+  assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+  pa_test_stop(spid, SIGTERM, 10000);
+  pa_stack_detach(&w.st);
+  pa_stack_unlink(w.instance);
+}
+
 static int run_to_exit(char *const argv[], const char *log, int timeout_ms) {
   pid_t pid = pa_test_spawn(argv, log);
   int st = pa_test_stop(pid, 0, timeout_ms);
@@ -420,6 +512,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_config_errors),
       cmocka_unit_test(test_e2e),
+      cmocka_unit_test(test_e2e_sim),
       cmocka_unit_test(test_no_gl),
       cmocka_unit_test(test_viewer_screenshot),
   };
