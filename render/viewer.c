@@ -443,7 +443,11 @@ static void draw(pa_render_viewer *v, pa_render_scene *s, const pa_tick *t) {
   pa_render_mat_perspective(proj, 45 * M_PI / 180,
                             (double)v->fb_w / v->fb_h, 0.05,
                             v->dist * 4 + 100);
+  /* Seen from above the whole map is far away: fog would wash it out. */
+  float fog = s->fog_density;
+  s->fog_density = 0.006f;
   pa_render_scene_draw(s, view, proj, UINT32_MAX);
+  s->fog_density = fog;
   size_t n_lines = 0, n_points = 0;
   build_overlay(v, &n_lines, &n_points);
   if (v->ov_n) {
