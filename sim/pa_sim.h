@@ -63,12 +63,12 @@ typedef struct pa_sim_model {
   pa_grid grid;            /* owned copy; cells row 0 = south */
   bool unknown_blocks;
   uint8_t *blocked;        /* [width * height] 1 = blocks motion and rays */
-  float *clear;            /* [width * height] distance [cells] from the cell
-                              centre to the nearest blocked cell centre */
-  int32_t *march;          /* [(width + 2) * (height + 2)], grid padded by a
-                              blocked border: -1 = blocked, else the safe ray
-                              step [1/1024 cell] from any point of the cell
-                              (clear - sqrt(2) - slack, >= 0) */
+  float *clear;            /* init only (freed after): distance [cells] from
+                              the cell centre to the nearest blocked centre */
+  uint8_t *march;          /* [(width + 2) * (height + 2)], grid padded by a
+                              blocked border: 0 = blocked, else 1 + the safe
+                              ray step [whole cells] from any point of the
+                              cell (floor(clear - sqrt(2) - slack), <= 254) */
   uint32_t march_w;        /* width + 2 */
   double cos_yaw, sin_yaw; /* grid origin yaw */
   double dt;               /* [s] 1 / control_hz */

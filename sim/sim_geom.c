@@ -41,11 +41,12 @@ double pa_sim_int_wall_clearance(const pa_sim_model *m, double x, double y,
   double res = m->grid.resolution;
   int64_t cx = (int64_t)floor(gx), cy = (int64_t)floor(gy);
   if (!cell_blocked(m, cx, cy)) {
-    /* Fast path: the distance field bounds the distance from this point. */
+    /* Fast path: the march field (clear >= v - 1 + sqrt 2) bounds the
+     * distance from this point. */
+    uint8_t v = m->march[(size_t)(cy + 1) * m->march_w + (size_t)cx + 1];
     double ox = gx - ((double)cx + 0.5), oy = gy - ((double)cy + 0.5);
-    double bound = m->clear[(size_t)cy * m->grid.width + (size_t)cx] -
-                   0.70711 - sqrt(ox * ox + oy * oy);
-    if (bound * res >= reach)
+    double bound = (double)v - 1.0 + 1.4142 - 0.70711 - sqrt(ox * ox + oy * oy);
+    if (v > 1 && bound * res >= reach)
       return bound * res;
   }
   /* Exact: nearest point of every blocked cell within reach. */
@@ -301,7 +302,7 @@ long pa_sim_count[2];
 #endif
 /* Marching only pays when it skips a few cells; below this, exact steps. */
 #ifndef MARCH_MIN
-#define MARCH_MIN 1024 /* one cell */
+#define MARCH_MIN 1 /* march when the step is >= 1 cell (v - 1 >= 1) */
 #endif
 
 /* One traversal in the padded grid (cell units, origin shifted by one cell);
@@ -314,14 +315,14 @@ static inline double cast_cells(const pa_sim_model *m, double ox, double oy,
                                 double dx, double dy, double maxc,
                                 bool march) {
   const int64_t W = m->march_w, H = (int64_t)m->grid.height + 2;
-  const int32_t *F = m->march;
+  const uint8_t *F = m->march;
   ox += 1.0;
   oy += 1.0;
   if (!(ox >= 0 && oy >= 0 && ox < (double)W && oy < (double)H))
     return 0;
   int64_t cx = (int64_t)ox, cy = (int64_t)oy;
   int64_t idx = cy * W + cx;
-  if (F[idx] < 0)
+  if (F[idx] == 0)
     return 0;
   const double ix = dx != 0 ? 1.0 / dx : 0, iy = dy != 0 ? 1.0 / dy : 0;
   const int64_t sx = dx > 0 ? 1 : -1, sy = dy > 0 ? 1 : -1;
@@ -340,19 +341,20 @@ static inline double cast_cells(const pa_sim_model *m, double ox, double oy,
   double by = hy ? (double)cy + byo : oy + 1.0;
   double t = 0;
   for (;;) {
-    int32_t v = F[idx];
-    if (march && v >= MARCH_MIN) {
+    int64_t v = F[idx];
+    if (march && v > MARCH_MIN) {
       /* truncation: qt <= t, so the exact point stays behind the jump */
       int64_t qt = (int64_t)(t * 1024.0);
       int64_t qx = (int64_t)((ox + t * dx) * 1048576.0);
       int64_t qy = (int64_t)((oy + t * dy) * 1048576.0);
       do {
-        qt += v;
-        qx += (v * qdx) >> 10;
-        qy += (v * qdy) >> 10;
+        v -= 1; /* whole cells */
+        qt += v << 10;
+        qx += v * qdx;
+        qy += v * qdy;
         idx = (qy >> 20) * W + (qx >> 20);
         v = F[idx];
-      } while (v >= MARCH_MIN && qt < qmax);
+      } while (v > MARCH_MIN && qt < qmax);
       t = (double)qt * (1.0 / 1024.0);
       if (t >= maxc)
         return maxc;
@@ -361,7 +363,7 @@ static inline double cast_cells(const pa_sim_model *m, double ox, double oy,
       cx = (int64_t)px;
       cy = (int64_t)py;
       idx = cy * W + cx;
-      if (F[idx] < 0)
+      if (F[idx] == 0)
         goto hit;
       bx = hx ? (double)cx + bxo : ox + 1.0;
       by = hy ? (double)cy + byo : oy + 1.0;
@@ -376,7 +378,7 @@ static inline double cast_cells(const pa_sim_model *m, double ox, double oy,
     idx += xs ? sx : syw;
     if (t >= maxc)
       return maxc;
-    if (F[idx] < 0) {
+    if (F[idx] == 0) {
       if (hx) /* an axis never crossed keeps its cell */
         cx = (int64_t)(bx - bxo);
       if (hy)

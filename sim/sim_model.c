@@ -184,7 +184,7 @@ static int build_fields(pa_sim_model *m, char *err, size_t err_sz) {
   m->blocked = malloc(n);
   m->clear = malloc(n * sizeof(float));
   m->march_w = g->width + 2;
-  m->march = malloc((size_t)m->march_w * (g->height + 2) * sizeof(int32_t));
+  m->march = malloc((size_t)m->march_w * (g->height + 2));
   if (!m->blocked || !m->clear || !m->march) {
     snprintf(err, err_sz, "out of memory for a %ux%u map", g->width,
              g->height);
@@ -199,18 +199,17 @@ static int build_fields(pa_sim_model *m, char *err, size_t err_sz) {
   if (pa_dist_build(g, m->unknown_blocks, &dist, err, err_sz) != 0)
     return -1;
   for (size_t i = 0; i < (size_t)m->march_w * (g->height + 2); i++)
-    m->march[i] = -1;
+    m->march[i] = 0;
   for (size_t i = 0; i < n; i++) {
     float c = (float)(dist.d[i] / g->resolution);
     m->clear[i] = c;
     /* From any point of this cell to any point of a blocked cell (with a
      * little slack for the float distance). */
     double s = (double)c - 1.4143 - 1e-3 * c - 0.05;
-    if (s > 1e6)
-      s = 1e6;
+    s = s < 0 ? 0 : s > 254 ? 254 : floor(s);
     size_t x = i % g->width, y = i / g->width;
     m->march[(y + 1) * m->march_w + x + 1] =
-        m->blocked[i] ? -1 : (s > 0 ? (int32_t)(s * 1024.0) : 0);
+        m->blocked[i] ? 0 : (uint8_t)(1 + s);
   }
   pa_dist_free(&dist);
   return 0;
@@ -374,6 +373,8 @@ int pa_sim_model_init(pa_sim_model *m, const pa_sim_def *d,
     }
   }
   m->robot_count0 = total;
+  free(m->clear); /* placement done; the march field serves the hot paths */
+  m->clear = NULL;
   return 0;
 oom:
   snprintf(err, err_sz, "out of memory");
