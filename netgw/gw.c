@@ -272,6 +272,8 @@ int pa_gw_push_wait(pa_client *c, pa_cmd *cmd) {
     return -1;
   c->pend_req = cmd->request_id;
   c->pend_robot = cmd->robot;
+  if (cmd->op == PA_OP_STEP && cmd->u <= 4)
+    c->g->spin_hint = true;
   unsigned ms = c->g->def.request_timeout_ms;
   struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
   evtimer_add(c->timeout_ev, &tv);
@@ -614,11 +616,33 @@ static void client_free(pa_client *c) {
   free(c);
 }
 
+static void on_reply(void *arg);
+
+/* A short lockstep step comes back in tens of microseconds: watching the
+ * reply queue that long saves the thread and eventfd wake-ups. Bounded, and
+ * only right after such a step was pushed. */
+#define STEP_SPIN_NS 40000
+
+static void spin_for_reply(pa_netgw *g) {
+  g->spin_hint = false;
+  int64_t end = pa_now_ns() + STEP_SPIN_NS;
+  do {
+    if (pa_queue_count(g->st->reply) > 0) {
+      on_reply(g);
+      return;
+    }
+    __builtin_ia32_pause();
+  } while (pa_now_ns() < end);
+}
+
 static void on_read(struct bufferevent *bev, void *arg) {
   (void)bev;
   pa_client *c = arg;
-  c->g->loops++;
-  settle(c);
+  pa_netgw *g = c->g;
+  g->loops++;
+  settle(c); /* may free c */
+  if (g->spin_hint)
+    spin_for_reply(g);
 }
 
 static void on_event(struct bufferevent *bev, short what, void *arg) {
@@ -912,6 +936,7 @@ pa_netgw *pa_netgw_create(const pa_netgw_def *d, pa_stack *stack, char *err,
   g->ctl = stack->ctl;
   g->stop_fd = -1;
   g->tx.fd = -1;
+  g->splice_nonce = pa_shm_new_boot_id();
   g->state_reader = g->scan_reader = g->cam_reader = -1;
   if (d->token)
     snprintf(g->token, sizeof g->token, "%s", d->token);

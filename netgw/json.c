@@ -5,6 +5,7 @@
 #define _GNU_SOURCE
 #include "netgw_int.h"
 
+#include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -91,6 +92,76 @@ static double now_sim_time(pa_netgw *g) {
   return t ? t->sim_time : 0.0;
 }
 
+#define SPLICE_TAG "@@pa-ranges-"
+
+/* A placeholder string for these ranges, or NULL when out of memory. */
+static json_t *ranges_placeholder(pa_client *c, const float *r, uint32_t n) {
+  if (c->n_spl == c->cap_spl) {
+    size_t cap = c->cap_spl ? c->cap_spl * 2 : 4;
+    pa_splice *ns = realloc(c->spl, cap * sizeof *ns);
+    if (!ns)
+      return NULL;
+    c->spl = ns;
+    c->cap_spl = cap;
+  }
+  float *copy = malloc((size_t)(n ? n : 1) * sizeof *copy);
+  if (!copy)
+    return NULL;
+  memcpy(copy, r, (size_t)n * sizeof *copy);
+  c->spl[c->n_spl].r = copy;
+  c->spl[c->n_spl].n = n;
+  char tag[64];
+  snprintf(tag, sizeof tag, SPLICE_TAG "%016" PRIx64 "-%zu@@",
+           c->g->splice_nonce, c->n_spl++);
+  return json_string(tag);
+}
+
+static void splices_free(pa_client *c) {
+  for (size_t i = 0; i < c->n_spl; i++)
+    free(c->spl[i].r);
+  free(c->spl);
+  c->spl = NULL;
+  c->n_spl = c->cap_spl = 0;
+}
+
+/* A range as JSON, rounded to a micrometre: "3.5", "12", "0.000125". */
+static size_t fmt_range(char *out, float f) {
+  double d = (double)f;
+  if (!isfinite(d) || fabs(d) > 1e9) {
+    memcpy(out, "null", 4);
+    return 4;
+  }
+  char *p = out;
+  long long q = llround(d * 1e6);
+  if (q < 0) {
+    *p++ = '-';
+    q = -q;
+  }
+  long long ip = q / 1000000, fp = q % 1000000;
+  char tmp[24];
+  int k = 0;
+  do {
+    tmp[k++] = (char)('0' + ip % 10);
+    ip /= 10;
+  } while (ip);
+  while (k)
+    *p++ = tmp[--k];
+  if (fp) {
+    *p++ = '.';
+    char frac[6];
+    for (int i = 5; i >= 0; i--) {
+      frac[i] = (char)('0' + fp % 10);
+      fp /= 10;
+    }
+    int last = 5;
+    while (frac[last] == '0')
+      last--;
+    memcpy(p, frac, (size_t)last + 1);
+    p += last + 1;
+  }
+  return (size_t)(p - out);
+}
+
 /* ---- envelope ------------------------------------------------------------*/
 
 static void echo_id(json_t *out, const json_t *req) {
@@ -134,6 +205,50 @@ static json_t *envelope_err(const json_t *req, const char *action,
   return o;
 }
 
+/* Writes s with every ranges placeholder replaced by its numbers. */
+static void write_spliced(pa_client *c, const char *s, size_t n) {
+  const char *p = s, *end = s + n;
+  char num[40];
+  while (p < end) {
+    const char *q = c->n_spl ? strstr(p, "\"" SPLICE_TAG) : NULL;
+    if (!q) {
+      pa_gw_write(c, p, (size_t)(end - p));
+      break;
+    }
+    pa_gw_write(c, p, (size_t)(q - p));
+    char *after;
+    const char *h = q + 1 + strlen(SPLICE_TAG);
+    unsigned long long nonce = strtoull(h, &after, 16);
+    unsigned long k = *after == '-' ? strtoul(after + 1, &after, 10) : ~0ul;
+    if (nonce != c->g->splice_nonce || k >= c->n_spl ||
+        strncmp(after, "@@\"", 3) != 0) {
+      pa_gw_write(c, q, 1); /* not ours: a client string that looks alike */
+      p = q + 1;
+      continue;
+    }
+    const pa_splice *sp = &c->spl[k];
+    /* 16 bytes per number at most: one buffer, one write */
+    char *buf = malloc((size_t)sp->n * 16 + 2);
+    if (!buf) {
+      pa_gw_write(c, "null", 4);
+    } else {
+      size_t len = 0;
+      buf[len++] = '[';
+      for (uint32_t i = 0; i < sp->n; i++) {
+        if (i)
+          buf[len++] = ',';
+        size_t m = fmt_range(num, sp->r[i]);
+        memcpy(buf + len, num, m);
+        len += m;
+      }
+      buf[len++] = ']';
+      pa_gw_write(c, buf, len);
+      free(buf);
+    }
+    p = after + 3;
+  }
+}
+
 static void send_json(pa_client *c, json_t *o) {
   char *s = json_dumps(o, DUMP_FLAGS);
   json_decref(o);
@@ -142,12 +257,17 @@ static void send_json(pa_client *c, json_t *o) {
         "{\"type\":\"error\",\"status\":\"error\",\"success\":false,"
         "\"error\":{\"code\":\"busy\",\"message\":\"out of memory\"}}\n";
     pa_gw_write(c, oom, sizeof oom - 1);
+    splices_free(c);
     return;
   }
   size_t n = strlen(s);
   s[n] = '\n'; /* replaces the terminator: one write for line + EOL */
-  pa_gw_write(c, s, n + 1);
+  if (c->n_spl)
+    write_spliced(c, s, n + 1);
+  else
+    pa_gw_write(c, s, n + 1);
   free(s);
+  splices_free(c);
 }
 
 void pa_json_error_line(pa_client *c, pa_status st, const char *msg) {
@@ -294,7 +414,7 @@ static json_t *vec3(double a, double b, double c) {
   return v;
 }
 
-static json_t *scan_json(const pa_scan *s) {
+static json_t *scan_json(pa_client *c, const pa_scan *s) {
   json_t *o = json_object();
   json_object_set_new(o, "seq", json_integer(s->seq));
   json_object_set_new(o, "tick", json_integer((json_int_t)s->tick));
@@ -303,18 +423,15 @@ static json_t *scan_json(const pa_scan *s) {
   json_object_set_new(o, "angle_increment", json_real(s->angle_increment));
   json_object_set_new(o, "range_min", json_real(s->range_min));
   json_object_set_new(o, "range_max", json_real(s->range_max));
-  const float *r = (const float *)(s + 1);
-  json_t *a = json_array();
-  for (uint32_t i = 0; i < s->count; i++)
-    json_array_append_new(a, json_real(round((double)r[i] * 1e6) / 1e6));
-  json_object_set_new(o, "ranges", a);
+  json_t *a = ranges_placeholder(c, (const float *)(s + 1), s->count);
+  json_object_set_new(o, "ranges", a ? a : json_null());
   return o;
 }
 
-static json_t *sensors_json(pa_netgw *g, uint32_t robot) {
+static json_t *sensors_json(pa_client *c, uint32_t robot) {
   json_t *o = json_object();
-  const pa_scan *s = pa_gw_scan(g, robot);
-  json_object_set_new(o, "scan", s ? scan_json(s) : json_null());
+  const pa_scan *s = pa_gw_scan(c->g, robot);
+  json_object_set_new(o, "scan", s ? scan_json(c, s) : json_null());
   return o;
 }
 
@@ -350,7 +467,7 @@ static json_t *state_json(jctx *x, uint32_t robot, const pa_robot_info *info,
   json_object_set_new(d, "tick", json_integer((json_int_t)t->tick));
   json_object_set_new(d, "sim_time", json_real(t->sim_time));
   json_object_set_new(d, "paused", json_boolean(t->flags & PA_TICK_PAUSED));
-  json_object_set_new(d, "sensors", sensors_json(g, robot));
+  json_object_set_new(d, "sensors", sensors_json(x->c, robot));
   return d;
 }
 
@@ -825,7 +942,7 @@ static json_t *exec_one(pa_client *c, json_t *req) {
   case A_GET_SENSORS:
     if (get_robot(&x, &info, &idx) == 0) {
       const pa_tick *t = pa_gw_latest(g);
-      d = sensors_json(g, idx);
+      d = sensors_json(c, idx);
       json_object_set_new(d, "robot", json_integer(idx));
       json_object_set_new(d, "tick", json_integer(t ? (json_int_t)t->tick : 0));
     }
@@ -1145,4 +1262,5 @@ void pa_json_release(pa_client *c) {
   if (c->jresponses)
     json_decref(c->jresponses);
   c->jreq = c->jbatch = c->jresponses = NULL;
+  splices_free(c);
 }

@@ -62,6 +62,13 @@ void pa_bridge_stop(pa_bridge *b); /* joins the thread (within ~100 ms) */
 
 enum { PEND_NONE = 0, PEND_TEXT, PEND_JSON };
 
+/* Scan ranges kept out of jansson: formatted straight into the reply text
+ * where their placeholder string stands (360 json_reals cost ~100 us). */
+typedef struct pa_splice {
+  float *r;
+  uint32_t n;
+} pa_splice;
+
 typedef struct pa_client {
   struct pa_netgw *g;
   struct bufferevent *bev;
@@ -87,6 +94,8 @@ typedef struct pa_client {
   json_t *jresponses;        /* batch responses so far */
   size_t jbatch_i;
   struct event *timeout_ev;
+  pa_splice *spl;            /* ranges waiting for the next JSON send */
+  size_t n_spl, cap_spl;
   /* Text cmd/stop lines are coalesced: a command holds until replaced, so
    * only the last one of a burst needs to reach pa-sim. */
   bool drive_pending;
@@ -116,6 +125,8 @@ typedef struct pa_netgw {
   uint32_t last_odom_seq;
   bool have_odom_seq;
   uint64_t next_req;
+  uint64_t splice_nonce; /* makes range placeholders unguessable by clients */
+  bool spin_hint;       /* a lockstep STEP was just pushed */
   int stop_fd;
   struct event *stop_ev, *health_ev, *sig_int, *sig_term;
   /* map segment, re-attached when ctl->map_gen changes */

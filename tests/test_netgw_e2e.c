@@ -362,6 +362,12 @@ static void json_actions(void **state) {
   json_t *scan = json_object_get(json_object_get(d, "sensors"), "scan");
   assert_int_equal(json_array_size(json_object_get(scan, "ranges")), 360);
   json_decref(j);
+  /* a client string shaped like the gateway's internal placeholders */
+  j = expect_json_ok(fd, "{\"type\":\"command\",\"request_id\":"
+                         "\"@@pa-ranges-0@@\",\"action\":\"get_state\"}",
+                     "state");
+  assert_string_equal(jstr(j, "request_id", NULL), "@@pa-ranges-0@@");
+  json_decref(j);
   j = expect_json_ok(fd, "{\"type\":\"command\",\"request_id\":42,\"action\":"
                          "\"get_sensors\",\"data\":{\"robot\":\"robot1\"}}",
                      "state");
