@@ -3,7 +3,6 @@
 
 import math
 import sys
-import time
 
 from common import connect, parser, pyplot
 

@@ -12,7 +12,7 @@ import unittest
 from playarea import ConnectionLost, Error, Robot, Sim
 
 from relay import Relay
-from stack import Stack, StackTestCase
+from stack import StackTestCase
 
 # The public quick start, verbatim (issue 8 / clients/python/README.md).
 QUICK_START = """\
