@@ -144,6 +144,9 @@ static const pa_tick *latest_tick(rloop *L) {
   return t;
 }
 
+static int publish_oldest(rloop *L, pa_render_cam *c, char *err,
+                          size_t err_sz);
+
 static pa_render_cam *cam_for(rloop *L, uint32_t w, uint32_t h, char *err,
                               size_t err_sz) {
   for (int i = 0; i < MAX_CAM_SIZES; i++)
@@ -156,8 +159,11 @@ static pa_render_cam *cam_for(rloop *L, uint32_t w, uint32_t h, char *err,
       slot = i;
       break;
     }
-  /* All sizes in use: recycle slot 0 (after draining it). */
+  /* All sizes in use: recycle slot 0 after publishing what it holds. */
   if (L->cams[slot]) {
+    while (pa_render_cam_pending(L->cams[slot]))
+      if (publish_oldest(L, L->cams[slot], err, err_sz) < 0)
+        return NULL;
     pa_render_cam_free(L->cams[slot]);
     L->cams[slot] = NULL;
   }
