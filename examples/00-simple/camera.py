@@ -15,6 +15,8 @@ def main():
                         "and drop counts to PATH.png and exit")
     p.add_argument("--frames", type=int, default=10,
                    help="images to receive before saving (default 10)")
+    p.add_argument("--duration", type=float, default=0.0,
+                   help="live mode: close after this many seconds (default 0 = when the window closes)")
     p.add_argument("--head-rate", type=float, default=0.0,
                    help="pan the head at this rate [rad/s] (default 0)")
     p.add_argument("--spin", type=float, default=0.0,
@@ -40,8 +42,10 @@ def main():
         view = None
         try:
             n = 0
+            end = time.monotonic() + args.duration
             while args.save is None or n < args.frames:
-                if args.save is None and not plt.fignum_exists(fig.number):
+                if args.save is None and (not plt.fignum_exists(fig.number) or
+                                          (args.duration > 0 and time.monotonic() > end)):
                     break
                 img = robot.wait_camera(timeout=30)
                 n += 1
@@ -59,7 +63,9 @@ def main():
                         plt.ion()
                         plt.show()
                     plt.pause(0.001)
-            if args.save:
+            if args.save is None:
+                print("shown %d images, %.1f fps, %d dropped" % (n, fps(), robot.dropped["camera"]))
+            else:
                 fig.tight_layout()
                 fig.savefig(args.save)
                 print("saved %s (%d images, %.1f fps, %d dropped)"

@@ -3,6 +3,7 @@
 
 import math
 import sys
+import time
 
 from common import connect, parser, pyplot
 
@@ -50,6 +51,8 @@ def main():
     p = parser(__doc__)
     p.add_argument("--save", metavar="PATH.png",
                    help="headless: save one plot of a fresh scan to PATH.png and exit")
+    p.add_argument("--duration", type=float, default=0.0,
+                   help="live mode: close after this many seconds (default 0 = when the window closes)")
     p.add_argument("--spin", type=float, default=0.0,
                    help="turn the robot at this rate [rad/s] while plotting (default 0)")
     args = p.parse_args()
@@ -71,14 +74,16 @@ def main():
                 return 0
             plt.ion()
             plt.show()
-            last = None
-            while plt.fignum_exists(fig.number):
+            last, shown = None, 0
+            end = time.monotonic() + args.duration
+            while plt.fignum_exists(fig.number) and (args.duration <= 0 or time.monotonic() < end):
                 scan = robot.scan
                 if scan is not last:
                     draw(ax, scan, robot.odom, robot.dropped["scan"])
                     fig.canvas.draw_idle()
-                    last = scan
+                    last, shown = scan, shown + 1
                 plt.pause(0.05)
+            print("shown %d scans, %d dropped" % (shown, robot.dropped["scan"]))
         except KeyboardInterrupt:
             pass
         finally:

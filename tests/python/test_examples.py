@@ -1,6 +1,8 @@
 """examples/00-simple run headless against the real stack and write their PNGs."""
 
 import os
+import re
+import shutil
 import struct
 import subprocess
 import sys
@@ -65,6 +67,25 @@ class ExamplesTest(StackTestCase):
             self.assertRegex(out, r"saved .* \(5 images, [0-9.]+ fps, \d+ dropped\)")
             self.assertGreater(os.path.getsize(path), 20000)
             self.assert_varied(path)
+
+    def test_live_windows_under_xvfb(self):
+        try:
+            import tkinter  # noqa: F401 - the TkAgg backend needs it
+        except ImportError:
+            self.skipTest("tkinter not installed")
+        xvfb = shutil.which("xvfb-run")
+        if not xvfb:
+            self.skipTest("xvfb-run not installed")
+        env = dict(os.environ, PLAYAREA_HOST=self.host, PLAYAREA_PORT=str(self.port),
+                   MPLBACKEND="TkAgg")
+        env.pop("PYTHONPATH", None)
+        for prog, what in (("scan.py", "scans"), ("camera.py", "images")):
+            p = subprocess.run([xvfb, "-a", sys.executable, "-B", prog, "--duration", "4"],
+                               cwd=EXAMPLES, env=env, capture_output=True, text=True, timeout=120)
+            self.assertEqual(p.returncode, 0, "%s failed:\n%s\n%s" % (prog, p.stdout, p.stderr))
+            m = re.search(r"shown (\d+) %s" % what, p.stdout)
+            self.assertTrue(m, p.stdout + p.stderr)
+            self.assertGreaterEqual(int(m.group(1)), 2, p.stdout)
 
     def test_no_server_message(self):
         env = dict(os.environ, PLAYAREA_HOST="127.0.0.1", PLAYAREA_PORT="1")

@@ -180,7 +180,10 @@ class Robot:
         with self._send_lock:
             try:
                 self._sock.sendall(data)
-            except (BrokenPipeError, ConnectionResetError) as e:
+            except socket.timeout:
+                raise TimeoutError("%s:%d does not read its control connection (send blocked "
+                                   "%.1f s)" % (self.host, self.port, self.timeout)) from None
+            except OSError as e:
                 raise ConnectionLost("connection to %s:%d lost: %s" % (self.host, self.port, e)) from e
 
     def _wake(self):
