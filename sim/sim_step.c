@@ -61,16 +61,19 @@ static double bisect_free(const pa_sim_model *m, const pa_sim_state *s,
 }
 
 /* Moves robot id by (dx, dy) as far as it can: sub-steps no longer than a
- * quarter radius (no tunnelling), and on contact moves up to it, then slides
- * the rest of the step along the contact tangent. Returns true if limited. */
+ * quarter radius (no tunnelling). A blocked sub-step keeps its part along
+ * the contact tangent and approaches the contact only up to the current gap
+ * (one check for a flat wall); if that is still blocked (corners, several
+ * bodies), it bisects to the contact and slides what is left. Returns true
+ * if the motion was limited. */
 static bool move_disc(const pa_sim_model *m, pa_sim_state *s, uint32_t id,
                       double dx, double dy) {
   pa_robot_state *r = &s->rs[id];
+  const double rad = s->info[id].radius;
   double len = sqrt(dx * dx + dy * dy);
   if (len == 0)
     return false;
-  double sub = 0.25 * s->info[id].radius;
-  int n = (int)ceil(len / sub);
+  int n = (int)ceil(len / (0.25 * rad));
   if (n < 1)
     n = 1;
   if (n > 256)
@@ -84,17 +87,29 @@ static bool move_disc(const pa_sim_model *m, pa_sim_state *s, uint32_t id,
       continue;
     }
     bumped = true;
+    double nx = 0, ny = 0;
+    double gap = pa_sim_clearance(m, s, id, r->x, r->y, rad, len, &nx, &ny);
+    if (gap < 0)
+      gap = 0;
+    double into = -(sx * nx + sy * ny);
+    if (into > 0) {
+      double keep = into < gap ? into : gap;
+      double tx = sx + into * nx - keep * nx, ty = sy + into * ny - keep * ny;
+      if (free_at(m, s, id, r->x + tx, r->y + ty)) {
+        r->x += tx;
+        r->y += ty;
+        continue;
+      }
+    }
     double f = bisect_free(m, s, id, r->x, r->y, sx, sy);
     r->x += f * sx;
     r->y += f * sy;
     double rx = (1 - f) * sx, ry = (1 - f) * sy;
-    double nx = 0, ny = 0;
-    pa_sim_clearance(m, s, id, r->x + rx, r->y + ry, s->info[id].radius, 0,
-                     &nx, &ny);
-    double into = rx * nx + ry * ny;
-    if (into < 0) {
-      rx -= into * nx;
-      ry -= into * ny;
+    pa_sim_clearance(m, s, id, r->x + rx, r->y + ry, rad, 0, &nx, &ny);
+    double in2 = rx * nx + ry * ny;
+    if (in2 < 0) {
+      rx -= in2 * nx;
+      ry -= in2 * ny;
     }
     if (free_at(m, s, id, r->x + rx, r->y + ry)) {
       r->x += rx;

@@ -13,7 +13,7 @@
 #include "test_sim_util.h"
 
 /* Pinned: change only with a deliberate change of the physics or sensors. */
-#define PINNED_HASH 0x4baa5b7e1340a816ull
+#define PINNED_HASH 0x93485f5b3cd19d89ull
 
 static uint64_t fnv(uint64_t h, const void *p, size_t n) {
   const uint8_t *b = p;
