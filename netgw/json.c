@@ -210,7 +210,9 @@ static void write_spliced(pa_client *c, const char *s, size_t n) {
   const char *p = s, *end = s + n;
   char num[40];
   while (p < end) {
-    const char *q = c->n_spl ? strstr(p, "\"" SPLICE_TAG) : NULL;
+    static const char tag[] = "\"" SPLICE_TAG;
+    const char *q = c->n_spl ? memmem(p, (size_t)(end - p), tag, sizeof tag - 1)
+                             : NULL;
     if (!q) {
       pa_gw_write(c, p, (size_t)(end - p));
       break;
@@ -218,10 +220,20 @@ static void write_spliced(pa_client *c, const char *s, size_t n) {
     pa_gw_write(c, p, (size_t)(q - p));
     char *after;
     const char *h = q + 1 + strlen(SPLICE_TAG);
-    unsigned long long nonce = strtoull(h, &after, 16);
-    unsigned long k = *after == '-' ? strtoul(after + 1, &after, 10) : ~0ul;
+    /* The text is a JSON document ending in "\n" with no NUL: parse the
+     * tag from a bounded copy. */
+    char tagbuf[64];
+    size_t avail = (size_t)(end - h) < sizeof tagbuf - 1 ? (size_t)(end - h)
+                                                          : sizeof tagbuf - 1;
+    memcpy(tagbuf, h, avail);
+    tagbuf[avail] = '\0';
+    char *t_after;
+    unsigned long long nonce = strtoull(tagbuf, &t_after, 16);
+    unsigned long k =
+        *t_after == '-' ? strtoul(t_after + 1, &t_after, 10) : ~0ul;
+    after = (char *)h + (t_after - tagbuf);
     if (nonce != c->g->splice_nonce || k >= c->n_spl ||
-        strncmp(after, "@@\"", 3) != 0) {
+        strncmp(t_after, "@@\"", 3) != 0) {
       pa_gw_write(c, q, 1); /* not ours: a client string that looks alike */
       p = q + 1;
       continue;

@@ -108,15 +108,25 @@ static inline int ng_start(ng_stack *s, const char *tag,
   return ng_start_gw(s, gw_extra);
 }
 
-static inline void ng_stop(ng_stack *s) {
-  if (s->gw > 0)
-    pa_test_stop(s->gw, SIGTERM, 5000);
+/* Stops both processes and removes the instance. Returns pa-netgw's wait
+ * status (0 = clean exit 0 after SIGTERM: no sanitizer report, no leak),
+ * printing its log otherwise. */
+static inline int ng_stop(ng_stack *s) {
+  int status = 0;
+  if (s->gw > 0) {
+    status = pa_test_stop(s->gw, SIGTERM, 5000);
+    if (status != 0) {
+      fprintf(stderr, "pa-netgw exited with status 0x%x; its log:\n", status);
+      ng_dump_log(s->gw_log);
+    }
+  }
   if (s->sim > 0)
     pa_test_stop(s->sim, SIGTERM, 5000);
   s->gw = s->sim = 0;
   if (s->st.ctl)
     pa_stack_detach(&s->st);
   pa_stack_unlink(s->inst);
+  return status;
 }
 
 static inline int ng_connect(ng_stack *s) {

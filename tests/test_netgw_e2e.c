@@ -191,7 +191,7 @@ static void text_session(void **state) {
   expect(fd, "ping", "pong");
   close(u);
   close(fd);
-  ng_stop(&s);
+  assert_int_equal(ng_stop(&s), 0);
 }
 
 static void odom_stream(void **state) {
@@ -249,7 +249,7 @@ static void odom_stream(void **state) {
   drain_udp(u);
   assert_int_equal(pa_test_udp_recv(u, b, sizeof b, 300), -1);
   close(u);
-  ng_stop(&s);
+  assert_int_equal(ng_stop(&s), 0);
 }
 
 static void scan_stream(void **state) {
@@ -306,7 +306,7 @@ static void scan_stream(void **state) {
   drain_udp(u);
   assert_int_equal(pa_test_udp_recv(u, b, sizeof b, 300), -1);
   close(u);
-  ng_stop(&s);
+  assert_int_equal(ng_stop(&s), 0);
 }
 
 static void two_clients(void **state) {
@@ -336,7 +336,7 @@ static void two_clients(void **state) {
   close(b);
   close(ua);
   close(ub);
-  ng_stop(&s);
+  assert_int_equal(ng_stop(&s), 0);
 }
 
 static void json_actions(void **state) {
@@ -602,7 +602,7 @@ static void json_actions(void **state) {
   free(line);
   expect(fd, "ping", "pong");
   close(fd);
-  ng_stop(&s);
+  assert_int_equal(ng_stop(&s), 0);
 }
 
 /* A well-behaved client's odom stream, read by a thread. */
@@ -718,7 +718,7 @@ static void bad_input(void **state) {
   assert_int_equal(w.gaps, 0);
   close(w.fd);
   close(good);
-  ng_stop(&s);
+  assert_int_equal(ng_stop(&s), 0);
 }
 
 static void many_clients(void **state) {
@@ -763,7 +763,7 @@ static void many_clients(void **state) {
   assert_int_equal(pa_test_fd_count(s.gw), base_fds);
   /* camera demand went back to zero with the connections */
   assert_int_equal(s.st.cam[0].subscribers, 0);
-  ng_stop(&s);
+  assert_int_equal(ng_stop(&s), 0);
 }
 
 static void auth_limits_busy(void **state) {
@@ -844,7 +844,7 @@ static void auth_limits_busy(void **state) {
   close(quiet);
   close(j);
   close(fd);
-  ng_stop(&s);
+  assert_int_equal(ng_stop(&s), 0);
 }
 
 int main(void) {
