@@ -12,6 +12,7 @@ import time
 import unittest
 
 READY = re.compile(r"^tcp (\S+):(\d+) instance (\S+)$")
+SANITIZER = re.compile(r"ERROR: (Address|Leak|Thread)Sanitizer|runtime error:")
 START_TIMEOUT = 60.0  # the ASan build of the whole stack is slow to come up on 2 loaded cores
 STOP_TIMEOUT = 20.0
 _counter = itertools.count(1)
@@ -100,8 +101,24 @@ class Stack:
                 out[name] = int(pid)
         return out
 
+    def sanitizer_reports(self, limit=60):
+        """Lines of ASan/UBSan/LSan reports in the stack's log ('' when none)."""
+        try:
+            with open(self.log.name, "rb") as f:
+                lines = f.read().decode("utf-8", "replace").splitlines()
+        except OSError:
+            return ""
+        for i, line in enumerate(lines):
+            if SANITIZER.search(line):
+                return "\n".join(lines[i:i + limit])
+        return ""
+
     def stop(self):
-        """SIGTERM and wait; SIGKILL the whole group if that takes too long; remove leftovers."""
+        """SIGTERM and wait; SIGKILL the whole group if that takes too long; remove leftovers.
+
+        Returns the launcher's exit code; self.report keeps any sanitizer report."""
+        if getattr(self, "report", None) is not None:
+            return self.proc.returncode  # stopped already
         if self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
             try:
@@ -114,6 +131,7 @@ class Stack:
         except (ProcessLookupError, PermissionError):
             pass
         self.proc.stdout.close()
+        self.report = self.sanitizer_reports()
         for name in os.listdir("/dev/shm"):
             if name.startswith("playarea.%s." % self.instance):
                 try:
@@ -149,8 +167,10 @@ class StackTestCase(unittest.TestCase):
     @classmethod
     def _stop_stack(cls):
         if cls.stack is not None:
-            rc = cls.stack.stop()
-            cls.stack = None
+            stack, cls.stack = cls.stack, None
+            rc = stack.stop()
+            if stack.report:
+                raise AssertionError("sanitizer report from the stack:\n" + stack.report)
             if rc != 0:
                 raise AssertionError("playarea exited with %s after SIGTERM" % rc)
 

@@ -1,5 +1,6 @@
 """examples/00-simple run headless against the real stack and write their PNGs."""
 
+import importlib.util
 import os
 import re
 import shutil
@@ -69,9 +70,7 @@ class ExamplesTest(StackTestCase):
             self.assert_varied(path)
 
     def test_live_windows_under_xvfb(self):
-        try:
-            import tkinter  # noqa: F401 - the TkAgg backend needs it
-        except ImportError:
+        if importlib.util.find_spec("tkinter") is None:  # the TkAgg backend needs it
             self.skipTest("tkinter not installed")
         xvfb = shutil.which("xvfb-run")
         if not xvfb:

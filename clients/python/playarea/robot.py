@@ -556,11 +556,12 @@ class Robot:
         raises TimeoutError if no frame comes within timeout (None: wait forever)."""
         if channel not in CHANNELS:
             raise ValueError("unknown channel %r" % channel)
-        return self._stream(channel, timeout, _Listener(maxlen))
+        q = _Listener(maxlen)
+        with self._lock:  # now, not at the first next(): frames from here on are kept
+            self._listeners[channel].append(q)
+        return self._stream(channel, timeout, q)
 
     def _stream(self, channel, timeout, q):
-        with self._lock:
-            self._listeners[channel].append(q)
         try:
             while True:
                 with self._lock:
