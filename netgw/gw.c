@@ -937,6 +937,9 @@ pa_netgw *pa_netgw_create(const pa_netgw_def *d, pa_stack *stack, char *err,
   g->stop_fd = -1;
   g->tx.fd = -1;
   g->splice_nonce = pa_shm_new_boot_id();
+  /* Request ids keep growing across netgw restarts, so a reply to a previous
+   * netgw's command can never match a request of this one. */
+  g->next_req = (uint64_t)pa_now_ns();
   g->state_reader = g->scan_reader = g->cam_reader = -1;
   if (d->token)
     snprintf(g->token, sizeof g->token, "%s", d->token);
