@@ -125,6 +125,7 @@ typedef struct pa_sim_state {
   float *beam_cos, *beam_sin; /* [beam_cap] relative beam directions */
   uint32_t beam_table_n;   /* beams the table was built for */
   pa_sim_hash hash;        /* robot broad phase, rebuilt every tick */
+  pa_sim_hash lhash;       /* coarse robot buckets for laser queries */
   int64_t phase_ns[PA_SIM_PH_COUNT]; /* cost of the last tick per phase */
   uint64_t bumps;          /* robot-ticks limited by a collision */
 } pa_sim_state;

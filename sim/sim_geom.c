@@ -470,6 +470,7 @@ static inline double ray_box(double ox, double oy, double dx, double dy,
 
 typedef struct scan_ctx {
   double x, y, c, s;       /* sensor pose */
+  double theta;            /* [rad] */
   double inc;              /* [rad] */
   uint32_t beams;
   double range_max;
@@ -496,7 +497,7 @@ static void shape_window(const scan_ctx *k, double bx, double by, double rb,
   }
   double half = asin(rb / d);
   /* angle of the body in the sensor frame, relative to angle_min = -pi */
-  double phi = atan2(ey, ex) - atan2(k->s, k->c) + M_PI;
+  double phi = atan2(ey, ex) - k->theta + M_PI;
   *k0 = (int64_t)ceil((phi - half) / k->inc) - 1;
   *k1 = (int64_t)floor((phi + half) / k->inc) + 1;
   if (*k1 - *k0 >= (int64_t)k->beams) {
@@ -560,8 +561,8 @@ void pa_sim_scan(const pa_sim_model *m, pa_sim_state *s, uint32_t id,
     s->beam_table_n = beams;
   }
   double rmax = ri->laser_range_max, rmin = ri->laser_range_min;
-  scan_ctx k = {r->x, r->y, cos(r->theta), sin(r->theta), inc, beams, rmax,
-                s->beam_cos, s->beam_sin, out};
+  scan_ctx k = {r->x, r->y, cos(r->theta), sin(r->theta), r->theta, inc,
+                beams, rmax, s->beam_cos, s->beam_sin, out};
   /* Walls: grid frame once for the whole scan. */
   double gx, gy;
   to_grid(m, r->x, r->y, &gx, &gy);
@@ -584,8 +585,9 @@ void pa_sim_scan(const pa_sim_model *m, pa_sim_state *s, uint32_t id,
     else
       scan_box(&k, o);
   }
-  const pa_sim_hash *h = &s->hash;
-  int64_t span = h->valid ? (int64_t)ceil((rmax + 2.0) / h->cell) : 0;
+  const pa_sim_hash *h = &s->lhash;
+  /* + the largest robot radius allowed (10 m) */
+  int64_t span = h->valid ? (int64_t)ceil((rmax + 10.0) / h->cell) : 0;
   if (h->valid && (2 * span + 1) * (2 * span + 1) < (int64_t)s->robot_count) {
     int64_t cx = (int64_t)floor(r->x / h->cell);
     int64_t cy = (int64_t)floor(r->y / h->cell);

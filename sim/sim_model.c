@@ -412,7 +412,8 @@ int pa_sim_state_init(const pa_sim_model *m, pa_sim_state *s, char *err,
   s->beam_sin = calloc(m->beam_cap, sizeof(float));
   if (!s->info || !s->rs || !s->obs || !s->ranges || !s->scan_tick ||
       !s->scan_due || !s->beam_cos || !s->beam_sin ||
-      pa_sim_int_hash_init(&s->hash, (uint32_t)nr) != 0) {
+      pa_sim_int_hash_init(&s->hash, (uint32_t)nr) != 0 ||
+      pa_sim_int_hash_init(&s->lhash, (uint32_t)nr) != 0) {
     snprintf(err, err_sz, "out of memory for %u robots", s->cap_robots);
     pa_sim_state_free(s);
     return -1;
@@ -433,6 +434,7 @@ void pa_sim_state_free(pa_sim_state *s) {
   free(s->beam_cos);
   free(s->beam_sin);
   pa_sim_int_hash_free(&s->hash);
+  pa_sim_int_hash_free(&s->lhash);
   memset(s, 0, sizeof *s);
 }
 

@@ -241,8 +241,12 @@ void pa_sim_step(const pa_sim_model *m, pa_sim_state *s) {
     if (!s->info[i].active ||
         (s->tick + i) % m->ticks_per_scan != 0)
       continue;
-    if (!hashed) { /* final positions of this tick */
-      pa_sim_int_hash_build(&s->hash, s, cell);
+    if (!hashed) { /* final positions of this tick, laser-sized buckets */
+      double lcell = 1.0;
+      for (uint32_t j = 0; j < s->robot_count; j++)
+        if (s->info[j].active && s->info[j].laser_range_max / 3.0 > lcell)
+          lcell = s->info[j].laser_range_max / 3.0;
+      pa_sim_int_hash_build(&s->lhash, s, lcell);
       hashed = true;
     }
     pa_sim_scan(m, s, i, s->ranges + (size_t)i * m->beam_cap);
@@ -251,6 +255,7 @@ void pa_sim_step(const pa_sim_model *m, pa_sim_state *s) {
     s->scan_due[s->scan_due_count++] = i;
   }
   s->hash.valid = false;
+  s->lhash.valid = false;
   int64_t t2 = pa_sim_int_now();
   s->phase_ns[PA_SIM_PH_PHYSICS] = t1 - t0;
   s->phase_ns[PA_SIM_PH_SENSORS] = t2 - t1;
