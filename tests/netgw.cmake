@@ -8,3 +8,6 @@ pa_add_test(test_netgw_e2e SOURCES test_netgw_e2e.c
 if(TARGET pa-sim)
   add_dependencies(test_netgw_e2e pa-sim pa-netgw)
 endif()
+if(TARGET pa-render)
+  add_dependencies(test_netgw_e2e pa-render)
+endif()

@@ -847,12 +847,98 @@ static void auth_limits_busy(void **state) {
   assert_int_equal(ng_stop(&s), 0);
 }
 
+/* With the real renderer: demand starts rendering, images reassemble whole. */
+static void camera_stream(void **state) {
+  (void)state;
+  char bin[512];
+  pa_test_bin(bin, sizeof bin, "pa-render");
+  if (access(bin, X_OK) != 0)
+    skip(); /* built without the renderer */
+  ng_stack s;
+  const char *sim[] = {"--camera_width", "160", "--camera_height", "120", NULL};
+  assert_int_equal(ng_start(&s, "cam", sim, NULL), 0);
+  char log[600];
+  snprintf(log, sizeof log, "%s/%s-render.log", pa_test_tmpdir(), s.inst);
+  char *argv[] = {bin, "--instance", s.inst, NULL};
+  pid_t r = pa_test_spawn(argv, log);
+  int64_t end = pa_test_now_ms() + 30000;
+  while (!s.st.ctl->health[PA_PROC_RENDER].ready && pa_test_now_ms() < end &&
+         pa_test_alive(r))
+    usleep(10000);
+  if (!s.st.ctl->health[PA_PROC_RENDER].ready) {
+    ng_dump_log(log);
+    fail_msg("pa-render did not become ready");
+  }
+  int fd = ng_connect(&s);
+  uint16_t up;
+  int u = pa_test_udp_bind(&up);
+  char line[128];
+  snprintf(line, sizeof line, "sub camera %u\nping", up);
+  expect(fd, line, "pong");
+  assert_int_equal(s.st.cam[0].subscribers, 1);
+  enum { W = 160, H = 120, SIZE = W * H * 3, CHUNKS = (SIZE + 1399) / 1400 };
+  static uint8_t img[SIZE], b[2048];
+  uint32_t cur = 0, prev = 0, whole = 0, got = 0;
+  bool seen[CHUNKS];
+  end = pa_test_now_ms() + 20000;
+  while (whole < 10 && pa_test_now_ms() < end) {
+    int n = pa_test_udp_recv(u, b, sizeof b, 5000);
+    assert_true(n > 24 && n <= 24 + 1400);
+    uint32_t seq, size, off;
+    uint16_t w, h, idx, cnt;
+    memcpy(&seq, b + 4, 4);
+    memcpy(&w, b + 8, 2);
+    memcpy(&h, b + 10, 2);
+    memcpy(&size, b + 12, 4);
+    memcpy(&off, b + 16, 4);
+    memcpy(&idx, b + 20, 2);
+    memcpy(&cnt, b + 22, 2);
+    assert_memory_equal(b, "CAM1", 4);
+    assert_int_equal(w, W);
+    assert_int_equal(h, H);
+    assert_int_equal(size, SIZE);
+    assert_int_equal(cnt, CHUNKS);
+    assert_int_equal(off, idx * 1400u);
+    if (seq != cur) {
+      assert_true(seq > cur); /* images never go backwards */
+      cur = seq;
+      got = 0;
+      memset(seen, 0, sizeof seen);
+    }
+    if (!seen[idx]) {
+      seen[idx] = true;
+      memcpy(img + off, b + 24, (size_t)n - 24);
+      if (++got == CHUNKS) {
+        if (whole)
+          assert_int_equal(cur, prev + 1); /* loopback loses nothing */
+        prev = cur;
+        whole++;
+      }
+    }
+  }
+  assert_int_equal(whole, 10);
+  /* a rendered scene is not one flat colour */
+  bool varied = false;
+  for (uint32_t i = 3; i < SIZE && !varied; i++)
+    varied = img[i] != img[i % 3];
+  assert_true(varied);
+  close(fd);
+  end = pa_test_now_ms() + 5000;
+  while (s.st.cam[0].subscribers != 0 && pa_test_now_ms() < end)
+    usleep(5000);
+  assert_int_equal(s.st.cam[0].subscribers, 0);
+  close(u);
+  pa_test_stop(r, SIGTERM, 5000);
+  assert_int_equal(ng_stop(&s), 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(text_session), cmocka_unit_test(odom_stream),
       cmocka_unit_test(scan_stream),  cmocka_unit_test(two_clients),
       cmocka_unit_test(json_actions), cmocka_unit_test(bad_input),
       cmocka_unit_test(many_clients), cmocka_unit_test(auth_limits_busy),
+      cmocka_unit_test(camera_stream),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
