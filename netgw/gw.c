@@ -153,6 +153,15 @@ bool pa_gw_token_ok(pa_netgw *g, const char *s) {
   return diff == 0;
 }
 
+/* Time spent in one loop callback, for health. */
+static void account(pa_netgw *g, int64_t t0) {
+  int64_t d = pa_now_ns() - t0;
+  g->cb_ns_sum += d;
+  g->cb_n++;
+  if (d > g->cb_ns_max)
+    g->cb_ns_max = d;
+}
+
 /* ---- output ----------------------------------------------------------------*/
 
 void pa_gw_write(pa_client *c, const char *s, size_t n) {
@@ -333,6 +342,7 @@ static void on_timeout(evutil_socket_t fd, short what, void *arg) {
 static void on_reply(void *arg) {
   pa_netgw *g = arg;
   pa_reply r;
+  int64_t t0 = pa_now_ns();
   g->loops++;
   while (pa_queue_peek(g->st->reply, &r) >= 0) {
     pa_queue_pop(g->st->reply);
@@ -344,6 +354,7 @@ static void on_reply(void *arg) {
     }
     complete(c, &r);
   }
+  account(g, t0);
 }
 
 /* ---- text commands ---------------------------------------------------------------*/
@@ -639,8 +650,10 @@ static void on_read(struct bufferevent *bev, void *arg) {
   (void)bev;
   pa_client *c = arg;
   pa_netgw *g = c->g;
+  int64_t t0 = pa_now_ns();
   g->loops++;
   settle(c); /* may free c */
+  account(g, t0);
   if (g->spin_hint)
     spin_for_reply(g);
 }
@@ -733,6 +746,7 @@ static void on_accept_error(struct evconnlistener *lis, void *arg) {
 
 static void on_state(void *arg) {
   pa_netgw *g = arg;
+  int64_t t0 = pa_now_ns();
   g->loops++;
   bool any = false;
   for (uint32_t i = 0; i < g->def.max_clients && !any; i++)
@@ -777,8 +791,12 @@ static void on_state(void *arg) {
       pa_udp_tx_add(&g->tx, &c->dest[PA_CH_ODOM], fr, sizeof fr, NULL, 0);
       g->odom_frames++;
     }
+    int64_t wall = t->wall_ns;
     pa_udp_tx_flush(&g->tx);
+    g->odom_age_sum += pa_now_ns() - wall;
+    g->odom_age_n++;
   }
+  account(g, t0);
 }
 
 static void drain_scans(pa_netgw *g) {
@@ -819,8 +837,10 @@ static void drain_scans(pa_netgw *g) {
 
 static void on_scan(void *arg) {
   pa_netgw *g = arg;
+  int64_t t0 = pa_now_ns();
   g->loops++;
   drain_scans(g);
+  account(g, t0);
 }
 
 const pa_scan *pa_gw_scan(pa_netgw *g, uint32_t robot) {
@@ -832,6 +852,7 @@ const pa_scan *pa_gw_scan(pa_netgw *g, uint32_t robot) {
 
 static void on_camera(void *arg) {
   pa_netgw *g = arg;
+  int64_t t0 = pa_now_ns();
   g->loops++;
   bool any = false;
   for (uint32_t i = 0; i < g->def.max_clients && !any; i++)
@@ -877,6 +898,7 @@ static void on_camera(void *arg) {
         g->cam_frames++;
     }
   }
+  account(g, t0);
 }
 
 /* ---- health, lifecycle -------------------------------------------------------------------*/
@@ -895,6 +917,17 @@ static void publish_health(pa_netgw *g) {
   h->counters[3] = g->odom_frames;
   h->counters[4] = g->scan_frames;
   h->counters[5] = g->cam_frames;
+  /* phase_ms: [0] mean callback cost, [1] mean odom age at send (tick
+   * written -> datagrams handed to the kernel); period_max_ns: longest
+   * callback, all over the last health period. */
+  if (g->cb_n) {
+    h->phase_ms[0] = (double)g->cb_ns_sum / (double)g->cb_n / 1e6;
+    h->period_max_ns = g->cb_ns_max;
+  }
+  if (g->odom_age_n)
+    h->phase_ms[1] = (double)g->odom_age_sum / (double)g->odom_age_n / 1e6;
+  g->cb_ns_sum = g->cb_ns_max = g->odom_age_sum = 0;
+  g->cb_n = g->odom_age_n = 0;
 }
 
 static void on_health(evutil_socket_t fd, short what, void *arg) {

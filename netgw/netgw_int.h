@@ -137,6 +137,9 @@ typedef struct pa_netgw {
   /* counters */
   uint64_t loops, steps, busy, late, odom_frames, scan_frames, cam_frames;
   uint64_t disconnects_slow, refused;
+  /* loop cost per health period: callback time, odom age at send */
+  int64_t cb_ns_sum, cb_ns_max, odom_age_sum;
+  uint64_t cb_n, odom_age_n;
 } pa_netgw;
 
 /* gw.c, for json.c */
