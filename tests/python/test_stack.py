@@ -199,6 +199,18 @@ class ClientTest(StackTestCase):
         # The server forgot those subscriptions: its client count is back to ours.
         self.wait_until(lambda: self.sim.get_status()["clients"] == 1, what="server dropped clients")
 
+    def test_drive_commands_reach_the_robot(self):
+        r = self.robot()
+        r.subscribe_odom()
+        head0 = self.sim.get_state()["head"]
+        r.set_speed(0.0, 0.4)
+        r.set_head_rate(0.5)
+        self.wait_until(lambda: abs(r.wait_odom().w - 0.4) < 0.02, what="w reaches 0.4")
+        self.wait_until(lambda: abs(self.sim.get_state()["head"] - head0) > 0.05, what="head pans")
+        r.stop()
+        self.wait_until(lambda: abs(r.wait_odom().w) < 1e-3, what="w back to 0")
+        self.assertEqual(r.errors, [])
+
     def test_text_errors(self):
         r = self.robot()
         with self.assertRaises(Error) as cm:
