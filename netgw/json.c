@@ -4,6 +4,7 @@
  * it (and the rest of a batch) when the reply or the timeout comes. */
 #define _GNU_SOURCE
 #include "netgw_int.h"
+#include "pa_map.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -33,6 +34,7 @@ enum {
   A_REMOVE_OBSTACLE,
   A_LIST_OBSTACLES,
   A_GET_MAP_INFO,
+  A_GET_TERRAIN_GRID,
   A_AUTH,
   A_PING,
   A_PAUSE,
@@ -51,7 +53,7 @@ static const char *const action_names[A_COUNT] = {
     "subscribe",         "unsubscribe",     "list_robots",
     "spawn_robot",       "remove_robot",    "spawn_obstacle",
     "remove_obstacle",   "list_obstacles",  "get_map_info",
-    "auth",              "ping",            "pause",
+    "get_terrain_grid",  "auth",              "ping",            "pause",
     "resume",            "step_n",          "reset",
     "set_time_scale",    "get_status",
 };
@@ -60,8 +62,7 @@ static const char *const action_names[A_COUNT] = {
 static const char *const not_built[] = {
     "set_wheels",    "get_property",  "set_property",   "set_map",
     "set_scenario",  "generate_map",  "set_nav_path",   "set_waypoints",
-    "clear_nav",     "save_snapshot", "load_snapshot",  "export_dataset",
-    "get_terrain_grid"};
+    "clear_nav",     "save_snapshot", "load_snapshot",  "export_dataset"};
 
 /* Address used as "this request now waits for pa-sim". */
 static char pending_tag;
@@ -858,6 +859,102 @@ static json_t *act_map_info(jctx *x) {
   return d;
 }
 
+#define TERRAIN_MAX_CELLS (2u << 20) /* keeps the reply near 2 MB */
+
+/* Occupancy for planners: cells within `inflation` metres of a blocked cell
+ * are blocked too (exact distance transform), optionally downsampled. */
+static json_t *act_terrain_grid(jctx *x) {
+  const pa_map_block *m;
+  const int8_t *cells;
+  if (pa_gw_map(x->c->g, &m, &cells) != 0)
+    return jfail(x, PA_ERR_BUSY, "the simulator has not published a map yet");
+  double inflation = 0;
+  long long stride = 1, threshold = 65;
+  json_t *ub = json_object_get(x->data, "unknown_blocks");
+  if (get_num(x, "inflation", &inflation) < 0 ||
+      get_int(x, "stride", 1, 64, &stride) < 0 ||
+      get_int(x, "threshold", 1, 100, &threshold) < 0)
+    return NULL;
+  if (ub && !json_is_boolean(ub))
+    return jfail(x, PA_ERR_INVALID_MESSAGE, "data.unknown_blocks must be true "
+                                            "or false");
+  if (inflation < 0 || inflation > 100)
+    return jfail(x, PA_ERR_INVALID_MESSAGE,
+                 "data.inflation %g is out of range [0, 100] m", inflation);
+  bool unknown_blocks = ub && json_is_true(ub);
+  uint32_t ow = (m->width + (uint32_t)stride - 1) / (uint32_t)stride;
+  uint32_t oh = (m->height + (uint32_t)stride - 1) / (uint32_t)stride;
+  if ((uint64_t)ow * oh > TERRAIN_MAX_CELLS)
+    return jfail(x, PA_ERR_INVALID_MESSAGE,
+                 "the grid would have %llu cells (limit %u): ask with a "
+                 "larger data.stride",
+                 (unsigned long long)ow * oh, TERRAIN_MAX_CELLS);
+  pa_grid grid;
+  memset(&grid, 0, sizeof grid);
+  grid.width = m->width;
+  grid.height = m->height;
+  grid.resolution = m->resolution;
+  grid.origin_x = m->origin_x;
+  grid.origin_y = m->origin_y;
+  grid.origin_yaw = m->origin_yaw;
+  grid.cells = (int8_t *)cells; /* read only: pa_dist_build takes const */
+  grid.occupied_min = (int8_t)threshold;
+  pa_dist dist;
+  memset(&dist, 0, sizeof dist);
+  char err[128];
+  if (inflation > 0 &&
+      pa_dist_build(&grid, unknown_blocks, &dist, err, sizeof err) != 0)
+    return jfail(x, PA_ERR_BUSY, "distance transform failed: %s", err);
+  json_t *rows = json_array();
+  char *row = malloc((size_t)ow + 1);
+  if (!row) {
+    pa_dist_free(&dist);
+    json_decref(rows);
+    return jfail(x, PA_ERR_BUSY, "out of memory");
+  }
+  uint64_t blocked_n = 0;
+  for (uint32_t oy = 0; oy < oh; oy++) {
+    for (uint32_t ox = 0; ox < ow; ox++) {
+      char ch = '.';
+      for (uint32_t y = oy * (uint32_t)stride;
+           y < (oy + 1) * (uint32_t)stride && y < m->height && ch != '#'; y++)
+        for (uint32_t cx = ox * (uint32_t)stride;
+             cx < (ox + 1) * (uint32_t)stride && cx < m->width; cx++) {
+          size_t i = (size_t)y * m->width + cx;
+          int8_t v = cells[i];
+          bool blocked = v >= threshold || (v < 0 && unknown_blocks) ||
+                         (inflation > 0 && dist.d[i] <= inflation);
+          if (blocked) {
+            ch = '#';
+            break;
+          }
+          if (v < 0)
+            ch = '?';
+        }
+      blocked_n += ch == '#';
+      row[ox] = ch;
+    }
+    json_array_append_new(rows, json_stringn(row, ow));
+  }
+  free(row);
+  pa_dist_free(&dist);
+  json_t *d = json_object();
+  json_object_set_new(d, "width", json_integer(ow));
+  json_object_set_new(d, "height", json_integer(oh));
+  json_object_set_new(d, "resolution", json_real(m->resolution * (double)stride));
+  json_object_set_new(d, "origin", vec3(m->origin_x, m->origin_y, m->origin_yaw));
+  json_object_set_new(d, "inflation", json_real(inflation));
+  json_object_set_new(d, "threshold", json_integer(threshold));
+  json_object_set_new(d, "stride", json_integer(stride));
+  json_object_set_new(d, "gen", json_integer(m->gen));
+  json_object_set_new(d, "blocked_cells", json_integer((json_int_t)blocked_n));
+  json_object_set_new(d, "encoding", json_string("rows: row 0 = south edge, "
+                                                 "'.' free, '#' blocked, '?' "
+                                                 "unknown"));
+  json_object_set_new(d, "rows", rows);
+  return d;
+}
+
 static json_t *act_status(jctx *x, double *sim_time) {
   pa_netgw *g = x->c->g;
   const pa_tick *t = pa_gw_latest(g);
@@ -1031,6 +1128,9 @@ static json_t *exec_one(pa_client *c, json_t *req) {
     break;
   case A_GET_MAP_INFO:
     d = act_map_info(&x);
+    break;
+  case A_GET_TERRAIN_GRID:
+    d = act_terrain_grid(&x);
     break;
   case A_AUTH: {
     const char *tok = NULL;

@@ -503,9 +503,39 @@ static void json_actions(void **state) {
   /* world and streams */
   j = expect_json_ok(fd, "{\"type\":\"command\",\"action\":\"get_map_info\"}",
                      "response");
-  assert_true(json_integer_value(json_object_get(json_object_get(j, "data"),
-                                                 "width")) > 0);
+  json_int_t mw =
+      json_integer_value(json_object_get(json_object_get(j, "data"), "width"));
+  json_int_t mh =
+      json_integer_value(json_object_get(json_object_get(j, "data"), "height"));
+  json_int_t occ = json_integer_value(
+      json_object_get(json_object_get(j, "data"), "occupied_cells"));
+  assert_true(mw > 0 && mh > 0 && occ > 0);
   json_decref(j);
+  /* terrain grid: blocked = occupied without inflation, more with it */
+  j = expect_json_ok(fd, "{\"type\":\"command\",\"action\":"
+                         "\"get_terrain_grid\"}",
+                     "response");
+  d = json_object_get(j, "data");
+  assert_int_equal(json_array_size(json_object_get(d, "rows")), mh);
+  assert_int_equal(strlen(json_string_value(json_array_get(
+                       json_object_get(d, "rows"), 0))),
+                   mw);
+  assert_int_equal(json_integer_value(json_object_get(d, "blocked_cells")), occ);
+  json_decref(j);
+  j = expect_json_ok(fd, "{\"type\":\"command\",\"action\":"
+                         "\"get_terrain_grid\",\"data\":{\"inflation\":0.2,"
+                         "\"stride\":2}}",
+                     "response");
+  d = json_object_get(j, "data");
+  assert_int_equal(json_integer_value(json_object_get(d, "width")), (mw + 1) / 2);
+  assert_true(json_integer_value(json_object_get(d, "blocked_cells")) * 4 > occ);
+  json_decref(j);
+  expect_json_err(fd, "{\"type\":\"command\",\"action\":\"get_terrain_grid\","
+                      "\"data\":{\"inflation\":-1}}",
+                  "invalid_message");
+  expect_json_err(fd, "{\"type\":\"command\",\"action\":\"get_terrain_grid\","
+                      "\"data\":{\"stride\":0}}",
+                  "invalid_message");
   uint16_t up;
   int u = pa_test_udp_bind(&up);
   char req[256];
