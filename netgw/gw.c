@@ -354,6 +354,7 @@ static void on_reply(void *arg) {
     }
     complete(c, &r);
   }
+  g->spin_hint = false; /* only a step pushed from a client read is watched */
   account(g, t0);
 }
 
