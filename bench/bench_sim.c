@@ -1,7 +1,8 @@
 /* bench_sim.c - pa-sim figures: exact beams/s per core (fast caster checked
  * against the plain traversal), free-running real-time factor for 1, 100
  * and 1000 robots (in-process: pa_sim_step, no shared memory), fixed-rate
- * loop timing (the real pa_sim_run loop on a private instance), RSS.
+ * lockstep STEP round trips through the real queues, loop timing (the real
+ * pa_sim_run loop on a private instance), RSS.
  *
  *   bench-sim [seconds_per_loop_test (default 5)]
  */
@@ -258,7 +259,72 @@ static void bench_loop(const pa_grid *g, double hz, double seconds) {
   pa_stack_unlink(inst);
 }
 
+/* Lockstep round trip through the real queues: a forked child runs
+ * pa_sim_run paused; the parent pushes STEP 1 and spins on the reply queue
+ * (what netgw's step does). */
+static void bench_step_rtt(const pa_grid *g, int n) {
+  char inst[PA_SHM_INSTANCE_MAX];
+  snprintf(inst, sizeof inst, "bench-rtt-%d", (int)getpid());
+  pa_stack_def d = pa_stack_def_default();
+  snprintf(d.instance, sizeof d.instance, "%s", inst);
+  pa_stack st;
+  char err[256];
+  if (pa_stack_create(&st, &d, err, sizeof err) != 0)
+    die("instance", err);
+  pa_sim_def sd = pa_sim_def_default();
+  sd.paused = true;
+  sd.max_robots = d.max_robots;
+  pa_world w;
+  memset(&w, 0, sizeof w);
+  w.unknown_blocks = true;
+  pa_sim_model m;
+  pa_sim_state s;
+  if (pa_sim_model_init(&m, &sd, &w, g, err, sizeof err) != 0 ||
+      pa_sim_state_init(&m, &s, err, sizeof err) != 0)
+    die("model", err);
+  pa_sim_shm_publish_map(&m, &st, err, sizeof err);
+  pa_sim_shm_publish_tick(&m, &s, &st);
+  pid_t pid = fork();
+  if (pid == 0) {
+    stop_flag = 0;
+    signal(SIGTERM, on_alarm);
+    pa_sim_run(&m, &s, &st, &stop_flag);
+    _exit(0);
+  }
+  double t0 = now_s();
+  for (int i = 0; i < n; i++) {
+    pa_cmd c;
+    memset(&c, 0, sizeof c);
+    c.request_id = (uint64_t)i + 1;
+    c.op = PA_OP_STEP;
+    c.u = 1;
+    c.flags = PA_CMDF_DRIVE;
+    c.a[0] = 0.2;
+    c.a[2] = 0.5;
+    while (pa_queue_push(st.cmd, &c) != 0)
+      ;
+    pa_reply r;
+    while (pa_queue_peek(st.reply, &r) < 0)
+      ;
+    pa_queue_pop(st.reply);
+    if (r.request_id != c.request_id || r.status != PA_OK)
+      die("step", "unexpected reply");
+  }
+  double t = now_s() - t0;
+  kill(pid, SIGTERM);
+  waitpid(pid, NULL, 0);
+  printf("step  lockstep STEP 1 round trips through cmd/reply queues "
+         "(paused sim, 360-beam scan every 20 ticks): %.0f steps/s "
+         "(%.1f us each)\n",
+         n / t, t / n * 1e6);
+  pa_sim_state_free(&s);
+  pa_sim_model_free(&m);
+  pa_stack_detach(&st);
+  pa_stack_unlink(inst);
+}
+
 int main(int argc, char **argv) {
+  setvbuf(stdout, NULL, _IOLBF, 0);
   double loop_s = argc > 1 ? atof(argv[1]) : 5;
   if (!(loop_s > 0))
     loop_s = 5;
@@ -273,6 +339,7 @@ int main(int argc, char **argv) {
   bench_rtf(&def, 1, 2);
   bench_rtf(&def, 100, 3);
   bench_rtf(&big, 1000, 5);
+  bench_step_rtt(&def, 50000);
   bench_loop(&def, 200, loop_s);
   bench_loop(&def, 1000, loop_s);
   pa_grid_free(&def);

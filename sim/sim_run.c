@@ -17,6 +17,8 @@
 #define CATCH_UP_TICKS 10            /* behind by more: re-sync */
 #define HEALTH_PERIOD_NS 100000000LL /* 100 ms */
 #define PAUSED_WAIT_NS 100000000LL   /* wake to notice SIGTERM */
+#define LOCKSTEP_ACTIVE_NS 2000000LL /* a command this recent: spin first */
+#define SPIN_NS 50000LL              /* at most this long */
 
 typedef struct run_ctx {
   const pa_sim_model *m;
@@ -27,6 +29,7 @@ typedef struct run_ctx {
   int64_t last_health;
   uint64_t overruns;
   uint64_t cmds;
+  int64_t last_cmd_ns;     /* when the last command was applied */
   uint64_t scans;
   double phase_ewma[PA_SIM_PH_COUNT]; /* [ns] */
   bool stepping;           /* a STEP command is being run */
@@ -95,6 +98,7 @@ static void consume(run_ctx *k) {
     pa_reply r;
     pa_status rc = pa_sim_apply(k->m, k->s, &c, &r);
     k->cmds++;
+    k->last_cmd_ns = pa_now_ns();
     if (c.op == PA_OP_STEP && rc == PA_OK) {
       /* Answered after its ticks; stays at the queue front (and in flight)
        * until then. */
@@ -160,6 +164,11 @@ void pa_sim_run(const pa_sim_model *m, pa_sim_state *s, pa_stack *st,
     if (s->paused && !k.stepping) {
       k.last_start = 0; /* a pause is not a period */
       publish_health(&k, t1);
+      /* In a lockstep session the next STEP follows within microseconds:
+       * spin a little before paying a semaphore wake-up. */
+      if (t1 - k.last_cmd_ns < LOCKSTEP_ACTIVE_NS)
+        while (pa_queue_count(st->cmd) == 0 && pa_now_ns() - t1 < SPIN_NS && !*stop)
+          ;
       pa_queue_wait(st->cmd, PAUSED_WAIT_NS);
       next = pa_now_ns();
       continue;
@@ -200,8 +209,9 @@ void pa_sim_run(const pa_sim_model *m, pa_sim_state *s, pa_stack *st,
     }
     publish_health(&k, t3);
 
-    /* Lockstep and "as fast as possible" do not sleep. */
-    if ((k.stepping && s->paused) || s->speed <= 0) {
+    /* Lockstep (paused: the next tick is another STEP) and "as fast as
+     * possible" do not sleep. */
+    if (s->paused || s->speed <= 0) {
       next = t3;
       continue;
     }
