@@ -179,6 +179,15 @@ static void test_modes_through_queue(void **st) {
   double moved = hypot(r1.x - r0.x, r1.y - r0.y);
   assert_true(moved > 0.2);
   assert_true(r.a[0] == r1.x && r.a[1] == r1.y);
+  /* lockstep: a paused sim does not wait a control period between STEPs
+   * (1000 steps at 200 Hz would take 5 s; generous bound for loaded CI) */
+  int64_t t_start = pa_test_now_ms();
+  for (int i = 0; i < 1000; i++)
+    assert_int_equal(call(&s, PA_OP_STEP, 1, 0, 0, 0, 0).status, PA_OK);
+  assert_true(pa_test_now_ms() - t_start < 4500);
+  pa_tick t2 = latest(&s, &r1);
+  assert_int_equal(t2.tick, t1.tick + 1000);
+  t1 = t2;
   /* a diff robot refuses sideways, an unknown robot is named */
   pa_cmd c;
   memset(&c, 0, sizeof c);
