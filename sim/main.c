@@ -131,10 +131,9 @@ int main(int argc, char **argv) {
   } else if (rc == 1) {
     pa_info("resumed at tick %llu (t = %.3f s) with %u robots",
             (unsigned long long)state.tick, state.sim_time, state.robot_count);
-    pa_sim_shm_answer_inflight(&state, &stack);
-  } else {
-    __atomic_store_n(&ctl->cmd_inflight, 0, __ATOMIC_SEQ_CST);
   }
+  /* Never apply twice a command a previous pa-sim may have half applied. */
+  pa_sim_shm_answer_inflight(&state, &stack);
   if (pa_sim_shm_publish_map(&model, &stack, err, sizeof err) != 0) {
     pa_error("publishing the map: %s", err);
     status = 1;
