@@ -174,6 +174,7 @@ static void bench_beams(const char *name, const pa_grid *g) {
 static void bench_rtf(const pa_grid *g, uint32_t robots, double seconds) {
   pa_sim_model m;
   pa_sim_state s;
+  long rss0 = rss_kb();
   make(&m, &s, g, robots, robots);
   uint64_t rng = 3;
   for (uint32_t i = 0; i < s.robot_count; i++) {
@@ -186,7 +187,6 @@ static void bench_rtf(const pa_grid *g, uint32_t robots, double seconds) {
     pa_reply r;
     pa_sim_apply(&m, &s, &c, &r);
   }
-  long rss = rss_kb();
   double t0 = now_s(), t;
   uint64_t ticks = 0;
   double phys = 0, sens = 0;
@@ -199,15 +199,23 @@ static void bench_rtf(const pa_grid *g, uint32_t robots, double seconds) {
   } while (t < seconds);
   printf("rtf   %4u robots (200 Hz control, 10 Hz 360-beam scans): %.0fx real "
          "time (%llu ticks in %.2f s; per tick physics %.1f us, sensors %.1f "
-         "us; %llu bumps); RSS %ld kB\n",
+         "us; %llu bumps); RSS %ld kB, of which this model+state %ld kB\n",
          robots, ticks * m.dt / t, (unsigned long long)ticks, t,
          phys / ticks / 1e3, sens / ticks / 1e3, (unsigned long long)s.bumps,
-         rss);
+         rss_kb(), rss_kb() - rss0);
   pa_sim_state_free(&s);
   pa_sim_model_free(&m);
 }
 
 static volatile sig_atomic_t stop_flag;
+static char current_instance[PA_SHM_INSTANCE_MAX]; /* removed if interrupted */
+
+static void on_interrupt(int sig) {
+  if (current_instance[0])
+    pa_stack_unlink(current_instance);
+  signal(sig, SIG_DFL);
+  raise(sig);
+}
 
 static void on_alarm(int sig) {
   (void)sig;
@@ -219,6 +227,7 @@ static void on_alarm(int sig) {
 static void bench_loop(const pa_grid *g, double hz, double seconds) {
   char inst[PA_SHM_INSTANCE_MAX];
   snprintf(inst, sizeof inst, "bench-sim-%d", (int)getpid());
+  snprintf(current_instance, sizeof current_instance, "%s", inst);
   pa_stack_def d = pa_stack_def_default();
   snprintf(d.instance, sizeof d.instance, "%s", inst);
   pa_stack st;
@@ -240,7 +249,6 @@ static void bench_loop(const pa_grid *g, double hz, double seconds) {
   pa_sim_shm_publish_tick(&m, &s, &st);
   stop_flag = 0;
   signal(SIGALRM, on_alarm);
-  struct itimerspec;
   alarm((unsigned)ceil(seconds));
   pa_sim_run(&m, &s, &st, &stop_flag);
   const pa_health *h = &st.ctl->health[PA_PROC_SIM];
@@ -265,6 +273,7 @@ static void bench_loop(const pa_grid *g, double hz, double seconds) {
 static void bench_step_rtt(const pa_grid *g, int n) {
   char inst[PA_SHM_INSTANCE_MAX];
   snprintf(inst, sizeof inst, "bench-rtt-%d", (int)getpid());
+  snprintf(current_instance, sizeof current_instance, "%s", inst);
   pa_stack_def d = pa_stack_def_default();
   snprintf(d.instance, sizeof d.instance, "%s", inst);
   pa_stack st;
@@ -325,6 +334,8 @@ static void bench_step_rtt(const pa_grid *g, int n) {
 
 int main(int argc, char **argv) {
   setvbuf(stdout, NULL, _IOLBF, 0);
+  signal(SIGINT, on_interrupt);
+  signal(SIGTERM, on_interrupt);
   double loop_s = argc > 1 ? atof(argv[1]) : 5;
   if (!(loop_s > 0))
     loop_s = 5;
