@@ -57,6 +57,9 @@ void pa_shm_deadline(struct timespec *ts, int64_t timeout_ns) {
 }
 
 void pa_shm_sem_post_once(sem_t *sem) {
+  /* The caller's store (queue head, slot seq) must be visible before the
+   * value is read, or a waiter that just consumed the last post misses it. */
+  __atomic_thread_fence(__ATOMIC_SEQ_CST);
   int v = 0;
   if (sem_getvalue(sem, &v) == 0 && v > 0)
     return;
