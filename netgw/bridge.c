@@ -11,7 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define BRIDGE_POLL_NS 100000000 /* stop flag check interval */
+#define BRIDGE_POLL_NS 250000000 /* stop flag check interval */
 
 static int sem_wait_ns(sem_t *sem, int64_t timeout_ns) {
   struct timespec ts;

@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <netinet/tcp.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -631,9 +632,10 @@ static void client_free(pa_client *c) {
 static void on_reply(void *arg);
 
 /* A short lockstep step comes back in tens of microseconds: watching the
- * reply queue that long saves the thread and eventfd wake-ups. Bounded, and
- * only right after such a step was pushed. */
-#define STEP_SPIN_NS 40000
+ * reply queue that long saves the thread and eventfd wake-ups (~100 us on a
+ * busy machine). Bounded, and only right after such a step was pushed, while
+ * the client is waiting for it anyway. */
+#define STEP_SPIN_NS 100000
 
 static void spin_for_reply(pa_netgw *g) {
   g->spin_hint = false;
@@ -643,7 +645,7 @@ static void spin_for_reply(pa_netgw *g) {
       on_reply(g);
       return;
     }
-    __builtin_ia32_pause();
+    sched_yield(); /* lets pa-sim run if the scheduler put it on this core */
   } while (pa_now_ns() < end);
 }
 
