@@ -1009,6 +1009,10 @@ static json_t *exec_one(pa_client *c, json_t *req) {
     goto err;
   }
   const char *ts = json_string_value(type);
+  if (!strcmp(ts, "batch")) {
+    jfail(&x, PA_ERR_INVALID_MESSAGE, "a batch cannot contain a batch");
+    goto err;
+  }
   bool simctl = !strcmp(ts, "sim_control");
   if (!simctl && strcmp(ts, "command") != 0) {
     jfail(&x, PA_ERR_UNKNOWN_TYPE,

@@ -609,6 +609,18 @@ static void json_actions(void **state) {
   assert_string_equal(jstr(json_array_get(rs, 2), "error", "code"),
                       "unknown_action");
   json_decref(j);
+  j = expect_json_ok(fd, "{\"type\":\"batch\",\"requests\":[{\"type\":"
+                         "\"batch\",\"requests\":[]},7]}",
+                     "response");
+  rs = json_object_get(json_object_get(j, "data"), "responses");
+  assert_int_equal(json_array_size(rs), 2);
+  assert_string_equal(jstr(json_array_get(rs, 0), "error", "code"),
+                      "invalid_message");
+  assert_string_equal(jstr(json_array_get(rs, 1), "error", "code"),
+                      "invalid_message");
+  json_decref(j);
+  expect_json_err(fd, "{\"type\":\"batch\",\"requests\":{}}",
+                  "invalid_message");
   char *big = malloc(65 * 40 + 64);
   strcpy(big, "{\"type\":\"batch\",\"requests\":[");
   for (int i = 0; i < 65; i++)
