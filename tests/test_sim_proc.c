@@ -28,13 +28,16 @@ typedef struct sim {
   char log[512];
 } sim;
 
+/* extra: space-separated flags (no quoting needed by these tests). */
 static pid_t start_sim(sim *s, const char *extra) {
-  char bin[512];
+  char bin[512], flags[256];
   pa_test_bin(bin, sizeof bin, "pa-sim");
-  const char *argv[16] = {bin, "--instance", s->inst, "--seed", "3"};
+  const char *argv[24] = {bin, "--instance", s->inst, "--seed", "3"};
   int n = 5;
-  if (extra)
-    argv[n++] = extra;
+  snprintf(flags, sizeof flags, "%s", extra ? extra : "");
+  for (char *save = NULL, *tok = strtok_r(flags, " ", &save); tok && n < 23;
+       tok = strtok_r(NULL, " ", &save))
+    argv[n++] = tok;
   argv[n] = NULL;
   snprintf(s->log, sizeof s->log, "%s/sim-%s.log", pa_test_tmpdir(), s->inst);
   return pa_test_spawn((char *const *)argv, s->log);
@@ -240,6 +243,46 @@ static void test_modes_through_queue(void **st) {
   teardown(&s);
 }
 
+/* Lockstep must not be paced by the control rate or the speed factor: at 1 Hz
+ * a paced STEP would take 1 s, so 20 round trips + STEP 10 would take >= 30 s.
+ * Also from the running state: PAUSE, then steps. */
+static void test_lockstep_ignores_rate(void **st) {
+  (void)st;
+  sim s;
+  setup(&s, "slow", "--paused --control_hz 1 --scan_hz 1");
+  uint64_t tick0 = latest(&s, NULL).tick;
+  int64_t t_start = pa_test_now_ms();
+  for (int i = 0; i < 20; i++) {
+    pa_reply r = call(&s, PA_OP_STEP, 1, PA_CMDF_DRIVE, 0.2, 0, 0.1);
+    assert_int_equal(r.status, PA_OK);
+    assert_int_equal(r.tick, tick0 + (uint64_t)i + 1);
+  }
+  pa_reply r = call(&s, PA_OP_STEP, 10, 0, 0, 0, 0);
+  assert_int_equal(r.tick, tick0 + 30);
+  int64_t took = pa_test_now_ms() - t_start;
+  printf("21 lockstep round trips at 1 Hz control: %lld ms\n", (long long)took);
+  assert_true(took < 10000);
+  /* speed 0.001 (a period of 1000 s) changes nothing while paused */
+  assert_int_equal(call(&s, PA_OP_SPEED, 0, 0, 0.001, 0, 0).status, PA_OK);
+  t_start = pa_test_now_ms();
+  for (int i = 0; i < 20; i++)
+    assert_int_equal(call(&s, PA_OP_STEP, 1, 0, 0, 0, 0).status, PA_OK);
+  assert_true(pa_test_now_ms() - t_start < 10000);
+  assert_int_equal(latest(&s, NULL).tick, tick0 + 50);
+  /* running at 1 Hz (speed 1): PAUSE is taken at the next tick start, then
+   * steps are immediate again */
+  assert_int_equal(call(&s, PA_OP_SPEED, 0, 0, 1, 0, 0).status, PA_OK);
+  assert_int_equal(call(&s, PA_OP_RESUME, 0, 0, 0, 0, 0).status, PA_OK);
+  assert_int_equal(call(&s, PA_OP_PAUSE, 0, 0, 0, 0, 0).status, PA_OK);
+  uint64_t tick1 = latest(&s, NULL).tick;
+  t_start = pa_test_now_ms();
+  for (int i = 0; i < 20; i++)
+    assert_int_equal(call(&s, PA_OP_STEP, 1, 0, 0, 0, 0).status, PA_OK);
+  assert_true(pa_test_now_ms() - t_start < 10000);
+  assert_int_equal(latest(&s, NULL).tick, tick1 + 20);
+  teardown(&s);
+}
+
 static void test_bad_flags(void **st) {
   (void)st;
   char bin[512];
@@ -335,6 +378,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_ready_and_published),
       cmocka_unit_test(test_modes_through_queue),
+      cmocka_unit_test(test_lockstep_ignores_rate),
       cmocka_unit_test(test_bad_flags),
       cmocka_unit_test(test_crash_resume),
   };
