@@ -84,11 +84,11 @@ class RobotUnitTest(unittest.TestCase):
         self.assertEqual(self.server.subs["odom"][0], "127.0.0.1")
         for s in (1, 2, 3, 6, 5):
             self.server.send("odom", odom_frame(s, t=s * 0.01, x=s))
-        o = r.wait_odom(timeout=5) if r.odom is None or r.odom.seq != 6 else r.odom
         deadline = time.monotonic() + 5
-        while r.odom.seq != 6 or r.stats("odom")["late"] < 1:
+        while r.odom is None or r.odom.seq != 6 or r.stats("odom")["late"] < 1:
             self.assertLess(time.monotonic(), deadline, "frames did not arrive")
             time.sleep(0.01)
+        o = r.odom
         self.assertIsInstance(o, playarea.Odometry)
         self.assertEqual(r.odom.x, 6.0)
         self.assertEqual(r.dropped["odom"], 2)  # 4 and 5 skipped (5 came too late)
@@ -110,7 +110,13 @@ class RobotUnitTest(unittest.TestCase):
         self.server.send("scan", b"garbage")
         self.server.send("scan", odom_frame(1))
         self.server.send("scan", scan_frame(4, [1.0, 2.0, 3.0]))
-        s = r.wait_scan(timeout=5)
+        # The I/O thread may take the frame before wait_scan() starts (which
+        # then waits for a newer one), so poll for it instead.
+        deadline = time.monotonic() + 5
+        while r.scan is None:
+            self.assertLess(time.monotonic(), deadline, "scan frame did not arrive")
+            time.sleep(0.01)
+        s = r.scan
         self.assertEqual((s.seq, s.ranges), (4, (1.0, 2.0, 3.0)))
         self.assertEqual(r.stats("scan")["invalid"], 2)
 
