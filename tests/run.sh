@@ -29,6 +29,8 @@ export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0:halt_on_erro
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$root/tests/lsan.supp:print_suppressions=0}
 
+shmctl() { [[ -x $root/build/bin/pa-shmctl ]] && "$root/build/bin/pa-shmctl" "$@"; }
+
 status=0
 for mode in "${modes[@]}"; do
   if [[ $mode == sanitize ]]; then
@@ -38,21 +40,29 @@ for mode in "${modes[@]}"; do
     dir=$root/build
     scripts/setup.sh --build-dir "$dir"
   fi
+  # Test instances ("t<pid>-...") left by an earlier, interrupted run.
+  shmctl gc t >/dev/null 2>&1 || true
   echo "== tests ($mode build) =="
   if ! ctest --test-dir "$dir" --output-on-failure --timeout 300 -j2 "${ctest_args[@]}"; then
     status=1
   fi
+  # Nothing may be left behind by a test, even a failed one. A test instance
+  # whose owner is dead was leaked (live ones belong to a concurrent run).
+  leaked=$(shmctl gc t 2>/dev/null | grep '^removed' || true)
+  if [[ -n $leaked ]]; then
+    echo "tests/run.sh: shared-memory objects left behind by $mode tests:" >&2
+    echo "$leaked" >&2
+    status=1
+  fi
+  procs=$(pgrep -af "^$dir/bin/(pa-|playarea)" || true)
+  if [[ -n $procs ]]; then
+    echo "tests/run.sh: processes left running by $mode tests:" >&2
+    echo "$procs" >&2
+    pkill -KILL -f "^$dir/bin/(pa-|playarea)" || true
+    status=1
+  fi
 done
-
-# Nothing may be left behind by a test, even a failed one: remove stale
-# segments (owner pid dead) and report any that remain.
-if [[ -x $root/build/bin/pa-shmctl ]]; then
-  "$root/build/bin/pa-shmctl" gc >/dev/null 2>&1 || true
-fi
-left=$(ls /dev/shm 2>/dev/null | grep '^playarea\.t' || true)
-if [[ -n $left ]]; then
-  echo "tests/run.sh: shared-memory objects left behind by tests:" >&2
-  echo "$left" >&2
-  status=1
+if ((status == 0)); then
+  echo "tests/run.sh: all tests passed (${modes[*]})"
 fi
 exit $status
