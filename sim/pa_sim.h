@@ -66,10 +66,11 @@ typedef struct pa_sim_model {
   float *clear;            /* init only (freed after): distance [cells] from
                               the cell centre to the nearest blocked centre */
   uint8_t *march;          /* [(width + 2) * (height + 2)], grid padded by a
-                              blocked border: 0 = blocked, else 1 + the safe
-                              ray step [whole cells] from any point of the
-                              cell (floor(clear - sqrt(2) - slack), <= 254) */
+                              blocked border: 0 = blocked, else a code of the
+                              safe ray step from any point of the cell */
   uint32_t march_w;        /* width + 2 */
+  double march_safe[256];  /* code -> safe step [cells] (<= clear - sqrt(2)
+                              - slack; 1/4 cell steps up to 32, then 1) */
   double cos_yaw, sin_yaw; /* grid origin yaw */
   double dt;               /* [s] 1 / control_hz */
   uint32_t ticks_per_scan; /* round(control_hz / scan_hz), >= 1 */

@@ -205,12 +205,16 @@ static int build_fields(pa_sim_model *m, char *err, size_t err_sz) {
     m->clear[i] = c;
     /* From any point of this cell to any point of a blocked cell (with a
      * little slack for the float distance). */
-    double s = (double)c - 1.4143 - 1e-3 * c - 0.05;
-    s = s < 0 ? 0 : s > 254 ? 254 : floor(s);
+    double s = (double)c - 1.4143 - 1e-3 * c - 0.02;
+    int code = s < 0 ? 1 : s < 32 ? 1 + (int)floor(4 * s)
+                                  : 129 + (int)fmin(126, floor(s - 32));
     size_t x = i % g->width, y = i / g->width;
     m->march[(y + 1) * m->march_w + x + 1] =
-        m->blocked[i] ? 0 : (uint8_t)(1 + s);
+        m->blocked[i] ? 0 : (uint8_t)code;
   }
+  m->march_safe[0] = 0;
+  for (int v = 1; v < 256; v++)
+    m->march_safe[v] = v <= 128 ? (v - 1) * 0.25 : 32.0 + (v - 129);
   pa_dist_free(&dist);
   return 0;
 }

@@ -29,7 +29,7 @@ export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0:halt_on_erro
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$root/tests/lsan.supp:print_suppressions=0}
 
-shmctl() { [[ -x $root/build/bin/pa-shmctl ]] && "$root/build/bin/pa-shmctl" "$@"; }
+shmctl() { [[ -x $dir/bin/pa-shmctl ]] && "$dir/bin/pa-shmctl" "$@"; }
 
 status=0
 for mode in "${modes[@]}"; do
