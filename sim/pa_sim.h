@@ -71,6 +71,7 @@ typedef struct pa_sim_model {
   uint32_t march_w;        /* width + 2 */
   double march_safe[256];  /* code -> safe step [cells] (<= clear - sqrt(2)
                               - slack; 1/4 cell steps up to 32, then 1) */
+  int32_t march_safeq[256]; /* the same in 1/1024 cells */
   double cos_yaw, sin_yaw; /* grid origin yaw */
   double dt;               /* [s] 1 / control_hz */
   uint32_t ticks_per_scan; /* round(control_hz / scan_hz), >= 1 */

@@ -41,12 +41,12 @@ double pa_sim_int_wall_clearance(const pa_sim_model *m, double x, double y,
   double res = m->grid.resolution;
   int64_t cx = (int64_t)floor(gx), cy = (int64_t)floor(gy);
   if (!cell_blocked(m, cx, cy)) {
-    /* Fast path: the march field (clear >= v - 1 + sqrt 2) bounds the
-     * distance from this point. */
+    /* Fast path: the march field (clear >= safe + sqrt 2) bounds the
+     * distance from this point: clear - 1/sqrt 2 - |offset from centre|. */
     uint8_t v = m->march[(size_t)(cy + 1) * m->march_w + (size_t)cx + 1];
     double ox = gx - ((double)cx + 0.5), oy = gy - ((double)cy + 0.5);
-    double bound = (double)v - 1.0 + 1.4142 - 0.70711 - sqrt(ox * ox + oy * oy);
-    if (v > 1 && bound * res >= reach)
+    double bound = m->march_safe[v] + 0.70710 - sqrt(ox * ox + oy * oy);
+    if (bound * res >= reach)
       return bound * res;
   }
   /* Exact: nearest point of every blocked cell within reach. */
@@ -297,25 +297,69 @@ static inline double cell_entry(double ox, double oy, double ix, double iy,
   return t > 0 ? t : 0;
 }
 
+/* The plain Amanatides-Woo traversal in the padded grid (cell units, origin
+ * shifted by one cell): the reference the fast caster must match. Each
+ * boundary crossing is computed from the origin (not by accumulation), so
+ * the fast caster, which shares this formula, takes identical decisions from
+ * any cell they share. */
 #ifdef PA_SIM_COUNT
-long pa_sim_count[2];
+long pa_sim_count[4];
 #endif
-/* Marching only pays when it skips a few cells; below this, exact steps. */
-#ifndef MARCH_MIN
-#define MARCH_MIN 1 /* march when the step is >= 1 cell (v - 1 >= 1) */
-#endif
-
-/* One traversal in the padded grid (cell units, origin shifted by one cell);
- * march enables the distance-field jumps. Jumps track the position in fixed
- * point (short dependency chain; the field keeps slack for its error) and
- * hand over to exact steps at the exact point of the ray. The exact steps
- * compute each boundary crossing from the origin (not by accumulation), so
- * both modes take identical decisions from any cell they share. */
-static inline double cast_cells(const pa_sim_model *m, double ox, double oy,
-                                double dx, double dy, double maxc,
-                                bool march) {
+static double cast_plain_cells(const pa_sim_model *m, double ox, double oy,
+                               double dx, double dy, double maxc) {
   const int64_t W = m->march_w, H = (int64_t)m->grid.height + 2;
   const uint8_t *F = m->march;
+  ox += 1.0;
+  oy += 1.0;
+  if (!(ox >= 0 && oy >= 0 && ox < (double)W && oy < (double)H))
+    return 0;
+  int64_t cx = (int64_t)ox, cy = (int64_t)oy;
+  int64_t idx = cy * W + cx;
+  if (F[idx] == 0)
+    return 0;
+  const double ix = dx != 0 ? 1.0 / dx : 0, iy = dy != 0 ? 1.0 / dy : 0;
+  const int64_t sx = dx > 0 ? 1 : -1, sy = dy > 0 ? 1 : -1;
+  const double bxo = dx > 0 ? 1.0 : 0.0, byo = dy > 0 ? 1.0 : 0.0;
+  const bool hx = dx != 0, hy = dy != 0;
+  /* An axis the ray never crosses: its crossing stays at ~1e300. */
+  const double jx = hx ? ix : 1e300, jy = hy ? iy : 1e300;
+  double bx = hx ? (double)cx + bxo : ox + 1.0; /* next boundaries */
+  double by = hy ? (double)cy + byo : oy + 1.0;
+  for (;;) {
+    double tx = (bx - ox) * jx, ty = (by - oy) * jy;
+    double t;
+    if (tx < ty) {
+      t = tx;
+      bx += (double)sx;
+      cx += sx;
+    } else {
+      t = ty;
+      by += (double)sy;
+      cy += sy;
+    }
+    if (t >= maxc)
+      return maxc;
+    if (F[cy * W + cx] == 0)
+      break;
+  }
+  double e = cell_entry(ox, oy, ix, iy, dx, dy, cx, cy);
+  return e < maxc ? e : maxc;
+}
+
+/* The fast caster for one ray: from the current point, jump by the field's
+ * safe step (from any point of the cell nothing blocked is that close) while
+ * it is >= 1 cell, tracking the position in fixed point (short dependency
+ * chain; the field's slack covers its error), then take exact crossings from
+ * the exact point of the ray. Jumps only cross free space and hits come from
+ * exact crossings with the plain formula, and the range is the entry of the
+ * hit cell by cell_entry, so the result equals cast_plain_cells bit for bit. */
+#define JUMP_CODE 5 /* codes >= this: safe step >= 1 cell */
+
+static inline double cast_one(const pa_sim_model *m, double ox, double oy,
+                              double dx, double dy, double maxc) {
+  const int64_t W = m->march_w, H = (int64_t)m->grid.height + 2;
+  const uint8_t *F = m->march;
+  const int32_t *SQ = m->march_safeq;
   ox += 1.0;
   oy += 1.0;
   if (!(ox >= 0 && oy >= 0 && ox < (double)W && oy < (double)H))
@@ -330,10 +374,8 @@ static inline double cast_cells(const pa_sim_model *m, double ox, double oy,
   const double bxo = dx > 0 ? 1.0 : 0.0, byo = dy > 0 ? 1.0 : 0.0;
   const bool hx = dx != 0, hy = dy != 0;
   const double fsx = (double)sx, fsy = (double)sy;
-  /* An axis the ray never crosses: its crossing stays at ~1e300. */
   const double jx = hx ? ix : 1e300, jy = hy ? iy : 1e300;
-  /* fixed point: positions [2^-20 cell], directions [2^-20], steps and t
-   * [2^-10 cell] */
+  /* fixed point: positions [2^-20 cell], directions [2^-20], t [2^-10] */
   const int64_t qdx = (int64_t)(dx * 1048576.0);
   const int64_t qdy = (int64_t)(dy * 1048576.0);
   const int64_t qmax = (int64_t)(maxc * 1024.0) + 1;
@@ -341,20 +383,20 @@ static inline double cast_cells(const pa_sim_model *m, double ox, double oy,
   double by = hy ? (double)cy + byo : oy + 1.0;
   double t = 0;
   for (;;) {
-    int64_t v = F[idx];
-    if (march && v > MARCH_MIN) {
+    unsigned v = F[idx];
+    if (v >= JUMP_CODE) {
       /* truncation: qt <= t, so the exact point stays behind the jump */
       int64_t qt = (int64_t)(t * 1024.0);
       int64_t qx = (int64_t)((ox + t * dx) * 1048576.0);
       int64_t qy = (int64_t)((oy + t * dy) * 1048576.0);
       do {
-        v -= 1; /* whole cells */
-        qt += v << 10;
-        qx += v * qdx;
-        qy += v * qdy;
+        int64_t q = SQ[v];
+        qt += q;
+        qx += (q * qdx) >> 10;
+        qy += (q * qdy) >> 10;
         idx = (qy >> 20) * W + (qx >> 20);
         v = F[idx];
-      } while (v > MARCH_MIN && qt < qmax);
+      } while (v >= JUMP_CODE && qt < qmax);
       t = (double)qt * (1.0 / 1024.0);
       if (t >= maxc)
         return maxc;
@@ -391,6 +433,14 @@ hit:;
   return e < maxc ? e : maxc;
 }
 
+/* Several rays from one origin (results in cells, maxc = no return). */
+static void cast_many(const pa_sim_model *m, double ox, double oy,
+                      const double *dxs, const double *dys, uint32_t n,
+                      double maxc, double *out) {
+  for (uint32_t i = 0; i < n; i++)
+    out[i] = cast_one(m, ox, oy, dxs[i], dys[i], maxc);
+}
+
 static double cast_world(const pa_sim_model *m, double x, double y, double dx,
                          double dy, double range_max, bool march) {
   double gx, gy;
@@ -399,7 +449,11 @@ static double cast_world(const pa_sim_model *m, double x, double y, double dx,
   double gdy = -m->sin_yaw * dx + m->cos_yaw * dy;
   double res = m->grid.resolution;
   double maxc = range_max / res;
-  double t = cast_cells(m, gx, gy, gdx, gdy, maxc, march);
+  double t;
+  if (march)
+    cast_many(m, gx, gy, &gdx, &gdy, 1, maxc, &t);
+  else
+    t = cast_plain_cells(m, gx, gy, gdx, gdy, maxc);
   return t >= maxc ? range_max : t * res;
 }
 
@@ -467,6 +521,8 @@ static inline double ray_box(double ox, double oy, double dx, double dy,
     return INFINITY;
   return t0 > 0 ? t0 : 0;
 }
+
+#define SCAN_CHUNK 128 /* beams cast together */
 
 typedef struct scan_ctx {
   double x, y, c, s;       /* sensor pose */
@@ -569,11 +625,16 @@ void pa_sim_scan(const pa_sim_model *m, pa_sim_state *s, uint32_t id,
   double res = m->grid.resolution, maxc = rmax / res;
   double gc = m->cos_yaw * k.c + m->sin_yaw * k.s;
   double gs = -m->sin_yaw * k.c + m->cos_yaw * k.s;
-  for (uint32_t i = 0; i < beams; i++) {
-    double dx = gc * k.bc[i] - gs * k.bs[i];
-    double dy = gs * k.bc[i] + gc * k.bs[i];
-    double t = cast_cells(m, gx, gy, dx, dy, maxc, true);
-    out[i] = t >= maxc ? (float)rmax : (float)(t * res);
+  for (uint32_t i0 = 0; i0 < beams; i0 += SCAN_CHUNK) {
+    uint32_t nb = beams - i0 < SCAN_CHUNK ? beams - i0 : SCAN_CHUNK;
+    double bdx[SCAN_CHUNK], bdy[SCAN_CHUNK], bt[SCAN_CHUNK];
+    for (uint32_t q = 0; q < nb; q++) {
+      bdx[q] = gc * k.bc[i0 + q] - gs * k.bs[i0 + q];
+      bdy[q] = gs * k.bc[i0 + q] + gc * k.bs[i0 + q];
+    }
+    cast_many(m, gx, gy, bdx, bdy, nb, maxc, bt);
+    for (uint32_t q = 0; q < nb; q++)
+      out[i0 + q] = bt[q] >= maxc ? (float)rmax : (float)(bt[q] * res);
   }
   /* Obstacles and other robots: only the beams their bounds subtend. */
   for (uint32_t i = 0; i < s->obstacle_count; i++) {

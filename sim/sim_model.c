@@ -214,7 +214,10 @@ static int build_fields(pa_sim_model *m, char *err, size_t err_sz) {
   }
   m->march_safe[0] = 0;
   for (int v = 1; v < 256; v++)
+  {
     m->march_safe[v] = v <= 128 ? (v - 1) * 0.25 : 32.0 + (v - 129);
+    m->march_safeq[v] = (int32_t)(m->march_safe[v] * 1024.0);
+  }
   pa_dist_free(&dist);
   return 0;
 }
