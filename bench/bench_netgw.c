@@ -5,7 +5,9 @@
  *      received by the client, p50/p99;
  *   3. fan-out: 32 clients on odom + scan: frames dropped at the sender,
  *      frames lost at the receivers, sim tick period p99 with and without.
- * Usage: bench-netgw [seconds per phase, default 3]. */
+ * Usage: bench-netgw [seconds per phase, default 3] [phases: any of
+ *        step, odom, fan; default all]. Exits 1 when a phase measured
+ *        nothing (the processes' logs are printed). */
 #define _GNU_SOURCE
 #include "netgw_harness.h"
 #include "pa_util.h"
@@ -17,6 +19,77 @@ static int64_t pct(int64_t *v, size_t n, double p) {
   return n ? pa_percentile_i64(v, n, p) : 0;
 }
 
+static int failures;
+
+/* A phase that measured nothing must not print zeros as if they were
+ * figures: say why, show both logs, and make the exit status non-zero. */
+static void fail(ng_stack *s, const char *phase, const char *why) {
+  failures++;
+  bool sim_alive = s->sim > 0 && pa_test_alive(s->sim);
+  bool gw_alive = s->gw > 0 && pa_test_alive(s->gw);
+  /* A running pa-sim that stopped writing ticks is stuck (or paused). */
+  char last[96] = "no tick written";
+  uint32_t len;
+  uint64_t seq;
+  static uint8_t tb[1 << 16];
+  if (s->st.state && pa_ring_read_latest(s->st.state, tb, sizeof tb, &len,
+                                         &seq) == 0 &&
+      len >= sizeof(pa_tick))
+    snprintf(last, sizeof last, "last tick %" PRIu64 " written %.0f ms ago",
+             ((const pa_tick *)tb)->tick,
+             (pa_now_ns() - ((const pa_tick *)tb)->wall_ns) / 1e6);
+  fprintf(stderr,
+          "bench-netgw: FAILED %s: %s (pa-sim %s, %s; pa-netgw %s)\n", phase,
+          why, sim_alive ? "running" : "NOT running", last,
+          gw_alive ? "running" : "NOT running");
+  fprintf(stderr, "pa-sim log:\n");
+  ng_dump_log(s->sim_log);
+  fprintf(stderr, "pa-netgw log:\n");
+  ng_dump_log(s->gw_log);
+}
+
+/* Sim tick period as a consumer sees it: wall_ns between consecutive state
+ * records, read from the ring (the sim's own health window spans 20 s at
+ * 200 Hz, longer than a phase, so it cannot separate two phases). */
+typedef struct tick_watch {
+  pa_ring_cursor cur;
+  uint64_t last_seq;
+  int64_t last_wall;
+  int64_t *v;
+  size_t n, cap;
+  void *buf;
+  uint32_t buf_cap;
+} tick_watch;
+
+static void tw_init(tick_watch *w, pa_stack *st, size_t cap) {
+  memset(w, 0, sizeof *w);
+  w->cur = pa_ring_cursor_now(st->state);
+  w->cap = cap;
+  w->v = malloc(cap * sizeof *w->v);
+  w->buf_cap = pa_ring_max_record(st->state);
+  w->buf = malloc(w->buf_cap);
+}
+
+static void tw_drain(tick_watch *w, pa_stack *st) {
+  uint32_t len;
+  uint64_t seq;
+  while (pa_ring_read_next(st->state, &w->cur, w->buf, w->buf_cap, &len,
+                           &seq) == 0) {
+    if (len < sizeof(pa_tick))
+      continue;
+    int64_t wall = ((const pa_tick *)w->buf)->wall_ns;
+    if (w->last_seq && seq == w->last_seq + 1 && w->n < w->cap)
+      w->v[w->n++] = wall - w->last_wall;
+    w->last_seq = seq;
+    w->last_wall = wall;
+  }
+}
+
+static void tw_free(tick_watch *w) {
+  free(w->v);
+  free(w->buf);
+}
+
 /* ---- 1. lockstep ---------------------------------------------------------*/
 
 static void bench_step(double secs) {
@@ -25,6 +98,7 @@ static void bench_step(double secs) {
   const char *sim[] = {"--paused", NULL};
   if (ng_start(&s, "bstep", sim, NULL) != 0) {
     ng_stop(&s);
+    failures++;
     return;
   }
   int fd = ng_connect(&s);
@@ -52,7 +126,16 @@ static void bench_step(double secs) {
     lat[n++] = pa_now_ns() - a;
     reply_bytes = strlen(line);
   }
+  if (n == 0) {
+    fail(&s, "lockstep step", "no step was answered");
+    free(lat);
+    close(fd);
+    ng_stop(&s);
+    return;
+  }
   scan_ok = strstr(line, "\"ranges\":[") != NULL;
+  if (!scan_ok)
+    fail(&s, "lockstep step", "the step reply carried no scan ranges");
   double wall = (pa_now_ns() - t0) / 1e9;
   printf("lockstep step (JSON, 1 client, %s 360-beam scan per reply, %zu "
          "bytes): %.0f steps/s, p50 %.1f us, p99 %.1f us, max %.1f us "
@@ -73,6 +156,8 @@ static void bench_step(double secs) {
     lat[n++] = pa_now_ns() - a;
   }
   wall = (pa_now_ns() - t0) / 1e9;
+  if (n == 0)
+    fail(&s, "text step", "no text step was answered");
   printf("  text `step` (reply `ok`, no state): %.0f steps/s, p50 %.1f us, "
          "p99 %.1f us\n",
          n / wall, pct(lat, n, 50) / 1e3, pct(lat, n, 99) / 1e3);
@@ -103,6 +188,7 @@ static void bench_odom_age(double secs) {
   ng_stack s;
   if (ng_start(&s, "bage", NULL, NULL) != 0) {
     ng_stop(&s);
+    failures++;
     return;
   }
   int fd = ng_connect(&s);
@@ -132,6 +218,14 @@ static void bench_odom_age(double secs) {
     }
     age[n++] = now - w;
   }
+  if (n < (size_t)(secs * 50)) {
+    char why[160];
+    snprintf(why, sizeof why,
+             "%zu odom frames matched in %.1f s (%zu unmatched), expected "
+             "about %.0f at 100 Hz",
+             n, secs, unknown, secs * 100);
+    fail(&s, "odom frame age", why);
+  }
   printf("odom frame age (tick written by pa-sim -> datagram received): p50 "
          "%.1f us, p99 %.1f us, max %.1f us (%zu frames, %zu unmatched)\n",
          pct(age, n, 50) / 1e3, pct(age, n, 99) / 1e3, pct(age, n, 100) / 1e3,
@@ -152,40 +246,81 @@ static void bench_fanout(double secs) {
   ng_stack s;
   if (ng_start(&s, "bfan", NULL, NULL) != 0) {
     ng_stop(&s);
+    failures++;
     return;
   }
-  pa_health *sim = &s.st.ctl->health[PA_PROC_SIM];
   pa_health *gw = &s.st.ctl->health[PA_PROC_NETGW];
-  usleep((useconds_t)(secs * 1e6)); /* baseline: nobody subscribed */
-  int64_t p99_idle = sim->period_p99_ns, p50_idle = sim->period_p50_ns;
-  uint64_t drop0 = gw->frames_dropped;
+  size_t tcap = (size_t)(secs * 10000) + 64; /* room for 10 kHz ticks */
+  tick_watch idle, busy;
+  tw_init(&idle, &s.st, tcap);
+  /* Baseline: nobody subscribed; the ring holds 64 ticks, drain often. */
+  uint64_t tick0 = s.st.ctl->health[PA_PROC_SIM].loops;
+  for (int64_t end = pa_now_ns() + (int64_t)(secs * 1e9); pa_now_ns() < end;) {
+    usleep(20000);
+    tw_drain(&idle, &s.st);
+  }
+  if (idle.n < 10) {
+    char why[160];
+    snprintf(why, sizeof why,
+             "pa-sim wrote %zu consecutive ticks in %.1f s without "
+             "subscribers (tick %" PRIu64 " at the start)",
+             idle.n, secs, tick0);
+    fail(&s, "fan-out baseline", why);
+    tw_free(&idle);
+    ng_stop(&s);
+    return;
+  }
+  /* Nothing streams yet, so these are current despite the 250 ms refresh. */
+  uint64_t drop0 = gw->frames_dropped, sent0 = gw->frames_sent;
+  uint64_t odom_sent0 = gw->counters[3];
 
   int tcp[FAN], udp[FAN];
   struct pollfd pf[FAN];
   uint32_t last_odom[FAN] = {0}, last_scan[FAN] = {0};
   uint64_t odom_n = 0, scan_n = 0, odom_gaps = 0, scan_gaps = 0;
+  int subscribed = 0;
   for (int i = 0; i < FAN; i++) {
     tcp[i] = ng_connect(&s);
-    uint16_t up;
+    uint16_t up = 0;
     udp[i] = pa_test_udp_bind(&up);
-    char line[128];
-    snprintf(line, sizeof line, "sub odom %u\nsub scan %u\nping\n", up, up);
-    pa_test_send_str(tcp[i], line);
-    pa_test_read_line(tcp[i], line, sizeof line, 5000);
     pf[i].fd = udp[i];
     pf[i].events = POLLIN;
+    char line[128];
+    snprintf(line, sizeof line, "sub odom %u\nsub scan %u\nping\n", up, up);
+    if (tcp[i] >= 0 && udp[i] >= 0 && pa_test_send_str(tcp[i], line) == 0 &&
+        pa_test_read_line(tcp[i], line, sizeof line, 5000) > 0 &&
+        !strcmp(line, "pong"))
+      subscribed++;
   }
-  uint64_t sent0 = gw->frames_sent;
+  if (subscribed != FAN) {
+    char why[96];
+    snprintf(why, sizeof why, "only %d of %d clients subscribed", subscribed,
+             FAN);
+    fail(&s, "fan-out", why);
+  }
+  tw_init(&busy, &s.st, tcap);
   int64_t end = pa_now_ns() + (int64_t)(secs * 1e9);
+  int64_t drain_end = end + 200000000;
   static uint8_t b[65536];
-  while (pa_now_ns() < end) {
-    if (poll(pf, FAN, 100) <= 0)
+  bool closed = false;
+  while (pa_now_ns() < drain_end) {
+    if (!closed && pa_now_ns() >= end) {
+      /* Closing stops the streams; what is in flight is still counted. */
+      for (int i = 0; i < FAN; i++)
+        if (tcp[i] >= 0)
+          close(tcp[i]);
+      closed = true;
+    }
+    int pr = poll(pf, FAN, 20);
+    if (!closed)
+      tw_drain(&busy, &s.st);
+    if (pr <= 0)
       continue;
     for (int i = 0; i < FAN; i++) {
       if (!(pf[i].revents & POLLIN))
         continue;
       int r;
-      while ((r = (int)recv(udp[i], b, sizeof b, MSG_DONTWAIT)) > 0) {
+      while ((r = (int)recv(udp[i], b, sizeof b, MSG_DONTWAIT)) >= 8) {
         uint32_t seq;
         memcpy(&seq, b + 4, 4);
         bool odom = !memcmp(b, "ODM1", 4);
@@ -197,32 +332,54 @@ static void bench_fanout(double secs) {
       }
     }
   }
-  usleep(300000); /* let health catch up */
-  int64_t p99_fan = sim->period_p99_ns, p50_fan = sim->period_p50_ns;
-  printf("fan-out, %d clients on odom + scan for %.0f s: %" PRIu64
+  if (!closed)
+    for (int i = 0; i < FAN; i++)
+      if (tcp[i] >= 0)
+        close(tcp[i]);
+  usleep(300000); /* let netgw's health (250 ms) catch up */
+  uint64_t sent = gw->frames_sent - sent0;
+  uint64_t dropped = gw->frames_dropped - drop0;
+  uint64_t odom_sent = gw->counters[3] - odom_sent0;
+  int64_t p50_idle = pct(idle.v, idle.n, 50), p99_idle = pct(idle.v, idle.n, 99);
+  int64_t p50_fan = pct(busy.v, busy.n, 50), p99_fan = pct(busy.v, busy.n, 99);
+  printf("fan-out, %d clients on odom + scan for %.1f s: %" PRIu64
          " odom + %" PRIu64 " scan frames received, %" PRIu64
-         " datagrams sent, dropped at the sender %" PRIu64
+         " datagrams sent (%" PRIu64 " odom), dropped at the sender %" PRIu64
          ", lost before the receivers: %" PRIu64 " odom, %" PRIu64 " scan\n",
-         FAN, secs, odom_n, scan_n, gw->frames_sent - sent0,
-         gw->frames_dropped - drop0, odom_gaps, scan_gaps);
-  printf("  sim tick period p50/p99: %.1f/%.1f us without subscribers, "
-         "%.1f/%.1f us with them (p99 change %+.1f%%)\n",
-         p50_idle / 1e3, p99_idle / 1e3, p50_fan / 1e3, p99_fan / 1e3,
+         FAN, secs, odom_n, scan_n, sent, odom_sent, dropped, odom_gaps,
+         scan_gaps);
+  printf("  sim tick period p50/p99 (state ring wall_ns): %.1f/%.1f us "
+         "without subscribers (%zu ticks), %.1f/%.1f us with them (%zu "
+         "ticks; p99 change %+.1f%%)\n",
+         p50_idle / 1e3, p99_idle / 1e3, idle.n, p50_fan / 1e3, p99_fan / 1e3,
+         busy.n,
          p99_idle ? 100.0 * (double)(p99_fan - p99_idle) / (double)p99_idle
                   : 0.0);
   printf("  targets: no odom frame dropped at the sender, tick p99 within "
          "10%%\n");
-  for (int i = 0; i < FAN; i++) {
-    close(tcp[i]);
-    close(udp[i]);
+  /* 100 Hz odom per client, 10 Hz scans: well below half of that means the
+   * stream is broken, not slow. */
+  double want = secs * 100.0 * FAN;
+  if (busy.n < 10 || odom_n < want / 2 || scan_n == 0) {
+    char why[200];
+    snprintf(why, sizeof why,
+             "measured nothing useful: %" PRIu64 " odom (about %.0f expected) "
+             "and %" PRIu64 " scan frames received, %zu ticks seen",
+             odom_n, want, scan_n, busy.n);
+    fail(&s, "fan-out", why);
   }
+  for (int i = 0; i < FAN; i++)
+    if (udp[i] >= 0)
+      close(udp[i]);
+  tw_free(&idle);
+  tw_free(&busy);
   ng_stop(&s);
 }
 
 int main(int argc, char **argv) {
   double secs = argc > 1 ? atof(argv[1]) : 3.0;
   if (!(secs > 0 && secs < 3600)) {
-    fprintf(stderr, "usage: bench-netgw [seconds per phase]\n");
+    fprintf(stderr, "usage: bench-netgw [seconds per phase] [step,odom,fan]\n");
     return 2;
   }
   if (!getenv("PA_BIN_DIR")) {
@@ -230,8 +387,16 @@ int main(int argc, char **argv) {
     pa_exe_dir(dir, sizeof dir);
     setenv("PA_BIN_DIR", dir, 1);
   }
-  bench_step(secs);
-  bench_odom_age(secs);
-  bench_fanout(secs);
+  const char *only = argc > 2 ? argv[2] : "";
+  if (!only[0] || strstr(only, "step"))
+    bench_step(secs);
+  if (!only[0] || strstr(only, "odom"))
+    bench_odom_age(secs);
+  if (!only[0] || strstr(only, "fan"))
+    bench_fanout(secs);
+  if (failures) {
+    fprintf(stderr, "bench-netgw: %d phase(s) FAILED (see above)\n", failures);
+    return 1;
+  }
   return 0;
 }
