@@ -1,13 +1,18 @@
 /* bridge.c - POSIX semaphores cannot be polled, so one small thread per
  * semaphore waits on it and signals an eventfd that the libevent loop
- * watches. The thread only wakes the loop; the loop reads the rings. */
+ * watches: the thread only wakes the loop, the loop reads the rings. A
+ * direct bridge (no loop) runs its callback on the thread instead, after
+ * each wake-up and at the deadline the callback returned. */
 #define _GNU_SOURCE
 #include "netgw_int.h"
+
+#include "pa_util.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/prctl.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -27,9 +32,22 @@ static int sem_wait_ns(sem_t *sem, int64_t timeout_ns) {
 
 static void *bridge_main(void *arg) {
   pa_bridge *b = arg;
+  int64_t due = 0; /* a direct callback's own deadline, 0 = none */
+  if (b->tcb)
+    prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0); /* its deadlines are in us */
   while (!atomic_load_explicit(&b->stop, memory_order_acquire)) {
-    int rc = b->ring ? pa_ring_wait(b->ring, b->reader, BRIDGE_POLL_NS)
-                     : sem_wait_ns(b->sem, BRIDGE_POLL_NS);
+    int64_t wait = BRIDGE_POLL_NS;
+    if (due) {
+      int64_t left = due - pa_now_ns();
+      wait = left < 0 ? 0 : left < wait ? left : wait;
+    }
+    int rc = b->ring ? pa_ring_wait(b->ring, b->reader, wait)
+                     : sem_wait_ns(b->sem, wait);
+    if (b->tcb) {
+      if (rc == 0 || (due && pa_now_ns() >= due))
+        due = b->tcb(b->arg);
+      continue;
+    }
     if (rc != 0)
       continue;
     uint64_t one = 1;
@@ -74,6 +92,25 @@ int pa_bridge_start(pa_bridge *b, struct event_base *base, pa_ring *ring,
   if (rc != 0) {
     snprintf(err, err_sz, "pthread_create: %s", strerror(rc));
     pa_bridge_stop(b);
+    return -1;
+  }
+  b->started = true;
+  return 0;
+}
+
+int pa_bridge_start_direct(pa_bridge *b, pa_ring *ring, int reader,
+                           int64_t (*tcb)(void *), void *arg, char *err,
+                           size_t err_sz) {
+  memset(b, 0, sizeof *b);
+  b->efd = -1;
+  b->ring = ring;
+  b->reader = reader;
+  b->tcb = tcb;
+  b->arg = arg;
+  atomic_init(&b->stop, false);
+  int rc = pthread_create(&b->thread, NULL, bridge_main, b);
+  if (rc != 0) {
+    snprintf(err, err_sz, "pthread_create: %s", strerror(rc));
     return -1;
   }
   b->started = true;

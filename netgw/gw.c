@@ -10,6 +10,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <netinet/tcp.h>
 #include <sched.h>
 #include <signal.h>
@@ -34,6 +35,7 @@ pa_netgw_def pa_netgw_def_default(void) {
       .camera_chunk = PA_CAM_CHUNK_DEFAULT,
       .request_timeout_ms = 2000,
       .max_output = 4u << 20,
+      .odom_watch_us = 250,
   };
   return d;
 }
@@ -214,6 +216,25 @@ static void cam_demand(pa_netgw *g, uint32_t robot, int delta) {
   sem_post(&g->ctl->render_wake);
 }
 
+/* Adds, moves or (port 0) removes c's row in the odom thread's table. */
+static void odom_table_set(pa_client *c, uint32_t robot, uint16_t port) {
+  pa_odom_tx *o = &c->g->odom;
+  pthread_mutex_lock(&o->mu);
+  uint32_t i = 0;
+  while (i < o->n_subs && o->subs[i].client_id != c->id)
+    i++;
+  if (port) {
+    if (i == o->n_subs)
+      o->n_subs++; /* at most one row per client: max_clients rows */
+    o->subs[i].client_id = c->id;
+    o->subs[i].robot = robot;
+    o->subs[i].dest = c->dest[PA_CH_ODOM];
+  } else if (i < o->n_subs) {
+    o->subs[i] = o->subs[--o->n_subs];
+  }
+  pthread_mutex_unlock(&o->mu);
+}
+
 void pa_gw_subscribe(pa_client *c, int ch, uint32_t robot, uint16_t port) {
   if (ch == PA_CH_CAMERA) {
     if (c->port[ch])
@@ -225,6 +246,8 @@ void pa_gw_subscribe(pa_client *c, int ch, uint32_t robot, uint16_t port) {
   c->sub_robot[ch] = robot;
   c->dest[ch] = c->peer;
   c->dest[ch].sin_port = htons(port);
+  if (ch == PA_CH_ODOM)
+    odom_table_set(c, robot, port);
 }
 
 /* ---- the sim round trip --------------------------------------------------------*/
@@ -747,59 +770,137 @@ static void on_accept_error(struct evconnlistener *lis, void *arg) {
 
 /* ---- streams ------------------------------------------------------------------------------*/
 
-static void on_state(void *arg) {
-  pa_netgw *g = arg;
-  int64_t t0 = pa_now_ns();
-  g->loops++;
-  bool any = false;
-  for (uint32_t i = 0; i < g->def.max_clients && !any; i++)
-    any = g->clients[i] && g->clients[i]->port[PA_CH_ODOM];
-  if (!any) {
-    /* Nobody listens: skip the copies, keep the cursor current. */
-    g->state_cur = pa_ring_cursor_now(g->st->state);
-    return;
-  }
+
+/* One state record: frames for every subscriber when its odom seq is new
+ * (docs/CONTRACT.md), and the tick grid estimate. */
+static void odom_record(pa_netgw *g, const pa_tick *t) {
+  pa_odom_tx *o = &g->odom;
   double control_hz = g->ctl->control_hz;
+  double period = control_hz > 0 && t->speed > 0 && !(t->flags & PA_TICK_PAUSED)
+                      ? 1e9 / (control_hz * t->speed)
+                      : 0;
+  if (period > 0) {
+    double off = (double)t->wall_ns - (double)t->tick * period;
+    /* Late ticks raise the estimate slowly; an early one or a re-sync of
+     * the sim's schedule (pause, speed change) resets it. */
+    if (!o->have_phase || period != o->period || off < o->phase ||
+        off - o->phase > period / 2)
+      o->phase = off;
+    else
+      o->phase += (off - o->phase) / 32;
+    o->period = period;
+    o->have_phase = true;
+  } else {
+    o->have_phase = false;
+  }
+  o->last_tick = t->tick;
+  uint32_t os = pa_netgw_odom_seq(t->tick, g->def.feedback_hz, control_hz);
+  if (o->have_seq && os == o->last_seq)
+    return;
+  o->have_seq = true;
+  o->last_seq = os;
+  pthread_mutex_lock(&o->mu);
+  for (uint32_t i = 0; i < o->n_subs; i++) {
+    const pa_robot_state *rs = pa_gw_robot_state(t, o->subs[i].robot);
+    if (!rs)
+      continue;
+    uint8_t fr[PA_ODOM_FRAME_SIZE];
+    pa_netgw_odom_encode(fr, os, t->sim_time, (float)rs->odom_x,
+                         (float)rs->odom_y, (float)rs->odom_theta,
+                         (float)rs->v, (float)rs->w);
+    pa_udp_tx_add(&o->tx, &o->subs[i].dest, fr, sizeof fr, NULL, 0);
+    o->frames++;
+  }
+  if (o->tx.n) {
+    pa_udp_tx_flush(&o->tx);
+    o->age_sum += pa_now_ns() - t->wall_ns;
+    o->age_n++;
+  }
+  pthread_mutex_unlock(&o->mu);
+}
+
+static void odom_drain(pa_netgw *g) {
+  pa_odom_tx *o = &g->odom;
   uint32_t len;
   uint64_t seq;
   for (;;) {
-    int rc = pa_ring_read_next(g->st->state, &g->state_cur, g->state_buf,
-                               g->state_cap, &len, &seq);
+    int rc = pa_ring_read_next(g->st->state, &o->cur, o->buf, o->cap, &len,
+                               &seq);
     if (rc == PA_SHM_EMPTY)
       break;
     if (rc != 0) {
-      g->state_cur.next++;
+      o->cur.next++;
       continue;
     }
-    const pa_tick *t = (const pa_tick *)g->state_buf;
+    const pa_tick *t = (const pa_tick *)o->buf;
     if (len < sizeof *t ||
         sizeof *t + (uint64_t)t->robot_count * sizeof(pa_robot_state) > len)
       continue;
-    uint32_t os = pa_netgw_odom_seq(t->tick, g->def.feedback_hz, control_hz);
-    if (g->have_odom_seq && os == g->last_odom_seq)
-      continue;
-    g->have_odom_seq = true;
-    g->last_odom_seq = os;
-    for (uint32_t i = 0; i < g->def.max_clients; i++) {
-      pa_client *c = g->clients[i];
-      if (!c || !c->port[PA_CH_ODOM])
-        continue;
-      const pa_robot_state *rs = pa_gw_robot_state(t, c->sub_robot[PA_CH_ODOM]);
-      if (!rs)
-        continue;
-      uint8_t fr[PA_ODOM_FRAME_SIZE];
-      pa_netgw_odom_encode(fr, os, t->sim_time, (float)rs->odom_x,
-                           (float)rs->odom_y, (float)rs->odom_theta,
-                           (float)rs->v, (float)rs->w);
-      pa_udp_tx_add(&g->tx, &c->dest[PA_CH_ODOM], fr, sizeof fr, NULL, 0);
-      g->odom_frames++;
-    }
-    int64_t wall = t->wall_ns;
-    pa_udp_tx_flush(&g->tx);
-    g->odom_age_sum += pa_now_ns() - wall;
-    g->odom_age_n++;
+    odom_record(g, t);
   }
-  account(g, t0);
+}
+
+/* pa_now_ns() at which the next tick with a new odom seq is due, or 0 when
+ * the sim is not running on a grid (paused, lockstep, as fast as possible)
+ * or odom ticks come too often to watch for each. */
+static int64_t odom_due(pa_netgw *g, int64_t lead, int64_t spin_max) {
+  pa_odom_tx *o = &g->odom;
+  double control_hz = g->ctl->control_hz, fb = g->def.feedback_hz;
+  if (!o->have_phase || !o->have_seq || !(control_hz > 0))
+    return 0;
+  /* First tick whose seq passes last_seq, corrected for floor rounding. */
+  double guess = ceil((double)(o->last_seq + 1) * control_hz / fb);
+  if (!(guess < 9e18))
+    return 0;
+  uint64_t next = (uint64_t)guess;
+  if (next <= o->last_tick)
+    next = o->last_tick + 1;
+  for (int i = 0; i < 4 && pa_netgw_odom_seq(next, fb, control_hz) <= o->last_seq; i++)
+    next++;
+  while (next > o->last_tick + 1 &&
+         pa_netgw_odom_seq(next - 1, fb, control_hz) > o->last_seq)
+    next--;
+  double gap = (double)(next - o->last_tick) * o->period;
+  if (gap < 4.0 * (double)(lead + spin_max))
+    return 0; /* watching would be most of the time: wake-ups only */
+  return (int64_t)(o->phase + (double)next * o->period);
+}
+
+/* The state-ring thread, after each wake-up and at the deadline it returns:
+ * sends what the ring holds, then, when the next odom tick is due within
+ * --odom_watch_us, watches the ring for it (until twice that past its due
+ * time) so the frame does not wait for a thread wake-up (30 to 300 us on a
+ * VM). Costs about that watch time per odom period of one core. */
+static int64_t odom_send(void *arg) {
+  pa_netgw *g = arg;
+  pa_odom_tx *o = &g->odom;
+  pthread_mutex_lock(&o->mu);
+  uint32_t n_subs = o->n_subs;
+  pthread_mutex_unlock(&o->mu);
+  if (!n_subs) {
+    /* Nobody listens: skip the copies, keep the cursor current. */
+    o->cur = pa_ring_cursor_now(g->st->state);
+    o->have_phase = false;
+    return 0;
+  }
+  int64_t lead = (int64_t)g->def.odom_watch_us * 1000, spin_max = 2 * lead;
+  for (int round = 0; round < 4; round++) {
+    odom_drain(g);
+    int64_t due = lead ? odom_due(g, lead, spin_max) : 0;
+    if (!due)
+      return 0;
+    int64_t now = pa_now_ns();
+    if (now < due - lead)
+      return due - lead;
+    if (now > due + spin_max)
+      return 0; /* late: its ring post wakes us */
+    while (pa_ring_head(g->st->state) < o->cur.next &&
+           pa_now_ns() <= due + spin_max)
+      sched_yield(); /* lets pa-sim run if it shares this core */
+    if (pa_ring_head(g->st->state) < o->cur.next)
+      return 0;
+  }
+  return 0;
 }
 
 static void drain_scans(pa_netgw *g) {
@@ -911,26 +1012,31 @@ static void publish_health(pa_netgw *g) {
   h->heartbeat_ns = pa_now_ns();
   h->loops = g->loops;
   h->clients = g->n_clients;
-  h->frames_sent = g->tx.sent;
-  h->bytes_sent = g->tx.bytes;
-  h->frames_dropped = g->tx.dropped;
+  pa_odom_tx *o = &g->odom;
+  pthread_mutex_lock(&o->mu);
+  h->frames_sent = g->tx.sent + o->tx.sent;
+  h->bytes_sent = g->tx.bytes + o->tx.bytes;
+  h->frames_dropped = g->tx.dropped + o->tx.dropped;
+  h->counters[3] = o->frames;
+  if (o->age_n)
+    h->phase_ms[1] = (double)o->age_sum / (double)o->age_n / 1e6;
+  o->age_sum = 0;
+  o->age_n = 0;
+  pthread_mutex_unlock(&o->mu);
   h->counters[0] = g->steps;
   h->counters[1] = g->busy;
   h->counters[2] = g->late;
-  h->counters[3] = g->odom_frames;
   h->counters[4] = g->scan_frames;
   h->counters[5] = g->cam_frames;
   /* phase_ms: [0] mean callback cost, [1] mean odom age at send (tick
-   * written -> datagrams handed to the kernel); period_max_ns: longest
-   * callback, all over the last health period. */
+   * written -> datagrams handed to the kernel, on the state thread);
+   * period_max_ns: longest callback, all over the last health period. */
   if (g->cb_n) {
     h->phase_ms[0] = (double)g->cb_ns_sum / (double)g->cb_n / 1e6;
     h->period_max_ns = g->cb_ns_max;
   }
-  if (g->odom_age_n)
-    h->phase_ms[1] = (double)g->odom_age_sum / (double)g->odom_age_n / 1e6;
-  g->cb_ns_sum = g->cb_ns_max = g->odom_age_sum = 0;
-  g->cb_n = g->odom_age_n = 0;
+  g->cb_ns_sum = g->cb_ns_max = 0;
+  g->cb_n = 0;
 }
 
 static void on_health(evutil_socket_t fd, short what, void *arg) {
@@ -972,6 +1078,13 @@ pa_netgw *pa_netgw_create(const pa_netgw_def *d, pa_stack *stack, char *err,
   g->ctl = stack->ctl;
   g->stop_fd = -1;
   g->tx.fd = -1;
+  g->odom.tx.fd = -1;
+  if (pthread_mutex_init(&g->odom.mu, NULL) != 0) {
+    free(g);
+    snprintf(err, err_sz, "pthread_mutex_init failed");
+    return NULL;
+  }
+  g->odom.mu_init = true;
   g->splice_nonce = pa_shm_new_boot_id();
   /* Request ids keep growing across netgw restarts, so a reply to a previous
    * netgw's command can never match a request of this one. */
@@ -981,7 +1094,8 @@ pa_netgw *pa_netgw_create(const pa_netgw_def *d, pa_stack *stack, char *err,
     snprintf(g->token, sizeof g->token, "%s", d->token);
   if (d->max_clients < 1 || d->camera_chunk < PA_CAM_CHUNK_MIN ||
       d->camera_chunk > PA_CAM_CHUNK_MAX || !(d->feedback_hz > 0) ||
-      d->request_timeout_ms < 1 || d->max_output < 4096) {
+      d->request_timeout_ms < 1 || d->max_output < 4096 ||
+      d->odom_watch_us > PA_NETGW_ODOM_WATCH_MAX_US) {
     snprintf(err, err_sz, "invalid gateway settings");
     goto fail;
   }
@@ -1006,17 +1120,22 @@ pa_netgw *pa_netgw_create(const pa_netgw_def *d, pa_stack *stack, char *err,
   g->state_cap = pa_ring_max_record(stack->state);
   g->scan_cap = pa_ring_max_record(stack->scan);
   g->cam_cap = pa_ring_max_record(stack->camera);
-  g->state_buf = malloc(g->state_cap);
+  g->odom.cap = g->state_cap;
+  g->odom.buf = malloc(g->state_cap);
+  g->odom.subs = calloc(d->max_clients, sizeof *g->odom.subs);
   g->latest_buf = malloc(g->state_cap);
   g->scan_buf = malloc(g->scan_cap);
   g->cam_buf = malloc(g->cam_cap);
-  if (!g->clients || !g->gens || !g->scan_cache || !g->state_buf ||
+  if (!g->clients || !g->gens || !g->scan_cache || !g->odom.buf ||
+      !g->odom.subs ||
       !g->latest_buf || !g->scan_buf || !g->cam_buf) {
     snprintf(err, err_sz, "out of memory");
     goto fail;
   }
   if (pa_udp_tx_open(&g->tx, err, err_sz) != 0)
     goto fail;
+  /* Odom goes out of the same socket (one source port for every frame). */
+  g->odom.tx.fd = g->tx.fd;
 
   g->base = event_base_new();
   if (!g->base) {
@@ -1050,7 +1169,7 @@ pa_netgw *pa_netgw_create(const pa_netgw_def *d, pa_stack *stack, char *err,
   g->scan_cur.next = head > slots ? head - slots + 1 : 1;
   g->scan_cur.missed = 0;
   drain_scans(g);
-  g->state_cur = pa_ring_cursor_now(stack->state);
+  g->odom.cur = pa_ring_cursor_now(stack->state);
   g->cam_cur = pa_ring_cursor_now(stack->camera);
 
   g->state_reader = pa_ring_reader_register(stack->state);
@@ -1065,8 +1184,8 @@ pa_netgw *pa_netgw_create(const pa_netgw_def *d, pa_stack *stack, char *err,
   while (pa_queue_peek(stack->reply, NULL) >= 0)
     pa_queue_pop(stack->reply);
 
-  if (pa_bridge_start(&g->br_state, g->base, stack->state, g->state_reader,
-                      NULL, on_state, g, err, err_sz) != 0 ||
+  if (pa_bridge_start_direct(&g->br_state, stack->state, g->state_reader,
+                             odom_send, g, err, err_sz) != 0 ||
       pa_bridge_start(&g->br_scan, g->base, stack->scan, g->scan_reader, NULL,
                       on_scan, g, err, err_sz) != 0 ||
       pa_bridge_start(&g->br_cam, g->base, stack->camera, g->cam_reader, NULL,
@@ -1168,7 +1287,10 @@ void pa_netgw_destroy(pa_netgw *g) {
   free(g->scan_cache);
   free(g->clients);
   free(g->gens);
-  free(g->state_buf);
+  free(g->odom.buf);
+  free(g->odom.subs);
+  if (g->odom.mu_init)
+    pthread_mutex_destroy(&g->odom.mu);
   free(g->latest_buf);
   free(g->scan_buf);
   free(g->cam_buf);

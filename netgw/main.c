@@ -12,7 +12,7 @@ int main(int argc, char **argv) {
   pa_netgw_def d = pa_netgw_def_default();
   char *instance = "p9000", *bind = "127.0.0.1", *token = "";
   long tcp_port = 9000, max_clients = 256, chunk = PA_CAM_CHUNK_DEFAULT,
-       timeout_ms = 2000, max_output = 4l << 20;
+       timeout_ms = 2000, max_output = 4l << 20, odom_watch_us = 250;
   double feedback_hz = 100;
   const pa_opt opts[] = {
       {"instance", PA_OPT_STR, &instance, 0, 0, "shared-memory instance"},
@@ -31,6 +31,10 @@ int main(int argc, char **argv) {
        "simulator round trip before a request gets busy"},
       {"max_output", PA_OPT_INT, &max_output, 65536, 1l << 30,
        "bytes of unread replies before a client is disconnected"},
+      {"odom_watch_us", PA_OPT_INT, &odom_watch_us, 0,
+       PA_NETGW_ODOM_WATCH_MAX_US,
+       "wake this early for a due odom tick and watch for it (lower frame "
+       "age for ~that much CPU per frame period; 0 = wake-ups only)"},
   };
   size_t n_opts = sizeof opts / sizeof opts[0];
   char err[512];
@@ -67,6 +71,7 @@ int main(int argc, char **argv) {
   d.camera_chunk = (unsigned)chunk;
   d.request_timeout_ms = (unsigned)timeout_ms;
   d.max_output = (size_t)max_output;
+  d.odom_watch_us = (unsigned)odom_watch_us;
   int status = 1;
   pa_netgw *g = pa_netgw_create(&d, &st, err, sizeof err);
   if (!g) {

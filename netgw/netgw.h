@@ -28,6 +28,7 @@ extern "C" {
 #define PA_NETGW_BATCH_MAX 64u
 #define PA_NETGW_STEP_MAX 1000000u       /* ticks per step request */
 #define PA_NETGW_SPEED_MAX 1000.0        /* largest time scale factor */
+#define PA_NETGW_ODOM_WATCH_MAX_US 2000u /* --odom_watch_us limit */
 
 /* ---- text commands (PROTOCOL.md section 1) -------------------------------*/
 
@@ -113,6 +114,7 @@ typedef struct pa_netgw_def {
   unsigned camera_chunk;      /* [bytes] payload per camera datagram */
   unsigned request_timeout_ms;/* sim round trip before `busy` */
   size_t max_output;          /* [bytes] pending output before disconnect */
+  unsigned odom_watch_us;     /* [us] watch for a due odom tick (0 = off) */
 } pa_netgw_def;
 pa_netgw_def pa_netgw_def_default(void);
 

@@ -49,6 +49,7 @@ typedef struct pa_bridge {
   int reader;
   sem_t *sem;    /* ... a bare semaphore (the reply queue's) */
   void (*cb)(void *arg);
+  int64_t (*tcb)(void *arg); /* direct: runs on the thread */
   void *arg;
   uint64_t wakes;
 } pa_bridge;
@@ -56,7 +57,49 @@ typedef struct pa_bridge {
 int pa_bridge_start(pa_bridge *b, struct event_base *base, pa_ring *ring,
                     int reader, sem_t *sem, void (*cb)(void *), void *arg,
                     char *err, size_t err_sz);
-void pa_bridge_stop(pa_bridge *b); /* joins the thread (within ~100 ms) */
+/* Direct: the thread itself calls tcb after each wake-up (no eventfd, no
+ * loop hop), and again at the pa_now_ns() deadline tcb returned (0 = none).
+ * tcb runs on that thread and must lock what it shares with the loop. */
+int pa_bridge_start_direct(pa_bridge *b, pa_ring *ring, int reader,
+                           int64_t (*tcb)(void *), void *arg, char *err,
+                           size_t err_sz);
+void pa_bridge_stop(pa_bridge *b); /* joins the thread (within ~250 ms) */
+
+/* ---- odom streams, sent by the state-ring thread ---------------------------*/
+
+/* One connection's odom subscription. */
+typedef struct pa_odom_sub {
+  uint64_t client_id;
+  uint32_t robot;
+  struct sockaddr_in dest;
+} pa_odom_sub;
+
+/* The state-ring thread builds and sends odom frames itself (one wake-up
+ * less than going through the loop). The loop edits the table under mu;
+ * the thread holds mu from reading the table to the end of sendmmsg, so a
+ * stream is stopped once pa_gw_subscribe() returns. */
+typedef struct pa_odom_tx {
+  pthread_mutex_t mu;
+  bool mu_init;
+  /* guarded by mu */
+  pa_odom_sub *subs; /* [max_clients], the first n_subs in use */
+  uint32_t n_subs;
+  pa_udp_tx tx;      /* the loop's socket, its own batch and counters */
+  uint64_t frames;
+  int64_t age_sum;   /* tick written -> datagrams handed to the kernel */
+  uint64_t age_n;
+  /* the thread's own */
+  pa_ring_cursor cur;
+  uint8_t *buf;
+  uint32_t cap;
+  uint32_t last_seq;
+  bool have_seq;
+  /* When the next odom tick is due: ticks run on a fixed grid, wall_ns ~=
+   * phase + tick * period (phase tracks the early edge of the arrivals). */
+  bool have_phase;
+  uint64_t last_tick;
+  double period, phase;
+} pa_odom_tx;
 
 /* ---- the gateway and its clients ---------------------------------------- */
 
@@ -118,12 +161,11 @@ typedef struct pa_netgw {
   pa_udp_tx tx;
   pa_bridge br_state, br_scan, br_cam, br_reply;
   int state_reader, scan_reader, cam_reader;
-  pa_ring_cursor state_cur, scan_cur, cam_cur;
-  uint8_t *state_buf, *latest_buf, *scan_buf, *cam_buf;
+  pa_ring_cursor scan_cur, cam_cur;
+  uint8_t *latest_buf, *scan_buf, *cam_buf;
   uint32_t state_cap, scan_cap, cam_cap;
   uint8_t **scan_cache; /* [max_robots] latest pa_scan + ranges, or NULL */
-  uint32_t last_odom_seq;
-  bool have_odom_seq;
+  pa_odom_tx odom;
   uint64_t next_req;
   uint64_t splice_nonce; /* makes range placeholders unguessable by clients */
   bool spin_hint;       /* a lockstep STEP was just pushed */
@@ -135,11 +177,11 @@ typedef struct pa_netgw {
   const int8_t *cells;
   uint32_t map_gen;
   /* counters */
-  uint64_t loops, steps, busy, late, odom_frames, scan_frames, cam_frames;
+  uint64_t loops, steps, busy, late, scan_frames, cam_frames;
   uint64_t disconnects_slow, refused;
-  /* loop cost per health period: callback time, odom age at send */
-  int64_t cb_ns_sum, cb_ns_max, odom_age_sum;
-  uint64_t cb_n, odom_age_n;
+  /* loop cost per health period */
+  int64_t cb_ns_sum, cb_ns_max;
+  uint64_t cb_n;
 } pa_netgw;
 
 /* gw.c, for json.c */

@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include <cmocka.h>
+#include <inttypes.h>
 #include <jansson.h>
 #include <math.h>
 #include <pthread.h>
@@ -249,6 +250,115 @@ static void odom_stream(void **state) {
   drain_udp(u);
   assert_int_equal(pa_test_udp_recv(u, b, sizeof b, 300), -1);
   close(u);
+  assert_int_equal(ng_stop(&s), 0);
+}
+
+/* Reads every odom frame queued on fd now (no waiting): count, last seq. */
+static int take_odom(int fd, uint32_t *first, uint32_t *last) {
+  uint8_t b[2048];
+  int n = 0, r;
+  odom o;
+  while ((r = (int)recv(fd, b, sizeof b, MSG_DONTWAIT)) >= 0) {
+    assert_true(parse_odom(b, r, &o));
+    if (n > 0)
+      assert_int_equal(o.seq, *last + 1); /* one subscriber: no gap */
+    else if (first)
+      *first = o.seq;
+    *last = o.seq;
+    n++;
+  }
+  return n;
+}
+
+typedef struct odom_counters {
+  ng_stack *s;
+  uint64_t want;
+} odom_counters;
+
+static bool odom_counted(void *arg) {
+  odom_counters *c = arg;
+  return c->s->st.ctl->health[PA_PROC_NETGW].counters[3] == c->want;
+}
+
+/* Odom frames are sent by pa-netgw's state-ring thread from a table the
+ * loop edits: moving a subscription hands every seq to exactly one port,
+ * the health counters match what arrived, and subscription churn from
+ * many connections while frames stream never sends to a stale entry. */
+static void odom_move_and_churn(void **state) {
+  (void)state;
+  ng_stack s;
+  assert_int_equal(ng_start(&s, "omove", NULL, NULL), 0);
+  int fd = ng_connect(&s);
+  uint16_t pa_, pb;
+  int ua = pa_test_udp_bind(&pa_), ub = pa_test_udp_bind(&pb);
+  char line[256];
+  snprintf(line, sizeof line, "sub odom %u\nping", pa_);
+  expect(fd, line, "pong");
+  uint8_t b[2048];
+  assert_true(pa_test_udp_recv(ua, b, sizeof b, 2000) == 36);
+  odom o0 = {0};
+  assert_true(parse_odom(b, 36, &o0));
+  usleep(200000);
+  /* Move it to port B: the pong comes after the move, and a frame sent
+   * before it is already queued on A (loopback delivers inside sendmmsg). */
+  snprintf(line, sizeof line, "sub odom %u\nping", pb);
+  expect(fd, line, "pong");
+  uint32_t last_a = o0.seq, first_b = 0, last_b = 0;
+  int na = 1 + take_odom(ua, NULL, &last_a);
+  assert_true(na > 5);
+  assert_true(pa_test_udp_recv(ub, b, sizeof b, 2000) == 36);
+  odom ob = {0};
+  assert_true(parse_odom(b, 36, &ob));
+  first_b = last_b = ob.seq;
+  assert_int_equal(first_b, last_a + 1); /* no seq twice, none skipped */
+  usleep(200000);
+  int nb = 1 + take_odom(ub, NULL, &last_b);
+  assert_int_equal(pa_test_udp_recv(ua, b, sizeof b, 100), -1);
+  expect(fd, "unsub odom\nping", "pong");
+  nb += take_odom(ub, NULL, &last_b);
+  assert_int_equal(pa_test_udp_recv(ub, b, sizeof b, 300), -1);
+  /* Health: odom frames sent = frames received (the only subscriber). */
+  odom_counters oc = {&s, (uint64_t)(na + nb)};
+  if (!pa_test_wait_for(odom_counted, &oc, 3000))
+    fail_msg("health counts %" PRIu64 " odom frames, %d arrived",
+             s.st.ctl->health[PA_PROC_NETGW].counters[3], na + nb);
+  assert_int_equal(s.st.ctl->health[PA_PROC_NETGW].frames_dropped, 0);
+  assert_true(s.st.ctl->health[PA_PROC_NETGW].frames_sent >= oc.want);
+
+  /* Churn: 8 connections subscribe, move, unsubscribe, close and reconnect
+   * while frames stream; at the end nothing is subscribed. */
+  enum { CH = 8 };
+  int c[CH];
+  for (int i = 0; i < CH; i++)
+    c[i] = ng_connect(&s);
+  for (int round = 0; round < 40; round++) {
+    for (int i = 0; i < CH; i++) {
+      snprintf(line, sizeof line,
+               "sub odom %u\nsub odom %u\nunsub odom\nsub odom %u\n%s",
+               pa_, pb, i & 1 ? pa_ : pb, round % 10 == 9 ? "" : "unsub odom\n");
+      assert_int_equal(pa_test_send_str(c[i], line), 0);
+    }
+    if (round % 10 == 9)
+      for (int i = 0; i < CH; i++) { /* close while subscribed */
+        close(c[i]);
+        c[i] = ng_connect(&s);
+        assert_true(c[i] >= 0);
+      }
+    usleep(5000);
+  }
+  for (int i = 0; i < CH; i++)
+    expect(c[i], "ping", "pong");
+  usleep(50000);
+  drain_udp(ua);
+  drain_udp(ub);
+  assert_int_equal(pa_test_udp_recv(ua, b, sizeof b, 300), -1);
+  assert_int_equal(pa_test_udp_recv(ub, b, sizeof b, 1), -1);
+  expect(fd, "ping", "pong");
+  for (int i = 0; i < CH; i++)
+    close(c[i]);
+  close(fd);
+  close(ua);
+  close(ub);
   assert_int_equal(ng_stop(&s), 0);
 }
 
@@ -977,6 +1087,7 @@ static void camera_stream(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(text_session), cmocka_unit_test(odom_stream),
+      cmocka_unit_test(odom_move_and_churn),
       cmocka_unit_test(scan_stream),  cmocka_unit_test(two_clients),
       cmocka_unit_test(json_actions), cmocka_unit_test(bad_input),
       cmocka_unit_test(many_clients), cmocka_unit_test(auth_limits_busy),
