@@ -11,6 +11,7 @@
 #include <jansson.h>
 #include <math.h>
 #include <pthread.h>
+#include <stdatomic.h>
 
 #include "netgw_harness.h"
 
@@ -760,7 +761,7 @@ static void json_actions(void **state) {
 /* A well-behaved client's odom stream, read by a thread. */
 typedef struct watcher {
   int fd;
-  volatile bool stop;
+  atomic_bool stop; /* set by the test, read by the watcher thread */
   uint32_t first, last;
   int frames, gaps;
 } watcher;
@@ -768,7 +769,7 @@ typedef struct watcher {
 static void *watch(void *arg) {
   watcher *w = arg;
   uint8_t b[64];
-  while (!w->stop) {
+  while (!atomic_load(&w->stop)) {
     int r = pa_test_udp_recv(w->fd, b, sizeof b, 100);
     odom o;
     if (r < 0 || !parse_odom(b, r, &o))
@@ -864,7 +865,7 @@ static void bad_input(void **state) {
   close(fd);
   usleep(500000);
   expect(good, "ping", "pong");
-  w.stop = true;
+  atomic_store(&w.stop, true);
   pthread_join(th, NULL);
   assert_true(w.frames > 50);
   assert_int_equal(w.gaps, 0);
