@@ -176,6 +176,18 @@ double pa_sim_cast_fast(const pa_sim_model *m, double x, double y, double dx,
 double pa_sim_cast_plain(const pa_sim_model *m, double x, double y, double dx,
                          double dy, double range_max);
 
+/* n rays from one point (unit directions dx[i], dy[i], world frame) into
+ * out[i] [m], as pa_sim_cast_fast each but cast together (the scan's path,
+ * vectorised where the CPU allows). */
+void pa_sim_cast_fan(const pa_sim_model *m, double x, double y,
+                     const double *dx, const double *dy, uint32_t n,
+                     double range_max, double *out);
+
+/* The vector (AVX-512) caster is used when the CPU has it: on = 1 allows it
+ * (default), 0 forces the scalar caster, -1 only asks. Returns whether scans
+ * use it. Both give the same results (tests compare them). */
+bool pa_sim_cast_simd(int on);
+
 /* Casts the full scan of robot `id` at its current pose into out[beams]
  * (walls, obstacles, other robots, noise). Uses and advances the robot's
  * noise generator. */

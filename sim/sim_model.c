@@ -184,7 +184,8 @@ static int build_fields(pa_sim_model *m, char *err, size_t err_sz) {
   m->blocked = malloc(n);
   m->clear = malloc(n * sizeof(float));
   m->march_w = g->width + 2;
-  m->march = malloc((size_t)m->march_w * (g->height + 2));
+  /* + 4: the vector caster gathers 32-bit words at byte offsets */
+  m->march = calloc((size_t)m->march_w * (g->height + 2) + 4, 1);
   if (!m->blocked || !m->clear || !m->march) {
     snprintf(err, err_sz, "out of memory for a %ux%u map", g->width,
              g->height);

@@ -68,6 +68,14 @@ static void test_axis_rays(void **st) {
       double p = pa_sim_cast_plain(&m, x, y, dirs[k][0], dirs[k][1], 12);
       assert_true(f == p);
       assert_true(fabs(f - 2.45) < 1e-9);
+      double fx[8], fy[8], ff[8];
+      for (int q = 0; q < 8; q++) {
+        fx[q] = dirs[k][0];
+        fy[q] = dirs[k][1];
+      }
+      pa_sim_cast_fan(&m, x, y, fx, fy, 8, 12, ff);
+      for (int q = 0; q < 8; q++)
+        assert_true(ff[q] == p);
     }
   }
   ts_free(&m, &s);
@@ -191,6 +199,60 @@ static void check_fast_equals_plain(double origin_x, double origin_y,
   }
   assert_true(tested > 50000);
   assert_true(hits > tested / 2);
+  /* Fans (the scan's batched, possibly vectorised path) from origins at cell
+   * centres, on grid lines and corners and at random points: axis-aligned,
+   * diagonal and random directions, with the vector caster on and off. */
+  long fan_rays = 0;
+  for (int simd = 1; simd >= 0; simd--) {
+    pa_sim_cast_simd(simd);
+    for (int k = 0; k < 3000; k++) {
+      int i = 2 + (int)(pa_sim_rng_uniform(&rng) * 296);
+      int j = 2 + (int)(pa_sim_rng_uniform(&rng) * 236);
+      if (g.cells[j * 300 + i] != 0)
+        continue;
+      double x, y;
+      pa_grid_cell_center(&g, i, j, &x, &y);
+      /* grid frame offsets: centre, on a vertical/horizontal line, corner */
+      double ox = (k % 4 == 1 || k % 4 == 3) ? -0.025 : 0;
+      double oy = (k % 4 == 2 || k % 4 == 3) ? -0.025 : 0;
+      if (k % 8 >= 4) {
+        ox = 0.05 * (pa_sim_rng_uniform(&rng) - 0.5);
+        oy = 0.05 * (pa_sim_rng_uniform(&rng) - 0.5);
+      }
+      x += cos(yaw) * ox - sin(yaw) * oy;
+      y += sin(yaw) * ox + cos(yaw) * oy;
+      enum { N = 61 };
+      double dx[N], dy[N], f[N];
+      for (int q = 0; q < N; q++) {
+        double a = q < 8 ? yaw + q * M_PI / 4
+                         : 2 * M_PI * pa_sim_rng_uniform(&rng);
+        dx[q] = cos(a);
+        dy[q] = sin(a);
+        if (q < 8 && yaw == 0) { /* exactly along the axes and diagonals */
+          static const double u[8][2] = {{1, 0}, {M_SQRT1_2, M_SQRT1_2},
+                                         {0, 1}, {-M_SQRT1_2, M_SQRT1_2},
+                                         {-1, 0}, {-M_SQRT1_2, -M_SQRT1_2},
+                                         {0, -1}, {M_SQRT1_2, -M_SQRT1_2}};
+          dx[q] = u[q][0];
+          dy[q] = u[q][1];
+        }
+      }
+      double rmax = 1 + 20 * pa_sim_rng_uniform(&rng);
+      pa_sim_cast_fan(&m, x, y, dx, dy, N, rmax, f);
+      for (int q = 0; q < N; q++) {
+        double p = pa_sim_cast_plain(&m, x, y, dx[q], dy[q], rmax);
+        if (f[q] != p)
+          fail_msg("fan (simd %d) from (%.17g, %.17g) dir (%.17g, %.17g) "
+                   "range %.17g: %.12g, plain %.12g",
+                   simd, x, y, dx[q], dy[q], rmax, f[q], p);
+        fan_rays++;
+      }
+    }
+  }
+  pa_sim_cast_simd(1);
+  printf("fan == plain on %ld rays (vector caster available: %d)\n", fan_rays,
+         (int)pa_sim_cast_simd(-1));
+  assert_true(fan_rays > 100000);
   ts_free(&m, &s);
   pa_grid_free(&g);
 }
