@@ -180,7 +180,19 @@ void pa_gw_write(pa_client *c, const char *s, size_t n) {
     c->kill = true;
     return;
   }
-  bufferevent_write(c->bev, s, n);
+  if (c->g->direct_write && n > 0 && evbuffer_get_length(out) == 0) {
+    /* The reply a client waits for (lockstep): send it now instead of on
+     * the next loop turn, which also saves enabling the write event. */
+    ssize_t w = send(bufferevent_getfd(c->bev), s, n,
+                     MSG_DONTWAIT | MSG_NOSIGNAL);
+    if (w > 0) {
+      s += w;
+      n -= (size_t)w;
+    }
+    if (n == 0)
+      return;
+  }
+  bufferevent_write(c->bev, s, n); /* the rest; an error shows on the bev */
 }
 
 static void text_err(pa_client *c, pa_status st, const char *msg) {
@@ -194,8 +206,13 @@ static void text_err(pa_client *c, pa_status st, const char *msg) {
 }
 
 static void text_line(pa_client *c, const char *s) {
-  pa_gw_write(c, s, strlen(s));
-  pa_gw_write(c, "\n", 1);
+  char line[PA_NETGW_TEXT_MAX + 2];
+  size_t n = strlen(s);
+  if (n > PA_NETGW_TEXT_MAX)
+    n = PA_NETGW_TEXT_MAX;
+  memcpy(line, s, n);
+  line[n] = '\n'; /* one write per reply line */
+  pa_gw_write(c, line, n + 1);
 }
 
 /* ---- subscriptions ----------------------------------------------------------*/
@@ -349,10 +366,12 @@ static void complete(pa_client *c, const pa_reply *r) {
   evtimer_del(c->timeout_ev);
   if (!r)
     c->g->busy++;
+  c->g->direct_write = true; /* only this reply: later lines batch up */
   if (kind == PEND_TEXT)
     text_complete(c, r);
   else
     pa_json_complete(c, r);
+  c->g->direct_write = false;
   settle(c);
 }
 

@@ -206,19 +206,46 @@ static json_t *envelope_err(const json_t *req, const char *action,
   return o;
 }
 
-/* Writes s with every ranges placeholder replaced by its numbers. */
+/* Room for n more bytes in the growing reply *buf: 0, or -1 (no memory). */
+static int buf_reserve(char **buf, size_t len, size_t *cap, size_t n) {
+  if (len + n <= *cap)
+    return 0;
+  size_t nc = *cap ? *cap : 4096;
+  while (nc < len + n)
+    nc *= 2;
+  char *nb = realloc(*buf, nc);
+  if (!nb)
+    return -1;
+  *buf = nb;
+  *cap = nc;
+  return 0;
+}
+
+static int buf_put(char **buf, size_t *len, size_t *cap, const char *s,
+                   size_t n) {
+  if (buf_reserve(buf, *len, cap, n) != 0)
+    return -1;
+  memcpy(*buf + *len, s, n);
+  *len += n;
+  return 0;
+}
+
+/* Writes s with every ranges placeholder replaced by its numbers, as one
+ * write (one send for the whole reply). */
 static void write_spliced(pa_client *c, const char *s, size_t n) {
   const char *p = s, *end = s + n;
   char num[40];
+  char *out = NULL;
+  size_t len = 0, cap = 0;
+  int bad = 0;
   while (p < end) {
     static const char tag[] = "\"" SPLICE_TAG;
-    const char *q = c->n_spl ? memmem(p, (size_t)(end - p), tag, sizeof tag - 1)
-                             : NULL;
+    const char *q = memmem(p, (size_t)(end - p), tag, sizeof tag - 1);
     if (!q) {
-      pa_gw_write(c, p, (size_t)(end - p));
+      bad |= buf_put(&out, &len, &cap, p, (size_t)(end - p));
       break;
     }
-    pa_gw_write(c, p, (size_t)(q - p));
+    bad |= buf_put(&out, &len, &cap, p, (size_t)(q - p));
     char *after;
     const char *h = q + 1 + strlen(SPLICE_TAG);
     /* The text is a JSON document ending in "\n" with no NUL: parse the
@@ -235,31 +262,36 @@ static void write_spliced(pa_client *c, const char *s, size_t n) {
     after = (char *)h + (t_after - tagbuf);
     if (nonce != c->g->splice_nonce || k >= c->n_spl ||
         strncmp(t_after, "@@\"", 3) != 0) {
-      pa_gw_write(c, q, 1); /* not ours: a client string that looks alike */
+      bad |= buf_put(&out, &len, &cap, q, 1); /* a client string alike */
       p = q + 1;
       continue;
     }
     const pa_splice *sp = &c->spl[k];
-    /* 16 bytes per number at most: one buffer, one write */
-    char *buf = malloc((size_t)sp->n * 16 + 2);
-    if (!buf) {
-      pa_gw_write(c, "null", 4);
-    } else {
-      size_t len = 0;
-      buf[len++] = '[';
-      for (uint32_t i = 0; i < sp->n; i++) {
-        if (i)
-          buf[len++] = ',';
-        size_t m = fmt_range(num, sp->r[i]);
-        memcpy(buf + len, num, m);
-        len += m;
-      }
-      buf[len++] = ']';
-      pa_gw_write(c, buf, len);
-      free(buf);
+    /* 18 bytes per number at most ("-1000000000.000001") + comma */
+    if (bad || buf_reserve(&out, len, &cap, (size_t)sp->n * 20 + 2) != 0) {
+      bad = -1;
+      break;
     }
+    out[len++] = '[';
+    for (uint32_t i = 0; i < sp->n; i++) {
+      if (i)
+        out[len++] = ',';
+      size_t m = fmt_range(num, sp->r[i]);
+      memcpy(out + len, num, m);
+      len += m;
+    }
+    out[len++] = ']';
     p = after + 3;
   }
+  if (bad) {
+    static const char oom[] =
+        "{\"type\":\"error\",\"status\":\"error\",\"success\":false,"
+        "\"error\":{\"code\":\"busy\",\"message\":\"out of memory\"}}\n";
+    pa_gw_write(c, oom, sizeof oom - 1);
+  } else {
+    pa_gw_write(c, out, len);
+  }
+  free(out);
 }
 
 static void send_json(pa_client *c, json_t *o) {

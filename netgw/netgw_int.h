@@ -169,6 +169,7 @@ typedef struct pa_netgw {
   uint64_t next_req;
   uint64_t splice_nonce; /* makes range placeholders unguessable by clients */
   bool spin_hint;       /* a lockstep STEP was just pushed */
+  bool direct_write;    /* pa_gw_write may send at once (a sim reply) */
   int stop_fd;
   struct event *stop_ev, *health_ev, *sig_int, *sig_term;
   /* map segment, re-attached when ctl->map_gen changes */
