@@ -63,6 +63,9 @@ typedef struct pa_sim_model {
   pa_grid grid;            /* owned copy; cells row 0 = south */
   bool unknown_blocks;
   uint8_t *blocked;        /* [width * height] 1 = blocks motion and rays */
+  uint8_t *run_l, *run_r;  /* [width * height] cells to the nearest blocked
+                              cell at or left / right of this one in its row
+                              (0 = blocked itself; capped at 255) */
   float *clear;            /* init only (freed after): distance [cells] from
                               the cell centre to the nearest blocked centre */
   uint8_t *march;          /* [(width + 2) * (height + 2)], grid padded by a
@@ -99,6 +102,7 @@ enum { PA_SIM_PH_CMD = 0, PA_SIM_PH_PHYSICS, PA_SIM_PH_SENSORS,
 
 typedef struct pa_sim_hash {
   double cell;             /* [m] bucket size */
+  double rmax;             /* [m] largest radius of the robots in it */
   uint32_t mask;           /* table size - 1 */
   uint32_t *start;         /* [mask + 2] */
   uint32_t *items;         /* [max_robots] robot ids sorted by bucket */

@@ -46,7 +46,7 @@ double pa_sim_int_wall_clearance(const pa_sim_model *m, double x, double y,
     uint8_t v = m->march[(size_t)(cy + 1) * m->march_w + (size_t)cx + 1];
     double ox = gx - ((double)cx + 0.5), oy = gy - ((double)cy + 0.5);
     double bound = m->march_safe[v] + 0.70710 - sqrt(ox * ox + oy * oy);
-    if (bound * res >= reach)
+    if (v >= 2 && bound * res >= reach) /* code 1: clear may be < sqrt 2 */
       return bound * res;
   }
   /* Exact: nearest point of every blocked cell within reach. */
@@ -55,6 +55,56 @@ double pa_sim_int_wall_clearance(const pa_sim_model *m, double x, double y,
   int64_t y0 = (int64_t)floor(gy - rc), y1 = (int64_t)floor(gy + rc);
   double best = INFINITY, bx = 0, by = 0;
   int64_t bcx = 0, bcy = 0;
+  const int64_t GW = m->grid.width, GH = m->grid.height;
+  if (x0 >= 0 && y0 >= 0 && x1 < GW && y1 < GH && cx - x0 < 255 &&
+      x1 - cx < 255) {
+    /* Inside the grid: per row only the nearest blocked cell on each side
+     * of the point can be the row's nearest (the runs), found in the same
+     * order and with the same ties as the loop below (smallest j, then i). */
+    for (int64_t j = y0; j <= y1; j++) {
+      double ddy = (double)j - gy;
+      if (gy - (double)(j + 1) > ddy)
+        ddy = gy - (double)(j + 1);
+      if (ddy < 0)
+        ddy = 0;
+      if (ddy * ddy >= best)
+        continue;
+      size_t row = (size_t)j * (size_t)GW;
+      int64_t cand[2], nc = 0;
+      bool cb = m->run_l[row + (size_t)cx] == 0; /* the point's own cell */
+      int64_t il = cx - m->run_l[row + (size_t)cx];
+      /* a point on the line between two blocked cells: the lower i first */
+      if (il == cx && gx == (double)cx && cx - 1 >= x0 &&
+          m->blocked[row + (size_t)cx - 1])
+        il = cx - 1;
+      if (il >= x0)
+        cand[nc++] = il;
+      if (!cb) {
+        int64_t ir = cx + m->run_r[row + (size_t)cx];
+        if (ir <= x1 && m->blocked[row + (size_t)ir])
+          cand[nc++] = ir;
+      }
+      for (int64_t q = 0; q < nc; q++) {
+        int64_t i = cand[q];
+        if (!m->blocked[row + (size_t)i])
+          continue; /* a capped run */
+        double ddx = (double)i - gx;
+        if (gx - (double)(i + 1) > ddx)
+          ddx = gx - (double)(i + 1);
+        if (ddx < 0)
+          ddx = 0;
+        double d2 = ddx * ddx + ddy * ddy;
+        if (d2 < best) {
+          best = d2;
+          bcx = i;
+          bcy = j;
+          bx = gx < (double)i ? (double)i : gx > (double)(i + 1) ? (double)(i + 1) : gx;
+          by = gy < (double)j ? (double)j : gy > (double)(j + 1) ? (double)(j + 1) : gy;
+        }
+      }
+    }
+    y1 = y0 - 1; /* done: skip the general loop */
+  }
   for (int64_t j = y0; j <= y1; j++) {
     double ddy = (double)j - gy;
     if (gy - (double)(j + 1) > ddy)
@@ -180,6 +230,7 @@ uint32_t pa_sim_int_hash_key(const pa_sim_hash *h, int64_t cx, int64_t cy) {
 void pa_sim_int_hash_build(pa_sim_hash *h, const pa_sim_state *s,
                            double cell) {
   h->cell = cell;
+  h->rmax = 0;
   uint32_t size = h->mask + 1;
   memset(h->start, 0, ((size_t)size + 1) * sizeof *h->start);
   for (uint32_t i = 0; i < s->robot_count; i++) {
@@ -189,6 +240,8 @@ void pa_sim_int_hash_build(pa_sim_hash *h, const pa_sim_state *s,
                                      (int64_t)floor(s->rs[i].y / cell));
     h->key[i] = k;
     h->start[k + 1]++;
+    if (s->info[i].radius > h->rmax)
+      h->rmax = s->info[i].radius;
   }
   for (uint32_t k = 0; k < size; k++)
     h->start[k + 1] += h->start[k];
@@ -810,6 +863,24 @@ static inline void beam_dir(const scan_ctx *k, uint32_t i, double *dx,
   *dy = k->s * k->bc[i] + k->c * k->bs[i];
 }
 
+/* atan2 to within 2e-6 rad (a polynomial: this runs once per body per scan;
+ * beam windows get a margin that covers the error). */
+static inline double fast_atan2(double y, double x) {
+  double ax = fabs(x), ay = fabs(y);
+  double mn = ax < ay ? ax : ay, mx = ax < ay ? ay : ax;
+  double a = mx > 0 ? mn / mx : 0, q = a * a;
+  double r = a * (0.99997726 +
+                  q * (-0.33262347 +
+                       q * (0.19354346 +
+                            q * (-0.11643287 +
+                                 q * (0.05265332 + q * -0.01172120)))));
+  if (ay > ax)
+    r = M_PI_2 - r;
+  if (x < 0)
+    r = M_PI - r;
+  return y < 0 ? -r : r;
+}
+
 /* Beam indices [k0, k1] (unwrapped, may run past either end) that can see a
  * body of bounding radius rb centred at (bx, by). */
 static void shape_window(const scan_ctx *k, double bx, double by, double rb,
@@ -821,9 +892,10 @@ static void shape_window(const scan_ctx *k, double bx, double by, double rb,
     *k1 = (int64_t)k->beams - 1;
     return;
   }
-  double half = asin(rb / d);
+  /* half the angle it subtends (asin(rb / d)), + the atan error margin */
+  double half = fast_atan2(rb, sqrt(d * d - rb * rb)) + 1e-5;
   /* angle of the body in the sensor frame, relative to angle_min = -pi */
-  double phi = atan2(ey, ex) - k->theta + M_PI;
+  double phi = fast_atan2(ey, ex) - k->theta + M_PI;
   *k0 = (int64_t)ceil((phi - half) / k->inc) - 1;
   *k1 = (int64_t)floor((phi + half) / k->inc) + 1;
   if (*k1 - *k0 >= (int64_t)k->beams) {
@@ -917,8 +989,8 @@ void pa_sim_scan(const pa_sim_model *m, pa_sim_state *s, uint32_t id,
       scan_box(&k, o);
   }
   const pa_sim_hash *h = &s->lhash;
-  /* + the largest robot radius allowed (10 m) */
-  int64_t span = h->valid ? (int64_t)ceil((rmax + 10.0) / h->cell) : 0;
+  /* + the largest robot radius (bucketed by centre) */
+  int64_t span = h->valid ? (int64_t)ceil((rmax + h->rmax) / h->cell) : 0;
   if (h->valid && (2 * span + 1) * (2 * span + 1) < (int64_t)s->robot_count) {
     int64_t cx = (int64_t)floor(r->x / h->cell);
     int64_t cy = (int64_t)floor(r->y / h->cell);

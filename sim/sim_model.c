@@ -195,6 +195,26 @@ static int build_fields(pa_sim_model *m, char *err, size_t err_sz) {
     int8_t c = g->cells[i];
     m->blocked[i] = (c >= g->occupied_min) || (c < 0 && m->unknown_blocks);
   }
+  m->run_l = malloc(n);
+  m->run_r = malloc(n);
+  if (!m->run_l || !m->run_r) {
+    snprintf(err, err_sz, "out of memory for a %ux%u map", g->width,
+             g->height);
+    return -1;
+  }
+  for (size_t y = 0; y < g->height; y++) {
+    size_t row = y * g->width;
+    unsigned run = 255; /* nothing blocked seen yet on this side */
+    for (size_t x = 0; x < g->width; x++) {
+      run = m->blocked[row + x] ? 0 : run < 255 ? run + 1 : 255;
+      m->run_l[row + x] = (uint8_t)run;
+    }
+    run = 255;
+    for (size_t x = g->width; x-- > 0;) {
+      run = m->blocked[row + x] ? 0 : run < 255 ? run + 1 : 255;
+      m->run_r[row + x] = (uint8_t)run;
+    }
+  }
   pa_dist dist;
   memset(&dist, 0, sizeof dist);
   if (pa_dist_build(g, m->unknown_blocks, &dist, err, err_sz) != 0)
@@ -394,6 +414,8 @@ fail:
 void pa_sim_model_free(pa_sim_model *m) {
   free(m->grid.cells);
   free(m->blocked);
+  free(m->run_l);
+  free(m->run_r);
   free(m->clear);
   free(m->march);
   free(m->robots0);

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "test_sim_util.h"
+#include "sim_int.h"
 
 /* Nothing overlaps anything (touching allowed up to rounding). */
 static void assert_no_overlap(const pa_sim_model *m, const pa_sim_state *s) {
@@ -54,6 +55,70 @@ static void arena(pa_sim_model *m, pa_sim_state *s, double max_v) {
 
 /* From several starts, at many headings and speeds, drive straight further
  * than the room's diagonal: never inside, and it meets something (bumped). */
+/* Wall clearance (exact within reach, with its normal) against a brute force
+ * over every blocked cell, from random points, points on grid lines and
+ * corners, near the map border and inside walls. */
+static void test_clearance_brute_force(void **st) {
+  (void)st;
+  pa_grid g;
+  ts_room(&g, 120, 90, 0.05);
+  uint64_t rng = 77;
+  for (int k = 0; k < 60; k++) {
+    uint32_t x = (uint32_t)(pa_sim_rng_uniform(&rng) * 115);
+    uint32_t y = (uint32_t)(pa_sim_rng_uniform(&rng) * 85);
+    uint32_t w = 1 + (uint32_t)(pa_sim_rng_uniform(&rng) * 6);
+    uint32_t h = 1 + (uint32_t)(pa_sim_rng_uniform(&rng) * 6);
+    for (uint32_t j = y; j < y + h && j < 90; j++)
+      for (uint32_t i = x; i < x + w && i < 120; i++)
+        g.cells[(size_t)j * 120 + i] = PA_CELL_OCCUPIED;
+  }
+  pa_robot_def r = ts_robot("r", 0.3, 0.3, 0);
+  for (int j = 4; j <= 8; j++)
+    for (int i = 4; i <= 8; i++)
+      g.cells[j * 120 + i] = 0;
+  pa_sim_def d = pa_sim_def_default();
+  pa_sim_model m;
+  pa_sim_state s;
+  ts_make(&m, &s, &d, &g, &r, 1, NULL, 0);
+  int exact = 0;
+  for (int k = 0; k < 20000; k++) {
+    double gx = 121 * pa_sim_rng_uniform(&rng) - 0.5;
+    double gy = 91 * pa_sim_rng_uniform(&rng) - 0.5;
+    if (k % 3 == 1)
+      gx = floor(gx); /* on a vertical grid line */
+    if (k % 5 == 2)
+      gy = floor(gy);
+    double reach = 0.02 + 0.4 * pa_sim_rng_uniform(&rng);
+    double nx = 0, ny = 0;
+    double c = pa_sim_int_wall_clearance(&m, gx * 0.05, gy * 0.05, reach, &nx,
+                                         &ny);
+    double best = INFINITY;
+    for (int j = -1; j <= 90; j++)
+      for (int i = -1; i <= 120; i++) {
+        bool b = i < 0 || j < 0 || i >= 120 || j >= 90 ||
+                 g.cells[j * 120 + i] != 0;
+        if (!b)
+          continue;
+        double ddx = fmax(0, fmax((double)i - gx, gx - (double)(i + 1)));
+        double ddy = fmax(0, fmax((double)j - gy, gy - (double)(j + 1)));
+        best = fmin(best, ddx * ddx + ddy * ddy);
+      }
+    double want = sqrt(best) * 0.05;
+    if (want < reach) {
+      exact++;
+      if (fabs(c - want) > 1e-12)
+        fail_msg("clearance at (%.17g, %.17g) cells: %.17g, brute force %.17g",
+                 gx, gy, c, want);
+      assert_true(fabs(hypot(nx, ny) - 1) < 1e-9);
+    } else {
+      assert_true(c >= reach - 1e-12); /* beyond reach: a lower bound */
+    }
+  }
+  assert_true(exact > 2000);
+  ts_free(&m, &s);
+  pa_grid_free(&g);
+}
+
 static void test_walls_many_angles(void **st) {
   (void)st;
   const double speeds[] = {0.5, 1.0, 4.0};
@@ -249,6 +314,7 @@ static void test_teleport_and_spawn_blocked(void **st) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_clearance_brute_force),
       cmocka_unit_test(test_walls_many_angles),
       cmocka_unit_test(test_slide_and_corner),
       cmocka_unit_test(test_head_on),
