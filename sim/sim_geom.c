@@ -853,14 +853,18 @@ typedef struct scan_ctx {
   double inc;              /* [rad] */
   uint32_t beams;
   double range_max;
-  const float *bc, *bs;    /* relative beam directions */
+  const double *dx, *dy;   /* world beam directions */
   float *out;
+  double far;              /* no body beyond this can change out[] */
 } scan_ctx;
 
-static inline void beam_dir(const scan_ctx *k, uint32_t i, double *dx,
-                            double *dy) {
-  *dx = k->c * k->bc[i] - k->s * k->bs[i];
-  *dy = k->s * k->bc[i] + k->c * k->bs[i];
+/* Beam index of an unwrapped window position (windows span < 3 turns). */
+static inline uint32_t wrap_beam(int64_t q, int64_t n) {
+  while (q < 0)
+    q += n;
+  while (q >= n)
+    q -= n;
+  return (uint32_t)q;
 }
 
 /* atan2 to within 2e-6 rad (a polynomial: this runs once per body per scan;
@@ -906,17 +910,15 @@ static void shape_window(const scan_ctx *k, double bx, double by, double rb,
 
 static void scan_circle(const scan_ctx *k, double cx, double cy, double r) {
   double ex = cx - k->x, ey = cy - k->y;
-  double lim = k->range_max + r;
+  double lim = k->far + r;
   if (ex * ex + ey * ey >= lim * lim)
     return;
   int64_t k0, k1;
   shape_window(k, cx, cy, r, &k0, &k1);
   int64_t n = (int64_t)k->beams;
   for (int64_t q = k0; q <= k1; q++) {
-    uint32_t i = (uint32_t)(((q % n) + n) % n);
-    double dx, dy;
-    beam_dir(k, i, &dx, &dy);
-    double t = ray_circle(k->x, k->y, dx, dy, cx, cy, r);
+    uint32_t i = wrap_beam(q, n);
+    double t = ray_circle(k->x, k->y, k->dx[i], k->dy[i], cx, cy, r);
     if (t < (double)k->out[i])
       k->out[i] = (float)t;
   }
@@ -925,7 +927,7 @@ static void scan_circle(const scan_ctx *k, double cx, double cy, double r) {
 static void scan_box(const scan_ctx *k, const pa_obstacle_info *o) {
   double rb = obstacle_bound(o);
   double ex = o->x - k->x, ey = o->y - k->y;
-  double lim = k->range_max + rb;
+  double lim = k->far + rb;
   if (ex * ex + ey * ey >= lim * lim)
     return;
   int64_t k0, k1;
@@ -933,10 +935,8 @@ static void scan_box(const scan_ctx *k, const pa_obstacle_info *o) {
   double c = cos(o->theta), s = sin(o->theta);
   int64_t n = (int64_t)k->beams;
   for (int64_t q = k0; q <= k1; q++) {
-    uint32_t i = (uint32_t)(((q % n) + n) % n);
-    double dx, dy;
-    beam_dir(k, i, &dx, &dy);
-    double t = ray_box(k->x, k->y, dx, dy, o, c, s);
+    uint32_t i = wrap_beam(q, n);
+    double t = ray_box(k->x, k->y, k->dx[i], k->dy[i], o, c, s);
     if (t < (double)k->out[i])
       k->out[i] = (float)t;
   }
@@ -960,7 +960,12 @@ void pa_sim_scan(const pa_sim_model *m, pa_sim_state *s, uint32_t id,
   }
   double rmax = ri->laser_range_max, rmin = ri->laser_range_min;
   scan_ctx k = {r->x, r->y, cos(r->theta), sin(r->theta), r->theta, inc,
-                beams, rmax, s->beam_cos, s->beam_sin, out};
+                beams, rmax, s->scan_dx, s->scan_dy, out, rmax};
+  const float *bc = s->beam_cos, *bs = s->beam_sin;
+  for (uint32_t i = 0; i < beams; i++) {
+    s->scan_dx[i] = k.c * bc[i] - k.s * bs[i];
+    s->scan_dy[i] = k.s * bc[i] + k.c * bs[i];
+  }
   /* Walls: grid frame once for the whole scan. */
   double gx, gy;
   to_grid(m, r->x, r->y, &gx, &gy);
@@ -971,14 +976,19 @@ void pa_sim_scan(const pa_sim_model *m, pa_sim_state *s, uint32_t id,
     uint32_t nb = beams - i0 < SCAN_CHUNK ? beams - i0 : SCAN_CHUNK;
     double bdx[SCAN_CHUNK], bdy[SCAN_CHUNK], bt[SCAN_CHUNK];
     for (uint32_t q = 0; q < nb; q++) {
-      bdx[q] = gc * k.bc[i0 + q] - gs * k.bs[i0 + q];
-      bdy[q] = gs * k.bc[i0 + q] + gc * k.bs[i0 + q];
+      bdx[q] = gc * bc[i0 + q] - gs * bs[i0 + q];
+      bdy[q] = gs * bc[i0 + q] + gc * bs[i0 + q];
     }
     cast_many(m, gx, gy, bdx, bdy, nb, maxc, bt);
     for (uint32_t q = 0; q < nb; q++)
       out[i0 + q] = bt[q] >= maxc ? (float)rmax : (float)(bt[q] * res);
   }
-  /* Obstacles and other robots: only the beams their bounds subtend. */
+  /* Obstacles and other robots: only the beams their bounds subtend, and
+   * only bodies nearer than the farthest wall return (+ rounding slack). */
+  float far = 0;
+  for (uint32_t i = 0; i < beams; i++)
+    far = out[i] > far ? out[i] : far;
+  k.far = (double)far + 1e-6;
   for (uint32_t i = 0; i < s->obstacle_count; i++) {
     const pa_obstacle_info *o = &s->obs[i];
     if (!o->active)
