@@ -874,11 +874,16 @@ static int64_t odom_due(pa_netgw *g, int64_t lead, int64_t spin_max) {
   uint64_t next = (uint64_t)guess;
   if (next <= o->last_tick)
     next = o->last_tick + 1;
-  for (int i = 0; i < 4 && pa_netgw_odom_seq(next, fb, control_hz) <= o->last_seq; i++)
+  for (int i = 0;
+       i < 4 && pa_netgw_odom_seq(next, fb, control_hz) <= o->last_seq; i++)
     next++;
-  while (next > o->last_tick + 1 &&
-         pa_netgw_odom_seq(next - 1, fb, control_hz) > o->last_seq)
+  for (int i = 0; i < 8 && next > o->last_tick + 1 &&
+                  pa_netgw_odom_seq(next - 1, fb, control_hz) > o->last_seq;
+       i++)
     next--;
+  if (pa_netgw_odom_seq(next, fb, control_hz) <= o->last_seq ||
+      next - o->last_tick > (uint64_t)(control_hz / fb) + 8)
+    return 0; /* seq and tick disagree (rates changed): no guess */
   double gap = (double)(next - o->last_tick) * o->period;
   if (gap < 4.0 * (double)(lead + spin_max))
     return 0; /* watching would be most of the time: wake-ups only */
