@@ -4,14 +4,20 @@
  * lockstep STEP round trips through the real queues, loop timing (the real
  * pa_sim_run loop on a private instance), RSS.
  *
- *   bench-sim [seconds_per_loop_test (default 5)]
+ *   bench-sim [seconds_per_loop_test (default 5)] [--loops] [--realtime]
+ *   (--loops: only the loop timing; --realtime: SCHED_FIFO + mlockall +
+ *   spinning before deadlines, as pa-sim --realtime)
  */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <math.h>
+#include <sched.h>
+#include <stdbool.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -223,6 +229,7 @@ static void bench_rtf(const pa_grid *g, uint32_t robots, double seconds) {
 }
 
 static volatile sig_atomic_t stop_flag;
+static bool loop_realtime; /* --realtime: as pa-sim --realtime */
 static char current_instance[PA_SHM_INSTANCE_MAX]; /* removed if interrupted */
 
 static void on_interrupt(int sig) {
@@ -251,6 +258,7 @@ static void bench_loop(const pa_grid *g, double hz, double seconds) {
     die("instance", err);
   pa_sim_def sd = pa_sim_def_default();
   sd.control_hz = hz;
+  sd.realtime = loop_realtime;
   sd.max_robots = d.max_robots;
   pa_world w;
   memset(&w, 0, sizeof w);
@@ -268,10 +276,11 @@ static void bench_loop(const pa_grid *g, double hz, double seconds) {
   pa_sim_run(&m, &s, &st, &stop_flag);
   const pa_health *h = &st.ctl->health[PA_PROC_SIM];
   double period = 1e9 / hz;
-  printf("loop  %5.0f Hz for %.0f s: %llu ticks, period p50 %.1f us, p99 %.1f "
+  printf("loop  %5.0f Hz%s for %.0f s: %llu ticks, period p50 %.1f us, p99 %.1f "
          "us, max %.1f us (nominal %.1f us) -> p99 error %.1f us, max error "
          "%.1f us; overruns %llu\n",
-         hz, ceil(seconds), (unsigned long long)s.tick, h->period_p50_ns / 1e3,
+         hz, loop_realtime ? " (--realtime)" : "", ceil(seconds),
+         (unsigned long long)s.tick, h->period_p50_ns / 1e3,
          h->period_p99_ns / 1e3, h->period_max_ns / 1e3, period / 1e3,
          fabs(h->period_p99_ns - period) / 1e3,
          fabs(h->period_max_ns - period) / 1e3,
@@ -354,18 +363,37 @@ int main(int argc, char **argv) {
   double loop_s = argc > 1 ? atof(argv[1]) : 5;
   if (!(loop_s > 0))
     loop_s = 5;
+  bool only_loops = false;
+  for (int i = 2; i < argc; i++) {
+    if (!strcmp(argv[i], "--realtime")) {
+      loop_realtime = true;
+      struct sched_param sp = {.sched_priority = 10};
+      if (sched_setscheduler(0, SCHED_FIFO, &sp) != 0)
+        fprintf(stderr, "bench-sim: SCHED_FIFO refused (%s)\n", strerror(errno));
+      if (mlockall(MCL_CURRENT | MCL_FUTURE) != 0)
+        fprintf(stderr, "bench-sim: mlockall failed (%s)\n", strerror(errno));
+    } else if (!strcmp(argv[i], "--loops")) {
+      only_loops = true;
+    } else {
+      fprintf(stderr, "usage: bench-sim [seconds_per_loop_test] [--loops] "
+                      "[--realtime]\n");
+      return 2;
+    }
+  }
   char err[256];
   pa_grid def;
   if (pa_map_load_default(&def, err, sizeof err) != 0)
     die("default map", err);
   pa_grid big;
   big_map(&big, 2000, 2000);
-  bench_beams("default map", &def);
-  bench_beams("large office (100x100 m)", &big);
-  bench_rtf(&def, 1, 2);
-  bench_rtf(&def, 100, 3);
-  bench_rtf(&big, 1000, 5);
-  bench_step_rtt(&def, 50000);
+  if (!only_loops) {
+    bench_beams("default map", &def);
+    bench_beams("large office (100x100 m)", &big);
+    bench_rtf(&def, 1, 2);
+    bench_rtf(&def, 100, 3);
+    bench_rtf(&big, 1000, 5);
+    bench_step_rtt(&def, 50000);
+  }
   bench_loop(&def, 200, loop_s);
   bench_loop(&def, 1000, loop_s);
   pa_grid_free(&def);

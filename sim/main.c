@@ -1,7 +1,11 @@
 /* pa-sim: the physics process. options -> model, state, stack -> loop ->
  * cleanup. */
+#define _GNU_SOURCE
+#include <errno.h>
 #include <math.h>
+#include <sched.h>
 #include <stdio.h>
+#include <sys/mman.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -60,6 +64,7 @@ int main(int argc, char **argv) {
       {"odom_error_x", PA_OPT_DOUBLE, &d.odom_error[0], 0, 1, "odometry error ratio, forward"},
       {"odom_error_y", PA_OPT_DOUBLE, &d.odom_error[1], 0, 1, "odometry error ratio, sideways"},
       {"odom_error_theta", PA_OPT_DOUBLE, &d.odom_error[2], 0, 1, "odometry error ratio, rotation"},
+      {"realtime", PA_OPT_FLAG, &d.realtime, 0, -1, "SCHED_FIFO + mlockall + spin before each deadline (needs CAP_SYS_NICE; off by default)"},
   };
   const size_t nopts = sizeof opts / sizeof opts[0];
   pa_log_init("pa-sim", PA_LOG_INFO);
@@ -88,6 +93,15 @@ int main(int argc, char **argv) {
     goto out;
   }
   pa_signals_install(&stop_flag);
+  if (d.realtime) {
+    /* Best effort: without the privilege the loop still spins. */
+    struct sched_param sp = {.sched_priority = 10};
+    if (sched_setscheduler(0, SCHED_FIFO, &sp) != 0)
+      pa_warn("--realtime: SCHED_FIFO refused (%s); continuing at normal "
+              "priority", strerror(errno));
+    if (mlockall(MCL_CURRENT | MCL_FUTURE) != 0)
+      pa_warn("--realtime: mlockall failed (%s)", strerror(errno));
+  }
 
   if (pa_stack_attach(&stack, instance, err, sizeof err) != 0) {
     pa_error("instance '%s': %s", instance, err);

@@ -136,9 +136,15 @@ static void publish_health(run_ctx *k, int64_t now) {
   h->counters[3] = k->s->tick;
 }
 
-static void sleep_until(int64_t t) {
-  struct timespec ts = {(time_t)(t / 1000000000), (long)(t % 1000000000)};
+#define RT_SPIN_NS 100000LL /* --realtime: spin the last 100 us */
+
+static void sleep_until(int64_t t, bool spin) {
+  int64_t wake = spin ? t - RT_SPIN_NS : t;
+  struct timespec ts = {(time_t)(wake / 1000000000), (long)(wake % 1000000000)};
   clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
+  if (spin) /* the wake-up latency of a VM is most of the period error */
+    while (pa_now_ns() < t)
+      ;
 }
 
 void pa_sim_run(const pa_sim_model *m, pa_sim_state *s, pa_stack *st,
@@ -224,7 +230,7 @@ void pa_sim_run(const pa_sim_model *m, pa_sim_state *s, pa_stack *st,
         next = now; /* too far behind: re-sync instead of bursting */
       continue;
     }
-    sleep_until(next);
+    sleep_until(next, m->def.realtime);
   }
   publish_health(&k, pa_now_ns());
   free(k.lat);
