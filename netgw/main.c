@@ -12,7 +12,7 @@ int main(int argc, char **argv) {
   pa_netgw_def d = pa_netgw_def_default();
   char *instance = "p9000", *bind = "127.0.0.1", *token = "";
   long tcp_port = 9000, max_clients = 256, chunk = PA_CAM_CHUNK_DEFAULT,
-       timeout_ms = 2000, max_output = 4l << 20, odom_watch_us = 250;
+       timeout_ms = 2000, max_output = 4l << 20, odom_watch_us = 0;
   double feedback_hz = 100;
   const pa_opt opts[] = {
       {"instance", PA_OPT_STR, &instance, 0, 0, "shared-memory instance"},
@@ -33,8 +33,8 @@ int main(int argc, char **argv) {
        "bytes of unread replies before a client is disconnected"},
       {"odom_watch_us", PA_OPT_INT, &odom_watch_us, 0,
        PA_NETGW_ODOM_WATCH_MAX_US,
-       "wake this early for a due odom tick and watch for it (lower frame "
-       "age for ~that much CPU per frame period; 0 = wake-ups only)"},
+       "wake this early for a due odom tick and watch for it (lower median "
+       "frame age for ~that much CPU per frame period; 0 = off)"},
   };
   size_t n_opts = sizeof opts / sizeof opts[0];
   char err[512];

@@ -282,13 +282,16 @@ static bool odom_counted(void *arg) {
 }
 
 /* Odom frames are sent by pa-netgw's state-ring thread from a table the
- * loop edits: moving a subscription hands every seq to exactly one port,
+ * loop edits (here with --odom_watch_us; odom_stream runs without it):
+ * moving a subscription hands every seq to exactly one port,
  * the health counters match what arrived, and subscription churn from
  * many connections while frames stream never sends to a stale entry. */
 static void odom_move_and_churn(void **state) {
   (void)state;
   ng_stack s;
-  assert_int_equal(ng_start(&s, "omove", NULL, NULL), 0);
+  /* With the due-tick watch on, so that path runs under the same checks. */
+  const char *gw[] = {"--odom_watch_us", "250", NULL};
+  assert_int_equal(ng_start(&s, "omove", NULL, gw), 0);
   int fd = ng_connect(&s);
   uint16_t pa_, pb;
   int ua = pa_test_udp_bind(&pa_), ub = pa_test_udp_bind(&pb);
