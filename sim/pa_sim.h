@@ -53,7 +53,7 @@ typedef struct pa_sim_def {
    * uniform in [-e, e], from (seed, id, gen); increments are scaled by
    * (1 + ratio). All 0 = odometry equals ground truth. */
   double odom_error[3];    /* x, y, theta ratios */
-  /* Loop timing: sleep to 100 us before each deadline, then spin (pa-sim
+  /* Loop timing: sleep to 300 us before each deadline, then spin (pa-sim
    * --realtime also asks for SCHED_FIFO and mlockall). Default false. */
   bool realtime;
 } pa_sim_def;

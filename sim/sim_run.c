@@ -136,7 +136,7 @@ static void publish_health(run_ctx *k, int64_t now) {
   h->counters[3] = k->s->tick;
 }
 
-#define RT_SPIN_NS 100000LL /* --realtime: spin the last 100 us */
+#define RT_SPIN_NS 300000LL /* --realtime: spin the last 300 us (VM wake-up p99) */
 
 static void sleep_until(int64_t t, bool spin) {
   int64_t wake = spin ? t - RT_SPIN_NS : t;
