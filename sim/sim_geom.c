@@ -355,9 +355,6 @@ static inline double cell_entry(double ox, double oy, double ix, double iy,
  * boundary crossing is computed from the origin (not by accumulation), so
  * the fast caster, which shares this formula, takes identical decisions from
  * any cell they share. */
-#ifdef PA_SIM_COUNT
-long pa_sim_count[4];
-#endif
 static double cast_plain_cells(const pa_sim_model *m, double ox, double oy,
                                double dx, double dy, double maxc) {
   const int64_t W = m->march_w, H = (int64_t)m->grid.height + 2;
@@ -507,14 +504,15 @@ hit:;
   return e < maxc ? e : maxc;
 }
 
-/* ---- the same with AVX-512, 16 rays at a time ---------------------------
- * Two waves of 8 lanes (one ray each) advance together. Each iteration a
- * lane either jumps by its cell's safe step, landing on the ray, or takes one
- * exact crossing computed as in cast_plain_cells (IEEE division, subtraction
- * and product: the same bits as the scalar code), whichever goes further.
- * Lanes stop on a blocked cell (hit: its cell is returned) or past maxc. The
- * caller computes the range of a hit with cell_entry in plain C, so results
- * equal the plain traversal bit for bit on any machine. */
+/* ---- the same with AVX-512, 24 rays in flight ----------------------------
+ * CAST_WAVES waves of 8 lanes (one ray each) advance together. Each iteration
+ * a lane either jumps by its cell's safe step (landing in the plain
+ * traversal's state, as in cast_one) or takes one exact crossing computed as
+ * in cast_plain_cells (IEEE division, subtraction and product: the same bits
+ * as the scalar code), whichever goes further. A lane stops on a blocked cell
+ * or past maxc, writes the hit cell's entry (cell_entry's operations, in
+ * vectors) and takes the next ray, so results equal the plain traversal bit
+ * for bit on any machine. */
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(PA_SIM_NO_SIMD)
 #include <immintrin.h>
 #define HAVE_AVX512_CASTER 1
