@@ -537,7 +537,9 @@ typedef struct wave_src {
 AVX512_TARGET static inline void wave_fill(wave8 *w, wave_src *q) {
   __mmask8 fr = (__mmask8)~w->live;
   uint32_t left = q->n - q->next;
-  if (!fr || !left)
+  /* Refilling costs as much for 1 lane as for 4: wait until half are free
+   * (or for the last rays). */
+  if (!left || !fr || (__builtin_popcount(fr) < 4 && left >= 8))
     return;
   if ((uint32_t)__builtin_popcount(fr) > left) { /* keep only `left` lanes */
     __mmask8 keep = 0;
