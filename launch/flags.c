@@ -43,6 +43,7 @@ pa_launch_cfg pa_launch_cfg_default(void) {
   c.max_clients = 256;
   c.camera_chunk = 1400;
   c.request_timeout_ms = 2000;
+  c.max_output = 4l << 20;
   return c;
 }
 
@@ -93,6 +94,10 @@ size_t pa_launch_flag_table(pa_launch_cfg *c, pa_opt *o, unsigned *to) {
   F("camera_height", PA_OPT_INT, &c->camera_height, 8, 4096, "[px] head camera", SIM);
   F("camera_fov_deg", PA_OPT_DOUBLE, &c->camera_fov_deg, 1, 179, "[deg] horizontal field of view", SIM);
   F("robots", PA_OPT_INT, &c->robots, 0, 4096, "robots (extra ones on free cells)", SIM);
+  F("odom_error_x", PA_OPT_DOUBLE, &c->odom_error[0], 0, 1, "odometry error ratio, forward", SIM);
+  F("odom_error_y", PA_OPT_DOUBLE, &c->odom_error[1], 0, 1, "odometry error ratio, sideways", SIM);
+  F("odom_error_theta", PA_OPT_DOUBLE, &c->odom_error[2], 0, 1, "odometry error ratio, rotation", SIM);
+  F("realtime", PA_OPT_FLAG, &c->realtime, 0, 0, "pa-sim: SCHED_FIFO + mlockall + spin before deadlines (needs CAP_SYS_NICE)", SIM);
   /* pa-render */
   F("camera_hz", PA_OPT_DOUBLE, &c->camera_hz, 0.1, 1000, "[Hz] camera frames", RENDER);
   F("viewer", PA_OPT_FLAG, &c->viewer, 0, 0, "open a window with an orbit camera", RENDER);
@@ -108,6 +113,8 @@ size_t pa_launch_flag_table(pa_launch_cfg *c, pa_opt *o, unsigned *to) {
   F("max_clients", PA_OPT_INT, &c->max_clients, 1, 65536, "TCP clients at once", NETGW);
   F("camera_chunk", PA_OPT_INT, &c->camera_chunk, 256, 65000, "[bytes] camera payload per datagram", NETGW);
   F("request_timeout_ms", PA_OPT_INT, &c->request_timeout_ms, 1, 3600000, "[ms] sim round trip before busy", NETGW);
+  F("max_output", PA_OPT_INT, &c->max_output, 65536, 1l << 30, "[bytes] unread replies before a client is disconnected", NETGW);
+  F("odom_watch_us", PA_OPT_INT, &c->odom_watch_us, 0, 2000, "[us] netgw wakes this early for a due odom tick (0 = off)", NETGW);
 #undef F
   return n;
 }

@@ -50,6 +50,8 @@ typedef struct pa_launch_cfg {
   long camera_width, camera_height;
   double camera_fov_deg;
   long robots;
+  double odom_error[3]; /* x, y, theta ratios */
+  bool realtime;
   /* pa-render */
   double camera_hz;
   bool viewer;
@@ -61,6 +63,7 @@ typedef struct pa_launch_cfg {
   const char *bind, *token;
   double tcp_feedback_hz;
   long max_clients, camera_chunk, request_timeout_ms;
+  long max_output, odom_watch_us;
   /* filled by the parser */
   bool given[PA_LAUNCH_MAX_FLAGS]; /* index into the flag table */
   char instance_buf[PA_SHM_INSTANCE_MAX];
