@@ -39,6 +39,8 @@ static double approach(double cur, double target, double acc, double dec,
 
 /* ---- collisions ----------------------------------------------------------- */
 
+#define SMALL_WORLD 8 /* robots up to this: no broad phase */
+
 static bool free_at(const pa_sim_model *m, const pa_sim_state *s, uint32_t id,
                     double x, double y) {
   return pa_sim_clearance(m, s, id, x, y, s->info[id].radius, 0, NULL,
@@ -225,7 +227,10 @@ void pa_sim_step(const pa_sim_model *m, pa_sim_state *s) {
       vmax = vm;
   }
   double cell = 2.0 * rmax + 2.0 * vmax * m->dt + 0.05;
-  pa_sim_int_hash_build(&s->hash, s, cell);
+  /* A few robots: checking them all is cheaper than hashing (the clearance
+   * falls back to it while the hash is not valid). */
+  if (s->robot_count > SMALL_WORLD)
+    pa_sim_int_hash_build(&s->hash, s, cell);
   for (uint32_t i = 0; i < s->robot_count; i++)
     if (s->info[i].active)
       robot_tick(m, s, i);
@@ -241,7 +246,9 @@ void pa_sim_step(const pa_sim_model *m, pa_sim_state *s) {
     if (!s->info[i].active ||
         (s->tick + i) % m->ticks_per_scan != 0)
       continue;
-    if (!hashed) { /* final positions of this tick, laser-sized buckets */
+    /* Final positions of this tick, laser-sized buckets (a scan uses them
+     * only with more robots than the 3x3 buckets it would visit). */
+    if (!hashed && s->robot_count > 9) {
       double lcell = 1.0;
       for (uint32_t j = 0; j < s->robot_count; j++)
         if (s->info[j].active && s->info[j].laser_range_max / 3.0 > lcell)
