@@ -588,8 +588,7 @@ AVX512_TARGET static inline void wave_step(wave8 *w, const uint8_t *F,
   __mmask8 hit = _mm512_mask_cmp_pd_mask(w->live, v, zero, _CMP_EQ_OQ);
   /* the decode of the field's code: max((v - 1) / 4, v - 97) cells */
   __m512d safe = _mm512_max_pd(
-      _mm512_mul_pd(_mm512_sub_pd(v, _mm512_set1_pd(1.0)),
-                    _mm512_set1_pd(0.25)),
+      _mm512_fmadd_pd(v, _mm512_set1_pd(0.25), _mm512_set1_pd(-0.25)),
       _mm512_sub_pd(v, _mm512_set1_pd(97.0)));
   __m512d tx = _mm512_mul_pd(_mm512_sub_pd(w->bx, ox), w->jx);
   __m512d ty = _mm512_mul_pd(_mm512_sub_pd(w->by, oy), w->jy);
@@ -600,8 +599,9 @@ AVX512_TARGET static inline void wave_step(wave8 *w, const uint8_t *F,
    * the next crossing behind t) */
   __mmask8 j = _mm512_mask_cmp_pd_mask(_mm512_cmp_pd_mask(safe, zero, _CMP_GT_OQ),
                                        tj, te, _CMP_GT_OQ);
-  __m512d px = _mm512_add_pd(ox, _mm512_mul_pd(tj, w->dx));
-  __m512d py = _mm512_add_pd(oy, _mm512_mul_pd(tj, w->dy));
+  /* fused: only the landing guess, which the checks below make exact */
+  __m512d px = _mm512_fmadd_pd(tj, w->dx, ox);
+  __m512d py = _mm512_fmadd_pd(tj, w->dy, oy);
   /* landing: the plain traversal's next boundaries after tj (see cast_one;
    * an axis never crossed has jx = 1e300 and never moves) */
   __m512d bxj = _mm512_add_pd(
@@ -631,7 +631,7 @@ AVX512_TARGET static inline void wave_step(wave8 *w, const uint8_t *F,
       j, _mm512_mask_add_pd(w->by, (__mmask8)~xs, w->by, w->fsy), byj);
   __m512d estep = _mm512_mask_blend_pd(xs, _mm512_mul_pd(w->fsy, Wd), w->fsx);
   __m512d nidx = _mm512_mask_blend_pd(j, _mm512_add_pd(w->idx, estep),
-                                      _mm512_add_pd(_mm512_mul_pd(cyj, Wd), cxj));
+                                      _mm512_fmadd_pd(cyj, Wd, cxj));
   __m512d nt = _mm512_mask_blend_pd(j, te, tj);
   __mmask8 upd = w->live & (__mmask8)~hit;
   w->t = _mm512_mask_mov_pd(w->t, upd, nt);
