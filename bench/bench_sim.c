@@ -218,7 +218,7 @@ static void bench_rtf(const pa_grid *g, uint32_t robots, double seconds) {
     sens += s.phase_ns[PA_SIM_PH_SENSORS];
     t = now_s() - t0;
   } while (t < seconds);
-  printf("rtf   %4u robots (200 Hz control, 10 Hz 360-beam scans): %.0fx real "
+  printf("rtf   %4u robots (200 Hz control, 10 Hz 360-beam scans): %.1fx real "
          "time (%llu ticks in %.2f s; per tick physics %.1f us, sensors %.1f "
          "us; %llu bumps); RSS %ld kB, of which this model+state %ld kB\n",
          robots, ticks * m.dt / t, (unsigned long long)ticks, t,
