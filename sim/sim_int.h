@@ -30,6 +30,10 @@ uint32_t pa_sim_int_hash_key(const pa_sim_hash *h, int64_t cx, int64_t cy);
 void pa_sim_int_robot_place(const pa_sim_model *m, pa_sim_state *s,
                             uint32_t id, double x, double y, double theta);
 
+/* pa_sim_step with its start time given (t0 [ns], CLOCK_MONOTONIC);
+ * returns its end time (the loop reuses both: fewer clock reads). */
+int64_t pa_sim_int_step(const pa_sim_model *m, pa_sim_state *s, int64_t t0);
+
 /* Monotonic clock [ns]. */
 int64_t pa_sim_int_now(void);
 

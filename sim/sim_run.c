@@ -86,14 +86,17 @@ static bool changes_state(uint32_t op) {
          op == PA_OP_SPEED;
 }
 
-static void consume(run_ctx *k) {
+/* Returns whether it applied anything. */
+static bool consume(run_ctx *k) {
   pa_stack *st = k->st;
+  bool any = false;
   while (!k->stepping && pa_queue_space(st->reply) > 0) {
     pa_cmd c;
     int64_t pos = pa_queue_peek(st->cmd, &c);
     if (pos < 0)
       break;
     set_inflight(st->ctl, (uint64_t)pos + 1);
+    any = true;
     c.name[sizeof c.name - 1] = 0;
     pa_reply r;
     pa_status rc = pa_sim_apply(k->m, k->s, &c, &r);
@@ -115,6 +118,7 @@ static void consume(run_ctx *k) {
     }
     finish_cmd(st, &c, &r);
   }
+  return any;
 }
 
 static void publish_health(run_ctx *k, int64_t now) {
@@ -163,10 +167,11 @@ void pa_sim_run(const pa_sim_model *m, pa_sim_state *s, pa_stack *st,
   /* The default 50 us timer slack would be most of our period error. */
   prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
   int64_t next = pa_now_ns();
+  int64_t carry = 0; /* the previous tick's end, when nothing ran since */
   while (!*stop) {
-    int64_t t0 = pa_now_ns();
-    consume(&k);
-    int64_t t1 = pa_now_ns();
+    int64_t t0 = carry ? carry : pa_now_ns();
+    carry = 0;
+    int64_t t1 = consume(&k) ? pa_now_ns() : t0;
     if (s->paused && !k.stepping) {
       k.last_start = 0; /* a pause is not a period */
       publish_health(&k, t1);
@@ -183,8 +188,7 @@ void pa_sim_run(const pa_sim_model *m, pa_sim_state *s, pa_stack *st,
       pa_lat_add(k.lat, t0 - k.last_start);
     k.last_start = t0;
 
-    pa_sim_step(m, s);
-    int64_t t2 = pa_now_ns();
+    int64_t t2 = pa_sim_int_step(m, s, t1);
     pa_sim_shm_publish_tick(m, s, st);
     k.scans += s->scan_due_count;
     int64_t t3 = pa_now_ns();
@@ -219,11 +223,12 @@ void pa_sim_run(const pa_sim_model *m, pa_sim_state *s, pa_stack *st,
      * possible" do not sleep. */
     if (s->paused || s->speed <= 0) {
       next = t3;
+      carry = t3;
       continue;
     }
     int64_t period = (int64_t)llround(1e9 / (m->def.control_hz * s->speed));
     next += period;
-    int64_t now = pa_now_ns();
+    int64_t now = t3; /* just taken */
     if (now > next) {
       k.overruns++;
       if (now - next > CATCH_UP_TICKS * period)

@@ -213,7 +213,10 @@ static void robot_tick(const pa_sim_model *m, pa_sim_state *s, uint32_t id) {
 }
 
 void pa_sim_step(const pa_sim_model *m, pa_sim_state *s) {
-  int64_t t0 = pa_sim_int_now();
+  pa_sim_int_step(m, s, pa_sim_int_now());
+}
+
+int64_t pa_sim_int_step(const pa_sim_model *m, pa_sim_state *s, int64_t t0) {
   /* Broad phase: buckets wide enough that 3x3 of them cover any contact
    * during this tick, even with neighbours moving. */
   double rmax = 0.05, vmax = 0;
@@ -266,6 +269,7 @@ void pa_sim_step(const pa_sim_model *m, pa_sim_state *s) {
   int64_t t2 = pa_sim_int_now();
   s->phase_ns[PA_SIM_PH_PHYSICS] = t1 - t0;
   s->phase_ns[PA_SIM_PH_SENSORS] = t2 - t1;
+  return t2;
 }
 
 /* ---- commands ------------------------------------------------------------- */
