@@ -76,7 +76,7 @@ def lockstep(args):
         with Sim(s.host, s.port, timeout=10) as sim:
             sim.pause()
             sim.step(steps=1)
-            # Paused at speed 1 the simulator paces commands at its tick rate; speed 0 does not.
+            # A paused simulator runs a step as soon as it arrives, whatever the speed: both must match.
             for scale in (1, 0):
                 sim.set_time_scale(scale)
                 for label, fn in (("step(v, w, steps=1)", lambda: sim.step(0.2, 0.1, steps=1)),
