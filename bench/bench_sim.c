@@ -5,6 +5,7 @@
  * pa_sim_run loop on a private instance), RSS.
  *
  *   bench-sim [seconds_per_loop_test (default 5)] [--loops] [--realtime]
+ *             [--rtf] (only the real-time factors, 1 and 2 scan threads)
  *   (--loops: only the loop timing; --realtime: SCHED_FIFO + mlockall +
  *   spinning before deadlines, as pa-sim --realtime)
  */
@@ -51,8 +52,8 @@ static void die(const char *what, const char *err) {
   exit(1);
 }
 
-static void make(pa_sim_model *m, pa_sim_state *s, const pa_grid *g,
-                 uint32_t robots, uint32_t max_robots) {
+static void make_t(pa_sim_model *m, pa_sim_state *s, const pa_grid *g,
+                   uint32_t robots, uint32_t max_robots, uint32_t threads) {
   pa_world w;
   memset(&w, 0, sizeof w);
   pa_robot_def r = pa_robot_def_default();
@@ -62,12 +63,18 @@ static void make(pa_sim_model *m, pa_sim_state *s, const pa_grid *g,
   d.robots = robots;
   d.max_robots = max_robots;
   d.seed = 1;
+  d.threads = threads;
   (void)r;
   char err[256];
   if (pa_sim_model_init(m, &d, &w, g, err, sizeof err) != 0)
     die("model", err);
   if (pa_sim_state_init(m, s, err, sizeof err) != 0)
     die("state", err);
+}
+
+static void make(pa_sim_model *m, pa_sim_state *s, const pa_grid *g,
+                 uint32_t robots, uint32_t max_robots) {
+  make_t(m, s, g, robots, max_robots, 1);
 }
 
 /* A large synthetic office: rooms and corridors, 0.05 m cells. */
@@ -192,11 +199,13 @@ static void bench_beams(const char *name, const pa_grid *g) {
   pa_sim_model_free(&m);
 }
 
-static void bench_rtf(const pa_grid *g, uint32_t robots, double seconds) {
+/* Free-running real-time factor with `threads` scan threads (0 = auto). */
+static double bench_rtf(const pa_grid *g, uint32_t robots, double seconds,
+                        uint32_t threads) {
   pa_sim_model m;
   pa_sim_state s;
   long rss0 = rss_kb();
-  make(&m, &s, g, robots, robots);
+  make_t(&m, &s, g, robots, robots, threads);
   uint64_t rng = 3;
   for (uint32_t i = 0; i < s.robot_count; i++) {
     pa_cmd c;
@@ -218,14 +227,30 @@ static void bench_rtf(const pa_grid *g, uint32_t robots, double seconds) {
     sens += s.phase_ns[PA_SIM_PH_SENSORS];
     t = now_s() - t0;
   } while (t < seconds);
-  printf("rtf   %4u robots (200 Hz control, 10 Hz 360-beam scans): %.1fx real "
-         "time (%llu ticks in %.2f s; per tick physics %.1f us, sensors %.1f "
-         "us; %llu bumps); RSS %ld kB, of which this model+state %ld kB\n",
-         robots, ticks * m.dt / t, (unsigned long long)ticks, t,
-         phys / ticks / 1e3, sens / ticks / 1e3, (unsigned long long)s.bumps,
-         rss_kb(), rss_kb() - rss0);
+  double rtf = ticks * m.dt / t;
+  printf("rtf   %4u robots, %u thread%s (200 Hz control, 10 Hz 360-beam "
+         "scans): %.1fx real time (%llu ticks in %.2f s; per tick physics "
+         "%.1f us, sensors %.1f us; %llu bumps); RSS %ld kB, of which this "
+         "model+state %ld kB\n",
+         robots, s.threads, s.threads == 1 ? "" : "s", rtf,
+         (unsigned long long)ticks, t, phys / ticks / 1e3, sens / ticks / 1e3,
+         (unsigned long long)s.bumps, rss_kb(), rss_kb() - rss0);
   pa_sim_state_free(&s);
   pa_sim_model_free(&m);
+  return rtf;
+}
+
+/* 1 and 2 scan threads (and the auto count if it differs) in one run. */
+static void bench_rtf_threads(const pa_grid *g, uint32_t robots,
+                              double seconds) {
+  double r1 = bench_rtf(g, robots, seconds, 1);
+  double r2 = bench_rtf(g, robots, seconds, 2);
+  uint32_t au = pa_sim_threads_resolve(0, robots);
+  printf("rtf   %4u robots: 2 threads / 1 thread = %.2fx (auto = %u "
+         "thread%s)\n",
+         robots, r2 / r1, au, au == 1 ? "" : "s");
+  if (au > 2)
+    bench_rtf(g, robots, seconds, au);
 }
 
 static volatile sig_atomic_t stop_flag;
@@ -363,7 +388,7 @@ int main(int argc, char **argv) {
   double loop_s = argc > 1 ? atof(argv[1]) : 5;
   if (!(loop_s > 0))
     loop_s = 5;
-  bool only_loops = false;
+  bool only_loops = false, only_rtf = false;
   for (int i = 2; i < argc; i++) {
     if (!strcmp(argv[i], "--realtime")) {
       loop_realtime = true;
@@ -374,9 +399,11 @@ int main(int argc, char **argv) {
         fprintf(stderr, "bench-sim: mlockall failed (%s)\n", strerror(errno));
     } else if (!strcmp(argv[i], "--loops")) {
       only_loops = true;
+    } else if (!strcmp(argv[i], "--rtf")) {
+      only_rtf = true;
     } else {
       fprintf(stderr, "usage: bench-sim [seconds_per_loop_test] [--loops] "
-                      "[--realtime]\n");
+                      "[--realtime] [--rtf]\n");
       return 2;
     }
   }
@@ -386,16 +413,22 @@ int main(int argc, char **argv) {
     die("default map", err);
   pa_grid big;
   big_map(&big, 2000, 2000);
-  if (!only_loops) {
+  if (only_rtf) {
+    bench_rtf(&def, 1, 2, 0);
+    bench_rtf_threads(&def, 100, 3);
+    bench_rtf_threads(&big, 1000, 5);
+  } else if (!only_loops) {
     bench_beams("default map", &def);
     bench_beams("large office (100x100 m)", &big);
-    bench_rtf(&def, 1, 2);
-    bench_rtf(&def, 100, 3);
-    bench_rtf(&big, 1000, 5);
+    bench_rtf(&def, 1, 2, 0);
+    bench_rtf_threads(&def, 100, 3);
+    bench_rtf_threads(&big, 1000, 5);
     bench_step_rtt(&def, 50000);
   }
-  bench_loop(&def, 200, loop_s);
-  bench_loop(&def, 1000, loop_s);
+  if (!only_rtf) {
+    bench_loop(&def, 200, loop_s);
+    bench_loop(&def, 1000, loop_s);
+  }
   pa_grid_free(&def);
   pa_grid_free(&big);
   return 0;

@@ -22,7 +22,7 @@ int main(int argc, char **argv) {
   const char *instance = "p9000";
   pa_map_flags mf = pa_map_flags_default();
   pa_sim_def d = pa_sim_def_default();
-  long seed = 0, beams = d.laser_beams, robots = 1;
+  long seed = 0, beams = d.laser_beams, robots = 1, threads = 0;
   long cam_w = d.camera_width, cam_h = d.camera_height;
   double fov_deg = 60;
   bool paused = false;
@@ -64,6 +64,7 @@ int main(int argc, char **argv) {
       {"odom_error_x", PA_OPT_DOUBLE, &d.odom_error[0], 0, 1, "odometry error ratio, forward"},
       {"odom_error_y", PA_OPT_DOUBLE, &d.odom_error[1], 0, 1, "odometry error ratio, sideways"},
       {"odom_error_theta", PA_OPT_DOUBLE, &d.odom_error[2], 0, 1, "odometry error ratio, rotation"},
+      {"threads", PA_OPT_INT, &threads, 0, 64, "threads casting the scans of a tick (0 = auto: 1 for <= 8 robots, else online CPUs up to 8)"},
       {"realtime", PA_OPT_FLAG, &d.realtime, 0, -1, "SCHED_FIFO + mlockall + spin before each deadline (needs CAP_SYS_NICE; off by default)"},
   };
   const size_t nopts = sizeof opts / sizeof opts[0];
@@ -84,6 +85,7 @@ int main(int argc, char **argv) {
   d.paused = paused;
   d.laser_beams = (uint32_t)beams;
   d.robots = (uint32_t)robots;
+  d.threads = (uint32_t)threads;
   d.camera_width = (uint32_t)cam_w;
   d.camera_height = (uint32_t)cam_h;
   d.camera_fov = fov_deg * M_PI / 180.0;
@@ -160,9 +162,11 @@ int main(int argc, char **argv) {
   pa_sim_shm_publish_tick(&model, &state, &stack); /* world + first tick */
   ctl->health[PA_PROC_SIM].heartbeat_ns = pa_now_ns();
   __atomic_store_n(&ctl->health[PA_PROC_SIM].ready, 1, __ATOMIC_RELEASE);
-  pa_info("ready: %u robots, %ux%u map, %g Hz control, %g Hz scans, speed %g%s",
+  pa_info("ready: %u robots, %ux%u map, %g Hz control, %g Hz scans, speed "
+          "%g%s, %u scan thread%s",
           state.robot_count, grid.width, grid.height, d.control_hz, d.scan_hz,
-          state.speed, state.paused ? ", paused" : "");
+          state.speed, state.paused ? ", paused" : "", state.threads,
+          state.threads == 1 ? "" : "s");
 
   pa_sim_run(&model, &state, &stack, &stop_flag);
   pa_info("stopping on signal %d at tick %llu", (int)stop_flag,

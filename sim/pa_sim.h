@@ -56,6 +56,10 @@ typedef struct pa_sim_def {
   /* Loop timing: sleep to 300 us before each deadline, then spin (pa-sim
    * --realtime also asks for SCHED_FIFO and mlockall). Default false. */
   bool realtime;
+  /* Threads that cast the scans of a tick (the caller + threads - 1
+   * workers; results are the same for any count). 0 = auto: 1 when the
+   * initial world has <= 8 robots, else the online CPUs, capped at 8. */
+  uint32_t threads;
 } pa_sim_def;
 pa_sim_def pa_sim_def_default(void);
 
@@ -114,6 +118,8 @@ typedef struct pa_sim_hash {
   bool valid;              /* false: positions changed since the build */
 } pa_sim_hash;
 
+typedef struct pa_sim_pool pa_sim_pool; /* scan workers (sim_pool.c) */
+
 typedef struct pa_sim_state {
   uint64_t tick;           /* ticks since the simulation started */
   double sim_time;         /* [s] */
@@ -138,9 +144,16 @@ typedef struct pa_sim_state {
   pa_sim_hash lhash;       /* coarse robot buckets for laser queries */
   int64_t phase_ns[PA_SIM_PH_COUNT]; /* cost of the last tick per phase */
   uint64_t bumps;          /* robot-ticks limited by a collision */
+  uint32_t threads;        /* scan threads in use (def.threads resolved) */
+  pa_sim_pool *pool;       /* NULL when threads == 1 */
 } pa_sim_state;
 
-/* Allocates the state for the model and puts it in the initial world. */
+/* Scan threads for def.threads and an initial world of `robots` robots:
+ * threads when > 0, else 1 for <= 8 robots, else the online CPUs (<= 8). */
+uint32_t pa_sim_threads_resolve(uint32_t threads, uint32_t robots);
+
+/* Allocates the state for the model and puts it in the initial world (and
+ * starts the scan threads, see pa_sim_threads_resolve). */
 int pa_sim_state_init(const pa_sim_model *m, pa_sim_state *s, char *err,
                       size_t err_sz);
 void pa_sim_state_free(pa_sim_state *s);

@@ -942,29 +942,60 @@ static void scan_box(const scan_ctx *k, const pa_obstacle_info *o) {
   }
 }
 
+int pa_sim_int_scratch_init(pa_sim_scratch *k, uint32_t beam_cap) {
+  memset(k, 0, sizeof *k);
+  size_t n = beam_cap ? beam_cap : 1;
+  k->beam_cos = calloc(n, sizeof(float));
+  k->beam_sin = calloc(n, sizeof(float));
+  k->dx = calloc(n, sizeof(double));
+  k->dy = calloc(n, sizeof(double));
+  if (!k->beam_cos || !k->beam_sin || !k->dx || !k->dy) {
+    pa_sim_int_scratch_free(k);
+    return -1;
+  }
+  return 0;
+}
+
+void pa_sim_int_scratch_free(pa_sim_scratch *k) {
+  free(k->beam_cos);
+  free(k->beam_sin);
+  free(k->dx);
+  free(k->dy);
+  memset(k, 0, sizeof *k);
+}
+
 void pa_sim_scan(const pa_sim_model *m, pa_sim_state *s, uint32_t id,
                  float *out) {
+  pa_sim_scratch k = {s->beam_cos, s->beam_sin, s->beam_table_n, s->scan_dx,
+                      s->scan_dy};
+  pa_sim_int_scan(m, s, id, out, &k);
+  s->beam_table_n = k.beam_table_n;
+}
+
+void pa_sim_int_scan(const pa_sim_model *m, const pa_sim_state *s,
+                     uint32_t id, float *out, pa_sim_scratch *sc) {
   const pa_robot_info *ri = &s->info[id];
-  pa_robot_state *r = &s->rs[id];
+  const pa_robot_state *r = &s->rs[id];
+  uint64_t *rng = &s->rs[id].rng; /* the robot's own: no other scan uses it */
   uint32_t beams = ri->laser_beams;
   if (beams > m->beam_cap)
     beams = m->beam_cap;
   double inc = 2.0 * M_PI / beams;
-  if (s->beam_table_n != beams) {
+  if (sc->beam_table_n != beams) {
     for (uint32_t i = 0; i < beams; i++) {
       double a = -M_PI + inc * i;
-      s->beam_cos[i] = (float)cos(a);
-      s->beam_sin[i] = (float)sin(a);
+      sc->beam_cos[i] = (float)cos(a);
+      sc->beam_sin[i] = (float)sin(a);
     }
-    s->beam_table_n = beams;
+    sc->beam_table_n = beams;
   }
   double rmax = ri->laser_range_max, rmin = ri->laser_range_min;
   scan_ctx k = {r->x, r->y, cos(r->theta), sin(r->theta), r->theta, inc,
-                beams, rmax, s->scan_dx, s->scan_dy, out, rmax};
-  const float *bc = s->beam_cos, *bs = s->beam_sin;
+                beams, rmax, sc->dx, sc->dy, out, rmax};
+  const float *bc = sc->beam_cos, *bs = sc->beam_sin;
   for (uint32_t i = 0; i < beams; i++) {
-    s->scan_dx[i] = k.c * bc[i] - k.s * bs[i];
-    s->scan_dy[i] = k.s * bc[i] + k.c * bs[i];
+    sc->dx[i] = k.c * bc[i] - k.s * bs[i];
+    sc->dy[i] = k.s * bc[i] + k.c * bs[i];
   }
   /* Walls: grid frame once for the whole scan. */
   double gx, gy;
@@ -1033,7 +1064,7 @@ void pa_sim_scan(const pa_sim_model *m, pa_sim_state *s, uint32_t id,
       continue;
     }
     if (sigma > 0)
-      v += sigma * pa_sim_rng_normal(&r->rng);
+      v += sigma * pa_sim_rng_normal(rng);
     if (v < rmin)
       v = rmin;
     if (v > rmax)

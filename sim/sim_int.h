@@ -34,6 +34,31 @@ void pa_sim_int_robot_place(const pa_sim_model *m, pa_sim_state *s,
  * returns its end time (the loop reuses both: fewer clock reads). */
 int64_t pa_sim_int_step(const pa_sim_model *m, pa_sim_state *s, int64_t t0);
 
+/* Per-thread scan scratch: the beam direction table (rebuilt when the beam
+ * count changes) and the world beam directions of one scan. */
+typedef struct pa_sim_scratch {
+  float *beam_cos, *beam_sin; /* [beam_cap] */
+  uint32_t beam_table_n;
+  double *dx, *dy;            /* [beam_cap] */
+} pa_sim_scratch;
+int pa_sim_int_scratch_init(pa_sim_scratch *k, uint32_t beam_cap);
+void pa_sim_int_scratch_free(pa_sim_scratch *k);
+
+/* pa_sim_scan with the caller's scratch (reads the state, writes only out
+ * and robot id's noise generator: scans of one tick can run in parallel). */
+void pa_sim_int_scan(const pa_sim_model *m, const pa_sim_state *s,
+                     uint32_t id, float *out, pa_sim_scratch *k);
+
+/* Scan workers (threads - 1 helpers; the caller casts too). NULL when
+ * threads <= 1 (or on failure, with err set). */
+pa_sim_pool *pa_sim_int_pool_new(const pa_sim_model *m, uint32_t threads,
+                                 char *err, size_t err_sz);
+void pa_sim_int_pool_free(pa_sim_pool *p);
+/* Casts the scans of robots ids[0..n) into s->ranges, on all threads; returns
+ * when every one is written. */
+void pa_sim_int_pool_scan(pa_sim_pool *p, const pa_sim_model *m,
+                          pa_sim_state *s, const uint32_t *ids, uint32_t n);
+
 /* Monotonic clock [ns]. */
 int64_t pa_sim_int_now(void);
 

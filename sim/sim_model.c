@@ -451,6 +451,14 @@ int pa_sim_state_init(const pa_sim_model *m, pa_sim_state *s, char *err,
     pa_sim_state_free(s);
     return -1;
   }
+  s->threads = pa_sim_threads_resolve(m->def.threads, m->robot_count0);
+  if (s->threads > 1) {
+    s->pool = pa_sim_int_pool_new(m, s->threads, err, err_sz);
+    if (!s->pool) {
+      pa_sim_state_free(s);
+      return -1;
+    }
+  }
   s->paused = m->def.paused;
   s->speed = m->def.speed;
   pa_sim_reset(m, s);
@@ -458,6 +466,7 @@ int pa_sim_state_init(const pa_sim_model *m, pa_sim_state *s, char *err,
 }
 
 void pa_sim_state_free(pa_sim_state *s) {
+  pa_sim_int_pool_free(s->pool);
   free(s->info);
   free(s->rs);
   free(s->obs);

@@ -259,11 +259,19 @@ int64_t pa_sim_int_step(const pa_sim_model *m, pa_sim_state *s, int64_t t0) {
       pa_sim_int_hash_build(&s->lhash, s, lcell);
       hashed = true;
     }
-    pa_sim_scan(m, s, i, s->ranges + (size_t)i * m->beam_cap);
+    if (!s->pool)
+      pa_sim_scan(m, s, i, s->ranges + (size_t)i * m->beam_cap);
     s->rs[i].scan_seq++;
     s->scan_tick[i] = s->tick;
     s->scan_due[s->scan_due_count++] = i;
   }
+  /* With threads: the same scans, cast together once the list is known
+   * (each writes only its own ranges and noise generator). */
+  if (s->pool && s->scan_due_count == 1)
+    pa_sim_scan(m, s, s->scan_due[0],
+                s->ranges + (size_t)s->scan_due[0] * m->beam_cap);
+  else if (s->pool && s->scan_due_count > 1)
+    pa_sim_int_pool_scan(s->pool, m, s, s->scan_due, s->scan_due_count);
   s->hash.valid = false;
   s->lhash.valid = false;
   int64_t t2 = pa_sim_int_now();

@@ -24,7 +24,7 @@ static uint64_t fnv(uint64_t h, const void *p, size_t n) {
   return h;
 }
 
-static uint64_t run(int ticks) {
+static uint64_t run(int ticks, uint32_t threads, uint32_t extra) {
   pa_grid g;
   ts_room(&g, 160, 160, 0.05);
   ts_block(&g, 3.0, 3.0, 5.0, 3.3);
@@ -48,11 +48,15 @@ static uint64_t run(int ticks) {
   o[1].radius = 0.25;
   pa_sim_def d = pa_sim_def_default();
   d.seed = 42;
+  d.threads = threads;
+  d.robots = 4 + extra; /* extras on free cells: several scans per tick */
   d.laser_noise = 0.01;
   d.odom_error[0] = d.odom_error[1] = d.odom_error[2] = 0.03;
   pa_sim_model m;
   pa_sim_state s;
   ts_make(&m, &s, &d, &g, r, 4, o, 2);
+  assert_int_equal(s.threads, threads);
+  assert_true(threads > 1 ? s.pool != NULL : s.pool == NULL);
   pa_grid_free(&g);
   uint64_t h = 0xcbf29ce484222325ull, lcg = 7;
   for (int t = 0; t < ticks; t++) {
@@ -88,17 +92,32 @@ static uint64_t run(int ticks) {
 
 static void test_determinism(void **st) {
   (void)st;
-  uint64_t a = run(10000), b = run(10000);
+  uint64_t a = run(10000, 1, 0), b = run(10000, 1, 0);
   printf("determinism hash: 0x%016" PRIx64 "\n", a);
   assert_true(a == b);
   if (PINNED_HASH != 0)
     assert_true(a == PINNED_HASH);
-  assert_true(run(9999) != a);
+  assert_true(run(9999, 1, 0) != a);
+}
+
+/* Scan threads change nothing: the pinned world with 2 and 3 threads, and a
+ * busier one (40 robots, 2 scans per tick, many shadowing each other) with
+ * 1, 2 and 4 threads hash the same. */
+static void test_threads_same(void **st) {
+  (void)st;
+  uint64_t one = run(10000, 1, 0);
+  assert_true(run(10000, 2, 0) == one);
+  assert_true(run(10000, 3, 0) == one);
+  uint64_t busy = run(4000, 1, 36);
+  assert_true(busy != one);
+  assert_true(run(4000, 2, 36) == busy);
+  assert_true(run(4000, 4, 36) == busy);
 }
 
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_determinism),
+      cmocka_unit_test(test_threads_same),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
