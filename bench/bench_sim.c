@@ -230,11 +230,13 @@ static double bench_rtf(const pa_grid *g, uint32_t robots, double seconds,
   double rtf = ticks * m.dt / t;
   printf("rtf   %4u robots, %u thread%s (200 Hz control, 10 Hz 360-beam "
          "scans): %.1fx real time (%llu ticks in %.2f s; per tick physics "
-         "%.1f us, sensors %.1f us; %llu bumps); RSS %ld kB, of which this "
-         "model+state %ld kB\n",
+         "%.1f us, sensors %.1f us; %llu bumps; %.0f%% of moves in parallel); "
+         "RSS %ld kB, of which this model+state %ld kB\n",
          robots, s.threads, s.threads == 1 ? "" : "s", rtf,
          (unsigned long long)ticks, t, phys / ticks / 1e3, sens / ticks / 1e3,
-         (unsigned long long)s.bumps, rss_kb(), rss_kb() - rss0);
+         (unsigned long long)s.bumps,
+         100.0 * (double)s.alone_moves / ((double)ticks * s.robot_count),
+         rss_kb(), rss_kb() - rss0);
   pa_sim_state_free(&s);
   pa_sim_model_free(&m);
   return rtf;

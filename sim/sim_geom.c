@@ -281,6 +281,13 @@ static inline void consider_robot(const pa_sim_state *s, uint32_t j,
 double pa_sim_clearance(const pa_sim_model *m, const pa_sim_state *s,
                         uint32_t skip, double x, double y, double r,
                         double margin, double *nx, double *ny) {
+  return pa_sim_int_clearance(m, s, skip, x, y, r, margin, nx, ny, true);
+}
+
+double pa_sim_int_clearance(const pa_sim_model *m, const pa_sim_state *s,
+                            uint32_t skip, double x, double y, double r,
+                            double margin, double *nx, double *ny,
+                            bool robots) {
   double reach = r + margin;
   double wnx = 0, wny = 0;
   double best = pa_sim_int_wall_clearance(m, x, y, reach, &wnx, &wny);
@@ -301,7 +308,8 @@ double pa_sim_clearance(const pa_sim_model *m, const pa_sim_state *s,
     }
   }
   const pa_sim_hash *h = &s->hash;
-  if (h->valid) {
+  if (!robots) {
+  } else if (h->valid) {
     int64_t cx = (int64_t)floor(x / h->cell), cy = (int64_t)floor(y / h->cell);
     uint32_t seen[9];
     int nseen = 0;

@@ -7,6 +7,23 @@
 /* Generator state derived from (seed, a, b). */
 uint64_t pa_sim_int_seed(uint64_t seed, uint64_t a, uint64_t b);
 
+/* pa_sim_clearance; robots = false leaves other robots out (the caller
+ * knows none is near: nothing of theirs is read). */
+double pa_sim_int_clearance(const pa_sim_model *m, const pa_sim_state *s,
+                            uint32_t skip, double x, double y, double r,
+                            double margin, double *nx, double *ny,
+                            bool robots);
+
+/* One robot's motion of this tick, planned before anyone moves (it depends
+ * only on the robot's own state). */
+typedef struct pa_sim_motion {
+  double dx, dy;     /* [m] world-frame displacement wanted */
+  double v, vy, w;   /* limited body velocities */
+  double th0, dth;   /* heading at the start, turn over the tick */
+  double c0, s0;     /* cos, sin of th0 */
+  uint8_t alone;     /* no other robot near enough to matter this tick */
+} pa_sim_motion;
+
 /* Distance [m] from (x, y) to the nearest blocked cell region, exact when it
  * is below reach, otherwise some value >= reach. (nx, ny): unit normal away
  * from it (world frame), only set when exact. */
@@ -54,6 +71,12 @@ void pa_sim_int_scan(const pa_sim_model *m, const pa_sim_state *s,
 pa_sim_pool *pa_sim_int_pool_new(const pa_sim_model *m, uint32_t threads,
                                  char *err, size_t err_sz);
 void pa_sim_int_pool_free(pa_sim_pool *p);
+/* Runs fn(arg, i, thread's scratch, thread's count) for i in [0, n) on all
+ * threads, `chunk` items at a time; returns the sum of the counts. */
+typedef void (*pa_sim_pool_fn)(void *arg, uint32_t i, pa_sim_scratch *k,
+                               uint64_t *count);
+uint64_t pa_sim_int_pool_run(pa_sim_pool *p, pa_sim_pool_fn fn, void *arg,
+                             uint32_t n, uint32_t chunk);
 /* Casts the scans of robots ids[0..n) into s->ranges, on all threads; returns
  * when every one is written. */
 void pa_sim_int_pool_scan(pa_sim_pool *p, const pa_sim_model *m,

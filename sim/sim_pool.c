@@ -19,6 +19,22 @@ typedef struct worker {
   pa_sim_scratch scratch;
 } worker;
 
+/* One scan job: robots ids[i] into s->ranges. */
+typedef struct scan_job {
+  const pa_sim_model *m;
+  pa_sim_state *s;
+  const uint32_t *ids;
+} scan_job;
+
+static void scan_one(void *arg, uint32_t i, pa_sim_scratch *k,
+                     uint64_t *count) {
+  scan_job *j = arg;
+  uint32_t id = j->ids[i];
+  pa_sim_int_scan(j->m, j->s, id, j->s->ranges + (size_t)id * j->m->beam_cap,
+                  k);
+  (void)count;
+}
+
 struct pa_sim_pool {
   pthread_mutex_t mu;
   pthread_cond_t go;    /* workers wait for a new job (or quit) */
@@ -27,11 +43,11 @@ struct pa_sim_pool {
   uint32_t busy;        /* workers not yet finished with this job */
   bool quit;
   /* The job (written under mu before the generation bump). */
-  const pa_sim_model *m;
-  pa_sim_state *s;
-  const uint32_t *ids;
-  uint32_t n;
-  atomic_uint next;     /* next index of ids to cast */
+  pa_sim_pool_fn fn;
+  void *arg;
+  uint32_t n, chunk;
+  atomic_uint next;     /* next item to take */
+  uint64_t count;       /* the workers' counts, summed under mu */
   pa_sim_scratch scratch; /* the caller's */
   uint32_t nworkers;
   worker *w;
@@ -48,16 +64,17 @@ uint32_t pa_sim_threads_resolve(uint32_t threads, uint32_t robots) {
   return cpus > 8 ? 8 : (uint32_t)cpus;
 }
 
-/* Casts scans until the job's list is exhausted. */
-static void drain(pa_sim_pool *p, pa_sim_scratch *k) {
-  const pa_sim_model *m = p->m;
-  pa_sim_state *s = p->s;
+/* Runs items of the job, `chunk` at a time, until none is left. */
+static uint64_t drain(pa_sim_pool *p, pa_sim_scratch *k) {
+  uint64_t count = 0;
   for (;;) {
-    uint32_t i = atomic_fetch_add_explicit(&p->next, 1, memory_order_relaxed);
-    if (i >= p->n)
-      return;
-    uint32_t id = p->ids[i];
-    pa_sim_int_scan(m, s, id, s->ranges + (size_t)id * m->beam_cap, k);
+    uint32_t i0 =
+        atomic_fetch_add_explicit(&p->next, p->chunk, memory_order_relaxed);
+    if (i0 >= p->n)
+      return count;
+    uint32_t i1 = p->n - i0 < p->chunk ? p->n : i0 + p->chunk;
+    for (uint32_t i = i0; i < i1; i++)
+      p->fn(p->arg, i, k, &count);
   }
 }
 
@@ -73,8 +90,9 @@ static void *worker_main(void *arg) {
       break;
     seen = p->job;
     pthread_mutex_unlock(&p->mu);
-    drain(p, &w->scratch);
+    uint64_t c = drain(p, &w->scratch);
     pthread_mutex_lock(&p->mu);
+    p->count += c;
     if (--p->busy == 0)
       pthread_cond_signal(&p->done);
   }
@@ -149,22 +167,31 @@ void pa_sim_int_pool_free(pa_sim_pool *p) {
   free(p);
 }
 
-void pa_sim_int_pool_scan(pa_sim_pool *p, const pa_sim_model *m,
-                          pa_sim_state *s, const uint32_t *ids, uint32_t n) {
+uint64_t pa_sim_int_pool_run(pa_sim_pool *p, pa_sim_pool_fn fn, void *arg,
+                             uint32_t n, uint32_t chunk) {
   pthread_mutex_lock(&p->mu);
-  p->m = m;
-  p->s = s;
-  p->ids = ids;
+  p->fn = fn;
+  p->arg = arg;
   p->n = n;
+  p->chunk = chunk ? chunk : 1;
+  p->count = 0;
   atomic_store_explicit(&p->next, 0, memory_order_relaxed);
   p->busy = p->nworkers;
   p->job++;
   pthread_cond_broadcast(&p->go);
   pthread_mutex_unlock(&p->mu);
-  drain(p, &p->scratch);
+  uint64_t count = drain(p, &p->scratch);
   /* The mutex hand-off orders every worker's writes before our reads. */
   pthread_mutex_lock(&p->mu);
   while (p->busy > 0)
     pthread_cond_wait(&p->done, &p->mu);
+  count += p->count;
   pthread_mutex_unlock(&p->mu);
+  return count;
+}
+
+void pa_sim_int_pool_scan(pa_sim_pool *p, const pa_sim_model *m,
+                          pa_sim_state *s, const uint32_t *ids, uint32_t n) {
+  scan_job j = {m, s, ids};
+  pa_sim_int_pool_run(p, scan_one, &j, n, 1);
 }

@@ -42,19 +42,19 @@ static double approach(double cur, double target, double acc, double dec,
 #define SMALL_WORLD 8 /* robots up to this: no broad phase */
 
 static bool free_at(const pa_sim_model *m, const pa_sim_state *s, uint32_t id,
-                    double x, double y) {
-  return pa_sim_clearance(m, s, id, x, y, s->info[id].radius, 0, NULL,
-                          NULL) >= 0;
+                    double x, double y, bool robots) {
+  return pa_sim_int_clearance(m, s, id, x, y, s->info[id].radius, 0, NULL,
+                              NULL, robots) >= 0;
 }
 
 /* Largest f in [0, 1] with the robot free at p + f * d (p itself free). */
 static double bisect_free(const pa_sim_model *m, const pa_sim_state *s,
                           uint32_t id, double x, double y, double dx,
-                          double dy) {
+                          double dy, bool robots) {
   double lo = 0, hi = 1;
   for (int it = 0; it < 12; it++) {
     double mid = 0.5 * (lo + hi);
-    if (free_at(m, s, id, x + mid * dx, y + mid * dy))
+    if (free_at(m, s, id, x + mid * dx, y + mid * dy, robots))
       lo = mid;
     else
       hi = mid;
@@ -69,7 +69,7 @@ static double bisect_free(const pa_sim_model *m, const pa_sim_state *s,
  * bodies), it bisects to the contact and slides what is left. Returns true
  * if the motion was limited. */
 static bool move_disc(const pa_sim_model *m, pa_sim_state *s, uint32_t id,
-                      double dx, double dy) {
+                      double dx, double dy, bool robots) {
   pa_robot_state *r = &s->rs[id];
   const double rad = s->info[id].radius;
   double len = sqrt(dx * dx + dy * dy);
@@ -83,41 +83,43 @@ static bool move_disc(const pa_sim_model *m, pa_sim_state *s, uint32_t id,
   double sx = dx / n, sy = dy / n;
   bool bumped = false;
   for (int k = 0; k < n; k++) {
-    if (free_at(m, s, id, r->x + sx, r->y + sy)) {
+    if (free_at(m, s, id, r->x + sx, r->y + sy, robots)) {
       r->x += sx;
       r->y += sy;
       continue;
     }
     bumped = true;
     double nx = 0, ny = 0;
-    double gap = pa_sim_clearance(m, s, id, r->x, r->y, rad, len, &nx, &ny);
+    double gap = pa_sim_int_clearance(m, s, id, r->x, r->y, rad, len, &nx,
+                                      &ny, robots);
     if (gap < 0)
       gap = 0;
     double into = -(sx * nx + sy * ny);
     if (into > 0) {
       double keep = into < gap ? into : gap;
       double tx = sx + into * nx - keep * nx, ty = sy + into * ny - keep * ny;
-      if (free_at(m, s, id, r->x + tx, r->y + ty)) {
+      if (free_at(m, s, id, r->x + tx, r->y + ty, robots)) {
         r->x += tx;
         r->y += ty;
         continue;
       }
     }
-    double f = bisect_free(m, s, id, r->x, r->y, sx, sy);
+    double f = bisect_free(m, s, id, r->x, r->y, sx, sy, robots);
     r->x += f * sx;
     r->y += f * sy;
     double rx = (1 - f) * sx, ry = (1 - f) * sy;
-    pa_sim_clearance(m, s, id, r->x + rx, r->y + ry, rad, 0, &nx, &ny);
+    pa_sim_int_clearance(m, s, id, r->x + rx, r->y + ry, rad, 0, &nx, &ny,
+                         robots);
     double in2 = rx * nx + ry * ny;
     if (in2 < 0) {
       rx -= in2 * nx;
       ry -= in2 * ny;
     }
-    if (free_at(m, s, id, r->x + rx, r->y + ry)) {
+    if (free_at(m, s, id, r->x + rx, r->y + ry, robots)) {
       r->x += rx;
       r->y += ry;
     } else {
-      double g = bisect_free(m, s, id, r->x, r->y, rx, ry);
+      double g = bisect_free(m, s, id, r->x, r->y, rx, ry, robots);
       r->x += g * rx;
       r->y += g * ry;
     }
@@ -127,7 +129,10 @@ static bool move_disc(const pa_sim_model *m, pa_sim_state *s, uint32_t id,
 
 /* ---- one robot's tick ----------------------------------------------------- */
 
-static void robot_tick(const pa_sim_model *m, pa_sim_state *s, uint32_t id) {
+/* Limits, head and the wanted displacement: reads and writes only the
+ * robot's own state, so every plan can be made before anyone moves. */
+static void robot_plan(const pa_sim_model *m, pa_sim_state *s, uint32_t id,
+                       pa_sim_motion *mv) {
   const pa_robot_info *ri = &s->info[id];
   pa_robot_state *r = &s->rs[id];
   const double dt = m->dt;
@@ -171,23 +176,41 @@ static void robot_tick(const pa_sim_model *m, pa_sim_state *s, uint32_t id) {
     b = (1 - cos(dth)) / dth;
   }
   double bx = (v * a - vy * b) * dt, by = (v * b + vy * a) * dt;
-  double dx = c0 * bx - s0 * by, dy = s0 * bx + c0 * by;
+  mv->dx = c0 * bx - s0 * by;
+  mv->dy = s0 * bx + c0 * by;
+  mv->v = v;
+  mv->vy = vy;
+  mv->w = w;
+  mv->th0 = th0;
+  mv->dth = dth;
+  mv->c0 = c0;
+  mv->s0 = s0;
+}
+
+/* The planned motion against the world (robots = false: no other robot is
+ * near enough to matter), then velocities and odometry. Returns bumped. */
+static bool robot_move(const pa_sim_model *m, pa_sim_state *s, uint32_t id,
+                       const pa_sim_motion *mv, bool robots) {
+  const pa_robot_info *ri = &s->info[id];
+  pa_robot_state *r = &s->rs[id];
+  const double dt = m->dt;
+  const double th0 = mv->th0, dth = mv->dth;
+  const double c0 = mv->c0, s0 = mv->s0; /* cos, sin of th0 */
 
   double x0 = r->x, y0 = r->y;
-  bool bumped = move_disc(m, s, id, dx, dy);
+  bool bumped = move_disc(m, s, id, mv->dx, mv->dy, robots);
   double ax = r->x - x0, ay = r->y - y0;
   r->theta = pa_sim_wrap(th0 + dth);
-  r->w = w;
+  r->w = mv->w;
   if (bumped) {
     /* Report what it really did: achieved displacement in the mid frame. */
     double mid = th0 + 0.5 * dth, cm = cos(mid), sm = sin(mid);
     r->v = (cm * ax + sm * ay) / dt;
     r->vy = (-sm * ax + cm * ay) / dt;
     r->flags |= PA_RS_BUMPED;
-    s->bumps++;
   } else {
-    r->v = v;
-    r->vy = vy;
+    r->v = mv->v;
+    r->vy = mv->vy;
     r->flags &= ~(uint32_t)PA_RS_BUMPED;
   }
 
@@ -210,6 +233,57 @@ static void robot_tick(const pa_sim_model *m, pa_sim_state *s, uint32_t id) {
     r->odom_y += so * lbx + co * lby;
     r->odom_theta = pa_sim_wrap(r->odom_theta + dth * (1 + et));
   }
+  return bumped;
+}
+
+/* Marks the robots with no other robot within `reach` (centre to centre,
+ * start positions): their moves cannot touch anyone, nor anyone's theirs.
+ * Needs the hash built with cell >= reach. Returns how many. */
+static uint32_t mark_alone(pa_sim_state *s, double reach) {
+  const pa_sim_hash *h = &s->hash;
+  uint32_t n = 0;
+  const double r2 = reach * reach;
+  for (uint32_t i = 0; i < s->robot_count; i++) {
+    pa_sim_motion *mv = &s->motion[i];
+    mv->alone = 0;
+    if (!s->info[i].active)
+      continue;
+    double x = s->rs[i].x, y = s->rs[i].y;
+    int64_t cx = (int64_t)floor(x / h->cell), cy = (int64_t)floor(y / h->cell);
+    bool alone = true;
+    for (int64_t j = cy - 1; j <= cy + 1 && alone; j++)
+      for (int64_t k = cx - 1; k <= cx + 1 && alone; k++) {
+        uint32_t key = pa_sim_int_hash_key(h, k, j);
+        for (uint32_t p = h->start[key]; p < h->start[key + 1]; p++) {
+          uint32_t o = h->items[p]; /* aliased buckets only add candidates */
+          if (o == i)
+            continue;
+          double ex = s->rs[o].x - x, ey = s->rs[o].y - y;
+          if (ex * ex + ey * ey < r2) {
+            alone = false;
+            break;
+          }
+        }
+      }
+    if (alone) {
+      mv->alone = 1;
+      s->alone[n++] = i;
+    }
+  }
+  return n;
+}
+
+typedef struct move_job {
+  const pa_sim_model *m;
+  pa_sim_state *s;
+} move_job;
+
+static void move_alone(void *arg, uint32_t i, pa_sim_scratch *k,
+                       uint64_t *count) {
+  move_job *j = arg;
+  uint32_t id = j->s->alone[i];
+  *count += robot_move(j->m, j->s, id, &j->s->motion[id], false);
+  (void)k;
 }
 
 void pa_sim_step(const pa_sim_model *m, pa_sim_state *s) {
@@ -234,9 +308,37 @@ int64_t pa_sim_int_step(const pa_sim_model *m, pa_sim_state *s, int64_t t0) {
    * falls back to it while the hash is not valid). */
   if (s->robot_count > SMALL_WORLD)
     pa_sim_int_hash_build(&s->hash, s, cell);
+  /* Plans first (each reads only its own robot), then the moves. */
+  double lmax = 0;
   for (uint32_t i = 0; i < s->robot_count; i++)
-    if (s->info[i].active)
-      robot_tick(m, s, i);
+    if (s->info[i].active) {
+      pa_sim_motion *mv = &s->motion[i];
+      robot_plan(m, s, i, mv);
+      double l = fabs(mv->dx) + fabs(mv->dy);
+      if (l > lmax)
+        lmax = l;
+    }
+  /* With threads: robots farther than 2 radii + 3 moves (each) + slack from
+   * every other robot move in parallel first, without robot checks (no
+   * robot can be within reach of any point they test, and theirs do not
+   * reach anyone's checks), then the rest in index order as always: the
+   * same result as moving them all in index order. */
+  uint32_t nalone = 0;
+  double reach = 2.0 * rmax + 6.0 * lmax + 0.01;
+  if (s->pool && s->hash.valid && reach <= cell)
+    nalone = mark_alone(s, reach);
+  if (nalone >= 64) { /* fewer: a dispatch costs more than it saves */
+    move_job j = {m, s};
+    s->bumps += pa_sim_int_pool_run(s->pool, move_alone, &j, nalone, 16);
+    s->alone_moves += nalone;
+    for (uint32_t i = 0; i < s->robot_count; i++)
+      if (s->info[i].active && !s->motion[i].alone)
+        s->bumps += robot_move(m, s, i, &s->motion[i], true);
+  } else {
+    for (uint32_t i = 0; i < s->robot_count; i++)
+      if (s->info[i].active)
+        s->bumps += robot_move(m, s, i, &s->motion[i], true);
+  }
   s->tick++;
   s->sim_time = (double)s->tick * m->dt;
   int64_t t1 = pa_sim_int_now();

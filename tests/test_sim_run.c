@@ -26,7 +26,8 @@ static uint64_t fnv(uint64_t h, const void *p, size_t n) {
 
 static uint64_t run(int ticks, uint32_t threads, uint32_t extra) {
   pa_grid g;
-  ts_room(&g, 160, 160, 0.05);
+  uint32_t side = extra > 0 ? 400 : 160; /* the busy world: 20 x 20 m */
+  ts_room(&g, side, side, 0.05);
   ts_block(&g, 3.0, 3.0, 5.0, 3.3);
   ts_block(&g, 6.0, 1.0, 6.2, 4.0);
   pa_robot_def r[4] = {ts_robot("a", 1, 1, 0), ts_robot("b", 2, 6, 1),
@@ -86,6 +87,10 @@ static uint64_t run(int ticks, uint32_t threads, uint32_t extra) {
     }
   }
   assert_true(s.bumps > 0); /* the run exercises collisions */
+  if (threads > 1 && extra > 0) /* the parallel moves ran */
+    assert_true(s.alone_moves > 0);
+  if (threads == 1)
+    assert_true(s.alone_moves == 0);
   ts_free(&m, &s);
   return h;
 }
@@ -100,18 +105,19 @@ static void test_determinism(void **st) {
   assert_true(run(9999, 1, 0) != a);
 }
 
-/* Scan threads change nothing: the pinned world with 2 and 3 threads, and a
- * busier one (40 robots, 2 scans per tick, many shadowing each other) with
- * 1, 2 and 4 threads hash the same. */
+/* Threads change nothing: the pinned world with 2 and 3 threads, and a
+ * busier one (100 robots: 5 scans per tick, robots shadowing and bumping
+ * each other, most moved in parallel) with 1, 2 and 4 threads hash the
+ * same. */
 static void test_threads_same(void **st) {
   (void)st;
   uint64_t one = run(10000, 1, 0);
   assert_true(run(10000, 2, 0) == one);
   assert_true(run(10000, 3, 0) == one);
-  uint64_t busy = run(4000, 1, 36);
+  uint64_t busy = run(4000, 1, 96);
   assert_true(busy != one);
-  assert_true(run(4000, 2, 36) == busy);
-  assert_true(run(4000, 4, 36) == busy);
+  assert_true(run(4000, 2, 96) == busy);
+  assert_true(run(4000, 4, 96) == busy);
 }
 
 int main(void) {
