@@ -6,7 +6,9 @@
  *   3. fan-out: 32 clients on odom + scan: frames dropped at the sender,
  *      frames lost at the receivers, sim tick period p99 with and without.
  * Usage: bench-netgw [seconds per phase, default 3] [phases: any of
- *        step, odom, fan; default all] [pa-netgw flags...]. Exits 1 when a
+ *        step, odom, fan, odomrt; default step,odom,fan] [pa-netgw
+ *        flags...]. odomrt: odom age with pa-sim and pa-netgw in --realtime
+ *        against the default, alternating runs, with the ratio. Exits 1 when a
  *        phase measured nothing (the processes' logs are printed). */
 #define _GNU_SOURCE
 #include "netgw_harness.h"
@@ -218,9 +220,40 @@ static int recv_stamped(int fd, void *buf, size_t n, int timeout_ms,
   return (int)r;
 }
 
-static void bench_odom_age(double secs) {
+/* Frame ages of one run, in ns: received (age) and kernel-stamped (kage). */
+typedef struct odom_run {
+  int64_t *age, *kage;
+  size_t n, nk, unknown;
+} odom_run;
+
+static void print_age(const char *what, const odom_run *r) {
+  printf("odom frame age%s (tick written by pa-sim -> datagram received): "
+         "p50 %.1f us, p90 %.1f us, p99 %.1f us, max %.1f us (%zu frames, "
+         "%zu unmatched)\n",
+         what, pct(r->age, r->n, 50) / 1e3, pct(r->age, r->n, 90) / 1e3,
+         pct(r->age, r->n, 99) / 1e3, pct(r->age, r->n, 100) / 1e3, r->n,
+         r->unknown);
+  printf("  of which in pa-netgw (tick written -> datagram queued at the "
+         "client's socket, kernel stamp): p50 %.1f us, p90 %.1f us, p99 %.1f "
+         "us, max %.1f us (%zu stamps)\n",
+         pct(r->kage, r->nk, 50) / 1e3, pct(r->kage, r->nk, 90) / 1e3,
+         pct(r->kage, r->nk, 99) / 1e3, pct(r->kage, r->nk, 100) / 1e3,
+         r->nk);
+}
+
+/* Appends secs of odom ages to r (arrays sized by the caller: max). With
+ * realtime, both pa-sim and pa-netgw get --realtime. */
+static void odom_age_run(double secs, bool realtime, odom_run *r, size_t max) {
   ng_stack s;
-  if (ng_start(&s, "bage", NULL, gw_flags) != 0) {
+  const char *sim_rt[] = {"--realtime", NULL};
+  const char *gw_args[32];
+  int na = 0;
+  if (realtime)
+    gw_args[na++] = "--realtime";
+  for (int i = 0; gw_flags && gw_flags[i] && na < 31; i++)
+    gw_args[na++] = gw_flags[i];
+  gw_args[na] = NULL;
+  if (ng_start(&s, "bage", realtime ? sim_rt : NULL, gw_args) != 0) {
     ng_stop(&s);
     failures++;
     return;
@@ -238,52 +271,90 @@ static void bench_odom_age(double secs) {
   pa_test_read_line(fd, line, sizeof line, 5000);
   uint32_t cap = pa_ring_max_record(s.st.state);
   void *buf = malloc(cap);
-  size_t max = 1000000, n = 0, nk = 0, unknown = 0;
-  int64_t *age = malloc(max * sizeof *age), *kage = malloc(max * sizeof *kage);
+  size_t n0 = r->n, unknown0 = r->unknown;
   int64_t end = pa_now_ns() + (int64_t)(secs * 1e9);
-  while (pa_now_ns() < end && n < max) {
+  while (pa_now_ns() < end && r->n < max) {
     uint8_t b[64];
     int64_t kns;
-    int r = recv_stamped(u, b, sizeof b, 1000, &kns);
+    int got = recv_stamped(u, b, sizeof b, 1000, &kns);
     int64_t now = pa_now_ns();
-    if (r != 36)
+    if (got != 36)
       continue;
     double t;
     memcpy(&t, b + 8, 8);
     int64_t w = tick_wall_ns(&s.st, t, buf, cap);
     if (w < 0) {
-      unknown++;
+      r->unknown++;
       continue;
     }
-    age[n++] = now - w;
+    r->age[r->n++] = now - w;
     if (kns >= 0)
-      kage[nk++] = kns - w;
+      r->kage[r->nk++] = kns - w;
   }
-  if (n < (size_t)(secs * 50)) {
+  size_t got = r->n - n0;
+  if (got < (size_t)(secs * 50)) {
     char why[160];
     snprintf(why, sizeof why,
              "%zu odom frames matched in %.1f s (%zu unmatched), expected "
              "about %.0f at 100 Hz",
-             n, secs, unknown, secs * 100);
+             got, secs, r->unknown - unknown0, secs * 100);
     fail(&s, "odom frame age", why);
   }
-  printf("odom frame age (tick written by pa-sim -> datagram received): p50 "
-         "%.1f us, p90 %.1f us, p99 %.1f us, max %.1f us (%zu frames, %zu "
-         "unmatched)\n",
-         pct(age, n, 50) / 1e3, pct(age, n, 90) / 1e3, pct(age, n, 99) / 1e3,
-         pct(age, n, 100) / 1e3, n, unknown);
-  printf("  of which in pa-netgw (tick written -> datagram queued at the "
-         "client's socket, kernel stamp): p50 %.1f us, p90 %.1f us, p99 %.1f "
-         "us, max %.1f us (%zu stamps)\n",
-         pct(kage, nk, 50) / 1e3, pct(kage, nk, 90) / 1e3,
-         pct(kage, nk, 99) / 1e3, pct(kage, nk, 100) / 1e3, nk);
-  printf("  target: p99 <= 200 us\n");
-  free(age);
-  free(kage);
   free(buf);
   close(u);
   close(fd);
   ng_stop(&s);
+}
+
+static void odom_run_alloc(odom_run *r, size_t max) {
+  memset(r, 0, sizeof *r);
+  r->age = malloc(max * sizeof *r->age);
+  r->kage = malloc(max * sizeof *r->kage);
+}
+
+static void odom_run_free(odom_run *r) {
+  free(r->age);
+  free(r->kage);
+}
+
+static void bench_odom_age(double secs) {
+  size_t max = 1000000;
+  odom_run r;
+  odom_run_alloc(&r, max);
+  odom_age_run(secs, false, &r, max);
+  print_age("", &r);
+  printf("  target: p99 <= 200 us\n");
+  odom_run_free(&r);
+}
+
+/* Default vs --realtime (pa-sim and pa-netgw), alternating runs of secs/2 in
+ * one session so both modes see the same machine load; pooled figures. */
+static void bench_odom_rt(double secs) {
+  enum { ROUNDS = 4 };
+  size_t max = 1000000;
+  odom_run def, rt;
+  odom_run_alloc(&def, max);
+  odom_run_alloc(&rt, max);
+  for (int i = 0; i < ROUNDS; i++) {
+    odom_age_run(secs / 2, false, &def, max);
+    odom_age_run(secs / 2, true, &rt, max);
+  }
+  printf("odom age, %d alternating runs of %.1f s per mode:\n", ROUNDS,
+         secs / 2);
+  print_age(" [default]", &def);
+  print_age(" [--realtime]", &rt);
+  int64_t d99 = pct(def.age, def.n, 99), r99 = pct(rt.age, rt.n, 99);
+  int64_t dk99 = pct(def.kage, def.nk, 99), rk99 = pct(rt.kage, rt.nk, 99);
+  printf("  p99 realtime/default: received %.2f, in pa-netgw %.2f; p50 "
+         "received %.2f\n",
+         d99 ? (double)r99 / (double)d99 : 0.0,
+         dk99 ? (double)rk99 / (double)dk99 : 0.0,
+         pct(def.age, def.n, 50)
+             ? (double)pct(rt.age, rt.n, 50) / (double)pct(def.age, def.n, 50)
+             : 0.0);
+  printf("  target: p99 <= 200 us\n");
+  odom_run_free(&def);
+  odom_run_free(&rt);
 }
 
 /* ---- 3. fan-out ----------------------------------------------------------------*/
@@ -426,10 +497,23 @@ static void bench_fanout(double secs) {
   ng_stop(&s);
 }
 
+/* Whether the comma-separated list names phase exactly ("odom" is not
+ * "odomrt"). */
+static bool has_phase(const char *list, const char *phase) {
+  size_t n = strlen(phase);
+  for (const char *p = list; *p;) {
+    size_t len = strcspn(p, ",");
+    if (len == n && !strncmp(p, phase, n))
+      return true;
+    p += len + (p[len] == ',');
+  }
+  return false;
+}
+
 int main(int argc, char **argv) {
   double secs = argc > 1 ? atof(argv[1]) : 3.0;
   if (!(secs > 0 && secs < 3600)) {
-    fprintf(stderr, "usage: bench-netgw [seconds per phase] [step,odom,fan] "
+    fprintf(stderr, "usage: bench-netgw [seconds per phase] [step,odom,fan,odomrt] "
                     "[pa-netgw flags...]\n");
     return 2;
   }
@@ -441,11 +525,13 @@ int main(int argc, char **argv) {
   const char *only = argc > 2 ? argv[2] : "";
   if (argc > 3)
     gw_flags = (const char *const *)argv + 3; /* argv[argc] is NULL */
-  if (!only[0] || strstr(only, "step"))
+  if (!only[0] || has_phase(only, "step"))
     bench_step(secs);
-  if (!only[0] || strstr(only, "odom"))
+  if (!only[0] || has_phase(only, "odom"))
     bench_odom_age(secs);
-  if (!only[0] || strstr(only, "fan"))
+  if (has_phase(only, "odomrt"))
+    bench_odom_rt(secs);
+  if (!only[0] || has_phase(only, "fan"))
     bench_fanout(secs);
   if (failures) {
     fprintf(stderr, "bench-netgw: %d phase(s) FAILED (see above)\n", failures);

@@ -36,6 +36,7 @@ pa_netgw_def pa_netgw_def_default(void) {
       .request_timeout_ms = 2000,
       .max_output = 4u << 20,
       .odom_watch_us = 0, /* off: it helps the median, not p99, and costs CPU */
+      .realtime = false,
   };
   return d;
 }
@@ -920,7 +921,8 @@ static int64_t odom_send(void *arg) {
       return 0; /* late: its ring post wakes us */
     while (pa_ring_head(g->st->state) < o->cur.next &&
            pa_now_ns() <= due + spin_max)
-      sched_yield(); /* lets pa-sim run if it shares this core */
+      sched_yield(); /* lets pa-sim run if it shares this core (under
+                      * --realtime pa-sim's higher priority preempts us) */
     if (pa_ring_head(g->st->state) < o->cur.next)
       return 0;
   }
@@ -1218,6 +1220,14 @@ pa_netgw *pa_netgw_create(const pa_netgw_def *d, pa_stack *stack, char *err,
                       pa_queue_sem(stack->reply), on_reply, g, err,
                       err_sz) != 0)
     goto fail;
+  if (d->realtime) {
+    /* Only the odom thread: its wake-up is the frame age; best effort. */
+    struct sched_param sp = {.sched_priority = PA_NETGW_RT_PRIO};
+    int rc = pthread_setschedparam(g->br_state.thread, SCHED_FIFO, &sp);
+    if (rc != 0)
+      pa_warn("--realtime: SCHED_FIFO refused for the odom thread (%s); "
+              "continuing at normal priority", strerror(rc));
+  }
 
   g->stop_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   g->stop_ev = g->stop_fd >= 0 ? event_new(g->base, g->stop_fd,

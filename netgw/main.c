@@ -1,19 +1,23 @@
 /* main.c - pa-netgw: options -> attach the instance -> gateway loop ->
  * cleanup. See netgw.h and docs/protocol-notes.md. */
+#define _GNU_SOURCE
 #include "netgw.h"
 #include "pa_util.h"
 
 #include <signal.h>
 #include <stdio.h>
+#include <errno.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 int main(int argc, char **argv) {
   pa_netgw_def d = pa_netgw_def_default();
   char *instance = "p9000", *bind = "127.0.0.1", *token = "";
   long tcp_port = 9000, max_clients = 256, chunk = PA_CAM_CHUNK_DEFAULT,
-       timeout_ms = 2000, max_output = 4l << 20, odom_watch_us = 0;
+       timeout_ms = 2000, max_output = 4l << 20, odom_watch_us = -1;
   double feedback_hz = 100;
+  bool realtime = false;
   const pa_opt opts[] = {
       {"instance", PA_OPT_STR, &instance, 0, 0, "shared-memory instance"},
       {"tcp_port", PA_OPT_INT, &tcp_port, 0, 65535,
@@ -31,10 +35,15 @@ int main(int argc, char **argv) {
        "simulator round trip before a request gets busy"},
       {"max_output", PA_OPT_INT, &max_output, 65536, 1l << 30,
        "bytes of unread replies before a client is disconnected"},
-      {"odom_watch_us", PA_OPT_INT, &odom_watch_us, 0,
+      {"odom_watch_us", PA_OPT_INT, &odom_watch_us, -1,
        PA_NETGW_ODOM_WATCH_MAX_US,
        "wake this early for a due odom tick and watch for it (lower median "
-       "frame age for ~that much CPU per frame period; 0 = off)"},
+       "frame age for ~that much CPU per frame period; 0 = off; -1 = 0, or "
+       "300 with --realtime)"},
+      {"realtime", PA_OPT_FLAG, &realtime, 0, -1,
+       "odom thread SCHED_FIFO priority 9 (below pa-sim --realtime's 10), "
+       "mlockall, --odom_watch_us 300 unless given (needs CAP_SYS_NICE; off "
+       "by default)"},
   };
   size_t n_opts = sizeof opts / sizeof opts[0];
   char err[512];
@@ -53,6 +62,10 @@ int main(int argc, char **argv) {
     return PA_EXIT_CONFIG;
   }
   signal(SIGPIPE, SIG_IGN);
+  /* ONFAULT: lock what is touched, not every reserved page (thread stacks,
+   * sanitizer shadow); no page of the odom path is swapped out. */
+  if (realtime && mlockall(MCL_CURRENT | MCL_FUTURE | MCL_ONFAULT) != 0)
+    pa_warn("--realtime: mlockall failed (%s)", strerror(errno));
   pa_stack st;
   rc = pa_stack_attach(&st, instance, err, sizeof err);
   for (int tries = 0; rc == PA_SHM_ENOTREADY && tries < 50; tries++) {
@@ -71,7 +84,10 @@ int main(int argc, char **argv) {
   d.camera_chunk = (unsigned)chunk;
   d.request_timeout_ms = (unsigned)timeout_ms;
   d.max_output = (size_t)max_output;
+  if (odom_watch_us < 0) /* not given: SCHED_FIFO alone does not cut p99 */
+    odom_watch_us = realtime ? PA_NETGW_RT_WATCH_US : 0;
   d.odom_watch_us = (unsigned)odom_watch_us;
+  d.realtime = realtime;
   int status = 1;
   pa_netgw *g = pa_netgw_create(&d, &st, err, sizeof err);
   if (!g) {

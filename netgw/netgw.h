@@ -29,6 +29,11 @@ extern "C" {
 #define PA_NETGW_STEP_MAX 1000000u       /* ticks per step request */
 #define PA_NETGW_SPEED_MAX 1000.0        /* largest time scale factor */
 #define PA_NETGW_ODOM_WATCH_MAX_US 2000u /* --odom_watch_us limit */
+/* SCHED_FIFO priority of the odom thread under --realtime: one below
+ * pa-sim's (10), so it never delays the tick whose frame it sends. */
+#define PA_NETGW_RT_PRIO 9
+/* --odom_watch_us that --realtime implies (about this VM's wake-up p99/2) */
+#define PA_NETGW_RT_WATCH_US 300u
 
 /* ---- text commands (PROTOCOL.md section 1) -------------------------------*/
 
@@ -115,6 +120,7 @@ typedef struct pa_netgw_def {
   unsigned request_timeout_ms;/* sim round trip before `busy` */
   size_t max_output;          /* [bytes] pending output before disconnect */
   unsigned odom_watch_us;     /* [us] watch for a due odom tick (0 = off) */
+  bool realtime;              /* odom thread SCHED_FIFO (best effort, warns) */
 } pa_netgw_def;
 pa_netgw_def pa_netgw_def_default(void);
 

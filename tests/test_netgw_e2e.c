@@ -7,10 +7,12 @@
 #include <stdint.h>
 
 #include <cmocka.h>
+#include <dirent.h>
 #include <inttypes.h>
 #include <jansson.h>
 #include <math.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 
 #include "netgw_harness.h"
@@ -281,17 +283,42 @@ static bool odom_counted(void *arg) {
   return c->s->st.ctl->health[PA_PROC_NETGW].counters[3] == c->want;
 }
 
+/* Threads of pid under SCHED_FIFO (from /proc/PID/task). */
+static int fifo_threads(pid_t pid) {
+  char path[64];
+  snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
+  DIR *d = opendir(path);
+  assert_non_null(d);
+  int n = 0;
+  struct dirent *e;
+  while ((e = readdir(d)))
+    if (e->d_name[0] != '.' && sched_getscheduler(atoi(e->d_name)) == SCHED_FIFO)
+      n++;
+  closedir(d);
+  return n;
+}
+
 /* Odom frames are sent by pa-netgw's state-ring thread from a table the
- * loop edits (here with --odom_watch_us; odom_stream runs without it):
+ * loop edits (here with --realtime, so a SCHED_FIFO thread that watches for
+ * the due tick; odom_stream runs without it):
  * moving a subscription hands every seq to exactly one port,
  * the health counters match what arrived, and subscription churn from
  * many connections while frames stream never sends to a stale entry. */
 static void odom_move_and_churn(void **state) {
   (void)state;
   ng_stack s;
-  /* With the due-tick watch on, so that path runs under the same checks. */
-  const char *gw[] = {"--odom_watch_us", "250", NULL};
+  /* --realtime implies the due-tick watch: both run under the same checks. */
+  const char *gw[] = {"--realtime", NULL};
   assert_int_equal(ng_start(&s, "omove", NULL, gw), 0);
+  /* Exactly the odom thread is SCHED_FIFO; without the privilege, none
+   * (and pa-netgw runs on with a warning). */
+  struct sched_param sp = {.sched_priority = 1};
+  bool can_rt = sched_setscheduler(0, SCHED_FIFO, &sp) == 0;
+  if (can_rt) {
+    sp.sched_priority = 0;
+    assert_int_equal(sched_setscheduler(0, SCHED_OTHER, &sp), 0);
+  }
+  assert_int_equal(fifo_threads(s.gw), can_rt ? 1 : 0);
   int fd = ng_connect(&s);
   uint16_t pa_, pb;
   int ua = pa_test_udp_bind(&pa_), ub = pa_test_udp_bind(&pb);
