@@ -115,6 +115,10 @@ typedef struct pa_sim_hash {
   uint32_t *items;         /* [max_robots] robot ids sorted by bucket */
   uint32_t *key;           /* [max_robots] bucket of each robot */
   uint32_t cap;
+  /* Per item (same order as items), as of the build: the robot's centre,
+   * radius and cell (floor(x / cell), floor(y / cell)). */
+  double *ix, *iy, *ir;    /* [max_robots] */
+  int64_t *icx, *icy;      /* [max_robots] */
   bool valid;              /* false: positions changed since the build */
 } pa_sim_hash;
 

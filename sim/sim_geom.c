@@ -155,6 +155,98 @@ double pa_sim_int_wall_clearance(const pa_sim_model *m, double x, double y,
   return d * res;
 }
 
+static double bodies_clearance(const pa_sim_state *s, uint32_t skip,
+                               double x, double y, double best, double wnx,
+                               double wny, double *nx, double *ny,
+                               bool robots);
+
+/* pa_sim_int_wall_clearance(m, x, y, r) < r, answered sooner: the same
+ * cells and distances, rows nearest first, stopping at the first cell that
+ * overlaps (the minimum is below r as soon as one value is). */
+static bool wall_hits(const pa_sim_model *m, double x, double y, double r,
+                      double *value) {
+  double gx, gy;
+  to_grid(m, x, y, &gx, &gy);
+  double res = m->grid.resolution;
+  int64_t cx = (int64_t)floor(gx), cy = (int64_t)floor(gy);
+  if (!cell_blocked(m, cx, cy)) {
+    uint8_t v = m->march[(size_t)(cy + 1) * m->march_w + (size_t)cx + 1];
+    double ox = gx - ((double)cx + 0.5), oy = gy - ((double)cy + 0.5);
+    double bound = m->march_safe[v] + 0.70710 - sqrt(ox * ox + oy * oy);
+    if (v >= 2 && bound * res >= r) {
+      *value = bound * res;
+      return false;
+    }
+  }
+  double rc = r / res + 1.0;
+  int64_t x0 = (int64_t)floor(gx - rc), x1 = (int64_t)floor(gx + rc);
+  int64_t y0 = (int64_t)floor(gy - rc), y1 = (int64_t)floor(gy + rc);
+  const int64_t GW = m->grid.width, GH = m->grid.height;
+  if (!(x0 >= 0 && y0 >= 0 && x1 < GW && y1 < GH && cx - x0 < 255 &&
+        x1 - cx < 255)) {
+    *value = pa_sim_int_wall_clearance(m, x, y, r, NULL, NULL);
+    return *value < r;
+  }
+  double best = INFINITY;
+  int64_t cyc = cy < y0 ? y0 : cy > y1 ? y1 : cy;
+  for (int64_t q = 0; q <= 2 * (y1 - y0) + 1; q++) {
+    /* cyc, cyc + 1, cyc - 1, cyc + 2, ... within [y0, y1] */
+    int64_t j = (q & 1) ? cyc + (q + 1) / 2 : cyc - q / 2;
+    if (j < y0 || j > y1)
+      continue;
+    double ddy = (double)j - gy;
+    if (gy - (double)(j + 1) > ddy)
+      ddy = gy - (double)(j + 1);
+    if (ddy < 0)
+      ddy = 0;
+    if (ddy * ddy >= best)
+      continue;
+    size_t row = (size_t)j * (size_t)GW;
+    int64_t cand[2], nc = 0;
+    bool cb = m->run_l[row + (size_t)cx] == 0;
+    int64_t il = cx - m->run_l[row + (size_t)cx];
+    if (il >= x0)
+      cand[nc++] = il;
+    if (!cb) {
+      int64_t ir = cx + m->run_r[row + (size_t)cx];
+      if (ir <= x1 && m->blocked[row + (size_t)ir])
+        cand[nc++] = ir;
+    }
+    for (int64_t k = 0; k < nc; k++) {
+      int64_t i = cand[k];
+      if (!m->blocked[row + (size_t)i])
+        continue;
+      double ddx = (double)i - gx;
+      if (gx - (double)(i + 1) > ddx)
+        ddx = gx - (double)(i + 1);
+      if (ddx < 0)
+        ddx = 0;
+      double d2 = ddx * ddx + ddy * ddy;
+      if (d2 < best) {
+        best = d2;
+        if (sqrt(d2) * res < r)
+          return true;
+      }
+    }
+  }
+  /* no early exit: the same minimum as the full function */
+  *value = best == INFINITY ? r + res : sqrt(best) * res;
+  return false;
+}
+
+/* The sign test of pa_sim_int_clearance(margin 0) >= 0, with early exits
+ * (its best only decreases: once below r, the answer is known). */
+bool pa_sim_int_free(const pa_sim_model *m, const pa_sim_state *s,
+                     uint32_t skip, double x, double y, double r,
+                     bool robots) {
+  double wall;
+  if (wall_hits(m, x, y, r, &wall))
+    return false;
+  return bodies_clearance(s, skip, x, y, wall, 0, 0, NULL, NULL, robots) -
+             r >=
+         0;
+}
+
 /* ---- obstacles ----------------------------------------------------------- */
 
 static double obstacle_bound(const pa_obstacle_info *o) {
@@ -212,13 +304,27 @@ int pa_sim_int_hash_init(pa_sim_hash *h, uint32_t cap) {
   h->start = calloc((size_t)size + 1, sizeof *h->start);
   h->items = calloc(cap, sizeof *h->items);
   h->key = calloc(cap, sizeof *h->key);
-  return h->start && h->items && h->key ? 0 : -1;
+  size_t n = cap ? cap : 1;
+  h->ix = calloc(n, sizeof *h->ix);
+  h->iy = calloc(n, sizeof *h->iy);
+  h->ir = calloc(n, sizeof *h->ir);
+  h->icx = calloc(n, sizeof *h->icx);
+  h->icy = calloc(n, sizeof *h->icy);
+  return h->start && h->items && h->key && h->ix && h->iy && h->ir &&
+                 h->icx && h->icy
+             ? 0
+             : -1;
 }
 
 void pa_sim_int_hash_free(pa_sim_hash *h) {
   free(h->start);
   free(h->items);
   free(h->key);
+  free(h->ix);
+  free(h->iy);
+  free(h->ir);
+  free(h->icx);
+  free(h->icy);
   memset(h, 0, sizeof *h);
 }
 
@@ -253,6 +359,15 @@ void pa_sim_int_hash_build(pa_sim_hash *h, const pa_sim_state *s,
   for (uint32_t k = size; k > 0; k--)
     h->start[k] = h->start[k - 1];
   h->start[0] = 0;
+  /* Contiguous copies for the scans (no robot records touched per item). */
+  for (uint32_t p = 0; p < h->start[size]; p++) {
+    uint32_t i = h->items[p];
+    h->ix[p] = s->rs[i].x;
+    h->iy[p] = s->rs[i].y;
+    h->ir[p] = s->info[i].radius;
+    h->icx[p] = (int64_t)floor(s->rs[i].x / cell);
+    h->icy[p] = (int64_t)floor(s->rs[i].y / cell);
+  }
   h->valid = true;
 }
 
@@ -291,6 +406,15 @@ double pa_sim_int_clearance(const pa_sim_model *m, const pa_sim_state *s,
   double reach = r + margin;
   double wnx = 0, wny = 0;
   double best = pa_sim_int_wall_clearance(m, x, y, reach, &wnx, &wny);
+  return bodies_clearance(s, skip, x, y, best, wnx, wny, nx, ny, robots) - r;
+}
+
+/* The rest of the clearance after the walls: obstacles and robots nearer
+ * than best (the wall value, with its normal). Returns the smallest. */
+static double bodies_clearance(const pa_sim_state *s, uint32_t skip,
+                               double x, double y, double best, double wnx,
+                               double wny, double *nx, double *ny,
+                               bool robots) {
   double bnx = wnx, bny = wny;
   for (uint32_t i = 0; i < s->obstacle_count; i++) {
     const pa_obstacle_info *o = &s->obs[i];
@@ -333,7 +457,7 @@ double pa_sim_int_clearance(const pa_sim_model *m, const pa_sim_state *s,
     *nx = bnx;
     *ny = bny;
   }
-  return best - r;
+  return best;
 }
 
 bool pa_sim_overlaps(const pa_sim_model *m, const pa_sim_state *s,
@@ -1048,14 +1172,10 @@ void pa_sim_int_scan(const pa_sim_model *m, const pa_sim_state *s,
       for (int64_t i = cx - span; i <= cx + span; i++) {
         uint32_t key = pa_sim_int_hash_key(h, i, j);
         for (uint32_t p = h->start[key]; p < h->start[key + 1]; p++) {
-          uint32_t o = h->items[p];
-          if (o == id || !s->info[o].active)
+          /* aliased bucket: its own cell visits it */
+          if (h->icx[p] != i || h->icy[p] != j || h->items[p] == id)
             continue;
-          int64_t ocx = (int64_t)floor(s->rs[o].x / h->cell);
-          int64_t ocy = (int64_t)floor(s->rs[o].y / h->cell);
-          if (ocx != i || ocy != j) /* aliased bucket: its own cell visits it */
-            continue;
-          scan_circle(&k, s->rs[o].x, s->rs[o].y, s->info[o].radius);
+          scan_circle(&k, h->ix[p], h->iy[p], h->ir[p]);
         }
       }
   } else {

@@ -14,6 +14,11 @@ double pa_sim_int_clearance(const pa_sim_model *m, const pa_sim_state *s,
                             double margin, double *nx, double *ny,
                             bool robots);
 
+/* pa_sim_int_clearance(margin 0) >= 0, cheaper (early exits). */
+bool pa_sim_int_free(const pa_sim_model *m, const pa_sim_state *s,
+                     uint32_t skip, double x, double y, double r,
+                     bool robots);
+
 /* One robot's motion of this tick, planned before anyone moves (it depends
  * only on the robot's own state). */
 typedef struct pa_sim_motion {

@@ -43,8 +43,7 @@ static double approach(double cur, double target, double acc, double dec,
 
 static bool free_at(const pa_sim_model *m, const pa_sim_state *s, uint32_t id,
                     double x, double y, bool robots) {
-  return pa_sim_int_clearance(m, s, id, x, y, s->info[id].radius, 0, NULL,
-                              NULL, robots) >= 0;
+  return pa_sim_int_free(m, s, id, x, y, s->info[id].radius, robots);
 }
 
 /* Largest f in [0, 1] with the robot free at p + f * d (p itself free). */
