@@ -6,6 +6,7 @@
  *
  *   bench-sim [seconds_per_loop_test (default 5)] [--loops] [--realtime]
  *             [--rtf] (only the real-time factors, 1 and 2 scan threads)
+ *             [--rtf1] (only 1 robot for seconds_per_loop_test: profiling)
  *   (--loops: only the loop timing; --realtime: SCHED_FIFO + mlockall +
  *   spinning before deadlines, as pa-sim --realtime)
  */
@@ -390,7 +391,7 @@ int main(int argc, char **argv) {
   double loop_s = argc > 1 ? atof(argv[1]) : 5;
   if (!(loop_s > 0))
     loop_s = 5;
-  bool only_loops = false, only_rtf = false;
+  bool only_loops = false, only_rtf = false, only_rtf1 = false;
   for (int i = 2; i < argc; i++) {
     if (!strcmp(argv[i], "--realtime")) {
       loop_realtime = true;
@@ -403,9 +404,11 @@ int main(int argc, char **argv) {
       only_loops = true;
     } else if (!strcmp(argv[i], "--rtf")) {
       only_rtf = true;
+    } else if (!strcmp(argv[i], "--rtf1")) {
+      only_rtf1 = true;
     } else {
       fprintf(stderr, "usage: bench-sim [seconds_per_loop_test] [--loops] "
-                      "[--realtime] [--rtf]\n");
+                      "[--realtime] [--rtf] [--rtf1]\n");
       return 2;
     }
   }
@@ -413,6 +416,11 @@ int main(int argc, char **argv) {
   pa_grid def;
   if (pa_map_load_default(&def, err, sizeof err) != 0)
     die("default map", err);
+  if (only_rtf1) { /* for profilers: 1 robot for `seconds` */
+    bench_rtf(&def, 1, loop_s, 0);
+    pa_grid_free(&def);
+    return 0;
+  }
   pa_grid big;
   big_map(&big, 2000, 2000);
   if (only_rtf) {

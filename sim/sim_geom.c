@@ -1125,16 +1125,19 @@ void pa_sim_int_scan(const pa_sim_model *m, const pa_sim_state *s,
   scan_ctx k = {r->x, r->y, cos(r->theta), sin(r->theta), r->theta, inc,
                 beams, rmax, sc->dx, sc->dy, out, rmax};
   const float *bc = sc->beam_cos, *bs = sc->beam_sin;
-  for (uint32_t i = 0; i < beams; i++) {
-    sc->dx[i] = k.c * bc[i] - k.s * bs[i];
-    sc->dy[i] = k.s * bc[i] + k.c * bs[i];
-  }
+  /* World beam directions: only bodies (obstacles, other robots) use them. */
+  if (s->obstacle_count > 0 || s->robot_count > 1)
+    for (uint32_t i = 0; i < beams; i++) {
+      sc->dx[i] = k.c * bc[i] - k.s * bs[i];
+      sc->dy[i] = k.s * bc[i] + k.c * bs[i];
+    }
   /* Walls: grid frame once for the whole scan. */
   double gx, gy;
   to_grid(m, r->x, r->y, &gx, &gy);
   double res = m->grid.resolution, maxc = rmax / res;
   double gc = m->cos_yaw * k.c + m->sin_yaw * k.s;
   double gs = -m->sin_yaw * k.c + m->cos_yaw * k.s;
+  float far = 0; /* the farthest wall return */
   for (uint32_t i0 = 0; i0 < beams; i0 += SCAN_CHUNK) {
     uint32_t nb = beams - i0 < SCAN_CHUNK ? beams - i0 : SCAN_CHUNK;
     double bdx[SCAN_CHUNK], bdy[SCAN_CHUNK], bt[SCAN_CHUNK];
@@ -1143,14 +1146,14 @@ void pa_sim_int_scan(const pa_sim_model *m, const pa_sim_state *s,
       bdy[q] = gs * bc[i0 + q] + gc * bs[i0 + q];
     }
     cast_many(m, gx, gy, bdx, bdy, nb, maxc, bt);
-    for (uint32_t q = 0; q < nb; q++)
-      out[i0 + q] = bt[q] >= maxc ? (float)rmax : (float)(bt[q] * res);
+    for (uint32_t q = 0; q < nb; q++) {
+      float v = bt[q] >= maxc ? (float)rmax : (float)(bt[q] * res);
+      out[i0 + q] = v;
+      far = v > far ? v : far;
+    }
   }
   /* Obstacles and other robots: only the beams their bounds subtend, and
    * only bodies nearer than the farthest wall return (+ rounding slack). */
-  float far = 0;
-  for (uint32_t i = 0; i < beams; i++)
-    far = out[i] > far ? out[i] : far;
   k.far = (double)far + 1e-6;
   for (uint32_t i = 0; i < s->obstacle_count; i++) {
     const pa_obstacle_info *o = &s->obs[i];
