@@ -277,6 +277,15 @@ typedef struct move_job {
   pa_sim_state *s;
 } move_job;
 
+static void plan_one(void *arg, uint32_t i, pa_sim_scratch *k,
+                     uint64_t *count) {
+  move_job *j = arg;
+  if (j->s->info[i].active)
+    robot_plan(j->m, j->s, i, &j->s->motion[i]);
+  (void)k;
+  (void)count;
+}
+
 static void move_alone(void *arg, uint32_t i, pa_sim_scratch *k,
                        uint64_t *count) {
   move_job *j = arg;
@@ -307,12 +316,19 @@ int64_t pa_sim_int_step(const pa_sim_model *m, pa_sim_state *s, int64_t t0) {
    * falls back to it while the hash is not valid). */
   if (s->robot_count > SMALL_WORLD)
     pa_sim_int_hash_build(&s->hash, s, cell);
-  /* Plans first (each reads only its own robot), then the moves. */
+  /* Plans first (each reads only its own robot: any thread), then the
+   * moves. */
   double lmax = 0;
+  bool par = s->pool && s->hash.valid && s->robot_count >= 256;
+  if (par) {
+    move_job j = {m, s};
+    pa_sim_int_pool_run(s->pool, plan_one, &j, s->robot_count, 32);
+  }
   for (uint32_t i = 0; i < s->robot_count; i++)
     if (s->info[i].active) {
       pa_sim_motion *mv = &s->motion[i];
-      robot_plan(m, s, i, mv);
+      if (!par)
+        robot_plan(m, s, i, mv);
       double l = fabs(mv->dx) + fabs(mv->dy);
       if (l > lmax)
         lmax = l;

@@ -26,7 +26,7 @@ static uint64_t fnv(uint64_t h, const void *p, size_t n) {
 
 static uint64_t run(int ticks, uint32_t threads, uint32_t extra) {
   pa_grid g;
-  uint32_t side = extra > 0 ? 400 : 160; /* the busy world: 20 x 20 m */
+  uint32_t side = extra > 0 ? 800 : 160; /* the busy world: 40 x 40 m */
   ts_room(&g, side, side, 0.05);
   ts_block(&g, 3.0, 3.0, 5.0, 3.3);
   ts_block(&g, 6.0, 1.0, 6.2, 4.0);
@@ -51,6 +51,8 @@ static uint64_t run(int ticks, uint32_t threads, uint32_t extra) {
   d.seed = 42;
   d.threads = threads;
   d.robots = 4 + extra; /* extras on free cells: several scans per tick */
+  if (d.robots > d.max_robots)
+    d.max_robots = d.robots;
   d.laser_noise = 0.01;
   d.odom_error[0] = d.odom_error[1] = d.odom_error[2] = 0.03;
   pa_sim_model m;
@@ -106,18 +108,18 @@ static void test_determinism(void **st) {
 }
 
 /* Threads change nothing: the pinned world with 2 and 3 threads, and a
- * busier one (100 robots: 5 scans per tick, robots shadowing and bumping
- * each other, most moved in parallel) with 1, 2 and 4 threads hash the
- * same. */
+ * busier one (300 robots: 15 scans per tick, robots shadowing and bumping
+ * each other, plans and most moves in parallel) with 1, 2 and 4 threads
+ * hash the same. */
 static void test_threads_same(void **st) {
   (void)st;
   uint64_t one = run(10000, 1, 0);
   assert_true(run(10000, 2, 0) == one);
   assert_true(run(10000, 3, 0) == one);
-  uint64_t busy = run(4000, 1, 96);
+  uint64_t busy = run(2000, 1, 296);
   assert_true(busy != one);
-  assert_true(run(4000, 2, 96) == busy);
-  assert_true(run(4000, 4, 96) == busy);
+  assert_true(run(2000, 2, 296) == busy);
+  assert_true(run(2000, 4, 296) == busy);
 }
 
 int main(void) {
