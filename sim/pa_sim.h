@@ -151,7 +151,6 @@ typedef struct pa_sim_state {
   uint32_t threads;        /* scan threads in use (def.threads resolved) */
   pa_sim_pool *pool;       /* NULL when threads == 1 */
   struct pa_sim_motion *motion; /* [cap_robots] this tick's planned moves */
-  uint32_t *alone;         /* [cap_robots] robots moved in parallel */
   uint64_t alone_moves;    /* robot-ticks moved in parallel (statistics) */
 } pa_sim_state;
 

@@ -443,10 +443,9 @@ int pa_sim_state_init(const pa_sim_model *m, pa_sim_state *s, char *err,
   s->scan_dx = calloc(m->beam_cap, sizeof(double));
   s->scan_dy = calloc(m->beam_cap, sizeof(double));
   s->motion = calloc(nr, sizeof *s->motion);
-  s->alone = calloc(nr, sizeof *s->alone);
   if (!s->info || !s->rs || !s->obs || !s->ranges || !s->scan_tick ||
       !s->scan_due || !s->beam_cos || !s->beam_sin || !s->scan_dx ||
-      !s->scan_dy || !s->motion || !s->alone ||
+      !s->scan_dy || !s->motion ||
       pa_sim_int_hash_init(&s->hash, (uint32_t)nr) != 0 ||
       pa_sim_int_hash_init(&s->lhash, (uint32_t)nr) != 0) {
     snprintf(err, err_sz, "out of memory for %u robots", s->cap_robots);
@@ -480,7 +479,6 @@ void pa_sim_state_free(pa_sim_state *s) {
   free(s->scan_dx);
   free(s->scan_dy);
   free(s->motion);
-  free(s->alone);
   pa_sim_int_hash_free(&s->hash);
   pa_sim_int_hash_free(&s->lhash);
   memset(s, 0, sizeof *s);

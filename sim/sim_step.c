@@ -235,63 +235,47 @@ static bool robot_move(const pa_sim_model *m, pa_sim_state *s, uint32_t id,
   return bumped;
 }
 
-/* Marks the robots with no other robot within `reach` (centre to centre,
- * start positions): their moves cannot touch anyone, nor anyone's theirs.
- * Needs the hash built with cell >= reach. Returns how many. */
-static uint32_t mark_alone(pa_sim_state *s, double reach) {
+/* True if no other robot's centre is within `reach` of robot i's (start
+ * positions: the hash's copies, so robots moving meanwhile are not read).
+ * Needs the hash built with cell >= reach. */
+static bool robot_alone(const pa_sim_state *s, uint32_t i, double reach) {
   const pa_sim_hash *h = &s->hash;
-  uint32_t n = 0;
-  const double r2 = reach * reach;
-  for (uint32_t i = 0; i < s->robot_count; i++) {
-    pa_sim_motion *mv = &s->motion[i];
-    mv->alone = 0;
-    if (!s->info[i].active)
-      continue;
-    double x = s->rs[i].x, y = s->rs[i].y;
-    int64_t cx = (int64_t)floor(x / h->cell), cy = (int64_t)floor(y / h->cell);
-    bool alone = true;
-    for (int64_t j = cy - 1; j <= cy + 1 && alone; j++)
-      for (int64_t k = cx - 1; k <= cx + 1 && alone; k++) {
-        uint32_t key = pa_sim_int_hash_key(h, k, j);
-        for (uint32_t p = h->start[key]; p < h->start[key + 1]; p++) {
-          uint32_t o = h->items[p]; /* aliased buckets only add candidates */
-          if (o == i)
-            continue;
-          double ex = s->rs[o].x - x, ey = s->rs[o].y - y;
-          if (ex * ex + ey * ey < r2) {
-            alone = false;
-            break;
-          }
-        }
+  double x = s->rs[i].x, y = s->rs[i].y, r2 = reach * reach;
+  int64_t cx = (int64_t)floor(x / h->cell), cy = (int64_t)floor(y / h->cell);
+  for (int64_t j = cy - 1; j <= cy + 1; j++)
+    for (int64_t k = cx - 1; k <= cx + 1; k++) {
+      uint32_t key = pa_sim_int_hash_key(h, k, j);
+      for (uint32_t p = h->start[key]; p < h->start[key + 1]; p++) {
+        if (h->items[p] == i) /* aliased buckets only add candidates */
+          continue;
+        double ex = h->ix[p] - x, ey = h->iy[p] - y;
+        if (ex * ex + ey * ey < r2)
+          return false;
       }
-    if (alone) {
-      mv->alone = 1;
-      s->alone[n++] = i;
     }
-  }
-  return n;
+  return true;
 }
 
 typedef struct move_job {
   const pa_sim_model *m;
   pa_sim_state *s;
+  double reach;
 } move_job;
 
-static void plan_one(void *arg, uint32_t i, pa_sim_scratch *k,
-                     uint64_t *count) {
+/* Pool item: plan robot i; if it is alone, move it too. count: bumps in
+ * the low 32 bits, robots moved here in the high bits. */
+static void plan_move(void *arg, uint32_t i, pa_sim_scratch *k,
+                      uint64_t *count) {
   move_job *j = arg;
-  if (j->s->info[i].active)
-    robot_plan(j->m, j->s, i, &j->s->motion[i]);
+  pa_sim_state *s = j->s;
   (void)k;
-  (void)count;
-}
-
-static void move_alone(void *arg, uint32_t i, pa_sim_scratch *k,
-                       uint64_t *count) {
-  move_job *j = arg;
-  uint32_t id = j->s->alone[i];
-  *count += robot_move(j->m, j->s, id, &j->s->motion[id], false);
-  (void)k;
+  if (!s->info[i].active)
+    return;
+  pa_sim_motion *mv = &s->motion[i];
+  robot_plan(j->m, s, i, mv);
+  mv->alone = robot_alone(s, i, j->reach);
+  if (mv->alone)
+    *count += (uint64_t)robot_move(j->m, s, i, mv, false) + (1ull << 32);
 }
 
 void pa_sim_step(const pa_sim_model *m, pa_sim_state *s) {
@@ -301,58 +285,51 @@ void pa_sim_step(const pa_sim_model *m, pa_sim_state *s) {
 int64_t pa_sim_int_step(const pa_sim_model *m, pa_sim_state *s, int64_t t0) {
   /* Broad phase: buckets wide enough that 3x3 of them cover any contact
    * during this tick, even with neighbours moving. */
-  double rmax = 0.05, vmax = 0;
+  double rmax = 0.05, vmax = 0, lmax = 0;
   for (uint32_t i = 0; i < s->robot_count; i++) {
-    if (!s->info[i].active)
+    const pa_robot_info *ri = &s->info[i];
+    if (!ri->active)
       continue;
-    if (s->info[i].radius > rmax)
-      rmax = s->info[i].radius;
-    double vm = s->info[i].max_v + s->info[i].max_vy;
+    if (ri->radius > rmax)
+      rmax = ri->radius;
+    double vm = ri->max_v + ri->max_vy;
     if (vm > vmax)
       vmax = vm;
+    /* Length bound of its move: limited velocities stay within
+     * max(|achieved|, limit) and the arc factor |(a, b)| is <= 1. */
+    const pa_robot_state *r = &s->rs[i];
+    double l = (fmax(fabs(r->v), ri->max_v) + fmax(fabs(r->vy), ri->max_vy)) *
+               m->dt * (1 + 1e-6);
+    if (l > lmax)
+      lmax = l;
   }
   double cell = 2.0 * rmax + 2.0 * vmax * m->dt + 0.05;
   /* A few robots: checking them all is cheaper than hashing (the clearance
    * falls back to it while the hash is not valid). */
   if (s->robot_count > SMALL_WORLD)
     pa_sim_int_hash_build(&s->hash, s, cell);
-  /* Plans first (each reads only its own robot: any thread), then the
-   * moves. */
-  double lmax = 0;
-  bool par = s->pool && s->hash.valid && s->robot_count >= 256;
-  if (par) {
-    move_job j = {m, s};
-    pa_sim_int_pool_run(s->pool, plan_one, &j, s->robot_count, 32);
-  }
-  for (uint32_t i = 0; i < s->robot_count; i++)
-    if (s->info[i].active) {
-      pa_sim_motion *mv = &s->motion[i];
-      if (!par)
-        robot_plan(m, s, i, mv);
-      double l = fabs(mv->dx) + fabs(mv->dy);
-      if (l > lmax)
-        lmax = l;
-    }
-  /* With threads: robots farther than 2 radii + 3 moves (each) + slack from
-   * every other robot move in parallel first, without robot checks (no
-   * robot can be within reach of any point they test, and theirs do not
-   * reach anyone's checks), then the rest in index order as always: the
-   * same result as moving them all in index order. */
-  uint32_t nalone = 0;
-  double reach = 2.0 * rmax + 6.0 * lmax + 0.01;
-  if (s->pool && s->hash.valid && reach <= cell)
-    nalone = mark_alone(s, reach);
-  if (nalone >= 64) { /* fewer: a dispatch costs more than it saves */
-    move_job j = {m, s};
-    s->bumps += pa_sim_int_pool_run(s->pool, move_alone, &j, nalone, 16);
-    s->alone_moves += nalone;
+  /* With threads: each robot is planned (it reads only its own state) and,
+   * if no other robot is within 2 radii + 2 moves + 1 cm, moved too, on any
+   * thread and without robot checks: every point it tests (within a move
+   * of its start, contact gaps below a move) stays out of reach of every
+   * other robot, and the same holds the other way. The rest then move in
+   * index order as always: the same result as all in index order. */
+  double reach = 2.0 * rmax + 2.0 * lmax + 0.01;
+  if (s->pool && s->hash.valid && s->robot_count >= 256 && reach <= cell) {
+    move_job j = {m, s, reach};
+    uint64_t c = pa_sim_int_pool_run(s->pool, plan_move, &j, s->robot_count,
+                                     16);
+    s->bumps += c & 0xffffffffu;
+    s->alone_moves += c >> 32;
     for (uint32_t i = 0; i < s->robot_count; i++)
       if (s->info[i].active && !s->motion[i].alone)
         s->bumps += robot_move(m, s, i, &s->motion[i], true);
   } else {
     for (uint32_t i = 0; i < s->robot_count; i++)
-      if (s->info[i].active)
+      if (s->info[i].active) {
+        robot_plan(m, s, i, &s->motion[i]);
         s->bumps += robot_move(m, s, i, &s->motion[i], true);
+      }
   }
   s->tick++;
   s->sim_time = (double)s->tick * m->dt;
