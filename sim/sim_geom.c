@@ -1170,6 +1170,11 @@ void pa_sim_int_scan(const pa_sim_model *m, const pa_sim_state *s,
   if (h->valid && (2 * span + 1) * (2 * span + 1) < (int64_t)s->robot_count) {
     int64_t cx = (int64_t)floor(r->x / h->cell);
     int64_t cy = (int64_t)floor(r->y / h->cell);
+    /* Only buckets that can hold a centre within far + rmax (scan_circle
+     * drops any body beyond far + its radius anyway). */
+    int64_t fspan = (int64_t)ceil((k.far + h->rmax) / h->cell) + 1; /* +1: rounding */
+    if (fspan < span)
+      span = fspan;
     /* Buckets can alias; a robot seen twice just intersects twice. */
     for (int64_t j = cy - span; j <= cy + span; j++)
       for (int64_t i = cx - span; i <= cx + span; i++) {
