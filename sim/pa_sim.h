@@ -56,9 +56,11 @@ typedef struct pa_sim_def {
   /* Loop timing: sleep to 300 us before each deadline, then spin (pa-sim
    * --realtime also asks for SCHED_FIFO and mlockall). Default false. */
   bool realtime;
-  /* Threads that cast the scans of a tick (the caller + threads - 1
-   * workers; results are the same for any count). 0 = auto: 1 when the
-   * initial world has <= 8 robots, else the online CPUs, capped at 8. */
+  /* Threads that work on a tick: scans, and the physics of 256+ robots
+   * (the caller + threads - 1 workers started by pa_sim_state_init; results
+   * are the same for any count; a state with workers does not survive
+   * fork()). 0 = auto: 1 when the initial world has <= 8 robots, else the
+   * online CPUs, capped at 8. */
   uint32_t threads;
 } pa_sim_def;
 pa_sim_def pa_sim_def_default(void);
