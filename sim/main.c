@@ -101,7 +101,7 @@ int main(int argc, char **argv) {
     if (sched_setscheduler(0, SCHED_FIFO, &sp) != 0)
       pa_warn("--realtime: SCHED_FIFO refused (%s); continuing at normal "
               "priority", strerror(errno));
-    if (mlockall(MCL_CURRENT | MCL_FUTURE) != 0)
+    if (mlockall(MCL_CURRENT | MCL_FUTURE | MCL_ONFAULT) != 0)
       pa_warn("--realtime: mlockall failed (%s)", strerror(errno));
   }
 
