@@ -362,6 +362,15 @@ int pa_sim_model_init(pa_sim_model *m, const pa_sim_def *d,
   for (uint32_t i = (uint32_t)w->robot_count; i < total; i++) {
     pa_robot_info *ri = &m->robots0[i];
     *ri = m->robot_template;
+    /* Extra robots get distinct colours so a viewer or camera tells them
+     * apart (robot0 keeps the template's). */
+    static const uint8_t palette[][3] = {
+        {220, 80, 60}, {60, 170, 90}, {230, 170, 40}, {150, 90, 200},
+        {40, 170, 190}, {200, 90, 150}, {120, 120, 120}, {110, 160, 40}};
+    if (i > 0) {
+      const uint8_t *c = palette[(i - 1) % (sizeof palette / sizeof palette[0])];
+      memcpy(ri->colour, c, 3);
+    }
     snprintf(ri->name, sizeof ri->name, "robot%u", i);
     for (uint32_t j = 0; j < i; j++)
       if (!strcmp(m->robots0[j].name, ri->name))
