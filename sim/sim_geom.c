@@ -34,6 +34,35 @@ static inline bool cell_blocked(const pa_sim_model *m, int64_t cx,
 
 /* ---- walls ------------------------------------------------------------ */
 
+/* Distance along one axis from coordinate g to the cell span [i, i + 1]. */
+static inline double span_gap(double g, int64_t i) {
+  double d = (double)i - g;
+  if (g - (double)(i + 1) > d)
+    d = g - (double)(i + 1);
+  return d < 0 ? 0 : d;
+}
+
+/* The nearest blocked cell found so far (squared distance in cells). */
+typedef struct nearest_cell {
+  double best, bx, by; /* bx, by: closest point of that cell to the point */
+  int64_t cx, cy;
+} nearest_cell;
+
+/* Keeps cell (i, j) if it is strictly nearer than the best so far, so the
+ * first cell visited wins ties. */
+static inline void nearest_consider(nearest_cell *n, int64_t i, int64_t j,
+                                    double gx, double gy, double ddy) {
+  double ddx = span_gap(gx, i);
+  double d2 = ddx * ddx + ddy * ddy;
+  if (d2 < n->best) {
+    n->best = d2;
+    n->cx = i;
+    n->cy = j;
+    n->bx = gx < (double)i ? (double)i : gx > (double)(i + 1) ? (double)(i + 1) : gx;
+    n->by = gy < (double)j ? (double)j : gy > (double)(j + 1) ? (double)(j + 1) : gy;
+  }
+}
+
 double pa_sim_int_wall_clearance(const pa_sim_model *m, double x, double y,
                                  double reach, double *nx, double *ny) {
   double gx, gy;
@@ -53,8 +82,7 @@ double pa_sim_int_wall_clearance(const pa_sim_model *m, double x, double y,
   double rc = reach / res + 1.0;
   int64_t x0 = (int64_t)floor(gx - rc), x1 = (int64_t)floor(gx + rc);
   int64_t y0 = (int64_t)floor(gy - rc), y1 = (int64_t)floor(gy + rc);
-  double best = INFINITY, bx = 0, by = 0;
-  int64_t bcx = 0, bcy = 0;
+  nearest_cell n = {INFINITY, 0, 0, 0, 0};
   const int64_t GW = m->grid.width, GH = m->grid.height;
   if (x0 >= 0 && y0 >= 0 && x1 < GW && y1 < GH && cx - x0 < 255 &&
       x1 - cx < 255) {
@@ -62,12 +90,8 @@ double pa_sim_int_wall_clearance(const pa_sim_model *m, double x, double y,
      * of the point can be the row's nearest (the runs), found in the same
      * order and with the same ties as the loop below (smallest j, then i). */
     for (int64_t j = y0; j <= y1; j++) {
-      double ddy = (double)j - gy;
-      if (gy - (double)(j + 1) > ddy)
-        ddy = gy - (double)(j + 1);
-      if (ddy < 0)
-        ddy = 0;
-      if (ddy * ddy >= best)
+      double ddy = span_gap(gy, j);
+      if (ddy * ddy >= n.best)
         continue;
       size_t row = (size_t)j * (size_t)GW;
       int64_t cand[2], nc = 0;
@@ -88,58 +112,27 @@ double pa_sim_int_wall_clearance(const pa_sim_model *m, double x, double y,
         int64_t i = cand[q];
         if (!m->blocked[row + (size_t)i])
           continue; /* a capped run */
-        double ddx = (double)i - gx;
-        if (gx - (double)(i + 1) > ddx)
-          ddx = gx - (double)(i + 1);
-        if (ddx < 0)
-          ddx = 0;
-        double d2 = ddx * ddx + ddy * ddy;
-        if (d2 < best) {
-          best = d2;
-          bcx = i;
-          bcy = j;
-          bx = gx < (double)i ? (double)i : gx > (double)(i + 1) ? (double)(i + 1) : gx;
-          by = gy < (double)j ? (double)j : gy > (double)(j + 1) ? (double)(j + 1) : gy;
-        }
+        nearest_consider(&n, i, j, gx, gy, ddy);
       }
     }
     y1 = y0 - 1; /* done: skip the general loop */
   }
   for (int64_t j = y0; j <= y1; j++) {
-    double ddy = (double)j - gy;
-    if (gy - (double)(j + 1) > ddy)
-      ddy = gy - (double)(j + 1);
-    if (ddy < 0)
-      ddy = 0;
-    if (ddy * ddy >= best)
+    double ddy = span_gap(gy, j);
+    if (ddy * ddy >= n.best)
       continue;
-    for (int64_t i = x0; i <= x1; i++) {
-      if (!cell_blocked(m, i, j))
-        continue;
-      double ddx = (double)i - gx;
-      if (gx - (double)(i + 1) > ddx)
-        ddx = gx - (double)(i + 1);
-      if (ddx < 0)
-        ddx = 0;
-      double d2 = ddx * ddx + ddy * ddy;
-      if (d2 < best) {
-        best = d2;
-        bcx = i;
-        bcy = j;
-        /* closest point of the cell square to the point */
-        bx = gx < (double)i ? (double)i : gx > (double)(i + 1) ? (double)(i + 1) : gx;
-        by = gy < (double)j ? (double)j : gy > (double)(j + 1) ? (double)(j + 1) : gy;
-      }
-    }
+    for (int64_t i = x0; i <= x1; i++)
+      if (cell_blocked(m, i, j))
+        nearest_consider(&n, i, j, gx, gy, ddy);
   }
-  if (best == INFINITY)
+  if (n.best == INFINITY)
     return reach + res;
-  double d = sqrt(best);
+  double d = sqrt(n.best);
   if (nx && ny) {
-    double ex = gx - bx, ey = gy - by;
+    double ex = gx - n.bx, ey = gy - n.by;
     if (d < 1e-12) { /* inside a blocked cell: away from its centre */
-      ex = gx - ((double)bcx + 0.5);
-      ey = gy - ((double)bcy + 0.5);
+      ex = gx - ((double)n.cx + 0.5);
+      ey = gy - ((double)n.cy + 0.5);
     }
     double len = sqrt(ex * ex + ey * ey);
     if (len < 1e-12) {
@@ -194,11 +187,7 @@ static bool wall_hits(const pa_sim_model *m, double x, double y, double r,
     int64_t j = (q & 1) ? cyc + (q + 1) / 2 : cyc - q / 2;
     if (j < y0 || j > y1)
       continue;
-    double ddy = (double)j - gy;
-    if (gy - (double)(j + 1) > ddy)
-      ddy = gy - (double)(j + 1);
-    if (ddy < 0)
-      ddy = 0;
+    double ddy = span_gap(gy, j);
     if (ddy * ddy >= best)
       continue;
     size_t row = (size_t)j * (size_t)GW;
@@ -216,11 +205,7 @@ static bool wall_hits(const pa_sim_model *m, double x, double y, double r,
       int64_t i = cand[k];
       if (!m->blocked[row + (size_t)i])
         continue;
-      double ddx = (double)i - gx;
-      if (gx - (double)(i + 1) > ddx)
-        ddx = gx - (double)(i + 1);
-      if (ddx < 0)
-        ddx = 0;
+      double ddx = span_gap(gx, i);
       double d2 = ddx * ddx + ddy * ddy;
       if (d2 < best) {
         best = d2;
