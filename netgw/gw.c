@@ -839,19 +839,25 @@ static void odom_record(pa_netgw *g, const pa_tick *t) {
   pthread_mutex_unlock(&o->mu);
 }
 
+/* Copies the next record the cursor has not seen into buf, skipping one that
+ * cannot be read into it. false once the cursor has caught up. */
+static bool ring_next(const pa_ring *r, pa_ring_cursor *c, void *buf,
+                      uint32_t cap, uint32_t *len) {
+  for (;;) {
+    uint64_t seq;
+    int rc = pa_ring_read_next(r, c, buf, cap, len, &seq);
+    if (rc == 0)
+      return true;
+    if (rc == PA_SHM_EMPTY)
+      return false;
+    c->next++;
+  }
+}
+
 static void odom_drain(pa_netgw *g) {
   pa_odom_tx *o = &g->odom;
   uint32_t len;
-  uint64_t seq;
-  for (;;) {
-    int rc = pa_ring_read_next(g->st->state, &o->cur, o->buf, o->cap, &len,
-                               &seq);
-    if (rc == PA_SHM_EMPTY)
-      break;
-    if (rc != 0) {
-      o->cur.next++;
-      continue;
-    }
+  while (ring_next(g->st->state, &o->cur, o->buf, o->cap, &len)) {
     const pa_tick *t = (const pa_tick *)o->buf;
     if (len < sizeof *t ||
         sizeof *t + (uint64_t)t->robot_count * sizeof(pa_robot_state) > len)
@@ -931,16 +937,7 @@ static int64_t odom_send(void *arg) {
 
 static void drain_scans(pa_netgw *g) {
   uint32_t len;
-  uint64_t seq;
-  for (;;) {
-    int rc = pa_ring_read_next(g->st->scan, &g->scan_cur, g->scan_buf,
-                               g->scan_cap, &len, &seq);
-    if (rc == PA_SHM_EMPTY)
-      break;
-    if (rc != 0) {
-      g->scan_cur.next++;
-      continue;
-    }
+  while (ring_next(g->st->scan, &g->scan_cur, g->scan_buf, g->scan_cap, &len)) {
     const pa_scan *s = (const pa_scan *)g->scan_buf;
     if (len < sizeof *s || sizeof *s + (uint64_t)s->count * 4 > len ||
         s->robot >= g->ctl->def.max_robots)
@@ -992,16 +989,7 @@ static void on_camera(void *arg) {
     return;
   }
   uint32_t len;
-  uint64_t seq;
-  for (;;) {
-    int rc = pa_ring_read_next(g->st->camera, &g->cam_cur, g->cam_buf,
-                               g->cam_cap, &len, &seq);
-    if (rc == PA_SHM_EMPTY)
-      break;
-    if (rc != 0) {
-      g->cam_cur.next++;
-      continue;
-    }
+  while (ring_next(g->st->camera, &g->cam_cur, g->cam_buf, g->cam_cap, &len)) {
     const pa_frame *f = (const pa_frame *)g->cam_buf;
     if (len < sizeof *f || f->size != (uint32_t)f->width * f->height * 3u ||
         sizeof *f + (uint64_t)f->size > len)
