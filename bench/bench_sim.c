@@ -272,32 +272,40 @@ static void on_alarm(int sig) {
   stop_flag = 1;
 }
 
+/* A private instance ("<tag>-<pid>", removed if interrupted) with a
+ * one-robot world on g, its map and first tick published. */
+static void bench_instance(char inst[PA_SHM_INSTANCE_MAX], const char *tag,
+                           const pa_grid *g, pa_sim_def *sd, pa_stack *st,
+                           pa_sim_model *m, pa_sim_state *s) {
+  snprintf(inst, PA_SHM_INSTANCE_MAX, "%s-%d", tag, (int)getpid());
+  snprintf(current_instance, sizeof current_instance, "%s", inst);
+  pa_stack_def d = pa_stack_def_default();
+  snprintf(d.instance, sizeof d.instance, "%s", inst);
+  char err[256];
+  if (pa_stack_create(st, &d, err, sizeof err) != 0)
+    die("instance", err);
+  sd->max_robots = d.max_robots;
+  pa_world w;
+  memset(&w, 0, sizeof w);
+  w.unknown_blocks = true;
+  if (pa_sim_model_init(m, sd, &w, g, err, sizeof err) != 0 ||
+      pa_sim_state_init(m, s, err, sizeof err) != 0)
+    die("model", err);
+  pa_sim_shm_publish_map(m, st, err, sizeof err);
+  pa_sim_shm_publish_tick(m, s, st);
+}
+
 /* The real loop (pa_sim_run) on a private instance for `seconds`; figures
  * from its health block: tick period p50/p99/max and overruns. */
 static void bench_loop(const pa_grid *g, double hz, double seconds) {
   char inst[PA_SHM_INSTANCE_MAX];
-  snprintf(inst, sizeof inst, "bench-sim-%d", (int)getpid());
-  snprintf(current_instance, sizeof current_instance, "%s", inst);
-  pa_stack_def d = pa_stack_def_default();
-  snprintf(d.instance, sizeof d.instance, "%s", inst);
   pa_stack st;
-  char err[256];
-  if (pa_stack_create(&st, &d, err, sizeof err) != 0)
-    die("instance", err);
+  pa_sim_model m;
+  pa_sim_state s;
   pa_sim_def sd = pa_sim_def_default();
   sd.control_hz = hz;
   sd.realtime = loop_realtime;
-  sd.max_robots = d.max_robots;
-  pa_world w;
-  memset(&w, 0, sizeof w);
-  w.unknown_blocks = true;
-  pa_sim_model m;
-  pa_sim_state s;
-  if (pa_sim_model_init(&m, &sd, &w, g, err, sizeof err) != 0 ||
-      pa_sim_state_init(&m, &s, err, sizeof err) != 0)
-    die("model", err);
-  pa_sim_shm_publish_map(&m, &st, err, sizeof err);
-  pa_sim_shm_publish_tick(&m, &s, &st);
+  bench_instance(inst, "bench-sim", g, &sd, &st, &m, &s);
   stop_flag = 0;
   signal(SIGALRM, on_alarm);
   alarm((unsigned)ceil(seconds));
@@ -324,27 +332,12 @@ static void bench_loop(const pa_grid *g, double hz, double seconds) {
  * (what netgw's step does). */
 static void bench_step_rtt(const pa_grid *g, int n) {
   char inst[PA_SHM_INSTANCE_MAX];
-  snprintf(inst, sizeof inst, "bench-rtt-%d", (int)getpid());
-  snprintf(current_instance, sizeof current_instance, "%s", inst);
-  pa_stack_def d = pa_stack_def_default();
-  snprintf(d.instance, sizeof d.instance, "%s", inst);
   pa_stack st;
-  char err[256];
-  if (pa_stack_create(&st, &d, err, sizeof err) != 0)
-    die("instance", err);
-  pa_sim_def sd = pa_sim_def_default();
-  sd.paused = true;
-  sd.max_robots = d.max_robots;
-  pa_world w;
-  memset(&w, 0, sizeof w);
-  w.unknown_blocks = true;
   pa_sim_model m;
   pa_sim_state s;
-  if (pa_sim_model_init(&m, &sd, &w, g, err, sizeof err) != 0 ||
-      pa_sim_state_init(&m, &s, err, sizeof err) != 0)
-    die("model", err);
-  pa_sim_shm_publish_map(&m, &st, err, sizeof err);
-  pa_sim_shm_publish_tick(&m, &s, &st);
+  pa_sim_def sd = pa_sim_def_default();
+  sd.paused = true;
+  bench_instance(inst, "bench-rtt", g, &sd, &st, &m, &s);
   pid_t pid = fork();
   if (pid == 0) {
     stop_flag = 0;
