@@ -7,6 +7,7 @@
  *   bench-sim [seconds_per_loop_test (default 5)] [--loops] [--realtime]
  *             [--rtf] (only the real-time factors, 1 and 2 scan threads)
  *             [--rtf1] (only 1 robot for seconds_per_loop_test: profiling)
+ *             [--beams] (only the beam rates and their exactness check)
  *   (--loops: only the loop timing; --realtime: SCHED_FIFO + mlockall +
  *   spinning before deadlines, as pa-sim --realtime)
  */
@@ -384,7 +385,8 @@ int main(int argc, char **argv) {
   double loop_s = argc > 1 ? atof(argv[1]) : 5;
   if (!(loop_s > 0))
     loop_s = 5;
-  bool only_loops = false, only_rtf = false, only_rtf1 = false;
+  bool only_loops = false, only_rtf = false, only_rtf1 = false,
+       only_beams = false;
   for (int i = 2; i < argc; i++) {
     if (!strcmp(argv[i], "--realtime")) {
       loop_realtime = true;
@@ -399,9 +401,11 @@ int main(int argc, char **argv) {
       only_rtf = true;
     } else if (!strcmp(argv[i], "--rtf1")) {
       only_rtf1 = true;
+    } else if (!strcmp(argv[i], "--beams")) {
+      only_beams = true;
     } else {
       fprintf(stderr, "usage: bench-sim [seconds_per_loop_test] [--loops] "
-                      "[--realtime] [--rtf] [--rtf1]\n");
+                      "[--realtime] [--rtf] [--rtf1] [--beams]\n");
       return 2;
     }
   }
@@ -416,7 +420,11 @@ int main(int argc, char **argv) {
   }
   pa_grid big;
   big_map(&big, 2000, 2000);
-  if (only_rtf) {
+  if (only_beams) {
+    bench_beams("default map", &def);
+    bench_beams("large office (100x100 m)", &big);
+    only_rtf = true; /* nothing after */
+  } else if (only_rtf) {
     bench_rtf(&def, 1, 2, 0);
     bench_rtf_threads(&def, 100, 3);
     bench_rtf_threads(&big, 1000, 5);

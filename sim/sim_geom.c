@@ -622,7 +622,9 @@ hit:;
 }
 
 /* ---- the same with AVX-512, 24 rays in flight ----------------------------
- * CAST_WAVES waves of 8 lanes (one ray each) advance together. Each iteration
+ * A single-precision pass (jump_f32) first takes every ray through open
+ * space; then CAST_WAVES waves of 8 lanes (one ray each) advance together
+ * from there. Each iteration
  * a lane either jumps by its cell's safe step (landing in the plain
  * traversal's state, as in cast_one) or takes one exact crossing computed as
  * in cast_plain_cells (IEEE division, subtraction and product: the same bits
@@ -645,18 +647,54 @@ typedef struct wave8 {
 
 typedef struct wave_src {
   const double *dx, *dy, *jx, *jy, *id; /* rays waiting, in order */
+  const double *t0;                   /* where each starts (free up to it) */
   uint32_t next, n;
   double c0x, c0y, idx0;              /* the origin's cell */
 } wave_src;
 
+/* The plain traversal's state after all its crossings up to tj (see
+ * cast_one): next boundaries and cell index. The fused product only guesses
+ * the point; the comparisons make the boundaries exact. An axis never
+ * crossed has jx = 1e300 and never moves. */
+AVX512_TARGET static inline void wave_land(const wave8 *w, __m512d tj,
+                                           __m512d ox, __m512d oy, __m512d Wd,
+                                           __m512d *bx, __m512d *by,
+                                           __m512d *idx) {
+  __m512d px = _mm512_fmadd_pd(tj, w->dx, ox);
+  __m512d py = _mm512_fmadd_pd(tj, w->dy, oy);
+  __m512d bxj = _mm512_add_pd(
+      _mm512_roundscale_pd(px, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC), w->bxo);
+  __m512d byj = _mm512_add_pd(
+      _mm512_roundscale_pd(py, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC), w->byo);
+  __mmask8 ax = _mm512_cmp_pd_mask(
+      _mm512_mul_pd(_mm512_sub_pd(bxj, ox), w->jx), tj, _CMP_LE_OQ);
+  __mmask8 rx = _mm512_mask_cmp_pd_mask(
+      (__mmask8)~ax,
+      _mm512_mul_pd(_mm512_sub_pd(_mm512_sub_pd(bxj, w->fsx), ox), w->jx), tj,
+      _CMP_GT_OQ);
+  bxj = _mm512_mask_sub_pd(_mm512_mask_add_pd(bxj, ax, bxj, w->fsx), rx, bxj,
+                           w->fsx);
+  __mmask8 ay = _mm512_cmp_pd_mask(
+      _mm512_mul_pd(_mm512_sub_pd(byj, oy), w->jy), tj, _CMP_LE_OQ);
+  __mmask8 ry = _mm512_mask_cmp_pd_mask(
+      (__mmask8)~ay,
+      _mm512_mul_pd(_mm512_sub_pd(_mm512_sub_pd(byj, w->fsy), oy), w->jy), tj,
+      _CMP_GT_OQ);
+  byj = _mm512_mask_sub_pd(_mm512_mask_add_pd(byj, ay, byj, w->fsy), ry, byj,
+                           w->fsy);
+  *bx = bxj;
+  *by = byj;
+  *idx = _mm512_fmadd_pd(_mm512_sub_pd(byj, w->byo), Wd,
+                         _mm512_sub_pd(bxj, w->bxo));
+}
+
 /* Starts the next rays in the lanes that are free (expand loads keep the
  * order); the rest of the lanes keep running. */
-AVX512_TARGET static inline void wave_fill(wave8 *w, wave_src *q) {
+AVX512_TARGET static inline void wave_fill(wave8 *w, wave_src *q, __m512d ox,
+                                           __m512d oy, __m512d Wd) {
   __mmask8 fr = (__mmask8)~w->live;
   uint32_t left = q->n - q->next;
-  /* Refilling costs as much for 1 lane as for 4: wait until half are free
-   * (or for the last rays). */
-  if (!left || !fr || (__builtin_popcount(fr) < 4 && left >= 8))
+  if (!left || !fr)
     return;
   if ((uint32_t)__builtin_popcount(fr) > left) { /* keep only `left` lanes */
     __mmask8 keep = 0;
@@ -683,12 +721,21 @@ AVX512_TARGET static inline void wave_fill(wave8 *w, wave_src *q) {
                               _mm512_mask_blend_pd(ny, one, _mm512_set1_pd(-1.0)));
   w->bxo = _mm512_mask_mov_pd(w->bxo, fr, _mm512_mask_blend_pd(nx, one, zero));
   w->byo = _mm512_mask_mov_pd(w->byo, fr, _mm512_mask_blend_pd(ny, one, zero));
-  w->t = _mm512_mask_mov_pd(w->t, fr, zero);
+  w->t = _mm512_mask_expandloadu_pd(w->t, fr, q->t0 + at);
   w->bx = _mm512_mask_mov_pd(w->bx, fr,
                              _mm512_add_pd(_mm512_set1_pd(q->c0x), w->bxo));
   w->by = _mm512_mask_mov_pd(w->by, fr,
                              _mm512_add_pd(_mm512_set1_pd(q->c0y), w->byo));
   w->idx = _mm512_mask_mov_pd(w->idx, fr, _mm512_set1_pd(q->idx0));
+  /* Rays the float pass moved on start where it left them. */
+  __mmask8 moved = _mm512_mask_cmp_pd_mask(fr, w->t, zero, _CMP_GT_OQ);
+  if (moved) {
+    __m512d bx, by, idx;
+    wave_land(w, w->t, ox, oy, Wd, &bx, &by, &idx);
+    w->bx = _mm512_mask_mov_pd(w->bx, moved, bx);
+    w->by = _mm512_mask_mov_pd(w->by, moved, by);
+    w->idx = _mm512_mask_mov_pd(w->idx, moved, idx);
+  }
   w->live |= fr;
 }
 
@@ -716,39 +763,14 @@ AVX512_TARGET static inline void wave_step(wave8 *w, const uint8_t *F,
    * the next crossing behind t) */
   __mmask8 j = _mm512_mask_cmp_pd_mask(_mm512_cmp_pd_mask(safe, zero, _CMP_GT_OQ),
                                        tj, te, _CMP_GT_OQ);
-  /* fused: only the landing guess, which the checks below make exact */
-  __m512d px = _mm512_fmadd_pd(tj, w->dx, ox);
-  __m512d py = _mm512_fmadd_pd(tj, w->dy, oy);
-  /* landing: the plain traversal's next boundaries after tj (see cast_one;
-   * an axis never crossed has jx = 1e300 and never moves) */
-  __m512d bxj = _mm512_add_pd(
-      _mm512_roundscale_pd(px, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC), w->bxo);
-  __m512d byj = _mm512_add_pd(
-      _mm512_roundscale_pd(py, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC), w->byo);
-  __mmask8 ax = _mm512_cmp_pd_mask(
-      _mm512_mul_pd(_mm512_sub_pd(bxj, ox), w->jx), tj, _CMP_LE_OQ);
-  __mmask8 rx = _mm512_mask_cmp_pd_mask(
-      (__mmask8)~ax,
-      _mm512_mul_pd(_mm512_sub_pd(_mm512_sub_pd(bxj, w->fsx), ox), w->jx), tj,
-      _CMP_GT_OQ);
-  bxj = _mm512_mask_sub_pd(_mm512_mask_add_pd(bxj, ax, bxj, w->fsx), rx, bxj,
-                           w->fsx);
-  __mmask8 ay = _mm512_cmp_pd_mask(
-      _mm512_mul_pd(_mm512_sub_pd(byj, oy), w->jy), tj, _CMP_LE_OQ);
-  __mmask8 ry = _mm512_mask_cmp_pd_mask(
-      (__mmask8)~ay,
-      _mm512_mul_pd(_mm512_sub_pd(_mm512_sub_pd(byj, w->fsy), oy), w->jy), tj,
-      _CMP_GT_OQ);
-  byj = _mm512_mask_sub_pd(_mm512_mask_add_pd(byj, ay, byj, w->fsy), ry, byj,
-                           w->fsy);
-  __m512d cxj = _mm512_sub_pd(bxj, w->bxo), cyj = _mm512_sub_pd(byj, w->byo);
+  __m512d bxj, byj, lidx;
+  wave_land(w, tj, ox, oy, Wd, &bxj, &byj, &lidx);
   __m512d nbx = _mm512_mask_blend_pd(
       j, _mm512_mask_add_pd(w->bx, xs, w->bx, w->fsx), bxj);
   __m512d nby = _mm512_mask_blend_pd(
       j, _mm512_mask_add_pd(w->by, (__mmask8)~xs, w->by, w->fsy), byj);
   __m512d estep = _mm512_mask_blend_pd(xs, _mm512_mul_pd(w->fsy, Wd), w->fsx);
-  __m512d nidx = _mm512_mask_blend_pd(j, _mm512_add_pd(w->idx, estep),
-                                      _mm512_fmadd_pd(cyj, Wd, cxj));
+  __m512d nidx = _mm512_mask_blend_pd(j, _mm512_add_pd(w->idx, estep), lidx);
   __m512d nt = _mm512_mask_blend_pd(j, te, tj);
   __mmask8 upd = w->live & (__mmask8)~hit;
   w->t = _mm512_mask_mov_pd(w->t, upd, nt);
@@ -781,9 +803,9 @@ AVX512_TARGET static void cast_cells_avx512(const pa_sim_model *m, double ox,
                                             double oy, const double *dxs,
                                             const double *dys, const double *jxs,
                                             const double *jys, const double *ids,
-                                            uint32_t n, double maxc,
-                                            double *out) {
-  wave_src q = {dxs, dys, jxs, jys, ids, 0, n, floor(ox), floor(oy), 0};
+                                            const double *t0s, uint32_t n,
+                                            double maxc, double *out) {
+  wave_src q = {dxs, dys, jxs, jys, ids, t0s, 0, n, floor(ox), floor(oy), 0};
   q.idx0 = q.c0y * (double)m->march_w + q.c0x;
   const __m512d vox = _mm512_set1_pd(ox), voy = _mm512_set1_pd(oy);
   const __m512d Wd = _mm512_set1_pd((double)m->march_w);
@@ -796,7 +818,7 @@ AVX512_TARGET static void cast_cells_avx512(const pa_sim_model *m, double ox,
     __mmask8 any = 0;
 #pragma GCC unroll 8
     for (int k = 0; k < CAST_WAVES; k++) {
-      wave_fill(&w[k], &q);
+      wave_fill(&w[k], &q, vox, voy, Wd);
       any |= w[k].live;
     }
     if (!any)
@@ -804,6 +826,80 @@ AVX512_TARGET static void cast_cells_avx512(const pa_sim_model *m, double ox,
 #pragma GCC unroll 8
     for (int k = 0; k < CAST_WAVES; k++)
       wave_step(&w[k], m->march, vox, voy, Wd, vmax, out);
+  }
+}
+
+/* The open-space part of each ray in single precision, 16 lanes, JUMP_GROUPS
+ * groups in flight: jump by the safe step of the cell under the point while
+ * it is >= 1 cell. Only how far each ray got is kept (t0[i], free up to
+ * there); the exact pass lands there and goes on. Safe while the float
+ * error stays inside the field's slack (0.02 cells): with coordinates and t
+ * below FLOAT_PASS_MAX cells the point is off by < 0.003 cells and a jump
+ * overshoots by < 0.001. */
+#define JUMP_GROUPS 4
+#define FLOAT_PASS_MAX 16384.0
+
+AVX512_TARGET static void jump_f32(const uint8_t *F, uint32_t W, double ox,
+                                   double oy, const double *dxs,
+                                   const double *dys, uint32_t n, double maxc,
+                                   double *t0) {
+  const __m512 vox = _mm512_set1_ps((float)ox), voy = _mm512_set1_ps((float)oy);
+  const __m512 vmax = _mm512_set1_ps((float)maxc);
+  const __m512i vW = _mm512_set1_epi32((int)W), ff = _mm512_set1_epi32(0xff);
+  const __m512i jump = _mm512_set1_epi32(JUMP_CODE);
+  for (uint32_t b = 0; b < n; b += 16 * JUMP_GROUPS) {
+    __m512 dx[JUMP_GROUPS], dy[JUMP_GROUPS], t[JUMP_GROUPS];
+    __mmask16 live[JUMP_GROUPS];
+    for (int g = 0; g < JUMP_GROUPS; g++) {
+      uint32_t at = b + 16 * (uint32_t)g;
+      uint32_t k = at >= n ? 0 : n - at >= 16 ? 16 : n - at;
+      __mmask16 lm = (__mmask16)((1u << k) - 1);
+      __mmask8 lo = (__mmask8)lm, hi = (__mmask8)(lm >> 8);
+      const double *px = dxs + at, *py = dys + at;
+      dx[g] = _mm512_insertf32x8(
+          _mm512_castps256_ps512(_mm512_cvtpd_ps(_mm512_maskz_loadu_pd(lo, px))),
+          _mm512_cvtpd_ps(_mm512_maskz_loadu_pd(hi, px + 8)), 1);
+      dy[g] = _mm512_insertf32x8(
+          _mm512_castps256_ps512(_mm512_cvtpd_ps(_mm512_maskz_loadu_pd(lo, py))),
+          _mm512_cvtpd_ps(_mm512_maskz_loadu_pd(hi, py + 8)), 1);
+      t[g] = _mm512_setzero_ps();
+      live[g] = lm;
+    }
+    for (;;) {
+      __mmask16 any = 0;
+#pragma GCC unroll 8
+      for (int g = 0; g < JUMP_GROUPS; g++) {
+        __m512 px = _mm512_fmadd_ps(t[g], dx[g], vox);
+        __m512 py = _mm512_fmadd_ps(t[g], dy[g], voy);
+        __m512i idx = _mm512_add_epi32(
+            _mm512_mullo_epi32(_mm512_cvttps_epi32(py), vW),
+            _mm512_cvttps_epi32(px));
+        __m512i v = _mm512_and_si512(
+            _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), live[g], idx,
+                                        (const void *)F, 1),
+            ff);
+        __mmask16 go = _mm512_mask_cmp_epi32_mask(live[g], v, jump, _MM_CMPINT_NLT);
+        go = _mm512_mask_cmp_ps_mask(go, t[g], vmax, _CMP_LT_OQ);
+        __m512 fv = _mm512_cvtepi32_ps(v);
+        __m512 safe = _mm512_max_ps(
+            _mm512_fmadd_ps(fv, _mm512_set1_ps(0.25f), _mm512_set1_ps(-0.25f)),
+            _mm512_sub_ps(fv, _mm512_set1_ps(97.0f)));
+        t[g] = _mm512_mask_add_ps(t[g], go, t[g], safe);
+        live[g] = go;
+        any |= go;
+      }
+      if (!any)
+        break;
+    }
+    for (int g = 0; g < JUMP_GROUPS; g++) {
+      uint32_t at = b + 16 * (uint32_t)g;
+      uint32_t k = at >= n ? 0 : n - at >= 16 ? 16 : n - at;
+      __mmask16 lm = (__mmask16)((1u << k) - 1);
+      _mm512_mask_storeu_pd(t0 + at, (__mmask8)lm,
+                            _mm512_cvtps_pd(_mm512_castps512_ps256(t[g])));
+      _mm512_mask_storeu_pd(t0 + at + 8, (__mmask8)(lm >> 8),
+                            _mm512_cvtps_pd(_mm512_extractf32x8_ps(t[g], 1)));
+    }
   }
 }
 
@@ -842,16 +938,35 @@ static void cast_many(const pa_sim_model *m, double ox, double oy,
   if (n >= 4 && use_simd && avx512_ok() && W * H < 2147483000.0 &&
       pox >= 0 && poy >= 0 && pox < W && poy < H &&
       m->march[(size_t)poy * m->march_w + (size_t)pox] != 0) {
-    enum { CHUNK = 128 };
-    double jx[CHUNK], jy[CHUNK], ids[CHUNK];
+    enum { CHUNK = 512 };
+    double jx[CHUNK], jy[CHUNK], ids[CHUNK], t0[CHUNK];
+    double cdx[CHUNK], cdy[CHUNK];
+    const bool fpass = W <= FLOAT_PASS_MAX && H <= FLOAT_PASS_MAX &&
+                       maxc <= FLOAT_PASS_MAX;
     for (uint32_t i0 = 0; i0 < n; i0 += CHUNK) {
       uint32_t k = n - i0 < CHUNK ? n - i0 : CHUNK;
-      for (uint32_t q = 0; q < k; q++) { /* as in cast_plain_cells */
-        jx[q] = dxs[i0 + q] != 0 ? 1.0 / dxs[i0 + q] : 1e300;
-        jy[q] = dys[i0 + q] != 0 ? 1.0 / dys[i0 + q] : 1e300;
-        ids[q] = (double)q;
+      const double *dx = dxs + i0, *dy = dys + i0;
+      if (fpass)
+        jump_f32(m->march, m->march_w, pox, poy, dx, dy, k, maxc, t0);
+      else
+        memset(t0, 0, k * sizeof *t0);
+      /* Rays the float pass took past maxc have no return; the rest go on
+       * exactly (ids keep their place in out). */
+      uint32_t c = 0;
+      for (uint32_t q = 0; q < k; q++) {
+        if (t0[q] >= maxc) {
+          out[i0 + q] = maxc;
+          continue;
+        }
+        cdx[c] = dx[q]; /* as in cast_plain_cells */
+        cdy[c] = dy[q];
+        jx[c] = dx[q] != 0 ? 1.0 / dx[q] : 1e300;
+        jy[c] = dy[q] != 0 ? 1.0 / dy[q] : 1e300;
+        ids[c] = (double)q;
+        t0[c] = t0[q];
+        c++;
       }
-      cast_cells_avx512(m, pox, poy, dxs + i0, dys + i0, jx, jy, ids, k, maxc,
+      cast_cells_avx512(m, pox, poy, cdx, cdy, jx, jy, ids, t0, c, maxc,
                         out + i0);
     }
     return;
@@ -888,7 +1003,7 @@ void pa_sim_cast_fan(const pa_sim_model *m, double x, double y,
   double gx, gy;
   to_grid(m, x, y, &gx, &gy);
   double res = m->grid.resolution, maxc = range_max / res;
-  enum { CHUNK = 256 };
+  enum { CHUNK = 512 };
   double gdx[CHUNK], gdy[CHUNK], t[CHUNK];
   for (uint32_t i0 = 0; i0 < n; i0 += CHUNK) {
     uint32_t k = n - i0 < CHUNK ? n - i0 : CHUNK;
@@ -962,7 +1077,7 @@ static inline double ray_box(double ox, double oy, double dx, double dy,
   return t0 > 0 ? t0 : 0;
 }
 
-#define SCAN_CHUNK 128 /* beams cast together */
+#define SCAN_CHUNK 512 /* beams cast together */
 
 typedef struct scan_ctx {
   double x, y, c, s;       /* sensor pose */

@@ -263,6 +263,82 @@ static void test_fast_equals_plain(void **st) {
   check_fast_equals_plain(-3.3, 2.1, 0.3);
 }
 
+/* Fans on long maps: the vector caster's single-precision open-space pass
+ * near its limit (coordinates up to 16k cells, long ranges) and the double
+ * path past it must both give the plain traversal's ranges. Sparse posts, so
+ * rays travel far before they hit anything. */
+static void check_long_map(uint32_t w, uint32_t h, double res) {
+  pa_grid g;
+  ts_room(&g, w, h, res);
+  uint64_t rng = 777;
+  for (int k = 0; k < 400; k++) {
+    uint32_t x = 2 + (uint32_t)(pa_sim_rng_uniform(&rng) * (w - 8));
+    uint32_t y = 2 + (uint32_t)(pa_sim_rng_uniform(&rng) * (h - 8));
+    for (uint32_t j = y; j < y + 3; j++)
+      for (uint32_t i = x; i < x + 3; i++)
+        g.cells[(size_t)j * w + i] = PA_CELL_OCCUPIED;
+  }
+  pa_robot_def r = ts_robot("r", 0, 0, 0);
+  double cx, cy;
+  pa_grid_cell_center(&g, w / 2, h / 2, &cx, &cy);
+  r.x = cx;
+  r.y = cy;
+  for (uint32_t j = h / 2 - 3; j <= h / 2 + 3; j++)
+    for (uint32_t i = w / 2 - 3; i <= w / 2 + 3; i++)
+      g.cells[(size_t)j * w + i] = 0;
+  pa_sim_def d = pa_sim_def_default();
+  pa_sim_model m;
+  pa_sim_state s;
+  ts_make(&m, &s, &d, &g, &r, 1, NULL, 0);
+  long rays = 0, hits = 0;
+  for (int k = 0; k < 300; k++) {
+    uint32_t i = 3 + (uint32_t)(pa_sim_rng_uniform(&rng) * (w - 6));
+    uint32_t j = 3 + (uint32_t)(pa_sim_rng_uniform(&rng) * (h - 6));
+    if (k % 3 == 0) /* far out along the long axis */
+      i = w - 4 - (uint32_t)(pa_sim_rng_uniform(&rng) * 40);
+    if (g.cells[(size_t)j * w + i] != 0)
+      continue;
+    double x, y;
+    pa_grid_cell_center(&g, (int)i, (int)j, &x, &y);
+    if (k % 2) {
+      x += res * (pa_sim_rng_uniform(&rng) - 0.5);
+      y += res * (pa_sim_rng_uniform(&rng) - 0.5);
+    } else { /* on a grid line */
+      x -= res / 2;
+    }
+    enum { N = 64 };
+    double dx[N], dy[N], f[N];
+    for (int q = 0; q < N; q++) {
+      /* mostly along the long axis, some exactly on it */
+      double a = (pa_sim_rng_uniform(&rng) - 0.5) * 0.02 + (q % 2 ? M_PI : 0);
+      dx[q] = q % 16 == 0 ? (q % 2 ? -1.0 : 1.0) : cos(a);
+      dy[q] = q % 16 == 0 ? 0.0 : sin(a);
+    }
+    double rmax = w * res * (0.3 + 0.7 * pa_sim_rng_uniform(&rng));
+    pa_sim_cast_fan(&m, x, y, dx, dy, N, rmax, f);
+    for (int q = 0; q < N; q++) {
+      double p = pa_sim_cast_plain(&m, x, y, dx[q], dy[q], rmax);
+      if (f[q] != p)
+        fail_msg("%ux%u map: fan from (%.17g, %.17g) dir (%.17g, %.17g) "
+                 "range %.17g: %.12g, plain %.12g",
+                 w, h, x, y, dx[q], dy[q], rmax, f[q], p);
+      rays++;
+      hits += p < rmax;
+    }
+  }
+  printf("%ux%u map: fan == plain on %ld rays, %ld hits\n", w, h, rays, hits);
+  assert_true(rays > 10000);
+  assert_true(hits > rays / 4);
+  ts_free(&m, &s);
+  pa_grid_free(&g);
+}
+
+static void test_long_maps(void **st) {
+  (void)st;
+  check_long_map(16000, 200, 0.05); /* inside the float pass's range */
+  check_long_map(17000, 200, 0.05); /* past it: the double path only */
+}
+
 static void test_noise_statistics(void **st) {
   (void)st;
   pa_robot_def r = ts_robot("r", 2.5, 2.5, 0.1);
@@ -321,6 +397,7 @@ int main(void) {
       cmocka_unit_test(test_range_limits),
       cmocka_unit_test(test_shapes_and_robots),
       cmocka_unit_test(test_fast_equals_plain),
+      cmocka_unit_test(test_long_maps),
       cmocka_unit_test(test_noise_statistics),
       cmocka_unit_test(test_scan_schedule),
   };
