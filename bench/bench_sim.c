@@ -8,8 +8,9 @@
  *             [--rtf] (only the real-time factors, 1 and 2 scan threads)
  *             [--rtf1] (only 1 robot for seconds_per_loop_test: profiling)
  *             [--beams] (only the beam rates and their exactness check)
- *   (--loops: only the loop timing; --realtime: SCHED_FIFO + mlockall +
- *   spinning before deadlines, as pa-sim --realtime)
+ *   (--loops: only the loop timing, with the default auto spin and with
+ *   none; --realtime: SCHED_FIFO + mlockall + spinning 300 us before
+ *   deadlines, as pa-sim --realtime)
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -296,9 +297,11 @@ static void bench_instance(char inst[PA_SHM_INSTANCE_MAX], const char *tag,
   pa_sim_shm_publish_tick(m, s, st);
 }
 
-/* The real loop (pa_sim_run) on a private instance for `seconds`; figures
- * from its health block: tick period p50/p99/max and overruns. */
-static void bench_loop(const pa_grid *g, double hz, double seconds) {
+/* The real loop (pa_sim_run) on a private instance for `seconds` with
+ * --spin_us spin_us (-1 = auto); figures from its health block: tick period
+ * p50/p99/max and overruns, and the CPU the loop's thread used. */
+static void bench_loop(const pa_grid *g, double hz, double seconds,
+                       int spin_us) {
   char inst[PA_SHM_INSTANCE_MAX];
   pa_stack st;
   pa_sim_model m;
@@ -306,22 +309,36 @@ static void bench_loop(const pa_grid *g, double hz, double seconds) {
   pa_sim_def sd = pa_sim_def_default();
   sd.control_hz = hz;
   sd.realtime = loop_realtime;
+  sd.spin_us = spin_us;
   bench_instance(inst, "bench-sim", g, &sd, &st, &m, &s);
   stop_flag = 0;
   signal(SIGALRM, on_alarm);
   alarm((unsigned)ceil(seconds));
+  struct timespec c0, c1;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c0);
+  double w0 = now_s();
   pa_sim_run(&m, &s, &st, &stop_flag);
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c1);
+  double cpu = (c1.tv_sec - c0.tv_sec) + (c1.tv_nsec - c0.tv_nsec) * 1e-9;
+  double wall = now_s() - w0;
   const pa_health *h = &st.ctl->health[PA_PROC_SIM];
   double period = 1e9 / hz;
-  printf("loop  %5.0f Hz%s for %.0f s: %llu ticks, period p50 %.1f us, p99 %.1f "
-         "us, max %.1f us (nominal %.1f us) -> p99 error %.1f us, max error "
-         "%.1f us; overruns %llu\n",
-         hz, loop_realtime ? " (--realtime)" : "", ceil(seconds),
+  char mode[48];
+  if (loop_realtime)
+    snprintf(mode, sizeof mode, "--realtime");
+  else if (spin_us < 0)
+    snprintf(mode, sizeof mode, "--spin_us auto");
+  else
+    snprintf(mode, sizeof mode, "--spin_us %d", spin_us);
+  printf("loop  %5.0f Hz, %-15s for %.0f s: %llu ticks, period p50 %.1f us, "
+         "p99 %.1f us, max %.1f us (nominal %.1f us) -> p99 error %.1f us, "
+         "max error %.1f us; overruns %llu; CPU %.1f%% of a core\n",
+         hz, mode, ceil(seconds),
          (unsigned long long)s.tick, h->period_p50_ns / 1e3,
          h->period_p99_ns / 1e3, h->period_max_ns / 1e3, period / 1e3,
          fabs(h->period_p99_ns - period) / 1e3,
          fabs(h->period_max_ns - period) / 1e3,
-         (unsigned long long)h->overruns);
+         (unsigned long long)h->overruns, 100.0 * cpu / wall);
   pa_sim_state_free(&s);
   pa_sim_model_free(&m);
   pa_stack_detach(&st);
@@ -436,9 +453,12 @@ int main(int argc, char **argv) {
     bench_rtf_threads(&big, 1000, 5);
     bench_step_rtt(&def, 50000);
   }
-  if (!only_rtf) {
-    bench_loop(&def, 200, loop_s);
-    bench_loop(&def, 1000, loop_s);
+  if (!only_rtf) { /* auto spin against none, alternating, in one run */
+    for (int hz = 200; hz <= 1000; hz += 800) {
+      bench_loop(&def, hz, loop_s, -1);
+      if (!loop_realtime)
+        bench_loop(&def, hz, loop_s, 0);
+    }
   }
   pa_grid_free(&def);
   pa_grid_free(&big);

@@ -51,7 +51,7 @@ typedef struct pa_launch_cfg {
   double camera_fov_deg;
   long robots;
   double odom_error[3]; /* x, y, theta ratios */
-  long threads;
+  long threads, spin_us;
   bool realtime;
   /* pa-render */
   double camera_hz;

@@ -22,7 +22,7 @@ int main(int argc, char **argv) {
   const char *instance = "p9000";
   pa_map_flags mf = pa_map_flags_default();
   pa_sim_def d = pa_sim_def_default();
-  long seed = 0, beams = d.laser_beams, robots = 1, threads = 0;
+  long seed = 0, beams = d.laser_beams, robots = 1, threads = 0, spin_us = -1;
   long cam_w = d.camera_width, cam_h = d.camera_height;
   double fov_deg = 60;
   bool paused = false;
@@ -65,7 +65,8 @@ int main(int argc, char **argv) {
       {"odom_error_y", PA_OPT_DOUBLE, &d.odom_error[1], 0, 1, "odometry error ratio, sideways"},
       {"odom_error_theta", PA_OPT_DOUBLE, &d.odom_error[2], 0, 1, "odometry error ratio, rotation"},
       {"threads", PA_OPT_INT, &threads, 0, 64, "threads casting the scans of a tick (0 = auto: 1 for <= 8 robots, else online CPUs up to 8)"},
-      {"realtime", PA_OPT_FLAG, &d.realtime, 0, -1, "SCHED_FIFO + mlockall + spin before each deadline (needs CAP_SYS_NICE; off by default)"},
+      {"realtime", PA_OPT_FLAG, &d.realtime, 0, -1, "SCHED_FIFO + mlockall + spin 300 us before each deadline (needs CAP_SYS_NICE; off by default)"},
+      {"spin_us", PA_OPT_INT, &spin_us, -1, 2000, "[us] spin before each deadline (-1 = auto: the machine's wake-up lateness, at most 5% of the period; 0 = never)"},
   };
   const size_t nopts = sizeof opts / sizeof opts[0];
   pa_log_init("pa-sim", PA_LOG_INFO);
@@ -86,6 +87,7 @@ int main(int argc, char **argv) {
   d.laser_beams = (uint32_t)beams;
   d.robots = (uint32_t)robots;
   d.threads = (uint32_t)threads;
+  d.spin_us = (int32_t)spin_us;
   d.camera_width = (uint32_t)cam_w;
   d.camera_height = (uint32_t)cam_h;
   d.camera_fov = fov_deg * M_PI / 180.0;

@@ -53,9 +53,13 @@ typedef struct pa_sim_def {
    * uniform in [-e, e], from (seed, id, gen); increments are scaled by
    * (1 + ratio). All 0 = odometry equals ground truth. */
   double odom_error[3];    /* x, y, theta ratios */
-  /* Loop timing: sleep to 300 us before each deadline, then spin (pa-sim
-   * --realtime also asks for SCHED_FIFO and mlockall). Default false. */
+  /* Loop timing: --realtime (pa-sim also asks for SCHED_FIFO and mlockall).
+   * Default false. */
   bool realtime;
+  /* Spin this long [us] before each deadline instead of sleeping to it.
+   * -1 (default) = auto: this machine's recent wake-up lateness (p99 + 20
+   * us), at most 5% of the period; 300 with realtime; 0 = never spin. */
+  int32_t spin_us;
   /* Threads that work on a tick: scans, and the physics of 256+ robots
    * (the caller + threads - 1 workers started by pa_sim_state_init; results
    * are the same for any count; a state with workers does not survive

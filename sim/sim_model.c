@@ -25,6 +25,7 @@ pa_sim_def pa_sim_def_default(void) {
   d.camera_width = 640;
   d.camera_height = 480;
   d.camera_fov = 60.0 * M_PI / 180.0;
+  d.spin_us = -1;
   return d;
 }
 

@@ -140,15 +140,57 @@ static void publish_health(run_ctx *k, int64_t now) {
   h->counters[3] = k->s->tick;
 }
 
-#define RT_SPIN_NS 300000LL /* --realtime: spin the last 300 us (VM wake-up p99) */
+/* Sleeping to a deadline wakes late by this machine's wake-up latency (on a
+ * VM mostly the host waking an idle vCPU: p50 ~40 us, p99 ~150-250 us here,
+ * whatever the timer slack). The loop sleeps to `margin` before each
+ * deadline and spins the rest. Auto mode keeps the margin at the p99 of the
+ * last WAKE_WINDOW wake-ups' lateness + 20 us, within SPIN_BUDGET of the
+ * period: 5% of a core buys the p99 on an idle machine. */
+#define RT_SPIN_NS 300000LL  /* --realtime without --spin_us */
+#define WAKE_WINDOW 256
+#define SPIN_BUDGET 0.05
+#define SPIN_PAD_NS 20000LL
 
-static void sleep_until(int64_t t, bool spin) {
-  int64_t wake = spin ? t - RT_SPIN_NS : t;
+typedef struct waker {
+  int64_t fixed;             /* >= 0: a fixed margin [ns]; -1: auto */
+  int64_t margin;            /* auto: the current margin [ns] */
+  int64_t late[WAKE_WINDOW]; /* auto: lateness of recent wake-ups [ns] */
+  uint32_t n;
+} waker;
+
+static int cmp_i64(const void *a, const void *b) {
+  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+  return (x > y) - (x < y);
+}
+
+static void waker_init(waker *w, const pa_sim_def *d) {
+  memset(w, 0, sizeof *w);
+  w->fixed = d->spin_us >= 0 ? (int64_t)d->spin_us * 1000
+             : d->realtime   ? RT_SPIN_NS
+                             : -1;
+  w->margin = 200000; /* until measured; the budget caps it */
+}
+
+static void sleep_until(waker *w, int64_t t, int64_t period) {
+  int64_t margin = w->fixed;
+  if (margin < 0) {
+    int64_t cap = (int64_t)(SPIN_BUDGET * (double)period);
+    margin = w->margin < cap ? w->margin : cap;
+  }
+  int64_t wake = t - margin;
   struct timespec ts = {(time_t)(wake / 1000000000), (long)(wake % 1000000000)};
   clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
-  if (spin) /* the wake-up latency of a VM is most of the period error */
-    while (pa_now_ns() < t)
-      ;
+  int64_t now = pa_now_ns();
+  if (w->fixed < 0) {
+    w->late[w->n++] = now - wake;
+    if (w->n == WAKE_WINDOW) {
+      qsort(w->late, WAKE_WINDOW, sizeof w->late[0], cmp_i64);
+      w->margin = w->late[WAKE_WINDOW * 99 / 100] + SPIN_PAD_NS;
+      w->n = 0;
+    }
+  }
+  while (now < t)
+    now = pa_now_ns();
 }
 
 void pa_sim_run(const pa_sim_model *m, pa_sim_state *s, pa_stack *st,
@@ -164,6 +206,8 @@ void pa_sim_run(const pa_sim_model *m, pa_sim_state *s, pa_stack *st,
     return;
   }
   pa_lat_reset(k.lat);
+  waker wk;
+  waker_init(&wk, &m->def);
   /* The default 50 us timer slack would be most of our period error. */
   prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
   int64_t next = pa_now_ns();
@@ -235,7 +279,7 @@ void pa_sim_run(const pa_sim_model *m, pa_sim_state *s, pa_stack *st,
         next = now; /* too far behind: re-sync instead of bursting */
       continue;
     }
-    sleep_until(next, m->def.realtime);
+    sleep_until(&wk, next, period);
   }
   publish_health(&k, pa_now_ns());
   free(k.lat);

@@ -293,8 +293,10 @@ static void test_bad_flags(void **st) {
       {bin, "--instance", inst, NULL, NULL}, /* no such instance */
       {bin, "--control_hz", "-5", NULL, NULL},
       {bin, "--bogus", NULL, NULL, NULL},
+      {bin, "--spin_us", "-2", NULL, NULL},
+      {bin, "--spin_us", "2001", NULL, NULL},
   };
-  for (size_t i = 0; i < 3; i++) {
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     char log[512];
     snprintf(log, sizeof log, "%s/bad%zu.log", pa_test_tmpdir(), i);
     pid_t pid = pa_test_spawn((char *const *)cases[i], log);
