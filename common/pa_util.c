@@ -84,6 +84,16 @@ static int opt_set(const pa_opt *o, const char *val, char *err, size_t err_sz) {
 int pa_opt_parse(const pa_opt *opts, size_t n, int argc, char **argv,
                  char **positional, size_t max_positional,
                  size_t *n_positional, char *err, size_t err_sz) {
+  return pa_opt_parse_given(opts, n, argc, argv, positional, max_positional,
+                            n_positional, NULL, err, err_sz);
+}
+
+int pa_opt_parse_given(const pa_opt *opts, size_t n, int argc, char **argv,
+                       char **positional, size_t max_positional,
+                       size_t *n_positional, bool *given, char *err,
+                       size_t err_sz) {
+  if (given)
+    memset(given, 0, n * sizeof *given);
   size_t npos = 0;
   bool only_positional = false;
   for (int i = 1; i < argc; i++) {
@@ -127,6 +137,8 @@ int pa_opt_parse(const pa_opt *opts, size_t n, int argc, char **argv,
     }
     if (opt_set(o, val, err, err_sz) < 0)
       return -1;
+    if (given)
+      given[o - opts] = true;
   }
   if (n_positional)
     *n_positional = npos;

@@ -44,6 +44,13 @@ int pa_opt_parse(const pa_opt *opts, size_t n, int argc, char **argv,
                  char **positional, size_t max_positional,
                  size_t *n_positional, char *err, size_t err_sz);
 
+/* The same, and given[k] (n entries, cleared first) says whether opts[k]
+ * was on the command line, even with its default value. */
+int pa_opt_parse_given(const pa_opt *opts, size_t n, int argc, char **argv,
+                       char **positional, size_t max_positional,
+                       size_t *n_positional, bool *given, char *err,
+                       size_t err_sz);
+
 /* Prints "usage: prog ...", the summary and one line per option with its
  * current (default) value. */
 void pa_opt_usage(FILE *f, const char *usage, const char *summary,

@@ -312,18 +312,14 @@ int pa_launch_cfg_parse(pa_launch_cfg *c, int argc, char **argv, char *err,
   size_t n = pa_launch_flag_table(c, o, to);
   char *pos[1];
   size_t npos = 0;
-  int r = pa_opt_parse(o, n, ac, av, pos, 0, &npos, err, err_sz);
+  /* Remember which flags were given: only those are passed on, so each
+   * process keeps its own defaults for the rest. */
+  int r = pa_opt_parse_given(o, n, ac, av, pos, 0, &npos, c->given, err,
+                             err_sz);
   if (r != 0) {
     rc = r;
     goto out;
   }
-  /* Remember which flags were given: only those are passed on, so each
-   * process keeps its own defaults for the rest. */
-  memset(c->given, 0, sizeof c->given);
-  for (int i = 1; i < ac && strcmp(av[i], "--"); i++)
-    for (size_t k = 0; k < n; k++)
-      if (arg_names(av[i], o[k].name))
-        c->given[k] = true;
   if (c->laser_range_min >= c->laser_range_max) {
     snprintf(err, err_sz, "--laser_range_min: %g must be below --laser_range_max %g",
              c->laser_range_min, c->laser_range_max);

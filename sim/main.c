@@ -70,7 +70,9 @@ int main(int argc, char **argv) {
   };
   const size_t nopts = sizeof opts / sizeof opts[0];
   pa_log_init("pa-sim", PA_LOG_INFO);
-  int rc = pa_opt_parse(opts, nopts, argc, argv, NULL, 0, NULL, err, sizeof err);
+  bool given[sizeof opts / sizeof opts[0]];
+  int rc = pa_opt_parse_given(opts, nopts, argc, argv, NULL, 0, NULL, given,
+                              err, sizeof err);
   if (rc == 1) {
     pa_opt_usage(stdout, "pa-sim [flags]",
                  "The playarea physics process: robots, collisions, odometry, "
@@ -91,6 +93,24 @@ int main(int argc, char **argv) {
   d.camera_width = (uint32_t)cam_w;
   d.camera_height = (uint32_t)cam_h;
   d.camera_fov = fov_deg * M_PI / 180.0;
+  /* Given on the command line: wins over a world file's robots even at the
+   * built-in default value. */
+  static const struct {
+    const char *flag;
+    uint32_t bit;
+  } forced[] = {
+      {"laser_beams", PA_SIM_FORCE_LASER_BEAMS},
+      {"laser_range_min", PA_SIM_FORCE_LASER_RANGE_MIN},
+      {"laser_range_max", PA_SIM_FORCE_LASER_RANGE_MAX},
+      {"laser_noise", PA_SIM_FORCE_LASER_NOISE},
+      {"camera_width", PA_SIM_FORCE_CAMERA_WIDTH},
+      {"camera_height", PA_SIM_FORCE_CAMERA_HEIGHT},
+      {"camera_fov_deg", PA_SIM_FORCE_CAMERA_FOV},
+  };
+  for (size_t k = 0; k < nopts; k++)
+    for (size_t f = 0; f < sizeof forced / sizeof forced[0]; f++)
+      if (given[k] && !strcmp(opts[k].name, forced[f].flag))
+        d.force |= forced[f].bit;
   if (d.laser_range_min >= d.laser_range_max) {
     pa_error("--laser_range_min (%g) must be below --laser_range_max (%g)",
              d.laser_range_min, d.laser_range_max);

@@ -30,6 +30,17 @@ extern "C" {
 
 /* ---- definition (flags) -------------------------------------------------- */
 
+/* pa_sim_def.force: these win over the world even at their default value. */
+enum {
+  PA_SIM_FORCE_LASER_BEAMS = 1u << 0,
+  PA_SIM_FORCE_LASER_RANGE_MIN = 1u << 1,
+  PA_SIM_FORCE_LASER_RANGE_MAX = 1u << 2,
+  PA_SIM_FORCE_LASER_NOISE = 1u << 3,
+  PA_SIM_FORCE_CAMERA_WIDTH = 1u << 4,
+  PA_SIM_FORCE_CAMERA_HEIGHT = 1u << 5,
+  PA_SIM_FORCE_CAMERA_FOV = 1u << 6,
+};
+
 typedef struct pa_sim_def {
   double control_hz;       /* [Hz] default 200 */
   double scan_hz;          /* [Hz] default 10 */
@@ -42,13 +53,15 @@ typedef struct pa_sim_def {
   uint32_t max_obstacles;  /* capacity; 1024 */
   uint32_t max_beams;      /* capacity per scan; 4096 */
   /* Laser and camera: applied to every robot when they differ from the
-   * pa_robot_def_default() values, else the world file's values stay. */
+   * pa_robot_def_default() values or their bit is in `force` (the command
+   * line gave them), else the world file's values stay. */
   uint32_t laser_beams;    /* default 360 */
   double laser_range_min;  /* [m] default 0.15 */
   double laser_range_max;  /* [m] default 12 */
   double laser_noise;      /* Gaussian sigma [m], default 0 */
   uint32_t camera_width, camera_height; /* [px] default 640 x 480 */
   double camera_fov;       /* [rad] default 60 deg */
+  uint32_t force;          /* PA_SIM_FORCE_* bits; default 0 */
   /* Stage-like odometry error: each robot draws a constant ratio per axis,
    * uniform in [-e, e], from (seed, id, gen); increments are scaled by
    * (1 + ratio). All 0 = odometry equals ground truth. */

@@ -67,11 +67,12 @@ double pa_sim_wrap(double a) {
 
 /* ---- robot and obstacle records ------------------------------------------ */
 
-/* The flag's value when it differs from the built-in default (the user set
- * it), else the world file's. The fov comes in radians converted from
- * degrees, hence the tolerance. */
-static double flag_or_world(double flag, double dflt, double world) {
-  return fabs(flag - dflt) > 1e-9 ? flag : world;
+/* The flag's value when it was forced (given on the command line) or
+ * differs from the built-in default, else the world file's. The fov comes in
+ * radians converted from degrees, hence the tolerance. */
+static double flag_or_world(const pa_sim_def *d, uint32_t bit, double flag,
+                            double dflt, double world) {
+  return (d->force & bit) || fabs(flag - dflt) > 1e-9 ? flag : world;
 }
 
 static void robot_info_from_def(pa_robot_info *ri, const pa_robot_def *rd,
@@ -95,21 +96,29 @@ static void robot_info_from_def(pa_robot_info *ri, const pa_robot_def *rd,
   ri->head_limit = (float)rd->head_limit;
   ri->max_head_rate = (float)rd->max_head_rate;
   pa_robot_def dflt = pa_robot_def_default();
-  /* A flag that differs from the built-in default wins over the world. */
-  ri->laser_beams = (uint32_t)flag_or_world(d->laser_beams, dflt.laser.beams,
-                                            rd->laser.beams);
+  /* A flag given or differing from the built-in default wins over the
+   * world. */
+  ri->laser_beams = (uint32_t)flag_or_world(
+      d, PA_SIM_FORCE_LASER_BEAMS, d->laser_beams, dflt.laser.beams,
+      rd->laser.beams);
   ri->laser_range_min = (float)flag_or_world(
-      d->laser_range_min, dflt.laser.range_min, rd->laser.range_min);
+      d, PA_SIM_FORCE_LASER_RANGE_MIN, d->laser_range_min,
+      dflt.laser.range_min, rd->laser.range_min);
   ri->laser_range_max = (float)flag_or_world(
-      d->laser_range_max, dflt.laser.range_max, rd->laser.range_max);
-  ri->laser_noise =
-      (float)flag_or_world(d->laser_noise, dflt.laser.noise, rd->laser.noise);
-  ri->cam_width = (uint16_t)flag_or_world(d->camera_width, dflt.camera.width,
+      d, PA_SIM_FORCE_LASER_RANGE_MAX, d->laser_range_max,
+      dflt.laser.range_max, rd->laser.range_max);
+  ri->laser_noise = (float)flag_or_world(d, PA_SIM_FORCE_LASER_NOISE,
+                                         d->laser_noise, dflt.laser.noise,
+                                         rd->laser.noise);
+  ri->cam_width = (uint16_t)flag_or_world(d, PA_SIM_FORCE_CAMERA_WIDTH,
+                                          d->camera_width, dflt.camera.width,
                                           rd->camera.width);
   ri->cam_height = (uint16_t)flag_or_world(
-      d->camera_height, dflt.camera.height, rd->camera.height);
-  ri->cam_fov =
-      (float)flag_or_world(d->camera_fov, dflt.camera.fov, rd->camera.fov);
+      d, PA_SIM_FORCE_CAMERA_HEIGHT, d->camera_height, dflt.camera.height,
+      rd->camera.height);
+  ri->cam_fov = (float)flag_or_world(d, PA_SIM_FORCE_CAMERA_FOV,
+                                     d->camera_fov, dflt.camera.fov,
+                                     rd->camera.fov);
   ri->start_x = rd->x;
   ri->start_y = rd->y;
   ri->start_theta = pa_sim_wrap(rd->theta);

@@ -323,6 +323,43 @@ static void test_bad_flags(void **st) {
   pa_stack_unlink(s.inst);
 }
 
+/* A flag given on the command line wins over the world file's robots even
+ * when it is the built-in default value; flags not given leave the world's
+ * values. */
+static void test_flags_over_world(void **st) {
+  (void)st;
+  char world[512];
+  snprintf(world, sizeof world, "%s/flags-world.yaml", pa_test_tmpdir());
+  FILE *f = fopen(world, "w");
+  assert_non_null(f);
+  fprintf(f, "map: default\n"
+             "robots:\n"
+             "  - name: a\n"
+             "    pose: [0, 0, 0]\n"
+             "    laser: {beams: 180, range_min: 0.3, range_max: 5.0}\n"
+             "    camera: {width: 320, height: 240, fov: 90}\n");
+  fclose(f);
+  for (int given = 0; given <= 1; given++) {
+    sim s;
+    char extra[700];
+    snprintf(extra, sizeof extra,
+             "--paused --world %s%s", world,
+             given ? " --laser_beams 360 --laser_range_max 12 "
+                     "--camera_width 640"
+                   : "");
+    setup(&s, given ? "fgiven" : "fworld", extra);
+    const pa_robot_info *ri = &s.st.robots[0];
+    assert_string_equal(ri->name, "a");
+    assert_int_equal(ri->laser_beams, given ? 360 : 180);
+    assert_true(fabsf(ri->laser_range_max - (given ? 12.0f : 5.0f)) < 1e-6f);
+    assert_true(fabsf(ri->laser_range_min - 0.3f) < 1e-6f); /* not given */
+    assert_int_equal(ri->cam_width, given ? 640 : 320);
+    assert_int_equal(ri->cam_height, 240); /* not given */
+    teardown(&s);
+  }
+  unlink(world);
+}
+
 /* SIGKILL during a long STEP; the new process resumes from the last record
  * and answers the in-flight STEP with busy instead of running it. */
 static void test_crash_resume(void **st) {
@@ -382,6 +419,7 @@ int main(void) {
       cmocka_unit_test(test_modes_through_queue),
       cmocka_unit_test(test_lockstep_ignores_rate),
       cmocka_unit_test(test_bad_flags),
+      cmocka_unit_test(test_flags_over_world),
       cmocka_unit_test(test_crash_resume),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
