@@ -71,7 +71,8 @@ typedef struct pa_sim_def {
   bool realtime;
   /* Spin this long [us] before each deadline instead of sleeping to it.
    * -1 (default) = auto: this machine's recent wake-up lateness (p99 + 20
-   * us), at most 5% of the period; 300 with realtime; 0 = never spin. */
+   * us), at most 250 us within 5-25% of the period; 300 with realtime;
+   * 0 = never spin. */
   int32_t spin_us;
   /* Threads that work on a tick: scans, and the physics of 256+ robots
    * (the caller + threads - 1 workers started by pa_sim_state_init; results

@@ -144,11 +144,12 @@ static void publish_health(run_ctx *k, int64_t now) {
  * VM mostly the host waking an idle vCPU: p50 ~40 us, p99 ~150-250 us here,
  * whatever the timer slack). The loop sleeps to `margin` before each
  * deadline and spins the rest. Auto mode keeps the margin at the p99 of the
- * last WAKE_WINDOW wake-ups' lateness + 20 us, within SPIN_BUDGET of the
- * period: 5% of a core buys the p99 on an idle machine. */
+ * last WAKE_WINDOW wake-ups' lateness + 20 us, capped at SPIN_CAP_NS but
+ * never below 5% nor above 25% of the period: ~4% of a core at 200 Hz,
+ * ~20% at 1 kHz on this VM, a few per mille where wake-ups are quick. */
 #define RT_SPIN_NS 300000LL  /* --realtime without --spin_us */
 #define WAKE_WINDOW 256
-#define SPIN_BUDGET 0.05
+#define SPIN_CAP_NS 250000.0
 #define SPIN_PAD_NS 20000LL
 
 typedef struct waker {
@@ -174,7 +175,8 @@ static void waker_init(waker *w, const pa_sim_def *d) {
 static void sleep_until(waker *w, int64_t t, int64_t period) {
   int64_t margin = w->fixed;
   if (margin < 0) {
-    int64_t cap = (int64_t)(SPIN_BUDGET * (double)period);
+    double c = fmin(fmax(SPIN_CAP_NS, 0.05 * (double)period), 0.25 * (double)period);
+    int64_t cap = (int64_t)c;
     margin = w->margin < cap ? w->margin : cap;
   }
   int64_t wake = t - margin;
