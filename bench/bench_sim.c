@@ -355,6 +355,7 @@ static void bench_step_rtt(const pa_grid *g, int n) {
   pa_sim_state s;
   pa_sim_def sd = pa_sim_def_default();
   sd.paused = true;
+  sd.threads = 1; /* the child runs it: workers do not survive fork() */
   bench_instance(inst, "bench-rtt", g, &sd, &st, &m, &s);
   pid_t pid = fork();
   if (pid == 0) {
@@ -442,13 +443,13 @@ int main(int argc, char **argv) {
     bench_beams("large office (100x100 m)", &big);
     only_rtf = true; /* nothing after */
   } else if (only_rtf) {
-    bench_rtf(&def, 1, 2, 0);
+    bench_rtf_threads(&def, 1, 2);
     bench_rtf_threads(&def, 100, 3);
     bench_rtf_threads(&big, 1000, 5);
   } else if (!only_loops) {
     bench_beams("default map", &def);
     bench_beams("large office (100x100 m)", &big);
-    bench_rtf(&def, 1, 2, 0);
+    bench_rtf_threads(&def, 1, 2);
     bench_rtf_threads(&def, 100, 3);
     bench_rtf_threads(&big, 1000, 5);
     bench_step_rtt(&def, 50000);

@@ -98,7 +98,7 @@ size_t pa_launch_flag_table(pa_launch_cfg *c, pa_opt *o, unsigned *to) {
   F("odom_error_x", PA_OPT_DOUBLE, &c->odom_error[0], 0, 1, "odometry error ratio, forward", SIM);
   F("odom_error_y", PA_OPT_DOUBLE, &c->odom_error[1], 0, 1, "odometry error ratio, sideways", SIM);
   F("odom_error_theta", PA_OPT_DOUBLE, &c->odom_error[2], 0, 1, "odometry error ratio, rotation", SIM);
-  F("threads", PA_OPT_INT, &c->threads, 0, 64, "pa-sim threads casting scans (0 = auto: 1 for <= 8 robots, else CPUs up to 8)", SIM);
+  F("threads", PA_OPT_INT, &c->threads, 0, 64, "pa-sim threads casting scans (0 = auto: <= 2 for <= 8 robots, else CPUs up to 8)", SIM);
   F("realtime", PA_OPT_FLAG, &c->realtime, 0, 0, "SCHED_FIFO + mlockall for pa-sim's loop and pa-netgw's odom thread (needs CAP_SYS_NICE)", SIM | NETGW);
   F("spin_us", PA_OPT_INT, &c->spin_us, -1, 2000, "[us] pa-sim spins this long before each tick's deadline (-1 = auto: the machine's wake-up lateness, at most 250 us, 5-25% of the period; 0 = never; 300 with --realtime)", SIM);
   /* pa-render */

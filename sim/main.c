@@ -64,7 +64,7 @@ int main(int argc, char **argv) {
       {"odom_error_x", PA_OPT_DOUBLE, &d.odom_error[0], 0, 1, "odometry error ratio, forward"},
       {"odom_error_y", PA_OPT_DOUBLE, &d.odom_error[1], 0, 1, "odometry error ratio, sideways"},
       {"odom_error_theta", PA_OPT_DOUBLE, &d.odom_error[2], 0, 1, "odometry error ratio, rotation"},
-      {"threads", PA_OPT_INT, &threads, 0, 64, "threads casting the scans of a tick (0 = auto: 1 for <= 8 robots, else online CPUs up to 8)"},
+      {"threads", PA_OPT_INT, &threads, 0, 64, "threads casting the scans of a tick (0 = auto: <= 2 for <= 8 robots, else online CPUs up to 8)"},
       {"realtime", PA_OPT_FLAG, &d.realtime, 0, -1, "SCHED_FIFO + mlockall + spin 300 us before each deadline (needs CAP_SYS_NICE; off by default)"},
       {"spin_us", PA_OPT_INT, &spin_us, -1, 2000, "[us] spin before each deadline (-1 = auto: the machine's wake-up lateness, at most 250 us, 5-25% of the period; 0 = never)"},
   };

@@ -77,8 +77,8 @@ typedef struct pa_sim_def {
   /* Threads that work on a tick: scans, and the physics of 256+ robots
    * (the caller + threads - 1 workers started by pa_sim_state_init; results
    * are the same for any count; a state with workers does not survive
-   * fork()). 0 = auto: 1 when the initial world has <= 8 robots, else the
-   * online CPUs, capped at 8. */
+   * fork()). 0 = auto: the online CPUs, at most 2 when the initial world
+   * has <= 8 robots, else at most 8. */
   uint32_t threads;
 } pa_sim_def;
 pa_sim_def pa_sim_def_default(void);
@@ -175,7 +175,8 @@ typedef struct pa_sim_state {
 } pa_sim_state;
 
 /* Scan threads for def.threads and an initial world of `robots` robots:
- * threads when > 0, else 1 for <= 8 robots, else the online CPUs (<= 8). */
+ * threads when > 0, else the online CPUs, at most 2 for <= 8 robots and at
+ * most 8 otherwise. */
 uint32_t pa_sim_threads_resolve(uint32_t threads, uint32_t robots);
 
 /* Allocates the state for the model and puts it in the initial world (and

@@ -1204,23 +1204,68 @@ void pa_sim_scan(const pa_sim_model *m, pa_sim_state *s, uint32_t id,
   s->beam_table_n = k.beam_table_n;
 }
 
+/* The beam direction table of the scratch for this beam count. */
+static void beam_table(pa_sim_scratch *sc, uint32_t beams) {
+  if (sc->beam_table_n == beams)
+    return;
+  double inc = 2.0 * M_PI / beams;
+  for (uint32_t i = 0; i < beams; i++) {
+    double a = -M_PI + inc * i;
+    sc->beam_cos[i] = (float)cos(a);
+    sc->beam_sin[i] = (float)sin(a);
+  }
+  sc->beam_table_n = beams;
+}
+
+static uint32_t scan_beams(const pa_sim_model *m, const pa_robot_info *ri) {
+  return ri->laser_beams > m->beam_cap ? m->beam_cap : ri->laser_beams;
+}
+
+void pa_sim_int_scan_walls(const pa_sim_model *m, const pa_sim_state *s,
+                           uint32_t id, float *out, pa_sim_scratch *sc,
+                           uint32_t b0, uint32_t b1) {
+  const pa_robot_info *ri = &s->info[id];
+  const pa_robot_state *r = &s->rs[id];
+  uint32_t beams = scan_beams(m, ri);
+  if (b1 > beams)
+    b1 = beams;
+  beam_table(sc, beams);
+  double rmax = ri->laser_range_max;
+  double c = cos(r->theta), sn = sin(r->theta);
+  /* Grid frame once for the whole scan. */
+  double gx, gy;
+  to_grid(m, r->x, r->y, &gx, &gy);
+  double res = m->grid.resolution, maxc = rmax / res;
+  double gc = m->cos_yaw * c + m->sin_yaw * sn;
+  double gs = -m->sin_yaw * c + m->cos_yaw * sn;
+  const float *bc = sc->beam_cos, *bs = sc->beam_sin;
+  for (uint32_t i0 = b0; i0 < b1; i0 += SCAN_CHUNK) {
+    uint32_t nb = b1 - i0 < SCAN_CHUNK ? b1 - i0 : SCAN_CHUNK;
+    double bdx[SCAN_CHUNK], bdy[SCAN_CHUNK], bt[SCAN_CHUNK];
+    for (uint32_t q = 0; q < nb; q++) {
+      bdx[q] = gc * bc[i0 + q] - gs * bs[i0 + q];
+      bdy[q] = gs * bc[i0 + q] + gc * bs[i0 + q];
+    }
+    cast_many(m, gx, gy, bdx, bdy, nb, maxc, bt);
+    for (uint32_t q = 0; q < nb; q++)
+      out[i0 + q] = bt[q] >= maxc ? (float)rmax : (float)(bt[q] * res);
+  }
+}
+
 void pa_sim_int_scan(const pa_sim_model *m, const pa_sim_state *s,
                      uint32_t id, float *out, pa_sim_scratch *sc) {
+  pa_sim_int_scan_walls(m, s, id, out, sc, 0, UINT32_MAX);
+  pa_sim_int_scan_finish(m, s, id, out, sc);
+}
+
+void pa_sim_int_scan_finish(const pa_sim_model *m, const pa_sim_state *s,
+                            uint32_t id, float *out, pa_sim_scratch *sc) {
   const pa_robot_info *ri = &s->info[id];
   const pa_robot_state *r = &s->rs[id];
   uint64_t *rng = &s->rs[id].rng; /* the robot's own: no other scan uses it */
-  uint32_t beams = ri->laser_beams;
-  if (beams > m->beam_cap)
-    beams = m->beam_cap;
+  uint32_t beams = scan_beams(m, ri);
+  beam_table(sc, beams);
   double inc = 2.0 * M_PI / beams;
-  if (sc->beam_table_n != beams) {
-    for (uint32_t i = 0; i < beams; i++) {
-      double a = -M_PI + inc * i;
-      sc->beam_cos[i] = (float)cos(a);
-      sc->beam_sin[i] = (float)sin(a);
-    }
-    sc->beam_table_n = beams;
-  }
   double rmax = ri->laser_range_max, rmin = ri->laser_range_min;
   scan_ctx k = {r->x, r->y, cos(r->theta), sin(r->theta), r->theta, inc,
                 beams, rmax, sc->dx, sc->dy, out, rmax};
@@ -1231,27 +1276,9 @@ void pa_sim_int_scan(const pa_sim_model *m, const pa_sim_state *s,
       sc->dx[i] = k.c * bc[i] - k.s * bs[i];
       sc->dy[i] = k.s * bc[i] + k.c * bs[i];
     }
-  /* Walls: grid frame once for the whole scan. */
-  double gx, gy;
-  to_grid(m, r->x, r->y, &gx, &gy);
-  double res = m->grid.resolution, maxc = rmax / res;
-  double gc = m->cos_yaw * k.c + m->sin_yaw * k.s;
-  double gs = -m->sin_yaw * k.c + m->cos_yaw * k.s;
   float far = 0; /* the farthest wall return */
-  for (uint32_t i0 = 0; i0 < beams; i0 += SCAN_CHUNK) {
-    uint32_t nb = beams - i0 < SCAN_CHUNK ? beams - i0 : SCAN_CHUNK;
-    double bdx[SCAN_CHUNK], bdy[SCAN_CHUNK], bt[SCAN_CHUNK];
-    for (uint32_t q = 0; q < nb; q++) {
-      bdx[q] = gc * bc[i0 + q] - gs * bs[i0 + q];
-      bdy[q] = gs * bc[i0 + q] + gc * bs[i0 + q];
-    }
-    cast_many(m, gx, gy, bdx, bdy, nb, maxc, bt);
-    for (uint32_t q = 0; q < nb; q++) {
-      float v = bt[q] >= maxc ? (float)rmax : (float)(bt[q] * res);
-      out[i0 + q] = v;
-      far = v > far ? v : far;
-    }
-  }
+  for (uint32_t i = 0; i < beams; i++)
+    far = out[i] > far ? out[i] : far;
   /* Obstacles and other robots: only the beams their bounds subtend, and
    * only bodies nearer than the farthest wall return (+ rounding slack). */
   k.far = (double)far + 1e-6;

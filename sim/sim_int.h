@@ -70,6 +70,14 @@ void pa_sim_int_scratch_free(pa_sim_scratch *k);
  * and robot id's noise generator: scans of one tick can run in parallel). */
 void pa_sim_int_scan(const pa_sim_model *m, const pa_sim_state *s,
                      uint32_t id, float *out, pa_sim_scratch *k);
+/* Its two parts. Walls: the grid ranges of beams [b0, b1) only (beams are
+ * independent: any split gives the same ranges). Finish: obstacles, other
+ * robots, clamping and noise, for the whole scan, after every wall beam. */
+void pa_sim_int_scan_walls(const pa_sim_model *m, const pa_sim_state *s,
+                           uint32_t id, float *out, pa_sim_scratch *k,
+                           uint32_t b0, uint32_t b1);
+void pa_sim_int_scan_finish(const pa_sim_model *m, const pa_sim_state *s,
+                            uint32_t id, float *out, pa_sim_scratch *k);
 
 /* Scan workers (threads - 1 helpers; the caller casts too). NULL when
  * threads <= 1 (or on failure, with err set). */
@@ -86,6 +94,9 @@ uint64_t pa_sim_int_pool_run(pa_sim_pool *p, pa_sim_pool_fn fn, void *arg,
  * when every one is written. */
 void pa_sim_int_pool_scan(pa_sim_pool *p, const pa_sim_model *m,
                           pa_sim_state *s, const uint32_t *ids, uint32_t n);
+/* One robot's scan with its wall beams split over all threads. */
+void pa_sim_int_pool_scan_one(pa_sim_pool *p, const pa_sim_model *m,
+                              pa_sim_state *s, uint32_t id);
 
 /* Monotonic clock [ns]. */
 int64_t pa_sim_int_now(void);

@@ -1,8 +1,16 @@
-/* sim_pool.c - scan workers: the scans of one tick are independent (each
+/* sim_pool.c - tick workers: the scans of one tick are independent (each
  * reads the tick's final poses and writes only its own ranges and noise
- * generator), so they are cast on a few threads. Which thread casts which
- * scan does not change any result. Idle workers block on a condition
- * variable (no spinning). */
+ * generator), and so are the wall beams of one scan and the moves of robots
+ * far from others, so they run on a few threads. Which thread takes which
+ * item does not change any result.
+ *
+ * Dispatch: the caller publishes a job (a generation number), wakes parked
+ * workers, takes items itself until none is left, then closes the job and
+ * waits only for the workers that joined it: a worker still waking up (10 to
+ * 300 us on a VM) finds the job closed and skips it, so the caller never
+ * waits for a wake-up. A worker that finished a job watches for the next one
+ * for POOL_SPIN_NS before parking on the condition variable: back-to-back
+ * jobs (free-running, lockstep) find it awake; at 200 Hz it parks. */
 #include "pa_sim.h"
 #include "sim_int.h"
 
@@ -11,7 +19,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
+
+#define POOL_SPIN_NS 50000 /* a worker watches this long for the next job */
+#define POOL_HOT_NS 200000 /* small jobs this close together wake workers */
 
 typedef struct worker {
   pa_sim_pool *pool;
@@ -37,18 +49,20 @@ static void scan_one(void *arg, uint32_t i, pa_sim_scratch *k,
 
 struct pa_sim_pool {
   pthread_mutex_t mu;
-  pthread_cond_t go;    /* workers wait for a new job (or quit) */
-  pthread_cond_t done;  /* the caller waits for busy == 0 */
-  uint64_t job;         /* job generation, bumped per dispatch */
-  uint32_t busy;        /* workers not yet finished with this job */
-  bool quit;
-  /* The job (written under mu before the generation bump). */
+  pthread_cond_t go;       /* parked workers wait for a new job (or quit) */
+  atomic_uint_fast64_t job;    /* generation, bumped per dispatch */
+  atomic_uint_fast64_t closed; /* the last generation closed to joiners */
+  atomic_uint active;      /* workers inside the current job */
+  atomic_uint parked;      /* workers on (or about to wait on) `go` */
+  atomic_bool quit;
+  /* The job (written before the generation is published). */
   pa_sim_pool_fn fn;
   void *arg;
   uint32_t n, chunk;
-  atomic_uint next;     /* next item to take */
-  uint64_t count;       /* the workers' counts, summed under mu */
-  pa_sim_scratch scratch; /* the caller's */
+  atomic_uint next;        /* next item to take */
+  atomic_uint_fast64_t count; /* the workers' counts */
+  pa_sim_scratch scratch;  /* the caller's */
+  int64_t last_end;        /* when the last small job ended [ns] */
   uint32_t nworkers;
   worker *w;
 };
@@ -56,12 +70,13 @@ struct pa_sim_pool {
 uint32_t pa_sim_threads_resolve(uint32_t threads, uint32_t robots) {
   if (threads > 0)
     return threads;
-  if (robots <= 8)
-    return 1;
   long cpus = sysconf(_SC_NPROCESSORS_ONLN);
   if (cpus < 1)
     cpus = 1;
-  return cpus > 8 ? 8 : (uint32_t)cpus;
+  /* A few robots: their scans split over 2 threads at most (more parts
+   * cost more per beam than they save); many: up to 8. */
+  long cap = robots <= 8 ? 2 : 8;
+  return cpus > cap ? (uint32_t)cap : (uint32_t)cpus;
 }
 
 /* Runs items of the job, `chunk` at a time, until none is left. */
@@ -78,25 +93,63 @@ static uint64_t drain(pa_sim_pool *p, pa_sim_scratch *k) {
   }
 }
 
+static int64_t mono_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static inline void cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+/* Waits for a generation other than `seen` (or quit): watches first, then
+ * parks. */
+static uint64_t next_job(pa_sim_pool *p, uint64_t seen) {
+  int64_t until = mono_ns() + POOL_SPIN_NS;
+  for (int i = 0;; i++) {
+    uint64_t g = atomic_load(&p->job);
+    if (g != seen || atomic_load(&p->quit))
+      return g;
+    if ((i & 63) == 63 && mono_ns() > until)
+      break;
+    cpu_relax();
+  }
+  pthread_mutex_lock(&p->mu);
+  /* Announce before the last look (the caller publishes, then looks at
+   * `parked`: one of the two sees the other). */
+  atomic_fetch_add(&p->parked, 1);
+  uint64_t g;
+  while ((g = atomic_load(&p->job)) == seen && !atomic_load(&p->quit))
+    pthread_cond_wait(&p->go, &p->mu);
+  atomic_fetch_sub(&p->parked, 1);
+  pthread_mutex_unlock(&p->mu);
+  return g;
+}
+
 static void *worker_main(void *arg) {
   worker *w = arg;
   pa_sim_pool *p = w->pool;
   uint64_t seen = 0;
-  pthread_mutex_lock(&p->mu);
   for (;;) {
-    while (!p->quit && p->job == seen)
-      pthread_cond_wait(&p->go, &p->mu);
-    if (p->quit)
+    uint64_t g = next_job(p, seen);
+    if (atomic_load(&p->quit))
       break;
-    seen = p->job;
-    pthread_mutex_unlock(&p->mu);
+    seen = g;
+    /* Join, then check it is still open (the caller closes, then counts
+     * `active`: one of the two sees the other). A closed or newer job is
+     * left alone: its fields may be the next job's. */
+    atomic_fetch_add(&p->active, 1);
+    if (atomic_load(&p->closed) >= g || atomic_load(&p->job) != g) {
+      atomic_fetch_sub(&p->active, 1);
+      continue;
+    }
     uint64_t c = drain(p, &w->scratch);
-    pthread_mutex_lock(&p->mu);
-    p->count += c;
-    if (--p->busy == 0)
-      pthread_cond_signal(&p->done);
+    atomic_fetch_add(&p->count, c);
+    atomic_fetch_sub(&p->active, 1); /* releases this worker's writes */
   }
-  pthread_mutex_unlock(&p->mu);
   return NULL;
 }
 
@@ -119,8 +172,13 @@ pa_sim_pool *pa_sim_int_pool_new(const pa_sim_model *m, uint32_t threads,
   }
   pthread_mutex_init(&p->mu, NULL);
   pthread_cond_init(&p->go, NULL);
-  pthread_cond_init(&p->done, NULL);
+  atomic_init(&p->job, 0);
+  atomic_init(&p->closed, 0);
+  atomic_init(&p->active, 0);
+  atomic_init(&p->parked, 0);
+  atomic_init(&p->quit, false);
   atomic_init(&p->next, 0);
+  atomic_init(&p->count, 0);
   uint32_t started = 0;
   for (; started < p->nworkers; started++) {
     worker *w = &p->w[started];
@@ -152,7 +210,7 @@ void pa_sim_int_pool_free(pa_sim_pool *p) {
   if (!p)
     return;
   pthread_mutex_lock(&p->mu);
-  p->quit = true;
+  atomic_store(&p->quit, true);
   pthread_cond_broadcast(&p->go);
   pthread_mutex_unlock(&p->mu);
   for (uint32_t i = 0; i < p->nworkers; i++) {
@@ -160,38 +218,79 @@ void pa_sim_int_pool_free(pa_sim_pool *p) {
     pa_sim_int_scratch_free(&p->w[i].scratch);
   }
   pthread_cond_destroy(&p->go);
-  pthread_cond_destroy(&p->done);
   pthread_mutex_destroy(&p->mu);
   pa_sim_int_scratch_free(&p->scratch);
   free(p->w);
   free(p);
 }
 
-uint64_t pa_sim_int_pool_run(pa_sim_pool *p, pa_sim_pool_fn fn, void *arg,
-                             uint32_t n, uint32_t chunk) {
-  pthread_mutex_lock(&p->mu);
+/* small: a job shorter than a wake-up (one scan split in parts) wakes
+ * parked workers only when jobs come back to back (the last one ended
+ * within POOL_HOT_NS): at 10 Hz the caller just does it alone. */
+static uint64_t pool_run(pa_sim_pool *p, pa_sim_pool_fn fn, void *arg,
+                         uint32_t n, uint32_t chunk, bool small) {
+  /* No worker is inside a job here (the last run waited for them), and
+   * none joins before the generation below is published. */
   p->fn = fn;
   p->arg = arg;
   p->n = n;
   p->chunk = chunk ? chunk : 1;
-  p->count = 0;
+  atomic_store_explicit(&p->count, 0, memory_order_relaxed);
   atomic_store_explicit(&p->next, 0, memory_order_relaxed);
-  p->busy = p->nworkers;
-  p->job++;
-  pthread_cond_broadcast(&p->go);
-  pthread_mutex_unlock(&p->mu);
+  uint64_t g = atomic_load(&p->job) + 1;
+  atomic_store(&p->job, g); /* publishes the fields above */
+  if (atomic_load(&p->parked) > 0 &&
+      (!small || mono_ns() - p->last_end < POOL_HOT_NS)) {
+    pthread_mutex_lock(&p->mu);
+    pthread_cond_broadcast(&p->go);
+    pthread_mutex_unlock(&p->mu);
+  }
   uint64_t count = drain(p, &p->scratch);
-  /* The mutex hand-off orders every worker's writes before our reads. */
-  pthread_mutex_lock(&p->mu);
-  while (p->busy > 0)
-    pthread_cond_wait(&p->done, &p->mu);
-  count += p->count;
-  pthread_mutex_unlock(&p->mu);
-  return count;
+  atomic_store(&p->closed, g);
+  /* Only workers that joined before the close; their items are short. */
+  while (atomic_load(&p->active) > 0)
+    cpu_relax();
+  if (small)
+    p->last_end = mono_ns();
+  return count + atomic_load(&p->count);
+}
+
+uint64_t pa_sim_int_pool_run(pa_sim_pool *p, pa_sim_pool_fn fn, void *arg,
+                             uint32_t n, uint32_t chunk) {
+  return pool_run(p, fn, arg, n, chunk, false);
 }
 
 void pa_sim_int_pool_scan(pa_sim_pool *p, const pa_sim_model *m,
                           pa_sim_state *s, const uint32_t *ids, uint32_t n) {
   scan_job j = {m, s, ids};
   pa_sim_int_pool_run(p, scan_one, &j, n, 1);
+}
+
+/* One scan's wall beams in one contiguous part per thread (neighbouring
+ * beams cast together share cells; smaller parts cost more per beam). */
+typedef struct split_job {
+  const pa_sim_model *m;
+  pa_sim_state *s;
+  uint32_t id, n, beams;
+  float *out;
+} split_job;
+
+static void scan_part(void *arg, uint32_t i, pa_sim_scratch *k,
+                      uint64_t *count) {
+  split_job *j = arg;
+  uint32_t b0 = (uint32_t)((uint64_t)j->beams * i / j->n);
+  uint32_t b1 = (uint32_t)((uint64_t)j->beams * (i + 1) / j->n);
+  pa_sim_int_scan_walls(j->m, j->s, j->id, j->out, k, b0, b1);
+  (void)count;
+}
+
+void pa_sim_int_pool_scan_one(pa_sim_pool *p, const pa_sim_model *m,
+                              pa_sim_state *s, uint32_t id) {
+  float *out = s->ranges + (size_t)id * m->beam_cap;
+  uint32_t beams = s->info[id].laser_beams;
+  if (beams > m->beam_cap)
+    beams = m->beam_cap;
+  split_job j = {m, s, id, p->nworkers + 1, beams, out};
+  pool_run(p, scan_part, &j, j.n, 1, true);
+  pa_sim_int_scan_finish(m, s, id, out, &p->scratch);
 }

@@ -362,8 +362,7 @@ int64_t pa_sim_int_step(const pa_sim_model *m, pa_sim_state *s, int64_t t0) {
   /* With threads: the same scans, cast together once the list is known
    * (each writes only its own ranges and noise generator). */
   if (s->pool && s->scan_due_count == 1)
-    pa_sim_scan(m, s, s->scan_due[0],
-                s->ranges + (size_t)s->scan_due[0] * m->beam_cap);
+    pa_sim_int_pool_scan_one(s->pool, m, s, s->scan_due[0]);
   else if (s->pool && s->scan_due_count > 1)
     pa_sim_int_pool_scan(s->pool, m, s, s->scan_due, s->scan_due_count);
   s->hash.valid = false;
