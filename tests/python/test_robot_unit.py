@@ -222,9 +222,11 @@ class RobotUnitTest(unittest.TestCase):
         r.set_speed(0.25, 0.0)
         r.subscribe_odom(wait=False)
         port = self.server.wait_sub("odom")[1]
-        self.server.drop_connections()
+        # Forget the subscription before the drop: the client may reconnect
+        # and subscribe again before this thread runs another line.
         with self.server.cond:
             self.server.subs.clear()
+        self.server.drop_connections()
         self.assertEqual(self.server.wait_sub("odom")[1], port)
         self.server.wait_for(lambda: self.server.lines.count("cmd 0.25 0 0") >= 1)
         self.assertEqual(self.server.lines.count("robot bob"), 2)
