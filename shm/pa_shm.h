@@ -457,7 +457,35 @@ enum pa_op {
                            size_y | radius, height */
   PA_OP_REMOVE_OBSTACLE, /* name */
   PA_OP_SYNC,         /* no-op; replies with the current tick */
+  PA_OP_SET_PROPERTY, /* robot, or the obstacle `name` when robot is
+                         UINT32_MAX; u = enum pa_prop; a = its value(s);
+                         replies with the value(s) applied in a */
   PA_OP_COUNT
+};
+
+/* Settable properties (PA_OP_SET_PROPERTY). Robots: all but SIZE;
+ * obstacles: HEIGHT, COLOUR, RADIUS (circles), SIZE (boxes). */
+enum pa_prop {
+  PA_PROP_NONE = 0,
+  PA_PROP_MAX_V,        /* (0, 100] m/s */
+  PA_PROP_MAX_VY,       /* (0, 100] m/s */
+  PA_PROP_MAX_W,        /* (0, 100] rad/s */
+  PA_PROP_ACC_V,        /* (0, 1000] m/s^2 */
+  PA_PROP_DEC_V,
+  PA_PROP_ACC_W,        /* (0, 1000] rad/s^2 */
+  PA_PROP_DEC_W,
+  PA_PROP_HEAD_LIMIT,   /* [0, pi] rad */
+  PA_PROP_MAX_HEAD_RATE, /* (0, 100] rad/s */
+  PA_PROP_LASER_BEAMS,  /* 1 .. max_beams */
+  PA_PROP_LASER_RANGE_MIN, /* [0, range_max) m */
+  PA_PROP_LASER_RANGE_MAX, /* (range_min, 1000] m */
+  PA_PROP_LASER_NOISE,  /* [0, 100] m */
+  PA_PROP_RADIUS,       /* robots (0, 5] m, circles (0, 500] m: no overlap */
+  PA_PROP_HEIGHT,       /* (0, 100] m */
+  PA_PROP_HEAD_HEIGHT,  /* (0, 10] m */
+  PA_PROP_COLOUR,       /* a = r, g, b, alpha in 0..255 */
+  PA_PROP_SIZE,         /* boxes: a = size_x, size_y in (0, 1000] m */
+  PA_PROP_COUNT
 };
 enum { PA_CMDF_DRIVE = 1u << 0, PA_CMDF_NO_REPLY = 1u << 1 };
 

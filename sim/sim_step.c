@@ -563,6 +563,190 @@ static pa_status spawn_obstacle(const pa_sim_model *m, pa_sim_state *s,
   return PA_OK;
 }
 
+/* A value in [lo, hi] (lo_open: (lo, hi]), or an error naming it. */
+static bool prop_in(pa_reply *r, const char *what, double v, double lo,
+                    bool lo_open, double hi) {
+  if (isfinite(v) && (lo_open ? v > lo : v >= lo) && v <= hi)
+    return true;
+  fail(r, PA_ERR_INVALID_ACTION_SHAPE, "%s %g is out of range %s%g, %g]",
+       what, v, lo_open ? "(" : "[", lo, hi);
+  return false;
+}
+
+static bool colour_from(pa_reply *r, const double *a, uint8_t out[4]) {
+  for (int i = 0; i < 4; i++)
+    if (!prop_in(r, "colour component", a[i], 0, false, 255))
+      return false;
+  for (int i = 0; i < 4; i++)
+    out[i] = (uint8_t)lround(a[i]);
+  return true;
+}
+
+static pa_status set_obstacle_property(pa_sim_state *s, const pa_cmd *c,
+                                       pa_reply *r) {
+  char name[32];
+  memcpy(name, c->name, sizeof name);
+  name[sizeof name - 1] = 0;
+  uint32_t i = find_obstacle(s, name);
+  if (i == UINT32_MAX)
+    return fail(r, PA_ERR_UNKNOWN_OBJECT, "no obstacle named '%s'", name);
+  pa_obstacle_info o = s->obs[i];
+  switch (c->u) {
+  case PA_PROP_HEIGHT:
+    if (!prop_in(r, "height", c->a[0], 0, true, 100))
+      return (pa_status)r->status;
+    o.height = (float)c->a[0];
+    break;
+  case PA_PROP_COLOUR:
+    if (!colour_from(r, c->a, o.colour))
+      return (pa_status)r->status;
+    break;
+  case PA_PROP_RADIUS:
+    if (o.shape != PA_SHAPE_CIRCLE)
+      return fail(r, PA_ERR_INVALID_MESSAGE,
+                  "obstacle '%s' is a box: set its size, not a radius", name);
+    if (!prop_in(r, "radius", c->a[0], 0, true, 500))
+      return (pa_status)r->status;
+    o.radius = c->a[0];
+    break;
+  case PA_PROP_SIZE:
+    if (o.shape != PA_SHAPE_BOX)
+      return fail(r, PA_ERR_INVALID_MESSAGE,
+                  "obstacle '%s' is a circle: set its radius, not a size",
+                  name);
+    if (!prop_in(r, "size_x", c->a[0], 0, true, 1000) ||
+        !prop_in(r, "size_y", c->a[1], 0, true, 1000))
+      return (pa_status)r->status;
+    o.size_x = c->a[0];
+    o.size_y = c->a[1];
+    break;
+  default:
+    return fail(r, PA_ERR_INVALID_MESSAGE,
+                "property %u does not apply to obstacles", c->u);
+  }
+  /* A bigger footprint must not swallow a robot. */
+  for (uint32_t k = 0; k < s->robot_count; k++)
+    if (s->info[k].active &&
+        pa_sim_int_obstacle_dist(&o, s->rs[k].x, s->rs[k].y, NULL, NULL) <
+            s->info[k].radius)
+      return fail(r, PA_ERR_BLOCKED_POSE,
+                  "obstacle '%s' would overlap robot '%s'", name,
+                  s->info[k].name);
+  s->obs[i] = o;
+  s->world_dirty = true;
+  r->u = i;
+  r->a[0] = c->u == PA_PROP_HEIGHT ? o.height
+            : c->u == PA_PROP_RADIUS ? o.radius
+            : c->u == PA_PROP_SIZE   ? o.size_x
+                                     : o.colour[0];
+  r->a[1] = c->u == PA_PROP_SIZE ? o.size_y : o.colour[1];
+  r->a[2] = o.colour[2];
+  r->a[3] = o.colour[3];
+  return PA_OK;
+}
+
+/* One property of a robot or an obstacle; nothing changes on an error. */
+static pa_status set_property(const pa_sim_model *m, pa_sim_state *s,
+                              const pa_cmd *c, pa_reply *r) {
+  if (c->robot == UINT32_MAX)
+    return set_obstacle_property(s, c, r);
+  if (!robot_ok(s, c->robot))
+    return fail(r, PA_ERR_UNKNOWN_ROBOT, "no robot %u", c->robot);
+  pa_robot_info ri = s->info[c->robot];
+  pa_robot_state *rs = &s->rs[c->robot];
+  double v = c->a[0];
+  float *lim = NULL;
+  double hi = 100;
+  static const char *const names[PA_PROP_COUNT] = {
+      [PA_PROP_MAX_V] = "max_v", [PA_PROP_MAX_VY] = "max_vy",
+      [PA_PROP_MAX_W] = "max_w", [PA_PROP_ACC_V] = "acc_v",
+      [PA_PROP_DEC_V] = "dec_v", [PA_PROP_ACC_W] = "acc_w",
+      [PA_PROP_DEC_W] = "dec_w", [PA_PROP_MAX_HEAD_RATE] = "max_head_rate",
+      [PA_PROP_HEIGHT] = "height", [PA_PROP_HEAD_HEIGHT] = "head_height"};
+  switch (c->u) {
+  case PA_PROP_MAX_V: lim = &ri.max_v; break;
+  case PA_PROP_MAX_VY: lim = &ri.max_vy; break;
+  case PA_PROP_MAX_W: lim = &ri.max_w; break;
+  case PA_PROP_ACC_V: lim = &ri.acc_v; hi = 1000; break;
+  case PA_PROP_DEC_V: lim = &ri.dec_v; hi = 1000; break;
+  case PA_PROP_ACC_W: lim = &ri.acc_w; hi = 1000; break;
+  case PA_PROP_DEC_W: lim = &ri.dec_w; hi = 1000; break;
+  case PA_PROP_MAX_HEAD_RATE: lim = &ri.max_head_rate; break;
+  case PA_PROP_HEIGHT: lim = &ri.height; break;
+  case PA_PROP_HEAD_HEIGHT: lim = &ri.head_height; hi = 10; break;
+  default: break;
+  }
+  if (lim) {
+    if (!prop_in(r, names[c->u], v, 0, true, hi))
+      return (pa_status)r->status;
+    *lim = (float)v;
+  } else {
+    switch (c->u) {
+    case PA_PROP_HEAD_LIMIT:
+      if (!prop_in(r, "head_limit", v, 0, false, M_PI))
+        return (pa_status)r->status;
+      ri.head_limit = (float)v;
+      break;
+    case PA_PROP_LASER_BEAMS:
+      if (!prop_in(r, "laser_beams", v, 1, false, m->beam_cap) ||
+          v != floor(v))
+        return fail(r, PA_ERR_INVALID_ACTION_SHAPE,
+                    "laser_beams must be a whole number in [1, %u]",
+                    m->beam_cap);
+      ri.laser_beams = (uint32_t)v;
+      break;
+    case PA_PROP_LASER_RANGE_MIN:
+      if (!prop_in(r, "laser_range_min", v, 0, false, 1000))
+        return (pa_status)r->status;
+      if (v >= ri.laser_range_max)
+        return fail(r, PA_ERR_INVALID_ACTION_SHAPE,
+                    "laser_range_min %g must be below laser_range_max %g", v,
+                    (double)ri.laser_range_max);
+      ri.laser_range_min = (float)v;
+      break;
+    case PA_PROP_LASER_RANGE_MAX:
+      if (!prop_in(r, "laser_range_max", v, 0, true, 1000))
+        return (pa_status)r->status;
+      if (v <= ri.laser_range_min)
+        return fail(r, PA_ERR_INVALID_ACTION_SHAPE,
+                    "laser_range_max %g must be above laser_range_min %g", v,
+                    (double)ri.laser_range_min);
+      ri.laser_range_max = (float)v;
+      break;
+    case PA_PROP_LASER_NOISE:
+      if (!prop_in(r, "laser_noise", v, 0, false, 100))
+        return (pa_status)r->status;
+      ri.laser_noise = (float)v;
+      break;
+    case PA_PROP_RADIUS:
+      if (!prop_in(r, "radius", v, 0, true, 5))
+        return (pa_status)r->status;
+      if (pa_sim_clearance(m, s, c->robot, rs->x, rs->y, v, 0, NULL, NULL) < 0)
+        return fail(r, PA_ERR_BLOCKED_POSE,
+                    "robot '%s' with radius %g would overlap a wall or "
+                    "another body",
+                    ri.name, v);
+      ri.radius = (float)v;
+      break;
+    case PA_PROP_COLOUR:
+      if (!colour_from(r, c->a, ri.colour))
+        return (pa_status)r->status;
+      break;
+    default:
+      return fail(r, PA_ERR_INVALID_MESSAGE,
+                  "property %u does not apply to robots", c->u);
+    }
+  }
+  s->info[c->robot] = ri;
+  if (fabs(rs->head) > ri.head_limit) /* a tighter limit applies at once */
+    rs->head = rs->head > 0 ? ri.head_limit : -ri.head_limit;
+  s->world_dirty = true;
+  r->u = c->robot;
+  for (int i = 0; i < 4; i++)
+    r->a[i] = c->u == PA_PROP_COLOUR ? ri.colour[i] : i == 0 ? v : 0;
+  return PA_OK;
+}
+
 pa_status pa_sim_apply(const pa_sim_model *m, pa_sim_state *s,
                        const pa_cmd *c, pa_reply *r) {
   memset(r, 0, sizeof *r);
@@ -673,6 +857,9 @@ pa_status pa_sim_apply(const pa_sim_model *m, pa_sim_state *s,
     break;
   }
   case PA_OP_SYNC:
+    break;
+  case PA_OP_SET_PROPERTY:
+    st = set_property(m, s, c, r);
     break;
   default:
     st = fail(r, PA_ERR_UNKNOWN_ACTION, "unknown command op %u", c->op);

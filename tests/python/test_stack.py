@@ -246,6 +246,65 @@ class ClientTest(StackTestCase):
             self.sim.batch(["get_status"] * 65)
         self.assertIn("tick", self.sim.get_state())  # the connection is still fine
 
+    def test_properties(self):
+        """set_property changes what the simulator does, rejects bad values
+        without changing anything, and reset restores the world's values."""
+        self.addCleanup(self.sim.reset)
+        self.sim.pause()
+        props = self.sim.get_property()["properties"]
+        self.assertEqual(props["drive"], "diff")
+        self.assertEqual(props["laser_beams"], 360)
+        max_v0 = props["max_v"]
+        # A lower speed limit caps what the robot achieves.
+        got = self.sim.set_property("max_v", 0.25)
+        self.assertAlmostEqual(got["value"], 0.25, places=6)
+        self.sim.teleport(0, 0, 0)
+        st = self.sim.step(v=1.0, w=0.0, steps=200)
+        self.assertAlmostEqual(st["velocity"][0], 0.25, places=5)
+        # Fewer beams: the next scan has that many ranges.
+        self.sim.set_property("laser_beams", 90)
+        status = self.sim.get_status()
+        st = self.sim.step(steps=int(status["control_hz"] / status["scan_hz"]) + 1)
+        self.assertEqual(len(st["sensors"]["scan"]["ranges"]), 90)
+        # Bad input: a clear error and no change.
+        bad = [
+            (dict(property="max_v", value=-1), "invalid_action_shape"),
+            (dict(property="max_v", value="fast"), "invalid_action_shape"),
+            (dict(property="laser_beams", value=10 ** 9), "invalid_action_shape"),
+            (dict(property="laser_range_min", value=500), "invalid_action_shape"),
+            (dict(property="colour", value=[1, 2]), "invalid_action_shape"),
+            (dict(property="colour", value=[0, 0, 300]), "invalid_action_shape"),
+            (dict(property="drive", value="omni"), "invalid_message"),
+            (dict(property="no_such_thing", value=1), "invalid_message"),
+            (dict(property="size", value=[1, 1]), "invalid_message"),
+            (dict(property="radius", value=4.9), "blocked_pose"),
+            (dict(property="height", value=1, name="nobody"), "unknown_object"),
+        ]
+        before = self.sim.get_property()["properties"]
+        for kw, code in bad:
+            with self.assertRaises(Error, msg=kw) as cm:
+                self.sim.set_property(**kw)
+            self.assertEqual(cm.exception.code, code, (kw, cm.exception))
+            self.assertTrue(cm.exception.message)
+        self.assertEqual(self.sim.get_property()["properties"], before)
+        # Obstacles: size and colour; one that would swallow the robot is refused.
+        self.sim.request("spawn_obstacle", {"name": "crate", "shape": "box",
+                                            "pose": [1.0, 0.0, 0.0], "size": [0.2, 0.2]})
+        self.sim.set_property("size", [0.3, 0.4], name="crate")
+        self.sim.set_property("color", [10, 20, 30], name="crate")
+        crate = self.sim.get_property(name="crate")["properties"]
+        self.assertEqual(crate["size"], [0.3, 0.4])
+        self.assertEqual(crate["colour"], [10, 20, 30, 255])
+        with self.assertRaises(Error) as cm:
+            self.sim.set_property("size", [3.0, 3.0], name="crate")
+        self.assertEqual(cm.exception.code, "blocked_pose")
+        self.assertEqual(self.sim.get_property("size", name="crate")["value"], [0.3, 0.4])
+        # Reset: back to the world's values.
+        self.sim.reset()
+        props = self.sim.get_property()["properties"]
+        self.assertEqual(props["max_v"], max_v0)
+        self.assertEqual(props["laser_beams"], 360)
+
     def test_sim_lockstep_and_batch(self):
         self.sim.pause()
         st0 = self.sim.get_state()

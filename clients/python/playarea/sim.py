@@ -259,5 +259,24 @@ class Sim:
     def get_map_info(self):
         return self.request("get_map_info")
 
+    # ---- properties ----------------------------------------------------------
+
+    def get_property(self, property=None, robot=0, name=None):
+        """All properties of a robot (or of the robot or obstacle called name),
+        or just one: {"property": ..., "value": ...}."""
+        data = {"name": name} if name is not None else {"robot": robot}
+        if property is not None:
+            data["property"] = property
+        return self.request("get_property", data)
+
+    def set_property(self, property, value, robot=0, name=None):
+        """Change one property (e.g. "max_v", "laser_noise", "colour") of a
+        robot, or of the robot or obstacle called name, until the next reset.
+        Returns {"property": ..., "value": ...} as applied."""
+        data = {"name": name} if name is not None else {"robot": robot}
+        data["property"] = property
+        data["value"] = value
+        return self.request("set_property", data)
+
 
 Client = Sim
