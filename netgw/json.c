@@ -45,6 +45,8 @@ enum {
   A_GET_STATUS,
   A_GET_PROPERTY,
   A_SET_PROPERTY,
+  A_SAVE_SNAPSHOT,
+  A_LOAD_SNAPSHOT,
   A_COUNT
 };
 
@@ -58,14 +60,14 @@ static const char *const action_names[A_COUNT] = {
     "get_terrain_grid",  "auth",              "ping",            "pause",
     "resume",            "step_n",          "reset",
     "set_time_scale",    "get_status",      "get_property",
-    "set_property",
+    "set_property",      "save_snapshot",   "load_snapshot",
 };
 
 /* Named in PROTOCOL.md but without a simulator side yet: said so plainly. */
 static const char *const not_built[] = {
     "set_wheels",    "set_map",
     "set_scenario",  "generate_map",  "set_nav_path",   "set_waypoints",
-    "clear_nav",     "save_snapshot", "load_snapshot",  "export_dataset"};
+    "clear_nav",     "export_dataset"};
 
 /* Address used as "this request now waits for pa-sim". */
 static char pending_tag;
@@ -1102,6 +1104,26 @@ static json_t *act_set_property(jctx *x) {
   return wait_for_sim(x, &cmd, idx);
 }
 
+/* save_snapshot / load_snapshot: data.name. */
+static json_t *act_snapshot(jctx *x) {
+  const char *name = NULL;
+  int r = get_str(x, "name", 64, &name);
+  if (r == 0)
+    jfail(x, PA_ERR_INVALID_MESSAGE, "data.name is required");
+  if (r <= 0)
+    return NULL;
+  if (!pa_snapshot_name_ok(name))
+    return jfail(x, PA_ERR_INVALID_MESSAGE,
+                 "snapshot name '%s': use 1 to %d of A-Z a-z 0-9 _ -", name,
+                 PA_SNAPSHOT_NAME_MAX);
+  pa_cmd cmd;
+  memset(&cmd, 0, sizeof cmd);
+  cmd.op = x->action == A_SAVE_SNAPSHOT ? PA_OP_SAVE_SNAPSHOT
+                                        : PA_OP_LOAD_SNAPSHOT;
+  snprintf(cmd.name, sizeof cmd.name, "%s", name);
+  return wait_for_sim(x, &cmd, 0);
+}
+
 static json_t *act_map_info(jctx *x) {
   const pa_map_block *m;
   const int8_t *cells;
@@ -1406,6 +1428,10 @@ static json_t *exec_one(pa_client *c, json_t *req) {
   case A_GET_PROPERTY:
     d = act_get_property(&x);
     break;
+  case A_SAVE_SNAPSHOT:
+  case A_LOAD_SNAPSHOT:
+    d = act_snapshot(&x);
+    break;
   case A_SET_PROPERTY:
     d = act_set_property(&x);
     break;
@@ -1631,6 +1657,13 @@ void pa_json_complete(pa_client *c, const pa_reply *r) {
         json_object_set_new(d, "robot", json_integer(r->u));
       } else if (action == A_REMOVE_ROBOT) {
         json_object_set_new(d, "robot", json_integer(c->pend_robot));
+      } else if (action == A_SAVE_SNAPSHOT || action == A_LOAD_SNAPSHOT) {
+        json_t *nm = json_object_get(json_object_get(req, "data"), "name");
+        json_object_set(d, "name", nm);
+        json_object_set_new(d, "robots", json_integer(r->u));
+        json_object_set_new(d, "obstacles", json_integer((json_int_t)r->a[2]));
+        json_object_set_new(d, "saved_tick", json_integer((json_int_t)r->a[0]));
+        json_object_set_new(d, "saved_sim_time", json_real(r->a[1]));
       } else if (action == A_SET_PROPERTY) {
         /* The object as the sim published it (before its reply). */
         json_decref(d);

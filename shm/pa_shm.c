@@ -116,6 +116,17 @@ static bool instance_ok(const char *s, size_t *len) {
   return n > 0;
 }
 
+bool pa_snapshot_name_ok(const char *name) {
+  size_t n = 0;
+  for (; name[n]; n++) {
+    char ch = name[n];
+    if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+          (ch >= '0' && ch <= '9') || ch == '_' || ch == '-'))
+      return false;
+  }
+  return n >= 1 && n <= PA_SNAPSHOT_NAME_MAX;
+}
+
 int pa_shm_name(char *out, size_t out_sz, const char *instance,
                 const char *segment, char *err, size_t err_sz) {
   size_t n = 0;

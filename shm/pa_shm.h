@@ -85,6 +85,13 @@ typedef struct pa_shm_seg {
 } pa_shm_seg;
 
 /* Validates instance ("p9000", "test-1234") and writes the object name. */
+/* World snapshots (pa-sim, PA_OP_*_SNAPSHOT) are objects of the instance,
+ * segment "snap-<name>": names of 1..PA_SNAPSHOT_NAME_MAX of [A-Za-z0-9_-],
+ * at most PA_SNAPSHOTS_MAX per instance; pa_stack_unlink removes them. */
+#define PA_SNAPSHOT_NAME_MAX 31
+#define PA_SNAPSHOTS_MAX 64
+bool pa_snapshot_name_ok(const char *name);
+
 int pa_shm_name(char *out, size_t out_sz, const char *instance,
                 const char *segment, char *err, size_t err_sz);
 
@@ -460,6 +467,9 @@ enum pa_op {
   PA_OP_SET_PROPERTY, /* robot, or the obstacle `name` when robot is
                          UINT32_MAX; u = enum pa_prop; a = its value(s);
                          replies with the value(s) applied in a */
+  PA_OP_SAVE_SNAPSHOT, /* name; replies u = robots, a = saved tick,
+                          sim_time, obstacles */
+  PA_OP_LOAD_SNAPSHOT, /* name; the same reply */
   PA_OP_COUNT
 };
 

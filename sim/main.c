@@ -90,6 +90,7 @@ int main(int argc, char **argv) {
   d.robots = (uint32_t)robots;
   d.threads = (uint32_t)threads;
   d.spin_us = (int32_t)spin_us;
+  snprintf(d.instance, sizeof d.instance, "%s", instance);
   d.camera_width = (uint32_t)cam_w;
   d.camera_height = (uint32_t)cam_h;
   d.camera_fov = fov_deg * M_PI / 180.0;

@@ -74,6 +74,8 @@ typedef struct pa_sim_def {
    * us), at most 250 us within 5-25% of the period; 300 with realtime;
    * 0 = never spin. */
   int32_t spin_us;
+  /* The shared-memory instance, for snapshots ("" = none: refused). */
+  char instance[48];
   /* Threads that work on a tick: scans, and the physics of 256+ robots
    * (the caller + threads - 1 workers started by pa_sim_state_init; results
    * are the same for any count; a state with workers does not survive

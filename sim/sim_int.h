@@ -98,6 +98,15 @@ void pa_sim_int_pool_scan(pa_sim_pool *p, const pa_sim_model *m,
 void pa_sim_int_pool_scan_one(pa_sim_pool *p, const pa_sim_model *m,
                               pa_sim_state *s, uint32_t id);
 
+/* Snapshots (sim_snap.c): save c->name / load it back (PA_OP_*_SNAPSHOT). */
+pa_status pa_sim_int_snapshot_save(const pa_sim_model *m,
+                                   const pa_sim_state *s, const pa_cmd *c,
+                                   pa_reply *r);
+pa_status pa_sim_int_snapshot_load(const pa_sim_model *m, pa_sim_state *s,
+                                   const pa_cmd *c, pa_reply *r);
+/* robot_count / obstacle_count down to the highest active one + 1. */
+void pa_sim_int_recount(pa_sim_state *s);
+
 /* Monotonic clock [ns]. */
 int64_t pa_sim_int_now(void);
 

@@ -83,7 +83,7 @@ int pa_sim_shm_answer_inflight(const pa_sim_state *s, pa_stack *st) {
 static bool changes_state(uint32_t op) {
   return op == PA_OP_TELEPORT || op == PA_OP_RESET || op == PA_OP_SPAWN_ROBOT ||
          op == PA_OP_REMOVE_ROBOT || op == PA_OP_PAUSE || op == PA_OP_RESUME ||
-         op == PA_OP_SPEED;
+         op == PA_OP_SPEED || op == PA_OP_LOAD_SNAPSHOT;
 }
 
 /* Returns whether it applied anything. */

@@ -443,7 +443,7 @@ static uint32_t find_obstacle(const pa_sim_state *s, const char *name) {
   return UINT32_MAX;
 }
 
-static void recount(pa_sim_state *s) {
+void pa_sim_int_recount(pa_sim_state *s) {
   while (s->robot_count > 0 && !s->info[s->robot_count - 1].active)
     s->robot_count--;
   while (s->obstacle_count > 0 && !s->obs[s->obstacle_count - 1].active)
@@ -834,7 +834,7 @@ pa_status pa_sim_apply(const pa_sim_model *m, pa_sim_state *s,
     }
     s->info[c->robot].active = 0;
     s->rs[c->robot].flags = 0;
-    recount(s);
+    pa_sim_int_recount(s);
     s->world_dirty = true;
     r->u = c->robot;
     break;
@@ -851,7 +851,7 @@ pa_status pa_sim_apply(const pa_sim_model *m, pa_sim_state *s,
       break;
     }
     s->obs[i].active = 0;
-    recount(s);
+    pa_sim_int_recount(s);
     s->world_dirty = true;
     r->u = i;
     break;
@@ -860,6 +860,12 @@ pa_status pa_sim_apply(const pa_sim_model *m, pa_sim_state *s,
     break;
   case PA_OP_SET_PROPERTY:
     st = set_property(m, s, c, r);
+    break;
+  case PA_OP_SAVE_SNAPSHOT:
+    st = pa_sim_int_snapshot_save(m, s, c, r);
+    break;
+  case PA_OP_LOAD_SNAPSHOT:
+    st = pa_sim_int_snapshot_load(m, s, c, r);
     break;
   default:
     st = fail(r, PA_ERR_UNKNOWN_ACTION, "unknown command op %u", c->op);

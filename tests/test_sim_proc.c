@@ -7,11 +7,13 @@
 #include <stddef.h>
 #include <setjmp.h>
 #include <cmocka.h>
+#include <fcntl.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -323,6 +325,61 @@ static void test_bad_flags(void **st) {
   pa_stack_unlink(s.inst);
 }
 
+static pa_reply call_named(sim *s, uint32_t op, const char *name) {
+  pa_cmd c;
+  memset(&c, 0, sizeof c);
+  c.client_id = 77;
+  c.request_id = ++s->next_req;
+  c.op = op;
+  snprintf(c.name, sizeof c.name, "%s", name);
+  assert_int_equal(pa_queue_push(s->st.cmd, &c), 0);
+  return wait_reply(s, c.request_id, 20000);
+}
+
+/* A snapshot whose bytes changed (a torn write, another build) is refused
+ * and changes nothing; an intact one loads. */
+static void test_snapshot_damaged(void **st) {
+  (void)st;
+  sim s;
+  setup(&s, "snap", "--paused");
+  pa_reply r = call_named(&s, PA_OP_SAVE_SNAPSHOT, "a");
+  assert_int_equal(r.status, PA_OK);
+  assert_int_equal(r.u, 1);
+  assert_int_equal(call(&s, PA_OP_TELEPORT, 0, 0, 0.5, 0.25, 1.0).status,
+                   PA_OK);
+  char path[256];
+  snprintf(path, sizeof path, "/dev/shm/playarea.%s.snap-a", s.inst);
+  int fd = open(path, O_RDWR);
+  assert_true(fd >= 0);
+  struct stat sb;
+  assert_int_equal(fstat(fd, &sb), 0);
+  unsigned char byte;
+  off_t at = sb.st_size / 2;
+  assert_int_equal(pread(fd, &byte, 1, at), 1);
+  byte ^= 0x40;
+  assert_int_equal(pwrite(fd, &byte, 1, at), 1);
+  r = call_named(&s, PA_OP_LOAD_SNAPSHOT, "a");
+  assert_int_equal(r.status, PA_ERR_INVALID_MESSAGE);
+  assert_non_null(strstr(r.msg, "damaged"));
+  pa_robot_state r0;
+  latest(&s, &r0);
+  assert_true(r0.x == 0.5 && r0.y == 0.25); /* not moved by the bad load */
+  /* Truncated. */
+  assert_int_equal(ftruncate(fd, 10), 0);
+  close(fd);
+  r = call_named(&s, PA_OP_LOAD_SNAPSHOT, "a");
+  assert_int_equal(r.status, PA_ERR_INVALID_MESSAGE);
+  /* Saved again: loads, and the robot is back where it was then. */
+  assert_int_equal(call_named(&s, PA_OP_SAVE_SNAPSHOT, "a").status, PA_OK);
+  assert_int_equal(call(&s, PA_OP_TELEPORT, 0, 0, -0.5, 0.0, 0.0).status,
+                   PA_OK);
+  assert_int_equal(call_named(&s, PA_OP_LOAD_SNAPSHOT, "a").status, PA_OK);
+  latest(&s, &r0);
+  assert_true(r0.x == 0.5 && r0.y == 0.25);
+  teardown(&s);
+  assert_int_equal(access(path, F_OK), -1); /* gone with the instance */
+}
+
 /* A flag given on the command line wins over the world file's robots even
  * when it is the built-in default value; flags not given leave the world's
  * values. */
@@ -420,6 +477,7 @@ int main(void) {
       cmocka_unit_test(test_lockstep_ignores_rate),
       cmocka_unit_test(test_bad_flags),
       cmocka_unit_test(test_flags_over_world),
+      cmocka_unit_test(test_snapshot_damaged),
       cmocka_unit_test(test_crash_resume),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -384,6 +384,72 @@ class RestartTest(StackTestCase):
             self.assertIn("tick", fresh.get_state())
 
 
+class SnapshotTest(StackTestCase):
+    """Snapshots put the world back exactly, refuse bad names, and outlive a
+    crashed pa-sim (they live in the instance's shared memory)."""
+
+    def run_episode(self, sim):
+        return [sim.step(v=0.4, w=0.6, steps=40)["pose"] for _ in range(5)]
+
+    def test_save_load_and_crash(self):
+        sim = Sim(self.host, self.port, timeout=20)
+        self.addCleanup(sim.close)
+        sim.pause()
+        sim.set_property("max_w", 0.5)
+        sim.request("spawn_obstacle", {"name": "post", "shape": "circle",
+                                       "pose": [1.2, 0.4, 0.0], "radius": 0.1})
+        saved = sim.save_snapshot("ep0")
+        self.assertEqual((saved["name"], saved["robots"], saved["obstacles"]), ("ep0", 1, 1))
+        st0 = sim.get_state()
+        first = self.run_episode(sim)
+        # Change everything a snapshot covers.
+        sim.set_property("max_w", 2.0)
+        sim.request("remove_obstacle", {"name": "post"})
+        sim.spawn_robot(name="extra", pose=[-1.0, 0.0, 0.0])
+        tick = sim.get_state()["tick"]
+        loaded = sim.load_snapshot("ep0")
+        self.assertEqual(loaded["saved_tick"], st0["tick"])
+        st1 = sim.get_state()
+        self.assertEqual(st1["pose"], st0["pose"])
+        self.assertEqual(st1["velocity"], st0["velocity"])
+        self.assertGreaterEqual(st1["tick"], tick, "ticks keep running")
+        self.assertEqual(sim.get_property("max_w")["value"], 0.5)
+        self.assertEqual([r["name"] for r in sim.list_robots()["robots"]], ["robot0"])
+        self.assertEqual([o["name"] for o in sim.request("list_obstacles")["obstacles"]], ["post"])
+        # The same commands from the snapshot give the same trajectory.
+        self.assertEqual(self.run_episode(sim), first)
+        # Bad names and unknown snapshots: clear errors, nothing changes.
+        before = sim.get_state()["pose"]
+        for name, code in (("nope", "unknown_object"), ("bad name", "invalid_message"),
+                           ("x" * 32, "invalid_message"), ("", "invalid_message")):
+            with self.assertRaises(Error, msg=name) as cm:
+                sim.load_snapshot(name)
+            self.assertEqual(cm.exception.code, code, (name, cm.exception))
+        with self.assertRaises(Error) as cm:
+            sim.request("save_snapshot", {})
+        self.assertEqual(cm.exception.code, "invalid_message")
+        self.assertEqual(sim.get_state()["pose"], before)
+        # SIGKILL pa-sim: the launcher restarts it and the snapshot is still there.
+        pid = self.stack.children().get("pa-sim")
+        self.assertIsNotNone(pid, self.stack.children())
+        os.kill(pid, 9)
+        self.wait_until(lambda: self.stack.children().get("pa-sim") not in (None, pid), 30,
+                        "pa-sim restarted")
+
+        def loads():
+            try:
+                return sim.load_snapshot("ep0")
+            except Error as e:
+                if e.code != "busy":
+                    raise
+                return None
+
+        self.wait_until(loads, 30, "snapshot loads after the restart")
+        self.assertEqual(sim.get_state()["pose"], st0["pose"])
+        self.assertEqual(self.run_episode(sim), first)
+        sim.resume()
+
+
 class TokenTest(StackTestCase):
     stack_args = ("--token", "s3cret")
 

@@ -278,5 +278,17 @@ class Sim:
         data["value"] = value
         return self.request("set_property", data)
 
+    # ---- snapshots -----------------------------------------------------------
+
+    def save_snapshot(self, name):
+        """Save the world (robots with their state and properties, obstacles)
+        as name ([A-Za-z0-9_-], up to 31; saving again replaces it). Kept in
+        the instance's shared memory until the stack stops."""
+        return self.request("save_snapshot", {"name": name})
+
+    def load_snapshot(self, name):
+        """Put the world back as saved; tick, sim time and stream seqs keep running."""
+        return self.request("load_snapshot", {"name": name})
+
 
 Client = Sim

@@ -1,0 +1,238 @@
+/* sim_snap.c - named snapshots of the world: every robot's static and
+ * dynamic state and the obstacles, kept as POSIX shm objects of the
+ * instance ("/playarea.<instance>.snap-<name>"), so they outlive a pa-sim
+ * crash and go when the instance is removed. A load puts the world back as
+ * saved while tick, sim time and every stream seq keep running (as reset
+ * does). */
+#define _GNU_SOURCE
+#include "pa_sim.h"
+#include "sim_int.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define SNAP_MAGIC 0x7061736e6170ull /* "pasnap" */
+#define SNAP_VERSION 1u
+
+typedef struct snap_hdr {
+  uint64_t magic;
+  uint32_t version;
+  uint32_t robot_count, obstacle_count;
+  uint32_t info_size, state_size, obstacle_size; /* struct sizes at save */
+  uint32_t reserved;
+  uint64_t tick;           /* when saved */
+  double sim_time;
+  uint64_t checksum;       /* FNV-1a of the body, then of this header with
+                            * checksum 0: a torn write does not load */
+} snap_hdr;
+
+static pa_status snap_fail(pa_reply *r, pa_status st, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static pa_status snap_fail(pa_reply *r, pa_status st, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(r->msg, sizeof r->msg, fmt, ap);
+  va_end(ap);
+  r->status = st;
+  return st;
+}
+
+static uint64_t fnv(uint64_t h, const void *p, size_t n) {
+  const unsigned char *b = p;
+  for (size_t i = 0; i < n; i++) {
+    h ^= b[i];
+    h *= 0x100000001b3ull;
+  }
+  return h;
+}
+
+static uint64_t snap_sum(const snap_hdr *h, const void *body, size_t n) {
+  snap_hdr c = *h;
+  c.checksum = 0;
+  return fnv(fnv(0xcbf29ce484222325ull, body, n), &c, sizeof c);
+}
+
+/* The object name, or an error in r. */
+static int snap_path(const pa_sim_model *m, const pa_cmd *c, char *name,
+                     char out[PA_SHM_NAME_MAX], pa_reply *r) {
+  memcpy(name, c->name, sizeof c->name);
+  name[sizeof c->name - 1] = 0;
+  if (!m->def.instance[0]) {
+    snap_fail(r, PA_ERR_INVALID_MESSAGE,
+              "snapshots need a shared-memory instance");
+    return -1;
+  }
+  if (!pa_snapshot_name_ok(name)) {
+    snap_fail(r, PA_ERR_INVALID_MESSAGE,
+              "snapshot name '%.32s': use 1 to %d of A-Z a-z 0-9 _ -", name,
+              PA_SNAPSHOT_NAME_MAX);
+    return -1;
+  }
+  char seg[48];
+  snprintf(seg, sizeof seg, "snap-%s", name);
+  if (pa_shm_name(out, PA_SHM_NAME_MAX, m->def.instance, seg, NULL, 0) != 0) {
+    snap_fail(r, PA_ERR_INVALID_MESSAGE, "snapshot name '%s' is too long",
+              name);
+    return -1;
+  }
+  return 0;
+}
+
+/* Snapshots this instance holds (objects "playarea.<instance>.snap-*"). */
+static int snap_count(const pa_sim_model *m) {
+  char prefix[PA_SHM_NAME_MAX];
+  snprintf(prefix, sizeof prefix, "playarea.%s.snap-", m->def.instance);
+  size_t pl = strlen(prefix);
+  DIR *d = opendir("/dev/shm");
+  if (!d)
+    return 0;
+  int n = 0;
+  struct dirent *e;
+  while ((e = readdir(d)) != NULL)
+    n += strncmp(e->d_name, prefix, pl) == 0;
+  closedir(d);
+  return n;
+}
+
+pa_status pa_sim_int_snapshot_save(const pa_sim_model *m,
+                                   const pa_sim_state *s, const pa_cmd *c,
+                                   pa_reply *r) {
+  char name[sizeof c->name], path[PA_SHM_NAME_MAX];
+  if (snap_path(m, c, name, path, r) != 0)
+    return (pa_status)r->status;
+  int fd = shm_open(path, O_RDWR | O_CLOEXEC, 0600);
+  bool exists = fd >= 0;
+  if (!exists) {
+    if (snap_count(m) >= PA_SNAPSHOTS_MAX)
+      return snap_fail(r, PA_ERR_INVALID_MESSAGE,
+                       "%d snapshots kept already: save over one of them",
+                       PA_SNAPSHOTS_MAX);
+    fd = shm_open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  }
+  if (fd < 0)
+    return snap_fail(r, PA_ERR_INVALID_MESSAGE, "cannot create snapshot '%s': %s",
+                     name, strerror(errno));
+  snap_hdr h;
+  memset(&h, 0, sizeof h);
+  h.magic = SNAP_MAGIC;
+  h.version = SNAP_VERSION;
+  h.robot_count = s->robot_count;
+  h.obstacle_count = s->obstacle_count;
+  h.info_size = sizeof(pa_robot_info);
+  h.state_size = sizeof(pa_robot_state);
+  h.obstacle_size = sizeof(pa_obstacle_info);
+  h.tick = s->tick;
+  h.sim_time = s->sim_time;
+  size_t ni = (size_t)h.robot_count * sizeof(pa_robot_info);
+  size_t ns = (size_t)h.robot_count * sizeof(pa_robot_state);
+  size_t no = (size_t)h.obstacle_count * sizeof(pa_obstacle_info);
+  size_t body = ni + ns + no, total = sizeof h + body;
+  void *p = MAP_FAILED;
+  if (ftruncate(fd, (off_t)total) == 0)
+    p = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  int e = errno;
+  close(fd);
+  if (p == MAP_FAILED) {
+    if (!exists)
+      shm_unlink(path);
+    return snap_fail(r, PA_ERR_INVALID_MESSAGE, "cannot write snapshot '%s': %s",
+                     name, strerror(e));
+  }
+  char *b = (char *)p + sizeof h;
+  memcpy(b, s->info, ni);
+  memcpy(b + ni, s->rs, ns);
+  memcpy(b + ni + ns, s->obs, no);
+  h.checksum = snap_sum(&h, b, body);
+  memcpy(p, &h, sizeof h); /* last: a half-written object fails its sum */
+  munmap(p, total);
+  r->u = h.robot_count;
+  r->a[0] = (double)h.tick;
+  r->a[1] = h.sim_time;
+  r->a[2] = h.obstacle_count;
+  return PA_OK;
+}
+
+pa_status pa_sim_int_snapshot_load(const pa_sim_model *m, pa_sim_state *s,
+                                   const pa_cmd *c, pa_reply *r) {
+  char name[sizeof c->name], path[PA_SHM_NAME_MAX];
+  if (snap_path(m, c, name, path, r) != 0)
+    return (pa_status)r->status;
+  int fd = shm_open(path, O_RDONLY | O_CLOEXEC, 0);
+  if (fd < 0)
+    return snap_fail(r, PA_ERR_UNKNOWN_OBJECT, "no snapshot named '%s'", name);
+  struct stat st;
+  void *p = MAP_FAILED;
+  size_t total = 0;
+  if (fstat(fd, &st) == 0 && (size_t)st.st_size >= sizeof(snap_hdr)) {
+    total = (size_t)st.st_size;
+    p = mmap(NULL, total, PROT_READ, MAP_SHARED, fd, 0);
+  }
+  close(fd);
+  if (p == MAP_FAILED)
+    return snap_fail(r, PA_ERR_INVALID_MESSAGE, "snapshot '%s' is damaged",
+                     name);
+  snap_hdr h;
+  memcpy(&h, p, sizeof h);
+  const char *b = (const char *)p + sizeof h;
+  size_t ni = (size_t)h.robot_count * sizeof(pa_robot_info);
+  size_t ns = (size_t)h.robot_count * sizeof(pa_robot_state);
+  size_t no = (size_t)h.obstacle_count * sizeof(pa_obstacle_info);
+  pa_status rc = PA_OK;
+  if (h.magic != SNAP_MAGIC || h.version != SNAP_VERSION ||
+      h.info_size != sizeof(pa_robot_info) ||
+      h.state_size != sizeof(pa_robot_state) ||
+      h.obstacle_size != sizeof(pa_obstacle_info) ||
+      h.robot_count > s->cap_robots || h.obstacle_count > s->cap_obstacles ||
+      total != sizeof h + ni + ns + no ||
+      snap_sum(&h, b, ni + ns + no) != h.checksum) {
+    rc = snap_fail(r, PA_ERR_INVALID_MESSAGE,
+                   "snapshot '%s' is damaged or from another build or a larger "
+                   "world",
+                   name);
+    goto out;
+  }
+  const pa_robot_info *si = (const pa_robot_info *)(const void *)b;
+  const pa_robot_state *ss = (const pa_robot_state *)(const void *)(b + ni);
+  const pa_obstacle_info *so =
+      (const pa_obstacle_info *)(const void *)(b + ni + ns);
+  for (uint32_t i = 0; i < s->cap_robots; i++) {
+    if (i < h.robot_count && si[i].active) {
+      uint32_t seq = s->rs[i].scan_seq; /* streams keep counting */
+      s->info[i] = si[i];
+      s->info[i].name[sizeof s->info[i].name - 1] = 0;
+      s->rs[i] = ss[i];
+      s->rs[i].id = i;
+      s->rs[i].scan_seq = seq > ss[i].scan_seq ? seq : ss[i].scan_seq;
+    } else if (s->info[i].active) {
+      s->info[i].active = 0;
+      s->rs[i].flags = 0;
+    }
+  }
+  for (uint32_t i = 0; i < s->cap_obstacles; i++) {
+    if (i < h.obstacle_count && so[i].active) {
+      s->obs[i] = so[i];
+      s->obs[i].name[sizeof s->obs[i].name - 1] = 0;
+    } else {
+      s->obs[i].active = 0;
+    }
+  }
+  s->robot_count = h.robot_count;
+  s->obstacle_count = h.obstacle_count;
+  pa_sim_int_recount(s);
+  s->hash.valid = false;
+  s->world_dirty = true;
+  r->u = h.robot_count;
+  r->a[0] = (double)h.tick;
+  r->a[1] = h.sim_time;
+  r->a[2] = h.obstacle_count;
+out:
+  munmap(p, total);
+  return rc;
+}
