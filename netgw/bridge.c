@@ -36,6 +36,21 @@ static void *bridge_main(void *arg) {
   if (b->tcb)
     prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0); /* its deadlines are in us */
   while (!atomic_load_explicit(&b->stop, memory_order_acquire)) {
+    if (b->active && !atomic_load_explicit(b->active, memory_order_acquire)) {
+      /* Nobody listens: sleep until poked (the callback catches up then). */
+      due = 0;
+      if (sem_wait_ns(&b->poke, BRIDGE_POLL_NS) != 0 ||
+          !atomic_load_explicit(b->active, memory_order_acquire))
+        continue;
+      if (b->tcb) {
+        due = b->tcb(b->arg);
+        continue;
+      }
+      uint64_t one = 1;
+      ssize_t w = write(b->efd, &one, sizeof one);
+      (void)w;
+      continue;
+    }
     int64_t wait = BRIDGE_POLL_NS;
     if (due) {
       int64_t left = due - pa_now_ns();
@@ -66,10 +81,37 @@ static void on_efd(evutil_socket_t fd, short what, void *arg) {
   b->cb(b->arg);
 }
 
+void pa_bridge_set_active_flag(pa_bridge *b, const atomic_bool *active) {
+  if (!b->poke_init) {
+    sem_init(&b->poke, 0, 0);
+    b->poke_init = true;
+  }
+  b->active = active;
+}
+
+void pa_bridge_poke(pa_bridge *b) {
+  if (b->poke_init)
+    sem_post(&b->poke);
+}
+
+/* Clears all but what pa_bridge_set_active_flag set up before a start. */
+static void bridge_reset(pa_bridge *b) {
+  b->started = false;
+  b->efd = -1;
+  b->ev = NULL;
+  b->ring = NULL;
+  b->reader = 0;
+  b->sem = NULL;
+  b->cb = NULL;
+  b->tcb = NULL;
+  b->arg = NULL;
+  b->wakes = 0;
+}
+
 int pa_bridge_start(pa_bridge *b, struct event_base *base, pa_ring *ring,
                     int reader, sem_t *sem, void (*cb)(void *), void *arg,
                     char *err, size_t err_sz) {
-  memset(b, 0, sizeof *b);
+  bridge_reset(b);
   b->efd = -1;
   b->ring = ring;
   b->reader = reader;
@@ -101,7 +143,7 @@ int pa_bridge_start(pa_bridge *b, struct event_base *base, pa_ring *ring,
 int pa_bridge_start_direct(pa_bridge *b, pa_ring *ring, int reader,
                            int64_t (*tcb)(void *), void *arg, char *err,
                            size_t err_sz) {
-  memset(b, 0, sizeof *b);
+  bridge_reset(b);
   b->efd = -1;
   b->ring = ring;
   b->reader = reader;
@@ -124,8 +166,13 @@ void pa_bridge_stop(pa_bridge *b) {
     sem_t *s = b->ring ? pa_ring_reader_sem(b->ring, b->reader) : b->sem;
     if (s)
       sem_post(s);
+    pa_bridge_poke(b);
     pthread_join(b->thread, NULL);
     b->started = false;
+  }
+  if (b->poke_init) {
+    sem_destroy(&b->poke);
+    b->poke_init = false;
   }
   if (b->ev) {
     event_free(b->ev);

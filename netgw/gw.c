@@ -250,10 +250,30 @@ static void odom_table_set(pa_client *c, uint32_t robot, uint16_t port) {
   } else if (i < o->n_subs) {
     o->subs[i] = o->subs[--o->n_subs];
   }
+  bool was = atomic_load(&c->g->odom_active), now = o->n_subs > 0;
+  if (now && !was)
+    o->resync = true; /* frames from now on, not what the ring still holds */
   pthread_mutex_unlock(&o->mu);
+  if (now != was) {
+    atomic_store(&c->g->odom_active, now);
+    if (now)
+      pa_bridge_poke(&c->g->br_state);
+  }
 }
 
+static void drain_scans(pa_netgw *g);
+
 void pa_gw_subscribe(pa_client *c, int ch, uint32_t robot, uint16_t port) {
+  pa_netgw *g = c->g;
+  if (ch == PA_CH_SCAN && !c->port[ch] != !port) {
+    if (port && g->scan_subs++ == 0) {
+      drain_scans(g); /* up to date before anyone is sent anything */
+      atomic_store(&g->scan_active, true);
+      pa_bridge_poke(&g->br_scan);
+    } else if (!port && --g->scan_subs == 0) {
+      atomic_store(&g->scan_active, false);
+    }
+  }
   if (ch == PA_CH_CAMERA) {
     if (c->port[ch])
       cam_demand(c->g, c->sub_robot[ch], -1);
@@ -907,7 +927,13 @@ static int64_t odom_send(void *arg) {
   pa_odom_tx *o = &g->odom;
   pthread_mutex_lock(&o->mu);
   uint32_t n_subs = o->n_subs;
+  bool resync = o->resync;
+  o->resync = false;
   pthread_mutex_unlock(&o->mu);
+  if (resync) {
+    o->cur = pa_ring_cursor_now(g->st->state);
+    o->have_phase = false;
+  }
   if (!n_subs) {
     /* Nobody listens: skip the copies, keep the cursor current. */
     o->cur = pa_ring_cursor_now(g->st->state);
@@ -1198,6 +1224,10 @@ pa_netgw *pa_netgw_create(const pa_netgw_def *d, pa_stack *stack, char *err,
   while (pa_queue_peek(stack->reply, NULL) >= 0)
     pa_queue_pop(stack->reply);
 
+  atomic_init(&g->odom_active, false);
+  atomic_init(&g->scan_active, false);
+  pa_bridge_set_active_flag(&g->br_state, &g->odom_active);
+  pa_bridge_set_active_flag(&g->br_scan, &g->scan_active);
   if (pa_bridge_start_direct(&g->br_state, stack->state, g->state_reader,
                              odom_send, g, err, err_sz) != 0 ||
       pa_bridge_start(&g->br_scan, g->base, stack->scan, g->scan_reader, NULL,

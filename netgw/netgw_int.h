@@ -52,7 +52,18 @@ typedef struct pa_bridge {
   int64_t (*tcb)(void *arg); /* direct: runs on the thread */
   void *arg;
   uint64_t wakes;
+  /* Idle while *active is false (nobody subscribed): the thread then waits
+   * on `poke` instead of the ring, so a writer's posts (one per record, up
+   * to ~1M/s free-running) wake nothing. Set active, then pa_bridge_poke. */
+  const atomic_bool *active;
+  sem_t poke;
+  bool poke_init;
 } pa_bridge;
+
+/* Makes b watch its ring only while *active (before the start). */
+void pa_bridge_set_active_flag(pa_bridge *b, const atomic_bool *active);
+/* Wakes an idle bridge (after setting its active flag). */
+void pa_bridge_poke(pa_bridge *b);
 
 int pa_bridge_start(pa_bridge *b, struct event_base *base, pa_ring *ring,
                     int reader, sem_t *sem, void (*cb)(void *), void *arg,
@@ -94,6 +105,7 @@ typedef struct pa_odom_tx {
   uint32_t cap;
   uint32_t last_seq;
   bool have_seq;
+  bool resync;       /* guarded by mu: first subscriber, skip to the head */
   /* When the next odom tick is due: ticks run on a fixed grid, wall_ns ~=
    * phase + tick * period (phase tracks the early edge of the arrivals). */
   bool have_phase;
@@ -160,6 +172,9 @@ typedef struct pa_netgw {
   unsigned n_clients;
   pa_udp_tx tx;
   pa_bridge br_state, br_scan, br_cam, br_reply;
+  /* The odom and scan bridges sleep while nobody subscribes. */
+  atomic_bool odom_active, scan_active;
+  uint32_t scan_subs;      /* clients with a scan port */
   int state_reader, scan_reader, cam_reader;
   pa_ring_cursor scan_cur, cam_cur;
   uint8_t *latest_buf, *scan_buf, *cam_buf;
