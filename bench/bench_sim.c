@@ -345,6 +345,47 @@ static void bench_loop(const pa_grid *g, double hz, double seconds,
   pa_stack_unlink(inst);
 }
 
+/* The real loop (pa_sim_run, publishing every tick to the shm rings) free
+ * running (--speed 0) with one robot for `seconds`: the process's own
+ * real-time factor, with `threads` threads (0 = auto). */
+static void bench_rtf_loop(const pa_grid *g, double seconds, uint32_t threads) {
+  char inst[PA_SHM_INSTANCE_MAX];
+  pa_stack st;
+  pa_sim_model m;
+  pa_sim_state s;
+  pa_sim_def sd = pa_sim_def_default();
+  sd.speed = 0;
+  sd.threads = threads;
+  sd.seed = 1; /* the in-process runs' world: the same drive */
+  bench_instance(inst, "bench-rtf", g, &sd, &st, &m, &s);
+  uint64_t rng = 3;
+  pa_cmd c;
+  memset(&c, 0, sizeof c);
+  c.op = PA_OP_SET_CMD;
+  c.a[0] = 0.3 + 0.5 * pa_sim_rng_uniform(&rng);
+  c.a[2] = 2 * pa_sim_rng_uniform(&rng) - 1;
+  pa_reply r;
+  pa_sim_apply(&m, &s, &c, &r);
+  stop_flag = 0;
+  signal(SIGALRM, on_alarm);
+  uint64_t t0 = s.tick;
+  double w0 = now_s();
+  alarm((unsigned)ceil(seconds));
+  pa_sim_run(&m, &s, &st, &stop_flag);
+  double wall = now_s() - w0;
+  printf("rtf   1 robot, pa_sim_run free-running (--speed 0, publishing every "
+         "tick to shm), %u thread%s: %.1fx real time (%llu ticks in %.2f s; "
+         "%llu bumps)\n",
+         s.threads, s.threads == 1 ? "" : "s",
+         (double)(s.tick - t0) * m.dt / wall,
+         (unsigned long long)(s.tick - t0), wall,
+         (unsigned long long)s.bumps);
+  pa_sim_state_free(&s);
+  pa_sim_model_free(&m);
+  pa_stack_detach(&st);
+  pa_stack_unlink(inst);
+}
+
 /* Lockstep round trip through the real queues: a forked child runs
  * pa_sim_run paused; the parent pushes STEP 1 and spins on the reply queue
  * (what netgw's step does). */
@@ -432,7 +473,10 @@ int main(int argc, char **argv) {
   if (pa_map_load_default(&def, err, sizeof err) != 0)
     die("default map", err);
   if (only_rtf1) { /* for profilers: 1 robot for `seconds` */
-    bench_rtf(&def, 1, loop_s, 0);
+    if (getenv("PA_BENCH_LOOP"))
+      bench_rtf_loop(&def, loop_s, 0);
+    else
+      bench_rtf(&def, 1, loop_s, 0);
     pa_grid_free(&def);
     return 0;
   }
@@ -444,6 +488,8 @@ int main(int argc, char **argv) {
     only_rtf = true; /* nothing after */
   } else if (only_rtf) {
     bench_rtf_threads(&def, 1, 2);
+    bench_rtf_loop(&def, 3, 1);
+    bench_rtf_loop(&def, 3, 0);
     bench_rtf_threads(&def, 100, 3);
     bench_rtf_threads(&big, 1000, 5);
   } else if (!only_loops) {
