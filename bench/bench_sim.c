@@ -6,7 +6,8 @@
  *
  *   bench-sim [seconds_per_loop_test (default 5)] [--loops] [--realtime]
  *             [--rtf] (only the real-time factors, 1 and 2 scan threads)
- *             [--rtf1] (only 1 robot for seconds_per_loop_test: profiling)
+ *             [--rtf1] (only 1 robot for seconds_per_loop_test: profiling;
+ *             PA_BENCH_THREADS=N threads, PA_BENCH_LOOP=1 the real loop)
  *             [--beams] (only the beam rates and their exactness check)
  *   (--loops: only the loop timing, with the default auto spin and with
  *   none; --realtime: SCHED_FIFO + mlockall + spinning 300 us before
@@ -473,10 +474,12 @@ int main(int argc, char **argv) {
   if (pa_map_load_default(&def, err, sizeof err) != 0)
     die("default map", err);
   if (only_rtf1) { /* for profilers: 1 robot for `seconds` */
+    const char *th = getenv("PA_BENCH_THREADS"); /* default auto */
+    uint32_t threads = th ? (uint32_t)atoi(th) : 0;
     if (getenv("PA_BENCH_LOOP"))
-      bench_rtf_loop(&def, loop_s, 0);
+      bench_rtf_loop(&def, loop_s, threads);
     else
-      bench_rtf(&def, 1, loop_s, 0);
+      bench_rtf(&def, 1, loop_s, threads);
     pa_grid_free(&def);
     return 0;
   }
