@@ -499,6 +499,8 @@ int main(int argc, char **argv) {
     bench_beams("default map", &def);
     bench_beams("large office (100x100 m)", &big);
     bench_rtf_threads(&def, 1, 2);
+    bench_rtf_loop(&def, 3, 1);
+    bench_rtf_loop(&def, 3, 0);
     bench_rtf_threads(&def, 100, 3);
     bench_rtf_threads(&big, 1000, 5);
     bench_step_rtt(&def, 50000);
