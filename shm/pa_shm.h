@@ -559,6 +559,9 @@ void pa_stack_detach(pa_stack *s);
  * any other /dev/shm/playarea.<instance>.* object). Returns how many were
  * removed (>= 0) or PA_SHM_EINVAL for a bad instance name. */
 int pa_stack_unlink(const char *instance);
+/* How many /dev/shm objects of the instance have a segment name starting
+ * with segment_prefix ("snap-": its snapshots). */
+int pa_stack_count_objects(const char *instance, const char *segment_prefix);
 
 enum { PA_STACK_NONE = 0, PA_STACK_LIVE = 1, PA_STACK_STALE = 2 };
 /* Tells whether an instance exists and whether its owner is alive. */

@@ -189,11 +189,12 @@ static int stack_layout_compute(const pa_stack_def *d, stack_layout *L,
 
 /* ---- probing and unlinking ------------------------------------------------ */
 
-/* Calls fn for every /dev/shm object of the instance (name without '/'). */
-static int for_each_object(const char *instance,
+/* Calls fn for every /dev/shm object of the instance whose segment name
+ * starts with seg (name without '/'); returns how many there are. */
+static int for_each_object(const char *instance, const char *seg,
                            void (*fn)(const char *name, void *arg), void *arg) {
   char prefix[PA_SHM_NAME_MAX];
-  snprintf(prefix, sizeof prefix, "playarea.%s.", instance);
+  snprintf(prefix, sizeof prefix, "playarea.%s.%s", instance, seg);
   size_t pl = strlen(prefix);
   DIR *dir = opendir("/dev/shm");
   if (!dir)
@@ -211,6 +212,10 @@ static int for_each_object(const char *instance,
   return n;
 }
 
+int pa_stack_count_objects(const char *instance, const char *segment_prefix) {
+  return for_each_object(instance, segment_prefix, NULL, NULL);
+}
+
 /* PA_STACK_* of the instance; *owner gets the ctl's owner pid (0 unknown). */
 static int probe_owner(const char *instance, int32_t *owner) {
   *owner = 0;
@@ -220,7 +225,7 @@ static int probe_owner(const char *instance, int32_t *owner) {
   int fd = shm_open(name, O_RDONLY | O_CLOEXEC, 0);
   if (fd < 0)
     /* Segments without a ctl are leftovers of a crash or a half unlink. */
-    return for_each_object(instance, NULL, NULL) > 0 ? PA_STACK_STALE
+    return for_each_object(instance, "", NULL, NULL) > 0 ? PA_STACK_STALE
                                                      : PA_STACK_NONE;
   struct stat st;
   int res = PA_STACK_LIVE;
@@ -267,7 +272,7 @@ int pa_stack_unlink(const char *instance) {
   if (pa_shm_name(name, sizeof name, instance, "ctl", NULL, 0))
     return PA_SHM_EINVAL;
   int removed = 0;
-  for_each_object(instance, unlink_object, &removed);
+  for_each_object(instance, "", unlink_object, &removed);
   /* In case /dev/shm is not where shm_open keeps objects. */
   static const char *const segs[] = {"ctl", "state", "scan", "camera", "map"};
   for (size_t i = 0; i < sizeof segs / sizeof segs[0]; i++) {

@@ -640,6 +640,19 @@ hit:;
 #endif
 #define AVX512_TARGET __attribute__((target("avx512f,avx512dq,avx512vl")))
 
+/* The lowest `left` set bits of free (all of them when there are fewer):
+ * the free lanes that take the last rays. */
+static inline unsigned first_lanes(unsigned free, uint32_t left) {
+  if ((uint32_t)__builtin_popcount(free) <= left)
+    return free;
+  unsigned keep = 0;
+  for (uint32_t got = 0; free && got < left; got++) {
+    keep |= free & -free;
+    free &= free - 1;
+  }
+  return keep;
+}
+
 typedef struct wave8 {
   __m512d dx, dy, jx, jy, fsx, fsy, bxo, byo, t, bx, by, idx, id;
   __mmask8 live;
@@ -696,15 +709,7 @@ AVX512_TARGET static inline void wave_fill(wave8 *w, wave_src *q, __m512d ox,
   uint32_t left = q->n - q->next;
   if (!left || !fr)
     return;
-  if ((uint32_t)__builtin_popcount(fr) > left) { /* keep only `left` lanes */
-    __mmask8 keep = 0;
-    for (uint32_t l = 0, got = 0; l < 8 && got < left; l++)
-      if ((fr >> l) & 1) {
-        keep |= (__mmask8)(1u << l);
-        got++;
-      }
-    fr = keep;
-  }
+  fr = (__mmask8)first_lanes(fr, left);
   const __m512d zero = _mm512_setzero_pd(), one = _mm512_set1_pd(1.0);
   const uint32_t at = q->next;
   w->dx = _mm512_mask_expandloadu_pd(w->dx, fr, q->dx + at);
@@ -979,15 +984,7 @@ AVX512_TARGET static inline void walk_fill(walk16 *w, walk_src *q) {
   uint32_t left = q->n - q->next;
   if (!left || !fr)
     return;
-  if ((uint32_t)__builtin_popcount(fr) > left) {
-    __mmask16 keep = 0;
-    for (uint32_t l = 0, got = 0; l < 16 && got < left; l++)
-      if ((fr >> l) & 1) {
-        keep |= (__mmask16)(1u << l);
-        got++;
-      }
-    fr = keep;
-  }
+  fr = (__mmask16)first_lanes(fr, left);
   const __m512 zero = _mm512_setzero_ps(), one = _mm512_set1_ps(1.0f);
   const uint32_t at = q->next;
   w->dx = _mm512_mask_expandloadu_ps(w->dx, fr, q->dx + at);

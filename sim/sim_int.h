@@ -98,6 +98,10 @@ void pa_sim_int_pool_scan(pa_sim_pool *p, const pa_sim_model *m,
 void pa_sim_int_pool_scan_one(pa_sim_pool *p, const pa_sim_model *m,
                               pa_sim_state *s, uint32_t id);
 
+/* A command's error: status and message into r; returns st. */
+pa_status pa_sim_int_fail(pa_reply *r, pa_status st, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
 /* Snapshots (sim_snap.c): save c->name / load it back (PA_OP_*_SNAPSHOT). */
 pa_status pa_sim_int_snapshot_save(const pa_sim_model *m,
                                    const pa_sim_state *s, const pa_cmd *c,

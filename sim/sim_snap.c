@@ -8,10 +8,8 @@
 #include "pa_sim.h"
 #include "sim_int.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -32,17 +30,6 @@ typedef struct snap_hdr {
   uint64_t checksum;       /* FNV-1a of the body, then of this header with
                             * checksum 0: a torn write does not load */
 } snap_hdr;
-
-static pa_status snap_fail(pa_reply *r, pa_status st, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static pa_status snap_fail(pa_reply *r, pa_status st, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(r->msg, sizeof r->msg, fmt, ap);
-  va_end(ap);
-  r->status = st;
-  return st;
-}
 
 static uint64_t fnv(uint64_t h, const void *p, size_t n) {
   const unsigned char *b = p;
@@ -65,12 +52,12 @@ static int snap_path(const pa_sim_model *m, const pa_cmd *c, char *name,
   memcpy(name, c->name, sizeof c->name);
   name[sizeof c->name - 1] = 0;
   if (!m->def.instance[0]) {
-    snap_fail(r, PA_ERR_INVALID_MESSAGE,
+    pa_sim_int_fail(r, PA_ERR_INVALID_MESSAGE,
               "snapshots need a shared-memory instance");
     return -1;
   }
   if (!pa_snapshot_name_ok(name)) {
-    snap_fail(r, PA_ERR_INVALID_MESSAGE,
+    pa_sim_int_fail(r, PA_ERR_INVALID_MESSAGE,
               "snapshot name '%.32s': use 1 to %d of A-Z a-z 0-9 _ -", name,
               PA_SNAPSHOT_NAME_MAX);
     return -1;
@@ -78,27 +65,11 @@ static int snap_path(const pa_sim_model *m, const pa_cmd *c, char *name,
   char seg[48];
   snprintf(seg, sizeof seg, "snap-%s", name);
   if (pa_shm_name(out, PA_SHM_NAME_MAX, m->def.instance, seg, NULL, 0) != 0) {
-    snap_fail(r, PA_ERR_INVALID_MESSAGE, "snapshot name '%s' is too long",
+    pa_sim_int_fail(r, PA_ERR_INVALID_MESSAGE, "snapshot name '%s' is too long",
               name);
     return -1;
   }
   return 0;
-}
-
-/* Snapshots this instance holds (objects "playarea.<instance>.snap-*"). */
-static int snap_count(const pa_sim_model *m) {
-  char prefix[PA_SHM_NAME_MAX];
-  snprintf(prefix, sizeof prefix, "playarea.%s.snap-", m->def.instance);
-  size_t pl = strlen(prefix);
-  DIR *d = opendir("/dev/shm");
-  if (!d)
-    return 0;
-  int n = 0;
-  struct dirent *e;
-  while ((e = readdir(d)) != NULL)
-    n += strncmp(e->d_name, prefix, pl) == 0;
-  closedir(d);
-  return n;
 }
 
 pa_status pa_sim_int_snapshot_save(const pa_sim_model *m,
@@ -110,14 +81,14 @@ pa_status pa_sim_int_snapshot_save(const pa_sim_model *m,
   int fd = shm_open(path, O_RDWR | O_CLOEXEC, 0600);
   bool exists = fd >= 0;
   if (!exists) {
-    if (snap_count(m) >= PA_SNAPSHOTS_MAX)
-      return snap_fail(r, PA_ERR_INVALID_MESSAGE,
+    if (pa_stack_count_objects(m->def.instance, "snap-") >= PA_SNAPSHOTS_MAX)
+      return pa_sim_int_fail(r, PA_ERR_INVALID_MESSAGE,
                        "%d snapshots kept already: save over one of them",
                        PA_SNAPSHOTS_MAX);
     fd = shm_open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
   }
   if (fd < 0)
-    return snap_fail(r, PA_ERR_INVALID_MESSAGE, "cannot create snapshot '%s': %s",
+    return pa_sim_int_fail(r, PA_ERR_INVALID_MESSAGE, "cannot create snapshot '%s': %s",
                      name, strerror(errno));
   snap_hdr h;
   memset(&h, 0, sizeof h);
@@ -142,7 +113,7 @@ pa_status pa_sim_int_snapshot_save(const pa_sim_model *m,
   if (p == MAP_FAILED) {
     if (!exists)
       shm_unlink(path);
-    return snap_fail(r, PA_ERR_INVALID_MESSAGE, "cannot write snapshot '%s': %s",
+    return pa_sim_int_fail(r, PA_ERR_INVALID_MESSAGE, "cannot write snapshot '%s': %s",
                      name, strerror(e));
   }
   char *b = (char *)p + sizeof h;
@@ -166,7 +137,7 @@ pa_status pa_sim_int_snapshot_load(const pa_sim_model *m, pa_sim_state *s,
     return (pa_status)r->status;
   int fd = shm_open(path, O_RDONLY | O_CLOEXEC, 0);
   if (fd < 0)
-    return snap_fail(r, PA_ERR_UNKNOWN_OBJECT, "no snapshot named '%s'", name);
+    return pa_sim_int_fail(r, PA_ERR_UNKNOWN_OBJECT, "no snapshot named '%s'", name);
   struct stat st;
   void *p = MAP_FAILED;
   size_t total = 0;
@@ -176,7 +147,7 @@ pa_status pa_sim_int_snapshot_load(const pa_sim_model *m, pa_sim_state *s,
   }
   close(fd);
   if (p == MAP_FAILED)
-    return snap_fail(r, PA_ERR_INVALID_MESSAGE, "snapshot '%s' is damaged",
+    return pa_sim_int_fail(r, PA_ERR_INVALID_MESSAGE, "snapshot '%s' is damaged",
                      name);
   snap_hdr h;
   memcpy(&h, p, sizeof h);
@@ -192,7 +163,7 @@ pa_status pa_sim_int_snapshot_load(const pa_sim_model *m, pa_sim_state *s,
       h.robot_count > s->cap_robots || h.obstacle_count > s->cap_obstacles ||
       total != sizeof h + ni + ns + no ||
       snap_sum(&h, b, ni + ns + no) != h.checksum) {
-    rc = snap_fail(r, PA_ERR_INVALID_MESSAGE,
+    rc = pa_sim_int_fail(r, PA_ERR_INVALID_MESSAGE,
                    "snapshot '%s' is damaged or from another build or a larger "
                    "world",
                    name);

@@ -375,9 +375,7 @@ int64_t pa_sim_int_step(const pa_sim_model *m, pa_sim_state *s, int64_t t0) {
 
 /* ---- commands ------------------------------------------------------------- */
 
-static pa_status fail(pa_reply *r, pa_status st, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static pa_status fail(pa_reply *r, pa_status st, const char *fmt, ...) {
+pa_status pa_sim_int_fail(pa_reply *r, pa_status st, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(r->msg, sizeof r->msg, fmt, ap);
@@ -385,6 +383,7 @@ static pa_status fail(pa_reply *r, pa_status st, const char *fmt, ...) {
   r->status = st;
   return st;
 }
+#define fail pa_sim_int_fail
 
 static bool finite_all(const double *a, int n, double lim) {
   for (int i = 0; i < n; i++)
