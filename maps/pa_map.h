@@ -127,6 +127,8 @@ typedef struct pa_robot_def {
   double x, y, theta;      /* start pose [m, m, rad] */
   int drive;               /* 0 differential, 1 omni (enum pa_drive) */
   double radius;           /* [m] default 0.18 */
+  double wheel_base;       /* differential: wheel separation [m]; 0 (the
+                            * default) = 1.6 x radius */
   double height;           /* [m] default 0.25 */
   double head_height;      /* camera height [m] default 0.35 */
   uint8_t colour[4];       /* RGBA */

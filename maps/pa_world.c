@@ -166,9 +166,9 @@ static int robot_camera(wctx *c, yaml_node_t *n, pa_robot_def *r) {
 
 static int robot(wctx *c, yaml_node_t *n, size_t i, pa_robot_def *r) {
   static const char *const keys[] = {"name",   "pose",        "drive",
-                                     "radius", "height",      "head_height",
-                                     "colour", "limits",      "laser",
-                                     "camera", NULL};
+                                     "radius", "wheel_base",  "height",
+                                     "head_height", "colour",  "limits",
+                                     "laser",  "camera",      NULL};
   *r = pa_robot_def_default();
   snprintf(r->name, sizeof r->name, "robot%zu", i);
   if (pa_map_ycheck_keys(c->d, n, "robot", keys, c->err, c->err_sz)) return -1;
@@ -190,6 +190,9 @@ static int robot(wctx *c, yaml_node_t *n, size_t i, pa_robot_def *r) {
   }
   if ((v = pa_map_yget(c->d, n, "radius")) &&
       num_in(c, v, "radius", 0, true, 5, false, &r->radius))
+    return -1;
+  if ((v = pa_map_yget(c->d, n, "wheel_base")) &&
+      num_in(c, v, "wheel_base", 0, true, 10, false, &r->wheel_base))
     return -1;
   if ((v = pa_map_yget(c->d, n, "height")) &&
       num_in(c, v, "height", 0, true, 10, false, &r->height))

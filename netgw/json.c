@@ -47,6 +47,7 @@ enum {
   A_SET_PROPERTY,
   A_SAVE_SNAPSHOT,
   A_LOAD_SNAPSHOT,
+  A_SET_WHEELS,
   A_COUNT
 };
 
@@ -61,11 +62,12 @@ static const char *const action_names[A_COUNT] = {
     "resume",            "step_n",          "reset",
     "set_time_scale",    "get_status",      "get_property",
     "set_property",      "save_snapshot",   "load_snapshot",
+    "set_wheels",
 };
 
 /* Named in PROTOCOL.md but without a simulator side yet: said so plainly. */
 static const char *const not_built[] = {
-    "set_wheels",    "set_map",
+    "set_map",
     "set_scenario",  "generate_map",  "set_nav_path",   "set_waypoints",
     "clear_nav",     "export_dataset"};
 
@@ -572,6 +574,33 @@ static int drive_fields(jctx *x, const pa_robot_info *info, pa_cmd *cmd) {
     }
     cmd->u = PA_FRAME_WORLD;
     break;
+  case A_SET_WHEELS: {
+    /* Wheel rim speeds [m/s] of a differential robot: v is their mean, w
+     * their difference over the wheel separation. */
+    double l = 0, r = 0;
+    int hl = get_num(x, "left", &l), hr = get_num(x, "right", &r);
+    if (hl < 0 || hr < 0 || get_num(x, "head", &head) < 0)
+      return -1;
+    if (hl == 0 || hr == 0) {
+      jfail(x, PA_ERR_INVALID_ACTION_SHAPE,
+            "data.left and data.right (wheel speeds, m/s) are required");
+      return -1;
+    }
+    if (omni) {
+      jfail(x, PA_ERR_UNSUPPORTED_CONTROL_SCHEME,
+            "robot '%s' is omnidirectional: it has no left and right wheels",
+            info->name);
+      return -1;
+    }
+    if (!(info->wheel_base > 0)) {
+      jfail(x, PA_ERR_UNSUPPORTED_CONTROL_SCHEME,
+            "robot '%s' has no wheel_base", info->name);
+      return -1;
+    }
+    v = 0.5 * (l + r);
+    w = (r - l) / info->wheel_base;
+    break;
+  }
   default:
     if ((rv = get_num(x, "v", &v)) < 0 || (rv == 0 && get_num(x, "vx", &v) < 0) ||
         get_num(x, "vy", &vy) < 0 || get_num(x, "w", &w) < 0 ||
@@ -900,6 +929,7 @@ static const prop_def props[] = {
     {"colour", PA_PROP_COLOUR, P_ROBOT | P_OBSTACLE, 4},
     {"color", PA_PROP_COLOUR, P_ROBOT | P_OBSTACLE, 4},
     {"size", PA_PROP_SIZE, P_OBSTACLE, 2},
+    {"wheel_base", PA_PROP_WHEEL_BASE, P_ROBOT, 1},
 };
 
 static json_t *colour_json(const uint8_t c[4]) {
@@ -942,6 +972,7 @@ static json_t *robot_props(const pa_robot_info *i) {
   json_object_set_new(p, "laser_range_max", jfloat(i->laser_range_max));
   json_object_set_new(p, "laser_noise", jfloat(i->laser_noise));
   json_object_set_new(p, "radius", jfloat(i->radius));
+  json_object_set_new(p, "wheel_base", jfloat(i->wheel_base));
   json_object_set_new(p, "height", jfloat(i->height));
   json_object_set_new(p, "head_height", jfloat(i->head_height));
   json_object_set_new(p, "colour", colour_json(i->colour));
@@ -1368,6 +1399,7 @@ static json_t *exec_one(pa_client *c, json_t *req) {
   case A_SET_VELOCITY:
   case A_SET_VELOCITY_LOCAL:
   case A_SET_VELOCITY_GLOBAL:
+  case A_SET_WHEELS:
     if (get_robot(&x, &info, &idx) == 0 && drive_fields(&x, &info, &cmd) == 0)
       d = push_nowait(&x, &cmd, idx);
     break;

@@ -330,6 +330,8 @@ typedef struct pa_robot_info {
   uint16_t cam_width, cam_height; /* [px] */
   float cam_fov;           /* horizontal [rad] */
   double start_x, start_y, start_theta; /* reset pose */
+  float wheel_base;        /* differential: wheel separation [m] */
+  uint32_t reserved;
 } pa_robot_info;
 
 /* World snapshot: a static obstacle (written by pa-sim). */
@@ -495,6 +497,7 @@ enum pa_prop {
   PA_PROP_HEAD_HEIGHT,  /* (0, 10] m */
   PA_PROP_COLOUR,       /* a = r, g, b, alpha in 0..255 */
   PA_PROP_SIZE,         /* boxes: a = size_x, size_y in (0, 1000] m */
+  PA_PROP_WHEEL_BASE,   /* robots: (0, 10] m */
   PA_PROP_COUNT
 };
 enum { PA_CMDF_DRIVE = 1u << 0, PA_CMDF_NO_REPLY = 1u << 1 };

@@ -146,6 +146,9 @@ typedef struct pa_sim_hash {
 
 typedef struct pa_sim_pool pa_sim_pool; /* scan workers (sim_pool.c) */
 
+/* A differential robot's wheel separation when none is given. */
+#define PA_WHEEL_BASE_PER_RADIUS 1.6
+
 typedef struct pa_sim_state {
   uint64_t tick;           /* ticks since the simulation started */
   double sim_time;         /* [s] */

@@ -83,6 +83,8 @@ static void robot_info_from_def(pa_robot_info *ri, const pa_robot_def *rd,
   ri->gen = 1;
   ri->drive = rd->drive == PA_DRIVE_OMNI ? PA_DRIVE_OMNI : PA_DRIVE_DIFF;
   ri->radius = (float)rd->radius;
+  ri->wheel_base = (float)(rd->wheel_base > 0 ? rd->wheel_base
+                                              : PA_WHEEL_BASE_PER_RADIUS * rd->radius);
   ri->height = (float)rd->height;
   ri->head_height = (float)rd->head_height;
   memcpy(ri->colour, rd->colour, 4);

@@ -478,8 +478,10 @@ static pa_status spawn_robot(const pa_sim_model *m, pa_sim_state *s,
   pa_robot_info ri = m->robot_template;
   snprintf(ri.name, sizeof ri.name, "%s", name);
   ri.drive = c->u;
-  if (c->a[3] > 0)
+  if (c->a[3] > 0) {
     ri.radius = (float)c->a[3];
+    ri.wheel_base = (float)(PA_WHEEL_BASE_PER_RADIUS * c->a[3]);
+  }
   ri.start_x = c->a[0];
   ri.start_y = c->a[1];
   ri.start_theta = pa_sim_wrap(c->a[2]);
@@ -661,7 +663,8 @@ static pa_status set_property(const pa_sim_model *m, pa_sim_state *s,
       [PA_PROP_MAX_W] = "max_w", [PA_PROP_ACC_V] = "acc_v",
       [PA_PROP_DEC_V] = "dec_v", [PA_PROP_ACC_W] = "acc_w",
       [PA_PROP_DEC_W] = "dec_w", [PA_PROP_MAX_HEAD_RATE] = "max_head_rate",
-      [PA_PROP_HEIGHT] = "height", [PA_PROP_HEAD_HEIGHT] = "head_height"};
+      [PA_PROP_HEIGHT] = "height", [PA_PROP_HEAD_HEIGHT] = "head_height",
+      [PA_PROP_WHEEL_BASE] = "wheel_base"};
   switch (c->u) {
   case PA_PROP_MAX_V: lim = &ri.max_v; break;
   case PA_PROP_MAX_VY: lim = &ri.max_vy; break;
@@ -673,6 +676,7 @@ static pa_status set_property(const pa_sim_model *m, pa_sim_state *s,
   case PA_PROP_MAX_HEAD_RATE: lim = &ri.max_head_rate; break;
   case PA_PROP_HEIGHT: lim = &ri.height; break;
   case PA_PROP_HEAD_HEIGHT: lim = &ri.head_height; hi = 10; break;
+  case PA_PROP_WHEEL_BASE: lim = &ri.wheel_base; hi = 10; break;
   default: break;
   }
   if (lim) {

@@ -720,8 +720,10 @@ static void json_actions(void **state) {
                   "unknown_type");
   expect_json_err(fd, "{\"type\":\"command\",\"action\":\"fly\"}",
                   "unknown_action");
-  expect_json_err(fd, "{\"type\":\"command\",\"action\":\"set_wheels\"}",
+  expect_json_err(fd, "{\"type\":\"command\",\"action\":\"set_map\"}",
                   "unknown_action");
+  expect_json_err(fd, "{\"type\":\"command\",\"action\":\"set_wheels\"}",
+                  "invalid_action_shape"); /* no wheel speeds */
   expect_json_err(fd, "{\"type\":\"command\",\"action\":\"set_property\"}",
                   "invalid_message"); /* no property named */
   expect_json_err(fd, "{\"type\":\"command\",\"action\":", "invalid_message");

@@ -305,6 +305,37 @@ class ClientTest(StackTestCase):
         self.assertEqual(props["max_v"], max_v0)
         self.assertEqual(props["laser_beams"], 360)
 
+    def test_set_wheels(self):
+        """Wheel speeds drive a differential robot: v is their mean, w their
+        difference over wheel_base (1.6 x radius unless the world says)."""
+        self.addCleanup(self.sim.reset)
+        self.sim.pause()
+        props = self.sim.get_property()["properties"]
+        self.assertAlmostEqual(props["wheel_base"], 1.6 * props["radius"], places=5)
+        self.sim.set_property("wheel_base", 0.25)
+        self.sim.teleport(0, 0, 0)
+        self.sim.set_wheels(0.2, 0.3)
+        st = self.sim.step(steps=100, v=0.25, w=0.4)  # the same command, as v and w
+        v_w = st["velocity"]
+        self.sim.teleport(0, 0, 0)
+        self.sim.set_wheels(0.2, 0.3)
+        self.sim.step_n(100)
+        st = self.sim.get_state()
+        self.assertAlmostEqual(st["velocity"][0], 0.25, places=5)
+        self.assertAlmostEqual(st["velocity"][1], 0.4, places=5)
+        self.assertEqual(st["velocity"], v_w)
+        for data, code in (({"left": 0.1}, "invalid_action_shape"),
+                           ({"left": 0.1, "right": "x"}, "invalid_action_shape"),
+                           ({"left": float("nan"), "right": 0}, "invalid_action_shape")):
+            with self.assertRaises((Error, ValueError), msg=data) as cm:
+                self.sim.request("set_wheels", dict(data, robot=0))
+            if isinstance(cm.exception, Error):
+                self.assertEqual(cm.exception.code, code, (data, cm.exception))
+        omni = self.sim.spawn_robot(name="omni1", pose=[-1.0, 0.0, 0.0], drive="omni")
+        with self.assertRaises(Error) as cm:
+            self.sim.set_wheels(0.1, 0.1, robot=omni["robot"])
+        self.assertEqual(cm.exception.code, "unsupported_control_scheme")
+
     def test_sim_lockstep_and_batch(self):
         self.sim.pause()
         st0 = self.sim.get_state()

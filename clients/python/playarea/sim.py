@@ -211,6 +211,13 @@ class Sim:
         return self.request("set_velocity", {"robot": robot, "v": finite("v", v),
                                              "w": finite("w", w), "head": finite("head", head)})
 
+    def set_wheels(self, left, right, head=0.0, robot=0):
+        """Drive a differential robot by its wheel speeds [m/s]:
+        v = (left + right) / 2, w = (right - left) / wheel_base."""
+        return self.request("set_wheels", {"robot": robot, "left": finite("left", left),
+                                           "right": finite("right", right),
+                                           "head": finite("head", head)})
+
     def stop(self, robot=0):
         return self.request("stop", {"robot": robot})
 
