@@ -37,6 +37,7 @@ static void test_every_field(void **state) {
       "    pose: [1.5, -2.0, 0.5]\n"
       "    drive: omni\n"
       "    radius: 0.25\n"
+      "    wheel_base: 0.33\n"
       "    height: 0.4\n"
       "    head_height: 0.6\n"
       "    colour: [40, 110, 220, 128]\n"
@@ -60,6 +61,7 @@ static void test_every_field(void **state) {
   assert_true(r->x == 1.5 && r->y == -2.0 && r->theta == 0.5);
   assert_int_equal(r->drive, 1);
   assert_true(r->radius == 0.25 && r->height == 0.4 && r->head_height == 0.6);
+  assert_true(r->wheel_base == 0.33);
   assert_int_equal(r->colour[0], 40);
   assert_int_equal(r->colour[1], 110);
   assert_int_equal(r->colour[2], 220);
@@ -193,6 +195,7 @@ static void test_errors(void **state) {
   expect_err(R "    radius: -1\n", "w.yaml:4:13: radius must be in (0, 5]");
   expect_err(R "    radius: big\n", "w.yaml:4:13: radius: expected a number, got 'big'");
   expect_err(R "    radius: nan\n", "radius: nan is not a finite number");
+  expect_err(R "    wheel_base: 0\n", "w.yaml:4:17: wheel_base must be in (0, 10]");
   expect_err(R "    drive: tank\n", "w.yaml:4:12: drive: expected differential or omni");
   expect_err(R "    wheels: 4\n", "w.yaml:4:5: robot: unknown key 'wheels'");
   expect_err(R "    limits: {max_v: 0}\n", "w.yaml:4:21: limits.max_v must be in (0, 100]");
