@@ -47,9 +47,9 @@ static void fail(ng_stack *s, const char *phase, const char *why) {
           why, sim_alive ? "running" : "NOT running", last,
           gw_alive ? "running" : "NOT running");
   fprintf(stderr, "pa-sim log:\n");
-  ng_dump_log(s->sim_log);
+  pa_test_dump_file(s->sim_log);
   fprintf(stderr, "pa-netgw log:\n");
-  ng_dump_log(s->gw_log);
+  pa_test_dump_file(s->gw_log);
 }
 
 /* Sim tick period as a consumer sees it: wall_ns between consecutive state

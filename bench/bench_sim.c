@@ -60,7 +60,6 @@ static void make_t(pa_sim_model *m, pa_sim_state *s, const pa_grid *g,
                    uint32_t robots, uint32_t max_robots, uint32_t threads) {
   pa_world w;
   memset(&w, 0, sizeof w);
-  pa_robot_def r = pa_robot_def_default();
   w.unknown_blocks = true;
   /* first robot on a free cell via --robots placement */
   pa_sim_def d = pa_sim_def_default();
@@ -68,7 +67,6 @@ static void make_t(pa_sim_model *m, pa_sim_state *s, const pa_grid *g,
   d.max_robots = max_robots;
   d.seed = 1;
   d.threads = threads;
-  (void)r;
   char err[256];
   if (pa_sim_model_init(m, &d, &w, g, err, sizeof err) != 0)
     die("model", err);
@@ -203,6 +201,20 @@ static void bench_beams(const char *name, const pa_grid *g) {
   pa_sim_model_free(&m);
 }
 
+/* Holds a random drive command (the same sequence for the same rng) on
+ * robot i. */
+static void set_drive(const pa_sim_model *m, pa_sim_state *s, uint32_t i,
+                      uint64_t *rng) {
+  pa_cmd c;
+  memset(&c, 0, sizeof c);
+  c.op = PA_OP_SET_CMD;
+  c.robot = i;
+  c.a[0] = 0.3 + 0.5 * pa_sim_rng_uniform(rng);
+  c.a[2] = 2 * pa_sim_rng_uniform(rng) - 1;
+  pa_reply r;
+  pa_sim_apply(m, s, &c, &r);
+}
+
 /* Free-running real-time factor with `threads` scan threads (0 = auto). */
 static double bench_rtf(const pa_grid *g, uint32_t robots, double seconds,
                         uint32_t threads) {
@@ -211,16 +223,8 @@ static double bench_rtf(const pa_grid *g, uint32_t robots, double seconds,
   long rss0 = rss_kb();
   make_t(&m, &s, g, robots, robots, threads);
   uint64_t rng = 3;
-  for (uint32_t i = 0; i < s.robot_count; i++) {
-    pa_cmd c;
-    memset(&c, 0, sizeof c);
-    c.op = PA_OP_SET_CMD;
-    c.robot = i;
-    c.a[0] = 0.3 + 0.5 * pa_sim_rng_uniform(&rng);
-    c.a[2] = 2 * pa_sim_rng_uniform(&rng) - 1;
-    pa_reply r;
-    pa_sim_apply(&m, &s, &c, &r);
-  }
+  for (uint32_t i = 0; i < s.robot_count; i++)
+    set_drive(&m, &s, i, &rng);
   double t0 = now_s(), t;
   uint64_t ticks = 0;
   double phys = 0, sens = 0;
@@ -298,6 +302,16 @@ static void bench_instance(char inst[PA_SHM_INSTANCE_MAX], const char *tag,
   pa_sim_shm_publish_tick(m, s, st);
 }
 
+/* Frees what bench_instance made and removes the instance. */
+static void bench_instance_free(const char *inst, pa_stack *st,
+                                pa_sim_model *m, pa_sim_state *s) {
+  pa_sim_state_free(s);
+  pa_sim_model_free(m);
+  pa_stack_detach(st);
+  pa_stack_unlink(inst);
+  current_instance[0] = '\0';
+}
+
 /* The real loop (pa_sim_run) on a private instance for `seconds` with
  * --spin_us spin_us (-1 = auto); figures from its health block: tick period
  * p50/p99/max and overruns, and the CPU the loop's thread used. */
@@ -340,10 +354,7 @@ static void bench_loop(const pa_grid *g, double hz, double seconds,
          fabs(h->period_p99_ns - period) / 1e3,
          fabs(h->period_max_ns - period) / 1e3,
          (unsigned long long)h->overruns, 100.0 * cpu / wall);
-  pa_sim_state_free(&s);
-  pa_sim_model_free(&m);
-  pa_stack_detach(&st);
-  pa_stack_unlink(inst);
+  bench_instance_free(inst, &st, &m, &s);
 }
 
 /* The real loop (pa_sim_run, publishing every tick to the shm rings) free
@@ -360,13 +371,7 @@ static void bench_rtf_loop(const pa_grid *g, double seconds, uint32_t threads) {
   sd.seed = 1; /* the in-process runs' world: the same drive */
   bench_instance(inst, "bench-rtf", g, &sd, &st, &m, &s);
   uint64_t rng = 3;
-  pa_cmd c;
-  memset(&c, 0, sizeof c);
-  c.op = PA_OP_SET_CMD;
-  c.a[0] = 0.3 + 0.5 * pa_sim_rng_uniform(&rng);
-  c.a[2] = 2 * pa_sim_rng_uniform(&rng) - 1;
-  pa_reply r;
-  pa_sim_apply(&m, &s, &c, &r);
+  set_drive(&m, &s, 0, &rng);
   stop_flag = 0;
   signal(SIGALRM, on_alarm);
   uint64_t t0 = s.tick;
@@ -381,10 +386,7 @@ static void bench_rtf_loop(const pa_grid *g, double seconds, uint32_t threads) {
          (double)(s.tick - t0) * m.dt / wall,
          (unsigned long long)(s.tick - t0), wall,
          (unsigned long long)s.bumps);
-  pa_sim_state_free(&s);
-  pa_sim_model_free(&m);
-  pa_stack_detach(&st);
-  pa_stack_unlink(inst);
+  bench_instance_free(inst, &st, &m, &s);
 }
 
 /* Lockstep round trip through the real queues: a forked child runs
@@ -432,10 +434,7 @@ static void bench_step_rtt(const pa_grid *g, int n) {
          "(paused sim, 360-beam scan every 20 ticks): %.0f steps/s "
          "(%.1f us each)\n",
          n / t, t / n * 1e6);
-  pa_sim_state_free(&s);
-  pa_sim_model_free(&m);
-  pa_stack_detach(&st);
-  pa_stack_unlink(inst);
+  bench_instance_free(inst, &st, &m, &s);
 }
 
 int main(int argc, char **argv) {
@@ -485,27 +484,22 @@ int main(int argc, char **argv) {
   }
   pa_grid big;
   big_map(&big, 2000, 2000);
-  if (only_beams) {
+  bool all = !only_beams && !only_rtf && !only_loops;
+  if (all || only_beams) {
     bench_beams("default map", &def);
     bench_beams("large office (100x100 m)", &big);
-    only_rtf = true; /* nothing after */
-  } else if (only_rtf) {
-    bench_rtf_threads(&def, 1, 2);
-    bench_rtf_loop(&def, 3, 1);
-    bench_rtf_loop(&def, 3, 0);
-    bench_rtf_threads(&def, 100, 3);
-    bench_rtf_threads(&big, 1000, 5);
-  } else if (!only_loops) {
-    bench_beams("default map", &def);
-    bench_beams("large office (100x100 m)", &big);
-    bench_rtf_threads(&def, 1, 2);
-    bench_rtf_loop(&def, 3, 1);
-    bench_rtf_loop(&def, 3, 0);
-    bench_rtf_threads(&def, 100, 3);
-    bench_rtf_threads(&big, 1000, 5);
-    bench_step_rtt(&def, 50000);
   }
-  if (!only_rtf) { /* auto spin against none, alternating, in one run */
+  if (all || (only_rtf && !only_beams)) {
+    bench_rtf_threads(&def, 1, 2);
+    bench_rtf_loop(&def, 3, 1);
+    bench_rtf_loop(&def, 3, 0);
+    bench_rtf_threads(&def, 100, 3);
+    bench_rtf_threads(&big, 1000, 5);
+  }
+  if (all)
+    bench_step_rtt(&def, 50000);
+  if (!only_beams && !only_rtf) {
+    /* auto spin against none, alternating, in one run */
     for (int hz = 200; hz <= 1000; hz += 800) {
       bench_loop(&def, hz, loop_s, -1);
       if (!loop_realtime)

@@ -13,20 +13,18 @@
 
 /* ---- options ------------------------------------------------------------ */
 
-/* "--tcp-port" and "--tcp_port" name the same flag. */
-static bool opt_name_eq(const char *want, const char *got, size_t got_len) {
-  if (strlen(want) != got_len)
+bool pa_opt_arg_is(const char *arg, const char *name) {
+  if (arg[0] != '-')
     return false;
-  for (size_t i = 0; i < got_len; i++) {
-    char a = want[i], b = got[i];
-    if (a == '_')
-      a = '-';
-    if (b == '_')
-      b = '-';
-    if (a != b)
+  const char *a = arg + (arg[1] == '-' ? 2 : 1);
+  size_t i = 0;
+  for (; name[i]; i++) {
+    char x = name[i] == '_' ? '-' : name[i];
+    char y = a[i] == '_' ? '-' : a[i];
+    if (x != y)
       return false;
   }
-  return true;
+  return a[i] == '\0' || a[i] == '=';
 }
 
 static int opt_set(const pa_opt *o, const char *val, char *err, size_t err_sz) {
@@ -117,7 +115,7 @@ int pa_opt_parse_given(const pa_opt *opts, size_t n, int argc, char **argv,
     size_t name_len = eq ? (size_t)(eq - name) : strlen(name);
     const pa_opt *o = NULL;
     for (size_t k = 0; k < n && !o; k++)
-      if (opt_name_eq(opts[k].name, name, name_len))
+      if (pa_opt_arg_is(arg, opts[k].name))
         o = &opts[k];
     if (!o) {
       snprintf(err, err_sz, "unknown flag %.*s (see --help)",

@@ -51,6 +51,11 @@ int pa_opt_parse_given(const pa_opt *opts, size_t n, int argc, char **argv,
                        size_t *n_positional, bool *given, char *err,
                        size_t err_sz);
 
+/* Whether argument arg ("--tcp_port", "--tcp-port=9", "-tcp_port") names
+ * the option called name, as pa_opt_parse matches it ('-' and '_' are the
+ * same). For callers that pre-scan argv (e.g. a repeatable flag). */
+bool pa_opt_arg_is(const char *arg, const char *name);
+
 /* Prints "usage: prog ...", the summary and one line per option with its
  * current (default) value. */
 void pa_opt_usage(FILE *f, const char *usage, const char *summary,

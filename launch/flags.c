@@ -52,6 +52,8 @@ size_t pa_launch_flag_table(pa_launch_cfg *c, pa_opt *o, unsigned *to) {
   size_t n = 0;
 #define F(NAME, TYPE, DST, MIN, MAX, HELP, TO)                                 \
   do {                                                                         \
+    if (n == PA_LAUNCH_MAX_FLAGS)                                              \
+      abort(); /* the table outgrew PA_LAUNCH_MAX_FLAGS: raise it */           \
     o[n] = (pa_opt){NAME, TYPE, DST, MIN, MAX, HELP};                          \
     to[n++] = (TO);                                                            \
   } while (0)
@@ -205,29 +207,13 @@ int pa_launch_split(const char *cmd, char **words, size_t max_words, char *buf,
   return (int)nw;
 }
 
-/* Matches "--name", "--name=..." or "-name" against a table name the way
- * pa_opt_parse does ('-' and '_' are the same). */
-static bool arg_names(const char *arg, const char *name) {
-  if (arg[0] != '-')
-    return false;
-  const char *a = arg + (arg[1] == '-' ? 2 : 1);
-  size_t i = 0;
-  for (; name[i]; i++) {
-    char x = name[i] == '_' ? '-' : name[i];
-    char y = a[i] == '_' ? '-' : a[i];
-    if (x != y)
-      return false;
-  }
-  return a[i] == '\0' || a[i] == '=';
-}
-
 /* Removes every --wrap PROC=CMD from argv into c->wrap[]. */
 static int extract_wraps(pa_launch_cfg *c, int *argc, char **argv, char *err,
                          size_t err_sz) {
   int out = 1;
   bool only_pos = false;
   for (int i = 1; i < *argc; i++) {
-    if (only_pos || strcmp(argv[i], "--") == 0 || !arg_names(argv[i], "wrap")) {
+    if (only_pos || strcmp(argv[i], "--") == 0 || !pa_opt_arg_is(argv[i], "wrap")) {
       only_pos = only_pos || strcmp(argv[i], "--") == 0;
       argv[out++] = argv[i];
       continue;

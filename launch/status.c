@@ -133,9 +133,10 @@ void pa_launch_status_print(FILE *f, const pa_stack *s, const double *cpu_pct) {
   const pa_ctl *ctl = s->ctl;
   const pa_shm_header *hdr = (const pa_shm_header *)s->ctl_seg.base;
   int64_t now = pa_now_ns();
-  fprintf(f, "instance %s  tcp %u  launcher pid %d  robots %u  rates: control "
+  /* bounded: the header is another process's memory */
+  fprintf(f, "instance %.*s  tcp %u  launcher pid %d  robots %u  rates: control "
           "%g Hz, scan %g Hz, odom %g Hz, camera %g Hz\n",
-          hdr->instance, ctl->tcp_port, (int)ctl->health[PA_PROC_LAUNCH].pid,
+          (int)sizeof hdr->instance, hdr->instance, ctl->tcp_port, (int)ctl->health[PA_PROC_LAUNCH].pid,
           ctl->robot_count, ctl->control_hz, ctl->scan_hz, ctl->feedback_hz,
           ctl->camera_hz);
   fprintf(f, "%-9s %7s %-5s %8s %4s %5s %6s %7s %9s %8s %8s %8s %7s %9s %8s %7s\n",

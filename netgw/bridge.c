@@ -13,22 +13,9 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/prctl.h>
-#include <time.h>
 #include <unistd.h>
 
 #define BRIDGE_POLL_NS 250000000 /* stop flag check interval */
-
-static int sem_wait_ns(sem_t *sem, int64_t timeout_ns) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  int64_t ns = ts.tv_nsec + timeout_ns;
-  ts.tv_sec += ns / 1000000000;
-  ts.tv_nsec = ns % 1000000000;
-  while (sem_clockwait(sem, CLOCK_MONOTONIC, &ts) != 0)
-    if (errno != EINTR)
-      return -1;
-  return 0;
-}
 
 static void *bridge_main(void *arg) {
   pa_bridge *b = arg;
@@ -36,28 +23,22 @@ static void *bridge_main(void *arg) {
   if (b->tcb)
     prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0); /* its deadlines are in us */
   while (!atomic_load_explicit(&b->stop, memory_order_acquire)) {
+    int rc;
     if (b->active && !atomic_load_explicit(b->active, memory_order_acquire)) {
       /* Nobody listens: sleep until poked (the callback catches up then). */
       due = 0;
-      if (sem_wait_ns(&b->poke, BRIDGE_POLL_NS) != 0 ||
-          !atomic_load_explicit(b->active, memory_order_acquire))
+      rc = pa_shm_sem_wait(&b->poke, BRIDGE_POLL_NS);
+      if (rc == 0 && !atomic_load_explicit(b->active, memory_order_acquire))
         continue;
-      if (b->tcb) {
-        due = b->tcb(b->arg);
-        continue;
+    } else {
+      int64_t wait = BRIDGE_POLL_NS;
+      if (due) {
+        int64_t left = due - pa_now_ns();
+        wait = left < 0 ? 0 : left < wait ? left : wait;
       }
-      uint64_t one = 1;
-      ssize_t w = write(b->efd, &one, sizeof one);
-      (void)w;
-      continue;
+      rc = b->ring ? pa_ring_wait(b->ring, b->reader, wait)
+                   : pa_shm_sem_wait(b->sem, wait);
     }
-    int64_t wait = BRIDGE_POLL_NS;
-    if (due) {
-      int64_t left = due - pa_now_ns();
-      wait = left < 0 ? 0 : left < wait ? left : wait;
-    }
-    int rc = b->ring ? pa_ring_wait(b->ring, b->reader, wait)
-                     : sem_wait_ns(b->sem, wait);
     if (b->tcb) {
       if (rc == 0 || (due && pa_now_ns() >= due))
         due = b->tcb(b->arg);
@@ -94,31 +75,28 @@ void pa_bridge_poke(pa_bridge *b) {
     sem_post(&b->poke);
 }
 
-/* Clears all but what pa_bridge_set_active_flag set up before a start. */
-static void bridge_reset(pa_bridge *b) {
+/* Clears all but what pa_bridge_set_active_flag set up before a start,
+ * then sets what both kinds of bridge have. */
+static void bridge_reset(pa_bridge *b, pa_ring *ring, int reader, void *arg) {
   b->started = false;
   b->efd = -1;
   b->ev = NULL;
-  b->ring = NULL;
-  b->reader = 0;
+  b->ring = ring;
+  b->reader = reader;
   b->sem = NULL;
   b->cb = NULL;
   b->tcb = NULL;
-  b->arg = NULL;
+  b->arg = arg;
   b->wakes = 0;
+  atomic_init(&b->stop, false);
 }
 
 int pa_bridge_start(pa_bridge *b, struct event_base *base, pa_ring *ring,
                     int reader, sem_t *sem, void (*cb)(void *), void *arg,
                     char *err, size_t err_sz) {
-  bridge_reset(b);
-  b->efd = -1;
-  b->ring = ring;
-  b->reader = reader;
+  bridge_reset(b, ring, reader, arg);
   b->sem = sem;
   b->cb = cb;
-  b->arg = arg;
-  atomic_init(&b->stop, false);
   b->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (b->efd < 0) {
     snprintf(err, err_sz, "eventfd: %s", strerror(errno));
@@ -143,13 +121,8 @@ int pa_bridge_start(pa_bridge *b, struct event_base *base, pa_ring *ring,
 int pa_bridge_start_direct(pa_bridge *b, pa_ring *ring, int reader,
                            int64_t (*tcb)(void *), void *arg, char *err,
                            size_t err_sz) {
-  bridge_reset(b);
-  b->efd = -1;
-  b->ring = ring;
-  b->reader = reader;
+  bridge_reset(b, ring, reader, arg);
   b->tcb = tcb;
-  b->arg = arg;
-  atomic_init(&b->stop, false);
   int rc = pthread_create(&b->thread, NULL, bridge_main, b);
   if (rc != 0) {
     snprintf(err, err_sz, "pthread_create: %s", strerror(rc));
@@ -173,6 +146,7 @@ void pa_bridge_stop(pa_bridge *b) {
   if (b->poke_init) {
     sem_destroy(&b->poke);
     b->poke_init = false;
+    b->active = NULL; /* a restart must set it (and the poke) up again */
   }
   if (b->ev) {
     event_free(b->ev);

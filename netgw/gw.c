@@ -973,12 +973,14 @@ static void drain_scans(pa_netgw *g) {
       continue;
     memcpy(*slot, g->scan_buf, sizeof *s + (size_t)s->count * 4);
     const pa_scan *cs = (const pa_scan *)*slot;
+    if (!g->scan_subs)
+      continue; /* cached for get_state; nobody streams it */
+    uint8_t hdr[PA_SCAN_HEADER_SIZE]; /* the same for every subscriber */
+    pa_netgw_scan_header(hdr, cs);
     for (uint32_t i = 0; i < g->def.max_clients; i++) {
       pa_client *c = g->clients[i];
       if (!c || !c->port[PA_CH_SCAN] || c->sub_robot[PA_CH_SCAN] != s->robot)
         continue;
-      uint8_t hdr[PA_SCAN_HEADER_SIZE];
-      pa_netgw_scan_header(hdr, cs);
       pa_udp_tx_add(&g->tx, &c->dest[PA_CH_SCAN], hdr, sizeof hdr, cs + 1,
                     (size_t)cs->count * 4);
       g->scan_frames++;
@@ -1130,6 +1132,11 @@ pa_netgw *pa_netgw_create(const pa_netgw_def *d, pa_stack *stack, char *err,
    * netgw's command can never match a request of this one. */
   g->next_req = (uint64_t)pa_now_ns();
   g->state_reader = g->scan_reader = g->cam_reader = -1;
+  if (d->token && strlen(d->token) >= sizeof g->token) {
+    /* Cut short, it would match no token a client can send. */
+    snprintf(err, err_sz, "--token: at most %zu bytes", sizeof g->token - 1);
+    goto fail;
+  }
   if (d->token)
     snprintf(g->token, sizeof g->token, "%s", d->token);
   if (d->max_clients < 1 || d->camera_chunk < PA_CAM_CHUNK_MIN ||

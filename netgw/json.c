@@ -375,6 +375,14 @@ static int get_str(jctx *x, const char *key, size_t max, const char **out) {
   return 1;
 }
 
+/* A required string: 0, or -1 (error set). */
+static int need_str(jctx *x, const char *key, size_t max, const char **out) {
+  int r = get_str(x, key, max, out);
+  if (r == 0)
+    jfail(x, PA_ERR_INVALID_MESSAGE, "data.%s is required", key);
+  return r > 0 ? 0 : -1;
+}
+
 /* A numeric vector of one of the allowed lengths (n2 = 0: only n1). */
 static int get_vec(jctx *x, const char *key, size_t n1, size_t n2, double *out,
                    size_t *n) {
@@ -404,6 +412,16 @@ static int get_vec(jctx *x, const char *key, size_t n1, size_t n2, double *out,
   return 1;
 }
 
+/* A required data.pose [x, y, theta]: 0, or -1 (error set). */
+static int need_pose3(jctx *x, double p[3]) {
+  size_t n;
+  int r = get_vec(x, "pose", 3, 0, p, &n);
+  if (r == 0)
+    jfail(x, PA_ERR_INVALID_ACTION_SHAPE,
+          "data.pose is required: [x, y, theta]");
+  return r > 0 ? 0 : -1;
+}
+
 /* data.robot (id or name), default the connection's robot. */
 static int get_robot(jctx *x, pa_robot_info *info, uint32_t *idx) {
   pa_netgw *g = x->c->g;
@@ -426,7 +444,9 @@ static int get_robot(jctx *x, pa_robot_info *info, uint32_t *idx) {
     return 0;
   }
   if (json_is_string(v)) {
-    if (pa_gw_robot(g, json_string_value(v), -1, info, idx) != 0) {
+    /* A name with a NUL inside must not match the part before it. */
+    if (strlen(json_string_value(v)) != json_string_length(v) ||
+        pa_gw_robot(g, json_string_value(v), -1, info, idx) != 0) {
       jfail(x, PA_ERR_UNKNOWN_ROBOT, "no robot named '%.64s'",
             json_string_value(v));
       return -1;
@@ -457,6 +477,26 @@ static int get_channel(jctx *x, int *ch) {
 }
 
 /* ---- state payloads ----------------------------------------------------------*/
+
+static json_t *drive_json(const pa_robot_info *i) {
+  return json_string(i->drive == PA_DRIVE_OMNI ? "omni" : "diff");
+}
+
+/* The latest tick (*tick) and the robot's row in it, or NULL (error set). */
+static const pa_robot_state *robot_state_now(jctx *x, uint32_t robot,
+                                             const pa_tick **tick) {
+  const pa_tick *t = pa_gw_latest(x->c->g);
+  if (!t) {
+    jfail(x, PA_ERR_BUSY, "the simulator has not written a tick yet");
+    return NULL;
+  }
+  const pa_robot_state *rs = pa_gw_robot_state(t, robot);
+  if (!rs)
+    jfail(x, PA_ERR_UNKNOWN_ROBOT, "robot %u is not in the state",
+          (unsigned)robot);
+  *tick = t;
+  return rs;
+}
 
 static json_t *vec3(double a, double b, double c) {
   json_t *v = json_array();
@@ -489,21 +529,15 @@ static json_t *sensors_json(pa_client *c, uint32_t robot) {
 
 static json_t *state_json(jctx *x, uint32_t robot, const pa_robot_info *info,
                           double *sim_time) {
-  pa_netgw *g = x->c->g;
-  const pa_tick *t = pa_gw_latest(g);
-  if (!t)
-    return jfail(x, PA_ERR_BUSY, "the simulator has not written a tick yet");
-  const pa_robot_state *rs = pa_gw_robot_state(t, robot);
+  const pa_tick *t;
+  const pa_robot_state *rs = robot_state_now(x, robot, &t);
   if (!rs)
-    return jfail(x, PA_ERR_UNKNOWN_ROBOT, "robot %u is not in the state",
-                 (unsigned)robot);
+    return NULL;
   *sim_time = t->sim_time;
   json_t *d = json_object();
   json_object_set_new(d, "robot", json_integer(robot));
   json_object_set_new(d, "name", json_string(info->name));
-  json_object_set_new(d, "drive", json_string(info->drive == PA_DRIVE_OMNI
-                                                   ? "omni"
-                                                   : "diff"));
+  json_object_set_new(d, "drive", drive_json(info));
   json_object_set_new(d, "pose", vec3(rs->x, rs->y, rs->theta));
   json_object_set_new(d, "odom", vec3(rs->odom_x, rs->odom_y, rs->odom_theta));
   if (info->drive == PA_DRIVE_OMNI) {
@@ -525,12 +559,21 @@ static json_t *state_json(jctx *x, uint32_t robot, const pa_robot_info *info,
 
 /* ---- actions ---------------------------------------------------------------------*/
 
-static json_t *wait_for_sim(jctx *x, pa_cmd *cmd, uint32_t robot) {
+/* Pushes cmd for robot: 0, or -1 with the error set (queue full). */
+static int push_cmd(jctx *x, pa_cmd *cmd, uint32_t robot, bool wait) {
   cmd->robot = robot;
-  if (pa_gw_push_wait(x->c, cmd) != 0) {
+  if ((wait ? pa_gw_push_wait(x->c, cmd) : pa_gw_push_nowait(x->c, cmd)) !=
+      0) {
     x->c->g->busy++;
-    return jfail(x, PA_ERR_BUSY, "the command queue is full");
+    jfail(x, PA_ERR_BUSY, "the command queue is full");
+    return -1;
   }
+  return 0;
+}
+
+static json_t *wait_for_sim(jctx *x, pa_cmd *cmd, uint32_t robot) {
+  if (push_cmd(x, cmd, robot, true) != 0)
+    return NULL;
   x->c->pend = PEND_JSON;
   x->c->pend_action = x->action;
   x->c->pend_robot = robot;
@@ -538,11 +581,8 @@ static json_t *wait_for_sim(jctx *x, pa_cmd *cmd, uint32_t robot) {
 }
 
 static json_t *push_nowait(jctx *x, pa_cmd *cmd, uint32_t robot) {
-  cmd->robot = robot;
-  if (pa_gw_push_nowait(x->c, cmd) != 0) {
-    x->c->g->busy++;
-    return jfail(x, PA_ERR_BUSY, "the command queue is full");
-  }
+  if (push_cmd(x, cmd, robot, false) != 0)
+    return NULL;
   json_t *d = json_object();
   json_object_set_new(d, "robot", json_integer(robot));
   return d;
@@ -622,35 +662,49 @@ static int drive_fields(jctx *x, const pa_robot_info *info, pa_cmd *cmd) {
   return 0;
 }
 
-static json_t *act_get_pose(jctx *x, double *sim_time) {
-  pa_netgw *g = x->c->g;
+enum { P_ROBOT = 1, P_OBSTACLE = 2 };
+
+/* The object a request names: data.name (a robot or an obstacle) or
+ * data.robot (default: the connection's). kind P_ROBOT or P_OBSTACLE. */
+static int named_object(jctx *x, unsigned *kind, pa_robot_info *ri,
+                       pa_obstacle_info *oi, uint32_t *idx) {
   const char *name = NULL;
   if (get_str(x, "name", 32, &name) < 0)
-    return NULL;
+    return -1;
+  if (name && pa_gw_robot(x->c->g, name, -1, ri, idx) != 0) {
+    if (pa_gw_obstacle(x->c->g, name, oi, idx) != 0) {
+      jfail(x, PA_ERR_UNKNOWN_OBJECT, "no robot or obstacle named '%s'", name);
+      return -1;
+    }
+    *kind = P_OBSTACLE;
+    return 0;
+  }
+  if (!name && get_robot(x, ri, idx) < 0)
+    return -1;
+  *kind = P_ROBOT;
+  return 0;
+}
+
+static json_t *act_get_pose(jctx *x, double *sim_time) {
+  unsigned kind;
   pa_robot_info info;
+  pa_obstacle_info ob;
   uint32_t idx;
-  if (name && pa_gw_robot(g, name, -1, &info, &idx) != 0) {
-    pa_obstacle_info ob;
-    if (pa_gw_obstacle(g, name, &ob, &idx) != 0)
-      return jfail(x, PA_ERR_UNKNOWN_OBJECT, "no robot or obstacle named '%s'",
-                   name);
+  if (named_object(x, &kind, &info, &ob, &idx) < 0)
+    return NULL;
+  if (kind == P_OBSTACLE) {
     json_t *d = json_object();
     json_object_set_new(d, "name", json_string(ob.name));
     json_object_set_new(d, "kind", json_string("obstacle"));
     json_object_set_new(d, "pose", vec3(ob.x, ob.y, ob.theta));
-    *sim_time = now_sim_time(g);
+    *sim_time = now_sim_time(x->c->g);
     json_object_set_new(d, "sim_time", json_real(*sim_time));
     return d;
   }
-  if (!name && get_robot(x, &info, &idx) < 0)
-    return NULL;
-  const pa_tick *t = pa_gw_latest(g);
-  if (!t)
-    return jfail(x, PA_ERR_BUSY, "the simulator has not written a tick yet");
-  const pa_robot_state *rs = pa_gw_robot_state(t, idx);
+  const pa_tick *t;
+  const pa_robot_state *rs = robot_state_now(x, idx, &t);
   if (!rs)
-    return jfail(x, PA_ERR_UNKNOWN_ROBOT, "robot %u is not in the state",
-                 (unsigned)idx);
+    return NULL;
   *sim_time = t->sim_time;
   json_t *d = json_object();
   json_object_set_new(d, "name", json_string(info.name));
@@ -662,24 +716,17 @@ static json_t *act_get_pose(jctx *x, double *sim_time) {
 }
 
 static json_t *act_set_pose(jctx *x) {
-  pa_netgw *g = x->c->g;
-  const char *name = NULL;
-  if (get_str(x, "name", 32, &name) < 0)
-    return NULL;
+  unsigned kind;
   pa_robot_info info;
+  pa_obstacle_info ob;
   uint32_t idx;
-  if (name && pa_gw_robot(g, name, -1, &info, &idx) != 0) {
-    pa_obstacle_info ob;
-    if (pa_gw_obstacle(g, name, &ob, &idx) == 0)
-      return jfail(x, PA_ERR_INVALID_MESSAGE,
-                   "obstacle '%s' is static: remove_obstacle and "
-                   "spawn_obstacle it to move it",
-                   name);
-    return jfail(x, PA_ERR_UNKNOWN_OBJECT, "no robot or obstacle named '%s'",
-                 name);
-  }
-  if (!name && get_robot(x, &info, &idx) < 0)
+  if (named_object(x, &kind, &info, &ob, &idx) < 0)
     return NULL;
+  if (kind == P_OBSTACLE)
+    return jfail(x, PA_ERR_INVALID_MESSAGE,
+                 "obstacle '%s' is static: remove_obstacle and "
+                 "spawn_obstacle it to move it",
+                 ob.name);
   double p[6];
   size_t n = 0;
   int r = get_vec(x, "pose", 3, 6, p, &n);
@@ -740,9 +787,7 @@ static json_t *act_list_robots(jctx *x) {
     json_t *o = json_object();
     json_object_set_new(o, "robot", json_integer(idx));
     json_object_set_new(o, "name", json_string(info.name));
-    json_object_set_new(o, "drive", json_string(info.drive == PA_DRIVE_OMNI
-                                                     ? "omni"
-                                                     : "diff"));
+    json_object_set_new(o, "drive", drive_json(&info));
     json_object_set_new(o, "radius", json_real(info.radius));
     json_object_set_new(o, "max_v", json_real(info.max_v));
     json_object_set_new(o, "max_w", json_real(info.max_w));
@@ -755,6 +800,22 @@ static json_t *act_list_robots(jctx *x) {
   json_object_set_new(d, "count", json_integer((json_int_t)json_array_size(list)));
   json_object_set_new(d, "robots", list);
   return d;
+}
+
+static json_t *shape_json(const pa_obstacle_info *o) {
+  return json_string(o->shape == PA_SHAPE_CIRCLE ? "circle" : "box");
+}
+
+/* An obstacle's radius (circle) or size (box), into j. */
+static void extent_json(json_t *j, const pa_obstacle_info *o) {
+  if (o->shape == PA_SHAPE_CIRCLE) {
+    json_object_set_new(j, "radius", json_real(o->radius));
+  } else {
+    json_t *sz = json_array();
+    json_array_append_new(sz, json_real(o->size_x));
+    json_array_append_new(sz, json_real(o->size_y));
+    json_object_set_new(j, "size", sz);
+  }
 }
 
 static json_t *act_list_obstacles(jctx *x) {
@@ -780,18 +841,9 @@ static json_t *act_list_obstacles(jctx *x) {
     json_t *j = json_object();
     json_object_set_new(j, "name", json_stringn(o->name, strnlen(o->name,
                                                                 sizeof o->name)));
-    json_object_set_new(j, "shape", json_string(o->shape == PA_SHAPE_CIRCLE
-                                                     ? "circle"
-                                                     : "box"));
+    json_object_set_new(j, "shape", shape_json(o));
     json_object_set_new(j, "pose", vec3(o->x, o->y, o->theta));
-    if (o->shape == PA_SHAPE_CIRCLE) {
-      json_object_set_new(j, "radius", json_real(o->radius));
-    } else {
-      json_t *sz = json_array();
-      json_array_append_new(sz, json_real(o->size_x));
-      json_array_append_new(sz, json_real(o->size_y));
-      json_object_set_new(j, "size", sz);
-    }
+    extent_json(j, o);
     json_object_set_new(j, "height", json_real(o->height));
     json_array_append_new(list, j);
   }
@@ -805,19 +857,8 @@ static json_t *act_list_obstacles(jctx *x) {
 static json_t *act_spawn_robot(jctx *x) {
   const char *name = NULL, *drive = NULL;
   double p[3] = {0, 0, 0}, radius = 0;
-  size_t n;
-  if (get_str(x, "name", 32, &name) <= 0) {
-    if (x->st == PA_OK)
-      jfail(x, PA_ERR_INVALID_MESSAGE, "data.name is required");
-    return NULL;
-  }
-  int r = get_vec(x, "pose", 3, 0, p, &n);
-  if (r < 0)
-    return NULL;
-  if (r == 0)
-    return jfail(x, PA_ERR_INVALID_ACTION_SHAPE,
-                 "data.pose is required: [x, y, theta]");
-  if (get_num(x, "radius", &radius) < 0 || get_str(x, "drive", 8, &drive) < 0)
+  if (need_str(x, "name", 32, &name) < 0 || need_pose3(x, p) < 0 ||
+      get_num(x, "radius", &radius) < 0 || get_str(x, "drive", 8, &drive) < 0)
     return NULL;
   if (radius < 0 || radius > 100)
     return jfail(x, PA_ERR_INVALID_MESSAGE,
@@ -849,20 +890,9 @@ static json_t *act_spawn_obstacle(jctx *x) {
   const char *name = NULL, *shape = NULL;
   double p[3] = {0, 0, 0}, size[2] = {0, 0}, radius = 0, height = 0;
   size_t n;
-  if (get_str(x, "name", 32, &name) <= 0) {
-    if (x->st == PA_OK)
-      jfail(x, PA_ERR_INVALID_MESSAGE, "data.name is required");
-    return NULL;
-  }
-  if (get_str(x, "shape", 8, &shape) < 0)
-    return NULL;
-  int r = get_vec(x, "pose", 3, 0, p, &n);
-  if (r < 0)
-    return NULL;
-  if (r == 0)
-    return jfail(x, PA_ERR_INVALID_ACTION_SHAPE,
-                 "data.pose is required: [x, y, theta]");
-  if (get_vec(x, "size", 2, 0, size, &n) < 0 ||
+  if (need_str(x, "name", 32, &name) < 0 ||
+      get_str(x, "shape", 8, &shape) < 0 || need_pose3(x, p) < 0 ||
+      get_vec(x, "size", 2, 0, size, &n) < 0 ||
       get_num(x, "radius", &radius) < 0 || get_num(x, "height", &height) < 0)
     return NULL;
   pa_cmd cmd;
@@ -899,8 +929,6 @@ static json_t *act_spawn_obstacle(jctx *x) {
 }
 
 /* ---- properties ----------------------------------------------------------- */
-
-enum { P_ROBOT = 1, P_OBSTACLE = 2 };
 
 typedef struct prop_def {
   const char *name;
@@ -976,9 +1004,7 @@ static json_t *robot_props(const pa_robot_info *i) {
   json_object_set_new(p, "height", jfloat(i->height));
   json_object_set_new(p, "head_height", jfloat(i->head_height));
   json_object_set_new(p, "colour", colour_json(i->colour));
-  json_object_set_new(p, "drive", json_string(i->drive == PA_DRIVE_OMNI
-                                                  ? "omni"
-                                                  : "diff"));
+  json_object_set_new(p, "drive", drive_json(i));
   json_object_set_new(p, "camera_width", json_integer(i->cam_width));
   json_object_set_new(p, "camera_height", json_integer(i->cam_height));
   json_object_set_new(p, "camera_fov_deg",
@@ -988,41 +1014,11 @@ static json_t *robot_props(const pa_robot_info *i) {
 
 static json_t *obstacle_props(const pa_obstacle_info *o) {
   json_t *p = json_object();
-  json_object_set_new(p, "shape", json_string(o->shape == PA_SHAPE_CIRCLE
-                                                  ? "circle"
-                                                  : "box"));
-  if (o->shape == PA_SHAPE_CIRCLE)
-    json_object_set_new(p, "radius", json_real(o->radius));
-  else {
-    json_t *sz = json_array();
-    json_array_append_new(sz, json_real(o->size_x));
-    json_array_append_new(sz, json_real(o->size_y));
-    json_object_set_new(p, "size", sz);
-  }
+  json_object_set_new(p, "shape", shape_json(o));
+  extent_json(p, o);
   json_object_set_new(p, "height", jfloat(o->height));
   json_object_set_new(p, "colour", colour_json(o->colour));
   return p;
-}
-
-/* The object of a property request: data.name (a robot or an obstacle) or
- * data.robot (default: the connection's). kind P_ROBOT or P_OBSTACLE. */
-static int prop_object(jctx *x, unsigned *kind, pa_robot_info *ri,
-                       pa_obstacle_info *oi, uint32_t *idx) {
-  const char *name = NULL;
-  if (get_str(x, "name", 32, &name) < 0)
-    return -1;
-  if (name && pa_gw_robot(x->c->g, name, -1, ri, idx) != 0) {
-    if (pa_gw_obstacle(x->c->g, name, oi, idx) != 0) {
-      jfail(x, PA_ERR_UNKNOWN_OBJECT, "no robot or obstacle named '%s'", name);
-      return -1;
-    }
-    *kind = P_OBSTACLE;
-    return 0;
-  }
-  if (!name && get_robot(x, ri, idx) < 0)
-    return -1;
-  *kind = P_ROBOT;
-  return 0;
 }
 
 /* The properties object of a robot or obstacle as the world snapshot has
@@ -1063,7 +1059,7 @@ static json_t *act_get_property(jctx *x) {
   pa_obstacle_info oi;
   uint32_t idx;
   const char *only = NULL;
-  if (prop_object(x, &kind, &ri, &oi, &idx) < 0 ||
+  if (named_object(x, &kind, &ri, &oi, &idx) < 0 ||
       get_str(x, "property", 32, &only) < 0)
     return NULL;
   return props_reply(x, kind, &ri, &oi, idx, only);
@@ -1075,7 +1071,7 @@ static json_t *act_set_property(jctx *x) {
   pa_obstacle_info oi;
   uint32_t idx;
   const char *key = NULL;
-  if (prop_object(x, &kind, &ri, &oi, &idx) < 0)
+  if (named_object(x, &kind, &ri, &oi, &idx) < 0)
     return NULL;
   int r = get_str(x, "property", 32, &key);
   if (r == 0)
@@ -1138,10 +1134,7 @@ static json_t *act_set_property(jctx *x) {
 /* save_snapshot / load_snapshot: data.name. */
 static json_t *act_snapshot(jctx *x) {
   const char *name = NULL;
-  int r = get_str(x, "name", 64, &name);
-  if (r == 0)
-    jfail(x, PA_ERR_INVALID_MESSAGE, "data.name is required");
-  if (r <= 0)
+  if (need_str(x, "name", 64, &name) < 0)
     return NULL;
   if (!pa_snapshot_name_ok(name))
     return jfail(x, PA_ERR_INVALID_MESSAGE,
@@ -1437,10 +1430,7 @@ static json_t *exec_one(pa_client *c, json_t *req) {
   case A_REMOVE_OBSTACLE: {
     const char *name = NULL;
     pa_obstacle_info ob;
-    int r = get_str(&x, "name", 32, &name);
-    if (r == 0)
-      jfail(&x, PA_ERR_INVALID_MESSAGE, "data.name is required");
-    if (r <= 0)
+    if (need_str(&x, "name", 32, &name) < 0)
       break;
     if (pa_gw_obstacle(g, name, &ob, &idx) != 0) {
       jfail(&x, PA_ERR_UNKNOWN_OBJECT, "no obstacle named '%s'", name);
@@ -1678,6 +1668,27 @@ void pa_json_complete(pa_client *c, const pa_reply *r) {
       else
         jfail(&x, PA_ERR_UNKNOWN_ROBOT, "robot %u is gone",
               (unsigned)c->pend_robot);
+    } else if (action == A_SET_PROPERTY) {
+      /* The object as the sim published it (before its reply). */
+      x.data = json_object_get(req, "data");
+      pa_robot_info ri;
+      pa_obstacle_info oi;
+      uint32_t idx = 0;
+      const char *key = json_string_value(json_object_get(x.data, "property"));
+      if (c->pend_robot == UINT32_MAX) {
+        if (pa_gw_obstacle(g, json_string_value(json_object_get(x.data, "name")),
+                           &oi, &idx) == 0)
+          d = props_reply(&x, P_OBSTACLE, &ri, &oi, idx, key);
+        else
+          jfail(&x, PA_ERR_UNKNOWN_OBJECT, "the obstacle is gone");
+      } else if (pa_gw_robot(g, NULL, (long)c->pend_robot, &ri, &idx) == 0) {
+        d = props_reply(&x, P_ROBOT, &ri, &oi, idx, key);
+      } else {
+        jfail(&x, PA_ERR_UNKNOWN_ROBOT, "robot %u is gone",
+              (unsigned)c->pend_robot);
+      }
+      if (d)
+        json_object_set_new(d, "tick", json_integer((json_int_t)r->tick));
     } else {
       d = json_object();
       json_object_set_new(d, "tick", json_integer((json_int_t)r->tick));
@@ -1696,29 +1707,6 @@ void pa_json_complete(pa_client *c, const pa_reply *r) {
         json_object_set_new(d, "obstacles", json_integer((json_int_t)r->a[2]));
         json_object_set_new(d, "saved_tick", json_integer((json_int_t)r->a[0]));
         json_object_set_new(d, "saved_sim_time", json_real(r->a[1]));
-      } else if (action == A_SET_PROPERTY) {
-        /* The object as the sim published it (before its reply). */
-        json_decref(d);
-        d = NULL;
-        x.data = json_object_get(req, "data");
-        pa_robot_info ri;
-        pa_obstacle_info oi;
-        uint32_t idx = 0;
-        const char *key = json_string_value(json_object_get(x.data, "property"));
-        if (c->pend_robot == UINT32_MAX) {
-          if (pa_gw_obstacle(g, json_string_value(json_object_get(x.data, "name")),
-                             &oi, &idx) == 0)
-            d = props_reply(&x, P_OBSTACLE, &ri, &oi, idx, key);
-          else
-            jfail(&x, PA_ERR_UNKNOWN_OBJECT, "the obstacle is gone");
-        } else if (pa_gw_robot(g, NULL, (long)c->pend_robot, &ri, &idx) == 0) {
-          d = props_reply(&x, P_ROBOT, &ri, &oi, idx, key);
-        } else {
-          jfail(&x, PA_ERR_UNKNOWN_ROBOT, "robot %u is gone",
-                (unsigned)c->pend_robot);
-        }
-        if (d)
-          json_object_set_new(d, "tick", json_integer((json_int_t)r->tick));
       }
     }
     resp = d ? envelope_ok(req, action, d, sim_time)
@@ -1735,12 +1723,9 @@ void pa_json_complete(pa_client *c, const pa_reply *r) {
 }
 
 void pa_json_release(pa_client *c) {
-  if (c->jreq)
-    json_decref(c->jreq);
-  if (c->jbatch)
-    json_decref(c->jbatch);
-  if (c->jresponses)
-    json_decref(c->jresponses);
+  json_decref(c->jreq); /* each may be NULL */
+  json_decref(c->jbatch);
+  json_decref(c->jresponses);
   c->jreq = c->jbatch = c->jresponses = NULL;
   splices_free(c);
 }

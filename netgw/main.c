@@ -92,7 +92,8 @@ int main(int argc, char **argv) {
   pa_netgw *g = pa_netgw_create(&d, &st, err, sizeof err);
   if (!g) {
     pa_error("%s", err);
-    status = strstr(err, "--bind") ? PA_EXIT_CONFIG : 1;
+    status = strstr(err, "--bind") || strstr(err, "--token") ? PA_EXIT_CONFIG
+                                                              : 1;
     goto out;
   }
   pa_info("listening on %s:%u (instance %s)", bind, pa_netgw_port(g),

@@ -80,6 +80,16 @@ static pa_status integer(const char *tok, const char *cmd, const char *what,
   return PA_OK;
 }
 
+/* A channel name: odom, scan or camera. */
+static pa_status channel(const char *tok, const char *cmd, int *out, char *msg,
+                         size_t msg_sz) {
+  *out = pa_netgw_channel_parse(tok);
+  if (*out < 0)
+    return fail(msg, msg_sz, PA_ERR_INVALID_MESSAGE,
+                "%s: unknown channel '%s' (odom, scan or camera)", cmd, tok);
+  return PA_OK;
+}
+
 static pa_status arity(const char *cmd, int got, int lo, int hi,
                        const char *usage, pa_status st, char *msg,
                        size_t msg_sz) {
@@ -164,11 +174,8 @@ pa_status pa_netgw_text_parse(const char *line, size_t len, pa_text_cmd *out,
     if ((st = arity(c, na, 2, 2, "sub <odom|scan|camera> <udp_port>",
                     PA_ERR_INVALID_MESSAGE, msg, msg_sz)))
       return st;
-    out->channel = pa_netgw_channel_parse(tok[1]);
-    if (out->channel < 0)
-      return fail(msg, msg_sz, PA_ERR_INVALID_MESSAGE,
-                  "sub: unknown channel '%s' (odom, scan or camera)", tok[1]);
-    if ((st = integer(tok[2], c, "udp_port", 1, 65535, &u, msg, msg_sz)))
+    if ((st = channel(tok[1], c, &out->channel, msg, msg_sz)) ||
+        (st = integer(tok[2], c, "udp_port", 1, 65535, &u, msg, msg_sz)))
       return st;
     out->port = (uint16_t)u;
     return PA_OK;
@@ -178,12 +185,7 @@ pa_status pa_netgw_text_parse(const char *line, size_t len, pa_text_cmd *out,
     if ((st = arity(c, na, 1, 1, "unsub <odom|scan|camera>",
                     PA_ERR_INVALID_MESSAGE, msg, msg_sz)))
       return st;
-    out->channel = pa_netgw_channel_parse(tok[1]);
-    if (out->channel < 0)
-      return fail(msg, msg_sz, PA_ERR_INVALID_MESSAGE,
-                  "unsub: unknown channel '%s' (odom, scan or camera)",
-                  tok[1]);
-    return PA_OK;
+    return channel(tok[1], c, &out->channel, msg, msg_sz);
   }
   if (!strcmp(c, "step")) {
     out->kind = PA_TXT_STEP;

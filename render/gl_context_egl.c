@@ -37,11 +37,6 @@ static const char *egl_errstr(EGLint e) {
   }
 }
 
-/* glad wants a loader returning its own function pointer type. */
-static GLADapiproc egl_proc(const char *name) {
-  return (GLADapiproc)eglGetProcAddress(name);
-}
-
 static int gl_check_version(char *err, size_t err_sz) {
   GLint major = 0, minor = 0;
   glGetIntegerv(GL_MAJOR_VERSION, &major);
@@ -119,11 +114,7 @@ int pa_render_egl_create(pa_render_egl **out, char *err, size_t err_sz) {
              egl_errstr(eglGetError()));
     goto fail;
   }
-  if (!gladLoadGL(egl_proc)) {
-    snprintf(err, err_sz, "EGL: loading GL functions failed");
-    goto fail;
-  }
-  if (gl_check_version(err, err_sz) < 0)
+  if (pa_render_gl_load(eglGetProcAddress, err, err_sz) < 0)
     goto fail;
   *out = e;
   return 0;

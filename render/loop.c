@@ -85,8 +85,13 @@ static int build_scene(rloop *L, char *err, size_t err_sz) {
   const pa_map_block *mb;
   const int8_t *cells;
   char merr[256];
-  if (pa_stack_map_attach(&L->st, &seg, &mb, &cells, merr, sizeof merr) != 0)
-    return 1; /* pa-sim has not published a map yet */
+  int arc = pa_stack_map_attach(&L->st, &seg, &mb, &cells, merr, sizeof merr);
+  if (arc == PA_SHM_EINVAL) { /* a published map that is unusable */
+    snprintf(err, err_sz, "%s", merr);
+    return -1;
+  }
+  if (arc != 0)
+    return 1; /* pa-sim has not published a map yet (or is replacing it) */
   read_world(L);
   /* The segment stays mapped until detach, so its cells are safe to read
    * even if pa-sim replaces the map meanwhile (we rebuild again then). */
@@ -122,11 +127,11 @@ static const pa_tick *latest_tick(rloop *L) {
                           &seq) != 0 ||
       len < sizeof(pa_tick))
     return NULL;
-  const pa_tick *t = (const pa_tick *)L->tick_buf;
-  uint32_t n = t->robot_count;
+  pa_tick *t = (pa_tick *)L->tick_buf;
   uint32_t fit = (uint32_t)((len - sizeof(pa_tick)) / sizeof(pa_robot_state));
-  if (n > fit)
-    n = fit;
+  if (t->robot_count > fit)
+    t->robot_count = fit; /* our copy: the viewer trusts it too */
+  uint32_t n = t->robot_count;
   if (n > L->robot_count)
     n = L->robot_count;
   const pa_robot_state *rs = (const pa_robot_state *)(t + 1);
@@ -261,13 +266,7 @@ static bool any_demand(const rloop *L) {
 }
 
 static void wait_wake(rloop *L, int64_t timeout_ns) {
-  struct timespec ts;
-  int64_t t = pa_now_ns() + timeout_ns;
-  ts.tv_sec = (time_t)(t / 1000000000LL);
-  ts.tv_nsec = (long)(t % 1000000000LL);
-  while (sem_clockwait(&L->st.ctl->render_wake, CLOCK_MONOTONIC, &ts) != 0 &&
-         errno == EINTR)
-    ;
+  pa_shm_sem_wait(&L->st.ctl->render_wake, timeout_ns);
   /* Several posts may have piled up; one wake is enough. */
   while (sem_trywait(&L->st.ctl->render_wake) == 0)
     ;

@@ -103,16 +103,20 @@ static void mesh_push(rmesh *m, const double p[3], const double n[3],
   v->colour[3] = material;
 }
 
+static void mesh_tri(rmesh *m, const double a[3], const double b[3],
+                     const double c[3], const double n[3],
+                     const uint8_t rgb[3], uint8_t material) {
+  mesh_push(m, a, n, rgb, material);
+  mesh_push(m, b, n, rgb, material);
+  mesh_push(m, c, n, rgb, material);
+}
+
 /* Two counter-clockwise triangles (seen from the normal side). */
 static void mesh_quad(rmesh *m, const double a[3], const double b[3],
                       const double c[3], const double d[3], const double n[3],
                       const uint8_t rgb[3], uint8_t material) {
-  mesh_push(m, a, n, rgb, material);
-  mesh_push(m, b, n, rgb, material);
-  mesh_push(m, c, n, rgb, material);
-  mesh_push(m, a, n, rgb, material);
-  mesh_push(m, c, n, rgb, material);
-  mesh_push(m, d, n, rgb, material);
+  mesh_tri(m, a, b, c, n, rgb, material);
+  mesh_tri(m, a, c, d, n, rgb, material);
 }
 
 void pa_render_mesh_box(rmesh *m, const double c[3], const double half[3],
@@ -158,12 +162,8 @@ void pa_render_mesh_cylinder(rmesh *m, const double c[3], double r, double h,
     mesh_push(m, b0, n0, rgb, 255);
     mesh_push(m, t1, n1, rgb, 255);
     mesh_push(m, t0, n0, rgb, 255);
-    mesh_push(m, top, up, rgb, 255);
-    mesh_push(m, t0, up, rgb, 255);
-    mesh_push(m, t1, up, rgb, 255);
-    mesh_push(m, c, down, rgb, 255);
-    mesh_push(m, b1, down, rgb, 255);
-    mesh_push(m, b0, down, rgb, 255);
+    mesh_tri(m, top, t0, t1, up, rgb, 255);
+    mesh_tri(m, c, b1, b0, down, rgb, 255);
   }
 }
 
@@ -309,6 +309,13 @@ static bool cell_blocks(const pa_grid *g, int64_t x, int64_t y) {
   return v < 0 || v >= g->occupied_min;
 }
 
+/* Cell (x, y) is blocked and its neighbour (x + dx, y + dy) is not: the
+ * face between them is seen. */
+static bool face_exposed(const pa_grid *g, int64_t x, int64_t y, int dx,
+                         int dy) {
+  return cell_blocks(g, x, y) && !cell_blocks(g, x + dx, y + dy);
+}
+
 static void grid_to_world(const pa_grid *g, double lx, double ly, double *wx,
                           double *wy) {
   double c = cos(g->origin_yaw), s = sin(g->origin_yaw);
@@ -346,19 +353,16 @@ static int build_walls(rmesh *m, const pa_grid *g, uint32_t *boxes) {
   /* faces along rows: south-facing (-y) and north-facing (+y) */
   for (int64_t y = 0; y <= H; y++)
     for (int side = 0; side < 2; side++) {
-      int64_t x = 0;
-      while (x < W) {
-        bool south = side == 0;
-        bool exposed = south ? cell_blocks(g, x, y) && !cell_blocks(g, x, y - 1)
-                             : cell_blocks(g, x, y - 1) && !cell_blocks(g, x, y);
-        if (!exposed) {
+      bool south = side == 0;
+      int64_t by = south ? y : y - 1; /* the blocked row; the free one is y+dy */
+      int dy = south ? -1 : 1;
+      for (int64_t x = 0; x < W;) {
+        if (!face_exposed(g, x, by, 0, dy)) {
           x++;
           continue;
         }
         int64_t x1 = x + 1;
-        while (x1 < W &&
-               (south ? cell_blocks(g, x1, y) && !cell_blocks(g, x1, y - 1)
-                      : cell_blocks(g, x1, y - 1) && !cell_blocks(g, x1, y)))
+        while (x1 < W && face_exposed(g, x1, by, 0, dy))
           x1++;
         if (south)
           wall_face(m, g, x * res, y * res, x1 * res, y * res, wall);
@@ -370,19 +374,16 @@ static int build_walls(rmesh *m, const pa_grid *g, uint32_t *boxes) {
   /* faces along columns: west-facing (-x) and east-facing (+x) */
   for (int64_t x = 0; x <= W; x++)
     for (int side = 0; side < 2; side++) {
-      int64_t y = 0;
-      while (y < H) {
-        bool west = side == 0;
-        bool exposed = west ? cell_blocks(g, x, y) && !cell_blocks(g, x - 1, y)
-                            : cell_blocks(g, x - 1, y) && !cell_blocks(g, x, y);
-        if (!exposed) {
+      bool west = side == 0;
+      int64_t bx = west ? x : x - 1; /* the blocked column */
+      int dx = west ? -1 : 1;
+      for (int64_t y = 0; y < H;) {
+        if (!face_exposed(g, bx, y, dx, 0)) {
           y++;
           continue;
         }
         int64_t y1 = y + 1;
-        while (y1 < H &&
-               (west ? cell_blocks(g, x, y1) && !cell_blocks(g, x - 1, y1)
-                     : cell_blocks(g, x - 1, y1) && !cell_blocks(g, x, y1)))
+        while (y1 < H && face_exposed(g, bx, y1, dx, 0))
           y1++;
         if (west)
           wall_face(m, g, x * res, y1 * res, x * res, y * res, wall);

@@ -27,6 +27,7 @@ typedef struct vscan {
   float angle_min, angle_increment, range_max;
   uint32_t count;
   float *ranges;               /* [max_beams] */
+  size_t ray_first, ray_end;   /* this frame's ray vertices in ov */
 } vscan;
 
 typedef struct vtrail {
@@ -354,11 +355,12 @@ static void build_overlay(pa_render_viewer *v, size_t *n_lines,
       ov_push(v, a[0], a[1], OVERLAY_Z, rgb);
       ov_push(v, b[0], b[1], OVERLAY_Z, rgb);
     }
-    const vscan *s = &v->scans[i];
+    vscan *s = &v->scans[i];
     if (!s->valid)
       continue;
     float ray[3];
     robot_rgb(v, i, ray, 0.6f);
+    s->ray_first = v->ov_n;
     for (uint32_t k = 0; k < s->count; k++) {
       float r = s->ranges[k];
       if (!isfinite(r) || r >= s->range_max)
@@ -367,20 +369,18 @@ static void build_overlay(pa_render_viewer *v, size_t *n_lines,
       ov_push(v, s->x, s->y, OVERLAY_Z, ray);
       ov_push(v, s->x + r * cos(a), s->y + r * sin(a), OVERLAY_Z, ray);
     }
+    s->ray_end = v->ov_n;
   }
   *n_lines = v->ov_n;
+  /* Hit points after every line (one draw call each): the far ends of the
+   * rays just pushed, not computed again. */
   static const float hit[3] = {0.95f, 0.15f, 0.1f};
   for (uint32_t i = 0; i < nr; i++) {
     const vscan *s = &v->scans[i];
     if (!s->valid)
       continue;
-    for (uint32_t k = 0; k < s->count; k++) {
-      float r = s->ranges[k];
-      if (!isfinite(r) || r >= s->range_max)
-        continue;
-      double a = s->theta + s->angle_min + k * (double)s->angle_increment;
-      ov_push(v, s->x + r * cos(a), s->y + r * sin(a), OVERLAY_Z + 0.01, hit);
-    }
+    for (size_t k = s->ray_first + 1; k < s->ray_end; k += 2)
+      ov_push(v, v->ov[k].pos[0], v->ov[k].pos[1], OVERLAY_Z + 0.01, hit);
   }
   *n_points = v->ov_n - *n_lines;
 }

@@ -124,6 +124,11 @@ uint64_t pa_shm_new_boot_id(void);
 /* CLOCK_MONOTONIC in nanoseconds; the time base of every *_ns field. */
 int64_t pa_now_ns(void);
 
+/* Waits on a shared semaphore (e.g. pa_ctl.render_wake) for at most
+ * timeout_ns on CLOCK_MONOTONIC, retrying on EINTR; timeout_ns < 0 waits
+ * forever. 0, PA_SHM_ETIMEDOUT or PA_SHM_ESYS. */
+int pa_shm_sem_wait(sem_t *sem, int64_t timeout_ns);
+
 /* ------------------------------------------------------------------------ */
 /* 2a. Ring: one writer, any number of readers, overwrite-oldest            */
 
@@ -578,7 +583,10 @@ uint64_t pa_stack_world_read_begin(const pa_stack *s);
 bool pa_stack_world_read_retry(const pa_stack *s, uint64_t seq);
 
 /* Map segment: pa-sim publishes (replacing any previous map, bumping
- * ctl->map_gen); readers attach and re-attach when map_gen changes. */
+ * ctl->map_gen); readers attach and re-attach when map_gen changes. Attach
+ * returns PA_SHM_EINVAL for a map whose geometry can never be used (no
+ * cells, resolution not > 0, origin not finite), other errors while there
+ * is no usable segment yet. */
 int pa_stack_map_publish(pa_stack *s, uint32_t width, uint32_t height,
                          double resolution, double origin_x, double origin_y,
                          double origin_yaw, const int8_t *cells, char *err,

@@ -23,8 +23,6 @@ bool pa_shm_pid_dead(int32_t pid);
 void pa_shm_deadline(struct timespec *ts, int64_t timeout_ns);
 /* Post sem unless a post is already pending (keeps it at most 1). */
 void pa_shm_sem_post_once(sem_t *sem);
-/* sem wait with EINTR retry; timeout_ns < 0 waits forever. 0 or ETIMEDOUT. */
-int pa_shm_sem_wait(sem_t *sem, int64_t timeout_ns);
 
 /* Queue internals the stack validates against its record types. */
 uint32_t pa_queue_record_size(const pa_queue *q);

@@ -554,26 +554,45 @@ bool pa_stack_world_read_retry(const pa_stack *s, uint64_t seq) {
 #define MAP_MAX_CELLS (1ull << 30)
 #define MAP_OFF_CELLS (PA_SHM_BODY_OFF + PA_ALIGN64(sizeof(pa_map_block)))
 
+/* What readers rely on: a cell count in range, a finite resolution > 0
+ * and a finite origin. Checked by the writer and again by every reader
+ * (the segment comes from another process). */
+static int map_geom_check(const char *what, const pa_map_block *m, char *err,
+                          size_t err_sz) {
+  uint64_t n = (uint64_t)m->width * m->height;
+  if (m->width == 0 || m->height == 0 || n > MAP_MAX_CELLS) {
+    pa_shm_errf(err, err_sz, "%s: %" PRIu32 " x %" PRIu32
+                " cells is out of range (1 .. 2^30 cells)", what, m->width,
+                m->height);
+    return -1;
+  }
+  if (!isfinite(m->resolution) || m->resolution <= 0) {
+    pa_shm_errf(err, err_sz, "%s: resolution %g must be finite and > 0", what,
+                m->resolution);
+    return -1;
+  }
+  if (!isfinite(m->origin_x) || !isfinite(m->origin_y) ||
+      !isfinite(m->origin_yaw)) {
+    pa_shm_errf(err, err_sz, "%s: origin must be finite", what);
+    return -1;
+  }
+  return 0;
+}
+
 int pa_stack_map_publish(pa_stack *s, uint32_t width, uint32_t height,
                          double resolution, double origin_x, double origin_y,
                          double origin_yaw, const int8_t *cells, char *err,
                          size_t err_sz) {
   const char *inst = s->ctl->def.instance;
   uint64_t n = (uint64_t)width * height;
-  if (width == 0 || height == 0 || n > MAP_MAX_CELLS) {
-    pa_shm_errf(err, err_sz, "map: %" PRIu32 " x %" PRIu32
-                " cells is out of range (1 .. 2^30 cells)", width, height);
+  pa_map_block geom = {.width = width,
+                       .height = height,
+                       .resolution = resolution,
+                       .origin_x = origin_x,
+                       .origin_y = origin_y,
+                       .origin_yaw = origin_yaw};
+  if (map_geom_check("map", &geom, err, err_sz) < 0)
     return PA_SHM_EINVAL;
-  }
-  if (!isfinite(resolution) || resolution <= 0) {
-    pa_shm_errf(err, err_sz, "map: resolution %g must be finite and > 0",
-                resolution);
-    return PA_SHM_EINVAL;
-  }
-  if (!isfinite(origin_x) || !isfinite(origin_y) || !isfinite(origin_yaw)) {
-    pa_shm_errf(err, err_sz, "map: origin must be finite");
-    return PA_SHM_EINVAL;
-  }
   if (!cells) {
     pa_shm_errf(err, err_sz, "map: no cells");
     return PA_SHM_EINVAL;
@@ -595,14 +614,9 @@ int pa_stack_map_publish(pa_stack *s, uint32_t width, uint32_t height,
   h->owner_pid = ch->owner_pid; /* the instance's owner, for staleness */
   pa_map_block *m = (pa_map_block *)((char *)seg.base + PA_SHM_BODY_OFF);
   uint32_t gen = __atomic_load_n(&s->ctl->map_gen, __ATOMIC_RELAXED) + 1;
-  m->width = width;
-  m->height = height;
-  m->resolution = resolution;
-  m->origin_x = origin_x;
-  m->origin_y = origin_y;
-  m->origin_yaw = origin_yaw;
-  m->gen = gen;
-  m->off_cells = MAP_OFF_CELLS;
+  geom.gen = gen;
+  geom.off_cells = MAP_OFF_CELLS;
+  *m = geom;
   memcpy((char *)seg.base + MAP_OFF_CELLS, cells, (size_t)n);
   pa_shm_publish(&seg);
   pa_shm_detach(&seg);
@@ -640,6 +654,8 @@ int pa_stack_map_attach(const pa_stack *s, pa_shm_seg *seg,
                 ", %zu bytes)",
                 name, m->width, m->height, h->sizes[0], h->sizes[1], seg->size);
     rc = PA_SHM_EMISMATCH;
+  } else if (map_geom_check(name, m, err, err_sz) < 0) {
+    rc = PA_SHM_EINVAL; /* a map that can never be used, unlike a mismatch */
   }
   if (rc) {
     pa_shm_detach(seg);

@@ -166,9 +166,7 @@ typedef struct pa_sim_state {
   uint64_t *scan_tick;     /* [cap_robots] tick of the latest scan */
   uint32_t *scan_due;      /* [cap_robots] robots that scanned this tick */
   uint32_t scan_due_count;
-  float *beam_cos, *beam_sin; /* [beam_cap] relative beam directions */
-  uint32_t beam_table_n;   /* beams the table was built for */
-  double *scan_dx, *scan_dy; /* [beam_cap] scratch: world beam directions */
+  struct pa_sim_scratch *scratch; /* pa_sim_scan's beam tables (sim_int.h) */
   pa_sim_hash hash;        /* robot broad phase, rebuilt every tick */
   pa_sim_hash lhash;       /* coarse robot buckets for laser queries */
   int64_t phase_ns[PA_SIM_PH_COUNT]; /* cost of the last tick per phase */

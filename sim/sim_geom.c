@@ -1473,10 +1473,7 @@ void pa_sim_int_scratch_free(pa_sim_scratch *k) {
 
 void pa_sim_scan(const pa_sim_model *m, pa_sim_state *s, uint32_t id,
                  float *out) {
-  pa_sim_scratch k = {s->beam_cos, s->beam_sin, s->beam_table_n, s->scan_dx,
-                      s->scan_dy};
-  pa_sim_int_scan(m, s, id, out, &k);
-  s->beam_table_n = k.beam_table_n;
+  pa_sim_int_scan(m, s, id, out, s->scratch);
 }
 
 /* The beam direction table of the scratch for this beam count. */

@@ -102,12 +102,41 @@ void pa_sim_int_pool_scan_one(pa_sim_pool *p, const pa_sim_model *m,
 pa_status pa_sim_int_fail(pa_reply *r, pa_status st, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
-/* Snapshots (sim_snap.c): save c->name / load it back (PA_OP_*_SNAPSHOT). */
+/* A robot's pose and velocities into r (a[0..6], u = id). */
+void pa_sim_int_reply_pose(pa_reply *r, const pa_sim_state *s, uint32_t id);
+
+/* Snapshots (sim_snap.c): save c->name / load it back (PA_OP_*_SNAPSHOT).
+ * The object: this header, then robot_count pa_robot_info, robot_count
+ * pa_robot_state and obstacle_count pa_obstacle_info. */
+#define PA_SIM_SNAP_MAGIC 0x7061736e6170ull /* "pasnap" */
+#define PA_SIM_SNAP_VERSION 1u
+typedef struct pa_sim_snap_hdr {
+  uint64_t magic;
+  uint32_t version;
+  uint32_t robot_count, obstacle_count;
+  uint32_t info_size, state_size, obstacle_size; /* struct sizes at save */
+  uint32_t reserved;
+  uint64_t tick;           /* when saved */
+  double sim_time;
+  uint64_t checksum;       /* FNV-1a of the body, then of this header with
+                            * checksum 0: a torn write does not load */
+} pa_sim_snap_hdr;
+uint64_t pa_sim_int_snap_sum(const pa_sim_snap_hdr *h, const void *body,
+                             size_t n);
 pa_status pa_sim_int_snapshot_save(const pa_sim_model *m,
                                    const pa_sim_state *s, const pa_cmd *c,
                                    pa_reply *r);
 pa_status pa_sim_int_snapshot_load(const pa_sim_model *m, pa_sim_state *s,
                                    const pa_cmd *c, pa_reply *r);
+/* Record sanity (world file, loaded snapshots, a restart's world): 0, or -1
+ * with a message naming the record and the field. */
+int pa_sim_int_check_robot(const pa_robot_info *ri, uint32_t max_beams,
+                           char *err, size_t err_sz);
+int pa_sim_int_check_obstacle(const pa_obstacle_info *o, char *err,
+                              size_t err_sz);
+/* A robot's dynamic state: every number finite (|v| <= 1e9), a known
+ * command frame. */
+bool pa_sim_int_state_ok(const pa_robot_state *r);
 /* robot_count / obstacle_count down to the highest active one + 1. */
 void pa_sim_int_recount(pa_sim_state *s);
 

@@ -143,26 +143,36 @@ static void obstacle_info_from_def(pa_obstacle_info *oi,
   memcpy(oi->colour, od->colour, 4);
 }
 
-/* Robot record sanity; the message names the robot and the field. */
-static int check_robot(const pa_robot_info *ri, const pa_sim_def *d,
-                       char *err, size_t err_sz) {
+/* The widest values the world format, the flags and the commands give
+ * (loaded snapshots and a restart's adopted world hold any of them). */
+int pa_sim_int_check_robot(const pa_robot_info *ri, uint32_t max_beams,
+                           char *err, size_t err_sz) {
   const char *bad = NULL;
-  if (!(ri->radius > 0.01f && ri->radius < 10.0f))
-    bad = "radius must be in (0.01, 10) m";
-  else if (!(ri->max_v >= 0 && ri->max_vy >= 0 && ri->max_w >= 0))
-    bad = "max_v, max_vy, max_w must be >= 0";
-  else if (!(ri->acc_v > 0 && ri->dec_v > 0 && ri->acc_w > 0 && ri->dec_w > 0))
-    bad = "acceleration limits must be > 0";
-  else if (!(ri->head_limit >= 0 && ri->max_head_rate >= 0))
-    bad = "head_limit and max_head_rate must be >= 0";
-  else if (ri->laser_beams < 1 || ri->laser_beams > d->max_beams)
+  if (ri->drive != PA_DRIVE_DIFF && ri->drive != PA_DRIVE_OMNI)
+    bad = "drive must be diff or omni";
+  else if (!(ri->radius > 0 && ri->radius <= 10.0f))
+    bad = "radius must be in (0, 10] m";
+  else if (!(ri->max_v >= 0 && ri->max_vy >= 0 && ri->max_w >= 0 &&
+             isfinite(ri->max_v + ri->max_vy + ri->max_w)))
+    bad = "max_v, max_vy, max_w must be finite and >= 0";
+  else if (!(ri->acc_v > 0 && ri->dec_v > 0 && ri->acc_w > 0 &&
+             ri->dec_w > 0 &&
+             isfinite(ri->acc_v + ri->dec_v + ri->acc_w + ri->dec_w)))
+    bad = "acceleration limits must be finite and > 0";
+  else if (!(ri->head_limit >= 0 && ri->max_head_rate >= 0 &&
+             isfinite(ri->head_limit + ri->max_head_rate)))
+    bad = "head_limit and max_head_rate must be finite and >= 0";
+  else if (ri->laser_beams < 1 || ri->laser_beams > max_beams)
     bad = "laser beams must be in [1, max_beams]";
   else if (!(ri->laser_range_min >= 0 &&
              ri->laser_range_max > ri->laser_range_min &&
              ri->laser_range_max <= 1000.0f))
     bad = "laser ranges must satisfy 0 <= range_min < range_max <= 1000";
-  else if (!(ri->laser_noise >= 0 && ri->laser_noise < 10.0f))
-    bad = "laser noise must be in [0, 10) m";
+  else if (!(ri->laser_noise >= 0 && ri->laser_noise <= 100.0f))
+    bad = "laser noise must be in [0, 100] m";
+  else if (ri->cam_width < 1 || ri->cam_height < 1 ||
+           !(ri->cam_fov > 0 && ri->cam_fov < 3.1416f))
+    bad = "camera size must be >= 1 px and fov in (0, 180] deg";
   else if (!isfinite(ri->start_x) || !isfinite(ri->start_y) ||
            !isfinite(ri->start_theta))
     bad = "start pose must be finite";
@@ -173,20 +183,33 @@ static int check_robot(const pa_robot_info *ri, const pa_sim_def *d,
   return 0;
 }
 
-static int check_obstacle(const pa_obstacle_info *o, char *err,
-                          size_t err_sz) {
+int pa_sim_int_check_obstacle(const pa_obstacle_info *o, char *err,
+                              size_t err_sz) {
   bool ok = isfinite(o->x) && isfinite(o->y) && isfinite(o->theta);
   if (o->shape == PA_SHAPE_CIRCLE)
     ok = ok && o->radius > 0 && o->radius < 1e4;
   else
-    ok = ok && o->size_x > 0 && o->size_y > 0 && o->size_x < 1e4 &&
-         o->size_y < 1e4;
+    ok = ok && o->shape == PA_SHAPE_BOX && o->size_x > 0 && o->size_y > 0 &&
+         o->size_x < 1e4 && o->size_y < 1e4;
   if (!ok) {
     snprintf(err, err_sz,
-             "obstacle '%s': pose must be finite and its size > 0", o->name);
+             "obstacle '%s': shape must be box or circle, pose finite and "
+             "size > 0",
+             o->name);
     return -1;
   }
   return 0;
+}
+
+bool pa_sim_int_state_ok(const pa_robot_state *r) {
+  const double v[] = {r->x, r->y, r->theta, r->odom_x, r->odom_y,
+                      r->odom_theta, r->v, r->vy, r->w, r->head,
+                      r->head_rate, r->cmd_v, r->cmd_vy, r->cmd_w,
+                      r->cmd_head};
+  for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
+    if (!(fabs(v[i]) <= 1e9))
+      return false;
+  return r->cmd_frame == PA_FRAME_ROBOT || r->cmd_frame == PA_FRAME_WORLD;
 }
 
 /* ---- model ---------------------------------------------------------------- */
@@ -314,7 +337,8 @@ int pa_sim_model_init(pa_sim_model *m, const pa_sim_def *d,
 
   pa_robot_def tmpl = pa_robot_def_default();
   robot_info_from_def(&m->robot_template, &tmpl, d);
-  if (check_robot(&m->robot_template, d, err, err_sz) != 0)
+  if (pa_sim_int_check_robot(&m->robot_template, d->max_beams, err,
+                             err_sz) != 0)
     goto fail;
 
   m->obstacle_count0 = (uint32_t)w->obstacle_count;
@@ -331,7 +355,7 @@ int pa_sim_model_init(pa_sim_model *m, const pa_sim_def *d,
     if (!m->obstacles0[i].name[0])
       snprintf(m->obstacles0[i].name, sizeof m->obstacles0[i].name,
                "obstacle%zu", i);
-    if (check_obstacle(&m->obstacles0[i], err, err_sz) != 0)
+    if (pa_sim_int_check_obstacle(&m->obstacles0[i], err, err_sz) != 0)
       goto fail;
   }
 
@@ -352,7 +376,7 @@ int pa_sim_model_init(pa_sim_model *m, const pa_sim_def *d,
     robot_info_from_def(ri, &w->robots[i], d);
     if (!ri->name[0])
       snprintf(ri->name, sizeof ri->name, "robot%u", i);
-    if (check_robot(ri, d, err, err_sz) != 0)
+    if (pa_sim_int_check_robot(ri, d->max_beams, err, err_sz) != 0)
       goto fail;
     for (uint32_t j = 0; j < i; j++)
       if (!strcmp(m->robots0[j].name, ri->name)) {
@@ -460,14 +484,11 @@ int pa_sim_state_init(const pa_sim_model *m, pa_sim_state *s, char *err,
   s->ranges = calloc(nr * m->beam_cap, sizeof(float));
   s->scan_tick = calloc(nr, sizeof *s->scan_tick);
   s->scan_due = calloc(nr, sizeof *s->scan_due);
-  s->beam_cos = calloc(m->beam_cap, sizeof(float));
-  s->beam_sin = calloc(m->beam_cap, sizeof(float));
-  s->scan_dx = calloc(m->beam_cap, sizeof(double));
-  s->scan_dy = calloc(m->beam_cap, sizeof(double));
+  s->scratch = calloc(1, sizeof *s->scratch);
   s->motion = calloc(nr, sizeof *s->motion);
   if (!s->info || !s->rs || !s->obs || !s->ranges || !s->scan_tick ||
-      !s->scan_due || !s->beam_cos || !s->beam_sin || !s->scan_dx ||
-      !s->scan_dy || !s->motion ||
+      !s->scan_due || !s->scratch || !s->motion ||
+      pa_sim_int_scratch_init(s->scratch, m->beam_cap) != 0 ||
       pa_sim_int_hash_init(&s->hash, (uint32_t)nr) != 0 ||
       pa_sim_int_hash_init(&s->lhash, (uint32_t)nr) != 0) {
     snprintf(err, err_sz, "out of memory for %u robots", s->cap_robots);
@@ -496,10 +517,9 @@ void pa_sim_state_free(pa_sim_state *s) {
   free(s->ranges);
   free(s->scan_tick);
   free(s->scan_due);
-  free(s->beam_cos);
-  free(s->beam_sin);
-  free(s->scan_dx);
-  free(s->scan_dy);
+  if (s->scratch)
+    pa_sim_int_scratch_free(s->scratch);
+  free(s->scratch);
   free(s->motion);
   pa_sim_int_hash_free(&s->hash);
   pa_sim_int_hash_free(&s->lhash);

@@ -97,7 +97,6 @@ static bool consume(run_ctx *k) {
       break;
     set_inflight(st->ctl, (uint64_t)pos + 1);
     any = true;
-    c.name[sizeof c.name - 1] = 0;
     pa_reply r;
     pa_status rc = pa_sim_apply(k->m, k->s, &c, &r);
     k->cmds++;
@@ -249,17 +248,8 @@ void pa_sim_run(const pa_sim_model *m, pa_sim_state *s, pa_stack *st,
       sync.op = PA_OP_SYNC;
       pa_sim_apply(m, s, &sync, &r); /* fills tick and time */
       r.op = PA_OP_STEP;
-      if (k.step_cmd.robot < s->robot_count && s->info[k.step_cmd.robot].active) {
-        const pa_robot_state *rs = &s->rs[k.step_cmd.robot];
-        r.a[0] = rs->x;
-        r.a[1] = rs->y;
-        r.a[2] = rs->theta;
-        r.a[3] = rs->v;
-        r.a[4] = rs->vy;
-        r.a[5] = rs->w;
-        r.a[6] = rs->head;
-        r.u = k.step_cmd.robot;
-      }
+      if (k.step_cmd.robot < s->robot_count && s->info[k.step_cmd.robot].active)
+        pa_sim_int_reply_pose(&r, s, k.step_cmd.robot);
       finish_cmd(st, &k.step_cmd, &r);
       k.stepping = false;
     }

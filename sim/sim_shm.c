@@ -112,17 +112,6 @@ void pa_sim_shm_publish_tick(const pa_sim_model *m, pa_sim_state *s,
   write_scans(m, s, st);
 }
 
-static bool state_finite(const pa_robot_state *r) {
-  const double v[] = {r->x, r->y, r->theta, r->odom_x, r->odom_y,
-                      r->odom_theta, r->v, r->vy, r->w, r->head,
-                      r->head_rate, r->cmd_v, r->cmd_vy, r->cmd_w,
-                      r->cmd_head};
-  for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
-    if (!isfinite(v[i]) || fabs(v[i]) > 1e9)
-      return false;
-  return true;
-}
-
 int pa_sim_shm_resume(const pa_sim_model *m, pa_sim_state *s, pa_stack *st,
                       char *err, size_t err_sz) {
   pa_ctl *ctl = st->ctl;
@@ -196,14 +185,15 @@ int pa_sim_shm_resume(const pa_sim_model *m, pa_sim_state *s, pa_stack *st,
     ri->name[sizeof ri->name - 1] = 0;
     if (!ri->active)
       continue;
-    if (ri->laser_beams < 1 || ri->laser_beams > m->beam_cap ||
-        !(ri->radius > 0) || !isfinite(ri->start_x) || !isfinite(ri->start_y)) {
+    char why[160];
+    if (pa_sim_int_check_robot(ri, m->beam_cap, why, sizeof why) != 0) {
       free(buf);
-      snprintf(err, err_sz, "world snapshot: robot %u is malformed", i);
+      snprintf(err, err_sz, "world snapshot: robot %u is malformed: %s", i,
+               why);
       return -1;
     }
     if (i < t.robot_count && rec[i].gen == ri->gen &&
-        (rec[i].flags & PA_RS_ACTIVE) && state_finite(&rec[i])) {
+        (rec[i].flags & PA_RS_ACTIVE) && pa_sim_int_state_ok(&rec[i])) {
       memcpy(&s->rs[i], &rec[i], sizeof rec[i]);
       s->rs[i].id = i;
     } else {
@@ -212,8 +202,17 @@ int pa_sim_shm_resume(const pa_sim_model *m, pa_sim_state *s, pa_stack *st,
                              ri->start_theta);
     }
   }
-  for (uint32_t i = 0; i < no; i++)
+  for (uint32_t i = 0; i < no; i++) {
     s->obs[i].name[sizeof s->obs[i].name - 1] = 0;
+    char why[160];
+    if (s->obs[i].active &&
+        pa_sim_int_check_obstacle(&s->obs[i], why, sizeof why) != 0) {
+      free(buf);
+      snprintf(err, err_sz, "world snapshot: obstacle %u is malformed: %s", i,
+               why);
+      return -1;
+    }
+  }
   s->world_dirty = true;
   s->hash.valid = false;
   free(buf);

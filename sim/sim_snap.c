@@ -16,21 +16,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define SNAP_MAGIC 0x7061736e6170ull /* "pasnap" */
-#define SNAP_VERSION 1u
-
-typedef struct snap_hdr {
-  uint64_t magic;
-  uint32_t version;
-  uint32_t robot_count, obstacle_count;
-  uint32_t info_size, state_size, obstacle_size; /* struct sizes at save */
-  uint32_t reserved;
-  uint64_t tick;           /* when saved */
-  double sim_time;
-  uint64_t checksum;       /* FNV-1a of the body, then of this header with
-                            * checksum 0: a torn write does not load */
-} snap_hdr;
-
 static uint64_t fnv(uint64_t h, const void *p, size_t n) {
   const unsigned char *b = p;
   for (size_t i = 0; i < n; i++) {
@@ -40,17 +25,17 @@ static uint64_t fnv(uint64_t h, const void *p, size_t n) {
   return h;
 }
 
-static uint64_t snap_sum(const snap_hdr *h, const void *body, size_t n) {
-  snap_hdr c = *h;
+uint64_t pa_sim_int_snap_sum(const pa_sim_snap_hdr *h, const void *body,
+                             size_t n) {
+  pa_sim_snap_hdr c = *h;
   c.checksum = 0;
   return fnv(fnv(0xcbf29ce484222325ull, body, n), &c, sizeof c);
 }
 
-/* The object name, or an error in r. */
-static int snap_path(const pa_sim_model *m, const pa_cmd *c, char *name,
+/* The object name of snapshot `name` (terminated by pa_sim_apply), or an
+ * error in r. */
+static int snap_path(const pa_sim_model *m, const char *name,
                      char out[PA_SHM_NAME_MAX], pa_reply *r) {
-  memcpy(name, c->name, sizeof c->name);
-  name[sizeof c->name - 1] = 0;
   if (!m->def.instance[0]) {
     pa_sim_int_fail(r, PA_ERR_INVALID_MESSAGE,
               "snapshots need a shared-memory instance");
@@ -75,8 +60,9 @@ static int snap_path(const pa_sim_model *m, const pa_cmd *c, char *name,
 pa_status pa_sim_int_snapshot_save(const pa_sim_model *m,
                                    const pa_sim_state *s, const pa_cmd *c,
                                    pa_reply *r) {
-  char name[sizeof c->name], path[PA_SHM_NAME_MAX];
-  if (snap_path(m, c, name, path, r) != 0)
+  const char *name = c->name;
+  char path[PA_SHM_NAME_MAX];
+  if (snap_path(m, name, path, r) != 0)
     return (pa_status)r->status;
   int fd = shm_open(path, O_RDWR | O_CLOEXEC, 0600);
   bool exists = fd >= 0;
@@ -90,10 +76,10 @@ pa_status pa_sim_int_snapshot_save(const pa_sim_model *m,
   if (fd < 0)
     return pa_sim_int_fail(r, PA_ERR_INVALID_MESSAGE, "cannot create snapshot '%s': %s",
                      name, strerror(errno));
-  snap_hdr h;
+  pa_sim_snap_hdr h;
   memset(&h, 0, sizeof h);
-  h.magic = SNAP_MAGIC;
-  h.version = SNAP_VERSION;
+  h.magic = PA_SIM_SNAP_MAGIC;
+  h.version = PA_SIM_SNAP_VERSION;
   h.robot_count = s->robot_count;
   h.obstacle_count = s->obstacle_count;
   h.info_size = sizeof(pa_robot_info);
@@ -120,7 +106,7 @@ pa_status pa_sim_int_snapshot_save(const pa_sim_model *m,
   memcpy(b, s->info, ni);
   memcpy(b + ni, s->rs, ns);
   memcpy(b + ni + ns, s->obs, no);
-  h.checksum = snap_sum(&h, b, body);
+  h.checksum = pa_sim_int_snap_sum(&h, b, body);
   memcpy(p, &h, sizeof h); /* last: a half-written object fails its sum */
   munmap(p, total);
   r->u = h.robot_count;
@@ -130,10 +116,41 @@ pa_status pa_sim_int_snapshot_save(const pa_sim_model *m,
   return PA_OK;
 }
 
+/* True (with the reason in why) if an active record of a loaded snapshot
+ * could not have come from this simulator: records are checked on copies
+ * with their names terminated. */
+static bool snap_records_bad(const pa_sim_model *m, const pa_robot_info *si,
+                             const pa_robot_state *ss, uint32_t nr,
+                             const pa_obstacle_info *so, uint32_t no,
+                             char *why, size_t why_sz) {
+  for (uint32_t i = 0; i < nr; i++) {
+    if (!si[i].active)
+      continue;
+    pa_robot_info ri = si[i];
+    ri.name[sizeof ri.name - 1] = 0;
+    if (pa_sim_int_check_robot(&ri, m->beam_cap, why, why_sz) != 0)
+      return true;
+    if (!pa_sim_int_state_ok(&ss[i])) {
+      snprintf(why, why_sz, "robot '%s': state out of range", ri.name);
+      return true;
+    }
+  }
+  for (uint32_t i = 0; i < no; i++) {
+    if (!so[i].active)
+      continue;
+    pa_obstacle_info o = so[i];
+    o.name[sizeof o.name - 1] = 0;
+    if (pa_sim_int_check_obstacle(&o, why, why_sz) != 0)
+      return true;
+  }
+  return false;
+}
+
 pa_status pa_sim_int_snapshot_load(const pa_sim_model *m, pa_sim_state *s,
                                    const pa_cmd *c, pa_reply *r) {
-  char name[sizeof c->name], path[PA_SHM_NAME_MAX];
-  if (snap_path(m, c, name, path, r) != 0)
+  const char *name = c->name;
+  char path[PA_SHM_NAME_MAX];
+  if (snap_path(m, name, path, r) != 0)
     return (pa_status)r->status;
   int fd = shm_open(path, O_RDONLY | O_CLOEXEC, 0);
   if (fd < 0)
@@ -141,7 +158,7 @@ pa_status pa_sim_int_snapshot_load(const pa_sim_model *m, pa_sim_state *s,
   struct stat st;
   void *p = MAP_FAILED;
   size_t total = 0;
-  if (fstat(fd, &st) == 0 && (size_t)st.st_size >= sizeof(snap_hdr)) {
+  if (fstat(fd, &st) == 0 && (size_t)st.st_size >= sizeof(pa_sim_snap_hdr)) {
     total = (size_t)st.st_size;
     p = mmap(NULL, total, PROT_READ, MAP_SHARED, fd, 0);
   }
@@ -149,20 +166,20 @@ pa_status pa_sim_int_snapshot_load(const pa_sim_model *m, pa_sim_state *s,
   if (p == MAP_FAILED)
     return pa_sim_int_fail(r, PA_ERR_INVALID_MESSAGE, "snapshot '%s' is damaged",
                      name);
-  snap_hdr h;
+  pa_sim_snap_hdr h;
   memcpy(&h, p, sizeof h);
   const char *b = (const char *)p + sizeof h;
   size_t ni = (size_t)h.robot_count * sizeof(pa_robot_info);
   size_t ns = (size_t)h.robot_count * sizeof(pa_robot_state);
   size_t no = (size_t)h.obstacle_count * sizeof(pa_obstacle_info);
   pa_status rc = PA_OK;
-  if (h.magic != SNAP_MAGIC || h.version != SNAP_VERSION ||
+  if (h.magic != PA_SIM_SNAP_MAGIC || h.version != PA_SIM_SNAP_VERSION ||
       h.info_size != sizeof(pa_robot_info) ||
       h.state_size != sizeof(pa_robot_state) ||
       h.obstacle_size != sizeof(pa_obstacle_info) ||
       h.robot_count > s->cap_robots || h.obstacle_count > s->cap_obstacles ||
       total != sizeof h + ni + ns + no ||
-      snap_sum(&h, b, ni + ns + no) != h.checksum) {
+      pa_sim_int_snap_sum(&h, b, ni + ns + no) != h.checksum) {
     rc = pa_sim_int_fail(r, PA_ERR_INVALID_MESSAGE,
                    "snapshot '%s' is damaged or from another build or a larger "
                    "world",
@@ -173,10 +190,20 @@ pa_status pa_sim_int_snapshot_load(const pa_sim_model *m, pa_sim_state *s,
   const pa_robot_state *ss = (const pa_robot_state *)(const void *)(b + ni);
   const pa_obstacle_info *so =
       (const pa_obstacle_info *)(const void *)(b + ni + ns);
+  /* Another program may have written a well-summed object: every record
+   * must pass the checks a world's does before anything changes. */
+  char why[160];
+  if (snap_records_bad(m, si, ss, h.robot_count, so, h.obstacle_count, why,
+                       sizeof why)) {
+    rc = pa_sim_int_fail(r, PA_ERR_INVALID_MESSAGE, "snapshot '%s': %s", name,
+                         why);
+    goto out;
+  }
   for (uint32_t i = 0; i < s->cap_robots; i++) {
     if (i < h.robot_count && si[i].active) {
       uint32_t seq = s->rs[i].scan_seq; /* streams keep counting */
       s->info[i] = si[i];
+      s->info[i].active = 1;
       s->info[i].name[sizeof s->info[i].name - 1] = 0;
       s->rs[i] = ss[i];
       s->rs[i].id = i;
@@ -189,6 +216,7 @@ pa_status pa_sim_int_snapshot_load(const pa_sim_model *m, pa_sim_state *s,
   for (uint32_t i = 0; i < s->cap_obstacles; i++) {
     if (i < h.obstacle_count && so[i].active) {
       s->obs[i] = so[i];
+      s->obs[i].active = 1;
       s->obs[i].name[sizeof s->obs[i].name - 1] = 0;
     } else {
       s->obs[i].active = 0;

@@ -392,7 +392,7 @@ static bool finite_all(const double *a, int n, double lim) {
   return true;
 }
 
-static void reply_pose(pa_reply *r, const pa_sim_state *s, uint32_t id) {
+void pa_sim_int_reply_pose(pa_reply *r, const pa_sim_state *s, uint32_t id) {
   const pa_robot_state *rs = &s->rs[id];
   r->a[0] = rs->x;
   r->a[1] = rs->y;
@@ -458,9 +458,8 @@ static pa_status spawn_robot(const pa_sim_model *m, pa_sim_state *s,
                 "[0.02, 10] m");
   if (c->u != PA_DRIVE_DIFF && c->u != PA_DRIVE_OMNI)
     return fail(r, PA_ERR_INVALID_ACTION_SHAPE, "unknown drive %u", c->u);
-  char name[32];
+  char name[sizeof c->name];
   memcpy(name, c->name, sizeof name);
-  name[sizeof name - 1] = 0;
   uint32_t slot = UINT32_MAX;
   for (uint32_t i = 0; i < s->cap_robots; i++)
     if (!s->info[i].active) {
@@ -472,8 +471,8 @@ static pa_status spawn_robot(const pa_sim_model *m, pa_sim_state *s,
                 s->cap_robots);
   if (!name[0])
     snprintf(name, sizeof name, "robot%u", slot);
-  if (pa_sim_find_robot(s, name) != UINT32_MAX &&
-      !strcmp(s->info[pa_sim_find_robot(s, name)].name, name))
+  uint32_t same = pa_sim_find_robot(s, name); /* by name or index */
+  if (same != UINT32_MAX && !strcmp(s->info[same].name, name))
     return fail(r, PA_ERR_SPAWN_FAILED, "a robot named '%s' exists", name);
   pa_robot_info ri = m->robot_template;
   snprintf(ri.name, sizeof ri.name, "%s", name);
@@ -497,7 +496,7 @@ static pa_status spawn_robot(const pa_sim_model *m, pa_sim_state *s,
   if (slot >= s->robot_count)
     s->robot_count = slot + 1;
   s->world_dirty = true;
-  reply_pose(r, s, slot);
+  pa_sim_int_reply_pose(r, s, slot);
   return PA_OK;
 }
 
@@ -542,7 +541,6 @@ static pa_status spawn_obstacle(const pa_sim_model *m, pa_sim_state *s,
     return fail(r, PA_ERR_SPAWN_FAILED,
                 "no free obstacle slot (max_obstacles %u)", s->cap_obstacles);
   memcpy(o.name, c->name, sizeof o.name);
-  o.name[sizeof o.name - 1] = 0;
   if (!o.name[0])
     snprintf(o.name, sizeof o.name, "obstacle%u", slot);
   if (find_obstacle(s, o.name) != UINT32_MAX)
@@ -585,9 +583,7 @@ static bool colour_from(pa_reply *r, const double *a, uint8_t out[4]) {
 
 static pa_status set_obstacle_property(pa_sim_state *s, const pa_cmd *c,
                                        pa_reply *r) {
-  char name[32];
-  memcpy(name, c->name, sizeof name);
-  name[sizeof name - 1] = 0;
+  const char *name = c->name;
   uint32_t i = find_obstacle(s, name);
   if (i == UINT32_MAX)
     return fail(r, PA_ERR_UNKNOWN_OBJECT, "no obstacle named '%s'", name);
@@ -752,6 +748,10 @@ static pa_status set_property(const pa_sim_model *m, pa_sim_state *s,
 
 pa_status pa_sim_apply(const pa_sim_model *m, pa_sim_state *s,
                        const pa_cmd *c, pa_reply *r) {
+  /* Every op gets its name terminated (the queue is another process's). */
+  pa_cmd cmd = *c;
+  cmd.name[sizeof cmd.name - 1] = 0;
+  c = &cmd;
   memset(r, 0, sizeof *r);
   r->client_id = c->client_id;
   r->request_id = c->request_id;
@@ -763,7 +763,7 @@ pa_status pa_sim_apply(const pa_sim_model *m, pa_sim_state *s,
   case PA_OP_SET_CMD:
     st = set_cmd(s, c, r);
     if (st == PA_OK)
-      reply_pose(r, s, c->robot);
+      pa_sim_int_reply_pose(r, s, c->robot);
     break;
   case PA_OP_STOP:
     if (!robot_ok(s, c->robot)) {
@@ -772,7 +772,7 @@ pa_status pa_sim_apply(const pa_sim_model *m, pa_sim_state *s,
     }
     s->rs[c->robot].cmd_v = s->rs[c->robot].cmd_vy = 0;
     s->rs[c->robot].cmd_w = s->rs[c->robot].cmd_head = 0;
-    reply_pose(r, s, c->robot);
+    pa_sim_int_reply_pose(r, s, c->robot);
     break;
   case PA_OP_TELEPORT: {
     if (!robot_ok(s, c->robot)) {
@@ -797,7 +797,7 @@ pa_status pa_sim_apply(const pa_sim_model *m, pa_sim_state *s,
     rs->odom_x = rs->x;
     rs->odom_y = rs->y;
     rs->odom_theta = rs->theta;
-    reply_pose(r, s, c->robot);
+    pa_sim_int_reply_pose(r, s, c->robot);
     break;
   }
   case PA_OP_PAUSE:
@@ -845,12 +845,9 @@ pa_status pa_sim_apply(const pa_sim_model *m, pa_sim_state *s,
     st = spawn_obstacle(m, s, c, r);
     break;
   case PA_OP_REMOVE_OBSTACLE: {
-    char name[32];
-    memcpy(name, c->name, sizeof name);
-    name[sizeof name - 1] = 0;
-    uint32_t i = find_obstacle(s, name);
+    uint32_t i = find_obstacle(s, c->name);
     if (i == UINT32_MAX) {
-      st = fail(r, PA_ERR_UNKNOWN_OBJECT, "no obstacle named '%s'", name);
+      st = fail(r, PA_ERR_UNKNOWN_OBJECT, "no obstacle named '%s'", c->name);
       break;
     }
     s->obs[i].active = 0;

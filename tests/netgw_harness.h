@@ -40,16 +40,6 @@ static inline bool ng_gw_ready(void *arg) {
                          __ATOMIC_ACQUIRE) == 1;
 }
 
-static inline void ng_dump_log(const char *path) {
-  FILE *f = fopen(path, "r");
-  if (!f)
-    return;
-  char line[512];
-  while (fgets(line, sizeof line, f))
-    fprintf(stderr, "  | %s", line);
-  fclose(f);
-}
-
 /* Starts pa-netgw on s's instance; extra flags end with NULL. 0 or -1. */
 static inline int ng_start_gw(ng_stack *s, const char *const *gw_extra) {
   char bin[512];
@@ -63,7 +53,7 @@ static inline int ng_start_gw(ng_stack *s, const char *const *gw_extra) {
   s->gw = pa_test_spawn((char *const *)argv, s->gw_log);
   if (s->gw < 0 || !pa_test_wait_for(ng_gw_ready, s, 20000)) {
     fprintf(stderr, "pa-netgw did not become ready; its log:\n");
-    ng_dump_log(s->gw_log);
+    pa_test_dump_file(s->gw_log);
     return -1;
   }
   s->port = (uint16_t)s->st.ctl->tcp_port;
@@ -102,7 +92,7 @@ static inline int ng_start(ng_stack *s, const char *tag,
   s->sim = pa_test_spawn((char *const *)argv, s->sim_log);
   if (s->sim < 0 || !pa_test_wait_for(ng_sim_ready, s, 20000)) {
     fprintf(stderr, "pa-sim did not become ready; its log:\n");
-    ng_dump_log(s->sim_log);
+    pa_test_dump_file(s->sim_log);
     return -1;
   }
   return ng_start_gw(s, gw_extra);
@@ -117,7 +107,7 @@ static inline int ng_stop(ng_stack *s) {
     status = pa_test_stop(s->gw, SIGTERM, 5000);
     if (status != 0) {
       fprintf(stderr, "pa-netgw exited with status 0x%x; its log:\n", status);
-      ng_dump_log(s->gw_log);
+      pa_test_dump_file(s->gw_log);
     }
   }
   if (s->sim > 0)
@@ -127,6 +117,27 @@ static inline int ng_stop(ng_stack *s) {
     pa_stack_detach(&s->st);
   pa_stack_unlink(s->inst);
   return status;
+}
+
+/* The 24-byte header of a CAM1 chunk (PROTOCOL.md section 2). */
+typedef struct ng_cam_chunk {
+  uint32_t seq, size, off;
+  uint16_t w, h, idx, cnt;
+} ng_cam_chunk;
+
+/* Parses the header of the n-byte datagram b; false when it is shorter
+ * than a header or not "CAM1". */
+static inline bool ng_parse_cam(const uint8_t *b, int n, ng_cam_chunk *c) {
+  if (n < 24 || memcmp(b, "CAM1", 4) != 0)
+    return false;
+  memcpy(&c->seq, b + 4, 4);
+  memcpy(&c->w, b + 8, 2);
+  memcpy(&c->h, b + 10, 2);
+  memcpy(&c->size, b + 12, 4);
+  memcpy(&c->off, b + 16, 4);
+  memcpy(&c->idx, b + 20, 2);
+  memcpy(&c->cnt, b + 22, 2);
+  return true;
 }
 
 static inline int ng_connect(ng_stack *s) {

@@ -35,13 +35,7 @@ static void test_start_stop(void **state) {
   }
   assert_int_equal(pids[PA_PROC_LAUNCH], t.pid);
   assert_true(pa_test_shm_count(t.instance) >= 4);
-  int fd = pa_test_tcp_connect(t.port);
-  assert_true(fd >= 0);
-  assert_int_equal(pa_test_send_str(fd, "ping\n"), 0);
-  char line[256];
-  assert_true(pa_test_read_line(fd, line, sizeof line, 10000) >= 0);
-  assert_string_equal(line, "pong");
-  close(fd);
+  assert_true(pa_test_ping(t.port, 10000));
 
   assert_int_equal(lt_stop(&t, 30000), 0);
   for (int p = PA_PROC_SIM; p < PA_PROC_COUNT; p++)
@@ -155,12 +149,8 @@ static void test_restart_on_demand(void **state) {
   /* render is not part of this stack */
   const char *args3[] = {"restart", "render", "--instance", t.instance, NULL};
   assert_int_not_equal(lt_run_playarea(args3, log, 5000), 0);
-  FILE *f = fopen(log, "r");
-  assert_non_null(f);
   char text[4096];
-  size_t n = fread(text, 1, sizeof text - 1, f);
-  text[n] = '\0';
-  fclose(f);
+  assert_true(pa_test_read_file(log, text, sizeof text) >= 0);
   assert_non_null(strstr(text, "pa-sim serving again"));
   assert_non_null(strstr(text, "pa-netgw serving again"));
   assert_non_null(strstr(text, "not part of this stack"));
@@ -205,12 +195,8 @@ static void test_status(void **state) {
   snprintf(log, sizeof log, "%s/status-%s.log", pa_test_tmpdir(), t.instance);
   const char *args[] = {"status", "--instance", t.instance, NULL};
   assert_int_equal(lt_run_playarea(args, log, 20000), 0);
-  FILE *f = fopen(log, "r");
-  assert_non_null(f);
   char text[8192];
-  size_t n = fread(text, 1, sizeof text - 1, f);
-  text[n] = '\0';
-  fclose(f);
+  assert_true(pa_test_read_file(log, text, sizeof text) >= 0);
   fprintf(stderr, "%s", text);
   assert_non_null(strstr(text, t.instance));
   char cols[16][32];
@@ -239,12 +225,9 @@ static void test_status(void **state) {
   assert_int_equal(pa_test_send_str(fd, "ping\n"), 0);
   char line[64];
   assert_true(pa_test_read_line(fd, line, sizeof line, 10000) >= 0);
+  assert_string_equal(line, "pong");
   assert_int_equal(lt_run_playarea(args, log, 20000), 0);
-  f = fopen(log, "r");
-  assert_non_null(f);
-  n = fread(text, 1, sizeof text - 1, f);
-  text[n] = '\0';
-  fclose(f);
+  assert_true(pa_test_read_file(log, text, sizeof text) >= 0);
   /* the log has both runs; the last pa-netgw row is the newest */
   const char *last = strstr(text, "instance ");
   const char *again = last;

@@ -138,13 +138,8 @@ static void expect_refused(const char *const *args, const char *needle) {
     argv[k++] = args[i];
   argv[k] = NULL;
   int rc = lt_run_playarea(argv, log, 20000);
-  FILE *f = fopen(log, "r");
-  char text[4096] = "";
-  if (f) {
-    size_t n = fread(text, 1, sizeof text - 1, f);
-    text[n] = '\0';
-    fclose(f);
-  }
+  char text[4096];
+  pa_test_read_file(log, text, sizeof text);
   if (rc != PA_EXIT_CONFIG || !strstr(text, needle))
     fprintf(stderr, "args %s ...: rc %d, output:\n%s\n", args[0], rc, text);
   assert_int_equal(rc, PA_EXIT_CONFIG);
@@ -194,12 +189,8 @@ static void test_help(void **state) {
   snprintf(log, sizeof log, "%s/help.log", pa_test_tmpdir());
   const char *a[] = {"--help", NULL};
   assert_int_equal(lt_run_playarea(a, log, 10000), 0);
-  FILE *f = fopen(log, "r");
-  assert_non_null(f);
   char text[16384];
-  size_t n = fread(text, 1, sizeof text - 1, f);
-  text[n] = '\0';
-  fclose(f);
+  assert_true(pa_test_read_file(log, text, sizeof text) >= 0);
   const char *want[] = {"--tcp_port", "(default 9000)", "--tcp_feedback_hz",
                         "--scan_hz", "--camera_hz", "--control_hz",
                         "--map_yaml", "--map_image", "--map_resolution",
@@ -227,12 +218,8 @@ static void test_commands_without_instance(void **state) {
   assert_int_equal(lt_run_playarea(s3, log, 10000), PA_EXIT_CONFIG);
   const char *s4[] = {"status", "--bogus", NULL};
   assert_int_equal(lt_run_playarea(s4, log, 10000), PA_EXIT_CONFIG);
-  FILE *f = fopen(log, "r");
-  assert_non_null(f);
   char text[8192];
-  size_t n = fread(text, 1, sizeof text - 1, f);
-  text[n] = '\0';
-  fclose(f);
+  assert_true(pa_test_read_file(log, text, sizeof text) >= 0);
   assert_non_null(strstr(text, inst));
   assert_non_null(strstr(text, "unknown process"));
   assert_non_null(strstr(text, "--bogus"));

@@ -33,13 +33,7 @@ static void test_crash_loop(void **state) {
   assert_int_equal(t.s.ctl->health[PA_PROC_RENDER].restarts, 4);
   assert_int_equal(t.s.ctl->health[PA_PROC_RENDER].last_exit, 1);
   /* still serving */
-  int fd = pa_test_tcp_connect(t.port);
-  assert_true(fd >= 0);
-  assert_int_equal(pa_test_send_str(fd, "ping\n"), 0);
-  char line[64];
-  assert_true(pa_test_read_line(fd, line, sizeof line, 10000) >= 0);
-  assert_string_equal(line, "pong");
-  close(fd);
+  assert_true(pa_test_ping(t.port, 10000));
   /* no further attempts after giving up */
   usleep(300000);
   assert_int_equal(t.s.ctl->health[PA_PROC_RENDER].restarts, 4);
@@ -82,23 +76,15 @@ static void test_wrap_strace(void **state) {
   assert_non_null(fgets(comm, sizeof comm, f));
   fclose(f);
   assert_non_null(strstr(comm, "pa-netgw"));
-  int fd = pa_test_tcp_connect(t.port);
-  assert_true(fd >= 0);
-  assert_int_equal(pa_test_send_str(fd, "ping\n"), 0);
-  char line[64];
-  assert_true(pa_test_read_line(fd, line, sizeof line, 20000) >= 0);
-  close(fd);
+  assert_true(pa_test_ping(t.port, 20000));
   assert_int_equal(lt_stop(&t, 60000), 0);
   assert_true(lt_pid_gone(net, 5000));
   /* strace wrote its summary when the traced process ended */
   struct stat st;
   assert_int_equal(stat(out, &st), 0);
   assert_true(st.st_size > 0);
-  f = fopen(out, "r");
   char text[8192];
-  size_t n = fread(text, 1, sizeof text - 1, f);
-  text[n] = '\0';
-  fclose(f);
+  assert_true(pa_test_read_file(out, text, sizeof text) > 0);
   assert_non_null(strstr(text, "syscall"));
 }
 
@@ -137,12 +123,8 @@ static void test_live_refused_stale_cleaned(void **state) {
   const char *args[] = {"--tcp_port", "0", "--no-render", "--instance",
                         a.instance, NULL};
   assert_int_equal(lt_run_playarea(args, log, 30000), 1);
-  FILE *f = fopen(log, "r");
-  assert_non_null(f);
   char text[4096];
-  size_t n = fread(text, 1, sizeof text - 1, f);
-  text[n] = '\0';
-  fclose(f);
+  assert_true(pa_test_read_file(log, text, sizeof text) >= 0);
   char want[160];
   snprintf(want, sizeof want, "instance %s is already running (launcher pid %d)",
            a.instance, (int)a.pid);

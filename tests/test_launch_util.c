@@ -107,26 +107,10 @@ int lt_stop(lt_stack *t, int timeout_ms) {
 }
 
 bool lt_log_contains(const lt_stack *t, const char *needle) {
-  FILE *f = fopen(t->log, "r");
-  if (!f)
-    return false;
-  char line[2048];
-  bool found = false;
-  while (!found && fgets(line, sizeof line, f))
-    found = strstr(line, needle) != NULL;
-  fclose(f);
-  return found;
+  return pa_test_file_contains(t->log, needle);
 }
 
-void lt_print_log(const lt_stack *t) {
-  FILE *f = fopen(t->log, "r");
-  if (!f)
-    return;
-  char line[2048];
-  while (fgets(line, sizeof line, f))
-    fprintf(stderr, "  | %s", line);
-  fclose(f);
-}
+void lt_print_log(const lt_stack *t) { pa_test_dump_file(t->log); }
 
 pid_t lt_pid(const lt_stack *t, int proc) {
   return t->attached ? (pid_t)__atomic_load_n(&t->s.ctl->health[proc].pid,

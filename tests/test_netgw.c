@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "netgw.h"
+#include "netgw_harness.h"
 #include "testutil.h"
 
 /* ---- text parser -----------------------------------------------------------*/
@@ -278,22 +279,15 @@ static void receive_image(int u, uint32_t seq, uint16_t w, uint16_t h,
   static uint8_t b[65536];
   while (got < count) {
     int r = pa_test_udp_recv(u, b, sizeof b, 5000);
-    assert_true(r >= 24);
-    assert_memory_equal(b, "CAM1", 4);
-    uint32_t s, sz, off;
-    uint16_t fw, fh, idx, cnt;
-    memcpy(&s, b + 4, 4);
-    memcpy(&fw, b + 8, 2);
-    memcpy(&fh, b + 10, 2);
-    memcpy(&sz, b + 12, 4);
-    memcpy(&off, b + 16, 4);
-    memcpy(&idx, b + 20, 2);
-    memcpy(&cnt, b + 22, 2);
-    assert_int_equal(s, seq);
-    assert_int_equal(fw, w);
-    assert_int_equal(fh, h);
-    assert_int_equal(sz, size);
-    assert_int_equal(cnt, count);
+    ng_cam_chunk c = {0};
+    assert_true(ng_parse_cam(b, r, &c));
+    uint32_t off = c.off;
+    uint16_t idx = c.idx;
+    assert_int_equal(c.seq, seq);
+    assert_int_equal(c.w, w);
+    assert_int_equal(c.h, h);
+    assert_int_equal(c.size, size);
+    assert_int_equal(c.cnt, count);
     assert_true(idx < count);
     assert_int_equal(off, (uint32_t)idx * chunk);
     uint32_t len = (uint32_t)r - 24;

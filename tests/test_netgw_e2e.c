@@ -1053,7 +1053,7 @@ static void camera_stream(void **state) {
          pa_test_alive(r))
     usleep(10000);
   if (!s.st.ctl->health[PA_PROC_RENDER].ready) {
-    ng_dump_log(log);
+    pa_test_dump_file(log);
     fail_msg("pa-render did not become ready");
   }
   int fd = ng_connect(&s);
@@ -1071,20 +1071,14 @@ static void camera_stream(void **state) {
   while (whole < 10 && pa_test_now_ms() < end) {
     int n = pa_test_udp_recv(u, b, sizeof b, 5000);
     assert_true(n > 24 && n <= 24 + 1400);
-    uint32_t seq, size, off;
-    uint16_t w, h, idx, cnt;
-    memcpy(&seq, b + 4, 4);
-    memcpy(&w, b + 8, 2);
-    memcpy(&h, b + 10, 2);
-    memcpy(&size, b + 12, 4);
-    memcpy(&off, b + 16, 4);
-    memcpy(&idx, b + 20, 2);
-    memcpy(&cnt, b + 22, 2);
-    assert_memory_equal(b, "CAM1", 4);
-    assert_int_equal(w, W);
-    assert_int_equal(h, H);
-    assert_int_equal(size, SIZE);
-    assert_int_equal(cnt, CHUNKS);
+    ng_cam_chunk c = {0};
+    assert_true(ng_parse_cam(b, n, &c));
+    uint32_t seq = c.seq, off = c.off;
+    uint16_t idx = c.idx;
+    assert_int_equal(c.w, W);
+    assert_int_equal(c.h, H);
+    assert_int_equal(c.size, SIZE);
+    assert_int_equal(c.cnt, CHUNKS);
     assert_int_equal(off, idx * 1400u);
     if (seq != cur) {
       assert_true(seq > cur); /* images never go backwards */

@@ -123,28 +123,6 @@ static bool render_ready(void *arg) {
                          __ATOMIC_ACQUIRE) == 1;
 }
 
-static void dump_log(const char *path) {
-  FILE *f = fopen(path, "r");
-  if (!f)
-    return;
-  char line[512];
-  while (fgets(line, sizeof line, f))
-    fprintf(stderr, "  | %s", line);
-  fclose(f);
-}
-
-static bool file_contains(const char *path, const char *needle) {
-  FILE *f = fopen(path, "r");
-  if (!f)
-    return false;
-  char line[1024];
-  bool found = false;
-  while (!found && fgets(line, sizeof line, f))
-    found = strstr(line, needle) != NULL;
-  fclose(f);
-  return found;
-}
-
 /* Waits for a camera frame matching pred (NULL = any newer than after). */
 typedef bool (*frame_pred)(const pa_frame *f, void *arg);
 static const pa_frame *wait_frame(world *w, uint64_t after, frame_pred pred,
@@ -207,7 +185,7 @@ static void test_e2e(void **state) {
   snprintf(log, sizeof log, "%s/render.log", pa_test_tmpdir());
   pid_t pid = spawn_render(&w, log);
   if (!pa_test_wait_for(render_ready, &w, 30000)) {
-    dump_log(log);
+    pa_test_dump_file(log);
     fail_msg("pa-render did not become ready");
   }
   assert_int_equal(w.st.ctl->health[PA_PROC_RENDER].pid, pid);
@@ -228,7 +206,7 @@ static void test_e2e(void **state) {
   sem_post(&w.st.ctl->render_wake);
   const pa_frame *f = wait_frame(&w, 0, NULL, NULL, 20000);
   if (!f) {
-    dump_log(log);
+    pa_test_dump_file(log);
     fail_msg("no camera frame");
   }
   assert_int_equal(f->robot, 0);
@@ -291,7 +269,7 @@ static void test_e2e(void **state) {
   pa_stack_world_end(&w.st);
   f = wait_frame(&w, 0, centre_green, NULL, 10000);
   if (!f) {
-    dump_log(log);
+    pa_test_dump_file(log);
     fail_msg("spawned obstacle never appeared in the camera");
   }
 
@@ -350,19 +328,19 @@ static void test_e2e_sim(void **state) {
   char *sargv[] = {sim, "--instance", w.instance, "--paused", NULL};
   pid_t spid = pa_test_spawn(sargv, log);
   if (!pa_test_wait_for(sim_ready, &w, 30000)) {
-    dump_log(log);
+    pa_test_dump_file(log);
     fail_msg("pa-sim did not become ready");
   }
   pid_t rpid = spawn_render(&w, rlog);
   if (!pa_test_wait_for(render_ready, &w, 30000)) {
-    dump_log(rlog);
+    pa_test_dump_file(rlog);
     fail_msg("pa-render did not become ready");
   }
   __atomic_store_n(&w.st.cam[0].subscribers, 1, __ATOMIC_RELEASE);
   sem_post(&w.st.ctl->render_wake);
   const pa_frame *f = wait_frame(&w, 0, NULL, NULL, 20000);
   if (!f) {
-    dump_log(rlog);
+    pa_test_dump_file(rlog);
     fail_msg("no camera frame with pa-sim");
   }
   /* the state ring's latest tick is the one the frame was rendered from */
@@ -393,7 +371,7 @@ static void test_e2e_sim(void **state) {
   double want[3] = {-1.0, 0.0, 0.5};
   f = wait_frame(&w, 0, pose_is, want, 20000);
   if (!f) {
-    dump_log(log);
+    pa_test_dump_file(log);
     fail_msg("camera did not follow the teleport");
   }
   int st = pa_test_stop(rpid, SIGTERM, 10000);
@@ -416,16 +394,19 @@ static void test_config_errors(void **state) {
   snprintf(log, sizeof log, "%s/cfg.log", pa_test_tmpdir());
   char *missing[] = {bin, "--instance", "tnope-render-missing", NULL};
   assert_int_equal(run_to_exit(missing, log, 20000), PA_EXIT_CONFIG);
-  assert_true(file_contains(log, "does not exist"));
+  assert_true(pa_test_file_contains(log, "does not exist"));
   char *badhz[] = {bin, "--camera_hz", "0", NULL};
   assert_int_equal(run_to_exit(badhz, log, 20000), PA_EXIT_CONFIG);
-  assert_true(file_contains(log, "--camera_hz"));
+  assert_true(pa_test_file_contains(log, "--camera_hz"));
   char *unknown[] = {bin, "--camera-hz=abc", NULL};
   assert_int_equal(run_to_exit(unknown, log, 20000), PA_EXIT_CONFIG);
-  assert_true(file_contains(log, "abc"));
-  char *shot[] = {bin, "--screenshot", "/tmp/x.png", NULL};
+  assert_true(pa_test_file_contains(log, "abc"));
+  char png[512];
+  snprintf(png, sizeof png, "%s/x.png", pa_test_tmpdir());
+  char *shot[] = {bin, "--screenshot", png, NULL};
   assert_int_equal(run_to_exit(shot, log, 20000), PA_EXIT_CONFIG);
-  assert_true(file_contains(log, "--viewer"));
+  assert_int_equal(access(png, F_OK), -1); /* refused: nothing written */
+  assert_true(pa_test_file_contains(log, "--viewer"));
 }
 
 /* No usable EGL vendor: a clear error and exit 1 (the launcher may retry). */
@@ -440,8 +421,8 @@ static void test_no_gl(void **state) {
   int st = pa_test_stop(pid, 0, 20000);
   assert_true(WIFEXITED(st));
   assert_int_equal(WEXITSTATUS(st), 1);
-  if (!file_contains(log, "EGL")) {
-    dump_log(log);
+  if (!pa_test_file_contains(log, "EGL")) {
+    pa_test_dump_file(log);
     fail_msg("no EGL error message");
   }
   assert_int_equal(w.st.ctl->health[PA_PROC_RENDER].ready, 0);
@@ -480,13 +461,13 @@ static void test_viewer_screenshot(void **state) {
   pid_t pid = pa_test_spawn(argv, log);
   int st = pa_test_stop(pid, 0, 90000);
   if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
-    dump_log(log);
+    pa_test_dump_file(log);
     fail_msg("viewer did not exit cleanly");
   }
   int iw = 0, ih = 0, ic = 0;
   unsigned char *img = stbi_load(png, &iw, &ih, &ic, 3);
   if (!img) {
-    dump_log(log);
+    pa_test_dump_file(log);
     fail_msg("no screenshot at %s", png);
   }
   assert_int_equal(iw, 640);

@@ -749,11 +749,7 @@ static int shmctl(char *out, size_t n, const char *a1, const char *a2) {
   pid_t pid = pa_test_spawn(argv, log);
   assert_true(pid > 0);
   int status = pa_test_stop(pid, 0, 20000);
-  FILE *f = fopen(log, "r");
-  size_t k = f ? fread(out, 1, n - 1, f) : 0;
-  out[k] = 0;
-  if (f)
-    fclose(f);
+  pa_test_read_file(log, out, n);
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 

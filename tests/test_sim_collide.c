@@ -34,20 +34,8 @@ static void arena(pa_sim_model *m, pa_sim_state *s, double max_v) {
   r.max_v = max_v;
   r.acc_v = 100; /* reach the speed at once */
   r.dec_v = 100;
-  pa_obstacle_def o[2];
-  memset(o, 0, sizeof o);
-  snprintf(o[0].name, sizeof o[0].name, "box");
-  o[0].shape = PA_SHAPE_BOX;
-  o[0].x = 1.5;
-  o[0].y = 1.5;
-  o[0].theta = 0.4;
-  o[0].size_x = 0.8;
-  o[0].size_y = 0.4;
-  snprintf(o[1].name, sizeof o[1].name, "can");
-  o[1].shape = PA_SHAPE_CIRCLE;
-  o[1].x = 4.5;
-  o[1].y = 4.5;
-  o[1].radius = 0.3;
+  pa_obstacle_def o[2] = {ts_box("box", 1.5, 1.5, 0.4, 0.8, 0.4),
+                          ts_circle("can", 4.5, 4.5, 0.3)};
   pa_sim_def d = pa_sim_def_default();
   ts_make(m, s, &d, &g, &r, 1, o, 2);
   pa_grid_free(&g);

@@ -106,20 +106,8 @@ static void test_range_limits(void **st) {
 static void test_shapes_and_robots(void **st) {
   (void)st;
   pa_robot_def r[2] = {ts_robot("r", 2.5, 2.5, 0), ts_robot("o", 1.5, 2.5, 0)};
-  pa_obstacle_def o[2];
-  memset(o, 0, sizeof o);
-  snprintf(o[0].name, sizeof o[0].name, "can");
-  o[0].shape = PA_SHAPE_CIRCLE;
-  o[0].x = 3.5;
-  o[0].y = 2.5;
-  o[0].radius = 0.3;
-  snprintf(o[1].name, sizeof o[1].name, "box");
-  o[1].shape = PA_SHAPE_BOX;
-  o[1].x = 2.5;
-  o[1].y = 1.5;
-  o[1].theta = M_PI / 4;
-  o[1].size_x = 0.4;
-  o[1].size_y = 0.4;
+  pa_obstacle_def o[2] = {ts_circle("can", 3.5, 2.5, 0.3),
+                          ts_box("box", 2.5, 1.5, M_PI / 4, 0.4, 0.4)};
   pa_sim_def d = pa_sim_def_default();
   pa_sim_model m;
   pa_sim_state s;

@@ -54,10 +54,7 @@ static bool sim_ready(void *arg) {
 
 static void wait_ready(sim *s) {
   if (!pa_test_wait_for(sim_ready, s, 20000)) {
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "cat %s >&2", s->log);
-    if (system(cmd)) {
-    }
+    pa_test_dump_file(s->log);
     fail_msg("pa-sim did not become ready");
   }
 }

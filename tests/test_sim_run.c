@@ -1,6 +1,7 @@
 /* test_sim_run.c - determinism: a 10,000-tick lockstep run with several
  * robots, obstacles, laser noise and odometry drift hashes to a pinned
- * value (poses, odometry and every scan, bit for bit). */
+ * value (poses, odometry and every scan, bit for bit); snapshots whose
+ * records could not come from this simulator are refused. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -10,7 +11,16 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <fcntl.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "pa_shm.h"
+#include "sim_int.h"
 #include "test_sim_util.h"
+#include "testutil.h"
 
 /* Pinned: change only with a deliberate change of the physics or sensors. */
 #define PINNED_HASH 0x93485f5b3cd19d89ull
@@ -33,20 +43,8 @@ static uint64_t run(int ticks, uint32_t threads, uint32_t extra) {
   pa_robot_def r[4] = {ts_robot("a", 1, 1, 0), ts_robot("b", 2, 6, 1),
                        ts_robot("c", 7, 7, -2), ts_robot("d", 4, 5, 3)};
   r[3].drive = PA_DRIVE_OMNI;
-  pa_obstacle_def o[2];
-  memset(o, 0, sizeof o);
-  snprintf(o[0].name, sizeof o[0].name, "box");
-  o[0].shape = PA_SHAPE_BOX;
-  o[0].x = 2;
-  o[0].y = 3.5;
-  o[0].theta = 0.5;
-  o[0].size_x = 0.6;
-  o[0].size_y = 0.3;
-  snprintf(o[1].name, sizeof o[1].name, "can");
-  o[1].shape = PA_SHAPE_CIRCLE;
-  o[1].x = 5;
-  o[1].y = 6;
-  o[1].radius = 0.25;
+  pa_obstacle_def o[2] = {ts_box("box", 2, 3.5, 0.5, 0.6, 0.3),
+                          ts_circle("can", 5, 6, 0.25)};
   pa_sim_def d = pa_sim_def_default();
   d.seed = 42;
   d.threads = threads;
@@ -122,10 +120,82 @@ static void test_threads_same(void **st) {
   assert_true(run(2000, 4, 296) == busy);
 }
 
+/* A snapshot object another program rewrote, checksum and all: each bad
+ * record is refused with invalid_message and nothing changes; the same
+ * bytes re-summed unchanged load. */
+static void test_snapshot_bad_records(void **st) {
+  (void)st;
+  pa_grid g;
+  ts_room(&g, 100, 100, 0.05);
+  pa_robot_def r[2] = {ts_robot("a", 1, 1, 0), ts_robot("b", 3, 3, 1)};
+  pa_obstacle_def o[1] = {ts_circle("can", 2, 4, 0.2)};
+  pa_sim_def d = pa_sim_def_default();
+  pa_test_instance(d.instance, sizeof d.instance, "snapbad");
+  pa_sim_model m;
+  pa_sim_state s;
+  ts_make(&m, &s, &d, &g, r, 2, o, 1);
+  pa_cmd c;
+  memset(&c, 0, sizeof c);
+  c.op = PA_OP_SAVE_SNAPSHOT;
+  snprintf(c.name, sizeof c.name, "x");
+  pa_reply rep;
+  assert_int_equal(pa_sim_apply(&m, &s, &c, &rep), PA_OK);
+  assert_int_equal(ts_cmd(&m, &s, PA_OP_TELEPORT, 0, 2.0, 1.5, 0.3, 0), PA_OK);
+  char path[256];
+  snprintf(path, sizeof path, "/dev/shm/playarea.%s.snap-x", d.instance);
+  int fd = open(path, O_RDWR);
+  assert_true(fd >= 0);
+  struct stat sb;
+  assert_int_equal(fstat(fd, &sb), 0);
+  size_t size = (size_t)sb.st_size;
+  unsigned char *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  close(fd);
+  assert_true(p != MAP_FAILED);
+  unsigned char *orig = malloc(size);
+  assert_non_null(orig);
+  memcpy(orig, p, size);
+  pa_sim_snap_hdr *h = (pa_sim_snap_hdr *)(void *)p;
+  unsigned char *body = p + sizeof *h;
+  pa_robot_info *ri = (pa_robot_info *)(void *)body;
+  pa_robot_state *rs = (pa_robot_state *)(void *)(body + 2 * sizeof *ri);
+  pa_obstacle_info *oi = (pa_obstacle_info *)(void *)(body + 2 * sizeof *ri +
+                                                      2 * sizeof *rs);
+  c.op = PA_OP_LOAD_SNAPSHOT;
+  for (int k = 0; k <= 6; k++) {
+    memcpy(p, orig, size);
+    switch (k) {
+    case 0: ri[0].laser_beams = m.beam_cap + 1; break; /* past the buffers */
+    case 1: ri[1].radius = NAN; break;
+    case 2: ri[0].drive = 7; break;
+    case 3: rs[1].x = INFINITY; break;
+    case 4: rs[0].cmd_frame = 9; break;
+    case 5: oi[0].shape = 5; break;
+    case 6: break; /* unchanged: loads */
+    }
+    h->checksum = pa_sim_int_snap_sum(h, body, size - sizeof *h);
+    pa_status want = k == 6 ? PA_OK : PA_ERR_INVALID_MESSAGE;
+    pa_status got = pa_sim_apply(&m, &s, &c, &rep);
+    if (got != want)
+      fail_msg("case %d: status %d (%s), want %d", k, got, rep.msg, want);
+    if (k < 6) /* nothing changed */
+      assert_true(s.rs[0].x == 2.0 && s.rs[0].y == 1.5);
+  }
+  assert_true(s.rs[0].x == 1.0 && s.rs[0].y == 1.0); /* the saved pose */
+  for (int t = 0; t < 100; t++) /* and it runs */
+    pa_sim_step(&m, &s);
+  munmap(p, size);
+  free(orig);
+  pa_stack_unlink(d.instance);
+  assert_int_equal(access(path, F_OK), -1);
+  ts_free(&m, &s);
+  pa_grid_free(&g);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_determinism),
       cmocka_unit_test(test_threads_same),
+      cmocka_unit_test(test_snapshot_bad_records),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

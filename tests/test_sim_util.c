@@ -43,6 +43,32 @@ pa_robot_def ts_robot(const char *name, double x, double y, double theta) {
   return r;
 }
 
+pa_obstacle_def ts_box(const char *name, double x, double y, double theta,
+                       double sx, double sy) {
+  pa_obstacle_def o;
+  memset(&o, 0, sizeof o);
+  snprintf(o.name, sizeof o.name, "%s", name);
+  o.shape = PA_SHAPE_BOX;
+  o.x = x;
+  o.y = y;
+  o.theta = theta;
+  o.size_x = sx;
+  o.size_y = sy;
+  return o;
+}
+
+pa_obstacle_def ts_circle(const char *name, double x, double y,
+                          double radius) {
+  pa_obstacle_def o;
+  memset(&o, 0, sizeof o);
+  snprintf(o.name, sizeof o.name, "%s", name);
+  o.shape = PA_SHAPE_CIRCLE;
+  o.x = x;
+  o.y = y;
+  o.radius = radius;
+  return o;
+}
+
 void ts_make(pa_sim_model *m, pa_sim_state *s, const pa_sim_def *d,
              const pa_grid *g, pa_robot_def *robots, size_t nr,
              pa_obstacle_def *obs, size_t no) {

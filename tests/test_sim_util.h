@@ -11,6 +11,10 @@ void ts_room(pa_grid *g, uint32_t w, uint32_t h, double res);
 void ts_block(pa_grid *g, double x0, double y0, double x1, double y1);
 /* A robot def at a pose (defaults otherwise). */
 pa_robot_def ts_robot(const char *name, double x, double y, double theta);
+/* Obstacle defs: a box (sides sx x sy, turned by theta) and a circle. */
+pa_obstacle_def ts_box(const char *name, double x, double y, double theta,
+                       double sx, double sy);
+pa_obstacle_def ts_circle(const char *name, double x, double y, double radius);
 /* Model + state over grid g (copied) with the given robots/obstacles. */
 void ts_make(pa_sim_model *m, pa_sim_state *s, const pa_sim_def *d,
              const pa_grid *g, pa_robot_def *robots, size_t nr,

@@ -290,6 +290,53 @@ int pa_test_read_line(int fd, char *out, size_t n, int timeout_ms) {
   }
 }
 
+bool pa_test_ping(uint16_t port, int timeout_ms) {
+  int fd = pa_test_tcp_connect(port);
+  if (fd < 0)
+    return false;
+  char line[64];
+  bool ok = pa_test_send_str(fd, "ping\n") == 0 &&
+            pa_test_read_line(fd, line, sizeof line, timeout_ms) >= 0 &&
+            strcmp(line, "pong") == 0;
+  close(fd);
+  return ok;
+}
+
+long pa_test_read_file(const char *path, char *buf, size_t n) {
+  if (n == 0)
+    return -1;
+  buf[0] = '\0';
+  FILE *f = fopen(path, "r");
+  if (!f)
+    return -1;
+  size_t got = fread(buf, 1, n - 1, f);
+  buf[got] = '\0';
+  fclose(f);
+  return (long)got;
+}
+
+void pa_test_dump_file(const char *path) {
+  FILE *f = fopen(path, "r");
+  if (!f)
+    return;
+  char line[2048];
+  while (fgets(line, sizeof line, f))
+    fprintf(stderr, "  | %s", line);
+  fclose(f);
+}
+
+bool pa_test_file_contains(const char *path, const char *needle) {
+  FILE *f = fopen(path, "r");
+  if (!f)
+    return false;
+  char line[2048];
+  bool found = false;
+  while (!found && fgets(line, sizeof line, f))
+    found = strstr(line, needle) != NULL;
+  fclose(f);
+  return found;
+}
+
 int pa_test_fd_count(pid_t pid) {
   char path[64];
   snprintf(path, sizeof path, "/proc/%d/fd", (int)pid);

@@ -50,6 +50,19 @@ int pa_test_send_str(int fd, const char *s);
  * returns its length or -1. Bytes after the line stay buffered per fd. */
 int pa_test_read_line(int fd, char *buf, size_t n, int timeout_ms);
 
+/* Connects to 127.0.0.1:port, sends "ping" and reads one line within
+ * timeout_ms; true when it is "pong". */
+bool pa_test_ping(uint16_t port, int timeout_ms);
+
+/* Copies path to stderr, each line prefixed "  | " (nothing if unreadable). */
+void pa_test_dump_file(const char *path);
+/* True when a line of path contains needle. */
+bool pa_test_file_contains(const char *path, const char *needle);
+
+/* Reads up to n - 1 bytes of path into buf, NUL-terminated (buf is "" when
+ * path cannot be opened). Returns the bytes read, or -1. */
+long pa_test_read_file(const char *path, char *buf, size_t n);
+
 /* Number of open file descriptors of pid (via /proc). */
 int pa_test_fd_count(pid_t pid);
 /* Count of /dev/shm objects whose name starts with "playarea.<instance>.". */

@@ -84,10 +84,8 @@ class RobotUnitTest(unittest.TestCase):
         self.assertEqual(self.server.subs["odom"][0], "127.0.0.1")
         for s in (1, 2, 3, 6, 5):
             self.server.send("odom", odom_frame(s, t=s * 0.01, x=s))
-        deadline = time.monotonic() + 5
-        while r.odom is None or r.odom.seq != 6 or r.stats("odom")["late"] < 1:
-            self.assertLess(time.monotonic(), deadline, "frames did not arrive")
-            time.sleep(0.01)
+        wait_until(lambda: r.odom is not None and r.odom.seq == 6 and r.stats("odom")["late"] >= 1,
+                   what="frames arrived")
         o = r.odom
         self.assertIsInstance(o, playarea.Odometry)
         self.assertEqual(r.odom.x, 6.0)
@@ -112,10 +110,7 @@ class RobotUnitTest(unittest.TestCase):
         self.server.send("scan", scan_frame(4, [1.0, 2.0, 3.0]))
         # The I/O thread may take the frame before wait_scan() starts (which
         # then waits for a newer one), so poll for it instead.
-        deadline = time.monotonic() + 5
-        while r.scan is None:
-            self.assertLess(time.monotonic(), deadline, "scan frame did not arrive")
-            time.sleep(0.01)
+        wait_until(lambda: r.scan is not None, what="scan frame arrived")
         s = r.scan
         self.assertEqual((s.seq, s.ranges), (4, (1.0, 2.0, 3.0)))
         self.assertEqual(r.stats("scan")["invalid"], 2)
@@ -233,10 +228,7 @@ class RobotUnitTest(unittest.TestCase):
         self.server.send("odom", odom_frame(1))  # a restarted stack starts seq again
         wait_until(lambda: r.odom is not None, what="odom after reconnect")
         self.assertEqual(r.odom.seq, 1)
-        deadline = time.monotonic() + 5
-        while not r.connected:
-            self.assertLess(time.monotonic(), deadline)
-            time.sleep(0.01)
+        wait_until(lambda: r.connected, what="connected again")
         self.assertEqual(r.reconnects, 1)
         self.assertEqual(r.pose()[0], 1.5)
 
