@@ -41,7 +41,9 @@ struct pa_ring {
   uint64_t head;        /* records written = seq of the newest; own line */
   uint32_t pending;     /* writer: 1 between write_begin and commit */
   uint32_t pending_len;
-  char pad2[64 - 16];
+  uint32_t reader_hi;   /* entries [0, reader_hi) were ever registered: the
+                         * writer looks at those only */
+  char pad2[64 - 20];
 };
 
 _Static_assert(sizeof(ring_reader) == 64, "reader entry is one cache line");
@@ -162,11 +164,25 @@ static ring_slot *begin_slot(pa_ring *r, uint64_t n, uint32_t len) {
   return s;
 }
 
+/* Lines of the next slot fetched ahead (below). */
+#define PREFETCH_LINES 8u
+
 static int64_t publish(pa_ring *r, ring_slot *s, uint64_t n) {
   __atomic_store_n(&s->seq, n, __ATOMIC_RELEASE);
   __atomic_store_n(&r->head, n, __ATOMIC_RELEASE);
+  /* The next record goes to a slot last written a whole ring ago (cold):
+   * fetch the start of it for writing now, not when the writer needs it. */
+  const char *next = (const char *)slot_of(r, n + 1);
+  uint32_t lines = (SLOT_HDR + s->len + 63) / 64;
+  if (lines > PREFETCH_LINES)
+    lines = PREFETCH_LINES;
+  for (uint32_t i = 0; i < lines; i++)
+    __builtin_prefetch(next + 64 * i, 1, 3);
   ring_reader *rd = readers_of(r);
-  for (uint32_t i = 0; i < r->max_readers; i++)
+  uint32_t hi = __atomic_load_n(&r->reader_hi, __ATOMIC_ACQUIRE);
+  if (hi > r->max_readers)
+    hi = r->max_readers;
+  for (uint32_t i = 0; i < hi; i++)
     if (__atomic_load_n(&rd[i].active, __ATOMIC_ACQUIRE))
       pa_shm_sem_post_once(&rd[i].sem);
   return (int64_t)n;
@@ -293,6 +309,11 @@ int pa_ring_reader_register(pa_ring *r) {
       __atomic_store_n(&rd[i].active, 0, __ATOMIC_RELEASE);
       sem_init(&rd[i].sem, 1, 0);
       __atomic_store_n(&rd[i].active, 1, __ATOMIC_RELEASE);
+      uint32_t hi = __atomic_load_n(&r->reader_hi, __ATOMIC_RELAXED);
+      while (hi < i + 1 &&
+             !__atomic_compare_exchange_n(&r->reader_hi, &hi, i + 1, false,
+                                          __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+        ;
       return (int)i;
     }
   }

@@ -149,6 +149,14 @@ typedef struct pa_sim_pool pa_sim_pool; /* scan workers (sim_pool.c) */
 /* A differential robot's wheel separation when none is given. */
 #define PA_WHEEL_BASE_PER_RADIUS 1.6
 
+/* When and where a scan was taken: its record's header fields. */
+typedef struct pa_sim_scan_stamp {
+  uint64_t tick;
+  double sim_time;
+  double x, y, theta;
+  uint32_t robot, seq;
+} pa_sim_scan_stamp;
+
 typedef struct pa_sim_state {
   uint64_t tick;           /* ticks since the simulation started */
   double sim_time;         /* [s] */
@@ -175,6 +183,16 @@ typedef struct pa_sim_state {
   pa_sim_pool *pool;       /* NULL when threads == 1 */
   struct pa_sim_motion *motion; /* [cap_robots] this tick's planned moves */
   uint64_t alone_moves;    /* robot-ticks moved in parallel (statistics) */
+  /* Overlapped scans (pa_sim_run running free with threads and one robot):
+   * the robot's scan is cast on the workers during the next ticks, into
+   * late_ranges, and completes at the latest at its next scan. */
+  bool defer_scans;        /* the driver allows it for the next tick */
+  bool late_casting;       /* a scan is being cast (late_cast, late_ranges) */
+  bool late_ready;         /* one is complete, its record not yet written
+                            * (late_done, done_ranges; also in ranges) */
+  pa_sim_scan_stamp late_cast, late_done;
+  float *late_ranges, *done_ranges; /* [beam_cap] each, swapped */
+  uint64_t late_scans;     /* scans overlapped so far (statistics) */
 } pa_sim_state;
 
 /* Scan threads for def.threads and an initial world of `robots` robots:
@@ -194,6 +212,11 @@ void pa_sim_reset(const pa_sim_model *m, pa_sim_state *s);
 /* One tick: limits + kinematics + collisions + odometry, then scans for the
  * robots due (listed in s->scan_due). Advances tick and sim_time. */
 void pa_sim_step(const pa_sim_model *m, pa_sim_state *s);
+
+/* Completes an overlapped scan: when its beams are all cast, or at once
+ * (waiting for them) when wait. Returns s->late_ready: a scan to publish
+ * (pa_sim_shm_publish_tick does). pa_sim_apply waits for one first. */
+bool pa_sim_scans_settle(const pa_sim_model *m, pa_sim_state *s, bool wait);
 
 /* ---- commands ------------------------------------------------------------ */
 
@@ -265,6 +288,14 @@ void pa_sim_shm_publish_world(const pa_sim_state *s, pa_stack *st);
 /* Writes this tick's pa_tick + robot states to the state ring and the due
  * scans to the scan ring. */
 void pa_sim_shm_publish_tick(const pa_sim_model *m, pa_sim_state *s,
+                             pa_stack *st);
+/* The same with the records' wall time given (CLOCK_MONOTONIC [ns], just
+ * read by the caller). */
+void pa_sim_shm_publish_tick_at(const pa_sim_model *m, pa_sim_state *s,
+                                pa_stack *st, int64_t wall_ns);
+/* Writes an overlapped scan that completed (pa_sim_scans_settle) to the
+ * scan ring, if any (pa_sim_shm_publish_tick does too). */
+void pa_sim_shm_publish_late(const pa_sim_model *m, pa_sim_state *s,
                              pa_stack *st);
 /* If the stack holds a live world (state records + robots in the snapshot),
  * loads it into s and returns 1; 0 when there is nothing to resume; negative

@@ -1493,23 +1493,34 @@ static uint32_t scan_beams(const pa_sim_model *m, const pa_robot_info *ri) {
   return ri->laser_beams > m->beam_cap ? m->beam_cap : ri->laser_beams;
 }
 
-void pa_sim_int_scan_walls(const pa_sim_model *m, const pa_sim_state *s,
-                           uint32_t id, float *out, pa_sim_scratch *sc,
-                           uint32_t b0, uint32_t b1) {
-  const pa_robot_info *ri = &s->info[id];
+void pa_sim_int_scan_at(const pa_sim_model *m, const pa_sim_state *s,
+                        uint32_t id, pa_sim_scan_at *a) {
   const pa_robot_state *r = &s->rs[id];
-  uint32_t beams = scan_beams(m, ri);
+  a->id = id;
+  a->beams = scan_beams(m, &s->info[id]);
+  a->x = r->x;
+  a->y = r->y;
+  a->theta = r->theta;
+  double c = cos(r->theta), sn = sin(r->theta);
+  to_grid(m, r->x, r->y, &a->gx, &a->gy);
+  a->gc = m->cos_yaw * c + m->sin_yaw * sn;
+  a->gs = -m->sin_yaw * c + m->cos_yaw * sn;
+}
+
+void pa_sim_int_scan_walls(const pa_sim_model *m, const pa_sim_state *s,
+                           const pa_sim_scan_at *a, float *out,
+                           pa_sim_scratch *sc, uint32_t b0, uint32_t b1) {
+  const pa_robot_info *ri = &s->info[a->id];
+  uint32_t beams = a->beams;
   if (b1 > beams)
     b1 = beams;
   beam_table(sc, beams);
   double rmax = ri->laser_range_max;
-  double c = cos(r->theta), sn = sin(r->theta);
-  /* Grid frame once for the whole scan. */
-  double gx, gy;
-  to_grid(m, r->x, r->y, &gx, &gy);
   double res = m->grid.resolution, maxc = rmax / res;
-  double gc = m->cos_yaw * c + m->sin_yaw * sn;
-  double gs = -m->sin_yaw * c + m->cos_yaw * sn;
+  const double gc = a->gc, gs = a->gs;
+  /* Without noise the finish's clamp to range_min can come first (it
+   * commutes with taking the nearer body), here on the casting threads. */
+  const float lo = ri->laser_noise > 0 ? 0.0f : ri->laser_range_min;
   const float *bc = sc->beam_cos, *bs = sc->beam_sin;
   for (uint32_t i0 = b0; i0 < b1; i0 += SCAN_CHUNK) {
     uint32_t nb = b1 - i0 < SCAN_CHUNK ? b1 - i0 : SCAN_CHUNK;
@@ -1518,39 +1529,57 @@ void pa_sim_int_scan_walls(const pa_sim_model *m, const pa_sim_state *s,
       bdx[q] = gc * bc[i0 + q] - gs * bs[i0 + q];
       bdy[q] = gs * bc[i0 + q] + gc * bs[i0 + q];
     }
-    cast_many(m, gx, gy, bdx, bdy, nb, maxc, bt);
-    for (uint32_t q = 0; q < nb; q++)
-      out[i0 + q] = bt[q] >= maxc ? (float)rmax : (float)(bt[q] * res);
+    cast_many(m, a->gx, a->gy, bdx, bdy, nb, maxc, bt);
+    for (uint32_t q = 0; q < nb; q++) {
+      float v = bt[q] >= maxc ? (float)rmax : (float)(bt[q] * res);
+      out[i0 + q] = v < lo ? lo : v;
+    }
   }
 }
 
 void pa_sim_int_scan(const pa_sim_model *m, const pa_sim_state *s,
                      uint32_t id, float *out, pa_sim_scratch *sc) {
-  pa_sim_int_scan_walls(m, s, id, out, sc, 0, UINT32_MAX);
-  pa_sim_int_scan_finish(m, s, id, out, sc);
+  pa_sim_scan_at a;
+  pa_sim_int_scan_at(m, s, id, &a);
+  pa_sim_int_scan_walls(m, s, &a, out, sc, 0, UINT32_MAX);
+  pa_sim_int_scan_finish(m, s, &a, out, sc);
 }
 
 void pa_sim_int_scan_finish(const pa_sim_model *m, const pa_sim_state *s,
-                            uint32_t id, float *out, pa_sim_scratch *sc) {
+                            const pa_sim_scan_at *a, float *out,
+                            pa_sim_scratch *sc) {
+  const uint32_t id = a->id;
   const pa_robot_info *ri = &s->info[id];
-  const pa_robot_state *r = &s->rs[id];
   uint64_t *rng = &s->rs[id].rng; /* the robot's own: no other scan uses it */
-  uint32_t beams = scan_beams(m, ri);
+  uint32_t beams = a->beams;
   beam_table(sc, beams);
   double inc = 2.0 * M_PI / beams;
   double rmax = ri->laser_range_max, rmin = ri->laser_range_min;
-  scan_ctx k = {r->x, r->y, cos(r->theta), sin(r->theta), r->theta, inc,
+  scan_ctx k = {a->x, a->y, cos(a->theta), sin(a->theta), a->theta, inc,
                 beams, rmax, sc->dx, sc->dy, out, rmax};
   const float *bc = sc->beam_cos, *bs = sc->beam_sin;
+  double sigma = ri->laser_noise;
+  bool bodies = s->obstacle_count > 0 || s->robot_count > 1;
+  if (!bodies && sigma == 0)
+    return; /* the walls clamped already; nothing else to do */
   /* World beam directions: only bodies (obstacles, other robots) use them. */
-  if (s->obstacle_count > 0 || s->robot_count > 1)
+  if (bodies)
     for (uint32_t i = 0; i < beams; i++) {
       sc->dx[i] = k.c * bc[i] - k.s * bs[i];
       sc->dy[i] = k.s * bc[i] + k.c * bs[i];
     }
-  float far = 0; /* the farthest wall return */
-  for (uint32_t i = 0; i < beams; i++)
-    far = out[i] > far ? out[i] : far;
+  /* The farthest wall return (four chains: a single one waits on each
+   * comparison). */
+  float fm[4] = {0, 0, 0, 0};
+  uint32_t i4 = bodies ? beams & ~3u : 0;
+  for (uint32_t i = 0; i < i4; i += 4)
+    for (int j = 0; j < 4; j++)
+      fm[j] = out[i + j] > fm[j] ? out[i + j] : fm[j];
+  for (uint32_t i = i4; bodies && i < beams; i++)
+    fm[0] = out[i] > fm[0] ? out[i] : fm[0];
+  float far = fm[0];
+  for (int j = 1; j < 4; j++)
+    far = fm[j] > far ? fm[j] : far;
   /* Obstacles and other robots: only the beams their bounds subtend, and
    * only bodies nearer than the farthest wall return (+ rounding slack). */
   k.far = (double)far + 1e-6;
@@ -1567,8 +1596,8 @@ void pa_sim_int_scan_finish(const pa_sim_model *m, const pa_sim_state *s,
   /* + the largest robot radius (bucketed by centre) */
   int64_t span = h->valid ? (int64_t)ceil((rmax + h->rmax) / h->cell) : 0;
   if (h->valid && (2 * span + 1) * (2 * span + 1) < (int64_t)s->robot_count) {
-    int64_t cx = (int64_t)floor(r->x / h->cell);
-    int64_t cy = (int64_t)floor(r->y / h->cell);
+    int64_t cx = (int64_t)floor(a->x / h->cell);
+    int64_t cy = (int64_t)floor(a->y / h->cell);
     /* Only buckets that can hold a centre within far + rmax (scan_circle
      * drops any body beyond far + its radius anyway). */
     int64_t fspan = (int64_t)ceil((k.far + h->rmax) / h->cell) + 1; /* +1: rounding */
@@ -1591,7 +1620,6 @@ void pa_sim_int_scan_finish(const pa_sim_model *m, const pa_sim_state *s,
         scan_circle(&k, s->rs[o].x, s->rs[o].y, s->info[o].radius);
   }
   /* Clamp and noise: only returns get noise; no return stays range_max. */
-  double sigma = ri->laser_noise;
   for (uint32_t i = 0; i < beams; i++) {
     double v = out[i];
     if (v >= rmax) {

@@ -53,8 +53,10 @@ void pa_sim_int_robot_place(const pa_sim_model *m, pa_sim_state *s,
                             uint32_t id, double x, double y, double theta);
 
 /* pa_sim_step with its start time given (t0 [ns], CLOCK_MONOTONIC);
- * returns its end time (the loop reuses both: fewer clock reads). */
-int64_t pa_sim_int_step(const pa_sim_model *m, pa_sim_state *s, int64_t t0);
+ * returns its end time (the loop reuses both: fewer clock reads). timed =
+ * false leaves phase_ns alone and reads the clock once. */
+int64_t pa_sim_int_step(const pa_sim_model *m, pa_sim_state *s, int64_t t0,
+                        bool timed);
 
 /* Per-thread scan scratch: the beam direction table (rebuilt when the beam
  * count changes) and the world beam directions of one scan. */
@@ -66,18 +68,31 @@ typedef struct pa_sim_scratch {
 int pa_sim_int_scratch_init(pa_sim_scratch *k, uint32_t beam_cap);
 void pa_sim_int_scratch_free(pa_sim_scratch *k);
 
+/* Where one scan looks from: the sensor pose of its tick, copied (with its
+ * grid-frame form), so its beams can be cast while later ticks move the
+ * robot. */
+typedef struct pa_sim_scan_at {
+  uint32_t id, beams;
+  double x, y, theta;     /* world [m, rad] */
+  double gx, gy, gc, gs;  /* grid frame [cells], cos and sin of the heading */
+} pa_sim_scan_at;
+void pa_sim_int_scan_at(const pa_sim_model *m, const pa_sim_state *s,
+                        uint32_t id, pa_sim_scan_at *a);
+
 /* pa_sim_scan with the caller's scratch (reads the state, writes only out
  * and robot id's noise generator: scans of one tick can run in parallel). */
 void pa_sim_int_scan(const pa_sim_model *m, const pa_sim_state *s,
                      uint32_t id, float *out, pa_sim_scratch *k);
 /* Its two parts. Walls: the grid ranges of beams [b0, b1) only (beams are
- * independent: any split gives the same ranges). Finish: obstacles, other
- * robots, clamping and noise, for the whole scan, after every wall beam. */
+ * independent: any split gives the same ranges; reads only the grid, a and
+ * the robot's laser settings). Finish: obstacles, other robots, clamping and
+ * noise, for the whole scan, after every wall beam. */
 void pa_sim_int_scan_walls(const pa_sim_model *m, const pa_sim_state *s,
-                           uint32_t id, float *out, pa_sim_scratch *k,
-                           uint32_t b0, uint32_t b1);
+                           const pa_sim_scan_at *a, float *out,
+                           pa_sim_scratch *k, uint32_t b0, uint32_t b1);
 void pa_sim_int_scan_finish(const pa_sim_model *m, const pa_sim_state *s,
-                            uint32_t id, float *out, pa_sim_scratch *k);
+                            const pa_sim_scan_at *a, float *out,
+                            pa_sim_scratch *k);
 
 /* Scan workers (threads - 1 helpers; the caller casts too). NULL when
  * threads <= 1 (or on failure, with err set). */
@@ -97,6 +112,19 @@ void pa_sim_int_pool_scan(pa_sim_pool *p, const pa_sim_model *m,
 /* One robot's scan with its wall beams split over all threads. */
 void pa_sim_int_pool_scan_one(pa_sim_pool *p, const pa_sim_model *m,
                               pa_sim_state *s, uint32_t id);
+/* The same, overlapped with the next ticks (the loop running free, one
+ * robot): start posts the wall beams of a (copied) into out to the workers
+ * and returns; ready tells whether they are all cast; walls casts what is
+ * left on the caller, waits for the workers and gives a back (the caller
+ * then runs the finish, with the pool's scratch). Between start and walls
+ * the caller may run ticks but must not change the robot's laser settings
+ * (commands end it first). */
+void pa_sim_int_pool_scan_start(pa_sim_pool *p, const pa_sim_model *m,
+                                pa_sim_state *s, const pa_sim_scan_at *a,
+                                float *out);
+bool pa_sim_int_pool_scan_ready(pa_sim_pool *p);
+void pa_sim_int_pool_scan_walls(pa_sim_pool *p, pa_sim_scan_at *a);
+pa_sim_scratch *pa_sim_int_pool_scratch(pa_sim_pool *p);
 
 /* A command's error: status and message into r; returns st. */
 pa_status pa_sim_int_fail(pa_reply *r, pa_status st, const char *fmt, ...)

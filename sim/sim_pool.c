@@ -47,6 +47,17 @@ static void scan_one(void *arg, uint32_t i, pa_sim_scratch *k,
   (void)count;
 }
 
+/* One scan's wall beams in `n` contiguous parts: the first of `first`
+ * beams, the others of `step` (neighbouring beams cast together share
+ * cells; smaller parts cost more per beam). */
+typedef struct split_job {
+  const pa_sim_model *m;
+  pa_sim_state *s;
+  const pa_sim_scan_at *at;
+  uint32_t n, first, step;
+  float *out;
+} split_job;
+
 struct pa_sim_pool {
   pthread_mutex_t mu;
   pthread_cond_t go;       /* parked workers wait for a new job (or quit) */
@@ -60,11 +71,17 @@ struct pa_sim_pool {
   void *arg;
   uint32_t n, chunk;
   atomic_uint next;        /* next item to take */
+  atomic_uint done;        /* items finished (an overlapped job's progress) */
   atomic_uint_fast64_t count; /* the workers' counts */
   pa_sim_scratch scratch;  /* the caller's */
   int64_t last_end;        /* when the last small job ended [ns] */
   uint32_t nworkers;
   worker *w;
+  /* The overlapped scan (pa_sim_int_pool_scan_start .. _walls). */
+  bool open;               /* a job is posted and not yet closed */
+  pa_sim_scan_at at;
+  split_job *split;
+  double share;            /* of the first part (see scan_start) */
 };
 
 uint32_t pa_sim_threads_resolve(uint32_t threads, uint32_t robots) {
@@ -90,6 +107,7 @@ static uint64_t drain(pa_sim_pool *p, pa_sim_scratch *k) {
     uint32_t i1 = p->n - i0 < p->chunk ? p->n : i0 + p->chunk;
     for (uint32_t i = i0; i < i1; i++)
       p->fn(p->arg, i, k, &count);
+    atomic_fetch_add_explicit(&p->done, i1 - i0, memory_order_release);
   }
 }
 
@@ -163,9 +181,13 @@ pa_sim_pool *pa_sim_int_pool_new(const pa_sim_model *m, uint32_t threads,
   if (!p)
     goto oom;
   p->nworkers = threads - 1;
+  p->share = 0.65;
   p->w = calloc(p->nworkers, sizeof *p->w);
-  if (!p->w || pa_sim_int_scratch_init(&p->scratch, m->beam_cap) != 0) {
+  p->split = calloc(1, sizeof *p->split);
+  if (!p->w || !p->split ||
+      pa_sim_int_scratch_init(&p->scratch, m->beam_cap) != 0) {
     free(p->w);
+    free(p->split);
     pa_sim_int_scratch_free(&p->scratch);
     free(p);
     goto oom;
@@ -220,8 +242,42 @@ void pa_sim_int_pool_free(pa_sim_pool *p) {
   pthread_cond_destroy(&p->go);
   pthread_mutex_destroy(&p->mu);
   pa_sim_int_scratch_free(&p->scratch);
+  free(p->split);
   free(p->w);
   free(p);
+}
+
+/* Publishes a job and, if wake, wakes parked workers. No worker is inside a job here (the last one was closed and
+ * waited for), and none joins before the generation is published. */
+static uint64_t post(pa_sim_pool *p, pa_sim_pool_fn fn, void *arg,
+                     uint32_t n, uint32_t chunk, bool wake) {
+  p->fn = fn;
+  p->arg = arg;
+  p->n = n;
+  p->chunk = chunk ? chunk : 1;
+  atomic_store_explicit(&p->count, 0, memory_order_relaxed);
+  atomic_store_explicit(&p->next, 0, memory_order_relaxed);
+  atomic_store_explicit(&p->done, 0, memory_order_relaxed);
+  uint64_t g = atomic_load(&p->job) + 1;
+  atomic_store(&p->job, g); /* publishes the fields above */
+  if (wake && atomic_load(&p->parked) > 0) {
+    pthread_mutex_lock(&p->mu);
+    pthread_cond_broadcast(&p->go);
+    pthread_mutex_unlock(&p->mu);
+  }
+  p->open = true;
+  return g;
+}
+
+/* The caller takes what is left, closes the job and waits only for the
+ * workers that joined it (their items are short). */
+static uint64_t complete(pa_sim_pool *p) {
+  uint64_t count = drain(p, &p->scratch);
+  atomic_store(&p->closed, atomic_load(&p->job));
+  while (atomic_load(&p->active) > 0)
+    cpu_relax();
+  p->open = false;
+  return count + atomic_load(&p->count);
 }
 
 /* small: a job shorter than a wake-up (one scan split in parts) wakes
@@ -229,30 +285,12 @@ void pa_sim_int_pool_free(pa_sim_pool *p) {
  * within POOL_HOT_NS): at 10 Hz the caller just does it alone. */
 static uint64_t pool_run(pa_sim_pool *p, pa_sim_pool_fn fn, void *arg,
                          uint32_t n, uint32_t chunk, bool small) {
-  /* No worker is inside a job here (the last run waited for them), and
-   * none joins before the generation below is published. */
-  p->fn = fn;
-  p->arg = arg;
-  p->n = n;
-  p->chunk = chunk ? chunk : 1;
-  atomic_store_explicit(&p->count, 0, memory_order_relaxed);
-  atomic_store_explicit(&p->next, 0, memory_order_relaxed);
-  uint64_t g = atomic_load(&p->job) + 1;
-  atomic_store(&p->job, g); /* publishes the fields above */
-  if (atomic_load(&p->parked) > 0 &&
-      (!small || mono_ns() - p->last_end < POOL_HOT_NS)) {
-    pthread_mutex_lock(&p->mu);
-    pthread_cond_broadcast(&p->go);
-    pthread_mutex_unlock(&p->mu);
-  }
-  uint64_t count = drain(p, &p->scratch);
-  atomic_store(&p->closed, g);
-  /* Only workers that joined before the close; their items are short. */
-  while (atomic_load(&p->active) > 0)
-    cpu_relax();
+  post(p, fn, arg, n, chunk,
+       !small || mono_ns() - p->last_end < POOL_HOT_NS);
+  uint64_t count = complete(p);
   if (small)
     p->last_end = mono_ns();
-  return count + atomic_load(&p->count);
+  return count;
 }
 
 uint64_t pa_sim_int_pool_run(pa_sim_pool *p, pa_sim_pool_fn fn, void *arg,
@@ -266,31 +304,70 @@ void pa_sim_int_pool_scan(pa_sim_pool *p, const pa_sim_model *m,
   pa_sim_int_pool_run(p, scan_one, &j, n, 1);
 }
 
-/* One scan's wall beams in one contiguous part per thread (neighbouring
- * beams cast together share cells; smaller parts cost more per beam). */
-typedef struct split_job {
-  const pa_sim_model *m;
-  pa_sim_state *s;
-  uint32_t id, n, beams;
-  float *out;
-} split_job;
-
 static void scan_part(void *arg, uint32_t i, pa_sim_scratch *k,
                       uint64_t *count) {
   split_job *j = arg;
-  uint32_t b0 = (uint32_t)((uint64_t)j->beams * i / j->n);
-  uint32_t b1 = (uint32_t)((uint64_t)j->beams * (i + 1) / j->n);
-  pa_sim_int_scan_walls(j->m, j->s, j->id, j->out, k, b0, b1);
+  uint32_t b0 = i ? j->first + (i - 1) * j->step : 0;
+  uint32_t b1 = i ? b0 + j->step : j->first;
+  pa_sim_int_scan_walls(j->m, j->s, j->at, j->out, k, b0, b1);
   (void)count;
+}
+
+static float *ranges_of(const pa_sim_model *m, pa_sim_state *s, uint32_t id) {
+  return s->ranges + (size_t)id * m->beam_cap;
 }
 
 void pa_sim_int_pool_scan_one(pa_sim_pool *p, const pa_sim_model *m,
                               pa_sim_state *s, uint32_t id) {
-  float *out = s->ranges + (size_t)id * m->beam_cap;
-  uint32_t beams = s->info[id].laser_beams;
-  if (beams > m->beam_cap)
-    beams = m->beam_cap;
-  split_job j = {m, s, id, p->nworkers + 1, beams, out};
+  pa_sim_scan_at a;
+  pa_sim_int_scan_at(m, s, id, &a);
+  uint32_t parts = p->nworkers + 1;
+  uint32_t step = (a.beams + parts - 1) / parts;
+  split_job j = {m, s, &a, parts, step, step, ranges_of(m, s, id)};
   pool_run(p, scan_part, &j, j.n, 1, true);
-  pa_sim_int_scan_finish(m, s, id, out, &p->scratch);
+  pa_sim_int_scan_finish(m, s, &a, j.out, &p->scratch);
 }
+
+/* Overlapped: two parts. A worker takes the first at once and casts it
+ * while the caller runs the next ticks; the caller takes the second when it
+ * comes to end the scan (or the worker does, if it is free first). Both
+ * stay big: a part of fewer beams casts each one slower (fewer rays in
+ * flight), so finer parts balanced better but cost more in all. The first
+ * part's share settles where both finish together: it grows when the caller
+ * found nothing left or did not wait, shrinks when it waited. */
+#define SHARE_MIN 0.3
+#define SHARE_MAX 0.95
+
+void pa_sim_int_pool_scan_start(pa_sim_pool *p, const pa_sim_model *m,
+                                pa_sim_state *s, const pa_sim_scan_at *a,
+                                float *out) {
+  p->at = *a;
+  uint32_t first = (uint32_t)(p->share * a->beams + 0.5);
+  if (first < 1)
+    first = 1;
+  if (first > a->beams)
+    first = a->beams;
+  *p->split = (split_job){m, s, &p->at, 2, first, a->beams - first, out};
+  post(p, scan_part, p->split, 2, 1, true);
+}
+
+bool pa_sim_int_pool_scan_ready(pa_sim_pool *p) {
+  return !p->open ||
+         atomic_load_explicit(&p->done, memory_order_acquire) >= p->n;
+}
+
+void pa_sim_int_pool_scan_walls(pa_sim_pool *p, pa_sim_scan_at *a) {
+  *a = p->at;
+  if (!p->open)
+    return;
+  bool none_left = atomic_load(&p->next) >= p->n;
+  (void)drain(p, &p->scratch);
+  bool wait = atomic_load(&p->done) < p->n;
+  p->share += none_left ? 0.02 : wait ? -0.005 : 0.005;
+  p->share = p->share < SHARE_MIN   ? SHARE_MIN
+             : p->share > SHARE_MAX ? SHARE_MAX
+                                    : p->share;
+  complete(p);
+}
+
+pa_sim_scratch *pa_sim_int_pool_scratch(pa_sim_pool *p) { return &p->scratch; }

@@ -44,7 +44,7 @@ void pa_sim_shm_publish_world(const pa_sim_state *s, pa_stack *st) {
   pa_stack_world_end(st);
 }
 
-static void write_tick(const pa_sim_state *s, pa_stack *st) {
+static void write_tick(const pa_sim_state *s, pa_stack *st, int64_t wall_ns) {
   uint32_t n = s->robot_count;
   uint32_t len = (uint32_t)(sizeof(pa_tick) + n * sizeof(pa_robot_state));
   uint8_t *slot = pa_ring_write_begin(st->state, len);
@@ -56,7 +56,7 @@ static void write_tick(const pa_sim_state *s, pa_stack *st) {
   memset(&t, 0, sizeof t);
   t.tick = s->tick;
   t.sim_time = s->sim_time;
-  t.wall_ns = pa_now_ns();
+  t.wall_ns = wall_ns;
   t.robot_count = n;
   t.flags = s->paused ? PA_TICK_PAUSED : 0;
   t.speed = s->speed;
@@ -66,50 +66,73 @@ static void write_tick(const pa_sim_state *s, pa_stack *st) {
   pa_ring_write_commit(st->state);
 }
 
-static uint64_t write_scans(const pa_sim_model *m, const pa_sim_state *s,
-                            pa_stack *st) {
-  uint64_t written = 0;
+static void write_scan(const pa_sim_model *m, const pa_sim_state *s,
+                       pa_stack *st, const pa_sim_scan_stamp *t,
+                       const float *ranges, int64_t wall_ns) {
+  const pa_robot_info *ri = &s->info[t->robot];
+  uint32_t beams = ri->laser_beams < m->beam_cap ? ri->laser_beams
+                                                 : m->beam_cap;
+  uint32_t len = (uint32_t)(sizeof(pa_scan) + beams * sizeof(float));
+  uint8_t *slot = pa_ring_write_begin(st->scan, len);
+  if (!slot)
+    return;
+  pa_scan h;
+  memset(&h, 0, sizeof h);
+  h.tick = t->tick;
+  h.sim_time = t->sim_time;
+  h.wall_ns = wall_ns;
+  h.robot = t->robot;
+  h.seq = t->seq;
+  h.x = t->x;
+  h.y = t->y;
+  h.theta = t->theta;
+  h.angle_min = (float)-M_PI;
+  h.angle_increment = (float)(2.0 * M_PI / beams);
+  h.range_min = ri->laser_range_min;
+  h.range_max = ri->laser_range_max;
+  h.count = beams;
+  memcpy(slot, &h, sizeof h);
+  memcpy(slot + sizeof h, ranges, beams * sizeof(float));
+  pa_ring_write_commit(st->scan);
+}
+
+/* This tick's scans, after an overlapped one that completed since. */
+static void write_scans(const pa_sim_model *m, pa_sim_state *s, pa_stack *st,
+                        int64_t wall_ns) {
+  if (s->late_ready) {
+    write_scan(m, s, st, &s->late_done, s->done_ranges, wall_ns);
+    s->late_ready = false;
+  }
   for (uint32_t k = 0; k < s->scan_due_count; k++) {
     uint32_t id = s->scan_due[k];
-    const pa_robot_info *ri = &s->info[id];
     const pa_robot_state *r = &s->rs[id];
-    uint32_t beams = ri->laser_beams;
-    uint32_t len = (uint32_t)(sizeof(pa_scan) + beams * sizeof(float));
-    uint8_t *slot = pa_ring_write_begin(st->scan, len);
-    if (!slot)
-      continue;
-    pa_scan h;
-    memset(&h, 0, sizeof h);
-    h.tick = s->tick;
-    h.sim_time = s->sim_time;
-    h.wall_ns = pa_now_ns();
-    h.robot = id;
-    h.seq = r->scan_seq;
-    h.x = r->x;
-    h.y = r->y;
-    h.theta = r->theta;
-    h.angle_min = (float)-M_PI;
-    h.angle_increment = (float)(2.0 * M_PI / beams);
-    h.range_min = ri->laser_range_min;
-    h.range_max = ri->laser_range_max;
-    h.count = beams;
-    memcpy(slot, &h, sizeof h);
-    memcpy(slot + sizeof h, s->ranges + (size_t)id * m->beam_cap,
-           beams * sizeof(float));
-    pa_ring_write_commit(st->scan);
-    written++;
+    pa_sim_scan_stamp t = {s->tick, s->sim_time, r->x, r->y, r->theta, id,
+                           r->scan_seq};
+    write_scan(m, s, st, &t, s->ranges + (size_t)id * m->beam_cap, wall_ns);
   }
-  return written;
+}
+
+void pa_sim_shm_publish_late(const pa_sim_model *m, pa_sim_state *s,
+                             pa_stack *st) {
+  if (s->late_ready) {
+    write_scan(m, s, st, &s->late_done, s->done_ranges, pa_now_ns());
+    s->late_ready = false;
+  }
 }
 
 void pa_sim_shm_publish_tick(const pa_sim_model *m, pa_sim_state *s,
                              pa_stack *st) {
+  pa_sim_shm_publish_tick_at(m, s, st, pa_now_ns());
+}
+
+void pa_sim_shm_publish_tick_at(const pa_sim_model *m, pa_sim_state *s,
+                                pa_stack *st, int64_t wall_ns) {
   if (s->world_dirty) {
     pa_sim_shm_publish_world(s, st);
     s->world_dirty = false;
   }
-  write_tick(s, st);
-  write_scans(m, s, st);
+  write_tick(s, st, wall_ns);
+  write_scans(m, s, st, wall_ns);
 }
 
 int pa_sim_shm_resume(const pa_sim_model *m, pa_sim_state *s, pa_stack *st,

@@ -279,10 +279,68 @@ static void plan_move(void *arg, uint32_t i, pa_sim_scratch *k,
 }
 
 void pa_sim_step(const pa_sim_model *m, pa_sim_state *s) {
-  pa_sim_int_step(m, s, pa_sim_int_now());
+  pa_sim_int_step(m, s, pa_sim_int_now(), true);
 }
 
-int64_t pa_sim_int_step(const pa_sim_model *m, pa_sim_state *s, int64_t t0) {
+/* An overlapped scan's wall beams, all cast: into done_ranges (late_done),
+ * its pose in a. */
+static void late_walls(pa_sim_state *s, pa_sim_scan_at *a) {
+  pa_sim_int_pool_scan_walls(s->pool, a);
+  float *done = s->late_ranges;
+  s->late_ranges = s->done_ranges;
+  s->done_ranges = done;
+  s->late_done = s->late_cast;
+  s->late_casting = false;
+}
+
+/* ... then bodies, clamping and noise, and it becomes the latest scan. */
+static void late_finish(const pa_sim_model *m, pa_sim_state *s,
+                        const pa_sim_scan_at *a) {
+  pa_sim_int_scan_finish(m, s, a, s->done_ranges,
+                         pa_sim_int_pool_scratch(s->pool));
+  memcpy(s->ranges + (size_t)a->id * m->beam_cap, s->done_ranges,
+         a->beams * sizeof(float));
+  s->late_ready = true;
+}
+
+bool pa_sim_scans_settle(const pa_sim_model *m, pa_sim_state *s, bool wait) {
+  if (!s->late_casting || !(wait || pa_sim_int_pool_scan_ready(s->pool)))
+    return s->late_ready;
+  pa_sim_scan_at a;
+  late_walls(s, &a);
+  late_finish(m, s, &a);
+  return true;
+}
+
+/* Robot id's scan of this tick (its pose now), overlapped with the next
+ * ticks when the driver allows it and it is the only robot (nothing else
+ * moves meanwhile that the scan must see). Returns whether it was. The
+ * last one completes first (its record goes out with this tick's); its
+ * finish runs once the next one is posted, so the workers start at once. */
+static bool scan_late(const pa_sim_model *m, pa_sim_state *s, uint32_t id) {
+  pa_sim_scan_at last;
+  bool had = s->late_casting;
+  if (had)
+    late_walls(s, &last);
+  bool late = s->defer_scans && s->robot_count == 1;
+  if (late) {
+    pa_sim_scan_at a;
+    pa_sim_int_scan_at(m, s, id, &a);
+    const pa_robot_state *r = &s->rs[id];
+    s->late_cast = (pa_sim_scan_stamp){s->tick, s->sim_time, r->x, r->y,
+                                       r->theta, id, r->scan_seq};
+    pa_sim_int_pool_scan_start(s->pool, m, s, &a, s->late_ranges);
+    s->late_casting = true;
+    s->late_scans++;
+  }
+  if (had) /* before this scan's finish: the noise generator's order */
+    late_finish(m, s, &last);
+  return late;
+}
+
+int64_t pa_sim_int_step(const pa_sim_model *m, pa_sim_state *s, int64_t t0,
+                        bool timed) {
+  pa_sim_scans_settle(m, s, false);
   /* Broad phase: buckets wide enough that 3x3 of them cover any contact
    * during this tick, even with neighbours moving. */
   double rmax = 0.05, vmax = 0, lmax = 0;
@@ -333,7 +391,7 @@ int64_t pa_sim_int_step(const pa_sim_model *m, pa_sim_state *s, int64_t t0) {
   }
   s->tick++;
   s->sim_time = (double)s->tick * m->dt;
-  int64_t t1 = pa_sim_int_now();
+  int64_t t1 = timed ? pa_sim_int_now() : 0;
 
   /* Sensors, staggered: robot i scans when (tick + i) % ticks_per_scan == 0,
    * at its pose after this tick's motion. */
@@ -361,15 +419,20 @@ int64_t pa_sim_int_step(const pa_sim_model *m, pa_sim_state *s, int64_t t0) {
   }
   /* With threads: the same scans, cast together once the list is known
    * (each writes only its own ranges and noise generator). */
-  if (s->pool && s->scan_due_count == 1)
-    pa_sim_int_pool_scan_one(s->pool, m, s, s->scan_due[0]);
-  else if (s->pool && s->scan_due_count > 1)
+  if (s->pool && s->scan_due_count == 1) {
+    if (scan_late(m, s, s->scan_due[0]))
+      s->scan_due_count = 0; /* its record is written when it completes */
+    else
+      pa_sim_int_pool_scan_one(s->pool, m, s, s->scan_due[0]);
+  } else if (s->pool && s->scan_due_count > 1)
     pa_sim_int_pool_scan(s->pool, m, s, s->scan_due, s->scan_due_count);
   s->hash.valid = false;
   s->lhash.valid = false;
   int64_t t2 = pa_sim_int_now();
-  s->phase_ns[PA_SIM_PH_PHYSICS] = t1 - t0;
-  s->phase_ns[PA_SIM_PH_SENSORS] = t2 - t1;
+  if (timed) {
+    s->phase_ns[PA_SIM_PH_PHYSICS] = t1 - t0;
+    s->phase_ns[PA_SIM_PH_SENSORS] = t2 - t1;
+  }
   return t2;
 }
 
@@ -758,6 +821,7 @@ pa_status pa_sim_apply(const pa_sim_model *m, pa_sim_state *s,
   r->op = c->op;
   r->status = PA_OK;
   s->hash.valid = false; /* robots may move outside the tick */
+  pa_sim_scans_settle(m, s, true); /* commands see (and change) a still world */
   pa_status st = PA_OK;
   switch (c->op) {
   case PA_OP_SET_CMD:
