@@ -215,9 +215,11 @@ static void set_drive(const pa_sim_model *m, pa_sim_state *s, uint32_t i,
   pa_sim_apply(m, s, &c, &r);
 }
 
-/* Free-running real-time factor with `threads` scan threads (0 = auto). */
+/* Free-running real-time factor with `threads` scan threads (0 = auto);
+ * overlap: a lone robot's scans overlap the next ticks (s->defer_scans, as
+ * the free-running loop does). */
 static double bench_rtf(const pa_grid *g, uint32_t robots, double seconds,
-                        uint32_t threads) {
+                        uint32_t threads, bool overlap) {
   pa_sim_model m;
   pa_sim_state s;
   long rss0 = rss_kb();
@@ -225,6 +227,7 @@ static double bench_rtf(const pa_grid *g, uint32_t robots, double seconds,
   uint64_t rng = 3;
   for (uint32_t i = 0; i < s.robot_count; i++)
     set_drive(&m, &s, i, &rng);
+  s.defer_scans = overlap;
   double t0 = now_s(), t;
   uint64_t ticks = 0;
   double phys = 0, sens = 0;
@@ -235,12 +238,14 @@ static double bench_rtf(const pa_grid *g, uint32_t robots, double seconds,
     sens += s.phase_ns[PA_SIM_PH_SENSORS];
     t = now_s() - t0;
   } while (t < seconds);
+  pa_sim_scans_settle(&m, &s, true);
   double rtf = ticks * m.dt / t;
-  printf("rtf   %4u robots, %u thread%s (200 Hz control, 10 Hz 360-beam "
+  printf("rtf   %4u robots, %u thread%s%s (200 Hz control, 10 Hz 360-beam "
          "scans): %.1fx real time (%llu ticks in %.2f s; per tick physics "
          "%.1f us, sensors %.1f us; %llu bumps; %.0f%% of moves in parallel); "
          "RSS %ld kB, of which this model+state %ld kB\n",
-         robots, s.threads, s.threads == 1 ? "" : "s", rtf,
+         robots, s.threads, s.threads == 1 ? "" : "s",
+         overlap ? ", scans overlapped" : "", rtf,
          (unsigned long long)ticks, t, phys / ticks / 1e3, sens / ticks / 1e3,
          (unsigned long long)s.bumps,
          100.0 * (double)s.alone_moves / ((double)ticks * s.robot_count),
@@ -253,14 +258,16 @@ static double bench_rtf(const pa_grid *g, uint32_t robots, double seconds,
 /* 1 and 2 scan threads (and the auto count if it differs) in one run. */
 static void bench_rtf_threads(const pa_grid *g, uint32_t robots,
                               double seconds) {
-  double r1 = bench_rtf(g, robots, seconds, 1);
-  double r2 = bench_rtf(g, robots, seconds, 2);
+  double r1 = bench_rtf(g, robots, seconds, 1, false);
+  double r2 = bench_rtf(g, robots, seconds, 2, false);
+  if (robots == 1)
+    bench_rtf(g, robots, seconds, 2, true);
   uint32_t au = pa_sim_threads_resolve(0, robots);
   printf("rtf   %4u robots: 2 threads / 1 thread = %.2fx (auto = %u "
          "thread%s)\n",
          robots, r2 / r1, au, au == 1 ? "" : "s");
   if (au > 2)
-    bench_rtf(g, robots, seconds, au);
+    bench_rtf(g, robots, seconds, au, false);
 }
 
 static volatile sig_atomic_t stop_flag;
@@ -478,7 +485,7 @@ int main(int argc, char **argv) {
     if (getenv("PA_BENCH_LOOP"))
       bench_rtf_loop(&def, loop_s, threads);
     else
-      bench_rtf(&def, 1, loop_s, threads);
+      bench_rtf(&def, 1, loop_s, threads, getenv("PA_BENCH_OVERLAP") != NULL);
     pa_grid_free(&def);
     return 0;
   }

@@ -184,14 +184,10 @@ typedef struct pa_sim_state {
   struct pa_sim_motion *motion; /* [cap_robots] this tick's planned moves */
   uint64_t alone_moves;    /* robot-ticks moved in parallel (statistics) */
   /* Overlapped scans (pa_sim_run running free with threads and one robot):
-   * the robot's scan is cast on the workers during the next ticks, into
-   * late_ranges, and completes at the latest at its next scan. */
+   * the robot's scan is cast on the workers during the next ticks and
+   * completes at the latest two scans later (pa_sim_scans_settle). */
   bool defer_scans;        /* the driver allows it for the next tick */
-  bool late_casting;       /* a scan is being cast (late_cast, late_ranges) */
-  bool late_ready;         /* one is complete, its record not yet written
-                            * (late_done, done_ranges; also in ranges) */
-  pa_sim_scan_stamp late_cast, late_done;
-  float *late_ranges, *done_ranges; /* [beam_cap] each, swapped */
+  struct pa_sim_late *late; /* NULL without threads */
   uint64_t late_scans;     /* scans overlapped so far (statistics) */
 } pa_sim_state;
 
@@ -213,9 +209,10 @@ void pa_sim_reset(const pa_sim_model *m, pa_sim_state *s);
  * robots due (listed in s->scan_due). Advances tick and sim_time. */
 void pa_sim_step(const pa_sim_model *m, pa_sim_state *s);
 
-/* Completes an overlapped scan: when its beams are all cast, or at once
- * (waiting for them) when wait. Returns s->late_ready: a scan to publish
- * (pa_sim_shm_publish_tick does). pa_sim_apply waits for one first. */
+/* Completes overlapped scans, oldest first: those whose beams are all
+ * cast, or all of them (waiting) when wait. Returns whether completed scans
+ * wait for their records (pa_sim_shm_publish_tick writes them).
+ * pa_sim_apply completes all first. */
 bool pa_sim_scans_settle(const pa_sim_model *m, pa_sim_state *s, bool wait);
 
 /* ---- commands ------------------------------------------------------------ */

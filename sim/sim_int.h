@@ -112,19 +112,46 @@ void pa_sim_int_pool_scan(pa_sim_pool *p, const pa_sim_model *m,
 /* One robot's scan with its wall beams split over all threads. */
 void pa_sim_int_pool_scan_one(pa_sim_pool *p, const pa_sim_model *m,
                               pa_sim_state *s, uint32_t id);
-/* The same, overlapped with the next ticks (the loop running free, one
- * robot): start posts the wall beams of a (copied) into out to the workers
- * and returns; ready tells whether they are all cast; walls casts what is
- * left on the caller, waits for the workers and gives a back (the caller
- * then runs the finish, with the pool's scratch). Between start and walls
- * the caller may run ticks but must not change the robot's laser settings
- * (commands end it first). */
-void pa_sim_int_pool_scan_start(pa_sim_pool *p, const pa_sim_model *m,
-                                pa_sim_state *s, const pa_sim_scan_at *a,
-                                float *out);
-bool pa_sim_int_pool_scan_ready(pa_sim_pool *p);
-void pa_sim_int_pool_scan_walls(pa_sim_pool *p, pa_sim_scan_at *a);
+/* The task stream (overlapped scans): while it is open the workers stay in
+ * it and take tasks in posting order; the caller posts, may take tasks
+ * itself, and asks which are done. task posts wall beams [b0, b1) of a
+ * (copied) into out and returns its ticket (1, 2, ... in posting order);
+ * the caller must keep fewer than 8 tasks not done. taken: tasks taken so
+ * far (by anyone). help: the caller takes tasks until those before ticket
+ * (inclusive) are taken. wait: help, then until it is done. stream_close:
+ * every task done, workers out (a pool_run closes it first). While tasks
+ * are in flight the caller must not change the robot's laser settings. */
+uint64_t pa_sim_int_pool_task(pa_sim_pool *p, const pa_sim_model *m,
+                              const pa_sim_state *s, const pa_sim_scan_at *a,
+                              float *out, uint32_t b0, uint32_t b1);
+uint64_t pa_sim_int_pool_taken(pa_sim_pool *p);
+void pa_sim_int_pool_help(pa_sim_pool *p, uint64_t ticket);
+bool pa_sim_int_pool_task_done(pa_sim_pool *p, uint64_t ticket);
+void pa_sim_int_pool_wait(pa_sim_pool *p, uint64_t ticket);
+void pa_sim_int_pool_stream_close(pa_sim_pool *p);
+/* The caller's scratch (for the finish of an overlapped scan). */
 pa_sim_scratch *pa_sim_int_pool_scratch(pa_sim_pool *p);
+
+/* Overlapped scans of a lone robot (sim_step.c): up to PA_SIM_LATE_FLY in
+ * flight, oldest first; completed ones wait in `ready` for their records. */
+#define PA_SIM_LATE_FLY 2
+#define PA_SIM_LATE_READY (PA_SIM_LATE_FLY + 1)
+typedef struct pa_sim_late_scan {
+  pa_sim_scan_at at;
+  pa_sim_scan_stamp stamp;
+  uint64_t task_a, task_b; /* tickets of its two parts */
+  float *buf;              /* [beam_cap] */
+} pa_sim_late_scan;
+typedef struct pa_sim_late {
+  pa_sim_late_scan fly[PA_SIM_LATE_FLY];
+  uint32_t head, count;
+  pa_sim_scan_stamp ready[PA_SIM_LATE_READY];
+  float *ready_buf[PA_SIM_LATE_READY]; /* [beam_cap] each */
+  uint32_t ready_count;
+  double share;            /* of the first part (the worker's) */
+} pa_sim_late;
+int pa_sim_int_late_init(pa_sim_state *s, uint32_t beam_cap);
+void pa_sim_int_late_free(pa_sim_state *s);
 
 /* A command's error: status and message into r; returns st. */
 pa_status pa_sim_int_fail(pa_reply *r, pa_status st, const char *fmt, ...)

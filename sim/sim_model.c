@@ -482,15 +482,11 @@ int pa_sim_state_init(const pa_sim_model *m, pa_sim_state *s, char *err,
   s->rs = calloc(nr, sizeof *s->rs);
   s->obs = calloc(no, sizeof *s->obs);
   s->ranges = calloc(nr * m->beam_cap, sizeof(float));
-  s->late_ranges = calloc(m->beam_cap ? m->beam_cap : 1, sizeof(float));
-  s->done_ranges = calloc(m->beam_cap ? m->beam_cap : 1, sizeof(float));
   s->scan_tick = calloc(nr, sizeof *s->scan_tick);
   s->scan_due = calloc(nr, sizeof *s->scan_due);
   s->scratch = calloc(1, sizeof *s->scratch);
   s->motion = calloc(nr, sizeof *s->motion);
-  if (!s->info || !s->rs || !s->obs || !s->ranges || !s->late_ranges ||
-      !s->done_ranges ||
-      !s->scan_tick ||
+  if (!s->info || !s->rs || !s->obs || !s->ranges || !s->scan_tick ||
       !s->scan_due || !s->scratch || !s->motion ||
       pa_sim_int_scratch_init(s->scratch, m->beam_cap) != 0 ||
       pa_sim_int_hash_init(&s->hash, (uint32_t)nr) != 0 ||
@@ -506,6 +502,11 @@ int pa_sim_state_init(const pa_sim_model *m, pa_sim_state *s, char *err,
       pa_sim_state_free(s);
       return -1;
     }
+    if (pa_sim_int_late_init(s, m->beam_cap) != 0) {
+      snprintf(err, err_sz, "out of memory for the scan buffers");
+      pa_sim_state_free(s);
+      return -1;
+    }
   }
   s->paused = m->def.paused;
   s->speed = m->def.speed;
@@ -514,13 +515,12 @@ int pa_sim_state_init(const pa_sim_model *m, pa_sim_state *s, char *err,
 }
 
 void pa_sim_state_free(pa_sim_state *s) {
-  pa_sim_int_pool_free(s->pool);
+  pa_sim_int_pool_free(s->pool); /* stops the workers first */
+  pa_sim_int_late_free(s);
   free(s->info);
   free(s->rs);
   free(s->obs);
   free(s->ranges);
-  free(s->late_ranges);
-  free(s->done_ranges);
   free(s->scan_tick);
   free(s->scan_due);
   if (s->scratch)

@@ -47,16 +47,26 @@ static void scan_one(void *arg, uint32_t i, pa_sim_scratch *k,
   (void)count;
 }
 
-/* One scan's wall beams in `n` contiguous parts: the first of `first`
- * beams, the others of `step` (neighbouring beams cast together share
- * cells; smaller parts cost more per beam). */
+/* One scan's wall beams in `n` contiguous parts of `step` beams
+ * (neighbouring beams cast together share cells; smaller parts cost more
+ * per beam). */
 typedef struct split_job {
   const pa_sim_model *m;
   pa_sim_state *s;
   const pa_sim_scan_at *at;
-  uint32_t n, first, step;
+  uint32_t n, step;
   float *out;
 } split_job;
+
+/* A stream task: wall beams [b0, b1) of a scan into out. done = its ticket
+ * once run. */
+#define POOL_TASKS 8
+typedef struct task {
+  pa_sim_scan_at at;
+  float *out;
+  uint32_t b0, b1;
+  atomic_uint_fast64_t done;
+} task;
 
 struct pa_sim_pool {
   pthread_mutex_t mu;
@@ -71,17 +81,18 @@ struct pa_sim_pool {
   void *arg;
   uint32_t n, chunk;
   atomic_uint next;        /* next item to take */
-  atomic_uint done;        /* items finished (an overlapped job's progress) */
   atomic_uint_fast64_t count; /* the workers' counts */
   pa_sim_scratch scratch;  /* the caller's */
   int64_t last_end;        /* when the last small job ended [ns] */
   uint32_t nworkers;
   worker *w;
-  /* The overlapped scan (pa_sim_int_pool_scan_start .. _walls). */
-  bool open;               /* a job is posted and not yet closed */
-  pa_sim_scan_at at;
-  split_job *split;
-  double share;            /* of the first part (see scan_start) */
+  /* The task stream: a job the workers stay in, taking tasks in order. */
+  bool stream;             /* the stream job is open */
+  const pa_sim_model *task_m;
+  const pa_sim_state *task_s;
+  task tasks[POOL_TASKS];  /* task i in slot i % POOL_TASKS */
+  atomic_uint_fast64_t t_posted; /* tasks posted */
+  atomic_uint_fast64_t t_next;   /* tasks taken */
 };
 
 uint32_t pa_sim_threads_resolve(uint32_t threads, uint32_t robots) {
@@ -107,7 +118,6 @@ static uint64_t drain(pa_sim_pool *p, pa_sim_scratch *k) {
     uint32_t i1 = p->n - i0 < p->chunk ? p->n : i0 + p->chunk;
     for (uint32_t i = i0; i < i1; i++)
       p->fn(p->arg, i, k, &count);
-    atomic_fetch_add_explicit(&p->done, i1 - i0, memory_order_release);
   }
 }
 
@@ -147,6 +157,8 @@ static uint64_t next_job(pa_sim_pool *p, uint64_t seen) {
   return g;
 }
 
+static void stream_run(pa_sim_pool *p, pa_sim_scratch *k, uint64_t g);
+
 static void *worker_main(void *arg) {
   worker *w = arg;
   pa_sim_pool *p = w->pool;
@@ -164,8 +176,12 @@ static void *worker_main(void *arg) {
       atomic_fetch_sub(&p->active, 1);
       continue;
     }
-    uint64_t c = drain(p, &w->scratch);
-    atomic_fetch_add(&p->count, c);
+    if (p->stream) {
+      stream_run(p, &w->scratch, g);
+    } else {
+      uint64_t c = drain(p, &w->scratch);
+      atomic_fetch_add(&p->count, c);
+    }
     atomic_fetch_sub(&p->active, 1); /* releases this worker's writes */
   }
   return NULL;
@@ -181,13 +197,9 @@ pa_sim_pool *pa_sim_int_pool_new(const pa_sim_model *m, uint32_t threads,
   if (!p)
     goto oom;
   p->nworkers = threads - 1;
-  p->share = 0.65;
   p->w = calloc(p->nworkers, sizeof *p->w);
-  p->split = calloc(1, sizeof *p->split);
-  if (!p->w || !p->split ||
-      pa_sim_int_scratch_init(&p->scratch, m->beam_cap) != 0) {
+  if (!p->w || pa_sim_int_scratch_init(&p->scratch, m->beam_cap) != 0) {
     free(p->w);
-    free(p->split);
     pa_sim_int_scratch_free(&p->scratch);
     free(p);
     goto oom;
@@ -201,6 +213,10 @@ pa_sim_pool *pa_sim_int_pool_new(const pa_sim_model *m, uint32_t threads,
   atomic_init(&p->quit, false);
   atomic_init(&p->next, 0);
   atomic_init(&p->count, 0);
+  atomic_init(&p->t_posted, 0);
+  atomic_init(&p->t_next, 0);
+  for (int i = 0; i < POOL_TASKS; i++)
+    atomic_init(&p->tasks[i].done, 0);
   uint32_t started = 0;
   for (; started < p->nworkers; started++) {
     worker *w = &p->w[started];
@@ -242,7 +258,6 @@ void pa_sim_int_pool_free(pa_sim_pool *p) {
   pthread_cond_destroy(&p->go);
   pthread_mutex_destroy(&p->mu);
   pa_sim_int_scratch_free(&p->scratch);
-  free(p->split);
   free(p->w);
   free(p);
 }
@@ -257,7 +272,6 @@ static uint64_t post(pa_sim_pool *p, pa_sim_pool_fn fn, void *arg,
   p->chunk = chunk ? chunk : 1;
   atomic_store_explicit(&p->count, 0, memory_order_relaxed);
   atomic_store_explicit(&p->next, 0, memory_order_relaxed);
-  atomic_store_explicit(&p->done, 0, memory_order_relaxed);
   uint64_t g = atomic_load(&p->job) + 1;
   atomic_store(&p->job, g); /* publishes the fields above */
   if (wake && atomic_load(&p->parked) > 0) {
@@ -265,7 +279,6 @@ static uint64_t post(pa_sim_pool *p, pa_sim_pool_fn fn, void *arg,
     pthread_cond_broadcast(&p->go);
     pthread_mutex_unlock(&p->mu);
   }
-  p->open = true;
   return g;
 }
 
@@ -276,7 +289,6 @@ static uint64_t complete(pa_sim_pool *p) {
   atomic_store(&p->closed, atomic_load(&p->job));
   while (atomic_load(&p->active) > 0)
     cpu_relax();
-  p->open = false;
   return count + atomic_load(&p->count);
 }
 
@@ -285,6 +297,7 @@ static uint64_t complete(pa_sim_pool *p) {
  * within POOL_HOT_NS): at 10 Hz the caller just does it alone. */
 static uint64_t pool_run(pa_sim_pool *p, pa_sim_pool_fn fn, void *arg,
                          uint32_t n, uint32_t chunk, bool small) {
+  pa_sim_int_pool_stream_close(p);
   post(p, fn, arg, n, chunk,
        !small || mono_ns() - p->last_end < POOL_HOT_NS);
   uint64_t count = complete(p);
@@ -307,8 +320,7 @@ void pa_sim_int_pool_scan(pa_sim_pool *p, const pa_sim_model *m,
 static void scan_part(void *arg, uint32_t i, pa_sim_scratch *k,
                       uint64_t *count) {
   split_job *j = arg;
-  uint32_t b0 = i ? j->first + (i - 1) * j->step : 0;
-  uint32_t b1 = i ? b0 + j->step : j->first;
+  uint32_t b0 = i * j->step, b1 = b0 + j->step;
   pa_sim_int_scan_walls(j->m, j->s, j->at, j->out, k, b0, b1);
   (void)count;
 }
@@ -323,51 +335,103 @@ void pa_sim_int_pool_scan_one(pa_sim_pool *p, const pa_sim_model *m,
   pa_sim_int_scan_at(m, s, id, &a);
   uint32_t parts = p->nworkers + 1;
   uint32_t step = (a.beams + parts - 1) / parts;
-  split_job j = {m, s, &a, parts, step, step, ranges_of(m, s, id)};
+  split_job j = {m, s, &a, parts, step, ranges_of(m, s, id)};
   pool_run(p, scan_part, &j, j.n, 1, true);
   pa_sim_int_scan_finish(m, s, &a, j.out, &p->scratch);
 }
 
-/* Overlapped: two parts. A worker takes the first at once and casts it
- * while the caller runs the next ticks; the caller takes the second when it
- * comes to end the scan (or the worker does, if it is free first). Both
- * stay big: a part of fewer beams casts each one slower (fewer rays in
- * flight), so finer parts balanced better but cost more in all. The first
- * part's share settles where both finish together: it grows when the caller
- * found nothing left or did not wait, shrinks when it waited. */
-#define SHARE_MIN 0.3
-#define SHARE_MAX 0.95
+/* ---- the task stream (overlapped scans) ---------------------------------- */
 
-void pa_sim_int_pool_scan_start(pa_sim_pool *p, const pa_sim_model *m,
-                                pa_sim_state *s, const pa_sim_scan_at *a,
-                                float *out) {
-  p->at = *a;
-  uint32_t first = (uint32_t)(p->share * a->beams + 0.5);
-  if (first < 1)
-    first = 1;
-  if (first > a->beams)
-    first = a->beams;
-  *p->split = (split_job){m, s, &p->at, 2, first, a->beams - first, out};
-  post(p, scan_part, p->split, 2, 1, true);
+/* Runs task i (its slot) and marks it done. */
+static void run_task(pa_sim_pool *p, uint64_t i, pa_sim_scratch *k) {
+  task *t = &p->tasks[i % POOL_TASKS];
+  pa_sim_int_scan_walls(p->task_m, p->task_s, &t->at, t->out, k, t->b0, t->b1);
+  atomic_store_explicit(&t->done, i + 1, memory_order_release);
 }
 
-bool pa_sim_int_pool_scan_ready(pa_sim_pool *p) {
-  return !p->open ||
-         atomic_load_explicit(&p->done, memory_order_acquire) >= p->n;
+/* Takes the next posted task, if any, and runs it. */
+static bool take_task(pa_sim_pool *p, pa_sim_scratch *k) {
+  uint64_t i = atomic_load_explicit(&p->t_next, memory_order_relaxed);
+  if (i == atomic_load_explicit(&p->t_posted, memory_order_acquire))
+    return false;
+  if (!atomic_compare_exchange_strong(&p->t_next, &i, i + 1))
+    return true; /* someone else took it: look again */
+  run_task(p, i, k);
+  return true;
 }
 
-void pa_sim_int_pool_scan_walls(pa_sim_pool *p, pa_sim_scan_at *a) {
-  *a = p->at;
-  if (!p->open)
+/* A worker inside the stream job g: tasks until the job is closed. */
+static void stream_run(pa_sim_pool *p, pa_sim_scratch *k, uint64_t g) {
+  for (;;) {
+    if (take_task(p, k))
+      continue;
+    if (atomic_load(&p->closed) >= g || atomic_load(&p->quit))
+      return;
+    cpu_relax();
+  }
+}
+
+uint64_t pa_sim_int_pool_task(pa_sim_pool *p, const pa_sim_model *m,
+                              const pa_sim_state *s, const pa_sim_scan_at *a,
+                              float *out, uint32_t b0, uint32_t b1) {
+  if (!p->stream) {
+    p->task_m = m;
+    p->task_s = s;
+    p->stream = true;
+    post(p, NULL, NULL, 0, 1, true);
+  }
+  uint64_t i = atomic_load_explicit(&p->t_posted, memory_order_relaxed);
+  task *t = &p->tasks[i % POOL_TASKS];
+  /* The task that used the slot before must be done (callers keep fewer
+   * in flight; this only guards). */
+  while (i >= POOL_TASKS &&
+         atomic_load_explicit(&t->done, memory_order_acquire) !=
+             i + 1 - POOL_TASKS)
+    if (!take_task(p, &p->scratch))
+      cpu_relax();
+  t->at = *a;
+  t->out = out;
+  t->b0 = b0;
+  t->b1 = b1;
+  atomic_store_explicit(&p->t_posted, i + 1, memory_order_release);
+  return i + 1;
+}
+
+uint64_t pa_sim_int_pool_taken(pa_sim_pool *p) {
+  return atomic_load_explicit(&p->t_next, memory_order_relaxed);
+}
+
+void pa_sim_int_pool_help(pa_sim_pool *p, uint64_t ticket) {
+  while (atomic_load_explicit(&p->t_next, memory_order_relaxed) < ticket &&
+         take_task(p, &p->scratch))
+    ;
+}
+
+bool pa_sim_int_pool_task_done(pa_sim_pool *p, uint64_t ticket) {
+  return atomic_load_explicit(&p->tasks[(ticket - 1) % POOL_TASKS].done,
+                              memory_order_acquire) == ticket;
+}
+
+void pa_sim_int_pool_wait(pa_sim_pool *p, uint64_t ticket) {
+  pa_sim_int_pool_help(p, ticket);
+  while (!pa_sim_int_pool_task_done(p, ticket))
+    cpu_relax();
+}
+
+void pa_sim_int_pool_stream_close(pa_sim_pool *p) {
+  if (!p || !p->stream)
     return;
-  bool none_left = atomic_load(&p->next) >= p->n;
-  (void)drain(p, &p->scratch);
-  bool wait = atomic_load(&p->done) < p->n;
-  p->share += none_left ? 0.02 : wait ? -0.005 : 0.005;
-  p->share = p->share < SHARE_MIN   ? SHARE_MIN
-             : p->share > SHARE_MAX ? SHARE_MAX
-                                    : p->share;
-  complete(p);
+  /* Every posted task runs first (the caller takes what is left). */
+  uint64_t end = atomic_load_explicit(&p->t_posted, memory_order_relaxed);
+  while (take_task(p, &p->scratch))
+    ;
+  for (uint64_t i = end > POOL_TASKS ? end - POOL_TASKS : 0; i < end; i++)
+    while (!pa_sim_int_pool_task_done(p, i + 1))
+      cpu_relax();
+  atomic_store(&p->closed, atomic_load(&p->job));
+  while (atomic_load(&p->active) > 0)
+    cpu_relax();
+  p->stream = false;
 }
 
 pa_sim_scratch *pa_sim_int_pool_scratch(pa_sim_pool *p) { return &p->scratch; }

@@ -116,6 +116,9 @@ static bool consume(run_ctx *k) {
       pa_sim_shm_publish_world(k->s, st);
       k->s->world_dirty = false;
     }
+    /* Scans that were in flight (the apply completed them) go out before
+     * the reply. */
+    pa_sim_shm_publish_late(k->m, k->s, st);
     finish_cmd(st, &c, &r);
   }
   return any;
@@ -244,10 +247,10 @@ void pa_sim_run(const pa_sim_model *m, pa_sim_state *s, pa_stack *st,
      * end of the tick (each read is ~5% of a tick); every LEAN_SAMPLE-th
      * one is timed in full for the phase costs. */
     bool timed = !lean || s->tick % LEAN_SAMPLE == 0;
+    uint64_t late0 = s->late_scans;
     int64_t t2 = pa_sim_int_step(m, s, t1, timed);
     pa_sim_shm_publish_tick_at(m, s, st, t2);
-    k.scans += s->scan_due_count +
-               (s->late_casting && s->late_cast.tick == s->tick);
+    k.scans += s->scan_due_count + (s->late_scans - late0);
     int64_t t3 = timed ? pa_now_ns() : t2;
     if (timed) {
       s->phase_ns[PA_SIM_PH_CMD] = t1 - t0;

@@ -96,13 +96,21 @@ static void write_scan(const pa_sim_model *m, const pa_sim_state *s,
   pa_ring_write_commit(st->scan);
 }
 
-/* This tick's scans, after an overlapped one that completed since. */
+/* Overlapped scans that completed since the last records. */
+static void write_late(const pa_sim_model *m, pa_sim_state *s, pa_stack *st,
+                       int64_t wall_ns) {
+  pa_sim_late *L = s->late;
+  if (!L)
+    return;
+  for (uint32_t i = 0; i < L->ready_count; i++)
+    write_scan(m, s, st, &L->ready[i], L->ready_buf[i], wall_ns);
+  L->ready_count = 0;
+}
+
+/* This tick's scans, after overlapped ones that completed since. */
 static void write_scans(const pa_sim_model *m, pa_sim_state *s, pa_stack *st,
                         int64_t wall_ns) {
-  if (s->late_ready) {
-    write_scan(m, s, st, &s->late_done, s->done_ranges, wall_ns);
-    s->late_ready = false;
-  }
+  write_late(m, s, st, wall_ns);
   for (uint32_t k = 0; k < s->scan_due_count; k++) {
     uint32_t id = s->scan_due[k];
     const pa_robot_state *r = &s->rs[id];
@@ -114,10 +122,7 @@ static void write_scans(const pa_sim_model *m, pa_sim_state *s, pa_stack *st,
 
 void pa_sim_shm_publish_late(const pa_sim_model *m, pa_sim_state *s,
                              pa_stack *st) {
-  if (s->late_ready) {
-    write_scan(m, s, st, &s->late_done, s->done_ranges, pa_now_ns());
-    s->late_ready = false;
-  }
+  write_late(m, s, st, pa_now_ns());
 }
 
 void pa_sim_shm_publish_tick(const pa_sim_model *m, pa_sim_state *s,

@@ -6,6 +6,7 @@
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* ---- limits --------------------------------------------------------------- */
@@ -282,60 +283,134 @@ void pa_sim_step(const pa_sim_model *m, pa_sim_state *s) {
   pa_sim_int_step(m, s, pa_sim_int_now(), true);
 }
 
-/* An overlapped scan's wall beams, all cast: into done_ranges (late_done),
- * its pose in a. */
-static void late_walls(pa_sim_state *s, pa_sim_scan_at *a) {
-  pa_sim_int_pool_scan_walls(s->pool, a);
-  float *done = s->late_ranges;
-  s->late_ranges = s->done_ranges;
-  s->done_ranges = done;
-  s->late_done = s->late_cast;
-  s->late_casting = false;
+/* ---- overlapped scans ----------------------------------------------------- */
+
+int pa_sim_int_late_init(pa_sim_state *s, uint32_t beam_cap) {
+  pa_sim_late *L = calloc(1, sizeof *L);
+  if (!L)
+    return -1;
+  s->late = L;
+  size_t n = beam_cap ? beam_cap : 1;
+  for (int i = 0; i < PA_SIM_LATE_FLY; i++)
+    if (!(L->fly[i].buf = calloc(n, sizeof(float))))
+      return -1;
+  for (int i = 0; i < PA_SIM_LATE_READY; i++)
+    if (!(L->ready_buf[i] = calloc(n, sizeof(float))))
+      return -1;
+  /* The worker's part; it settles where the two threads finish together. */
+  L->share = 0.7;
+  return 0;
 }
 
-/* ... then bodies, clamping and noise, and it becomes the latest scan. */
-static void late_finish(const pa_sim_model *m, pa_sim_state *s,
-                        const pa_sim_scan_at *a) {
-  pa_sim_int_scan_finish(m, s, a, s->done_ranges,
+void pa_sim_int_late_free(pa_sim_state *s) {
+  pa_sim_late *L = s->late;
+  if (!L)
+    return;
+  for (int i = 0; i < PA_SIM_LATE_FLY; i++)
+    free(L->fly[i].buf);
+  for (int i = 0; i < PA_SIM_LATE_READY; i++)
+    free(L->ready_buf[i]);
+  free(L);
+  s->late = NULL;
+}
+
+static bool late_cast(pa_sim_pool *p, const pa_sim_late_scan *f) {
+  return pa_sim_int_pool_task_done(p, f->task_a) &&
+         pa_sim_int_pool_task_done(p, f->task_b);
+}
+
+/* The oldest scan in flight, all its beams cast: bodies, clamping and
+ * noise (in scan order: the noise generator's), then it is the robot's
+ * latest scan and waits for its record. */
+static void late_finish(const pa_sim_model *m, pa_sim_state *s) {
+  pa_sim_late *L = s->late;
+  pa_sim_late_scan *f = &L->fly[L->head];
+  pa_sim_int_scan_finish(m, s, &f->at, f->buf,
                          pa_sim_int_pool_scratch(s->pool));
-  memcpy(s->ranges + (size_t)a->id * m->beam_cap, s->done_ranges,
-         a->beams * sizeof(float));
-  s->late_ready = true;
+  size_t bytes = f->at.beams * sizeof(float);
+  memcpy(s->ranges + (size_t)f->at.id * m->beam_cap, f->buf, bytes);
+  if (L->ready_count < PA_SIM_LATE_READY) { /* at most FLY + 1 per tick */
+    memcpy(L->ready_buf[L->ready_count], f->buf, bytes);
+    L->ready[L->ready_count++] = f->stamp;
+  }
+  L->head = (L->head + 1) % PA_SIM_LATE_FLY;
+  L->count--;
 }
 
 bool pa_sim_scans_settle(const pa_sim_model *m, pa_sim_state *s, bool wait) {
-  if (!s->late_casting || !(wait || pa_sim_int_pool_scan_ready(s->pool)))
-    return s->late_ready;
-  pa_sim_scan_at a;
-  late_walls(s, &a);
-  late_finish(m, s, &a);
-  return true;
+  pa_sim_late *L = s->late;
+  if (!L)
+    return false;
+  while (L->count > 0) {
+    pa_sim_late_scan *f = &L->fly[L->head];
+    if (wait) {
+      pa_sim_int_pool_wait(s->pool, f->task_b);
+      pa_sim_int_pool_wait(s->pool, f->task_a);
+    } else if (!late_cast(s->pool, f)) {
+      break;
+    }
+    late_finish(m, s);
+  }
+  if (wait)
+    pa_sim_int_pool_stream_close(s->pool);
+  return L->ready_count > 0;
 }
 
 /* Robot id's scan of this tick (its pose now), overlapped with the next
  * ticks when the driver allows it and it is the only robot (nothing else
- * moves meanwhile that the scan must see). Returns whether it was. The
- * last one completes first (its record goes out with this tick's); its
- * finish runs once the next one is posted, so the workers start at once. */
+ * moves meanwhile that the scan must see). Returns whether it was.
+ *
+ * Its beams are posted in two parts: a worker casts the first while this
+ * thread runs the next ticks; this thread takes the second at the next
+ * scan (unless the worker got to it first), without waiting for the
+ * worker: the scan completes at a later tick, or at the latest before the
+ * one after (its buffer is reused). The first part's share steers the
+ * split: it grows when the worker had taken both parts of the last scan by
+ * then, and shrinks when it had not finished the first by the time this
+ * thread finished the second. Both parts stay big: fewer beams cast
+ * together cost more per beam. */
 static bool scan_late(const pa_sim_model *m, pa_sim_state *s, uint32_t id) {
-  pa_sim_scan_at last;
-  bool had = s->late_casting;
-  if (had)
-    late_walls(s, &last);
-  bool late = s->defer_scans && s->robot_count == 1;
-  if (late) {
-    pa_sim_scan_at a;
-    pa_sim_int_scan_at(m, s, id, &a);
-    const pa_robot_state *r = &s->rs[id];
-    s->late_cast = (pa_sim_scan_stamp){s->tick, s->sim_time, r->x, r->y,
-                                       r->theta, id, r->scan_seq};
-    pa_sim_int_pool_scan_start(s->pool, m, s, &a, s->late_ranges);
-    s->late_casting = true;
-    s->late_scans++;
+  pa_sim_late *L = s->late;
+  if (!L || !s->defer_scans || s->robot_count != 1) {
+    pa_sim_scans_settle(m, s, true);
+    return false;
   }
-  if (had) /* before this scan's finish: the noise generator's order */
-    late_finish(m, s, &last);
-  return late;
+  pa_sim_pool *p = s->pool;
+  if (L->count == PA_SIM_LATE_FLY) { /* its buffer is needed */
+    pa_sim_late_scan *f = &L->fly[L->head];
+    pa_sim_int_pool_wait(p, f->task_b);
+    pa_sim_int_pool_wait(p, f->task_a);
+    late_finish(m, s);
+  }
+  bool behind = L->count > 0; /* the last scan is still in flight */
+  pa_sim_late_scan *f = &L->fly[(L->head + L->count) % PA_SIM_LATE_FLY];
+  pa_sim_int_scan_at(m, s, id, &f->at);
+  const pa_robot_state *r = &s->rs[id];
+  f->stamp = (pa_sim_scan_stamp){s->tick, s->sim_time, r->x, r->y, r->theta,
+                                 id, r->scan_seq};
+  uint32_t beams = f->at.beams;
+  uint32_t first = (uint32_t)(L->share * beams + 0.5);
+  first = first < 1 ? 1 : first > beams ? beams : first;
+  f->task_a = pa_sim_int_pool_task(p, m, s, &f->at, f->buf, 0, first);
+  f->task_b = first < beams ? pa_sim_int_pool_task(p, m, s, &f->at, f->buf,
+                                                   first, beams)
+                            : f->task_a;
+  L->count++;
+  s->late_scans++;
+  if (behind) {
+    const pa_sim_late_scan *last = &L->fly[L->head];
+    bool ahead = pa_sim_int_pool_taken(p) >= last->task_b;
+    pa_sim_int_pool_help(p, last->task_b);
+    if (ahead)
+      L->share += 0.01;
+    else if (!pa_sim_int_pool_task_done(p, last->task_a))
+      L->share -= 0.01;
+  } else {
+    L->share += 0.01; /* the worker had finished it all */
+  }
+  L->share = L->share < 0.3 ? 0.3 : L->share > 0.95 ? 0.95 : L->share;
+  pa_sim_scans_settle(m, s, false);
+  return true;
 }
 
 int64_t pa_sim_int_step(const pa_sim_model *m, pa_sim_state *s, int64_t t0,
