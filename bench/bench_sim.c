@@ -7,7 +7,8 @@
  *   bench-sim [seconds_per_loop_test (default 5)] [--loops] [--realtime]
  *             [--rtf] (only the real-time factors, 1 and 2 scan threads)
  *             [--rtf1] (only 1 robot for seconds_per_loop_test: profiling;
- *             PA_BENCH_THREADS=N threads, PA_BENCH_LOOP=1 the real loop)
+ *             PA_BENCH_THREADS=N threads, PA_BENCH_LOOP=1 the real loop,
+ *             PA_BENCH_OVERLAP=1 in process with scans overlapped)
  *             [--beams] (only the beam rates and their exactness check)
  *   (--loops: only the loop timing, with the default auto spin and with
  *   none; --realtime: SCHED_FIFO + mlockall + spinning 300 us before

@@ -186,7 +186,9 @@ typedef struct pa_sim_state {
   /* Overlapped scans (pa_sim_run running free with threads and one robot):
    * the robot's scan is cast on the workers during the next ticks and
    * completes at the latest two scans later (pa_sim_scans_settle). */
-  bool defer_scans;        /* the driver allows it for the next tick */
+  bool defer_scans;        /* allows it for the next ticks (pa_sim_run
+                            * sets it; a caller of pa_sim_step may too, and
+                            * then reads ranges after pa_sim_scans_settle) */
   struct pa_sim_late *late; /* NULL without threads */
   uint64_t late_scans;     /* scans overlapped so far (statistics) */
 } pa_sim_state;
