@@ -50,6 +50,8 @@ int pa_gw_robot(pa_netgw *g, const char *name, long id, pa_robot_info *info,
   uint32_t max = g->ctl->def.max_robots;
   for (int tries = 0; tries < 1000; tries++) {
     uint64_t s = pa_stack_world_read_begin(g->st);
+    if (s & 1u) /* left mid-update for 50 ms: its writer died */
+      return -1;
     int found = -1;
     uint32_t n = __atomic_load_n(&g->ctl->robot_count, __ATOMIC_ACQUIRE);
     if (n > max)
@@ -82,6 +84,8 @@ int pa_gw_obstacle(pa_netgw *g, const char *name, pa_obstacle_info *info,
   uint32_t max = g->ctl->def.max_obstacles;
   for (int tries = 0; tries < 1000; tries++) {
     uint64_t s = pa_stack_world_read_begin(g->st);
+    if (s & 1u)
+      return -1;
     int found = -1;
     uint32_t n = __atomic_load_n(&g->ctl->obstacle_count, __ATOMIC_ACQUIRE);
     if (n > max)

@@ -820,17 +820,25 @@ static void extent_json(json_t *j, const pa_obstacle_info *o) {
 
 static json_t *act_list_obstacles(jctx *x) {
   pa_netgw *g = x->c->g;
-  uint32_t max = g->ctl->def.max_obstacles;
-  uint32_t n = g->ctl->obstacle_count;
-  if (n > max)
-    n = max;
-  pa_obstacle_info *copy = malloc((size_t)(n ? n : 1) * sizeof *copy);
+  uint32_t max = g->ctl->def.max_obstacles, n = 0;
+  pa_obstacle_info *copy = malloc((size_t)(max ? max : 1) * sizeof *copy);
   if (!copy)
     return jfail(x, PA_ERR_BUSY, "out of memory");
+  /* An untorn copy, or busy: the world is being rewritten all the time, or
+   * its writer died mid-update (read_begin waited 50 ms; a restarted pa-sim
+   * republishes it). */
   for (int tries = 0;; tries++) {
     uint64_t s = pa_stack_world_read_begin(g->st);
+    if (tries == 1000 || (s & 1u)) {
+      free(copy);
+      return jfail(x, PA_ERR_BUSY,
+                   "the world snapshot is being rewritten; try again");
+    }
+    n = __atomic_load_n(&g->ctl->obstacle_count, __ATOMIC_ACQUIRE);
+    if (n > max)
+      n = max;
     memcpy(copy, g->st->obstacles, (size_t)n * sizeof *copy);
-    if (!pa_stack_world_read_retry(g->st, s) || tries > 1000)
+    if (!pa_stack_world_read_retry(g->st, s))
       break;
   }
   json_t *list = json_array();
@@ -860,9 +868,9 @@ static json_t *act_spawn_robot(jctx *x) {
   if (need_str(x, "name", 32, &name) < 0 || need_pose3(x, p) < 0 ||
       get_num(x, "radius", &radius) < 0 || get_str(x, "drive", 8, &drive) < 0)
     return NULL;
-  if (radius < 0 || radius > 100)
+  if (radius < 0 || radius > 5)
     return jfail(x, PA_ERR_INVALID_MESSAGE,
-                 "data.radius %g is out of range [0, 100] (0 = default)",
+                 "data.radius %g is out of range [0, 5] (0 = default)",
                  radius);
   pa_cmd cmd;
   memset(&cmd, 0, sizeof cmd);

@@ -73,7 +73,7 @@ typedef struct pa_text_cmd {
   int channel;      /* pa_channel */
   uint16_t port;    /* UDP port, 1..65535 */
   uint32_t n;       /* step count, 1..PA_NETGW_STEP_MAX */
-  char arg[64];
+  char arg[256];     /* robot name or auth token */
 } pa_text_cmd;
 
 /* Parses one line (no EOL; a trailing '\r' is tolerated). Returns PA_OK or the

@@ -589,11 +589,11 @@ void pa_sim_int_recount(pa_sim_state *s) {
 
 static pa_status spawn_robot(const pa_sim_model *m, pa_sim_state *s,
                              const pa_cmd *c, pa_reply *r) {
-  if (!finite_all(c->a, 4, 1e6) || c->a[3] < 0 || c->a[3] > 10 ||
-      (c->a[3] > 0 && c->a[3] < 0.02))
+  /* The radius range of world files and set_property. */
+  if (!finite_all(c->a, 4, 1e6) || c->a[3] < 0 || c->a[3] > 5)
     return fail(r, PA_ERR_INVALID_ACTION_SHAPE,
                 "spawn pose must be finite and radius 0 (default) or in "
-                "[0.02, 10] m");
+                "(0, 5] m");
   if (c->u != PA_DRIVE_DIFF && c->u != PA_DRIVE_OMNI)
     return fail(r, PA_ERR_INVALID_ACTION_SHAPE, "unknown drive %u", c->u);
   char name[sizeof c->name];
@@ -664,6 +664,11 @@ static pa_status spawn_obstacle(const pa_sim_model *m, pa_sim_state *s,
   } else {
     return fail(r, PA_ERR_INVALID_ACTION_SHAPE, "unknown shape %u", c->u);
   }
+  /* The height range of world files and set_property; 0 = default. */
+  if (c->a[5] < 0 || c->a[5] > 100)
+    return fail(r, PA_ERR_INVALID_ACTION_SHAPE,
+                "obstacle height %g is out of range [0, 100] m (0 = default)",
+                c->a[5]);
   o.height = c->a[5] > 0 ? (float)c->a[5] : 0.5f;
   o.colour[0] = 160;
   o.colour[1] = 120;

@@ -128,6 +128,20 @@ static void text_parse_values(void **state) {
   l = "speed 0";
   assert_int_equal(pa_netgw_text_parse(l, strlen(l), &t, msg, sizeof msg), PA_OK);
   assert_true(t.a[0] == 0);
+  /* auth takes tokens as long as --token and JSON auth do (255 bytes) */
+  char line[300] = "auth ";
+  memset(line + 5, 'k', 255);
+  line[5 + 255] = '\0';
+  assert_int_equal(pa_netgw_text_parse(line, strlen(line), &t, msg, sizeof msg),
+                   PA_OK);
+  assert_int_equal(t.kind, PA_TXT_AUTH);
+  assert_int_equal(strlen(t.arg), 255);
+  assert_memory_equal(t.arg, line + 5, 255);
+  line[5 + 255] = 'k';
+  line[5 + 256] = '\0';
+  assert_int_equal(pa_netgw_text_parse(line, strlen(line), &t, msg, sizeof msg),
+                   PA_ERR_INVALID_MESSAGE);
+  assert_string_equal(msg, "token 2 is 256 bytes long (limit 255)");
 }
 
 /* ---- frames ------------------------------------------------------------------*/

@@ -631,6 +631,15 @@ static void json_actions(void **state) {
     found |= !strcmp(jstr(json_array_get(obs, i), "name", NULL), "box1");
   assert_true(found);
   json_decref(j);
+  /* A world snapshot left mid-update (as by a writer killed inside it):
+   * busy, not a torn list; readable again once it is whole. pa-sim writes
+   * the snapshot only on world changes, and none is sent meanwhile. */
+  pa_stack_world_begin(&s.st);
+  expect_json_err(fd, "{\"type\":\"command\",\"action\":\"list_obstacles\"}",
+                  "busy");
+  pa_stack_world_end(&s.st);
+  json_decref(expect_json_ok(
+      fd, "{\"type\":\"command\",\"action\":\"list_obstacles\"}", "response"));
   json_decref(expect_json_ok(fd, "{\"type\":\"command\",\"action\":\"get_pose\","
                                  "\"data\":{\"name\":\"box1\"}}",
                              "response"));

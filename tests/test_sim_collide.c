@@ -256,6 +256,16 @@ static void test_teleport_and_spawn_blocked(void **st) {
   assert_int_equal(pa_sim_apply(&m, &s, &c, &rep), PA_ERR_BLOCKED_POSE);
   assert_string_equal(pa_status_code(rep.status), "blocked_pose");
   c.a[0] = x + 1.0;
+  /* the radius range of world files and set_property: (0, 5], 0 = default */
+  double bad_radius[] = {-0.1, 5.01, NAN};
+  for (size_t i = 0; i < sizeof bad_radius / sizeof bad_radius[0]; i++) {
+    c.a[3] = bad_radius[i];
+    assert_int_equal(pa_sim_apply(&m, &s, &c, &rep),
+                     PA_ERR_INVALID_ACTION_SHAPE);
+    assert_non_null(strstr(rep.msg, "(0, 5] m"));
+    assert_int_equal(s.robot_count, 1);
+  }
+  c.a[3] = 0;
   assert_int_equal(pa_sim_apply(&m, &s, &c, &rep), PA_OK);
   assert_int_equal(rep.u, 1);
   assert_int_equal(s.robot_count, 2);
@@ -275,8 +285,19 @@ static void test_teleport_and_spawn_blocked(void **st) {
   assert_int_equal(pa_sim_apply(&m, &s, &c, &rep), PA_ERR_BLOCKED_POSE);
   c.a[0] = 2.5;
   c.a[1] = 3.5;
+  /* height: [0, 100] (0 = default), as world files and set_property */
+  double bad_height[] = {-1, 100.5};
+  for (size_t i = 0; i < sizeof bad_height / sizeof bad_height[0]; i++) {
+    c.a[5] = bad_height[i];
+    assert_int_equal(pa_sim_apply(&m, &s, &c, &rep),
+                     PA_ERR_INVALID_ACTION_SHAPE);
+    assert_non_null(strstr(rep.msg, "height"));
+    assert_int_equal(s.obstacle_count, 2);
+  }
+  c.a[5] = 0;
   assert_int_equal(pa_sim_apply(&m, &s, &c, &rep), PA_OK);
   assert_int_equal(s.obstacle_count, 3);
+  assert_true(s.obs[2].height == 0.5f);
   assert_int_equal(ts_cmd(&m, &s, PA_OP_TELEPORT, 0, 2.5, 3.6, 0, 0),
                    PA_ERR_BLOCKED_POSE);
   memset(&c, 0, sizeof c);

@@ -323,6 +323,10 @@ static void check_long_map(uint32_t w, uint32_t h, double res) {
 
 static void test_long_maps(void **st) {
   (void)st;
+  /* The float pass is the vector caster's: on where the CPU has it. */
+  pa_sim_cast_simd(1);
+  printf("long maps: %s caster\n",
+         pa_sim_cast_simd(-1) ? "vector (float pass)" : "scalar (no AVX-512)");
   check_long_map(16000, 200, 0.05); /* inside the float pass's range */
   check_long_map(17000, 200, 0.05); /* past it: the double path only */
 }
