@@ -27,6 +27,8 @@ typedef struct pa_sim_motion {
   double th0, dth;   /* heading at the start, turn over the tick */
   double c0, s0;     /* cos, sin of th0 */
   uint8_t alone;     /* no other robot near enough to matter this tick */
+  double arc_dth, arc_a, arc_b; /* the last arc factors computed (a robot
+                                 * turning steadily reuses them) */
 } pa_sim_motion;
 
 /* Distance [m] from (x, y) to the nearest blocked cell region, exact when it

@@ -75,12 +75,20 @@ static bool move_disc(const pa_sim_model *m, pa_sim_state *s, uint32_t id,
   double len = sqrt(dx * dx + dy * dy);
   if (len == 0)
     return false;
-  int n = (int)ceil(len / (0.25 * rad));
-  if (n < 1)
-    n = 1;
-  if (n > 256)
-    n = 256;
-  double sx = dx / n, sy = dy / n;
+  /* A move within a quarter radius (nearly every tick) is one sub-step:
+   * the same n and the same sx, sy as the general form, without its
+   * divisions. */
+  int n = 1;
+  double sx = dx, sy = dy;
+  if (!(len <= 0.25 * rad)) {
+    n = (int)ceil(len / (0.25 * rad));
+    if (n < 1)
+      n = 1;
+    if (n > 256)
+      n = 256;
+    sx = dx / n;
+    sy = dy / n;
+  }
   bool bumped = false;
   for (int k = 0; k < n; k++) {
     if (free_at(m, s, id, r->x + sx, r->y + sy, robots)) {
@@ -171,9 +179,15 @@ static void robot_plan(const pa_sim_model *m, pa_sim_state *s, uint32_t id,
   } else if (fabs(dth) < 1e-6) {
     a = 1 - dth * dth / 6;
     b = 0.5 * dth;
+  } else if (dth == mv->arc_dth) { /* turning as last tick: the same arc */
+    a = mv->arc_a;
+    b = mv->arc_b;
   } else {
     a = sin(dth) / dth;
     b = (1 - cos(dth)) / dth;
+    mv->arc_dth = dth;
+    mv->arc_a = a;
+    mv->arc_b = b;
   }
   double bx = (v * a - vy * b) * dt, by = (v * b + vy * a) * dt;
   mv->dx = c0 * bx - s0 * by;
