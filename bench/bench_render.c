@@ -157,7 +157,7 @@ static int stream_cpu(const pa_grid *g, const pa_robot_info *ri0,
   pid_t pid = -1;
   if (pa_stack_map_publish(&st, g->width, g->height, g->resolution,
                            g->origin_x, g->origin_y, g->origin_yaw, g->cells,
-                           err, sizeof err) != 0) {
+                           g->occupied_min, err, sizeof err) != 0) {
     fprintf(stderr, "map: %s\n", err);
     goto out;
   }

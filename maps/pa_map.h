@@ -81,6 +81,23 @@ int pa_map_save(const pa_grid *g, const char *yaml_path, const char *png_path,
                 char *err, size_t err_sz);
 void pa_grid_free(pa_grid *g);
 
+/* A generated map (pa_mapgen.c): a building width x height [m] of
+ * rooms_x x rooms_y rooms joined by 0.9 m doors, 10 cm walls, `clutter`
+ * boxes of 0.2-0.6 m per room, centred on the world origin. The same
+ * parameters give the same cells. */
+typedef struct pa_mapgen {
+  double width, height;    /* [m], 2..500 (at most 8192 cells a side) */
+  double resolution;       /* [m/cell], 0.01..1 */
+  uint64_t seed;
+  uint32_t rooms_x, rooms_y; /* 1..32, rooms >= 1.5 m */
+  uint32_t clutter;        /* boxes per room, 0..64 */
+} pa_mapgen;
+pa_mapgen pa_mapgen_default(void); /* 20 x 15 m, 0.05 m, 3 x 2 rooms, 2 */
+/* 0, or -1 with a message naming the parameter. */
+int pa_mapgen_check(const pa_mapgen *p, char *err, size_t err_sz);
+int pa_map_generate(const pa_mapgen *p, pa_grid *out, char *err,
+                    size_t err_sz);
+
 /* Cell containing world point (x, y); false if outside the grid. Handles
  * origin yaw. */
 bool pa_grid_world_to_cell(const pa_grid *g, double x, double y, int *cx,

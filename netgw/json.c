@@ -48,6 +48,8 @@ enum {
   A_SAVE_SNAPSHOT,
   A_LOAD_SNAPSHOT,
   A_SET_WHEELS,
+  A_SET_MAP,
+  A_GENERATE_MAP,
   A_COUNT
 };
 
@@ -62,14 +64,13 @@ static const char *const action_names[A_COUNT] = {
     "resume",            "step_n",          "reset",
     "set_time_scale",    "get_status",      "get_property",
     "set_property",      "save_snapshot",   "load_snapshot",
-    "set_wheels",
+    "set_wheels",        "set_map",         "generate_map",
 };
 
 /* Named in PROTOCOL.md but without a simulator side yet: said so plainly. */
 static const char *const not_built[] = {
-    "set_map",
-    "set_scenario",  "generate_map",  "set_nav_path",   "set_waypoints",
-    "clear_nav",     "export_dataset"};
+    "set_scenario", "set_nav_path", "set_waypoints", "clear_nav",
+    "export_dataset"};
 
 /* Address used as "this request now waits for pa-sim". */
 static char pending_tag;
@@ -1140,6 +1141,70 @@ static json_t *act_set_property(jctx *x) {
 }
 
 /* save_snapshot / load_snapshot: data.name. */
+/* set_map {"map_yaml": "/abs/map.yaml"} or {"map": "default"}; pa-sim
+ * reads the file, so the path must be absolute (its working directory is
+ * not the client's). */
+static json_t *act_set_map(jctx *x) {
+  const char *path = NULL, *name = NULL;
+  if (get_str(x, "map_yaml", PA_CMD_PATH_MAX, &path) < 0 ||
+      get_str(x, "map", 16, &name) < 0)
+    return NULL;
+  if (!path == !name)
+    return jfail(x, PA_ERR_INVALID_MESSAGE,
+                 "give data.map_yaml (an absolute path to a map_server "
+                 "YAML) or data.map \"default\"");
+  if (name && strcmp(name, "default"))
+    return jfail(x, PA_ERR_INVALID_MESSAGE,
+                 "data.map '%s': the only built-in map is \"default\"", name);
+  if (path && path[0] != '/')
+    return jfail(x, PA_ERR_INVALID_MESSAGE,
+                 "data.map_yaml '%s' must be an absolute path (pa-sim reads "
+                 "it)", path);
+  pa_cmd cmd;
+  memset(&cmd, 0, sizeof cmd);
+  cmd.op = PA_OP_SET_MAP;
+  if (path)
+    snprintf(cmd.path, sizeof cmd.path, "%s", path);
+  return wait_for_sim(x, &cmd, 0);
+}
+
+/* generate_map {width, height, resolution, seed, rooms: [x, y], clutter}:
+ * checked here for a clear error before the sim builds it. */
+static json_t *act_generate_map(jctx *x) {
+  pa_mapgen p = pa_mapgen_default();
+  long long seed = (long long)p.seed, clutter = p.clutter;
+  double rooms[2] = {p.rooms_x, p.rooms_y};
+  size_t nr = 0;
+  if (get_num(x, "width", &p.width) < 0 || get_num(x, "height", &p.height) < 0 ||
+      get_num(x, "resolution", &p.resolution) < 0 ||
+      get_int(x, "seed", 0, 9007199254740991ll, &seed) < 0 ||
+      get_int(x, "clutter", 0, 64, &clutter) < 0 ||
+      get_vec(x, "rooms", 2, 0, rooms, &nr) < 0)
+    return NULL;
+  for (int i = 0; i < 2; i++)
+    if (rooms[i] != floor(rooms[i]) || rooms[i] < 1 || rooms[i] > 32)
+      return jfail(x, PA_ERR_INVALID_MESSAGE,
+                   "data.rooms must be two whole numbers in [1, 32]");
+  p.seed = (uint64_t)seed;
+  p.clutter = (uint32_t)clutter;
+  p.rooms_x = (uint32_t)rooms[0];
+  p.rooms_y = (uint32_t)rooms[1];
+  char err[160];
+  if (pa_mapgen_check(&p, err, sizeof err) != 0)
+    return jfail(x, PA_ERR_INVALID_MESSAGE, "%s", err);
+  pa_cmd cmd;
+  memset(&cmd, 0, sizeof cmd);
+  cmd.op = PA_OP_GENERATE_MAP;
+  cmd.a[0] = p.width;
+  cmd.a[1] = p.height;
+  cmd.a[2] = p.resolution;
+  cmd.a[3] = (double)p.seed;
+  cmd.a[4] = p.rooms_x;
+  cmd.a[5] = p.rooms_y;
+  cmd.a[6] = p.clutter;
+  return wait_for_sim(x, &cmd, 0);
+}
+
 static json_t *act_snapshot(jctx *x) {
   const char *name = NULL;
   if (need_str(x, "name", 64, &name) < 0)
@@ -1462,6 +1527,12 @@ static json_t *exec_one(pa_client *c, json_t *req) {
   case A_LOAD_SNAPSHOT:
     d = act_snapshot(&x);
     break;
+  case A_SET_MAP:
+    d = act_set_map(&x);
+    break;
+  case A_GENERATE_MAP:
+    d = act_generate_map(&x);
+    break;
   case A_SET_PROPERTY:
     d = act_set_property(&x);
     break;
@@ -1715,6 +1786,15 @@ void pa_json_complete(pa_client *c, const pa_reply *r) {
         json_object_set_new(d, "obstacles", json_integer((json_int_t)r->a[2]));
         json_object_set_new(d, "saved_tick", json_integer((json_int_t)r->a[0]));
         json_object_set_new(d, "saved_sim_time", json_real(r->a[1]));
+      } else if (action == A_SET_MAP || action == A_GENERATE_MAP) {
+        json_object_set_new(d, "width", json_integer((json_int_t)r->a[0]));
+        json_object_set_new(d, "height", json_integer((json_int_t)r->a[1]));
+        json_object_set_new(d, "resolution", json_real(r->a[2]));
+        json_t *o = json_array();
+        json_array_append_new(o, json_real(r->a[3]));
+        json_array_append_new(o, json_real(r->a[4]));
+        json_object_set_new(d, "origin", o);
+        json_object_set_new(d, "robots_moved", json_integer(r->u));
       }
     }
     resp = d ? envelope_ok(req, action, d, sim_time)

@@ -477,8 +477,15 @@ enum pa_op {
   PA_OP_SAVE_SNAPSHOT, /* name; replies u = robots, a = saved tick,
                           sim_time, obstacles */
   PA_OP_LOAD_SNAPSHOT, /* name; the same reply */
+  PA_OP_SET_MAP,      /* path = a map_server YAML, or "" = the built-in
+                         default map; replies u = robots moved off walls,
+                         a = width, height [cells], resolution [m] */
+  PA_OP_GENERATE_MAP, /* a = width, height [m], resolution [m], seed, rooms
+                         across, rooms along, clutter [boxes per room]; the
+                         same reply */
   PA_OP_COUNT
 };
+#define PA_CMD_PATH_MAX 256 /* pa_cmd.path, with its NUL */
 
 /* Settable properties (PA_OP_SET_PROPERTY). Robots: all but SIZE;
  * obstacles: HEIGHT, COLOUR, RADIUS (circles), SIZE (boxes). */
@@ -516,6 +523,7 @@ typedef struct pa_cmd {
   uint32_t u;              /* op specific integer */
   double a[8];             /* op specific numbers */
   char name[32];           /* op specific name */
+  char path[PA_CMD_PATH_MAX]; /* op specific file path */
 } pa_cmd;
 
 typedef struct pa_reply {
@@ -538,7 +546,8 @@ typedef struct pa_map_block {
   double resolution;       /* [m/cell] */
   double origin_x, origin_y, origin_yaw; /* world pose of cell (0,0)'s corner */
   uint32_t gen;            /* equals pa_ctl.map_gen when current */
-  uint32_t reserved;
+  int32_t occupied_min;    /* a cell >= this blocks (map_server's threshold
+                              as loaded; 100 in trinary maps; 0 = 100) */
   uint64_t off_cells;      /* from segment base; int8_t[width * height] */
 } pa_map_block;
 
@@ -589,8 +598,8 @@ bool pa_stack_world_read_retry(const pa_stack *s, uint64_t seq);
  * is no usable segment yet. */
 int pa_stack_map_publish(pa_stack *s, uint32_t width, uint32_t height,
                          double resolution, double origin_x, double origin_y,
-                         double origin_yaw, const int8_t *cells, char *err,
-                         size_t err_sz);
+                         double origin_yaw, const int8_t *cells,
+                         int occupied_min, char *err, size_t err_sz);
 int pa_stack_map_attach(const pa_stack *s, pa_shm_seg *seg,
                         const pa_map_block **map, const int8_t **cells,
                         char *err, size_t err_sz);

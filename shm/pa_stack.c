@@ -576,13 +576,18 @@ static int map_geom_check(const char *what, const pa_map_block *m, char *err,
     pa_shm_errf(err, err_sz, "%s: origin must be finite", what);
     return -1;
   }
+  if (m->occupied_min < 0 || m->occupied_min > 100) {
+    pa_shm_errf(err, err_sz, "%s: occupied_min %d is not in [0, 100]", what,
+                (int)m->occupied_min);
+    return -1;
+  }
   return 0;
 }
 
 int pa_stack_map_publish(pa_stack *s, uint32_t width, uint32_t height,
                          double resolution, double origin_x, double origin_y,
-                         double origin_yaw, const int8_t *cells, char *err,
-                         size_t err_sz) {
+                         double origin_yaw, const int8_t *cells,
+                         int occupied_min, char *err, size_t err_sz) {
   const char *inst = s->ctl->def.instance;
   uint64_t n = (uint64_t)width * height;
   pa_map_block geom = {.width = width,
@@ -590,7 +595,13 @@ int pa_stack_map_publish(pa_stack *s, uint32_t width, uint32_t height,
                        .resolution = resolution,
                        .origin_x = origin_x,
                        .origin_y = origin_y,
-                       .origin_yaw = origin_yaw};
+                       .origin_yaw = origin_yaw,
+                       .occupied_min = occupied_min};
+  if (occupied_min < 1 || occupied_min > 100) {
+    pa_shm_errf(err, err_sz, "map: occupied_min %d is not in [1, 100]",
+                occupied_min);
+    return PA_SHM_EINVAL;
+  }
   if (map_geom_check("map", &geom, err, err_sz) < 0)
     return PA_SHM_EINVAL;
   if (!cells) {

@@ -170,6 +170,14 @@ int main(int argc, char **argv) {
   } else if (rc == 1) {
     pa_info("resumed at tick %llu (t = %.3f s) with %u robots",
             (unsigned long long)state.tick, state.sim_time, state.robot_count);
+    /* The world may live on a map set at run time: keep it. */
+    int mrc = pa_sim_shm_resume_map(&model, &state, &stack, err, sizeof err);
+    if (mrc < 0)
+      pa_warn("cannot take the running map (%s): keeping the flags' map",
+              err);
+    else if (mrc == 1)
+      pa_info("resumed on the map set at run time: %ux%u cells at %g m",
+              model.grid.width, model.grid.height, model.grid.resolution);
   }
   /* Never apply twice a command a previous pa-sim may have half applied. */
   pa_sim_shm_answer_inflight(&state, &stack);
@@ -187,8 +195,9 @@ int main(int argc, char **argv) {
   __atomic_store_n(&ctl->health[PA_PROC_SIM].ready, 1, __ATOMIC_RELEASE);
   pa_info("ready: %u robots, %ux%u map, %g Hz control, %g Hz scans, speed "
           "%g%s, %u scan thread%s",
-          state.robot_count, grid.width, grid.height, d.control_hz, d.scan_hz,
-          state.speed, state.paused ? ", paused" : "", state.threads,
+          state.robot_count, model.grid.width, model.grid.height,
+          d.control_hz, d.scan_hz, state.speed,
+          state.paused ? ", paused" : "", state.threads,
           state.threads == 1 ? "" : "s");
 
   pa_sim_run(&model, &state, &stack, &stop_flag);

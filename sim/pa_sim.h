@@ -207,6 +207,17 @@ void pa_sim_state_free(pa_sim_state *s);
  * odometry, noise generators. tick, sim_time and scan seqs continue. */
 void pa_sim_reset(const pa_sim_model *m, pa_sim_state *s);
 
+/* Replaces the map (the model's grid and fields) under a running world:
+ * robots keep their poses where they fit; the others move to free places
+ * (seeded: the same world, seed and tick give the same places), stopped,
+ * odometry following as after a teleport. The world as it then stands
+ * becomes the initial world that RESET goes back to. All or nothing: on an
+ * error (a map the model refuses, no place for a robot) nothing changes.
+ * moved (may be NULL) = the robots moved. Scans in flight must be complete
+ * (pa_sim_scans_settle(wait)). */
+int pa_sim_set_grid(pa_sim_model *m, pa_sim_state *s, const pa_grid *g,
+                    uint32_t *moved, char *err, size_t err_sz);
+
 /* One tick: limits + kinematics + collisions + odometry, then scans for the
  * robots due (listed in s->scan_due). Advances tick and sim_time. */
 void pa_sim_step(const pa_sim_model *m, pa_sim_state *s);
@@ -302,6 +313,11 @@ void pa_sim_shm_publish_late(const pa_sim_model *m, pa_sim_state *s,
 int pa_sim_shm_resume(const pa_sim_model *m, pa_sim_state *s, pa_stack *st,
                       char *err, size_t err_sz);
 
+/* After a resume: if the stack's map segment holds another map than the
+ * model's (one set at run time), the model takes it (pa_sim_set_grid).
+ * Returns 1 if it did, 0 if not, -1 with err on an error. */
+int pa_sim_shm_resume_map(pa_sim_model *m, pa_sim_state *s, pa_stack *st,
+                          char *err, size_t err_sz);
 /* A restarted pa-sim: if ctl->cmd_inflight is set, answers that command with
  * busy and pops it without applying it. Returns 1 if it did. */
 int pa_sim_shm_answer_inflight(const pa_sim_state *s, pa_stack *st);
@@ -310,7 +326,7 @@ int pa_sim_shm_answer_inflight(const pa_sim_state *s, pa_stack *st);
  * at control_hz * speed on absolute deadlines (bounded catch-up), blocks on
  * the command queue while paused, answers STEP after its ticks, publishes
  * every tick and the health block. Returns when *stop becomes non-zero. */
-void pa_sim_run(const pa_sim_model *m, pa_sim_state *s, pa_stack *st,
+void pa_sim_run(pa_sim_model *m, pa_sim_state *s, pa_stack *st,
                 volatile sig_atomic_t *stop);
 
 #ifdef __cplusplus

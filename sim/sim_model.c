@@ -551,7 +551,7 @@ void pa_sim_reset(const pa_sim_model *m, pa_sim_state *s) {
   uint32_t old_count = s->robot_count;
   for (uint32_t i = 0; i < s->cap_robots; i++) {
     uint32_t gen = s->info[i].gen;
-    if (i < m->robot_count0) {
+    if (i < m->robot_count0 && m->robots0[i].active) {
       s->info[i] = m->robots0[i];
       /* A slot that held another robot since start gets a new generation. */
       s->info[i].gen = gen > m->robots0[i].gen ? gen + 1 : m->robots0[i].gen;
@@ -563,9 +563,10 @@ void pa_sim_reset(const pa_sim_model *m, pa_sim_state *s) {
     }
   }
   s->robot_count = m->robot_count0;
+  pa_sim_int_recount(s); /* the initial world may have gaps (set_grid) */
   for (uint32_t i = 0; i < s->cap_obstacles; i++) {
     uint32_t gen = s->obs[i].gen;
-    if (i < m->obstacle_count0) {
+    if (i < m->obstacle_count0 && m->obstacles0[i].active) {
       s->obs[i] = m->obstacles0[i];
       s->obs[i].gen = gen > m->obstacles0[i].gen ? gen + 1
                                                  : m->obstacles0[i].gen;
@@ -574,7 +575,106 @@ void pa_sim_reset(const pa_sim_model *m, pa_sim_state *s) {
     }
   }
   s->obstacle_count = m->obstacle_count0;
+  pa_sim_int_recount(s);
   s->world_dirty = true;
+}
+
+/* A free place for robot id on model m (walls of m, the state's obstacles
+ * and other robots): seeded probes on cells, then a sweep. */
+static bool find_place(const pa_sim_model *m, const pa_sim_state *s,
+                       uint32_t id, uint64_t *rng, double *x, double *y) {
+  const pa_grid *g = &m->grid;
+  double r = s->info[id].radius, margin = 0.05;
+  for (int tries = 0; tries < 20000; tries++) {
+    int cx = (int)(pa_sim_rng_uniform(rng) * g->width);
+    int cy = (int)(pa_sim_rng_uniform(rng) * g->height);
+    pa_grid_cell_center(g, cx, cy, x, y);
+    if (pa_sim_clearance(m, s, id, *x, *y, r, margin, NULL, NULL) >= margin)
+      return true;
+  }
+  for (uint32_t cy = 0; cy < g->height; cy++)
+    for (uint32_t cx = 0; cx < g->width; cx++) {
+      pa_grid_cell_center(g, (int)cx, (int)cy, x, y);
+      if (pa_sim_clearance(m, s, id, *x, *y, r, 0, NULL, NULL) >= 0)
+        return true;
+    }
+  return false;
+}
+
+int pa_sim_set_grid(pa_sim_model *m, pa_sim_state *s, const pa_grid *g,
+                    uint32_t *moved, char *err, size_t err_sz) {
+  pa_sim_def d = m->def;
+  d.robots = 0; /* the robots are the state's */
+  pa_world w;
+  memset(&w, 0, sizeof w);
+  w.unknown_blocks = m->unknown_blocks;
+  s->hash.valid = false; /* robots move below */
+  s->lhash.valid = false;
+  pa_sim_model nm;
+  if (pa_sim_model_init(&nm, &d, &w, g, err, err_sz) != 0)
+    return -1;
+  nm.beam_cap = m->beam_cap; /* the state's scan buffers keep their stride */
+  /* Robots that no longer fit move to free places (in index order, each
+   * clear of the others as they stand); all or nothing. */
+  size_t nrs = (size_t)s->robot_count * sizeof *s->rs;
+  pa_robot_state *keep = malloc(nrs ? nrs : 1);
+  pa_robot_info *r0 = calloc(s->robot_count + 1, sizeof *r0);
+  pa_obstacle_info *o0 = calloc(s->obstacle_count + 1, sizeof *o0);
+  if (!keep || !r0 || !o0) {
+    snprintf(err, err_sz, "out of memory");
+    goto fail;
+  }
+  memcpy(keep, s->rs, nrs);
+  uint64_t rng = pa_sim_int_seed(d.seed, 0x7365746d6170ull, s->tick);
+  uint32_t n = 0;
+  for (uint32_t i = 0; i < s->robot_count; i++) {
+    pa_robot_state *r = &s->rs[i];
+    if (!s->info[i].active ||
+        pa_sim_clearance(&nm, s, i, r->x, r->y, s->info[i].radius, 0, NULL,
+                         NULL) >= 0)
+      continue;
+    double x, y;
+    if (!find_place(&nm, s, i, &rng, &x, &y)) {
+      memcpy(s->rs, keep, nrs);
+      snprintf(err, err_sz, "no free place on the new map for robot '%s'",
+               s->info[i].name);
+      goto fail;
+    }
+    r->x = r->odom_x = x; /* as a teleport: odometry follows */
+    r->y = r->odom_y = y;
+    r->odom_theta = r->theta;
+    r->v = r->vy = r->w = 0;
+    n++;
+  }
+  /* The world as it stands is the new initial world (RESET). */
+  for (uint32_t i = 0; i < s->robot_count; i++) {
+    r0[i] = s->info[i];
+    r0[i].start_x = s->rs[i].x;
+    r0[i].start_y = s->rs[i].y;
+    r0[i].start_theta = s->rs[i].theta;
+  }
+  memcpy(o0, s->obs, s->obstacle_count * sizeof *o0);
+  free(nm.robots0);
+  free(nm.obstacles0);
+  nm.robots0 = r0;
+  nm.robot_count0 = s->robot_count;
+  nm.obstacles0 = o0;
+  nm.obstacle_count0 = s->obstacle_count;
+  free(keep);
+  pa_sim_model_free(m);
+  *m = nm;
+  s->hash.valid = false;
+  s->lhash.valid = false;
+  s->world_dirty = true;
+  if (moved)
+    *moved = n;
+  return 0;
+fail:
+  free(keep);
+  free(r0);
+  free(o0);
+  pa_sim_model_free(&nm);
+  return -1;
 }
 
 uint32_t pa_sim_find_robot(const pa_sim_state *s, const char *name) {

@@ -22,7 +22,7 @@
 #define LEAN_SAMPLE 16               /* see `timed` */
 
 typedef struct run_ctx {
-  const pa_sim_model *m;
+  pa_sim_model *m;         /* SET_MAP / GENERATE_MAP replace its map */
   pa_sim_state *s;
   pa_stack *st;
   pa_lat *lat;             /* tick start-to-start periods [ns] */
@@ -84,7 +84,68 @@ int pa_sim_shm_answer_inflight(const pa_sim_state *s, pa_stack *st) {
 static bool changes_state(uint32_t op) {
   return op == PA_OP_TELEPORT || op == PA_OP_RESET || op == PA_OP_SPAWN_ROBOT ||
          op == PA_OP_REMOVE_ROBOT || op == PA_OP_PAUSE || op == PA_OP_RESUME ||
-         op == PA_OP_SPEED || op == PA_OP_LOAD_SNAPSHOT;
+         op == PA_OP_SPEED || op == PA_OP_LOAD_SNAPSHOT ||
+         op == PA_OP_SET_MAP || op == PA_OP_GENERATE_MAP;
+}
+
+/* SET_MAP / GENERATE_MAP: a new grid under the running world, then the
+ * map segment republished (map_gen + 1: pa-render and pa-netgw follow). */
+static pa_status map_cmd(run_ctx *k, const pa_cmd *c, pa_reply *r) {
+  pa_sim_state *s = k->s;
+  /* The reply's envelope and a still world, as pa_sim_apply gives. */
+  pa_cmd sync = *c;
+  sync.op = PA_OP_SYNC;
+  pa_sim_apply(k->m, s, &sync, r);
+  r->op = c->op;
+  char path[PA_CMD_PATH_MAX];
+  memcpy(path, c->path, sizeof path);
+  path[sizeof path - 1] = 0;
+  char err[256];
+  pa_grid g;
+  int rc;
+  if (c->op == PA_OP_SET_MAP) {
+    rc = path[0] ? pa_map_load_yaml(path, &g, err, sizeof err)
+                 : pa_map_load_default(&g, err, sizeof err);
+  } else {
+    pa_mapgen p = pa_mapgen_default();
+    for (int i = 0; i < 7; i++)
+      if (!isfinite(c->a[i]) || c->a[i] < 0 || c->a[i] > 1e9)
+        return pa_sim_int_fail(r, PA_ERR_INVALID_ACTION_SHAPE,
+                               "generate_map: parameters must be finite "
+                               "numbers >= 0");
+    p.width = c->a[0];
+    p.height = c->a[1];
+    p.resolution = c->a[2];
+    p.seed = (uint64_t)c->a[3];
+    p.rooms_x = (uint32_t)c->a[4];
+    p.rooms_y = (uint32_t)c->a[5];
+    p.clutter = (uint32_t)c->a[6];
+    rc = pa_map_generate(&p, &g, err, sizeof err);
+  }
+  if (rc != 0)
+    return pa_sim_int_fail(r, PA_ERR_INVALID_MESSAGE, "%s", err);
+  uint32_t moved = 0;
+  rc = pa_sim_set_grid(k->m, s, &g, &moved, err, sizeof err);
+  pa_grid_free(&g);
+  if (rc != 0)
+    return pa_sim_int_fail(r, PA_ERR_INVALID_MESSAGE, "%s", err);
+  if (pa_sim_shm_publish_map(k->m, k->st, err, sizeof err) != 0) {
+    /* The model has the new map but the stack cannot hold it: say so
+     * loudly; readers keep the last map. */
+    pa_error("publishing the new map: %s", err);
+    return pa_sim_int_fail(r, PA_ERR_BUSY, "publishing the map: %s", err);
+  }
+  pa_info("%s: %ux%u cells at %g m, %u robot%s moved off walls",
+          c->op == PA_OP_SET_MAP ? "set_map" : "generate_map",
+          k->m->grid.width, k->m->grid.height, k->m->grid.resolution, moved,
+          moved == 1 ? "" : "s");
+  r->u = moved;
+  r->a[0] = k->m->grid.width;
+  r->a[1] = k->m->grid.height;
+  r->a[2] = k->m->grid.resolution;
+  r->a[3] = k->m->grid.origin_x;
+  r->a[4] = k->m->grid.origin_y;
+  return PA_OK;
 }
 
 /* Returns whether it applied anything. */
@@ -99,7 +160,9 @@ static bool consume(run_ctx *k) {
     set_inflight(st->ctl, (uint64_t)pos + 1);
     any = true;
     pa_reply r;
-    pa_status rc = pa_sim_apply(k->m, k->s, &c, &r);
+    pa_status rc = c.op == PA_OP_SET_MAP || c.op == PA_OP_GENERATE_MAP
+                       ? map_cmd(k, &c, &r)
+                       : pa_sim_apply(k->m, k->s, &c, &r);
     k->cmds++;
     k->last_cmd_ns = pa_now_ns();
     if (c.op == PA_OP_STEP && rc == PA_OK) {
@@ -199,7 +262,7 @@ static void sleep_until(waker *w, int64_t t, int64_t period) {
     now = pa_now_ns();
 }
 
-void pa_sim_run(const pa_sim_model *m, pa_sim_state *s, pa_stack *st,
+void pa_sim_run(pa_sim_model *m, pa_sim_state *s, pa_stack *st,
                 volatile sig_atomic_t *stop) {
   run_ctx k;
   memset(&k, 0, sizeof k);

@@ -19,7 +19,7 @@ int pa_sim_shm_publish_map(const pa_sim_model *m, pa_stack *st, char *err,
   const pa_grid *g = &m->grid;
   return pa_stack_map_publish(st, g->width, g->height, g->resolution,
                               g->origin_x, g->origin_y, g->origin_yaw,
-                              g->cells, err, err_sz) == 0
+                              g->cells, g->occupied_min, err, err_sz) == 0
              ? 0
              : -1;
 }
@@ -138,6 +138,41 @@ void pa_sim_shm_publish_tick_at(const pa_sim_model *m, pa_sim_state *s,
   }
   write_tick(s, st, wall_ns);
   write_scans(m, s, st, wall_ns);
+}
+
+int pa_sim_shm_resume_map(pa_sim_model *m, pa_sim_state *s, pa_stack *st,
+                          char *err, size_t err_sz) {
+  pa_shm_seg seg;
+  const pa_map_block *mb;
+  const int8_t *cells;
+  char aerr[256];
+  if (pa_stack_map_attach(st, &seg, &mb, &cells, aerr, sizeof aerr) != 0)
+    return 0; /* none published (or unusable): the flags' map stands */
+  const pa_grid *g = &m->grid;
+  int8_t occ = mb->occupied_min > 0 ? (int8_t)mb->occupied_min
+                                    : PA_CELL_OCCUPIED;
+  size_t n = (size_t)mb->width * mb->height;
+  if (mb->width == g->width && mb->height == g->height &&
+      mb->resolution == g->resolution && mb->origin_x == g->origin_x &&
+      mb->origin_y == g->origin_y && mb->origin_yaw == g->origin_yaw &&
+      occ == g->occupied_min && !memcmp(cells, g->cells, n)) {
+    pa_shm_detach(&seg);
+    return 0;
+  }
+  /* A map set at run time (set_map, generate_map): the world lives on it. */
+  pa_grid sg = {.width = mb->width, .height = mb->height,
+                .resolution = mb->resolution, .origin_x = mb->origin_x,
+                .origin_y = mb->origin_y, .origin_yaw = mb->origin_yaw,
+                .cells = (int8_t *)(uintptr_t)cells, .occupied_min = occ};
+  uint32_t moved = 0;
+  int rc = pa_sim_set_grid(m, s, &sg, &moved, err, err_sz);
+  pa_shm_detach(&seg);
+  if (rc != 0)
+    return -1;
+  if (moved)
+    pa_warn("resumed map: %u robot%s did not fit and moved", moved,
+            moved == 1 ? "" : "s");
+  return 1;
 }
 
 int pa_sim_shm_resume(const pa_sim_model *m, pa_sim_state *s, pa_stack *st,

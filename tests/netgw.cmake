@@ -3,7 +3,7 @@
 pa_add_test(test_netgw SOURCES test_netgw.c LIBS pa_netgw TIMEOUT 60
             LABELS netgw)
 pa_add_test(test_netgw_e2e SOURCES test_netgw_e2e.c
-            LIBS pa_shm PkgConfig::JANSSON m Threads::Threads TIMEOUT 120
+            LIBS pa_shm pa_map PkgConfig::JANSSON m Threads::Threads TIMEOUT 120
             LABELS netgw)
 if(TARGET pa-sim)
   add_dependencies(test_netgw_e2e pa-sim pa-netgw)

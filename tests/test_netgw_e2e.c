@@ -16,6 +16,7 @@
 #include <stdatomic.h>
 
 #include "netgw_harness.h"
+#include "pa_map.h"
 
 /* ---- UDP frames, parsed with the exact layouts of PROTOCOL.md section 2 --*/
 
@@ -123,6 +124,26 @@ static json_t *expect_json_ok(int fd, const char *req, const char *type) {
     fail_msg("%s -> %s, expected a %s response", req, s, type);
   }
   return j;
+}
+
+static json_int_t dint(json_t *j, const char *key) {
+  return json_integer_value(json_object_get(json_object_get(j, "data"), key));
+}
+
+/* The terrain grid's rows joined (the map's cells as the gateway sees them). */
+static char *terrain(int fd) {
+  json_t *j = expect_json_ok(
+      fd, "{\"type\":\"command\",\"action\":\"get_terrain_grid\"}", "response");
+  json_t *rows = json_object_get(json_object_get(j, "data"), "rows");
+  size_t n = 1;
+  for (size_t i = 0; i < json_array_size(rows); i++)
+    n += strlen(json_string_value(json_array_get(rows, i)));
+  char *out = calloc(n, 1);
+  assert_non_null(out);
+  for (size_t i = 0; i < json_array_size(rows); i++)
+    strcat(out, json_string_value(json_array_get(rows, i)));
+  json_decref(j);
+  return out;
 }
 
 /* ---- tests ---------------------------------------------------------------*/
@@ -729,7 +750,7 @@ static void json_actions(void **state) {
                   "unknown_type");
   expect_json_err(fd, "{\"type\":\"command\",\"action\":\"fly\"}",
                   "unknown_action");
-  expect_json_err(fd, "{\"type\":\"command\",\"action\":\"set_map\"}",
+  expect_json_err(fd, "{\"type\":\"command\",\"action\":\"set_scenario\"}",
                   "unknown_action");
   expect_json_err(fd, "{\"type\":\"command\",\"action\":\"set_wheels\"}",
                   "invalid_action_shape"); /* no wheel speeds */
@@ -1122,6 +1143,129 @@ static void camera_stream(void **state) {
   assert_int_equal(ng_stop(&s), 0);
 }
 
+/* set_map and generate_map through the real gateway and pa-sim: the new
+ * map is what get_map_info and the terrain grid show, the same seed gives
+ * the same cells, robots stay on free cells and the sim runs on; bad
+ * requests are refused with the map unchanged. */
+static void map_actions(void **state) {
+  (void)state;
+  ng_stack s;
+  assert_int_equal(ng_start(&s, "maps", NULL, NULL), 0);
+  int fd = ng_connect(&s);
+  const char *info = "{\"type\":\"command\",\"action\":\"get_map_info\"}";
+  json_t *j = expect_json_ok(fd, info, "response");
+  json_int_t w0 = dint(j, "width"), h0 = dint(j, "height"), g0 = dint(j, "gen");
+  json_decref(j);
+  const char *gen7 = "{\"type\":\"command\",\"action\":\"generate_map\","
+                     "\"data\":{\"width\":12,\"height\":8,\"resolution\":"
+                     "0.05,\"seed\":7,\"rooms\":[2,1],\"clutter\":1}}";
+  j = expect_json_ok(fd, gen7, "response");
+  assert_int_equal(dint(j, "width"), 240);
+  assert_int_equal(dint(j, "height"), 160);
+  assert_true(dint(j, "robots_moved") >= 0);
+  json_decref(j);
+  j = expect_json_ok(fd, info, "response");
+  assert_int_equal(dint(j, "width"), 240);
+  assert_true(dint(j, "gen") > g0);
+  json_int_t g1 = dint(j, "gen");
+  json_decref(j);
+  char *rows7 = terrain(fd);
+  assert_int_equal(strlen(rows7), 240 * 160);
+  assert_non_null(strchr(rows7, '#'));
+  assert_non_null(strchr(rows7, '.'));
+  /* the robot is on the new map, on a free cell, and the sim runs on */
+  j = expect_json_ok(fd, "{\"type\":\"command\",\"action\":\"step\","
+                         "\"data\":{\"v\":0.2,\"steps\":40}}",
+                     "state");
+  json_t *pose = json_object_get(json_object_get(j, "data"), "pose");
+  double px = json_number_value(json_array_get(pose, 0));
+  double py = json_number_value(json_array_get(pose, 1));
+  assert_true(fabs(px) < 6 && fabs(py) < 4);
+  int cx = (int)floor((px + 6) / 0.05), cy = (int)floor((py + 4) / 0.05);
+  assert_true(cx >= 0 && cx < 240 && cy >= 0 && cy < 160);
+  assert_int_equal(rows7[(size_t)cy * 240 + (size_t)cx], '.'); /* row 0: south */
+  json_decref(j);
+  /* another seed, other cells; the same seed, the same cells */
+  json_decref(expect_json_ok(
+      fd, "{\"type\":\"command\",\"action\":\"generate_map\",\"data\":"
+          "{\"width\":12,\"height\":8,\"resolution\":0.05,\"seed\":8,"
+          "\"rooms\":[2,1],\"clutter\":1}}",
+      "response"));
+  char *rows8 = terrain(fd);
+  assert_true(strcmp(rows7, rows8) != 0);
+  json_decref(expect_json_ok(fd, gen7, "response"));
+  char *again = terrain(fd);
+  assert_string_equal(rows7, again);
+  free(rows7);
+  free(rows8);
+  free(again);
+  /* refused, and the map stays */
+  j = expect_json_ok(fd, info, "response");
+  json_int_t g2 = dint(j, "gen");
+  assert_true(g2 > g1);
+  json_decref(j);
+  static const char *const bad[] = {
+      "{\"width\":1}", "{\"rooms\":[0,1]}", "{\"rooms\":[1.5,1]}",
+      "{\"clutter\":65}", "{\"resolution\":0}", "{\"seed\":-1}",
+      "{\"width\":500,\"height\":500,\"resolution\":0.05}"};
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+    char req[256];
+    snprintf(req, sizeof req,
+             "{\"type\":\"command\",\"action\":\"generate_map\",\"data\":%s}",
+             bad[i]);
+    expect_json_err(fd, req, "invalid_message");
+  }
+  static const char *const bad_set[] = {
+      "{}", "{\"map_yaml\":\"maps/x.yaml\"}", "{\"map\":\"office\"}",
+      "{\"map\":\"default\",\"map_yaml\":\"/x.yaml\"}",
+      "{\"map_yaml\":\"/nonexistent/playarea-test.yaml\"}"};
+  for (size_t i = 0; i < sizeof bad_set / sizeof bad_set[0]; i++) {
+    char req[256];
+    snprintf(req, sizeof req,
+             "{\"type\":\"command\",\"action\":\"set_map\",\"data\":%s}",
+             bad_set[i]);
+    expect_json_err(fd, req, "invalid_message");
+  }
+  j = expect_json_ok(fd, info, "response");
+  assert_int_equal(dint(j, "gen"), g2);
+  assert_int_equal(dint(j, "width"), 240);
+  json_decref(j);
+  /* a map_server map from a file */
+  pa_grid g = {.width = 100, .height = 60, .resolution = 0.1,
+               .origin_x = -5, .origin_y = -3,
+               .occupied_min = PA_CELL_OCCUPIED};
+  g.cells = calloc(100 * 60, 1);
+  assert_non_null(g.cells);
+  for (uint32_t y = 0; y < 60; y++)
+    for (uint32_t x = 0; x < 100; x++)
+      if (x == 0 || y == 0 || x == 99 || y == 59)
+        g.cells[y * 100 + x] = PA_CELL_OCCUPIED;
+  char yaml[512], png[512], err[256], req[1024];
+  snprintf(yaml, sizeof yaml, "%s/%s-map.yaml", pa_test_tmpdir(), s.inst);
+  snprintf(png, sizeof png, "%s/%s-map.png", pa_test_tmpdir(), s.inst);
+  assert_int_equal(pa_map_save(&g, yaml, png, err, sizeof err), 0);
+  free(g.cells);
+  snprintf(req, sizeof req,
+           "{\"type\":\"command\",\"action\":\"set_map\",\"data\":"
+           "{\"map_yaml\":\"%s\"}}",
+           yaml);
+  j = expect_json_ok(fd, req, "response");
+  unlink(yaml);
+  unlink(png);
+  assert_int_equal(dint(j, "width"), 100);
+  assert_int_equal(dint(j, "height"), 60);
+  json_decref(j);
+  /* and the built-in default again */
+  j = expect_json_ok(fd, "{\"type\":\"command\",\"action\":\"set_map\","
+                         "\"data\":{\"map\":\"default\"}}",
+                     "response");
+  assert_int_equal(dint(j, "width"), w0);
+  assert_int_equal(dint(j, "height"), h0);
+  json_decref(j);
+  close(fd);
+  assert_int_equal(ng_stop(&s), 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(text_session), cmocka_unit_test(odom_stream),
@@ -1129,6 +1273,7 @@ int main(void) {
       cmocka_unit_test(scan_stream),  cmocka_unit_test(two_clients),
       cmocka_unit_test(json_actions), cmocka_unit_test(bad_input),
       cmocka_unit_test(many_clients), cmocka_unit_test(auth_limits_busy),
+      cmocka_unit_test(map_actions),
       cmocka_unit_test(camera_stream),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -87,8 +87,8 @@ static void world_create(world *w) {
   if (pa_map_load_default(&g, err, sizeof err) != 0)
     fail_msg("map: %s", err);
   if (pa_stack_map_publish(&w->st, g.width, g.height, g.resolution,
-                           g.origin_x, g.origin_y, g.origin_yaw, g.cells, err,
-                           sizeof err) != 0)
+                           g.origin_x, g.origin_y, g.origin_yaw, g.cells,
+                           g.occupied_min, err, sizeof err) != 0)
     fail_msg("map publish: %s", err);
   pa_grid_free(&g);
   pa_stack_world_begin(&w->st);

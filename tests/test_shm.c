@@ -657,7 +657,7 @@ static void test_stack_map(void **st) {
                    PA_SHM_ENOENT);
 
   int8_t g1[6] = {0, 100, -1, 0, 50, 100};
-  assert_int_equal(pa_stack_map_publish(&s, 3, 2, 0.05, -1.0, -2.0, 0.0, g1, err, sizeof err), 0);
+  assert_int_equal(pa_stack_map_publish(&s, 3, 2, 0.05, -1.0, -2.0, 0.0, g1, 100, err, sizeof err), 0);
   assert_int_equal(a.ctl->map_gen, 1);
   assert_int_equal(pa_stack_map_attach(&a, &m1, &mb, &cells, err, sizeof err), 0);
   assert_int_equal(mb->width, 3);
@@ -669,7 +669,7 @@ static void test_stack_map(void **st) {
   /* Replace with a bigger map: the old mapping stays valid until detach. */
   int8_t g2[25];
   memset(g2, 100, sizeof g2);
-  assert_int_equal(pa_stack_map_publish(&s, 5, 5, 0.1, 0, 0, 0.5, g2, err, sizeof err), 0);
+  assert_int_equal(pa_stack_map_publish(&s, 5, 5, 0.1, 0, 0, 0.5, g2, 100, err, sizeof err), 0);
   assert_int_equal(a.ctl->map_gen, 2);
   assert_memory_equal(cells, g1, 6);
   const pa_map_block *mb2;
@@ -682,12 +682,12 @@ static void test_stack_map(void **st) {
   pa_shm_detach(&m2);
 
   /* Bad maps are refused with the reason and leave the current one. */
-  assert_int_equal(pa_stack_map_publish(&s, 0, 5, 0.1, 0, 0, 0, g2, err, sizeof err), PA_SHM_EINVAL);
+  assert_int_equal(pa_stack_map_publish(&s, 0, 5, 0.1, 0, 0, 0, g2, 100, err, sizeof err), PA_SHM_EINVAL);
   assert_non_null(strstr(err, "0 x 5"));
-  assert_int_equal(pa_stack_map_publish(&s, 5, 5, NAN, 0, 0, 0, g2, err, sizeof err), PA_SHM_EINVAL);
+  assert_int_equal(pa_stack_map_publish(&s, 5, 5, NAN, 0, 0, 0, g2, 100, err, sizeof err), PA_SHM_EINVAL);
   assert_non_null(strstr(err, "resolution"));
-  assert_int_equal(pa_stack_map_publish(&s, 5, 5, 0.1, INFINITY, 0, 0, g2, err, sizeof err), PA_SHM_EINVAL);
-  assert_int_equal(pa_stack_map_publish(&s, 5, 5, 0.1, 0, 0, 0, NULL, err, sizeof err), PA_SHM_EINVAL);
+  assert_int_equal(pa_stack_map_publish(&s, 5, 5, 0.1, INFINITY, 0, 0, g2, 100, err, sizeof err), PA_SHM_EINVAL);
+  assert_int_equal(pa_stack_map_publish(&s, 5, 5, 0.1, 0, 0, 0, NULL, 100, err, sizeof err), PA_SHM_EINVAL);
   assert_int_equal(a.ctl->map_gen, 2);
   assert_int_equal(pa_test_shm_count(inst), 5);
   pa_stack_detach(&a);

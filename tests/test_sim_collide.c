@@ -321,6 +321,77 @@ static void test_teleport_and_spawn_blocked(void **st) {
   ts_free(&m, &s);
 }
 
+/* A new map under the running world: robots that fit stay, one inside a
+ * new wall moves to a free place (stopped, odometry following), casts and
+ * collisions use the new walls, RESET goes back to the world as it stood
+ * after the change, and a map with no room is refused with nothing
+ * changed. The same world, seed and tick give the same places. */
+static void test_set_grid(void **st) {
+  (void)st;
+  pa_sim_model m;
+  pa_sim_state s;
+  arena(&m, &s, 1.0);
+  pa_cmd c;
+  memset(&c, 0, sizeof c);
+  c.op = PA_OP_SPAWN_ROBOT;
+  snprintf(c.name, sizeof c.name, "second");
+  c.a[0] = 4.5;
+  c.a[1] = 1.5;
+  pa_reply rep;
+  assert_int_equal(pa_sim_apply(&m, &s, &c, &rep), PA_OK);
+  assert_int_equal(ts_cmd(&m, &s, PA_OP_SET_CMD, 1, 0.3, 0, 0, 0), PA_OK);
+  pa_sim_step(&m, &s);
+  double x0 = s.rs[0].x, y0 = s.rs[0].y, x1 = s.rs[1].x, y1 = s.rs[1].y;
+  /* The new map: the same room, a wall through robot 1, none elsewhere. */
+  pa_grid g;
+  ts_room(&g, 120, 120, 0.05);
+  ts_block(&g, 4.0, 1.0, 5.0, 2.0);
+  uint32_t moved = 99;
+  char err[256];
+  assert_int_equal(pa_sim_set_grid(&m, &s, &g, &moved, err, sizeof err), 0);
+  assert_int_equal(moved, 1);
+  assert_true(s.rs[0].x == x0 && s.rs[0].y == y0); /* it fits: untouched */
+  assert_false(s.rs[1].x == x1 && s.rs[1].y == y1);
+  assert_true(s.rs[1].v == 0 && s.rs[1].odom_x == s.rs[1].x &&
+              s.rs[1].odom_y == s.rs[1].y);
+  assert_true(pa_sim_clearance(&m, &s, 1, s.rs[1].x, s.rs[1].y,
+                               s.info[1].radius, 0, NULL, NULL) >= 0);
+  /* the old arm is gone, the new block is there */
+  assert_true(pa_sim_cast_plain(&m, 2.0, 2.4, 1, 0, 10) > 3.5);
+  assert_true(fabs(pa_sim_cast_plain(&m, 2.0, 1.5, 1, 0, 10) - 2.0) < 1e-9);
+  assert_true(pa_sim_overlaps(&m, &s, 0, 4.5, 1.5));
+  /* RESET: the world as it stood after the change */
+  double mx = s.rs[1].x, my = s.rs[1].y;
+  for (int i = 0; i < 50; i++)
+    pa_sim_step(&m, &s);
+  assert_int_equal(ts_cmd(&m, &s, PA_OP_RESET, 0, 0, 0, 0, 0), PA_OK);
+  assert_int_equal(s.robot_count, 2);
+  assert_true(s.rs[0].x == x0 && s.rs[1].x == mx && s.rs[1].y == my);
+  assert_string_equal(s.info[1].name, "second");
+  assert_int_equal(s.obstacle_count, 2);
+  /* all blocked: refused, nothing changes */
+  pa_grid full;
+  ts_room(&full, 120, 120, 0.05);
+  ts_block(&full, 0, 0, 6, 6);
+  assert_int_equal(pa_sim_set_grid(&m, &s, &full, &moved, err, sizeof err), -1);
+  assert_non_null(strstr(err, "no free place"));
+  assert_true(s.rs[1].x == mx && s.rs[1].y == my);
+  assert_true(pa_sim_cast_plain(&m, 2.0, 2.4, 1, 0, 10) > 3.5);
+  pa_grid_free(&full);
+  /* the same world, seed and tick: the same place */
+  pa_sim_model m2;
+  pa_sim_state s2;
+  arena(&m2, &s2, 1.0);
+  assert_int_equal(pa_sim_apply(&m2, &s2, &c, &rep), PA_OK);
+  assert_int_equal(ts_cmd(&m2, &s2, PA_OP_SET_CMD, 1, 0.3, 0, 0, 0), PA_OK);
+  pa_sim_step(&m2, &s2);
+  assert_int_equal(pa_sim_set_grid(&m2, &s2, &g, &moved, err, sizeof err), 0);
+  assert_true(s2.rs[1].x == mx && s2.rs[1].y == my);
+  ts_free(&m2, &s2);
+  pa_grid_free(&g);
+  ts_free(&m, &s);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_clearance_brute_force),
@@ -329,6 +400,7 @@ int main(void) {
       cmocka_unit_test(test_head_on),
       cmocka_unit_test(test_crowd_never_overlaps),
       cmocka_unit_test(test_teleport_and_spawn_blocked),
+      cmocka_unit_test(test_set_grid),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -566,6 +566,53 @@ static void test_overlapped_scans(void **st) {
   free(got[1]);
 }
 
+/* A map generated at run time survives a SIGKILL of pa-sim: the restarted
+ * one resumes on it (not on its flags' map), with the robot where it was. */
+static void test_map_survives_restart(void **st) {
+  (void)st;
+  sim s;
+  setup(&s, "mapre", "--paused");
+  pa_cmd c;
+  memset(&c, 0, sizeof c);
+  c.request_id = ++s.next_req;
+  c.op = PA_OP_GENERATE_MAP;
+  double p[7] = {12, 8, 0.05, 5, 2, 1, 1};
+  memcpy(c.a, p, sizeof p);
+  assert_int_equal(pa_queue_push(s.st.cmd, &c), 0);
+  pa_reply r = wait_reply(&s, c.request_id, 20000);
+  assert_int_equal(r.status, PA_OK);
+  assert_true(r.a[0] == 240 && r.a[1] == 160 && r.a[2] == 0.05);
+  assert_int_equal(call(&s, PA_OP_STEP, 100, PA_CMDF_DRIVE, 0.3, 0, 0.2).status,
+                   PA_OK);
+  pa_robot_state before;
+  pa_tick tb = latest(&s, &before);
+  uint32_t gen0 = s.st.ctl->map_gen;
+  kill(s.pid, SIGKILL);
+  pa_test_stop(s.pid, 0, 5000);
+  s.pid = start_sim(&s, "--paused");
+  wait_ready(&s);
+  assert_true(s.st.ctl->map_gen > gen0); /* republished by the new one */
+  pa_shm_seg seg;
+  const pa_map_block *mb;
+  const int8_t *cells;
+  char err[256];
+  assert_int_equal(pa_stack_map_attach(&s.st, &seg, &mb, &cells, err, sizeof err),
+                   0);
+  assert_true(mb->width == 240 && mb->height == 160 && mb->resolution == 0.05);
+  assert_int_equal(mb->occupied_min, 100);
+  pa_shm_detach(&seg);
+  pa_robot_state after;
+  pa_tick ta = latest(&s, &after);
+  assert_int_equal(ta.tick, tb.tick);
+  assert_true(after.x == before.x && after.y == before.y);
+  /* and it runs on that map: a teleport into its outer wall is refused */
+  assert_string_equal(
+      pa_status_code(call(&s, PA_OP_TELEPORT, 0, 0, 5.98, 0, 0).status),
+      "blocked_pose");
+  assert_int_equal(call(&s, PA_OP_STEP, 20, 0, 0, 0, 0).status, PA_OK);
+  teardown(&s);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_ready_and_published),
@@ -576,6 +623,7 @@ int main(void) {
       cmocka_unit_test(test_snapshot_damaged),
       cmocka_unit_test(test_crash_resume),
       cmocka_unit_test(test_overlapped_scans),
+      cmocka_unit_test(test_map_survives_restart),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -5,6 +5,7 @@ import os
 import struct
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import unittest
@@ -483,6 +484,56 @@ class SnapshotTest(StackTestCase):
         self.assertEqual(sim.get_state()["pose"], st0["pose"])
         self.assertEqual(self.run_episode(sim), first)
         sim.resume()
+
+
+class MapTest(StackTestCase):
+    """generate_map and set_map from the client: the new map is what the
+    gateway reports, robots stand on free cells, reset goes back to the world
+    as it stood after the change, and a bad map changes nothing."""
+
+    def test_generate_and_set(self):
+        sim = Sim(self.host, self.port, timeout=20)
+        self.addCleanup(sim.close)
+        sim.pause()
+        default = sim.get_map_info()
+        got = sim.generate_map(width=10, height=6, resolution=0.05, seed=3,
+                               rooms=(2, 1), clutter=1)
+        self.assertEqual((got["width"], got["height"]), (200, 120))
+        info = sim.get_map_info()
+        self.assertEqual((info["width"], info["height"]), (200, 120))
+        self.assertGreater(info["gen"], default["gen"])
+        start = sim.get_state()["pose"]
+        self.assertLess(abs(start[0]), 5)
+        self.assertLess(abs(start[1]), 3)
+        moved = sim.step(v=0.3, w=0.2, steps=100)["pose"]
+        self.assertNotEqual(moved[:2], start[:2])
+        sim.reset()
+        self.assertEqual(sim.get_state()["pose"], start)
+        # A file map (PGM + YAML as map_server writes them).
+        with tempfile.TemporaryDirectory() as d:
+            w, h = 50, 40
+            rows = []
+            for y in range(h):
+                rows.append(bytes(0 if x in (0, w - 1) or y in (0, h - 1) else 254
+                                  for x in range(w)))
+            with open(os.path.join(d, "box.pgm"), "wb") as f:
+                f.write(b"P5\n%d %d\n255\n" % (w, h) + b"".join(rows))
+            with open(os.path.join(d, "box.yaml"), "w") as f:
+                f.write("image: box.pgm\nresolution: 0.1\norigin: [-2.5, -2.0, 0.0]\n"
+                        "negate: 0\noccupied_thresh: 0.65\nfree_thresh: 0.196\n")
+            got = sim.set_map(os.path.join(d, "box.yaml"))
+        self.assertEqual((got["width"], got["height"], got["resolution"]), (50, 40, 0.1))
+        # Refused, and the map stays.
+        for bad in ({"map": "office"}, {"map_yaml": "relative.yaml"}, {},
+                    {"map_yaml": "/nonexistent/playarea.yaml"}):
+            with self.assertRaises(Error) as e:
+                sim.request("set_map", bad)
+            self.assertEqual(e.exception.code, "invalid_message")
+        with self.assertRaises(Error):
+            sim.generate_map(width=1)
+        self.assertEqual(sim.get_map_info()["width"], 50)
+        back = sim.set_map()
+        self.assertEqual((back["width"], back["height"]), (default["width"], default["height"]))
 
 
 class TokenTest(StackTestCase):

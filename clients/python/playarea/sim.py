@@ -2,6 +2,7 @@
 
 import itertools
 import json
+import os
 import socket
 import threading
 
@@ -265,6 +266,25 @@ class Sim:
 
     def get_map_info(self):
         return self.request("get_map_info")
+
+    def set_map(self, map_yaml=None):
+        """Replace the map under the running world: a map_server YAML (an
+        absolute path: pa-sim reads it), or the built-in default map when
+        map_yaml is None. Robots that no longer fit move to free places
+        (data["robots_moved"]); the world as it then stands is what reset()
+        goes back to."""
+        if map_yaml is None:
+            return self.request("set_map", {"map": "default"})
+        return self.request("set_map", {"map_yaml": os.path.abspath(map_yaml)})
+
+    def generate_map(self, width=20.0, height=15.0, resolution=0.05, seed=1,
+                     rooms=(3, 2), clutter=2):
+        """A new map of rooms joined by doors, with `clutter` boxes per
+        room, the same for the same arguments (a fresh layout per episode:
+        change the seed). Then as set_map()."""
+        return self.request("generate_map", {
+            "width": width, "height": height, "resolution": resolution,
+            "seed": seed, "rooms": list(rooms), "clutter": clutter})
 
     # ---- properties ----------------------------------------------------------
 
