@@ -50,6 +50,7 @@ enum {
   A_SET_WHEELS,
   A_SET_MAP,
   A_GENERATE_MAP,
+  A_SET_SCENARIO,
   A_COUNT
 };
 
@@ -65,12 +66,12 @@ static const char *const action_names[A_COUNT] = {
     "set_time_scale",    "get_status",      "get_property",
     "set_property",      "save_snapshot",   "load_snapshot",
     "set_wheels",        "set_map",         "generate_map",
+    "set_scenario",
 };
 
 /* Named in PROTOCOL.md but without a simulator side yet: said so plainly. */
-static const char *const not_built[] = {
-    "set_scenario", "set_nav_path", "set_waypoints", "clear_nav",
-    "export_dataset"};
+static const char *const not_built[] = {"set_nav_path", "set_waypoints",
+                                        "clear_nav", "export_dataset"};
 
 /* Address used as "this request now waits for pa-sim". */
 static char pending_tag;
@@ -1168,6 +1169,26 @@ static json_t *act_set_map(jctx *x) {
   return wait_for_sim(x, &cmd, 0);
 }
 
+/* set_scenario {"world": "/abs/x.world.yaml" | "default"}: robots,
+ * obstacles and map from a world file (pa-sim reads it). */
+static json_t *act_set_scenario(jctx *x) {
+  const char *path = NULL;
+  if (need_str(x, "world", PA_CMD_PATH_MAX, &path) < 0)
+    return NULL;
+  bool dflt = !strcmp(path, "default");
+  if (!dflt && path[0] != '/')
+    return jfail(x, PA_ERR_INVALID_MESSAGE,
+                 "data.world '%s' must be an absolute path to a world file "
+                 "(pa-sim reads it) or \"default\"",
+                 path);
+  pa_cmd cmd;
+  memset(&cmd, 0, sizeof cmd);
+  cmd.op = PA_OP_SET_SCENARIO;
+  if (!dflt)
+    snprintf(cmd.path, sizeof cmd.path, "%s", path);
+  return wait_for_sim(x, &cmd, 0);
+}
+
 /* generate_map {width, height, resolution, seed, rooms: [x, y], clutter}:
  * checked here for a clear error before the sim builds it. */
 static json_t *act_generate_map(jctx *x) {
@@ -1533,6 +1554,9 @@ static json_t *exec_one(pa_client *c, json_t *req) {
   case A_GENERATE_MAP:
     d = act_generate_map(&x);
     break;
+  case A_SET_SCENARIO:
+    d = act_set_scenario(&x);
+    break;
   case A_SET_PROPERTY:
     d = act_set_property(&x);
     break;
@@ -1786,7 +1810,8 @@ void pa_json_complete(pa_client *c, const pa_reply *r) {
         json_object_set_new(d, "obstacles", json_integer((json_int_t)r->a[2]));
         json_object_set_new(d, "saved_tick", json_integer((json_int_t)r->a[0]));
         json_object_set_new(d, "saved_sim_time", json_real(r->a[1]));
-      } else if (action == A_SET_MAP || action == A_GENERATE_MAP) {
+      } else if (action == A_SET_MAP || action == A_GENERATE_MAP ||
+                 action == A_SET_SCENARIO) {
         json_object_set_new(d, "width", json_integer((json_int_t)r->a[0]));
         json_object_set_new(d, "height", json_integer((json_int_t)r->a[1]));
         json_object_set_new(d, "resolution", json_real(r->a[2]));
@@ -1795,6 +1820,11 @@ void pa_json_complete(pa_client *c, const pa_reply *r) {
         json_array_append_new(o, json_real(r->a[4]));
         json_object_set_new(d, "origin", o);
         json_object_set_new(d, "robots_moved", json_integer(r->u));
+        if (action == A_SET_SCENARIO) {
+          json_object_set_new(d, "robots", json_integer((json_int_t)r->a[5]));
+          json_object_set_new(d, "obstacles",
+                              json_integer((json_int_t)r->a[6]));
+        }
       }
     }
     resp = d ? envelope_ok(req, action, d, sim_time)

@@ -483,6 +483,9 @@ enum pa_op {
   PA_OP_GENERATE_MAP, /* a = width, height [m], resolution [m], seed, rooms
                          across, rooms along, clutter [boxes per room]; the
                          same reply */
+  PA_OP_SET_SCENARIO, /* path = a world file, "" = the default world; the
+                         world replaces robots, obstacles and map; the same
+                         reply, a[5] = robots, a[6] = obstacles */
   PA_OP_COUNT
 };
 #define PA_CMD_PATH_MAX 256 /* pa_cmd.path, with its NUL */

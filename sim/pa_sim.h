@@ -217,6 +217,13 @@ void pa_sim_reset(const pa_sim_model *m, pa_sim_state *s);
  * (pa_sim_scans_settle(wait)). */
 int pa_sim_set_grid(pa_sim_model *m, pa_sim_state *s, const pa_grid *g,
                     uint32_t *moved, char *err, size_t err_sz);
+/* Replaces the world: the model is rebuilt from w on its loaded grid g (the
+ * same settings; no extra robots) and the state reset to it (tick, sim time
+ * and scan seqs run on, as after RESET). All or nothing: a world the model
+ * refuses (a robot on a wall, too many robots, more laser beams than the
+ * state holds) changes nothing. */
+int pa_sim_set_world(pa_sim_model *m, pa_sim_state *s, const pa_world *w,
+                     const pa_grid *g, char *err, size_t err_sz);
 
 /* One tick: limits + kinematics + collisions + odometry, then scans for the
  * robots due (listed in s->scan_due). Advances tick and sim_time. */

@@ -601,6 +601,31 @@ static bool find_place(const pa_sim_model *m, const pa_sim_state *s,
   return false;
 }
 
+int pa_sim_set_world(pa_sim_model *m, pa_sim_state *s, const pa_world *w,
+                     const pa_grid *g, char *err, size_t err_sz) {
+  pa_sim_def d = m->def;
+  d.robots = 0; /* the world's robots, no extras */
+  pa_sim_model nm;
+  if (pa_sim_model_init(&nm, &d, w, g, err, err_sz) != 0)
+    return -1;
+  if (nm.beam_cap > m->beam_cap) {
+    snprintf(err, err_sz,
+             "a robot of the world has %u laser beams; this pa-sim holds at "
+             "most %u (start it with a world or --laser_beams that has as "
+             "many)",
+             nm.beam_cap, m->beam_cap);
+    pa_sim_model_free(&nm);
+    return -1;
+  }
+  nm.beam_cap = m->beam_cap; /* the state's scan buffers keep their stride */
+  pa_sim_model_free(m);
+  *m = nm;
+  pa_sim_reset(m, s);
+  s->hash.valid = false;
+  s->lhash.valid = false;
+  return 0;
+}
+
 int pa_sim_set_grid(pa_sim_model *m, pa_sim_state *s, const pa_grid *g,
                     uint32_t *moved, char *err, size_t err_sz) {
   pa_sim_def d = m->def;

@@ -85,11 +85,13 @@ static bool changes_state(uint32_t op) {
   return op == PA_OP_TELEPORT || op == PA_OP_RESET || op == PA_OP_SPAWN_ROBOT ||
          op == PA_OP_REMOVE_ROBOT || op == PA_OP_PAUSE || op == PA_OP_RESUME ||
          op == PA_OP_SPEED || op == PA_OP_LOAD_SNAPSHOT ||
-         op == PA_OP_SET_MAP || op == PA_OP_GENERATE_MAP;
+         op == PA_OP_SET_MAP || op == PA_OP_GENERATE_MAP ||
+         op == PA_OP_SET_SCENARIO;
 }
 
-/* SET_MAP / GENERATE_MAP: a new grid under the running world, then the
- * map segment republished (map_gen + 1: pa-render and pa-netgw follow). */
+/* SET_MAP / GENERATE_MAP: a new grid under the running world; SET_SCENARIO:
+ * a new world (robots, obstacles, map). Then the map segment republished
+ * (map_gen + 1: pa-render and pa-netgw follow). */
 static pa_status map_cmd(run_ctx *k, const pa_cmd *c, pa_reply *r) {
   pa_sim_state *s = k->s;
   /* The reply's envelope and a still world, as pa_sim_apply gives. */
@@ -103,6 +105,23 @@ static pa_status map_cmd(run_ctx *k, const pa_cmd *c, pa_reply *r) {
   char err[256];
   pa_grid g;
   int rc;
+  uint32_t moved = 0;
+  if (c->op == PA_OP_SET_SCENARIO) {
+    pa_world w;
+    rc = path[0] ? pa_world_load(path, &w, err, sizeof err)
+                 : pa_world_default(&w, err, sizeof err);
+    if (rc != 0)
+      return pa_sim_int_fail(r, PA_ERR_INVALID_MESSAGE, "%s", err);
+    rc = pa_map_load(&w.map, &g, err, sizeof err);
+    if (rc == 0) {
+      rc = pa_sim_set_world(k->m, s, &w, &g, err, sizeof err);
+      pa_grid_free(&g);
+    }
+    pa_world_free(&w);
+    if (rc != 0)
+      return pa_sim_int_fail(r, PA_ERR_INVALID_MESSAGE, "%s", err);
+    goto publish;
+  }
   if (c->op == PA_OP_SET_MAP) {
     rc = path[0] ? pa_map_load_yaml(path, &g, err, sizeof err)
                  : pa_map_load_default(&g, err, sizeof err);
@@ -124,27 +143,33 @@ static pa_status map_cmd(run_ctx *k, const pa_cmd *c, pa_reply *r) {
   }
   if (rc != 0)
     return pa_sim_int_fail(r, PA_ERR_INVALID_MESSAGE, "%s", err);
-  uint32_t moved = 0;
   rc = pa_sim_set_grid(k->m, s, &g, &moved, err, sizeof err);
   pa_grid_free(&g);
   if (rc != 0)
     return pa_sim_int_fail(r, PA_ERR_INVALID_MESSAGE, "%s", err);
+publish:
   if (pa_sim_shm_publish_map(k->m, k->st, err, sizeof err) != 0) {
     /* The model has the new map but the stack cannot hold it: say so
      * loudly; readers keep the last map. */
     pa_error("publishing the new map: %s", err);
     return pa_sim_int_fail(r, PA_ERR_BUSY, "publishing the map: %s", err);
   }
-  pa_info("%s: %ux%u cells at %g m, %u robot%s moved off walls",
-          c->op == PA_OP_SET_MAP ? "set_map" : "generate_map",
-          k->m->grid.width, k->m->grid.height, k->m->grid.resolution, moved,
-          moved == 1 ? "" : "s");
+  static const char *const what[] = {"set_map", "generate_map",
+                                     "set_scenario"};
+  pa_info("%s: %ux%u cells at %g m, %u robot%s, %u obstacle%s, %u moved off "
+          "walls",
+          what[c->op - PA_OP_SET_MAP], k->m->grid.width, k->m->grid.height,
+          k->m->grid.resolution, s->robot_count,
+          s->robot_count == 1 ? "" : "s", s->obstacle_count,
+          s->obstacle_count == 1 ? "" : "s", moved);
   r->u = moved;
   r->a[0] = k->m->grid.width;
   r->a[1] = k->m->grid.height;
   r->a[2] = k->m->grid.resolution;
   r->a[3] = k->m->grid.origin_x;
   r->a[4] = k->m->grid.origin_y;
+  r->a[5] = s->robot_count;
+  r->a[6] = s->obstacle_count;
   return PA_OK;
 }
 
@@ -160,7 +185,8 @@ static bool consume(run_ctx *k) {
     set_inflight(st->ctl, (uint64_t)pos + 1);
     any = true;
     pa_reply r;
-    pa_status rc = c.op == PA_OP_SET_MAP || c.op == PA_OP_GENERATE_MAP
+    pa_status rc = c.op == PA_OP_SET_MAP || c.op == PA_OP_GENERATE_MAP ||
+                           c.op == PA_OP_SET_SCENARIO
                        ? map_cmd(k, &c, &r)
                        : pa_sim_apply(k->m, k->s, &c, &r);
     k->cmds++;

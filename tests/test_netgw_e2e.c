@@ -750,7 +750,7 @@ static void json_actions(void **state) {
                   "unknown_type");
   expect_json_err(fd, "{\"type\":\"command\",\"action\":\"fly\"}",
                   "unknown_action");
-  expect_json_err(fd, "{\"type\":\"command\",\"action\":\"set_scenario\"}",
+  expect_json_err(fd, "{\"type\":\"command\",\"action\":\"export_dataset\"}",
                   "unknown_action");
   expect_json_err(fd, "{\"type\":\"command\",\"action\":\"set_wheels\"}",
                   "invalid_action_shape"); /* no wheel speeds */
@@ -1250,10 +1250,79 @@ static void map_actions(void **state) {
            "{\"map_yaml\":\"%s\"}}",
            yaml);
   j = expect_json_ok(fd, req, "response");
-  unlink(yaml);
-  unlink(png);
   assert_int_equal(dint(j, "width"), 100);
   assert_int_equal(dint(j, "height"), 60);
+  json_decref(j);
+  /* a whole scenario: that map (relative to the world file), two robots,
+   * an obstacle; reset goes back to it */
+  char world[512], bad_world[512];
+  snprintf(world, sizeof world, "%s/%s.world.yaml", pa_test_tmpdir(), s.inst);
+  snprintf(bad_world, sizeof bad_world, "%s/%s-bad.world.yaml",
+           pa_test_tmpdir(), s.inst);
+  const char *mapname = strrchr(yaml, '/') + 1;
+  FILE *f = fopen(world, "w");
+  assert_non_null(f);
+  fprintf(f, "map: %s\nrobots:\n  - {name: alpha, pose: [-2, 0, 0]}\n"
+             "  - {name: beta, pose: [2, 0, 3.1], drive: omni}\n"
+             "obstacles:\n  - {name: crate, shape: box, pose: [0, 1.5, 0], "
+             "size: [0.5, 0.5]}\n",
+          mapname);
+  fclose(f);
+  f = fopen(bad_world, "w"); /* a robot on the outer wall */
+  assert_non_null(f);
+  fprintf(f, "map: %s\nrobots:\n  - {name: alpha, pose: [0, 2.95, 0]}\n",
+          mapname);
+  fclose(f);
+  snprintf(req, sizeof req,
+           "{\"type\":\"command\",\"action\":\"set_scenario\",\"data\":"
+           "{\"world\":\"%s\"}}",
+           bad_world);
+  expect_json_err(fd, req, "invalid_message");
+  snprintf(req, sizeof req,
+           "{\"type\":\"command\",\"action\":\"set_scenario\",\"data\":"
+           "{\"world\":\"%s\"}}",
+           world);
+  j = expect_json_ok(fd, req, "response");
+  assert_int_equal(dint(j, "robots"), 2);
+  assert_int_equal(dint(j, "obstacles"), 1);
+  assert_int_equal(dint(j, "width"), 100);
+  json_decref(j);
+  unlink(world);
+  unlink(bad_world);
+  unlink(yaml);
+  unlink(png);
+  j = expect_json_ok(fd, "{\"type\":\"command\",\"action\":\"list_robots\"}",
+                     "response");
+  json_t *robots = json_object_get(json_object_get(j, "data"), "robots");
+  assert_int_equal(json_array_size(robots), 2);
+  assert_string_equal(jstr(json_array_get(robots, 0), "name", NULL), "alpha");
+  assert_string_equal(jstr(json_array_get(robots, 1), "name", NULL), "beta");
+  json_decref(j);
+  j = expect_json_ok(fd, "{\"type\":\"command\",\"action\":\"step\","
+                         "\"data\":{\"robot\":\"alpha\",\"v\":0.3,\"steps\":40}}",
+                     "state");
+  json_decref(j);
+  json_decref(expect_json_ok(
+      fd, "{\"type\":\"command\",\"action\":\"reset\"}", "response"));
+  j = expect_json_ok(fd, "{\"type\":\"command\",\"action\":\"get_pose\","
+                         "\"data\":{\"name\":\"alpha\"}}",
+                     "response");
+  pose = json_object_get(json_object_get(j, "data"), "pose");
+  assert_true(json_number_value(json_array_get(pose, 0)) == -2.0 &&
+              json_number_value(json_array_get(pose, 1)) == 0.0);
+  json_decref(j);
+  expect_json_err(fd, "{\"type\":\"command\",\"action\":\"set_scenario\","
+                      "\"data\":{\"world\":\"x.world.yaml\"}}",
+                  "invalid_message");
+  expect_json_err(fd, "{\"type\":\"command\",\"action\":\"set_scenario\","
+                      "\"data\":{}}",
+                  "invalid_message");
+  /* the default world again: one robot, the built-in map */
+  j = expect_json_ok(fd, "{\"type\":\"command\",\"action\":\"set_scenario\","
+                         "\"data\":{\"world\":\"default\"}}",
+                     "response");
+  assert_int_equal(dint(j, "robots"), 1);
+  assert_int_equal(dint(j, "width"), w0);
   json_decref(j);
   /* and the built-in default again */
   j = expect_json_ok(fd, "{\"type\":\"command\",\"action\":\"set_map\","

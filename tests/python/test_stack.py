@@ -534,6 +534,19 @@ class MapTest(StackTestCase):
         self.assertEqual(sim.get_map_info()["width"], 50)
         back = sim.set_map()
         self.assertEqual((back["width"], back["height"]), (default["width"], default["height"]))
+        # A whole world: two robots and an obstacle on the generated map.
+        sim.spawn_robot(name="extra", pose=[1.0, 0.0, 0.0])
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "two.world.yaml")
+            with open(path, "w") as f:
+                f.write("map: default\nrobots:\n  - {name: a, pose: [0, 0, 0]}\n"
+                        "  - {name: b, pose: [1, 0, 0]}\nobstacles:\n"
+                        "  - {name: c, shape: circle, pose: [0, 1, 0], radius: 0.2}\n")
+            got = sim.set_scenario(path)
+        self.assertEqual((got["robots"], got["obstacles"]), (2, 1))
+        self.assertEqual([r["name"] for r in sim.request("list_robots")["robots"]], ["a", "b"])
+        got = sim.set_scenario()
+        self.assertEqual((got["robots"], got["obstacles"]), (1, 0))
 
 
 class TokenTest(StackTestCase):

@@ -277,6 +277,15 @@ class Sim:
             return self.request("set_map", {"map": "default"})
         return self.request("set_map", {"map_yaml": os.path.abspath(map_yaml)})
 
+    def set_scenario(self, world=None):
+        """Replace the whole world (robots, obstacles, map) with a world file
+        (made absolute here: pa-sim reads it), or the default world when
+        world is None. Tick, sim time and stream seqs run on; reset() then
+        goes back to this world."""
+        if world is None:
+            return self.request("set_scenario", {"world": "default"})
+        return self.request("set_scenario", {"world": os.path.abspath(world)})
+
     def generate_map(self, width=20.0, height=15.0, resolution=0.05, seed=1,
                      rooms=(3, 2), clutter=2):
         """A new map of rooms joined by doors, with `clutter` boxes per
