@@ -51,6 +51,9 @@ enum {
   A_SET_MAP,
   A_GENERATE_MAP,
   A_SET_SCENARIO,
+  A_SET_NAV_PATH,
+  A_SET_WAYPOINTS,
+  A_CLEAR_NAV,
   A_COUNT
 };
 
@@ -66,12 +69,12 @@ static const char *const action_names[A_COUNT] = {
     "set_time_scale",    "get_status",      "get_property",
     "set_property",      "save_snapshot",   "load_snapshot",
     "set_wheels",        "set_map",         "generate_map",
-    "set_scenario",
+    "set_scenario",      "set_nav_path",    "set_waypoints",
+    "clear_nav",
 };
 
 /* Named in PROTOCOL.md but without a simulator side yet: said so plainly. */
-static const char *const not_built[] = {"set_nav_path", "set_waypoints",
-                                        "clear_nav", "export_dataset"};
+static const char *const not_built[] = {"export_dataset"};
 
 /* Address used as "this request now waits for pa-sim". */
 static char pending_tag;
@@ -1169,6 +1172,93 @@ static json_t *act_set_map(jctx *x) {
   return wait_for_sim(x, &cmd, 0);
 }
 
+/* set_nav_path {robot, path: [[x, y], ...]}, set_waypoints {robot,
+ * waypoints: [...]}: a drawing for the viewer, kept in shared memory until
+ * replaced or cleared (an empty list clears that part). clear_nav {robot}
+ * clears a robot's, without robot every robot's. */
+static json_t *act_nav(jctx *x) {
+  pa_netgw *g = x->c->g;
+  pa_nav_block *nb = g->st->nav;
+  bool all = x->action == A_CLEAR_NAV &&
+             (!json_object_get(x->data, "robot") ||
+              json_is_null(json_object_get(x->data, "robot")));
+  pa_robot_info info;
+  uint32_t idx = UINT32_MAX;
+  if (!all && get_robot(x, &info, &idx) < 0)
+    return NULL;
+  bool path = x->action == A_SET_NAV_PATH;
+  const char *key = path ? "path" : "waypoints";
+  uint32_t max = path ? PA_NAV_PATH_MAX : PA_NAV_WAYPOINTS_MAX;
+  static float pts[PA_NAV_PATH_MAX][2];
+  uint32_t n = 0;
+  if (x->action != A_CLEAR_NAV) {
+    json_t *v = json_object_get(x->data, key);
+    if (!json_is_array(v) || json_array_size(v) > max)
+      return jfail(x, PA_ERR_INVALID_ACTION_SHAPE,
+                   "data.%s must be an array of at most %u [x, y] points", key,
+                   max);
+    for (size_t i = 0; i < json_array_size(v); i++) {
+      json_t *p = json_array_get(v, i);
+      double xy[2];
+      for (int k = 0; k < 2; k++) {
+        json_t *c = json_array_get(p, (size_t)k);
+        xy[k] = json_is_number(c) ? json_number_value(c) : NAN;
+      }
+      if (!json_is_array(p) || json_array_size(p) != 2 || !isfinite(xy[0]) ||
+          !isfinite(xy[1]) || fabs(xy[0]) > 1e6 || fabs(xy[1]) > 1e6)
+        return jfail(x, PA_ERR_INVALID_ACTION_SHAPE,
+                     "data.%s[%zu] must be [x, y], finite numbers", key, i);
+      pts[n][0] = (float)xy[0];
+      pts[n][1] = (float)xy[1];
+      n++;
+    }
+  }
+  /* The robot's slot, or a free one (a full table: the reply says so). */
+  int slot = -1, free_slot = -1;
+  for (int i = 0; i < PA_NAV_OVERLAYS; i++) {
+    if (nb->ov[i].robot == idx)
+      slot = i;
+    else if (nb->ov[i].robot == UINT32_MAX && free_slot < 0)
+      free_slot = i;
+  }
+  if (!all && slot < 0 && x->action != A_CLEAR_NAV && n > 0) {
+    if (free_slot < 0)
+      return jfail(x, PA_ERR_BUSY,
+                   "%d robots have drawings already: clear_nav one first",
+                   PA_NAV_OVERLAYS);
+    slot = free_slot;
+  }
+  pa_stack_nav_begin(g->st);
+  if (all) {
+    for (int i = 0; i < PA_NAV_OVERLAYS; i++)
+      nb->ov[i].robot = UINT32_MAX, nb->ov[i].path_n = nb->ov[i].wp_n = 0;
+  } else if (slot >= 0) {
+    pa_nav_overlay *o = &nb->ov[slot];
+    if (o->robot != idx) {
+      o->robot = idx;
+      o->path_n = o->wp_n = 0;
+    }
+    if (x->action == A_CLEAR_NAV) {
+      o->path_n = o->wp_n = 0;
+    } else if (path) {
+      memcpy(o->path, pts, n * sizeof pts[0]);
+      o->path_n = n;
+    } else {
+      memcpy(o->wp, pts, n * sizeof pts[0]);
+      o->wp_n = n;
+    }
+    if (!o->path_n && !o->wp_n)
+      o->robot = UINT32_MAX; /* nothing left to draw: the slot is free */
+  }
+  pa_stack_nav_end(g->st);
+  json_t *d = json_object();
+  if (!all)
+    json_object_set_new(d, "robot", json_integer(idx));
+  if (x->action != A_CLEAR_NAV)
+    json_object_set_new(d, "points", json_integer(n));
+  return d;
+}
+
 /* set_scenario {"world": "/abs/x.world.yaml" | "default"}: robots,
  * obstacles and map from a world file (pa-sim reads it). */
 static json_t *act_set_scenario(jctx *x) {
@@ -1556,6 +1646,11 @@ static json_t *exec_one(pa_client *c, json_t *req) {
     break;
   case A_SET_SCENARIO:
     d = act_set_scenario(&x);
+    break;
+  case A_SET_NAV_PATH:
+  case A_SET_WAYPOINTS:
+  case A_CLEAR_NAV:
+    d = act_nav(&x);
     break;
   case A_SET_PROPERTY:
     d = act_set_property(&x);

@@ -64,6 +64,9 @@ struct pa_render_viewer {
   uint32_t max_robots, max_beams;
   float *scan_buf;
   uint32_t scan_cap;
+  pa_nav_block *nav;           /* the clients' paths and waypoints, copied */
+  uint32_t nav_gen;
+  size_t wp_first;             /* waypoints in ov[wp_first, ov_n) */
   /* frames */
   int64_t next_frame;
   uint64_t frames_with_scene;
@@ -219,7 +222,8 @@ int pa_render_viewer_open(pa_render_viewer **out, const pa_render_def *d,
   v->trails = calloc(v->max_robots ? v->max_robots : 1, sizeof *v->trails);
   v->scan_cap = pa_ring_max_record(st->scan);
   v->scan_buf = malloc(v->scan_cap);
-  if (!v->scans || !v->trails || !v->scan_buf) {
+  v->nav = calloc(1, sizeof *v->nav);
+  if (!v->scans || !v->trails || !v->scan_buf || !v->nav) {
     snprintf(err, err_sz, "viewer: out of memory");
     goto fail;
   }
@@ -258,6 +262,7 @@ void pa_render_viewer_close(pa_render_viewer *v) {
   free(v->scans);
   free(v->trails);
   free(v->scan_buf);
+  free(v->nav);
   free(v->ov);
   free(v);
 }
@@ -336,7 +341,47 @@ static void robot_rgb(const pa_render_viewer *v, uint32_t i, float out[3],
     out[k] = (c[k] / 255.0f) * (1 - lighten) + lighten;
 }
 
-/* Scan rays (faint) with their hit points, and trails, as one buffer. */
+/* The clients' navigation drawings, copied when they changed. */
+static void read_nav(pa_render_viewer *v) {
+  uint32_t gen = __atomic_load_n(&v->st->nav->gen, __ATOMIC_ACQUIRE);
+  if (gen == v->nav_gen)
+    return;
+  if (pa_stack_nav_read(v->st, v->nav))
+    v->nav_gen = v->nav->gen;
+}
+
+/* Paths (lines) and waypoints (points, drawn larger) of the robots that
+ * exist. */
+static const float NAV_PATH_RGB[3] = {0.95f, 0.2f, 0.9f};
+static const float NAV_WP_RGB[3] = {1.0f, 0.85f, 0.1f};
+static void push_nav_paths(pa_render_viewer *v, uint32_t nr) {
+  for (int i = 0; i < PA_NAV_OVERLAYS; i++) {
+    const pa_nav_overlay *o = &v->nav->ov[i];
+    if (o->robot >= nr)
+      continue;
+    uint32_t n = o->path_n < PA_NAV_PATH_MAX ? o->path_n : PA_NAV_PATH_MAX;
+    for (uint32_t k = 1; k < n; k++) {
+      ov_push(v, o->path[k - 1][0], o->path[k - 1][1], OVERLAY_Z + 0.02,
+              NAV_PATH_RGB);
+      ov_push(v, o->path[k][0], o->path[k][1], OVERLAY_Z + 0.02,
+              NAV_PATH_RGB);
+    }
+  }
+}
+
+static void push_nav_waypoints(pa_render_viewer *v, uint32_t nr) {
+  for (int i = 0; i < PA_NAV_OVERLAYS; i++) {
+    const pa_nav_overlay *o = &v->nav->ov[i];
+    if (o->robot >= nr)
+      continue;
+    uint32_t n = o->wp_n < PA_NAV_WAYPOINTS_MAX ? o->wp_n : PA_NAV_WAYPOINTS_MAX;
+    for (uint32_t k = 0; k < n; k++)
+      ov_push(v, o->wp[k][0], o->wp[k][1], OVERLAY_Z + 0.03, NAV_WP_RGB);
+  }
+}
+
+/* Scan rays (faint) with their hit points, trails and navigation paths as
+ * one buffer of lines, then the points; waypoints last (drawn larger). */
 static void build_overlay(pa_render_viewer *v, size_t *n_lines,
                           size_t *n_points) {
   v->ov_n = 0;
@@ -371,6 +416,8 @@ static void build_overlay(pa_render_viewer *v, size_t *n_lines,
     }
     s->ray_end = v->ov_n;
   }
+  read_nav(v);
+  push_nav_paths(v, nr);
   *n_lines = v->ov_n;
   /* Hit points after every line (one draw call each): the far ends of the
    * rays just pushed, not computed again. */
@@ -382,7 +429,9 @@ static void build_overlay(pa_render_viewer *v, size_t *n_lines,
     for (size_t k = s->ray_first + 1; k < s->ray_end; k += 2)
       ov_push(v, v->ov[k].pos[0], v->ov[k].pos[1], OVERLAY_Z + 0.01, hit);
   }
-  *n_points = v->ov_n - *n_lines;
+  v->wp_first = v->ov_n;
+  push_nav_waypoints(v, nr);
+  *n_points = v->wp_first - *n_lines;
 }
 
 static int save_screenshot(pa_render_viewer *v, const char *path) {
@@ -462,6 +511,11 @@ static void draw(pa_render_viewer *v, pa_render_scene *s, const pa_tick *t) {
                  v->ov, GL_STREAM_DRAW);
     glDrawArrays(GL_LINES, 0, (GLsizei)n_lines);
     glDrawArrays(GL_POINTS, (GLint)n_lines, (GLsizei)n_points);
+    if (v->ov_n > v->wp_first) {
+      glUniform1f(v->u_psize, 9.0f);
+      glDrawArrays(GL_POINTS, (GLint)v->wp_first,
+                   (GLsizei)(v->ov_n - v->wp_first));
+    }
     glBindVertexArray(0);
   }
 }

@@ -384,7 +384,28 @@ typedef struct pa_ctl {
   uint64_t off_cam;         /* pa_cam_demand[max_robots] */
   uint64_t off_cmd;         /* pa_queue of pa_cmd */
   uint64_t off_reply;       /* pa_queue of pa_reply */
+  uint64_t off_nav;         /* pa_nav_block */
 } pa_ctl;
+
+/* Navigation overlays: a client's planned path and waypoints for a robot,
+ * drawn by the viewer (pa-netgw writes them, under the seqlock; readers
+ * copy and retry). */
+#define PA_NAV_OVERLAYS 64       /* robots with a drawing at once */
+#define PA_NAV_PATH_MAX 1024     /* points of a path */
+#define PA_NAV_WAYPOINTS_MAX 256
+typedef struct pa_nav_overlay {
+  uint32_t robot;           /* robot index; UINT32_MAX = a free slot */
+  uint32_t path_n, wp_n;
+  uint32_t reserved;
+  float path[PA_NAV_PATH_MAX][2];      /* world x, y [m] */
+  float wp[PA_NAV_WAYPOINTS_MAX][2];
+} pa_nav_overlay;
+typedef struct pa_nav_block {
+  uint64_t seq;             /* odd while being written */
+  uint32_t gen;             /* bumped on every change */
+  uint32_t reserved;
+  pa_nav_overlay ov[PA_NAV_OVERLAYS];
+} pa_nav_block;
 
 /* Dynamic state of one robot at one tick: everything pa-sim needs to resume
  * after a crash. */
@@ -563,6 +584,7 @@ typedef struct pa_stack {
   pa_robot_info *robots;       /* [ctl->def.max_robots] */
   pa_obstacle_info *obstacles; /* [ctl->def.max_obstacles] */
   pa_cam_demand *cam;          /* [ctl->def.max_robots] */
+  pa_nav_block *nav;
 } pa_stack;
 
 /* Launcher (and tests): creates every segment of an instance except the map.
@@ -593,6 +615,12 @@ void pa_stack_world_end(pa_stack *s); /* also bumps world_gen */
 /* Readers: copy robots/obstacles between these; retry while false. */
 uint64_t pa_stack_world_read_begin(const pa_stack *s);
 bool pa_stack_world_read_retry(const pa_stack *s, uint64_t seq);
+/* Navigation overlays (one writer: pa-netgw). */
+void pa_stack_nav_begin(pa_stack *s);
+void pa_stack_nav_end(pa_stack *s); /* also bumps gen */
+/* Copies the block untorn into out; false if it stayed mid-update (a writer
+ * died inside it) for ~50 ms. */
+bool pa_stack_nav_read(const pa_stack *s, pa_nav_block *out);
 
 /* Map segment: pa-sim publishes (replacing any previous map, bumping
  * ctl->map_gen); readers attach and re-attach when map_gen changes. Attach

@@ -97,7 +97,7 @@ typedef struct ring_layout {
 
 typedef struct stack_layout {
   uint64_t ctl_total;
-  uint64_t off_robots, off_obstacles, off_cam, off_cmd, off_reply;
+  uint64_t off_robots, off_obstacles, off_cam, off_cmd, off_reply, off_nav;
   uint64_t ctl_sizes[PA_SHM_MAX_SIZES];
   ring_layout ring[RING_COUNT];
 } stack_layout;
@@ -139,6 +139,8 @@ static int stack_layout_compute(const pa_stack_def *d, stack_layout *L,
   off += PA_ALIGN64((uint64_t)d->max_obstacles * sizeof(pa_obstacle_info));
   L->off_cam = off;
   off += PA_ALIGN64((uint64_t)d->max_robots * sizeof(pa_cam_demand));
+  L->off_nav = off;
+  off += PA_ALIGN64(sizeof(pa_nav_block));
   L->off_cmd = off;
   off += pa_queue_bytes(d->cmd_capacity, sizeof(pa_cmd));
   L->off_reply = off;
@@ -291,6 +293,7 @@ static void stack_set_pointers(pa_stack *s, const stack_layout *L) {
   s->robots = (pa_robot_info *)(b + L->off_robots);
   s->obstacles = (pa_obstacle_info *)(b + L->off_obstacles);
   s->cam = (pa_cam_demand *)(b + L->off_cam);
+  s->nav = (pa_nav_block *)(b + L->off_nav);
   s->cmd = (pa_queue *)(b + L->off_cmd);
   s->reply = (pa_queue *)(b + L->off_reply);
   if (s->state_seg.base && s->scan_seg.base && s->camera_seg.base) {
@@ -355,6 +358,9 @@ int pa_stack_create(pa_stack *s, const pa_stack_def *d, char *err,
   c->off_cam = L.off_cam;
   c->off_cmd = L.off_cmd;
   c->off_reply = L.off_reply;
+  c->off_nav = L.off_nav;
+  for (int i = 0; i < PA_NAV_OVERLAYS; i++)
+    s->nav->ov[i].robot = UINT32_MAX;
   sem_init(&c->render_wake, 1, 0);
   pa_queue_init(s->cmd, d->cmd_capacity, sizeof(pa_cmd));
   pa_queue_init(s->reply, d->cmd_capacity, sizeof(pa_reply));
@@ -439,7 +445,7 @@ int pa_stack_attach(pa_stack *s, const char *instance, char *err,
   const pa_ctl *c = (const pa_ctl *)((char *)ch + PA_SHM_BODY_OFF);
   if (c->off_robots != L.off_robots || c->off_obstacles != L.off_obstacles ||
       c->off_cam != L.off_cam || c->off_cmd != L.off_cmd ||
-      c->off_reply != L.off_reply) {
+      c->off_reply != L.off_reply || c->off_nav != L.off_nav) {
     pa_shm_errf(err, err_sz, "%s: array offsets differ from this build's", name);
     rc = PA_SHM_EMISMATCH;
     goto fail;
@@ -540,6 +546,40 @@ uint64_t pa_stack_world_read_begin(const pa_stack *s) {
       struct timespec ts = {0, 100000};
       nanosleep(&ts, NULL);
     }
+  }
+}
+
+void pa_stack_nav_begin(pa_stack *s) {
+  uint64_t q = __atomic_load_n(&s->nav->seq, __ATOMIC_RELAXED);
+  /* Odd already (a writer died inside): stay odd. */
+  __atomic_store_n(&s->nav->seq, (q | 1u) + ((q & 1u) ? 2u : 0u),
+                   __ATOMIC_RELAXED);
+  __atomic_thread_fence(__ATOMIC_RELEASE);
+}
+
+void pa_stack_nav_end(pa_stack *s) {
+  uint64_t q = __atomic_load_n(&s->nav->seq, __ATOMIC_RELAXED);
+  __atomic_add_fetch(&s->nav->gen, 1u, __ATOMIC_RELAXED);
+  __atomic_store_n(&s->nav->seq, (q | 1u) + 1u, __ATOMIC_RELEASE);
+}
+
+bool pa_stack_nav_read(const pa_stack *s, pa_nav_block *out) {
+  int64_t until = 0;
+  for (;;) {
+    uint64_t q = __atomic_load_n(&s->nav->seq, __ATOMIC_ACQUIRE);
+    if (!(q & 1u)) {
+      memcpy(out, s->nav, sizeof *out);
+      __atomic_thread_fence(__ATOMIC_ACQUIRE);
+      if (__atomic_load_n(&s->nav->seq, __ATOMIC_RELAXED) == q)
+        return true;
+    }
+    int64_t now = pa_now_ns();
+    if (!until)
+      until = now + 50000000;
+    else if (now > until)
+      return false;
+    struct timespec ts = {0, 100000};
+    nanosleep(&ts, NULL);
   }
 }
 

@@ -1317,6 +1317,45 @@ static void map_actions(void **state) {
   expect_json_err(fd, "{\"type\":\"command\",\"action\":\"set_scenario\","
                       "\"data\":{}}",
                   "invalid_message");
+  /* navigation drawings for the viewer: in shared memory as sent */
+  j = expect_json_ok(fd, "{\"type\":\"command\",\"action\":\"set_nav_path\","
+                         "\"data\":{\"robot\":\"beta\",\"path\":[[0,0],[1,0.5],"
+                         "[2,-1]]}}",
+                     "response");
+  assert_int_equal(dint(j, "points"), 3);
+  assert_int_equal(dint(j, "robot"), 1);
+  json_decref(j);
+  json_decref(expect_json_ok(
+      fd, "{\"type\":\"command\",\"action\":\"set_waypoints\",\"data\":"
+          "{\"robot\":\"beta\",\"waypoints\":[[2,-1]]}}",
+      "response"));
+  static pa_nav_block nav;
+  assert_true(pa_stack_nav_read(&s.st, &nav));
+  int slot = -1;
+  for (int i = 0; i < PA_NAV_OVERLAYS; i++)
+    if (nav.ov[i].robot == 1)
+      slot = i;
+  assert_true(slot >= 0);
+  assert_int_equal(nav.ov[slot].path_n, 3);
+  assert_true(nav.ov[slot].path[1][0] == 1.0f && nav.ov[slot].path[1][1] == 0.5f);
+  assert_int_equal(nav.ov[slot].wp_n, 1);
+  uint32_t ngen = nav.gen;
+  static const char *const bad_nav[] = {
+      "{\"path\":[[0,0],[1]]}", "{\"path\":[[0,\"x\"]]}", "{\"path\":{}}",
+      "{\"path\":[[0,1e300]]}", "{\"robot\":\"nobody\",\"path\":[]}"};
+  for (size_t i = 0; i < sizeof bad_nav / sizeof bad_nav[0]; i++) {
+    snprintf(req, sizeof req,
+             "{\"type\":\"command\",\"action\":\"set_nav_path\",\"data\":%s}",
+             bad_nav[i]);
+    expect_json_err(fd, req, i == 4 ? "unknown_robot" : "invalid_action_shape");
+  }
+  assert_true(pa_stack_nav_read(&s.st, &nav));
+  assert_int_equal(nav.gen, ngen); /* refused: nothing written */
+  json_decref(expect_json_ok(
+      fd, "{\"type\":\"command\",\"action\":\"clear_nav\"}", "response"));
+  assert_true(pa_stack_nav_read(&s.st, &nav));
+  for (int i = 0; i < PA_NAV_OVERLAYS; i++)
+    assert_int_equal(nav.ov[i].robot, UINT32_MAX);
   /* the default world again: one robot, the built-in map */
   j = expect_json_ok(fd, "{\"type\":\"command\",\"action\":\"set_scenario\","
                          "\"data\":{\"world\":\"default\"}}",

@@ -449,6 +449,17 @@ static void test_viewer_screenshot(void **state) {
   for (int i = 0; i < 360; i++)
     r[i] = 1.5f;
   assert_true(pa_ring_write(w.st.scan, buf, sizeof buf) > 0);
+  /* a client's path (a square around the map's centre) and waypoints, as
+   * pa-netgw writes them */
+  pa_stack_nav_begin(&w.st);
+  pa_nav_overlay *o = &w.st.nav->ov[5];
+  o->robot = 0;
+  static const float sq[5][2] = {{-2, -2}, {2, -2}, {2, 2}, {-2, 2}, {-2, -2}};
+  memcpy(o->path, sq, sizeof sq);
+  o->path_n = 5;
+  memcpy(o->wp, sq, 4 * sizeof sq[0]);
+  o->wp_n = 4;
+  pa_stack_nav_end(&w.st);
   char bin[512], log[512], png[512];
   pa_test_bin(bin, sizeof bin, "pa-render");
   snprintf(log, sizeof log, "%s/viewer.log", pa_test_tmpdir());
@@ -485,6 +496,15 @@ static void test_viewer_screenshot(void **state) {
     }
   }
   assert_true(distinct > 20);
+  /* The path (magenta) and the waypoints (yellow) are drawn. */
+  int magenta = 0, yellow = 0;
+  for (int i = 0; i < iw * ih; i++) {
+    const unsigned char *p = img + i * 3;
+    magenta += p[0] > 200 && p[1] < 100 && p[2] > 190;
+    yellow += p[0] > 220 && p[1] > 180 && p[2] < 70;
+  }
+  if (magenta < 100 || yellow < 50)
+    fail_msg("path pixels %d, waypoint pixels %d", magenta, yellow);
   stbi_image_free(img);
   world_free(&w);
 }

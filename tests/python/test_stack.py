@@ -547,6 +547,15 @@ class MapTest(StackTestCase):
         self.assertEqual([r["name"] for r in sim.request("list_robots")["robots"]], ["a", "b"])
         got = sim.set_scenario()
         self.assertEqual((got["robots"], got["obstacles"]), (1, 0))
+        # Drawings for the viewer.
+        self.assertEqual(sim.set_nav_path([(0, 0), (1, 1), (2, 0)])["points"], 3)
+        self.assertEqual(sim.set_waypoints([(2, 0)])["points"], 1)
+        with self.assertRaises(ValueError):  # refused before it is sent
+            sim.set_nav_path([(0, float("nan"))])
+        with self.assertRaises(Error) as e:  # and by the server
+            sim.request("set_nav_path", {"path": [[0, 1e300]]})
+        self.assertEqual(e.exception.code, "invalid_action_shape")
+        sim.clear_nav()
 
 
 class TokenTest(StackTestCase):

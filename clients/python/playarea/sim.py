@@ -21,6 +21,12 @@ def _vec(name, values, n):
     return [finite("%s[%d]" % (name, i), v) for i, v in enumerate(values)]
 
 
+def _points(name, points):
+    """[(x, y), ...] as [[x, y], ...] of finite floats (ValueError naming a bad one)."""
+    return [[finite("%s[%d].x" % (name, i), x), finite("%s[%d].y" % (name, i), y)]
+            for i, (x, y) in enumerate(points)]
+
+
 class Sim:
     """A JSON-protocol client: ``Sim().step(v=0.2, w=0.1)`` returns the state after the step.
 
@@ -276,6 +282,23 @@ class Sim:
         if map_yaml is None:
             return self.request("set_map", {"map": "default"})
         return self.request("set_map", {"map_yaml": os.path.abspath(map_yaml)})
+
+    # ---- navigation drawings (the viewer draws them) -------------------------
+
+    def set_nav_path(self, points, robot=0):
+        """Draw a planned path for a robot: [(x, y), ...], up to 1024 points
+        (an empty list clears it)."""
+        return self.request("set_nav_path", {
+            "robot": robot, "path": _points("points", points)})
+
+    def set_waypoints(self, points, robot=0):
+        """Draw waypoints for a robot: [(x, y), ...], up to 256."""
+        return self.request("set_waypoints", {
+            "robot": robot, "waypoints": _points("points", points)})
+
+    def clear_nav(self, robot=None):
+        """Remove a robot's drawings, or every robot's when robot is None."""
+        return self.request("clear_nav", {} if robot is None else {"robot": robot})
 
     def set_scenario(self, world=None):
         """Replace the whole world (robots, obstacles, map) with a world file
