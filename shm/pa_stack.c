@@ -516,18 +516,24 @@ fail:
 
 /* ---- world seqlock ------------------------------------------------------ */
 
-void pa_stack_world_begin(pa_stack *s) {
-  uint64_t q = __atomic_load_n(&s->ctl->world_seq, __ATOMIC_RELAXED);
+/* The writer's side of a seqlock (one writer): odd while writing. */
+static void seq_begin(uint64_t *seq) {
+  uint64_t q = __atomic_load_n(seq, __ATOMIC_RELAXED);
   /* Odd already means a writer died mid-update: stay odd, move on. */
-  __atomic_store_n(&s->ctl->world_seq, (q | 1u) + ((q & 1u) ? 2u : 0u),
-                   __ATOMIC_RELAXED);
+  __atomic_store_n(seq, (q | 1u) + ((q & 1u) ? 2u : 0u), __ATOMIC_RELAXED);
   __atomic_thread_fence(__ATOMIC_RELEASE);
 }
 
+static void seq_end(uint64_t *seq, uint32_t *gen) {
+  uint64_t q = __atomic_load_n(seq, __ATOMIC_RELAXED);
+  __atomic_add_fetch(gen, 1u, __ATOMIC_RELAXED);
+  __atomic_store_n(seq, (q | 1u) + 1u, __ATOMIC_RELEASE);
+}
+
+void pa_stack_world_begin(pa_stack *s) { seq_begin(&s->ctl->world_seq); }
+
 void pa_stack_world_end(pa_stack *s) {
-  uint64_t q = __atomic_load_n(&s->ctl->world_seq, __ATOMIC_RELAXED);
-  __atomic_add_fetch(&s->ctl->world_gen, 1u, __ATOMIC_RELAXED);
-  __atomic_store_n(&s->ctl->world_seq, (q | 1u) + 1u, __ATOMIC_RELEASE);
+  seq_end(&s->ctl->world_seq, &s->ctl->world_gen);
 }
 
 uint64_t pa_stack_world_read_begin(const pa_stack *s) {
@@ -549,19 +555,9 @@ uint64_t pa_stack_world_read_begin(const pa_stack *s) {
   }
 }
 
-void pa_stack_nav_begin(pa_stack *s) {
-  uint64_t q = __atomic_load_n(&s->nav->seq, __ATOMIC_RELAXED);
-  /* Odd already (a writer died inside): stay odd. */
-  __atomic_store_n(&s->nav->seq, (q | 1u) + ((q & 1u) ? 2u : 0u),
-                   __ATOMIC_RELAXED);
-  __atomic_thread_fence(__ATOMIC_RELEASE);
-}
+void pa_stack_nav_begin(pa_stack *s) { seq_begin(&s->nav->seq); }
 
-void pa_stack_nav_end(pa_stack *s) {
-  uint64_t q = __atomic_load_n(&s->nav->seq, __ATOMIC_RELAXED);
-  __atomic_add_fetch(&s->nav->gen, 1u, __ATOMIC_RELAXED);
-  __atomic_store_n(&s->nav->seq, (q | 1u) + 1u, __ATOMIC_RELEASE);
-}
+void pa_stack_nav_end(pa_stack *s) { seq_end(&s->nav->seq, &s->nav->gen); }
 
 bool pa_stack_nav_read(const pa_stack *s, pa_nav_block *out) {
   int64_t until = 0;

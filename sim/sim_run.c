@@ -127,8 +127,9 @@ static pa_status map_cmd(run_ctx *k, const pa_cmd *c, pa_reply *r) {
                  : pa_map_load_default(&g, err, sizeof err);
   } else {
     pa_mapgen p = pa_mapgen_default();
-    for (int i = 0; i < 7; i++)
-      if (!isfinite(c->a[i]) || c->a[i] < 0 || c->a[i] > 1e9)
+    for (int i = 0; i < 7; i++) /* the seed up to 2^53, the rest to 1e9 */
+      if (!isfinite(c->a[i]) || c->a[i] < 0 ||
+          c->a[i] > (i == 3 ? 9007199254740992.0 : 1e9))
         return pa_sim_int_fail(r, PA_ERR_INVALID_ACTION_SHAPE,
                                "generate_map: parameters must be finite "
                                "numbers >= 0");

@@ -1193,6 +1193,10 @@ static void map_actions(void **state) {
       "response"));
   char *rows8 = terrain(fd);
   assert_true(strcmp(rows7, rows8) != 0);
+  json_decref(expect_json_ok( /* the largest seed JSON carries exactly */
+      fd, "{\"type\":\"command\",\"action\":\"generate_map\",\"data\":"
+          "{\"width\":12,\"height\":8,\"seed\":9007199254740991}}",
+      "response"));
   json_decref(expect_json_ok(fd, gen7, "response"));
   char *again = terrain(fd);
   assert_string_equal(rows7, again);
