@@ -83,8 +83,9 @@ void pa_grid_free(pa_grid *g);
 
 /* A generated map (pa_mapgen.c): a building width x height [m] of
  * rooms_x x rooms_y rooms joined by 0.9 m doors, 10 cm walls, `clutter`
- * boxes of 0.2-0.6 m per room, centred on the world origin. The same
- * parameters give the same cells. */
+ * boxes of 0.2-0.6 m per room; the world origin is the centre of the middle
+ * room (rooms_x / 2, rooms_y / 2), clear of boxes. The same parameters give
+ * the same cells. */
 typedef struct pa_mapgen {
   double width, height;    /* [m], 2..500 (at most 8192 cells a side) */
   double resolution;       /* [m/cell], 0.01..1 */

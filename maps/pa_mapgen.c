@@ -81,9 +81,6 @@ int pa_map_generate(const pa_mapgen *p, pa_grid *out, char *err,
              g.width, g.height);
     return -1;
   }
-  /* Centred on the world origin, so (0, 0) is in the middle room. */
-  g.origin_x = -0.5 * g.width * g.resolution;
-  g.origin_y = -0.5 * g.height * g.resolution;
   uint64_t rng = p->seed ^ 0x6d617067656eull; /* "mapgen" */
   const double res = p->resolution;
   long t = lround(0.1 / res); /* walls 10 cm thick */
@@ -103,6 +100,12 @@ int pa_map_generate(const pa_mapgen *p, pa_grid *out, char *err,
     bx[i] = (long)((double)W * i / p->rooms_x);
   for (uint32_t j = 0; j <= p->rooms_y; j++)
     by[j] = (long)((double)H * j / p->rooms_y);
+  /* The world origin at the centre of the middle room, kept clear: a robot
+   * starting at (0, 0) (the default world's) starts in the open. */
+  uint32_t mx = p->rooms_x / 2, my = p->rooms_y / 2;
+  long ox = (bx[mx] + bx[mx + 1]) / 2, oy = (by[my] + by[my + 1]) / 2;
+  g.origin_x = -((double)ox + 0.5) * res;
+  g.origin_y = -((double)oy + 0.5) * res;
   /* Inner walls, each wall segment between two rooms with one door at a
    * random place along it (every room reaches every other). */
   for (uint32_t i = 1; i < p->rooms_x; i++)
@@ -135,6 +138,9 @@ int pa_map_generate(const pa_mapgen *p, pa_grid *out, char *err,
           continue; /* the room is too small for one */
         long x = (long)uni(&rng, (double)lo_x, (double)hi_x);
         long y = (long)uni(&rng, (double)lo_y, (double)hi_y);
+        if (x - keep < ox && ox < x + sx + keep && y - keep < oy &&
+            oy < y + sy + keep)
+          continue; /* the origin stays clear */
         fill(&g, x, y, x + sx, y + sy, OCC);
       }
   *out = g;
