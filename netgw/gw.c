@@ -51,7 +51,7 @@ int pa_gw_robot(pa_netgw *g, const char *name, long id, pa_robot_info *info,
   for (int tries = 0; tries < 1000; tries++) {
     uint64_t s = pa_stack_world_read_begin(g->st);
     if (s & 1u) /* left mid-update for 50 ms: its writer died */
-      return -1;
+      return PA_GW_BUSY;
     int found = -1;
     uint32_t n = __atomic_load_n(&g->ctl->robot_count, __ATOMIC_ACQUIRE);
     if (n > max)
@@ -85,7 +85,7 @@ int pa_gw_obstacle(pa_netgw *g, const char *name, pa_obstacle_info *info,
   for (int tries = 0; tries < 1000; tries++) {
     uint64_t s = pa_stack_world_read_begin(g->st);
     if (s & 1u)
-      return -1;
+      return PA_GW_BUSY;
     int found = -1;
     uint32_t n = __atomic_load_n(&g->ctl->obstacle_count, __ATOMIC_ACQUIRE);
     if (n > max)
@@ -511,6 +511,11 @@ static void handle_text(pa_client *c, const char *line, size_t len) {
     int rc = numeric ? pa_gw_robot(g, NULL, strtol(t.arg, NULL, 10), &info,
                                    &idx)
                      : pa_gw_robot(g, t.arg, -1, &info, &idx);
+    if (rc == PA_GW_BUSY) {
+      text_err(c, PA_ERR_BUSY, "the world snapshot is being rewritten; try "
+                               "again");
+      return;
+    }
     if (rc != 0) {
       snprintf(msg, sizeof msg, "no robot with %s '%s'",
                numeric ? "id" : "name", t.arg);

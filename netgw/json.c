@@ -427,33 +427,51 @@ static int need_pose3(jctx *x, double p[3]) {
   return r > 0 ? 0 : -1;
 }
 
+/* A robot lookup stuck on a world snapshot left mid-update: busy (true),
+ * else the caller says unknown_robot. */
+static bool robot_busy(jctx *x, int rc) {
+  if (rc != PA_GW_BUSY)
+    return false;
+  jfail(x, PA_ERR_BUSY, "the world snapshot is being rewritten; try again");
+  return true;
+}
+
 /* data.robot (id or name), default the connection's robot. */
 static int get_robot(jctx *x, pa_robot_info *info, uint32_t *idx) {
   pa_netgw *g = x->c->g;
   json_t *v = json_object_get(x->data, "robot");
   if (!v || json_is_null(v)) {
-    if (pa_gw_robot(g, NULL, (long)x->c->robot, info, idx) != 0) {
-      jfail(x, PA_ERR_UNKNOWN_ROBOT, "robot %u does not exist",
-            (unsigned)x->c->robot);
+    int rc = pa_gw_robot(g, NULL, (long)x->c->robot, info, idx);
+    if (rc != 0) {
+      if (!robot_busy(x, rc))
+        jfail(x, PA_ERR_UNKNOWN_ROBOT, "robot %u does not exist",
+              (unsigned)x->c->robot);
       return -1;
     }
     return 0;
   }
   if (json_is_integer(v)) {
     json_int_t id = json_integer_value(v);
-    if (id < 0 || id > 0x7fffffff ||
-        pa_gw_robot(g, NULL, (long)id, info, idx) != 0) {
-      jfail(x, PA_ERR_UNKNOWN_ROBOT, "no robot with id %lld", (long long)id);
+    int rc = id < 0 || id > 0x7fffffff
+                 ? -1
+                 : pa_gw_robot(g, NULL, (long)id, info, idx);
+    if (rc != 0) {
+      if (!robot_busy(x, rc))
+        jfail(x, PA_ERR_UNKNOWN_ROBOT, "no robot with id %lld",
+              (long long)id);
       return -1;
     }
     return 0;
   }
   if (json_is_string(v)) {
     /* A name with a NUL inside must not match the part before it. */
-    if (strlen(json_string_value(v)) != json_string_length(v) ||
-        pa_gw_robot(g, json_string_value(v), -1, info, idx) != 0) {
-      jfail(x, PA_ERR_UNKNOWN_ROBOT, "no robot named '%.64s'",
-            json_string_value(v));
+    const char *name = json_string_value(v);
+    int rc = strlen(name) != json_string_length(v)
+                 ? -1
+                 : pa_gw_robot(g, name, -1, info, idx);
+    if (rc != 0) {
+      if (!robot_busy(x, rc))
+        jfail(x, PA_ERR_UNKNOWN_ROBOT, "no robot named '%.64s'", name);
       return -1;
     }
     return 0;

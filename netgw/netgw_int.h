@@ -202,10 +202,13 @@ typedef struct pa_netgw {
 
 /* gw.c, for json.c */
 void pa_gw_write(pa_client *c, const char *s, size_t n);
-/* Looks up a robot by id (name NULL) or name: 0 and *info, or -1. */
+/* Looks up a robot by id (name NULL) or name: 0 and *info, -1 if there is
+ * none, PA_GW_BUSY if the world snapshot stayed mid-update (its writer died:
+ * a restarted pa-sim rewrites it). */
+#define PA_GW_BUSY (-2)
 int pa_gw_robot(pa_netgw *g, const char *name, long id, pa_robot_info *info,
                 uint32_t *idx);
-/* Copies the obstacle snapshot entry with that name: 0, or -1. */
+/* Copies the obstacle snapshot entry with that name: 0, -1 or PA_GW_BUSY. */
 int pa_gw_obstacle(pa_netgw *g, const char *name, pa_obstacle_info *info,
                    uint32_t *idx);
 /* Latest state record; NULL when pa-sim has not written a tick yet. */

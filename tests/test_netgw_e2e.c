@@ -658,6 +658,10 @@ static void json_actions(void **state) {
   pa_stack_world_begin(&s.st);
   expect_json_err(fd, "{\"type\":\"command\",\"action\":\"list_obstacles\"}",
                   "busy");
+  expect_json_err(fd, "{\"type\":\"command\",\"action\":\"get_state\","
+                      "\"data\":{\"robot\":1}}",
+                  "busy"); /* not unknown_robot */
+  expect(fd, "robot 1", "err busy the world snapshot is being rewritten; try again");
   pa_stack_world_end(&s.st);
   json_decref(expect_json_ok(
       fd, "{\"type\":\"command\",\"action\":\"list_obstacles\"}", "response"));
