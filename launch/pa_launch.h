@@ -53,6 +53,7 @@ typedef struct pa_launch_cfg {
   double odom_error[3]; /* x, y, theta ratios */
   long threads, spin_us;
   bool realtime;
+  const char *dataset_dir; /* export_dataset's directory (NULL = off) */
   /* pa-render */
   double camera_hz;
   bool viewer;

@@ -54,6 +54,7 @@ enum {
   A_SET_NAV_PATH,
   A_SET_WAYPOINTS,
   A_CLEAR_NAV,
+  A_EXPORT_DATASET,
   A_COUNT
 };
 
@@ -70,11 +71,8 @@ static const char *const action_names[A_COUNT] = {
     "set_property",      "save_snapshot",   "load_snapshot",
     "set_wheels",        "set_map",         "generate_map",
     "set_scenario",      "set_nav_path",    "set_waypoints",
-    "clear_nav",
+    "clear_nav",         "export_dataset",
 };
-
-/* Named in PROTOCOL.md but without a simulator side yet: said so plainly. */
-static const char *const not_built[] = {"export_dataset"};
 
 /* Address used as "this request now waits for pa-sim". */
 static char pending_tag;
@@ -1277,6 +1275,37 @@ static json_t *act_nav(jctx *x) {
   return d;
 }
 
+/* export_dataset {name, seconds (default 10) or ticks}: pa-sim records the
+ * next ticks into its --dataset_dir/<name>/. */
+static json_t *act_export_dataset(jctx *x) {
+  const char *name = NULL;
+  double seconds = 10;
+  long long ticks = 0;
+  if (need_str(x, "name", 64, &name) < 0 ||
+      get_num(x, "seconds", &seconds) < 0 ||
+      get_int(x, "ticks", 1, 100000000, &ticks) < 0)
+    return NULL;
+  if (!pa_snapshot_name_ok(name))
+    return jfail(x, PA_ERR_INVALID_MESSAGE,
+                 "dataset name '%s': use 1 to %d of A-Z a-z 0-9 _ -", name,
+                 PA_SNAPSHOT_NAME_MAX);
+  if (!ticks) {
+    double hz = x->c->g->ctl->control_hz;
+    if (!(seconds > 0) || !(hz > 0) || seconds * hz > 100000000)
+      return jfail(x, PA_ERR_INVALID_MESSAGE,
+                   "data.seconds must be > 0 and at most 1e8 ticks");
+    ticks = llround(seconds * hz);
+    if (ticks < 1)
+      ticks = 1;
+  }
+  pa_cmd cmd;
+  memset(&cmd, 0, sizeof cmd);
+  cmd.op = PA_OP_EXPORT_DATASET;
+  cmd.u = (uint32_t)ticks;
+  snprintf(cmd.name, sizeof cmd.name, "%s", name);
+  return wait_for_sim(x, &cmd, 0);
+}
+
 /* set_scenario {"world": "/abs/x.world.yaml" | "default"}: robots,
  * obstacles and map from a world file (pa-sim reads it). */
 static json_t *act_set_scenario(jctx *x) {
@@ -1670,6 +1699,9 @@ static json_t *exec_one(pa_client *c, json_t *req) {
   case A_CLEAR_NAV:
     d = act_nav(&x);
     break;
+  case A_EXPORT_DATASET:
+    d = act_export_dataset(&x);
+    break;
   case A_SET_PROPERTY:
     d = act_set_property(&x);
     break;
@@ -1732,16 +1764,9 @@ static json_t *exec_one(pa_client *c, json_t *req) {
   case A_GET_STATUS:
     d = act_status(&x, &sim_time);
     break;
-  default: {
-    bool later = false;
-    for (size_t i = 0; i < sizeof not_built / sizeof not_built[0]; i++)
-      later |= !strcmp(aname, not_built[i]);
-    jfail(&x, PA_ERR_UNKNOWN_ACTION,
-          later ? "action '%.64s' is not implemented by this simulator yet"
-                : "unknown action '%.64s'",
-          aname);
+  default:
+    jfail(&x, PA_ERR_UNKNOWN_ACTION, "unknown action '%.64s'", aname);
     break;
-  }
   }
   if (empty)
     json_decref(empty);
@@ -1923,6 +1948,11 @@ void pa_json_complete(pa_client *c, const pa_reply *r) {
         json_object_set_new(d, "obstacles", json_integer((json_int_t)r->a[2]));
         json_object_set_new(d, "saved_tick", json_integer((json_int_t)r->a[0]));
         json_object_set_new(d, "saved_sim_time", json_real(r->a[1]));
+      } else if (action == A_EXPORT_DATASET) {
+        json_t *nm = json_object_get(json_object_get(req, "data"), "name");
+        json_object_set(d, "name", nm);
+        json_object_set_new(d, "first_tick", json_integer((json_int_t)r->a[0]));
+        json_object_set_new(d, "last_tick", json_integer((json_int_t)r->a[1]));
       } else if (action == A_SET_MAP || action == A_GENERATE_MAP ||
                  action == A_SET_SCENARIO) {
         json_object_set_new(d, "width", json_integer((json_int_t)r->a[0]));

@@ -507,6 +507,8 @@ enum pa_op {
   PA_OP_SET_SCENARIO, /* path = a world file, "" = the default world; the
                          world replaces robots, obstacles and map; the same
                          reply, a[5] = robots, a[6] = obstacles */
+  PA_OP_EXPORT_DATASET, /* name; u = ticks to record from the next one;
+                           replies a = first, last tick */
   PA_OP_COUNT
 };
 #define PA_CMD_PATH_MAX 256 /* pa_cmd.path, with its NUL */

@@ -19,7 +19,7 @@ static volatile sig_atomic_t stop_flag;
 int main(int argc, char **argv) {
   int status = PA_EXIT_CONFIG;
   char err[512];
-  const char *instance = "p9000";
+  const char *instance = "p9000", *dataset_dir = "";
   pa_map_flags mf = pa_map_flags_default();
   pa_sim_def d = pa_sim_def_default();
   long seed = 0, beams = d.laser_beams, robots = 1, threads = 0, spin_us = -1;
@@ -39,6 +39,7 @@ int main(int argc, char **argv) {
 
   const pa_opt opts[] = {
       {"instance", PA_OPT_STR, &instance, 0, -1, "instance name"},
+      {"dataset_dir", PA_OPT_STR, &dataset_dir, 0, -1, "export_dataset writes recordings here (\"\" = off)"},
       {"world", PA_OPT_STR, &mf.world, 0, -1, "world file (map + robots + obstacles)"},
       {"map_yaml", PA_OPT_STR, &mf.map_yaml, 0, -1, "map.yaml (\"\" = use --map_image)"},
       {"map_image", PA_OPT_STR, &mf.map_image, 0, -1, "map image"},
@@ -91,6 +92,11 @@ int main(int argc, char **argv) {
   d.threads = (uint32_t)threads;
   d.spin_us = (int32_t)spin_us;
   snprintf(d.instance, sizeof d.instance, "%s", instance);
+  if (strlen(dataset_dir) >= sizeof d.dataset_dir) {
+    pa_error("--dataset_dir: at most %zu bytes", sizeof d.dataset_dir - 1);
+    goto out;
+  }
+  snprintf(d.dataset_dir, sizeof d.dataset_dir, "%s", dataset_dir);
   d.camera_width = (uint32_t)cam_w;
   d.camera_height = (uint32_t)cam_h;
   d.camera_fov = fov_deg * M_PI / 180.0;

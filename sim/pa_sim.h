@@ -41,6 +41,8 @@ enum {
   PA_SIM_FORCE_CAMERA_FOV = 1u << 6,
 };
 
+#define PA_SIM_DATASET_DIR_MAX 200
+
 typedef struct pa_sim_def {
   double control_hz;       /* [Hz] default 200 */
   double scan_hz;          /* [Hz] default 10 */
@@ -76,6 +78,8 @@ typedef struct pa_sim_def {
   int32_t spin_us;
   /* The shared-memory instance, for snapshots ("" = none: refused). */
   char instance[48];
+  /* export_dataset writes recordings under this directory ("" = off). */
+  char dataset_dir[PA_SIM_DATASET_DIR_MAX];
   /* Threads that work on a tick: scans, and the physics of 256+ robots
    * (the caller + threads - 1 workers started by pa_sim_state_init; results
    * are the same for any count; a state with workers does not survive
@@ -145,6 +149,7 @@ typedef struct pa_sim_hash {
 } pa_sim_hash;
 
 typedef struct pa_sim_pool pa_sim_pool; /* scan workers (sim_pool.c) */
+typedef struct pa_sim_rec pa_sim_rec;   /* export_dataset (sim_rec.c) */
 
 /* A differential robot's wheel separation when none is given. */
 #define PA_WHEEL_BASE_PER_RADIUS 1.6
@@ -191,6 +196,7 @@ typedef struct pa_sim_state {
                             * then reads ranges after pa_sim_scans_settle) */
   struct pa_sim_late *late; /* NULL without threads */
   uint64_t late_scans;     /* scans overlapped so far (statistics) */
+  pa_sim_rec *rec;         /* an export_dataset recording, or NULL */
 } pa_sim_state;
 
 /* Scan threads for def.threads and an initial world of `robots` robots:
@@ -234,6 +240,9 @@ void pa_sim_step(const pa_sim_model *m, pa_sim_state *s);
  * wait for their records (pa_sim_shm_publish_tick writes them).
  * pa_sim_apply completes all first. */
 bool pa_sim_scans_settle(const pa_sim_model *m, pa_sim_state *s, bool wait);
+
+/* Ends an export_dataset recording early (files flushed and closed). */
+void pa_sim_rec_stop(pa_sim_state *s);
 
 /* ---- commands ------------------------------------------------------------ */
 

@@ -197,6 +197,19 @@ bool pa_sim_int_state_ok(const pa_robot_state *r);
 /* robot_count / obstacle_count down to the highest active one + 1. */
 void pa_sim_int_recount(pa_sim_state *s);
 
+/* export_dataset (sim_rec.c): start (PA_OP_EXPORT_DATASET: name, u =
+ * ticks; replies a = first and last tick), the rows of a tick (after its
+ * state record), a scan (as its record is written), and whether the
+ * recording has reached its last tick (the loop then completes scans in
+ * flight and stops it). */
+pa_status pa_sim_int_rec_start(const pa_sim_model *m, pa_sim_state *s,
+                               const pa_cmd *c, pa_reply *r);
+void pa_sim_int_rec_tick(pa_sim_state *s);
+void pa_sim_int_rec_scan(pa_sim_rec *rec, const pa_sim_scan_stamp *t,
+                         const pa_robot_info *ri, const float *ranges,
+                         uint32_t beams);
+bool pa_sim_int_rec_due(const pa_sim_state *s);
+
 /* Monotonic clock [ns]. */
 int64_t pa_sim_int_now(void);
 

@@ -341,6 +341,11 @@ void pa_sim_run(pa_sim_model *m, pa_sim_state *s, pa_stack *st,
     int64_t t2 = pa_sim_int_step(m, s, t1, timed);
     pa_sim_shm_publish_tick_at(m, s, st, t2);
     k.scans += s->scan_due_count + (s->late_scans - late0);
+    if (pa_sim_int_rec_due(s)) { /* its last tick: the scans in flight too */
+      if (pa_sim_scans_settle(m, s, true))
+        pa_sim_shm_publish_late(m, s, st);
+      pa_sim_rec_stop(s);
+    }
     int64_t t3 = timed ? pa_now_ns() : t2;
     if (timed) {
       s->phase_ns[PA_SIM_PH_CMD] = t1 - t0;
@@ -385,6 +390,7 @@ void pa_sim_run(pa_sim_model *m, pa_sim_state *s, pa_stack *st,
   }
   if (pa_sim_scans_settle(m, s, true))
     pa_sim_shm_publish_late(m, s, st);
+  pa_sim_rec_stop(s);
   publish_health(&k, pa_now_ns());
   free(k.lat);
 }

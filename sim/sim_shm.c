@@ -94,6 +94,8 @@ static void write_scan(const pa_sim_model *m, const pa_sim_state *s,
   memcpy(slot, &h, sizeof h);
   memcpy(slot + sizeof h, ranges, beams * sizeof(float));
   pa_ring_write_commit(st->scan);
+  if (s->rec)
+    pa_sim_int_rec_scan(s->rec, t, ri, ranges, beams);
 }
 
 /* Overlapped scans that completed since the last records. */
@@ -137,6 +139,8 @@ void pa_sim_shm_publish_tick_at(const pa_sim_model *m, pa_sim_state *s,
     s->world_dirty = false;
   }
   write_tick(s, st, wall_ns);
+  if (s->rec)
+    pa_sim_int_rec_tick(s);
   write_scans(m, s, st, wall_ns);
 }
 

@@ -1025,6 +1025,9 @@ pa_status pa_sim_apply(const pa_sim_model *m, pa_sim_state *s,
   case PA_OP_LOAD_SNAPSHOT:
     st = pa_sim_int_snapshot_load(m, s, c, r);
     break;
+  case PA_OP_EXPORT_DATASET:
+    st = pa_sim_int_rec_start(m, s, c, r);
+    break;
   default:
     st = fail(r, PA_ERR_UNKNOWN_ACTION, "unknown command op %u", c->op);
     break;

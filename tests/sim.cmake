@@ -7,5 +7,5 @@ pa_add_test(test_sim_kin SOURCES test_sim_kin.c LIBS pa_test_sim TIMEOUT 60 LABE
 pa_add_test(test_sim_collide SOURCES test_sim_collide.c LIBS pa_test_sim TIMEOUT 120 LABELS sim)
 pa_add_test(test_sim_laser SOURCES test_sim_laser.c LIBS pa_test_sim TIMEOUT 60 LABELS sim)
 pa_add_test(test_sim_run SOURCES test_sim_run.c LIBS pa_test_sim TIMEOUT 60 LABELS sim)
-pa_add_test(test_sim_proc SOURCES test_sim_proc.c LIBS pa_shm m TIMEOUT 120 LABELS sim)
+pa_add_test(test_sim_proc SOURCES test_sim_proc.c LIBS pa_shm pa_map m TIMEOUT 120 LABELS sim)
 add_dependencies(test_sim_proc pa-sim)

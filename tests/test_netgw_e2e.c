@@ -755,7 +755,7 @@ static void json_actions(void **state) {
   expect_json_err(fd, "{\"type\":\"command\",\"action\":\"fly\"}",
                   "unknown_action");
   expect_json_err(fd, "{\"type\":\"command\",\"action\":\"export_dataset\"}",
-                  "unknown_action");
+                  "invalid_message"); /* no name */
   expect_json_err(fd, "{\"type\":\"command\",\"action\":\"set_wheels\"}",
                   "invalid_action_shape"); /* no wheel speeds */
   expect_json_err(fd, "{\"type\":\"command\",\"action\":\"set_property\"}",

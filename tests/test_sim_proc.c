@@ -17,6 +17,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "pa_map.h"
 #include "pa_shm.h"
 #include "testutil.h"
 
@@ -619,6 +620,100 @@ static void test_map_survives_restart(void **st) {
   teardown(&s);
 }
 
+static int count_lines(const char *path) {
+  FILE *f = fopen(path, "r");
+  if (!f)
+    return -1;
+  int n = 0, ch;
+  while ((ch = fgetc(f)) != EOF)
+    n += ch == '\n';
+  fclose(f);
+  return n;
+}
+
+static void rm_dataset(const char *dir) {
+  static const char *const files[] = {"map.yaml", "map.png", "robots.csv",
+                                      "poses.csv", "scans.csv"};
+  char p[700];
+  for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+    snprintf(p, sizeof p, "%s/run1/%s", dir, files[i]);
+    unlink(p);
+  }
+  snprintf(p, sizeof p, "%s/run1", dir);
+  rmdir(p);
+  rmdir(dir);
+}
+
+/* export_dataset: the next N ticks (poses of every tick, every scan, with
+ * overlapped ones) with the map and robots, in --dataset_dir/<name>/; one at
+ * a time, names checked, an existing one not overwritten. */
+static void test_export_dataset(void **st) {
+  (void)st;
+  sim s;
+  memset(&s, 0, sizeof s);
+  char dir[600], flags[700];
+  snprintf(dir, sizeof dir, "%s/ds-%d", pa_test_tmpdir(), (int)getpid());
+  assert_int_equal(mkdir(dir, 0755), 0);
+  snprintf(flags, sizeof flags, "--paused --threads 2 --dataset_dir %s", dir);
+  setup(&s, "dset", flags);
+  pa_tick t0 = latest(&s, NULL);
+  pa_cmd c;
+  memset(&c, 0, sizeof c);
+  c.request_id = ++s.next_req;
+  c.op = PA_OP_EXPORT_DATASET;
+  c.u = 45;
+  snprintf(c.name, sizeof c.name, "run1");
+  assert_int_equal(pa_queue_push(s.st.cmd, &c), 0);
+  pa_reply r = wait_reply(&s, c.request_id, 20000);
+  assert_int_equal(r.status, PA_OK);
+  assert_true(r.a[0] == (double)(t0.tick + 1) && r.a[1] == (double)(t0.tick + 45));
+  /* a second one while recording: busy; a bad name: refused */
+  c.request_id = ++s.next_req;
+  snprintf(c.name, sizeof c.name, "run2");
+  assert_int_equal(pa_queue_push(s.st.cmd, &c), 0);
+  assert_string_equal(pa_status_code(wait_reply(&s, c.request_id, 20000).status),
+                      "busy");
+  assert_int_equal(call(&s, PA_OP_STEP, 60, PA_CMDF_DRIVE, 0.3, 0, 0.3).status,
+                   PA_OK);
+  char p[700];
+  snprintf(p, sizeof p, "%s/run1/poses.csv", dir);
+  assert_int_equal(count_lines(p), 1 + 45);
+  int scans = 0;
+  for (uint64_t k = t0.tick + 1; k <= t0.tick + 45; k++)
+    scans += k % 20 == 0; /* robot 0 scans when tick % 20 == 0 */
+  snprintf(p, sizeof p, "%s/run1/scans.csv", dir);
+  assert_int_equal(count_lines(p), 1 + scans);
+  snprintf(p, sizeof p, "%s/run1/robots.csv", dir);
+  assert_int_equal(count_lines(p), 2);
+  snprintf(p, sizeof p, "%s/run1/map.yaml", dir);
+  pa_grid g;
+  char err[256];
+  assert_int_equal(pa_map_load_yaml(p, &g, err, sizeof err), 0);
+  pa_shm_seg seg;
+  const pa_map_block *mb;
+  const int8_t *cells;
+  assert_int_equal(pa_stack_map_attach(&s.st, &seg, &mb, &cells, err, sizeof err),
+                   0);
+  assert_true(g.width == mb->width && g.height == mb->height &&
+              !memcmp(g.cells, cells, (size_t)g.width * g.height));
+  pa_shm_detach(&seg);
+  pa_grid_free(&g);
+  /* done: the same name again is refused (not overwritten), others go */
+  c.request_id = ++s.next_req;
+  snprintf(c.name, sizeof c.name, "run1");
+  assert_int_equal(pa_queue_push(s.st.cmd, &c), 0);
+  r = wait_reply(&s, c.request_id, 20000);
+  assert_string_equal(pa_status_code(r.status), "invalid_message");
+  assert_non_null(strstr(r.msg, "exists"));
+  c.request_id = ++s.next_req;
+  snprintf(c.name, sizeof c.name, "../up");
+  assert_int_equal(pa_queue_push(s.st.cmd, &c), 0);
+  assert_string_equal(pa_status_code(wait_reply(&s, c.request_id, 20000).status),
+                      "invalid_message");
+  teardown(&s);
+  rm_dataset(dir);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_ready_and_published),
@@ -630,6 +725,7 @@ int main(void) {
       cmocka_unit_test(test_crash_resume),
       cmocka_unit_test(test_overlapped_scans),
       cmocka_unit_test(test_map_survives_restart),
+      cmocka_unit_test(test_export_dataset),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

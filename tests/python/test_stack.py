@@ -2,6 +2,7 @@
 
 import math
 import os
+import shutil
 import struct
 import subprocess
 import sys
@@ -556,6 +557,40 @@ class MapTest(StackTestCase):
             sim.request("set_nav_path", {"path": [[0, 1e300]]})
         self.assertEqual(e.exception.code, "invalid_action_shape")
         sim.clear_nav()
+
+
+class DatasetTest(StackTestCase):
+    """export_dataset through the launcher's --dataset_dir: every tick's pose
+    row and every scan of the recorded span, as CSV beside the map."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = tempfile.mkdtemp(prefix="pa-ds-")
+        cls.addClassCleanup(shutil.rmtree, cls.dir, True)
+        cls.stack_args = ("--dataset_dir", cls.dir)
+        super().setUpClass()
+
+    def test_export(self):
+        sim = Sim(self.host, self.port, timeout=20)
+        self.addCleanup(sim.close)
+        sim.pause()
+        got = sim.export_dataset("ep1", seconds=0.5)
+        self.assertEqual(got["last_tick"] - got["first_tick"] + 1, 100)  # 200 Hz
+        sim.step(v=0.3, w=0.2, steps=130)
+        out = os.path.join(self.dir, "ep1")
+        with open(os.path.join(out, "poses.csv")) as f:
+            rows = f.read().splitlines()
+        self.assertEqual(rows[0].split(",")[:3], ["tick", "sim_time", "robot"])
+        ticks = [int(r.split(",")[0]) for r in rows[1:]]
+        self.assertEqual(ticks, list(range(got["first_tick"], got["last_tick"] + 1)))
+        with open(os.path.join(out, "scans.csv")) as f:
+            scans = f.read().splitlines()[1:]
+        self.assertEqual(len(scans), 5)  # 10 Hz for 0.5 s
+        self.assertEqual(len(scans[0].split(",")), 12 + 360)
+        self.assertTrue(os.path.exists(os.path.join(out, "map.yaml")))
+        with self.assertRaises(Error) as e:  # not overwritten
+            sim.export_dataset("ep1", seconds=0.1)
+        self.assertEqual(e.exception.code, "invalid_message")
 
 
 class TokenTest(StackTestCase):

@@ -300,6 +300,20 @@ class Sim:
         """Remove a robot's drawings, or every robot's when robot is None."""
         return self.request("clear_nav", {} if robot is None else {"robot": robot})
 
+    def export_dataset(self, name, seconds=10.0, ticks=None):
+        """Have pa-sim record the next `seconds` (or `ticks`) of the world into
+        <--dataset_dir>/<name>/: map.yaml + map.png, robots.csv, poses.csv
+        (ground truth, odometry, velocities of every robot every tick) and
+        scans.csv. Needs the stack started with --dataset_dir. Returns
+        {"name", "first_tick", "last_tick"}; the files are complete once the
+        simulation has passed last_tick."""
+        data = {"name": name}
+        if ticks is not None:
+            data["ticks"] = int(ticks)
+        else:
+            data["seconds"] = finite("seconds", seconds)
+        return self.request("export_dataset", data)
+
     def set_scenario(self, world=None):
         """Replace the whole world (robots, obstacles, map) with a world file
         (made absolute here: pa-sim reads it), or the default world when

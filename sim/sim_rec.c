@@ -1,0 +1,164 @@
+/* sim_rec.c - export_dataset: pa-sim records the next ticks of the world
+ * (ground truth, odometry, velocities, every scan) with its map and robots
+ * into dataset_dir/<name>/, as plain files any tool reads:
+ *   map.yaml + map.png  the map, map_server format (pa_map_save)
+ *   robots.csv          id, name, drive, radius, laser settings
+ *   poses.csv           one row per robot per tick
+ *   scans.csv           one row per scan: stamp, pose, geometry, ranges
+ * One recording at a time; it ends by itself after its ticks (or when pa-sim
+ * stops: the files are flushed and closed). */
+#define _GNU_SOURCE
+#include "pa_sim.h"
+#include "sim_int.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "pa_util.h"
+
+struct pa_sim_rec {
+  FILE *poses, *scans;
+  uint64_t first_tick, end_tick; /* ticks recorded: [first, end] */
+  uint64_t last_tick;            /* the last tick with pose rows */
+  uint64_t rows, scan_rows;
+  char dir[PA_SIM_DATASET_DIR_MAX + 40];
+};
+
+static FILE *open_in(const char *dir, const char *name, char *err,
+                     size_t err_sz) {
+  char path[PA_SIM_DATASET_DIR_MAX + 64];
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  FILE *f = fopen(path, "w");
+  if (!f)
+    snprintf(err, err_sz, "cannot write %.150s: %s", path, strerror(errno));
+  return f;
+}
+
+static void rec_free(pa_sim_rec *r) {
+  if (r->poses)
+    fclose(r->poses);
+  if (r->scans)
+    fclose(r->scans);
+  free(r);
+}
+
+pa_status pa_sim_int_rec_start(const pa_sim_model *m, pa_sim_state *s,
+                               const pa_cmd *c, pa_reply *r) {
+  if (!m->def.dataset_dir[0])
+    return pa_sim_int_fail(r, PA_ERR_INVALID_MESSAGE,
+                           "export_dataset is off: start with --dataset_dir");
+  if (s->rec)
+    return pa_sim_int_fail(r, PA_ERR_BUSY,
+                           "recording until tick %llu already",
+                           (unsigned long long)s->rec->end_tick);
+  if (!pa_snapshot_name_ok(c->name))
+    return pa_sim_int_fail(r, PA_ERR_INVALID_MESSAGE,
+                           "dataset name: 1 to %d of A-Z a-z 0-9 _ -",
+                           PA_SNAPSHOT_NAME_MAX);
+  if (c->u < 1 || c->u > 100000000)
+    return pa_sim_int_fail(r, PA_ERR_INVALID_ACTION_SHAPE,
+                           "ticks must be in [1, 100000000]");
+  pa_sim_rec *rec = calloc(1, sizeof *rec);
+  if (!rec)
+    return pa_sim_int_fail(r, PA_ERR_BUSY, "out of memory");
+  snprintf(rec->dir, sizeof rec->dir, "%s/%s", m->def.dataset_dir, c->name);
+  if (mkdir(rec->dir, 0755) != 0) {
+    pa_status st = pa_sim_int_fail(
+        r, PA_ERR_INVALID_MESSAGE, "%.40s: %s", c->name,
+        errno == EEXIST ? "exists already" : strerror(errno));
+    free(rec);
+    return st;
+  }
+  char err[256], yaml[sizeof rec->dir + 16], png[sizeof rec->dir + 16];
+  snprintf(yaml, sizeof yaml, "%s/map.yaml", rec->dir);
+  snprintf(png, sizeof png, "%s/map.png", rec->dir);
+  FILE *robots = NULL;
+  if (pa_map_save(&m->grid, yaml, png, err, sizeof err) != 0 ||
+      !(robots = open_in(rec->dir, "robots.csv", err, sizeof err)) ||
+      !(rec->poses = open_in(rec->dir, "poses.csv", err, sizeof err)) ||
+      !(rec->scans = open_in(rec->dir, "scans.csv", err, sizeof err))) {
+    pa_warn("export_dataset %s: %s", c->name, err);
+    if (robots)
+      fclose(robots);
+    rec_free(rec);
+    return pa_sim_int_fail(r, PA_ERR_INVALID_MESSAGE, "%.90s", err);
+  }
+  fprintf(robots, "id,name,drive,radius,laser_beams,laser_range_min,"
+                  "laser_range_max,laser_noise\n");
+  for (uint32_t i = 0; i < s->robot_count; i++) {
+    const pa_robot_info *ri = &s->info[i];
+    if (ri->active)
+      fprintf(robots, "%u,%s,%s,%.9g,%u,%.9g,%.9g,%.9g\n", i, ri->name,
+              ri->drive == PA_DRIVE_OMNI ? "omni" : "diff", (double)ri->radius,
+              ri->laser_beams, (double)ri->laser_range_min,
+              (double)ri->laser_range_max, (double)ri->laser_noise);
+  }
+  fclose(robots);
+  fprintf(rec->poses, "tick,sim_time,robot,x,y,theta,odom_x,odom_y,"
+                      "odom_theta,v,vy,w\n");
+  fprintf(rec->scans, "tick,sim_time,robot,seq,x,y,theta,angle_min,"
+                      "angle_increment,range_min,range_max,count,ranges...\n");
+  rec->first_tick = s->tick + 1;
+  rec->end_tick = s->tick + c->u;
+  rec->last_tick = s->tick;
+  s->rec = rec;
+  pa_info("export_dataset: recording ticks %llu..%llu into %s",
+          (unsigned long long)rec->first_tick,
+          (unsigned long long)rec->end_tick, rec->dir);
+  r->a[0] = (double)rec->first_tick;
+  r->a[1] = (double)rec->end_tick;
+  return PA_OK;
+}
+
+void pa_sim_int_rec_tick(pa_sim_state *s) {
+  pa_sim_rec *rec = s->rec;
+  if (!rec || s->tick <= rec->last_tick || s->tick > rec->end_tick)
+    return;
+  rec->last_tick = s->tick;
+  for (uint32_t i = 0; i < s->robot_count; i++) {
+    const pa_robot_state *p = &s->rs[i];
+    if (!s->info[i].active)
+      continue;
+    fprintf(rec->poses,
+            "%llu,%.9g,%u,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g\n",
+            (unsigned long long)s->tick, s->sim_time, i, p->x, p->y, p->theta,
+            p->odom_x, p->odom_y, p->odom_theta, p->v, p->vy, p->w);
+    rec->rows++;
+  }
+}
+
+void pa_sim_int_rec_scan(pa_sim_rec *rec, const pa_sim_scan_stamp *t,
+                         const pa_robot_info *ri, const float *ranges,
+                         uint32_t beams) {
+  if (!rec || t->tick < rec->first_tick || t->tick > rec->end_tick)
+    return;
+  fprintf(rec->scans, "%llu,%.9g,%u,%u,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%u",
+          (unsigned long long)t->tick, t->sim_time, t->robot, t->seq, t->x,
+          t->y, t->theta, -M_PI, 2.0 * M_PI / beams,
+          (double)ri->laser_range_min, (double)ri->laser_range_max, beams);
+  for (uint32_t i = 0; i < beams; i++)
+    fprintf(rec->scans, ",%.7g", (double)ranges[i]);
+  fputc('\n', rec->scans);
+  rec->scan_rows++;
+}
+
+bool pa_sim_int_rec_due(const pa_sim_state *s) {
+  return s->rec && s->tick >= s->rec->end_tick;
+}
+
+void pa_sim_rec_stop(pa_sim_state *s) {
+  pa_sim_rec *rec = s->rec;
+  if (!rec)
+    return;
+  pa_info("export_dataset: %s closed (ticks %llu..%llu, %llu pose rows, "
+          "%llu scans)",
+          rec->dir, (unsigned long long)rec->first_tick,
+          (unsigned long long)rec->last_tick,
+          (unsigned long long)rec->rows, (unsigned long long)rec->scan_rows);
+  rec_free(rec);
+  s->rec = NULL;
+}
