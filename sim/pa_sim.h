@@ -2,8 +2,9 @@
  * pa_sim.h - the simulation core of pa-sim (library pa_sim), driven directly
  * by tests and benchmarks; main.c is a thin process around it.
  *
- * Immutable model (map, distance field, initial world, rates, seed: read-only
- * after pa_sim_model_init) vs mutable state (tick, time, robots, obstacles,
+ * Model (map, distance field, initial world, rates, seed: read-only during
+ * ticks; pa_sim_set_grid / pa_sim_set_world replace it between them) vs
+ * mutable state (tick, time, robots, obstacles,
  * mode). pa_sim_step(model, state) advances one tick as a pipeline of timed
  * phases: kinematics+limits -> collide -> odometry -> sensors. Commands
  * (pa_sim_apply) and publishing to shared memory (pa_sim_shm_*) are the
@@ -89,7 +90,8 @@ typedef struct pa_sim_def {
 } pa_sim_def;
 pa_sim_def pa_sim_def_default(void);
 
-/* ---- model (immutable after init) ---------------------------------------- */
+/* ---- model (read-only during ticks; pa_sim_set_grid and pa_sim_set_world
+ * replace it between them) ------------------------------------------------ */
 
 typedef struct pa_sim_model {
   pa_sim_def def;
@@ -154,14 +156,6 @@ typedef struct pa_sim_rec pa_sim_rec;   /* export_dataset (sim_rec.c) */
 /* A differential robot's wheel separation when none is given. */
 #define PA_WHEEL_BASE_PER_RADIUS 1.6
 
-/* When and where a scan was taken: its record's header fields. */
-typedef struct pa_sim_scan_stamp {
-  uint64_t tick;
-  double sim_time;
-  double x, y, theta;
-  uint32_t robot, seq;
-} pa_sim_scan_stamp;
-
 typedef struct pa_sim_state {
   uint64_t tick;           /* ticks since the simulation started */
   double sim_time;         /* [s] */
@@ -176,7 +170,6 @@ typedef struct pa_sim_state {
   bool world_dirty;        /* info/obs changed since last published */
   /* Sensors: the latest scan of each robot. */
   float *ranges;           /* [cap_robots * beam_cap] [m] */
-  uint64_t *scan_tick;     /* [cap_robots] tick of the latest scan */
   uint32_t *scan_due;      /* [cap_robots] robots that scanned this tick */
   uint32_t scan_due_count;
   struct pa_sim_scratch *scratch; /* pa_sim_scan's beam tables (sim_int.h) */

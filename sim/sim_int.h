@@ -70,6 +70,21 @@ typedef struct pa_sim_scratch {
 int pa_sim_int_scratch_init(pa_sim_scratch *k, uint32_t beam_cap);
 void pa_sim_int_scratch_free(pa_sim_scratch *k);
 
+/* When and where a scan was taken, with the laser settings it was cast
+ * with: its record's header fields (a command may change the settings
+ * before an overlapped scan's record is written). */
+typedef struct pa_sim_scan_stamp {
+  uint64_t tick;
+  double sim_time;
+  double x, y, theta;
+  uint32_t robot, seq;
+  uint32_t beams;
+  float range_min, range_max;
+} pa_sim_scan_stamp;
+/* Robot id's scan of this tick, as it stands now. */
+void pa_sim_int_scan_stamp(const pa_sim_model *m, const pa_sim_state *s,
+                           uint32_t id, pa_sim_scan_stamp *t);
+
 /* Where one scan looks from: the sensor pose of its tick, copied (with its
  * grid-frame form), so its beams can be cast while later ticks move the
  * robot. */
@@ -205,9 +220,8 @@ void pa_sim_int_recount(pa_sim_state *s);
 pa_status pa_sim_int_rec_start(const pa_sim_model *m, pa_sim_state *s,
                                const pa_cmd *c, pa_reply *r);
 void pa_sim_int_rec_tick(pa_sim_state *s);
-void pa_sim_int_rec_scan(pa_sim_rec *rec, const pa_sim_scan_stamp *t,
-                         const pa_robot_info *ri, const float *ranges,
-                         uint32_t beams);
+void pa_sim_int_rec_scan(pa_sim_rec *rec, const pa_scan *h,
+                         const float *ranges);
 bool pa_sim_int_rec_due(const pa_sim_state *s);
 
 /* Monotonic clock [ns]. */

@@ -482,11 +482,10 @@ int pa_sim_state_init(const pa_sim_model *m, pa_sim_state *s, char *err,
   s->rs = calloc(nr, sizeof *s->rs);
   s->obs = calloc(no, sizeof *s->obs);
   s->ranges = calloc(nr * m->beam_cap, sizeof(float));
-  s->scan_tick = calloc(nr, sizeof *s->scan_tick);
   s->scan_due = calloc(nr, sizeof *s->scan_due);
   s->scratch = calloc(1, sizeof *s->scratch);
   s->motion = calloc(nr, sizeof *s->motion);
-  if (!s->info || !s->rs || !s->obs || !s->ranges || !s->scan_tick ||
+  if (!s->info || !s->rs || !s->obs || !s->ranges ||
       !s->scan_due || !s->scratch || !s->motion ||
       pa_sim_int_scratch_init(s->scratch, m->beam_cap) != 0 ||
       pa_sim_int_hash_init(&s->hash, (uint32_t)nr) != 0 ||
@@ -522,7 +521,6 @@ void pa_sim_state_free(pa_sim_state *s) {
   free(s->rs);
   free(s->obs);
   free(s->ranges);
-  free(s->scan_tick);
   free(s->scan_due);
   if (s->scratch)
     pa_sim_int_scratch_free(s->scratch);
@@ -619,11 +617,14 @@ int pa_sim_set_world(pa_sim_model *m, pa_sim_state *s, const pa_world *w,
     return -1;
   }
   nm.beam_cap = m->beam_cap; /* the state's scan buffers keep their stride */
+  /* The world's robots are new to their slots: a generation above the
+   * slot's (a restart tells slot reuse apart by it). */
+  for (uint32_t i = 0; i < nm.robot_count0 && i < s->cap_robots; i++)
+    if (nm.robots0[i].gen <= s->info[i].gen)
+      nm.robots0[i].gen = s->info[i].gen + 1;
   pa_sim_model_free(m);
   *m = nm;
   pa_sim_reset(m, s);
-  s->hash.valid = false;
-  s->lhash.valid = false;
   return 0;
 }
 
@@ -634,8 +635,6 @@ int pa_sim_set_grid(pa_sim_model *m, pa_sim_state *s, const pa_grid *g,
   pa_world w;
   memset(&w, 0, sizeof w);
   w.unknown_blocks = m->unknown_blocks;
-  s->hash.valid = false; /* robots move below */
-  s->lhash.valid = false;
   pa_sim_model nm;
   if (pa_sim_model_init(&nm, &d, &w, g, err, err_sz) != 0)
     return -1;
@@ -689,8 +688,6 @@ int pa_sim_set_grid(pa_sim_model *m, pa_sim_state *s, const pa_grid *g,
   free(keep);
   pa_sim_model_free(m);
   *m = nm;
-  s->hash.valid = false;
-  s->lhash.valid = false;
   s->world_dirty = true;
   if (moved)
     *moved = n;

@@ -12,11 +12,11 @@
 #include "sim_int.h"
 
 #include <errno.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "pa_util.h"
 
@@ -38,12 +38,44 @@ static FILE *open_in(const char *dir, const char *name, char *err,
   return f;
 }
 
-static void rec_free(pa_sim_rec *r) {
-  if (r->poses)
-    fclose(r->poses);
-  if (r->scans)
-    fclose(r->scans);
+/* Closes f; false if anything written to it was lost (disk full, I/O). */
+static bool close_ok(FILE *f) {
+  if (!f)
+    return true;
+  bool ok = !ferror(f);
+  return fclose(f) == 0 && ok;
+}
+
+/* Closes the files; false if a write failed. */
+static bool rec_free(pa_sim_rec *r) {
+  bool ok = close_ok(r->poses);
+  ok = close_ok(r->scans) && ok;
   free(r);
+  return ok;
+}
+
+/* Removes what a failed start wrote, so the name can be used again. */
+static void rec_unlink(const char *dir) {
+  static const char *const files[] = {"map.yaml", "map.png", "robots.csv",
+                                      "poses.csv", "scans.csv"};
+  char path[PA_SIM_DATASET_DIR_MAX + 64];
+  for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+    snprintf(path, sizeof path, "%s/%s", dir, files[i]);
+    unlink(path);
+  }
+  rmdir(dir);
+}
+
+/* A robot name as one CSV field: quoted, quotes doubled (spawn names are
+ * any text). */
+static void csv_name(FILE *f, const char *name) {
+  fputc('"', f);
+  for (const char *p = name; *p; p++) {
+    if (*p == '"')
+      fputc('"', f);
+    fputc(*p, f);
+  }
+  fputc('"', f);
 }
 
 pa_status pa_sim_int_rec_start(const pa_sim_model *m, pa_sim_state *s,
@@ -82,8 +114,8 @@ pa_status pa_sim_int_rec_start(const pa_sim_model *m, pa_sim_state *s,
       !(rec->poses = open_in(rec->dir, "poses.csv", err, sizeof err)) ||
       !(rec->scans = open_in(rec->dir, "scans.csv", err, sizeof err))) {
     pa_warn("export_dataset %s: %s", c->name, err);
-    if (robots)
-      fclose(robots);
+    close_ok(robots);
+    rec_unlink(rec->dir);
     rec_free(rec);
     return pa_sim_int_fail(r, PA_ERR_INVALID_MESSAGE, "%.90s", err);
   }
@@ -91,13 +123,22 @@ pa_status pa_sim_int_rec_start(const pa_sim_model *m, pa_sim_state *s,
                   "laser_range_max,laser_noise\n");
   for (uint32_t i = 0; i < s->robot_count; i++) {
     const pa_robot_info *ri = &s->info[i];
-    if (ri->active)
-      fprintf(robots, "%u,%s,%s,%.9g,%u,%.9g,%.9g,%.9g\n", i, ri->name,
-              ri->drive == PA_DRIVE_OMNI ? "omni" : "diff", (double)ri->radius,
-              ri->laser_beams, (double)ri->laser_range_min,
-              (double)ri->laser_range_max, (double)ri->laser_noise);
+    if (!ri->active)
+      continue;
+    fprintf(robots, "%u,", i);
+    csv_name(robots, ri->name);
+    fprintf(robots, ",%s,%.9g,%u,%.9g,%.9g,%.9g\n",
+            ri->drive == PA_DRIVE_OMNI ? "omni" : "diff", (double)ri->radius,
+            ri->laser_beams, (double)ri->laser_range_min,
+            (double)ri->laser_range_max, (double)ri->laser_noise);
   }
-  fclose(robots);
+  if (!close_ok(robots)) {
+    pa_warn("export_dataset %s: writing robots.csv failed", c->name);
+    rec_unlink(rec->dir);
+    rec_free(rec);
+    return pa_sim_int_fail(r, PA_ERR_INVALID_MESSAGE,
+                           "writing robots.csv failed");
+  }
   fprintf(rec->poses, "tick,sim_time,robot,x,y,theta,odom_x,odom_y,"
                       "odom_theta,v,vy,w\n");
   fprintf(rec->scans, "tick,sim_time,robot,seq,x,y,theta,angle_min,"
@@ -131,16 +172,15 @@ void pa_sim_int_rec_tick(pa_sim_state *s) {
   }
 }
 
-void pa_sim_int_rec_scan(pa_sim_rec *rec, const pa_sim_scan_stamp *t,
-                         const pa_robot_info *ri, const float *ranges,
-                         uint32_t beams) {
-  if (!rec || t->tick < rec->first_tick || t->tick > rec->end_tick)
+void pa_sim_int_rec_scan(pa_sim_rec *rec, const pa_scan *h,
+                         const float *ranges) {
+  if (!rec || h->tick < rec->first_tick || h->tick > rec->end_tick)
     return;
   fprintf(rec->scans, "%llu,%.9g,%u,%u,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%.9g,%u",
-          (unsigned long long)t->tick, t->sim_time, t->robot, t->seq, t->x,
-          t->y, t->theta, -M_PI, 2.0 * M_PI / beams,
-          (double)ri->laser_range_min, (double)ri->laser_range_max, beams);
-  for (uint32_t i = 0; i < beams; i++)
+          (unsigned long long)h->tick, h->sim_time, h->robot, h->seq, h->x,
+          h->y, h->theta, (double)h->angle_min, (double)h->angle_increment,
+          (double)h->range_min, (double)h->range_max, h->count);
+  for (uint32_t i = 0; i < h->count; i++)
     fprintf(rec->scans, ",%.7g", (double)ranges[i]);
   fputc('\n', rec->scans);
   rec->scan_rows++;
@@ -154,11 +194,17 @@ void pa_sim_rec_stop(pa_sim_state *s) {
   pa_sim_rec *rec = s->rec;
   if (!rec)
     return;
-  pa_info("export_dataset: %s closed (ticks %llu..%llu, %llu pose rows, "
-          "%llu scans)",
-          rec->dir, (unsigned long long)rec->first_tick,
-          (unsigned long long)rec->last_tick,
-          (unsigned long long)rec->rows, (unsigned long long)rec->scan_rows);
-  rec_free(rec);
+  char dir[sizeof rec->dir];
+  snprintf(dir, sizeof dir, "%s", rec->dir);
+  uint64_t first = rec->first_tick, last = rec->last_tick;
+  unsigned long long rows = rec->rows, scans = rec->scan_rows;
   s->rec = NULL;
+  if (rec_free(rec))
+    pa_info("export_dataset: %s closed (ticks %llu..%llu, %llu pose rows, "
+            "%llu scans)",
+            dir, (unsigned long long)first, (unsigned long long)last, rows,
+            scans);
+  else
+    pa_error("export_dataset: %s is incomplete: a write failed (disk full?)",
+             dir);
 }

@@ -89,16 +89,29 @@ static bool changes_state(uint32_t op) {
          op == PA_OP_SET_SCENARIO;
 }
 
+/* Completes the overlapped scans in flight and writes their records: before
+ * a command applies (and may change what they were cast with), before a
+ * STEP's reply, and when a recording or the loop ends. */
+static void flush_scans(pa_sim_model *m, pa_sim_state *s, pa_stack *st) {
+  if (pa_sim_scans_settle(m, s, true))
+    pa_sim_shm_publish_late(m, s, st);
+}
+
+/* A reply envelope for c (request ids, tick, time), as pa_sim_apply gives. */
+static void reply_envelope(pa_sim_model *m, pa_sim_state *s, const pa_cmd *c,
+                           pa_reply *r) {
+  pa_cmd sync = *c;
+  sync.op = PA_OP_SYNC;
+  pa_sim_apply(m, s, &sync, r);
+  r->op = c->op;
+}
+
 /* SET_MAP / GENERATE_MAP: a new grid under the running world; SET_SCENARIO:
  * a new world (robots, obstacles, map). Then the map segment republished
  * (map_gen + 1: pa-render and pa-netgw follow). */
 static pa_status map_cmd(run_ctx *k, const pa_cmd *c, pa_reply *r) {
   pa_sim_state *s = k->s;
-  /* The reply's envelope and a still world, as pa_sim_apply gives. */
-  pa_cmd sync = *c;
-  sync.op = PA_OP_SYNC;
-  pa_sim_apply(k->m, s, &sync, r);
-  r->op = c->op;
+  reply_envelope(k->m, s, c, r);
   char path[PA_CMD_PATH_MAX];
   memcpy(path, c->path, sizeof path);
   path[sizeof path - 1] = 0;
@@ -149,6 +162,7 @@ static pa_status map_cmd(run_ctx *k, const pa_cmd *c, pa_reply *r) {
   if (rc != 0)
     return pa_sim_int_fail(r, PA_ERR_INVALID_MESSAGE, "%s", err);
 publish:
+  pa_sim_rec_stop(s); /* its map and robots files would no longer match */
   if (pa_sim_shm_publish_map(k->m, k->st, err, sizeof err) != 0) {
     /* The model has the new map but the stack cannot hold it: say so
      * loudly; readers keep the last map. */
@@ -185,6 +199,7 @@ static bool consume(run_ctx *k) {
       break;
     set_inflight(st->ctl, (uint64_t)pos + 1);
     any = true;
+    flush_scans(k->m, k->s, st);
     pa_reply r;
     pa_status rc = c.op == PA_OP_SET_MAP || c.op == PA_OP_GENERATE_MAP ||
                            c.op == PA_OP_SET_SCENARIO
@@ -206,9 +221,6 @@ static bool consume(run_ctx *k) {
       pa_sim_shm_publish_world(k->s, st);
       k->s->world_dirty = false;
     }
-    /* Scans that were in flight (the apply completed them) go out before
-     * the reply. */
-    pa_sim_shm_publish_late(k->m, k->s, st);
     finish_cmd(st, &c, &r);
   }
   return any;
@@ -341,9 +353,9 @@ void pa_sim_run(pa_sim_model *m, pa_sim_state *s, pa_stack *st,
     int64_t t2 = pa_sim_int_step(m, s, t1, timed);
     pa_sim_shm_publish_tick_at(m, s, st, t2);
     k.scans += s->scan_due_count + (s->late_scans - late0);
-    if (pa_sim_int_rec_due(s)) { /* its last tick: the scans in flight too */
-      if (pa_sim_scans_settle(m, s, true))
-        pa_sim_shm_publish_late(m, s, st);
+    /* A recording's last tick: the scans in flight go in too. */
+    if (s->rec && pa_sim_int_rec_due(s)) {
+      flush_scans(m, s, st);
       pa_sim_rec_stop(s);
     }
     int64_t t3 = timed ? pa_now_ns() : t2;
@@ -355,14 +367,9 @@ void pa_sim_run(pa_sim_model *m, pa_sim_state *s, pa_stack *st,
     }
 
     if (k.stepping && --k.step_left == 0) {
-      /* Every scan of the STEP is in the ring before its reply. */
-      if (pa_sim_scans_settle(m, s, true))
-        pa_sim_shm_publish_late(m, s, st);
+      flush_scans(m, s, st); /* every scan of the STEP before its reply */
       pa_reply r;
-      pa_cmd sync = k.step_cmd;
-      sync.op = PA_OP_SYNC;
-      pa_sim_apply(m, s, &sync, &r); /* fills tick and time */
-      r.op = PA_OP_STEP;
+      reply_envelope(m, s, &k.step_cmd, &r);
       if (k.step_cmd.robot < s->robot_count && s->info[k.step_cmd.robot].active)
         pa_sim_int_reply_pose(&r, s, k.step_cmd.robot);
       finish_cmd(st, &k.step_cmd, &r);
@@ -388,8 +395,7 @@ void pa_sim_run(pa_sim_model *m, pa_sim_state *s, pa_stack *st,
     }
     sleep_until(&wk, next, period);
   }
-  if (pa_sim_scans_settle(m, s, true))
-    pa_sim_shm_publish_late(m, s, st);
+  flush_scans(m, s, st);
   pa_sim_rec_stop(s);
   publish_health(&k, pa_now_ns());
   free(k.lat);

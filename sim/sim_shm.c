@@ -1,6 +1,6 @@
 /* sim_shm.c - pa-sim's side of the shared memory: map, world snapshot, state
- * and scan rings, resume after a restart, and the fixed-rate loop that
- * consumes the command queue. */
+ * and scan rings, and resume after a restart (the loop that consumes the
+ * command queue is sim_run.c). */
 #define _GNU_SOURCE
 #include "pa_sim.h"
 #include "sim_int.h"
@@ -66,12 +66,20 @@ static void write_tick(const pa_sim_state *s, pa_stack *st, int64_t wall_ns) {
   pa_ring_write_commit(st->state);
 }
 
-static void write_scan(const pa_sim_model *m, const pa_sim_state *s,
-                       pa_stack *st, const pa_sim_scan_stamp *t,
-                       const float *ranges, int64_t wall_ns) {
-  const pa_robot_info *ri = &s->info[t->robot];
-  uint32_t beams = ri->laser_beams < m->beam_cap ? ri->laser_beams
-                                                 : m->beam_cap;
+void pa_sim_int_scan_stamp(const pa_sim_model *m, const pa_sim_state *s,
+                           uint32_t id, pa_sim_scan_stamp *t) {
+  const pa_robot_info *ri = &s->info[id];
+  const pa_robot_state *r = &s->rs[id];
+  *t = (pa_sim_scan_stamp){
+      s->tick, s->sim_time, r->x, r->y, r->theta, id, r->scan_seq,
+      ri->laser_beams < m->beam_cap ? ri->laser_beams : m->beam_cap,
+      ri->laser_range_min, ri->laser_range_max};
+}
+
+static void write_scan(const pa_sim_state *s, pa_stack *st,
+                       const pa_sim_scan_stamp *t, const float *ranges,
+                       int64_t wall_ns) {
+  uint32_t beams = t->beams;
   uint32_t len = (uint32_t)(sizeof(pa_scan) + beams * sizeof(float));
   uint8_t *slot = pa_ring_write_begin(st->scan, len);
   if (!slot)
@@ -88,14 +96,13 @@ static void write_scan(const pa_sim_model *m, const pa_sim_state *s,
   h.theta = t->theta;
   h.angle_min = (float)-M_PI;
   h.angle_increment = (float)(2.0 * M_PI / beams);
-  h.range_min = ri->laser_range_min;
-  h.range_max = ri->laser_range_max;
+  h.range_min = t->range_min;
+  h.range_max = t->range_max;
   h.count = beams;
   memcpy(slot, &h, sizeof h);
   memcpy(slot + sizeof h, ranges, beams * sizeof(float));
   pa_ring_write_commit(st->scan);
-  if (s->rec)
-    pa_sim_int_rec_scan(s->rec, t, ri, ranges, beams);
+  pa_sim_int_rec_scan(s->rec, &h, ranges);
 }
 
 /* Overlapped scans that completed since the last records. */
@@ -105,7 +112,7 @@ static void write_late(const pa_sim_model *m, pa_sim_state *s, pa_stack *st,
   if (!L)
     return;
   for (uint32_t i = 0; i < L->ready_count; i++)
-    write_scan(m, s, st, &L->ready[i], L->ready_buf[i], wall_ns);
+    write_scan(s, st, &L->ready[i], L->ready_buf[i], wall_ns);
   L->ready_count = 0;
 }
 
@@ -115,10 +122,9 @@ static void write_scans(const pa_sim_model *m, pa_sim_state *s, pa_stack *st,
   write_late(m, s, st, wall_ns);
   for (uint32_t k = 0; k < s->scan_due_count; k++) {
     uint32_t id = s->scan_due[k];
-    const pa_robot_state *r = &s->rs[id];
-    pa_sim_scan_stamp t = {s->tick, s->sim_time, r->x, r->y, r->theta, id,
-                           r->scan_seq};
-    write_scan(m, s, st, &t, s->ranges + (size_t)id * m->beam_cap, wall_ns);
+    pa_sim_scan_stamp t;
+    pa_sim_int_scan_stamp(m, s, id, &t);
+    write_scan(s, st, &t, s->ranges + (size_t)id * m->beam_cap, wall_ns);
   }
 }
 
@@ -139,8 +145,7 @@ void pa_sim_shm_publish_tick_at(const pa_sim_model *m, pa_sim_state *s,
     s->world_dirty = false;
   }
   write_tick(s, st, wall_ns);
-  if (s->rec)
-    pa_sim_int_rec_tick(s);
+  pa_sim_int_rec_tick(s);
   write_scans(m, s, st, wall_ns);
 }
 

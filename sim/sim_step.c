@@ -399,9 +399,7 @@ static bool scan_late(const pa_sim_model *m, pa_sim_state *s, uint32_t id) {
   bool behind = L->count > 0; /* the last scan is still in flight */
   pa_sim_late_scan *f = &L->fly[(L->head + L->count) % PA_SIM_LATE_FLY];
   pa_sim_int_scan_at(m, s, id, &f->at);
-  const pa_robot_state *r = &s->rs[id];
-  f->stamp = (pa_sim_scan_stamp){s->tick, s->sim_time, r->x, r->y, r->theta,
-                                 id, r->scan_seq};
+  pa_sim_int_scan_stamp(m, s, id, &f->stamp);
   uint32_t beams = f->at.beams;
   uint32_t first = (uint32_t)(L->share * beams + 0.5);
   first = first < 1 ? 1 : first > beams ? beams : first;
@@ -503,7 +501,6 @@ int64_t pa_sim_int_step(const pa_sim_model *m, pa_sim_state *s, int64_t t0,
     if (!s->pool)
       pa_sim_scan(m, s, i, s->ranges + (size_t)i * m->beam_cap);
     s->rs[i].scan_seq++;
-    s->scan_tick[i] = s->tick;
     s->scan_due[s->scan_due_count++] = i;
   }
   /* With threads: the same scans, cast together once the list is known
@@ -1024,6 +1021,8 @@ pa_status pa_sim_apply(const pa_sim_model *m, pa_sim_state *s,
     break;
   case PA_OP_LOAD_SNAPSHOT:
     st = pa_sim_int_snapshot_load(m, s, c, r);
+    if (st == PA_OK)
+      pa_sim_rec_stop(s); /* a recording's robots.csv would not match */
     break;
   case PA_OP_EXPORT_DATASET:
     st = pa_sim_int_rec_start(m, s, c, r);

@@ -126,6 +126,29 @@ static json_t *expect_json_ok(int fd, const char *req, const char *type) {
   return j;
 }
 
+/* A command request line: action with data (a JSON object's text) in buf. */
+static const char *command(char *buf, size_t n, const char *action,
+                           const char *data) {
+  snprintf(buf, n, "{\"type\":\"command\",\"action\":\"%s\",\"data\":%s}",
+           action, data);
+  return buf;
+}
+
+/* A command whose data is {"key": "value"}. */
+static const char *command_str(char *buf, size_t n, const char *action,
+                               const char *key, const char *value) {
+  char data[700];
+  snprintf(data, sizeof data, "{\"%s\":\"%s\"}", key, value);
+  return command(buf, n, action, data);
+}
+
+static void write_text(const char *path, const char *text) {
+  FILE *f = fopen(path, "w");
+  assert_non_null(f);
+  fputs(text, f);
+  fclose(f);
+}
+
 static json_int_t dint(json_t *j, const char *key) {
   return json_integer_value(json_object_get(json_object_get(j, "data"), key));
 }
@@ -1222,10 +1245,8 @@ static void map_actions(void **state) {
       "{\"width\":500,\"height\":500,\"resolution\":0.05}"};
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     char req[256];
-    snprintf(req, sizeof req,
-             "{\"type\":\"command\",\"action\":\"generate_map\",\"data\":%s}",
-             bad[i]);
-    expect_json_err(fd, req, "invalid_message");
+    expect_json_err(fd, command(req, sizeof req, "generate_map", bad[i]),
+                    "invalid_message");
   }
   static const char *const bad_set[] = {
       "{}", "{\"map_yaml\":\"maps/x.yaml\"}", "{\"map\":\"office\"}",
@@ -1233,10 +1254,8 @@ static void map_actions(void **state) {
       "{\"map_yaml\":\"/nonexistent/playarea-test.yaml\"}"};
   for (size_t i = 0; i < sizeof bad_set / sizeof bad_set[0]; i++) {
     char req[256];
-    snprintf(req, sizeof req,
-             "{\"type\":\"command\",\"action\":\"set_map\",\"data\":%s}",
-             bad_set[i]);
-    expect_json_err(fd, req, "invalid_message");
+    expect_json_err(fd, command(req, sizeof req, "set_map", bad_set[i]),
+                    "invalid_message");
   }
   j = expect_json_ok(fd, info, "response");
   assert_int_equal(dint(j, "gen"), g2);
@@ -1257,11 +1276,8 @@ static void map_actions(void **state) {
   snprintf(png, sizeof png, "%s/%s-map.png", pa_test_tmpdir(), s.inst);
   assert_int_equal(pa_map_save(&g, yaml, png, err, sizeof err), 0);
   free(g.cells);
-  snprintf(req, sizeof req,
-           "{\"type\":\"command\",\"action\":\"set_map\",\"data\":"
-           "{\"map_yaml\":\"%s\"}}",
-           yaml);
-  j = expect_json_ok(fd, req, "response");
+  j = expect_json_ok(fd, command_str(req, sizeof req, "set_map", "map_yaml", yaml),
+                     "response");
   assert_int_equal(dint(j, "width"), 100);
   assert_int_equal(dint(j, "height"), 60);
   json_decref(j);
@@ -1272,29 +1288,23 @@ static void map_actions(void **state) {
   snprintf(bad_world, sizeof bad_world, "%s/%s-bad.world.yaml",
            pa_test_tmpdir(), s.inst);
   const char *mapname = strrchr(yaml, '/') + 1;
-  FILE *f = fopen(world, "w");
-  assert_non_null(f);
-  fprintf(f, "map: %s\nrobots:\n  - {name: alpha, pose: [-2, 0, 0]}\n"
-             "  - {name: beta, pose: [2, 0, 3.1], drive: omni}\n"
-             "obstacles:\n  - {name: crate, shape: box, pose: [0, 1.5, 0], "
-             "size: [0.5, 0.5]}\n",
-          mapname);
-  fclose(f);
-  f = fopen(bad_world, "w"); /* a robot on the outer wall */
-  assert_non_null(f);
-  fprintf(f, "map: %s\nrobots:\n  - {name: alpha, pose: [0, 2.95, 0]}\n",
-          mapname);
-  fclose(f);
-  snprintf(req, sizeof req,
-           "{\"type\":\"command\",\"action\":\"set_scenario\",\"data\":"
-           "{\"world\":\"%s\"}}",
-           bad_world);
-  expect_json_err(fd, req, "invalid_message");
-  snprintf(req, sizeof req,
-           "{\"type\":\"command\",\"action\":\"set_scenario\",\"data\":"
-           "{\"world\":\"%s\"}}",
-           world);
-  j = expect_json_ok(fd, req, "response");
+  char text[512];
+  snprintf(text, sizeof text,
+           "map: %s\nrobots:\n  - {name: alpha, pose: [-2, 0, 0]}\n"
+           "  - {name: beta, pose: [2, 0, 3.1], drive: omni}\n"
+           "obstacles:\n  - {name: crate, shape: box, pose: [0, 1.5, 0], "
+           "size: [0.5, 0.5]}\n",
+           mapname);
+  write_text(world, text);
+  snprintf(text, sizeof text, /* a robot on the outer wall */
+           "map: %s\nrobots:\n  - {name: alpha, pose: [0, 2.95, 0]}\n", mapname);
+  write_text(bad_world, text);
+  expect_json_err(
+      fd, command_str(req, sizeof req, "set_scenario", "world", bad_world),
+      "invalid_message");
+  j = expect_json_ok(
+      fd, command_str(req, sizeof req, "set_scenario", "world", world),
+      "response");
   assert_int_equal(dint(j, "robots"), 2);
   assert_int_equal(dint(j, "obstacles"), 1);
   assert_int_equal(dint(j, "width"), 100);
@@ -1356,10 +1366,8 @@ static void map_actions(void **state) {
       "{\"path\":[[0,0],[1]]}", "{\"path\":[[0,\"x\"]]}", "{\"path\":{}}",
       "{\"path\":[[0,1e300]]}", "{\"robot\":\"nobody\",\"path\":[]}"};
   for (size_t i = 0; i < sizeof bad_nav / sizeof bad_nav[0]; i++) {
-    snprintf(req, sizeof req,
-             "{\"type\":\"command\",\"action\":\"set_nav_path\",\"data\":%s}",
-             bad_nav[i]);
-    expect_json_err(fd, req, i == 4 ? "unknown_robot" : "invalid_action_shape");
+    expect_json_err(fd, command(req, sizeof req, "set_nav_path", bad_nav[i]),
+                    i == 4 ? "unknown_robot" : "invalid_action_shape");
   }
   assert_true(pa_stack_nav_read(&s.st, &nav));
   assert_int_equal(nav.gen, ngen); /* refused: nothing written */
