@@ -76,7 +76,7 @@ int pa_gw_robot(pa_netgw *g, const char *name, long id, pa_robot_info *info,
     *idx = (uint32_t)found;
     return 0;
   }
-  return -1;
+  return PA_GW_BUSY; /* rewritten under every try */
 }
 
 int pa_gw_obstacle(pa_netgw *g, const char *name, pa_obstacle_info *info,
@@ -105,7 +105,7 @@ int pa_gw_obstacle(pa_netgw *g, const char *name, pa_obstacle_info *info,
     *idx = (uint32_t)found;
     return 0;
   }
-  return -1;
+  return PA_GW_BUSY; /* rewritten under every try */
 }
 
 const pa_tick *pa_gw_latest(pa_netgw *g) {

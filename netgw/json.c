@@ -425,9 +425,9 @@ static int need_pose3(jctx *x, double p[3]) {
   return r > 0 ? 0 : -1;
 }
 
-/* A robot lookup stuck on a world snapshot left mid-update: busy (true),
- * else the caller says unknown_robot. */
-static bool robot_busy(jctx *x, int rc) {
+/* A robot or obstacle lookup stuck on a world snapshot left mid-update:
+ * busy (true), else the caller says it is unknown. */
+static bool lookup_busy(jctx *x, int rc) {
   if (rc != PA_GW_BUSY)
     return false;
   jfail(x, PA_ERR_BUSY, "the world snapshot is being rewritten; try again");
@@ -441,7 +441,7 @@ static int get_robot(jctx *x, pa_robot_info *info, uint32_t *idx) {
   if (!v || json_is_null(v)) {
     int rc = pa_gw_robot(g, NULL, (long)x->c->robot, info, idx);
     if (rc != 0) {
-      if (!robot_busy(x, rc))
+      if (!lookup_busy(x, rc))
         jfail(x, PA_ERR_UNKNOWN_ROBOT, "robot %u does not exist",
               (unsigned)x->c->robot);
       return -1;
@@ -454,7 +454,7 @@ static int get_robot(jctx *x, pa_robot_info *info, uint32_t *idx) {
                  ? -1
                  : pa_gw_robot(g, NULL, (long)id, info, idx);
     if (rc != 0) {
-      if (!robot_busy(x, rc))
+      if (!lookup_busy(x, rc))
         jfail(x, PA_ERR_UNKNOWN_ROBOT, "no robot with id %lld",
               (long long)id);
       return -1;
@@ -468,7 +468,7 @@ static int get_robot(jctx *x, pa_robot_info *info, uint32_t *idx) {
                  ? -1
                  : pa_gw_robot(g, name, -1, info, idx);
     if (rc != 0) {
-      if (!robot_busy(x, rc))
+      if (!lookup_busy(x, rc))
         jfail(x, PA_ERR_UNKNOWN_ROBOT, "no robot named '%.64s'", name);
       return -1;
     }
@@ -658,7 +658,7 @@ static int drive_fields(jctx *x, const pa_robot_info *info, pa_cmd *cmd) {
             "robot '%s' has no wheel_base", info->name);
       return -1;
     }
-    v = 0.5 * (l + r);
+    v = 0.5 * l + 0.5 * r;
     w = (r - l) / info->wheel_base;
     break;
   }
@@ -673,6 +673,15 @@ static int drive_fields(jctx *x, const pa_robot_info *info, pa_cmd *cmd) {
     jfail(x, PA_ERR_UNSUPPORTED_CONTROL_SCHEME,
           "robot '%s' has a differential drive: it cannot move sideways",
           info->name);
+    return -1;
+  }
+  /* pa-sim refuses these, and some drive commands take no reply: say it
+   * here (wheel speeds over a small wheel base can overflow). */
+  if (!(fabs(v) <= 1e6 && fabs(vy) <= 1e6 && fabs(w) <= 1e6 &&
+        fabs(head) <= 1e6)) {
+    jfail(x, PA_ERR_INVALID_ACTION_SHAPE,
+          "velocities must be within 1e6 (got v %g, vy %g, w %g, head %g)", v,
+          vy, w, head);
     return -1;
   }
   cmd->op = PA_OP_SET_CMD;
@@ -692,8 +701,14 @@ static int named_object(jctx *x, unsigned *kind, pa_robot_info *ri,
   const char *name = NULL;
   if (get_str(x, "name", 32, &name) < 0)
     return -1;
-  if (name && pa_gw_robot(x->c->g, name, -1, ri, idx) != 0) {
-    if (pa_gw_obstacle(x->c->g, name, oi, idx) != 0) {
+  int rc = name ? pa_gw_robot(x->c->g, name, -1, ri, idx) : 0;
+  if (lookup_busy(x, rc))
+    return -1;
+  if (rc != 0) {
+    rc = pa_gw_obstacle(x->c->g, name, oi, idx);
+    if (lookup_busy(x, rc))
+      return -1;
+    if (rc != 0) {
       jfail(x, PA_ERR_UNKNOWN_OBJECT, "no robot or obstacle named '%s'", name);
       return -1;
     }
@@ -1192,6 +1207,19 @@ static json_t *act_set_map(jctx *x) {
  * waypoints: [...]}: a drawing for the viewer, kept in shared memory until
  * replaced or cleared (an empty list clears that part). clear_nav {robot}
  * clears a robot's, without robot every robot's. */
+/* Removes robot idx's drawings (a removed robot's must not pass to the next
+ * robot in its slot). */
+static void nav_clear_robot(pa_netgw *g, uint32_t idx) {
+  pa_nav_block *nb = g->st->nav;
+  for (int i = 0; i < PA_NAV_OVERLAYS; i++)
+    if (nb->ov[i].robot == idx) {
+      pa_stack_nav_begin(g->st);
+      nb->ov[i].robot = UINT32_MAX;
+      nb->ov[i].path_n = nb->ov[i].wp_n = 0;
+      pa_stack_nav_end(g->st);
+    }
+}
+
 static json_t *act_nav(jctx *x) {
   pa_netgw *g = x->c->g;
   pa_nav_block *nb = g->st->nav;
@@ -1205,7 +1233,7 @@ static json_t *act_nav(jctx *x) {
   bool path = x->action == A_SET_NAV_PATH;
   const char *key = path ? "path" : "waypoints";
   uint32_t max = path ? PA_NAV_PATH_MAX : PA_NAV_WAYPOINTS_MAX;
-  static float pts[PA_NAV_PATH_MAX][2];
+  float pts[PA_NAV_PATH_MAX][2];
   uint32_t n = 0;
   if (x->action != A_CLEAR_NAV) {
     json_t *v = json_object_get(x->data, key);
@@ -1663,8 +1691,10 @@ static json_t *exec_one(pa_client *c, json_t *req) {
     pa_obstacle_info ob;
     if (need_str(&x, "name", 32, &name) < 0)
       break;
-    if (pa_gw_obstacle(g, name, &ob, &idx) != 0) {
-      jfail(&x, PA_ERR_UNKNOWN_OBJECT, "no obstacle named '%s'", name);
+    int rc = pa_gw_obstacle(g, name, &ob, &idx);
+    if (rc != 0) {
+      if (!lookup_busy(&x, rc))
+        jfail(&x, PA_ERR_UNKNOWN_OBJECT, "no obstacle named '%s'", name);
       break;
     }
     cmd.op = PA_OP_REMOVE_OBSTACLE;
@@ -1916,18 +1946,20 @@ void pa_json_complete(pa_client *c, const pa_reply *r) {
       pa_obstacle_info oi;
       uint32_t idx = 0;
       const char *key = json_string_value(json_object_get(x.data, "property"));
-      if (c->pend_robot == UINT32_MAX) {
-        if (pa_gw_obstacle(g, json_string_value(json_object_get(x.data, "name")),
-                           &oi, &idx) == 0)
-          d = props_reply(&x, P_OBSTACLE, &ri, &oi, idx, key);
-        else
-          jfail(&x, PA_ERR_UNKNOWN_OBJECT, "the obstacle is gone");
-      } else if (pa_gw_robot(g, NULL, (long)c->pend_robot, &ri, &idx) == 0) {
-        d = props_reply(&x, P_ROBOT, &ri, &oi, idx, key);
-      } else {
-        jfail(&x, PA_ERR_UNKNOWN_ROBOT, "robot %u is gone",
-              (unsigned)c->pend_robot);
-      }
+      int rc = c->pend_robot == UINT32_MAX
+                   ? pa_gw_obstacle(
+                         g, json_string_value(json_object_get(x.data, "name")),
+                         &oi, &idx)
+                   : pa_gw_robot(g, NULL, (long)c->pend_robot, &ri, &idx);
+      if (rc == 0)
+        d = props_reply(&x, c->pend_robot == UINT32_MAX ? P_OBSTACLE : P_ROBOT,
+                        &ri, &oi, idx, key);
+      else if (!lookup_busy(&x, rc))
+        jfail(&x,
+              c->pend_robot == UINT32_MAX ? PA_ERR_UNKNOWN_OBJECT
+                                          : PA_ERR_UNKNOWN_ROBOT,
+              "the %s is gone",
+              c->pend_robot == UINT32_MAX ? "obstacle" : "robot");
       if (d)
         json_object_set_new(d, "tick", json_integer((json_int_t)r->tick));
     } else {
@@ -1941,6 +1973,7 @@ void pa_json_complete(pa_client *c, const pa_reply *r) {
         json_object_set_new(d, "robot", json_integer(r->u));
       } else if (action == A_REMOVE_ROBOT) {
         json_object_set_new(d, "robot", json_integer(c->pend_robot));
+        nav_clear_robot(g, c->pend_robot);
       } else if (action == A_SAVE_SNAPSHOT || action == A_LOAD_SNAPSHOT) {
         json_t *nm = json_object_get(json_object_get(req, "data"), "name");
         json_object_set(d, "name", nm);

@@ -99,9 +99,7 @@ static int build_scene(rloop *L, char *err, size_t err_sz) {
                .resolution = mb->resolution, .origin_x = mb->origin_x,
                .origin_y = mb->origin_y, .origin_yaw = mb->origin_yaw,
                .cells = (int8_t *)(uintptr_t)cells,
-               .occupied_min = mb->occupied_min > 0
-                                   ? (int8_t)mb->occupied_min
-                                   : PA_CELL_OCCUPIED};
+               .occupied_min = pa_map_block_occupied_min(mb)};
   pa_render_scene *s = NULL;
   int rc = pa_render_scene_build(&s, &g, L->robots, L->robot_count,
                                  L->obstacles, L->obstacle_count, err, err_sz);

@@ -350,33 +350,25 @@ static void read_nav(pa_render_viewer *v) {
     v->nav_gen = v->nav->gen;
 }
 
-/* Paths (lines) and waypoints (points, drawn larger) of the robots that
- * exist. */
-static const float NAV_PATH_RGB[3] = {0.95f, 0.2f, 0.9f};
-static const float NAV_WP_RGB[3] = {1.0f, 0.85f, 0.1f};
-static void push_nav_paths(pa_render_viewer *v, uint32_t nr) {
+/* The drawings of robots that exist: paths as line segments (magenta),
+ * or waypoints as points (yellow, drawn larger). */
+static void push_nav(pa_render_viewer *v, uint32_t nr, bool paths) {
+  static const float path_rgb[3] = {0.95f, 0.2f, 0.9f};
+  static const float wp_rgb[3] = {1.0f, 0.85f, 0.1f};
   for (int i = 0; i < PA_NAV_OVERLAYS; i++) {
     const pa_nav_overlay *o = &v->nav->ov[i];
-    if (o->robot >= nr)
+    if (o->robot >= nr || !v->st->robots[o->robot].active)
       continue;
-    uint32_t n = o->path_n < PA_NAV_PATH_MAX ? o->path_n : PA_NAV_PATH_MAX;
-    for (uint32_t k = 1; k < n; k++) {
-      ov_push(v, o->path[k - 1][0], o->path[k - 1][1], OVERLAY_Z + 0.02,
-              NAV_PATH_RGB);
-      ov_push(v, o->path[k][0], o->path[k][1], OVERLAY_Z + 0.02,
-              NAV_PATH_RGB);
+    const float(*pt)[2] = paths ? o->path : o->wp;
+    uint32_t cap = paths ? PA_NAV_PATH_MAX : PA_NAV_WAYPOINTS_MAX;
+    uint32_t n = paths ? o->path_n : o->wp_n;
+    n = n < cap ? n : cap;
+    for (uint32_t k = paths ? 1 : 0; k < n; k++) {
+      if (paths)
+        ov_push(v, pt[k - 1][0], pt[k - 1][1], OVERLAY_Z + 0.02, path_rgb);
+      ov_push(v, pt[k][0], pt[k][1], OVERLAY_Z + (paths ? 0.02 : 0.03),
+              paths ? path_rgb : wp_rgb);
     }
-  }
-}
-
-static void push_nav_waypoints(pa_render_viewer *v, uint32_t nr) {
-  for (int i = 0; i < PA_NAV_OVERLAYS; i++) {
-    const pa_nav_overlay *o = &v->nav->ov[i];
-    if (o->robot >= nr)
-      continue;
-    uint32_t n = o->wp_n < PA_NAV_WAYPOINTS_MAX ? o->wp_n : PA_NAV_WAYPOINTS_MAX;
-    for (uint32_t k = 0; k < n; k++)
-      ov_push(v, o->wp[k][0], o->wp[k][1], OVERLAY_Z + 0.03, NAV_WP_RGB);
   }
 }
 
@@ -417,7 +409,7 @@ static void build_overlay(pa_render_viewer *v, size_t *n_lines,
     s->ray_end = v->ov_n;
   }
   read_nav(v);
-  push_nav_paths(v, nr);
+  push_nav(v, nr, true);
   *n_lines = v->ov_n;
   /* Hit points after every line (one draw call each): the far ends of the
    * rays just pushed, not computed again. */
@@ -430,7 +422,7 @@ static void build_overlay(pa_render_viewer *v, size_t *n_lines,
       ov_push(v, v->ov[k].pos[0], v->ov[k].pos[1], OVERLAY_Z + 0.01, hit);
   }
   v->wp_first = v->ov_n;
-  push_nav_waypoints(v, nr);
+  push_nav(v, nr, false);
   *n_points = v->wp_first - *n_lines;
 }
 

@@ -84,7 +84,6 @@ typedef struct pa_shm_seg {
   size_t size;                /* [bytes] */
 } pa_shm_seg;
 
-/* Validates instance ("p9000", "test-1234") and writes the object name. */
 /* World snapshots (pa-sim, PA_OP_*_SNAPSHOT) are objects of the instance,
  * segment "snap-<name>": names of 1..PA_SNAPSHOT_NAME_MAX of [A-Za-z0-9_-],
  * at most PA_SNAPSHOTS_MAX per instance; pa_stack_unlink removes them. */
@@ -92,6 +91,7 @@ typedef struct pa_shm_seg {
 #define PA_SNAPSHOTS_MAX 64
 bool pa_snapshot_name_ok(const char *name);
 
+/* Validates instance ("p9000", "test-1234") and writes the object name. */
 int pa_shm_name(char *out, size_t out_sz, const char *instance,
                 const char *segment, char *err, size_t err_sz);
 
@@ -577,6 +577,12 @@ typedef struct pa_map_block {
   uint64_t off_cells;      /* from segment base; int8_t[width * height] */
 } pa_map_block;
 
+/* A map block's blocking threshold (0 from an older writer = 100, as a
+ * trinary map's occupied cells). */
+static inline int8_t pa_map_block_occupied_min(const pa_map_block *m) {
+  return m->occupied_min > 0 ? (int8_t)m->occupied_min : (int8_t)100;
+}
+
 /* Everything one process maps of an instance. */
 typedef struct pa_stack {
   pa_shm_seg ctl_seg, state_seg, scan_seg, camera_seg;
@@ -620,8 +626,9 @@ bool pa_stack_world_read_retry(const pa_stack *s, uint64_t seq);
 /* Navigation overlays (one writer: pa-netgw). */
 void pa_stack_nav_begin(pa_stack *s);
 void pa_stack_nav_end(pa_stack *s); /* also bumps gen */
-/* Copies the block untorn into out; false if it stayed mid-update (a writer
- * died inside it) for ~50 ms. */
+/* One try, never waiting (the viewer calls it per frame): copies the block
+ * into out, true if the copy is untorn; false while a write is under way
+ * (or a writer died inside one) - try again later. */
 bool pa_stack_nav_read(const pa_stack *s, pa_nav_block *out);
 
 /* Map segment: pa-sim publishes (replacing any previous map, bumping

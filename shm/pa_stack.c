@@ -559,30 +559,22 @@ void pa_stack_nav_begin(pa_stack *s) { seq_begin(&s->nav->seq); }
 
 void pa_stack_nav_end(pa_stack *s) { seq_end(&s->nav->seq, &s->nav->gen); }
 
+/* The reader's check after copying: true if the copy may be torn. */
+static bool seq_read_retry(const uint64_t *seq, uint64_t q) {
+  __atomic_thread_fence(__ATOMIC_ACQUIRE);
+  return (q & 1u) || __atomic_load_n(seq, __ATOMIC_RELAXED) != q;
+}
+
 bool pa_stack_nav_read(const pa_stack *s, pa_nav_block *out) {
-  int64_t until = 0;
-  for (;;) {
-    uint64_t q = __atomic_load_n(&s->nav->seq, __ATOMIC_ACQUIRE);
-    if (!(q & 1u)) {
-      memcpy(out, s->nav, sizeof *out);
-      __atomic_thread_fence(__ATOMIC_ACQUIRE);
-      if (__atomic_load_n(&s->nav->seq, __ATOMIC_RELAXED) == q)
-        return true;
-    }
-    int64_t now = pa_now_ns();
-    if (!until)
-      until = now + 50000000;
-    else if (now > until)
-      return false;
-    struct timespec ts = {0, 100000};
-    nanosleep(&ts, NULL);
-  }
+  uint64_t q = __atomic_load_n(&s->nav->seq, __ATOMIC_ACQUIRE);
+  if (q & 1u)
+    return false;
+  memcpy(out, s->nav, sizeof *out);
+  return !seq_read_retry(&s->nav->seq, q);
 }
 
 bool pa_stack_world_read_retry(const pa_stack *s, uint64_t seq) {
-  __atomic_thread_fence(__ATOMIC_ACQUIRE);
-  return (seq & 1u) ||
-         __atomic_load_n(&s->ctl->world_seq, __ATOMIC_RELAXED) != seq;
+  return seq_read_retry(&s->ctl->world_seq, seq);
 }
 
 /* ---- map segment -------------------------------------------------------- */

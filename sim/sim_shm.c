@@ -158,8 +158,7 @@ int pa_sim_shm_resume_map(pa_sim_model *m, pa_sim_state *s, pa_stack *st,
   if (pa_stack_map_attach(st, &seg, &mb, &cells, aerr, sizeof aerr) != 0)
     return 0; /* none published (or unusable): the flags' map stands */
   const pa_grid *g = &m->grid;
-  int8_t occ = mb->occupied_min > 0 ? (int8_t)mb->occupied_min
-                                    : PA_CELL_OCCUPIED;
+  int8_t occ = pa_map_block_occupied_min(mb);
   size_t n = (size_t)mb->width * mb->height;
   if (mb->width == g->width && mb->height == g->height &&
       mb->resolution == g->resolution && mb->origin_x == g->origin_x &&

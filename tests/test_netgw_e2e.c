@@ -655,9 +655,18 @@ static void json_actions(void **state) {
                                  "\"extra\",\"x\":0.1,\"y\":0.1}}",
                              "response"));
   json_decref(expect_json_ok(fd, "{\"type\":\"command\",\"action\":"
+                                 "\"set_nav_path\",\"data\":{\"robot\":"
+                                 "\"extra\",\"path\":[[0,0],[1,1]]}}",
+                             "response"));
+  json_decref(expect_json_ok(fd, "{\"type\":\"command\",\"action\":"
                                  "\"remove_robot\",\"data\":{\"robot\":"
                                  "\"extra\"}}",
                              "response"));
+  /* its drawing went with it (not to the next robot in its slot) */
+  static pa_nav_block nav0;
+  assert_true(pa_stack_nav_read(&s.st, &nav0));
+  for (int i = 0; i < PA_NAV_OVERLAYS; i++)
+    assert_int_equal(nav0.ov[i].robot, UINT32_MAX);
   expect_json_err(fd, "{\"type\":\"command\",\"action\":\"remove_robot\","
                       "\"data\":{\"robot\":\"extra\"}}",
                   "unknown_robot");

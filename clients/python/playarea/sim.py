@@ -329,8 +329,10 @@ class Sim:
         room, the same for the same arguments (a fresh layout per episode:
         change the seed). Then as set_map()."""
         return self.request("generate_map", {
-            "width": width, "height": height, "resolution": resolution,
-            "seed": seed, "rooms": list(rooms), "clutter": clutter})
+            "width": finite("width", width), "height": finite("height", height),
+            "resolution": finite("resolution", resolution), "seed": int(seed),
+            "rooms": _vec("rooms", rooms, 2),
+            "clutter": int(clutter)})
 
     # ---- properties ----------------------------------------------------------
 
