@@ -9,6 +9,9 @@
 #include <string.h>
 #include <time.h>
 
+/* Rays cast together: the casters' stack buffers hold this many. */
+#define CAST_CHUNK 512
+
 int64_t pa_sim_int_now(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -1113,7 +1116,7 @@ AVX512_TARGET static void trace_f32(const pa_sim_model *m, double ox,
                                     double oy, const double *dxs,
                                     const double *dys, uint32_t n,
                                     double maxc, int32_t *res, float *rt) {
-  enum { N = 512 };
+  enum { N = CAST_CHUNK }; /* n <= CAST_CHUNK: cast_many's chunks */
   float fdx[N], fdy[N], ft[N];
   int32_t cx[N], cy[N], id[N], ok[N];
   const float fox = (float)ox, foy = (float)oy, fmax = (float)maxc;
@@ -1196,7 +1199,7 @@ static void cast_many(const pa_sim_model *m, double ox, double oy,
   if (n >= 4 && use_simd && avx512_ok() && W * H < 2147483000.0 &&
       pox >= 0 && poy >= 0 && pox < W && poy < H &&
       m->march[(size_t)poy * m->march_w + (size_t)pox] != 0) {
-    enum { CHUNK = 512 };
+    enum { CHUNK = CAST_CHUNK };
     double jx[CHUNK], jy[CHUNK], ids[CHUNK], t0[CHUNK];
     double cdx[CHUNK], cdy[CHUNK];
     const bool fpass = W <= FLOAT_PASS_MAX && H <= FLOAT_PASS_MAX &&
@@ -1278,7 +1281,7 @@ void pa_sim_cast_fan(const pa_sim_model *m, double x, double y,
   double gx, gy;
   to_grid(m, x, y, &gx, &gy);
   double res = m->grid.resolution, maxc = range_max / res;
-  enum { CHUNK = 512 };
+  enum { CHUNK = CAST_CHUNK };
   double gdx[CHUNK], gdy[CHUNK], t[CHUNK];
   for (uint32_t i0 = 0; i0 < n; i0 += CHUNK) {
     uint32_t k = n - i0 < CHUNK ? n - i0 : CHUNK;
@@ -1352,7 +1355,7 @@ static inline double ray_box(double ox, double oy, double dx, double dy,
   return t0 > 0 ? t0 : 0;
 }
 
-#define SCAN_CHUNK 512 /* beams cast together */
+#define SCAN_CHUNK CAST_CHUNK /* beams cast together */
 
 typedef struct scan_ctx {
   double x, y, c, s;       /* sensor pose */
@@ -1501,10 +1504,11 @@ void pa_sim_int_scan_at(const pa_sim_model *m, const pa_sim_state *s,
   a->x = r->x;
   a->y = r->y;
   a->theta = r->theta;
-  double c = cos(r->theta), sn = sin(r->theta);
+  a->c = cos(r->theta);
+  a->s = sin(r->theta);
   to_grid(m, r->x, r->y, &a->gx, &a->gy);
-  a->gc = m->cos_yaw * c + m->sin_yaw * sn;
-  a->gs = -m->sin_yaw * c + m->cos_yaw * sn;
+  a->gc = m->cos_yaw * a->c + m->sin_yaw * a->s;
+  a->gs = -m->sin_yaw * a->c + m->cos_yaw * a->s;
 }
 
 void pa_sim_int_scan_walls(const pa_sim_model *m, const pa_sim_state *s,
@@ -1552,34 +1556,33 @@ void pa_sim_int_scan_finish(const pa_sim_model *m, const pa_sim_state *s,
   const pa_robot_info *ri = &s->info[id];
   uint64_t *rng = &s->rs[id].rng; /* the robot's own: no other scan uses it */
   uint32_t beams = a->beams;
-  beam_table(sc, beams);
-  double inc = 2.0 * M_PI / beams;
   double rmax = ri->laser_range_max, rmin = ri->laser_range_min;
-  scan_ctx k = {a->x, a->y, cos(a->theta), sin(a->theta), a->theta, inc,
-                beams, rmax, sc->dx, sc->dy, out, rmax};
-  const float *bc = sc->beam_cos, *bs = sc->beam_sin;
   double sigma = ri->laser_noise;
   bool bodies = s->obstacle_count > 0 || s->robot_count > 1;
   if (!bodies && sigma == 0)
     return; /* the walls clamped already; nothing else to do */
-  /* World beam directions: only bodies (obstacles, other robots) use them. */
-  if (bodies)
+  scan_ctx k = {a->x, a->y, a->c, a->s, a->theta, 2.0 * M_PI / beams,
+                beams, rmax, sc->dx, sc->dy, out, rmax};
+  float far = 0; /* the farthest wall return */
+  if (bodies) {
+    /* World beam directions: only bodies (obstacles, robots) use them. */
+    beam_table(sc, beams);
+    const float *bc = sc->beam_cos, *bs = sc->beam_sin;
     for (uint32_t i = 0; i < beams; i++) {
       sc->dx[i] = k.c * bc[i] - k.s * bs[i];
       sc->dy[i] = k.s * bc[i] + k.c * bs[i];
     }
-  /* The farthest wall return (four chains: a single one waits on each
-   * comparison). */
-  float fm[4] = {0, 0, 0, 0};
-  uint32_t i4 = bodies ? beams & ~3u : 0;
-  for (uint32_t i = 0; i < i4; i += 4)
+    /* Four chains: a single one waits on each comparison. */
+    float fm[4] = {0, 0, 0, 0};
+    uint32_t i4 = beams & ~3u;
+    for (uint32_t i = 0; i < i4; i += 4)
+      for (int j = 0; j < 4; j++)
+        fm[j] = out[i + j] > fm[j] ? out[i + j] : fm[j];
+    for (uint32_t i = i4; i < beams; i++)
+      fm[0] = out[i] > fm[0] ? out[i] : fm[0];
     for (int j = 0; j < 4; j++)
-      fm[j] = out[i + j] > fm[j] ? out[i + j] : fm[j];
-  for (uint32_t i = i4; bodies && i < beams; i++)
-    fm[0] = out[i] > fm[0] ? out[i] : fm[0];
-  float far = fm[0];
-  for (int j = 1; j < 4; j++)
-    far = fm[j] > far ? fm[j] : far;
+      far = fm[j] > far ? fm[j] : far;
+  }
   /* Obstacles and other robots: only the beams their bounds subtend, and
    * only bodies nearer than the farthest wall return (+ rounding slack). */
   k.far = (double)far + 1e-6;

@@ -91,6 +91,7 @@ void pa_sim_int_scan_stamp(const pa_sim_model *m, const pa_sim_state *s,
 typedef struct pa_sim_scan_at {
   uint32_t id, beams;
   double x, y, theta;     /* world [m, rad] */
+  double c, s;            /* cos, sin of theta */
   double gx, gy, gc, gs;  /* grid frame [cells], cos and sin of the heading */
 } pa_sim_scan_at;
 void pa_sim_int_scan_at(const pa_sim_model *m, const pa_sim_state *s,

@@ -19,7 +19,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #define POOL_SPIN_NS 50000 /* a worker watches this long for the next job */
@@ -47,14 +46,14 @@ static void scan_one(void *arg, uint32_t i, pa_sim_scratch *k,
   (void)count;
 }
 
-/* One scan's wall beams in `n` contiguous parts of `step` beams
- * (neighbouring beams cast together share cells; smaller parts cost more
- * per beam). */
+/* One scan's wall beams in contiguous parts of `step` beams, part i from
+ * beam i * step (neighbouring beams cast together share cells; smaller parts
+ * cost more per beam). */
 typedef struct split_job {
   const pa_sim_model *m;
   pa_sim_state *s;
   const pa_sim_scan_at *at;
-  uint32_t n, step;
+  uint32_t step;
   float *out;
 } split_job;
 
@@ -62,6 +61,8 @@ typedef struct split_job {
  * once run. */
 #define POOL_TASKS 8
 typedef struct task {
+  const pa_sim_model *m;
+  const pa_sim_state *s;
   pa_sim_scan_at at;
   float *out;
   uint32_t b0, b1;
@@ -88,8 +89,6 @@ struct pa_sim_pool {
   worker *w;
   /* The task stream: a job the workers stay in, taking tasks in order. */
   bool stream;             /* the stream job is open */
-  const pa_sim_model *task_m;
-  const pa_sim_state *task_s;
   task tasks[POOL_TASKS];  /* task i in slot i % POOL_TASKS */
   atomic_uint_fast64_t t_posted; /* tasks posted */
   atomic_uint_fast64_t t_next;   /* tasks taken */
@@ -121,12 +120,6 @@ static uint64_t drain(pa_sim_pool *p, pa_sim_scratch *k) {
   }
 }
 
-static int64_t mono_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-}
-
 static inline void cpu_relax(void) {
 #if defined(__x86_64__) || defined(__i386__)
   __builtin_ia32_pause();
@@ -136,12 +129,12 @@ static inline void cpu_relax(void) {
 /* Waits for a generation other than `seen` (or quit): watches first, then
  * parks. */
 static uint64_t next_job(pa_sim_pool *p, uint64_t seen) {
-  int64_t until = mono_ns() + POOL_SPIN_NS;
+  int64_t until = pa_sim_int_now() + POOL_SPIN_NS;
   for (int i = 0;; i++) {
     uint64_t g = atomic_load(&p->job);
     if (g != seen || atomic_load(&p->quit))
       return g;
-    if ((i & 63) == 63 && mono_ns() > until)
+    if ((i & 63) == 63 && pa_sim_int_now() > until)
       break;
     cpu_relax();
   }
@@ -282,13 +275,20 @@ static uint64_t post(pa_sim_pool *p, pa_sim_pool_fn fn, void *arg,
   return g;
 }
 
-/* The caller takes what is left, closes the job and waits only for the
- * workers that joined it (their items are short). */
-static uint64_t complete(pa_sim_pool *p) {
-  uint64_t count = drain(p, &p->scratch);
+/* Closes the current job to joiners and waits only for the workers inside
+ * it (the caller closes, then counts `active`; a joiner counts itself, then
+ * checks `closed`: one of the two sees the other). */
+static void close_job(pa_sim_pool *p) {
   atomic_store(&p->closed, atomic_load(&p->job));
   while (atomic_load(&p->active) > 0)
     cpu_relax();
+}
+
+/* The caller takes what is left, then closes the job (the workers' items
+ * are short). */
+static uint64_t complete(pa_sim_pool *p) {
+  uint64_t count = drain(p, &p->scratch);
+  close_job(p);
   return count + atomic_load(&p->count);
 }
 
@@ -299,10 +299,10 @@ static uint64_t pool_run(pa_sim_pool *p, pa_sim_pool_fn fn, void *arg,
                          uint32_t n, uint32_t chunk, bool small) {
   pa_sim_int_pool_stream_close(p);
   post(p, fn, arg, n, chunk,
-       !small || mono_ns() - p->last_end < POOL_HOT_NS);
+       !small || pa_sim_int_now() - p->last_end < POOL_HOT_NS);
   uint64_t count = complete(p);
   if (small)
-    p->last_end = mono_ns();
+    p->last_end = pa_sim_int_now();
   return count;
 }
 
@@ -335,8 +335,8 @@ void pa_sim_int_pool_scan_one(pa_sim_pool *p, const pa_sim_model *m,
   pa_sim_int_scan_at(m, s, id, &a);
   uint32_t parts = p->nworkers + 1;
   uint32_t step = (a.beams + parts - 1) / parts;
-  split_job j = {m, s, &a, parts, step, ranges_of(m, s, id)};
-  pool_run(p, scan_part, &j, j.n, 1, true);
+  split_job j = {m, s, &a, step, ranges_of(m, s, id)};
+  pool_run(p, scan_part, &j, parts, 1, true);
   pa_sim_int_scan_finish(m, s, &a, j.out, &p->scratch);
 }
 
@@ -345,7 +345,7 @@ void pa_sim_int_pool_scan_one(pa_sim_pool *p, const pa_sim_model *m,
 /* Runs task i (its slot) and marks it done. */
 static void run_task(pa_sim_pool *p, uint64_t i, pa_sim_scratch *k) {
   task *t = &p->tasks[i % POOL_TASKS];
-  pa_sim_int_scan_walls(p->task_m, p->task_s, &t->at, t->out, k, t->b0, t->b1);
+  pa_sim_int_scan_walls(t->m, t->s, &t->at, t->out, k, t->b0, t->b1);
   atomic_store_explicit(&t->done, i + 1, memory_order_release);
 }
 
@@ -375,8 +375,6 @@ uint64_t pa_sim_int_pool_task(pa_sim_pool *p, const pa_sim_model *m,
                               const pa_sim_state *s, const pa_sim_scan_at *a,
                               float *out, uint32_t b0, uint32_t b1) {
   if (!p->stream) {
-    p->task_m = m;
-    p->task_s = s;
     p->stream = true;
     post(p, NULL, NULL, 0, 1, true);
   }
@@ -385,10 +383,12 @@ uint64_t pa_sim_int_pool_task(pa_sim_pool *p, const pa_sim_model *m,
   /* The task that used the slot before must be done (callers keep fewer
    * in flight; this only guards). */
   while (i >= POOL_TASKS &&
-         atomic_load_explicit(&t->done, memory_order_acquire) !=
+         atomic_load_explicit(&t->done, memory_order_acquire) <
              i + 1 - POOL_TASKS)
     if (!take_task(p, &p->scratch))
       cpu_relax();
+  t->m = m;
+  t->s = s;
   t->at = *a;
   t->out = out;
   t->b0 = b0;
@@ -408,8 +408,9 @@ void pa_sim_int_pool_help(pa_sim_pool *p, uint64_t ticket) {
 }
 
 bool pa_sim_int_pool_task_done(pa_sim_pool *p, uint64_t ticket) {
+  /* A slot's done only grows (ticket, ticket + POOL_TASKS, ...). */
   return atomic_load_explicit(&p->tasks[(ticket - 1) % POOL_TASKS].done,
-                              memory_order_acquire) == ticket;
+                              memory_order_acquire) >= ticket;
 }
 
 void pa_sim_int_pool_wait(pa_sim_pool *p, uint64_t ticket) {
@@ -428,9 +429,7 @@ void pa_sim_int_pool_stream_close(pa_sim_pool *p) {
   for (uint64_t i = end > POOL_TASKS ? end - POOL_TASKS : 0; i < end; i++)
     while (!pa_sim_int_pool_task_done(p, i + 1))
       cpu_relax();
-  atomic_store(&p->closed, atomic_load(&p->job));
-  while (atomic_load(&p->active) > 0)
-    cpu_relax();
+  close_job(p);
   p->stream = false;
 }
 

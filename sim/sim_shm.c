@@ -44,14 +44,20 @@ void pa_sim_shm_publish_world(const pa_sim_state *s, pa_stack *st) {
   pa_stack_world_end(st);
 }
 
+/* One record, header then body, into ring r; false if it does not fit. */
+static bool ring_put(pa_ring *r, const void *head, size_t head_n,
+                     const void *body, size_t body_n) {
+  uint8_t *slot = pa_ring_write_begin(r, (uint32_t)(head_n + body_n));
+  if (!slot)
+    return false;
+  memcpy(slot, head, head_n);
+  memcpy(slot + head_n, body, body_n);
+  pa_ring_write_commit(r);
+  return true;
+}
+
 static void write_tick(const pa_sim_state *s, pa_stack *st, int64_t wall_ns) {
   uint32_t n = s->robot_count;
-  uint32_t len = (uint32_t)(sizeof(pa_tick) + n * sizeof(pa_robot_state));
-  uint8_t *slot = pa_ring_write_begin(st->state, len);
-  if (!slot) {
-    pa_warn("state record of %u robots does not fit the state ring", n);
-    return;
-  }
   pa_tick t;
   memset(&t, 0, sizeof t);
   t.tick = s->tick;
@@ -61,9 +67,8 @@ static void write_tick(const pa_sim_state *s, pa_stack *st, int64_t wall_ns) {
   t.flags = s->paused ? PA_TICK_PAUSED : 0;
   t.speed = s->speed;
   t.world_gen = st->ctl->world_gen;
-  memcpy(slot, &t, sizeof t);
-  memcpy(slot + sizeof t, s->rs, n * sizeof(pa_robot_state));
-  pa_ring_write_commit(st->state);
+  if (!ring_put(st->state, &t, sizeof t, s->rs, n * sizeof(pa_robot_state)))
+    pa_warn("state record of %u robots does not fit the state ring", n);
 }
 
 void pa_sim_int_scan_stamp(const pa_sim_model *m, const pa_sim_state *s,
@@ -80,10 +85,6 @@ static void write_scan(const pa_sim_state *s, pa_stack *st,
                        const pa_sim_scan_stamp *t, const float *ranges,
                        int64_t wall_ns) {
   uint32_t beams = t->beams;
-  uint32_t len = (uint32_t)(sizeof(pa_scan) + beams * sizeof(float));
-  uint8_t *slot = pa_ring_write_begin(st->scan, len);
-  if (!slot)
-    return;
   pa_scan h;
   memset(&h, 0, sizeof h);
   h.tick = t->tick;
@@ -99,9 +100,7 @@ static void write_scan(const pa_sim_state *s, pa_stack *st,
   h.range_min = t->range_min;
   h.range_max = t->range_max;
   h.count = beams;
-  memcpy(slot, &h, sizeof h);
-  memcpy(slot + sizeof h, ranges, beams * sizeof(float));
-  pa_ring_write_commit(st->scan);
+  ring_put(st->scan, &h, sizeof h, ranges, beams * sizeof(float));
   pa_sim_int_rec_scan(s->rec, &h, ranges);
 }
 
