@@ -164,20 +164,9 @@ static ring_slot *begin_slot(pa_ring *r, uint64_t n, uint32_t len) {
   return s;
 }
 
-/* Lines of the next slot fetched ahead (below). */
-#define PREFETCH_LINES 8u
-
 static int64_t publish(pa_ring *r, ring_slot *s, uint64_t n) {
   __atomic_store_n(&s->seq, n, __ATOMIC_RELEASE);
   __atomic_store_n(&r->head, n, __ATOMIC_RELEASE);
-  /* The next record goes to a slot last written a whole ring ago (cold):
-   * fetch the start of it for writing now, not when the writer needs it. */
-  const char *next = (const char *)slot_of(r, n + 1);
-  uint32_t lines = (SLOT_HDR + s->len + 63) / 64;
-  if (lines > PREFETCH_LINES)
-    lines = PREFETCH_LINES;
-  for (uint32_t i = 0; i < lines; i++)
-    __builtin_prefetch(next + 64 * i, 1, 3);
   ring_reader *rd = readers_of(r);
   uint32_t hi = __atomic_load_n(&r->reader_hi, __ATOMIC_ACQUIRE);
   if (hi > r->max_readers)
