@@ -22,7 +22,7 @@ while (($#)); do
 done
 
 packages=(
-  build-essential cmake pkg-config git
+  build-essential cmake pkg-config git clang-format-14
   libevent-dev libyaml-dev libjansson-dev libcmocka-dev libstb-dev
   libglfw3-dev libegl-dev libgl-dev libegl-mesa0 libgl1-mesa-dri libgbm1
   python3-glad python3-numpy python3-matplotlib python3-setuptools python3-pip
@@ -49,7 +49,8 @@ fi
 
 ((do_build)) || exit 0
 
-werror=OFF
+# Warnings are errors where PA_WERROR=ON (.ci/run sets it) or under CI.
+werror=${PA_WERROR:-OFF}
 [[ -n ${CI:-} ]] && werror=ON
 cmake -S "$root" -B "$build_dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   -DPA_WERROR="$werror" -DPA_SANITIZE="$sanitize" "${extra[@]}" >/dev/null
