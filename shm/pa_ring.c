@@ -3,6 +3,8 @@
 #define _GNU_SOURCE
 #include "pa_shm_int.h"
 
+#include "pa_assert.h"
+
 #include <errno.h>
 #include <inttypes.h>
 #include <string.h>
@@ -145,6 +147,7 @@ uint64_t pa_ring_head(const pa_ring *r) {
 }
 
 static ring_slot *slot_of(const pa_ring *r, uint64_t n) {
+  PA_ASSERT(n >= 1); /* record numbers start at 1; 0 marks a busy slot */
   uint64_t i = (n - 1) % r->slot_count;
   return (ring_slot *)((char *)r + r->off_slots + i * r->slot_size);
 }
@@ -165,6 +168,8 @@ static ring_slot *begin_slot(pa_ring *r, uint64_t n, uint32_t len) {
 }
 
 static int64_t publish(pa_ring *r, ring_slot *s, uint64_t n) {
+  PA_ASSERT(n == __atomic_load_n(&r->head, __ATOMIC_RELAXED) + 1);
+  PA_ASSERT(__atomic_load_n(&s->len, __ATOMIC_RELAXED) <= r->max_record);
   __atomic_store_n(&s->seq, n, __ATOMIC_RELEASE);
   __atomic_store_n(&r->head, n, __ATOMIC_RELEASE);
   ring_reader *rd = readers_of(r);
