@@ -246,13 +246,12 @@ static void publish_health(run_ctx *k, int64_t now) {
   h->counters[4] = k->s->late_scans;
 }
 
-/* Sleeping to a deadline wakes late by this machine's wake-up latency (on a
- * VM mostly the host waking an idle vCPU: p50 ~40 us, p99 ~150-250 us here,
- * whatever the timer slack). The loop sleeps to `margin` before each
- * deadline and spins the rest. Auto mode keeps the margin at the p99 of the
- * last WAKE_WINDOW wake-ups' lateness + 20 us, capped at SPIN_CAP_NS but
- * never below 5% nor above 25% of the period: ~4% of a core at 200 Hz,
- * ~20% at 1 kHz on this VM, a few per mille where wake-ups are quick. */
+/* Sleeping to a deadline wakes late by the machine's wake-up latency (on a
+ * VM mostly the host waking an idle vCPU, whatever the timer slack). The
+ * loop sleeps to `margin` before each deadline and spins the rest. Auto mode
+ * keeps the margin at the p99 of the last WAKE_WINDOW wake-ups' lateness +
+ * 20 us, capped at SPIN_CAP_NS but never below 5% nor above 25% of the
+ * period. What that costs on measured machines: docs/sim.md, "Loop timing". */
 #define RT_SPIN_NS 300000LL  /* --realtime without --spin_us */
 #define WAKE_WINDOW 256
 #define SPIN_CAP_NS 250000.0
