@@ -12,8 +12,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-static inline void pa_assert_fail(const char *cond, const char *file,
-                                  int line, const char *func) {
+static inline void pa_assert_fail(const char *cond, const char *file, int line,
+                                  const char *func) {
   fprintf(stderr, "%s:%d: %s: invariant failed: %s\n", file, line, func, cond);
   abort();
 }

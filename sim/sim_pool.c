@@ -7,10 +7,11 @@
  * Dispatch: the caller publishes a job (a generation number), wakes parked
  * workers, takes items itself until none is left, then closes the job and
  * waits only for the workers that joined it: a worker still waking up (a
- * thread wake-up; docs/sim.md gives measured figures) finds the job closed and skips it, so the caller never
- * waits for a wake-up. A worker that finished a job watches for the next one
- * for POOL_SPIN_NS before parking on the condition variable: back-to-back
- * jobs (free-running, lockstep) find it awake; at 200 Hz it parks. */
+ * thread wake-up; docs/sim.md gives measured figures) finds the job closed and
+ * skips it, so the caller never waits for a wake-up. A worker that finished a
+ * job watches for the next one for POOL_SPIN_NS before parking on the condition
+ * variable: back-to-back jobs (free-running, lockstep) find it awake; at 200 Hz
+ * it parks. */
 #include "pa_sim.h"
 #include "sim_int.h"
 
