@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "pa_map.h"
+#include "pa_proc.h"
 #include "pa_render.h"
 #include "pa_shm.h"
 #include "pa_util.h"
@@ -121,23 +122,6 @@ static void measure(pa_render_scene *s, const pa_robot_info *ri,
   pa_render_cam_free(c);
 }
 
-static int64_t proc_cpu_ms(pid_t pid) {
-  char path[64], buf[1024];
-  snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-  FILE *f = fopen(path, "r");
-  if (!f)
-    return -1;
-  size_t n = fread(buf, 1, sizeof buf - 1, f);
-  fclose(f);
-  buf[n] = 0;
-  const char *q = strrchr(buf, ')');
-  unsigned long ut = 0, st = 0;
-  if (!q || sscanf(q + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu",
-                   &ut, &st) != 2)
-    return -1;
-  return (int64_t)(ut + st) * 1000 / sysconf(_SC_CLK_TCK);
-}
-
 /* The real process: an instance with the default world, one 640x480
  * subscriber at 15 Hz, CPU time of pa-render over `seconds`. */
 static int stream_cpu(const pa_grid *g, const pa_robot_info *ri0,
@@ -191,16 +175,16 @@ static int stream_cpu(const pa_grid *g, const pa_robot_info *ri0,
     goto out;
   }
   usleep(500000);
-  int64_t idle0 = proc_cpu_ms(pid);
+  int64_t idle0 = pa_proc_cpu_ms(pid);
   usleep(2000000);
-  int64_t idle1 = proc_cpu_ms(pid);
+  int64_t idle1 = pa_proc_cpu_ms(pid);
   __atomic_store_n(&st.cam[0].subscribers, 1, __ATOMIC_RELEASE);
   sem_post(&st.ctl->render_wake);
   usleep(1000000); /* warm-up: first frames, camera target */
   uint64_t f0 = pa_ring_head(st.camera);
-  int64_t c0 = proc_cpu_ms(pid), t0 = pa_now_ns();
+  int64_t c0 = pa_proc_cpu_ms(pid), t0 = pa_now_ns();
   usleep((useconds_t)(seconds * 1e6));
-  int64_t c1 = proc_cpu_ms(pid), t1 = pa_now_ns();
+  int64_t c1 = pa_proc_cpu_ms(pid), t1 = pa_now_ns();
   uint64_t f1 = pa_ring_head(st.camera);
   double wall = (t1 - t0) / 1e9;
   printf("  idle (no subscriber):      %5.2f %% of one core\n",

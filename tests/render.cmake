@@ -5,7 +5,7 @@ if(TARGET pa_render)
               TIMEOUT 120 LABELS render)
   pkg_check_modules(PA_TEST_STB REQUIRED IMPORTED_TARGET stb)
   pa_add_test(test_render_proc SOURCES test_render_proc.c
-              LIBS pa_shm pa_map PkgConfig::PA_TEST_STB m
+              LIBS pa_shm pa_map pa_util PkgConfig::PA_TEST_STB m
               TIMEOUT 180 LABELS render)
   add_dependencies(test_render_proc pa-render)
   if(TARGET pa-sim)

@@ -23,6 +23,7 @@
 #include <stb_image.h>
 
 #include "pa_map.h"
+#include "pa_proc.h"
 #include "pa_shm.h"
 #include "testutil.h"
 
@@ -144,26 +145,6 @@ static const pa_frame *wait_frame(world *w, uint64_t after, frame_pred pred,
   return NULL;
 }
 
-static int64_t cpu_ms(pid_t pid) {
-  char path[64], buf[1024];
-  snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-  FILE *f = fopen(path, "r");
-  if (!f)
-    return -1;
-  size_t n = fread(buf, 1, sizeof buf - 1, f);
-  fclose(f);
-  buf[n] = 0;
-  const char *p = strrchr(buf, ')');
-  if (!p)
-    return -1;
-  unsigned long ut = 0, st = 0;
-  /* fields after ")": state(3) ... utime(14) stime(15) */
-  if (sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu",
-             &ut, &st) != 2)
-    return -1;
-  return (int64_t)(ut + st) * 1000 / sysconf(_SC_CLK_TCK);
-}
-
 static const uint8_t *frame_px(const pa_frame *f, uint32_t x, uint32_t y) {
   return (const uint8_t *)(f + 1) + ((size_t)y * f->width + x) * 3;
 }
@@ -192,9 +173,9 @@ static void test_e2e(void **state) {
 
   /* Nobody subscribes: nothing is rendered and the process sleeps. */
   usleep(300000);
-  int64_t c0 = cpu_ms(pid);
+  int64_t c0 = pa_proc_cpu_ms(pid);
   usleep(1500000);
-  int64_t c1 = cpu_ms(pid);
+  int64_t c1 = pa_proc_cpu_ms(pid);
   assert_true(c0 >= 0 && c1 >= 0);
   assert_int_equal(pa_ring_head(w.st.camera), 0);
   if (c1 - c0 > 300)
