@@ -297,6 +297,54 @@ static bool model_robot_free(const pa_sim_model *m, const pa_robot_info *list,
   return true;
 }
 
+/* Is (x, y), the centre of cell (cx, cy), a free place by margin? probe:
+ * asked by a random probe rather than the sweep. */
+typedef bool (*place_free_fn)(const void *ctx, uint32_t cx, uint32_t cy,
+                              double x, double y, double margin, bool probe);
+
+enum { PLACE_NONE = 0, PLACE_PROBED = 1, PLACE_SWEPT = 2 };
+
+/* A free cell centre: seeded probes (probe_margin), then a sweep in cell
+ * order (sweep_margin). The one placement used at load and on a new map. */
+static int find_place(const pa_grid *g, uint64_t *rng, place_free_fn ok,
+                      const void *ctx, double probe_margin, double sweep_margin,
+                      double *x, double *y) {
+  for (int tries = 0; tries < 20000; tries++) {
+    uint32_t cx = (uint32_t)(pa_sim_rng_uniform(rng) * g->width);
+    uint32_t cy = (uint32_t)(pa_sim_rng_uniform(rng) * g->height);
+    pa_grid_cell_center(g, (int)cx, (int)cy, x, y);
+    if (ok(ctx, cx, cy, *x, *y, probe_margin, true))
+      return PLACE_PROBED;
+  }
+  for (uint32_t cy = 0; cy < g->height; cy++)
+    for (uint32_t cx = 0; cx < g->width; cx++) {
+      pa_grid_cell_center(g, (int)cx, (int)cy, x, y);
+      if (ok(ctx, cx, cy, *x, *y, sweep_margin, false))
+        return PLACE_SWEPT;
+    }
+  return PLACE_NONE;
+}
+
+/* Extra robot i of a model being built, clear of its walls, obstacles and
+ * the robots before it. */
+typedef struct init_place_ctx {
+  const pa_sim_model *m;
+  uint32_t i;
+} init_place_ctx;
+
+static bool init_place_free(const void *arg, uint32_t cx, uint32_t cy, double x,
+                            double y, double margin, bool probe) {
+  const init_place_ctx *c = arg;
+  const pa_sim_model *m = c->m;
+  double r = m->robots0[c->i].radius;
+  /* A probe first asks the cell's wall distance: most probes end there. */
+  if (probe && m->clear[(size_t)cy * m->grid.width + cx] * m->grid.resolution <
+                   r + margin)
+    return false;
+  return model_robot_free(m, m->robots0, c->i, m->obstacles0,
+                          m->obstacle_count0, x, y, r, margin);
+}
+
 int pa_sim_model_init(pa_sim_model *m, const pa_sim_def *d,
                       const pa_world *w, const pa_grid *g, char *err,
                       size_t err_sz) {
@@ -412,35 +460,12 @@ int pa_sim_model_init(pa_sim_model *m, const pa_sim_def *d,
     for (uint32_t j = 0; j < i; j++)
       if (!strcmp(m->robots0[j].name, ri->name))
         snprintf(ri->name, sizeof ri->name, "robot%u_%u", i, j);
-    bool placed = false;
-    double r = ri->radius, margin = 0.05;
-    for (int tries = 0; tries < 20000 && !placed; tries++) {
-      uint32_t cx = (uint32_t)(pa_sim_rng_uniform(&rng) * g->width);
-      uint32_t cy = (uint32_t)(pa_sim_rng_uniform(&rng) * g->height);
-      if (m->clear[(size_t)cy * g->width + cx] * g->resolution < r + margin)
-        continue;
-      double x, y;
-      pa_grid_cell_center(&m->grid, (int)cx, (int)cy, &x, &y);
-      if (model_robot_free(m, m->robots0, i, m->obstacles0,
-                           m->obstacle_count0, x, y, r, margin)) {
-        ri->start_x = x;
-        ri->start_y = y;
-        ri->start_theta = pa_sim_wrap(2.0 * M_PI * pa_sim_rng_uniform(&rng));
-        placed = true;
-      }
-    }
-    for (uint32_t cy = 0; cy < g->height && !placed; cy++)
-      for (uint32_t cx = 0; cx < g->width && !placed; cx++) {
-        double x, y;
-        pa_grid_cell_center(&m->grid, (int)cx, (int)cy, &x, &y);
-        if (model_robot_free(m, m->robots0, i, m->obstacles0,
-                             m->obstacle_count0, x, y, r, margin)) {
-          ri->start_x = x;
-          ri->start_y = y;
-          placed = true;
-        }
-      }
-    if (!placed) {
+    init_place_ctx pc = {m, i};
+    int placed = find_place(&m->grid, &rng, init_place_free, &pc, 0.05, 0.05,
+                            &ri->start_x, &ri->start_y);
+    if (placed == PLACE_PROBED) /* a probed place gets a random heading */
+      ri->start_theta = pa_sim_wrap(2.0 * M_PI * pa_sim_rng_uniform(&rng));
+    if (placed == PLACE_NONE) {
       snprintf(err, err_sz, "no free place on the map for robot %u of %u", i,
                total);
       goto fail;
@@ -578,26 +603,20 @@ void pa_sim_reset(const pa_sim_model *m, pa_sim_state *s) {
   s->world_dirty = true;
 }
 
-/* A free place for robot id on model m (walls of m, the state's obstacles
- * and other robots): seeded probes on cells, then a sweep. */
-static bool find_place(const pa_sim_model *m, const pa_sim_state *s,
-                       uint32_t id, uint64_t *rng, double *x, double *y) {
-  const pa_grid *g = &m->grid;
-  double r = s->info[id].radius, margin = 0.05;
-  for (int tries = 0; tries < 20000; tries++) {
-    int cx = (int)(pa_sim_rng_uniform(rng) * g->width);
-    int cy = (int)(pa_sim_rng_uniform(rng) * g->height);
-    pa_grid_cell_center(g, cx, cy, x, y);
-    if (pa_sim_clearance(m, s, id, *x, *y, r, margin, NULL, NULL) >= margin)
-      return true;
-  }
-  for (uint32_t cy = 0; cy < g->height; cy++)
-    for (uint32_t cx = 0; cx < g->width; cx++) {
-      pa_grid_cell_center(g, (int)cx, (int)cy, x, y);
-      if (pa_sim_clearance(m, s, id, *x, *y, r, 0, NULL, NULL) >= 0)
-        return true;
-    }
-  return false;
+/* Robot id of a running world clear of the walls of model m, the state's
+ * obstacles and the other robots by margin. */
+typedef struct state_place_ctx {
+  const pa_sim_model *m;
+  const pa_sim_state *s;
+  uint32_t id;
+} state_place_ctx;
+
+static bool state_place_free(const void *arg, uint32_t cx, uint32_t cy,
+                             double x, double y, double margin, bool probe) {
+  (void)cx, (void)cy, (void)probe;
+  const state_place_ctx *c = arg;
+  return pa_sim_clearance(c->m, c->s, c->id, x, y, c->s->info[c->id].radius,
+                          margin, NULL, NULL) >= margin;
 }
 
 int pa_sim_set_world(pa_sim_model *m, pa_sim_state *s, const pa_world *w,
@@ -659,7 +678,8 @@ int pa_sim_set_grid(pa_sim_model *m, pa_sim_state *s, const pa_grid *g,
                          NULL) >= 0)
       continue;
     double x, y;
-    if (!find_place(&nm, s, i, &rng, &x, &y)) {
+    state_place_ctx pc = {&nm, s, i};
+    if (!find_place(&nm.grid, &rng, state_place_free, &pc, 0.05, 0, &x, &y)) {
       memcpy(s->rs, keep, nrs);
       snprintf(err, err_sz, "no free place on the new map for robot '%s'",
                s->info[i].name);
