@@ -54,10 +54,11 @@ typedef struct pa_opt_row {
   unsigned tag;        /* the owner's use (pa-sim: PA_SIM_FORCE_* bits) */
 } pa_opt_row;
 
-/* A table row for field FIELD of struct S, e.g. PA_OPT_ROW(pa_sim_args,
- * def.control_hz, "control_hz", PA_OPT_DOUBLE, 1, 1e5, 200, NULL, "...").
- * DEF is the numeric default, DEF_STR the string default; further fields
- * (.scale, .tag) may follow: PA_OPT_ROW(...), .tag = 4}. */
+/* The initializers of a table row for field FIELD of struct S, inside the
+ * row's braces: {PA_OPT_ROW(pa_sim_args, def.control_hz, "control_hz",
+ * PA_OPT_DOUBLE, 1, 1e5, 200, NULL, "[Hz] physics rate")}. DEF is the
+ * numeric default, DEF_STR the string one; .scale and .tag may follow:
+ * {PA_OPT_ROW(...), .tag = PA_SIM_FORCE_LASER_BEAMS}. */
 #define PA_OPT_ROW(S, FIELD, NAME, TYPE, MIN, MAX, DEF, DEF_STR, HELP)         \
   .o = {.name = (NAME), .type = (TYPE), .min = (MIN), .max = (MAX),            \
         .help = (HELP)},                                                       \

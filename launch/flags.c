@@ -146,7 +146,7 @@ int pa_launch_proc_from_name(const char *name) {
 typedef struct flag_view {
   const pa_opt_row *row;
   unsigned owners; /* PA_LAUNCH_TO bits, PA_PROC_LAUNCH included */
-  char help[768];
+  char help[512];
 } flag_view;
 
 /* Walks the distinct names of the composed rows; returns the count. */

@@ -115,8 +115,6 @@ static void check_only_known_flags(const char *text, const char *where) {
     name[n] = '\0';
     if (n == 0 || name[0] == '-')
       continue;
-    /* --odom_error_x/_y/_theta style shorthands are not allowed: each row
-     * is spelled out. */
     if (!known_flag(name))
       fail_msg("%s names --%s, which no flag table has", where, name);
   }
