@@ -203,6 +203,7 @@ void pa_launch_usage(FILE *f) {
           "usage: playarea [flags]\n"
           "       playarea status [--watch] [--instance NAME | --tcp_port PORT]\n"
           "       playarea restart sim|render|netgw [--instance NAME | --tcp_port PORT]\n"
+          "       playarea --help-markdown[=contract]  (the docs' flag tables)\n"
           "\n%s\n\nflags (--name VALUE or --name=VALUE; [processes it goes to]):\n",
           own_table.summary);
   for (size_t v = 0; v < nv; v++) {

@@ -285,11 +285,26 @@ static void check_doc(const char *rel, bool contract) {
   char *doc = read_src(rel);
   char *have = block(doc, rel);
   char *want = generated(contract);
-  if (strcmp(have, want))
+  if (strcmp(have, want)) {
+    /* Name the first line that differs (cmocka cuts long messages). */
+    const char *h = have, *w = want;
+    int line = 1;
+    while (*h && *h == *w) {
+      line += *h == '\n';
+      h++;
+      w++;
+    }
+    while (h > have && h[-1] != '\n') {
+      h--;
+      w--;
+    }
+    fprintf(stderr, "%s line %d of the flags block:\n  doc:       %.*s\n"
+                    "  generated: %.*s\n",
+            rel, line, (int)strcspn(h, "\n"), h, (int)strcspn(w, "\n"), w);
     fail_msg("%s's flag table differs from the flag tables; regenerate it "
-             "with `playarea --help-markdown%s`.\n--- in %s:\n%s--- "
-             "generated:\n%s",
-             rel, contract ? "=contract" : "", rel, have, want);
+             "with `playarea --help-markdown%s`",
+             rel, contract ? "=contract" : "");
+  }
   /* The binary prints the same. */
   int rc;
   char *out = run_capture("playarea",
