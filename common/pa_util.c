@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sysexits.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -27,12 +28,91 @@ bool pa_opt_arg_is(const char *arg, const char *name) {
   return a[i] == '\0' || a[i] == '=';
 }
 
-static int opt_set(const pa_opt *o, const char *val, char *err, size_t err_sz) {
+static size_t type_size(pa_opt_type t) {
+  switch (t) {
+  case PA_OPT_STR:
+    return sizeof(const char *);
+  case PA_OPT_INT:
+    return sizeof(long);
+  case PA_OPT_DOUBLE:
+    return sizeof(double);
+  case PA_OPT_FLAG:
+    return sizeof(bool);
+  case PA_OPT_I32:
+  case PA_OPT_U32:
+    return sizeof(uint32_t);
+  case PA_OPT_U64:
+    return sizeof(uint64_t);
+  case PA_OPT_STRBUF:
+    return 0; /* any capacity >= 1 */
+  }
+  return 0;
+}
+
+static double scale_of(const pa_opt_row *r) {
+  return r->scale != 0 ? r->scale : 1;
+}
+
+/* A hand-built row as a table row bound to its dst. */
+static pa_opt_row row_of(const pa_opt *o) {
+  pa_opt_row r;
+  memset(&r, 0, sizeof r);
+  r.o = *o;
+  r.size = type_size(o->type);
+  return r;
+}
+
+/* Stores an integer already checked against the row's range. */
+static void put_int(const pa_opt_row *r, long long v) {
+  switch (r->o.type) {
+  case PA_OPT_INT:
+    *(long *)r->o.dst = (long)v;
+    break;
+  case PA_OPT_I32:
+    *(int32_t *)r->o.dst = (int32_t)v;
+    break;
+  case PA_OPT_U32:
+    *(uint32_t *)r->o.dst = (uint32_t)v;
+    break;
+  case PA_OPT_U64:
+    *(uint64_t *)r->o.dst = (uint64_t)v;
+    break;
+  default:
+    break;
+  }
+}
+
+static long long get_int(const pa_opt_row *r) {
+  switch (r->o.type) {
+  case PA_OPT_INT:
+    return *(const long *)r->o.dst;
+  case PA_OPT_I32:
+    return *(const int32_t *)r->o.dst;
+  case PA_OPT_U32:
+    return *(const uint32_t *)r->o.dst;
+  case PA_OPT_U64:
+    return (long long)*(const uint64_t *)r->o.dst;
+  default:
+    return 0;
+  }
+}
+
+int pa_opt_set(const pa_opt_row *r, const char *val, char *err,
+               size_t err_sz) {
+  const pa_opt *o = &r->o;
   char *end = NULL;
   bool ranged = o->min <= o->max;
   switch (o->type) {
   case PA_OPT_STR:
     *(const char **)o->dst = val;
+    return 0;
+  case PA_OPT_STRBUF:
+    if (strlen(val) >= r->size) {
+      snprintf(err, err_sz, "--%s: longer than %zu bytes", o->name,
+               r->size - 1);
+      return -1;
+    }
+    memcpy(o->dst, val, strlen(val) + 1);
     return 0;
   case PA_OPT_FLAG:
     if (!strcmp(val, "1") || !strcasecmp(val, "true") || !strcasecmp(val, "yes"))
@@ -44,19 +124,22 @@ static int opt_set(const pa_opt *o, const char *val, char *err, size_t err_sz) {
       return -1;
     }
     return 0;
-  case PA_OPT_INT: {
+  case PA_OPT_INT:
+  case PA_OPT_I32:
+  case PA_OPT_U32:
+  case PA_OPT_U64: {
     errno = 0;
-    long v = strtol(val, &end, 0);
+    long long v = strtoll(val, &end, 0);
     if (!*val || *end || errno) {
       snprintf(err, err_sz, "--%s: '%s' is not an integer", o->name, val);
       return -1;
     }
-    if (ranged && (v < o->min || v > o->max)) {
-      snprintf(err, err_sz, "--%s: %ld is out of range [%.15g, %.15g]", o->name,
-               v, o->min, o->max);
+    if (ranged && ((double)v < o->min || (double)v > o->max)) {
+      snprintf(err, err_sz, "--%s: %lld is out of range [%.15g, %.15g]",
+               o->name, v, o->min, o->max);
       return -1;
     }
-    *(long *)o->dst = v;
+    put_int(r, v);
     return 0;
   }
   case PA_OPT_DOUBLE: {
@@ -71,12 +154,126 @@ static int opt_set(const pa_opt *o, const char *val, char *err, size_t err_sz) {
                v, o->min, o->max);
       return -1;
     }
-    *(double *)o->dst = v;
+    *(double *)o->dst = v * scale_of(r);
     return 0;
   }
   }
   snprintf(err, err_sz, "--%s: bad option table", o->name);
   return -1;
+}
+
+int pa_opt_bind(const pa_opt_table *t, void *args, pa_opt_row *out,
+                char *err, size_t err_sz) {
+  for (size_t k = 0; k < t->n; k++) {
+    const pa_opt_row *r = &t->rows[k];
+    size_t want = type_size(r->o.type);
+    if ((want && r->size != want) || (!want && r->size == 0) ||
+        r->off + r->size > t->args_size) {
+      snprintf(err, err_sz,
+               "%s --%s: a field of %zu bytes does not fit the flag's type",
+               t->prog, r->o.name, r->size);
+      return -1;
+    }
+    out[k] = *r;
+    out[k].o.dst = (char *)args + r->off;
+  }
+  return 0;
+}
+
+/* Writes bound row r's default into its field. */
+static void set_default(const pa_opt_row *r) {
+  switch (r->o.type) {
+  case PA_OPT_STR:
+    *(const char **)r->o.dst = r->def_str;
+    break;
+  case PA_OPT_STRBUF:
+    snprintf((char *)r->o.dst, r->size, "%s", r->def_str ? r->def_str : "");
+    break;
+  case PA_OPT_FLAG:
+    *(bool *)r->o.dst = r->def != 0;
+    break;
+  case PA_OPT_DOUBLE:
+    *(double *)r->o.dst = r->def * scale_of(r);
+    break;
+  default:
+    put_int(r, (long long)r->def);
+    break;
+  }
+}
+
+void pa_opt_defaults(const pa_opt_table *t, void *args) {
+  for (size_t k = 0; k < t->n; k++) {
+    pa_opt_row r = t->rows[k];
+    r.o.dst = (char *)args + r.off;
+    set_default(&r);
+  }
+}
+
+/* Shortest "%.*g" of a stored v that reads back to the same stored value. */
+static void fmt_double(char *out, size_t n, double v, double scale) {
+  for (int prec = 6; prec <= 17; prec++) {
+    snprintf(out, n, "%.*g", prec, v / scale);
+    if (strtod(out, NULL) * scale == v)
+      return;
+  }
+}
+
+bool pa_opt_format(const pa_opt_row *r, char *out, size_t out_sz) {
+  out[0] = '\0';
+  switch (r->o.type) {
+  case PA_OPT_STR: {
+    const char *s = *(const char *const *)r->o.dst;
+    if (!s)
+      return false;
+    snprintf(out, out_sz, "%s", s);
+    return true;
+  }
+  case PA_OPT_STRBUF:
+    snprintf(out, out_sz, "%s", (const char *)r->o.dst);
+    return true;
+  case PA_OPT_FLAG:
+    snprintf(out, out_sz, "%d", *(const bool *)r->o.dst ? 1 : 0);
+    return true;
+  case PA_OPT_DOUBLE:
+    fmt_double(out, out_sz, *(const double *)r->o.dst, scale_of(r));
+    return true;
+  default:
+    snprintf(out, out_sz, "%lld", get_int(r));
+    return true;
+  }
+}
+
+/* A bound row's value for people: on/off, "quoted", none. */
+static void value_text(const pa_opt_row *r, char *out, size_t out_sz) {
+  if (r->o.type == PA_OPT_FLAG) {
+    snprintf(out, out_sz, "%s", *(const bool *)r->o.dst ? "on" : "off");
+  } else if (r->o.type == PA_OPT_STR || r->o.type == PA_OPT_STRBUF) {
+    char s[256];
+    if (pa_opt_format(r, s, sizeof s))
+      snprintf(out, out_sz, "\"%s\"", s);
+    else
+      snprintf(out, out_sz, "none");
+  } else {
+    pa_opt_format(r, out, out_sz);
+  }
+}
+
+void pa_opt_default_text(const pa_opt_row *r, char *out, size_t out_sz) {
+  union {
+    double d;
+    long l;
+    uint64_t u;
+    bool b;
+    const char *s;
+    char buf[256];
+  } v;
+  memset(&v, 0, sizeof v);
+  pa_opt_row tmp = *r;
+  tmp.o.dst = &v;
+  if (tmp.o.type == PA_OPT_STRBUF)
+    tmp.size = sizeof v.buf;
+  set_default(&tmp);
+  value_text(&tmp, out, out_sz);
 }
 
 int pa_opt_parse(const pa_opt *opts, size_t n, int argc, char **argv,
@@ -90,6 +287,21 @@ int pa_opt_parse_given(const pa_opt *opts, size_t n, int argc, char **argv,
                        char **positional, size_t max_positional,
                        size_t *n_positional, bool *given, char *err,
                        size_t err_sz) {
+  pa_opt_row rows[PA_OPT_MAX];
+  if (n > PA_OPT_MAX) {
+    snprintf(err, err_sz, "%zu flags: more than PA_OPT_MAX", n);
+    return -1;
+  }
+  for (size_t k = 0; k < n; k++)
+    rows[k] = row_of(&opts[k]);
+  return pa_opt_parse_rows(rows, n, argc, argv, positional, max_positional,
+                           n_positional, given, err, err_sz);
+}
+
+int pa_opt_parse_rows(const pa_opt_row *rows, size_t n, int argc,
+                      char **argv, char **positional, size_t max_positional,
+                      size_t *n_positional, bool *given, char *err,
+                      size_t err_sz) {
   if (given)
     memset(given, 0, n * sizeof *given);
   size_t npos = 0;
@@ -113,15 +325,16 @@ int pa_opt_parse_given(const pa_opt *opts, size_t n, int argc, char **argv,
     const char *name = arg + (arg[1] == '-' ? 2 : 1);
     const char *eq = strchr(name, '=');
     size_t name_len = eq ? (size_t)(eq - name) : strlen(name);
-    const pa_opt *o = NULL;
-    for (size_t k = 0; k < n && !o; k++)
-      if (pa_opt_arg_is(arg, opts[k].name))
-        o = &opts[k];
-    if (!o) {
+    size_t first = n;
+    for (size_t k = 0; k < n && first == n; k++)
+      if (pa_opt_arg_is(arg, rows[k].o.name))
+        first = k;
+    if (first == n) {
       snprintf(err, err_sz, "unknown flag %.*s (see --help)",
                (int)(name_len + (size_t)(name - arg)), arg);
       return -1;
     }
+    const pa_opt *o = &rows[first].o;
     const char *val;
     if (eq)
       val = eq + 1;
@@ -133,10 +346,15 @@ int pa_opt_parse_given(const pa_opt *opts, size_t n, int argc, char **argv,
       snprintf(err, err_sz, "--%s needs a value", o->name);
       return -1;
     }
-    if (opt_set(o, val, err, err_sz) < 0)
-      return -1;
-    if (given)
-      given[o - opts] = true;
+    /* Every row of that name: a flag several processes share. */
+    for (size_t k = first; k < n; k++) {
+      if (!pa_opt_arg_is(arg, rows[k].o.name))
+        continue;
+      if (pa_opt_set(&rows[k], val, err, err_sz) < 0)
+        return -1;
+      if (given)
+        given[k] = true;
+    }
   }
   if (n_positional)
     *n_positional = npos;
@@ -150,27 +368,58 @@ void pa_opt_usage(FILE *f, const char *usage, const char *summary,
     fprintf(f, "\n%s\n", summary);
   fprintf(f, "\nflags (--name VALUE or --name=VALUE):\n");
   for (size_t k = 0; k < n; k++) {
-    const pa_opt *o = &opts[k];
-    char def[160];
-    switch (o->type) {
-    case PA_OPT_STR: {
-      const char *s = *(const char **)o->dst;
-      snprintf(def, sizeof def, "\"%s\"", s ? s : "");
-      break;
-    }
-    case PA_OPT_INT:
-      snprintf(def, sizeof def, "%ld", *(long *)o->dst);
-      break;
-    case PA_OPT_DOUBLE:
-      snprintf(def, sizeof def, "%g", *(double *)o->dst);
-      break;
-    case PA_OPT_FLAG:
-      snprintf(def, sizeof def, "%s", *(bool *)o->dst ? "on" : "off");
-      break;
-    }
-    fprintf(f, "  --%-22s %s (default %s)\n", o->name, o->help ? o->help : "",
-            def);
+    pa_opt_row r = row_of(&opts[k]);
+    char def[300];
+    value_text(&r, def, sizeof def);
+    fprintf(f, "  --%-22s %s (default %s)\n", r.o.name,
+            r.o.help ? r.o.help : "", def);
   }
+}
+
+void pa_opt_table_usage(FILE *f, const pa_opt_table *t) {
+  fprintf(f, "usage: %s [flags]\n", t->prog);
+  if (t->summary && *t->summary)
+    fprintf(f, "\n%s\n", t->summary);
+  fprintf(f, "\nflags (--name VALUE or --name=VALUE):\n");
+  for (size_t k = 0; k < t->n; k++) {
+    const pa_opt_row *r = &t->rows[k];
+    char def[300];
+    pa_opt_default_text(r, def, sizeof def);
+    fprintf(f, "  --%-22s %s (default %s)\n", r->o.name,
+            r->o.help ? r->o.help : "", def);
+  }
+}
+
+int pa_opt_main(const pa_opt_table *t, void *args, bool *given, int argc,
+                char **argv) {
+  pa_log_init(t->prog, PA_LOG_INFO);
+  char err[512];
+  pa_opt_row rows[PA_OPT_MAX];
+  bool given_buf[PA_OPT_MAX];
+  if (t->n > PA_OPT_MAX) {
+    pa_error("%s: %zu flags, more than PA_OPT_MAX", t->prog, t->n);
+    return EX_CONFIG;
+  }
+  if (pa_opt_bind(t, args, rows, err, sizeof err) != 0) {
+    pa_error("%s", err);
+    return EX_CONFIG;
+  }
+  pa_opt_defaults(t, args);
+  if (!given)
+    given = given_buf;
+  int rc = pa_opt_parse_rows(rows, t->n, argc, argv, NULL, 0, NULL, given,
+                             err, sizeof err);
+  if (rc == 1) {
+    pa_opt_table_usage(stdout, t);
+    return 0;
+  }
+  if (rc == 0 && t->finish)
+    rc = t->finish(args, given, err, sizeof err);
+  if (rc != 0) {
+    pa_error("%s", err);
+    return EX_CONFIG;
+  }
+  return -1;
 }
 
 /* ---- logging ------------------------------------------------------------ */

@@ -1,5 +1,7 @@
-/* flags.c - the launcher's one flag table: every flag users know, its
- * default, its help and the process(es) it goes to. */
+/* flags.c - `playarea`'s command line: the launcher's own flag rows
+ * composed with each process's table (pa_sim_opts, pa_render_opts,
+ * pa_netgw_opts); a flag is checked by its owner's row and passed only to
+ * the process(es) that own it. */
 #include "pa_launch.h"
 
 #include <errno.h>
@@ -8,127 +10,123 @@
 #include <string.h>
 #include <unistd.h>
 
-#define SIM PA_LAUNCH_TO(PA_PROC_SIM)
-#define RENDER PA_LAUNCH_TO(PA_PROC_RENDER)
-#define NETGW PA_LAUNCH_TO(PA_PROC_NETGW)
-#define ALL (SIM | RENDER | NETGW)
+#define ROW(FIELD, NAME, TYPE, MIN, MAX, DEF, HELP)                            \
+  PA_OPT_ROW(pa_launch_cfg, FIELD, NAME, TYPE, MIN, MAX, DEF, NULL, HELP)
+
+/* The launcher's own flags; the processes' come from their tables. */
+static const pa_opt_row own_rows[] = {
+    {PA_OPT_ROW(pa_launch_cfg, instance, "instance", PA_OPT_STR, 0, -1, 0,
+                NULL, "shared-memory instance name (unset: p<tcp_port>, or "
+                      "a<pid> with --tcp_port 0)")},
+    {ROW(no_render, "no-render", PA_OPT_FLAG, 0, -1, 0,
+         "do not start pa-render (no camera frames)")},
+    {PA_OPT_ROW(pa_launch_cfg, wrap_flag, "wrap", PA_OPT_STR, 0, -1, 0, NULL,
+                "PROC='COMMAND ...': run sim|render|netgw under a tool "
+                "(repeatable)")},
+    {ROW(max_robots, "max_robots", PA_OPT_INT, 1, 4096, 256,
+         "robot slots in shared memory")},
+    {ROW(grace_ms, "grace_ms", PA_OPT_INT, 0, 600000, 3000,
+         "[ms] on stop: SIGTERM, then SIGKILL after this long")},
+    {ROW(start_timeout_ms, "start_timeout_ms", PA_OPT_INT, 100, 3600000, 10000,
+         "[ms] a process must be ready within this (x10 when wrapped)")},
+    {ROW(crash_limit, "crash_limit", PA_OPT_INT, 0, PA_LAUNCH_CRASH_MAX,
+         PA_LAUNCH_CRASH_LIMIT,
+         "give up on a process after this many crashes (0 = never)...")},
+    {ROW(crash_window_ms, "crash_window_ms", PA_OPT_INT, 1, 86400000,
+         PA_LAUNCH_CRASH_WINDOW_MS,
+         "[ms] ...within this window; also resets the backoff")},
+};
+
+static int launch_finish(void *args, const bool *given, char *err,
+                         size_t err_sz);
+
+static const pa_opt_table own_table = {
+    .prog = "playarea",
+    .summary = "Starts pa-sim, pa-render and pa-netgw on one shared-memory "
+               "instance,\nrestarts any that crashes, prints 'tcp ADDR:PORT "
+               "instance NAME' once\nserving, and stops them all on Ctrl-C / "
+               "SIGTERM.",
+    .rows = own_rows,
+    .n = sizeof own_rows / sizeof own_rows[0],
+    .args_size = sizeof(pa_launch_cfg),
+    .finish = launch_finish,
+};
+
+static const pa_opt_table *own_opts(void) { return &own_table; }
+
+/* The parts of the composed table, in --help order; each table's offsets
+ * point into its member of pa_launch_cfg. */
+static const struct part {
+  int proc;
+  const pa_opt_table *(*table)(void);
+  size_t args_off;
+} parts[] = {
+    {PA_PROC_LAUNCH, own_opts, 0},
+    {PA_PROC_SIM, pa_sim_opts, offsetof(pa_launch_cfg, sim)},
+    {PA_PROC_RENDER, pa_render_opts, offsetof(pa_launch_cfg, render)},
+    {PA_PROC_NETGW, pa_netgw_opts, offsetof(pa_launch_cfg, netgw)},
+};
+#define NPARTS (sizeof parts / sizeof parts[0])
+
+static const char *const proc_exe[PA_PROC_COUNT] = {"playarea", "pa-sim",
+                                                    "pa-render", "pa-netgw"};
+static const char *const proc_short[PA_PROC_COUNT] = {"launcher", "sim",
+                                                      "render", "netgw"};
+
+/* Binds every part's rows to c: rows[] and the owner of each, first[p] =
+ * index of part p's first row. Returns the count; aborts on a table that
+ * does not fit (a programming error the tests catch first). */
+static size_t compose(pa_launch_cfg *c, pa_opt_row *rows, int *owner,
+                      size_t *first) {
+  size_t n = 0;
+  for (size_t p = 0; p < NPARTS; p++) {
+    const pa_opt_table *t = parts[p].table();
+    char err[256];
+    if (n + t->n > PA_LAUNCH_MAX_FLAGS ||
+        pa_opt_bind(t, (char *)c + parts[p].args_off, rows + n, err,
+                    sizeof err) != 0) {
+      fprintf(stderr, "playarea: bad flag table (%s): raise PA_OPT_MAX or fix "
+                      "the row\n", n + t->n > PA_LAUNCH_MAX_FLAGS ? t->prog : err);
+      abort();
+    }
+    if (first)
+      first[p] = n;
+    for (size_t k = 0; k < t->n; k++)
+      owner[n + k] = parts[p].proc;
+    n += t->n;
+  }
+  return n;
+}
+
+/* What the supervisor reads as plain fields. */
+static void sync_copies(pa_launch_cfg *c) {
+  c->control_hz = c->sim.def.control_hz;
+  c->scan_hz = c->sim.def.scan_hz;
+  c->camera_hz = c->render.camera_hz;
+  c->tcp_feedback_hz = c->netgw.def.feedback_hz;
+  c->tcp_port = (long)c->netgw.def.tcp_port;
+  c->bind = c->netgw.def.bind;
+}
 
 pa_launch_cfg pa_launch_cfg_default(void) {
   pa_launch_cfg c;
   memset(&c, 0, sizeof c);
-  c.max_robots = 256;
-  c.grace_ms = 3000;
-  c.start_timeout_ms = 10000;
-  c.crash_limit = PA_LAUNCH_CRASH_LIMIT;
-  c.crash_window_ms = PA_LAUNCH_CRASH_WINDOW_MS;
-  c.map_resolution = 0.05;
-  c.map_occupied_thresh = 0.65;
-  c.map_free_thresh = 0.196;
-  c.control_hz = 200;
-  c.scan_hz = 10;
-  c.speed = 1;
-  c.laser_beams = 360;
-  c.laser_range_min = 0.15;
-  c.laser_range_max = 12;
-  c.camera_width = 640;
-  c.camera_height = 480;
-  c.camera_fov_deg = 60;
-  c.robots = 1;
-  c.spin_us = -1;
-  c.camera_hz = 15;
-  c.viewer_width = 1280;
-  c.viewer_height = 800;
-  c.tcp_port = 9000;
-  c.bind = "127.0.0.1";
-  c.tcp_feedback_hz = 100;
-  c.max_clients = 256;
-  c.camera_chunk = 1400;
-  c.request_timeout_ms = 2000;
-  c.max_output = 4l << 20;
+  for (size_t p = 0; p < NPARTS; p++)
+    pa_opt_defaults(parts[p].table(), (char *)&c + parts[p].args_off);
+  sync_copies(&c);
   return c;
 }
 
 size_t pa_launch_flag_table(pa_launch_cfg *c, pa_opt *o, unsigned *to) {
-  size_t n = 0;
-#define F(NAME, TYPE, DST, MIN, MAX, HELP, TO)                                 \
-  do {                                                                         \
-    if (n == PA_LAUNCH_MAX_FLAGS)                                              \
-      abort(); /* the table outgrew PA_LAUNCH_MAX_FLAGS: raise it */           \
-    o[n] = (pa_opt){NAME, TYPE, DST, MIN, MAX, HELP};                          \
-    to[n++] = (TO);                                                            \
-  } while (0)
-  /* the launcher's own */
-  F("instance", PA_OPT_STR, &c->instance, 0, 0,
-    "instance name (default p<tcp_port>, a<pid> with --tcp_port 0)", ALL);
-  F("no-render", PA_OPT_FLAG, &c->no_render, 0, 0,
-    "do not start pa-render (no camera frames)", 0);
-  F("wrap", PA_OPT_STR, &c->wrap_flag, 0, 0,
-    "PROC='COMMAND ...': run sim|render|netgw under a tool (repeatable)", 0);
-  F("max_robots", PA_OPT_INT, &c->max_robots, 1, 4096,
-    "robot slots in shared memory", 0);
-  F("grace_ms", PA_OPT_INT, &c->grace_ms, 0, 600000,
-    "on stop: SIGTERM, then SIGKILL after this many ms", 0);
-  F("start_timeout_ms", PA_OPT_INT, &c->start_timeout_ms, 100, 3600000,
-    "a process must be ready within this (x10 when wrapped)", 0);
-  F("crash_limit", PA_OPT_INT, &c->crash_limit, 0, PA_LAUNCH_CRASH_MAX,
-    "give up on a process after this many crashes (0 = never)...", 0);
-  F("crash_window_ms", PA_OPT_INT, &c->crash_window_ms, 1, 86400000,
-    "...within this window [ms]; also resets the backoff", 0);
-  /* pa-sim */
-  F("world", PA_OPT_STR, &c->world, 0, 0, "world file (YAML: map, robots, obstacles)", SIM);
-  F("dataset_dir", PA_OPT_STR, &c->dataset_dir, 0, 0, "export_dataset writes recordings under this directory (unset = off)", SIM);
-  F("map_yaml", PA_OPT_STR, &c->map_yaml, 0, 0, "ROS map_server map.yaml", SIM);
-  F("map_image", PA_OPT_STR, &c->map_image, 0, 0, "map image (with --map_yaml '')", SIM);
-  F("map_resolution", PA_OPT_DOUBLE, &c->map_resolution, 1e-6, 1e6, "[m/pixel] for --map_image", SIM);
-  F("map_origin_x", PA_OPT_DOUBLE, &c->map_origin_x, -1e9, 1e9, "[m] bottom-left pixel", SIM);
-  F("map_origin_y", PA_OPT_DOUBLE, &c->map_origin_y, -1e9, 1e9, "[m] bottom-left pixel", SIM);
-  F("map_negate", PA_OPT_INT, &c->map_negate, 0, 1, "0 or 1, as map_server", SIM);
-  F("map_occupied_thresh", PA_OPT_DOUBLE, &c->map_occupied_thresh, 0, 1, "occupied above", SIM);
-  F("map_free_thresh", PA_OPT_DOUBLE, &c->map_free_thresh, 0, 1, "free below", SIM);
-  F("control_hz", PA_OPT_DOUBLE, &c->control_hz, 1, 10000, "[Hz] simulation rate", SIM);
-  F("scan_hz", PA_OPT_DOUBLE, &c->scan_hz, 0.1, 1000, "[Hz] laser scans", SIM);
-  F("seed", PA_OPT_INT, &c->seed, 0, 9.2e18, "noise seed", SIM);
-  F("speed", PA_OPT_DOUBLE, &c->speed, 0, 1000, "time scale (0 = as fast as possible)", SIM);
-  F("paused", PA_OPT_FLAG, &c->paused, 0, 0, "start paused (lockstep with step)", SIM);
-  F("laser_beams", PA_OPT_INT, &c->laser_beams, 1, 65536, "beams per 360 deg scan", SIM);
-  F("laser_range_min", PA_OPT_DOUBLE, &c->laser_range_min, 0, 1e4, "[m]", SIM);
-  F("laser_range_max", PA_OPT_DOUBLE, &c->laser_range_max, 0.01, 1e4, "[m]", SIM);
-  F("laser_noise", PA_OPT_DOUBLE, &c->laser_noise, 0, 100, "[m] Gaussian sigma", SIM);
-  F("camera_width", PA_OPT_INT, &c->camera_width, 8, 4096, "[px] head camera", SIM);
-  F("camera_height", PA_OPT_INT, &c->camera_height, 8, 4096, "[px] head camera", SIM);
-  F("camera_fov_deg", PA_OPT_DOUBLE, &c->camera_fov_deg, 1, 179, "[deg] horizontal field of view", SIM);
-  F("robots", PA_OPT_INT, &c->robots, 0, 4096, "robots (extra ones on free cells)", SIM);
-  F("odom_error_x", PA_OPT_DOUBLE, &c->odom_error[0], 0, 1, "odometry error ratio, forward", SIM);
-  F("odom_error_y", PA_OPT_DOUBLE, &c->odom_error[1], 0, 1, "odometry error ratio, sideways", SIM);
-  F("odom_error_theta", PA_OPT_DOUBLE, &c->odom_error[2], 0, 1, "odometry error ratio, rotation", SIM);
-  F("threads", PA_OPT_INT, &c->threads, 0, 64, "pa-sim threads casting scans (0 = auto: <= 2 for <= 8 robots, else CPUs up to 8)", SIM);
-  F("realtime", PA_OPT_FLAG, &c->realtime, 0, 0, "SCHED_FIFO + mlockall for pa-sim's loop and pa-netgw's odom thread (needs CAP_SYS_NICE)", SIM | NETGW);
-  F("spin_us", PA_OPT_INT, &c->spin_us, -1, 2000, "[us] pa-sim spins this long before each tick's deadline (-1 = auto: the machine's wake-up lateness, at most 250 us, 5-25% of the period; 0 = never; 300 with --realtime)", SIM);
-  /* pa-render */
-  F("camera_hz", PA_OPT_DOUBLE, &c->camera_hz, 0.1, 1000, "[Hz] camera frames", RENDER);
-  F("viewer", PA_OPT_FLAG, &c->viewer, 0, 0, "open a window with an orbit camera", RENDER);
-  F("viewer_width", PA_OPT_INT, &c->viewer_width, 64, 16384, "[px]", RENDER);
-  F("viewer_height", PA_OPT_INT, &c->viewer_height, 64, 16384, "[px]", RENDER);
-  F("screenshot", PA_OPT_STR, &c->screenshot, 0, 0, "viewer: save a PNG here after the first frames", RENDER);
-  F("exit_after_screenshot", PA_OPT_FLAG, &c->exit_after_screenshot, 0, 0, "render exits after --screenshot", RENDER);
-  /* pa-netgw */
-  F("tcp_port", PA_OPT_INT, &c->tcp_port, 0, 65535, "TCP port (0 = pick one)", NETGW);
-  F("bind", PA_OPT_STR, &c->bind, 0, 0, "address to listen on", NETGW);
-  F("token", PA_OPT_STR, &c->token, 0, 0, "clients must send this token first", NETGW);
-  F("tcp_feedback_hz", PA_OPT_DOUBLE, &c->tcp_feedback_hz, 0.1, 10000, "[Hz] odom frames", NETGW);
-  F("max_clients", PA_OPT_INT, &c->max_clients, 1, 65536, "TCP clients at once", NETGW);
-  F("camera_chunk", PA_OPT_INT, &c->camera_chunk, 256, 65000, "[bytes] camera payload per datagram", NETGW);
-  F("request_timeout_ms", PA_OPT_INT, &c->request_timeout_ms, 1, 3600000, "[ms] sim round trip before busy", NETGW);
-  F("max_output", PA_OPT_INT, &c->max_output, 65536, 1l << 30, "[bytes] unread replies before a client is disconnected", NETGW);
-  F("odom_watch_us", PA_OPT_INT, &c->odom_watch_us, 0, 2000, "[us] netgw wakes this early for a due odom tick (0 = off)", NETGW);
-#undef F
+  pa_opt_row rows[PA_LAUNCH_MAX_FLAGS];
+  int owner[PA_LAUNCH_MAX_FLAGS];
+  size_t n = compose(c, rows, owner, NULL);
+  for (size_t k = 0; k < n; k++) {
+    o[k] = rows[k].o;
+    to[k] = owner[k] == PA_PROC_LAUNCH ? 0 : PA_LAUNCH_TO(owner[k]);
+  }
   return n;
 }
-
-static const char *const proc_exe[PA_PROC_COUNT] = {"playarea", "pa-sim",
-                                                    "pa-render", "pa-netgw"};
-static const char *const proc_short[PA_PROC_COUNT] = {"launch", "sim", "render",
-                                                      "netgw"};
 
 const char *pa_launch_proc_exe(int proc) {
   return proc >= 0 && proc < PA_PROC_COUNT ? proc_exe[proc] : "?";
@@ -141,20 +139,147 @@ int pa_launch_proc_from_name(const char *name) {
   return -1;
 }
 
+/* ---- one line (or table row) per flag name ------------------------------ */
+
+/* A flag as users see it: its first row, the processes that own it and
+ * the help (the launcher's own, else each owner's joined). */
+typedef struct flag_view {
+  const pa_opt_row *row;
+  unsigned owners; /* PA_LAUNCH_TO bits, PA_PROC_LAUNCH included */
+  char help[512];
+} flag_view;
+
+/* Walks the distinct names of the composed rows; returns the count. */
+static size_t flag_views(const pa_opt_row *rows, const int *owner, size_t n,
+                         flag_view *views) {
+  size_t nv = 0;
+  for (size_t k = 0; k < n; k++) {
+    size_t v = 0;
+    while (v < nv && strcmp(views[v].row->o.name, rows[k].o.name))
+      v++;
+    if (v == nv) {
+      views[nv].row = &rows[k];
+      views[nv].owners = 0;
+      views[nv].help[0] = '\0';
+      nv++;
+    }
+    flag_view *f = &views[v];
+    bool ours = f->owners & PA_LAUNCH_TO(PA_PROC_LAUNCH);
+    f->owners |= PA_LAUNCH_TO(owner[k]);
+    if (ours)
+      continue; /* the launcher's own help says it for everyone */
+    size_t len = strlen(f->help);
+    if (len == 0 || strcmp(f->help, rows[k].o.help))
+      snprintf(f->help + len, sizeof f->help - len, "%s%s", len ? "; " : "",
+               rows[k].o.help);
+  }
+  return nv;
+}
+
+static void owners_text(unsigned owners, char *out, size_t out_sz) {
+  unsigned procs = owners & ~PA_LAUNCH_TO(PA_PROC_LAUNCH);
+  if (procs == (PA_LAUNCH_TO(PA_PROC_SIM) | PA_LAUNCH_TO(PA_PROC_RENDER) |
+                PA_LAUNCH_TO(PA_PROC_NETGW))) {
+    snprintf(out, out_sz, "all");
+    return;
+  }
+  out[0] = '\0';
+  for (int p = 0; p < PA_PROC_COUNT; p++)
+    if (owners & PA_LAUNCH_TO(p)) {
+      size_t len = strlen(out);
+      snprintf(out + len, out_sz - len, "%s%s", len ? ", " : "",
+               proc_short[p]);
+    }
+}
+
 void pa_launch_usage(FILE *f) {
   pa_launch_cfg c = pa_launch_cfg_default();
-  pa_opt o[PA_LAUNCH_MAX_FLAGS];
-  unsigned to[PA_LAUNCH_MAX_FLAGS];
-  size_t n = pa_launch_flag_table(&c, o, to);
-  pa_opt_usage(
-      f,
-      "playarea [flags]\n"
-      "       playarea status [--watch] [--instance NAME | --tcp_port PORT]\n"
-      "       playarea restart sim|render|netgw [--instance NAME | --tcp_port PORT]",
-      "Starts pa-sim, pa-render and pa-netgw on one shared-memory instance,\n"
-      "restarts any that crashes, prints 'tcp ADDR:PORT instance NAME' once\n"
-      "serving, and stops them all on Ctrl-C / SIGTERM.",
-      o, n);
+  pa_opt_row rows[PA_LAUNCH_MAX_FLAGS];
+  int owner[PA_LAUNCH_MAX_FLAGS];
+  flag_view views[PA_LAUNCH_MAX_FLAGS];
+  size_t n = compose(&c, rows, owner, NULL);
+  size_t nv = flag_views(rows, owner, n, views);
+  fprintf(f,
+          "usage: playarea [flags]\n"
+          "       playarea status [--watch] [--instance NAME | --tcp_port PORT]\n"
+          "       playarea restart sim|render|netgw [--instance NAME | --tcp_port PORT]\n"
+          "       playarea --help-markdown[=contract]  (the docs' flag tables)\n"
+          "\n%s\n\nflags (--name VALUE or --name=VALUE; [processes it goes to]):\n",
+          own_table.summary);
+  for (size_t v = 0; v < nv; v++) {
+    char def[300], who[64];
+    pa_opt_default_text(views[v].row, def, sizeof def);
+    owners_text(views[v].owners, who, sizeof who);
+    fprintf(f, "  --%-22s [%s] %s (default %s)\n", views[v].row->o.name, who,
+            views[v].help, def);
+  }
+}
+
+/* Markdown-safe copy: | escaped, < and > as entities. */
+static void md_text(FILE *f, const char *s) {
+  for (; *s; s++) {
+    if (*s == '|')
+      fputs("\\|", f);
+    else if (*s == '<')
+      fputs("&lt;", f);
+    else if (*s == '>')
+      fputs("&gt;", f);
+    else
+      fputc(*s, f);
+  }
+}
+
+/* A default for a table cell: strings in backticks, "" kept. */
+static void md_default(FILE *f, const pa_opt_row *r) {
+  char def[300];
+  pa_opt_default_text(r, def, sizeof def);
+  size_t len = strlen(def);
+  if (len >= 2 && def[0] == '"' && len > 2) {
+    fputc('`', f);
+    fwrite(def + 1, 1, len - 2, f);
+    fputc('`', f);
+  } else if (def[0] == '"') {
+    fputs("`\"\"`", f);
+  } else {
+    md_text(f, def);
+  }
+}
+
+void pa_launch_flags_markdown(FILE *f, bool contract) {
+  pa_launch_cfg c = pa_launch_cfg_default();
+  pa_opt_row rows[PA_LAUNCH_MAX_FLAGS];
+  int owner[PA_LAUNCH_MAX_FLAGS];
+  size_t first[NPARTS];
+  size_t n = compose(&c, rows, owner, first);
+  if (!contract) {
+    flag_view views[PA_LAUNCH_MAX_FLAGS];
+    size_t nv = flag_views(rows, owner, n, views);
+    fprintf(f, "| flag | default | process | meaning |\n|---|---|---|---|\n");
+    for (size_t v = 0; v < nv; v++) {
+      char who[64];
+      owners_text(views[v].owners, who, sizeof who);
+      fprintf(f, "| `--%s` | ", views[v].row->o.name);
+      md_default(f, views[v].row);
+      fprintf(f, " | %s | ", who);
+      md_text(f, views[v].help);
+      fprintf(f, " |\n");
+    }
+    return;
+  }
+  fprintf(f, "| process | flags (default) |\n|---|---|\n");
+  for (size_t p = 1; p <= NPARTS; p++) {
+    size_t part = p % NPARTS; /* the processes, then the launcher */
+    size_t end = part + 1 < NPARTS ? first[part + 1] : n;
+    fprintf(f, "| %s | %s", proc_exe[parts[part].proc],
+            part == 0 ? "every flag above, passed only to the process(es) "
+                        "that own it, plus " : "");
+    for (size_t k = first[part]; k < end; k++) {
+      fprintf(f, "%s`--%s` (", k > first[part] ? ", " : "", rows[k].o.name);
+      md_default(f, &rows[k]);
+      fputc(')', f);
+    }
+    fprintf(f, " |\n");
+  }
 }
 
 int pa_launch_split(const char *cmd, char **words, size_t max_words, char *buf,
@@ -280,6 +405,46 @@ static int check_file(const char *flag, const char *path, char *err,
   return 0;
 }
 
+/* The launcher's checks, after every process's own: those that span
+ * processes or need the launcher's flags. */
+static int launch_finish(void *args, const bool *given, char *err,
+                         size_t err_sz) {
+  (void)given;
+  pa_launch_cfg *c = args;
+  if ((long)c->sim.def.robots > c->max_robots) {
+    snprintf(err, err_sz, "--robots: %lu is more than --max_robots %ld",
+             (unsigned long)c->sim.def.robots, c->max_robots);
+    return -1;
+  }
+  if (c->no_render && (c->render.viewer || c->render.screenshot)) {
+    snprintf(err, err_sz, "--%s needs pa-render, but --no-render was given",
+             c->render.viewer ? "viewer" : "screenshot");
+    return -1;
+  }
+  if (c->no_render && c->wrap[PA_PROC_RENDER]) {
+    snprintf(err, err_sz, "--wrap render: pa-render is off (--no-render)");
+    return -1;
+  }
+  if (check_file("world", c->sim.map.world, err, err_sz) < 0 ||
+      check_file("map_yaml", c->sim.map.map_yaml, err, err_sz) < 0 ||
+      check_file("map_image", c->sim.map.map_image, err, err_sz) < 0)
+    return -1;
+  if (!c->instance) {
+    if (c->netgw.def.tcp_port == 0)
+      snprintf(c->instance_buf, sizeof c->instance_buf, "a%d", (int)getpid());
+    else
+      pa_stack_instance_for_port(c->instance_buf, sizeof c->instance_buf,
+                                 c->netgw.def.tcp_port);
+    c->instance = c->instance_buf;
+  }
+  char name[PA_SHM_NAME_MAX], e2[160];
+  if (pa_shm_name(name, sizeof name, c->instance, "ctl", e2, sizeof e2) < 0) {
+    snprintf(err, err_sz, "--instance: %s", e2);
+    return -1;
+  }
+  return 0;
+}
+
 int pa_launch_cfg_parse(pa_launch_cfg *c, int argc, char **argv, char *err,
                         size_t err_sz) {
   /* pa_opt_parse keeps pointers into argv, so work on a copy of the vector
@@ -294,86 +459,64 @@ int pa_launch_cfg_parse(pa_launch_cfg *c, int argc, char **argv, char *err,
   int rc = -1;
   if (extract_wraps(c, &ac, av, err, err_sz) < 0)
     goto out;
-  pa_opt o[PA_LAUNCH_MAX_FLAGS];
-  unsigned to[PA_LAUNCH_MAX_FLAGS];
-  size_t n = pa_launch_flag_table(c, o, to);
+  pa_opt_row rows[PA_LAUNCH_MAX_FLAGS];
+  int owner[PA_LAUNCH_MAX_FLAGS];
+  size_t first[NPARTS];
+  size_t n = compose(c, rows, owner, first);
   char *pos[1];
   size_t npos = 0;
   /* Remember which flags were given: only those are passed on, so each
    * process keeps its own defaults for the rest. */
-  int r = pa_opt_parse_given(o, n, ac, av, pos, 0, &npos, c->given, err,
-                             err_sz);
+  int r = pa_opt_parse_rows(rows, n, ac, av, pos, 0, &npos, c->given, err,
+                            err_sz);
   if (r != 0) {
     rc = r;
     goto out;
   }
-  if (c->laser_range_min >= c->laser_range_max) {
-    snprintf(err, err_sz, "--laser_range_min: %g must be below --laser_range_max %g",
-             c->laser_range_min, c->laser_range_max);
-    goto out;
+  /* Each process's cross-flag checks as it would run them, ours last. */
+  for (size_t p = 1; p <= NPARTS; p++) {
+    size_t part = p % NPARTS;
+    const pa_opt_table *t = parts[part].table();
+    if (t->finish && t->finish((char *)c + parts[part].args_off,
+                               c->given + first[part], err, err_sz) != 0)
+      goto out;
   }
-  if (c->map_free_thresh >= c->map_occupied_thresh) {
-    snprintf(err, err_sz,
-             "--map_free_thresh: %g must be below --map_occupied_thresh %g",
-             c->map_free_thresh, c->map_occupied_thresh);
-    goto out;
-  }
-  if (c->robots > c->max_robots) {
-    snprintf(err, err_sz, "--robots: %ld is more than --max_robots %ld",
-             c->robots, c->max_robots);
-    goto out;
-  }
-  if (c->no_render && (c->viewer || c->screenshot)) {
-    snprintf(err, err_sz, "--%s needs pa-render, but --no-render was given",
-             c->viewer ? "viewer" : "screenshot");
-    goto out;
-  }
-  if (c->no_render && c->wrap[PA_PROC_RENDER]) {
-    snprintf(err, err_sz, "--wrap render: pa-render is off (--no-render)");
-    goto out;
-  }
-  if (c->bind && !*c->bind) {
-    snprintf(err, err_sz, "--bind: empty address");
-    goto out;
-  }
-  if (check_file("world", c->world, err, err_sz) < 0 ||
-      check_file("map_yaml", c->map_yaml, err, err_sz) < 0 ||
-      check_file("map_image", c->map_image, err, err_sz) < 0)
-    goto out;
-  if (!c->instance) {
-    if (c->tcp_port == 0)
-      snprintf(c->instance_buf, sizeof c->instance_buf, "a%d", (int)getpid());
-    else
-      pa_stack_instance_for_port(c->instance_buf, sizeof c->instance_buf,
-                                 (unsigned)c->tcp_port);
-    c->instance = c->instance_buf;
-  }
-  char name[PA_SHM_NAME_MAX], e2[160];
-  if (pa_shm_name(name, sizeof name, c->instance, "ctl", e2, sizeof e2) < 0) {
-    snprintf(err, err_sz, "--instance: %s", e2);
-    goto out;
-  }
+  sync_copies(c);
   rc = 0;
 out:
   free(av);
   return rc;
 }
 
-/* Shortest "%.*g" that reads back as the same double. */
-static void fmt_double(char *out, size_t n, double v) {
-  for (int prec = 6; prec <= 17; prec++) {
-    snprintf(out, n, "%.*g", prec, v);
-    if (strtod(out, NULL) == v)
-      return;
+int pa_launch_cfg_set(pa_launch_cfg *c, const char *name, const char *value,
+                      char *err, size_t err_sz) {
+  pa_opt_row rows[PA_LAUNCH_MAX_FLAGS];
+  int owner[PA_LAUNCH_MAX_FLAGS];
+  size_t n = compose(c, rows, owner, NULL);
+  bool found = false;
+  for (size_t k = 0; k < n; k++) {
+    if (strcmp(rows[k].o.name, name))
+      continue;
+    if (pa_opt_set(&rows[k], value, err, err_sz) != 0)
+      return -1;
+    c->given[k] = found = true;
   }
+  if (!found) {
+    snprintf(err, err_sz, "unknown flag --%s", name);
+    return -1;
+  }
+  sync_copies(c);
+  return 0;
 }
 
 char **pa_launch_child_argv(const pa_launch_cfg *c, int proc,
                             const char *bin_dir, char *err, size_t err_sz) {
-  pa_launch_cfg tmp = *c; /* the table needs a non-const cfg */
-  pa_opt o[PA_LAUNCH_MAX_FLAGS];
-  unsigned to[PA_LAUNCH_MAX_FLAGS];
-  size_t n = pa_launch_flag_table(&tmp, o, to);
+  pa_launch_cfg tmp = *c; /* rows bind to a non-const cfg */
+  /* The supervisor pins a picked port by rewriting the plain copy. */
+  tmp.netgw.def.tcp_port = (uint32_t)c->tcp_port;
+  pa_opt_row rows[PA_LAUNCH_MAX_FLAGS];
+  int owner[PA_LAUNCH_MAX_FLAGS];
+  size_t n = compose(&tmp, rows, owner, NULL);
   char wbuf[1024], *words[PA_LAUNCH_WRAP_MAX];
   int nw = 0;
   if (c->wrap[proc]) {
@@ -395,28 +538,15 @@ char **pa_launch_child_argv(const pa_launch_cfg *c, int proc,
   snprintf(path, sizeof path, "%s/%s", bin_dir, pa_launch_proc_exe(proc));
   av[k++] = strdup(path);
   for (size_t i = 0; i < n; i++) {
-    bool is_instance = !strcmp(o[i].name, "instance");
-    if (!(to[i] & PA_LAUNCH_TO(proc)) || (!c->given[i] && !is_instance))
+    bool is_instance = !strcmp(rows[i].o.name, "instance");
+    if (owner[i] != proc || (!c->given[i] && !is_instance))
       continue;
-    char val[64], arg[4200];
-    const char *v = val;
-    switch (o[i].type) {
-    case PA_OPT_STR:
-      v = *(const char **)o[i].dst;
-      if (!v)
-        continue;
-      break;
-    case PA_OPT_INT:
-      snprintf(val, sizeof val, "%ld", *(long *)o[i].dst);
-      break;
-    case PA_OPT_DOUBLE:
-      fmt_double(val, sizeof val, *(double *)o[i].dst);
-      break;
-    case PA_OPT_FLAG:
-      snprintf(val, sizeof val, "%d", *(bool *)o[i].dst ? 1 : 0);
-      break;
-    }
-    snprintf(arg, sizeof arg, "--%s=%s", o[i].name, v);
+    char val[4096], arg[4200];
+    if (is_instance) /* always, and the resolved name */
+      snprintf(val, sizeof val, "%s", c->instance ? c->instance : "");
+    else if (!pa_opt_format(&rows[i], val, sizeof val))
+      continue;
+    snprintf(arg, sizeof arg, "--%s=%s", rows[i].o.name, val);
     av[k++] = strdup(arg);
   }
   av[k] = NULL;
@@ -441,16 +571,14 @@ void pa_launch_argv_free(char **argv) {
   free(argv);
 }
 
-static uint32_t max_u32(uint32_t a, long b) {
-  return b > 0 && (uint64_t)b > a ? (uint32_t)b : a;
-}
+static uint32_t max_u32(uint32_t a, uint32_t b) { return b > a ? b : a; }
 
 pa_stack_def pa_launch_stack_def(const pa_launch_cfg *c) {
   pa_stack_def d = pa_stack_def_default();
   snprintf(d.instance, sizeof d.instance, "%s", c->instance ? c->instance : "");
   d.max_robots = (uint32_t)c->max_robots;
-  d.max_beams = max_u32(d.max_beams, c->laser_beams);
-  d.max_cam_width = max_u32(d.max_cam_width, c->camera_width);
-  d.max_cam_height = max_u32(d.max_cam_height, c->camera_height);
+  d.max_beams = max_u32(d.max_beams, c->sim.def.laser_beams);
+  d.max_cam_width = max_u32(d.max_cam_width, c->sim.def.camera_width);
+  d.max_cam_height = max_u32(d.max_cam_height, c->sim.def.camera_height);
   return d;
 }

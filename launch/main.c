@@ -11,6 +11,13 @@ int main(int argc, char **argv) {
     return pa_launch_status_main(argc - 1, argv + 1);
   if (argc > 1 && !strcmp(argv[1], "restart"))
     return pa_launch_restart_main(argc - 1, argv + 1);
+  /* The docs' flag tables, generated from the flag tables (a test compares
+   * them with README.md and docs/CONTRACT.md). */
+  if (argc == 2 && (!strcmp(argv[1], "--help-markdown") ||
+                    !strcmp(argv[1], "--help-markdown=contract"))) {
+    pa_launch_flags_markdown(stdout, strchr(argv[1], '=') != NULL);
+    return 0;
+  }
 
   pa_launch_cfg cfg = pa_launch_cfg_default();
   char err[512];

@@ -7,7 +7,10 @@
 #ifndef PA_LAUNCH_H
 #define PA_LAUNCH_H
 
+#include "netgw.h"
+#include "pa_render.h"
 #include "pa_shm.h"
+#include "pa_sim.h"
 #include "pa_util.h"
 
 #include <stdbool.h>
@@ -22,11 +25,17 @@ extern "C" {
 
 /* Which process a flag goes to (bit mask of 1 << PA_PROC_*). */
 #define PA_LAUNCH_TO(p) (1u << (p))
-#define PA_LAUNCH_MAX_FLAGS 64
+#define PA_LAUNCH_MAX_FLAGS PA_OPT_MAX /* rows of the composed table */
 #define PA_LAUNCH_WRAP_MAX 32 /* words in one --wrap command */
 
+/*
+ * `playarea`'s command line: its own flags plus every process's flag table
+ * (pa_sim_opts, pa_render_opts, pa_netgw_opts), composed, not restated. A
+ * flag is validated by the owning process's row and finish check, and passed
+ * only to the process(es) that own it.
+ */
 typedef struct pa_launch_cfg {
-  /* ours */
+  /* ours (rows in flags.c) */
   const char *instance;     /* NULL = p<tcp_port>, a<pid> for port 0 */
   bool no_render;
   long max_robots;          /* shm sizing */
@@ -36,55 +45,48 @@ typedef struct pa_launch_cfg {
   long crash_window_ms;     /* ... within this window: give up */
   const char *wrap_flag;    /* only for --help; --wrap is pre-extracted */
   const char *wrap[PA_PROC_COUNT]; /* per process: command to run it under */
-  /* pa-sim */
-  const char *world, *map_yaml, *map_image;
-  double map_resolution, map_origin_x, map_origin_y;
-  long map_negate;
-  double map_occupied_thresh, map_free_thresh;
-  double control_hz, scan_hz;
-  long seed;
-  double speed;
-  bool paused;
-  long laser_beams;
-  double laser_range_min, laser_range_max, laser_noise;
-  long camera_width, camera_height;
-  double camera_fov_deg;
-  long robots;
-  double odom_error[3]; /* x, y, theta ratios */
-  long threads, spin_us;
-  bool realtime;
-  const char *dataset_dir; /* export_dataset's directory (NULL = off) */
-  /* pa-render */
-  double camera_hz;
-  bool viewer;
-  long viewer_width, viewer_height;
-  const char *screenshot;
-  bool exit_after_screenshot;
-  /* pa-netgw */
+  /* the processes' flags, filled through their own tables */
+  pa_sim_args sim;
+  pa_render_def render;
+  pa_netgw_args netgw;
+  /* Copies of process flags the supervisor reads, set by the parser. A
+   * changed tcp_port (the supervisor pinning a picked port) is what
+   * pa_launch_child_argv passes on. */
+  double control_hz, scan_hz, tcp_feedback_hz, camera_hz;
   long tcp_port;
-  const char *bind, *token;
-  double tcp_feedback_hz;
-  long max_clients, camera_chunk, request_timeout_ms;
-  long max_output, odom_watch_us;
+  const char *bind;
   /* filled by the parser */
   bool given[PA_LAUNCH_MAX_FLAGS]; /* index into the flag table */
   char instance_buf[PA_SHM_INSTANCE_MAX];
 } pa_launch_cfg;
 
-/* Defaults for every flag (the same defaults the processes use). */
+/* Defaults for every flag: each process's table's defaults. */
 pa_launch_cfg pa_launch_cfg_default(void);
 
-/* Builds the flag table over c: opts[] for pa_opt_parse and procs[] (the
- * PA_LAUNCH_TO mask of each flag, 0 = the launcher's own). Returns the count
+/* Builds the composed flag table over c: opts[] (dst into c) and procs[]
+ * (the PA_LAUNCH_TO mask of each row, 0 = the launcher's own). A flag that
+ * several processes take has one row per process. Returns the count
  * (<= PA_LAUNCH_MAX_FLAGS). */
 size_t pa_launch_flag_table(pa_launch_cfg *c, pa_opt *opts, unsigned *procs);
 
 /* Parses and validates the command line of `playarea [flags]` (argv[0] is
- * the program). Returns 0, 1 for --help, -1 with err naming the flag. The
- * instance name is resolved (c->instance is never NULL after success).
- * Checks that map/world files exist. argv strings must outlive c. */
+ * the program): each flag with its owner's range, then each process's
+ * cross-flag checks, then the launcher's (e.g. --robots <= --max_robots).
+ * Returns 0, 1 for --help, -1 with err naming the flag. The instance name
+ * is resolved (c->instance is never NULL after success). Checks that
+ * map/world files exist. argv strings must outlive c. */
 int pa_launch_cfg_parse(pa_launch_cfg *c, int argc, char **argv, char *err,
                         size_t err_sz);
+
+/* Sets one flag as if given on the command line (value text checked by its
+ * owners' rows); for the supervisor, e.g. pinning --tcp_port. 0 or -1. */
+int pa_launch_cfg_set(pa_launch_cfg *c, const char *name, const char *value,
+                      char *err, size_t err_sz);
+
+/* The flag docs generated from the tables: the README "Flags" table
+ * (contract false) or docs/CONTRACT.md's per-process rows (true); what
+ * `playarea --help-markdown[=contract]` prints. */
+void pa_launch_flags_markdown(FILE *f, bool contract);
 
 void pa_launch_usage(FILE *f);
 

@@ -12,55 +12,14 @@
 #include <unistd.h>
 
 int main(int argc, char **argv) {
-  pa_netgw_def d = pa_netgw_def_default();
-  char *instance = "p9000", *bind = "127.0.0.1", *token = "";
-  long tcp_port = 9000, max_clients = 256, chunk = PA_CAM_CHUNK_DEFAULT,
-       timeout_ms = 2000, max_output = 4l << 20, odom_watch_us = -1;
-  double feedback_hz = 100;
-  bool realtime = false;
-  const pa_opt opts[] = {
-      {"instance", PA_OPT_STR, &instance, 0, 0, "shared-memory instance"},
-      {"tcp_port", PA_OPT_INT, &tcp_port, 0, 65535,
-       "TCP port (0 = pick a free one)"},
-      {"bind", PA_OPT_STR, &bind, 0, 0, "IPv4 address to listen on"},
-      {"token", PA_OPT_STR, &token, 0, 0,
-       "secret a client must send with `auth` first (empty = none)"},
-      {"tcp_feedback_hz", PA_OPT_DOUBLE, &feedback_hz, 0.001, 100000,
-       "odom frames per simulated second"},
-      {"max_clients", PA_OPT_INT, &max_clients, 1, 100000,
-       "TCP clients served at once"},
-      {"camera_chunk", PA_OPT_INT, &chunk, PA_CAM_CHUNK_MIN, PA_CAM_CHUNK_MAX,
-       "camera payload bytes per datagram (1400 fits a 1500-byte MTU)"},
-      {"request_timeout_ms", PA_OPT_INT, &timeout_ms, 1, 3600000,
-       "simulator round trip before a request gets busy"},
-      {"max_output", PA_OPT_INT, &max_output, 65536, 1l << 30,
-       "bytes of unread replies before a client is disconnected"},
-      {"odom_watch_us", PA_OPT_INT, &odom_watch_us, -1,
-       PA_NETGW_ODOM_WATCH_MAX_US,
-       "wake this early for a due odom tick and watch for it (lower median "
-       "frame age for ~that much CPU per frame period; 0 = off; -1 = 0, or "
-       "300 with --realtime)"},
-      {"realtime", PA_OPT_FLAG, &realtime, 0, -1,
-       "odom thread SCHED_FIFO priority 9 (below pa-sim --realtime's 10), "
-       "mlockall, --odom_watch_us 300 unless given (needs CAP_SYS_NICE; off "
-       "by default)"},
-  };
-  size_t n_opts = sizeof opts / sizeof opts[0];
+  pa_netgw_args args = {.def = pa_netgw_def_default()};
+  int rc = pa_opt_main(pa_netgw_opts(), &args, NULL, argc, argv);
+  if (rc >= 0)
+    return rc;
+  pa_netgw_def d = args.def;
+  const char *instance = args.instance;
+  bool realtime = d.realtime;
   char err[512];
-  pa_log_init("pa-netgw", PA_LOG_INFO);
-  int rc = pa_opt_parse(opts, n_opts, argc, argv, NULL, 0, NULL, err,
-                        sizeof err);
-  if (rc == 1) {
-    pa_opt_usage(stdout, "pa-netgw [flags]",
-                 "TCP control (text and JSON lines) and UDP feedback frames "
-                 "for a playarea instance",
-                 opts, n_opts);
-    return 0;
-  }
-  if (rc != 0) {
-    pa_error("%s", err);
-    return PA_EXIT_CONFIG;
-  }
   signal(SIGPIPE, SIG_IGN);
   /* ONFAULT: lock what is touched, not every reserved page (thread stacks,
    * sanitizer shadow); no page of the odom path is swapped out. */
@@ -76,18 +35,6 @@ int main(int argc, char **argv) {
     pa_error("instance '%s': %s", instance, err);
     return PA_EXIT_CONFIG;
   }
-  d.tcp_port = (unsigned)tcp_port;
-  d.bind = bind;
-  d.token = token;
-  d.feedback_hz = feedback_hz;
-  d.max_clients = (unsigned)max_clients;
-  d.camera_chunk = (unsigned)chunk;
-  d.request_timeout_ms = (unsigned)timeout_ms;
-  d.max_output = (size_t)max_output;
-  if (odom_watch_us < 0) /* not given: SCHED_FIFO alone does not cut p99 */
-    odom_watch_us = realtime ? PA_NETGW_RT_WATCH_US : 0;
-  d.odom_watch_us = (unsigned)odom_watch_us;
-  d.realtime = realtime;
   int status = 1;
   pa_netgw *g = pa_netgw_create(&d, &st, err, sizeof err);
   if (!g) {
@@ -96,7 +43,7 @@ int main(int argc, char **argv) {
                                                               : 1;
     goto out;
   }
-  pa_info("listening on %s:%u (instance %s)", bind, pa_netgw_port(g),
+  pa_info("listening on %s:%u (instance %s)", d.bind, pa_netgw_port(g),
           instance);
   status = pa_netgw_run(g, true) == 0 ? 0 : 1;
   pa_netgw_destroy(g);

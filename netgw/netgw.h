@@ -12,6 +12,7 @@
 #define PA_NETGW_H
 
 #include "pa_shm.h"
+#include "pa_util.h"
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -123,6 +124,16 @@ typedef struct pa_netgw_def {
   bool realtime;              /* odom thread SCHED_FIFO (best effort, warns) */
 } pa_netgw_def;
 pa_netgw_def pa_netgw_def_default(void);
+
+/* pa-netgw's command line (netgw_opts.c). */
+typedef struct pa_netgw_args {
+  pa_netgw_def def;
+  const char *instance;
+  long odom_watch_us; /* -1 = auto: 0, or PA_NETGW_RT_WATCH_US with realtime */
+} pa_netgw_args;
+/* pa-netgw's flag table: read by pa-netgw's main, the launcher and the docs
+ * test. Links without libevent (library pa_netgw_opts). */
+const pa_opt_table *pa_netgw_opts(void);
 
 typedef struct pa_netgw pa_netgw;
 

@@ -29,6 +29,7 @@
 
 #include "pa_map.h"
 #include "pa_shm.h"
+#include "pa_util.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -169,6 +170,10 @@ typedef struct pa_render_def {
   bool exit_after_screenshot;
 } pa_render_def;
 pa_render_def pa_render_def_default(void);
+/* pa-render's flag table over a pa_render_def (render_opts.c): read by
+ * pa-render's main, the launcher and the docs test. Links without GL
+ * (library pa_render_opts). */
+const pa_opt_table *pa_render_opts(void);
 
 /* Runs pa-render until *stop becomes non-zero. Returns 0 (clean stop),
  * PA_EXIT_CONFIG (instance missing, bad values) or 1 (GL failure, lost

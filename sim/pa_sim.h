@@ -24,6 +24,7 @@
 
 #include "pa_map.h"
 #include "pa_shm.h"
+#include "pa_util.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -89,6 +90,16 @@ typedef struct pa_sim_def {
   uint32_t threads;
 } pa_sim_def;
 pa_sim_def pa_sim_def_default(void);
+
+/* pa-sim's command line (sim_opts.c): the model's def and the map flags. */
+typedef struct pa_sim_args {
+  pa_sim_def def;
+  pa_map_flags map;
+} pa_sim_args;
+/* pa-sim's flag table (rows, defaults, ranges, cross-flag checks): read by
+ * pa-sim's main, the launcher and the docs test. Links without the rest of
+ * pa_sim (library pa_sim_opts). */
+const pa_opt_table *pa_sim_opts(void);
 
 /* ---- model (read-only during ticks; pa_sim_set_grid and pa_sim_set_world
  * replace it between them) ------------------------------------------------ */

@@ -20,3 +20,15 @@ if(TARGET playarea)
     endforeach()
   endif()
 endif()
+
+# The flag tables vs --help of every program, README.md and docs/CONTRACT.md.
+if(TARGET playarea AND TARGET pa-sim AND TARGET pa-netgw)
+  pa_add_test(test_flags_docs SOURCES test_flags_docs.c
+              LIBS pa_launch pa_sim pa_netgw TIMEOUT 60 LABELS launch)
+  add_dependencies(test_flags_docs playarea pa-sim pa-netgw)
+  if(TARGET pa-render)
+    target_link_libraries(test_flags_docs PRIVATE pa_render)
+    target_compile_definitions(test_flags_docs PRIVATE PA_TEST_HAVE_RENDER)
+    add_dependencies(test_flags_docs pa-render)
+  endif()
+endif()

@@ -16,6 +16,13 @@
 
 #include <cmocka.h>
 
+/* 260 characters: more than pa_sim_def.dataset_dir holds. */
+#define LONG_DIR                                                               \
+  "/tmp/aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa" \
+  "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa" \
+  "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa" \
+  "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+
 static bool argv_has(char **av, const char *s) {
   for (size_t i = 0; av[i]; i++)
     if (!strcmp(av[i], s))
@@ -74,6 +81,56 @@ static void test_routing(void **state) {
   pa_stack_def d = pa_launch_stack_def(&c);
   assert_int_equal(d.max_robots, 256);
   assert_true(d.max_cam_width >= 320);
+}
+
+/* A flag several processes take goes to each; one given at its default is
+ * still passed (it wins over a world file); values read back exactly. */
+static void test_shared_and_exact(void **state) {
+  (void)state;
+  pa_launch_cfg c = pa_launch_cfg_default();
+  char *argv[] = {"playarea", "--realtime", "--camera_fov_deg", "75.5",
+                  "--laser_beams=360", "--max_output", "65536", "--seed",
+                  "9000000000000000000", NULL};
+  char err[256];
+  assert_int_equal(pa_launch_cfg_parse(&c, 9, argv, err, sizeof err), 0);
+  char **sim = pa_launch_child_argv(&c, PA_PROC_SIM, "/b", err, sizeof err);
+  char **ren = pa_launch_child_argv(&c, PA_PROC_RENDER, "/b", err, sizeof err);
+  char **net = pa_launch_child_argv(&c, PA_PROC_NETGW, "/b", err, sizeof err);
+  assert_non_null(sim);
+  assert_non_null(ren);
+  assert_non_null(net);
+  assert_true(argv_has(sim, "--realtime=1"));
+  assert_true(argv_has(net, "--realtime=1"));
+  assert_false(argv_has(ren, "--realtime=1"));
+  assert_true(argv_has(sim, "--camera_fov_deg=75.5"));
+  assert_true(argv_has(sim, "--laser_beams=360"));
+  assert_true(argv_has(sim, "--seed=9000000000000000000"));
+  assert_true(argv_has(net, "--max_output=65536"));
+  /* the process's derived fields: forced laser/camera, watch under RT */
+  assert_true(c.sim.def.force & PA_SIM_FORCE_LASER_BEAMS);
+  assert_true(c.sim.def.force & PA_SIM_FORCE_CAMERA_FOV);
+  assert_false(c.sim.def.force & PA_SIM_FORCE_LASER_NOISE);
+  assert_int_equal(c.netgw.def.odom_watch_us, PA_NETGW_RT_WATCH_US);
+  pa_launch_argv_free(sim);
+  pa_launch_argv_free(ren);
+  pa_launch_argv_free(net);
+
+  /* Setting a flag later (the supervisor pinning a picked port). */
+  assert_int_equal(pa_launch_cfg_set(&c, "tcp_port", "9321", err, sizeof err), 0);
+  assert_int_equal(c.tcp_port, 9321);
+  net = pa_launch_child_argv(&c, PA_PROC_NETGW, "/b", err, sizeof err);
+  assert_non_null(net);
+  assert_true(argv_has(net, "--tcp_port=9321"));
+  pa_launch_argv_free(net);
+  /* ... or rewriting the plain copy, as supervisor.c does */
+  c.tcp_port = 9400;
+  net = pa_launch_child_argv(&c, PA_PROC_NETGW, "/b", err, sizeof err);
+  assert_true(argv_has(net, "--tcp_port=9400"));
+  pa_launch_argv_free(net);
+  assert_int_equal(pa_launch_cfg_set(&c, "tcp_port", "70000", err, sizeof err), -1);
+  assert_non_null(strstr(err, "--tcp_port: 70000 is out of range"));
+  assert_int_equal(pa_launch_cfg_set(&c, "tcp_prot", "1", err, sizeof err), -1);
+  assert_non_null(strstr(err, "unknown flag --tcp_prot"));
 }
 
 static void test_default_instance(void **state) {
@@ -178,6 +235,28 @@ static void test_bad_flags(void **state) {
   expect_refused(a13, "unexpected argument 'extra'");
   const char *a14[] = {"--wrap", "render='valgrind", NULL};
   expect_refused(a14, "--wrap render: unterminated");
+  /* Refused by the owning process's own row or check, so playarea must
+   * refuse them before starting anything (they used to drift). */
+  const char *d1[] = {"--robots", "0", NULL};
+  expect_refused(d1, "--robots: 0 is out of range [1, 100000]");
+  const char *d2[] = {"--laser_range_max", "5000", NULL};
+  expect_refused(d2, "--laser_range_max: 5000 is out of range [0.01, 1000]");
+  const char *d3[] = {"--viewer", "--viewer_width", "10000", NULL};
+  expect_refused(d3, "--viewer_width: 10000 is out of range [64, 8192]");
+  const char *d4[] = {"--screenshot", "/tmp/x.png", NULL};
+  expect_refused(d4, "--screenshot needs --viewer");
+  const char *d5[] = {"--exit_after_screenshot", NULL};
+  expect_refused(d5, "--exit_after_screenshot needs --viewer");
+  const char *d6[] = {"--map_free_thresh", "0.7", NULL};
+  expect_refused(d6, "--map_free_thresh: 0.7 must be below --map_occupied_thresh");
+  const char *d7[] = {"--camera_chunk", "65500", NULL};
+  expect_refused(d7, "--camera_chunk: 65500 is out of range");
+  const char *d8[] = {"--bind", "", NULL};
+  expect_refused(d8, "--bind: empty address");
+  const char *d9[] = {"--realtime=maybe", NULL};
+  expect_refused(d9, "--realtime: 'maybe' is not a boolean");
+  const char *d10[] = {"--dataset_dir", LONG_DIR, NULL};
+  expect_refused(d10, "--dataset_dir: longer than");
   /* the instance name itself (given last, it wins) */
   const char *a15[] = {"--instance", "bad/name", NULL};
   expect_refused(a15, "--instance");
@@ -228,6 +307,7 @@ static void test_commands_without_instance(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_routing),
+      cmocka_unit_test(test_shared_and_exact),
       cmocka_unit_test(test_default_instance),
       cmocka_unit_test(test_split),
       cmocka_unit_test(test_backoff),

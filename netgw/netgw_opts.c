@@ -1,0 +1,70 @@
+/* netgw_opts.c - pa-netgw's flag table (one row per flag) and its
+ * cross-flag checks; read by pa-netgw's main, the launcher and the docs
+ * test. No libevent here: the launcher links this file alone. */
+#include "netgw.h"
+
+#include <stdio.h>
+
+#define ROW(FIELD, NAME, TYPE, MIN, MAX, DEF, HELP)                            \
+  PA_OPT_ROW(pa_netgw_args, FIELD, NAME, TYPE, MIN, MAX, DEF, NULL, HELP)
+#define STR(FIELD, NAME, DEF, HELP)                                            \
+  PA_OPT_ROW(pa_netgw_args, FIELD, NAME, PA_OPT_STR, 0, -1, 0, DEF, HELP)
+
+static const pa_opt_row rows[] = {
+    {STR(instance, "instance", "p9000", "shared-memory instance")},
+    {ROW(def.tcp_port, "tcp_port", PA_OPT_U32, 0, 65535, 9000,
+         "TCP port (0 = pick a free one)")},
+    {STR(def.bind, "bind", "127.0.0.1", "IPv4 address to listen on")},
+    {STR(def.token, "token", NULL,
+         "secret a client must send with `auth` first (none = no auth)")},
+    {ROW(def.feedback_hz, "tcp_feedback_hz", PA_OPT_DOUBLE, 0.001, 100000, 100,
+         "odom frames per simulated second")},
+    {ROW(def.max_clients, "max_clients", PA_OPT_U32, 1, 100000, 256,
+         "TCP clients served at once")},
+    {ROW(def.camera_chunk, "camera_chunk", PA_OPT_U32, PA_CAM_CHUNK_MIN,
+         PA_CAM_CHUNK_MAX, PA_CAM_CHUNK_DEFAULT,
+         "[bytes] camera payload per datagram (1400 fits a 1500-byte MTU)")},
+    {ROW(def.request_timeout_ms, "request_timeout_ms", PA_OPT_U32, 1, 3600000,
+         2000, "[ms] simulator round trip before a request gets busy")},
+    {ROW(def.max_output, "max_output", PA_OPT_U64, 65536, 1l << 30, 4l << 20,
+         "[bytes] unread replies before a client is disconnected")},
+    {ROW(odom_watch_us, "odom_watch_us", PA_OPT_INT, -1,
+         PA_NETGW_ODOM_WATCH_MAX_US, -1,
+         "[us] wake this early for a due odom tick and watch for it (lower "
+         "median frame age for ~that much CPU per frame period; 0 = off; "
+         "-1 = 0, or 300 with --realtime)")},
+    {ROW(def.realtime, "realtime", PA_OPT_FLAG, 0, -1, 0,
+         "pa-netgw: odom thread SCHED_FIFO priority 9 (below pa-sim's 10), "
+         "mlockall, --odom_watch_us 300 (needs CAP_SYS_NICE; best effort)")},
+};
+
+static int finish(void *args, const bool *given, char *err, size_t err_sz) {
+  (void)given;
+  pa_netgw_args *a = args;
+  if (!a->def.bind || !*a->def.bind) {
+    snprintf(err, err_sz, "--bind: empty address");
+    return -1;
+  }
+  if (!a->instance || !*a->instance) {
+    snprintf(err, err_sz, "--instance: empty name");
+    return -1;
+  }
+  /* SCHED_FIFO alone does not cut p99: realtime also watches. */
+  long watch = a->odom_watch_us;
+  if (watch < 0)
+    watch = a->def.realtime ? (long)PA_NETGW_RT_WATCH_US : 0;
+  a->def.odom_watch_us = (unsigned)watch;
+  return 0;
+}
+
+static const pa_opt_table table = {
+    .prog = "pa-netgw",
+    .summary = "TCP control (text and JSON lines) and UDP feedback frames for "
+               "a playarea instance.",
+    .rows = rows,
+    .n = sizeof rows / sizeof rows[0],
+    .args_size = sizeof(pa_netgw_args),
+    .finish = finish,
+};
+
+const pa_opt_table *pa_netgw_opts(void) { return &table; }

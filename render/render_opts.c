@@ -1,0 +1,52 @@
+/* render_opts.c - pa-render's flag table (one row per flag) and its
+ * cross-flag checks; read by pa-render's main, the launcher and the docs
+ * test. No GL here: the launcher links this file alone. */
+#include "pa_render.h"
+
+#include <stdio.h>
+
+#define ROW(FIELD, NAME, TYPE, MIN, MAX, DEF, HELP)                            \
+  PA_OPT_ROW(pa_render_def, FIELD, NAME, TYPE, MIN, MAX, DEF, NULL, HELP)
+
+static const pa_opt_row rows[] = {
+    {PA_OPT_ROW(pa_render_def, instance, "instance", PA_OPT_STR, 0, -1, 0,
+                "p9000", "shared-memory instance to attach to")},
+    {ROW(camera_hz, "camera_hz", PA_OPT_DOUBLE, 0.1, 1000, 15,
+         "[Hz] head camera frames while subscribed")},
+    {ROW(viewer, "viewer", PA_OPT_FLAG, 0, -1, 0,
+         "open a window with an orbit camera over the world")},
+    {ROW(viewer_width, "viewer_width", PA_OPT_U32, 64, 8192, 1280,
+         "[px] viewer window")},
+    {ROW(viewer_height, "viewer_height", PA_OPT_U32, 64, 8192, 800,
+         "[px] viewer window")},
+    {PA_OPT_ROW(pa_render_def, screenshot, "screenshot", PA_OPT_STR, 0, -1, 0,
+                NULL, "with --viewer: save a PNG here after the first frames")},
+    {ROW(exit_after_screenshot, "exit_after_screenshot", PA_OPT_FLAG, 0, -1, 0,
+         "with --viewer: quit once --screenshot is saved")},
+};
+
+static int finish(void *args, const bool *given, char *err, size_t err_sz) {
+  (void)given;
+  pa_render_def *d = args;
+  if (d->screenshot && !*d->screenshot)
+    d->screenshot = NULL;
+  if ((d->screenshot || d->exit_after_screenshot) && !d->viewer) {
+    snprintf(err, err_sz, "--%s needs --viewer",
+             d->screenshot ? "screenshot" : "exit_after_screenshot");
+    return -1;
+  }
+  return 0;
+}
+
+static const pa_opt_table table = {
+    .prog = "pa-render",
+    .summary = "Renders head-camera images of a running playarea instance "
+               "into its camera ring (headless EGL), or shows the world in a "
+               "window with --viewer.",
+    .rows = rows,
+    .n = sizeof rows / sizeof rows[0],
+    .args_size = sizeof(pa_render_def),
+    .finish = finish,
+};
+
+const pa_opt_table *pa_render_opts(void) { return &table; }

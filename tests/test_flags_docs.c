@@ -1,0 +1,371 @@
+/* test_flags_docs.c - the flag tables are the one source of truth: each
+ * table is well formed, agrees with its library's def defaults, every
+ * program's --help prints every row with its default, and the README and
+ * docs/CONTRACT.md flag tables are exactly what the tables generate (no
+ * flag missing, none that does not exist). Regenerate the docs with
+ * `playarea --help-markdown` and `playarea --help-markdown=contract`. */
+#define _GNU_SOURCE
+#include "pa_launch.h"
+#include "testutil.h"
+
+#include <ctype.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include <cmocka.h>
+
+#define BIG (256 * 1024)
+
+typedef struct proc_table {
+  const char *exe;
+  const pa_opt_table *(*table)(void);
+} proc_table;
+
+static const proc_table procs[] = {
+    {"pa-sim", pa_sim_opts},
+    {"pa-render", pa_render_opts},
+    {"pa-netgw", pa_netgw_opts},
+};
+#define NPROCS (sizeof procs / sizeof procs[0])
+
+/* Runs bin/exe with args; its stdout + stderr into a heap string. */
+static char *run_capture(const char *exe, const char *arg, int *rc) {
+  char bin[512], log[600];
+  pa_test_bin(bin, sizeof bin, exe);
+  snprintf(log, sizeof log, "%s/%s%s.out", pa_test_tmpdir(), exe, arg);
+  char *argv[] = {bin, (char *)arg, NULL};
+  pid_t pid = pa_test_spawn(argv, log);
+  assert_true(pid > 0);
+  int st = pa_test_stop(pid, 0, 10000);
+  *rc = st >= 0 && WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  char *text = calloc(1, BIG);
+  assert_non_null(text);
+  assert_true(pa_test_read_file(log, text, BIG) >= 0);
+  return text;
+}
+
+static char *read_src(const char *rel) {
+  char path[512];
+  pa_test_src(path, sizeof path, rel);
+  char *text = calloc(1, BIG);
+  assert_non_null(text);
+  long n = pa_test_read_file(path, text, BIG);
+  assert_true(n > 0 && n < BIG - 1);
+  return text;
+}
+
+static char *generated(bool contract) {
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&buf, &len);
+  assert_non_null(f);
+  pa_launch_flags_markdown(f, contract);
+  fclose(f);
+  return buf;
+}
+
+/* The text between "<!-- flags:begin" (its line) and "<!-- flags:end". */
+static char *block(const char *doc, const char *name) {
+  const char *b = strstr(doc, "<!-- flags:begin");
+  const char *e = b ? strstr(b, "<!-- flags:end") : NULL;
+  if (!b || !e)
+    fail_msg("%s: no <!-- flags:begin ... --> / <!-- flags:end --> markers",
+             name);
+  b = strchr(b, '\n') + 1;
+  return strndup(b, (size_t)(e - b));
+}
+
+/* A section "## Title" up to the next "## ". */
+static char *section(const char *doc, const char *title) {
+  const char *b = strstr(doc, title);
+  assert_non_null(b);
+  const char *e = strstr(b + strlen(title), "\n## ");
+  return strndup(b, e ? (size_t)(e - b) : strlen(b));
+}
+
+static bool known_flag(const char *name) {
+  if (!strcmp(name, "help") || !strcmp(name, "help-markdown"))
+    return true;
+  pa_launch_cfg c = pa_launch_cfg_default();
+  pa_opt o[PA_LAUNCH_MAX_FLAGS];
+  unsigned to[PA_LAUNCH_MAX_FLAGS];
+  size_t n = pa_launch_flag_table(&c, o, to);
+  for (size_t k = 0; k < n; k++)
+    if (!strcmp(o[k].name, name))
+      return true;
+  return false;
+}
+
+/* Every `--name` written in text is a flag of some table. */
+static void check_only_known_flags(const char *text, const char *where) {
+  for (const char *p = strstr(text, "--"); p; p = strstr(p + 2, "--")) {
+    if (p > text && (isalnum((unsigned char)p[-1]) || p[-1] == '-'))
+      continue; /* "|---|" rules, a-b--c */
+    char name[64];
+    size_t n = 0;
+    const char *q = p + 2;
+    while ((isalnum((unsigned char)*q) || *q == '_' || *q == '-') &&
+           n + 1 < sizeof name)
+      name[n++] = *q++;
+    name[n] = '\0';
+    if (n == 0 || name[0] == '-')
+      continue;
+    if (!known_flag(name))
+      fail_msg("%s names --%s, which no flag table has", where, name);
+  }
+}
+
+static void test_tables_well_formed(void **state) {
+  (void)state;
+  for (size_t p = 0; p < NPROCS; p++) {
+    const pa_opt_table *t = procs[p].table();
+    assert_string_equal(t->prog, procs[p].exe);
+    assert_true(t->n > 0 && t->n <= PA_OPT_MAX);
+    void *args = calloc(1, t->args_size);
+    pa_opt_row rows[PA_OPT_MAX];
+    char err[256];
+    if (pa_opt_bind(t, args, rows, err, sizeof err) != 0)
+      fail_msg("%s", err);
+    pa_opt_defaults(t, args);
+    for (size_t k = 0; k < t->n; k++) {
+      const pa_opt *o = &rows[k].o;
+      assert_non_null(o->help);
+      assert_true(strlen(o->help) > 0);
+      for (const char *c = o->name; *c; c++)
+        assert_true(islower((unsigned char)*c) || isdigit((unsigned char)*c) ||
+                    *c == '_');
+      for (size_t j = 0; j < k; j++)
+        if (!strcmp(rows[j].o.name, o->name))
+          fail_msg("%s: --%s twice", t->prog, o->name);
+      /* The default passes the row's own parser (range, length). */
+      char text[512];
+      if (pa_opt_format(&rows[k], text, sizeof text) &&
+          pa_opt_set(&rows[k], text, err, sizeof err) != 0)
+        fail_msg("%s default: %s", t->prog, err);
+    }
+    /* Defaults pass the cross-flag checks: a bare process starts (strings
+     * set above point into text[]: defaults again). */
+    pa_opt_defaults(t, args);
+    bool given[PA_OPT_MAX] = {false};
+    if (t->finish && t->finish(args, given, err, sizeof err) != 0)
+      fail_msg("%s defaults: %s", t->prog, err);
+    free(args);
+  }
+}
+
+/* A flag several processes take means the same: type and default. */
+static void test_shared_flags_agree(void **state) {
+  (void)state;
+  int shared = 0;
+  for (size_t p = 0; p < NPROCS; p++)
+    for (size_t q = p + 1; q < NPROCS; q++) {
+      const pa_opt_table *a = procs[p].table(), *b = procs[q].table();
+      for (size_t i = 0; i < a->n; i++)
+        for (size_t j = 0; j < b->n; j++) {
+          if (strcmp(a->rows[i].o.name, b->rows[j].o.name))
+            continue;
+          char da[300], db[300];
+          pa_opt_default_text(&a->rows[i], da, sizeof da);
+          pa_opt_default_text(&b->rows[j], db, sizeof db);
+          if (strcmp(da, db))
+            fail_msg("--%s: default %s in %s, %s in %s", a->rows[i].o.name,
+                     da, a->prog, db, b->prog);
+          shared++;
+        }
+    }
+  assert_true(shared >= 4); /* instance x3, realtime */
+}
+
+/* Each row that fills a library def field has the default the library's
+ * pa_*_def_default() gives (the process starts from those, then the
+ * table's): rows, not a second list, are the defaults. */
+static void check_lib_defaults(const pa_opt_table *t, const void *lib,
+                               size_t def_end, const char *const *skip) {
+  void *ours = calloc(1, t->args_size);
+  void *theirs = calloc(1, t->args_size);
+  memcpy(theirs, lib, t->args_size);
+  pa_opt_defaults(t, ours);
+  pa_opt_row a[PA_OPT_MAX], b[PA_OPT_MAX];
+  char err[256];
+  assert_int_equal(pa_opt_bind(t, ours, a, err, sizeof err), 0);
+  assert_int_equal(pa_opt_bind(t, theirs, b, err, sizeof err), 0);
+  int compared = 0;
+  for (size_t k = 0; k < t->n; k++) {
+    bool skipped = a[k].off >= def_end;
+    for (size_t s = 0; skip[s]; s++)
+      skipped = skipped || !strcmp(skip[s], a[k].o.name);
+    if (skipped)
+      continue;
+    char x[512], y[512];
+    bool hx = pa_opt_format(&a[k], x, sizeof x);
+    bool hy = pa_opt_format(&b[k], y, sizeof y);
+    if (hx != hy || strcmp(x, y))
+      fail_msg("%s --%s: table default '%s', library default '%s'", t->prog,
+               a[k].o.name, hx ? x : "(unset)", hy ? y : "(unset)");
+    compared++;
+  }
+  assert_true(compared > 0);
+  free(ours);
+  free(theirs);
+}
+
+static void test_library_defaults_agree(void **state) {
+  (void)state;
+  /* The library's instance "" means "no instance"; the process's p9000. */
+  const char *const sim_skip[] = {"instance", NULL};
+  pa_sim_args sa = {.def = pa_sim_def_default(), .map = pa_map_flags_default()};
+  check_lib_defaults(pa_sim_opts(), &sa, sizeof sa, sim_skip);
+  const char *const none[] = {NULL};
+  pa_netgw_args na = {.def = pa_netgw_def_default()};
+  check_lib_defaults(pa_netgw_opts(), &na, offsetof(pa_netgw_args, def) +
+                     sizeof na.def, none);
+#ifdef PA_TEST_HAVE_RENDER
+  pa_render_def rd = pa_render_def_default();
+  check_lib_defaults(pa_render_opts(), &rd, sizeof rd, none);
+#endif
+}
+
+/* `X --help` prints every row of its table with its default. */
+static void check_help(const char *exe, const pa_opt_table *t) {
+  int rc;
+  char *text = run_capture(exe, "--help", &rc);
+  if (rc != 0)
+    fail_msg("%s --help: exit %d\n%s", exe, rc, text);
+  for (size_t k = 0; k < t->n; k++) {
+    char def[300], want[400];
+    pa_opt_default_text(&t->rows[k], def, sizeof def);
+    snprintf(want, sizeof want, "(default %s)", def);
+    char flag[80];
+    snprintf(flag, sizeof flag, "  --%s ", t->rows[k].o.name);
+    const char *line = strstr(text, flag);
+    if (!line)
+      fail_msg("%s --help lacks --%s", exe, t->rows[k].o.name);
+    const char *eol = strchr(line, '\n');
+    char *l = strndup(line, eol ? (size_t)(eol - line) : strlen(line));
+    if (!strstr(l, want))
+      fail_msg("%s --help: '%s' lacks %s", exe, l, want);
+    free(l);
+  }
+  free(text);
+}
+
+static void test_help_of_every_program(void **state) {
+  (void)state;
+  check_help("pa-sim", pa_sim_opts());
+  check_help("pa-netgw", pa_netgw_opts());
+#ifdef PA_TEST_HAVE_RENDER
+  check_help("pa-render", pa_render_opts());
+#endif
+  /* playarea: every process's every row, once per name, with [owners]. */
+  int rc;
+  char *text = run_capture("playarea", "--help", &rc);
+  assert_int_equal(rc, 0);
+  for (size_t p = 0; p < NPROCS; p++) {
+    const pa_opt_table *t = procs[p].table();
+    for (size_t k = 0; k < t->n; k++) {
+      char flag[80];
+      snprintf(flag, sizeof flag, "  --%s ", t->rows[k].o.name);
+      const char *first = strstr(text, flag);
+      if (!first)
+        fail_msg("playarea --help lacks --%s", t->rows[k].o.name);
+      assert_null(strstr(first + 1, flag)); /* once */
+    }
+  }
+  assert_non_null(strstr(text, "--realtime               [sim, netgw]"));
+  assert_non_null(strstr(text, "--instance               [all]"));
+  free(text);
+}
+
+static void check_doc(const char *rel, bool contract) {
+  char *doc = read_src(rel);
+  char *have = block(doc, rel);
+  char *want = generated(contract);
+  if (strcmp(have, want)) {
+    /* Name the first line that differs (cmocka cuts long messages). */
+    const char *h = have, *w = want;
+    int line = 1;
+    while (*h && *h == *w) {
+      line += *h == '\n';
+      h++;
+      w++;
+    }
+    while (h > have && h[-1] != '\n') {
+      h--;
+      w--;
+    }
+    fprintf(stderr, "%s line %d of the flags block:\n  doc:       %.*s\n"
+                    "  generated: %.*s\n",
+            rel, line, (int)strcspn(h, "\n"), h, (int)strcspn(w, "\n"), w);
+    fail_msg("%s's flag table differs from the flag tables; regenerate it "
+             "with `playarea --help-markdown%s`",
+             rel, contract ? "=contract" : "");
+  }
+  /* The binary prints the same. */
+  int rc;
+  char *out = run_capture("playarea",
+                          contract ? "--help-markdown=contract"
+                                   : "--help-markdown",
+                          &rc);
+  assert_int_equal(rc, 0);
+  assert_string_equal(out, want);
+  /* Prose around the table names only flags that exist. */
+  char *flags = section(doc, "## Flags");
+  check_only_known_flags(flags, rel);
+  free(flags);
+  free(out);
+  free(want);
+  free(have);
+  free(doc);
+}
+
+static void test_readme_table(void **state) {
+  (void)state;
+  check_doc("README.md", false);
+  /* every flag, once, with its default in the default column */
+  char *want = generated(false);
+  pa_launch_cfg c = pa_launch_cfg_default();
+  pa_opt o[PA_LAUNCH_MAX_FLAGS];
+  unsigned to[PA_LAUNCH_MAX_FLAGS];
+  size_t n = pa_launch_flag_table(&c, o, to);
+  for (size_t k = 0; k < n; k++) {
+    char row[80];
+    snprintf(row, sizeof row, "| `--%s` | ", o[k].name);
+    assert_non_null(strstr(want, row));
+  }
+  free(want);
+}
+
+static void test_contract_rows(void **state) {
+  (void)state;
+  check_doc("docs/CONTRACT.md", true);
+}
+
+/* The checker itself: a made-up flag in a docs text is caught. */
+static void test_checker_catches_drift(void **state) {
+  (void)state;
+  assert_true(known_flag("tcp_port"));
+  assert_true(known_flag("no-render"));
+  assert_false(known_flag("tcp_prot"));
+  char *want = generated(false);
+  assert_non_null(strstr(want, "| `--robots` | 1 | sim |"));
+  assert_non_null(strstr(want, "| `--bind` | `127.0.0.1` | netgw |"));
+  free(want);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_tables_well_formed),
+      cmocka_unit_test(test_shared_flags_agree),
+      cmocka_unit_test(test_library_defaults_agree),
+      cmocka_unit_test(test_help_of_every_program),
+      cmocka_unit_test(test_readme_table),
+      cmocka_unit_test(test_contract_rows),
+      cmocka_unit_test(test_checker_catches_drift),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
