@@ -97,8 +97,7 @@ static long long get_int(const pa_opt_row *r) {
   }
 }
 
-int pa_opt_set(const pa_opt_row *r, const char *val, char *err,
-               size_t err_sz) {
+int pa_opt_set(const pa_opt_row *r, const char *val, char *err, size_t err_sz) {
   const pa_opt *o = &r->o;
   char *end = NULL;
   bool ranged = o->min <= o->max;
@@ -162,8 +161,8 @@ int pa_opt_set(const pa_opt_row *r, const char *val, char *err,
   return -1;
 }
 
-int pa_opt_bind(const pa_opt_table *t, void *args, pa_opt_row *out,
-                char *err, size_t err_sz) {
+int pa_opt_bind(const pa_opt_table *t, void *args, pa_opt_row *out, char *err,
+                size_t err_sz) {
   for (size_t k = 0; k < t->n; k++) {
     const pa_opt_row *r = &t->rows[k];
     size_t want = type_size(r->o.type);
@@ -298,8 +297,8 @@ int pa_opt_parse_given(const pa_opt *opts, size_t n, int argc, char **argv,
                            n_positional, given, err, err_sz);
 }
 
-int pa_opt_parse_rows(const pa_opt_row *rows, size_t n, int argc,
-                      char **argv, char **positional, size_t max_positional,
+int pa_opt_parse_rows(const pa_opt_row *rows, size_t n, int argc, char **argv,
+                      char **positional, size_t max_positional,
                       size_t *n_positional, bool *given, char *err,
                       size_t err_sz) {
   if (given)
@@ -407,8 +406,8 @@ int pa_opt_main(const pa_opt_table *t, void *args, bool *given, int argc,
   pa_opt_defaults(t, args);
   if (!given)
     given = given_buf;
-  int rc = pa_opt_parse_rows(rows, t->n, argc, argv, NULL, 0, NULL, given,
-                             err, sizeof err);
+  int rc = pa_opt_parse_rows(rows, t->n, argc, argv, NULL, 0, NULL, given, err,
+                             sizeof err);
   if (rc == 1) {
     pa_opt_table_usage(stdout, t);
     return 0;

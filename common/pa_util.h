@@ -22,7 +22,8 @@ typedef enum pa_opt_type {
   PA_OPT_STR,    /* char *dst[1]; points into argv (or a default literal) */
   PA_OPT_INT,    /* long *dst, within [min, max] */
   PA_OPT_DOUBLE, /* double *dst, finite, within [min, max]; times scale */
-  PA_OPT_FLAG,   /* bool *dst, takes no value ("--viewer"); "--x=0|1|true|false" allowed */
+  PA_OPT_FLAG,   /* bool *dst, takes no value ("--viewer"); "--x=0|1|true|false"
+                    allowed */
   PA_OPT_I32,    /* int32_t *dst, within [min, max] */
   PA_OPT_U32,    /* uint32_t / unsigned *dst, within [min, max] */
   PA_OPT_U64,    /* uint64_t / size_t *dst, within [min, max] */
@@ -60,7 +61,10 @@ typedef struct pa_opt_row {
  * numeric default, DEF_STR the string one; .scale and .tag may follow:
  * {PA_OPT_ROW(...), .tag = PA_SIM_FORCE_LASER_BEAMS}. */
 #define PA_OPT_ROW(S, FIELD, NAME, TYPE, MIN, MAX, DEF, DEF_STR, HELP)         \
-  .o = {.name = (NAME), .type = (TYPE), .min = (MIN), .max = (MAX),            \
+  .o = {.name = (NAME),                                                        \
+        .type = (TYPE),                                                        \
+        .min = (MIN),                                                          \
+        .max = (MAX),                                                          \
         .help = (HELP)},                                                       \
   .off = offsetof(S, FIELD), .size = sizeof(((S *)0)->FIELD), .def = (DEF),    \
   .def_str = (DEF_STR)
@@ -77,7 +81,7 @@ typedef struct pa_opt_table {
   const char *summary; /* a paragraph for --help */
   const pa_opt_row *rows;
   size_t n;
-  size_t args_size;    /* sizeof the struct the offsets point into */
+  size_t args_size; /* sizeof the struct the offsets point into */
   /* After parsing (given[k]: rows[k] was on the command line): cross-flag
    * checks and the derived fields no row writes. 0, or -1 with err naming
    * the flags. Run by the process and by the launcher. NULL = none. */
@@ -86,8 +90,8 @@ typedef struct pa_opt_table {
 
 /* Copies t's rows into out[] (t->n entries) with o.dst = args + off.
  * Returns 0, or -1 with err when a row's field does not fit its type. */
-int pa_opt_bind(const pa_opt_table *t, void *args, pa_opt_row *out,
-                char *err, size_t err_sz);
+int pa_opt_bind(const pa_opt_table *t, void *args, pa_opt_row *out, char *err,
+                size_t err_sz);
 
 /* Writes every row's default into args. */
 void pa_opt_defaults(const pa_opt_table *t, void *args);
@@ -134,15 +138,14 @@ int pa_opt_parse_given(const pa_opt *opts, size_t n, int argc, char **argv,
                        size_t err_sz);
 
 /* pa_opt_parse_given over bound table rows (pa_opt_bind). */
-int pa_opt_parse_rows(const pa_opt_row *rows, size_t n, int argc,
-                      char **argv, char **positional, size_t max_positional,
+int pa_opt_parse_rows(const pa_opt_row *rows, size_t n, int argc, char **argv,
+                      char **positional, size_t max_positional,
                       size_t *n_positional, bool *given, char *err,
                       size_t err_sz);
 
 /* Sets bound row r from text as the parser would (type, range). 0 or -1
  * with err naming the flag. */
-int pa_opt_set(const pa_opt_row *r, const char *val, char *err,
-               size_t err_sz);
+int pa_opt_set(const pa_opt_row *r, const char *val, char *err, size_t err_sz);
 
 /* Whether argument arg ("--tcp_port", "--tcp-port=9", "-tcp_port") names
  * the option called name, as pa_opt_parse matches it ('-' and '_' are the

@@ -15,9 +15,9 @@
 
 /* The launcher's own flags; the processes' come from their tables. */
 static const pa_opt_row own_rows[] = {
-    {PA_OPT_ROW(pa_launch_cfg, instance, "instance", PA_OPT_STR, 0, -1, 0,
-                NULL, "shared-memory instance name (unset: p<tcp_port>, or "
-                      "a<pid> with --tcp_port 0)")},
+    {PA_OPT_ROW(pa_launch_cfg, instance, "instance", PA_OPT_STR, 0, -1, 0, NULL,
+                "shared-memory instance name (unset: p<tcp_port>, or "
+                "a<pid> with --tcp_port 0)")},
     {ROW(no_render, "no-render", PA_OPT_FLAG, 0, -1, 0,
          "do not start pa-render (no camera frames)")},
     {PA_OPT_ROW(pa_launch_cfg, wrap_flag, "wrap", PA_OPT_STR, 0, -1, 0, NULL,
@@ -85,8 +85,10 @@ static size_t compose(pa_launch_cfg *c, pa_opt_row *rows, int *owner,
     if (n + t->n > PA_LAUNCH_MAX_FLAGS ||
         pa_opt_bind(t, (char *)c + parts[p].args_off, rows + n, err,
                     sizeof err) != 0) {
-      fprintf(stderr, "playarea: bad flag table (%s): raise PA_OPT_MAX or fix "
-                      "the row\n", n + t->n > PA_LAUNCH_MAX_FLAGS ? t->prog : err);
+      fprintf(stderr,
+              "playarea: bad flag table (%s): raise PA_OPT_MAX or fix "
+              "the row\n",
+              n + t->n > PA_LAUNCH_MAX_FLAGS ? t->prog : err);
       abort();
     }
     if (first)
@@ -187,8 +189,7 @@ static void owners_text(unsigned owners, char *out, size_t out_sz) {
   for (int p = 0; p < PA_PROC_COUNT; p++)
     if (owners & PA_LAUNCH_TO(p)) {
       size_t len = strlen(out);
-      snprintf(out + len, out_sz - len, "%s%s", len ? ", " : "",
-               proc_short[p]);
+      snprintf(out + len, out_sz - len, "%s%s", len ? ", " : "", proc_short[p]);
     }
 }
 
@@ -199,13 +200,15 @@ void pa_launch_usage(FILE *f) {
   flag_view views[PA_LAUNCH_MAX_FLAGS];
   size_t n = compose(&c, rows, owner, NULL);
   size_t nv = flag_views(rows, owner, n, views);
-  fprintf(f,
-          "usage: playarea [flags]\n"
-          "       playarea status [--watch] [--instance NAME | --tcp_port PORT]\n"
-          "       playarea restart sim|render|netgw [--instance NAME | --tcp_port PORT]\n"
-          "       playarea --help-markdown[=contract]  (the docs' flag tables)\n"
-          "\n%s\n\nflags (--name VALUE or --name=VALUE; [processes it goes to]):\n",
-          own_table.summary);
+  fprintf(
+      f,
+      "usage: playarea [flags]\n"
+      "       playarea status [--watch] [--instance NAME | --tcp_port PORT]\n"
+      "       playarea restart sim|render|netgw [--instance NAME | --tcp_port "
+      "PORT]\n"
+      "       playarea --help-markdown[=contract]  (the docs' flag tables)\n"
+      "\n%s\n\nflags (--name VALUE or --name=VALUE; [processes it goes to]):\n",
+      own_table.summary);
   for (size_t v = 0; v < nv; v++) {
     char def[300], who[64];
     pa_opt_default_text(views[v].row, def, sizeof def);
@@ -272,7 +275,8 @@ void pa_launch_flags_markdown(FILE *f, bool contract) {
     size_t end = part + 1 < NPARTS ? first[part + 1] : n;
     fprintf(f, "| %s | %s", proc_exe[parts[part].proc],
             part == 0 ? "every flag above, passed only to the process(es) "
-                        "that own it, plus " : "");
+                        "that own it, plus "
+                      : "");
     for (size_t k = first[part]; k < end; k++) {
       fprintf(f, "%s`--%s` (", k > first[part] ? ", " : "", rows[k].o.name);
       md_default(f, &rows[k]);
@@ -467,8 +471,8 @@ int pa_launch_cfg_parse(pa_launch_cfg *c, int argc, char **argv, char *err,
   size_t npos = 0;
   /* Remember which flags were given: only those are passed on, so each
    * process keeps its own defaults for the rest. */
-  int r = pa_opt_parse_rows(rows, n, ac, av, pos, 0, &npos, c->given, err,
-                            err_sz);
+  int r =
+      pa_opt_parse_rows(rows, n, ac, av, pos, 0, &npos, c->given, err, err_sz);
   if (r != 0) {
     rc = r;
     goto out;

@@ -173,8 +173,8 @@ static void test_shared_flags_agree(void **state) {
           pa_opt_default_text(&a->rows[i], da, sizeof da);
           pa_opt_default_text(&b->rows[j], db, sizeof db);
           if (strcmp(da, db))
-            fail_msg("--%s: default %s in %s, %s in %s", a->rows[i].o.name,
-                     da, a->prog, db, b->prog);
+            fail_msg("--%s: default %s in %s, %s in %s", a->rows[i].o.name, da,
+                     a->prog, db, b->prog);
           shared++;
         }
     }
@@ -222,8 +222,8 @@ static void test_library_defaults_agree(void **state) {
   check_lib_defaults(pa_sim_opts(), &sa, sizeof sa, sim_skip);
   const char *const none[] = {NULL};
   pa_netgw_args na = {.def = pa_netgw_def_default()};
-  check_lib_defaults(pa_netgw_opts(), &na, offsetof(pa_netgw_args, def) +
-                     sizeof na.def, none);
+  check_lib_defaults(pa_netgw_opts(), &na,
+                     offsetof(pa_netgw_args, def) + sizeof na.def, none);
 #ifdef PA_TEST_HAVE_RENDER
   pa_render_def rd = pa_render_def_default();
   check_lib_defaults(pa_render_opts(), &rd, sizeof rd, none);
@@ -298,8 +298,9 @@ static void check_doc(const char *rel, bool contract) {
       h--;
       w--;
     }
-    fprintf(stderr, "%s line %d of the flags block:\n  doc:       %.*s\n"
-                    "  generated: %.*s\n",
+    fprintf(stderr,
+            "%s line %d of the flags block:\n  doc:       %.*s\n"
+            "  generated: %.*s\n",
             rel, line, (int)strcspn(h, "\n"), h, (int)strcspn(w, "\n"), w);
     fail_msg("%s's flag table differs from the flag tables; regenerate it "
              "with `playarea --help-markdown%s`",
@@ -307,10 +308,9 @@ static void check_doc(const char *rel, bool contract) {
   }
   /* The binary prints the same. */
   int rc;
-  char *out = run_capture("playarea",
-                          contract ? "--help-markdown=contract"
-                                   : "--help-markdown",
-                          &rc);
+  char *out = run_capture(
+      "playarea", contract ? "--help-markdown=contract" : "--help-markdown",
+      &rc);
   assert_int_equal(rc, 0);
   assert_string_equal(out, want);
   /* Prose around the table names only flags that exist. */

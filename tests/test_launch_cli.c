@@ -88,9 +88,16 @@ static void test_routing(void **state) {
 static void test_shared_and_exact(void **state) {
   (void)state;
   pa_launch_cfg c = pa_launch_cfg_default();
-  char *argv[] = {"playarea", "--realtime", "--camera_fov_deg", "75.5",
-                  "--laser_beams=360", "--max_output", "65536", "--seed",
-                  "9000000000000000000", NULL};
+  char *argv[] = {"playarea",
+                  "--realtime",
+                  "--camera_fov_deg",
+                  "75.5",
+                  "--laser_beams=360",
+                  "--max_output",
+                  "65536",
+                  "--seed",
+                  "9000000000000000000",
+                  NULL};
   char err[256];
   assert_int_equal(pa_launch_cfg_parse(&c, 9, argv, err, sizeof err), 0);
   char **sim = pa_launch_child_argv(&c, PA_PROC_SIM, "/b", err, sizeof err);
@@ -116,7 +123,8 @@ static void test_shared_and_exact(void **state) {
   pa_launch_argv_free(net);
 
   /* Setting a flag later (the supervisor pinning a picked port). */
-  assert_int_equal(pa_launch_cfg_set(&c, "tcp_port", "9321", err, sizeof err), 0);
+  assert_int_equal(pa_launch_cfg_set(&c, "tcp_port", "9321", err, sizeof err),
+                   0);
   assert_int_equal(c.tcp_port, 9321);
   net = pa_launch_child_argv(&c, PA_PROC_NETGW, "/b", err, sizeof err);
   assert_non_null(net);
@@ -127,7 +135,8 @@ static void test_shared_and_exact(void **state) {
   net = pa_launch_child_argv(&c, PA_PROC_NETGW, "/b", err, sizeof err);
   assert_true(argv_has(net, "--tcp_port=9400"));
   pa_launch_argv_free(net);
-  assert_int_equal(pa_launch_cfg_set(&c, "tcp_port", "70000", err, sizeof err), -1);
+  assert_int_equal(pa_launch_cfg_set(&c, "tcp_port", "70000", err, sizeof err),
+                   -1);
   assert_non_null(strstr(err, "--tcp_port: 70000 is out of range"));
   assert_int_equal(pa_launch_cfg_set(&c, "tcp_prot", "1", err, sizeof err), -1);
   assert_non_null(strstr(err, "unknown flag --tcp_prot"));
@@ -248,7 +257,8 @@ static void test_bad_flags(void **state) {
   const char *d5[] = {"--exit_after_screenshot", NULL};
   expect_refused(d5, "--exit_after_screenshot needs --viewer");
   const char *d6[] = {"--map_free_thresh", "0.7", NULL};
-  expect_refused(d6, "--map_free_thresh: 0.7 must be below --map_occupied_thresh");
+  expect_refused(d6,
+                 "--map_free_thresh: 0.7 must be below --map_occupied_thresh");
   const char *d7[] = {"--camera_chunk", "65500", NULL};
   expect_refused(d7, "--camera_chunk: 65500 is out of range");
   const char *d8[] = {"--bind", "", NULL};
