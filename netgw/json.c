@@ -14,65 +14,42 @@
 
 #define DUMP_FLAGS (JSON_COMPACT | JSON_REAL_PRECISION(12))
 
+/* One token length for --token, text auth and JSON auth. */
+_Static_assert(sizeof(((pa_netgw *)0)->token) == PA_NETGW_TOKEN_MAX,
+               "--token buffer");
+_Static_assert(sizeof(((pa_text_cmd *)0)->arg) >= PA_NETGW_TOKEN_MAX,
+               "text auth argument");
+
+/* Envelope types an action answers (request "type"). */
+enum { JT_COMMAND = 1u << 0, JT_SIM_CONTROL = 1u << 1 };
+
+/* What the dispatcher does around an action's handler. */
 enum {
-  A_NONE = -1,
-  A_GET_STATE,
-  A_GET_SENSORS,
-  A_STEP,
-  A_SET_VELOCITY,
-  A_SET_VELOCITY_LOCAL,
-  A_SET_VELOCITY_GLOBAL,
-  A_STOP,
-  A_GET_POSE,
-  A_SET_POSE,
-  A_SUBSCRIBE,
-  A_UNSUBSCRIBE,
-  A_LIST_ROBOTS,
-  A_SPAWN_ROBOT,
-  A_REMOVE_ROBOT,
-  A_SPAWN_OBSTACLE,
-  A_REMOVE_OBSTACLE,
-  A_LIST_OBSTACLES,
-  A_GET_MAP_INFO,
-  A_GET_TERRAIN_GRID,
-  A_AUTH,
-  A_PING,
-  A_PAUSE,
-  A_RESUME,
-  A_STEP_N,
-  A_RESET,
-  A_SET_TIME_SCALE,
-  A_GET_STATUS,
-  A_GET_PROPERTY,
-  A_SET_PROPERTY,
-  A_SAVE_SNAPSHOT,
-  A_LOAD_SNAPSHOT,
-  A_SET_WHEELS,
-  A_SET_MAP,
-  A_GENERATE_MAP,
-  A_SET_SCENARIO,
-  A_SET_NAV_PATH,
-  A_SET_WAYPOINTS,
-  A_CLEAR_NAV,
-  A_EXPORT_DATASET,
-  A_COUNT
+  JF_NO_AUTH = 1u << 0, /* answered before a --token client authenticated */
+  JF_ROBOT = 1u << 1,   /* data.robot is looked up into x->info / x->idx first */
+  JF_SIM = 1u << 2,     /* may wait for pa-sim; `done` builds the reply */
+  JF_STATE = 1u << 3,   /* answered with type "state", not "response" */
 };
 
-static const char *const action_names[A_COUNT] = {
-    "get_state",         "get_sensors",     "step",
-    "set_velocity",      "set_velocity_local", "set_velocity_global",
-    "stop",              "get_pose",        "set_pose",
-    "subscribe",         "unsubscribe",     "list_robots",
-    "spawn_robot",       "remove_robot",    "spawn_obstacle",
-    "remove_obstacle",   "list_obstacles",  "get_map_info",
-    "get_terrain_grid",  "auth",              "ping",            "pause",
-    "resume",            "step_n",          "reset",
-    "set_time_scale",    "get_status",      "get_property",
-    "set_property",      "save_snapshot",   "load_snapshot",
-    "set_wheels",        "set_map",         "generate_map",
-    "set_scenario",      "set_nav_path",    "set_waypoints",
-    "clear_nav",         "export_dataset",
-};
+struct jctx;
+
+/* One JSON action: the whole of what the dispatcher knows about it. */
+typedef struct jaction {
+  const char *name;
+  unsigned types; /* JT_*: envelope types that may carry it */
+  /* Builds the response data, returns NULL with the error set, or JPENDING
+   * after wait_for_sim(). */
+  json_t *(*run)(struct jctx *x);
+  /* With JF_SIM: the response data once pa-sim answered ok (NULL: {tick}). */
+  json_t *(*done)(struct jctx *x, const pa_reply *r);
+  /* Upper bound of the reply's size in bytes, checked before it is built
+   * (NULL: small, PA_JSON_SMALL_REPLY). */
+  size_t (*cost)(struct jctx *x);
+  unsigned flags; /* JF_* */
+} jaction;
+
+/* The row's index in the table (a waiting client keeps it). */
+static int action_id(const jaction *a);
 
 /* Address used as "this request now waits for pa-sim". */
 static char pending_tag;
@@ -82,7 +59,10 @@ typedef struct jctx {
   pa_client *c;
   json_t *req;
   json_t *data; /* request data (borrowed), an object */
-  int action;
+  const jaction *act;
+  pa_robot_info info; /* JF_ROBOT: the robot data.robot names */
+  uint32_t idx;
+  double sim_time; /* of the response; < 0: the newest tick's */
   pa_status st;
   char msg[256];
 } jctx;
@@ -182,15 +162,14 @@ static void echo_id(json_t *out, const json_t *req) {
     json_object_set(out, "request_id", id);
 }
 
-static json_t *envelope_ok(const json_t *req, int action, json_t *data,
+static json_t *envelope_ok(const json_t *req, const jaction *a, json_t *data,
                            double sim_time) {
-  bool state = action == A_GET_STATE || action == A_GET_SENSORS ||
-               action == A_STEP;
+  bool state = a->flags & JF_STATE;
   json_t *o = json_object();
   json_object_set_new(o, "type", json_string(state ? "state" : "response"));
   json_object_set_new(o, "protocol_version", json_integer(2));
   echo_id(o, req);
-  json_object_set_new(o, "action", json_string(action_names[action]));
+  json_object_set_new(o, "action", json_string(a->name));
   json_object_set_new(o, "status", json_string("ok"));
   json_object_set_new(o, "success", json_true());
   json_object_set_new(o, "sim_time", json_real(sim_time));
@@ -593,10 +572,12 @@ static int push_cmd(jctx *x, pa_cmd *cmd, uint32_t robot, bool wait) {
 }
 
 static json_t *wait_for_sim(jctx *x, pa_cmd *cmd, uint32_t robot) {
+  if (!(x->act->flags & JF_SIM)) /* its row must say so: the reply needs it */
+    return jfail(x, PA_ERR_BUSY, "internal: '%s' may not wait", x->act->name);
   if (push_cmd(x, cmd, robot, true) != 0)
     return NULL;
   x->c->pend = PEND_JSON;
-  x->c->pend_action = x->action;
+  x->c->pend_action = action_id(x->act);
   x->c->pend_robot = robot;
   return JPENDING;
 }
@@ -609,20 +590,24 @@ static json_t *push_nowait(jctx *x, pa_cmd *cmd, uint32_t robot) {
   return d;
 }
 
+/* How a drive action names its velocities. */
+enum { DRV_V, DRV_LOCAL, DRV_GLOBAL, DRV_WHEELS };
+
 /* Velocity command fields for step / set_velocity*: fills a[0..3] and the
  * frame; checks the drive can do it. */
-static int drive_fields(jctx *x, const pa_robot_info *info, pa_cmd *cmd) {
+static int drive_fields(jctx *x, int mode, const pa_robot_info *info,
+                        pa_cmd *cmd) {
   double v = 0, vy = 0, w = 0, head = 0;
   int rv;
   bool omni = info->drive == PA_DRIVE_OMNI;
   cmd->u = PA_FRAME_ROBOT;
-  switch (x->action) {
-  case A_SET_VELOCITY_LOCAL:
+  switch (mode) {
+  case DRV_LOCAL:
     if (get_num(x, "forward", &v) < 0 || get_num(x, "left", &vy) < 0 ||
         get_num(x, "angular", &w) < 0 || get_num(x, "head", &head) < 0)
       return -1;
     break;
-  case A_SET_VELOCITY_GLOBAL:
+  case DRV_GLOBAL:
     if (get_num(x, "x", &v) < 0 || get_num(x, "y", &vy) < 0 ||
         get_num(x, "angular", &w) < 0 || get_num(x, "head", &head) < 0)
       return -1;
@@ -635,7 +620,7 @@ static int drive_fields(jctx *x, const pa_robot_info *info, pa_cmd *cmd) {
     }
     cmd->u = PA_FRAME_WORLD;
     break;
-  case A_SET_WHEELS: {
+  case DRV_WHEELS: {
     /* Wheel rim speeds [m/s] of a differential robot: v is their mean, w
      * their difference over the wheel separation. */
     double l = 0, r = 0;
@@ -721,7 +706,7 @@ static int named_object(jctx *x, unsigned *kind, pa_robot_info *ri,
   return 0;
 }
 
-static json_t *act_get_pose(jctx *x, double *sim_time) {
+static json_t *act_get_pose(jctx *x) {
   unsigned kind;
   pa_robot_info info;
   pa_obstacle_info ob;
@@ -733,15 +718,15 @@ static json_t *act_get_pose(jctx *x, double *sim_time) {
     json_object_set_new(d, "name", json_string(ob.name));
     json_object_set_new(d, "kind", json_string("obstacle"));
     json_object_set_new(d, "pose", vec3(ob.x, ob.y, ob.theta));
-    *sim_time = now_sim_time(x->c->g);
-    json_object_set_new(d, "sim_time", json_real(*sim_time));
+    x->sim_time = now_sim_time(x->c->g);
+    json_object_set_new(d, "sim_time", json_real(x->sim_time));
     return d;
   }
   const pa_tick *t;
   const pa_robot_state *rs = robot_state_now(x, idx, &t);
   if (!rs)
     return NULL;
-  *sim_time = t->sim_time;
+  x->sim_time = t->sim_time;
   json_t *d = json_object();
   json_object_set_new(d, "name", json_string(info.name));
   json_object_set_new(d, "kind", json_string("robot"));
@@ -781,7 +766,7 @@ static json_t *act_set_pose(jctx *x) {
   return wait_for_sim(x, &cmd, idx);
 }
 
-static json_t *act_subscribe(jctx *x, bool sub) {
+static json_t *subscribe(jctx *x, bool sub) {
   int ch;
   if (get_channel(x, &ch) < 0)
     return NULL;
@@ -808,6 +793,9 @@ static json_t *act_subscribe(jctx *x, bool sub) {
   json_object_set_new(d, "robot", json_integer(idx));
   return d;
 }
+
+static json_t *act_subscribe(jctx *x) { return subscribe(x, true); }
+static json_t *act_unsubscribe(jctx *x) { return subscribe(x, false); }
 
 static json_t *act_list_robots(jctx *x) {
   pa_netgw *g = x->c->g;
@@ -1220,22 +1208,24 @@ static void nav_clear_robot(pa_netgw *g, uint32_t idx) {
     }
 }
 
-static json_t *act_nav(jctx *x) {
+enum { NAV_PATH, NAV_WAYPOINTS, NAV_CLEAR };
+
+static json_t *nav(jctx *x, int mode) {
   pa_netgw *g = x->c->g;
   pa_nav_block *nb = g->st->nav;
-  bool all = x->action == A_CLEAR_NAV &&
+  bool all = mode == NAV_CLEAR &&
              (!json_object_get(x->data, "robot") ||
               json_is_null(json_object_get(x->data, "robot")));
   pa_robot_info info;
   uint32_t idx = UINT32_MAX;
   if (!all && get_robot(x, &info, &idx) < 0)
     return NULL;
-  bool path = x->action == A_SET_NAV_PATH;
+  bool path = mode == NAV_PATH;
   const char *key = path ? "path" : "waypoints";
   uint32_t max = path ? PA_NAV_PATH_MAX : PA_NAV_WAYPOINTS_MAX;
   float pts[PA_NAV_PATH_MAX][2];
   uint32_t n = 0;
-  if (x->action != A_CLEAR_NAV) {
+  if (mode != NAV_CLEAR) {
     json_t *v = json_object_get(x->data, key);
     if (!json_is_array(v) || json_array_size(v) > max)
       return jfail(x, PA_ERR_INVALID_ACTION_SHAPE,
@@ -1265,7 +1255,7 @@ static json_t *act_nav(jctx *x) {
     else if (nb->ov[i].robot == UINT32_MAX && free_slot < 0)
       free_slot = i;
   }
-  if (!all && slot < 0 && x->action != A_CLEAR_NAV && n > 0) {
+  if (!all && slot < 0 && mode != NAV_CLEAR && n > 0) {
     if (free_slot < 0)
       return jfail(x, PA_ERR_BUSY,
                    "%d robots have drawings already: clear_nav one first",
@@ -1282,7 +1272,7 @@ static json_t *act_nav(jctx *x) {
       o->robot = idx;
       o->path_n = o->wp_n = 0;
     }
-    if (x->action == A_CLEAR_NAV) {
+    if (mode == NAV_CLEAR) {
       o->path_n = o->wp_n = 0;
     } else if (path) {
       memcpy(o->path, pts, n * sizeof pts[0]);
@@ -1298,10 +1288,14 @@ static json_t *act_nav(jctx *x) {
   json_t *d = json_object();
   if (!all)
     json_object_set_new(d, "robot", json_integer(idx));
-  if (x->action != A_CLEAR_NAV)
+  if (mode != NAV_CLEAR)
     json_object_set_new(d, "points", json_integer(n));
   return d;
 }
+
+static json_t *act_set_nav_path(jctx *x) { return nav(x, NAV_PATH); }
+static json_t *act_set_waypoints(jctx *x) { return nav(x, NAV_WAYPOINTS); }
+static json_t *act_clear_nav(jctx *x) { return nav(x, NAV_CLEAR); }
 
 /* export_dataset {name, seconds (default 10) or ticks}: pa-sim records the
  * next ticks into its --dataset_dir/<name>/. */
@@ -1391,7 +1385,7 @@ static json_t *act_generate_map(jctx *x) {
   return wait_for_sim(x, &cmd, 0);
 }
 
-static json_t *act_snapshot(jctx *x) {
+static json_t *snapshot(jctx *x, uint32_t op) {
   const char *name = NULL;
   if (need_str(x, "name", 64, &name) < 0)
     return NULL;
@@ -1401,13 +1395,19 @@ static json_t *act_snapshot(jctx *x) {
                  PA_SNAPSHOT_NAME_MAX);
   pa_cmd cmd;
   memset(&cmd, 0, sizeof cmd);
-  cmd.op = x->action == A_SAVE_SNAPSHOT ? PA_OP_SAVE_SNAPSHOT
-                                        : PA_OP_LOAD_SNAPSHOT;
+  cmd.op = op;
   snprintf(cmd.name, sizeof cmd.name, "%s", name);
   return wait_for_sim(x, &cmd, 0);
 }
 
-static json_t *act_map_info(jctx *x) {
+static json_t *act_save_snapshot(jctx *x) {
+  return snapshot(x, PA_OP_SAVE_SNAPSHOT);
+}
+static json_t *act_load_snapshot(jctx *x) {
+  return snapshot(x, PA_OP_LOAD_SNAPSHOT);
+}
+
+static json_t *act_get_map_info(jctx *x) {
   const pa_map_block *m;
   const int8_t *cells;
   if (pa_gw_map(x->c->g, &m, &cells) != 0)
@@ -1438,7 +1438,7 @@ static json_t *act_map_info(jctx *x) {
 
 /* Occupancy for planners: cells within `inflation` metres of a blocked cell
  * are blocked too (exact distance transform), optionally downsampled. */
-static json_t *act_terrain_grid(jctx *x) {
+static json_t *act_get_terrain_grid(jctx *x) {
   const pa_map_block *m;
   const int8_t *cells;
   if (pa_gw_map(x->c->g, &m, &cells) != 0)
@@ -1530,13 +1530,13 @@ static json_t *act_terrain_grid(jctx *x) {
   return d;
 }
 
-static json_t *act_status(jctx *x, double *sim_time) {
+static json_t *act_get_status(jctx *x) {
   pa_netgw *g = x->c->g;
   const pa_tick *t = pa_gw_latest(g);
   json_t *d = json_object();
   json_object_set_new(d, "tick", json_integer(t ? (json_int_t)t->tick : 0));
-  *sim_time = t ? t->sim_time : 0;
-  json_object_set_new(d, "sim_time", json_real(*sim_time));
+  x->sim_time = t ? t->sim_time : 0;
+  json_object_set_new(d, "sim_time", json_real(x->sim_time));
   json_object_set_new(d, "paused", json_boolean(t && (t->flags & PA_TICK_PAUSED)));
   json_object_set_new(d, "speed", json_real(t ? t->speed : 0));
   json_object_set_new(d, "control_hz", json_real(g->ctl->control_hz));
@@ -1551,11 +1551,312 @@ static json_t *act_status(jctx *x, double *sim_time) {
   return d;
 }
 
-static int find_action(const char *name) {
-  for (int i = 0; i < A_COUNT; i++)
-    if (!strcmp(name, action_names[i]))
-      return i;
-  return A_NONE;
+/* ---- small actions: state, drive, session, sim_control ---------------------*/
+
+static json_t *act_get_state(jctx *x) {
+  return state_json(x, x->idx, &x->info, &x->sim_time);
+}
+
+static json_t *act_get_sensors(jctx *x) {
+  const pa_tick *t = pa_gw_latest(x->c->g);
+  json_t *d = sensors_json(x->c, x->idx);
+  json_object_set_new(d, "robot", json_integer(x->idx));
+  json_object_set_new(d, "tick", json_integer(t ? (json_int_t)t->tick : 0));
+  return d;
+}
+
+static json_t *act_step(jctx *x) {
+  long long steps = 1;
+  pa_cmd cmd;
+  memset(&cmd, 0, sizeof cmd);
+  if (get_int(x, "steps", 1, PA_NETGW_STEP_MAX, &steps) < 0 ||
+      drive_fields(x, DRV_V, &x->info, &cmd) < 0)
+    return NULL;
+  cmd.op = PA_OP_STEP;
+  cmd.flags = PA_CMDF_DRIVE;
+  cmd.u = (uint32_t)steps;
+  cmd.a[4] = PA_FRAME_ROBOT;
+  return wait_for_sim(x, &cmd, x->idx);
+}
+
+static json_t *done_step(jctx *x, const pa_reply *r) {
+  (void)r;
+  pa_client *c = x->c;
+  c->g->steps++;
+  pa_robot_info info;
+  uint32_t idx;
+  if (pa_gw_robot(c->g, NULL, (long)c->pend_robot, &info, &idx) != 0)
+    return jfail(x, PA_ERR_UNKNOWN_ROBOT, "robot %u is gone",
+                 (unsigned)c->pend_robot);
+  return state_json(x, idx, &info, &x->sim_time);
+}
+
+static json_t *drive(jctx *x, int mode) {
+  pa_cmd cmd;
+  memset(&cmd, 0, sizeof cmd);
+  if (drive_fields(x, mode, &x->info, &cmd) < 0)
+    return NULL;
+  return push_nowait(x, &cmd, x->idx);
+}
+
+static json_t *act_set_velocity(jctx *x) { return drive(x, DRV_V); }
+static json_t *act_set_velocity_local(jctx *x) { return drive(x, DRV_LOCAL); }
+static json_t *act_set_velocity_global(jctx *x) { return drive(x, DRV_GLOBAL); }
+static json_t *act_set_wheels(jctx *x) { return drive(x, DRV_WHEELS); }
+
+static json_t *act_stop(jctx *x) {
+  pa_cmd cmd;
+  memset(&cmd, 0, sizeof cmd);
+  cmd.op = PA_OP_STOP;
+  return push_nowait(x, &cmd, x->idx);
+}
+
+static json_t *act_remove_robot(jctx *x) {
+  pa_cmd cmd;
+  memset(&cmd, 0, sizeof cmd);
+  cmd.op = PA_OP_REMOVE_ROBOT;
+  return wait_for_sim(x, &cmd, x->idx);
+}
+
+static json_t *act_remove_obstacle(jctx *x) {
+  const char *name = NULL;
+  pa_obstacle_info ob;
+  uint32_t idx;
+  if (need_str(x, "name", 32, &name) < 0)
+    return NULL;
+  int rc = pa_gw_obstacle(x->c->g, name, &ob, &idx);
+  if (rc != 0) {
+    if (!lookup_busy(x, rc))
+      jfail(x, PA_ERR_UNKNOWN_OBJECT, "no obstacle named '%s'", name);
+    return NULL;
+  }
+  pa_cmd cmd;
+  memset(&cmd, 0, sizeof cmd);
+  cmd.op = PA_OP_REMOVE_OBSTACLE;
+  snprintf(cmd.name, sizeof cmd.name, "%s", name);
+  return wait_for_sim(x, &cmd, 0);
+}
+
+static json_t *act_auth(jctx *x) {
+  const char *tok = NULL;
+  pa_netgw *g = x->c->g;
+  if (get_str(x, "token", PA_NETGW_TOKEN_MAX, &tok) < 0)
+    return NULL;
+  if (g->token[0] && (!tok || !pa_gw_token_ok(g, tok)))
+    return jfail(x, PA_ERR_NOT_AUTHORIZED, "wrong token");
+  x->c->authed = true;
+  return json_object();
+}
+
+static json_t *act_ping(jctx *x) {
+  (void)x;
+  json_t *d = json_object();
+  json_object_set_new(d, "pong", json_true());
+  return d;
+}
+
+/* A sim_control op without arguments. */
+static json_t *sim_op(jctx *x, uint32_t op) {
+  pa_cmd cmd;
+  memset(&cmd, 0, sizeof cmd);
+  cmd.op = op;
+  return wait_for_sim(x, &cmd, 0);
+}
+
+static json_t *act_pause(jctx *x) { return sim_op(x, PA_OP_PAUSE); }
+static json_t *act_resume(jctx *x) { return sim_op(x, PA_OP_RESUME); }
+static json_t *act_reset(jctx *x) { return sim_op(x, PA_OP_RESET); }
+
+static json_t *act_step_n(jctx *x) {
+  long long steps = 1;
+  if (get_int(x, "steps", 1, PA_NETGW_STEP_MAX, &steps) < 0)
+    return NULL;
+  pa_cmd cmd;
+  memset(&cmd, 0, sizeof cmd);
+  cmd.op = PA_OP_STEP;
+  cmd.u = (uint32_t)steps;
+  return wait_for_sim(x, &cmd, 0);
+}
+
+static json_t *act_set_time_scale(jctx *x) {
+  double f = 1;
+  int r = get_num(x, "scale", &f);
+  if (r == 0)
+    r = get_num(x, "factor", &f);
+  if (r == 0)
+    jfail(x, PA_ERR_INVALID_MESSAGE, "data.scale is required (0 = as fast "
+                                     "as possible)");
+  if (r <= 0)
+    return NULL;
+  if (f < 0 || f > PA_NETGW_SPEED_MAX)
+    return jfail(x, PA_ERR_INVALID_MESSAGE,
+                 "data.scale %g is out of range [0, %g]", f,
+                 PA_NETGW_SPEED_MAX);
+  pa_cmd cmd;
+  memset(&cmd, 0, sizeof cmd);
+  cmd.op = PA_OP_SPEED;
+  cmd.a[0] = f;
+  return wait_for_sim(x, &cmd, 0);
+}
+
+/* ---- completions: the reply data once pa-sim applied a request --------------*/
+
+static json_t *tick_json(const pa_reply *r) {
+  json_t *d = json_object();
+  json_object_set_new(d, "tick", json_integer((json_int_t)r->tick));
+  return d;
+}
+
+static json_t *done_set_pose(jctx *x, const pa_reply *r) {
+  json_t *d = tick_json(r);
+  json_object_set_new(d, "robot", json_integer(x->c->pend_robot));
+  json_object_set_new(d, "pose", vec3(r->a[0], r->a[1], r->a[2]));
+  json_object_set_new(d, "sim_time", json_real(r->sim_time));
+  return d;
+}
+
+static json_t *done_spawn_robot(jctx *x, const pa_reply *r) {
+  (void)x;
+  json_t *d = tick_json(r);
+  json_object_set_new(d, "robot", json_integer(r->u));
+  return d;
+}
+
+static json_t *done_remove_robot(jctx *x, const pa_reply *r) {
+  json_t *d = tick_json(r);
+  json_object_set_new(d, "robot", json_integer(x->c->pend_robot));
+  nav_clear_robot(x->c->g, x->c->pend_robot);
+  return d;
+}
+
+static json_t *done_snapshot(jctx *x, const pa_reply *r) {
+  json_t *d = tick_json(r);
+  json_object_set(d, "name", json_object_get(x->data, "name"));
+  json_object_set_new(d, "robots", json_integer(r->u));
+  json_object_set_new(d, "obstacles", json_integer((json_int_t)r->a[2]));
+  json_object_set_new(d, "saved_tick", json_integer((json_int_t)r->a[0]));
+  json_object_set_new(d, "saved_sim_time", json_real(r->a[1]));
+  return d;
+}
+
+static json_t *done_export_dataset(jctx *x, const pa_reply *r) {
+  json_t *d = tick_json(r);
+  json_object_set(d, "name", json_object_get(x->data, "name"));
+  json_object_set_new(d, "first_tick", json_integer((json_int_t)r->a[0]));
+  json_object_set_new(d, "last_tick", json_integer((json_int_t)r->a[1]));
+  return d;
+}
+
+static json_t *done_map(jctx *x, const pa_reply *r) {
+  (void)x;
+  json_t *d = tick_json(r);
+  json_object_set_new(d, "width", json_integer((json_int_t)r->a[0]));
+  json_object_set_new(d, "height", json_integer((json_int_t)r->a[1]));
+  json_object_set_new(d, "resolution", json_real(r->a[2]));
+  json_t *o = json_array();
+  json_array_append_new(o, json_real(r->a[3]));
+  json_array_append_new(o, json_real(r->a[4]));
+  json_object_set_new(d, "origin", o);
+  json_object_set_new(d, "robots_moved", json_integer(r->u));
+  return d;
+}
+
+static json_t *done_set_scenario(jctx *x, const pa_reply *r) {
+  json_t *d = done_map(x, r);
+  json_object_set_new(d, "robots", json_integer((json_int_t)r->a[5]));
+  json_object_set_new(d, "obstacles", json_integer((json_int_t)r->a[6]));
+  return d;
+}
+
+static json_t *done_set_property(jctx *x, const pa_reply *r) {
+  /* The object as the sim published it (before its reply). */
+  pa_client *c = x->c;
+  bool obstacle = c->pend_robot == UINT32_MAX;
+  pa_robot_info ri;
+  pa_obstacle_info oi;
+  uint32_t idx = 0;
+  const char *key = json_string_value(json_object_get(x->data, "property"));
+  int rc = obstacle
+               ? pa_gw_obstacle(
+                     c->g, json_string_value(json_object_get(x->data, "name")),
+                     &oi, &idx)
+               : pa_gw_robot(c->g, NULL, (long)c->pend_robot, &ri, &idx);
+  if (rc != 0) {
+    if (!lookup_busy(x, rc))
+      jfail(x, obstacle ? PA_ERR_UNKNOWN_OBJECT : PA_ERR_UNKNOWN_ROBOT,
+            "the %s is gone", obstacle ? "obstacle" : "robot");
+    return NULL;
+  }
+  json_t *d = props_reply(x, obstacle ? P_OBSTACLE : P_ROBOT, &ri, &oi, idx,
+                          key);
+  if (d)
+    json_object_set_new(d, "tick", json_integer((json_int_t)r->tick));
+  return d;
+}
+
+/* ---- the action table ----------------------------------------------------------
+ * One row per action. Adding one: a row here and its handler. */
+
+#define CMD JT_COMMAND
+#define CTL (JT_COMMAND | JT_SIM_CONTROL) /* sim_control, also as command */
+
+static const jaction actions[] = {
+    /* name, types, handler, completion, reply size, flags */
+    {"get_state", CMD, act_get_state, NULL, NULL, JF_ROBOT | JF_STATE},
+    {"get_sensors", CMD, act_get_sensors, NULL, NULL, JF_ROBOT | JF_STATE},
+    {"step", CMD, act_step, done_step, NULL, JF_ROBOT | JF_SIM | JF_STATE},
+    {"set_velocity", CMD, act_set_velocity, NULL, NULL, JF_ROBOT},
+    {"set_velocity_local", CMD, act_set_velocity_local, NULL, NULL, JF_ROBOT},
+    {"set_velocity_global", CMD, act_set_velocity_global, NULL, NULL, JF_ROBOT},
+    {"set_wheels", CMD, act_set_wheels, NULL, NULL, JF_ROBOT},
+    {"stop", CMD, act_stop, NULL, NULL, JF_ROBOT},
+    {"get_pose", CMD, act_get_pose, NULL, NULL, 0},
+    {"set_pose", CMD, act_set_pose, done_set_pose, NULL, JF_SIM},
+    {"subscribe", CMD, act_subscribe, NULL, NULL, 0},
+    {"unsubscribe", CMD, act_unsubscribe, NULL, NULL, 0},
+    {"list_robots", CMD, act_list_robots, NULL, NULL, 0},
+    {"spawn_robot", CMD, act_spawn_robot, done_spawn_robot, NULL, JF_SIM},
+    {"remove_robot", CMD, act_remove_robot, done_remove_robot, NULL,
+     JF_ROBOT | JF_SIM},
+    {"spawn_obstacle", CMD, act_spawn_obstacle, NULL, NULL, JF_SIM},
+    {"remove_obstacle", CMD, act_remove_obstacle, NULL, NULL, JF_SIM},
+    {"list_obstacles", CMD, act_list_obstacles, NULL, NULL, 0},
+    {"get_map_info", CMD, act_get_map_info, NULL, NULL, 0},
+    {"get_terrain_grid", CMD, act_get_terrain_grid, NULL, NULL, 0},
+    {"get_property", CMD, act_get_property, NULL, NULL, 0},
+    {"set_property", CMD, act_set_property, done_set_property, NULL, JF_SIM},
+    {"save_snapshot", CMD, act_save_snapshot, done_snapshot, NULL, JF_SIM},
+    {"load_snapshot", CMD, act_load_snapshot, done_snapshot, NULL, JF_SIM},
+    {"set_map", CMD, act_set_map, done_map, NULL, JF_SIM},
+    {"generate_map", CMD, act_generate_map, done_map, NULL, JF_SIM},
+    {"set_scenario", CMD, act_set_scenario, done_set_scenario, NULL, JF_SIM},
+    {"set_nav_path", CMD, act_set_nav_path, NULL, NULL, 0},
+    {"set_waypoints", CMD, act_set_waypoints, NULL, NULL, 0},
+    {"clear_nav", CMD, act_clear_nav, NULL, NULL, 0},
+    {"export_dataset", CMD, act_export_dataset, done_export_dataset, NULL,
+     JF_SIM},
+    {"auth", CMD, act_auth, NULL, NULL, JF_NO_AUTH},
+    {"ping", CMD, act_ping, NULL, NULL, 0},
+    {"pause", CTL, act_pause, NULL, NULL, JF_SIM},
+    {"resume", CTL, act_resume, NULL, NULL, JF_SIM},
+    {"reset", CTL, act_reset, NULL, NULL, JF_SIM},
+    {"step_n", CTL, act_step_n, NULL, NULL, JF_SIM},
+    {"set_time_scale", CTL, act_set_time_scale, NULL, NULL, JF_SIM},
+    {"get_status", CTL, act_get_status, NULL, NULL, 0},
+};
+
+#undef CMD
+#undef CTL
+
+#define N_ACTIONS (sizeof actions / sizeof actions[0])
+
+static int action_id(const jaction *a) { return (int)(a - actions); }
+
+static const jaction *find_action(const char *name) {
+  for (size_t i = 0; i < N_ACTIONS; i++)
+    if (!strcmp(name, actions[i].name))
+      return &actions[i];
+  return NULL;
 }
 
 /* Runs one request: the response envelope, or JPENDING. */
@@ -1565,10 +1866,9 @@ static json_t *exec_one(pa_client *c, json_t *req) {
   memset(&x, 0, sizeof x);
   x.c = c;
   x.req = req;
-  x.action = A_NONE;
+  x.sim_time = -1;
   const char *aname = NULL;
-  double sim_time = 0;
-  json_t *d = NULL;
+  json_t *d = NULL, *empty = NULL;
   if (!json_is_object(req)) {
     jfail(&x, PA_ERR_INVALID_MESSAGE, "a request must be a JSON object");
     goto err;
@@ -1588,8 +1888,10 @@ static json_t *exec_one(pa_client *c, json_t *req) {
     jfail(&x, PA_ERR_INVALID_MESSAGE, "a batch cannot contain a batch");
     goto err;
   }
-  bool simctl = !strcmp(ts, "sim_control");
-  if (!simctl && strcmp(ts, "command") != 0) {
+  unsigned jt = !strcmp(ts, "sim_control") ? JT_SIM_CONTROL
+                : !strcmp(ts, "command")   ? JT_COMMAND
+                                           : 0;
+  if (!jt) {
     jfail(&x, PA_ERR_UNKNOWN_TYPE,
           "type '%.64s' is not supported (command, sim_control or batch)", ts);
     goto err;
@@ -1607,218 +1909,45 @@ static json_t *exec_one(pa_client *c, json_t *req) {
     jfail(&x, PA_ERR_INVALID_MESSAGE, "\"data\" must be an object");
     goto err;
   }
-  json_t *empty = NULL;
   if (!x.data || json_is_null(x.data))
     x.data = empty = json_object();
-  x.action = find_action(aname);
-  if (g->token[0] && !c->authed && x.action != A_AUTH) {
+  x.act = find_action(aname);
+  if (g->token[0] && !c->authed && !(x.act && (x.act->flags & JF_NO_AUTH))) {
     jfail(&x, PA_ERR_NOT_AUTHORIZED,
           "send {\"type\": \"command\", \"action\": \"auth\", \"data\": "
           "{\"token\": ...}} first");
-    goto err_data;
+    goto err;
   }
-  pa_robot_info info;
-  uint32_t idx;
-  pa_cmd cmd;
-  memset(&cmd, 0, sizeof cmd);
-  sim_time = -1;
-  switch (x.action) {
-  case A_GET_STATE:
-    if (get_robot(&x, &info, &idx) == 0)
-      d = state_json(&x, idx, &info, &sim_time);
-    break;
-  case A_GET_SENSORS:
-    if (get_robot(&x, &info, &idx) == 0) {
-      const pa_tick *t = pa_gw_latest(g);
-      d = sensors_json(c, idx);
-      json_object_set_new(d, "robot", json_integer(idx));
-      json_object_set_new(d, "tick", json_integer(t ? (json_int_t)t->tick : 0));
-    }
-    break;
-  case A_STEP: {
-    long long steps = 1;
-    if (get_robot(&x, &info, &idx) < 0 ||
-        get_int(&x, "steps", 1, PA_NETGW_STEP_MAX, &steps) < 0 ||
-        drive_fields(&x, &info, &cmd) < 0)
-      break;
-    cmd.op = PA_OP_STEP;
-    cmd.flags = PA_CMDF_DRIVE;
-    cmd.u = (uint32_t)steps;
-    cmd.a[4] = PA_FRAME_ROBOT;
-    d = wait_for_sim(&x, &cmd, idx);
-    break;
-  }
-  case A_SET_VELOCITY:
-  case A_SET_VELOCITY_LOCAL:
-  case A_SET_VELOCITY_GLOBAL:
-  case A_SET_WHEELS:
-    if (get_robot(&x, &info, &idx) == 0 && drive_fields(&x, &info, &cmd) == 0)
-      d = push_nowait(&x, &cmd, idx);
-    break;
-  case A_STOP:
-    if (get_robot(&x, &info, &idx) == 0) {
-      cmd.op = PA_OP_STOP;
-      d = push_nowait(&x, &cmd, idx);
-    }
-    break;
-  case A_GET_POSE:
-    d = act_get_pose(&x, &sim_time);
-    break;
-  case A_SET_POSE:
-    d = act_set_pose(&x);
-    break;
-  case A_SUBSCRIBE:
-  case A_UNSUBSCRIBE:
-    d = act_subscribe(&x, x.action == A_SUBSCRIBE);
-    break;
-  case A_LIST_ROBOTS:
-    d = act_list_robots(&x);
-    break;
-  case A_SPAWN_ROBOT:
-    d = act_spawn_robot(&x);
-    break;
-  case A_REMOVE_ROBOT:
-    if (get_robot(&x, &info, &idx) == 0) {
-      cmd.op = PA_OP_REMOVE_ROBOT;
-      d = wait_for_sim(&x, &cmd, idx);
-    }
-    break;
-  case A_SPAWN_OBSTACLE:
-    d = act_spawn_obstacle(&x);
-    break;
-  case A_REMOVE_OBSTACLE: {
-    const char *name = NULL;
-    pa_obstacle_info ob;
-    if (need_str(&x, "name", 32, &name) < 0)
-      break;
-    int rc = pa_gw_obstacle(g, name, &ob, &idx);
-    if (rc != 0) {
-      if (!lookup_busy(&x, rc))
-        jfail(&x, PA_ERR_UNKNOWN_OBJECT, "no obstacle named '%s'", name);
-      break;
-    }
-    cmd.op = PA_OP_REMOVE_OBSTACLE;
-    snprintf(cmd.name, sizeof cmd.name, "%s", name);
-    d = wait_for_sim(&x, &cmd, 0);
-    break;
-  }
-  case A_LIST_OBSTACLES:
-    d = act_list_obstacles(&x);
-    break;
-  case A_GET_MAP_INFO:
-    d = act_map_info(&x);
-    break;
-  case A_GET_PROPERTY:
-    d = act_get_property(&x);
-    break;
-  case A_SAVE_SNAPSHOT:
-  case A_LOAD_SNAPSHOT:
-    d = act_snapshot(&x);
-    break;
-  case A_SET_MAP:
-    d = act_set_map(&x);
-    break;
-  case A_GENERATE_MAP:
-    d = act_generate_map(&x);
-    break;
-  case A_SET_SCENARIO:
-    d = act_set_scenario(&x);
-    break;
-  case A_SET_NAV_PATH:
-  case A_SET_WAYPOINTS:
-  case A_CLEAR_NAV:
-    d = act_nav(&x);
-    break;
-  case A_EXPORT_DATASET:
-    d = act_export_dataset(&x);
-    break;
-  case A_SET_PROPERTY:
-    d = act_set_property(&x);
-    break;
-  case A_GET_TERRAIN_GRID:
-    d = act_terrain_grid(&x);
-    break;
-  case A_AUTH: {
-    const char *tok = NULL;
-    if (get_str(&x, "token", 256, &tok) < 0)
-      break;
-    if (g->token[0] && (!tok || !pa_gw_token_ok(g, tok))) {
-      jfail(&x, PA_ERR_NOT_AUTHORIZED, "wrong token");
-      break;
-    }
-    c->authed = true;
-    d = json_object();
-    break;
-  }
-  case A_PING:
-    d = json_object();
-    json_object_set_new(d, "pong", json_true());
-    break;
-  case A_PAUSE:
-  case A_RESUME:
-  case A_RESET:
-    cmd.op = x.action == A_PAUSE    ? PA_OP_PAUSE
-             : x.action == A_RESUME ? PA_OP_RESUME
-                                    : PA_OP_RESET;
-    d = wait_for_sim(&x, &cmd, 0);
-    break;
-  case A_STEP_N: {
-    long long steps = 1;
-    if (get_int(&x, "steps", 1, PA_NETGW_STEP_MAX, &steps) < 0)
-      break;
-    cmd.op = PA_OP_STEP;
-    cmd.u = (uint32_t)steps;
-    d = wait_for_sim(&x, &cmd, 0);
-    break;
-  }
-  case A_SET_TIME_SCALE: {
-    double f = 1;
-    int r = get_num(&x, "scale", &f);
-    if (r == 0)
-      r = get_num(&x, "factor", &f);
-    if (r == 0)
-      jfail(&x, PA_ERR_INVALID_MESSAGE, "data.scale is required (0 = as fast "
-                                        "as possible)");
-    if (r <= 0)
-      break;
-    if (f < 0 || f > PA_NETGW_SPEED_MAX) {
-      jfail(&x, PA_ERR_INVALID_MESSAGE, "data.scale %g is out of range [0, %g]",
-            f, PA_NETGW_SPEED_MAX);
-      break;
-    }
-    cmd.op = PA_OP_SPEED;
-    cmd.a[0] = f;
-    d = wait_for_sim(&x, &cmd, 0);
-    break;
-  }
-  case A_GET_STATUS:
-    d = act_status(&x, &sim_time);
-    break;
-  default:
+  if (!x.act) {
     jfail(&x, PA_ERR_UNKNOWN_ACTION, "unknown action '%.64s'", aname);
-    break;
+    goto err;
   }
-  if (empty)
-    json_decref(empty);
+  if (!(x.act->types & jt)) {
+    jfail(&x, PA_ERR_INVALID_MESSAGE,
+          "action '%s' is a command: send it with type \"command\"",
+          x.act->name);
+    goto err;
+  }
+  if ((x.act->flags & JF_ROBOT) && get_robot(&x, &x.info, &x.idx) < 0)
+    goto err;
+  d = x.act->run(&x);
   if (d == JPENDING) {
+    json_decref(empty);
     json_incref(req);
     c->jreq = req;
     return JPENDING;
   }
   if (d) {
-    if (sim_time < 0)
-      sim_time = now_sim_time(g);
-    return envelope_ok(req, x.action, d, sim_time);
-  }
-  goto err;
-err_data:
-  if (empty)
     json_decref(empty);
+    return envelope_ok(req, x.act, d, x.sim_time < 0 ? now_sim_time(g)
+                                                     : x.sim_time);
+  }
 err:
+  json_decref(empty);
   if (x.st == PA_OK)
     jfail(&x, PA_ERR_INVALID_MESSAGE, "request failed");
-  return envelope_err(req, x.action >= 0 ? action_names[x.action] : aname,
-                      x.st, x.msg, now_sim_time(g));
+  return envelope_err(req, x.act ? x.act->name : aname, x.st, x.msg,
+                      now_sim_time(g));
 }
 
 /* ---- batches and completion --------------------------------------------------*/
@@ -1905,14 +2034,13 @@ void pa_json_complete(pa_client *c, const pa_reply *r) {
   pa_netgw *g = c->g;
   json_t *req = c->jreq;
   c->jreq = NULL;
-  int action = c->pend_action;
+  const jaction *a = &actions[c->pend_action];
   json_t *resp;
   if (!r) {
     char msg[128];
     snprintf(msg, sizeof msg, "the simulator did not answer within %u ms",
              g->def.request_timeout_ms);
-    resp = envelope_err(req, action_names[action], PA_ERR_BUSY, msg,
-                        now_sim_time(g));
+    resp = envelope_err(req, a->name, PA_ERR_BUSY, msg, now_sim_time(g));
   } else if (r->status != PA_OK) {
     char msg[sizeof r->msg + 1];
     memcpy(msg, r->msg, sizeof r->msg);
@@ -1920,91 +2048,26 @@ void pa_json_complete(pa_client *c, const pa_reply *r) {
     pa_status st = r->status > 0 && r->status < PA_STATUS_COUNT
                        ? (pa_status)r->status
                        : PA_ERR_INVALID_MESSAGE;
-    resp = envelope_err(req, action_names[action], st,
+    resp = envelope_err(req, a->name, st,
                         msg[0] ? msg : "rejected by the simulator",
                         r->sim_time);
   } else {
-    json_t *d = NULL;
-    double sim_time = r->sim_time;
     jctx x;
     memset(&x, 0, sizeof x);
     x.c = c;
-    x.action = action;
-    if (action == A_STEP) {
-      g->steps++;
-      pa_robot_info info;
-      uint32_t idx;
-      if (pa_gw_robot(g, NULL, (long)c->pend_robot, &info, &idx) == 0)
-        d = state_json(&x, idx, &info, &sim_time);
-      else
-        jfail(&x, PA_ERR_UNKNOWN_ROBOT, "robot %u is gone",
-              (unsigned)c->pend_robot);
-    } else if (action == A_SET_PROPERTY) {
-      /* The object as the sim published it (before its reply). */
-      x.data = json_object_get(req, "data");
-      pa_robot_info ri;
-      pa_obstacle_info oi;
-      uint32_t idx = 0;
-      const char *key = json_string_value(json_object_get(x.data, "property"));
-      int rc = c->pend_robot == UINT32_MAX
-                   ? pa_gw_obstacle(
-                         g, json_string_value(json_object_get(x.data, "name")),
-                         &oi, &idx)
-                   : pa_gw_robot(g, NULL, (long)c->pend_robot, &ri, &idx);
-      if (rc == 0)
-        d = props_reply(&x, c->pend_robot == UINT32_MAX ? P_OBSTACLE : P_ROBOT,
-                        &ri, &oi, idx, key);
-      else if (!lookup_busy(&x, rc))
-        jfail(&x,
-              c->pend_robot == UINT32_MAX ? PA_ERR_UNKNOWN_OBJECT
-                                          : PA_ERR_UNKNOWN_ROBOT,
-              "the %s is gone",
-              c->pend_robot == UINT32_MAX ? "obstacle" : "robot");
-      if (d)
-        json_object_set_new(d, "tick", json_integer((json_int_t)r->tick));
-    } else {
-      d = json_object();
-      json_object_set_new(d, "tick", json_integer((json_int_t)r->tick));
-      if (action == A_SET_POSE) {
-        json_object_set_new(d, "robot", json_integer(c->pend_robot));
-        json_object_set_new(d, "pose", vec3(r->a[0], r->a[1], r->a[2]));
-        json_object_set_new(d, "sim_time", json_real(r->sim_time));
-      } else if (action == A_SPAWN_ROBOT) {
-        json_object_set_new(d, "robot", json_integer(r->u));
-      } else if (action == A_REMOVE_ROBOT) {
-        json_object_set_new(d, "robot", json_integer(c->pend_robot));
-        nav_clear_robot(g, c->pend_robot);
-      } else if (action == A_SAVE_SNAPSHOT || action == A_LOAD_SNAPSHOT) {
-        json_t *nm = json_object_get(json_object_get(req, "data"), "name");
-        json_object_set(d, "name", nm);
-        json_object_set_new(d, "robots", json_integer(r->u));
-        json_object_set_new(d, "obstacles", json_integer((json_int_t)r->a[2]));
-        json_object_set_new(d, "saved_tick", json_integer((json_int_t)r->a[0]));
-        json_object_set_new(d, "saved_sim_time", json_real(r->a[1]));
-      } else if (action == A_EXPORT_DATASET) {
-        json_t *nm = json_object_get(json_object_get(req, "data"), "name");
-        json_object_set(d, "name", nm);
-        json_object_set_new(d, "first_tick", json_integer((json_int_t)r->a[0]));
-        json_object_set_new(d, "last_tick", json_integer((json_int_t)r->a[1]));
-      } else if (action == A_SET_MAP || action == A_GENERATE_MAP ||
-                 action == A_SET_SCENARIO) {
-        json_object_set_new(d, "width", json_integer((json_int_t)r->a[0]));
-        json_object_set_new(d, "height", json_integer((json_int_t)r->a[1]));
-        json_object_set_new(d, "resolution", json_real(r->a[2]));
-        json_t *o = json_array();
-        json_array_append_new(o, json_real(r->a[3]));
-        json_array_append_new(o, json_real(r->a[4]));
-        json_object_set_new(d, "origin", o);
-        json_object_set_new(d, "robots_moved", json_integer(r->u));
-        if (action == A_SET_SCENARIO) {
-          json_object_set_new(d, "robots", json_integer((json_int_t)r->a[5]));
-          json_object_set_new(d, "obstacles",
-                              json_integer((json_int_t)r->a[6]));
-        }
-      }
-    }
-    resp = d ? envelope_ok(req, action, d, sim_time)
-             : envelope_err(req, action_names[action], x.st, x.msg, sim_time);
+    x.req = req;
+    x.act = a;
+    x.sim_time = r->sim_time;
+    json_t *empty = NULL;
+    x.data = json_object_get(req, "data");
+    if (!json_is_object(x.data))
+      x.data = empty = json_object();
+    json_t *d = a->done ? a->done(&x, r) : tick_json(r);
+    json_decref(empty);
+    if (!d && x.st == PA_OK)
+      jfail(&x, PA_ERR_INVALID_MESSAGE, "request failed");
+    resp = d ? envelope_ok(req, a, d, x.sim_time)
+             : envelope_err(req, a->name, x.st, x.msg, x.sim_time);
   }
   json_decref(req);
   if (c->jbatch) {
