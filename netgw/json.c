@@ -1655,6 +1655,16 @@ static json_t *act_ping(jctx *x) {
   return d;
 }
 
+static json_t *act_get_version(jctx *x) {
+  (void)x;
+  json_t *d = json_object();
+  json_object_set_new(d, "version", json_string(PA_VERSION));
+  json_object_set_new(d, "protocol_version", json_integer(2));
+  json_object_set_new(d, "shm_layout_version",
+                      json_integer(PA_SHM_LAYOUT_VERSION));
+  return d;
+}
+
 /* A sim_control op without arguments. */
 static json_t *sim_op(jctx *x, uint32_t op) {
   pa_cmd cmd;
@@ -1837,6 +1847,7 @@ static const jaction actions[] = {
      JF_SIM},
     {"auth", CMD, act_auth, NULL, NULL, JF_NO_AUTH},
     {"ping", CMD, act_ping, NULL, NULL, 0},
+    {"get_version", CMD, act_get_version, NULL, NULL, 0},
     {"pause", CTL, act_pause, NULL, NULL, JF_SIM},
     {"resume", CTL, act_resume, NULL, NULL, JF_SIM},
     {"reset", CTL, act_reset, NULL, NULL, JF_SIM},

@@ -19,6 +19,8 @@
 
 #include "netgw.h"
 #include "netgw_harness.h"
+
+#include <jansson.h>
 #include "testutil.h"
 
 /* ---- text parser -----------------------------------------------------------*/
@@ -436,6 +438,51 @@ static void busy_and_late_reply(void **state) {
   fixture_down(&f);
 }
 
+/* ---- JSON actions against the in-process gateway -----------------------------*/
+
+/* Sends one JSON line and parses the one reply line (5 s). */
+static json_t *jask(int fd, const char *line) {
+  static char buf[1 << 20];
+  char *l = malloc(strlen(line) + 2);
+  sprintf(l, "%s\n", line);
+  assert_int_equal(pa_test_send_str(fd, l), 0);
+  free(l);
+  int n = pa_test_read_line(fd, buf, sizeof buf, 5000);
+  if (n <= 0)
+    fail_msg("no reply to %s", line);
+  json_error_t je;
+  json_t *j = json_loads(buf, 0, &je);
+  if (!j)
+    fail_msg("reply to %s is not JSON: %s", line, buf);
+  return j;
+}
+
+static void json_get_version(void **state) {
+  (void)state;
+  fixture f;
+  fixture_up(&f, PA_CAM_CHUNK_DEFAULT);
+  int fd = pa_test_tcp_connect((uint16_t)pa_netgw_port(f.g));
+  json_t *r = jask(fd, "{\"type\":\"command\",\"action\":\"get_version\","
+                       "\"request_id\":7}");
+  assert_string_equal(json_string_value(json_object_get(r, "type")),
+                      "response");
+  assert_int_equal(json_integer_value(json_object_get(r, "request_id")), 7);
+  json_t *d = json_object_get(r, "data");
+  unsigned ma, mi, pt;
+  char tail;
+  assert_int_equal(sscanf(json_string_value(json_object_get(d, "version")),
+                          "%u.%u.%u%c", &ma, &mi, &pt, &tail),
+                   3);
+  assert_int_equal(json_integer_value(json_object_get(d, "protocol_version")),
+                   2);
+  assert_int_equal(
+      json_integer_value(json_object_get(d, "shm_layout_version")),
+      PA_SHM_LAYOUT_VERSION);
+  json_decref(r);
+  close(fd);
+  fixture_down(&f);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(text_parse_errors),
@@ -443,6 +490,7 @@ int main(void) {
       cmocka_unit_test(frames_layout),
       cmocka_unit_test(camera_chunks),
       cmocka_unit_test(busy_and_late_reply),
+      cmocka_unit_test(json_get_version),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
