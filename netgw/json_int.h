@@ -135,6 +135,8 @@ json_t *pa_json_done_remove_robot(jctx *x, const pa_reply *r);
 json_t *pa_json_shape(const pa_obstacle_info *o);
 /* An obstacle's radius (circle) or size (box), into j. */
 void pa_json_extent(json_t *j, const pa_obstacle_info *o);
+/* v within the range of pa_props.h row `row`; else the error set (false). */
+bool pa_json_prop_in(jctx *x, int row, const char *what, double v);
 json_t *pa_json_act_get_property(jctx *x);
 json_t *pa_json_act_set_property(jctx *x);
 json_t *pa_json_done_set_property(jctx *x, const pa_reply *r);

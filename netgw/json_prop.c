@@ -2,6 +2,7 @@
  * obstacles. */
 #define _GNU_SOURCE
 #include "json_int.h"
+#include "pa_props.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -26,35 +27,21 @@ void pa_json_extent(json_t *j, const pa_obstacle_info *o) {
 
 /* ---- properties ----------------------------------------------------------- */
 
-typedef struct prop_def {
-  const char *name;
-  uint32_t id;    /* enum pa_prop */
-  unsigned kinds; /* P_ROBOT | P_OBSTACLE */
-  unsigned n;     /* numbers in the value (colour: 3 or 4) */
-} prop_def;
+/* Schema row -> the set_property op's property id (PA_PROP_NONE: read-only). */
+#define WIRE_ID(row, name, id, ...) [PA_PR_##row] = PA_PROP_##id,
+static const uint32_t wire_id[PA_PR_COUNT] = {PA_PROPS(WIRE_ID)};
+#undef WIRE_ID
 
-static const prop_def props[] = {
-    {"max_v", PA_PROP_MAX_V, P_ROBOT, 1},
-    {"max_vy", PA_PROP_MAX_VY, P_ROBOT, 1},
-    {"max_w", PA_PROP_MAX_W, P_ROBOT, 1},
-    {"acc_v", PA_PROP_ACC_V, P_ROBOT, 1},
-    {"dec_v", PA_PROP_DEC_V, P_ROBOT, 1},
-    {"acc_w", PA_PROP_ACC_W, P_ROBOT, 1},
-    {"dec_w", PA_PROP_DEC_W, P_ROBOT, 1},
-    {"head_limit", PA_PROP_HEAD_LIMIT, P_ROBOT, 1},
-    {"max_head_rate", PA_PROP_MAX_HEAD_RATE, P_ROBOT, 1},
-    {"laser_beams", PA_PROP_LASER_BEAMS, P_ROBOT, 1},
-    {"laser_range_min", PA_PROP_LASER_RANGE_MIN, P_ROBOT, 1},
-    {"laser_range_max", PA_PROP_LASER_RANGE_MAX, P_ROBOT, 1},
-    {"laser_noise", PA_PROP_LASER_NOISE, P_ROBOT, 1},
-    {"radius", PA_PROP_RADIUS, P_ROBOT | P_OBSTACLE, 1},
-    {"height", PA_PROP_HEIGHT, P_ROBOT | P_OBSTACLE, 1},
-    {"head_height", PA_PROP_HEAD_HEIGHT, P_ROBOT, 1},
-    {"colour", PA_PROP_COLOUR, P_ROBOT | P_OBSTACLE, 4},
-    {"color", PA_PROP_COLOUR, P_ROBOT | P_OBSTACLE, 4},
-    {"size", PA_PROP_SIZE, P_OBSTACLE, 2},
-    {"wheel_base", PA_PROP_WHEEL_BASE, P_ROBOT, 1},
-};
+/* v in the schema's range of row, else the error set (false). */
+bool pa_json_prop_in(jctx *x, int row, const char *what, double v) {
+  if (pa_prop_ok((pa_prop_row)row, v))
+    return true;
+  char rg[64];
+  pa_json_fail(x, PA_ERR_INVALID_ACTION_SHAPE, "%s %g is out of range %s%s",
+               what, v, pa_prop_range((pa_prop_row)row, rg, sizeof rg),
+               pa_prop((pa_prop_row)row)->type == PA_PT_INT ? " (whole)" : "");
+  return false;
+}
 
 static json_t *colour_json(const uint8_t c[4]) {
   json_t *v = json_array();
@@ -176,48 +163,56 @@ json_t *pa_json_act_set_property(jctx *x) {
           "for several)");
   if (r <= 0)
     return NULL;
-  const prop_def *p = NULL;
-  for (size_t i = 0; i < sizeof props / sizeof props[0] && !p; i++)
-    if (!strcmp(props[i].name, key))
-      p = &props[i];
-  if (!p) {
-    json_t *all = kind == P_ROBOT ? robot_props(&ri) : obstacle_props(&oi);
-    bool known = json_object_get(all, key) != NULL;
-    json_decref(all);
+  unsigned pk = kind == P_ROBOT ? PA_PK_ROBOT : PA_PK_OBSTACLE;
+  int row = pa_prop_find(key, pk);
+  if (row < 0 && pa_prop_find(key, PA_PK_ROBOT | PA_PK_OBSTACLE) >= 0)
     return pa_json_fail(x, PA_ERR_INVALID_MESSAGE,
-                 known ? "property '%s' is read-only"
-                       : "unknown property '%s' (see get_property)",
-                 key);
-  }
-  if (!(p->kinds & kind))
-    return pa_json_fail(x, PA_ERR_INVALID_MESSAGE, "property '%s' is not one of %s",
-                 key, kind == P_ROBOT ? "a robot's" : "an obstacle's");
+                        "property '%s' is not one of %s", key,
+                        kind == P_ROBOT ? "a robot's" : "an obstacle's");
+  if (row < 0)
+    return pa_json_fail(x, PA_ERR_INVALID_MESSAGE,
+                        "unknown property '%s' (see get_property)", key);
+  const pa_prop_def *p = pa_prop((pa_prop_row)row);
+  if ((p->kinds & PA_PK_RO) || wire_id[row] == PA_PROP_NONE)
+    return pa_json_fail(x, PA_ERR_INVALID_MESSAGE, "property '%s' is read-only",
+                        key);
   pa_cmd cmd;
   memset(&cmd, 0, sizeof cmd);
   cmd.op = PA_OP_SET_PROPERTY;
-  cmd.u = p->id;
+  cmd.u = wire_id[row];
   size_t n = 0;
   json_t *v = json_object_get(x->data, "value");
-  if (p->n == 1) {
+  if (p->type == PA_PT_NUM || p->type == PA_PT_INT) {
     if (!v || !json_is_number(v) || !isfinite(json_number_value(v)))
       return pa_json_fail(x, PA_ERR_INVALID_ACTION_SHAPE,
-                   "data.value must be a finite number for '%s'", key);
+                          "data.value must be a finite number for '%s'", key);
     cmd.a[0] = json_number_value(v);
-  } else if (p->id == PA_PROP_COLOUR) {
+    n = 1;
+  } else if (p->type == PA_PT_COLOUR) {
     r = pa_json_vec(x, "value", 3, 4, cmd.a, &n);
     if (r == 0)
       return pa_json_fail(x, PA_ERR_INVALID_ACTION_SHAPE,
-                   "data.value must be [r, g, b] or [r, g, b, a] (0..255)");
+                          "data.value must be [r, g, b] or [r, g, b, a] "
+                          "(0..255)");
     if (r < 0)
       return NULL;
     if (n == 3)
-      cmd.a[3] = 255;
+      cmd.a[n++] = 255;
   } else {
-    r = pa_json_vec(x, "value", p->n, 0, cmd.a, &n);
+    r = pa_json_vec(x, "value", 2, 0, cmd.a, &n);
     if (r == 0)
       return pa_json_fail(x, PA_ERR_INVALID_ACTION_SHAPE,
-                   "data.value must be an array of %u numbers", p->n);
+                          "data.value must be an array of 2 numbers");
     if (r < 0)
+      return NULL;
+  }
+  for (size_t i = 0; i < n; i++) {
+    char what[48];
+    if (n > 1)
+      snprintf(what, sizeof what, "%s[%zu]", p->name, i);
+    else
+      snprintf(what, sizeof what, "%s", p->name);
+    if (!pa_json_prop_in(x, row, what, cmd.a[i]))
       return NULL;
   }
   if (kind == P_OBSTACLE) {

@@ -2,6 +2,7 @@
  * spawning and removing. */
 #define _GNU_SOURCE
 #include "json_int.h"
+#include "pa_props.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -313,10 +314,11 @@ json_t *pa_json_act_spawn_robot(jctx *x) {
   if (pa_json_need_str(x, "name", 32, &name) < 0 || pa_json_need_pose3(x, p) < 0 ||
       pa_json_num(x, "radius", &radius) < 0 || pa_json_str(x, "drive", 8, &drive) < 0)
     return NULL;
-  if (radius < 0 || radius > 5)
+  char rg[64];
+  if (radius != 0 && !pa_prop_ok(PA_PR_RADIUS, radius))
     return pa_json_fail(x, PA_ERR_INVALID_MESSAGE,
-                 "data.radius %g is out of range [0, 5] (0 = default)",
-                 radius);
+                        "data.radius %g is out of range %s (0 = default)",
+                        radius, pa_prop_range(PA_PR_RADIUS, rg, sizeof rg));
   pa_cmd cmd;
   memset(&cmd, 0, sizeof cmd);
   cmd.op = PA_OP_SPAWN_ROBOT;

@@ -3,6 +3,7 @@
 #define _GNU_SOURCE
 #include "json_int.h"
 #include "pa_map.h"
+#include "pa_props.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -62,20 +63,24 @@ json_t *pa_json_act_spawn_obstacle(jctx *x) {
       pa_json_vec(x, "size", 2, 0, size, &n) < 0 ||
       pa_json_num(x, "radius", &radius) < 0 || pa_json_num(x, "height", &height) < 0)
     return NULL;
+  char rg[64];
   pa_cmd cmd;
   memset(&cmd, 0, sizeof cmd);
   cmd.op = PA_OP_SPAWN_OBSTACLE;
   if (!shape || !strcmp(shape, "box")) {
-    if (!(size[0] > 0 && size[1] > 0 && size[0] <= 1000 && size[1] <= 1000))
+    if (!pa_prop_ok(PA_PR_OB_SIZE, size[0]) ||
+        !pa_prop_ok(PA_PR_OB_SIZE, size[1]))
       return pa_json_fail(x, PA_ERR_INVALID_ACTION_SHAPE,
-                   "a box needs data.size [size_x, size_y], each in (0, 1000]");
+                          "a box needs data.size [size_x, size_y], each in %s",
+                          pa_prop_range(PA_PR_OB_SIZE, rg, sizeof rg));
     cmd.u = PA_SHAPE_BOX;
     cmd.a[3] = size[0];
     cmd.a[4] = size[1];
   } else if (!strcmp(shape, "circle")) {
-    if (!(radius > 0 && radius <= 500))
+    if (!pa_prop_ok(PA_PR_OB_RADIUS, radius))
       return pa_json_fail(x, PA_ERR_INVALID_ACTION_SHAPE,
-                   "a circle needs data.radius in (0, 500]");
+                          "a circle needs data.radius in %s",
+                          pa_prop_range(PA_PR_OB_RADIUS, rg, sizeof rg));
     cmd.u = PA_SHAPE_CIRCLE;
     cmd.a[3] = radius;
     cmd.a[4] = radius;
@@ -83,10 +88,10 @@ json_t *pa_json_act_spawn_obstacle(jctx *x) {
     return pa_json_fail(x, PA_ERR_INVALID_MESSAGE,
                  "data.shape '%s' is not box or circle", shape);
   }
-  if (height < 0 || height > 100)
+  if (height != 0 && !pa_prop_ok(PA_PR_OB_HEIGHT, height))
     return pa_json_fail(x, PA_ERR_INVALID_MESSAGE,
-                 "data.height %g is out of range [0, 100] (0 = default)",
-                 height);
+                        "data.height %g is out of range %s (0 = default)",
+                        height, pa_prop_range(PA_PR_OB_HEIGHT, rg, sizeof rg));
   snprintf(cmd.name, sizeof cmd.name, "%s", name);
   cmd.a[0] = p[0];
   cmd.a[1] = p[1];

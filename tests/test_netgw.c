@@ -20,6 +20,8 @@
 #include "netgw.h"
 #include "netgw_harness.h"
 
+#include "pa_props.h"
+
 #include <jansson.h>
 #include "testutil.h"
 
@@ -483,6 +485,56 @@ static void json_get_version(void **state) {
   fixture_down(&f);
 }
 
+/* ---- the property schema in the docs ------------------------------------------*/
+
+/* The table docs/protocol-notes.md shows between its props markers. */
+static char *props_table(void) {
+  static const char *const types[] = {"number", "integer", "colour [r, g, b(, a)]",
+                                      "[x, y]", "name"};
+  size_t cap = 8192, len = 0;
+  char *t = malloc(cap);
+  len += (size_t)snprintf(t + len, cap - len,
+                          "| property | of | value | range | set |\n"
+                          "|---|---|---|---|---|\n");
+  for (int i = 0; i < PA_PR_COUNT; i++) {
+    const pa_prop_def *p = pa_prop((pa_prop_row)i);
+    char rg[64] = "—";
+    if (p->type != PA_PT_WORD)
+      pa_prop_range((pa_prop_row)i, rg, sizeof rg);
+    len += (size_t)snprintf(
+        t + len, cap - len, "| `%s` | %s | %s | %s | %s |\n", p->name,
+        (p->kinds & PA_PK_ROBOT) && (p->kinds & PA_PK_OBSTACLE) ? "both"
+        : (p->kinds & PA_PK_ROBOT)                             ? "robot"
+                                                               : "obstacle",
+        types[p->type], rg, (p->kinds & PA_PK_RO) ? "read-only" : "yes");
+    assert_true(len < cap);
+  }
+  return t;
+}
+
+static void props_doc_matches_schema(void **state) {
+  (void)state;
+  char path[1024];
+  pa_test_src(path, sizeof path, "docs/protocol-notes.md");
+  static char doc[1 << 17];
+  long n = pa_test_read_file(path, doc, sizeof doc - 1);
+  assert_true(n > 0);
+  doc[n] = '\0';
+  const char *b = strstr(doc, "<!-- props:begin (generated: test_netgw) -->\n");
+  const char *e = strstr(doc, "<!-- props:end -->");
+  assert_non_null(b);
+  assert_non_null(e);
+  b = strchr(b, '\n') + 1;
+  char *want = props_table();
+  if ((size_t)(e - b) != strlen(want) || memcmp(b, want, strlen(want)) != 0)
+  {
+    fprintf(stderr, "%s", want);
+    fail_msg("docs/protocol-notes.md's property table differs from "
+             "maps/pa_props.h; it should read as printed above");
+  }
+  free(want);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(text_parse_errors),
@@ -491,6 +543,7 @@ int main(void) {
       cmocka_unit_test(camera_chunks),
       cmocka_unit_test(busy_and_late_reply),
       cmocka_unit_test(json_get_version),
+      cmocka_unit_test(props_doc_matches_schema),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
