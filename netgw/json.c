@@ -6,6 +6,7 @@
 #define _GNU_SOURCE
 #include "json_int.h"
 
+#include <event2/buffer.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -322,6 +323,24 @@ static json_t *exec_one(pa_client *c, json_t *req) {
   }
   if ((x.act->flags & JF_ROBOT) && pa_json_robot(&x, &x.info, &x.idx) < 0)
     goto err;
+  /* Bound the reply before building it: a batch of big replies must not
+   * take the memory and the loop (and then the client, past --max_output). */
+  size_t cost = x.act->cost ? x.act->cost(&x) : PA_JSON_SMALL_REPLY;
+  if (cost > c->jbudget) {
+    if (c->jbatch)
+      pa_json_fail(&x, PA_ERR_TOO_LONG,
+                   "request %zu of the batch: its reply would take about %zu "
+                   "bytes, and the batch has %zu left of --max_output %zu: "
+                   "send fewer requests per batch",
+                   c->jbatch_i, cost, c->jbudget, g->def.max_output);
+    else
+      pa_json_fail(&x, PA_ERR_TOO_LONG,
+                   "the reply would take about %zu bytes, more than the %zu "
+                   "left of --max_output %zu: ask for less",
+                   cost, c->jbudget, g->def.max_output);
+    goto err;
+  }
+  c->jbudget -= cost;
   d = x.act->run(&x);
   if (d == JPENDING) {
     json_decref(empty);
@@ -378,6 +397,16 @@ static void run_batch(pa_client *c) {
   finish_batch(c);
 }
 
+/* Reply room for the n requests of a line of len bytes: what the client may
+ * still have pending (--max_output) less what it has not read yet, less
+ * what their envelopes and errors take (each echoes its request_id). */
+static size_t reply_room(pa_client *c, size_t len, size_t n) {
+  size_t out = c->bev ? evbuffer_get_length(bufferevent_get_output(c->bev))
+                      : 0;
+  size_t need = out + len + (n + 1) * 1024;
+  return need < c->g->def.max_output ? c->g->def.max_output - need : 0;
+}
+
 void pa_json_line(pa_client *c, const char *line, size_t len) {
   json_error_t je;
   json_t *req = json_loadb(line, len, JSON_REJECT_DUPLICATES, &je);
@@ -413,9 +442,11 @@ void pa_json_line(pa_client *c, const char *line, size_t len) {
     c->jbatch = req;
     c->jresponses = json_array();
     c->jbatch_i = 0;
+    c->jbudget = reply_room(c, len, json_array_size(reqs));
     run_batch(c);
     return;
   }
+  c->jbudget = reply_room(c, len, 1);
   json_t *r = exec_one(c, req);
   if (r != JPENDING)
     send_json(c, r);

@@ -49,6 +49,9 @@ typedef struct jctx {
 } jctx;
 
 
+/* [bytes] what a reply without a size bound (a NULL `cost`) may take. */
+#define PA_JSON_SMALL_REPLY 4096u
+
 /* Returned by a handler that left the client waiting for pa-sim. */
 extern char pa_json_pending;
 #define JPENDING ((json_t *)(void *)&pa_json_pending)
@@ -110,6 +113,9 @@ json_t *pa_json_push_nowait(jctx *x, pa_cmd *cmd, uint32_t robot);
 /* ---- json_robot.c ---------------------------------------------------------*/
 
 json_t *pa_json_drive_name(const pa_robot_info *i);
+/* Reply size bounds (the table's cost column). */
+size_t pa_json_cost_list_robots(jctx *x);
+size_t pa_json_cost_state(jctx *x);
 json_t *pa_json_act_get_pose(jctx *x);
 json_t *pa_json_act_set_pose(jctx *x);
 json_t *pa_json_act_subscribe(jctx *x);
@@ -145,6 +151,8 @@ json_t *pa_json_done_set_property(jctx *x, const pa_reply *r);
 
 /* Removes robot idx's drawings (a removed robot's must not pass on). */
 void pa_json_nav_clear_robot(pa_netgw *g, uint32_t idx);
+size_t pa_json_cost_list_obstacles(jctx *x);
+size_t pa_json_cost_get_terrain_grid(jctx *x);
 json_t *pa_json_act_list_obstacles(jctx *x);
 json_t *pa_json_act_spawn_obstacle(jctx *x);
 json_t *pa_json_act_set_map(jctx *x);

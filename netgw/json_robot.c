@@ -279,6 +279,15 @@ static json_t *subscribe(jctx *x, bool sub) {
 json_t *pa_json_act_subscribe(jctx *x) { return subscribe(x, true); }
 json_t *pa_json_act_unsubscribe(jctx *x) { return subscribe(x, false); }
 
+size_t pa_json_cost_list_robots(jctx *x) {
+  return (size_t)x->c->g->ctl->def.max_robots * 320 + PA_JSON_SMALL_REPLY;
+}
+
+/* A state with its scan: at most 20 bytes per range ("-1000000000.000001,"). */
+size_t pa_json_cost_state(jctx *x) {
+  return (size_t)x->info.laser_beams * 20 + PA_JSON_SMALL_REPLY;
+}
+
 json_t *pa_json_act_list_robots(jctx *x) {
   pa_netgw *g = x->c->g;
   json_t *list = json_array();

@@ -111,12 +111,13 @@ static json_t *pa_json_act_set_time_scale(jctx *x) {
 #define ROW(name, types, done, cost, flags)                                   \
   {#name, types, pa_json_act_##name, done, cost, flags}
 #define DONE(name) pa_json_done_##name
+#define COST(name) pa_json_cost_##name
 
 static const jaction actions[] = {
     /* name, envelope types, completion, reply size bound, flags */
-    ROW(get_state, CMD, NULL, NULL, JF_ROBOT | JF_STATE),
-    ROW(get_sensors, CMD, NULL, NULL, JF_ROBOT | JF_STATE),
-    ROW(step, CMD, DONE(step), NULL, JF_ROBOT | JF_SIM | JF_STATE),
+    ROW(get_state, CMD, NULL, COST(state), JF_ROBOT | JF_STATE),
+    ROW(get_sensors, CMD, NULL, COST(state), JF_ROBOT | JF_STATE),
+    ROW(step, CMD, DONE(step), COST(state), JF_ROBOT | JF_SIM | JF_STATE),
     ROW(set_velocity, CMD, NULL, NULL, JF_ROBOT),
     ROW(set_velocity_local, CMD, NULL, NULL, JF_ROBOT),
     ROW(set_velocity_global, CMD, NULL, NULL, JF_ROBOT),
@@ -126,14 +127,14 @@ static const jaction actions[] = {
     ROW(set_pose, CMD, DONE(set_pose), NULL, JF_SIM),
     ROW(subscribe, CMD, NULL, NULL, 0),
     ROW(unsubscribe, CMD, NULL, NULL, 0),
-    ROW(list_robots, CMD, NULL, NULL, 0),
+    ROW(list_robots, CMD, NULL, COST(list_robots), 0),
     ROW(spawn_robot, CMD, DONE(spawn_robot), NULL, JF_SIM),
     ROW(remove_robot, CMD, DONE(remove_robot), NULL, JF_ROBOT | JF_SIM),
     ROW(spawn_obstacle, CMD, NULL, NULL, JF_SIM),
     ROW(remove_obstacle, CMD, NULL, NULL, JF_SIM),
-    ROW(list_obstacles, CMD, NULL, NULL, 0),
+    ROW(list_obstacles, CMD, NULL, COST(list_obstacles), 0),
     ROW(get_map_info, CMD, NULL, NULL, 0),
-    ROW(get_terrain_grid, CMD, NULL, NULL, 0),
+    ROW(get_terrain_grid, CMD, NULL, COST(get_terrain_grid), 0),
     ROW(get_property, CMD, NULL, NULL, 0),
     ROW(set_property, CMD, DONE(set_property), NULL, JF_SIM),
     ROW(save_snapshot, CMD, DONE(snapshot), NULL, JF_SIM),
@@ -160,6 +161,7 @@ static const jaction actions[] = {
 #undef CTL
 #undef ROW
 #undef DONE
+#undef COST
 
 #define N_ACTIONS (sizeof actions / sizeof actions[0])
 

@@ -10,6 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+size_t pa_json_cost_list_obstacles(jctx *x) {
+  return (size_t)x->c->g->ctl->def.max_obstacles * 256 + PA_JSON_SMALL_REPLY;
+}
+
 json_t *pa_json_act_list_obstacles(jctx *x) {
   pa_netgw *g = x->c->g;
   uint32_t max = g->ctl->def.max_obstacles, n = 0;
@@ -375,6 +379,22 @@ json_t *pa_json_act_get_map_info(jctx *x) {
 
 /* Occupancy for planners: cells within `inflation` metres of a blocked cell
  * are blocked too (exact distance transform), optionally downsampled. */
+/* The rows' bytes: one character per coarse cell plus quotes and comma per
+ * row (a bad request costs nothing: the handler refuses it). */
+size_t pa_json_cost_get_terrain_grid(jctx *x) {
+  const pa_map_block *m;
+  const int8_t *cells;
+  json_t *v = json_object_get(x->data, "stride");
+  json_int_t stride = json_is_integer(v) ? json_integer_value(v) : 1;
+  if (pa_gw_map(x->c->g, &m, &cells) != 0 || stride < 1 || stride > 64)
+    return PA_JSON_SMALL_REPLY;
+  uint64_t ow = (m->width + (uint64_t)stride - 1) / (uint64_t)stride;
+  uint64_t oh = (m->height + (uint64_t)stride - 1) / (uint64_t)stride;
+  if (ow * oh > TERRAIN_MAX_CELLS)
+    return PA_JSON_SMALL_REPLY;
+  return (size_t)((ow + 3) * oh) + PA_JSON_SMALL_REPLY;
+}
+
 json_t *pa_json_act_get_terrain_grid(jctx *x) {
   const pa_map_block *m;
   const int8_t *cells;

@@ -485,6 +485,135 @@ static void json_get_version(void **state) {
   fixture_down(&f);
 }
 
+/* A bystander that pings the gateway in a loop and keeps its worst wait. */
+typedef struct pinger {
+  uint16_t port;
+  pthread_t th;
+  int stop;          /* atomic */
+  int pongs;         /* atomic */
+  int stop_at;       /* pongs_at_least waits for this many */
+  int64_t worst_ms;  /* read after the join */
+  bool failed;
+} pinger;
+
+static void *ping_loop(void *arg) {
+  pinger *p = arg;
+  int fd = pa_test_tcp_connect(p->port);
+  char buf[64];
+  while (fd >= 0 && !__atomic_load_n(&p->stop, __ATOMIC_ACQUIRE)) {
+    int64_t t0 = pa_test_now_ms();
+    if (pa_test_send_str(fd, "ping\n") != 0 ||
+        pa_test_read_line(fd, buf, sizeof buf, 5000) <= 0 ||
+        strcmp(buf, "pong") != 0) {
+      p->failed = true;
+      break;
+    }
+    int64_t dt = pa_test_now_ms() - t0;
+    if (dt > p->worst_ms)
+      p->worst_ms = dt;
+    __atomic_add_fetch(&p->pongs, 1, __ATOMIC_RELEASE);
+  }
+  if (fd < 0)
+    p->failed = true;
+  else
+    close(fd);
+  return NULL;
+}
+
+static bool pongs_at_least(void *arg) {
+  pinger *p = arg;
+  return __atomic_load_n(&p->pongs, __ATOMIC_ACQUIRE) >= p->stop_at;
+}
+
+/* Issue 22 defect 6: after a 400 x 400 m map at 0.2 m, a batch of 64
+ * get_terrain_grid {stride: 2} (~1 MB each) would build ~64 MB, block the
+ * loop and overflow --max_output (a silent disconnect). The replies are
+ * bounded before they are built: the ones that fit are answered, the rest
+ * get too_long by name, and a bystander's pings stay fast. */
+static void batch_reply_bounded(void **state) {
+  (void)state;
+  fixture f;
+  fixture_up(&f, PA_CAM_CHUNK_DEFAULT);
+  /* play pa-sim after generate_map {width: 400, height: 400, resolution: 0.2} */
+  enum { W = 2000, H = 2000 };
+  int8_t *cells = calloc((size_t)W * H, 1);
+  for (uint32_t y = 0; y < H; y++)
+    for (uint32_t x = 0; x < W; x++)
+      if (x == 0 || y == 0 || x == W - 1 || y == H - 1 || (x % 97 == 0 && y % 5))
+        cells[(size_t)y * W + x] = 100;
+  char err[256];
+  assert_int_equal(pa_stack_map_publish(&f.st, W, H, 0.2, -200, -200, 0, cells,
+                                        65, err, sizeof err),
+                   0);
+  free(cells);
+  pinger p = {.port = (uint16_t)pa_netgw_port(f.g), .stop_at = 3};
+  assert_int_equal(pthread_create(&p.th, NULL, ping_loop, &p), 0);
+  assert_true(pa_test_wait_for(pongs_at_least, &p, 5000));
+  int fd = pa_test_tcp_connect((uint16_t)pa_netgw_port(f.g));
+  size_t cap = 64 * 128 + 64;
+  char *batch = malloc(cap);
+  size_t n = (size_t)snprintf(batch, cap, "{\"type\":\"batch\",\"requests\":[");
+  for (int i = 0; i < 64; i++)
+    n += (size_t)snprintf(batch + n, cap - n,
+                          "%s{\"type\":\"command\",\"action\":"
+                          "\"get_terrain_grid\",\"data\":{\"stride\":2}}",
+                          i ? "," : "");
+  snprintf(batch + n, cap - n, "]}\n");
+  int64_t t0 = pa_test_now_ms();
+  assert_int_equal(pa_test_send_str(fd, batch), 0);
+  free(batch);
+  size_t bufsz = 8u << 20;
+  char *line = malloc(bufsz);
+  int len = pa_test_read_line(fd, line, bufsz, 20000);
+  int64_t took = pa_test_now_ms() - t0;
+  assert_true(len > 0); /* an answer, not a disconnect */
+  assert_true((size_t)len < pa_netgw_def_default().max_output);
+  json_t *r = json_loads(line, 0, NULL);
+  free(line);
+  assert_non_null(r);
+  assert_string_equal(json_string_value(json_object_get(r, "type")), "response");
+  json_t *rs = json_object_get(json_object_get(r, "data"), "responses");
+  assert_int_equal(json_array_size(rs), 64);
+  size_t ok = 0, too_long = 0;
+  for (size_t i = 0; i < 64; i++) {
+    json_t *e = json_array_get(rs, i);
+    const char *type = json_string_value(json_object_get(e, "type"));
+    if (!strcmp(type, "response")) {
+      assert_int_equal(too_long, 0); /* the ones that fit come first */
+      json_t *d = json_object_get(e, "data");
+      assert_int_equal(json_integer_value(json_object_get(d, "width")), 1000);
+      assert_int_equal(json_array_size(json_object_get(d, "rows")), 1000);
+      ok++;
+    } else {
+      json_t *er = json_object_get(e, "error");
+      assert_string_equal(json_string_value(json_object_get(er, "code")),
+                          "too_long");
+      assert_non_null(strstr(json_string_value(json_object_get(er, "message")),
+                             "--max_output"));
+      too_long++;
+    }
+  }
+  assert_true(ok >= 1 && ok <= 4);
+  assert_int_equal(ok + too_long, 64);
+  json_decref(r);
+  /* the connection stays usable */
+  r = jask(fd, "{\"type\":\"command\",\"action\":\"ping\"}");
+  assert_string_equal(json_string_value(json_object_get(r, "type")), "response");
+  json_decref(r);
+  /* the bystander kept being answered, and quickly */
+  p.stop_at = __atomic_load_n(&p.pongs, __ATOMIC_ACQUIRE) + 2;
+  assert_true(pa_test_wait_for(pongs_at_least, &p, 5000));
+  __atomic_store_n(&p.stop, 1, __ATOMIC_RELEASE);
+  pthread_join(p.th, NULL);
+  assert_false(p.failed);
+  fprintf(stderr, "batch of 64 terrain grids: %zu answered, %zu too_long, "
+          "%lld ms; worst bystander ping %lld ms\n",
+          ok, too_long, (long long)took, (long long)p.worst_ms);
+  assert_true(p.worst_ms < 1000);
+  close(fd);
+  fixture_down(&f);
+}
+
 /* ---- the property schema in the docs ------------------------------------------*/
 
 /* The table docs/protocol-notes.md shows between its props markers. */
@@ -544,6 +673,7 @@ int main(void) {
       cmocka_unit_test(busy_and_late_reply),
       cmocka_unit_test(json_get_version),
       cmocka_unit_test(props_doc_matches_schema),
+      cmocka_unit_test(batch_reply_bounded),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
