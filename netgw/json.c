@@ -252,6 +252,25 @@ void pa_json_error_line(pa_client *c, pa_status st, const char *msg) {
   send_json(c, envelope_err(NULL, NULL, st, msg, pa_json_now(c->g)));
 }
 
+/* The first key of data that the action does not take, or NULL. */
+static const char *unknown_key(const jaction *a, json_t *data) {
+  const char *key;
+  json_t *v;
+  json_object_foreach(data, key, v) {
+    size_t n = strlen(key);
+    const char *k = a->keys;
+    bool found = false;
+    while (*k && !found) {
+      size_t m = strcspn(k, " ");
+      found = m == n && !memcmp(k, key, n);
+      k += m + (k[m] == ' ');
+    }
+    if (!found)
+      return key;
+  }
+  return NULL;
+}
+
 /* Runs one request: the response envelope, or JPENDING. */
 static json_t *exec_one(pa_client *c, json_t *req) {
   pa_netgw *g = c->g;
@@ -319,6 +338,17 @@ static json_t *exec_one(pa_client *c, json_t *req) {
     pa_json_fail(&x, PA_ERR_INVALID_MESSAGE,
           "action '%s' is a command: send it with type \"command\"",
           x.act->name);
+    goto err;
+  }
+  const char *bad_key = unknown_key(x.act, x.data);
+  if (bad_key) {
+    if (x.act->keys[0])
+      pa_json_fail(&x, PA_ERR_INVALID_MESSAGE,
+                   "data.%.64s is not a key of %s (it takes: %s)", bad_key,
+                   x.act->name, x.act->keys);
+    else
+      pa_json_fail(&x, PA_ERR_INVALID_MESSAGE,
+                   "data.%.64s: %s takes no data", bad_key, x.act->name);
     goto err;
   }
   if ((x.act->flags & JF_ROBOT) && pa_json_robot(&x, &x.info, &x.idx) < 0)

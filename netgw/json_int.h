@@ -34,6 +34,9 @@ typedef struct jaction {
    * (NULL: small, PA_JSON_SMALL_REPLY). */
   size_t (*cost)(struct jctx *x);
   unsigned flags; /* JF_* */
+  /* The data keys it takes, space-separated ("" = none): any other key is
+   * an error by name (a typo, or a 3-D field a planar world lacks). */
+  const char *keys;
 } jaction;
 
 typedef struct jctx {
