@@ -181,6 +181,10 @@ const jaction *pa_json_action_at(int id) {
   return id >= 0 && (size_t)id < N_ACTIONS ? &actions[id] : NULL;
 }
 
+const char *pa_json_action_name(int i) {
+  return i >= 0 && (size_t)i < N_ACTIONS ? actions[i].name : NULL;
+}
+
 const jaction *pa_json_action_find(const char *name) {
   for (size_t i = 0; i < N_ACTIONS; i++)
     if (!strcmp(name, actions[i].name))

@@ -237,5 +237,7 @@ void pa_json_complete(pa_client *c, const pa_reply *r);
 void pa_json_release(pa_client *c);
 /* A JSON error line for a line that never parsed. */
 void pa_json_error_line(pa_client *c, pa_status st, const char *msg);
+/* The name of action table row i, NULL past the last (tests walk it). */
+const char *pa_json_action_name(int i);
 
 #endif
