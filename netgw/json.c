@@ -100,8 +100,8 @@ static size_t fmt_range(char *out, float f) {
 /* ---- envelope ------------------------------------------------------------*/
 
 static void echo_id(json_t *out, const json_t *req) {
-  json_t *id = req && json_is_object(req) ? json_object_get(req, "request_id")
-                                          : NULL;
+  json_t *id =
+      req && json_is_object(req) ? json_object_get(req, "request_id") : NULL;
   if (id && (json_is_string(id) || json_is_integer(id) || json_is_real(id)))
     json_object_set(out, "request_id", id);
 }
@@ -121,8 +121,8 @@ static json_t *envelope_ok(const json_t *req, const jaction *a, json_t *data,
   return o;
 }
 
-static json_t *envelope_err(const json_t *req, const char *action,
-                            pa_status st, const char *msg, double sim_time) {
+static json_t *envelope_err(const json_t *req, const char *action, pa_status st,
+                            const char *msg, double sim_time) {
   json_t *o = json_object();
   json_object_set_new(o, "type", json_string("error"));
   json_object_set_new(o, "protocol_version", json_integer(2));
@@ -185,7 +185,7 @@ static void write_spliced(pa_client *c, const char *s, size_t n) {
      * tag from a bounded copy. */
     char tagbuf[64];
     size_t avail = (size_t)(end - h) < sizeof tagbuf - 1 ? (size_t)(end - h)
-                                                          : sizeof tagbuf - 1;
+                                                         : sizeof tagbuf - 1;
     memcpy(tagbuf, h, avail);
     tagbuf[avail] = '\0';
     char *t_after;
@@ -291,8 +291,9 @@ static json_t *exec_one(pa_client *c, json_t *req) {
   if (act && json_is_string(act))
     aname = json_string_value(act);
   if (!type || !json_is_string(type)) {
-    pa_json_fail(&x, PA_ERR_INVALID_MESSAGE, "missing \"type\" (command, sim_control "
-                                      "or batch)");
+    pa_json_fail(&x, PA_ERR_INVALID_MESSAGE,
+                 "missing \"type\" (command, sim_control "
+                 "or batch)");
     goto err;
   }
   const char *ts = json_string_value(type);
@@ -304,8 +305,9 @@ static json_t *exec_one(pa_client *c, json_t *req) {
                 : !strcmp(ts, "command")   ? JT_COMMAND
                                            : 0;
   if (!jt) {
-    pa_json_fail(&x, PA_ERR_UNKNOWN_TYPE,
-          "type '%.64s' is not supported (command, sim_control or batch)", ts);
+    pa_json_fail(
+        &x, PA_ERR_UNKNOWN_TYPE,
+        "type '%.64s' is not supported (command, sim_control or batch)", ts);
     goto err;
   }
   if (pv && (!json_is_integer(pv) || json_integer_value(pv) != 2)) {
@@ -326,8 +328,8 @@ static json_t *exec_one(pa_client *c, json_t *req) {
   x.act = pa_json_action_find(aname);
   if (g->token[0] && !c->authed && !(x.act && (x.act->flags & JF_NO_AUTH))) {
     pa_json_fail(&x, PA_ERR_NOT_AUTHORIZED,
-          "send {\"type\": \"command\", \"action\": \"auth\", \"data\": "
-          "{\"token\": ...}} first");
+                 "send {\"type\": \"command\", \"action\": \"auth\", \"data\": "
+                 "{\"token\": ...}} first");
     goto err;
   }
   if (!x.act) {
@@ -336,8 +338,8 @@ static json_t *exec_one(pa_client *c, json_t *req) {
   }
   if (!(x.act->types & jt)) {
     pa_json_fail(&x, PA_ERR_INVALID_MESSAGE,
-          "action '%s' is a command: send it with type \"command\"",
-          x.act->name);
+                 "action '%s' is a command: send it with type \"command\"",
+                 x.act->name);
     goto err;
   }
   const char *bad_key = unknown_key(x.act, x.data);
@@ -347,8 +349,8 @@ static json_t *exec_one(pa_client *c, json_t *req) {
                    "data.%.64s is not a key of %s (it takes: %s)", bad_key,
                    x.act->name, x.act->keys);
     else
-      pa_json_fail(&x, PA_ERR_INVALID_MESSAGE,
-                   "data.%.64s: %s takes no data", bad_key, x.act->name);
+      pa_json_fail(&x, PA_ERR_INVALID_MESSAGE, "data.%.64s: %s takes no data",
+                   bad_key, x.act->name);
     goto err;
   }
   if ((x.act->flags & JF_ROBOT) && pa_json_robot(&x, &x.info, &x.idx) < 0)
@@ -380,8 +382,8 @@ static json_t *exec_one(pa_client *c, json_t *req) {
   }
   if (d) {
     json_decref(empty);
-    return envelope_ok(req, x.act, d, x.sim_time < 0 ? pa_json_now(g)
-                                                     : x.sim_time);
+    return envelope_ok(req, x.act, d,
+                       x.sim_time < 0 ? pa_json_now(g) : x.sim_time);
   }
 err:
   json_decref(empty);
@@ -391,7 +393,7 @@ err:
                       pa_json_now(g));
 }
 
-/* ---- batches and completion --------------------------------------------------*/
+/* ---- batches and completion ----------------------------------------------*/
 
 static void finish_batch(pa_client *c) {
   json_t *o = json_object();
@@ -431,8 +433,7 @@ static void run_batch(pa_client *c) {
  * still have pending (--max_output) less what it has not read yet, less
  * what their envelopes and errors take (each echoes its request_id). */
 static size_t reply_room(pa_client *c, size_t len, size_t n) {
-  size_t out = c->bev ? evbuffer_get_length(bufferevent_get_output(c->bev))
-                      : 0;
+  size_t out = c->bev ? evbuffer_get_length(bufferevent_get_output(c->bev)) : 0;
   size_t need = out + len + (n + 1) * 1024;
   return need < c->g->def.max_output ? c->g->def.max_output - need : 0;
 }
@@ -501,9 +502,9 @@ void pa_json_complete(pa_client *c, const pa_reply *r) {
     pa_status st = r->status > 0 && r->status < PA_STATUS_COUNT
                        ? (pa_status)r->status
                        : PA_ERR_INVALID_MESSAGE;
-    resp = envelope_err(req, a->name, st,
-                        msg[0] ? msg : "rejected by the simulator",
-                        r->sim_time);
+    resp =
+        envelope_err(req, a->name, st,
+                     msg[0] ? msg : "rejected by the simulator", r->sim_time);
   } else {
     jctx x;
     memset(&x, 0, sizeof x);

@@ -17,7 +17,7 @@ json_t *pa_json_fail(jctx *x, pa_status st, const char *fmt, ...) {
   return NULL;
 }
 
-/* ---- field readers ---------------------------------------------------------*/
+/* ---- field readers -------------------------------------------------------*/
 
 /* Optional finite number: 1 found, 0 absent, -1 bad (error set). */
 int pa_json_num(jctx *x, const char *key, double *out) {
@@ -25,8 +25,8 @@ int pa_json_num(jctx *x, const char *key, double *out) {
   if (!v || json_is_null(v))
     return 0;
   if (!json_is_number(v) || !isfinite(json_number_value(v))) {
-    pa_json_fail(x, PA_ERR_INVALID_ACTION_SHAPE, "data.%s must be a finite number",
-          key);
+    pa_json_fail(x, PA_ERR_INVALID_ACTION_SHAPE,
+                 "data.%s must be a finite number", key);
     return -1;
   }
   *out = json_number_value(v);
@@ -35,14 +35,14 @@ int pa_json_num(jctx *x, const char *key, double *out) {
 
 /* Optional integer in [lo, hi]. */
 int pa_json_int(jctx *x, const char *key, long long lo, long long hi,
-                   long long *out) {
+                long long *out) {
   json_t *v = json_object_get(x->data, key);
   if (!v || json_is_null(v))
     return 0;
   if (!json_is_integer(v) || json_integer_value(v) < lo ||
       json_integer_value(v) > hi) {
-    pa_json_fail(x, PA_ERR_INVALID_MESSAGE, "data.%s must be an integer in [%lld, %lld]",
-          key, lo, hi);
+    pa_json_fail(x, PA_ERR_INVALID_MESSAGE,
+                 "data.%s must be an integer in [%lld, %lld]", key, lo, hi);
     return -1;
   }
   *out = json_integer_value(v);
@@ -58,8 +58,8 @@ int pa_json_str(jctx *x, const char *key, size_t max, const char **out) {
       json_string_length(v) >= max ||
       strlen(json_string_value(v)) != json_string_length(v)) {
     pa_json_fail(x, PA_ERR_INVALID_MESSAGE,
-          "data.%s must be a non-empty string shorter than %zu bytes", key,
-          max);
+                 "data.%s must be a non-empty string shorter than %zu bytes",
+                 key, max);
     return -1;
   }
   *out = json_string_value(v);
@@ -76,7 +76,7 @@ int pa_json_need_str(jctx *x, const char *key, size_t max, const char **out) {
 
 /* A numeric vector of one of the allowed lengths (n2 = 0: only n1). */
 int pa_json_vec(jctx *x, const char *key, size_t n1, size_t n2, double *out,
-                   size_t *n) {
+                size_t *n) {
   json_t *v = json_object_get(x->data, key);
   if (!v || json_is_null(v))
     return 0;
@@ -84,17 +84,18 @@ int pa_json_vec(jctx *x, const char *key, size_t n1, size_t n2, double *out,
   if (!json_is_array(v) || (len != n1 && (n2 == 0 || len != n2))) {
     if (n2)
       pa_json_fail(x, PA_ERR_INVALID_ACTION_SHAPE,
-            "data.%s must be an array of %zu or %zu numbers", key, n1, n2);
+                   "data.%s must be an array of %zu or %zu numbers", key, n1,
+                   n2);
     else
       pa_json_fail(x, PA_ERR_INVALID_ACTION_SHAPE,
-            "data.%s must be an array of %zu numbers", key, n1);
+                   "data.%s must be an array of %zu numbers", key, n1);
     return -1;
   }
   for (size_t i = 0; i < len; i++) {
     json_t *e = json_array_get(v, i);
     if (!json_is_number(e) || !isfinite(json_number_value(e))) {
       pa_json_fail(x, PA_ERR_INVALID_ACTION_SHAPE,
-            "data.%s[%zu] must be a finite number", key, i);
+                   "data.%s[%zu] must be a finite number", key, i);
       return -1;
     }
     out[i] = json_number_value(e);
@@ -109,7 +110,7 @@ int pa_json_need_pose3(jctx *x, double p[3]) {
   int r = pa_json_vec(x, "pose", 3, 0, p, &n);
   if (r == 0)
     pa_json_fail(x, PA_ERR_INVALID_ACTION_SHAPE,
-          "data.pose is required: [x, y, theta]");
+                 "data.pose is required: [x, y, theta]");
   return r > 0 ? 0 : -1;
 }
 
@@ -118,7 +119,8 @@ int pa_json_need_pose3(jctx *x, double p[3]) {
 bool pa_json_lookup_busy(jctx *x, int rc) {
   if (rc != PA_GW_BUSY)
     return false;
-  pa_json_fail(x, PA_ERR_BUSY, "the world snapshot is being rewritten; try again");
+  pa_json_fail(x, PA_ERR_BUSY,
+               "the world snapshot is being rewritten; try again");
   return true;
 }
 
@@ -131,7 +133,7 @@ int pa_json_robot(jctx *x, pa_robot_info *info, uint32_t *idx) {
     if (rc != 0) {
       if (!pa_json_lookup_busy(x, rc))
         pa_json_fail(x, PA_ERR_UNKNOWN_ROBOT, "robot %u does not exist",
-              (unsigned)x->c->robot);
+                     (unsigned)x->c->robot);
       return -1;
     }
     return 0;
@@ -144,7 +146,7 @@ int pa_json_robot(jctx *x, pa_robot_info *info, uint32_t *idx) {
     if (rc != 0) {
       if (!pa_json_lookup_busy(x, rc))
         pa_json_fail(x, PA_ERR_UNKNOWN_ROBOT, "no robot with id %lld",
-              (long long)id);
+                     (long long)id);
       return -1;
     }
     return 0;
@@ -174,13 +176,12 @@ json_t *pa_json_vec3(double a, double b, double c) {
   return v;
 }
 
-/* ---- the pa-sim round trip -----------------------------------------------------*/
+/* ---- the pa-sim round trip -----------------------------------------------*/
 
 /* Pushes cmd for robot: 0, or -1 with the error set (queue full). */
 static int push_cmd(jctx *x, pa_cmd *cmd, uint32_t robot, bool wait) {
   cmd->robot = robot;
-  if ((wait ? pa_gw_push_wait(x->c, cmd) : pa_gw_push_nowait(x->c, cmd)) !=
-      0) {
+  if ((wait ? pa_gw_push_wait(x->c, cmd) : pa_gw_push_nowait(x->c, cmd)) != 0) {
     x->c->g->busy++;
     pa_json_fail(x, PA_ERR_BUSY, "the command queue is full");
     return -1;
@@ -190,7 +191,8 @@ static int push_cmd(jctx *x, pa_cmd *cmd, uint32_t robot, bool wait) {
 
 json_t *pa_json_wait_for_sim(jctx *x, pa_cmd *cmd, uint32_t robot) {
   if (!(x->act->flags & JF_SIM)) /* its row must say so: the reply needs it */
-    return pa_json_fail(x, PA_ERR_BUSY, "internal: '%s' may not wait", x->act->name);
+    return pa_json_fail(x, PA_ERR_BUSY, "internal: '%s' may not wait",
+                        x->act->name);
   if (push_cmd(x, cmd, robot, true) != 0)
     return NULL;
   x->c->pend = PEND_JSON;
@@ -207,11 +209,10 @@ json_t *pa_json_push_nowait(jctx *x, pa_cmd *cmd, uint32_t robot) {
   return d;
 }
 
-
 /* The object a request names: data.name (a robot or an obstacle) or
  * data.robot (default: the connection's). kind P_ROBOT or P_OBSTACLE. */
 int pa_json_named_object(jctx *x, unsigned *kind, pa_robot_info *ri,
-                       pa_obstacle_info *oi, uint32_t *idx) {
+                         pa_obstacle_info *oi, uint32_t *idx) {
   const char *name = NULL;
   if (pa_json_str(x, "name", 32, &name) < 0)
     return -1;
@@ -223,7 +224,8 @@ int pa_json_named_object(jctx *x, unsigned *kind, pa_robot_info *ri,
     if (pa_json_lookup_busy(x, rc))
       return -1;
     if (rc != 0) {
-      pa_json_fail(x, PA_ERR_UNKNOWN_OBJECT, "no robot or obstacle named '%s'", name);
+      pa_json_fail(x, PA_ERR_UNKNOWN_OBJECT, "no robot or obstacle named '%s'",
+                   name);
       return -1;
     }
     *kind = P_OBSTACLE;
@@ -234,7 +236,6 @@ int pa_json_named_object(jctx *x, unsigned *kind, pa_robot_info *ri,
   *kind = P_ROBOT;
   return 0;
 }
-
 
 json_t *pa_json_tick(const pa_reply *r) {
   json_t *d = json_object();

@@ -14,9 +14,9 @@ enum { JT_COMMAND = 1u << 0, JT_SIM_CONTROL = 1u << 1 };
 /* What the dispatcher does around an action's handler. */
 enum {
   JF_NO_AUTH = 1u << 0, /* answered before a --token client authenticated */
-  JF_ROBOT = 1u << 1,   /* data.robot is looked up into x->info / x->idx first */
-  JF_SIM = 1u << 2,     /* may wait for pa-sim; `done` builds the reply */
-  JF_STATE = 1u << 3,   /* answered with type "state", not "response" */
+  JF_ROBOT = 1u << 1, /* data.robot is looked up into x->info / x->idx first */
+  JF_SIM = 1u << 2,   /* may wait for pa-sim; `done` builds the reply */
+  JF_STATE = 1u << 3, /* answered with type "state", not "response" */
 };
 
 struct jctx;
@@ -51,7 +51,6 @@ typedef struct jctx {
   char msg[256];
 } jctx;
 
-
 /* [bytes] what a reply without a size bound (a NULL `cost`) may take. */
 #define PA_JSON_SMALL_REPLY 4096u
 
@@ -78,7 +77,7 @@ double pa_json_now(pa_netgw *g);
  * written; NULL when out of memory. */
 json_t *pa_json_ranges(pa_client *c, const float *r, uint32_t n);
 
-/* ---- json_args.c: request fields (1 found, 0 absent, -1 bad: error set) ----*/
+/* ---- json_args.c: request fields (1 found, 0 absent, -1 bad: error set) ---*/
 
 /* Sets x's error; returns NULL so a handler can `return pa_json_fail(...)`. */
 json_t *pa_json_fail(jctx *x, pa_status st, const char *fmt, ...)

@@ -25,7 +25,7 @@ void pa_json_extent(json_t *j, const pa_obstacle_info *o) {
   }
 }
 
-/* ---- properties ----------------------------------------------------------- */
+/* ---- properties ----------------------------------------------------------*/
 
 /* Schema row -> the set_property op's property id (PA_PROP_NONE: read-only). */
 #define WIRE_ID(row, name, id, ...) [PA_PR_##row] = PA_PROP_##id,
@@ -111,10 +111,10 @@ static json_t *props_reply(jctx *x, unsigned kind, const pa_robot_info *ri,
                            const char *only) {
   json_t *all = kind == P_ROBOT ? robot_props(ri) : obstacle_props(oi);
   json_t *d = json_object();
-  json_object_set_new(d, "name", json_string(kind == P_ROBOT ? ri->name
-                                                             : oi->name));
-  json_object_set_new(d, "kind", json_string(kind == P_ROBOT ? "robot"
-                                                             : "obstacle"));
+  json_object_set_new(d, "name",
+                      json_string(kind == P_ROBOT ? ri->name : oi->name));
+  json_object_set_new(d, "kind",
+                      json_string(kind == P_ROBOT ? "robot" : "obstacle"));
   if (kind == P_ROBOT)
     json_object_set_new(d, "robot", json_integer(idx));
   if (only) {
@@ -123,9 +123,10 @@ static json_t *props_reply(jctx *x, unsigned kind, const pa_robot_info *ri,
     if (!v) {
       json_decref(all);
       json_decref(d);
-      return pa_json_fail(x, PA_ERR_INVALID_MESSAGE, "%s '%s' has no property '%s'",
-                   kind == P_ROBOT ? "robot" : "obstacle",
-                   kind == P_ROBOT ? ri->name : oi->name, only);
+      return pa_json_fail(x, PA_ERR_INVALID_MESSAGE,
+                          "%s '%s' has no property '%s'",
+                          kind == P_ROBOT ? "robot" : "obstacle",
+                          kind == P_ROBOT ? ri->name : oi->name, only);
     }
     json_object_set_new(d, "property", json_string(key));
     json_object_set(d, "value", v);
@@ -158,9 +159,10 @@ json_t *pa_json_act_set_property(jctx *x) {
     return NULL;
   int r = pa_json_str(x, "property", 32, &key);
   if (r == 0)
-    pa_json_fail(x, PA_ERR_INVALID_MESSAGE,
-          "data.property is required (one property per request; use a batch "
-          "for several)");
+    pa_json_fail(
+        x, PA_ERR_INVALID_MESSAGE,
+        "data.property is required (one property per request; use a batch "
+        "for several)");
   if (r <= 0)
     return NULL;
   unsigned pk = kind == P_ROBOT ? PA_PK_ROBOT : PA_PK_OBSTACLE;
@@ -238,11 +240,11 @@ json_t *pa_json_done_set_property(jctx *x, const pa_reply *r) {
   if (rc != 0) {
     if (!pa_json_lookup_busy(x, rc))
       pa_json_fail(x, obstacle ? PA_ERR_UNKNOWN_OBJECT : PA_ERR_UNKNOWN_ROBOT,
-            "the %s is gone", obstacle ? "obstacle" : "robot");
+                   "the %s is gone", obstacle ? "obstacle" : "robot");
     return NULL;
   }
-  json_t *d = props_reply(x, obstacle ? P_OBSTACLE : P_ROBOT, &ri, &oi, idx,
-                          key);
+  json_t *d =
+      props_reply(x, obstacle ? P_OBSTACLE : P_ROBOT, &ri, &oi, idx, key);
   if (d)
     json_object_set_new(d, "tick", json_integer((json_int_t)r->tick));
   return d;

@@ -15,20 +15,21 @@ static int get_channel(jctx *x, int *ch) {
   if (r < 0)
     return -1;
   if (r == 0) {
-    pa_json_fail(x, PA_ERR_INVALID_MESSAGE, "data.channel is required (odom, scan "
-                                     "or camera)");
+    pa_json_fail(x, PA_ERR_INVALID_MESSAGE,
+                 "data.channel is required (odom, scan "
+                 "or camera)");
     return -1;
   }
   *ch = pa_netgw_channel_parse(s);
   if (*ch < 0) {
     pa_json_fail(x, PA_ERR_INVALID_MESSAGE,
-          "unknown channel '%s' (odom, scan or camera)", s);
+                 "unknown channel '%s' (odom, scan or camera)", s);
     return -1;
   }
   return 0;
 }
 
-/* ---- state payloads ----------------------------------------------------------*/
+/* ---- state payloads ------------------------------------------------------*/
 
 json_t *pa_json_drive_name(const pa_robot_info *i) {
   return json_string(i->drive == PA_DRIVE_OMNI ? "omni" : "diff");
@@ -45,7 +46,7 @@ static const pa_robot_state *robot_state_now(jctx *x, uint32_t robot,
   const pa_robot_state *rs = pa_gw_robot_state(t, robot);
   if (!rs)
     pa_json_fail(x, PA_ERR_UNKNOWN_ROBOT, "robot %u is not in the state",
-          (unsigned)robot);
+                 (unsigned)robot);
   *tick = t;
   return rs;
 }
@@ -83,7 +84,8 @@ static json_t *state_json(jctx *x, uint32_t robot, const pa_robot_info *info,
   json_object_set_new(d, "name", json_string(info->name));
   json_object_set_new(d, "drive", pa_json_drive_name(info));
   json_object_set_new(d, "pose", pa_json_vec3(rs->x, rs->y, rs->theta));
-  json_object_set_new(d, "odom", pa_json_vec3(rs->odom_x, rs->odom_y, rs->odom_theta));
+  json_object_set_new(d, "odom",
+                      pa_json_vec3(rs->odom_x, rs->odom_y, rs->odom_theta));
   if (info->drive == PA_DRIVE_OMNI) {
     json_object_set_new(d, "velocity", pa_json_vec3(rs->v, rs->vy, rs->w));
   } else {
@@ -123,10 +125,11 @@ static int drive_fields(jctx *x, int mode, const pa_robot_info *info,
         pa_json_num(x, "angular", &w) < 0 || pa_json_num(x, "head", &head) < 0)
       return -1;
     if (!omni) {
-      pa_json_fail(x, PA_ERR_UNSUPPORTED_CONTROL_SCHEME,
-            "robot '%s' has a differential drive: world-frame velocities "
-            "need an omnidirectional robot",
-            info->name);
+      pa_json_fail(
+          x, PA_ERR_UNSUPPORTED_CONTROL_SCHEME,
+          "robot '%s' has a differential drive: world-frame velocities "
+          "need an omnidirectional robot",
+          info->name);
       return -1;
     }
     cmd->u = PA_FRAME_WORLD;
@@ -140,18 +143,19 @@ static int drive_fields(jctx *x, int mode, const pa_robot_info *info,
       return -1;
     if (hl == 0 || hr == 0) {
       pa_json_fail(x, PA_ERR_INVALID_ACTION_SHAPE,
-            "data.left and data.right (wheel speeds, m/s) are required");
+                   "data.left and data.right (wheel speeds, m/s) are required");
       return -1;
     }
     if (omni) {
-      pa_json_fail(x, PA_ERR_UNSUPPORTED_CONTROL_SCHEME,
-            "robot '%s' is omnidirectional: it has no left and right wheels",
-            info->name);
+      pa_json_fail(
+          x, PA_ERR_UNSUPPORTED_CONTROL_SCHEME,
+          "robot '%s' is omnidirectional: it has no left and right wheels",
+          info->name);
       return -1;
     }
     if (!(info->wheel_base > 0)) {
       pa_json_fail(x, PA_ERR_UNSUPPORTED_CONTROL_SCHEME,
-            "robot '%s' has no wheel_base", info->name);
+                   "robot '%s' has no wheel_base", info->name);
       return -1;
     }
     v = 0.5 * l + 0.5 * r;
@@ -159,7 +163,8 @@ static int drive_fields(jctx *x, int mode, const pa_robot_info *info,
     break;
   }
   default:
-    if ((rv = pa_json_num(x, "v", &v)) < 0 || (rv == 0 && pa_json_num(x, "vx", &v) < 0) ||
+    if ((rv = pa_json_num(x, "v", &v)) < 0 ||
+        (rv == 0 && pa_json_num(x, "vx", &v) < 0) ||
         pa_json_num(x, "vy", &vy) < 0 || pa_json_num(x, "w", &w) < 0 ||
         pa_json_num(x, "head", &head) < 0)
       return -1;
@@ -167,17 +172,18 @@ static int drive_fields(jctx *x, int mode, const pa_robot_info *info,
   }
   if (!omni && vy != 0) {
     pa_json_fail(x, PA_ERR_UNSUPPORTED_CONTROL_SCHEME,
-          "robot '%s' has a differential drive: it cannot move sideways",
-          info->name);
+                 "robot '%s' has a differential drive: it cannot move sideways",
+                 info->name);
     return -1;
   }
   /* pa-sim refuses these, and some drive commands take no reply: say it
    * here (wheel speeds over a small wheel base can overflow). */
   if (!(fabs(v) <= 1e6 && fabs(vy) <= 1e6 && fabs(w) <= 1e6 &&
         fabs(head) <= 1e6)) {
-    pa_json_fail(x, PA_ERR_INVALID_ACTION_SHAPE,
-          "velocities must be within 1e6 (got v %g, vy %g, w %g, head %g)", v,
-          vy, w, head);
+    pa_json_fail(
+        x, PA_ERR_INVALID_ACTION_SHAPE,
+        "velocities must be within 1e6 (got v %g, vy %g, w %g, head %g)", v, vy,
+        w, head);
     return -1;
   }
   cmd->op = PA_OP_SET_CMD;
@@ -227,18 +233,19 @@ json_t *pa_json_act_set_pose(jctx *x) {
     return NULL;
   if (kind == P_OBSTACLE)
     return pa_json_fail(x, PA_ERR_INVALID_MESSAGE,
-                 "obstacle '%s' is static: remove_obstacle and "
-                 "spawn_obstacle it to move it",
-                 ob.name);
+                        "obstacle '%s' is static: remove_obstacle and "
+                        "spawn_obstacle it to move it",
+                        ob.name);
   double p[6];
   size_t n = 0;
   int r = pa_json_vec(x, "pose", 3, 6, p, &n);
   if (r < 0)
     return NULL;
   if (r == 0)
-    return pa_json_fail(x, PA_ERR_INVALID_ACTION_SHAPE,
-                 "data.pose is required: [x, y, theta] or [x, y, z, roll, "
-                 "pitch, yaw]");
+    return pa_json_fail(
+        x, PA_ERR_INVALID_ACTION_SHAPE,
+        "data.pose is required: [x, y, theta] or [x, y, z, roll, "
+        "pitch, yaw]");
   pa_cmd cmd;
   memset(&cmd, 0, sizeof cmd);
   cmd.op = PA_OP_TELEPORT;
@@ -307,12 +314,14 @@ json_t *pa_json_act_list_robots(jctx *x) {
     json_object_set_new(o, "max_v", json_real(info.max_v));
     json_object_set_new(o, "max_w", json_real(info.max_w));
     json_object_set_new(o, "laser_beams", json_integer(info.laser_beams));
-    json_object_set_new(o, "camera", pa_json_vec3(info.cam_width, info.cam_height,
-                                          info.cam_fov));
+    json_object_set_new(
+        o, "camera",
+        pa_json_vec3(info.cam_width, info.cam_height, info.cam_fov));
     json_array_append_new(list, o);
   }
   json_t *d = json_object();
-  json_object_set_new(d, "count", json_integer((json_int_t)json_array_size(list)));
+  json_object_set_new(d, "count",
+                      json_integer((json_int_t)json_array_size(list)));
   json_object_set_new(d, "robots", list);
   return d;
 }
@@ -320,8 +329,9 @@ json_t *pa_json_act_list_robots(jctx *x) {
 json_t *pa_json_act_spawn_robot(jctx *x) {
   const char *name = NULL, *drive = NULL;
   double p[3] = {0, 0, 0}, radius = 0;
-  if (pa_json_need_str(x, "name", 32, &name) < 0 || pa_json_need_pose3(x, p) < 0 ||
-      pa_json_num(x, "radius", &radius) < 0 || pa_json_str(x, "drive", 8, &drive) < 0)
+  if (pa_json_need_str(x, "name", 32, &name) < 0 ||
+      pa_json_need_pose3(x, p) < 0 || pa_json_num(x, "radius", &radius) < 0 ||
+      pa_json_str(x, "drive", 8, &drive) < 0)
     return NULL;
   char rg[64];
   if (radius != 0 && !pa_prop_ok(PA_PR_RADIUS, radius))
@@ -337,11 +347,12 @@ json_t *pa_json_act_spawn_robot(jctx *x) {
     cmd.u = PA_DRIVE_OMNI;
   else
     return pa_json_fail(x, PA_ERR_INVALID_MESSAGE,
-                 "data.drive '%s' is not diff or omni", drive);
+                        "data.drive '%s' is not diff or omni", drive);
   pa_robot_info info;
   uint32_t idx;
   if (pa_gw_robot(x->c->g, name, -1, &info, &idx) == 0)
-    return pa_json_fail(x, PA_ERR_SPAWN_FAILED, "a robot named '%s' exists", name);
+    return pa_json_fail(x, PA_ERR_SPAWN_FAILED, "a robot named '%s' exists",
+                        name);
   snprintf(cmd.name, sizeof cmd.name, "%s", name);
   cmd.a[0] = p[0];
   cmd.a[1] = p[1];
@@ -350,7 +361,7 @@ json_t *pa_json_act_spawn_robot(jctx *x) {
   return pa_json_wait_for_sim(x, &cmd, 0);
 }
 
-/* ---- state and driving ---------------------------------------------------------*/
+/* ---- state and driving ---------------------------------------------------*/
 
 json_t *pa_json_act_get_state(jctx *x) {
   return state_json(x, x->idx, &x->info, &x->sim_time);
@@ -386,7 +397,7 @@ json_t *pa_json_done_step(jctx *x, const pa_reply *r) {
   uint32_t idx;
   if (pa_gw_robot(c->g, NULL, (long)c->pend_robot, &info, &idx) != 0)
     return pa_json_fail(x, PA_ERR_UNKNOWN_ROBOT, "robot %u is gone",
-                 (unsigned)c->pend_robot);
+                        (unsigned)c->pend_robot);
   return state_json(x, idx, &info, &x->sim_time);
 }
 
@@ -400,7 +411,9 @@ static json_t *drive(jctx *x, int mode) {
 
 json_t *pa_json_act_set_velocity(jctx *x) { return drive(x, DRV_V); }
 json_t *pa_json_act_set_velocity_local(jctx *x) { return drive(x, DRV_LOCAL); }
-json_t *pa_json_act_set_velocity_global(jctx *x) { return drive(x, DRV_GLOBAL); }
+json_t *pa_json_act_set_velocity_global(jctx *x) {
+  return drive(x, DRV_GLOBAL);
+}
 json_t *pa_json_act_set_wheels(jctx *x) { return drive(x, DRV_WHEELS); }
 
 json_t *pa_json_act_stop(jctx *x) {

@@ -16,7 +16,8 @@ static json_t *pa_json_act_get_status(jctx *x) {
   json_object_set_new(d, "tick", json_integer(t ? (json_int_t)t->tick : 0));
   x->sim_time = t ? t->sim_time : 0;
   json_object_set_new(d, "sim_time", json_real(x->sim_time));
-  json_object_set_new(d, "paused", json_boolean(t && (t->flags & PA_TICK_PAUSED)));
+  json_object_set_new(d, "paused",
+                      json_boolean(t && (t->flags & PA_TICK_PAUSED)));
   json_object_set_new(d, "speed", json_real(t ? t->speed : 0));
   json_object_set_new(d, "control_hz", json_real(g->ctl->control_hz));
   json_object_set_new(d, "scan_hz", json_real(g->ctl->scan_hz));
@@ -87,14 +88,15 @@ static json_t *pa_json_act_set_time_scale(jctx *x) {
   if (r == 0)
     r = pa_json_num(x, "factor", &f);
   if (r == 0)
-    pa_json_fail(x, PA_ERR_INVALID_MESSAGE, "data.scale is required (0 = as fast "
-                                     "as possible)");
+    pa_json_fail(x, PA_ERR_INVALID_MESSAGE,
+                 "data.scale is required (0 = as fast "
+                 "as possible)");
   if (r <= 0)
     return NULL;
   if (f < 0 || f > PA_NETGW_SPEED_MAX)
     return pa_json_fail(x, PA_ERR_INVALID_MESSAGE,
-                 "data.scale %g is out of range [0, %g]", f,
-                 PA_NETGW_SPEED_MAX);
+                        "data.scale %g is out of range [0, %g]", f,
+                        PA_NETGW_SPEED_MAX);
   pa_cmd cmd;
   memset(&cmd, 0, sizeof cmd);
   cmd.op = PA_OP_SPEED;
@@ -102,14 +104,14 @@ static json_t *pa_json_act_set_time_scale(jctx *x) {
   return pa_json_wait_for_sim(x, &cmd, 0);
 }
 
-/* ---- the action table ----------------------------------------------------------
+/* ---- the action table -------------------------------------------------------
  * One row per action. Adding one: a row here and its handler. */
 
 #define CMD JT_COMMAND
 #define CTL (JT_COMMAND | JT_SIM_CONTROL) /* sim_control, also as command */
 /* The handler of action `name` is pa_json_act_<name>. */
-#define ROW(name, types, done, cost, flags, keys)                             \
-  {#name, types, pa_json_act_##name, done, cost, flags, keys}
+#define ROW(name, types, done, cost, flags, keys)                              \
+  { #name, types, pa_json_act_##name, done, cost, flags, keys }
 #define DONE(name) pa_json_done_##name
 #define COST(name) pa_json_cost_##name
 

@@ -28,7 +28,7 @@ json_t *pa_json_act_list_obstacles(jctx *x) {
     if (tries == 1000 || (s & 1u)) {
       free(copy);
       return pa_json_fail(x, PA_ERR_BUSY,
-                   "the world snapshot is being rewritten; try again");
+                          "the world snapshot is being rewritten; try again");
     }
     n = __atomic_load_n(&g->ctl->obstacle_count, __ATOMIC_ACQUIRE);
     if (n > max)
@@ -43,8 +43,8 @@ json_t *pa_json_act_list_obstacles(jctx *x) {
     if (!o->active)
       continue;
     json_t *j = json_object();
-    json_object_set_new(j, "name", json_stringn(o->name, strnlen(o->name,
-                                                                sizeof o->name)));
+    json_object_set_new(
+        j, "name", json_stringn(o->name, strnlen(o->name, sizeof o->name)));
     json_object_set_new(j, "shape", pa_json_shape(o));
     json_object_set_new(j, "pose", pa_json_vec3(o->x, o->y, o->theta));
     pa_json_extent(j, o);
@@ -53,7 +53,8 @@ json_t *pa_json_act_list_obstacles(jctx *x) {
   }
   free(copy);
   json_t *d = json_object();
-  json_object_set_new(d, "count", json_integer((json_int_t)json_array_size(list)));
+  json_object_set_new(d, "count",
+                      json_integer((json_int_t)json_array_size(list)));
   json_object_set_new(d, "obstacles", list);
   return d;
 }
@@ -65,7 +66,8 @@ json_t *pa_json_act_spawn_obstacle(jctx *x) {
   if (pa_json_need_str(x, "name", 32, &name) < 0 ||
       pa_json_str(x, "shape", 8, &shape) < 0 || pa_json_need_pose3(x, p) < 0 ||
       pa_json_vec(x, "size", 2, 0, size, &n) < 0 ||
-      pa_json_num(x, "radius", &radius) < 0 || pa_json_num(x, "height", &height) < 0)
+      pa_json_num(x, "radius", &radius) < 0 ||
+      pa_json_num(x, "height", &height) < 0)
     return NULL;
   char rg[64];
   pa_cmd cmd;
@@ -90,7 +92,7 @@ json_t *pa_json_act_spawn_obstacle(jctx *x) {
     cmd.a[4] = radius;
   } else {
     return pa_json_fail(x, PA_ERR_INVALID_MESSAGE,
-                 "data.shape '%s' is not box or circle", shape);
+                        "data.shape '%s' is not box or circle", shape);
   }
   if (height != 0 && !pa_prop_ok(PA_PR_OB_HEIGHT, height))
     return pa_json_fail(x, PA_ERR_INVALID_MESSAGE,
@@ -104,7 +106,6 @@ json_t *pa_json_act_spawn_obstacle(jctx *x) {
   return pa_json_wait_for_sim(x, &cmd, 0);
 }
 
-/* save_snapshot / load_snapshot: data.name. */
 /* set_map {"map_yaml": "/abs/map.yaml"} or {"map": "default"}; pa-sim
  * reads the file, so the path must be absolute (its working directory is
  * not the client's). */
@@ -115,15 +116,18 @@ json_t *pa_json_act_set_map(jctx *x) {
     return NULL;
   if (!path == !name)
     return pa_json_fail(x, PA_ERR_INVALID_MESSAGE,
-                 "give data.map_yaml (an absolute path to a map_server "
-                 "YAML) or data.map \"default\"");
+                        "give data.map_yaml (an absolute path to a map_server "
+                        "YAML) or data.map \"default\"");
   if (name && strcmp(name, "default"))
     return pa_json_fail(x, PA_ERR_INVALID_MESSAGE,
-                 "data.map '%s': the only built-in map is \"default\"", name);
+                        "data.map '%s': the only built-in map is \"default\"",
+                        name);
   if (path && path[0] != '/')
-    return pa_json_fail(x, PA_ERR_INVALID_MESSAGE,
-                 "data.map_yaml '%s' must be an absolute path (pa-sim reads "
-                 "it)", path);
+    return pa_json_fail(
+        x, PA_ERR_INVALID_MESSAGE,
+        "data.map_yaml '%s' must be an absolute path (pa-sim reads "
+        "it)",
+        path);
   pa_cmd cmd;
   memset(&cmd, 0, sizeof cmd);
   cmd.op = PA_OP_SET_MAP;
@@ -154,9 +158,9 @@ enum { NAV_PATH, NAV_WAYPOINTS, NAV_CLEAR };
 static json_t *nav(jctx *x, int mode) {
   pa_netgw *g = x->c->g;
   pa_nav_block *nb = g->st->nav;
-  bool all = mode == NAV_CLEAR &&
-             (!json_object_get(x->data, "robot") ||
-              json_is_null(json_object_get(x->data, "robot")));
+  bool all =
+      mode == NAV_CLEAR && (!json_object_get(x->data, "robot") ||
+                            json_is_null(json_object_get(x->data, "robot")));
   pa_robot_info info;
   uint32_t idx = UINT32_MAX;
   if (!all && pa_json_robot(x, &info, &idx) < 0)
@@ -169,9 +173,9 @@ static json_t *nav(jctx *x, int mode) {
   if (mode != NAV_CLEAR) {
     json_t *v = json_object_get(x->data, key);
     if (!json_is_array(v) || json_array_size(v) > max)
-      return pa_json_fail(x, PA_ERR_INVALID_ACTION_SHAPE,
-                   "data.%s must be an array of at most %u [x, y] points", key,
-                   max);
+      return pa_json_fail(
+          x, PA_ERR_INVALID_ACTION_SHAPE,
+          "data.%s must be an array of at most %u [x, y] points", key, max);
     for (size_t i = 0; i < json_array_size(v); i++) {
       json_t *p = json_array_get(v, i);
       double xy[2];
@@ -182,7 +186,8 @@ static json_t *nav(jctx *x, int mode) {
       if (!json_is_array(p) || json_array_size(p) != 2 || !isfinite(xy[0]) ||
           !isfinite(xy[1]) || fabs(xy[0]) > 1e6 || fabs(xy[1]) > 1e6)
         return pa_json_fail(x, PA_ERR_INVALID_ACTION_SHAPE,
-                     "data.%s[%zu] must be [x, y], finite numbers", key, i);
+                            "data.%s[%zu] must be [x, y], finite numbers", key,
+                            i);
       pts[n][0] = (float)xy[0];
       pts[n][1] = (float)xy[1];
       n++;
@@ -198,9 +203,10 @@ static json_t *nav(jctx *x, int mode) {
   }
   if (!all && slot < 0 && mode != NAV_CLEAR && n > 0) {
     if (free_slot < 0)
-      return pa_json_fail(x, PA_ERR_BUSY,
-                   "%d robots have drawings already: clear_nav one first",
-                   PA_NAV_OVERLAYS);
+      return pa_json_fail(
+          x, PA_ERR_BUSY,
+          "%d robots have drawings already: clear_nav one first",
+          PA_NAV_OVERLAYS);
     slot = free_slot;
   }
   pa_stack_nav_begin(g->st);
@@ -250,13 +256,13 @@ json_t *pa_json_act_export_dataset(jctx *x) {
     return NULL;
   if (!pa_snapshot_name_ok(name))
     return pa_json_fail(x, PA_ERR_INVALID_MESSAGE,
-                 "dataset name '%s': use 1 to %d of A-Z a-z 0-9 _ -", name,
-                 PA_SNAPSHOT_NAME_MAX);
+                        "dataset name '%s': use 1 to %d of A-Z a-z 0-9 _ -",
+                        name, PA_SNAPSHOT_NAME_MAX);
   if (!ticks) {
     double hz = x->c->g->ctl->control_hz;
     if (!(seconds > 0) || !(hz > 0) || seconds * hz > 100000000)
       return pa_json_fail(x, PA_ERR_INVALID_MESSAGE,
-                   "data.seconds must be > 0 and at most 1e8 ticks");
+                          "data.seconds must be > 0 and at most 1e8 ticks");
     ticks = llround(seconds * hz);
     if (ticks < 1)
       ticks = 1;
@@ -277,10 +283,11 @@ json_t *pa_json_act_set_scenario(jctx *x) {
     return NULL;
   bool dflt = !strcmp(path, "default");
   if (!dflt && path[0] != '/')
-    return pa_json_fail(x, PA_ERR_INVALID_MESSAGE,
-                 "data.world '%s' must be an absolute path to a world file "
-                 "(pa-sim reads it) or \"default\"",
-                 path);
+    return pa_json_fail(
+        x, PA_ERR_INVALID_MESSAGE,
+        "data.world '%s' must be an absolute path to a world file "
+        "(pa-sim reads it) or \"default\"",
+        path);
   pa_cmd cmd;
   memset(&cmd, 0, sizeof cmd);
   cmd.op = PA_OP_SET_SCENARIO;
@@ -296,7 +303,8 @@ json_t *pa_json_act_generate_map(jctx *x) {
   long long seed = (long long)p.seed, clutter = p.clutter;
   double rooms[2] = {p.rooms_x, p.rooms_y};
   size_t nr = 0;
-  if (pa_json_num(x, "width", &p.width) < 0 || pa_json_num(x, "height", &p.height) < 0 ||
+  if (pa_json_num(x, "width", &p.width) < 0 ||
+      pa_json_num(x, "height", &p.height) < 0 ||
       pa_json_num(x, "resolution", &p.resolution) < 0 ||
       pa_json_int(x, "seed", 0, 9007199254740991ll, &seed) < 0 ||
       pa_json_int(x, "clutter", 0, 64, &clutter) < 0 ||
@@ -305,7 +313,7 @@ json_t *pa_json_act_generate_map(jctx *x) {
   for (int i = 0; i < 2; i++)
     if (rooms[i] != floor(rooms[i]) || rooms[i] < 1 || rooms[i] > 32)
       return pa_json_fail(x, PA_ERR_INVALID_MESSAGE,
-                   "data.rooms must be two whole numbers in [1, 32]");
+                          "data.rooms must be two whole numbers in [1, 32]");
   p.seed = (uint64_t)seed;
   p.clutter = (uint32_t)clutter;
   p.rooms_x = (uint32_t)rooms[0];
@@ -326,14 +334,15 @@ json_t *pa_json_act_generate_map(jctx *x) {
   return pa_json_wait_for_sim(x, &cmd, 0);
 }
 
+/* save_snapshot / load_snapshot: data.name. */
 static json_t *snapshot(jctx *x, uint32_t op) {
   const char *name = NULL;
   if (pa_json_need_str(x, "name", 64, &name) < 0)
     return NULL;
   if (!pa_snapshot_name_ok(name))
     return pa_json_fail(x, PA_ERR_INVALID_MESSAGE,
-                 "snapshot name '%s': use 1 to %d of A-Z a-z 0-9 _ -", name,
-                 PA_SNAPSHOT_NAME_MAX);
+                        "snapshot name '%s': use 1 to %d of A-Z a-z 0-9 _ -",
+                        name, PA_SNAPSHOT_NAME_MAX);
   pa_cmd cmd;
   memset(&cmd, 0, sizeof cmd);
   cmd.op = op;
@@ -352,15 +361,17 @@ json_t *pa_json_act_get_map_info(jctx *x) {
   const pa_map_block *m;
   const int8_t *cells;
   if (pa_gw_map(x->c->g, &m, &cells) != 0)
-    return pa_json_fail(x, PA_ERR_BUSY, "the simulator has not published a map yet");
+    return pa_json_fail(x, PA_ERR_BUSY,
+                        "the simulator has not published a map yet");
   json_t *d = json_object();
   json_object_set_new(d, "width", json_integer(m->width));
   json_object_set_new(d, "height", json_integer(m->height));
   json_object_set_new(d, "resolution", json_real(m->resolution));
-  json_object_set_new(d, "origin", pa_json_vec3(m->origin_x, m->origin_y,
-                                        m->origin_yaw));
-  json_object_set_new(d, "size", pa_json_vec3(m->width * m->resolution,
-                                      m->height * m->resolution, 0));
+  json_object_set_new(d, "origin",
+                      pa_json_vec3(m->origin_x, m->origin_y, m->origin_yaw));
+  json_object_set_new(
+      d, "size",
+      pa_json_vec3(m->width * m->resolution, m->height * m->resolution, 0));
   json_array_remove(json_object_get(d, "size"), 2);
   json_object_set_new(d, "gen", json_integer(m->gen));
   uint64_t occ = 0, unk = 0, total = (uint64_t)m->width * m->height;
@@ -377,8 +388,6 @@ json_t *pa_json_act_get_map_info(jctx *x) {
 
 #define TERRAIN_MAX_CELLS (2u << 20) /* keeps the reply near 2 MB */
 
-/* Occupancy for planners: cells within `inflation` metres of a blocked cell
- * are blocked too (exact distance transform), optionally downsampled. */
 /* The rows' bytes: one character per coarse cell plus quotes and comma per
  * row (a bad request costs nothing: the handler refuses it). */
 size_t pa_json_cost_get_terrain_grid(jctx *x) {
@@ -395,11 +404,14 @@ size_t pa_json_cost_get_terrain_grid(jctx *x) {
   return (size_t)((ow + 3) * oh) + PA_JSON_SMALL_REPLY;
 }
 
+/* Occupancy for planners: cells within `inflation` metres of a blocked cell
+ * are blocked too (exact distance transform), optionally downsampled. */
 json_t *pa_json_act_get_terrain_grid(jctx *x) {
   const pa_map_block *m;
   const int8_t *cells;
   if (pa_gw_map(x->c->g, &m, &cells) != 0)
-    return pa_json_fail(x, PA_ERR_BUSY, "the simulator has not published a map yet");
+    return pa_json_fail(x, PA_ERR_BUSY,
+                        "the simulator has not published a map yet");
   double inflation = 0;
   long long stride = 1, threshold = 65;
   json_t *ub = json_object_get(x->data, "unknown_blocks");
@@ -408,19 +420,21 @@ json_t *pa_json_act_get_terrain_grid(jctx *x) {
       pa_json_int(x, "threshold", 1, 100, &threshold) < 0)
     return NULL;
   if (ub && !json_is_boolean(ub))
-    return pa_json_fail(x, PA_ERR_INVALID_MESSAGE, "data.unknown_blocks must be true "
-                                            "or false");
+    return pa_json_fail(x, PA_ERR_INVALID_MESSAGE,
+                        "data.unknown_blocks must be true "
+                        "or false");
   if (inflation < 0 || inflation > 100)
     return pa_json_fail(x, PA_ERR_INVALID_MESSAGE,
-                 "data.inflation %g is out of range [0, 100] m", inflation);
+                        "data.inflation %g is out of range [0, 100] m",
+                        inflation);
   bool unknown_blocks = ub && json_is_true(ub);
   uint32_t ow = (m->width + (uint32_t)stride - 1) / (uint32_t)stride;
   uint32_t oh = (m->height + (uint32_t)stride - 1) / (uint32_t)stride;
   if ((uint64_t)ow * oh > TERRAIN_MAX_CELLS)
     return pa_json_fail(x, PA_ERR_INVALID_MESSAGE,
-                 "the grid would have %llu cells (limit %u): ask with a "
-                 "larger data.stride",
-                 (unsigned long long)ow * oh, TERRAIN_MAX_CELLS);
+                        "the grid would have %llu cells (limit %u): ask with a "
+                        "larger data.stride",
+                        (unsigned long long)ow * oh, TERRAIN_MAX_CELLS);
   pa_grid grid;
   memset(&grid, 0, sizeof grid);
   grid.width = m->width;
@@ -473,16 +487,19 @@ json_t *pa_json_act_get_terrain_grid(jctx *x) {
   json_t *d = json_object();
   json_object_set_new(d, "width", json_integer(ow));
   json_object_set_new(d, "height", json_integer(oh));
-  json_object_set_new(d, "resolution", json_real(m->resolution * (double)stride));
-  json_object_set_new(d, "origin", pa_json_vec3(m->origin_x, m->origin_y, m->origin_yaw));
+  json_object_set_new(d, "resolution",
+                      json_real(m->resolution * (double)stride));
+  json_object_set_new(d, "origin",
+                      pa_json_vec3(m->origin_x, m->origin_y, m->origin_yaw));
   json_object_set_new(d, "inflation", json_real(inflation));
   json_object_set_new(d, "threshold", json_integer(threshold));
   json_object_set_new(d, "stride", json_integer(stride));
   json_object_set_new(d, "gen", json_integer(m->gen));
   json_object_set_new(d, "blocked_cells", json_integer((json_int_t)blocked_n));
-  json_object_set_new(d, "encoding", json_string("rows: row 0 = south edge, "
-                                                 "'.' free, '#' blocked, '?' "
-                                                 "unknown"));
+  json_object_set_new(d, "encoding",
+                      json_string("rows: row 0 = south edge, "
+                                  "'.' free, '#' blocked, '?' "
+                                  "unknown"));
   json_object_set_new(d, "rows", rows);
   return d;
 }

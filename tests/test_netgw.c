@@ -26,7 +26,7 @@
 #include <jansson.h>
 #include "testutil.h"
 
-/* ---- text parser -----------------------------------------------------------*/
+/* ---- text parser ---------------------------------------------------------*/
 
 typedef struct tcase {
   const char *line;
@@ -149,7 +149,7 @@ static void text_parse_values(void **state) {
   assert_string_equal(msg, "token 2 is 256 bytes long (limit 255)");
 }
 
-/* ---- frames ------------------------------------------------------------------*/
+/* ---- frames --------------------------------------------------------------*/
 
 static void frames_layout(void **state) {
   (void)state;
@@ -206,7 +206,7 @@ static void frames_layout(void **state) {
   assert_int_equal(pa_netgw_odom_seq(10, 100, 0), 0);
 }
 
-/* ---- camera path through an in-process gateway --------------------------------*/
+/* ---- camera path through an in-process gateway ---------------------------*/
 
 typedef struct fixture {
   char inst[PA_SHM_INSTANCE_MAX];
@@ -458,7 +458,7 @@ static void busy_and_late_reply(void **state) {
   fixture_down(&f);
 }
 
-/* ---- JSON actions against the in-process gateway -----------------------------*/
+/* ---- JSON actions against the in-process gateway -------------------------*/
 
 /* Sends one JSON line and parses the one reply line (5 s). */
 static json_t *jask(int fd, const char *line) {
@@ -503,7 +503,7 @@ static void json_get_version(void **state) {
   fixture_down(&f);
 }
 
-/* ---- every JSON action, in process, against a fake pa-sim ---------------------*/
+/* ---- every JSON action, in process, against a fake pa-sim ----------------*/
 
 /* Plays pa-sim: answers each command on the queue (drive commands take no
  * reply, as in pa-sim), with `status`, or not at all while `drop`. */
@@ -1174,7 +1174,7 @@ static void batch_reply_bounded(void **state) {
   fixture_down(&f);
 }
 
-/* ---- the property schema in the docs ------------------------------------------*/
+/* ---- the property schema in the docs -------------------------------------*/
 
 /* The table docs/protocol-notes.md shows between its props markers. */
 static char *props_table(void) {
