@@ -107,17 +107,22 @@ static int robot_limits(wctx *c, yaml_node_t *n, pa_robot_def *r) {
   struct {
     pa_prop_row row;
     double *dst;
-  } f[] = {{PA_PR_MAX_V, &r->max_v},         {PA_PR_MAX_VY, &r->max_vy},
-           {PA_PR_MAX_W, &r->max_w},         {PA_PR_ACC_V, &r->acc_v},
-           {PA_PR_DEC_V, &r->dec_v},         {PA_PR_ACC_W, &r->acc_w},
-           {PA_PR_DEC_W, &r->dec_w},         {PA_PR_HEAD_LIMIT, &r->head_limit},
+  } f[] = {{PA_PR_MAX_V, &r->max_v},
+           {PA_PR_MAX_VY, &r->max_vy},
+           {PA_PR_MAX_W, &r->max_w},
+           {PA_PR_ACC_V, &r->acc_v},
+           {PA_PR_DEC_V, &r->dec_v},
+           {PA_PR_ACC_W, &r->acc_w},
+           {PA_PR_DEC_W, &r->dec_w},
+           {PA_PR_HEAD_LIMIT, &r->head_limit},
            {PA_PR_MAX_HEAD_RATE, &r->max_head_rate}};
   for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) {
     const char *k = pa_prop(f[i].row)->name;
     yaml_node_t *v = pa_map_yget(c->d, n, k);
     char w[64];
     snprintf(w, sizeof w, "limits.%s", k);
-    if (v && prop_in(c, v, w, f[i].row, f[i].dst)) return -1;
+    if (v && prop_in(c, v, w, f[i].row, f[i].dst))
+      return -1;
   }
   return 0;
 }
@@ -135,10 +140,12 @@ static int robot_laser(wctx *c, yaml_node_t *n, pa_robot_def *r) {
     r->laser.beams = (uint32_t)beams;
   }
   if ((v = pa_map_yget(c->d, n, "range_min")) &&
-      prop_in(c, v, "laser.range_min", PA_PR_LASER_RANGE_MIN, &r->laser.range_min))
+      prop_in(c, v, "laser.range_min", PA_PR_LASER_RANGE_MIN,
+              &r->laser.range_min))
     return -1;
   if ((v = pa_map_yget(c->d, n, "range_max")) &&
-      prop_in(c, v, "laser.range_max", PA_PR_LASER_RANGE_MAX, &r->laser.range_max))
+      prop_in(c, v, "laser.range_max", PA_PR_LASER_RANGE_MAX,
+              &r->laser.range_max))
     return -1;
   if ((v = pa_map_yget(c->d, n, "noise")) &&
       prop_in(c, v, "laser.noise", PA_PR_LASER_NOISE, &r->laser.noise))
@@ -262,12 +269,12 @@ static int obstacle(wctx *c, yaml_node_t *n, size_t i, pa_obstacle_def *o) {
     double sz[2];
     if (pa_map_ynums(c->d, size, "size", sz, 2, 2, NULL, c->err, c->err_sz))
       return -1;
-    if (!pa_prop_ok(PA_PR_OB_SIZE, sz[0]) || !pa_prop_ok(PA_PR_OB_SIZE, sz[1])) {
+    if (!pa_prop_ok(PA_PR_OB_SIZE, sz[0]) ||
+        !pa_prop_ok(PA_PR_OB_SIZE, sz[1])) {
       char rg[64];
-      return pa_map_yerr(c->d, size, c->err, c->err_sz,
-                         "size must be in %s, got [%g, %g]",
-                         pa_prop_range(PA_PR_OB_SIZE, rg, sizeof rg), sz[0],
-                         sz[1]);
+      return pa_map_yerr(
+          c->d, size, c->err, c->err_sz, "size must be in %s, got [%g, %g]",
+          pa_prop_range(PA_PR_OB_SIZE, rg, sizeof rg), sz[0], sz[1]);
     }
     o->size_x = sz[0];
     o->size_y = sz[1];
@@ -278,7 +285,8 @@ static int obstacle(wctx *c, yaml_node_t *n, size_t i, pa_obstacle_def *o) {
     if (!rad)
       return pa_map_yerr(c->d, n, c->err, c->err_sz,
                          "circle '%s': missing key 'radius'", o->name);
-    if (prop_in(c, rad, "radius", PA_PR_OB_RADIUS, &o->radius)) return -1;
+    if (prop_in(c, rad, "radius", PA_PR_OB_RADIUS, &o->radius))
+      return -1;
   }
   if ((v = pa_map_yget(c->d, n, "height")) &&
       prop_in(c, v, "height", PA_PR_OB_HEIGHT, &o->height))

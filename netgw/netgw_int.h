@@ -148,7 +148,7 @@ typedef struct pa_client {
   json_t *jbatch;            /* batch request, or NULL */
   json_t *jresponses;        /* batch responses so far */
   size_t jbatch_i;
-  size_t jbudget;            /* [bytes] reply room left to this line's requests */
+  size_t jbudget; /* [bytes] reply room left to this line's requests */
   struct event *timeout_ev;
   pa_splice *spl;            /* ranges waiting for the next JSON send */
   size_t n_spl, cap_spl;

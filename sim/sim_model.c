@@ -1,8 +1,8 @@
 /* sim_model.c - the immutable model (grid, distance field, initial world) and
  * the mutable state's allocation and reset. */
+#include "pa_props.h"
 #include "pa_sim.h"
 #include "sim_int.h"
-#include "pa_props.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -204,7 +204,8 @@ int pa_sim_int_check_obstacle(const pa_obstacle_info *o, char *err,
   if (o->shape == PA_SHAPE_CIRCLE)
     ok = ok && pa_prop_ok(PA_PR_OB_RADIUS, o->radius);
   else
-    ok = ok && o->shape == PA_SHAPE_BOX && pa_prop_ok(PA_PR_OB_SIZE, o->size_x) &&
+    ok = ok && o->shape == PA_SHAPE_BOX &&
+         pa_prop_ok(PA_PR_OB_SIZE, o->size_x) &&
          pa_prop_ok(PA_PR_OB_SIZE, o->size_y);
   if (!ok) {
     snprintf(err, err_sz,

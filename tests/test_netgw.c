@@ -23,8 +23,8 @@
 
 #include "pa_props.h"
 
-#include <jansson.h>
 #include "testutil.h"
+#include <jansson.h>
 
 /* ---- text parser ---------------------------------------------------------*/
 
@@ -292,8 +292,8 @@ typedef struct demand_arg {
 
 static bool demand_reached(void *arg) {
   demand_arg *d = arg;
-  return __atomic_load_n(&d->st->cam[d->robot].subscribers,
-                         __ATOMIC_ACQUIRE) == d->v;
+  return __atomic_load_n(&d->st->cam[d->robot].subscribers, __ATOMIC_ACQUIRE) ==
+         d->v;
 }
 
 static bool demand_is(pa_stack *st, uint32_t robot, uint32_t v) {
@@ -495,9 +495,8 @@ static void json_get_version(void **state) {
                    3);
   assert_int_equal(json_integer_value(json_object_get(d, "protocol_version")),
                    2);
-  assert_int_equal(
-      json_integer_value(json_object_get(d, "shm_layout_version")),
-      PA_SHM_LAYOUT_VERSION);
+  assert_int_equal(json_integer_value(json_object_get(d, "shm_layout_version")),
+                   PA_SHM_LAYOUT_VERSION);
   json_decref(r);
   close(fd);
   fixture_down(&f);
@@ -626,7 +625,8 @@ static void world_up(fixture *f) {
  * `op` the command pa-sim must see (-1 none); `sim` what the fake sim
  * answers. */
 typedef struct jcase {
-  const char *data; /* {"type": "command", "action": <action>, "data": <data>} */
+  const char
+      *data; /* {"type": "command", "action": <action>, "data": <data>} */
   const char *action;
   const char *code;
   const char *needle;
@@ -634,9 +634,12 @@ typedef struct jcase {
   int32_t sim;
 } jcase;
 
-#define OK_(a, d, needle, op) {d, a, NULL, needle, op, PA_OK}
-#define ERR(a, d, code, needle) {d, a, code, needle, -1, PA_OK}
-#define SIMERR(a, d, code, op) {d, a, #code, "fake sim says no", op, code##_ST}
+#define OK_(a, d, needle, op)                                                  \
+  { d, a, NULL, needle, op, PA_OK }
+#define ERR(a, d, code, needle)                                                \
+  { d, a, code, needle, -1, PA_OK }
+#define SIMERR(a, d, code, op)                                                 \
+  { d, a, #code, "fake sim says no", op, code##_ST }
 
 enum {
   invalid_message_ST = PA_ERR_INVALID_MESSAGE,
@@ -649,9 +652,11 @@ static const jcase jcases[] = {
     OK_("get_state", "{\"robot\": \"r0\"}", "\"pose\":[1.0,0.5,0.25]", -1),
     OK_("get_state", "{}", "\"ranges\":[1,2.5,0.000125,12]", -1),
     ERR("get_state", "{\"robot\": 9}", "unknown_robot", "no robot with id 9"),
-    ERR("get_state", "{\"robot\": \"nobody\"}", "unknown_robot", "named 'nobody'"),
+    ERR("get_state", "{\"robot\": \"nobody\"}", "unknown_robot",
+        "named 'nobody'"),
     ERR("get_state", "{\"robot\": [0]}", "invalid_message", "an id or a name"),
-    ERR("get_state", "{\"robt\": 0}", "invalid_message", "data.robt is not a key"),
+    ERR("get_state", "{\"robt\": 0}", "invalid_message",
+        "data.robt is not a key"),
     OK_("get_sensors", "{\"robot\": 0}", "\"seq\":7", -1),
     ERR("get_sensors", "{\"robot\": 5}", "unknown_robot", "id 5"),
     OK_("step", "{\"v\": 0.1, \"steps\": 3}", "\"type\":\"state\"", PA_OP_STEP),
@@ -660,11 +665,13 @@ static const jcase jcases[] = {
     ERR("step", "{\"vy\": 0.5}", "unsupported_control_scheme", "sideways"),
     ERR("step", "{\"robot\": 3}", "unknown_robot", "id 3"),
     SIMERR("step", "{}", blocked_pose, PA_OP_STEP),
-    OK_("set_velocity", "{\"v\": 0.2, \"w\": 0.1}", "\"robot\":0", PA_OP_SET_CMD),
-    OK_("set_velocity", "{\"robot\": 1, \"vx\": 0.2, \"vy\": 0.1}", "\"robot\":1",
+    OK_("set_velocity", "{\"v\": 0.2, \"w\": 0.1}", "\"robot\":0",
         PA_OP_SET_CMD),
+    OK_("set_velocity", "{\"robot\": 1, \"vx\": 0.2, \"vy\": 0.1}",
+        "\"robot\":1", PA_OP_SET_CMD),
     ERR("set_velocity", "{\"v\": 1e7}", "invalid_action_shape", "within 1e6"),
-    ERR("set_velocity", "{\"vy\": 0.3}", "unsupported_control_scheme", "sideways"),
+    ERR("set_velocity", "{\"vy\": 0.3}", "unsupported_control_scheme",
+        "sideways"),
     ERR("set_velocity", "{\"w\": null, \"v\": true}", "invalid_action_shape",
         "data.v must be a finite number"),
     ERR("set_velocity", "{\"z\": 1}", "invalid_message", "data.z is not a key"),
@@ -689,15 +696,15 @@ static const jcase jcases[] = {
     ERR("get_pose", "{\"name\": 3}", "invalid_message", "data.name"),
     OK_("set_pose", "{\"pose\": [1, 2, 0.5]}", "\"pose\":[1.0,2.0,0.5]",
         PA_OP_TELEPORT),
-    OK_("set_pose", "{\"pose\": [1, 2, 9, 0, 0, 0.5]}", "\"pose\":[1.0,2.0,0.5]",
-        PA_OP_TELEPORT),
+    OK_("set_pose", "{\"pose\": [1, 2, 9, 0, 0, 0.5]}",
+        "\"pose\":[1.0,2.0,0.5]", PA_OP_TELEPORT),
     ERR("set_pose", "{\"name\": \"crate\", \"pose\": [0, 0, 0]}",
         "invalid_message", "static"),
     ERR("set_pose", "{\"pose\": [1, 2]}", "invalid_action_shape", "3 or 6"),
     ERR("set_pose", "{}", "invalid_action_shape", "data.pose is required"),
     SIMERR("set_pose", "{\"pose\": [0, 0, 0]}", blocked_pose, PA_OP_TELEPORT),
-    OK_("subscribe", "{\"channel\": \"odom\", \"udp_port\": 9}", "\"udp_port\":9",
-        -1),
+    OK_("subscribe", "{\"channel\": \"odom\", \"udp_port\": 9}",
+        "\"udp_port\":9", -1),
     ERR("subscribe", "{\"channel\": \"sonar\", \"udp_port\": 9}",
         "invalid_message", "unknown channel 'sonar'"),
     ERR("subscribe", "{\"channel\": \"odom\", \"udp_port\": 0}",
@@ -718,38 +725,47 @@ static const jcase jcases[] = {
         "data.name is required"),
     ERR("spawn_robot", "{\"name\": \"r2\", \"pose\": [1, 1, 0], \"radius\": 6}",
         "invalid_message", "out of range (0, 5] m"),
-    ERR("spawn_robot", "{\"name\": \"r2\", \"pose\": [1, 1, 0], \"drive\": \"tank\"}",
+    ERR("spawn_robot",
+        "{\"name\": \"r2\", \"pose\": [1, 1, 0], \"drive\": \"tank\"}",
         "invalid_message", "'tank' is not diff or omni"),
-    ERR("spawn_robot", "{\"name\": \"r0\", \"pose\": [1, 1, 0]}", "spawn_failed",
-        "exists"),
-    SIMERR("spawn_robot", "{\"name\": \"r3\", \"pose\": [1, 1, 0]}", spawn_failed,
-           PA_OP_SPAWN_ROBOT),
+    ERR("spawn_robot", "{\"name\": \"r0\", \"pose\": [1, 1, 0]}",
+        "spawn_failed", "exists"),
+    SIMERR("spawn_robot", "{\"name\": \"r3\", \"pose\": [1, 1, 0]}",
+           spawn_failed, PA_OP_SPAWN_ROBOT),
     OK_("remove_robot", "{\"robot\": 1}", "\"robot\":1", PA_OP_REMOVE_ROBOT),
     ERR("remove_robot", "{\"robot\": 8}", "unknown_robot", "id 8"),
     OK_("spawn_obstacle",
-        "{\"name\": \"b\", \"pose\": [1, 1, 0], \"size\": [1, 2], \"height\": 99}",
+        "{\"name\": \"b\", \"pose\": [1, 1, 0], \"size\": [1, 2], \"height\": "
+        "99}",
         "\"tick\":42", PA_OP_SPAWN_OBSTACLE),
     ERR("spawn_obstacle",
         "{\"name\": \"b\", \"shape\": \"circle\", \"pose\": [1, 1, 0], "
         "\"radius\": 600}",
         "invalid_action_shape", "(0, 500] m"),
-    ERR("spawn_obstacle", "{\"name\": \"b\", \"shape\": \"cone\", \"pose\": [0, 0, 0]}",
+    ERR("spawn_obstacle",
+        "{\"name\": \"b\", \"shape\": \"cone\", \"pose\": [0, 0, 0]}",
         "invalid_message", "not box or circle"),
     ERR("spawn_obstacle",
-        "{\"name\": \"b\", \"pose\": [0, 0, 0], \"size\": [1, 1], \"height\": 200}",
+        "{\"name\": \"b\", \"pose\": [0, 0, 0], \"size\": [1, 1], \"height\": "
+        "200}",
         "invalid_message", "out of range (0, 100] m"),
-    ERR("spawn_obstacle", "{\"name\": \"b\", \"pose\": [0, 0, 0], \"size\": [1]}",
+    ERR("spawn_obstacle",
+        "{\"name\": \"b\", \"pose\": [0, 0, 0], \"size\": [1]}",
         "invalid_action_shape", "data.size"),
-    ERR("spawn_obstacle", "{\"name\": \"b\", \"pose\": [0, 0, 0], \"size\": [1, 1], "
-        "\"mass\": 3}", "invalid_message", "data.mass is not a key"),
+    ERR("spawn_obstacle",
+        "{\"name\": \"b\", \"pose\": [0, 0, 0], \"size\": [1, 1], "
+        "\"mass\": 3}",
+        "invalid_message", "data.mass is not a key"),
     OK_("remove_obstacle", "{\"name\": \"crate\"}", "\"tick\":42",
         PA_OP_REMOVE_OBSTACLE),
-    ERR("remove_obstacle", "{\"name\": \"nobody\"}", "unknown_object", "nobody"),
+    ERR("remove_obstacle", "{\"name\": \"nobody\"}", "unknown_object",
+        "nobody"),
     ERR("remove_obstacle", "{}", "invalid_message", "data.name is required"),
     OK_("list_obstacles", "{}", "\"name\":\"crate\"", -1),
     OK_("get_map_info", "{}", "\"occupied_cells\":1", -1),
     OK_("get_terrain_grid", "{\"stride\": 2}", "\"#.?", -1),
-    ERR("get_terrain_grid", "{\"stride\": 0}", "invalid_message", "data.stride"),
+    ERR("get_terrain_grid", "{\"stride\": 0}", "invalid_message",
+        "data.stride"),
     ERR("get_terrain_grid", "{\"inflation\": -1}", "invalid_message",
         "inflation"),
     ERR("get_terrain_grid", "{\"unknown_blocks\": 3}", "invalid_message",
@@ -789,8 +805,10 @@ static const jcase jcases[] = {
         "invalid_message", "unknown property 'mass'"),
     ERR("set_property", "{\"value\": 1}", "invalid_message",
         "data.property is required"),
-    ERR("set_property", "{\"name\": \"nobody\", \"property\": \"height\", "
-        "\"value\": 1}", "unknown_object", "nobody"),
+    ERR("set_property",
+        "{\"name\": \"nobody\", \"property\": \"height\", "
+        "\"value\": 1}",
+        "unknown_object", "nobody"),
     SIMERR("set_property", "{\"property\": \"radius\", \"value\": 4.9}",
            blocked_pose, PA_OP_SET_PROPERTY),
     OK_("save_snapshot", "{\"name\": \"s1\"}", "\"saved_tick\":40",
@@ -798,7 +816,8 @@ static const jcase jcases[] = {
     ERR("save_snapshot", "{\"name\": \"a b\"}", "invalid_message",
         "snapshot name 'a b'"),
     ERR("save_snapshot", "{}", "invalid_message", "data.name is required"),
-    OK_("load_snapshot", "{\"name\": \"s1\"}", "\"robots\":2", PA_OP_LOAD_SNAPSHOT),
+    OK_("load_snapshot", "{\"name\": \"s1\"}", "\"robots\":2",
+        PA_OP_LOAD_SNAPSHOT),
     SIMERR("load_snapshot", "{\"name\": \"s9\"}", unknown_object,
            PA_OP_LOAD_SNAPSHOT),
     OK_("set_map", "{\"map\": \"default\"}", "\"width\":20", PA_OP_SET_MAP),
@@ -809,28 +828,31 @@ static const jcase jcases[] = {
         "the only built-in map"),
     SIMERR("set_map", "{\"map_yaml\": \"/nonexistent.yaml\"}", invalid_message,
            PA_OP_SET_MAP),
-    OK_("generate_map", "{\"width\": 10, \"rooms\": [2, 1]}", "\"robots_moved\"",
-        PA_OP_GENERATE_MAP),
+    OK_("generate_map", "{\"width\": 10, \"rooms\": [2, 1]}",
+        "\"robots_moved\"", PA_OP_GENERATE_MAP),
     ERR("generate_map", "{\"rooms\": [0, 1]}", "invalid_message", "data.rooms"),
     ERR("generate_map", "{\"width\": \"big\"}", "invalid_action_shape",
         "data.width"),
-    ERR("generate_map", "{\"clutter\": 100}", "invalid_message", "data.clutter"),
+    ERR("generate_map", "{\"clutter\": 100}", "invalid_message",
+        "data.clutter"),
     OK_("set_scenario", "{\"world\": \"default\"}", "\"obstacles\":1",
         PA_OP_SET_SCENARIO),
     ERR("set_scenario", "{\"world\": \"w.yaml\"}", "invalid_message",
         "absolute path"),
     ERR("set_scenario", "{}", "invalid_message", "data.world is required"),
     OK_("set_nav_path", "{\"path\": [[0, 0], [1, 1]]}", "\"points\":2", -1),
-    ERR("set_nav_path", "{\"path\": \"x\"}", "invalid_action_shape", "data.path"),
-    ERR("set_nav_path", "{\"robot\": 6, \"path\": []}", "unknown_robot", "id 6"),
+    ERR("set_nav_path", "{\"path\": \"x\"}", "invalid_action_shape",
+        "data.path"),
+    ERR("set_nav_path", "{\"robot\": 6, \"path\": []}", "unknown_robot",
+        "id 6"),
     OK_("set_waypoints", "{\"waypoints\": [[0, 0]]}", "\"points\":1", -1),
     ERR("set_waypoints", "{\"waypoints\": [[0]]}", "invalid_action_shape",
         "data.waypoints[0]"),
     OK_("clear_nav", "{}", "\"success\":true", -1),
     OK_("export_dataset", "{\"name\": \"d1\", \"ticks\": 10}",
         "\"last_tick\":52", PA_OP_EXPORT_DATASET),
-    ERR("export_dataset", "{\"name\": \"d1\", \"seconds\": 0}", "invalid_message",
-        "data.seconds"),
+    ERR("export_dataset", "{\"name\": \"d1\", \"seconds\": 0}",
+        "invalid_message", "data.seconds"),
     ERR("export_dataset", "{\"name\": \"../x\"}", "invalid_message",
         "dataset name"),
     ERR("export_dataset", "{\"name\": \"d1\", \"ticks\": 0}", "invalid_message",
@@ -875,8 +897,8 @@ static void check_reply(int fd, const char *line, const char *action,
   json_t *err = json_object_get(r, "error");
   const char *got = json_string_value(json_object_get(err, "code"));
   const char *msg = json_string_value(json_object_get(err, "message"));
-  bool ok = code ? type && !strcmp(type, "error") && got && !strcmp(got, code) &&
-                       msg && strstr(msg, needle)
+  bool ok = code ? type && !strcmp(type, "error") && got &&
+                       !strcmp(got, code) && msg && strstr(msg, needle)
                  : type && strcmp(type, "error") && strstr(buf, needle);
   if (ok && action)
     ok = !strcmp(json_string_value(json_object_get(r, "action")), action);
@@ -977,7 +999,8 @@ static void json_actions(void **state) {
   }
   json_decref(r);
   char big[64 * 48 + 128];
-  size_t n = (size_t)snprintf(big, sizeof big, "{\"type\":\"batch\",\"requests\":[");
+  size_t n =
+      (size_t)snprintf(big, sizeof big, "{\"type\":\"batch\",\"requests\":[");
   for (int i = 0; i < 65; i++)
     n += (size_t)snprintf(big + n, sizeof big - n, "%s{\"type\":\"command\"}",
                           i ? "," : "");
@@ -1022,22 +1045,24 @@ static void json_auth(void **state) {
               "not_authorized", "first");
   check_reply(fd, "{\"type\":\"batch\",\"requests\":[]}", "batch",
               "not_authorized", "authenticate before");
-  check_reply(fd, "{\"type\":\"command\",\"action\":\"auth\",\"data\":"
-                  "{\"token\":\"s3cre\"}}",
+  check_reply(fd,
+              "{\"type\":\"command\",\"action\":\"auth\",\"data\":"
+              "{\"token\":\"s3cre\"}}",
               "auth", "not_authorized", "wrong token");
   check_reply(fd, "{\"type\":\"command\",\"action\":\"auth\"}", "auth",
               "not_authorized", "wrong token");
   /* a token of PA_NETGW_TOKEN_MAX bytes is too long, as for text auth */
   char line[PA_NETGW_TOKEN_MAX + 128];
-  int k = snprintf(line, sizeof line, "{\"type\":\"command\",\"action\":\"auth\","
-                                      "\"data\":{\"token\":\"");
+  int k = snprintf(line, sizeof line,
+                   "{\"type\":\"command\",\"action\":\"auth\","
+                   "\"data\":{\"token\":\"");
   memset(line + k, 'k', PA_NETGW_TOKEN_MAX);
-  snprintf(line + k + PA_NETGW_TOKEN_MAX, sizeof line - (size_t)k -
-           PA_NETGW_TOKEN_MAX, "\"}}");
-  check_reply(fd, line, "auth", "invalid_message",
-              "shorter than 256 bytes");
-  check_reply(fd, "{\"type\":\"command\",\"action\":\"auth\",\"data\":"
-                  "{\"token\":\"s3cret\"}}",
+  snprintf(line + k + PA_NETGW_TOKEN_MAX,
+           sizeof line - (size_t)k - PA_NETGW_TOKEN_MAX, "\"}}");
+  check_reply(fd, line, "auth", "invalid_message", "shorter than 256 bytes");
+  check_reply(fd,
+              "{\"type\":\"command\",\"action\":\"auth\",\"data\":"
+              "{\"token\":\"s3cret\"}}",
               "auth", NULL, "\"success\":true");
   check_reply(fd, "{\"type\":\"command\",\"action\":\"get_version\"}",
               "get_version", NULL, "\"version\"");
@@ -1049,10 +1074,10 @@ static void json_auth(void **state) {
 typedef struct pinger {
   uint16_t port;
   pthread_t th;
-  int stop;          /* atomic */
-  int pongs;         /* atomic */
-  int stop_at;       /* pongs_at_least waits for this many */
-  int64_t worst_ms;  /* read after the join */
+  int stop;         /* atomic */
+  int pongs;        /* atomic */
+  int stop_at;      /* pongs_at_least waits for this many */
+  int64_t worst_ms; /* read after the join */
   bool failed;
 } pinger;
 
@@ -1094,12 +1119,14 @@ static void batch_reply_bounded(void **state) {
   (void)state;
   fixture f;
   fixture_up(&f, PA_CAM_CHUNK_DEFAULT);
-  /* play pa-sim after generate_map {width: 400, height: 400, resolution: 0.2} */
+  /* play pa-sim after generate_map {width: 400, height: 400, resolution: 0.2}
+   */
   enum { W = 2000, H = 2000 };
   int8_t *cells = calloc((size_t)W * H, 1);
   for (uint32_t y = 0; y < H; y++)
     for (uint32_t x = 0; x < W; x++)
-      if (x == 0 || y == 0 || x == W - 1 || y == H - 1 || (x % 97 == 0 && y % 5))
+      if (x == 0 || y == 0 || x == W - 1 || y == H - 1 ||
+          (x % 97 == 0 && y % 5))
         cells[(size_t)y * W + x] = 100;
   char err[256];
   assert_int_equal(pa_stack_map_publish(&f.st, W, H, 0.2, -200, -200, 0, cells,
@@ -1131,7 +1158,8 @@ static void batch_reply_bounded(void **state) {
   json_t *r = json_loads(line, 0, NULL);
   free(line);
   assert_non_null(r);
-  assert_string_equal(json_string_value(json_object_get(r, "type")), "response");
+  assert_string_equal(json_string_value(json_object_get(r, "type")),
+                      "response");
   json_t *rs = json_object_get(json_object_get(r, "data"), "responses");
   assert_int_equal(json_array_size(rs), 64);
   size_t ok = 0, too_long = 0;
@@ -1158,7 +1186,8 @@ static void batch_reply_bounded(void **state) {
   json_decref(r);
   /* the connection stays usable */
   r = jask(fd, "{\"type\":\"command\",\"action\":\"ping\"}");
-  assert_string_equal(json_string_value(json_object_get(r, "type")), "response");
+  assert_string_equal(json_string_value(json_object_get(r, "type")),
+                      "response");
   json_decref(r);
   /* the bystander kept being answered, and quickly */
   p.stop_at = __atomic_load_n(&p.pongs, __ATOMIC_ACQUIRE) + 2;
@@ -1166,7 +1195,8 @@ static void batch_reply_bounded(void **state) {
   __atomic_store_n(&p.stop, 1, __ATOMIC_RELEASE);
   pthread_join(p.th, NULL);
   assert_false(p.failed);
-  fprintf(stderr, "batch of 64 terrain grids: %zu answered, %zu too_long, "
+  fprintf(stderr,
+          "batch of 64 terrain grids: %zu answered, %zu too_long, "
           "%lld ms; worst bystander ping %lld ms\n",
           ok, too_long, (long long)took, (long long)p.worst_ms);
   assert_true(p.worst_ms < 1000);
@@ -1178,8 +1208,8 @@ static void batch_reply_bounded(void **state) {
 
 /* The table docs/protocol-notes.md shows between its props markers. */
 static char *props_table(void) {
-  static const char *const types[] = {"number", "integer", "colour [r, g, b(, a)]",
-                                      "[x, y]", "name"};
+  static const char *const types[] = {
+      "number", "integer", "colour [r, g, b(, a)]", "[x, y]", "name"};
   size_t cap = 8192, len = 0;
   char *t = malloc(cap);
   len += (size_t)snprintf(t + len, cap - len,
@@ -1193,8 +1223,8 @@ static char *props_table(void) {
     len += (size_t)snprintf(
         t + len, cap - len, "| `%s` | %s | %s | %s | %s |\n", p->name,
         (p->kinds & PA_PK_ROBOT) && (p->kinds & PA_PK_OBSTACLE) ? "both"
-        : (p->kinds & PA_PK_ROBOT)                             ? "robot"
-                                                               : "obstacle",
+        : (p->kinds & PA_PK_ROBOT)                              ? "robot"
+                                                                : "obstacle",
         types[p->type], rg, (p->kinds & PA_PK_RO) ? "read-only" : "yes");
     assert_true(len < cap);
   }
@@ -1215,8 +1245,7 @@ static void props_doc_matches_schema(void **state) {
   assert_non_null(e);
   b = strchr(b, '\n') + 1;
   char *want = props_table();
-  if ((size_t)(e - b) != strlen(want) || memcmp(b, want, strlen(want)) != 0)
-  {
+  if ((size_t)(e - b) != strlen(want) || memcmp(b, want, strlen(want)) != 0) {
     fprintf(stderr, "%s", want);
     fail_msg("docs/protocol-notes.md's property table differs from "
              "maps/pa_props.h; it should read as printed above");
