@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "pa_map_int.h"
+#include "pa_props.h"
 
 #define PA_WORLD_MAX_ROBOTS 256
 #define PA_WORLD_MAX_OBSTACLES 4096
@@ -38,6 +39,13 @@ static int num_in(wctx *c, yaml_node_t *n, const char *what, double lo,
   return 0;
 }
 
+/* A number in the schema's range of that property (pa_props.h). */
+static int prop_in(wctx *c, yaml_node_t *n, const char *what, pa_prop_row row,
+                   double *out) {
+  const pa_prop_def *p = pa_prop(row);
+  return num_in(c, n, what, p->lo, p->lo_open, p->hi, p->hi_open, out);
+}
+
 static int int_in(wctx *c, yaml_node_t *n, const char *what, long lo, long hi,
                   long *out) {
   long v;
@@ -60,8 +68,9 @@ static int colour(wctx *c, yaml_node_t *n, const char *what, uint8_t out[4]) {
     char w[96];
     long v;
     snprintf(w, sizeof w, "%s[%zu]", what, i);
-    if (int_in(c, pa_map_ynode(c->d, n->data.sequence.items.start[i]), w, 0,
-               255, &v))
+    if (int_in(c, pa_map_ynode(c->d, n->data.sequence.items.start[i]), w,
+               (long)pa_prop(PA_PR_COLOUR)->lo, (long)pa_prop(PA_PR_COLOUR)->hi,
+               &v))
       return -1;
     out[i] = (uint8_t)v;
   }
@@ -96,23 +105,25 @@ static int robot_limits(wctx *c, yaml_node_t *n, pa_robot_def *r) {
       "head_limit", "max_head_rate", NULL};
   if (pa_map_ycheck_keys(c->d, n, "limits", keys, c->err, c->err_sz)) return -1;
   struct {
-    const char *k;
+    pa_prop_row row;
     double *dst;
-    double hi;
-  } f[] = {{"max_v", &r->max_v, 100},         {"max_vy", &r->max_vy, 100},
-           {"max_w", &r->max_w, 100},         {"acc_v", &r->acc_v, 1000},
-           {"dec_v", &r->dec_v, 1000},        {"acc_w", &r->acc_w, 1000},
-           {"dec_w", &r->dec_w, 1000},        {"max_head_rate", &r->max_head_rate, 100}};
+  } f[] = {{PA_PR_MAX_V, &r->max_v},
+           {PA_PR_MAX_VY, &r->max_vy},
+           {PA_PR_MAX_W, &r->max_w},
+           {PA_PR_ACC_V, &r->acc_v},
+           {PA_PR_DEC_V, &r->dec_v},
+           {PA_PR_ACC_W, &r->acc_w},
+           {PA_PR_DEC_W, &r->dec_w},
+           {PA_PR_HEAD_LIMIT, &r->head_limit},
+           {PA_PR_MAX_HEAD_RATE, &r->max_head_rate}};
   for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) {
-    yaml_node_t *v = pa_map_yget(c->d, n, f[i].k);
+    const char *k = pa_prop(f[i].row)->name;
+    yaml_node_t *v = pa_map_yget(c->d, n, k);
     char w[64];
-    snprintf(w, sizeof w, "limits.%s", f[i].k);
-    if (v && num_in(c, v, w, 0, true, f[i].hi, false, f[i].dst)) return -1;
+    snprintf(w, sizeof w, "limits.%s", k);
+    if (v && prop_in(c, v, w, f[i].row, f[i].dst))
+      return -1;
   }
-  yaml_node_t *v = pa_map_yget(c->d, n, "head_limit");
-  if (v && num_in(c, v, "limits.head_limit", 0, false, 3.14159265358979323846,
-                  false, &r->head_limit))
-    return -1;
   return 0;
 }
 
@@ -123,17 +134,21 @@ static int robot_laser(wctx *c, yaml_node_t *n, pa_robot_def *r) {
   yaml_node_t *v;
   long beams;
   if ((v = pa_map_yget(c->d, n, "beams"))) {
-    if (int_in(c, v, "laser.beams", 1, 16384, &beams)) return -1;
+    if (int_in(c, v, "laser.beams", (long)pa_prop(PA_PR_LASER_BEAMS)->lo,
+               (long)pa_prop(PA_PR_LASER_BEAMS)->hi, &beams))
+      return -1;
     r->laser.beams = (uint32_t)beams;
   }
   if ((v = pa_map_yget(c->d, n, "range_min")) &&
-      num_in(c, v, "laser.range_min", 0, false, 1000, false, &r->laser.range_min))
+      prop_in(c, v, "laser.range_min", PA_PR_LASER_RANGE_MIN,
+              &r->laser.range_min))
     return -1;
   if ((v = pa_map_yget(c->d, n, "range_max")) &&
-      num_in(c, v, "laser.range_max", 0, true, 1000, false, &r->laser.range_max))
+      prop_in(c, v, "laser.range_max", PA_PR_LASER_RANGE_MAX,
+              &r->laser.range_max))
     return -1;
   if ((v = pa_map_yget(c->d, n, "noise")) &&
-      num_in(c, v, "laser.noise", 0, false, 100, false, &r->laser.noise))
+      prop_in(c, v, "laser.noise", PA_PR_LASER_NOISE, &r->laser.noise))
     return -1;
   if (!(r->laser.range_min < r->laser.range_max))
     return pa_map_yerr(c->d, n, c->err, c->err_sz,
@@ -148,16 +163,20 @@ static int robot_camera(wctx *c, yaml_node_t *n, pa_robot_def *r) {
   yaml_node_t *v;
   long x;
   if ((v = pa_map_yget(c->d, n, "width"))) {
-    if (int_in(c, v, "camera.width", 1, 4096, &x)) return -1;
+    if (int_in(c, v, "camera.width", (long)pa_prop(PA_PR_CAMERA_WIDTH)->lo,
+               (long)pa_prop(PA_PR_CAMERA_WIDTH)->hi, &x))
+      return -1;
     r->camera.width = (uint32_t)x;
   }
   if ((v = pa_map_yget(c->d, n, "height"))) {
-    if (int_in(c, v, "camera.height", 1, 4096, &x)) return -1;
+    if (int_in(c, v, "camera.height", (long)pa_prop(PA_PR_CAMERA_HEIGHT)->lo,
+               (long)pa_prop(PA_PR_CAMERA_HEIGHT)->hi, &x))
+      return -1;
     r->camera.height = (uint32_t)x;
   }
   double deg;
   if ((v = pa_map_yget(c->d, n, "fov"))) {
-    if (num_in(c, v, "camera.fov (degrees)", 0, true, 180, true, &deg))
+    if (prop_in(c, v, "camera.fov (degrees)", PA_PR_CAMERA_FOV_DEG, &deg))
       return -1;
     r->camera.fov = deg * PA_DEG;
   }
@@ -189,16 +208,16 @@ static int robot(wctx *c, yaml_node_t *n, size_t i, pa_robot_def *r) {
     r->drive = !strcmp(s, "omni") ? 1 : 0; /* enum pa_drive */
   }
   if ((v = pa_map_yget(c->d, n, "radius")) &&
-      num_in(c, v, "radius", 0, true, 5, false, &r->radius))
+      prop_in(c, v, "radius", PA_PR_RADIUS, &r->radius))
     return -1;
   if ((v = pa_map_yget(c->d, n, "wheel_base")) &&
-      num_in(c, v, "wheel_base", 0, true, 10, false, &r->wheel_base))
+      prop_in(c, v, "wheel_base", PA_PR_WHEEL_BASE, &r->wheel_base))
     return -1;
   if ((v = pa_map_yget(c->d, n, "height")) &&
-      num_in(c, v, "height", 0, true, 10, false, &r->height))
+      prop_in(c, v, "height", PA_PR_HEIGHT, &r->height))
     return -1;
   if ((v = pa_map_yget(c->d, n, "head_height")) &&
-      num_in(c, v, "head_height", 0, true, 10, false, &r->head_height))
+      prop_in(c, v, "head_height", PA_PR_HEAD_HEIGHT, &r->head_height))
     return -1;
   if ((v = pa_map_yget(c->d, n, "colour")) && colour(c, v, "colour", r->colour))
     return -1;
@@ -250,10 +269,13 @@ static int obstacle(wctx *c, yaml_node_t *n, size_t i, pa_obstacle_def *o) {
     double sz[2];
     if (pa_map_ynums(c->d, size, "size", sz, 2, 2, NULL, c->err, c->err_sz))
       return -1;
-    if (!(sz[0] > 0 && sz[1] > 0 && sz[0] <= 1000 && sz[1] <= 1000))
-      return pa_map_yerr(c->d, size, c->err, c->err_sz,
-                         "size must be in (0, 1000] m, got [%g, %g]", sz[0],
-                         sz[1]);
+    if (!pa_prop_ok(PA_PR_OB_SIZE, sz[0]) ||
+        !pa_prop_ok(PA_PR_OB_SIZE, sz[1])) {
+      char rg[64];
+      return pa_map_yerr(
+          c->d, size, c->err, c->err_sz, "size must be in %s, got [%g, %g]",
+          pa_prop_range(PA_PR_OB_SIZE, rg, sizeof rg), sz[0], sz[1]);
+    }
     o->size_x = sz[0];
     o->size_y = sz[1];
   } else {
@@ -263,10 +285,11 @@ static int obstacle(wctx *c, yaml_node_t *n, size_t i, pa_obstacle_def *o) {
     if (!rad)
       return pa_map_yerr(c->d, n, c->err, c->err_sz,
                          "circle '%s': missing key 'radius'", o->name);
-    if (num_in(c, rad, "radius", 0, true, 500, false, &o->radius)) return -1;
+    if (prop_in(c, rad, "radius", PA_PR_OB_RADIUS, &o->radius))
+      return -1;
   }
   if ((v = pa_map_yget(c->d, n, "height")) &&
-      num_in(c, v, "height", 0, true, 100, false, &o->height))
+      prop_in(c, v, "height", PA_PR_OB_HEIGHT, &o->height))
     return -1;
   if ((v = pa_map_yget(c->d, n, "colour")) && colour(c, v, "colour", o->colour))
     return -1;

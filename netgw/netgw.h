@@ -27,6 +27,8 @@ extern "C" {
 #define PA_NETGW_TEXT_MAX 1024u          /* [bytes] text line, without EOL */
 #define PA_NETGW_JSON_MAX (1024u * 1024u) /* [bytes] JSON line, without EOL */
 #define PA_NETGW_BATCH_MAX 64u
+/* [bytes] an auth token + NUL: --token, text auth and JSON auth alike */
+#define PA_NETGW_TOKEN_MAX 256u
 #define PA_NETGW_STEP_MAX 1000000u       /* ticks per step request */
 #define PA_NETGW_SPEED_MAX 1000.0        /* largest time scale factor */
 #define PA_NETGW_ODOM_WATCH_MAX_US 2000u /* --odom_watch_us limit */

@@ -148,6 +148,7 @@ typedef struct pa_client {
   json_t *jbatch;            /* batch request, or NULL */
   json_t *jresponses;        /* batch responses so far */
   size_t jbatch_i;
+  size_t jbudget; /* [bytes] reply room left to this line's requests */
   struct event *timeout_ev;
   pa_splice *spl;            /* ranges waiting for the next JSON send */
   size_t n_spl, cap_spl;
@@ -236,5 +237,7 @@ void pa_json_complete(pa_client *c, const pa_reply *r);
 void pa_json_release(pa_client *c);
 /* A JSON error line for a line that never parsed. */
 void pa_json_error_line(pa_client *c, pa_status st, const char *msg);
+/* The name of action table row i, NULL past the last (tests walk it). */
+const char *pa_json_action_name(int i);
 
 #endif

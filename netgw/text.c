@@ -10,7 +10,7 @@
 #include <string.h>
 
 #define MAX_TOKENS 8
-#define TOKEN_MAX 256 /* an auth token as long as JSON auth and --token take */
+#define TOKEN_MAX PA_NETGW_TOKEN_MAX /* as JSON auth and --token */
 
 static const char *const channel_names[PA_CH_COUNT] = {"odom", "scan",
                                                        "camera"};

@@ -1,5 +1,6 @@
 /* sim_model.c - the immutable model (grid, distance field, initial world) and
  * the mutable state's allocation and reset. */
+#include "pa_props.h"
 #include "pa_sim.h"
 #include "sim_int.h"
 
@@ -150,29 +151,14 @@ int pa_sim_int_check_robot(const pa_robot_info *ri, uint32_t max_beams,
   const char *bad = NULL;
   if (ri->drive != PA_DRIVE_DIFF && ri->drive != PA_DRIVE_OMNI)
     bad = "drive must be diff or omni";
-  else if (!(ri->radius > 0 && ri->radius <= 10.0f))
-    bad = "radius must be in (0, 10] m";
-  else if (!(ri->max_v >= 0 && ri->max_vy >= 0 && ri->max_w >= 0 &&
-             isfinite(ri->max_v + ri->max_vy + ri->max_w)))
-    bad = "max_v, max_vy, max_w must be finite and >= 0";
-  else if (!(ri->acc_v > 0 && ri->dec_v > 0 && ri->acc_w > 0 &&
-             ri->dec_w > 0 &&
-             isfinite(ri->acc_v + ri->dec_v + ri->acc_w + ri->dec_w)))
-    bad = "acceleration limits must be finite and > 0";
-  else if (!(ri->head_limit >= 0 && ri->max_head_rate >= 0 &&
-             isfinite(ri->head_limit + ri->max_head_rate)))
-    bad = "head_limit and max_head_rate must be finite and >= 0";
   else if (ri->laser_beams < 1 || ri->laser_beams > max_beams)
     bad = "laser beams must be in [1, max_beams]";
-  else if (!(ri->laser_range_min >= 0 &&
-             ri->laser_range_max > ri->laser_range_min &&
-             ri->laser_range_max <= 1000.0f))
-    bad = "laser ranges must satisfy 0 <= range_min < range_max <= 1000";
-  else if (!(ri->laser_noise >= 0 && ri->laser_noise <= 100.0f))
-    bad = "laser noise must be in [0, 100] m";
-  else if (ri->cam_width < 1 || ri->cam_height < 1 ||
-           !(ri->cam_fov > 0 && ri->cam_fov < 3.1416f))
-    bad = "camera size must be >= 1 px and fov in (0, 180] deg";
+  else if (!(ri->laser_range_max > ri->laser_range_min))
+    bad = "laser range_min must be below range_max";
+  else if (!(ri->cam_width >= 1 && ri->cam_height >= 1 &&
+             pa_prop_ok_float(PA_PR_CAMERA_FOV_DEG,
+                              (float)(ri->cam_fov * 180 / M_PI))))
+    bad = "camera size must be >= 1 px and fov in (0, 180) deg";
   else if (!isfinite(ri->start_x) || !isfinite(ri->start_y) ||
            !isfinite(ri->start_theta))
     bad = "start pose must be finite";
@@ -180,6 +166,35 @@ int pa_sim_int_check_robot(const pa_robot_info *ri, uint32_t max_beams,
     snprintf(err, err_sz, "robot '%s': %s", ri->name, bad);
     return -1;
   }
+  /* One range per property: the schema's (pa_props.h). */
+  const struct {
+    pa_prop_row row;
+    float v;
+  } f[] = {{PA_PR_RADIUS, ri->radius},
+           {PA_PR_WHEEL_BASE, ri->wheel_base},
+           {PA_PR_HEIGHT, ri->height},
+           {PA_PR_HEAD_HEIGHT, ri->head_height},
+           {PA_PR_MAX_V, ri->max_v},
+           {PA_PR_MAX_VY, ri->max_vy},
+           {PA_PR_MAX_W, ri->max_w},
+           {PA_PR_ACC_V, ri->acc_v},
+           {PA_PR_DEC_V, ri->dec_v},
+           {PA_PR_ACC_W, ri->acc_w},
+           {PA_PR_DEC_W, ri->dec_w},
+           {PA_PR_HEAD_LIMIT, ri->head_limit},
+           {PA_PR_MAX_HEAD_RATE, ri->max_head_rate},
+           {PA_PR_LASER_BEAMS, (float)ri->laser_beams},
+           {PA_PR_LASER_RANGE_MIN, ri->laser_range_min},
+           {PA_PR_LASER_RANGE_MAX, ri->laser_range_max},
+           {PA_PR_LASER_NOISE, ri->laser_noise}};
+  for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
+    if (!pa_prop_ok_float(f[i].row, f[i].v)) {
+      char rg[64];
+      snprintf(err, err_sz, "robot '%s': %s %g must be in %s", ri->name,
+               pa_prop(f[i].row)->name, (double)f[i].v,
+               pa_prop_range(f[i].row, rg, sizeof rg));
+      return -1;
+    }
   return 0;
 }
 
@@ -187,14 +202,15 @@ int pa_sim_int_check_obstacle(const pa_obstacle_info *o, char *err,
                               size_t err_sz) {
   bool ok = isfinite(o->x) && isfinite(o->y) && isfinite(o->theta);
   if (o->shape == PA_SHAPE_CIRCLE)
-    ok = ok && o->radius > 0 && o->radius < 1e4;
+    ok = ok && pa_prop_ok(PA_PR_OB_RADIUS, o->radius);
   else
-    ok = ok && o->shape == PA_SHAPE_BOX && o->size_x > 0 && o->size_y > 0 &&
-         o->size_x < 1e4 && o->size_y < 1e4;
+    ok = ok && o->shape == PA_SHAPE_BOX &&
+         pa_prop_ok(PA_PR_OB_SIZE, o->size_x) &&
+         pa_prop_ok(PA_PR_OB_SIZE, o->size_y);
   if (!ok) {
     snprintf(err, err_sz,
              "obstacle '%s': shape must be box or circle, pose finite and "
-             "size > 0",
+             "size in range",
              o->name);
     return -1;
   }

@@ -201,7 +201,8 @@ static void test_errors(void **state) {
   expect_err(R "    limits: {max_v: 0}\n", "w.yaml:4:21: limits.max_v must be in (0, 100]");
   expect_err(R "    limits: {max_vel: 1}\n", "limits: unknown key 'max_vel'");
   expect_err(R "    limits: {head_limit: 4}\n", "limits.head_limit must be in [0, 3.14159");
-  expect_err(R "    laser: {beams: 0}\n", "w.yaml:4:20: laser.beams must be in [1, 16384]");
+  expect_err(R "    laser: {beams: 0}\n",
+             "w.yaml:4:20: laser.beams must be in [1, 65536]");
   expect_err(R "    laser: {beams: 1.5}\n", "laser.beams: expected an integer, got '1.5'");
   expect_err(R "    laser: {range_min: 5, range_max: 2}\n", "laser: range_min (5) must be below range_max (2)");
   expect_err(R "    laser: {noise: -1}\n", "laser.noise must be in [0, 100]");

@@ -19,9 +19,14 @@
 
 #include "netgw.h"
 #include "netgw_harness.h"
-#include "testutil.h"
+#include "netgw_int.h" /* internals: the JSON action table */
 
-/* ---- text parser -----------------------------------------------------------*/
+#include "pa_props.h"
+
+#include "testutil.h"
+#include <jansson.h>
+
+/* ---- text parser ---------------------------------------------------------*/
 
 typedef struct tcase {
   const char *line;
@@ -144,7 +149,7 @@ static void text_parse_values(void **state) {
   assert_string_equal(msg, "token 2 is 256 bytes long (limit 255)");
 }
 
-/* ---- frames ------------------------------------------------------------------*/
+/* ---- frames --------------------------------------------------------------*/
 
 static void frames_layout(void **state) {
   (void)state;
@@ -201,7 +206,7 @@ static void frames_layout(void **state) {
   assert_int_equal(pa_netgw_odom_seq(10, 100, 0), 0);
 }
 
-/* ---- camera path through an in-process gateway --------------------------------*/
+/* ---- camera path through an in-process gateway ---------------------------*/
 
 typedef struct fixture {
   char inst[PA_SHM_INSTANCE_MAX];
@@ -215,7 +220,8 @@ static void *run_gw(void *arg) {
   return NULL;
 }
 
-static void fixture_up(fixture *f, unsigned chunk) {
+/* An in-process gateway on a new instance; timeout_ms 0 = the default. */
+static void fixture_up_ms(fixture *f, unsigned chunk, unsigned timeout_ms) {
   pa_test_instance(f->inst, sizeof f->inst, "cam");
   pa_stack_def d = pa_stack_def_default();
   snprintf(d.instance, sizeof d.instance, "%s", f->inst);
@@ -238,12 +244,18 @@ static void fixture_up(fixture *f, unsigned chunk) {
   pa_netgw_def gd = pa_netgw_def_default();
   gd.tcp_port = 0;
   gd.camera_chunk = chunk;
+  if (timeout_ms)
+    gd.request_timeout_ms = timeout_ms;
   f->g = pa_netgw_create(&gd, &f->st, err, sizeof err);
   if (!f->g)
     fail_msg("pa_netgw_create: %s", err);
   assert_int_equal(f->st.cam[1].subscribers, 0);
   assert_int_equal(f->st.ctl->tcp_port, pa_netgw_port(f->g));
   assert_int_equal(pthread_create(&f->th, NULL, run_gw, f->g), 0);
+}
+
+static void fixture_up(fixture *f, unsigned chunk) {
+  fixture_up_ms(f, chunk, 0);
 }
 
 static void fixture_down(fixture *f) {
@@ -273,13 +285,25 @@ static void write_frame(pa_stack *st, uint32_t robot, uint32_t seq,
   assert_true(pa_ring_write_commit(st->camera) > 0);
 }
 
+typedef struct demand_arg {
+  pa_stack *st;
+  uint32_t robot, v;
+} demand_arg;
+
+static bool demand_reached(void *arg) {
+  demand_arg *d = arg;
+  return __atomic_load_n(&d->st->cam[d->robot].subscribers, __ATOMIC_ACQUIRE) ==
+         d->v;
+}
+
 static bool demand_is(pa_stack *st, uint32_t robot, uint32_t v) {
-  for (int i = 0; i < 2500; i++) {
-    if (__atomic_load_n(&st->cam[robot].subscribers, __ATOMIC_ACQUIRE) == v)
-      return true;
-    usleep(2000);
-  }
-  return false;
+  demand_arg d = {st, robot, v};
+  return pa_test_wait_for(demand_reached, &d, 5000);
+}
+
+static bool cmd_queued(void *arg) {
+  pa_stack *st = arg;
+  return pa_queue_count(st->cmd) > 0;
 }
 
 /* Receives one whole image by reassembling its chunks; checks every byte. */
@@ -417,13 +441,11 @@ static void busy_and_late_reply(void **state) {
   /* the next request is answered by its own reply, not the late one */
   assert_int_equal(pa_test_send_str(fd, "resume\n"), 0);
   pa_cmd c2;
-  int64_t end = pa_test_now_ms() + 5000;
-  while (pa_queue_peek(f.st.cmd, &c2) < 0 && pa_test_now_ms() < end)
-    usleep(1000);
+  assert_true(pa_test_wait_for(cmd_queued, &f.st, 5000));
+  assert_true(pa_queue_peek(f.st.cmd, &c2) >= 0);
   assert_int_equal(c2.op, PA_OP_RESUME);
   assert_true(c2.request_id > c.request_id);
-  usleep(50000);
-  assert_true(ng_silent_fd(fd));
+  assert_true(ng_silent_fd(fd)); /* the late reply: 100 ms of silence */
   pa_queue_pop(f.st.cmd);
   r.request_id = c2.request_id;
   r.op = c2.op;
@@ -436,6 +458,801 @@ static void busy_and_late_reply(void **state) {
   fixture_down(&f);
 }
 
+/* ---- JSON actions against the in-process gateway -------------------------*/
+
+/* Sends one JSON line and parses the one reply line (5 s). */
+static json_t *jask(int fd, const char *line) {
+  static char buf[1 << 20];
+  char *l = malloc(strlen(line) + 2);
+  sprintf(l, "%s\n", line);
+  assert_int_equal(pa_test_send_str(fd, l), 0);
+  free(l);
+  int n = pa_test_read_line(fd, buf, sizeof buf, 5000);
+  if (n <= 0)
+    fail_msg("no reply to %s", line);
+  json_error_t je;
+  json_t *j = json_loads(buf, 0, &je);
+  if (!j)
+    fail_msg("reply to %s is not JSON: %s", line, buf);
+  return j;
+}
+
+static void json_get_version(void **state) {
+  (void)state;
+  fixture f;
+  fixture_up(&f, PA_CAM_CHUNK_DEFAULT);
+  int fd = pa_test_tcp_connect((uint16_t)pa_netgw_port(f.g));
+  json_t *r = jask(fd, "{\"type\":\"command\",\"action\":\"get_version\","
+                       "\"request_id\":7}");
+  assert_string_equal(json_string_value(json_object_get(r, "type")),
+                      "response");
+  assert_int_equal(json_integer_value(json_object_get(r, "request_id")), 7);
+  json_t *d = json_object_get(r, "data");
+  unsigned ma, mi, pt;
+  char tail;
+  assert_int_equal(sscanf(json_string_value(json_object_get(d, "version")),
+                          "%u.%u.%u%c", &ma, &mi, &pt, &tail),
+                   3);
+  assert_int_equal(json_integer_value(json_object_get(d, "protocol_version")),
+                   2);
+  assert_int_equal(json_integer_value(json_object_get(d, "shm_layout_version")),
+                   PA_SHM_LAYOUT_VERSION);
+  json_decref(r);
+  close(fd);
+  fixture_down(&f);
+}
+
+/* ---- every JSON action, in process, against a fake pa-sim ----------------*/
+
+/* Plays pa-sim: answers each command on the queue (drive commands take no
+ * reply, as in pa-sim), with `status`, or not at all while `drop`. */
+typedef struct fake_sim {
+  pa_stack *st;
+  pthread_t th;
+  int stop;         /* atomic */
+  int32_t status;   /* atomic: the next replies' status */
+  int drop;         /* atomic: answer nothing */
+  uint32_t last_op; /* atomic: op of the last command, UINT32_MAX = none */
+} fake_sim;
+
+static void *fake_sim_run(void *arg) {
+  fake_sim *fs = arg;
+  while (!__atomic_load_n(&fs->stop, __ATOMIC_ACQUIRE)) {
+    pa_cmd c;
+    if (pa_queue_peek(fs->st->cmd, &c) < 0) {
+      pa_queue_wait(fs->st->cmd, 20 * 1000 * 1000);
+      continue;
+    }
+    pa_queue_pop(fs->st->cmd);
+    __atomic_store_n(&fs->last_op, c.op, __ATOMIC_RELEASE);
+    if ((c.op == PA_OP_SET_CMD || c.op == PA_OP_STOP) ||
+        __atomic_load_n(&fs->drop, __ATOMIC_ACQUIRE))
+      continue;
+    pa_reply r;
+    memset(&r, 0, sizeof r);
+    r.client_id = c.client_id;
+    r.request_id = c.request_id;
+    r.op = c.op;
+    r.status = __atomic_load_n(&fs->status, __ATOMIC_ACQUIRE);
+    r.tick = 42;
+    r.sim_time = 0.21;
+    if (r.status != PA_OK)
+      snprintf(r.msg, sizeof r.msg, "fake sim says no");
+    switch (c.op) {
+    case PA_OP_TELEPORT:
+      memcpy(r.a, c.a, 3 * sizeof c.a[0]);
+      break;
+    case PA_OP_SPAWN_ROBOT:
+      r.u = 2;
+      break;
+    case PA_OP_SAVE_SNAPSHOT:
+    case PA_OP_LOAD_SNAPSHOT:
+      r.u = 2, r.a[0] = 40, r.a[1] = 0.2, r.a[2] = 1;
+      break;
+    case PA_OP_EXPORT_DATASET:
+      r.a[0] = 43, r.a[1] = 43 + c.u - 1;
+      break;
+    case PA_OP_SET_MAP:
+    case PA_OP_GENERATE_MAP:
+    case PA_OP_SET_SCENARIO:
+      r.a[0] = 20, r.a[1] = 10, r.a[2] = 0.1, r.a[5] = 2, r.a[6] = 1;
+      break;
+    default:
+      break;
+    }
+    pa_queue_push(fs->st->reply, &r);
+  }
+  return NULL;
+}
+
+/* The fixture's world, as pa-sim would publish it: robot r0 (differential,
+ * 360 beams) and r1 (omnidirectional), box "crate", a 20 x 10 map, one
+ * tick and one scan of r0. */
+static void world_up(fixture *f) {
+  pa_stack *st = &f->st;
+  pa_stack_world_begin(st);
+  for (int i = 0; i < 2; i++) {
+    pa_robot_info *r = &st->robots[i];
+    r->drive = i ? PA_DRIVE_OMNI : PA_DRIVE_DIFF;
+    r->radius = 0.2f, r->wheel_base = 0.3f, r->height = 0.3f;
+    r->max_v = 1, r->max_vy = 1, r->max_w = 2;
+    r->laser_beams = 360, r->laser_range_max = 12;
+    r->gen = 1;
+  }
+  pa_obstacle_info *o = &st->obstacles[0];
+  memset(o, 0, sizeof *o);
+  snprintf(o->name, sizeof o->name, "crate");
+  o->active = 1, o->shape = PA_SHAPE_BOX, o->x = 3, o->size_x = o->size_y = 0.5;
+  o->height = 0.5f;
+  st->ctl->obstacle_count = 1;
+  pa_stack_world_end(st);
+  st->ctl->control_hz = 200;
+  st->ctl->scan_hz = 10;
+  int8_t cells[20 * 10];
+  memset(cells, 0, sizeof cells);
+  cells[0] = 100;
+  cells[5] = -1;
+  char err[256];
+  assert_int_equal(pa_stack_map_publish(st, 20, 10, 0.1, -1, -0.5, 0, cells, 65,
+                                        err, sizeof err),
+                   0);
+  size_t n = sizeof(pa_tick) + 2 * sizeof(pa_robot_state);
+  uint8_t *rec = pa_ring_write_begin(st->state, (uint32_t)n);
+  assert_non_null(rec);
+  memset(rec, 0, n);
+  pa_tick *t = (pa_tick *)rec;
+  t->tick = 41, t->sim_time = 0.205, t->robot_count = 2, t->speed = 1;
+  pa_robot_state *rs = (pa_robot_state *)(t + 1);
+  for (uint32_t i = 0; i < 2; i++) {
+    rs[i].id = i, rs[i].gen = 1, rs[i].flags = PA_RS_ACTIVE;
+    rs[i].x = 1.0 + i, rs[i].y = 0.5, rs[i].theta = 0.25;
+  }
+  assert_true(pa_ring_write_commit(st->state) > 0);
+  n = sizeof(pa_scan) + 4 * sizeof(float);
+  rec = pa_ring_write_begin(st->scan, (uint32_t)n);
+  assert_non_null(rec);
+  memset(rec, 0, n);
+  pa_scan *sc = (pa_scan *)rec;
+  sc->robot = 0, sc->seq = 7, sc->tick = 40, sc->count = 4;
+  sc->range_max = 12;
+  const float ranges[4] = {1.0f, 2.5f, 0.000125f, 12.0f};
+  memcpy(sc + 1, ranges, sizeof ranges);
+  assert_true(pa_ring_write_commit(st->scan) > 0);
+}
+
+/* One request and what must come back: `code` NULL = success (its reply
+ * line holds `needle`), else that error code with `needle` in the message;
+ * `op` the command pa-sim must see (-1 none); `sim` what the fake sim
+ * answers. */
+typedef struct jcase {
+  const char
+      *data; /* {"type": "command", "action": <action>, "data": <data>} */
+  const char *action;
+  const char *code;
+  const char *needle;
+  int op;
+  int32_t sim;
+} jcase;
+
+#define OK_(a, d, needle, op)                                                  \
+  { d, a, NULL, needle, op, PA_OK }
+#define ERR(a, d, code, needle)                                                \
+  { d, a, code, needle, -1, PA_OK }
+#define SIMERR(a, d, code, op)                                                 \
+  { d, a, #code, "fake sim says no", op, code##_ST }
+
+enum {
+  invalid_message_ST = PA_ERR_INVALID_MESSAGE,
+  blocked_pose_ST = PA_ERR_BLOCKED_POSE,
+  unknown_object_ST = PA_ERR_UNKNOWN_OBJECT,
+  spawn_failed_ST = PA_ERR_SPAWN_FAILED,
+};
+
+static const jcase jcases[] = {
+    OK_("get_state", "{\"robot\": \"r0\"}", "\"pose\":[1.0,0.5,0.25]", -1),
+    OK_("get_state", "{}", "\"ranges\":[1,2.5,0.000125,12]", -1),
+    ERR("get_state", "{\"robot\": 9}", "unknown_robot", "no robot with id 9"),
+    ERR("get_state", "{\"robot\": \"nobody\"}", "unknown_robot",
+        "named 'nobody'"),
+    ERR("get_state", "{\"robot\": [0]}", "invalid_message", "an id or a name"),
+    ERR("get_state", "{\"robt\": 0}", "invalid_message",
+        "data.robt is not a key"),
+    OK_("get_sensors", "{\"robot\": 0}", "\"seq\":7", -1),
+    ERR("get_sensors", "{\"robot\": 5}", "unknown_robot", "id 5"),
+    OK_("step", "{\"v\": 0.1, \"steps\": 3}", "\"type\":\"state\"", PA_OP_STEP),
+    ERR("step", "{\"steps\": 0}", "invalid_message", "data.steps"),
+    ERR("step", "{\"v\": \"fast\"}", "invalid_action_shape", "data.v"),
+    ERR("step", "{\"vy\": 0.5}", "unsupported_control_scheme", "sideways"),
+    ERR("step", "{\"robot\": 3}", "unknown_robot", "id 3"),
+    SIMERR("step", "{}", blocked_pose, PA_OP_STEP),
+    OK_("set_velocity", "{\"v\": 0.2, \"w\": 0.1}", "\"robot\":0",
+        PA_OP_SET_CMD),
+    OK_("set_velocity", "{\"robot\": 1, \"vx\": 0.2, \"vy\": 0.1}",
+        "\"robot\":1", PA_OP_SET_CMD),
+    ERR("set_velocity", "{\"v\": 1e7}", "invalid_action_shape", "within 1e6"),
+    ERR("set_velocity", "{\"vy\": 0.3}", "unsupported_control_scheme",
+        "sideways"),
+    ERR("set_velocity", "{\"w\": null, \"v\": true}", "invalid_action_shape",
+        "data.v must be a finite number"),
+    ERR("set_velocity", "{\"z\": 1}", "invalid_message", "data.z is not a key"),
+    OK_("set_velocity_local", "{\"robot\": 1, \"forward\": 0.2, \"left\": 0.1}",
+        "\"robot\":1", PA_OP_SET_CMD),
+    ERR("set_velocity_local", "{\"left\": 0.1}", "unsupported_control_scheme",
+        "sideways"),
+    OK_("set_velocity_global", "{\"robot\": \"r1\", \"x\": 0.2}", "\"robot\":1",
+        PA_OP_SET_CMD),
+    ERR("set_velocity_global", "{\"x\": 0.2}", "unsupported_control_scheme",
+        "omnidirectional"),
+    OK_("set_wheels", "{\"left\": 0.1, \"right\": 0.2}", "\"robot\":0",
+        PA_OP_SET_CMD),
+    ERR("set_wheels", "{\"left\": 0.1}", "invalid_action_shape", "required"),
+    ERR("set_wheels", "{\"robot\": 1, \"left\": 0, \"right\": 0}",
+        "unsupported_control_scheme", "no left and right wheels"),
+    OK_("stop", "{}", "\"robot\":0", PA_OP_STOP),
+    ERR("stop", "{\"robot\": 7}", "unknown_robot", "id 7"),
+    OK_("get_pose", "{\"robot\": 1}", "\"pose\":[2.0,0.5,0.25]", -1),
+    OK_("get_pose", "{\"name\": \"crate\"}", "\"kind\":\"obstacle\"", -1),
+    ERR("get_pose", "{\"name\": \"nobody\"}", "unknown_object", "nobody"),
+    ERR("get_pose", "{\"name\": 3}", "invalid_message", "data.name"),
+    OK_("set_pose", "{\"pose\": [1, 2, 0.5]}", "\"pose\":[1.0,2.0,0.5]",
+        PA_OP_TELEPORT),
+    OK_("set_pose", "{\"pose\": [1, 2, 9, 0, 0, 0.5]}",
+        "\"pose\":[1.0,2.0,0.5]", PA_OP_TELEPORT),
+    ERR("set_pose", "{\"name\": \"crate\", \"pose\": [0, 0, 0]}",
+        "invalid_message", "static"),
+    ERR("set_pose", "{\"pose\": [1, 2]}", "invalid_action_shape", "3 or 6"),
+    ERR("set_pose", "{}", "invalid_action_shape", "data.pose is required"),
+    SIMERR("set_pose", "{\"pose\": [0, 0, 0]}", blocked_pose, PA_OP_TELEPORT),
+    OK_("subscribe", "{\"channel\": \"odom\", \"udp_port\": 9}",
+        "\"udp_port\":9", -1),
+    ERR("subscribe", "{\"channel\": \"sonar\", \"udp_port\": 9}",
+        "invalid_message", "unknown channel 'sonar'"),
+    ERR("subscribe", "{\"channel\": \"odom\", \"udp_port\": 0}",
+        "invalid_message", "data.udp_port"),
+    ERR("subscribe", "{\"channel\": \"odom\"}", "invalid_message",
+        "data.udp_port is required"),
+    ERR("subscribe", "{\"udp_port\": 9}", "invalid_message",
+        "data.channel is required"),
+    ERR("subscribe", "{\"channel\": \"odom\", \"udp_port\": 9, \"robot\": 4}",
+        "unknown_robot", "id 4"),
+    OK_("unsubscribe", "{\"channel\": \"odom\"}", "\"success\":true", -1),
+    ERR("unsubscribe", "{\"channel\": 1}", "invalid_message", "data.channel"),
+    OK_("list_robots", "{}", "\"count\":2", -1),
+    ERR("list_robots", "{\"all\": true}", "invalid_message", "takes no data"),
+    OK_("spawn_robot", "{\"name\": \"r2\", \"pose\": [1, 1, 0]}", "\"robot\":2",
+        PA_OP_SPAWN_ROBOT),
+    ERR("spawn_robot", "{\"pose\": [1, 1, 0]}", "invalid_message",
+        "data.name is required"),
+    ERR("spawn_robot", "{\"name\": \"r2\", \"pose\": [1, 1, 0], \"radius\": 6}",
+        "invalid_message", "out of range (0, 5] m"),
+    ERR("spawn_robot",
+        "{\"name\": \"r2\", \"pose\": [1, 1, 0], \"drive\": \"tank\"}",
+        "invalid_message", "'tank' is not diff or omni"),
+    ERR("spawn_robot", "{\"name\": \"r0\", \"pose\": [1, 1, 0]}",
+        "spawn_failed", "exists"),
+    SIMERR("spawn_robot", "{\"name\": \"r3\", \"pose\": [1, 1, 0]}",
+           spawn_failed, PA_OP_SPAWN_ROBOT),
+    OK_("remove_robot", "{\"robot\": 1}", "\"robot\":1", PA_OP_REMOVE_ROBOT),
+    ERR("remove_robot", "{\"robot\": 8}", "unknown_robot", "id 8"),
+    OK_("spawn_obstacle",
+        "{\"name\": \"b\", \"pose\": [1, 1, 0], \"size\": [1, 2], \"height\": "
+        "99}",
+        "\"tick\":42", PA_OP_SPAWN_OBSTACLE),
+    ERR("spawn_obstacle",
+        "{\"name\": \"b\", \"shape\": \"circle\", \"pose\": [1, 1, 0], "
+        "\"radius\": 600}",
+        "invalid_action_shape", "(0, 500] m"),
+    ERR("spawn_obstacle",
+        "{\"name\": \"b\", \"shape\": \"cone\", \"pose\": [0, 0, 0]}",
+        "invalid_message", "not box or circle"),
+    ERR("spawn_obstacle",
+        "{\"name\": \"b\", \"pose\": [0, 0, 0], \"size\": [1, 1], \"height\": "
+        "200}",
+        "invalid_message", "out of range (0, 100] m"),
+    ERR("spawn_obstacle",
+        "{\"name\": \"b\", \"pose\": [0, 0, 0], \"size\": [1]}",
+        "invalid_action_shape", "data.size"),
+    ERR("spawn_obstacle",
+        "{\"name\": \"b\", \"pose\": [0, 0, 0], \"size\": [1, 1], "
+        "\"mass\": 3}",
+        "invalid_message", "data.mass is not a key"),
+    OK_("remove_obstacle", "{\"name\": \"crate\"}", "\"tick\":42",
+        PA_OP_REMOVE_OBSTACLE),
+    ERR("remove_obstacle", "{\"name\": \"nobody\"}", "unknown_object",
+        "nobody"),
+    ERR("remove_obstacle", "{}", "invalid_message", "data.name is required"),
+    OK_("list_obstacles", "{}", "\"name\":\"crate\"", -1),
+    OK_("get_map_info", "{}", "\"occupied_cells\":1", -1),
+    OK_("get_terrain_grid", "{\"stride\": 2}", "\"#.?", -1),
+    ERR("get_terrain_grid", "{\"stride\": 0}", "invalid_message",
+        "data.stride"),
+    ERR("get_terrain_grid", "{\"inflation\": -1}", "invalid_message",
+        "inflation"),
+    ERR("get_terrain_grid", "{\"unknown_blocks\": 3}", "invalid_message",
+        "unknown_blocks"),
+    ERR("get_terrain_grid", "{\"stide\": 2}", "invalid_message",
+        "data.stide is not a key of get_terrain_grid"),
+    OK_("get_property", "{}", "\"properties\":{\"max_v\":1", -1),
+    OK_("get_property", "{\"robot\": 1, \"property\": \"drive\"}",
+        "\"value\":\"omni\"", -1),
+    OK_("get_property", "{\"name\": \"crate\", \"property\": \"color\"}",
+        "\"property\":\"colour\"", -1),
+    ERR("get_property", "{\"property\": \"mass\"}", "invalid_message",
+        "no property 'mass'"),
+    ERR("get_property", "{\"name\": \"nobody\"}", "unknown_object", "nobody"),
+    OK_("set_property", "{\"property\": \"max_v\", \"value\": 0.5}",
+        "\"property\":\"max_v\"", PA_OP_SET_PROPERTY),
+    OK_("set_property",
+        "{\"name\": \"crate\", \"property\": \"height\", \"value\": 50}",
+        "\"kind\":\"obstacle\"", PA_OP_SET_PROPERTY),
+    ERR("set_property", "{\"property\": \"max_v\", \"value\": -1}",
+        "invalid_action_shape", "max_v -1 is out of range (0, 100] m/s"),
+    ERR("set_property", "{\"property\": \"height\", \"value\": 50}",
+        "invalid_action_shape", "(0, 10] m"),
+    ERR("set_property", "{\"property\": \"max_v\", \"value\": \"fast\"}",
+        "invalid_action_shape", "finite number"),
+    ERR("set_property", "{\"property\": \"laser_beams\", \"value\": 1.5}",
+        "invalid_action_shape", "(whole)"),
+    ERR("set_property", "{\"property\": \"colour\", \"value\": [1, 2]}",
+        "invalid_action_shape", "3 or 4 numbers"),
+    ERR("set_property", "{\"property\": \"colour\", \"value\": [0, 0, 300]}",
+        "invalid_action_shape", "colour[2] 300"),
+    ERR("set_property", "{\"property\": \"drive\", \"value\": \"omni\"}",
+        "invalid_message", "read-only"),
+    ERR("set_property", "{\"property\": \"size\", \"value\": [1, 1]}",
+        "invalid_message", "not one of a robot's"),
+    ERR("set_property", "{\"property\": \"mass\", \"value\": 1}",
+        "invalid_message", "unknown property 'mass'"),
+    ERR("set_property", "{\"value\": 1}", "invalid_message",
+        "data.property is required"),
+    ERR("set_property",
+        "{\"name\": \"nobody\", \"property\": \"height\", "
+        "\"value\": 1}",
+        "unknown_object", "nobody"),
+    SIMERR("set_property", "{\"property\": \"radius\", \"value\": 4.9}",
+           blocked_pose, PA_OP_SET_PROPERTY),
+    OK_("save_snapshot", "{\"name\": \"s1\"}", "\"saved_tick\":40",
+        PA_OP_SAVE_SNAPSHOT),
+    ERR("save_snapshot", "{\"name\": \"a b\"}", "invalid_message",
+        "snapshot name 'a b'"),
+    ERR("save_snapshot", "{}", "invalid_message", "data.name is required"),
+    OK_("load_snapshot", "{\"name\": \"s1\"}", "\"robots\":2",
+        PA_OP_LOAD_SNAPSHOT),
+    SIMERR("load_snapshot", "{\"name\": \"s9\"}", unknown_object,
+           PA_OP_LOAD_SNAPSHOT),
+    OK_("set_map", "{\"map\": \"default\"}", "\"width\":20", PA_OP_SET_MAP),
+    ERR("set_map", "{\"map_yaml\": \"rel/map.yaml\"}", "invalid_message",
+        "absolute path"),
+    ERR("set_map", "{}", "invalid_message", "give data.map_yaml"),
+    ERR("set_map", "{\"map\": \"other\"}", "invalid_message",
+        "the only built-in map"),
+    SIMERR("set_map", "{\"map_yaml\": \"/nonexistent.yaml\"}", invalid_message,
+           PA_OP_SET_MAP),
+    OK_("generate_map", "{\"width\": 10, \"rooms\": [2, 1]}",
+        "\"robots_moved\"", PA_OP_GENERATE_MAP),
+    ERR("generate_map", "{\"rooms\": [0, 1]}", "invalid_message", "data.rooms"),
+    ERR("generate_map", "{\"width\": \"big\"}", "invalid_action_shape",
+        "data.width"),
+    ERR("generate_map", "{\"clutter\": 100}", "invalid_message",
+        "data.clutter"),
+    OK_("set_scenario", "{\"world\": \"default\"}", "\"obstacles\":1",
+        PA_OP_SET_SCENARIO),
+    ERR("set_scenario", "{\"world\": \"w.yaml\"}", "invalid_message",
+        "absolute path"),
+    ERR("set_scenario", "{}", "invalid_message", "data.world is required"),
+    OK_("set_nav_path", "{\"path\": [[0, 0], [1, 1]]}", "\"points\":2", -1),
+    ERR("set_nav_path", "{\"path\": \"x\"}", "invalid_action_shape",
+        "data.path"),
+    ERR("set_nav_path", "{\"robot\": 6, \"path\": []}", "unknown_robot",
+        "id 6"),
+    OK_("set_waypoints", "{\"waypoints\": [[0, 0]]}", "\"points\":1", -1),
+    ERR("set_waypoints", "{\"waypoints\": [[0]]}", "invalid_action_shape",
+        "data.waypoints[0]"),
+    OK_("clear_nav", "{}", "\"success\":true", -1),
+    OK_("export_dataset", "{\"name\": \"d1\", \"ticks\": 10}",
+        "\"last_tick\":52", PA_OP_EXPORT_DATASET),
+    ERR("export_dataset", "{\"name\": \"d1\", \"seconds\": 0}",
+        "invalid_message", "data.seconds"),
+    ERR("export_dataset", "{\"name\": \"../x\"}", "invalid_message",
+        "dataset name"),
+    ERR("export_dataset", "{\"name\": \"d1\", \"ticks\": 0}", "invalid_message",
+        "data.ticks"),
+    OK_("auth", "{\"token\": \"anything\"}", "\"success\":true", -1),
+    ERR("auth", "{\"token\": \"\"}", "invalid_message", "data.token"),
+    OK_("ping", "{}", "\"pong\":true", -1),
+    ERR("ping", "{\"x\": 1}", "invalid_message", "ping takes no data"),
+    OK_("get_version", "{}", "\"protocol_version\":2", -1),
+    OK_("pause", "{}", "\"tick\":42", PA_OP_PAUSE),
+    OK_("resume", "{}", "\"tick\":42", PA_OP_RESUME),
+    OK_("reset", "{}", "\"tick\":42", PA_OP_RESET),
+    SIMERR("reset", "{}", invalid_message, PA_OP_RESET),
+    OK_("step_n", "{\"steps\": 5}", "\"tick\":42", PA_OP_STEP),
+    ERR("step_n", "{\"steps\": 0}", "invalid_message", "data.steps"),
+    OK_("set_time_scale", "{\"factor\": 2}", "\"tick\":42", PA_OP_SPEED),
+    ERR("set_time_scale", "{}", "invalid_message", "data.scale is required"),
+    ERR("set_time_scale", "{\"scale\": 2000}", "invalid_message",
+        "out of range [0, 1000]"),
+    OK_("get_status", "{}", "\"robot_count\":2", -1),
+};
+
+static bool op_seen(void *arg) {
+  fake_sim *fs = arg;
+  return __atomic_load_n(&fs->last_op, __ATOMIC_ACQUIRE) != UINT32_MAX;
+}
+
+/* Sends line and checks the one reply against code and needle. */
+static void check_reply(int fd, const char *line, const char *action,
+                        const char *code, const char *needle) {
+  static char buf[1 << 16];
+  char *l = malloc(strlen(line) + 2);
+  sprintf(l, "%s\n", line);
+  assert_int_equal(pa_test_send_str(fd, l), 0);
+  free(l);
+  if (pa_test_read_line(fd, buf, sizeof buf, 5000) <= 0)
+    fail_msg("%s: no reply", line);
+  json_t *r = json_loads(buf, 0, NULL);
+  if (!r)
+    fail_msg("%s: reply is not JSON: %s", line, buf);
+  const char *type = json_string_value(json_object_get(r, "type"));
+  json_t *err = json_object_get(r, "error");
+  const char *got = json_string_value(json_object_get(err, "code"));
+  const char *msg = json_string_value(json_object_get(err, "message"));
+  bool ok = code ? type && !strcmp(type, "error") && got &&
+                       !strcmp(got, code) && msg && strstr(msg, needle)
+                 : type && strcmp(type, "error") && strstr(buf, needle);
+  if (ok && action)
+    ok = !strcmp(json_string_value(json_object_get(r, "action")), action);
+  if (!ok)
+    fail_msg("%s\n  expected %s '%s'\n  got %s", line, code ? code : "success",
+             needle, buf);
+  json_decref(r);
+}
+
+static void json_actions(void **state) {
+  (void)state;
+  fixture f;
+  fixture_up_ms(&f, PA_CAM_CHUNK_DEFAULT, 300);
+  world_up(&f);
+  fake_sim fs = {.st = &f.st, .status = PA_OK, .last_op = UINT32_MAX};
+  assert_int_equal(pthread_create(&fs.th, NULL, fake_sim_run, &fs), 0);
+  int fd = pa_test_tcp_connect((uint16_t)pa_netgw_port(f.g));
+  /* every row of the action table has a success case (and its errors) */
+  int rows = 0;
+  for (const char *name; (name = pa_json_action_name(rows)); rows++) {
+    bool ok = false;
+    for (size_t i = 0; i < sizeof jcases / sizeof jcases[0]; i++)
+      ok |= !strcmp(jcases[i].action, name) && !jcases[i].code;
+    if (!ok)
+      fail_msg("no success case for action %s", name);
+  }
+  assert_true(rows >= 40); /* the walk saw the table */
+  char line[1024];
+  for (size_t i = 0; i < sizeof jcases / sizeof jcases[0]; i++) {
+    const jcase *c = &jcases[i];
+    __atomic_store_n(&fs.status, c->sim, __ATOMIC_RELEASE);
+    __atomic_store_n(&fs.last_op, UINT32_MAX, __ATOMIC_RELEASE);
+    bool ctl = !strcmp(c->action, "pause") || !strcmp(c->action, "resume") ||
+               !strcmp(c->action, "reset") || !strcmp(c->action, "step_n") ||
+               !strcmp(c->action, "set_time_scale") ||
+               !strcmp(c->action, "get_status");
+    snprintf(line, sizeof line,
+             "{\"type\":\"%s\",\"protocol_version\":2,\"request_id\":%zu,"
+             "\"action\":\"%s\",\"data\":%s}",
+             ctl ? "sim_control" : "command", i, c->action, c->data);
+    check_reply(fd, line, c->action, c->code, c->needle);
+    if (c->op >= 0) {
+      /* drive commands take no reply: wait until the sim has it */
+      if (!pa_test_wait_for(op_seen, &fs, 2000))
+        fail_msg("%s: pa-sim got no command", line);
+      assert_int_equal(__atomic_load_n(&fs.last_op, __ATOMIC_ACQUIRE), c->op);
+    } else if (!c->code || c->sim == PA_OK) {
+      /* answered by pa-netgw alone: nothing reached pa-sim */
+      assert_int_equal(pa_queue_count(f.st.cmd), 0);
+      assert_int_equal(__atomic_load_n(&fs.last_op, __ATOMIC_ACQUIRE),
+                       UINT32_MAX);
+    }
+  }
+  __atomic_store_n(&fs.status, PA_OK, __ATOMIC_RELEASE);
+  /* the envelope */
+  static const struct {
+    const char *line, *code, *needle;
+  } env[] = {
+      {"{\"type\":\"command\"", "invalid_message", "bad JSON"},
+      {"{\"action\":\"ping\"}", "invalid_message", "missing \"type\""},
+      {"{\"type\":\"query\",\"action\":\"ping\"}", "unknown_type", "'query'"},
+      {"{\"type\":\"command\",\"protocol_version\":3,\"action\":\"ping\"}",
+       "invalid_message", "protocol_version must be 2"},
+      {"{\"type\":\"command\"}", "invalid_message", "missing \"action\""},
+      {"{\"type\":\"command\",\"action\":\"ping\",\"data\":[]}",
+       "invalid_message", "\"data\" must be an object"},
+      {"{\"type\":\"command\",\"action\":\"fly\"}", "unknown_action",
+       "unknown action 'fly'"},
+      {"{\"type\":\"sim_control\",\"action\":\"get_state\"}", "invalid_message",
+       "send it with type \"command\""},
+      {"{\"type\":\"command\",\"action\":\"ping\",\"action\":\"ping\"}",
+       "invalid_message", "duplicate"},
+      {"{\"type\":\"batch\",\"requests\":3}", "invalid_message",
+       "needs \"requests\""},
+  };
+  for (size_t i = 0; i < sizeof env / sizeof env[0]; i++)
+    check_reply(fd, env[i].line, NULL, env[i].code, env[i].needle);
+  /* batches: in order, a sim round trip inside, a batch in a batch refused */
+  json_t *r = jask(fd, "{\"type\":\"batch\",\"request_id\":\"b\",\"requests\":["
+                       "{\"type\":\"command\",\"action\":\"ping\"},"
+                       "{\"type\":\"sim_control\",\"action\":\"pause\"},"
+                       "{\"type\":\"batch\",\"requests\":[]},"
+                       "{\"type\":\"command\",\"action\":\"get_pose\"},"
+                       "1]}");
+  assert_string_equal(json_string_value(json_object_get(r, "request_id")), "b");
+  json_t *rs = json_object_get(json_object_get(r, "data"), "responses");
+  assert_int_equal(json_array_size(rs), 5);
+  static const char *const want[] = {"ping", "pause", NULL, "get_pose", NULL};
+  for (size_t i = 0; i < 5; i++) {
+    json_t *e = json_array_get(rs, i);
+    if (want[i])
+      assert_string_equal(json_string_value(json_object_get(e, "action")),
+                          want[i]);
+    else
+      assert_string_equal(json_string_value(json_object_get(
+                              json_object_get(e, "error"), "code")),
+                          "invalid_message");
+  }
+  json_decref(r);
+  char big[64 * 48 + 128];
+  size_t n =
+      (size_t)snprintf(big, sizeof big, "{\"type\":\"batch\",\"requests\":[");
+  for (int i = 0; i < 65; i++)
+    n += (size_t)snprintf(big + n, sizeof big - n, "%s{\"type\":\"command\"}",
+                          i ? "," : "");
+  snprintf(big + n, sizeof big - n, "]}");
+  check_reply(fd, big, "batch", "batch_limit", "at most 64");
+  /* no reply from pa-sim within --request_timeout_ms: busy, by name */
+  __atomic_store_n(&fs.drop, 1, __ATOMIC_RELEASE);
+  check_reply(fd, "{\"type\":\"sim_control\",\"action\":\"pause\"}", "pause",
+              "busy", "did not answer within 300 ms");
+  __atomic_store_n(&fs.drop, 0, __ATOMIC_RELEASE);
+  check_reply(fd, "{\"type\":\"command\",\"action\":\"ping\"}", "ping", NULL,
+              "pong");
+  close(fd);
+  __atomic_store_n(&fs.stop, 1, __ATOMIC_RELEASE);
+  pthread_join(fs.th, NULL);
+  fixture_down(&f);
+}
+
+/* With --token: nothing but auth before a right token. */
+static void json_auth(void **state) {
+  (void)state;
+  fixture f;
+  fixture_up(&f, PA_CAM_CHUNK_DEFAULT);
+  int fd = pa_test_tcp_connect((uint16_t)pa_netgw_port(f.g));
+  check_reply(fd, "{\"type\":\"command\",\"action\":\"ping\"}", "ping", NULL,
+              "pong");
+  close(fd);
+  pa_netgw_stop(f.g);
+  pthread_join(f.th, NULL);
+  pa_netgw_destroy(f.g);
+  pa_netgw_def gd = pa_netgw_def_default();
+  gd.tcp_port = 0;
+  gd.token = "s3cret";
+  char err[256];
+  f.g = pa_netgw_create(&gd, &f.st, err, sizeof err);
+  assert_non_null(f.g);
+  assert_int_equal(pthread_create(&f.th, NULL, run_gw, f.g), 0);
+  fd = pa_test_tcp_connect((uint16_t)pa_netgw_port(f.g));
+  check_reply(fd, "{\"type\":\"command\",\"action\":\"get_version\"}",
+              "get_version", "not_authorized", "first");
+  check_reply(fd, "{\"type\":\"command\",\"action\":\"fly\"}", NULL,
+              "not_authorized", "first");
+  check_reply(fd, "{\"type\":\"batch\",\"requests\":[]}", "batch",
+              "not_authorized", "authenticate before");
+  check_reply(fd,
+              "{\"type\":\"command\",\"action\":\"auth\",\"data\":"
+              "{\"token\":\"s3cre\"}}",
+              "auth", "not_authorized", "wrong token");
+  check_reply(fd, "{\"type\":\"command\",\"action\":\"auth\"}", "auth",
+              "not_authorized", "wrong token");
+  /* a token of PA_NETGW_TOKEN_MAX bytes is too long, as for text auth */
+  char line[PA_NETGW_TOKEN_MAX + 128];
+  int k = snprintf(line, sizeof line,
+                   "{\"type\":\"command\",\"action\":\"auth\","
+                   "\"data\":{\"token\":\"");
+  memset(line + k, 'k', PA_NETGW_TOKEN_MAX);
+  snprintf(line + k + PA_NETGW_TOKEN_MAX,
+           sizeof line - (size_t)k - PA_NETGW_TOKEN_MAX, "\"}}");
+  check_reply(fd, line, "auth", "invalid_message", "shorter than 256 bytes");
+  check_reply(fd,
+              "{\"type\":\"command\",\"action\":\"auth\",\"data\":"
+              "{\"token\":\"s3cret\"}}",
+              "auth", NULL, "\"success\":true");
+  check_reply(fd, "{\"type\":\"command\",\"action\":\"get_version\"}",
+              "get_version", NULL, "\"version\"");
+  close(fd);
+  fixture_down(&f);
+}
+
+/* A bystander that pings the gateway in a loop and keeps its worst wait. */
+typedef struct pinger {
+  uint16_t port;
+  pthread_t th;
+  int stop;         /* atomic */
+  int pongs;        /* atomic */
+  int stop_at;      /* pongs_at_least waits for this many */
+  int64_t worst_ms; /* read after the join */
+  bool failed;
+} pinger;
+
+static void *ping_loop(void *arg) {
+  pinger *p = arg;
+  int fd = pa_test_tcp_connect(p->port);
+  char buf[64];
+  while (fd >= 0 && !__atomic_load_n(&p->stop, __ATOMIC_ACQUIRE)) {
+    int64_t t0 = pa_test_now_ms();
+    if (pa_test_send_str(fd, "ping\n") != 0 ||
+        pa_test_read_line(fd, buf, sizeof buf, 5000) <= 0 ||
+        strcmp(buf, "pong") != 0) {
+      p->failed = true;
+      break;
+    }
+    int64_t dt = pa_test_now_ms() - t0;
+    if (dt > p->worst_ms)
+      p->worst_ms = dt;
+    __atomic_add_fetch(&p->pongs, 1, __ATOMIC_RELEASE);
+  }
+  if (fd < 0)
+    p->failed = true;
+  else
+    close(fd);
+  return NULL;
+}
+
+static bool pongs_at_least(void *arg) {
+  pinger *p = arg;
+  return __atomic_load_n(&p->pongs, __ATOMIC_ACQUIRE) >= p->stop_at;
+}
+
+/* Issue 22 defect 6: after a 400 x 400 m map at 0.2 m, a batch of 64
+ * get_terrain_grid {stride: 2} (~1 MB each) would build ~64 MB, block the
+ * loop and overflow --max_output (a silent disconnect). The replies are
+ * bounded before they are built: the ones that fit are answered, the rest
+ * get too_long by name, and a bystander's pings stay fast. */
+static void batch_reply_bounded(void **state) {
+  (void)state;
+  fixture f;
+  fixture_up(&f, PA_CAM_CHUNK_DEFAULT);
+  /* play pa-sim after generate_map {width: 400, height: 400, resolution: 0.2}
+   */
+  enum { W = 2000, H = 2000 };
+  int8_t *cells = calloc((size_t)W * H, 1);
+  for (uint32_t y = 0; y < H; y++)
+    for (uint32_t x = 0; x < W; x++)
+      if (x == 0 || y == 0 || x == W - 1 || y == H - 1 ||
+          (x % 97 == 0 && y % 5))
+        cells[(size_t)y * W + x] = 100;
+  char err[256];
+  assert_int_equal(pa_stack_map_publish(&f.st, W, H, 0.2, -200, -200, 0, cells,
+                                        65, err, sizeof err),
+                   0);
+  free(cells);
+  pinger p = {.port = (uint16_t)pa_netgw_port(f.g), .stop_at = 3};
+  assert_int_equal(pthread_create(&p.th, NULL, ping_loop, &p), 0);
+  assert_true(pa_test_wait_for(pongs_at_least, &p, 5000));
+  int fd = pa_test_tcp_connect((uint16_t)pa_netgw_port(f.g));
+  size_t cap = 64 * 128 + 64;
+  char *batch = malloc(cap);
+  size_t n = (size_t)snprintf(batch, cap, "{\"type\":\"batch\",\"requests\":[");
+  for (int i = 0; i < 64; i++)
+    n += (size_t)snprintf(batch + n, cap - n,
+                          "%s{\"type\":\"command\",\"action\":"
+                          "\"get_terrain_grid\",\"data\":{\"stride\":2}}",
+                          i ? "," : "");
+  snprintf(batch + n, cap - n, "]}\n");
+  int64_t t0 = pa_test_now_ms();
+  assert_int_equal(pa_test_send_str(fd, batch), 0);
+  free(batch);
+  size_t bufsz = 8u << 20;
+  char *line = malloc(bufsz);
+  int len = pa_test_read_line(fd, line, bufsz, 20000);
+  int64_t took = pa_test_now_ms() - t0;
+  assert_true(len > 0); /* an answer, not a disconnect */
+  assert_true((size_t)len < pa_netgw_def_default().max_output);
+  json_t *r = json_loads(line, 0, NULL);
+  free(line);
+  assert_non_null(r);
+  assert_string_equal(json_string_value(json_object_get(r, "type")),
+                      "response");
+  json_t *rs = json_object_get(json_object_get(r, "data"), "responses");
+  assert_int_equal(json_array_size(rs), 64);
+  size_t ok = 0, too_long = 0;
+  for (size_t i = 0; i < 64; i++) {
+    json_t *e = json_array_get(rs, i);
+    const char *type = json_string_value(json_object_get(e, "type"));
+    if (!strcmp(type, "response")) {
+      assert_int_equal(too_long, 0); /* the ones that fit come first */
+      json_t *d = json_object_get(e, "data");
+      assert_int_equal(json_integer_value(json_object_get(d, "width")), 1000);
+      assert_int_equal(json_array_size(json_object_get(d, "rows")), 1000);
+      ok++;
+    } else {
+      json_t *er = json_object_get(e, "error");
+      assert_string_equal(json_string_value(json_object_get(er, "code")),
+                          "too_long");
+      assert_non_null(strstr(json_string_value(json_object_get(er, "message")),
+                             "--max_output"));
+      too_long++;
+    }
+  }
+  assert_true(ok >= 1 && ok <= 4);
+  assert_int_equal(ok + too_long, 64);
+  json_decref(r);
+  /* the connection stays usable */
+  r = jask(fd, "{\"type\":\"command\",\"action\":\"ping\"}");
+  assert_string_equal(json_string_value(json_object_get(r, "type")),
+                      "response");
+  json_decref(r);
+  /* the bystander kept being answered, and quickly */
+  p.stop_at = __atomic_load_n(&p.pongs, __ATOMIC_ACQUIRE) + 2;
+  assert_true(pa_test_wait_for(pongs_at_least, &p, 5000));
+  __atomic_store_n(&p.stop, 1, __ATOMIC_RELEASE);
+  pthread_join(p.th, NULL);
+  assert_false(p.failed);
+  fprintf(stderr,
+          "batch of 64 terrain grids: %zu answered, %zu too_long, "
+          "%lld ms; worst bystander ping %lld ms\n",
+          ok, too_long, (long long)took, (long long)p.worst_ms);
+  assert_true(p.worst_ms < 1000);
+  close(fd);
+  fixture_down(&f);
+}
+
+/* ---- the property schema in the docs -------------------------------------*/
+
+/* The table docs/protocol-notes.md shows between its props markers. */
+static char *props_table(void) {
+  static const char *const types[] = {
+      "number", "integer", "colour [r, g, b(, a)]", "[x, y]", "name"};
+  size_t cap = 8192, len = 0;
+  char *t = malloc(cap);
+  len += (size_t)snprintf(t + len, cap - len,
+                          "| property | of | value | range | set |\n"
+                          "|---|---|---|---|---|\n");
+  for (int i = 0; i < PA_PR_COUNT; i++) {
+    const pa_prop_def *p = pa_prop((pa_prop_row)i);
+    char rg[64] = "—";
+    if (p->type != PA_PT_WORD)
+      pa_prop_range((pa_prop_row)i, rg, sizeof rg);
+    len += (size_t)snprintf(
+        t + len, cap - len, "| `%s` | %s | %s | %s | %s |\n", p->name,
+        (p->kinds & PA_PK_ROBOT) && (p->kinds & PA_PK_OBSTACLE) ? "both"
+        : (p->kinds & PA_PK_ROBOT)                              ? "robot"
+                                                                : "obstacle",
+        types[p->type], rg, (p->kinds & PA_PK_RO) ? "read-only" : "yes");
+    assert_true(len < cap);
+  }
+  return t;
+}
+
+static void props_doc_matches_schema(void **state) {
+  (void)state;
+  char path[1024];
+  pa_test_src(path, sizeof path, "docs/protocol-notes.md");
+  static char doc[1 << 17];
+  long n = pa_test_read_file(path, doc, sizeof doc - 1);
+  assert_true(n > 0);
+  doc[n] = '\0';
+  const char *b = strstr(doc, "<!-- props:begin (generated: test_netgw) -->\n");
+  const char *e = strstr(doc, "<!-- props:end -->");
+  assert_non_null(b);
+  assert_non_null(e);
+  b = strchr(b, '\n') + 1;
+  char *want = props_table();
+  if ((size_t)(e - b) != strlen(want) || memcmp(b, want, strlen(want)) != 0) {
+    fprintf(stderr, "%s", want);
+    fail_msg("docs/protocol-notes.md's property table differs from "
+             "maps/pa_props.h; it should read as printed above");
+  }
+  free(want);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(text_parse_errors),
@@ -443,6 +1260,11 @@ int main(void) {
       cmocka_unit_test(frames_layout),
       cmocka_unit_test(camera_chunks),
       cmocka_unit_test(busy_and_late_reply),
+      cmocka_unit_test(json_get_version),
+      cmocka_unit_test(props_doc_matches_schema),
+      cmocka_unit_test(batch_reply_bounded),
+      cmocka_unit_test(json_actions),
+      cmocka_unit_test(json_auth),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,177 @@
+/* json_int.h - private to the JSON side of pa_netgw (json*.c): the action
+ * table's row type, the request context handlers get, and what the files
+ * share. json.c: envelope, output, batches; json_table.c: the table;
+ * json_args.c: request fields and the pa-sim round trip; json_robot.c,
+ * json_prop.c, json_world.c: the actions. */
+#ifndef PA_JSON_INT_H
+#define PA_JSON_INT_H
+
+#include "netgw_int.h"
+
+/* Envelope types an action answers (request "type"). */
+enum { JT_COMMAND = 1u << 0, JT_SIM_CONTROL = 1u << 1 };
+
+/* What the dispatcher does around an action's handler. */
+enum {
+  JF_NO_AUTH = 1u << 0, /* answered before a --token client authenticated */
+  JF_ROBOT = 1u << 1, /* data.robot is looked up into x->info / x->idx first */
+  JF_SIM = 1u << 2,   /* may wait for pa-sim; `done` builds the reply */
+  JF_STATE = 1u << 3, /* answered with type "state", not "response" */
+};
+
+struct jctx;
+
+/* One JSON action: the whole of what the dispatcher knows about it. */
+typedef struct jaction {
+  const char *name;
+  unsigned types; /* JT_*: envelope types that may carry it */
+  /* Builds the response data, returns NULL with the error set, or JPENDING
+   * after pa_json_wait_for_sim(). */
+  json_t *(*run)(struct jctx *x);
+  /* With JF_SIM: the response data once pa-sim answered ok (NULL: {tick}). */
+  json_t *(*done)(struct jctx *x, const pa_reply *r);
+  /* Upper bound of the reply's size in bytes, checked before it is built
+   * (NULL: small, PA_JSON_SMALL_REPLY). */
+  size_t (*cost)(struct jctx *x);
+  unsigned flags; /* JF_* */
+  /* The data keys it takes, space-separated ("" = none): any other key is
+   * an error by name (a typo, or a 3-D field a planar world lacks). */
+  const char *keys;
+} jaction;
+
+typedef struct jctx {
+  pa_client *c;
+  json_t *req;
+  json_t *data; /* request data (borrowed), an object */
+  const jaction *act;
+  pa_robot_info info; /* JF_ROBOT: the robot data.robot names */
+  uint32_t idx;
+  double sim_time; /* of the response; < 0: the newest tick's */
+  pa_status st;
+  char msg[256];
+} jctx;
+
+/* [bytes] what a reply without a size bound (a NULL `cost`) may take. */
+#define PA_JSON_SMALL_REPLY 4096u
+
+/* Returned by a handler that left the client waiting for pa-sim. */
+extern char pa_json_pending;
+#define JPENDING ((json_t *)(void *)&pa_json_pending)
+
+/* What pa_json_named_object found. */
+enum { P_ROBOT = 1, P_OBSTACLE = 2 };
+
+/* ---- json_table.c ---------------------------------------------------------*/
+
+/* The row named so, or NULL. */
+const jaction *pa_json_action_find(const char *name);
+/* A row's index (a waiting client keeps it) and back. */
+int pa_json_action_id(const jaction *a);
+const jaction *pa_json_action_at(int id);
+
+/* ---- json.c ---------------------------------------------------------------*/
+
+/* The newest tick's sim time (0 before the first). */
+double pa_json_now(pa_netgw *g);
+/* A placeholder for scan ranges, spliced in as numbers when the reply is
+ * written; NULL when out of memory. */
+json_t *pa_json_ranges(pa_client *c, const float *r, uint32_t n);
+
+/* ---- json_args.c: request fields (1 found, 0 absent, -1 bad: error set) ---*/
+
+/* Sets x's error; returns NULL so a handler can `return pa_json_fail(...)`. */
+json_t *pa_json_fail(jctx *x, pa_status st, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Optional finite number. */
+int pa_json_num(jctx *x, const char *key, double *out);
+/* Optional integer in [lo, hi]. */
+int pa_json_int(jctx *x, const char *key, long long lo, long long hi,
+                long long *out);
+/* Optional string of 1..max-1 bytes. */
+int pa_json_str(jctx *x, const char *key, size_t max, const char **out);
+/* A required string: 0, or -1 (error set). */
+int pa_json_need_str(jctx *x, const char *key, size_t max, const char **out);
+/* A numeric vector of one of the allowed lengths (n2 = 0: only n1). */
+int pa_json_vec(jctx *x, const char *key, size_t n1, size_t n2, double *out,
+                size_t *n);
+/* A required data.pose [x, y, theta]: 0, or -1. */
+int pa_json_need_pose3(jctx *x, double p[3]);
+/* rc == PA_GW_BUSY: sets busy and returns true. */
+bool pa_json_lookup_busy(jctx *x, int rc);
+/* data.robot (id or name), default the connection's robot: 0 or -1. */
+int pa_json_robot(jctx *x, pa_robot_info *info, uint32_t *idx);
+/* data.name (a robot or an obstacle) or data.robot: 0 or -1; *kind P_*. */
+int pa_json_named_object(jctx *x, unsigned *kind, pa_robot_info *ri,
+                         pa_obstacle_info *oi, uint32_t *idx);
+json_t *pa_json_vec3(double a, double b, double c);
+/* {"tick": the reply's tick} */
+json_t *pa_json_tick(const pa_reply *r);
+/* Pushes cmd for robot and leaves the client waiting (JPENDING), or NULL
+ * (busy). Only rows with JF_SIM may. */
+json_t *pa_json_wait_for_sim(jctx *x, pa_cmd *cmd, uint32_t robot);
+/* Pushes a command nobody waits for: {"robot"}, or NULL (busy). */
+json_t *pa_json_push_nowait(jctx *x, pa_cmd *cmd, uint32_t robot);
+
+/* ---- json_robot.c ---------------------------------------------------------*/
+
+json_t *pa_json_drive_name(const pa_robot_info *i);
+/* Reply size bounds (the table's cost column). */
+size_t pa_json_cost_list_robots(jctx *x);
+size_t pa_json_cost_state(jctx *x);
+json_t *pa_json_act_get_pose(jctx *x);
+json_t *pa_json_act_set_pose(jctx *x);
+json_t *pa_json_act_subscribe(jctx *x);
+json_t *pa_json_act_unsubscribe(jctx *x);
+json_t *pa_json_act_list_robots(jctx *x);
+json_t *pa_json_act_spawn_robot(jctx *x);
+json_t *pa_json_act_get_state(jctx *x);
+json_t *pa_json_act_get_sensors(jctx *x);
+json_t *pa_json_act_step(jctx *x);
+json_t *pa_json_done_step(jctx *x, const pa_reply *r);
+json_t *pa_json_act_set_velocity(jctx *x);
+json_t *pa_json_act_set_velocity_local(jctx *x);
+json_t *pa_json_act_set_velocity_global(jctx *x);
+json_t *pa_json_act_set_wheels(jctx *x);
+json_t *pa_json_act_stop(jctx *x);
+json_t *pa_json_act_remove_robot(jctx *x);
+json_t *pa_json_done_set_pose(jctx *x, const pa_reply *r);
+json_t *pa_json_done_spawn_robot(jctx *x, const pa_reply *r);
+json_t *pa_json_done_remove_robot(jctx *x, const pa_reply *r);
+
+/* ---- json_prop.c ----------------------------------------------------------*/
+
+json_t *pa_json_shape(const pa_obstacle_info *o);
+/* An obstacle's radius (circle) or size (box), into j. */
+void pa_json_extent(json_t *j, const pa_obstacle_info *o);
+/* v within the range of pa_props.h row `row`; else the error set (false). */
+bool pa_json_prop_in(jctx *x, int row, const char *what, double v);
+json_t *pa_json_act_get_property(jctx *x);
+json_t *pa_json_act_set_property(jctx *x);
+json_t *pa_json_done_set_property(jctx *x, const pa_reply *r);
+
+/* ---- json_world.c ---------------------------------------------------------*/
+
+/* Removes robot idx's drawings (a removed robot's must not pass on). */
+void pa_json_nav_clear_robot(pa_netgw *g, uint32_t idx);
+size_t pa_json_cost_list_obstacles(jctx *x);
+size_t pa_json_cost_get_terrain_grid(jctx *x);
+json_t *pa_json_act_list_obstacles(jctx *x);
+json_t *pa_json_act_spawn_obstacle(jctx *x);
+json_t *pa_json_act_set_map(jctx *x);
+json_t *pa_json_act_set_nav_path(jctx *x);
+json_t *pa_json_act_set_waypoints(jctx *x);
+json_t *pa_json_act_clear_nav(jctx *x);
+json_t *pa_json_act_export_dataset(jctx *x);
+json_t *pa_json_act_set_scenario(jctx *x);
+json_t *pa_json_act_generate_map(jctx *x);
+json_t *pa_json_act_save_snapshot(jctx *x);
+json_t *pa_json_act_load_snapshot(jctx *x);
+json_t *pa_json_act_get_map_info(jctx *x);
+json_t *pa_json_act_get_terrain_grid(jctx *x);
+json_t *pa_json_act_remove_obstacle(jctx *x);
+json_t *pa_json_done_snapshot(jctx *x, const pa_reply *r);
+json_t *pa_json_done_export_dataset(jctx *x, const pa_reply *r);
+json_t *pa_json_done_map(jctx *x, const pa_reply *r);
+json_t *pa_json_done_set_scenario(jctx *x, const pa_reply *r);
+
+#endif

@@ -1,0 +1,251 @@
+/* json_prop.c - get_property / set_property: the properties of robots and
+ * obstacles. */
+#define _GNU_SOURCE
+#include "json_int.h"
+#include "pa_props.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+json_t *pa_json_shape(const pa_obstacle_info *o) {
+  return json_string(o->shape == PA_SHAPE_CIRCLE ? "circle" : "box");
+}
+
+/* An obstacle's radius (circle) or size (box), into j. */
+void pa_json_extent(json_t *j, const pa_obstacle_info *o) {
+  if (o->shape == PA_SHAPE_CIRCLE) {
+    json_object_set_new(j, "radius", json_real(o->radius));
+  } else {
+    json_t *sz = json_array();
+    json_array_append_new(sz, json_real(o->size_x));
+    json_array_append_new(sz, json_real(o->size_y));
+    json_object_set_new(j, "size", sz);
+  }
+}
+
+/* ---- properties ----------------------------------------------------------*/
+
+/* Schema row -> the set_property op's property id (PA_PROP_NONE: read-only). */
+#define WIRE_ID(row, name, id, ...) [PA_PR_##row] = PA_PROP_##id,
+static const uint32_t wire_id[PA_PR_COUNT] = {PA_PROPS(WIRE_ID)};
+#undef WIRE_ID
+
+/* v in the schema's range of row, else the error set (false). */
+bool pa_json_prop_in(jctx *x, int row, const char *what, double v) {
+  if (pa_prop_ok((pa_prop_row)row, v))
+    return true;
+  char rg[64];
+  pa_json_fail(x, PA_ERR_INVALID_ACTION_SHAPE, "%s %g is out of range %s%s",
+               what, v, pa_prop_range((pa_prop_row)row, rg, sizeof rg),
+               pa_prop((pa_prop_row)row)->type == PA_PT_INT ? " (whole)" : "");
+  return false;
+}
+
+static json_t *colour_json(const uint8_t c[4]) {
+  json_t *v = json_array();
+  for (int i = 0; i < 4; i++)
+    json_array_append_new(v, json_integer(c[i]));
+  return v;
+}
+
+/* A float property as the shortest decimal that reads back to it (0.4, not
+ * 0.40000000596). */
+static json_t *jfloat(float f) {
+  char buf[32];
+  snprintf(buf, sizeof buf, "%.9g", (double)f);
+  for (int prec = 6; prec < 9; prec++) {
+    char t[32];
+    snprintf(t, sizeof t, "%.*g", prec, (double)f);
+    if (strtof(t, NULL) == f) {
+      memcpy(buf, t, sizeof t);
+      break;
+    }
+  }
+  return json_real(strtod(buf, NULL));
+}
+
+/* Every property of a robot: the settable ones, then read-only ones. */
+static json_t *robot_props(const pa_robot_info *i) {
+  json_t *p = json_object();
+  json_object_set_new(p, "max_v", jfloat(i->max_v));
+  json_object_set_new(p, "max_vy", jfloat(i->max_vy));
+  json_object_set_new(p, "max_w", jfloat(i->max_w));
+  json_object_set_new(p, "acc_v", jfloat(i->acc_v));
+  json_object_set_new(p, "dec_v", jfloat(i->dec_v));
+  json_object_set_new(p, "acc_w", jfloat(i->acc_w));
+  json_object_set_new(p, "dec_w", jfloat(i->dec_w));
+  json_object_set_new(p, "head_limit", jfloat(i->head_limit));
+  json_object_set_new(p, "max_head_rate", jfloat(i->max_head_rate));
+  json_object_set_new(p, "laser_beams", json_integer(i->laser_beams));
+  json_object_set_new(p, "laser_range_min", jfloat(i->laser_range_min));
+  json_object_set_new(p, "laser_range_max", jfloat(i->laser_range_max));
+  json_object_set_new(p, "laser_noise", jfloat(i->laser_noise));
+  json_object_set_new(p, "radius", jfloat(i->radius));
+  json_object_set_new(p, "wheel_base", jfloat(i->wheel_base));
+  json_object_set_new(p, "height", jfloat(i->height));
+  json_object_set_new(p, "head_height", jfloat(i->head_height));
+  json_object_set_new(p, "colour", colour_json(i->colour));
+  json_object_set_new(p, "drive", pa_json_drive_name(i));
+  json_object_set_new(p, "camera_width", json_integer(i->cam_width));
+  json_object_set_new(p, "camera_height", json_integer(i->cam_height));
+  json_object_set_new(p, "camera_fov_deg",
+                      jfloat((float)(i->cam_fov * 180.0 / M_PI)));
+  return p;
+}
+
+static json_t *obstacle_props(const pa_obstacle_info *o) {
+  json_t *p = json_object();
+  json_object_set_new(p, "shape", pa_json_shape(o));
+  pa_json_extent(p, o);
+  json_object_set_new(p, "height", jfloat(o->height));
+  json_object_set_new(p, "colour", colour_json(o->colour));
+  return p;
+}
+
+/* The properties object of a robot or obstacle as the world snapshot has
+ * it now; with `only`, just {"property": only, "value": ...}. */
+static json_t *props_reply(jctx *x, unsigned kind, const pa_robot_info *ri,
+                           const pa_obstacle_info *oi, uint32_t idx,
+                           const char *only) {
+  json_t *all = kind == P_ROBOT ? robot_props(ri) : obstacle_props(oi);
+  json_t *d = json_object();
+  json_object_set_new(d, "name",
+                      json_string(kind == P_ROBOT ? ri->name : oi->name));
+  json_object_set_new(d, "kind",
+                      json_string(kind == P_ROBOT ? "robot" : "obstacle"));
+  if (kind == P_ROBOT)
+    json_object_set_new(d, "robot", json_integer(idx));
+  if (only) {
+    const char *key = strcmp(only, "color") ? only : "colour";
+    json_t *v = json_object_get(all, key);
+    if (!v) {
+      json_decref(all);
+      json_decref(d);
+      return pa_json_fail(x, PA_ERR_INVALID_MESSAGE,
+                          "%s '%s' has no property '%s'",
+                          kind == P_ROBOT ? "robot" : "obstacle",
+                          kind == P_ROBOT ? ri->name : oi->name, only);
+    }
+    json_object_set_new(d, "property", json_string(key));
+    json_object_set(d, "value", v);
+    json_decref(all);
+  } else {
+    json_object_set_new(d, "properties", all);
+  }
+  return d;
+}
+
+json_t *pa_json_act_get_property(jctx *x) {
+  unsigned kind;
+  pa_robot_info ri;
+  pa_obstacle_info oi;
+  uint32_t idx;
+  const char *only = NULL;
+  if (pa_json_named_object(x, &kind, &ri, &oi, &idx) < 0 ||
+      pa_json_str(x, "property", 32, &only) < 0)
+    return NULL;
+  return props_reply(x, kind, &ri, &oi, idx, only);
+}
+
+json_t *pa_json_act_set_property(jctx *x) {
+  unsigned kind;
+  pa_robot_info ri;
+  pa_obstacle_info oi;
+  uint32_t idx;
+  const char *key = NULL;
+  if (pa_json_named_object(x, &kind, &ri, &oi, &idx) < 0)
+    return NULL;
+  int r = pa_json_str(x, "property", 32, &key);
+  if (r == 0)
+    pa_json_fail(
+        x, PA_ERR_INVALID_MESSAGE,
+        "data.property is required (one property per request; use a batch "
+        "for several)");
+  if (r <= 0)
+    return NULL;
+  unsigned pk = kind == P_ROBOT ? PA_PK_ROBOT : PA_PK_OBSTACLE;
+  int row = pa_prop_find(key, pk);
+  if (row < 0 && pa_prop_find(key, PA_PK_ROBOT | PA_PK_OBSTACLE) >= 0)
+    return pa_json_fail(x, PA_ERR_INVALID_MESSAGE,
+                        "property '%s' is not one of %s", key,
+                        kind == P_ROBOT ? "a robot's" : "an obstacle's");
+  if (row < 0)
+    return pa_json_fail(x, PA_ERR_INVALID_MESSAGE,
+                        "unknown property '%s' (see get_property)", key);
+  const pa_prop_def *p = pa_prop((pa_prop_row)row);
+  if ((p->kinds & PA_PK_RO) || wire_id[row] == PA_PROP_NONE)
+    return pa_json_fail(x, PA_ERR_INVALID_MESSAGE, "property '%s' is read-only",
+                        key);
+  pa_cmd cmd;
+  memset(&cmd, 0, sizeof cmd);
+  cmd.op = PA_OP_SET_PROPERTY;
+  cmd.u = wire_id[row];
+  size_t n = 0;
+  json_t *v = json_object_get(x->data, "value");
+  if (p->type == PA_PT_NUM || p->type == PA_PT_INT) {
+    if (!v || !json_is_number(v) || !isfinite(json_number_value(v)))
+      return pa_json_fail(x, PA_ERR_INVALID_ACTION_SHAPE,
+                          "data.value must be a finite number for '%s'", key);
+    cmd.a[0] = json_number_value(v);
+    n = 1;
+  } else if (p->type == PA_PT_COLOUR) {
+    r = pa_json_vec(x, "value", 3, 4, cmd.a, &n);
+    if (r == 0)
+      return pa_json_fail(x, PA_ERR_INVALID_ACTION_SHAPE,
+                          "data.value must be [r, g, b] or [r, g, b, a] "
+                          "(0..255)");
+    if (r < 0)
+      return NULL;
+    if (n == 3)
+      cmd.a[n++] = 255;
+  } else {
+    r = pa_json_vec(x, "value", 2, 0, cmd.a, &n);
+    if (r == 0)
+      return pa_json_fail(x, PA_ERR_INVALID_ACTION_SHAPE,
+                          "data.value must be an array of 2 numbers");
+    if (r < 0)
+      return NULL;
+  }
+  for (size_t i = 0; i < n; i++) {
+    char what[48];
+    if (n > 1)
+      snprintf(what, sizeof what, "%s[%zu]", p->name, i);
+    else
+      snprintf(what, sizeof what, "%s", p->name);
+    if (!pa_json_prop_in(x, row, what, cmd.a[i]))
+      return NULL;
+  }
+  if (kind == P_OBSTACLE) {
+    snprintf(cmd.name, sizeof cmd.name, "%s", oi.name);
+    return pa_json_wait_for_sim(x, &cmd, UINT32_MAX);
+  }
+  return pa_json_wait_for_sim(x, &cmd, idx);
+}
+
+json_t *pa_json_done_set_property(jctx *x, const pa_reply *r) {
+  /* The object as the sim published it (before its reply). */
+  pa_client *c = x->c;
+  bool obstacle = c->pend_robot == UINT32_MAX;
+  pa_robot_info ri;
+  pa_obstacle_info oi;
+  uint32_t idx = 0;
+  const char *key = json_string_value(json_object_get(x->data, "property"));
+  int rc = obstacle
+               ? pa_gw_obstacle(
+                     c->g, json_string_value(json_object_get(x->data, "name")),
+                     &oi, &idx)
+               : pa_gw_robot(c->g, NULL, (long)c->pend_robot, &ri, &idx);
+  if (rc != 0) {
+    if (!pa_json_lookup_busy(x, rc))
+      pa_json_fail(x, obstacle ? PA_ERR_UNKNOWN_OBJECT : PA_ERR_UNKNOWN_ROBOT,
+                   "the %s is gone", obstacle ? "obstacle" : "robot");
+    return NULL;
+  }
+  json_t *d =
+      props_reply(x, obstacle ? P_OBSTACLE : P_ROBOT, &ri, &oi, idx, key);
+  if (d)
+    json_object_set_new(d, "tick", json_integer((json_int_t)r->tick));
+  return d;
+}

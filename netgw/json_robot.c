@@ -1,0 +1,453 @@
+/* json_robot.c - JSON actions on robots: state, driving, poses, streams,
+ * spawning and removing. */
+#define _GNU_SOURCE
+#include "json_int.h"
+#include "pa_props.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int get_channel(jctx *x, int *ch) {
+  const char *s = NULL;
+  int r = pa_json_str(x, "channel", 16, &s);
+  if (r < 0)
+    return -1;
+  if (r == 0) {
+    pa_json_fail(x, PA_ERR_INVALID_MESSAGE,
+                 "data.channel is required (odom, scan "
+                 "or camera)");
+    return -1;
+  }
+  *ch = pa_netgw_channel_parse(s);
+  if (*ch < 0) {
+    pa_json_fail(x, PA_ERR_INVALID_MESSAGE,
+                 "unknown channel '%s' (odom, scan or camera)", s);
+    return -1;
+  }
+  return 0;
+}
+
+/* ---- state payloads ------------------------------------------------------*/
+
+json_t *pa_json_drive_name(const pa_robot_info *i) {
+  return json_string(i->drive == PA_DRIVE_OMNI ? "omni" : "diff");
+}
+
+/* The latest tick (*tick) and the robot's row in it, or NULL (error set). */
+static const pa_robot_state *robot_state_now(jctx *x, uint32_t robot,
+                                             const pa_tick **tick) {
+  const pa_tick *t = pa_gw_latest(x->c->g);
+  if (!t) {
+    pa_json_fail(x, PA_ERR_BUSY, "the simulator has not written a tick yet");
+    return NULL;
+  }
+  const pa_robot_state *rs = pa_gw_robot_state(t, robot);
+  if (!rs)
+    pa_json_fail(x, PA_ERR_UNKNOWN_ROBOT, "robot %u is not in the state",
+                 (unsigned)robot);
+  *tick = t;
+  return rs;
+}
+
+static json_t *scan_json(pa_client *c, const pa_scan *s) {
+  json_t *o = json_object();
+  json_object_set_new(o, "seq", json_integer(s->seq));
+  json_object_set_new(o, "tick", json_integer((json_int_t)s->tick));
+  json_object_set_new(o, "sim_time", json_real(s->sim_time));
+  json_object_set_new(o, "angle_min", json_real(s->angle_min));
+  json_object_set_new(o, "angle_increment", json_real(s->angle_increment));
+  json_object_set_new(o, "range_min", json_real(s->range_min));
+  json_object_set_new(o, "range_max", json_real(s->range_max));
+  json_t *a = pa_json_ranges(c, (const float *)(s + 1), s->count);
+  json_object_set_new(o, "ranges", a ? a : json_null());
+  return o;
+}
+
+static json_t *sensors_json(pa_client *c, uint32_t robot) {
+  json_t *o = json_object();
+  const pa_scan *s = pa_gw_scan(c->g, robot);
+  json_object_set_new(o, "scan", s ? scan_json(c, s) : json_null());
+  return o;
+}
+
+static json_t *state_json(jctx *x, uint32_t robot, const pa_robot_info *info,
+                          double *sim_time) {
+  const pa_tick *t;
+  const pa_robot_state *rs = robot_state_now(x, robot, &t);
+  if (!rs)
+    return NULL;
+  *sim_time = t->sim_time;
+  json_t *d = json_object();
+  json_object_set_new(d, "robot", json_integer(robot));
+  json_object_set_new(d, "name", json_string(info->name));
+  json_object_set_new(d, "drive", pa_json_drive_name(info));
+  json_object_set_new(d, "pose", pa_json_vec3(rs->x, rs->y, rs->theta));
+  json_object_set_new(d, "odom",
+                      pa_json_vec3(rs->odom_x, rs->odom_y, rs->odom_theta));
+  if (info->drive == PA_DRIVE_OMNI) {
+    json_object_set_new(d, "velocity", pa_json_vec3(rs->v, rs->vy, rs->w));
+  } else {
+    json_t *v = json_array();
+    json_array_append_new(v, json_real(rs->v));
+    json_array_append_new(v, json_real(rs->w));
+    json_object_set_new(d, "velocity", v);
+  }
+  json_object_set_new(d, "head", json_real(rs->head));
+  json_object_set_new(d, "bumped", json_boolean(rs->flags & PA_RS_BUMPED));
+  json_object_set_new(d, "tick", json_integer((json_int_t)t->tick));
+  json_object_set_new(d, "sim_time", json_real(t->sim_time));
+  json_object_set_new(d, "paused", json_boolean(t->flags & PA_TICK_PAUSED));
+  json_object_set_new(d, "sensors", sensors_json(x->c, robot));
+  return d;
+}
+
+/* How a drive action names its velocities. */
+enum { DRV_V, DRV_LOCAL, DRV_GLOBAL, DRV_WHEELS };
+
+/* Velocity command fields for step / set_velocity*: fills a[0..3] and the
+ * frame; checks the drive can do it. */
+static int drive_fields(jctx *x, int mode, const pa_robot_info *info,
+                        pa_cmd *cmd) {
+  double v = 0, vy = 0, w = 0, head = 0;
+  int rv;
+  bool omni = info->drive == PA_DRIVE_OMNI;
+  cmd->u = PA_FRAME_ROBOT;
+  switch (mode) {
+  case DRV_LOCAL:
+    if (pa_json_num(x, "forward", &v) < 0 || pa_json_num(x, "left", &vy) < 0 ||
+        pa_json_num(x, "angular", &w) < 0 || pa_json_num(x, "head", &head) < 0)
+      return -1;
+    break;
+  case DRV_GLOBAL:
+    if (pa_json_num(x, "x", &v) < 0 || pa_json_num(x, "y", &vy) < 0 ||
+        pa_json_num(x, "angular", &w) < 0 || pa_json_num(x, "head", &head) < 0)
+      return -1;
+    if (!omni) {
+      pa_json_fail(
+          x, PA_ERR_UNSUPPORTED_CONTROL_SCHEME,
+          "robot '%s' has a differential drive: world-frame velocities "
+          "need an omnidirectional robot",
+          info->name);
+      return -1;
+    }
+    cmd->u = PA_FRAME_WORLD;
+    break;
+  case DRV_WHEELS: {
+    /* Wheel rim speeds [m/s] of a differential robot: v is their mean, w
+     * their difference over the wheel separation. */
+    double l = 0, r = 0;
+    int hl = pa_json_num(x, "left", &l), hr = pa_json_num(x, "right", &r);
+    if (hl < 0 || hr < 0 || pa_json_num(x, "head", &head) < 0)
+      return -1;
+    if (hl == 0 || hr == 0) {
+      pa_json_fail(x, PA_ERR_INVALID_ACTION_SHAPE,
+                   "data.left and data.right (wheel speeds, m/s) are required");
+      return -1;
+    }
+    if (omni) {
+      pa_json_fail(
+          x, PA_ERR_UNSUPPORTED_CONTROL_SCHEME,
+          "robot '%s' is omnidirectional: it has no left and right wheels",
+          info->name);
+      return -1;
+    }
+    if (!(info->wheel_base > 0)) {
+      pa_json_fail(x, PA_ERR_UNSUPPORTED_CONTROL_SCHEME,
+                   "robot '%s' has no wheel_base", info->name);
+      return -1;
+    }
+    v = 0.5 * l + 0.5 * r;
+    w = (r - l) / info->wheel_base;
+    break;
+  }
+  default:
+    if ((rv = pa_json_num(x, "v", &v)) < 0 ||
+        (rv == 0 && pa_json_num(x, "vx", &v) < 0) ||
+        pa_json_num(x, "vy", &vy) < 0 || pa_json_num(x, "w", &w) < 0 ||
+        pa_json_num(x, "head", &head) < 0)
+      return -1;
+    break;
+  }
+  if (!omni && vy != 0) {
+    pa_json_fail(x, PA_ERR_UNSUPPORTED_CONTROL_SCHEME,
+                 "robot '%s' has a differential drive: it cannot move sideways",
+                 info->name);
+    return -1;
+  }
+  /* pa-sim refuses these, and some drive commands take no reply: say it
+   * here (wheel speeds over a small wheel base can overflow). */
+  if (!(fabs(v) <= 1e6 && fabs(vy) <= 1e6 && fabs(w) <= 1e6 &&
+        fabs(head) <= 1e6)) {
+    pa_json_fail(
+        x, PA_ERR_INVALID_ACTION_SHAPE,
+        "velocities must be within 1e6 (got v %g, vy %g, w %g, head %g)", v, vy,
+        w, head);
+    return -1;
+  }
+  cmd->op = PA_OP_SET_CMD;
+  cmd->a[0] = v;
+  cmd->a[1] = vy;
+  cmd->a[2] = w;
+  cmd->a[3] = head;
+  return 0;
+}
+
+json_t *pa_json_act_get_pose(jctx *x) {
+  unsigned kind;
+  pa_robot_info info;
+  pa_obstacle_info ob;
+  uint32_t idx;
+  if (pa_json_named_object(x, &kind, &info, &ob, &idx) < 0)
+    return NULL;
+  if (kind == P_OBSTACLE) {
+    json_t *d = json_object();
+    json_object_set_new(d, "name", json_string(ob.name));
+    json_object_set_new(d, "kind", json_string("obstacle"));
+    json_object_set_new(d, "pose", pa_json_vec3(ob.x, ob.y, ob.theta));
+    x->sim_time = pa_json_now(x->c->g);
+    json_object_set_new(d, "sim_time", json_real(x->sim_time));
+    return d;
+  }
+  const pa_tick *t;
+  const pa_robot_state *rs = robot_state_now(x, idx, &t);
+  if (!rs)
+    return NULL;
+  x->sim_time = t->sim_time;
+  json_t *d = json_object();
+  json_object_set_new(d, "name", json_string(info.name));
+  json_object_set_new(d, "kind", json_string("robot"));
+  json_object_set_new(d, "robot", json_integer(idx));
+  json_object_set_new(d, "pose", pa_json_vec3(rs->x, rs->y, rs->theta));
+  json_object_set_new(d, "sim_time", json_real(t->sim_time));
+  return d;
+}
+
+json_t *pa_json_act_set_pose(jctx *x) {
+  unsigned kind;
+  pa_robot_info info;
+  pa_obstacle_info ob;
+  uint32_t idx;
+  if (pa_json_named_object(x, &kind, &info, &ob, &idx) < 0)
+    return NULL;
+  if (kind == P_OBSTACLE)
+    return pa_json_fail(x, PA_ERR_INVALID_MESSAGE,
+                        "obstacle '%s' is static: remove_obstacle and "
+                        "spawn_obstacle it to move it",
+                        ob.name);
+  double p[6];
+  size_t n = 0;
+  int r = pa_json_vec(x, "pose", 3, 6, p, &n);
+  if (r < 0)
+    return NULL;
+  if (r == 0)
+    return pa_json_fail(
+        x, PA_ERR_INVALID_ACTION_SHAPE,
+        "data.pose is required: [x, y, theta] or [x, y, z, roll, "
+        "pitch, yaw]");
+  pa_cmd cmd;
+  memset(&cmd, 0, sizeof cmd);
+  cmd.op = PA_OP_TELEPORT;
+  cmd.a[0] = p[0];
+  cmd.a[1] = p[1];
+  cmd.a[2] = n == 6 ? p[5] : p[2]; /* 3D: only the yaw applies on a plane */
+  return pa_json_wait_for_sim(x, &cmd, idx);
+}
+
+static json_t *subscribe(jctx *x, bool sub) {
+  int ch;
+  if (get_channel(x, &ch) < 0)
+    return NULL;
+  pa_client *c = x->c;
+  if (!sub) {
+    if (c->port[ch])
+      pa_gw_subscribe(c, ch, c->sub_robot[ch], 0);
+    return json_object();
+  }
+  pa_robot_info info;
+  uint32_t idx;
+  if (pa_json_robot(x, &info, &idx) < 0)
+    return NULL;
+  long long port = 0;
+  int r = pa_json_int(x, "udp_port", 1, 65535, &port);
+  if (r < 0)
+    return NULL;
+  if (r == 0)
+    return pa_json_fail(x, PA_ERR_INVALID_MESSAGE, "data.udp_port is required");
+  pa_gw_subscribe(c, ch, idx, (uint16_t)port);
+  json_t *d = json_object();
+  json_object_set_new(d, "channel", json_string(pa_netgw_channel_name(ch)));
+  json_object_set_new(d, "udp_port", json_integer(port));
+  json_object_set_new(d, "robot", json_integer(idx));
+  return d;
+}
+
+json_t *pa_json_act_subscribe(jctx *x) { return subscribe(x, true); }
+json_t *pa_json_act_unsubscribe(jctx *x) { return subscribe(x, false); }
+
+size_t pa_json_cost_list_robots(jctx *x) {
+  return (size_t)x->c->g->ctl->def.max_robots * 320 + PA_JSON_SMALL_REPLY;
+}
+
+/* A state with its scan: at most 20 bytes per range ("-1000000000.000001,"). */
+size_t pa_json_cost_state(jctx *x) {
+  return (size_t)x->info.laser_beams * 20 + PA_JSON_SMALL_REPLY;
+}
+
+json_t *pa_json_act_list_robots(jctx *x) {
+  pa_netgw *g = x->c->g;
+  json_t *list = json_array();
+  uint32_t n = g->ctl->robot_count;
+  if (n > g->ctl->def.max_robots)
+    n = g->ctl->def.max_robots;
+  for (uint32_t i = 0; i < n; i++) {
+    pa_robot_info info;
+    uint32_t idx;
+    if (pa_gw_robot(g, NULL, (long)i, &info, &idx) != 0)
+      continue;
+    json_t *o = json_object();
+    json_object_set_new(o, "robot", json_integer(idx));
+    json_object_set_new(o, "name", json_string(info.name));
+    json_object_set_new(o, "drive", pa_json_drive_name(&info));
+    json_object_set_new(o, "radius", json_real(info.radius));
+    json_object_set_new(o, "max_v", json_real(info.max_v));
+    json_object_set_new(o, "max_w", json_real(info.max_w));
+    json_object_set_new(o, "laser_beams", json_integer(info.laser_beams));
+    json_object_set_new(
+        o, "camera",
+        pa_json_vec3(info.cam_width, info.cam_height, info.cam_fov));
+    json_array_append_new(list, o);
+  }
+  json_t *d = json_object();
+  json_object_set_new(d, "count",
+                      json_integer((json_int_t)json_array_size(list)));
+  json_object_set_new(d, "robots", list);
+  return d;
+}
+
+json_t *pa_json_act_spawn_robot(jctx *x) {
+  const char *name = NULL, *drive = NULL;
+  double p[3] = {0, 0, 0}, radius = 0;
+  if (pa_json_need_str(x, "name", 32, &name) < 0 ||
+      pa_json_need_pose3(x, p) < 0 || pa_json_num(x, "radius", &radius) < 0 ||
+      pa_json_str(x, "drive", 8, &drive) < 0)
+    return NULL;
+  char rg[64];
+  if (radius != 0 && !pa_prop_ok(PA_PR_RADIUS, radius))
+    return pa_json_fail(x, PA_ERR_INVALID_MESSAGE,
+                        "data.radius %g is out of range %s (0 = default)",
+                        radius, pa_prop_range(PA_PR_RADIUS, rg, sizeof rg));
+  pa_cmd cmd;
+  memset(&cmd, 0, sizeof cmd);
+  cmd.op = PA_OP_SPAWN_ROBOT;
+  if (!drive || !strcmp(drive, "diff"))
+    cmd.u = PA_DRIVE_DIFF;
+  else if (!strcmp(drive, "omni"))
+    cmd.u = PA_DRIVE_OMNI;
+  else
+    return pa_json_fail(x, PA_ERR_INVALID_MESSAGE,
+                        "data.drive '%s' is not diff or omni", drive);
+  pa_robot_info info;
+  uint32_t idx;
+  if (pa_gw_robot(x->c->g, name, -1, &info, &idx) == 0)
+    return pa_json_fail(x, PA_ERR_SPAWN_FAILED, "a robot named '%s' exists",
+                        name);
+  snprintf(cmd.name, sizeof cmd.name, "%s", name);
+  cmd.a[0] = p[0];
+  cmd.a[1] = p[1];
+  cmd.a[2] = p[2];
+  cmd.a[3] = radius;
+  return pa_json_wait_for_sim(x, &cmd, 0);
+}
+
+/* ---- state and driving ---------------------------------------------------*/
+
+json_t *pa_json_act_get_state(jctx *x) {
+  return state_json(x, x->idx, &x->info, &x->sim_time);
+}
+
+json_t *pa_json_act_get_sensors(jctx *x) {
+  const pa_tick *t = pa_gw_latest(x->c->g);
+  json_t *d = sensors_json(x->c, x->idx);
+  json_object_set_new(d, "robot", json_integer(x->idx));
+  json_object_set_new(d, "tick", json_integer(t ? (json_int_t)t->tick : 0));
+  return d;
+}
+
+json_t *pa_json_act_step(jctx *x) {
+  long long steps = 1;
+  pa_cmd cmd;
+  memset(&cmd, 0, sizeof cmd);
+  if (pa_json_int(x, "steps", 1, PA_NETGW_STEP_MAX, &steps) < 0 ||
+      drive_fields(x, DRV_V, &x->info, &cmd) < 0)
+    return NULL;
+  cmd.op = PA_OP_STEP;
+  cmd.flags = PA_CMDF_DRIVE;
+  cmd.u = (uint32_t)steps;
+  cmd.a[4] = PA_FRAME_ROBOT;
+  return pa_json_wait_for_sim(x, &cmd, x->idx);
+}
+
+json_t *pa_json_done_step(jctx *x, const pa_reply *r) {
+  (void)r;
+  pa_client *c = x->c;
+  c->g->steps++;
+  pa_robot_info info;
+  uint32_t idx;
+  if (pa_gw_robot(c->g, NULL, (long)c->pend_robot, &info, &idx) != 0)
+    return pa_json_fail(x, PA_ERR_UNKNOWN_ROBOT, "robot %u is gone",
+                        (unsigned)c->pend_robot);
+  return state_json(x, idx, &info, &x->sim_time);
+}
+
+static json_t *drive(jctx *x, int mode) {
+  pa_cmd cmd;
+  memset(&cmd, 0, sizeof cmd);
+  if (drive_fields(x, mode, &x->info, &cmd) < 0)
+    return NULL;
+  return pa_json_push_nowait(x, &cmd, x->idx);
+}
+
+json_t *pa_json_act_set_velocity(jctx *x) { return drive(x, DRV_V); }
+json_t *pa_json_act_set_velocity_local(jctx *x) { return drive(x, DRV_LOCAL); }
+json_t *pa_json_act_set_velocity_global(jctx *x) {
+  return drive(x, DRV_GLOBAL);
+}
+json_t *pa_json_act_set_wheels(jctx *x) { return drive(x, DRV_WHEELS); }
+
+json_t *pa_json_act_stop(jctx *x) {
+  pa_cmd cmd;
+  memset(&cmd, 0, sizeof cmd);
+  cmd.op = PA_OP_STOP;
+  return pa_json_push_nowait(x, &cmd, x->idx);
+}
+
+json_t *pa_json_act_remove_robot(jctx *x) {
+  pa_cmd cmd;
+  memset(&cmd, 0, sizeof cmd);
+  cmd.op = PA_OP_REMOVE_ROBOT;
+  return pa_json_wait_for_sim(x, &cmd, x->idx);
+}
+
+json_t *pa_json_done_set_pose(jctx *x, const pa_reply *r) {
+  json_t *d = pa_json_tick(r);
+  json_object_set_new(d, "robot", json_integer(x->c->pend_robot));
+  json_object_set_new(d, "pose", pa_json_vec3(r->a[0], r->a[1], r->a[2]));
+  json_object_set_new(d, "sim_time", json_real(r->sim_time));
+  return d;
+}
+
+json_t *pa_json_done_spawn_robot(jctx *x, const pa_reply *r) {
+  (void)x;
+  json_t *d = pa_json_tick(r);
+  json_object_set_new(d, "robot", json_integer(r->u));
+  return d;
+}
+
+json_t *pa_json_done_remove_robot(jctx *x, const pa_reply *r) {
+  json_t *d = pa_json_tick(r);
+  json_object_set_new(d, "robot", json_integer(x->c->pend_robot));
+  pa_json_nav_clear_robot(x->c->g, x->c->pend_robot);
+  return d;
+}
