@@ -21,6 +21,7 @@ pa_launch_cfg pa_launch_cfg_default(void) {
   c.start_timeout_ms = 10000;
   c.crash_limit = PA_LAUNCH_CRASH_LIMIT;
   c.crash_window_ms = PA_LAUNCH_CRASH_WINDOW_MS;
+  c.hang_ms = PA_LAUNCH_HANG_MS;
   c.map_resolution = 0.05;
   c.map_occupied_thresh = 0.65;
   c.map_free_thresh = 0.196;
@@ -74,6 +75,8 @@ size_t pa_launch_flag_table(pa_launch_cfg *c, pa_opt *o, unsigned *to) {
     "give up on a process after this many crashes (0 = never)...", 0);
   F("crash_window_ms", PA_OPT_INT, &c->crash_window_ms, 1, 86400000,
     "...within this window [ms]; also resets the backoff", 0);
+  F("hang_ms", PA_OPT_INT, &c->hang_ms, 0, 3600000,
+    "restart a ready process whose heartbeat is older than this [ms] (0 = off; a --wrap'ped process is not watched)", 0);
   /* pa-sim */
   F("world", PA_OPT_STR, &c->world, 0, 0, "world file (YAML: map, robots, obstacles)", SIM);
   F("dataset_dir", PA_OPT_STR, &c->dataset_dir, 0, 0, "export_dataset writes recordings under this directory (unset = off)", SIM);

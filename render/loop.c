@@ -238,6 +238,8 @@ static int camera_batch(rloop *L, char *err, size_t err_sz) {
     if (pa_render_cam_pending(c) == PA_RENDER_CAM_SLOTS &&
         publish_oldest(L, c, err, err_sz) < 0)
       return -1;
+    /* Many robots on a software renderer: a slow batch is not a hang. */
+    L->health->heartbeat_ns = pa_now_ns();
     const pa_render_pose *p = &L->poses[i];
     pa_frame meta = {.tick = t->tick, .sim_time = t->sim_time,
                      .wall_ns = wall, .robot = i,
@@ -394,6 +396,7 @@ int pa_render_run(const pa_render_def *d, volatile sig_atomic_t *stop,
     }
     if (!demand) {
       next = 0;
+      L->last_batch_ns = 0; /* an idle wait is not a loop period */
       if (!L->viewer)
         wait_wake(L, IDLE_WAIT_NS);
       continue;
