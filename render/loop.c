@@ -18,6 +18,7 @@
 
 #define MAX_CAM_SIZES 4              /* distinct camera sizes kept alive */
 #define IDLE_WAIT_NS 200000000LL     /* re-check stop/world while idle */
+#define SCENE_BEAT_AHEAD_NS 60000000000LL /* a scene build may take 60 s */
 #define ATTACH_WAIT_NS 3000000000LL  /* instance being created */
 
 pa_render_def pa_render_def_default(void) {
@@ -373,7 +374,11 @@ int pa_render_run(const pa_render_def *d, volatile sig_atomic_t *stop,
     uint32_t wgen = __atomic_load_n(&L->st.ctl->world_gen, __ATOMIC_ACQUIRE);
     uint32_t mgen = __atomic_load_n(&L->st.ctl->map_gen, __ATOMIC_ACQUIRE);
     if (!L->have_scene || wgen != L->world_gen || mgen != L->map_gen) {
+      /* A big map takes seconds to turn into walls: beat ahead so that the
+       * launcher's watchdog waits for it. */
+      L->health->heartbeat_ns = now + SCENE_BEAT_AHEAD_NS;
       int rc = build_scene(L, err, err_sz);
+      L->health->heartbeat_ns = pa_now_ns();
       if (rc < 0) {
         ret = 1;
         goto out_nolock;

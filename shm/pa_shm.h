@@ -299,7 +299,8 @@ typedef struct pa_health {
   int64_t start_ns;        /* pa_now_ns() at start */
   int64_t heartbeat_ns;    /* pa_now_ns() at the last loop iteration; advances
                             * at least every 250 ms while the loop runs, idle
-                            * or not (the launcher's watchdog reads it) */
+                            * or not (the launcher's watchdog reads it); set
+                            * ahead before a step known to block (a map load) */
   uint32_t restarts;       /* launcher: times restarted */
   int32_t last_exit;       /* launcher: exit code, or -signal */
   uint64_t loops;          /* loop iterations (ticks, frames, events) */

@@ -588,7 +588,8 @@ static void test_chaos(void **state) {
 }
 
 /* An idle stack keeps beating: a paused pa-sim, a pa-render without camera
- * subscribers and a pa-netgw without clients are never taken for hung. */
+ * subscribers and a pa-netgw without clients are never taken for hung; nor
+ * are pa-sim and pa-render while they build a big map. */
 static void test_idle_beats(void **state) {
   (void)state;
   lt_stack t;
@@ -602,6 +603,26 @@ static void test_idle_beats(void **state) {
     assert_int_equal(lt_pid(&t, p), pids[p]);
     assert_int_equal(t.s.ctl->health[p].restarts, 0);
     assert_int_equal(t.s.ctl->health[p].hang_ms, 300);
+  }
+  assert_false(lt_log_contains(&t, "hung"));
+  /* a big map blocks pa-sim's loop, then pa-render's, for longer than the
+   * limit: both beat ahead, neither is taken for hung */
+  int fd = pa_test_tcp_connect(t.port);
+  assert_true(fd >= 0);
+  assert_int_equal(pa_test_send_str(fd, "{\"type\":\"command\",\"action\":"
+                   "\"generate_map\",\"data\":{\"width\":200,\"height\":200,"
+                   "\"resolution\":0.05}}\n"), 0);
+  char line[1024];
+  assert_true(pa_test_read_line(fd, line, sizeof line, 30000) > 0);
+  int64_t end = pa_test_now_ms() + 30000;
+  while (!lt_log_contains(&t, "map 4000x4000 cells") && pa_test_now_ms() < end)
+    usleep(20000);
+  assert_true(lt_log_contains(&t, "map 4000x4000 cells")); /* render's scene */
+  usleep(500 * 1000);
+  close(fd);
+  for (int p = PA_PROC_SIM; p < PA_PROC_COUNT; p++) {
+    assert_int_equal(lt_pid(&t, p), pids[p]);
+    assert_int_equal(t.s.ctl->health[p].restarts, 0);
   }
   assert_false(lt_log_contains(&t, "hung"));
   assert_int_equal(lt_stop(&t, 30000), 0);
