@@ -35,6 +35,10 @@ static const pa_opt_row own_rows[] = {
     {ROW(crash_window_ms, "crash_window_ms", PA_OPT_INT, 1, 86400000,
          PA_LAUNCH_CRASH_WINDOW_MS,
          "[ms] ...within this window; also resets the backoff")},
+    {ROW(hang_ms, "hang_ms", PA_OPT_INT, 0, 3600000, PA_LAUNCH_HANG_MS,
+         "[ms] a ready process whose heartbeat is older than this is hung: "
+         "SIGKILLed and restarted (0 = off; wrapped processes are not "
+         "watched)")},
 };
 
 static int launch_finish(void *args, const bool *given, char *err,

@@ -43,6 +43,7 @@ typedef struct pa_launch_cfg {
   long start_timeout_ms;    /* ready deadline per process (x10 if wrapped) */
   long crash_limit;         /* this many crashes ... (0 = never give up) */
   long crash_window_ms;     /* ... within this window: give up */
+  long hang_ms;             /* heartbeat older than this: hung, restart (0 = off) */
   const char *wrap_flag;    /* only for --help; --wrap is pre-extracted */
   const char *wrap[PA_PROC_COUNT]; /* per process: command to run it under */
   /* the processes' flags, filled through their own tables */
@@ -121,6 +122,9 @@ pa_stack_def pa_launch_stack_def(const pa_launch_cfg *c);
 #define PA_LAUNCH_CRASH_MAX 64 /* largest --crash_limit */
 #define PA_LAUNCH_BACKOFF_MIN_MS 10
 #define PA_LAUNCH_BACKOFF_MAX_MS 5000
+/* Watchdog (default of --hang_ms): a ready process whose heartbeat is older
+ * than this is hung; also what `status` calls hung when nothing is watched. */
+#define PA_LAUNCH_HANG_MS 2000
 
 /* Backoff before restart number n (1 = first crash in the window) [ms]. */
 long pa_launch_backoff_ms(int n);

@@ -146,7 +146,15 @@ void pa_launch_status_print(FILE *f, const pa_stack *s, const double *cpu_pct) {
   for (int p = 0; p < PA_PROC_COUNT; p++) {
     pa_health h = ctl->health[p]; /* monitoring copy; may be a tick old */
     bool alive = h.pid > 0 && kill(h.pid, 0) == 0;
-    const char *state = !h.pid ? "down" : !alive ? "dead" : h.ready ? "up" : "start";
+    /* The launcher's own limit, or the default where it watches nothing
+     * (--hang_ms 0, a wrapped process, the launcher itself). */
+    int64_t limit = (int64_t)(h.hang_ms ? h.hang_ms : PA_LAUNCH_HANG_MS) * 1000000;
+    bool stale = h.ready && h.heartbeat_ns > 0 && now - h.heartbeat_ns > limit;
+    const char *state = !h.pid    ? "down"
+                        : !alive  ? "dead"
+                        : stale   ? "hung"
+                        : h.ready ? "up"
+                                  : "start";
     char up[16] = "-", rss[16] = "-", cpu[16] = "-", frames[16], bytes[16],
          ex[16] = "-";
     if (alive && h.start_ns > 0)

@@ -1,7 +1,8 @@
 /* supervisor.c - the process table: start pa-sim, pa-render, pa-netgw in
- * order, restart whichever exits unexpectedly (backoff, crash-loop guard),
- * stop them in reverse order. Signals only set flags; everything happens in
- * the loop, which sleeps in ppoll() with the signals unblocked. */
+ * order, restart whichever exits unexpectedly (backoff, crash-loop guard) or
+ * stops beating (hang watchdog), stop them in reverse order. Signals only set
+ * flags; everything happens in the loop, which sleeps in ppoll() with the
+ * signals unblocked. */
 #define _GNU_SOURCE
 #include "pa_launch.h"
 
@@ -36,6 +37,9 @@ typedef struct child {
   int ncrash;
   uint32_t restarts;
   int64_t timeout_ns;   /* ready deadline after spawn */
+  int64_t hang_ns;      /* watchdog limit on the heartbeat's age, 0 = off */
+  int64_t ready_ns;     /* when we saw it ready: the heartbeat's floor */
+  int64_t hung_ns;      /* heartbeat age when the watchdog killed it, 0 = not */
 } child;
 
 static volatile sig_atomic_t stop_sig;
@@ -71,7 +75,8 @@ static void describe_status(int st, char *out, size_t n) {
     snprintf(out, n, "status 0x%x", st);
 }
 
-static pid_t spawn(child *c, pid_t launcher, const sigset_t *orig_mask) {
+static pid_t spawn(child *c, pid_t launcher, const sigset_t *orig_mask,
+                   int death_sig) {
   pid_t pid = fork();
   if (pid < 0)
     return -1;
@@ -80,8 +85,9 @@ static pid_t spawn(child *c, pid_t launcher, const sigset_t *orig_mask) {
      * which stops the children in order; a wrapper and its tracee share the
      * group, so signalling the group reaches both. */
     setpgid(0, 0);
-    /* Children never outlive the launcher, even if it is SIGKILLed. */
-    prctl(PR_SET_PDEATHSIG, SIGTERM);
+    /* Children never outlive the launcher, even if it is SIGKILLed (see
+     * start_child for which signal). */
+    prctl(PR_SET_PDEATHSIG, death_sig);
     if (getppid() != launcher)
       _exit(1);
     signal(SIGPIPE, SIG_DFL);
@@ -151,10 +157,16 @@ static void start_child(sup *s, child *c, int64_t now) {
   h->pid = 0;
   if (c->restarting)
     h->restarts = ++c->restarts;
+  h->hang_ms = (uint32_t)(c->hang_ns / 1000000);
+  c->hung_ns = 0;
   if (c->proc == PA_PROC_NETGW && c->restarting && s->cfg->tcp_port == 0 &&
       s->bound_port && !s->port_pinned)
     pin_netgw_port(s, c);
-  pid_t pid = spawn(c, s->self, &s->orig_mask);
+  /* SIGKILL: a stopped or hung child must die with the launcher too, and a
+   * pa-* process loses nothing by it (its state is in shm). A wrapper gets
+   * SIGTERM so that it can write its output and pass the signal on. */
+  int death_sig = s->cfg->wrap[c->proc] ? SIGTERM : SIGKILL;
+  pid_t pid = spawn(c, s->self, &s->orig_mask, death_sig);
   if (pid < 0) {
     pa_error("%s: fork failed: %s; retrying", name_of(c), strerror(errno));
     c->state = CH_BACKOFF;
@@ -193,6 +205,11 @@ static void on_exit_status(sup *s, child *c, int st, int64_t now) {
   char why[160];
   describe_status(st, why, sizeof why);
   pid_t dead = c->pid;
+  bool hung = c->hung_ns && WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL;
+  if (hung)
+    snprintf(why, sizeof why, "hung (no heartbeat for %.0f ms, SIGKILLed)",
+             (double)c->hung_ns / 1e6);
+  c->hung_ns = 0;
   h->last_exit = WIFEXITED(st) ? WEXITSTATUS(st) : -WTERMSIG(st);
   h->pid = 0;
   h->ready = 0;
@@ -246,8 +263,9 @@ static void on_exit_status(sup *s, child *c, int st, int64_t now) {
   if (limit > 0)
     snprintf(guard, sizeof guard, "; giving up at %ld within %g s", limit,
              (double)s->cfg->crash_window_ms / 1000);
-  pa_warn("%s (pid %d) %s with %s; restarting in %ld ms (crash %d%s)",
-          name_of(c), (int)dead, was_starting ? "failed to start" : "died",
+  pa_warn("%s (pid %d) %s %s; restarting in %ld ms (crash %d%s)",
+          name_of(c), (int)dead,
+          hung ? "was" : was_starting ? "failed to start with" : "died with",
           why, delay, recent, guard);
   c->state = CH_BACKOFF;
   c->next_start_ns = now + delay * 1000000;
@@ -275,6 +293,7 @@ static void stop_child(sup *s, child *c) {
   pid_t pid = c->pid;
   kill(-pid, SIGTERM);
   kill(pid, SIGTERM);
+  kill(-pid, SIGCONT); /* a stopped child cannot act on TERM */
   int64_t end = pa_now_ns() + (int64_t)s->cfg->grace_ms * 1000000;
   int st = 0;
   for (;;) {
@@ -325,6 +344,7 @@ static void handle_restart_requests(sup *s, int64_t now) {
       pa_info("restart of %s (pid %d) requested", name_of(c), (int)c->pid);
       kill(-c->pid, SIGTERM);
       kill(c->pid, SIGTERM);
+      kill(-c->pid, SIGCONT);
       c->state = CH_RESTART;
       c->deadline_ns = now + (int64_t)s->cfg->grace_ms * 1000000;
       break;
@@ -346,6 +366,25 @@ static void handle_restart_requests(sup *s, int64_t now) {
   }
 }
 
+/* The hang watchdog: a ready process whose heartbeat is older than hang_ns
+ * (a SIGSTOPped one, a loop that never returns) is SIGKILLed; its exit then
+ * takes the crash path with the cause "hung". Returns when to look again. */
+static int64_t watch_heartbeat(child *c, const pa_health *h, int64_t now) {
+  int64_t beat = __atomic_load_n(&h->heartbeat_ns, __ATOMIC_ACQUIRE);
+  if (beat < c->ready_ns)
+    beat = c->ready_ns; /* an old process's beat, or none yet */
+  int64_t age = now - beat;
+  if (age <= c->hang_ns)
+    return beat + c->hang_ns + 1000000;
+  pa_warn("%s (pid %d) is hung: no heartbeat for %.0f ms (--hang_ms %.0f); "
+          "killing it", name_of(c), (int)c->pid, (double)age / 1e6,
+          (double)c->hang_ns / 1e6);
+  c->hung_ns = age;
+  kill(-c->pid, SIGKILL);
+  kill(c->pid, SIGKILL);
+  return now + 100000000;
+}
+
 /* Advances every child's state machine; returns the next deadline. */
 static int64_t step_children(sup *s, int64_t now) {
   int64_t next = now + 100000000; /* heartbeat at least every 100 ms */
@@ -363,6 +402,7 @@ static int64_t step_children(sup *s, int64_t now) {
     case CH_STARTING:
       if (__atomic_load_n(&h->ready, __ATOMIC_ACQUIRE) && h->pid != 0) {
         c->state = CH_RUNNING;
+        c->ready_ns = now;
         double ms = (double)(now - c->spawn_ns) / 1e6;
         if (c->restarting)
           pa_info("%s serving again: pid %d, ready %.1f ms after start "
@@ -397,6 +437,11 @@ static int64_t step_children(sup *s, int64_t now) {
         next = c->deadline_ns;
       break;
     case CH_RUNNING:
+      if (c->hang_ns > 0 && !c->hung_ns) {
+        int64_t due = watch_heartbeat(c, h, now);
+        if (due < next)
+          next = due;
+      }
       break;
     case CH_OFF:
     case CH_DOWN:
@@ -531,6 +576,9 @@ int pa_launch_run(const pa_launch_cfg *cfg, const char *bin_dir) {
     c->state = CH_OFF;
     c->timeout_ns = (int64_t)cfg->start_timeout_ms * 1000000 *
                     (cfg->wrap[p] ? 10 : 1);
+    /* A wrapped process may legitimately stand still (a debugger's
+     * breakpoint, valgrind's pace): not watched. */
+    c->hang_ns = cfg->wrap[p] ? 0 : (int64_t)cfg->hang_ms * 1000000;
     if (p == PA_PROC_RENDER && cfg->no_render)
       continue;
     char err[256];
@@ -549,8 +597,9 @@ int pa_launch_run(const pa_launch_cfg *cfg, const char *bin_dir) {
   }
   if (create_stack(&s) != 0)
     goto out_free;
-  pa_info("instance %s: starting %s", cfg->instance,
-          cfg->no_render ? "pa-sim, pa-netgw" : "pa-sim, pa-render, pa-netgw");
+  pa_info("instance %s: starting %s; hang watchdog %s", cfg->instance,
+          cfg->no_render ? "pa-sim, pa-netgw" : "pa-sim, pa-render, pa-netgw",
+          cfg->hang_ms ? "on" : "off (--hang_ms 0)");
 
   for (;;) {
     int64_t now = pa_now_ns();

@@ -18,6 +18,7 @@
 
 #define MAX_CAM_SIZES 4              /* distinct camera sizes kept alive */
 #define IDLE_WAIT_NS 200000000LL     /* re-check stop/world while idle */
+#define SCENE_BEAT_AHEAD_NS 60000000000LL /* a scene build may take 60 s */
 #define ATTACH_WAIT_NS 3000000000LL  /* instance being created */
 
 pa_render_def pa_render_def_default(void) {
@@ -238,6 +239,8 @@ static int camera_batch(rloop *L, char *err, size_t err_sz) {
     if (pa_render_cam_pending(c) == PA_RENDER_CAM_SLOTS &&
         publish_oldest(L, c, err, err_sz) < 0)
       return -1;
+    /* Many robots on a software renderer: a slow batch is not a hang. */
+    L->health->heartbeat_ns = pa_now_ns();
     const pa_render_pose *p = &L->poses[i];
     pa_frame meta = {.tick = t->tick, .sim_time = t->sim_time,
                      .wall_ns = wall, .robot = i,
@@ -371,7 +374,11 @@ int pa_render_run(const pa_render_def *d, volatile sig_atomic_t *stop,
     uint32_t wgen = __atomic_load_n(&L->st.ctl->world_gen, __ATOMIC_ACQUIRE);
     uint32_t mgen = __atomic_load_n(&L->st.ctl->map_gen, __ATOMIC_ACQUIRE);
     if (!L->have_scene || wgen != L->world_gen || mgen != L->map_gen) {
+      /* A big map takes seconds to turn into walls: beat ahead so that the
+       * launcher's watchdog waits for it. */
+      L->health->heartbeat_ns = now + SCENE_BEAT_AHEAD_NS;
       int rc = build_scene(L, err, err_sz);
+      L->health->heartbeat_ns = pa_now_ns();
       if (rc < 0) {
         ret = 1;
         goto out_nolock;
@@ -394,6 +401,7 @@ int pa_render_run(const pa_render_def *d, volatile sig_atomic_t *stop,
     }
     if (!demand) {
       next = 0;
+      L->last_batch_ns = 0; /* an idle wait is not a loop period */
       if (!L->viewer)
         wait_wake(L, IDLE_WAIT_NS);
       continue;

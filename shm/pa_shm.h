@@ -291,13 +291,16 @@ typedef struct pa_stack_def {
 pa_stack_def pa_stack_def_default(void);
 
 /* Health and timings of one process; written by that process only (except
- * restarts/last_exit, written by the launcher). Monitoring data: readers may
- * see a field a tick old. */
+ * restarts/last_exit/hang_ms, written by the launcher). Monitoring data:
+ * readers may see a field a tick old. */
 typedef struct pa_health {
   int32_t pid;             /* 0 = not running */
   uint32_t ready;          /* 1 once serving */
   int64_t start_ns;        /* pa_now_ns() at start */
-  int64_t heartbeat_ns;    /* pa_now_ns() at the last loop iteration */
+  int64_t heartbeat_ns;    /* pa_now_ns() at the last loop iteration; advances
+                            * at least every 250 ms while the loop runs, idle
+                            * or not (the launcher's watchdog reads it); set
+                            * ahead before a step known to block (a map load) */
   uint32_t restarts;       /* launcher: times restarted */
   int32_t last_exit;       /* launcher: exit code, or -signal */
   uint64_t loops;          /* loop iterations (ticks, frames, events) */
@@ -310,7 +313,8 @@ typedef struct pa_health {
   uint64_t bytes_sent;
   uint64_t frames_dropped; /* frames not sent/rendered (overload) */
   uint32_t clients;        /* netgw: connected TCP clients */
-  uint32_t reserved;
+  uint32_t hang_ms;        /* launcher: watchdog limit on the heartbeat's age
+                            * [ms], 0 = not watched (was reserved: same layout) */
   uint64_t counters[6];    /* process specific */
 } pa_health;
 

@@ -18,6 +18,7 @@
 #define HEALTH_PERIOD_NS 100000000LL /* 100 ms */
 #define PAUSED_WAIT_NS 100000000LL   /* wake to notice SIGTERM */
 #define LOCKSTEP_ACTIVE_NS 2000000LL /* a command this recent: spin first */
+#define MAP_BEAT_AHEAD_NS 60000000000LL /* a map command may block 60 s */
 #define SPIN_NS 50000LL              /* at most this long */
 #define LEAN_SAMPLE 16               /* see `timed` */
 
@@ -201,8 +202,13 @@ static bool consume(run_ctx *k) {
     any = true;
     flush_scans(k->m, k->s, st);
     pa_reply r;
-    pa_status rc = c.op == PA_OP_SET_MAP || c.op == PA_OP_GENERATE_MAP ||
-                           c.op == PA_OP_SET_SCENARIO
+    bool map_op = c.op == PA_OP_SET_MAP || c.op == PA_OP_GENERATE_MAP ||
+                  c.op == PA_OP_SET_SCENARIO;
+    /* A big map takes seconds to build in the loop: beat ahead so that the
+     * launcher's watchdog waits for it (a load stuck past that is hung). */
+    if (map_op)
+      st->ctl->health[PA_PROC_SIM].heartbeat_ns = pa_now_ns() + MAP_BEAT_AHEAD_NS;
+    pa_status rc = map_op
                        ? map_cmd(k, &c, &r)
                        : pa_sim_apply(k->m, k->s, &c, &r);
     k->cmds++;

@@ -18,6 +18,14 @@ if(TARGET playarea)
         add_dependencies(${t} ${_pa_launch_procs})
       endif()
     endforeach()
+    # Seeded chaos: SIGKILL/SIGSTOP of each process under two clients
+    # (PA_CHAOS_SEED picks another run; ~40 s). Needs camera frames.
+    if(TARGET pa-render)
+      pa_add_test(test_chaos SOURCES test_chaos.c
+                  LIBS pa_launch pa_test_launch_util Threads::Threads
+                  TIMEOUT 240 LABELS "launch;chaos")
+      add_dependencies(test_chaos ${_pa_launch_procs})
+    endif()
   endif()
 endif()
 

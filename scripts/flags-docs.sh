@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Regenerates the flag tables in README.md and docs/CONTRACT.md from the
+# flag tables themselves (test_flags_docs fails until this is run).
+#
+#   scripts/flags-docs.sh [BUILD_DIR]    default: build
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+bin=${1:-$root/build}/bin/playarea
+[[ -x $bin ]] || { echo "flags-docs: $bin not built (scripts/setup.sh)" >&2; exit 1; }
+/usr/bin/python3 - "$bin" "$root" <<'PY'
+import subprocess, sys
+bin, root = sys.argv[1], sys.argv[2]
+for path, arg in (("README.md", "--help-markdown"),
+                  ("docs/CONTRACT.md", "--help-markdown=contract")):
+    out = subprocess.run([bin, arg], capture_output=True, text=True,
+                         check=True).stdout
+    p = f"{root}/{path}"
+    s = open(p).read()
+    a = s.index("<!-- flags:begin")
+    a = s.index("\n", a) + 1
+    b = s.index("<!-- flags:end -->")
+    open(p, "w").write(s[:a] + out + s[b:])
+    print(f"flags-docs: {path} regenerated")
+PY
