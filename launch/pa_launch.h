@@ -43,7 +43,7 @@ typedef struct pa_launch_cfg {
   long start_timeout_ms;    /* ready deadline per process (x10 if wrapped) */
   long crash_limit;         /* this many crashes ... (0 = never give up) */
   long crash_window_ms;     /* ... within this window: give up */
-  long hang_ms;             /* heartbeat older than this: hung, restart (0 = off) */
+  long hang_ms; /* heartbeat older than this: hung, restart (0 = off) */
   const char *wrap_flag;    /* only for --help; --wrap is pre-extracted */
   const char *wrap[PA_PROC_COUNT]; /* per process: command to run it under */
   /* the processes' flags, filled through their own tables */

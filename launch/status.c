@@ -148,7 +148,8 @@ void pa_launch_status_print(FILE *f, const pa_stack *s, const double *cpu_pct) {
     bool alive = h.pid > 0 && kill(h.pid, 0) == 0;
     /* The launcher's own limit, or the default where it watches nothing
      * (--hang_ms 0, a wrapped process, the launcher itself). */
-    int64_t limit = (int64_t)(h.hang_ms ? h.hang_ms : PA_LAUNCH_HANG_MS) * 1000000;
+    int64_t limit =
+        (int64_t)(h.hang_ms ? h.hang_ms : PA_LAUNCH_HANG_MS) * 1000000;
     bool stale = h.ready && h.heartbeat_ns > 0 && now - h.heartbeat_ns > limit;
     const char *state = !h.pid    ? "down"
                         : !alive  ? "dead"

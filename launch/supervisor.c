@@ -263,9 +263,11 @@ static void on_exit_status(sup *s, child *c, int st, int64_t now) {
   if (limit > 0)
     snprintf(guard, sizeof guard, "; giving up at %ld within %g s", limit,
              (double)s->cfg->crash_window_ms / 1000);
-  pa_warn("%s (pid %d) %s %s; restarting in %ld ms (crash %d%s)",
-          name_of(c), (int)dead,
-          hung ? "was" : was_starting ? "failed to start with" : "died with",
+  pa_warn("%s (pid %d) %s %s; restarting in %ld ms (crash %d%s)", name_of(c),
+          (int)dead,
+          hung           ? "was"
+          : was_starting ? "failed to start with"
+                         : "died with",
           why, delay, recent, guard);
   c->state = CH_BACKOFF;
   c->next_start_ns = now + delay * 1000000;
@@ -377,8 +379,8 @@ static int64_t watch_heartbeat(child *c, const pa_health *h, int64_t now) {
   if (age <= c->hang_ns)
     return beat + c->hang_ns + 1000000;
   pa_warn("%s (pid %d) is hung: no heartbeat for %.0f ms (--hang_ms %.0f); "
-          "killing it", name_of(c), (int)c->pid, (double)age / 1e6,
-          (double)c->hang_ns / 1e6);
+          "killing it",
+          name_of(c), (int)c->pid, (double)age / 1e6, (double)c->hang_ns / 1e6);
   c->hung_ns = age;
   kill(-c->pid, SIGKILL);
   kill(c->pid, SIGKILL);

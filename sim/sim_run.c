@@ -207,10 +207,10 @@ static bool consume(run_ctx *k) {
     /* A big map takes seconds to build in the loop: beat ahead so that the
      * launcher's watchdog waits for it (a load stuck past that is hung). */
     if (map_op)
-      st->ctl->health[PA_PROC_SIM].heartbeat_ns = pa_now_ns() + MAP_BEAT_AHEAD_NS;
-    pa_status rc = map_op
-                       ? map_cmd(k, &c, &r)
-                       : pa_sim_apply(k->m, k->s, &c, &r);
+      st->ctl->health[PA_PROC_SIM].heartbeat_ns =
+          pa_now_ns() + MAP_BEAT_AHEAD_NS;
+    pa_status rc =
+        map_op ? map_cmd(k, &c, &r) : pa_sim_apply(k->m, k->s, &c, &r);
     k->cmds++;
     k->last_cmd_ns = pa_now_ns();
     if (c.op == PA_OP_STEP && rc == PA_OK) {

@@ -34,13 +34,14 @@
 
 #include <cmocka.h>
 
-#define START_MS 60000     /* generous: loaded 2-core machine, sanitizers */
-#define HANG_MS 700        /* the watchdog limit the chaos stack runs with */
-#define REQUEST_MS 1000    /* --request_timeout_ms: a step's busy comes by then */
-#define KILLS 5            /* SIGKILLs per process */
+#define START_MS 60000  /* generous: loaded 2-core machine, sanitizers */
+#define HANG_MS 700     /* the watchdog limit the chaos stack runs with */
+#define REQUEST_MS 1000 /* --request_timeout_ms: a step's busy comes by then   \
+                         */
+#define KILLS 5         /* SIGKILLs per process */
 #define CONTROL_HZ 200.0
-#define V0 0.3             /* robot 0's speed [m/s] (cmd) */
-#define V1 0.2             /* robot 1's speed [m/s] (step) */
+#define V0 0.3 /* robot 0's speed [m/s] (cmd) */
+#define V1 0.2 /* robot 1's speed [m/s] (step) */
 /* Serving again after a SIGKILL: the goal is 200 ms; what is asserted is
  * looser (a loaded 2-core machine, sanitizer builds); the figures are
  * printed, with how many made 200 ms. */
@@ -57,12 +58,12 @@ static unsigned seed_from_env(void) {
 typedef struct lockstep {
   const lt_stack *t;
   unsigned seed;
-  int stop;                   /* atomic */
+  int stop; /* atomic */
   /* results, read after the join */
   long sent, ok, busy, cut, reconnects;
-  long failures;              /* lost, duplicated, wrong, a jump */
-  char fail[512];             /* the first failure */
-  double max_jump;            /* largest pose change beyond the allowed [m] */
+  long failures;   /* lost, duplicated, wrong, a jump */
+  char fail[512];  /* the first failure */
+  double max_jump; /* largest pose change beyond the allowed [m] */
 } lockstep;
 
 static void ls_fail(lockstep *L, const char *fmt, ...) {
@@ -183,7 +184,8 @@ static void *lockstep_main(void *arg) {
     }
     double rid = -1, tick = -1, x, y;
     if (!json_num(line, "request_id", &rid) || (long)rid != id) {
-      ls_fail(L, "request %ld: answer for request_id %g: %.200s", id, rid, line);
+      ls_fail(L, "request %ld: answer for request_id %g: %.200s", id, rid,
+              line);
       continue;
     }
     if (strstr(line, "\"code\":\"busy\"")) {
@@ -217,18 +219,19 @@ static void *lockstep_main(void *arg) {
   return NULL;
 }
 
-/* ---- driving client: odom and camera streams ------------------------------ */
+/* ---- driving client: odom and camera streams ------------------------------
+ */
 
 typedef struct driver {
   lt_odom o;
-  int cam;                    /* UDP socket subscribed to robot 0's camera */
+  int cam; /* UDP socket subscribed to robot 0's camera */
   uint16_t cam_port;
   char cmds[128];
   lt_odom_frame last;
   bool have_last;
-  uint32_t cam_seq;           /* newest camera frame seq seen */
+  uint32_t cam_seq; /* newest camera frame seq seen */
   long frames, jumps, seq_errors;
-  double worst_excess;        /* largest pose change beyond one tick's [m] */
+  double worst_excess; /* largest pose change beyond one tick's [m] */
   char fail[256];
 } driver;
 
@@ -242,8 +245,9 @@ static void check_frame(driver *D, const lt_odom_frame *f) {
     if (f->seq <= l->seq || f->t < l->t) {
       D->seq_errors++;
       if (!D->fail[0])
-        snprintf(D->fail, sizeof D->fail, "odom seq %u t %.4f after seq %u t %.4f",
-                 f->seq, f->t, l->seq, l->t);
+        snprintf(D->fail, sizeof D->fail,
+                 "odom seq %u t %.4f after seq %u t %.4f", f->seq, f->t, l->seq,
+                 l->t);
     }
     double allowed = V0 * (fabs(f->t - l->t) + 1.0 / CONTROL_HZ) + 1e-4;
     double d = hypot((double)f->x - l->x, (double)f->y - l->y);
@@ -302,7 +306,8 @@ static void pump_all(driver *D) {
     check_frame(D, &f);
 }
 
-/* ---- events ---------------------------------------------------------------- */
+/* ---- events ----------------------------------------------------------------
+ */
 
 enum ev_kind { EV_KILL, EV_BLIP, EV_HANG };
 typedef struct event {
@@ -325,7 +330,8 @@ static double wait_serving(lt_stack *t, driver *D, int p, pid_t old,
     if (!ready) {
       const pa_health *h = &t->s.ctl->health[p];
       pid_t np = (pid_t)__atomic_load_n(&h->pid, __ATOMIC_ACQUIRE);
-      ready = np > 0 && np != old && __atomic_load_n(&h->ready, __ATOMIC_ACQUIRE);
+      ready =
+          np > 0 && np != old && __atomic_load_n(&h->ready, __ATOMIC_ACQUIRE);
       if (!ready) {
         pump(D, 1);
         continue;
@@ -362,15 +368,18 @@ static void print_figures(const char *what, double *v, int n) {
   int goal = 0;
   for (int i = 0; i < n; i++)
     goal += v[i] <= GOAL_MS;
-  fprintf(stderr, "chaos: %-14s n %2d  p50 %6.1f ms  max %6.1f ms  within %.0f ms: %d/%d\n",
-          what, n, v[n / 2], v[n - 1], GOAL_MS, goal, n);
+  fprintf(
+      stderr,
+      "chaos: %-14s n %2d  p50 %6.1f ms  max %6.1f ms  within %.0f ms: %d/%d\n",
+      what, n, v[n / 2], v[n - 1], GOAL_MS, goal, n);
 }
 
 /* Static: a failed assertion leaves the test by longjmp while the lockstep
  * thread may still read these. */
 static lt_stack chaos_stack;
 static lockstep chaos_ls;
-static pid_t chaos_kids[PA_PROC_COUNT]; /* children when the launcher is killed */
+static pid_t
+    chaos_kids[PA_PROC_COUNT]; /* children when the launcher is killed */
 
 /* Even when the test failed: a child that outlived its launcher (stopped,
  * so deaf to a SIGTERM) is ours if its command line names our instance. */
@@ -402,11 +411,23 @@ static void test_chaos(void **state) {
   /* --crash_limit 0 and a short crash window: every kill here is a crash,
    * and the test is about recovery, not about the crash-loop guard's
    * backoff (tested in test_launch_ops). */
-  const char *extra[] = {"--robots", "2", "--hang_ms", "700",
-                         "--crash_limit", "0", "--crash_window_ms", "1",
-                         "--request_timeout_ms", "1000",
-                         "--camera_width", "80", "--camera_height", "60",
-                         "--laser_beams", "36", NULL};
+  const char *extra[] = {"--robots",
+                         "2",
+                         "--hang_ms",
+                         "700",
+                         "--crash_limit",
+                         "0",
+                         "--crash_window_ms",
+                         "1",
+                         "--request_timeout_ms",
+                         "1000",
+                         "--camera_width",
+                         "80",
+                         "--camera_height",
+                         "60",
+                         "--laser_beams",
+                         "36",
+                         NULL};
   assert_int_equal(lt_start(T, "chaos", extra, START_MS), 0);
 
   driver D;
@@ -476,7 +497,8 @@ static void test_chaos(void **state) {
       pump(&D, HANG_MS + 200);
       assert_int_equal(lt_pid(T, p), old); /* not taken for hung */
       assert_int_equal(T->s.ctl->health[p].restarts, restarts);
-      fprintf(stderr, "chaos: %5.1f s  SIGSTOP %s for %d ms, SIGCONT: tolerated\n",
+      fprintf(stderr,
+              "chaos: %5.1f s  SIGSTOP %s for %d ms, SIGCONT: tolerated\n",
               (double)(t0 - t_start) / 1e3, short_name(p), HANG_MS / 4);
       continue;
     }
@@ -526,16 +548,20 @@ static void test_chaos(void **state) {
     print_figures(what, kill_ms[p], nk[p]);
   }
   print_figures("SIGKILL all", all, na);
-  fprintf(stderr, "chaos: SIGSTOP -> serving again (limit %d ms): sim %.1f, "
-          "render %.1f, netgw %.1f ms\n", HANG_MS, hang_ms[PA_PROC_SIM],
-          hang_ms[PA_PROC_RENDER], hang_ms[PA_PROC_NETGW]);
-  fprintf(stderr, "chaos: odom %ld frames, %ld seq errors, %ld jumps (worst "
-          "%.4f m over); camera seq %u\n", D.frames, D.seq_errors, D.jumps,
-          D.worst_excess, D.cam_seq);
-  fprintf(stderr, "chaos: lockstep %ld sent, %ld state, %ld busy, %ld cut by a "
-          "pa-netgw kill (%ld reconnects), %ld failures%s%s\n", LS->sent, LS->ok,
-          LS->busy, LS->cut, LS->reconnects, LS->failures, LS->fail[0] ? ": " : "",
-          LS->fail);
+  fprintf(stderr,
+          "chaos: SIGSTOP -> serving again (limit %d ms): sim %.1f, "
+          "render %.1f, netgw %.1f ms\n",
+          HANG_MS, hang_ms[PA_PROC_SIM], hang_ms[PA_PROC_RENDER],
+          hang_ms[PA_PROC_NETGW]);
+  fprintf(stderr,
+          "chaos: odom %ld frames, %ld seq errors, %ld jumps (worst "
+          "%.4f m over); camera seq %u\n",
+          D.frames, D.seq_errors, D.jumps, D.worst_excess, D.cam_seq);
+  fprintf(stderr,
+          "chaos: lockstep %ld sent, %ld state, %ld busy, %ld cut by a "
+          "pa-netgw kill (%ld reconnects), %ld failures%s%s\n",
+          LS->sent, LS->ok, LS->busy, LS->cut, LS->reconnects, LS->failures,
+          LS->fail[0] ? ": " : "", LS->fail);
   if (D.fail[0])
     fprintf(stderr, "chaos: first odom failure: %s\n", D.fail);
   assert_int_equal(D.seq_errors, 0);
@@ -545,7 +571,8 @@ static void test_chaos(void **state) {
   assert_int_equal(LS->failures, 0);
   assert_true(LS->ok > 10);
   /* every request either answered or cut with its connection */
-  assert_true(LS->sent - LS->ok - LS->busy - LS->cut <= 1); /* the last, at stop */
+  assert_true(LS->sent - LS->ok - LS->busy - LS->cut <=
+              1); /* the last, at stop */
   /* each cut is checked against a dead pa-netgw in the thread; a
    * connection the kernel accepted for a dying one can be cut too */
   assert_true(LS->cut >= 1 && LS->cut <= 2 * (KILLS + 1));
@@ -563,7 +590,8 @@ static void test_chaos(void **state) {
   assert_int_equal(kill(T->pid, SIGKILL), 0);
   for (int p = PA_PROC_SIM; p < PA_PROC_COUNT; p++)
     assert_true(lt_pid_gone(kids[p], 5000));
-  fprintf(stderr, "chaos: launcher SIGKILLed: all children gone after %lld ms\n",
+  fprintf(stderr,
+          "chaos: launcher SIGKILLed: all children gone after %lld ms\n",
           (long long)(pa_test_now_ms() - t0));
   assert_true(pa_test_stop(T->pid, 0, 5000) >= 0); /* reap it */
   T->pid = -1;
@@ -611,9 +639,12 @@ static void test_idle_beats(void **state) {
    * while it builds (seen here), neither is taken for hung */
   int fd = pa_test_tcp_connect(t.port);
   assert_true(fd >= 0);
-  assert_int_equal(pa_test_send_str(fd, "{\"type\":\"command\",\"action\":"
-                   "\"generate_map\",\"data\":{\"width\":200,\"height\":200,"
-                   "\"resolution\":0.05}}\n"), 0);
+  assert_int_equal(
+      pa_test_send_str(
+          fd, "{\"type\":\"command\",\"action\":"
+              "\"generate_map\",\"data\":{\"width\":200,\"height\":200,"
+              "\"resolution\":0.05}}\n"),
+      0);
   static char buf[1 << 16], line[1 << 12];
   size_t have = 0;
   bool ahead[PA_PROC_COUNT] = {false};
@@ -627,7 +658,8 @@ static void test_idle_beats(void **state) {
         ahead[p] = true;
   }
   if (r != 1) {
-    fprintf(stderr, "generate_map: %s\n", r ? "no answer in 30 s" : "connection closed");
+    fprintf(stderr, "generate_map: %s\n",
+            r ? "no answer in 30 s" : "connection closed");
     lt_print_log(&t);
   }
   assert_int_equal(r, 1);
@@ -636,7 +668,8 @@ static void test_idle_beats(void **state) {
   while (!lt_log_contains(&t, built) && pa_test_now_ms() < end)
     for (int i = 0; i < 20; i++) {
       if (__atomic_load_n(&t.s.ctl->health[PA_PROC_RENDER].heartbeat_ns,
-                          __ATOMIC_ACQUIRE) > pa_now_ns() + 10 * (int64_t)1000000000)
+                          __ATOMIC_ACQUIRE) >
+          pa_now_ns() + 10 * (int64_t)1000000000)
         ahead[PA_PROC_RENDER] = true;
       usleep(1000);
     }
@@ -657,8 +690,7 @@ static void test_idle_beats(void **state) {
 /* `status` says "hung" for a process whose heartbeat is stale; with the
  * watchdog off (--hang_ms 0) nothing is restarted, and a SIGCONT brings it
  * back to "up". */
-static bool status_state(const lt_stack *t, const char *proc,
-                         char state[32]) {
+static bool status_state(const lt_stack *t, const char *proc, char state[32]) {
   char log[512], text[8192];
   snprintf(log, sizeof log, "%s/status-%s.log", pa_test_tmpdir(), t->instance);
   const char *args[] = {"status", "--instance", t->instance, NULL};
@@ -706,8 +738,13 @@ static void test_status_hung(void **state) {
 static void test_render_idle_period(void **state) {
   (void)state;
   lt_stack t;
-  const char *extra[] = {"--camera_width", "80", "--camera_height", "60",
-                         "--camera_hz", "20", NULL};
+  const char *extra[] = {"--camera_width",
+                         "80",
+                         "--camera_height",
+                         "60",
+                         "--camera_hz",
+                         "20",
+                         NULL};
   assert_int_equal(lt_start(&t, "rper", extra, START_MS), 0);
   uint16_t cport;
   int cam = pa_test_udp_bind(&cport);
@@ -727,8 +764,10 @@ static void test_render_idle_period(void **state) {
   /* one more batch run so that the statistics are republished */
   assert_int_equal(pa_test_send_str(fd, sub), 0);
   usleep(1200 * 1000);
-  double p99 = (double)h->period_p99_ns / 1e6, mx = (double)h->period_max_ns / 1e6;
-  fprintf(stderr, "render period: p50 %.1f p99 %.1f max %.1f ms (50 ms target)\n",
+  double p99 = (double)h->period_p99_ns / 1e6,
+         mx = (double)h->period_max_ns / 1e6;
+  fprintf(stderr,
+          "render period: p50 %.1f p99 %.1f max %.1f ms (50 ms target)\n",
           (double)h->period_p50_ns / 1e6, p99, mx);
   assert_true(p99 > 0 && p99 < 1000); /* the idle gaps were 1500 ms */
   assert_true(mx < 1400);
