@@ -2,6 +2,7 @@
  * running instance through its ctl segment. */
 #define _GNU_SOURCE
 #include "pa_launch.h"
+#include "pa_proc.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -70,42 +71,8 @@ static int attach(pa_stack *s, const char *cmd, const char *instance) {
 
 /* utime + stime of pid [clock ticks], or -1. */
 static long long proc_cpu_ticks(int pid) {
-  char path[64], buf[1024];
-  snprintf(path, sizeof path, "/proc/%d/stat", pid);
-  FILE *f = fopen(path, "r");
-  if (!f)
-    return -1;
-  size_t n = fread(buf, 1, sizeof buf - 1, f);
-  fclose(f);
-  buf[n] = '\0';
-  /* comm may contain spaces and parentheses: fields start after the last ')' */
-  char *p = strrchr(buf, ')');
-  if (!p)
-    return -1;
-  unsigned long long ut = 0, stt = 0;
-  /* after ')': state(3) ppid pgrp session tty tpgid flags minflt cminflt
-   * majflt cmajflt utime(14) stime(15) */
-  if (sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu",
-             &ut, &stt) != 2)
-    return -1;
-  return (long long)(ut + stt);
-}
-
-/* VmRSS [kB], or -1. */
-static long proc_rss_kb(int pid) {
-  char path[64], line[256];
-  snprintf(path, sizeof path, "/proc/%d/status", pid);
-  FILE *f = fopen(path, "r");
-  if (!f)
-    return -1;
-  long kb = -1;
-  while (fgets(line, sizeof line, f))
-    if (!strncmp(line, "VmRSS:", 6)) {
-      kb = strtol(line + 6, NULL, 10);
-      break;
-    }
-  fclose(f);
-  return kb;
+  pa_proc_stat st;
+  return pa_proc_read_stat(pid, &st) == 0 ? (long long)st.cpu_ticks : -1;
 }
 
 static void fmt_dur(char *out, size_t n, int64_t ns) {
@@ -160,7 +127,7 @@ void pa_launch_status_print(FILE *f, const pa_stack *s, const double *cpu_pct) {
          ex[16] = "-";
     if (alive && h.start_ns > 0)
       fmt_dur(up, sizeof up, now - h.start_ns);
-    long kb = alive ? proc_rss_kb(h.pid) : -1;
+    long kb = alive ? pa_proc_rss_kb(h.pid) : -1;
     if (kb >= 0)
       snprintf(rss, sizeof rss, "%.1fM", (double)kb / 1024.0);
     if (alive && cpu_pct && cpu_pct[p] >= 0)

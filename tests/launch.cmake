@@ -2,7 +2,7 @@
 # start the real pa-sim / pa-render / pa-netgw and are added once they exist.
 if(TARGET playarea)
   add_library(pa_test_launch_util STATIC test_launch_util.c)
-  target_link_libraries(pa_test_launch_util PUBLIC pa_testutil pa_shm)
+  target_link_libraries(pa_test_launch_util PUBLIC pa_testutil pa_shm pa_util)
   pa_add_test(test_launch_cli SOURCES test_launch_cli.c
               LIBS pa_launch pa_test_launch_util TIMEOUT 60 LABELS launch)
   add_dependencies(test_launch_cli playarea)

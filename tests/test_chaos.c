@@ -34,11 +34,12 @@
 
 #include <cmocka.h>
 
-#define START_MS 60000  /* generous: loaded 2-core machine, sanitizers */
-#define HANG_MS 700     /* the watchdog limit the chaos stack runs with */
-#define REQUEST_MS 1000 /* --request_timeout_ms: a step's busy comes by then   \
-                         */
-#define KILLS 5         /* SIGKILLs per process */
+#define START_MS 60000 /* generous: loaded 2-core machine, sanitizers */
+#define HANG_MS 700    /* the watchdog limit the chaos stack runs with */
+#define REQUEST_MS                                                             \
+  1000          /* --request_timeout_ms: a step's busy comes by then           \
+                 */
+#define KILLS 5 /* SIGKILLs per process */
 #define CONTROL_HZ 200.0
 #define V0 0.3 /* robot 0's speed [m/s] (cmd) */
 #define V1 0.2 /* robot 1's speed [m/s] (step) */

@@ -2,6 +2,8 @@
 #define _GNU_SOURCE
 #include "test_launch_util.h"
 
+#include "pa_proc.h"
+
 #include "testutil.h"
 
 #include <errno.h>
@@ -133,17 +135,10 @@ bool lt_wait_new_pid(const lt_stack *t, int proc, pid_t old, int timeout_ms) {
 bool lt_pid_gone(pid_t pid, int timeout_ms) {
   int64_t end = pa_test_now_ms() + timeout_ms;
   for (;;) {
-    char path[64];
-    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-    FILE *f = fopen(path, "r");
-    if (!f)
+    pa_proc_stat st;
+    if (pa_proc_read_stat((int)pid, &st) != 0)
       return true;
-    char buf[512];
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[n] = '\0';
-    const char *p = strrchr(buf, ')');
-    if (p && p[1] == ' ' && p[2] == 'Z')
+    if (st.state == 'Z')
       return true; /* a zombie waiting for a slow init counts as gone */
     if (pa_test_now_ms() >= end)
       return false;
