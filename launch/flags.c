@@ -104,6 +104,9 @@ size_t pa_launch_flag_table(pa_launch_cfg *c, pa_opt *o, unsigned *to) {
   F("threads", PA_OPT_INT, &c->threads, 0, 64, "pa-sim threads casting scans (0 = auto: <= 2 for <= 8 robots, else CPUs up to 8)", SIM);
   F("realtime", PA_OPT_FLAG, &c->realtime, 0, 0, "SCHED_FIFO + mlockall for pa-sim's loop and pa-netgw's odom thread (needs CAP_SYS_NICE)", SIM | NETGW);
   F("spin_us", PA_OPT_INT, &c->spin_us, -1, 2000, "[us] pa-sim spins this long before each tick's deadline (-1 = auto: the machine's wake-up lateness, at most 250 us, 5-25% of the period; 0 = never; 300 with --realtime)", SIM);
+  /* clang-format off */
+  F("simd", PA_OPT_STR, &c->simd, 0, 0, "pa-sim ray caster path: auto|avx512|avx2|portable|scalar (same ranges on every path)", SIM);
+  /* clang-format on */
   /* pa-render */
   F("camera_hz", PA_OPT_DOUBLE, &c->camera_hz, 0.1, 1000, "[Hz] camera frames", RENDER);
   F("viewer", PA_OPT_FLAG, &c->viewer, 0, 0, "open a window with an orbit camera", RENDER);

@@ -52,6 +52,7 @@ typedef struct pa_launch_cfg {
   long robots;
   double odom_error[3]; /* x, y, theta ratios */
   long threads, spin_us;
+  const char *simd; /* pa-sim's ray caster path (NULL = its default) */
   bool realtime;
   const char *dataset_dir; /* export_dataset's directory (NULL = off) */
   /* pa-render */

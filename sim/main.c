@@ -26,6 +26,7 @@ int main(int argc, char **argv) {
   long cam_w = d.camera_width, cam_h = d.camera_height;
   double fov_deg = 60;
   bool paused = false;
+  const char *simd = "auto";
   pa_world world;
   pa_grid grid;
   pa_sim_model model;
@@ -37,6 +38,7 @@ int main(int argc, char **argv) {
   memset(&grid, 0, sizeof grid);
   memset(&stack, 0, sizeof stack);
 
+  /* clang-format off */
   const pa_opt opts[] = {
       {"instance", PA_OPT_STR, &instance, 0, -1, "instance name"},
       {"dataset_dir", PA_OPT_STR, &dataset_dir, 0, -1, "export_dataset writes recordings here (\"\" = off)"},
@@ -68,7 +70,10 @@ int main(int argc, char **argv) {
       {"threads", PA_OPT_INT, &threads, 0, 64, "threads casting the scans of a tick (0 = auto: <= 2 for <= 8 robots, else online CPUs up to 8)"},
       {"realtime", PA_OPT_FLAG, &d.realtime, 0, -1, "SCHED_FIFO + mlockall + spin 300 us before each deadline (needs CAP_SYS_NICE; off by default)"},
       {"spin_us", PA_OPT_INT, &spin_us, -1, 2000, "[us] spin before each deadline (-1 = auto: the machine's wake-up lateness, at most 250 us, 5-25% of the period; 0 = never)"},
+      {"simd", PA_OPT_STR, &simd, 0, -1, "ray caster path: auto|avx512|avx2|portable|scalar (the same ranges on every path; auto = the fastest this CPU has)"},
   };
+  /* clang-format on */
+
   const size_t nopts = sizeof opts / sizeof opts[0];
   pa_log_init("pa-sim", PA_LOG_INFO);
   bool given[sizeof opts / sizeof opts[0]];
@@ -91,6 +96,13 @@ int main(int argc, char **argv) {
   d.robots = (uint32_t)robots;
   d.threads = (uint32_t)threads;
   d.spin_us = (int32_t)spin_us;
+  if (pa_sim_simd_parse(simd, &d.simd) != 0 || !pa_sim_simd_has(d.simd)) {
+    pa_error("--simd %s: %s", simd,
+             pa_sim_simd_parse(simd, &d.simd) != 0
+                 ? "want auto|avx512|avx2|portable|scalar"
+                 : "this CPU lacks it");
+    goto out;
+  }
   snprintf(d.instance, sizeof d.instance, "%s", instance);
   if (strlen(dataset_dir) >= sizeof d.dataset_dir) {
     pa_error("--dataset_dir: at most %zu bytes", sizeof d.dataset_dir - 1);

@@ -5,28 +5,69 @@
 #include "sim_geom_int.h"
 
 #include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <string.h>
 
-static bool use_simd = true;
+static const char *const simd_names[PA_SIM_SIMD_COUNT] = {
+    "auto", "avx512", "avx2", "portable", "scalar"};
 
-static bool avx512_ok(void) {
+static pa_sim_cast_fn casters[PA_SIM_SIMD_COUNT]; /* NULL: not here */
+static pa_sim_simd best = PA_SIM_SIMD_SCALAR;
+static pthread_once_t probe_once = PTHREAD_ONCE_INIT;
+static _Atomic int process_path = PA_SIM_SIMD_AUTO;
+
+/* What this build and CPU have; the fastest is auto's choice. */
+static void probe(void) {
 #if defined(__x86_64__) && defined(__GNUC__)
-  static int ok = -1; /* racing threads compute the same answer */
-  if (ok < 0) {
-    __builtin_cpu_init();
-    ok = __builtin_cpu_supports("avx512f") &&
-         __builtin_cpu_supports("avx512dq") &&
-         __builtin_cpu_supports("avx512vl");
-  }
-  return ok;
-#else
-  return false;
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
+      __builtin_cpu_supports("avx512vl"))
+    casters[PA_SIM_SIMD_AVX512] = pa_sim_int_caster_avx512();
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+    casters[PA_SIM_SIMD_AVX2] = pa_sim_int_caster_avx2();
 #endif
+  casters[PA_SIM_SIMD_PORTABLE] = pa_sim_int_caster_portable();
+  for (int p = PA_SIM_SIMD_AVX512; p < PA_SIM_SIMD_SCALAR; p++)
+    if (casters[p]) {
+      best = (pa_sim_simd)p;
+      break;
+    }
 }
 
-bool pa_sim_cast_simd(int on) {
-  if (on >= 0)
-    use_simd = on != 0;
-  return use_simd && avx512_ok() && pa_sim_int_caster_avx512();
+const char *pa_sim_simd_name(pa_sim_simd p) {
+  return (unsigned)p < PA_SIM_SIMD_COUNT ? simd_names[p] : "?";
+}
+
+int pa_sim_simd_parse(const char *name, pa_sim_simd *p) {
+  for (int i = 0; i < PA_SIM_SIMD_COUNT; i++)
+    if (name && strcmp(name, simd_names[i]) == 0) {
+      *p = (pa_sim_simd)i;
+      return 0;
+    }
+  return -1;
+}
+
+bool pa_sim_simd_has(pa_sim_simd p) {
+  pthread_once(&probe_once, probe);
+  if (p == PA_SIM_SIMD_AUTO || p == PA_SIM_SIMD_SCALAR)
+    return true;
+  return (unsigned)p < PA_SIM_SIMD_COUNT && casters[p];
+}
+
+int pa_sim_simd_set(pa_sim_simd p) {
+  if (!pa_sim_simd_has(p))
+    return -1;
+  atomic_store_explicit(&process_path, (int)p, memory_order_relaxed);
+  return 0;
+}
+
+pa_sim_simd pa_sim_simd_path(const pa_sim_model *m) {
+  pthread_once(&probe_once, probe);
+  pa_sim_simd p = m ? m->def.simd : PA_SIM_SIMD_AUTO;
+  if (p == PA_SIM_SIMD_AUTO || !pa_sim_simd_has(p))
+    p = (pa_sim_simd)atomic_load_explicit(&process_path, memory_order_relaxed);
+  return p == PA_SIM_SIMD_AUTO ? best : p;
 }
 
 void pa_sim_int_cast_many(const pa_sim_model *m, double ox, double oy,
@@ -34,10 +75,9 @@ void pa_sim_int_cast_many(const pa_sim_model *m, double ox, double oy,
                           double maxc, double *out) {
   const double pox = ox + 1.0, poy = oy + 1.0; /* padded, as cast_one */
   const double W = m->march_w, H = (double)m->grid.height + 2;
-  pa_sim_cast_fn fn =
-      use_simd && avx512_ok() ? pa_sim_int_caster_avx512() : NULL;
+  pa_sim_cast_fn fn = n >= 4 ? casters[pa_sim_simd_path(m)] : NULL;
   /* indices in 32 bits; the origin's cell free */
-  if (fn && n >= 4 && W * H < 2147483000.0 && pox >= 0 && poy >= 0 && pox < W &&
+  if (fn && W * H < 2147483000.0 && pox >= 0 && poy >= 0 && pox < W &&
       poy < H && m->march[(size_t)poy * m->march_w + (size_t)pox] != 0) {
     for (uint32_t i0 = 0; i0 < n; i0 += CAST_CHUNK) {
       uint32_t k = n - i0 < CAST_CHUNK ? n - i0 : CAST_CHUNK;

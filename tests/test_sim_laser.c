@@ -191,8 +191,9 @@ static void check_fast_equals_plain(double origin_x, double origin_y,
    * centres, on grid lines and corners and at random points: axis-aligned,
    * diagonal and random directions, with the vector caster on and off. */
   long fan_rays = 0;
-  for (int simd = 1; simd >= 0; simd--) {
-    pa_sim_cast_simd(simd);
+  for (int path = PA_SIM_SIMD_AVX512; path <= PA_SIM_SIMD_SCALAR; path++) {
+    if (pa_sim_simd_set((pa_sim_simd)path) != 0)
+      continue; /* this CPU lacks it: the per-path tests say so by name */
     for (int k = 0; k < 3000; k++) {
       int i = 2 + (int)(pa_sim_rng_uniform(&rng) * 296);
       int j = 2 + (int)(pa_sim_rng_uniform(&rng) * 236);
@@ -230,16 +231,17 @@ static void check_fast_equals_plain(double origin_x, double origin_y,
       for (int q = 0; q < N; q++) {
         double p = pa_sim_cast_plain(&m, x, y, dx[q], dy[q], rmax);
         if (f[q] != p)
-          fail_msg("fan (simd %d) from (%.17g, %.17g) dir (%.17g, %.17g) "
+          fail_msg("fan (%s) from (%.17g, %.17g) dir (%.17g, %.17g) "
                    "range %.17g: %.12g, plain %.12g",
-                   simd, x, y, dx[q], dy[q], rmax, f[q], p);
+                   pa_sim_simd_name((pa_sim_simd)path), x, y, dx[q], dy[q],
+                   rmax, f[q], p);
         fan_rays++;
       }
     }
   }
-  pa_sim_cast_simd(1);
-  printf("fan == plain on %ld rays (vector caster available: %d)\n", fan_rays,
-         (int)pa_sim_cast_simd(-1));
+  pa_sim_simd_set(PA_SIM_SIMD_AUTO);
+  printf("fan == plain on %ld rays (every caster path this CPU has)\n",
+         fan_rays);
   assert_true(fan_rays > 100000);
   ts_free(&m, &s);
   pa_grid_free(&g);
@@ -323,12 +325,16 @@ static void check_long_map(uint32_t w, uint32_t h, double res) {
 
 static void test_long_maps(void **st) {
   (void)st;
-  /* The float pass is the vector caster's: on where the CPU has it. */
-  pa_sim_cast_simd(1);
-  printf("long maps: %s caster\n",
-         pa_sim_cast_simd(-1) ? "vector (float pass)" : "scalar (no AVX-512)");
-  check_long_map(16000, 200, 0.05); /* inside the float pass's range */
-  check_long_map(17000, 200, 0.05); /* past it: the double path only */
+  /* Every path this CPU has (the vector ones' float pass near its limit and
+   * past it). */
+  for (int path = PA_SIM_SIMD_AVX512; path <= PA_SIM_SIMD_SCALAR; path++) {
+    if (pa_sim_simd_set((pa_sim_simd)path) != 0)
+      continue; /* the per-path tests report it skipped by name */
+    printf("long maps: %s caster\n", pa_sim_simd_name((pa_sim_simd)path));
+    check_long_map(16000, 200, 0.05); /* inside the float pass's range */
+    check_long_map(17000, 200, 0.05); /* past it: the double path only */
+  }
+  pa_sim_simd_set(PA_SIM_SIMD_AUTO);
 }
 
 static void test_noise_statistics(void **st) {
