@@ -25,36 +25,39 @@
 #include <math.h>
 #include <string.h>
 
-typedef float vec_f __attribute__((vector_size(32)));
-typedef int32_t vec_i __attribute__((vector_size(32)));
-typedef double vec_d __attribute__((vector_size(32)));
-typedef int64_t vec_l __attribute__((vector_size(32)));
-#define VEC_FL 8 /* float lanes */
-#define VEC_DL 4 /* double lanes */
+#ifndef VEC_BYTES
+#define VEC_BYTES 32 /* 8 float / 4 double lanes */
+#endif
+typedef float vec_f __attribute__((vector_size(VEC_BYTES)));
+typedef int32_t vec_i __attribute__((vector_size(VEC_BYTES)));
+typedef double vec_d __attribute__((vector_size(VEC_BYTES)));
+typedef int64_t vec_l __attribute__((vector_size(VEC_BYTES)));
+#define VEC_FL (VEC_BYTES / 4) /* float lanes */
+#define VEC_DL (VEC_BYTES / 8) /* double lanes */
 
 #ifndef VEC_WAVES
 #define VEC_WAVES 4 /* independent dependency chains in flight */
 #endif
-#define VEC_GROUPS 6        /* float jump groups in lockstep */
+#define VEC_GROUPS 6                  /* float jump groups in lockstep */
 #define VEC_FAR_K (1.0f / 1048576.0f) /* 2^-20: a float range's error */
 
 /* The portable forms of the includer's hooks (an ISA file may give its
  * own): lane loads, a product and a sum, trunc by the 2^52 trick (exact
  * for 0 <= x < 2^51), and the lane mask bit by bit. */
 #ifndef VEC_GATHER_F
-static inline vec_i VEC_FN(gather_f)(const uint8_t *F, vec_i idx) {
+VEC_TARGET static inline vec_i VEC_FN(gather_f)(const uint8_t *F, vec_i i) {
   vec_i v;
   for (int l = 0; l < VEC_FL; l++)
-    v[l] = F[idx[l]];
+    v[l] = F[i[l]];
   return v;
 }
 #define VEC_GATHER_F(F, idx) VEC_FN(gather_f)(F, idx)
 #endif
 #ifndef VEC_GATHER_D
-static inline vec_d VEC_FN(gather_d)(const uint8_t *F, vec_d idx) {
+VEC_TARGET static inline vec_d VEC_FN(gather_d)(const uint8_t *F, vec_d x) {
   vec_d v;
   for (int l = 0; l < VEC_DL; l++)
-    v[l] = F[(int64_t)idx[l]];
+    v[l] = F[(int64_t)x[l]];
   return v;
 }
 #define VEC_GATHER_D(F, idx) VEC_FN(gather_d)(F, idx)
@@ -63,15 +66,15 @@ static inline vec_d VEC_FN(gather_d)(const uint8_t *F, vec_d idx) {
 #define VEC_FMA_F(a, b, c) ((a) * (b) + (c))
 #endif
 #ifndef VEC_TRUNC_D
-static inline vec_d VEC_FN(trunc_d)(vec_d x) {
+VEC_TARGET static inline vec_d VEC_FN(trunc_d)(vec_d x) {
   const vec_d big = (vec_d){0} + 4503599627370496.0; /* 2^52 */
-  vec_d r = (x + big) - big; /* x rounded to nearest */
+  vec_d r = (x + big) - big;                         /* x rounded to nearest */
   return r - (vec_d)((vec_l)((vec_d){0} + 1.0) & (r > x));
 }
 #define VEC_TRUNC_D(x) VEC_FN(trunc_d)(x)
 #endif
 #ifndef VEC_BITS_D
-static inline unsigned VEC_FN(bits_d)(vec_l m) {
+VEC_TARGET static inline unsigned VEC_FN(bits_d)(vec_l m) {
   unsigned b = 0;
   for (int l = 0; l < VEC_DL; l++)
     b |= (m[l] != 0) << l;
@@ -80,17 +83,89 @@ static inline unsigned VEC_FN(bits_d)(vec_l m) {
 #define VEC_BITS_D(m) VEC_FN(bits_d)(m)
 #endif
 
+/* Lanes in bits `fr` take src[0], src[1], ... in lane order (the others:
+ * anything); only the first popcount(fr) elements of src are read. */
+#ifndef VEC_EXPAND_F
+VEC_TARGET static inline vec_f VEC_FN(expand_f)(unsigned fr, const float *src) {
+  vec_f v = {0};
+  for (int l = 0, k = 0; l < VEC_FL; l++)
+    if (fr >> l & 1)
+      v[l] = src[k++];
+  return v;
+}
+#define VEC_EXPAND_F(fr, src) VEC_FN(expand_f)(fr, src)
+#endif
+#ifndef VEC_EXPAND_I
+VEC_TARGET static inline vec_i VEC_FN(expand_i)(unsigned fr,
+                                                const int32_t *src) {
+  vec_i v = {0};
+  for (int l = 0, k = 0; l < VEC_FL; l++)
+    if (fr >> l & 1)
+      v[l] = src[k++];
+  return v;
+}
+#define VEC_EXPAND_I(fr, src) VEC_FN(expand_i)(fr, src)
+#endif
+#ifndef VEC_EXPAND_D
+VEC_TARGET static inline vec_d VEC_FN(expand_d)(unsigned fr,
+                                                const double *src) {
+  vec_d v = {0};
+  for (int l = 0, k = 0; l < VEC_DL; l++)
+    if (fr >> l & 1)
+      v[l] = src[k++];
+  return v;
+}
+#define VEC_EXPAND_D(fr, src) VEC_FN(expand_d)(fr, src)
+#endif
+#ifndef VEC_BITS_F
+VEC_TARGET static inline unsigned VEC_FN(bits_f)(vec_i m) {
+  unsigned b = 0;
+  for (int l = 0; l < VEC_FL; l++)
+    b |= (m[l] != 0) << l;
+  return b;
+}
+#define VEC_BITS_F(m) VEC_FN(bits_f)(m)
+#endif
+
+/* The lowest `left` set bits of fr (all of them when there are fewer): the
+ * free lanes that take the last rays. */
+VEC_TARGET static inline unsigned VEC_FN(first_lanes)(unsigned fr,
+                                                      uint32_t left) {
+  if ((uint32_t)__builtin_popcount(fr) <= left)
+    return fr;
+  unsigned keep = 0;
+  for (uint32_t got = 0; fr && got < left; got++) {
+    keep |= fr & -fr;
+    fr &= fr - 1;
+  }
+  return keep;
+}
+
+/* Lane masks (all ones where bit l of b is set). */
+VEC_TARGET static inline vec_i VEC_FN(mask_f)(unsigned b) {
+  vec_i lane;
+  for (int l = 0; l < VEC_FL; l++)
+    lane[l] = 1 << l;
+  return (((vec_i){0} + (int32_t)b) & lane) != 0;
+}
+VEC_TARGET static inline vec_l VEC_FN(mask_d)(unsigned b) {
+  vec_l lane;
+  for (int l = 0; l < VEC_DL; l++)
+    lane[l] = 1 << l;
+  return (((vec_l){0} + (int64_t)b) & lane) != 0;
+}
+
 /* m ? a : b, lane by lane (m: 0 or all ones). */
 #define SEL_D(m, a, b) ((vec_d)(((vec_l)(a) & (m)) | ((vec_l)(b) & ~(m))))
 #define SEL_F(m, a, b) ((vec_f)(((vec_i)(a) & (m)) | ((vec_i)(b) & ~(m))))
+#define SEL_I(m, a, b) (((a) & (m)) | ((b) & ~(m)))
 
 /* Jumps rays [0, n) from t[i] (updated) through open space. */
 VEC_TARGET static void VEC_FN(jump)(const uint8_t *F, uint32_t W, float ox,
                                     float oy, const float *dxs,
                                     const float *dys, float *ts, uint32_t n,
                                     float maxc) {
-  const vec_f vox = {ox, ox, ox, ox, ox, ox, ox, ox};
-  const vec_f voy = {oy, oy, oy, oy, oy, oy, oy, oy};
+  const vec_f vox = (vec_f){0} + ox, voy = (vec_f){0} + oy;
   const vec_i vW = (vec_i){0} + (int32_t)W;
   for (uint32_t b = 0; b < n; b += VEC_FL * VEC_GROUPS) {
     vec_f dx[VEC_GROUPS], dy[VEC_GROUPS], t[VEC_GROUPS];
@@ -125,10 +200,7 @@ VEC_TARGET static void VEC_FN(jump)(const uint8_t *F, uint32_t W, float ox,
         live[g] = go;
         any |= go;
       }
-      bool more = false;
-      for (int l = 0; l < VEC_FL; l++)
-        more |= any[l] != 0;
-      if (!more)
+      if (!VEC_BITS_F(any))
         break;
     }
     for (int g = 0; g < VEC_GROUPS; g++) {
@@ -140,17 +212,15 @@ VEC_TARGET static void VEC_FN(jump)(const uint8_t *F, uint32_t W, float ox,
 }
 
 typedef struct VEC_FN(wave) {
-  vec_d dx, dy, jx, jy, fsx, fsy, bxo, byo, t, bx, by, idx;
+  vec_d dx, dy, jx, jy, fsx, fsy, bxo, byo, t, bx, by, idx, id;
   vec_l live;
-  unsigned bits;          /* live lanes */
-  uint32_t id[VEC_DL];    /* each lane's ray */
+  unsigned bits; /* live lanes */
 } VEC_FN(wave);
 
 typedef struct VEC_FN(src) {
-  const double *dx, *dy, *jx, *jy, *t0; /* rays waiting, in order */
-  const uint32_t *id;
+  const double *dx, *dy, *jx, *jy, *t0, *id; /* rays waiting, in order */
   uint32_t next, n;
-  double c0x, c0y, idx0;                /* the origin's cell */
+  double c0x, c0y, idx0; /* the origin's cell */
 } VEC_FN(src);
 
 /* The plain traversal's state after all its crossings up to tj: the fused
@@ -177,22 +247,21 @@ VEC_TARGET static inline void VEC_FN(land)(const VEC_FN(wave) * w, vec_d tj,
 VEC_TARGET static inline void VEC_FN(fill)(VEC_FN(wave) * w, VEC_FN(src) * q,
                                            vec_d ox, vec_d oy, vec_d Wd) {
   const unsigned full = (1u << VEC_DL) - 1;
-  if (w->bits == full || q->next >= q->n)
+  unsigned fr = ~w->bits & full;
+  uint32_t left = q->n - q->next;
+  if (!fr || !left)
     return;
-  vec_l fm = {0};
-  for (int l = 0; l < VEC_DL && q->next < q->n; l++) {
-    if (w->bits >> l & 1)
-      continue;
-    uint32_t i = q->next++;
-    w->dx[l] = q->dx[i];
-    w->dy[l] = q->dy[i];
-    w->jx[l] = q->jx[i];
-    w->jy[l] = q->jy[i];
-    w->t[l] = q->t0[i];
-    w->id[l] = q->id[i];
-    fm[l] = -1;
-    w->bits |= 1u << l;
-  }
+  fr = VEC_FN(first_lanes)(fr, left);
+  const uint32_t at = q->next;
+  q->next += (uint32_t)__builtin_popcount(fr);
+  w->bits |= fr;
+  const vec_l fm = VEC_FN(mask_d)(fr);
+  w->dx = SEL_D(fm, VEC_EXPAND_D(fr, q->dx + at), w->dx);
+  w->dy = SEL_D(fm, VEC_EXPAND_D(fr, q->dy + at), w->dy);
+  w->jx = SEL_D(fm, VEC_EXPAND_D(fr, q->jx + at), w->jx);
+  w->jy = SEL_D(fm, VEC_EXPAND_D(fr, q->jy + at), w->jy);
+  w->t = SEL_D(fm, VEC_EXPAND_D(fr, q->t0 + at), w->t);
+  w->id = SEL_D(fm, VEC_EXPAND_D(fr, q->id + at), w->id);
   const vec_d one = (vec_d){0} + 1.0, zero = (vec_d){0};
   vec_l nx = w->dx < 0, ny = w->dy < 0;
   w->fsx = SEL_D(fm, SEL_D(nx, -one, one), w->fsx);
@@ -257,7 +326,7 @@ VEC_TARGET static inline void VEC_FN(step)(VEC_FN(wave) * w, const uint8_t *F,
     e = SEL_D(ov, maxc, e);
     for (int l = 0; l < VEC_DL; l++)
       if (fb >> l & 1)
-        out[w->id[l]] = e[l];
+        out[(uint32_t)w->id[l]] = e[l];
     w->live &= ~fin;
     w->bits &= ~fb;
   }
@@ -291,43 +360,292 @@ VEC_TARGET static void VEC_FN(cells)(const pa_sim_model *m, double ox,
   }
 }
 
-/* n <= CAST_CHUNK rays (see pa_sim_cast_fn). */
+/* ---- the float walk: crossings cell by cell with certified decisions ----
+ * As the AVX-512 caster's land_f32 / walk_f32: from where the jumps
+ * stopped, the cell under the point unless it is within its error bound of
+ * a cell edge; then crossings taken only when tx and ty are farther apart
+ * than their error bounds (and clear of range_max), so each is the choice
+ * the double traversal makes; until a blocked cell (the hit: its index),
+ * range_max, open space again (back to jumping) or a close call (the double
+ * pass goes on from a parameter known to be free). */
+#define VEC_LAND_K (1.0f / 2097152.0f) /* 2^-21: a point's error bound */
+#define VEC_WALK_OPEN 9                /* codes >= this: back to jumping */
+#define VEC_WALK_OPEN_ERR 0.004f       /* when t is known this well */
+#define VEC_WALK_WAVES 2
+enum { VRAY_NONE = -1, VRAY_DOUBLE = -2, VRAY_JUMP = -3 }; /* else: hit */
+
+/* The cell under each ray's point at t[i] into cx, cy; close calls (and
+ * points past range_max) get res[id] set and ok[i] = 0. */
+VEC_TARGET static void VEC_FN(land_f)(float ox, float oy, const float *dxs,
+                                      const float *dys, const float *ts,
+                                      const int32_t *ids, uint32_t n,
+                                      float maxc, int32_t c0x, int32_t c0y,
+                                      int32_t *cx, int32_t *cy, int32_t *ok,
+                                      int32_t *res, float *rt) {
+  const float far = maxc * (1.0f + VEC_FAR_K);
+  for (uint32_t i = 0; i < n; i++) {
+    float t = ts[i];
+    ok[i] = 0;
+    if (t >= far) {
+      res[ids[i]] = VRAY_NONE;
+      continue;
+    }
+    if (t == 0) { /* the origin's cell */
+      cx[i] = c0x;
+      cy[i] = c0y;
+      ok[i] = 1;
+      continue;
+    }
+    float px = t * dxs[i] + ox, py = t * dys[i] + oy;
+    float at = fabsf(t);
+    float ex = (fabsf(ox) + (at + at)) * VEC_LAND_K;
+    float ey = (fabsf(oy) + (at + at)) * VEC_LAND_K;
+    float fx = px - floorf(px), fy = py - floorf(py);
+    if (fx <= ex || 1.0f - fx <= ex || fy <= ey || 1.0f - fy <= ey) {
+      res[ids[i]] = VRAY_DOUBLE;
+      rt[ids[i]] = t;
+      continue;
+    }
+    cx[i] = (int32_t)px;
+    cy[i] = (int32_t)py;
+    ok[i] = 1;
+  }
+}
+
+typedef struct VEC_FN(walk) {
+  vec_f dx, dy, ix, iy, bxo, byo, t, tl, te;
+  vec_i cx, cy, sx, sy, zx, zy, live, id;
+  unsigned bits;
+} VEC_FN(walk);
+
+typedef struct VEC_FN(wsrc) {
+  const float *dx, *dy, *t;
+  const int32_t *cx, *cy, *id;
+  uint32_t next, n;
+} VEC_FN(wsrc);
+
+VEC_TARGET static inline void VEC_FN(walk_fill)(VEC_FN(walk) * w,
+                                                VEC_FN(wsrc) * q) {
+  const unsigned full = (1u << VEC_FL) - 1;
+  unsigned fr = ~w->bits & full;
+  uint32_t left = q->n - q->next;
+  if (!fr || !left)
+    return;
+  fr = VEC_FN(first_lanes)(fr, left);
+  const uint32_t at = q->next;
+  q->next += (uint32_t)__builtin_popcount(fr);
+  w->bits |= fr;
+  const vec_i fm = VEC_FN(mask_f)(fr);
+  const vec_f zero = {0}, one = zero + 1.0f;
+  const vec_i ione = (vec_i){0} + 1;
+  vec_f dx = VEC_EXPAND_F(fr, q->dx + at), dy = VEC_EXPAND_F(fr, q->dy + at);
+  vec_f t = VEC_EXPAND_F(fr, q->t + at);
+  w->dx = SEL_F(fm, dx, w->dx);
+  w->dy = SEL_F(fm, dy, w->dy);
+  w->t = SEL_F(fm, t, w->t);
+  w->tl = SEL_F(fm, t, w->tl);
+  w->te = SEL_F(fm, zero, w->te);
+  w->cx = SEL_I(fm, VEC_EXPAND_I(fr, q->cx + at), w->cx);
+  w->cy = SEL_I(fm, VEC_EXPAND_I(fr, q->cy + at), w->cy);
+  w->id = SEL_I(fm, VEC_EXPAND_I(fr, q->id + at), w->id);
+  vec_i zx = dx == 0, zy = dy == 0, nx = dx < 0, ny = dy < 0;
+  w->zx = SEL_I(fm, zx, w->zx);
+  w->zy = SEL_I(fm, zy, w->zy);
+  w->ix = SEL_F(fm, SEL_F(zx, zero, one / dx), w->ix);
+  w->iy = SEL_F(fm, SEL_F(zy, zero, one / dy), w->iy);
+  w->sx = SEL_I(fm, SEL_I(nx, -ione, ione), w->sx);
+  w->sy = SEL_I(fm, SEL_I(ny, -ione, ione), w->sy);
+  w->bxo = SEL_F(fm, SEL_F(nx, zero, one), w->bxo);
+  w->byo = SEL_F(fm, SEL_F(ny, zero, one), w->byo);
+  w->live |= fm;
+}
+
+VEC_TARGET static inline vec_f VEC_FN(fabs_f)(vec_f x) {
+  return (vec_f)((vec_i)x & 0x7fffffff);
+}
+
+VEC_TARGET static inline void VEC_FN(walk_step)(VEC_FN(walk) * w,
+                                                const uint8_t *F, vec_i vW,
+                                                vec_f ox, vec_f oy, vec_f aox,
+                                                vec_f aoy, vec_f maxc,
+                                                int32_t *res, float *rt) {
+  const vec_f K = (vec_f){0} + VEC_FAR_K, big = (vec_f){0} + 3e37f;
+  const vec_f zero = {0};
+  vec_i idx = w->cy * vW + w->cx;
+  vec_i v = VEC_GATHER_F(F, idx);
+  vec_i live = w->live;
+  /* a blocked cell: the hit (this cell's index is the result) */
+  vec_i hit = live & (v == 0);
+  /* open space again, with t known well enough: back to jumping */
+  vec_i open = live & (v >= VEC_WALK_OPEN) & (w->te < VEC_WALK_OPEN_ERR);
+  vec_i wk = live & ~hit & ~open;
+  vec_f bx = __builtin_convertvector(w->cx, vec_f) + w->bxo;
+  vec_f by = __builtin_convertvector(w->cy, vec_f) + w->byo;
+  vec_f tx = SEL_F(w->zx, big, (bx - ox) * w->ix);
+  vec_f ty = SEL_F(w->zy, big, (by - oy) * w->iy);
+  vec_f ex = SEL_F(w->zx, zero,
+                   VEC_FMA_F(VEC_FN(fabs_f)(w->ix), aox + VEC_FN(fabs_f)(bx),
+                             VEC_FN(fabs_f)(tx)) *
+                       K);
+  vec_f ey = SEL_F(w->zy, zero,
+                   VEC_FMA_F(VEC_FN(fabs_f)(w->iy), aoy + VEC_FN(fabs_f)(by),
+                             VEC_FN(fabs_f)(ty)) *
+                       K);
+  vec_i xs = tx < ty;
+  vec_f tn = SEL_F(xs, tx, ty);
+  vec_f te = SEL_F(xs, ex, ey);
+  vec_i close = wk & (VEC_FN(fabs_f)(tx - ty) <= ex + ey);
+  close |= wk & (VEC_FN(fabs_f)(tn - maxc) <= VEC_FMA_F(maxc, K, te));
+  wk &= ~close;
+  vec_i past = wk & (tn >= maxc);
+  wk &= ~past;
+  vec_i fin = hit | open | close | past;
+  unsigned fb = VEC_BITS_F(fin);
+  if (fb) {
+    /* hit: the cell; open: jump on from here; close: the double pass from
+     * the landing (t has an error); past: no return */
+    int32_t r[VEC_FL], id[VEC_FL];
+    float tr[VEC_FL];
+    const vec_i none = (vec_i){0} + VRAY_NONE;
+    vec_i rv =
+        SEL_I(hit, idx,
+              SEL_I(open, none + (VRAY_JUMP - VRAY_NONE),
+                    SEL_I(close, none + (VRAY_DOUBLE - VRAY_NONE), none)));
+    vec_f tv = SEL_F(close, w->tl, w->t);
+    memcpy(r, &rv, sizeof r);
+    memcpy(tr, &tv, sizeof tr);
+    memcpy(id, &w->id, sizeof id);
+    const unsigned keep = VEC_BITS_F(open | close);
+    for (unsigned b = fb; b; b &= b - 1) {
+      int l = __builtin_ctz(b);
+      res[id[l]] = r[l];
+      if (keep >> l & 1)
+        rt[id[l]] = tr[l];
+    }
+    w->live &= ~fin;
+    w->bits &= ~fb;
+  }
+  w->t = SEL_F(wk, tn, w->t);
+  w->te = SEL_F(wk, te, w->te);
+  w->cx += wk & xs & w->sx;
+  w->cy += wk & ~xs & w->sy;
+}
+
+VEC_TARGET static void VEC_FN(walk_f)(const pa_sim_model *m, float ox, float oy,
+                                      VEC_FN(wsrc) * q, float maxc,
+                                      int32_t *res, float *rt) {
+  const vec_f zero = {0};
+  const vec_f vox = zero + ox, voy = zero + oy;
+  const vec_f aox = zero + fabsf(ox), aoy = zero + fabsf(oy);
+  const vec_f vmax = zero + maxc;
+  const vec_i vW = (vec_i){0} + (int32_t)m->march_w;
+  VEC_FN(walk) w[VEC_WALK_WAVES];
+  memset(w, 0, sizeof w);
+  for (;;) {
+    unsigned any = 0;
+    for (int k = 0; k < VEC_WALK_WAVES; k++) {
+      VEC_FN(walk_fill)(&w[k], q);
+      any |= w[k].bits;
+    }
+    if (!any)
+      break;
+    for (int k = 0; k < VEC_WALK_WAVES; k++)
+      VEC_FN(walk_step)(&w[k], m->march, vW, vox, voy, aox, aoy, vmax, res, rt);
+  }
+}
+
+/* Rays i < n (padded grid, cell units) in single precision as far as it can
+ * be trusted: res[i] = the hit cell's index, VRAY_NONE (no return) or
+ * VRAY_DOUBLE (rt[i]: free up to there; the double pass goes on). */
+VEC_TARGET static void VEC_FN(trace_f)(const pa_sim_model *m, double ox,
+                                       double oy, const double *dxs,
+                                       const double *dys, uint32_t n,
+                                       double maxc, int32_t *res, float *rt) {
+  enum { N = CAST_CHUNK };
+  float fdx[N], fdy[N], ft[N];
+  int32_t cx[N], cy[N], id[N], ok[N];
+  const float fox = (float)ox, foy = (float)oy, fmax = (float)maxc;
+  const int32_t c0x = (int32_t)ox, c0y = (int32_t)oy;
+  uint32_t a = 0; /* the active list: rays still to jump */
+  for (uint32_t i = 0; i < n; i++) {
+    fdx[a] = (float)dxs[i];
+    fdy[a] = (float)dys[i];
+    ft[a] = 0;
+    id[a++] = (int32_t)i;
+  }
+  for (int round = 0; a > 0; round++) {
+    if (round == 8) { /* grazing many corners: the double pass takes it */
+      for (uint32_t i = 0; i < a; i++) {
+        res[id[i]] = VRAY_DOUBLE;
+        rt[id[i]] = ft[i];
+      }
+      break;
+    }
+    VEC_FN(jump)(m->march, m->march_w, fox, foy, fdx, fdy, ft, a, fmax);
+    VEC_FN(land_f)
+    (fox, foy, fdx, fdy, ft, id, a, fmax, c0x, c0y, cx, cy, ok, res, rt);
+    uint32_t b = 0; /* the landed ones walk */
+    for (uint32_t i = 0; i < a; i++) {
+      if (!ok[i])
+        continue;
+      fdx[b] = fdx[i];
+      fdy[b] = fdy[i];
+      ft[b] = ft[i];
+      cx[b] = cx[i];
+      cy[b] = cy[i];
+      id[b++] = id[i];
+    }
+    VEC_FN(wsrc) q = {fdx, fdy, ft, cx, cy, id, 0, b};
+    VEC_FN(walk_f)(m, fox, foy, &q, fmax, res, rt);
+    a = 0; /* those that reached open space jump again from there */
+    for (uint32_t i = 0; i < b; i++) {
+      if (res[id[i]] != VRAY_JUMP)
+        continue;
+      fdx[a] = fdx[i];
+      fdy[a] = fdy[i];
+      ft[a] = rt[id[i]];
+      id[a++] = id[i];
+    }
+  }
+}
+
+/* n <= CAST_CHUNK rays (see pa_sim_cast_fn): the float pass first where its
+ * bounds hold, then the rest exactly in double. */
 VEC_TARGET static void VEC_FN(cast)(const pa_sim_model *m, double pox,
                                     double poy, const double *dx,
                                     const double *dy, uint32_t n, double maxc,
                                     double *out) {
   enum { N = CAST_CHUNK };
-  double cdx[N], cdy[N], jx[N], jy[N], t0[N];
-  uint32_t id[N];
-  float ft[N];
+  double cdx[N], cdy[N], jx[N], jy[N], t0[N], id[N];
+  int32_t res[N];
+  float rt[N];
   const double W = m->march_w, H = (double)m->grid.height + 2;
   const bool fpass =
       W <= FLOAT_PASS_MAX && H <= FLOAT_PASS_MAX && maxc <= FLOAT_PASS_MAX;
   if (fpass) {
-    float fdx[N], fdy[N];
+    VEC_FN(trace_f)(m, pox, poy, dx, dy, n, maxc, res, rt);
+  } else {
     for (uint32_t i = 0; i < n; i++) {
-      fdx[i] = (float)dx[i];
-      fdy[i] = (float)dy[i];
-      ft[i] = 0;
+      res[i] = VRAY_DOUBLE;
+      rt[i] = 0;
     }
-    const float fmax = (float)maxc;
-    VEC_FN(jump)(m->march, m->march_w, (float)pox, (float)poy, fdx, fdy, ft,
-                 n, fmax);
-    const float far = fmax * (1.0f + VEC_FAR_K);
-    for (uint32_t i = 0; i < n; i++)
-      if (ft[i] >= far) /* free past range_max: no return */
-        out[i] = maxc;
   }
   uint32_t c = 0; /* the rest, exactly in double from where they are */
   for (uint32_t i = 0; i < n; i++) {
-    if (fpass && ft[i] >= (float)maxc * (1.0f + VEC_FAR_K))
+    if (res[i] >= 0) { /* the entry of the hit cell, in double */
+      out[i] = cell_range(m, pox, poy, dx[i], dy[i], res[i], maxc);
       continue;
+    }
+    if (res[i] == VRAY_NONE) {
+      out[i] = maxc;
+      continue;
+    }
     cdx[c] = dx[i];
     cdy[c] = dy[i];
     jx[c] = dx[i] != 0 ? 1.0 / dx[i] : 1e300;
     jy[c] = dy[i] != 0 ? 1.0 / dy[i] : 1e300;
-    t0[c] = fpass ? (double)ft[i] : 0;
-    id[c++] = i;
+    t0[c] = rt[i];
+    id[c++] = (double)i;
   }
   VEC_FN(src) q = {cdx, cdy, jx, jy, t0, id, 0, c, 0, 0, 0};
   VEC_FN(cells)(m, pox, poy, &q, maxc, out);
