@@ -509,7 +509,7 @@ static long edges_vs_plain(const pa_grid *g, uint64_t seed) {
  * build) lacks it. */
 static void check_path(pa_sim_simd path) {
   if (!pa_sim_simd_has(path)) {
-    printf("SKIPPED: the %s caster: this CPU lacks it\n",
+    printf("SKIPPED: the %s caster: this CPU or build lacks it\n",
            pa_sim_simd_name(path));
     skip();
   }

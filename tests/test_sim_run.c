@@ -111,7 +111,7 @@ static void test_determinism_every_path(void **st) {
   (void)st;
   for (int p = PA_SIM_SIMD_AVX512; p <= PA_SIM_SIMD_SCALAR; p++) {
     if (pa_sim_simd_set((pa_sim_simd)p) != 0) {
-      printf("SKIPPED: the %s caster: this CPU lacks it\n",
+      printf("SKIPPED: the %s caster: this CPU or build lacks it\n",
              pa_sim_simd_name((pa_sim_simd)p));
       continue;
     }
