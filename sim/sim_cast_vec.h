@@ -1,25 +1,28 @@
 /* sim_cast_vec.h - the exact vector caster written once with GCC/Clang vector
- * extensions (32-byte vectors: 8 float or 4 double lanes), included by
- * sim_cast_avx2.c (compiled for AVX2 + FMA) and sim_cast_portable.c (the
- * compiler's baseline: SSE2 on x86-64, NEON on AArch64). It mirrors the
- * AVX-512 caster (sim_cast_avx512.c):
- * - a single-precision pass jumps every ray through open space by its cell's
- *   safe step while that is >= 1 cell; the float error of the point stays
- *   inside the field's slack, so the ray is free up to the parameter reached
- *   (the AVX-512 caster's jump_f32, the same operations);
- * - from there, waves of 4 double lanes either jump (landing in the plain
- *   traversal's state by exact comparisons) or take one exact crossing with
- *   the plain traversal's operations (IEEE subtraction and product), and a
- *   lane that stops writes the hit cell's entry with cell_entry's operations.
- * No hit is decided in single precision, so every range equals the plain
- * traversal's bit for bit whatever the lanes.
+ * extensions (VEC_BYTES-wide vectors: 32 = 8 float / 4 double lanes),
+ * included by sim_cast_avx2.c (compiled for AVX2 + FMA) and
+ * sim_cast_portable.c (16 bytes, the compiler's baseline: SSE2 on x86-64,
+ * NEON on AArch64). It mirrors the AVX-512 caster (sim_cast_avx512.c), pass
+ * by pass and with the same error bounds:
+ * - jump: single precision, every ray jumps by its cell's safe step while
+ *   that is >= 1 cell; the float error of the point stays inside the field's
+ *   slack, so the ray is free up to the parameter reached;
+ * - land and walk: single precision, crossings cell by cell, each taken only
+ *   when its decision is certified to be the double traversal's (else a
+ *   close call), to a blocked cell (the hit), range_max or open space again;
+ * - double: close calls go on in double lanes that either jump (landing in
+ *   the plain traversal's state by exact comparisons) or take one exact
+ *   crossing with the plain traversal's operations (IEEE subtraction and
+ *   product); a lane that stops writes the hit cell's entry with
+ *   cell_entry's operations.
+ * Every range is the entry of the plain traversal's hit cell, computed in
+ * double as cell_entry does: equal to the plain traversal bit for bit.
  *
  * The includer defines VEC_TARGET (a function attribute, may be empty) and
- * VEC_FN(name) (the file's names), and may give faster forms of
- * VEC_GATHER_F(F, idx) (int32 lanes of bytes F[idx]), VEC_GATHER_D(F, idx)
- * (double lanes of bytes F[(int)idx]), VEC_FMA_F(a, b, c) (a * b + c, fused
- * or not), VEC_TRUNC_D(x) (x >= 0 rounded toward zero) and VEC_BITS_D(m)
- * (lane mask -> bits). */
+ * VEC_FN(name) (the file's names), and may set VEC_BYTES and give faster
+ * forms of the hooks below: VEC_GATHER_F / _D (lanes of field bytes),
+ * VEC_FMA_F, VEC_TRUNC_D, VEC_BITS_F / _D (lane mask -> bits) and
+ * VEC_EXPAND_F / _I / _D (expand loads). */
 #include "sim_geom_int.h"
 
 #include <math.h>
