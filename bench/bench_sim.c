@@ -4,15 +4,8 @@
  * lockstep STEP round trips through the real queues, loop timing (the real
  * pa_sim_run loop on a private instance), RSS.
  *
- *   bench-sim [seconds_per_loop_test (default 5)] [--loops] [--realtime]
- *             [--rtf] (only the real-time factors, 1 and 2 scan threads)
- *             [--rtf1] (only 1 robot for seconds_per_loop_test: profiling;
- *             PA_BENCH_THREADS=N threads, PA_BENCH_LOOP=1 the real loop,
- *             PA_BENCH_OVERLAP=1 in process with scans overlapped)
- *             [--beams] (only the beam rates and their exactness check)
- *   (--loops: only the loop timing, with the default auto spin and with
- *   none; --realtime: SCHED_FIFO + mlockall + spinning 300 us before
- *   deadlines, as pa-sim --realtime)
+ *   bench-sim [seconds_per_loop_test] [--beams] [--rtf] [--rtf1] [--loops]
+ *             [--realtime] [--simd PATH] [--help]   (see usage below)
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -36,6 +29,14 @@
 static double now_s(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* CPU time of this thread [s]: beam rates on a shared machine (time the
+ * thread waits for a core does not count). */
+static double cpu_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
   return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
@@ -132,28 +133,49 @@ static void bench_beams(const char *name, const pa_grid *g) {
     dc[i] = cos(-M_PI + i * 2 * M_PI / BEAMS);
     ds[i] = sin(-M_PI + i * 2 * M_PI / BEAMS);
   }
-  /* exactness on a subset: fans (the scan's path) and single rays */
+  /* The casters: every vector path this CPU has, the scalar fast caster
+   * (fans of single rays) and the plain traversal, timed in the same run,
+   * interleaved, in CPU time of this thread (a busy box slows all alike),
+   * best of 7. */
+  enum { MODES = PA_SIM_SIMD_COUNT + 1 };
+  const int PLAIN = PA_SIM_SIMD_COUNT; /* mode of the plain traversal */
+  const pa_sim_simd was = pa_sim_simd_path(NULL);
+  bool on[MODES] = {false};
+  for (int p = PA_SIM_SIMD_AVX512; p <= PA_SIM_SIMD_SCALAR; p++)
+    on[p] = pa_sim_simd_has((pa_sim_simd)p);
+  on[PLAIN] = true;
+  /* exactness on a subset: each path's fans (the scan's path) and single
+   * rays against the plain traversal */
   long mismatches = 0, checked = 0;
   double fdx[BEAMS], fdy[BEAMS], fr[BEAMS];
-  for (int p = 0; p < 500; p++) {
-    double c = cos(pt[p]), sn = sin(pt[p]);
-    for (int i = 0; i < BEAMS; i++) {
-      fdx[i] = c * dc[i] - sn * ds[i];
-      fdy[i] = sn * dc[i] + c * ds[i];
-    }
-    pa_sim_cast_fan(&m, px[p], py[p], fdx, fdy, BEAMS, 10.0, fr);
-    for (int i = 0; i < BEAMS; i++) {
-      double q = pa_sim_cast_plain(&m, px[p], py[p], fdx[i], fdy[i], 10.0);
-      double f = pa_sim_cast_fast(&m, px[p], py[p], fdx[i], fdy[i], 10.0);
-      mismatches += (fr[i] != q) + (f != q);
-      checked += 2;
+  for (int mode = PA_SIM_SIMD_AVX512; mode <= PA_SIM_SIMD_SCALAR; mode++) {
+    if (!on[mode])
+      continue;
+    pa_sim_simd_set((pa_sim_simd)mode);
+    for (int p = 0; p < 300; p++) {
+      double c = cos(pt[p]), sn = sin(pt[p]);
+      for (int i = 0; i < BEAMS; i++) {
+        fdx[i] = c * dc[i] - sn * ds[i];
+        fdy[i] = sn * dc[i] + c * ds[i];
+      }
+      pa_sim_cast_fan(&m, px[p], py[p], fdx, fdy, BEAMS, 10.0, fr);
+      for (int i = 0; i < BEAMS; i++) {
+        double q = pa_sim_cast_plain(&m, px[p], py[p], fdx[i], fdy[i], 10.0);
+        double f = pa_sim_cast_fast(&m, px[p], py[p], fdx[i], fdy[i], 10.0);
+        mismatches += (fr[i] != q) + (f != q);
+        checked += 2;
+      }
     }
   }
-  double best[3] = {0, 0, 0}; /* fan, single fast rays, plain */
+  double best[MODES] = {0};
   volatile double sink = 0;
-  for (int mode = 0; mode < 3; mode++) {
-    for (int rep = 0; rep < 7; rep++) { /* best of 7: a busy box interrupts */
-      double t0 = now_s();
+  for (int rep = 0; rep < 7; rep++) {
+    for (int mode = PA_SIM_SIMD_AVX512; mode < MODES; mode++) {
+      if (!on[mode])
+        continue;
+      if (mode != PLAIN)
+        pa_sim_simd_set((pa_sim_simd)mode);
+      double t0 = cpu_s();
       long beams = 0;
       for (int p = 0; p < POSES; p++) {
         double c = cos(pt[p]), sn = sin(pt[p]);
@@ -161,22 +183,21 @@ static void bench_beams(const char *name, const pa_grid *g) {
           fdx[i] = c * dc[i] - sn * ds[i];
           fdy[i] = sn * dc[i] + c * ds[i];
         }
-        if (mode == 0) {
+        if (mode != PLAIN) {
           pa_sim_cast_fan(&m, px[p], py[p], fdx, fdy, BEAMS, 10.0, fr);
           sink += fr[p % BEAMS];
         } else {
           for (int i = 0; i < BEAMS; i++)
-            sink += mode == 1
-                        ? pa_sim_cast_fast(&m, px[p], py[p], fdx[i], fdy[i], 10.0)
-                        : pa_sim_cast_plain(&m, px[p], py[p], fdx[i], fdy[i], 10.0);
+            sink += pa_sim_cast_plain(&m, px[p], py[p], fdx[i], fdy[i], 10.0);
         }
         beams += BEAMS;
       }
-      double rate = beams / (now_s() - t0);
+      double rate = beams / (cpu_s() - t0);
       if (rate > best[mode])
         best[mode] = rate;
     }
   }
+  pa_sim_simd_set(was);
   /* the full scan path (pa_sim_scan: table directions, shapes, clamping) */
   float out[BEAMS];
   s.info[0].laser_range_max = 10.0f;
@@ -188,13 +209,22 @@ static void bench_beams(const char *name, const pa_grid *g) {
     pa_sim_scan(&m, &s, 0, out);
   }
   double scan_rate = (double)POSES * BEAMS / (now_s() - t0);
-  printf("beams %-28s %ux%u cells: exact fan (%s) %.1f M beams/s, "
-         "pa_sim_scan %.1f M/s, scalar single rays %.1f M/s, plain traversal "
-         "%.1f M/s; fast == plain on %ld/%ld casts\n",
-         name, g->width, g->height,
-         pa_sim_cast_simd(-1) ? "AVX-512" : "scalar", best[0] / 1e6,
-         scan_rate / 1e6, best[1] / 1e6, best[2] / 1e6, checked - mismatches,
-         checked);
+  printf("beams %s, %ux%u cells (per CPU second): plain traversal %.2f M "
+         "beams/s\n",
+         name, g->width, g->height, best[PLAIN] / 1e6);
+  for (int mode = PA_SIM_SIMD_AVX512; mode <= PA_SIM_SIMD_SCALAR; mode++) {
+    if (on[mode])
+      printf("beams   %-8s fan %6.2f M beams/s  %5.2fx plain\n",
+             pa_sim_simd_name((pa_sim_simd)mode), best[mode] / 1e6,
+             best[mode] / best[PLAIN]);
+    else
+      printf("beams   %-8s skipped: this CPU lacks it\n",
+             pa_sim_simd_name((pa_sim_simd)mode));
+  }
+  printf("beams   pa_sim_scan (path %s) %.2f M beams/s; fast == plain on "
+         "%ld/%ld casts\n",
+         pa_sim_simd_name(pa_sim_simd_path(NULL)), scan_rate / 1e6,
+         checked - mismatches, checked);
   free(px);
   free(py);
   free(pt);
@@ -445,17 +475,49 @@ static void bench_step_rtt(const pa_grid *g, int n) {
   bench_instance_free(inst, &st, &m, &s);
 }
 
+static const char usage[] =
+    "usage: bench-sim [seconds_per_loop_test (default 5)] [--beams] [--rtf]\n"
+    "                 [--rtf1] [--loops] [--realtime] [--simd PATH] [--help]\n"
+    "  --beams     only the beam rates of every caster path and the plain\n"
+    "              traversal (ratios in one run) and their exactness check\n"
+    "  --rtf       only the real-time factors (1 and 2 scan threads)\n"
+    "  --rtf1      only 1 robot for seconds_per_loop_test (profiling;\n"
+    "              PA_BENCH_THREADS=N, PA_BENCH_LOOP=1 the real loop,\n"
+    "              PA_BENCH_OVERLAP=1 in process with scans overlapped)\n"
+    "  --loops     only the loop timing (auto spin and none)\n"
+    "  --realtime  SCHED_FIFO + mlockall + spin 300 us, as pa-sim --realtime\n"
+    "  --simd PATH caster path of the scans: auto|avx512|avx2|portable|scalar\n"
+    "              (the beam rates measure every path anyway)\n";
+
 int main(int argc, char **argv) {
   setvbuf(stdout, NULL, _IOLBF, 0);
   signal(SIGINT, on_interrupt);
   signal(SIGTERM, on_interrupt);
-  double loop_s = argc > 1 ? atof(argv[1]) : 5;
-  if (!(loop_s > 0))
-    loop_s = 5;
+  double loop_s = 5;
   bool only_loops = false, only_rtf = false, only_rtf1 = false,
        only_beams = false;
-  for (int i = 2; i < argc; i++) {
-    if (!strcmp(argv[i], "--realtime")) {
+  for (int i = 1; i < argc; i++) {
+    char *end;
+    double v = strtod(argv[i], &end);
+    if (i == 1 && end != argv[i] && *end == 0 && v > 0) {
+      loop_s = v;
+    } else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+      fputs(usage, stdout);
+      return 0;
+    } else if (!strcmp(argv[i], "--simd")) {
+      pa_sim_simd p;
+      if (i + 1 >= argc || pa_sim_simd_parse(argv[i + 1], &p) != 0) {
+        fprintf(stderr, "bench-sim: --simd wants auto|avx512|avx2|portable|"
+                        "scalar\n");
+        return 2;
+      }
+      if (pa_sim_simd_set(p) != 0) {
+        fprintf(stderr, "bench-sim: --simd %s: this CPU lacks it\n",
+                argv[i + 1]);
+        return 2;
+      }
+      i++;
+    } else if (!strcmp(argv[i], "--realtime")) {
       loop_realtime = true;
       struct sched_param sp = {.sched_priority = 10};
       if (sched_setscheduler(0, SCHED_FIFO, &sp) != 0)
@@ -471,11 +533,11 @@ int main(int argc, char **argv) {
     } else if (!strcmp(argv[i], "--beams")) {
       only_beams = true;
     } else {
-      fprintf(stderr, "usage: bench-sim [seconds_per_loop_test] [--loops] "
-                      "[--realtime] [--rtf] [--rtf1] [--beams]\n");
+      fprintf(stderr, "bench-sim: unknown argument %s\n%s", argv[i], usage);
       return 2;
     }
   }
+  printf("caster path: %s\n", pa_sim_simd_name(pa_sim_simd_path(NULL)));
   char err[256];
   pa_grid def;
   if (pa_map_load_default(&def, err, sizeof err) != 0)

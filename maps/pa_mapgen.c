@@ -1,6 +1,7 @@
 /* pa_mapgen.c - procedural maps: a building of rooms joined by doors, with
  * boxes for clutter, from a seed (the same parameters give the same cells).
  * For learning loops that want a new layout per episode. */
+#include "../common/pa_rng.h"
 #include "pa_map.h"
 
 #include <math.h>
@@ -19,17 +20,9 @@ pa_mapgen pa_mapgen_default(void) {
   return p;
 }
 
-/* splitmix64: small, seedable, the same on every platform. */
-static uint64_t next(uint64_t *s) {
-  uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
-
 /* Uniform in [lo, hi). */
 static double uni(uint64_t *s, double lo, double hi) {
-  return lo + (hi - lo) * (double)(next(s) >> 11) * (1.0 / 9007199254740992.0);
+  return lo + (hi - lo) * pa_splitmix64_unit(s);
 }
 
 /* Fills cells [x0, x1) x [y0, y1) (clipped) with v. */

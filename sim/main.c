@@ -37,6 +37,10 @@ int main(int argc, char **argv) {
   if (rc >= 0)
     return rc;
   pa_sim_def d = args.def;
+  if (!pa_sim_simd_has(d.simd)) { /* a build without that vector path */
+    pa_error("--simd %s: this build lacks it", pa_sim_simd_name(d.simd));
+    return PA_EXIT_CONFIG;
+  }
   const char *instance = d.instance;
   pa_map_flags mf = args.map;
   pa_signals_install(&stop_flag);

@@ -32,6 +32,16 @@ extern "C" {
 
 /* ---- definition (flags) -------------------------------------------------- */
 
+/* The exact ray caster's vector paths (see pa_sim_simd_path). */
+typedef enum pa_sim_simd {
+  PA_SIM_SIMD_AUTO = 0, /* the fastest this CPU has (avx512, avx2, scalar) */
+  PA_SIM_SIMD_AVX512,   /* x86-64 with AVX-512 F/DQ/VL */
+  PA_SIM_SIMD_AVX2,     /* x86-64 with AVX2 + FMA */
+  PA_SIM_SIMD_PORTABLE, /* vector extensions: SSE2 / NEON, any CPU */
+  PA_SIM_SIMD_SCALAR,   /* one ray at a time */
+  PA_SIM_SIMD_COUNT
+} pa_sim_simd;
+
 /* pa_sim_def.force: these win over the world even at their default value. */
 enum {
   PA_SIM_FORCE_LASER_BEAMS = 1u << 0,
@@ -88,6 +98,9 @@ typedef struct pa_sim_def {
    * fork()). 0 = auto: the online CPUs, at most 2 when the initial world
    * has <= 8 robots, else at most 8. */
   uint32_t threads;
+  /* The caster's vector path (auto = the process default, see
+   * pa_sim_simd_set); results are the same on every path. */
+  pa_sim_simd simd;
 } pa_sim_def;
 pa_sim_def pa_sim_def_default(void);
 
@@ -95,6 +108,7 @@ pa_sim_def pa_sim_def_default(void);
 typedef struct pa_sim_args {
   pa_sim_def def;
   pa_map_flags map;
+  char simd[16]; /* --simd, parsed into def.simd */
 } pa_sim_args;
 /* pa-sim's flag table (rows, defaults, ranges, cross-flag checks): read by
  * pa-sim's main, the launcher and the docs test. Links without the rest of
@@ -287,10 +301,25 @@ void pa_sim_cast_fan(const pa_sim_model *m, double x, double y,
                      const double *dx, const double *dy, uint32_t n,
                      double range_max, double *out);
 
-/* The vector (AVX-512) caster is used when the CPU has it: on = 1 allows it
- * (default), 0 forces the scalar caster, -1 only asks. Returns whether scans
- * use it. Both give the same results (tests compare them). */
-bool pa_sim_cast_simd(int on);
+/* Which caster casts the fans of a scan. Every path gives the plain
+ * traversal's ranges bit for bit (tests compare them), so the choice changes
+ * speed only, never a result or the determinism hash. */
+const char *pa_sim_simd_name(pa_sim_simd p);
+/* "auto", "avx512", "avx2", "portable", "scalar" -> *p; 0, or -1 (unknown
+ * name, *p unchanged). */
+int pa_sim_simd_parse(const char *name, pa_sim_simd *p);
+/* Whether this build and CPU have path p (auto and scalar always). */
+bool pa_sim_simd_has(pa_sim_simd p);
+/* Whether this CPU has the instructions of path p (what the build has aside;
+ * pa_sim_opts, so the launcher can check --simd). */
+bool pa_sim_simd_cpu_has(pa_sim_simd p);
+/* The path of models whose def.simd is auto (default: auto, the fastest the
+ * CPU has); call it while no scan runs. 0, or -1 when this CPU or build
+ * lacks p (nothing changed). */
+int pa_sim_simd_set(pa_sim_simd p);
+/* The path m's scans take (NULL: the process default), auto resolved; a
+ * def.simd the CPU lacks falls back to auto (pa-sim refuses it at start). */
+pa_sim_simd pa_sim_simd_path(const pa_sim_model *m);
 
 /* Casts the full scan of robot `id` at its current pose into out[beams]
  * (walls, obstacles, other robots, noise). Uses and advances the robot's

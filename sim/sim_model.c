@@ -30,33 +30,6 @@ pa_sim_def pa_sim_def_default(void) {
   return d;
 }
 
-/* ---- random numbers (splitmix64: one 64-bit word of state, resumable) ---- */
-
-static uint64_t rng_next(uint64_t *s) {
-  uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-
-double pa_sim_rng_uniform(uint64_t *s) {
-  return (double)(rng_next(s) >> 11) * (1.0 / 9007199254740992.0);
-}
-
-double pa_sim_rng_normal(uint64_t *s) {
-  /* Box-Muller, one value per call so the state alone says where we are. */
-  double u1 = pa_sim_rng_uniform(s), u2 = pa_sim_rng_uniform(s);
-  if (u1 < 1e-300)
-    u1 = 1e-300;
-  return sqrt(-2.0 * log(u1)) * cos(2.0 * M_PI * u2);
-}
-
-uint64_t pa_sim_int_seed(uint64_t seed, uint64_t a, uint64_t b) {
-  uint64_t s = seed ^ (a * 0xD1B54A32D192ED03ull) ^ (b * 0x8CB92BA72F3D8DD7ull);
-  rng_next(&s);
-  return s;
-}
-
 double pa_sim_wrap(double a) {
   if (a >= -M_PI && a <= M_PI)
     return a;

@@ -5,6 +5,39 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <string.h>
+
+static const char *const simd_names[PA_SIM_SIMD_COUNT] = {
+    "auto", "avx512", "avx2", "portable", "scalar"};
+
+const char *pa_sim_simd_name(pa_sim_simd p) {
+  return (unsigned)p < PA_SIM_SIMD_COUNT ? simd_names[p] : "?";
+}
+
+int pa_sim_simd_parse(const char *name, pa_sim_simd *p) {
+  for (int i = 0; i < PA_SIM_SIMD_COUNT; i++)
+    if (name && strcmp(name, simd_names[i]) == 0) {
+      *p = (pa_sim_simd)i;
+      return 0;
+    }
+  return -1;
+}
+
+bool pa_sim_simd_cpu_has(pa_sim_simd p) {
+#if defined(__x86_64__) && defined(__GNUC__)
+  __builtin_cpu_init();
+  if (p == PA_SIM_SIMD_AVX512)
+    return __builtin_cpu_supports("avx512f") &&
+           __builtin_cpu_supports("avx512dq") &&
+           __builtin_cpu_supports("avx512vl");
+  if (p == PA_SIM_SIMD_AVX2)
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+#else
+  if (p == PA_SIM_SIMD_AVX512 || p == PA_SIM_SIMD_AVX2)
+    return false;
+#endif
+  return (unsigned)p < PA_SIM_SIMD_COUNT;
+}
 
 #define ROW(FIELD, NAME, TYPE, MIN, MAX, DEF, HELP)                            \
   PA_OPT_ROW(pa_sim_args, FIELD, NAME, TYPE, MIN, MAX, DEF, NULL, HELP)
@@ -82,6 +115,9 @@ static const pa_opt_row rows[] = {
          "--realtime)")},
     {STR(def.dataset_dir, "dataset_dir", PA_OPT_STRBUF, "",
          "export_dataset writes recordings under this directory ('' = off)")},
+    {STR(simd, "simd", PA_OPT_STRBUF, "auto",
+         "ray caster path: auto|avx512|avx2|portable|scalar (the same ranges "
+         "on every path; auto = the fastest this CPU has)")},
 };
 
 static int finish(void *args, const bool *given, char *err, size_t err_sz) {
@@ -95,6 +131,16 @@ static int finish(void *args, const bool *given, char *err, size_t err_sz) {
     snprintf(err, err_sz,
              "--laser_range_min: %g must be below --laser_range_max %g",
              a->def.laser_range_min, a->def.laser_range_max);
+    return -1;
+  }
+  if (pa_sim_simd_parse(a->simd, &a->def.simd) != 0) {
+    snprintf(err, err_sz,
+             "--simd: '%s' is not auto|avx512|avx2|portable|scalar", a->simd);
+    return -1;
+  }
+  if (!pa_sim_simd_cpu_has(a->def.simd)) {
+    snprintf(err, err_sz, "--simd: this CPU lacks the %s instructions",
+             a->simd);
     return -1;
   }
   if (a->map.map_free_thresh >= a->map.map_occupied_thresh) {

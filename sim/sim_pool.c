@@ -186,7 +186,7 @@ pa_sim_pool *pa_sim_int_pool_new(const pa_sim_model *m, uint32_t threads,
   if (threads <= 1)
     return NULL;
   /* Settle the CPU feature check before any worker reads it. */
-  (void)pa_sim_cast_simd(-1);
+  (void)pa_sim_simd_path(m);
   pa_sim_pool *p = calloc(1, sizeof *p);
   if (!p)
     goto oom;

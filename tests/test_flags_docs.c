@@ -219,7 +219,8 @@ static void test_library_defaults_agree(void **state) {
   /* The library's instance "" means "no instance"; the process's p9000. */
   const char *const sim_skip[] = {"instance", NULL};
   pa_sim_args sa = {.def = pa_sim_def_default(), .map = pa_map_flags_default()};
-  check_lib_defaults(pa_sim_opts(), &sa, sizeof sa, sim_skip);
+  /* simd is the flag's text alone (def.simd is what the library has) */
+  check_lib_defaults(pa_sim_opts(), &sa, offsetof(pa_sim_args, simd), sim_skip);
   const char *const none[] = {NULL};
   pa_netgw_args na = {.def = pa_netgw_def_default()};
   check_lib_defaults(pa_netgw_opts(), &na,

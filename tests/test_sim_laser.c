@@ -191,8 +191,9 @@ static void check_fast_equals_plain(double origin_x, double origin_y,
    * centres, on grid lines and corners and at random points: axis-aligned,
    * diagonal and random directions, with the vector caster on and off. */
   long fan_rays = 0;
-  for (int simd = 1; simd >= 0; simd--) {
-    pa_sim_cast_simd(simd);
+  for (int path = PA_SIM_SIMD_AVX512; path <= PA_SIM_SIMD_SCALAR; path++) {
+    if (pa_sim_simd_set((pa_sim_simd)path) != 0)
+      continue; /* this CPU lacks it: the per-path tests say so by name */
     for (int k = 0; k < 3000; k++) {
       int i = 2 + (int)(pa_sim_rng_uniform(&rng) * 296);
       int j = 2 + (int)(pa_sim_rng_uniform(&rng) * 236);
@@ -230,16 +231,17 @@ static void check_fast_equals_plain(double origin_x, double origin_y,
       for (int q = 0; q < N; q++) {
         double p = pa_sim_cast_plain(&m, x, y, dx[q], dy[q], rmax);
         if (f[q] != p)
-          fail_msg("fan (simd %d) from (%.17g, %.17g) dir (%.17g, %.17g) "
+          fail_msg("fan (%s) from (%.17g, %.17g) dir (%.17g, %.17g) "
                    "range %.17g: %.12g, plain %.12g",
-                   simd, x, y, dx[q], dy[q], rmax, f[q], p);
+                   pa_sim_simd_name((pa_sim_simd)path), x, y, dx[q], dy[q],
+                   rmax, f[q], p);
         fan_rays++;
       }
     }
   }
-  pa_sim_cast_simd(1);
-  printf("fan == plain on %ld rays (vector caster available: %d)\n", fan_rays,
-         (int)pa_sim_cast_simd(-1));
+  pa_sim_simd_set(PA_SIM_SIMD_AUTO);
+  printf("fan == plain on %ld rays (every caster path this CPU has)\n",
+         fan_rays);
   assert_true(fan_rays > 100000);
   ts_free(&m, &s);
   pa_grid_free(&g);
@@ -323,12 +325,272 @@ static void check_long_map(uint32_t w, uint32_t h, double res) {
 
 static void test_long_maps(void **st) {
   (void)st;
-  /* The float pass is the vector caster's: on where the CPU has it. */
-  pa_sim_cast_simd(1);
-  printf("long maps: %s caster\n",
-         pa_sim_cast_simd(-1) ? "vector (float pass)" : "scalar (no AVX-512)");
-  check_long_map(16000, 200, 0.05); /* inside the float pass's range */
-  check_long_map(17000, 200, 0.05); /* past it: the double path only */
+  /* Every path this CPU has (the vector ones' float pass near its limit and
+   * past it). */
+  for (int path = PA_SIM_SIMD_AVX512; path <= PA_SIM_SIMD_SCALAR; path++) {
+    if (pa_sim_simd_set((pa_sim_simd)path) != 0)
+      continue; /* the per-path tests report it skipped by name */
+    printf("long maps: %s caster\n", pa_sim_simd_name((pa_sim_simd)path));
+    check_long_map(16000, 200, 0.05); /* inside the float pass's range */
+    check_long_map(17000, 200, 0.05); /* past it: the double path only */
+  }
+  pa_sim_simd_set(PA_SIM_SIMD_AUTO);
+}
+
+/* ---- every caster path against the plain traversal ---------------------- */
+
+/* A synthetic office as bench-sim's: 8 m rooms with 1.2 m doors and
+ * furniture boxes, 0.05 m cells. */
+static void office_map(pa_grid *g, uint32_t w, uint32_t h) {
+  memset(g, 0, sizeof *g);
+  g->width = w;
+  g->height = h;
+  g->resolution = 0.05;
+  g->occupied_min = PA_CELL_OCCUPIED;
+  g->cells = calloc((size_t)w * h, 1);
+  assert_non_null(g->cells);
+  uint64_t rng = 99;
+  for (uint32_t y = 0; y < h; y++)
+    for (uint32_t x = 0; x < w; x++) {
+      bool wall = x < 2 || y < 2 || x >= w - 2 || y >= h - 2;
+      if ((x % 160 < 3 && (y % 160) / 24 != 3) ||
+          (y % 160 < 3 && (x % 160) / 24 != 4))
+        wall = true;
+      g->cells[(size_t)y * w + x] = wall ? PA_CELL_OCCUPIED : 0;
+    }
+  for (int k = 0; k < (int)(w * h / 2000); k++) {
+    uint32_t x = (uint32_t)(pa_sim_rng_uniform(&rng) * (w - 20));
+    uint32_t y = (uint32_t)(pa_sim_rng_uniform(&rng) * (h - 20));
+    uint32_t bw = 2 + (uint32_t)(pa_sim_rng_uniform(&rng) * 14);
+    uint32_t bh = 2 + (uint32_t)(pa_sim_rng_uniform(&rng) * 14);
+    for (uint32_t j = y; j < y + bh; j++)
+      for (uint32_t i = x; i < x + bw; i++)
+        g->cells[(size_t)j * w + i] = PA_CELL_OCCUPIED;
+  }
+}
+
+/* Random blocks and unknown cells over a w x h grid (seeded). */
+static void random_map(pa_grid *g, uint32_t w, uint32_t h, uint64_t seed) {
+  ts_room(g, w, h, 0.05);
+  uint64_t rng = seed;
+  int blocks = (int)(w * h / 400);
+  for (int k = 0; k < blocks; k++) {
+    uint32_t x = (uint32_t)(pa_sim_rng_uniform(&rng) * (w - 4));
+    uint32_t y = (uint32_t)(pa_sim_rng_uniform(&rng) * (h - 4));
+    uint32_t bw = 1 + (uint32_t)(pa_sim_rng_uniform(&rng) * 8);
+    uint32_t bh = 1 + (uint32_t)(pa_sim_rng_uniform(&rng) * 8);
+    int8_t v = k % 5 == 0 ? PA_CELL_UNKNOWN : PA_CELL_OCCUPIED;
+    for (uint32_t j = y; j < y + bh && j < h; j++)
+      for (uint32_t i = x; i < x + bw && i < w; i++)
+        g->cells[(size_t)j * w + i] = v;
+  }
+}
+
+/* The model of grid g (one robot placed on a free cell; only the grid is
+ * cast against). */
+static void grid_model(pa_sim_model *m, const pa_grid *g) {
+  pa_world w;
+  memset(&w, 0, sizeof w);
+  w.unknown_blocks = true;
+  pa_sim_def d = pa_sim_def_default();
+  d.seed = 1;
+  char err[256] = "";
+  if (pa_sim_model_init(m, &d, &w, g, err, sizeof err) != 0)
+    fail_msg("model: %s", err);
+}
+
+/* One fan on the current path against the plain traversal, ray by ray. */
+static long fan_vs_plain(const pa_sim_model *m, const char *what, double x,
+                         double y, const double *dx, const double *dy,
+                         uint32_t n, double rmax, long *hits) {
+  double f[720];
+  assert_true(n <= 720);
+  pa_sim_cast_fan(m, x, y, dx, dy, n, rmax, f);
+  for (uint32_t q = 0; q < n; q++) {
+    double p = pa_sim_cast_plain(m, x, y, dx[q], dy[q], rmax);
+    if (f[q] != p)
+      fail_msg("%s, %s caster: ray from (%.17g, %.17g) dir (%.17g, %.17g) "
+               "range %.17g: %.17g, plain %.17g",
+               what, pa_sim_simd_name(pa_sim_simd_path(NULL)), x, y, dx[q],
+               dy[q], rmax, f[q], p);
+    *hits += p < rmax;
+  }
+  return n;
+}
+
+/* Scans (360 beams, any heading) from random free points of g. */
+static long scans_vs_plain(const pa_grid *g, const char *what, int scans,
+                           double rmax_lo, double rmax_hi, uint64_t seed) {
+  pa_sim_model m;
+  grid_model(&m, g);
+  uint64_t rng = seed;
+  long rays = 0, hits = 0;
+  double dx[360], dy[360];
+  for (int k = 0; k < scans;) {
+    int i = (int)(pa_sim_rng_uniform(&rng) * g->width);
+    int j = (int)(pa_sim_rng_uniform(&rng) * g->height);
+    if (g->cells[(size_t)j * g->width + (size_t)i] != 0)
+      continue;
+    k++;
+    double x, y;
+    pa_grid_cell_center(g, i, j, &x, &y);
+    x += g->resolution * (pa_sim_rng_uniform(&rng) - 0.5);
+    y += g->resolution * (pa_sim_rng_uniform(&rng) - 0.5);
+    double th = 2 * M_PI * pa_sim_rng_uniform(&rng);
+    for (int b = 0; b < 360; b++) {
+      dx[b] = cos(th - M_PI + b * 2 * M_PI / 360);
+      dy[b] = sin(th - M_PI + b * 2 * M_PI / 360);
+    }
+    double rmax = rmax_lo + (rmax_hi - rmax_lo) * pa_sim_rng_uniform(&rng);
+    rays += fan_vs_plain(&m, what, x, y, dx, dy, 360, rmax, &hits);
+  }
+  assert_true(hits > rays / 4); /* the rays meet walls, not only range_max */
+  pa_sim_model_free(&m);
+  return rays;
+}
+
+/* Rays from grid corners and cell edges, along grid lines, on exact
+ * diagonals and aimed at cell corners (ties between the axes). */
+static long edges_vs_plain(const pa_grid *g, uint64_t seed) {
+  pa_sim_model m;
+  grid_model(&m, g);
+  const double res = g->resolution;
+  uint64_t rng = seed;
+  long rays = 0, hits = 0;
+  enum { N = 64 };
+  double dx[N], dy[N];
+  for (int k = 0; k < 600;) {
+    int i = 3 + (int)(pa_sim_rng_uniform(&rng) * (g->width - 6));
+    int j = 3 + (int)(pa_sim_rng_uniform(&rng) * (g->height - 6));
+    if (g->cells[(size_t)j * g->width + (size_t)i] != 0)
+      continue;
+    k++;
+    /* the cell's lower-left corner, the middle of its left or lower edge */
+    double x = g->origin_x + i * res, y = g->origin_y + j * res;
+    if (k % 3 == 1)
+      y += res / 2;
+    else if (k % 3 == 2)
+      x += res / 2;
+    for (int q = 0; q < N; q++) {
+      double ax, ay;
+      if (q < 8) { /* along the grid lines and the exact diagonals */
+        static const double u[8][2] = {{1, 0},  {M_SQRT1_2, M_SQRT1_2},
+                                       {0, 1},  {-M_SQRT1_2, M_SQRT1_2},
+                                       {-1, 0}, {-M_SQRT1_2, -M_SQRT1_2},
+                                       {0, -1}, {M_SQRT1_2, -M_SQRT1_2}};
+        ax = u[q][0];
+        ay = u[q][1];
+      } else { /* at a cell corner up to 40 cells away */
+        double ci = i + (int)(pa_sim_rng_uniform(&rng) * 81) - 40;
+        double cj = j + (int)(pa_sim_rng_uniform(&rng) * 81) - 40;
+        ax = g->origin_x + ci * res - x;
+        ay = g->origin_y + cj * res - y;
+        double len = sqrt(ax * ax + ay * ay);
+        if (len == 0) {
+          ax = 1;
+          len = 1;
+        }
+        ax /= len;
+        ay /= len;
+      }
+      dx[q] = ax;
+      dy[q] = ay;
+    }
+    double rmax = 40 * res * (0.2 + pa_sim_rng_uniform(&rng));
+    rays += fan_vs_plain(&m, "edges and corners", x, y, dx, dy, N, rmax, &hits);
+  }
+  assert_true(hits > 0);
+  pa_sim_model_free(&m);
+  return rays;
+}
+
+/* One caster path on the default map, a 100 m office, random maps and
+ * rays along edges and through corners; skipped by name when this CPU (or
+ * build) lacks it. */
+static void check_path(pa_sim_simd path) {
+  if (!pa_sim_simd_has(path)) {
+    printf("SKIPPED: the %s caster: this CPU or build lacks it\n",
+           pa_sim_simd_name(path));
+    skip();
+  }
+  assert_int_equal(pa_sim_simd_set(path), 0);
+  assert_int_equal(pa_sim_simd_path(NULL), path);
+  char err[256];
+  pa_grid g;
+  long rays = 0;
+  assert_int_equal(pa_map_load_default(&g, err, sizeof err), 0);
+  rays += scans_vs_plain(&g, "default map", 300, 1, 12, 11);
+  rays += edges_vs_plain(&g, 12);
+  pa_grid_free(&g);
+  office_map(&g, 2000, 2000);
+  rays += scans_vs_plain(&g, "100 m office", 150, 5, 30, 13);
+  rays += edges_vs_plain(&g, 14);
+  pa_grid_free(&g);
+  for (uint64_t seed = 1; seed <= 3; seed++) {
+    random_map(&g, 200 + 100 * (uint32_t)seed, 150 + 50 * (uint32_t)seed, seed);
+    rays += scans_vs_plain(&g, "random map", 60, 1, 20, 20 + seed);
+    rays += edges_vs_plain(&g, 30 + seed);
+    pa_grid_free(&g);
+  }
+  pa_sim_simd_set(PA_SIM_SIMD_AUTO);
+  printf("%s caster == plain traversal on %ld rays\n", pa_sim_simd_name(path),
+         rays);
+  assert_true(rays > 200000);
+}
+
+static void test_path_avx512(void **st) {
+  (void)st;
+  check_path(PA_SIM_SIMD_AVX512);
+}
+
+static void test_path_avx2(void **st) {
+  (void)st;
+  check_path(PA_SIM_SIMD_AVX2);
+}
+
+static void test_path_portable(void **st) {
+  (void)st;
+  check_path(PA_SIM_SIMD_PORTABLE);
+}
+
+static void test_path_scalar(void **st) {
+  (void)st;
+  check_path(PA_SIM_SIMD_SCALAR);
+}
+
+/* The path names, the parser, and a model's def.simd winning over the
+ * process default. */
+static void test_path_choice(void **st) {
+  (void)st;
+  pa_sim_simd p = PA_SIM_SIMD_AVX2;
+  assert_int_equal(pa_sim_simd_parse("avx9", &p), -1);
+  assert_int_equal(p, PA_SIM_SIMD_AVX2); /* unchanged */
+  for (int i = 0; i < PA_SIM_SIMD_COUNT; i++) {
+    assert_int_equal(pa_sim_simd_parse(pa_sim_simd_name((pa_sim_simd)i), &p),
+                     0);
+    assert_int_equal(p, i);
+  }
+  assert_true(pa_sim_simd_has(PA_SIM_SIMD_SCALAR));
+  assert_int_equal(pa_sim_simd_set(PA_SIM_SIMD_SCALAR), 0);
+  assert_int_equal(pa_sim_simd_path(NULL), PA_SIM_SIMD_SCALAR);
+  pa_grid g;
+  ts_room(&g, 50, 50, 0.05);
+  pa_sim_model m;
+  pa_world w;
+  memset(&w, 0, sizeof w);
+  pa_sim_def d = pa_sim_def_default();
+  d.simd = PA_SIM_SIMD_PORTABLE;
+  char err[256];
+  assert_int_equal(pa_sim_model_init(&m, &d, &w, &g, err, sizeof err), 0);
+  assert_int_equal(pa_sim_simd_path(&m), pa_sim_simd_has(PA_SIM_SIMD_PORTABLE)
+                                             ? PA_SIM_SIMD_PORTABLE
+                                             : PA_SIM_SIMD_SCALAR);
+  pa_sim_model_free(&m);
+  pa_grid_free(&g);
+  assert_int_equal(pa_sim_simd_set(PA_SIM_SIMD_AUTO), 0);
+  assert_int_not_equal(pa_sim_simd_path(NULL), PA_SIM_SIMD_AUTO);
+  printf("auto caster path here: %s\n",
+         pa_sim_simd_name(pa_sim_simd_path(NULL)));
 }
 
 static void test_noise_statistics(void **st) {
@@ -390,6 +652,11 @@ int main(void) {
       cmocka_unit_test(test_shapes_and_robots),
       cmocka_unit_test(test_fast_equals_plain),
       cmocka_unit_test(test_long_maps),
+      cmocka_unit_test(test_path_avx512),
+      cmocka_unit_test(test_path_avx2),
+      cmocka_unit_test(test_path_portable),
+      cmocka_unit_test(test_path_scalar),
+      cmocka_unit_test(test_path_choice),
       cmocka_unit_test(test_noise_statistics),
       cmocka_unit_test(test_scan_schedule),
   };

@@ -105,6 +105,25 @@ static void test_determinism(void **st) {
   assert_true(run(9999, 1, 0) != a);
 }
 
+/* The caster path changes nothing: the pinned hash on every path this CPU
+ * has (a path it lacks is skipped by name). */
+static void test_determinism_every_path(void **st) {
+  (void)st;
+  for (int p = PA_SIM_SIMD_AVX512; p <= PA_SIM_SIMD_SCALAR; p++) {
+    if (pa_sim_simd_set((pa_sim_simd)p) != 0) {
+      printf("SKIPPED: the %s caster: this CPU or build lacks it\n",
+             pa_sim_simd_name((pa_sim_simd)p));
+      continue;
+    }
+    uint64_t h = run(10000, 1, 0);
+    printf("determinism hash, %s caster: 0x%016" PRIx64 "\n",
+           pa_sim_simd_name((pa_sim_simd)p), h);
+    if (PINNED_HASH != 0)
+      assert_true(h == PINNED_HASH);
+  }
+  assert_int_equal(pa_sim_simd_set(PA_SIM_SIMD_AUTO), 0);
+}
+
 /* Threads change nothing: the pinned world with 2 and 3 threads, and a
  * busier one (300 robots: 15 scans per tick, robots shadowing and bumping
  * each other, plans and most moves in parallel) with 1, 2 and 4 threads
@@ -194,6 +213,7 @@ static void test_snapshot_bad_records(void **st) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_determinism),
+      cmocka_unit_test(test_determinism_every_path),
       cmocka_unit_test(test_threads_same),
       cmocka_unit_test(test_snapshot_bad_records),
   };

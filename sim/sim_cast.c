@@ -1,0 +1,105 @@
+/* sim_cast.c - the caster dispatch: which vector path casts a fan of rays
+ * (by what the CPU has, or forced), and the fast world-frame casts built on
+ * it. Every path gives the plain traversal's ranges bit for bit. */
+#define _GNU_SOURCE
+#include "sim_geom_int.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <string.h>
+
+static pa_sim_cast_fn casters[PA_SIM_SIMD_COUNT]; /* NULL: not here */
+static pa_sim_simd best = PA_SIM_SIMD_SCALAR;
+static pthread_once_t probe_once = PTHREAD_ONCE_INIT;
+static _Atomic int process_path = PA_SIM_SIMD_AUTO;
+
+/* What this build and CPU have; the fastest is auto's choice. */
+static void probe(void) {
+  if (pa_sim_simd_cpu_has(PA_SIM_SIMD_AVX512))
+    casters[PA_SIM_SIMD_AVX512] = pa_sim_int_caster_avx512();
+  if (pa_sim_simd_cpu_has(PA_SIM_SIMD_AVX2))
+    casters[PA_SIM_SIMD_AVX2] = pa_sim_int_caster_avx2();
+  casters[PA_SIM_SIMD_PORTABLE] = pa_sim_int_caster_portable();
+  /* The portable path is forced only: on x86-64 (SSE2) it measured slower
+   * than the scalar fast caster (docs/sim.md); NEON is unmeasured. */
+  for (int p = PA_SIM_SIMD_AVX512; p < PA_SIM_SIMD_PORTABLE; p++)
+    if (casters[p]) {
+      best = (pa_sim_simd)p;
+      break;
+    }
+}
+
+bool pa_sim_simd_has(pa_sim_simd p) {
+  pthread_once(&probe_once, probe);
+  if (p == PA_SIM_SIMD_AUTO || p == PA_SIM_SIMD_SCALAR)
+    return true;
+  return (unsigned)p < PA_SIM_SIMD_COUNT && casters[p];
+}
+
+int pa_sim_simd_set(pa_sim_simd p) {
+  if (!pa_sim_simd_has(p))
+    return -1;
+  atomic_store_explicit(&process_path, (int)p, memory_order_relaxed);
+  return 0;
+}
+
+pa_sim_simd pa_sim_simd_path(const pa_sim_model *m) {
+  pthread_once(&probe_once, probe);
+  pa_sim_simd p = m ? m->def.simd : PA_SIM_SIMD_AUTO;
+  if (p == PA_SIM_SIMD_AUTO || !pa_sim_simd_has(p))
+    p = (pa_sim_simd)atomic_load_explicit(&process_path, memory_order_relaxed);
+  return p == PA_SIM_SIMD_AUTO ? best : p;
+}
+
+void pa_sim_int_cast_many(const pa_sim_model *m, double ox, double oy,
+                          const double *dxs, const double *dys, uint32_t n,
+                          double maxc, double *out) {
+  const double pox = ox + 1.0, poy = oy + 1.0; /* padded, as cast_one */
+  const double W = m->march_w, H = (double)m->grid.height + 2;
+  pa_sim_cast_fn fn = n >= 4 ? casters[pa_sim_simd_path(m)] : NULL;
+  /* indices in 32 bits; the origin's cell free */
+  if (fn && W * H < 2147483000.0 && pox >= 0 && poy >= 0 && pox < W &&
+      poy < H && m->march[(size_t)poy * m->march_w + (size_t)pox] != 0) {
+    for (uint32_t i0 = 0; i0 < n; i0 += CAST_CHUNK) {
+      uint32_t k = n - i0 < CAST_CHUNK ? n - i0 : CAST_CHUNK;
+      fn(m, pox, poy, dxs + i0, dys + i0, k, maxc, out + i0);
+    }
+    return;
+  }
+  for (uint32_t i = 0; i < n; i++)
+    out[i] = pa_sim_int_cast_one(m, ox, oy, dxs[i], dys[i], maxc);
+}
+
+double pa_sim_cast_fast(const pa_sim_model *m, double x, double y, double dx,
+                        double dy, double range_max) {
+  double gx, gy;
+  to_grid(m, x, y, &gx, &gy);
+  double gdx = m->cos_yaw * dx + m->sin_yaw * dy;
+  double gdy = -m->sin_yaw * dx + m->cos_yaw * dy;
+  double res = m->grid.resolution;
+  double maxc = range_max / res;
+  double t;
+  pa_sim_int_cast_many(m, gx, gy, &gdx, &gdy, 1, maxc, &t);
+  return t >= maxc ? range_max : t * res;
+}
+
+void pa_sim_cast_fan(const pa_sim_model *m, double x, double y,
+                     const double *dx, const double *dy, uint32_t n,
+                     double range_max, double *out) {
+  double gx, gy;
+  to_grid(m, x, y, &gx, &gy);
+  double res = m->grid.resolution, maxc = range_max / res;
+  enum { CHUNK = CAST_CHUNK };
+  double gdx[CHUNK], gdy[CHUNK], t[CHUNK];
+  for (uint32_t i0 = 0; i0 < n; i0 += CHUNK) {
+    uint32_t k = n - i0 < CHUNK ? n - i0 : CHUNK;
+    for (uint32_t q = 0; q < k; q++) { /* as pa_sim_cast_fast */
+      gdx[q] = m->cos_yaw * dx[i0 + q] + m->sin_yaw * dy[i0 + q];
+      gdy[q] = -m->sin_yaw * dx[i0 + q] + m->cos_yaw * dy[i0 + q];
+    }
+    pa_sim_int_cast_many(m, gx, gy, gdx, gdy, k, maxc, t);
+    for (uint32_t q = 0; q < k; q++)
+      out[i0 + q] = t[q] >= maxc ? range_max : t[q] * res;
+  }
+}

@@ -1,0 +1,80 @@
+/* sim_cast_avx2.c - the exact vector caster (sim_cast_vec.h) for AVX2 +
+ * FMA: 8 float / 4 double lanes with hardware gathers. Compiled for any
+ * x86-64 (the functions carry their own target); the dispatcher
+ * (sim_cast.c) calls it only on a CPU that has AVX2 and FMA. */
+#define _GNU_SOURCE
+#include "sim_geom_int.h"
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(PA_SIM_NO_SIMD)
+#include <immintrin.h>
+
+#define VEC_TARGET __attribute__((target("avx2,fma")))
+#define VEC_FN(name) avx2_##name
+/* 32-bit loads at byte offsets (the field has 4 bytes of tail padding) */
+#define VEC_GATHER_F(F, idx)                                                   \
+  ((vec_i)_mm256_and_si256(                                                    \
+      _mm256_i32gather_epi32((const int *)(const void *)(F), (__m256i)(idx),   \
+                             1),                                               \
+      _mm256_set1_epi32(0xff)))
+#define VEC_GATHER_D(F, idx)                                                   \
+  ((vec_d)_mm256_cvtepi32_pd(_mm_and_si128(                                    \
+      _mm_i32gather_epi32((const int *)(const void *)(F),                      \
+                          _mm256_cvttpd_epi32((__m256d)(idx)), 1),             \
+      _mm_set1_epi32(0xff))))
+#define VEC_FMA_F(a, b, c)                                                     \
+  ((vec_f)_mm256_fmadd_ps((__m256)(a), (__m256)(b), (__m256)(c)))
+#define VEC_TRUNC_D(x)                                                         \
+  ((vec_d)_mm256_round_pd((__m256d)(x), _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC))
+#define VEC_BITS_D(m) ((unsigned)_mm256_movemask_pd((__m256d)(m)))
+
+#define VEC_BITS_F(m) ((unsigned)_mm256_movemask_ps((__m256)(m)))
+
+/* Expand loads (AVX-512 has them): a masked load of the first popcount(fr)
+ * elements, then a permutation from a table by fr. */
+static uint8_t avx2_perm8[256][8]; /* 32-bit lanes */
+static uint8_t avx2_perm4[16][8];  /* 64-bit lanes, as pairs of 32 */
+
+static void avx2_tables(void) {
+  for (unsigned m = 0; m < 256; m++)
+    for (int l = 0, k = 0; l < 8; l++)
+      avx2_perm8[m][l] = (uint8_t)(m >> l & 1 ? k++ : 0);
+  for (unsigned m = 0; m < 16; m++)
+    for (int l = 0, k = 0; l < 4; l++) {
+      int e = m >> l & 1 ? k++ : 0;
+      avx2_perm4[m][2 * l] = (uint8_t)(2 * e);
+      avx2_perm4[m][2 * l + 1] = (uint8_t)(2 * e + 1);
+    }
+}
+
+VEC_TARGET static inline __m256 avx2_expand8(unsigned fr, const void *src) {
+  __m256i first = _mm256_cmpgt_epi32(_mm256_set1_epi32(__builtin_popcount(fr)),
+                                     _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+  __m256 v = _mm256_maskload_ps((const float *)src, first);
+  __m256i perm = _mm256_cvtepu8_epi32(
+      _mm_loadl_epi64((const __m128i *)(const void *)avx2_perm8[fr]));
+  return _mm256_permutevar8x32_ps(v, perm);
+}
+
+VEC_TARGET static inline __m256d avx2_expand4(unsigned fr, const double *src) {
+  __m256i first = _mm256_cmpgt_epi64(_mm256_set1_epi64x(__builtin_popcount(fr)),
+                                     _mm256_setr_epi64x(0, 1, 2, 3));
+  __m256d v = _mm256_maskload_pd(src, first);
+  __m256i perm = _mm256_cvtepu8_epi32(
+      _mm_loadl_epi64((const __m128i *)(const void *)avx2_perm4[fr]));
+  return _mm256_castps_pd(_mm256_permutevar8x32_ps(_mm256_castpd_ps(v), perm));
+}
+
+#define VEC_EXPAND_F(fr, src) ((vec_f)avx2_expand8(fr, src))
+#define VEC_EXPAND_I(fr, src) ((vec_i)avx2_expand8(fr, src))
+#define VEC_EXPAND_D(fr, src) ((vec_d)avx2_expand4(fr, src))
+
+#include "sim_cast_vec.h"
+
+/* Called once (the dispatcher's probe), before any cast. */
+pa_sim_cast_fn pa_sim_int_caster_avx2(void) {
+  avx2_tables();
+  return avx2_cast;
+}
+#else
+pa_sim_cast_fn pa_sim_int_caster_avx2(void) { return NULL; }
+#endif

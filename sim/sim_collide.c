@@ -1,0 +1,373 @@
+/* sim_collide.c - clearance of discs (collisions): the distance to walls,
+ * obstacles and other robots, and the robots' broad phase. */
+#define _GNU_SOURCE
+#include "sim_geom_int.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- walls ------------------------------------------------------------ */
+
+/* Distance along one axis from coordinate g to the cell span [i, i + 1]. */
+static inline double span_gap(double g, int64_t i) {
+  double d = (double)i - g;
+  if (g - (double)(i + 1) > d)
+    d = g - (double)(i + 1);
+  return d < 0 ? 0 : d;
+}
+
+/* The nearest blocked cell found so far (squared distance in cells). */
+typedef struct nearest_cell {
+  double best, bx, by; /* bx, by: closest point of that cell to the point */
+  int64_t cx, cy;
+} nearest_cell;
+
+/* Keeps cell (i, j) if it is strictly nearer than the best so far, so the
+ * first cell visited wins ties. */
+static inline void nearest_consider(nearest_cell *n, int64_t i, int64_t j,
+                                    double gx, double gy, double ddy) {
+  double ddx = span_gap(gx, i);
+  double d2 = ddx * ddx + ddy * ddy;
+  if (d2 < n->best) {
+    n->best = d2;
+    n->cx = i;
+    n->cy = j;
+    n->bx = gx < (double)i         ? (double)i
+            : gx > (double)(i + 1) ? (double)(i + 1)
+                                   : gx;
+    n->by = gy < (double)j         ? (double)j
+            : gy > (double)(j + 1) ? (double)(j + 1)
+                                   : gy;
+  }
+}
+
+/* The distance to the nearest blocked cell region within reach (see
+ * pa_sim_int_wall_clearance); any = a yes/no question (is it below reach?):
+ * rows nearest first, returning as soon as one value is below reach (the
+ * normal is then not set). Without an early exit both orders give the same
+ * minimum. */
+static inline double wall_dist(const pa_sim_model *m, double x, double y,
+                               double reach, double *nx, double *ny, bool any) {
+  double gx, gy;
+  to_grid(m, x, y, &gx, &gy);
+  double res = m->grid.resolution;
+  int64_t cx = (int64_t)floor(gx), cy = (int64_t)floor(gy);
+  if (!cell_blocked(m, cx, cy)) {
+    /* Fast path: the march field (clear >= safe + sqrt 2) bounds the
+     * distance from this point: clear - 1/sqrt 2 - |offset from centre|. */
+    uint8_t v = m->march[(size_t)(cy + 1) * m->march_w + (size_t)cx + 1];
+    double ox = gx - ((double)cx + 0.5), oy = gy - ((double)cy + 0.5);
+    double bound = m->march_safe[v] + 0.70710 - sqrt(ox * ox + oy * oy);
+    if (v >= 2 && bound * res >= reach) /* code 1: clear may be < sqrt 2 */
+      return bound * res;
+  }
+  /* Exact: nearest point of every blocked cell within reach. */
+  double rc = reach / res + 1.0;
+  int64_t x0 = (int64_t)floor(gx - rc), x1 = (int64_t)floor(gx + rc);
+  int64_t y0 = (int64_t)floor(gy - rc), y1 = (int64_t)floor(gy + rc);
+  nearest_cell n = {INFINITY, 0, 0, 0, 0};
+  const int64_t GW = m->grid.width, GH = m->grid.height;
+  if (x0 >= 0 && y0 >= 0 && x1 < GW && y1 < GH && cx - x0 < 255 &&
+      x1 - cx < 255) {
+    /* Inside the grid: per row only the nearest blocked cell on each side
+     * of the point can be the row's nearest (the runs), found in the same
+     * order and with the same ties as the loop below (smallest j, then i). */
+    const int64_t cyc = cy < y0 ? y0 : cy > y1 ? y1 : cy;
+    for (int64_t q = 0; q <= 2 * (y1 - y0) + 1; q++) {
+      /* any: cyc, cyc + 1, cyc - 1, cyc + 2, ... within [y0, y1] */
+      int64_t j = !any ? y0 + q : (q & 1) ? cyc + (q + 1) / 2 : cyc - q / 2;
+      if (j < y0 || j > y1)
+        continue;
+      double ddy = span_gap(gy, j);
+      if (ddy * ddy >= n.best)
+        continue;
+      size_t row = (size_t)j * (size_t)GW;
+      int64_t cand[2], nc = 0;
+      bool cb = m->run_l[row + (size_t)cx] == 0; /* the point's own cell */
+      int64_t il = cx - m->run_l[row + (size_t)cx];
+      /* a point on the line between two blocked cells: the lower i first */
+      if (il == cx && gx == (double)cx && cx - 1 >= x0 &&
+          m->blocked[row + (size_t)cx - 1])
+        il = cx - 1;
+      if (il >= x0)
+        cand[nc++] = il;
+      if (!cb) {
+        int64_t ir = cx + m->run_r[row + (size_t)cx];
+        if (ir <= x1 && m->blocked[row + (size_t)ir])
+          cand[nc++] = ir;
+      }
+      for (int64_t k = 0; k < nc; k++) {
+        int64_t i = cand[k];
+        if (!m->blocked[row + (size_t)i])
+          continue; /* a capped run */
+        nearest_consider(&n, i, j, gx, gy, ddy);
+        if (any && n.best < INFINITY && sqrt(n.best) * res < reach)
+          return sqrt(n.best) * res;
+      }
+    }
+    y1 = y0 - 1; /* done: skip the general loop */
+  }
+  for (int64_t j = y0; j <= y1; j++) {
+    double ddy = span_gap(gy, j);
+    if (ddy * ddy >= n.best)
+      continue;
+    for (int64_t i = x0; i <= x1; i++)
+      if (cell_blocked(m, i, j))
+        nearest_consider(&n, i, j, gx, gy, ddy);
+  }
+  if (n.best == INFINITY)
+    return reach + res;
+  double d = sqrt(n.best);
+  if (nx && ny) {
+    double ex = gx - n.bx, ey = gy - n.by;
+    if (d < 1e-12) { /* inside a blocked cell: away from its centre */
+      ex = gx - ((double)n.cx + 0.5);
+      ey = gy - ((double)n.cy + 0.5);
+    }
+    double len = sqrt(ex * ex + ey * ey);
+    if (len < 1e-12) {
+      ex = 1;
+      ey = 0;
+      len = 1;
+    }
+    ex /= len;
+    ey /= len;
+    *nx = m->cos_yaw * ex - m->sin_yaw * ey;
+    *ny = m->sin_yaw * ex + m->cos_yaw * ey;
+  }
+  return d * res;
+}
+
+double pa_sim_int_wall_clearance(const pa_sim_model *m, double x, double y,
+                                 double reach, double *nx, double *ny) {
+  return wall_dist(m, x, y, reach, nx, ny, false);
+}
+
+static double bodies_clearance(const pa_sim_state *s, uint32_t skip, double x,
+                               double y, double best, double wnx, double wny,
+                               double *nx, double *ny, bool robots);
+
+/* The sign test of pa_sim_int_clearance(margin 0) >= 0, with early exits
+ * (its best only decreases: once below r, the answer is known). */
+bool pa_sim_int_free(const pa_sim_model *m, const pa_sim_state *s,
+                     uint32_t skip, double x, double y, double r, bool robots) {
+  double wall = wall_dist(m, x, y, r, NULL, NULL, true);
+  if (wall < r)
+    return false;
+  return bodies_clearance(s, skip, x, y, wall, 0, 0, NULL, NULL, robots) - r >=
+         0;
+}
+
+/* ---- obstacles ----------------------------------------------------------- */
+
+double pa_sim_int_obstacle_dist(const pa_obstacle_info *o, double x, double y,
+                                double *nx, double *ny) {
+  double ex = x - o->x, ey = y - o->y;
+  if (o->shape == PA_SHAPE_CIRCLE) {
+    double len = sqrt(ex * ex + ey * ey);
+    if (nx && ny) {
+      *nx = len > 1e-12 ? ex / len : 1;
+      *ny = len > 1e-12 ? ey / len : 0;
+    }
+    return len - o->radius;
+  }
+  double c = cos(o->theta), s = sin(o->theta);
+  double lx = c * ex + s * ey, ly = -s * ex + c * ey;
+  double hx = 0.5 * o->size_x, hy = 0.5 * o->size_y;
+  double qx = fabs(lx) - hx, qy = fabs(ly) - hy;
+  double d, ux, uy;
+  if (qx > 0 || qy > 0) {
+    double px = qx > 0 ? qx : 0, py = qy > 0 ? qy : 0;
+    d = sqrt(px * px + py * py);
+    ux = (lx < 0 ? -px : px) / d;
+    uy = (ly < 0 ? -py : py) / d;
+  } else if (qx > qy) {
+    d = qx;
+    ux = lx < 0 ? -1 : 1;
+    uy = 0;
+  } else {
+    d = qy;
+    ux = 0;
+    uy = ly < 0 ? -1 : 1;
+  }
+  if (nx && ny) {
+    *nx = c * ux - s * uy;
+    *ny = s * ux + c * uy;
+  }
+  return d;
+}
+
+/* ---- robot broad phase -----------------------------------------------------
+ */
+
+int pa_sim_int_hash_init(pa_sim_hash *h, uint32_t cap) {
+  memset(h, 0, sizeof *h);
+  uint32_t size = 64;
+  while (size < 2 * cap)
+    size *= 2;
+  h->mask = size - 1;
+  h->cap = cap;
+  h->start = calloc((size_t)size + 1, sizeof *h->start);
+  h->items = calloc(cap, sizeof *h->items);
+  h->key = calloc(cap, sizeof *h->key);
+  size_t n = cap ? cap : 1;
+  h->ix = calloc(n, sizeof *h->ix);
+  h->iy = calloc(n, sizeof *h->iy);
+  h->ir = calloc(n, sizeof *h->ir);
+  h->icx = calloc(n, sizeof *h->icx);
+  h->icy = calloc(n, sizeof *h->icy);
+  return h->start && h->items && h->key && h->ix && h->iy && h->ir && h->icx &&
+                 h->icy
+             ? 0
+             : -1;
+}
+
+void pa_sim_int_hash_free(pa_sim_hash *h) {
+  free(h->start);
+  free(h->items);
+  free(h->key);
+  free(h->ix);
+  free(h->iy);
+  free(h->ir);
+  free(h->icx);
+  free(h->icy);
+  memset(h, 0, sizeof *h);
+}
+
+uint32_t pa_sim_int_hash_key(const pa_sim_hash *h, int64_t cx, int64_t cy) {
+  uint32_t k = (uint32_t)cx * 73856093u ^ (uint32_t)cy * 19349663u;
+  return k & h->mask;
+}
+
+void pa_sim_int_hash_build(pa_sim_hash *h, const pa_sim_state *s, double cell) {
+  h->cell = cell;
+  h->rmax = 0;
+  uint32_t size = h->mask + 1;
+  memset(h->start, 0, ((size_t)size + 1) * sizeof *h->start);
+  for (uint32_t i = 0; i < s->robot_count; i++) {
+    if (!s->info[i].active)
+      continue;
+    uint32_t k = pa_sim_int_hash_key(h, (int64_t)floor(s->rs[i].x / cell),
+                                     (int64_t)floor(s->rs[i].y / cell));
+    h->key[i] = k;
+    h->start[k + 1]++;
+    if (s->info[i].radius > h->rmax)
+      h->rmax = s->info[i].radius;
+  }
+  for (uint32_t k = 0; k < size; k++)
+    h->start[k + 1] += h->start[k];
+  /* Counting sort, stable in robot order (determinism). */
+  uint32_t *fill = h->start; /* reuse: shift back afterwards */
+  for (uint32_t i = 0; i < s->robot_count; i++)
+    if (s->info[i].active)
+      h->items[fill[h->key[i]]++] = i;
+  for (uint32_t k = size; k > 0; k--)
+    h->start[k] = h->start[k - 1];
+  h->start[0] = 0;
+  /* Contiguous copies for the scans (no robot records touched per item). */
+  for (uint32_t p = 0; p < h->start[size]; p++) {
+    uint32_t i = h->items[p];
+    h->ix[p] = s->rs[i].x;
+    h->iy[p] = s->rs[i].y;
+    h->ir[p] = s->info[i].radius;
+    h->icx[p] = (int64_t)floor(s->rs[i].x / cell);
+    h->icy[p] = (int64_t)floor(s->rs[i].y / cell);
+  }
+  h->valid = true;
+}
+
+/* ---- clearance ------------------------------------------------------------
+ */
+
+static inline void consider_robot(const pa_sim_state *s, uint32_t j,
+                                  uint32_t skip, double x, double y,
+                                  double *best, double *bnx, double *bny) {
+  if (j == skip || !s->info[j].active)
+    return;
+  double ex = x - s->rs[j].x, ey = y - s->rs[j].y;
+  double rr = *best + s->info[j].radius;
+  double d2 = ex * ex + ey * ey;
+  if (d2 >= rr * rr)
+    return;
+  double len = sqrt(d2);
+  double d = len - s->info[j].radius;
+  if (d < *best) {
+    *best = d;
+    /* coincident centres: push along +x, any direction is as good */
+    *bnx = len > 1e-12 ? ex / len : 1;
+    *bny = len > 1e-12 ? ey / len : 0;
+  }
+}
+
+double pa_sim_clearance(const pa_sim_model *m, const pa_sim_state *s,
+                        uint32_t skip, double x, double y, double r,
+                        double margin, double *nx, double *ny) {
+  return pa_sim_int_clearance(m, s, skip, x, y, r, margin, nx, ny, true);
+}
+
+double pa_sim_int_clearance(const pa_sim_model *m, const pa_sim_state *s,
+                            uint32_t skip, double x, double y, double r,
+                            double margin, double *nx, double *ny,
+                            bool robots) {
+  double reach = r + margin;
+  double wnx = 0, wny = 0;
+  double best = pa_sim_int_wall_clearance(m, x, y, reach, &wnx, &wny);
+  return bodies_clearance(s, skip, x, y, best, wnx, wny, nx, ny, robots) - r;
+}
+
+/* The rest of the clearance after the walls: obstacles and robots nearer
+ * than best (the wall value, with its normal). Returns the smallest. */
+static double bodies_clearance(const pa_sim_state *s, uint32_t skip, double x,
+                               double y, double best, double wnx, double wny,
+                               double *nx, double *ny, bool robots) {
+  double bnx = wnx, bny = wny;
+  for (uint32_t i = 0; i < s->obstacle_count; i++) {
+    const pa_obstacle_info *o = &s->obs[i];
+    if (!o->active)
+      continue;
+    double ex = x - o->x, ey = y - o->y, lim = best + obstacle_bound(o);
+    if (ex * ex + ey * ey >= lim * lim)
+      continue;
+    double onx, ony;
+    double d = pa_sim_int_obstacle_dist(o, x, y, &onx, &ony);
+    if (d < best) {
+      best = d;
+      bnx = onx;
+      bny = ony;
+    }
+  }
+  const pa_sim_hash *h = &s->hash;
+  if (!robots) {
+  } else if (h->valid) {
+    int64_t cx = (int64_t)floor(x / h->cell), cy = (int64_t)floor(y / h->cell);
+    uint32_t seen[9];
+    int nseen = 0;
+    for (int64_t j = cy - 1; j <= cy + 1; j++)
+      for (int64_t i = cx - 1; i <= cx + 1; i++) {
+        uint32_t k = pa_sim_int_hash_key(h, i, j);
+        bool dup = false;
+        for (int q = 0; q < nseen; q++)
+          dup = dup || seen[q] == k;
+        if (dup)
+          continue;
+        seen[nseen++] = k;
+        for (uint32_t p = h->start[k]; p < h->start[k + 1]; p++)
+          consider_robot(s, h->items[p], skip, x, y, &best, &bnx, &bny);
+      }
+  } else {
+    for (uint32_t j = 0; j < s->robot_count; j++)
+      consider_robot(s, j, skip, x, y, &best, &bnx, &bny);
+  }
+  if (nx && ny) {
+    *nx = bnx;
+    *ny = bny;
+  }
+  return best;
+}
+
+bool pa_sim_overlaps(const pa_sim_model *m, const pa_sim_state *s, uint32_t id,
+                     double x, double y) {
+  return pa_sim_clearance(m, s, id, x, y, s->info[id].radius, 0, NULL, NULL) <
+         0;
+}

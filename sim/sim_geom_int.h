@@ -1,0 +1,149 @@
+/* sim_geom_int.h - what the geometry files of pa_sim share (collisions,
+ * rays, the casters, the laser): grid-frame helpers, the hit cell's entry
+ * formula, ray vs shape, and the casters' entry points. Private to pa_sim. */
+#ifndef PA_SIM_GEOM_INT_H
+#define PA_SIM_GEOM_INT_H
+
+#include "sim_int.h"
+
+#include <math.h>
+
+/* Rays cast together: the casters' stack buffers hold this many. */
+#define CAST_CHUNK 512
+/* Field codes >= this: safe step >= 1 cell (the casters jump). */
+#define JUMP_CODE 5
+/* The single-precision passes hold coordinates and ranges below this many
+ * cells (their error bounds assume it). */
+#define FLOAT_PASS_MAX 16384.0
+
+/* World point -> grid frame in cell units. */
+static inline void to_grid(const pa_sim_model *m, double x, double y,
+                           double *gx, double *gy) {
+  double rx = x - m->grid.origin_x, ry = y - m->grid.origin_y;
+  double inv = 1.0 / m->grid.resolution;
+  *gx = (m->cos_yaw * rx + m->sin_yaw * ry) * inv;
+  *gy = (-m->sin_yaw * rx + m->cos_yaw * ry) * inv;
+}
+
+static inline bool cell_blocked(const pa_sim_model *m, int64_t cx, int64_t cy) {
+  if (cx < 0 || cy < 0 || cx >= (int64_t)m->grid.width ||
+      cy >= (int64_t)m->grid.height)
+    return true;
+  return m->blocked[(size_t)cy * m->grid.width + (size_t)cx] != 0;
+}
+
+/* Ray parameter [cells] where the ray enters cell (cx, cy): the same formula
+ * for every caster so that equal cells give equal ranges, bit for bit. */
+static inline double cell_entry(double ox, double oy, double ix, double iy,
+                                double dx, double dy, int64_t cx, int64_t cy) {
+  double tx = dx > 0   ? ((double)cx - ox) * ix
+              : dx < 0 ? ((double)cx + 1.0 - ox) * ix
+                       : -INFINITY;
+  double ty = dy > 0   ? ((double)cy - oy) * iy
+              : dy < 0 ? ((double)cy + 1.0 - oy) * iy
+                       : -INFINITY;
+  double t = tx > ty ? tx : ty;
+  return t > 0 ? t : 0;
+}
+
+/* A hit cell (index in the padded grid, or < 0: none) -> the range [cells]
+ * of a ray from the padded origin (pox, poy), clamped to maxc. */
+static inline double cell_range(const pa_sim_model *m, double pox, double poy,
+                                double dx, double dy, int64_t idx,
+                                double maxc) {
+  if (idx < 0)
+    return maxc;
+  const int64_t mw = m->march_w;
+  const double ix = dx != 0 ? 1.0 / dx : 0, iy = dy != 0 ? 1.0 / dy : 0;
+  double e = cell_entry(pox, poy, ix, iy, dx, dy, idx % mw, idx / mw);
+  return e < maxc ? e : maxc;
+}
+
+/* Bounding radius of an obstacle around its centre. */
+static inline double obstacle_bound(const pa_obstacle_info *o) {
+  if (o->shape == PA_SHAPE_CIRCLE)
+    return o->radius;
+  return 0.5 * sqrt(o->size_x * o->size_x + o->size_y * o->size_y);
+}
+
+/* Ray (unit direction) vs circle: distance to the first crossing, 0 if the
+ * origin is inside, INFINITY if missed. */
+static inline double ray_circle(double ox, double oy, double dx, double dy,
+                                double cx, double cy, double r) {
+  double ex = ox - cx, ey = oy - cy;
+  double b = ex * dx + ey * dy;
+  double c = ex * ex + ey * ey - r * r;
+  if (c <= 0)
+    return 0;
+  if (b > 0)
+    return INFINITY;
+  double disc = b * b - c;
+  if (disc < 0)
+    return INFINITY;
+  return -b - sqrt(disc);
+}
+
+/* Ray vs box obstacle o (c, s: cos and sin of its heading): as ray_circle. */
+static inline double ray_box(double ox, double oy, double dx, double dy,
+                             const pa_obstacle_info *o, double c, double s) {
+  double ex = ox - o->x, ey = oy - o->y;
+  double lx = c * ex + s * ey, ly = -s * ex + c * ey;
+  double ldx = c * dx + s * dy, ldy = -s * dx + c * dy;
+  double hx = 0.5 * o->size_x, hy = 0.5 * o->size_y;
+  double t0 = -INFINITY, t1 = INFINITY;
+  if (ldx != 0) {
+    double a = (-hx - lx) / ldx, b = (hx - lx) / ldx;
+    if (a > b) {
+      double tmp = a;
+      a = b;
+      b = tmp;
+    }
+    t0 = a > t0 ? a : t0;
+    t1 = b < t1 ? b : t1;
+  } else if (lx < -hx || lx > hx) {
+    return INFINITY;
+  }
+  if (ldy != 0) {
+    double a = (-hy - ly) / ldy, b = (hy - ly) / ldy;
+    if (a > b) {
+      double tmp = a;
+      a = b;
+      b = tmp;
+    }
+    t0 = a > t0 ? a : t0;
+    t1 = b < t1 ? b : t1;
+  } else if (ly < -hy || ly > hy) {
+    return INFINITY;
+  }
+  if (t0 > t1 || t1 < 0)
+    return INFINITY;
+  return t0 > 0 ? t0 : 0;
+}
+
+/* ---- the casters (grid frame, cell units; results maxc = no return) ---- */
+
+/* The plain Amanatides-Woo traversal (sim_ray.c): the reference. */
+double pa_sim_int_cast_plain_cells(const pa_sim_model *m, double ox, double oy,
+                                   double dx, double dy, double maxc);
+/* The scalar fast caster for one ray (sim_ray.c): equal to the plain
+ * traversal bit for bit. */
+double pa_sim_int_cast_one(const pa_sim_model *m, double ox, double oy,
+                           double dx, double dy, double maxc);
+/* Several rays from one origin on the caster path in use (sim_cast.c). */
+void pa_sim_int_cast_many(const pa_sim_model *m, double ox, double oy,
+                          const double *dxs, const double *dys, uint32_t n,
+                          double maxc, double *out);
+
+/* A vector caster: n <= CAST_CHUNK rays from the padded origin (pox, poy),
+ * whose cell is free and inside the grid, with grid indices in 32 bits;
+ * out[i] [cells] equal to the plain traversal bit for bit. */
+typedef void (*pa_sim_cast_fn)(const pa_sim_model *m, double pox, double poy,
+                               const double *dxs, const double *dys, uint32_t n,
+                               double maxc, double *out);
+/* Each returns NULL when this build has no such path (the CPU check is the
+ * dispatcher's). */
+pa_sim_cast_fn pa_sim_int_caster_avx512(void);
+pa_sim_cast_fn pa_sim_int_caster_avx2(void);
+pa_sim_cast_fn pa_sim_int_caster_portable(void);
+
+#endif
