@@ -237,4 +237,41 @@ void pa_json_release(pa_client *c);
 /* A JSON error line for a line that never parsed. */
 void pa_json_error_line(pa_client *c, pa_status st, const char *msg);
 
+/* ---- the gateway's own files, for each other ------------------------------*/
+
+/* gw.c */
+void pa_gw_account(pa_netgw *g, int64_t t0); /* a callback's cost, for health */
+
+/* client.c */
+/* After a line or a completion: resume reading lines, or drop the client. */
+void pa_gw_settle(pa_client *c);
+void pa_gw_client_free(pa_client *c);
+void pa_gw_on_accept(struct evconnlistener *lis, evutil_socket_t fd,
+                     struct sockaddr *sa, int salen, void *arg);
+void pa_gw_on_accept_error(struct evconnlistener *lis, void *arg);
+void pa_gw_on_relisten(evutil_socket_t fd, short what, void *arg);
+
+/* simlink.c */
+/* Pushes the coalesced drive command, if any: 0, or -1 when still queued. */
+int pa_gw_flush_drive(pa_client *c);
+/* Keeps the latest text drive command of this burst (flushed after it). */
+void pa_gw_set_drive(pa_client *c, const pa_cmd *cmd);
+void pa_gw_on_drive_retry(evutil_socket_t fd, short what, void *arg);
+void pa_gw_on_timeout(evutil_socket_t fd, short what, void *arg);
+void pa_gw_on_reply(void *arg);
+void pa_gw_spin_for_reply(pa_netgw *g);
+
+/* streams.c */
+void pa_gw_drain_scans(pa_netgw *g);
+void pa_gw_on_scan(void *arg);
+void pa_gw_on_camera(void *arg);
+int64_t pa_gw_odom_send(void *arg); /* on the state-ring thread */
+
+/* text.c */
+/* Parses and runs one text line (may leave the client waiting for pa-sim). */
+void pa_text_exec(pa_client *c, const char *line, size_t len);
+/* The sim answered (r) or the wait timed out (r == NULL). */
+void pa_text_complete(pa_client *c, const pa_reply *r);
+void pa_text_err(pa_client *c, pa_status st, const char *msg);
+
 #endif
