@@ -178,9 +178,10 @@ pa_netgw *pa_netgw_create(const pa_netgw_def *d, pa_stack *stack, char *err,
   g->latest_buf = malloc(g->state_cap);
   g->scan_buf = malloc(g->scan_cap);
   g->cam_buf = malloc(g->cam_cap);
+  g->cam_out = calloc(max_robots, sizeof *g->cam_out);
   if (!g->clients || !g->gens || !g->scan_cache || !g->odom.buf ||
       !g->odom.subs ||
-      !g->latest_buf || !g->scan_buf || !g->cam_buf) {
+      !g->latest_buf || !g->scan_buf || !g->cam_buf || !g->cam_out) {
     snprintf(err, err_sz, "out of memory");
     goto fail;
   }
@@ -265,7 +266,8 @@ pa_netgw *pa_netgw_create(const pa_netgw_def *d, pa_stack *stack, char *err,
                                : NULL;
   g->health_ev = event_new(g->base, -1, EV_PERSIST, on_health, g);
   g->relisten_ev = evtimer_new(g->base, pa_gw_on_relisten, g);
-  if (!g->stop_ev || !g->health_ev || !g->relisten_ev) {
+  g->cam_more_ev = evtimer_new(g->base, pa_gw_on_camera_more, g);
+  if (!g->stop_ev || !g->health_ev || !g->relisten_ev || !g->cam_more_ev) {
     snprintf(err, err_sz, "event setup failed");
     goto fail;
   }
@@ -336,6 +338,8 @@ void pa_netgw_destroy(pa_netgw *g) {
     event_free(g->health_ev);
   if (g->relisten_ev)
     event_free(g->relisten_ev);
+  if (g->cam_more_ev)
+    event_free(g->cam_more_ev);
   if (g->lis)
     evconnlistener_free(g->lis);
   if (g->base)
@@ -358,6 +362,12 @@ void pa_netgw_destroy(pa_netgw *g) {
   free(g->latest_buf);
   free(g->scan_buf);
   free(g->cam_buf);
+  if (g->cam_out)
+    for (uint32_t r = 0; r < g->ctl->def.max_robots; r++) {
+      free(g->cam_out[r].cur);
+      free(g->cam_out[r].next);
+    }
+  free(g->cam_out);
   free(g);
 }
 

@@ -115,6 +115,18 @@ typedef struct pa_odom_tx {
 
 /* ---- the gateway and its clients ---------------------------------------- */
 
+/* One robot's camera images on their way out, a loop turn's budget at a
+ * time: `cur` goes to each subscriber in turn from `start`, `next` holds the
+ * newest image that arrived meanwhile (older ones are dropped). */
+typedef struct pa_cam_out {
+  uint8_t *cur, *next; /* [cam_cap] ring records, or NULL until used */
+  bool sending, have_next;
+  uint32_t start;      /* client slot the image started at (rotates) */
+  uint32_t visited;    /* slots done so far */
+  uint64_t cid;        /* client being sent to */
+  uint32_t k;          /* its next chunk */
+} pa_cam_out;
+
 enum { PEND_NONE = 0, PEND_TEXT, PEND_JSON };
 
 /* Scan ranges kept out of jansson: formatted straight into the reply text
@@ -181,6 +193,9 @@ typedef struct pa_netgw {
   uint32_t state_cap, scan_cap, cam_cap;
   uint8_t **scan_cache; /* [max_robots] latest pa_scan + ranges, or NULL */
   pa_odom_tx odom;
+  pa_cam_out *cam_out;     /* [max_robots] */
+  uint32_t cam_rr, cam_robot_rr; /* round-robin starts */
+  struct event *cam_more_ev;     /* the rest of the images, next turn */
   uint64_t next_req;
   uint64_t splice_nonce; /* makes range placeholders unguessable by clients */
   bool spin_hint;       /* a lockstep STEP was just pushed */
@@ -265,6 +280,7 @@ void pa_gw_spin_for_reply(pa_netgw *g);
 void pa_gw_drain_scans(pa_netgw *g);
 void pa_gw_on_scan(void *arg);
 void pa_gw_on_camera(void *arg);
+void pa_gw_on_camera_more(evutil_socket_t fd, short what, void *arg);
 int64_t pa_gw_odom_send(void *arg); /* on the state-ring thread */
 
 /* text.c */

@@ -160,7 +160,9 @@ static bool ring_next(const pa_ring *r, pa_ring_cursor *c, void *buf,
 static void odom_drain(pa_netgw *g) {
   pa_odom_tx *o = &g->odom;
   uint32_t len;
-  while (ring_next(g->st->state, &o->cur, o->buf, o->cap, &len)) {
+  uint64_t head = pa_ring_head(g->st->state); /* bounded, as for scans */
+  while (o->cur.next <= head &&
+         ring_next(g->st->state, &o->cur, o->buf, o->cap, &len)) {
     const pa_tick *t = (const pa_tick *)o->buf;
     if (len < sizeof *t ||
         sizeof *t + (uint64_t)t->robot_count * sizeof(pa_robot_state) > len)
@@ -244,9 +246,18 @@ int64_t pa_gw_odom_send(void *arg) {
   return 0;
 }
 
+/* A scan drain sends for at most this long; later records of the same call
+ * only refresh the cache (their streams get the next ones). */
+#define SCAN_TURN_NS 2000000
+
 void pa_gw_drain_scans(pa_netgw *g) {
   uint32_t len;
-  while (ring_next(g->st->scan, &g->scan_cur, g->scan_buf, g->scan_cap, &len)) {
+  /* Up to the head seen on entry: a writer as fast as the sends cannot keep
+   * this loop going (the loop would never serve anything else). */
+  uint64_t head = pa_ring_head(g->st->scan);
+  int64_t end = pa_now_ns() + SCAN_TURN_NS;
+  while (g->scan_cur.next <= head &&
+         ring_next(g->st->scan, &g->scan_cur, g->scan_buf, g->scan_cap, &len)) {
     const pa_scan *s = (const pa_scan *)g->scan_buf;
     if (len < sizeof *s || sizeof *s + (uint64_t)s->count * 4 > len ||
         s->robot >= g->ctl->def.max_robots)
@@ -256,8 +267,8 @@ void pa_gw_drain_scans(pa_netgw *g) {
       continue;
     memcpy(*slot, g->scan_buf, sizeof *s + (size_t)s->count * 4);
     const pa_scan *cs = (const pa_scan *)*slot;
-    if (!g->scan_subs)
-      continue; /* cached for get_state; nobody streams it */
+    if (!g->scan_subs || pa_now_ns() > end)
+      continue; /* cached for get_state; nobody streams it (now) */
     uint8_t hdr[PA_SCAN_HEADER_SIZE]; /* the same for every subscriber */
     pa_netgw_scan_header(hdr, cs);
     for (uint32_t i = 0; i < g->def.max_clients; i++) {
@@ -288,45 +299,147 @@ const pa_scan *pa_gw_scan(pa_netgw *g, uint32_t robot) {
   return (const pa_scan *)g->scan_cache[robot];
 }
 
-void pa_gw_on_camera(void *arg) {
-  pa_netgw *g = arg;
-  int64_t t0 = pa_now_ns();
-  g->loops++;
+/* ---- camera: images sent a budget at a time -----------------------------------*/
+
+/* One loop turn sends camera datagrams for at most this long, then yields
+ * to the loop (clients, the control port, signals) and goes on next turn. */
+#define CAM_TURN_NS 2000000
+
+static bool cam_valid(const pa_netgw *g, const uint8_t *rec, uint32_t len) {
+  const pa_frame *f = (const pa_frame *)rec;
+  return len >= sizeof *f && f->size == (uint32_t)f->width * f->height * 3u &&
+         sizeof *f + (uint64_t)f->size <= len &&
+         f->robot < g->ctl->def.max_robots &&
+         pa_netgw_cam_chunk_count(f->size, g->def.camera_chunk) > 0;
+}
+
+/* The next client at or after the robot's position that streams it. */
+static pa_client *cam_next_client(pa_netgw *g, pa_cam_out *o, uint32_t robot) {
+  uint32_t n = g->def.max_clients;
+  for (; o->visited < n; o->visited++, o->k = 0) {
+    pa_client *c = g->clients[(o->start + o->visited) % n];
+    if (!c || !c->port[PA_CH_CAMERA] || c->sub_robot[PA_CH_CAMERA] != robot)
+      continue;
+    if (c->id != o->cid) { /* the slot changed hands: from its first chunk */
+      o->cid = c->id;
+      o->k = 0;
+    }
+    return c;
+  }
+  return NULL;
+}
+
+/* Starts the robot's newest waiting image, if any: true when one is on. */
+static bool cam_start(pa_netgw *g, pa_cam_out *o) {
+  o->sending = false;
+  if (!o->have_next)
+    return false;
+  uint8_t *t = o->cur;
+  o->cur = o->next;
+  o->next = t;
+  o->have_next = false;
+  o->sending = true;
+  o->start = g->cam_rr++ % g->def.max_clients; /* nobody is always last */
+  o->visited = 0;
+  o->cid = 0;
+  o->k = 0;
+  return true;
+}
+
+/* Sends chunks until every image waiting is out or the turn's budget is
+ * spent: true when work is left for the next turn. */
+static bool cam_pump(pa_netgw *g) {
+  int64_t end = pa_now_ns() + CAM_TURN_NS;
+  uint32_t nr = g->ctl->def.max_robots, chunk = g->def.camera_chunk;
+  for (uint32_t j = 0; j < nr; j++) {
+    uint32_t r = (g->cam_robot_rr + j) % nr;
+    pa_cam_out *o = &g->cam_out[r];
+    if (!o->sending && !cam_start(g, o))
+      continue;
+    for (;;) {
+      const pa_frame *f = (const pa_frame *)o->cur;
+      const uint8_t *rgb = (const uint8_t *)(f + 1);
+      uint32_t count = pa_netgw_cam_chunk_count(f->size, chunk);
+      pa_client *c = cam_next_client(g, o, r);
+      if (!c) { /* this image is out: the newest one waiting is next */
+        if (!cam_start(g, o))
+          break;
+        continue;
+      }
+      while (o->k < count && g->tx.n < PA_UDP_BATCH) {
+        uint8_t hdr[PA_CAM_HEADER_SIZE];
+        uint32_t off, n;
+        pa_netgw_cam_header(hdr, f, chunk, o->k, count, &off, &n);
+        pa_udp_tx_add(&g->tx, &c->dest[PA_CH_CAMERA], hdr, sizeof hdr,
+                      rgb + off, n);
+        o->k++;
+      }
+      if (o->k == count) {
+        g->cam_frames++;
+        o->visited++;
+        o->k = 0;
+      }
+      if (g->tx.n == PA_UDP_BATCH) {
+        pa_udp_tx_flush(&g->tx);
+        if (pa_now_ns() >= end) {
+          g->cam_robot_rr = r; /* this robot's turn goes on next time */
+          return true;
+        }
+      }
+    }
+  }
+  pa_udp_tx_flush(&g->tx); /* the datagrams reference o->cur: out now */
+  g->cam_robot_rr++;
+  return false;
+}
+
+/* Takes the newest image of each robot from the ring: older ones are stale
+ * before they could go out (a slow consumer gets the newest, no backlog). */
+static void cam_take(pa_netgw *g) {
+  uint32_t len;
+  uint64_t head = pa_ring_head(g->st->camera); /* a faster writer waits */
+  while (g->cam_cur.next <= head &&
+         ring_next(g->st->camera, &g->cam_cur, g->cam_buf, g->cam_cap, &len)) {
+    if (!cam_valid(g, g->cam_buf, len))
+      continue;
+    pa_cam_out *o = &g->cam_out[((const pa_frame *)g->cam_buf)->robot];
+    if (!o->next && !(o->next = malloc(g->cam_cap)))
+      continue;
+    if (!o->cur && !(o->cur = malloc(g->cam_cap)))
+      continue;
+    uint8_t *t = o->next; /* swap, not copy: the buffers are the same size */
+    o->next = g->cam_buf;
+    g->cam_buf = t;
+    o->have_next = true;
+  }
+}
+
+static void cam_run(pa_netgw *g) {
   bool any = false;
   for (uint32_t i = 0; i < g->def.max_clients && !any; i++)
     any = g->clients[i] && g->clients[i]->port[PA_CH_CAMERA];
   if (!any) {
     g->cam_cur = pa_ring_cursor_now(g->st->camera);
+    for (uint32_t r = 0; r < g->ctl->def.max_robots; r++)
+      g->cam_out[r].sending = g->cam_out[r].have_next = false;
     return;
   }
-  uint32_t len;
-  while (ring_next(g->st->camera, &g->cam_cur, g->cam_buf, g->cam_cap, &len)) {
-    const pa_frame *f = (const pa_frame *)g->cam_buf;
-    if (len < sizeof *f || f->size != (uint32_t)f->width * f->height * 3u ||
-        sizeof *f + (uint64_t)f->size > len)
-      continue;
-    uint32_t chunk = g->def.camera_chunk;
-    uint32_t count = pa_netgw_cam_chunk_count(f->size, chunk);
-    if (count == 0)
-      continue;
-    const uint8_t *rgb = (const uint8_t *)(f + 1);
-    for (uint32_t i = 0; i < g->def.max_clients; i++) {
-      pa_client *c = g->clients[i];
-      if (!c || !c->port[PA_CH_CAMERA] || c->sub_robot[PA_CH_CAMERA] != f->robot)
-        continue;
-      uint64_t dropped = g->tx.dropped;
-      for (uint32_t k = 0; k < count; k++) {
-        uint8_t hdr[PA_CAM_HEADER_SIZE];
-        uint32_t off, n;
-        pa_netgw_cam_header(hdr, f, chunk, k, count, &off, &n);
-        pa_udp_tx_add(&g->tx, &c->dest[PA_CH_CAMERA], hdr, sizeof hdr,
-                      rgb + off, n);
-      }
-      pa_udp_tx_flush(&g->tx);
-      if (g->tx.dropped == dropped)
-        g->cam_frames++;
-    }
+  cam_take(g);
+  if (cam_pump(g) && !evtimer_pending(g->cam_more_ev, NULL)) {
+    struct timeval now = {0, 0}; /* after the loop polls the sockets */
+    evtimer_add(g->cam_more_ev, &now);
   }
+}
+
+void pa_gw_on_camera(void *arg) {
+  pa_netgw *g = arg;
+  int64_t t0 = pa_now_ns();
+  g->loops++;
+  cam_run(g);
   pa_gw_account(g, t0);
 }
 
+void pa_gw_on_camera_more(evutil_socket_t fd, short what, void *arg) {
+  (void)fd, (void)what;
+  pa_gw_on_camera(arg);
+}
