@@ -54,12 +54,88 @@ void pa_gw_write(pa_client *c, const char *s, size_t n) {
 
 static void process_input(pa_client *c);
 
-/* After a line or a completion: resume reading lines, or drop the client. */
+static size_t out_len(pa_client *c) {
+  return evbuffer_get_length(bufferevent_get_output(c->bev));
+}
+
+/* Drops c's streams: it will read nothing more of them. */
+static void unsubscribe_all(pa_client *c) {
+  for (int ch = 0; ch < PA_CH_COUNT; ch++)
+    if (c->port[ch])
+      pa_gw_subscribe(c, ch, c->sub_robot[ch], 0);
+}
+
+void pa_gw_close_soon(pa_client *c) {
+  if (c->closing)
+    return;
+  c->closing = true;
+  c->closing_ns = pa_now_ns();
+  unsubscribe_all(c);
+  bufferevent_disable(c->bev, EV_READ);
+}
+
+/* Arms c's idle timer for the earliest of its deadlines: the partial line,
+ * the auth deadline (with --token), the closing one's unread replies. */
+static void idle_arm(pa_client *c) {
+  int64_t lim = (int64_t)c->g->def.idle_timeout_ms * 1000000, due = 0;
+  if (!lim) {
+    return;
+  }
+  int64_t since[3] = {c->partial_ns,
+                      c->g->token[0] && !c->authed ? c->connected_ns : 0,
+                      c->closing ? c->closing_ns : 0};
+  for (int i = 0; i < 3; i++)
+    if (since[i] && (!due || since[i] + lim < due))
+      due = since[i] + lim;
+  if (!due) {
+    evtimer_del(c->idle_ev);
+    return;
+  }
+  int64_t left = due - pa_now_ns();
+  if (left < 0)
+    left = 0;
+  struct timeval tv = {(time_t)(left / 1000000000),
+                       (suseconds_t)(left % 1000000000 / 1000)};
+  evtimer_add(c->idle_ev, &tv);
+}
+
+/* After a line or a completion: resume reading lines; close a client that
+ * half-closed once every line it sent is answered and the replies are out. */
 void pa_gw_settle(pa_client *c) {
-  if (!c->kill && !c->pend)
+  if (!c->kill && !c->pend && !c->closing)
     process_input(c);
-  if (c->kill)
+  if (!c->kill && !c->pend && c->eof)
+    pa_gw_close_soon(c); /* process_input ran every line it had */
+  if (!c->kill && !c->pend && c->closing && out_len(c) == 0)
+    c->kill = true;
+  if (c->kill) {
     pa_gw_client_free(c);
+    return;
+  }
+  idle_arm(c);
+}
+
+static void on_idle(evutil_socket_t fd, short what, void *arg) {
+  (void)fd, (void)what;
+  pa_client *c = arg;
+  int64_t lim = (int64_t)c->g->def.idle_timeout_ms * 1000000,
+          now = pa_now_ns();
+  char msg[160];
+  if (c->closing) {
+    if (now - c->closing_ns >= lim)
+      c->kill = true; /* its replies stayed unread: give the slot back */
+  } else if (c->partial_ns && now - c->partial_ns >= lim) {
+    snprintf(msg, sizeof msg, "no end of line within %u ms: closing",
+             c->g->def.idle_timeout_ms);
+    pa_text_err(c, PA_ERR_INVALID_MESSAGE, msg);
+    pa_gw_close_soon(c);
+  } else if (c->g->token[0] && !c->authed && now - c->connected_ns >= lim) {
+    snprintf(msg, sizeof msg, "no auth within %u ms: closing",
+             c->g->def.idle_timeout_ms);
+    pa_text_err(c, PA_ERR_NOT_AUTHORIZED, msg);
+    pa_gw_close_soon(c);
+  }
+  pa_gw_settle(c); /* may free c */
 }
 
 /* ---- line framing ----------------------------------------------------------------*/
@@ -104,7 +180,8 @@ static void too_long(pa_client *c, bool json, size_t n) {
 
 static void process_input(pa_client *c) {
   struct evbuffer *in = bufferevent_get_input(c->bev);
-  while (!c->pend && !c->kill) {
+  bool partial = false;
+  while (!c->pend && !c->kill && !c->closing) {
     size_t avail = evbuffer_get_length(in);
     if (avail == 0)
       break;
@@ -112,6 +189,7 @@ static void process_input(pa_client *c) {
       struct evbuffer_ptr p = evbuffer_search(in, "\n", 1, NULL);
       if (p.pos < 0) {
         evbuffer_drain(in, avail);
+        partial = true; /* still in the too long line */
         break;
       }
       evbuffer_drain(in, (size_t)p.pos + 1);
@@ -130,7 +208,11 @@ static void process_input(pa_client *c) {
     }
     bool json = starts_json(in, avail);
     size_t limit = (json ? PA_NETGW_JSON_MAX : PA_NETGW_TEXT_MAX) + 1; /* \r */
-    if (p.pos < 0) {
+    bool last = false; /* the peer's last line, without its '\n' */
+    if (p.pos < 0 && c->eof && avail <= limit) {
+      p.pos = (ev_off_t)avail;
+      last = true;
+    } else if (p.pos < 0) {
       c->scanned = avail;
       if (avail > limit) {
         too_long(c, json, SIZE_MAX);
@@ -138,6 +220,7 @@ static void process_input(pa_client *c) {
         c->discarding = true;
         c->scanned = 0;
       }
+      partial = true;
       break;
     }
     c->scanned = 0;
@@ -147,7 +230,8 @@ static void process_input(pa_client *c) {
       evbuffer_drain(in, n + 1);
       continue;
     }
-    const char *line = (const char *)evbuffer_pullup(in, (ev_ssize_t)n + 1);
+    const char *line =
+        (const char *)evbuffer_pullup(in, (ev_ssize_t)n + (last ? 0 : 1));
     size_t len = n;
     if (len > 0 && line[len - 1] == '\r')
       len--;
@@ -158,8 +242,13 @@ static void process_input(pa_client *c) {
     } else {
       pa_text_exec(c, line, len);
     }
-    evbuffer_drain(in, n + 1);
+    evbuffer_drain(in, n + (last ? 0 : 1));
   }
+  if (!partial)
+    c->partial_ns = 0;
+  else if (!c->partial_ns)
+    c->partial_ns = pa_now_ns(); /* the line's first bytes: it has until
+                                  * --idle_timeout_ms to end */
   if (!c->kill && pa_gw_flush_drive(c) != 0 &&
       !evtimer_pending(c->drive_ev, NULL)) {
     struct timeval tv = {0, 2000};
@@ -171,10 +260,10 @@ static void process_input(pa_client *c) {
 
 void pa_gw_client_free(pa_client *c) {
   pa_netgw *g = c->g;
-  for (int ch = 0; ch < PA_CH_COUNT; ch++)
-    if (c->port[ch])
-      pa_gw_subscribe(c, ch, c->sub_robot[ch], 0);
+  unsubscribe_all(c);
   pa_json_release(c);
+  if (c->idle_ev)
+    event_free(c->idle_ev);
   if (c->timeout_ev)
     event_free(c->timeout_ev);
   if (c->drive_ev)
@@ -198,12 +287,26 @@ static void on_read(struct bufferevent *bev, void *arg) {
     pa_gw_spin_for_reply(g);
 }
 
+/* The output drained: a closing client has had every reply. */
+static void on_write(struct bufferevent *bev, void *arg) {
+  (void)bev;
+  pa_client *c = arg;
+  if (c->closing && !c->pend)
+    pa_gw_settle(c); /* frees c */
+}
+
 static void on_event(struct bufferevent *bev, short what, void *arg) {
   (void)bev;
   pa_client *c = arg;
-  if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR)) {
+  if (what & BEV_EVENT_ERROR) {
     /* The peer is gone: stop its streams at once, even mid-request. */
     pa_gw_client_free(c);
+  } else if (what & BEV_EVENT_EOF) {
+    /* It sends nothing more (maybe a half-close): its streams stop now;
+     * each line it sent still gets its reply, then the connection closes. */
+    c->eof = true;
+    unsubscribe_all(c);
+    pa_gw_settle(c); /* may free c */
   }
 }
 
@@ -223,12 +326,24 @@ void pa_gw_on_accept(struct evconnlistener *lis, evutil_socket_t fd,
     evutil_closesocket(fd);
     return;
   }
-  if (g->n_clients >= g->def.max_clients) {
+  const struct sockaddr_in *sin = (const struct sockaddr_in *)sa;
+  uint32_t same = 0; /* connections this address holds */
+  for (uint32_t i = 0; i < g->slots; i++)
+    if (g->clients[i] &&
+        g->clients[i]->peer.sin_addr.s_addr == sin->sin_addr.s_addr)
+      same++;
+  if (g->def.max_clients_per_peer && same >= g->def.max_clients_per_peer) {
+    refuse(g, fd, "err busy too many connections from this address\n");
+    return;
+  }
+  /* The reserve (slots past max_clients) only takes a new address. */
+  if (g->n_clients >= g->slots ||
+      (g->n_clients >= g->def.max_clients && same > 0)) {
     refuse(g, fd, "err busy too many clients\n");
     return;
   }
   uint32_t slot = 0;
-  while (slot < g->def.max_clients && g->clients[slot])
+  while (slot < g->slots && g->clients[slot])
     slot++;
   pa_client *c = calloc(1, sizeof *c);
   if (!c) {
@@ -244,7 +359,9 @@ void pa_gw_on_accept(struct evconnlistener *lis, evutil_socket_t fd,
   c->bev = bufferevent_socket_new(g->base, fd, BEV_OPT_CLOSE_ON_FREE);
   c->timeout_ev = evtimer_new(g->base, pa_gw_on_timeout, c);
   c->drive_ev = evtimer_new(g->base, pa_gw_on_drive_retry, c);
-  if (!c->bev || !c->timeout_ev || !c->drive_ev) {
+  c->idle_ev = evtimer_new(g->base, on_idle, c);
+  c->connected_ns = pa_now_ns();
+  if (!c->bev || !c->timeout_ev || !c->drive_ev || !c->idle_ev) {
     if (c->bev)
       bufferevent_free(c->bev);
     else
@@ -253,15 +370,18 @@ void pa_gw_on_accept(struct evconnlistener *lis, evutil_socket_t fd,
       event_free(c->timeout_ev);
     if (c->drive_ev)
       event_free(c->drive_ev);
+    if (c->idle_ev)
+      event_free(c->idle_ev);
     free(c);
     g->refused++;
     return;
   }
   g->clients[slot] = c;
   g->n_clients++;
-  bufferevent_setcb(c->bev, on_read, NULL, on_event, c);
+  bufferevent_setcb(c->bev, on_read, on_write, on_event, c);
   bufferevent_setwatermark(c->bev, EV_READ, 0, READ_HIGH_WATER);
   bufferevent_enable(c->bev, EV_READ | EV_WRITE);
+  idle_arm(c); /* with --token: the auth deadline */
 }
 
 void pa_gw_on_relisten(evutil_socket_t fd, short what, void *arg) {

@@ -46,6 +46,9 @@ pa_netgw_def pa_netgw_def_default(void) {
       .max_output = 4u << 20,
       .odom_watch_us = 0, /* off: it helps the median, not p99, and costs CPU */
       .realtime = false,
+      .idle_timeout_ms = 10000,
+      .max_clients_per_peer = 0,
+      .reserve_clients = 4,
   };
   return d;
 }
@@ -147,7 +150,8 @@ pa_netgw *pa_netgw_create(const pa_netgw_def *d, pa_stack *stack, char *err,
   if (d->max_clients < 1 || d->camera_chunk < PA_CAM_CHUNK_MIN ||
       d->camera_chunk > PA_CAM_CHUNK_MAX || !(d->feedback_hz > 0) ||
       d->request_timeout_ms < 1 || d->max_output < 4096 ||
-      d->odom_watch_us > PA_NETGW_ODOM_WATCH_MAX_US) {
+      d->odom_watch_us > PA_NETGW_ODOM_WATCH_MAX_US ||
+      d->reserve_clients > 100000) {
     snprintf(err, err_sz, "invalid gateway settings");
     goto fail;
   }
@@ -166,15 +170,16 @@ pa_netgw *pa_netgw_create(const pa_netgw_def *d, pa_stack *stack, char *err,
             bind_addr);
 
   uint32_t max_robots = g->ctl->def.max_robots;
-  g->clients = calloc(d->max_clients, sizeof *g->clients);
-  g->gens = calloc(d->max_clients, sizeof *g->gens);
+  g->slots = d->max_clients + d->reserve_clients;
+  g->clients = calloc(g->slots, sizeof *g->clients);
+  g->gens = calloc(g->slots, sizeof *g->gens);
   g->scan_cache = calloc(max_robots, sizeof *g->scan_cache);
   g->state_cap = pa_ring_max_record(stack->state);
   g->scan_cap = pa_ring_max_record(stack->scan);
   g->cam_cap = pa_ring_max_record(stack->camera);
   g->odom.cap = g->state_cap;
   g->odom.buf = malloc(g->state_cap);
-  g->odom.subs = calloc(d->max_clients, sizeof *g->odom.subs);
+  g->odom.subs = calloc(g->slots, sizeof *g->odom.subs);
   g->latest_buf = malloc(g->state_cap);
   g->scan_buf = malloc(g->scan_cap);
   g->cam_buf = malloc(g->cam_cap);
@@ -195,13 +200,16 @@ pa_netgw *pa_netgw_create(const pa_netgw_def *d, pa_stack *stack, char *err,
     snprintf(err, err_sz, "event_base_new failed");
     goto fail;
   }
+  /* A taken port is a configuration error ("cannot listen": pa-netgw
+   * exits 78, the launcher stops). Port walking would try the next ports
+   * here, before giving up. */
   g->lis = evconnlistener_new_bind(
       g->base, pa_gw_on_accept, g,
       LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_EXEC, 512,
       (struct sockaddr *)&sin, sizeof sin);
   if (!g->lis) {
-    snprintf(err, err_sz, "cannot listen on %s:%u: %s", bind_addr,
-             d->tcp_port, strerror(errno));
+    snprintf(err, err_sz, "cannot listen on %s:%u: %s (--tcp_port, --bind)",
+             bind_addr, d->tcp_port, strerror(errno));
     goto fail;
   }
   evconnlistener_set_error_cb(g->lis, pa_gw_on_accept_error);
@@ -314,7 +322,7 @@ void pa_netgw_destroy(pa_netgw *g) {
   pa_bridge_stop(&g->br_cam);
   pa_bridge_stop(&g->br_reply);
   if (g->clients)
-    for (uint32_t i = 0; i < g->def.max_clients; i++)
+    for (uint32_t i = 0; i < g->slots; i++)
       if (g->clients[i])
         pa_gw_client_free(g->clients[i]);
   if (g->state_reader >= 0)

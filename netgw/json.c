@@ -586,7 +586,7 @@ static int push_cmd(jctx *x, pa_cmd *cmd, uint32_t robot, bool wait) {
   if ((wait ? pa_gw_push_wait(x->c, cmd) : pa_gw_push_nowait(x->c, cmd)) !=
       0) {
     x->c->g->busy++;
-    jfail(x, PA_ERR_BUSY, "the command queue is full");
+    jfail(x, PA_ERR_BUSY, "%s", x->c->g->busy_msg);
     return -1;
   }
   return 0;
@@ -1742,7 +1742,7 @@ static json_t *exec_one(pa_client *c, json_t *req) {
     const char *tok = NULL;
     if (get_str(&x, "token", 256, &tok) < 0)
       break;
-    if (g->token[0] && (!tok || !pa_gw_token_ok(g, tok))) {
+    if (g->token[0] && (!tok || !pa_gw_auth_try(x.c, tok))) {
       jfail(&x, PA_ERR_NOT_AUTHORIZED, "wrong token");
       break;
     }

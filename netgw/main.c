@@ -15,7 +15,8 @@ int main(int argc, char **argv) {
   pa_netgw_def d = pa_netgw_def_default();
   char *instance = "p9000", *bind = "127.0.0.1", *token = "";
   long tcp_port = 9000, max_clients = 256, chunk = PA_CAM_CHUNK_DEFAULT,
-       timeout_ms = 2000, max_output = 4l << 20, odom_watch_us = -1;
+       timeout_ms = 2000, max_output = 4l << 20, odom_watch_us = -1,
+       idle_ms = 10000, per_peer = 0, reserve = 4;
   double feedback_hz = 100;
   bool realtime = false;
   const pa_opt opts[] = {
@@ -29,6 +30,14 @@ int main(int argc, char **argv) {
        "odom frames per simulated second"},
       {"max_clients", PA_OPT_INT, &max_clients, 1, 100000,
        "TCP clients served at once"},
+      {"idle_timeout_ms", PA_OPT_INT, &idle_ms, 0, 3600000,
+       "close a connection whose line stays unfinished, or (with --token) "
+       "that does not authenticate, this long (0 = never)"},
+      {"max_clients_per_peer", PA_OPT_INT, &per_peer, 0, 100000,
+       "TCP clients from one IPv4 address (0 = no limit)"},
+      {"reserve_clients", PA_OPT_INT, &reserve, 0, 1000,
+       "slots beyond --max_clients for an address holding no connection "
+       "(an admin connects from e.g. 127.0.0.2)"},
       {"camera_chunk", PA_OPT_INT, &chunk, PA_CAM_CHUNK_MIN, PA_CAM_CHUNK_MAX,
        "camera payload bytes per datagram (1400 fits a 1500-byte MTU)"},
       {"request_timeout_ms", PA_OPT_INT, &timeout_ms, 1, 3600000,
@@ -84,6 +93,9 @@ int main(int argc, char **argv) {
   d.camera_chunk = (unsigned)chunk;
   d.request_timeout_ms = (unsigned)timeout_ms;
   d.max_output = (size_t)max_output;
+  d.idle_timeout_ms = (unsigned)idle_ms;
+  d.max_clients_per_peer = (unsigned)per_peer;
+  d.reserve_clients = (unsigned)reserve;
   if (odom_watch_us < 0) /* not given: SCHED_FIFO alone does not cut p99 */
     odom_watch_us = realtime ? PA_NETGW_RT_WATCH_US : 0;
   d.odom_watch_us = (unsigned)odom_watch_us;
@@ -92,8 +104,11 @@ int main(int argc, char **argv) {
   pa_netgw *g = pa_netgw_create(&d, &st, err, sizeof err);
   if (!g) {
     pa_error("%s", err);
-    status = strstr(err, "--bind") || strstr(err, "--token") ? PA_EXIT_CONFIG
-                                                              : 1;
+    /* bad settings or a port that cannot be bound: configuration */
+    status = strstr(err, "--bind") || strstr(err, "--token") ||
+                     !strncmp(err, "cannot listen", 13)
+                 ? PA_EXIT_CONFIG
+                 : 1;
     goto out;
   }
   pa_info("listening on %s:%u (instance %s)", bind, pa_netgw_port(g),

@@ -168,6 +168,12 @@ typedef struct pa_client {
   bool drive_pending;
   pa_cmd drive;
   struct event *drive_ev;    /* retries a drive command the full queue refused */
+  /* Closing: the peer half-closed (eof) or the gateway closes (closing);
+   * replies owed are sent first, no later line is read. */
+  bool eof, closing;
+  uint32_t auth_failures;
+  int64_t connected_ns, partial_ns, closing_ns; /* idle limits: 0 = none */
+  struct event *idle_ev;
 } pa_client;
 
 typedef struct pa_netgw {
@@ -182,6 +188,8 @@ typedef struct pa_netgw {
   pa_client **clients; /* [max_clients] */
   uint32_t *gens;      /* [max_clients] */
   unsigned n_clients;
+  uint32_t slots;      /* max_clients + reserve_clients */
+  char busy_msg[128];  /* why the last push was refused */
   pa_udp_tx tx;
   pa_bridge br_state, br_scan, br_cam, br_reply;
   /* The odom and scan bridges sleep while nobody subscribes. */
@@ -232,15 +240,22 @@ const pa_robot_state *pa_gw_robot_state(const pa_tick *t, uint32_t robot);
 /* Latest scan of a robot from the cache (after draining the ring). */
 const pa_scan *pa_gw_scan(pa_netgw *g, uint32_t robot);
 /* Pushes cmd for this client and makes it wait: 0, or -1 when the queue is
- * full (the caller answers busy). */
+ * full (the caller answers busy with g->busy_msg). */
 int pa_gw_push_wait(pa_client *c, pa_cmd *cmd);
-/* Pushes a command nobody waits for: 0, or -1 when full. */
+/* Pushes a command nobody waits for: 0, or -1 when the queue is full or
+ * pa-sim stalled (busy with g->busy_msg). */
 int pa_gw_push_nowait(pa_client *c, pa_cmd *cmd);
 /* Subscribes (port > 0) or unsubscribes (port 0) a channel of a robot. */
 void pa_gw_subscribe(pa_client *c, int ch, uint32_t robot, uint16_t port);
 /* Map segment, attached or re-attached when pa-sim replaced it. */
 int pa_gw_map(pa_netgw *g, const pa_map_block **map, const int8_t **cells);
 bool pa_gw_token_ok(pa_netgw *g, const char *s);
+/* pa_gw_token_ok for c: the PA_NETGW_AUTH_TRIES-th wrong token closes c
+ * once the reply is out. */
+bool pa_gw_auth_try(pa_client *c, const char *s);
+/* pa-sim has not beaten for a while (stopped, hung, restarting): true with
+ * the reason in g->busy_msg. A paused sim still beats. */
+bool pa_gw_sim_stalled(pa_netgw *g);
 
 /* json.c */
 /* Handles one JSON line (may leave the client waiting for pa-sim). */
@@ -265,6 +280,8 @@ void pa_gw_on_accept(struct evconnlistener *lis, evutil_socket_t fd,
                      struct sockaddr *sa, int salen, void *arg);
 void pa_gw_on_accept_error(struct evconnlistener *lis, void *arg);
 void pa_gw_on_relisten(evutil_socket_t fd, short what, void *arg);
+/* Stops reading c and closes it once the replies owed are out. */
+void pa_gw_close_soon(pa_client *c);
 
 /* simlink.c */
 /* Pushes the coalesced drive command, if any: 0, or -1 when still queued. */

@@ -26,7 +26,11 @@
 static int push_raw(pa_client *c, pa_cmd *cmd) {
   cmd->client_id = c->id;
   cmd->request_id = ++c->g->next_req;
-  return pa_queue_push(c->g->st->cmd, cmd) == 0 ? 0 : -1;
+  if (pa_queue_push(c->g->st->cmd, cmd) == 0)
+    return 0;
+  snprintf(c->g->busy_msg, sizeof c->g->busy_msg,
+           "the command queue is full");
+  return -1;
 }
 
 /* Pushes the coalesced drive command, if any: 0, or -1 when still queued. */
@@ -67,6 +71,11 @@ static int push(pa_client *c, pa_cmd *cmd) {
 }
 
 int pa_gw_push_nowait(pa_client *c, pa_cmd *cmd) {
+  /* Its ok means "applied next tick": not true of a stopped pa-sim. (A
+   * waited-for command gets busy from its timeout, or the reply if pa-sim
+   * comes back in time.) */
+  if (pa_gw_sim_stalled(c->g))
+    return -1;
   cmd->flags |= PA_CMDF_NO_REPLY;
   return push(c, cmd);
 }
@@ -114,7 +123,7 @@ void pa_gw_on_reply(void *arg) {
   while (pa_queue_peek(g->st->reply, &r) >= 0) {
     pa_queue_pop(g->st->reply);
     uint32_t slot = (uint32_t)(r.client_id & 0xffffffffu);
-    pa_client *c = slot < g->def.max_clients ? g->clients[slot] : NULL;
+    pa_client *c = slot < g->slots ? g->clients[slot] : NULL;
     if (!c || c->id != r.client_id || !c->pend || c->pend_req != r.request_id) {
       g->late++;
       continue;

@@ -47,7 +47,7 @@ static void odom_table_set(pa_client *c, uint32_t robot, uint16_t port) {
     i++;
   if (port) {
     if (i == o->n_subs)
-      o->n_subs++; /* at most one row per client: max_clients rows */
+      o->n_subs++; /* at most one row per client: g->slots rows */
     o->subs[i].client_id = c->id;
     o->subs[i].robot = robot;
     o->subs[i].dest = c->dest[PA_CH_ODOM];
@@ -271,7 +271,7 @@ void pa_gw_drain_scans(pa_netgw *g) {
       continue; /* cached for get_state; nobody streams it (now) */
     uint8_t hdr[PA_SCAN_HEADER_SIZE]; /* the same for every subscriber */
     pa_netgw_scan_header(hdr, cs);
-    for (uint32_t i = 0; i < g->def.max_clients; i++) {
+    for (uint32_t i = 0; i < g->slots; i++) {
       pa_client *c = g->clients[i];
       if (!c || !c->port[PA_CH_SCAN] || c->sub_robot[PA_CH_SCAN] != s->robot)
         continue;
@@ -302,8 +302,11 @@ const pa_scan *pa_gw_scan(pa_netgw *g, uint32_t robot) {
 /* ---- camera: images sent a budget at a time -----------------------------------*/
 
 /* One loop turn sends camera datagrams for at most this long, then yields
- * to the loop (clients, the control port, signals) and goes on next turn. */
+ * to the loop (clients, the control port, signals) and goes on after
+ * CAM_REST_US: an overloaded gateway still sleeps a third of the time, so
+ * the scheduler wakes it promptly for a client's line. */
 #define CAM_TURN_NS 2000000
+#define CAM_REST_US 1000
 
 static bool cam_valid(const pa_netgw *g, const uint8_t *rec, uint32_t len) {
   const pa_frame *f = (const pa_frame *)rec;
@@ -315,7 +318,7 @@ static bool cam_valid(const pa_netgw *g, const uint8_t *rec, uint32_t len) {
 
 /* The next client at or after the robot's position that streams it. */
 static pa_client *cam_next_client(pa_netgw *g, pa_cam_out *o, uint32_t robot) {
-  uint32_t n = g->def.max_clients;
+  uint32_t n = g->slots;
   for (; o->visited < n; o->visited++, o->k = 0) {
     pa_client *c = g->clients[(o->start + o->visited) % n];
     if (!c || !c->port[PA_CH_CAMERA] || c->sub_robot[PA_CH_CAMERA] != robot)
@@ -339,7 +342,7 @@ static bool cam_start(pa_netgw *g, pa_cam_out *o) {
   o->next = t;
   o->have_next = false;
   o->sending = true;
-  o->start = g->cam_rr++ % g->def.max_clients; /* nobody is always last */
+  o->start = g->cam_rr++ % g->slots; /* nobody is always last */
   o->visited = 0;
   o->cid = 0;
   o->k = 0;
@@ -416,7 +419,7 @@ static void cam_take(pa_netgw *g) {
 
 static void cam_run(pa_netgw *g) {
   bool any = false;
-  for (uint32_t i = 0; i < g->def.max_clients && !any; i++)
+  for (uint32_t i = 0; i < g->slots && !any; i++)
     any = g->clients[i] && g->clients[i]->port[PA_CH_CAMERA];
   if (!any) {
     g->cam_cur = pa_ring_cursor_now(g->st->camera);
@@ -426,8 +429,8 @@ static void cam_run(pa_netgw *g) {
   }
   cam_take(g);
   if (cam_pump(g) && !evtimer_pending(g->cam_more_ev, NULL)) {
-    struct timeval now = {0, 0}; /* after the loop polls the sockets */
-    evtimer_add(g->cam_more_ev, &now);
+    struct timeval rest = {0, CAM_REST_US};
+    evtimer_add(g->cam_more_ev, &rest);
   }
 }
 

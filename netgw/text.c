@@ -244,7 +244,7 @@ static void to_sim(pa_client *c, const pa_text_cmd *t, pa_cmd *cmd) {
   cmd->robot = c->robot;
   if (pa_gw_push_wait(c, cmd) != 0) {
     c->g->busy++;
-    pa_text_err(c, PA_ERR_BUSY, "the command queue is full");
+    pa_text_err(c, PA_ERR_BUSY, c->g->busy_msg);
     return;
   }
   c->pend = PEND_TEXT;
@@ -252,9 +252,11 @@ static void to_sim(pa_client *c, const pa_text_cmd *t, pa_cmd *cmd) {
 }
 
 static void exec_auth(pa_client *c, const pa_text_cmd *t) {
-  pa_netgw *g = c->g;
-  if (g->token[0] && !pa_gw_token_ok(g, t->arg)) {
-    pa_text_err(c, PA_ERR_NOT_AUTHORIZED, "wrong token");
+  if (c->g->token[0] && !pa_gw_auth_try(c, t->arg)) {
+    char msg[128];
+    snprintf(msg, sizeof msg, "wrong token%s",
+             c->closing ? " (too many wrong tokens: closing)" : "");
+    pa_text_err(c, PA_ERR_NOT_AUTHORIZED, msg);
     return;
   }
   c->authed = true;
@@ -275,6 +277,11 @@ static void exec_ping(pa_client *c, const pa_text_cmd *t) {
 static void exec_drive(pa_client *c, const pa_text_cmd *t) {
   if (!have_robot(c))
     return;
+  if (pa_gw_sim_stalled(c->g)) { /* the one reply a drive command has */
+    c->g->busy++;
+    pa_text_err(c, PA_ERR_BUSY, c->g->busy_msg);
+    return;
+  }
   pa_cmd cmd;
   memset(&cmd, 0, sizeof cmd);
   cmd.robot = c->robot;

@@ -137,3 +137,44 @@ bool pa_gw_token_ok(pa_netgw *g, const char *s) {
     diff |= (unsigned char)(g->token[i] ^ (i < b ? s[i] : 0));
   return diff == 0;
 }
+
+bool pa_gw_auth_try(pa_client *c, const char *s) {
+  if (pa_gw_token_ok(c->g, s))
+    return true;
+  /* Guessing costs a connection per PA_NETGW_AUTH_TRIES tokens. */
+  if (++c->auth_failures >= PA_NETGW_AUTH_TRIES) {
+    pa_warn("client %" PRIu64 ": %u wrong tokens, closing", c->id,
+            c->auth_failures);
+    pa_gw_close_soon(c);
+  }
+  return false;
+}
+
+/* pa-sim beats every tick and, paused, every 100 ms: a heartbeat this old
+ * means it is stopped, hung or restarting. */
+#define SIM_STALL_NS 500000000LL
+
+bool pa_gw_sim_stalled(pa_netgw *g) {
+  const pa_health *h = &g->ctl->health[PA_PROC_SIM];
+  if (!__atomic_load_n(&h->pid, __ATOMIC_ACQUIRE))
+    return false; /* no pa-sim process to judge (a test plays it) */
+  int64_t hb = __atomic_load_n(&h->heartbeat_ns, __ATOMIC_ACQUIRE);
+  int64_t age = pa_now_ns() - hb, limit = SIM_STALL_NS;
+  if (age <= limit)
+    return false;
+  /* A slow time scale sleeps a whole tick between beats. */
+  const pa_tick *t = pa_gw_latest(g);
+  double hz = g->ctl->control_hz;
+  if (t && hz > 0 && t->speed > 0 && !(t->flags & PA_TICK_PAUSED)) {
+    double period = 1e9 / (hz * t->speed);
+    if (period * 2 + (double)SIM_STALL_NS > (double)limit)
+      limit = (int64_t)fmin(period * 2 + (double)SIM_STALL_NS, 9e18);
+    if (age <= limit)
+      return false;
+  }
+  snprintf(g->busy_msg, sizeof g->busy_msg,
+           "the simulator has not run for %" PRId64 " ms (stopped or hung); "
+           "the command was not applied",
+           age / 1000000);
+  return true;
+}
