@@ -45,6 +45,9 @@ pa_launch_cfg pa_launch_cfg_default(void) {
   c.camera_chunk = 1400;
   c.request_timeout_ms = 2000;
   c.max_output = 4l << 20;
+  c.idle_timeout_ms = 10000;
+  c.max_clients_per_peer = 0;
+  c.reserve_clients = 4;
   return c;
 }
 
@@ -120,6 +123,9 @@ size_t pa_launch_flag_table(pa_launch_cfg *c, pa_opt *o, unsigned *to) {
   F("camera_chunk", PA_OPT_INT, &c->camera_chunk, 256, 65000, "[bytes] camera payload per datagram", NETGW);
   F("request_timeout_ms", PA_OPT_INT, &c->request_timeout_ms, 1, 3600000, "[ms] sim round trip before busy", NETGW);
   F("max_output", PA_OPT_INT, &c->max_output, 65536, 1l << 30, "[bytes] unread replies before a client is disconnected", NETGW);
+  F("idle_timeout_ms", PA_OPT_INT, &c->idle_timeout_ms, 0, 3600000, "[ms] close a connection whose line stays unfinished or (with --token) unauthenticated this long (0 = never)", NETGW);
+  F("max_clients_per_peer", PA_OPT_INT, &c->max_clients_per_peer, 0, 100000, "TCP clients from one IPv4 address (0 = no limit)", NETGW);
+  F("reserve_clients", PA_OPT_INT, &c->reserve_clients, 0, 1000, "slots beyond --max_clients for an address with no connection (admin: connect from 127.0.0.2)", NETGW);
   F("odom_watch_us", PA_OPT_INT, &c->odom_watch_us, 0, 2000, "[us] netgw wakes this early for a due odom tick (0 = off)", NETGW);
 #undef F
   return n;

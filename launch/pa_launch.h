@@ -66,6 +66,7 @@ typedef struct pa_launch_cfg {
   double tcp_feedback_hz;
   long max_clients, camera_chunk, request_timeout_ms;
   long max_output, odom_watch_us;
+  long idle_timeout_ms, max_clients_per_peer, reserve_clients;
   /* filled by the parser */
   bool given[PA_LAUNCH_MAX_FLAGS]; /* index into the flag table */
   char instance_buf[PA_SHM_INSTANCE_MAX];
