@@ -180,7 +180,7 @@ static void too_long(pa_client *c, bool json, size_t n) {
 
 static void process_input(pa_client *c) {
   struct evbuffer *in = bufferevent_get_input(c->bev);
-  bool partial = false;
+  bool partial = false, consumed = false;
   while (!c->pend && !c->kill && !c->closing) {
     size_t avail = evbuffer_get_length(in);
     if (avail == 0)
@@ -243,10 +243,11 @@ static void process_input(pa_client *c) {
       pa_text_exec(c, line, len);
     }
     evbuffer_drain(in, n + (last ? 0 : 1));
+    consumed = true;
   }
   if (!partial)
     c->partial_ns = 0;
-  else if (!c->partial_ns)
+  else if (!c->partial_ns || consumed)
     c->partial_ns = pa_now_ns(); /* the line's first bytes: it has until
                                   * --idle_timeout_ms to end */
   if (!c->kill && pa_gw_flush_drive(c) != 0 &&

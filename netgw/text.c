@@ -431,17 +431,22 @@ static const text_def *text_def_of(pa_text_kind kind) {
   return NULL;
 }
 
+static char help_text[1024];
+
+static void build_help(void) {
+  char *h = help_text;
+  size_t n = (size_t)snprintf(h, sizeof help_text, "commands:");
+  for (size_t k = 0; k < N_TEXT_DEFS && n < sizeof help_text; k++)
+    n += (size_t)snprintf(h + n, sizeof help_text - n, "%s %s", k ? " |" : "",
+                          text_defs[k].usage);
+  if (n < sizeof help_text)
+    snprintf(h + n, sizeof help_text - n, " | JSON lines: {\"type\": ...}");
+}
+
 const char *pa_netgw_text_help(void) {
-  static char help[1024];
-  if (!help[0]) { /* built once, on the loop thread (or a test's) */
-    size_t n = (size_t)snprintf(help, sizeof help, "commands:");
-    for (size_t k = 0; k < N_TEXT_DEFS && n < sizeof help; k++)
-      n += (size_t)snprintf(help + n, sizeof help - n, "%s %s",
-                            k ? " |" : "", text_defs[k].usage);
-    if (n < sizeof help)
-      snprintf(help + n, sizeof help - n, " | JSON lines: {\"type\": ...}");
-  }
-  return help;
+  static pthread_once_t once = PTHREAD_ONCE_INIT;
+  pthread_once(&once, build_help);
+  return help_text;
 }
 
 pa_status pa_netgw_text_parse(const char *line, size_t len, pa_text_cmd *out,
