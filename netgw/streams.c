@@ -349,10 +349,9 @@ static bool cam_start(pa_netgw *g, pa_cam_out *o) {
   return true;
 }
 
-/* Sends chunks until every image waiting is out or the turn's budget is
- * spent: true when work is left for the next turn. */
-static bool cam_pump(pa_netgw *g) {
-  int64_t end = pa_now_ns() + CAM_TURN_NS;
+/* Sends chunks until every image waiting is out or the turn ends (at
+ * pa_now_ns() end): true when work is left for the next turn. */
+static bool cam_pump(pa_netgw *g, int64_t end) {
   uint32_t nr = g->ctl->def.max_robots, chunk = g->def.camera_chunk;
   for (uint32_t j = 0; j < nr; j++) {
     uint32_t r = (g->cam_robot_rr + j) % nr;
@@ -396,16 +395,27 @@ static bool cam_pump(pa_netgw *g) {
   return false;
 }
 
-/* Takes the newest image of each robot from the ring: older ones are stale
- * before they could go out (a slow consumer gets the newest, no backlog). */
+/* Images further behind the ring's head than this are stale: they are
+ * skipped for the newest (a slow consumer never gets a backlog); nearer
+ * ones go out in order, so a short delay of the loop loses no image. */
+#define CAM_BACKLOG 4
+
+/* Moves images from the ring to the robots' `next` slots: in order while a
+ * robot's slot is free, replacing the waiting one when far behind. */
 static void cam_take(pa_netgw *g) {
   uint32_t len;
   uint64_t head = pa_ring_head(g->st->camera); /* a faster writer waits */
-  while (g->cam_cur.next <= head &&
-         ring_next(g->st->camera, &g->cam_cur, g->cam_buf, g->cam_cap, &len)) {
+  while (g->cam_cur.next <= head) {
+    pa_ring_cursor at = g->cam_cur;
+    if (!ring_next(g->st->camera, &g->cam_cur, g->cam_buf, g->cam_cap, &len))
+      break;
     if (!cam_valid(g, g->cam_buf, len))
       continue;
     pa_cam_out *o = &g->cam_out[((const pa_frame *)g->cam_buf)->robot];
+    if (o->have_next && head - at.next < CAM_BACKLOG) {
+      g->cam_cur = at; /* read again once the waiting image is out */
+      break;
+    }
     if (!o->next && !(o->next = malloc(g->cam_cap)))
       continue;
     if (!o->cur && !(o->cur = malloc(g->cam_cap)))
@@ -427,8 +437,15 @@ static void cam_run(pa_netgw *g) {
       g->cam_out[r].sending = g->cam_out[r].have_next = false;
     return;
   }
-  cam_take(g);
-  if (cam_pump(g) && !evtimer_pending(g->cam_more_ev, NULL)) {
+  bool more = true;
+  int64_t end = pa_now_ns() + CAM_TURN_NS;
+  for (int round = 0; round < 4 && more && pa_now_ns() < end; round++) {
+    cam_take(g);
+    if (cam_pump(g, end))
+      break; /* the turn's budget is spent: more stays true */
+    more = g->cam_cur.next <= pa_ring_head(g->st->camera);
+  }
+  if (more && !evtimer_pending(g->cam_more_ev, NULL)) {
     struct timeval rest = {0, CAM_REST_US};
     evtimer_add(g->cam_more_ev, &rest);
   }

@@ -162,19 +162,24 @@ static void camera_load(void **state) {
     assert_int_equal(pa_test_send_str(fds[i], line), 0);
     assert_int_equal(pa_test_send_str(fds[i], "\n"), 0);
   }
-  /* The bystander is answered promptly all along (p100 < 100 ms). */
+  /* The bystander is answered promptly all along: within 100 ms, but for
+   * one ping the scheduler of a machine this loaded may delay (2 cores at
+   * a load of 6: up to ~300 ms seen); the locked-up loop answered none. */
   int64_t worst = 0, end = pa_test_now_ms() + 3000;
-  int pings = 0;
+  int pings = 0, slow = 0;
   while (pa_test_now_ms() < end) {
     int64_t ms = ping_ms(by);
     assert_true(ms >= 0);
     worst = ms > worst ? ms : worst;
+    slow += ms >= 100;
     pings++;
     usleep(20000);
   }
-  fprintf(stderr, "  camera load: %d pings, slowest %" PRId64 " ms\n", pings,
-          worst);
-  assert_true(worst < 100);
+  fprintf(stderr, "  camera load: %d pings, %d over 100 ms, slowest %" PRId64
+          " ms\n", pings, slow, worst);
+  assert_true(pings >= 50);
+  assert_true(slow <= 1);
+  assert_true(worst < 500);
   /* Images did go out, whole chunks of 640x480 frames. */
   uint8_t b[2048];
   int n = pa_test_udp_recv(us[0], b, sizeof b, 1000);
