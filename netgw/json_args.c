@@ -183,7 +183,7 @@ static int push_cmd(jctx *x, pa_cmd *cmd, uint32_t robot, bool wait) {
   cmd->robot = robot;
   if ((wait ? pa_gw_push_wait(x->c, cmd) : pa_gw_push_nowait(x->c, cmd)) != 0) {
     x->c->g->busy++;
-    pa_json_fail(x, PA_ERR_BUSY, "the command queue is full");
+    pa_json_fail(x, PA_ERR_BUSY, "%s", x->c->g->busy_msg);
     return -1;
   }
   return 0;

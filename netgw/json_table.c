@@ -36,7 +36,7 @@ static json_t *pa_json_act_auth(jctx *x) {
   pa_netgw *g = x->c->g;
   if (pa_json_str(x, "token", PA_NETGW_TOKEN_MAX, &tok) < 0)
     return NULL;
-  if (g->token[0] && (!tok || !pa_gw_token_ok(g, tok)))
+  if (g->token[0] && (!tok || !pa_gw_auth_try(x->c, tok)))
     return pa_json_fail(x, PA_ERR_NOT_AUTHORIZED, "wrong token");
   x->c->authed = true;
   return json_object();

@@ -39,8 +39,11 @@ int main(int argc, char **argv) {
   pa_netgw *g = pa_netgw_create(&d, &st, err, sizeof err);
   if (!g) {
     pa_error("%s", err);
-    status = strstr(err, "--bind") || strstr(err, "--token") ? PA_EXIT_CONFIG
-                                                              : 1;
+    /* bad settings or a port that cannot be bound: configuration */
+    status = strstr(err, "--bind") || strstr(err, "--token") ||
+                     !strncmp(err, "cannot listen", 13)
+                 ? PA_EXIT_CONFIG
+                 : 1;
     goto out;
   }
   pa_info("listening on %s:%u (instance %s)", d.bind, pa_netgw_port(g),

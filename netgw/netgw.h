@@ -37,6 +37,8 @@ extern "C" {
 #define PA_NETGW_RT_PRIO 9
 /* --odom_watch_us that --realtime implies (about this VM's wake-up p99/2) */
 #define PA_NETGW_RT_WATCH_US 300u
+/* Wrong `auth` tokens a connection may send; the last one closes it. */
+#define PA_NETGW_AUTH_TRIES 3u
 
 /* ---- text commands (PROTOCOL.md section 1) -------------------------------*/
 
@@ -124,6 +126,13 @@ typedef struct pa_netgw_def {
   size_t max_output;          /* [bytes] pending output before disconnect */
   unsigned odom_watch_us;     /* [us] watch for a due odom tick (0 = off) */
   bool realtime;              /* odom thread SCHED_FIFO (best effort, warns) */
+  /* [ms] longest a line may stay incomplete, a connection (with a token)
+   * unauthenticated, or a closing one keep unread replies; 0 = no limit */
+  unsigned idle_timeout_ms;
+  unsigned max_clients_per_peer; /* connections per IPv4 address, 0 = any */
+  /* Slots beyond max_clients, each only for an address holding no other
+   * connection: an admin still gets in when one peer took them all. */
+  unsigned reserve_clients;
 } pa_netgw_def;
 pa_netgw_def pa_netgw_def_default(void);
 
@@ -141,7 +150,8 @@ typedef struct pa_netgw pa_netgw;
 
 /* Binds the listener and starts the wake-up threads on an attached stack
  * (which must outlive the gateway). Zeroes camera demand, sets
- * ctl->tcp_port. NULL with err on failure. */
+ * ctl->tcp_port. NULL with err on failure; err starts "cannot listen"
+ * when the TCP port could not be bound (a configuration error). */
 pa_netgw *pa_netgw_create(const pa_netgw_def *d, pa_stack *stack, char *err,
                           size_t err_sz);
 /* The bound TCP port. */

@@ -115,6 +115,18 @@ typedef struct pa_odom_tx {
 
 /* ---- the gateway and its clients ---------------------------------------- */
 
+/* One robot's camera images on their way out, a loop turn's budget at a
+ * time: `cur` goes to each subscriber in turn from `start`, `next` holds the
+ * newest image that arrived meanwhile (older ones are dropped). */
+typedef struct pa_cam_out {
+  uint8_t *cur, *next; /* [cam_cap] ring records, or NULL until used */
+  bool sending, have_next;
+  uint32_t start;   /* client slot the image started at (rotates) */
+  uint32_t visited; /* slots done so far */
+  uint64_t cid;     /* client being sent to */
+  uint32_t k;       /* its next chunk */
+} pa_cam_out;
+
 enum { PEND_NONE = 0, PEND_TEXT, PEND_JSON };
 
 /* Scan ranges kept out of jansson: formatted straight into the reply text
@@ -157,6 +169,12 @@ typedef struct pa_client {
   bool drive_pending;
   pa_cmd drive;
   struct event *drive_ev;    /* retries a drive command the full queue refused */
+  /* Closing: the peer half-closed (eof) or the gateway closes (closing);
+   * replies owed are sent first, no later line is read. */
+  bool eof, closing;
+  uint32_t auth_failures;
+  int64_t connected_ns, partial_ns, closing_ns; /* idle limits: 0 = none */
+  struct event *idle_ev;
 } pa_client;
 
 typedef struct pa_netgw {
@@ -171,6 +189,8 @@ typedef struct pa_netgw {
   pa_client **clients; /* [max_clients] */
   uint32_t *gens;      /* [max_clients] */
   unsigned n_clients;
+  uint32_t slots;     /* max_clients + reserve_clients */
+  char busy_msg[128]; /* why the last push was refused */
   pa_udp_tx tx;
   pa_bridge br_state, br_scan, br_cam, br_reply;
   /* The odom and scan bridges sleep while nobody subscribes. */
@@ -182,6 +202,9 @@ typedef struct pa_netgw {
   uint32_t state_cap, scan_cap, cam_cap;
   uint8_t **scan_cache; /* [max_robots] latest pa_scan + ranges, or NULL */
   pa_odom_tx odom;
+  pa_cam_out *cam_out;           /* [max_robots] */
+  uint32_t cam_rr, cam_robot_rr; /* round-robin starts */
+  struct event *cam_more_ev;     /* the rest of the images, next turn */
   uint64_t next_req;
   uint64_t splice_nonce; /* makes range placeholders unguessable by clients */
   bool spin_hint;       /* a lockstep STEP was just pushed */
@@ -218,15 +241,22 @@ const pa_robot_state *pa_gw_robot_state(const pa_tick *t, uint32_t robot);
 /* Latest scan of a robot from the cache (after draining the ring). */
 const pa_scan *pa_gw_scan(pa_netgw *g, uint32_t robot);
 /* Pushes cmd for this client and makes it wait: 0, or -1 when the queue is
- * full (the caller answers busy). */
+ * full (the caller answers busy with g->busy_msg). */
 int pa_gw_push_wait(pa_client *c, pa_cmd *cmd);
-/* Pushes a command nobody waits for: 0, or -1 when full. */
+/* Pushes a command nobody waits for: 0, or -1 when the queue is full or
+ * pa-sim stalled (busy with g->busy_msg). */
 int pa_gw_push_nowait(pa_client *c, pa_cmd *cmd);
 /* Subscribes (port > 0) or unsubscribes (port 0) a channel of a robot. */
 void pa_gw_subscribe(pa_client *c, int ch, uint32_t robot, uint16_t port);
 /* Map segment, attached or re-attached when pa-sim replaced it. */
 int pa_gw_map(pa_netgw *g, const pa_map_block **map, const int8_t **cells);
 bool pa_gw_token_ok(pa_netgw *g, const char *s);
+/* pa_gw_token_ok for c: the PA_NETGW_AUTH_TRIES-th wrong token closes c
+ * once the reply is out. */
+bool pa_gw_auth_try(pa_client *c, const char *s);
+/* pa-sim has not beaten for a while (stopped, hung, restarting): true with
+ * the reason in g->busy_msg. A paused sim still beats. */
+bool pa_gw_sim_stalled(pa_netgw *g);
 
 /* json.c */
 /* Handles one JSON line (may leave the client waiting for pa-sim). */
@@ -239,5 +269,45 @@ void pa_json_release(pa_client *c);
 void pa_json_error_line(pa_client *c, pa_status st, const char *msg);
 /* The name of action table row i, NULL past the last (tests walk it). */
 const char *pa_json_action_name(int i);
+
+/* ---- the gateway's own files, for each other ------------------------------*/
+
+/* gw.c */
+void pa_gw_account(pa_netgw *g, int64_t t0); /* a callback's cost, for health */
+
+/* client.c */
+/* After a line or a completion: resume reading lines, or drop the client. */
+void pa_gw_settle(pa_client *c);
+void pa_gw_client_free(pa_client *c);
+void pa_gw_on_accept(struct evconnlistener *lis, evutil_socket_t fd,
+                     struct sockaddr *sa, int salen, void *arg);
+void pa_gw_on_accept_error(struct evconnlistener *lis, void *arg);
+void pa_gw_on_relisten(evutil_socket_t fd, short what, void *arg);
+/* Stops reading c and closes it once the replies owed are out. */
+void pa_gw_close_soon(pa_client *c);
+
+/* simlink.c */
+/* Pushes the coalesced drive command, if any: 0, or -1 when still queued. */
+int pa_gw_flush_drive(pa_client *c);
+/* Keeps the latest text drive command of this burst (flushed after it). */
+void pa_gw_set_drive(pa_client *c, const pa_cmd *cmd);
+void pa_gw_on_drive_retry(evutil_socket_t fd, short what, void *arg);
+void pa_gw_on_timeout(evutil_socket_t fd, short what, void *arg);
+void pa_gw_on_reply(void *arg);
+void pa_gw_spin_for_reply(pa_netgw *g);
+
+/* streams.c */
+void pa_gw_drain_scans(pa_netgw *g);
+void pa_gw_on_scan(void *arg);
+void pa_gw_on_camera(void *arg);
+void pa_gw_on_camera_more(evutil_socket_t fd, short what, void *arg);
+int64_t pa_gw_odom_send(void *arg); /* on the state-ring thread */
+
+/* text.c */
+/* Parses and runs one text line (may leave the client waiting for pa-sim). */
+void pa_text_exec(pa_client *c, const char *line, size_t len);
+/* The sim answered (r) or the wait timed out (r == NULL). */
+void pa_text_complete(pa_client *c, const pa_reply *r);
+void pa_text_err(pa_client *c, pa_status st, const char *msg);
 
 #endif

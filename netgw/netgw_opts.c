@@ -21,6 +21,14 @@ static const pa_opt_row rows[] = {
          "odom frames per simulated second")},
     {ROW(def.max_clients, "max_clients", PA_OPT_U32, 1, 100000, 256,
          "TCP clients served at once")},
+    {ROW(def.idle_timeout_ms, "idle_timeout_ms", PA_OPT_U32, 0, 3600000, 10000,
+         "[ms] close a connection whose line stays unfinished, or (with "
+         "--token) that does not authenticate, this long (0 = never)")},
+    {ROW(def.max_clients_per_peer, "max_clients_per_peer", PA_OPT_U32, 0,
+         100000, 0, "TCP clients from one IPv4 address (0 = no limit)")},
+    {ROW(def.reserve_clients, "reserve_clients", PA_OPT_U32, 0, 1000, 4,
+         "slots beyond --max_clients for an address holding no connection "
+         "(an admin connects from e.g. 127.0.0.2)")},
     {ROW(def.camera_chunk, "camera_chunk", PA_OPT_U32, PA_CAM_CHUNK_MIN,
          PA_CAM_CHUNK_MAX, PA_CAM_CHUNK_DEFAULT,
          "[bytes] camera payload per datagram (1400 fits a 1500-byte MTU)")},

@@ -1,8 +1,14 @@
-/* text.c - the plain-text command parser (PROTOCOL.md section 1). Pure: no
- * sockets, no shared memory, so a test can feed it any bytes. */
-#include "netgw.h"
+/* text.c - the plain-text commands (PROTOCOL.md section 1) as one table:
+ * each row's name, argument count, usage and handlers drive the parser, the
+ * execution and `help`. The parser is pure (no sockets, no shared memory),
+ * so a test can feed it any bytes; execution runs on the gateway's loop. */
+#define _GNU_SOURCE
+#include "netgw_int.h"
+
+#include "pa_util.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -24,13 +30,6 @@ int pa_netgw_channel_parse(const char *s) {
 
 const char *pa_netgw_channel_name(int ch) {
   return ch >= 0 && ch < PA_CH_COUNT ? channel_names[ch] : "?";
-}
-
-const char *pa_netgw_text_help(void) {
-  return "commands: cmd <v> <w> [head] | stop | sub <odom|scan|camera> "
-         "<udp_port> | unsub <channel> | robot <id|name> | pose | teleport "
-         "<x> <y> <theta> | pause | resume | step [n] | reset | speed <factor> "
-         "| ping | help | auth <token> | JSON lines: {\"type\": ...}";
 }
 
 static pa_status fail(char *msg, size_t msg_sz, pa_status st, const char *fmt,
@@ -102,6 +101,358 @@ static pa_status arity(const char *cmd, int got, int lo, int hi,
               lo, hi, got, usage);
 }
 
+/* ---- argument parsers: tok[1..na] -> out ----------------------------------*/
+
+typedef char text_tok[TOKEN_MAX];
+
+static pa_status numbers(const text_tok *tok, int na, const char *const *what,
+                         pa_text_cmd *out, char *msg, size_t msg_sz) {
+  pa_status st;
+  for (int k = 0; k < na; k++)
+    if ((st = number(tok[k + 1], tok[0], what[k], &out->a[k], msg, msg_sz)))
+      return st;
+  return PA_OK;
+}
+
+static pa_status parse_cmd(const text_tok *tok, int na, pa_text_cmd *out,
+                           char *msg, size_t msg_sz) {
+  static const char *const what[3] = {"v", "w", "head"};
+  return numbers(tok, na, what, out, msg, msg_sz);
+}
+
+static pa_status parse_teleport(const text_tok *tok, int na, pa_text_cmd *out,
+                                char *msg, size_t msg_sz) {
+  static const char *const what[3] = {"x", "y", "theta"};
+  return numbers(tok, na, what, out, msg, msg_sz);
+}
+
+static pa_status parse_sub(const text_tok *tok, int na, pa_text_cmd *out,
+                           char *msg, size_t msg_sz) {
+  (void)na;
+  unsigned long u;
+  pa_status st;
+  if ((st = channel(tok[1], tok[0], &out->channel, msg, msg_sz)) ||
+      (st = integer(tok[2], tok[0], "udp_port", 1, 65535, &u, msg, msg_sz)))
+    return st;
+  out->port = (uint16_t)u;
+  return PA_OK;
+}
+
+static pa_status parse_unsub(const text_tok *tok, int na, pa_text_cmd *out,
+                             char *msg, size_t msg_sz) {
+  (void)na;
+  return channel(tok[1], tok[0], &out->channel, msg, msg_sz);
+}
+
+static pa_status parse_step(const text_tok *tok, int na, pa_text_cmd *out,
+                            char *msg, size_t msg_sz) {
+  out->n = 1;
+  unsigned long u;
+  pa_status st;
+  if (na == 1) {
+    if ((st = integer(tok[1], tok[0], "n", 1, PA_NETGW_STEP_MAX, &u, msg,
+                      msg_sz)))
+      return st;
+    out->n = (uint32_t)u;
+  }
+  return PA_OK;
+}
+
+static pa_status parse_speed(const text_tok *tok, int na, pa_text_cmd *out,
+                             char *msg, size_t msg_sz) {
+  (void)na;
+  pa_status st;
+  if ((st = number(tok[1], tok[0], "factor", &out->a[0], msg, msg_sz)))
+    return st;
+  if (out->a[0] < 0 || out->a[0] > PA_NETGW_SPEED_MAX)
+    return fail(msg, msg_sz, PA_ERR_INVALID_MESSAGE,
+                "speed: factor %g is out of range [0, %g] (0 = as fast as "
+                "possible)",
+                out->a[0], PA_NETGW_SPEED_MAX);
+  return PA_OK;
+}
+
+static pa_status parse_arg(const text_tok *tok, int na, pa_text_cmd *out,
+                           char *msg, size_t msg_sz) {
+  (void)na, (void)msg, (void)msg_sz;
+  snprintf(out->arg, sizeof out->arg, "%s", tok[1]);
+  return PA_OK;
+}
+
+/* ---- replies
+ * ----------------------------------------------------------------*/
+
+void pa_text_err(pa_client *c, pa_status st, const char *msg) {
+  char line[512];
+  int n = snprintf(line, sizeof line, "err %s %s\n", pa_status_code(st), msg);
+  if (n >= (int)sizeof line) {
+    n = (int)sizeof line - 1;
+    line[n - 1] = '\n';
+  }
+  pa_gw_write(c, line, (size_t)n);
+}
+
+static void text_line(pa_client *c, const char *s) {
+  char line[PA_NETGW_TEXT_MAX + 2];
+  size_t n = strlen(s);
+  if (n > PA_NETGW_TEXT_MAX)
+    n = PA_NETGW_TEXT_MAX;
+  memcpy(line, s, n);
+  line[n] = '\n'; /* one write per reply line */
+  pa_gw_write(c, line, n + 1);
+}
+
+void pa_text_complete(pa_client *c, const pa_reply *r) {
+  if (!r) {
+    char msg[128];
+    snprintf(msg, sizeof msg, "the simulator did not answer within %u ms",
+             c->g->def.request_timeout_ms);
+    pa_text_err(c, PA_ERR_BUSY, msg);
+  } else if (r->status != PA_OK) {
+    char msg[sizeof r->msg + 1];
+    memcpy(msg, r->msg, sizeof r->msg);
+    msg[sizeof r->msg] = '\0';
+    pa_text_err(c,
+                r->status >= 0 && r->status < PA_STATUS_COUNT
+                    ? (pa_status)r->status
+                    : PA_ERR_INVALID_MESSAGE,
+                msg[0] ? msg : "rejected by the simulator");
+  } else {
+    text_line(c, "ok");
+  }
+}
+
+/* ---- handlers
+ * ---------------------------------------------------------------*/
+
+static void no_robot(pa_client *c) {
+  char msg[96];
+  snprintf(msg, sizeof msg, "robot %" PRIu32 " does not exist", c->robot);
+  pa_text_err(c, PA_ERR_UNKNOWN_ROBOT, msg);
+}
+
+/* The connection's robot exists; else answers unknown_robot. */
+static bool have_robot(pa_client *c) {
+  pa_robot_info info;
+  uint32_t idx;
+  if (pa_gw_robot(c->g, NULL, (long)c->robot, &info, &idx) == 0)
+    return true;
+  no_robot(c);
+  return false;
+}
+
+/* Sends cmd to pa-sim; the reply (or busy) comes with pa_text_complete. */
+static void to_sim(pa_client *c, const pa_text_cmd *t, pa_cmd *cmd) {
+  cmd->robot = c->robot;
+  if (pa_gw_push_wait(c, cmd) != 0) {
+    c->g->busy++;
+    pa_text_err(c, PA_ERR_BUSY, c->g->busy_msg);
+    return;
+  }
+  c->pend = PEND_TEXT;
+  c->pend_text = (int)t->kind;
+}
+
+static void exec_auth(pa_client *c, const pa_text_cmd *t) {
+  if (c->g->token[0] && !pa_gw_auth_try(c, t->arg)) {
+    char msg[128];
+    snprintf(msg, sizeof msg, "wrong token%s",
+             c->closing ? " (too many wrong tokens: closing)" : "");
+    pa_text_err(c, PA_ERR_NOT_AUTHORIZED, msg);
+    return;
+  }
+  c->authed = true;
+  text_line(c, "ok");
+}
+
+static void exec_help(pa_client *c, const pa_text_cmd *t) {
+  (void)t;
+  text_line(c, pa_netgw_text_help());
+}
+
+static void exec_ping(pa_client *c, const pa_text_cmd *t) {
+  (void)t;
+  text_line(c, "pong");
+}
+
+/* cmd and stop: no reply; the last of a burst goes to pa-sim. */
+static void exec_drive(pa_client *c, const pa_text_cmd *t) {
+  if (!have_robot(c))
+    return;
+  if (pa_gw_sim_stalled(c->g)) { /* the one reply a drive command has */
+    c->g->busy++;
+    pa_text_err(c, PA_ERR_BUSY, c->g->busy_msg);
+    return;
+  }
+  pa_cmd cmd;
+  memset(&cmd, 0, sizeof cmd);
+  cmd.robot = c->robot;
+  if (t->kind == PA_TXT_CMD) {
+    cmd.op = PA_OP_SET_CMD;
+    cmd.a[0] = t->a[0];
+    cmd.a[2] = t->a[1];
+    cmd.a[3] = t->a[2];
+    cmd.u = PA_FRAME_ROBOT;
+  } else {
+    cmd.op = PA_OP_STOP;
+  }
+  pa_gw_set_drive(c, &cmd);
+}
+
+static void exec_sub(pa_client *c, const pa_text_cmd *t) {
+  if (have_robot(c))
+    pa_gw_subscribe(c, t->channel, c->robot, t->port);
+}
+
+static void exec_unsub(pa_client *c, const pa_text_cmd *t) {
+  if (c->port[t->channel])
+    pa_gw_subscribe(c, t->channel, c->sub_robot[t->channel], 0);
+}
+
+static void exec_robot(pa_client *c, const pa_text_cmd *t) {
+  pa_robot_info info;
+  uint32_t idx;
+  size_t n = strlen(t->arg);
+  bool numeric = n <= 9 && strspn(t->arg, "0123456789") == n;
+  int rc = numeric
+               ? pa_gw_robot(c->g, NULL, strtol(t->arg, NULL, 10), &info, &idx)
+               : pa_gw_robot(c->g, t->arg, -1, &info, &idx);
+  if (rc == PA_GW_BUSY) {
+    pa_text_err(c, PA_ERR_BUSY,
+                "the world snapshot is being rewritten; try "
+                "again");
+    return;
+  }
+  if (rc != 0) {
+    char msg[384];
+    snprintf(msg, sizeof msg, "no robot with %s '%s'", numeric ? "id" : "name",
+             t->arg);
+    pa_text_err(c, PA_ERR_UNKNOWN_ROBOT, msg);
+    return;
+  }
+  c->robot = idx;
+  text_line(c, "ok");
+}
+
+static void exec_pose(pa_client *c, const pa_text_cmd *t) {
+  (void)t;
+  const pa_tick *tk = pa_gw_latest(c->g);
+  if (!tk) {
+    pa_text_err(c, PA_ERR_BUSY, "the simulator has not written a tick yet");
+    return;
+  }
+  const pa_robot_state *rs = pa_gw_robot_state(tk, c->robot);
+  if (!rs) {
+    no_robot(c);
+    return;
+  }
+  char out[160];
+  snprintf(out, sizeof out, "pose %.6f %.6f %.6f", rs->x, rs->y, rs->theta);
+  text_line(c, out);
+}
+
+static void exec_teleport(pa_client *c, const pa_text_cmd *t) {
+  if (!have_robot(c))
+    return;
+  pa_cmd cmd = {.op = PA_OP_TELEPORT};
+  memcpy(cmd.a, t->a, sizeof t->a);
+  to_sim(c, t, &cmd);
+}
+
+static void exec_step(pa_client *c, const pa_text_cmd *t) {
+  pa_cmd cmd = {.op = PA_OP_STEP, .u = t->n};
+  to_sim(c, t, &cmd);
+}
+
+static void exec_speed(pa_client *c, const pa_text_cmd *t) {
+  pa_cmd cmd = {.op = PA_OP_SPEED};
+  cmd.a[0] = t->a[0];
+  to_sim(c, t, &cmd);
+}
+
+static void exec_pause(pa_client *c, const pa_text_cmd *t) {
+  pa_cmd cmd = {.op = PA_OP_PAUSE};
+  to_sim(c, t, &cmd);
+}
+
+static void exec_resume(pa_client *c, const pa_text_cmd *t) {
+  pa_cmd cmd = {.op = PA_OP_RESUME};
+  to_sim(c, t, &cmd);
+}
+
+static void exec_reset(pa_client *c, const pa_text_cmd *t) {
+  pa_cmd cmd = {.op = PA_OP_RESET};
+  to_sim(c, t, &cmd);
+}
+
+/* ---- the table
+ * ----------------------------------------------------------------*/
+
+typedef struct text_def {
+  const char *name;
+  pa_text_kind kind;
+  int lo, hi;      /* argument count */
+  pa_status shape; /* the status of a wrong argument count */
+  pa_status (*parse)(const text_tok *tok, int na, pa_text_cmd *out, char *msg,
+                     size_t msg_sz); /* NULL: no arguments to read */
+  void (*exec)(pa_client *c, const pa_text_cmd *t);
+  const char *usage; /* the row's part of `help` and of arity errors */
+} text_def;
+
+#define SHAPE PA_ERR_INVALID_ACTION_SHAPE
+#define INVAL PA_ERR_INVALID_MESSAGE
+static const text_def text_defs[] = {
+    {"cmd", PA_TXT_CMD, 2, 3, SHAPE, parse_cmd, exec_drive,
+     "cmd <v> <w> [head]"},
+    {"stop", PA_TXT_STOP, 0, 0, INVAL, NULL, exec_drive, "stop"},
+    {"sub", PA_TXT_SUB, 2, 2, INVAL, parse_sub, exec_sub,
+     "sub <odom|scan|camera> <udp_port>"},
+    {"unsub", PA_TXT_UNSUB, 1, 1, INVAL, parse_unsub, exec_unsub,
+     "unsub <odom|scan|camera>"},
+    {"robot", PA_TXT_ROBOT, 1, 1, INVAL, parse_arg, exec_robot,
+     "robot <id|name>"},
+    {"pose", PA_TXT_POSE, 0, 0, INVAL, NULL, exec_pose, "pose"},
+    {"teleport", PA_TXT_TELEPORT, 3, 3, SHAPE, parse_teleport, exec_teleport,
+     "teleport <x> <y> <theta>"},
+    {"pause", PA_TXT_PAUSE, 0, 0, INVAL, NULL, exec_pause, "pause"},
+    {"resume", PA_TXT_RESUME, 0, 0, INVAL, NULL, exec_resume, "resume"},
+    {"step", PA_TXT_STEP, 0, 1, INVAL, parse_step, exec_step, "step [n]"},
+    {"reset", PA_TXT_RESET, 0, 0, INVAL, NULL, exec_reset, "reset"},
+    {"speed", PA_TXT_SPEED, 1, 1, INVAL, parse_speed, exec_speed,
+     "speed <factor>"},
+    {"ping", PA_TXT_PING, 0, 0, INVAL, NULL, exec_ping, "ping"},
+    {"help", PA_TXT_HELP, 0, 0, INVAL, NULL, exec_help, "help"},
+    {"auth", PA_TXT_AUTH, 1, 1, INVAL, parse_arg, exec_auth, "auth <token>"},
+};
+#undef SHAPE
+#undef INVAL
+#define N_TEXT_DEFS (sizeof text_defs / sizeof text_defs[0])
+
+static const text_def *text_def_of(pa_text_kind kind) {
+  for (size_t k = 0; k < N_TEXT_DEFS; k++)
+    if (text_defs[k].kind == kind)
+      return &text_defs[k];
+  return NULL;
+}
+
+static char help_text[1024];
+
+static void build_help(void) {
+  char *h = help_text;
+  size_t n = (size_t)snprintf(h, sizeof help_text, "commands:");
+  for (size_t k = 0; k < N_TEXT_DEFS && n < sizeof help_text; k++)
+    n += (size_t)snprintf(h + n, sizeof help_text - n, "%s %s", k ? " |" : "",
+                          text_defs[k].usage);
+  if (n < sizeof help_text)
+    snprintf(h + n, sizeof help_text - n, " | JSON lines: {\"type\": ...}");
+}
+
+const char *pa_netgw_text_help(void) {
+  static pthread_once_t once = PTHREAD_ONCE_INIT;
+  pthread_once(&once, build_help);
+  return help_text;
+}
+
 pa_status pa_netgw_text_parse(const char *line, size_t len, pa_text_cmd *out,
                               char *msg, size_t msg_sz) {
   memset(out, 0, sizeof *out);
@@ -117,7 +468,7 @@ pa_status pa_netgw_text_parse(const char *line, size_t len, pa_text_cmd *out,
       return fail(msg, msg_sz, PA_ERR_INVALID_MESSAGE,
                   "binary data: byte 0x%02x at column %zu", c, i + 1);
   }
-  char tok[MAX_TOKENS][TOKEN_MAX];
+  text_tok tok[MAX_TOKENS];
   int nt = 0;
   size_t i = 0;
   while (i < len) {
@@ -143,99 +494,36 @@ pa_status pa_netgw_text_parse(const char *line, size_t len, pa_text_cmd *out,
     out->kind = PA_TXT_EMPTY;
     return PA_OK;
   }
-  const char *c = tok[0];
-  int na = nt - 1;
-  pa_status st;
-  unsigned long u;
-  if (!strcmp(c, "cmd")) {
-    out->kind = PA_TXT_CMD;
-    if ((st = arity(c, na, 2, 3, "cmd <v> <w> [head]",
-                    PA_ERR_INVALID_ACTION_SHAPE, msg, msg_sz)))
+  for (size_t k = 0; k < N_TEXT_DEFS; k++) {
+    const text_def *d = &text_defs[k];
+    if (strcmp(tok[0], d->name) != 0)
+      continue;
+    out->kind = d->kind;
+    pa_status st =
+        arity(d->name, nt - 1, d->lo, d->hi, d->usage, d->shape, msg, msg_sz);
+    if (st != PA_OK || !d->parse)
       return st;
-    static const char *const what[3] = {"v", "w", "head"};
-    for (int k = 0; k < na; k++)
-      if ((st = number(tok[k + 1], c, what[k], &out->a[k], msg, msg_sz)))
-        return st;
-    return PA_OK;
+    return d->parse((const text_tok *)tok, nt - 1, out, msg, msg_sz);
   }
-  if (!strcmp(c, "teleport")) {
-    out->kind = PA_TXT_TELEPORT;
-    if ((st = arity(c, na, 3, 3, "teleport <x> <y> <theta>",
-                    PA_ERR_INVALID_ACTION_SHAPE, msg, msg_sz)))
-      return st;
-    static const char *const what[3] = {"x", "y", "theta"};
-    for (int k = 0; k < 3; k++)
-      if ((st = number(tok[k + 1], c, what[k], &out->a[k], msg, msg_sz)))
-        return st;
-    return PA_OK;
-  }
-  if (!strcmp(c, "sub")) {
-    out->kind = PA_TXT_SUB;
-    if ((st = arity(c, na, 2, 2, "sub <odom|scan|camera> <udp_port>",
-                    PA_ERR_INVALID_MESSAGE, msg, msg_sz)))
-      return st;
-    if ((st = channel(tok[1], c, &out->channel, msg, msg_sz)) ||
-        (st = integer(tok[2], c, "udp_port", 1, 65535, &u, msg, msg_sz)))
-      return st;
-    out->port = (uint16_t)u;
-    return PA_OK;
-  }
-  if (!strcmp(c, "unsub")) {
-    out->kind = PA_TXT_UNSUB;
-    if ((st = arity(c, na, 1, 1, "unsub <odom|scan|camera>",
-                    PA_ERR_INVALID_MESSAGE, msg, msg_sz)))
-      return st;
-    return channel(tok[1], c, &out->channel, msg, msg_sz);
-  }
-  if (!strcmp(c, "step")) {
-    out->kind = PA_TXT_STEP;
-    out->n = 1;
-    if ((st = arity(c, na, 0, 1, "step [n]", PA_ERR_INVALID_MESSAGE, msg,
-                    msg_sz)))
-      return st;
-    if (na == 1) {
-      if ((st = integer(tok[1], c, "n", 1, PA_NETGW_STEP_MAX, &u, msg,
-                        msg_sz)))
-        return st;
-      out->n = (uint32_t)u;
-    }
-    return PA_OK;
-  }
-  if (!strcmp(c, "speed")) {
-    out->kind = PA_TXT_SPEED;
-    if ((st = arity(c, na, 1, 1, "speed <factor>", PA_ERR_INVALID_MESSAGE,
-                    msg, msg_sz)))
-      return st;
-    if ((st = number(tok[1], c, "factor", &out->a[0], msg, msg_sz)))
-      return st;
-    if (out->a[0] < 0 || out->a[0] > PA_NETGW_SPEED_MAX)
-      return fail(msg, msg_sz, PA_ERR_INVALID_MESSAGE,
-                  "speed: factor %g is out of range [0, %g] (0 = as fast as "
-                  "possible)",
-                  out->a[0], PA_NETGW_SPEED_MAX);
-    return PA_OK;
-  }
-  if (!strcmp(c, "robot") || !strcmp(c, "auth")) {
-    bool robot = c[0] == 'r';
-    out->kind = robot ? PA_TXT_ROBOT : PA_TXT_AUTH;
-    if ((st = arity(c, na, 1, 1, robot ? "robot <id|name>" : "auth <token>",
-                    PA_ERR_INVALID_MESSAGE, msg, msg_sz)))
-      return st;
-    snprintf(out->arg, sizeof out->arg, "%s", tok[1]);
-    return PA_OK;
-  }
-  static const struct {
-    const char *name;
-    pa_text_kind kind;
-  } plain[] = {{"stop", PA_TXT_STOP},   {"help", PA_TXT_HELP},
-               {"ping", PA_TXT_PING},   {"pose", PA_TXT_POSE},
-               {"pause", PA_TXT_PAUSE}, {"resume", PA_TXT_RESUME},
-               {"reset", PA_TXT_RESET}};
-  for (size_t k = 0; k < sizeof plain / sizeof plain[0]; k++)
-    if (!strcmp(c, plain[k].name)) {
-      out->kind = plain[k].kind;
-      return arity(c, na, 0, 0, c, PA_ERR_INVALID_MESSAGE, msg, msg_sz);
-    }
   return fail(msg, msg_sz, PA_ERR_UNKNOWN_ACTION,
-              "unknown command '%s' (try help)", c);
+              "unknown command '%s' (try help)", tok[0]);
+}
+
+void pa_text_exec(pa_client *c, const char *line, size_t len) {
+  pa_text_cmd t;
+  char msg[256];
+  pa_status st = pa_netgw_text_parse(line, len, &t, msg, sizeof msg);
+  if (st != PA_OK) {
+    pa_text_err(c, st, msg);
+    return;
+  }
+  if (t.kind == PA_TXT_EMPTY)
+    return;
+  if (c->g->token[0] && !c->authed && t.kind != PA_TXT_AUTH) {
+    pa_text_err(c, PA_ERR_NOT_AUTHORIZED, "send auth <token> first");
+    return;
+  }
+  const text_def *d = text_def_of(t.kind);
+  if (d)
+    d->exec(c, &t);
 }

@@ -1,0 +1,153 @@
+/* simlink.c - the sim round trip: commands into pa-sim's queue (text drive
+ * commands coalesced), replies out of its reply queue to the client that
+ * waits, and the timeout that answers busy when none comes. */
+#define _GNU_SOURCE
+#include "netgw_int.h"
+
+#include "pa_util.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <netinet/tcp.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <event2/buffer.h>
+
+/* ---- the sim round trip
+ * --------------------------------------------------------*/
+
+static int push_raw(pa_client *c, pa_cmd *cmd) {
+  cmd->client_id = c->id;
+  cmd->request_id = ++c->g->next_req;
+  if (pa_queue_push(c->g->st->cmd, cmd) == 0)
+    return 0;
+  snprintf(c->g->busy_msg, sizeof c->g->busy_msg, "the command queue is full");
+  return -1;
+}
+
+/* Pushes the coalesced drive command, if any: 0, or -1 when still queued. */
+int pa_gw_flush_drive(pa_client *c) {
+  if (!c->drive_pending)
+    return 0;
+  if (push_raw(c, &c->drive) != 0)
+    return -1;
+  c->drive_pending = false;
+  return 0;
+}
+
+void pa_gw_on_drive_retry(evutil_socket_t fd, short what, void *arg) {
+  (void)fd, (void)what;
+  pa_client *c = arg;
+  if (pa_gw_flush_drive(c) != 0) {
+    struct timeval tv = {0, 2000}; /* only while pa-sim lags behind */
+    evtimer_add(c->drive_ev, &tv);
+  }
+}
+
+/* Keeps the latest text drive command of this burst (flushed after it). */
+void pa_gw_set_drive(pa_client *c, const pa_cmd *cmd) {
+  if (c->drive_pending && c->drive.robot != cmd->robot)
+    pa_gw_flush_drive(c); /* another robot's command must not be overwritten */
+  if (c->drive_pending && c->drive.robot != cmd->robot)
+    c->g->busy++; /* the queue is full: the older robot's command is lost */
+  c->drive = *cmd;
+  c->drive.flags |= PA_CMDF_NO_REPLY;
+  c->drive_pending = true;
+}
+
+/* Keeps order: a held drive command goes before anything newer. */
+static int push(pa_client *c, pa_cmd *cmd) {
+  if (pa_gw_flush_drive(c) != 0)
+    return -1;
+  return push_raw(c, cmd);
+}
+
+int pa_gw_push_nowait(pa_client *c, pa_cmd *cmd) {
+  /* Its ok means "applied next tick": not true of a stopped pa-sim. (A
+   * waited-for command gets busy from its timeout, or the reply if pa-sim
+   * comes back in time.) */
+  if (pa_gw_sim_stalled(c->g))
+    return -1;
+  cmd->flags |= PA_CMDF_NO_REPLY;
+  return push(c, cmd);
+}
+
+int pa_gw_push_wait(pa_client *c, pa_cmd *cmd) {
+  if (push(c, cmd) != 0)
+    return -1;
+  c->pend_req = cmd->request_id;
+  c->pend_robot = cmd->robot;
+  if (cmd->op == PA_OP_STEP && cmd->u <= 4)
+    c->g->spin_hint = true;
+  unsigned ms = c->g->def.request_timeout_ms;
+  struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
+  evtimer_add(c->timeout_ev, &tv);
+  return 0;
+}
+
+static void complete(pa_client *c, const pa_reply *r) {
+  int kind = c->pend;
+  c->pend = PEND_NONE;
+  evtimer_del(c->timeout_ev);
+  if (!r)
+    c->g->busy++;
+  c->g->direct_write = true; /* only this reply: later lines batch up */
+  if (kind == PEND_TEXT)
+    pa_text_complete(c, r);
+  else
+    pa_json_complete(c, r);
+  c->g->direct_write = false;
+  pa_gw_settle(c);
+}
+
+void pa_gw_on_timeout(evutil_socket_t fd, short what, void *arg) {
+  (void)fd, (void)what;
+  pa_client *c = arg;
+  if (c->pend)
+    complete(c, NULL); /* its late reply will find no one waiting for it */
+}
+
+void pa_gw_on_reply(void *arg) {
+  pa_netgw *g = arg;
+  pa_reply r;
+  int64_t t0 = pa_now_ns();
+  g->loops++;
+  while (pa_queue_peek(g->st->reply, &r) >= 0) {
+    pa_queue_pop(g->st->reply);
+    uint32_t slot = (uint32_t)(r.client_id & 0xffffffffu);
+    pa_client *c = slot < g->slots ? g->clients[slot] : NULL;
+    if (!c || c->id != r.client_id || !c->pend || c->pend_req != r.request_id) {
+      g->late++;
+      continue;
+    }
+    complete(c, &r);
+  }
+  g->spin_hint = false; /* only a step pushed from a client read is watched */
+  pa_gw_account(g, t0);
+}
+
+/* A short lockstep step comes back in tens of microseconds: watching the
+ * reply queue that long saves the thread and eventfd wake-ups (~100 us on a
+ * busy machine). Bounded, and only right after such a step was pushed, while
+ * the client is waiting for it anyway. */
+#define STEP_SPIN_NS 100000
+
+void pa_gw_spin_for_reply(pa_netgw *g) {
+  g->spin_hint = false;
+  int64_t end = pa_now_ns() + STEP_SPIN_NS;
+  do {
+    if (pa_queue_count(g->st->reply) > 0) {
+      pa_gw_on_reply(g);
+      return;
+    }
+    sched_yield(); /* lets pa-sim run if the scheduler put it on this core */
+  } while (pa_now_ns() < end);
+}
