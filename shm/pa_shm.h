@@ -440,7 +440,7 @@ typedef struct pa_tick {
   uint32_t flags;          /* PA_TICK_* */
   double speed;            /* time scale; 0 = as fast as possible */
   uint32_t world_gen;
-  uint32_t reserved;
+  uint32_t scan_phase;     /* pa-sim's scan_tick0 % ticks_per_scan (resume) */
   /* pa_robot_state robots[robot_count]; */
 } pa_tick;
 enum { PA_TICK_PAUSED = 1u << 0 };

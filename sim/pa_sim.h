@@ -81,6 +81,9 @@ typedef struct pa_sim_def {
   char instance[48];
   /* export_dataset writes recordings under this directory ("" = off). */
   char dataset_dir[PA_SIM_DATASET_DIR_MAX];
+  /* set_map / set_scenario read files only inside this directory (NULL or
+   * "" = pa-sim's working directory); see pa_map_guard. */
+  const char *data_dir;
   /* Threads that work on a tick: scans, and the physics of 256+ robots
    * (the caller + threads - 1 workers started by pa_sim_state_init; results
    * are the same for any count; a state with workers does not survive
@@ -159,6 +162,10 @@ typedef struct pa_sim_rec pa_sim_rec;   /* export_dataset (sim_rec.c) */
 typedef struct pa_sim_state {
   uint64_t tick;           /* ticks since the simulation started */
   double sim_time;         /* [s] */
+  /* The scan schedule counts from here: robot i scans when
+   * (tick - scan_tick0 + i) % ticks_per_scan == 0; reset sets it to the
+   * tick, so a reset world scans as a fresh one. */
+  uint64_t scan_tick0;
   bool paused;
   double speed;            /* 0 = as fast as possible */
   uint32_t cap_robots, cap_obstacles;

@@ -575,6 +575,7 @@ void pa_sim_reset(const pa_sim_model *m, pa_sim_state *s) {
   }
   s->obstacle_count = m->obstacle_count0;
   pa_sim_int_recount(s);
+  s->scan_tick0 = s->tick; /* scans as a fresh start does */
   s->world_dirty = true;
 }
 
