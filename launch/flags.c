@@ -77,6 +77,7 @@ size_t pa_launch_flag_table(pa_launch_cfg *c, pa_opt *o, unsigned *to) {
   /* pa-sim */
   F("world", PA_OPT_STR, &c->world, 0, 0, "world file (YAML: map, robots, obstacles)", SIM);
   F("dataset_dir", PA_OPT_STR, &c->dataset_dir, 0, 0, "export_dataset writes recordings under this directory (unset = off)", SIM);
+  F("data_dir", PA_OPT_STR, &c->data_dir, 0, 0, "set_map / set_scenario read files only under this directory (unset = the working directory)", SIM);
   F("map_yaml", PA_OPT_STR, &c->map_yaml, 0, 0, "ROS map_server map.yaml", SIM);
   F("map_image", PA_OPT_STR, &c->map_image, 0, 0, "map image (with --map_yaml '')", SIM);
   F("map_resolution", PA_OPT_DOUBLE, &c->map_resolution, 1e-6, 1e6, "[m/pixel] for --map_image", SIM);

@@ -54,6 +54,7 @@ typedef struct pa_launch_cfg {
   long threads, spin_us;
   bool realtime;
   const char *dataset_dir; /* export_dataset's directory (NULL = off) */
+  const char *data_dir;    /* set_map / set_scenario files (NULL = cwd) */
   /* pa-render */
   double camera_hz;
   bool viewer;

@@ -40,6 +40,7 @@ int main(int argc, char **argv) {
   const pa_opt opts[] = {
       {"instance", PA_OPT_STR, &instance, 0, -1, "instance name"},
       {"dataset_dir", PA_OPT_STR, &dataset_dir, 0, -1, "export_dataset writes recordings here (\"\" = off)"},
+      {"data_dir", PA_OPT_STR, &d.data_dir, 0, -1, "set_map / set_scenario read files only under this directory (\"\" = the working directory)"},
       {"world", PA_OPT_STR, &mf.world, 0, -1, "world file (map + robots + obstacles)"},
       {"map_yaml", PA_OPT_STR, &mf.map_yaml, 0, -1, "map.yaml (\"\" = use --map_image)"},
       {"map_image", PA_OPT_STR, &mf.map_image, 0, -1, "map image"},

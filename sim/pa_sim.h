@@ -231,6 +231,19 @@ int pa_sim_set_grid(pa_sim_model *m, pa_sim_state *s, const pa_grid *g,
 int pa_sim_set_world(pa_sim_model *m, pa_sim_state *s, const pa_world *w,
                      const pa_grid *g, char *err, size_t err_sz);
 
+/* The two halves of pa_sim_set_grid / pa_sim_set_world, so the costly one
+ * can run off the tick: the new model built from the settings alone (d and
+ * unknown_blocks copied from the running model; w NULL for a new grid under
+ * the running world), on any thread; then taken between two ticks (nm is
+ * consumed either way; the same checks and all-or-nothing as above). */
+int pa_sim_model_prepare(const pa_sim_def *d, bool unknown_blocks,
+                         const pa_world *w, const pa_grid *g,
+                         pa_sim_model *nm, char *err, size_t err_sz);
+int pa_sim_set_grid_model(pa_sim_model *m, pa_sim_state *s, pa_sim_model *nm,
+                          uint32_t *moved, char *err, size_t err_sz);
+int pa_sim_set_world_model(pa_sim_model *m, pa_sim_state *s,
+                           pa_sim_model *nm, char *err, size_t err_sz);
+
 /* One tick: limits + kinematics + collisions + odometry, then scans for the
  * robots due (listed in s->scan_due). Advances tick and sim_time. */
 void pa_sim_step(const pa_sim_model *m, pa_sim_state *s);
