@@ -211,6 +211,9 @@ static void loader_init(loader *ld, const pa_sim_def *d) {
     pa_warn("--data_dir %s: %s: set_map and set_scenario will refuse files",
             dir, strerror(errno));
     ld->data_dir[0] = 0;
+  } else if (!strcmp(ld->data_dir, "/")) {
+    pa_warn("set_map and set_scenario may read any file (the data directory "
+            "is /): give --data_dir");
   } else {
     pa_info("set_map and set_scenario read files under %s", ld->data_dir);
   }

@@ -645,6 +645,24 @@ static void test_run_time_loads(void **st) {
     fputc('[', f);
   assert_int_equal(fclose(f), 0);
   expect_refused(&s, PA_OP_SET_SCENARIO, p, "nested deeper than 64");
+  /* The 109-byte Softimage PIC that crashed pa-sim (five set_maps took the
+   * stack down): refused by name five times, the same pa-sim still up. */
+  unsigned char pic[109];
+  memset(pic, 0xff, sizeof pic);
+  pic[0] = 0x53, pic[1] = 0x80, pic[2] = 0xf6, pic[3] = 0x34;
+  memcpy(pic + 88, "PICT", 4);
+  snprintf(p, sizeof p, "%s/evil.pic", dir);
+  f = fopen(p, "wb");
+  assert_non_null(f);
+  assert_int_equal(fwrite(pic, 1, sizeof pic, f), sizeof pic);
+  assert_int_equal(fclose(f), 0);
+  snprintf(p, sizeof p, "%s/evil.yaml", dir);
+  write_text(p, "image: evil.pic\nresolution: 0.05\norigin: [0, 0, 0]\n"
+                "negate: 0\noccupied_thresh: 0.65\nfree_thresh: 0.196\n");
+  for (int i = 0; i < 5; i++)
+    expect_refused(&s, PA_OP_SET_MAP, p,
+                   "evil.pic: Softimage PIC image is not supported");
+  assert_true(pa_test_alive(s.pid));
   /* Inside, an error names the place, not the text. */
   snprintf(p, sizeof p, "%s/w.yaml", dir);
   write_text(p, "map: default\nroot_password: hunter2\n");
