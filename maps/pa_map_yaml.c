@@ -88,10 +88,8 @@ static int yaml_prescan(const char *name, const unsigned char *buf, size_t n,
 int pa_map_ydoc_load_buf(pa_ydoc *d, const char *name, const unsigned char *buf,
                          size_t n, char *err, size_t err_sz) {
   yaml_parser_t p;
-  bool quiet = d->quiet;
-  memset(d, 0, sizeof *d);
+  memset(d, 0, sizeof *d); /* not quiet: its own errors quote nothing */
   d->file = name;
-  d->quiet = quiet;
   if (yaml_prescan(name, buf, n, err, err_sz)) return -1;
   if (!yaml_parser_initialize(&p)) {
     snprintf(err, err_sz, "%s: out of memory", name);
@@ -124,8 +122,8 @@ int pa_map_ydoc_load_file(pa_ydoc *d, const char *path, const pa_map_guard *g,
   size_t n;
   if (pa_map_read_file(path, g, PA_YAML_MAX_FILE, &buf, &n, err, err_sz))
     return -1;
-  d->quiet = g != NULL;
   int rc = pa_map_ydoc_load_buf(d, path, buf, n, err, err_sz);
+  d->quiet = g != NULL; /* for the checks of what it holds */
   free(buf);
   return rc;
 }
