@@ -94,7 +94,7 @@ typedef struct pa_map_guard {
   const char *data_dir;
 } pa_map_guard;
 /* path -> its canonical form inside g's data directory (relative paths are
- * taken from it), or -1 with "<path>: forbidden path (...)" or why not. */
+ * taken from it), or -1 with "forbidden path (...): <path>" or why not. */
 int pa_map_guard_path(const pa_map_guard *g, const char *path, char *out,
                       size_t out_sz, char *err, size_t err_sz);
 int pa_map_load_g(const pa_map_def *def, const pa_map_guard *g, pa_grid *out,

@@ -48,13 +48,13 @@ int pa_map_guard_path(const pa_map_guard *g, const char *path, char *out,
   /* Refused on the name alone, before anything is looked up: an answer must
    * not tell whether a path outside the data directory exists. */
   if (has_dotdot(path)) {
-    snprintf(err, err_sz, "%s: forbidden path ('..')", path);
+    snprintf(err, err_sz, "forbidden path ('..'): %s", path);
     return -1;
   }
   char joined[PA_MAP_PATH_MAX];
   if (path[0] == '/') {
     if (!inside(g->data_dir, path)) {
-      snprintf(err, err_sz, "%s: forbidden path (outside the data directory)",
+      snprintf(err, err_sz, "forbidden path (outside the data directory): %s",
                path);
       return -1;
     }
@@ -70,7 +70,7 @@ int pa_map_guard_path(const pa_map_guard *g, const char *path, char *out,
   }
   /* A symlink inside may point anywhere: the target must be inside too. */
   if (!inside(g->data_dir, real)) {
-    snprintf(err, err_sz, "%s: forbidden path (outside the data directory)",
+    snprintf(err, err_sz, "forbidden path (outside the data directory): %s",
              path);
     return -1;
   }
@@ -316,13 +316,79 @@ static int check_bmp(const char *name, const unsigned char *b, size_t n,
   return 0;
 }
 
+/* Walks every JPEG segment (through the scans' entropy-coded data) to EOI:
+ * lengths inside the file, one frame header of 8-bit samples within the
+ * limits, and Huffman tables of at most 256 codes (stb 2.27 writes past its
+ * tables on more). */
 static int check_jpeg(const char *name, const unsigned char *b, size_t n,
-                      char *err, size_t err_sz) {
-  /* The image must end with EOI (a little padding allowed): stb would fill a
-   * truncated scan with grey. */
-  size_t from = n > 64 ? n - 64 : 0;
-  for (size_t i = n - 1; i > from; i--)
-    if (b[i - 1] == 0xff && b[i] == 0xd9) return 0;
+                      uint32_t max_w, uint32_t max_h, char *err,
+                      size_t err_sz) {
+  size_t pos = 2;
+  bool frame = false;
+  for (;;) {
+    if (pos >= n || b[pos] != 0xff) {
+      snprintf(err, err_sz, "%s: JPEG truncated or corrupt (no marker at "
+               "byte %zu)", name, pos);
+      return -1;
+    }
+    while (pos < n && b[pos] == 0xff) pos++;
+    if (pos >= n) break;
+    unsigned m = b[pos++];
+    if (m == 0xd9) return 0; /* EOI */
+    if ((m >= 0xd0 && m <= 0xd7) || m == 0x01) continue;
+    if (n - pos < 2) break;
+    size_t len = (size_t)b[pos] << 8 | b[pos + 1];
+    if (len < 2 || len > n - pos) {
+      snprintf(err, err_sz, "%s: JPEG segment 0x%02x runs past the end", name,
+               m);
+      return -1;
+    }
+    const unsigned char *d = b + pos + 2;
+    size_t dl = len - 2;
+    if (m == 0xc4) { /* DHT */
+      size_t q = 0;
+      while (q < dl) {
+        if (dl - q < 17 || (d[q] >> 4) > 1 || (d[q] & 15) > 3) {
+          snprintf(err, err_sz, "%s: JPEG Huffman table is corrupt", name);
+          return -1;
+        }
+        size_t codes = 0;
+        for (int k = 1; k <= 16; k++) codes += d[q + (size_t)k];
+        if (codes > 256 || codes > dl - q - 17) {
+          snprintf(err, err_sz, "%s: JPEG Huffman table of %zu codes is "
+                   "corrupt", name, codes);
+          return -1;
+        }
+        q += 17 + codes;
+      }
+    } else if (m >= 0xc0 && m <= 0xcf && m != 0xc4 && m != 0xc8 &&
+               m != 0xcc) { /* SOF */
+      if (frame || dl < 6 || d[0] != 8) {
+        snprintf(err, err_sz, "%s: JPEG frame header is not supported (one "
+                 "frame of 8-bit samples)", name);
+        return -1;
+      }
+      uint32_t h = (uint32_t)d[1] << 8 | d[2], w = (uint32_t)d[3] << 8 | d[4];
+      unsigned nc = d[5];
+      if ((nc != 1 && nc != 3 && nc != 4) || dl != 6 + 3 * (size_t)nc) {
+        snprintf(err, err_sz, "%s: JPEG frame header is corrupt", name);
+        return -1;
+      }
+      if (dims_ok(name, "JPEG", w, h, 4, max_w, max_h, err, err_sz)) return -1;
+      frame = true;
+    } else if (m == 0xda) { /* SOS: then entropy-coded data to a marker */
+      if (!frame) {
+        snprintf(err, err_sz, "%s: JPEG scan before its frame header", name);
+        return -1;
+      }
+      pos += len;
+      while (pos + 1 < n && !(b[pos] == 0xff && b[pos + 1] != 0 &&
+                              !(b[pos + 1] >= 0xd0 && b[pos + 1] <= 0xd7)))
+        pos++;
+      continue;
+    }
+    pos += len;
+  }
   snprintf(err, err_sz, "%s: JPEG truncated (no end-of-image marker)", name);
   return -1;
 }
@@ -410,7 +476,8 @@ pa_map_img_fmt pa_map_img_check(const char *name, const unsigned char *b,
     return check_bmp(name, b, n, max_w, max_h, err, err_sz) ? PA_IMG_BAD
                                                             : PA_IMG_BMP;
   if (n >= 3 && b[0] == 0xff && b[1] == 0xd8 && b[2] == 0xff)
-    return check_jpeg(name, b, n, err, err_sz) ? PA_IMG_BAD : PA_IMG_JPEG;
+    return check_jpeg(name, b, n, max_w, max_h, err, err_sz) ? PA_IMG_BAD
+                                                              : PA_IMG_JPEG;
   if (n >= 2 && b[0] == 'P' && b[1] == '5') return PA_IMG_PGM;
   const char *what = "an unknown format";
   if (n >= 4 && !memcmp(b, "GIF8", 4)) what = "GIF";
