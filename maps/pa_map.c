@@ -29,8 +29,8 @@ pa_map_def pa_map_def_default(void) {
   d.occupied_thresh = 0.65;
   d.free_thresh = 0.196;
   d.mode = PA_MAP_TRINARY;
-  d.max_width = 16384;
-  d.max_height = 16384;
+  d.max_width = 8192;
+  d.max_height = 8192;
   return d;
 }
 
@@ -66,14 +66,18 @@ int pa_map_join(const char *base_dir, const char *rel, char *out,
 
 int pa_map_def_check(const pa_map_def *def, const char *what, char *err,
                      size_t err_sz) {
-  if (!isfinite(def->resolution) || def->resolution <= 0) {
-    snprintf(err, err_sz, "%s: resolution must be a finite number > 0, got %g",
-             what, def->resolution);
+  /* 0.1 mm to 1 km a cell: beyond that the map's metres overflow or vanish
+   * in the geometry. */
+  if (!(def->resolution >= PA_MAP_RES_MIN &&
+        def->resolution <= PA_MAP_RES_MAX)) {
+    snprintf(err, err_sz, "%s: resolution must be in [%g, %g] m, got %g", what,
+             PA_MAP_RES_MIN, PA_MAP_RES_MAX, def->resolution);
     return -1;
   }
   for (int i = 0; i < 3; i++)
-    if (!isfinite(def->origin[i])) {
-      snprintf(err, err_sz, "%s: origin[%d] must be finite", what, i);
+    if (!(fabs(def->origin[i]) <= (i < 2 ? PA_MAP_ORIGIN_MAX : 1e3))) {
+      snprintf(err, err_sz, "%s: origin[%d] must be finite and within %g", what,
+               i, i < 2 ? PA_MAP_ORIGIN_MAX : 1e3);
       return -1;
     }
   if (def->negate != 0 && def->negate != 1) {
@@ -137,9 +141,10 @@ int pa_map_def_from_node(pa_ydoc *d, yaml_node_t *root, const char *base_dir,
 
   n = pa_map_yget(d, root, "resolution");
   if (pa_map_ynum(d, n, "resolution", &def->resolution, err, err_sz)) return -1;
-  if (!(def->resolution > 0))
-    return pa_map_yerr(d, n, err, err_sz, "resolution must be > 0, got %g",
-                       def->resolution);
+  if (!(def->resolution >= PA_MAP_RES_MIN && def->resolution <= PA_MAP_RES_MAX))
+    return pa_map_yerr(d, n, err, err_sz,
+                       "resolution must be in [%g, %g] m, got %g",
+                       PA_MAP_RES_MIN, PA_MAP_RES_MAX, def->resolution);
 
   n = pa_map_yget(d, root, "origin");
   if (pa_map_ynums(d, n, "origin", def->origin, 3, 3, NULL, err, err_sz))
@@ -184,12 +189,18 @@ int pa_map_def_from_node(pa_ydoc *d, yaml_node_t *root, const char *base_dir,
 
 int pa_map_parse_yaml(const char *yaml_path, pa_map_def *def, char *err,
                       size_t err_sz) {
+  return pa_map_parse_yaml_g(yaml_path, NULL, def, err, err_sz);
+}
+
+int pa_map_parse_yaml_g(const char *yaml_path, const pa_map_guard *g,
+                        pa_map_def *def, char *err, size_t err_sz) {
   pa_ydoc d;
   if (!yaml_path || !yaml_path[0]) {
     snprintf(err, err_sz, "map yaml: empty path");
     return -1;
   }
-  if (pa_map_ydoc_load_file(&d, yaml_path, err, err_sz)) return -1;
+  if (pa_map_ydoc_load_file(&d, yaml_path, g, err, err_sz))
+    return -1;
   char dir[PA_MAP_PATH_MAX];
   pa_map_dirname(yaml_path, dir, sizeof dir);
   pa_map_def tmp = *def;
@@ -243,10 +254,10 @@ static int8_t occupied_min_for(const pa_map_def *def) {
 }
 
 static int load_pixels(const pa_map_def *def, const char *path,
-                       const unsigned char *buf, size_t n, pa_grid *out,
-                       char *err, size_t err_sz) {
+                       const pa_map_guard *guard, const unsigned char *buf,
+                       size_t n, pa_grid *out, char *err, size_t err_sz) {
   int w, h, c;
-  unsigned char *px = pa_map_img_load(path, buf, n, def->max_width,
+  unsigned char *px = pa_map_img_load(path, guard, buf, n, def->max_width,
                                       def->max_height, &w, &h, &c, err, err_sz);
   if (!px) return -1;
   size_t cells_n = (size_t)w * (size_t)h;
@@ -312,6 +323,11 @@ static int default_def(pa_map_def *def, char *err, size_t err_sz) {
 }
 
 int pa_map_load(const pa_map_def *def, pa_grid *out, char *err, size_t err_sz) {
+  return pa_map_load_g(def, NULL, out, err, err_sz);
+}
+
+int pa_map_load_g(const pa_map_def *def, const pa_map_guard *g, pa_grid *out,
+                  char *err, size_t err_sz) {
   memset(out, 0, sizeof *out);
   if (!def->image[0]) {
     /* The built-in map carries its own resolution and origin. */
@@ -320,19 +336,25 @@ int pa_map_load(const pa_map_def *def, pa_grid *out, char *err, size_t err_sz) {
     bd.max_width = def->max_width;
     bd.max_height = def->max_height;
     if (pa_map_def_check(&bd, "built-in default map", err, err_sz)) return -1;
-    return load_pixels(&bd, NULL, pa_map_default_png, pa_map_default_png_size,
-                       out, err, err_sz);
+    return load_pixels(&bd, NULL, NULL, pa_map_default_png,
+                       pa_map_default_png_size, out, err, err_sz);
   }
   if (pa_map_def_check(def, def->image, err, err_sz)) return -1;
-  return load_pixels(def, def->image, NULL, 0, out, err, err_sz);
+  return load_pixels(def, def->image, g, NULL, 0, out, err, err_sz);
 }
 
 int pa_map_load_yaml(const char *yaml_path, pa_grid *out, char *err,
                      size_t err_sz) {
+  return pa_map_load_yaml_g(yaml_path, NULL, out, err, err_sz);
+}
+
+int pa_map_load_yaml_g(const char *yaml_path, const pa_map_guard *g,
+                       pa_grid *out, char *err, size_t err_sz) {
   pa_map_def def = pa_map_def_default();
   memset(out, 0, sizeof *out);
-  if (pa_map_parse_yaml(yaml_path, &def, err, err_sz)) return -1;
-  return pa_map_load(&def, out, err, err_sz);
+  if (pa_map_parse_yaml_g(yaml_path, g, &def, err, err_sz))
+    return -1;
+  return pa_map_load_g(&def, g, out, err, err_sz);
 }
 
 int pa_map_load_default(pa_grid *out, char *err, size_t err_sz) {

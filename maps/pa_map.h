@@ -26,6 +26,10 @@ extern "C" {
 
 #define PA_MAP_PATH_MAX 4096
 #define PA_MAP_NAME_MAX 32
+/* Accepted map resolution [m/cell] and origin x, y magnitude [m]. */
+#define PA_MAP_RES_MIN 1e-4
+#define PA_MAP_RES_MAX 1e3
+#define PA_MAP_ORIGIN_MAX 1e7
 
 /* Cell values, as ROS nav_msgs/OccupancyGrid. */
 #define PA_CELL_UNKNOWN ((int8_t)-1)
@@ -47,7 +51,7 @@ typedef struct pa_map_def {
   double occupied_thresh;      /* [0, 1] */
   double free_thresh;          /* [0, 1] */
   pa_map_mode mode;
-  uint32_t max_width, max_height; /* refuse bigger images; default 16384 */
+  uint32_t max_width, max_height; /* refuse bigger images; default 8192 */
 } pa_map_def;
 pa_map_def pa_map_def_default(void);
 
@@ -80,6 +84,23 @@ int pa_map_load_default(pa_grid *out, char *err, size_t err_sz);
 int pa_map_save(const pa_grid *g, const char *yaml_path, const char *png_path,
                 char *err, size_t err_sz);
 void pa_grid_free(pa_grid *g);
+
+/* Files a client names at run time (set_map, set_scenario): every file read
+ * (the yaml, a world's map.yaml, the image) must resolve, symlinks followed,
+ * inside data_dir (canonical, as realpath gives it); '..' and absolute paths
+ * outside are refused by name before anything is looked up; errors never
+ * quote file content. A NULL guard (startup flags) reads any file. */
+typedef struct pa_map_guard {
+  const char *data_dir;
+} pa_map_guard;
+/* path -> its canonical form inside g's data directory (relative paths are
+ * taken from it), or -1 with "forbidden path (...): <path>" or why not. */
+int pa_map_guard_path(const pa_map_guard *g, const char *path, char *out,
+                      size_t out_sz, char *err, size_t err_sz);
+int pa_map_load_g(const pa_map_def *def, const pa_map_guard *g, pa_grid *out,
+                  char *err, size_t err_sz);
+int pa_map_load_yaml_g(const char *yaml_path, const pa_map_guard *g,
+                       pa_grid *out, char *err, size_t err_sz);
 
 /* A generated map (pa_mapgen.c): a building width x height [m] of
  * rooms_x x rooms_y rooms joined by 0.9 m doors, 10 cm walls, `clutter`
@@ -184,6 +205,10 @@ int pa_world_load(const char *path, pa_world *w, char *err, size_t err_sz);
 /* The default world: built-in map, one robot "robot0" at the start pose. */
 int pa_world_default(pa_world *w, char *err, size_t err_sz);
 void pa_world_free(pa_world *w);
+/* pa_world_load confined by g (see pa_map_guard); the world's map image is
+ * read later, by pa_map_load_g with the same guard. */
+int pa_world_load_g(const char *path, const pa_map_guard *g, pa_world *w,
+                    char *err, size_t err_sz);
 
 /* ---- the flags every process shares ------------------------------------- */
 

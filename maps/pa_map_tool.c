@@ -37,7 +37,8 @@ static int load_world(const char *path, pa_world *w, bool *is_world,
     return pa_world_default(w, err, err_sz);
   }
   pa_ydoc d;
-  if (pa_map_ydoc_load_file(&d, path, err, err_sz)) return -1;
+  if (pa_map_ydoc_load_file(&d, path, NULL, err, err_sz))
+    return -1;
   yaml_node_t *root = pa_map_ydoc_root(&d);
   bool map_yaml = pa_map_yget(&d, root, "image") != NULL;
   pa_map_ydoc_free(&d);

@@ -12,8 +12,6 @@
 
 #include "pa_map_int.h"
 
-#define PA_YAML_MAX_FILE (16u << 20)
-
 int pa_map_yerr(const pa_ydoc *d, const yaml_node_t *n, char *err,
                 size_t err_sz, const char *fmt, ...) {
   char msg[1024];
@@ -29,11 +27,71 @@ int pa_map_yerr(const pa_ydoc *d, const yaml_node_t *n, char *err,
   return -1;
 }
 
+const char *pa_map_yq(const pa_ydoc *d, const char *s) {
+  return d->quiet ? "..." : s;
+}
+
+/* Walks the events once before building the document: one document, nested
+ * at most PA_YAML_MAX_DEPTH deep, at most PA_YAML_MAX_EVENTS events. Stops at
+ * the first excess, so a hostile file costs little (libyaml's cost of deep
+ * nesting grows with the square of the depth). */
+static int yaml_prescan(const char *name, const unsigned char *buf, size_t n,
+                        char *err, size_t err_sz) {
+  yaml_parser_t p;
+  if (!yaml_parser_initialize(&p)) {
+    snprintf(err, err_sz, "%s: out of memory", name);
+    return -1;
+  }
+  yaml_parser_set_input_string(&p, buf, n);
+  int depth = 0, docs = 0, rc = -1;
+  for (size_t count = 0;; count++) {
+    yaml_event_t e;
+    if (!yaml_parser_parse(&p, &e)) {
+      snprintf(err, err_sz, "%s:%zu:%zu: invalid YAML: %s%s%s", name,
+               p.problem_mark.line + 1, p.problem_mark.column + 1,
+               p.problem ? p.problem : "parse error", p.context ? " " : "",
+               p.context ? p.context : "");
+      break;
+    }
+    yaml_event_type_t t = e.type;
+    size_t line = e.start_mark.line + 1, col = e.start_mark.column + 1;
+    yaml_event_delete(&e);
+    if (t == YAML_STREAM_END_EVENT) {
+      rc = 0;
+      break;
+    }
+    if (count >= PA_YAML_MAX_EVENTS) {
+      snprintf(err, err_sz, "%s:%zu:%zu: more than %u YAML nodes", name, line,
+               col, PA_YAML_MAX_EVENTS);
+      break;
+    }
+    if (t == YAML_DOCUMENT_START_EVENT && ++docs > 1) {
+      snprintf(err, err_sz,
+               "%s:%zu:%zu: more than one YAML document (one is read)", name,
+               line, col);
+      break;
+    }
+    if (t == YAML_SEQUENCE_START_EVENT || t == YAML_MAPPING_START_EVENT) {
+      if (++depth > PA_YAML_MAX_DEPTH) {
+        snprintf(err, err_sz, "%s:%zu:%zu: YAML nested deeper than %d levels",
+                 name, line, col, PA_YAML_MAX_DEPTH);
+        break;
+      }
+    } else if (t == YAML_SEQUENCE_END_EVENT || t == YAML_MAPPING_END_EVENT) {
+      depth--;
+    }
+  }
+  yaml_parser_delete(&p);
+  return rc;
+}
+
 int pa_map_ydoc_load_buf(pa_ydoc *d, const char *name, const unsigned char *buf,
                          size_t n, char *err, size_t err_sz) {
   yaml_parser_t p;
-  memset(d, 0, sizeof *d);
+  memset(d, 0, sizeof *d); /* not quiet: its own errors quote nothing */
   d->file = name;
+  if (yaml_prescan(name, buf, n, err, err_sz))
+    return -1;
   if (!yaml_parser_initialize(&p)) {
     snprintf(err, err_sz, "%s: out of memory", name);
     return -1;
@@ -57,36 +115,16 @@ int pa_map_ydoc_load_buf(pa_ydoc *d, const char *name, const unsigned char *buf,
   return 0;
 }
 
-int pa_map_ydoc_load_file(pa_ydoc *d, const char *path, char *err,
-                          size_t err_sz) {
+int pa_map_ydoc_load_file(pa_ydoc *d, const char *path, const pa_map_guard *g,
+                          char *err, size_t err_sz) {
   memset(d, 0, sizeof *d);
   d->file = path;
-  FILE *f = fopen(path, "rb");
-  if (!f) {
-    snprintf(err, err_sz, "%s: cannot open: %s", path, strerror(errno));
+  unsigned char *buf;
+  size_t n;
+  if (pa_map_read_file(path, g, PA_YAML_MAX_FILE, &buf, &n, err, err_sz))
     return -1;
-  }
-  unsigned char *buf = malloc(PA_YAML_MAX_FILE + 1);
-  if (!buf) {
-    fclose(f);
-    snprintf(err, err_sz, "%s: out of memory", path);
-    return -1;
-  }
-  size_t n = fread(buf, 1, PA_YAML_MAX_FILE + 1, f);
-  int rerr = ferror(f);
-  fclose(f);
-  if (rerr) {
-    free(buf);
-    snprintf(err, err_sz, "%s: read error (is it a directory?)", path);
-    return -1;
-  }
-  if (n > PA_YAML_MAX_FILE) {
-    free(buf);
-    snprintf(err, err_sz, "%s: file larger than %u bytes", path,
-             PA_YAML_MAX_FILE);
-    return -1;
-  }
   int rc = pa_map_ydoc_load_buf(d, path, buf, n, err, err_sz);
+  d->quiet = g != NULL; /* for the checks of what it holds */
   free(buf);
   return rc;
 }
@@ -135,10 +173,10 @@ int pa_map_ynum(pa_ydoc *d, yaml_node_t *n, const char *what, double *out,
   if (end == s || *end != '\0' || n->data.scalar.style == YAML_SINGLE_QUOTED_SCALAR_STYLE ||
       n->data.scalar.style == YAML_DOUBLE_QUOTED_SCALAR_STYLE)
     return pa_map_yerr(d, n, err, err_sz, "%s: expected a number, got '%s'",
-                       what, s);
+                       what, pa_map_yq(d, s));
   if (!isfinite(v) || errno == ERANGE)
-    return pa_map_yerr(d, n, err, err_sz, "%s: %s is not a finite number",
-                       what, s);
+    return pa_map_yerr(d, n, err, err_sz, "%s: %s is not a finite number", what,
+                       pa_map_yq(d, s));
   *out = v;
   return 0;
 }
@@ -154,7 +192,7 @@ int pa_map_yint(pa_ydoc *d, yaml_node_t *n, const char *what, long *out,
       n->data.scalar.style == YAML_SINGLE_QUOTED_SCALAR_STYLE ||
       n->data.scalar.style == YAML_DOUBLE_QUOTED_SCALAR_STYLE)
     return pa_map_yerr(d, n, err, err_sz, "%s: expected an integer, got '%s'",
-                       what, s);
+                       what, pa_map_yq(d, s));
   *out = v;
   return 0;
 }
@@ -172,7 +210,7 @@ int pa_map_ybool(pa_ydoc *d, yaml_node_t *n, const char *what, bool *out,
   for (int i = 0; no[i]; i++)
     if (!strcasecmp(s, no[i])) return *out = false, 0;
   return pa_map_yerr(d, n, err, err_sz, "%s: expected true or false, got '%s'",
-                     what, s);
+                     what, pa_map_yq(d, s));
 }
 
 int pa_map_ystr(pa_ydoc *d, yaml_node_t *n, const char *what, char *out,
@@ -239,8 +277,8 @@ int pa_map_ycheck_keys(pa_ydoc *d, yaml_node_t *n, const char *what,
         snprintf(list + l, sizeof list - l, "%s%s", i ? ", " : "", allowed[i]);
       }
       return pa_map_yerr(d, k, err, err_sz,
-                         "%s: unknown key '%s' (expected one of: %s)", what, ks,
-                         list);
+                         "%s: unknown key '%s' (expected one of: %s)", what,
+                         pa_map_yq(d, ks), list);
     }
     for (yaml_node_pair_t *q = n->data.mapping.pairs.start; q < p; q++) {
       yaml_node_t *k2 = pa_map_ynode(d, q->key);

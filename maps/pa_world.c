@@ -20,6 +20,7 @@ typedef struct wctx {
   pa_ydoc *d;
   char *err;
   size_t err_sz;
+  const pa_map_guard *g; /* run-time load: confined, quiet */
 } wctx;
 
 static size_t seq_len(const yaml_node_t *n) {
@@ -95,7 +96,7 @@ static int name(wctx *c, yaml_node_t *n, const char *what, char *out) {
     if (!isalnum((unsigned char)*p) && *p != '_' && *p != '-' && *p != '.')
       return pa_map_yerr(c->d, n, c->err, c->err_sz,
                          "%s: '%s' may only use letters, digits, '_', '-', '.'",
-                         what, out);
+                         what, pa_map_yq(c->d, out));
   return 0;
 }
 
@@ -197,7 +198,7 @@ static int robot(wctx *c, yaml_node_t *n, size_t i, pa_robot_def *r) {
   if (!(v = pa_map_yget(c->d, n, "pose")))
     return pa_map_yerr(c->d, n, c->err, c->err_sz,
                        "robot '%s': missing key 'pose' ([x, y, theta])",
-                       r->name);
+                       pa_map_yq(c->d, r->name));
   if (pose(c, v, "pose", &r->x, &r->y, &r->theta)) return -1;
   if ((v = pa_map_yget(c->d, n, "drive"))) {
     char s[32];
@@ -244,7 +245,7 @@ static int obstacle(wctx *c, yaml_node_t *n, size_t i, pa_obstacle_def *o) {
   if (!(v = pa_map_yget(c->d, n, "shape")))
     return pa_map_yerr(c->d, n, c->err, c->err_sz,
                        "obstacle '%s': missing key 'shape' (box or circle)",
-                       o->name);
+                       pa_map_yq(c->d, o->name));
   char s[32];
   if (pa_map_ystr(c->d, v, "shape", s, sizeof s, c->err, c->err_sz) ||
       (strcmp(s, "box") && strcmp(s, "circle")))
@@ -254,7 +255,7 @@ static int obstacle(wctx *c, yaml_node_t *n, size_t i, pa_obstacle_def *o) {
   if (!(v = pa_map_yget(c->d, n, "pose")))
     return pa_map_yerr(c->d, n, c->err, c->err_sz,
                        "obstacle '%s': missing key 'pose' ([x, y, theta])",
-                       o->name);
+                       pa_map_yq(c->d, o->name));
   if (pose(c, v, "pose", &o->x, &o->y, &o->theta)) return -1;
   yaml_node_t *size = pa_map_yget(c->d, n, "size");
   yaml_node_t *rad = pa_map_yget(c->d, n, "radius");
@@ -265,7 +266,7 @@ static int obstacle(wctx *c, yaml_node_t *n, size_t i, pa_obstacle_def *o) {
     if (!size)
       return pa_map_yerr(c->d, n, c->err, c->err_sz,
                          "box '%s': missing key 'size' ([x, y] metres)",
-                         o->name);
+                         pa_map_yq(c->d, o->name));
     double sz[2];
     if (pa_map_ynums(c->d, size, "size", sz, 2, 2, NULL, c->err, c->err_sz))
       return -1;
@@ -284,7 +285,8 @@ static int obstacle(wctx *c, yaml_node_t *n, size_t i, pa_obstacle_def *o) {
                          "size: a circle takes radius, not size");
     if (!rad)
       return pa_map_yerr(c->d, n, c->err, c->err_sz,
-                         "circle '%s': missing key 'radius'", o->name);
+                         "circle '%s': missing key 'radius'",
+                         pa_map_yq(c->d, o->name));
     if (prop_in(c, rad, "radius", PA_PR_OB_RADIUS, &o->radius))
       return -1;
   }
@@ -303,11 +305,13 @@ static int unique_name(wctx *c, yaml_node_t *n, const pa_world *w,
   for (size_t i = 0; i < robots_done; i++)
     if (!strcmp(w->robots[i].name, nm))
       return pa_map_yerr(c->d, n, c->err, c->err_sz,
-                         "duplicate name '%s' (already robot %zu)", nm, i);
+                         "duplicate name '%s' (already robot %zu)",
+                         pa_map_yq(c->d, nm), i);
   for (size_t i = 0; i < obstacles_done; i++)
     if (!strcmp(w->obstacles[i].name, nm))
       return pa_map_yerr(c->d, n, c->err, c->err_sz,
-                         "duplicate name '%s' (already obstacle %zu)", nm, i);
+                         "duplicate name '%s' (already obstacle %zu)",
+                         pa_map_yq(c->d, nm), i);
   return 0;
 }
 
@@ -327,7 +331,7 @@ static int world_map(wctx *c, yaml_node_t *n, const char *dir, pa_world *w) {
   if (pa_map_join(dir, s, path, sizeof path))
     return pa_map_yerr(c->d, n, c->err, c->err_sz, "map: path too long");
   char e[1024];
-  if (pa_map_parse_yaml(path, &w->map, e, sizeof e))
+  if (pa_map_parse_yaml_g(path, c->g, &w->map, e, sizeof e))
     return pa_map_yerr(c->d, n, c->err, c->err_sz, "map: %s", e);
   return 0;
 }
@@ -401,14 +405,20 @@ static int world_parse(wctx *c, const char *path, pa_world *w) {
 }
 
 int pa_world_load(const char *path, pa_world *w, char *err, size_t err_sz) {
+  return pa_world_load_g(path, NULL, w, err, err_sz);
+}
+
+int pa_world_load_g(const char *path, const pa_map_guard *g, pa_world *w,
+                    char *err, size_t err_sz) {
   memset(w, 0, sizeof *w);
   if (!path || !path[0]) {
     snprintf(err, err_sz, "world: empty path");
     return -1;
   }
   pa_ydoc d;
-  if (pa_map_ydoc_load_file(&d, path, err, err_sz)) return -1;
-  wctx c = {&d, err, err_sz};
+  if (pa_map_ydoc_load_file(&d, path, g, err, err_sz))
+    return -1;
+  wctx c = {&d, err, err_sz, g};
   int rc = world_parse(&c, path, w);
   pa_map_ydoc_free(&d);
   if (rc) pa_world_free(w);

@@ -218,6 +218,15 @@ int pa_shm_create(pa_shm_seg *seg, const char *name, uint32_t kind,
     errno = e;
     return e == EEXIST ? PA_SHM_EEXIST : PA_SHM_ESYS;
   }
+  /* 0600 whatever the umask: probes take any other mode for not ours. */
+  if (fchmod(fd, 0600) != 0) {
+    int e = errno;
+    close(fd);
+    shm_unlink(name);
+    pa_shm_errf(err, err_sz, "%s: chmod 0600: %s", name, strerror(e));
+    errno = e;
+    return PA_SHM_ESYS;
+  }
   /* ftruncate, not posix_fallocate: tmpfs pages come lazily, creation is fast */
   if (ftruncate(fd, (off_t)total_size) != 0) {
     int e = errno;
@@ -301,6 +310,17 @@ int pa_shm_attach(pa_shm_seg *seg, const char *name, uint32_t kind,
     if (fstat(fd, &st) != 0) {
       pa_shm_errf(err, err_sz, "%s: fstat: %s", name, strerror(errno));
       rc = PA_SHM_ESYS;
+      goto fail;
+    }
+    /* Only what playarea made as this user: another user's object (a
+     * squatter's) must not feed our processes. */
+    if (st.st_uid != geteuid() || (st.st_mode & 07777) != 0600) {
+      pa_shm_errf(err, err_sz,
+                  "%s: owned by uid %u with mode %04o, not ours (uid %u, "
+                  "0600): refusing it",
+                  name, (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777),
+                  (unsigned)geteuid());
+      rc = PA_SHM_EMISMATCH;
       goto fail;
     }
     size = (size_t)st.st_size;

@@ -444,7 +444,7 @@ typedef struct pa_tick {
   uint32_t flags;          /* PA_TICK_* */
   double speed;            /* time scale; 0 = as fast as possible */
   uint32_t world_gen;
-  uint32_t reserved;
+  uint32_t scan_phase; /* pa-sim's scan_tick0 % ticks_per_scan (resume) */
   /* pa_robot_state robots[robot_count]; */
 } pa_tick;
 enum { PA_TICK_PAUSED = 1u << 0 };
@@ -617,9 +617,22 @@ int pa_stack_unlink(const char *instance);
  * with segment_prefix ("snap-": its snapshots). */
 int pa_stack_count_objects(const char *instance, const char *segment_prefix);
 
-enum { PA_STACK_NONE = 0, PA_STACK_LIVE = 1, PA_STACK_STALE = 2 };
-/* Tells whether an instance exists and whether its owner is alive. */
+enum {
+  PA_STACK_NONE = 0,
+  PA_STACK_LIVE = 1,
+  PA_STACK_STALE = 2,
+  PA_STACK_FOREIGN = 3
+};
+/* Tells whether an instance exists and whether its owner is alive.
+ * FOREIGN: an object of it is not ours (another owner uid, or a mode other
+ * than 0600, as playarea never makes): its liveness cannot be trusted or
+ * seen; pa_stack_create replaces it when it can, else refuses by name. */
 int pa_stack_probe(const char *instance);
+/* The first foreign object of the instance: its uid, mode bits and owner pid
+ * (0 unreadable), and whether that pid runs as that uid (another user's
+ * live instance); false when none is foreign. */
+bool pa_stack_foreign_info(const char *instance, uint32_t *uid, uint32_t *mode,
+                           int32_t *owner, bool *owner_alive);
 
 /* World snapshot seqlock (writer = pa-sim). */
 void pa_stack_world_begin(pa_stack *s);

@@ -1,6 +1,7 @@
 /* pa-shmctl - list, garbage-collect and remove playarea shm instances.
  *
- *   pa-shmctl ls            every instance in /dev/shm, live or stale
+ *   pa-shmctl ls            every instance in /dev/shm, live, stale or
+ *                           not-ours (another user's: liveness unknown)
  *   pa-shmctl gc [PREFIX]   remove instances whose owner pid is dead (only
  *                           those whose name starts with PREFIX)
  *   pa-shmctl rm INSTANCE   remove one instance (all its segments)
@@ -80,7 +81,11 @@ static int32_t owner_of(const char *instance) {
 }
 
 static const char *state_name(int st) {
-  return st == PA_STACK_LIVE ? "live" : st == PA_STACK_STALE ? "stale" : "gone";
+  /* Another user's instance: we cannot see whether its owner lives. */
+  return st == PA_STACK_LIVE      ? "live"
+         : st == PA_STACK_STALE   ? "stale"
+         : st == PA_STACK_FOREIGN ? "not-ours"
+                                  : "gone";
 }
 
 static int cmd_ls(void) {
@@ -88,7 +93,7 @@ static int cmd_ls(void) {
   int n = scan_instances(v, MAX_INSTANCES);
   if (n < 0)
     return 1;
-  printf("%-24s %-6s %8s %4s %10s  %s\n", "INSTANCE", "STATE", "OWNER", "SEGS",
+  printf("%-24s %-8s %8s %4s %10s  %s\n", "INSTANCE", "STATE", "OWNER", "SEGS",
          "MB", "HEADS (state scan camera)");
   for (int i = 0; i < n; i++) {
     int st = pa_stack_probe(v[i].name);
@@ -101,9 +106,15 @@ static int cmd_ls(void) {
                pa_ring_head(s.camera));
       pa_stack_detach(&s);
     }
-    printf("%-24s %-6s %8d %4d %10.1f  %s\n", v[i].name, state_name(st),
-           (int)owner_of(v[i].name), v[i].segments,
-           (double)v[i].bytes / (1024.0 * 1024.0), heads);
+    int32_t owner = owner_of(v[i].name);
+    uint32_t uid, mode;
+    bool alive;
+    if (st == PA_STACK_FOREIGN &&
+        pa_stack_foreign_info(v[i].name, &uid, &mode, &owner, &alive))
+      snprintf(heads, sizeof heads, "uid %u mode %04o", uid, mode);
+    printf("%-24s %-8s %8d %4d %10.1f  %s\n", v[i].name, state_name(st),
+           (int)owner, v[i].segments, (double)v[i].bytes / (1024.0 * 1024.0),
+           heads);
   }
   return 0;
 }
@@ -117,7 +128,17 @@ static int cmd_gc(const char *prefix) {
   for (int i = 0; i < n; i++) {
     if (prefix && strncmp(v[i].name, prefix, strlen(prefix)) != 0)
       continue;
-    if (pa_stack_probe(v[i].name) != PA_STACK_STALE)
+    int st = pa_stack_probe(v[i].name);
+    if (st == PA_STACK_FOREIGN) {
+      uint32_t uid = 0, mode = 0;
+      int32_t pid = 0;
+      bool alive = false;
+      pa_stack_foreign_info(v[i].name, &uid, &mode, &pid, &alive);
+      printf("left instance %s: not ours (uid %u, mode %04o%s)\n", v[i].name,
+             uid, mode, alive ? ", its owner is running" : "");
+      continue;
+    }
+    if (st != PA_STACK_STALE)
       continue;
     int32_t pid = owner_of(v[i].name);
     int k = pa_stack_unlink(v[i].name);
@@ -154,7 +175,8 @@ static int cmd_rm(const char *instance) {
 
 static void usage(FILE *f) {
   fprintf(f, "usage: pa-shmctl ls | gc [PREFIX] | rm INSTANCE\n"
-             "  ls           list playarea shm instances (live or stale)\n"
+             "  ls           list playarea shm instances (live, stale, or\n"
+             "               not-ours: another user's, liveness unknown)\n"
              "  gc [PREFIX]  remove instances whose owner process is dead\n"
              "               (only names starting with PREFIX if given)\n"
              "  rm INSTANCE  remove every segment of one instance\n");

@@ -218,22 +218,76 @@ int pa_stack_count_objects(const char *instance, const char *segment_prefix) {
   return for_each_object(instance, segment_prefix, NULL, NULL);
 }
 
+/* An object playarea made and we may trust: ours, mode 0600. */
+static bool ours(const struct stat *st) {
+  return st->st_uid == geteuid() && (st->st_mode & 07777) == 0600;
+}
+
+typedef struct foreign_find {
+  bool found;
+  struct stat st;
+  char name[300];
+} foreign_find;
+
+static void find_foreign(const char *name, void *arg) {
+  foreign_find *f = arg;
+  char path[320];
+  struct stat st;
+  snprintf(path, sizeof path, "/dev/shm/%s", name);
+  if (f->found || lstat(path, &st) != 0)
+    return;
+  if (!S_ISREG(st.st_mode) || !ours(&st)) {
+    f->found = true;
+    f->st = st;
+    snprintf(f->name, sizeof f->name, "/%s", name);
+  }
+}
+
+/* The owner pid written in a ctl object (0 when unreadable). */
+static int32_t ctl_owner(int fd, const struct stat *st) {
+  if ((size_t)st->st_size < sizeof(pa_shm_header))
+    return 0;
+  void *p = mmap(NULL, sizeof(pa_shm_header), PROT_READ, MAP_SHARED, fd, 0);
+  if (p == MAP_FAILED)
+    return 0;
+  const pa_shm_header *h = p;
+  int32_t owner = h->magic == PA_SHM_MAGIC
+                      ? __atomic_load_n(&h->owner_pid, __ATOMIC_RELAXED)
+                      : 0;
+  munmap(p, sizeof(pa_shm_header));
+  return owner;
+}
+
 /* PA_STACK_* of the instance; *owner gets the ctl's owner pid (0 unknown). */
 static int probe_owner(const char *instance, int32_t *owner) {
   *owner = 0;
   char name[PA_SHM_NAME_MAX];
   if (pa_shm_name(name, sizeof name, instance, "ctl", NULL, 0))
     return PA_STACK_NONE;
-  int fd = shm_open(name, O_RDONLY | O_CLOEXEC, 0);
-  if (fd < 0)
+  /* Anything of another user (or not 0600) is not ours to judge: a
+   * squatter's object must neither pass as live nor be taken for stale. */
+  foreign_find ff;
+  memset(&ff, 0, sizeof ff);
+  for_each_object(instance, "", find_foreign, &ff);
+  if (ff.found)
+    return PA_STACK_FOREIGN;
+  int fd = shm_open(name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW, 0);
+  if (fd < 0) {
+    if (errno == EACCES)
+      return PA_STACK_FOREIGN;
     /* Segments without a ctl are leftovers of a crash or a half unlink. */
     return for_each_object(instance, "", NULL, NULL) > 0 ? PA_STACK_STALE
                                                      : PA_STACK_NONE;
+  }
   struct stat st;
   int res = PA_STACK_LIVE;
   if (fstat(fd, &st) != 0) {
     close(fd);
     return PA_STACK_LIVE;
+  }
+  if (!ours(&st)) {
+    close(fd);
+    return PA_STACK_FOREIGN;
   }
   bool young = time(NULL) - st.st_ctime < CREATE_GRACE_S;
   if ((size_t)st.st_size < sizeof(pa_shm_header)) {
@@ -259,6 +313,49 @@ static int probe_owner(const char *instance, int32_t *owner) {
 int pa_stack_probe(const char *instance) {
   int32_t owner;
   return probe_owner(instance, &owner);
+}
+
+bool pa_stack_foreign_info(const char *instance, uint32_t *uid, uint32_t *mode,
+                           int32_t *owner, bool *owner_alive) {
+  foreign_find ff;
+  memset(&ff, 0, sizeof ff);
+  *uid = *mode = 0;
+  *owner = 0;
+  *owner_alive = false;
+  char name[PA_SHM_NAME_MAX];
+  if (pa_shm_name(name, sizeof name, instance, "ctl", NULL, 0))
+    return false;
+  for_each_object(instance, "", find_foreign, &ff);
+  int fd = shm_open(name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW, 0);
+  struct stat st;
+  if (fd >= 0 && fstat(fd, &st) == 0) {
+    if (!ff.found && !ours(&st)) {
+      ff.found = true;
+      ff.st = st;
+    }
+    *owner = ctl_owner(fd, &st);
+  } else if (fd < 0 && errno == EACCES && !ff.found) {
+    ff.found = true; /* hidden from us: its uid from the directory */
+    char path[320];
+    snprintf(path, sizeof path, "/dev/shm%s", name);
+    if (stat(path, &ff.st) != 0)
+      memset(&ff.st, 0, sizeof ff.st);
+  }
+  if (fd >= 0)
+    close(fd);
+  if (!ff.found)
+    return false;
+  *uid = (uint32_t)ff.st.st_uid;
+  *mode = (uint32_t)(ff.st.st_mode & 07777);
+  /* Another user's real instance: its owner runs as that user (an object of
+   * ours with a wrong mode is no instance of ours, live or not). */
+  if (*owner > 0 && *uid != (uint32_t)geteuid() && !pa_shm_pid_dead(*owner)) {
+    char proc[64];
+    struct stat ps;
+    snprintf(proc, sizeof proc, "/proc/%d", (int)*owner);
+    *owner_alive = stat(proc, &ps) == 0 && ps.st_uid == ff.st.st_uid;
+  }
+  return true;
 }
 
 static void unlink_object(const char *name, void *arg) {
@@ -334,7 +431,34 @@ int pa_stack_create(pa_stack *s, const pa_stack_def *d, char *err,
                 d->instance, (int)owner);
     return PA_SHM_EEXIST;
   }
-  char stale_note[160] = "";
+  char stale_note[256] = "";
+  if (state == PA_STACK_FOREIGN) {
+    uint32_t uid, mode;
+    bool alive;
+    pa_stack_foreign_info(d->instance, &uid, &mode, &owner, &alive);
+    if (alive) {
+      pa_shm_errf(err, err_sz,
+                  "instance '%s' belongs to another user (uid %u, owner pid "
+                  "%d alive): pick another instance",
+                  d->instance, uid, (int)owner);
+      return PA_SHM_EEXIST;
+    }
+    /* A squatter's (or another user's dead) objects: removed when we may
+     * (root, or our own with a wrong mode), else refused by name. */
+    pa_stack_unlink(d->instance);
+    if (pa_stack_probe(d->instance) != PA_STACK_NONE) {
+      pa_shm_errf(err, err_sz,
+                  "instance '%s': /dev/shm/playarea.%s.* holds an object of "
+                  "uid %u mode %04o, not ours (uid %u, 0600), that we cannot "
+                  "remove: have it removed or pick another instance",
+                  d->instance, d->instance, uid, mode, (unsigned)geteuid());
+      return PA_SHM_EEXIST;
+    }
+    snprintf(stale_note, sizeof stale_note,
+             "replaced instance '%s': its objects were not ours (uid %u, "
+             "mode %04o, owner pid %d)",
+             d->instance, uid, mode, (int)owner);
+  }
   if (state == PA_STACK_STALE) {
     pa_stack_unlink(d->instance);
     snprintf(stale_note, sizeof stale_note,

@@ -92,6 +92,9 @@ typedef struct pa_sim_def {
   char instance[48];
   /* export_dataset writes recordings under this directory ("" = off). */
   char dataset_dir[PA_SIM_DATASET_DIR_MAX];
+  /* set_map / set_scenario read files only inside this directory (NULL or
+   * "" = pa-sim's working directory); see pa_map_guard. */
+  const char *data_dir;
   /* Threads that work on a tick: scans, and the physics of 256+ robots
    * (the caller + threads - 1 workers started by pa_sim_state_init; results
    * are the same for any count; a state with workers does not survive
@@ -184,6 +187,10 @@ typedef struct pa_sim_rec pa_sim_rec;   /* export_dataset (sim_rec.c) */
 typedef struct pa_sim_state {
   uint64_t tick;           /* ticks since the simulation started */
   double sim_time;         /* [s] */
+  /* The scan schedule counts from here: robot i scans when
+   * (tick - scan_tick0 + i) % ticks_per_scan == 0; reset sets it to the
+   * tick, so a reset world scans as a fresh one. */
+  uint64_t scan_tick0;
   bool paused;
   double speed;            /* 0 = as fast as possible */
   uint32_t cap_robots, cap_obstacles;
@@ -248,6 +255,19 @@ int pa_sim_set_grid(pa_sim_model *m, pa_sim_state *s, const pa_grid *g,
  * state holds) changes nothing. */
 int pa_sim_set_world(pa_sim_model *m, pa_sim_state *s, const pa_world *w,
                      const pa_grid *g, char *err, size_t err_sz);
+
+/* The two halves of pa_sim_set_grid / pa_sim_set_world, so the costly one
+ * can run off the tick: the new model built from the settings alone (d and
+ * unknown_blocks copied from the running model; w NULL for a new grid under
+ * the running world), on any thread; then taken between two ticks (nm is
+ * consumed either way; the same checks and all-or-nothing as above). */
+int pa_sim_model_prepare(const pa_sim_def *d, bool unknown_blocks,
+                         const pa_world *w, const pa_grid *g, pa_sim_model *nm,
+                         char *err, size_t err_sz);
+int pa_sim_set_grid_model(pa_sim_model *m, pa_sim_state *s, pa_sim_model *nm,
+                          uint32_t *moved, char *err, size_t err_sz);
+int pa_sim_set_world_model(pa_sim_model *m, pa_sim_state *s, pa_sim_model *nm,
+                           char *err, size_t err_sz);
 
 /* One tick: limits + kinematics + collisions + odometry, then scans for the
  * robots due (listed in s->scan_due). Advances tick and sim_time. */

@@ -589,6 +589,7 @@ void pa_sim_reset(const pa_sim_model *m, pa_sim_state *s) {
   }
   s->obstacle_count = m->obstacle_count0;
   pa_sim_int_recount(s);
+  s->scan_tick0 = s->tick; /* scans as a fresh start does */
   s->world_dirty = true;
 }
 
@@ -608,45 +609,64 @@ static bool state_place_free(const void *arg, uint32_t cx, uint32_t cy,
                           margin, NULL, NULL) >= margin;
 }
 
+int pa_sim_model_prepare(const pa_sim_def *def, bool unknown_blocks,
+                         const pa_world *w, const pa_grid *g, pa_sim_model *nm,
+                         char *err, size_t err_sz) {
+  pa_sim_def d = *def;
+  d.robots = 0; /* the world's robots (or the state's), no extras */
+  pa_world none;
+  if (!w) {
+    memset(&none, 0, sizeof none);
+    none.unknown_blocks = unknown_blocks;
+    w = &none;
+  }
+  return pa_sim_model_init(nm, &d, w, g, err, err_sz);
+}
+
 int pa_sim_set_world(pa_sim_model *m, pa_sim_state *s, const pa_world *w,
                      const pa_grid *g, char *err, size_t err_sz) {
-  pa_sim_def d = m->def;
-  d.robots = 0; /* the world's robots, no extras */
   pa_sim_model nm;
-  if (pa_sim_model_init(&nm, &d, w, g, err, err_sz) != 0)
+  if (pa_sim_model_prepare(&m->def, m->unknown_blocks, w, g, &nm, err,
+                           err_sz) != 0)
     return -1;
-  if (nm.beam_cap > m->beam_cap) {
+  return pa_sim_set_world_model(m, s, &nm, err, err_sz);
+}
+
+int pa_sim_set_world_model(pa_sim_model *m, pa_sim_state *s, pa_sim_model *nm,
+                           char *err, size_t err_sz) {
+  if (nm->beam_cap > m->beam_cap) {
     snprintf(err, err_sz,
              "a robot of the world has %u laser beams; this pa-sim holds at "
              "most %u (start it with a world or --laser_beams that has as "
              "many)",
-             nm.beam_cap, m->beam_cap);
-    pa_sim_model_free(&nm);
+             nm->beam_cap, m->beam_cap);
+    pa_sim_model_free(nm);
     return -1;
   }
-  nm.beam_cap = m->beam_cap; /* the state's scan buffers keep their stride */
+  nm->beam_cap = m->beam_cap; /* the state's scan buffers keep their stride */
   /* The world's robots are new to their slots: a generation above the
    * slot's (a restart tells slot reuse apart by it). */
-  for (uint32_t i = 0; i < nm.robot_count0 && i < s->cap_robots; i++)
-    if (nm.robots0[i].gen <= s->info[i].gen)
-      nm.robots0[i].gen = s->info[i].gen + 1;
+  for (uint32_t i = 0; i < nm->robot_count0 && i < s->cap_robots; i++)
+    if (nm->robots0[i].gen <= s->info[i].gen)
+      nm->robots0[i].gen = s->info[i].gen + 1;
   pa_sim_model_free(m);
-  *m = nm;
+  *m = *nm;
   pa_sim_reset(m, s);
   return 0;
 }
 
 int pa_sim_set_grid(pa_sim_model *m, pa_sim_state *s, const pa_grid *g,
                     uint32_t *moved, char *err, size_t err_sz) {
-  pa_sim_def d = m->def;
-  d.robots = 0; /* the robots are the state's */
-  pa_world w;
-  memset(&w, 0, sizeof w);
-  w.unknown_blocks = m->unknown_blocks;
   pa_sim_model nm;
-  if (pa_sim_model_init(&nm, &d, &w, g, err, err_sz) != 0)
+  if (pa_sim_model_prepare(&m->def, m->unknown_blocks, NULL, g, &nm, err,
+                           err_sz) != 0)
     return -1;
-  nm.beam_cap = m->beam_cap; /* the state's scan buffers keep their stride */
+  return pa_sim_set_grid_model(m, s, &nm, moved, err, err_sz);
+}
+
+int pa_sim_set_grid_model(pa_sim_model *m, pa_sim_state *s, pa_sim_model *nm,
+                          uint32_t *moved, char *err, size_t err_sz) {
+  nm->beam_cap = m->beam_cap; /* the state's scan buffers keep their stride */
   /* Robots that no longer fit move to free places (in index order, each
    * clear of the others as they stand); all or nothing. */
   size_t nrs = (size_t)s->robot_count * sizeof *s->rs;
@@ -658,17 +678,17 @@ int pa_sim_set_grid(pa_sim_model *m, pa_sim_state *s, const pa_grid *g,
     goto fail;
   }
   memcpy(keep, s->rs, nrs);
-  uint64_t rng = pa_sim_int_seed(d.seed, 0x7365746d6170ull, s->tick);
+  uint64_t rng = pa_sim_int_seed(m->def.seed, 0x7365746d6170ull, s->tick);
   uint32_t n = 0;
   for (uint32_t i = 0; i < s->robot_count; i++) {
     pa_robot_state *r = &s->rs[i];
     if (!s->info[i].active ||
-        pa_sim_clearance(&nm, s, i, r->x, r->y, s->info[i].radius, 0, NULL,
+        pa_sim_clearance(nm, s, i, r->x, r->y, s->info[i].radius, 0, NULL,
                          NULL) >= 0)
       continue;
     double x, y;
-    state_place_ctx pc = {&nm, s, i};
-    if (!find_place(&nm.grid, &rng, state_place_free, &pc, 0.05, 0, &x, &y)) {
+    state_place_ctx pc = {nm, s, i};
+    if (!find_place(&nm->grid, &rng, state_place_free, &pc, 0.05, 0, &x, &y)) {
       memcpy(s->rs, keep, nrs);
       snprintf(err, err_sz, "no free place on the new map for robot '%s'",
                s->info[i].name);
@@ -688,15 +708,15 @@ int pa_sim_set_grid(pa_sim_model *m, pa_sim_state *s, const pa_grid *g,
     r0[i].start_theta = s->rs[i].theta;
   }
   memcpy(o0, s->obs, s->obstacle_count * sizeof *o0);
-  free(nm.robots0);
-  free(nm.obstacles0);
-  nm.robots0 = r0;
-  nm.robot_count0 = s->robot_count;
-  nm.obstacles0 = o0;
-  nm.obstacle_count0 = s->obstacle_count;
+  free(nm->robots0);
+  free(nm->obstacles0);
+  nm->robots0 = r0;
+  nm->robot_count0 = s->robot_count;
+  nm->obstacles0 = o0;
+  nm->obstacle_count0 = s->obstacle_count;
   free(keep);
   pa_sim_model_free(m);
-  *m = nm;
+  *m = *nm;
   s->world_dirty = true;
   if (moved)
     *moved = n;
@@ -705,7 +725,7 @@ fail:
   free(keep);
   free(r0);
   free(o0);
-  pa_sim_model_free(&nm);
+  pa_sim_model_free(nm);
   return -1;
 }
 

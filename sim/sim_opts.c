@@ -115,6 +115,9 @@ static const pa_opt_row rows[] = {
          "--realtime)")},
     {STR(def.dataset_dir, "dataset_dir", PA_OPT_STRBUF, "",
          "export_dataset writes recordings under this directory ('' = off)")},
+    {STR(def.data_dir, "data_dir", PA_OPT_STR, NULL,
+         "set_map / set_scenario read files only under this directory "
+         "(unset or '' = pa-sim's working directory)")},
     {STR(simd, "simd", PA_OPT_STRBUF, "auto",
          "ray caster path: auto|avx512|avx2|portable|scalar (the same ranges "
          "on every path; auto = the fastest this CPU has)")},

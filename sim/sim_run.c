@@ -5,7 +5,9 @@
 #include "sim_int.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,9 +20,35 @@
 #define HEALTH_PERIOD_NS 100000000LL /* 100 ms */
 #define PAUSED_WAIT_NS 100000000LL   /* wake to notice SIGTERM */
 #define LOCKSTEP_ACTIVE_NS 2000000LL /* a command this recent: spin first */
-#define MAP_BEAT_AHEAD_NS 60000000000LL /* a map command may block 60 s */
 #define SPIN_NS 50000LL              /* at most this long */
 #define LEAN_SAMPLE 16               /* see `timed` */
+#define LOADER_POLL_NS 1000000L      /* paused: check a load this often */
+
+/* set_map, generate_map and set_scenario read and build their map on this
+ * thread, so a big or hostile file never holds up the tick; the loop swaps
+ * the result in between two ticks. The command stays at the queue front (in
+ * flight) until then, as a STEP does. */
+typedef struct loader {
+  pthread_t th;
+  bool busy; /* a thread runs (or finished, not yet joined) */
+  int done;  /* atomic: the thread has finished */
+  pa_cmd cmd;
+  pa_map_guard guard;      /* data_dir: the canonical --data_dir */
+  char data_dir[PATH_MAX]; /* "" = none could be resolved: files refused */
+  /* results */
+  int rc;
+  pa_status status;
+  char err[256];
+  pa_world w;
+  bool have_world;
+  pa_grid g;
+  bool have_grid;
+  pa_sim_def def; /* the running model's settings, copied */
+  bool unknown_blocks;
+  pa_sim_model nm; /* the new model, built here */
+  bool have_model;
+  int64_t started_ns;
+} loader;
 
 typedef struct run_ctx {
   pa_sim_model *m;         /* SET_MAP / GENERATE_MAP replace its map */
@@ -37,6 +65,7 @@ typedef struct run_ctx {
   bool stepping;           /* a STEP command is being run */
   pa_cmd step_cmd;
   uint64_t step_left;
+  loader ld;
 } run_ctx;
 
 static void set_inflight(pa_ctl *ctl, uint64_t v) {
@@ -107,46 +136,39 @@ static void reply_envelope(pa_sim_model *m, pa_sim_state *s, const pa_cmd *c,
   r->op = c->op;
 }
 
-/* SET_MAP / GENERATE_MAP: a new grid under the running world; SET_SCENARIO:
- * a new world (robots, obstacles, map). Then the map segment republished
- * (map_gen + 1: pa-render and pa-netgw follow). */
-static pa_status map_cmd(run_ctx *k, const pa_cmd *c, pa_reply *r) {
-  pa_sim_state *s = k->s;
-  reply_envelope(k->m, s, c, r);
+static bool is_map_op(uint32_t op) {
+  return op == PA_OP_SET_MAP || op == PA_OP_GENERATE_MAP ||
+         op == PA_OP_SET_SCENARIO;
+}
+
+/* The loader thread: files (confined to the data directory, see
+ * pa_map_guard) or the generator -> a world and/or a grid. Touches nothing
+ * of the running simulation. */
+static void *load_main(void *arg) {
+  loader *ld = arg;
+  const pa_cmd *c = &ld->cmd;
   char path[PA_CMD_PATH_MAX];
   memcpy(path, c->path, sizeof path);
   path[sizeof path - 1] = 0;
-  char err[256];
-  pa_grid g;
-  int rc;
-  uint32_t moved = 0;
-  if (c->op == PA_OP_SET_SCENARIO) {
-    pa_world w;
-    rc = path[0] ? pa_world_load(path, &w, err, sizeof err)
-                 : pa_world_default(&w, err, sizeof err);
-    if (rc != 0)
-      return pa_sim_int_fail(r, PA_ERR_INVALID_MESSAGE, "%s", err);
-    rc = pa_map_load(&w.map, &g, err, sizeof err);
+  const pa_map_guard *g = &ld->guard;
+  int rc = 0;
+  ld->status = PA_ERR_INVALID_MESSAGE;
+  if (path[0] && !ld->data_dir[0]) {
+    snprintf(ld->err, sizeof ld->err,
+             "no data directory for files: start pa-sim with --data_dir");
+    rc = -1;
+  } else if (c->op == PA_OP_SET_SCENARIO) {
+    rc = path[0] ? pa_world_load_g(path, g, &ld->w, ld->err, sizeof ld->err)
+                 : pa_world_default(&ld->w, ld->err, sizeof ld->err);
     if (rc == 0) {
-      rc = pa_sim_set_world(k->m, s, &w, &g, err, sizeof err);
-      pa_grid_free(&g);
+      ld->have_world = true;
+      rc = pa_map_load_g(&ld->w.map, g, &ld->g, ld->err, sizeof ld->err);
     }
-    pa_world_free(&w);
-    if (rc != 0)
-      return pa_sim_int_fail(r, PA_ERR_INVALID_MESSAGE, "%s", err);
-    goto publish;
-  }
-  if (c->op == PA_OP_SET_MAP) {
-    rc = path[0] ? pa_map_load_yaml(path, &g, err, sizeof err)
-                 : pa_map_load_default(&g, err, sizeof err);
+  } else if (c->op == PA_OP_SET_MAP) {
+    rc = path[0] ? pa_map_load_yaml_g(path, g, &ld->g, ld->err, sizeof ld->err)
+                 : pa_map_load_default(&ld->g, ld->err, sizeof ld->err);
   } else {
     pa_mapgen p = pa_mapgen_default();
-    for (int i = 0; i < 7; i++) /* the seed up to 2^53, the rest to 1e9 */
-      if (!isfinite(c->a[i]) || c->a[i] < 0 ||
-          c->a[i] > (i == 3 ? 9007199254740992.0 : 1e9))
-        return pa_sim_int_fail(r, PA_ERR_INVALID_ACTION_SHAPE,
-                               "generate_map: parameters must be finite "
-                               "numbers >= 0");
     p.width = c->a[0];
     p.height = c->a[1];
     p.resolution = c->a[2];
@@ -154,15 +176,114 @@ static pa_status map_cmd(run_ctx *k, const pa_cmd *c, pa_reply *r) {
     p.rooms_x = (uint32_t)c->a[4];
     p.rooms_y = (uint32_t)c->a[5];
     p.clutter = (uint32_t)c->a[6];
-    rc = pa_map_generate(&p, &g, err, sizeof err);
+    rc = pa_map_generate(&p, &ld->g, ld->err, sizeof ld->err);
   }
-  if (rc != 0)
-    return pa_sim_int_fail(r, PA_ERR_INVALID_MESSAGE, "%s", err);
-  rc = pa_sim_set_grid(k->m, s, &g, &moved, err, sizeof err);
-  pa_grid_free(&g);
-  if (rc != 0)
-    return pa_sim_int_fail(r, PA_ERR_INVALID_MESSAGE, "%s", err);
-publish:
+  if (rc == 0) {
+    ld->have_grid = true;
+    /* The distance fields of a big map cost as much as reading it. */
+    rc = pa_sim_model_prepare(&ld->def, ld->unknown_blocks,
+                              c->op == PA_OP_SET_SCENARIO ? &ld->w : NULL,
+                              &ld->g, &ld->nm, ld->err, sizeof ld->err);
+    ld->have_model = rc == 0;
+  }
+  ld->rc = rc;
+  __atomic_store_n(&ld->done, 1, __ATOMIC_RELEASE);
+  return NULL;
+}
+
+static void loader_clear(loader *ld) {
+  if (ld->have_world)
+    pa_world_free(&ld->w);
+  if (ld->have_grid)
+    pa_grid_free(&ld->g);
+  if (ld->have_model)
+    pa_sim_model_free(&ld->nm);
+  ld->have_world = ld->have_grid = ld->have_model = false;
+  ld->busy = false;
+}
+
+/* The data directory as the guard compares it: --data_dir, else the working
+ * directory, resolved once. */
+static void loader_init(loader *ld, const pa_sim_def *d) {
+  memset(ld, 0, sizeof *ld);
+  const char *dir = d->data_dir && d->data_dir[0] ? d->data_dir : ".";
+  if (!realpath(dir, ld->data_dir)) {
+    pa_warn("--data_dir %s: %s: set_map and set_scenario will refuse files",
+            dir, strerror(errno));
+    ld->data_dir[0] = 0;
+  } else if (!strcmp(ld->data_dir, "/")) {
+    pa_warn("set_map and set_scenario may read any file (the data directory "
+            "is /): give --data_dir");
+  } else {
+    pa_info("set_map and set_scenario read files under %s", ld->data_dir);
+  }
+  ld->guard.data_dir = ld->data_dir;
+}
+
+/* Starts loading c: PA_OK (the reply comes when it is done), or an error
+ * status with r filled. */
+static pa_status map_cmd_start(run_ctx *k, const pa_cmd *c, pa_reply *r) {
+  loader *ld = &k->ld;
+  reply_envelope(k->m, k->s, c, r);
+  if (c->op == PA_OP_GENERATE_MAP) {
+    for (int i = 0; i < 7; i++) /* the seed up to 2^53, the rest to 1e9 */
+      if (!isfinite(c->a[i]) || c->a[i] < 0 ||
+          c->a[i] > (i == 3 ? 9007199254740992.0 : 1e9))
+        return pa_sim_int_fail(r, PA_ERR_INVALID_ACTION_SHAPE,
+                               "generate_map: parameters must be finite "
+                               "numbers >= 0");
+  }
+  ld->cmd = *c;
+  ld->rc = -1;
+  ld->err[0] = 0;
+  ld->have_world = ld->have_grid = ld->have_model = false;
+  ld->def = k->m->def;
+  ld->unknown_blocks = k->m->unknown_blocks;
+  __atomic_store_n(&ld->done, 0, __ATOMIC_RELAXED);
+  ld->started_ns = pa_now_ns();
+  int e = pthread_create(&ld->th, NULL, load_main, ld);
+  if (e != 0)
+    return pa_sim_int_fail(r, PA_ERR_BUSY, "cannot start the map loader: %s",
+                           strerror(e));
+  ld->busy = true;
+  return PA_OK;
+}
+
+/* The loader's result swapped in (one call, between two ticks): the model
+ * gets the new grid (SET_MAP, GENERATE_MAP) or world (SET_SCENARIO), then
+ * the map segment is republished (map_gen + 1: pa-render and pa-netgw
+ * follow). */
+static pa_status map_cmd_finish(run_ctx *k, pa_reply *r) {
+  loader *ld = &k->ld;
+  const pa_cmd *c = &ld->cmd;
+  pa_sim_state *s = k->s;
+  pthread_join(ld->th, NULL);
+  reply_envelope(k->m, s, c, r);
+  char err[256];
+  uint32_t moved = 0;
+  pa_status st = PA_OK;
+  if (ld->rc != 0) {
+    /* Paths under the data directory shortened to it (the reply holds 96
+     * bytes; the client knows where its files are). */
+    size_t n = strlen(ld->data_dir);
+    char *e = ld->err, *hit;
+    while (n > 1 && (hit = strstr(e, ld->data_dir)) && hit[n] == '/')
+      memmove(hit, hit + n + 1, strlen(hit + n + 1) + 1), e = hit;
+    st = pa_sim_int_fail(r, ld->status, "%s", ld->err);
+  } else {
+    /* The model is taken (or freed) either way. */
+    ld->have_model = false;
+    int rc =
+        c->op == PA_OP_SET_SCENARIO
+            ? pa_sim_set_world_model(k->m, s, &ld->nm, err, sizeof err)
+            : pa_sim_set_grid_model(k->m, s, &ld->nm, &moved, err, sizeof err);
+    if (rc != 0)
+      st = pa_sim_int_fail(r, PA_ERR_INVALID_MESSAGE, "%s", err);
+  }
+  double load_ms = (double)(pa_now_ns() - ld->started_ns) / 1e6;
+  loader_clear(ld);
+  if (st != PA_OK)
+    return st;
   pa_sim_rec_stop(s); /* its map and robots files would no longer match */
   if (pa_sim_shm_publish_map(k->m, k->st, err, sizeof err) != 0) {
     /* The model has the new map but the stack cannot hold it: say so
@@ -173,11 +294,10 @@ publish:
   static const char *const what[] = {"set_map", "generate_map",
                                      "set_scenario"};
   pa_info("%s: %ux%u cells at %g m, %u robot%s, %u obstacle%s, %u moved off "
-          "walls",
+          "walls (%.0f ms)",
           what[c->op - PA_OP_SET_MAP], k->m->grid.width, k->m->grid.height,
-          k->m->grid.resolution, s->robot_count,
-          s->robot_count == 1 ? "" : "s", s->obstacle_count,
-          s->obstacle_count == 1 ? "" : "s", moved);
+          k->m->grid.resolution, s->robot_count, s->robot_count == 1 ? "" : "s",
+          s->obstacle_count, s->obstacle_count == 1 ? "" : "s", moved, load_ms);
   r->u = moved;
   r->a[0] = k->m->grid.width;
   r->a[1] = k->m->grid.height;
@@ -189,10 +309,36 @@ publish:
   return PA_OK;
 }
 
+/* Replies and bookkeeping of one applied command. */
+static void cmd_done(run_ctx *k, const pa_cmd *c, pa_status rc,
+                     const pa_reply *r) {
+  if (rc == PA_OK && changes_state(c->op))
+    pa_sim_shm_publish_tick(k->m, k->s, k->st);
+  else if (k->s->world_dirty) {
+    pa_sim_shm_publish_world(k->s, k->st);
+    k->s->world_dirty = false;
+  }
+  finish_cmd(k->st, c, r);
+}
+
 /* Returns whether it applied anything. */
 static bool consume(run_ctx *k) {
   pa_stack *st = k->st;
   bool any = false;
+  if (k->ld.busy) {
+    /* A load in flight holds the queue front: later commands wait for it. */
+    if (!__atomic_load_n(&k->ld.done, __ATOMIC_ACQUIRE) ||
+        pa_queue_space(st->reply) == 0)
+      return false;
+    pa_cmd c = k->ld.cmd;
+    flush_scans(k->m, k->s, st);
+    pa_reply r;
+    pa_status rc = map_cmd_finish(k, &r);
+    k->cmds++;
+    k->last_cmd_ns = pa_now_ns();
+    cmd_done(k, &c, rc, &r);
+    any = true;
+  }
   while (!k->stepping && pa_queue_space(st->reply) > 0) {
     pa_cmd c;
     int64_t pos = pa_queue_peek(st->cmd, &c);
@@ -202,15 +348,16 @@ static bool consume(run_ctx *k) {
     any = true;
     flush_scans(k->m, k->s, st);
     pa_reply r;
-    bool map_op = c.op == PA_OP_SET_MAP || c.op == PA_OP_GENERATE_MAP ||
-                  c.op == PA_OP_SET_SCENARIO;
-    /* A big map takes seconds to build in the loop: beat ahead so that the
-     * launcher's watchdog waits for it (a load stuck past that is hung). */
-    if (map_op)
-      st->ctl->health[PA_PROC_SIM].heartbeat_ns =
-          pa_now_ns() + MAP_BEAT_AHEAD_NS;
-    pa_status rc =
-        map_op ? map_cmd(k, &c, &r) : pa_sim_apply(k->m, k->s, &c, &r);
+    if (is_map_op(c.op)) {
+      pa_status rc = map_cmd_start(k, &c, &r);
+      if (rc == PA_OK)
+        break; /* answered when the loader is done */
+      k->cmds++;
+      k->last_cmd_ns = pa_now_ns();
+      cmd_done(k, &c, rc, &r);
+      continue;
+    }
+    pa_status rc = pa_sim_apply(k->m, k->s, &c, &r);
     k->cmds++;
     k->last_cmd_ns = pa_now_ns();
     if (c.op == PA_OP_STEP && rc == PA_OK) {
@@ -221,13 +368,7 @@ static bool consume(run_ctx *k) {
       k->step_left = c.u;
       break;
     }
-    if (rc == PA_OK && changes_state(c.op))
-      pa_sim_shm_publish_tick(k->m, k->s, st);
-    else if (k->s->world_dirty) {
-      pa_sim_shm_publish_world(k->s, st);
-      k->s->world_dirty = false;
-    }
-    finish_cmd(st, &c, &r);
+    cmd_done(k, &c, rc, &r);
   }
   return any;
 }
@@ -313,6 +454,7 @@ void pa_sim_run(pa_sim_model *m, pa_sim_state *s, pa_stack *st,
   k.m = m;
   k.s = s;
   k.st = st;
+  loader_init(&k.ld, &m->def);
   k.lat = calloc(1, sizeof *k.lat);
   if (!k.lat) {
     pa_error("out of memory");
@@ -334,6 +476,13 @@ void pa_sim_run(pa_sim_model *m, pa_sim_state *s, pa_stack *st,
       publish_health(&k, t1);
       /* In a lockstep session the next STEP follows within microseconds:
        * spin a little before paying a semaphore wake-up. */
+      if (k.ld.busy) {
+        /* The queue holds the loading command: poll for its end instead. */
+        struct timespec ts = {0, LOADER_POLL_NS};
+        nanosleep(&ts, NULL);
+        next = pa_now_ns();
+        continue;
+      }
       if (t1 - k.last_cmd_ns < LOCKSTEP_ACTIVE_NS)
         while (pa_queue_count(st->cmd) == 0 && pa_now_ns() - t1 < SPIN_NS && !*stop)
           ;
@@ -402,6 +551,12 @@ void pa_sim_run(pa_sim_model *m, pa_sim_state *s, pa_stack *st,
   }
   flush_scans(m, s, st);
   pa_sim_rec_stop(s);
+  if (k.ld.busy) {
+    /* Bounded (the loader's limits); the command stays in flight and the
+     * next pa-sim answers it busy. */
+    pthread_join(k.ld.th, NULL);
+    loader_clear(&k.ld);
+  }
   publish_health(&k, pa_now_ns());
   free(k.lat);
 }

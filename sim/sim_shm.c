@@ -56,7 +56,8 @@ static bool ring_put(pa_ring *r, const void *head, size_t head_n,
   return true;
 }
 
-static void write_tick(const pa_sim_state *s, pa_stack *st, int64_t wall_ns) {
+static void write_tick(const pa_sim_model *m, const pa_sim_state *s,
+                       pa_stack *st, int64_t wall_ns) {
   uint32_t n = s->robot_count;
   pa_tick t;
   memset(&t, 0, sizeof t);
@@ -67,6 +68,7 @@ static void write_tick(const pa_sim_state *s, pa_stack *st, int64_t wall_ns) {
   t.flags = s->paused ? PA_TICK_PAUSED : 0;
   t.speed = s->speed;
   t.world_gen = st->ctl->world_gen;
+  t.scan_phase = (uint32_t)(s->scan_tick0 % m->ticks_per_scan);
   if (!ring_put(st->state, &t, sizeof t, s->rs, n * sizeof(pa_robot_state)))
     pa_warn("state record of %u robots does not fit the state ring", n);
 }
@@ -143,7 +145,7 @@ void pa_sim_shm_publish_tick_at(const pa_sim_model *m, pa_sim_state *s,
     pa_sim_shm_publish_world(s, st);
     s->world_dirty = false;
   }
-  write_tick(s, st, wall_ns);
+  write_tick(m, s, st, wall_ns);
   pa_sim_int_rec_tick(s);
   write_scans(m, s, st, wall_ns);
 }
@@ -240,6 +242,10 @@ int pa_sim_shm_resume(const pa_sim_model *m, pa_sim_state *s, pa_stack *st,
   const pa_robot_state *rec = (const pa_robot_state *)(buf + sizeof t);
   s->tick = t.tick;
   s->sim_time = t.sim_time;
+  /* The scan schedule as it ran (same residue; never above the tick). */
+  s->scan_tick0 = t.scan_phase % m->ticks_per_scan;
+  if (s->scan_tick0 > s->tick)
+    s->scan_tick0 = 0;
   s->paused = (t.flags & PA_TICK_PAUSED) != 0;
   s->speed = t.speed;
   for (uint32_t i = nr; i < s->cap_robots; i++) {

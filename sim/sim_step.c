@@ -480,13 +480,13 @@ int64_t pa_sim_int_step(const pa_sim_model *m, pa_sim_state *s, int64_t t0,
   s->sim_time = (double)s->tick * m->dt;
   int64_t t1 = timed ? pa_sim_int_now() : 0;
 
-  /* Sensors, staggered: robot i scans when (tick + i) % ticks_per_scan == 0,
-   * at its pose after this tick's motion. */
+  /* Sensors, staggered: robot i scans when (tick - scan_tick0 + i) %
+   * ticks_per_scan == 0, at its pose after this tick's motion. */
   s->scan_due_count = 0;
   bool hashed = false;
   for (uint32_t i = 0; i < s->robot_count; i++) {
     if (!s->info[i].active ||
-        (s->tick + i) % m->ticks_per_scan != 0)
+        (s->tick - s->scan_tick0 + i) % m->ticks_per_scan != 0)
       continue;
     /* Final positions of this tick, laser-sized buckets (a scan uses them
      * only with more robots than the 3x3 buckets it would visit). */
@@ -649,6 +649,40 @@ static pa_status spawn_robot(const pa_sim_model *m, pa_sim_state *s,
   return PA_OK;
 }
 
+/* True when obstacle o overlaps a wall (a blocked cell, or beyond the map),
+ * as robots are kept out of them: a circle by its wall clearance, a box by
+ * the blocked cells whose centre lies within half a cell of it. */
+static bool obstacle_in_wall(const pa_sim_model *m, const pa_obstacle_info *o) {
+  const pa_grid *g = &m->grid;
+  if (o->shape == PA_SHAPE_CIRCLE)
+    return pa_sim_int_wall_clearance(m, o->x, o->y, o->radius, NULL, NULL) <
+           o->radius;
+  double hx = o->size_x / 2, hy = o->size_y / 2, hd = hypot(hx, hy);
+  if (pa_sim_int_wall_clearance(m, o->x, o->y, hd, NULL, NULL) >= hd)
+    return false; /* its whole circumcircle is clear */
+  double c = cos(o->theta), sn = sin(o->theta);
+  int x0 = INT32_MAX, y0 = INT32_MAX, x1 = -1, y1 = -1;
+  for (int k = 0; k < 4; k++) {
+    double lx = (k & 1) ? hx : -hx, ly = (k & 2) ? hy : -hy;
+    int cx, cy;
+    if (!pa_grid_world_to_cell(g, o->x + c * lx - sn * ly,
+                               o->y + sn * lx + c * ly, &cx, &cy))
+      return true; /* reaches beyond the map */
+    x0 = cx < x0 ? cx : x0, x1 = cx > x1 ? cx : x1;
+    y0 = cy < y0 ? cy : y0, y1 = cy > y1 ? cy : y1;
+  }
+  for (int cy = y0; cy <= y1; cy++)
+    for (int cx = x0; cx <= x1; cx++) {
+      if (!m->blocked[(size_t)cy * g->width + (size_t)cx])
+        continue;
+      double wx, wy;
+      pa_grid_cell_center(g, cx, cy, &wx, &wy);
+      if (pa_sim_int_obstacle_dist(o, wx, wy, NULL, NULL) < 0.5 * g->resolution)
+        return true;
+    }
+  return false;
+}
+
 static pa_status spawn_obstacle(const pa_sim_model *m, pa_sim_state *s,
                                 const pa_cmd *c, pa_reply *r) {
   if (!finite_all(c->a, 6, 1e6))
@@ -706,13 +740,15 @@ static pa_status spawn_obstacle(const pa_sim_model *m, pa_sim_state *s,
             s->info[i].radius)
       return fail(r, PA_ERR_BLOCKED_POSE, "the obstacle would overlap robot '%s'",
                   s->info[i].name);
+  if (obstacle_in_wall(m, &o))
+    return fail(r, PA_ERR_BLOCKED_POSE,
+                "(%g, %g) is inside a wall or beyond the map", o.x, o.y);
   o.gen = s->obs[slot].gen + 1;
   s->obs[slot] = o;
   if (slot >= s->obstacle_count)
     s->obstacle_count = slot + 1;
   s->world_dirty = true;
   r->u = slot;
-  (void)m;
   return PA_OK;
 }
 
@@ -735,8 +771,8 @@ static bool colour_from(pa_reply *r, const double *a, uint8_t out[4]) {
   return true;
 }
 
-static pa_status set_obstacle_property(pa_sim_state *s, const pa_cmd *c,
-                                       pa_reply *r) {
+static pa_status set_obstacle_property(const pa_sim_model *m, pa_sim_state *s,
+                                       const pa_cmd *c, pa_reply *r) {
   const char *name = c->name;
   uint32_t i = find_obstacle(s, name);
   if (i == UINT32_MAX)
@@ -783,6 +819,11 @@ static pa_status set_obstacle_property(pa_sim_state *s, const pa_cmd *c,
       return fail(r, PA_ERR_BLOCKED_POSE,
                   "obstacle '%s' would overlap robot '%s'", name,
                   s->info[k].name);
+  if ((c->u == PA_PROP_RADIUS || c->u == PA_PROP_SIZE) &&
+      obstacle_in_wall(m, &o))
+    return fail(r, PA_ERR_BLOCKED_POSE,
+                "obstacle '%s' would reach into a wall or beyond the map",
+                name);
   s->obs[i] = o;
   s->world_dirty = true;
   r->u = i;
@@ -800,7 +841,7 @@ static pa_status set_obstacle_property(pa_sim_state *s, const pa_cmd *c,
 static pa_status set_property(const pa_sim_model *m, pa_sim_state *s,
                               const pa_cmd *c, pa_reply *r) {
   if (c->robot == UINT32_MAX)
-    return set_obstacle_property(s, c, r);
+    return set_obstacle_property(m, s, c, r);
   if (!robot_ok(s, c->robot))
     return fail(r, PA_ERR_UNKNOWN_ROBOT, "no robot %u", c->robot);
   pa_robot_info ri = s->info[c->robot];

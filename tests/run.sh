@@ -31,6 +31,33 @@ export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$root/tests/lsan.supp:print_sup
 
 shmctl() { [[ -x $dir/bin/pa-shmctl ]] && "$dir/bin/pa-shmctl" "$@"; }
 
+# Every process this run starts carries PA_TEST_RUN=<id> (inherited through
+# ctest, the test binaries, playarea and its children); the checks below
+# report and end only those, never a stack the user runs from the same
+# build (scripts/run.sh in another terminal).
+run_id=run$$-$(date +%s%N)
+export PA_TEST_RUN=$run_id
+# "PID CMDLINE" of this run's processes still running from $dir/bin.
+run_procs() {
+  local p pid exe env
+  for p in /proc/[0-9]*; do
+    pid=${p#/proc/}
+    exe=$(readlink "$p/exe" 2>/dev/null) || continue
+    [[ $exe == "$dir/bin/"* ]] || continue
+    env=$(tr '\0' '\n' <"$p/environ" 2>/dev/null) || continue
+    grep -qxF "PA_TEST_RUN=$run_id" <<<"$env" || continue
+    echo "$pid $(tr '\0' ' ' <"$p/cmdline" 2>/dev/null)"
+  done
+}
+# Stale test instances ("t<pid>-..."; their owner is dead): leaked by a test.
+# Live ones belong to a concurrent run; other names are not ours to touch.
+gc_test_instances() {
+  local inst
+  for inst in $(shmctl ls 2>/dev/null | awk '$2 == "stale" && $1 ~ /^t[0-9]+-/ {print $1}'); do
+    shmctl rm "$inst" >/dev/null 2>&1 && echo "removed stale instance $inst"
+  done
+}
+
 status=0
 for mode in "${modes[@]}"; do
   if [[ $mode == sanitize ]]; then
@@ -41,24 +68,24 @@ for mode in "${modes[@]}"; do
     scripts/setup.sh --build-dir "$dir"
   fi
   # Test instances ("t<pid>-...") left by an earlier, interrupted run.
-  shmctl gc t >/dev/null 2>&1 || true
+  gc_test_instances >/dev/null || true
   echo "== tests ($mode build) =="
   if ! ctest --test-dir "$dir" --output-on-failure --timeout 300 -j2 "${ctest_args[@]}"; then
     status=1
   fi
   # Nothing may be left behind by a test, even a failed one. A test instance
   # whose owner is dead was leaked (live ones belong to a concurrent run).
-  leaked=$(shmctl gc t 2>/dev/null | grep '^removed' || true)
+  leaked=$(gc_test_instances || true)
   if [[ -n $leaked ]]; then
     echo "tests/run.sh: shared-memory objects left behind by $mode tests:" >&2
     echo "$leaked" >&2
     status=1
   fi
-  procs=$(pgrep -af "^$dir/bin/(pa-|playarea)" || true)
+  procs=$(run_procs)
   if [[ -n $procs ]]; then
     echo "tests/run.sh: processes left running by $mode tests:" >&2
     echo "$procs" >&2
-    pkill -KILL -f "^$dir/bin/(pa-|playarea)" || true
+    kill -KILL $(cut -d' ' -f1 <<<"$procs") 2>/dev/null || true
     status=1
   fi
 done

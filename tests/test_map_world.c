@@ -240,7 +240,7 @@ static void test_errors(void **state) {
   expect_err("map: {image: x.png, resolution: 0.1}\n", "map: missing key 'origin'");
   expect_err("map: {image: x.png, resolution: -1, origin: [0,0,0], negate: 0,"
              " occupied_thresh: 0.65, free_thresh: 0.196}\n",
-             "w.yaml:1:33: resolution must be > 0");
+             "w.yaml:1:33: resolution must be in [0.0001, 1000] m");
 }
 
 int main(void) {

@@ -671,10 +671,11 @@ static void json_actions(void **state) {
                       "\"data\":{\"robot\":\"extra\"}}",
                   "unknown_robot");
   /* obstacles */
-  json_decref(expect_json_ok(fd, "{\"type\":\"command\",\"action\":"
-                                 "\"spawn_obstacle\",\"data\":{\"name\":\"box1\","
-                                 "\"shape\":\"box\",\"pose\":[2,-2,0],\"size\":"
-                                 "[0.5,0.5]}}",
+  json_decref(expect_json_ok(fd,
+                             "{\"type\":\"command\",\"action\":"
+                             "\"spawn_obstacle\",\"data\":{\"name\":\"box1\","
+                             "\"shape\":\"box\",\"pose\":[1.5,-1.6,0],\"size\":"
+                             "[0.5,0.5]}}",
                              "response"));
   j = expect_json_ok(fd, "{\"type\":\"command\",\"action\":\"list_obstacles\"}",
                      "response");
@@ -1186,7 +1187,9 @@ static void camera_stream(void **state) {
 static void map_actions(void **state) {
   (void)state;
   ng_stack s;
-  assert_int_equal(ng_start(&s, "maps", NULL, NULL), 0);
+  /* the files below are written to the test's temp dir */
+  const char *sim[] = {"--data_dir", pa_test_tmpdir(), NULL};
+  assert_int_equal(ng_start(&s, "maps", sim, NULL), 0);
   int fd = ng_connect(&s);
   const char *info = "{\"type\":\"command\",\"action\":\"get_map_info\"}";
   json_t *j = expect_json_ok(fd, info, "response");

@@ -175,8 +175,9 @@ static void camera_load(void **state) {
     pings++;
     usleep(20000);
   }
-  fprintf(stderr, "  camera load: %d pings, %d over 100 ms, slowest %" PRId64
-          " ms\n", pings, slow, worst);
+  fprintf(stderr,
+          "  camera load: %d pings, %d over 100 ms, slowest %" PRId64 " ms\n",
+          pings, slow, worst);
   assert_true(pings >= 50);
   assert_true(slow <= 1);
   assert_true(worst < 500);
@@ -279,7 +280,8 @@ static void half_closed_client(void **state) {
   assert_int_equal(ng_stop(&s), 0);
 }
 
-/* ---- a taken port is a configuration error ----------------------------------*/
+/* ---- a taken port is a configuration error
+ * ----------------------------------*/
 
 static void port_taken(void **state) {
   (void)state;
@@ -330,7 +332,8 @@ static void port_taken(void **state) {
   close(lfd);
 }
 
-/* ---- a stopped pa-sim: drive commands are busy, not ok ------------------------*/
+/* ---- a stopped pa-sim: drive commands are busy, not ok
+ * ------------------------*/
 
 static bool sim_beat_recently(void *arg) {
   ng_stack *s = arg;
@@ -369,7 +372,8 @@ static void sim_stopped(void **state) {
   assert_int_equal(ng_stop(&s), 0);
 }
 
-/* ---- token guessing costs the connection ---------------------------------------*/
+/* ---- token guessing costs the connection
+ * ---------------------------------------*/
 
 static void auth_attempts(void **state) {
   (void)state;
@@ -385,8 +389,9 @@ static void auth_attempts(void **state) {
   close(fd);
   /* two wrong, then the right one: served */
   fd = ng_connect(&s);
-  expect(fd, "auth a\nauth b\nauth s3cret\nping", "err not_authorized wrong "
-                                                  "token");
+  expect(fd, "auth a\nauth b\nauth s3cret\nping",
+         "err not_authorized wrong "
+         "token");
   char buf[256];
   assert_true(pa_test_read_line(fd, buf, sizeof buf, 5000) > 0);
   assert_true(pa_test_read_line(fd, buf, sizeof buf, 5000) > 0);
@@ -409,7 +414,8 @@ static void auth_attempts(void **state) {
   assert_int_equal(ng_stop(&s), 0);
 }
 
-/* ---- connection slots: idle limits, per-address limit, the reserve ---------------*/
+/* ---- connection slots: idle limits, per-address limit, the reserve
+ * ---------------*/
 
 /* A TCP connection to 127.0.0.1:port from source address src. */
 static int connect_from(uint16_t port, const char *src) {
@@ -442,8 +448,9 @@ static void expect_refused(int fd, const char *why) {
 static void slots(void **state) {
   (void)state;
   ng_stack s;
-  const char *gw[] = {"--max_clients", "3", "--reserve_clients", "1",
-                      "--idle_timeout_ms", "400", NULL};
+  const char *gw[] = {
+      "--max_clients", "3", "--reserve_clients", "1", "--idle_timeout_ms",
+      "400",           NULL};
   assert_int_equal(ng_start(&s, "slots", NULL, gw), 0);
   /* one peer holds every ordinary slot, idle (idle is allowed) */
   int held[3];
@@ -468,9 +475,8 @@ static void slots(void **state) {
   assert_int_equal(pa_test_send_str(slow, "n"), 0);
   char buf[256];
   assert_true(pa_test_read_line(slow, buf, sizeof buf, 3000) > 0);
-  assert_string_equal(buf,
-                      "err invalid_message no end of line within 400 ms: "
-                      "closing");
+  assert_string_equal(buf, "err invalid_message no end of line within 400 ms: "
+                           "closing");
   assert_true(pa_test_now_ms() - t0 >= 350);
   assert_true(closed_within(slow, 2000));
   close(slow);

@@ -12,12 +12,14 @@
 #include "testutil.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -642,6 +644,144 @@ static void test_stack_stale(void **st) {
   assert_int_equal(pa_stack_probe(inst), PA_STACK_NONE);
 }
 
+/* A squatter's ctl as in the report: 4 KB, the ctl magic, owner pid 1
+ * (alive), owned by uid and with mode. */
+static void squat(const char *inst, uid_t uid, mode_t mode) {
+  char name[PA_SHM_NAME_MAX];
+  pa_shm_name(name, sizeof name, inst, "ctl", NULL, 0);
+  int fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL, 0600);
+  assert_true(fd >= 0);
+  assert_int_equal(ftruncate(fd, 4096), 0);
+  pa_shm_header *h =
+      mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  assert_true(h != MAP_FAILED);
+  h->magic = PA_SHM_MAGIC;
+  h->version = PA_SHM_LAYOUT_VERSION;
+  h->kind = PA_SEG_CTL;
+  h->header_size = sizeof *h;
+  h->total_size = 4096;
+  h->owner_pid = 1;
+  h->ready = 1;
+  munmap(h, 4096);
+  assert_int_equal(fchmod(fd, mode), 0);
+  assert_int_equal(fchown(fd, uid, (gid_t)-1), 0);
+  close(fd);
+}
+
+/* /dev/shm squatting: objects not ours (another uid, or not 0600) are never
+ * taken for a live instance of ours (it blocked the stack: "already
+ * running") nor for a stale one; create replaces them when it may and says
+ * so, else refuses by name; attach refuses them. Another user sees our live
+ * instance as not ours, never stale. Needs root (tests run as root). */
+static void test_stack_foreign(void **st) {
+  (void)st;
+  if (geteuid() != 0)
+    skip();
+  char inst[PA_SHM_INSTANCE_MAX], err[512];
+  pa_test_instance(inst, sizeof inst, "squat");
+  pa_stack_def d = small_def(inst);
+  squat(inst, 65534, 0600);
+  assert_int_equal(pa_stack_probe(inst), PA_STACK_FOREIGN);
+  uint32_t uid, mode;
+  int32_t owner;
+  bool alive;
+  assert_true(pa_stack_foreign_info(inst, &uid, &mode, &owner, &alive));
+  assert_int_equal(uid, 65534);
+  assert_int_equal(mode, 0600);
+  assert_int_equal(owner, 1);
+  assert_false(alive); /* pid 1 does not run as uid 65534 */
+  pa_stack a;
+  assert_true(pa_stack_attach(&a, inst, err, sizeof err) != 0);
+  assert_non_null(strstr(err, "owned by uid 65534 with mode 0600, not ours"));
+  pa_stack s;
+  assert_int_equal(pa_stack_create(&s, &d, err, sizeof err), 0);
+  assert_non_null(strstr(err, "replaced instance"));
+  assert_non_null(strstr(err, "not ours (uid 65534, mode 0600, owner pid 1)"));
+  assert_int_equal(pa_stack_probe(inst), PA_STACK_LIVE);
+  pa_stack_detach(&s);
+  pa_stack_unlink(inst);
+  /* Our uid but a mode playarea never makes. */
+  squat(inst, geteuid(), 0644);
+  assert_int_equal(pa_stack_probe(inst), PA_STACK_FOREIGN);
+  assert_int_equal(pa_stack_create(&s, &d, err, sizeof err), 0);
+  assert_non_null(strstr(err, "mode 0644"));
+  pa_stack_detach(&s);
+
+  /* Another user (65534) and our live instance: not ours to it (it cannot
+   * read it), never stale; it cannot remove it and says so by name; its ls
+   * says not-ours and its gc leaves it. */
+  int pfd[2];
+  assert_int_equal(pipe(pfd), 0);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    close(pfd[0]);
+    if (setgid(65534) != 0 || setuid(65534) != 0)
+      _exit(9);
+    char e[512] = "";
+    pa_stack x;
+    int probe = pa_stack_probe(inst);
+    int rc = pa_stack_create(&x, &d, e, sizeof e);
+    char msg[700];
+    int n = snprintf(msg, sizeof msg, "%d %d %s", probe, rc, e);
+    if (write(pfd[1], msg, (size_t)n) != n)
+      _exit(8);
+    _exit(0);
+  }
+  close(pfd[1]);
+  char got[700] = "";
+  ssize_t n = read(pfd[0], got, sizeof got - 1);
+  close(pfd[0]);
+  int status;
+  assert_int_equal(waitpid(pid, &status, 0), pid);
+  assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  assert_true(n > 0);
+  got[n] = 0;
+  int probe = -1, rc = 0;
+  assert_int_equal(sscanf(got, "%d %d", &probe, &rc), 2);
+  assert_int_equal(probe, PA_STACK_FOREIGN);
+  assert_true(rc != 0);
+  if (!strstr(got, "holds an object of uid 0 mode 0600, not ours (uid 65534, "
+                   "0600), that we cannot remove"))
+    fail_msg("as uid 65534: '%s'", got);
+  assert_int_equal(pa_stack_probe(inst), PA_STACK_LIVE); /* untouched */
+
+  /* pa-shmctl ls and gc as uid 65534. */
+  char bin[512], log[600];
+  static char out[1 << 16];
+  pa_test_bin(bin, sizeof bin, "pa-shmctl");
+  snprintf(log, sizeof log, "%s/shmctl-nobody.log", pa_test_tmpdir());
+  for (int k = 0; k < 2; k++) {
+    pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+      int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0666);
+      if (fd < 0 || dup2(fd, 1) < 0 || dup2(fd, 2) < 0 || setgid(65534) != 0 ||
+          setuid(65534) != 0)
+        _exit(9);
+      char prefix[32];
+      snprintf(prefix, sizeof prefix, "t%d-", (int)getppid());
+      execl(bin, bin, k ? "gc" : "ls", k ? prefix : NULL, (char *)NULL);
+      _exit(127);
+    }
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    pa_test_read_file(log, out, sizeof out);
+    char *line = strstr(out, inst);
+    if (!line)
+      fail_msg("pa-shmctl %s as nobody:\n%s", k ? "gc" : "ls", out);
+    char *eol = strchr(line, '\n');
+    if (eol)
+      *eol = 0;
+    assert_non_null(
+        strstr(line, k ? "not ours (uid 0, mode 0600)" : "not-ours"));
+    assert_null(strstr(line, "stale"));
+  }
+  unlink(log);
+  assert_int_equal(pa_stack_probe(inst), PA_STACK_LIVE);
+  assert_int_equal(pa_stack_create(&s, &d, err, sizeof err), PA_SHM_EEXIST);
+  pa_stack_unlink(inst);
+}
+
 static void test_stack_map(void **st) {
   (void)st;
   char inst[PA_SHM_INSTANCE_MAX], err[256];
@@ -815,6 +955,7 @@ int main(void) {
       cmocka_unit_test(test_stack_mismatch),
       cmocka_unit_test(test_stack_stale),
       cmocka_unit_test(test_stack_map),
+      cmocka_unit_test(test_stack_foreign),
       cmocka_unit_test(test_world_seqlock),
       cmocka_unit_test(test_shmctl),
   };

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -569,6 +570,148 @@ static void test_overlapped_scans(void **st) {
 
 /* A map generated at run time survives a SIGKILL of pa-sim: the restarted
  * one resumes on it (not on its flags' map), with the robot where it was. */
+/* A map op with a path, pushed; its request id. */
+static uint64_t push_path(sim *s, uint32_t op, const char *path) {
+  pa_cmd c;
+  memset(&c, 0, sizeof c);
+  c.client_id = 77;
+  c.request_id = ++s->next_req;
+  c.op = op;
+  snprintf(c.path, sizeof c.path, "%s", path);
+  assert_int_equal(pa_queue_push(s->st.cmd, &c), 0);
+  return c.request_id;
+}
+
+static void write_text(const char *path, const char *text) {
+  FILE *f = fopen(path, "w");
+  assert_non_null(f);
+  fputs(text, f);
+  assert_int_equal(fclose(f), 0);
+}
+
+/* The op on path is refused within 1 s with msg containing want, the sim
+ * still ticking; never quoting "root". */
+static void expect_refused(sim *s, uint32_t op, const char *path,
+                           const char *want) {
+  uint64_t t0 = latest(s, NULL).tick;
+  int64_t ms = pa_test_now_ms();
+  pa_reply r = wait_reply(s, push_path(s, op, path), 5000);
+  ms = pa_test_now_ms() - ms;
+  if (r.status != PA_ERR_INVALID_MESSAGE || !strstr(r.msg, want))
+    fail_msg("%s: status %s, '%s' (want '%s')", path, pa_status_code(r.status),
+             r.msg, want);
+  assert_null(strstr(r.msg, "root"));
+  assert_true(ms < 1000);
+  usleep(50000);
+  assert_true(latest(s, NULL).tick > t0); /* it kept ticking */
+}
+
+/* set_map and set_scenario at run time: files only inside --data_dir,
+ * refused by name without quoting them; a FIFO, a device, a huge header, a
+ * deep YAML refused at once while the sim keeps ticking (a FIFO used to
+ * block pa-sim for good); a big map loads off the tick. */
+static void test_run_time_loads(void **st) {
+  (void)st;
+  char dir[256], flags[512], p[512], secret[512];
+  snprintf(dir, sizeof dir, "%s/data", pa_test_tmpdir());
+  assert_int_equal(mkdir(dir, 0700), 0);
+  snprintf(secret, sizeof secret, "%s/secret.yaml", pa_test_tmpdir());
+  write_text(secret, "root:*:20228:0:99999:7:::\n");
+  snprintf(flags, sizeof flags, "--data_dir %s", dir);
+  sim s;
+  setup(&s, "load", flags);
+  expect_refused(&s, PA_OP_SET_MAP, "/etc/shadow",
+                 "forbidden path (outside the data directory)");
+  expect_refused(&s, PA_OP_SET_MAP, secret, "forbidden path");
+  expect_refused(&s, PA_OP_SET_SCENARIO, secret, "forbidden path");
+  snprintf(p, sizeof p, "%s/../secret.yaml", dir);
+  expect_refused(&s, PA_OP_SET_MAP, p, "forbidden path ('..')");
+  snprintf(p, sizeof p, "%s/link.yaml", dir);
+  assert_int_equal(symlink(secret, p), 0);
+  expect_refused(&s, PA_OP_SET_SCENARIO, p, "forbidden path");
+  snprintf(p, sizeof p, "%s/fifo.yaml", dir);
+  assert_int_equal(mkfifo(p, 0600), 0);
+  expect_refused(&s, PA_OP_SET_MAP, p, "fifo.yaml: not a regular file");
+  /* A device node (root only: /dev/zero's numbers; reading it never ends) */
+  snprintf(p, sizeof p, "%s/dev.yaml", dir);
+  if (mknod(p, S_IFCHR | 0600, makedev(1, 5)) == 0)
+    expect_refused(&s, PA_OP_SET_SCENARIO, p, "dev.yaml: not a regular file");
+  /* 40 k levels of nesting: 13.6 s in libyaml before. */
+  snprintf(p, sizeof p, "%s/deep.world.yaml", dir);
+  FILE *f = fopen(p, "w");
+  assert_non_null(f);
+  fputs("map: ", f);
+  for (int i = 0; i < 40000; i++)
+    fputc('[', f);
+  assert_int_equal(fclose(f), 0);
+  expect_refused(&s, PA_OP_SET_SCENARIO, p, "nested deeper than 64");
+  /* The 109-byte Softimage PIC that crashed pa-sim (five set_maps took the
+   * stack down): refused by name five times, the same pa-sim still up. */
+  unsigned char pic[109];
+  memset(pic, 0xff, sizeof pic);
+  pic[0] = 0x53, pic[1] = 0x80, pic[2] = 0xf6, pic[3] = 0x34;
+  memcpy(pic + 88, "PICT", 4);
+  snprintf(p, sizeof p, "%s/evil.pic", dir);
+  f = fopen(p, "wb");
+  assert_non_null(f);
+  assert_int_equal(fwrite(pic, 1, sizeof pic, f), sizeof pic);
+  assert_int_equal(fclose(f), 0);
+  snprintf(p, sizeof p, "%s/evil.yaml", dir);
+  write_text(p, "image: evil.pic\nresolution: 0.05\norigin: [0, 0, 0]\n"
+                "negate: 0\noccupied_thresh: 0.65\nfree_thresh: 0.196\n");
+  for (int i = 0; i < 5; i++)
+    expect_refused(&s, PA_OP_SET_MAP, p,
+                   "evil.pic: Softimage PIC image is not supported");
+  assert_true(pa_test_alive(s.pid));
+  /* Inside, an error names the place, not the text. */
+  snprintf(p, sizeof p, "%s/w.yaml", dir);
+  write_text(p, "map: default\nroot_password: hunter2\n");
+  expect_refused(&s, PA_OP_SET_SCENARIO, p, "w.yaml:2:1: world: unknown key");
+  assert_int_equal(s.st.ctl->map_gen > 0, 1);
+  uint32_t gen0 = s.st.ctl->map_gen;
+  /* A 4096 x 4096 map loads off the tick: ticks go on meanwhile. */
+  size_t side = 4096;
+  unsigned char *px = malloc(side * side);
+  assert_non_null(px);
+  for (size_t y = 0; y < side; y++)
+    for (size_t x = 0; x < side; x++)
+      px[y * side + x] = (x < 4 || y < 4 || x >= side - 4 || y >= side - 4)
+                             ? 0
+                             : (unsigned char)(254 - ((x * 7 + y) % 3));
+  pa_grid g = {.width = (uint32_t)side,
+               .height = (uint32_t)side,
+               .resolution = 0.01,
+               .origin_x = -20.48,
+               .origin_y = -20.48,
+               .occupied_min = PA_CELL_OCCUPIED};
+  g.cells = calloc(side * side, 1);
+  assert_non_null(g.cells);
+  for (size_t i = 0; i < side * side; i++)
+    g.cells[i] = px[i] == 0 ? PA_CELL_OCCUPIED : PA_CELL_FREE;
+  free(px);
+  char yml[512], png[512], err[256];
+  snprintf(yml, sizeof yml, "%s/big.yaml", dir);
+  snprintf(png, sizeof png, "%s/big.png", dir);
+  assert_int_equal(pa_map_save(&g, yml, png, err, sizeof err), 0);
+  pa_grid_free(&g);
+  uint64_t t0 = latest(&s, NULL).tick;
+  int64_t ms = pa_test_now_ms();
+  uint64_t req =
+      push_path(&s, PA_OP_SET_MAP, "big.yaml"); /* relative: to the dir */
+  pa_reply r = wait_reply(&s, req, 30000);
+  ms = pa_test_now_ms() - ms;
+  uint64_t t1 = r.tick;
+  printf("4096 x 4096 set_map: %lld ms, %llu ticks meanwhile\n", (long long)ms,
+         (unsigned long long)(t1 - t0));
+  if (r.status != PA_OK)
+    fail_msg("big map: %s", r.msg);
+  assert_true(r.a[0] == 4096 && r.a[1] == 4096);
+  assert_true(s.st.ctl->map_gen > gen0);
+  /* 200 Hz: a load of ms milliseconds on the tick would leave none. */
+  assert_true(t1 - t0 >= 20);
+  teardown(&s);
+}
+
 static void test_map_survives_restart(void **st) {
   (void)st;
   sim s;
@@ -725,6 +868,7 @@ int main(void) {
       cmocka_unit_test(test_crash_resume),
       cmocka_unit_test(test_overlapped_scans),
       cmocka_unit_test(test_map_survives_restart),
+      cmocka_unit_test(test_run_time_loads),
       cmocka_unit_test(test_export_dataset),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -139,6 +139,115 @@ static void test_threads_same(void **st) {
   assert_true(run(2000, 4, 296) == busy);
 }
 
+/* A lockstep sequence of ticks: per tick, which robots scanned and their
+ * ranges and poses. */
+static uint64_t scan_run(const pa_sim_model *m, pa_sim_state *s, int ticks) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (int t = 0; t < ticks; t++) {
+    if (t == 3)
+      for (uint32_t i = 0; i < s->robot_count; i++)
+        assert_int_equal(ts_cmd(m, s, PA_OP_SET_CMD, i, 0.4, 0, 0.7, 0), PA_OK);
+    pa_sim_step(m, s);
+    h = fnv(h, &s->scan_due_count, sizeof s->scan_due_count);
+    for (uint32_t k = 0; k < s->scan_due_count; k++) {
+      uint32_t i = s->scan_due[k];
+      h = fnv(h, &i, sizeof i);
+      h = fnv(h, s->ranges + (size_t)i * m->beam_cap,
+              s->info[i].laser_beams * sizeof(float));
+      h = fnv(h, &s->rs[i].x, sizeof s->rs[i].x);
+    }
+  }
+  return h;
+}
+
+/* reset goes back to a fresh start's scan schedule: the same lockstep
+ * sequence after a reset at an odd tick gives the same scans as after a
+ * fresh start (before the fix robots scanned 7 ticks off). */
+static void test_reset_scan_phase(void **st) {
+  (void)st;
+  pa_grid g;
+  ts_room(&g, 160, 160, 0.05);
+  ts_block(&g, 3.0, 3.0, 5.0, 3.3);
+  pa_robot_def r[2] = {ts_robot("a", 1, 1, 0), ts_robot("b", 6, 6, 1)};
+  pa_sim_def d = pa_sim_def_default();
+  d.laser_noise = 0.02;
+  d.threads = 1;
+  pa_sim_model m;
+  pa_sim_state s;
+  ts_make(&m, &s, &d, &g, r, 2, NULL, 0);
+  assert_true(m.ticks_per_scan == 20);
+  uint64_t fresh = scan_run(&m, &s, 200);
+  for (int t = 0; t < 7; t++)
+    pa_sim_step(&m, &s);
+  assert_int_equal(ts_cmd(&m, &s, PA_OP_RESET, 0, 0, 0, 0, 0), PA_OK);
+  assert_true(s.tick % m.ticks_per_scan != 0);
+  assert_true(scan_run(&m, &s, 200) == fresh);
+  ts_free(&m, &s);
+  pa_grid_free(&g);
+}
+
+static pa_status spawn_obs(const pa_sim_model *m, pa_sim_state *s,
+                           const char *name, uint32_t shape, double x, double y,
+                           double th, double a, double b) {
+  pa_cmd c;
+  pa_reply r;
+  memset(&c, 0, sizeof c);
+  c.op = PA_OP_SPAWN_OBSTACLE;
+  c.u = shape;
+  snprintf(c.name, sizeof c.name, "%s", name);
+  c.a[0] = x, c.a[1] = y, c.a[2] = th, c.a[3] = a, c.a[4] = b;
+  pa_status st = pa_sim_apply(m, s, &c, &r);
+  if (st == PA_ERR_BLOCKED_POSE)
+    assert_non_null(strstr(r.msg, "inside a wall"));
+  return st;
+}
+
+/* Obstacles are kept out of walls as robots are (a circle at (-4.65,
+ * -4.87) r 0.2 on the default map, in its corner wall, used to be ok). */
+static void test_obstacle_in_wall(void **st) {
+  (void)st;
+  pa_grid g;
+  char err[256];
+  assert_int_equal(pa_map_load_default(&g, err, sizeof err), 0);
+  pa_robot_def r[1] = {ts_robot("robot0", 0, 0, 0)};
+  pa_sim_def d = pa_sim_def_default();
+  pa_sim_model m;
+  pa_sim_state s;
+  ts_make(&m, &s, &d, &g, r, 1, NULL, 0);
+  pa_grid_free(&g);
+  assert_int_equal(
+      spawn_obs(&m, &s, "w", PA_SHAPE_CIRCLE, -4.65, -4.87, 0, 0.2, 0),
+      PA_ERR_BLOCKED_POSE);
+  assert_int_equal(spawn_obs(&m, &s, "far", PA_SHAPE_CIRCLE, 40, 0, 0, 0.2, 0),
+                   PA_ERR_BLOCKED_POSE);
+  assert_int_equal(
+      spawn_obs(&m, &s, "bx", PA_SHAPE_BOX, -4.65, -4.87, 0.3, 0.3, 0.3),
+      PA_ERR_BLOCKED_POSE);
+  /* A long thin box whose end only reaches a wall. */
+  assert_int_equal(
+      spawn_obs(&m, &s, "bar", PA_SHAPE_BOX, -2.0, 1.5, 0, 9.0, 0.1),
+      PA_ERR_BLOCKED_POSE);
+  assert_int_equal(s.obstacle_count, 0);
+  /* Free floor takes them. */
+  assert_int_equal(
+      spawn_obs(&m, &s, "ok", PA_SHAPE_CIRCLE, 2.5, -2.5, 0, 0.2, 0), PA_OK);
+  assert_int_equal(
+      spawn_obs(&m, &s, "okb", PA_SHAPE_BOX, -1.0, 1.0, 0.4, 0.4, 0.2), PA_OK);
+  assert_int_equal(s.obstacle_count, 2);
+  /* Growing one into a wall is refused too. */
+  pa_cmd c;
+  pa_reply rr;
+  memset(&c, 0, sizeof c);
+  c.op = PA_OP_SET_PROPERTY;
+  c.robot = UINT32_MAX;
+  c.u = PA_PROP_RADIUS;
+  snprintf(c.name, sizeof c.name, "ok");
+  c.a[0] = 2.8;
+  assert_int_equal(pa_sim_apply(&m, &s, &c, &rr), PA_ERR_BLOCKED_POSE);
+  assert_non_null(strstr(rr.msg, "into a wall"));
+  ts_free(&m, &s);
+}
+
 /* A snapshot object another program rewrote, checksum and all: each bad
  * record is refused with invalid_message and nothing changes; the same
  * bytes re-summed unchanged load. */
@@ -216,6 +325,8 @@ int main(void) {
       cmocka_unit_test(test_determinism_every_path),
       cmocka_unit_test(test_threads_same),
       cmocka_unit_test(test_snapshot_bad_records),
+      cmocka_unit_test(test_reset_scan_phase),
+      cmocka_unit_test(test_obstacle_in_wall),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

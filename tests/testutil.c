@@ -107,6 +107,13 @@ const char *pa_test_tmpdir(void) {
 
 pid_t pa_test_spawn(char *const argv[], const char *log_path) {
   install_cleanup();
+  /* Marks what tests start (tests/run.sh ends only processes with its
+   * marker); a test run by hand marks its own children. */
+  if (!getenv("PA_TEST_RUN")) {
+    char id[32];
+    snprintf(id, sizeof id, "t%d", (int)getpid());
+    setenv("PA_TEST_RUN", id, 0);
+  }
   pid_t parent = getpid();
   pid_t pid = fork();
   if (pid < 0)

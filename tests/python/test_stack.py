@@ -492,6 +492,14 @@ class MapTest(StackTestCase):
     gateway reports, robots stand on free cells, reset goes back to the world
     as it stood after the change, and a bad map changes nothing."""
 
+    @classmethod
+    def setUpClass(cls):
+        # set_map / set_scenario read files only under the stack's --data_dir.
+        cls.dir = tempfile.mkdtemp(prefix="pa-maps-")
+        cls.addClassCleanup(shutil.rmtree, cls.dir, True)
+        cls.stack_args = ("--data_dir", cls.dir)
+        super().setUpClass()
+
     def test_generate_and_set(self):
         sim = Sim(self.host, self.port, timeout=20)
         self.addCleanup(sim.close)
@@ -511,7 +519,7 @@ class MapTest(StackTestCase):
         sim.reset()
         self.assertEqual(sim.get_state()["pose"], start)
         # A file map (PGM + YAML as map_server writes them).
-        with tempfile.TemporaryDirectory() as d:
+        with tempfile.TemporaryDirectory(dir=self.dir) as d:
             w, h = 50, 40
             rows = []
             for y in range(h):
@@ -537,7 +545,7 @@ class MapTest(StackTestCase):
         self.assertEqual((back["width"], back["height"]), (default["width"], default["height"]))
         # A whole world: two robots and an obstacle on the generated map.
         sim.spawn_robot(name="extra", pose=[1.0, 0.0, 0.0])
-        with tempfile.TemporaryDirectory() as d:
+        with tempfile.TemporaryDirectory(dir=self.dir) as d:
             path = os.path.join(d, "two.world.yaml")
             with open(path, "w") as f:
                 f.write("map: default\nrobots:\n  - {name: a, pose: [0, 0, 0]}\n"
