@@ -56,8 +56,16 @@ void pa_gw_on_drive_retry(evutil_socket_t fd, short what, void *arg) {
 void pa_gw_set_drive(pa_client *c, const pa_cmd *cmd) {
   if (c->drive_pending && c->drive.robot != cmd->robot)
     pa_gw_flush_drive(c); /* another robot's command must not be overwritten */
-  if (c->drive_pending && c->drive.robot != cmd->robot)
-    c->g->busy++; /* the queue is full: the older robot's command is lost */
+  if (c->drive_pending && c->drive.robot != cmd->robot) {
+    /* The queue is full and the older robot's command would be replaced:
+     * say so (text cmd has no reply when it is applied). */
+    c->g->busy++;
+    char msg[96];
+    snprintf(msg, sizeof msg,
+             "the command queue is full: the cmd for robot %u was dropped",
+             c->drive.robot);
+    pa_text_err(c, PA_ERR_BUSY, msg);
+  }
   c->drive = *cmd;
   c->drive.flags |= PA_CMDF_NO_REPLY;
   c->drive_pending = true;

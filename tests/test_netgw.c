@@ -504,6 +504,35 @@ static void json_get_version(void **state) {
 
 /* ---- every JSON action, in process, against a fake pa-sim ----------------*/
 
+/* A full queue: a held text cmd for one robot that another robot's cmd
+ * would replace is not lost in silence: the client hears busy, by robot. */
+static void drive_dropped_is_busy(void **state) {
+  (void)state;
+  fixture f;
+  fixture_up(&f, PA_CAM_CHUNK_DEFAULT);
+  pa_cmd junk;
+  memset(&junk, 0, sizeof junk);
+  junk.op = PA_OP_SYNC;
+  while (pa_queue_push(f.st.cmd, &junk) == 0) /* nobody plays pa-sim */
+    ;
+  int fd = pa_test_tcp_connect((uint16_t)pa_netgw_port(f.g));
+  char buf[256];
+  assert_int_equal(
+      pa_test_send_str(fd, "cmd 0.1 0\ncmd 0.2 0\nrobot 1\ncmd 0.3 0\nping\n"),
+      0);
+  assert_true(pa_test_read_line(fd, buf, sizeof buf, 5000) > 0);
+  assert_string_equal(buf, "ok"); /* robot 1 */
+  assert_true(pa_test_read_line(fd, buf, sizeof buf, 5000) > 0);
+  /* robot 0's latest cmd (0.2) was held and is replaced: said, not silent */
+  assert_string_equal(
+      buf,
+      "err busy the command queue is full: the cmd for robot 0 was dropped");
+  assert_true(pa_test_read_line(fd, buf, sizeof buf, 5000) > 0);
+  assert_string_equal(buf, "pong");
+  close(fd);
+  fixture_down(&f);
+}
+
 /* Plays pa-sim: answers each command on the queue (drive commands take no
  * reply, as in pa-sim), with `status`, or not at all while `drop`. */
 typedef struct fake_sim {
@@ -1260,6 +1289,7 @@ int main(void) {
       cmocka_unit_test(frames_layout),
       cmocka_unit_test(camera_chunks),
       cmocka_unit_test(busy_and_late_reply),
+      cmocka_unit_test(drive_dropped_is_busy),
       cmocka_unit_test(json_get_version),
       cmocka_unit_test(props_doc_matches_schema),
       cmocka_unit_test(batch_reply_bounded),
