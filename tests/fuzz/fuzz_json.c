@@ -9,8 +9,9 @@
  * a refusal, so both completion paths run). An input is done when the reply
  * to a ping appended after it arrives, or the gateway closes the
  * connection; a gateway that does neither within 10 s is a lock-up and
- * aborts. UDP streams go to 127.0.0.2 (the gateway and the client are bound
- * there), so a fuzzed `sub` never sends to a port on 127.0.0.1. */
+ * aborts. The gateway and the client are bound to 127.0.0.2, where UDP
+ * streams then go: a fuzzed `sub` cannot reach a socket bound to 127.0.0.1
+ * (another test's on the same machine). */
 #define _GNU_SOURCE
 #include "netgw_int.h"
 #include "pa_util.h"
