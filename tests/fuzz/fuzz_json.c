@@ -68,6 +68,7 @@ static void write_world(void) {
     r->gen = 1;
     r->drive = (uint32_t)i; /* differential, omni */
     r->radius = 0.18f;
+    r->wheel_base = 0.29f; /* set_wheels needs one */
     r->max_v = r->max_vy = 1.0f;
     r->max_w = 3.0f;
     r->head_limit = 2.6f;
