@@ -96,8 +96,12 @@ for t in "${targets[@]}"; do
     args+=(-max_total_time="$secs" -print_final_stats=1)
     inputs=("$work" "${inputs[@]}")
   fi
+  # the file targets' input files: a crash skips their own clean-up
+  tmp=$dir/fuzz-tmp
+  rm -rf "$tmp" && mkdir -p "$tmp"
   rc=0
-  "$bin" "${args[@]}" "${inputs[@]}" >"$log" 2>&1 || rc=$?
+  TMPDIR=$tmp "$bin" "${args[@]}" "${inputs[@]}" >"$log" 2>&1 || rc=$?
+  rm -rf "$tmp"
   # the json target's test instance, if it died before removing it
   "$dir/bin/pa-shmctl" gc t >/dev/null 2>&1 || true
   if ((rc != 0)); then
