@@ -2,22 +2,26 @@
 # The test command: installs what is missing, builds, runs every test.
 #
 #   tests/run.sh              normal build + every test, then the ASan+UBSan
-#                             build + every test (what CI runs)
+#                             build + every test, then a bounded libFuzzer run
+#                             of every target (what CI runs)
 #   tests/run.sh --fast       normal build + every test only
 #   tests/run.sh --sanitize   ASan+UBSan build + every test only
+#   tests/run.sh --fuzz       the fuzz run only (tests/fuzz.sh; PA_FUZZ_SECONDS,
+#                             PA_FUZZ_SKIP=image,... as there)
 #   tests/run.sh ... -- ARGS  extra ctest arguments (e.g. -R shm)
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
 
-modes=(normal sanitize)
+modes=(normal sanitize fuzz)
 ctest_args=()
 while (($#)); do
   case $1 in
     --fast) modes=(normal); shift ;;
     --sanitize) modes=(sanitize); shift ;;
+    --fuzz) modes=(fuzz); shift ;;
     --) shift; ctest_args=("$@"); break ;;
-    -h|--help) sed -n '2,9p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
     *) echo "tests/run.sh: unknown argument '$1'" >&2; exit 2 ;;
   esac
 done
@@ -60,6 +64,13 @@ gc_test_instances() {
 
 status=0
 for mode in "${modes[@]}"; do
+  if [[ $mode == fuzz ]]; then
+    # libFuzzer targets in build-fuzz, each for a bounded time; a crash fails
+    # the run and keeps its reproducer (tests/fuzz.sh prints where).
+    echo "== fuzz (build-fuzz) =="
+    tests/fuzz.sh || status=1
+    continue
+  fi
   if [[ $mode == sanitize ]]; then
     dir=$root/build-asan
     scripts/setup.sh --build-dir "$dir" --sanitize
