@@ -8,20 +8,24 @@
 #   tests/run.sh --sanitize   ASan+UBSan build + every test only
 #   tests/run.sh --fuzz       the fuzz run only (tests/fuzz.sh; PA_FUZZ_SECONDS,
 #                             PA_FUZZ_SKIP=image,... as there)
+#   tests/run.sh --tsan       ThreadSanitizer build + the multi-threaded tests
+#                             (the sim's worker pool, the shm rings across
+#                             processes, the gateway's threads)
 #   tests/run.sh ... -- ARGS  extra ctest arguments (e.g. -R shm)
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
 
-modes=(normal sanitize fuzz)
+modes=(normal sanitize fuzz tsan)
 ctest_args=()
 while (($#)); do
   case $1 in
     --fast) modes=(normal); shift ;;
     --sanitize) modes=(sanitize); shift ;;
     --fuzz) modes=(fuzz); shift ;;
+    --tsan) modes=(tsan); shift ;;
     --) shift; ctest_args=("$@"); break ;;
-    -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
     *) echo "tests/run.sh: unknown argument '$1'" >&2; exit 2 ;;
   esac
 done
@@ -71,9 +75,17 @@ for mode in "${modes[@]}"; do
     tests/fuzz.sh || status=1
     continue
   fi
+  mode_args=()
   if [[ $mode == sanitize ]]; then
     dir=$root/build-asan
     scripts/setup.sh --build-dir "$dir" --sanitize
+  elif [[ $mode == tsan ]]; then
+    # The multi-threaded tests. The ones that time several processes under
+    # load (e2e, robust, chaos) run in the other modes: TSan's 5-15x slows
+    # them past their bounds, not into races.
+    dir=$root/build-tsan
+    scripts/setup.sh --build-dir "$dir" -- -DPA_TSAN=ON
+    mode_args=(-R '^(test_shm|test_shm_mp|test_sim_run|test_sim_collide|test_sim_proc|test_netgw)$')
   else
     dir=$root/build
     scripts/setup.sh --build-dir "$dir"
@@ -81,7 +93,9 @@ for mode in "${modes[@]}"; do
   # Test instances ("t<pid>-...") left by an earlier, interrupted run.
   gc_test_instances >/dev/null || true
   echo "== tests ($mode build) =="
-  if ! ctest --test-dir "$dir" --output-on-failure --timeout 300 -j2 "${ctest_args[@]}"; then
+  if ! TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1} \
+      ctest --test-dir "$dir" --output-on-failure --timeout 600 -j2 \
+      "${mode_args[@]}" "${ctest_args[@]}"; then
     status=1
   fi
   # Nothing may be left behind by a test, even a failed one. A test instance
