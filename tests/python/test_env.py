@@ -1,0 +1,152 @@
+"""playarea.env against the real stack: Gymnasium/PettingZoo rules, determinism,
+autoreset, the binary step_batch, and cleanup."""
+
+import os
+import unittest
+
+import numpy as np
+
+from playarea.env import Box, Dict, Discrete, NavEnv, NavParallelEnv, NavVectorEnv, downsample
+from playarea.env import checker
+from playarea.env._stack import find_bin_dir
+
+_n = [0]
+
+
+def instance():
+    _n[0] += 1
+    return "t%d-rl-%d" % (os.getpid(), _n[0])
+
+
+def shm_objects(inst):
+    return [n for n in os.listdir("/dev/shm") if n.startswith("playarea.%s." % inst)]
+
+
+class Spaces(unittest.TestCase):
+    def test_box(self):
+        b = Box(-1.0, 2.0, (3,), np.float32, seed=4)
+        s = b.sample()
+        self.assertTrue(b.contains(s))
+        self.assertEqual(s.dtype, np.float32)
+        self.assertFalse(b.contains(np.array([3, 0, 0], np.float32)))
+        self.assertFalse(b.contains(np.zeros(2, np.float32)))
+        self.assertFalse(b.contains(np.zeros(3, np.float64)))  # cannot cast safely
+        b2 = Box(-1.0, 2.0, (3,), np.float32, seed=4)
+        self.assertTrue(np.array_equal(s, b2.sample()))
+        h = Box(0.0, np.inf, (1000,), np.float32, seed=1)
+        self.assertTrue(h.contains(h.sample()))
+
+    def test_discrete_and_dict(self):
+        d = Discrete(5, seed=1)
+        self.assertTrue(all(d.contains(d.sample()) for _ in range(50)))
+        self.assertFalse(d.contains(5))
+        self.assertFalse(d.contains(1.0))
+        sp = Dict({"b": Box(0, 1, (2,)), "a": Discrete(3)}, seed=3)
+        self.assertEqual(list(sp.keys()), ["a", "b"])
+        x, y = sp.sample(), Dict({"b": Box(0, 1, (2,)), "a": Discrete(3)}, seed=3).sample()
+        self.assertTrue(sp.contains(x))
+        self.assertEqual(x["a"], y["a"])
+        self.assertFalse(sp.contains({"a": 0}))
+
+    def test_downsample(self):
+        r = np.arange(360, dtype=np.float32)
+        r[5] = np.nan
+        d = downsample(r, 36, 300.0)
+        self.assertEqual(d.shape, (36,))
+        self.assertEqual(d[0], 0.0)
+        self.assertEqual(d[1], 10.0)
+        self.assertEqual(d[-1], 300.0)  # clipped to range_max
+        with self.assertRaisesRegex(ValueError, "divide"):
+            downsample(r, 7, 12.0)
+
+
+class Envs(unittest.TestCase):
+    def test_navenv_rules_determinism_and_cleanup(self):
+        inst = instance()
+        env = NavEnv(instance=inst, render_mode="rgb_array", max_episode_steps=15)
+        try:
+            self.assertTrue(shm_objects(inst))
+            checker.check_env(env, steps=25)
+            # same-seed episodes are identical, step by step, bit for bit
+            runs = []
+            for _ in range(2):
+                obs, _ = env.reset(seed=11)
+                env.action_space.seed(5)
+                traj = [obs]
+                for _ in range(12):
+                    o, r, te, tr, _ = env.step(env.action_space.sample())
+                    traj.append((o, r, te, tr))
+                    if te or tr:
+                        break
+                runs.append(traj)
+            self.assertTrue(checker._eq(runs[0][0], runs[1][0]))
+            for a, b in zip(runs[0][1:], runs[1][1:]):
+                self.assertTrue(checker._eq(a[0], b[0]))
+                self.assertEqual(a[1:], b[1:])
+            # progress reward: driving to a goal straight ahead gains ~ the distance
+            _, info = env.reset(seed=1)
+            (sx, sy, _), (gx, gy) = info["start"], info["goal"]
+            start = (sx, sy, float(np.arctan2(gy - sy, gx - sx)))
+            obs, info = env.reset(seed=1, options={"start": start, "goal": (gx, gy)})
+            self.assertAlmostEqual(float(obs["goal"][1]), 0.0, places=5)  # dead ahead
+            d0 = info["distance"]
+            obs, r, te, tr, info = env.step(np.array([0.5, 0.0], np.float32))
+            self.assertLess(info["distance"], d0)
+            self.assertAlmostEqual(r, (d0 - info["distance"]) - 0.01, places=5)
+            img = env.render()
+            self.assertEqual(img.dtype, np.uint8)
+            self.assertEqual(img.ndim, 3)
+            pids = list(env.world.stack.proc.pid for _ in (0,))
+        finally:
+            env.close()
+        self.assertEqual(shm_objects(inst), [])
+        for pid in pids:
+            self.assertFalse(os.path.exists("/proc/%d" % pid) and
+                             open("/proc/%d/stat" % pid).read().split()[2] != "Z")
+
+    def test_discrete_and_bad_args(self):
+        with self.assertRaisesRegex(TypeError, "unknown arguments"):
+            NavEnv(instance=instance(), bogus=1)
+        env = NavEnv(instance=instance(), action_type="discrete", flat=True, beams=90)
+        try:
+            self.assertIsInstance(env.action_space, Discrete)
+            self.assertEqual(env.observation_space.shape, (94,))
+            checker.check_env(env, steps=10)
+            with self.assertRaises(ValueError):
+                env.step(99)
+        finally:
+            env.close()
+
+    def test_vector_env_autoreset_next_step(self):
+        env = NavVectorEnv(num_envs=6, instance=instance(), max_episode_steps=4)
+        try:
+            checker.check_vector_env(env, steps=6)
+            env.reset(seed=2)
+            for k in range(4):
+                obs, r, te, tr, info = env.step(np.zeros((6, 2), np.float32))
+            self.assertTrue(np.all(tr))  # all truncated at step 4
+            obs, r, te, tr, info = env.step(np.ones((6, 2), np.float32))  # the reset step
+            self.assertTrue(np.all(r == 0) and not te.any() and not tr.any())
+            self.assertTrue(np.all(np.abs(obs["velocity"][:, 0]) < 1e-6))  # the action was ignored
+            obs, r, te, tr, info = env.step(np.ones((6, 2), np.float32))
+            self.assertTrue(np.all(obs["velocity"][:, 0] > 0))
+        finally:
+            env.close()
+
+    def test_parallel_env(self):
+        env = NavParallelEnv(num_agents=3, instance=instance(), max_episode_steps=5)
+        try:
+            checker.check_parallel_env(env, steps=8)
+            env.reset(seed=1)
+            n = 0
+            while env.agents:
+                env.step({a: env.action_space(a).sample() for a in env.agents})
+                n += 1
+            self.assertLessEqual(n, 5)
+            self.assertEqual(env.state().shape, (3 * 3 + 3 * 2,))
+        finally:
+            env.close()
+
+
+if __name__ == "__main__":
+    unittest.main()
