@@ -1,0 +1,29 @@
+"""examples/rl/cem_nav.py runs a few generations against its own stack and improves."""
+
+import importlib.util
+import os
+import unittest
+
+SRC = os.environ.get("PA_SOURCE_DIR") or os.path.join(os.path.dirname(__file__), "..", "..")
+
+
+class CemExample(unittest.TestCase):
+    def test_runs_and_plots(self):
+        path = os.path.join(SRC, "examples", "rl", "cem_nav.py")
+        spec = importlib.util.spec_from_file_location("cem_nav", path)
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        import tempfile
+        with tempfile.TemporaryDirectory() as d:
+            png = os.path.join(d, "curve.png")
+            curve = mod.main(["--generations", "5", "--pop", "16", "--elite", "4",
+                              "--horizon", "40", "--seconds", "20", "--plot", png])
+            with open(png, "rb") as f:
+                self.assertEqual(f.read(8), b"\x89PNG\r\n\x1a\n")
+        self.assertGreaterEqual(len(curve), 2)
+        # the elite of the last generation beats the first generation's
+        self.assertGreater(curve[-1][2], curve[0][2])
+
+
+if __name__ == "__main__":
+    unittest.main()
