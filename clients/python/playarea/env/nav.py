@@ -122,10 +122,12 @@ class _World:
             sx, sy = self.free_xy[rng.integers(len(self.free_xy))]
             if any((sx - ax) ** 2 + (sy - ay) ** 2 < (4 * self.radius) ** 2 for ax, ay in avoid):
                 continue
-            d = np.hypot(self.free_xy[:, 0] - sx, self.free_xy[:, 1] - sy)
+            # 64 candidates at once: rejection sampling stays cheap on big maps
+            cand = self.free_xy[rng.integers(len(self.free_xy), size=64)]
+            d = np.hypot(cand[:, 0] - sx, cand[:, 1] - sy)
             ok = np.nonzero((d >= min_goal) & (d <= max_goal))[0]
             if len(ok):
-                gx, gy = self.free_xy[ok[rng.integers(len(ok))]]
+                gx, gy = cand[ok[0]]
                 th = float(rng.uniform(-math.pi, math.pi))
                 return (float(sx), float(sy), th), (float(gx), float(gy))
         raise _stack.StackError("no start/goal pair %.1f..%.1f m apart on this map" % (min_goal, max_goal))
