@@ -5,7 +5,9 @@ against the simulator's own rate for the same ticks (step_n, no observations).
 
     PA_BIN_DIR=build/bin python3 bench/rl_bench.py [--seconds 3] [--sizes 64,256,1000]
 
-Each line: robots, env robot-steps/s, sim-only robot-steps/s, their ratio.
+Each line: env and read path (tcp: the binary step_batch reply; shm: the
+reply's header over TCP, observations from shared memory), env
+robot-steps/s, sim-only robot-steps/s, their ratio.
 Needs a quiet machine for figures worth keeping (docs/rl.md has some).
 """
 
@@ -40,26 +42,30 @@ def main():
     p.add_argument("--sizes", default="64,256,1000")
     a = p.parse_args()
     print("cpu: %s, load: %s" % (cpu_model(), open("/proc/loadavg").read().split()[:3]))
-    print("%-22s %14s %14s %7s" % ("env", "steps/s", "sim-only/s", "ratio"))
-    env = NavEnv(beams=360, max_episode_steps=10 ** 9)
-    try:
-        env.reset(seed=0)
-        act = np.zeros(2, np.float32)
-        r = rate(lambda: env.step(act), a.seconds)
-        s = sim_only(env, 1, a.seconds)
-        print("%-22s %14.0f %14.0f %7.2f" % ("NavEnv", r, s, r / s), flush=True)
-    finally:
-        env.close()
-    for n in [int(x) for x in a.sizes.split(",") if x]:
-        env = NavVectorEnv(num_envs=n, beams=360, max_episode_steps=10 ** 9)
+    print("%-26s %14s %14s %7s" % ("env", "steps/s", "sim-only/s", "ratio"))
+    for shm in (False, True):
+        env = NavEnv(beams=360, max_episode_steps=10 ** 9, shm=shm)
         try:
             env.reset(seed=0)
-            acts = np.zeros((n, 2), np.float32)
-            r = n * rate(lambda: env.step(acts), a.seconds)
-            s = sim_only(env, n, a.seconds)
-            print("%-22s %14.0f %14.0f %7.2f" % ("NavVectorEnv(%d)" % n, r, s, r / s), flush=True)
+            act = np.zeros(2, np.float32)
+            r = rate(lambda: env.step(act), a.seconds)
+            s = sim_only(env, 1, a.seconds)
+            print("%-26s %14.0f %14.0f %7.2f" % ("NavEnv " + ("shm" if shm else "tcp"), r, s, r / s),
+                  flush=True)
         finally:
             env.close()
+    for n in [int(x) for x in a.sizes.split(",") if x]:
+        for shm in (False, True):
+            env = NavVectorEnv(num_envs=n, beams=360, max_episode_steps=10 ** 9, shm=shm)
+            try:
+                env.reset(seed=0)
+                acts = np.zeros((n, 2), np.float32)
+                r = n * rate(lambda: env.step(acts), a.seconds)
+                s = sim_only(env, n, a.seconds)
+                print("%-26s %14.0f %14.0f %7.2f" % ("NavVectorEnv(%d) %s" % (n, "shm" if shm else "tcp"),
+                                                     r, s, r / s), flush=True)
+            finally:
+                env.close()
 
 
 def cpu_model():

@@ -118,15 +118,20 @@ static uint32_t *batch_robots(jctx *x, size_t *n) {
   return ids;
 }
 
-static bool want_binary(jctx *x, bool *bin) {
-  json_t *b = json_object_get(x->data, "binary");
-  *bin = b && json_is_true(b);
+/* An optional boolean data.key (default dflt): false with the error set. */
+static bool flag(jctx *x, const char *key, bool dflt, bool *out) {
+  json_t *b = json_object_get(x->data, key);
+  *out = b ? json_is_true(b) : dflt;
   if (b && !json_is_boolean(b)) {
-    pa_json_fail(x, PA_ERR_INVALID_MESSAGE,
-                 "data.binary must be true or false");
+    pa_json_fail(x, PA_ERR_INVALID_MESSAGE, "data.%s must be true or false",
+                 key);
     return false;
   }
   return true;
+}
+
+static bool want_binary(jctx *x, bool *bin) {
+  return flag(x, "binary", false, bin);
 }
 
 size_t pa_json_cost_step_batch(jctx *x) {
@@ -144,9 +149,10 @@ size_t pa_json_cost_step_batch(jctx *x) {
       beams = g->st->robots[i].laser_beams;
   if (beams > g->ctl->def.max_beams)
     beams = g->ctl->def.max_beams;
-  bool bin = false;
+  bool bin = false, obs = true;
   want_binary(x, &bin); /* a bad value fails in the handler */
-  size_t per = bin ? BF_COUNT * 8 + beams * 4 : 600 + beams * 20;
+  flag(x, "observe", true, &obs);
+  size_t per = !obs ? 0 : bin ? BF_COUNT * 8 + beams * 4 : 600 + beams * 20;
   return n * per + PA_JSON_SMALL_REPLY;
 }
 
@@ -154,9 +160,9 @@ json_t *pa_json_act_step_batch(jctx *x) {
   pa_client *c = x->c;
   pa_netgw *g = c->g;
   long long steps = 1;
-  bool bin;
+  bool bin, obs;
   if (pa_json_int(x, "steps", 1, PA_NETGW_STEP_MAX, &steps) < 0 ||
-      !want_binary(x, &bin))
+      !want_binary(x, &bin) || !flag(x, "observe", true, &obs))
     return NULL;
   if (bin && c->jbatch)
     return pa_json_fail(x, PA_ERR_INVALID_MESSAGE,
@@ -307,8 +313,9 @@ json_t *pa_json_done_step_batch(jctx *x, const pa_reply *r) {
   pa_client *c = x->c;
   pa_netgw *g = c->g;
   c->g->steps++;
-  bool bin = false;
+  bool bin = false, obs = true;
   want_binary(x, &bin);
+  flag(x, "observe", true, &obs);
   size_t n;
   uint32_t *ids = batch_robots(x, &n); /* a robot removed meanwhile fails */
   if (!ids)
@@ -324,6 +331,10 @@ json_t *pa_json_done_step_batch(jctx *x, const pa_reply *r) {
   json_object_set_new(d, "step_tick", json_integer((json_int_t)r->tick));
   json_object_set_new(d, "sim_time", json_real(t->sim_time));
   json_object_set_new(d, "count", json_integer((json_int_t)n));
+  if (!obs) { /* the client reads them from shared memory */
+    free(ids);
+    return d;
+  }
   if (!bin) {
     json_t *arr = json_array();
     for (size_t i = 0; i < n; i++)

@@ -681,6 +681,8 @@ static const jcase jcases[] = {
     ERR("step_batch", "{\"robots\": [0], \"actions\": [[0, 1, 0]]}",
         "unsupported_control_scheme", "differential"),
     ERR("step_batch", "{\"binary\": 1}", "invalid_message", "data.binary"),
+    OK_("step_batch", "{\"observe\": false}", "\"count\":2}", PA_OP_STEP),
+    ERR("step_batch", "{\"observe\": 0}", "invalid_message", "data.observe"),
     SIMERR("step_batch", "{}", blocked_pose, PA_OP_STEP),
     OK_("set_velocity", "{\"v\": 0.2, \"w\": 0.1}", "\"robot\":0",
         PA_OP_SET_CMD),

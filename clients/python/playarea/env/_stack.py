@@ -176,13 +176,18 @@ class Conn:
             out += self._recv()["data"]["responses"]
         return out
 
-    def step_batch(self, robots, actions, steps):
-        """(states float64 [n, 16], ranges float32 [n, beams], header data) after `steps` ticks."""
+    def step_batch(self, robots, actions, steps, observe=True):
+        """(states float64 [n, 16], ranges float32 [n, beams], header data) after `steps` ticks;
+        observe=False: (None, None, header data), the observations stay in shared memory."""
         data = {"robots": [int(r) for r in robots], "steps": int(steps), "binary": True}
         if actions is not None:
             data["actions"] = np.asarray(actions, dtype=np.float64).tolist()
+        if not observe:
+            data["observe"] = False
         self._send("step_batch", data)
         d = self._recv()["data"]
+        if not observe:
+            return None, None, d
         nbytes = d["binary"]["bytes"]
         blk = self.rfile.read(nbytes)
         if len(blk) != nbytes or blk[:4] != b"PAB1":

@@ -39,8 +39,9 @@ class _World:
 
     def __init__(self, n_robots, host=None, port=None, bin_dir=None, instance=None,
                  world=None, map_yaml=None, generate_map=None, stack_args=(),
-                 clearance=0.1, robot_ids=None):
+                 clearance=0.1, robot_ids=None, shm=False):
         self.stack = None
+        self.reader = None
         if host is None and port is None:
             args = list(stack_args)
             if world:
@@ -70,6 +71,13 @@ class _World:
             _counter[0] += 1
             self.snapshot = "rl%d-%d" % (os.getpid() % 100000, _counter[0])
             self.conn.request("save_snapshot", {"name": self.snapshot})
+            if shm:
+                from .shm import ShmReader
+                inst = self.stack.instance if self.stack else shm
+                if not isinstance(inst, str):
+                    raise ValueError("shm=True needs an owned stack; for a running one pass "
+                                     "shm='INSTANCE' (same host)")
+                self.reader = ShmReader(inst, bin_dir)
         except BaseException:
             self.close()
             raise
@@ -132,7 +140,19 @@ class _World:
                 return (float(sx), float(sy), th), (float(gx), float(gy))
         raise _stack.StackError("no start/goal pair %.1f..%.1f m apart on this map" % (min_goal, max_goal))
 
+    def step(self, robots, actions, steps):
+        """One step_batch: (states [n, 16], ranges [n, beams], header) over TCP or, with
+        shm, the header over TCP and the observations from shared memory."""
+        if self.reader is None:
+            return self.conn.step_batch(robots, actions, steps)
+        _, _, d = self.conn.step_batch(robots, actions, steps, observe=False)
+        st, rg, _ = self.reader.observe(robots, self.range_max)
+        return st, rg, d
+
     def close(self):
+        reader, self.reader = getattr(self, "reader", None), None
+        if reader is not None:
+            reader.close()
         conn, self.conn = getattr(self, "conn", None), None
         if conn is not None:
             conn.close()
@@ -279,7 +299,7 @@ class NavEnv(_NavCore, EnvBase):
 
     def __init__(self, host=None, port=None, robot=0, render_mode=None, bin_dir=None,
                  instance=None, world=None, map_yaml=None, generate_map=None, stack_args=(),
-                 **kw):
+                 shm=False, **kw):
         envkw, kw = _split(kw)
         if kw:
             raise TypeError("NavEnv got unknown arguments %s" % sorted(kw))
@@ -287,7 +307,7 @@ class NavEnv(_NavCore, EnvBase):
             raise ValueError("render_mode must be None or 'rgb_array'")
         self.render_mode = render_mode
         w = _World(1, host, port, bin_dir, instance, world, map_yaml, generate_map, stack_args,
-                   robot_ids=None if host is None and port is None else [robot])
+                   robot_ids=None if host is None and port is None else [robot], shm=shm)
         try:
             self._setup(w, **envkw)
         except BaseException:
@@ -323,7 +343,7 @@ class NavEnv(_NavCore, EnvBase):
                 if "start" in options or getattr(e, "code", "") != "blocked_pose":
                     raise
         self._goal = np.array([goal], dtype=np.float64)
-        st, rg, d = c.step_batch([self.robot], [[0.0, 0.0]], self.decision_ticks)
+        st, rg, d = self.world.step([self.robot], [[0.0, 0.0]], self.decision_ticks)
         scan, g, vel, dist, _ = self._observe(st, rg, self._goal)
         self._prev = float(dist[0])
         self._steps = 0
@@ -335,7 +355,7 @@ class NavEnv(_NavCore, EnvBase):
         if self._goal is None:
             raise RuntimeError("call reset() before step()")
         cmd = self._commands(action)
-        st, rg, d = self.world.conn.step_batch([self.robot], cmd, self.decision_ticks)
+        st, rg, d = self.world.step([self.robot], cmd, self.decision_ticks)
         scan, g, vel, dist, collided = self._observe(st, rg, self._goal)
         reached = dist <= self.goal_radius
         r = self._reward(np.array([self._prev]), dist, reached, collided)
@@ -372,7 +392,7 @@ class NavVectorEnv(_NavCore, VectorEnvBase):
 
     def __init__(self, num_envs=4, host=None, port=None, render_mode=None, bin_dir=None,
                  instance=None, world=None, map_yaml=None, generate_map=None, stack_args=(),
-                 **kw):
+                 shm=False, **kw):
         envkw, kw = _split(kw)
         if kw:
             raise TypeError("NavVectorEnv got unknown arguments %s" % sorted(kw))
@@ -384,7 +404,7 @@ class NavVectorEnv(_NavCore, VectorEnvBase):
             generate_map = {"width": side, "height": side, "seed": 1}
         self.render_mode = render_mode
         w = _World(self.num_envs, host, port, bin_dir, instance, world, map_yaml, generate_map,
-                   stack_args)
+                   stack_args, shm=shm)
         try:
             self._setup(w, **envkw)
         except BaseException:
@@ -437,11 +457,11 @@ class NavVectorEnv(_NavCore, VectorEnvBase):
             self._rngs = [np.random.default_rng(s) for s in seeds]
         c = self.world.conn
         c.request("load_snapshot", {"name": self.world.snapshot})
-        st, _, _ = c.step_batch(self.robots, np.zeros((n, 2)), 1)
+        st, _, _ = self.world.step(self.robots, np.zeros((n, 2)), 1)
         # Park every robot far from its start first: a start is only checked
         # against robots already placed.
         self._place(list(range(n)), st)
-        st, rg, d = c.step_batch(self.robots, np.zeros((n, 2)), self.decision_ticks)
+        st, rg, d = self.world.step(self.robots, np.zeros((n, 2)), self.decision_ticks)
         scan, g, vel, dist, _ = self._observe(st, rg, self._goals)
         self._prev = dist.copy()
         self._steps = np.zeros(n, dtype=np.int64)
@@ -464,7 +484,7 @@ class NavVectorEnv(_NavCore, VectorEnvBase):
             self._place(list(rs), self._last[0])
             cmd = cmd.copy()
             cmd[rs] = 0.0
-        st, rg, d = self.world.conn.step_batch(self.robots, cmd, self.decision_ticks)
+        st, rg, d = self.world.step(self.robots, cmd, self.decision_ticks)
         scan, g, vel, dist, collided = self._observe(st, rg, self._goals)
         reached = dist <= self.goal_radius
         rew = self._reward(self._prev, dist, reached, collided)
@@ -505,9 +525,10 @@ class NavParallelEnv(_NavCore, ParallelEnvBase):
     metadata = {"render_modes": ["rgb_array"], "name": "playarea_nav_v0", "is_parallelizable": True}
 
     def __init__(self, num_agents=4, host=None, port=None, render_mode=None, bin_dir=None,
-                 instance=None, world=None, map_yaml=None, generate_map=None, stack_args=(), **kw):
+                 instance=None, world=None, map_yaml=None, generate_map=None, stack_args=(),
+                 shm=False, **kw):
         self._vec = NavVectorEnv(num_agents, host, port, render_mode, bin_dir, instance, world,
-                                 map_yaml, generate_map, stack_args, **kw)
+                                 map_yaml, generate_map, stack_args, shm=shm, **kw)
         self.render_mode = render_mode
         self.possible_agents = ["robot_%d" % i for i in range(num_agents)]
         self.agents = []
@@ -550,7 +571,7 @@ class NavParallelEnv(_NavCore, ParallelEnvBase):
             full[self._idx[a]] = act
         cmd = v._commands(full)
         cmd[~self._active] = 0.0
-        st, rg, d = v.world.conn.step_batch(v.robots, cmd, v.decision_ticks)
+        st, rg, d = v.world.step(v.robots, cmd, v.decision_ticks)
         scan, g, vel, dist, collided = v._observe(st, rg, v._goals)
         reached = dist <= v.goal_radius
         rew = v._reward(v._prev, dist, reached, collided)
