@@ -88,6 +88,9 @@ typedef struct pa_sim_def {
    * fork()). 0 = auto: the online CPUs, at most 2 when the initial world
    * has <= 8 robots, else at most 8. */
   uint32_t threads;
+  /* Robots neither collide with nor appear in the scans of each other
+   * (independent learning episodes in one world); default false. */
+  bool ghost_robots;
 } pa_sim_def;
 pa_sim_def pa_sim_def_default(void);
 
@@ -201,6 +204,7 @@ typedef struct pa_sim_state {
   struct pa_sim_late *late; /* NULL without threads */
   uint64_t late_scans;     /* scans overlapped so far (statistics) */
   pa_sim_rec *rec;         /* an export_dataset recording, or NULL */
+  bool ghosts;             /* def.ghost_robots: robots ignore each other */
 } pa_sim_state;
 
 /* Scan threads for def.threads and an initial world of `robots` robots:

@@ -150,3 +150,47 @@ class Envs(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class Ghosts(unittest.TestCase):
+    """NavVectorEnv's robots ignore each other (--ghost_robots); NavParallelEnv's do not."""
+
+    def test_vector_robots_ignore_each_other(self):
+        env = NavVectorEnv(num_envs=2, instance=instance())
+        try:
+            env.reset(seed=1)
+            self.assertGreater(self.forward_range_parallel(env), 1.0)
+        finally:
+            env.close()
+
+    def test_parallel_agents_see_each_other(self):
+        env = NavParallelEnv(num_agents=2, instance=instance())
+        try:
+            env.reset(seed=1)
+            env.robots = env._vec.robots
+            r = self.forward_range_parallel(env)
+            self.assertLess(r, 0.6)
+        finally:
+            env.close()
+
+    def forward_range_parallel(self, env):
+        """Robot 0's range straight ahead with robot 1 0.6 m ahead of it, at a spot
+        where that beam reaches more than 1 m without robot 1."""
+        w = env.world
+        for x, y in w.free_xy[::97]:
+            resp = w.conn.batch([
+                ("set_pose", {"robot": int(env.robots[0]), "pose": [float(x), float(y), 0.0]}),
+                ("set_pose", {"robot": int(env.robots[1]), "pose": [float(x) + 0.6, float(y), 0.0]})])
+            if any(r.get("type") == "error" for r in resp):
+                continue
+            # clear ahead without robot 1? then robot 1 is what the beam hits
+            w.conn.batch([("set_pose", {"robot": int(env.robots[1]), "pose": [float(x) + 0.6, float(y) + 3.0, 0.0]})])
+            st, rg, _ = w.conn.step_batch(env.robots[:2], None, 20)
+            if rg[0][rg.shape[1] // 2] <= 1.0:
+                continue
+            resp = w.conn.batch([("set_pose", {"robot": int(env.robots[1]), "pose": [float(x) + 0.6, float(y), 0.0]})])
+            if resp[0].get("type") == "error":
+                continue
+            st, rg, _ = w.conn.step_batch(env.robots[:2], None, 20)
+            return float(rg[0][rg.shape[1] // 2])
+        self.fail("no free spot with 1 m clear ahead")

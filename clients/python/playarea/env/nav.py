@@ -385,17 +385,22 @@ class NavVectorEnv(_NavCore, VectorEnvBase):
 
     Autoreset follows Gymnasium 1.x's default (next-step) mode: the step after an
     episode ends resets that sub-env (its action is ignored; reward 0, not done).
-    The robots share one world: they see and can hit each other (docs/rl.md).
+    The robots share one map; with interact=False (the default, an owned stack
+    started with --ghost_robots) they neither collide with nor see each other in
+    their scans; interact=True, or a running stack without that flag, lets them.
     """
 
     metadata = {"render_modes": ["rgb_array"], "autoreset_mode": "NextStep"}
 
     def __init__(self, num_envs=4, host=None, port=None, render_mode=None, bin_dir=None,
                  instance=None, world=None, map_yaml=None, generate_map=None, stack_args=(),
-                 shm=False, **kw):
+                 shm=False, interact=False, **kw):
         envkw, kw = _split(kw)
         if kw:
             raise TypeError("NavVectorEnv got unknown arguments %s" % sorted(kw))
+        self.interact = bool(interact)
+        if not interact:
+            stack_args = tuple(stack_args) + ("--ghost_robots",)
         self.num_envs = int(num_envs)
         if self.num_envs < 1:
             raise ValueError("num_envs must be >= 1")
@@ -528,7 +533,7 @@ class NavParallelEnv(_NavCore, ParallelEnvBase):
                  instance=None, world=None, map_yaml=None, generate_map=None, stack_args=(),
                  shm=False, **kw):
         self._vec = NavVectorEnv(num_agents, host, port, render_mode, bin_dir, instance, world,
-                                 map_yaml, generate_map, stack_args, shm=shm, **kw)
+                                 map_yaml, generate_map, stack_args, shm=shm, interact=True, **kw)
         self.render_mode = render_mode
         self.possible_agents = ["robot_%d" % i for i in range(num_agents)]
         self.agents = []
