@@ -151,7 +151,13 @@ class ShmReader:
             last[owner[order]] = order  # the newest slot of each robot wins
             pick = last[robots]
             have = pick >= 0
-            sl = self.slots[np.where(have, pick, 0)].copy()
+            at = np.where(have, pick, 0)
+            # field by field: a whole slot holds max_beams ranges, most unused
+            sl = {k: self.slots[k][at] for k in ("seq", "tick", "angle_min", "angle_increment",
+                                                  "range_max", "count")}
+            counts = np.where(have, sl["count"], 0)
+            beams = int(counts.max(initial=0))
+            ranges = self.slots["ranges"][:, :beams][at]
             if self.state.seq_at(n) != n or np.any(self.slots["slot_seq"][pick[have]] != seqs[pick[have]]):
                 continue  # torn: the writer moved on under us
             break
@@ -162,11 +168,8 @@ class ShmReader:
             out[:, F[name]] = rs[name]
         out[:, F["bumped"]] = (rs["flags"] & self.flags["PA_RS_BUMPED"]) != 0
         out[:, F["range_max"]] = range_max
-        counts = np.where(have, sl["count"], 0)
-        beams = int(counts.max(initial=0))
-        rg = np.full((len(robots), beams), np.nan, np.float32)
+        rg = ranges.astype(np.float32, copy=False)
         if beams:
-            rg[:] = sl["ranges"][:, :beams]
             rg[np.arange(beams)[None, :] >= counts[:, None]] = np.nan
         for name, col in (("seq", "scan_seq"), ("tick", "scan_tick"), ("angle_min", "angle_min"),
                           ("angle_increment", "angle_increment"), ("range_max", "range_max")):
