@@ -194,3 +194,42 @@ class Ghosts(unittest.TestCase):
             st, rg, _ = w.conn.step_batch(env.robots[:2], None, 20)
             return float(rg[0][rg.shape[1] // 2])
         self.fail("no free spot with 1 m clear ahead")
+
+
+class Camera(unittest.TestCase):
+    def test_head_camera_in_lockstep(self):
+        inst = instance()
+        env = NavEnv(instance=inst, camera=(24, 32), max_episode_steps=10)
+        try:
+            sp = env.observation_space["camera"]
+            self.assertEqual((sp.shape, sp.dtype), ((24, 32, 3), np.uint8))
+            self.assertTrue(sp.contains(sp.sample()))
+            o1, _ = env.reset(seed=5)
+            self.assertTrue(env.observation_space.contains(o1))
+            o2, _ = env.reset(seed=5)
+            self.assertTrue(np.array_equal(o1["camera"], o2["camera"]))  # same pose, same image
+            o3, _ = env.reset(seed=6)
+            self.assertFalse(np.array_equal(o1["camera"], o3["camera"]))
+            obs, *_ = env.step(np.array([0.0, 3.0], np.float32))  # turning: the view changes
+            self.assertFalse(np.array_equal(obs["camera"], o3["camera"]))
+            self.assertIn("pa-render", env.world.stack.argv[0] + " ".join(
+                open("/proc/%d/cmdline" % p).read().replace("\0", " ")
+                for p in children(env.world.stack.proc.pid)))
+        finally:
+            env.close()
+        self.assertEqual(shm_objects(inst), [])
+        with self.assertRaisesRegex(ValueError, "flat"):
+            NavEnv(instance=instance(), camera=(24, 32), flat=True)
+
+
+def children(pid):
+    out = []
+    for p in os.listdir("/proc"):
+        if p.isdigit():
+            try:
+                st = open("/proc/%s/stat" % p).read()
+            except OSError:
+                continue
+            if int(st[st.rindex(")") + 2:].split()[1]) == pid:
+                out.append(int(p))
+    return out

@@ -39,18 +39,22 @@ class _World:
 
     def __init__(self, n_robots, host=None, port=None, bin_dir=None, instance=None,
                  world=None, map_yaml=None, generate_map=None, stack_args=(),
-                 clearance=0.1, robot_ids=None, shm=False):
+                 clearance=0.1, robot_ids=None, shm=False, camera=None):
         self.stack = None
         self.reader = None
+        self.cam_sock = None
         if host is None and port is None:
             args = list(stack_args)
+            if camera:
+                args += ["--camera_height", str(camera[0]), "--camera_width", str(camera[1]),
+                         "--camera_hz", "200"]
             if world:
                 args += ["--world", os.path.abspath(world)]
             if map_yaml:
                 args += ["--map_yaml", os.path.abspath(map_yaml)]
             if n_robots > 256:
                 args += ["--max_robots", str(n_robots)]
-            self.stack = LocalStack(args, bin_dir=bin_dir, instance=instance)
+            self.stack = LocalStack(args, bin_dir=bin_dir, instance=instance, render=bool(camera))
             host, port = self.stack.host, self.stack.port
         self.host, self.port = host, port
         try:
@@ -71,7 +75,7 @@ class _World:
             _counter[0] += 1
             self.snapshot = "rl%d-%d" % (os.getpid() % 100000, _counter[0])
             self.conn.request("save_snapshot", {"name": self.snapshot})
-            if shm:
+            if shm or camera:
                 from .shm import ShmReader
                 inst = self.stack.instance if self.stack else shm
                 if not isinstance(inst, str):
@@ -140,6 +144,29 @@ class _World:
                 return (float(sx), float(sy), th), (float(gx), float(gy))
         raise _stack.StackError("no start/goal pair %.1f..%.1f m apart on this map" % (min_goal, max_goal))
 
+    def subscribe_camera(self, robot):
+        """Makes pa-render draw robot's head camera (frames are read from shm; the
+        UDP copies pa-netgw sends to a socket nobody reads are dropped)."""
+        import socket
+        self.cam_sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.cam_sock.bind(("127.0.0.1", 0))
+        self.cam_sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        self.conn.request("subscribe", {"channel": "camera", "robot": int(robot),
+                                        "udp_port": self.cam_sock.getsockname()[1]})
+
+    def frame(self, robot, tick, timeout=10.0):
+        """robot's camera image rendered from this tick (waits for pa-render)."""
+        import time
+        deadline = time.monotonic() + timeout
+        while True:
+            img = self.reader.frame(int(robot), int(tick))
+            if img is not None:
+                return img
+            if time.monotonic() > deadline:
+                raise _stack.StackError("no camera frame of robot %d for tick %d within %.0f s"
+                                        % (robot, tick, timeout))
+            time.sleep(0.0005)
+
     def step(self, robots, actions, steps):
         """One step_batch: (states [n, 16], ranges [n, beams], header) over TCP or, with
         shm, the header over TCP and the observations from shared memory."""
@@ -153,6 +180,9 @@ class _World:
         reader, self.reader = getattr(self, "reader", None), None
         if reader is not None:
             reader.close()
+        sock, self.cam_sock = getattr(self, "cam_sock", None), None
+        if sock is not None:
+            sock.close()
         conn, self.conn = getattr(self, "conn", None), None
         if conn is not None:
             conn.close()
@@ -299,17 +329,33 @@ class NavEnv(_NavCore, EnvBase):
 
     def __init__(self, host=None, port=None, robot=0, render_mode=None, bin_dir=None,
                  instance=None, world=None, map_yaml=None, generate_map=None, stack_args=(),
-                 shm=False, **kw):
+                 shm=False, camera=None, **kw):
         envkw, kw = _split(kw)
         if kw:
             raise TypeError("NavEnv got unknown arguments %s" % sorted(kw))
         if render_mode not in (None, "rgb_array"):
             raise ValueError("render_mode must be None or 'rgb_array'")
+        if camera is not None:
+            camera = tuple(int(v) for v in camera)
+            if len(camera) != 2 or not all(1 <= v <= 1080 for v in camera):
+                raise ValueError("camera must be (height, width) in pixels, got %r" % (camera,))
+            if envkw["flat"]:
+                raise ValueError("camera images do not go into a flat observation: flat=False")
+            if host is not None or port is not None:
+                if not isinstance(shm, str):
+                    raise ValueError("camera on a running stack needs shm='INSTANCE' (same host)")
         self.render_mode = render_mode
+        self.camera = camera
         w = _World(1, host, port, bin_dir, instance, world, map_yaml, generate_map, stack_args,
-                   robot_ids=None if host is None and port is None else [robot], shm=shm)
+                   robot_ids=None if host is None and port is None else [robot], shm=shm,
+                   camera=camera)
         try:
             self._setup(w, **envkw)
+            if camera:
+                w.subscribe_camera(w.robots[0])
+                spaces = dict(self.single_observation_space.spaces)
+                spaces["camera"] = Box(0, 255, camera + (3,), np.uint8)
+                self.single_observation_space = Dict(spaces)
         except BaseException:
             w.close()
             raise
@@ -349,7 +395,12 @@ class NavEnv(_NavCore, EnvBase):
         self._steps = 0
         self._last = (st.copy(), rg.copy())
         info = {"start": start, "goal": goal, "distance": self._prev, "tick": d["tick"]}
-        return self._obs_one(scan[0], g[0], vel[0]), info
+        return self._with_camera(self._obs_one(scan[0], g[0], vel[0]), d), info
+
+    def _with_camera(self, obs, d):
+        if self.camera:
+            obs["camera"] = self.world.frame(self.robot, d["tick"])
+        return obs
 
     def step(self, action):
         if self._goal is None:
@@ -367,7 +418,8 @@ class NavEnv(_NavCore, EnvBase):
         info = {"distance": float(dist[0]), "is_success": bool(reached[0]),
                 "collision": bool(collided[0]), "tick": d["tick"],
                 "pose": tuple(float(v) for v in st[0, :3])}
-        return self._obs_one(scan[0], g[0], vel[0]), float(r[0]), terminated, truncated, info
+        obs = self._with_camera(self._obs_one(scan[0], g[0], vel[0]), d)
+        return obs, float(r[0]), terminated, truncated, info
 
     def render(self):
         if self._last is None:

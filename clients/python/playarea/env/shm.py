@@ -98,6 +98,8 @@ class ShmReader:
     def __init__(self, instance, bin_dir=None):
         lay = load_layout(bin_dir)
         self.layout = lay
+        self._instance = instance
+        self.camera = None
         recs = lay["records"]
         self.state = _Ring(lay, instance, "state")
         self.scan = _Ring(lay, instance, "scan")
@@ -176,7 +178,35 @@ class ShmReader:
             out[have, F[col]] = sl[name][have]
         return out, rg, int(tick["tick"])
 
+    def frame(self, robot, tick):
+        """The head-camera image (uint8 [h, w, 3], a copy) of robot rendered from this
+        tick, or None if pa-render has not written one yet."""
+        if getattr(self, "camera", None) is None:
+            self.camera = _Ring(self.layout, self._instance, "camera")
+            fr = self.layout["records"]["pa_frame"]
+            self.frame_size = fr["size"]
+            self.frame_dtype = np.dtype(dict(zip(("names", "formats", "offsets"), _dtype(fr)),
+                                             itemsize=fr["size"]))
+        ring = self.camera
+        head = ring.head()
+        for n in range(head, max(0, head - ring.slot_count), -1):
+            rec = ring.slot_offset(n) + ring.slot_header
+            if ring.seq_at(n) != n:
+                continue
+            meta = np.ndarray((), self.frame_dtype, ring.buf, rec).copy()
+            if int(meta["robot"]) != robot or int(meta["tick"]) < tick:
+                continue
+            if int(meta["tick"]) > tick:
+                return None  # a later tick's: this one's frame is gone
+            h, w = int(meta["height"]), int(meta["width"])
+            img = ring.buf[rec + self.frame_size:rec + self.frame_size + h * w * 3].reshape(h, w, 3).copy()
+            if ring.seq_at(n) == n:
+                return img
+        return None
+
     def close(self):
         self.slots = None
         self.state.close()
         self.scan.close()
+        if getattr(self, "camera", None) is not None:
+            self.camera.close()

@@ -68,7 +68,7 @@ class Box(Space):
         lb, hb = np.isfinite(low), np.isfinite(high)
         both, none, lo_only, hi_only = lb & hb, ~lb & ~hb, lb & ~hb, ~lb & hb
         out[both] = r.uniform(low[both], high[both]) if self.dtype.kind == "f" else \
-            r.integers(low[both], high[both] + 1)
+            r.integers(low[both].astype(np.int64), high[both].astype(np.int64) + 1)
         out[none] = r.normal(size=int(none.sum()))
         out[lo_only] = low[lo_only] + r.exponential(size=int(lo_only.sum()))
         out[hi_only] = high[hi_only] - r.exponential(size=int(hi_only.sum()))
