@@ -1,5 +1,6 @@
 """A playarea stack owned by an environment, and the step_batch transport."""
 
+import atexit
 import json
 import os
 import re
@@ -40,8 +41,18 @@ def find_bin_dir(bin_dir=None):
                      "the project (scripts/setup.sh) so that build/bin/playarea exists")
 
 
+_live = set()
+
+
+@atexit.register
+def _stop_all():
+    for s in list(_live):
+        s.stop()
+
+
 class LocalStack:
-    """`playarea --tcp_port 0 --paused` started in its own session; stop() leaves nothing."""
+    """`playarea --tcp_port 0 --paused` started in its own session; stop() leaves nothing
+    (and every stack still running when the interpreter exits is stopped then)."""
 
     def __init__(self, args=(), bin_dir=None, instance=None, timeout=60.0, render=False):
         self.bin_dir = find_bin_dir(bin_dir)
@@ -58,6 +69,7 @@ class LocalStack:
         self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=self.log,
                                      stdin=subprocess.DEVNULL, env=env, start_new_session=True)
         self.instance = instance
+        _live.add(self)
         try:
             self.host, self.port, self.instance = self._wait_ready(timeout)
         except BaseException:
@@ -125,6 +137,7 @@ class LocalStack:
         except OSError:
             pass
         self.proc = None
+        _live.discard(self)
 
 
 class Conn:

@@ -62,11 +62,13 @@ class _World:
             self.conn.request("pause", type="sim_control")
             if generate_map:
                 self.conn.request("generate_map", dict(generate_map))
-            self._load_map(clearance)
-            self.robots = self._ensure_robots(n_robots, robot_ids)
-            info = self.conn.request("get_property", {"robot": int(self.robots[0])})["properties"]
+            first = robot_ids[0] if robot_ids is not None else \
+                self.conn.request("list_robots")["robots"][0]["robot"]
+            info = self.conn.request("get_property", {"robot": int(first)})["properties"]
             self.max_v, self.max_w = float(info["max_v"]), float(info["max_w"])
             self.radius = float(info["radius"])
+            self._load_map(self.radius + clearance)
+            self.robots = self._ensure_robots(n_robots, robot_ids)
             self.laser_beams = int(info["laser_beams"])
             self.range_max = float(info["laser_range_max"])
             st = self.conn.request("get_status", type="sim_control")
@@ -86,8 +88,8 @@ class _World:
             self.close()
             raise
 
-    def _load_map(self, clearance):
-        g = self.conn.request("get_terrain_grid", {"inflation": 0.18 + clearance})
+    def _load_map(self, inflation):
+        g = self.conn.request("get_terrain_grid", {"inflation": inflation})
         rows = g["rows"]
         self.res = float(g["resolution"]) * int(g.get("stride", 1))
         org = g["origin"]
