@@ -121,6 +121,17 @@ class Envs(unittest.TestCase):
         env = NavVectorEnv(num_envs=6, instance=instance(), max_episode_steps=4)
         try:
             checker.check_vector_env(env, steps=6)
+            runs = []
+            for _ in range(2):  # same seed, same actions: the same steps, autoresets included
+                traj = [env.reset(seed=21)[0]]
+                env.action_space.seed(3)
+                for _ in range(7):
+                    traj.append(env.step(env.action_space.sample())[:4])
+                runs.append(traj)
+            for a, b in zip(runs[0][1:], runs[1][1:]):
+                self.assertTrue(checker._eq(a[0], b[0]))
+                for x, y in zip(a[1:], b[1:]):
+                    self.assertTrue(np.array_equal(x, y))
             env.reset(seed=2)
             for k in range(4):
                 obs, r, te, tr, info = env.step(np.zeros((6, 2), np.float32))

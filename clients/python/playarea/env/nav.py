@@ -516,7 +516,10 @@ class NavVectorEnv(_NavCore, VectorEnvBase):
             self._rngs = [np.random.default_rng(s) for s in seeds]
         c = self.world.conn
         c.request("load_snapshot", {"name": self.world.snapshot})
-        st, _, _ = self.world.step(self.robots, np.zeros((n, 2)), 1)
+        # Where the robots stand now; a whole decision period, so that every
+        # decision starts at the same tick phase (robot i scans at tick + i = 0
+        # mod ticks_per_scan; a snapshot load keeps the tick running).
+        st, _, _ = self.world.step(self.robots, np.zeros((n, 2)), self.decision_ticks)
         # Park every robot far from its start first: a start is only checked
         # against robots already placed.
         self._place(list(range(n)), st)
