@@ -244,3 +244,21 @@ def children(pid):
             if int(st[st.rindex(")") + 2:].split()[1]) == pid:
                 out.append(int(p))
     return out
+
+
+class RandomMaps(unittest.TestCase):
+    def test_map_per_episode(self):
+        env = NavEnv(instance=instance(), randomize_map={"width": 8, "height": 8, "rooms": [2, 2]},
+                     max_goal_dist=4.0)
+        try:
+            o1, _ = env.reset(seed=1)
+            g1 = env.world.wall_grid.copy()
+            o2, _ = env.reset(seed=2)
+            g2 = env.world.wall_grid.copy()
+            self.assertNotEqual(g1.tobytes(), g2.tobytes())  # another building
+            o3, _ = env.reset(seed=1)
+            self.assertEqual(g1.tobytes(), env.world.wall_grid.tobytes())
+            self.assertTrue(checker._eq(o1, o3))
+            checker.check_env(env, steps=5)
+        finally:
+            env.close()

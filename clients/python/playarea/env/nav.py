@@ -67,6 +67,7 @@ class _World:
             info = self.conn.request("get_property", {"robot": int(first)})["properties"]
             self.max_v, self.max_w = float(info["max_v"]), float(info["max_w"])
             self.radius = float(info["radius"])
+            self.clearance = clearance
             self._load_map(self.radius + clearance)
             self.robots = self._ensure_robots(n_robots, robot_ids)
             self.laser_beams = int(info["laser_beams"])
@@ -145,6 +146,13 @@ class _World:
                 th = float(rng.uniform(-math.pi, math.pi))
                 return (float(sx), float(sy), th), (float(gx), float(gy))
         raise _stack.StackError("no start/goal pair %.1f..%.1f m apart on this map" % (min_goal, max_goal))
+
+    def new_map(self, fields):
+        """A generated map under the world (generate_map), its free cells, and the
+        snapshot resets start from saved again."""
+        self.conn.request("generate_map", dict(fields))
+        self._load_map(self.radius + self.clearance)
+        self.conn.request("save_snapshot", {"name": self.snapshot})
 
     def subscribe_camera(self, robot):
         """Makes pa-render draw robot's head camera (frames are read from shm; the
@@ -331,10 +339,11 @@ class NavEnv(_NavCore, EnvBase):
 
     def __init__(self, host=None, port=None, robot=0, render_mode=None, bin_dir=None,
                  instance=None, world=None, map_yaml=None, generate_map=None, stack_args=(),
-                 shm=False, camera=None, **kw):
+                 shm=False, camera=None, randomize_map=None, **kw):
         envkw, kw = _split(kw)
         if kw:
             raise TypeError("NavEnv got unknown arguments %s" % sorted(kw))
+        self.randomize_map = dict(randomize_map) if randomize_map else None
         if render_mode not in (None, "rgb_array"):
             raise ValueError("render_mode must be None or 'rgb_array'")
         if camera is not None:
@@ -379,6 +388,12 @@ class NavEnv(_NavCore, EnvBase):
             self._np_random = np.random.default_rng(seed)
         options = options or {}
         c = self.world.conn
+        gm = options.get("generate_map")
+        if gm is None and self.randomize_map is not None:
+            # domain randomisation: a new building per episode, seeded by the episode's seed
+            gm = dict(self.randomize_map, seed=int(self.np_random.integers(1, 2 ** 31)))
+        if gm is not None:
+            self.world.new_map(gm)
         c.request("load_snapshot", {"name": self.world.snapshot})
         for _ in range(100):
             start, goal = self.world.sample_episode(self.np_random, self.min_goal_dist, self.max_goal_dist)
