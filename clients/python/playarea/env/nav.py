@@ -507,22 +507,30 @@ class NavVectorEnv(_NavCore, VectorEnvBase):
         self._last = None
 
     def _place(self, idx, st):
-        """Teleports robots idx to seeded starts (avoiding the others) and picks goals."""
-        pos = [(float(st[i, F["x"]]), float(st[i, F["y"]])) for i in range(self.num_envs)]
-        moved = set()
-        for i in idx:
-            for _ in range(200):
-                avoid = [p for j, p in enumerate(pos) if j != i and (j in moved or j not in idx)]
-                start, goal = self.world.sample_episode(self._rngs[i], self.min_goal_dist,
-                                                        self.max_goal_dist, avoid)
-                resp = self.world.conn.batch([("set_pose", {"robot": int(self.robots[i]), "pose": list(start)})])[0]
-                if resp.get("type") != "error":
-                    break
-            else:
-                raise _stack.StackError("cannot place robot %d" % self.robots[i])
-            pos[i] = start[:2]
-            moved.add(i)
-            self._goals[i] = goal
+        """Teleports robots idx to seeded starts and picks their goals: one batch
+        request per 64 robots, again only for the ones a start was refused to (a
+        robot stands there: only without --ghost_robots)."""
+        pos = {i: (float(st[i, F["x"]]), float(st[i, F["y"]])) for i in range(self.num_envs)}
+        todo = list(idx)
+        for _ in range(200):
+            plans = {}
+            for i in todo:
+                avoid = [p for j, p in pos.items() if j != i] if self.interact else ()
+                plans[i] = self.world.sample_episode(self._rngs[i], self.min_goal_dist,
+                                                     self.max_goal_dist, avoid)
+            resp = self.world.conn.batch([("set_pose", {"robot": int(self.robots[i]),
+                                                        "pose": list(plans[i][0])}) for i in todo])
+            left = []
+            for i, r in zip(todo, resp):
+                if r.get("type") == "error":
+                    left.append(i)
+                else:
+                    pos[i] = plans[i][0][:2]
+                    self._goals[i] = plans[i][1]
+            if not left:
+                return
+            todo = left
+        raise _stack.StackError("cannot place robots %s" % [int(self.robots[i]) for i in todo])
 
     def reset(self, seed=None, options=None):
         n = self.num_envs
