@@ -133,9 +133,11 @@ class _World:
 
     def sample_episode(self, rng, min_goal, max_goal, avoid=()):
         """A start pose and a goal on free cells, goal distance within [min, max]."""
+        avoid = np.asarray(list(avoid), dtype=np.float64).reshape(-1, 2)
         for _ in range(1000):
             sx, sy = self.free_xy[rng.integers(len(self.free_xy))]
-            if any((sx - ax) ** 2 + (sy - ay) ** 2 < (4 * self.radius) ** 2 for ax, ay in avoid):
+            if len(avoid) and np.any((avoid[:, 0] - sx) ** 2 + (avoid[:, 1] - sy) ** 2
+                                     < (4 * self.radius) ** 2):
                 continue
             # 64 candidates at once: rejection sampling stays cheap on big maps
             cand = self.free_xy[rng.integers(len(self.free_xy), size=64)]
