@@ -39,6 +39,23 @@ def act(theta, x, max_v, max_w):
     return np.stack([v, w], axis=1).astype(np.float32)
 
 
+def episode(env, theta, seed, horizon, rmax, max_v, max_w):
+    """One episode per robot, robot i with policy theta[i]: (returns, successes)."""
+    n = env.num_envs
+    obs, _ = env.reset(seed=seed)
+    ret = np.zeros(n)
+    done = np.zeros(n, dtype=bool)
+    success = np.zeros(n, dtype=bool)
+    for _ in range(horizon):
+        obs, r, te, tr, info = env.step(act(theta, features(obs, rmax), max_v, max_w))
+        ret += np.where(done, 0.0, r)
+        success |= info["is_success"] & ~done
+        done |= te | tr
+        if done.all():
+            break
+    return ret, success
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--generations", type=int, default=40)
@@ -58,19 +75,13 @@ def main(argv=None):
         rmax, max_v, max_w = env.world.range_max, env.world.max_v * 0.5, env.world.max_w * 0.5
         dim = 2 * (12 + 6)
         mu, sigma = np.zeros(dim), np.full(dim, 1.0)
+        def evaluate(m):  # the mean policy on held-out episodes, one per robot
+            ret, ok = episode(env, np.tile(m, (a.pop, 1)), 999999, a.horizon, rmax, max_v, max_w)
+            return ret.mean(), ok.mean()
+        before = evaluate(mu)
         for gen in range(a.generations):
             theta = mu + sigma * rng.standard_normal((a.pop, dim))
-            obs, _ = env.reset(seed=1000 * gen + a.seed)
-            ret = np.zeros(a.pop)
-            done = np.zeros(a.pop, dtype=bool)
-            success = np.zeros(a.pop, dtype=bool)
-            for _ in range(a.horizon):
-                obs, r, te, tr, info = env.step(act(theta, features(obs, rmax), max_v, max_w))
-                ret += np.where(done, 0.0, r)
-                success |= info["is_success"] & ~done
-                done |= te | tr
-                if done.all():
-                    break
+            ret, success = episode(env, theta, 1000 * gen + a.seed, a.horizon, rmax, max_v, max_w)
             order = np.argsort(ret)[::-1][:a.elite]
             mu = theta[order].mean(axis=0)
             sigma = theta[order].std(axis=0) + 0.05
@@ -80,6 +91,9 @@ def main(argv=None):
                   flush=True)
             if a.seconds and time.monotonic() - t0 > a.seconds:
                 break
+        after = evaluate(mu)
+        print("mean policy on %d held-out episodes: return %.3f -> %.3f, success %.2f -> %.2f"
+              % (a.pop, before[0], after[0], before[1], after[1]), flush=True)
     finally:
         env.close()
     if a.plot:
@@ -96,11 +110,14 @@ def main(argv=None):
         ax.set_xlabel("generation (%d robots x %d decisions)" % (a.pop, a.horizon))
         ax.set_ylabel("return")
         ax2.set_ylabel("success rate")
-        ax.legend(loc="lower right", fontsize=7)
-        ax.set_title("CEM on NavEnv's task (examples/rl/cem_nav.py)", fontsize=9)
+        h1, l1 = ax.get_legend_handles_labels()
+        h2, l2 = ax2.get_legend_handles_labels()
+        ax.legend(h1 + h2, l1 + l2, loc="lower right", fontsize=7)
+        ax.set_title("CEM on NavEnv's task: held-out success %.2f -> %.2f" % (before[1], after[1]),
+                     fontsize=9)
         fig.tight_layout()
         fig.savefig(a.plot)
-    return curve
+    return {"curve": curve, "before": before, "after": after}
 
 
 if __name__ == "__main__":

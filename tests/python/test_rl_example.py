@@ -16,11 +16,14 @@ class CemExample(unittest.TestCase):
         import tempfile
         with tempfile.TemporaryDirectory() as d:
             png = os.path.join(d, "curve.png")
-            curve = mod.main(["--generations", "8", "--pop", "24", "--elite", "5",
+            out = mod.main(["--generations", "8", "--pop", "24", "--elite", "5",
                               "--horizon", "60", "--seconds", "30", "--plot", png])
             with open(png, "rb") as f:
                 self.assertEqual(f.read(8), b"\x89PNG\r\n\x1a\n")
+        curve = out["curve"]
         self.assertGreaterEqual(len(curve), 4)
+        # the mean policy reaches more held-out goals than the initial one
+        self.assertGreater(out["after"][1], out["before"][1])
         # it learns: later elites reach goals (+10 each), the first did not
         late = max(c[2] for c in curve[len(curve) // 2:])
         self.assertGreater(late, curve[0][2] + 5.0)
