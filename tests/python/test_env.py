@@ -8,7 +8,6 @@ import numpy as np
 
 from playarea.env import Box, Dict, Discrete, NavEnv, NavParallelEnv, NavVectorEnv, downsample
 from playarea.env import checker
-from playarea.env._stack import find_bin_dir
 
 _n = [0]
 

@@ -3,7 +3,6 @@
 import os
 import unittest
 
-import numpy as np
 
 try:
     from distributed import Client, LocalCluster

@@ -9,7 +9,7 @@ import numpy as np
 
 from playarea.env import NavVectorEnv
 from playarea.env._stack import find_bin_dir
-from playarea.env.shm import ShmReader, load_layout
+from playarea.env.shm import ShmReader
 
 
 def inst(tag):

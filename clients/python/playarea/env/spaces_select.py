@@ -2,12 +2,12 @@
 
 try:  # pragma: no cover - not installed on the project's machines
     import gymnasium as _gym
-    from gymnasium.spaces import Box, Dict, Discrete, MultiDiscrete
+    from gymnasium.spaces import Box, Dict, Discrete, MultiDiscrete  # noqa: F401 (re-exported)
     EnvBase = _gym.Env
     VectorEnvBase = _gym.vector.VectorEnv
     HAVE_GYMNASIUM = True
 except ImportError:
-    from .spaces import Box, Dict, Discrete, MultiDiscrete
+    from .spaces import Box, Dict, Discrete, MultiDiscrete  # noqa: F401 (re-exported)
     HAVE_GYMNASIUM = False
 
     class EnvBase:
