@@ -236,6 +236,8 @@ static void send_json(pa_client *c, json_t *o) {
         "\"error\":{\"code\":\"busy\",\"message\":\"out of memory\"}}\n";
     pa_gw_write(c, oom, sizeof oom - 1);
     splices_free(c);
+    free(c->bin); /* no header line: no block */
+    c->bin = NULL;
     return;
   }
   size_t n = strlen(s);
@@ -246,6 +248,11 @@ static void send_json(pa_client *c, json_t *o) {
     pa_gw_write(c, s, n + 1);
   free(s);
   splices_free(c);
+  if (c->bin) /* a binary reply's block follows its header line */
+    pa_gw_write(c, c->bin, c->bin_n);
+  free(c->bin);
+  c->bin = NULL;
+  c->bin_n = 0;
 }
 
 void pa_json_error_line(pa_client *c, pa_status st, const char *msg) {
@@ -539,4 +546,6 @@ void pa_json_release(pa_client *c) {
   json_decref(c->jresponses);
   c->jreq = c->jbatch = c->jresponses = NULL;
   splices_free(c);
+  free(c->bin);
+  c->bin = NULL;
 }

@@ -138,6 +138,12 @@ json_t *pa_json_done_set_pose(jctx *x, const pa_reply *r);
 json_t *pa_json_done_spawn_robot(jctx *x, const pa_reply *r);
 json_t *pa_json_done_remove_robot(jctx *x, const pa_reply *r);
 
+/* ---- json_batch.c ---------------------------------------------------------*/
+
+size_t pa_json_cost_step_batch(jctx *x);
+json_t *pa_json_act_step_batch(jctx *x);
+json_t *pa_json_done_step_batch(jctx *x, const pa_reply *r);
+
 /* ---- json_prop.c ----------------------------------------------------------*/
 
 json_t *pa_json_shape(const pa_obstacle_info *o);

@@ -164,6 +164,8 @@ typedef struct pa_client {
   struct event *timeout_ev;
   pa_splice *spl;            /* ranges waiting for the next JSON send */
   size_t n_spl, cap_spl;
+  char *bin; /* binary block sent right after that line */
+  size_t bin_n;
   /* Text cmd/stop lines are coalesced: a command holds until replaced, so
    * only the last one of a burst needs to reach pa-sim. */
   bool drive_pending;

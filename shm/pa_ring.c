@@ -51,6 +51,18 @@ struct pa_ring {
 _Static_assert(sizeof(ring_reader) == 64, "reader entry is one cache line");
 _Static_assert(sizeof(struct pa_ring) == 128, "ring header is two lines");
 
+void pa_ring_get_layout(pa_ring_layout *l) {
+  l->size = sizeof(struct pa_ring);
+  l->off_slot_count = offsetof(struct pa_ring, slot_count);
+  l->off_max_record = offsetof(struct pa_ring, max_record);
+  l->off_slot_size = offsetof(struct pa_ring, slot_size);
+  l->off_off_slots = offsetof(struct pa_ring, off_slots);
+  l->off_head = offsetof(struct pa_ring, head);
+  l->slot_header = SLOT_HDR;
+  l->off_slot_seq = offsetof(ring_slot, seq);
+  l->off_slot_len = offsetof(ring_slot, len);
+}
+
 static uint64_t ring_size(uint32_t slot_count, uint32_t max_record,
                           uint32_t max_readers, uint64_t *slot_size,
                           uint64_t *off_readers, uint64_t *off_slots) {

@@ -32,4 +32,18 @@ uint32_t pa_ring_max_readers(const pa_ring *r);
 /* Pid holding reader entry i, 0 if free. */
 int32_t pa_ring_reader_owner(const pa_ring *r, uint32_t i);
 
+/* Where a ring keeps what a lock-free reader needs (pa-shmctl layout). */
+typedef struct pa_ring_layout {
+  uint32_t size;           /* sizeof the ring header */
+  uint32_t off_slot_count; /* uint32 */
+  uint32_t off_max_record; /* uint32 */
+  uint32_t off_slot_size;  /* uint64: bytes per slot */
+  uint32_t off_off_slots;  /* uint64: first slot, from the ring */
+  uint32_t off_head;       /* uint64: seq of the newest record */
+  uint32_t slot_header;    /* bytes before a slot's record */
+  uint32_t off_slot_seq;   /* uint64: record number held, 0 while written */
+  uint32_t off_slot_len;   /* uint32: record bytes */
+} pa_ring_layout;
+void pa_ring_get_layout(pa_ring_layout *l);
+
 #endif

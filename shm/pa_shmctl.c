@@ -5,12 +5,16 @@
  *   pa-shmctl gc [PREFIX]   remove instances whose owner pid is dead (only
  *                           those whose name starts with PREFIX)
  *   pa-shmctl rm INSTANCE   remove one instance (all its segments)
+ *   pa-shmctl layout --json the shared layout a lock-free reader needs (ring
+ *                           header and slots, the state/scan/camera records),
+ *                           from the structs themselves (offsetof, sizeof)
  */
 #define _GNU_SOURCE
 #include "pa_shm_int.h"
 
 #include <dirent.h>
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -173,13 +177,142 @@ static int cmd_rm(const char *instance) {
   return 0;
 }
 
+/* ---- layout --json ---------------------------------------------------------
+ * numpy-style type codes of the fields, chosen by the compiler. */
+#define TCODE(v)                                                               \
+  _Generic((v), uint8_t                                                        \
+           : "u1", uint16_t                                                    \
+           : "u2", uint32_t                                                    \
+           : "u4", int32_t                                                     \
+           : "i4", uint64_t                                                    \
+           : "u8", int64_t                                                     \
+           : "i8", float                                                       \
+           : "f4", double                                                      \
+           : "f8")
+
+static bool first_field;
+static void field(const char *name, size_t off, const char *type) {
+  printf("%s\"%s\": {\"offset\": %zu, \"type\": \"%s\"}",
+         first_field ? "" : ", ", name, off, type);
+  first_field = false;
+}
+#define FIELD(T, f) field(#f, offsetof(T, f), TCODE(((T *)0)->f))
+
+static void record_begin(const char *name, size_t size) {
+  printf("\"%s\": {\"size\": %zu, \"fields\": {", name, size);
+  first_field = true;
+}
+
+/* The records a reader decodes, field by field. */
+static void records(void) {
+  record_begin("pa_tick", sizeof(pa_tick));
+  FIELD(pa_tick, tick);
+  FIELD(pa_tick, sim_time);
+  FIELD(pa_tick, wall_ns);
+  FIELD(pa_tick, robot_count);
+  FIELD(pa_tick, flags);
+  FIELD(pa_tick, speed);
+  FIELD(pa_tick, world_gen);
+  printf("}}, ");
+  record_begin("pa_robot_state", sizeof(pa_robot_state));
+  FIELD(pa_robot_state, id);
+  FIELD(pa_robot_state, gen);
+  FIELD(pa_robot_state, flags);
+  FIELD(pa_robot_state, scan_seq);
+  FIELD(pa_robot_state, x);
+  FIELD(pa_robot_state, y);
+  FIELD(pa_robot_state, theta);
+  FIELD(pa_robot_state, odom_x);
+  FIELD(pa_robot_state, odom_y);
+  FIELD(pa_robot_state, odom_theta);
+  FIELD(pa_robot_state, v);
+  FIELD(pa_robot_state, vy);
+  FIELD(pa_robot_state, w);
+  FIELD(pa_robot_state, head);
+  FIELD(pa_robot_state, head_rate);
+  FIELD(pa_robot_state, cmd_v);
+  FIELD(pa_robot_state, cmd_vy);
+  FIELD(pa_robot_state, cmd_w);
+  FIELD(pa_robot_state, cmd_head);
+  printf("}}, ");
+  record_begin("pa_scan", sizeof(pa_scan));
+  FIELD(pa_scan, tick);
+  FIELD(pa_scan, sim_time);
+  FIELD(pa_scan, wall_ns);
+  FIELD(pa_scan, robot);
+  FIELD(pa_scan, seq);
+  FIELD(pa_scan, x);
+  FIELD(pa_scan, y);
+  FIELD(pa_scan, theta);
+  FIELD(pa_scan, angle_min);
+  FIELD(pa_scan, angle_increment);
+  FIELD(pa_scan, range_min);
+  FIELD(pa_scan, range_max);
+  FIELD(pa_scan, count);
+  printf("}}, ");
+  record_begin("pa_frame", sizeof(pa_frame));
+  FIELD(pa_frame, tick);
+  FIELD(pa_frame, sim_time);
+  FIELD(pa_frame, wall_ns);
+  FIELD(pa_frame, robot);
+  FIELD(pa_frame, seq);
+  FIELD(pa_frame, x);
+  FIELD(pa_frame, y);
+  FIELD(pa_frame, theta);
+  FIELD(pa_frame, head);
+  FIELD(pa_frame, width);
+  FIELD(pa_frame, height);
+  FIELD(pa_frame, size);
+  printf("}}");
+}
+
+static int cmd_layout(void) {
+  pa_ring_layout r;
+  pa_ring_get_layout(&r);
+  printf("{\"layout_version\": %u, \"shm_dir\": \"/dev/shm\", "
+         "\"segment_name\": \"playarea.{instance}.{segment}\", "
+         "\"segments\": {\"state\": \"pa_tick\", \"scan\": \"pa_scan\", "
+         "\"camera\": \"pa_frame\"}, \"body_offset\": %u, ",
+         PA_SHM_LAYOUT_VERSION, (unsigned)PA_SHM_BODY_OFF);
+  printf("\"header\": {\"size\": %zu, \"magic\": %u, \"fields\": {",
+         sizeof(pa_shm_header), PA_SHM_MAGIC);
+  first_field = true;
+  field("magic", offsetof(pa_shm_header, magic), "u4");
+  field("version", offsetof(pa_shm_header, version), "u4");
+  field("kind", offsetof(pa_shm_header, kind), "u4");
+  field("total_size", offsetof(pa_shm_header, total_size), "u8");
+  field("ready", offsetof(pa_shm_header, ready), "u4");
+  field("boot_id", offsetof(pa_shm_header, boot_id), "u8");
+  printf("}}, \"ring\": {\"size\": %u, \"slot_header\": %u, \"fields\": {",
+         r.size, r.slot_header);
+  first_field = true;
+  field("slot_count", r.off_slot_count, "u4");
+  field("max_record", r.off_max_record, "u4");
+  field("slot_size", r.off_slot_size, "u8");
+  field("off_slots", r.off_off_slots, "u8");
+  field("head", r.off_head, "u8");
+  printf("}, \"slot_fields\": {");
+  first_field = true;
+  field("seq", r.off_slot_seq, "u8");
+  field("len", r.off_slot_len, "u4");
+  printf("}}, \"records\": {");
+  records();
+  printf("}, \"flags\": {\"PA_RS_ACTIVE\": %u, \"PA_RS_BUMPED\": %u, "
+         "\"PA_TICK_PAUSED\": %u}}\n",
+         (unsigned)PA_RS_ACTIVE, (unsigned)PA_RS_BUMPED,
+         (unsigned)PA_TICK_PAUSED);
+  return fflush(stdout) == 0 ? 0 : 1;
+}
+
 static void usage(FILE *f) {
-  fprintf(f, "usage: pa-shmctl ls | gc [PREFIX] | rm INSTANCE\n"
+  fprintf(f, "usage: pa-shmctl ls | gc [PREFIX] | rm INSTANCE | layout --json\n"
              "  ls           list playarea shm instances (live, stale, or\n"
              "               not-ours: another user's, liveness unknown)\n"
              "  gc [PREFIX]  remove instances whose owner process is dead\n"
              "               (only names starting with PREFIX if given)\n"
-             "  rm INSTANCE  remove every segment of one instance\n");
+             "  rm INSTANCE  remove every segment of one instance\n"
+             "  layout --json  the shared-memory layout for lock-free readers "
+             "(JSON)\n");
 }
 
 int main(int argc, char **argv) {
@@ -198,6 +331,8 @@ int main(int argc, char **argv) {
     return cmd_gc(argc == 3 ? argv[2] : NULL);
   if (!strcmp(cmd, "rm") && argc == 3)
     return cmd_rm(argv[2]);
+  if (!strcmp(cmd, "layout") && argc == 3 && !strcmp(argv[2], "--json"))
+    return cmd_layout();
   fprintf(stderr, "pa-shmctl: bad command line '%s%s'\n", cmd,
           argc > 2 ? " ..." : "");
   usage(stderr);

@@ -104,6 +104,9 @@ typedef struct pa_sim_def {
   /* The caster's vector path (auto = the process default, see
    * pa_sim_simd_set); results are the same on every path. */
   pa_sim_simd simd;
+  /* Robots neither collide with nor appear in the scans of each other
+   * (independent learning episodes in one world); default false. */
+  bool ghost_robots;
 } pa_sim_def;
 pa_sim_def pa_sim_def_default(void);
 
@@ -222,6 +225,7 @@ typedef struct pa_sim_state {
   struct pa_sim_late *late; /* NULL without threads */
   uint64_t late_scans;     /* scans overlapped so far (statistics) */
   pa_sim_rec *rec;         /* an export_dataset recording, or NULL */
+  bool ghosts;             /* def.ghost_robots: robots ignore each other */
 } pa_sim_state;
 
 /* Scan threads for def.threads and an initial world of `robots` robots:

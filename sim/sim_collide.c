@@ -338,7 +338,7 @@ static double bodies_clearance(const pa_sim_state *s, uint32_t skip, double x,
     }
   }
   const pa_sim_hash *h = &s->hash;
-  if (!robots) {
+  if (!robots || s->ghosts) {
   } else if (h->valid) {
     int64_t cx = (int64_t)floor(x / h->cell), cy = (int64_t)floor(y / h->cell);
     uint32_t seen[9];

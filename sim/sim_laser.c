@@ -210,7 +210,8 @@ void pa_sim_int_scan_finish(const pa_sim_model *m, const pa_sim_state *s,
   uint32_t beams = a->beams;
   double rmax = ri->laser_range_max, rmin = ri->laser_range_min;
   double sigma = ri->laser_noise;
-  bool bodies = s->obstacle_count > 0 || s->robot_count > 1;
+  bool others = s->robot_count > 1 && !s->ghosts; /* robots in its scan */
+  bool bodies = s->obstacle_count > 0 || others;
   if (!bodies && sigma == 0)
     return; /* the walls clamped already; nothing else to do */
   scan_ctx k = {a->x,  a->y, a->c,   a->s,   a->theta, 2.0 * M_PI / beams,
@@ -250,7 +251,9 @@ void pa_sim_int_scan_finish(const pa_sim_model *m, const pa_sim_state *s,
   const pa_sim_hash *h = &s->lhash;
   /* + the largest robot radius (bucketed by centre) */
   int64_t span = h->valid ? (int64_t)ceil((rmax + h->rmax) / h->cell) : 0;
-  if (h->valid && (2 * span + 1) * (2 * span + 1) < (int64_t)s->robot_count) {
+  if (!others) {
+  } else if (h->valid &&
+             (2 * span + 1) * (2 * span + 1) < (int64_t)s->robot_count) {
     int64_t cx = (int64_t)floor(a->x / h->cell);
     int64_t cy = (int64_t)floor(a->y / h->cell);
     /* Only buckets that can hold a centre within far + rmax (scan_circle

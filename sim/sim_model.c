@@ -523,6 +523,7 @@ int pa_sim_state_init(const pa_sim_model *m, pa_sim_state *s, char *err,
   }
   s->paused = m->def.paused;
   s->speed = m->def.speed;
+  s->ghosts = m->def.ghost_robots;
   pa_sim_reset(m, s);
   return 0;
 }

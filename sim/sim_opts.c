@@ -74,6 +74,9 @@ static const pa_opt_row rows[] = {
          "time scale (0 = as fast as possible)")},
     {ROW(def.paused, "paused", PA_OPT_FLAG, 0, -1, 0,
          "start paused (lockstep with step)")},
+    {ROW(def.ghost_robots, "ghost_robots", PA_OPT_FLAG, 0, -1, 0,
+         "robots neither collide with nor see each other in scans "
+         "(independent RL episodes in one world)")},
     {ROW(def.laser_beams, "laser_beams", PA_OPT_U32, 1, 65536, 360,
          "beams per 360 deg scan"),
      .tag = PA_SIM_FORCE_LASER_BEAMS},

@@ -254,6 +254,8 @@ static bool robot_move(const pa_sim_model *m, pa_sim_state *s, uint32_t id,
  * positions: the hash's copies, so robots moving meanwhile are not read).
  * Needs the hash built with cell >= reach. */
 static bool robot_alone(const pa_sim_state *s, uint32_t i, double reach) {
+  if (s->ghosts)
+    return true; /* --ghost_robots: nobody is in its way */
   const pa_sim_hash *h = &s->hash;
   double x = s->rs[i].x, y = s->rs[i].y, r2 = reach * reach;
   int64_t cx = (int64_t)floor(x / h->cell), cy = (int64_t)floor(y / h->cell);
@@ -490,7 +492,7 @@ int64_t pa_sim_int_step(const pa_sim_model *m, pa_sim_state *s, int64_t t0,
       continue;
     /* Final positions of this tick, laser-sized buckets (a scan uses them
      * only with more robots than the 3x3 buckets it would visit). */
-    if (!hashed && s->robot_count > 9) {
+    if (!hashed && s->robot_count > 9 && !s->ghosts) {
       double lcell = 1.0;
       for (uint32_t j = 0; j < s->robot_count; j++)
         if (s->info[j].active && s->info[j].laser_range_max / 3.0 > lcell)

@@ -36,9 +36,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 static char inst[PA_SHM_INSTANCE_MAX];
 static pa_stack st;
 static pa_netgw *gw;
-static char sentinel[128];     /* the last line of every input */
-static char sentinel_id[64];   /* what its reply echoes */
-static unsigned replies;       /* per input: fake sim replies so far */
+static char sentinel[128];   /* the last line of every input */
+static char sentinel_id[64]; /* what its reply echoes */
+static unsigned replies;     /* per input: fake sim replies so far */
 static bool echo;
 
 static void die(const char *what, const char *err) {
@@ -173,9 +173,10 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
   /* unguessable by the input, so only the harness's own ping matches */
   snprintf(sentinel_id, sizeof sentinel_id, "fz-end-%d-%lld", (int)getpid(),
            (long long)pa_now_ns());
-  snprintf(sentinel, sizeof sentinel,
-           "\n{\"type\":\"command\",\"action\":\"ping\",\"request_id\":\"%s\"}\n",
-           sentinel_id);
+  snprintf(
+      sentinel, sizeof sentinel,
+      "\n{\"type\":\"command\",\"action\":\"ping\",\"request_id\":\"%s\"}\n",
+      sentinel_id);
   return 0;
 }
 
@@ -234,8 +235,7 @@ static int client_connect(void) {
   if (bind(fd, (struct sockaddr *)&a, sizeof a) != 0)
     die("bind " FZ_ADDR, strerror(errno));
   a.sin_port = htons((uint16_t)pa_netgw_port(gw));
-  if (connect(fd, (struct sockaddr *)&a, sizeof a) != 0 &&
-      errno != EINPROGRESS)
+  if (connect(fd, (struct sockaddr *)&a, sizeof a) != 0 && errno != EINPROGRESS)
     die("connect", strerror(errno));
   return fd;
 }

@@ -26,8 +26,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       for (int i = 0; i < 3; i++)
         if (!isfinite(t.a[i]))
           abort();
-    if (t.kind == PA_TXT_SUB && (t.port == 0 || t.channel < 0 ||
-                                 t.channel >= PA_CH_COUNT))
+    if (t.kind == PA_TXT_SUB &&
+        (t.port == 0 || t.channel < 0 || t.channel >= PA_CH_COUNT))
       abort();
     if (t.kind == PA_TXT_STEP && (t.n < 1 || t.n > PA_NETGW_STEP_MAX))
       abort();

@@ -24,8 +24,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         abort();
     }
     for (size_t i = 0; i < w.obstacle_count; i++)
-      if (memchr(w.obstacles[i].name, '\0', sizeof w.obstacles[i].name) ==
-          NULL)
+      if (memchr(w.obstacles[i].name, '\0', sizeof w.obstacles[i].name) == NULL)
         abort();
     pa_world_free(&w);
   } else if (!err[0]) {

@@ -1,0 +1,20 @@
+"""Reinforcement-learning environments over playarea (docs/rl.md).
+
+    from playarea.env import NavEnv
+    env = NavEnv()                       # starts its own stack; env.close() stops it
+    obs, info = env.reset(seed=1)
+    obs, reward, terminated, truncated, info = env.step(env.action_space.sample())
+
+NavVectorEnv(num_envs=N) steps N robots of one stack with one round trip;
+NavParallelEnv(num_agents=N) is PettingZoo's parallel API over a shared world.
+numpy is the only dependency; the real gymnasium / pettingzoo base classes and
+spaces are used when they can be imported.
+"""
+
+from .nav import NavEnv, NavParallelEnv, NavVectorEnv, downsample
+from .spaces_select import HAVE_GYMNASIUM, HAVE_PETTINGZOO, Box, Dict, Discrete, MultiDiscrete
+from ._stack import LocalStack, StackError, find_bin_dir
+
+__all__ = ["NavEnv", "NavVectorEnv", "NavParallelEnv", "Box", "Dict", "Discrete", "MultiDiscrete",
+           "LocalStack", "StackError", "find_bin_dir", "downsample", "HAVE_GYMNASIUM",
+           "HAVE_PETTINGZOO"]

@@ -1,0 +1,691 @@
+"""NavEnv, NavVectorEnv and NavParallelEnv: robots reaching goals (docs/rl.md)."""
+
+import math
+import os
+
+import numpy as np
+
+from . import _stack
+from ._stack import F, LocalStack, Conn
+from .spaces_select import Box, Dict, Discrete, MultiDiscrete, EnvBase, VectorEnvBase, ParallelEnvBase
+
+TWO_PI = 2.0 * math.pi
+# (v, w) as fractions of the robot's max_v, max_w: forward, forward-left,
+# forward-right, turn left, turn right.
+DISCRETE_ACTIONS = ((1.0, 0.0), (0.6, 0.5), (0.6, -0.5), (0.0, 1.0), (0.0, -1.0))
+REWARD = {"progress": 1.0, "time": 0.01, "collision": 10.0, "goal": 10.0}
+_counter = [0]
+
+
+def _wrap(a):
+    return (a + math.pi) % TWO_PI - math.pi
+
+
+def downsample(ranges, beams, range_max):
+    """Output beam j = min of input beams [j*k, (j+1)*k), k = len/beams (a divisor);
+    NaN (no scan yet) and values above range_max become range_max."""
+    r = np.asarray(ranges, dtype=np.float32)
+    n = r.shape[-1]
+    if n % beams:
+        raise ValueError("beams=%d must divide the laser's %d beams" % (beams, n))
+    r = np.where(np.isfinite(r), r, np.float32(range_max))
+    r = r.reshape(r.shape[:-1] + (beams, n // beams)).min(axis=-1)
+    return np.minimum(r, np.float32(range_max)).astype(np.float32)
+
+
+class _World:
+    """The stack (owned or not), the map's free cells, the robots' limits, and the
+    snapshot every full reset starts from."""
+
+    def __init__(self, n_robots, host=None, port=None, bin_dir=None, instance=None,
+                 world=None, map_yaml=None, generate_map=None, stack_args=(),
+                 clearance=0.1, robot_ids=None, shm=False, camera=None):
+        self.stack = None
+        self.reader = None
+        self.cam_sock = None
+        if host is None and port is None:
+            args = list(stack_args)
+            if camera:
+                args += ["--camera_height", str(camera[0]), "--camera_width", str(camera[1]),
+                         "--camera_hz", "200"]
+            if world:
+                args += ["--world", os.path.abspath(world)]
+            if map_yaml:
+                args += ["--map_yaml", os.path.abspath(map_yaml)]
+            if n_robots > 256:
+                args += ["--max_robots", str(n_robots)]
+            self.stack = LocalStack(args, bin_dir=bin_dir, instance=instance, render=bool(camera))
+            host, port = self.stack.host, self.stack.port
+        self.host, self.port = host, port
+        try:
+            self.conn = Conn(host, port)
+            self.conn.request("pause", type="sim_control")
+            if generate_map:
+                self.conn.request("generate_map", dict(generate_map))
+            first = robot_ids[0] if robot_ids is not None else \
+                self.conn.request("list_robots")["robots"][0]["robot"]
+            info = self.conn.request("get_property", {"robot": int(first)})["properties"]
+            self.max_v, self.max_w = float(info["max_v"]), float(info["max_w"])
+            self.radius = float(info["radius"])
+            self.clearance = clearance
+            self._load_map(self.radius + clearance)
+            self.robots = self._ensure_robots(n_robots, robot_ids)
+            self.laser_beams = int(info["laser_beams"])
+            self.range_max = float(info["laser_range_max"])
+            st = self.conn.request("get_status", type="sim_control")
+            self.ticks_per_scan = max(1, int(round(st["control_hz"] / st["scan_hz"])))
+            self.control_hz = float(st["control_hz"])
+            _counter[0] += 1
+            self.snapshot = "rl%d-%d" % (os.getpid() % 100000, _counter[0])
+            self.conn.request("save_snapshot", {"name": self.snapshot})
+            if shm or camera:
+                from .shm import ShmReader
+                inst = self.stack.instance if self.stack else shm
+                if not isinstance(inst, str):
+                    raise ValueError("shm=True needs an owned stack; for a running one pass "
+                                     "shm='INSTANCE' (same host)")
+                self.reader = ShmReader(inst, bin_dir)
+        except BaseException:
+            self.close()
+            raise
+
+    def _load_map(self, inflation):
+        g = self.conn.request("get_terrain_grid", {"inflation": inflation})
+        rows = g["rows"]
+        self.res = float(g["resolution"]) * int(g.get("stride", 1))
+        org = g["origin"]
+        self.origin = (float(org[0]), float(org[1]))
+        grid = np.array([np.frombuffer(r.encode(), np.uint8) for r in rows])
+        self.free_grid = grid == ord(".")  # row 0 = south
+        fy, fx = np.nonzero(self.free_grid)
+        self.free_xy = np.stack([self.origin[0] + (fx + 0.5) * self.res,
+                                 self.origin[1] + (fy + 0.5) * self.res], axis=1)
+        if len(self.free_xy) == 0:
+            raise _stack.StackError("the map has no free cell for a robot")
+        blocked = self.conn.request("get_terrain_grid", {"inflation": 0})["rows"]
+        self.wall_grid = np.array([np.frombuffer(r.encode(), np.uint8) for r in blocked]) != ord(".")
+
+    def _ensure_robots(self, n, robot_ids):
+        have = [r["robot"] for r in self.conn.request("list_robots")["robots"]]
+        if robot_ids is not None:
+            return np.asarray(robot_ids, dtype=np.int64)
+        reqs = []
+        rng = np.random.default_rng(12345)
+        for k in range(len(have), n):
+            x, y = self.free_xy[rng.integers(len(self.free_xy))]
+            reqs.append(("spawn_robot", {"name": "rl%d" % k, "pose": [float(x), float(y), 0.0]}))
+        tries = 0
+        while reqs:
+            got = self.conn.batch(reqs)
+            retry = []
+            for req, resp in zip(reqs, got):
+                if resp.get("type") == "error":
+                    x, y = self.free_xy[rng.integers(len(self.free_xy))]
+                    req[1]["pose"] = [float(x), float(y), 0.0]
+                    retry.append(req)
+                else:
+                    have.append(resp["data"]["robot"])
+            reqs = retry
+            tries += 1
+            if tries > 50:
+                raise _stack.StackError("cannot place %d robots on this map" % n)
+        return np.asarray(sorted(have)[:n], dtype=np.int64)
+
+    def sample_episode(self, rng, min_goal, max_goal, avoid=()):
+        """A start pose and a goal on free cells, goal distance within [min, max]."""
+        avoid = np.asarray(list(avoid), dtype=np.float64).reshape(-1, 2)
+        for _ in range(1000):
+            sx, sy = self.free_xy[rng.integers(len(self.free_xy))]
+            if len(avoid) and np.any((avoid[:, 0] - sx) ** 2 + (avoid[:, 1] - sy) ** 2
+                                     < (4 * self.radius) ** 2):
+                continue
+            # 64 candidates at once: rejection sampling stays cheap on big maps
+            cand = self.free_xy[rng.integers(len(self.free_xy), size=64)]
+            d = np.hypot(cand[:, 0] - sx, cand[:, 1] - sy)
+            ok = np.nonzero((d >= min_goal) & (d <= max_goal))[0]
+            if len(ok):
+                gx, gy = cand[ok[0]]
+                th = float(rng.uniform(-math.pi, math.pi))
+                return (float(sx), float(sy), th), (float(gx), float(gy))
+        raise _stack.StackError("no start/goal pair %.1f..%.1f m apart on this map" % (min_goal, max_goal))
+
+    def new_map(self, fields):
+        """A generated map under the world (generate_map), its free cells, and the
+        snapshot resets start from saved again."""
+        self.conn.request("generate_map", dict(fields))
+        self._load_map(self.radius + self.clearance)
+        self.conn.request("save_snapshot", {"name": self.snapshot})
+
+    def subscribe_camera(self, robot):
+        """Makes pa-render draw robot's head camera (frames are read from shm; the
+        UDP copies pa-netgw sends to a socket nobody reads are dropped)."""
+        import socket
+        self.cam_sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.cam_sock.bind(("127.0.0.1", 0))
+        self.cam_sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        self.conn.request("subscribe", {"channel": "camera", "robot": int(robot),
+                                        "udp_port": self.cam_sock.getsockname()[1]})
+
+    def frame(self, robot, tick, timeout=10.0):
+        """robot's camera image rendered from this tick (waits for pa-render)."""
+        import time
+        deadline = time.monotonic() + timeout
+        while True:
+            img = self.reader.frame(int(robot), int(tick))
+            if img is not None:
+                return img
+            if time.monotonic() > deadline:
+                raise _stack.StackError("no camera frame of robot %d for tick %d within %.0f s"
+                                        % (robot, tick, timeout))
+            time.sleep(0.0005)
+
+    def step(self, robots, actions, steps):
+        """One step_batch: (states [n, 16], ranges [n, beams], header) over TCP or, with
+        shm, the header over TCP and the observations from shared memory."""
+        if self.reader is None:
+            return self.conn.step_batch(robots, actions, steps)
+        _, _, d = self.conn.step_batch(robots, actions, steps, observe=False)
+        st, rg, _ = self.reader.observe(robots, self.range_max)
+        return st, rg, d
+
+    def close(self):
+        reader, self.reader = getattr(self, "reader", None), None
+        if reader is not None:
+            reader.close()
+        sock, self.cam_sock = getattr(self, "cam_sock", None), None
+        if sock is not None:
+            sock.close()
+        conn, self.conn = getattr(self, "conn", None), None
+        if conn is not None:
+            conn.close()
+        if self.stack is not None:
+            self.stack.stop()
+            self.stack = None
+
+
+class _NavCore:
+    """What the three envs share: spaces, observations, rewards."""
+
+    def _setup(self, world, beams, max_episode_steps, decision_ticks, action_type,
+               discrete_actions, goal_radius, min_goal_dist, max_goal_dist, reward,
+               terminate_on_collision, collision_margin, flat):
+        self.world = world
+        if world.laser_beams % beams:
+            raise ValueError("beams=%d must divide the laser's %d beams" % (beams, world.laser_beams))
+        self.beams = int(beams)
+        self.max_episode_steps = int(max_episode_steps)
+        self.decision_ticks = int(decision_ticks) if decision_ticks else world.ticks_per_scan
+        self.goal_radius = float(goal_radius)
+        self.min_goal_dist = float(min_goal_dist)
+        self.max_goal_dist = float(max_goal_dist) if max_goal_dist else 1e9
+        self.reward_weights = dict(REWARD, **(reward or {}))
+        unknown = set(self.reward_weights) - set(REWARD)
+        if unknown:
+            raise ValueError("unknown reward terms %s (known: %s)" % (sorted(unknown), sorted(REWARD)))
+        self.terminate_on_collision = bool(terminate_on_collision)
+        self.collision_margin = float(collision_margin)
+        self.flat = bool(flat)
+        rm = np.float32(world.range_max)
+        obs = {"scan": Box(0.0, rm, (self.beams,), np.float32),
+               "goal": Box(np.array([0.0, -math.pi], np.float32),
+                           np.array([np.inf, math.pi], np.float32), (2,), np.float32),
+               "velocity": Box(-np.inf, np.inf, (2,), np.float32)}
+        self.single_observation_space = (
+            Box(np.concatenate([np.zeros(self.beams, np.float32), [0.0, -math.pi], [-np.inf, -np.inf]]).astype(np.float32),
+                np.concatenate([np.full(self.beams, rm, np.float32), [np.inf, math.pi], [np.inf, np.inf]]).astype(np.float32),
+                (self.beams + 4,), np.float32)
+            if self.flat else Dict(obs))
+        self.action_type = action_type
+        if action_type == "continuous":
+            self.single_action_space = Box(np.array([-world.max_v, -world.max_w], np.float32),
+                                           np.array([world.max_v, world.max_w], np.float32), (2,), np.float32)
+        elif action_type == "discrete":
+            table = discrete_actions or [(a * world.max_v, b * world.max_w) for a, b in DISCRETE_ACTIONS]
+            self.action_table = np.asarray(table, dtype=np.float64).reshape(-1, 2)
+            self.single_action_space = Discrete(len(self.action_table))
+        else:
+            raise ValueError("action_type must be 'continuous' or 'discrete', got %r" % (action_type,))
+
+    def _commands(self, actions):
+        """[n, 2] (v, w) for the sim from a batch of actions (clipped to the limits)."""
+        if self.action_type == "discrete":
+            idx = np.asarray(actions, dtype=np.int64).reshape(-1)
+            if np.any(idx < 0) or np.any(idx >= len(self.action_table)):
+                raise ValueError("discrete action out of range [0, %d): %r" % (len(self.action_table), actions))
+            return self.action_table[idx]
+        a = np.asarray(actions, dtype=np.float64).reshape(-1, 2)
+        if not np.all(np.isfinite(a)):
+            raise ValueError("actions must be finite, got %r" % (actions,))
+        return np.clip(a, [-self.world.max_v, -self.world.max_w], [self.world.max_v, self.world.max_w])
+
+    def _observe(self, st, rg, goals):
+        """Batched observation parts and goal distances from a step_batch reply."""
+        scan = downsample(rg, self.beams, self.world.range_max)
+        dx, dy = goals[:, 0] - st[:, F["x"]], goals[:, 1] - st[:, F["y"]]
+        dist = np.hypot(dx, dy)
+        bearing = np.arctan2(dy, dx) - st[:, F["theta"]]
+        bearing = (bearing + np.pi) % (2 * np.pi) - np.pi
+        goal = np.stack([dist, bearing], axis=1).astype(np.float32)
+        vel = np.stack([st[:, F["v"]], st[:, F["w"]]], axis=1).astype(np.float32)
+        raw_min = np.nanmin(np.where(np.isfinite(rg), rg, np.inf), axis=1) if rg.shape[1] else \
+            np.full(len(st), np.inf)
+        collided = (st[:, F["bumped"]] > 0) | (raw_min <= self.world.radius + self.collision_margin)
+        return scan, goal, vel, dist, collided
+
+    def _obs_one(self, scan, goal, vel):
+        if self.flat:
+            return np.concatenate([scan, goal, vel]).astype(np.float32)
+        return {"goal": goal, "scan": scan, "velocity": vel}
+
+    def _reward(self, prev, dist, reached, collided):
+        w = self.reward_weights
+        r = w["progress"] * (prev - dist) - w["time"]
+        r = r + np.where(reached, w["goal"], 0.0) - np.where(collided, w["collision"], 0.0)
+        return r.astype(np.float64)
+
+    def _render_rgb(self, st, goals, rg=None, scale=None):
+        """Top-down RGB: walls black, free white, robots blue, goals red, scan hits green."""
+        wall = self.world.wall_grid[::-1]  # row 0 = north on screen
+        h, w = wall.shape
+        img = np.where(wall[..., None], np.uint8(40), np.uint8(235)).repeat(3, axis=2)
+        res, (ox, oy) = self.world.res, self.world.origin
+
+        def px(x, y):
+            return int((x - ox) / res), int(h - 1 - (y - oy) / res)
+
+        def disc(x, y, r, colour):
+            cx, cy = px(x, y)
+            rr = max(1, int(r / res))
+            y0, y1, x0, x1 = max(0, cy - rr), min(h, cy + rr + 1), max(0, cx - rr), min(w, cx + rr + 1)
+            if y0 >= y1 or x0 >= x1:
+                return
+            yy, xx = np.mgrid[y0:y1, x0:x1]
+            m = (yy - cy) ** 2 + (xx - cx) ** 2 <= rr * rr
+            img[y0:y1, x0:x1][m] = colour
+        for i in range(len(st)):
+            if rg is not None and np.isfinite(st[i, F["angle_min"]]):
+                a = st[i, F["angle_min"]] + st[i, F["angle_increment"]] * np.arange(rg.shape[1]) + st[i, F["theta"]]
+                ok = np.isfinite(rg[i]) & (rg[i] < st[i, F["range_max"]])
+                hx = st[i, F["x"]] + rg[i][ok] * np.cos(a[ok])
+                hy = st[i, F["y"]] + rg[i][ok] * np.sin(a[ok])
+                c = ((hx - ox) / res).astype(int)
+                r = (h - 1 - (hy - oy) / res).astype(int)
+                k = (c >= 0) & (c < w) & (r >= 0) & (r < h)
+                img[r[k], c[k]] = (0, 160, 0)
+            disc(goals[i, 0], goals[i, 1], self.goal_radius, (220, 30, 30))
+            disc(st[i, F["x"]], st[i, F["y"]], self.world.radius, (30, 60, 220))
+            hx = st[i, F["x"]] + self.world.radius * math.cos(st[i, F["theta"]])
+            hy = st[i, F["y"]] + self.world.radius * math.sin(st[i, F["theta"]])
+            disc(hx, hy, res, (255, 255, 0))
+        return img
+
+
+_ENV_DEFAULTS = dict(beams=36, max_episode_steps=300, decision_ticks=None, action_type="continuous",
+                     discrete_actions=None, goal_radius=0.3, min_goal_dist=1.0, max_goal_dist=5.0,
+                     reward=None, terminate_on_collision=True, collision_margin=0.0, flat=False)
+
+
+def _split(kw):
+    env = {k: kw.pop(k, v) for k, v in _ENV_DEFAULTS.items()}
+    return env, kw
+
+
+class NavEnv(_NavCore, EnvBase):
+    """One robot reaching goals; Gymnasium's Env API (docs/rl.md).
+
+    NavEnv() starts its own stack on free ports (close() stops it); NavEnv(host=, port=)
+    uses robot `robot` of a running one (it pauses it and reloads its snapshot on reset).
+    """
+
+    metadata = {"render_modes": ["rgb_array"], "render_fps": 10}
+
+    def __init__(self, host=None, port=None, robot=0, render_mode=None, bin_dir=None,
+                 instance=None, world=None, map_yaml=None, generate_map=None, stack_args=(),
+                 shm=False, camera=None, randomize_map=None, **kw):
+        envkw, kw = _split(kw)
+        if kw:
+            raise TypeError("NavEnv got unknown arguments %s" % sorted(kw))
+        self.randomize_map = dict(randomize_map) if randomize_map else None
+        if render_mode not in (None, "rgb_array"):
+            raise ValueError("render_mode must be None or 'rgb_array'")
+        if camera is not None:
+            camera = tuple(int(v) for v in camera)
+            if len(camera) != 2 or not all(1 <= v <= 1080 for v in camera):
+                raise ValueError("camera must be (height, width) in pixels, got %r" % (camera,))
+            if envkw["flat"]:
+                raise ValueError("camera images do not go into a flat observation: flat=False")
+            if host is not None or port is not None:
+                if not isinstance(shm, str):
+                    raise ValueError("camera on a running stack needs shm='INSTANCE' (same host)")
+        self.render_mode = render_mode
+        self.camera = camera
+        w = _World(1, host, port, bin_dir, instance, world, map_yaml, generate_map, stack_args,
+                   robot_ids=None if host is None and port is None else [robot], shm=shm,
+                   camera=camera)
+        try:
+            self._setup(w, **envkw)
+            if camera:
+                w.subscribe_camera(w.robots[0])
+                spaces = dict(self.single_observation_space.spaces)
+                spaces["camera"] = Box(0, 255, camera + (3,), np.uint8)
+                self.single_observation_space = Dict(spaces)
+        except BaseException:
+            w.close()
+            raise
+        self.observation_space = self.single_observation_space
+        self.action_space = self.single_action_space
+        self.robot = int(w.robots[0])
+        self._np_random = None
+        self._goal = None
+        self._last = None
+
+    @property
+    def np_random(self):
+        if self._np_random is None:
+            self._np_random = np.random.default_rng()
+        return self._np_random
+
+    def reset(self, seed=None, options=None):
+        if seed is not None:
+            self._np_random = np.random.default_rng(seed)
+        options = options or {}
+        c = self.world.conn
+        gm = options.get("generate_map")
+        if gm is None and self.randomize_map is not None:
+            # domain randomisation: a new building per episode, seeded by the episode's seed
+            gm = dict(self.randomize_map, seed=int(self.np_random.integers(1, 2 ** 31)))
+        if gm is not None:
+            self.world.new_map(gm)
+        c.request("load_snapshot", {"name": self.world.snapshot})
+        for _ in range(100):
+            start, goal = self.world.sample_episode(self.np_random, self.min_goal_dist, self.max_goal_dist)
+            start = tuple(options.get("start", start))
+            goal = tuple(options.get("goal", goal))
+            try:
+                c.request("set_pose", {"robot": self.robot, "pose": list(start)})
+                break
+            except Exception as e:  # blocked_pose: an obstacle the grid does not show
+                if "start" in options or getattr(e, "code", "") != "blocked_pose":
+                    raise
+        self._goal = np.array([goal], dtype=np.float64)
+        st, rg, d = self.world.step([self.robot], [[0.0, 0.0]], self.decision_ticks)
+        scan, g, vel, dist, _ = self._observe(st, rg, self._goal)
+        self._prev = float(dist[0])
+        self._steps = 0
+        self._last = (st.copy(), rg.copy())
+        info = {"start": start, "goal": goal, "distance": self._prev, "tick": d["tick"]}
+        return self._with_camera(self._obs_one(scan[0], g[0], vel[0]), d), info
+
+    def _with_camera(self, obs, d):
+        if self.camera:
+            obs["camera"] = self.world.frame(self.robot, d["tick"])
+        return obs
+
+    def step(self, action):
+        if self._goal is None:
+            raise RuntimeError("call reset() before step()")
+        cmd = self._commands(action)
+        st, rg, d = self.world.step([self.robot], cmd, self.decision_ticks)
+        scan, g, vel, dist, collided = self._observe(st, rg, self._goal)
+        reached = dist <= self.goal_radius
+        r = self._reward(np.array([self._prev]), dist, reached, collided)
+        self._prev = float(dist[0])
+        self._steps += 1
+        self._last = (st.copy(), rg.copy())
+        terminated = bool(reached[0] or (collided[0] and self.terminate_on_collision))
+        truncated = bool(self._steps >= self.max_episode_steps and not terminated)
+        info = {"distance": float(dist[0]), "is_success": bool(reached[0]),
+                "collision": bool(collided[0]), "tick": d["tick"],
+                "pose": tuple(float(v) for v in st[0, :3])}
+        obs = self._with_camera(self._obs_one(scan[0], g[0], vel[0]), d)
+        return obs, float(r[0]), terminated, truncated, info
+
+    def render(self):
+        if self._last is None:
+            return None
+        return self._render_rgb(self._last[0], self._goal, self._last[1])
+
+    def close(self):
+        if getattr(self, "world", None) is not None:
+            self.world.close()
+            self.world = None
+
+
+class NavVectorEnv(_NavCore, VectorEnvBase):
+    """num_envs robots in one stack, stepped together by one step_batch per step.
+
+    Autoreset follows Gymnasium 1.x's default (next-step) mode: the step after an
+    episode ends resets that sub-env (its action is ignored; reward 0, not done).
+    The robots share one map; with interact=False (the default, an owned stack
+    started with --ghost_robots) they neither collide with nor see each other in
+    their scans; interact=True, or a running stack without that flag, lets them.
+    """
+
+    metadata = {"render_modes": ["rgb_array"], "autoreset_mode": "NextStep"}
+
+    def __init__(self, num_envs=4, host=None, port=None, render_mode=None, bin_dir=None,
+                 instance=None, world=None, map_yaml=None, generate_map=None, stack_args=(),
+                 shm=False, interact=False, **kw):
+        envkw, kw = _split(kw)
+        if kw:
+            raise TypeError("NavVectorEnv got unknown arguments %s" % sorted(kw))
+        self.interact = bool(interact)
+        if not interact:
+            stack_args = tuple(stack_args) + ("--ghost_robots",)
+        self.num_envs = int(num_envs)
+        if self.num_envs < 1:
+            raise ValueError("num_envs must be >= 1")
+        if generate_map is None and world is None and map_yaml is None and self.num_envs > 16:
+            side = max(12.0, round(math.sqrt(self.num_envs * 3.0)))
+            generate_map = {"width": side, "height": side, "seed": 1}
+        self.render_mode = render_mode
+        w = _World(self.num_envs, host, port, bin_dir, instance, world, map_yaml, generate_map,
+                   stack_args, shm=shm)
+        try:
+            self._setup(w, **envkw)
+        except BaseException:
+            w.close()
+            raise
+        n = self.num_envs
+        self.robots = w.robots
+        if self.flat:
+            s = self.single_observation_space
+            self.observation_space = Box(np.broadcast_to(s.low, (n,) + s.shape),
+                                         np.broadcast_to(s.high, (n,) + s.shape), (n,) + s.shape, np.float32)
+        else:
+            self.observation_space = Dict({k: Box(np.broadcast_to(s.low, (n,) + s.shape),
+                                                  np.broadcast_to(s.high, (n,) + s.shape),
+                                                  (n,) + s.shape, s.dtype)
+                                           for k, s in self.single_observation_space.items()})
+        if self.action_type == "discrete":
+            self.action_space = MultiDiscrete([len(self.action_table)] * n)
+        else:
+            a = self.single_action_space
+            self.action_space = Box(np.broadcast_to(a.low, (n, 2)), np.broadcast_to(a.high, (n, 2)),
+                                    (n, 2), np.float32)
+        self._rngs = [np.random.default_rng() for _ in range(n)]
+        self._goals = np.zeros((n, 2))
+        self._autoreset = np.zeros(n, dtype=bool)
+        self._last = None
+
+    def _place(self, idx, st):
+        """Teleports robots idx to seeded starts and picks their goals: one batch
+        request per 64 robots, again only for the ones a start was refused to (a
+        robot stands there: only without --ghost_robots)."""
+        pos = {i: (float(st[i, F["x"]]), float(st[i, F["y"]])) for i in range(self.num_envs)}
+        todo = list(idx)
+        for _ in range(200):
+            plans = {}
+            for i in todo:
+                avoid = [p for j, p in pos.items() if j != i] if self.interact else ()
+                plans[i] = self.world.sample_episode(self._rngs[i], self.min_goal_dist,
+                                                     self.max_goal_dist, avoid)
+            resp = self.world.conn.batch([("set_pose", {"robot": int(self.robots[i]),
+                                                        "pose": list(plans[i][0])}) for i in todo])
+            left = []
+            for i, r in zip(todo, resp):
+                if r.get("type") == "error":
+                    left.append(i)
+                else:
+                    pos[i] = plans[i][0][:2]
+                    self._goals[i] = plans[i][1]
+            if not left:
+                return
+            todo = left
+        raise _stack.StackError("cannot place robots %s" % [int(self.robots[i]) for i in todo])
+
+    def reset(self, seed=None, options=None):
+        n = self.num_envs
+        if seed is not None:
+            seeds = [seed + i for i in range(n)] if isinstance(seed, int) else list(seed)
+            self._rngs = [np.random.default_rng(s) for s in seeds]
+        c = self.world.conn
+        c.request("load_snapshot", {"name": self.world.snapshot})
+        # Where the robots stand now; a whole decision period, so that every
+        # decision starts at the same tick phase (robot i scans at tick + i = 0
+        # mod ticks_per_scan; a snapshot load keeps the tick running).
+        st, _, _ = self.world.step(self.robots, np.zeros((n, 2)), self.decision_ticks)
+        # Park every robot far from its start first: a start is only checked
+        # against robots already placed.
+        self._place(list(range(n)), st)
+        st, rg, d = self.world.step(self.robots, np.zeros((n, 2)), self.decision_ticks)
+        scan, g, vel, dist, _ = self._observe(st, rg, self._goals)
+        self._prev = dist.copy()
+        self._steps = np.zeros(n, dtype=np.int64)
+        self._autoreset[:] = False
+        self._last = (st.copy(), rg.copy())
+        return self._batch_obs(scan, g, vel), {"distance": dist.copy(), "tick": d["tick"]}
+
+    def _batch_obs(self, scan, g, vel):
+        if self.flat:
+            return np.concatenate([scan, g, vel], axis=1).astype(np.float32)
+        return {"goal": g, "scan": scan, "velocity": vel}
+
+    def step(self, actions):
+        n = self.num_envs
+        cmd = self._commands(actions)
+        if len(cmd) != n:
+            raise ValueError("expected %d actions, got %d" % (n, len(cmd)))
+        rs = np.nonzero(self._autoreset)[0]
+        if len(rs):
+            self._place(list(rs), self._last[0])
+            cmd = cmd.copy()
+            cmd[rs] = 0.0
+        st, rg, d = self.world.step(self.robots, cmd, self.decision_ticks)
+        scan, g, vel, dist, collided = self._observe(st, rg, self._goals)
+        reached = dist <= self.goal_radius
+        rew = self._reward(self._prev, dist, reached, collided)
+        self._steps += 1
+        term = reached | (collided & self.terminate_on_collision)
+        trunc = (self._steps >= self.max_episode_steps) & ~term
+        if len(rs):
+            rew[rs] = 0.0
+            term[rs] = trunc[rs] = False
+            self._steps[rs] = 0
+        self._prev = dist.copy()
+        self._autoreset = term | trunc
+        self._last = (st.copy(), rg.copy())
+        info = {"distance": dist, "is_success": reached & ~self._reset_mask(rs),
+                "collision": collided & ~self._reset_mask(rs), "tick": d["tick"]}
+        return self._batch_obs(scan, g, vel), rew, term, trunc, info
+
+    def _reset_mask(self, rs):
+        m = np.zeros(self.num_envs, dtype=bool)
+        m[rs] = True
+        return m
+
+    def render(self):
+        if self._last is None:
+            return None
+        return self._render_rgb(self._last[0], self._goals, self._last[1])
+
+    def close(self, **kw):
+        if getattr(self, "world", None) is not None:
+            self.world.close()
+            self.world = None
+
+
+class NavParallelEnv(_NavCore, ParallelEnvBase):
+    """PettingZoo's parallel API: one agent per robot in one shared world; agents see
+    and can hit each other. A finished agent stops and stays where it is."""
+
+    metadata = {"render_modes": ["rgb_array"], "name": "playarea_nav_v0", "is_parallelizable": True}
+
+    def __init__(self, num_agents=4, host=None, port=None, render_mode=None, bin_dir=None,
+                 instance=None, world=None, map_yaml=None, generate_map=None, stack_args=(),
+                 shm=False, **kw):
+        self._vec = NavVectorEnv(num_agents, host, port, render_mode, bin_dir, instance, world,
+                                 map_yaml, generate_map, stack_args, shm=shm, interact=True, **kw)
+        self.render_mode = render_mode
+        self.possible_agents = ["robot_%d" % i for i in range(num_agents)]
+        self.agents = []
+        self._idx = {a: i for i, a in enumerate(self.possible_agents)}
+        self.observation_spaces = {a: self._vec.single_observation_space for a in self.possible_agents}
+        self.action_spaces = {a: self._vec.single_action_space for a in self.possible_agents}
+
+    def observation_space(self, agent):
+        return self.observation_spaces[agent]
+
+    def action_space(self, agent):
+        return self.action_spaces[agent]
+
+    @property
+    def world(self):
+        return self._vec.world
+
+    def _split_obs(self, obs, idx):
+        if isinstance(obs, dict):
+            return {a: {k: v[self._idx[a]] for k, v in obs.items()} for a in idx}
+        return {a: obs[self._idx[a]] for a in idx}
+
+    def reset(self, seed=None, options=None):
+        obs, info = self._vec.reset(seed=seed, options=options)
+        self.agents = list(self.possible_agents)
+        self._active = np.ones(len(self.possible_agents), dtype=bool)
+        return self._split_obs(obs, self.agents), {a: {"distance": float(info["distance"][self._idx[a]])}
+                                                    for a in self.agents}
+
+    def step(self, actions):
+        v = self._vec
+        n = v.num_envs
+        if v.action_type == "discrete":
+            full = np.zeros(n, dtype=np.int64)
+        else:
+            full = np.zeros((n, 2))
+        for a, act in actions.items():
+            if a not in self._idx or not self._active[self._idx[a]]:
+                raise ValueError("agent %r is not live" % (a,))
+            full[self._idx[a]] = act
+        cmd = v._commands(full)
+        cmd[~self._active] = 0.0
+        st, rg, d = v.world.step(v.robots, cmd, v.decision_ticks)
+        scan, g, vel, dist, collided = v._observe(st, rg, v._goals)
+        reached = dist <= v.goal_radius
+        rew = v._reward(v._prev, dist, reached, collided)
+        v._steps += 1
+        term = reached | (collided & v.terminate_on_collision)
+        trunc = (v._steps >= v.max_episode_steps) & ~term
+        v._prev = dist.copy()
+        v._last = (st.copy(), rg.copy())
+        obs = v._batch_obs(scan, g, vel)
+        live = list(self.agents)
+        out = (self._split_obs(obs, live), {a: float(rew[self._idx[a]]) for a in live},
+               {a: bool(term[self._idx[a]]) for a in live}, {a: bool(trunc[self._idx[a]]) for a in live},
+               {a: {"distance": float(dist[self._idx[a]]), "is_success": bool(reached[self._idx[a]]),
+                    "collision": bool(collided[self._idx[a]])} for a in live})
+        for a in live:
+            i = self._idx[a]
+            if term[i] or trunc[i]:
+                self._active[i] = False
+        self.agents = [a for a in live if self._active[self._idx[a]]]
+        return out
+
+    def render(self):
+        return self._vec.render()
+
+    def state(self):
+        st = self._vec._last[0]
+        return np.concatenate([st[:, :3].reshape(-1), self._vec._goals.reshape(-1)]).astype(np.float32)
+
+    def close(self):
+        self._vec.close()

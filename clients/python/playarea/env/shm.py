@@ -1,0 +1,212 @@
+"""Same-host reads of the state and scan rings as numpy arrays.
+
+The layout comes from the C side (`pa-shmctl layout --json`, generated with
+offsetof/sizeof from shm/pa_shm.h and the ring's own structs); nothing here
+restates an offset. Records are read lock-free as pa-netgw reads them: the
+slot's seq before and after the copy must be the record's number.
+"""
+
+import json
+import mmap
+import os
+import subprocess
+
+import numpy as np
+
+from ._stack import BIN_FIELDS, F, StackError, find_bin_dir
+
+_layouts = {}
+
+
+def load_layout(bin_dir=None):
+    """The parsed `pa-shmctl layout --json` of these binaries (cached)."""
+    d = find_bin_dir(bin_dir)
+    if d not in _layouts:
+        out = subprocess.run([os.path.join(d, "pa-shmctl"), "layout", "--json"], check=True,
+                             capture_output=True, text=True, timeout=30).stdout
+        _layouts[d] = json.loads(out)
+    return _layouts[d]
+
+
+def _dtype(rec, base=0, extra=()):
+    names, formats, offsets = [], [], []
+    for name, f in rec["fields"].items():
+        names.append(name)
+        formats.append("<" + f["type"])
+        offsets.append(base + f["offset"])
+    for name, fmt, off in extra:
+        names.append(name)
+        formats.append(fmt)
+        offsets.append(off)
+    return names, formats, offsets
+
+
+class _Ring:
+    def __init__(self, layout, instance, segment):
+        path = os.path.join(layout["shm_dir"],
+                            layout["segment_name"].format(instance=instance, segment=segment))
+        try:
+            fd = os.open(path, os.O_RDONLY)
+        except OSError as e:
+            raise StackError("cannot open %s: %s (same host and user only)" % (path, e)) from None
+        try:
+            self.mm = mmap.mmap(fd, 0, mmap.MAP_SHARED, mmap.PROT_READ)
+        finally:
+            os.close(fd)
+        self.buf = np.frombuffer(self.mm, dtype=np.uint8)
+        hf = layout["header"]["fields"]
+        magic = int(self.buf[hf["magic"]["offset"]:][:4].view("<u4")[0])
+        version = int(self.buf[hf["version"]["offset"]:][:4].view("<u4")[0])
+        if magic != layout["header"]["magic"] or version != layout["layout_version"]:
+            raise StackError("%s: magic/version %x/%d, expected %x/%d (binaries and stack differ)"
+                             % (path, magic, version, layout["header"]["magic"], layout["layout_version"]))
+        self.base = layout["body_offset"]
+        rf = layout["ring"]["fields"]
+
+        def u(name):
+            f = rf[name]
+            o = self.base + f["offset"]
+            return int(self.buf[o:o + 8].view("<" + f["type"])[0])
+        self.slot_count, self.slot_size = u("slot_count"), u("slot_size")
+        self.max_record, self.off_slots = u("max_record"), u("off_slots")
+        self.head_off = self.base + rf["head"]["offset"]
+        self.slot_header = layout["ring"]["slot_header"]
+        self.seq_off = layout["ring"]["slot_fields"]["seq"]["offset"]
+        self.slots_off = self.base + self.off_slots
+
+    def head(self):
+        return int(self.buf[self.head_off:self.head_off + 8].view("<u8")[0])
+
+    def slot_offset(self, n):
+        return self.slots_off + ((n - 1) % self.slot_count) * self.slot_size
+
+    def seq_at(self, n):
+        o = self.slot_offset(n) + self.seq_off
+        return int(self.buf[o:o + 8].view("<u8")[0])
+
+    def close(self):
+        self.buf = None
+        try:
+            self.mm.close()
+        except BufferError:  # a view is still alive somewhere: the GC unmaps it
+            pass
+
+
+class ShmReader:
+    """The newest tick's robot states and each robot's newest scan, from shared memory."""
+
+    def __init__(self, instance, bin_dir=None):
+        lay = load_layout(bin_dir)
+        self.layout = lay
+        self._instance = instance
+        self.camera = None
+        recs = lay["records"]
+        self.state = _Ring(lay, instance, "state")
+        self.scan = _Ring(lay, instance, "scan")
+        self.tick_size = recs["pa_tick"]["size"]
+        self.tick_dtype = np.dtype(dict(zip(("names", "formats", "offsets"), _dtype(recs["pa_tick"])),
+                                        itemsize=self.tick_size))
+        rs = recs["pa_robot_state"]
+        self.rs_dtype = np.dtype(dict(zip(("names", "formats", "offsets"), _dtype(rs)),
+                                      itemsize=rs["size"]))
+        sc = recs["pa_scan"]
+        hdr = self.scan.slot_header
+        self.beam_cap = (self.scan.max_record - sc["size"]) // 4
+        names, formats, offsets = _dtype(sc, hdr, [
+            ("slot_seq", "<u8", self.scan.seq_off),
+            ("ranges", ("<f4", (self.beam_cap,)), hdr + sc["size"])])
+        self.slot_dtype = np.dtype({"names": names, "formats": formats, "offsets": offsets,
+                                    "itemsize": self.scan.slot_size})
+        self.slots = np.ndarray((self.scan.slot_count,), self.slot_dtype, self.scan.buf,
+                                self.scan.slots_off)  # zero-copy view of every slot
+        self.flags = lay["flags"]
+
+    def latest_states(self):
+        """(tick record, zero-copy view of its robot states, record seq)."""
+        for _ in range(100):
+            n = self.state.head()
+            if n == 0:
+                raise StackError("no tick yet")
+            off = self.state.slot_offset(n)
+            rec = off + self.state.slot_header
+            tick = np.ndarray((), self.tick_dtype, self.state.buf, rec)
+            count = int(tick["robot_count"])
+            states = np.ndarray((count,), self.rs_dtype, self.state.buf, rec + self.tick_size)
+            if self.state.seq_at(n) == n:
+                return tick, states, n
+        raise StackError("the state ring kept changing under the reader")
+
+    def observe(self, robots, range_max):
+        """The (states [n, 16] float64, ranges [n, beams] float32) step_batch's binary block
+        holds for these robots (docs/protocol-notes.md), read from shared memory."""
+        robots = np.asarray(robots, dtype=np.int64)
+        for _ in range(100):
+            tick, states, n = self.latest_states()
+            rs = states[robots].copy() if robots.max() < len(states) else None
+            if rs is None or not np.all(rs["id"] == robots):
+                raise StackError("robots %s are not at their ids in the state" % robots)
+            seqs = self.slots["slot_seq"].copy()
+            owner = self.slots["robot"].copy()
+            live = np.nonzero(seqs > 0)[0]
+            order = live[np.argsort(seqs[live], kind="stable")]
+            last = np.full(max(int(owner.max(initial=0)), int(robots.max())) + 1, -1, np.int64)
+            last[owner[order]] = order  # the newest slot of each robot wins
+            pick = last[robots]
+            have = pick >= 0
+            at = np.where(have, pick, 0)
+            # field by field: a whole slot holds max_beams ranges, most unused
+            sl = {k: self.slots[k][at] for k in ("seq", "tick", "angle_min", "angle_increment",
+                                                  "range_max", "count")}
+            counts = np.where(have, sl["count"], 0)
+            beams = int(counts.max(initial=0))
+            ranges = self.slots["ranges"][:, :beams][at]
+            if self.state.seq_at(n) != n or np.any(self.slots["slot_seq"][pick[have]] != seqs[pick[have]]):
+                continue  # torn: the writer moved on under us
+            break
+        else:
+            raise StackError("the rings kept changing under the reader")
+        out = np.full((len(robots), len(BIN_FIELDS)), np.nan)
+        for name in ("x", "y", "theta", "v", "vy", "w", "odom_x", "odom_y", "odom_theta", "head"):
+            out[:, F[name]] = rs[name]
+        out[:, F["bumped"]] = (rs["flags"] & self.flags["PA_RS_BUMPED"]) != 0
+        out[:, F["range_max"]] = range_max
+        rg = ranges.astype(np.float32, copy=False)
+        if beams:
+            rg[np.arange(beams)[None, :] >= counts[:, None]] = np.nan
+        for name, col in (("seq", "scan_seq"), ("tick", "scan_tick"), ("angle_min", "angle_min"),
+                          ("angle_increment", "angle_increment"), ("range_max", "range_max")):
+            out[have, F[col]] = sl[name][have]
+        return out, rg, int(tick["tick"])
+
+    def frame(self, robot, tick):
+        """The head-camera image (uint8 [h, w, 3], a copy) of robot rendered from this
+        tick, or None if pa-render has not written one yet."""
+        if getattr(self, "camera", None) is None:
+            self.camera = _Ring(self.layout, self._instance, "camera")
+            fr = self.layout["records"]["pa_frame"]
+            self.frame_size = fr["size"]
+            self.frame_dtype = np.dtype(dict(zip(("names", "formats", "offsets"), _dtype(fr)),
+                                             itemsize=fr["size"]))
+        ring = self.camera
+        head = ring.head()
+        for n in range(head, max(0, head - ring.slot_count), -1):
+            rec = ring.slot_offset(n) + ring.slot_header
+            if ring.seq_at(n) != n:
+                continue
+            meta = np.ndarray((), self.frame_dtype, ring.buf, rec).copy()
+            if int(meta["robot"]) != robot or int(meta["tick"]) < tick:
+                continue
+            if int(meta["tick"]) > tick:
+                return None  # a later tick's: this one's frame is gone
+            h, w = int(meta["height"]), int(meta["width"])
+            img = ring.buf[rec + self.frame_size:rec + self.frame_size + h * w * 3].reshape(h, w, 3).copy()
+            if ring.seq_at(n) == n:
+                return img
+        return None
+
+    def close(self):
+        self.slots = None
+        self.state.close()
+        self.scan.close()
+        if getattr(self, "camera", None) is not None:
+            self.camera.close()

@@ -1,0 +1,393 @@
+/* json_batch.c - step_batch: commands for many robots, k lockstep ticks, and
+ * the state and latest scan of every one of them in one reply, as JSON or
+ * as a JSON header line followed by a binary block (docs/PROTOCOL.md). The
+ * commands go to pa-sim as one SET_CMD each (no reply) and then one STEP,
+ * in queue order, so pa-sim needs nothing new. */
+#define _GNU_SOURCE
+#include "json_int.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Doubles per robot in the binary block, in this order. */
+enum {
+  BF_X,
+  BF_Y,
+  BF_THETA,
+  BF_V,
+  BF_VY,
+  BF_W,
+  BF_ODOM_X,
+  BF_ODOM_Y,
+  BF_ODOM_THETA,
+  BF_HEAD,
+  BF_BUMPED,
+  BF_SCAN_SEQ,
+  BF_SCAN_TICK,
+  BF_ANGLE_MIN,
+  BF_ANGLE_INC,
+  BF_RANGE_MAX,
+  BF_COUNT
+};
+#define BIN_MAGIC "PAB1"
+#define BIN_HEADER 16u /* magic, robots, beams, fields */
+
+/* The robot ids of data.robots (default: every active robot), into a new
+ * array; NULL with the error set. */
+/* pa_json_fail for the id list: NULL. */
+static uint32_t *fail_ids(jctx *x, pa_status st, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static uint32_t *fail_ids(jctx *x, pa_status st, const char *fmt, ...) {
+  char msg[sizeof x->msg];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  pa_json_fail(x, st, "%s", msg);
+  return NULL;
+}
+
+static uint32_t *batch_robots(jctx *x, size_t *n) {
+  pa_netgw *g = x->c->g;
+  uint32_t max = g->ctl->def.max_robots;
+  json_t *rv = json_object_get(x->data, "robots");
+  if (rv && !json_is_array(rv))
+    return fail_ids(x, PA_ERR_INVALID_MESSAGE,
+                    "data.robots must be an array of robot ids");
+  size_t cnt = rv ? json_array_size(rv) : 0;
+  if (rv && (cnt == 0 || cnt > max))
+    return fail_ids(x, PA_ERR_INVALID_ACTION_SHAPE,
+                    "data.robots has %zu ids: give 1 to %u", cnt,
+                    (unsigned)max);
+  uint32_t *ids = malloc((size_t)(rv ? cnt : max ? max : 1) * sizeof *ids);
+  char *seen = calloc(max ? max : 1, 1);
+  if (!ids || !seen) {
+    free(ids);
+    free(seen);
+    return fail_ids(x, PA_ERR_BUSY, "out of memory");
+  }
+  pa_robot_info info;
+  uint32_t idx;
+  if (!rv) {
+    uint32_t top = __atomic_load_n(&g->ctl->robot_count, __ATOMIC_ACQUIRE);
+    for (uint32_t i = 0; i < top && i < max; i++)
+      if (pa_gw_robot(g, NULL, (long)i, &info, &idx) == 0)
+        ids[cnt++] = i;
+    free(seen);
+    if (cnt == 0) {
+      free(ids);
+      return fail_ids(x, PA_ERR_UNKNOWN_ROBOT, "there are no robots");
+    }
+    *n = cnt;
+    return ids;
+  }
+  for (size_t i = 0; i < cnt; i++) {
+    json_t *e = json_array_get(rv, i);
+    json_int_t id = json_is_integer(e) ? json_integer_value(e) : -1;
+    int rc = id >= 0 && id < (json_int_t)max
+                 ? pa_gw_robot(g, NULL, (long)id, &info, &idx)
+                 : -1;
+    const char *why = NULL;
+    pa_status st = PA_ERR_UNKNOWN_ROBOT;
+    if (!json_is_integer(e)) {
+      why = "is not a robot id";
+      st = PA_ERR_INVALID_MESSAGE;
+    } else if (rc == PA_GW_BUSY) {
+      why = "cannot be read now (the world is being rewritten)";
+      st = PA_ERR_BUSY;
+    } else if (rc != 0) {
+      why = "is not a robot";
+    } else if (seen[id]) {
+      why = "appears twice";
+      st = PA_ERR_INVALID_MESSAGE;
+    }
+    if (why) {
+      free(ids);
+      free(seen);
+      return fail_ids(x, st, "data.robots[%zu] (%lld) %s", i, (long long)id,
+                      why);
+    }
+    seen[id] = 1;
+    ids[i] = (uint32_t)id;
+  }
+  free(seen);
+  *n = cnt;
+  return ids;
+}
+
+/* An optional boolean data.key (default dflt): false with the error set. */
+static bool flag(jctx *x, const char *key, bool dflt, bool *out) {
+  json_t *b = json_object_get(x->data, key);
+  *out = b ? json_is_true(b) : dflt;
+  if (b && !json_is_boolean(b)) {
+    pa_json_fail(x, PA_ERR_INVALID_MESSAGE, "data.%s must be true or false",
+                 key);
+    return false;
+  }
+  return true;
+}
+
+static bool want_binary(jctx *x, bool *bin) {
+  return flag(x, "binary", false, bin);
+}
+
+size_t pa_json_cost_step_batch(jctx *x) {
+  pa_netgw *g = x->c->g;
+  uint32_t top = __atomic_load_n(&g->ctl->robot_count, __ATOMIC_ACQUIRE);
+  if (top > g->ctl->def.max_robots)
+    top = g->ctl->def.max_robots;
+  json_t *rv = json_object_get(x->data, "robots");
+  size_t n = rv && json_is_array(rv) ? json_array_size(rv) : top;
+  /* The widest laser now (a racing set_property makes the reply a little
+   * larger than this bound at most once). */
+  size_t beams = 1;
+  for (uint32_t i = 0; i < top; i++)
+    if (g->st->robots[i].laser_beams > beams)
+      beams = g->st->robots[i].laser_beams;
+  if (beams > g->ctl->def.max_beams)
+    beams = g->ctl->def.max_beams;
+  bool bin = false, obs = true;
+  want_binary(x, &bin); /* a bad value fails in the handler */
+  flag(x, "observe", true, &obs);
+  size_t per = !obs ? 0 : bin ? BF_COUNT * 8 + beams * 4 : 600 + beams * 20;
+  return n * per + PA_JSON_SMALL_REPLY;
+}
+
+json_t *pa_json_act_step_batch(jctx *x) {
+  pa_client *c = x->c;
+  pa_netgw *g = c->g;
+  long long steps = 1;
+  bool bin, obs;
+  if (pa_json_int(x, "steps", 1, PA_NETGW_STEP_MAX, &steps) < 0 ||
+      !want_binary(x, &bin) || !flag(x, "observe", true, &obs))
+    return NULL;
+  if (bin && c->jbatch)
+    return pa_json_fail(x, PA_ERR_INVALID_MESSAGE,
+                        "a binary step_batch cannot be inside a batch");
+  json_t *acts = json_object_get(x->data, "actions");
+  if (acts && !json_is_array(acts))
+    return pa_json_fail(x, PA_ERR_INVALID_ACTION_SHAPE,
+                        "data.actions must be an array of [v, w] or "
+                        "[v, vy, w] per robot");
+  size_t n;
+  uint32_t *ids = batch_robots(x, &n);
+  if (!ids)
+    return NULL;
+  if (acts && json_array_size(acts) != n) {
+    free(ids);
+    return pa_json_fail(x, PA_ERR_INVALID_ACTION_SHAPE,
+                        "data.actions has %zu entries for %zu robots",
+                        json_array_size(acts), n);
+  }
+  /* Every command and the STEP fit, or nothing is sent. */
+  size_t need = (acts ? n : 0) + 1;
+  if (pa_queue_space(g->st->cmd) < need) {
+    free(ids);
+    g->busy++;
+    return pa_json_fail(x, PA_ERR_BUSY,
+                        "step_batch needs %zu command queue slots, %u are "
+                        "free (of cmd_capacity %u): send fewer robots",
+                        need, (unsigned)pa_queue_space(g->st->cmd),
+                        (unsigned)g->ctl->def.cmd_capacity);
+  }
+  pa_cmd *cmds = acts ? calloc(n, sizeof *cmds) : NULL;
+  if (acts && !cmds) {
+    free(ids);
+    return pa_json_fail(x, PA_ERR_BUSY, "out of memory");
+  }
+  /* Check every action before any is sent: a bad one changes nothing. */
+  for (size_t i = 0; acts && i < n; i++) {
+    json_t *a = json_array_get(acts, i);
+    size_t k = json_is_array(a) ? json_array_size(a) : 0;
+    double v[3] = {0, 0, 0};
+    bool ok = k == 2 || k == 3;
+    for (size_t j = 0; ok && j < k; j++) {
+      json_t *e = json_array_get(a, j);
+      ok = json_is_number(e) && isfinite(json_number_value(e)) &&
+           fabs(json_number_value(e)) <= 1e6;
+      v[j] = ok ? json_number_value(e) : 0;
+    }
+    pa_robot_info info;
+    uint32_t idx;
+    if (ok && pa_gw_robot(g, NULL, (long)ids[i], &info, &idx) != 0)
+      ok = false;
+    const char *why = ok ? NULL
+                         : "must be [v, w] or [v, vy, w], finite, "
+                           "within 1e6";
+    if (ok && k == 3 && info.drive != PA_DRIVE_OMNI && v[1] != 0)
+      why = "moves sideways: robot has a differential drive";
+    if (why) {
+      pa_status st =
+          ok ? PA_ERR_UNSUPPORTED_CONTROL_SCHEME : PA_ERR_INVALID_ACTION_SHAPE;
+      unsigned id = (unsigned)ids[i];
+      free(ids);
+      free(cmds);
+      return pa_json_fail(x, st, "data.actions[%zu] (robot %u) %s", i, id, why);
+    }
+    cmds[i].op = PA_OP_SET_CMD;
+    cmds[i].u = PA_FRAME_ROBOT;
+    cmds[i].a[0] = v[0];
+    cmds[i].a[1] = k == 3 ? v[1] : 0;
+    cmds[i].a[2] = k == 3 ? v[2] : v[1];
+    cmds[i].robot = ids[i];
+  }
+  for (size_t i = 0; acts && i < n; i++) {
+    if (pa_gw_push_nowait(c, &cmds[i]) != 0) {
+      free(ids);
+      free(cmds);
+      g->busy++; /* only if pa-sim's queue shrank under us: never, one writer */
+      return pa_json_fail(x, PA_ERR_BUSY, "the command queue is full");
+    }
+  }
+  free(cmds);
+  uint32_t first = ids[0];
+  free(ids);
+  pa_cmd step;
+  memset(&step, 0, sizeof step);
+  step.op = PA_OP_STEP;
+  step.u = (uint32_t)steps;
+  return pa_json_wait_for_sim(x, &step, first);
+}
+
+/* One robot's doubles of the binary block; NaN where nothing is known. */
+static void bin_row(double *f, const pa_robot_state *rs, const pa_scan *s,
+                    const pa_robot_info *info) {
+  for (int i = 0; i < BF_COUNT; i++)
+    f[i] = NAN;
+  if (rs) {
+    f[BF_X] = rs->x;
+    f[BF_Y] = rs->y;
+    f[BF_THETA] = rs->theta;
+    f[BF_V] = rs->v;
+    f[BF_VY] = rs->vy;
+    f[BF_W] = rs->w;
+    f[BF_ODOM_X] = rs->odom_x;
+    f[BF_ODOM_Y] = rs->odom_y;
+    f[BF_ODOM_THETA] = rs->odom_theta;
+    f[BF_HEAD] = rs->head;
+    f[BF_BUMPED] = (rs->flags & PA_RS_BUMPED) ? 1 : 0;
+  }
+  f[BF_RANGE_MAX] = info->laser_range_max;
+  if (s) {
+    f[BF_SCAN_SEQ] = s->seq;
+    f[BF_SCAN_TICK] = (double)s->tick;
+    f[BF_ANGLE_MIN] = s->angle_min;
+    f[BF_ANGLE_INC] = s->angle_increment;
+    f[BF_RANGE_MAX] = s->range_max;
+  }
+}
+
+static json_t *robot_json(pa_client *c, uint32_t id, const pa_robot_state *rs,
+                          const pa_scan *s) {
+  json_t *o = json_object();
+  json_object_set_new(o, "robot", json_integer(id));
+  if (rs) {
+    json_object_set_new(o, "pose", pa_json_vec3(rs->x, rs->y, rs->theta));
+    json_object_set_new(o, "odom",
+                        pa_json_vec3(rs->odom_x, rs->odom_y, rs->odom_theta));
+    json_object_set_new(o, "velocity", pa_json_vec3(rs->v, rs->vy, rs->w));
+    json_object_set_new(o, "head", json_real(rs->head));
+    json_object_set_new(o, "bumped", json_boolean(rs->flags & PA_RS_BUMPED));
+  }
+  if (s) {
+    json_t *j = json_object();
+    json_object_set_new(j, "seq", json_integer(s->seq));
+    json_object_set_new(j, "tick", json_integer((json_int_t)s->tick));
+    json_object_set_new(j, "angle_min", json_real(s->angle_min));
+    json_object_set_new(j, "angle_increment", json_real(s->angle_increment));
+    json_object_set_new(j, "range_min", json_real(s->range_min));
+    json_object_set_new(j, "range_max", json_real(s->range_max));
+    json_t *a = pa_json_ranges(c, (const float *)(s + 1), s->count);
+    json_object_set_new(j, "ranges", a ? a : json_null());
+    json_object_set_new(o, "scan", j);
+  } else {
+    json_object_set_new(o, "scan", json_null());
+  }
+  return o;
+}
+
+json_t *pa_json_done_step_batch(jctx *x, const pa_reply *r) {
+  pa_client *c = x->c;
+  pa_netgw *g = c->g;
+  c->g->steps++;
+  bool bin = false, obs = true;
+  want_binary(x, &bin);
+  flag(x, "observe", true, &obs);
+  size_t n;
+  uint32_t *ids = batch_robots(x, &n); /* a robot removed meanwhile fails */
+  if (!ids)
+    return NULL;
+  const pa_tick *t = pa_gw_latest(g);
+  if (!t) {
+    free(ids);
+    return pa_json_fail(x, PA_ERR_BUSY, "no tick to read");
+  }
+  x->sim_time = t->sim_time;
+  json_t *d = json_object();
+  json_object_set_new(d, "tick", json_integer((json_int_t)t->tick));
+  json_object_set_new(d, "step_tick", json_integer((json_int_t)r->tick));
+  json_object_set_new(d, "sim_time", json_real(t->sim_time));
+  json_object_set_new(d, "count", json_integer((json_int_t)n));
+  if (!obs) { /* the client reads them from shared memory */
+    free(ids);
+    return d;
+  }
+  if (!bin) {
+    json_t *arr = json_array();
+    for (size_t i = 0; i < n; i++)
+      json_array_append_new(arr,
+                            robot_json(c, ids[i], pa_gw_robot_state(t, ids[i]),
+                                       pa_gw_scan(g, ids[i])));
+    json_object_set_new(d, "robots", arr);
+    free(ids);
+    return d;
+  }
+  /* The widest scan sets the beam count; shorter ones are padded with NaN. */
+  uint32_t beams = 0;
+  for (size_t i = 0; i < n; i++) {
+    const pa_scan *s = pa_gw_scan(g, ids[i]);
+    if (s && s->count > beams)
+      beams = s->count;
+  }
+  size_t len = BIN_HEADER + n * (BF_COUNT * 8 + (size_t)beams * 4);
+  char *blk = malloc(len);
+  if (!blk) {
+    free(ids);
+    json_decref(d);
+    return pa_json_fail(x, PA_ERR_BUSY, "out of memory");
+  }
+  uint32_t hdr[3] = {(uint32_t)n, beams, BF_COUNT};
+  memcpy(blk, BIN_MAGIC, 4);
+  memcpy(blk + 4, hdr, sizeof hdr);
+  char *rows = blk + BIN_HEADER;
+  char *ranges = rows + n * BF_COUNT * 8;
+  for (size_t i = 0; i < n; i++) {
+    pa_robot_info info;
+    uint32_t idx;
+    memset(&info, 0, sizeof info);
+    pa_gw_robot(g, NULL, (long)ids[i], &info, &idx);
+    const pa_scan *s = pa_gw_scan(g, ids[i]);
+    double f[BF_COUNT];
+    bin_row(f, pa_gw_robot_state(t, ids[i]), s, &info);
+    memcpy(rows + i * BF_COUNT * 8, f, sizeof f);
+    float *out = (float *)(void *)(ranges + i * (size_t)beams * 4);
+    uint32_t k = s ? s->count : 0;
+    if (k)
+      memcpy(out, s + 1, (size_t)k * 4);
+    for (uint32_t j = k; j < beams; j++)
+      out[j] = NAN;
+  }
+  free(ids);
+  json_t *b = json_object();
+  json_object_set_new(b, "bytes", json_integer((json_int_t)len));
+  json_object_set_new(b, "beams", json_integer(beams));
+  json_object_set_new(b, "fields", json_integer(BF_COUNT));
+  json_object_set_new(d, "binary", b);
+  free(c->bin);
+  c->bin = blk;
+  c->bin_n = len;
+  return d;
+}

@@ -1,0 +1,263 @@
+"""playarea.env against the real stack: Gymnasium/PettingZoo rules, determinism,
+autoreset, the binary step_batch, and cleanup."""
+
+import os
+import unittest
+
+import numpy as np
+
+from playarea.env import Box, Dict, Discrete, NavEnv, NavParallelEnv, NavVectorEnv, downsample
+from playarea.env import checker
+
+_n = [0]
+
+
+def instance():
+    _n[0] += 1
+    return "t%d-rl-%d" % (os.getpid(), _n[0])
+
+
+def shm_objects(inst):
+    return [n for n in os.listdir("/dev/shm") if n.startswith("playarea.%s." % inst)]
+
+
+class Spaces(unittest.TestCase):
+    def test_box(self):
+        b = Box(-1.0, 2.0, (3,), np.float32, seed=4)
+        s = b.sample()
+        self.assertTrue(b.contains(s))
+        self.assertEqual(s.dtype, np.float32)
+        self.assertFalse(b.contains(np.array([3, 0, 0], np.float32)))
+        self.assertFalse(b.contains(np.zeros(2, np.float32)))
+        self.assertFalse(b.contains(np.zeros(3, np.float64)))  # cannot cast safely
+        b2 = Box(-1.0, 2.0, (3,), np.float32, seed=4)
+        self.assertTrue(np.array_equal(s, b2.sample()))
+        h = Box(0.0, np.inf, (1000,), np.float32, seed=1)
+        self.assertTrue(h.contains(h.sample()))
+
+    def test_discrete_and_dict(self):
+        d = Discrete(5, seed=1)
+        self.assertTrue(all(d.contains(d.sample()) for _ in range(50)))
+        self.assertFalse(d.contains(5))
+        self.assertFalse(d.contains(1.0))
+        sp = Dict({"b": Box(0, 1, (2,)), "a": Discrete(3)}, seed=3)
+        self.assertEqual(list(sp.keys()), ["a", "b"])
+        x, y = sp.sample(), Dict({"b": Box(0, 1, (2,)), "a": Discrete(3)}, seed=3).sample()
+        self.assertTrue(sp.contains(x))
+        self.assertEqual(x["a"], y["a"])
+        self.assertFalse(sp.contains({"a": 0}))
+
+    def test_downsample(self):
+        r = np.arange(360, dtype=np.float32)
+        r[5] = np.nan
+        d = downsample(r, 36, 300.0)
+        self.assertEqual(d.shape, (36,))
+        self.assertEqual(d[0], 0.0)
+        self.assertEqual(d[1], 10.0)
+        self.assertEqual(d[-1], 300.0)  # clipped to range_max
+        with self.assertRaisesRegex(ValueError, "divide"):
+            downsample(r, 7, 12.0)
+
+
+class Envs(unittest.TestCase):
+    def test_navenv_rules_determinism_and_cleanup(self):
+        inst = instance()
+        env = NavEnv(instance=inst, render_mode="rgb_array", max_episode_steps=15)
+        try:
+            self.assertTrue(shm_objects(inst))
+            checker.check_env(env, steps=25)
+            # same-seed episodes are identical, step by step, bit for bit
+            runs = []
+            for _ in range(2):
+                obs, _ = env.reset(seed=11)
+                env.action_space.seed(5)
+                traj = [obs]
+                for _ in range(12):
+                    o, r, te, tr, _ = env.step(env.action_space.sample())
+                    traj.append((o, r, te, tr))
+                    if te or tr:
+                        break
+                runs.append(traj)
+            self.assertTrue(checker._eq(runs[0][0], runs[1][0]))
+            for a, b in zip(runs[0][1:], runs[1][1:]):
+                self.assertTrue(checker._eq(a[0], b[0]))
+                self.assertEqual(a[1:], b[1:])
+            # progress reward: driving to a goal straight ahead gains ~ the distance
+            _, info = env.reset(seed=1)
+            (sx, sy, _), (gx, gy) = info["start"], info["goal"]
+            start = (sx, sy, float(np.arctan2(gy - sy, gx - sx)))
+            obs, info = env.reset(seed=1, options={"start": start, "goal": (gx, gy)})
+            self.assertAlmostEqual(float(obs["goal"][1]), 0.0, places=5)  # dead ahead
+            d0 = info["distance"]
+            obs, r, te, tr, info = env.step(np.array([0.5, 0.0], np.float32))
+            self.assertLess(info["distance"], d0)
+            self.assertAlmostEqual(r, (d0 - info["distance"]) - 0.01, places=5)
+            img = env.render()
+            self.assertEqual(img.dtype, np.uint8)
+            self.assertEqual(img.ndim, 3)
+            pids = list(env.world.stack.proc.pid for _ in (0,))
+        finally:
+            env.close()
+        self.assertEqual(shm_objects(inst), [])
+        for pid in pids:
+            self.assertFalse(os.path.exists("/proc/%d" % pid) and
+                             open("/proc/%d/stat" % pid).read().split()[2] != "Z")
+
+    def test_discrete_and_bad_args(self):
+        with self.assertRaisesRegex(TypeError, "unknown arguments"):
+            NavEnv(instance=instance(), bogus=1)
+        env = NavEnv(instance=instance(), action_type="discrete", flat=True, beams=90)
+        try:
+            self.assertIsInstance(env.action_space, Discrete)
+            self.assertEqual(env.observation_space.shape, (94,))
+            checker.check_env(env, steps=10)
+            with self.assertRaises(ValueError):
+                env.step(99)
+        finally:
+            env.close()
+
+    def test_vector_env_autoreset_next_step(self):
+        env = NavVectorEnv(num_envs=6, instance=instance(), max_episode_steps=4)
+        try:
+            checker.check_vector_env(env, steps=6)
+            runs = []
+            for _ in range(2):  # same seed, same actions: the same steps, autoresets included
+                traj = [env.reset(seed=21)[0]]
+                env.action_space.seed(3)
+                for _ in range(7):
+                    traj.append(env.step(env.action_space.sample())[:4])
+                runs.append(traj)
+            for a, b in zip(runs[0][1:], runs[1][1:]):
+                self.assertTrue(checker._eq(a[0], b[0]))
+                for x, y in zip(a[1:], b[1:]):
+                    self.assertTrue(np.array_equal(x, y))
+            env.reset(seed=2)
+            for k in range(4):
+                obs, r, te, tr, info = env.step(np.zeros((6, 2), np.float32))
+            self.assertTrue(np.all(tr))  # all truncated at step 4
+            obs, r, te, tr, info = env.step(np.ones((6, 2), np.float32))  # the reset step
+            self.assertTrue(np.all(r == 0) and not te.any() and not tr.any())
+            self.assertTrue(np.all(np.abs(obs["velocity"][:, 0]) < 1e-6))  # the action was ignored
+            obs, r, te, tr, info = env.step(np.ones((6, 2), np.float32))
+            self.assertTrue(np.all(obs["velocity"][:, 0] > 0))
+        finally:
+            env.close()
+
+    def test_parallel_env(self):
+        env = NavParallelEnv(num_agents=3, instance=instance(), max_episode_steps=5)
+        try:
+            checker.check_parallel_env(env, steps=8)
+            env.reset(seed=1)
+            n = 0
+            while env.agents:
+                env.step({a: env.action_space(a).sample() for a in env.agents})
+                n += 1
+            self.assertLessEqual(n, 5)
+            self.assertEqual(env.state().shape, (3 * 3 + 3 * 2,))
+        finally:
+            env.close()
+
+
+if __name__ == "__main__":
+    unittest.main()
+
+
+class Ghosts(unittest.TestCase):
+    """NavVectorEnv's robots ignore each other (--ghost_robots); NavParallelEnv's do not."""
+
+    def test_vector_robots_ignore_each_other(self):
+        env = NavVectorEnv(num_envs=2, instance=instance())
+        try:
+            env.reset(seed=1)
+            self.assertGreater(self.forward_range_parallel(env), 1.0)
+        finally:
+            env.close()
+
+    def test_parallel_agents_see_each_other(self):
+        env = NavParallelEnv(num_agents=2, instance=instance())
+        try:
+            env.reset(seed=1)
+            env.robots = env._vec.robots
+            r = self.forward_range_parallel(env)
+            self.assertLess(r, 0.6)
+        finally:
+            env.close()
+
+    def forward_range_parallel(self, env):
+        """Robot 0's range straight ahead with robot 1 0.6 m ahead of it, at a spot
+        where that beam reaches more than 1 m without robot 1."""
+        w = env.world
+        for x, y in w.free_xy[::97]:
+            resp = w.conn.batch([
+                ("set_pose", {"robot": int(env.robots[0]), "pose": [float(x), float(y), 0.0]}),
+                ("set_pose", {"robot": int(env.robots[1]), "pose": [float(x) + 0.6, float(y), 0.0]})])
+            if any(r.get("type") == "error" for r in resp):
+                continue
+            # clear ahead without robot 1? then robot 1 is what the beam hits
+            w.conn.batch([("set_pose", {"robot": int(env.robots[1]), "pose": [float(x) + 0.6, float(y) + 3.0, 0.0]})])
+            st, rg, _ = w.conn.step_batch(env.robots[:2], None, 20)
+            if rg[0][rg.shape[1] // 2] <= 1.0:
+                continue
+            resp = w.conn.batch([("set_pose", {"robot": int(env.robots[1]), "pose": [float(x) + 0.6, float(y), 0.0]})])
+            if resp[0].get("type") == "error":
+                continue
+            st, rg, _ = w.conn.step_batch(env.robots[:2], None, 20)
+            return float(rg[0][rg.shape[1] // 2])
+        self.fail("no free spot with 1 m clear ahead")
+
+
+class Camera(unittest.TestCase):
+    def test_head_camera_in_lockstep(self):
+        inst = instance()
+        env = NavEnv(instance=inst, camera=(24, 32), max_episode_steps=10)
+        try:
+            sp = env.observation_space["camera"]
+            self.assertEqual((sp.shape, sp.dtype), ((24, 32, 3), np.uint8))
+            self.assertTrue(sp.contains(sp.sample()))
+            o1, _ = env.reset(seed=5)
+            self.assertTrue(env.observation_space.contains(o1))
+            o2, _ = env.reset(seed=5)
+            self.assertTrue(np.array_equal(o1["camera"], o2["camera"]))  # same pose, same image
+            o3, _ = env.reset(seed=6)
+            self.assertFalse(np.array_equal(o1["camera"], o3["camera"]))
+            obs, *_ = env.step(np.array([0.0, 3.0], np.float32))  # turning: the view changes
+            self.assertFalse(np.array_equal(obs["camera"], o3["camera"]))
+            self.assertIn("pa-render", env.world.stack.argv[0] + " ".join(
+                open("/proc/%d/cmdline" % p).read().replace("\0", " ")
+                for p in children(env.world.stack.proc.pid)))
+        finally:
+            env.close()
+        self.assertEqual(shm_objects(inst), [])
+        with self.assertRaisesRegex(ValueError, "flat"):
+            NavEnv(instance=instance(), camera=(24, 32), flat=True)
+
+
+def children(pid):
+    out = []
+    for p in os.listdir("/proc"):
+        if p.isdigit():
+            try:
+                st = open("/proc/%s/stat" % p).read()
+            except OSError:
+                continue
+            if int(st[st.rindex(")") + 2:].split()[1]) == pid:
+                out.append(int(p))
+    return out
+
+
+class RandomMaps(unittest.TestCase):
+    def test_map_per_episode(self):
+        env = NavEnv(instance=instance(), randomize_map={"width": 8, "height": 8, "rooms": [2, 2]},
+                     max_goal_dist=4.0)
+        try:
+            o1, _ = env.reset(seed=1)
+            g1 = env.world.wall_grid.copy()
+            o2, _ = env.reset(seed=2)
+            g2 = env.world.wall_grid.copy()
+            self.assertNotEqual(g1.tobytes(), g2.tobytes())  # another building
+            o3, _ = env.reset(seed=1)
+            self.assertEqual(g1.tobytes(), env.world.wall_grid.tobytes())
+            self.assertTrue(checker._eq(o1, o3))
+            checker.check_env(env, steps=5)
+        finally:
+            env.close()

@@ -1,0 +1,83 @@
+"""The shared-memory read path: layout from pa-shmctl, equal to TCP bit for bit."""
+
+import json
+import os
+import subprocess
+import unittest
+
+import numpy as np
+
+from playarea.env import NavVectorEnv
+from playarea.env._stack import find_bin_dir
+from playarea.env.shm import ShmReader
+
+
+def inst(tag):
+    return "t%d-rlshm-%s" % (os.getpid(), tag)
+
+
+class Layout(unittest.TestCase):
+    def test_layout_json(self):
+        out = subprocess.run([os.path.join(find_bin_dir(), "pa-shmctl"), "layout", "--json"],
+                             capture_output=True, text=True, check=True).stdout
+        lay = json.loads(out)
+        rs = lay["records"]["pa_robot_state"]
+        self.assertEqual(rs["fields"]["x"]["type"], "f8")
+        self.assertEqual(lay["records"]["pa_scan"]["fields"]["count"]["type"], "u4")
+        self.assertEqual(lay["ring"]["fields"]["head"]["type"], "u8")
+        offs = sorted(f["offset"] for f in rs["fields"].values())
+        self.assertEqual(len(set(offs)), len(offs))
+        self.assertLess(offs[-1], rs["size"])
+        p = subprocess.run([os.path.join(find_bin_dir(), "pa-shmctl"), "layout"],
+                           capture_output=True, text=True)
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("layout --json", p.stderr)
+
+
+class ShmEqualsTcp(unittest.TestCase):
+    def test_same_numbers(self):
+        env = NavVectorEnv(num_envs=5, instance=inst("a"), shm=True, beams=360)
+        try:
+            env.reset(seed=4)
+            w = env.world
+            self.assertIsInstance(w.reader, ShmReader)
+            for k in range(6):
+                env.step(env.action_space.sample())
+                # the same tick over TCP (one more tick, binary) and from shm
+                st_t, rg_t, _ = w.conn.step_batch(env.robots, None, 1 + k % 3)
+                st_s, rg_s, tick = w.reader.observe(env.robots, w.range_max)
+                self.assertTrue(np.array_equal(st_t, st_s, equal_nan=True), (st_t - st_s))
+                self.assertEqual(rg_t.shape, rg_s.shape)
+                self.assertTrue(np.array_equal(rg_t, rg_s, equal_nan=True))
+        finally:
+            env.close()
+
+    def test_shm_and_tcp_envs_agree(self):
+        runs = []
+        for shm in (False, True):
+            env = NavVectorEnv(num_envs=4, instance=inst("b%d" % shm), shm=shm,
+                               max_episode_steps=5)
+            try:
+                obs, _ = env.reset(seed=9)
+                env.action_space.seed(1)
+                traj = [obs]
+                for _ in range(8):
+                    traj.append(env.step(env.action_space.sample())[:4])
+                runs.append(traj)
+            finally:
+                env.close()
+        for a, b in zip(*runs):
+            oa, ob = (a, b) if isinstance(a, dict) else (a[0], b[0])
+            for key in oa:
+                self.assertTrue(np.array_equal(oa[key], ob[key]), key)
+            if not isinstance(a, dict):
+                for x, y in zip(a[1:], b[1:]):
+                    self.assertTrue(np.array_equal(x, y))
+
+    def test_bad_instance(self):
+        with self.assertRaisesRegex(Exception, "cannot open"):
+            ShmReader("t%d-nothing-here" % os.getpid())
+
+
+if __name__ == "__main__":
+    unittest.main()
