@@ -19,6 +19,9 @@ void pa_shm_errf(char *err, size_t err_sz, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 /* kill(pid, 0) says the process is gone. */
 bool pa_shm_pid_dead(int32_t pid);
+/* PA_STACK_* of an instance's objects; *owner = the ctl's launcher pid (0 if
+ * unknown). pa_stack_probe.c. */
+int pa_stack_int_probe_owner(const char *instance, int32_t *owner);
 /* Absolute CLOCK_MONOTONIC deadline timeout_ns from now. */
 void pa_shm_deadline(struct timespec *ts, int64_t timeout_ns);
 /* Post sem unless a post is already pending (keeps it at most 1). */
