@@ -35,7 +35,8 @@ extern "C" {
 /* SCHED_FIFO priority of the odom thread under --realtime: one below
  * pa-sim's (10), so it never delays the tick whose frame it sends. */
 #define PA_NETGW_RT_PRIO 9
-/* --odom_watch_us that --realtime implies (about this VM's wake-up p99/2) */
+/* --odom_watch_us that --realtime implies (about half a VM's wake-up p99:
+ * docs/protocol-notes.md gives the figures) */
 #define PA_NETGW_RT_WATCH_US 300u
 /* Wrong `auth` tokens a connection may send; the last one closes it. */
 #define PA_NETGW_AUTH_TRIES 3u
