@@ -386,11 +386,11 @@ static void publish_health(run_ctx *k, int64_t now) {
   h->period_max_ns = k->lat->max;
   for (int i = 0; i < PA_SIM_PH_COUNT; i++)
     h->phase_ms[i] = k->phase_ewma[i] / 1e6;
-  h->counters[0] = k->scans;
-  h->counters[1] = k->cmds;
-  h->counters[2] = k->s->bumps;
-  h->counters[3] = k->s->tick;
-  h->counters[4] = k->s->late_scans;
+  h->counters[PA_SIM_CTR_SCANS] = k->scans;
+  h->counters[PA_SIM_CTR_CMDS] = k->cmds;
+  h->counters[PA_SIM_CTR_BUMPS] = k->s->bumps;
+  h->counters[PA_SIM_CTR_TICK] = k->s->tick;
+  h->counters[PA_SIM_CTR_LATE_SCANS] = k->s->late_scans;
 }
 
 /* Sleeping to a deadline wakes late by the machine's wake-up latency (on a

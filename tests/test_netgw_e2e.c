@@ -324,7 +324,8 @@ typedef struct odom_counters {
 
 static bool odom_counted(void *arg) {
   odom_counters *c = arg;
-  return c->s->st.ctl->health[PA_PROC_NETGW].counters[3] == c->want;
+  return c->s->st.ctl->health[PA_PROC_NETGW]
+             .counters[PA_NETGW_CTR_ODOM_FRAMES] == c->want;
 }
 
 /* Threads of pid under SCHED_FIFO (from /proc/PID/task). */
@@ -396,7 +397,8 @@ static void odom_move_and_churn(void **state) {
   odom_counters oc = {&s, (uint64_t)(na + nb)};
   if (!pa_test_wait_for(odom_counted, &oc, 3000))
     fail_msg("health counts %" PRIu64 " odom frames, %d arrived",
-             s.st.ctl->health[PA_PROC_NETGW].counters[3], na + nb);
+             s.st.ctl->health[PA_PROC_NETGW].counters[PA_NETGW_CTR_ODOM_FRAMES],
+             na + nb);
   assert_int_equal(s.st.ctl->health[PA_PROC_NETGW].frames_dropped, 0);
   assert_true(s.st.ctl->health[PA_PROC_NETGW].frames_sent >= oc.want);
 

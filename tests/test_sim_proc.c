@@ -540,7 +540,7 @@ static void test_overlapped_scans(void **st) {
     n[k] = read_scans(&s, &c, &got[k], n[k]);
     usleep(150000); /* the health block is refreshed every 100 ms */
     assert_int_equal(call(&s, PA_OP_SYNC, 0, 0, 0, 0, 0).status, PA_OK);
-    late[k] = s.st.ctl->health[PA_PROC_SIM].counters[4];
+    late[k] = s.st.ctl->health[PA_PROC_SIM].counters[PA_SIM_CTR_LATE_SCANS];
     teardown(&s);
   }
   assert_true(late[0] > 0);
