@@ -226,6 +226,26 @@ void pa_sim_int_rec_scan(pa_sim_rec *rec, const pa_scan *h,
                          const float *ranges);
 bool pa_sim_int_rec_due(const pa_sim_state *s);
 
+/* The ops (sim_cmd.c): one row per PA_OP_*, the one list of what each op
+ * does and how the run loop treats it. */
+enum {
+  PA_SIM_OPF_ROBOT = 1u << 0,   /* needs an active robot (cmd.robot) */
+  PA_SIM_OPF_PUBLISH = 1u << 1, /* changes the state: publish a tick at once */
+  PA_SIM_OPF_LOADER = 1u << 2,  /* loaded off the loop by pa_sim_run's loader
+                                 * thread (apply: the check before it starts) */
+  PA_SIM_OPF_TICKS = 1u << 3,   /* answered after its ticks (STEP) */
+};
+typedef pa_status (*pa_sim_op_fn)(const pa_sim_model *m, pa_sim_state *s,
+                                  const pa_cmd *c, pa_reply *r);
+typedef struct pa_sim_op_def {
+  const char *name;   /* "set_cmd", as the log says it */
+  pa_sim_op_fn apply; /* NULL: nothing to check (loader ops only) */
+  unsigned flags;     /* PA_SIM_OPF_* */
+} pa_sim_op_def;
+/* The row of op, or NULL for PA_OP_NONE and unknown ops. */
+const pa_sim_op_def *pa_sim_op(uint32_t op);
+unsigned pa_sim_op_flags(uint32_t op); /* 0 for unknown ops */
+
 /* Monotonic clock [ns]: the project's one (pa_now_ns, CLOCK_MONOTONIC). */
 static inline int64_t pa_sim_int_now(void) { return pa_now_ns(); }
 
