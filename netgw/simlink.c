@@ -21,6 +21,9 @@
 
 #include <event2/buffer.h>
 
+_Static_assert(PA_NETGW_STEP_MAX == PA_CMD_STEPS_MAX,
+               "netgw and pa-sim take the same step counts");
+
 /* ---- the sim round trip
  * --------------------------------------------------------*/
 
@@ -85,7 +88,7 @@ int pa_gw_push_wait(pa_client *c, pa_cmd *cmd) {
     return -1;
   c->pend_req = cmd->request_id;
   c->pend_robot = cmd->robot;
-  if (cmd->op == PA_OP_STEP && cmd->u <= 4)
+  if (cmd->op == PA_OP_STEP && cmd->step.ticks <= 4)
     c->g->spin_hint = true;
   unsigned ms = c->g->def.request_timeout_ms;
   struct timeval tv = {ms / 1000, (ms % 1000) * 1000};

@@ -289,10 +289,16 @@ static void exec_drive(pa_client *c, const pa_text_cmd *t) {
   cmd.robot = c->robot;
   if (t->kind == PA_TXT_CMD) {
     cmd.op = PA_OP_SET_CMD;
-    cmd.a[0] = t->a[0];
-    cmd.a[2] = t->a[1];
-    cmd.a[3] = t->a[2];
-    cmd.u = PA_FRAME_ROBOT;
+    cmd.drive.v = t->a[0];
+    cmd.drive.w = t->a[1];
+    cmd.drive.head_rate = t->a[2];
+    cmd.drive.frame = PA_FRAME_ROBOT;
+    /* pa-sim's check here: a refused drive would have no reply to say so */
+    const char *bad = pa_cmd_drive_error(&cmd.drive);
+    if (bad) {
+      pa_text_err(c, PA_ERR_INVALID_ACTION_SHAPE, bad);
+      return;
+    }
   } else {
     cmd.op = PA_OP_STOP;
   }
@@ -355,18 +361,20 @@ static void exec_teleport(pa_client *c, const pa_text_cmd *t) {
   if (!have_robot(c))
     return;
   pa_cmd cmd = {.op = PA_OP_TELEPORT};
-  memcpy(cmd.a, t->a, sizeof t->a);
+  cmd.pose.x = t->a[0];
+  cmd.pose.y = t->a[1];
+  cmd.pose.theta = t->a[2];
   to_sim(c, t, &cmd);
 }
 
 static void exec_step(pa_client *c, const pa_text_cmd *t) {
-  pa_cmd cmd = {.op = PA_OP_STEP, .u = t->n};
+  pa_cmd cmd = {.op = PA_OP_STEP, .step.ticks = t->n};
   to_sim(c, t, &cmd);
 }
 
 static void exec_speed(pa_client *c, const pa_text_cmd *t) {
   pa_cmd cmd = {.op = PA_OP_SPEED};
-  cmd.a[0] = t->a[0];
+  cmd.speed.factor = t->a[0];
   to_sim(c, t, &cmd);
 }
 

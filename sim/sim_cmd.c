@@ -10,7 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* ---- commands ------------------------------------------------------------- */
+/* ---- commands -------------------------------------------------------------
+ */
 
 pa_status pa_sim_int_fail(pa_reply *r, pa_status st, const char *fmt, ...) {
   va_list ap;
@@ -31,44 +32,44 @@ static bool finite_all(const double *a, int n, double lim) {
 
 void pa_sim_int_reply_pose(pa_reply *r, const pa_sim_state *s, uint32_t id) {
   const pa_robot_state *rs = &s->rs[id];
-  r->a[0] = rs->x;
-  r->a[1] = rs->y;
-  r->a[2] = rs->theta;
-  r->a[3] = rs->v;
-  r->a[4] = rs->vy;
-  r->a[5] = rs->w;
-  r->a[6] = rs->head;
-  r->u = id;
+  r->pose.x = rs->x;
+  r->pose.y = rs->y;
+  r->pose.theta = rs->theta;
+  r->pose.v = rs->v;
+  r->pose.vy = rs->vy;
+  r->pose.w = rs->w;
+  r->pose.head = rs->head;
+  r->pose.robot = id;
 }
 
 static bool robot_ok(const pa_sim_state *s, uint32_t id) {
   return id < s->robot_count && s->info[id].active;
 }
 
-/* SET_CMD and the drive part of STEP. */
-static pa_status set_cmd(pa_sim_state *s, const pa_cmd *c, pa_reply *r) {
-  if (!robot_ok(s, c->robot))
-    return fail(r, PA_ERR_UNKNOWN_ROBOT, "no robot %u", c->robot);
-  if (!finite_all(c->a, 4, 1e6))
-    return fail(r, PA_ERR_INVALID_ACTION_SHAPE,
-                "velocities must be finite numbers");
-  uint32_t frame = c->op == PA_OP_SET_CMD ? c->u : PA_FRAME_ROBOT;
-  if (c->op == PA_OP_STEP && (c->flags & PA_CMDF_DRIVE))
-    frame = PA_FRAME_ROBOT;
-  if (frame != PA_FRAME_ROBOT && frame != PA_FRAME_WORLD)
-    return fail(r, PA_ERR_INVALID_ACTION_SHAPE, "unknown frame %u", frame);
-  const pa_robot_info *ri = &s->info[c->robot];
-  if (ri->drive == PA_DRIVE_DIFF && (c->a[1] != 0 || frame == PA_FRAME_WORLD))
+/* SET_CMD and the drive of a STEP (robot frame): the drive checked as
+ * netgw checks it (pa_cmd_drive_error), then against the robot. */
+static pa_status set_cmd(pa_sim_state *s, uint32_t robot,
+                         const pa_cmd_drive *drive, bool step, pa_reply *r) {
+  if (!robot_ok(s, robot))
+    return fail(r, PA_ERR_UNKNOWN_ROBOT, "no robot %u", robot);
+  pa_cmd_drive d = *drive;
+  if (step)
+    d.frame = PA_FRAME_ROBOT;
+  const char *bad = pa_cmd_drive_error(&d);
+  if (bad)
+    return fail(r, PA_ERR_INVALID_ACTION_SHAPE, "%s", bad);
+  const pa_robot_info *ri = &s->info[robot];
+  if (ri->drive == PA_DRIVE_DIFF && (d.vy != 0 || d.frame == PA_FRAME_WORLD))
     return fail(r, PA_ERR_UNSUPPORTED_CONTROL_SCHEME,
                 "robot '%s' is differential: no sideways (vy) or world-frame "
                 "velocity",
                 ri->name);
-  pa_robot_state *rs = &s->rs[c->robot];
-  rs->cmd_v = c->a[0];
-  rs->cmd_vy = c->a[1];
-  rs->cmd_w = c->a[2];
-  rs->cmd_head = c->a[3];
-  rs->cmd_frame = frame;
+  pa_robot_state *rs = &s->rs[robot];
+  rs->cmd_v = d.v;
+  rs->cmd_vy = d.vy;
+  rs->cmd_w = d.w;
+  rs->cmd_head = d.head_rate;
+  rs->cmd_frame = d.frame;
   return PA_OK;
 }
 
@@ -89,13 +90,15 @@ void pa_sim_int_recount(pa_sim_state *s) {
 static pa_status spawn_robot(const pa_sim_model *m, pa_sim_state *s,
                              const pa_cmd *c, pa_reply *r) {
   char rg[64];
-  if (!finite_all(c->a, 4, 1e6) ||
-      (c->a[3] != 0 && !pa_prop_ok(PA_PR_RADIUS, c->a[3])))
+  const pa_cmd_spawn_robot *a = &c->spawn_robot;
+  const double pose[4] = {a->x, a->y, a->theta, a->radius};
+  if (!finite_all(pose, 4, 1e6) ||
+      (a->radius != 0 && !pa_prop_ok(PA_PR_RADIUS, a->radius)))
     return fail(r, PA_ERR_INVALID_ACTION_SHAPE,
                 "spawn pose must be finite and radius 0 (default) or in %s",
                 pa_prop_range(PA_PR_RADIUS, rg, sizeof rg));
-  if (c->u != PA_DRIVE_DIFF && c->u != PA_DRIVE_OMNI)
-    return fail(r, PA_ERR_INVALID_ACTION_SHAPE, "unknown drive %u", c->u);
+  if (a->drive != PA_DRIVE_DIFF && a->drive != PA_DRIVE_OMNI)
+    return fail(r, PA_ERR_INVALID_ACTION_SHAPE, "unknown drive %u", a->drive);
   char name[sizeof c->name];
   memcpy(name, c->name, sizeof name);
   uint32_t slot = UINT32_MAX;
@@ -114,14 +117,14 @@ static pa_status spawn_robot(const pa_sim_model *m, pa_sim_state *s,
     return fail(r, PA_ERR_SPAWN_FAILED, "a robot named '%s' exists", name);
   pa_robot_info ri = m->robot_template;
   snprintf(ri.name, sizeof ri.name, "%s", name);
-  ri.drive = c->u;
-  if (c->a[3] > 0) {
-    ri.radius = (float)c->a[3];
-    ri.wheel_base = (float)(PA_WHEEL_BASE_PER_RADIUS * c->a[3]);
+  ri.drive = a->drive;
+  if (a->radius > 0) {
+    ri.radius = (float)a->radius;
+    ri.wheel_base = (float)(PA_WHEEL_BASE_PER_RADIUS * a->radius);
   }
-  ri.start_x = c->a[0];
-  ri.start_y = c->a[1];
-  ri.start_theta = pa_sim_wrap(c->a[2]);
+  ri.start_x = a->x;
+  ri.start_y = a->y;
+  ri.start_theta = pa_sim_wrap(a->theta);
   ri.gen = s->info[slot].gen + 1;
   /* Check the footprint with the slot still inactive. */
   if (pa_sim_clearance(m, s, UINT32_MAX, ri.start_x, ri.start_y, ri.radius, 0,
@@ -174,39 +177,41 @@ static bool obstacle_in_wall(const pa_sim_model *m, const pa_obstacle_info *o) {
 
 static pa_status spawn_obstacle(const pa_sim_model *m, pa_sim_state *s,
                                 const pa_cmd *c, pa_reply *r) {
-  if (!finite_all(c->a, 6, 1e6))
+  const pa_cmd_spawn_obstacle *a = &c->spawn_obstacle;
+  const double num[7] = {a->x,      a->y,      a->theta, a->size_x,
+                         a->size_y, a->radius, a->height};
+  if (!finite_all(num, 7, 1e6))
     return fail(r, PA_ERR_INVALID_ACTION_SHAPE,
                 "obstacle numbers must be finite");
   char rg[64];
   pa_obstacle_info o;
   memset(&o, 0, sizeof o);
   o.active = 1;
-  o.shape = c->u;
-  o.x = c->a[0];
-  o.y = c->a[1];
-  o.theta = pa_sim_wrap(c->a[2]);
-  if (c->u == PA_SHAPE_BOX) {
-    o.size_x = c->a[3];
-    o.size_y = c->a[4];
+  o.shape = a->shape;
+  o.x = a->x;
+  o.y = a->y;
+  o.theta = pa_sim_wrap(a->theta);
+  if (a->shape == PA_SHAPE_BOX) {
+    o.size_x = a->size_x;
+    o.size_y = a->size_y;
     if (!pa_prop_ok(PA_PR_OB_SIZE, o.size_x) ||
         !pa_prop_ok(PA_PR_OB_SIZE, o.size_y))
       return fail(r, PA_ERR_INVALID_ACTION_SHAPE, "box size must be in %s",
                   pa_prop_range(PA_PR_OB_SIZE, rg, sizeof rg));
-  } else if (c->u == PA_SHAPE_CIRCLE) {
-    o.radius = c->a[3];
+  } else if (a->shape == PA_SHAPE_CIRCLE) {
+    o.radius = a->radius;
     if (!pa_prop_ok(PA_PR_OB_RADIUS, o.radius))
-      return fail(r, PA_ERR_INVALID_ACTION_SHAPE,
-                  "circle radius must be in %s",
+      return fail(r, PA_ERR_INVALID_ACTION_SHAPE, "circle radius must be in %s",
                   pa_prop_range(PA_PR_OB_RADIUS, rg, sizeof rg));
   } else {
-    return fail(r, PA_ERR_INVALID_ACTION_SHAPE, "unknown shape %u", c->u);
+    return fail(r, PA_ERR_INVALID_ACTION_SHAPE, "unknown shape %u", a->shape);
   }
   /* The schema's height range; 0 = default. */
-  if (c->a[5] != 0 && !pa_prop_ok(PA_PR_OB_HEIGHT, c->a[5]))
+  if (a->height != 0 && !pa_prop_ok(PA_PR_OB_HEIGHT, a->height))
     return fail(r, PA_ERR_INVALID_ACTION_SHAPE,
-                "obstacle height %g is out of range %s (0 = default)", c->a[5],
-                pa_prop_range(PA_PR_OB_HEIGHT, rg, sizeof rg));
-  o.height = c->a[5] > 0 ? (float)c->a[5] : 0.5f;
+                "obstacle height %g is out of range %s (0 = default)",
+                a->height, pa_prop_range(PA_PR_OB_HEIGHT, rg, sizeof rg));
+  o.height = a->height > 0 ? (float)a->height : 0.5f;
   o.colour[0] = 160;
   o.colour[1] = 120;
   o.colour[2] = 80;
@@ -230,8 +235,8 @@ static pa_status spawn_obstacle(const pa_sim_model *m, pa_sim_state *s,
     if (s->info[i].active &&
         pa_sim_int_obstacle_dist(&o, s->rs[i].x, s->rs[i].y, NULL, NULL) <
             s->info[i].radius)
-      return fail(r, PA_ERR_BLOCKED_POSE, "the obstacle would overlap robot '%s'",
-                  s->info[i].name);
+      return fail(r, PA_ERR_BLOCKED_POSE,
+                  "the obstacle would overlap robot '%s'", s->info[i].name);
   if (obstacle_in_wall(m, &o))
     return fail(r, PA_ERR_BLOCKED_POSE,
                 "(%g, %g) is inside a wall or beyond the map", o.x, o.y);
@@ -240,7 +245,7 @@ static pa_status spawn_obstacle(const pa_sim_model *m, pa_sim_state *s,
   if (slot >= s->obstacle_count)
     s->obstacle_count = slot + 1;
   s->world_dirty = true;
-  r->u = slot;
+  r->obj.id = slot;
   return PA_OK;
 }
 
@@ -287,41 +292,41 @@ static pa_status set_obstacle_property(const pa_sim_model *m, pa_sim_state *s,
   if (i == UINT32_MAX)
     return fail(r, PA_ERR_UNKNOWN_OBJECT, "no obstacle named '%s'", name);
   pa_obstacle_info o = s->obs[i];
-  if (prop_row(c->u, PA_PK_OBSTACLE) < 0)
+  if (prop_row(c->prop.prop, PA_PK_OBSTACLE) < 0)
     return fail(r, PA_ERR_INVALID_MESSAGE,
-                "property %u does not apply to obstacles", c->u);
-  switch (c->u) {
+                "property %u does not apply to obstacles", c->prop.prop);
+  switch (c->prop.prop) {
   case PA_PROP_HEIGHT:
-    if (!prop_in(r, PA_PR_OB_HEIGHT, "height", c->a[0]))
+    if (!prop_in(r, PA_PR_OB_HEIGHT, "height", c->prop.v[0]))
       return (pa_status)r->status;
-    o.height = (float)c->a[0];
+    o.height = (float)c->prop.v[0];
     break;
   case PA_PROP_COLOUR:
-    if (!colour_from(r, c->a, o.colour))
+    if (!colour_from(r, c->prop.v, o.colour))
       return (pa_status)r->status;
     break;
   case PA_PROP_RADIUS:
     if (o.shape != PA_SHAPE_CIRCLE)
       return fail(r, PA_ERR_INVALID_MESSAGE,
                   "obstacle '%s' is a box: set its size, not a radius", name);
-    if (!prop_in(r, PA_PR_OB_RADIUS, "radius", c->a[0]))
+    if (!prop_in(r, PA_PR_OB_RADIUS, "radius", c->prop.v[0]))
       return (pa_status)r->status;
-    o.radius = c->a[0];
+    o.radius = c->prop.v[0];
     break;
   case PA_PROP_SIZE:
     if (o.shape != PA_SHAPE_BOX)
       return fail(r, PA_ERR_INVALID_MESSAGE,
                   "obstacle '%s' is a circle: set its radius, not a size",
                   name);
-    if (!prop_in(r, PA_PR_OB_SIZE, "size_x", c->a[0]) ||
-        !prop_in(r, PA_PR_OB_SIZE, "size_y", c->a[1]))
+    if (!prop_in(r, PA_PR_OB_SIZE, "size_x", c->prop.v[0]) ||
+        !prop_in(r, PA_PR_OB_SIZE, "size_y", c->prop.v[1]))
       return (pa_status)r->status;
-    o.size_x = c->a[0];
-    o.size_y = c->a[1];
+    o.size_x = c->prop.v[0];
+    o.size_y = c->prop.v[1];
     break;
   default:
     return fail(r, PA_ERR_INVALID_MESSAGE,
-                "property %u does not apply to obstacles", c->u);
+                "property %u does not apply to obstacles", c->prop.prop);
   }
   /* A bigger footprint must not swallow a robot. */
   for (uint32_t k = 0; k < s->robot_count; k++)
@@ -331,21 +336,21 @@ static pa_status set_obstacle_property(const pa_sim_model *m, pa_sim_state *s,
       return fail(r, PA_ERR_BLOCKED_POSE,
                   "obstacle '%s' would overlap robot '%s'", name,
                   s->info[k].name);
-  if ((c->u == PA_PROP_RADIUS || c->u == PA_PROP_SIZE) &&
+  if ((c->prop.prop == PA_PROP_RADIUS || c->prop.prop == PA_PROP_SIZE) &&
       obstacle_in_wall(m, &o))
     return fail(r, PA_ERR_BLOCKED_POSE,
                 "obstacle '%s' would reach into a wall or beyond the map",
                 name);
   s->obs[i] = o;
   s->world_dirty = true;
-  r->u = i;
-  r->a[0] = c->u == PA_PROP_HEIGHT ? o.height
-            : c->u == PA_PROP_RADIUS ? o.radius
-            : c->u == PA_PROP_SIZE   ? o.size_x
-                                     : o.colour[0];
-  r->a[1] = c->u == PA_PROP_SIZE ? o.size_y : o.colour[1];
-  r->a[2] = o.colour[2];
-  r->a[3] = o.colour[3];
+  r->prop.id = i;
+  r->prop.v[0] = c->prop.prop == PA_PROP_HEIGHT   ? o.height
+                 : c->prop.prop == PA_PROP_RADIUS ? o.radius
+                 : c->prop.prop == PA_PROP_SIZE   ? o.size_x
+                                                  : o.colour[0];
+  r->prop.v[1] = c->prop.prop == PA_PROP_SIZE ? o.size_y : o.colour[1];
+  r->prop.v[2] = o.colour[2];
+  r->prop.v[3] = o.colour[3];
   return PA_OK;
 }
 
@@ -358,34 +363,59 @@ static pa_status set_property(const pa_sim_model *m, pa_sim_state *s,
     return fail(r, PA_ERR_UNKNOWN_ROBOT, "no robot %u", c->robot);
   pa_robot_info ri = s->info[c->robot];
   pa_robot_state *rs = &s->rs[c->robot];
-  double v = c->a[0];
-  int row = prop_row(c->u, PA_PK_ROBOT);
+  double v = c->prop.v[0];
+  int row = prop_row(c->prop.prop, PA_PK_ROBOT);
   if (row < 0)
     return fail(r, PA_ERR_INVALID_MESSAGE,
-                "property %u does not apply to robots", c->u);
+                "property %u does not apply to robots", c->prop.prop);
   const char *name = pa_prop((pa_prop_row)row)->name;
   if (row != PA_PR_COLOUR && !prop_in(r, row, name, v))
     return (pa_status)r->status;
   float *f = NULL;
-  switch (c->u) {
-  case PA_PROP_MAX_V: f = &ri.max_v; break;
-  case PA_PROP_MAX_VY: f = &ri.max_vy; break;
-  case PA_PROP_MAX_W: f = &ri.max_w; break;
-  case PA_PROP_ACC_V: f = &ri.acc_v; break;
-  case PA_PROP_DEC_V: f = &ri.dec_v; break;
-  case PA_PROP_ACC_W: f = &ri.acc_w; break;
-  case PA_PROP_DEC_W: f = &ri.dec_w; break;
-  case PA_PROP_MAX_HEAD_RATE: f = &ri.max_head_rate; break;
-  case PA_PROP_HEIGHT: f = &ri.height; break;
-  case PA_PROP_HEAD_HEIGHT: f = &ri.head_height; break;
-  case PA_PROP_WHEEL_BASE: f = &ri.wheel_base; break;
-  case PA_PROP_HEAD_LIMIT: f = &ri.head_limit; break;
-  case PA_PROP_LASER_NOISE: f = &ri.laser_noise; break;
+  switch (c->prop.prop) {
+  case PA_PROP_MAX_V:
+    f = &ri.max_v;
+    break;
+  case PA_PROP_MAX_VY:
+    f = &ri.max_vy;
+    break;
+  case PA_PROP_MAX_W:
+    f = &ri.max_w;
+    break;
+  case PA_PROP_ACC_V:
+    f = &ri.acc_v;
+    break;
+  case PA_PROP_DEC_V:
+    f = &ri.dec_v;
+    break;
+  case PA_PROP_ACC_W:
+    f = &ri.acc_w;
+    break;
+  case PA_PROP_DEC_W:
+    f = &ri.dec_w;
+    break;
+  case PA_PROP_MAX_HEAD_RATE:
+    f = &ri.max_head_rate;
+    break;
+  case PA_PROP_HEIGHT:
+    f = &ri.height;
+    break;
+  case PA_PROP_HEAD_HEIGHT:
+    f = &ri.head_height;
+    break;
+  case PA_PROP_WHEEL_BASE:
+    f = &ri.wheel_base;
+    break;
+  case PA_PROP_HEAD_LIMIT:
+    f = &ri.head_limit;
+    break;
+  case PA_PROP_LASER_NOISE:
+    f = &ri.laser_noise;
+    break;
   case PA_PROP_LASER_BEAMS:
     if (v > m->beam_cap) /* the instance's beam arrays are this long */
       return fail(r, PA_ERR_INVALID_ACTION_SHAPE,
-                  "laser_beams must be a whole number in [1, %u]",
-                  m->beam_cap);
+                  "laser_beams must be a whole number in [1, %u]", m->beam_cap);
     ri.laser_beams = (uint32_t)v;
     break;
   case PA_PROP_LASER_RANGE_MIN:
@@ -411,12 +441,11 @@ static pa_status set_property(const pa_sim_model *m, pa_sim_state *s,
     ri.radius = (float)v;
     break;
   case PA_PROP_COLOUR:
-    if (!colour_from(r, c->a, ri.colour))
+    if (!colour_from(r, c->prop.v, ri.colour))
       return (pa_status)r->status;
     break;
   default: /* a schema row this switch does not know: a bug, said by name */
-    return fail(r, PA_ERR_INVALID_MESSAGE, "property %s is not settable",
-                name);
+    return fail(r, PA_ERR_INVALID_MESSAGE, "property %s is not settable", name);
   }
   if (f)
     *f = (float)v;
@@ -424,9 +453,11 @@ static pa_status set_property(const pa_sim_model *m, pa_sim_state *s,
   if (fabs(rs->head) > ri.head_limit) /* a tighter limit applies at once */
     rs->head = rs->head > 0 ? ri.head_limit : -ri.head_limit;
   s->world_dirty = true;
-  r->u = c->robot;
+  r->prop.id = c->robot;
   for (int i = 0; i < 4; i++)
-    r->a[i] = c->u == PA_PROP_COLOUR ? ri.colour[i] : i == 0 ? v : 0;
+    r->prop.v[i] = c->prop.prop == PA_PROP_COLOUR ? ri.colour[i]
+                   : i == 0                       ? v
+                                                  : 0;
   return PA_OK;
 }
 
@@ -435,7 +466,7 @@ static pa_status set_property(const pa_sim_model *m, pa_sim_state *s,
 static pa_status op_set_cmd(const pa_sim_model *m, pa_sim_state *s,
                             const pa_cmd *c, pa_reply *r) {
   (void)m;
-  pa_status st = set_cmd(s, c, r);
+  pa_status st = set_cmd(s, c->robot, &c->drive, false, r);
   if (st == PA_OK)
     pa_sim_int_reply_pose(r, s, c->robot);
   return st;
@@ -452,15 +483,18 @@ static pa_status op_stop(const pa_sim_model *m, pa_sim_state *s,
 
 static pa_status op_teleport(const pa_sim_model *m, pa_sim_state *s,
                              const pa_cmd *c, pa_reply *r) {
-  if (!finite_all(c->a, 3, 1e6))
-    return fail(r, PA_ERR_INVALID_ACTION_SHAPE, "pose must be 3 finite numbers");
-  if (pa_sim_overlaps(m, s, c->robot, c->a[0], c->a[1]))
+  const double pose[3] = {c->pose.x, c->pose.y, c->pose.theta};
+  if (!finite_all(pose, 3, 1e6))
+    return fail(r, PA_ERR_INVALID_ACTION_SHAPE,
+                "pose must be 3 finite numbers");
+  if (pa_sim_overlaps(m, s, c->robot, c->pose.x, c->pose.y))
     return fail(r, PA_ERR_BLOCKED_POSE,
-                "(%g, %g) is inside a wall or another body", c->a[0], c->a[1]);
+                "(%g, %g) is inside a wall or another body", c->pose.x,
+                c->pose.y);
   pa_robot_state *rs = &s->rs[c->robot];
-  rs->x = c->a[0];
-  rs->y = c->a[1];
-  rs->theta = pa_sim_wrap(c->a[2]);
+  rs->x = c->pose.x;
+  rs->y = c->pose.y;
+  rs->theta = pa_sim_wrap(c->pose.theta);
   rs->v = rs->vy = rs->w = 0;
   /* Odometry follows a teleport (documented: it is not wheel motion). */
   rs->odom_x = rs->x;
@@ -480,9 +514,12 @@ static pa_status op_pause(const pa_sim_model *m, pa_sim_state *s,
 static pa_status op_step(const pa_sim_model *m, pa_sim_state *s,
                          const pa_cmd *c, pa_reply *r) {
   (void)m;
-  if (c->u < 1 || c->u > 1000000)
-    return fail(r, PA_ERR_INVALID_ACTION_SHAPE, "steps must be in [1, 1000000]");
-  return (c->flags & PA_CMDF_DRIVE) ? set_cmd(s, c, r) : PA_OK;
+  if (c->step.ticks < 1 || c->step.ticks > PA_CMD_STEPS_MAX)
+    return fail(r, PA_ERR_INVALID_ACTION_SHAPE, "steps must be in [1, %u]",
+                PA_CMD_STEPS_MAX);
+  return (c->flags & PA_CMDF_DRIVE)
+             ? set_cmd(s, c->robot, &c->step.drive, true, r)
+             : PA_OK;
 }
 
 static pa_status op_reset(const pa_sim_model *m, pa_sim_state *s,
@@ -495,12 +532,12 @@ static pa_status op_reset(const pa_sim_model *m, pa_sim_state *s,
 static pa_status op_speed(const pa_sim_model *m, pa_sim_state *s,
                           const pa_cmd *c, pa_reply *r) {
   (void)m;
-  double f = c->a[0];
+  double f = c->speed.factor;
   if (!isfinite(f) || f < 0 || f > 1e6 || (f > 0 && f < 0.001))
     return fail(r, PA_ERR_INVALID_ACTION_SHAPE,
                 "speed must be 0 (as fast as possible) or in [0.001, 1e6]");
   s->speed = f;
-  r->a[0] = s->speed;
+  r->speed.factor = s->speed;
   return PA_OK;
 }
 
@@ -511,7 +548,7 @@ static pa_status op_remove_robot(const pa_sim_model *m, pa_sim_state *s,
   s->rs[c->robot].flags = 0;
   pa_sim_int_recount(s);
   s->world_dirty = true;
-  r->u = c->robot;
+  r->obj.id = c->robot;
   return PA_OK;
 }
 
@@ -524,7 +561,7 @@ static pa_status op_remove_obstacle(const pa_sim_model *m, pa_sim_state *s,
   s->obs[i].active = 0;
   pa_sim_int_recount(s);
   s->world_dirty = true;
-  r->u = i;
+  r->obj.id = i;
   return PA_OK;
 }
 
@@ -551,15 +588,19 @@ static pa_status op_save_snapshot(const pa_sim_model *m, pa_sim_state *s,
 static pa_status op_generate_map(const pa_sim_model *m, pa_sim_state *s,
                                  const pa_cmd *c, pa_reply *r) {
   (void)m, (void)s;
+  const pa_cmd_gen_map *g = &c->gen_map;
+  const double a[7] = {g->width,   g->height,  g->resolution, g->seed,
+                       g->rooms_x, g->rooms_y, g->clutter};
   for (int i = 0; i < 7; i++) /* the seed up to 2^53, the rest to 1e9 */
-    if (!isfinite(c->a[i]) || c->a[i] < 0 ||
-        c->a[i] > (i == 3 ? 9007199254740992.0 : 1e9))
+    if (!isfinite(a[i]) || a[i] < 0 ||
+        a[i] > (i == 3 ? 9007199254740992.0 : 1e9))
       return fail(r, PA_ERR_INVALID_ACTION_SHAPE,
                   "generate_map: parameters must be finite numbers >= 0");
   return PA_OK;
 }
 
-/* ---- the op table ---------------------------------------------------------- */
+/* ---- the op table ----------------------------------------------------------
+ */
 
 enum {
   ROBOT = PA_SIM_OPF_ROBOT,
@@ -601,8 +642,8 @@ unsigned pa_sim_op_flags(uint32_t op) {
   return d ? d->flags : 0;
 }
 
-pa_status pa_sim_apply(const pa_sim_model *m, pa_sim_state *s,
-                       const pa_cmd *c, pa_reply *r) {
+pa_status pa_sim_apply(const pa_sim_model *m, pa_sim_state *s, const pa_cmd *c,
+                       pa_reply *r) {
   /* Every op gets its name terminated (the queue is another process's). */
   pa_cmd cmd = *c;
   cmd.name[sizeof cmd.name - 1] = 0;
@@ -612,7 +653,7 @@ pa_status pa_sim_apply(const pa_sim_model *m, pa_sim_state *s,
   r->request_id = c->request_id;
   r->op = c->op;
   r->status = PA_OK;
-  s->hash.valid = false; /* robots may move outside the tick */
+  s->hash.valid = false;           /* robots may move outside the tick */
   pa_sim_scans_settle(m, s, true); /* commands see (and change) a still world */
   const pa_sim_op_def *d = pa_sim_op(c->op);
   pa_status st;

@@ -156,13 +156,13 @@ static void *load_main(void *arg) {
                  : pa_map_load_default(&ld->g, ld->err, sizeof ld->err);
   } else {
     pa_mapgen p = pa_mapgen_default();
-    p.width = c->a[0];
-    p.height = c->a[1];
-    p.resolution = c->a[2];
-    p.seed = (uint64_t)c->a[3];
-    p.rooms_x = (uint32_t)c->a[4];
-    p.rooms_y = (uint32_t)c->a[5];
-    p.clutter = (uint32_t)c->a[6];
+    p.width = c->gen_map.width;
+    p.height = c->gen_map.height;
+    p.resolution = c->gen_map.resolution;
+    p.seed = (uint64_t)c->gen_map.seed;
+    p.rooms_x = (uint32_t)c->gen_map.rooms_x;
+    p.rooms_y = (uint32_t)c->gen_map.rooms_y;
+    p.clutter = (uint32_t)c->gen_map.clutter;
     rc = pa_map_generate(&p, &ld->g, ld->err, sizeof ld->err);
   }
   if (rc == 0) {
@@ -279,14 +279,14 @@ static pa_status map_cmd_finish(run_ctx *k, pa_reply *r) {
           pa_sim_op(c->op)->name, k->m->grid.width, k->m->grid.height,
           k->m->grid.resolution, s->robot_count, s->robot_count == 1 ? "" : "s",
           s->obstacle_count, s->obstacle_count == 1 ? "" : "s", moved, load_ms);
-  r->u = moved;
-  r->a[0] = k->m->grid.width;
-  r->a[1] = k->m->grid.height;
-  r->a[2] = k->m->grid.resolution;
-  r->a[3] = k->m->grid.origin_x;
-  r->a[4] = k->m->grid.origin_y;
-  r->a[5] = s->robot_count;
-  r->a[6] = s->obstacle_count;
+  r->map.moved = moved;
+  r->map.width = k->m->grid.width;
+  r->map.height = k->m->grid.height;
+  r->map.resolution = k->m->grid.resolution;
+  r->map.origin_x = k->m->grid.origin_x;
+  r->map.origin_y = k->m->grid.origin_y;
+  r->map.robots = s->robot_count;
+  r->map.obstacles = s->obstacle_count;
   return PA_OK;
 }
 
@@ -347,7 +347,7 @@ static bool consume(run_ctx *k) {
        * until then. */
       k->stepping = true;
       k->step_cmd = c;
-      k->step_left = c.u;
+      k->step_left = c.step.ticks;
       break;
     }
     cmd_done(k, &c, rc, &r);

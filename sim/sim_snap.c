@@ -109,10 +109,10 @@ pa_status pa_sim_int_snapshot_save(const pa_sim_model *m,
   h.checksum = pa_sim_int_snap_sum(&h, b, body);
   memcpy(p, &h, sizeof h); /* last: a half-written object fails its sum */
   munmap(p, total);
-  r->u = h.robot_count;
-  r->a[0] = (double)h.tick;
-  r->a[1] = h.sim_time;
-  r->a[2] = h.obstacle_count;
+  r->snapshot.robots = h.robot_count;
+  r->snapshot.tick = h.tick;
+  r->snapshot.sim_time = h.sim_time;
+  r->snapshot.obstacles = h.obstacle_count;
   return PA_OK;
 }
 
@@ -227,10 +227,10 @@ pa_status pa_sim_int_snapshot_load(const pa_sim_model *m, pa_sim_state *s,
   pa_sim_int_recount(s);
   s->hash.valid = false;
   s->world_dirty = true;
-  r->u = h.robot_count;
-  r->a[0] = (double)h.tick;
-  r->a[1] = h.sim_time;
-  r->a[2] = h.obstacle_count;
+  r->snapshot.robots = h.robot_count;
+  r->snapshot.tick = h.tick;
+  r->snapshot.sim_time = h.sim_time;
+  r->snapshot.obstacles = h.obstacle_count;
 out:
   munmap(p, total);
   return rc;

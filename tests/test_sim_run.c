@@ -193,9 +193,13 @@ static pa_status spawn_obs(const pa_sim_model *m, pa_sim_state *s,
   pa_reply r;
   memset(&c, 0, sizeof c);
   c.op = PA_OP_SPAWN_OBSTACLE;
-  c.u = shape;
+  c.spawn_obstacle.shape = shape;
   snprintf(c.name, sizeof c.name, "%s", name);
-  c.a[0] = x, c.a[1] = y, c.a[2] = th, c.a[3] = a, c.a[4] = b;
+  c.spawn_obstacle.x = x, c.spawn_obstacle.y = y, c.spawn_obstacle.theta = th;
+  if (shape == PA_SHAPE_BOX)
+    c.spawn_obstacle.size_x = a, c.spawn_obstacle.size_y = b;
+  else
+    c.spawn_obstacle.radius = a;
   pa_status st = pa_sim_apply(m, s, &c, &r);
   if (st == PA_ERR_BLOCKED_POSE)
     assert_non_null(strstr(r.msg, "inside a wall"));
@@ -240,9 +244,9 @@ static void test_obstacle_in_wall(void **st) {
   memset(&c, 0, sizeof c);
   c.op = PA_OP_SET_PROPERTY;
   c.robot = UINT32_MAX;
-  c.u = PA_PROP_RADIUS;
+  c.prop.prop = PA_PROP_RADIUS;
   snprintf(c.name, sizeof c.name, "ok");
-  c.a[0] = 2.8;
+  c.prop.v[0] = 2.8;
   assert_int_equal(pa_sim_apply(&m, &s, &c, &rr), PA_ERR_BLOCKED_POSE);
   assert_non_null(strstr(rr.msg, "into a wall"));
   ts_free(&m, &s);
@@ -286,25 +290,25 @@ static void test_property_schema_ranges(void **st) {
   pa_reply r;
   memset(&c, 0, sizeof c);
   c.op = PA_OP_SET_PROPERTY;
-  c.u = PA_PROP_HEIGHT;
-  c.a[0] = 50;
+  c.prop.prop = PA_PROP_HEIGHT;
+  c.prop.v[0] = 50;
   assert_int_equal(pa_sim_apply(&m, &s, &c, &r), PA_ERR_INVALID_ACTION_SHAPE);
   assert_non_null(strstr(r.msg, "height 50 is out of range (0, 10] m"));
   assert_true(s.info[0].height == h0);
-  c.a[0] = 1.5;
+  c.prop.v[0] = 1.5;
   assert_int_equal(pa_sim_apply(&m, &s, &c, &r), PA_OK);
   assert_true(fabs(s.info[0].height - 1.5) < 1e-6);
-  c.u = PA_PROP_SIZE; /* boxes only */
+  c.prop.prop = PA_PROP_SIZE; /* boxes only */
   assert_int_equal(pa_sim_apply(&m, &s, &c, &r), PA_ERR_INVALID_MESSAGE);
   assert_non_null(strstr(r.msg, "does not apply to robots"));
   assert_int_equal(
       spawn_obs(&m, &s, "c", PA_SHAPE_CIRCLE, 2.5, -2.5, 0, 0.2, 0), PA_OK);
   c.robot = UINT32_MAX;
   snprintf(c.name, sizeof c.name, "c");
-  c.u = PA_PROP_HEIGHT;
-  c.a[0] = 50;
+  c.prop.prop = PA_PROP_HEIGHT;
+  c.prop.v[0] = 50;
   assert_int_equal(pa_sim_apply(&m, &s, &c, &r), PA_OK);
-  c.a[0] = 101;
+  c.prop.v[0] = 101;
   assert_int_equal(pa_sim_apply(&m, &s, &c, &r), PA_ERR_INVALID_ACTION_SHAPE);
   assert_non_null(strstr(r.msg, "(0, 100] m"));
   memset(&c, 0, sizeof c);
