@@ -83,6 +83,27 @@ int pa_gw_push_nowait(pa_client *c, pa_cmd *cmd) {
   return push(c, cmd);
 }
 
+bool pa_gw_reply_error(const pa_netgw *g, const pa_reply *r, pa_status *st,
+                       char *msg, size_t msg_sz) {
+  if (!r) {
+    *st = PA_ERR_BUSY;
+    snprintf(msg, msg_sz, "the simulator did not answer within %u ms",
+             g->def.request_timeout_ms);
+    return true;
+  }
+  if (r->status == PA_OK)
+    return false;
+  *st = r->status > 0 && r->status < PA_STATUS_COUNT ? (pa_status)r->status
+                                                     : PA_ERR_INVALID_MESSAGE;
+  /* r->msg comes from another process: bounded, NUL or not */
+  int n = (int)strnlen(r->msg, sizeof r->msg);
+  if (n)
+    snprintf(msg, msg_sz, "%.*s", n, r->msg);
+  else
+    snprintf(msg, msg_sz, "rejected by the simulator");
+  return true;
+}
+
 int pa_gw_push_wait(pa_client *c, pa_cmd *cmd) {
   if (push(c, cmd) != 0)
     return -1;

@@ -203,23 +203,12 @@ static void text_line(pa_client *c, const char *s) {
 }
 
 void pa_text_complete(pa_client *c, const pa_reply *r) {
-  if (!r) {
-    char msg[128];
-    snprintf(msg, sizeof msg, "the simulator did not answer within %u ms",
-             c->g->def.request_timeout_ms);
-    pa_text_err(c, PA_ERR_BUSY, msg);
-  } else if (r->status != PA_OK) {
-    char msg[sizeof r->msg + 1];
-    memcpy(msg, r->msg, sizeof r->msg);
-    msg[sizeof r->msg] = '\0';
-    pa_text_err(c,
-                r->status >= 0 && r->status < PA_STATUS_COUNT
-                    ? (pa_status)r->status
-                    : PA_ERR_INVALID_MESSAGE,
-                msg[0] ? msg : "rejected by the simulator");
-  } else {
+  pa_status st;
+  char msg[128];
+  if (pa_gw_reply_error(c->g, r, &st, msg, sizeof msg))
+    pa_text_err(c, st, msg);
+  else
     text_line(c, "ok");
-  }
 }
 
 /* ---- handlers

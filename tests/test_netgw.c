@@ -460,6 +460,33 @@ static void busy_and_late_reply(void **state) {
 
 static void world_up(fixture *f);
 
+/* One mapping from a sim reply to the client's error, for text and JSON:
+ * an unknown status is invalid_message, an empty text says who refused, a
+ * text without its NUL is cut at the record, a timeout is busy. */
+static void reply_error_mapping(void **state) {
+  (void)state;
+  fixture f;
+  fixture_up(&f, PA_CAM_CHUNK_DEFAULT);
+  pa_reply r;
+  memset(&r, 0, sizeof r);
+  pa_status st = PA_OK;
+  char msg[128];
+  assert_false(pa_gw_reply_error(f.g, &r, &st, msg, sizeof msg));
+  r.status = 99;
+  assert_true(pa_gw_reply_error(f.g, &r, &st, msg, sizeof msg));
+  assert_int_equal(st, PA_ERR_INVALID_MESSAGE);
+  assert_string_equal(msg, "rejected by the simulator");
+  r.status = PA_ERR_BLOCKED_POSE;
+  memset(r.msg, 'x', sizeof r.msg);
+  assert_true(pa_gw_reply_error(f.g, &r, &st, msg, sizeof msg));
+  assert_int_equal(st, PA_ERR_BLOCKED_POSE);
+  assert_int_equal(strlen(msg), sizeof r.msg);
+  assert_true(pa_gw_reply_error(f.g, NULL, &st, msg, sizeof msg));
+  assert_int_equal(st, PA_ERR_BUSY);
+  assert_non_null(strstr(msg, "did not answer within"));
+  fixture_down(&f);
+}
+
 /* A text drive pa-sim would refuse gets its error here (a drive has no
  * reply from pa-sim), by the same check (pa_cmd_drive_error); a good one
  * reaches the queue with its named fields. */
@@ -1299,6 +1326,7 @@ int main(void) {
       cmocka_unit_test(camera_chunks),
       cmocka_unit_test(busy_and_late_reply),
       cmocka_unit_test(text_drive_checked),
+      cmocka_unit_test(reply_error_mapping),
       cmocka_unit_test(json_get_version),
       cmocka_unit_test(props_doc_matches_schema),
       cmocka_unit_test(batch_reply_bounded),
