@@ -5,7 +5,8 @@
  * The records (pa_tick, pa_scan, pa_frame, pa_cmd, pa_reply), the control
  * block (pa_ctl, pa_health, robot/obstacle info, camera demand, navigation
  * overlays, the map block) and the protocol enums (pa_op, pa_status,
- * pa_prop, ...). Plain data: no functions of the primitives, no pointers.
+ * pa_prop, ...), with the few checks every side of a record must agree on
+ * (pa_cmd_drive_error). No pointers, no functions of the primitives.
  * pa_shm.h includes it, so code includes pa_shm.h alone; it stands by itself
  * (only system headers) so it never includes pa_shm.h back.
  */

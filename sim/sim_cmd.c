@@ -271,8 +271,9 @@ static bool prop_in(pa_reply *r, int row, const char *what, double v) {
   if (pa_prop_ok((pa_prop_row)row, v))
     return true;
   char rg[64];
-  fail(r, PA_ERR_INVALID_ACTION_SHAPE, "%s %g is out of range %s", what, v,
-       pa_prop_range((pa_prop_row)row, rg, sizeof rg));
+  fail(r, PA_ERR_INVALID_ACTION_SHAPE, "%s %g is out of range %s%s", what, v,
+       pa_prop_range((pa_prop_row)row, rg, sizeof rg),
+       pa_prop((pa_prop_row)row)->type == PA_PT_INT ? " (whole)" : "");
   return false;
 }
 
