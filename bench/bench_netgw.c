@@ -393,7 +393,7 @@ static void bench_fanout(double secs) {
   }
   /* Nothing streams yet, so these are current despite the 250 ms refresh. */
   uint64_t drop0 = gw->frames_dropped, sent0 = gw->frames_sent;
-  uint64_t odom_sent0 = gw->counters[3];
+  uint64_t odom_sent0 = gw->counters[PA_NETGW_CTR_ODOM_FRAMES];
 
   int tcp[FAN], udp[FAN];
   struct pollfd pf[FAN];
@@ -460,7 +460,7 @@ static void bench_fanout(double secs) {
   usleep(300000); /* let netgw's health (250 ms) catch up */
   uint64_t sent = gw->frames_sent - sent0;
   uint64_t dropped = gw->frames_dropped - drop0;
-  uint64_t odom_sent = gw->counters[3] - odom_sent0;
+  uint64_t odom_sent = gw->counters[PA_NETGW_CTR_ODOM_FRAMES] - odom_sent0;
   int64_t p50_idle = pct(idle.v, idle.n, 50), p99_idle = pct(idle.v, idle.n, 99);
   int64_t p50_fan = pct(busy.v, busy.n, 50), p99_fan = pct(busy.v, busy.n, 99);
   printf("fan-out, %d clients on odom + scan for %.1f s: %" PRIu64

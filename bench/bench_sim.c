@@ -240,8 +240,8 @@ static void set_drive(const pa_sim_model *m, pa_sim_state *s, uint32_t i,
   memset(&c, 0, sizeof c);
   c.op = PA_OP_SET_CMD;
   c.robot = i;
-  c.a[0] = 0.3 + 0.5 * pa_sim_rng_uniform(rng);
-  c.a[2] = 2 * pa_sim_rng_uniform(rng) - 1;
+  c.drive.v = 0.3 + 0.5 * pa_sim_rng_uniform(rng);
+  c.drive.w = 2 * pa_sim_rng_uniform(rng) - 1;
   pa_reply r;
   pa_sim_apply(m, s, &c, &r);
 }
@@ -452,10 +452,10 @@ static void bench_step_rtt(const pa_grid *g, int n) {
     memset(&c, 0, sizeof c);
     c.request_id = (uint64_t)i + 1;
     c.op = PA_OP_STEP;
-    c.u = 1;
+    c.step.ticks = 1;
     c.flags = PA_CMDF_DRIVE;
-    c.a[0] = 0.2;
-    c.a[2] = 0.5;
+    c.step.drive.v = 0.2;
+    c.step.drive.w = 0.5;
     while (pa_queue_push(st.cmd, &c) != 0)
       ;
     pa_reply r;

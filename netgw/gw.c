@@ -67,17 +67,17 @@ static void publish_health(pa_netgw *g) {
   h->frames_sent = g->tx.sent + o->tx.sent;
   h->bytes_sent = g->tx.bytes + o->tx.bytes;
   h->frames_dropped = g->tx.dropped + o->tx.dropped;
-  h->counters[3] = o->frames;
+  h->counters[PA_NETGW_CTR_ODOM_FRAMES] = o->frames;
   if (o->age_n)
     h->phase_ms[1] = (double)o->age_sum / (double)o->age_n / 1e6;
   o->age_sum = 0;
   o->age_n = 0;
   pthread_mutex_unlock(&o->mu);
-  h->counters[0] = g->steps;
-  h->counters[1] = g->busy;
-  h->counters[2] = g->late;
-  h->counters[4] = g->scan_frames;
-  h->counters[5] = g->cam_frames;
+  h->counters[PA_NETGW_CTR_STEPS] = g->steps;
+  h->counters[PA_NETGW_CTR_BUSY] = g->busy;
+  h->counters[PA_NETGW_CTR_LATE] = g->late;
+  h->counters[PA_NETGW_CTR_SCAN_FRAMES] = g->scan_frames;
+  h->counters[PA_NETGW_CTR_CAM_FRAMES] = g->cam_frames;
   /* phase_ms: [0] mean callback cost, [1] mean odom age at send (tick
    * written -> datagrams handed to the kernel, on the state thread);
    * period_max_ns: longest callback, all over the last health period. */

@@ -497,21 +497,11 @@ void pa_json_complete(pa_client *c, const pa_reply *r) {
   c->jreq = NULL;
   const jaction *a = pa_json_action_at(c->pend_action);
   json_t *resp;
-  if (!r) {
-    char msg[128];
-    snprintf(msg, sizeof msg, "the simulator did not answer within %u ms",
-             g->def.request_timeout_ms);
-    resp = envelope_err(req, a->name, PA_ERR_BUSY, msg, pa_json_now(g));
-  } else if (r->status != PA_OK) {
-    char msg[sizeof r->msg + 1];
-    memcpy(msg, r->msg, sizeof r->msg);
-    msg[sizeof r->msg] = '\0';
-    pa_status st = r->status > 0 && r->status < PA_STATUS_COUNT
-                       ? (pa_status)r->status
-                       : PA_ERR_INVALID_MESSAGE;
+  pa_status st;
+  char msg[128];
+  if (pa_gw_reply_error(g, r, &st, msg, sizeof msg)) {
     resp =
-        envelope_err(req, a->name, st,
-                     msg[0] ? msg : "rejected by the simulator", r->sim_time);
+        envelope_err(req, a->name, st, msg, r ? r->sim_time : pa_json_now(g));
   } else {
     jctx x;
     memset(&x, 0, sizeof x);

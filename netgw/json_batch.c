@@ -228,10 +228,10 @@ json_t *pa_json_act_step_batch(jctx *x) {
       return pa_json_fail(x, st, "data.actions[%zu] (robot %u) %s", i, id, why);
     }
     cmds[i].op = PA_OP_SET_CMD;
-    cmds[i].u = PA_FRAME_ROBOT;
-    cmds[i].a[0] = v[0];
-    cmds[i].a[1] = k == 3 ? v[1] : 0;
-    cmds[i].a[2] = k == 3 ? v[2] : v[1];
+    cmds[i].drive.frame = PA_FRAME_ROBOT;
+    cmds[i].drive.v = v[0];
+    cmds[i].drive.vy = k == 3 ? v[1] : 0;
+    cmds[i].drive.w = k == 3 ? v[2] : v[1];
     cmds[i].robot = ids[i];
   }
   for (size_t i = 0; acts && i < n; i++) {
@@ -239,7 +239,7 @@ json_t *pa_json_act_step_batch(jctx *x) {
       free(ids);
       free(cmds);
       g->busy++; /* only if pa-sim's queue shrank under us: never, one writer */
-      return pa_json_fail(x, PA_ERR_BUSY, "the command queue is full");
+      return pa_json_fail(x, PA_ERR_BUSY, "%s", g->busy_msg);
     }
   }
   free(cmds);
@@ -248,7 +248,7 @@ json_t *pa_json_act_step_batch(jctx *x) {
   pa_cmd step;
   memset(&step, 0, sizeof step);
   step.op = PA_OP_STEP;
-  step.u = (uint32_t)steps;
+  step.step.ticks = (uint32_t)steps;
   return pa_json_wait_for_sim(x, &step, first);
 }
 

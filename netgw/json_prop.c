@@ -181,17 +181,17 @@ json_t *pa_json_act_set_property(jctx *x) {
   pa_cmd cmd;
   memset(&cmd, 0, sizeof cmd);
   cmd.op = PA_OP_SET_PROPERTY;
-  cmd.u = wire_id[row];
+  cmd.prop.prop = wire_id[row];
   size_t n = 0;
   json_t *v = json_object_get(x->data, "value");
   if (p->type == PA_PT_NUM || p->type == PA_PT_INT) {
     if (!v || !json_is_number(v) || !isfinite(json_number_value(v)))
       return pa_json_fail(x, PA_ERR_INVALID_ACTION_SHAPE,
                           "data.value must be a finite number for '%s'", key);
-    cmd.a[0] = json_number_value(v);
+    cmd.prop.v[0] = json_number_value(v);
     n = 1;
   } else if (p->type == PA_PT_COLOUR) {
-    r = pa_json_vec(x, "value", 3, 4, cmd.a, &n);
+    r = pa_json_vec(x, "value", 3, 4, cmd.prop.v, &n);
     if (r == 0)
       return pa_json_fail(x, PA_ERR_INVALID_ACTION_SHAPE,
                           "data.value must be [r, g, b] or [r, g, b, a] "
@@ -199,9 +199,9 @@ json_t *pa_json_act_set_property(jctx *x) {
     if (r < 0)
       return NULL;
     if (n == 3)
-      cmd.a[n++] = 255;
+      cmd.prop.v[n++] = 255;
   } else {
-    r = pa_json_vec(x, "value", 2, 0, cmd.a, &n);
+    r = pa_json_vec(x, "value", 2, 0, cmd.prop.v, &n);
     if (r == 0)
       return pa_json_fail(x, PA_ERR_INVALID_ACTION_SHAPE,
                           "data.value must be an array of 2 numbers");
@@ -214,7 +214,7 @@ json_t *pa_json_act_set_property(jctx *x) {
       snprintf(what, sizeof what, "%s[%zu]", p->name, i);
     else
       snprintf(what, sizeof what, "%s", p->name);
-    if (!pa_json_prop_in(x, row, what, cmd.a[i]))
+    if (!pa_json_prop_in(x, row, what, cmd.prop.v[i]))
       return NULL;
   }
   if (kind == P_OBSTACLE) {

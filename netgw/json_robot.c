@@ -106,14 +106,14 @@ static json_t *state_json(jctx *x, uint32_t robot, const pa_robot_info *info,
 /* How a drive action names its velocities. */
 enum { DRV_V, DRV_LOCAL, DRV_GLOBAL, DRV_WHEELS };
 
-/* Velocity command fields for step / set_velocity*: fills a[0..3] and the
- * frame; checks the drive can do it. */
+/* Velocity command fields for step / set_velocity*: fills the drive (with
+ * its frame); checks the robot's drive can do it. */
 static int drive_fields(jctx *x, int mode, const pa_robot_info *info,
-                        pa_cmd *cmd) {
+                        pa_cmd_drive *dr) {
   double v = 0, vy = 0, w = 0, head = 0;
   int rv;
   bool omni = info->drive == PA_DRIVE_OMNI;
-  cmd->u = PA_FRAME_ROBOT;
+  dr->frame = PA_FRAME_ROBOT;
   switch (mode) {
   case DRV_LOCAL:
     if (pa_json_num(x, "forward", &v) < 0 || pa_json_num(x, "left", &vy) < 0 ||
@@ -132,7 +132,7 @@ static int drive_fields(jctx *x, int mode, const pa_robot_info *info,
           info->name);
       return -1;
     }
-    cmd->u = PA_FRAME_WORLD;
+    dr->frame = PA_FRAME_WORLD;
     break;
   case DRV_WHEELS: {
     /* Wheel rim speeds [m/s] of a differential robot: v is their mean, w
@@ -176,21 +176,18 @@ static int drive_fields(jctx *x, int mode, const pa_robot_info *info,
                  info->name);
     return -1;
   }
-  /* pa-sim refuses these, and some drive commands take no reply: say it
-   * here (wheel speeds over a small wheel base can overflow). */
-  if (!(fabs(v) <= 1e6 && fabs(vy) <= 1e6 && fabs(w) <= 1e6 &&
-        fabs(head) <= 1e6)) {
-    pa_json_fail(
-        x, PA_ERR_INVALID_ACTION_SHAPE,
-        "velocities must be within 1e6 (got v %g, vy %g, w %g, head %g)", v, vy,
-        w, head);
+  dr->v = v;
+  dr->vy = vy;
+  dr->w = w;
+  dr->head_rate = head;
+  /* pa-sim's own check, and some drive commands take no reply: say it here
+   * (wheel speeds over a small wheel base can overflow). */
+  const char *bad = pa_cmd_drive_error(dr);
+  if (bad) {
+    pa_json_fail(x, PA_ERR_INVALID_ACTION_SHAPE,
+                 "%s (got v %g, vy %g, w %g, head %g)", bad, v, vy, w, head);
     return -1;
   }
-  cmd->op = PA_OP_SET_CMD;
-  cmd->a[0] = v;
-  cmd->a[1] = vy;
-  cmd->a[2] = w;
-  cmd->a[3] = head;
   return 0;
 }
 
@@ -249,9 +246,9 @@ json_t *pa_json_act_set_pose(jctx *x) {
   pa_cmd cmd;
   memset(&cmd, 0, sizeof cmd);
   cmd.op = PA_OP_TELEPORT;
-  cmd.a[0] = p[0];
-  cmd.a[1] = p[1];
-  cmd.a[2] = n == 6 ? p[5] : p[2]; /* 3D: only the yaw applies on a plane */
+  cmd.pose.x = p[0];
+  cmd.pose.y = p[1];
+  cmd.pose.theta = n == 6 ? p[5] : p[2]; /* 3D: only the yaw on a plane */
   return pa_json_wait_for_sim(x, &cmd, idx);
 }
 
@@ -342,9 +339,9 @@ json_t *pa_json_act_spawn_robot(jctx *x) {
   memset(&cmd, 0, sizeof cmd);
   cmd.op = PA_OP_SPAWN_ROBOT;
   if (!drive || !strcmp(drive, "diff"))
-    cmd.u = PA_DRIVE_DIFF;
+    cmd.spawn_robot.drive = PA_DRIVE_DIFF;
   else if (!strcmp(drive, "omni"))
-    cmd.u = PA_DRIVE_OMNI;
+    cmd.spawn_robot.drive = PA_DRIVE_OMNI;
   else
     return pa_json_fail(x, PA_ERR_INVALID_MESSAGE,
                         "data.drive '%s' is not diff or omni", drive);
@@ -354,10 +351,10 @@ json_t *pa_json_act_spawn_robot(jctx *x) {
     return pa_json_fail(x, PA_ERR_SPAWN_FAILED, "a robot named '%s' exists",
                         name);
   snprintf(cmd.name, sizeof cmd.name, "%s", name);
-  cmd.a[0] = p[0];
-  cmd.a[1] = p[1];
-  cmd.a[2] = p[2];
-  cmd.a[3] = radius;
+  cmd.spawn_robot.x = p[0];
+  cmd.spawn_robot.y = p[1];
+  cmd.spawn_robot.theta = p[2];
+  cmd.spawn_robot.radius = radius;
   return pa_json_wait_for_sim(x, &cmd, 0);
 }
 
@@ -380,12 +377,11 @@ json_t *pa_json_act_step(jctx *x) {
   pa_cmd cmd;
   memset(&cmd, 0, sizeof cmd);
   if (pa_json_int(x, "steps", 1, PA_NETGW_STEP_MAX, &steps) < 0 ||
-      drive_fields(x, DRV_V, &x->info, &cmd) < 0)
+      drive_fields(x, DRV_V, &x->info, &cmd.step.drive) < 0)
     return NULL;
   cmd.op = PA_OP_STEP;
   cmd.flags = PA_CMDF_DRIVE;
-  cmd.u = (uint32_t)steps;
-  cmd.a[4] = PA_FRAME_ROBOT;
+  cmd.step.ticks = (uint32_t)steps;
   return pa_json_wait_for_sim(x, &cmd, x->idx);
 }
 
@@ -404,8 +400,9 @@ json_t *pa_json_done_step(jctx *x, const pa_reply *r) {
 static json_t *drive(jctx *x, int mode) {
   pa_cmd cmd;
   memset(&cmd, 0, sizeof cmd);
-  if (drive_fields(x, mode, &x->info, &cmd) < 0)
+  if (drive_fields(x, mode, &x->info, &cmd.drive) < 0)
     return NULL;
+  cmd.op = PA_OP_SET_CMD;
   return pa_json_push_nowait(x, &cmd, x->idx);
 }
 
@@ -433,7 +430,8 @@ json_t *pa_json_act_remove_robot(jctx *x) {
 json_t *pa_json_done_set_pose(jctx *x, const pa_reply *r) {
   json_t *d = pa_json_tick(r);
   json_object_set_new(d, "robot", json_integer(x->c->pend_robot));
-  json_object_set_new(d, "pose", pa_json_vec3(r->a[0], r->a[1], r->a[2]));
+  json_object_set_new(d, "pose",
+                      pa_json_vec3(r->pose.x, r->pose.y, r->pose.theta));
   json_object_set_new(d, "sim_time", json_real(r->sim_time));
   return d;
 }
@@ -441,7 +439,7 @@ json_t *pa_json_done_set_pose(jctx *x, const pa_reply *r) {
 json_t *pa_json_done_spawn_robot(jctx *x, const pa_reply *r) {
   (void)x;
   json_t *d = pa_json_tick(r);
-  json_object_set_new(d, "robot", json_integer(r->u));
+  json_object_set_new(d, "robot", json_integer(r->pose.robot));
   return d;
 }
 

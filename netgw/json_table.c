@@ -78,7 +78,7 @@ static json_t *pa_json_act_step_n(jctx *x) {
   pa_cmd cmd;
   memset(&cmd, 0, sizeof cmd);
   cmd.op = PA_OP_STEP;
-  cmd.u = (uint32_t)steps;
+  cmd.step.ticks = (uint32_t)steps;
   return pa_json_wait_for_sim(x, &cmd, 0);
 }
 
@@ -100,7 +100,7 @@ static json_t *pa_json_act_set_time_scale(jctx *x) {
   pa_cmd cmd;
   memset(&cmd, 0, sizeof cmd);
   cmd.op = PA_OP_SPEED;
-  cmd.a[0] = f;
+  cmd.speed.factor = f;
   return pa_json_wait_for_sim(x, &cmd, 0);
 }
 

@@ -79,17 +79,16 @@ json_t *pa_json_act_spawn_obstacle(jctx *x) {
       return pa_json_fail(x, PA_ERR_INVALID_ACTION_SHAPE,
                           "a box needs data.size [size_x, size_y], each in %s",
                           pa_prop_range(PA_PR_OB_SIZE, rg, sizeof rg));
-    cmd.u = PA_SHAPE_BOX;
-    cmd.a[3] = size[0];
-    cmd.a[4] = size[1];
+    cmd.spawn_obstacle.shape = PA_SHAPE_BOX;
+    cmd.spawn_obstacle.size_x = size[0];
+    cmd.spawn_obstacle.size_y = size[1];
   } else if (!strcmp(shape, "circle")) {
     if (!pa_prop_ok(PA_PR_OB_RADIUS, radius))
       return pa_json_fail(x, PA_ERR_INVALID_ACTION_SHAPE,
                           "a circle needs data.radius in %s",
                           pa_prop_range(PA_PR_OB_RADIUS, rg, sizeof rg));
-    cmd.u = PA_SHAPE_CIRCLE;
-    cmd.a[3] = radius;
-    cmd.a[4] = radius;
+    cmd.spawn_obstacle.shape = PA_SHAPE_CIRCLE;
+    cmd.spawn_obstacle.radius = radius;
   } else {
     return pa_json_fail(x, PA_ERR_INVALID_MESSAGE,
                         "data.shape '%s' is not box or circle", shape);
@@ -99,10 +98,10 @@ json_t *pa_json_act_spawn_obstacle(jctx *x) {
                         "data.height %g is out of range %s (0 = default)",
                         height, pa_prop_range(PA_PR_OB_HEIGHT, rg, sizeof rg));
   snprintf(cmd.name, sizeof cmd.name, "%s", name);
-  cmd.a[0] = p[0];
-  cmd.a[1] = p[1];
-  cmd.a[2] = p[2];
-  cmd.a[5] = height;
+  cmd.spawn_obstacle.x = p[0];
+  cmd.spawn_obstacle.y = p[1];
+  cmd.spawn_obstacle.theta = p[2];
+  cmd.spawn_obstacle.height = height;
   return pa_json_wait_for_sim(x, &cmd, 0);
 }
 
@@ -270,7 +269,7 @@ json_t *pa_json_act_export_dataset(jctx *x) {
   pa_cmd cmd;
   memset(&cmd, 0, sizeof cmd);
   cmd.op = PA_OP_EXPORT_DATASET;
-  cmd.u = (uint32_t)ticks;
+  cmd.dataset.ticks = (uint32_t)ticks;
   snprintf(cmd.name, sizeof cmd.name, "%s", name);
   return pa_json_wait_for_sim(x, &cmd, 0);
 }
@@ -324,13 +323,13 @@ json_t *pa_json_act_generate_map(jctx *x) {
   pa_cmd cmd;
   memset(&cmd, 0, sizeof cmd);
   cmd.op = PA_OP_GENERATE_MAP;
-  cmd.a[0] = p.width;
-  cmd.a[1] = p.height;
-  cmd.a[2] = p.resolution;
-  cmd.a[3] = (double)p.seed;
-  cmd.a[4] = p.rooms_x;
-  cmd.a[5] = p.rooms_y;
-  cmd.a[6] = p.clutter;
+  cmd.gen_map.width = p.width;
+  cmd.gen_map.height = p.height;
+  cmd.gen_map.resolution = p.resolution;
+  cmd.gen_map.seed = (double)p.seed;
+  cmd.gen_map.rooms_x = p.rooms_x;
+  cmd.gen_map.rooms_y = p.rooms_y;
+  cmd.gen_map.clutter = p.clutter;
   return pa_json_wait_for_sim(x, &cmd, 0);
 }
 
@@ -526,38 +525,41 @@ json_t *pa_json_act_remove_obstacle(jctx *x) {
 json_t *pa_json_done_snapshot(jctx *x, const pa_reply *r) {
   json_t *d = pa_json_tick(r);
   json_object_set(d, "name", json_object_get(x->data, "name"));
-  json_object_set_new(d, "robots", json_integer(r->u));
-  json_object_set_new(d, "obstacles", json_integer((json_int_t)r->a[2]));
-  json_object_set_new(d, "saved_tick", json_integer((json_int_t)r->a[0]));
-  json_object_set_new(d, "saved_sim_time", json_real(r->a[1]));
+  json_object_set_new(d, "robots", json_integer(r->snapshot.robots));
+  json_object_set_new(d, "obstacles", json_integer(r->snapshot.obstacles));
+  json_object_set_new(d, "saved_tick",
+                      json_integer((json_int_t)r->snapshot.tick));
+  json_object_set_new(d, "saved_sim_time", json_real(r->snapshot.sim_time));
   return d;
 }
 
 json_t *pa_json_done_export_dataset(jctx *x, const pa_reply *r) {
   json_t *d = pa_json_tick(r);
   json_object_set(d, "name", json_object_get(x->data, "name"));
-  json_object_set_new(d, "first_tick", json_integer((json_int_t)r->a[0]));
-  json_object_set_new(d, "last_tick", json_integer((json_int_t)r->a[1]));
+  json_object_set_new(d, "first_tick",
+                      json_integer((json_int_t)r->dataset.first_tick));
+  json_object_set_new(d, "last_tick",
+                      json_integer((json_int_t)r->dataset.last_tick));
   return d;
 }
 
 json_t *pa_json_done_map(jctx *x, const pa_reply *r) {
   (void)x;
   json_t *d = pa_json_tick(r);
-  json_object_set_new(d, "width", json_integer((json_int_t)r->a[0]));
-  json_object_set_new(d, "height", json_integer((json_int_t)r->a[1]));
-  json_object_set_new(d, "resolution", json_real(r->a[2]));
+  json_object_set_new(d, "width", json_integer(r->map.width));
+  json_object_set_new(d, "height", json_integer(r->map.height));
+  json_object_set_new(d, "resolution", json_real(r->map.resolution));
   json_t *o = json_array();
-  json_array_append_new(o, json_real(r->a[3]));
-  json_array_append_new(o, json_real(r->a[4]));
+  json_array_append_new(o, json_real(r->map.origin_x));
+  json_array_append_new(o, json_real(r->map.origin_y));
   json_object_set_new(d, "origin", o);
-  json_object_set_new(d, "robots_moved", json_integer(r->u));
+  json_object_set_new(d, "robots_moved", json_integer(r->map.moved));
   return d;
 }
 
 json_t *pa_json_done_set_scenario(jctx *x, const pa_reply *r) {
   json_t *d = pa_json_done_map(x, r);
-  json_object_set_new(d, "robots", json_integer((json_int_t)r->a[5]));
-  json_object_set_new(d, "obstacles", json_integer((json_int_t)r->a[6]));
+  json_object_set_new(d, "robots", json_integer(r->map.robots));
+  json_object_set_new(d, "obstacles", json_integer(r->map.obstacles));
   return d;
 }

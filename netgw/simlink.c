@@ -21,6 +21,9 @@
 
 #include <event2/buffer.h>
 
+_Static_assert(PA_NETGW_STEP_MAX == PA_CMD_STEPS_MAX,
+               "netgw and pa-sim take the same step counts");
+
 /* ---- the sim round trip
  * --------------------------------------------------------*/
 
@@ -88,12 +91,33 @@ int pa_gw_push_nowait(pa_client *c, pa_cmd *cmd) {
   return push(c, cmd);
 }
 
+bool pa_gw_reply_error(const pa_netgw *g, const pa_reply *r, pa_status *st,
+                       char *msg, size_t msg_sz) {
+  if (!r) {
+    *st = PA_ERR_BUSY;
+    snprintf(msg, msg_sz, "the simulator did not answer within %u ms",
+             g->def.request_timeout_ms);
+    return true;
+  }
+  if (r->status == PA_OK)
+    return false;
+  *st = r->status > 0 && r->status < PA_STATUS_COUNT ? (pa_status)r->status
+                                                     : PA_ERR_INVALID_MESSAGE;
+  /* r->msg comes from another process: bounded, NUL or not */
+  int n = (int)strnlen(r->msg, sizeof r->msg);
+  if (n)
+    snprintf(msg, msg_sz, "%.*s", n, r->msg);
+  else
+    snprintf(msg, msg_sz, "rejected by the simulator");
+  return true;
+}
+
 int pa_gw_push_wait(pa_client *c, pa_cmd *cmd) {
   if (push(c, cmd) != 0)
     return -1;
   c->pend_req = cmd->request_id;
   c->pend_robot = cmd->robot;
-  if (cmd->op == PA_OP_STEP && cmd->u <= 4)
+  if (cmd->op == PA_OP_STEP && cmd->step.ticks <= 4)
     c->g->spin_hint = true;
   unsigned ms = c->g->def.request_timeout_ms;
   struct timeval tv = {ms / 1000, (ms % 1000) * 1000};

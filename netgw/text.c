@@ -203,23 +203,12 @@ static void text_line(pa_client *c, const char *s) {
 }
 
 void pa_text_complete(pa_client *c, const pa_reply *r) {
-  if (!r) {
-    char msg[128];
-    snprintf(msg, sizeof msg, "the simulator did not answer within %u ms",
-             c->g->def.request_timeout_ms);
-    pa_text_err(c, PA_ERR_BUSY, msg);
-  } else if (r->status != PA_OK) {
-    char msg[sizeof r->msg + 1];
-    memcpy(msg, r->msg, sizeof r->msg);
-    msg[sizeof r->msg] = '\0';
-    pa_text_err(c,
-                r->status >= 0 && r->status < PA_STATUS_COUNT
-                    ? (pa_status)r->status
-                    : PA_ERR_INVALID_MESSAGE,
-                msg[0] ? msg : "rejected by the simulator");
-  } else {
+  pa_status st;
+  char msg[128];
+  if (pa_gw_reply_error(c->g, r, &st, msg, sizeof msg))
+    pa_text_err(c, st, msg);
+  else
     text_line(c, "ok");
-  }
 }
 
 /* ---- handlers
@@ -289,10 +278,16 @@ static void exec_drive(pa_client *c, const pa_text_cmd *t) {
   cmd.robot = c->robot;
   if (t->kind == PA_TXT_CMD) {
     cmd.op = PA_OP_SET_CMD;
-    cmd.a[0] = t->a[0];
-    cmd.a[2] = t->a[1];
-    cmd.a[3] = t->a[2];
-    cmd.u = PA_FRAME_ROBOT;
+    cmd.drive.v = t->a[0];
+    cmd.drive.w = t->a[1];
+    cmd.drive.head_rate = t->a[2];
+    cmd.drive.frame = PA_FRAME_ROBOT;
+    /* pa-sim's check here: a refused drive would have no reply to say so */
+    const char *bad = pa_cmd_drive_error(&cmd.drive);
+    if (bad) {
+      pa_text_err(c, PA_ERR_INVALID_ACTION_SHAPE, bad);
+      return;
+    }
   } else {
     cmd.op = PA_OP_STOP;
   }
@@ -355,18 +350,20 @@ static void exec_teleport(pa_client *c, const pa_text_cmd *t) {
   if (!have_robot(c))
     return;
   pa_cmd cmd = {.op = PA_OP_TELEPORT};
-  memcpy(cmd.a, t->a, sizeof t->a);
+  cmd.pose.x = t->a[0];
+  cmd.pose.y = t->a[1];
+  cmd.pose.theta = t->a[2];
   to_sim(c, t, &cmd);
 }
 
 static void exec_step(pa_client *c, const pa_text_cmd *t) {
-  pa_cmd cmd = {.op = PA_OP_STEP, .u = t->n};
+  pa_cmd cmd = {.op = PA_OP_STEP, .step.ticks = t->n};
   to_sim(c, t, &cmd);
 }
 
 static void exec_speed(pa_client *c, const pa_text_cmd *t) {
   pa_cmd cmd = {.op = PA_OP_SPEED};
-  cmd.a[0] = t->a[0];
+  cmd.speed.factor = t->a[0];
   to_sim(c, t, &cmd);
 }
 

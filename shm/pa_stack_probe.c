@@ -16,7 +16,8 @@
 /* A ctl object without a filled header this old was left by a crash. */
 #define CREATE_GRACE_S 10
 
-/* ---- probing and unlinking ------------------------------------------------ */
+/* ---- probing and unlinking ------------------------------------------------
+ */
 
 /* Calls fn for every /dev/shm object of the instance whose segment name
  * starts with seg (name without '/'); returns how many there are. */
@@ -104,7 +105,7 @@ int pa_stack_int_probe_owner(const char *instance, int32_t *owner) {
       return PA_STACK_FOREIGN;
     /* Segments without a ctl are leftovers of a crash or a half unlink. */
     return for_each_object(instance, "", NULL, NULL) > 0 ? PA_STACK_STALE
-                                                     : PA_STACK_NONE;
+                                                         : PA_STACK_NONE;
   }
   struct stat st;
   int res = PA_STACK_LIVE;
@@ -208,4 +209,3 @@ int pa_stack_unlink(const char *instance) {
   }
   return removed;
 }
-

@@ -561,37 +561,65 @@ void pa_sim_int_robot_place(const pa_sim_model *m, pa_sim_state *s,
   r->rng = pa_sim_int_seed(m->def.seed, id, s->info[id].gen);
 }
 
-void pa_sim_reset(const pa_sim_model *m, pa_sim_state *s) {
-  uint32_t old_count = s->robot_count;
+void pa_sim_int_world_install(const pa_sim_model *m, pa_sim_state *s,
+                              const pa_sim_world_src *w) {
   for (uint32_t i = 0; i < s->cap_robots; i++) {
-    uint32_t gen = s->info[i].gen;
-    if (i < m->robot_count0 && m->robots0[i].active) {
-      s->info[i] = m->robots0[i];
-      /* A slot that held another robot since start gets a new generation. */
-      s->info[i].gen = gen > m->robots0[i].gen ? gen + 1 : m->robots0[i].gen;
-      pa_sim_int_robot_place(m, s, i, s->info[i].start_x, s->info[i].start_y,
-                             s->info[i].start_theta);
-    } else if (i < old_count || s->info[i].active) {
-      s->info[i].active = 0;
-      s->rs[i].flags = 0;
+    pa_robot_info *ri = &s->info[i];
+    pa_robot_state *rs = &s->rs[i];
+    if (i >= w->robot_count || !w->robots[i].active) {
+      ri->active = 0;
+      rs->flags = 0;
+      continue;
+    }
+    uint32_t gen = ri->gen, src_gen = w->robots[i].gen;
+    *ri = w->robots[i];
+    ri->active = 1;
+    ri->name[sizeof ri->name - 1] = 0;
+    if (w->new_gens && gen > src_gen)
+      ri->gen = gen + 1;
+    const pa_robot_state *st =
+        w->states && i < w->state_count ? &w->states[i] : NULL;
+    if (st && st->gen == ri->gen && (st->flags & PA_RS_ACTIVE) &&
+        pa_sim_int_state_ok(st)) {
+      uint32_t seq = rs->scan_seq; /* streams keep counting */
+      *rs = *st;
+      rs->id = i;
+      rs->scan_seq = seq > st->scan_seq ? seq : st->scan_seq;
+    } else {
+      pa_sim_int_robot_place(m, s, i, ri->start_x, ri->start_y,
+                             ri->start_theta);
     }
   }
-  s->robot_count = m->robot_count0;
-  pa_sim_int_recount(s); /* the initial world may have gaps (set_grid) */
   for (uint32_t i = 0; i < s->cap_obstacles; i++) {
-    uint32_t gen = s->obs[i].gen;
-    if (i < m->obstacle_count0 && m->obstacles0[i].active) {
-      s->obs[i] = m->obstacles0[i];
-      s->obs[i].gen = gen > m->obstacles0[i].gen ? gen + 1
-                                                 : m->obstacles0[i].gen;
-    } else if (s->obs[i].active) {
-      s->obs[i].active = 0;
+    pa_obstacle_info *o = &s->obs[i];
+    if (i >= w->obstacle_count || !w->obstacles[i].active) {
+      o->active = 0;
+      continue;
     }
+    uint32_t gen = o->gen, src_gen = w->obstacles[i].gen;
+    *o = w->obstacles[i];
+    o->active = 1;
+    o->name[sizeof o->name - 1] = 0;
+    if (w->new_gens && gen > src_gen)
+      o->gen = gen + 1;
   }
-  s->obstacle_count = m->obstacle_count0;
-  pa_sim_int_recount(s);
-  s->scan_tick0 = s->tick; /* scans as a fresh start does */
+  s->robot_count =
+      w->robot_count < s->cap_robots ? w->robot_count : s->cap_robots;
+  s->obstacle_count = w->obstacle_count < s->cap_obstacles ? w->obstacle_count
+                                                           : s->cap_obstacles;
+  pa_sim_int_recount(s); /* a world may have gaps (set_grid, removals) */
+  s->hash.valid = false;
   s->world_dirty = true;
+}
+
+void pa_sim_reset(const pa_sim_model *m, pa_sim_state *s) {
+  pa_sim_world_src w = {.robots = m->robots0,
+                        .robot_count = m->robot_count0,
+                        .obstacles = m->obstacles0,
+                        .obstacle_count = m->obstacle_count0,
+                        .new_gens = true};
+  pa_sim_int_world_install(m, s, &w);
+  s->scan_tick0 = s->tick; /* scans as a fresh start does */
 }
 
 /* Robot id of a running world clear of the walls of model m, the state's

@@ -91,7 +91,7 @@ pa_status pa_sim_int_rec_start(const pa_sim_model *m, pa_sim_state *s,
     return pa_sim_int_fail(r, PA_ERR_INVALID_MESSAGE,
                            "dataset name: 1 to %d of A-Z a-z 0-9 _ -",
                            PA_SNAPSHOT_NAME_MAX);
-  if (c->u < 1 || c->u > 100000000)
+  if (c->dataset.ticks < 1 || c->dataset.ticks > 100000000)
     return pa_sim_int_fail(r, PA_ERR_INVALID_ACTION_SHAPE,
                            "ticks must be in [1, 100000000]");
   pa_sim_rec *rec = calloc(1, sizeof *rec);
@@ -144,14 +144,14 @@ pa_status pa_sim_int_rec_start(const pa_sim_model *m, pa_sim_state *s,
   fprintf(rec->scans, "tick,sim_time,robot,seq,x,y,theta,angle_min,"
                       "angle_increment,range_min,range_max,count,ranges...\n");
   rec->first_tick = s->tick + 1;
-  rec->end_tick = s->tick + c->u;
+  rec->end_tick = s->tick + c->dataset.ticks;
   rec->last_tick = s->tick;
   s->rec = rec;
   pa_info("export_dataset: recording ticks %llu..%llu into %s",
           (unsigned long long)rec->first_tick,
           (unsigned long long)rec->end_tick, rec->dir);
-  r->a[0] = (double)rec->first_tick;
-  r->a[1] = (double)rec->end_tick;
+  r->dataset.first_tick = rec->first_tick;
+  r->dataset.last_tick = rec->end_tick;
   return PA_OK;
 }
 

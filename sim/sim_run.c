@@ -111,14 +111,6 @@ int pa_sim_shm_answer_inflight(const pa_sim_state *s, pa_stack *st) {
 
 /* Commands that move things outside a tick get a state record at once, so a
  * reader asking right after the reply sees the change. */
-static bool changes_state(uint32_t op) {
-  return op == PA_OP_TELEPORT || op == PA_OP_RESET || op == PA_OP_SPAWN_ROBOT ||
-         op == PA_OP_REMOVE_ROBOT || op == PA_OP_PAUSE || op == PA_OP_RESUME ||
-         op == PA_OP_SPEED || op == PA_OP_LOAD_SNAPSHOT ||
-         op == PA_OP_SET_MAP || op == PA_OP_GENERATE_MAP ||
-         op == PA_OP_SET_SCENARIO;
-}
-
 /* Completes the overlapped scans in flight and writes their records: before
  * a command applies (and may change what they were cast with), before a
  * STEP's reply, and when a recording or the loop ends. */
@@ -134,11 +126,6 @@ static void reply_envelope(pa_sim_model *m, pa_sim_state *s, const pa_cmd *c,
   sync.op = PA_OP_SYNC;
   pa_sim_apply(m, s, &sync, r);
   r->op = c->op;
-}
-
-static bool is_map_op(uint32_t op) {
-  return op == PA_OP_SET_MAP || op == PA_OP_GENERATE_MAP ||
-         op == PA_OP_SET_SCENARIO;
 }
 
 /* The loader thread: files (confined to the data directory, see
@@ -169,13 +156,13 @@ static void *load_main(void *arg) {
                  : pa_map_load_default(&ld->g, ld->err, sizeof ld->err);
   } else {
     pa_mapgen p = pa_mapgen_default();
-    p.width = c->a[0];
-    p.height = c->a[1];
-    p.resolution = c->a[2];
-    p.seed = (uint64_t)c->a[3];
-    p.rooms_x = (uint32_t)c->a[4];
-    p.rooms_y = (uint32_t)c->a[5];
-    p.clutter = (uint32_t)c->a[6];
+    p.width = c->gen_map.width;
+    p.height = c->gen_map.height;
+    p.resolution = c->gen_map.resolution;
+    p.seed = (uint64_t)c->gen_map.seed;
+    p.rooms_x = (uint32_t)c->gen_map.rooms_x;
+    p.rooms_y = (uint32_t)c->gen_map.rooms_y;
+    p.clutter = (uint32_t)c->gen_map.clutter;
     rc = pa_map_generate(&p, &ld->g, ld->err, sizeof ld->err);
   }
   if (rc == 0) {
@@ -225,14 +212,10 @@ static void loader_init(loader *ld, const pa_sim_def *d) {
 static pa_status map_cmd_start(run_ctx *k, const pa_cmd *c, pa_reply *r) {
   loader *ld = &k->ld;
   reply_envelope(k->m, k->s, c, r);
-  if (c->op == PA_OP_GENERATE_MAP) {
-    for (int i = 0; i < 7; i++) /* the seed up to 2^53, the rest to 1e9 */
-      if (!isfinite(c->a[i]) || c->a[i] < 0 ||
-          c->a[i] > (i == 3 ? 9007199254740992.0 : 1e9))
-        return pa_sim_int_fail(r, PA_ERR_INVALID_ACTION_SHAPE,
-                               "generate_map: parameters must be finite "
-                               "numbers >= 0");
-  }
+  const pa_sim_op_def *d = pa_sim_op(c->op);
+  pa_status st = d->apply ? d->apply(k->m, k->s, c, r) : PA_OK;
+  if (st != PA_OK)
+    return st;
   ld->cmd = *c;
   ld->rc = -1;
   ld->err[0] = 0;
@@ -291,28 +274,26 @@ static pa_status map_cmd_finish(run_ctx *k, pa_reply *r) {
     pa_error("publishing the new map: %s", err);
     return pa_sim_int_fail(r, PA_ERR_BUSY, "publishing the map: %s", err);
   }
-  static const char *const what[] = {"set_map", "generate_map",
-                                     "set_scenario"};
   pa_info("%s: %ux%u cells at %g m, %u robot%s, %u obstacle%s, %u moved off "
           "walls (%.0f ms)",
-          what[c->op - PA_OP_SET_MAP], k->m->grid.width, k->m->grid.height,
+          pa_sim_op(c->op)->name, k->m->grid.width, k->m->grid.height,
           k->m->grid.resolution, s->robot_count, s->robot_count == 1 ? "" : "s",
           s->obstacle_count, s->obstacle_count == 1 ? "" : "s", moved, load_ms);
-  r->u = moved;
-  r->a[0] = k->m->grid.width;
-  r->a[1] = k->m->grid.height;
-  r->a[2] = k->m->grid.resolution;
-  r->a[3] = k->m->grid.origin_x;
-  r->a[4] = k->m->grid.origin_y;
-  r->a[5] = s->robot_count;
-  r->a[6] = s->obstacle_count;
+  r->map.moved = moved;
+  r->map.width = k->m->grid.width;
+  r->map.height = k->m->grid.height;
+  r->map.resolution = k->m->grid.resolution;
+  r->map.origin_x = k->m->grid.origin_x;
+  r->map.origin_y = k->m->grid.origin_y;
+  r->map.robots = s->robot_count;
+  r->map.obstacles = s->obstacle_count;
   return PA_OK;
 }
 
 /* Replies and bookkeeping of one applied command. */
 static void cmd_done(run_ctx *k, const pa_cmd *c, pa_status rc,
                      const pa_reply *r) {
-  if (rc == PA_OK && changes_state(c->op))
+  if (rc == PA_OK && (pa_sim_op_flags(c->op) & PA_SIM_OPF_PUBLISH))
     pa_sim_shm_publish_tick(k->m, k->s, k->st);
   else if (k->s->world_dirty) {
     pa_sim_shm_publish_world(k->s, k->st);
@@ -348,7 +329,8 @@ static bool consume(run_ctx *k) {
     any = true;
     flush_scans(k->m, k->s, st);
     pa_reply r;
-    if (is_map_op(c.op)) {
+    unsigned flags = pa_sim_op_flags(c.op);
+    if (flags & PA_SIM_OPF_LOADER) {
       pa_status rc = map_cmd_start(k, &c, &r);
       if (rc == PA_OK)
         break; /* answered when the loader is done */
@@ -360,12 +342,12 @@ static bool consume(run_ctx *k) {
     pa_status rc = pa_sim_apply(k->m, k->s, &c, &r);
     k->cmds++;
     k->last_cmd_ns = pa_now_ns();
-    if (c.op == PA_OP_STEP && rc == PA_OK) {
+    if ((flags & PA_SIM_OPF_TICKS) && rc == PA_OK) {
       /* Answered after its ticks; stays at the queue front (and in flight)
        * until then. */
       k->stepping = true;
       k->step_cmd = c;
-      k->step_left = c.u;
+      k->step_left = c.step.ticks;
       break;
     }
     cmd_done(k, &c, rc, &r);
@@ -386,11 +368,11 @@ static void publish_health(run_ctx *k, int64_t now) {
   h->period_max_ns = k->lat->max;
   for (int i = 0; i < PA_SIM_PH_COUNT; i++)
     h->phase_ms[i] = k->phase_ewma[i] / 1e6;
-  h->counters[0] = k->scans;
-  h->counters[1] = k->cmds;
-  h->counters[2] = k->s->bumps;
-  h->counters[3] = k->s->tick;
-  h->counters[4] = k->s->late_scans;
+  h->counters[PA_SIM_CTR_SCANS] = k->scans;
+  h->counters[PA_SIM_CTR_CMDS] = k->cmds;
+  h->counters[PA_SIM_CTR_BUMPS] = k->s->bumps;
+  h->counters[PA_SIM_CTR_TICK] = k->s->tick;
+  h->counters[PA_SIM_CTR_LATE_SCANS] = k->s->late_scans;
 }
 
 /* Sleeping to a deadline wakes late by the machine's wake-up latency (on a

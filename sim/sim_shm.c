@@ -239,7 +239,6 @@ int pa_sim_shm_resume(const pa_sim_model *m, pa_sim_state *s, pa_stack *st,
              "bytes)", (unsigned long long)seq, t.robot_count, len);
     return -1;
   }
-  const pa_robot_state *rec = (const pa_robot_state *)(buf + sizeof t);
   s->tick = t.tick;
   s->sim_time = t.sim_time;
   /* The scan schedule as it ran (same residue; never above the tick). */
@@ -248,34 +247,17 @@ int pa_sim_shm_resume(const pa_sim_model *m, pa_sim_state *s, pa_stack *st,
     s->scan_tick0 = 0;
   s->paused = (t.flags & PA_TICK_PAUSED) != 0;
   s->speed = t.speed;
-  for (uint32_t i = nr; i < s->cap_robots; i++) {
-    s->info[i].active = 0;
-    s->rs[i].flags = 0;
-  }
-  for (uint32_t i = no; i < s->cap_obstacles; i++)
-    s->obs[i].active = 0;
-  s->robot_count = nr;
-  s->obstacle_count = no;
+  /* Every record checked before anything is installed. */
   for (uint32_t i = 0; i < nr; i++) {
     pa_robot_info *ri = &s->info[i];
     ri->name[sizeof ri->name - 1] = 0;
-    if (!ri->active)
-      continue;
     char why[160];
-    if (pa_sim_int_check_robot(ri, m->beam_cap, why, sizeof why) != 0) {
+    if (ri->active &&
+        pa_sim_int_check_robot(ri, m->beam_cap, why, sizeof why) != 0) {
       free(buf);
       snprintf(err, err_sz, "world snapshot: robot %u is malformed: %s", i,
                why);
       return -1;
-    }
-    if (i < t.robot_count && rec[i].gen == ri->gen &&
-        (rec[i].flags & PA_RS_ACTIVE) && pa_sim_int_state_ok(&rec[i])) {
-      memcpy(&s->rs[i], &rec[i], sizeof rec[i]);
-      s->rs[i].id = i;
-    } else {
-      /* Spawned after the last record was written: at its spawn pose. */
-      pa_sim_int_robot_place(m, s, i, ri->start_x, ri->start_y,
-                             ri->start_theta);
     }
   }
   for (uint32_t i = 0; i < no; i++) {
@@ -289,8 +271,16 @@ int pa_sim_shm_resume(const pa_sim_model *m, pa_sim_state *s, pa_stack *st,
       return -1;
     }
   }
-  s->world_dirty = true;
-  s->hash.valid = false;
+  /* The world as the segment holds it (copied into s->info / s->obs above,
+   * generations included); a robot spawned after the last record was
+   * written starts at its spawn pose. */
+  pa_sim_world_src w = {.robots = s->info,
+                        .robot_count = nr,
+                        .states = (const pa_robot_state *)(buf + sizeof t),
+                        .state_count = t.robot_count,
+                        .obstacles = s->obs,
+                        .obstacle_count = no};
+  pa_sim_int_world_install(m, s, &w);
   free(buf);
   return 1;
 }

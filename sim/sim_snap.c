@@ -109,10 +109,10 @@ pa_status pa_sim_int_snapshot_save(const pa_sim_model *m,
   h.checksum = pa_sim_int_snap_sum(&h, b, body);
   memcpy(p, &h, sizeof h); /* last: a half-written object fails its sum */
   munmap(p, total);
-  r->u = h.robot_count;
-  r->a[0] = (double)h.tick;
-  r->a[1] = h.sim_time;
-  r->a[2] = h.obstacle_count;
+  r->snapshot.robots = h.robot_count;
+  r->snapshot.tick = h.tick;
+  r->snapshot.sim_time = h.sim_time;
+  r->snapshot.obstacles = h.obstacle_count;
   return PA_OK;
 }
 
@@ -199,38 +199,18 @@ pa_status pa_sim_int_snapshot_load(const pa_sim_model *m, pa_sim_state *s,
                          why);
     goto out;
   }
-  for (uint32_t i = 0; i < s->cap_robots; i++) {
-    if (i < h.robot_count && si[i].active) {
-      uint32_t seq = s->rs[i].scan_seq; /* streams keep counting */
-      s->info[i] = si[i];
-      s->info[i].active = 1;
-      s->info[i].name[sizeof s->info[i].name - 1] = 0;
-      s->rs[i] = ss[i];
-      s->rs[i].id = i;
-      s->rs[i].scan_seq = seq > ss[i].scan_seq ? seq : ss[i].scan_seq;
-    } else if (s->info[i].active) {
-      s->info[i].active = 0;
-      s->rs[i].flags = 0;
-    }
-  }
-  for (uint32_t i = 0; i < s->cap_obstacles; i++) {
-    if (i < h.obstacle_count && so[i].active) {
-      s->obs[i] = so[i];
-      s->obs[i].active = 1;
-      s->obs[i].name[sizeof s->obs[i].name - 1] = 0;
-    } else {
-      s->obs[i].active = 0;
-    }
-  }
-  s->robot_count = h.robot_count;
-  s->obstacle_count = h.obstacle_count;
-  pa_sim_int_recount(s);
-  s->hash.valid = false;
-  s->world_dirty = true;
-  r->u = h.robot_count;
-  r->a[0] = (double)h.tick;
-  r->a[1] = h.sim_time;
-  r->a[2] = h.obstacle_count;
+  /* Generations as saved: a client's ids of that world stay valid. */
+  pa_sim_world_src w = {.robots = si,
+                        .robot_count = h.robot_count,
+                        .states = ss,
+                        .state_count = h.robot_count,
+                        .obstacles = so,
+                        .obstacle_count = h.obstacle_count};
+  pa_sim_int_world_install(m, s, &w);
+  r->snapshot.robots = h.robot_count;
+  r->snapshot.tick = h.tick;
+  r->snapshot.sim_time = h.sim_time;
+  r->snapshot.obstacles = h.obstacle_count;
 out:
   munmap(p, total);
   return rc;

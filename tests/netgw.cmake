@@ -1,6 +1,6 @@
 # netgw/ tests: the parser, frames and camera path as modules (in-process
 # gateway on a test instance), and end to end with the real pa-sim.
-pa_add_test(test_netgw SOURCES test_netgw.c LIBS pa_netgw TIMEOUT 60
+pa_add_test(test_netgw SOURCES test_netgw.c LIBS pa_netgw_internal TIMEOUT 60
             LABELS netgw)
 pa_add_test(test_netgw_e2e SOURCES test_netgw_e2e.c
             LIBS pa_shm pa_map PkgConfig::JANSSON m Threads::Threads TIMEOUT 120

@@ -458,6 +458,65 @@ static void busy_and_late_reply(void **state) {
   fixture_down(&f);
 }
 
+static void world_up(fixture *f);
+
+/* One mapping from a sim reply to the client's error, for text and JSON:
+ * an unknown status is invalid_message, an empty text says who refused, a
+ * text without its NUL is cut at the record, a timeout is busy. */
+static void reply_error_mapping(void **state) {
+  (void)state;
+  fixture f;
+  fixture_up(&f, PA_CAM_CHUNK_DEFAULT);
+  pa_reply r;
+  memset(&r, 0, sizeof r);
+  pa_status st = PA_OK;
+  char msg[128];
+  assert_false(pa_gw_reply_error(f.g, &r, &st, msg, sizeof msg));
+  r.status = 99;
+  assert_true(pa_gw_reply_error(f.g, &r, &st, msg, sizeof msg));
+  assert_int_equal(st, PA_ERR_INVALID_MESSAGE);
+  assert_string_equal(msg, "rejected by the simulator");
+  r.status = PA_ERR_BLOCKED_POSE;
+  memset(r.msg, 'x', sizeof r.msg);
+  assert_true(pa_gw_reply_error(f.g, &r, &st, msg, sizeof msg));
+  assert_int_equal(st, PA_ERR_BLOCKED_POSE);
+  assert_int_equal(strlen(msg), sizeof r.msg);
+  assert_true(pa_gw_reply_error(f.g, NULL, &st, msg, sizeof msg));
+  assert_int_equal(st, PA_ERR_BUSY);
+  assert_non_null(strstr(msg, "did not answer within"));
+  fixture_down(&f);
+}
+
+/* A text drive pa-sim would refuse gets its error here (a drive has no
+ * reply from pa-sim), by the same check (pa_cmd_drive_error); a good one
+ * reaches the queue with its named fields. */
+static void text_drive_checked(void **state) {
+  (void)state;
+  fixture f;
+  fixture_up(&f, PA_CAM_CHUNK_DEFAULT);
+  world_up(&f);
+  int fd = pa_test_tcp_connect((uint16_t)pa_netgw_port(f.g));
+  char buf[256];
+  assert_int_equal(pa_test_send_str(fd, "cmd 2000000 0\nping\n"), 0);
+  assert_true(pa_test_read_line(fd, buf, sizeof buf, 5000) > 0);
+  assert_string_equal(
+      buf, "err invalid_action_shape velocities must be finite numbers within "
+           "1e6");
+  assert_true(pa_test_read_line(fd, buf, sizeof buf, 5000) > 0);
+  assert_string_equal(buf, "pong");
+  assert_int_equal(pa_queue_count(f.st.cmd), 0);
+  assert_int_equal(pa_test_send_str(fd, "cmd 0.5 -0.25 0.125\n"), 0);
+  assert_true(pa_test_wait_for(cmd_queued, &f.st, 5000));
+  pa_cmd c;
+  assert_true(pa_queue_peek(f.st.cmd, &c) >= 0);
+  assert_int_equal(c.op, PA_OP_SET_CMD);
+  assert_true(c.drive.v == 0.5 && c.drive.w == -0.25 &&
+              c.drive.head_rate == 0.125 && c.drive.vy == 0);
+  assert_int_equal(c.drive.frame, PA_FRAME_ROBOT);
+  close(fd);
+  fixture_down(&f);
+}
+
 /* ---- JSON actions against the in-process gateway -------------------------*/
 
 /* Sends one JSON line and parses the one reply line (5 s). */
@@ -569,22 +628,28 @@ static void *fake_sim_run(void *arg) {
       snprintf(r.msg, sizeof r.msg, "fake sim says no");
     switch (c.op) {
     case PA_OP_TELEPORT:
-      memcpy(r.a, c.a, 3 * sizeof c.a[0]);
+      r.pose.x = c.pose.x, r.pose.y = c.pose.y, r.pose.theta = c.pose.theta;
       break;
     case PA_OP_SPAWN_ROBOT:
-      r.u = 2;
+      r.pose.robot = 2;
       break;
     case PA_OP_SAVE_SNAPSHOT:
     case PA_OP_LOAD_SNAPSHOT:
-      r.u = 2, r.a[0] = 40, r.a[1] = 0.2, r.a[2] = 1;
+      r.snapshot = (pa_reply_snapshot){
+          .tick = 40, .sim_time = 0.2, .robots = 2, .obstacles = 1};
       break;
     case PA_OP_EXPORT_DATASET:
-      r.a[0] = 43, r.a[1] = 43 + c.u - 1;
+      r.dataset.first_tick = 43;
+      r.dataset.last_tick = 43 + c.dataset.ticks - 1;
       break;
     case PA_OP_SET_MAP:
     case PA_OP_GENERATE_MAP:
     case PA_OP_SET_SCENARIO:
-      r.a[0] = 20, r.a[1] = 10, r.a[2] = 0.1, r.a[5] = 2, r.a[6] = 1;
+      r.map = (pa_reply_map){.width = 20,
+                             .height = 10,
+                             .resolution = 0.1,
+                             .robots = 2,
+                             .obstacles = 1};
       break;
     default:
       break;
@@ -1309,6 +1374,8 @@ int main(void) {
       cmocka_unit_test(camera_chunks),
       cmocka_unit_test(busy_and_late_reply),
       cmocka_unit_test(drive_dropped_is_busy),
+      cmocka_unit_test(text_drive_checked),
+      cmocka_unit_test(reply_error_mapping),
       cmocka_unit_test(json_get_version),
       cmocka_unit_test(props_doc_matches_schema),
       cmocka_unit_test(batch_reply_bounded),

@@ -324,7 +324,8 @@ typedef struct odom_counters {
 
 static bool odom_counted(void *arg) {
   odom_counters *c = arg;
-  return c->s->st.ctl->health[PA_PROC_NETGW].counters[3] == c->want;
+  return c->s->st.ctl->health[PA_PROC_NETGW]
+             .counters[PA_NETGW_CTR_ODOM_FRAMES] == c->want;
 }
 
 /* Threads of pid under SCHED_FIFO (from /proc/PID/task). */
@@ -396,7 +397,8 @@ static void odom_move_and_churn(void **state) {
   odom_counters oc = {&s, (uint64_t)(na + nb)};
   if (!pa_test_wait_for(odom_counted, &oc, 3000))
     fail_msg("health counts %" PRIu64 " odom frames, %d arrived",
-             s.st.ctl->health[PA_PROC_NETGW].counters[3], na + nb);
+             s.st.ctl->health[PA_PROC_NETGW].counters[PA_NETGW_CTR_ODOM_FRAMES],
+             na + nb);
   assert_int_equal(s.st.ctl->health[PA_PROC_NETGW].frames_dropped, 0);
   assert_true(s.st.ctl->health[PA_PROC_NETGW].frames_sent >= oc.want);
 
@@ -531,7 +533,19 @@ static void json_actions(void **state) {
   assert_int_equal(ng_start(&s, "json", sim, NULL), 0);
   int fd = ng_connect(&s);
   json_t *j;
-  usleep(300000); /* the first scan (10 Hz) is in the ring by then */
+  /* wait for the first scan (10 Hz) to be in the ring, however busy the
+   * machine */
+  for (int64_t end = pa_test_now_ms() + 10000; pa_test_now_ms() < end;) {
+    j = expect_json_ok(fd, "{\"type\":\"command\",\"action\":\"get_state\"}",
+                       "state");
+    json_t *sc = json_object_get(
+        json_object_get(json_object_get(j, "data"), "sensors"), "scan");
+    bool have = json_array_size(json_object_get(sc, "ranges")) == 360;
+    json_decref(j);
+    if (have)
+      break;
+    usleep(10000);
+  }
   /* request_id echo, string and number */
   j = expect_json_ok(fd, "{\"type\": \"command\", \"protocol_version\": 2, "
                          "\"request_id\": \"run-001\", \"action\": "

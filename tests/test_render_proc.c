@@ -347,7 +347,7 @@ static void test_e2e_sim(void **state) {
   pa_cmd c;
   memset(&c, 0, sizeof c);
   c.client_id = 1, c.request_id = 1, c.op = PA_OP_TELEPORT, c.robot = 0;
-  c.a[0] = -1.0, c.a[1] = 0.0, c.a[2] = 0.5;
+  c.pose.x = -1.0, c.pose.y = 0.0, c.pose.theta = 0.5;
   assert_int_equal(pa_queue_push(w.st.cmd, &c), 0);
   double want[3] = {-1.0, 0.0, 0.5};
   f = wait_frame(&w, 0, pose_is, want, 20000);

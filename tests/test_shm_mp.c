@@ -521,7 +521,7 @@ static int sim_main(void *p) {
   t->tick = 42;
   t->robot_count = 1;
   pa_robot_state *rs = (pa_robot_state *)(t + 1);
-  rs->x = c.a[0];
+  rs->x = c.pose.x;
   if (pa_ring_write(s.state, rec, sizeof rec) != 1)
     return 6;
   pa_stack_detach(&s);
@@ -540,7 +540,7 @@ static void test_mp_stack_round_trip(void **st) {
   assert_true(k >= 0);
   pid_t pid = spawn(sim_main, inst);
   pa_cmd c = {.client_id = 5, .request_id = 1234, .op = PA_OP_TELEPORT};
-  c.a[0] = 2.5;
+  c.pose.x = 2.5;
   assert_int_equal(pa_queue_push(s.cmd, &c), 0);
   assert_int_equal(pa_queue_wait(s.reply, 20000000000LL), 0);
   pa_reply rep;

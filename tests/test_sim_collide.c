@@ -250,24 +250,24 @@ static void test_teleport_and_spawn_blocked(void **st) {
   memset(&c, 0, sizeof c);
   c.op = PA_OP_SPAWN_ROBOT;
   snprintf(c.name, sizeof c.name, "second");
-  c.a[0] = x + 0.2;
-  c.a[1] = s.rs[0].y;
+  c.spawn_robot.x = x + 0.2;
+  c.spawn_robot.y = s.rs[0].y;
   pa_reply rep;
   assert_int_equal(pa_sim_apply(&m, &s, &c, &rep), PA_ERR_BLOCKED_POSE);
   assert_string_equal(pa_status_code(rep.status), "blocked_pose");
-  c.a[0] = x + 1.0;
+  c.spawn_robot.x = x + 1.0;
   /* the radius range of world files and set_property: (0, 5], 0 = default */
   double bad_radius[] = {-0.1, 5.01, NAN};
   for (size_t i = 0; i < sizeof bad_radius / sizeof bad_radius[0]; i++) {
-    c.a[3] = bad_radius[i];
+    c.spawn_robot.radius = bad_radius[i];
     assert_int_equal(pa_sim_apply(&m, &s, &c, &rep),
                      PA_ERR_INVALID_ACTION_SHAPE);
     assert_non_null(strstr(rep.msg, "(0, 5] m"));
     assert_int_equal(s.robot_count, 1);
   }
-  c.a[3] = 0;
+  c.spawn_robot.radius = 0;
   assert_int_equal(pa_sim_apply(&m, &s, &c, &rep), PA_OK);
-  assert_int_equal(rep.u, 1);
+  assert_int_equal(rep.pose.robot, 1);
   assert_int_equal(s.robot_count, 2);
   assert_int_equal(pa_sim_find_robot(&s, "second"), 1);
   assert_int_equal(pa_sim_apply(&m, &s, &c, &rep), PA_ERR_SPAWN_FAILED);
@@ -277,24 +277,24 @@ static void test_teleport_and_spawn_blocked(void **st) {
   /* obstacles: spawn over a robot refused, elsewhere fine, remove by name */
   memset(&c, 0, sizeof c);
   c.op = PA_OP_SPAWN_OBSTACLE;
-  c.u = PA_SHAPE_CIRCLE;
+  c.spawn_obstacle.shape = PA_SHAPE_CIRCLE;
   snprintf(c.name, sizeof c.name, "post");
-  c.a[0] = x;
-  c.a[1] = s.rs[0].y;
-  c.a[3] = 0.1;
+  c.spawn_obstacle.x = x;
+  c.spawn_obstacle.y = s.rs[0].y;
+  c.spawn_obstacle.radius = 0.1;
   assert_int_equal(pa_sim_apply(&m, &s, &c, &rep), PA_ERR_BLOCKED_POSE);
-  c.a[0] = 2.5;
-  c.a[1] = 3.5;
+  c.spawn_obstacle.x = 2.5;
+  c.spawn_obstacle.y = 3.5;
   /* height: [0, 100] (0 = default), as world files and set_property */
   double bad_height[] = {-1, 100.5};
   for (size_t i = 0; i < sizeof bad_height / sizeof bad_height[0]; i++) {
-    c.a[5] = bad_height[i];
+    c.spawn_obstacle.height = bad_height[i];
     assert_int_equal(pa_sim_apply(&m, &s, &c, &rep),
                      PA_ERR_INVALID_ACTION_SHAPE);
     assert_non_null(strstr(rep.msg, "height"));
     assert_int_equal(s.obstacle_count, 2);
   }
-  c.a[5] = 0;
+  c.spawn_obstacle.height = 0;
   assert_int_equal(pa_sim_apply(&m, &s, &c, &rep), PA_OK);
   assert_int_equal(s.obstacle_count, 3);
   assert_true(s.obs[2].height == 0.5f);
@@ -335,8 +335,8 @@ static void test_set_grid(void **st) {
   memset(&c, 0, sizeof c);
   c.op = PA_OP_SPAWN_ROBOT;
   snprintf(c.name, sizeof c.name, "second");
-  c.a[0] = 4.5;
-  c.a[1] = 1.5;
+  c.spawn_robot.x = 4.5;
+  c.spawn_robot.y = 1.5;
   pa_reply rep;
   assert_int_equal(pa_sim_apply(&m, &s, &c, &rep), PA_OK);
   assert_int_equal(ts_cmd(&m, &s, PA_OP_SET_CMD, 1, 0.3, 0, 0, 0), PA_OK);

@@ -146,9 +146,9 @@ static void test_omni_frames(void **st) {
   pa_cmd c;
   memset(&c, 0, sizeof c);
   c.op = PA_OP_SET_CMD;
-  c.u = PA_FRAME_WORLD;
-  c.a[1] = 0.5;
-  c.a[2] = 1.0;
+  c.drive.frame = PA_FRAME_WORLD;
+  c.drive.vy = 0.5;
+  c.drive.w = 1.0;
   pa_reply r;
   assert_int_equal(pa_sim_apply(&m, &s, &c, &r), PA_OK);
   for (int i = 0; i < 600; i++)

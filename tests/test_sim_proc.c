@@ -105,11 +105,15 @@ static uint64_t push(sim *s, uint32_t op, uint32_t u, uint32_t flags,
   c.client_id = 77;
   c.request_id = ++s->next_req;
   c.op = op;
-  c.u = u;
   c.flags = flags;
-  c.a[0] = a0;
-  c.a[1] = a1;
-  c.a[2] = a2;
+  if (op == PA_OP_STEP) { /* u = ticks; a = v, vy, w of its drive */
+    c.step.ticks = u;
+    c.step.drive = (pa_cmd_drive){.v = a0, .vy = a1, .w = a2};
+  } else if (op == PA_OP_TELEPORT) {
+    c.pose = (pa_cmd_pose){a0, a1, a2};
+  } else if (op == PA_OP_SPEED) {
+    c.speed.factor = a0;
+  }
   assert_int_equal(pa_queue_push(s->st.cmd, &c), 0);
   return c.request_id;
 }
@@ -182,7 +186,7 @@ static void test_modes_through_queue(void **st) {
   assert_int_equal(t1.tick, t0.tick + 250);
   double moved = hypot(r1.x - r0.x, r1.y - r0.y);
   assert_true(moved > 0.2);
-  assert_true(r.a[0] == r1.x && r.a[1] == r1.y);
+  assert_true(r.pose.x == r1.x && r.pose.y == r1.y);
   /* lockstep: a paused sim does not wait a control period between STEPs
    * (1000 steps at 200 Hz would take 5 s; generous bound for loaded CI) */
   int64_t t_start = pa_test_now_ms();
@@ -197,13 +201,13 @@ static void test_modes_through_queue(void **st) {
   memset(&c, 0, sizeof c);
   c.request_id = ++s.next_req;
   c.op = PA_OP_SET_CMD;
-  c.a[1] = 0.3;
+  c.drive.vy = 0.3;
   assert_int_equal(pa_queue_push(s.st.cmd, &c), 0);
   r = wait_reply(&s, c.request_id, 20000);
   assert_string_equal(pa_status_code(r.status), "unsupported_control_scheme");
   c.request_id = ++s.next_req;
   c.robot = 9;
-  c.a[1] = 0;
+  c.drive.vy = 0;
   assert_int_equal(pa_queue_push(s.st.cmd, &c), 0);
   r = wait_reply(&s, c.request_id, 20000);
   assert_string_equal(pa_status_code(r.status), "unknown_robot");
@@ -343,7 +347,7 @@ static void test_snapshot_damaged(void **st) {
   setup(&s, "snap", "--paused");
   pa_reply r = call_named(&s, PA_OP_SAVE_SNAPSHOT, "a");
   assert_int_equal(r.status, PA_OK);
-  assert_int_equal(r.u, 1);
+  assert_int_equal(r.snapshot.robots, 1);
   assert_int_equal(call(&s, PA_OP_TELEPORT, 0, 0, 0.5, 0.25, 1.0).status,
                    PA_OK);
   char path[256];
@@ -516,10 +520,10 @@ static void test_overlapped_scans(void **st) {
     memset(&o, 0, sizeof o);
     o.request_id = ++s.next_req;
     o.op = PA_OP_SPAWN_OBSTACLE;
-    o.u = PA_SHAPE_CIRCLE;
-    o.a[0] = r0.x + 0.8;
-    o.a[1] = r0.y;
-    o.a[3] = 0.15;
+    o.spawn_obstacle.shape = PA_SHAPE_CIRCLE;
+    o.spawn_obstacle.x = r0.x + 0.8;
+    o.spawn_obstacle.y = r0.y;
+    o.spawn_obstacle.radius = 0.15;
     snprintf(o.name, sizeof o.name, "post");
     assert_int_equal(pa_queue_push(s.st.cmd, &o), 0);
     assert_int_equal(wait_reply(&s, o.request_id, 20000).status, PA_OK);
@@ -540,7 +544,7 @@ static void test_overlapped_scans(void **st) {
     n[k] = read_scans(&s, &c, &got[k], n[k]);
     usleep(150000); /* the health block is refreshed every 100 ms */
     assert_int_equal(call(&s, PA_OP_SYNC, 0, 0, 0, 0, 0).status, PA_OK);
-    late[k] = s.st.ctl->health[PA_PROC_SIM].counters[4];
+    late[k] = s.st.ctl->health[PA_PROC_SIM].counters[PA_SIM_CTR_LATE_SCANS];
     teardown(&s);
   }
   assert_true(late[0] > 0);
@@ -705,7 +709,7 @@ static void test_run_time_loads(void **st) {
          (unsigned long long)(t1 - t0));
   if (r.status != PA_OK)
     fail_msg("big map: %s", r.msg);
-  assert_true(r.a[0] == 4096 && r.a[1] == 4096);
+  assert_true(r.map.width == 4096 && r.map.height == 4096);
   assert_true(s.st.ctl->map_gen > gen0);
   /* 200 Hz: a load of ms milliseconds on the tick would leave none. */
   assert_true(t1 - t0 >= 20);
@@ -723,12 +727,18 @@ static void test_map_survives_restart(void **st) {
   memset(&c, 0, sizeof c);
   c.request_id = ++s.next_req;
   c.op = PA_OP_GENERATE_MAP;
-  double p[7] = {12, 8, 0.05, 5, 2, 1, 1};
-  memcpy(c.a, p, sizeof p);
+  c.gen_map = (pa_cmd_gen_map){.width = 12,
+                               .height = 8,
+                               .resolution = 0.05,
+                               .seed = 5,
+                               .rooms_x = 2,
+                               .rooms_y = 1,
+                               .clutter = 1};
   assert_int_equal(pa_queue_push(s.st.cmd, &c), 0);
   pa_reply r = wait_reply(&s, c.request_id, 20000);
   assert_int_equal(r.status, PA_OK);
-  assert_true(r.a[0] == 240 && r.a[1] == 160 && r.a[2] == 0.05);
+  assert_true(r.map.width == 240 && r.map.height == 160 &&
+              r.map.resolution == 0.05);
   assert_int_equal(call(&s, PA_OP_STEP, 100, PA_CMDF_DRIVE, 0.3, 0, 0.2).status,
                    PA_OK);
   pa_robot_state before;
@@ -804,12 +814,13 @@ static void test_export_dataset(void **st) {
   memset(&c, 0, sizeof c);
   c.request_id = ++s.next_req;
   c.op = PA_OP_EXPORT_DATASET;
-  c.u = 45;
+  c.dataset.ticks = 45;
   snprintf(c.name, sizeof c.name, "run1");
   assert_int_equal(pa_queue_push(s.st.cmd, &c), 0);
   pa_reply r = wait_reply(&s, c.request_id, 20000);
   assert_int_equal(r.status, PA_OK);
-  assert_true(r.a[0] == (double)(t0.tick + 1) && r.a[1] == (double)(t0.tick + 45));
+  assert_true(r.dataset.first_tick == t0.tick + 1 &&
+              r.dataset.last_tick == t0.tick + 45);
   /* a second one while recording: busy; a bad name: refused */
   c.request_id = ++s.next_req;
   snprintf(c.name, sizeof c.name, "run2");

@@ -193,9 +193,13 @@ static pa_status spawn_obs(const pa_sim_model *m, pa_sim_state *s,
   pa_reply r;
   memset(&c, 0, sizeof c);
   c.op = PA_OP_SPAWN_OBSTACLE;
-  c.u = shape;
+  c.spawn_obstacle.shape = shape;
   snprintf(c.name, sizeof c.name, "%s", name);
-  c.a[0] = x, c.a[1] = y, c.a[2] = th, c.a[3] = a, c.a[4] = b;
+  c.spawn_obstacle.x = x, c.spawn_obstacle.y = y, c.spawn_obstacle.theta = th;
+  if (shape == PA_SHAPE_BOX)
+    c.spawn_obstacle.size_x = a, c.spawn_obstacle.size_y = b;
+  else
+    c.spawn_obstacle.radius = a;
   pa_status st = pa_sim_apply(m, s, &c, &r);
   if (st == PA_ERR_BLOCKED_POSE)
     assert_non_null(strstr(r.msg, "inside a wall"));
@@ -240,11 +244,77 @@ static void test_obstacle_in_wall(void **st) {
   memset(&c, 0, sizeof c);
   c.op = PA_OP_SET_PROPERTY;
   c.robot = UINT32_MAX;
-  c.u = PA_PROP_RADIUS;
+  c.prop.prop = PA_PROP_RADIUS;
   snprintf(c.name, sizeof c.name, "ok");
-  c.a[0] = 2.8;
+  c.prop.v[0] = 2.8;
   assert_int_equal(pa_sim_apply(&m, &s, &c, &rr), PA_ERR_BLOCKED_POSE);
   assert_non_null(strstr(rr.msg, "into a wall"));
+  ts_free(&m, &s);
+}
+
+/* The op table has a row for every op; the loop's lists come from it. */
+static void test_op_table(void **st) {
+  (void)st;
+  assert_null(pa_sim_op(PA_OP_NONE));
+  assert_null(pa_sim_op(PA_OP_COUNT));
+  for (uint32_t op = 1; op < PA_OP_COUNT; op++) {
+    const pa_sim_op_def *d = pa_sim_op(op);
+    assert_non_null(d);
+    assert_non_null(d->name);
+    if (!(d->flags & PA_SIM_OPF_LOADER))
+      assert_non_null(d->apply);
+  }
+  assert_true(pa_sim_op_flags(PA_OP_STEP) & PA_SIM_OPF_TICKS);
+  assert_true(pa_sim_op_flags(PA_OP_SET_MAP) & PA_SIM_OPF_LOADER);
+  assert_true(pa_sim_op_flags(PA_OP_TELEPORT) & PA_SIM_OPF_PUBLISH);
+  assert_false(pa_sim_op_flags(PA_OP_SYNC) & PA_SIM_OPF_PUBLISH);
+  assert_string_equal(pa_sim_op(PA_OP_GENERATE_MAP)->name, "generate_map");
+}
+
+/* set_property in the sim takes the schema's range (pa_props.h): a robot's
+ * height is (0, 10] as world files say, an obstacle's (0, 100]; a loader op
+ * given to pa_sim_apply is refused by name; nothing changes on an error. */
+static void test_property_schema_ranges(void **st) {
+  (void)st;
+  pa_grid g;
+  char err[256];
+  assert_int_equal(pa_map_load_default(&g, err, sizeof err), 0);
+  pa_robot_def rd[1] = {ts_robot("robot0", 0, 0, 0)};
+  pa_sim_def d = pa_sim_def_default();
+  pa_sim_model m;
+  pa_sim_state s;
+  ts_make(&m, &s, &d, &g, rd, 1, NULL, 0);
+  pa_grid_free(&g);
+  float h0 = s.info[0].height;
+  pa_cmd c;
+  pa_reply r;
+  memset(&c, 0, sizeof c);
+  c.op = PA_OP_SET_PROPERTY;
+  c.prop.prop = PA_PROP_HEIGHT;
+  c.prop.v[0] = 50;
+  assert_int_equal(pa_sim_apply(&m, &s, &c, &r), PA_ERR_INVALID_ACTION_SHAPE);
+  assert_non_null(strstr(r.msg, "height 50 is out of range (0, 10] m"));
+  assert_true(s.info[0].height == h0);
+  c.prop.v[0] = 1.5;
+  assert_int_equal(pa_sim_apply(&m, &s, &c, &r), PA_OK);
+  assert_true(fabs(s.info[0].height - 1.5) < 1e-6);
+  c.prop.prop = PA_PROP_SIZE; /* boxes only */
+  assert_int_equal(pa_sim_apply(&m, &s, &c, &r), PA_ERR_INVALID_MESSAGE);
+  assert_non_null(strstr(r.msg, "does not apply to robots"));
+  assert_int_equal(
+      spawn_obs(&m, &s, "c", PA_SHAPE_CIRCLE, 2.5, -2.5, 0, 0.2, 0), PA_OK);
+  c.robot = UINT32_MAX;
+  snprintf(c.name, sizeof c.name, "c");
+  c.prop.prop = PA_PROP_HEIGHT;
+  c.prop.v[0] = 50;
+  assert_int_equal(pa_sim_apply(&m, &s, &c, &r), PA_OK);
+  c.prop.v[0] = 101;
+  assert_int_equal(pa_sim_apply(&m, &s, &c, &r), PA_ERR_INVALID_ACTION_SHAPE);
+  assert_non_null(strstr(r.msg, "(0, 100] m"));
+  memset(&c, 0, sizeof c);
+  c.op = PA_OP_SET_MAP;
+  assert_int_equal(pa_sim_apply(&m, &s, &c, &r), PA_ERR_UNKNOWN_ACTION);
+  assert_non_null(strstr(r.msg, "set_map"));
   ts_free(&m, &s);
 }
 
@@ -327,6 +397,8 @@ int main(void) {
       cmocka_unit_test(test_snapshot_bad_records),
       cmocka_unit_test(test_reset_scan_phase),
       cmocka_unit_test(test_obstacle_in_wall),
+      cmocka_unit_test(test_op_table),
+      cmocka_unit_test(test_property_schema_ranges),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -99,10 +99,16 @@ pa_status ts_cmd(const pa_sim_model *m, pa_sim_state *s, uint32_t op,
   memset(&c, 0, sizeof c);
   c.op = op;
   c.robot = robot;
-  c.a[0] = a0;
-  c.a[1] = a1;
-  c.a[2] = a2;
-  c.a[3] = a3;
+  if (op == PA_OP_SET_CMD) {
+    c.drive.v = a0;
+    c.drive.vy = a1;
+    c.drive.w = a2;
+    c.drive.head_rate = a3;
+  } else if (op == PA_OP_TELEPORT) {
+    c.pose.x = a0;
+    c.pose.y = a1;
+    c.pose.theta = a2;
+  }
   pa_reply r;
   return pa_sim_apply(m, s, &c, &r);
 }

@@ -196,9 +196,9 @@ static int fake_sim(void) {
     r.op = c.op;
     r.tick = 101;
     r.sim_time = 0.505;
-    r.u = c.robot < 2 ? c.robot : 0;
-    for (int i = 0; i < 8; i++)
-      r.a[i] = c.a[i];
+    /* the command's numbers back as its results; the robot a real one */
+    memcpy(r.res_raw, c.args_raw, sizeof c.args_raw);
+    r.pose.robot = c.robot < 2 ? c.robot : 0;
     if (++replies % 4 == 0) {
       r.status = PA_ERR_BLOCKED_POSE;
       snprintf(r.msg, sizeof r.msg, "fuzz: refused");

@@ -245,6 +245,12 @@ const pa_scan *pa_gw_scan(pa_netgw *g, uint32_t robot);
 /* Pushes cmd for this client and makes it wait: 0, or -1 when the queue is
  * full (the caller answers busy with g->busy_msg). */
 int pa_gw_push_wait(pa_client *c, pa_cmd *cmd);
+/* The error a client gets for the sim's answer r to its request (NULL:
+ * none within the request timeout): true with its status (an unknown one:
+ * invalid_message) and text in msg; false when r is a success. The text and
+ * JSON protocols both answer with it. */
+bool pa_gw_reply_error(const pa_netgw *g, const pa_reply *r, pa_status *st,
+                       char *msg, size_t msg_sz);
 /* Pushes a command nobody waits for: 0, or -1 when the queue is full or
  * pa-sim stalled (busy with g->busy_msg). */
 int pa_gw_push_nowait(pa_client *c, pa_cmd *cmd);

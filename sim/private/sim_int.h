@@ -55,6 +55,28 @@ uint32_t pa_sim_int_hash_key(const pa_sim_hash *h, int64_t cx, int64_t cy);
 void pa_sim_int_robot_place(const pa_sim_model *m, pa_sim_state *s,
                             uint32_t id, double x, double y, double theta);
 
+/* A world to put into a state (pa_sim_int_world_install). */
+typedef struct pa_sim_world_src {
+  const pa_robot_info *robots; /* [robot_count]; inactive: slot cleared */
+  uint32_t robot_count;
+  const pa_robot_state *states; /* [state_count] or NULL: states[i] is taken
+                                 * when active, of robots[i]'s generation
+                                 * and sane; else the robot starts at rest
+                                 * at its start pose */
+  uint32_t state_count;
+  const pa_obstacle_info *obstacles; /* [obstacle_count] */
+  uint32_t obstacle_count;
+  bool new_gens; /* a slot that held another body since gets a generation
+                  * above the one it had (reset) */
+} pa_sim_world_src;
+/* The one way a whole world is put into s (reset, snapshot load, resume
+ * after a restart): robots and obstacles replace every slot (the rest are
+ * cleared), names terminated, counts recounted, the world republished.
+ * Tick, sim time and each slot's scan_seq continue (a taken state's
+ * scan_seq never goes back). Records must have been checked. */
+void pa_sim_int_world_install(const pa_sim_model *m, pa_sim_state *s,
+                              const pa_sim_world_src *w);
+
 /* pa_sim_step with its start time given (t0 [ns], CLOCK_MONOTONIC);
  * returns its end time (the loop reuses both: fewer clock reads). timed =
  * false leaves phase_ns alone and reads the clock once. */
@@ -225,6 +247,26 @@ void pa_sim_int_rec_tick(pa_sim_state *s);
 void pa_sim_int_rec_scan(pa_sim_rec *rec, const pa_scan *h,
                          const float *ranges);
 bool pa_sim_int_rec_due(const pa_sim_state *s);
+
+/* The ops (sim_cmd.c): one row per PA_OP_*, the one list of what each op
+ * does and how the run loop treats it. */
+enum {
+  PA_SIM_OPF_ROBOT = 1u << 0,   /* needs an active robot (cmd.robot) */
+  PA_SIM_OPF_PUBLISH = 1u << 1, /* changes the state: publish a tick at once */
+  PA_SIM_OPF_LOADER = 1u << 2,  /* loaded off the loop by pa_sim_run's loader
+                                 * thread (apply: the check before it starts) */
+  PA_SIM_OPF_TICKS = 1u << 3,   /* answered after its ticks (STEP) */
+};
+typedef pa_status (*pa_sim_op_fn)(const pa_sim_model *m, pa_sim_state *s,
+                                  const pa_cmd *c, pa_reply *r);
+typedef struct pa_sim_op_def {
+  const char *name;   /* "set_cmd", as the log says it */
+  pa_sim_op_fn apply; /* NULL: nothing to check (loader ops only) */
+  unsigned flags;     /* PA_SIM_OPF_* */
+} pa_sim_op_def;
+/* The row of op, or NULL for PA_OP_NONE and unknown ops. */
+const pa_sim_op_def *pa_sim_op(uint32_t op);
+unsigned pa_sim_op_flags(uint32_t op); /* 0 for unknown ops */
 
 /* Monotonic clock [ns]: the project's one (pa_now_ns, CLOCK_MONOTONIC). */
 static inline int64_t pa_sim_int_now(void) { return pa_now_ns(); }

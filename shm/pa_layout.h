@@ -1,0 +1,524 @@
+/*
+ * pa_layout.h - the instance layout of playarea: what travels through the
+ * shared segments and what it means.
+ *
+ * The records (pa_tick, pa_scan, pa_frame, pa_cmd, pa_reply), the control
+ * block (pa_ctl, pa_health, robot/obstacle info, camera demand, navigation
+ * overlays, the map block) and the protocol enums (pa_op, pa_status,
+ * pa_prop, ...), with the few checks every side of a record must agree on
+ * (pa_cmd_drive_error). No pointers, no functions of the primitives.
+ * pa_shm.h includes it, so code includes pa_shm.h alone; it stands by itself
+ * (only system headers) so it never includes pa_shm.h back.
+ */
+#ifndef PA_LAYOUT_H
+#define PA_LAYOUT_H
+
+#include <semaphore.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Bumped whenever a shared struct changes; an attacher of another version
+ * is refused by name ("layout version is 1, expected 2"). 2: typed
+ * pa_cmd / pa_reply arguments. */
+#define PA_SHM_LAYOUT_VERSION 2u
+#define PA_SHM_INSTANCE_MAX 48 /* [A-Za-z0-9_-], 1..47 chars */
+
+enum pa_seg_kind {
+  PA_SEG_CTL = 1,    /* pa_ctl + world snapshot + queues + health */
+  PA_SEG_STATE = 2,  /* ring of pa_tick records (all robots, every tick) */
+  PA_SEG_SCAN = 3,   /* ring of pa_scan records (one robot's scan) */
+  PA_SEG_CAMERA = 4, /* ring of pa_frame records (one robot's image) */
+  PA_SEG_MAP = 5,    /* pa_map_block + cells; created by pa-sim */
+  PA_SEG_TEST = 99,  /* free for tests */
+};
+
+enum pa_proc {
+  PA_PROC_LAUNCH = 0,
+  PA_PROC_SIM = 1,
+  PA_PROC_RENDER = 2,
+  PA_PROC_NETGW = 3,
+  PA_PROC_COUNT = 4,
+};
+
+/* Exit code meaning "configuration error, do not restart me". */
+#define PA_EXIT_CONFIG 78 /* EX_CONFIG from sysexits.h */
+
+enum pa_drive { PA_DRIVE_DIFF = 0, PA_DRIVE_OMNI = 1 };
+enum pa_shape { PA_SHAPE_BOX = 0, PA_SHAPE_CIRCLE = 1 };
+
+/* Status of a command, mapped 1:1 to PROTOCOL.md section 4 error codes by
+ * pa_status_code(). */
+typedef enum pa_status {
+  PA_OK = 0,
+  PA_ERR_UNKNOWN_TYPE,
+  PA_ERR_UNKNOWN_ACTION,
+  PA_ERR_INVALID_MESSAGE,
+  PA_ERR_INVALID_ACTION_SHAPE,
+  PA_ERR_UNKNOWN_ROBOT,
+  PA_ERR_UNKNOWN_OBJECT,
+  PA_ERR_UNSUPPORTED_CONTROL_SCHEME,
+  PA_ERR_SPAWN_FAILED,
+  PA_ERR_BLOCKED_POSE,
+  PA_ERR_BATCH_LIMIT,
+  PA_ERR_TOO_LONG,
+  PA_ERR_BUSY,
+  PA_ERR_NOT_AUTHORIZED,
+  PA_STATUS_COUNT
+} pa_status;
+const char *pa_status_code(pa_status st); /* "unknown_robot", ... */
+
+/* Sizes of an instance, fixed when the launcher creates it. */
+typedef struct pa_stack_def {
+  char instance[PA_SHM_INSTANCE_MAX];
+  uint32_t max_robots;     /* 256 */
+  uint32_t max_obstacles;  /* 1024 */
+  uint32_t max_beams;      /* 4096 */
+  uint32_t max_cam_width;  /* 1920 [px] */
+  uint32_t max_cam_height; /* 1080 [px] */
+  uint32_t state_slots;    /* 64 ticks */
+  uint32_t scan_slots;     /* 0 = max(64, 2 * max_robots) */
+  uint32_t camera_slots;   /* 8 frames */
+  uint32_t cmd_capacity;   /* 1024 commands; replies get the same */
+  uint32_t max_readers;    /* 8 blocking readers per ring */
+} pa_stack_def;
+
+/* pa_health.counters[] of each process, by index (monitoring, cumulative
+ * since the process started unless said otherwise). */
+#define PA_HEALTH_COUNTERS 6
+enum pa_sim_ctr {
+  PA_SIM_CTR_SCANS = 0,      /* scans published */
+  PA_SIM_CTR_CMDS = 1,       /* commands applied */
+  PA_SIM_CTR_BUMPS = 2,      /* robot-ticks limited by a collision */
+  PA_SIM_CTR_TICK = 3,       /* current tick */
+  PA_SIM_CTR_LATE_SCANS = 4, /* scans overlapped with the next ticks */
+};
+enum pa_netgw_ctr {
+  PA_NETGW_CTR_STEPS = 0,       /* step commands sent */
+  PA_NETGW_CTR_BUSY = 1,        /* commands refused or lost: queue full */
+  PA_NETGW_CTR_LATE = 2,        /* replies nobody waited for any more */
+  PA_NETGW_CTR_ODOM_FRAMES = 3, /* odometry datagrams sent */
+  PA_NETGW_CTR_SCAN_FRAMES = 4, /* laser scan frames sent */
+  PA_NETGW_CTR_CAM_FRAMES = 5,  /* camera frames sent */
+};
+/* pa-render and the launcher use no counters. */
+
+/* Health and timings of one process; written by that process only (except
+ * restarts/last_exit/hang_ms, written by the launcher). Monitoring data:
+ * readers may see a field a tick old. */
+typedef struct pa_health {
+  int32_t pid;           /* 0 = not running */
+  uint32_t ready;        /* 1 once serving */
+  int64_t start_ns;      /* pa_now_ns() at start */
+  int64_t heartbeat_ns;  /* pa_now_ns() at the last loop iteration; advances
+                          * at least every 250 ms while the loop runs, idle
+                          * or not (the launcher's watchdog reads it); set
+                          * ahead before a step known to block (a map load) */
+  uint32_t restarts;     /* launcher: times restarted */
+  int32_t last_exit;     /* launcher: exit code, or -signal */
+  uint64_t loops;        /* loop iterations (ticks, frames, events) */
+  uint64_t overruns;     /* missed deadlines */
+  int64_t period_p50_ns; /* loop period statistics over the last window */
+  int64_t period_p99_ns;
+  int64_t period_max_ns;
+  double phase_ms[4];   /* per-phase cost [ms], meaning per process */
+  uint64_t frames_sent; /* netgw: datagrams; render: frames */
+  uint64_t bytes_sent;
+  uint64_t frames_dropped; /* frames not sent/rendered (overload) */
+  uint32_t clients;        /* netgw: connected TCP clients */
+  uint32_t hang_ms;        /* launcher: watchdog limit on the heartbeat's age
+                            * [ms], 0 = not watched (was reserved: same layout) */
+  uint64_t counters[PA_HEALTH_COUNTERS]; /* per process: PA_*_CTR_* */
+} pa_health;
+
+/* World snapshot: static properties of a robot (written by pa-sim). */
+typedef struct pa_robot_info {
+  char name[32];
+  uint32_t active;            /* 0 = free slot */
+  uint32_t gen;               /* bumped on spawn into this slot */
+  uint32_t drive;             /* enum pa_drive */
+  float radius;               /* footprint [m] */
+  float height;               /* body height [m] */
+  float head_height;          /* camera height above floor [m] */
+  uint8_t colour[4];          /* RGBA */
+  float max_v, max_vy, max_w; /* [m/s, m/s, rad/s] */
+  float acc_v, dec_v;         /* linear speed-up / brake [m/s^2] */
+  float acc_w, dec_w;         /* angular [rad/s^2] */
+  float head_limit;           /* |head| <= head_limit [rad] */
+  float max_head_rate;        /* [rad/s] */
+  uint32_t laser_beams;
+  float laser_range_min, laser_range_max; /* [m] */
+  float laser_noise;                      /* Gaussian sigma [m] */
+  uint16_t cam_width, cam_height;         /* [px] */
+  float cam_fov;                          /* horizontal [rad] */
+  double start_x, start_y, start_theta;   /* reset pose */
+  float wheel_base; /* differential: wheel separation [m] */
+  uint32_t reserved;
+} pa_robot_info;
+
+/* World snapshot: a static obstacle (written by pa-sim). */
+typedef struct pa_obstacle_info {
+  char name[32];
+  uint32_t active, gen;
+  uint32_t shape;        /* enum pa_shape */
+  float height;          /* [m] */
+  double x, y, theta;    /* centre pose [m, m, rad] */
+  double size_x, size_y; /* box full extents [m] */
+  double radius;         /* circle [m] */
+  uint8_t colour[4];
+  uint32_t reserved;
+} pa_obstacle_info;
+
+/* Camera demand and sequence per robot. subscribers is written by netgw
+ * (and zeroed by a restarted netgw); seq by render. */
+typedef struct pa_cam_demand {
+  uint32_t subscribers; /* atomic */
+  uint32_t seq;         /* last camera frame seq rendered for this robot */
+} pa_cam_demand;
+
+/* The control block, right after the ctl segment's header. Array offsets are
+ * from the segment base. */
+typedef struct pa_ctl {
+  pa_stack_def def;
+  /* rates the stack was started with (written by launcher or pa-sim) */
+  double control_hz, scan_hz, feedback_hz, camera_hz;
+  pa_health health[PA_PROC_COUNT];
+  uint32_t tcp_port; /* netgw: bound port, 0 until listening */
+  uint32_t tcp_port_requested;
+  /* World snapshot seqlock: odd while pa-sim rewrites robots/obstacles. */
+  uint64_t world_seq;
+  uint32_t world_gen;      /* bumped on every world change */
+  uint32_t map_gen;        /* bumped when the map segment is replaced */
+  uint32_t robot_count;    /* highest active robot index + 1 */
+  uint32_t obstacle_count; /* highest active obstacle index + 1 */
+  uint64_t seed;
+  /* Crash safety for the command being applied: pa-sim stores the queue
+   * position + 1 before applying and 0 after replying and popping. */
+  uint64_t cmd_inflight;
+  sem_t render_wake;      /* netgw posts when camera demand changes */
+  uint64_t off_robots;    /* pa_robot_info[max_robots] */
+  uint64_t off_obstacles; /* pa_obstacle_info[max_obstacles] */
+  uint64_t off_cam;       /* pa_cam_demand[max_robots] */
+  uint64_t off_cmd;       /* pa_queue of pa_cmd */
+  uint64_t off_reply;     /* pa_queue of pa_reply */
+  uint64_t off_nav;       /* pa_nav_block */
+} pa_ctl;
+
+/* Navigation overlays: a client's planned path and waypoints for a robot,
+ * drawn by the viewer (pa-netgw writes them, under the seqlock; readers
+ * copy and retry). */
+#define PA_NAV_OVERLAYS 64   /* robots with a drawing at once */
+#define PA_NAV_PATH_MAX 1024 /* points of a path */
+#define PA_NAV_WAYPOINTS_MAX 256
+typedef struct pa_nav_overlay {
+  uint32_t robot; /* robot index; UINT32_MAX = a free slot */
+  uint32_t path_n, wp_n;
+  uint32_t reserved;
+  float path[PA_NAV_PATH_MAX][2]; /* world x, y [m] */
+  float wp[PA_NAV_WAYPOINTS_MAX][2];
+} pa_nav_overlay;
+typedef struct pa_nav_block {
+  uint64_t seq; /* odd while being written */
+  uint32_t gen; /* bumped on every change */
+  uint32_t reserved;
+  pa_nav_overlay ov[PA_NAV_OVERLAYS];
+} pa_nav_block;
+
+/* Dynamic state of one robot at one tick: everything pa-sim needs to resume
+ * after a crash. */
+typedef struct pa_robot_state {
+  uint32_t id;                       /* robot index */
+  uint32_t gen;                      /* pa_robot_info.gen */
+  uint32_t flags;                    /* PA_RS_* */
+  uint32_t scan_seq;                 /* seq of the robot's last scan */
+  double x, y, theta;                /* ground truth [m, m, rad] */
+  double odom_x, odom_y, odom_theta; /* wheel-odometry estimate */
+  double v, vy, w;  /* achieved, robot frame [m/s, m/s, rad/s] */
+  double head;      /* pan angle relative to heading [rad] */
+  double head_rate; /* achieved [rad/s] */
+  double cmd_v, cmd_vy, cmd_w, cmd_head; /* held command */
+  uint32_t cmd_frame; /* PA_FRAME_ROBOT / PA_FRAME_WORLD (omni) */
+  uint32_t reserved;
+  uint64_t rng; /* noise generator state */
+} pa_robot_state;
+
+enum {
+  PA_RS_ACTIVE = 1u << 0,
+  PA_RS_BUMPED = 1u << 1, /* a collision limited the last tick's motion */
+};
+enum { PA_FRAME_ROBOT = 0, PA_FRAME_WORLD = 1 };
+
+/* State ring record: one tick, followed by robot_count pa_robot_state. */
+typedef struct pa_tick {
+  uint64_t tick;   /* ticks since the simulation started */
+  double sim_time; /* [s] */
+  int64_t wall_ns; /* pa_now_ns() when written */
+  uint32_t robot_count;
+  uint32_t flags; /* PA_TICK_* */
+  double speed;   /* time scale; 0 = as fast as possible */
+  uint32_t world_gen;
+  uint32_t scan_phase; /* pa-sim's scan_tick0 % ticks_per_scan (resume) */
+  /* pa_robot_state robots[robot_count]; */
+} pa_tick;
+enum { PA_TICK_PAUSED = 1u << 0 };
+
+/* Scan ring record: one robot's scan, followed by count floats [m]. */
+typedef struct pa_scan {
+  uint64_t tick;
+  double sim_time; /* [s] */
+  int64_t wall_ns;
+  uint32_t robot;
+  uint32_t seq;       /* per robot, +1 per scan, continues on restart */
+  double x, y, theta; /* sensor pose in the world */
+  float angle_min, angle_increment; /* [rad] */
+  float range_min, range_max;       /* [m] */
+  uint32_t count;
+  uint32_t reserved;
+  /* float ranges[count]; */
+} pa_scan;
+
+/* Camera ring record: one image, followed by size bytes RGB888, rows top to
+ * bottom. */
+typedef struct pa_frame {
+  uint64_t tick; /* tick of the pose it was rendered from */
+  double sim_time;
+  int64_t wall_ns;
+  uint32_t robot;
+  uint32_t seq;             /* per robot, +1 per image, continues on restart */
+  double x, y, theta, head; /* camera pose rendered from */
+  uint16_t width, height;   /* [px] */
+  uint32_t size;            /* width * height * 3 */
+  /* uint8_t rgb[size]; */
+} pa_frame;
+
+/* Commands (netgw -> pa-sim). Each op's arguments are the pa_cmd member
+ * named after it (drive, step, pose, ...); everything else is zero. Each
+ * op's results are the pa_reply member named after it. */
+enum pa_op {
+  PA_OP_NONE = 0,
+  PA_OP_SET_CMD,  /* robot; drive; replies pose */
+  PA_OP_STOP,     /* robot; replies pose */
+  PA_OP_TELEPORT, /* robot; pose; replies pose */
+  PA_OP_PAUSE,
+  PA_OP_RESUME,
+  PA_OP_STEP, /* step (ticks >= 1; with PA_CMDF_DRIVE its drive is applied
+                 to robot first, robot frame) */
+  PA_OP_RESET,
+  PA_OP_SPEED,           /* speed; replies speed */
+  PA_OP_SPAWN_ROBOT,     /* name; spawn_robot; replies pose */
+  PA_OP_REMOVE_ROBOT,    /* robot; replies obj */
+  PA_OP_SPAWN_OBSTACLE,  /* name; spawn_obstacle; replies obj */
+  PA_OP_REMOVE_OBSTACLE, /* name; replies obj */
+  PA_OP_SYNC,            /* no-op; replies with the current tick */
+  PA_OP_SET_PROPERTY,    /* robot, or the obstacle `name` when robot is
+                            UINT32_MAX; prop; replies prop (values applied) */
+  PA_OP_SAVE_SNAPSHOT,   /* name; replies snapshot */
+  PA_OP_LOAD_SNAPSHOT,   /* name; replies snapshot */
+  PA_OP_SET_MAP,         /* path = a map_server YAML, or "" = the built-in
+                            default map; replies map */
+  PA_OP_GENERATE_MAP,    /* gen_map; replies map */
+  PA_OP_SET_SCENARIO,    /* path = a world file, "" = the default world; the
+                            world replaces robots, obstacles and map; replies
+                            map */
+  PA_OP_EXPORT_DATASET,  /* name; dataset; replies dataset */
+  PA_OP_COUNT
+};
+#define PA_CMD_PATH_MAX 256 /* pa_cmd.path, with its NUL */
+
+/* Settable properties (PA_OP_SET_PROPERTY). Robots: all but SIZE;
+ * obstacles: HEIGHT, COLOUR, RADIUS (circles), SIZE (boxes). Each one's
+ * range (per kind) is its row of maps/pa_props.h. */
+enum pa_prop {
+  PA_PROP_NONE = 0,
+  PA_PROP_MAX_V,
+  PA_PROP_MAX_VY,
+  PA_PROP_MAX_W,
+  PA_PROP_ACC_V,
+  PA_PROP_DEC_V,
+  PA_PROP_ACC_W,
+  PA_PROP_DEC_W,
+  PA_PROP_HEAD_LIMIT,
+  PA_PROP_MAX_HEAD_RATE,
+  PA_PROP_LASER_BEAMS,     /* also at most the instance's max_beams */
+  PA_PROP_LASER_RANGE_MIN, /* also below laser_range_max */
+  PA_PROP_LASER_RANGE_MAX, /* also above laser_range_min */
+  PA_PROP_LASER_NOISE,
+  PA_PROP_RADIUS, /* no overlap with walls or bodies after the change */
+  PA_PROP_HEIGHT,
+  PA_PROP_HEAD_HEIGHT,
+  PA_PROP_COLOUR, /* v = r, g, b, alpha */
+  PA_PROP_SIZE,   /* boxes: v = size_x, size_y */
+  PA_PROP_WHEEL_BASE,
+  PA_PROP_COUNT
+};
+enum { PA_CMDF_DRIVE = 1u << 0, PA_CMDF_NO_REPLY = 1u << 1 };
+
+/* ---- per-op arguments (pa_cmd) */
+typedef struct pa_cmd_drive { /* SET_CMD; STEP with PA_CMDF_DRIVE */
+  double v, vy, w;            /* [m/s, m/s, rad/s] */
+  double head_rate;           /* [rad/s] */
+  uint32_t frame;             /* PA_FRAME_*; world: omni SET_CMD only */
+  uint32_t reserved;
+} pa_cmd_drive;
+typedef struct pa_cmd_step { /* STEP */
+  pa_cmd_drive drive;        /* with PA_CMDF_DRIVE (robot frame) */
+  uint32_t ticks;            /* 1..PA_CMD_STEPS_MAX */
+  uint32_t reserved;
+} pa_cmd_step;
+typedef struct pa_cmd_pose { /* TELEPORT */
+  double x, y, theta;        /* [m, m, rad] */
+} pa_cmd_pose;
+typedef struct pa_cmd_speed { /* SPEED */
+  double factor;              /* 0 = as fast as possible */
+} pa_cmd_speed;
+typedef struct pa_cmd_spawn_robot {
+  double x, y, theta; /* start pose */
+  double radius;      /* [m], 0 = the default */
+  uint32_t drive;     /* enum pa_drive */
+  uint32_t reserved;
+} pa_cmd_spawn_robot;
+typedef struct pa_cmd_spawn_obstacle {
+  double x, y, theta;    /* centre pose */
+  double size_x, size_y; /* boxes: full extents [m] */
+  double radius;         /* circles [m] */
+  double height;         /* [m], 0 = 0.5 m */
+  uint32_t shape;        /* enum pa_shape */
+  uint32_t reserved;
+} pa_cmd_spawn_obstacle;
+typedef struct pa_cmd_prop { /* SET_PROPERTY */
+  uint32_t prop;             /* enum pa_prop */
+  uint32_t reserved;
+  double v[4]; /* the value; colour: r, g, b, a; size: x, y */
+} pa_cmd_prop;
+typedef struct pa_cmd_gen_map { /* GENERATE_MAP (pa_map_generate) */
+  double width, height;         /* [m] */
+  double resolution;            /* [m/cell] */
+  double seed;                  /* whole, up to 2^53 */
+  double rooms_x, rooms_y;      /* rooms across, along */
+  double clutter;               /* boxes per room */
+} pa_cmd_gen_map;
+typedef struct pa_cmd_dataset { /* EXPORT_DATASET */
+  uint32_t ticks;               /* to record from the next one */
+} pa_cmd_dataset;
+
+#define PA_CMD_STEPS_MAX 1000000u /* ticks of one STEP */
+#define PA_CMD_SPEED_LIMIT 1e6    /* |velocity| of a drive, any unit */
+
+typedef struct pa_cmd {
+  uint64_t client_id;  /* netgw connection id */
+  uint64_t request_id; /* netgw-assigned, echoed in the reply */
+  uint32_t op;         /* enum pa_op */
+  uint32_t flags;      /* PA_CMDF_* */
+  uint32_t robot;      /* robot index */
+  uint32_t reserved;
+  union { /* the member of op (see enum pa_op) */
+    pa_cmd_drive drive;
+    pa_cmd_step step;
+    pa_cmd_pose pose;
+    pa_cmd_speed speed;
+    pa_cmd_spawn_robot spawn_robot;
+    pa_cmd_spawn_obstacle spawn_obstacle;
+    pa_cmd_prop prop;
+    pa_cmd_gen_map gen_map;
+    pa_cmd_dataset dataset;
+    uint8_t args_raw[64]; /* the size of the area: fixed */
+  };
+  char name[32];              /* op specific name */
+  char path[PA_CMD_PATH_MAX]; /* op specific file path */
+} pa_cmd;
+
+/* ---- per-op results (pa_reply) */
+typedef struct pa_reply_pose { /* robot ops: the robot after the command */
+  double x, y, theta;          /* [m, m, rad] */
+  double v, vy, w;             /* achieved [m/s, m/s, rad/s] */
+  double head;                 /* [rad] */
+  uint32_t robot;              /* index */
+  uint32_t reserved;
+} pa_reply_pose;
+typedef struct pa_reply_obj { /* REMOVE_*, SPAWN_OBSTACLE */
+  uint32_t id;                /* robot or obstacle index */
+} pa_reply_obj;
+typedef struct pa_reply_speed {
+  double factor; /* applied */
+} pa_reply_speed;
+typedef struct pa_reply_prop { /* SET_PROPERTY */
+  double v[4];                 /* the value(s) applied, as pa_cmd_prop */
+  uint32_t id;                 /* robot or obstacle index */
+} pa_reply_prop;
+typedef struct pa_reply_snapshot { /* SAVE_SNAPSHOT, LOAD_SNAPSHOT */
+  uint64_t tick;                   /* the saved world's */
+  double sim_time;                 /* [s] */
+  uint32_t robots, obstacles;
+} pa_reply_snapshot;
+typedef struct pa_reply_map { /* SET_MAP, GENERATE_MAP, SET_SCENARIO */
+  uint32_t width, height;     /* [cells] */
+  double resolution;          /* [m/cell] */
+  double origin_x, origin_y;  /* [m] */
+  uint32_t moved;             /* robots moved off walls */
+  uint32_t robots, obstacles; /* after the change */
+} pa_reply_map;
+typedef struct pa_reply_dataset { /* EXPORT_DATASET */
+  uint64_t first_tick, last_tick;
+} pa_reply_dataset;
+
+typedef struct pa_reply {
+  uint64_t client_id;
+  uint64_t request_id;
+  uint32_t op;
+  int32_t status;  /* pa_status */
+  uint64_t tick;   /* tick after the command took effect */
+  double sim_time; /* [s] */
+  union {          /* the member of op (see enum pa_op) */
+    pa_reply_pose pose;
+    pa_reply_obj obj;
+    pa_reply_speed speed;
+    pa_reply_prop prop;
+    pa_reply_snapshot snapshot;
+    pa_reply_map map;
+    pa_reply_dataset dataset;
+    uint8_t res_raw[72]; /* the size of the area: fixed */
+  };
+  char msg[96]; /* human text when status != PA_OK */
+} pa_reply;
+
+/* The queues' record sizes are part of the layout version. */
+_Static_assert(sizeof(pa_cmd) == 384, "pa_cmd grew: bump the layout");
+_Static_assert(sizeof(pa_reply) == 208, "pa_reply grew: bump the layout");
+
+/* The one check of a drive (SET_CMD, a STEP's drive): netgw before it
+ * queues one (a drive may take no reply) and pa-sim as it applies it.
+ * NULL when fine, else what is wrong. */
+static inline const char *pa_cmd_drive_error(const pa_cmd_drive *d) {
+  const double x[4] = {d->v, d->vy, d->w, d->head_rate};
+  for (int i = 0; i < 4; i++)
+    if (!(x[i] >= -PA_CMD_SPEED_LIMIT && x[i] <= PA_CMD_SPEED_LIMIT))
+      return "velocities must be finite numbers within 1e6";
+  if (d->frame != PA_FRAME_ROBOT && d->frame != PA_FRAME_WORLD)
+    return "unknown velocity frame";
+  return NULL;
+}
+
+/* Map segment body: grid in ROS nav_msgs/OccupancyGrid values (-1 unknown,
+ * 0..100), row 0 = south edge, column 0 = west edge. */
+typedef struct pa_map_block {
+  uint32_t width, height;                /* [cells] */
+  double resolution;                     /* [m/cell] */
+  double origin_x, origin_y, origin_yaw; /* world pose of cell (0,0)'s corner */
+  uint32_t gen;         /* equals pa_ctl.map_gen when current */
+  int32_t occupied_min; /* a cell >= this blocks (map_server's threshold
+                           as loaded; 100 in trinary maps; 0 = 100) */
+  uint64_t off_cells;   /* from segment base; int8_t[width * height] */
+} pa_map_block;
+
+/* A map block's blocking threshold (0 from an older writer = 100, as a
+ * trinary map's occupied cells). */
+static inline int8_t pa_map_block_occupied_min(const pa_map_block *m) {
+  return m->occupied_min > 0 ? (int8_t)m->occupied_min : (int8_t)100;
+}
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* PA_LAYOUT_H */

@@ -1,0 +1,674 @@
+/* sim_cmd.c - the commands that change the state between ticks: one row per
+ * op (pa_sim_ops) with its apply function and how the run loop treats it. */
+#include "pa_props.h"
+#include "pa_sim.h"
+#include "sim_int.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- commands -------------------------------------------------------------
+ */
+
+pa_status pa_sim_int_fail(pa_reply *r, pa_status st, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(r->msg, sizeof r->msg, fmt, ap);
+  va_end(ap);
+  r->status = st;
+  return st;
+}
+#define fail pa_sim_int_fail
+
+static bool finite_all(const double *a, int n, double lim) {
+  for (int i = 0; i < n; i++)
+    if (!isfinite(a[i]) || fabs(a[i]) > lim)
+      return false;
+  return true;
+}
+
+void pa_sim_int_reply_pose(pa_reply *r, const pa_sim_state *s, uint32_t id) {
+  const pa_robot_state *rs = &s->rs[id];
+  r->pose.x = rs->x;
+  r->pose.y = rs->y;
+  r->pose.theta = rs->theta;
+  r->pose.v = rs->v;
+  r->pose.vy = rs->vy;
+  r->pose.w = rs->w;
+  r->pose.head = rs->head;
+  r->pose.robot = id;
+}
+
+static bool robot_ok(const pa_sim_state *s, uint32_t id) {
+  return id < s->robot_count && s->info[id].active;
+}
+
+/* SET_CMD and the drive of a STEP (robot frame): the drive checked as
+ * netgw checks it (pa_cmd_drive_error), then against the robot. */
+static pa_status set_cmd(pa_sim_state *s, uint32_t robot,
+                         const pa_cmd_drive *drive, bool step, pa_reply *r) {
+  if (!robot_ok(s, robot))
+    return fail(r, PA_ERR_UNKNOWN_ROBOT, "no robot %u", robot);
+  pa_cmd_drive d = *drive;
+  if (step)
+    d.frame = PA_FRAME_ROBOT;
+  const char *bad = pa_cmd_drive_error(&d);
+  if (bad)
+    return fail(r, PA_ERR_INVALID_ACTION_SHAPE, "%s", bad);
+  const pa_robot_info *ri = &s->info[robot];
+  if (ri->drive == PA_DRIVE_DIFF && (d.vy != 0 || d.frame == PA_FRAME_WORLD))
+    return fail(r, PA_ERR_UNSUPPORTED_CONTROL_SCHEME,
+                "robot '%s' is differential: no sideways (vy) or world-frame "
+                "velocity",
+                ri->name);
+  pa_robot_state *rs = &s->rs[robot];
+  rs->cmd_v = d.v;
+  rs->cmd_vy = d.vy;
+  rs->cmd_w = d.w;
+  rs->cmd_head = d.head_rate;
+  rs->cmd_frame = d.frame;
+  return PA_OK;
+}
+
+static uint32_t find_obstacle(const pa_sim_state *s, const char *name) {
+  for (uint32_t i = 0; i < s->obstacle_count; i++)
+    if (s->obs[i].active && !strcmp(s->obs[i].name, name))
+      return i;
+  return UINT32_MAX;
+}
+
+void pa_sim_int_recount(pa_sim_state *s) {
+  while (s->robot_count > 0 && !s->info[s->robot_count - 1].active)
+    s->robot_count--;
+  while (s->obstacle_count > 0 && !s->obs[s->obstacle_count - 1].active)
+    s->obstacle_count--;
+}
+
+static pa_status spawn_robot(const pa_sim_model *m, pa_sim_state *s,
+                             const pa_cmd *c, pa_reply *r) {
+  char rg[64];
+  const pa_cmd_spawn_robot *a = &c->spawn_robot;
+  const double pose[4] = {a->x, a->y, a->theta, a->radius};
+  if (!finite_all(pose, 4, 1e6) ||
+      (a->radius != 0 && !pa_prop_ok(PA_PR_RADIUS, a->radius)))
+    return fail(r, PA_ERR_INVALID_ACTION_SHAPE,
+                "spawn pose must be finite and radius 0 (default) or in %s",
+                pa_prop_range(PA_PR_RADIUS, rg, sizeof rg));
+  if (a->drive != PA_DRIVE_DIFF && a->drive != PA_DRIVE_OMNI)
+    return fail(r, PA_ERR_INVALID_ACTION_SHAPE, "unknown drive %u", a->drive);
+  char name[sizeof c->name];
+  memcpy(name, c->name, sizeof name);
+  uint32_t slot = UINT32_MAX;
+  for (uint32_t i = 0; i < s->cap_robots; i++)
+    if (!s->info[i].active) {
+      slot = i;
+      break;
+    }
+  if (slot == UINT32_MAX)
+    return fail(r, PA_ERR_SPAWN_FAILED, "no free robot slot (max_robots %u)",
+                s->cap_robots);
+  if (!name[0])
+    snprintf(name, sizeof name, "robot%u", slot);
+  uint32_t same = pa_sim_find_robot(s, name); /* by name or index */
+  if (same != UINT32_MAX && !strcmp(s->info[same].name, name))
+    return fail(r, PA_ERR_SPAWN_FAILED, "a robot named '%s' exists", name);
+  pa_robot_info ri = m->robot_template;
+  snprintf(ri.name, sizeof ri.name, "%s", name);
+  ri.drive = a->drive;
+  if (a->radius > 0) {
+    ri.radius = (float)a->radius;
+    ri.wheel_base = (float)(PA_WHEEL_BASE_PER_RADIUS * a->radius);
+  }
+  ri.start_x = a->x;
+  ri.start_y = a->y;
+  ri.start_theta = pa_sim_wrap(a->theta);
+  ri.gen = s->info[slot].gen + 1;
+  /* Check the footprint with the slot still inactive. */
+  if (pa_sim_clearance(m, s, UINT32_MAX, ri.start_x, ri.start_y, ri.radius, 0,
+                       NULL, NULL) < 0)
+    return fail(r, PA_ERR_BLOCKED_POSE,
+                "(%g, %g) is inside a wall or another body", ri.start_x,
+                ri.start_y);
+  s->info[slot] = ri;
+  pa_sim_int_robot_place(m, s, slot, ri.start_x, ri.start_y, ri.start_theta);
+  if (slot >= s->robot_count)
+    s->robot_count = slot + 1;
+  s->world_dirty = true;
+  pa_sim_int_reply_pose(r, s, slot);
+  return PA_OK;
+}
+
+/* True when obstacle o overlaps a wall (a blocked cell, or beyond the map),
+ * as robots are kept out of them: a circle by its wall clearance, a box by
+ * the blocked cells whose centre lies within half a cell of it. */
+static bool obstacle_in_wall(const pa_sim_model *m, const pa_obstacle_info *o) {
+  const pa_grid *g = &m->grid;
+  if (o->shape == PA_SHAPE_CIRCLE)
+    return pa_sim_int_wall_clearance(m, o->x, o->y, o->radius, NULL, NULL) <
+           o->radius;
+  double hx = o->size_x / 2, hy = o->size_y / 2, hd = hypot(hx, hy);
+  if (pa_sim_int_wall_clearance(m, o->x, o->y, hd, NULL, NULL) >= hd)
+    return false; /* its whole circumcircle is clear */
+  double c = cos(o->theta), sn = sin(o->theta);
+  int x0 = INT32_MAX, y0 = INT32_MAX, x1 = -1, y1 = -1;
+  for (int k = 0; k < 4; k++) {
+    double lx = (k & 1) ? hx : -hx, ly = (k & 2) ? hy : -hy;
+    int cx, cy;
+    if (!pa_grid_world_to_cell(g, o->x + c * lx - sn * ly,
+                               o->y + sn * lx + c * ly, &cx, &cy))
+      return true; /* reaches beyond the map */
+    x0 = cx < x0 ? cx : x0, x1 = cx > x1 ? cx : x1;
+    y0 = cy < y0 ? cy : y0, y1 = cy > y1 ? cy : y1;
+  }
+  for (int cy = y0; cy <= y1; cy++)
+    for (int cx = x0; cx <= x1; cx++) {
+      if (!m->blocked[(size_t)cy * g->width + (size_t)cx])
+        continue;
+      double wx, wy;
+      pa_grid_cell_center(g, cx, cy, &wx, &wy);
+      if (pa_sim_int_obstacle_dist(o, wx, wy, NULL, NULL) < 0.5 * g->resolution)
+        return true;
+    }
+  return false;
+}
+
+static pa_status spawn_obstacle(const pa_sim_model *m, pa_sim_state *s,
+                                const pa_cmd *c, pa_reply *r) {
+  const pa_cmd_spawn_obstacle *a = &c->spawn_obstacle;
+  const double num[7] = {a->x,      a->y,      a->theta, a->size_x,
+                         a->size_y, a->radius, a->height};
+  if (!finite_all(num, 7, 1e6))
+    return fail(r, PA_ERR_INVALID_ACTION_SHAPE,
+                "obstacle numbers must be finite");
+  char rg[64];
+  pa_obstacle_info o;
+  memset(&o, 0, sizeof o);
+  o.active = 1;
+  o.shape = a->shape;
+  o.x = a->x;
+  o.y = a->y;
+  o.theta = pa_sim_wrap(a->theta);
+  if (a->shape == PA_SHAPE_BOX) {
+    o.size_x = a->size_x;
+    o.size_y = a->size_y;
+    if (!pa_prop_ok(PA_PR_OB_SIZE, o.size_x) ||
+        !pa_prop_ok(PA_PR_OB_SIZE, o.size_y))
+      return fail(r, PA_ERR_INVALID_ACTION_SHAPE, "box size must be in %s",
+                  pa_prop_range(PA_PR_OB_SIZE, rg, sizeof rg));
+  } else if (a->shape == PA_SHAPE_CIRCLE) {
+    o.radius = a->radius;
+    if (!pa_prop_ok(PA_PR_OB_RADIUS, o.radius))
+      return fail(r, PA_ERR_INVALID_ACTION_SHAPE, "circle radius must be in %s",
+                  pa_prop_range(PA_PR_OB_RADIUS, rg, sizeof rg));
+  } else {
+    return fail(r, PA_ERR_INVALID_ACTION_SHAPE, "unknown shape %u", a->shape);
+  }
+  /* The schema's height range; 0 = default. */
+  if (a->height != 0 && !pa_prop_ok(PA_PR_OB_HEIGHT, a->height))
+    return fail(r, PA_ERR_INVALID_ACTION_SHAPE,
+                "obstacle height %g is out of range %s (0 = default)",
+                a->height, pa_prop_range(PA_PR_OB_HEIGHT, rg, sizeof rg));
+  o.height = a->height > 0 ? (float)a->height : 0.5f;
+  o.colour[0] = 160;
+  o.colour[1] = 120;
+  o.colour[2] = 80;
+  o.colour[3] = 255;
+  uint32_t slot = UINT32_MAX;
+  for (uint32_t i = 0; i < s->cap_obstacles; i++)
+    if (!s->obs[i].active) {
+      slot = i;
+      break;
+    }
+  if (slot == UINT32_MAX)
+    return fail(r, PA_ERR_SPAWN_FAILED,
+                "no free obstacle slot (max_obstacles %u)", s->cap_obstacles);
+  memcpy(o.name, c->name, sizeof o.name);
+  if (!o.name[0])
+    snprintf(o.name, sizeof o.name, "obstacle%u", slot);
+  if (find_obstacle(s, o.name) != UINT32_MAX)
+    return fail(r, PA_ERR_SPAWN_FAILED, "an obstacle named '%s' exists",
+                o.name);
+  for (uint32_t i = 0; i < s->robot_count; i++)
+    if (s->info[i].active &&
+        pa_sim_int_obstacle_dist(&o, s->rs[i].x, s->rs[i].y, NULL, NULL) <
+            s->info[i].radius)
+      return fail(r, PA_ERR_BLOCKED_POSE,
+                  "the obstacle would overlap robot '%s'", s->info[i].name);
+  if (obstacle_in_wall(m, &o))
+    return fail(r, PA_ERR_BLOCKED_POSE,
+                "(%g, %g) is inside a wall or beyond the map", o.x, o.y);
+  o.gen = s->obs[slot].gen + 1;
+  s->obs[slot] = o;
+  if (slot >= s->obstacle_count)
+    s->obstacle_count = slot + 1;
+  s->world_dirty = true;
+  r->obj.id = slot;
+  return PA_OK;
+}
+
+/* Schema row -> the set_property op's property id (PA_PROP_NONE: read-only). */
+#define WIRE_ID(row, name, id, ...) [PA_PR_##row] = PA_PROP_##id,
+static const uint32_t wire_id[PA_PR_COUNT] = {PA_PROPS(WIRE_ID)};
+#undef WIRE_ID
+
+/* The schema row of settable property id for kind (PA_PK_*), or -1. */
+static int prop_row(uint32_t id, unsigned kind) {
+  for (int i = 0; i < PA_PR_COUNT; i++) {
+    const pa_prop_def *p = pa_prop((pa_prop_row)i);
+    if (id != PA_PROP_NONE && wire_id[i] == id && (p->kinds & kind) &&
+        !(p->kinds & PA_PK_RO))
+      return i;
+  }
+  return -1;
+}
+
+/* v in the schema's range of row (one range per property everywhere), or
+ * an error naming it. */
+static bool prop_in(pa_reply *r, int row, const char *what, double v) {
+  if (pa_prop_ok((pa_prop_row)row, v))
+    return true;
+  char rg[64];
+  fail(r, PA_ERR_INVALID_ACTION_SHAPE, "%s %g is out of range %s%s", what, v,
+       pa_prop_range((pa_prop_row)row, rg, sizeof rg),
+       pa_prop((pa_prop_row)row)->type == PA_PT_INT ? " (whole)" : "");
+  return false;
+}
+
+static bool colour_from(pa_reply *r, const double *a, uint8_t out[4]) {
+  for (int i = 0; i < 4; i++)
+    if (!prop_in(r, PA_PR_COLOUR, "colour component", a[i]))
+      return false;
+  for (int i = 0; i < 4; i++)
+    out[i] = (uint8_t)lround(a[i]);
+  return true;
+}
+
+static pa_status set_obstacle_property(const pa_sim_model *m, pa_sim_state *s,
+                                       const pa_cmd *c, pa_reply *r) {
+  const char *name = c->name;
+  uint32_t i = find_obstacle(s, name);
+  if (i == UINT32_MAX)
+    return fail(r, PA_ERR_UNKNOWN_OBJECT, "no obstacle named '%s'", name);
+  pa_obstacle_info o = s->obs[i];
+  if (prop_row(c->prop.prop, PA_PK_OBSTACLE) < 0)
+    return fail(r, PA_ERR_INVALID_MESSAGE,
+                "property %u does not apply to obstacles", c->prop.prop);
+  switch (c->prop.prop) {
+  case PA_PROP_HEIGHT:
+    if (!prop_in(r, PA_PR_OB_HEIGHT, "height", c->prop.v[0]))
+      return (pa_status)r->status;
+    o.height = (float)c->prop.v[0];
+    break;
+  case PA_PROP_COLOUR:
+    if (!colour_from(r, c->prop.v, o.colour))
+      return (pa_status)r->status;
+    break;
+  case PA_PROP_RADIUS:
+    if (o.shape != PA_SHAPE_CIRCLE)
+      return fail(r, PA_ERR_INVALID_MESSAGE,
+                  "obstacle '%s' is a box: set its size, not a radius", name);
+    if (!prop_in(r, PA_PR_OB_RADIUS, "radius", c->prop.v[0]))
+      return (pa_status)r->status;
+    o.radius = c->prop.v[0];
+    break;
+  case PA_PROP_SIZE:
+    if (o.shape != PA_SHAPE_BOX)
+      return fail(r, PA_ERR_INVALID_MESSAGE,
+                  "obstacle '%s' is a circle: set its radius, not a size",
+                  name);
+    if (!prop_in(r, PA_PR_OB_SIZE, "size_x", c->prop.v[0]) ||
+        !prop_in(r, PA_PR_OB_SIZE, "size_y", c->prop.v[1]))
+      return (pa_status)r->status;
+    o.size_x = c->prop.v[0];
+    o.size_y = c->prop.v[1];
+    break;
+  default:
+    return fail(r, PA_ERR_INVALID_MESSAGE,
+                "property %u does not apply to obstacles", c->prop.prop);
+  }
+  /* A bigger footprint must not swallow a robot. */
+  for (uint32_t k = 0; k < s->robot_count; k++)
+    if (s->info[k].active &&
+        pa_sim_int_obstacle_dist(&o, s->rs[k].x, s->rs[k].y, NULL, NULL) <
+            s->info[k].radius)
+      return fail(r, PA_ERR_BLOCKED_POSE,
+                  "obstacle '%s' would overlap robot '%s'", name,
+                  s->info[k].name);
+  if ((c->prop.prop == PA_PROP_RADIUS || c->prop.prop == PA_PROP_SIZE) &&
+      obstacle_in_wall(m, &o))
+    return fail(r, PA_ERR_BLOCKED_POSE,
+                "obstacle '%s' would reach into a wall or beyond the map",
+                name);
+  s->obs[i] = o;
+  s->world_dirty = true;
+  r->prop.id = i;
+  r->prop.v[0] = c->prop.prop == PA_PROP_HEIGHT   ? o.height
+                 : c->prop.prop == PA_PROP_RADIUS ? o.radius
+                 : c->prop.prop == PA_PROP_SIZE   ? o.size_x
+                                                  : o.colour[0];
+  r->prop.v[1] = c->prop.prop == PA_PROP_SIZE ? o.size_y : o.colour[1];
+  r->prop.v[2] = o.colour[2];
+  r->prop.v[3] = o.colour[3];
+  return PA_OK;
+}
+
+/* One property of a robot or an obstacle; nothing changes on an error. */
+static pa_status set_property(const pa_sim_model *m, pa_sim_state *s,
+                              const pa_cmd *c, pa_reply *r) {
+  if (c->robot == UINT32_MAX)
+    return set_obstacle_property(m, s, c, r);
+  if (!robot_ok(s, c->robot))
+    return fail(r, PA_ERR_UNKNOWN_ROBOT, "no robot %u", c->robot);
+  pa_robot_info ri = s->info[c->robot];
+  pa_robot_state *rs = &s->rs[c->robot];
+  double v = c->prop.v[0];
+  int row = prop_row(c->prop.prop, PA_PK_ROBOT);
+  if (row < 0)
+    return fail(r, PA_ERR_INVALID_MESSAGE,
+                "property %u does not apply to robots", c->prop.prop);
+  const char *name = pa_prop((pa_prop_row)row)->name;
+  if (row != PA_PR_COLOUR && !prop_in(r, row, name, v))
+    return (pa_status)r->status;
+  float *f = NULL;
+  switch (c->prop.prop) {
+  case PA_PROP_MAX_V:
+    f = &ri.max_v;
+    break;
+  case PA_PROP_MAX_VY:
+    f = &ri.max_vy;
+    break;
+  case PA_PROP_MAX_W:
+    f = &ri.max_w;
+    break;
+  case PA_PROP_ACC_V:
+    f = &ri.acc_v;
+    break;
+  case PA_PROP_DEC_V:
+    f = &ri.dec_v;
+    break;
+  case PA_PROP_ACC_W:
+    f = &ri.acc_w;
+    break;
+  case PA_PROP_DEC_W:
+    f = &ri.dec_w;
+    break;
+  case PA_PROP_MAX_HEAD_RATE:
+    f = &ri.max_head_rate;
+    break;
+  case PA_PROP_HEIGHT:
+    f = &ri.height;
+    break;
+  case PA_PROP_HEAD_HEIGHT:
+    f = &ri.head_height;
+    break;
+  case PA_PROP_WHEEL_BASE:
+    f = &ri.wheel_base;
+    break;
+  case PA_PROP_HEAD_LIMIT:
+    f = &ri.head_limit;
+    break;
+  case PA_PROP_LASER_NOISE:
+    f = &ri.laser_noise;
+    break;
+  case PA_PROP_LASER_BEAMS:
+    if (v > m->beam_cap) /* the instance's beam arrays are this long */
+      return fail(r, PA_ERR_INVALID_ACTION_SHAPE,
+                  "laser_beams must be a whole number in [1, %u]", m->beam_cap);
+    ri.laser_beams = (uint32_t)v;
+    break;
+  case PA_PROP_LASER_RANGE_MIN:
+    if (v >= ri.laser_range_max)
+      return fail(r, PA_ERR_INVALID_ACTION_SHAPE,
+                  "laser_range_min %g must be below laser_range_max %g", v,
+                  (double)ri.laser_range_max);
+    ri.laser_range_min = (float)v;
+    break;
+  case PA_PROP_LASER_RANGE_MAX:
+    if (v <= ri.laser_range_min)
+      return fail(r, PA_ERR_INVALID_ACTION_SHAPE,
+                  "laser_range_max %g must be above laser_range_min %g", v,
+                  (double)ri.laser_range_min);
+    ri.laser_range_max = (float)v;
+    break;
+  case PA_PROP_RADIUS:
+    if (pa_sim_clearance(m, s, c->robot, rs->x, rs->y, v, 0, NULL, NULL) < 0)
+      return fail(r, PA_ERR_BLOCKED_POSE,
+                  "robot '%s' with radius %g would overlap a wall or "
+                  "another body",
+                  ri.name, v);
+    ri.radius = (float)v;
+    break;
+  case PA_PROP_COLOUR:
+    if (!colour_from(r, c->prop.v, ri.colour))
+      return (pa_status)r->status;
+    break;
+  default: /* a schema row this switch does not know: a bug, said by name */
+    return fail(r, PA_ERR_INVALID_MESSAGE, "property %s is not settable", name);
+  }
+  if (f)
+    *f = (float)v;
+  s->info[c->robot] = ri;
+  if (fabs(rs->head) > ri.head_limit) /* a tighter limit applies at once */
+    rs->head = rs->head > 0 ? ri.head_limit : -ri.head_limit;
+  s->world_dirty = true;
+  r->prop.id = c->robot;
+  for (int i = 0; i < 4; i++)
+    r->prop.v[i] = c->prop.prop == PA_PROP_COLOUR ? ri.colour[i]
+                   : i == 0                       ? v
+                                                  : 0;
+  return PA_OK;
+}
+
+/* ---- ops: one apply function each ---------------------------------------- */
+
+static pa_status op_set_cmd(const pa_sim_model *m, pa_sim_state *s,
+                            const pa_cmd *c, pa_reply *r) {
+  (void)m;
+  pa_status st = set_cmd(s, c->robot, &c->drive, false, r);
+  if (st == PA_OK)
+    pa_sim_int_reply_pose(r, s, c->robot);
+  return st;
+}
+
+static pa_status op_stop(const pa_sim_model *m, pa_sim_state *s,
+                         const pa_cmd *c, pa_reply *r) {
+  (void)m;
+  pa_robot_state *rs = &s->rs[c->robot];
+  rs->cmd_v = rs->cmd_vy = rs->cmd_w = rs->cmd_head = 0;
+  pa_sim_int_reply_pose(r, s, c->robot);
+  return PA_OK;
+}
+
+static pa_status op_teleport(const pa_sim_model *m, pa_sim_state *s,
+                             const pa_cmd *c, pa_reply *r) {
+  const double pose[3] = {c->pose.x, c->pose.y, c->pose.theta};
+  if (!finite_all(pose, 3, 1e6))
+    return fail(r, PA_ERR_INVALID_ACTION_SHAPE,
+                "pose must be 3 finite numbers");
+  if (pa_sim_overlaps(m, s, c->robot, c->pose.x, c->pose.y))
+    return fail(r, PA_ERR_BLOCKED_POSE,
+                "(%g, %g) is inside a wall or another body", c->pose.x,
+                c->pose.y);
+  pa_robot_state *rs = &s->rs[c->robot];
+  rs->x = c->pose.x;
+  rs->y = c->pose.y;
+  rs->theta = pa_sim_wrap(c->pose.theta);
+  rs->v = rs->vy = rs->w = 0;
+  /* Odometry follows a teleport (documented: it is not wheel motion). */
+  rs->odom_x = rs->x;
+  rs->odom_y = rs->y;
+  rs->odom_theta = rs->theta;
+  pa_sim_int_reply_pose(r, s, c->robot);
+  return PA_OK;
+}
+
+static pa_status op_pause(const pa_sim_model *m, pa_sim_state *s,
+                          const pa_cmd *c, pa_reply *r) {
+  (void)m, (void)r;
+  s->paused = c->op == PA_OP_PAUSE;
+  return PA_OK;
+}
+
+static pa_status op_step(const pa_sim_model *m, pa_sim_state *s,
+                         const pa_cmd *c, pa_reply *r) {
+  (void)m;
+  if (c->step.ticks < 1 || c->step.ticks > PA_CMD_STEPS_MAX)
+    return fail(r, PA_ERR_INVALID_ACTION_SHAPE, "steps must be in [1, %u]",
+                PA_CMD_STEPS_MAX);
+  return (c->flags & PA_CMDF_DRIVE)
+             ? set_cmd(s, c->robot, &c->step.drive, true, r)
+             : PA_OK;
+}
+
+static pa_status op_reset(const pa_sim_model *m, pa_sim_state *s,
+                          const pa_cmd *c, pa_reply *r) {
+  (void)c, (void)r;
+  pa_sim_reset(m, s);
+  return PA_OK;
+}
+
+static pa_status op_speed(const pa_sim_model *m, pa_sim_state *s,
+                          const pa_cmd *c, pa_reply *r) {
+  (void)m;
+  double f = c->speed.factor;
+  if (!isfinite(f) || f < 0 || f > 1e6 || (f > 0 && f < 0.001))
+    return fail(r, PA_ERR_INVALID_ACTION_SHAPE,
+                "speed must be 0 (as fast as possible) or in [0.001, 1e6]");
+  s->speed = f;
+  r->speed.factor = s->speed;
+  return PA_OK;
+}
+
+static pa_status op_remove_robot(const pa_sim_model *m, pa_sim_state *s,
+                                 const pa_cmd *c, pa_reply *r) {
+  (void)m;
+  s->info[c->robot].active = 0;
+  s->rs[c->robot].flags = 0;
+  pa_sim_int_recount(s);
+  s->world_dirty = true;
+  r->obj.id = c->robot;
+  return PA_OK;
+}
+
+static pa_status op_remove_obstacle(const pa_sim_model *m, pa_sim_state *s,
+                                    const pa_cmd *c, pa_reply *r) {
+  (void)m;
+  uint32_t i = find_obstacle(s, c->name);
+  if (i == UINT32_MAX)
+    return fail(r, PA_ERR_UNKNOWN_OBJECT, "no obstacle named '%s'", c->name);
+  s->obs[i].active = 0;
+  pa_sim_int_recount(s);
+  s->world_dirty = true;
+  r->obj.id = i;
+  return PA_OK;
+}
+
+static pa_status op_sync(const pa_sim_model *m, pa_sim_state *s,
+                         const pa_cmd *c, pa_reply *r) {
+  (void)m, (void)s, (void)c, (void)r;
+  return PA_OK;
+}
+
+static pa_status op_load_snapshot(const pa_sim_model *m, pa_sim_state *s,
+                                  const pa_cmd *c, pa_reply *r) {
+  pa_status st = pa_sim_int_snapshot_load(m, s, c, r);
+  if (st == PA_OK)
+    pa_sim_rec_stop(s); /* a recording's robots.csv would not match */
+  return st;
+}
+
+static pa_status op_save_snapshot(const pa_sim_model *m, pa_sim_state *s,
+                                  const pa_cmd *c, pa_reply *r) {
+  return pa_sim_int_snapshot_save(m, s, c, r);
+}
+
+/* The loader ops' check on the loop, before the loader thread starts. */
+static pa_status op_generate_map(const pa_sim_model *m, pa_sim_state *s,
+                                 const pa_cmd *c, pa_reply *r) {
+  (void)m, (void)s;
+  const pa_cmd_gen_map *g = &c->gen_map;
+  const double a[7] = {g->width,   g->height,  g->resolution, g->seed,
+                       g->rooms_x, g->rooms_y, g->clutter};
+  for (int i = 0; i < 7; i++) /* the seed up to 2^53, the rest to 1e9 */
+    if (!isfinite(a[i]) || a[i] < 0 ||
+        a[i] > (i == 3 ? 9007199254740992.0 : 1e9))
+      return fail(r, PA_ERR_INVALID_ACTION_SHAPE,
+                  "generate_map: parameters must be finite numbers >= 0");
+  return PA_OK;
+}
+
+/* ---- the op table ----------------------------------------------------------
+ */
+
+enum {
+  ROBOT = PA_SIM_OPF_ROBOT,
+  PUBLISH = PA_SIM_OPF_PUBLISH,
+  LOADER = PA_SIM_OPF_LOADER,
+  TICKS = PA_SIM_OPF_TICKS,
+};
+#define OP(id, nm, fn, fl) [PA_OP_##id] = {nm, fn, fl}
+static const pa_sim_op_def ops[PA_OP_COUNT] = {
+    OP(SET_CMD, "set_cmd", op_set_cmd, ROBOT),
+    OP(STOP, "stop", op_stop, ROBOT),
+    OP(TELEPORT, "teleport", op_teleport, ROBOT | PUBLISH),
+    OP(PAUSE, "pause", op_pause, PUBLISH),
+    OP(RESUME, "resume", op_pause, PUBLISH),
+    OP(STEP, "step", op_step, TICKS),
+    OP(RESET, "reset", op_reset, PUBLISH),
+    OP(SPEED, "speed", op_speed, PUBLISH),
+    OP(SPAWN_ROBOT, "spawn_robot", spawn_robot, PUBLISH),
+    OP(REMOVE_ROBOT, "remove_robot", op_remove_robot, ROBOT | PUBLISH),
+    OP(SPAWN_OBSTACLE, "spawn_obstacle", spawn_obstacle, 0),
+    OP(REMOVE_OBSTACLE, "remove_obstacle", op_remove_obstacle, 0),
+    OP(SYNC, "sync", op_sync, 0),
+    OP(SET_PROPERTY, "set_property", set_property, 0),
+    OP(SAVE_SNAPSHOT, "save_snapshot", op_save_snapshot, 0),
+    OP(LOAD_SNAPSHOT, "load_snapshot", op_load_snapshot, PUBLISH),
+    OP(SET_MAP, "set_map", NULL, LOADER | PUBLISH),
+    OP(GENERATE_MAP, "generate_map", op_generate_map, LOADER | PUBLISH),
+    OP(SET_SCENARIO, "set_scenario", NULL, LOADER | PUBLISH),
+    OP(EXPORT_DATASET, "export_dataset", pa_sim_int_rec_start, 0),
+};
+#undef OP
+
+const pa_sim_op_def *pa_sim_op(uint32_t op) {
+  return op > PA_OP_NONE && op < PA_OP_COUNT && ops[op].name ? &ops[op] : NULL;
+}
+
+unsigned pa_sim_op_flags(uint32_t op) {
+  const pa_sim_op_def *d = pa_sim_op(op);
+  return d ? d->flags : 0;
+}
+
+pa_status pa_sim_apply(const pa_sim_model *m, pa_sim_state *s, const pa_cmd *c,
+                       pa_reply *r) {
+  /* Every op gets its name terminated (the queue is another process's). */
+  pa_cmd cmd = *c;
+  cmd.name[sizeof cmd.name - 1] = 0;
+  c = &cmd;
+  memset(r, 0, sizeof *r);
+  r->client_id = c->client_id;
+  r->request_id = c->request_id;
+  r->op = c->op;
+  r->status = PA_OK;
+  s->hash.valid = false;           /* robots may move outside the tick */
+  pa_sim_scans_settle(m, s, true); /* commands see (and change) a still world */
+  const pa_sim_op_def *d = pa_sim_op(c->op);
+  pa_status st;
+  if (!d)
+    st = fail(r, PA_ERR_UNKNOWN_ACTION, "unknown command op %u", c->op);
+  else if (d->flags & PA_SIM_OPF_LOADER)
+    st = fail(r, PA_ERR_UNKNOWN_ACTION, "%s is loaded by pa_sim_run's loader",
+              d->name);
+  else if ((d->flags & PA_SIM_OPF_ROBOT) && !robot_ok(s, c->robot))
+    st = fail(r, PA_ERR_UNKNOWN_ROBOT, "no robot %u", c->robot);
+  else
+    st = d->apply(m, s, c, r);
+  r->status = st;
+  r->tick = s->tick;
+  r->sim_time = s->sim_time;
+  return st;
+}
