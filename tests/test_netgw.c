@@ -1312,7 +1312,7 @@ static void batch_reply_bounded(void **state) {
           "batch of 64 terrain grids: %zu answered, %zu too_long, "
           "%lld ms; worst bystander ping %lld ms\n",
           ok, too_long, (long long)took, (long long)p.worst_ms);
-  assert_true(p.worst_ms < 1000);
+  assert_true(p.worst_ms < 1000 * PA_TEST_SLOW);
   close(fd);
   fixture_down(&f);
 }

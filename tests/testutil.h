@@ -12,6 +12,16 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+/* How much slower than a plain build the sanitizers run the code under
+ * test: time bounds of tests scale by it (not correctness checks). */
+#if defined(__SANITIZE_THREAD__)
+#define PA_TEST_SLOW 8
+#elif defined(__SANITIZE_ADDRESS__)
+#define PA_TEST_SLOW 2
+#else
+#define PA_TEST_SLOW 1
+#endif
+
 /* "t<pid>-<tag>-<n>": unique per process and call; registered for cleanup. */
 void pa_test_instance(char *out, size_t n, const char *tag);
 /* Registers an instance whose segments are unlinked at exit. */
