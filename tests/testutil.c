@@ -373,3 +373,43 @@ int pa_test_shm_count(const char *instance) {
   closedir(d);
   return n;
 }
+
+/* Little-endian fields of the frame layouts (the tests run little-endian,
+ * as the protocol does). */
+static uint16_t rd16(const uint8_t *p) {
+  uint16_t v;
+  memcpy(&v, p, sizeof v);
+  return v;
+}
+
+static uint32_t rd32(const uint8_t *p) {
+  uint32_t v;
+  memcpy(&v, p, sizeof v);
+  return v;
+}
+
+bool pa_test_parse_odom(const void *buf, int n, pa_test_odom *o) {
+  const uint8_t *b = buf;
+  if (n != 36 || memcmp(b, "ODM1", 4) != 0)
+    return false;
+  o->seq = rd32(b + 4);
+  memcpy(&o->t, b + 8, 8);
+  float *pose[] = {&o->x, &o->y, &o->theta, &o->v, &o->w};
+  for (int i = 0; i < 5; i++)
+    memcpy(pose[i], b + 16 + 4 * i, 4);
+  return true;
+}
+
+bool pa_test_parse_cam(const void *buf, int n, pa_test_cam_chunk *c) {
+  const uint8_t *b = buf;
+  if (n < 24 || memcmp(b, "CAM1", 4) != 0)
+    return false;
+  *c = (pa_test_cam_chunk){.seq = rd32(b + 4),
+                           .w = rd16(b + 8),
+                           .h = rd16(b + 10),
+                           .size = rd32(b + 12),
+                           .off = rd32(b + 16),
+                           .idx = rd16(b + 20),
+                           .cnt = rd16(b + 22)};
+  return true;
+}

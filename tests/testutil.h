@@ -63,6 +63,24 @@ bool pa_test_file_contains(const char *path, const char *needle);
  * path cannot be opened). Returns the bytes read, or -1. */
 long pa_test_read_file(const char *path, char *buf, size_t n);
 
+/* An ODM1 datagram (PROTOCOL.md section 2). */
+typedef struct pa_test_odom {
+  uint32_t seq;
+  double t;
+  float x, y, theta, v, w;
+} pa_test_odom;
+/* Decodes the n-byte datagram b; false unless it is a 36-byte "ODM1". */
+bool pa_test_parse_odom(const void *b, int n, pa_test_odom *o);
+
+/* The 24-byte header of a CAM1 chunk (PROTOCOL.md section 2). */
+typedef struct pa_test_cam_chunk {
+  uint32_t seq, size, off;
+  uint16_t w, h, idx, cnt;
+} pa_test_cam_chunk;
+/* Decodes the header of the n-byte datagram b; false when it is shorter
+ * than a header or not "CAM1". */
+bool pa_test_parse_cam(const void *b, int n, pa_test_cam_chunk *c);
+
 /* Number of open file descriptors of pid (via /proc). */
 int pa_test_fd_count(pid_t pid);
 /* Count of /dev/shm objects whose name starts with "playarea.<instance>.". */
