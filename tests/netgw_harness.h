@@ -41,17 +41,28 @@ static inline bool ng_gw_ready(void *arg) {
                          __ATOMIC_ACQUIRE) == 1;
 }
 
+/* Starts bin/name --instance <s's> with the flags of a then of b (each
+ * ends with NULL, either may be NULL), logging to log. */
+static inline pid_t ng_spawn(ng_stack *s, const char *name,
+                             const char *const *a, const char *const *b,
+                             const char *log) {
+  char bin[512];
+  pa_test_bin(bin, sizeof bin, name);
+  const char *argv[32] = {bin, "--instance", s->inst};
+  int n = 3;
+  for (int i = 0; a && a[i] && n < 30; i++)
+    argv[n++] = a[i];
+  for (int i = 0; b && b[i] && n < 30; i++)
+    argv[n++] = b[i];
+  argv[n] = NULL;
+  return pa_test_spawn((char *const *)argv, log);
+}
+
 /* Starts pa-netgw on s's instance; extra flags end with NULL. 0 or -1. */
 static inline int ng_start_gw(ng_stack *s, const char *const *gw_extra) {
-  char bin[512];
-  pa_test_bin(bin, sizeof bin, "pa-netgw");
-  const char *argv[32] = {bin, "--instance", s->inst, "--tcp_port", "0"};
-  int n = 5;
-  for (int i = 0; gw_extra && gw_extra[i] && n < 30; i++)
-    argv[n++] = gw_extra[i];
-  argv[n] = NULL;
+  static const char *const port0[] = {"--tcp_port", "0", NULL};
   __atomic_store_n(&s->st.ctl->tcp_port, 0, __ATOMIC_RELEASE);
-  s->gw = pa_test_spawn((char *const *)argv, s->gw_log);
+  s->gw = ng_spawn(s, "pa-netgw", port0, gw_extra, s->gw_log);
   if (s->gw < 0 || !pa_test_wait_for(ng_gw_ready, s, 20000)) {
     fprintf(stderr, "pa-netgw did not become ready; its log:\n");
     pa_test_dump_file(s->gw_log);
@@ -61,19 +72,21 @@ static inline int ng_start_gw(ng_stack *s, const char *const *gw_extra) {
   return 0;
 }
 
-/* Creates an instance and starts pa-sim and pa-netgw on it; extra flags for
- * each end with NULL. 0 or -1 (with the logs printed). */
-static inline int ng_start(ng_stack *s, const char *tag,
-                           const char *const *sim_extra,
-                           const char *const *gw_extra) {
+/* Creates an instance with room for robots, obstacles and cam_w x cam_h
+ * images and starts pa-sim and pa-netgw on it; extra flags for each end
+ * with NULL. 0 or -1 (with the logs printed). */
+static inline int ng_start_sized(ng_stack *s, const char *tag, int robots,
+                                 int obstacles, int cam_w, int cam_h,
+                                 const char *const *sim_extra,
+                                 const char *const *gw_extra) {
   memset(s, 0, sizeof *s);
   pa_test_instance(s->inst, sizeof s->inst, tag);
   pa_stack_def d = pa_stack_def_default();
   snprintf(d.instance, sizeof d.instance, "%s", s->inst);
-  d.max_robots = 16;
-  d.max_obstacles = 64;
-  d.max_cam_width = 320;
-  d.max_cam_height = 240;
+  d.max_robots = robots;
+  d.max_obstacles = obstacles;
+  d.max_cam_width = cam_w;
+  d.max_cam_height = cam_h;
   char err[256];
   if (pa_stack_create(&s->st, &d, err, sizeof err) != 0) {
     fprintf(stderr, "pa_stack_create: %s\n", err);
@@ -83,20 +96,20 @@ static inline int ng_start(ng_stack *s, const char *tag,
            s->inst);
   snprintf(s->gw_log, sizeof s->gw_log, "%s/%s-gw.log", pa_test_tmpdir(),
            s->inst);
-  char bin[512];
-  pa_test_bin(bin, sizeof bin, "pa-sim");
-  const char *argv[32] = {bin, "--instance", s->inst};
-  int n = 3;
-  for (int i = 0; sim_extra && sim_extra[i] && n < 30; i++)
-    argv[n++] = sim_extra[i];
-  argv[n] = NULL;
-  s->sim = pa_test_spawn((char *const *)argv, s->sim_log);
+  s->sim = ng_spawn(s, "pa-sim", sim_extra, NULL, s->sim_log);
   if (s->sim < 0 || !pa_test_wait_for(ng_sim_ready, s, 20000)) {
     fprintf(stderr, "pa-sim did not become ready; its log:\n");
     pa_test_dump_file(s->sim_log);
     return -1;
   }
   return ng_start_gw(s, gw_extra);
+}
+
+/* ng_start_sized with 16 robots, 64 obstacles and 320x240 images. */
+static inline int ng_start(ng_stack *s, const char *tag,
+                           const char *const *sim_extra,
+                           const char *const *gw_extra) {
+  return ng_start_sized(s, tag, 16, 64, 320, 240, sim_extra, gw_extra);
 }
 
 /* Stops both processes and removes the instance. Returns pa-netgw's wait

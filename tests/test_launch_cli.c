@@ -216,60 +216,47 @@ static void expect_refused(const char *const *args, const char *needle) {
 
 static void test_bad_flags(void **state) {
   (void)state;
-  const char *a1[] = {"--tcp_prot", "5", NULL};
-  expect_refused(a1, "unknown flag --tcp_prot");
-  const char *a2[] = {"--tcp_port", "70000", NULL};
-  expect_refused(a2, "--tcp_port: 70000 is out of range");
-  const char *a3[] = {"--control_hz", "fast", NULL};
-  expect_refused(a3, "--control_hz: 'fast' is not a finite number");
-  const char *a4[] = {"--map_yaml", "/nonexistent/map.yaml", NULL};
-  expect_refused(a4, "--map_yaml: cannot read '/nonexistent/map.yaml'");
-  const char *a5[] = {"--world", "/nonexistent/world.yaml", NULL};
-  expect_refused(a5, "--world: cannot read");
-  const char *a6[] = {"--wrap", "gpu=perf record", NULL};
-  expect_refused(a6, "--wrap: unknown process 'gpu'");
-  const char *a7[] = {"--wrap", "sim=", NULL};
-  expect_refused(a7, "--wrap sim: empty command");
-  const char *a8[] = {"--robots", "9", "--max_robots", "4", NULL};
-  expect_refused(a8, "--robots: 9 is more than --max_robots 4");
-  const char *a9[] = {"--laser_range_min", "5", "--laser_range_max", "2", NULL};
-  expect_refused(a9, "--laser_range_min");
-  const char *a10[] = {"--no-render", "--viewer", NULL};
-  expect_refused(a10, "--viewer needs pa-render");
-  const char *a11[] = {"--speed", "-1", NULL};
-  expect_refused(a11, "--speed");
-  const char *a12[] = {"--tcp_port", NULL};
-  expect_refused(a12, "--tcp_port needs a value");
-  const char *a13[] = {"extra", NULL};
-  expect_refused(a13, "unexpected argument 'extra'");
-  const char *a14[] = {"--wrap", "render='valgrind", NULL};
-  expect_refused(a14, "--wrap render: unterminated");
-  /* Refused by the owning process's own row or check, so playarea must
-   * refuse them before starting anything (they used to drift). */
-  const char *d1[] = {"--robots", "0", NULL};
-  expect_refused(d1, "--robots: 0 is out of range [1, 100000]");
-  const char *d2[] = {"--laser_range_max", "5000", NULL};
-  expect_refused(d2, "--laser_range_max: 5000 is out of range [0.01, 1000]");
-  const char *d3[] = {"--viewer", "--viewer_width", "10000", NULL};
-  expect_refused(d3, "--viewer_width: 10000 is out of range [64, 8192]");
-  const char *d4[] = {"--screenshot", "/tmp/x.png", NULL};
-  expect_refused(d4, "--screenshot needs --viewer");
-  const char *d5[] = {"--exit_after_screenshot", NULL};
-  expect_refused(d5, "--exit_after_screenshot needs --viewer");
-  const char *d6[] = {"--map_free_thresh", "0.7", NULL};
-  expect_refused(d6,
-                 "--map_free_thresh: 0.7 must be below --map_occupied_thresh");
-  const char *d7[] = {"--camera_chunk", "65500", NULL};
-  expect_refused(d7, "--camera_chunk: 65500 is out of range");
-  const char *d8[] = {"--bind", "", NULL};
-  expect_refused(d8, "--bind: empty address");
-  const char *d9[] = {"--realtime=maybe", NULL};
-  expect_refused(d9, "--realtime: 'maybe' is not a boolean");
-  const char *d10[] = {"--dataset_dir", LONG_DIR, NULL};
-  expect_refused(d10, "--dataset_dir: longer than");
-  /* the instance name itself (given last, it wins) */
-  const char *a15[] = {"--instance", "bad/name", NULL};
-  expect_refused(a15, "--instance");
+  static const struct {
+    const char *args[5]; /* ends at the first NULL */
+    const char *needle;
+  } cases[] = {
+      {{"--tcp_prot", "5"}, "unknown flag --tcp_prot"},
+      {{"--tcp_port", "70000"}, "--tcp_port: 70000 is out of range"},
+      {{"--control_hz", "fast"}, "--control_hz: 'fast' is not a finite number"},
+      {{"--map_yaml", "/nonexistent/map.yaml"},
+       "--map_yaml: cannot read '/nonexistent/map.yaml'"},
+      {{"--world", "/nonexistent/world.yaml"}, "--world: cannot read"},
+      {{"--wrap", "gpu=perf record"}, "--wrap: unknown process 'gpu'"},
+      {{"--wrap", "sim="}, "--wrap sim: empty command"},
+      {{"--robots", "9", "--max_robots", "4"},
+       "--robots: 9 is more than --max_robots 4"},
+      {{"--laser_range_min", "5", "--laser_range_max", "2"},
+       "--laser_range_min"},
+      {{"--no-render", "--viewer"}, "--viewer needs pa-render"},
+      {{"--speed", "-1"}, "--speed"},
+      {{"--tcp_port"}, "--tcp_port needs a value"},
+      {{"extra"}, "unexpected argument 'extra'"},
+      {{"--wrap", "render='valgrind"}, "--wrap render: unterminated"},
+      /* Refused by the owning process's own row or check, so playarea must
+       * refuse them before starting anything (they used to drift). */
+      {{"--robots", "0"}, "--robots: 0 is out of range [1, 100000]"},
+      {{"--laser_range_max", "5000"},
+       "--laser_range_max: 5000 is out of range [0.01, 1000]"},
+      {{"--viewer", "--viewer_width", "10000"},
+       "--viewer_width: 10000 is out of range [64, 8192]"},
+      {{"--screenshot", "/tmp/x.png"}, "--screenshot needs --viewer"},
+      {{"--exit_after_screenshot"}, "--exit_after_screenshot needs --viewer"},
+      {{"--map_free_thresh", "0.7"},
+       "--map_free_thresh: 0.7 must be below --map_occupied_thresh"},
+      {{"--camera_chunk", "65500"}, "--camera_chunk: 65500 is out of range"},
+      {{"--bind", ""}, "--bind: empty address"},
+      {{"--realtime=maybe"}, "--realtime: 'maybe' is not a boolean"},
+      {{"--dataset_dir", LONG_DIR}, "--dataset_dir: longer than"},
+      /* the instance name itself (given last, it wins) */
+      {{"--instance", "bad/name"}, "--instance"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
+    expect_refused(cases[i].args, cases[i].needle);
 }
 
 static void test_help(void **state) {

@@ -86,32 +86,7 @@ static void *cam_write(void *arg) {
 
 /* ng_start with room for 640x480 images. */
 static int start_big(ng_stack *s, const char *tag, const char *const *gw) {
-  memset(s, 0, sizeof *s);
-  pa_test_instance(s->inst, sizeof s->inst, tag);
-  pa_stack_def d = pa_stack_def_default();
-  snprintf(d.instance, sizeof d.instance, "%s", s->inst);
-  d.max_robots = 4;
-  d.max_obstacles = 16;
-  d.max_cam_width = 640;
-  d.max_cam_height = 480;
-  char err[256];
-  if (pa_stack_create(&s->st, &d, err, sizeof err) != 0) {
-    fprintf(stderr, "pa_stack_create: %s\n", err);
-    return -1;
-  }
-  snprintf(s->sim_log, sizeof s->sim_log, "%s/%s-sim.log", pa_test_tmpdir(),
-           s->inst);
-  snprintf(s->gw_log, sizeof s->gw_log, "%s/%s-gw.log", pa_test_tmpdir(),
-           s->inst);
-  char bin[512];
-  pa_test_bin(bin, sizeof bin, "pa-sim");
-  char *argv[] = {bin, "--instance", s->inst, NULL};
-  s->sim = pa_test_spawn(argv, s->sim_log);
-  if (s->sim < 0 || !pa_test_wait_for(ng_sim_ready, s, 20000)) {
-    pa_test_dump_file(s->sim_log);
-    return -1;
-  }
-  return ng_start_gw(s, gw);
+  return ng_start_sized(s, tag, 4, 16, 640, 480, NULL, gw);
 }
 
 /* One ping on fd: its round trip in ms, or -1 (no pong within 5 s). */
