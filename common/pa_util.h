@@ -130,14 +130,9 @@ int pa_opt_parse(const pa_opt *opts, size_t n, int argc, char **argv,
                  char **positional, size_t max_positional,
                  size_t *n_positional, char *err, size_t err_sz);
 
-/* The same, and given[k] (n entries, cleared first) says whether opts[k]
- * was on the command line, even with its default value. */
-int pa_opt_parse_given(const pa_opt *opts, size_t n, int argc, char **argv,
-                       char **positional, size_t max_positional,
-                       size_t *n_positional, bool *given, char *err,
-                       size_t err_sz);
-
-/* pa_opt_parse_given over bound table rows (pa_opt_bind). */
+/* pa_opt_parse over bound table rows (pa_opt_bind); given[k] (n entries,
+ * cleared first; may be NULL) says whether rows[k] was on the command line,
+ * even with its default value. */
 int pa_opt_parse_rows(const pa_opt_row *rows, size_t n, int argc, char **argv,
                       char **positional, size_t max_positional,
                       size_t *n_positional, bool *given, char *err,

@@ -182,15 +182,11 @@ int pa_render_gpu_upload(rgpu_mesh *g, const rmesh *m, char *err,
   glBindBuffer(GL_ARRAY_BUFFER, g->vbo);
   glBufferData(GL_ARRAY_BUFFER, (GLsizeiptr)m->n * (GLsizeiptr)sizeof(rvertex),
                m->v, GL_STATIC_DRAW);
-  glVertexAttribPointer(0, 3, GL_FLOAT, GL_FALSE, sizeof(rvertex),
-                        (void *)offsetof(rvertex, pos));
-  glVertexAttribPointer(1, 3, GL_FLOAT, GL_FALSE, sizeof(rvertex),
-                        (void *)offsetof(rvertex, normal));
-  glVertexAttribPointer(2, 4, GL_UNSIGNED_BYTE, GL_TRUE, sizeof(rvertex),
-                        (void *)offsetof(rvertex, colour));
-  glEnableVertexAttribArray(0);
-  glEnableVertexAttribArray(1);
-  glEnableVertexAttribArray(2);
+  static const pa_render_attr attrs[] = {
+      {3, GL_FLOAT, GL_FALSE, offsetof(rvertex, pos)},
+      {3, GL_FLOAT, GL_FALSE, offsetof(rvertex, normal)},
+      {4, GL_UNSIGNED_BYTE, GL_TRUE, offsetof(rvertex, colour)}};
+  pa_render_attribs(sizeof(rvertex), attrs, 3);
   glBindVertexArray(0);
   g->count = (GLsizei)m->n;
   return pa_render_gl_check("uploading a mesh", err, err_sz);
@@ -239,17 +235,34 @@ static const char *lit_fs =
     "  o_colour = vec4(mix(u_fog, v_colour, fog), 1.0);\n"
     "}\n";
 
+/* 0, or -1 with err = "GL: <what>: <GL's log>" when obj (a program when
+ * prog, else a shader) failed to link or compile. */
+static int gl_status(GLuint obj, bool prog, const char *what, char *err,
+                     size_t err_sz) {
+  GLint ok = 0;
+  if (prog)
+    glGetProgramiv(obj, GL_LINK_STATUS, &ok);
+  else
+    glGetShaderiv(obj, GL_COMPILE_STATUS, &ok);
+  if (ok)
+    return 0;
+  char log[512] = "";
+  if (prog)
+    glGetProgramInfoLog(obj, sizeof log, NULL, log);
+  else
+    glGetShaderInfoLog(obj, sizeof log, NULL, log);
+  snprintf(err, err_sz, "GL: %s: %s", what, log);
+  return -1;
+}
+
 static GLuint compile(GLenum type, const char *src, char *err, size_t err_sz) {
   GLuint s = glCreateShader(type);
   glShaderSource(s, 1, &src, NULL);
   glCompileShader(s);
-  GLint ok = 0;
-  glGetShaderiv(s, GL_COMPILE_STATUS, &ok);
-  if (!ok) {
-    char log[512] = "";
-    glGetShaderInfoLog(s, sizeof log, NULL, log);
-    snprintf(err, err_sz, "GL: %s shader does not compile: %s",
-             type == GL_VERTEX_SHADER ? "vertex" : "fragment", log);
+  if (gl_status(s, false,
+                type == GL_VERTEX_SHADER ? "vertex shader does not compile"
+                                         : "fragment shader does not compile",
+                err, err_sz) < 0) {
     glDeleteShader(s);
     return 0;
   }
@@ -272,17 +285,20 @@ int pa_render_program(GLuint *out, const char *vs, const char *fs, char *err,
   glLinkProgram(p);
   glDeleteShader(v);
   glDeleteShader(f);
-  GLint ok = 0;
-  glGetProgramiv(p, GL_LINK_STATUS, &ok);
-  if (!ok) {
-    char log[512] = "";
-    glGetProgramInfoLog(p, sizeof log, NULL, log);
-    snprintf(err, err_sz, "GL: shader program does not link: %s", log);
+  if (gl_status(p, true, "shader program does not link", err, err_sz) < 0) {
     glDeleteProgram(p);
     return -1;
   }
   *out = p;
   return 0;
+}
+
+void pa_render_attribs(GLsizei stride, const pa_render_attr *a, int n) {
+  for (int i = 0; i < n; i++) {
+    glVertexAttribPointer((GLuint)i, a[i].size, a[i].type, a[i].normalized,
+                          stride, (void *)a[i].offset);
+    glEnableVertexAttribArray((GLuint)i);
+  }
 }
 
 int pa_render_program_lit(rprogram *p, char *err, size_t err_sz) {

@@ -62,19 +62,16 @@ const char *pa_status_code(pa_status st) {
   X(max_readers, 1, 64)
 
 pa_stack_def pa_stack_def_default(void) {
-  pa_stack_def d;
-  memset(&d, 0, sizeof d);
+  pa_stack_def d = {.max_robots = 256,
+                    .max_obstacles = 1024,
+                    .max_beams = 4096,
+                    .max_cam_width = 1920,
+                    .max_cam_height = 1080,
+                    .state_slots = 64,
+                    .camera_slots = 8,
+                    .cmd_capacity = 1024,
+                    .max_readers = 8};
   snprintf(d.instance, sizeof d.instance, "p9000");
-  d.max_robots = 256;
-  d.max_obstacles = 1024;
-  d.max_beams = 4096;
-  d.max_cam_width = 1920;
-  d.max_cam_height = 1080;
-  d.state_slots = 64;
-  d.scan_slots = 0;
-  d.camera_slots = 8;
-  d.cmd_capacity = 1024;
-  d.max_readers = 8;
   return d;
 }
 

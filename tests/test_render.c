@@ -112,19 +112,27 @@ static void test_context(void **state) {
   assert_int_equal(pa_render_gl_check("test", err, sizeof err), 0);
 }
 
+/* The W x H head-camera image of a one-robot scene of g, the robot (ri)
+ * standing at p. */
+static uint8_t *render_alone(const pa_grid *g, const pa_robot_info *ri,
+                             pa_render_pose p) {
+  char err[256];
+  pa_render_scene *s = NULL;
+  assert_int_equal(
+      pa_render_scene_build(&s, g, ri, 1, NULL, 0, err, sizeof err), 0);
+  pa_render_scene_set_poses(s, &p, 1);
+  pa_render_view v = pa_render_view_head(ri, 0, &p);
+  uint8_t *img = render(s, &v, W, H);
+  pa_render_scene_free(s);
+  return img;
+}
+
 /* Facing a wall 0.3 m ahead: the centre is wall, uniformly, beige. */
 static void test_wall_close_up(void **state) {
-  char err[256];
   pa_grid g = room(100);
   fill(&g, 60, 1, 65, 99, PA_CELL_OCCUPIED); /* wall face at x = 3.0 m */
   pa_robot_info ri = robot(40, 90, 220);
-  pa_render_scene *s = NULL;
-  assert_int_equal(pa_render_scene_build(&s, &g, &ri, 1, NULL, 0, err,
-                                         sizeof err), 0);
-  pa_render_pose p = {2.7, 2.5, 0, 0, true};
-  pa_render_scene_set_poses(s, &p, 1);
-  pa_render_view v = pa_render_view_head(&ri, 0, &p);
-  uint8_t *img = render(s, &v, W, H);
+  uint8_t *img = render_alone(&g, &ri, (pa_render_pose){2.7, 2.5, 0, 0, true});
   int lo[3] = {255, 255, 255}, hi[3] = {0, 0, 0};
   for (uint32_t y = H * 3 / 10; y < H * 7 / 10; y++)
     for (uint32_t x = W * 3 / 10; x < W * 7 / 10; x++) {
@@ -141,22 +149,14 @@ static void test_wall_close_up(void **state) {
   for (int k = 0; k < 3; k++)
     assert_true(hi[k] - lo[k] <= 10); /* one flat, evenly lit face */
   free(img);
-  pa_render_scene_free(s);
   free(g.cells);
 }
 
 /* In the open looking at a distant wall: sky on top, floor at the bottom. */
 static void test_not_flipped(void **state) {
-  char err[256];
   pa_grid g = room(400);
   pa_robot_info ri = robot(40, 90, 220);
-  pa_render_scene *s = NULL;
-  assert_int_equal(pa_render_scene_build(&s, &g, &ri, 1, NULL, 0, err,
-                                         sizeof err), 0);
-  pa_render_pose p = {10, 10, 0, 0, true};
-  pa_render_scene_set_poses(s, &p, 1);
-  pa_render_view v = pa_render_view_head(&ri, 0, &p);
-  uint8_t *img = render(s, &v, W, H);
+  uint8_t *img = render_alone(&g, &ri, (pa_render_pose){10, 10, 0, 0, true});
   double top[3], bottom[3];
   mean_rgb(img, W, 0, 0, W, 8, top);
   mean_rgb(img, W, 0, H - 8, W, H, bottom);
@@ -165,7 +165,6 @@ static void test_not_flipped(void **state) {
   assert_true(fabs(bottom[2] - bottom[0]) < 30);
   assert_true(bottom[0] + bottom[1] + bottom[2] < top[0] + top[1] + top[2]);
   free(img);
-  pa_render_scene_free(s);
   free(g.cells);
 }
 

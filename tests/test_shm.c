@@ -40,18 +40,6 @@ static void *amem(size_t n) {
   return p;
 }
 
-static void fill(uint8_t *p, uint32_t len, uint64_t seq) {
-  for (uint32_t i = 0; i < len; i++)
-    p[i] = (uint8_t)(seq * 31u + i);
-}
-
-static bool check(const uint8_t *p, uint32_t len, uint64_t seq) {
-  for (uint32_t i = 0; i < len; i++)
-    if (p[i] != (uint8_t)(seq * 31u + i))
-      return false;
-  return true;
-}
-
 static pa_stack_def small_def(const char *inst) {
   pa_stack_def d = pa_stack_def_default();
   snprintf(d.instance, sizeof d.instance, "%s", inst);
@@ -215,25 +203,25 @@ static void test_ring_wrap_and_lap(void **st) {
   /* In step: every record, in order, over several wrap-arounds. */
   for (uint64_t n = 1; n <= 37; n++) {
     uint32_t l = (uint32_t)(n * 7 % (maxr + 1));
-    fill(in, l, n);
+    pa_test_fill(in, l, n);
     assert_int_equal(pa_ring_write(r, in, l), (int64_t)n);
     assert_int_equal(pa_ring_read_next(r, &c, out, sizeof out, &len, &seq), 0);
     assert_int_equal(seq, n);
     assert_int_equal(len, l);
-    assert_true(check(out, len, n));
+    assert_true(pa_test_check(out, len, n));
   }
   assert_int_equal(c.missed, 0);
   assert_int_equal(pa_ring_head(r), 37);
 
   /* Lapped: 10 records into 4 slots; the cursor learns it missed 6. */
   for (uint64_t n = 38; n <= 47; n++) {
-    fill(in, 50, n);
+    pa_test_fill(in, 50, n);
     pa_ring_write(r, in, 50);
   }
   uint64_t expect = 44;
   while (pa_ring_read_next(r, &c, out, sizeof out, &len, &seq) == 0) {
     assert_int_equal(seq, expect);
-    assert_true(check(out, len, seq));
+    assert_true(pa_test_check(out, len, seq));
     expect++;
   }
   assert_int_equal(expect, 48);
@@ -267,7 +255,7 @@ static void test_ring_sizes(void **st) {
   uint8_t in[1001], out[1001];
   uint32_t len = 0;
   uint64_t seq = 0;
-  fill(in, maxr, 1);
+  pa_test_fill(in, maxr, 1);
   assert_int_equal(pa_ring_write(r, in, maxr), 1); /* max size fits */
   assert_int_equal(pa_ring_write(r, in, maxr + 1), PA_SHM_EINVAL);
   assert_int_equal(pa_ring_write(r, NULL, 5), PA_SHM_EINVAL);
@@ -284,19 +272,19 @@ static void test_ring_sizes(void **st) {
   assert_int_equal(len, 0);
   assert_int_equal(pa_ring_read_next(r, &c, out, sizeof out, &len, &seq), 0);
   assert_int_equal(len, maxr);
-  assert_true(check(out, maxr, 1));
+  assert_true(pa_test_check(out, maxr, 1));
 
   /* Zero-copy: begin/commit; a commit without begin is refused. */
   assert_int_equal(pa_ring_write_commit(r), PA_SHM_EINVAL);
   uint8_t *slot = pa_ring_write_begin(r, 300);
   assert_non_null(slot);
-  fill(slot, 300, 3);
+  pa_test_fill(slot, 300, 3);
   assert_int_equal(pa_ring_write_commit(r), 3);
   assert_int_equal(pa_ring_write_commit(r), PA_SHM_EINVAL);
   assert_int_equal(pa_ring_read_latest(r, out, sizeof out, &len, &seq), 0);
   assert_int_equal(seq, 3);
   assert_int_equal(len, 300);
-  assert_true(check(out, 300, 3));
+  assert_true(pa_test_check(out, 300, 3));
   free(r);
 }
 
@@ -309,7 +297,7 @@ static void test_ring_torn_slot(void **st) {
   uint32_t len;
   uint64_t seq;
   for (uint64_t n = 1; n <= 4; n++) {
-    fill(in, 64, n);
+    pa_test_fill(in, 64, n);
     pa_ring_write(r, in, 64);
   }
   /* Record 5 goes to record 1's slot: half written, never committed. */
@@ -320,7 +308,7 @@ static void test_ring_torn_slot(void **st) {
   uint64_t got[8];
   int n = 0;
   while (pa_ring_read_next(r, &c, out, sizeof out, &len, &seq) == 0) {
-    assert_true(check(out, len, seq));
+    assert_true(pa_test_check(out, len, seq));
     got[n++] = seq;
   }
   assert_int_equal(n, 3);
@@ -329,11 +317,11 @@ static void test_ring_torn_slot(void **st) {
   assert_int_equal(pa_ring_read_latest(r, out, sizeof out, &len, &seq), 0);
   assert_int_equal(seq, 4);
   /* The restarted writer continues the sequence in the same slot. */
-  fill(in, 64, 5);
+  pa_test_fill(in, 64, 5);
   assert_int_equal(pa_ring_write(r, in, 64), 5);
   assert_int_equal(pa_ring_read_next(r, &c, out, sizeof out, &len, &seq), 0);
   assert_int_equal(seq, 5);
-  assert_true(check(out, 64, 5));
+  assert_true(pa_test_check(out, 64, 5));
   free(r);
 }
 

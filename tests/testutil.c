@@ -374,6 +374,22 @@ int pa_test_shm_count(const char *instance) {
   return n;
 }
 
+static uint8_t pattern_byte(uint64_t seq, uint32_t i) {
+  return (uint8_t)(seq * 131u + i);
+}
+
+void pa_test_fill(uint8_t *p, uint32_t len, uint64_t seq) {
+  for (uint32_t i = 0; i < len; i++)
+    p[i] = pattern_byte(seq, i);
+}
+
+bool pa_test_check(const uint8_t *p, uint32_t len, uint64_t seq) {
+  for (uint32_t i = 0; i < len; i++)
+    if (p[i] != pattern_byte(seq, i))
+      return false;
+  return true;
+}
+
 /* Little-endian fields of the frame layouts (the tests run little-endian,
  * as the protocol does). */
 static uint16_t rd16(const uint8_t *p) {

@@ -63,6 +63,11 @@ bool pa_test_file_contains(const char *path, const char *needle);
  * path cannot be opened). Returns the bytes read, or -1. */
 long pa_test_read_file(const char *path, char *buf, size_t n);
 
+/* Fills p[0..len) with a pattern derived from seq; pa_test_check tells
+ * whether p holds exactly that pattern (records that must arrive intact). */
+void pa_test_fill(uint8_t *p, uint32_t len, uint64_t seq);
+bool pa_test_check(const uint8_t *p, uint32_t len, uint64_t seq);
+
 /* An ODM1 datagram (PROTOCOL.md section 2). */
 typedef struct pa_test_odom {
   uint32_t seq;
