@@ -88,6 +88,15 @@ typedef struct pa_opt_table {
   int (*finish)(void *args, const bool *given, char *err, size_t err_sz);
 } pa_opt_table;
 
+/* A pa_opt_table initializer: ROWS is the array itself (its length is
+ * counted here), ARGS the struct type its offsets point into. */
+#define PA_OPT_TABLE(PROG, SUMMARY, ROWS, ARGS, FINISH)                        \
+  {                                                                            \
+    .prog = (PROG), .summary = (SUMMARY), .rows = (ROWS),                      \
+    .n = sizeof(ROWS) / sizeof((ROWS)[0]), .args_size = sizeof(ARGS),          \
+    .finish = (FINISH)                                                         \
+  }
+
 /* Copies t's rows into out[] (t->n entries) with o.dst = args + off.
  * Returns 0, or -1 with err when a row's field does not fit its type. */
 int pa_opt_bind(const pa_opt_table *t, void *args, pa_opt_row *out, char *err,

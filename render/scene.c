@@ -356,6 +356,45 @@ static void wall_face(rmesh *m, const pa_grid *g, double ax, double ay,
   mesh_quad(m, p[0], p[1], p[2], p[3], n, rgb, 255);
 }
 
+/* Whether the blocked cell at run position r of grid line k faces a free
+ * one at d (-1 or 1) across the line: rows are y = k, columns x = k. */
+static bool line_exposed(const pa_grid *g, bool rows, int64_t k, int64_t r,
+                         int d) {
+  return rows ? face_exposed(g, r, k, 0, d) : face_exposed(g, k, r, d, 0);
+}
+
+/* The side faces along every grid row (rows) or column, on both sides of
+ * each line, merged into runs; side 0 faces -y (rows) or -x. */
+static void wall_sides(rmesh *m, const pa_grid *g, bool rows,
+                       const uint8_t rgb[3]) {
+  const int64_t nk = rows ? g->height : g->width;
+  const int64_t nr = rows ? g->width : g->height;
+  const double res = g->resolution;
+  for (int64_t k = 0; k <= nk; k++)
+    for (int side = 0; side < 2; side++) {
+      int64_t bk = side == 0 ? k : k - 1; /* the blocked line */
+      int d = side == 0 ? -1 : 1;         /* towards the free one */
+      for (int64_t r = 0; r < nr;) {
+        if (!line_exposed(g, rows, bk, r, d)) {
+          r++;
+          continue;
+        }
+        int64_t r1 = r + 1;
+        while (r1 < nr && line_exposed(g, rows, bk, r1, d))
+          r1++;
+        /* run ends in grid metres, ordered so that the face looks out */
+        bool forward = rows == (side == 0);
+        double a = (forward ? r : r1) * res, b = (forward ? r1 : r) * res;
+        double l = k * res;
+        if (rows)
+          wall_face(m, g, a, l, b, l, rgb);
+        else
+          wall_face(m, g, l, a, l, b, rgb);
+        r = r1;
+      }
+    }
+}
+
 /* Walls: side faces only where a blocked cell meets a free one, merged
  * into runs along each grid line (no hidden faces, so little overdraw:
  * llvmpipe's cost is mostly pixels), plus top faces from a greedy merge of
@@ -366,48 +405,8 @@ static int build_walls(rmesh *m, const pa_grid *g, uint32_t *boxes) {
   static const double up[3] = {0, 0, 1};
   const int64_t W = g->width, H = g->height;
   const double res = g->resolution;
-  /* faces along rows: south-facing (-y) and north-facing (+y) */
-  for (int64_t y = 0; y <= H; y++)
-    for (int side = 0; side < 2; side++) {
-      bool south = side == 0;
-      int64_t by = south ? y : y - 1; /* the blocked row; the free one is y+dy */
-      int dy = south ? -1 : 1;
-      for (int64_t x = 0; x < W;) {
-        if (!face_exposed(g, x, by, 0, dy)) {
-          x++;
-          continue;
-        }
-        int64_t x1 = x + 1;
-        while (x1 < W && face_exposed(g, x1, by, 0, dy))
-          x1++;
-        if (south)
-          wall_face(m, g, x * res, y * res, x1 * res, y * res, wall);
-        else
-          wall_face(m, g, x1 * res, y * res, x * res, y * res, wall);
-        x = x1;
-      }
-    }
-  /* faces along columns: west-facing (-x) and east-facing (+x) */
-  for (int64_t x = 0; x <= W; x++)
-    for (int side = 0; side < 2; side++) {
-      bool west = side == 0;
-      int64_t bx = west ? x : x - 1; /* the blocked column */
-      int dx = west ? -1 : 1;
-      for (int64_t y = 0; y < H;) {
-        if (!face_exposed(g, bx, y, dx, 0)) {
-          y++;
-          continue;
-        }
-        int64_t y1 = y + 1;
-        while (y1 < H && face_exposed(g, bx, y1, dx, 0))
-          y1++;
-        if (west)
-          wall_face(m, g, x * res, y1 * res, x * res, y * res, wall);
-        else
-          wall_face(m, g, x * res, y * res, x * res, y1 * res, wall);
-        y = y1;
-      }
-    }
+  wall_sides(m, g, true, wall);  /* south- and north-facing */
+  wall_sides(m, g, false, wall); /* west- and east-facing */
   /* tops: grow each unvisited blocked cell into the widest run, then as
    * many rows as the whole run stays blocked */
   size_t n = (size_t)W * (size_t)H;

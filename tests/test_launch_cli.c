@@ -37,6 +37,32 @@ static size_t argv_len(char **av) {
   return n;
 }
 
+/* The three children's command lines for one parsed playarea line. */
+typedef struct children {
+  char **sim, **ren, **net;
+} children;
+
+/* Parses argv (NULL-terminated) into c and builds the children's command
+ * lines under /b; fails the test if any of it fails. */
+static children parse_children(pa_launch_cfg *c, char **argv) {
+  char err[256];
+  assert_int_equal(
+      pa_launch_cfg_parse(c, (int)argv_len(argv), argv, err, sizeof err), 0);
+  children k = {pa_launch_child_argv(c, PA_PROC_SIM, "/b", err, sizeof err),
+                pa_launch_child_argv(c, PA_PROC_RENDER, "/b", err, sizeof err),
+                pa_launch_child_argv(c, PA_PROC_NETGW, "/b", err, sizeof err)};
+  assert_non_null(k.sim);
+  assert_non_null(k.ren);
+  assert_non_null(k.net);
+  return k;
+}
+
+static void children_free(children *k) {
+  pa_launch_argv_free(k->sim);
+  pa_launch_argv_free(k->ren);
+  pa_launch_argv_free(k->net);
+}
+
 static void test_routing(void **state) {
   (void)state;
   pa_launch_cfg c = pa_launch_cfg_default();
@@ -44,15 +70,9 @@ static void test_routing(void **state) {
                   "--tcp-feedback-hz", "50", "--paused", "--tcp_port", "0",
                   "--camera_width", "320", "--wrap",
                   "netgw=strace -f -o '/tmp/a b'", "--instance", "xy", NULL};
-  char err[256];
-  assert_int_equal(pa_launch_cfg_parse(&c, 15, argv, err, sizeof err), 0);
+  children k = parse_children(&c, argv);
+  char **sim = k.sim, **ren = k.ren, **net = k.net;
   assert_string_equal(c.instance, "xy");
-  char **sim = pa_launch_child_argv(&c, PA_PROC_SIM, "/b", err, sizeof err);
-  char **ren = pa_launch_child_argv(&c, PA_PROC_RENDER, "/b", err, sizeof err);
-  char **net = pa_launch_child_argv(&c, PA_PROC_NETGW, "/b", err, sizeof err);
-  assert_non_null(sim);
-  assert_non_null(ren);
-  assert_non_null(net);
   /* each flag goes only where it is needed; given flags only */
   assert_string_equal(sim[0], "/b/pa-sim");
   assert_true(argv_has(sim, "--instance=xy"));
@@ -74,9 +94,7 @@ static void test_routing(void **state) {
   assert_true(argv_has(net, "--tcp_port=0"));
   assert_true(argv_has(net, "--instance=xy"));
   assert_int_equal(argv_len(net), 8);
-  pa_launch_argv_free(sim);
-  pa_launch_argv_free(ren);
-  pa_launch_argv_free(net);
+  children_free(&k);
 
   pa_stack_def d = pa_launch_stack_def(&c);
   assert_int_equal(d.max_robots, 256);
@@ -98,14 +116,8 @@ static void test_shared_and_exact(void **state) {
                   "--seed",
                   "9000000000000000000",
                   NULL};
-  char err[256];
-  assert_int_equal(pa_launch_cfg_parse(&c, 9, argv, err, sizeof err), 0);
-  char **sim = pa_launch_child_argv(&c, PA_PROC_SIM, "/b", err, sizeof err);
-  char **ren = pa_launch_child_argv(&c, PA_PROC_RENDER, "/b", err, sizeof err);
-  char **net = pa_launch_child_argv(&c, PA_PROC_NETGW, "/b", err, sizeof err);
-  assert_non_null(sim);
-  assert_non_null(ren);
-  assert_non_null(net);
+  children k = parse_children(&c, argv);
+  char **sim = k.sim, **ren = k.ren, **net = k.net;
   assert_true(argv_has(sim, "--realtime=1"));
   assert_true(argv_has(net, "--realtime=1"));
   assert_false(argv_has(ren, "--realtime=1"));
@@ -118,10 +130,9 @@ static void test_shared_and_exact(void **state) {
   assert_true(c.sim.def.force & PA_SIM_FORCE_CAMERA_FOV);
   assert_false(c.sim.def.force & PA_SIM_FORCE_LASER_NOISE);
   assert_int_equal(c.netgw.def.odom_watch_us, PA_NETGW_RT_WATCH_US);
-  pa_launch_argv_free(sim);
-  pa_launch_argv_free(ren);
-  pa_launch_argv_free(net);
+  children_free(&k);
 
+  char err[256];
   /* Setting a flag later (the supervisor pinning a picked port). */
   assert_int_equal(pa_launch_cfg_set(&c, "tcp_port", "9321", err, sizeof err),
                    0);

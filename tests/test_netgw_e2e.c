@@ -168,13 +168,8 @@ static void text_session(void **state) {
   ng_expect(fd, "ping", "pong");
   ng_expect_prefix(fd, "help", "commands: cmd <v> <w> [head]");
   /* Successful cmd/stop/sub/unsub say nothing: the next reply is pong. */
-  uint16_t up;
-  int u = pa_test_udp_bind(&up);
-  char line[128];
-  snprintf(line, sizeof line, "cmd 0.3 0.2\nstop\r\ncmd\t0.1  0 0.5\nsub odom %u\n"
-                              "unsub odom\nunsub scan\nping",
-           up);
-  ng_expect(fd, line, "pong");
+  int u = subscribe(fd, "cmd 0.3 0.2\nstop\r\ncmd\t0.1  0 0.5\n", "odom", NULL);
+  ng_expect(fd, "unsub odom\nunsub scan\nping", "pong");
   ng_expect_prefix(fd, "pose", "pose ");
   ng_expect(fd, "pause", "ok");
   ng_expect(fd, "teleport -1.5 0 0.25", "ok");

@@ -168,7 +168,10 @@ static void test_not_flipped(void **state) {
   free(g.cells);
 }
 
-static pa_render_scene *cluttered(pa_grid *g, pa_robot_info ri[2]) {
+/* Two robots and two obstacles in a room with walls; the robots stand at
+ * poses (set here: the first looks along the room at both obstacles). */
+static pa_render_scene *cluttered(pa_grid *g, pa_robot_info ri[2],
+                                  pa_render_pose poses[2]) {
   char err[256];
   *g = room(120);
   fill(g, 20, 70, 50, 75, PA_CELL_OCCUPIED);
@@ -185,6 +188,9 @@ static pa_render_scene *cluttered(pa_grid *g, pa_robot_info ri[2]) {
   pa_render_scene *s = NULL;
   assert_int_equal(pa_render_scene_build(&s, g, ri, 2, o, 2, err, sizeof err),
                    0);
+  poses[0] = (pa_render_pose){3.0, 2.0, 0.3, 0, true};
+  poses[1] = (pa_render_pose){4.5, 2.5, 2.0, 0.4, true};
+  pa_render_scene_set_poses(s, poses, 2);
   return s;
 }
 
@@ -201,10 +207,8 @@ static double diff_frac(const uint8_t *a, const uint8_t *b, size_t n) {
 static void test_head_turn(void **state) {
   pa_grid g;
   pa_robot_info ri[2];
-  pa_render_scene *s = cluttered(&g, ri);
-  pa_render_pose poses[2] = {{3.0, 2.0, 0.3, 0, true},
-                             {4.5, 2.5, 2.0, 0.4, true}};
-  pa_render_scene_set_poses(s, poses, 2);
+  pa_render_pose poses[2];
+  pa_render_scene *s = cluttered(&g, ri, poses);
   pa_render_view straight = pa_render_view_head(&ri[0], 0, &poses[0]);
   uint8_t *a = render(s, &straight, W, H);
   poses[0].head = M_PI / 2;
@@ -229,11 +233,12 @@ static void test_head_turn(void **state) {
 static void test_robot_projection(void **state) {
   pa_grid g;
   pa_robot_info ri[2];
-  pa_render_scene *s = cluttered(&g, ri);
+  pa_render_pose poses[2];
+  pa_render_scene *s = cluttered(&g, ri, poses);
   const uint32_t w = 640, h = 480;
   ri[0].cam_width = w, ri[0].cam_height = h;
-  pa_render_pose poses[2] = {{2.0, 2.5, 0.1, 0, true},
-                             {4.0, 3.1, 1.0, 0, true}};
+  poses[0] = (pa_render_pose){2.0, 2.5, 0.1, 0, true};
+  poses[1] = (pa_render_pose){4.0, 3.1, 1.0, 0, true};
   pa_render_scene_set_poses(s, poses, 2);
   pa_render_view v = pa_render_view_head(&ri[0], 0, &poses[0]);
   uint8_t *img = render(s, &v, w, h);
@@ -334,10 +339,8 @@ static void test_pipelined_readback(void **state) {
   char err[256];
   pa_grid g;
   pa_robot_info ri[2];
-  pa_render_scene *s = cluttered(&g, ri);
-  pa_render_pose poses[2] = {{3.0, 2.0, 0.3, 0, true},
-                             {4.5, 2.5, 2.0, 0.4, true}};
-  pa_render_scene_set_poses(s, poses, 2);
+  pa_render_pose poses[2];
+  pa_render_scene *s = cluttered(&g, ri, poses);
   pa_render_view v0 = pa_render_view_head(&ri[0], 0, &poses[0]);
   pa_render_view v1 = pa_render_view_head(&ri[1], 1, &poses[1]);
   uint8_t *sync0 = render(s, &v0, W, H), *sync1 = render(s, &v1, W, H);
