@@ -80,9 +80,7 @@ static inline int ng_start_sized(ng_stack *s, const char *tag, int robots,
                                  const char *const *sim_extra,
                                  const char *const *gw_extra) {
   memset(s, 0, sizeof *s);
-  pa_test_instance(s->inst, sizeof s->inst, tag);
-  pa_stack_def d = pa_stack_def_default();
-  snprintf(d.instance, sizeof d.instance, "%s", s->inst);
+  pa_stack_def d = pa_test_stack_def(s->inst, sizeof s->inst, tag);
   d.max_robots = robots;
   d.max_obstacles = obstacles;
   d.max_cam_width = cam_w;

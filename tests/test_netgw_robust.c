@@ -256,9 +256,7 @@ static void port_taken(void **state) {
   /* pa-netgw alone: exit 78 at once, naming the port */
   ng_stack s;
   memset(&s, 0, sizeof s);
-  pa_test_instance(s.inst, sizeof s.inst, "port");
-  pa_stack_def d = pa_stack_def_default();
-  snprintf(d.instance, sizeof d.instance, "%s", s.inst);
+  pa_stack_def d = pa_test_stack_def(s.inst, sizeof s.inst, "port");
   char err[256];
   assert_int_equal(pa_stack_create(&s.st, &d, err, sizeof err), 0);
   char bin[512], log[600];

@@ -76,9 +76,7 @@ static void write_tick(world *w, double x, double y, double theta,
 static void world_create(world *w) {
   char err[256];
   memset(w, 0, sizeof *w);
-  pa_test_instance(w->instance, sizeof w->instance, "render");
-  pa_stack_def d = pa_stack_def_default();
-  snprintf(d.instance, sizeof d.instance, "%s", w->instance);
+  pa_stack_def d = pa_test_stack_def(w->instance, sizeof w->instance, "render");
   d.max_robots = 4, d.max_obstacles = 16, d.max_beams = 720;
   d.max_cam_width = 640, d.max_cam_height = 480;
   d.camera_slots = 4, d.state_slots = 16, d.cmd_capacity = 16;
@@ -293,9 +291,7 @@ static void test_e2e_sim(void **state) {
   }
   world w;
   memset(&w, 0, sizeof w);
-  pa_test_instance(w.instance, sizeof w.instance, "rsim");
-  pa_stack_def d = pa_stack_def_default();
-  snprintf(d.instance, sizeof d.instance, "%s", w.instance);
+  pa_stack_def d = pa_test_stack_def(w.instance, sizeof w.instance, "rsim");
   d.max_robots = 8, d.max_obstacles = 64, d.max_cam_width = 640;
   d.max_cam_height = 480, d.camera_slots = 4;
   if (pa_stack_create(&w.st, &d, err, sizeof err) != 0)

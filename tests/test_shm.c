@@ -53,6 +53,22 @@ static pa_stack_def small_def(const char *inst) {
   return d;
 }
 
+/* Creates a small instance named for tag (its name into inst) as s. */
+static void create_small(pa_stack *s, char inst[PA_SHM_INSTANCE_MAX],
+                         const char *tag) {
+  char err[256];
+  pa_test_instance(inst, PA_SHM_INSTANCE_MAX, tag);
+  pa_stack_def d = small_def(inst);
+  assert_int_equal(pa_stack_create(s, &d, err, sizeof err), 0);
+}
+
+/* Detaches the attacher a and the creator s, then unlinks inst. */
+static void detach_unlink(pa_stack *s, pa_stack *a, const char *inst) {
+  pa_stack_detach(a);
+  pa_stack_detach(s);
+  pa_stack_unlink(inst);
+}
+
 /* ---- names and segments ------------------------------------------------- */
 
 static void test_names(void **st) {
@@ -548,10 +564,8 @@ static void test_stack_bad_def(void **st) {
 static void test_stack_mismatch(void **st) {
   (void)st;
   char inst[PA_SHM_INSTANCE_MAX], err[256];
-  pa_test_instance(inst, sizeof inst, "mis");
-  pa_stack_def d = small_def(inst);
   pa_stack s, a;
-  assert_int_equal(pa_stack_create(&s, &d, err, sizeof err), 0);
+  create_small(&s, inst, "mis");
 
   pa_shm_header *sh = s.state_seg.base;
   sh->sizes[3] = 64;
@@ -583,9 +597,7 @@ static void test_stack_mismatch(void **st) {
   s.ctl->def.max_robots = 4;
 
   assert_int_equal(pa_stack_attach(&a, inst, err, sizeof err), 0);
-  pa_stack_detach(&a);
-  pa_stack_detach(&s);
-  pa_stack_unlink(inst);
+  detach_unlink(&s, &a, inst);
 }
 
 /* An instance whose creator died is stale; create replaces it and says so. */
@@ -773,10 +785,8 @@ static void test_stack_foreign(void **st) {
 static void test_stack_map(void **st) {
   (void)st;
   char inst[PA_SHM_INSTANCE_MAX], err[256];
-  pa_test_instance(inst, sizeof inst, "map");
-  pa_stack_def d = small_def(inst);
   pa_stack s, a;
-  assert_int_equal(pa_stack_create(&s, &d, err, sizeof err), 0);
+  create_small(&s, inst, "map");
   assert_int_equal(pa_stack_attach(&a, inst, err, sizeof err), 0);
   pa_shm_seg m1, m2;
   const pa_map_block *mb;
@@ -827,10 +837,8 @@ static void test_stack_map(void **st) {
 static void test_world_seqlock(void **st) {
   (void)st;
   char inst[PA_SHM_INSTANCE_MAX], err[256];
-  pa_test_instance(inst, sizeof inst, "world");
-  pa_stack_def d = small_def(inst);
   pa_stack s, a;
-  assert_int_equal(pa_stack_create(&s, &d, err, sizeof err), 0);
+  create_small(&s, inst, "world");
   assert_int_equal(pa_stack_attach(&a, inst, err, sizeof err), 0);
   uint64_t q = pa_stack_world_read_begin(&a);
   assert_int_equal(q & 1, 0);
@@ -860,9 +868,7 @@ static void test_world_seqlock(void **st) {
   assert_int_equal(q & 1, 0);
   assert_false(pa_stack_world_read_retry(&a, q));
   assert_int_equal(a.ctl->world_gen, 2);
-  pa_stack_detach(&a);
-  pa_stack_detach(&s);
-  pa_stack_unlink(inst);
+  detach_unlink(&s, &a, inst);
 }
 
 /* ---- pa-shmctl ----------------------------------------------------------- */

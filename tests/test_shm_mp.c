@@ -442,9 +442,7 @@ static int producer_main(void *p) {
 static void test_mp_queue(void **st) {
   (void)st;
   char inst[PA_SHM_INSTANCE_MAX], err[256];
-  pa_test_instance(inst, sizeof inst, "queue");
-  pa_stack_def d = pa_stack_def_default();
-  snprintf(d.instance, sizeof d.instance, "%s", inst);
+  pa_stack_def d = pa_test_stack_def(inst, sizeof inst, "queue");
   d.max_robots = 2;
   d.cmd_capacity = 16;
   pa_stack s;
@@ -520,9 +518,7 @@ static int sim_main(void *p) {
 static void test_mp_stack_round_trip(void **st) {
   (void)st;
   char inst[PA_SHM_INSTANCE_MAX], err[256];
-  pa_test_instance(inst, sizeof inst, "trip");
-  pa_stack_def d = pa_stack_def_default();
-  snprintf(d.instance, sizeof d.instance, "%s", inst);
+  pa_stack_def d = pa_test_stack_def(inst, sizeof inst, "trip");
   pa_stack s;
   assert_int_equal(pa_stack_create(&s, &d, err, sizeof err), 0);
   int k = pa_ring_reader_register(s.state);

@@ -68,6 +68,13 @@ static void install_cleanup(void) {
   signal(SIGPIPE, SIG_IGN);
 }
 
+pa_stack_def pa_test_stack_def(char *inst, size_t n, const char *tag) {
+  pa_test_instance(inst, n, tag);
+  pa_stack_def d = pa_stack_def_default();
+  snprintf(d.instance, sizeof d.instance, "%s", inst);
+  return d;
+}
+
 void pa_test_track_instance(const char *instance) {
   install_cleanup();
   for (int i = 0; i < n_tracked; i++)

@@ -12,8 +12,13 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "pa_shm.h"
+
 /* "t<pid>-<tag>-<n>": unique per process and call; registered for cleanup. */
 void pa_test_instance(char *out, size_t n, const char *tag);
+/* pa_stack_def_default() for a new instance named for tag (the name also
+ * into inst, n bytes; registered for cleanup like pa_test_instance). */
+pa_stack_def pa_test_stack_def(char *inst, size_t n, const char *tag);
 /* Registers an instance whose segments are unlinked at exit. */
 void pa_test_track_instance(const char *instance);
 
