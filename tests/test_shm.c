@@ -40,6 +40,14 @@ static void *amem(size_t n) {
   return p;
 }
 
+/* An initialised private ring (free it). */
+static pa_ring *new_ring(uint32_t slots, uint32_t max_record,
+                         uint32_t readers) {
+  pa_ring *r = amem(pa_ring_bytes(slots, max_record, readers));
+  assert_int_equal(pa_ring_init(r, slots, max_record, readers), 0);
+  return r;
+}
+
 static pa_stack_def small_def(const char *inst) {
   pa_stack_def d = pa_stack_def_default();
   snprintf(d.instance, sizeof d.instance, "%s", inst);
@@ -204,8 +212,7 @@ static void test_ring_bad_sizes(void **st) {
 static void test_ring_wrap_and_lap(void **st) {
   (void)st;
   const uint32_t slots = 4, maxr = 100;
-  pa_ring *r = amem(pa_ring_bytes(slots, maxr, 2));
-  assert_int_equal(pa_ring_init(r, slots, maxr, 2), 0);
+  pa_ring *r = new_ring(slots, maxr, 2);
   assert_int_equal(pa_ring_slot_count(r), slots);
   assert_int_equal(pa_ring_max_record(r), maxr);
   uint8_t in[100], out[100];
@@ -266,8 +273,7 @@ static void test_ring_wrap_and_lap(void **st) {
 static void test_ring_sizes(void **st) {
   (void)st;
   const uint32_t maxr = 1000;
-  pa_ring *r = amem(pa_ring_bytes(3, maxr, 1));
-  assert_int_equal(pa_ring_init(r, 3, maxr, 1), 0);
+  pa_ring *r = new_ring(3, maxr, 1);
   uint8_t in[1001], out[1001];
   uint32_t len = 0;
   uint64_t seq = 0;
@@ -307,8 +313,7 @@ static void test_ring_sizes(void **st) {
 /* A writer that died between marking a slot busy and publishing it. */
 static void test_ring_torn_slot(void **st) {
   (void)st;
-  pa_ring *r = amem(pa_ring_bytes(4, 64, 1));
-  assert_int_equal(pa_ring_init(r, 4, 64, 1), 0);
+  pa_ring *r = new_ring(4, 64, 1);
   uint8_t in[64], out[64];
   uint32_t len;
   uint64_t seq;
@@ -343,8 +348,7 @@ static void test_ring_torn_slot(void **st) {
 
 static void test_ring_readers(void **st) {
   (void)st;
-  pa_ring *r = amem(pa_ring_bytes(8, 64, 3));
-  assert_int_equal(pa_ring_init(r, 8, 64, 3), 0);
+  pa_ring *r = new_ring(8, 64, 3);
   int a = pa_ring_reader_register(r), b = pa_ring_reader_register(r),
       c = pa_ring_reader_register(r);
   assert_true(a >= 0 && b >= 0 && c >= 0 && a != b && b != c && a != c);
