@@ -470,14 +470,13 @@ static void roundtrip(pa_grid *g, const char *name, const char *ext) {
 
 static void test_save_roundtrip(void **state) {
   (void)state;
-  pa_grid g = {0};
-  g.width = 53;
-  g.height = 31;
-  g.resolution = 0.0371234567891;
-  g.origin_x = -12.345678901234567;
-  g.origin_y = 3.0000000000000004;
-  g.origin_yaw = 0.3;
-  g.occupied_min = 100;
+  pa_grid g = {.width = 53,
+               .height = 31,
+               .resolution = 0.0371234567891,
+               .origin_x = -12.345678901234567,
+               .origin_y = 3.0000000000000004,
+               .origin_yaw = 0.3,
+               .occupied_min = 100};
   g.cells = malloc(53 * 31);
   assert_non_null(g.cells);
   srand(5);

@@ -17,6 +17,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -364,6 +365,20 @@ int pa_test_fd_count(pid_t pid) {
       n++;
   closedir(d);
   return pid == getpid() ? n - 1 : n; /* our own opendir fd */
+}
+
+int pa_test_open_seg(const char *instance, const char *seg, size_t *size) {
+  char path[256];
+  snprintf(path, sizeof path, "/dev/shm/playarea.%s.%s", instance, seg);
+  int fd = open(path, O_RDWR);
+  struct stat sb;
+  if (fd >= 0 && fstat(fd, &sb) != 0) {
+    close(fd);
+    fd = -1;
+  }
+  if (fd >= 0)
+    *size = (size_t)sb.st_size;
+  return fd;
 }
 
 int pa_test_shm_count(const char *instance) {

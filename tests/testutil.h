@@ -93,6 +93,9 @@ bool pa_test_parse_cam(const void *b, int n, pa_test_cam_chunk *c);
 
 /* Number of open file descriptors of pid (via /proc). */
 int pa_test_fd_count(pid_t pid);
+/* Opens the shm object "playarea.<instance>.<seg>" read-write (a test that
+ * damages one on purpose); its fd with *size set, or -1. */
+int pa_test_open_seg(const char *instance, const char *seg, size_t *size);
 /* Count of /dev/shm objects whose name starts with "playarea.<instance>.". */
 int pa_test_shm_count(const char *instance);
 
