@@ -278,11 +278,10 @@ static void odom_age_run(double secs, bool realtime, odom_run *r, size_t max) {
     int64_t kns;
     int got = recv_stamped(u, b, sizeof b, 1000, &kns);
     int64_t now = pa_now_ns();
-    if (got != 36)
+    pa_test_odom o;
+    if (!pa_test_parse_odom(b, got, &o))
       continue;
-    double t;
-    memcpy(&t, b + 8, 8);
-    int64_t w = tick_wall_ns(&s.st, t, buf, cap);
+    int64_t w = tick_wall_ns(&s.st, o.t, buf, cap);
     if (w < 0) {
       r->unknown++;
       continue;

@@ -22,9 +22,11 @@
 #include <unistd.h>
 
 #include "pa_map.h"
+#include "pa_proc.h"
 #include "pa_shm.h"
 #include "pa_sim.h"
 #include "pa_util.h"
+#include "sim_office.h"
 
 static double now_s(void) {
   struct timespec ts;
@@ -38,19 +40,6 @@ static double cpu_s(void) {
   struct timespec ts;
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
   return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static long rss_kb(void) {
-  FILE *f = fopen("/proc/self/status", "r");
-  if (!f)
-    return -1;
-  char line[256];
-  long kb = -1;
-  while (fgets(line, sizeof line, f))
-    if (!strncmp(line, "VmRSS:", 6))
-      kb = strtol(line + 6, NULL, 10);
-  fclose(f);
-  return kb;
 }
 
 static void die(const char *what, const char *err) {
@@ -79,34 +68,6 @@ static void make_t(pa_sim_model *m, pa_sim_state *s, const pa_grid *g,
 static void make(pa_sim_model *m, pa_sim_state *s, const pa_grid *g,
                  uint32_t robots, uint32_t max_robots) {
   make_t(m, s, g, robots, max_robots, 1);
-}
-
-/* A large synthetic office: rooms and corridors, 0.05 m cells. */
-static void big_map(pa_grid *g, uint32_t w, uint32_t h) {
-  memset(g, 0, sizeof *g);
-  g->width = w;
-  g->height = h;
-  g->resolution = 0.05;
-  g->occupied_min = PA_CELL_OCCUPIED;
-  g->cells = calloc((size_t)w * h, 1);
-  uint64_t rng = 99;
-  for (uint32_t y = 0; y < h; y++)
-    for (uint32_t x = 0; x < w; x++) {
-      bool wall = x < 2 || y < 2 || x >= w - 2 || y >= h - 2;
-      /* 8 m rooms with 1.2 m doors */
-      if ((x % 160 < 3 && (y % 160) / 24 != 3) || (y % 160 < 3 && (x % 160) / 24 != 4))
-        wall = true;
-      g->cells[(size_t)y * w + x] = wall ? PA_CELL_OCCUPIED : 0;
-    }
-  for (int k = 0; k < 2000; k++) { /* furniture */
-    uint32_t x = (uint32_t)(pa_sim_rng_uniform(&rng) * (w - 20));
-    uint32_t y = (uint32_t)(pa_sim_rng_uniform(&rng) * (h - 20));
-    uint32_t bw = 2 + (uint32_t)(pa_sim_rng_uniform(&rng) * 14);
-    uint32_t bh = 2 + (uint32_t)(pa_sim_rng_uniform(&rng) * 14);
-    for (uint32_t j = y; j < y + bh; j++)
-      for (uint32_t i = x; i < x + bw; i++)
-        g->cells[(size_t)j * w + i] = PA_CELL_OCCUPIED;
-  }
 }
 
 static void bench_beams(const char *name, const pa_grid *g) {
@@ -253,7 +214,7 @@ static double bench_rtf(const pa_grid *g, uint32_t robots, double seconds,
                         uint32_t threads, bool overlap) {
   pa_sim_model m;
   pa_sim_state s;
-  long rss0 = rss_kb();
+  long rss0 = pa_proc_rss_kb(0);
   make_t(&m, &s, g, robots, robots, threads);
   uint64_t rng = 3;
   for (uint32_t i = 0; i < s.robot_count; i++)
@@ -276,11 +237,10 @@ static double bench_rtf(const pa_grid *g, uint32_t robots, double seconds,
          "%.1f us, sensors %.1f us; %llu bumps; %.0f%% of moves in parallel); "
          "RSS %ld kB, of which this model+state %ld kB\n",
          robots, s.threads, s.threads == 1 ? "" : "s",
-         overlap ? ", scans overlapped" : "", rtf,
-         (unsigned long long)ticks, t, phys / ticks / 1e3, sens / ticks / 1e3,
-         (unsigned long long)s.bumps,
+         overlap ? ", scans overlapped" : "", rtf, (unsigned long long)ticks, t,
+         phys / ticks / 1e3, sens / ticks / 1e3, (unsigned long long)s.bumps,
          100.0 * (double)s.alone_moves / ((double)ticks * s.robot_count),
-         rss_kb(), rss_kb() - rss0);
+         pa_proc_rss_kb(0), pa_proc_rss_kb(0) - rss0);
   pa_sim_state_free(&s);
   pa_sim_model_free(&m);
   return rtf;
@@ -553,7 +513,9 @@ int main(int argc, char **argv) {
     return 0;
   }
   pa_grid big;
-  big_map(&big, 2000, 2000);
+  ts_office(&big, 2000, 2000);
+  if (!big.cells)
+    die("office map", "out of memory");
   bool all = !only_beams && !only_rtf && !only_loops;
   if (all || only_beams) {
     bench_beams("default map", &def);

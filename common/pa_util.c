@@ -278,14 +278,6 @@ void pa_opt_default_text(const pa_opt_row *r, char *out, size_t out_sz) {
 int pa_opt_parse(const pa_opt *opts, size_t n, int argc, char **argv,
                  char **positional, size_t max_positional,
                  size_t *n_positional, char *err, size_t err_sz) {
-  return pa_opt_parse_given(opts, n, argc, argv, positional, max_positional,
-                            n_positional, NULL, err, err_sz);
-}
-
-int pa_opt_parse_given(const pa_opt *opts, size_t n, int argc, char **argv,
-                       char **positional, size_t max_positional,
-                       size_t *n_positional, bool *given, char *err,
-                       size_t err_sz) {
   pa_opt_row rows[PA_OPT_MAX];
   if (n > PA_OPT_MAX) {
     snprintf(err, err_sz, "%zu flags: more than PA_OPT_MAX", n);
@@ -294,7 +286,7 @@ int pa_opt_parse_given(const pa_opt *opts, size_t n, int argc, char **argv,
   for (size_t k = 0; k < n; k++)
     rows[k] = row_of(&opts[k]);
   return pa_opt_parse_rows(rows, n, argc, argv, positional, max_positional,
-                           n_positional, given, err, err_sz);
+                           n_positional, NULL, err, err_sz);
 }
 
 int pa_opt_parse_rows(const pa_opt_row *rows, size_t n, int argc, char **argv,

@@ -88,6 +88,15 @@ typedef struct pa_opt_table {
   int (*finish)(void *args, const bool *given, char *err, size_t err_sz);
 } pa_opt_table;
 
+/* A pa_opt_table initializer: ROWS is the array itself (its length is
+ * counted here), ARGS the struct type its offsets point into. */
+#define PA_OPT_TABLE(PROG, SUMMARY, ROWS, ARGS, FINISH)                        \
+  {                                                                            \
+    .prog = (PROG), .summary = (SUMMARY), .rows = (ROWS),                      \
+    .n = sizeof(ROWS) / sizeof((ROWS)[0]), .args_size = sizeof(ARGS),          \
+    .finish = (FINISH)                                                         \
+  }
+
 /* Copies t's rows into out[] (t->n entries) with o.dst = args + off.
  * Returns 0, or -1 with err when a row's field does not fit its type. */
 int pa_opt_bind(const pa_opt_table *t, void *args, pa_opt_row *out, char *err,
@@ -130,14 +139,9 @@ int pa_opt_parse(const pa_opt *opts, size_t n, int argc, char **argv,
                  char **positional, size_t max_positional,
                  size_t *n_positional, char *err, size_t err_sz);
 
-/* The same, and given[k] (n entries, cleared first) says whether opts[k]
- * was on the command line, even with its default value. */
-int pa_opt_parse_given(const pa_opt *opts, size_t n, int argc, char **argv,
-                       char **positional, size_t max_positional,
-                       size_t *n_positional, bool *given, char *err,
-                       size_t err_sz);
-
-/* pa_opt_parse_given over bound table rows (pa_opt_bind). */
+/* pa_opt_parse over bound table rows (pa_opt_bind); given[k] (n entries,
+ * cleared first; may be NULL) says whether rows[k] was on the command line,
+ * even with its default value. */
 int pa_opt_parse_rows(const pa_opt_row *rows, size_t n, int argc, char **argv,
                       char **positional, size_t max_positional,
                       size_t *n_positional, bool *given, char *err,

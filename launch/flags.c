@@ -44,17 +44,13 @@ static const pa_opt_row own_rows[] = {
 static int launch_finish(void *args, const bool *given, char *err,
                          size_t err_sz);
 
-static const pa_opt_table own_table = {
-    .prog = "playarea",
-    .summary = "Starts pa-sim, pa-render and pa-netgw on one shared-memory "
-               "instance,\nrestarts any that crashes, prints 'tcp ADDR:PORT "
-               "instance NAME' once\nserving, and stops them all on Ctrl-C / "
-               "SIGTERM.",
-    .rows = own_rows,
-    .n = sizeof own_rows / sizeof own_rows[0],
-    .args_size = sizeof(pa_launch_cfg),
-    .finish = launch_finish,
-};
+static const pa_opt_table own_table =
+    PA_OPT_TABLE("playarea",
+                 "Starts pa-sim, pa-render and pa-netgw on one shared-memory "
+                 "instance,\nrestarts any that crashes, prints 'tcp ADDR:PORT "
+                 "instance NAME' once\nserving, and stops them all on Ctrl-C / "
+                 "SIGTERM.",
+                 own_rows, pa_launch_cfg, launch_finish);
 
 static const pa_opt_table *own_opts(void) { return &own_table; }
 

@@ -66,23 +66,21 @@ def disc(cx, cy, r):
     fill(lambda x, y: (x - cx) ** 2 + (y - cy) ** 2 <= r * r)
 
 
+def spans(lo, hi, doors):
+    """The solid stretches (a, b) of a wall from lo to hi with door gaps."""
+    cuts = [lo] + [v for door in sorted(doors) for v in door] + [hi]
+    return zip(cuts[0::2], cuts[1::2])
+
+
 def hwall(y, x0, x1, doors=()):
     """Horizontal interior wall at y from x0 to x1 with door gaps (a, b)."""
-    xs = [x0]
-    for a, b in sorted(doors):
-        xs += [a, b]
-    xs.append(x1)
-    for k in range(0, len(xs), 2):
-        box(xs[k], y - INNER / 2, xs[k + 1], y + INNER / 2)
+    for a, b in spans(x0, x1, doors):
+        box(a, y - INNER / 2, b, y + INNER / 2)
 
 
 def vwall(x, y0, y1, doors=()):
-    ys = [y0]
-    for a, b in sorted(doors):
-        ys += [a, b]
-    ys.append(y1)
-    for k in range(0, len(ys), 2):
-        box(x - INNER / 2, ys[k], x + INNER / 2, ys[k + 1])
+    for a, b in spans(y0, y1, doors):
+        box(x - INNER / 2, a, x + INNER / 2, b)
 
 
 def draw():

@@ -594,18 +594,9 @@ void pa_world_free(pa_world *w) {
 }
 
 pa_map_flags pa_map_flags_default(void) {
-  pa_map_flags f;
-  memset(&f, 0, sizeof f);
-  f.world = NULL;
-  f.map_yaml = NULL;
-  f.map_image = NULL;
-  f.map_resolution = 0.05;
-  f.map_origin_x = 0.0;
-  f.map_origin_y = 0.0;
-  f.map_negate = 0;
-  f.map_occupied_thresh = 0.65;
-  f.map_free_thresh = 0.196;
-  return f;
+  return (pa_map_flags){.map_resolution = 0.05,
+                        .map_occupied_thresh = 0.65,
+                        .map_free_thresh = 0.196};
 }
 
 int pa_map_flags_resolve(const pa_map_flags *f, pa_world *w, char *err,

@@ -54,14 +54,18 @@ static int load_world(const char *path, pa_world *w, bool *is_world,
   return 0;
 }
 
-static int load_grid(const char *path, pa_world *w, pa_grid *g, bool *is_world,
-                     char *err, size_t err_sz) {
-  if (load_world(path, w, is_world, err, err_sz)) return -1;
-  if (pa_map_load(&w->map, g, err, err_sz)) {
+/* Loads path's world and its grid, or prints why not ("pa-map: ...") and
+ * returns -1 with nothing to free. */
+static int open_grid(const char *path, pa_world *w, pa_grid *g,
+                     bool *is_world) {
+  char err[2048];
+  if (load_world(path, w, is_world, err, sizeof err) == 0) {
+    if (pa_map_load(&w->map, g, err, sizeof err) == 0)
+      return 0;
     pa_world_free(w);
-    return -1;
   }
-  return 0;
+  fprintf(stderr, "pa-map: %s\n", err);
+  return -1;
 }
 
 static int cmd_check(const char *path) {
@@ -69,10 +73,8 @@ static int cmd_check(const char *path) {
   pa_world w;
   pa_grid g;
   bool is_world;
-  if (load_grid(path, &w, &g, &is_world, err, sizeof err)) {
-    fprintf(stderr, "pa-map: %s\n", err);
+  if (open_grid(path, &w, &g, &is_world))
     return 1;
-  }
   size_t n = (size_t)g.width * g.height, fr = 0, oc = 0, un = 0, mid = 0;
   for (size_t i = 0; i < n; i++) {
     int8_t v = g.cells[i];
@@ -143,10 +145,8 @@ static int cmd_convert(const char *in, const char *out_yaml,
     }
     image = img;
   }
-  if (load_grid(in, &w, &g, &is_world, err, sizeof err)) {
-    fprintf(stderr, "pa-map: %s\n", err);
+  if (open_grid(in, &w, &g, &is_world))
     return 1;
-  }
   int rc = pa_map_save(&g, out_yaml, image, err, sizeof err);
   if (rc) fprintf(stderr, "pa-map: %s\n", err);
   else printf("wrote %s and %s (%u x %u)\n", out_yaml, image, g.width, g.height);
@@ -161,10 +161,8 @@ static int cmd_dist(const char *in, const char *out_png) {
   pa_grid g;
   pa_dist d;
   bool is_world;
-  if (load_grid(in, &w, &g, &is_world, err, sizeof err)) {
-    fprintf(stderr, "pa-map: %s\n", err);
+  if (open_grid(in, &w, &g, &is_world))
     return 1;
-  }
   if (pa_dist_build(&g, w.unknown_blocks, &d, err, sizeof err)) {
     fprintf(stderr, "pa-map: %s\n", err);
     pa_grid_free(&g);
@@ -212,14 +210,11 @@ static int cmd_dist(const char *in, const char *out_png) {
 }
 
 static int cmd_ascii(const char *in, long width) {
-  char err[2048];
   pa_world w;
   pa_grid g;
   bool is_world;
-  if (load_grid(in, &w, &g, &is_world, err, sizeof err)) {
-    fprintf(stderr, "pa-map: %s\n", err);
+  if (open_grid(in, &w, &g, &is_world))
     return 1;
-  }
   if ((uint32_t)width > g.width) width = (long)g.width;
   /* Terminal characters are about twice as tall as wide. */
   double bw = (double)g.width / (double)width, bh = bw * 2.0;

@@ -163,6 +163,14 @@ static int scalar(pa_ydoc *d, yaml_node_t *n, const char *what,
   return 0;
 }
 
+/* Whether strto* read all of s, the text of scalar n, and n is unquoted
+ * (a quoted "1" is a string, not a number). */
+static bool parsed_plain(const yaml_node_t *n, const char *s, const char *end) {
+  return end != s && *end == '\0' &&
+         n->data.scalar.style != YAML_SINGLE_QUOTED_SCALAR_STYLE &&
+         n->data.scalar.style != YAML_DOUBLE_QUOTED_SCALAR_STYLE;
+}
+
 int pa_map_ynum(pa_ydoc *d, yaml_node_t *n, const char *what, double *out,
                 char *err, size_t err_sz) {
   const char *s;
@@ -170,8 +178,7 @@ int pa_map_ynum(pa_ydoc *d, yaml_node_t *n, const char *what, double *out,
   char *end;
   errno = 0;
   double v = strtod(s, &end);
-  if (end == s || *end != '\0' || n->data.scalar.style == YAML_SINGLE_QUOTED_SCALAR_STYLE ||
-      n->data.scalar.style == YAML_DOUBLE_QUOTED_SCALAR_STYLE)
+  if (!parsed_plain(n, s, end))
     return pa_map_yerr(d, n, err, err_sz, "%s: expected a number, got '%s'",
                        what, pa_map_yq(d, s));
   if (!isfinite(v) || errno == ERANGE)
@@ -188,9 +195,7 @@ int pa_map_yint(pa_ydoc *d, yaml_node_t *n, const char *what, long *out,
   char *end;
   errno = 0;
   long v = strtol(s, &end, 10);
-  if (end == s || *end != '\0' || errno == ERANGE ||
-      n->data.scalar.style == YAML_SINGLE_QUOTED_SCALAR_STYLE ||
-      n->data.scalar.style == YAML_DOUBLE_QUOTED_SCALAR_STYLE)
+  if (!parsed_plain(n, s, end) || errno == ERANGE)
     return pa_map_yerr(d, n, err, err_sz, "%s: expected an integer, got '%s'",
                        what, pa_map_yq(d, s));
   *out = v;

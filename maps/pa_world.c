@@ -128,28 +128,38 @@ static int robot_limits(wctx *c, yaml_node_t *n, pa_robot_def *r) {
   return 0;
 }
 
+/* Optional key of mapping n: a number in row's range into *dst (what names
+ * it in errors). 0 (also when absent) or -1. */
+static int key_num(wctx *c, yaml_node_t *n, const char *key, const char *what,
+                   pa_prop_row row, double *dst) {
+  yaml_node_t *v = pa_map_yget(c->d, n, key);
+  return v ? prop_in(c, v, what, row, dst) : 0;
+}
+
+/* key_num for an integer row. */
+static int key_uint(wctx *c, yaml_node_t *n, const char *key, const char *what,
+                    pa_prop_row row, uint32_t *dst) {
+  yaml_node_t *v = pa_map_yget(c->d, n, key);
+  long x;
+  if (!v)
+    return 0;
+  if (int_in(c, v, what, (long)pa_prop(row)->lo, (long)pa_prop(row)->hi, &x))
+    return -1;
+  *dst = (uint32_t)x;
+  return 0;
+}
+
 static int robot_laser(wctx *c, yaml_node_t *n, pa_robot_def *r) {
   static const char *const keys[] = {"beams", "range_min", "range_max", "noise",
                                      NULL};
-  if (pa_map_ycheck_keys(c->d, n, "laser", keys, c->err, c->err_sz)) return -1;
-  yaml_node_t *v;
-  long beams;
-  if ((v = pa_map_yget(c->d, n, "beams"))) {
-    if (int_in(c, v, "laser.beams", (long)pa_prop(PA_PR_LASER_BEAMS)->lo,
-               (long)pa_prop(PA_PR_LASER_BEAMS)->hi, &beams))
-      return -1;
-    r->laser.beams = (uint32_t)beams;
-  }
-  if ((v = pa_map_yget(c->d, n, "range_min")) &&
-      prop_in(c, v, "laser.range_min", PA_PR_LASER_RANGE_MIN,
-              &r->laser.range_min))
-    return -1;
-  if ((v = pa_map_yget(c->d, n, "range_max")) &&
-      prop_in(c, v, "laser.range_max", PA_PR_LASER_RANGE_MAX,
-              &r->laser.range_max))
-    return -1;
-  if ((v = pa_map_yget(c->d, n, "noise")) &&
-      prop_in(c, v, "laser.noise", PA_PR_LASER_NOISE, &r->laser.noise))
+  if (pa_map_ycheck_keys(c->d, n, "laser", keys, c->err, c->err_sz) ||
+      key_uint(c, n, "beams", "laser.beams", PA_PR_LASER_BEAMS,
+               &r->laser.beams) ||
+      key_num(c, n, "range_min", "laser.range_min", PA_PR_LASER_RANGE_MIN,
+              &r->laser.range_min) ||
+      key_num(c, n, "range_max", "laser.range_max", PA_PR_LASER_RANGE_MAX,
+              &r->laser.range_max) ||
+      key_num(c, n, "noise", "laser.noise", PA_PR_LASER_NOISE, &r->laser.noise))
     return -1;
   if (!(r->laser.range_min < r->laser.range_max))
     return pa_map_yerr(c->d, n, c->err, c->err_sz,
@@ -160,23 +170,15 @@ static int robot_laser(wctx *c, yaml_node_t *n, pa_robot_def *r) {
 
 static int robot_camera(wctx *c, yaml_node_t *n, pa_robot_def *r) {
   static const char *const keys[] = {"width", "height", "fov", NULL};
-  if (pa_map_ycheck_keys(c->d, n, "camera", keys, c->err, c->err_sz)) return -1;
-  yaml_node_t *v;
-  long x;
-  if ((v = pa_map_yget(c->d, n, "width"))) {
-    if (int_in(c, v, "camera.width", (long)pa_prop(PA_PR_CAMERA_WIDTH)->lo,
-               (long)pa_prop(PA_PR_CAMERA_WIDTH)->hi, &x))
-      return -1;
-    r->camera.width = (uint32_t)x;
-  }
-  if ((v = pa_map_yget(c->d, n, "height"))) {
-    if (int_in(c, v, "camera.height", (long)pa_prop(PA_PR_CAMERA_HEIGHT)->lo,
-               (long)pa_prop(PA_PR_CAMERA_HEIGHT)->hi, &x))
-      return -1;
-    r->camera.height = (uint32_t)x;
-  }
+  if (pa_map_ycheck_keys(c->d, n, "camera", keys, c->err, c->err_sz) ||
+      key_uint(c, n, "width", "camera.width", PA_PR_CAMERA_WIDTH,
+               &r->camera.width) ||
+      key_uint(c, n, "height", "camera.height", PA_PR_CAMERA_HEIGHT,
+               &r->camera.height))
+    return -1;
+  yaml_node_t *v = pa_map_yget(c->d, n, "fov");
   double deg;
-  if ((v = pa_map_yget(c->d, n, "fov"))) {
+  if (v) {
     if (prop_in(c, v, "camera.fov (degrees)", PA_PR_CAMERA_FOV_DEG, &deg))
       return -1;
     r->camera.fov = deg * PA_DEG;

@@ -325,29 +325,25 @@ void pa_netgw_destroy(pa_netgw *g) {
     for (uint32_t i = 0; i < g->slots; i++)
       if (g->clients[i])
         pa_gw_client_free(g->clients[i]);
-  if (g->state_reader >= 0)
-    pa_ring_reader_unregister(g->st->state, g->state_reader);
-  if (g->scan_reader >= 0)
-    pa_ring_reader_unregister(g->st->scan, g->scan_reader);
-  if (g->cam_reader >= 0)
-    pa_ring_reader_unregister(g->st->camera, g->cam_reader);
+  struct {
+    pa_ring *ring;
+    int reader;
+  } readers[] = {{g->st ? g->st->state : NULL, g->state_reader},
+                 {g->st ? g->st->scan : NULL, g->scan_reader},
+                 {g->st ? g->st->camera : NULL, g->cam_reader}};
+  for (size_t i = 0; i < sizeof readers / sizeof readers[0]; i++)
+    if (readers[i].reader >= 0)
+      pa_ring_reader_unregister(readers[i].ring, readers[i].reader);
   if (g->ctl && g->port && g->ctl->health[PA_PROC_NETGW].pid == getpid()) {
     publish_health(g);
     g->ctl->health[PA_PROC_NETGW].ready = 0;
     __atomic_store_n(&g->ctl->tcp_port, 0, __ATOMIC_RELEASE);
   }
-  if (g->sig_int)
-    event_free(g->sig_int);
-  if (g->sig_term)
-    event_free(g->sig_term);
-  if (g->stop_ev)
-    event_free(g->stop_ev);
-  if (g->health_ev)
-    event_free(g->health_ev);
-  if (g->relisten_ev)
-    event_free(g->relisten_ev);
-  if (g->cam_more_ev)
-    event_free(g->cam_more_ev);
+  struct event *evs[] = {g->sig_int,   g->sig_term,    g->stop_ev,
+                         g->health_ev, g->relisten_ev, g->cam_more_ev};
+  for (size_t i = 0; i < sizeof evs / sizeof evs[0]; i++)
+    if (evs[i])
+      event_free(evs[i]);
   if (g->lis)
     evconnlistener_free(g->lis);
   if (g->base)

@@ -65,14 +65,10 @@ static int finish(void *args, const bool *given, char *err, size_t err_sz) {
   return 0;
 }
 
-static const pa_opt_table table = {
-    .prog = "pa-netgw",
-    .summary = "TCP control (text and JSON lines) and UDP feedback frames for "
-               "a playarea instance.",
-    .rows = rows,
-    .n = sizeof rows / sizeof rows[0],
-    .args_size = sizeof(pa_netgw_args),
-    .finish = finish,
-};
+static const pa_opt_table table = PA_OPT_TABLE(
+    "pa-netgw",
+    "TCP control (text and JSON lines) and UDP feedback frames for "
+    "a playarea instance.",
+    rows, pa_netgw_args, finish);
 
 const pa_opt_table *pa_netgw_opts(void) { return &table; }

@@ -284,13 +284,15 @@ void pa_gw_drain_scans(pa_netgw *g) {
   }
 }
 
-void pa_gw_on_scan(void *arg) {
-  pa_netgw *g = arg;
+/* One turn of the loop on a stream, counted and timed for health. */
+static void stream_turn(pa_netgw *g, void (*turn)(pa_netgw *)) {
   int64_t t0 = pa_now_ns();
   g->loops++;
-  pa_gw_drain_scans(g);
+  turn(g);
   pa_gw_account(g, t0);
 }
+
+void pa_gw_on_scan(void *arg) { stream_turn(arg, pa_gw_drain_scans); }
 
 const pa_scan *pa_gw_scan(pa_netgw *g, uint32_t robot) {
   pa_gw_drain_scans(g);
@@ -452,13 +454,7 @@ static void cam_run(pa_netgw *g) {
   }
 }
 
-void pa_gw_on_camera(void *arg) {
-  pa_netgw *g = arg;
-  int64_t t0 = pa_now_ns();
-  g->loops++;
-  cam_run(g);
-  pa_gw_account(g, t0);
-}
+void pa_gw_on_camera(void *arg) { stream_turn(arg, cam_run); }
 
 void pa_gw_on_camera_more(evutil_socket_t fd, short what, void *arg) {
   (void)fd, (void)what;

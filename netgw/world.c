@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
+#include <stddef.h>
 #include <netinet/tcp.h>
 #include <sched.h>
 #include <signal.h>
@@ -21,67 +22,68 @@
 
 #include <event2/buffer.h>
 
-int pa_gw_robot(pa_netgw *g, const char *name, long id, pa_robot_info *info,
-                uint32_t *idx) {
-  uint32_t max = g->ctl->def.max_robots;
+/* Robots and obstacles both start with their name and active flag. */
+#define ENTRY_NAME_SZ sizeof(((pa_robot_info *)0)->name)
+_Static_assert(ENTRY_NAME_SZ == sizeof(((pa_obstacle_info *)0)->name) &&
+                   offsetof(pa_robot_info, name) == 0 &&
+                   offsetof(pa_obstacle_info, name) == 0 &&
+                   offsetof(pa_robot_info, active) ==
+                       offsetof(pa_obstacle_info, active),
+               "world entries share their head");
+
+static bool entry_active(const char *e) {
+  uint32_t active;
+  memcpy(&active, e + offsetof(pa_robot_info, active), sizeof active);
+  return active != 0;
+}
+
+/* Copies into info (sz bytes) the active entry of the world table at base
+ * named name, or at index id when name is NULL, under the world seqlock.
+ * count is the table's used length (at most max). 0, -1 when there is no
+ * such entry, or PA_GW_BUSY. */
+static int find_entry(pa_netgw *g, const void *base, size_t sz,
+                      const uint32_t *count, uint32_t max, const char *name,
+                      long id, void *info, uint32_t *idx) {
+  const char *b = base;
   for (int tries = 0; tries < 1000; tries++) {
     uint64_t s = pa_stack_world_read_begin(g->st);
     if (s & 1u) /* left mid-update for 50 ms: its writer died */
       return PA_GW_BUSY;
-    int found = -1;
-    uint32_t n = __atomic_load_n(&g->ctl->robot_count, __ATOMIC_ACQUIRE);
+    long found = -1;
+    uint32_t n = __atomic_load_n(count, __ATOMIC_ACQUIRE);
     if (n > max)
       n = max;
     if (name) {
-      for (uint32_t i = 0; i < n; i++)
-        if (g->st->robots[i].active &&
-            !strncmp(g->st->robots[i].name, name, sizeof info->name)) {
-          found = (int)i;
-          break;
-        }
-    } else if (id >= 0 && (uint64_t)id < max && g->st->robots[id].active) {
-      found = (int)id;
+      for (uint32_t i = 0; i < n && found < 0; i++)
+        if (entry_active(b + i * sz) &&
+            !strncmp(b + i * sz, name, ENTRY_NAME_SZ))
+          found = (long)i;
+    } else if (id >= 0 && (uint64_t)id < max && entry_active(b + id * sz)) {
+      found = id;
     }
     if (found >= 0)
-      *info = g->st->robots[found];
+      memcpy(info, b + found * sz, sz);
     if (pa_stack_world_read_retry(g->st, s))
       continue;
     if (found < 0)
       return -1;
-    info->name[sizeof info->name - 1] = '\0';
+    ((char *)info)[ENTRY_NAME_SZ - 1] = '\0';
     *idx = (uint32_t)found;
     return 0;
   }
   return PA_GW_BUSY; /* rewritten under every try */
 }
 
+int pa_gw_robot(pa_netgw *g, const char *name, long id, pa_robot_info *info,
+                uint32_t *idx) {
+  return find_entry(g, g->st->robots, sizeof *info, &g->ctl->robot_count,
+                    g->ctl->def.max_robots, name, id, info, idx);
+}
+
 int pa_gw_obstacle(pa_netgw *g, const char *name, pa_obstacle_info *info,
                    uint32_t *idx) {
-  uint32_t max = g->ctl->def.max_obstacles;
-  for (int tries = 0; tries < 1000; tries++) {
-    uint64_t s = pa_stack_world_read_begin(g->st);
-    if (s & 1u)
-      return PA_GW_BUSY;
-    int found = -1;
-    uint32_t n = __atomic_load_n(&g->ctl->obstacle_count, __ATOMIC_ACQUIRE);
-    if (n > max)
-      n = max;
-    for (uint32_t i = 0; i < n; i++)
-      if (g->st->obstacles[i].active &&
-          !strncmp(g->st->obstacles[i].name, name, sizeof info->name)) {
-        found = (int)i;
-        *info = g->st->obstacles[i];
-        break;
-      }
-    if (pa_stack_world_read_retry(g->st, s))
-      continue;
-    if (found < 0)
-      return -1;
-    info->name[sizeof info->name - 1] = '\0';
-    *idx = (uint32_t)found;
-    return 0;
-  }
-  return PA_GW_BUSY; /* rewritten under every try */
+  return find_entry(g, g->st->obstacles, sizeof *info, &g->ctl->obstacle_count,
+                    g->ctl->def.max_obstacles, name, -1, info, idx);
 }
 
 const pa_tick *pa_gw_latest(pa_netgw *g) {

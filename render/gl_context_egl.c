@@ -37,6 +37,11 @@ static const char *egl_errstr(EGLint e) {
   }
 }
 
+/* err = "EGL: <what> (<the last EGL error>)". */
+static void egl_fail(char *err, size_t err_sz, const char *what) {
+  snprintf(err, err_sz, "EGL: %s (%s)", what, egl_errstr(eglGetError()));
+}
+
 static int gl_check_version(char *err, size_t err_sz) {
   GLint major = 0, minor = 0;
   glGetIntegerv(GL_MAJOR_VERSION, &major);
@@ -74,14 +79,12 @@ int pa_render_egl_create(pa_render_egl **out, char *err, size_t err_sz) {
   }
   EGLint maj = 0, min = 0;
   if (!eglInitialize(e->dpy, &maj, &min)) {
-    snprintf(err, err_sz, "EGL: eglInitialize failed (%s)",
-             egl_errstr(eglGetError()));
+    egl_fail(err, err_sz, "eglInitialize failed");
     e->dpy = EGL_NO_DISPLAY;
     goto fail;
   }
   if (!eglBindAPI(EGL_OPENGL_API)) {
-    snprintf(err, err_sz, "EGL: desktop OpenGL is not available (%s)",
-             egl_errstr(eglGetError()));
+    egl_fail(err, err_sz, "desktop OpenGL is not available");
     goto fail;
   }
   static const EGLint cfg_attr[] = {EGL_RENDERABLE_TYPE, EGL_OPENGL_BIT,
@@ -94,8 +97,7 @@ int pa_render_egl_create(pa_render_egl **out, char *err, size_t err_sz) {
     static const EGLint cfg_any[] = {EGL_RENDERABLE_TYPE, EGL_OPENGL_BIT,
                                      EGL_SURFACE_TYPE, 0, EGL_NONE};
     if (!eglChooseConfig(e->dpy, cfg_any, &cfg, 1, &n) || n < 1) {
-      snprintf(err, err_sz, "EGL: no config renders desktop OpenGL (%s)",
-               egl_errstr(eglGetError()));
+      egl_fail(err, err_sz, "no config renders desktop OpenGL");
       goto fail;
     }
   }
@@ -105,13 +107,11 @@ int pa_render_egl_create(pa_render_egl **out, char *err, size_t err_sz) {
       EGL_NONE};
   e->ctx = eglCreateContext(e->dpy, cfg, EGL_NO_CONTEXT, ctx_attr);
   if (e->ctx == EGL_NO_CONTEXT) {
-    snprintf(err, err_sz, "EGL: cannot create a GL 3.3 core context (%s)",
-             egl_errstr(eglGetError()));
+    egl_fail(err, err_sz, "cannot create a GL 3.3 core context");
     goto fail;
   }
   if (!eglMakeCurrent(e->dpy, EGL_NO_SURFACE, EGL_NO_SURFACE, e->ctx)) {
-    snprintf(err, err_sz, "EGL: eglMakeCurrent without a surface failed (%s)",
-             egl_errstr(eglGetError()));
+    egl_fail(err, err_sz, "eglMakeCurrent without a surface failed");
     goto fail;
   }
   if (pa_render_gl_load(eglGetProcAddress, err, err_sz) < 0)
@@ -141,8 +141,7 @@ void pa_render_egl_destroy(pa_render_egl *e) {
 
 int pa_render_egl_check(pa_render_egl *e, char *err, size_t err_sz) {
   if (!eglMakeCurrent(e->dpy, EGL_NO_SURFACE, EGL_NO_SURFACE, e->ctx)) {
-    snprintf(err, err_sz, "EGL: GL context is gone (%s)",
-             egl_errstr(eglGetError()));
+    egl_fail(err, err_sz, "GL context is gone");
     return -1;
   }
   return 0;

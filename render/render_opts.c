@@ -38,15 +38,11 @@ static int finish(void *args, const bool *given, char *err, size_t err_sz) {
   return 0;
 }
 
-static const pa_opt_table table = {
-    .prog = "pa-render",
-    .summary = "Renders head-camera images of a running playarea instance "
-               "into its camera ring (headless EGL), or shows the world in a "
-               "window with --viewer.",
-    .rows = rows,
-    .n = sizeof rows / sizeof rows[0],
-    .args_size = sizeof(pa_render_def),
-    .finish = finish,
-};
+static const pa_opt_table table =
+    PA_OPT_TABLE("pa-render",
+                 "Renders head-camera images of a running playarea instance "
+                 "into its camera ring (headless EGL), or shows the world in a "
+                 "window with --viewer.",
+                 rows, pa_render_def, finish);
 
 const pa_opt_table *pa_render_opts(void) { return &table; }

@@ -182,15 +182,11 @@ int pa_render_gpu_upload(rgpu_mesh *g, const rmesh *m, char *err,
   glBindBuffer(GL_ARRAY_BUFFER, g->vbo);
   glBufferData(GL_ARRAY_BUFFER, (GLsizeiptr)m->n * (GLsizeiptr)sizeof(rvertex),
                m->v, GL_STATIC_DRAW);
-  glVertexAttribPointer(0, 3, GL_FLOAT, GL_FALSE, sizeof(rvertex),
-                        (void *)offsetof(rvertex, pos));
-  glVertexAttribPointer(1, 3, GL_FLOAT, GL_FALSE, sizeof(rvertex),
-                        (void *)offsetof(rvertex, normal));
-  glVertexAttribPointer(2, 4, GL_UNSIGNED_BYTE, GL_TRUE, sizeof(rvertex),
-                        (void *)offsetof(rvertex, colour));
-  glEnableVertexAttribArray(0);
-  glEnableVertexAttribArray(1);
-  glEnableVertexAttribArray(2);
+  static const pa_render_attr attrs[] = {
+      {3, GL_FLOAT, GL_FALSE, offsetof(rvertex, pos)},
+      {3, GL_FLOAT, GL_FALSE, offsetof(rvertex, normal)},
+      {4, GL_UNSIGNED_BYTE, GL_TRUE, offsetof(rvertex, colour)}};
+  pa_render_attribs(sizeof(rvertex), attrs, 3);
   glBindVertexArray(0);
   g->count = (GLsizei)m->n;
   return pa_render_gl_check("uploading a mesh", err, err_sz);
@@ -239,17 +235,34 @@ static const char *lit_fs =
     "  o_colour = vec4(mix(u_fog, v_colour, fog), 1.0);\n"
     "}\n";
 
+/* 0, or -1 with err = "GL: <what>: <GL's log>" when obj (a program when
+ * prog, else a shader) failed to link or compile. */
+static int gl_status(GLuint obj, bool prog, const char *what, char *err,
+                     size_t err_sz) {
+  GLint ok = 0;
+  if (prog)
+    glGetProgramiv(obj, GL_LINK_STATUS, &ok);
+  else
+    glGetShaderiv(obj, GL_COMPILE_STATUS, &ok);
+  if (ok)
+    return 0;
+  char log[512] = "";
+  if (prog)
+    glGetProgramInfoLog(obj, sizeof log, NULL, log);
+  else
+    glGetShaderInfoLog(obj, sizeof log, NULL, log);
+  snprintf(err, err_sz, "GL: %s: %s", what, log);
+  return -1;
+}
+
 static GLuint compile(GLenum type, const char *src, char *err, size_t err_sz) {
   GLuint s = glCreateShader(type);
   glShaderSource(s, 1, &src, NULL);
   glCompileShader(s);
-  GLint ok = 0;
-  glGetShaderiv(s, GL_COMPILE_STATUS, &ok);
-  if (!ok) {
-    char log[512] = "";
-    glGetShaderInfoLog(s, sizeof log, NULL, log);
-    snprintf(err, err_sz, "GL: %s shader does not compile: %s",
-             type == GL_VERTEX_SHADER ? "vertex" : "fragment", log);
+  if (gl_status(s, false,
+                type == GL_VERTEX_SHADER ? "vertex shader does not compile"
+                                         : "fragment shader does not compile",
+                err, err_sz) < 0) {
     glDeleteShader(s);
     return 0;
   }
@@ -272,17 +285,20 @@ int pa_render_program(GLuint *out, const char *vs, const char *fs, char *err,
   glLinkProgram(p);
   glDeleteShader(v);
   glDeleteShader(f);
-  GLint ok = 0;
-  glGetProgramiv(p, GL_LINK_STATUS, &ok);
-  if (!ok) {
-    char log[512] = "";
-    glGetProgramInfoLog(p, sizeof log, NULL, log);
-    snprintf(err, err_sz, "GL: shader program does not link: %s", log);
+  if (gl_status(p, true, "shader program does not link", err, err_sz) < 0) {
     glDeleteProgram(p);
     return -1;
   }
   *out = p;
   return 0;
+}
+
+void pa_render_attribs(GLsizei stride, const pa_render_attr *a, int n) {
+  for (int i = 0; i < n; i++) {
+    glVertexAttribPointer((GLuint)i, a[i].size, a[i].type, a[i].normalized,
+                          stride, (void *)a[i].offset);
+    glEnableVertexAttribArray((GLuint)i);
+  }
 }
 
 int pa_render_program_lit(rprogram *p, char *err, size_t err_sz) {
@@ -340,6 +356,45 @@ static void wall_face(rmesh *m, const pa_grid *g, double ax, double ay,
   mesh_quad(m, p[0], p[1], p[2], p[3], n, rgb, 255);
 }
 
+/* Whether the blocked cell at run position r of grid line k faces a free
+ * one at d (-1 or 1) across the line: rows are y = k, columns x = k. */
+static bool line_exposed(const pa_grid *g, bool rows, int64_t k, int64_t r,
+                         int d) {
+  return rows ? face_exposed(g, r, k, 0, d) : face_exposed(g, k, r, d, 0);
+}
+
+/* The side faces along every grid row (rows) or column, on both sides of
+ * each line, merged into runs; side 0 faces -y (rows) or -x. */
+static void wall_sides(rmesh *m, const pa_grid *g, bool rows,
+                       const uint8_t rgb[3]) {
+  const int64_t nk = rows ? g->height : g->width;
+  const int64_t nr = rows ? g->width : g->height;
+  const double res = g->resolution;
+  for (int64_t k = 0; k <= nk; k++)
+    for (int side = 0; side < 2; side++) {
+      int64_t bk = side == 0 ? k : k - 1; /* the blocked line */
+      int d = side == 0 ? -1 : 1;         /* towards the free one */
+      for (int64_t r = 0; r < nr;) {
+        if (!line_exposed(g, rows, bk, r, d)) {
+          r++;
+          continue;
+        }
+        int64_t r1 = r + 1;
+        while (r1 < nr && line_exposed(g, rows, bk, r1, d))
+          r1++;
+        /* run ends in grid metres, ordered so that the face looks out */
+        bool forward = rows == (side == 0);
+        double a = (forward ? r : r1) * res, b = (forward ? r1 : r) * res;
+        double l = k * res;
+        if (rows)
+          wall_face(m, g, a, l, b, l, rgb);
+        else
+          wall_face(m, g, l, a, l, b, rgb);
+        r = r1;
+      }
+    }
+}
+
 /* Walls: side faces only where a blocked cell meets a free one, merged
  * into runs along each grid line (no hidden faces, so little overdraw:
  * llvmpipe's cost is mostly pixels), plus top faces from a greedy merge of
@@ -350,48 +405,8 @@ static int build_walls(rmesh *m, const pa_grid *g, uint32_t *boxes) {
   static const double up[3] = {0, 0, 1};
   const int64_t W = g->width, H = g->height;
   const double res = g->resolution;
-  /* faces along rows: south-facing (-y) and north-facing (+y) */
-  for (int64_t y = 0; y <= H; y++)
-    for (int side = 0; side < 2; side++) {
-      bool south = side == 0;
-      int64_t by = south ? y : y - 1; /* the blocked row; the free one is y+dy */
-      int dy = south ? -1 : 1;
-      for (int64_t x = 0; x < W;) {
-        if (!face_exposed(g, x, by, 0, dy)) {
-          x++;
-          continue;
-        }
-        int64_t x1 = x + 1;
-        while (x1 < W && face_exposed(g, x1, by, 0, dy))
-          x1++;
-        if (south)
-          wall_face(m, g, x * res, y * res, x1 * res, y * res, wall);
-        else
-          wall_face(m, g, x1 * res, y * res, x * res, y * res, wall);
-        x = x1;
-      }
-    }
-  /* faces along columns: west-facing (-x) and east-facing (+x) */
-  for (int64_t x = 0; x <= W; x++)
-    for (int side = 0; side < 2; side++) {
-      bool west = side == 0;
-      int64_t bx = west ? x : x - 1; /* the blocked column */
-      int dx = west ? -1 : 1;
-      for (int64_t y = 0; y < H;) {
-        if (!face_exposed(g, bx, y, dx, 0)) {
-          y++;
-          continue;
-        }
-        int64_t y1 = y + 1;
-        while (y1 < H && face_exposed(g, bx, y1, dx, 0))
-          y1++;
-        if (west)
-          wall_face(m, g, x * res, y1 * res, x * res, y * res, wall);
-        else
-          wall_face(m, g, x * res, y * res, x * res, y1 * res, wall);
-        y = y1;
-      }
-    }
+  wall_sides(m, g, true, wall);  /* south- and north-facing */
+  wall_sides(m, g, false, wall); /* west- and east-facing */
   /* tops: grow each unvisited blocked cell into the widest run, then as
    * many rows as the whole run stays blocked */
   size_t n = (size_t)W * (size_t)H;

@@ -211,12 +211,10 @@ int pa_render_viewer_open(pa_render_viewer **out, const pa_render_def *d,
   glGenBuffers(1, &v->vbo);
   glBindVertexArray(v->vao);
   glBindBuffer(GL_ARRAY_BUFFER, v->vbo);
-  glVertexAttribPointer(0, 3, GL_FLOAT, GL_FALSE, sizeof(vvertex),
-                        (void *)offsetof(vvertex, pos));
-  glVertexAttribPointer(1, 3, GL_FLOAT, GL_FALSE, sizeof(vvertex),
-                        (void *)offsetof(vvertex, rgb));
-  glEnableVertexAttribArray(0);
-  glEnableVertexAttribArray(1);
+  static const pa_render_attr attrs[] = {
+      {3, GL_FLOAT, GL_FALSE, offsetof(vvertex, pos)},
+      {3, GL_FLOAT, GL_FALSE, offsetof(vvertex, rgb)}};
+  pa_render_attribs(sizeof(vvertex), attrs, 2);
   glBindVertexArray(0);
   v->scans = calloc(v->max_robots ? v->max_robots : 1, sizeof *v->scans);
   v->trails = calloc(v->max_robots ? v->max_robots : 1, sizeof *v->trails);

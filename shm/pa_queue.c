@@ -11,7 +11,7 @@
 #define QUEUE_MAX_RECORD (1u << 20)
 
 struct pa_queue {
-  uint32_t magic;
+  uint32_t magic; /* first: pa_shm_check_head reads it there */
   uint32_t capacity;
   uint32_t record_size;
   uint32_t stride;      /* record_size rounded up to 8 */
@@ -60,17 +60,10 @@ int pa_queue_init(void *mem, uint32_t capacity, uint32_t record_size) {
 
 int pa_queue_check(const void *mem, size_t avail, char *err, size_t err_sz) {
   const struct pa_queue *q = mem;
-  if (!mem || avail < sizeof *q) {
-    pa_shm_errf(err, err_sz, "queue: %zu bytes is smaller than a queue header",
-                avail);
-    return PA_SHM_EMISMATCH;
-  }
-  if (q->magic != QUEUE_MAGIC) {
-    pa_shm_errf(err, err_sz,
-                "queue: magic is 0x%08" PRIx32 ", expected 0x%08x", q->magic,
-                QUEUE_MAGIC);
-    return PA_SHM_EMISMATCH;
-  }
+  int rc = pa_shm_check_head("queue", mem, avail, sizeof *q, QUEUE_MAGIC, err,
+                             err_sz);
+  if (rc)
+    return rc;
   if (!sizes_ok(q->capacity, q->record_size) ||
       q->stride != ((q->record_size + 7u) & ~7u) ||
       q->total_bytes != queue_size(q->capacity, q->record_size)) {

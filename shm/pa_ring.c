@@ -31,7 +31,7 @@ typedef struct ring_reader {
 } ring_reader;
 
 struct pa_ring {
-  uint32_t magic;
+  uint32_t magic; /* first: pa_shm_check_head reads it there */
   uint32_t slot_count;
   uint32_t max_record;
   uint32_t max_readers;
@@ -113,16 +113,10 @@ int pa_ring_init(void *mem, uint32_t slot_count, uint32_t max_record,
 
 int pa_ring_check(const void *mem, size_t avail, char *err, size_t err_sz) {
   const struct pa_ring *r = mem;
-  if (!mem || avail < sizeof *r) {
-    pa_shm_errf(err, err_sz, "ring: %zu bytes is smaller than a ring header",
-                avail);
-    return PA_SHM_EMISMATCH;
-  }
-  if (r->magic != RING_MAGIC) {
-    pa_shm_errf(err, err_sz, "ring: magic is 0x%08" PRIx32 ", expected 0x%08x",
-                r->magic, RING_MAGIC);
-    return PA_SHM_EMISMATCH;
-  }
+  int rc =
+      pa_shm_check_head("ring", mem, avail, sizeof *r, RING_MAGIC, err, err_sz);
+  if (rc)
+    return rc;
   if (!sizes_ok(r->slot_count, r->max_record, r->max_readers)) {
     pa_shm_errf(err, err_sz,
                 "ring: sizes out of range (slot_count %" PRIu32

@@ -26,6 +26,24 @@ void pa_shm_errf(char *err, size_t err_sz, const char *fmt, ...) {
   va_end(ap);
 }
 
+int pa_shm_check_head(const char *what, const void *mem, size_t avail,
+                      size_t head, uint32_t want, char *err, size_t err_sz) {
+  if (!mem || avail < head) {
+    pa_shm_errf(err, err_sz, "%s: %zu bytes is smaller than a %s header", what,
+                avail, what);
+    return PA_SHM_EMISMATCH;
+  }
+  uint32_t magic;
+  memcpy(&magic, mem, sizeof magic); /* the first field of both */
+  if (magic != want) {
+    pa_shm_errf(err, err_sz,
+                "%s: magic is 0x%08" PRIx32 ", expected 0x%08" PRIx32, what,
+                magic, want);
+    return PA_SHM_EMISMATCH;
+  }
+  return 0;
+}
+
 const char *pa_shm_strerror(int code) {
   switch (code) {
   case PA_SHM_OK: return "ok";

@@ -45,33 +45,25 @@ const char *pa_status_code(pa_status st) {
 
 /* ---- the def and the layout table ---------------------------------------- */
 
-/* field, minimum, maximum: drives both default checking and messages. */
-#define PA_STACK_DEF_FIELDS(X)                                                \
-  X(max_robots, 1, 65536)                                                     \
-  X(max_obstacles, 1, 1u << 20)                                               \
-  X(max_beams, 1, 1u << 20)                                                   \
-  X(max_cam_width, 1, 8192)                                                   \
-  X(max_cam_height, 1, 8192)                                                  \
-  X(state_slots, 2, 1u << 20)                                                 \
-  X(scan_slots, 0, 1u << 20)                                                  \
-  X(camera_slots, 2, 4096)                                                    \
-  X(cmd_capacity, 1, 1u << 20)                                                \
-  X(max_readers, 1, 64)
+/* field, default, minimum, maximum: drives the default, the checks and
+ * their messages. */
+#define PA_STACK_DEF_FIELDS(X)                                                 \
+  X(max_robots, 256, 1, 65536)                                                 \
+  X(max_obstacles, 1024, 1, 1u << 20)                                          \
+  X(max_beams, 4096, 1, 1u << 20)                                              \
+  X(max_cam_width, 1920, 1, 8192)                                              \
+  X(max_cam_height, 1080, 1, 8192)                                             \
+  X(state_slots, 64, 2, 1u << 20)                                              \
+  X(scan_slots, 0, 0, 1u << 20)                                                \
+  X(camera_slots, 8, 2, 4096)                                                  \
+  X(cmd_capacity, 1024, 1, 1u << 20)                                           \
+  X(max_readers, 8, 1, 64)
 
 pa_stack_def pa_stack_def_default(void) {
-  pa_stack_def d;
-  memset(&d, 0, sizeof d);
+#define DEFAULT_FIELD(f, def, lo, hi) .f = (def),
+  pa_stack_def d = {PA_STACK_DEF_FIELDS(DEFAULT_FIELD)};
+#undef DEFAULT_FIELD
   snprintf(d.instance, sizeof d.instance, "p9000");
-  d.max_robots = 256;
-  d.max_obstacles = 1024;
-  d.max_beams = 4096;
-  d.max_cam_width = 1920;
-  d.max_cam_height = 1080;
-  d.state_slots = 64;
-  d.scan_slots = 0;
-  d.camera_slots = 8;
-  d.cmd_capacity = 1024;
-  d.max_readers = 8;
   return d;
 }
 
@@ -115,11 +107,11 @@ static int stack_layout_compute(const pa_stack_def *d, stack_layout *L,
   int rc = pa_shm_name(name, sizeof name, d->instance, "ctl", err, err_sz);
   if (rc)
     return rc;
-#define CHECK_FIELD(f, lo, hi)                                                \
-  if (!in_range(d->f, (lo), (hi))) {                                          \
+#define CHECK_FIELD(f, def, lo, hi)                                            \
+  if (!in_range(d->f, (lo), (hi))) {                                           \
     pa_shm_errf(err, err_sz, "%s: " #f " is %" PRIu32 ", must be in [%u, %u]", \
-                d->instance, d->f, (unsigned)(lo), (unsigned)(hi));           \
-    return PA_SHM_EINVAL;                                                     \
+                d->instance, d->f, (unsigned)(lo), (unsigned)(hi));            \
+    return PA_SHM_EINVAL;                                                      \
   }
   PA_STACK_DEF_FIELDS(CHECK_FIELD)
 #undef CHECK_FIELD

@@ -13,6 +13,7 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,17 +41,28 @@ static inline bool ng_gw_ready(void *arg) {
                          __ATOMIC_ACQUIRE) == 1;
 }
 
+/* Starts bin/name --instance <s's> with the flags of a then of b (each
+ * ends with NULL, either may be NULL), logging to log. */
+static inline pid_t ng_spawn(ng_stack *s, const char *name,
+                             const char *const *a, const char *const *b,
+                             const char *log) {
+  char bin[512];
+  pa_test_bin(bin, sizeof bin, name);
+  const char *argv[32] = {bin, "--instance", s->inst};
+  int n = 3;
+  for (int i = 0; a && a[i] && n < 30; i++)
+    argv[n++] = a[i];
+  for (int i = 0; b && b[i] && n < 30; i++)
+    argv[n++] = b[i];
+  argv[n] = NULL;
+  return pa_test_spawn((char *const *)argv, log);
+}
+
 /* Starts pa-netgw on s's instance; extra flags end with NULL. 0 or -1. */
 static inline int ng_start_gw(ng_stack *s, const char *const *gw_extra) {
-  char bin[512];
-  pa_test_bin(bin, sizeof bin, "pa-netgw");
-  const char *argv[32] = {bin, "--instance", s->inst, "--tcp_port", "0"};
-  int n = 5;
-  for (int i = 0; gw_extra && gw_extra[i] && n < 30; i++)
-    argv[n++] = gw_extra[i];
-  argv[n] = NULL;
+  static const char *const port0[] = {"--tcp_port", "0", NULL};
   __atomic_store_n(&s->st.ctl->tcp_port, 0, __ATOMIC_RELEASE);
-  s->gw = pa_test_spawn((char *const *)argv, s->gw_log);
+  s->gw = ng_spawn(s, "pa-netgw", port0, gw_extra, s->gw_log);
   if (s->gw < 0 || !pa_test_wait_for(ng_gw_ready, s, 20000)) {
     fprintf(stderr, "pa-netgw did not become ready; its log:\n");
     pa_test_dump_file(s->gw_log);
@@ -60,19 +72,19 @@ static inline int ng_start_gw(ng_stack *s, const char *const *gw_extra) {
   return 0;
 }
 
-/* Creates an instance and starts pa-sim and pa-netgw on it; extra flags for
- * each end with NULL. 0 or -1 (with the logs printed). */
-static inline int ng_start(ng_stack *s, const char *tag,
-                           const char *const *sim_extra,
-                           const char *const *gw_extra) {
+/* Creates an instance with room for robots, obstacles and cam_w x cam_h
+ * images and starts pa-sim and pa-netgw on it; extra flags for each end
+ * with NULL. 0 or -1 (with the logs printed). */
+static inline int ng_start_sized(ng_stack *s, const char *tag, int robots,
+                                 int obstacles, int cam_w, int cam_h,
+                                 const char *const *sim_extra,
+                                 const char *const *gw_extra) {
   memset(s, 0, sizeof *s);
-  pa_test_instance(s->inst, sizeof s->inst, tag);
-  pa_stack_def d = pa_stack_def_default();
-  snprintf(d.instance, sizeof d.instance, "%s", s->inst);
-  d.max_robots = 16;
-  d.max_obstacles = 64;
-  d.max_cam_width = 320;
-  d.max_cam_height = 240;
+  pa_stack_def d = pa_test_stack_def(s->inst, sizeof s->inst, tag);
+  d.max_robots = robots;
+  d.max_obstacles = obstacles;
+  d.max_cam_width = cam_w;
+  d.max_cam_height = cam_h;
   char err[256];
   if (pa_stack_create(&s->st, &d, err, sizeof err) != 0) {
     fprintf(stderr, "pa_stack_create: %s\n", err);
@@ -82,20 +94,20 @@ static inline int ng_start(ng_stack *s, const char *tag,
            s->inst);
   snprintf(s->gw_log, sizeof s->gw_log, "%s/%s-gw.log", pa_test_tmpdir(),
            s->inst);
-  char bin[512];
-  pa_test_bin(bin, sizeof bin, "pa-sim");
-  const char *argv[32] = {bin, "--instance", s->inst};
-  int n = 3;
-  for (int i = 0; sim_extra && sim_extra[i] && n < 30; i++)
-    argv[n++] = sim_extra[i];
-  argv[n] = NULL;
-  s->sim = pa_test_spawn((char *const *)argv, s->sim_log);
+  s->sim = ng_spawn(s, "pa-sim", sim_extra, NULL, s->sim_log);
   if (s->sim < 0 || !pa_test_wait_for(ng_sim_ready, s, 20000)) {
     fprintf(stderr, "pa-sim did not become ready; its log:\n");
     pa_test_dump_file(s->sim_log);
     return -1;
   }
   return ng_start_gw(s, gw_extra);
+}
+
+/* ng_start_sized with 16 robots, 64 obstacles and 320x240 images. */
+static inline int ng_start(ng_stack *s, const char *tag,
+                           const char *const *sim_extra,
+                           const char *const *gw_extra) {
+  return ng_start_sized(s, tag, 16, 64, 320, 240, sim_extra, gw_extra);
 }
 
 /* Stops both processes and removes the instance. Returns pa-netgw's wait
@@ -119,25 +131,10 @@ static inline int ng_stop(ng_stack *s) {
   return status;
 }
 
-/* The 24-byte header of a CAM1 chunk (PROTOCOL.md section 2). */
-typedef struct ng_cam_chunk {
-  uint32_t seq, size, off;
-  uint16_t w, h, idx, cnt;
-} ng_cam_chunk;
-
-/* Parses the header of the n-byte datagram b; false when it is shorter
- * than a header or not "CAM1". */
+/* The old names, kept for test_netgw.c (being reworked elsewhere). */
+typedef pa_test_cam_chunk ng_cam_chunk;
 static inline bool ng_parse_cam(const uint8_t *b, int n, ng_cam_chunk *c) {
-  if (n < 24 || memcmp(b, "CAM1", 4) != 0)
-    return false;
-  memcpy(&c->seq, b + 4, 4);
-  memcpy(&c->w, b + 8, 2);
-  memcpy(&c->h, b + 10, 2);
-  memcpy(&c->size, b + 12, 4);
-  memcpy(&c->off, b + 16, 4);
-  memcpy(&c->idx, b + 20, 2);
-  memcpy(&c->cnt, b + 22, 2);
-  return true;
+  return pa_test_parse_cam(b, n, c);
 }
 
 static inline int ng_connect(ng_stack *s) {
@@ -163,5 +160,47 @@ static inline bool ng_silent(int fd, int ms) {
   struct pollfd p = {.fd = fd, .events = POLLIN};
   return poll(&p, 1, ms) == 0;
 }
+
+#ifdef fail_msg /* cmocka tests: a reply that differs fails the test */
+/* Asks line and fails unless the reply is want (or starts with it). */
+static inline void ng_expect_reply(int fd, const char *line, const char *want,
+                                   bool prefix) {
+  char buf[4096];
+  int n = ng_ask(fd, line, buf, sizeof buf);
+  if (n < 0 || strncmp(buf, want, prefix ? strlen(want) : sizeof buf) != 0)
+    fail_msg("'%s' -> '%s', expected '%s%s'", line, n < 0 ? "(nothing)" : buf,
+             want, prefix ? "..." : "");
+}
+
+static inline void ng_expect(int fd, const char *line, const char *want) {
+  ng_expect_reply(fd, line, want, false);
+}
+
+static inline void ng_expect_prefix(int fd, const char *line,
+                                    const char *want) {
+  ng_expect_reply(fd, line, want, true);
+}
+
+/* ng_start and one client connection, or the test fails. */
+static inline int ng_open(ng_stack *s, const char *tag,
+                          const char *const *sim_extra,
+                          const char *const *gw_extra) {
+  assert_int_equal(ng_start(s, tag, sim_extra, gw_extra), 0);
+  int fd = ng_connect(s);
+  assert_true(fd >= 0);
+  return fd;
+}
+
+/* Closes the fds listed (up to a -1), then fails the test unless pa-netgw
+ * exits cleanly. */
+static inline void ng_finish(ng_stack *s, ...) {
+  va_list ap;
+  va_start(ap, s);
+  for (int fd; (fd = va_arg(ap, int)) >= 0;)
+    close(fd);
+  va_end(ap);
+  assert_int_equal(ng_stop(s), 0);
+}
+#endif
 
 #endif

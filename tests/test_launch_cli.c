@@ -37,6 +37,32 @@ static size_t argv_len(char **av) {
   return n;
 }
 
+/* The three children's command lines for one parsed playarea line. */
+typedef struct children {
+  char **sim, **ren, **net;
+} children;
+
+/* Parses argv (NULL-terminated) into c and builds the children's command
+ * lines under /b; fails the test if any of it fails. */
+static children parse_children(pa_launch_cfg *c, char **argv) {
+  char err[256];
+  assert_int_equal(
+      pa_launch_cfg_parse(c, (int)argv_len(argv), argv, err, sizeof err), 0);
+  children k = {pa_launch_child_argv(c, PA_PROC_SIM, "/b", err, sizeof err),
+                pa_launch_child_argv(c, PA_PROC_RENDER, "/b", err, sizeof err),
+                pa_launch_child_argv(c, PA_PROC_NETGW, "/b", err, sizeof err)};
+  assert_non_null(k.sim);
+  assert_non_null(k.ren);
+  assert_non_null(k.net);
+  return k;
+}
+
+static void children_free(children *k) {
+  pa_launch_argv_free(k->sim);
+  pa_launch_argv_free(k->ren);
+  pa_launch_argv_free(k->net);
+}
+
 static void test_routing(void **state) {
   (void)state;
   pa_launch_cfg c = pa_launch_cfg_default();
@@ -44,15 +70,9 @@ static void test_routing(void **state) {
                   "--tcp-feedback-hz", "50", "--paused", "--tcp_port", "0",
                   "--camera_width", "320", "--wrap",
                   "netgw=strace -f -o '/tmp/a b'", "--instance", "xy", NULL};
-  char err[256];
-  assert_int_equal(pa_launch_cfg_parse(&c, 15, argv, err, sizeof err), 0);
+  children k = parse_children(&c, argv);
+  char **sim = k.sim, **ren = k.ren, **net = k.net;
   assert_string_equal(c.instance, "xy");
-  char **sim = pa_launch_child_argv(&c, PA_PROC_SIM, "/b", err, sizeof err);
-  char **ren = pa_launch_child_argv(&c, PA_PROC_RENDER, "/b", err, sizeof err);
-  char **net = pa_launch_child_argv(&c, PA_PROC_NETGW, "/b", err, sizeof err);
-  assert_non_null(sim);
-  assert_non_null(ren);
-  assert_non_null(net);
   /* each flag goes only where it is needed; given flags only */
   assert_string_equal(sim[0], "/b/pa-sim");
   assert_true(argv_has(sim, "--instance=xy"));
@@ -74,9 +94,7 @@ static void test_routing(void **state) {
   assert_true(argv_has(net, "--tcp_port=0"));
   assert_true(argv_has(net, "--instance=xy"));
   assert_int_equal(argv_len(net), 8);
-  pa_launch_argv_free(sim);
-  pa_launch_argv_free(ren);
-  pa_launch_argv_free(net);
+  children_free(&k);
 
   pa_stack_def d = pa_launch_stack_def(&c);
   assert_int_equal(d.max_robots, 256);
@@ -98,14 +116,8 @@ static void test_shared_and_exact(void **state) {
                   "--seed",
                   "9000000000000000000",
                   NULL};
-  char err[256];
-  assert_int_equal(pa_launch_cfg_parse(&c, 9, argv, err, sizeof err), 0);
-  char **sim = pa_launch_child_argv(&c, PA_PROC_SIM, "/b", err, sizeof err);
-  char **ren = pa_launch_child_argv(&c, PA_PROC_RENDER, "/b", err, sizeof err);
-  char **net = pa_launch_child_argv(&c, PA_PROC_NETGW, "/b", err, sizeof err);
-  assert_non_null(sim);
-  assert_non_null(ren);
-  assert_non_null(net);
+  children k = parse_children(&c, argv);
+  char **sim = k.sim, **ren = k.ren, **net = k.net;
   assert_true(argv_has(sim, "--realtime=1"));
   assert_true(argv_has(net, "--realtime=1"));
   assert_false(argv_has(ren, "--realtime=1"));
@@ -118,10 +130,9 @@ static void test_shared_and_exact(void **state) {
   assert_true(c.sim.def.force & PA_SIM_FORCE_CAMERA_FOV);
   assert_false(c.sim.def.force & PA_SIM_FORCE_LASER_NOISE);
   assert_int_equal(c.netgw.def.odom_watch_us, PA_NETGW_RT_WATCH_US);
-  pa_launch_argv_free(sim);
-  pa_launch_argv_free(ren);
-  pa_launch_argv_free(net);
+  children_free(&k);
 
+  char err[256];
   /* Setting a flag later (the supervisor pinning a picked port). */
   assert_int_equal(pa_launch_cfg_set(&c, "tcp_port", "9321", err, sizeof err),
                    0);
@@ -216,60 +227,47 @@ static void expect_refused(const char *const *args, const char *needle) {
 
 static void test_bad_flags(void **state) {
   (void)state;
-  const char *a1[] = {"--tcp_prot", "5", NULL};
-  expect_refused(a1, "unknown flag --tcp_prot");
-  const char *a2[] = {"--tcp_port", "70000", NULL};
-  expect_refused(a2, "--tcp_port: 70000 is out of range");
-  const char *a3[] = {"--control_hz", "fast", NULL};
-  expect_refused(a3, "--control_hz: 'fast' is not a finite number");
-  const char *a4[] = {"--map_yaml", "/nonexistent/map.yaml", NULL};
-  expect_refused(a4, "--map_yaml: cannot read '/nonexistent/map.yaml'");
-  const char *a5[] = {"--world", "/nonexistent/world.yaml", NULL};
-  expect_refused(a5, "--world: cannot read");
-  const char *a6[] = {"--wrap", "gpu=perf record", NULL};
-  expect_refused(a6, "--wrap: unknown process 'gpu'");
-  const char *a7[] = {"--wrap", "sim=", NULL};
-  expect_refused(a7, "--wrap sim: empty command");
-  const char *a8[] = {"--robots", "9", "--max_robots", "4", NULL};
-  expect_refused(a8, "--robots: 9 is more than --max_robots 4");
-  const char *a9[] = {"--laser_range_min", "5", "--laser_range_max", "2", NULL};
-  expect_refused(a9, "--laser_range_min");
-  const char *a10[] = {"--no-render", "--viewer", NULL};
-  expect_refused(a10, "--viewer needs pa-render");
-  const char *a11[] = {"--speed", "-1", NULL};
-  expect_refused(a11, "--speed");
-  const char *a12[] = {"--tcp_port", NULL};
-  expect_refused(a12, "--tcp_port needs a value");
-  const char *a13[] = {"extra", NULL};
-  expect_refused(a13, "unexpected argument 'extra'");
-  const char *a14[] = {"--wrap", "render='valgrind", NULL};
-  expect_refused(a14, "--wrap render: unterminated");
-  /* Refused by the owning process's own row or check, so playarea must
-   * refuse them before starting anything (they used to drift). */
-  const char *d1[] = {"--robots", "0", NULL};
-  expect_refused(d1, "--robots: 0 is out of range [1, 100000]");
-  const char *d2[] = {"--laser_range_max", "5000", NULL};
-  expect_refused(d2, "--laser_range_max: 5000 is out of range [0.01, 1000]");
-  const char *d3[] = {"--viewer", "--viewer_width", "10000", NULL};
-  expect_refused(d3, "--viewer_width: 10000 is out of range [64, 8192]");
-  const char *d4[] = {"--screenshot", "/tmp/x.png", NULL};
-  expect_refused(d4, "--screenshot needs --viewer");
-  const char *d5[] = {"--exit_after_screenshot", NULL};
-  expect_refused(d5, "--exit_after_screenshot needs --viewer");
-  const char *d6[] = {"--map_free_thresh", "0.7", NULL};
-  expect_refused(d6,
-                 "--map_free_thresh: 0.7 must be below --map_occupied_thresh");
-  const char *d7[] = {"--camera_chunk", "65500", NULL};
-  expect_refused(d7, "--camera_chunk: 65500 is out of range");
-  const char *d8[] = {"--bind", "", NULL};
-  expect_refused(d8, "--bind: empty address");
-  const char *d9[] = {"--realtime=maybe", NULL};
-  expect_refused(d9, "--realtime: 'maybe' is not a boolean");
-  const char *d10[] = {"--dataset_dir", LONG_DIR, NULL};
-  expect_refused(d10, "--dataset_dir: longer than");
-  /* the instance name itself (given last, it wins) */
-  const char *a15[] = {"--instance", "bad/name", NULL};
-  expect_refused(a15, "--instance");
+  static const struct {
+    const char *args[5]; /* ends at the first NULL */
+    const char *needle;
+  } cases[] = {
+      {{"--tcp_prot", "5"}, "unknown flag --tcp_prot"},
+      {{"--tcp_port", "70000"}, "--tcp_port: 70000 is out of range"},
+      {{"--control_hz", "fast"}, "--control_hz: 'fast' is not a finite number"},
+      {{"--map_yaml", "/nonexistent/map.yaml"},
+       "--map_yaml: cannot read '/nonexistent/map.yaml'"},
+      {{"--world", "/nonexistent/world.yaml"}, "--world: cannot read"},
+      {{"--wrap", "gpu=perf record"}, "--wrap: unknown process 'gpu'"},
+      {{"--wrap", "sim="}, "--wrap sim: empty command"},
+      {{"--robots", "9", "--max_robots", "4"},
+       "--robots: 9 is more than --max_robots 4"},
+      {{"--laser_range_min", "5", "--laser_range_max", "2"},
+       "--laser_range_min"},
+      {{"--no-render", "--viewer"}, "--viewer needs pa-render"},
+      {{"--speed", "-1"}, "--speed"},
+      {{"--tcp_port"}, "--tcp_port needs a value"},
+      {{"extra"}, "unexpected argument 'extra'"},
+      {{"--wrap", "render='valgrind"}, "--wrap render: unterminated"},
+      /* Refused by the owning process's own row or check, so playarea must
+       * refuse them before starting anything (they used to drift). */
+      {{"--robots", "0"}, "--robots: 0 is out of range [1, 100000]"},
+      {{"--laser_range_max", "5000"},
+       "--laser_range_max: 5000 is out of range [0.01, 1000]"},
+      {{"--viewer", "--viewer_width", "10000"},
+       "--viewer_width: 10000 is out of range [64, 8192]"},
+      {{"--screenshot", "/tmp/x.png"}, "--screenshot needs --viewer"},
+      {{"--exit_after_screenshot"}, "--exit_after_screenshot needs --viewer"},
+      {{"--map_free_thresh", "0.7"},
+       "--map_free_thresh: 0.7 must be below --map_occupied_thresh"},
+      {{"--camera_chunk", "65500"}, "--camera_chunk: 65500 is out of range"},
+      {{"--bind", ""}, "--bind: empty address"},
+      {{"--realtime=maybe"}, "--realtime: 'maybe' is not a boolean"},
+      {{"--dataset_dir", LONG_DIR}, "--dataset_dir: longer than"},
+      /* the instance name itself (given last, it wins) */
+      {{"--instance", "bad/name"}, "--instance"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
+    expect_refused(cases[i].args, cases[i].needle);
 }
 
 static void test_help(void **state) {

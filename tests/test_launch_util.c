@@ -196,19 +196,6 @@ int lt_odom_reconnect(lt_odom *o, uint16_t tcp_port, const char *cmds,
   return -1;
 }
 
-static bool parse(const uint8_t *b, int n, lt_odom_frame *f) {
-  if (n != 36 || memcmp(b, "ODM1", 4))
-    return false;
-  memcpy(&f->seq, b + 4, 4);
-  memcpy(&f->t, b + 8, 8);
-  memcpy(&f->x, b + 16, 4);
-  memcpy(&f->y, b + 20, 4);
-  memcpy(&f->theta, b + 24, 4);
-  memcpy(&f->v, b + 28, 4);
-  memcpy(&f->w, b + 32, 4);
-  return true;
-}
-
 int lt_odom_recv(lt_odom *o, lt_odom_frame *f, int timeout_ms) {
   int64_t end = pa_test_now_ms() + timeout_ms;
   for (;;) {
@@ -219,7 +206,7 @@ int lt_odom_recv(lt_odom *o, lt_odom_frame *f, int timeout_ms) {
     int n = pa_test_udp_recv(o->udp, buf, sizeof buf, (int)left);
     if (n < 0)
       return -1;
-    if (parse(buf, n, f))
+    if (pa_test_parse_odom(buf, n, f))
       return 0;
   }
 }
@@ -232,7 +219,7 @@ int lt_odom_drain(lt_odom *o, lt_odom_frame *last) {
     ssize_t n = recv(o->udp, buf, sizeof buf, MSG_DONTWAIT);
     if (n < 0)
       return count;
-    if (parse(buf, (int)n, &f)) {
+    if (pa_test_parse_odom(buf, (int)n, &f)) {
       *last = f;
       count++;
     }

@@ -4,6 +4,7 @@
 #define TEST_LAUNCH_UTIL_H
 
 #include "pa_shm.h"
+#include "testutil.h"
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -41,11 +42,7 @@ bool lt_pid_gone(pid_t pid, int timeout_ms); /* not our child: polls kill(0) */
 int lt_run_playarea(const char *const *args, const char *log, int timeout_ms);
 
 /* Odom client: TCP control connection + UDP socket subscribed to odom. */
-typedef struct lt_odom_frame {
-  uint32_t seq;
-  double t;
-  float x, y, theta, v, w;
-} lt_odom_frame;
+typedef pa_test_odom lt_odom_frame;
 typedef struct lt_odom {
   int tcp, udp;
   uint16_t udp_port;

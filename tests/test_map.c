@@ -470,14 +470,13 @@ static void roundtrip(pa_grid *g, const char *name, const char *ext) {
 
 static void test_save_roundtrip(void **state) {
   (void)state;
-  pa_grid g = {0};
-  g.width = 53;
-  g.height = 31;
-  g.resolution = 0.0371234567891;
-  g.origin_x = -12.345678901234567;
-  g.origin_y = 3.0000000000000004;
-  g.origin_yaw = 0.3;
-  g.occupied_min = 100;
+  pa_grid g = {.width = 53,
+               .height = 31,
+               .resolution = 0.0371234567891,
+               .origin_x = -12.345678901234567,
+               .origin_y = 3.0000000000000004,
+               .origin_yaw = 0.3,
+               .occupied_min = 100};
   g.cells = malloc(53 * 31);
   assert_non_null(g.cells);
   srand(5);
@@ -612,6 +611,22 @@ static void test_bad_yaml(void **state) {
                     "image: empty path", NULL);
 }
 
+/* pa_map_load(def) is refused with an error naming want. */
+static void expect_load_err(const pa_map_def *def, const char *want) {
+  pa_grid g;
+  assert_int_equal(pa_map_load(def, &g, errbuf, sizeof errbuf), -1);
+  if (!strstr(errbuf, want))
+    fail_msg("error '%s' lacks '%s'", errbuf, want);
+}
+
+/* pa_map_flags_resolve(f) is refused with an error naming want. */
+static void expect_resolve_err(const pa_map_flags *f, const char *want) {
+  pa_world w;
+  assert_int_equal(pa_map_flags_resolve(f, &w, errbuf, sizeof errbuf), -1);
+  if (!strstr(errbuf, want))
+    fail_msg("error '%s' lacks '%s'", errbuf, want);
+}
+
 static void test_bad_images(void **state) {
   (void)state;
   char img[512], yml[512];
@@ -628,27 +643,22 @@ static void test_bad_images(void **state) {
   assert_int_equal(pa_map_parse_yaml(yml, &def, errbuf, sizeof errbuf), 0);
   def.max_width = 15;
   pa_grid g;
-  assert_int_equal(pa_map_load(&def, &g, errbuf, sizeof errbuf), -1);
-  assert_non_null(strstr(errbuf, "16 x 12"));
+  expect_load_err(&def, "16 x 12");
   assert_non_null(strstr(errbuf, "over the limit of 15 x 8192"));
   def.max_width = 16;
   def.max_height = 11;
-  assert_int_equal(pa_map_load(&def, &g, errbuf, sizeof errbuf), -1);
-  assert_non_null(strstr(errbuf, "over the limit"));
+  expect_load_err(&def, "over the limit");
   def.max_height = 12;
   assert_int_equal(pa_map_load(&def, &g, errbuf, sizeof errbuf), 0);
   pa_grid_free(&g);
   /* Defs made in code are range-checked too. */
   def.resolution = -1;
-  assert_int_equal(pa_map_load(&def, &g, errbuf, sizeof errbuf), -1);
-  assert_non_null(strstr(errbuf, "resolution"));
+  expect_load_err(&def, "resolution");
   def.resolution = NAN;
-  assert_int_equal(pa_map_load(&def, &g, errbuf, sizeof errbuf), -1);
-  assert_non_null(strstr(errbuf, "resolution"));
+  expect_load_err(&def, "resolution");
   def.resolution = 0.05;
   def.free_thresh = 2;
-  assert_int_equal(pa_map_load(&def, &g, errbuf, sizeof errbuf), -1);
-  assert_non_null(strstr(errbuf, "free_thresh"));
+  expect_load_err(&def, "free_thresh");
 
   /* Truncated PNG: header intact, data cut. */
   unsigned char rnd[64 * 64];
@@ -714,8 +724,7 @@ static void test_flags(void **state) {
   pa_world_free(&w);
   /* --map_yaml "" + --map_image and the --map_* flags. */
   f.map_yaml = "";
-  assert_int_equal(pa_map_flags_resolve(&f, &w, errbuf, sizeof errbuf), -1);
-  assert_non_null(strstr(errbuf, "--map_image"));
+  expect_resolve_err(&f, "--map_image");
   f.map_image = img;
   f.map_resolution = 0.1;
   f.map_origin_x = -3;
@@ -733,16 +742,13 @@ static void test_flags(void **state) {
   pa_grid_free(&g);
   pa_world_free(&w);
   f.map_resolution = -0.1;
-  assert_int_equal(pa_map_flags_resolve(&f, &w, errbuf, sizeof errbuf), -1);
-  assert_non_null(strstr(errbuf, "resolution"));
+  expect_resolve_err(&f, "resolution");
   f.map_resolution = 0.1;
   f.map_free_thresh = 0.9;
-  assert_int_equal(pa_map_flags_resolve(&f, &w, errbuf, sizeof errbuf), -1);
-  assert_non_null(strstr(errbuf, "free_thresh"));
+  expect_resolve_err(&f, "free_thresh");
   f.map_free_thresh = 0.196;
   f.map_negate = 2;
-  assert_int_equal(pa_map_flags_resolve(&f, &w, errbuf, sizeof errbuf), -1);
-  assert_non_null(strstr(errbuf, "negate"));
+  expect_resolve_err(&f, "negate");
   f.map_negate = 0;
   /* --world wins over everything. */
   char wf[512];
@@ -755,12 +761,10 @@ static void test_flags(void **state) {
   assert_true(w.map.resolution == 0.25);
   pa_world_free(&w);
   f.world = "/nonexistent/w.yaml";
-  assert_int_equal(pa_map_flags_resolve(&f, &w, errbuf, sizeof errbuf), -1);
-  assert_non_null(strstr(errbuf, "/nonexistent/w.yaml"));
+  expect_resolve_err(&f, "/nonexistent/w.yaml");
   f.map_yaml = "/nonexistent/m.yaml";
   f.world = NULL;
-  assert_int_equal(pa_map_flags_resolve(&f, &w, errbuf, sizeof errbuf), -1);
-  assert_non_null(strstr(errbuf, "/nonexistent/m.yaml"));
+  expect_resolve_err(&f, "/nonexistent/m.yaml");
 }
 
 int main(void) {

@@ -20,24 +20,7 @@
 
 /* ---- UDP frames, parsed with the exact layouts of PROTOCOL.md section 2 --*/
 
-typedef struct odom {
-  uint32_t seq;
-  double t;
-  float x, y, theta, v, w;
-} odom;
-
-static bool parse_odom(const uint8_t *b, int n, odom *o) {
-  if (n != 36 || memcmp(b, "ODM1", 4) != 0)
-    return false;
-  memcpy(&o->seq, b + 4, 4);
-  memcpy(&o->t, b + 8, 8);
-  memcpy(&o->x, b + 16, 4);
-  memcpy(&o->y, b + 20, 4);
-  memcpy(&o->theta, b + 24, 4);
-  memcpy(&o->v, b + 28, 4);
-  memcpy(&o->w, b + 32, 4);
-  return true;
-}
+typedef pa_test_odom odom;
 
 /* Collects odom frames for ms of wall time; returns how many. */
 static int collect_odom(int fd, odom *out, int max, int ms) {
@@ -51,7 +34,7 @@ static int collect_odom(int fd, odom *out, int max, int ms) {
     int r = pa_test_udp_recv(fd, b, sizeof b, (int)left);
     if (r < 0)
       break;
-    assert_true(parse_odom(b, r, &out[n]));
+    assert_true(pa_test_parse_odom(b, r, &out[n]));
     n++;
   }
   return n;
@@ -64,20 +47,25 @@ static void drain_udp(int fd) {
     ;
 }
 
-static void expect(int fd, const char *line, const char *want) {
-  char buf[4096];
-  int n = ng_ask(fd, line, buf, sizeof buf);
-  if (n < 0 || strcmp(buf, want) != 0)
-    fail_msg("'%s' -> '%s', expected '%s'", line, n < 0 ? "(nothing)" : buf,
-             want);
+/* Sends the lines of before (each ending in "\n", or "") then subscribes
+ * UDP port to stream, and waits for the gateway's answer. */
+static void sub_port(int fd, const char *before, const char *stream,
+                     uint16_t port) {
+  char line[256];
+  snprintf(line, sizeof line, "%ssub %s %u\nping", before, stream, port);
+  ng_expect(fd, line, "pong");
 }
 
-static void expect_prefix(int fd, const char *line, const char *want) {
-  char buf[4096];
-  int n = ng_ask(fd, line, buf, sizeof buf);
-  if (n < 0 || strncmp(buf, want, strlen(want)) != 0)
-    fail_msg("'%s' -> '%s', expected '%s...'", line, n < 0 ? "(nothing)" : buf,
-             want);
+/* sub_port with a new UDP socket, which it returns (its port in *port when
+ * not NULL). */
+static int subscribe(int fd, const char *before, const char *stream,
+                     uint16_t *port) {
+  uint16_t up;
+  int u = pa_test_udp_bind(&up);
+  sub_port(fd, before, stream, up);
+  if (port)
+    *port = up;
+  return u;
 }
 
 static json_t *ask_json(int fd, const char *req) {
@@ -175,87 +163,83 @@ static void text_session(void **state) {
   (void)state;
   ng_stack s;
   const char *sim[] = {"--robots", "2", NULL};
-  assert_int_equal(ng_start(&s, "text", sim, NULL), 0);
-  int fd = ng_connect(&s);
+  int fd = ng_open(&s, "text", sim, NULL);
   assert_true(fd >= 0);
-  expect(fd, "ping", "pong");
-  expect_prefix(fd, "help", "commands: cmd <v> <w> [head]");
+  ng_expect(fd, "ping", "pong");
+  ng_expect_prefix(fd, "help", "commands: cmd <v> <w> [head]");
   /* Successful cmd/stop/sub/unsub say nothing: the next reply is pong. */
-  uint16_t up;
-  int u = pa_test_udp_bind(&up);
-  char line[128];
-  snprintf(line, sizeof line, "cmd 0.3 0.2\nstop\r\ncmd\t0.1  0 0.5\nsub odom %u\n"
-                              "unsub odom\nunsub scan\nping",
-           up);
-  expect(fd, line, "pong");
-  expect_prefix(fd, "pose", "pose ");
-  expect(fd, "pause", "ok");
-  expect(fd, "teleport -1.5 0 0.25", "ok");
+  int u = subscribe(fd, "cmd 0.3 0.2\nstop\r\ncmd\t0.1  0 0.5\n", "odom", NULL);
+  ng_expect(fd, "unsub odom\nunsub scan\nping", "pong");
+  ng_expect_prefix(fd, "pose", "pose ");
+  ng_expect(fd, "pause", "ok");
+  ng_expect(fd, "teleport -1.5 0 0.25", "ok");
   char buf[256];
   assert_true(ng_ask(fd, "pose", buf, sizeof buf) > 0);
   double x, y, th;
   assert_int_equal(sscanf(buf, "pose %lf %lf %lf", &x, &y, &th), 3);
   assert_true(fabs(x + 1.5) < 1e-6 && fabs(y) < 1e-6 &&
               fabs(th - 0.25) < 1e-6);
-  expect(fd, "cmd 0.5 0\nping", "pong");
-  expect(fd, "step 100", "ok");
+  ng_expect(fd, "cmd 0.5 0\nping", "pong");
+  ng_expect(fd, "step 100", "ok");
   assert_true(ng_ask(fd, "pose", buf, sizeof buf) > 0);
   assert_int_equal(sscanf(buf, "pose %lf %lf %lf", &x, &y, &th), 3);
   assert_true(x > -1.4); /* 0.5 s at up to 0.5 m/s with acceleration */
-  expect(fd, "stop\nping", "pong");
-  expect(fd, "resume", "ok");
-  expect(fd, "speed 2", "ok");
-  expect(fd, "speed 1", "ok");
-  expect(fd, "robot 1", "ok");
-  expect(fd, "robot 0", "ok");
-  expect(fd, "reset", "ok");
+  ng_expect(fd, "stop\nping", "pong");
+  ng_expect(fd, "resume", "ok");
+  ng_expect(fd, "speed 2", "ok");
+  ng_expect(fd, "speed 1", "ok");
+  ng_expect(fd, "robot 1", "ok");
+  ng_expect(fd, "robot 0", "ok");
+  ng_expect(fd, "reset", "ok");
   /* Errors: one line each, naming what was wrong. */
-  expect(fd, "robot 7", "err unknown_robot no robot with id '7'");
-  expect(fd, "robot nobody", "err unknown_robot no robot with name 'nobody'");
-  expect(fd, "fly 1 2", "err unknown_action unknown command 'fly' (try help)");
-  expect(fd, "cmd 1", "err invalid_action_shape cmd takes 2 to 3 "
-                      "arguments, got 1: cmd <v> <w> [head]");
-  expect(fd, "cmd 1 nan",
-         "err invalid_action_shape cmd: w 'nan' is not a finite number");
-  expect(fd, "cmd 1e999 0",
-         "err invalid_action_shape cmd: v '1e999' is not finite");
-  expect(fd, "cmd inf 0",
-         "err invalid_action_shape cmd: v 'inf' is not a finite number");
-  expect(fd, "sub odom 0",
-         "err invalid_message sub: udp_port 0 is out of range [1, 65535]");
-  expect(fd, "sub odom 65536",
-         "err invalid_message sub: udp_port 65536 is out of range [1, 65535]");
-  expect(fd, "sub lidar 5000",
-         "err invalid_message sub: unknown channel 'lidar' (odom, scan or "
-         "camera)");
-  expect(fd, "unsub sonar", "err invalid_message unsub: unknown channel "
-                            "'sonar' (odom, scan or camera)");
-  expect(fd, "sub odom", "err invalid_message sub takes 2 arguments, got 1: "
-                         "sub <odom|scan|camera> <udp_port>");
-  expect(fd, "step 0", "err invalid_message step: n 0 is out of range [1, "
-                       "1000000]");
-  expect(fd, "speed -1", "err invalid_message speed: factor -1 is out of "
-                         "range [0, 1000] (0 = as fast as possible)");
-  expect(fd, "ping", "pong");
-  close(u);
-  close(fd);
-  assert_int_equal(ng_stop(&s), 0);
+  ng_expect(fd, "robot 7", "err unknown_robot no robot with id '7'");
+  ng_expect(fd, "robot nobody",
+            "err unknown_robot no robot with name 'nobody'");
+  ng_expect(fd, "fly 1 2",
+            "err unknown_action unknown command 'fly' (try help)");
+  ng_expect(fd, "cmd 1",
+            "err invalid_action_shape cmd takes 2 to 3 "
+            "arguments, got 1: cmd <v> <w> [head]");
+  ng_expect(fd, "cmd 1 nan",
+            "err invalid_action_shape cmd: w 'nan' is not a finite number");
+  ng_expect(fd, "cmd 1e999 0",
+            "err invalid_action_shape cmd: v '1e999' is not finite");
+  ng_expect(fd, "cmd inf 0",
+            "err invalid_action_shape cmd: v 'inf' is not a finite number");
+  ng_expect(fd, "sub odom 0",
+            "err invalid_message sub: udp_port 0 is out of range [1, 65535]");
+  ng_expect(
+      fd, "sub odom 65536",
+      "err invalid_message sub: udp_port 65536 is out of range [1, 65535]");
+  ng_expect(fd, "sub lidar 5000",
+            "err invalid_message sub: unknown channel 'lidar' (odom, scan or "
+            "camera)");
+  ng_expect(fd, "unsub sonar",
+            "err invalid_message unsub: unknown channel "
+            "'sonar' (odom, scan or camera)");
+  ng_expect(fd, "sub odom",
+            "err invalid_message sub takes 2 arguments, got 1: "
+            "sub <odom|scan|camera> <udp_port>");
+  ng_expect(fd, "step 0",
+            "err invalid_message step: n 0 is out of range [1, "
+            "1000000]");
+  ng_expect(fd, "speed -1",
+            "err invalid_message speed: factor -1 is out of "
+            "range [0, 1000] (0 = as fast as possible)");
+  ng_expect(fd, "ping", "pong");
+  ng_finish(&s, u, fd, -1);
 }
 
 static void odom_stream(void **state) {
   (void)state;
   ng_stack s;
-  assert_int_equal(ng_start(&s, "odom", NULL, NULL), 0);
-  int fd = ng_connect(&s);
-  uint16_t up;
-  int u = pa_test_udp_bind(&up);
-  char line[128];
+  int fd = ng_open(&s, "odom", NULL, NULL);
   /* A long free run along y = -0.3 in the default world. */
-  expect(fd, "pause", "ok");
-  expect(fd, "teleport -4.5 -0.3 0", "ok");
-  expect(fd, "resume", "ok");
-  snprintf(line, sizeof line, "cmd 0.4 0\nsub odom %u\nping", up);
-  expect(fd, line, "pong");
+  ng_expect(fd, "pause", "ok");
+  ng_expect(fd, "teleport -4.5 -0.3 0", "ok");
+  ng_expect(fd, "resume", "ok");
+  uint16_t up;
+  int u = subscribe(fd, "cmd 0.4 0\n", "odom", &up);
   static odom f[1000];
   int n = collect_odom(u, f, 1000, 3000);
   assert_true(n > 100);
@@ -280,24 +264,22 @@ static void odom_stream(void **state) {
   double dx = f[n - 1].x - f[n / 2].x, dt = f[n - 1].t - f[n / 2].t;
   assert_true(fabs(dx / dt - 0.4) < 0.05);
   /* unsub stops the stream. */
-  expect(fd, "unsub odom\nping", "pong");
+  ng_expect(fd, "unsub odom\nping", "pong");
   drain_udp(u);
   uint8_t b[64];
   assert_int_equal(pa_test_udp_recv(u, b, sizeof b, 300), -1);
   /* Subscribing again resumes with seq continuing, never restarting. */
-  snprintf(line, sizeof line, "sub odom %u\nping", up);
-  expect(fd, line, "pong");
+  sub_port(fd, "", "odom", up);
   odom g;
   int r = pa_test_udp_recv(u, b, sizeof b, 2000);
-  assert_true(parse_odom(b, r, &g));
+  assert_true(pa_test_parse_odom(b, r, &g));
   assert_true(g.seq > last->seq);
   /* Closing the connection stops it too. */
   close(fd);
   usleep(100000);
   drain_udp(u);
   assert_int_equal(pa_test_udp_recv(u, b, sizeof b, 300), -1);
-  close(u);
-  assert_int_equal(ng_stop(&s), 0);
+  ng_finish(&s, u, -1);
 }
 
 /* Reads every odom frame queued on fd now (no waiting): count, last seq. */
@@ -306,7 +288,7 @@ static int take_odom(int fd, uint32_t *first, uint32_t *last) {
   int n = 0, r;
   odom o;
   while ((r = (int)recv(fd, b, sizeof b, MSG_DONTWAIT)) >= 0) {
-    assert_true(parse_odom(b, r, &o));
+    assert_true(pa_test_parse_odom(b, r, &o));
     if (n > 0)
       assert_int_equal(o.seq, *last + 1); /* one subscriber: no gap */
     else if (first)
@@ -367,30 +349,27 @@ static void odom_move_and_churn(void **state) {
   int fd = ng_connect(&s);
   uint16_t pa_, pb;
   int ua = pa_test_udp_bind(&pa_), ub = pa_test_udp_bind(&pb);
-  char line[256];
-  snprintf(line, sizeof line, "sub odom %u\nping", pa_);
-  expect(fd, line, "pong");
+  sub_port(fd, "", "odom", pa_);
   uint8_t b[2048];
   assert_true(pa_test_udp_recv(ua, b, sizeof b, 2000) == 36);
   odom o0 = {0};
-  assert_true(parse_odom(b, 36, &o0));
+  assert_true(pa_test_parse_odom(b, 36, &o0));
   usleep(200000);
   /* Move it to port B: the pong comes after the move, and a frame sent
    * before it is already queued on A (loopback delivers inside sendmmsg). */
-  snprintf(line, sizeof line, "sub odom %u\nping", pb);
-  expect(fd, line, "pong");
+  sub_port(fd, "", "odom", pb);
   uint32_t last_a = o0.seq, first_b = 0, last_b = 0;
   int na = 1 + take_odom(ua, NULL, &last_a);
   assert_true(na > 5);
   assert_true(pa_test_udp_recv(ub, b, sizeof b, 2000) == 36);
   odom ob = {0};
-  assert_true(parse_odom(b, 36, &ob));
+  assert_true(pa_test_parse_odom(b, 36, &ob));
   first_b = last_b = ob.seq;
   assert_int_equal(first_b, last_a + 1); /* no seq twice, none skipped */
   usleep(200000);
   int nb = 1 + take_odom(ub, NULL, &last_b);
   assert_int_equal(pa_test_udp_recv(ua, b, sizeof b, 100), -1);
-  expect(fd, "unsub odom\nping", "pong");
+  ng_expect(fd, "unsub odom\nping", "pong");
   nb += take_odom(ub, NULL, &last_b);
   assert_int_equal(pa_test_udp_recv(ub, b, sizeof b, 300), -1);
   /* Health: odom frames sent = frames received (the only subscriber). */
@@ -406,6 +385,7 @@ static void odom_move_and_churn(void **state) {
    * while frames stream; at the end nothing is subscribed. */
   enum { CH = 8 };
   int c[CH];
+  char line[256];
   for (int i = 0; i < CH; i++)
     c[i] = ng_connect(&s);
   for (int round = 0; round < 40; round++) {
@@ -424,31 +404,23 @@ static void odom_move_and_churn(void **state) {
     usleep(5000);
   }
   for (int i = 0; i < CH; i++)
-    expect(c[i], "ping", "pong");
+    ng_expect(c[i], "ping", "pong");
   usleep(50000);
   drain_udp(ua);
   drain_udp(ub);
   assert_int_equal(pa_test_udp_recv(ua, b, sizeof b, 300), -1);
   assert_int_equal(pa_test_udp_recv(ub, b, sizeof b, 1), -1);
-  expect(fd, "ping", "pong");
+  ng_expect(fd, "ping", "pong");
   for (int i = 0; i < CH; i++)
     close(c[i]);
-  close(fd);
-  close(ua);
-  close(ub);
-  assert_int_equal(ng_stop(&s), 0);
+  ng_finish(&s, fd, ua, ub, -1);
 }
 
 static void scan_stream(void **state) {
   (void)state;
   ng_stack s;
-  assert_int_equal(ng_start(&s, "scan", NULL, NULL), 0);
-  int fd = ng_connect(&s);
-  uint16_t up;
-  int u = pa_test_udp_bind(&up);
-  char line[128];
-  snprintf(line, sizeof line, "sub scan %u\nping", up);
-  expect(fd, line, "pong");
+  int fd = ng_open(&s, "scan", NULL, NULL);
+  int u = subscribe(fd, "", "scan", NULL);
   static uint8_t b[65536];
   uint32_t seq0 = 0, prev = 0;
   double t0 = 0, t = 0;
@@ -492,8 +464,7 @@ static void scan_stream(void **state) {
   usleep(100000);
   drain_udp(u);
   assert_int_equal(pa_test_udp_recv(u, b, sizeof b, 300), -1);
-  close(u);
-  assert_int_equal(ng_stop(&s), 0);
+  ng_finish(&s, u, -1);
 }
 
 static void two_clients(void **state) {
@@ -502,14 +473,9 @@ static void two_clients(void **state) {
   const char *sim[] = {"--robots", "2", NULL};
   assert_int_equal(ng_start(&s, "two", sim, NULL), 0);
   int a = ng_connect(&s), b = ng_connect(&s);
-  uint16_t pa_, pb;
-  int ua = pa_test_udp_bind(&pa_), ub = pa_test_udp_bind(&pb);
-  char line[128];
-  snprintf(line, sizeof line, "cmd 0.3 0\nsub odom %u\nping", pa_);
-  expect(a, line, "pong");
-  snprintf(line, sizeof line, "robot 1\ncmd 0 0.8\nsub odom %u\nping", pb);
-  expect(b, line, "ok");
-  expect(b, "", "pong");
+  int ua = subscribe(a, "cmd 0.3 0\n", "odom", NULL);
+  ng_expect(b, "robot 1", "ok");
+  int ub = subscribe(b, "cmd 0 0.8\n", "odom", NULL);
   usleep(1500000);
   drain_udp(ua);
   drain_udp(ub);
@@ -519,19 +485,14 @@ static void two_clients(void **state) {
   assert_true(fabs(fa[na - 1].v - 0.3) < 0.02 && fabs(fa[na - 1].w) < 1e-3);
   assert_true(fabs(fb[nb - 1].v) < 1e-3 && fabs(fb[nb - 1].w - 0.8) < 0.02);
   assert_true(fb[nb - 1].theta != fb[0].theta);
-  close(a);
-  close(b);
-  close(ua);
-  close(ub);
-  assert_int_equal(ng_stop(&s), 0);
+  ng_finish(&s, a, b, ua, ub, -1);
 }
 
 static void json_actions(void **state) {
   (void)state;
   ng_stack s;
   const char *sim[] = {"--robots", "2", NULL};
-  assert_int_equal(ng_start(&s, "json", sim, NULL), 0);
-  int fd = ng_connect(&s);
+  int fd = ng_open(&s, "json", sim, NULL);
   json_t *j;
   /* wait for the first scan (10 Hz) to be in the ring, however busy the
    * machine */
@@ -708,7 +669,8 @@ static void json_actions(void **state) {
   expect_json_err(fd, "{\"type\":\"command\",\"action\":\"get_state\","
                       "\"data\":{\"robot\":1}}",
                   "busy"); /* not unknown_robot */
-  expect(fd, "robot 1", "err busy the world snapshot is being rewritten; try again");
+  ng_expect(fd, "robot 1",
+            "err busy the world snapshot is being rewritten; try again");
   pa_stack_world_end(&s.st);
   json_decref(expect_json_ok(
       fd, "{\"type\":\"command\",\"action\":\"list_obstacles\"}", "response"));
@@ -771,7 +733,7 @@ static void json_actions(void **state) {
   uint8_t b[64];
   odom o;
   int r = pa_test_udp_recv(u, b, sizeof b, 2000);
-  assert_true(parse_odom(b, r, &o));
+  assert_true(pa_test_parse_odom(b, r, &o));
   json_decref(expect_json_ok(fd, "{\"type\":\"command\",\"action\":"
                                  "\"unsubscribe\",\"data\":{\"channel\":"
                                  "\"odom\"}}",
@@ -868,9 +830,8 @@ static void json_actions(void **state) {
   assert_true(pa_test_read_line(fd, line, 1 << 16, 5000) > 0);
   assert_non_null(strstr(line, "\"too_long\""));
   free(line);
-  expect(fd, "ping", "pong");
-  close(fd);
-  assert_int_equal(ng_stop(&s), 0);
+  ng_expect(fd, "ping", "pong");
+  ng_finish(&s, fd, -1);
 }
 
 /* A well-behaved client's odom stream, read by a thread. */
@@ -887,7 +848,7 @@ static void *watch(void *arg) {
   while (!atomic_load(&w->stop)) {
     int r = pa_test_udp_recv(w->fd, b, sizeof b, 100);
     odom o;
-    if (r < 0 || !parse_odom(b, r, &o))
+    if (r < 0 || !pa_test_parse_odom(b, r, &o))
       continue;
     if (w->frames++ == 0)
       w->first = o.seq;
@@ -901,14 +862,9 @@ static void *watch(void *arg) {
 static void bad_input(void **state) {
   (void)state;
   ng_stack s;
-  assert_int_equal(ng_start(&s, "bad", NULL, NULL), 0);
-  int good = ng_connect(&s);
+  int good = ng_open(&s, "bad", NULL, NULL);
   watcher w = {0};
-  uint16_t up;
-  w.fd = pa_test_udp_bind(&up);
-  char line[128];
-  snprintf(line, sizeof line, "sub odom %u\nping", up);
-  expect(good, line, "pong");
+  w.fd = subscribe(good, "", "odom", NULL);
   pthread_t th;
   pthread_create(&th, NULL, watch, &w);
 
@@ -934,13 +890,13 @@ static void bad_input(void **state) {
   memset(longl, 'a', sizeof longl);
   memcpy(longl, "cmd ", 4);
   longl[sizeof longl - 1] = '\0';
-  expect_prefix(fd, longl, "err too_long line is");
-  expect(fd, "ping", "pong");
+  ng_expect_prefix(fd, longl, "err too_long line is");
+  ng_expect(fd, "ping", "pong");
   /* a long line arriving in pieces without a newline yet */
   for (int i = 0; i < 3; i++)
     assert_int_equal(pa_test_send_str(fd, longl), 0);
-  expect_prefix(fd, "", "err too_long line is longer than the text limit");
-  expect(fd, "ping", "pong");
+  ng_expect_prefix(fd, "", "err too_long line is longer than the text limit");
+  ng_expect(fd, "ping", "pong");
   /* one command split over many segments */
   const char *slow = "cmd 0.1 0.2\nping\n";
   for (const char *p = slow; *p; p++) {
@@ -960,17 +916,20 @@ static void bad_input(void **state) {
   assert_true(pa_test_read_line(fd, buf, sizeof buf, 10000) > 0);
   assert_string_equal(buf, "pong");
   /* wrong arity, non-finite, ports, channels, CRLF */
-  expect(fd, "stop now", "err invalid_message stop takes 0 arguments, got 1: "
-                         "stop");
-  expect(fd, "teleport 1 2 -nan",
-         "err invalid_action_shape teleport: theta '-nan' is not a finite "
-         "number");
-  expect(fd, "sub scan 99999", "err invalid_message sub: udp_port 99999 is "
-                               "out of range [1, 65535]");
-  expect(fd, "sub scan -5", "err invalid_message sub: udp_port '-5' is not a "
-                            "whole number");
-  expect(fd, "ping\r", "pong");
-  expect_prefix(fd, "{not json", "{\"type\":\"error\"");
+  ng_expect(fd, "stop now",
+            "err invalid_message stop takes 0 arguments, got 1: "
+            "stop");
+  ng_expect(fd, "teleport 1 2 -nan",
+            "err invalid_action_shape teleport: theta '-nan' is not a finite "
+            "number");
+  ng_expect(fd, "sub scan 99999",
+            "err invalid_message sub: udp_port 99999 is "
+            "out of range [1, 65535]");
+  ng_expect(fd, "sub scan -5",
+            "err invalid_message sub: udp_port '-5' is not a "
+            "whole number");
+  ng_expect(fd, "ping\r", "pong");
+  ng_expect_prefix(fd, "{not json", "{\"type\":\"error\"");
   close(fd);
   /* A client that floods and disconnects abruptly (RST). */
   fd = ng_connect(&s);
@@ -979,14 +938,12 @@ static void bad_input(void **state) {
   pa_test_send_str(fd, "ping\nping\nstep 5\n");
   close(fd);
   usleep(500000);
-  expect(good, "ping", "pong");
+  ng_expect(good, "ping", "pong");
   atomic_store(&w.stop, true);
   pthread_join(th, NULL);
   assert_true(w.frames > 50);
   assert_int_equal(w.gaps, 0);
-  close(w.fd);
-  close(good);
-  assert_int_equal(ng_stop(&s), 0);
+  ng_finish(&s, w.fd, good, -1);
 }
 
 static void many_clients(void **state) {
@@ -1040,15 +997,14 @@ static void auth_limits_busy(void **state) {
   const char *gw[] = {"--token",      "s3cret", "--max_clients",
                       "3",            "--request_timeout_ms", "300",
                       "--max_output", "65536",  NULL};
-  assert_int_equal(ng_start(&s, "auth", NULL, gw), 0);
-  int fd = ng_connect(&s);
-  expect(fd, "ping", "err not_authorized send auth <token> first");
-  expect(fd, "cmd 1 0", "err not_authorized send auth <token> first");
+  int fd = ng_open(&s, "auth", NULL, gw);
+  ng_expect(fd, "ping", "err not_authorized send auth <token> first");
+  ng_expect(fd, "cmd 1 0", "err not_authorized send auth <token> first");
   expect_json_err(fd, "{\"type\":\"command\",\"action\":\"get_state\"}",
                   "not_authorized");
-  expect(fd, "auth wrong", "err not_authorized wrong token");
-  expect(fd, "auth s3cret", "ok");
-  expect(fd, "ping", "pong");
+  ng_expect(fd, "auth wrong", "err not_authorized wrong token");
+  ng_expect(fd, "auth s3cret", "ok");
+  ng_expect(fd, "ping", "pong");
   int j = ng_connect(&s);
   expect_json_err(j, "{\"type\":\"command\",\"action\":\"auth\",\"data\":"
                      "{\"token\":\"nope\"}}",
@@ -1070,17 +1026,18 @@ static void auth_limits_busy(void **state) {
   /* the sim stops answering: busy after the timeout, not a hang */
   kill(s.sim, SIGSTOP);
   int64_t t0 = pa_test_now_ms();
-  expect(fd, "step 1", "err busy the simulator did not answer within 300 ms");
+  ng_expect(fd, "step 1",
+            "err busy the simulator did not answer within 300 ms");
   assert_true(pa_test_now_ms() - t0 >= 250);
   expect_json_err(j, "{\"type\":\"command\",\"action\":\"step\"}", "busy");
   kill(s.sim, SIGCONT);
   /* the late replies are discarded; the next request gets its own answer */
-  expect(fd, "pause", "ok");
-  expect(fd, "step 2", "ok");
-  expect(fd, "ping", "pong");
+  ng_expect(fd, "pause", "ok");
+  ng_expect(fd, "step 2", "ok");
+  ng_expect(fd, "ping", "pong");
   /* a client that never reads is cut off once 64 KiB of replies wait */
   c3 = ng_connect(&s);
-  expect(c3, "auth s3cret", "ok");
+  ng_expect(c3, "auth s3cret", "ok");
   int rcv = 4096;
   setsockopt(c3, SOL_SOCKET, SO_RCVBUF, &rcv, sizeof rcv);
   char *flood = malloc(1 << 20);
@@ -1100,7 +1057,7 @@ static void auth_limits_busy(void **state) {
   usleep(300000); /* let the gateway see the close before the next connect */
   /* ... but one that only sends valid commands hears nothing and stays */
   int quiet = ng_connect(&s);
-  expect(quiet, "auth s3cret", "ok");
+  ng_expect(quiet, "auth s3cret", "ok");
   char *cmds = malloc(20000 * 12 + 1);
   size_t len = 0;
   for (int i = 0; i < 20000; i++)
@@ -1108,11 +1065,8 @@ static void auth_limits_busy(void **state) {
   for (int k = 0; k < 5; k++)
     assert_int_equal(pa_test_send_str(quiet, cmds), 0);
   free(cmds);
-  expect(quiet, "ping", "pong");
-  close(quiet);
-  close(j);
-  close(fd);
-  assert_int_equal(ng_stop(&s), 0);
+  ng_expect(quiet, "ping", "pong");
+  ng_finish(&s, quiet, j, fd, -1);
 }
 
 /* With the real renderer: demand starts rendering, images reassemble whole. */
@@ -1138,11 +1092,7 @@ static void camera_stream(void **state) {
     fail_msg("pa-render did not become ready");
   }
   int fd = ng_connect(&s);
-  uint16_t up;
-  int u = pa_test_udp_bind(&up);
-  char line[128];
-  snprintf(line, sizeof line, "sub camera %u\nping", up);
-  expect(fd, line, "pong");
+  int u = subscribe(fd, "", "camera", NULL);
   assert_int_equal(s.st.cam[0].subscribers, 1);
   enum { W = 160, H = 120, SIZE = W * H * 3, CHUNKS = (SIZE + 1399) / 1400 };
   static uint8_t img[SIZE], b[2048];
@@ -1152,8 +1102,8 @@ static void camera_stream(void **state) {
   while (whole < 10 && pa_test_now_ms() < end) {
     int n = pa_test_udp_recv(u, b, sizeof b, 5000);
     assert_true(n > 24 && n <= 24 + 1400);
-    ng_cam_chunk c = {0};
-    assert_true(ng_parse_cam(b, n, &c));
+    pa_test_cam_chunk c = {0};
+    assert_true(pa_test_parse_cam(b, n, &c));
     uint32_t seq = c.seq, off = c.off;
     uint16_t idx = c.idx;
     assert_int_equal(c.w, W);
@@ -1203,8 +1153,7 @@ static void map_actions(void **state) {
   ng_stack s;
   /* the files below are written to the test's temp dir */
   const char *sim[] = {"--data_dir", pa_test_tmpdir(), NULL};
-  assert_int_equal(ng_start(&s, "maps", sim, NULL), 0);
-  int fd = ng_connect(&s);
+  int fd = ng_open(&s, "maps", sim, NULL);
   const char *info = "{\"type\":\"command\",\"action\":\"get_map_info\"}";
   json_t *j = expect_json_ok(fd, info, "response");
   json_int_t w0 = dint(j, "width"), h0 = dint(j, "height"), g0 = dint(j, "gen");
@@ -1416,8 +1365,7 @@ static void map_actions(void **state) {
   assert_int_equal(dint(j, "width"), w0);
   assert_int_equal(dint(j, "height"), h0);
   json_decref(j);
-  close(fd);
-  assert_int_equal(ng_stop(&s), 0);
+  ng_finish(&s, fd, -1);
 }
 
 int main(void) {

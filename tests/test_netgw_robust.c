@@ -16,22 +16,6 @@
 
 #include "netgw_harness.h"
 
-static void expect(int fd, const char *line, const char *want) {
-  char buf[4096];
-  int n = ng_ask(fd, line, buf, sizeof buf);
-  if (n < 0 || strcmp(buf, want) != 0)
-    fail_msg("'%s' -> '%s', expected '%s'", line, n < 0 ? "(nothing)" : buf,
-             want);
-}
-
-static void expect_prefix(int fd, const char *line, const char *want) {
-  char buf[4096];
-  int n = ng_ask(fd, line, buf, sizeof buf);
-  if (n < 0 || strncmp(buf, want, strlen(want)) != 0)
-    fail_msg("'%s' -> '%s', expected '%s...'", line, n < 0 ? "(nothing)" : buf,
-             want);
-}
-
 /* Reads everything until EOF (5 s): the bytes, NUL-terminated, or -1 when
  * the connection stayed open. */
 static int read_to_eof(int fd, char *buf, size_t n) {
@@ -102,32 +86,7 @@ static void *cam_write(void *arg) {
 
 /* ng_start with room for 640x480 images. */
 static int start_big(ng_stack *s, const char *tag, const char *const *gw) {
-  memset(s, 0, sizeof *s);
-  pa_test_instance(s->inst, sizeof s->inst, tag);
-  pa_stack_def d = pa_stack_def_default();
-  snprintf(d.instance, sizeof d.instance, "%s", s->inst);
-  d.max_robots = 4;
-  d.max_obstacles = 16;
-  d.max_cam_width = 640;
-  d.max_cam_height = 480;
-  char err[256];
-  if (pa_stack_create(&s->st, &d, err, sizeof err) != 0) {
-    fprintf(stderr, "pa_stack_create: %s\n", err);
-    return -1;
-  }
-  snprintf(s->sim_log, sizeof s->sim_log, "%s/%s-sim.log", pa_test_tmpdir(),
-           s->inst);
-  snprintf(s->gw_log, sizeof s->gw_log, "%s/%s-gw.log", pa_test_tmpdir(),
-           s->inst);
-  char bin[512];
-  pa_test_bin(bin, sizeof bin, "pa-sim");
-  char *argv[] = {bin, "--instance", s->inst, NULL};
-  s->sim = pa_test_spawn(argv, s->sim_log);
-  if (s->sim < 0 || !pa_test_wait_for(ng_sim_ready, s, 20000)) {
-    pa_test_dump_file(s->sim_log);
-    return -1;
-  }
-  return ng_start_gw(s, gw);
+  return ng_start_sized(s, tag, 4, 16, 640, 480, NULL, gw);
 }
 
 /* One ping on fd: its round trip in ms, or -1 (no pong within 5 s). */
@@ -145,7 +104,7 @@ static void camera_load(void **state) {
   assert_int_equal(start_big(&s, "camload", NULL), 0);
   int base_fds = pa_test_fd_count(s.gw);
   int by = ng_connect(&s);
-  expect(by, "ping", "pong");
+  ng_expect(by, "ping", "pong");
   cam_writer w = {.st = &s.st};
   atomic_init(&w.stop, false);
   pthread_t th;
@@ -184,8 +143,8 @@ static void camera_load(void **state) {
   /* Images did go out, whole chunks of 640x480 frames. */
   uint8_t b[2048];
   int n = pa_test_udp_recv(us[0], b, sizeof b, 1000);
-  ng_cam_chunk c = {0};
-  assert_true(ng_parse_cam(b, n, &c));
+  pa_test_cam_chunk c = {0};
+  assert_true(pa_test_parse_cam(b, n, &c));
   assert_int_equal(c.w, 640);
   assert_int_equal(c.size, 640 * 480 * 3);
   /* The subscribers leave: their sockets and streams go at once. */
@@ -297,9 +256,7 @@ static void port_taken(void **state) {
   /* pa-netgw alone: exit 78 at once, naming the port */
   ng_stack s;
   memset(&s, 0, sizeof s);
-  pa_test_instance(s.inst, sizeof s.inst, "port");
-  pa_stack_def d = pa_stack_def_default();
-  snprintf(d.instance, sizeof d.instance, "%s", s.inst);
+  pa_stack_def d = pa_test_stack_def(s.inst, sizeof s.inst, "port");
   char err[256];
   assert_int_equal(pa_stack_create(&s.st, &d, err, sizeof err), 0);
   char bin[512], log[600];
@@ -343,33 +300,31 @@ static bool sim_beat_recently(void *arg) {
 static void sim_stopped(void **state) {
   (void)state;
   ng_stack s;
-  assert_int_equal(ng_start(&s, "sigstop", NULL, NULL), 0);
-  int fd = ng_connect(&s);
+  int fd = ng_open(&s, "sigstop", NULL, NULL);
   const char *setv = "{\"type\":\"command\",\"action\":\"set_velocity\","
                      "\"data\":{\"v\":0.2,\"w\":0}}";
   char buf[4096];
-  expect(fd, "cmd 0.2 0\nping", "pong"); /* applied: no reply */
+  ng_expect(fd, "cmd 0.2 0\nping", "pong"); /* applied: no reply */
   assert_true(ng_ask(fd, setv, buf, sizeof buf) > 0);
   assert_non_null(strstr(buf, "\"success\":true"));
   /* a paused sim still beats: still no reply to cmd after a second */
-  expect(fd, "pause", "ok");
+  ng_expect(fd, "pause", "ok");
   usleep(1000000);
-  expect(fd, "cmd 0.1 0\nping", "pong");
-  expect(fd, "resume", "ok");
+  ng_expect(fd, "cmd 0.1 0\nping", "pong");
+  ng_expect(fd, "resume", "ok");
   kill(s.sim, SIGSTOP);
   usleep(800000);
-  expect_prefix(fd, "cmd 0.3 0", "err busy the simulator has not run for ");
-  expect(fd, "ping", "pong"); /* nothing else was said */
+  ng_expect_prefix(fd, "cmd 0.3 0", "err busy the simulator has not run for ");
+  ng_expect(fd, "ping", "pong"); /* nothing else was said */
   assert_true(ng_ask(fd, setv, buf, sizeof buf) > 0);
   if (!strstr(buf, "\"code\":\"busy\"") || !strstr(buf, "has not run"))
     fail_msg("set_velocity to a stopped sim -> %s", buf);
   kill(s.sim, SIGCONT);
   assert_true(pa_test_wait_for(sim_beat_recently, &s, 5000));
-  expect(fd, "cmd 0.1 0\nping", "pong");
+  ng_expect(fd, "cmd 0.1 0\nping", "pong");
   assert_true(ng_ask(fd, setv, buf, sizeof buf) > 0);
   assert_non_null(strstr(buf, "\"success\":true"));
-  close(fd);
-  assert_int_equal(ng_stop(&s), 0);
+  ng_finish(&s, fd, -1);
 }
 
 /* ---- token guessing costs the connection
@@ -379,19 +334,18 @@ static void auth_attempts(void **state) {
   (void)state;
   ng_stack s;
   const char *gw[] = {"--token", "s3cret", NULL};
-  assert_int_equal(ng_start(&s, "authn", NULL, gw), 0);
-  int fd = ng_connect(&s);
-  expect(fd, "auth a", "err not_authorized wrong token");
-  expect(fd, "auth b", "err not_authorized wrong token");
-  expect(fd, "auth c",
-         "err not_authorized wrong token (too many wrong tokens: closing)");
+  int fd = ng_open(&s, "authn", NULL, gw);
+  ng_expect(fd, "auth a", "err not_authorized wrong token");
+  ng_expect(fd, "auth b", "err not_authorized wrong token");
+  ng_expect(fd, "auth c",
+            "err not_authorized wrong token (too many wrong tokens: closing)");
   assert_true(closed_within(fd, 2000));
   close(fd);
   /* two wrong, then the right one: served */
   fd = ng_connect(&s);
-  expect(fd, "auth a\nauth b\nauth s3cret\nping",
-         "err not_authorized wrong "
-         "token");
+  ng_expect(fd, "auth a\nauth b\nauth s3cret\nping",
+            "err not_authorized wrong "
+            "token");
   char buf[256];
   assert_true(pa_test_read_line(fd, buf, sizeof buf, 5000) > 0);
   assert_true(pa_test_read_line(fd, buf, sizeof buf, 5000) > 0);
@@ -410,8 +364,7 @@ static void auth_attempts(void **state) {
   assert_true(read_to_eof(fd, out, sizeof out) > 0);
   assert_int_equal(count_lines(out, "not_authorized"), 3);
   assert_null(strstr(out, "\"success\":true"));
-  close(fd);
-  assert_int_equal(ng_stop(&s), 0);
+  ng_finish(&s, fd, -1);
 }
 
 /* ---- connection slots: idle limits, per-address limit, the reserve
@@ -456,12 +409,12 @@ static void slots(void **state) {
   int held[3];
   for (int i = 0; i < 3; i++) {
     held[i] = ng_connect(&s);
-    expect(held[i], "ping", "pong");
+    ng_expect(held[i], "ping", "pong");
   }
   expect_refused(ng_connect(&s), "err busy too many clients");
   /* another local address still gets the reserve: how an admin gets in */
   int admin = connect_from(s.port, "127.0.0.2");
-  expect(admin, "ping", "pong");
+  ng_expect(admin, "ping", "pong");
   expect_refused(connect_from(s.port, "127.0.0.3"), "err busy too many "
                                                     "clients");
   close(admin);
@@ -481,47 +434,39 @@ static void slots(void **state) {
   assert_true(closed_within(slow, 2000));
   close(slow);
   /* ... while the idle ones with nothing half-sent stay */
-  expect(held[0], "ping", "pong");
-  expect(held[1], "ping", "pong");
+  ng_expect(held[0], "ping", "pong");
+  ng_expect(held[1], "ping", "pong");
   /* the freed slots are taken again */
   int third = ng_connect(&s);
-  expect(third, "ping", "pong");
+  ng_expect(third, "ping", "pong");
   int x = connect_from(s.port, "127.0.0.4");
-  expect(x, "ping", "pong");
-  close(x);
-  close(third);
-  for (int i = 0; i < 2; i++)
-    close(held[i]);
-  assert_int_equal(ng_stop(&s), 0);
+  ng_expect(x, "ping", "pong");
+  ng_finish(&s, x, third, held[0], held[1], -1);
 
   /* per-address limit below max_clients */
   const char *gw2[] = {"--max_clients_per_peer", "2", NULL};
   assert_int_equal(ng_start(&s, "peer", NULL, gw2), 0);
   int a = ng_connect(&s), b = ng_connect(&s);
-  expect(a, "ping", "pong");
-  expect(b, "ping", "pong");
+  ng_expect(a, "ping", "pong");
+  ng_expect(b, "ping", "pong");
   expect_refused(ng_connect(&s), "err busy too many connections from this "
                                  "address");
   int c = connect_from(s.port, "127.0.0.2");
-  expect(c, "ping", "pong");
-  close(a);
-  close(b);
-  close(c);
-  assert_int_equal(ng_stop(&s), 0);
+  ng_expect(c, "ping", "pong");
+  ng_finish(&s, a, b, c, -1);
 
   /* with a token: no auth within the limit closes the connection */
   const char *gw3[] = {"--token", "t0k", "--idle_timeout_ms", "400", NULL};
   assert_int_equal(ng_start(&s, "authidle", NULL, gw3), 0);
   int quiet = ng_connect(&s), authed = ng_connect(&s);
-  expect(authed, "auth t0k", "ok");
+  ng_expect(authed, "auth t0k", "ok");
   assert_true(pa_test_read_line(quiet, buf, sizeof buf, 3000) > 0);
   assert_string_equal(buf, "err not_authorized no auth within 400 ms: closing");
   assert_true(closed_within(quiet, 2000));
   close(quiet);
   usleep(300000);
-  expect(authed, "ping", "pong");
-  close(authed);
-  assert_int_equal(ng_stop(&s), 0);
+  ng_expect(authed, "ping", "pong");
+  ng_finish(&s, authed, -1);
 }
 
 int main(void) {

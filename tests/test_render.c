@@ -112,19 +112,27 @@ static void test_context(void **state) {
   assert_int_equal(pa_render_gl_check("test", err, sizeof err), 0);
 }
 
+/* The W x H head-camera image of a one-robot scene of g, the robot (ri)
+ * standing at p. */
+static uint8_t *render_alone(const pa_grid *g, const pa_robot_info *ri,
+                             pa_render_pose p) {
+  char err[256];
+  pa_render_scene *s = NULL;
+  assert_int_equal(
+      pa_render_scene_build(&s, g, ri, 1, NULL, 0, err, sizeof err), 0);
+  pa_render_scene_set_poses(s, &p, 1);
+  pa_render_view v = pa_render_view_head(ri, 0, &p);
+  uint8_t *img = render(s, &v, W, H);
+  pa_render_scene_free(s);
+  return img;
+}
+
 /* Facing a wall 0.3 m ahead: the centre is wall, uniformly, beige. */
 static void test_wall_close_up(void **state) {
-  char err[256];
   pa_grid g = room(100);
   fill(&g, 60, 1, 65, 99, PA_CELL_OCCUPIED); /* wall face at x = 3.0 m */
   pa_robot_info ri = robot(40, 90, 220);
-  pa_render_scene *s = NULL;
-  assert_int_equal(pa_render_scene_build(&s, &g, &ri, 1, NULL, 0, err,
-                                         sizeof err), 0);
-  pa_render_pose p = {2.7, 2.5, 0, 0, true};
-  pa_render_scene_set_poses(s, &p, 1);
-  pa_render_view v = pa_render_view_head(&ri, 0, &p);
-  uint8_t *img = render(s, &v, W, H);
+  uint8_t *img = render_alone(&g, &ri, (pa_render_pose){2.7, 2.5, 0, 0, true});
   int lo[3] = {255, 255, 255}, hi[3] = {0, 0, 0};
   for (uint32_t y = H * 3 / 10; y < H * 7 / 10; y++)
     for (uint32_t x = W * 3 / 10; x < W * 7 / 10; x++) {
@@ -141,22 +149,14 @@ static void test_wall_close_up(void **state) {
   for (int k = 0; k < 3; k++)
     assert_true(hi[k] - lo[k] <= 10); /* one flat, evenly lit face */
   free(img);
-  pa_render_scene_free(s);
   free(g.cells);
 }
 
 /* In the open looking at a distant wall: sky on top, floor at the bottom. */
 static void test_not_flipped(void **state) {
-  char err[256];
   pa_grid g = room(400);
   pa_robot_info ri = robot(40, 90, 220);
-  pa_render_scene *s = NULL;
-  assert_int_equal(pa_render_scene_build(&s, &g, &ri, 1, NULL, 0, err,
-                                         sizeof err), 0);
-  pa_render_pose p = {10, 10, 0, 0, true};
-  pa_render_scene_set_poses(s, &p, 1);
-  pa_render_view v = pa_render_view_head(&ri, 0, &p);
-  uint8_t *img = render(s, &v, W, H);
+  uint8_t *img = render_alone(&g, &ri, (pa_render_pose){10, 10, 0, 0, true});
   double top[3], bottom[3];
   mean_rgb(img, W, 0, 0, W, 8, top);
   mean_rgb(img, W, 0, H - 8, W, H, bottom);
@@ -165,11 +165,13 @@ static void test_not_flipped(void **state) {
   assert_true(fabs(bottom[2] - bottom[0]) < 30);
   assert_true(bottom[0] + bottom[1] + bottom[2] < top[0] + top[1] + top[2]);
   free(img);
-  pa_render_scene_free(s);
   free(g.cells);
 }
 
-static pa_render_scene *cluttered(pa_grid *g, pa_robot_info ri[2]) {
+/* Two robots and two obstacles in a room with walls; the robots stand at
+ * poses (set here: the first looks along the room at both obstacles). */
+static pa_render_scene *cluttered(pa_grid *g, pa_robot_info ri[2],
+                                  pa_render_pose poses[2]) {
   char err[256];
   *g = room(120);
   fill(g, 20, 70, 50, 75, PA_CELL_OCCUPIED);
@@ -186,6 +188,9 @@ static pa_render_scene *cluttered(pa_grid *g, pa_robot_info ri[2]) {
   pa_render_scene *s = NULL;
   assert_int_equal(pa_render_scene_build(&s, g, ri, 2, o, 2, err, sizeof err),
                    0);
+  poses[0] = (pa_render_pose){3.0, 2.0, 0.3, 0, true};
+  poses[1] = (pa_render_pose){4.5, 2.5, 2.0, 0.4, true};
+  pa_render_scene_set_poses(s, poses, 2);
   return s;
 }
 
@@ -202,10 +207,8 @@ static double diff_frac(const uint8_t *a, const uint8_t *b, size_t n) {
 static void test_head_turn(void **state) {
   pa_grid g;
   pa_robot_info ri[2];
-  pa_render_scene *s = cluttered(&g, ri);
-  pa_render_pose poses[2] = {{3.0, 2.0, 0.3, 0, true},
-                             {4.5, 2.5, 2.0, 0.4, true}};
-  pa_render_scene_set_poses(s, poses, 2);
+  pa_render_pose poses[2];
+  pa_render_scene *s = cluttered(&g, ri, poses);
   pa_render_view straight = pa_render_view_head(&ri[0], 0, &poses[0]);
   uint8_t *a = render(s, &straight, W, H);
   poses[0].head = M_PI / 2;
@@ -230,11 +233,12 @@ static void test_head_turn(void **state) {
 static void test_robot_projection(void **state) {
   pa_grid g;
   pa_robot_info ri[2];
-  pa_render_scene *s = cluttered(&g, ri);
+  pa_render_pose poses[2];
+  pa_render_scene *s = cluttered(&g, ri, poses);
   const uint32_t w = 640, h = 480;
   ri[0].cam_width = w, ri[0].cam_height = h;
-  pa_render_pose poses[2] = {{2.0, 2.5, 0.1, 0, true},
-                             {4.0, 3.1, 1.0, 0, true}};
+  poses[0] = (pa_render_pose){2.0, 2.5, 0.1, 0, true};
+  poses[1] = (pa_render_pose){4.0, 3.1, 1.0, 0, true};
   pa_render_scene_set_poses(s, poses, 2);
   pa_render_view v = pa_render_view_head(&ri[0], 0, &poses[0]);
   uint8_t *img = render(s, &v, w, h);
@@ -335,10 +339,8 @@ static void test_pipelined_readback(void **state) {
   char err[256];
   pa_grid g;
   pa_robot_info ri[2];
-  pa_render_scene *s = cluttered(&g, ri);
-  pa_render_pose poses[2] = {{3.0, 2.0, 0.3, 0, true},
-                             {4.5, 2.5, 2.0, 0.4, true}};
-  pa_render_scene_set_poses(s, poses, 2);
+  pa_render_pose poses[2];
+  pa_render_scene *s = cluttered(&g, ri, poses);
   pa_render_view v0 = pa_render_view_head(&ri[0], 0, &poses[0]);
   pa_render_view v1 = pa_render_view_head(&ri[1], 1, &poses[1]);
   uint8_t *sync0 = render(s, &v0, W, H), *sync1 = render(s, &v1, W, H);

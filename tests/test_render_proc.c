@@ -76,9 +76,7 @@ static void write_tick(world *w, double x, double y, double theta,
 static void world_create(world *w) {
   char err[256];
   memset(w, 0, sizeof *w);
-  pa_test_instance(w->instance, sizeof w->instance, "render");
-  pa_stack_def d = pa_stack_def_default();
-  snprintf(d.instance, sizeof d.instance, "%s", w->instance);
+  pa_stack_def d = pa_test_stack_def(w->instance, sizeof w->instance, "render");
   d.max_robots = 4, d.max_obstacles = 16, d.max_beams = 720;
   d.max_cam_width = 640, d.max_cam_height = 480;
   d.camera_slots = 4, d.state_slots = 16, d.cmd_capacity = 16;
@@ -145,6 +143,19 @@ static const pa_frame *wait_frame(world *w, uint64_t after, frame_pred pred,
   return NULL;
 }
 
+/* Demands robot 0's camera the way pa-netgw does and waits (20 s) for its
+ * first frame; fails with pa-render's log otherwise. */
+static const pa_frame *demand_frame(world *w, const char *log) {
+  __atomic_store_n(&w->st.cam[0].subscribers, 1, __ATOMIC_RELEASE);
+  sem_post(&w->st.ctl->render_wake);
+  const pa_frame *f = wait_frame(w, 0, NULL, NULL, 20000);
+  if (!f) {
+    pa_test_dump_file(log);
+    fail_msg("no camera frame");
+  }
+  return f;
+}
+
 static const uint8_t *frame_px(const pa_frame *f, uint32_t x, uint32_t y) {
   return (const uint8_t *)(f + 1) + ((size_t)y * f->width + x) * 3;
 }
@@ -183,13 +194,7 @@ static void test_e2e(void **state) {
 
   /* Demand robot 0's camera the way netgw does. */
   uint32_t seq0 = w.st.cam[0].seq;
-  __atomic_store_n(&w.st.cam[0].subscribers, 1, __ATOMIC_RELEASE);
-  sem_post(&w.st.ctl->render_wake);
-  const pa_frame *f = wait_frame(&w, 0, NULL, NULL, 20000);
-  if (!f) {
-    pa_test_dump_file(log);
-    fail_msg("no camera frame");
-  }
+  const pa_frame *f = demand_frame(&w, log);
   assert_int_equal(f->robot, 0);
   assert_true(f->seq >= seq0 + 1);
   assert_int_equal(f->width, CW);
@@ -293,9 +298,7 @@ static void test_e2e_sim(void **state) {
   }
   world w;
   memset(&w, 0, sizeof w);
-  pa_test_instance(w.instance, sizeof w.instance, "rsim");
-  pa_stack_def d = pa_stack_def_default();
-  snprintf(d.instance, sizeof d.instance, "%s", w.instance);
+  pa_stack_def d = pa_test_stack_def(w.instance, sizeof w.instance, "rsim");
   d.max_robots = 8, d.max_obstacles = 64, d.max_cam_width = 640;
   d.max_cam_height = 480, d.camera_slots = 4;
   if (pa_stack_create(&w.st, &d, err, sizeof err) != 0)
@@ -317,13 +320,7 @@ static void test_e2e_sim(void **state) {
     pa_test_dump_file(rlog);
     fail_msg("pa-render did not become ready");
   }
-  __atomic_store_n(&w.st.cam[0].subscribers, 1, __ATOMIC_RELEASE);
-  sem_post(&w.st.ctl->render_wake);
-  const pa_frame *f = wait_frame(&w, 0, NULL, NULL, 20000);
-  if (!f) {
-    pa_test_dump_file(rlog);
-    fail_msg("no camera frame with pa-sim");
-  }
+  const pa_frame *f = demand_frame(&w, rlog);
   /* the state ring's latest tick is the one the frame was rendered from */
   static uint8_t tb[65536];
   uint32_t len;

@@ -40,16 +40,12 @@ static void *amem(size_t n) {
   return p;
 }
 
-static void fill(uint8_t *p, uint32_t len, uint64_t seq) {
-  for (uint32_t i = 0; i < len; i++)
-    p[i] = (uint8_t)(seq * 31u + i);
-}
-
-static bool check(const uint8_t *p, uint32_t len, uint64_t seq) {
-  for (uint32_t i = 0; i < len; i++)
-    if (p[i] != (uint8_t)(seq * 31u + i))
-      return false;
-  return true;
+/* An initialised private ring (free it). */
+static pa_ring *new_ring(uint32_t slots, uint32_t max_record,
+                         uint32_t readers) {
+  pa_ring *r = amem(pa_ring_bytes(slots, max_record, readers));
+  assert_int_equal(pa_ring_init(r, slots, max_record, readers), 0);
+  return r;
 }
 
 static pa_stack_def small_def(const char *inst) {
@@ -63,6 +59,22 @@ static pa_stack_def small_def(const char *inst) {
   d.cmd_capacity = 16;
   d.max_readers = 4;
   return d;
+}
+
+/* Creates a small instance named for tag (its name into inst) as s. */
+static void create_small(pa_stack *s, char inst[PA_SHM_INSTANCE_MAX],
+                         const char *tag) {
+  char err[256];
+  pa_test_instance(inst, PA_SHM_INSTANCE_MAX, tag);
+  pa_stack_def d = small_def(inst);
+  assert_int_equal(pa_stack_create(s, &d, err, sizeof err), 0);
+}
+
+/* Detaches the attacher a and the creator s, then unlinks inst. */
+static void detach_unlink(pa_stack *s, pa_stack *a, const char *inst) {
+  pa_stack_detach(a);
+  pa_stack_detach(s);
+  pa_stack_unlink(inst);
 }
 
 /* ---- names and segments ------------------------------------------------- */
@@ -200,8 +212,7 @@ static void test_ring_bad_sizes(void **st) {
 static void test_ring_wrap_and_lap(void **st) {
   (void)st;
   const uint32_t slots = 4, maxr = 100;
-  pa_ring *r = amem(pa_ring_bytes(slots, maxr, 2));
-  assert_int_equal(pa_ring_init(r, slots, maxr, 2), 0);
+  pa_ring *r = new_ring(slots, maxr, 2);
   assert_int_equal(pa_ring_slot_count(r), slots);
   assert_int_equal(pa_ring_max_record(r), maxr);
   uint8_t in[100], out[100];
@@ -215,25 +226,25 @@ static void test_ring_wrap_and_lap(void **st) {
   /* In step: every record, in order, over several wrap-arounds. */
   for (uint64_t n = 1; n <= 37; n++) {
     uint32_t l = (uint32_t)(n * 7 % (maxr + 1));
-    fill(in, l, n);
+    pa_test_fill(in, l, n);
     assert_int_equal(pa_ring_write(r, in, l), (int64_t)n);
     assert_int_equal(pa_ring_read_next(r, &c, out, sizeof out, &len, &seq), 0);
     assert_int_equal(seq, n);
     assert_int_equal(len, l);
-    assert_true(check(out, len, n));
+    assert_true(pa_test_check(out, len, n));
   }
   assert_int_equal(c.missed, 0);
   assert_int_equal(pa_ring_head(r), 37);
 
   /* Lapped: 10 records into 4 slots; the cursor learns it missed 6. */
   for (uint64_t n = 38; n <= 47; n++) {
-    fill(in, 50, n);
+    pa_test_fill(in, 50, n);
     pa_ring_write(r, in, 50);
   }
   uint64_t expect = 44;
   while (pa_ring_read_next(r, &c, out, sizeof out, &len, &seq) == 0) {
     assert_int_equal(seq, expect);
-    assert_true(check(out, len, seq));
+    assert_true(pa_test_check(out, len, seq));
     expect++;
   }
   assert_int_equal(expect, 48);
@@ -262,12 +273,11 @@ static void test_ring_wrap_and_lap(void **st) {
 static void test_ring_sizes(void **st) {
   (void)st;
   const uint32_t maxr = 1000;
-  pa_ring *r = amem(pa_ring_bytes(3, maxr, 1));
-  assert_int_equal(pa_ring_init(r, 3, maxr, 1), 0);
+  pa_ring *r = new_ring(3, maxr, 1);
   uint8_t in[1001], out[1001];
   uint32_t len = 0;
   uint64_t seq = 0;
-  fill(in, maxr, 1);
+  pa_test_fill(in, maxr, 1);
   assert_int_equal(pa_ring_write(r, in, maxr), 1); /* max size fits */
   assert_int_equal(pa_ring_write(r, in, maxr + 1), PA_SHM_EINVAL);
   assert_int_equal(pa_ring_write(r, NULL, 5), PA_SHM_EINVAL);
@@ -284,32 +294,31 @@ static void test_ring_sizes(void **st) {
   assert_int_equal(len, 0);
   assert_int_equal(pa_ring_read_next(r, &c, out, sizeof out, &len, &seq), 0);
   assert_int_equal(len, maxr);
-  assert_true(check(out, maxr, 1));
+  assert_true(pa_test_check(out, maxr, 1));
 
   /* Zero-copy: begin/commit; a commit without begin is refused. */
   assert_int_equal(pa_ring_write_commit(r), PA_SHM_EINVAL);
   uint8_t *slot = pa_ring_write_begin(r, 300);
   assert_non_null(slot);
-  fill(slot, 300, 3);
+  pa_test_fill(slot, 300, 3);
   assert_int_equal(pa_ring_write_commit(r), 3);
   assert_int_equal(pa_ring_write_commit(r), PA_SHM_EINVAL);
   assert_int_equal(pa_ring_read_latest(r, out, sizeof out, &len, &seq), 0);
   assert_int_equal(seq, 3);
   assert_int_equal(len, 300);
-  assert_true(check(out, 300, 3));
+  assert_true(pa_test_check(out, 300, 3));
   free(r);
 }
 
 /* A writer that died between marking a slot busy and publishing it. */
 static void test_ring_torn_slot(void **st) {
   (void)st;
-  pa_ring *r = amem(pa_ring_bytes(4, 64, 1));
-  assert_int_equal(pa_ring_init(r, 4, 64, 1), 0);
+  pa_ring *r = new_ring(4, 64, 1);
   uint8_t in[64], out[64];
   uint32_t len;
   uint64_t seq;
   for (uint64_t n = 1; n <= 4; n++) {
-    fill(in, 64, n);
+    pa_test_fill(in, 64, n);
     pa_ring_write(r, in, 64);
   }
   /* Record 5 goes to record 1's slot: half written, never committed. */
@@ -320,7 +329,7 @@ static void test_ring_torn_slot(void **st) {
   uint64_t got[8];
   int n = 0;
   while (pa_ring_read_next(r, &c, out, sizeof out, &len, &seq) == 0) {
-    assert_true(check(out, len, seq));
+    assert_true(pa_test_check(out, len, seq));
     got[n++] = seq;
   }
   assert_int_equal(n, 3);
@@ -329,18 +338,17 @@ static void test_ring_torn_slot(void **st) {
   assert_int_equal(pa_ring_read_latest(r, out, sizeof out, &len, &seq), 0);
   assert_int_equal(seq, 4);
   /* The restarted writer continues the sequence in the same slot. */
-  fill(in, 64, 5);
+  pa_test_fill(in, 64, 5);
   assert_int_equal(pa_ring_write(r, in, 64), 5);
   assert_int_equal(pa_ring_read_next(r, &c, out, sizeof out, &len, &seq), 0);
   assert_int_equal(seq, 5);
-  assert_true(check(out, 64, 5));
+  assert_true(pa_test_check(out, 64, 5));
   free(r);
 }
 
 static void test_ring_readers(void **st) {
   (void)st;
-  pa_ring *r = amem(pa_ring_bytes(8, 64, 3));
-  assert_int_equal(pa_ring_init(r, 8, 64, 3), 0);
+  pa_ring *r = new_ring(8, 64, 3);
   int a = pa_ring_reader_register(r), b = pa_ring_reader_register(r),
       c = pa_ring_reader_register(r);
   assert_true(a >= 0 && b >= 0 && c >= 0 && a != b && b != c && a != c);
@@ -560,10 +568,8 @@ static void test_stack_bad_def(void **st) {
 static void test_stack_mismatch(void **st) {
   (void)st;
   char inst[PA_SHM_INSTANCE_MAX], err[256];
-  pa_test_instance(inst, sizeof inst, "mis");
-  pa_stack_def d = small_def(inst);
   pa_stack s, a;
-  assert_int_equal(pa_stack_create(&s, &d, err, sizeof err), 0);
+  create_small(&s, inst, "mis");
 
   pa_shm_header *sh = s.state_seg.base;
   sh->sizes[3] = 64;
@@ -595,9 +601,7 @@ static void test_stack_mismatch(void **st) {
   s.ctl->def.max_robots = 4;
 
   assert_int_equal(pa_stack_attach(&a, inst, err, sizeof err), 0);
-  pa_stack_detach(&a);
-  pa_stack_detach(&s);
-  pa_stack_unlink(inst);
+  detach_unlink(&s, &a, inst);
 }
 
 /* An instance whose creator died is stale; create replaces it and says so. */
@@ -785,10 +789,8 @@ static void test_stack_foreign(void **st) {
 static void test_stack_map(void **st) {
   (void)st;
   char inst[PA_SHM_INSTANCE_MAX], err[256];
-  pa_test_instance(inst, sizeof inst, "map");
-  pa_stack_def d = small_def(inst);
   pa_stack s, a;
-  assert_int_equal(pa_stack_create(&s, &d, err, sizeof err), 0);
+  create_small(&s, inst, "map");
   assert_int_equal(pa_stack_attach(&a, inst, err, sizeof err), 0);
   pa_shm_seg m1, m2;
   const pa_map_block *mb;
@@ -839,10 +841,8 @@ static void test_stack_map(void **st) {
 static void test_world_seqlock(void **st) {
   (void)st;
   char inst[PA_SHM_INSTANCE_MAX], err[256];
-  pa_test_instance(inst, sizeof inst, "world");
-  pa_stack_def d = small_def(inst);
   pa_stack s, a;
-  assert_int_equal(pa_stack_create(&s, &d, err, sizeof err), 0);
+  create_small(&s, inst, "world");
   assert_int_equal(pa_stack_attach(&a, inst, err, sizeof err), 0);
   uint64_t q = pa_stack_world_read_begin(&a);
   assert_int_equal(q & 1, 0);
@@ -872,9 +872,7 @@ static void test_world_seqlock(void **st) {
   assert_int_equal(q & 1, 0);
   assert_false(pa_stack_world_read_retry(&a, q));
   assert_int_equal(a.ctl->world_gen, 2);
-  pa_stack_detach(&a);
-  pa_stack_detach(&s);
-  pa_stack_unlink(inst);
+  detach_unlink(&s, &a, inst);
 }
 
 /* ---- pa-shmctl ----------------------------------------------------------- */

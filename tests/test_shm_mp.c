@@ -87,18 +87,6 @@ static result *shared_results(int n) {
   return p;
 }
 
-static void fill(uint8_t *p, uint32_t len, uint64_t seq) {
-  for (uint32_t i = 0; i < len; i++)
-    p[i] = (uint8_t)(seq * 131u + i);
-}
-
-static bool check(const uint8_t *p, uint32_t len, uint64_t seq) {
-  for (uint32_t i = 0; i < len; i++)
-    if (p[i] != (uint8_t)(seq * 131u + i))
-      return false;
-  return true;
-}
-
 /* Length of record seq: varies, covering 8 .. max. */
 static uint32_t rec_len(uint64_t seq, uint32_t max) {
   return 8 + (uint32_t)((seq * 2654435761u) % (max - 7));
@@ -171,7 +159,8 @@ static int reader_main(void *p) {
       pa_ring_wait(r, k, 200000000);
       continue;
     }
-    if (rc != 0 || len != rec_len(seq, a->max) || !check(buf, len, seq) ||
+    if (rc != 0 || len != rec_len(seq, a->max) ||
+        !pa_test_check(buf, len, seq) ||
         seq != last + 1 + (c.missed - last_missed)) {
       if (!a->res->errors)
         snprintf(a->res->msg, sizeof a->res->msg,
@@ -214,7 +203,7 @@ static void run_readers(uint32_t slots, uint64_t total, int n_readers,
   uint8_t buf[256];
   for (uint64_t n = 1; n <= total; n++) {
     uint32_t len = rec_len(n, max);
-    fill(buf, len, n);
+    pa_test_fill(buf, len, n);
     assert_int_equal(pa_ring_write(r, buf, len), (int64_t)n);
   }
   for (int i = 0; i < n_readers; i++) {
@@ -269,14 +258,14 @@ static int writer_main(void *p) {
   if (a->die_midcopy) {
     uint64_t n = pa_ring_head(r) + 1;
     uint8_t *slot = pa_ring_write_begin(r, a->len);
-    fill(slot, a->len / 2, n);
+    pa_test_fill(slot, a->len / 2, n);
     raise(SIGKILL);
   }
   uint8_t *buf = malloc(a->len);
   uint64_t first = pa_ring_head(r) + 1;
   for (uint64_t i = 0; a->count == 0 || i < a->count; i++) {
     uint64_t n = first + i;
-    fill(buf, a->len, n);
+    pa_test_fill(buf, a->len, n);
     if (pa_ring_write(r, buf, a->len) != (int64_t)n) {
       a->res->errors++;
       break;
@@ -295,7 +284,7 @@ static uint64_t drain(pa_ring *r, pa_ring_cursor *c, uint8_t *buf, uint32_t cap,
   uint64_t seq;
   while (pa_ring_read_next(r, c, buf, cap, &len, &seq) == 0) {
     assert_int_equal(len, want_len);
-    if (!check(buf, len, seq))
+    if (!pa_test_check(buf, len, seq))
       fail_msg("record %llu has torn content", (unsigned long long)seq);
     assert_true(seq > *last);
     *last = seq;
@@ -333,7 +322,7 @@ static void test_mp_writer_killed(void **st) {
   uint32_t l;
   uint64_t seq;
   assert_int_equal(pa_ring_read_latest(r, buf, len, &l, &seq), 0);
-  assert_true(check(buf, l, seq));
+  assert_true(pa_test_check(buf, l, seq));
 
   /* 2: a writer killed in the middle of a copy leaves a busy slot. */
   writer_arg w2 = {name, len, 0, 1, &res[1]};
@@ -453,9 +442,7 @@ static int producer_main(void *p) {
 static void test_mp_queue(void **st) {
   (void)st;
   char inst[PA_SHM_INSTANCE_MAX], err[256];
-  pa_test_instance(inst, sizeof inst, "queue");
-  pa_stack_def d = pa_stack_def_default();
-  snprintf(d.instance, sizeof d.instance, "%s", inst);
+  pa_stack_def d = pa_test_stack_def(inst, sizeof inst, "queue");
   d.max_robots = 2;
   d.cmd_capacity = 16;
   pa_stack s;
@@ -531,9 +518,7 @@ static int sim_main(void *p) {
 static void test_mp_stack_round_trip(void **st) {
   (void)st;
   char inst[PA_SHM_INSTANCE_MAX], err[256];
-  pa_test_instance(inst, sizeof inst, "trip");
-  pa_stack_def d = pa_stack_def_default();
-  snprintf(d.instance, sizeof d.instance, "%s", inst);
+  pa_stack_def d = pa_test_stack_def(inst, sizeof inst, "trip");
   pa_stack s;
   assert_int_equal(pa_stack_create(&s, &d, err, sizeof err), 0);
   int k = pa_ring_reader_register(s.state);

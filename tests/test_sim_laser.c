@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sim_office.h"
 #include "test_sim_util.h"
 
 /* 5 m room: interior [0.05, 4.95]^2, centre (2.5, 2.5). */
@@ -339,36 +340,6 @@ static void test_long_maps(void **st) {
 
 /* ---- every caster path against the plain traversal ---------------------- */
 
-/* A synthetic office as bench-sim's: 8 m rooms with 1.2 m doors and
- * furniture boxes, 0.05 m cells. */
-static void office_map(pa_grid *g, uint32_t w, uint32_t h) {
-  memset(g, 0, sizeof *g);
-  g->width = w;
-  g->height = h;
-  g->resolution = 0.05;
-  g->occupied_min = PA_CELL_OCCUPIED;
-  g->cells = calloc((size_t)w * h, 1);
-  assert_non_null(g->cells);
-  uint64_t rng = 99;
-  for (uint32_t y = 0; y < h; y++)
-    for (uint32_t x = 0; x < w; x++) {
-      bool wall = x < 2 || y < 2 || x >= w - 2 || y >= h - 2;
-      if ((x % 160 < 3 && (y % 160) / 24 != 3) ||
-          (y % 160 < 3 && (x % 160) / 24 != 4))
-        wall = true;
-      g->cells[(size_t)y * w + x] = wall ? PA_CELL_OCCUPIED : 0;
-    }
-  for (int k = 0; k < (int)(w * h / 2000); k++) {
-    uint32_t x = (uint32_t)(pa_sim_rng_uniform(&rng) * (w - 20));
-    uint32_t y = (uint32_t)(pa_sim_rng_uniform(&rng) * (h - 20));
-    uint32_t bw = 2 + (uint32_t)(pa_sim_rng_uniform(&rng) * 14);
-    uint32_t bh = 2 + (uint32_t)(pa_sim_rng_uniform(&rng) * 14);
-    for (uint32_t j = y; j < y + bh; j++)
-      for (uint32_t i = x; i < x + bw; i++)
-        g->cells[(size_t)j * w + i] = PA_CELL_OCCUPIED;
-  }
-}
-
 /* Random blocks and unknown cells over a w x h grid (seeded). */
 static void random_map(pa_grid *g, uint32_t w, uint32_t h, uint64_t seed) {
   ts_room(g, w, h, 0.05);
@@ -522,7 +493,8 @@ static void check_path(pa_sim_simd path) {
   rays += scans_vs_plain(&g, "default map", 300, 1, 12, 11);
   rays += edges_vs_plain(&g, 12);
   pa_grid_free(&g);
-  office_map(&g, 2000, 2000);
+  ts_office(&g, 2000, 2000);
+  assert_non_null(g.cells);
   rays += scans_vs_plain(&g, "100 m office", 150, 5, 30, 13);
   rays += edges_vs_plain(&g, 14);
   pa_grid_free(&g);

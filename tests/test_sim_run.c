@@ -339,13 +339,9 @@ static void test_snapshot_bad_records(void **st) {
   pa_reply rep;
   assert_int_equal(pa_sim_apply(&m, &s, &c, &rep), PA_OK);
   assert_int_equal(ts_cmd(&m, &s, PA_OP_TELEPORT, 0, 2.0, 1.5, 0.3, 0), PA_OK);
-  char path[256];
-  snprintf(path, sizeof path, "/dev/shm/playarea.%s.snap-x", d.instance);
-  int fd = open(path, O_RDWR);
+  size_t size;
+  int fd = pa_test_open_seg(d.instance, "snap-x", &size);
   assert_true(fd >= 0);
-  struct stat sb;
-  assert_int_equal(fstat(fd, &sb), 0);
-  size_t size = (size_t)sb.st_size;
   unsigned char *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   close(fd);
   assert_true(p != MAP_FAILED);
@@ -384,7 +380,8 @@ static void test_snapshot_bad_records(void **st) {
   munmap(p, size);
   free(orig);
   pa_stack_unlink(d.instance);
-  assert_int_equal(access(path, F_OK), -1);
+  assert_int_equal(pa_test_open_seg(d.instance, "snap-x", &size),
+                   -1); /* gone */
   ts_free(&m, &s);
   pa_grid_free(&g);
 }

@@ -43,15 +43,22 @@ pa_robot_def ts_robot(const char *name, double x, double y, double theta) {
   return r;
 }
 
-pa_obstacle_def ts_box(const char *name, double x, double y, double theta,
-                       double sx, double sy) {
+/* An obstacle def of that shape at a pose (sizes are the caller's). */
+static pa_obstacle_def obstacle(const char *name, int shape, double x, double y,
+                                double theta) {
   pa_obstacle_def o;
   memset(&o, 0, sizeof o);
   snprintf(o.name, sizeof o.name, "%s", name);
-  o.shape = PA_SHAPE_BOX;
+  o.shape = shape;
   o.x = x;
   o.y = y;
   o.theta = theta;
+  return o;
+}
+
+pa_obstacle_def ts_box(const char *name, double x, double y, double theta,
+                       double sx, double sy) {
+  pa_obstacle_def o = obstacle(name, PA_SHAPE_BOX, x, y, theta);
   o.size_x = sx;
   o.size_y = sy;
   return o;
@@ -59,12 +66,7 @@ pa_obstacle_def ts_box(const char *name, double x, double y, double theta,
 
 pa_obstacle_def ts_circle(const char *name, double x, double y,
                           double radius) {
-  pa_obstacle_def o;
-  memset(&o, 0, sizeof o);
-  snprintf(o.name, sizeof o.name, "%s", name);
-  o.shape = PA_SHAPE_CIRCLE;
-  o.x = x;
-  o.y = y;
+  pa_obstacle_def o = obstacle(name, PA_SHAPE_CIRCLE, x, y, 0);
   o.radius = radius;
   return o;
 }

@@ -17,6 +17,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -66,6 +67,13 @@ static void install_cleanup(void) {
   signal(SIGTERM, on_fatal);
   signal(SIGINT, on_fatal);
   signal(SIGPIPE, SIG_IGN);
+}
+
+pa_stack_def pa_test_stack_def(char *inst, size_t n, const char *tag) {
+  pa_test_instance(inst, n, tag);
+  pa_stack_def d = pa_stack_def_default();
+  snprintf(d.instance, sizeof d.instance, "%s", inst);
+  return d;
 }
 
 void pa_test_track_instance(const char *instance) {
@@ -359,6 +367,20 @@ int pa_test_fd_count(pid_t pid) {
   return pid == getpid() ? n - 1 : n; /* our own opendir fd */
 }
 
+int pa_test_open_seg(const char *instance, const char *seg, size_t *size) {
+  char path[256];
+  snprintf(path, sizeof path, "/dev/shm/playarea.%s.%s", instance, seg);
+  int fd = open(path, O_RDWR);
+  struct stat sb;
+  if (fd >= 0 && fstat(fd, &sb) != 0) {
+    close(fd);
+    fd = -1;
+  }
+  if (fd >= 0)
+    *size = (size_t)sb.st_size;
+  return fd;
+}
+
 int pa_test_shm_count(const char *instance) {
   char prefix[128];
   snprintf(prefix, sizeof prefix, "playarea.%s.", instance);
@@ -372,4 +394,60 @@ int pa_test_shm_count(const char *instance) {
       n++;
   closedir(d);
   return n;
+}
+
+static uint8_t pattern_byte(uint64_t seq, uint32_t i) {
+  return (uint8_t)(seq * 131u + i);
+}
+
+void pa_test_fill(uint8_t *p, uint32_t len, uint64_t seq) {
+  for (uint32_t i = 0; i < len; i++)
+    p[i] = pattern_byte(seq, i);
+}
+
+bool pa_test_check(const uint8_t *p, uint32_t len, uint64_t seq) {
+  for (uint32_t i = 0; i < len; i++)
+    if (p[i] != pattern_byte(seq, i))
+      return false;
+  return true;
+}
+
+/* Little-endian fields of the frame layouts (the tests run little-endian,
+ * as the protocol does). */
+static uint16_t rd16(const uint8_t *p) {
+  uint16_t v;
+  memcpy(&v, p, sizeof v);
+  return v;
+}
+
+static uint32_t rd32(const uint8_t *p) {
+  uint32_t v;
+  memcpy(&v, p, sizeof v);
+  return v;
+}
+
+bool pa_test_parse_odom(const void *buf, int n, pa_test_odom *o) {
+  const uint8_t *b = buf;
+  if (n != 36 || memcmp(b, "ODM1", 4) != 0)
+    return false;
+  o->seq = rd32(b + 4);
+  memcpy(&o->t, b + 8, 8);
+  float *pose[] = {&o->x, &o->y, &o->theta, &o->v, &o->w};
+  for (int i = 0; i < 5; i++)
+    memcpy(pose[i], b + 16 + 4 * i, 4);
+  return true;
+}
+
+bool pa_test_parse_cam(const void *buf, int n, pa_test_cam_chunk *c) {
+  const uint8_t *b = buf;
+  if (n < 24 || memcmp(b, "CAM1", 4) != 0)
+    return false;
+  *c = (pa_test_cam_chunk){.seq = rd32(b + 4),
+                           .w = rd16(b + 8),
+                           .h = rd16(b + 10),
+                           .size = rd32(b + 12),
+                           .off = rd32(b + 16),
+                           .idx = rd16(b + 20),
+                           .cnt = rd16(b + 22)};
+  return true;
 }

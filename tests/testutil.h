@@ -12,6 +12,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "pa_shm.h"
+
 /* How much slower than a plain build the sanitizers run the code under
  * test: time bounds of tests scale by it (not correctness checks). */
 #if defined(__SANITIZE_THREAD__)
@@ -24,6 +26,9 @@
 
 /* "t<pid>-<tag>-<n>": unique per process and call; registered for cleanup. */
 void pa_test_instance(char *out, size_t n, const char *tag);
+/* pa_stack_def_default() for a new instance named for tag (the name also
+ * into inst, n bytes; registered for cleanup like pa_test_instance). */
+pa_stack_def pa_test_stack_def(char *inst, size_t n, const char *tag);
 /* Registers an instance whose segments are unlinked at exit. */
 void pa_test_track_instance(const char *instance);
 
@@ -73,8 +78,34 @@ bool pa_test_file_contains(const char *path, const char *needle);
  * path cannot be opened). Returns the bytes read, or -1. */
 long pa_test_read_file(const char *path, char *buf, size_t n);
 
+/* Fills p[0..len) with a pattern derived from seq; pa_test_check tells
+ * whether p holds exactly that pattern (records that must arrive intact). */
+void pa_test_fill(uint8_t *p, uint32_t len, uint64_t seq);
+bool pa_test_check(const uint8_t *p, uint32_t len, uint64_t seq);
+
+/* An ODM1 datagram (PROTOCOL.md section 2). */
+typedef struct pa_test_odom {
+  uint32_t seq;
+  double t;
+  float x, y, theta, v, w;
+} pa_test_odom;
+/* Decodes the n-byte datagram b; false unless it is a 36-byte "ODM1". */
+bool pa_test_parse_odom(const void *b, int n, pa_test_odom *o);
+
+/* The 24-byte header of a CAM1 chunk (PROTOCOL.md section 2). */
+typedef struct pa_test_cam_chunk {
+  uint32_t seq, size, off;
+  uint16_t w, h, idx, cnt;
+} pa_test_cam_chunk;
+/* Decodes the header of the n-byte datagram b; false when it is shorter
+ * than a header or not "CAM1". */
+bool pa_test_parse_cam(const void *b, int n, pa_test_cam_chunk *c);
+
 /* Number of open file descriptors of pid (via /proc). */
 int pa_test_fd_count(pid_t pid);
+/* Opens the shm object "playarea.<instance>.<seg>" read-write (a test that
+ * damages one on purpose); its fd with *size set, or -1. */
+int pa_test_open_seg(const char *instance, const char *seg, size_t *size);
 /* Count of /dev/shm objects whose name starts with "playarea.<instance>.". */
 int pa_test_shm_count(const char *instance);
 

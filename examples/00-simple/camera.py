@@ -5,22 +5,18 @@ import collections
 import sys
 import time
 
-from common import connect, parser, pyplot
+from common import connect, plot_parser, pyplot
 
 
 def main():
-    p = parser(__doc__)
-    p.add_argument("--save", metavar="PATH.png",
-                   help="headless: receive --frames images, save the last one with its fps "
-                        "and drop counts to PATH.png and exit")
+    p = plot_parser(__doc__,
+                    "headless: receive --frames images, save the last one with its fps "
+                    "and drop counts to PATH.png and exit",
+                    "turn the robot at this rate [rad/s] (default 0)")
     p.add_argument("--frames", type=int, default=10,
                    help="images to receive before saving (default 10)")
-    p.add_argument("--duration", type=float, default=0.0,
-                   help="live mode: close after this many seconds (default 0 = when the window closes)")
     p.add_argument("--head-rate", type=float, default=0.0,
                    help="pan the head at this rate [rad/s] (default 0)")
-    p.add_argument("--spin", type=float, default=0.0,
-                   help="turn the robot at this rate [rad/s] (default 0)")
     args = p.parse_args()
     if args.frames < 1:
         p.error("--frames must be >= 1")

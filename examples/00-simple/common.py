@@ -22,6 +22,16 @@ def parser(description):
     return p
 
 
+def plot_parser(description, save_help, spin_help):
+    """parser() plus the flags of the plotting examples: --save, --duration, --spin."""
+    p = parser(description)
+    p.add_argument("--save", metavar="PATH.png", help=save_help)
+    p.add_argument("--duration", type=float, default=0.0,
+                   help="live mode: close after this many seconds (default 0 = when the window closes)")
+    p.add_argument("--spin", type=float, default=0.0, help=spin_help)
+    return p
+
+
 def connect(args, **kw):
     """A playarea.Robot for args, or exit with a clear message when nothing listens."""
     try:

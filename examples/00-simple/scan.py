@@ -5,7 +5,7 @@ import math
 import sys
 import time
 
-from common import connect, parser, pyplot
+from common import connect, plot_parser, pyplot
 
 
 def draw(ax, scan, odom, drops):
@@ -48,13 +48,9 @@ def draw(ax, scan, odom, drops):
 
 
 def main():
-    p = parser(__doc__)
-    p.add_argument("--save", metavar="PATH.png",
-                   help="headless: save one plot of a fresh scan to PATH.png and exit")
-    p.add_argument("--duration", type=float, default=0.0,
-                   help="live mode: close after this many seconds (default 0 = when the window closes)")
-    p.add_argument("--spin", type=float, default=0.0,
-                   help="turn the robot at this rate [rad/s] while plotting (default 0)")
+    p = plot_parser(__doc__,
+                    "headless: save one plot of a fresh scan to PATH.png and exit",
+                    "turn the robot at this rate [rad/s] while plotting (default 0)")
     args = p.parse_args()
     plt = pyplot(args.save)
 

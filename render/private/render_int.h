@@ -89,6 +89,16 @@ int pa_render_program_lit(rprogram *p, char *err, size_t err_sz);
 /* Compiles a vertex+fragment program; 0 or -1 with the log in err. */
 int pa_render_program(GLuint *out, const char *vs, const char *fs, char *err,
                       size_t err_sz);
+/* One vertex attribute of an interleaved buffer. */
+typedef struct pa_render_attr {
+  GLint size;
+  GLenum type;
+  GLboolean normalized;
+  size_t offset;
+} pa_render_attr;
+/* Points attributes 0..n-1 of the bound VAO at the bound buffer (stride
+ * bytes a vertex) and enables them. */
+void pa_render_attribs(GLsizei stride, const pa_render_attr *a, int n);
 
 /* ---- viewer (viewer.c): a GLFW window whose context also serves the
  * cameras ---- */

@@ -17,6 +17,11 @@ const char *pa_shm_kind_name(uint32_t kind);
 /* snprintf into err when err is not NULL. */
 void pa_shm_errf(char *err, size_t err_sz, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* The checks a queue or ring header starts with: mem has room for head
+ * bytes and starts with the magic want. 0, or PA_SHM_EMISMATCH with err
+ * naming what ("ring"). */
+int pa_shm_check_head(const char *what, const void *mem, size_t avail,
+                      size_t head, uint32_t want, char *err, size_t err_sz);
 /* kill(pid, 0) says the process is gone. */
 bool pa_shm_pid_dead(int32_t pid);
 /* PA_STACK_* of an instance's objects; *owner = the ctl's launcher pid (0 if

@@ -36,6 +36,28 @@ def odom_seq(tick, status):
     return int(math.floor(tick * status["feedback_hz"] / status["control_hz"] + 1e-9))
 
 
+def paused_sim(case):
+    """A Sim client of case's stack, paused, closed when the test ends."""
+    sim = Sim(case.host, case.port, timeout=20)
+    case.addCleanup(sim.close)
+    sim.pause()
+    return sim
+
+
+class DirStackTestCase(StackTestCase):
+    """A stack given a fresh directory (cls.dir, removed afterwards) through
+    the flag dir_flag."""
+
+    dir_flag = None
+
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = tempfile.mkdtemp(prefix="pa-stack-dir-")
+        cls.addClassCleanup(shutil.rmtree, cls.dir, True)
+        cls.stack_args = (cls.dir_flag, cls.dir)
+        super().setUpClass()
+
+
 class ClientTest(StackTestCase):
     def setUp(self):
         self.sim = Sim(self.host, self.port, timeout=20)
@@ -429,9 +451,7 @@ class SnapshotTest(StackTestCase):
         return [sim.step(v=0.4, w=0.6, steps=40)["pose"] for _ in range(5)]
 
     def test_save_load_and_crash(self):
-        sim = Sim(self.host, self.port, timeout=20)
-        self.addCleanup(sim.close)
-        sim.pause()
+        sim = paused_sim(self)
         sim.set_property("max_w", 0.5)
         sim.request("spawn_obstacle", {"name": "post", "shape": "circle",
                                        "pose": [1.2, 0.4, 0.0], "radius": 0.1})
@@ -487,23 +507,16 @@ class SnapshotTest(StackTestCase):
         sim.resume()
 
 
-class MapTest(StackTestCase):
+class MapTest(DirStackTestCase):
     """generate_map and set_map from the client: the new map is what the
     gateway reports, robots stand on free cells, reset goes back to the world
     as it stood after the change, and a bad map changes nothing."""
 
-    @classmethod
-    def setUpClass(cls):
-        # set_map / set_scenario read files only under the stack's --data_dir.
-        cls.dir = tempfile.mkdtemp(prefix="pa-maps-")
-        cls.addClassCleanup(shutil.rmtree, cls.dir, True)
-        cls.stack_args = ("--data_dir", cls.dir)
-        super().setUpClass()
+    # set_map / set_scenario read files only under the stack's --data_dir.
+    dir_flag = "--data_dir"
 
     def test_generate_and_set(self):
-        sim = Sim(self.host, self.port, timeout=20)
-        self.addCleanup(sim.close)
-        sim.pause()
+        sim = paused_sim(self)
         default = sim.get_map_info()
         got = sim.generate_map(width=10, height=6, resolution=0.05, seed=3,
                                rooms=(2, 1), clutter=1)
@@ -567,21 +580,14 @@ class MapTest(StackTestCase):
         sim.clear_nav()
 
 
-class DatasetTest(StackTestCase):
+class DatasetTest(DirStackTestCase):
     """export_dataset through the launcher's --dataset_dir: every tick's pose
     row and every scan of the recorded span, as CSV beside the map."""
 
-    @classmethod
-    def setUpClass(cls):
-        cls.dir = tempfile.mkdtemp(prefix="pa-ds-")
-        cls.addClassCleanup(shutil.rmtree, cls.dir, True)
-        cls.stack_args = ("--dataset_dir", cls.dir)
-        super().setUpClass()
+    dir_flag = "--dataset_dir"
 
     def test_export(self):
-        sim = Sim(self.host, self.port, timeout=20)
-        self.addCleanup(sim.close)
-        sim.pause()
+        sim = paused_sim(self)
         got = sim.export_dataset("ep1", seconds=0.5)
         self.assertEqual(got["last_tick"] - got["first_tick"] + 1, 100)  # 200 Hz
         sim.step(v=0.3, w=0.2, steps=130)

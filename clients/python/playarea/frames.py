@@ -129,20 +129,26 @@ def decode_odom(buf):
     """An ODM1 datagram -> Odometry. Raises FrameError when it is not one."""
     if len(buf) != ODOM.size:
         raise FrameError("odom frame has %d bytes, expected %d" % (len(buf), ODOM.size))
-    magic, seq, t, x, y, theta, v, w = ODOM.unpack(buf)
-    if magic != ODOM_MAGIC:
-        raise FrameError("odom frame has magic %r, expected %r" % (bytes(magic), ODOM_MAGIC))
+    seq, t, x, y, theta, v, w = _unpack_head(buf, ODOM, ODOM_MAGIC, "odom frame")
     return Odometry(x, y, theta, v, w, seq, t)
+
+
+def _unpack_head(buf, head, magic, what):
+    """The fields of buf's header after its magic; FrameError when buf is
+    shorter than the header or carries another magic."""
+    if len(buf) < head.size:
+        raise FrameError("%s has %d bytes, shorter than its %d-byte header"
+                         % (what, len(buf), head.size))
+    fields = head.unpack_from(buf)
+    if fields[0] != magic:
+        raise FrameError("%s has magic %r, expected %r" % (what, bytes(fields[0]), magic))
+    return fields[1:]
 
 
 def decode_scan(buf):
     """An SCN1 datagram -> Scan. Raises FrameError when it is not one."""
-    if len(buf) < SCAN_HEAD.size:
-        raise FrameError("scan frame has %d bytes, shorter than its %d-byte header"
-                         % (len(buf), SCAN_HEAD.size))
-    magic, seq, t, amin, ainc, rmin, rmax, count = SCAN_HEAD.unpack_from(buf)
-    if magic != SCAN_MAGIC:
-        raise FrameError("scan frame has magic %r, expected %r" % (bytes(magic), SCAN_MAGIC))
+    seq, t, amin, ainc, rmin, rmax, count = _unpack_head(buf, SCAN_HEAD, SCAN_MAGIC,
+                                                         "scan frame")
     if len(buf) != SCAN_HEAD.size + 4 * count:
         raise FrameError("scan frame has %d bytes, but count %d needs %d"
                          % (len(buf), count, SCAN_HEAD.size + 4 * count))
@@ -155,12 +161,8 @@ def decode_camera_chunk(buf, max_image_bytes=MAX_IMAGE_BYTES, copy=True):
 
     With copy=False the payload is a view into buf (valid until buf is reused).
     """
-    if len(buf) < CAM_HEAD.size:
-        raise FrameError("camera chunk has %d bytes, shorter than its %d-byte header"
-                         % (len(buf), CAM_HEAD.size))
-    magic, seq, w, h, size, offset, index, count = CAM_HEAD.unpack_from(buf)
-    if magic != CAM_MAGIC:
-        raise FrameError("camera chunk has magic %r, expected %r" % (bytes(magic), CAM_MAGIC))
+    seq, w, h, size, offset, index, count = _unpack_head(buf, CAM_HEAD, CAM_MAGIC,
+                                                         "camera chunk")
     n = len(buf) - CAM_HEAD.size
     if size != w * h * 3:
         raise FrameError("camera chunk says size %d, but %dx%d RGB is %d" % (size, w, h, w * h * 3))
