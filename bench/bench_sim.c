@@ -5,8 +5,7 @@
  * pa_sim_run loop on a private instance), RSS.
  *
  *   bench-sim [seconds_per_loop_test] [--beams] [--rtf] [--rtf1] [--phases]
- * [--loops]
- *             [--realtime] [--simd PATH] [--help]   (see usage below)
+ *             [--loops] [--realtime] [--simd PATH] [--help]  (see usage)
  */
 #define _GNU_SOURCE
 #include <errno.h>
