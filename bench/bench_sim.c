@@ -4,8 +4,8 @@
  * lockstep STEP round trips through the real queues, loop timing (the real
  * pa_sim_run loop on a private instance), RSS.
  *
- *   bench-sim [seconds_per_loop_test] [--beams] [--rtf] [--rtf1] [--loops]
- *             [--realtime] [--simd PATH] [--help]   (see usage below)
+ *   bench-sim [seconds_per_loop_test] [--beams] [--rtf] [--rtf1] [--phases]
+ *             [--loops] [--realtime] [--simd PATH] [--help]  (see usage)
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -300,6 +300,63 @@ static void bench_instance(char inst[PA_SHM_INSTANCE_MAX], const char *tag,
   pa_sim_shm_publish_tick(m, s, st);
 }
 
+/* Where a many-robot tick goes: pa_sim_step's phases (physics includes the
+ * broad phase) and publishing the tick and the due scans into a private
+ * instance, as pa_sim_run does each tick; RSS of the whole process. */
+static void bench_rtf_phases(const pa_grid *g, uint32_t robots, double seconds,
+                             uint32_t threads) {
+  char inst[PA_SHM_INSTANCE_MAX], err[256];
+  snprintf(inst, sizeof inst, "bench-sim-ph-%d", (int)getpid());
+  snprintf(current_instance, sizeof current_instance, "%s", inst);
+  long rss0 = pa_proc_rss_kb(0);
+  pa_stack_def d = pa_stack_def_default();
+  snprintf(d.instance, sizeof d.instance, "%s", inst);
+  d.max_robots = robots;
+  pa_stack st;
+  if (pa_stack_create(&st, &d, err, sizeof err) != 0)
+    die("instance", err);
+  long rss_shm = pa_proc_rss_kb(0);
+  pa_sim_model m;
+  pa_sim_state s;
+  make_t(&m, &s, g, robots, robots, threads);
+  uint64_t rng = 3;
+  for (uint32_t i = 0; i < s.robot_count; i++)
+    set_drive(&m, &s, i, &rng);
+  pa_sim_shm_publish_map(&m, &st, err, sizeof err);
+  pa_sim_shm_publish_world(&s, &st);
+  double phys = 0, sens = 0, pub = 0, step = 0;
+  uint64_t ticks = 0;
+  int64_t t0 = pa_now_ns(), end = t0 + (int64_t)(seconds * 1e9), t2 = t0;
+  while (t2 < end) {
+    int64_t a = pa_now_ns();
+    pa_sim_step(&m, &s);
+    int64_t b = pa_now_ns();
+    pa_sim_shm_publish_tick_at(&m, &s, &st, b);
+    t2 = pa_now_ns();
+    phys += s.phase_ns[PA_SIM_PH_PHYSICS];
+    sens += s.phase_ns[PA_SIM_PH_SENSORS];
+    step += b - a;
+    pub += t2 - b;
+    ticks++;
+  }
+  double wall = (t2 - t0) / 1e9, per = 1e3 * ticks;
+  printf("phases %u robots, %u thread%s: %.2fx real time, per tick %.1f us: "
+         "physics (moves, broad phase, contacts) %.1f us, sensors %.1f us, "
+         "rest of the step %.1f us, publishing %.1f us (%llu ticks)\n",
+         robots, s.threads, s.threads == 1 ? "" : "s", ticks * m.dt / wall,
+         (step + pub) / per, phys / per, sens / per, (step - phys - sens) / per,
+         pub / per, (unsigned long long)ticks);
+  printf("phases %u robots: RSS %ld kB (instance shm touched %ld kB, "
+         "model+state+rings %ld kB)\n",
+         robots, pa_proc_rss_kb(0), rss_shm - rss0,
+         pa_proc_rss_kb(0) - rss_shm);
+  pa_sim_state_free(&s);
+  pa_sim_model_free(&m);
+  pa_stack_detach(&st);
+  pa_stack_unlink(inst);
+  current_instance[0] = '\0';
+}
+
 /* Frees what bench_instance made and removes the instance. */
 static void bench_instance_free(const char *inst, pa_stack *st,
                                 pa_sim_model *m, pa_sim_state *s) {
@@ -437,13 +494,17 @@ static void bench_step_rtt(const pa_grid *g, int n) {
 
 static const char usage[] =
     "usage: bench-sim [seconds_per_loop_test (default 5)] [--beams] [--rtf]\n"
-    "                 [--rtf1] [--loops] [--realtime] [--simd PATH] [--help]\n"
+    "                 [--rtf1] [--phases] [--loops] [--realtime] [--simd "
+    "PATH]\n"
+    "                 [--help]\n"
     "  --beams     only the beam rates of every caster path and the plain\n"
     "              traversal (ratios in one run) and their exactness check\n"
     "  --rtf       only the real-time factors (1 and 2 scan threads)\n"
     "  --rtf1      only 1 robot for seconds_per_loop_test (profiling;\n"
     "              PA_BENCH_THREADS=N, PA_BENCH_LOOP=1 the real loop,\n"
     "              PA_BENCH_OVERLAP=1 in process with scans overlapped)\n"
+    "  --phases    only where a 1000-robot tick goes (large office; physics,\n"
+    "              sensors, publishing to shm; PA_BENCH_THREADS=N, default 2)\n"
     "  --loops     only the loop timing (auto spin and none)\n"
     "  --realtime  SCHED_FIFO + mlockall + spin 300 us, as pa-sim --realtime\n"
     "  --simd PATH caster path of the scans: auto|avx512|avx2|portable|scalar\n"
@@ -455,7 +516,7 @@ int main(int argc, char **argv) {
   signal(SIGTERM, on_interrupt);
   double loop_s = 5;
   bool only_loops = false, only_rtf = false, only_rtf1 = false,
-       only_beams = false;
+       only_beams = false, only_phases = false;
   for (int i = 1; i < argc; i++) {
     char *end;
     double v = strtod(argv[i], &end);
@@ -490,6 +551,8 @@ int main(int argc, char **argv) {
       only_rtf = true;
     } else if (!strcmp(argv[i], "--rtf1")) {
       only_rtf1 = true;
+    } else if (!strcmp(argv[i], "--phases")) {
+      only_phases = true;
     } else if (!strcmp(argv[i], "--beams")) {
       only_beams = true;
     } else {
@@ -516,6 +579,13 @@ int main(int argc, char **argv) {
   ts_office(&big, 2000, 2000);
   if (!big.cells)
     die("office map", "out of memory");
+  if (only_phases) {
+    const char *th = getenv("PA_BENCH_THREADS");
+    bench_rtf_phases(&big, 1000, loop_s, th ? (uint32_t)atoi(th) : 2);
+    pa_grid_free(&def);
+    pa_grid_free(&big);
+    return 0;
+  }
   bool all = !only_beams && !only_rtf && !only_loops;
   if (all || only_beams) {
     bench_beams("default map", &def);

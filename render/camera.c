@@ -111,7 +111,7 @@ int pa_render_cam_create(pa_render_cam **out, uint32_t w, uint32_t h,
   glGenBuffers(PA_RENDER_CAM_SLOTS, c->pbo);
   for (int i = 0; i < PA_RENDER_CAM_SLOTS; i++) {
     glBindBuffer(GL_PIXEL_PACK_BUFFER, c->pbo[i]);
-    glBufferData(GL_PIXEL_PACK_BUFFER, (GLsizeiptr)w * h * 3, NULL,
+    glBufferData(GL_PIXEL_PACK_BUFFER, (GLsizeiptr)w * h * 4, NULL,
                  GL_STREAM_READ);
   }
   glBindBuffer(GL_PIXEL_PACK_BUFFER, 0);
@@ -163,11 +163,13 @@ int pa_render_cam_submit(pa_render_cam *c, const pa_render_scene *s,
   glClear(GL_COLOR_BUFFER_BIT | GL_DEPTH_BUFFER_BIT);
   pa_render_scene_draw_culled(s, view, proj, v->skip_robot, v);
   uint32_t slot = c->head;
-  glPixelStorei(GL_PACK_ALIGNMENT, 1);
+  glPixelStorei(GL_PACK_ALIGNMENT, 4);
   glReadBuffer(GL_COLOR_ATTACHMENT0);
   glBindBuffer(GL_PIXEL_PACK_BUFFER, c->pbo[slot]);
-  /* With a pack buffer bound, this only queues the copy. */
-  glReadPixels(0, 0, (GLsizei)c->w, (GLsizei)c->h, GL_RGB, GL_UNSIGNED_BYTE,
+  /* With a pack buffer bound, this only queues the copy. RGBA is the
+   * target's own layout (a plain copy); RGB made the GL convert per pixel,
+   * slower than dropping alpha in the fetch. */
+  glReadPixels(0, 0, (GLsizei)c->w, (GLsizei)c->h, GL_RGBA, GL_UNSIGNED_BYTE,
                NULL);
   glBindBuffer(GL_PIXEL_PACK_BUFFER, 0);
   glBindFramebuffer(GL_FRAMEBUFFER, 0);
@@ -187,6 +189,25 @@ const pa_frame *pa_render_cam_peek(const pa_render_cam *c) {
                   PA_RENDER_CAM_SLOTS];
 }
 
+/* Drops alpha from a row of n RGBA pixels: four at a time in two word
+ * stores (12 bytes) where the byte order allows, the rest bytewise. */
+static void rgba_row_to_rgb(uint8_t *dst, const uint8_t *src, uint32_t n) {
+  uint32_t i = 0;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  for (; i + 4 <= n; i += 4) {
+    uint32_t p[4];
+    memcpy(p, src + 4 * (size_t)i, sizeof p);
+    uint64_t lo = (uint64_t)(p[0] & 0xffffffu) |
+                  (uint64_t)(p[1] & 0xffffffu) << 24 | (uint64_t)p[2] << 48;
+    uint32_t hi = (p[2] >> 16 & 0xffu) | (p[3] & 0xffffffu) << 8;
+    memcpy(dst + 3 * (size_t)i, &lo, sizeof lo);
+    memcpy(dst + 3 * (size_t)i + 8, &hi, sizeof hi);
+  }
+#endif
+  for (; i < n; i++)
+    memcpy(dst + 3 * (size_t)i, src + 4 * (size_t)i, 3);
+}
+
 int pa_render_cam_fetch(pa_render_cam *c, pa_frame *meta, uint8_t *rgb,
                         char *err, size_t err_sz) {
   if (!c->pending) {
@@ -196,11 +217,10 @@ int pa_render_cam_fetch(pa_render_cam *c, pa_frame *meta, uint8_t *rgb,
   uint32_t slot =
       (c->head + PA_RENDER_CAM_SLOTS - c->pending) % PA_RENDER_CAM_SLOTS;
   c->pending--;
-  size_t row = (size_t)c->w * 3;
+  size_t row = (size_t)c->w * 3, row4 = (size_t)c->w * 4;
   glBindBuffer(GL_PIXEL_PACK_BUFFER, c->pbo[slot]);
-  const uint8_t *src = glMapBufferRange(GL_PIXEL_PACK_BUFFER, 0,
-                                        (GLsizeiptr)(row * c->h),
-                                        GL_MAP_READ_BIT);
+  const uint8_t *src = glMapBufferRange(
+      GL_PIXEL_PACK_BUFFER, 0, (GLsizeiptr)(row4 * c->h), GL_MAP_READ_BIT);
   if (!src) {
     glBindBuffer(GL_PIXEL_PACK_BUFFER, 0);
     if (pa_render_gl_check("mapping a camera frame", err, err_sz) == 0)
@@ -209,7 +229,8 @@ int pa_render_cam_fetch(pa_render_cam *c, pa_frame *meta, uint8_t *rgb,
   }
   /* GL rows run bottom-up; the ring wants row 0 at the top. */
   for (uint32_t y = 0; y < c->h; y++)
-    memcpy(rgb + (size_t)y * row, src + (size_t)(c->h - 1 - y) * row, row);
+    rgba_row_to_rgb(rgb + (size_t)y * row, src + (size_t)(c->h - 1 - y) * row4,
+                    c->w);
   glUnmapBuffer(GL_PIXEL_PACK_BUFFER);
   glBindBuffer(GL_PIXEL_PACK_BUFFER, 0);
   if (meta)

@@ -8,6 +8,7 @@
 #include <limits.h>
 #include <math.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,7 +21,8 @@
 #define HEALTH_PERIOD_NS 100000000LL /* 100 ms */
 #define PAUSED_WAIT_NS 100000000LL   /* wake to notice SIGTERM */
 #define LOCKSTEP_ACTIVE_NS 2000000LL /* a command this recent: spin first */
-#define SPIN_NS 50000LL              /* at most this long */
+#define SPIN_MIN_NS 20000LL          /* spin at least this long, */
+#define SPIN_MAX_NS 200000LL         /* at most this (adaptive between) */
 #define LEAN_SAMPLE 16               /* see `timed` */
 #define LOADER_POLL_NS 1000000L      /* paused: check a load this often */
 
@@ -445,6 +447,7 @@ void pa_sim_run(pa_sim_model *m, pa_sim_state *s, pa_stack *st,
   pa_lat_reset(k.lat);
   waker wk;
   waker_init(&wk, &m->def);
+  int64_t cmd_gap = SPIN_MIN_NS; /* EWMA: paused -> the next command [ns] */
   /* The default 50 us timer slack would be most of our period error. */
   prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
   int64_t next = pa_now_ns();
@@ -465,11 +468,25 @@ void pa_sim_run(pa_sim_model *m, pa_sim_state *s, pa_stack *st,
         next = pa_now_ns();
         continue;
       }
-      if (t1 - k.last_cmd_ns < LOCKSTEP_ACTIVE_NS)
-        while (pa_queue_count(st->cmd) == 0 && pa_now_ns() - t1 < SPIN_NS && !*stop)
-          ;
-      pa_queue_wait(st->cmd, PAUSED_WAIT_NS);
-      next = pa_now_ns();
+      bool got = false;
+      if (t1 - k.last_cmd_ns < LOCKSTEP_ACTIVE_NS && cmd_gap < SPIN_MAX_NS) {
+        /* Twice the usual gap to the client's next command, bounded; the
+         * yield lets the gateway and the client run on a shared core. */
+        int64_t bound = 2 * cmd_gap < SPIN_MIN_NS   ? SPIN_MIN_NS
+                        : 2 * cmd_gap > SPIN_MAX_NS ? SPIN_MAX_NS
+                                                    : 2 * cmd_gap;
+        while (!(got = pa_queue_count(st->cmd) > 0) &&
+               pa_now_ns() - t1 < bound && !*stop)
+          sched_yield();
+      }
+      if (got || pa_queue_wait(st->cmd, PAUSED_WAIT_NS) == 0) {
+        next = pa_now_ns();
+        /* Capped: a pause between two sessions is soon forgotten. */
+        int64_t gap = next - t1 < 4 * SPIN_MAX_NS ? next - t1 : 4 * SPIN_MAX_NS;
+        cmd_gap += (gap - cmd_gap) / 8;
+      } else {
+        next = pa_now_ns();
+      }
       continue;
     }
     if (k.last_start)

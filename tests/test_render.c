@@ -152,6 +152,39 @@ static void test_wall_close_up(void **state) {
   free(g.cells);
 }
 
+/* Widths that are not a multiple of four (the readback drops alpha four
+ * pixels at a time, then one by one): the top row is sky in every pixel,
+ * in the right channel order, up to the last byte of the image. */
+static void test_odd_widths(void **state) {
+  char err[256];
+  pa_grid g = room(400);
+  pa_robot_info ri = robot(40, 90, 220);
+  pa_render_scene *s = NULL;
+  assert_int_equal(
+      pa_render_scene_build(&s, &g, &ri, 1, NULL, 0, err, sizeof err), 0);
+  pa_render_pose p = {10, 10, 0, 0, true};
+  pa_render_scene_set_poses(s, &p, 1);
+  pa_render_view v = pa_render_view_head(&ri, 0, &p);
+  static const uint32_t widths[] = {1, 2, 3, 5, 6, 7, 97};
+  for (size_t k = 0; k < sizeof widths / sizeof widths[0]; k++) {
+    uint32_t w = widths[k], h = 61;
+    uint8_t *img = render(s, &v, w, h); /* exact size: ASan sees overruns */
+    const uint8_t *c0 = px(img, w, 0, 0);
+    if (!(c0[2] > c0[0] + 40 && c0[1] > c0[0] + 20))
+      fail_msg("width %u: top-left %u,%u,%u is not sky", w, c0[0], c0[1],
+               c0[2]);
+    for (uint32_t x = 1; x < w; x++) {
+      const uint8_t *c = px(img, w, x, 0);
+      if (memcmp(c, c0, 3) != 0)
+        fail_msg("width %u: top row pixel %u = %u,%u,%u, pixel 0 = %u,%u,%u", w,
+                 x, c[0], c[1], c[2], c0[0], c0[1], c0[2]);
+    }
+    free(img);
+  }
+  pa_render_scene_free(s);
+  free(g.cells);
+}
+
 /* In the open looking at a distant wall: sky on top, floor at the bottom. */
 static void test_not_flipped(void **state) {
   pa_grid g = room(400);
@@ -472,6 +505,7 @@ int main(void) {
       cmocka_unit_test(test_pipelined_readback),
       cmocka_unit_test(test_culling_exact),
       cmocka_unit_test(test_bad_input),
+      cmocka_unit_test(test_odd_widths),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
