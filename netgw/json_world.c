@@ -105,9 +105,9 @@ json_t *pa_json_act_spawn_obstacle(jctx *x) {
   return pa_json_wait_for_sim(x, &cmd, 0);
 }
 
-/* set_map {"map_yaml": "/abs/map.yaml"} or {"map": "default"}; pa-sim
- * reads the file, so the path must be absolute (its working directory is
- * not the client's). */
+/* set_map {"map_yaml": "maps/x.yaml"} or {"map": "default"}; pa-sim reads
+ * the file under its --data_dir (a relative path is relative to it) and
+ * refuses anything outside by name. */
 json_t *pa_json_act_set_map(jctx *x) {
   const char *path = NULL, *name = NULL;
   if (pa_json_str(x, "map_yaml", PA_CMD_PATH_MAX, &path) < 0 ||
@@ -115,18 +115,12 @@ json_t *pa_json_act_set_map(jctx *x) {
     return NULL;
   if (!path == !name)
     return pa_json_fail(x, PA_ERR_INVALID_MESSAGE,
-                        "give data.map_yaml (an absolute path to a map_server "
-                        "YAML) or data.map \"default\"");
+                        "give data.map_yaml (a map_server YAML under "
+                        "pa-sim's --data_dir) or data.map \"default\"");
   if (name && strcmp(name, "default"))
     return pa_json_fail(x, PA_ERR_INVALID_MESSAGE,
                         "data.map '%s': the only built-in map is \"default\"",
                         name);
-  if (path && path[0] != '/')
-    return pa_json_fail(
-        x, PA_ERR_INVALID_MESSAGE,
-        "data.map_yaml '%s' must be an absolute path (pa-sim reads "
-        "it)",
-        path);
   pa_cmd cmd;
   memset(&cmd, 0, sizeof cmd);
   cmd.op = PA_OP_SET_MAP;
@@ -281,12 +275,6 @@ json_t *pa_json_act_set_scenario(jctx *x) {
   if (pa_json_need_str(x, "world", PA_CMD_PATH_MAX, &path) < 0)
     return NULL;
   bool dflt = !strcmp(path, "default");
-  if (!dflt && path[0] != '/')
-    return pa_json_fail(
-        x, PA_ERR_INVALID_MESSAGE,
-        "data.world '%s' must be an absolute path to a world file "
-        "(pa-sim reads it) or \"default\"",
-        path);
   pa_cmd cmd;
   memset(&cmd, 0, sizeof cmd);
   cmd.op = PA_OP_SET_SCENARIO;

@@ -1256,6 +1256,13 @@ static void map_actions(void **state) {
   assert_int_equal(dint(j, "width"), 100);
   assert_int_equal(dint(j, "height"), 60);
   json_decref(j);
+  /* the same file by a path relative to pa-sim's --data_dir */
+  j = expect_json_ok(fd,
+                     command_str(req, sizeof req, "set_map", "map_yaml",
+                                 strrchr(yaml, '/') + 1),
+                     "response");
+  assert_int_equal(dint(j, "width"), 100);
+  json_decref(j);
   /* a whole scenario: that map (relative to the world file), two robots,
    * an obstacle; reset goes back to it */
   char world[512], bad_world[512];

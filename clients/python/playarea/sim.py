@@ -274,8 +274,9 @@ class Sim:
         return self.request("get_map_info")
 
     def set_map(self, map_yaml=None):
-        """Replace the map under the running world: a map_server YAML (an
-        absolute path: pa-sim reads it), or the built-in default map when
+        """Replace the map under the running world: a map_server YAML (sent
+        as an absolute path; pa-sim reads it and refuses a file outside its
+        --data_dir), or the built-in default map when
         map_yaml is None. Robots that no longer fit move to free places
         (data["robots_moved"]); the world as it then stands is what reset()
         goes back to."""
