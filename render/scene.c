@@ -1,6 +1,6 @@
 /* scene.c - the world as GL geometry: floor, walls merged from occupied
  * cells, obstacles (one static buffer), robots drawn per frame from unit
- * meshes; the lit shader; matrix helpers. */
+ * meshes (matrices, GPU buffers and shaders: gl_util.c). */
 #include "render_int.h"
 
 #include <math.h>
@@ -9,70 +9,6 @@
 #include <string.h>
 
 #define CYL_SEGMENTS 24
-
-/* ---- matrices ----------------------------------------------------------- */
-
-void pa_render_mat_identity(float m[16]) {
-  memset(m, 0, 16 * sizeof *m);
-  m[0] = m[5] = m[10] = m[15] = 1.0f;
-}
-
-void pa_render_mat_mul(float out[16], const float a[16], const float b[16]) {
-  float r[16];
-  for (int c = 0; c < 4; c++)
-    for (int row = 0; row < 4; row++) {
-      float s = 0;
-      for (int k = 0; k < 4; k++)
-        s += a[k * 4 + row] * b[c * 4 + k];
-      r[c * 4 + row] = s;
-    }
-  memcpy(out, r, sizeof r);
-}
-
-void pa_render_mat_perspective(float m[16], double fovy, double aspect,
-                               double znear, double zfar) {
-  double f = 1.0 / tan(fovy / 2);
-  memset(m, 0, 16 * sizeof *m);
-  m[0] = (float)(f / aspect);
-  m[5] = (float)f;
-  m[10] = (float)((zfar + znear) / (znear - zfar));
-  m[11] = -1.0f;
-  m[14] = (float)(2 * zfar * znear / (znear - zfar));
-}
-
-static void normalize3(double v[3]) {
-  double l = sqrt(v[0] * v[0] + v[1] * v[1] + v[2] * v[2]);
-  if (l > 0)
-    v[0] /= l, v[1] /= l, v[2] /= l;
-}
-
-void pa_render_mat_lookat(float m[16], const double eye[3],
-                          const double centre[3], const double up[3]) {
-  double f[3] = {centre[0] - eye[0], centre[1] - eye[1], centre[2] - eye[2]};
-  normalize3(f);
-  double s[3] = {f[1] * up[2] - f[2] * up[1], f[2] * up[0] - f[0] * up[2],
-                 f[0] * up[1] - f[1] * up[0]};
-  normalize3(s);
-  double u[3] = {s[1] * f[2] - s[2] * f[1], s[2] * f[0] - s[0] * f[2],
-                 s[0] * f[1] - s[1] * f[0]};
-  pa_render_mat_identity(m);
-  m[0] = (float)s[0], m[4] = (float)s[1], m[8] = (float)s[2];
-  m[1] = (float)u[0], m[5] = (float)u[1], m[9] = (float)u[2];
-  m[2] = (float)-f[0], m[6] = (float)-f[1], m[10] = (float)-f[2];
-  m[12] = (float)-(s[0] * eye[0] + s[1] * eye[1] + s[2] * eye[2]);
-  m[13] = (float)-(u[0] * eye[0] + u[1] * eye[1] + u[2] * eye[2]);
-  m[14] = (float)(f[0] * eye[0] + f[1] * eye[1] + f[2] * eye[2]);
-}
-
-void pa_render_mat_pose(float m[16], double x, double y, double z, double yaw,
-                        const double s[3]) {
-  double c = cos(yaw), sn = sin(yaw);
-  pa_render_mat_identity(m);
-  m[0] = (float)(c * s[0]), m[1] = (float)(sn * s[0]);
-  m[4] = (float)(-sn * s[1]), m[5] = (float)(c * s[1]);
-  m[10] = (float)s[2];
-  m[12] = (float)x, m[13] = (float)y, m[14] = (float)z;
-}
 
 /* ---- CPU meshes --------------------------------------------------------- */
 
@@ -165,154 +101,6 @@ void pa_render_mesh_cylinder(rmesh *m, const double c[3], double r, double h,
     mesh_tri(m, top, t0, t1, up, rgb, 255);
     mesh_tri(m, c, b1, b0, down, rgb, 255);
   }
-}
-
-/* ---- GPU meshes --------------------------------------------------------- */
-
-int pa_render_gpu_upload(rgpu_mesh *g, const rmesh *m, char *err,
-                         size_t err_sz) {
-  memset(g, 0, sizeof *g);
-  if (m->oom) {
-    snprintf(err, err_sz, "scene: out of memory building geometry");
-    return -1;
-  }
-  glGenVertexArrays(1, &g->vao);
-  glGenBuffers(1, &g->vbo);
-  glBindVertexArray(g->vao);
-  glBindBuffer(GL_ARRAY_BUFFER, g->vbo);
-  glBufferData(GL_ARRAY_BUFFER, (GLsizeiptr)m->n * (GLsizeiptr)sizeof(rvertex),
-               m->v, GL_STATIC_DRAW);
-  static const pa_render_attr attrs[] = {
-      {3, GL_FLOAT, GL_FALSE, offsetof(rvertex, pos)},
-      {3, GL_FLOAT, GL_FALSE, offsetof(rvertex, normal)},
-      {4, GL_UNSIGNED_BYTE, GL_TRUE, offsetof(rvertex, colour)}};
-  pa_render_attribs(sizeof(rvertex), attrs, 3);
-  glBindVertexArray(0);
-  g->count = (GLsizei)m->n;
-  return pa_render_gl_check("uploading a mesh", err, err_sz);
-}
-
-void pa_render_gpu_free(rgpu_mesh *g) {
-  if (g->vbo)
-    glDeleteBuffers(1, &g->vbo);
-  if (g->vao)
-    glDeleteVertexArrays(1, &g->vao);
-  memset(g, 0, sizeof *g);
-}
-
-/* ---- shaders ------------------------------------------------------------ */
-
-/* Lighting per vertex (faces are flat, so it is exact for walls and
- * boxes) and fog per fragment from the interpolated eye position: the
- * fragment shader stays tiny, which is what llvmpipe pays for. Wrap
- * lighting (no clamp) gives walls facing each direction their own shade. */
-static const char *lit_vs =
-    "#version 330 core\n"
-    "layout(location = 0) in vec3 a_pos;\n"
-    "layout(location = 1) in vec3 a_normal;\n"
-    "layout(location = 2) in vec4 a_colour;\n"
-    "uniform mat4 u_model, u_view, u_proj;\n"
-    "uniform vec4 u_tint;\n"
-    "uniform vec3 u_light;\n"
-    "out vec3 v_eye; out vec3 v_colour;\n"
-    "void main() {\n"
-    "  vec4 e = u_view * (u_model * vec4(a_pos, 1.0));\n"
-    "  vec3 n = normalize(mat3(u_model) * a_normal);\n"
-    "  float shade = 0.86 + 0.22 * dot(n, u_light);\n"
-    "  v_colour = a_colour.rgb * u_tint.rgb * shade;\n"
-    "  v_eye = e.xyz;\n"
-    "  gl_Position = u_proj * e;\n"
-    "}\n";
-
-static const char *lit_fs =
-    "#version 330 core\n"
-    "in vec3 v_eye; in vec3 v_colour;\n"
-    "uniform vec3 u_fog;\n"
-    "uniform float u_fog_density;\n"
-    "out vec4 o_colour;\n"
-    "void main() {\n"
-    "  float fog = exp2(-u_fog_density * length(v_eye));\n"
-    "  o_colour = vec4(mix(u_fog, v_colour, fog), 1.0);\n"
-    "}\n";
-
-/* 0, or -1 with err = "GL: <what>: <GL's log>" when obj (a program when
- * prog, else a shader) failed to link or compile. */
-static int gl_status(GLuint obj, bool prog, const char *what, char *err,
-                     size_t err_sz) {
-  GLint ok = 0;
-  if (prog)
-    glGetProgramiv(obj, GL_LINK_STATUS, &ok);
-  else
-    glGetShaderiv(obj, GL_COMPILE_STATUS, &ok);
-  if (ok)
-    return 0;
-  char log[512] = "";
-  if (prog)
-    glGetProgramInfoLog(obj, sizeof log, NULL, log);
-  else
-    glGetShaderInfoLog(obj, sizeof log, NULL, log);
-  snprintf(err, err_sz, "GL: %s: %s", what, log);
-  return -1;
-}
-
-static GLuint compile(GLenum type, const char *src, char *err, size_t err_sz) {
-  GLuint s = glCreateShader(type);
-  glShaderSource(s, 1, &src, NULL);
-  glCompileShader(s);
-  if (gl_status(s, false,
-                type == GL_VERTEX_SHADER ? "vertex shader does not compile"
-                                         : "fragment shader does not compile",
-                err, err_sz) < 0) {
-    glDeleteShader(s);
-    return 0;
-  }
-  return s;
-}
-
-int pa_render_program(GLuint *out, const char *vs, const char *fs, char *err,
-                      size_t err_sz) {
-  GLuint v = compile(GL_VERTEX_SHADER, vs, err, err_sz);
-  if (!v)
-    return -1;
-  GLuint f = compile(GL_FRAGMENT_SHADER, fs, err, err_sz);
-  if (!f) {
-    glDeleteShader(v);
-    return -1;
-  }
-  GLuint p = glCreateProgram();
-  glAttachShader(p, v);
-  glAttachShader(p, f);
-  glLinkProgram(p);
-  glDeleteShader(v);
-  glDeleteShader(f);
-  if (gl_status(p, true, "shader program does not link", err, err_sz) < 0) {
-    glDeleteProgram(p);
-    return -1;
-  }
-  *out = p;
-  return 0;
-}
-
-void pa_render_attribs(GLsizei stride, const pa_render_attr *a, int n) {
-  for (int i = 0; i < n; i++) {
-    glVertexAttribPointer((GLuint)i, a[i].size, a[i].type, a[i].normalized,
-                          stride, (void *)a[i].offset);
-    glEnableVertexAttribArray((GLuint)i);
-  }
-}
-
-int pa_render_program_lit(rprogram *p, char *err, size_t err_sz) {
-  memset(p, 0, sizeof *p);
-  if (pa_render_program(&p->prog, lit_vs, lit_fs, err, err_sz) < 0)
-    return -1;
-  p->u_model = glGetUniformLocation(p->prog, "u_model");
-  p->u_view = glGetUniformLocation(p->prog, "u_view");
-  p->u_proj = glGetUniformLocation(p->prog, "u_proj");
-  p->u_tint = glGetUniformLocation(p->prog, "u_tint");
-  p->u_light = glGetUniformLocation(p->prog, "u_light");
-  p->u_fog = glGetUniformLocation(p->prog, "u_fog");
-  p->u_fog_density = glGetUniformLocation(p->prog, "u_fog_density");
-  return 0;
 }
 
 /* ---- scene -------------------------------------------------------------- */
@@ -890,7 +678,7 @@ void pa_render_scene_draw_culled(const pa_render_scene *s,
   glUniformMatrix4fv(s->lit.u_proj, 1, GL_FALSE, proj);
   /* From the north-east-ish, above: every wall direction gets its shade. */
   double l[3] = {0.35, 0.55, 0.76};
-  normalize3(l);
+  pa_render_normalize3(l);
   glUniform3f(s->lit.u_light, (float)l[0], (float)l[1], (float)l[2]);
   glUniform3f(s->lit.u_fog, PA_RENDER_SKY_RGB);
   glUniform1f(s->lit.u_fog_density, s->fog_density);

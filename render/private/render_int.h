@@ -114,6 +114,8 @@ bool pa_render_viewer_frame(pa_render_viewer *v, pa_render_scene *s,
 void pa_render_viewer_close(pa_render_viewer *v);
 
 /* ---- column-major 4x4 matrices ---- */
+/* v scaled to unit length. */
+void pa_render_normalize3(double v[3]);
 void pa_render_mat_identity(float m[16]);
 void pa_render_mat_mul(float out[16], const float a[16], const float b[16]);
 void pa_render_mat_perspective(float m[16], double fovy, double aspect,
