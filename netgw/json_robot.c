@@ -192,47 +192,41 @@ static int drive_fields(jctx *x, int mode, const pa_robot_info *info,
 }
 
 json_t *pa_json_act_get_pose(jctx *x) {
-  unsigned kind;
-  pa_robot_info info;
-  pa_obstacle_info ob;
-  uint32_t idx;
-  if (pa_json_named_object(x, &kind, &info, &ob, &idx) < 0)
+  pa_json_obj o;
+  if (pa_json_named_object(x, &o) < 0)
     return NULL;
-  if (kind == P_OBSTACLE) {
+  if (o.kind == P_OBSTACLE) {
     json_t *d = json_object();
-    json_object_set_new(d, "name", json_string(ob.name));
+    json_object_set_new(d, "name", json_string(o.oi.name));
     json_object_set_new(d, "kind", json_string("obstacle"));
-    json_object_set_new(d, "pose", pa_json_vec3(ob.x, ob.y, ob.theta));
+    json_object_set_new(d, "pose", pa_json_vec3(o.oi.x, o.oi.y, o.oi.theta));
     x->sim_time = pa_json_now(x->c->g);
     json_object_set_new(d, "sim_time", json_real(x->sim_time));
     return d;
   }
   const pa_tick *t;
-  const pa_robot_state *rs = robot_state_now(x, idx, &t);
+  const pa_robot_state *rs = robot_state_now(x, o.idx, &t);
   if (!rs)
     return NULL;
   x->sim_time = t->sim_time;
   json_t *d = json_object();
-  json_object_set_new(d, "name", json_string(info.name));
+  json_object_set_new(d, "name", json_string(o.ri.name));
   json_object_set_new(d, "kind", json_string("robot"));
-  json_object_set_new(d, "robot", json_integer(idx));
+  json_object_set_new(d, "robot", json_integer(o.idx));
   json_object_set_new(d, "pose", pa_json_vec3(rs->x, rs->y, rs->theta));
   json_object_set_new(d, "sim_time", json_real(t->sim_time));
   return d;
 }
 
 json_t *pa_json_act_set_pose(jctx *x) {
-  unsigned kind;
-  pa_robot_info info;
-  pa_obstacle_info ob;
-  uint32_t idx;
-  if (pa_json_named_object(x, &kind, &info, &ob, &idx) < 0)
+  pa_json_obj o;
+  if (pa_json_named_object(x, &o) < 0)
     return NULL;
-  if (kind == P_OBSTACLE)
+  if (o.kind == P_OBSTACLE)
     return pa_json_fail(x, PA_ERR_INVALID_MESSAGE,
                         "obstacle '%s' is static: remove_obstacle and "
                         "spawn_obstacle it to move it",
-                        ob.name);
+                        o.oi.name);
   double p[6];
   size_t n = 0;
   int r = pa_json_vec(x, "pose", 3, 6, p, &n);
@@ -249,7 +243,7 @@ json_t *pa_json_act_set_pose(jctx *x) {
   cmd.pose.x = p[0];
   cmd.pose.y = p[1];
   cmd.pose.theta = n == 6 ? p[5] : p[2]; /* 3D: only the yaw on a plane */
-  return pa_json_wait_for_sim(x, &cmd, idx);
+  return pa_json_wait_for_sim(x, &cmd, o.idx);
 }
 
 static json_t *subscribe(jctx *x, bool sub) {

@@ -105,6 +105,16 @@ json_t *pa_json_act_spawn_obstacle(jctx *x) {
   return pa_json_wait_for_sim(x, &cmd, 0);
 }
 
+/* Op op for pa-sim with path (NULL: the built-in one). */
+static json_t *path_op(jctx *x, uint32_t op, const char *path) {
+  pa_cmd cmd;
+  memset(&cmd, 0, sizeof cmd);
+  cmd.op = op;
+  if (path)
+    snprintf(cmd.path, sizeof cmd.path, "%s", path);
+  return pa_json_wait_for_sim(x, &cmd, 0);
+}
+
 /* set_map {"map_yaml": "/abs/map.yaml"} or {"map": "default"}; pa-sim
  * reads the file, so the path must be absolute (its working directory is
  * not the client's). */
@@ -127,12 +137,7 @@ json_t *pa_json_act_set_map(jctx *x) {
         "data.map_yaml '%s' must be an absolute path (pa-sim reads "
         "it)",
         path);
-  pa_cmd cmd;
-  memset(&cmd, 0, sizeof cmd);
-  cmd.op = PA_OP_SET_MAP;
-  if (path)
-    snprintf(cmd.path, sizeof cmd.path, "%s", path);
-  return pa_json_wait_for_sim(x, &cmd, 0);
+  return path_op(x, PA_OP_SET_MAP, path);
 }
 
 /* set_nav_path {robot, path: [[x, y], ...]}, set_waypoints {robot,
@@ -287,12 +292,7 @@ json_t *pa_json_act_set_scenario(jctx *x) {
         "data.world '%s' must be an absolute path to a world file "
         "(pa-sim reads it) or \"default\"",
         path);
-  pa_cmd cmd;
-  memset(&cmd, 0, sizeof cmd);
-  cmd.op = PA_OP_SET_SCENARIO;
-  if (!dflt)
-    snprintf(cmd.path, sizeof cmd.path, "%s", path);
-  return pa_json_wait_for_sim(x, &cmd, 0);
+  return path_op(x, PA_OP_SET_SCENARIO, dflt ? NULL : path);
 }
 
 /* generate_map {width, height, resolution, seed, rooms: [x, y], clutter}:

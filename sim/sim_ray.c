@@ -166,12 +166,7 @@ double pa_sim_int_cast_one(const pa_sim_model *m, double ox, double oy,
 
 double pa_sim_cast_plain(const pa_sim_model *m, double x, double y, double dx,
                          double dy, double range_max) {
-  double gx, gy;
-  to_grid(m, x, y, &gx, &gy);
-  double gdx = m->cos_yaw * dx + m->sin_yaw * dy;
-  double gdy = -m->sin_yaw * dx + m->cos_yaw * dy;
-  double res = m->grid.resolution;
-  double maxc = range_max / res;
-  double t = pa_sim_int_cast_plain_cells(m, gx, gy, gdx, gdy, maxc);
-  return t >= maxc ? range_max : t * res;
+  grid_ray g = ray_in_grid(m, x, y, dx, dy, range_max);
+  double t = pa_sim_int_cast_plain_cells(m, g.gx, g.gy, g.gdx, g.gdy, g.maxc);
+  return cells_to_range(m, t, g.maxc, range_max);
 }

@@ -510,25 +510,13 @@ static void check_path(pa_sim_simd path) {
   assert_true(rays > 200000);
 }
 
-static void test_path_avx512(void **st) {
-  (void)st;
-  check_path(PA_SIM_SIMD_AVX512);
-}
-
-static void test_path_avx2(void **st) {
-  (void)st;
-  check_path(PA_SIM_SIMD_AVX2);
-}
-
-static void test_path_portable(void **st) {
-  (void)st;
-  check_path(PA_SIM_SIMD_PORTABLE);
-}
-
-static void test_path_scalar(void **st) {
-  (void)st;
-  check_path(PA_SIM_SIMD_SCALAR);
-}
+/* One test per caster path, each named for it (main's PATH_TEST rows): the
+ * path is the test's initial state. */
+static void test_path(void **st) { check_path(*(const pa_sim_simd *)*st); }
+#define PATH_TEST(name, path)                                                  \
+  {                                                                            \
+    "test_path_" name, test_path, NULL, NULL, &(pa_sim_simd) { path }          \
+  }
 
 /* The path names, the parser, and a model's def.simd winning over the
  * process default. */
@@ -624,10 +612,10 @@ int main(void) {
       cmocka_unit_test(test_shapes_and_robots),
       cmocka_unit_test(test_fast_equals_plain),
       cmocka_unit_test(test_long_maps),
-      cmocka_unit_test(test_path_avx512),
-      cmocka_unit_test(test_path_avx2),
-      cmocka_unit_test(test_path_portable),
-      cmocka_unit_test(test_path_scalar),
+      PATH_TEST("avx512", PA_SIM_SIMD_AVX512),
+      PATH_TEST("avx2", PA_SIM_SIMD_AVX2),
+      PATH_TEST("portable", PA_SIM_SIMD_PORTABLE),
+      PATH_TEST("scalar", PA_SIM_SIMD_SCALAR),
       cmocka_unit_test(test_path_choice),
       cmocka_unit_test(test_noise_statistics),
       cmocka_unit_test(test_scan_schedule),

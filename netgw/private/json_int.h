@@ -60,6 +60,12 @@ extern char pa_json_pending;
 
 /* What pa_json_named_object found. */
 enum { P_ROBOT = 1, P_OBSTACLE = 2 };
+typedef struct {
+  unsigned kind;       /* P_ROBOT or P_OBSTACLE */
+  pa_robot_info ri;    /* kind P_ROBOT */
+  pa_obstacle_info oi; /* kind P_OBSTACLE */
+  uint32_t idx;
+} pa_json_obj;
 
 /* ---- json_table.c ---------------------------------------------------------*/
 
@@ -101,8 +107,7 @@ bool pa_json_lookup_busy(jctx *x, int rc);
 /* data.robot (id or name), default the connection's robot: 0 or -1. */
 int pa_json_robot(jctx *x, pa_robot_info *info, uint32_t *idx);
 /* data.name (a robot or an obstacle) or data.robot: 0 or -1; *kind P_*. */
-int pa_json_named_object(jctx *x, unsigned *kind, pa_robot_info *ri,
-                         pa_obstacle_info *oi, uint32_t *idx);
+int pa_json_named_object(jctx *x, pa_json_obj *o);
 json_t *pa_json_vec3(double a, double b, double c);
 /* {"tick": the reply's tick} */
 json_t *pa_json_tick(const pa_reply *r);

@@ -15,6 +15,7 @@
 #define _GNU_SOURCE
 #include "netgw_int.h"
 #include "pa_util.h"
+#include "testutil.h" /* header-only parts: this target does not link it */
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -153,14 +154,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
   signal(SIGPIPE, SIG_IGN);
   echo = getenv("PA_FUZZ_ECHO") && getenv("PA_FUZZ_ECHO")[0] == '1';
   snprintf(inst, sizeof inst, "t%d-fz", (int)getpid());
-  pa_stack_def d = pa_stack_def_default();
-  snprintf(d.instance, sizeof d.instance, "%s", inst);
-  d.max_robots = 4;
-  d.max_obstacles = 8;
-  d.max_beams = 64;
-  d.max_cam_width = 32;
-  d.max_cam_height = 24;
-  d.cmd_capacity = 256;
+  pa_stack_def d = pa_test_small_def(inst, 64, 32, 24, 256);
   char err[256];
   if (pa_stack_create(&st, &d, err, sizeof err) != 0)
     die("pa_stack_create", err);
@@ -193,11 +187,7 @@ static int fake_sim(void) {
     n++;
     if (c.flags & PA_CMDF_NO_REPLY)
       continue;
-    pa_reply r;
-    memset(&r, 0, sizeof r);
-    r.client_id = c.client_id;
-    r.request_id = c.request_id;
-    r.op = c.op;
+    pa_reply r = pa_test_reply_to(&c);
     r.tick = 101;
     r.sim_time = 0.505;
     /* the command's numbers back as its results; the robot a real one */
