@@ -356,12 +356,20 @@ json_t *pa_json_act_load_snapshot(jctx *x) {
   return snapshot(x, PA_OP_LOAD_SNAPSHOT);
 }
 
+/* The map pa-sim published: 0, or -1 (busy: none yet). */
+static int published_map(jctx *x, const pa_map_block **m,
+                         const int8_t **cells) {
+  if (pa_gw_map(x->c->g, m, cells) == 0)
+    return 0;
+  pa_json_fail(x, PA_ERR_BUSY, "the simulator has not published a map yet");
+  return -1;
+}
+
 json_t *pa_json_act_get_map_info(jctx *x) {
   const pa_map_block *m;
   const int8_t *cells;
-  if (pa_gw_map(x->c->g, &m, &cells) != 0)
-    return pa_json_fail(x, PA_ERR_BUSY,
-                        "the simulator has not published a map yet");
+  if (published_map(x, &m, &cells) < 0)
+    return NULL;
   json_t *d = json_object();
   json_object_set_new(d, "width", json_integer(m->width));
   json_object_set_new(d, "height", json_integer(m->height));
@@ -408,9 +416,8 @@ size_t pa_json_cost_get_terrain_grid(jctx *x) {
 json_t *pa_json_act_get_terrain_grid(jctx *x) {
   const pa_map_block *m;
   const int8_t *cells;
-  if (pa_gw_map(x->c->g, &m, &cells) != 0)
-    return pa_json_fail(x, PA_ERR_BUSY,
-                        "the simulator has not published a map yet");
+  if (published_map(x, &m, &cells) < 0)
+    return NULL;
   double inflation = 0;
   long long stride = 1, threshold = 65;
   json_t *ub = json_object_get(x->data, "unknown_blocks");

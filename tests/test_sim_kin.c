@@ -16,9 +16,7 @@ static void big_room(pa_sim_model *m, pa_sim_state *s, int drive) {
   pa_robot_def r = ts_robot("r", 20, 20, 0);
   r.drive = drive;
   r.max_w = 10;
-  pa_sim_def d = pa_sim_def_default();
-  ts_make(m, s, &d, &g, &r, 1, NULL, 0);
-  pa_grid_free(&g);
+  ts_make_default(m, s, &g, &r, 1, NULL, 0);
 }
 
 /* A full circle of radius v/w returns to the start; half way it is 2R to the

@@ -212,9 +212,7 @@ static void default_map_one_robot(pa_sim_model *m, pa_sim_state *s) {
   char err[256];
   assert_int_equal(pa_map_load_default(&g, err, sizeof err), 0);
   pa_robot_def r = ts_robot("robot0", 0, 0, 0);
-  pa_sim_def d = pa_sim_def_default();
-  ts_make(m, s, &d, &g, &r, 1, NULL, 0);
-  pa_grid_free(&g);
+  ts_make_default(m, s, &g, &r, 1, NULL, 0);
 }
 
 /* Obstacles are kept out of walls as robots are (a circle at (-4.65,

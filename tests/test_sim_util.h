@@ -19,6 +19,10 @@ pa_obstacle_def ts_circle(const char *name, double x, double y, double radius);
 void ts_make(pa_sim_model *m, pa_sim_state *s, const pa_sim_def *d,
              const pa_grid *g, pa_robot_def *robots, size_t nr,
              pa_obstacle_def *obs, size_t no);
+/* ts_make with pa_sim_def_default(), then frees g (a fixture's own grid). */
+void ts_make_default(pa_sim_model *m, pa_sim_state *s, pa_grid *g,
+                     pa_robot_def *robots, size_t nr, pa_obstacle_def *obs,
+                     size_t no);
 void ts_free(pa_sim_model *m, pa_sim_state *s);
 /* Applies a command and returns its status. */
 pa_status ts_cmd(const pa_sim_model *m, pa_sim_state *s, uint32_t op,
