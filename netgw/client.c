@@ -261,16 +261,21 @@ static void process_input(pa_client *c) {
 /* ---- clients
  * -------------------------------------------------------------------------*/
 
-void pa_gw_client_free(pa_client *c) {
-  pa_netgw *g = c->g;
-  unsubscribe_all(c);
-  pa_json_release(c);
+/* A client's timers (those that were made). */
+static void free_timers(pa_client *c) {
   if (c->idle_ev)
     event_free(c->idle_ev);
   if (c->timeout_ev)
     event_free(c->timeout_ev);
   if (c->drive_ev)
     event_free(c->drive_ev);
+}
+
+void pa_gw_client_free(pa_client *c) {
+  pa_netgw *g = c->g;
+  unsubscribe_all(c);
+  pa_json_release(c);
+  free_timers(c);
   if (c->bev)
     bufferevent_free(c->bev);
   g->clients[c->slot] = NULL;
@@ -369,12 +374,7 @@ void pa_gw_on_accept(struct evconnlistener *lis, evutil_socket_t fd,
       bufferevent_free(c->bev);
     else
       evutil_closesocket(fd);
-    if (c->timeout_ev)
-      event_free(c->timeout_ev);
-    if (c->drive_ev)
-      event_free(c->drive_ev);
-    if (c->idle_ev)
-      event_free(c->idle_ev);
+    free_timers(c);
     free(c);
     g->refused++;
     return;

@@ -236,6 +236,14 @@ int pa_json_named_object(jctx *x, pa_json_obj *o) {
   return 0;
 }
 
+json_t *pa_json_counted(const char *key, json_t *list) {
+  json_t *d = json_object();
+  json_object_set_new(d, "count",
+                      json_integer((json_int_t)json_array_size(list)));
+  json_object_set_new(d, key, list);
+  return d;
+}
+
 json_t *pa_json_tick(const pa_reply *r) {
   json_t *d = json_object();
   json_object_set_new(d, "tick", json_integer((json_int_t)r->tick));

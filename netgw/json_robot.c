@@ -51,11 +51,12 @@ static const pa_robot_state *robot_state_now(jctx *x, uint32_t robot,
   return rs;
 }
 
-static json_t *scan_json(pa_client *c, const pa_scan *s) {
+json_t *pa_json_scan(pa_client *c, const pa_scan *s, bool with_time) {
   json_t *o = json_object();
   json_object_set_new(o, "seq", json_integer(s->seq));
   json_object_set_new(o, "tick", json_integer((json_int_t)s->tick));
-  json_object_set_new(o, "sim_time", json_real(s->sim_time));
+  if (with_time)
+    json_object_set_new(o, "sim_time", json_real(s->sim_time));
   json_object_set_new(o, "angle_min", json_real(s->angle_min));
   json_object_set_new(o, "angle_increment", json_real(s->angle_increment));
   json_object_set_new(o, "range_min", json_real(s->range_min));
@@ -68,7 +69,7 @@ static json_t *scan_json(pa_client *c, const pa_scan *s) {
 static json_t *sensors_json(pa_client *c, uint32_t robot) {
   json_t *o = json_object();
   const pa_scan *s = pa_gw_scan(c->g, robot);
-  json_object_set_new(o, "scan", s ? scan_json(c, s) : json_null());
+  json_object_set_new(o, "scan", s ? pa_json_scan(c, s, true) : json_null());
   return o;
 }
 
@@ -310,11 +311,7 @@ json_t *pa_json_act_list_robots(jctx *x) {
         pa_json_vec3(info.cam_width, info.cam_height, info.cam_fov));
     json_array_append_new(list, o);
   }
-  json_t *d = json_object();
-  json_object_set_new(d, "count",
-                      json_integer((json_int_t)json_array_size(list)));
-  json_object_set_new(d, "robots", list);
-  return d;
+  return pa_json_counted("robots", list);
 }
 
 json_t *pa_json_act_spawn_robot(jctx *x) {

@@ -52,11 +52,7 @@ json_t *pa_json_act_list_obstacles(jctx *x) {
     json_array_append_new(list, j);
   }
   free(copy);
-  json_t *d = json_object();
-  json_object_set_new(d, "count",
-                      json_integer((json_int_t)json_array_size(list)));
-  json_object_set_new(d, "obstacles", list);
-  return d;
+  return pa_json_counted("obstacles", list);
 }
 
 json_t *pa_json_act_spawn_obstacle(jctx *x) {

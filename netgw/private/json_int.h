@@ -109,6 +109,8 @@ int pa_json_robot(jctx *x, pa_robot_info *info, uint32_t *idx);
 /* data.name (a robot or an obstacle) or data.robot: 0 or -1; *kind P_*. */
 int pa_json_named_object(jctx *x, pa_json_obj *o);
 json_t *pa_json_vec3(double a, double b, double c);
+/* {"count": its size, key: list} (list's reference taken). */
+json_t *pa_json_counted(const char *key, json_t *list);
 /* {"tick": the reply's tick} */
 json_t *pa_json_tick(const pa_reply *r);
 /* Pushes cmd for robot and leaves the client waiting (JPENDING), or NULL
@@ -120,6 +122,8 @@ json_t *pa_json_push_nowait(jctx *x, pa_cmd *cmd, uint32_t robot);
 /* ---- json_robot.c ---------------------------------------------------------*/
 
 json_t *pa_json_drive_name(const pa_robot_info *i);
+/* A scan as JSON: seq, tick, sim_time (with_time), angles, limits, ranges. */
+json_t *pa_json_scan(pa_client *c, const pa_scan *s, bool with_time);
 /* Reply size bounds (the table's cost column). */
 size_t pa_json_cost_list_robots(jctx *x);
 size_t pa_json_cost_state(jctx *x);
