@@ -120,19 +120,17 @@ static void on_idle(evutil_socket_t fd, short what, void *arg) {
   (void)fd, (void)what;
   pa_client *c = arg;
   int64_t lim = (int64_t)c->g->def.idle_timeout_ms * 1000000, now = pa_now_ns();
-  char msg[160];
   if (c->closing) {
     if (now - c->closing_ns >= lim)
       c->kill = true; /* its replies stayed unread: give the slot back */
   } else if (c->partial_ns && now - c->partial_ns >= lim) {
-    snprintf(msg, sizeof msg, "no end of line within %u ms: closing",
-             c->g->def.idle_timeout_ms);
-    pa_text_err(c, PA_ERR_INVALID_MESSAGE, msg);
+    pa_text_errf(c, PA_ERR_INVALID_MESSAGE,
+                 "no end of line within %u ms: closing",
+                 c->g->def.idle_timeout_ms);
     pa_gw_close_soon(c);
   } else if (c->g->token[0] && !c->authed && now - c->connected_ns >= lim) {
-    snprintf(msg, sizeof msg, "no auth within %u ms: closing",
-             c->g->def.idle_timeout_ms);
-    pa_text_err(c, PA_ERR_NOT_AUTHORIZED, msg);
+    pa_text_errf(c, PA_ERR_NOT_AUTHORIZED, "no auth within %u ms: closing",
+                 c->g->def.idle_timeout_ms);
     pa_gw_close_soon(c);
   }
   pa_gw_settle(c); /* may free c */

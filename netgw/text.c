@@ -182,14 +182,24 @@ static pa_status parse_arg(const text_tok *tok, int na, pa_text_cmd *out,
 /* ---- replies
  * ----------------------------------------------------------------*/
 
-void pa_text_err(pa_client *c, pa_status st, const char *msg) {
+void pa_text_errf(pa_client *c, pa_status st, const char *fmt, ...) {
   char line[512];
-  int n = snprintf(line, sizeof line, "err %s %s\n", pa_status_code(st), msg);
-  if (n >= (int)sizeof line) {
+  int n = snprintf(line, sizeof line, "err %s ", pa_status_code(st));
+  va_list ap;
+  va_start(ap, fmt);
+  n += vsnprintf(line + n, sizeof line - (size_t)n, fmt, ap);
+  va_end(ap);
+  if (n + 1 >= (int)sizeof line) { /* cut, still one line */
     n = (int)sizeof line - 1;
     line[n - 1] = '\n';
+  } else {
+    line[n++] = '\n';
   }
   pa_gw_write(c, line, (size_t)n);
+}
+
+void pa_text_err(pa_client *c, pa_status st, const char *msg) {
+  pa_text_errf(c, st, "%s", msg);
 }
 
 static void text_line(pa_client *c, const char *s) {
@@ -215,9 +225,8 @@ void pa_text_complete(pa_client *c, const pa_reply *r) {
  * ---------------------------------------------------------------*/
 
 static void no_robot(pa_client *c) {
-  char msg[96];
-  snprintf(msg, sizeof msg, "robot %" PRIu32 " does not exist", c->robot);
-  pa_text_err(c, PA_ERR_UNKNOWN_ROBOT, msg);
+  pa_text_errf(c, PA_ERR_UNKNOWN_ROBOT, "robot %" PRIu32 " does not exist",
+               c->robot);
 }
 
 /* The connection's robot exists; else answers unknown_robot. */
@@ -244,10 +253,8 @@ static void to_sim(pa_client *c, const pa_text_cmd *t, pa_cmd *cmd) {
 
 static void exec_auth(pa_client *c, const pa_text_cmd *t) {
   if (c->g->token[0] && !pa_gw_auth_try(c, t->arg)) {
-    char msg[128];
-    snprintf(msg, sizeof msg, "wrong token%s",
-             c->closing ? " (too many wrong tokens: closing)" : "");
-    pa_text_err(c, PA_ERR_NOT_AUTHORIZED, msg);
+    pa_text_errf(c, PA_ERR_NOT_AUTHORIZED, "wrong token%s",
+                 c->closing ? " (too many wrong tokens: closing)" : "");
     return;
   }
   c->authed = true;
@@ -319,10 +326,8 @@ static void exec_robot(pa_client *c, const pa_text_cmd *t) {
     return;
   }
   if (rc != 0) {
-    char msg[384];
-    snprintf(msg, sizeof msg, "no robot with %s '%s'", numeric ? "id" : "name",
-             t->arg);
-    pa_text_err(c, PA_ERR_UNKNOWN_ROBOT, msg);
+    pa_text_errf(c, PA_ERR_UNKNOWN_ROBOT, "no robot with %s '%s'",
+                 numeric ? "id" : "name", t->arg);
     return;
   }
   c->robot = idx;

@@ -49,12 +49,19 @@ static double flag_or_world(const pa_sim_def *d, uint32_t bit, double flag,
   return (d->force & bit) || fabs(flag - dflt) > 1e-9 ? flag : world;
 }
 
+/* A robot's or an obstacle's info from its def starts zeroed, named, active,
+ * at generation 1. */
+#define NEW_INFO(dst, def_name)                                                \
+  do {                                                                         \
+    memset((dst), 0, sizeof *(dst));                                           \
+    snprintf((dst)->name, sizeof(dst)->name, "%s", (def_name));                \
+    (dst)->active = 1;                                                         \
+    (dst)->gen = 1;                                                            \
+  } while (0)
+
 static void robot_info_from_def(pa_robot_info *ri, const pa_robot_def *rd,
                                 const pa_sim_def *d) {
-  memset(ri, 0, sizeof *ri);
-  snprintf(ri->name, sizeof ri->name, "%s", rd->name);
-  ri->active = 1;
-  ri->gen = 1;
+  NEW_INFO(ri, rd->name);
   ri->drive = rd->drive == PA_DRIVE_OMNI ? PA_DRIVE_OMNI : PA_DRIVE_DIFF;
   ri->radius = (float)rd->radius;
   ri->wheel_base = (float)(rd->wheel_base > 0 ? rd->wheel_base
@@ -102,10 +109,7 @@ static void robot_info_from_def(pa_robot_info *ri, const pa_robot_def *rd,
 
 static void obstacle_info_from_def(pa_obstacle_info *oi,
                                    const pa_obstacle_def *od) {
-  memset(oi, 0, sizeof *oi);
-  snprintf(oi->name, sizeof oi->name, "%s", od->name);
-  oi->active = 1;
-  oi->gen = 1;
+  NEW_INFO(oi, od->name);
   oi->shape = od->shape == PA_SHAPE_CIRCLE ? PA_SHAPE_CIRCLE : PA_SHAPE_BOX;
   oi->height = (float)od->height;
   oi->x = od->x;
