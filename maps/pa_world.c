@@ -230,6 +230,19 @@ static int robot(wctx *c, yaml_node_t *n, size_t i, pa_robot_def *r) {
   return 0;
 }
 
+/* Obstacle n (named name) of this shape has its own key (node own, named
+ * own_key in the error) and not the other shape's (node other). */
+static int shape_keys(wctx *c, yaml_node_t *n, const char *shape,
+                      const char *name, yaml_node_t *own, const char *own_key,
+                      yaml_node_t *other, const char *other_msg) {
+  if (other)
+    return pa_map_yerr(c->d, other, c->err, c->err_sz, "%s", other_msg);
+  if (!own)
+    return pa_map_yerr(c->d, n, c->err, c->err_sz, "%s '%s': missing key %s",
+                       shape, pa_map_yq(c->d, name), own_key);
+  return 0;
+}
+
 static int obstacle(wctx *c, yaml_node_t *n, size_t i, pa_obstacle_def *o) {
   static const char *const keys[] = {"name",   "shape",  "pose",   "size",
                                      "radius", "height", "colour", NULL};
@@ -262,13 +275,9 @@ static int obstacle(wctx *c, yaml_node_t *n, size_t i, pa_obstacle_def *o) {
   yaml_node_t *size = pa_map_yget(c->d, n, "size");
   yaml_node_t *rad = pa_map_yget(c->d, n, "radius");
   if (o->shape == 0) {
-    if (rad)
-      return pa_map_yerr(c->d, rad, c->err, c->err_sz,
-                         "radius: a box takes size: [x, y], not radius");
-    if (!size)
-      return pa_map_yerr(c->d, n, c->err, c->err_sz,
-                         "box '%s': missing key 'size' ([x, y] metres)",
-                         pa_map_yq(c->d, o->name));
+    if (shape_keys(c, n, "box", o->name, size, "'size' ([x, y] metres)", rad,
+                   "radius: a box takes size: [x, y], not radius"))
+      return -1;
     double sz[2];
     if (pa_map_ynums(c->d, size, "size", sz, 2, 2, NULL, c->err, c->err_sz))
       return -1;
@@ -282,13 +291,9 @@ static int obstacle(wctx *c, yaml_node_t *n, size_t i, pa_obstacle_def *o) {
     o->size_x = sz[0];
     o->size_y = sz[1];
   } else {
-    if (size)
-      return pa_map_yerr(c->d, size, c->err, c->err_sz,
-                         "size: a circle takes radius, not size");
-    if (!rad)
-      return pa_map_yerr(c->d, n, c->err, c->err_sz,
-                         "circle '%s': missing key 'radius'",
-                         pa_map_yq(c->d, o->name));
+    if (shape_keys(c, n, "circle", o->name, rad, "'radius'", size,
+                   "size: a circle takes radius, not size"))
+      return -1;
     if (prop_in(c, rad, "radius", PA_PR_OB_RADIUS, &o->radius))
       return -1;
   }

@@ -542,15 +542,20 @@ static pa_status op_speed(const pa_sim_model *m, pa_sim_state *s,
   return PA_OK;
 }
 
+/* After a removal: the counts, the published world and the reply's id. */
+static pa_status removed(pa_sim_state *s, pa_reply *r, uint32_t id) {
+  pa_sim_int_recount(s);
+  s->world_dirty = true;
+  r->obj.id = id;
+  return PA_OK;
+}
+
 static pa_status op_remove_robot(const pa_sim_model *m, pa_sim_state *s,
                                  const pa_cmd *c, pa_reply *r) {
   (void)m;
   s->info[c->robot].active = 0;
   s->rs[c->robot].flags = 0;
-  pa_sim_int_recount(s);
-  s->world_dirty = true;
-  r->obj.id = c->robot;
-  return PA_OK;
+  return removed(s, r, c->robot);
 }
 
 static pa_status op_remove_obstacle(const pa_sim_model *m, pa_sim_state *s,
@@ -560,10 +565,7 @@ static pa_status op_remove_obstacle(const pa_sim_model *m, pa_sim_state *s,
   if (i == UINT32_MAX)
     return fail(r, PA_ERR_UNKNOWN_OBJECT, "no obstacle named '%s'", c->name);
   s->obs[i].active = 0;
-  pa_sim_int_recount(s);
-  s->world_dirty = true;
-  r->obj.id = i;
-  return PA_OK;
+  return removed(s, r, i);
 }
 
 static pa_status op_sync(const pa_sim_model *m, pa_sim_state *s,

@@ -136,8 +136,8 @@ static void test_shapes_and_robots(void **st) {
 /* The fan from (x, y) into f (n rays) must equal pa_sim_cast_plain ray by
  * ray (what: where, for the failure); how many rays hit within rmax. */
 static int fan_equals_plain(const pa_sim_model *m, const char *what, double x,
-                            double y, const double *dx, const double *dy,
-                            int n, double rmax, double *f) {
+                            double y, const double *dx, const double *dy, int n,
+                            double rmax, double *f) {
   int hits = 0;
   pa_sim_cast_fan(m, x, y, dx, dy, (uint32_t)n, rmax, f);
   for (int q = 0; q < n; q++) {
@@ -246,8 +246,8 @@ static void check_fast_equals_plain(double origin_x, double origin_y,
         }
       }
       double rmax = 1 + 20 * pa_sim_rng_uniform(&rng);
-      fan_equals_plain(&m, pa_sim_simd_name((pa_sim_simd)path), x, y, dx, dy,
-                       N, rmax, f);
+      fan_equals_plain(&m, pa_sim_simd_name((pa_sim_simd)path), x, y, dx, dy, N,
+                       rmax, f);
       fan_rays += N;
     }
   }

@@ -107,14 +107,12 @@ static void write_world(void) {
   struct {
     pa_tick t;
     pa_robot_state r[2];
-  } tick;
-  memset(&tick, 0, sizeof tick);
-  tick.t.tick = 100;
-  tick.t.sim_time = 0.5;
-  tick.t.wall_ns = pa_now_ns();
-  tick.t.robot_count = 2;
-  tick.t.speed = 1.0;
-  tick.t.world_gen = st.ctl->world_gen;
+  } tick = {.t = {.tick = 100,
+                  .sim_time = 0.5,
+                  .wall_ns = pa_now_ns(),
+                  .robot_count = 2,
+                  .speed = 1.0,
+                  .world_gen = st.ctl->world_gen}};
   for (uint32_t i = 0; i < 2; i++) {
     tick.r[i].id = i;
     tick.r[i].gen = 1;
@@ -128,17 +126,15 @@ static void write_world(void) {
     struct {
       pa_scan s;
       float r[8];
-    } scan;
-    memset(&scan, 0, sizeof scan);
-    scan.s.tick = 100;
-    scan.s.sim_time = 0.5;
-    scan.s.robot = i;
-    scan.s.seq = 1;
-    scan.s.angle_min = -3.14f;
-    scan.s.angle_increment = 0.785f;
-    scan.s.range_min = 0.15f;
-    scan.s.range_max = 12.0f;
-    scan.s.count = 8;
+    } scan = {.s = {.tick = 100,
+                    .sim_time = 0.5,
+                    .robot = i,
+                    .seq = 1,
+                    .angle_min = -3.14f,
+                    .angle_increment = 0.785f,
+                    .range_min = 0.15f,
+                    .range_max = 12.0f,
+                    .count = 8}};
     for (int k = 0; k < 8; k++)
       scan.r[k] = 0.5f + (float)k;
     if (pa_ring_write(st.scan, &scan, sizeof scan) < 0)
