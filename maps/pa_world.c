@@ -40,6 +40,19 @@ static int num_in(wctx *c, yaml_node_t *n, const char *what, double lo,
   return 0;
 }
 
+/* Key what (node v) is word a (*out 0) or b (*out 1); else the error says
+ * which it expected. */
+static int one_of_two(wctx *c, yaml_node_t *v, const char *what,
+                      const char *a, const char *b, int *out) {
+  char s[32];
+  if (pa_map_ystr(c->d, v, what, s, sizeof s, c->err, c->err_sz) ||
+      (strcmp(s, a) && strcmp(s, b)))
+    return pa_map_yerr(c->d, v, c->err, c->err_sz, "%s: expected %s or %s",
+                       what, a, b);
+  *out = !strcmp(s, b) ? 1 : 0;
+  return 0;
+}
+
 /* A number in the schema's range of that property (pa_props.h). */
 static int prop_in(wctx *c, yaml_node_t *n, const char *what, pa_prop_row row,
                    double *out) {
@@ -202,14 +215,9 @@ static int robot(wctx *c, yaml_node_t *n, size_t i, pa_robot_def *r) {
                        "robot '%s': missing key 'pose' ([x, y, theta])",
                        pa_map_yq(c->d, r->name));
   if (pose(c, v, "pose", &r->x, &r->y, &r->theta)) return -1;
-  if ((v = pa_map_yget(c->d, n, "drive"))) {
-    char s[32];
-    if (pa_map_ystr(c->d, v, "drive", s, sizeof s, c->err, c->err_sz) ||
-        (strcmp(s, "differential") && strcmp(s, "omni")))
-      return pa_map_yerr(c->d, v, c->err, c->err_sz,
-                         "drive: expected differential or omni");
-    r->drive = !strcmp(s, "omni") ? 1 : 0; /* enum pa_drive */
-  }
+  if ((v = pa_map_yget(c->d, n, "drive")) && /* enum pa_drive */
+      one_of_two(c, v, "drive", "differential", "omni", &r->drive))
+    return -1;
   if ((v = pa_map_yget(c->d, n, "radius")) &&
       prop_in(c, v, "radius", PA_PR_RADIUS, &r->radius))
     return -1;
@@ -261,12 +269,8 @@ static int obstacle(wctx *c, yaml_node_t *n, size_t i, pa_obstacle_def *o) {
     return pa_map_yerr(c->d, n, c->err, c->err_sz,
                        "obstacle '%s': missing key 'shape' (box or circle)",
                        pa_map_yq(c->d, o->name));
-  char s[32];
-  if (pa_map_ystr(c->d, v, "shape", s, sizeof s, c->err, c->err_sz) ||
-      (strcmp(s, "box") && strcmp(s, "circle")))
-    return pa_map_yerr(c->d, v, c->err, c->err_sz,
-                       "shape: expected box or circle");
-  o->shape = !strcmp(s, "circle") ? 1 : 0; /* enum pa_shape */
+  if (one_of_two(c, v, "shape", "box", "circle", &o->shape)) /* pa_shape */
+    return -1;
   if (!(v = pa_map_yget(c->d, n, "pose")))
     return pa_map_yerr(c->d, n, c->err, c->err_sz,
                        "obstacle '%s': missing key 'pose' ([x, y, theta])",
