@@ -218,17 +218,12 @@ static int robot(wctx *c, yaml_node_t *n, size_t i, pa_robot_def *r) {
   if ((v = pa_map_yget(c->d, n, "drive")) && /* enum pa_drive */
       one_of_two(c, v, "drive", "differential", "omni", &r->drive))
     return -1;
-  if ((v = pa_map_yget(c->d, n, "radius")) &&
-      prop_in(c, v, "radius", PA_PR_RADIUS, &r->radius))
-    return -1;
-  if ((v = pa_map_yget(c->d, n, "wheel_base")) &&
-      prop_in(c, v, "wheel_base", PA_PR_WHEEL_BASE, &r->wheel_base))
-    return -1;
-  if ((v = pa_map_yget(c->d, n, "height")) &&
-      prop_in(c, v, "height", PA_PR_HEIGHT, &r->height))
-    return -1;
-  if ((v = pa_map_yget(c->d, n, "head_height")) &&
-      prop_in(c, v, "head_height", PA_PR_HEAD_HEIGHT, &r->head_height))
+  if (key_num(c, n, "radius", "radius", PA_PR_RADIUS, &r->radius) ||
+      key_num(c, n, "wheel_base", "wheel_base", PA_PR_WHEEL_BASE,
+              &r->wheel_base) ||
+      key_num(c, n, "height", "height", PA_PR_HEIGHT, &r->height) ||
+      key_num(c, n, "head_height", "head_height", PA_PR_HEAD_HEIGHT,
+              &r->head_height))
     return -1;
   if ((v = pa_map_yget(c->d, n, "colour")) && colour(c, v, "colour", r->colour))
     return -1;
@@ -301,8 +296,7 @@ static int obstacle(wctx *c, yaml_node_t *n, size_t i, pa_obstacle_def *o) {
     if (prop_in(c, rad, "radius", PA_PR_OB_RADIUS, &o->radius))
       return -1;
   }
-  if ((v = pa_map_yget(c->d, n, "height")) &&
-      prop_in(c, v, "height", PA_PR_OB_HEIGHT, &o->height))
+  if (key_num(c, n, "height", "height", PA_PR_OB_HEIGHT, &o->height))
     return -1;
   if ((v = pa_map_yget(c->d, n, "colour")) && colour(c, v, "colour", o->colour))
     return -1;
