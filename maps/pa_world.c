@@ -101,6 +101,17 @@ static int pose(wctx *c, yaml_node_t *n, const char *what, double *x,
   return 0;
 }
 
+/* The pose key a robot's or obstacle's (kind) mapping n must have. */
+static int need_pose(wctx *c, yaml_node_t *n, const char *kind,
+                     const char *nm, double *x, double *y, double *th) {
+  yaml_node_t *v = pa_map_yget(c->d, n, "pose");
+  if (!v)
+    return pa_map_yerr(c->d, n, c->err, c->err_sz,
+                       "%s '%s': missing key 'pose' ([x, y, theta])", kind,
+                       pa_map_yq(c->d, nm));
+  return pose(c, v, "pose", x, y, th);
+}
+
 static int name(wctx *c, yaml_node_t *n, const char *what, char *out) {
   if (pa_map_ystr(c->d, n, what, out, PA_MAP_NAME_MAX, c->err, c->err_sz))
     return -1;
@@ -210,11 +221,8 @@ static int robot(wctx *c, yaml_node_t *n, size_t i, pa_robot_def *r) {
   yaml_node_t *v;
   if ((v = pa_map_yget(c->d, n, "name")) && name(c, v, "robot name", r->name))
     return -1;
-  if (!(v = pa_map_yget(c->d, n, "pose")))
-    return pa_map_yerr(c->d, n, c->err, c->err_sz,
-                       "robot '%s': missing key 'pose' ([x, y, theta])",
-                       pa_map_yq(c->d, r->name));
-  if (pose(c, v, "pose", &r->x, &r->y, &r->theta)) return -1;
+  if (need_pose(c, n, "robot", r->name, &r->x, &r->y, &r->theta))
+    return -1;
   if ((v = pa_map_yget(c->d, n, "drive")) && /* enum pa_drive */
       one_of_two(c, v, "drive", "differential", "omni", &r->drive))
     return -1;
@@ -266,11 +274,8 @@ static int obstacle(wctx *c, yaml_node_t *n, size_t i, pa_obstacle_def *o) {
                        pa_map_yq(c->d, o->name));
   if (one_of_two(c, v, "shape", "box", "circle", &o->shape)) /* pa_shape */
     return -1;
-  if (!(v = pa_map_yget(c->d, n, "pose")))
-    return pa_map_yerr(c->d, n, c->err, c->err_sz,
-                       "obstacle '%s': missing key 'pose' ([x, y, theta])",
-                       pa_map_yq(c->d, o->name));
-  if (pose(c, v, "pose", &o->x, &o->y, &o->theta)) return -1;
+  if (need_pose(c, n, "obstacle", o->name, &o->x, &o->y, &o->theta))
+    return -1;
   yaml_node_t *size = pa_map_yget(c->d, n, "size");
   yaml_node_t *rad = pa_map_yget(c->d, n, "radius");
   if (o->shape == 0) {

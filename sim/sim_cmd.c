@@ -101,13 +101,10 @@ static pa_status spawn_robot(const pa_sim_model *m, pa_sim_state *s,
     return fail(r, PA_ERR_INVALID_ACTION_SHAPE, "unknown drive %u", a->drive);
   char name[sizeof c->name];
   memcpy(name, c->name, sizeof name);
-  uint32_t slot = UINT32_MAX;
-  for (uint32_t i = 0; i < s->cap_robots; i++)
-    if (!s->info[i].active) {
-      slot = i;
-      break;
-    }
-  if (slot == UINT32_MAX)
+  uint32_t slot = 0; /* the first free one */
+  while (slot < s->cap_robots && s->info[slot].active)
+    slot++;
+  if (slot == s->cap_robots)
     return fail(r, PA_ERR_SPAWN_FAILED, "no free robot slot (max_robots %u)",
                 s->cap_robots);
   if (!name[0])
@@ -216,13 +213,10 @@ static pa_status spawn_obstacle(const pa_sim_model *m, pa_sim_state *s,
   o.colour[1] = 120;
   o.colour[2] = 80;
   o.colour[3] = 255;
-  uint32_t slot = UINT32_MAX;
-  for (uint32_t i = 0; i < s->cap_obstacles; i++)
-    if (!s->obs[i].active) {
-      slot = i;
-      break;
-    }
-  if (slot == UINT32_MAX)
+  uint32_t slot = 0; /* the first free one */
+  while (slot < s->cap_obstacles && s->obs[slot].active)
+    slot++;
+  if (slot == s->cap_obstacles)
     return fail(r, PA_ERR_SPAWN_FAILED,
                 "no free obstacle slot (max_obstacles %u)", s->cap_obstacles);
   memcpy(o.name, c->name, sizeof o.name);
