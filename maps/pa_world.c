@@ -42,8 +42,8 @@ static int num_in(wctx *c, yaml_node_t *n, const char *what, double lo,
 
 /* Key what (node v) is word a (*out 0) or b (*out 1); else the error says
  * which it expected. */
-static int one_of_two(wctx *c, yaml_node_t *v, const char *what,
-                      const char *a, const char *b, int *out) {
+static int one_of_two(wctx *c, yaml_node_t *v, const char *what, const char *a,
+                      const char *b, int *out) {
   char s[32];
   if (pa_map_ystr(c->d, v, what, s, sizeof s, c->err, c->err_sz) ||
       (strcmp(s, a) && strcmp(s, b)))
@@ -102,8 +102,8 @@ static int pose(wctx *c, yaml_node_t *n, const char *what, double *x,
 }
 
 /* The pose key a robot's or obstacle's (kind) mapping n must have. */
-static int need_pose(wctx *c, yaml_node_t *n, const char *kind,
-                     const char *nm, double *x, double *y, double *th) {
+static int need_pose(wctx *c, yaml_node_t *n, const char *kind, const char *nm,
+                     double *x, double *y, double *th) {
   yaml_node_t *v = pa_map_yget(c->d, n, "pose");
   if (!v)
     return pa_map_yerr(c->d, n, c->err, c->err_sz,

@@ -326,26 +326,23 @@ json_t *pa_json_act_spawn_robot(jctx *x) {
     return pa_json_fail(x, PA_ERR_INVALID_MESSAGE,
                         "data.radius %g is out of range %s (0 = default)",
                         radius, pa_prop_range(PA_PR_RADIUS, rg, sizeof rg));
-  pa_cmd cmd;
-  memset(&cmd, 0, sizeof cmd);
-  cmd.op = PA_OP_SPAWN_ROBOT;
-  if (!drive || !strcmp(drive, "diff"))
-    cmd.spawn_robot.drive = PA_DRIVE_DIFF;
-  else if (!strcmp(drive, "omni"))
-    cmd.spawn_robot.drive = PA_DRIVE_OMNI;
-  else
+  uint32_t drv = PA_DRIVE_DIFF;
+  if (drive && strcmp(drive, "diff") && strcmp(drive, "omni"))
     return pa_json_fail(x, PA_ERR_INVALID_MESSAGE,
                         "data.drive '%s' is not diff or omni", drive);
+  if (drive && !strcmp(drive, "omni"))
+    drv = PA_DRIVE_OMNI;
   pa_robot_info info;
   uint32_t idx;
   if (pa_gw_robot(x->c->g, name, -1, &info, &idx) == 0)
     return pa_json_fail(x, PA_ERR_SPAWN_FAILED, "a robot named '%s' exists",
                         name);
+  pa_cmd cmd;
+  memset(&cmd, 0, sizeof cmd);
+  cmd.op = PA_OP_SPAWN_ROBOT;
   snprintf(cmd.name, sizeof cmd.name, "%s", name);
-  cmd.spawn_robot.x = p[0];
-  cmd.spawn_robot.y = p[1];
-  cmd.spawn_robot.theta = p[2];
-  cmd.spawn_robot.radius = radius;
+  cmd.spawn_robot = (pa_cmd_spawn_robot){
+      .x = p[0], .y = p[1], .theta = p[2], .radius = radius, .drive = drv};
   return pa_json_wait_for_sim(x, &cmd, 0);
 }
 
