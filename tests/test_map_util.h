@@ -13,8 +13,7 @@ static inline void tm_expect_limits(const pa_robot_def *r, double max_v,
   assert_true(r->max_v == max_v && r->max_vy == max_vy && r->max_w == max_w);
   assert_true(r->acc_v == acc_v && r->dec_v == dec_v && r->acc_w == acc_w &&
               r->dec_w == dec_w);
-  assert_true(r->head_limit == head_limit &&
-              r->max_head_rate == max_head_rate);
+  assert_true(r->head_limit == head_limit && r->max_head_rate == max_head_rate);
 }
 
 /* r's laser (exactly) and camera (fov within fov_eps) are these. */
