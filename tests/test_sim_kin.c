@@ -5,46 +5,31 @@
 #include <setjmp.h>
 #include <cmocka.h>
 #include <math.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "test_sim_util.h"
 
 /* Most tests' world (cmocka fixture): a 40 m x 40 m room, one robot in the
  * middle (no wall within reach), diff or omni drive. */
-typedef struct room {
-  pa_sim_model m;
-  pa_sim_state s;
-} room;
-
 static int big_room(void **st, int drive) {
-  room *w = calloc(1, sizeof *w);
-  assert_non_null(w);
+  ts_world *w = ts_world_alloc(st);
   pa_grid g;
   ts_room(&g, 800, 800, 0.05);
   pa_robot_def r = ts_robot("r", 20, 20, 0);
   r.drive = drive;
   r.max_w = 10;
   ts_make_default(&w->m, &w->s, &g, &r, 1, NULL, 0);
-  *st = w;
   return 0;
 }
 
 static int diff_room(void **st) { return big_room(st, PA_DRIVE_DIFF); }
 static int omni_room(void **st) { return big_room(st, PA_DRIVE_OMNI); }
 
-static int room_free(void **st) {
-  room *w = *st;
-  ts_free(&w->m, &w->s);
-  free(w);
-  return 0;
-}
-
 /* A full circle of radius v/w returns to the start; half way it is 2R to the
  * left. Started at speed so acceleration limits do not enter. */
 static void test_circle(void **st) {
-  pa_sim_model *m = &((room *)*st)->m;
-  pa_sim_state *s = &((room *)*st)->s;
+  pa_sim_model *m = &((ts_world *)*st)->m;
+  pa_sim_state *s = &((ts_world *)*st)->s;
   const int n = 2000; /* ticks per turn at 200 Hz = 10 s */
   double w = 2 * M_PI / (n * m->dt), v = 1.5 * w; /* R = 1.5 m */
   s->rs[0].v = v;
@@ -69,8 +54,8 @@ static void test_circle(void **st) {
 }
 
 static void test_straight_and_velocity_limit(void **st) {
-  pa_sim_model *m = &((room *)*st)->m;
-  pa_sim_state *s = &((room *)*st)->s;
+  pa_sim_model *m = &((ts_world *)*st)->m;
+  pa_sim_state *s = &((ts_world *)*st)->s;
   /* 5 m/s asked, max_v = 1: after the ramp it goes 1 m/s */
   assert_int_equal(ts_cmd(m, s, PA_OP_SET_CMD, 0, 5, 0, 0, 0), PA_OK);
   for (int i = 0; i < 400; i++)
@@ -82,8 +67,8 @@ static void test_straight_and_velocity_limit(void **st) {
 }
 
 static void test_acceleration_limits(void **st) {
-  pa_sim_model *m = &((room *)*st)->m;
-  pa_sim_state *s = &((room *)*st)->s;
+  pa_sim_model *m = &((ts_world *)*st)->m;
+  pa_sim_state *s = &((ts_world *)*st)->s;
   const pa_robot_info *ri = &s->info[0];
   assert_int_equal(ts_cmd(m, s, PA_OP_SET_CMD, 0, 1, 0, 2, 0), PA_OK);
   pa_sim_step(m, s);
@@ -114,8 +99,8 @@ static void test_acceleration_limits(void **st) {
 }
 
 static void test_head_limits(void **st) {
-  pa_sim_model *m = &((room *)*st)->m;
-  pa_sim_state *s = &((room *)*st)->s;
+  pa_sim_model *m = &((ts_world *)*st)->m;
+  pa_sim_state *s = &((ts_world *)*st)->s;
   const pa_robot_info *ri = &s->info[0];
   /* rate clamped to max_head_rate */
   assert_int_equal(ts_cmd(m, s, PA_OP_SET_CMD, 0, 0, 0, 0, 100), PA_OK);
@@ -135,8 +120,8 @@ static void test_head_limits(void **st) {
 }
 
 static void test_omni_frames(void **st) {
-  pa_sim_model *m = &((room *)*st)->m;
-  pa_sim_state *s = &((room *)*st)->s;
+  pa_sim_model *m = &((ts_world *)*st)->m;
+  pa_sim_state *s = &((ts_world *)*st)->s;
   /* robot frame: sideways while facing +90 deg = moving -x */
   s->rs[0].theta = M_PI / 2;
   s->rs[0].vy = 0.5;
@@ -163,8 +148,8 @@ static void test_omni_frames(void **st) {
 }
 
 static void test_diff_refuses_sideways(void **st) {
-  pa_sim_model *m = &((room *)*st)->m;
-  pa_sim_state *s = &((room *)*st)->s;
+  pa_sim_model *m = &((ts_world *)*st)->m;
+  pa_sim_state *s = &((ts_world *)*st)->s;
   assert_int_equal(ts_cmd(m, s, PA_OP_SET_CMD, 0, 0, 0.3, 0, 0),
                    PA_ERR_UNSUPPORTED_CONTROL_SCHEME);
   assert_int_equal(ts_cmd(m, s, PA_OP_SET_CMD, 0, NAN, 0, 0, 0),
@@ -206,15 +191,17 @@ static void test_odom_drift(void **st) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test_setup_teardown(test_circle, diff_room, room_free),
+      cmocka_unit_test_setup_teardown(test_circle, diff_room, ts_world_free),
       cmocka_unit_test_setup_teardown(test_straight_and_velocity_limit,
-                                      diff_room, room_free),
+                                      diff_room, ts_world_free),
       cmocka_unit_test_setup_teardown(test_acceleration_limits, diff_room,
-                                      room_free),
-      cmocka_unit_test_setup_teardown(test_head_limits, diff_room, room_free),
-      cmocka_unit_test_setup_teardown(test_omni_frames, omni_room, room_free),
+                                      ts_world_free),
+      cmocka_unit_test_setup_teardown(test_head_limits, diff_room,
+                                      ts_world_free),
+      cmocka_unit_test_setup_teardown(test_omni_frames, omni_room,
+                                      ts_world_free),
       cmocka_unit_test_setup_teardown(test_diff_refuses_sideways, diff_room,
-                                      room_free),
+                                      ts_world_free),
       cmocka_unit_test(test_odom_drift),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -98,6 +98,20 @@ void ts_make_default(pa_sim_model *m, pa_sim_state *s, pa_grid *g,
   pa_grid_free(g);
 }
 
+ts_world *ts_world_alloc(void **st) {
+  ts_world *w = calloc(1, sizeof *w);
+  assert_non_null(w);
+  *st = w;
+  return w;
+}
+
+int ts_world_free(void **st) {
+  ts_world *w = *st;
+  ts_free(&w->m, &w->s);
+  free(w);
+  return 0;
+}
+
 void ts_free(pa_sim_model *m, pa_sim_state *s) {
   pa_sim_state_free(s);
   pa_sim_model_free(m);
