@@ -76,7 +76,7 @@ double pa_sim_cast_fast(const pa_sim_model *m, double x, double y, double dx,
   grid_ray g = ray_in_grid(m, x, y, dx, dy, range_max);
   double t;
   pa_sim_int_cast_many(m, g.gx, g.gy, &g.gdx, &g.gdy, 1, g.maxc, &t);
-  return cells_to_range(m, t, g.maxc, range_max);
+  return cells_to_range(t, g.maxc, range_max, m->grid.resolution);
 }
 
 void pa_sim_cast_fan(const pa_sim_model *m, double x, double y,
@@ -84,7 +84,7 @@ void pa_sim_cast_fan(const pa_sim_model *m, double x, double y,
                      double range_max, double *out) {
   double gx, gy;
   to_grid(m, x, y, &gx, &gy);
-  double maxc = range_max / m->grid.resolution;
+  double res = m->grid.resolution, maxc = range_max / res;
   enum { CHUNK = CAST_CHUNK };
   double gdx[CHUNK], gdy[CHUNK], t[CHUNK];
   for (uint32_t i0 = 0; i0 < n; i0 += CHUNK) {
@@ -95,6 +95,6 @@ void pa_sim_cast_fan(const pa_sim_model *m, double x, double y,
     }
     pa_sim_int_cast_many(m, gx, gy, gdx, gdy, k, maxc, t);
     for (uint32_t q = 0; q < k; q++)
-      out[i0 + q] = cells_to_range(m, t[q], maxc, range_max);
+      out[i0 + q] = cells_to_range(t[q], maxc, range_max, res);
   }
 }

@@ -168,5 +168,5 @@ double pa_sim_cast_plain(const pa_sim_model *m, double x, double y, double dx,
                          double dy, double range_max) {
   grid_ray g = ray_in_grid(m, x, y, dx, dy, range_max);
   double t = pa_sim_int_cast_plain_cells(m, g.gx, g.gy, g.gdx, g.gdy, g.maxc);
-  return cells_to_range(m, t, g.maxc, range_max);
+  return cells_to_range(t, g.maxc, range_max, m->grid.resolution);
 }

@@ -41,11 +41,11 @@ static inline grid_ray ray_in_grid(const pa_sim_model *m, double x, double y,
   return r;
 }
 
-/* A caster's result t [cells] as a range [m]: range_max where nothing is
- * hit within maxc. */
-static inline double cells_to_range(const pa_sim_model *m, double t,
-                                    double maxc, double range_max) {
-  return t >= maxc ? range_max : t * m->grid.resolution;
+/* A caster's result t [cells] as a range [m] (res: the grid's resolution):
+ * range_max where nothing is hit within maxc. */
+static inline double cells_to_range(double t, double maxc, double range_max,
+                                    double res) {
+  return t >= maxc ? range_max : t * res;
 }
 
 static inline bool cell_blocked(const pa_sim_model *m, int64_t cx, int64_t cy) {
