@@ -8,12 +8,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+void pa_json_vfail(jctx *x, pa_status st, const char *fmt, va_list ap) {
+  vsnprintf(x->msg, sizeof x->msg, fmt, ap);
+  x->st = st;
+}
+
 json_t *pa_json_fail(jctx *x, pa_status st, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(x->msg, sizeof x->msg, fmt, ap);
+  pa_json_vfail(x, st, fmt, ap);
   va_end(ap);
-  x->st = st;
   return NULL;
 }
 

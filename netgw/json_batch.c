@@ -41,12 +41,10 @@ enum {
 static uint32_t *fail_ids(jctx *x, pa_status st, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 static uint32_t *fail_ids(jctx *x, pa_status st, const char *fmt, ...) {
-  char msg[sizeof x->msg];
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
+  pa_json_vfail(x, st, fmt, ap);
   va_end(ap);
-  pa_json_fail(x, st, "%s", msg);
   return NULL;
 }
 

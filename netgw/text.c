@@ -63,10 +63,10 @@ static pa_status number(const char *tok, const char *cmd, const char *what,
   return PA_OK;
 }
 
-/* Unsigned decimal integer in [lo, hi]. */
+/* Unsigned decimal integer in [lo, hi] (hi <= UINT32_MAX). */
 static pa_status integer(const char *tok, const char *cmd, const char *what,
-                         unsigned long lo, unsigned long hi,
-                         unsigned long *out, char *msg, size_t msg_sz) {
+                         unsigned long lo, unsigned long hi, uint32_t *out,
+                         char *msg, size_t msg_sz) {
   size_t n = strlen(tok);
   if (n == 0 || n > 10 || strspn(tok, "0123456789") != n)
     return fail(msg, msg_sz, PA_ERR_INVALID_MESSAGE,
@@ -75,7 +75,7 @@ static pa_status integer(const char *tok, const char *cmd, const char *what,
   if (v < lo || v > hi)
     return fail(msg, msg_sz, PA_ERR_INVALID_MESSAGE,
                 "%s: %s %lu is out of range [%lu, %lu]", cmd, what, v, lo, hi);
-  *out = v;
+  *out = (uint32_t)v;
   return PA_OK;
 }
 
@@ -129,7 +129,7 @@ static pa_status parse_teleport(const text_tok *tok, int na, pa_text_cmd *out,
 static pa_status parse_sub(const text_tok *tok, int na, pa_text_cmd *out,
                            char *msg, size_t msg_sz) {
   (void)na;
-  unsigned long u;
+  uint32_t u;
   pa_status st;
   if ((st = channel(tok[1], tok[0], &out->channel, msg, msg_sz)) ||
       (st = integer(tok[2], tok[0], "udp_port", 1, 65535, &u, msg, msg_sz)))
@@ -146,15 +146,10 @@ static pa_status parse_unsub(const text_tok *tok, int na, pa_text_cmd *out,
 
 static pa_status parse_step(const text_tok *tok, int na, pa_text_cmd *out,
                             char *msg, size_t msg_sz) {
-  out->n = 1;
-  unsigned long u;
-  pa_status st;
-  if (na == 1) {
-    if ((st = integer(tok[1], tok[0], "n", 1, PA_NETGW_STEP_MAX, &u, msg,
-                      msg_sz)))
-      return st;
-    out->n = (uint32_t)u;
-  }
+  out->n = 1; /* without an argument */
+  if (na == 1)
+    return integer(tok[1], tok[0], "n", 1, PA_NETGW_STEP_MAX, &out->n, msg,
+                   msg_sz);
   return PA_OK;
 }
 

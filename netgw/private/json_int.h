@@ -8,6 +8,8 @@
 
 #include "netgw_int.h"
 
+#include <stdarg.h>
+
 /* Envelope types an action answers (request "type"). */
 enum { JT_COMMAND = 1u << 0, JT_SIM_CONTROL = 1u << 1 };
 
@@ -85,6 +87,10 @@ json_t *pa_json_ranges(pa_client *c, const float *r, uint32_t n);
 
 /* ---- json_args.c: request fields (1 found, 0 absent, -1 bad: error set) ---*/
 
+/* pa_json_fail with the arguments as a va_list (for other failing
+ * helpers): sets x's error. */
+void pa_json_vfail(jctx *x, pa_status st, const char *fmt, va_list ap)
+    __attribute__((format(printf, 3, 0)));
 /* Sets x's error; returns NULL so a handler can `return pa_json_fail(...)`. */
 json_t *pa_json_fail(jctx *x, pa_status st, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
