@@ -171,35 +171,39 @@ static bool parsed_plain(const yaml_node_t *n, const char *s, const char *end) {
          n->data.scalar.style != YAML_DOUBLE_QUOTED_SCALAR_STYLE;
 }
 
-int pa_map_ynum(pa_ydoc *d, yaml_node_t *n, const char *what, double *out,
-                char *err, size_t err_sz) {
-  const char *s;
-  if (scalar(d, n, what, "a number", &s, err, err_sz)) return -1;
+/* Plain scalar n as a finite double (*dv) or, integer, a long (*lv): 0, or
+ * -1 with the error set. */
+static int plain_number(pa_ydoc *d, yaml_node_t *n, const char *what,
+                        bool integer, double *dv, long *lv, char *err,
+                        size_t err_sz) {
+  const char *s, *kind = integer ? "an integer" : "a number";
+  if (scalar(d, n, what, kind, &s, err, err_sz))
+    return -1;
   char *end;
   errno = 0;
-  double v = strtod(s, &end);
-  if (!parsed_plain(n, s, end))
-    return pa_map_yerr(d, n, err, err_sz, "%s: expected a number, got '%s'",
-                       what, pa_map_yq(d, s));
-  if (!isfinite(v) || errno == ERANGE)
+  double v = integer ? 0 : strtod(s, &end);
+  long l = integer ? strtol(s, &end, 10) : 0;
+  if (!parsed_plain(n, s, end) || (integer && errno == ERANGE))
+    return pa_map_yerr(d, n, err, err_sz, "%s: expected %s, got '%s'", what,
+                       kind, pa_map_yq(d, s));
+  if (!integer && (!isfinite(v) || errno == ERANGE))
     return pa_map_yerr(d, n, err, err_sz, "%s: %s is not a finite number", what,
                        pa_map_yq(d, s));
-  *out = v;
+  if (integer)
+    *lv = l;
+  else
+    *dv = v;
   return 0;
+}
+
+int pa_map_ynum(pa_ydoc *d, yaml_node_t *n, const char *what, double *out,
+                char *err, size_t err_sz) {
+  return plain_number(d, n, what, false, out, NULL, err, err_sz);
 }
 
 int pa_map_yint(pa_ydoc *d, yaml_node_t *n, const char *what, long *out,
                 char *err, size_t err_sz) {
-  const char *s;
-  if (scalar(d, n, what, "an integer", &s, err, err_sz)) return -1;
-  char *end;
-  errno = 0;
-  long v = strtol(s, &end, 10);
-  if (!parsed_plain(n, s, end) || errno == ERANGE)
-    return pa_map_yerr(d, n, err, err_sz, "%s: expected an integer, got '%s'",
-                       what, pa_map_yq(d, s));
-  *out = v;
-  return 0;
+  return plain_number(d, n, what, true, NULL, out, err, err_sz);
 }
 
 int pa_map_ybool(pa_ydoc *d, yaml_node_t *n, const char *what, bool *out,

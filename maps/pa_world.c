@@ -40,6 +40,19 @@ static int num_in(wctx *c, yaml_node_t *n, const char *what, double lo,
   return 0;
 }
 
+/* Key what (node v) is word a (*out 0) or b (*out 1); else the error says
+ * which it expected. */
+static int one_of_two(wctx *c, yaml_node_t *v, const char *what, const char *a,
+                      const char *b, int *out) {
+  char s[32];
+  if (pa_map_ystr(c->d, v, what, s, sizeof s, c->err, c->err_sz) ||
+      (strcmp(s, a) && strcmp(s, b)))
+    return pa_map_yerr(c->d, v, c->err, c->err_sz, "%s: expected %s or %s",
+                       what, a, b);
+  *out = !strcmp(s, b) ? 1 : 0;
+  return 0;
+}
+
 /* A number in the schema's range of that property (pa_props.h). */
 static int prop_in(wctx *c, yaml_node_t *n, const char *what, pa_prop_row row,
                    double *out) {
@@ -86,6 +99,17 @@ static int pose(wctx *c, yaml_node_t *n, const char *what, double *x,
   *y = v[1];
   *th = v[2];
   return 0;
+}
+
+/* The pose key a robot's or obstacle's (kind) mapping n must have. */
+static int need_pose(wctx *c, yaml_node_t *n, const char *kind, const char *nm,
+                     double *x, double *y, double *th) {
+  yaml_node_t *v = pa_map_yget(c->d, n, "pose");
+  if (!v)
+    return pa_map_yerr(c->d, n, c->err, c->err_sz,
+                       "%s '%s': missing key 'pose' ([x, y, theta])", kind,
+                       pa_map_yq(c->d, nm));
+  return pose(c, v, "pose", x, y, th);
 }
 
 static int name(wctx *c, yaml_node_t *n, const char *what, char *out) {
@@ -197,36 +221,36 @@ static int robot(wctx *c, yaml_node_t *n, size_t i, pa_robot_def *r) {
   yaml_node_t *v;
   if ((v = pa_map_yget(c->d, n, "name")) && name(c, v, "robot name", r->name))
     return -1;
-  if (!(v = pa_map_yget(c->d, n, "pose")))
-    return pa_map_yerr(c->d, n, c->err, c->err_sz,
-                       "robot '%s': missing key 'pose' ([x, y, theta])",
-                       pa_map_yq(c->d, r->name));
-  if (pose(c, v, "pose", &r->x, &r->y, &r->theta)) return -1;
-  if ((v = pa_map_yget(c->d, n, "drive"))) {
-    char s[32];
-    if (pa_map_ystr(c->d, v, "drive", s, sizeof s, c->err, c->err_sz) ||
-        (strcmp(s, "differential") && strcmp(s, "omni")))
-      return pa_map_yerr(c->d, v, c->err, c->err_sz,
-                         "drive: expected differential or omni");
-    r->drive = !strcmp(s, "omni") ? 1 : 0; /* enum pa_drive */
-  }
-  if ((v = pa_map_yget(c->d, n, "radius")) &&
-      prop_in(c, v, "radius", PA_PR_RADIUS, &r->radius))
+  if (need_pose(c, n, "robot", r->name, &r->x, &r->y, &r->theta))
     return -1;
-  if ((v = pa_map_yget(c->d, n, "wheel_base")) &&
-      prop_in(c, v, "wheel_base", PA_PR_WHEEL_BASE, &r->wheel_base))
+  if ((v = pa_map_yget(c->d, n, "drive")) && /* enum pa_drive */
+      one_of_two(c, v, "drive", "differential", "omni", &r->drive))
     return -1;
-  if ((v = pa_map_yget(c->d, n, "height")) &&
-      prop_in(c, v, "height", PA_PR_HEIGHT, &r->height))
-    return -1;
-  if ((v = pa_map_yget(c->d, n, "head_height")) &&
-      prop_in(c, v, "head_height", PA_PR_HEAD_HEIGHT, &r->head_height))
+  if (key_num(c, n, "radius", "radius", PA_PR_RADIUS, &r->radius) ||
+      key_num(c, n, "wheel_base", "wheel_base", PA_PR_WHEEL_BASE,
+              &r->wheel_base) ||
+      key_num(c, n, "height", "height", PA_PR_HEIGHT, &r->height) ||
+      key_num(c, n, "head_height", "head_height", PA_PR_HEAD_HEIGHT,
+              &r->head_height))
     return -1;
   if ((v = pa_map_yget(c->d, n, "colour")) && colour(c, v, "colour", r->colour))
     return -1;
   if ((v = pa_map_yget(c->d, n, "limits")) && robot_limits(c, v, r)) return -1;
   if ((v = pa_map_yget(c->d, n, "laser")) && robot_laser(c, v, r)) return -1;
   if ((v = pa_map_yget(c->d, n, "camera")) && robot_camera(c, v, r)) return -1;
+  return 0;
+}
+
+/* Obstacle n (named name) of this shape has its own key (node own, named
+ * own_key in the error) and not the other shape's (node other). */
+static int shape_keys(wctx *c, yaml_node_t *n, const char *shape,
+                      const char *name, yaml_node_t *own, const char *own_key,
+                      yaml_node_t *other, const char *other_msg) {
+  if (other)
+    return pa_map_yerr(c->d, other, c->err, c->err_sz, "%s", other_msg);
+  if (!own)
+    return pa_map_yerr(c->d, n, c->err, c->err_sz, "%s '%s': missing key %s",
+                       shape, pa_map_yq(c->d, name), own_key);
   return 0;
 }
 
@@ -248,27 +272,16 @@ static int obstacle(wctx *c, yaml_node_t *n, size_t i, pa_obstacle_def *o) {
     return pa_map_yerr(c->d, n, c->err, c->err_sz,
                        "obstacle '%s': missing key 'shape' (box or circle)",
                        pa_map_yq(c->d, o->name));
-  char s[32];
-  if (pa_map_ystr(c->d, v, "shape", s, sizeof s, c->err, c->err_sz) ||
-      (strcmp(s, "box") && strcmp(s, "circle")))
-    return pa_map_yerr(c->d, v, c->err, c->err_sz,
-                       "shape: expected box or circle");
-  o->shape = !strcmp(s, "circle") ? 1 : 0; /* enum pa_shape */
-  if (!(v = pa_map_yget(c->d, n, "pose")))
-    return pa_map_yerr(c->d, n, c->err, c->err_sz,
-                       "obstacle '%s': missing key 'pose' ([x, y, theta])",
-                       pa_map_yq(c->d, o->name));
-  if (pose(c, v, "pose", &o->x, &o->y, &o->theta)) return -1;
+  if (one_of_two(c, v, "shape", "box", "circle", &o->shape)) /* pa_shape */
+    return -1;
+  if (need_pose(c, n, "obstacle", o->name, &o->x, &o->y, &o->theta))
+    return -1;
   yaml_node_t *size = pa_map_yget(c->d, n, "size");
   yaml_node_t *rad = pa_map_yget(c->d, n, "radius");
   if (o->shape == 0) {
-    if (rad)
-      return pa_map_yerr(c->d, rad, c->err, c->err_sz,
-                         "radius: a box takes size: [x, y], not radius");
-    if (!size)
-      return pa_map_yerr(c->d, n, c->err, c->err_sz,
-                         "box '%s': missing key 'size' ([x, y] metres)",
-                         pa_map_yq(c->d, o->name));
+    if (shape_keys(c, n, "box", o->name, size, "'size' ([x, y] metres)", rad,
+                   "radius: a box takes size: [x, y], not radius"))
+      return -1;
     double sz[2];
     if (pa_map_ynums(c->d, size, "size", sz, 2, 2, NULL, c->err, c->err_sz))
       return -1;
@@ -282,18 +295,13 @@ static int obstacle(wctx *c, yaml_node_t *n, size_t i, pa_obstacle_def *o) {
     o->size_x = sz[0];
     o->size_y = sz[1];
   } else {
-    if (size)
-      return pa_map_yerr(c->d, size, c->err, c->err_sz,
-                         "size: a circle takes radius, not size");
-    if (!rad)
-      return pa_map_yerr(c->d, n, c->err, c->err_sz,
-                         "circle '%s': missing key 'radius'",
-                         pa_map_yq(c->d, o->name));
+    if (shape_keys(c, n, "circle", o->name, rad, "'radius'", size,
+                   "size: a circle takes radius, not size"))
+      return -1;
     if (prop_in(c, rad, "radius", PA_PR_OB_RADIUS, &o->radius))
       return -1;
   }
-  if ((v = pa_map_yget(c->d, n, "height")) &&
-      prop_in(c, v, "height", PA_PR_OB_HEIGHT, &o->height))
+  if (key_num(c, n, "height", "height", PA_PR_OB_HEIGHT, &o->height))
     return -1;
   if ((v = pa_map_yget(c->d, n, "colour")) && colour(c, v, "colour", o->colour))
     return -1;

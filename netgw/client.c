@@ -120,19 +120,17 @@ static void on_idle(evutil_socket_t fd, short what, void *arg) {
   (void)fd, (void)what;
   pa_client *c = arg;
   int64_t lim = (int64_t)c->g->def.idle_timeout_ms * 1000000, now = pa_now_ns();
-  char msg[160];
   if (c->closing) {
     if (now - c->closing_ns >= lim)
       c->kill = true; /* its replies stayed unread: give the slot back */
   } else if (c->partial_ns && now - c->partial_ns >= lim) {
-    snprintf(msg, sizeof msg, "no end of line within %u ms: closing",
-             c->g->def.idle_timeout_ms);
-    pa_text_err(c, PA_ERR_INVALID_MESSAGE, msg);
+    pa_text_errf(c, PA_ERR_INVALID_MESSAGE,
+                 "no end of line within %u ms: closing",
+                 c->g->def.idle_timeout_ms);
     pa_gw_close_soon(c);
   } else if (c->g->token[0] && !c->authed && now - c->connected_ns >= lim) {
-    snprintf(msg, sizeof msg, "no auth within %u ms: closing",
-             c->g->def.idle_timeout_ms);
-    pa_text_err(c, PA_ERR_NOT_AUTHORIZED, msg);
+    pa_text_errf(c, PA_ERR_NOT_AUTHORIZED, "no auth within %u ms: closing",
+                 c->g->def.idle_timeout_ms);
     pa_gw_close_soon(c);
   }
   pa_gw_settle(c); /* may free c */
@@ -261,16 +259,21 @@ static void process_input(pa_client *c) {
 /* ---- clients
  * -------------------------------------------------------------------------*/
 
-void pa_gw_client_free(pa_client *c) {
-  pa_netgw *g = c->g;
-  unsubscribe_all(c);
-  pa_json_release(c);
+/* A client's timers (those that were made). */
+static void free_timers(pa_client *c) {
   if (c->idle_ev)
     event_free(c->idle_ev);
   if (c->timeout_ev)
     event_free(c->timeout_ev);
   if (c->drive_ev)
     event_free(c->drive_ev);
+}
+
+void pa_gw_client_free(pa_client *c) {
+  pa_netgw *g = c->g;
+  unsubscribe_all(c);
+  pa_json_release(c);
+  free_timers(c);
   if (c->bev)
     bufferevent_free(c->bev);
   g->clients[c->slot] = NULL;
@@ -369,12 +372,7 @@ void pa_gw_on_accept(struct evconnlistener *lis, evutil_socket_t fd,
       bufferevent_free(c->bev);
     else
       evutil_closesocket(fd);
-    if (c->timeout_ev)
-      event_free(c->timeout_ev);
-    if (c->drive_ev)
-      event_free(c->drive_ev);
-    if (c->idle_ev)
-      event_free(c->idle_ev);
+    free_timers(c);
     free(c);
     g->refused++;
     return;

@@ -8,12 +8,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+void pa_json_vfail(jctx *x, pa_status st, const char *fmt, va_list ap) {
+  vsnprintf(x->msg, sizeof x->msg, fmt, ap);
+  x->st = st;
+}
+
 json_t *pa_json_fail(jctx *x, pa_status st, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(x->msg, sizeof x->msg, fmt, ap);
+  pa_json_vfail(x, st, fmt, ap);
   va_end(ap);
-  x->st = st;
   return NULL;
 }
 
@@ -211,16 +215,15 @@ json_t *pa_json_push_nowait(jctx *x, pa_cmd *cmd, uint32_t robot) {
 
 /* The object a request names: data.name (a robot or an obstacle) or
  * data.robot (default: the connection's). kind P_ROBOT or P_OBSTACLE. */
-int pa_json_named_object(jctx *x, unsigned *kind, pa_robot_info *ri,
-                         pa_obstacle_info *oi, uint32_t *idx) {
+int pa_json_named_object(jctx *x, pa_json_obj *o) {
   const char *name = NULL;
   if (pa_json_str(x, "name", 32, &name) < 0)
     return -1;
-  int rc = name ? pa_gw_robot(x->c->g, name, -1, ri, idx) : 0;
+  int rc = name ? pa_gw_robot(x->c->g, name, -1, &o->ri, &o->idx) : 0;
   if (pa_json_lookup_busy(x, rc))
     return -1;
   if (rc != 0) {
-    rc = pa_gw_obstacle(x->c->g, name, oi, idx);
+    rc = pa_gw_obstacle(x->c->g, name, &o->oi, &o->idx);
     if (pa_json_lookup_busy(x, rc))
       return -1;
     if (rc != 0) {
@@ -228,13 +231,21 @@ int pa_json_named_object(jctx *x, unsigned *kind, pa_robot_info *ri,
                    name);
       return -1;
     }
-    *kind = P_OBSTACLE;
+    o->kind = P_OBSTACLE;
     return 0;
   }
-  if (!name && pa_json_robot(x, ri, idx) < 0)
+  if (!name && pa_json_robot(x, &o->ri, &o->idx) < 0)
     return -1;
-  *kind = P_ROBOT;
+  o->kind = P_ROBOT;
   return 0;
+}
+
+json_t *pa_json_counted(const char *key, json_t *list) {
+  json_t *d = json_object();
+  json_object_set_new(d, "count",
+                      json_integer((json_int_t)json_array_size(list)));
+  json_object_set_new(d, key, list);
+  return d;
 }
 
 json_t *pa_json_tick(const pa_reply *r) {

@@ -41,12 +41,10 @@ enum {
 static uint32_t *fail_ids(jctx *x, pa_status st, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 static uint32_t *fail_ids(jctx *x, pa_status st, const char *fmt, ...) {
-  char msg[sizeof x->msg];
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
+  pa_json_vfail(x, st, fmt, ap);
   va_end(ap);
-  pa_json_fail(x, st, "%s", msg);
   return NULL;
 }
 
@@ -292,20 +290,8 @@ static json_t *robot_json(pa_client *c, uint32_t id, const pa_robot_state *rs,
     json_object_set_new(o, "head", json_real(rs->head));
     json_object_set_new(o, "bumped", json_boolean(rs->flags & PA_RS_BUMPED));
   }
-  if (s) {
-    json_t *j = json_object();
-    json_object_set_new(j, "seq", json_integer(s->seq));
-    json_object_set_new(j, "tick", json_integer((json_int_t)s->tick));
-    json_object_set_new(j, "angle_min", json_real(s->angle_min));
-    json_object_set_new(j, "angle_increment", json_real(s->angle_increment));
-    json_object_set_new(j, "range_min", json_real(s->range_min));
-    json_object_set_new(j, "range_max", json_real(s->range_max));
-    json_t *a = pa_json_ranges(c, (const float *)(s + 1), s->count);
-    json_object_set_new(j, "ranges", a ? a : json_null());
-    json_object_set_new(o, "scan", j);
-  } else {
-    json_object_set_new(o, "scan", json_null());
-  }
+  /* a batch's tick carries the time: no sim_time per scan */
+  json_object_set_new(o, "scan", s ? pa_json_scan(c, s, false) : json_null());
   return o;
 }
 

@@ -138,24 +138,18 @@ static json_t *props_reply(jctx *x, unsigned kind, const pa_robot_info *ri,
 }
 
 json_t *pa_json_act_get_property(jctx *x) {
-  unsigned kind;
-  pa_robot_info ri;
-  pa_obstacle_info oi;
-  uint32_t idx;
+  pa_json_obj o;
   const char *only = NULL;
-  if (pa_json_named_object(x, &kind, &ri, &oi, &idx) < 0 ||
+  if (pa_json_named_object(x, &o) < 0 ||
       pa_json_str(x, "property", 32, &only) < 0)
     return NULL;
-  return props_reply(x, kind, &ri, &oi, idx, only);
+  return props_reply(x, o.kind, &o.ri, &o.oi, o.idx, only);
 }
 
 json_t *pa_json_act_set_property(jctx *x) {
-  unsigned kind;
-  pa_robot_info ri;
-  pa_obstacle_info oi;
-  uint32_t idx;
+  pa_json_obj o;
   const char *key = NULL;
-  if (pa_json_named_object(x, &kind, &ri, &oi, &idx) < 0)
+  if (pa_json_named_object(x, &o) < 0)
     return NULL;
   int r = pa_json_str(x, "property", 32, &key);
   if (r == 0)
@@ -165,12 +159,12 @@ json_t *pa_json_act_set_property(jctx *x) {
         "for several)");
   if (r <= 0)
     return NULL;
-  unsigned pk = kind == P_ROBOT ? PA_PK_ROBOT : PA_PK_OBSTACLE;
+  unsigned pk = o.kind == P_ROBOT ? PA_PK_ROBOT : PA_PK_OBSTACLE;
   int row = pa_prop_find(key, pk);
   if (row < 0 && pa_prop_find(key, PA_PK_ROBOT | PA_PK_OBSTACLE) >= 0)
     return pa_json_fail(x, PA_ERR_INVALID_MESSAGE,
                         "property '%s' is not one of %s", key,
-                        kind == P_ROBOT ? "a robot's" : "an obstacle's");
+                        o.kind == P_ROBOT ? "a robot's" : "an obstacle's");
   if (row < 0)
     return pa_json_fail(x, PA_ERR_INVALID_MESSAGE,
                         "unknown property '%s' (see get_property)", key);
@@ -217,11 +211,11 @@ json_t *pa_json_act_set_property(jctx *x) {
     if (!pa_json_prop_in(x, row, what, cmd.prop.v[i]))
       return NULL;
   }
-  if (kind == P_OBSTACLE) {
-    snprintf(cmd.name, sizeof cmd.name, "%s", oi.name);
+  if (o.kind == P_OBSTACLE) {
+    snprintf(cmd.name, sizeof cmd.name, "%s", o.oi.name);
     return pa_json_wait_for_sim(x, &cmd, UINT32_MAX);
   }
-  return pa_json_wait_for_sim(x, &cmd, idx);
+  return pa_json_wait_for_sim(x, &cmd, o.idx);
 }
 
 json_t *pa_json_done_set_property(jctx *x, const pa_reply *r) {

@@ -51,11 +51,12 @@ static const pa_robot_state *robot_state_now(jctx *x, uint32_t robot,
   return rs;
 }
 
-static json_t *scan_json(pa_client *c, const pa_scan *s) {
+json_t *pa_json_scan(pa_client *c, const pa_scan *s, bool with_time) {
   json_t *o = json_object();
   json_object_set_new(o, "seq", json_integer(s->seq));
   json_object_set_new(o, "tick", json_integer((json_int_t)s->tick));
-  json_object_set_new(o, "sim_time", json_real(s->sim_time));
+  if (with_time)
+    json_object_set_new(o, "sim_time", json_real(s->sim_time));
   json_object_set_new(o, "angle_min", json_real(s->angle_min));
   json_object_set_new(o, "angle_increment", json_real(s->angle_increment));
   json_object_set_new(o, "range_min", json_real(s->range_min));
@@ -68,7 +69,7 @@ static json_t *scan_json(pa_client *c, const pa_scan *s) {
 static json_t *sensors_json(pa_client *c, uint32_t robot) {
   json_t *o = json_object();
   const pa_scan *s = pa_gw_scan(c->g, robot);
-  json_object_set_new(o, "scan", s ? scan_json(c, s) : json_null());
+  json_object_set_new(o, "scan", s ? pa_json_scan(c, s, true) : json_null());
   return o;
 }
 
@@ -192,47 +193,41 @@ static int drive_fields(jctx *x, int mode, const pa_robot_info *info,
 }
 
 json_t *pa_json_act_get_pose(jctx *x) {
-  unsigned kind;
-  pa_robot_info info;
-  pa_obstacle_info ob;
-  uint32_t idx;
-  if (pa_json_named_object(x, &kind, &info, &ob, &idx) < 0)
+  pa_json_obj o;
+  if (pa_json_named_object(x, &o) < 0)
     return NULL;
-  if (kind == P_OBSTACLE) {
+  if (o.kind == P_OBSTACLE) {
     json_t *d = json_object();
-    json_object_set_new(d, "name", json_string(ob.name));
+    json_object_set_new(d, "name", json_string(o.oi.name));
     json_object_set_new(d, "kind", json_string("obstacle"));
-    json_object_set_new(d, "pose", pa_json_vec3(ob.x, ob.y, ob.theta));
+    json_object_set_new(d, "pose", pa_json_vec3(o.oi.x, o.oi.y, o.oi.theta));
     x->sim_time = pa_json_now(x->c->g);
     json_object_set_new(d, "sim_time", json_real(x->sim_time));
     return d;
   }
   const pa_tick *t;
-  const pa_robot_state *rs = robot_state_now(x, idx, &t);
+  const pa_robot_state *rs = robot_state_now(x, o.idx, &t);
   if (!rs)
     return NULL;
   x->sim_time = t->sim_time;
   json_t *d = json_object();
-  json_object_set_new(d, "name", json_string(info.name));
+  json_object_set_new(d, "name", json_string(o.ri.name));
   json_object_set_new(d, "kind", json_string("robot"));
-  json_object_set_new(d, "robot", json_integer(idx));
+  json_object_set_new(d, "robot", json_integer(o.idx));
   json_object_set_new(d, "pose", pa_json_vec3(rs->x, rs->y, rs->theta));
   json_object_set_new(d, "sim_time", json_real(t->sim_time));
   return d;
 }
 
 json_t *pa_json_act_set_pose(jctx *x) {
-  unsigned kind;
-  pa_robot_info info;
-  pa_obstacle_info ob;
-  uint32_t idx;
-  if (pa_json_named_object(x, &kind, &info, &ob, &idx) < 0)
+  pa_json_obj o;
+  if (pa_json_named_object(x, &o) < 0)
     return NULL;
-  if (kind == P_OBSTACLE)
+  if (o.kind == P_OBSTACLE)
     return pa_json_fail(x, PA_ERR_INVALID_MESSAGE,
                         "obstacle '%s' is static: remove_obstacle and "
                         "spawn_obstacle it to move it",
-                        ob.name);
+                        o.oi.name);
   double p[6];
   size_t n = 0;
   int r = pa_json_vec(x, "pose", 3, 6, p, &n);
@@ -249,7 +244,7 @@ json_t *pa_json_act_set_pose(jctx *x) {
   cmd.pose.x = p[0];
   cmd.pose.y = p[1];
   cmd.pose.theta = n == 6 ? p[5] : p[2]; /* 3D: only the yaw on a plane */
-  return pa_json_wait_for_sim(x, &cmd, idx);
+  return pa_json_wait_for_sim(x, &cmd, o.idx);
 }
 
 static json_t *subscribe(jctx *x, bool sub) {
@@ -316,11 +311,7 @@ json_t *pa_json_act_list_robots(jctx *x) {
         pa_json_vec3(info.cam_width, info.cam_height, info.cam_fov));
     json_array_append_new(list, o);
   }
-  json_t *d = json_object();
-  json_object_set_new(d, "count",
-                      json_integer((json_int_t)json_array_size(list)));
-  json_object_set_new(d, "robots", list);
-  return d;
+  return pa_json_counted("robots", list);
 }
 
 json_t *pa_json_act_spawn_robot(jctx *x) {
@@ -335,26 +326,23 @@ json_t *pa_json_act_spawn_robot(jctx *x) {
     return pa_json_fail(x, PA_ERR_INVALID_MESSAGE,
                         "data.radius %g is out of range %s (0 = default)",
                         radius, pa_prop_range(PA_PR_RADIUS, rg, sizeof rg));
-  pa_cmd cmd;
-  memset(&cmd, 0, sizeof cmd);
-  cmd.op = PA_OP_SPAWN_ROBOT;
-  if (!drive || !strcmp(drive, "diff"))
-    cmd.spawn_robot.drive = PA_DRIVE_DIFF;
-  else if (!strcmp(drive, "omni"))
-    cmd.spawn_robot.drive = PA_DRIVE_OMNI;
-  else
+  uint32_t drv = PA_DRIVE_DIFF;
+  if (drive && strcmp(drive, "diff") && strcmp(drive, "omni"))
     return pa_json_fail(x, PA_ERR_INVALID_MESSAGE,
                         "data.drive '%s' is not diff or omni", drive);
+  if (drive && !strcmp(drive, "omni"))
+    drv = PA_DRIVE_OMNI;
   pa_robot_info info;
   uint32_t idx;
   if (pa_gw_robot(x->c->g, name, -1, &info, &idx) == 0)
     return pa_json_fail(x, PA_ERR_SPAWN_FAILED, "a robot named '%s' exists",
                         name);
+  pa_cmd cmd;
+  memset(&cmd, 0, sizeof cmd);
+  cmd.op = PA_OP_SPAWN_ROBOT;
   snprintf(cmd.name, sizeof cmd.name, "%s", name);
-  cmd.spawn_robot.x = p[0];
-  cmd.spawn_robot.y = p[1];
-  cmd.spawn_robot.theta = p[2];
-  cmd.spawn_robot.radius = radius;
+  cmd.spawn_robot = (pa_cmd_spawn_robot){
+      .x = p[0], .y = p[1], .theta = p[2], .radius = radius, .drive = drv};
   return pa_json_wait_for_sim(x, &cmd, 0);
 }
 

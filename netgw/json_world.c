@@ -52,11 +52,7 @@ json_t *pa_json_act_list_obstacles(jctx *x) {
     json_array_append_new(list, j);
   }
   free(copy);
-  json_t *d = json_object();
-  json_object_set_new(d, "count",
-                      json_integer((json_int_t)json_array_size(list)));
-  json_object_set_new(d, "obstacles", list);
-  return d;
+  return pa_json_counted("obstacles", list);
 }
 
 json_t *pa_json_act_spawn_obstacle(jctx *x) {
@@ -105,6 +101,16 @@ json_t *pa_json_act_spawn_obstacle(jctx *x) {
   return pa_json_wait_for_sim(x, &cmd, 0);
 }
 
+/* Op op for pa-sim with path (NULL: the built-in one). */
+static json_t *path_op(jctx *x, uint32_t op, const char *path) {
+  pa_cmd cmd;
+  memset(&cmd, 0, sizeof cmd);
+  cmd.op = op;
+  if (path)
+    snprintf(cmd.path, sizeof cmd.path, "%s", path);
+  return pa_json_wait_for_sim(x, &cmd, 0);
+}
+
 /* set_map {"map_yaml": "maps/x.yaml"} or {"map": "default"}; pa-sim reads
  * the file under its --data_dir (a relative path is relative to it) and
  * refuses anything outside by name. */
@@ -121,12 +127,7 @@ json_t *pa_json_act_set_map(jctx *x) {
     return pa_json_fail(x, PA_ERR_INVALID_MESSAGE,
                         "data.map '%s': the only built-in map is \"default\"",
                         name);
-  pa_cmd cmd;
-  memset(&cmd, 0, sizeof cmd);
-  cmd.op = PA_OP_SET_MAP;
-  if (path)
-    snprintf(cmd.path, sizeof cmd.path, "%s", path);
-  return pa_json_wait_for_sim(x, &cmd, 0);
+  return path_op(x, PA_OP_SET_MAP, path);
 }
 
 /* set_nav_path {robot, path: [[x, y], ...]}, set_waypoints {robot,
@@ -275,12 +276,7 @@ json_t *pa_json_act_set_scenario(jctx *x) {
   if (pa_json_need_str(x, "world", PA_CMD_PATH_MAX, &path) < 0)
     return NULL;
   bool dflt = !strcmp(path, "default");
-  pa_cmd cmd;
-  memset(&cmd, 0, sizeof cmd);
-  cmd.op = PA_OP_SET_SCENARIO;
-  if (!dflt)
-    snprintf(cmd.path, sizeof cmd.path, "%s", path);
-  return pa_json_wait_for_sim(x, &cmd, 0);
+  return path_op(x, PA_OP_SET_SCENARIO, dflt ? NULL : path);
 }
 
 /* generate_map {width, height, resolution, seed, rooms: [x, y], clutter}:
@@ -344,12 +340,20 @@ json_t *pa_json_act_load_snapshot(jctx *x) {
   return snapshot(x, PA_OP_LOAD_SNAPSHOT);
 }
 
+/* The map pa-sim published: 0, or -1 (busy: none yet). */
+static int published_map(jctx *x, const pa_map_block **m,
+                         const int8_t **cells) {
+  if (pa_gw_map(x->c->g, m, cells) == 0)
+    return 0;
+  pa_json_fail(x, PA_ERR_BUSY, "the simulator has not published a map yet");
+  return -1;
+}
+
 json_t *pa_json_act_get_map_info(jctx *x) {
   const pa_map_block *m;
   const int8_t *cells;
-  if (pa_gw_map(x->c->g, &m, &cells) != 0)
-    return pa_json_fail(x, PA_ERR_BUSY,
-                        "the simulator has not published a map yet");
+  if (published_map(x, &m, &cells) < 0)
+    return NULL;
   json_t *d = json_object();
   json_object_set_new(d, "width", json_integer(m->width));
   json_object_set_new(d, "height", json_integer(m->height));
@@ -396,9 +400,8 @@ size_t pa_json_cost_get_terrain_grid(jctx *x) {
 json_t *pa_json_act_get_terrain_grid(jctx *x) {
   const pa_map_block *m;
   const int8_t *cells;
-  if (pa_gw_map(x->c->g, &m, &cells) != 0)
-    return pa_json_fail(x, PA_ERR_BUSY,
-                        "the simulator has not published a map yet");
+  if (published_map(x, &m, &cells) < 0)
+    return NULL;
   double inflation = 0;
   long long stride = 1, threshold = 65;
   json_t *ub = json_object_get(x->data, "unknown_blocks");

@@ -63,10 +63,10 @@ static pa_status number(const char *tok, const char *cmd, const char *what,
   return PA_OK;
 }
 
-/* Unsigned decimal integer in [lo, hi]. */
+/* Unsigned decimal integer in [lo, hi] (hi <= UINT32_MAX). */
 static pa_status integer(const char *tok, const char *cmd, const char *what,
-                         unsigned long lo, unsigned long hi,
-                         unsigned long *out, char *msg, size_t msg_sz) {
+                         unsigned long lo, unsigned long hi, uint32_t *out,
+                         char *msg, size_t msg_sz) {
   size_t n = strlen(tok);
   if (n == 0 || n > 10 || strspn(tok, "0123456789") != n)
     return fail(msg, msg_sz, PA_ERR_INVALID_MESSAGE,
@@ -75,7 +75,7 @@ static pa_status integer(const char *tok, const char *cmd, const char *what,
   if (v < lo || v > hi)
     return fail(msg, msg_sz, PA_ERR_INVALID_MESSAGE,
                 "%s: %s %lu is out of range [%lu, %lu]", cmd, what, v, lo, hi);
-  *out = v;
+  *out = (uint32_t)v;
   return PA_OK;
 }
 
@@ -129,7 +129,7 @@ static pa_status parse_teleport(const text_tok *tok, int na, pa_text_cmd *out,
 static pa_status parse_sub(const text_tok *tok, int na, pa_text_cmd *out,
                            char *msg, size_t msg_sz) {
   (void)na;
-  unsigned long u;
+  uint32_t u;
   pa_status st;
   if ((st = channel(tok[1], tok[0], &out->channel, msg, msg_sz)) ||
       (st = integer(tok[2], tok[0], "udp_port", 1, 65535, &u, msg, msg_sz)))
@@ -146,15 +146,10 @@ static pa_status parse_unsub(const text_tok *tok, int na, pa_text_cmd *out,
 
 static pa_status parse_step(const text_tok *tok, int na, pa_text_cmd *out,
                             char *msg, size_t msg_sz) {
-  out->n = 1;
-  unsigned long u;
-  pa_status st;
-  if (na == 1) {
-    if ((st = integer(tok[1], tok[0], "n", 1, PA_NETGW_STEP_MAX, &u, msg,
-                      msg_sz)))
-      return st;
-    out->n = (uint32_t)u;
-  }
+  out->n = 1; /* without an argument */
+  if (na == 1)
+    return integer(tok[1], tok[0], "n", 1, PA_NETGW_STEP_MAX, &out->n, msg,
+                   msg_sz);
   return PA_OK;
 }
 
@@ -182,14 +177,24 @@ static pa_status parse_arg(const text_tok *tok, int na, pa_text_cmd *out,
 /* ---- replies
  * ----------------------------------------------------------------*/
 
-void pa_text_err(pa_client *c, pa_status st, const char *msg) {
+void pa_text_errf(pa_client *c, pa_status st, const char *fmt, ...) {
   char line[512];
-  int n = snprintf(line, sizeof line, "err %s %s\n", pa_status_code(st), msg);
-  if (n >= (int)sizeof line) {
+  int n = snprintf(line, sizeof line, "err %s ", pa_status_code(st));
+  va_list ap;
+  va_start(ap, fmt);
+  n += vsnprintf(line + n, sizeof line - (size_t)n, fmt, ap);
+  va_end(ap);
+  if (n + 1 >= (int)sizeof line) { /* cut, still one line */
     n = (int)sizeof line - 1;
     line[n - 1] = '\n';
+  } else {
+    line[n++] = '\n';
   }
   pa_gw_write(c, line, (size_t)n);
+}
+
+void pa_text_err(pa_client *c, pa_status st, const char *msg) {
+  pa_text_errf(c, st, "%s", msg);
 }
 
 static void text_line(pa_client *c, const char *s) {
@@ -215,9 +220,8 @@ void pa_text_complete(pa_client *c, const pa_reply *r) {
  * ---------------------------------------------------------------*/
 
 static void no_robot(pa_client *c) {
-  char msg[96];
-  snprintf(msg, sizeof msg, "robot %" PRIu32 " does not exist", c->robot);
-  pa_text_err(c, PA_ERR_UNKNOWN_ROBOT, msg);
+  pa_text_errf(c, PA_ERR_UNKNOWN_ROBOT, "robot %" PRIu32 " does not exist",
+               c->robot);
 }
 
 /* The connection's robot exists; else answers unknown_robot. */
@@ -244,10 +248,8 @@ static void to_sim(pa_client *c, const pa_text_cmd *t, pa_cmd *cmd) {
 
 static void exec_auth(pa_client *c, const pa_text_cmd *t) {
   if (c->g->token[0] && !pa_gw_auth_try(c, t->arg)) {
-    char msg[128];
-    snprintf(msg, sizeof msg, "wrong token%s",
-             c->closing ? " (too many wrong tokens: closing)" : "");
-    pa_text_err(c, PA_ERR_NOT_AUTHORIZED, msg);
+    pa_text_errf(c, PA_ERR_NOT_AUTHORIZED, "wrong token%s",
+                 c->closing ? " (too many wrong tokens: closing)" : "");
     return;
   }
   c->authed = true;
@@ -319,10 +321,8 @@ static void exec_robot(pa_client *c, const pa_text_cmd *t) {
     return;
   }
   if (rc != 0) {
-    char msg[384];
-    snprintf(msg, sizeof msg, "no robot with %s '%s'", numeric ? "id" : "name",
-             t->arg);
-    pa_text_err(c, PA_ERR_UNKNOWN_ROBOT, msg);
+    pa_text_errf(c, PA_ERR_UNKNOWN_ROBOT, "no robot with %s '%s'",
+                 numeric ? "id" : "name", t->arg);
     return;
   }
   c->robot = idx;

@@ -218,4 +218,3 @@ int pa_render_program_lit(rprogram *p, char *err, size_t err_sz) {
   p->u_fog_density = glGetUniformLocation(p->prog, "u_fog_density");
   return 0;
 }
-

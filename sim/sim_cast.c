@@ -73,15 +73,10 @@ void pa_sim_int_cast_many(const pa_sim_model *m, double ox, double oy,
 
 double pa_sim_cast_fast(const pa_sim_model *m, double x, double y, double dx,
                         double dy, double range_max) {
-  double gx, gy;
-  to_grid(m, x, y, &gx, &gy);
-  double gdx = m->cos_yaw * dx + m->sin_yaw * dy;
-  double gdy = -m->sin_yaw * dx + m->cos_yaw * dy;
-  double res = m->grid.resolution;
-  double maxc = range_max / res;
+  grid_ray g = ray_in_grid(m, x, y, dx, dy, range_max);
   double t;
-  pa_sim_int_cast_many(m, gx, gy, &gdx, &gdy, 1, maxc, &t);
-  return t >= maxc ? range_max : t * res;
+  pa_sim_int_cast_many(m, g.gx, g.gy, &g.gdx, &g.gdy, 1, g.maxc, &t);
+  return cells_to_range(t, g.maxc, range_max, m->grid.resolution);
 }
 
 void pa_sim_cast_fan(const pa_sim_model *m, double x, double y,
@@ -100,6 +95,6 @@ void pa_sim_cast_fan(const pa_sim_model *m, double x, double y,
     }
     pa_sim_int_cast_many(m, gx, gy, gdx, gdy, k, maxc, t);
     for (uint32_t q = 0; q < k; q++)
-      out[i0 + q] = t[q] >= maxc ? range_max : t[q] * res;
+      out[i0 + q] = cells_to_range(t[q], maxc, range_max, res);
   }
 }

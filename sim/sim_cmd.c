@@ -101,13 +101,10 @@ static pa_status spawn_robot(const pa_sim_model *m, pa_sim_state *s,
     return fail(r, PA_ERR_INVALID_ACTION_SHAPE, "unknown drive %u", a->drive);
   char name[sizeof c->name];
   memcpy(name, c->name, sizeof name);
-  uint32_t slot = UINT32_MAX;
-  for (uint32_t i = 0; i < s->cap_robots; i++)
-    if (!s->info[i].active) {
-      slot = i;
-      break;
-    }
-  if (slot == UINT32_MAX)
+  uint32_t slot = 0; /* the first free one */
+  while (slot < s->cap_robots && s->info[slot].active)
+    slot++;
+  if (slot == s->cap_robots)
     return fail(r, PA_ERR_SPAWN_FAILED, "no free robot slot (max_robots %u)",
                 s->cap_robots);
   if (!name[0])
@@ -216,13 +213,10 @@ static pa_status spawn_obstacle(const pa_sim_model *m, pa_sim_state *s,
   o.colour[1] = 120;
   o.colour[2] = 80;
   o.colour[3] = 255;
-  uint32_t slot = UINT32_MAX;
-  for (uint32_t i = 0; i < s->cap_obstacles; i++)
-    if (!s->obs[i].active) {
-      slot = i;
-      break;
-    }
-  if (slot == UINT32_MAX)
+  uint32_t slot = 0; /* the first free one */
+  while (slot < s->cap_obstacles && s->obs[slot].active)
+    slot++;
+  if (slot == s->cap_obstacles)
     return fail(r, PA_ERR_SPAWN_FAILED,
                 "no free obstacle slot (max_obstacles %u)", s->cap_obstacles);
   memcpy(o.name, c->name, sizeof o.name);
@@ -542,15 +536,20 @@ static pa_status op_speed(const pa_sim_model *m, pa_sim_state *s,
   return PA_OK;
 }
 
+/* After a removal: the counts, the published world and the reply's id. */
+static pa_status removed(pa_sim_state *s, pa_reply *r, uint32_t id) {
+  pa_sim_int_recount(s);
+  s->world_dirty = true;
+  r->obj.id = id;
+  return PA_OK;
+}
+
 static pa_status op_remove_robot(const pa_sim_model *m, pa_sim_state *s,
                                  const pa_cmd *c, pa_reply *r) {
   (void)m;
   s->info[c->robot].active = 0;
   s->rs[c->robot].flags = 0;
-  pa_sim_int_recount(s);
-  s->world_dirty = true;
-  r->obj.id = c->robot;
-  return PA_OK;
+  return removed(s, r, c->robot);
 }
 
 static pa_status op_remove_obstacle(const pa_sim_model *m, pa_sim_state *s,
@@ -560,10 +559,7 @@ static pa_status op_remove_obstacle(const pa_sim_model *m, pa_sim_state *s,
   if (i == UINT32_MAX)
     return fail(r, PA_ERR_UNKNOWN_OBJECT, "no obstacle named '%s'", c->name);
   s->obs[i].active = 0;
-  pa_sim_int_recount(s);
-  s->world_dirty = true;
-  r->obj.id = i;
-  return PA_OK;
+  return removed(s, r, i);
 }
 
 static pa_status op_sync(const pa_sim_model *m, pa_sim_state *s,

@@ -49,12 +49,19 @@ static double flag_or_world(const pa_sim_def *d, uint32_t bit, double flag,
   return (d->force & bit) || fabs(flag - dflt) > 1e-9 ? flag : world;
 }
 
+/* A robot's or an obstacle's info from its def starts zeroed, named, active,
+ * at generation 1. */
+#define NEW_INFO(dst, def_name)                                                \
+  do {                                                                         \
+    memset((dst), 0, sizeof *(dst));                                           \
+    snprintf((dst)->name, sizeof(dst)->name, "%s", (def_name));                \
+    (dst)->active = 1;                                                         \
+    (dst)->gen = 1;                                                            \
+  } while (0)
+
 static void robot_info_from_def(pa_robot_info *ri, const pa_robot_def *rd,
                                 const pa_sim_def *d) {
-  memset(ri, 0, sizeof *ri);
-  snprintf(ri->name, sizeof ri->name, "%s", rd->name);
-  ri->active = 1;
-  ri->gen = 1;
+  NEW_INFO(ri, rd->name);
   ri->drive = rd->drive == PA_DRIVE_OMNI ? PA_DRIVE_OMNI : PA_DRIVE_DIFF;
   ri->radius = (float)rd->radius;
   ri->wheel_base = (float)(rd->wheel_base > 0 ? rd->wheel_base
@@ -102,10 +109,7 @@ static void robot_info_from_def(pa_robot_info *ri, const pa_robot_def *rd,
 
 static void obstacle_info_from_def(pa_obstacle_info *oi,
                                    const pa_obstacle_def *od) {
-  memset(oi, 0, sizeof *oi);
-  snprintf(oi->name, sizeof oi->name, "%s", od->name);
-  oi->active = 1;
-  oi->gen = 1;
+  NEW_INFO(oi, od->name);
   oi->shape = od->shape == PA_SHAPE_CIRCLE ? PA_SHAPE_CIRCLE : PA_SHAPE_BOX;
   oi->height = (float)od->height;
   oi->x = od->x;
@@ -561,6 +565,19 @@ void pa_sim_int_robot_place(const pa_sim_model *m, pa_sim_state *s,
   r->rng = pa_sim_int_seed(m->def.seed, id, s->info[id].gen);
 }
 
+/* *dst = src (a robot's or an obstacle's info from a world source), active,
+ * its name terminated; with new_gens a slot's generation moves past the one
+ * it had, so handles to what was there before stay stale. */
+#define INSTALL_INFO(dst, src, new_gens)                                       \
+  do {                                                                         \
+    uint32_t gen_ = (dst)->gen;                                                \
+    *(dst) = (src);                                                            \
+    (dst)->active = 1;                                                         \
+    (dst)->name[sizeof(dst)->name - 1] = 0;                                    \
+    if ((new_gens) && gen_ > (dst)->gen)                                       \
+      (dst)->gen = gen_ + 1;                                                   \
+  } while (0)
+
 void pa_sim_int_world_install(const pa_sim_model *m, pa_sim_state *s,
                               const pa_sim_world_src *w) {
   for (uint32_t i = 0; i < s->cap_robots; i++) {
@@ -571,12 +588,7 @@ void pa_sim_int_world_install(const pa_sim_model *m, pa_sim_state *s,
       rs->flags = 0;
       continue;
     }
-    uint32_t gen = ri->gen, src_gen = w->robots[i].gen;
-    *ri = w->robots[i];
-    ri->active = 1;
-    ri->name[sizeof ri->name - 1] = 0;
-    if (w->new_gens && gen > src_gen)
-      ri->gen = gen + 1;
+    INSTALL_INFO(ri, w->robots[i], w->new_gens);
     const pa_robot_state *st =
         w->states && i < w->state_count ? &w->states[i] : NULL;
     if (st && st->gen == ri->gen && (st->flags & PA_RS_ACTIVE) &&
@@ -596,12 +608,7 @@ void pa_sim_int_world_install(const pa_sim_model *m, pa_sim_state *s,
       o->active = 0;
       continue;
     }
-    uint32_t gen = o->gen, src_gen = w->obstacles[i].gen;
-    *o = w->obstacles[i];
-    o->active = 1;
-    o->name[sizeof o->name - 1] = 0;
-    if (w->new_gens && gen > src_gen)
-      o->gen = gen + 1;
+    INSTALL_INFO(o, w->obstacles[i], w->new_gens);
   }
   s->robot_count =
       w->robot_count < s->cap_robots ? w->robot_count : s->cap_robots;

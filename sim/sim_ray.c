@@ -6,6 +6,52 @@
 
 #include <math.h>
 
+/* Where a ray from (ox, oy) along (dx, dy) starts in the padded grid (cell
+ * units, origin shifted by one cell): what both casters begin from. */
+typedef struct {
+  double ox, oy;   /* the origin, shifted */
+  int64_t cx, cy;  /* its cell */
+  double ix, iy;   /* 1 / direction (0 on an axis the ray never crosses) */
+  int64_t sx, sy;  /* a cell step along each axis */
+  double bxo, byo; /* a cell's next boundary is at cx + bxo */
+  bool hx, hy;     /* the ray crosses x (y) boundaries */
+  double jx, jy;   /* ix, iy, or ~1e300: an axis never crossed */
+  double bx, by;   /* the next boundaries */
+} ray_start;
+
+/* False when the origin is outside the grid or in a blocked cell (range 0). */
+static inline bool start_ray(const pa_sim_model *m, double ox, double oy,
+                             double dx, double dy, ray_start *r) {
+  const int64_t W = m->march_w, H = (int64_t)m->grid.height + 2;
+  ox += 1.0;
+  oy += 1.0;
+  if (!(ox >= 0 && oy >= 0 && ox < (double)W && oy < (double)H))
+    return false;
+  const int64_t cx = (int64_t)ox, cy = (int64_t)oy;
+  if (m->march[cy * W + cx] == 0)
+    return false;
+  const double ix = dx != 0 ? 1.0 / dx : 0, iy = dy != 0 ? 1.0 / dy : 0;
+  const double bxo = dx > 0 ? 1.0 : 0.0, byo = dy > 0 ? 1.0 : 0.0;
+  const bool hx = dx != 0, hy = dy != 0;
+  *r = (ray_start){.ox = ox,
+                   .oy = oy,
+                   .cx = cx,
+                   .cy = cy,
+                   .ix = ix,
+                   .iy = iy,
+                   .sx = dx > 0 ? 1 : -1,
+                   .sy = dy > 0 ? 1 : -1,
+                   .bxo = bxo,
+                   .byo = byo,
+                   .hx = hx,
+                   .hy = hy,
+                   .jx = hx ? ix : 1e300,
+                   .jy = hy ? iy : 1e300,
+                   .bx = hx ? (double)cx + bxo : ox + 1.0,
+                   .by = hy ? (double)cy + byo : oy + 1.0};
+  return true;
+}
+
 /* The plain Amanatides-Woo traversal in the padded grid (cell units, origin
  * shifted by one cell): the reference the fast caster must match. Each
  * boundary crossing is computed from the origin (not by accumulation), so
@@ -13,43 +59,46 @@
  * any cell they share. */
 double pa_sim_int_cast_plain_cells(const pa_sim_model *m, double ox, double oy,
                                    double dx, double dy, double maxc) {
-  const int64_t W = m->march_w, H = (int64_t)m->grid.height + 2;
-  const uint8_t *F = m->march;
-  ox += 1.0;
-  oy += 1.0;
-  if (!(ox >= 0 && oy >= 0 && ox < (double)W && oy < (double)H))
+  ray_start r;
+  if (!start_ray(m, ox, oy, dx, dy, &r))
     return 0;
-  int64_t cx = (int64_t)ox, cy = (int64_t)oy;
-  int64_t idx = cy * W + cx;
-  if (F[idx] == 0)
-    return 0;
-  const double ix = dx != 0 ? 1.0 / dx : 0, iy = dy != 0 ? 1.0 / dy : 0;
-  const int64_t sx = dx > 0 ? 1 : -1, sy = dy > 0 ? 1 : -1;
-  const double bxo = dx > 0 ? 1.0 : 0.0, byo = dy > 0 ? 1.0 : 0.0;
-  const bool hx = dx != 0, hy = dy != 0;
-  /* An axis the ray never crosses: its crossing stays at ~1e300. */
-  const double jx = hx ? ix : 1e300, jy = hy ? iy : 1e300;
-  double bx = hx ? (double)cx + bxo : ox + 1.0; /* next boundaries */
-  double by = hy ? (double)cy + byo : oy + 1.0;
+  const int64_t W = m->march_w;
   for (;;) {
-    double tx = (bx - ox) * jx, ty = (by - oy) * jy;
+    double tx = (r.bx - r.ox) * r.jx, ty = (r.by - r.oy) * r.jy;
     double t;
     if (tx < ty) {
       t = tx;
-      bx += (double)sx;
-      cx += sx;
+      r.bx += (double)r.sx;
+      r.cx += r.sx;
     } else {
       t = ty;
-      by += (double)sy;
-      cy += sy;
+      r.by += (double)r.sy;
+      r.cy += r.sy;
     }
     if (t >= maxc)
       return maxc;
-    if (F[cy * W + cx] == 0)
+    if (m->march[r.cy * W + r.cx] == 0)
       break;
   }
-  double e = cell_entry(ox, oy, ix, iy, dx, dy, cx, cy);
+  double e = cell_entry(r.ox, r.oy, r.ix, r.iy, dx, dy, r.cx, r.cy);
   return e < maxc ? e : maxc;
+}
+
+/* One axis after a jump to t (o, bo, j, fs: the axis's ray_start values, fs
+ * its step as a double; *c the cell of the point): the next boundary the
+ * plain traversal has there, *c its cell. h false: the axis is never crossed
+ * and its boundary stays beyond reach. */
+static inline double boundary_after(bool h, int64_t *c, double o, double bo,
+                                    double j, double fs, double t) {
+  if (!h)
+    return o + 1.0;
+  double b = (double)*c + bo;
+  if ((b - o) * j <= t)
+    b += fs;
+  else if ((b - fs - o) * j > t)
+    b -= fs;
+  *c = (int64_t)(b - bo);
+  return b;
 }
 
 /* The fast caster for one ray: from the current point, jump by the field's
@@ -62,30 +111,24 @@ double pa_sim_int_cast_plain_cells(const pa_sim_model *m, double ox, double oy,
  * bit. */
 static inline double cast_one(const pa_sim_model *m, double ox, double oy,
                               double dx, double dy, double maxc) {
-  const int64_t W = m->march_w, H = (int64_t)m->grid.height + 2;
+  ray_start r;
+  if (!start_ray(m, ox, oy, dx, dy, &r))
+    return 0;
+  const int64_t W = m->march_w;
   const uint8_t *F = m->march;
   const int32_t *SQ = m->march_safeq;
-  ox += 1.0;
-  oy += 1.0;
-  if (!(ox >= 0 && oy >= 0 && ox < (double)W && oy < (double)H))
-    return 0;
-  int64_t cx = (int64_t)ox, cy = (int64_t)oy;
-  int64_t idx = cy * W + cx;
-  if (F[idx] == 0)
-    return 0;
-  const double ix = dx != 0 ? 1.0 / dx : 0, iy = dy != 0 ? 1.0 / dy : 0;
-  const int64_t sx = dx > 0 ? 1 : -1, sy = dy > 0 ? 1 : -1;
-  const int64_t syw = sy * W;
-  const double bxo = dx > 0 ? 1.0 : 0.0, byo = dy > 0 ? 1.0 : 0.0;
-  const bool hx = dx != 0, hy = dy != 0;
-  const double fsx = (double)sx, fsy = (double)sy;
-  const double jx = hx ? ix : 1e300, jy = hy ? iy : 1e300;
+  ox = r.ox, oy = r.oy;
+  int64_t cx = r.cx, cy = r.cy, idx = cy * W + cx;
+  const double ix = r.ix, iy = r.iy, jx = r.jx, jy = r.jy;
+  const double bxo = r.bxo, byo = r.byo;
+  const int64_t sx = r.sx, syw = r.sy * W;
+  const bool hx = r.hx, hy = r.hy;
+  const double fsx = (double)r.sx, fsy = (double)r.sy;
   /* fixed point: positions [2^-20 cell], directions [2^-20], t [2^-10] */
   const int64_t qdx = (int64_t)(dx * 1048576.0);
   const int64_t qdy = (int64_t)(dy * 1048576.0);
   const int64_t qmax = (int64_t)(maxc * 1024.0) + 1;
-  double bx = hx ? (double)cx + bxo : ox + 1.0; /* next boundaries */
-  double by = hy ? (double)cy + byo : oy + 1.0;
+  double bx = r.bx, by = r.by; /* next boundaries */
   double t = 0;
   for (;;) {
     unsigned v = F[idx];
@@ -112,26 +155,8 @@ static inline double cast_one(const pa_sim_model *m, double ox, double oy,
       double px = ox + t * dx, py = oy + t * dy;
       cx = (int64_t)px;
       cy = (int64_t)py;
-      if (hx) {
-        bx = (double)cx + bxo;
-        if ((bx - ox) * jx <= t)
-          bx += fsx;
-        else if ((bx - fsx - ox) * jx > t)
-          bx -= fsx;
-        cx = (int64_t)(bx - bxo);
-      } else {
-        bx = ox + 1.0;
-      }
-      if (hy) {
-        by = (double)cy + byo;
-        if ((by - oy) * jy <= t)
-          by += fsy;
-        else if ((by - fsy - oy) * jy > t)
-          by -= fsy;
-        cy = (int64_t)(by - byo);
-      } else {
-        by = oy + 1.0;
-      }
+      bx = boundary_after(hx, &cx, ox, bxo, jx, fsx, t);
+      by = boundary_after(hy, &cy, oy, byo, jy, fsy, t);
       idx = cy * W + cx;
       if (F[idx] == 0)
         goto hit;
@@ -166,12 +191,7 @@ double pa_sim_int_cast_one(const pa_sim_model *m, double ox, double oy,
 
 double pa_sim_cast_plain(const pa_sim_model *m, double x, double y, double dx,
                          double dy, double range_max) {
-  double gx, gy;
-  to_grid(m, x, y, &gx, &gy);
-  double gdx = m->cos_yaw * dx + m->sin_yaw * dy;
-  double gdy = -m->sin_yaw * dx + m->cos_yaw * dy;
-  double res = m->grid.resolution;
-  double maxc = range_max / res;
-  double t = pa_sim_int_cast_plain_cells(m, gx, gy, gdx, gdy, maxc);
-  return t >= maxc ? range_max : t * res;
+  grid_ray g = ray_in_grid(m, x, y, dx, dy, range_max);
+  double t = pa_sim_int_cast_plain_cells(m, g.gx, g.gy, g.gdx, g.gdy, g.maxc);
+  return cells_to_range(t, g.maxc, range_max, m->grid.resolution);
 }

@@ -18,6 +18,7 @@
 
 #include "pa_map.h"
 #include "pa_map_int.h"
+#include "test_map_util.h"
 #include "testutil.h"
 
 static char errbuf[2048];
@@ -431,16 +432,8 @@ static void test_default_world(void **state) {
   assert_true(r->x == 0 && r->y == 0 && r->theta == 0);
   assert_int_equal(r->drive, 0);
   assert_true(r->radius == 0.18 && r->height == 0.25 && r->head_height == 0.35);
-  assert_true(r->max_v == 1.0 && r->max_vy == 1.0 && r->max_w == 3.0);
-  assert_true(r->acc_v == 2.0 && r->dec_v == 4.0 && r->acc_w == 8.0 &&
-              r->dec_w == 12.0);
-  assert_true(r->head_limit == 2.6 && r->max_head_rate == 3.0);
-  assert_int_equal(r->laser.beams, 360);
-  assert_true(r->laser.range_min == 0.15 && r->laser.range_max == 12.0 &&
-              r->laser.noise == 0.0);
-  assert_int_equal(r->camera.width, 640);
-  assert_int_equal(r->camera.height, 480);
-  assert_float_equal(r->camera.fov, M_PI / 3, 1e-15);
+  tm_expect_limits(r, 1.0, 1.0, 3.0, 2.0, 4.0, 8.0, 12.0, 2.6, 3.0);
+  tm_expect_sensors(r, 360, 0.15, 12.0, 0.0, 640, 480, M_PI / 3, 1e-15);
   assert_int_equal(r->colour[3], 255);
   pa_grid wg;
   assert_int_equal(pa_map_load(&w.map, &wg, errbuf, sizeof errbuf), 0);

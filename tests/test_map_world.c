@@ -14,6 +14,7 @@
 #include <cmocka.h>
 
 #include "pa_map.h"
+#include "test_map_util.h"
 #include "testutil.h"
 
 static char errbuf[2048];
@@ -66,16 +67,8 @@ static void test_every_field(void **state) {
   assert_int_equal(r->colour[1], 110);
   assert_int_equal(r->colour[2], 220);
   assert_int_equal(r->colour[3], 128);
-  assert_true(r->max_v == 1.5 && r->max_vy == 0.7 && r->max_w == 2.5);
-  assert_true(r->acc_v == 3.0 && r->dec_v == 5.0 && r->acc_w == 9.0 &&
-              r->dec_w == 13.0);
-  assert_true(r->head_limit == 1.2 && r->max_head_rate == 2.0);
-  assert_int_equal(r->laser.beams, 720);
-  assert_true(r->laser.range_min == 0.1 && r->laser.range_max == 20.0 &&
-              r->laser.noise == 0.02);
-  assert_int_equal(r->camera.width, 320);
-  assert_int_equal(r->camera.height, 200);
-  assert_float_equal(r->camera.fov, M_PI / 2, 1e-12);
+  tm_expect_limits(r, 1.5, 0.7, 2.5, 3.0, 5.0, 9.0, 13.0, 1.2, 2.0);
+  tm_expect_sensors(r, 720, 0.1, 20.0, 0.02, 320, 200, M_PI / 2, 1e-12);
   /* The second robot: defaults, named by index, theta 0. */
   pa_robot_def def = pa_robot_def_default();
   r = &w.robots[1];

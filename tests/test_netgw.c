@@ -178,12 +178,7 @@ static void frames_layout(void **state) {
       0x80, 0xbf, 0, 0, 0, 0x3f, 0, 0, 0x80, 0x3e, 0, 0, 0x40, 0x41, 0x68, 1, 0, 0};
   assert_memory_equal(h, wants, 36);
 
-  pa_frame f;
-  memset(&f, 0, sizeof f);
-  f.seq = 9;
-  f.width = 100;
-  f.height = 10;
-  f.size = 3000;
+  pa_frame f = {.seq = 9, .width = 100, .height = 10, .size = 3000};
   assert_int_equal(pa_netgw_cam_chunk_count(3000, 1400), 3);
   assert_int_equal(pa_netgw_cam_chunk_count(2800, 1400), 2);
   assert_int_equal(pa_netgw_cam_chunk_count(1920u * 1080u * 3u, 64), 0);
@@ -432,11 +427,7 @@ static void busy_and_late_reply(void **state) {
   assert_true(pa_queue_peek(f.st.cmd, &c) >= 0);
   assert_int_equal(c.op, PA_OP_PAUSE);
   pa_queue_pop(f.st.cmd);
-  pa_reply r;
-  memset(&r, 0, sizeof r);
-  r.client_id = c.client_id;
-  r.request_id = c.request_id;
-  r.op = c.op;
+  pa_reply r = pa_test_reply_to(&c);
   assert_int_equal(pa_queue_push(f.st.reply, &r), 0);
   /* the next request is answered by its own reply, not the late one */
   assert_int_equal(pa_test_send_str(fd, "resume\n"), 0);
@@ -616,11 +607,7 @@ static void *fake_sim_run(void *arg) {
     if ((c.op == PA_OP_SET_CMD || c.op == PA_OP_STOP) ||
         __atomic_load_n(&fs->drop, __ATOMIC_ACQUIRE))
       continue;
-    pa_reply r;
-    memset(&r, 0, sizeof r);
-    r.client_id = c.client_id;
-    r.request_id = c.request_id;
-    r.op = c.op;
+    pa_reply r = pa_test_reply_to(&c);
     r.status = __atomic_load_n(&fs->status, __ATOMIC_ACQUIRE);
     r.tick = 42;
     r.sim_time = 0.21;

@@ -49,14 +49,7 @@ static pa_ring *new_ring(uint32_t slots, uint32_t max_record,
 }
 
 static pa_stack_def small_def(const char *inst) {
-  pa_stack_def d = pa_stack_def_default();
-  snprintf(d.instance, sizeof d.instance, "%s", inst);
-  d.max_robots = 4;
-  d.max_obstacles = 8;
-  d.max_beams = 360;
-  d.max_cam_width = 64;
-  d.max_cam_height = 48;
-  d.cmd_capacity = 16;
+  pa_stack_def d = pa_test_small_def(inst, 360, 64, 48, 16);
   d.max_readers = 4;
   return d;
 }

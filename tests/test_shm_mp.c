@@ -491,12 +491,7 @@ static int sim_main(void *p) {
   if (pos < 0)
     return 4;
   s.ctl->cmd_inflight = (uint64_t)pos + 1;
-  pa_reply rep;
-  memset(&rep, 0, sizeof rep);
-  rep.client_id = c.client_id;
-  rep.request_id = c.request_id;
-  rep.op = c.op;
-  rep.status = PA_OK;
+  pa_reply rep = pa_test_reply_to(&c);
   rep.tick = 42;
   if (pa_queue_push(s.reply, &rep))
     return 5;

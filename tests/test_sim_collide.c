@@ -36,9 +36,7 @@ static void arena(pa_sim_model *m, pa_sim_state *s, double max_v) {
   r.dec_v = 100;
   pa_obstacle_def o[2] = {ts_box("box", 1.5, 1.5, 0.4, 0.8, 0.4),
                           ts_circle("can", 4.5, 4.5, 0.3)};
-  pa_sim_def d = pa_sim_def_default();
-  ts_make(m, s, &d, &g, &r, 1, o, 2);
-  pa_grid_free(&g);
+  ts_make_default(m, s, &g, &r, 1, o, 2);
 }
 
 /* From several starts, at many headings and speeds, drive straight further
@@ -182,9 +180,7 @@ static void test_head_on(void **st) {
   pa_robot_def r[2] = {ts_robot("a", 2, 2.5, 0), ts_robot("b", 8, 2.5, M_PI)};
   pa_sim_model m;
   pa_sim_state s;
-  pa_sim_def d = pa_sim_def_default();
-  ts_make(&m, &s, &d, &g, r, 2, NULL, 0);
-  pa_grid_free(&g);
+  ts_make_default(&m, &s, &g, r, 2, NULL, 0);
   assert_int_equal(ts_cmd(&m, &s, PA_OP_SET_CMD, 0, 1, 0, 0, 0), PA_OK);
   assert_int_equal(ts_cmd(&m, &s, PA_OP_SET_CMD, 1, 1, 0, 0, 0), PA_OK);
   for (int t = 0; t < 1200; t++) {

@@ -9,140 +9,130 @@
 
 #include "test_sim_util.h"
 
-/* 40 m x 40 m room, robot in the middle: no wall within reach. */
-static void big_room(pa_sim_model *m, pa_sim_state *s, int drive) {
+/* Most tests' world (cmocka fixture): a 40 m x 40 m room, one robot in the
+ * middle (no wall within reach), diff or omni drive. */
+static int big_room(void **st, int drive) {
+  ts_world *w = ts_world_alloc(st);
   pa_grid g;
   ts_room(&g, 800, 800, 0.05);
   pa_robot_def r = ts_robot("r", 20, 20, 0);
   r.drive = drive;
   r.max_w = 10;
-  pa_sim_def d = pa_sim_def_default();
-  ts_make(m, s, &d, &g, &r, 1, NULL, 0);
-  pa_grid_free(&g);
+  ts_make_default(&w->m, &w->s, &g, &r, 1, NULL, 0);
+  return 0;
 }
+
+static int diff_room(void **st) { return big_room(st, PA_DRIVE_DIFF); }
+static int omni_room(void **st) { return big_room(st, PA_DRIVE_OMNI); }
 
 /* A full circle of radius v/w returns to the start; half way it is 2R to the
  * left. Started at speed so acceleration limits do not enter. */
 static void test_circle(void **st) {
-  (void)st;
-  pa_sim_model m;
-  pa_sim_state s;
-  big_room(&m, &s, PA_DRIVE_DIFF);
+  pa_sim_model *m = &((ts_world *)*st)->m;
+  pa_sim_state *s = &((ts_world *)*st)->s;
   const int n = 2000; /* ticks per turn at 200 Hz = 10 s */
-  double w = 2 * M_PI / (n * m.dt), v = 1.5 * w; /* R = 1.5 m */
-  s.rs[0].v = v;
-  s.rs[0].w = w;
-  assert_int_equal(ts_cmd(&m, &s, PA_OP_SET_CMD, 0, v, 0, w, 0), PA_OK);
-  double x0 = s.rs[0].x, y0 = s.rs[0].y;
+  double w = 2 * M_PI / (n * m->dt), v = 1.5 * w; /* R = 1.5 m */
+  s->rs[0].v = v;
+  s->rs[0].w = w;
+  assert_int_equal(ts_cmd(m, s, PA_OP_SET_CMD, 0, v, 0, w, 0), PA_OK);
+  double x0 = s->rs[0].x, y0 = s->rs[0].y;
   for (int i = 0; i < n / 2; i++)
-    pa_sim_step(&m, &s);
-  assert_true(fabs(s.rs[0].x - x0) < 1e-9);
-  assert_true(fabs(s.rs[0].y - (y0 + 3.0)) < 1e-9);
-  assert_true(fabs(fabs(s.rs[0].theta) - M_PI) < 1e-9);
+    pa_sim_step(m, s);
+  assert_true(fabs(s->rs[0].x - x0) < 1e-9);
+  assert_true(fabs(s->rs[0].y - (y0 + 3.0)) < 1e-9);
+  assert_true(fabs(fabs(s->rs[0].theta) - M_PI) < 1e-9);
   for (int i = 0; i < n / 2; i++)
-    pa_sim_step(&m, &s);
-  assert_true(fabs(s.rs[0].x - x0) < 1e-9);
-  assert_true(fabs(s.rs[0].y - y0) < 1e-9);
-  assert_true(fabs(s.rs[0].theta) < 1e-9);
-  assert_true(fabs(s.rs[0].v - v) < 1e-12 && fabs(s.rs[0].w - w) < 1e-12);
+    pa_sim_step(m, s);
+  assert_true(fabs(s->rs[0].x - x0) < 1e-9);
+  assert_true(fabs(s->rs[0].y - y0) < 1e-9);
+  assert_true(fabs(s->rs[0].theta) < 1e-9);
+  assert_true(fabs(s->rs[0].v - v) < 1e-12 && fabs(s->rs[0].w - w) < 1e-12);
   /* no drift model: odometry is the ground truth */
-  assert_true(s.rs[0].odom_x == s.rs[0].x && s.rs[0].odom_y == s.rs[0].y);
-  assert_int_equal(s.tick, n);
-  assert_true(fabs(s.sim_time - 10.0) < 1e-9);
-  ts_free(&m, &s);
+  assert_true(s->rs[0].odom_x == s->rs[0].x && s->rs[0].odom_y == s->rs[0].y);
+  assert_int_equal(s->tick, n);
+  assert_true(fabs(s->sim_time - 10.0) < 1e-9);
 }
 
 static void test_straight_and_velocity_limit(void **st) {
-  (void)st;
-  pa_sim_model m;
-  pa_sim_state s;
-  big_room(&m, &s, PA_DRIVE_DIFF);
+  pa_sim_model *m = &((ts_world *)*st)->m;
+  pa_sim_state *s = &((ts_world *)*st)->s;
   /* 5 m/s asked, max_v = 1: after the ramp it goes 1 m/s */
-  assert_int_equal(ts_cmd(&m, &s, PA_OP_SET_CMD, 0, 5, 0, 0, 0), PA_OK);
+  assert_int_equal(ts_cmd(m, s, PA_OP_SET_CMD, 0, 5, 0, 0, 0), PA_OK);
   for (int i = 0; i < 400; i++)
-    pa_sim_step(&m, &s);
-  assert_true(fabs(s.rs[0].v - 1.0) < 1e-12);
+    pa_sim_step(m, s);
+  assert_true(fabs(s->rs[0].v - 1.0) < 1e-12);
   /* ramp 0.5 s at 2 m/s^2 covers 0.25 m, then 1.5 s at 1 m/s */
-  assert_true(fabs(s.rs[0].x - (20 + 0.25 + 1.5)) < 0.01);
-  assert_true(fabs(s.rs[0].y - 20) < 1e-12);
-  ts_free(&m, &s);
+  assert_true(fabs(s->rs[0].x - (20 + 0.25 + 1.5)) < 0.01);
+  assert_true(fabs(s->rs[0].y - 20) < 1e-12);
 }
 
 static void test_acceleration_limits(void **st) {
-  (void)st;
-  pa_sim_model m;
-  pa_sim_state s;
-  big_room(&m, &s, PA_DRIVE_DIFF);
-  const pa_robot_info *ri = &s.info[0];
-  assert_int_equal(ts_cmd(&m, &s, PA_OP_SET_CMD, 0, 1, 0, 2, 0), PA_OK);
-  pa_sim_step(&m, &s);
-  assert_true(fabs(s.rs[0].v - ri->acc_v * m.dt) < 1e-6);
-  assert_true(fabs(s.rs[0].w - ri->acc_w * m.dt) < 1e-6);
+  pa_sim_model *m = &((ts_world *)*st)->m;
+  pa_sim_state *s = &((ts_world *)*st)->s;
+  const pa_robot_info *ri = &s->info[0];
+  assert_int_equal(ts_cmd(m, s, PA_OP_SET_CMD, 0, 1, 0, 2, 0), PA_OK);
+  pa_sim_step(m, s);
+  assert_true(fabs(s->rs[0].v - ri->acc_v * m->dt) < 1e-6);
+  assert_true(fabs(s->rs[0].w - ri->acc_w * m->dt) < 1e-6);
   int ticks = 0;
-  while (s.rs[0].v < 1.0 - 1e-9 && ticks < 10000) {
-    pa_sim_step(&m, &s);
+  while (s->rs[0].v < 1.0 - 1e-9 && ticks < 10000) {
+    pa_sim_step(m, s);
     ticks++;
   }
   /* 1 m/s at 2 m/s^2 = 0.5 s = 100 ticks (one already done) */
-  assert_int_equal(ticks + 1, (int)lround(1.0 / ri->acc_v / m.dt));
+  assert_int_equal(ticks + 1, (int)lround(1.0 / ri->acc_v / m->dt));
   /* braking uses dec_v (4 m/s^2): 0.25 s to stop */
-  assert_int_equal(ts_cmd(&m, &s, PA_OP_STOP, 0, 0, 0, 0, 0), PA_OK);
+  assert_int_equal(ts_cmd(m, s, PA_OP_STOP, 0, 0, 0, 0, 0), PA_OK);
   ticks = 0;
-  while (s.rs[0].v > 1e-9 && ticks < 10000) {
-    double before = s.rs[0].v;
-    pa_sim_step(&m, &s);
-    assert_true(before - s.rs[0].v <= ri->dec_v * m.dt + 1e-9);
+  while (s->rs[0].v > 1e-9 && ticks < 10000) {
+    double before = s->rs[0].v;
+    pa_sim_step(m, s);
+    assert_true(before - s->rs[0].v <= ri->dec_v * m->dt + 1e-9);
     ticks++;
   }
-  assert_int_equal(ticks, (int)lround(1.0 / ri->dec_v / m.dt));
+  assert_int_equal(ticks, (int)lround(1.0 / ri->dec_v / m->dt));
   /* reversing brakes first (dec) then speeds up (acc) */
-  s.rs[0].v = 0.5;
-  assert_int_equal(ts_cmd(&m, &s, PA_OP_SET_CMD, 0, -1, 0, 0, 0), PA_OK);
-  pa_sim_step(&m, &s);
-  assert_true(fabs(s.rs[0].v - (0.5 - ri->dec_v * m.dt)) < 1e-9);
-  ts_free(&m, &s);
+  s->rs[0].v = 0.5;
+  assert_int_equal(ts_cmd(m, s, PA_OP_SET_CMD, 0, -1, 0, 0, 0), PA_OK);
+  pa_sim_step(m, s);
+  assert_true(fabs(s->rs[0].v - (0.5 - ri->dec_v * m->dt)) < 1e-9);
 }
 
 static void test_head_limits(void **st) {
-  (void)st;
-  pa_sim_model m;
-  pa_sim_state s;
-  big_room(&m, &s, PA_DRIVE_DIFF);
-  const pa_robot_info *ri = &s.info[0];
+  pa_sim_model *m = &((ts_world *)*st)->m;
+  pa_sim_state *s = &((ts_world *)*st)->s;
+  const pa_robot_info *ri = &s->info[0];
   /* rate clamped to max_head_rate */
-  assert_int_equal(ts_cmd(&m, &s, PA_OP_SET_CMD, 0, 0, 0, 0, 100), PA_OK);
-  pa_sim_step(&m, &s);
-  assert_true(fabs(s.rs[0].head_rate - ri->max_head_rate) < 1e-5);
-  assert_true(fabs(s.rs[0].head - ri->max_head_rate * m.dt) < 1e-5);
+  assert_int_equal(ts_cmd(m, s, PA_OP_SET_CMD, 0, 0, 0, 0, 100), PA_OK);
+  pa_sim_step(m, s);
+  assert_true(fabs(s->rs[0].head_rate - ri->max_head_rate) < 1e-5);
+  assert_true(fabs(s->rs[0].head - ri->max_head_rate * m->dt) < 1e-5);
   for (int i = 0; i < 1000; i++) {
-    pa_sim_step(&m, &s);
-    assert_true(s.rs[0].head <= ri->head_limit + 1e-6);
+    pa_sim_step(m, s);
+    assert_true(s->rs[0].head <= ri->head_limit + 1e-6);
   }
-  assert_true(fabs(s.rs[0].head - ri->head_limit) < 1e-6);
-  assert_true(s.rs[0].head_rate == 0); /* at the stop, no motion */
-  assert_int_equal(ts_cmd(&m, &s, PA_OP_SET_CMD, 0, 0, 0, 0, -1), PA_OK);
+  assert_true(fabs(s->rs[0].head - ri->head_limit) < 1e-6);
+  assert_true(s->rs[0].head_rate == 0); /* at the stop, no motion */
+  assert_int_equal(ts_cmd(m, s, PA_OP_SET_CMD, 0, 0, 0, 0, -1), PA_OK);
   for (int i = 0; i < 2000; i++)
-    pa_sim_step(&m, &s);
-  assert_true(fabs(s.rs[0].head + ri->head_limit) < 1e-6);
-  ts_free(&m, &s);
+    pa_sim_step(m, s);
+  assert_true(fabs(s->rs[0].head + ri->head_limit) < 1e-6);
 }
 
 static void test_omni_frames(void **st) {
-  (void)st;
-  pa_sim_model m;
-  pa_sim_state s;
-  big_room(&m, &s, PA_DRIVE_OMNI);
+  pa_sim_model *m = &((ts_world *)*st)->m;
+  pa_sim_state *s = &((ts_world *)*st)->s;
   /* robot frame: sideways while facing +90 deg = moving -x */
-  s.rs[0].theta = M_PI / 2;
-  s.rs[0].vy = 0.5;
-  assert_int_equal(ts_cmd(&m, &s, PA_OP_SET_CMD, 0, 0, 0.5, 0, 0), PA_OK);
+  s->rs[0].theta = M_PI / 2;
+  s->rs[0].vy = 0.5;
+  assert_int_equal(ts_cmd(m, s, PA_OP_SET_CMD, 0, 0, 0.5, 0, 0), PA_OK);
   for (int i = 0; i < 200; i++)
-    pa_sim_step(&m, &s);
-  assert_true(fabs(s.rs[0].x - 19.5) < 1e-9);
-  assert_true(fabs(s.rs[0].y - 20) < 1e-9);
+    pa_sim_step(m, s);
+  assert_true(fabs(s->rs[0].x - 19.5) < 1e-9);
+  assert_true(fabs(s->rs[0].y - 20) < 1e-9);
   /* world frame while spinning, from rest: straight +y line in the world */
-  s.rs[0].v = s.rs[0].vy = 0;
-  double x1 = s.rs[0].x;
+  s->rs[0].v = s->rs[0].vy = 0;
+  double x1 = s->rs[0].x;
   pa_cmd c;
   memset(&c, 0, sizeof c);
   c.op = PA_OP_SET_CMD;
@@ -150,29 +140,25 @@ static void test_omni_frames(void **st) {
   c.drive.vy = 0.5;
   c.drive.w = 1.0;
   pa_reply r;
-  assert_int_equal(pa_sim_apply(&m, &s, &c, &r), PA_OK);
+  assert_int_equal(pa_sim_apply(m, s, &c, &r), PA_OK);
   for (int i = 0; i < 600; i++)
-    pa_sim_step(&m, &s);
-  assert_true(fabs(s.rs[0].x - x1) < 0.01); /* lag of the limits */
-  assert_true(s.rs[0].y > 20 + 1.3);
-  ts_free(&m, &s);
+    pa_sim_step(m, s);
+  assert_true(fabs(s->rs[0].x - x1) < 0.01); /* lag of the limits */
+  assert_true(s->rs[0].y > 20 + 1.3);
 }
 
 static void test_diff_refuses_sideways(void **st) {
-  (void)st;
-  pa_sim_model m;
-  pa_sim_state s;
-  big_room(&m, &s, PA_DRIVE_DIFF);
-  assert_int_equal(ts_cmd(&m, &s, PA_OP_SET_CMD, 0, 0, 0.3, 0, 0),
+  pa_sim_model *m = &((ts_world *)*st)->m;
+  pa_sim_state *s = &((ts_world *)*st)->s;
+  assert_int_equal(ts_cmd(m, s, PA_OP_SET_CMD, 0, 0, 0.3, 0, 0),
                    PA_ERR_UNSUPPORTED_CONTROL_SCHEME);
-  assert_int_equal(ts_cmd(&m, &s, PA_OP_SET_CMD, 0, NAN, 0, 0, 0),
+  assert_int_equal(ts_cmd(m, s, PA_OP_SET_CMD, 0, NAN, 0, 0, 0),
                    PA_ERR_INVALID_ACTION_SHAPE);
-  assert_int_equal(ts_cmd(&m, &s, PA_OP_SET_CMD, 0, INFINITY, 0, 0, 0),
+  assert_int_equal(ts_cmd(m, s, PA_OP_SET_CMD, 0, INFINITY, 0, 0, 0),
                    PA_ERR_INVALID_ACTION_SHAPE);
-  assert_int_equal(ts_cmd(&m, &s, PA_OP_SET_CMD, 7, 0, 0, 0, 0),
+  assert_int_equal(ts_cmd(m, s, PA_OP_SET_CMD, 7, 0, 0, 0, 0),
                    PA_ERR_UNKNOWN_ROBOT);
-  assert_true(s.rs[0].cmd_vy == 0 && s.rs[0].cmd_v == 0);
-  ts_free(&m, &s);
+  assert_true(s->rs[0].cmd_vy == 0 && s->rs[0].cmd_v == 0);
 }
 
 /* Odometry with a drift model: deviates from the truth, deterministically. */
@@ -205,12 +191,17 @@ static void test_odom_drift(void **st) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_circle),
-      cmocka_unit_test(test_straight_and_velocity_limit),
-      cmocka_unit_test(test_acceleration_limits),
-      cmocka_unit_test(test_head_limits),
-      cmocka_unit_test(test_omni_frames),
-      cmocka_unit_test(test_diff_refuses_sideways),
+      cmocka_unit_test_setup_teardown(test_circle, diff_room, ts_world_free),
+      cmocka_unit_test_setup_teardown(test_straight_and_velocity_limit,
+                                      diff_room, ts_world_free),
+      cmocka_unit_test_setup_teardown(test_acceleration_limits, diff_room,
+                                      ts_world_free),
+      cmocka_unit_test_setup_teardown(test_head_limits, diff_room,
+                                      ts_world_free),
+      cmocka_unit_test_setup_teardown(test_omni_frames, omni_room,
+                                      ts_world_free),
+      cmocka_unit_test_setup_teardown(test_diff_refuses_sideways, diff_room,
+                                      ts_world_free),
       cmocka_unit_test(test_odom_drift),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -133,6 +133,24 @@ static void test_shapes_and_robots(void **st) {
   ts_free(&m, &s);
 }
 
+/* The fan from (x, y) into f (n rays) must equal pa_sim_cast_plain ray by
+ * ray (what: where, for the failure); how many rays hit within rmax. */
+static int fan_equals_plain(const pa_sim_model *m, const char *what, double x,
+                            double y, const double *dx, const double *dy, int n,
+                            double rmax, double *f) {
+  int hits = 0;
+  pa_sim_cast_fan(m, x, y, dx, dy, (uint32_t)n, rmax, f);
+  for (int q = 0; q < n; q++) {
+    double p = pa_sim_cast_plain(m, x, y, dx[q], dy[q], rmax);
+    if (f[q] != p)
+      fail_msg("%s: fan from (%.17g, %.17g) dir (%.17g, %.17g) range %.17g: "
+               "%.12g, plain %.12g",
+               what, x, y, dx[q], dy[q], rmax, f[q], p);
+    hits += p < rmax;
+  }
+  return hits;
+}
+
 /* Random map of blocks and unknown cells; the distance-field caster must
  * give exactly the plain traversal's range on random rays. */
 static void check_fast_equals_plain(double origin_x, double origin_y,
@@ -228,16 +246,9 @@ static void check_fast_equals_plain(double origin_x, double origin_y,
         }
       }
       double rmax = 1 + 20 * pa_sim_rng_uniform(&rng);
-      pa_sim_cast_fan(&m, x, y, dx, dy, N, rmax, f);
-      for (int q = 0; q < N; q++) {
-        double p = pa_sim_cast_plain(&m, x, y, dx[q], dy[q], rmax);
-        if (f[q] != p)
-          fail_msg("fan (%s) from (%.17g, %.17g) dir (%.17g, %.17g) "
-                   "range %.17g: %.12g, plain %.12g",
-                   pa_sim_simd_name((pa_sim_simd)path), x, y, dx[q], dy[q],
-                   rmax, f[q], p);
-        fan_rays++;
-      }
+      fan_equals_plain(&m, pa_sim_simd_name((pa_sim_simd)path), x, y, dx, dy, N,
+                       rmax, f);
+      fan_rays += N;
     }
   }
   pa_sim_simd_set(PA_SIM_SIMD_AUTO);
@@ -306,16 +317,10 @@ static void check_long_map(uint32_t w, uint32_t h, double res) {
       dy[q] = q % 16 == 0 ? 0.0 : sin(a);
     }
     double rmax = w * res * (0.3 + 0.7 * pa_sim_rng_uniform(&rng));
-    pa_sim_cast_fan(&m, x, y, dx, dy, N, rmax, f);
-    for (int q = 0; q < N; q++) {
-      double p = pa_sim_cast_plain(&m, x, y, dx[q], dy[q], rmax);
-      if (f[q] != p)
-        fail_msg("%ux%u map: fan from (%.17g, %.17g) dir (%.17g, %.17g) "
-                 "range %.17g: %.12g, plain %.12g",
-                 w, h, x, y, dx[q], dy[q], rmax, f[q], p);
-      rays++;
-      hits += p < rmax;
-    }
+    char what[48];
+    snprintf(what, sizeof what, "%ux%u map", w, h);
+    hits += fan_equals_plain(&m, what, x, y, dx, dy, N, rmax, f);
+    rays += N;
   }
   printf("%ux%u map: fan == plain on %ld rays, %ld hits\n", w, h, rays, hits);
   assert_true(rays > 10000);
@@ -510,25 +515,13 @@ static void check_path(pa_sim_simd path) {
   assert_true(rays > 200000);
 }
 
-static void test_path_avx512(void **st) {
-  (void)st;
-  check_path(PA_SIM_SIMD_AVX512);
-}
-
-static void test_path_avx2(void **st) {
-  (void)st;
-  check_path(PA_SIM_SIMD_AVX2);
-}
-
-static void test_path_portable(void **st) {
-  (void)st;
-  check_path(PA_SIM_SIMD_PORTABLE);
-}
-
-static void test_path_scalar(void **st) {
-  (void)st;
-  check_path(PA_SIM_SIMD_SCALAR);
-}
+/* One test per caster path, each named for it (main's PATH_TEST rows): the
+ * path is the test's initial state. */
+static void test_path(void **st) { check_path(*(const pa_sim_simd *)*st); }
+#define PATH_TEST(name, path)                                                  \
+  {                                                                            \
+    "test_path_" name, test_path, NULL, NULL, &(pa_sim_simd) { path }          \
+  }
 
 /* The path names, the parser, and a model's def.simd winning over the
  * process default. */
@@ -624,10 +617,10 @@ int main(void) {
       cmocka_unit_test(test_shapes_and_robots),
       cmocka_unit_test(test_fast_equals_plain),
       cmocka_unit_test(test_long_maps),
-      cmocka_unit_test(test_path_avx512),
-      cmocka_unit_test(test_path_avx2),
-      cmocka_unit_test(test_path_portable),
-      cmocka_unit_test(test_path_scalar),
+      PATH_TEST("avx512", PA_SIM_SIMD_AVX512),
+      PATH_TEST("avx2", PA_SIM_SIMD_AVX2),
+      PATH_TEST("portable", PA_SIM_SIMD_PORTABLE),
+      PATH_TEST("scalar", PA_SIM_SIMD_SCALAR),
       cmocka_unit_test(test_path_choice),
       cmocka_unit_test(test_noise_statistics),
       cmocka_unit_test(test_scan_schedule),

@@ -98,14 +98,17 @@ static pa_tick latest(sim *s, pa_robot_state *r0) {
   return t;
 }
 
+/* c (its op and arguments filled) pushed as this test's next request. */
+static uint64_t push_cmd(sim *s, pa_cmd *c) {
+  c->client_id = 77;
+  c->request_id = ++s->next_req;
+  assert_int_equal(pa_queue_push(s->st.cmd, c), 0);
+  return c->request_id;
+}
+
 static uint64_t push(sim *s, uint32_t op, uint32_t u, uint32_t flags,
                      double a0, double a1, double a2) {
-  pa_cmd c;
-  memset(&c, 0, sizeof c);
-  c.client_id = 77;
-  c.request_id = ++s->next_req;
-  c.op = op;
-  c.flags = flags;
+  pa_cmd c = {.op = op, .flags = flags};
   if (op == PA_OP_STEP) { /* u = ticks; a = v, vy, w of its drive */
     c.step.ticks = u;
     c.step.drive = (pa_cmd_drive){.v = a0, .vy = a1, .w = a2};
@@ -114,8 +117,7 @@ static uint64_t push(sim *s, uint32_t op, uint32_t u, uint32_t flags,
   } else if (op == PA_OP_SPEED) {
     c.speed.factor = a0;
   }
-  assert_int_equal(pa_queue_push(s->st.cmd, &c), 0);
-  return c.request_id;
+  return push_cmd(s, &c);
 }
 
 static pa_reply wait_reply(sim *s, uint64_t req, int timeout_ms) {
@@ -329,14 +331,9 @@ static void test_bad_flags(void **st) {
 }
 
 static pa_reply call_named(sim *s, uint32_t op, const char *name) {
-  pa_cmd c;
-  memset(&c, 0, sizeof c);
-  c.client_id = 77;
-  c.request_id = ++s->next_req;
-  c.op = op;
+  pa_cmd c = {.op = op};
   snprintf(c.name, sizeof c.name, "%s", name);
-  assert_int_equal(pa_queue_push(s->st.cmd, &c), 0);
-  return wait_reply(s, c.request_id, 20000);
+  return wait_reply(s, push_cmd(s, &c), 20000);
 }
 
 /* A snapshot whose bytes changed (a torn write, another build) is refused
@@ -576,14 +573,9 @@ static void test_overlapped_scans(void **st) {
  * one resumes on it (not on its flags' map), with the robot where it was. */
 /* A map op with a path, pushed; its request id. */
 static uint64_t push_path(sim *s, uint32_t op, const char *path) {
-  pa_cmd c;
-  memset(&c, 0, sizeof c);
-  c.client_id = 77;
-  c.request_id = ++s->next_req;
-  c.op = op;
+  pa_cmd c = {.op = op};
   snprintf(c.path, sizeof c.path, "%s", path);
-  assert_int_equal(pa_queue_push(s->st.cmd, &c), 0);
-  return c.request_id;
+  return push_cmd(s, &c);
 }
 
 static void write_text(const char *path, const char *text) {

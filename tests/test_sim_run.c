@@ -206,19 +206,22 @@ static pa_status spawn_obs(const pa_sim_model *m, pa_sim_state *s,
   return st;
 }
 
+/* The default map, default def, robot0 at the origin. */
+static void default_map_one_robot(pa_sim_model *m, pa_sim_state *s) {
+  pa_grid g;
+  char err[256];
+  assert_int_equal(pa_map_load_default(&g, err, sizeof err), 0);
+  pa_robot_def r = ts_robot("robot0", 0, 0, 0);
+  ts_make_default(m, s, &g, &r, 1, NULL, 0);
+}
+
 /* Obstacles are kept out of walls as robots are (a circle at (-4.65,
  * -4.87) r 0.2 on the default map, in its corner wall, used to be ok). */
 static void test_obstacle_in_wall(void **st) {
   (void)st;
-  pa_grid g;
-  char err[256];
-  assert_int_equal(pa_map_load_default(&g, err, sizeof err), 0);
-  pa_robot_def r[1] = {ts_robot("robot0", 0, 0, 0)};
-  pa_sim_def d = pa_sim_def_default();
   pa_sim_model m;
   pa_sim_state s;
-  ts_make(&m, &s, &d, &g, r, 1, NULL, 0);
-  pa_grid_free(&g);
+  default_map_one_robot(&m, &s);
   assert_int_equal(
       spawn_obs(&m, &s, "w", PA_SHAPE_CIRCLE, -4.65, -4.87, 0, 0.2, 0),
       PA_ERR_BLOCKED_POSE);
@@ -276,15 +279,9 @@ static void test_op_table(void **st) {
  * given to pa_sim_apply is refused by name; nothing changes on an error. */
 static void test_property_schema_ranges(void **st) {
   (void)st;
-  pa_grid g;
-  char err[256];
-  assert_int_equal(pa_map_load_default(&g, err, sizeof err), 0);
-  pa_robot_def rd[1] = {ts_robot("robot0", 0, 0, 0)};
-  pa_sim_def d = pa_sim_def_default();
   pa_sim_model m;
   pa_sim_state s;
-  ts_make(&m, &s, &d, &g, rd, 1, NULL, 0);
-  pa_grid_free(&g);
+  default_map_one_robot(&m, &s);
   float h0 = s.info[0].height;
   pa_cmd c;
   pa_reply r;

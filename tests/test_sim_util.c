@@ -90,6 +90,28 @@ void ts_make(pa_sim_model *m, pa_sim_state *s, const pa_sim_def *d,
     fail_msg("state: %s", err);
 }
 
+void ts_make_default(pa_sim_model *m, pa_sim_state *s, pa_grid *g,
+                     pa_robot_def *robots, size_t nr, pa_obstacle_def *obs,
+                     size_t no) {
+  pa_sim_def d = pa_sim_def_default();
+  ts_make(m, s, &d, g, robots, nr, obs, no);
+  pa_grid_free(g);
+}
+
+ts_world *ts_world_alloc(void **st) {
+  ts_world *w = calloc(1, sizeof *w);
+  assert_non_null(w);
+  *st = w;
+  return w;
+}
+
+int ts_world_free(void **st) {
+  ts_world *w = *st;
+  ts_free(&w->m, &w->s);
+  free(w);
+  return 0;
+}
+
 void ts_free(pa_sim_model *m, pa_sim_state *s) {
   pa_sim_state_free(s);
   pa_sim_model_free(m);

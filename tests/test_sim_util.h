@@ -19,7 +19,19 @@ pa_obstacle_def ts_circle(const char *name, double x, double y, double radius);
 void ts_make(pa_sim_model *m, pa_sim_state *s, const pa_sim_def *d,
              const pa_grid *g, pa_robot_def *robots, size_t nr,
              pa_obstacle_def *obs, size_t no);
+/* ts_make with pa_sim_def_default(), then frees g (a fixture's own grid). */
+void ts_make_default(pa_sim_model *m, pa_sim_state *s, pa_grid *g,
+                     pa_robot_def *robots, size_t nr, pa_obstacle_def *obs,
+                     size_t no);
 void ts_free(pa_sim_model *m, pa_sim_state *s);
+/* A model and its state as a cmocka fixture's state: a setup fills the one
+ * ts_world_alloc gives (its *st), ts_world_free is the teardown. */
+typedef struct ts_world {
+  pa_sim_model m;
+  pa_sim_state s;
+} ts_world;
+ts_world *ts_world_alloc(void **st);
+int ts_world_free(void **st);
 /* Applies a command and returns its status. */
 pa_status ts_cmd(const pa_sim_model *m, pa_sim_state *s, uint32_t op,
                  uint32_t robot, double a0, double a1, double a2, double a3);

@@ -10,6 +10,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <string.h>
 #include <sys/types.h>
 
 #include "pa_shm.h"
@@ -23,6 +25,34 @@
 #else
 #define PA_TEST_SLOW 1
 #endif
+
+/* The reply a test's fake pa-sim gives to c: c's ids and op, PA_OK, the
+ * rest zero (the caller fills what its op returns). Inline: the fuzz
+ * targets, which do not link this library, use it too. */
+static inline pa_reply pa_test_reply_to(const pa_cmd *c) {
+  pa_reply r;
+  memset(&r, 0, sizeof r);
+  r.client_id = c->client_id;
+  r.request_id = c->request_id;
+  r.op = c->op;
+  return r;
+}
+
+/* pa_stack_def_default() named inst, small: 4 robots, 8 obstacles, beams
+ * beams, a cam_w x cam_h camera, cmds command slots. Inline as above. */
+static inline pa_stack_def pa_test_small_def(const char *inst, uint32_t beams,
+                                             uint32_t cam_w, uint32_t cam_h,
+                                             uint32_t cmds) {
+  pa_stack_def d = pa_stack_def_default();
+  snprintf(d.instance, sizeof d.instance, "%s", inst);
+  d.max_robots = 4;
+  d.max_obstacles = 8;
+  d.max_beams = beams;
+  d.max_cam_width = cam_w;
+  d.max_cam_height = cam_h;
+  d.cmd_capacity = cmds;
+  return d;
+}
 
 /* "t<pid>-<tag>-<n>": unique per process and call; registered for cleanup. */
 void pa_test_instance(char *out, size_t n, const char *tag);

@@ -8,6 +8,8 @@
 
 #include "netgw_int.h"
 
+#include <stdarg.h>
+
 /* Envelope types an action answers (request "type"). */
 enum { JT_COMMAND = 1u << 0, JT_SIM_CONTROL = 1u << 1 };
 
@@ -60,6 +62,12 @@ extern char pa_json_pending;
 
 /* What pa_json_named_object found. */
 enum { P_ROBOT = 1, P_OBSTACLE = 2 };
+typedef struct {
+  unsigned kind;       /* P_ROBOT or P_OBSTACLE */
+  pa_robot_info ri;    /* kind P_ROBOT */
+  pa_obstacle_info oi; /* kind P_OBSTACLE */
+  uint32_t idx;
+} pa_json_obj;
 
 /* ---- json_table.c ---------------------------------------------------------*/
 
@@ -79,6 +87,10 @@ json_t *pa_json_ranges(pa_client *c, const float *r, uint32_t n);
 
 /* ---- json_args.c: request fields (1 found, 0 absent, -1 bad: error set) ---*/
 
+/* pa_json_fail with the arguments as a va_list (for other failing
+ * helpers): sets x's error. */
+void pa_json_vfail(jctx *x, pa_status st, const char *fmt, va_list ap)
+    __attribute__((format(printf, 3, 0)));
 /* Sets x's error; returns NULL so a handler can `return pa_json_fail(...)`. */
 json_t *pa_json_fail(jctx *x, pa_status st, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -101,9 +113,10 @@ bool pa_json_lookup_busy(jctx *x, int rc);
 /* data.robot (id or name), default the connection's robot: 0 or -1. */
 int pa_json_robot(jctx *x, pa_robot_info *info, uint32_t *idx);
 /* data.name (a robot or an obstacle) or data.robot: 0 or -1; *kind P_*. */
-int pa_json_named_object(jctx *x, unsigned *kind, pa_robot_info *ri,
-                         pa_obstacle_info *oi, uint32_t *idx);
+int pa_json_named_object(jctx *x, pa_json_obj *o);
 json_t *pa_json_vec3(double a, double b, double c);
+/* {"count": its size, key: list} (list's reference taken). */
+json_t *pa_json_counted(const char *key, json_t *list);
 /* {"tick": the reply's tick} */
 json_t *pa_json_tick(const pa_reply *r);
 /* Pushes cmd for robot and leaves the client waiting (JPENDING), or NULL
@@ -115,6 +128,8 @@ json_t *pa_json_push_nowait(jctx *x, pa_cmd *cmd, uint32_t robot);
 /* ---- json_robot.c ---------------------------------------------------------*/
 
 json_t *pa_json_drive_name(const pa_robot_info *i);
+/* A scan as JSON: seq, tick, sim_time (with_time), angles, limits, ranges. */
+json_t *pa_json_scan(pa_client *c, const pa_scan *s, bool with_time);
 /* Reply size bounds (the table's cost column). */
 size_t pa_json_cost_list_robots(jctx *x);
 size_t pa_json_cost_state(jctx *x);

@@ -317,5 +317,8 @@ void pa_text_exec(pa_client *c, const char *line, size_t len);
 /* The sim answered (r) or the wait timed out (r == NULL). */
 void pa_text_complete(pa_client *c, const pa_reply *r);
 void pa_text_err(pa_client *c, pa_status st, const char *msg);
+/* pa_text_err with the message formatted as printf does. */
+void pa_text_errf(pa_client *c, pa_status st, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
 #endif

@@ -25,6 +25,29 @@ static inline void to_grid(const pa_sim_model *m, double x, double y,
   *gy = (-m->sin_yaw * rx + m->cos_yaw * ry) * inv;
 }
 
+/* A world ray (from x, y along dx, dy, up to range_max [m]) in the grid
+ * frame, cell units: the single-ray casters' common setup. */
+typedef struct {
+  double gx, gy, gdx, gdy, maxc;
+} grid_ray;
+
+static inline grid_ray ray_in_grid(const pa_sim_model *m, double x, double y,
+                                   double dx, double dy, double range_max) {
+  grid_ray r;
+  to_grid(m, x, y, &r.gx, &r.gy);
+  r.gdx = m->cos_yaw * dx + m->sin_yaw * dy;
+  r.gdy = -m->sin_yaw * dx + m->cos_yaw * dy;
+  r.maxc = range_max / m->grid.resolution;
+  return r;
+}
+
+/* A caster's result t [cells] as a range [m] (res: the grid's resolution):
+ * range_max where nothing is hit within maxc. */
+static inline double cells_to_range(double t, double maxc, double range_max,
+                                    double res) {
+  return t >= maxc ? range_max : t * res;
+}
+
 static inline bool cell_blocked(const pa_sim_model *m, int64_t cx, int64_t cy) {
   if (cx < 0 || cy < 0 || cx >= (int64_t)m->grid.width ||
       cy >= (int64_t)m->grid.height)
@@ -83,38 +106,34 @@ static inline double ray_circle(double ox, double oy, double dx, double dy,
   return -b - sqrt(disc);
 }
 
+/* One slab of ray_box: narrows [t0, t1] to where the ray's local coordinate
+ * l (moving by ld) is within [-h, h]; false if it never is. */
+static inline bool ray_slab(double l, double ld, double h, double *t0,
+                            double *t1) {
+  if (ld != 0) {
+    double a = (-h - l) / ld, b = (h - l) / ld;
+    if (a > b) {
+      double tmp = a;
+      a = b;
+      b = tmp;
+    }
+    *t0 = a > *t0 ? a : *t0;
+    *t1 = b < *t1 ? b : *t1;
+    return true;
+  }
+  return !(l < -h || l > h);
+}
+
 /* Ray vs box obstacle o (c, s: cos and sin of its heading): as ray_circle. */
 static inline double ray_box(double ox, double oy, double dx, double dy,
                              const pa_obstacle_info *o, double c, double s) {
   double ex = ox - o->x, ey = oy - o->y;
   double lx = c * ex + s * ey, ly = -s * ex + c * ey;
   double ldx = c * dx + s * dy, ldy = -s * dx + c * dy;
-  double hx = 0.5 * o->size_x, hy = 0.5 * o->size_y;
   double t0 = -INFINITY, t1 = INFINITY;
-  if (ldx != 0) {
-    double a = (-hx - lx) / ldx, b = (hx - lx) / ldx;
-    if (a > b) {
-      double tmp = a;
-      a = b;
-      b = tmp;
-    }
-    t0 = a > t0 ? a : t0;
-    t1 = b < t1 ? b : t1;
-  } else if (lx < -hx || lx > hx) {
+  if (!ray_slab(lx, ldx, 0.5 * o->size_x, &t0, &t1) ||
+      !ray_slab(ly, ldy, 0.5 * o->size_y, &t0, &t1))
     return INFINITY;
-  }
-  if (ldy != 0) {
-    double a = (-hy - ly) / ldy, b = (hy - ly) / ldy;
-    if (a > b) {
-      double tmp = a;
-      a = b;
-      b = tmp;
-    }
-    t0 = a > t0 ? a : t0;
-    t1 = b < t1 ? b : t1;
-  } else if (ly < -hy || ly > hy) {
-    return INFINITY;
-  }
   if (t0 > t1 || t1 < 0)
     return INFINITY;
   return t0 > 0 ? t0 : 0;

@@ -15,6 +15,7 @@
 #define _GNU_SOURCE
 #include "netgw_int.h"
 #include "pa_util.h"
+#include "testutil.h" /* header-only parts: this target does not link it */
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -106,14 +107,12 @@ static void write_world(void) {
   struct {
     pa_tick t;
     pa_robot_state r[2];
-  } tick;
-  memset(&tick, 0, sizeof tick);
-  tick.t.tick = 100;
-  tick.t.sim_time = 0.5;
-  tick.t.wall_ns = pa_now_ns();
-  tick.t.robot_count = 2;
-  tick.t.speed = 1.0;
-  tick.t.world_gen = st.ctl->world_gen;
+  } tick = {.t = {.tick = 100,
+                  .sim_time = 0.5,
+                  .wall_ns = pa_now_ns(),
+                  .robot_count = 2,
+                  .speed = 1.0,
+                  .world_gen = st.ctl->world_gen}};
   for (uint32_t i = 0; i < 2; i++) {
     tick.r[i].id = i;
     tick.r[i].gen = 1;
@@ -127,17 +126,15 @@ static void write_world(void) {
     struct {
       pa_scan s;
       float r[8];
-    } scan;
-    memset(&scan, 0, sizeof scan);
-    scan.s.tick = 100;
-    scan.s.sim_time = 0.5;
-    scan.s.robot = i;
-    scan.s.seq = 1;
-    scan.s.angle_min = -3.14f;
-    scan.s.angle_increment = 0.785f;
-    scan.s.range_min = 0.15f;
-    scan.s.range_max = 12.0f;
-    scan.s.count = 8;
+    } scan = {.s = {.tick = 100,
+                    .sim_time = 0.5,
+                    .robot = i,
+                    .seq = 1,
+                    .angle_min = -3.14f,
+                    .angle_increment = 0.785f,
+                    .range_min = 0.15f,
+                    .range_max = 12.0f,
+                    .count = 8}};
     for (int k = 0; k < 8; k++)
       scan.r[k] = 0.5f + (float)k;
     if (pa_ring_write(st.scan, &scan, sizeof scan) < 0)
@@ -153,14 +150,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
   signal(SIGPIPE, SIG_IGN);
   echo = getenv("PA_FUZZ_ECHO") && getenv("PA_FUZZ_ECHO")[0] == '1';
   snprintf(inst, sizeof inst, "t%d-fz", (int)getpid());
-  pa_stack_def d = pa_stack_def_default();
-  snprintf(d.instance, sizeof d.instance, "%s", inst);
-  d.max_robots = 4;
-  d.max_obstacles = 8;
-  d.max_beams = 64;
-  d.max_cam_width = 32;
-  d.max_cam_height = 24;
-  d.cmd_capacity = 256;
+  pa_stack_def d = pa_test_small_def(inst, 64, 32, 24, 256);
   char err[256];
   if (pa_stack_create(&st, &d, err, sizeof err) != 0)
     die("pa_stack_create", err);
@@ -193,11 +183,7 @@ static int fake_sim(void) {
     n++;
     if (c.flags & PA_CMDF_NO_REPLY)
       continue;
-    pa_reply r;
-    memset(&r, 0, sizeof r);
-    r.client_id = c.client_id;
-    r.request_id = c.request_id;
-    r.op = c.op;
+    pa_reply r = pa_test_reply_to(&c);
     r.tick = 101;
     r.sim_time = 0.505;
     /* the command's numbers back as its results; the robot a real one */

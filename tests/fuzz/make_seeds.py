@@ -27,6 +27,12 @@ def put(target, name, data):
         f.write(data)
 
 
+def put_repo_file(target, name):
+    """maps/<name> of the repository as a seed named so."""
+    with open(os.path.join(REPO, "maps", name), "rb") as f:
+        put(target, name, f.read())
+
+
 # ---- images ---------------------------------------------------------------
 
 
@@ -174,8 +180,7 @@ def images():
     put(t, "empty", b"")
     default_png = os.path.join(REPO, "maps", "default.png")
     if os.path.getsize(default_png) < 64 * 1024:
-        with open(default_png, "rb") as f:
-            put(t, "default.png", f.read())
+        put_repo_file(t, "default.png")
 
 
 # ---- YAML -----------------------------------------------------------------
@@ -191,8 +196,7 @@ def nested(levels):
 
 def map_yamls():
     t = "map_yaml"
-    with open(os.path.join(REPO, "maps", "default.yaml")) as f:
-        put(t, "default.yaml", f.read())
+    put_repo_file(t, "default.yaml")
     put(t, "minimal.yaml", "image: map.pgm\nresolution: 0.05\n")
     put(t, "full-raw.yaml",
         "image: ./m/map.png\nresolution: 0.1\norigin: [-1.5, 2.0, 0.3]\n"
@@ -218,8 +222,7 @@ def map_yamls():
 
 def worlds():
     t = "world"
-    with open(os.path.join(REPO, "maps", "example.world.yaml")) as f:
-        put(t, "example.world.yaml", f.read())
+    put_repo_file(t, "example.world.yaml")
     put(t, "minimal.yaml", "map: default\n")
     put(t, "inline-map.yaml",
         "map: {image: map.png, resolution: 0.05, origin: [-2, -2, 0]}\n"

@@ -3,6 +3,7 @@ autoreset, the binary step_batch, and cleanup."""
 
 import os
 import unittest
+from contextlib import closing
 
 import numpy as np
 
@@ -62,8 +63,7 @@ class Spaces(unittest.TestCase):
 class Envs(unittest.TestCase):
     def test_navenv_rules_determinism_and_cleanup(self):
         inst = instance()
-        env = NavEnv(instance=inst, render_mode="rgb_array", max_episode_steps=15)
-        try:
+        with closing(NavEnv(instance=inst, render_mode="rgb_array", max_episode_steps=15)) as env:
             self.assertTrue(shm_objects(inst))
             checker.check_env(env, steps=25)
             # same-seed episodes are identical, step by step, bit for bit
@@ -96,8 +96,6 @@ class Envs(unittest.TestCase):
             self.assertEqual(img.dtype, np.uint8)
             self.assertEqual(img.ndim, 3)
             pids = list(env.world.stack.proc.pid for _ in (0,))
-        finally:
-            env.close()
         self.assertEqual(shm_objects(inst), [])
         for pid in pids:
             self.assertFalse(os.path.exists("/proc/%d" % pid) and
@@ -106,19 +104,15 @@ class Envs(unittest.TestCase):
     def test_discrete_and_bad_args(self):
         with self.assertRaisesRegex(TypeError, "unknown arguments"):
             NavEnv(instance=instance(), bogus=1)
-        env = NavEnv(instance=instance(), action_type="discrete", flat=True, beams=90)
-        try:
+        with closing(NavEnv(instance=instance(), action_type="discrete", flat=True, beams=90)) as env:
             self.assertIsInstance(env.action_space, Discrete)
             self.assertEqual(env.observation_space.shape, (94,))
             checker.check_env(env, steps=10)
             with self.assertRaises(ValueError):
                 env.step(99)
-        finally:
-            env.close()
 
     def test_vector_env_autoreset_next_step(self):
-        env = NavVectorEnv(num_envs=6, instance=instance(), max_episode_steps=4)
-        try:
+        with closing(NavVectorEnv(num_envs=6, instance=instance(), max_episode_steps=4)) as env:
             checker.check_vector_env(env, steps=6)
             runs = []
             for _ in range(2):  # same seed, same actions: the same steps, autoresets included
@@ -140,12 +134,9 @@ class Envs(unittest.TestCase):
             self.assertTrue(np.all(np.abs(obs["velocity"][:, 0]) < 1e-6))  # the action was ignored
             obs, r, te, tr, info = env.step(np.ones((6, 2), np.float32))
             self.assertTrue(np.all(obs["velocity"][:, 0] > 0))
-        finally:
-            env.close()
 
     def test_parallel_env(self):
-        env = NavParallelEnv(num_agents=3, instance=instance(), max_episode_steps=5)
-        try:
+        with closing(NavParallelEnv(num_agents=3, instance=instance(), max_episode_steps=5)) as env:
             checker.check_parallel_env(env, steps=8)
             env.reset(seed=1)
             n = 0
@@ -154,8 +145,6 @@ class Envs(unittest.TestCase):
                 n += 1
             self.assertLessEqual(n, 5)
             self.assertEqual(env.state().shape, (3 * 3 + 3 * 2,))
-        finally:
-            env.close()
 
 
 if __name__ == "__main__":
@@ -166,22 +155,16 @@ class Ghosts(unittest.TestCase):
     """NavVectorEnv's robots ignore each other (--ghost_robots); NavParallelEnv's do not."""
 
     def test_vector_robots_ignore_each_other(self):
-        env = NavVectorEnv(num_envs=2, instance=instance())
-        try:
+        with closing(NavVectorEnv(num_envs=2, instance=instance())) as env:
             env.reset(seed=1)
             self.assertGreater(self.forward_range_parallel(env), 1.0)
-        finally:
-            env.close()
 
     def test_parallel_agents_see_each_other(self):
-        env = NavParallelEnv(num_agents=2, instance=instance())
-        try:
+        with closing(NavParallelEnv(num_agents=2, instance=instance())) as env:
             env.reset(seed=1)
             env.robots = env._vec.robots
             r = self.forward_range_parallel(env)
             self.assertLess(r, 0.6)
-        finally:
-            env.close()
 
     def forward_range_parallel(self, env):
         """Robot 0's range straight ahead with robot 1 0.6 m ahead of it, at a spot
@@ -209,8 +192,7 @@ class Ghosts(unittest.TestCase):
 class Camera(unittest.TestCase):
     def test_head_camera_in_lockstep(self):
         inst = instance()
-        env = NavEnv(instance=inst, camera=(24, 32), max_episode_steps=10)
-        try:
+        with closing(NavEnv(instance=inst, camera=(24, 32), max_episode_steps=10)) as env:
             sp = env.observation_space["camera"]
             self.assertEqual((sp.shape, sp.dtype), ((24, 32, 3), np.uint8))
             self.assertTrue(sp.contains(sp.sample()))
@@ -225,8 +207,6 @@ class Camera(unittest.TestCase):
             self.assertIn("pa-render", env.world.stack.argv[0] + " ".join(
                 open("/proc/%d/cmdline" % p).read().replace("\0", " ")
                 for p in children(env.world.stack.proc.pid)))
-        finally:
-            env.close()
         self.assertEqual(shm_objects(inst), [])
         with self.assertRaisesRegex(ValueError, "flat"):
             NavEnv(instance=instance(), camera=(24, 32), flat=True)
@@ -247,9 +227,8 @@ def children(pid):
 
 class RandomMaps(unittest.TestCase):
     def test_map_per_episode(self):
-        env = NavEnv(instance=instance(), randomize_map={"width": 8, "height": 8, "rooms": [2, 2]},
-                     max_goal_dist=4.0)
-        try:
+        with closing(NavEnv(instance=instance(), max_goal_dist=4.0,
+                            randomize_map={"width": 8, "height": 8, "rooms": [2, 2]})) as env:
             o1, _ = env.reset(seed=1)
             g1 = env.world.wall_grid.copy()
             o2, _ = env.reset(seed=2)
@@ -259,5 +238,3 @@ class RandomMaps(unittest.TestCase):
             self.assertEqual(g1.tobytes(), env.world.wall_grid.tobytes())
             self.assertTrue(checker._eq(o1, o3))
             checker.check_env(env, steps=5)
-        finally:
-            env.close()

@@ -571,6 +571,19 @@ class NavVectorEnv(_NavCore, VectorEnvBase):
             self._place(list(rs), self._last[0])
             cmd = cmd.copy()
             cmd[rs] = 0.0
+        obs, rew, term, trunc, dist, reached, collided, d = self._advance(cmd)
+        if len(rs):
+            rew[rs] = 0.0
+            term[rs] = trunc[rs] = False
+            self._steps[rs] = 0
+        self._autoreset = term | trunc
+        info = {"distance": dist, "is_success": reached & ~self._reset_mask(rs),
+                "collision": collided & ~self._reset_mask(rs), "tick": d["tick"]}
+        return obs, rew, term, trunc, info
+
+    def _advance(self, cmd):
+        """Every robot one decision step on: batched observation, rewards,
+        terminated, truncated, distances, reached, collided, the step's reply."""
         st, rg, d = self.world.step(self.robots, cmd, self.decision_ticks)
         scan, g, vel, dist, collided = self._observe(st, rg, self._goals)
         reached = dist <= self.goal_radius
@@ -578,16 +591,9 @@ class NavVectorEnv(_NavCore, VectorEnvBase):
         self._steps += 1
         term = reached | (collided & self.terminate_on_collision)
         trunc = (self._steps >= self.max_episode_steps) & ~term
-        if len(rs):
-            rew[rs] = 0.0
-            term[rs] = trunc[rs] = False
-            self._steps[rs] = 0
         self._prev = dist.copy()
-        self._autoreset = term | trunc
         self._last = (st.copy(), rg.copy())
-        info = {"distance": dist, "is_success": reached & ~self._reset_mask(rs),
-                "collision": collided & ~self._reset_mask(rs), "tick": d["tick"]}
-        return self._batch_obs(scan, g, vel), rew, term, trunc, info
+        return self._batch_obs(scan, g, vel), rew, term, trunc, dist, reached, collided, d
 
     def _reset_mask(self, rs):
         m = np.zeros(self.num_envs, dtype=bool)
@@ -658,16 +664,7 @@ class NavParallelEnv(_NavCore, ParallelEnvBase):
             full[self._idx[a]] = act
         cmd = v._commands(full)
         cmd[~self._active] = 0.0
-        st, rg, d = v.world.step(v.robots, cmd, v.decision_ticks)
-        scan, g, vel, dist, collided = v._observe(st, rg, v._goals)
-        reached = dist <= v.goal_radius
-        rew = v._reward(v._prev, dist, reached, collided)
-        v._steps += 1
-        term = reached | (collided & v.terminate_on_collision)
-        trunc = (v._steps >= v.max_episode_steps) & ~term
-        v._prev = dist.copy()
-        v._last = (st.copy(), rg.copy())
-        obs = v._batch_obs(scan, g, vel)
+        obs, rew, term, trunc, dist, reached, collided, _ = v._advance(cmd)
         live = list(self.agents)
         out = (self._split_obs(obs, live), {a: float(rew[self._idx[a]]) for a in live},
                {a: bool(term[self._idx[a]]) for a in live}, {a: bool(trunc[self._idx[a]]) for a in live},
