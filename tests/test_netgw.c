@@ -1009,6 +1009,40 @@ static void check_reply(int fd, const char *line, const char *action,
   json_decref(r);
 }
 
+/* get_property shows exactly the schema's rows (maps/pa_props.h) of its
+ * kind: a property added to the schema and not to the reply, or the other
+ * way round, fails here. */
+static void props_reply_matches_schema(int fd, const char *data, unsigned kind,
+                                       const char *skip) {
+  static char buf[1 << 16];
+  char line[256];
+  snprintf(line, sizeof line,
+           "{\"type\":\"command\",\"action\":\"get_property\","
+           "\"data\":%s}\n",
+           data);
+  assert_int_equal(pa_test_send_str(fd, line), 0);
+  assert_true(pa_test_read_line(fd, buf, sizeof buf, 5000) > 0);
+  json_t *r = json_loads(buf, 0, NULL);
+  assert_non_null(r);
+  json_t *props = json_object_get(json_object_get(r, "data"), "properties");
+  if (!json_is_object(props))
+    fail_msg("get_property %s: no properties in %s", data, buf);
+  const pa_prop_def *defs = pa_prop_defs();
+  size_t want = 0;
+  for (int i = 0; i < PA_PR_COUNT; i++) {
+    if (!(defs[i].kinds & kind) || (skip && !strcmp(defs[i].name, skip)))
+      continue;
+    want++;
+    if (!json_object_get(props, defs[i].name))
+      fail_msg("get_property %s: schema row '%s' missing from %s", data,
+               defs[i].name, buf);
+  }
+  if (json_object_size(props) != want)
+    fail_msg("get_property %s: %zu properties, the schema has %zu: %s", data,
+             json_object_size(props), want, buf);
+  json_decref(r);
+}
+
 static void json_actions(void **state) {
   (void)state;
   fixture f;
@@ -1077,6 +1111,10 @@ static void json_actions(void **state) {
   };
   for (size_t i = 0; i < sizeof env / sizeof env[0]; i++)
     check_reply(fd, env[i].line, NULL, env[i].code, env[i].needle);
+  props_reply_matches_schema(fd, "{\"robot\": 0}", PA_PK_ROBOT, NULL);
+  /* a box: its extent is size, not radius */
+  props_reply_matches_schema(fd, "{\"name\": \"crate\"}", PA_PK_OBSTACLE,
+                             "radius");
   /* batches: in order, a sim round trip inside, a batch in a batch refused */
   json_t *r = jask(fd, "{\"type\":\"batch\",\"request_id\":\"b\",\"requests\":["
                        "{\"type\":\"command\",\"action\":\"ping\"},"
