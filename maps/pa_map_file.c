@@ -330,13 +330,15 @@ static int check_bmp(const char *name, const unsigned char *b, size_t n,
 
 /* Walks every JPEG segment (through the scans' entropy-coded data) to EOI:
  * lengths inside the file, one frame header of 8-bit samples within the
- * limits, and Huffman tables of at most 256 codes (stb 2.27 writes past its
- * tables on more). */
+ * limits, Huffman tables of at most 256 codes (stb 2.27 writes past its
+ * tables on more), and every scan using only tables defined before it (stb
+ * decodes with an undefined table's uninitialised memory). */
 static int check_jpeg(const char *name, const unsigned char *b, size_t n,
                       uint32_t max_w, uint32_t max_h, char *err,
                       size_t err_sz) {
   size_t pos = 2;
   bool frame = false;
+  unsigned tables = 0; /* bit class * 4 + id: a DHT defined it */
   for (;;) {
     if (pos >= n || b[pos] != 0xff) {
       snprintf(err, err_sz,
@@ -381,6 +383,7 @@ static int check_jpeg(const char *name, const unsigned char *b, size_t n,
                    name, codes);
           return -1;
         }
+        tables |= 1u << ((d[q] >> 4) * 4 + (d[q] & 15));
         q += 17 + codes;
       }
     } else if (m >= 0xc0 && m <= 0xcf && m != 0xc4 && m != 0xc8 &&
@@ -405,6 +408,25 @@ static int check_jpeg(const char *name, const unsigned char *b, size_t n,
       if (!frame) {
         snprintf(err, err_sz, "%s: JPEG scan before its frame header", name);
         return -1;
+      }
+      size_t ns = dl ? d[0] : 0;
+      if (ns < 1 || ns > 4 || dl != 4 + 2 * ns) {
+        snprintf(err, err_sz, "%s: JPEG scan header is corrupt", name);
+        return -1;
+      }
+      unsigned ss = d[1 + 2 * ns], se = d[2 + 2 * ns];
+      for (size_t j = 0; j < ns; j++) {
+        unsigned td = d[2 + 2 * j] >> 4, ta = d[2 + 2 * j] & 15;
+        /* a DC scan (Ss 0) decodes with its DC table, an AC one with its
+         * AC table; a baseline scan is both */
+        if ((ss == 0 && (td > 3 || !(tables & (1u << td)))) ||
+            (se > 0 && (ta > 3 || !(tables & (1u << (4 + ta)))))) {
+          snprintf(err, err_sz,
+                   "%s: JPEG scan uses a Huffman table not defined before "
+                   "it",
+                   name);
+          return -1;
+        }
       }
       pos += len;
       while (pos + 1 < n && !(b[pos] == 0xff && b[pos + 1] != 0 &&
