@@ -395,6 +395,16 @@ static int check_jpeg(const char *name, const unsigned char *b, size_t n,
                  name);
         return -1;
       }
+      /* Baseline and extended sequential only: stb's progressive decoder
+       * shifts past its bit buffer on crafted scans (UBSan, stb_image.h
+       * 2065), and a map has no use for progressive display. */
+      if (m != 0xc0 && m != 0xc1) {
+        snprintf(err, err_sz,
+                 "%s: progressive or lossless JPEG is not supported (save "
+                 "it as baseline JPEG, or better PNG)",
+                 name);
+        return -1;
+      }
       uint32_t h = (uint32_t)d[1] << 8 | d[2], w = (uint32_t)d[3] << 8 | d[4];
       unsigned nc = d[5];
       if ((nc != 1 && nc != 3 && nc != 4) || dl != 6 + 3 * (size_t)nc) {
