@@ -204,33 +204,34 @@ json_t *pa_json_act_step_batch(jctx *x) {
     bool ok = k == 2 || k == 3;
     for (size_t j = 0; ok && j < k; j++) {
       json_t *e = json_array_get(a, j);
-      ok = json_is_number(e) && isfinite(json_number_value(e)) &&
-           fabs(json_number_value(e)) <= 1e6;
+      ok = json_is_number(e);
       v[j] = ok ? json_number_value(e) : 0;
     }
+    cmds[i].op = PA_OP_SET_CMD;
+    cmds[i].robot = ids[i];
+    cmds[i].drive.frame = PA_FRAME_ROBOT;
+    cmds[i].drive.v = v[0];
+    cmds[i].drive.vy = k == 3 ? v[1] : 0;
+    cmds[i].drive.w = k == 3 ? v[2] : v[1];
+    /* the one drive check pa-sim, set_velocity and text cmd use too */
+    const char *bad = ok ? pa_cmd_drive_error(&cmds[i].drive) : NULL;
     pa_robot_info info;
     uint32_t idx;
-    if (ok && pa_gw_robot(g, NULL, (long)ids[i], &info, &idx) != 0)
+    if (ok && !bad && pa_gw_robot(g, NULL, (long)ids[i], &info, &idx) != 0)
       ok = false;
-    const char *why = ok ? NULL
-                         : "must be [v, w] or [v, vy, w], finite, "
-                           "within 1e6";
-    if (ok && k == 3 && info.drive != PA_DRIVE_OMNI && v[1] != 0)
+    const char *why = !ok   ? "must be [v, w] or [v, vy, w] of numbers"
+                      : bad ? bad
+                            : NULL;
+    if (!why && k == 3 && info.drive != PA_DRIVE_OMNI && v[1] != 0)
       why = "moves sideways: robot has a differential drive";
     if (why) {
-      pa_status st =
-          ok ? PA_ERR_UNSUPPORTED_CONTROL_SCHEME : PA_ERR_INVALID_ACTION_SHAPE;
+      pa_status st = ok && !bad ? PA_ERR_UNSUPPORTED_CONTROL_SCHEME
+                                : PA_ERR_INVALID_ACTION_SHAPE;
       unsigned id = (unsigned)ids[i];
       free(ids);
       free(cmds);
       return pa_json_fail(x, st, "data.actions[%zu] (robot %u) %s", i, id, why);
     }
-    cmds[i].op = PA_OP_SET_CMD;
-    cmds[i].drive.frame = PA_FRAME_ROBOT;
-    cmds[i].drive.v = v[0];
-    cmds[i].drive.vy = k == 3 ? v[1] : 0;
-    cmds[i].drive.w = k == 3 ? v[2] : v[1];
-    cmds[i].robot = ids[i];
   }
   for (size_t i = 0; acts && i < n; i++) {
     if (pa_gw_push_nowait(c, &cmds[i]) != 0) {

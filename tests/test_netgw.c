@@ -759,6 +759,8 @@ static const jcase jcases[] = {
         "entries for 2 robots"),
     ERR("step_batch", "{\"robots\": [0], \"actions\": [[1, \"x\"]]}",
         "invalid_action_shape", "data.actions[0]"),
+    ERR("step_batch", "{\"robots\": [0], \"actions\": [[2e6, 0]]}",
+        "invalid_action_shape", "finite numbers within 1e6"),
     ERR("step_batch", "{\"robots\": [0], \"actions\": [[0, 1, 0]]}",
         "unsupported_control_scheme", "differential"),
     ERR("step_batch", "{\"binary\": 1}", "invalid_message", "data.binary"),
