@@ -28,6 +28,11 @@ packages=(
   python3-glad python3-numpy python3-matplotlib python3-distributed python3-setuptools python3-pip
   xvfb xauth procps strace valgrind netcat-openbsd
   clang libclang-rt-14-dev
+  libwslay-dev libzstd-dev libturbojpeg0-dev libjpeg62-turbo-dev
+  libprotobuf-c-dev protobuf-c-compiler protobuf-compiler python3-protobuf
+  libavcodec-dev libavformat-dev libavutil-dev libswscale-dev ffmpeg
+  python3-prometheus-client prometheus
+  chromium nodejs
 )
 
 missing=()
@@ -46,6 +51,14 @@ if ((${#missing[@]})); then
     "${sudo[@]}" apt-get update
     "${sudo[@]}" apt-get install -y --no-install-recommends "${missing[@]}"
   fi
+fi
+
+# The browser and Foxglove/MCAP client tests' npm packages, pinned in
+# tests/web/package-lock.json; installed again only when the lockfile changes.
+web=$root/tests/web
+if [[ ! -f $web/node_modules/.package-lock.json || $web/package-lock.json -nt $web/node_modules/.package-lock.json ]]; then
+  echo "setup: npm ci in tests/web"
+  (cd "$web" && npm ci --no-audit --no-fund --loglevel=error)
 fi
 
 ((do_build)) || exit 0
