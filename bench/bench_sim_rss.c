@@ -122,8 +122,8 @@ int main(int argc, char **argv) {
   }
   char nr[16];
   snprintf(nr, sizeof nr, "%ld", robots);
-  const char *extra[] = {"--no-render", "--max_robots", nr, "--robots",
-                         nr, "--map_yaml", yaml, NULL};
+  const char *extra[] = {"--no-render", "--max_robots", nr,  "--robots", nr,
+                         "--map_yaml",  yaml,           NULL};
   lt_stack t;
   memset(&t, 0, sizeof t);
   int status = 1;
