@@ -3,7 +3,9 @@
  * (2000x2000 cells of 0.05 m, the map bench-sim measures), lets it run, and
  * prints pa-sim's and pa-netgw's RSS from /proc/PID/status, with each
  * one's anonymous (heap, stacks) and shared-memory (rings, map segment)
- * parts. Target: pa-sim + pa-netgw <= 30 MB at 1000 robots.
+ * parts and PSS; then again with a client streaming odom and every scan
+ * (pa-netgw then reads the rings and caches each robot's latest scan).
+ * Target: pa-sim + pa-netgw <= 30 MB at 1000 robots.
  *   bench-sim-rss [robots=1000] [seconds=6] [--cells N] [--help] */
 #include "pa_map.h"
 #include "pa_proc.h"
@@ -23,12 +25,14 @@ static const char usage[] =
     "                     [--help]\n"
     "  Starts playarea --no-render with that many robots on the office, waits\n"
     "  the seconds, prints the RSS of pa-sim and pa-netgw (VmRSS, RssAnon,\n"
-    "  RssShmem of /proc/PID/status) and their sum.\n";
+    "  RssShmem of /proc/PID/status, Pss of smaps_rollup) and their sums;\n"
+    "  then again after half the seconds with a client streaming odom and\n"
+    "  every scan.\n";
 
-/* One "Name:  N kB" field of /proc/pid/status, or -1. */
-static long status_kb(pid_t pid, const char *field) {
+/* One "Name:  N kB" field of /proc/pid/<file>, or -1. */
+static long proc_kb(pid_t pid, const char *file, const char *field) {
   char path[64], line[256];
-  snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+  snprintf(path, sizeof path, "/proc/%d/%s", (int)pid, file);
   FILE *f = fopen(path, "r");
   if (!f)
     return -1;
@@ -43,13 +47,17 @@ static long status_kb(pid_t pid, const char *field) {
   return v;
 }
 
-static long report(const char *name, pid_t pid) {
+/* Prints a process's RSS and its parts; its PSS (shared pages divided
+ * among the processes mapping them) into *pss. */
+static long report(const char *name, pid_t pid, long *pss) {
   long rss = pa_proc_rss_kb(pid);
+  *pss = proc_kb(pid, "smaps_rollup", "Pss");
   printf("rss   %-8s pid %-7d RSS %7.1f MB (anonymous %.1f MB, files %.1f MB, "
-         "shared memory %.1f MB)\n",
-         name, (int)pid, rss / 1024.0, status_kb(pid, "RssAnon") / 1024.0,
-         status_kb(pid, "RssFile") / 1024.0,
-         status_kb(pid, "RssShmem") / 1024.0);
+         "shared memory %.1f MB), PSS %.1f MB\n",
+         name, (int)pid, rss / 1024.0,
+         proc_kb(pid, "status", "RssAnon") / 1024.0,
+         proc_kb(pid, "status", "RssFile") / 1024.0,
+         proc_kb(pid, "status", "RssShmem") / 1024.0, *pss / 1024.0);
   return rss;
 }
 
@@ -133,13 +141,38 @@ int main(int argc, char **argv) {
     printf("rss   %ld robots on a %ldx%ld-cell office, after %.0f s "
            "(playarea --no-render --max_robots %ld --robots %ld)\n",
            robots, cells, cells, seconds, robots, robots);
-    long a = report("pa-sim", sim), b = report("pa-netgw", gw);
+    long pa, pb;
+    long a = report("pa-sim", sim, &pa), b = report("pa-netgw", gw, &pb);
     if (a > 0 && b > 0) {
-      printf("rss   pa-sim + pa-netgw %.1f MB (target <= 30 MB at 1000 "
-             "robots)\n",
-             (a + b) / 1024.0);
+      printf("rss   pa-sim + pa-netgw RSS %.1f MB, PSS %.1f MB, no client "
+             "(target <= 30 MB at 1000 robots)\n",
+             (a + b) / 1024.0, (pa + pb) / 1024.0);
       status = 0;
     }
+    /* A client streaming odom and every robot's scans: pa-netgw then keeps
+     * each robot's latest scan. */
+    lt_odom o = {-1, -1, 0};
+    char line[64];
+    if (status == 0 && lt_odom_open(&o, t.port, NULL) == 0) {
+      snprintf(line, sizeof line, "sub scan %u\n", (unsigned)o.udp_port);
+      if (write(o.tcp, line, strlen(line)) != (ssize_t)strlen(line))
+        status = 1;
+      int64_t end = pa_test_now_ms() + (int64_t)(seconds * 500);
+      lt_odom_frame f;
+      while (pa_test_now_ms() < end)
+        lt_odom_drain(&o, &f), usleep(2000);
+      printf("rss   with a client streaming odom and all scans for %.0f s:\n",
+             seconds / 2);
+      a = report("pa-sim", sim, &pa);
+      b = report("pa-netgw", gw, &pb);
+      if (a > 0 && b > 0)
+        printf("rss   pa-sim + pa-netgw RSS %.1f MB (the rings' pages counted "
+               "in both), PSS %.1f MB, streaming\n",
+               (a + b) / 1024.0, (pa + pb) / 1024.0);
+      else
+        status = 1;
+    }
+    lt_odom_close(&o);
   }
   lt_stop(&t, 10000);
   unlink(yaml);
