@@ -162,14 +162,18 @@ static void bench_beams(const char *name, const pa_grid *g) {
   /* the full scan path (pa_sim_scan: table directions, shapes, clamping) */
   float out[BEAMS];
   s.info[0].laser_range_max = 10.0f;
-  double t0 = now_s();
-  for (int p = 0; p < POSES; p++) {
-    s.rs[0].x = px[p];
-    s.rs[0].y = py[p];
-    s.rs[0].theta = pt[p];
-    pa_sim_scan(&m, &s, 0, out);
+  double scan_rate = 0; /* in CPU time, best of 3, as the casters */
+  for (int rep = 0; rep < 3; rep++) {
+    double t0 = cpu_s();
+    for (int p = 0; p < POSES; p++) {
+      s.rs[0].x = px[p];
+      s.rs[0].y = py[p];
+      s.rs[0].theta = pt[p];
+      pa_sim_scan(&m, &s, 0, out);
+    }
+    double rate = (double)POSES * BEAMS / (cpu_s() - t0);
+    scan_rate = rate > scan_rate ? rate : scan_rate;
   }
-  double scan_rate = (double)POSES * BEAMS / (now_s() - t0);
   printf("beams %s, %ux%u cells (per CPU second): plain traversal %.2f M "
          "beams/s\n",
          name, g->width, g->height, best[PLAIN] / 1e6);
@@ -182,10 +186,10 @@ static void bench_beams(const char *name, const pa_grid *g) {
       printf("beams   %-8s skipped: this CPU lacks it\n",
              pa_sim_simd_name((pa_sim_simd)mode));
   }
-  printf("beams   pa_sim_scan (path %s) %.2f M beams/s; fast == plain on "
-         "%ld/%ld casts\n",
+  printf("beams   pa_sim_scan (path %s) %.2f M beams/s  %5.2fx plain; fast "
+         "== plain on %ld/%ld casts\n",
          pa_sim_simd_name(pa_sim_simd_path(NULL)), scan_rate / 1e6,
-         checked - mismatches, checked);
+         scan_rate / best[PLAIN], checked - mismatches, checked);
   free(px);
   free(py);
   free(pt);

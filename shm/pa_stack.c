@@ -53,7 +53,7 @@ const char *pa_status_code(pa_status st) {
   X(max_beams, 4096, 1, 1u << 20)                                              \
   X(max_cam_width, 1920, 1, 8192)                                              \
   X(max_cam_height, 1080, 1, 8192)                                             \
-  X(state_slots, 64, 2, 1u << 20)                                              \
+  X(state_slots, 0, 0, 1u << 20)                                               \
   X(scan_slots, 0, 0, 1u << 20)                                                \
   X(camera_slots, 8, 2, 4096)                                                  \
   X(cmd_capacity, 1024, 1, 1u << 20)                                           \
@@ -95,6 +95,21 @@ static bool in_range(uint32_t v, uint32_t lo, uint32_t hi) {
   return v >= lo && v <= hi;
 }
 
+/* The state ring's auto size (state_slots 0): its pages are all touched as
+ * it wraps, in pa-sim and in each reader. */
+#define STATE_RING_BUDGET (4ull << 20)
+
+/* The scan ring's record capacity for max_beams: rounded up so that a slot
+ * is whole pages and every record starts at the same place in its page.
+ * Slots sized for max_beams are mostly untouched by shorter scans, but a
+ * record crossing a page boundary touched two pages; this way a scan of up
+ * to ~800 beams touches one page of its slot, and the untouched rest of the
+ * slot costs no memory. */
+static uint64_t scan_record_bytes(uint32_t max_beams) {
+  uint64_t need = sizeof(pa_scan) + 4ull * max_beams;
+  return ((16 + need + 4095) & ~4095ull) - 16; /* 16: the slot header */
+}
+
 /* Validates d and computes every size and offset of the instance. */
 static int stack_layout_compute(const pa_stack_def *d, stack_layout *L,
                                 char *err, size_t err_sz) {
@@ -115,9 +130,9 @@ static int stack_layout_compute(const pa_stack_def *d, stack_layout *L,
   }
   PA_STACK_DEF_FIELDS(CHECK_FIELD)
 #undef CHECK_FIELD
-  if (d->scan_slots == 1) {
-    pa_shm_errf(err, err_sz, "%s: scan_slots is 1, must be 0 (auto) or >= 2",
-                d->instance);
+  if (d->scan_slots == 1 || d->state_slots == 1) {
+    pa_shm_errf(err, err_sz, "%s: %s is 1, must be 0 (auto) or >= 2",
+                d->instance, d->scan_slots == 1 ? "scan_slots" : "state_slots");
     return PA_SHM_EINVAL;
   }
 
@@ -147,9 +162,16 @@ static int stack_layout_compute(const pa_stack_def *d, stack_layout *L,
                                                  : 64;
   uint64_t rec[RING_COUNT] = {
       sizeof(pa_tick) + (uint64_t)d->max_robots * sizeof(pa_robot_state),
-      sizeof(pa_scan) + 4ull * d->max_beams,
+      scan_record_bytes(d->max_beams),
       sizeof(pa_frame) + 3ull * d->max_cam_width * d->max_cam_height};
-  uint32_t slots[RING_COUNT] = {d->state_slots, scan_slots, d->camera_slots};
+  /* auto: as many ticks as STATE_RING_BUDGET holds, within [16, 64] (a
+   * 1000-robot tick is 152 kB: 27 ticks, 135 ms at 200 Hz) */
+  uint64_t fit = STATE_RING_BUDGET / rec[RING_STATE];
+  uint32_t state_slots = d->state_slots ? d->state_slots
+                         : fit < 16     ? 16
+                         : fit > 64     ? 64
+                                        : (uint32_t)fit;
+  uint32_t slots[RING_COUNT] = {state_slots, scan_slots, d->camera_slots};
   for (int i = 0; i < RING_COUNT; i++) {
     ring_layout *R = &L->ring[i];
     R->slots = slots[i];

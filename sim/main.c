@@ -82,6 +82,8 @@ int main(int argc, char **argv) {
     goto out;
   }
   have_model = true;
+  pa_grid_free(&grid); /* the model holds its own copy: 1 byte a cell less */
+  have_grid = false;
   if (pa_sim_state_init(&model, &state, err, sizeof err) != 0) {
     pa_error("%s", err);
     status = 1;

@@ -128,10 +128,10 @@ typedef struct pa_sim_model {
   pa_sim_def def;
   pa_grid grid;            /* owned copy; cells row 0 = south */
   bool unknown_blocks;
-  uint8_t *blocked;        /* [width * height] 1 = blocks motion and rays */
-  uint8_t *run_l, *run_r;  /* [width * height] cells to the nearest blocked
-                              cell at or left / right of this one in its row
-                              (0 = blocked itself; capped at 255) */
+  uint64_t *blocked;       /* [height * blocked_words] bit x % 64 of word
+                              x / 64 of a row: 1 = blocks motion and rays (a
+                              bit per cell: rows scan 64 cells a word) */
+  uint32_t blocked_words;  /* words per row: (width + 63) / 64 */
   float *clear;            /* init only (freed after): distance [cells] from
                               the cell centre to the nearest blocked centre */
   uint8_t *march;          /* [(width + 2) * (height + 2)], grid padded by a

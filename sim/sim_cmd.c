@@ -162,7 +162,9 @@ static bool obstacle_in_wall(const pa_sim_model *m, const pa_obstacle_info *o) {
   }
   for (int cy = y0; cy <= y1; cy++)
     for (int cx = x0; cx <= x1; cx++) {
-      if (!m->blocked[(size_t)cy * g->width + (size_t)cx])
+      if (!((m->blocked[(size_t)cy * m->blocked_words + (size_t)cx / 64] >>
+             (cx % 64)) &
+            1))
         continue;
       double wx, wy;
       pa_grid_cell_center(g, cx, cy, &wx, &wy);

@@ -82,25 +82,21 @@ static inline double wall_dist(const pa_sim_model *m, double x, double y,
       double ddy = span_gap(gy, j);
       if (ddy * ddy >= n.best)
         continue;
-      size_t row = (size_t)j * (size_t)GW;
       int64_t cand[2], nc = 0;
-      bool cb = m->run_l[row + (size_t)cx] == 0; /* the point's own cell */
-      int64_t il = cx - m->run_l[row + (size_t)cx];
+      int64_t il = row_blocked_left(m, j, cx, x0);
+      bool cb = il == cx; /* the point's own cell */
       /* a point on the line between two blocked cells: the lower i first */
-      if (il == cx && gx == (double)cx && cx - 1 >= x0 &&
-          m->blocked[row + (size_t)cx - 1])
+      if (cb && gx == (double)cx && cx - 1 >= x0 && cell_blocked(m, cx - 1, j))
         il = cx - 1;
       if (il >= x0)
         cand[nc++] = il;
       if (!cb) {
-        int64_t ir = cx + m->run_r[row + (size_t)cx];
-        if (ir <= x1 && m->blocked[row + (size_t)ir])
+        int64_t ir = row_blocked_right(m, j, cx + 1, x1);
+        if (ir <= x1)
           cand[nc++] = ir;
       }
       for (int64_t k = 0; k < nc; k++) {
         int64_t i = cand[k];
-        if (!m->blocked[row + (size_t)i])
-          continue; /* a capped run */
         nearest_consider(&n, i, j, gx, gy, ddy);
         if (any && n.best < INFINITY && sqrt(n.best) * res < reach)
           return sqrt(n.best) * res;

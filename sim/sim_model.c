@@ -210,7 +210,8 @@ bool pa_sim_int_state_ok(const pa_robot_state *r) {
 static int build_fields(pa_sim_model *m, char *err, size_t err_sz) {
   const pa_grid *g = &m->grid;
   size_t n = (size_t)g->width * g->height;
-  m->blocked = malloc(n);
+  m->blocked_words = (g->width + 63) / 64;
+  m->blocked = calloc((size_t)m->blocked_words * g->height, sizeof(uint64_t));
   m->clear = malloc(n * sizeof(float));
   m->march_w = g->width + 2;
   /* + 4: the vector caster gathers 32-bit words at byte offsets */
@@ -222,27 +223,9 @@ static int build_fields(pa_sim_model *m, char *err, size_t err_sz) {
   }
   for (size_t i = 0; i < n; i++) {
     int8_t c = g->cells[i];
-    m->blocked[i] = (c >= g->occupied_min) || (c < 0 && m->unknown_blocks);
-  }
-  m->run_l = malloc(n);
-  m->run_r = malloc(n);
-  if (!m->run_l || !m->run_r) {
-    snprintf(err, err_sz, "out of memory for a %ux%u map", g->width,
-             g->height);
-    return -1;
-  }
-  for (size_t y = 0; y < g->height; y++) {
-    size_t row = y * g->width;
-    unsigned run = 255; /* nothing blocked seen yet on this side */
-    for (size_t x = 0; x < g->width; x++) {
-      run = m->blocked[row + x] ? 0 : run < 255 ? run + 1 : 255;
-      m->run_l[row + x] = (uint8_t)run;
-    }
-    run = 255;
-    for (size_t x = g->width; x-- > 0;) {
-      run = m->blocked[row + x] ? 0 : run < 255 ? run + 1 : 255;
-      m->run_r[row + x] = (uint8_t)run;
-    }
+    size_t x = i % g->width, y = i / g->width;
+    if ((c >= g->occupied_min) || (c < 0 && m->unknown_blocks))
+      m->blocked[y * m->blocked_words + x / 64] |= 1ull << (x % 64);
   }
   pa_dist dist;
   memset(&dist, 0, sizeof dist);
@@ -259,8 +242,8 @@ static int build_fields(pa_sim_model *m, char *err, size_t err_sz) {
     int code = s < 0 ? 1 : s < 32 ? 1 + (int)floor(4 * s)
                                   : 129 + (int)fmin(126, floor(s - 32));
     size_t x = i % g->width, y = i / g->width;
-    m->march[(y + 1) * m->march_w + x + 1] =
-        m->blocked[i] ? 0 : (uint8_t)code;
+    bool b = (m->blocked[y * m->blocked_words + x / 64] >> (x % 64)) & 1;
+    m->march[(y + 1) * m->march_w + x + 1] = b ? 0 : (uint8_t)code;
   }
   m->march_safe[0] = 0;
   for (int v = 1; v < 256; v++)
@@ -478,8 +461,6 @@ fail:
 void pa_sim_model_free(pa_sim_model *m) {
   free(m->grid.cells);
   free(m->blocked);
-  free(m->run_l);
-  free(m->run_r);
   free(m->clear);
   free(m->march);
   free(m->robots0);

@@ -504,7 +504,11 @@ static void test_stack_create_attach(void **st) {
   assert_int_equal(pa_ring_max_record(a.camera), sizeof(pa_frame) + 64 * 48 * 3);
   assert_int_equal(pa_ring_max_record(a.state),
                    sizeof(pa_tick) + 4 * sizeof(pa_robot_state));
-  assert_int_equal(pa_ring_max_record(a.scan), sizeof(pa_scan) + 4 * 360);
+  /* room for 360 beams, slots of whole pages (a scan touches one page) */
+  assert_true(pa_ring_max_record(a.scan) >= sizeof(pa_scan) + 4 * 360);
+  assert_int_equal((16 + pa_ring_max_record(a.scan)) % 4096, 0);
+  assert_true(pa_ring_max_record(a.scan) < sizeof(pa_scan) + 4 * 360 + 4096);
+  assert_int_equal(pa_ring_slot_count(a.state), 64); /* auto: 4 MiB, <= 64 */
   assert_int_equal(pa_queue_space(a.cmd), 16);
   assert_int_equal(pa_queue_space(a.reply), 16);
   /* Arrays are shared: the creator's write is visible to the attacher. */
@@ -551,6 +555,18 @@ static void test_stack_bad_def(void **st) {
   d.scan_slots = 1;
   assert_int_equal(pa_stack_create(&s, &d, err, sizeof err), PA_SHM_EINVAL);
   assert_non_null(strstr(err, "scan_slots"));
+  d = small_def(inst);
+  d.state_slots = 1;
+  assert_int_equal(pa_stack_create(&s, &d, err, sizeof err), PA_SHM_EINVAL);
+  assert_non_null(strstr(err, "state_slots is 1"));
+  /* auto state slots at 1000 robots: what 4 MiB holds (27), not 64 */
+  d = small_def(inst);
+  d.max_robots = 1000;
+  assert_int_equal(pa_stack_create(&s, &d, err, sizeof err), 0);
+  assert_int_equal(pa_ring_slot_count(s.state), 27);
+  assert_int_equal(pa_ring_slot_count(s.scan), 2000);
+  pa_stack_detach(&s);
+  pa_stack_unlink(inst);
   d = small_def("bad name");
   assert_int_equal(pa_stack_create(&s, &d, err, sizeof err), PA_SHM_EINVAL);
   assert_non_null(strstr(err, "bad instance name"));

@@ -43,46 +43,48 @@ static void arena(pa_sim_model *m, pa_sim_state *s, double max_v) {
  * than the room's diagonal: never inside, and it meets something (bumped). */
 /* Wall clearance (exact within reach, with its normal) against a brute force
  * over every blocked cell, from random points, points on grid lines and
- * corners, near the map border and inside walls. */
-static void test_clearance_brute_force(void **st) {
-  (void)st;
+ * corners, near the map border and inside walls: a w x h room with random
+ * blocks, reach up to reach_max [m], n points; returns the exact ones. */
+static int clearance_vs_brute(uint32_t W, uint32_t H, double reach_min,
+                              double reach_max, int n, uint64_t rng) {
   pa_grid g;
-  ts_room(&g, 120, 90, 0.05);
-  uint64_t rng = 77;
-  for (int k = 0; k < 60; k++) {
-    uint32_t x = (uint32_t)(pa_sim_rng_uniform(&rng) * 115);
-    uint32_t y = (uint32_t)(pa_sim_rng_uniform(&rng) * 85);
+  ts_room(&g, W, H, 0.05);
+  int blocks = (int)(60 * (double)W * H / (120 * 90));
+  for (int k = 0; k < blocks; k++) {
+    uint32_t x = (uint32_t)(pa_sim_rng_uniform(&rng) * (W - 5));
+    uint32_t y = (uint32_t)(pa_sim_rng_uniform(&rng) * (H - 5));
     uint32_t w = 1 + (uint32_t)(pa_sim_rng_uniform(&rng) * 6);
     uint32_t h = 1 + (uint32_t)(pa_sim_rng_uniform(&rng) * 6);
-    for (uint32_t j = y; j < y + h && j < 90; j++)
-      for (uint32_t i = x; i < x + w && i < 120; i++)
-        g.cells[(size_t)j * 120 + i] = PA_CELL_OCCUPIED;
+    for (uint32_t j = y; j < y + h && j < H; j++)
+      for (uint32_t i = x; i < x + w && i < W; i++)
+        g.cells[(size_t)j * W + i] = PA_CELL_OCCUPIED;
   }
   pa_robot_def r = ts_robot("r", 0.3, 0.3, 0);
   for (int j = 4; j <= 8; j++)
     for (int i = 4; i <= 8; i++)
-      g.cells[j * 120 + i] = 0;
+      g.cells[j * W + i] = 0;
   pa_sim_def d = pa_sim_def_default();
   pa_sim_model m;
   pa_sim_state s;
   ts_make(&m, &s, &d, &g, &r, 1, NULL, 0);
   int exact = 0;
-  for (int k = 0; k < 20000; k++) {
-    double gx = 121 * pa_sim_rng_uniform(&rng) - 0.5;
-    double gy = 91 * pa_sim_rng_uniform(&rng) - 0.5;
+  for (int k = 0; k < n; k++) {
+    double gx = (W + 1) * pa_sim_rng_uniform(&rng) - 0.5;
+    double gy = (H + 1) * pa_sim_rng_uniform(&rng) - 0.5;
     if (k % 3 == 1)
       gx = floor(gx); /* on a vertical grid line */
     if (k % 5 == 2)
       gy = floor(gy);
-    double reach = 0.02 + 0.4 * pa_sim_rng_uniform(&rng);
+    double reach =
+        reach_min + (reach_max - reach_min) * pa_sim_rng_uniform(&rng);
     double nx = 0, ny = 0;
     double c = pa_sim_int_wall_clearance(&m, gx * 0.05, gy * 0.05, reach, &nx,
                                          &ny);
     double best = INFINITY;
-    for (int j = -1; j <= 90; j++)
-      for (int i = -1; i <= 120; i++) {
-        bool b = i < 0 || j < 0 || i >= 120 || j >= 90 ||
-                 g.cells[j * 120 + i] != 0;
+    for (int j = -1; j <= (int)H; j++)
+      for (int i = -1; i <= (int)W; i++) {
+        bool b = i < 0 || j < 0 || i >= (int)W || j >= (int)H ||
+                 g.cells[j * W + i] != 0;
         if (!b)
           continue;
         double ddx = fmax(0, fmax((double)i - gx, gx - (double)(i + 1)));
@@ -100,9 +102,21 @@ static void test_clearance_brute_force(void **st) {
       assert_true(c >= reach - 1e-12); /* beyond reach: a lower bound */
     }
   }
-  assert_true(exact > 2000);
   ts_free(&m, &s);
   pa_grid_free(&g);
+  return exact;
+}
+
+static void test_clearance_brute_force(void **st) {
+  (void)st;
+  assert_true(clearance_vs_brute(120, 90, 0.02, 0.42, 20000, 77) > 2000);
+}
+
+/* Reaches of 60-120 cells in a 300-cell-wide room: the row scans of the
+ * blocked bits cross several 64-cell words on each side. */
+static void test_clearance_brute_force_wide(void **st) {
+  (void)st;
+  assert_true(clearance_vs_brute(300, 300, 3.0, 6.0, 1500, 78) > 1000);
 }
 
 static void test_walls_many_angles(void **st) {
@@ -391,6 +405,7 @@ static void test_set_grid(void **st) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_clearance_brute_force),
+      cmocka_unit_test(test_clearance_brute_force_wide),
       cmocka_unit_test(test_walls_many_angles),
       cmocka_unit_test(test_slide_and_corner),
       cmocka_unit_test(test_head_on),

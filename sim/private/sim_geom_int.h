@@ -52,7 +52,44 @@ static inline bool cell_blocked(const pa_sim_model *m, int64_t cx, int64_t cy) {
   if (cx < 0 || cy < 0 || cx >= (int64_t)m->grid.width ||
       cy >= (int64_t)m->grid.height)
     return true;
-  return m->blocked[(size_t)cy * m->grid.width + (size_t)cx] != 0;
+  /* the march field's code 0 is a blocked cell (border padded) */
+  return m->march[(size_t)(cy + 1) * m->march_w + (size_t)cx + 1] == 0;
+}
+
+/* Row cy's blocked cell nearest at or left of cx within [lo, cx], or lo - 1
+ * when none; 0 <= lo <= cx < width. */
+static inline int64_t row_blocked_left(const pa_sim_model *m, int64_t cy,
+                                       int64_t cx, int64_t lo) {
+  const uint64_t *row = m->blocked + (size_t)cy * m->blocked_words;
+  int64_t w = cx >> 6;
+  uint64_t bits = row[w] & (~0ull >> (63 - (cx & 63)));
+  for (;;) {
+    if (bits) {
+      int64_t i = (w << 6) + 63 - __builtin_clzll(bits);
+      return i >= lo ? i : lo - 1;
+    }
+    if (--w < (lo >> 6))
+      return lo - 1;
+    bits = row[w];
+  }
+}
+
+/* Row cy's blocked cell nearest at or right of cx within [cx, hi], or hi + 1
+ * when none; 0 <= cx <= hi < width. */
+static inline int64_t row_blocked_right(const pa_sim_model *m, int64_t cy,
+                                        int64_t cx, int64_t hi) {
+  const uint64_t *row = m->blocked + (size_t)cy * m->blocked_words;
+  int64_t w = cx >> 6;
+  uint64_t bits = row[w] & (~0ull << (cx & 63));
+  for (;;) {
+    if (bits) {
+      int64_t i = (w << 6) + __builtin_ctzll(bits);
+      return i <= hi ? i : hi + 1;
+    }
+    if (++w > (hi >> 6))
+      return hi + 1;
+    bits = row[w];
+  }
 }
 
 /* Ray parameter [cells] where the ray enters cell (cx, cy): the same formula
