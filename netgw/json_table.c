@@ -146,9 +146,9 @@ static const jaction actions[] = {
     ROW(get_map_info, CMD, NULL, NULL, 0, ""),
     ROW(get_terrain_grid, CMD, NULL, COST(get_terrain_grid), 0,
         "inflation stride threshold unknown_blocks"),
-    ROW(get_property, CMD, NULL, NULL, 0, "name robot property"),
+    ROW(get_property, CMD, NULL, NULL, 0, "name robot property index"),
     ROW(set_property, CMD, DONE(set_property), NULL, JF_SIM,
-        "name robot property value"),
+        "name robot property value index"),
     ROW(save_snapshot, CMD, DONE(snapshot), NULL, JF_SIM, "name"),
     ROW(load_snapshot, CMD, DONE(snapshot), NULL, JF_SIM, "name"),
     ROW(set_map, CMD, DONE(map), NULL, JF_SIM, "map_yaml map"),
@@ -169,6 +169,9 @@ static const jaction actions[] = {
     ROW(step_n, CTL, NULL, NULL, JF_SIM, "steps"),
     ROW(set_time_scale, CTL, NULL, NULL, JF_SIM, "scale factor"),
     ROW(get_status, CTL, NULL, NULL, 0, ""),
+    ROW(get_pose3d, CMD, NULL, NULL, 0, "name robot"),
+    ROW(set_pose3d, CMD, DONE(set_pose3d), NULL, JF_SIM, "name robot pose"),
+    ROW(toggle_pause, CTL, DONE(toggle_pause), NULL, JF_SIM, ""),
 };
 
 #undef CMD

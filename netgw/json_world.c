@@ -410,7 +410,7 @@ json_t *pa_json_act_get_terrain_grid(jctx *x) {
       pa_json_int(x, "threshold", 1, 100, &threshold) < 0)
     return NULL;
   if (ub && !json_is_boolean(ub))
-    return pa_json_fail(x, PA_ERR_INVALID_MESSAGE,
+    return pa_json_fail(x, PA_ERR_INVALID_ACTION_SHAPE,
                         "data.unknown_blocks must be true "
                         "or false");
   if (inflation < 0 || inflation > 100)

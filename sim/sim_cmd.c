@@ -476,12 +476,48 @@ static pa_status op_stop(const pa_sim_model *m, pa_sim_state *s,
   return PA_OK;
 }
 
+/* TELEPORT of the obstacle `name` (robot UINT32_MAX): Player's set_pose
+ * moves any named object; nothing changes when it would overlap. */
+static pa_status move_obstacle(const pa_sim_model *m, pa_sim_state *s,
+                               const pa_cmd *c, pa_reply *r) {
+  uint32_t i = find_obstacle(s, c->name);
+  if (i == UINT32_MAX)
+    return fail(r, PA_ERR_UNKNOWN_OBJECT, "no obstacle named '%s'", c->name);
+  pa_obstacle_info o = s->obs[i];
+  o.x = c->pose.x;
+  o.y = c->pose.y;
+  o.theta = pa_sim_wrap(c->pose.theta);
+  for (uint32_t k = 0; k < s->robot_count; k++)
+    if (s->info[k].active &&
+        pa_sim_int_obstacle_dist(&o, s->rs[k].x, s->rs[k].y, NULL, NULL) <
+            s->info[k].radius)
+      return fail(r, PA_ERR_BLOCKED_POSE,
+                  "obstacle '%s' at (%g, %g) would overlap robot '%s'", c->name,
+                  o.x, o.y, s->info[k].name);
+  if (obstacle_in_wall(m, &o))
+    return fail(r, PA_ERR_BLOCKED_POSE,
+                "obstacle '%s' at (%g, %g) would reach into a wall or beyond "
+                "the map",
+                c->name, o.x, o.y);
+  s->obs[i] = o;
+  s->world_dirty = true;
+  r->pose.robot = i;
+  r->pose.x = o.x;
+  r->pose.y = o.y;
+  r->pose.theta = o.theta;
+  return PA_OK;
+}
+
 static pa_status op_teleport(const pa_sim_model *m, pa_sim_state *s,
                              const pa_cmd *c, pa_reply *r) {
   const double pose[3] = {c->pose.x, c->pose.y, c->pose.theta};
   if (!finite_all(pose, 3, 1e6))
     return fail(r, PA_ERR_INVALID_ACTION_SHAPE,
                 "pose must be 3 finite numbers");
+  if (c->robot == UINT32_MAX)
+    return move_obstacle(m, s, c, r);
+  if (!robot_ok(s, c->robot))
+    return fail(r, PA_ERR_UNKNOWN_ROBOT, "no robot %u", c->robot);
   if (pa_sim_overlaps(m, s, c->robot, c->pose.x, c->pose.y))
     return fail(r, PA_ERR_BLOCKED_POSE,
                 "(%g, %g) is inside a wall or another body", c->pose.x,
@@ -609,7 +645,7 @@ enum {
 static const pa_sim_op_def ops[PA_OP_COUNT] = {
     OP(SET_CMD, "set_cmd", op_set_cmd, ROBOT),
     OP(STOP, "stop", op_stop, ROBOT),
-    OP(TELEPORT, "teleport", op_teleport, ROBOT | PUBLISH),
+    OP(TELEPORT, "teleport", op_teleport, PUBLISH), /* robot or obstacle */
     OP(PAUSE, "pause", op_pause, PUBLISH),
     OP(RESUME, "resume", op_pause, PUBLISH),
     OP(STEP, "step", op_step, TICKS),

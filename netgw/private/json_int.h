@@ -101,6 +101,8 @@ int pa_json_int(jctx *x, const char *key, long long lo, long long hi,
                 long long *out);
 /* Optional string of 1..max-1 bytes. */
 int pa_json_str(jctx *x, const char *key, size_t max, const char **out);
+/* Optional boolean. */
+int pa_json_bool(jctx *x, const char *key, bool *out);
 /* A required string: 0, or -1 (error set). */
 int pa_json_need_str(jctx *x, const char *key, size_t max, const char **out);
 /* A numeric vector of one of the allowed lengths (n2 = 0: only n1). */
@@ -194,5 +196,13 @@ json_t *pa_json_done_snapshot(jctx *x, const pa_reply *r);
 json_t *pa_json_done_export_dataset(jctx *x, const pa_reply *r);
 json_t *pa_json_done_map(jctx *x, const pa_reply *r);
 json_t *pa_json_done_set_scenario(jctx *x, const pa_reply *r);
+
+/* ---- json_player.c --------------------------------------------------------*/
+
+json_t *pa_json_act_get_pose3d(jctx *x);
+json_t *pa_json_act_set_pose3d(jctx *x);
+json_t *pa_json_done_set_pose3d(jctx *x, const pa_reply *r);
+json_t *pa_json_act_toggle_pause(jctx *x);
+json_t *pa_json_done_toggle_pause(jctx *x, const pa_reply *r);
 
 #endif
