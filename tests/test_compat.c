@@ -1,0 +1,223 @@
+/* test_compat.c - OceanSim v2 and Player requests as their clients send them
+ * (issue 16), against the real pa-sim and pa-netgw: strict envelopes, state
+ * fields, obstacles moved by set_pose, the planar 3-D pose, PAUSE as a
+ * toggle and a property's index. */
+#define _GNU_SOURCE
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+#include <jansson.h>
+#include <math.h>
+
+#include "netgw_harness.h"
+
+static ng_stack stack; /* torn down even when a test fails */
+static int cfd = -1;
+
+static int teardown(void **state) {
+  (void)state;
+  if (cfd >= 0)
+    close(cfd);
+  cfd = -1;
+  return ng_stop(&stack) == 0 ? 0 : -1;
+}
+
+/* Sends a request (action + data text) and returns the whole reply. */
+static json_t *req(const char *type, const char *action, const char *data) {
+  static char line[4096], buf[1 << 20];
+  snprintf(line, sizeof line,
+           "{\"type\":\"%s\",\"protocol_version\":2,\"action\":\"%s\","
+           "\"data\":%s}",
+           type, action, data ? data : "{}");
+  if (ng_ask(cfd, line, buf, sizeof buf) < 0)
+    fail_msg("no reply to %s", line);
+  json_t *j = json_loads(buf, 0, NULL);
+  if (!j)
+    fail_msg("reply to %s is not JSON: %s", line, buf);
+  return j;
+}
+
+/* The data of an ok reply (the reply is kept in *keep to decref). */
+static json_t *ok(json_t **keep, const char *action, const char *data) {
+  json_t *j = req("command", action, data);
+  if (json_object_get(j, "success") != json_true())
+    fail_msg("%s %s -> %s", action, data, json_dumps(j, JSON_COMPACT));
+  *keep = j;
+  return json_object_get(j, "data");
+}
+
+/* An error reply with code whose message holds needle. */
+static void err(const char *type, const char *action, const char *data,
+                const char *code, const char *needle) {
+  json_t *j = req(type, action, data);
+  json_t *e = json_object_get(j, "error");
+  const char *c = json_string_value(json_object_get(e, "code"));
+  const char *m = json_string_value(json_object_get(e, "message"));
+  if (!c || strcmp(c, code) || !m || !strstr(m, needle))
+    fail_msg("%s %s -> %s, expected %s '%s'", action, data,
+             json_dumps(j, JSON_COMPACT), code, needle);
+  json_decref(j);
+}
+
+static double num_at(json_t *a, size_t i) {
+  return json_number_value(json_array_get(a, i));
+}
+
+/* A one-room map (walls all round) and its centre. */
+static void empty_room(double *cx, double *cy) {
+  json_t *k;
+  json_t *d = ok(&k, "generate_map",
+                 "{\"width\": 8, \"height\": 8, \"rooms\": [1, 1], "
+                 "\"clutter\": 0, \"seed\": 3}");
+  json_t *o = json_object_get(d, "origin");
+  *cx = num_at(o, 0) + 4;
+  *cy = num_at(o, 1) + 4;
+  json_decref(k);
+}
+
+static void envelope_and_state(void **state) {
+  (void)state;
+  cfd = ng_open(&stack, "compat", NULL, NULL);
+  double cx, cy;
+  empty_room(&cx, &cy);
+  /* the envelope, strictly */
+  static char buf[8192];
+  assert_true(ng_ask(cfd,
+                     "{\"type\":\"command\",\"request_id\":{\"a\":1},"
+                     "\"action\":\"ping\"}",
+                     buf, sizeof buf) > 0);
+  assert_non_null(strstr(buf, "\"code\":\"invalid_message\""));
+  assert_non_null(strstr(buf, "request_id must be a string or a number"));
+  err("sim_control", "get_state", "{}", "unknown_action",
+      "not a sim_control action");
+  err("command", "set_pose", "{\"pose\": [0, 0, 0], \"v_x\": 0.5}",
+      "invalid_message", "data.v_x is not a key of set_pose");
+  err("command", "set_velocity", "{\"v\": 0.1, \"kick_speed\": 3}",
+      "invalid_message", "data.kick_speed is not a key of set_velocity");
+  err("command", "get_terrain_grid", "{\"stride\": \"2\"}",
+      "invalid_action_shape", "data.stride");
+  /* OceanSim's state fields */
+  char data[256];
+  snprintf(data, sizeof data, "{\"pose\": [%.6f, %.6f, %.9f]}", cx, cy,
+           M_PI / 2);
+  json_t *k, *k2;
+  ok(&k, "set_pose", data);
+  json_decref(k);
+  json_t *st = ok(&k, "get_state", "{}");
+  assert_true(fabs(json_number_value(json_object_get(st, "heading_deg")) -
+                   90) < 1e-6);
+  assert_true(fabs(json_number_value(json_object_get(st, "speed"))) < 1e-9);
+  json_t *pos = json_object_get(st, "position");
+  assert_int_equal(json_array_size(pos), 2);
+  assert_true(fabs(num_at(pos, 0) - cx) < 1e-6);
+  json_decref(k);
+  json_t *sd = ok(&k, "step", "{\"v\": 0.4, \"steps\": 100}");
+  double sp = json_number_value(json_object_get(sd, "speed"));
+  if (!(sp > 0.3 && sp <= 0.4 + 1e-9))
+    fail_msg("speed after 0.5 s at v 0.4: %g", sp);
+  json_t *sv = ok(&k2, "get_state", "{}");
+  assert_true(json_number_value(json_object_get(sv, "speed")) > 0.3);
+  json_decref(k2);
+  json_decref(k);
+}
+
+static void player_semantics(void **state) {
+  (void)state;
+  cfd = ng_open(&stack, "player", NULL, NULL);
+  double cx, cy;
+  empty_room(&cx, &cy);
+  char data[256];
+  json_t *k;
+  snprintf(data, sizeof data, "{\"pose\": [%.6f, %.6f, 0]}", cx, cy);
+  ok(&k, "set_pose", data);
+  json_decref(k);
+  /* an obstacle moves with set_pose; into a robot or a wall it does not */
+  snprintf(data, sizeof data,
+           "{\"name\": \"crate\", \"shape\": \"circle\", \"pose\": [%.6f, "
+           "%.6f, 0], \"radius\": 0.3}",
+           cx + 2, cy);
+  ok(&k, "spawn_obstacle", data);
+  json_decref(k);
+  snprintf(data, sizeof data,
+           "{\"name\": \"crate\", \"pose\": [%.6f, %.6f, 0.5]}", cx + 1.5,
+           cy + 1.5);
+  json_t *d = ok(&k, "set_pose", data);
+  assert_string_equal(json_string_value(json_object_get(d, "kind")),
+                      "obstacle");
+  json_decref(k);
+  snprintf(data, sizeof data, "{\"name\": \"crate\", \"pose\": [%.6f, %.6f, 0]}",
+           cx, cy);
+  err("command", "set_pose", data, "blocked_pose", "would overlap robot");
+  snprintf(data, sizeof data, "{\"name\": \"crate\", \"pose\": [%.6f, %.6f, 0]}",
+           cx + 100, cy);
+  err("command", "set_pose", data, "blocked_pose", "beyond the map");
+  d = ok(&k, "get_pose", "{\"name\": \"crate\"}");
+  json_t *p = json_object_get(d, "pose");
+  assert_true(fabs(num_at(p, 0) - (cx + 1.5)) < 1e-6);
+  assert_true(fabs(num_at(p, 1) - (cy + 1.5)) < 1e-6);
+  assert_true(fabs(num_at(p, 2) - 0.5) < 1e-6);
+  json_decref(k);
+  /* 3-D pose: z, roll, pitch are 0 on the plane; a non-zero one refused */
+  d = ok(&k, "get_pose3d", "{\"robot\": 0}");
+  p = json_object_get(d, "pose");
+  assert_int_equal(json_array_size(p), 6);
+  assert_true(fabs(num_at(p, 0) - cx) < 1e-6);
+  for (size_t i = 2; i < 5; i++)
+    assert_true(num_at(p, i) == 0);
+  assert_true(json_is_number(json_object_get(d, "sim_time")));
+  json_decref(k);
+  snprintf(data, sizeof data, "{\"pose\": [%.6f, %.6f, 0.5, 0, 0, 1]}",
+           cx + 1, cy);
+  err("command", "set_pose3d", data, "invalid_action_shape", "z = 0.5");
+  d = ok(&k, "get_pose", "{}");
+  assert_true(fabs(num_at(json_object_get(d, "pose"), 0) - cx) < 1e-6);
+  json_decref(k);
+  snprintf(data, sizeof data, "{\"pose\": [%.6f, %.6f, 0, 0, 0, 1]}", cx - 1,
+           cy);
+  d = ok(&k, "set_pose3d", data);
+  assert_true(fabs(num_at(json_object_get(d, "pose"), 5) - 1) < 1e-6);
+  json_decref(k);
+  /* PAUSE toggles */
+  for (int i = 0; i < 2; i++) {
+    json_t *j = req("sim_control", "toggle_pause", "{}");
+    bool paused = json_is_true(
+        json_object_get(json_object_get(j, "data"), "paused"));
+    assert_true(paused == (i == 0));
+    json_decref(j);
+    j = req("sim_control", "get_status", "{}");
+    assert_true(json_is_true(json_object_get(json_object_get(j, "data"),
+                                             "paused")) == (i == 0));
+    json_decref(j);
+  }
+  /* index into an array property; a scalar one refuses it */
+  d = ok(&k, "get_property", "{\"property\": \"colour\"}");
+  json_t *before = json_deep_copy(json_object_get(d, "value"));
+  json_decref(k);
+  ok(&k, "set_property",
+     "{\"property\": \"colour\", \"index\": 1, \"value\": 17}");
+  json_decref(k);
+  d = ok(&k, "get_property", "{\"property\": \"colour\"}");
+  json_t *after = json_object_get(d, "value");
+  for (size_t i = 0; i < 4; i++)
+    assert_true(num_at(after, i) ==
+                (i == 1 ? 17 : num_at(before, i)));
+  json_decref(k);
+  json_decref(before);
+  d = ok(&k, "get_property", "{\"property\": \"colour\", \"index\": 1}");
+  assert_true(json_number_value(json_object_get(d, "value")) == 17);
+  json_decref(k);
+  err("command", "set_property",
+      "{\"property\": \"max_v\", \"index\": 0, \"value\": 1}",
+      "invalid_message", "'max_v' is not an array");
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test_teardown(envelope_and_state, teardown),
+      cmocka_unit_test_teardown(player_semantics, teardown),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
