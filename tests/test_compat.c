@@ -107,8 +107,8 @@ static void envelope_and_state(void **state) {
   ok(&k, "set_pose", data);
   json_decref(k);
   json_t *st = ok(&k, "get_state", "{}");
-  assert_true(fabs(json_number_value(json_object_get(st, "heading_deg")) -
-                   90) < 1e-6);
+  assert_true(fabs(json_number_value(json_object_get(st, "heading_deg")) - 90) <
+              1e-6);
   assert_true(fabs(json_number_value(json_object_get(st, "speed"))) < 1e-9);
   json_t *pos = json_object_get(st, "position");
   assert_int_equal(json_array_size(pos), 2);
@@ -148,11 +148,11 @@ static void player_semantics(void **state) {
   assert_string_equal(json_string_value(json_object_get(d, "kind")),
                       "obstacle");
   json_decref(k);
-  snprintf(data, sizeof data, "{\"name\": \"crate\", \"pose\": [%.6f, %.6f, 0]}",
-           cx, cy);
+  snprintf(data, sizeof data,
+           "{\"name\": \"crate\", \"pose\": [%.6f, %.6f, 0]}", cx, cy);
   err("command", "set_pose", data, "blocked_pose", "would overlap robot");
-  snprintf(data, sizeof data, "{\"name\": \"crate\", \"pose\": [%.6f, %.6f, 0]}",
-           cx + 100, cy);
+  snprintf(data, sizeof data,
+           "{\"name\": \"crate\", \"pose\": [%.6f, %.6f, 0]}", cx + 100, cy);
   err("command", "set_pose", data, "blocked_pose", "beyond the map");
   d = ok(&k, "get_pose", "{\"name\": \"crate\"}");
   json_t *p = json_object_get(d, "pose");
@@ -169,8 +169,8 @@ static void player_semantics(void **state) {
     assert_true(num_at(p, i) == 0);
   assert_true(json_is_number(json_object_get(d, "sim_time")));
   json_decref(k);
-  snprintf(data, sizeof data, "{\"pose\": [%.6f, %.6f, 0.5, 0, 0, 1]}",
-           cx + 1, cy);
+  snprintf(data, sizeof data, "{\"pose\": [%.6f, %.6f, 0.5, 0, 0, 1]}", cx + 1,
+           cy);
   err("command", "set_pose3d", data, "invalid_action_shape", "z = 0.5");
   d = ok(&k, "get_pose", "{}");
   assert_true(fabs(num_at(json_object_get(d, "pose"), 0) - cx) < 1e-6);
@@ -183,8 +183,8 @@ static void player_semantics(void **state) {
   /* PAUSE toggles */
   for (int i = 0; i < 2; i++) {
     json_t *j = req("sim_control", "toggle_pause", "{}");
-    bool paused = json_is_true(
-        json_object_get(json_object_get(j, "data"), "paused"));
+    bool paused =
+        json_is_true(json_object_get(json_object_get(j, "data"), "paused"));
     assert_true(paused == (i == 0));
     json_decref(j);
     j = req("sim_control", "get_status", "{}");
@@ -202,8 +202,7 @@ static void player_semantics(void **state) {
   d = ok(&k, "get_property", "{\"property\": \"colour\"}");
   json_t *after = json_object_get(d, "value");
   for (size_t i = 0; i < 4; i++)
-    assert_true(num_at(after, i) ==
-                (i == 1 ? 17 : num_at(before, i)));
+    assert_true(num_at(after, i) == (i == 1 ? 17 : num_at(before, i)));
   json_decref(k);
   json_decref(before);
   d = ok(&k, "get_property", "{\"property\": \"colour\", \"index\": 1}");
