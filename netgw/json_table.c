@@ -172,6 +172,9 @@ static const jaction actions[] = {
     ROW(get_pose3d, CMD, NULL, NULL, 0, "name robot"),
     ROW(set_pose3d, CMD, DONE(set_pose3d), NULL, JF_SIM, "name robot pose"),
     ROW(toggle_pause, CTL, DONE(toggle_pause), NULL, JF_SIM, ""),
+    ROW(save_snapshot_json, CMD, DONE(snapshot_json), NULL, JF_SIM, "path"),
+    ROW(load_snapshot_json, CMD, DONE(snapshot_json), NULL, JF_SIM, "path"),
+    ROW(save, CTL, DONE(snapshot_json), NULL, JF_SIM, "path"),
 };
 
 #undef CMD

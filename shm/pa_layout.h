@@ -306,23 +306,25 @@ enum pa_op {
   PA_OP_STEP, /* step (ticks >= 1; with PA_CMDF_DRIVE its drive is applied
                  to robot first, robot frame) */
   PA_OP_RESET,
-  PA_OP_SPEED,           /* speed; replies speed */
-  PA_OP_SPAWN_ROBOT,     /* name; spawn_robot; replies pose */
-  PA_OP_REMOVE_ROBOT,    /* robot; replies obj */
-  PA_OP_SPAWN_OBSTACLE,  /* name; spawn_obstacle; replies obj */
-  PA_OP_REMOVE_OBSTACLE, /* name; replies obj */
-  PA_OP_SYNC,            /* no-op; replies with the current tick */
-  PA_OP_SET_PROPERTY,    /* robot, or the obstacle `name` when robot is
-                            UINT32_MAX; prop; replies prop (values applied) */
-  PA_OP_SAVE_SNAPSHOT,   /* name; replies snapshot */
-  PA_OP_LOAD_SNAPSHOT,   /* name; replies snapshot */
-  PA_OP_SET_MAP,         /* path = a map_server YAML, or "" = the built-in
-                            default map; replies map */
-  PA_OP_GENERATE_MAP,    /* gen_map; replies map */
-  PA_OP_SET_SCENARIO,    /* path = a world file, "" = the default world; the
-                            world replaces robots, obstacles and map; replies
-                            map */
-  PA_OP_EXPORT_DATASET,  /* name; dataset; replies dataset */
+  PA_OP_SPEED,              /* speed; replies speed */
+  PA_OP_SPAWN_ROBOT,        /* name; spawn_robot; replies pose */
+  PA_OP_REMOVE_ROBOT,       /* robot; replies obj */
+  PA_OP_SPAWN_OBSTACLE,     /* name; spawn_obstacle; replies obj */
+  PA_OP_REMOVE_OBSTACLE,    /* name; replies obj */
+  PA_OP_SYNC,               /* no-op; replies with the current tick */
+  PA_OP_SET_PROPERTY,       /* robot, or the obstacle `name` when robot is
+                               UINT32_MAX; prop; replies prop (values applied) */
+  PA_OP_SAVE_SNAPSHOT,      /* name; replies snapshot */
+  PA_OP_LOAD_SNAPSHOT,      /* name; replies snapshot */
+  PA_OP_SET_MAP,            /* path = a map_server YAML, or "" = the built-in
+                               default map; replies map */
+  PA_OP_GENERATE_MAP,       /* gen_map; replies map */
+  PA_OP_SET_SCENARIO,       /* path = a world file, "" = the default world; the
+                               world replaces robots, obstacles and map; replies
+                               map */
+  PA_OP_EXPORT_DATASET,     /* name; dataset; replies dataset */
+  PA_OP_SAVE_SNAPSHOT_JSON, /* path (under --data_dir); replies snapshot */
+  PA_OP_LOAD_SNAPSHOT_JSON, /* path (under --data_dir); replies snapshot */
   PA_OP_COUNT
 };
 #define PA_CMD_PATH_MAX 256 /* pa_cmd.path, with its NUL */

@@ -612,6 +612,19 @@ static pa_status op_load_snapshot(const pa_sim_model *m, pa_sim_state *s,
   return st;
 }
 
+static pa_status op_save_snapshot_json(const pa_sim_model *m, pa_sim_state *s,
+                                       const pa_cmd *c, pa_reply *r) {
+  return pa_sim_int_snapshot_json_save(m, s, c, r);
+}
+
+static pa_status op_load_snapshot_json(const pa_sim_model *m, pa_sim_state *s,
+                                       const pa_cmd *c, pa_reply *r) {
+  pa_status st = pa_sim_int_snapshot_json_load(m, s, c, r);
+  if (st == PA_OK)
+    pa_sim_rec_stop(s); /* a recording's robots.csv would not match */
+  return st;
+}
+
 static pa_status op_save_snapshot(const pa_sim_model *m, pa_sim_state *s,
                                   const pa_cmd *c, pa_reply *r) {
   return pa_sim_int_snapshot_save(m, s, c, r);
@@ -663,6 +676,9 @@ static const pa_sim_op_def ops[PA_OP_COUNT] = {
     OP(GENERATE_MAP, "generate_map", op_generate_map, LOADER | PUBLISH),
     OP(SET_SCENARIO, "set_scenario", NULL, LOADER | PUBLISH),
     OP(EXPORT_DATASET, "export_dataset", pa_sim_int_rec_start, 0),
+    OP(SAVE_SNAPSHOT_JSON, "save_snapshot_json", op_save_snapshot_json, 0),
+    OP(LOAD_SNAPSHOT_JSON, "load_snapshot_json", op_load_snapshot_json,
+       PUBLISH),
 };
 #undef OP
 

@@ -11,18 +11,28 @@
 #include <cmocka.h>
 #include <jansson.h>
 #include <math.h>
+#include <sys/stat.h>
 
 #include "netgw_harness.h"
 
 static ng_stack stack; /* torn down even when a test fails */
 static int cfd = -1;
+static char ddir[512]; /* a test's --data_dir (removed by teardown) */
 
 static int teardown(void **state) {
   (void)state;
   if (cfd >= 0)
     close(cfd);
   cfd = -1;
-  return ng_stop(&stack) == 0 ? 0 : -1;
+  int rc = ng_stop(&stack) == 0 ? 0 : -1;
+  if (ddir[0]) {
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", ddir);
+    if (system(cmd) != 0)
+      rc = -1;
+    ddir[0] = 0;
+  }
+  return rc;
 }
 
 /* Sends a request (action + data text) and returns the whole reply. */
@@ -213,10 +223,118 @@ static void player_semantics(void **state) {
       "invalid_message", "'max_v' is not an array");
 }
 
+/* The robots' dynamic state in the newest tick, from x on (id, gen, flags
+ * and the scan seq run on), into out; returns the robot count. */
+static uint32_t robot_bits(uint8_t *out, size_t cap) {
+  static uint8_t rec[1 << 16];
+  uint32_t len;
+  uint64_t seq;
+  assert_int_equal(
+      pa_ring_read_latest(stack.st.state, rec, sizeof rec, &len, &seq), 0);
+  const pa_tick *t = (const pa_tick *)(const void *)rec;
+  const pa_robot_state *rs = (const pa_robot_state *)(const void *)(t + 1);
+  size_t off = offsetof(pa_robot_state, x);
+  size_t n = sizeof *rs - off;
+  assert_true(t->robot_count * n <= cap);
+  for (uint32_t i = 0; i < t->robot_count; i++)
+    memcpy(out + i * n, (const uint8_t *)&rs[i] + off, n);
+  return t->robot_count;
+}
+
+static void world_files(void **state) {
+  (void)state;
+  snprintf(ddir, sizeof ddir, "%s/t%d-compat-data", pa_test_tmpdir(),
+           (int)getpid());
+  char dd[600]; /* missing, two levels deep: pa-sim creates it */
+  snprintf(dd, sizeof dd, "%s/a/b", ddir);
+  const char *const sim_flags[] = {"--data_dir", dd, "--robots", "2", NULL};
+  cfd = ng_open(&stack, "files", sim_flags, NULL);
+  double cx, cy;
+  empty_room(&cx, &cy);
+  char data[256];
+  json_t *k;
+  snprintf(data, sizeof data,
+           "{\"name\": \"c1\", \"shape\": \"circle\", "
+           "\"pose\": [%.6f, %.6f, 0], \"radius\": 0.2}",
+           cx + 1.5, cy - 1.5);
+  ok(&k, "spawn_obstacle", data);
+  json_decref(k);
+  json_decref(req("sim_control", "pause", "{}"));
+  json_t *d = ok(&k, "save_snapshot_json", "{\"path\": \"runs/a.json\"}");
+  assert_string_equal(json_string_value(json_object_get(d, "status")), "saved");
+  assert_int_equal(json_integer_value(json_object_get(d, "robots")), 2);
+  json_decref(k);
+  /* the file: a whole world, readable */
+  char f[700];
+  snprintf(f, sizeof f, "%s/runs/a.json", dd);
+  json_error_t je;
+  json_t *w = json_load_file(f, 0, &je);
+  if (!w)
+    fail_msg("%s: %s", f, je.text);
+  assert_string_equal(json_string_value(json_object_get(w, "format")),
+                      "playarea-world");
+  assert_int_equal(strlen(json_string_value(
+                       json_object_get(json_object_get(w, "map"), "checksum"))),
+                   16);
+  assert_int_equal(json_array_size(json_object_get(w, "robots")), 2);
+  assert_int_equal(json_array_size(json_object_get(w, "obstacles")), 1);
+  assert_true(json_is_array(json_object_get(w, "agents")));
+  json_t *r0 = json_array_get(json_object_get(w, "robots"), 0);
+  assert_true(
+      json_is_number(json_object_get(json_object_get(r0, "state"), "x")));
+  json_decref(w);
+  /* the next ticks after a reload are the saved world's, bit for bit */
+  static uint8_t s1[1 << 14], s2[1 << 14];
+  uint8_t s0[1 << 14];
+  robot_bits(s0, sizeof s0);
+  const char *drive = "{\"robot\": 0, \"v\": 0.3, \"w\": 0.4, \"steps\": 40}";
+  ok(&k, "step", drive);
+  json_decref(k);
+  uint32_t n1 = robot_bits(s1, sizeof s1);
+  assert_memory_not_equal(s0, s1, sizeof(double)); /* robot 0 moved */
+  d = ok(&k, "load_snapshot_json", "{\"path\": \"runs/a.json\"}");
+  assert_string_equal(json_string_value(json_object_get(d, "status")),
+                      "loaded");
+  json_decref(k);
+  ok(&k, "step", drive);
+  json_decref(k);
+  uint32_t n2 = robot_bits(s2, sizeof s2);
+  assert_int_equal(n1, n2);
+  assert_memory_equal(
+      s1, s2, n1 * (sizeof(pa_robot_state) - offsetof(pa_robot_state, x)));
+  /* paths stay inside --data_dir, refused by name */
+  err("command", "save_snapshot_json", "{\"path\": \"../x.json\"}",
+      "invalid_message", "forbidden path ('..')");
+  err("command", "save_snapshot_json", "{\"path\": \"/tmp/x.json\"}",
+      "invalid_message", "outside the data directory");
+  err("command", "load_snapshot_json", "{\"path\": \"runs/none.json\"}",
+      "invalid_message", "cannot open");
+  /* Player's SAVE: the default file */
+  json_t *j = req("sim_control", "save", "{}");
+  assert_true(json_is_true(json_object_get(j, "success")));
+  json_decref(j);
+  struct stat st;
+  snprintf(f, sizeof f, "%s/snapshot.json", dd);
+  assert_int_equal(stat(f, &st), 0);
+  /* a snapshot of another map is refused, and changes nothing */
+  ok(&k, "generate_map",
+     "{\"width\": 9, \"height\": 8, \"rooms\": [1, 1], \"clutter\": 0, "
+     "\"seed\": 4}");
+  json_decref(k);
+  robot_bits(s1, sizeof s1);
+  err("command", "load_snapshot_json", "{\"path\": \"runs/a.json\"}",
+      "invalid_message", "saved on another map");
+  robot_bits(s2, sizeof s2);
+  assert_memory_equal(
+      s1, s2, 2 * (sizeof(pa_robot_state) - offsetof(pa_robot_state, x)));
+  json_decref(req("sim_control", "resume", "{}"));
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_teardown(envelope_and_state, teardown),
       cmocka_unit_test_teardown(player_semantics, teardown),
+      cmocka_unit_test_teardown(world_files, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

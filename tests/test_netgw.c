@@ -623,6 +623,8 @@ static void *fake_sim_run(void *arg) {
       break;
     case PA_OP_SAVE_SNAPSHOT:
     case PA_OP_LOAD_SNAPSHOT:
+    case PA_OP_SAVE_SNAPSHOT_JSON:
+    case PA_OP_LOAD_SNAPSHOT_JSON:
       r.snapshot = (pa_reply_snapshot){
           .tick = 40, .sim_time = 0.2, .robots = 2, .obstacles = 1};
       break;
@@ -1020,6 +1022,18 @@ static const jcase jcases[] = {
     ERR("set_property",
         "{\"property\": \"colour\", \"index\": 0, \"value\": [1]}",
         "invalid_action_shape", "a finite number with data.index"),
+    OK_("save_snapshot_json", "{\"path\": \"w/a.json\"}",
+        "\"path\":\"w/a.json\",\"status\":\"saved\"", PA_OP_SAVE_SNAPSHOT_JSON),
+    OK_("save_snapshot_json", "{}", "\"path\":\"snapshot.json\"",
+        PA_OP_SAVE_SNAPSHOT_JSON),
+    ERR("save_snapshot_json", "{\"path\": 3}", "invalid_action_shape",
+        "data.path"),
+    SIMERR("save_snapshot_json", "{\"path\": \"../a.json\"}", invalid_message,
+           PA_OP_SAVE_SNAPSHOT_JSON),
+    OK_("load_snapshot_json", "{\"path\": \"a.json\"}", "\"status\":\"loaded\"",
+        PA_OP_LOAD_SNAPSHOT_JSON),
+    ERR("load_snapshot_json", "{}", "invalid_message", "data.path is required"),
+    OK_("save", "{}", "\"saved_tick\":40", PA_OP_SAVE_SNAPSHOT_JSON),
 };
 
 static bool op_seen(void *arg) {

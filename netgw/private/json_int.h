@@ -205,4 +205,11 @@ json_t *pa_json_done_set_pose3d(jctx *x, const pa_reply *r);
 json_t *pa_json_act_toggle_pause(jctx *x);
 json_t *pa_json_done_toggle_pause(jctx *x, const pa_reply *r);
 
+/* ---- json_save.c ----------------------------------------------------------*/
+
+json_t *pa_json_act_save_snapshot_json(jctx *x);
+json_t *pa_json_act_load_snapshot_json(jctx *x);
+json_t *pa_json_act_save(jctx *x);
+json_t *pa_json_done_snapshot_json(jctx *x, const pa_reply *r);
+
 #endif
