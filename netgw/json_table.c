@@ -175,6 +175,7 @@ static const jaction actions[] = {
     ROW(save_snapshot_json, CMD, DONE(snapshot_json), NULL, JF_SIM, "path"),
     ROW(load_snapshot_json, CMD, DONE(snapshot_json), NULL, JF_SIM, "path"),
     ROW(save, CTL, DONE(snapshot_json), NULL, JF_SIM, "path"),
+    ROW(save_world, CMD, DONE(snapshot_json), NULL, JF_SIM, "path"),
 };
 
 #undef CMD

@@ -325,6 +325,8 @@ enum pa_op {
   PA_OP_EXPORT_DATASET,     /* name; dataset; replies dataset */
   PA_OP_SAVE_SNAPSHOT_JSON, /* path (under --data_dir); replies snapshot */
   PA_OP_LOAD_SNAPSHOT_JSON, /* path (under --data_dir); replies snapshot */
+  PA_OP_SAVE_WORLD,         /* path (a world .yaml under --data_dir); replies
+                               snapshot (robots, obstacles, tick) */
   PA_OP_COUNT
 };
 #define PA_CMD_PATH_MAX 256 /* pa_cmd.path, with its NUL */

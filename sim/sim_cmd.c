@@ -679,6 +679,7 @@ static const pa_sim_op_def ops[PA_OP_COUNT] = {
     OP(SAVE_SNAPSHOT_JSON, "save_snapshot_json", op_save_snapshot_json, 0),
     OP(LOAD_SNAPSHOT_JSON, "load_snapshot_json", op_load_snapshot_json,
        PUBLISH),
+    OP(SAVE_WORLD, "save_world", pa_sim_int_save_world, 0),
 };
 #undef OP
 

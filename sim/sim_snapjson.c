@@ -22,7 +22,8 @@
 
 #define SNAPJSON_FORMAT "playarea-world"
 #define SNAPJSON_VERSION 1
-#define SNAPJSON_MAX_BYTES (64u << 20) /* a file larger than this is refused */
+#define SNAPJSON_MAX_BYTES (64u << 20) /* a file larger than this is refused   \
+                                        */
 
 /* ---- the fields: one table per record, read and written alike ------------*/
 
@@ -33,34 +34,51 @@ typedef struct {
   size_t off;
 } field;
 
-#define RI(k, t) {#k, t, offsetof(pa_robot_info, k)}
+#define RI(k, t)                                                               \
+  { #k, t, offsetof(pa_robot_info, k) }
 static const field robot_fields[] = {
-    RI(name, F_NAME),          RI(active, F_U32),
-    RI(gen, F_U32),            RI(drive, F_U32),
-    RI(radius, F_F32),         RI(height, F_F32),
-    RI(head_height, F_F32),    RI(colour, F_RGBA),
-    RI(max_v, F_F32),          RI(max_vy, F_F32),
-    RI(max_w, F_F32),          RI(acc_v, F_F32),
-    RI(dec_v, F_F32),          RI(acc_w, F_F32),
-    RI(dec_w, F_F32),          RI(head_limit, F_F32),
-    RI(max_head_rate, F_F32),  RI(laser_beams, F_U32),
-    RI(laser_range_min, F_F32), RI(laser_range_max, F_F32),
-    RI(laser_noise, F_F32),    RI(cam_width, F_U16),
-    RI(cam_height, F_U16),     RI(cam_fov, F_F32),
-    RI(start_x, F_F64),        RI(start_y, F_F64),
-    RI(start_theta, F_F64),    RI(wheel_base, F_F32),
+    RI(name, F_NAME),
+    RI(active, F_U32),
+    RI(gen, F_U32),
+    RI(drive, F_U32),
+    RI(radius, F_F32),
+    RI(height, F_F32),
+    RI(head_height, F_F32),
+    RI(colour, F_RGBA),
+    RI(max_v, F_F32),
+    RI(max_vy, F_F32),
+    RI(max_w, F_F32),
+    RI(acc_v, F_F32),
+    RI(dec_v, F_F32),
+    RI(acc_w, F_F32),
+    RI(dec_w, F_F32),
+    RI(head_limit, F_F32),
+    RI(max_head_rate, F_F32),
+    RI(laser_beams, F_U32),
+    RI(laser_range_min, F_F32),
+    RI(laser_range_max, F_F32),
+    RI(laser_noise, F_F32),
+    RI(cam_width, F_U16),
+    RI(cam_height, F_U16),
+    RI(cam_fov, F_F32),
+    RI(start_x, F_F64),
+    RI(start_y, F_F64),
+    RI(start_theta, F_F64),
+    RI(wheel_base, F_F32),
 };
-#define RS(k, t) {#k, t, offsetof(pa_robot_state, k)}
+#define RS(k, t)                                                               \
+  { #k, t, offsetof(pa_robot_state, k) }
 static const field state_fields[] = {
-    RS(id, F_U32),          RS(gen, F_U32),        RS(flags, F_U32),
-    RS(scan_seq, F_U32),    RS(x, F_F64),          RS(y, F_F64),
-    RS(theta, F_F64),       RS(odom_x, F_F64),     RS(odom_y, F_F64),
-    RS(odom_theta, F_F64),  RS(v, F_F64),          RS(vy, F_F64),
-    RS(w, F_F64),           RS(head, F_F64),       RS(head_rate, F_F64),
-    RS(cmd_v, F_F64),       RS(cmd_vy, F_F64),     RS(cmd_w, F_F64),
-    RS(cmd_head, F_F64),    RS(cmd_frame, F_U32),  RS(rng, F_U64),
+    RS(id, F_U32),         RS(gen, F_U32),       RS(flags, F_U32),
+    RS(scan_seq, F_U32),   RS(x, F_F64),         RS(y, F_F64),
+    RS(theta, F_F64),      RS(odom_x, F_F64),    RS(odom_y, F_F64),
+    RS(odom_theta, F_F64), RS(v, F_F64),         RS(vy, F_F64),
+    RS(w, F_F64),          RS(head, F_F64),      RS(head_rate, F_F64),
+    RS(cmd_v, F_F64),      RS(cmd_vy, F_F64),    RS(cmd_w, F_F64),
+    RS(cmd_head, F_F64),   RS(cmd_frame, F_U32), RS(rng, F_U64),
 };
-#define OB(k, t) {#k, t, offsetof(pa_obstacle_info, k)}
+#define OB(k, t)                                                               \
+  { #k, t, offsetof(pa_obstacle_info, k) }
 static const field obstacle_fields[] = {
     OB(name, F_NAME),  OB(active, F_U32), OB(gen, F_U32),    OB(shape, F_U32),
     OB(height, F_F32), OB(x, F_F64),      OB(y, F_F64),      OB(theta, F_F64),
@@ -208,7 +226,8 @@ static int fields_in(json_t *o, void *rec, const field *f, size_t n,
   return 0;
 }
 
-/* ---- the map reference -----------------------------------------------------*/
+/* ---- the map reference
+ * -----------------------------------------------------*/
 
 /* FNV-1a 64 of the map's size, placement, threshold and cells: a snapshot
  * belongs to the map it was saved on. */
@@ -249,14 +268,14 @@ static json_t *map_json(const pa_sim_model *m) {
   return o;
 }
 
-/* ---- paths under --data_dir --------------------------------------------------*/
+/* ---- paths under --data_dir
+ * --------------------------------------------------*/
 
-/* The data directory, created if missing, canonical in out: 0 or -1. */
-static int data_dir(const pa_sim_model *m, char out[PATH_MAX], pa_reply *r) {
-  const char *d = m->def.data_dir && m->def.data_dir[0] ? m->def.data_dir : ".";
+int pa_sim_int_data_dir(const char *flag, char *out, char *err, size_t err_sz) {
+  const char *d = flag && flag[0] ? flag : ".";
   char tmp[PATH_MAX];
   if (snprintf(tmp, sizeof tmp, "%s", d) >= (int)sizeof tmp) {
-    pa_sim_int_fail(r, PA_ERR_INVALID_MESSAGE, "--data_dir is too long");
+    snprintf(err, err_sz, "--data_dir is too long");
     return -1;
   }
   for (char *p = tmp + 1;; p++) { /* mkdir -p */
@@ -265,9 +284,8 @@ static int data_dir(const pa_sim_model *m, char out[PATH_MAX], pa_reply *r) {
       char c = *p;
       *p = 0;
       if (mkdir(tmp, 0755) != 0 && errno != EEXIST) {
-        pa_sim_int_fail(r, PA_ERR_INVALID_MESSAGE,
-                        "cannot create the data directory %s: %s", tmp,
-                        strerror(errno));
+        snprintf(err, err_sz, "cannot create the data directory %s: %s", tmp,
+                 strerror(errno));
         return -1;
       }
       *p = c;
@@ -276,18 +294,26 @@ static int data_dir(const pa_sim_model *m, char out[PATH_MAX], pa_reply *r) {
       break;
   }
   if (!realpath(tmp, out)) {
-    pa_sim_int_fail(r, PA_ERR_INVALID_MESSAGE, "data directory %s: %s", d,
-                    strerror(errno));
+    snprintf(err, err_sz, "data directory %s: %s", d, strerror(errno));
     return -1;
   }
   return 0;
 }
 
+/* The data directory (created if missing) or r's error: 0 or -1. */
+static int data_dir(const pa_sim_model *m, char out[PATH_MAX], pa_reply *r) {
+  char err[PATH_MAX + 64];
+  if (pa_sim_int_data_dir(m->def.data_dir, out, err, sizeof err) == 0)
+    return 0;
+  pa_sim_int_fail(r, PA_ERR_INVALID_MESSAGE, "%s", err);
+  return -1;
+}
+
 /* A path to write, confined as pa_map_guard_path confines reads: its
  * directory (created inside the data directory if missing) canonical and
  * inside, then its file name. */
-static int write_path(const pa_sim_model *m, const char *path, char *out,
-                      size_t out_sz, pa_reply *r) {
+int pa_sim_int_write_path(const pa_sim_model *m, const char *path, char *out,
+                          size_t out_sz, pa_reply *r) {
   char dir[PATH_MAX];
   if (data_dir(m, dir, r) != 0)
     return -1;
@@ -345,7 +371,8 @@ static int write_path(const pa_sim_model *m, const char *path, char *out,
   return 0;
 }
 
-/* ---- save and load -----------------------------------------------------------*/
+/* ---- save and load
+ * -----------------------------------------------------------*/
 
 pa_status pa_sim_int_snapshot_json_save(const pa_sim_model *m,
                                         const pa_sim_state *s, const pa_cmd *c,
@@ -355,8 +382,9 @@ pa_status pa_sim_int_snapshot_json_save(const pa_sim_model *m,
   memcpy(cpath, c->path, sizeof cpath);
   cpath[sizeof cpath - 1] = 0;
   if (!cpath[0])
-    return pa_sim_int_fail(r, PA_ERR_INVALID_MESSAGE, "a file path is required");
-  if (write_path(m, cpath, path, sizeof path, r) != 0)
+    return pa_sim_int_fail(r, PA_ERR_INVALID_MESSAGE,
+                           "a file path is required");
+  if (pa_sim_int_write_path(m, cpath, path, sizeof path, r) != 0)
     return (pa_status)r->status;
   json_t *root = json_object();
   json_object_set_new(root, "format", json_string(SNAPJSON_FORMAT));
@@ -370,8 +398,8 @@ pa_status pa_sim_int_snapshot_json_save(const pa_sim_model *m,
   json_t *robots = json_array();
   for (uint32_t i = 0; i < s->robot_count; i++) {
     json_t *o = json_object();
-    json_object_set_new(o, "info",
-                        fields_out(&s->info[i], robot_fields, NF(robot_fields)));
+    json_object_set_new(
+        o, "info", fields_out(&s->info[i], robot_fields, NF(robot_fields)));
     json_object_set_new(o, "state",
                         fields_out(&s->rs[i], state_fields, NF(state_fields)));
     json_array_append_new(robots, o);
@@ -409,7 +437,8 @@ pa_status pa_sim_int_snapshot_json_load(const pa_sim_model *m, pa_sim_state *s,
   memcpy(cpath, c->path, sizeof cpath);
   cpath[sizeof cpath - 1] = 0;
   if (!cpath[0])
-    return pa_sim_int_fail(r, PA_ERR_INVALID_MESSAGE, "a file path is required");
+    return pa_sim_int_fail(r, PA_ERR_INVALID_MESSAGE,
+                           "a file path is required");
   if (data_dir(m, dir, r) != 0)
     return (pa_status)r->status;
   pa_map_guard g = {.data_dir = dir};
@@ -437,8 +466,8 @@ pa_status pa_sim_int_snapshot_json_load(const pa_sim_model *m, pa_sim_state *s,
   json_t *agents = json_object_get(root, "agents");
   json_t *tick = json_object_get(root, "tick");
   json_t *simt = json_object_get(root, "sim_time");
-  const char *sum =
-      json_string_value(json_object_get(json_object_get(root, "map"), "checksum"));
+  const char *sum = json_string_value(
+      json_object_get(json_object_get(root, "map"), "checksum"));
   char want[24];
   snprintf(want, sizeof want, "%016" PRIx64, map_checksum(&m->grid));
   if (!json_is_string(fmt) || strcmp(json_string_value(fmt), SNAPJSON_FORMAT) ||
@@ -456,9 +485,8 @@ pa_status pa_sim_int_snapshot_json_load(const pa_sim_model *m, pa_sim_state *s,
                          cpath, sum ? sum : "missing", want);
     goto out;
   }
-  if (!json_is_array(robots) || !json_is_array(obs) ||
-      !json_is_integer(tick) || json_integer_value(tick) < 0 ||
-      !json_is_number(simt)) {
+  if (!json_is_array(robots) || !json_is_array(obs) || !json_is_integer(tick) ||
+      json_integer_value(tick) < 0 || !json_is_number(simt)) {
     rc = pa_sim_int_fail(r, PA_ERR_INVALID_MESSAGE,
                          "%s: robots, obstacles, tick and sim_time are "
                          "required",

@@ -316,6 +316,29 @@ static void world_files(void **state) {
   struct stat st;
   snprintf(f, sizeof f, "%s/snapshot.json", dd);
   assert_int_equal(stat(f, &st), 0);
+  /* save_world: a world YAML (+ its map) that set_scenario and --world load:
+   * the same map (the JSON snapshot's checksum still fits), the same poses */
+  d = ok(&k, "get_pose", "{\"robot\": 1}");
+  double p1[3];
+  for (size_t i = 0; i < 3; i++)
+    p1[i] = num_at(json_object_get(d, "pose"), i);
+  json_decref(k);
+  d = ok(&k, "save_world", "{\"path\": \"worlds/w.yaml\"}");
+  assert_int_equal(json_array_size(json_object_get(d, "paths")), 3);
+  json_decref(k);
+  ok(&k, "set_scenario", "{\"world\": \"worlds/w.yaml\"}");
+  json_decref(k);
+  d = ok(&k, "get_pose", "{\"robot\": 1}");
+  for (size_t i = 0; i < 3; i++)
+    assert_true(fabs(num_at(json_object_get(d, "pose"), i) - p1[i]) < 1e-9);
+  json_decref(k);
+  d = ok(&k, "get_pose", "{\"name\": \"c1\"}");
+  assert_true(fabs(num_at(json_object_get(d, "pose"), 0) - (cx + 1.5)) < 1e-9);
+  json_decref(k);
+  ok(&k, "load_snapshot_json", "{\"path\": \"runs/a.json\"}");
+  json_decref(k);
+  err("command", "save_world", "{\"path\": \"worlds/w.json\"}",
+      "invalid_message", "must end in .yaml");
   /* a snapshot of another map is refused, and changes nothing */
   ok(&k, "generate_map",
      "{\"width\": 9, \"height\": 8, \"rooms\": [1, 1], \"clutter\": 0, "

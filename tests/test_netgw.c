@@ -625,6 +625,7 @@ static void *fake_sim_run(void *arg) {
     case PA_OP_LOAD_SNAPSHOT:
     case PA_OP_SAVE_SNAPSHOT_JSON:
     case PA_OP_LOAD_SNAPSHOT_JSON:
+    case PA_OP_SAVE_WORLD:
       r.snapshot = (pa_reply_snapshot){
           .tick = 40, .sim_time = 0.2, .robots = 2, .obstacles = 1};
       break;
@@ -1034,6 +1035,10 @@ static const jcase jcases[] = {
         PA_OP_LOAD_SNAPSHOT_JSON),
     ERR("load_snapshot_json", "{}", "invalid_message", "data.path is required"),
     OK_("save", "{}", "\"saved_tick\":40", PA_OP_SAVE_SNAPSHOT_JSON),
+    OK_("save_world", "{\"path\": \"w/a.yaml\"}",
+        "\"paths\":[\"w/a.yaml\",\"w/a.map.yaml\",\"w/a.map.png\"]",
+        PA_OP_SAVE_WORLD),
+    ERR("save_world", "{}", "invalid_message", "data.path is required"),
 };
 
 static bool op_seen(void *arg) {

@@ -210,6 +210,7 @@ json_t *pa_json_done_toggle_pause(jctx *x, const pa_reply *r);
 json_t *pa_json_act_save_snapshot_json(jctx *x);
 json_t *pa_json_act_load_snapshot_json(jctx *x);
 json_t *pa_json_act_save(jctx *x);
+json_t *pa_json_act_save_world(jctx *x);
 json_t *pa_json_done_snapshot_json(jctx *x, const pa_reply *r);
 
 #endif
