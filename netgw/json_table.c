@@ -154,7 +154,8 @@ static const jaction actions[] = {
     ROW(set_map, CMD, DONE(map), NULL, JF_SIM, "map_yaml map"),
     ROW(generate_map, CMD, DONE(map), NULL, JF_SIM,
         "width height resolution seed rooms clutter"),
-    ROW(set_scenario, CMD, DONE(set_scenario), NULL, JF_SIM, "world"),
+    ROW(set_scenario, CMD, DONE(set_scenario), NULL, JF_SIM,
+        "world scenario seed"),
     ROW(set_nav_path, CMD, NULL, NULL, 0, "robot path"),
     ROW(set_waypoints, CMD, NULL, NULL, 0, "robot waypoints"),
     ROW(clear_nav, CMD, NULL, NULL, 0, "robot"),
@@ -176,6 +177,7 @@ static const jaction actions[] = {
     ROW(load_snapshot_json, CMD, DONE(snapshot_json), NULL, JF_SIM, "path"),
     ROW(save, CTL, DONE(snapshot_json), NULL, JF_SIM, "path"),
     ROW(save_world, CMD, DONE(snapshot_json), NULL, JF_SIM, "path"),
+    ROW(list_scenarios, CMD, NULL, NULL, 0, ""),
 };
 
 #undef CMD

@@ -273,6 +273,16 @@ json_t *pa_json_act_export_dataset(jctx *x) {
  * obstacles and map from a world file (pa-sim reads it). */
 json_t *pa_json_act_set_scenario(jctx *x) {
   const char *path = NULL;
+  if (json_object_get(x->data, "scenario")) /* a built-in, by name */
+    return pa_json_set_scenario_named(x);
+  if (json_object_get(x->data, "seed"))
+    return pa_json_fail(x, PA_ERR_INVALID_MESSAGE,
+                        "data.seed goes with data.scenario (see "
+                        "list_scenarios)");
+  if (!json_object_get(x->data, "world"))
+    return pa_json_fail(x, PA_ERR_INVALID_MESSAGE,
+                        "give data.scenario (a built-in: list_scenarios) or "
+                        "data.world (a world file)");
   if (pa_json_need_str(x, "world", PA_CMD_PATH_MAX, &path) < 0)
     return NULL;
   bool dflt = !strcmp(path, "default");
@@ -552,5 +562,6 @@ json_t *pa_json_done_set_scenario(jctx *x, const pa_reply *r) {
   json_t *d = pa_json_done_map(x, r);
   json_object_set_new(d, "robots", json_integer(r->map.robots));
   json_object_set_new(d, "obstacles", json_integer(r->map.obstacles));
+  pa_json_scenario_reply(x, d);
   return d;
 }

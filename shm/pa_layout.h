@@ -402,6 +402,8 @@ typedef struct pa_cmd_gen_map { /* GENERATE_MAP (pa_map_generate) */
   double seed;                  /* whole, up to 2^53 */
   double rooms_x, rooms_y;      /* rooms across, along */
   double clutter;               /* boxes per room */
+  double scenario; /* 0: the building above; k: built-in scenario k - 1
+                      (pa_scenario_generate) with seed, the rest unused */
 } pa_cmd_gen_map;
 typedef struct pa_cmd_dataset { /* EXPORT_DATASET */
   uint32_t ticks;               /* to record from the next one */

@@ -635,13 +635,16 @@ static pa_status op_generate_map(const pa_sim_model *m, pa_sim_state *s,
                                  const pa_cmd *c, pa_reply *r) {
   (void)m, (void)s;
   const pa_cmd_gen_map *g = &c->gen_map;
-  const double a[7] = {g->width,   g->height,  g->resolution, g->seed,
-                       g->rooms_x, g->rooms_y, g->clutter};
-  for (int i = 0; i < 7; i++) /* the seed up to 2^53, the rest to 1e9 */
+  const double a[8] = {g->width,   g->height,  g->resolution, g->seed,
+                       g->rooms_x, g->rooms_y, g->clutter,    g->scenario};
+  for (int i = 0; i < 8; i++) /* the seed up to 2^53, the rest to 1e9 */
     if (!isfinite(a[i]) || a[i] < 0 ||
         a[i] > (i == 3 ? 9007199254740992.0 : 1e9))
       return fail(r, PA_ERR_INVALID_ACTION_SHAPE,
                   "generate_map: parameters must be finite numbers >= 0");
+  if (g->scenario > 0 && !pa_scenario_name((int)g->scenario - 1))
+    return fail(r, PA_ERR_INVALID_MESSAGE, "no built-in scenario %g",
+                g->scenario);
   return PA_OK;
 }
 

@@ -156,6 +156,10 @@ static void *load_main(void *arg) {
   } else if (c->op == PA_OP_SET_MAP) {
     rc = path[0] ? pa_map_load_yaml_g(path, g, &ld->g, ld->err, sizeof ld->err)
                  : pa_map_load_default(&ld->g, ld->err, sizeof ld->err);
+  } else if (c->gen_map.scenario > 0) {
+    rc = pa_scenario_generate((int)c->gen_map.scenario - 1,
+                              (uint64_t)c->gen_map.seed, &ld->g, ld->err,
+                              sizeof ld->err);
   } else {
     pa_mapgen p = pa_mapgen_default();
     p.width = c->gen_map.width;

@@ -34,8 +34,7 @@ static void robot(FILE *f, const pa_robot_info *ri, const pa_robot_state *rs) {
           "max_head_rate: %.9g}\n",
           (double)ri->max_v, (double)ri->max_vy, (double)ri->max_w,
           (double)ri->acc_v, (double)ri->dec_v, (double)ri->acc_w,
-          (double)ri->dec_w, (double)ri->head_limit,
-          (double)ri->max_head_rate);
+          (double)ri->dec_w, (double)ri->head_limit, (double)ri->max_head_rate);
   fprintf(f,
           "    laser: {beams: %u, range_min: %.9g, range_max: %.9g, noise: "
           "%.9g}\n",
@@ -64,7 +63,8 @@ pa_status pa_sim_int_save_world(const pa_sim_model *m, pa_sim_state *s,
   memcpy(cpath, c->path, sizeof cpath);
   cpath[sizeof cpath - 1] = 0;
   size_t n = strlen(cpath);
-  if (n < 6 || (strcmp(cpath + n - 5, ".yaml") && strcmp(cpath + n - 4, ".yml")))
+  if (n < 6 ||
+      (strcmp(cpath + n - 5, ".yaml") && strcmp(cpath + n - 4, ".yml")))
     return pa_sim_int_fail(r, PA_ERR_INVALID_MESSAGE,
                            "save_world: path '%s' must end in .yaml", cpath);
   if (pa_sim_int_write_path(m, cpath, path, sizeof path, r) != 0)

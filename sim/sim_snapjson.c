@@ -22,8 +22,9 @@
 
 #define SNAPJSON_FORMAT "playarea-world"
 #define SNAPJSON_VERSION 1
-#define SNAPJSON_MAX_BYTES (64u << 20) /* a file larger than this is refused   \
-                                        */
+#define SNAPJSON_MAX_BYTES                                                     \
+  (64u << 20) /* a file larger than this is refused                            \
+               */
 
 /* ---- the fields: one table per record, read and written alike ------------*/
 

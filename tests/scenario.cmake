@@ -8,3 +8,5 @@ endif()
 if(COMMAND pa_add_python_test)
   pa_add_python_test(python_doc_examples test_doc_examples TIMEOUT 180)
 endif()
+pa_add_test(test_map_scenario SOURCES test_map_scenario.c LIBS pa_map
+            TIMEOUT 60 LABELS map)

@@ -353,11 +353,70 @@ static void world_files(void **state) {
   json_decref(req("sim_control", "resume", "{}"));
 }
 
+/* FNV-1a of the terrain grid's rows: the map as the gateway sees it. */
+static uint64_t terrain_sum(void) {
+  json_t *k;
+  json_t *d = ok(&k, "get_terrain_grid", "{\"stride\": 2}");
+  json_t *rows = json_object_get(d, "rows");
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (size_t i = 0; i < json_array_size(rows); i++)
+    for (const char *c = json_string_value(json_array_get(rows, i)); *c; c++)
+      h = (h ^ (unsigned char)*c) * 0x100000001b3ull;
+  json_decref(k);
+  return h;
+}
+
+static void named_scenarios(void **state) {
+  (void)state;
+  cfd = ng_open(&stack, "scen", NULL, NULL);
+  json_t *k;
+  json_t *d = ok(&k, "list_scenarios", "{}");
+  json_t *list = json_object_get(d, "scenarios");
+  assert_int_equal(json_array_size(list), 7);
+  char names[7][32];
+  for (size_t i = 0; i < 7; i++)
+    snprintf(
+        names[i], sizeof names[i], "%s",
+        json_string_value(json_object_get(json_array_get(list, i), "name")));
+  json_decref(k);
+  assert_string_equal(names[2], "NarrowMap");
+  for (size_t i = 0; i < 7; i++) {
+    char data[320];
+    uint64_t sum[3];
+    for (int run = 0; run < 3; run++) {
+      snprintf(data, sizeof data, "{\"scenario\": \"%s\", \"seed\": %d}",
+               names[i], run < 2 ? 5 : 6);
+      d = ok(&k, "set_scenario", data);
+      /* the map's metadata, as OceanSim's map manager answers */
+      assert_string_equal(json_string_value(json_object_get(d, "scenario")),
+                          names[i]);
+      assert_int_equal(json_integer_value(json_object_get(d, "seed")),
+                       run < 2 ? 5 : 6);
+      assert_true(json_integer_value(json_object_get(d, "width")) > 100);
+      assert_true(json_number_value(json_object_get(d, "resolution")) > 0);
+      assert_int_equal(json_array_size(json_object_get(d, "origin")), 2);
+      json_decref(k);
+      sum[run] = terrain_sum();
+      /* the robot stands free: it can be driven a little */
+      d = ok(&k, "get_state", "{}");
+      assert_false(json_is_true(json_object_get(d, "bumped")));
+      json_decref(k);
+    }
+    if (sum[0] != sum[1])
+      fail_msg("%s: seed 5 twice gave two maps", names[i]);
+    if (i != 0 && sum[0] == sum[2]) /* Empty: nothing a seed moves */
+      fail_msg("%s: seeds 5 and 6 gave one map", names[i]);
+  }
+  err("command", "set_scenario", "{\"scenario\": \"Moon\"}", "invalid_message",
+      "unknown scenario 'Moon'");
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_teardown(envelope_and_state, teardown),
       cmocka_unit_test_teardown(player_semantics, teardown),
       cmocka_unit_test_teardown(world_files, teardown),
+      cmocka_unit_test_teardown(named_scenarios, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -213,4 +213,13 @@ json_t *pa_json_act_save(jctx *x);
 json_t *pa_json_act_save_world(jctx *x);
 json_t *pa_json_done_snapshot_json(jctx *x, const pa_reply *r);
 
+/* ---- json_scenario.c ------------------------------------------------------*/
+
+/* set_scenario with data.scenario (a built-in by name). */
+json_t *pa_json_set_scenario_named(jctx *x);
+/* Adds a named scenario's name, seed and description to set_scenario's
+ * reply d (nothing for a world file). */
+void pa_json_scenario_reply(jctx *x, json_t *d);
+json_t *pa_json_act_list_scenarios(jctx *x);
+
 #endif
