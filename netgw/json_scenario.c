@@ -43,8 +43,8 @@ void pa_json_scenario_reply(jctx *x, json_t *d) {
     return;
   json_t *seed = json_object_get(x->data, "seed");
   json_object_set_new(d, "scenario", json_string(pa_scenario_name(id)));
-  json_object_set_new(d, "seed", json_is_integer(seed) ? json_copy(seed)
-                                                       : json_integer(0));
+  json_object_set_new(
+      d, "seed", json_is_integer(seed) ? json_copy(seed) : json_integer(0));
   json_object_set_new(d, "description", json_string(pa_scenario_about(id)));
 }
 

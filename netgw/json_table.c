@@ -145,7 +145,8 @@ static const jaction actions[] = {
     ROW(list_obstacles, CMD, NULL, COST(list_obstacles), 0, ""),
     ROW(get_map_info, CMD, NULL, NULL, 0, ""),
     ROW(get_terrain_grid, CMD, NULL, COST(get_terrain_grid), 0,
-        "inflation stride threshold unknown_blocks"),
+        "inflation stride threshold unknown_blocks cell_size inflation_radius "
+        "include_static_obstacles include_dynamic_agents format"),
     ROW(get_property, CMD, NULL, NULL, 0, "name robot property index"),
     ROW(set_property, CMD, DONE(set_property), NULL, JF_SIM,
         "name robot property value index"),

@@ -394,6 +394,8 @@ json_t *pa_json_act_get_map_info(jctx *x) {
 size_t pa_json_cost_get_terrain_grid(jctx *x) {
   const pa_map_block *m;
   const int8_t *cells;
+  if (pa_json_terrain_is_oceansim(x))
+    return pa_json_cost_terrain_oceansim(x);
   json_t *v = json_object_get(x->data, "stride");
   json_int_t stride = json_is_integer(v) ? json_integer_value(v) : 1;
   if (pa_gw_map(x->c->g, &m, &cells) != 0 || stride < 1 || stride > 64)
@@ -410,6 +412,8 @@ size_t pa_json_cost_get_terrain_grid(jctx *x) {
 json_t *pa_json_act_get_terrain_grid(jctx *x) {
   const pa_map_block *m;
   const int8_t *cells;
+  if (pa_json_terrain_is_oceansim(x)) /* OceanSim's keys: json_terrain.c */
+    return pa_json_terrain_oceansim(x);
   if (published_map(x, &m, &cells) < 0)
     return NULL;
   double inflation = 0;

@@ -411,12 +411,142 @@ static void named_scenarios(void **state) {
       "unknown scenario 'Moon'");
 }
 
+/* class_grid[y][x] and grid[y][x] of a get_terrain_grid reply's data. */
+static int cell_at(json_t *d, const char *key, double wx, double wy) {
+  json_t *o = json_object_get(d, "origin");
+  double cs = json_number_value(json_object_get(d, "cell_size"));
+  size_t x = (size_t)floor((wx - num_at(o, 0)) / cs);
+  size_t y = (size_t)floor((wy - num_at(o, 1)) / cs);
+  json_t *row = json_array_get(json_object_get(d, key), y);
+  json_t *v = json_array_get(row, x);
+  if (!json_is_integer(v))
+    fail_msg("%s[%zu][%zu] missing", key, y, x);
+  return (int)json_integer_value(v);
+}
+
+/* One request on a fresh connection whose reply is a header line and a
+ * binary block: the header (to decref) and the block (to free). */
+static json_t *ask_binary(const char *line, unsigned char **blk, size_t *n) {
+  int fd = ng_connect(&stack);
+  assert_true(fd >= 0);
+  char l[1024];
+  snprintf(l, sizeof l, "%s\n", line);
+  assert_int_equal(pa_test_send_str(fd, l), 0);
+  size_t cap = 1 << 20, len = 0;
+  unsigned char *buf = malloc(cap);
+  json_t *hdr = NULL;
+  size_t want = 0, hl = 0;
+  int64_t end = pa_test_now_ms() + 5000;
+  while (pa_test_now_ms() < end && (!hdr || len < hl + want)) {
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    if (poll(&p, 1, 200) <= 0)
+      continue;
+    ssize_t r = recv(fd, buf + len, cap - len, 0);
+    if (r <= 0)
+      break;
+    len += (size_t)r;
+    unsigned char *nl = memchr(buf, '\n', len);
+    if (!hdr && nl) {
+      hl = (size_t)(nl - buf) + 1;
+      hdr = json_loadb((char *)buf, hl - 1, 0, NULL);
+      assert_non_null(hdr);
+      want = (size_t)json_integer_value(json_object_get(
+          json_object_get(json_object_get(hdr, "data"), "binary"), "bytes"));
+      assert_true(hl + want <= cap);
+    }
+  }
+  close(fd);
+  if (!hdr || len != hl + want)
+    fail_msg("binary reply to %s: %zu bytes", line, len);
+  *n = want;
+  *blk = malloc(want);
+  memcpy(*blk, buf + hl, want);
+  free(buf);
+  return hdr;
+}
+
+static void terrain_grid(void **state) {
+  (void)state;
+  cfd = ng_open(&stack, "terrain", NULL, NULL);
+  double cx, cy;
+  empty_room(&cx, &cy);
+  char data[256];
+  json_t *k, *k2;
+  snprintf(data, sizeof data, "{\"pose\": [%.6f, %.6f, 0]}", cx, cy);
+  ok(&k, "set_pose", data);
+  json_decref(k);
+  snprintf(data, sizeof data,
+           "{\"name\": \"b\", \"pose\": [%.6f, %.6f, 0.3], \"size\": "
+           "[0.5, 0.4]}",
+           cx + 2, cy);
+  ok(&k, "spawn_obstacle", data);
+  json_decref(k);
+  /* OceanSim's request: arrays, classes, the obstacle a static one */
+  json_t *d = ok(&k, "get_terrain_grid",
+                 "{\"cell_size\": 0.1, \"include_static_obstacles\": true, "
+                 "\"include_dynamic_agents\": true}");
+  assert_true(json_is_array(json_object_get(d, "grid")));
+  assert_int_equal(cell_at(d, "class_grid", cx + 2, cy), 2);
+  assert_int_equal(cell_at(d, "grid", cx + 2, cy), 1);
+  assert_int_equal(cell_at(d, "class_grid", cx, cy), 3); /* the robot */
+  assert_int_equal(cell_at(d, "class_grid", cx - 1, cy + 1), 0);
+  json_int_t blocked = json_integer_value(json_object_get(d, "blocked_cells"));
+  json_t *d2 = ok(&k2, "get_terrain_grid",
+                  "{\"cell_size\": 0.1, \"include_static_obstacles\": false}");
+  assert_int_equal(cell_at(d2, "class_grid", cx + 2, cy), 0);
+  assert_int_equal(cell_at(d2, "class_grid", cx, cy), 0);
+  assert_true(json_integer_value(json_object_get(d2, "blocked_cells")) <
+              blocked);
+  json_decref(k2);
+  d2 = ok(&k2, "get_terrain_grid",
+          "{\"cell_size\": 0.1, \"include_dynamic_agents\": true, "
+          "\"inflation_radius\": 0.3}");
+  assert_true(json_integer_value(json_object_get(d2, "blocked_cells")) >
+              blocked);
+  assert_int_equal(cell_at(d2, "grid", cx + 2.4, cy), 1); /* inflated */
+  assert_int_equal(cell_at(d2, "class_grid", cx + 2.4, cy), 0);
+  json_decref(k2);
+  /* the compact binary form holds the same cells */
+  unsigned char *blk;
+  size_t n;
+  json_t *h = ask_binary(
+      "{\"type\":\"command\",\"action\":\"get_terrain_grid\",\"data\":{"
+      "\"cell_size\": 0.1, \"include_dynamic_agents\": true, \"format\": "
+      "\"binary\"}}",
+      &blk, &n);
+  uint32_t w, hh;
+  assert_memory_equal(blk, "PAG1", 4);
+  memcpy(&w, blk + 4, 4);
+  memcpy(&hh, blk + 8, 4);
+  assert_int_equal(w, json_integer_value(json_object_get(d, "width")));
+  assert_int_equal(n, 12 + 2 * (size_t)w * hh);
+  json_t *g = json_object_get(d, "grid"),
+         *cg = json_object_get(d, "class_grid");
+  for (uint32_t y = 0; y < hh; y++)
+    for (uint32_t x = 0; x < w; x++) {
+      size_t i = (size_t)y * w + x;
+      assert_int_equal(blk[12 + i], json_integer_value(json_array_get(
+                                        json_array_get(g, y), x)));
+      assert_int_equal(
+          (signed char)blk[12 + (size_t)w * hh + i],
+          json_integer_value(json_array_get(json_array_get(cg, y), x)));
+    }
+  free(blk);
+  json_decref(h);
+  json_decref(k);
+  /* the older form is unchanged */
+  d = ok(&k, "get_terrain_grid", "{\"stride\": 2}");
+  assert_true(json_is_string(json_array_get(json_object_get(d, "rows"), 0)));
+  json_decref(k);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_teardown(envelope_and_state, teardown),
       cmocka_unit_test_teardown(player_semantics, teardown),
       cmocka_unit_test_teardown(world_files, teardown),
       cmocka_unit_test_teardown(named_scenarios, teardown),
+      cmocka_unit_test_teardown(terrain_grid, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -64,9 +64,8 @@ static size_t reachable(const pa_grid *g, long keep, size_t *free_n) {
 
 static void scenarios_seeded_and_open(void **state) {
   (void)state;
-  static const char *const want[] = {"Empty",    "Rooms",     "NarrowMap",
-                                     "Maze",     "Corridor",  "Warehouse",
-                                     "Forest"};
+  static const char *const want[] = {
+      "Empty", "Rooms", "NarrowMap", "Maze", "Corridor", "Warehouse", "Forest"};
   char err[256];
   int n = 0;
   for (; pa_scenario_name(n); n++)
@@ -74,9 +73,8 @@ static void scenarios_seeded_and_open(void **state) {
   assert_int_equal(n, 7);
   assert_int_equal(pa_scenario_find("narrowmap"), 2);
   assert_int_equal(pa_scenario_find("Moon"), -1);
-  assert_int_not_equal(pa_scenario_generate(7, 1, &(pa_grid){0}, err,
-                                            sizeof err),
-                       0);
+  assert_int_not_equal(
+      pa_scenario_generate(7, 1, &(pa_grid){0}, err, sizeof err), 0);
   for (int i = 0; i < n; i++) {
     pa_grid a, b, c;
     assert_int_equal(pa_scenario_generate(i, 1, &a, err, sizeof err), 0);
@@ -92,8 +90,8 @@ static void scenarios_seeded_and_open(void **state) {
     size_t free_n, got = reachable(&a, 3, &free_n);
     double frac = (double)got / (double)free_n;
     if (frac < (i == 1 || i == 5 || i == 6 ? 0.85 : 0.999))
-      fail_msg("%s: %zu of %zu free cells reachable from (0, 0)", want[i],
-               got, free_n);
+      fail_msg("%s: %zu of %zu free cells reachable from (0, 0)", want[i], got,
+               free_n);
     pa_grid_free(&a);
     pa_grid_free(&b);
     pa_grid_free(&c);

@@ -222,4 +222,11 @@ json_t *pa_json_set_scenario_named(jctx *x);
 void pa_json_scenario_reply(jctx *x, json_t *d);
 json_t *pa_json_act_list_scenarios(jctx *x);
 
+/* ---- json_terrain.c -------------------------------------------------------*/
+
+/* get_terrain_grid with any of OceanSim's keys (cell_size, ...). */
+bool pa_json_terrain_is_oceansim(jctx *x);
+size_t pa_json_cost_terrain_oceansim(jctx *x);
+json_t *pa_json_terrain_oceansim(jctx *x);
+
 #endif
