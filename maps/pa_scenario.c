@@ -41,7 +41,8 @@ static void disc(gen *s, double cx, double cy, double r) {
   for (long y = cells(cy - r) - 1; y <= cells(cy + r) + 1; y++)
     for (long x = cells(cx - r) - 1; x <= cells(cx + r) + 1; x++) {
       double dx = (x + 0.5) * RES - cx, dy = (y + 0.5) * RES - cy;
-      if (x >= 0 && y >= 0 && x < s->W && y < s->H && dx * dx + dy * dy <= r * r)
+      if (x >= 0 && y >= 0 && x < s->W && y < s->H &&
+          dx * dx + dy * dy <= r * r)
         s->g.cells[(size_t)y * (size_t)s->W + (size_t)x] = PA_CELL_OCCUPIED;
     }
 }
@@ -54,7 +55,7 @@ static int begin(gen *s, uint64_t seed, const char *name, double w, double h,
   s->W = cells(w);
   s->H = cells(h);
   s->t = cells(0.1);
-  s->rng = seed ^ 0x7363656e65ull; /* "scene" */
+  s->rng = seed ^ 0x7363656e65ull;    /* "scene" */
   for (const char *p = name; *p; p++) /* each scenario its own stream */
     s->rng = s->rng * 131 + (unsigned char)*p;
   s->g.width = (uint32_t)s->W;
@@ -125,11 +126,11 @@ static void maze(gen *s) {
   for (int x = 0; x < MAZE_N; x++)
     for (int y = 0; y < MAZE_N; y++) {
       if ((wall[x][y] & 1) && x < MAZE_N - 1)
-        box(s, (x + 1) * c - 0.05, y * c, (x + 1) * c + 0.05, (y + 1) * c + 0.05,
-            PA_CELL_OCCUPIED);
+        box(s, (x + 1) * c - 0.05, y * c, (x + 1) * c + 0.05,
+            (y + 1) * c + 0.05, PA_CELL_OCCUPIED);
       if ((wall[x][y] & 2) && y < MAZE_N - 1)
-        box(s, x * c, (y + 1) * c - 0.05, (x + 1) * c + 0.05, (y + 1) * c + 0.05,
-            PA_CELL_OCCUPIED);
+        box(s, x * c, (y + 1) * c - 0.05, (x + 1) * c + 0.05,
+            (y + 1) * c + 0.05, PA_CELL_OCCUPIED);
     }
 }
 
