@@ -18,9 +18,9 @@ enum { C_UNKNOWN = -1, C_FREE = 0, C_TERRAIN = 1, C_STATIC = 2, C_AGENT = 3 };
 #define ARRAY_MAX_CELLS (1u << 20)   /* as JSON arrays: ~4 bytes a cell */
 #define BINARY_MAX_CELLS (16u << 20) /* as the binary block: 2 bytes a cell */
 
-static const char *const oceansim_keys[] = {
-    "cell_size", "inflation_radius", "include_static_obstacles",
-    "include_dynamic_agents", "format"};
+static const char *const oceansim_keys[] = {"cell_size", "inflation_radius",
+                                            "include_static_obstacles",
+                                            "include_dynamic_agents", "format"};
 
 bool pa_json_terrain_is_oceansim(jctx *x) {
   for (size_t i = 0; i < sizeof oceansim_keys / sizeof oceansim_keys[0]; i++)
@@ -44,10 +44,10 @@ static int want_format(jctx *x) {
 }
 
 typedef struct tgrid {
-  double cs, infl;     /* [m] cell size, inflation radius */
+  double cs, infl; /* [m] cell size, inflation radius */
   bool statics, agents, unknown_blocks;
-  int format;          /* 0 arrays, 1 binary */
-  uint32_t ow, oh;     /* coarse cells */
+  int format;      /* 0 arrays, 1 binary */
+  uint32_t ow, oh; /* coarse cells */
 } tgrid;
 
 /* Reads and checks the request against the map m: 0, or -1 (error set). */
@@ -122,9 +122,8 @@ size_t pa_json_cost_terrain_oceansim(jctx *x) {
 /* Marks the map cells whose centre lies in obstacle o (class C_STATIC). */
 static void mark_obstacle(int8_t *cls, const pa_map_block *m,
                           const pa_obstacle_info *o) {
-  double r = o->shape == PA_SHAPE_CIRCLE
-                 ? o->radius
-                 : 0.5 * hypot(o->size_x, o->size_y);
+  double r = o->shape == PA_SHAPE_CIRCLE ? o->radius
+                                         : 0.5 * hypot(o->size_x, o->size_y);
   double res = m->resolution, c = cos(m->origin_yaw), s = sin(m->origin_yaw);
   /* the obstacle's centre in map cells (the map may be rotated) */
   double mx = ((o->x - m->origin_x) * c + (o->y - m->origin_y) * s) / res;
