@@ -179,6 +179,8 @@ static const jaction actions[] = {
     ROW(save, CTL, DONE(snapshot_json), NULL, JF_SIM, "path"),
     ROW(save_world, CMD, DONE(snapshot_json), NULL, JF_SIM, "path"),
     ROW(list_scenarios, CMD, NULL, NULL, 0, ""),
+    ROW(set_waypoint, CMD, NULL, NULL, 0, "robot waypoint"),
+    ROW(set_pred_trajectory, CMD, NULL, NULL, 0, "robot trajectory"),
 };
 
 #undef CMD

@@ -218,6 +218,11 @@ typedef struct pa_nav_overlay {
   uint32_t reserved;
   float path[PA_NAV_PATH_MAX][2]; /* world x, y [m] */
   float wp[PA_NAV_WAYPOINTS_MAX][2];
+  /* OceanSim's set_waypoint (one goal) and set_pred_trajectory (a predicted
+   * path, drawn unlike the plan) */
+  uint32_t goal_n, pred_n; /* goal_n 0 or 1 */
+  float goal[2];
+  float pred[PA_NAV_PATH_MAX][2];
 } pa_nav_overlay;
 typedef struct pa_nav_block {
   uint64_t seq; /* odd while being written */

@@ -540,6 +540,57 @@ static void terrain_grid(void **state) {
   json_decref(k);
 }
 
+/* The nav block's overlay of robot r, copied (NULL if it has none). */
+static const pa_nav_overlay *overlay_of(uint32_t r) {
+  static pa_nav_block nb;
+  for (int tries = 0; !pa_stack_nav_read(&stack.st, &nb); tries++)
+    assert_true(tries < 1000);
+  for (int i = 0; i < PA_NAV_OVERLAYS; i++)
+    if (nb.ov[i].robot == r)
+      return &nb.ov[i];
+  return NULL;
+}
+
+static void overlays(void **state) {
+  (void)state;
+  const char *const sim_flags[] = {"--robots", "2", NULL};
+  cfd = ng_open(&stack, "overlay", sim_flags, NULL);
+  json_t *k;
+  ok(&k, "set_nav_path", "{\"robot\": 1, \"path\": [[0, 0], [1, 0]]}");
+  json_decref(k);
+  ok(&k, "set_waypoint", "{\"robot\": 1, \"waypoint\": [2.5, -1]}");
+  json_decref(k);
+  ok(&k, "set_pred_trajectory",
+     "{\"robot\": 1, \"trajectory\": [[0, 0], [0.5, 0.1], [1, 0.3]]}");
+  json_decref(k);
+  const pa_nav_overlay *o = overlay_of(1);
+  assert_non_null(o);
+  assert_int_equal(o->path_n, 2); /* the plan stays beside them */
+  assert_int_equal(o->goal_n, 1);
+  assert_true(o->goal[0] == 2.5f && o->goal[1] == -1.0f);
+  assert_int_equal(o->pred_n, 3);
+  assert_true(o->pred[2][0] == 1.0f && o->pred[2][1] == 0.3f);
+  assert_null(overlay_of(0)); /* per robot */
+  /* a bad one changes nothing */
+  err("command", "set_pred_trajectory",
+      "{\"robot\": 1, \"trajectory\": [[0, 0], [1]]}", "invalid_action_shape",
+      "data.trajectory[1]");
+  assert_int_equal(overlay_of(1)->pred_n, 3);
+  /* cleared one part at a time, then the slot is free */
+  ok(&k, "set_waypoint", "{\"robot\": 1, \"waypoint\": []}");
+  json_decref(k);
+  assert_int_equal(overlay_of(1)->goal_n, 0);
+  ok(&k, "clear_nav", "{\"robot\": 1}");
+  json_decref(k);
+  assert_null(overlay_of(1));
+  ok(&k, "set_pred_trajectory", "{\"robot\": 0, \"trajectory\": [[0, 0]]}");
+  json_decref(k);
+  assert_int_equal(overlay_of(0)->pred_n, 1);
+  ok(&k, "remove_robot", "{\"robot\": 0}");
+  json_decref(k);
+  assert_null(overlay_of(0)); /* a removed robot's go with it */
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_teardown(envelope_and_state, teardown),
@@ -547,6 +598,7 @@ int main(void) {
       cmocka_unit_test_teardown(world_files, teardown),
       cmocka_unit_test_teardown(named_scenarios, teardown),
       cmocka_unit_test_teardown(terrain_grid, teardown),
+      cmocka_unit_test_teardown(overlays, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

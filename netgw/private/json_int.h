@@ -174,6 +174,10 @@ json_t *pa_json_done_set_property(jctx *x, const pa_reply *r);
 
 /* ---- json_world.c ---------------------------------------------------------*/
 
+/* What pa_json_nav sets: the plan (path), waypoints, clears, OceanSim's
+ * one goal waypoint (json_overlay.c) and a predicted trajectory. */
+enum { NAV_PATH, NAV_WAYPOINTS, NAV_CLEAR, NAV_GOAL, NAV_PRED };
+json_t *pa_json_nav(jctx *x, int mode);
 /* Removes robot idx's drawings (a removed robot's must not pass on). */
 void pa_json_nav_clear_robot(pa_netgw *g, uint32_t idx);
 size_t pa_json_cost_list_obstacles(jctx *x);
@@ -226,6 +230,9 @@ json_t *pa_json_act_list_scenarios(jctx *x);
 
 /* get_terrain_grid with any of OceanSim's keys (cell_size, ...). */
 bool pa_json_terrain_is_oceansim(jctx *x);
+/* ---- json_overlay.c: set_waypoint, set_pred_trajectory ---- */
+json_t *pa_json_act_set_waypoint(jctx *x);
+json_t *pa_json_act_set_pred_trajectory(jctx *x);
 size_t pa_json_cost_terrain_oceansim(jctx *x);
 json_t *pa_json_terrain_oceansim(jctx *x);
 
