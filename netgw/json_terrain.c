@@ -119,9 +119,10 @@ size_t pa_json_cost_terrain_oceansim(jctx *x) {
   return (t.format ? 2 * n : 5 * n + 8 * (size_t)t.oh) + PA_JSON_SMALL_REPLY;
 }
 
-/* Marks the map cells whose centre lies in obstacle o (class C_STATIC). */
+/* Marks the map cells whose centre lies in obstacle o as class `as` (terrain
+ * cells keep theirs). */
 static void mark_obstacle(int8_t *cls, const pa_map_block *m,
-                          const pa_obstacle_info *o) {
+                          const pa_obstacle_info *o, int8_t as) {
   double r = o->shape == PA_SHAPE_CIRCLE ? o->radius
                                          : 0.5 * hypot(o->size_x, o->size_y);
   double res = m->resolution, c = cos(m->origin_yaw), s = sin(m->origin_yaw);
@@ -146,8 +147,8 @@ static void mark_obstacle(int8_t *cls, const pa_map_block *m,
         in = fabs(lx) <= 0.5 * o->size_x && fabs(ly) <= 0.5 * o->size_y;
       }
       int8_t *p = &cls[(size_t)y * m->width + (size_t)xx];
-      if (in && *p != C_TERRAIN)
-        *p = C_STATIC;
+      if (in && *p != C_TERRAIN && *p < as)
+        *p = as;
     }
 }
 
@@ -157,16 +158,7 @@ static void mark_disc(int8_t *cls, const pa_map_block *m, double x, double y,
   memset(&o, 0, sizeof o);
   o.shape = PA_SHAPE_CIRCLE;
   o.x = x, o.y = y, o.radius = r;
-  size_t n = (size_t)m->width * m->height;
-  int8_t *tmp = malloc(n);
-  if (!tmp)
-    return;
-  memset(tmp, C_FREE, n);
-  mark_obstacle(tmp, m, &o);
-  for (size_t i = 0; i < n; i++)
-    if (tmp[i] == C_STATIC && cls[i] != C_TERRAIN)
-      cls[i] = C_AGENT;
-  free(tmp);
+  mark_obstacle(cls, m, &o, C_AGENT);
 }
 
 /* The class of every map cell: terrain from the map, then obstacles and
@@ -203,7 +195,7 @@ static int8_t *classes(jctx *x, const pa_map_block *m, const int8_t *cells,
     }
     for (uint32_t i = 0; ob && i < no; i++)
       if (ob[i].active)
-        mark_obstacle(cls, m, &ob[i]);
+        mark_obstacle(cls, m, &ob[i], C_STATIC);
     free(ob);
   }
   if (t->agents) {

@@ -67,6 +67,21 @@ pa_status pa_sim_int_save_world(const pa_sim_model *m, pa_sim_state *s,
       (strcmp(cpath + n - 5, ".yaml") && strcmp(cpath + n - 4, ".yml")))
     return pa_sim_int_fail(r, PA_ERR_INVALID_MESSAGE,
                            "save_world: path '%s' must end in .yaml", cpath);
+  /* A world file names bodies with [A-Za-z0-9_.-] (spawned ones may hold
+   * more): refused by name rather than written unloadable. */
+  for (uint32_t i = 0; i < s->robot_count + s->obstacle_count; i++) {
+    bool rob = i < s->robot_count;
+    const char *nm = rob ? s->info[i].name : s->obs[i - s->robot_count].name;
+    if (!(rob ? s->info[i].active : s->obs[i - s->robot_count].active))
+      continue;
+    if (!*nm ||
+        strspn(nm, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                   "0123456789_.-") != strlen(nm))
+      return pa_sim_int_fail(r, PA_ERR_INVALID_MESSAGE,
+                             "save_world: %s '%.31s' has a name a world file "
+                             "cannot hold (use A-Z a-z 0-9 _ . -)",
+                             rob ? "robot" : "obstacle", nm);
+  }
   if (pa_sim_int_write_path(m, cpath, path, sizeof path, r) != 0)
     return (pa_status)r->status;
   /* <stem>.map.yaml and <stem>.map.png beside the world file */

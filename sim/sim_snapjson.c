@@ -332,34 +332,38 @@ int pa_sim_int_write_path(const pa_sim_model *m, const char *path, char *out,
   if (slash == path)
     snprintf(parent, sizeof parent, "/");
   /* refuse '..' and outside before creating anything */
-  if (pa_map_guard_path(&g, parent, dir, sizeof dir, err, sizeof err) != 0 &&
+  char canon[PATH_MAX];
+  if (pa_map_guard_path(&g, parent, canon, sizeof canon, err, sizeof err) !=
+          0 &&
       (strstr(err, "forbidden") || parent[0] == '/')) {
     pa_sim_int_fail(r, PA_ERR_INVALID_MESSAGE, "%s", err);
     return -1;
   }
-  /* a relative sub-directory that does not exist yet */
-  char sub[PATH_MAX];
-  if (snprintf(sub, sizeof sub, "%s/%s", g.data_dir, parent) >=
-      (int)sizeof sub) {
-    pa_sim_int_fail(r, PA_ERR_INVALID_MESSAGE, "%s: path too long", path);
-    return -1;
-  }
-  for (char *p = sub + strlen(g.data_dir) + 1; parent[0] != '/'; p++) {
-    bool end = !*p;
-    if (*p == '/' || end) {
-      char c = *p;
-      *p = 0;
-      if (mkdir(sub, 0755) != 0 && errno != EEXIST) {
+  /* a relative sub-directory that does not exist yet, one component at a
+   * time: each existing prefix must resolve inside (a symlink out is
+   * refused before anything is created through it) */
+  char pre[PATH_MAX];
+  for (size_t i = 0; parent[0] != '/';) {
+    size_t len = strcspn(parent + i, "/");
+    bool end = !parent[i + len];
+    snprintf(pre, sizeof pre, "%.*s", (int)(i + len), parent);
+    char abs[PATH_MAX * 2];
+    if (pa_map_guard_path(&g, pre, canon, sizeof canon, err, sizeof err) != 0) {
+      if (strstr(err, "forbidden")) {
+        pa_sim_int_fail(r, PA_ERR_INVALID_MESSAGE, "%s", err);
+        return -1;
+      }
+      snprintf(abs, sizeof abs, "%s/%s", g.data_dir, pre);
+      if (mkdir(abs, 0755) != 0 && errno != EEXIST) {
         pa_sim_int_fail(r, PA_ERR_INVALID_MESSAGE, "%s: cannot create: %s",
                         path, strerror(errno));
         return -1;
       }
-      *p = c;
     }
     if (end)
       break;
+    i += len + 1;
   }
-  char canon[PATH_MAX];
   if (pa_map_guard_path(&g, parent, canon, sizeof canon, err, sizeof err) !=
       0) {
     pa_sim_int_fail(r, PA_ERR_INVALID_MESSAGE, "%s", err);

@@ -309,6 +309,18 @@ static void world_files(void **state) {
       "invalid_message", "outside the data directory");
   err("command", "load_snapshot_json", "{\"path\": \"runs/none.json\"}",
       "invalid_message", "cannot open");
+  d = ok(&k, "save_snapshot_json", "{\"path\": \"runs/b.json\"}");
+  json_decref(k); /* into a directory that exists now */
+  /* a symlink inside that leads out: refused, nothing made through it */
+  char out[600], link[700];
+  snprintf(out, sizeof out, "%s/outside", ddir);
+  snprintf(link, sizeof link, "%s/link", dd);
+  assert_int_equal(mkdir(out, 0755), 0);
+  assert_int_equal(symlink(out, link), 0);
+  err("command", "save_snapshot_json", "{\"path\": \"link/new/x.json\"}",
+      "invalid_message", "outside the data directory");
+  snprintf(f, sizeof f, "%s/new", out);
+  assert_int_not_equal(stat(f, &(struct stat){0}), 0);
   /* Player's SAVE: the default file */
   json_t *j = req("sim_control", "save", "{}");
   assert_true(json_is_true(json_object_get(j, "success")));
@@ -339,6 +351,14 @@ static void world_files(void **state) {
   json_decref(k);
   err("command", "save_world", "{\"path\": \"worlds/w.json\"}",
       "invalid_message", "must end in .yaml");
+  snprintf(data, sizeof data, "{\"name\": \"r x\", \"pose\": [%.6f, %.6f, 0]}",
+           cx - 2, cy - 2);
+  ok(&k, "spawn_robot", data);
+  json_decref(k);
+  err("command", "save_world", "{\"path\": \"worlds/w2.yaml\"}",
+      "invalid_message", "robot 'r x' has a name a world file cannot hold");
+  ok(&k, "load_snapshot_json", "{\"path\": \"runs/a.json\"}");
+  json_decref(k);
   /* a snapshot of another map is refused, and changes nothing */
   ok(&k, "generate_map",
      "{\"width\": 9, \"height\": 8, \"rooms\": [1, 1], \"clutter\": 0, "
