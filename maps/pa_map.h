@@ -120,6 +120,16 @@ int pa_mapgen_check(const pa_mapgen *p, char *err, size_t err_sz);
 int pa_map_generate(const pa_mapgen *p, pa_grid *out, char *err,
                     size_t err_sz);
 
+/* The built-in named scenarios (pa_scenario.c; set_scenario {"scenario"}):
+ * Empty, Rooms, NarrowMap, Maze, Corridor, Warehouse, Forest. Name and
+ * description of row i (NULL past the end), the row of a name (any case;
+ * -1 if none), and its map for a seed (the same seed, the same cells). */
+const char *pa_scenario_name(int i);
+const char *pa_scenario_about(int i);
+int pa_scenario_find(const char *name);
+int pa_scenario_generate(int id, uint64_t seed, pa_grid *out, char *err,
+                         size_t err_sz);
+
 /* Cell containing world point (x, y); false if outside the grid. Handles
  * origin yaw. */
 bool pa_grid_world_to_cell(const pa_grid *g, double x, double y, int *cx,

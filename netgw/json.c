@@ -259,6 +259,12 @@ void pa_json_error_line(pa_client *c, pa_status st, const char *msg) {
   send_json(c, envelope_err(NULL, NULL, st, msg, pa_json_now(c->g)));
 }
 
+/* A request_id that is there but neither a string nor a number. */
+static bool bad_request_id(const json_t *req) {
+  json_t *id = json_object_get(req, "request_id");
+  return id && !json_is_string(id) && !json_is_number(id);
+}
+
 /* The first key of data that the action does not take, or NULL. */
 static const char *unknown_key(const jaction *a, json_t *data) {
   const char *key;
@@ -321,6 +327,11 @@ static json_t *exec_one(pa_client *c, json_t *req) {
     pa_json_fail(&x, PA_ERR_INVALID_MESSAGE, "protocol_version must be 2");
     goto err;
   }
+  if (bad_request_id(req)) {
+    pa_json_fail(&x, PA_ERR_INVALID_MESSAGE,
+                 "request_id must be a string or a number");
+    goto err;
+  }
   if (!aname) {
     pa_json_fail(&x, PA_ERR_INVALID_MESSAGE, "missing \"action\" string");
     goto err;
@@ -344,8 +355,10 @@ static json_t *exec_one(pa_client *c, json_t *req) {
     goto err;
   }
   if (!(x.act->types & jt)) {
-    pa_json_fail(&x, PA_ERR_INVALID_MESSAGE,
-                 "action '%s' is a command: send it with type \"command\"",
+    /* OceanSim: an action is recognised per envelope type */
+    pa_json_fail(&x, PA_ERR_UNKNOWN_ACTION,
+                 "'%s' is not a sim_control action: send it with type "
+                 "\"command\"",
                  x.act->name);
     goto err;
   }
@@ -464,6 +477,8 @@ void pa_json_line(pa_client *c, const char *line, size_t len) {
     if (c->g->token[0] && !c->authed) {
       st = PA_ERR_NOT_AUTHORIZED;
       bad = "authenticate before sending a batch";
+    } else if (bad_request_id(req)) {
+      bad = "request_id must be a string or a number";
     } else if (!json_is_array(reqs)) {
       bad = "a batch needs \"requests\": [...]";
     } else if (json_array_size(reqs) > PA_NETGW_BATCH_MAX) {

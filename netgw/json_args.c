@@ -45,7 +45,10 @@ int pa_json_int(jctx *x, const char *key, long long lo, long long hi,
     return 0;
   if (!json_is_integer(v) || json_integer_value(v) < lo ||
       json_integer_value(v) > hi) {
-    pa_json_fail(x, PA_ERR_INVALID_MESSAGE,
+    /* a wrong type is a shape error (OceanSim), a wrong value a message */
+    pa_json_fail(x,
+                 json_is_integer(v) ? PA_ERR_INVALID_MESSAGE
+                                    : PA_ERR_INVALID_ACTION_SHAPE,
                  "data.%s must be an integer in [%lld, %lld]", key, lo, hi);
     return -1;
   }
@@ -61,7 +64,9 @@ int pa_json_str(jctx *x, const char *key, size_t max, const char **out) {
   if (!json_is_string(v) || json_string_length(v) == 0 ||
       json_string_length(v) >= max ||
       strlen(json_string_value(v)) != json_string_length(v)) {
-    pa_json_fail(x, PA_ERR_INVALID_MESSAGE,
+    pa_json_fail(x,
+                 json_is_string(v) ? PA_ERR_INVALID_MESSAGE
+                                   : PA_ERR_INVALID_ACTION_SHAPE,
                  "data.%s must be a non-empty string shorter than %zu bytes",
                  key, max);
     return -1;
@@ -168,7 +173,8 @@ int pa_json_robot(jctx *x, pa_robot_info *info, uint32_t *idx) {
     }
     return 0;
   }
-  pa_json_fail(x, PA_ERR_INVALID_MESSAGE, "data.robot must be an id or a name");
+  pa_json_fail(x, PA_ERR_INVALID_ACTION_SHAPE,
+               "data.robot must be an id or a name");
   return -1;
 }
 
@@ -252,4 +258,18 @@ json_t *pa_json_tick(const pa_reply *r) {
   json_t *d = json_object();
   json_object_set_new(d, "tick", json_integer((json_int_t)r->tick));
   return d;
+}
+
+/* Optional boolean: 1 found, 0 absent, -1 not a boolean (error set). */
+int pa_json_bool(jctx *x, const char *key, bool *out) {
+  json_t *v = json_object_get(x->data, key);
+  if (!v || json_is_null(v))
+    return 0;
+  if (!json_is_boolean(v)) {
+    pa_json_fail(x, PA_ERR_INVALID_ACTION_SHAPE,
+                 "data.%s must be true or false", key);
+    return -1;
+  }
+  *out = json_is_true(v);
+  return 1;
 }

@@ -53,7 +53,7 @@ static uint32_t *batch_robots(jctx *x, size_t *n) {
   uint32_t max = g->ctl->def.max_robots;
   json_t *rv = json_object_get(x->data, "robots");
   if (rv && !json_is_array(rv))
-    return fail_ids(x, PA_ERR_INVALID_MESSAGE,
+    return fail_ids(x, PA_ERR_INVALID_ACTION_SHAPE,
                     "data.robots must be an array of robot ids");
   size_t cnt = rv ? json_array_size(rv) : 0;
   if (rv && (cnt == 0 || cnt > max))
@@ -121,8 +121,8 @@ static bool flag(jctx *x, const char *key, bool dflt, bool *out) {
   json_t *b = json_object_get(x->data, key);
   *out = b ? json_is_true(b) : dflt;
   if (b && !json_is_boolean(b)) {
-    pa_json_fail(x, PA_ERR_INVALID_MESSAGE, "data.%s must be true or false",
-                 key);
+    pa_json_fail(x, PA_ERR_INVALID_ACTION_SHAPE,
+                 "data.%s must be true or false", key);
     return false;
   }
   return true;

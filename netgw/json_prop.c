@@ -137,13 +137,56 @@ static json_t *props_reply(jctx *x, unsigned kind, const pa_robot_info *ri,
   return d;
 }
 
+/* data.index (Player's index into an array property): 1 with *i, 0 absent,
+ * -1 (error set); only with a property, and only an array one. */
+static int prop_index(jctx *x, const char *prop, long long *i) {
+  int r = pa_json_int(x, "index", 0, 3, i);
+  if (r <= 0)
+    return r;
+  if (!prop) {
+    pa_json_fail(x, PA_ERR_INVALID_MESSAGE,
+                 "data.index needs data.property (an array property)");
+    return -1;
+  }
+  int row = pa_prop_find(prop, PA_PK_ROBOT | PA_PK_OBSTACLE);
+  const pa_prop_def *p = row >= 0 ? pa_prop((pa_prop_row)row) : NULL;
+  if (p && p->type != PA_PT_COLOUR && p->type != PA_PT_SIZE) {
+    pa_json_fail(x, PA_ERR_INVALID_MESSAGE,
+                 "property '%s' is not an array: data.index applies to "
+                 "colour [r, g, b, a] and size [x, y]",
+                 prop);
+    return -1;
+  }
+  if (p && p->type == PA_PT_SIZE && *i > 1) {
+    pa_json_fail(x, PA_ERR_INVALID_MESSAGE,
+                 "data.index %lld is out of range for size [x, y] (0 or 1)",
+                 *i);
+    return -1;
+  }
+  return 1;
+}
+
 json_t *pa_json_act_get_property(jctx *x) {
   pa_json_obj o;
   const char *only = NULL;
+  long long index = 0;
+  int hi;
   if (pa_json_named_object(x, &o) < 0 ||
-      pa_json_str(x, "property", 32, &only) < 0)
+      pa_json_str(x, "property", 32, &only) < 0 ||
+      (hi = prop_index(x, only, &index)) < 0)
     return NULL;
-  return props_reply(x, o.kind, &o.ri, &o.oi, o.idx, only);
+  json_t *d = props_reply(x, o.kind, &o.ri, &o.oi, o.idx, only);
+  if (d && hi) {
+    json_t *v = json_object_get(d, "value");
+    if (!json_is_array(v) || (size_t)index >= json_array_size(v)) {
+      json_decref(d);
+      return pa_json_fail(x, PA_ERR_INVALID_MESSAGE,
+                          "property '%s' has no element %lld", only, index);
+    }
+    json_object_set(d, "value", json_array_get(v, (size_t)index));
+    json_object_set_new(d, "index", json_integer(index));
+  }
+  return d;
 }
 
 json_t *pa_json_act_set_property(jctx *x) {
@@ -177,8 +220,28 @@ json_t *pa_json_act_set_property(jctx *x) {
   cmd.op = PA_OP_SET_PROPERTY;
   cmd.prop.prop = wire_id[row];
   size_t n = 0;
+  long long index = 0;
+  int hi = prop_index(x, key, &index);
+  if (hi < 0)
+    return NULL;
   json_t *v = json_object_get(x->data, "value");
-  if (p->type == PA_PT_NUM || p->type == PA_PT_INT) {
+  if (hi) {
+    /* One element: the others stay as they are now. */
+    if (!v || !json_is_number(v) || !isfinite(json_number_value(v)))
+      return pa_json_fail(x, PA_ERR_INVALID_ACTION_SHAPE,
+                          "data.value must be a finite number with data.index");
+    json_t *all =
+        o.kind == P_ROBOT ? robot_props(&o.ri) : obstacle_props(&o.oi);
+    json_t *cur = json_object_get(all, p->name);
+    n = json_array_size(cur);
+    for (size_t i = 0; i < n && i < 4; i++)
+      cmd.prop.v[i] = json_number_value(json_array_get(cur, i));
+    json_decref(all);
+    if ((size_t)index >= n)
+      return pa_json_fail(x, PA_ERR_INVALID_MESSAGE,
+                          "property '%s' has no element %lld", key, index);
+    cmd.prop.v[index] = json_number_value(v);
+  } else if (p->type == PA_PT_NUM || p->type == PA_PT_INT) {
     if (!v || !json_is_number(v) || !isfinite(json_number_value(v)))
       return pa_json_fail(x, PA_ERR_INVALID_ACTION_SHAPE,
                           "data.value must be a finite number for '%s'", key);

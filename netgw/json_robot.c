@@ -96,6 +96,14 @@ static json_t *state_json(jctx *x, uint32_t robot, const pa_robot_info *info,
     json_object_set_new(d, "velocity", v);
   }
   json_object_set_new(d, "head", json_real(rs->head));
+  /* OceanSim's state fields that a planar robot has */
+  json_t *pos = json_array();
+  json_array_append_new(pos, json_real(rs->x));
+  json_array_append_new(pos, json_real(rs->y));
+  json_object_set_new(d, "position", pos);
+  json_object_set_new(d, "speed", json_real(hypot(rs->v, rs->vy)));
+  json_object_set_new(d, "heading_deg", json_real(rs->theta * 180.0 / M_PI));
+  json_object_set_new(d, "yaw_rate", json_real(rs->w));
   json_object_set_new(d, "bumped", json_boolean(rs->flags & PA_RS_BUMPED));
   json_object_set_new(d, "tick", json_integer((json_int_t)t->tick));
   json_object_set_new(d, "sim_time", json_real(t->sim_time));
@@ -223,11 +231,6 @@ json_t *pa_json_act_set_pose(jctx *x) {
   pa_json_obj o;
   if (pa_json_named_object(x, &o) < 0)
     return NULL;
-  if (o.kind == P_OBSTACLE)
-    return pa_json_fail(x, PA_ERR_INVALID_MESSAGE,
-                        "obstacle '%s' is static: remove_obstacle and "
-                        "spawn_obstacle it to move it",
-                        o.oi.name);
   double p[6];
   size_t n = 0;
   int r = pa_json_vec(x, "pose", 3, 6, p, &n);
@@ -238,12 +241,24 @@ json_t *pa_json_act_set_pose(jctx *x) {
         x, PA_ERR_INVALID_ACTION_SHAPE,
         "data.pose is required: [x, y, theta] or [x, y, z, roll, "
         "pitch, yaw]");
+  /* 3-D [x, y, z, roll, pitch, yaw]: the world is planar, so only 0 fits */
+  static const char *const off_plane[] = {"z", "roll", "pitch"};
+  for (size_t i = 2; n == 6 && i < 5; i++)
+    if (p[i] != 0)
+      return pa_json_fail(x, PA_ERR_INVALID_ACTION_SHAPE,
+                          "data.pose %s = %g: the world is planar (z, roll "
+                          "and pitch must be 0)",
+                          off_plane[i - 2], p[i]);
   pa_cmd cmd;
   memset(&cmd, 0, sizeof cmd);
   cmd.op = PA_OP_TELEPORT;
   cmd.pose.x = p[0];
   cmd.pose.y = p[1];
-  cmd.pose.theta = n == 6 ? p[5] : p[2]; /* 3D: only the yaw on a plane */
+  cmd.pose.theta = n == 6 ? p[5] : p[2];
+  if (o.kind == P_OBSTACLE) { /* pa-sim finds it by name, as set_property */
+    snprintf(cmd.name, sizeof cmd.name, "%s", o.oi.name);
+    return pa_json_wait_for_sim(x, &cmd, UINT32_MAX);
+  }
   return pa_json_wait_for_sim(x, &cmd, o.idx);
 }
 
@@ -417,7 +432,12 @@ json_t *pa_json_act_remove_robot(jctx *x) {
 
 json_t *pa_json_done_set_pose(jctx *x, const pa_reply *r) {
   json_t *d = pa_json_tick(r);
-  json_object_set_new(d, "robot", json_integer(x->c->pend_robot));
+  if (x->c->pend_robot == UINT32_MAX) { /* an obstacle */
+    json_object_set(d, "name", json_object_get(x->data, "name"));
+    json_object_set_new(d, "kind", json_string("obstacle"));
+  } else {
+    json_object_set_new(d, "robot", json_integer(x->c->pend_robot));
+  }
   json_object_set_new(d, "pose",
                       pa_json_vec3(r->pose.x, r->pose.y, r->pose.theta));
   json_object_set_new(d, "sim_time", json_real(r->sim_time));

@@ -143,13 +143,17 @@ void pa_json_nav_clear_robot(pa_netgw *g, uint32_t idx) {
       pa_stack_nav_begin(g->st);
       nb->ov[i].robot = UINT32_MAX;
       nb->ov[i].path_n = nb->ov[i].wp_n = 0;
+      nb->ov[i].goal_n = nb->ov[i].pred_n = 0;
       pa_stack_nav_end(g->st);
     }
 }
 
-enum { NAV_PATH, NAV_WAYPOINTS, NAV_CLEAR };
+/* Empties overlay o (its slot stays taken until the caller frees it). */
+static void nav_empty(pa_nav_overlay *o) {
+  o->path_n = o->wp_n = o->goal_n = o->pred_n = 0;
+}
 
-static json_t *nav(jctx *x, int mode) {
+json_t *pa_json_nav(jctx *x, int mode) {
   pa_netgw *g = x->c->g;
   pa_nav_block *nb = g->st->nav;
   bool all =
@@ -159,13 +163,26 @@ static json_t *nav(jctx *x, int mode) {
   uint32_t idx = UINT32_MAX;
   if (!all && pa_json_robot(x, &info, &idx) < 0)
     return NULL;
-  bool path = mode == NAV_PATH;
-  const char *key = path ? "path" : "waypoints";
-  uint32_t max = path ? PA_NAV_PATH_MAX : PA_NAV_WAYPOINTS_MAX;
+  static const char *const keys[] = {"path", "waypoints", "", "waypoint",
+                                     "trajectory"};
+  const char *key = keys[mode];
+  uint32_t max = mode == NAV_WAYPOINTS ? PA_NAV_WAYPOINTS_MAX
+                 : mode == NAV_GOAL    ? 1
+                                       : PA_NAV_PATH_MAX;
   float pts[PA_NAV_PATH_MAX][2];
   uint32_t n = 0;
+  json_t *one = NULL; /* set_waypoint's [x, y] taken as a list of one */
+  if (mode == NAV_GOAL) {
+    json_t *w = json_object_get(x->data, "waypoint");
+    if (!json_is_array(w) || (json_array_size(w) != 2 && json_array_size(w)))
+      return pa_json_fail(x, PA_ERR_INVALID_ACTION_SHAPE,
+                          "data.waypoint must be [x, y] ([] clears it)");
+    one = json_array();
+    if (json_array_size(w))
+      json_array_append(one, w);
+  }
   if (mode != NAV_CLEAR) {
-    json_t *v = json_object_get(x->data, key);
+    json_t *v = one ? one : json_object_get(x->data, key);
     if (!json_is_array(v) || json_array_size(v) > max)
       return pa_json_fail(
           x, PA_ERR_INVALID_ACTION_SHAPE,
@@ -178,15 +195,21 @@ static json_t *nav(jctx *x, int mode) {
         xy[k] = json_is_number(c) ? json_number_value(c) : NAN;
       }
       if (!json_is_array(p) || json_array_size(p) != 2 || !isfinite(xy[0]) ||
-          !isfinite(xy[1]) || fabs(xy[0]) > 1e6 || fabs(xy[1]) > 1e6)
+          !isfinite(xy[1]) || fabs(xy[0]) > 1e6 || fabs(xy[1]) > 1e6) {
+        json_decref(one);
+        if (mode == NAV_GOAL)
+          return pa_json_fail(x, PA_ERR_INVALID_ACTION_SHAPE,
+                              "data.waypoint must be [x, y], finite numbers");
         return pa_json_fail(x, PA_ERR_INVALID_ACTION_SHAPE,
                             "data.%s[%zu] must be [x, y], finite numbers", key,
                             i);
+      }
       pts[n][0] = (float)xy[0];
       pts[n][1] = (float)xy[1];
       n++;
     }
   }
+  json_decref(one);
   /* The robot's slot, or a free one (a full table: the reply says so). */
   int slot = -1, free_slot = -1;
   for (int i = 0; i < PA_NAV_OVERLAYS; i++) {
@@ -206,23 +229,29 @@ static json_t *nav(jctx *x, int mode) {
   pa_stack_nav_begin(g->st);
   if (all) {
     for (int i = 0; i < PA_NAV_OVERLAYS; i++)
-      nb->ov[i].robot = UINT32_MAX, nb->ov[i].path_n = nb->ov[i].wp_n = 0;
+      nb->ov[i].robot = UINT32_MAX, nav_empty(&nb->ov[i]);
   } else if (slot >= 0) {
     pa_nav_overlay *o = &nb->ov[slot];
     if (o->robot != idx) {
       o->robot = idx;
-      o->path_n = o->wp_n = 0;
+      nav_empty(o);
     }
     if (mode == NAV_CLEAR) {
-      o->path_n = o->wp_n = 0;
-    } else if (path) {
+      nav_empty(o);
+    } else if (mode == NAV_PATH) {
       memcpy(o->path, pts, n * sizeof pts[0]);
       o->path_n = n;
-    } else {
+    } else if (mode == NAV_WAYPOINTS) {
       memcpy(o->wp, pts, n * sizeof pts[0]);
       o->wp_n = n;
+    } else if (mode == NAV_GOAL) {
+      memcpy(o->goal, pts[0], sizeof o->goal);
+      o->goal_n = n;
+    } else {
+      memcpy(o->pred, pts, n * sizeof pts[0]);
+      o->pred_n = n;
     }
-    if (!o->path_n && !o->wp_n)
+    if (!o->path_n && !o->wp_n && !o->goal_n && !o->pred_n)
       o->robot = UINT32_MAX; /* nothing left to draw: the slot is free */
   }
   pa_stack_nav_end(g->st);
@@ -234,9 +263,11 @@ static json_t *nav(jctx *x, int mode) {
   return d;
 }
 
-json_t *pa_json_act_set_nav_path(jctx *x) { return nav(x, NAV_PATH); }
-json_t *pa_json_act_set_waypoints(jctx *x) { return nav(x, NAV_WAYPOINTS); }
-json_t *pa_json_act_clear_nav(jctx *x) { return nav(x, NAV_CLEAR); }
+json_t *pa_json_act_set_nav_path(jctx *x) { return pa_json_nav(x, NAV_PATH); }
+json_t *pa_json_act_set_waypoints(jctx *x) {
+  return pa_json_nav(x, NAV_WAYPOINTS);
+}
+json_t *pa_json_act_clear_nav(jctx *x) { return pa_json_nav(x, NAV_CLEAR); }
 
 /* export_dataset {name, seconds (default 10) or ticks}: pa-sim records the
  * next ticks into its --dataset_dir/<name>/. */
@@ -273,6 +304,16 @@ json_t *pa_json_act_export_dataset(jctx *x) {
  * obstacles and map from a world file (pa-sim reads it). */
 json_t *pa_json_act_set_scenario(jctx *x) {
   const char *path = NULL;
+  if (json_object_get(x->data, "scenario")) /* a built-in, by name */
+    return pa_json_set_scenario_named(x);
+  if (json_object_get(x->data, "seed"))
+    return pa_json_fail(x, PA_ERR_INVALID_MESSAGE,
+                        "data.seed goes with data.scenario (see "
+                        "list_scenarios)");
+  if (!json_object_get(x->data, "world"))
+    return pa_json_fail(x, PA_ERR_INVALID_MESSAGE,
+                        "give data.scenario (a built-in: list_scenarios) or "
+                        "data.world (a world file)");
   if (pa_json_need_str(x, "world", PA_CMD_PATH_MAX, &path) < 0)
     return NULL;
   bool dflt = !strcmp(path, "default");
@@ -384,6 +425,8 @@ json_t *pa_json_act_get_map_info(jctx *x) {
 size_t pa_json_cost_get_terrain_grid(jctx *x) {
   const pa_map_block *m;
   const int8_t *cells;
+  if (pa_json_terrain_is_oceansim(x))
+    return pa_json_cost_terrain_oceansim(x);
   json_t *v = json_object_get(x->data, "stride");
   json_int_t stride = json_is_integer(v) ? json_integer_value(v) : 1;
   if (pa_gw_map(x->c->g, &m, &cells) != 0 || stride < 1 || stride > 64)
@@ -400,6 +443,8 @@ size_t pa_json_cost_get_terrain_grid(jctx *x) {
 json_t *pa_json_act_get_terrain_grid(jctx *x) {
   const pa_map_block *m;
   const int8_t *cells;
+  if (pa_json_terrain_is_oceansim(x)) /* OceanSim's keys: json_terrain.c */
+    return pa_json_terrain_oceansim(x);
   if (published_map(x, &m, &cells) < 0)
     return NULL;
   double inflation = 0;
@@ -410,7 +455,7 @@ json_t *pa_json_act_get_terrain_grid(jctx *x) {
       pa_json_int(x, "threshold", 1, 100, &threshold) < 0)
     return NULL;
   if (ub && !json_is_boolean(ub))
-    return pa_json_fail(x, PA_ERR_INVALID_MESSAGE,
+    return pa_json_fail(x, PA_ERR_INVALID_ACTION_SHAPE,
                         "data.unknown_blocks must be true "
                         "or false");
   if (inflation < 0 || inflation > 100)
@@ -552,5 +597,6 @@ json_t *pa_json_done_set_scenario(jctx *x, const pa_reply *r) {
   json_t *d = pa_json_done_map(x, r);
   json_object_set_new(d, "robots", json_integer(r->map.robots));
   json_object_set_new(d, "obstacles", json_integer(r->map.obstacles));
+  pa_json_scenario_reply(x, d);
   return d;
 }

@@ -348,15 +348,26 @@ static void read_nav(pa_render_viewer *v) {
     v->nav_gen = v->nav->gen;
 }
 
-/* The drawings of robots that exist: paths as line segments (magenta),
- * or waypoints as points (yellow, drawn larger). */
+/* The drawings of robots that exist: paths as line segments (the plan
+ * magenta, a predicted trajectory orange), or waypoints as points (yellow, a
+ * goal waypoint green; drawn larger). */
 static void push_nav(pa_render_viewer *v, uint32_t nr, bool paths) {
   static const float path_rgb[3] = {0.95f, 0.2f, 0.9f};
   static const float wp_rgb[3] = {1.0f, 0.85f, 0.1f};
+  static const float pred_rgb[3] = {1.0f, 0.5f, 0.05f};
+  static const float goal_rgb[3] = {0.2f, 0.95f, 0.3f};
   for (int i = 0; i < PA_NAV_OVERLAYS; i++) {
     const pa_nav_overlay *o = &v->nav->ov[i];
     if (o->robot >= nr || !v->st->robots[o->robot].active)
       continue;
+    uint32_t m = o->pred_n < PA_NAV_PATH_MAX ? o->pred_n : PA_NAV_PATH_MAX;
+    for (uint32_t k = 1; paths && k < m; k++) {
+      ov_push(v, o->pred[k - 1][0], o->pred[k - 1][1], OVERLAY_Z + 0.025,
+              pred_rgb);
+      ov_push(v, o->pred[k][0], o->pred[k][1], OVERLAY_Z + 0.025, pred_rgb);
+    }
+    if (!paths && o->goal_n)
+      ov_push(v, o->goal[0], o->goal[1], OVERLAY_Z + 0.035, goal_rgb);
     const float(*pt)[2] = paths ? o->path : o->wp;
     uint32_t cap = paths ? PA_NAV_PATH_MAX : PA_NAV_WAYPOINTS_MAX;
     uint32_t n = paths ? o->path_n : o->wp_n;

@@ -218,6 +218,11 @@ typedef struct pa_nav_overlay {
   uint32_t reserved;
   float path[PA_NAV_PATH_MAX][2]; /* world x, y [m] */
   float wp[PA_NAV_WAYPOINTS_MAX][2];
+  /* OceanSim's set_waypoint (one goal) and set_pred_trajectory (a predicted
+   * path, drawn unlike the plan) */
+  uint32_t goal_n, pred_n; /* goal_n 0 or 1 */
+  float goal[2];
+  float pred[PA_NAV_PATH_MAX][2];
 } pa_nav_overlay;
 typedef struct pa_nav_block {
   uint64_t seq; /* odd while being written */
@@ -306,23 +311,27 @@ enum pa_op {
   PA_OP_STEP, /* step (ticks >= 1; with PA_CMDF_DRIVE its drive is applied
                  to robot first, robot frame) */
   PA_OP_RESET,
-  PA_OP_SPEED,           /* speed; replies speed */
-  PA_OP_SPAWN_ROBOT,     /* name; spawn_robot; replies pose */
-  PA_OP_REMOVE_ROBOT,    /* robot; replies obj */
-  PA_OP_SPAWN_OBSTACLE,  /* name; spawn_obstacle; replies obj */
-  PA_OP_REMOVE_OBSTACLE, /* name; replies obj */
-  PA_OP_SYNC,            /* no-op; replies with the current tick */
-  PA_OP_SET_PROPERTY,    /* robot, or the obstacle `name` when robot is
-                            UINT32_MAX; prop; replies prop (values applied) */
-  PA_OP_SAVE_SNAPSHOT,   /* name; replies snapshot */
-  PA_OP_LOAD_SNAPSHOT,   /* name; replies snapshot */
-  PA_OP_SET_MAP,         /* path = a map_server YAML, or "" = the built-in
-                            default map; replies map */
-  PA_OP_GENERATE_MAP,    /* gen_map; replies map */
-  PA_OP_SET_SCENARIO,    /* path = a world file, "" = the default world; the
-                            world replaces robots, obstacles and map; replies
-                            map */
-  PA_OP_EXPORT_DATASET,  /* name; dataset; replies dataset */
+  PA_OP_SPEED,              /* speed; replies speed */
+  PA_OP_SPAWN_ROBOT,        /* name; spawn_robot; replies pose */
+  PA_OP_REMOVE_ROBOT,       /* robot; replies obj */
+  PA_OP_SPAWN_OBSTACLE,     /* name; spawn_obstacle; replies obj */
+  PA_OP_REMOVE_OBSTACLE,    /* name; replies obj */
+  PA_OP_SYNC,               /* no-op; replies with the current tick */
+  PA_OP_SET_PROPERTY,       /* robot, or the obstacle `name` when robot is
+                               UINT32_MAX; prop; replies prop (values applied) */
+  PA_OP_SAVE_SNAPSHOT,      /* name; replies snapshot */
+  PA_OP_LOAD_SNAPSHOT,      /* name; replies snapshot */
+  PA_OP_SET_MAP,            /* path = a map_server YAML, or "" = the built-in
+                               default map; replies map */
+  PA_OP_GENERATE_MAP,       /* gen_map; replies map */
+  PA_OP_SET_SCENARIO,       /* path = a world file, "" = the default world; the
+                               world replaces robots, obstacles and map; replies
+                               map */
+  PA_OP_EXPORT_DATASET,     /* name; dataset; replies dataset */
+  PA_OP_SAVE_SNAPSHOT_JSON, /* path (under --data_dir); replies snapshot */
+  PA_OP_LOAD_SNAPSHOT_JSON, /* path (under --data_dir); replies snapshot */
+  PA_OP_SAVE_WORLD,         /* path (a world .yaml under --data_dir); replies
+                               snapshot (robots, obstacles, tick) */
   PA_OP_COUNT
 };
 #define PA_CMD_PATH_MAX 256 /* pa_cmd.path, with its NUL */
@@ -398,6 +407,8 @@ typedef struct pa_cmd_gen_map { /* GENERATE_MAP (pa_map_generate) */
   double seed;                  /* whole, up to 2^53 */
   double rooms_x, rooms_y;      /* rooms across, along */
   double clutter;               /* boxes per room */
+  double scenario; /* 0: the building above; k: built-in scenario k - 1
+                      (pa_scenario_generate) with seed, the rest unused */
 } pa_cmd_gen_map;
 typedef struct pa_cmd_dataset { /* EXPORT_DATASET */
   uint32_t ticks;               /* to record from the next one */

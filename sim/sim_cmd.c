@@ -478,12 +478,48 @@ static pa_status op_stop(const pa_sim_model *m, pa_sim_state *s,
   return PA_OK;
 }
 
+/* TELEPORT of the obstacle `name` (robot UINT32_MAX): Player's set_pose
+ * moves any named object; nothing changes when it would overlap. */
+static pa_status move_obstacle(const pa_sim_model *m, pa_sim_state *s,
+                               const pa_cmd *c, pa_reply *r) {
+  uint32_t i = find_obstacle(s, c->name);
+  if (i == UINT32_MAX)
+    return fail(r, PA_ERR_UNKNOWN_OBJECT, "no obstacle named '%s'", c->name);
+  pa_obstacle_info o = s->obs[i];
+  o.x = c->pose.x;
+  o.y = c->pose.y;
+  o.theta = pa_sim_wrap(c->pose.theta);
+  for (uint32_t k = 0; k < s->robot_count; k++)
+    if (s->info[k].active &&
+        pa_sim_int_obstacle_dist(&o, s->rs[k].x, s->rs[k].y, NULL, NULL) <
+            s->info[k].radius)
+      return fail(r, PA_ERR_BLOCKED_POSE,
+                  "obstacle '%s' at (%g, %g) would overlap robot '%s'", c->name,
+                  o.x, o.y, s->info[k].name);
+  if (obstacle_in_wall(m, &o))
+    return fail(r, PA_ERR_BLOCKED_POSE,
+                "obstacle '%s' at (%g, %g) would reach into a wall or beyond "
+                "the map",
+                c->name, o.x, o.y);
+  s->obs[i] = o;
+  s->world_dirty = true;
+  r->pose.robot = i;
+  r->pose.x = o.x;
+  r->pose.y = o.y;
+  r->pose.theta = o.theta;
+  return PA_OK;
+}
+
 static pa_status op_teleport(const pa_sim_model *m, pa_sim_state *s,
                              const pa_cmd *c, pa_reply *r) {
   const double pose[3] = {c->pose.x, c->pose.y, c->pose.theta};
   if (!finite_all(pose, 3, 1e6))
     return fail(r, PA_ERR_INVALID_ACTION_SHAPE,
                 "pose must be 3 finite numbers");
+  if (c->robot == UINT32_MAX)
+    return move_obstacle(m, s, c, r);
+  if (!robot_ok(s, c->robot))
+    return fail(r, PA_ERR_UNKNOWN_ROBOT, "no robot %u", c->robot);
   if (pa_sim_overlaps(m, s, c->robot, c->pose.x, c->pose.y))
     return fail(r, PA_ERR_BLOCKED_POSE,
                 "(%g, %g) is inside a wall or another body", c->pose.x,
@@ -578,6 +614,19 @@ static pa_status op_load_snapshot(const pa_sim_model *m, pa_sim_state *s,
   return st;
 }
 
+static pa_status op_save_snapshot_json(const pa_sim_model *m, pa_sim_state *s,
+                                       const pa_cmd *c, pa_reply *r) {
+  return pa_sim_int_snapshot_json_save(m, s, c, r);
+}
+
+static pa_status op_load_snapshot_json(const pa_sim_model *m, pa_sim_state *s,
+                                       const pa_cmd *c, pa_reply *r) {
+  pa_status st = pa_sim_int_snapshot_json_load(m, s, c, r);
+  if (st == PA_OK)
+    pa_sim_rec_stop(s); /* a recording's robots.csv would not match */
+  return st;
+}
+
 static pa_status op_save_snapshot(const pa_sim_model *m, pa_sim_state *s,
                                   const pa_cmd *c, pa_reply *r) {
   return pa_sim_int_snapshot_save(m, s, c, r);
@@ -588,13 +637,16 @@ static pa_status op_generate_map(const pa_sim_model *m, pa_sim_state *s,
                                  const pa_cmd *c, pa_reply *r) {
   (void)m, (void)s;
   const pa_cmd_gen_map *g = &c->gen_map;
-  const double a[7] = {g->width,   g->height,  g->resolution, g->seed,
-                       g->rooms_x, g->rooms_y, g->clutter};
-  for (int i = 0; i < 7; i++) /* the seed up to 2^53, the rest to 1e9 */
+  const double a[8] = {g->width,   g->height,  g->resolution, g->seed,
+                       g->rooms_x, g->rooms_y, g->clutter,    g->scenario};
+  for (int i = 0; i < 8; i++) /* the seed up to 2^53, the rest to 1e9 */
     if (!isfinite(a[i]) || a[i] < 0 ||
         a[i] > (i == 3 ? 9007199254740992.0 : 1e9))
       return fail(r, PA_ERR_INVALID_ACTION_SHAPE,
                   "generate_map: parameters must be finite numbers >= 0");
+  if (g->scenario > 0 && !pa_scenario_name((int)g->scenario - 1))
+    return fail(r, PA_ERR_INVALID_MESSAGE, "no built-in scenario %g",
+                g->scenario);
   return PA_OK;
 }
 
@@ -611,7 +663,7 @@ enum {
 static const pa_sim_op_def ops[PA_OP_COUNT] = {
     OP(SET_CMD, "set_cmd", op_set_cmd, ROBOT),
     OP(STOP, "stop", op_stop, ROBOT),
-    OP(TELEPORT, "teleport", op_teleport, ROBOT | PUBLISH),
+    OP(TELEPORT, "teleport", op_teleport, PUBLISH), /* robot or obstacle */
     OP(PAUSE, "pause", op_pause, PUBLISH),
     OP(RESUME, "resume", op_pause, PUBLISH),
     OP(STEP, "step", op_step, TICKS),
@@ -629,6 +681,10 @@ static const pa_sim_op_def ops[PA_OP_COUNT] = {
     OP(GENERATE_MAP, "generate_map", op_generate_map, LOADER | PUBLISH),
     OP(SET_SCENARIO, "set_scenario", NULL, LOADER | PUBLISH),
     OP(EXPORT_DATASET, "export_dataset", pa_sim_int_rec_start, 0),
+    OP(SAVE_SNAPSHOT_JSON, "save_snapshot_json", op_save_snapshot_json, 0),
+    OP(LOAD_SNAPSHOT_JSON, "load_snapshot_json", op_load_snapshot_json,
+       PUBLISH),
+    OP(SAVE_WORLD, "save_world", pa_sim_int_save_world, 0),
 };
 #undef OP
 

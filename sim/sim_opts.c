@@ -119,7 +119,8 @@ static const pa_opt_row rows[] = {
     {STR(def.dataset_dir, "dataset_dir", PA_OPT_STRBUF, "",
          "export_dataset writes recordings under this directory ('' = off)")},
     {STR(def.data_dir, "data_dir", PA_OPT_STR, NULL,
-         "set_map / set_scenario read files only under this directory "
+         "set_map / set_scenario read, save_snapshot_json / save_world "
+         "write files only under this directory, created if missing "
          "(unset or '' = pa-sim's working directory)")},
     {STR(simd, "simd", PA_OPT_STRBUF, "auto",
          "ray caster path: auto|avx512|avx2|portable|scalar (the same ranges "

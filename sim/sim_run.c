@@ -156,6 +156,10 @@ static void *load_main(void *arg) {
   } else if (c->op == PA_OP_SET_MAP) {
     rc = path[0] ? pa_map_load_yaml_g(path, g, &ld->g, ld->err, sizeof ld->err)
                  : pa_map_load_default(&ld->g, ld->err, sizeof ld->err);
+  } else if (c->gen_map.scenario > 0) {
+    rc = pa_scenario_generate((int)c->gen_map.scenario - 1,
+                              (uint64_t)c->gen_map.seed, &ld->g, ld->err,
+                              sizeof ld->err);
   } else {
     pa_mapgen p = pa_mapgen_default();
     p.width = c->gen_map.width;
@@ -195,10 +199,10 @@ static void loader_clear(loader *ld) {
  * directory, resolved once. */
 static void loader_init(loader *ld, const pa_sim_def *d) {
   memset(ld, 0, sizeof *ld);
-  const char *dir = d->data_dir && d->data_dir[0] ? d->data_dir : ".";
-  if (!realpath(dir, ld->data_dir)) {
-    pa_warn("--data_dir %s: %s: set_map and set_scenario will refuse files",
-            dir, strerror(errno));
+  char err[PATH_MAX + 64];
+  /* created if missing: save_* and export_dataset write under it too */
+  if (pa_sim_int_data_dir(d->data_dir, ld->data_dir, err, sizeof err) != 0) {
+    pa_warn("%s: set_map and set_scenario will refuse files", err);
     ld->data_dir[0] = 0;
   } else if (!strcmp(ld->data_dir, "/")) {
     pa_warn("set_map and set_scenario may read any file (the data directory "

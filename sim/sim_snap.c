@@ -119,10 +119,10 @@ pa_status pa_sim_int_snapshot_save(const pa_sim_model *m,
 /* True (with the reason in why) if an active record of a loaded snapshot
  * could not have come from this simulator: records are checked on copies
  * with their names terminated. */
-static bool snap_records_bad(const pa_sim_model *m, const pa_robot_info *si,
-                             const pa_robot_state *ss, uint32_t nr,
-                             const pa_obstacle_info *so, uint32_t no,
-                             char *why, size_t why_sz) {
+bool pa_sim_int_snap_records_bad(const pa_sim_model *m, const pa_robot_info *si,
+                                 const pa_robot_state *ss, uint32_t nr,
+                                 const pa_obstacle_info *so, uint32_t no,
+                                 char *why, size_t why_sz) {
   for (uint32_t i = 0; i < nr; i++) {
     if (!si[i].active)
       continue;
@@ -193,8 +193,8 @@ pa_status pa_sim_int_snapshot_load(const pa_sim_model *m, pa_sim_state *s,
   /* Another program may have written a well-summed object: every record
    * must pass the checks a world's does before anything changes. */
   char why[160];
-  if (snap_records_bad(m, si, ss, h.robot_count, so, h.obstacle_count, why,
-                       sizeof why)) {
+  if (pa_sim_int_snap_records_bad(m, si, ss, h.robot_count, so,
+                                  h.obstacle_count, why, sizeof why)) {
     rc = pa_sim_int_fail(r, PA_ERR_INVALID_MESSAGE, "snapshot '%s': %s", name,
                          why);
     goto out;

@@ -19,6 +19,7 @@
 
 #include "netgw.h"
 #include "netgw_harness.h"
+#include "json_int.h"  /* internals: the JSON action table's rows */
 #include "netgw_int.h" /* internals: the JSON action table */
 
 #include "pa_props.h"
@@ -622,6 +623,9 @@ static void *fake_sim_run(void *arg) {
       break;
     case PA_OP_SAVE_SNAPSHOT:
     case PA_OP_LOAD_SNAPSHOT:
+    case PA_OP_SAVE_SNAPSHOT_JSON:
+    case PA_OP_LOAD_SNAPSHOT_JSON:
+    case PA_OP_SAVE_WORLD:
       r.snapshot = (pa_reply_snapshot){
           .tick = 40, .sim_time = 0.2, .robots = 2, .obstacles = 1};
       break;
@@ -735,7 +739,8 @@ static const jcase jcases[] = {
     ERR("get_state", "{\"robot\": 9}", "unknown_robot", "no robot with id 9"),
     ERR("get_state", "{\"robot\": \"nobody\"}", "unknown_robot",
         "named 'nobody'"),
-    ERR("get_state", "{\"robot\": [0]}", "invalid_message", "an id or a name"),
+    ERR("get_state", "{\"robot\": [0]}", "invalid_action_shape",
+        "an id or a name"),
     ERR("get_state", "{\"robt\": 0}", "invalid_message",
         "data.robt is not a key"),
     OK_("get_sensors", "{\"robot\": 0}", "\"seq\":7", -1),
@@ -763,9 +768,10 @@ static const jcase jcases[] = {
         "invalid_action_shape", "finite numbers within 1e6"),
     ERR("step_batch", "{\"robots\": [0], \"actions\": [[0, 1, 0]]}",
         "unsupported_control_scheme", "differential"),
-    ERR("step_batch", "{\"binary\": 1}", "invalid_message", "data.binary"),
+    ERR("step_batch", "{\"binary\": 1}", "invalid_action_shape", "data.binary"),
     OK_("step_batch", "{\"observe\": false}", "\"count\":2}", PA_OP_STEP),
-    ERR("step_batch", "{\"observe\": 0}", "invalid_message", "data.observe"),
+    ERR("step_batch", "{\"observe\": 0}", "invalid_action_shape",
+        "data.observe"),
     SIMERR("step_batch", "{}", blocked_pose, PA_OP_STEP),
     OK_("set_velocity", "{\"v\": 0.2, \"w\": 0.1}", "\"robot\":0",
         PA_OP_SET_CMD),
@@ -795,13 +801,17 @@ static const jcase jcases[] = {
     OK_("get_pose", "{\"robot\": 1}", "\"pose\":[2.0,0.5,0.25]", -1),
     OK_("get_pose", "{\"name\": \"crate\"}", "\"kind\":\"obstacle\"", -1),
     ERR("get_pose", "{\"name\": \"nobody\"}", "unknown_object", "nobody"),
-    ERR("get_pose", "{\"name\": 3}", "invalid_message", "data.name"),
+    ERR("get_pose", "{\"name\": 3}", "invalid_action_shape", "data.name"),
     OK_("set_pose", "{\"pose\": [1, 2, 0.5]}", "\"pose\":[1.0,2.0,0.5]",
         PA_OP_TELEPORT),
-    OK_("set_pose", "{\"pose\": [1, 2, 9, 0, 0, 0.5]}",
+    OK_("set_pose", "{\"pose\": [1, 2, 0, 0, 0, 0.5]}",
         "\"pose\":[1.0,2.0,0.5]", PA_OP_TELEPORT),
-    ERR("set_pose", "{\"name\": \"crate\", \"pose\": [0, 0, 0]}",
-        "invalid_message", "static"),
+    ERR("set_pose", "{\"pose\": [1, 2, 9, 0, 0, 0.5]}", "invalid_action_shape",
+        "z = 9: the world is planar"),
+    ERR("set_pose", "{\"pose\": [1, 2, 0, 0, 0.1, 0.5]}",
+        "invalid_action_shape", "pitch = 0.1"),
+    OK_("set_pose", "{\"name\": \"crate\", \"pose\": [0, 0, 0]}",
+        "\"kind\":\"obstacle\"", PA_OP_TELEPORT),
     ERR("set_pose", "{\"pose\": [1, 2]}", "invalid_action_shape", "3 or 6"),
     ERR("set_pose", "{}", "invalid_action_shape", "data.pose is required"),
     SIMERR("set_pose", "{\"pose\": [0, 0, 0]}", blocked_pose, PA_OP_TELEPORT),
@@ -818,7 +828,8 @@ static const jcase jcases[] = {
     ERR("subscribe", "{\"channel\": \"odom\", \"udp_port\": 9, \"robot\": 4}",
         "unknown_robot", "id 4"),
     OK_("unsubscribe", "{\"channel\": \"odom\"}", "\"success\":true", -1),
-    ERR("unsubscribe", "{\"channel\": 1}", "invalid_message", "data.channel"),
+    ERR("unsubscribe", "{\"channel\": 1}", "invalid_action_shape",
+        "data.channel"),
     OK_("list_robots", "{}", "\"count\":2", -1),
     ERR("list_robots", "{\"all\": true}", "invalid_message", "takes no data"),
     OK_("spawn_robot", "{\"name\": \"r2\", \"pose\": [1, 1, 0]}", "\"robot\":2",
@@ -870,7 +881,7 @@ static const jcase jcases[] = {
         "data.stride"),
     ERR("get_terrain_grid", "{\"inflation\": -1}", "invalid_message",
         "inflation"),
-    ERR("get_terrain_grid", "{\"unknown_blocks\": 3}", "invalid_message",
+    ERR("get_terrain_grid", "{\"unknown_blocks\": 3}", "invalid_action_shape",
         "unknown_blocks"),
     ERR("get_terrain_grid", "{\"stide\": 2}", "invalid_message",
         "data.stide is not a key of get_terrain_grid"),
@@ -942,7 +953,20 @@ static const jcase jcases[] = {
         PA_OP_SET_SCENARIO),
     SIMERR("set_scenario", "{\"world\": \"w.yaml\"}", invalid_message,
            PA_OP_SET_SCENARIO),
-    ERR("set_scenario", "{}", "invalid_message", "data.world is required"),
+    ERR("set_scenario", "{}", "invalid_message",
+        "give data.scenario (a built-in: list_scenarios) or data.world"),
+    OK_("set_scenario", "{\"scenario\": \"NarrowMap\", \"seed\": 0}",
+        "\"scenario\":\"NarrowMap\"", PA_OP_GENERATE_MAP),
+    OK_("set_scenario", "{\"scenario\": \"forest\"}", "\"seed\":0",
+        PA_OP_GENERATE_MAP),
+    ERR("set_scenario", "{\"scenario\": \"Moon\"}", "invalid_message",
+        "unknown scenario 'Moon' (built in: Empty, Rooms, NarrowMap"),
+    ERR("set_scenario", "{\"scenario\": \"Maze\", \"seed\": -1}",
+        "invalid_message", "data.seed"),
+    ERR("set_scenario", "{\"scenario\": \"Maze\", \"world\": \"w.yaml\"}",
+        "invalid_message", "not both"),
+    ERR("set_scenario", "{\"seed\": 3}", "invalid_message",
+        "data.seed goes with data.scenario"),
     OK_("set_nav_path", "{\"path\": [[0, 0], [1, 1]]}", "\"points\":2", -1),
     ERR("set_nav_path", "{\"path\": \"x\"}", "invalid_action_shape",
         "data.path"),
@@ -976,6 +1000,88 @@ static const jcase jcases[] = {
     ERR("set_time_scale", "{\"scale\": 2000}", "invalid_message",
         "out of range [0, 1000]"),
     OK_("get_status", "{}", "\"robot_count\":2", -1),
+    OK_("get_pose3d", "{\"robot\": 1}", "\"pose\":[2.0,0.5,0.0,0.0,0.0,0.25]",
+        -1),
+    OK_("get_pose3d", "{\"name\": \"crate\"}", "\"sim_time\"", -1),
+    ERR("get_pose3d", "{\"name\": \"nobody\"}", "unknown_object", "nobody"),
+    OK_("set_pose3d", "{\"pose\": [1, 2, 0, 0, 0, 0.5]}",
+        "\"pose\":[1.0,2.0,0.0,0.0,0.0,0.5]", PA_OP_TELEPORT),
+    ERR("set_pose3d", "{\"pose\": [1, 2, 0.5]}", "invalid_action_shape",
+        "[x, y, z, roll, pitch, yaw]"),
+    ERR("set_pose3d", "{\"pose\": [1, 2, 0, 0.2, 0, 0.5]}",
+        "invalid_action_shape", "roll = 0.2"),
+    OK_("toggle_pause", "{}", "\"paused\":true", PA_OP_PAUSE),
+    ERR("toggle_pause", "{\"on\": true}", "invalid_message",
+        "toggle_pause takes no data"),
+    OK_("get_property",
+        "{\"name\": \"crate\", \"property\": \"colour\", \"index\": 1}",
+        "\"index\":1", -1),
+    ERR("get_property", "{\"property\": \"max_v\", \"index\": 0}",
+        "invalid_message", "'max_v' is not an array"),
+    ERR("get_property", "{\"index\": 0}", "invalid_message",
+        "data.index needs data.property"),
+    ERR("get_property", "{\"property\": \"colour\", \"index\": \"0\"}",
+        "invalid_action_shape", "data.index"),
+    OK_("set_property",
+        "{\"name\": \"crate\", \"property\": \"colour\", \"index\": 2, "
+        "\"value\": 7}",
+        "\"property\":\"colour\"", PA_OP_SET_PROPERTY),
+    ERR("set_property",
+        "{\"property\": \"laser_beams\", \"index\": 0, \"value\": 7}",
+        "invalid_message", "'laser_beams' is not an array"),
+    ERR("set_property",
+        "{\"name\": \"crate\", \"property\": \"size\", \"index\": 2, "
+        "\"value\": 1}",
+        "invalid_message", "out of range for size"),
+    ERR("set_property",
+        "{\"property\": \"colour\", \"index\": 0, \"value\": [1]}",
+        "invalid_action_shape", "a finite number with data.index"),
+    OK_("save_snapshot_json", "{\"path\": \"w/a.json\"}",
+        "\"path\":\"w/a.json\",\"status\":\"saved\"", PA_OP_SAVE_SNAPSHOT_JSON),
+    OK_("save_snapshot_json", "{}", "\"path\":\"snapshot.json\"",
+        PA_OP_SAVE_SNAPSHOT_JSON),
+    ERR("save_snapshot_json", "{\"path\": 3}", "invalid_action_shape",
+        "data.path"),
+    SIMERR("save_snapshot_json", "{\"path\": \"../a.json\"}", invalid_message,
+           PA_OP_SAVE_SNAPSHOT_JSON),
+    OK_("load_snapshot_json", "{\"path\": \"a.json\"}", "\"status\":\"loaded\"",
+        PA_OP_LOAD_SNAPSHOT_JSON),
+    ERR("load_snapshot_json", "{}", "invalid_message", "data.path is required"),
+    OK_("save", "{}", "\"saved_tick\":40", PA_OP_SAVE_SNAPSHOT_JSON),
+    OK_("save_world", "{\"path\": \"w/a.yaml\"}",
+        "\"paths\":[\"w/a.yaml\",\"w/a.map.yaml\",\"w/a.map.png\"]",
+        PA_OP_SAVE_WORLD),
+    ERR("save_world", "{}", "invalid_message", "data.path is required"),
+    OK_("get_terrain_grid", "{\"cell_size\": 0.2, \"inflation_radius\": 0.1}",
+        "\"class_grid\":[[", -1),
+    OK_("get_terrain_grid",
+        "{\"include_static_obstacles\": false, \"include_dynamic_agents\": "
+        "true}",
+        "\"include_dynamic_agents\":true", -1),
+    ERR("get_terrain_grid", "{\"cell_size\": 0}", "invalid_message",
+        "data.cell_size 0 is out of range"),
+    ERR("get_terrain_grid", "{\"cell_size\": 0.5, \"stride\": 2}",
+        "invalid_message", "older form"),
+    ERR("get_terrain_grid", "{\"format\": \"png\"}", "invalid_message",
+        "'png' is not arrays or binary"),
+    ERR("get_terrain_grid", "{\"include_dynamic_agents\": \"yes\"}",
+        "invalid_action_shape", "data.include_dynamic_agents"),
+    ERR("get_terrain_grid", "{\"inflation_radius\": -1}", "invalid_message",
+        "data.inflation_radius -1"),
+    OK_("set_waypoint", "{\"waypoint\": [1.5, -2]}", "\"points\":1", -1),
+    OK_("set_waypoint", "{\"robot\": 1, \"waypoint\": []}", "\"points\":0", -1),
+    ERR("set_waypoint", "{\"waypoint\": [1, 2, 3]}", "invalid_action_shape",
+        "data.waypoint must be [x, y]"),
+    ERR("set_waypoint", "{\"waypoint\": [1, \"a\"]}", "invalid_action_shape",
+        "finite numbers"),
+    OK_("set_pred_trajectory", "{\"trajectory\": [[0, 0], [1, 1], [2, 1]]}",
+        "\"points\":3", -1),
+    ERR("set_pred_trajectory", "{\"trajectory\": [[0]]}",
+        "invalid_action_shape", "data.trajectory[0]"),
+    ERR("set_pred_trajectory", "{\"robot\": 9, \"trajectory\": []}",
+        "unknown_robot", "id 9"),
+    OK_("list_scenarios", "{}",
+        "\"count\":7,\"scenarios\":[{\"name\":\"Empty\"", -1),
 };
 
 static bool op_seen(void *arg) {
@@ -1104,8 +1210,14 @@ static void json_actions(void **state) {
        "invalid_message", "\"data\" must be an object"},
       {"{\"type\":\"command\",\"action\":\"fly\"}", "unknown_action",
        "unknown action 'fly'"},
-      {"{\"type\":\"sim_control\",\"action\":\"get_state\"}", "invalid_message",
-       "send it with type \"command\""},
+      {"{\"type\":\"sim_control\",\"action\":\"get_state\"}", "unknown_action",
+       "not a sim_control action"},
+      {"{\"type\":\"command\",\"request_id\":{},\"action\":\"ping\"}",
+       "invalid_message", "request_id must be a string or a number"},
+      {"{\"type\":\"command\",\"request_id\":[1],\"action\":\"ping\"}",
+       "invalid_message", "request_id must be a string or a number"},
+      {"{\"type\":\"batch\",\"request_id\":true,\"requests\":[]}",
+       "invalid_message", "request_id must be a string or a number"},
       {"{\"type\":\"command\",\"action\":\"ping\",\"action\":\"ping\"}",
        "invalid_message", "duplicate"},
       {"{\"type\":\"batch\",\"requests\":3}", "invalid_message",
@@ -1394,6 +1506,64 @@ static void props_doc_matches_schema(void **state) {
   free(want);
 }
 
+/* Strict payloads, walked over the action table itself: for every row, its
+ * keys plus one unknown key is refused naming that key and the action; its
+ * keys all with a wrong type (an object) are invalid_action_shape; a
+ * command-only action in a sim_control envelope is unknown_action. */
+static void json_strict_keys(void **state) {
+  (void)state;
+  fixture f;
+  fixture_up_ms(&f, PA_CAM_CHUNK_DEFAULT, 300);
+  world_up(&f);
+  fake_sim fs = {.st = &f.st, .status = PA_OK, .last_op = UINT32_MAX};
+  assert_int_equal(pthread_create(&fs.th, NULL, fake_sim_run, &fs), 0);
+  int fd = pa_test_tcp_connect((uint16_t)pa_netgw_port(f.g));
+  int rows = 0, typed = 0;
+  for (const jaction *a; (a = pa_json_action_at(rows)); rows++) {
+    const char *type = (a->types & JT_COMMAND) ? "command" : "sim_control";
+    char data[512] = "{", line[1024], needle[160];
+    size_t n = 1;
+    for (const char *k = a->keys; *k;) {
+      size_t m = strcspn(k, " ");
+      n += (size_t)snprintf(data + n, sizeof data - n, "\"%.*s\": {}, ", (int)m,
+                            k);
+      k += m + (k[m] == ' ');
+    }
+    snprintf(data + n, sizeof data - n, "\"zz_unknown\": 1}");
+    snprintf(line, sizeof line,
+             "{\"type\":\"%s\",\"action\":\"%s\",\"data\":%s}", type, a->name,
+             data);
+    if (a->keys[0])
+      snprintf(needle, sizeof needle, "data.zz_unknown is not a key of %s",
+               a->name);
+    else
+      snprintf(needle, sizeof needle, "data.zz_unknown: %s takes no data",
+               a->name);
+    check_reply(fd, line, a->name, "invalid_message", needle);
+    if (a->keys[0]) { /* the same keys, each of the wrong type */
+      data[n >= 3 ? n - 2 : 1] = '}';
+      data[n >= 3 ? n - 1 : 2] = 0;
+      snprintf(line, sizeof line,
+               "{\"type\":\"%s\",\"action\":\"%s\",\"data\":%s}", type, a->name,
+               data);
+      check_reply(fd, line, a->name, "invalid_action_shape", "data.");
+      typed++;
+    }
+    if (!(a->types & JT_SIM_CONTROL)) {
+      snprintf(line, sizeof line,
+               "{\"type\":\"sim_control\",\"action\":\"%s\"}", a->name);
+      check_reply(fd, line, a->name, "unknown_action",
+                  "not a sim_control action");
+    }
+  }
+  assert_true(rows >= 40 && typed >= 30);        /* the walk saw the table */
+  assert_int_equal(pa_queue_count(f.st.cmd), 0); /* nothing reached pa-sim */
+  close(fd);
+  __atomic_store_n(&fs.stop, 1, __ATOMIC_RELEASE);
+  pthread_join(fs.th, NULL);
+  fixture_down(&f);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(text_parse_errors),
@@ -1409,6 +1579,7 @@ int main(void) {
       cmocka_unit_test(batch_reply_bounded),
       cmocka_unit_test(json_actions),
       cmocka_unit_test(json_auth),
+      cmocka_unit_test(json_strict_keys),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -101,6 +101,8 @@ int pa_json_int(jctx *x, const char *key, long long lo, long long hi,
                 long long *out);
 /* Optional string of 1..max-1 bytes. */
 int pa_json_str(jctx *x, const char *key, size_t max, const char **out);
+/* Optional boolean. */
+int pa_json_bool(jctx *x, const char *key, bool *out);
 /* A required string: 0, or -1 (error set). */
 int pa_json_need_str(jctx *x, const char *key, size_t max, const char **out);
 /* A numeric vector of one of the allowed lengths (n2 = 0: only n1). */
@@ -172,6 +174,10 @@ json_t *pa_json_done_set_property(jctx *x, const pa_reply *r);
 
 /* ---- json_world.c ---------------------------------------------------------*/
 
+/* What pa_json_nav sets: the plan (path), waypoints, clears, OceanSim's
+ * one goal waypoint (json_overlay.c) and a predicted trajectory. */
+enum { NAV_PATH, NAV_WAYPOINTS, NAV_CLEAR, NAV_GOAL, NAV_PRED };
+json_t *pa_json_nav(jctx *x, int mode);
 /* Removes robot idx's drawings (a removed robot's must not pass on). */
 void pa_json_nav_clear_robot(pa_netgw *g, uint32_t idx);
 size_t pa_json_cost_list_obstacles(jctx *x);
@@ -194,5 +200,40 @@ json_t *pa_json_done_snapshot(jctx *x, const pa_reply *r);
 json_t *pa_json_done_export_dataset(jctx *x, const pa_reply *r);
 json_t *pa_json_done_map(jctx *x, const pa_reply *r);
 json_t *pa_json_done_set_scenario(jctx *x, const pa_reply *r);
+
+/* ---- json_player.c --------------------------------------------------------*/
+
+json_t *pa_json_act_get_pose3d(jctx *x);
+json_t *pa_json_act_set_pose3d(jctx *x);
+json_t *pa_json_done_set_pose3d(jctx *x, const pa_reply *r);
+json_t *pa_json_act_toggle_pause(jctx *x);
+json_t *pa_json_done_toggle_pause(jctx *x, const pa_reply *r);
+
+/* ---- json_save.c ----------------------------------------------------------*/
+
+json_t *pa_json_act_save_snapshot_json(jctx *x);
+json_t *pa_json_act_load_snapshot_json(jctx *x);
+json_t *pa_json_act_save(jctx *x);
+json_t *pa_json_act_save_world(jctx *x);
+json_t *pa_json_done_snapshot_json(jctx *x, const pa_reply *r);
+
+/* ---- json_scenario.c ------------------------------------------------------*/
+
+/* set_scenario with data.scenario (a built-in by name). */
+json_t *pa_json_set_scenario_named(jctx *x);
+/* Adds a named scenario's name, seed and description to set_scenario's
+ * reply d (nothing for a world file). */
+void pa_json_scenario_reply(jctx *x, json_t *d);
+json_t *pa_json_act_list_scenarios(jctx *x);
+
+/* ---- json_terrain.c -------------------------------------------------------*/
+
+/* get_terrain_grid with any of OceanSim's keys (cell_size, ...). */
+bool pa_json_terrain_is_oceansim(jctx *x);
+/* ---- json_overlay.c: set_waypoint, set_pred_trajectory ---- */
+json_t *pa_json_act_set_waypoint(jctx *x);
+json_t *pa_json_act_set_pred_trajectory(jctx *x);
+size_t pa_json_cost_terrain_oceansim(jctx *x);
+json_t *pa_json_terrain_oceansim(jctx *x);
 
 #endif

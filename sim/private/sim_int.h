@@ -224,6 +224,31 @@ pa_status pa_sim_int_snapshot_save(const pa_sim_model *m,
                                    pa_reply *r);
 pa_status pa_sim_int_snapshot_load(const pa_sim_model *m, pa_sim_state *s,
                                    const pa_cmd *c, pa_reply *r);
+/* True (why says which) if a record of a loaded snapshot could not have
+ * come from this simulator (records checked on name-terminated copies). */
+bool pa_sim_int_snap_records_bad(const pa_sim_model *m, const pa_robot_info *si,
+                                 const pa_robot_state *ss, uint32_t nr,
+                                 const pa_obstacle_info *so, uint32_t no,
+                                 char *why, size_t why_sz);
+/* The world as a JSON file under --data_dir (sim_snapjson.c): path = the
+ * file; replies snapshot (load: the file's tick and sim time). */
+pa_status pa_sim_int_snapshot_json_save(const pa_sim_model *m,
+                                        const pa_sim_state *s, const pa_cmd *c,
+                                        pa_reply *r);
+pa_status pa_sim_int_snapshot_json_load(const pa_sim_model *m, pa_sim_state *s,
+                                        const pa_cmd *c, pa_reply *r);
+/* --data_dir (NULL or "": the working directory), created if missing,
+ * canonical in out [PATH_MAX]: 0, or -1 with the reason in err. */
+int pa_sim_int_data_dir(const char *flag, char *out, char *err, size_t err_sz);
+/* A file to write under --data_dir (created if missing): its directory is
+ * created inside it and must resolve inside it ('..' and absolute paths
+ * outside refused by name). 0 with the full path in out, or -1 (r set). */
+int pa_sim_int_write_path(const pa_sim_model *m, const char *path, char *out,
+                          size_t out_sz, pa_reply *r);
+/* save_world (sim_saveworld.c): the world as it stands as a world YAML that
+ * --world loads, its map beside it (<stem>.map.yaml + .png). */
+pa_status pa_sim_int_save_world(const pa_sim_model *m, pa_sim_state *s,
+                                const pa_cmd *c, pa_reply *r);
 /* Record sanity (world file, loaded snapshots, a restart's world): 0, or -1
  * with a message naming the record and the field. */
 int pa_sim_int_check_robot(const pa_robot_info *ri, uint32_t max_beams,

@@ -1,0 +1,12 @@
+# OceanSim v2 and Player compatibility end to end (issue 16): the real pa-sim
+# and pa-netgw driven as those clients do; the READMEs' Python examples run.
+pa_add_test(test_compat SOURCES test_compat.c
+            LIBS pa_shm PkgConfig::JANSSON m TIMEOUT 120 LABELS netgw)
+if(TARGET pa-sim)
+  add_dependencies(test_compat pa-sim pa-netgw)
+endif()
+if(COMMAND pa_add_python_test)
+  pa_add_python_test(python_doc_examples test_doc_examples TIMEOUT 180)
+endif()
+pa_add_test(test_map_scenario SOURCES test_map_scenario.c LIBS pa_map
+            TIMEOUT 60 LABELS map)
