@@ -21,7 +21,7 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
 
-all=(text json world map_yaml image)
+all=(text json world map_yaml image ws)
 replay=0
 build_only=0
 targets=()

@@ -342,12 +342,44 @@ def jsons():
                      '"data":{"stride":1}}'] * 8))
 
 
+def ws_frame(opcode, payload, fin=True, mask=b"\x37\xfa\x21\x3d"):
+    """A client frame as RFC 6455 5.2 lays it out (always masked)."""
+    n = len(payload)
+    head = bytes([(0x80 if fin else 0) | opcode])
+    if n < 126:
+        head += bytes([0x80 | n])
+    elif n < 65536:
+        head += bytes([0x80 | 126]) + struct.pack(">H", n)
+    else:
+        head += bytes([0x80 | 127]) + struct.pack(">Q", n)
+    body = bytes(b ^ mask[i % 4] for i, b in enumerate(payload))
+    return head + mask + body
+
+
+def wss():
+    head = (b"GET /ws HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\n"
+            b"Connection: Upgrade\r\nSec-WebSocket-Version: 13\r\n"
+            b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+            b"Sec-WebSocket-Protocol: foxglove.websocket.v1\r\n\r\n")
+    put("ws", "text", head + ws_frame(1, b'{"op":"subscribe"}'))
+    put("ws", "fragments", head + ws_frame(1, b"frag", fin=False)
+        + ws_frame(9, b"ping") + ws_frame(0, b"ment"))
+    put("ws", "binary_close", head + ws_frame(2, bytes(300))
+        + ws_frame(8, b"\x03\xe8bye"))
+    put("ws", "frames_only", ws_frame(1, b"hi") + ws_frame(2, b"\xff"))
+    put("ws", "plain_http", b"GET /metrics HTTP/1.1\r\n\r\n")
+    put("ws", "bad_version", head.replace(b"Version: 13", b"Version: 8"))
+    put("ws", "unmasked", head + b"\x81\x02hi")
+    put("ws", "long64", head + ws_frame(2, bytes(70000))[:200])
+
+
 def main():
     images()
     map_yamls()
     worlds()
     texts()
     jsons()
+    wss()
     return 0
 
 
