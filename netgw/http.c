@@ -35,8 +35,8 @@
 #define PA_WEB_DIR ""
 #endif
 
-#define PEEK_TIMEOUT_MS 10000 /* a request head must arrive within this */
-#define PEEK_RETRY_US 5000    /* poll again when the request line is partial */
+#define PEEK_TIMEOUT_MS 10000  /* a request head must arrive within this */
+#define PEEK_RETRY_US 5000     /* poll again when the request line is partial */
 #define UPLOAD_MAX (32u << 20) /* [bytes] one uploaded file */
 #define LIVE_PERIOD_US 50000   /* 20 Hz */
 
@@ -46,8 +46,8 @@ typedef struct pa_peek {
   pa_web *w;
   evutil_socket_t fd;
   struct sockaddr_in peer;
-  struct event *ev;  /* readable, or the retry timer */
-  bool consuming;    /* a /ws request: the head is read for real into buf */
+  struct event *ev; /* readable, or the retry timer */
+  bool consuming;   /* a /ws request: the head is read for real into buf */
   size_t n;
   int64_t start_ns;
   char buf[PA_WS_MAX_HEAD + 1];
@@ -116,7 +116,8 @@ bool pa_web_token_ok(pa_netgw *g, const char *query, const char *auth,
   return false;
 }
 
-/* ---- evhttp: pages, /metrics, uploads ---------------------------------------*/
+/* ---- evhttp: pages, /metrics, uploads
+ * ---------------------------------------*/
 
 static void reply_text(struct evhttp_request *req, int code, const char *why,
                        const char *text) {
@@ -159,7 +160,8 @@ static void serve_file(pa_web *w, struct evhttp_request *req,
     path = "/editor.html";
   char rel[512];
   size_t n = strlen(path);
-  bool ok = n > 1 && n < sizeof rel && !strstr(path, "..") && !strstr(path, "//");
+  bool ok =
+      n > 1 && n < sizeof rel && !strstr(path, "..") && !strstr(path, "//");
   for (size_t i = 0; ok && i < n; i++)
     ok = isalnum((unsigned char)path[i]) || strchr("/._-", path[i]);
   if (!ok) {
@@ -215,8 +217,8 @@ static void upload(pa_web *w, struct evhttp_request *req, const char *query) {
   for (size_t i = 0; ok && name[i]; i++)
     ok = isalnum((unsigned char)name[i]) || strchr("._-", name[i]);
   const char *dot = ok ? strrchr(name, '.') : NULL;
-  if (!dot || (strcmp(dot, ".png") && strcmp(dot, ".pgm") &&
-               strcmp(dot, ".yaml"))) {
+  if (!dot ||
+      (strcmp(dot, ".png") && strcmp(dot, ".pgm") && strcmp(dot, ".yaml"))) {
     reply_text(req, 400, "Bad Request",
                "name: letters, digits, . _ - ending .png, .pgm or .yaml");
     return;
@@ -281,7 +283,8 @@ static void on_request(struct evhttp_request *req, void *arg) {
   if (w->g->token[0] && query && pa_web_query(query, "token", t, sizeof t)) {
     /* The page's modules and /ws carry no query: a cookie takes it along. */
     char cookie[PA_NETGW_TOKEN_MAX + 64];
-    snprintf(cookie, sizeof cookie, "pa_token=%s; Path=/; HttpOnly; SameSite=Strict", t);
+    snprintf(cookie, sizeof cookie,
+             "pa_token=%s; Path=/; HttpOnly; SameSite=Strict", t);
     evhttp_add_header(evhttp_request_get_output_headers(req), "Set-Cookie",
                       cookie);
   }
@@ -329,7 +332,8 @@ static void on_request(struct evhttp_request *req, void *arg) {
   }
 }
 
-/* ---- the listener: sort connections by their request head -------------------*/
+/* ---- the listener: sort connections by their request head
+ * -------------------*/
 
 /* ---- the relay to evhttp --------------------------------------------------*/
 
@@ -358,8 +362,7 @@ static void relay_read(struct bufferevent *bev, void *arg) {
 static void relay_write(struct bufferevent *bev, void *arg) {
   pa_relay *r = arg;
   (void)bev;
-  if (r->closing &&
-      !evbuffer_get_length(bufferevent_get_output(r->a)) &&
+  if (r->closing && !evbuffer_get_length(bufferevent_get_output(r->a)) &&
       !evbuffer_get_length(bufferevent_get_output(r->b)))
     relay_free(r);
 }
@@ -539,7 +542,8 @@ static void on_accept(struct evconnlistener *lis, evutil_socket_t fd,
 
 static void on_accept_error(struct evconnlistener *lis, void *arg) {
   (void)lis, (void)arg;
-  pa_warn("http accept: %s", evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
+  pa_warn("http accept: %s",
+          evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
 }
 
 static void on_live(evutil_socket_t fd, short what, void *arg) {
@@ -556,8 +560,7 @@ static void on_live(evutil_socket_t fd, short what, void *arg) {
 
 /* web/: --web_dir, else next to the binary once installed, else the source
  * tree's (a build run in place). */
-static int find_web_dir(pa_web *w, const char *flag, char *err,
-                        size_t err_sz) {
+static int find_web_dir(pa_web *w, const char *flag, char *err, size_t err_sz) {
   char cand[3][PATH_MAX];
   int n = 0;
   if (flag && *flag) {
@@ -570,8 +573,8 @@ static int find_web_dir(pa_web *w, const char *flag, char *err,
       char *slash = strrchr(exe, '/');
       if (slash)
         *slash = '\0';
-      snprintf(cand[n++], PATH_MAX, "%.*s/../share/playarea/web",
-               PATH_MAX - 30, exe);
+      snprintf(cand[n++], PATH_MAX, "%.*s/../share/playarea/web", PATH_MAX - 30,
+               exe);
     }
     snprintf(cand[n++], PATH_MAX, "%s", PA_WEB_DIR);
   }
@@ -679,6 +682,7 @@ void pa_web_stop(pa_netgw *g) {
   if (w->http)
     evhttp_free(w->http);
   pa_metrics_free(w);
+  free(w->scan_seq);
   free(w);
   g->web = NULL;
 }

@@ -85,7 +85,8 @@ void pa_metrics_sample(pa_web *w) {
   }
 }
 
-/* ---- text format -----------------------------------------------------------*/
+/* ---- text format
+ * -----------------------------------------------------------*/
 
 static void family(struct evbuffer *b, const char *name, const char *type,
                    const char *help) {
@@ -106,8 +107,8 @@ static void hist(struct evbuffer *b, const char *name, const char *labels,
   evbuffer_add_printf(b, "%s_bucket{%s%sle=\"+Inf\"} %llu\n", name, labels, sep,
                       (unsigned long long)cum);
   const char *open = labels[0] ? "{" : "", *close = labels[0] ? "}" : "";
-  evbuffer_add_printf(b, "%s_sum%s%s%s %.9g\n%s_count%s%s%s %llu\n", name,
-                      open, labels, close, h->sum, name, open, labels, close,
+  evbuffer_add_printf(b, "%s_sum%s%s%s %.9g\n%s_count%s%s%s %llu\n", name, open,
+                      labels, close, h->sum, name, open, labels, close,
                       (unsigned long long)h->count);
 }
 
@@ -141,7 +142,8 @@ void pa_metrics_write(pa_web *w, struct evbuffer *b) {
   family(b, "playarea_process_restarts_total", "counter",
          "times the launcher restarted the process");
   for (int p = 0; p < PA_PROC_COUNT; p++)
-    evbuffer_add_printf(b, "playarea_process_restarts_total{process=\"%s\"} %u\n",
+    evbuffer_add_printf(b,
+                        "playarea_process_restarts_total{process=\"%s\"} %u\n",
                         proc_name[p], v[p].h.restarts);
   family(b, "playarea_process_cpu_seconds_total", "counter",
          "user + system CPU time of the running process");
@@ -161,14 +163,15 @@ void pa_metrics_write(pa_web *w, struct evbuffer *b) {
   family(b, "playarea_process_loops_total", "counter",
          "loop iterations (sim ticks, render frames, gateway events)");
   for (int p = 0; p < PA_PROC_COUNT; p++)
-    evbuffer_add_printf(b, "playarea_process_loops_total{process=\"%s\"} %llu\n",
+    evbuffer_add_printf(b,
+                        "playarea_process_loops_total{process=\"%s\"} %llu\n",
                         proc_name[p], (unsigned long long)v[p].h.loops);
   family(b, "playarea_process_overruns_total", "counter",
          "missed loop deadlines");
   for (int p = 0; p < PA_PROC_COUNT; p++)
-    evbuffer_add_printf(b,
-                        "playarea_process_overruns_total{process=\"%s\"} %llu\n",
-                        proc_name[p], (unsigned long long)v[p].h.overruns);
+    evbuffer_add_printf(
+        b, "playarea_process_overruns_total{process=\"%s\"} %llu\n",
+        proc_name[p], (unsigned long long)v[p].h.overruns);
   family(b, "playarea_process_loop_period_p99_seconds", "gauge",
          "99th percentile loop period over the process's last window");
   for (int p = 0; p < PA_PROC_COUNT; p++)
@@ -191,8 +194,7 @@ void pa_metrics_write(pa_web *w, struct evbuffer *b) {
          "simulated seconds per wall-clock second over the last second");
   evbuffer_add_printf(b, "playarea_sim_real_time_factor %.4f\n", w->rtf);
   family(b, "playarea_sim_robots", "gauge", "robots in the world");
-  evbuffer_add_printf(b, "playarea_sim_robots %u\n",
-                      t ? t->robot_count : 0u);
+  evbuffer_add_printf(b, "playarea_sim_robots %u\n", t ? t->robot_count : 0u);
   family(b, "playarea_sim_loop_period_seconds", "histogram",
          "pa-sim's mean loop period per 50 ms sample");
   hist(b, "playarea_sim_loop_period_seconds", "", &w->sim_period);
@@ -222,7 +224,8 @@ void pa_metrics_write(pa_web *w, struct evbuffer *b) {
         pa_web_ws_ch_name[c], (unsigned long long)w->ws_frames[c]);
   family(b, "playarea_netgw_sent_bytes_total", "counter",
          "bytes sent per channel (udp = every UDP channel)");
-  evbuffer_add_printf(b, "playarea_netgw_sent_bytes_total{channel=\"udp\"} %llu\n",
+  evbuffer_add_printf(b,
+                      "playarea_netgw_sent_bytes_total{channel=\"udp\"} %llu\n",
                       (unsigned long long)nh->bytes_sent);
   for (int c = 0; c < WS_CH_COUNT; c++)
     evbuffer_add_printf(
@@ -264,13 +267,13 @@ char *pa_web_status_json(pa_netgw *g) {
   json_t *a = json_array();
   for (int p = 0; a && p < PA_PROC_COUNT; p++) {
     const pa_health *h = &v[p].h;
-    const char *state = !h->pid ? "down" : !v[p].alive ? "dead"
-                                        : h->ready    ? "up"
-                                                      : "start";
+    const char *state = !h->pid       ? "down"
+                        : !v[p].alive ? "dead"
+                        : h->ready    ? "up"
+                                      : "start";
     json_t *o = json_pack(
         "{s:s, s:i, s:s, s:f, s:i, s:f, s:f, s:I, s:f, s:f, s:I, s:I, s:i}",
-        "process", proc_name[p], "pid", (int)h->pid, "state", state,
-        "uptime_s",
+        "process", proc_name[p], "pid", (int)h->pid, "state", state, "uptime_s",
         v[p].alive && h->start_ns ? (double)(now - h->start_ns) / 1e9 : 0.0,
         "restarts", (int)h->restarts, "cpu_s", v[p].cpu_s, "rss_mb",
         v[p].rss_kb >= 0 ? (double)v[p].rss_kb / 1024.0 : -1.0, "loops",

@@ -22,8 +22,15 @@ typedef struct pa_hist {
 void pa_hist_observe(pa_hist *h, double v);
 
 /* Live-data channels of /ws (frames and bytes per channel in /metrics). */
-enum { WS_CH_STATE, WS_CH_SCAN, WS_CH_WORLD, WS_CH_MAP, WS_CH_REPLY,
-       WS_CH_STATUS, WS_CH_COUNT };
+enum {
+  WS_CH_STATE,
+  WS_CH_SCAN,
+  WS_CH_WORLD,
+  WS_CH_MAP,
+  WS_CH_REPLY,
+  WS_CH_STATUS,
+  WS_CH_COUNT
+};
 extern const char *const pa_web_ws_ch_name[WS_CH_COUNT];
 
 struct pa_webws; /* one browser connection (web_ws.c) */
@@ -35,25 +42,26 @@ typedef struct pa_web {
   struct evhttp *http;
   struct evconnlistener *lis;
   unsigned port;
-  char dir[PATH_MAX];    /* canonical web/ */
-  char upload[PATH_MAX]; /* canonical upload dir, "" = off */
-  struct pa_peek *peeks; /* heads still being read */
-  struct pa_relay *relays; /* plain HTTP connections, relayed to evhttp */
+  char dir[PATH_MAX];       /* canonical web/ */
+  char upload[PATH_MAX];    /* canonical upload dir, "" = off */
+  struct pa_peek *peeks;    /* heads still being read */
+  struct pa_relay *relays;  /* plain HTTP connections, relayed to evhttp */
   struct sockaddr_in inner; /* evhttp's loopback address */
-  struct pa_webws *ws;   /* browser connections */
+  struct pa_webws *ws;      /* browser connections */
   unsigned n_ws;
   struct event *live_ev; /* live frames and metric samples, 20 Hz */
   uint64_t live_n;
+  uint32_t *scan_seq; /* [max_robots] the scan seq last sent to /ws */
   /* metrics */
   uint64_t http_requests, http_refused, ws_accepted, ws_refused;
   uint64_t ws_frames[WS_CH_COUNT], ws_bytes[WS_CH_COUNT], ws_dropped;
-  pa_hist sim_period;     /* pa-sim's mean loop period per sample */
-  pa_hist *latency;       /* [actions + 1]: per JSON action, last = unknown */
+  pa_hist sim_period; /* pa-sim's mean loop period per sample */
+  pa_hist *latency;   /* [actions + 1]: per JSON action, last = unknown */
   int n_actions;
-  uint64_t last_loops;    /* pa-sim loops at the previous sample */
-  int64_t last_wall_ns;   /* newest tick's wall time then */
+  uint64_t last_loops;  /* pa-sim loops at the previous sample */
+  int64_t last_wall_ns; /* newest tick's wall time then */
   double last_sim_time;
-  double rtf;             /* sim seconds per wall second, last samples */
+  double rtf; /* sim seconds per wall second, last samples */
   int64_t rtf_wall_ns;
   double rtf_sim_time;
 } pa_web;
@@ -67,8 +75,7 @@ bool pa_web_token_ok(pa_netgw *g, const char *query, const char *auth,
                      const char *cookie);
 /* The value of key in a URL query ("a=1&b=2"), URL-decoded; false if
  * absent. */
-bool pa_web_query(const char *query, const char *key, char *out,
-                  size_t out_sz);
+bool pa_web_query(const char *query, const char *key, char *out, size_t out_sz);
 
 /* web_ws.c (only when ws.c is built: PA_WEB_WS) */
 /* Takes over fd whose request head (head, consumed) asks for /ws. */
