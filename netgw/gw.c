@@ -50,6 +50,9 @@ pa_netgw_def pa_netgw_def_default(void) {
       .idle_timeout_ms = 10000,
       .max_clients_per_peer = 0,
       .reserve_clients = 4,
+      .http_port = 0, /* the process: --http_port 8080 */
+      .web_dir = "",
+      .upload_dir = "",
   };
   return d;
 }

@@ -53,8 +53,8 @@ static void sb_printf(sbuf *b, const char *fmt, ...) {
   for (int pass = 0; pass < 2 && !b->oom; pass++) {
     va_list ap;
     va_start(ap, fmt);
-    int k = vsnprintf(b->s ? b->s + b->n : NULL, b->s ? b->cap - b->n : 0, fmt,
-                      ap);
+    int k =
+        vsnprintf(b->s ? b->s + b->n : NULL, b->s ? b->cap - b->n : 0, fmt, ap);
     va_end(ap);
     if (k < 0) {
       b->oom = true;
@@ -102,11 +102,12 @@ static void sb_f32(sbuf *b, double v) {
   sb_bytes(b, &f, 4);
 }
 
-/* ---- one connection ---------------------------------------------------------*/
+/* ---- one connection
+ * ---------------------------------------------------------*/
 
 static int send_msg(pa_webws *x, int ch, bool binary, const void *p, size_t n) {
-  int r = binary ? pa_ws_send_binary(x->ws, p, n)
-                 : pa_ws_send_text(x->ws, p, n);
+  int r =
+      binary ? pa_ws_send_binary(x->ws, p, n) : pa_ws_send_text(x->ws, p, n);
   if (r == 0) {
     x->w->ws_frames[ch]++;
     x->w->ws_bytes[ch] += n;
@@ -114,8 +115,7 @@ static int send_msg(pa_webws *x, int ch, bool binary, const void *p, size_t n) {
   return r;
 }
 
-static void on_text(struct pa_ws *ws, const char *data, size_t len,
-                    void *arg) {
+static void on_text(struct pa_ws *ws, const char *data, size_t len, void *arg) {
   (void)ws;
   pa_webws *x = arg;
   if (!x->pair)
@@ -195,20 +195,22 @@ void pa_webws_accept(pa_web *w, evutil_socket_t fd,
   pa_netgw *g = w->g;
   /* The query of the request line, for ?token= */
   char query[PA_NETGW_TOKEN_MAX + 64] = "", auth[PA_NETGW_TOKEN_MAX + 16],
-       cookie[1024];
-  const char *q = memchr(head, '?', head_len), *sp = memchr(head, ' ', head_len);
-  const char *sp2 = sp ? memchr(sp + 1, ' ', head_len - (size_t)(sp + 1 - head))
-                       : NULL;
+                                  cookie[1024];
+  const char *q = memchr(head, '?', head_len),
+             *sp = memchr(head, ' ', head_len);
+  const char *sp2 =
+      sp ? memchr(sp + 1, ' ', head_len - (size_t)(sp + 1 - head)) : NULL;
   if (q && sp2 && q < sp2)
     snprintf(query, sizeof query, "%.*s", (int)(sp2 - q - 1), q + 1);
-  bool has_auth = pa_ws_header(head, head_len, "Authorization", auth,
-                               sizeof auth) >= 0;
+  bool has_auth =
+      pa_ws_header(head, head_len, "Authorization", auth, sizeof auth) >= 0;
   bool has_cookie =
       pa_ws_header(head, head_len, "Cookie", cookie, sizeof cookie) >= 0;
   if (!pa_web_token_ok(g, query, has_auth ? auth : NULL,
                        has_cookie ? cookie : NULL)) {
     w->ws_refused++;
-    refuse(fd, "401 Unauthorized", "not_authorized: this gateway has a --token");
+    refuse(fd, "401 Unauthorized",
+           "not_authorized: this gateway has a --token");
     return;
   }
   int sv[2];
@@ -273,7 +275,8 @@ void pa_webws_free_all(pa_web *w) {
     pa_ws_free(w->ws->ws); /* on_close unlinks it */
 }
 
-/* ---- live frames -------------------------------------------------------------*/
+/* ---- live frames
+ * -------------------------------------------------------------*/
 
 static void build_state(pa_web *w, const pa_tick *t, sbuf *b) {
   sb_printf(b,
