@@ -308,6 +308,8 @@ static void on_request(struct evhttp_request *req, void *arg) {
                       "text/plain; version=0.0.4; charset=utf-8");
     evhttp_send_reply(req, 200, "OK", b);
     evbuffer_free(b);
+  } else if (!strcmp(path, "/api/camera")) {
+    pa_webcam_request(w, req, query);
   } else if (!strcmp(path, "/api/status")) {
     char *s = pa_web_status_json(w->g);
     struct evbuffer *b = evbuffer_new();
@@ -552,6 +554,7 @@ static void on_live(evutil_socket_t fd, short what, void *arg) {
   int64_t t0 = pa_now_ns();
   w->live_n++;
   pa_metrics_sample(w);
+  pa_webcam_tick(w);
 #ifdef PA_WEB_WS
   pa_webws_tick(w);
 #endif
@@ -606,7 +609,7 @@ int pa_web_start(pa_netgw *g, char *err, size_t err_sz) {
              strerror(errno));
     return -1;
   }
-  if (pa_metrics_init(w) != 0) {
+  if (pa_metrics_init(w) != 0 || pa_webcam_init(w) != 0) {
     snprintf(err, err_sz, "out of memory");
     return -1;
   }
@@ -682,6 +685,7 @@ void pa_web_stop(pa_netgw *g) {
   if (w->http)
     evhttp_free(w->http);
   pa_metrics_free(w);
+  pa_webcam_free(w);
   free(w->scan_seq);
   free(w);
   g->web = NULL;

@@ -155,6 +155,31 @@ window.addEventListener('blur', () => { keys.clear(); sendDrive(); });
 // the command is re-sent while held, so a lost one does not stop the robot
 setInterval(() => { if (keys.size) sendDrive(); }, 200);
 
+// ---- the selected robot's head camera: JPEG from /api/camera, polled ----------
+
+async function cameraLoop() {
+  const img = $('cam');
+  for (;;) {
+    if ($('showcam').checked) {
+      try {
+        const r = await fetch(`/api/camera?robot=${pa.selected}`, { cache: 'no-store' });
+        if (r.status === 200) {
+          const url = URL.createObjectURL(await r.blob());
+          await new Promise((res) => { img.onload = res; img.onerror = res; img.src = url; });
+          if (img.dataset.url) URL.revokeObjectURL(img.dataset.url);
+          img.dataset.url = url;
+          img.style.display = '';
+          pa.cameraSeq = Number(r.headers.get('X-Frame-Seq'));
+        }
+      } catch { /* the next turn retries */ }
+    } else {
+      img.style.display = 'none';
+    }
+    await new Promise((res) => setTimeout(res, 150));
+  }
+}
+cameraLoop();
+
 // ---- drawing -----------------------------------------------------------------
 
 function renderMap(m) {

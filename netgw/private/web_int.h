@@ -33,7 +33,9 @@ enum {
 };
 extern const char *const pa_web_ws_ch_name[WS_CH_COUNT];
 
-struct pa_webws; /* one browser connection (web_ws.c) */
+struct pa_webws;  /* one browser connection (web_ws.c) */
+struct pa_webcam; /* camera images for the viewer (web_camera.c) */
+struct evhttp_request;
 struct pa_peek;  /* a connection whose request head is being read */
 struct pa_relay; /* a plain HTTP connection relayed to evhttp */
 
@@ -52,6 +54,7 @@ typedef struct pa_web {
   struct event *live_ev; /* live frames and metric samples, 20 Hz */
   uint64_t live_n;
   uint32_t *scan_seq; /* [max_robots] the scan seq last sent to /ws */
+  struct pa_webcam *cam;
   /* metrics */
   uint64_t http_requests, http_refused, ws_accepted, ws_refused;
   uint64_t ws_frames[WS_CH_COUNT], ws_bytes[WS_CH_COUNT], ws_dropped;
@@ -84,6 +87,14 @@ void pa_webws_accept(pa_web *w, evutil_socket_t fd,
                      size_t head_len, const uint8_t *extra, size_t extra_len);
 void pa_webws_tick(pa_web *w); /* sends the live frames */
 void pa_webws_free_all(pa_web *w);
+
+/* web_camera.c */
+int pa_webcam_init(pa_web *w);
+void pa_webcam_free(pa_web *w); /* gives back the camera demand it holds */
+void pa_webcam_tick(pa_web *w);
+/* GET /api/camera?robot=N */
+void pa_webcam_request(pa_web *w, struct evhttp_request *req,
+                       const char *query);
 
 /* metrics.c */
 int pa_metrics_init(pa_web *w);

@@ -110,6 +110,11 @@ run(async () => {
   await sameAsTcp(page, tcp);
   check(await page.evaluate(() => window.pa.state.robots[0][3] !== 0), 'robot 0 has turned');
 
+  // the head camera: pa-render renders robot 0 once the page asks
+  await page.check('#showcam');
+  await until(() => page.evaluate(() => { const i = document.getElementById('cam'); return i.naturalWidth === 640 && i.naturalHeight === 480; }),
+    'head camera image of the selected robot (640 x 480 JPEG)', 20000);
+
   // a TCP client's nav drawing shows up on the page
   await tcp.request('set_nav_path', { robot: 0, path: [[0, 0], [1, 1], [2, 1]] });
   await until(() => page.evaluate(() => window.pa.nav.overlays.some((o) => o.path.length === 3)), 'page shows nav drawings');
