@@ -209,10 +209,10 @@ function drawGrid() {
   ctx.stroke();
   const bar = step * pxPerM;
   ctx.fillStyle = 'rgba(255,255,255,0.85)';
-  ctx.fillRect(8, canvas.height - 42, bar + 60, 20);
+  ctx.fillRect(8, canvas.height - 62, bar + 60, 20);
   ctx.fillStyle = '#000';
-  ctx.fillRect(12, canvas.height - 30, bar, 4);
-  ctx.fillText(`${+step.toFixed(6)} m`, 18 + bar, canvas.height - 26);
+  ctx.fillRect(12, canvas.height - 50, bar, 4);
+  ctx.fillText(`${+step.toFixed(6)} m`, 18 + bar, canvas.height - 46);
 }
 
 // ---- tools ------------------------------------------------------------------------
