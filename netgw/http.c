@@ -373,6 +373,10 @@ static void relay_event(struct bufferevent *bev, short what, void *arg) {
   pa_relay *r = arg;
   if (what & BEV_EVENT_CONNECTED)
     return;
+  if (what & BEV_EVENT_ERROR) {
+    relay_free(r); /* a reset, or evhttp unreachable: nothing to flush */
+    return;
+  }
   if (what & BEV_EVENT_EOF)
     relay_read(bev, r); /* the last bytes */
   r->closing = true;

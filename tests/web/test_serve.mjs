@@ -53,6 +53,16 @@ run(async () => {
     const r = await raw(st.httpPort, bad);
     check(/^HTTP\/1\.1 404/.test(r) && !/playarea|root:/.test(r.split('\r\n\r\n')[1] ?? ''), `raw ${bad} refused`);
   }
+  const notUpgrade = await raw(st.httpPort, '/ws');
+  check(/^HTTP\/1\.1 400/.test(notUpgrade), '/ws without an upgrade is 400');
+  const huge = await new Promise((res) => {
+    const s = net.connect(st.httpPort, '127.0.0.1', () => s.write(`GET /${'a'.repeat(20000)}`));
+    let out = '';
+    s.on('data', (d) => { out += d; });
+    s.on('close', () => res(out));
+    s.on('error', () => res(out));
+  });
+  check(!/200 OK/.test(huge), 'a request line longer than 8 KiB gets no page');
   const up1 = await fetch(`${st.url}/api/upload?name=../x.png`, { method: 'POST', body: 'x' });
   check(up1.status === 400, `upload outside the directory refused (${up1.status})`);
   const up2 = await fetch(`${st.url}/api/upload?name=x.sh`, { method: 'POST', body: 'x' });
