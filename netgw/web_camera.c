@@ -17,7 +17,7 @@
 #include <turbojpeg.h>
 
 #define CAM_HOLD_NS 3000000000LL /* demand held after the last request */
-#define CAM_READS_PER_TICK 64     /* ring records read per live tick */
+#define CAM_READS_PER_TICK 64    /* ring records read per live tick */
 #define CAM_JPEG_QUALITY 80
 
 typedef struct cam_robot {
