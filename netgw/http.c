@@ -73,7 +73,7 @@ bool pa_web_query(const char *query, const char *key, char *out,
       size_t o = 0;
       for (size_t i = kl + 1; i < len && o + 1 < out_sz; i++) {
         int hi, lo;
-        if (p[i] == '%' && i + 2 < len + 1 && (hi = hexval(p[i + 1])) >= 0 &&
+        if (p[i] == '%' && i + 2 < len && (hi = hexval(p[i + 1])) >= 0 &&
             (lo = hexval(p[i + 2])) >= 0) {
           out[o++] = (char)(hi * 16 + lo);
           i += 2;
@@ -280,7 +280,8 @@ static void on_request(struct evhttp_request *req, void *arg) {
     return;
   }
   char t[PA_NETGW_TOKEN_MAX + 1];
-  if (w->g->token[0] && query && pa_web_query(query, "token", t, sizeof t)) {
+  if (w->g->token[0] && query && pa_web_query(query, "token", t, sizeof t) &&
+      pa_gw_token_ok(w->g, t)) {
     /* The page's modules and /ws carry no query: a cookie takes it along. */
     char cookie[PA_NETGW_TOKEN_MAX + 64];
     snprintf(cookie, sizeof cookie,
