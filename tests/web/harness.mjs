@@ -60,6 +60,8 @@ export async function startStack(args = []) {
 }
 
 export async function stopStack(st) {
+  if (st.stopped) return;
+  st.stopped = true;
   if (st.proc.exitCode === null && st.proc.signalCode === null) {
     const done = new Promise((r) => st.proc.once('exit', r));
     st.proc.kill('SIGTERM');
@@ -73,6 +75,7 @@ export async function stopStack(st) {
   }
   const bad = /ERROR: (Address|Leak)Sanitizer|runtime error:/.exec(st.log());
   if (bad) throw new Error(`sanitizer report from the stack:\n${st.log()}`);
+  if (st.proc.exitCode !== 0) throw new Error(`playarea exited ${st.proc.exitCode ?? st.proc.signalCode} after SIGTERM\n${st.log().slice(-3000)}`);
 }
 
 export async function browser() {
