@@ -107,12 +107,39 @@ run(async () => {
   }
   check(diff === 0 && occ > 300 && unk > 0, `pa-map loads every cell as drawn (${diff} differ; ${occ} occupied, ${unk} unknown)`);
 
+  // open: the PNG export and pa-map's PGM come back as the same cells
+  for (const [yaml, img] of [['room.yaml', 'room.png'], ['back.yaml', 'back.pgm']]) {
+    await page.click('#new'); // a blank grid first, so the check means something
+    await page.setInputFiles('#open', [path.join(st.tmp, yaml), path.join(st.tmp, img)]);
+    await until(async () => (await page.locator('#ok').innerText()).startsWith(`opened ${yaml}`), `open ${yaml} + ${img}`);
+    const again = await cellsOf(page);
+    const o = await page.evaluate(() => [window.editor.W, window.editor.H, window.editor.res, ...window.editor.origin]);
+    check(again.join() === cells.join() && o.join() === '120,80,0.05,-3,-2,0', `${img} opens as the drawn grid, size and origin`);
+  }
+  await page.fill('#name', 'room');
+
   // Run it: a robot at (0, 0) facing east in the room
   await page.click('#wtools [data-tool=robot]');
   const [rx, ry] = await page.evaluate(() => window.editor.worldToScreen(0, 0));
   const box = await page.locator('#view').boundingBox();
   await page.mouse.click(box.x + rx, box.y + ry);
   check(await page.evaluate(() => window.editor.robots.length === 1), 'robot placed');
+  // a box obstacle south of it: x -0.2 .. 0.2, y -1.2 .. -0.8
+  await page.click('#wtools [data-tool=obox]');
+  const [ox0, oy0] = await page.evaluate(() => window.editor.worldToScreen(-0.2, -0.8));
+  const [ox1, oy1] = await page.evaluate(() => window.editor.worldToScreen(0.2, -1.2));
+  await page.mouse.move(box.x + ox0, box.y + oy0);
+  await page.mouse.down();
+  await page.mouse.move(box.x + ox1, box.y + oy1, { steps: 3 });
+  await page.mouse.up();
+  check(await page.evaluate(() => window.editor.obstacles.length === 1), 'box obstacle placed');
+  // the world YAML export loads with pa-map next to the map files
+  const wdl = page.waitForEvent('download');
+  await page.click('#exportworld');
+  const wd = await wdl;
+  await wd.saveAs(path.join(st.tmp, wd.suggestedFilename()));
+  const winfo = paMap('check', path.join(st.tmp, 'room.world.yaml'));
+  check(/robots: 1, obstacles: 1/.test(winfo) && /size: 120 x 80 cells/.test(winfo), 'pa-map check reads the exported world YAML');
   await page.click('#run');
   const r = await until(() => page.evaluate(() => window.editor.lastRun), 'Run it answered');
   check(r.success && r.action === 'set_scenario', `set_scenario ok (${JSON.stringify(r.error ?? '')})`);
@@ -136,6 +163,9 @@ run(async () => {
   check(Math.abs(sc.ranges[iN] - 1.45) < 0.06, `laser to the north sees the wall at 1.45 m (${sc.ranges[iN]})`);
   // west: column 10 ends at x = -3 + 11 * 0.05 = -2.45 m
   check(Math.abs(sc.ranges[0] - 2.45) < 0.06, `laser to the west sees the wall at 2.45 m (${sc.ranges[0]})`);
+  // south: the placed box's north face at y = -0.8 (its edges are within a pixel)
+  const iS = Math.round((-Math.PI / 2 - sc.angle_min) / sc.angle_increment);
+  check(Math.abs(sc.ranges[iS] - 0.8) < 0.06, `laser to the south sees the placed box at 0.8 m (${sc.ranges[iS]})`);
   check(page.errors.length === 0, `no page errors (${page.errors})`);
   if (process.env.PA_WEB_SCREENSHOTS) {
     await page.screenshot({ path: path.join(process.env.PA_WEB_SCREENSHOTS, 'web-editor.png') });
