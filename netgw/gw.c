@@ -5,6 +5,7 @@
  * Everything runs in one libevent loop; bridge.c threads only wake it. */
 #define _GNU_SOURCE
 #include "netgw_int.h"
+#include "web_int.h"
 
 #include "pa_util.h"
 
@@ -49,6 +50,9 @@ pa_netgw_def pa_netgw_def_default(void) {
       .idle_timeout_ms = 10000,
       .max_clients_per_peer = 0,
       .reserve_clients = 4,
+      .http_port = 0, /* the process: --http_port 8080 */
+      .web_dir = "",
+      .upload_dir = "",
   };
   return d;
 }
@@ -280,6 +284,16 @@ pa_netgw *pa_netgw_create(const pa_netgw_def *d, pa_stack *stack, char *err,
     goto fail;
   }
   event_add(g->stop_ev, NULL);
+  /* The browser side: a default port taken by another stack only warns. */
+  char werr[512];
+  if (pa_web_start(g, werr, sizeof werr) != 0) {
+    pa_web_stop(g);
+    if (d->http_required || strncmp(werr, "cannot listen", 13)) {
+      snprintf(err, err_sz, "%s", werr);
+      goto fail;
+    }
+    pa_warn("%s: serving no web pages", werr);
+  }
   struct timeval hp = {0, HEALTH_PERIOD_US};
   event_add(g->health_ev, &hp);
 
@@ -321,6 +335,7 @@ void pa_netgw_destroy(pa_netgw *g) {
   pa_bridge_stop(&g->br_scan);
   pa_bridge_stop(&g->br_cam);
   pa_bridge_stop(&g->br_reply);
+  pa_web_stop(g);
   if (g->clients)
     for (uint32_t i = 0; i < g->slots; i++)
       if (g->clients[i])

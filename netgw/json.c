@@ -5,6 +5,7 @@
  * it (and the rest of a batch) when the reply or the timeout comes. */
 #define _GNU_SOURCE
 #include "json_int.h"
+#include "web_int.h"
 
 #include <event2/buffer.h>
 #include <inttypes.h>
@@ -292,6 +293,7 @@ static json_t *exec_one(pa_client *c, json_t *req) {
   x.c = c;
   x.req = req;
   x.sim_time = -1;
+  c->jstart_ns = pa_now_ns();
   const char *aname = NULL;
   json_t *d = NULL, *empty = NULL;
   if (!json_is_object(req)) {
@@ -402,6 +404,7 @@ static json_t *exec_one(pa_client *c, json_t *req) {
   }
   if (d) {
     json_decref(empty);
+    pa_metrics_request(g, x.act->name, pa_now_ns() - c->jstart_ns);
     return envelope_ok(req, x.act, d,
                        x.sim_time < 0 ? pa_json_now(g) : x.sim_time);
   }
@@ -409,6 +412,7 @@ err:
   json_decref(empty);
   if (x.st == PA_OK)
     pa_json_fail(&x, PA_ERR_INVALID_MESSAGE, "request failed");
+  pa_metrics_request(g, x.act ? x.act->name : NULL, pa_now_ns() - c->jstart_ns);
   return envelope_err(req, x.act ? x.act->name : aname, x.st, x.msg,
                       pa_json_now(g));
 }
@@ -536,6 +540,7 @@ void pa_json_complete(pa_client *c, const pa_reply *r) {
              : envelope_err(req, a->name, x.st, x.msg, x.sim_time);
   }
   json_decref(req);
+  pa_metrics_request(g, a->name, pa_now_ns() - c->jstart_ns);
   if (c->jbatch) {
     json_array_append_new(c->jresponses, resp);
     c->jbatch_i++;

@@ -134,6 +134,13 @@ typedef struct pa_netgw_def {
   /* Slots beyond max_clients, each only for an address holding no other
    * connection: an admin still gets in when one peer took them all. */
   unsigned reserve_clients;
+  /* The browser side (http.c): HTTP pages, /metrics and /ws on their own
+   * port. -1 = pick a free one, 0 = none (the library default). */
+  int32_t http_port;
+  bool http_required;  /* a port that cannot be bound stops the gateway */
+  const char *web_dir; /* static pages; NULL or "" = the built-in path */
+  const char
+      *upload_dir; /* where the editor's "Run it" writes maps; "" = off */
 } pa_netgw_def;
 pa_netgw_def pa_netgw_def_default(void);
 
@@ -157,6 +164,8 @@ pa_netgw *pa_netgw_create(const pa_netgw_def *d, pa_stack *stack, char *err,
                           size_t err_sz);
 /* The bound TCP port. */
 unsigned pa_netgw_port(const pa_netgw *g);
+/* The bound HTTP port, 0 when the gateway serves no HTTP. */
+unsigned pa_netgw_http_port(const pa_netgw *g);
 /* Runs the event loop until pa_netgw_stop() or SIGINT/SIGTERM (when
  * handle_signals). Sets health ready = 1 first. */
 int pa_netgw_run(pa_netgw *g, bool handle_signals);

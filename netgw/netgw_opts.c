@@ -4,6 +4,7 @@
 #include "netgw.h"
 
 #include <stdio.h>
+#include <string.h>
 
 #define ROW(FIELD, NAME, TYPE, MIN, MAX, DEF, HELP)                            \
   PA_OPT_ROW(pa_netgw_args, FIELD, NAME, TYPE, MIN, MAX, DEF, NULL, HELP)
@@ -44,10 +45,18 @@ static const pa_opt_row rows[] = {
     {ROW(def.realtime, "realtime", PA_OPT_FLAG, 0, -1, 0,
          "pa-netgw: odom thread SCHED_FIFO priority 9 (below pa-sim's 10), "
          "mlockall, --odom_watch_us 300 (needs CAP_SYS_NICE; best effort)")},
+    {ROW(def.http_port, "http_port", PA_OPT_I32, -1, 65535, 8080,
+         "HTTP port of the web viewer, map editor, /metrics and /ws (0 = none, "
+         "-1 = pick a free one; with --tcp_port 0 and no --http_port: -1)")},
+    {STR(def.web_dir, "web_dir", "",
+         "directory of the web pages ('' = the source tree's web/ or "
+         "<bin>/../share/playarea/web)")},
+    {STR(def.upload_dir, "upload_dir", "",
+         "the editor's \"Run it\" writes maps and worlds here (under pa-sim's "
+         "--data_dir; '' = off)")},
 };
 
 static int finish(void *args, const bool *given, char *err, size_t err_sz) {
-  (void)given;
   pa_netgw_args *a = args;
   if (!a->def.bind || !*a->def.bind) {
     snprintf(err, err_sz, "--bind: empty address");
@@ -57,6 +66,14 @@ static int finish(void *args, const bool *given, char *err, size_t err_sz) {
     snprintf(err, err_sz, "--instance: empty name");
     return -1;
   }
+  /* An explicit HTTP port must bind; the default one only warns (a second
+   * stack on this machine), and a stack on a picked TCP port picks it too. */
+  for (size_t k = 0; k < sizeof rows / sizeof rows[0]; k++)
+    if (!strcmp(rows[k].o.name, "http_port")) {
+      a->def.http_required = given[k];
+      if (!given[k] && a->def.tcp_port == 0)
+        a->def.http_port = -1;
+    }
   /* SCHED_FIFO alone does not cut p99: realtime also watches. */
   long watch = a->odom_watch_us;
   if (watch < 0)

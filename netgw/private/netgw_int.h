@@ -177,6 +177,7 @@ typedef struct pa_client {
   uint32_t auth_failures;
   int64_t connected_ns, partial_ns, closing_ns; /* idle limits: 0 = none */
   struct event *idle_ev;
+  int64_t jstart_ns; /* the JSON request being answered arrived (metrics) */
 } pa_client;
 
 typedef struct pa_netgw {
@@ -224,6 +225,7 @@ typedef struct pa_netgw {
   /* loop cost per health period */
   int64_t cb_ns_sum, cb_ns_max;
   uint64_t cb_n;
+  struct pa_web *web; /* http.c: pages, /metrics, /ws; NULL = no HTTP */
 } pa_netgw;
 
 /* gw.c, for json.c */

@@ -1,0 +1,697 @@
+/* http.c - the gateway's browser side: one listener on --http_port whose
+ * connections are sorted by their request line. A WebSocket upgrade of /ws
+ * goes to web_ws.c (libevent 2.1's evhttp cannot hand a connection over
+ * after an upgrade); everything else is relayed, bytes as they are, to an
+ * evhttp server on a loopback port of its own (2.1 exports no way to give
+ * evhttp an accepted socket), which serves the pages in web/, /metrics and
+ * the editor's uploads. The request line is only peeked (MSG_PEEK), so the
+ * relay passes the request whole. */
+#define _GNU_SOURCE
+#include "web_int.h"
+
+#include "pa_util.h"
+
+#include <arpa/inet.h>
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <event2/bufferevent.h>
+#include <event2/http.h>
+#include <event2/keyvalq_struct.h>
+
+#ifdef PA_WEB_WS
+#include "ws.h"
+#else
+#define PA_WS_MAX_HEAD 8192
+#endif
+
+#ifndef PA_WEB_DIR
+#define PA_WEB_DIR ""
+#endif
+
+#define PEEK_TIMEOUT_MS 10000  /* a request head must arrive within this */
+#define PEEK_RETRY_US 5000     /* poll again when the request line is partial */
+#define UPLOAD_MAX (32u << 20) /* [bytes] one uploaded file */
+#define LIVE_PERIOD_US 50000   /* 20 Hz */
+
+/* A connection whose request head is being read. */
+typedef struct pa_peek {
+  struct pa_peek *next;
+  pa_web *w;
+  evutil_socket_t fd;
+  struct sockaddr_in peer;
+  struct event *ev; /* readable, or the retry timer */
+  bool consuming;   /* a /ws request: the head is read for real into buf */
+  size_t n;
+  int64_t start_ns;
+  char buf[PA_WS_MAX_HEAD + 1];
+} pa_peek;
+
+unsigned pa_netgw_http_port(const pa_netgw *g) {
+  return g->web ? g->web->port : 0;
+}
+
+/* ---- token ----------------------------------------------------------------*/
+
+static int hexval(int c) {
+  return isdigit(c) ? c - '0' : isxdigit(c) ? (tolower(c) - 'a' + 10) : -1;
+}
+
+bool pa_web_query(const char *query, const char *key, char *out,
+                  size_t out_sz) {
+  size_t kl = strlen(key);
+  for (const char *p = query; p && *p;) {
+    const char *amp = strchr(p, '&');
+    size_t len = amp ? (size_t)(amp - p) : strlen(p);
+    if (len > kl && !strncmp(p, key, kl) && p[kl] == '=') {
+      size_t o = 0;
+      for (size_t i = kl + 1; i < len && o + 1 < out_sz; i++) {
+        int hi, lo;
+        if (p[i] == '%' && i + 2 < len && (hi = hexval(p[i + 1])) >= 0 &&
+            (lo = hexval(p[i + 2])) >= 0) {
+          out[o++] = (char)(hi * 16 + lo);
+          i += 2;
+        } else {
+          out[o++] = p[i] == '+' ? ' ' : p[i];
+        }
+      }
+      out[o] = '\0';
+      return true;
+    }
+    p = amp ? amp + 1 : NULL;
+  }
+  return false;
+}
+
+bool pa_web_token_ok(pa_netgw *g, const char *query, const char *auth,
+                     const char *cookie) {
+  if (!g->token[0])
+    return true;
+  char t[PA_NETGW_TOKEN_MAX + 1];
+  if (query && pa_web_query(query, "token", t, sizeof t) &&
+      pa_gw_token_ok(g, t))
+    return true;
+  if (auth && !strncasecmp(auth, "Bearer ", 7)) {
+    snprintf(t, sizeof t, "%s", auth + 7);
+    if (pa_gw_token_ok(g, t))
+      return true;
+  }
+  for (const char *c = cookie; c && (c = strstr(c, "pa_token=")); c += 9) {
+    if (c != cookie && c[-1] != ' ' && c[-1] != ';')
+      continue;
+    size_t n = strcspn(c + 9, "; ");
+    if (n < sizeof t) {
+      memcpy(t, c + 9, n);
+      t[n] = '\0';
+      if (pa_gw_token_ok(g, t))
+        return true;
+    }
+  }
+  return false;
+}
+
+/* ---- evhttp: pages, /metrics, uploads
+ * ---------------------------------------*/
+
+static void reply_text(struct evhttp_request *req, int code, const char *why,
+                       const char *text) {
+  struct evbuffer *b = evbuffer_new();
+  if (b)
+    evbuffer_add_printf(b, "%s\n", text);
+  evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
+                    "text/plain; charset=utf-8");
+  evhttp_send_reply(req, code, why, b);
+  if (b)
+    evbuffer_free(b);
+}
+
+static const char *content_type(const char *path) {
+  static const char *const map[][2] = {
+      {".html", "text/html; charset=utf-8"},
+      {".js", "text/javascript; charset=utf-8"},
+      {".mjs", "text/javascript; charset=utf-8"},
+      {".css", "text/css; charset=utf-8"},
+      {".json", "application/json"},
+      {".png", "image/png"},
+      {".svg", "image/svg+xml"},
+      {".yaml", "text/yaml; charset=utf-8"},
+      {".pgm", "image/x-portable-graymap"},
+      {".ico", "image/x-icon"},
+  };
+  const char *dot = strrchr(path, '.');
+  for (size_t i = 0; dot && i < sizeof map / sizeof map[0]; i++)
+    if (!strcmp(dot, map[i][0]))
+      return map[i][1];
+  return "application/octet-stream";
+}
+
+/* A file of web/ named by a URL path; refuses anything outside web/. */
+static void serve_file(pa_web *w, struct evhttp_request *req,
+                       const char *path) {
+  if (!strcmp(path, "/"))
+    path = "/index.html";
+  else if (!strcmp(path, "/editor"))
+    path = "/editor.html";
+  char rel[512];
+  size_t n = strlen(path);
+  bool ok =
+      n > 1 && n < sizeof rel && !strstr(path, "..") && !strstr(path, "//");
+  for (size_t i = 0; ok && i < n; i++)
+    ok = isalnum((unsigned char)path[i]) || strchr("/._-", path[i]);
+  if (!ok) {
+    reply_text(req, 404, "Not Found", "no such page");
+    return;
+  }
+  snprintf(rel, sizeof rel, "%s", path + 1);
+  char full[PATH_MAX + 600], real[PATH_MAX];
+  snprintf(full, sizeof full, "%s/%s", w->dir, rel);
+  size_t dl = strlen(w->dir);
+  struct stat st;
+  int fd = -1;
+  /* realpath again: a symlink inside web/ must not lead out of it */
+  if (!realpath(full, real) || strncmp(real, w->dir, dl) || real[dl] != '/' ||
+      (fd = open(real, O_RDONLY | O_CLOEXEC)) < 0 || fstat(fd, &st) != 0 ||
+      !S_ISREG(st.st_mode)) {
+    if (fd >= 0)
+      close(fd);
+    reply_text(req, 404, "Not Found", "no such page");
+    return;
+  }
+  struct evbuffer *b = evbuffer_new();
+  if (!b || evbuffer_add_file(b, fd, 0, st.st_size) != 0) {
+    if (b)
+      evbuffer_free(b);
+    else
+      close(fd);
+    reply_text(req, 500, "Internal Server Error", "cannot read the file");
+    return;
+  }
+  struct evkeyvalq *h = evhttp_request_get_output_headers(req);
+  evhttp_add_header(h, "Content-Type", content_type(real));
+  evhttp_add_header(h, "Cache-Control", "no-cache");
+  evhttp_send_reply(req, 200, "OK", b);
+  evbuffer_free(b);
+}
+
+/* POST /api/upload?name=F: the editor's map or world, written into
+ * --upload_dir (so that pa-sim's set_map / set_scenario can read it). */
+static void upload(pa_web *w, struct evhttp_request *req, const char *query) {
+  char name[128], msg[2 * PATH_MAX + 300];
+  if (!w->upload[0]) {
+    reply_text(req, 403, "Forbidden",
+               "uploads are off: start pa-netgw with --upload_dir");
+    return;
+  }
+  if (evhttp_request_get_command(req) != EVHTTP_REQ_POST) {
+    reply_text(req, 405, "Method Not Allowed", "upload with POST");
+    return;
+  }
+  bool ok = pa_web_query(query, "name", name, sizeof name) && name[0] &&
+            name[0] != '.';
+  for (size_t i = 0; ok && name[i]; i++)
+    ok = isalnum((unsigned char)name[i]) || strchr("._-", name[i]);
+  const char *dot = ok ? strrchr(name, '.') : NULL;
+  if (!dot ||
+      (strcmp(dot, ".png") && strcmp(dot, ".pgm") && strcmp(dot, ".yaml"))) {
+    reply_text(req, 400, "Bad Request",
+               "name: letters, digits, . _ - ending .png, .pgm or .yaml");
+    return;
+  }
+  struct evbuffer *in = evhttp_request_get_input_buffer(req);
+  size_t len = evbuffer_get_length(in);
+  if (len > UPLOAD_MAX) {
+    reply_text(req, 413, "Payload Too Large", "at most 32 MiB");
+    return;
+  }
+  char path[PATH_MAX + 200], tmp[PATH_MAX + 220];
+  snprintf(path, sizeof path, "%s/%s", w->upload, name);
+  snprintf(tmp, sizeof tmp, "%s.tmp%d", path, (int)getpid());
+  int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  bool wrote = fd >= 0;
+  while (wrote && evbuffer_get_length(in) > 0)
+    wrote = evbuffer_write(in, fd) > 0;
+  if (fd >= 0 && close(fd) != 0)
+    wrote = false;
+  if (!wrote || rename(tmp, path) != 0) {
+    snprintf(msg, sizeof msg, "cannot write %s: %s", path, strerror(errno));
+    unlink(tmp);
+    reply_text(req, 500, "Internal Server Error", msg);
+    return;
+  }
+  struct evbuffer *b = evbuffer_new();
+  if (b) {
+    json_t *o = json_pack("{s:s, s:I}", "path", path, "bytes", (json_int_t)len);
+    char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
+    if (s)
+      evbuffer_add(b, s, strlen(s));
+    free(s);
+    json_decref(o);
+  }
+  evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
+                    "application/json");
+  evhttp_send_reply(req, 200, "OK", b);
+  if (b)
+    evbuffer_free(b);
+}
+
+static void on_request(struct evhttp_request *req, void *arg) {
+  pa_web *w = arg;
+  w->http_requests++;
+  const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(req);
+  const char *path = uri ? evhttp_uri_get_path(uri) : NULL;
+  const char *query = uri ? evhttp_uri_get_query(uri) : NULL;
+  struct evkeyvalq *ih = evhttp_request_get_input_headers(req);
+  if (!path || !*path)
+    path = "/";
+  if (!pa_web_token_ok(w->g, query, evhttp_find_header(ih, "Authorization"),
+                       evhttp_find_header(ih, "Cookie"))) {
+    w->http_refused++;
+    evhttp_add_header(evhttp_request_get_output_headers(req),
+                      "WWW-Authenticate", "Bearer");
+    reply_text(req, 401, "Unauthorized",
+               "not_authorized: this gateway has a --token: add ?token=... "
+               "or an Authorization: Bearer header");
+    return;
+  }
+  char t[PA_NETGW_TOKEN_MAX + 1];
+  if (w->g->token[0] && query && pa_web_query(query, "token", t, sizeof t) &&
+      pa_gw_token_ok(w->g, t)) {
+    /* The page's modules and /ws carry no query: a cookie takes it along. */
+    char cookie[PA_NETGW_TOKEN_MAX + 64];
+    snprintf(cookie, sizeof cookie,
+             "pa_token=%s; Path=/; HttpOnly; SameSite=Strict", t);
+    evhttp_add_header(evhttp_request_get_output_headers(req), "Set-Cookie",
+                      cookie);
+  }
+  enum evhttp_cmd_type cmd = evhttp_request_get_command(req);
+  if (!strcmp(path, "/api/upload")) {
+    upload(w, req, query);
+    return;
+  }
+  if (cmd != EVHTTP_REQ_GET && cmd != EVHTTP_REQ_HEAD) {
+    reply_text(req, 405, "Method Not Allowed", "GET only");
+    return;
+  }
+  if (!strcmp(path, "/metrics")) {
+    struct evbuffer *b = evbuffer_new();
+    if (!b) {
+      reply_text(req, 500, "Internal Server Error", "out of memory");
+      return;
+    }
+    pa_metrics_write(w, b);
+    evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
+                      "text/plain; version=0.0.4; charset=utf-8");
+    evhttp_send_reply(req, 200, "OK", b);
+    evbuffer_free(b);
+  } else if (!strcmp(path, "/api/camera")) {
+    pa_webcam_request(w, req, query);
+  } else if (!strcmp(path, "/api/status")) {
+    char *s = pa_web_status_json(w->g);
+    struct evbuffer *b = evbuffer_new();
+    if (b && s)
+      evbuffer_add(b, s, strlen(s));
+    evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
+                      "application/json");
+    evhttp_send_reply(req, s ? 200 : 500, s ? "OK" : "Error", b);
+    if (b)
+      evbuffer_free(b);
+    free(s);
+  } else if (!strcmp(path, "/ws")) {
+    reply_text(req, 400, "Bad Request",
+#ifdef PA_WEB_WS
+               "/ws takes a WebSocket upgrade"
+#else
+               "this build has no WebSocket support"
+#endif
+    );
+  } else {
+    serve_file(w, req, path);
+  }
+}
+
+/* ---- the listener: sort connections by their request head
+ * -------------------*/
+
+/* ---- the relay to evhttp --------------------------------------------------*/
+
+typedef struct pa_relay {
+  struct pa_relay *next, **prev;
+  pa_web *w;
+  struct bufferevent *a, *b; /* the browser, evhttp */
+  bool closing;              /* one side ended: flush the other, then free */
+} pa_relay;
+
+static void relay_free(pa_relay *r) {
+  *r->prev = r->next;
+  if (r->next)
+    r->next->prev = r->prev;
+  bufferevent_free(r->a);
+  bufferevent_free(r->b);
+  free(r);
+}
+
+static void relay_read(struct bufferevent *bev, void *arg) {
+  pa_relay *r = arg;
+  struct bufferevent *to = bev == r->a ? r->b : r->a;
+  evbuffer_add_buffer(bufferevent_get_output(to), bufferevent_get_input(bev));
+}
+
+static void relay_write(struct bufferevent *bev, void *arg) {
+  pa_relay *r = arg;
+  (void)bev;
+  if (r->closing && !evbuffer_get_length(bufferevent_get_output(r->a)) &&
+      !evbuffer_get_length(bufferevent_get_output(r->b)))
+    relay_free(r);
+}
+
+static void relay_event(struct bufferevent *bev, short what, void *arg) {
+  pa_relay *r = arg;
+  if (what & BEV_EVENT_CONNECTED)
+    return;
+  if (what & BEV_EVENT_ERROR) {
+    relay_free(r); /* a reset, or evhttp unreachable: nothing to flush */
+    return;
+  }
+  if (what & BEV_EVENT_EOF)
+    relay_read(bev, r); /* the last bytes */
+  r->closing = true;
+  bufferevent_disable(bev, EV_READ);
+  relay_write(bev, r); /* free once the other side's output is out */
+}
+
+static void relay_start(pa_web *w, evutil_socket_t fd) {
+  pa_relay *r = calloc(1, sizeof *r);
+  if (r) {
+    r->w = w;
+    r->a = bufferevent_socket_new(w->g->base, fd, BEV_OPT_CLOSE_ON_FREE);
+    r->b = bufferevent_socket_new(w->g->base, -1, BEV_OPT_CLOSE_ON_FREE);
+  }
+  if (!r || !r->a || !r->b ||
+      bufferevent_socket_connect(r->b, (struct sockaddr *)&w->inner,
+                                 sizeof w->inner) != 0) {
+    if (r && r->a)
+      bufferevent_free(r->a);
+    else
+      evutil_closesocket(fd);
+    if (r && r->b)
+      bufferevent_free(r->b);
+    free(r);
+    return;
+  }
+  r->next = w->relays;
+  r->prev = &w->relays;
+  if (w->relays)
+    w->relays->prev = &r->next;
+  w->relays = r;
+  bufferevent_setcb(r->a, relay_read, relay_write, relay_event, r);
+  bufferevent_setcb(r->b, relay_read, relay_write, relay_event, r);
+  bufferevent_enable(r->a, EV_READ | EV_WRITE);
+  bufferevent_enable(r->b, EV_READ | EV_WRITE);
+}
+
+static void peek_free(pa_peek *p, bool close_fd) {
+  pa_peek **pp = &p->w->peeks;
+  while (*pp && *pp != p)
+    pp = &(*pp)->next;
+  if (*pp)
+    *pp = p->next;
+  if (p->ev)
+    event_free(p->ev);
+  if (close_fd)
+    evutil_closesocket(p->fd);
+  free(p);
+}
+
+static void on_peek(evutil_socket_t fd, short what, void *arg);
+
+/* Waits for more of the head: readable (consuming) or a short poll (peeking:
+ * the peeked bytes keep the socket readable). */
+static void peek_rearm(pa_peek *p) {
+  event_free(p->ev);
+  if (p->consuming) {
+    p->ev = event_new(p->w->g->base, p->fd, EV_READ, on_peek, p);
+    struct timeval tv = {PEEK_TIMEOUT_MS / 1000, 0};
+    if (p->ev)
+      event_add(p->ev, &tv);
+  } else {
+    p->ev = evtimer_new(p->w->g->base, on_peek, p);
+    struct timeval tv = {0, PEEK_RETRY_US};
+    if (p->ev)
+      evtimer_add(p->ev, &tv);
+  }
+  if (!p->ev)
+    peek_free(p, true);
+}
+
+static void on_peek(evutil_socket_t fd, short what, void *arg) {
+  (void)fd;
+  pa_peek *p = arg;
+  pa_web *w = p->w;
+  if ((what & EV_TIMEOUT && p->consuming) ||
+      pa_now_ns() - p->start_ns > (int64_t)PEEK_TIMEOUT_MS * 1000000) {
+    peek_free(p, true); /* no request head in time */
+    return;
+  }
+  ssize_t r = p->consuming
+                  ? recv(p->fd, p->buf + p->n, PA_WS_MAX_HEAD - p->n, 0)
+                  : recv(p->fd, p->buf, PA_WS_MAX_HEAD, MSG_PEEK);
+  if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR)) {
+    peek_free(p, true);
+    return;
+  }
+  if (r > 0)
+    p->n = p->consuming ? p->n + (size_t)r : (size_t)r;
+  p->buf[p->n] = '\0';
+  char *eol = memchr(p->buf, '\n', p->n);
+  if (!eol) {
+    if (p->n >= PA_WS_MAX_HEAD)
+      peek_free(p, true);
+    else
+      peek_rearm(p);
+    return;
+  }
+  /* "GET /ws" or "GET /ws?..." goes to the WebSocket side. */
+  bool ws = !strncmp(p->buf, "GET /ws ", 8) || !strncmp(p->buf, "GET /ws?", 8);
+  if (!ws) {
+    evutil_socket_t f = p->fd;
+    peek_free(p, false);
+    relay_start(w, f);
+    return;
+  }
+  if (!p->consuming) {
+    /* Read what was peeked for real; the rest of the head follows. */
+    p->consuming = true;
+    p->n = 0;
+    on_peek(fd, EV_READ, p);
+    return;
+  }
+  char *end = strstr(p->buf, "\r\n\r\n");
+  if (!end) {
+    if (p->n >= PA_WS_MAX_HEAD)
+      peek_free(p, true);
+    else
+      peek_rearm(p);
+    return;
+  }
+  size_t head_len = (size_t)(end + 4 - p->buf);
+#ifdef PA_WEB_WS
+  evutil_socket_t f = p->fd;
+  struct sockaddr_in peer = p->peer;
+  /* pa_webws_accept takes the fd: detach it from the peek first */
+  event_free(p->ev);
+  p->ev = NULL;
+  pa_webws_accept(w, f, &peer, p->buf, head_len,
+                  (const uint8_t *)p->buf + head_len, p->n - head_len);
+  peek_free(p, false);
+#else
+  (void)head_len;
+  static const char no[] = "HTTP/1.1 501 Not Implemented\r\nContent-Length: "
+                           "0\r\nConnection: close\r\n\r\n";
+  ssize_t wr = send(p->fd, no, sizeof no - 1, MSG_NOSIGNAL);
+  (void)wr;
+  w->ws_refused++;
+  peek_free(p, true);
+#endif
+}
+
+static void on_accept(struct evconnlistener *lis, evutil_socket_t fd,
+                      struct sockaddr *sa, int salen, void *arg) {
+  (void)lis;
+  pa_web *w = arg;
+  pa_peek *p = calloc(1, sizeof *p);
+  if (!p || sa->sa_family != AF_INET || salen < (int)sizeof p->peer) {
+    free(p);
+    evutil_closesocket(fd);
+    return;
+  }
+  p->w = w;
+  p->fd = fd;
+  memcpy(&p->peer, sa, sizeof p->peer);
+  p->start_ns = pa_now_ns();
+  p->ev = event_new(w->g->base, fd, EV_READ, on_peek, p);
+  struct timeval tv = {PEEK_TIMEOUT_MS / 1000, 0};
+  if (!p->ev || event_add(p->ev, &tv) != 0) {
+    if (p->ev)
+      event_free(p->ev);
+    free(p);
+    evutil_closesocket(fd);
+    return;
+  }
+  p->next = w->peeks;
+  w->peeks = p;
+}
+
+static void on_accept_error(struct evconnlistener *lis, void *arg) {
+  (void)lis, (void)arg;
+  pa_warn("http accept: %s",
+          evutil_socket_error_to_string(EVUTIL_SOCKET_ERROR()));
+}
+
+static void on_live(evutil_socket_t fd, short what, void *arg) {
+  (void)fd, (void)what;
+  pa_web *w = arg;
+  int64_t t0 = pa_now_ns();
+  w->live_n++;
+  pa_metrics_sample(w);
+  pa_webcam_tick(w);
+#ifdef PA_WEB_WS
+  pa_webws_tick(w);
+#endif
+  pa_gw_account(w->g, t0);
+}
+
+/* web/: --web_dir, else next to the binary once installed, else the source
+ * tree's (a build run in place). */
+static int find_web_dir(pa_web *w, const char *flag, char *err, size_t err_sz) {
+  char cand[3][PATH_MAX];
+  int n = 0;
+  if (flag && *flag) {
+    snprintf(cand[n++], PATH_MAX, "%s", flag);
+  } else {
+    char exe[PATH_MAX];
+    ssize_t l = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (l > 0) {
+      exe[l] = '\0';
+      char *slash = strrchr(exe, '/');
+      if (slash)
+        *slash = '\0';
+      snprintf(cand[n++], PATH_MAX, "%.*s/../share/playarea/web", PATH_MAX - 30,
+               exe);
+    }
+    snprintf(cand[n++], PATH_MAX, "%s", PA_WEB_DIR);
+  }
+  for (int i = 0; i < n; i++) {
+    char probe[4 * PATH_MAX];
+    snprintf(probe, sizeof probe, "%s/index.html", cand[i]);
+    if (cand[i][0] && access(probe, R_OK) == 0 && realpath(cand[i], w->dir))
+      return 0;
+  }
+  snprintf(err, err_sz, "--web_dir: no index.html in %.200s", cand[0]);
+  return -1;
+}
+
+int pa_web_start(pa_netgw *g, char *err, size_t err_sz) {
+  const pa_netgw_def *d = &g->def;
+  if (d->http_port == 0)
+    return 0;
+  pa_web *w = calloc(1, sizeof *w);
+  if (!w) {
+    snprintf(err, err_sz, "out of memory");
+    return -1;
+  }
+  g->web = w;
+  w->g = g;
+  if (find_web_dir(w, d->web_dir, err, err_sz) != 0)
+    return -1;
+  if (d->upload_dir && *d->upload_dir && !realpath(d->upload_dir, w->upload)) {
+    snprintf(err, err_sz, "--upload_dir %s: %s", d->upload_dir,
+             strerror(errno));
+    return -1;
+  }
+  if (pa_metrics_init(w) != 0 || pa_webcam_init(w) != 0) {
+    snprintf(err, err_sz, "out of memory");
+    return -1;
+  }
+  w->http = evhttp_new(g->base);
+  w->live_ev = event_new(g->base, -1, EV_PERSIST, on_live, w);
+  if (!w->http || !w->live_ev) {
+    snprintf(err, err_sz, "evhttp setup failed");
+    return -1;
+  }
+  evhttp_set_gencb(w->http, on_request, w);
+  evhttp_set_allowed_methods(w->http, EVHTTP_REQ_GET | EVHTTP_REQ_HEAD |
+                                          EVHTTP_REQ_POST);
+  evhttp_set_max_body_size(w->http, UPLOAD_MAX + 1);
+  evhttp_set_max_headers_size(w->http, PA_WS_MAX_HEAD);
+  evhttp_set_timeout(w->http, 30);
+  /* evhttp's own port: loopback, picked by the OS, reached by the relay */
+  memset(&w->inner, 0, sizeof w->inner);
+  w->inner.sin_family = AF_INET;
+  w->inner.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  struct evhttp_bound_socket *hs =
+      evhttp_bind_socket_with_handle(w->http, "127.0.0.1", 0);
+  if (!hs) {
+    snprintf(err, err_sz, "evhttp: cannot listen on a loopback port: %s",
+             strerror(errno));
+    return -1;
+  }
+  struct sockaddr_in ib;
+  socklen_t ibl = sizeof ib;
+  getsockname(evhttp_bound_socket_get_fd(hs), (struct sockaddr *)&ib, &ibl);
+  w->inner.sin_port = ib.sin_port;
+  struct sockaddr_in sin;
+  memset(&sin, 0, sizeof sin);
+  sin.sin_family = AF_INET;
+  sin.sin_port = htons((uint16_t)(d->http_port < 0 ? 0 : d->http_port));
+  const char *bind_addr = d->bind ? d->bind : "127.0.0.1";
+  inet_pton(AF_INET, bind_addr, &sin.sin_addr); /* checked by the TCP side */
+  w->lis = evconnlistener_new_bind(g->base, on_accept, w,
+                                   LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE |
+                                       LEV_OPT_CLOSE_ON_EXEC,
+                                   128, (struct sockaddr *)&sin, sizeof sin);
+  if (!w->lis) {
+    snprintf(err, err_sz, "cannot listen on %s:%d: %s (--http_port, --bind)",
+             bind_addr, (int)d->http_port, strerror(errno));
+    return -1;
+  }
+  evconnlistener_set_error_cb(w->lis, on_accept_error);
+  struct sockaddr_in bound;
+  socklen_t bl = sizeof bound;
+  getsockname(evconnlistener_get_fd(w->lis), (struct sockaddr *)&bound, &bl);
+  w->port = ntohs(bound.sin_port);
+  struct timeval tv = {0, LIVE_PERIOD_US};
+  event_add(w->live_ev, &tv);
+  pa_info("web: http://%s:%u/ (viewer), /editor, /metrics, /ws; pages from %s",
+          bind_addr, w->port, w->dir);
+  return 0;
+}
+
+void pa_web_stop(pa_netgw *g) {
+  pa_web *w = g->web;
+  if (!w)
+    return;
+#ifdef PA_WEB_WS
+  pa_webws_free_all(w);
+#endif
+  while (w->peeks)
+    peek_free(w->peeks, true);
+  while (w->relays)
+    relay_free(w->relays);
+  if (w->live_ev)
+    event_free(w->live_ev);
+  if (w->lis)
+    evconnlistener_free(w->lis);
+  if (w->http)
+    evhttp_free(w->http);
+  pa_metrics_free(w);
+  pa_webcam_free(w);
+  free(w->scan_seq);
+  free(w);
+  g->web = NULL;
+}

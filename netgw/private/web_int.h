@@ -1,0 +1,110 @@
+/* web_int.h - private to pa_netgw: the browser side. http.c serves pages,
+ * /metrics and uploads with evhttp and hands /ws upgrades to web_ws.c;
+ * metrics.c keeps the counters and histograms /metrics shows. */
+#ifndef PA_WEB_INT_H
+#define PA_WEB_INT_H
+
+#include "netgw_int.h"
+
+#include <limits.h>
+
+#include <event2/buffer.h>
+
+/* Histogram buckets [s]: loop periods and request latencies alike. */
+#define PA_WEB_BUCKETS 14
+extern const double pa_web_buckets[PA_WEB_BUCKETS];
+
+typedef struct pa_hist {
+  uint64_t n[PA_WEB_BUCKETS + 1]; /* per bucket, the last is +Inf */
+  uint64_t count;
+  double sum; /* [s] */
+} pa_hist;
+void pa_hist_observe(pa_hist *h, double v);
+
+/* Live-data channels of /ws (frames and bytes per channel in /metrics). */
+enum {
+  WS_CH_STATE,
+  WS_CH_SCAN,
+  WS_CH_WORLD,
+  WS_CH_MAP,
+  WS_CH_REPLY,
+  WS_CH_STATUS,
+  WS_CH_COUNT
+};
+extern const char *const pa_web_ws_ch_name[WS_CH_COUNT];
+
+struct pa_webws;  /* one browser connection (web_ws.c) */
+struct pa_webcam; /* camera images for the viewer (web_camera.c) */
+struct evhttp_request;
+struct pa_peek;  /* a connection whose request head is being read */
+struct pa_relay; /* a plain HTTP connection relayed to evhttp */
+
+typedef struct pa_web {
+  pa_netgw *g;
+  struct evhttp *http;
+  struct evconnlistener *lis;
+  unsigned port;
+  char dir[PATH_MAX];       /* canonical web/ */
+  char upload[PATH_MAX];    /* canonical upload dir, "" = off */
+  struct pa_peek *peeks;    /* heads still being read */
+  struct pa_relay *relays;  /* plain HTTP connections, relayed to evhttp */
+  struct sockaddr_in inner; /* evhttp's loopback address */
+  struct pa_webws *ws;      /* browser connections */
+  unsigned n_ws;
+  struct event *live_ev; /* live frames and metric samples, 20 Hz */
+  uint64_t live_n;
+  uint32_t *scan_seq; /* [max_robots] the scan seq last sent to /ws */
+  struct pa_webcam *cam;
+  /* metrics */
+  uint64_t http_requests, http_refused, ws_accepted, ws_refused;
+  uint64_t ws_frames[WS_CH_COUNT], ws_bytes[WS_CH_COUNT], ws_dropped;
+  pa_hist sim_period; /* pa-sim's mean loop period per sample */
+  pa_hist *latency;   /* [actions + 1]: per JSON action, last = unknown */
+  int n_actions;
+  uint64_t last_loops;  /* pa-sim loops at the previous sample */
+  int64_t last_wall_ns; /* newest tick's wall time then */
+  double last_sim_time;
+  double rtf; /* sim seconds per wall second, last samples */
+  int64_t rtf_wall_ns;
+  double rtf_sim_time;
+} pa_web;
+
+/* http.c */
+int pa_web_start(pa_netgw *g, char *err, size_t err_sz);
+void pa_web_stop(pa_netgw *g);
+/* True when the request head (or query) carries the --token (or none is
+ * set): ?token=, Authorization: Bearer, or the pa_token cookie. */
+bool pa_web_token_ok(pa_netgw *g, const char *query, const char *auth,
+                     const char *cookie);
+/* The value of key in a URL query ("a=1&b=2"), URL-decoded; false if
+ * absent. */
+bool pa_web_query(const char *query, const char *key, char *out, size_t out_sz);
+
+/* web_ws.c (only when ws.c is built: PA_WEB_WS) */
+/* Takes over fd whose request head (head, consumed) asks for /ws. */
+void pa_webws_accept(pa_web *w, evutil_socket_t fd,
+                     const struct sockaddr_in *peer, const char *head,
+                     size_t head_len, const uint8_t *extra, size_t extra_len);
+void pa_webws_tick(pa_web *w); /* sends the live frames */
+void pa_webws_free_all(pa_web *w);
+
+/* web_camera.c */
+int pa_webcam_init(pa_web *w);
+void pa_webcam_free(pa_web *w); /* gives back the camera demand it holds */
+void pa_webcam_tick(pa_web *w);
+/* GET /api/camera?robot=N */
+void pa_webcam_request(pa_web *w, struct evhttp_request *req,
+                       const char *query);
+
+/* metrics.c */
+int pa_metrics_init(pa_web *w);
+void pa_metrics_free(pa_web *w);
+void pa_metrics_sample(pa_web *w); /* each live tick: sim period, RTF */
+/* Prometheus text format 0.0.4 into out. */
+void pa_metrics_write(pa_web *w, struct evbuffer *out);
+/* A JSON request was answered after ns (action NULL: unknown). */
+void pa_metrics_request(pa_netgw *g, const char *action, int64_t ns);
+/* Processes as `playarea status` shows them, as a JSON array text. */
+char *pa_web_status_json(pa_netgw *g);
+
+#endif

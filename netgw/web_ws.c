@@ -1,0 +1,508 @@
+/* web_ws.c - the browser's /ws: live frames out, JSON v2 requests in.
+ *
+ * Requests: each browser connection is also an ordinary gateway client,
+ * reached through a socketpair (the gateway accepts one end as it accepts a
+ * TCP connection), so a request from the page runs through exactly the code
+ * a TCP JSON client's does: same actions, same limits, same error codes.
+ * Each reply line goes back as one text message.
+ *
+ * Live frames, 20 Hz (docs/web.md): "state" (robots), a binary "SCN2" of the
+ * scans that arrived since the last frame, and, when they change, "world"
+ * (robot and obstacle properties), "map" + binary "MAP1", "nav" (drawings)
+ * and once a second "status" (processes). A browser with more than
+ * LIVE_BACKLOG bytes unsent skips state and scan frames (counted as
+ * dropped); the rest waits for it. */
+#define _GNU_SOURCE
+#include "web_int.h"
+
+#include "pa_util.h"
+#include "ws.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <event2/bufferevent.h>
+
+#define LIVE_BACKLOG (256u << 10) /* [bytes] unsent: skip live frames */
+#define WS_MAX_MESSAGE (PA_NETGW_JSON_MAX)
+#define WS_MAX_QUEUED (64u << 20) /* a map of 4000 x 4000 cells fits */
+
+typedef struct pa_webws {
+  struct pa_webws *next, **prev;
+  pa_web *w;
+  struct pa_ws *ws;
+  struct bufferevent *pair; /* our end; the gateway's client has the other */
+  uint32_t world_gen, map_gen, nav_gen;
+  bool have_world, have_map, have_nav;
+} pa_webws;
+
+/* A growable text buffer for the frames. */
+typedef struct sbuf {
+  char *s;
+  size_t n, cap;
+  bool oom;
+} sbuf;
+
+static void sb_printf(sbuf *b, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void sb_printf(sbuf *b, const char *fmt, ...) {
+  for (int pass = 0; pass < 2 && !b->oom; pass++) {
+    va_list ap;
+    va_start(ap, fmt);
+    int k =
+        vsnprintf(b->s ? b->s + b->n : NULL, b->s ? b->cap - b->n : 0, fmt, ap);
+    va_end(ap);
+    if (k < 0) {
+      b->oom = true;
+      return;
+    }
+    if (b->s && b->n + (size_t)k < b->cap) {
+      b->n += (size_t)k;
+      return;
+    }
+    size_t cap = b->cap ? b->cap : 4096;
+    while (cap <= b->n + (size_t)k)
+      cap *= 2;
+    char *s = realloc(b->s, cap);
+    if (!s) {
+      b->oom = true;
+      return;
+    }
+    b->s = s;
+    b->cap = cap;
+  }
+}
+
+static void sb_bytes(sbuf *b, const void *p, size_t n) {
+  if (b->oom)
+    return;
+  if (b->n + n > b->cap) {
+    size_t cap = b->cap ? b->cap : 4096;
+    while (cap < b->n + n)
+      cap *= 2;
+    char *s = realloc(b->s, cap);
+    if (!s) {
+      b->oom = true;
+      return;
+    }
+    b->s = s;
+    b->cap = cap;
+  }
+  memcpy(b->s + b->n, p, n);
+  b->n += n;
+}
+
+static void sb_u32(sbuf *b, uint32_t v) { sb_bytes(b, &v, 4); }
+static void sb_f32(sbuf *b, double v) {
+  float f = (float)v;
+  sb_bytes(b, &f, 4);
+}
+
+/* ---- one connection
+ * ---------------------------------------------------------*/
+
+static int send_msg(pa_webws *x, int ch, bool binary, const void *p, size_t n) {
+  int r =
+      binary ? pa_ws_send_binary(x->ws, p, n) : pa_ws_send_text(x->ws, p, n);
+  if (r == 0) {
+    x->w->ws_frames[ch]++;
+    x->w->ws_bytes[ch] += n;
+  }
+  return r;
+}
+
+static void on_text(struct pa_ws *ws, const char *data, size_t len, void *arg) {
+  (void)ws;
+  pa_webws *x = arg;
+  if (!x->pair)
+    return;
+  /* One request per line: a raw line break can only be JSON whitespace. */
+  char *line = malloc(len + 1);
+  if (!line)
+    return;
+  for (size_t i = 0; i < len; i++)
+    line[i] = data[i] == '\n' || data[i] == '\r' ? ' ' : data[i];
+  line[len] = '\n';
+  bufferevent_write(x->pair, line, len + 1);
+  free(line);
+}
+
+static void on_binary(struct pa_ws *ws, const uint8_t *data, size_t len,
+                      void *arg) {
+  (void)data, (void)len, (void)arg;
+  pa_ws_close(ws, 1003, "send JSON v2 requests as text messages");
+}
+
+static void on_close(struct pa_ws *ws, void *arg) {
+  (void)ws;
+  pa_webws *x = arg;
+  *x->prev = x->next;
+  if (x->next)
+    x->next->prev = x->prev;
+  x->w->n_ws--;
+  if (x->pair)
+    bufferevent_free(x->pair); /* the gateway's client sees the end */
+  free(x);
+}
+
+/* Reply lines of the gateway's client: one text message each. */
+static void pair_read(struct bufferevent *bev, void *arg) {
+  pa_webws *x = arg;
+  struct evbuffer *in = bufferevent_get_input(bev);
+  for (;;) {
+    size_t n;
+    char *line = evbuffer_readln(in, &n, EVBUFFER_EOL_LF);
+    if (!line)
+      break;
+    int r = send_msg(x, WS_CH_REPLY, false, line, n);
+    free(line);
+    if (r != 0) {
+      /* replies are never skipped: a page that reads none is closed */
+      pa_ws_close(x->ws, 1008, "replies not read");
+      bufferevent_disable(bev, EV_READ);
+      return;
+    }
+  }
+}
+
+static void pair_event(struct bufferevent *bev, short what, void *arg) {
+  pa_webws *x = arg;
+  if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR)) {
+    pair_read(bev, x);
+    bufferevent_disable(bev, EV_READ);
+    pa_ws_close(x->ws, 1000, "the gateway closed the session");
+  }
+}
+
+static void refuse(evutil_socket_t fd, const char *status, const char *text) {
+  char buf[512];
+  int n = snprintf(buf, sizeof buf,
+                   "HTTP/1.1 %s\r\nContent-Type: text/plain\r\n"
+                   "Content-Length: %zu\r\nConnection: close\r\n\r\n%s",
+                   status, strlen(text), text);
+  ssize_t wr = send(fd, buf, (size_t)n, MSG_NOSIGNAL);
+  (void)wr;
+  evutil_closesocket(fd);
+}
+
+void pa_webws_accept(pa_web *w, evutil_socket_t fd,
+                     const struct sockaddr_in *peer, const char *head,
+                     size_t head_len, const uint8_t *extra, size_t extra_len) {
+  pa_netgw *g = w->g;
+  /* The query of the request line, for ?token= */
+  char query[PA_NETGW_TOKEN_MAX + 64] = "", auth[PA_NETGW_TOKEN_MAX + 16],
+                                  cookie[1024];
+  const char *q = memchr(head, '?', head_len),
+             *sp = memchr(head, ' ', head_len);
+  const char *sp2 =
+      sp ? memchr(sp + 1, ' ', head_len - (size_t)(sp + 1 - head)) : NULL;
+  if (q && sp2 && q < sp2)
+    snprintf(query, sizeof query, "%.*s", (int)(sp2 - q - 1), q + 1);
+  bool has_auth =
+      pa_ws_header(head, head_len, "Authorization", auth, sizeof auth) >= 0;
+  bool has_cookie =
+      pa_ws_header(head, head_len, "Cookie", cookie, sizeof cookie) >= 0;
+  if (!pa_web_token_ok(g, query, has_auth ? auth : NULL,
+                       has_cookie ? cookie : NULL)) {
+    w->ws_refused++;
+    refuse(fd, "401 Unauthorized",
+           "not_authorized: this gateway has a --token");
+    return;
+  }
+  int sv[2];
+  pa_webws *x = calloc(1, sizeof *x);
+  if (!x || socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0,
+                       sv) != 0) {
+    free(x);
+    w->ws_refused++;
+    refuse(fd, "503 Service Unavailable", "out of resources");
+    return;
+  }
+  x->w = w;
+  x->pair = bufferevent_socket_new(g->base, sv[1], BEV_OPT_CLOSE_ON_FREE);
+  if (!x->pair) {
+    close(sv[0]);
+    close(sv[1]);
+    free(x);
+    w->ws_refused++;
+    refuse(fd, "503 Service Unavailable", "out of resources");
+    return;
+  }
+  static const struct pa_ws_cbs cbs = {on_text, on_binary, on_close};
+  struct pa_ws_limits lim = {WS_MAX_MESSAGE, WS_MAX_QUEUED};
+  char err[256];
+  /* linked first: on_close unlinks, even from inside pa_ws_accept */
+  x->next = w->ws;
+  x->prev = &w->ws;
+  if (w->ws)
+    w->ws->prev = &x->next;
+  w->ws = x;
+  w->n_ws++;
+  x->ws = pa_ws_accept(g->base, fd, head, head_len, extra, extra_len, NULL,
+                       &lim, &cbs, x, err, sizeof err);
+  if (!x->ws) {
+    /* pa_ws_accept answered 400 and closed fd; on_close was not called */
+    pa_info("web: /ws refused: %s", err);
+    *x->prev = x->next;
+    if (x->next)
+      x->next->prev = x->prev;
+    w->n_ws--;
+    bufferevent_free(x->pair);
+    close(sv[0]);
+    free(x);
+    w->ws_refused++;
+    return;
+  }
+  w->ws_accepted++;
+  bufferevent_setcb(x->pair, pair_read, NULL, pair_event, x);
+  bufferevent_enable(x->pair, EV_READ | EV_WRITE);
+  /* The gateway's side: a client like any other (its slot limits apply; a
+   * refusal arrives as an error line, then the end). */
+  unsigned before = g->n_clients;
+  pa_gw_on_accept(g->lis, sv[0], (struct sockaddr *)peer, sizeof *peer, g);
+  if (g->n_clients > before)
+    for (uint32_t i = 0; i < g->slots; i++)
+      if (g->clients[i] && bufferevent_getfd(g->clients[i]->bev) == sv[0])
+        g->clients[i]->authed = true; /* the upgrade carried the token */
+}
+
+void pa_webws_free_all(pa_web *w) {
+  while (w->ws)
+    pa_ws_free(w->ws->ws); /* on_close unlinks it */
+}
+
+/* ---- live frames
+ * -------------------------------------------------------------*/
+
+static void build_state(pa_web *w, const pa_tick *t, sbuf *b) {
+  sb_printf(b,
+            "{\"type\":\"state\",\"sim_time\":%.6f,\"tick\":%llu,\"rtf\":%.4f,"
+            "\"paused\":%s,\"speed\":%g,\"robots\":[",
+            t->sim_time, (unsigned long long)t->tick, w->rtf,
+            t->flags & PA_TICK_PAUSED ? "true" : "false", t->speed);
+  const pa_robot_state *rs = (const pa_robot_state *)(t + 1);
+  bool first = true;
+  for (uint32_t i = 0; i < t->robot_count; i++) {
+    if (!(rs[i].flags & PA_RS_ACTIVE))
+      continue;
+    sb_printf(b, "%s[%u,%.4f,%.4f,%.5f,%.4f,%.4f,%d,%.4f,%.4f]",
+              first ? "" : ",", rs[i].id, rs[i].x, rs[i].y, rs[i].theta,
+              rs[i].v, rs[i].w, (rs[i].flags & PA_RS_BUMPED) ? 1 : 0, rs[i].vy,
+              rs[i].head);
+    first = false;
+  }
+  sb_printf(b, "]}");
+}
+
+/* Scans newer than the last frame's, in one binary message: "SCN2", count,
+ * then per scan robot, n, x, y, theta, angle_min, angle_increment,
+ * range_max (u32 u32 f32 x6) and n f32 ranges; little-endian. */
+static void build_scans(pa_web *w, const pa_tick *t, sbuf *b,
+                        uint32_t *last_seq, uint32_t max_robots) {
+  pa_netgw *g = w->g;
+  pa_gw_drain_scans(g);
+  sb_bytes(b, "SCN2", 4);
+  size_t count_at = b->n;
+  sb_u32(b, 0);
+  uint32_t count = 0;
+  const pa_robot_state *rs = (const pa_robot_state *)(t + 1);
+  for (uint32_t i = 0; i < t->robot_count; i++) {
+    uint32_t r = rs[i].id;
+    if (!(rs[i].flags & PA_RS_ACTIVE) || r >= max_robots)
+      continue;
+    const pa_scan *s = pa_gw_scan(g, r);
+    if (!s || s->seq == last_seq[r])
+      continue;
+    last_seq[r] = s->seq;
+    sb_u32(b, r);
+    sb_u32(b, s->count);
+    sb_f32(b, s->x);
+    sb_f32(b, s->y);
+    sb_f32(b, s->theta);
+    sb_f32(b, s->angle_min);
+    sb_f32(b, s->angle_increment);
+    sb_f32(b, s->range_max);
+    sb_bytes(b, s + 1, (size_t)s->count * 4);
+    count++;
+  }
+  if (!b->oom)
+    memcpy(b->s + count_at, &count, 4);
+}
+
+static void build_world(pa_web *w, sbuf *b) {
+  pa_netgw *g = w->g;
+  sb_printf(b, "{\"type\":\"world\",\"world_gen\":%u,\"robots\":[",
+            __atomic_load_n(&g->ctl->world_gen, __ATOMIC_ACQUIRE));
+  uint32_t n = __atomic_load_n(&g->ctl->robot_count, __ATOMIC_ACQUIRE);
+  bool first = true;
+  for (uint32_t i = 0; i < n && i < g->ctl->def.max_robots; i++) {
+    pa_robot_info ri;
+    uint32_t idx;
+    if (pa_gw_robot(g, NULL, (long)i, &ri, &idx) != 0)
+      continue;
+    json_t *name = json_string(ri.name);
+    char *ns = name ? json_dumps(name, JSON_ENCODE_ANY) : NULL;
+    sb_printf(b,
+              "%s{\"id\":%u,\"name\":%s,\"drive\":\"%s\",\"radius\":%g,"
+              "\"colour\":[%u,%u,%u],\"range_max\":%g,\"cam\":[%u,%u]}",
+              first ? "" : ",", idx, ns ? ns : "\"\"",
+              ri.drive == PA_DRIVE_OMNI ? "omni" : "diff", ri.radius,
+              ri.colour[0], ri.colour[1], ri.colour[2], ri.laser_range_max,
+              ri.cam_width, ri.cam_height);
+    free(ns);
+    json_decref(name);
+    first = false;
+  }
+  sb_printf(b, "],\"obstacles\":[");
+  uint32_t m = __atomic_load_n(&g->ctl->obstacle_count, __ATOMIC_ACQUIRE);
+  if (m > g->ctl->def.max_obstacles)
+    m = g->ctl->def.max_obstacles;
+  first = true;
+  for (uint32_t i = 0; i < m; i++) {
+    pa_obstacle_info oi;
+    uint64_t s;
+    int tries = 0;
+    do {
+      s = pa_stack_world_read_begin(g->st);
+      memcpy(&oi, &g->st->obstacles[i], sizeof oi);
+    } while (pa_stack_world_read_retry(g->st, s) && ++tries < 100);
+    if (!oi.active || tries >= 100)
+      continue;
+    oi.name[sizeof oi.name - 1] = '\0';
+    json_t *name = json_string(oi.name);
+    char *ns = name ? json_dumps(name, JSON_ENCODE_ANY) : NULL;
+    sb_printf(b,
+              "%s{\"name\":%s,\"shape\":\"%s\",\"x\":%g,\"y\":%g,\"theta\":%g,"
+              "\"size\":[%g,%g],\"radius\":%g}",
+              first ? "" : ",", ns ? ns : "\"\"",
+              oi.shape == PA_SHAPE_CIRCLE ? "circle" : "box", oi.x, oi.y,
+              oi.theta, oi.size_x, oi.size_y, oi.radius);
+    free(ns);
+    json_decref(name);
+    first = false;
+  }
+  sb_printf(b, "]}");
+}
+
+static void build_nav(pa_web *w, sbuf *b, pa_nav_block *nb) {
+  sb_printf(b, "{\"type\":\"nav\",\"gen\":%u,\"overlays\":[", nb->gen);
+  bool first = true;
+  for (int i = 0; i < PA_NAV_OVERLAYS; i++) {
+    const pa_nav_overlay *o = &nb->ov[i];
+    if (o->robot == UINT32_MAX)
+      continue;
+    sb_printf(b, "%s{\"robot\":%u,\"path\":[", first ? "" : ",", o->robot);
+    for (uint32_t k = 0; k < o->path_n && k < PA_NAV_PATH_MAX; k++)
+      sb_printf(b, "%s[%.3f,%.3f]", k ? "," : "", o->path[k][0], o->path[k][1]);
+    sb_printf(b, "],\"waypoints\":[");
+    for (uint32_t k = 0; k < o->wp_n && k < PA_NAV_WAYPOINTS_MAX; k++)
+      sb_printf(b, "%s[%.3f,%.3f]", k ? "," : "", o->wp[k][0], o->wp[k][1]);
+    sb_printf(b, "]}");
+    first = false;
+  }
+  (void)w;
+  sb_printf(b, "]}");
+}
+
+void pa_webws_tick(pa_web *w) {
+  if (!w->ws)
+    return;
+  pa_netgw *g = w->g;
+  const pa_tick *t = pa_gw_latest(g);
+  uint32_t max_robots = g->ctl->def.max_robots;
+  if (!w->scan_seq)
+    w->scan_seq = calloc(max_robots, sizeof *w->scan_seq);
+  uint32_t *last_seq = w->scan_seq;
+  sbuf st = {0}, sc = {0}, wo = {0}, nav = {0}, status = {0}, mh = {0},
+       mb = {0};
+  if (t) {
+    build_state(w, t, &st);
+    if (last_seq)
+      build_scans(w, t, &sc, last_seq, max_robots);
+  }
+  uint32_t world_gen = __atomic_load_n(&g->ctl->world_gen, __ATOMIC_ACQUIRE);
+  uint32_t nav_gen = __atomic_load_n(&g->st->nav->gen, __ATOMIC_ACQUIRE);
+  const pa_map_block *map = NULL;
+  const int8_t *cells = NULL;
+  if (pa_gw_map(g, &map, &cells) != 0)
+    map = NULL;
+  bool status_due = w->live_n % 20 == 1;
+  for (pa_webws *x = w->ws, *next; x; x = next) {
+    next = x->next;
+    struct pa_ws *ws = x->ws;
+    /* sent whole, never skipped: world, map and drawings follow changes */
+    if (!x->have_world || x->world_gen != world_gen) {
+      if (!wo.n)
+        build_world(w, &wo);
+      if (!wo.oom && send_msg(x, WS_CH_WORLD, false, wo.s, wo.n) == 0) {
+        x->have_world = true;
+        x->world_gen = world_gen;
+      }
+    }
+    if (map && (!x->have_map || x->map_gen != map->gen)) {
+      if (!mh.n) {
+        sb_printf(&mh,
+                  "{\"type\":\"map\",\"gen\":%u,\"width\":%u,\"height\":%u,"
+                  "\"resolution\":%.9g,\"origin\":[%.9g,%.9g,%.9g],"
+                  "\"occupied_min\":%d}",
+                  map->gen, map->width, map->height, map->resolution,
+                  map->origin_x, map->origin_y, map->origin_yaw,
+                  (int)pa_map_block_occupied_min(map));
+        sb_bytes(&mb, "MAP1", 4);
+        sb_u32(&mb, map->width);
+        sb_u32(&mb, map->height);
+        sb_bytes(&mb, cells, (size_t)map->width * map->height);
+      }
+      if (!mh.oom && !mb.oom &&
+          send_msg(x, WS_CH_MAP, false, mh.s, mh.n) == 0 &&
+          send_msg(x, WS_CH_MAP, true, mb.s, mb.n) == 0) {
+        x->have_map = true;
+        x->map_gen = map->gen;
+      }
+    }
+    if (!x->have_nav || x->nav_gen != nav_gen) {
+      if (!nav.n) {
+        pa_nav_block *nb = malloc(sizeof *nb);
+        if (nb && pa_stack_nav_read(g->st, nb))
+          build_nav(w, &nav, nb);
+        free(nb);
+      }
+      if (nav.n && !nav.oom &&
+          send_msg(x, WS_CH_STATE, false, nav.s, nav.n) == 0) {
+        x->have_nav = true;
+        x->nav_gen = nav_gen;
+      }
+    }
+    if (status_due) {
+      if (!status.n) {
+        char *s = pa_web_status_json(g);
+        if (s)
+          sb_printf(&status, "{\"type\":\"status\",\"processes\":%s}", s);
+        free(s);
+      }
+      if (status.n && !status.oom)
+        send_msg(x, WS_CH_STATUS, false, status.s, status.n);
+    }
+    if (!t)
+      continue;
+    if (pa_ws_queued(ws) > LIVE_BACKLOG) {
+      w->ws_dropped++; /* a slow browser: it gets the next frame instead */
+      continue;
+    }
+    if (!st.oom && send_msg(x, WS_CH_STATE, false, st.s, st.n) != 0)
+      w->ws_dropped++;
+    if (sc.n > 8 && !sc.oom && send_msg(x, WS_CH_SCAN, true, sc.s, sc.n) != 0)
+      w->ws_dropped++;
+  }
+  free(st.s);
+  free(sc.s);
+  free(wo.s);
+  free(nav.s);
+  free(status.s);
+  free(mh.s);
+  free(mb.s);
+}

@@ -1,0 +1,126 @@
+// The live viewer in a real chromium against a real stack: it shows what a
+// TCP client sees, its buttons and tools act through JSON v2 requests (seen
+// over TCP), dragging a robot teleports it, WASD drives it, and an error
+// shows as its code.
+import path from 'node:path';
+import { startStack, browser, tcpClient, run, check, until } from './harness.mjs';
+
+const near = (a, b, tol) => Math.abs(a - b) <= tol;
+
+// Paused: the page's newest frame and a TCP client's get_state agree.
+async function sameAsTcp(page, tcp) {
+  const ts = await tcp.request('get_state', { robot: 0 });
+  const seen = await until(async () => {
+    const s = await page.evaluate(() => window.pa.state);
+    return s.tick === ts.data.tick ? s : null;
+  }, 'page reaches the tick a TCP client read', 1000);
+  const r0 = seen.robots.find((r) => r[0] === 0);
+  check(near(r0[1], ts.data.pose[0], 1e-3) && near(r0[2], ts.data.pose[1], 1e-3) && near(r0[3], ts.data.pose[2], 1e-4),
+    `page pose = TCP pose (${r0.slice(1, 4)} vs ${ts.data.pose})`);
+  check(near(seen.sim_time, ts.data.sim_time, 1e-6), 'page sim time = TCP sim time');
+
+}
+
+run(async () => {
+  const st = await startStack();
+  const tcp = await tcpClient(st.tcpPort);
+  const page = await browser();
+  await page.goto(`${st.url}/`);
+  await until(() => page.evaluate(() => !!(window.pa?.state && window.pa.map && window.pa.world.robots.length)),
+    'viewer gets state, map and world over /ws');
+  await until(() => page.evaluate(() => window.pa.scans.size > 0), 'viewer gets binary scans');
+  await until(() => page.evaluate(() => window.pa.status?.length === 4), 'viewer shows the 4 processes');
+  const procs = await page.locator('#procs').innerText();
+  check(/sim\s+up/.test(procs) && /netgw\s+up/.test(procs), 'process table: sim and netgw up');
+
+  // pause: the page and a TCP client then see the same frozen world
+  await page.click('#pause');
+  await until(async () => (await tcp.request('get_status', {}, 'sim_control')).data?.paused === true,
+    'pause button pauses the sim (get_status over TCP)');
+  await until(() => page.evaluate(() => window.pa.state.paused), 'page shows paused');
+  await sameAsTcp(page, tcp);
+
+  // step: one tick while paused
+  const t0 = (await tcp.request('get_state', { robot: 0 })).data.tick;
+  await page.click('#step');
+  await until(async () => (await tcp.request('get_state', { robot: 0 })).data.tick === t0 + 1, 'step button advances one tick');
+
+  // drag robot 0 to (0.8, 0.4): a teleport seen over TCP
+  const box = await page.locator('#view').boundingBox();
+  const [sx, sy] = await page.evaluate(() => { const r = window.pa.state.robots.find((q) => q[0] === 0); return window.pa.toScreen(r[1], r[2]); });
+  const [tx, ty] = await page.evaluate(() => window.pa.toScreen(0.8, 0.4));
+  await page.mouse.move(box.x + sx, box.y + sy);
+  await page.mouse.down();
+  await page.mouse.move(box.x + (sx + tx) / 2, box.y + (sy + ty) / 2, { steps: 4 });
+  await page.mouse.move(box.x + tx, box.y + ty, { steps: 4 });
+  await page.mouse.up();
+  const moved = await until(async () => {
+    const p = (await tcp.request('get_pose', { robot: 0 })).data.pose;
+    return near(p[0], 0.8, 0.05) && near(p[1], 0.4, 0.05) ? p : null;
+  }, 'dragging the robot teleports it (get_pose over TCP)');
+  await until(() => page.evaluate(() => window.pa.lastReply?.action === 'set_pose' && window.pa.lastReply.success), `page got set_pose ok (pose ${moved})`);
+
+  // keyboard: W held drives forward, release stops
+  await page.click('#resume');
+  await until(async () => (await tcp.request('get_status', {}, 'sim_control')).data?.paused === false, 'resume button');
+  const x0 = (await tcp.request('get_pose', { robot: 0 })).data.pose[0];
+  await page.locator('#view').focus();
+  await page.keyboard.down('w');
+  await until(async () => (await tcp.request('get_state', { robot: 0 })).data.velocity[0] > 0.2, 'W held: the robot drives forward');
+  await page.waitForTimeout(400);
+  await page.keyboard.up('w');
+  await until(async () => near((await tcp.request('get_state', { robot: 0 })).data.velocity[0], 0, 1e-3), 'W released: the robot stops');
+  const x1 = (await tcp.request('get_pose', { robot: 0 })).data.pose[0];
+  check(x1 > x0 + 0.05, `it moved forward (${x0} -> ${x1})`);
+  await page.keyboard.down('ArrowLeft');
+  await until(async () => (await tcp.request('get_state', { robot: 0 })).data.velocity.at(-1) > 0.5, 'left arrow turns left');
+  await page.keyboard.up('ArrowLeft');
+
+  // draw a box obstacle; it exists for a TCP client; then remove it
+  await page.click('#tools [data-tool=box]');
+  const [bx0, by0] = await page.evaluate(() => window.pa.toScreen(-1.0, -0.6));
+  const [bx1, by1] = await page.evaluate(() => window.pa.toScreen(-0.6, -0.3));
+  await page.mouse.move(box.x + bx0, box.y + by0);
+  await page.mouse.down();
+  await page.mouse.move(box.x + bx1, box.y + by1, { steps: 4 });
+  await page.mouse.up();
+  const ob = await until(async () => (await tcp.request('list_obstacles')).data.obstacles?.find((o) => o.name.startsWith('web')),
+    'drawn box is an obstacle for a TCP client');
+  check(near(ob.pose[0], -0.8, 0.05) && near(ob.pose[1], -0.45, 0.05), `at the drawn place (${ob.pose})`);
+  await until(() => page.evaluate(() => window.pa.world.obstacles.some((o) => o.name.startsWith('web'))), 'page shows it');
+  await page.click('#tools [data-tool=remove]');
+  const [cx, cy] = await page.evaluate(() => window.pa.toScreen(-0.8, -0.45));
+  await page.mouse.click(box.x + cx, box.y + cy);
+  await until(async () => !(await tcp.request('list_obstacles')).data.obstacles.some((o) => o.name.startsWith('web')),
+    'remove tool removes it');
+
+  // an error shows as its code
+  await page.fill('#speed', '-2');
+  await page.click('#setspeed');
+  const err = await until(async () => page.locator('#error').innerText(), 'error shown');
+  check(/set_time_scale: invalid/.test(err), `error code on the page: ${err}`);
+  // speed 2 through the button
+  await page.fill('#speed', '2');
+  await page.click('#setspeed');
+  await until(() => page.evaluate(() => window.pa.state.speed === 2), 'speed button: the page shows x2');
+
+  // after driving and turning, paused again: the same pose on both sides
+  await page.click('#pause');
+  await until(() => page.evaluate(() => window.pa.state.paused), 'paused again');
+  await sameAsTcp(page, tcp);
+  check(await page.evaluate(() => window.pa.state.robots[0][3] !== 0), 'robot 0 has turned');
+
+  // the head camera: pa-render renders robot 0 once the page asks
+  await page.check('#showcam');
+  await until(() => page.evaluate(() => { const i = document.getElementById('cam'); return i.naturalWidth === 640 && i.naturalHeight === 480; }),
+    'head camera image of the selected robot (640 x 480 JPEG)', 20000);
+
+  // a TCP client's nav drawing shows up on the page
+  await tcp.request('set_nav_path', { robot: 0, path: [[0, 0], [1, 1], [2, 1]] });
+  await until(() => page.evaluate(() => window.pa.nav.overlays.some((o) => o.path.length === 3)), 'page shows nav drawings');
+  check(page.errors.length === 0, `no page errors (${page.errors})`);
+  if (process.env.PA_WEB_SCREENSHOTS) {
+    await page.waitForTimeout(500);
+    await page.screenshot({ path: path.join(process.env.PA_WEB_SCREENSHOTS, 'web-viewer.png') });
+  }
+});

@@ -1,0 +1,386 @@
+// viewer.js - the live viewer: the map, robots (heading, trails), laser rays,
+// obstacles and navigation drawings from /ws, and every action on the world
+// as the JSON v2 request any client would send (errors show as their codes).
+import { Session, cellGrey, fmt } from './common.js';
+
+const $ = (id) => document.getElementById(id);
+const canvas = $('view');
+const ctx = canvas.getContext('2d');
+
+// What the page knows, also read by the browser tests (window.pa).
+const pa = {
+  state: null, world: { robots: [], obstacles: [] }, map: null, nav: { overlays: [] },
+  scans: new Map(), trails: new Map(), selected: 0, lastReply: null, lastError: null,
+  frames: 0, status: null,
+};
+window.pa = pa;
+
+const view = { cx: 0, cy: 0, scale: 40, fitted: false };
+let mapCanvas = null;
+let tool = 'move';
+let drag = null;
+
+const session = new Session({
+  onOpen: () => { $('conn').textContent = 'connected'; },
+  onClose: () => { $('conn').textContent = 'disconnected: reconnecting...'; },
+  onScans: (scans) => { for (const s of scans) pa.scans.set(s.robot, s); },
+  onMap: (m) => { pa.map = m; mapCanvas = renderMap(m); fit(); },
+  onMessage: (m) => {
+    if (m.type === 'state') onState(m);
+    else if (m.type === 'world') { pa.world = m; fillRobotSelect(); }
+    else if (m.type === 'nav') pa.nav = m;
+    else if (m.type === 'status') showStatus(m.processes);
+  },
+});
+pa.session = session;
+
+function onState(m) {
+  pa.state = m;
+  pa.frames++;
+  for (const r of m.robots) {
+    const id = r[0];
+    let t = pa.trails.get(id);
+    if (!t) pa.trails.set(id, t = []);
+    const last = t[t.length - 1];
+    if (!last || Math.hypot(last[0] - r[1], last[1] - r[2]) > 0.02) {
+      t.push([r[1], r[2]]);
+      if (t.length > 400) t.shift();
+    }
+  }
+  $('simtime').textContent = fmt(m.sim_time, 2);
+  $('rtf').textContent = fmt(m.rtf, 2);
+  $('runstate').textContent = m.paused ? 'paused' : `running x${m.speed}`;
+  const r = robotState(pa.selected);
+  $('robotinfo').textContent = r
+    ? `pose ${fmt(r[1])}, ${fmt(r[2])}, ${fmt(r[3])} rad; v ${fmt(r[4])} m/s, w ${fmt(r[5])} rad/s${r[6] ? ', bumped' : ''}`
+    : 'no such robot';
+}
+
+function robotState(id) { return pa.state?.robots.find((r) => r[0] === id); }
+function robotInfo(id) { return pa.world.robots.find((r) => r.id === id); }
+
+function fillRobotSelect() {
+  const sel = $('robotsel');
+  sel.innerHTML = '';
+  for (const r of pa.world.robots) {
+    const o = document.createElement('option');
+    o.value = r.id;
+    o.textContent = `${r.id}: ${r.name} (${r.drive})`;
+    sel.appendChild(o);
+  }
+  sel.value = pa.selected;
+}
+$('robotsel').onchange = (e) => { pa.selected = Number(e.target.value); };
+
+function showStatus(procs) {
+  pa.status = procs;
+  const t = $('procs');
+  while (t.rows.length > 1) t.deleteRow(1);
+  for (const p of procs) {
+    const row = t.insertRow();
+    for (const v of [p.process, p.state, fmt(p.cpu_s, 1), fmt(p.rss_mb, 1), fmt(p.p99_ms, 2), p.restarts]) {
+      row.insertCell().textContent = v;
+    }
+  }
+}
+
+// ---- requests: every action is a JSON v2 request ----------------------------
+
+async function act(action, data = {}, type = 'command') {
+  try {
+    const r = await session.request(action, data, type);
+    pa.lastReply = r;
+    if (r.success) {
+      pa.lastError = null;
+      $('ok').textContent = `${action}: ok`;
+      $('error').textContent = '';
+    } else {
+      pa.lastError = r.error;
+      $('ok').textContent = '';
+      $('error').textContent = `${action}: ${r.error.code}: ${r.error.message}`;
+    }
+    return r;
+  } catch (e) {
+    $('error').textContent = `${action}: ${e.message}`;
+    return null;
+  }
+}
+pa.act = act;
+
+$('pause').onclick = () => act('pause', {}, 'sim_control');
+$('resume').onclick = () => act('resume', {}, 'sim_control');
+$('step').onclick = () => act('step_n', { steps: 1 }, 'sim_control');
+$('reset').onclick = () => { pa.trails.clear(); act('reset', {}, 'sim_control'); };
+$('setspeed').onclick = () => act('set_time_scale', { scale: Number($('speed').value) }, 'sim_control');
+for (const b of document.querySelectorAll('#tools button')) {
+  b.onclick = () => {
+    tool = b.dataset.tool;
+    for (const o of document.querySelectorAll('#tools button')) o.classList.toggle('on', o === b);
+  };
+}
+
+// ---- keyboard drive: velocity held while a key is down ----------------------
+
+const keys = new Set();
+const KEYMAP = { w: 'f', arrowup: 'f', s: 'b', arrowdown: 'b', a: 'l', arrowleft: 'l', d: 'r', arrowright: 'r' };
+let driving = false;
+function driveCommand() {
+  const info = robotInfo(pa.selected);
+  const vmax = 0.5, wmax = 1.5;
+  let v = 0, w = 0;
+  if (keys.has('f')) v += vmax;
+  if (keys.has('b')) v -= vmax;
+  if (keys.has('l')) w += wmax;
+  if (keys.has('r')) w -= wmax;
+  if (info?.drive === 'omni') return { robot: pa.selected, vx: v, vy: 0, w };
+  return { robot: pa.selected, v, w };
+}
+function sendDrive() {
+  if (keys.size) { driving = true; act('set_velocity', driveCommand()); }
+  else if (driving) { driving = false; act('stop', { robot: pa.selected }); }
+}
+window.addEventListener('keydown', (e) => {
+  const k = KEYMAP[e.key.toLowerCase()];
+  if (!k || e.target.tagName === 'INPUT') return;
+  e.preventDefault();
+  if (!keys.has(k)) { keys.add(k); sendDrive(); }
+});
+window.addEventListener('keyup', (e) => {
+  const k = KEYMAP[e.key.toLowerCase()];
+  if (!k) return;
+  keys.delete(k);
+  sendDrive();
+});
+window.addEventListener('blur', () => { keys.clear(); sendDrive(); });
+// the command is re-sent while held, so a lost one does not stop the robot
+setInterval(() => { if (keys.size) sendDrive(); }, 200);
+
+// ---- the selected robot's head camera: JPEG from /api/camera, polled ----------
+
+async function cameraLoop() {
+  const img = $('cam');
+  for (;;) {
+    if ($('showcam').checked) {
+      try {
+        const r = await fetch(`/api/camera?robot=${pa.selected}`, { cache: 'no-store' });
+        if (r.status === 200) {
+          const url = URL.createObjectURL(await r.blob());
+          await new Promise((res) => { img.onload = res; img.onerror = res; img.src = url; });
+          if (img.dataset.url) URL.revokeObjectURL(img.dataset.url);
+          img.dataset.url = url;
+          img.style.display = '';
+          pa.cameraSeq = Number(r.headers.get('X-Frame-Seq'));
+        }
+      } catch { /* the next turn retries */ }
+    } else {
+      img.style.display = 'none';
+    }
+    await new Promise((res) => setTimeout(res, 150));
+  }
+}
+cameraLoop();
+
+// ---- drawing -----------------------------------------------------------------
+
+function renderMap(m) {
+  const c = document.createElement('canvas');
+  c.width = m.width;
+  c.height = m.height;
+  const cx = c.getContext('2d');
+  const img = cx.createImageData(m.width, m.height);
+  for (let gy = 0; gy < m.height; gy++) {
+    const iy = m.height - 1 - gy; // grid row 0 is south, image row 0 north
+    for (let x = 0; x < m.width; x++) {
+      const g = cellGrey(m.cells[gy * m.width + x]);
+      const o = 4 * (iy * m.width + x);
+      img.data[o] = img.data[o + 1] = img.data[o + 2] = g;
+      img.data[o + 3] = 255;
+    }
+  }
+  cx.putImageData(img, 0, 0);
+  return c;
+}
+
+function fit() {
+  if (view.fitted || !pa.map) return;
+  const m = pa.map;
+  const w = m.width * m.resolution, h = m.height * m.resolution;
+  view.cx = m.origin[0] + w / 2;
+  view.cy = m.origin[1] + h / 2;
+  view.scale = Math.min(canvas.clientWidth / w, canvas.clientHeight / h) * 0.95;
+  view.fitted = true;
+}
+
+const toScreen = (x, y) => [canvas.width / 2 + (x - view.cx) * view.scale, canvas.height / 2 - (y - view.cy) * view.scale];
+const toWorld = (sx, sy) => [view.cx + (sx - canvas.width / 2) / view.scale, view.cy - (sy - canvas.height / 2) / view.scale];
+pa.toScreen = toScreen; // the tests click where a robot is
+
+function draw() {
+  if (canvas.width !== canvas.clientWidth || canvas.height !== canvas.clientHeight) {
+    canvas.width = canvas.clientWidth;
+    canvas.height = canvas.clientHeight;
+  }
+  ctx.fillStyle = '#bbb';
+  ctx.fillRect(0, 0, canvas.width, canvas.height);
+  if (mapCanvas) {
+    const m = pa.map;
+    const [x0, y0] = toScreen(m.origin[0], m.origin[1] + m.height * m.resolution);
+    ctx.imageSmoothingEnabled = false;
+    ctx.drawImage(mapCanvas, x0, y0, m.width * m.resolution * view.scale, m.height * m.resolution * view.scale);
+  }
+  for (const o of pa.world.obstacles) {
+    ctx.fillStyle = 'rgba(150,100,50,0.8)';
+    if (o.shape === 'circle') {
+      const [sx, sy] = toScreen(o.x, o.y);
+      ctx.beginPath();
+      ctx.arc(sx, sy, o.radius * view.scale, 0, 2 * Math.PI);
+      ctx.fill();
+    } else {
+      const [sx, sy] = toScreen(o.x, o.y);
+      ctx.save();
+      ctx.translate(sx, sy);
+      ctx.rotate(-o.theta);
+      ctx.fillRect(-o.size[0] / 2 * view.scale, -o.size[1] / 2 * view.scale, o.size[0] * view.scale, o.size[1] * view.scale);
+      ctx.restore();
+    }
+  }
+  for (const ov of pa.nav.overlays) {
+    ctx.strokeStyle = '#0a0';
+    ctx.lineWidth = 2;
+    ctx.beginPath();
+    ov.path.forEach(([x, y], i) => { const [sx, sy] = toScreen(x, y); i ? ctx.lineTo(sx, sy) : ctx.moveTo(sx, sy); });
+    ctx.stroke();
+    ctx.fillStyle = '#0a0';
+    for (const [x, y] of ov.waypoints) { const [sx, sy] = toScreen(x, y); ctx.fillRect(sx - 3, sy - 3, 6, 6); }
+  }
+  if ($('showtrails').checked) {
+    ctx.strokeStyle = 'rgba(40,80,200,0.4)';
+    ctx.lineWidth = 1;
+    for (const t of pa.trails.values()) {
+      ctx.beginPath();
+      t.forEach(([x, y], i) => { const [sx, sy] = toScreen(x, y); i ? ctx.lineTo(sx, sy) : ctx.moveTo(sx, sy); });
+      ctx.stroke();
+    }
+  }
+  if ($('showrays').checked) {
+    ctx.strokeStyle = 'rgba(220,30,30,0.35)';
+    ctx.lineWidth = 1;
+    for (const s of pa.scans.values()) {
+      if (!robotState(s.robot)) continue;
+      const [ox, oy] = toScreen(s.x, s.y);
+      ctx.beginPath();
+      for (let i = 0; i < s.ranges.length; i += s.ranges.length > 180 ? 2 : 1) {
+        const r = s.ranges[i];
+        if (!(r > 0) || r >= s.range_max) continue;
+        const a = s.theta + s.angle_min + i * s.angle_increment;
+        const [ex, ey] = toScreen(s.x + r * Math.cos(a), s.y + r * Math.sin(a));
+        ctx.moveTo(ox, oy);
+        ctx.lineTo(ex, ey);
+      }
+      ctx.stroke();
+    }
+  }
+  for (const r of pa.state?.robots ?? []) {
+    const info = robotInfo(r[0]);
+    const rad = (info?.radius ?? 0.18) * view.scale;
+    let [sx, sy] = toScreen(r[1], r[2]);
+    if (drag?.robot === r[0]) [sx, sy] = [drag.sx, drag.sy];
+    const c = info?.colour ?? [40, 110, 220];
+    ctx.fillStyle = `rgb(${c[0]},${c[1]},${c[2]})`;
+    ctx.beginPath();
+    ctx.arc(sx, sy, Math.max(rad, 3), 0, 2 * Math.PI);
+    ctx.fill();
+    ctx.strokeStyle = r[6] ? '#f00' : r[0] === pa.selected ? '#ff0' : '#000';
+    ctx.lineWidth = r[0] === pa.selected || r[6] ? 3 : 1;
+    ctx.stroke();
+    ctx.strokeStyle = '#fff';
+    ctx.lineWidth = 2;
+    ctx.beginPath();
+    ctx.moveTo(sx, sy);
+    ctx.lineTo(sx + Math.cos(r[3]) * Math.max(rad, 6), sy - Math.sin(r[3]) * Math.max(rad, 6));
+    ctx.stroke();
+  }
+  if (drag && drag.kind !== 'robot' && drag.kind !== 'pan') {
+    ctx.strokeStyle = '#a50';
+    ctx.setLineDash([4, 3]);
+    ctx.beginPath();
+    if (drag.kind === 'circle') ctx.arc(drag.x0, drag.y0, Math.hypot(drag.sx - drag.x0, drag.sy - drag.y0), 0, 2 * Math.PI);
+    else ctx.rect(drag.x0, drag.y0, drag.sx - drag.x0, drag.sy - drag.y0);
+    ctx.stroke();
+    ctx.setLineDash([]);
+  }
+  requestAnimationFrame(draw);
+}
+requestAnimationFrame(draw);
+
+// ---- mouse: select, teleport, draw obstacles, pan, zoom --------------------
+
+function robotAt(sx, sy) {
+  for (const r of pa.state?.robots ?? []) {
+    const [x, y] = toScreen(r[1], r[2]);
+    const rad = Math.max((robotInfo(r[0])?.radius ?? 0.18) * view.scale, 8);
+    if (Math.hypot(x - sx, y - sy) <= rad) return r;
+  }
+  return null;
+}
+
+let obstacleN = 0;
+canvas.addEventListener('contextmenu', (e) => e.preventDefault());
+canvas.addEventListener('mousedown', (e) => {
+  const sx = e.offsetX, sy = e.offsetY;
+  if (e.button === 2 || e.button === 1) { drag = { kind: 'pan', sx, sy }; return; }
+  if (tool === 'move') {
+    const r = robotAt(sx, sy);
+    if (r) {
+      pa.selected = r[0];
+      $('robotsel').value = r[0];
+      drag = { kind: 'robot', robot: r[0], theta: r[3], sx, sy, moved: false };
+    }
+  } else if (tool === 'box' || tool === 'circle') {
+    drag = { kind: tool, x0: sx, y0: sy, sx, sy };
+  } else if (tool === 'remove') {
+    const [wx, wy] = toWorld(sx, sy);
+    const o = pa.world.obstacles.find((ob) => (ob.shape === 'circle'
+      ? Math.hypot(ob.x - wx, ob.y - wy) <= ob.radius
+      : Math.abs(wx - ob.x) <= ob.size[0] / 2 + 0.05 && Math.abs(wy - ob.y) <= ob.size[1] / 2 + 0.05));
+    if (o) act('remove_obstacle', { name: o.name });
+  }
+});
+canvas.addEventListener('mousemove', (e) => {
+  const [wx, wy] = toWorld(e.offsetX, e.offsetY);
+  $('hud').textContent = `x ${fmt(wx)} m, y ${fmt(wy)} m, zoom ${fmt(view.scale, 1)} px/m`;
+  if (!drag) return;
+  if (drag.kind === 'pan') {
+    view.cx -= (e.offsetX - drag.sx) / view.scale;
+    view.cy += (e.offsetY - drag.sy) / view.scale;
+  }
+  drag.sx = e.offsetX;
+  drag.sy = e.offsetY;
+  drag.moved = true;
+});
+window.addEventListener('mouseup', () => {
+  const d = drag;
+  drag = null;
+  if (!d) return;
+  if (d.kind === 'robot' && d.moved) {
+    const [x, y] = toWorld(d.sx, d.sy);
+    act('set_pose', { robot: d.robot, pose: [x, y, d.theta] });
+  } else if (d.kind === 'box' || d.kind === 'circle') {
+    const [x0, y0] = toWorld(d.x0, d.y0), [x1, y1] = toWorld(d.sx, d.sy);
+    const name = `web${Date.now() % 100000}_${obstacleN++}`;
+    if (d.kind === 'circle') {
+      const radius = Math.hypot(x1 - x0, y1 - y0);
+      if (radius > 0.02) act('spawn_obstacle', { name, shape: 'circle', pose: [x0, y0, 0], radius });
+    } else if (Math.abs(x1 - x0) > 0.02 && Math.abs(y1 - y0) > 0.02) {
+      act('spawn_obstacle', { name, shape: 'box', pose: [(x0 + x1) / 2, (y0 + y1) / 2, 0], size: [Math.abs(x1 - x0), Math.abs(y1 - y0)] });
+    }
+  }
+});
+canvas.addEventListener('wheel', (e) => {
+  e.preventDefault();
+  const [wx, wy] = toWorld(e.offsetX, e.offsetY);
+  view.scale *= e.deltaY < 0 ? 1.15 : 1 / 1.15;
+  const [nx, ny] = toWorld(e.offsetX, e.offsetY);
+  view.cx += wx - nx;
+  view.cy += wy - ny;
+}, { passive: false });
