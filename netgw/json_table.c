@@ -28,6 +28,7 @@ static json_t *pa_json_act_get_status(jctx *x) {
   json_object_set_new(d, "clients", json_integer(g->n_clients));
   json_object_set_new(d, "sim_ready",
                       json_boolean(g->ctl->health[PA_PROC_SIM].ready));
+  json_object_set_new(d, "status", json_string(pa_json_conn_status(x->c)));
   return d;
 }
 
@@ -169,6 +170,8 @@ static const jaction actions[] = {
     ROW(step_n, CTL, NULL, NULL, JF_SIM, "steps"),
     ROW(set_time_scale, CTL, NULL, NULL, JF_SIM, "scale factor"),
     ROW(get_status, CTL, NULL, NULL, 0, ""),
+    ROW(hibernate, CMD, NULL, NULL, 0, ""),
+    ROW(wakeup, CMD, NULL, NULL, 0, ""),
 };
 
 #undef CMD

@@ -976,6 +976,10 @@ static const jcase jcases[] = {
     ERR("set_time_scale", "{\"scale\": 2000}", "invalid_message",
         "out of range [0, 1000]"),
     OK_("get_status", "{}", "\"robot_count\":2", -1),
+    OK_("hibernate", "{}", "\"status\":\"hibernating\"", -1),
+    ERR("hibernate", "{\"x\": 1}", "invalid_message",
+        "hibernate takes no data"),
+    OK_("wakeup", "{}", "\"status\":\"rendering\"", -1),
 };
 
 static bool op_seen(void *arg) {

@@ -195,4 +195,11 @@ json_t *pa_json_done_export_dataset(jctx *x, const pa_reply *r);
 json_t *pa_json_done_map(jctx *x, const pa_reply *r);
 json_t *pa_json_done_set_scenario(jctx *x, const pa_reply *r);
 
+/* ---- json_visual.c --------------------------------------------------------*/
+
+/* "rendering", "hibernating" or "terminating" (RaisimServer's Status). */
+const char *pa_json_conn_status(const pa_client *c);
+json_t *pa_json_act_hibernate(jctx *x);
+json_t *pa_json_act_wakeup(jctx *x);
+
 #endif
