@@ -25,8 +25,7 @@ static json_t *parse_beacon(const char *buf, size_t n,
                             const struct sockaddr_in *from) {
   json_error_t je;
   json_t *o = json_loadb(buf, n, 0, &je);
-  if (!json_is_object(o) ||
-      !json_is_string(json_object_get(o, "beacon")) ||
+  if (!json_is_object(o) || !json_is_string(json_object_get(o, "beacon")) ||
       strcmp(json_string_value(json_object_get(o, "beacon")),
              PA_BEACON_MAGIC) != 0 ||
       !json_is_string(json_object_get(o, "instance")) ||
@@ -72,8 +71,10 @@ int pa_launch_discover_main(int argc, char **argv) {
   char err[256];
   int r = pa_opt_parse(o, n, argc, argv, NULL, 0, NULL, err, sizeof err);
   if (r == 1) {
-    pa_opt_usage(stdout, usage, "Lists the playarea stacks whose discovery "
-                 "beacon it hears.", o, n);
+    pa_opt_usage(stdout, usage,
+                 "Lists the playarea stacks whose discovery "
+                 "beacon it hears.",
+                 o, n);
     return 0;
   }
   if (r < 0) {
@@ -85,8 +86,10 @@ int pa_launch_discover_main(int argc, char **argv) {
   sin.sin_family = AF_INET;
   sin.sin_port = htons((uint16_t)port);
   if (inet_pton(AF_INET, bind_addr, &sin.sin_addr) != 1) {
-    fprintf(stderr, "playarea discover: --bind: '%s' is not an IPv4 "
-            "address\n", bind_addr);
+    fprintf(stderr,
+            "playarea discover: --bind: '%s' is not an IPv4 "
+            "address\n",
+            bind_addr);
     return PA_EXIT_CONFIG;
   }
   int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
@@ -99,8 +102,10 @@ int pa_launch_discover_main(int argc, char **argv) {
   setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
   setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one);
   if (bind(fd, (struct sockaddr *)&sin, sizeof sin) != 0) {
-    fprintf(stderr, "playarea discover: cannot listen on %s:%ld: %s "
-            "(--beacon_port, --bind)\n", bind_addr, port, strerror(errno));
+    fprintf(stderr,
+            "playarea discover: cannot listen on %s:%ld: %s "
+            "(--beacon_port, --bind)\n",
+            bind_addr, port, strerror(errno));
     close(fd);
     return PA_EXIT_CONFIG;
   }
@@ -149,8 +154,8 @@ int pa_launch_discover_main(int argc, char **argv) {
   }
   close(fd);
   if (!as_json && nh)
-    printf("%-24s %-21s %5s %7s %-10s %5s\n", "instance", "tcp", "http",
-           "pid", "version", "proto");
+    printf("%-24s %-21s %5s %7s %-10s %5s\n", "instance", "tcp", "http", "pid",
+           "version", "proto");
   for (size_t i = 0; i < nh; i++) {
     json_t *b = h[i].b;
     if (as_json) {
@@ -162,8 +167,7 @@ int pa_launch_discover_main(int argc, char **argv) {
       char tcp[64];
       snprintf(tcp, sizeof tcp, "%s:%lld", connect_addr(b),
                (long long)json_integer_value(json_object_get(b, "tcp_port")));
-      printf("%-24s %-21s %5lld %7lld %-10s %5lld\n", jstr(b, "instance"),
-             tcp,
+      printf("%-24s %-21s %5lld %7lld %-10s %5lld\n", jstr(b, "instance"), tcp,
              (long long)json_integer_value(json_object_get(b, "http_port")),
              (long long)json_integer_value(json_object_get(b, "pid")),
              jstr(b, "version"),
@@ -175,8 +179,10 @@ int pa_launch_discover_main(int argc, char **argv) {
   free(h);
   fflush(stdout);
   if (!nh) {
-    fprintf(stderr, "playarea discover: no stack heard on %s:%ld within %ld "
-            "ms\n", bind_addr, port, timeout_ms);
+    fprintf(stderr,
+            "playarea discover: no stack heard on %s:%ld within %ld "
+            "ms\n",
+            bind_addr, port, timeout_ms);
     return 1;
   }
   return 0;

@@ -94,8 +94,8 @@ int pa_gw_beacon_start(pa_netgw *g, char *err, size_t err_sz) {
   g->n_beacon_to = 1;
   if (wide_bind(g->def.bind ? g->def.bind : "127.0.0.1")) {
     int one = 1;
-    if (setsockopt(g->beacon_fd, SOL_SOCKET, SO_BROADCAST, &one,
-                   sizeof one) == 0) {
+    if (setsockopt(g->beacon_fd, SOL_SOCKET, SO_BROADCAST, &one, sizeof one) ==
+        0) {
       to[1] = to[0];
       to[1].sin_addr.s_addr = htonl(INADDR_BROADCAST);
       g->n_beacon_to = 2;

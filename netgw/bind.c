@@ -65,7 +65,7 @@ int pa_bind_listen(const char *addr, unsigned port, bool walk, int backlog,
              "cannot listen on %s:%u: ports %u-%u all in use (%s, --bind)",
              addr, port, port, port + tries - 1, flag);
   else
-    snprintf(err, err_sz, "cannot listen on %s:%u: %s (%s, --bind)", addr,
-             port, strerror(first_errno), flag);
+    snprintf(err, err_sz, "cannot listen on %s:%u: %s (%s, --bind)", addr, port,
+             strerror(first_errno), flag);
   return -1;
 }
