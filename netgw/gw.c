@@ -293,6 +293,7 @@ pa_netgw *pa_netgw_create(const pa_netgw_def *d, pa_stack *stack, char *err,
   g->ctl->health[PA_PROC_NETGW].pid = getpid();
   g->ctl->health[PA_PROC_NETGW].start_ns = pa_now_ns();
   __atomic_store_n(&g->ctl->tcp_port, g->port, __ATOMIC_RELEASE);
+  pa_json_visual_recover(g);
   if (pa_gw_beacon_start(g, err, err_sz) != 0)
     goto fail;
   return g;

@@ -172,6 +172,13 @@ static const jaction actions[] = {
     ROW(get_status, CTL, NULL, NULL, 0, ""),
     ROW(hibernate, CMD, NULL, NULL, 0, ""),
     ROW(wakeup, CMD, NULL, NULL, 0, ""),
+    ROW(add_visual, CMD, NULL, NULL, 0,
+        "name type position orientation yaw size color visible text points"),
+    ROW(update_visual, CMD, NULL, NULL, 0,
+        "name position orientation yaw size color visible text points append"),
+    ROW(remove_visual, CMD, NULL, NULL, 0, "name"),
+    ROW(clear_visuals, CMD, NULL, NULL, 0, ""),
+    ROW(list_visuals, CMD, NULL, COST(list_visuals), 0, ""),
 };
 
 #undef CMD

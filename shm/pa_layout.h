@@ -14,6 +14,7 @@
 #define PA_LAYOUT_H
 
 #include <semaphore.h>
+#include "pa_visual.h"
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -204,6 +205,7 @@ typedef struct pa_ctl {
   uint64_t off_cmd;       /* pa_queue of pa_cmd */
   uint64_t off_reply;     /* pa_queue of pa_reply */
   uint64_t off_nav;       /* pa_nav_block */
+  uint64_t off_visual;    /* pa_visual_block (pa_visual.h) */
 } pa_ctl;
 
 /* Navigation overlays: a client's planned path and waypoints for a robot,

@@ -52,7 +52,7 @@ static void test_port_walk_and_discover(void **state) {
   char ps[16], bs[16];
   snprintf(ps, sizeof ps, "%u", port);
   snprintf(bs, sizeof bs, "%u", bport);
-  const char *extra[] = {"--tcp_port", ps,   "--beacon_port", bs,
+  const char *extra[] = {"--tcp_port",  ps,  "--beacon_port", bs,
                          "--no-render", NULL};
   lt_stack a, b;
   assert_int_equal(lt_start(&a, "walk-a", extra, START_MS), 0);
@@ -74,9 +74,9 @@ static void test_port_walk_and_discover(void **state) {
 
   /* Beacons come once a second: 2.5 s hears each stack at least twice. */
   snprintf(log, sizeof log, "%s/discover.log", pa_test_tmpdir());
-  const char *disc[] = {"discover", "--beacon_port", bs,     "--bind",
-                        "127.0.0.1", "--timeout_ms", "2500", "--json",
-                        NULL};
+  const char *disc[] = {"discover", "--beacon_port", bs,
+                        "--bind",   "127.0.0.1",     "--timeout_ms",
+                        "2500",     "--json",        NULL};
   assert_int_equal(lt_run_playarea(disc, log, 10000), 0);
   pa_test_read_file(log, buf, sizeof buf);
   const lt_stack *both[] = {&a, &b};
@@ -99,8 +99,8 @@ static void test_port_walk_and_discover(void **state) {
   assert_non_null(strstr(buf, "\"version\":"));
 
   /* The table form names both too. */
-  const char *disc2[] = {"discover", "--beacon_port", bs,     "--bind",
-                         "127.0.0.1", "--timeout_ms", "1500", NULL};
+  const char *disc2[] = {"discover",  "--beacon_port", bs,     "--bind",
+                         "127.0.0.1", "--timeout_ms",  "1500", NULL};
   assert_int_equal(lt_run_playarea(disc2, log, 10000), 0);
   pa_test_read_file(log, buf, sizeof buf);
   snprintf(want, sizeof want, "127.0.0.1:%u", b.port);
@@ -110,8 +110,9 @@ static void test_port_walk_and_discover(void **state) {
   char inst[PA_SHM_INSTANCE_MAX];
   pa_test_instance(inst, sizeof inst, "nowalk");
   snprintf(log, sizeof log, "%s/nowalk.log", pa_test_tmpdir());
-  const char *nw[] = {"--tcp_port", ps,           "--instance", inst,
-                      "--no-render", "--no_port_walk", "--no_beacon", NULL};
+  const char *nw[] = {
+      "--tcp_port",  ps,  "--instance", inst, "--no-render", "--no_port_walk",
+      "--no_beacon", NULL};
   int64_t t0 = pa_test_now_ms();
   assert_int_equal(lt_run_playarea(nw, log, 15000), PA_EXIT_CONFIG);
   assert_true(pa_test_now_ms() - t0 < 5000 * PA_TEST_SLOW);

@@ -201,5 +201,11 @@ json_t *pa_json_done_set_scenario(jctx *x, const pa_reply *r);
 const char *pa_json_conn_status(const pa_client *c);
 json_t *pa_json_act_hibernate(jctx *x);
 json_t *pa_json_act_wakeup(jctx *x);
+json_t *pa_json_act_add_visual(jctx *x);
+json_t *pa_json_act_update_visual(jctx *x);
+json_t *pa_json_act_remove_visual(jctx *x);
+json_t *pa_json_act_clear_visuals(jctx *x);
+json_t *pa_json_act_list_visuals(jctx *x);
+size_t pa_json_cost_list_visuals(jctx *x);
 
 #endif

@@ -334,6 +334,10 @@ void pa_text_errf(pa_client *c, pa_status st, const char *fmt, ...)
  * subscriptions. */
 void pa_gw_hibernate(pa_client *c, bool on);
 
+/* json_visual.c, at start: repairs a visual block a dead pa-netgw left
+ * mid-update. */
+void pa_json_visual_recover(pa_netgw *g);
+
 /* beacon.c: starts the once-a-second discovery beacon (unless
  * def.no_beacon); stop closes it. */
 int pa_gw_beacon_start(pa_netgw *g, char *err, size_t err_sz);

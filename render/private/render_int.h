@@ -126,4 +126,17 @@ void pa_render_mat_lookat(float m[16], const double eye[3],
 void pa_render_mat_pose(float m[16], double x, double y, double z, double yaw,
                         const double s[3]);
 
+/* ---- visual objects (visuals.c): the clients' annotations as world-space
+ * lines and points, for the viewer (never the head camera). */
+typedef struct pa_vis_sink {
+  void (*line)(void *arg, const float a[3], const float b[3],
+               const float rgb[3]);
+  void (*point)(void *arg, const float p[3], const float rgb[3]);
+  void *arg;
+} pa_vis_sink;
+/* Every visible shape, polyline and text marker, as line segments. */
+void pa_render_visuals_lines(const pa_visual_block *b, const pa_vis_sink *s);
+/* Every visible point cloud's points. */
+void pa_render_visuals_points(const pa_visual_block *b, const pa_vis_sink *s);
+
 #endif
