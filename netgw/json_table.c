@@ -29,6 +29,9 @@ static json_t *pa_json_act_get_status(jctx *x) {
   json_object_set_new(d, "sim_ready",
                       json_boolean(g->ctl->health[PA_PROC_SIM].ready));
   json_object_set_new(d, "status", json_string(pa_json_conn_status(x->c)));
+  json_t *sp = pa_json_spectator_status(g);
+  json_object_update(d, sp);
+  json_decref(sp);
   return d;
 }
 
@@ -179,6 +182,11 @@ static const jaction actions[] = {
     ROW(remove_visual, CMD, NULL, NULL, 0, "name"),
     ROW(clear_visuals, CMD, NULL, NULL, 0, ""),
     ROW(list_visuals, CMD, NULL, COST(list_visuals), 0, ""),
+    ROW(set_camera, CMD, NULL, NULL, 0, "position look_at width height"),
+    ROW(focus_on, CMD, NULL, NULL, 0, "object"),
+    ROW(request_screenshot, CMD, NULL, NULL, 0, "name"),
+    ROW(start_recording_video, CMD, NULL, NULL, 0, "name fps frames"),
+    ROW(stop_recording_video, CMD, NULL, NULL, 0, ""),
 };
 
 #undef CMD

@@ -69,6 +69,7 @@ struct pa_render_viewer {
   size_t wp_first;             /* waypoints in ov[wp_first, ov_n) */
   pa_visual_block *vis;        /* the clients' visual objects, copied */
   uint32_t vis_gen;
+  uint64_t spec_seq; /* the spectator camera last adopted */
   bool vis_read;
   /* frames */
   int64_t next_frame;
@@ -495,6 +496,23 @@ static void draw(pa_render_viewer *v, pa_render_scene *s, const pa_tick *t) {
     v->tx = (b[0] + b[2]) / 2, v->ty = (b[1] + b[3]) / 2;
     v->dist = fmax(b[2] - b[0], b[3] - b[1]) * 1.05 + 1;
     v->framed = true;
+  }
+  /* A client's set_camera moves the viewer's camera too (one spectator
+   * camera for the viewer and the recordings); the mouse takes it on. */
+  const pa_spectator *sp = &v->st->vis->spec;
+  uint64_t q = __atomic_load_n(&sp->cam_seq, __ATOMIC_ACQUIRE);
+  if (!(q & 1u) && q != v->spec_seq) {
+    v->spec_seq = q;
+    double d[3] = {sp->pos[0] - sp->look_at[0], sp->pos[1] - sp->look_at[1],
+                   sp->pos[2] - sp->look_at[2]};
+    double dist = sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]);
+    if (dist > 1e-3 && isfinite(dist)) {
+      v->tx = sp->look_at[0], v->ty = sp->look_at[1];
+      v->dist = dist;
+      v->azim = atan2(d[1], d[0]);
+      v->elev = fmax(0.02, asin(d[2] / dist));
+      v->follow = -1;
+    }
   }
   if (v->follow >= 0 && t && (uint32_t)v->follow < t->robot_count) {
     const pa_robot_state *rs = (const pa_robot_state *)(t + 1);

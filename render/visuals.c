@@ -31,9 +31,8 @@ static void seg(const pa_vis_sink *s, const pa_visual *v, const float a[3],
 
 /* A circle of radius r around local axis `axis` (0 x, 1 y, 2 z) at offset
  * c along it; half = only the upper half (+z side, for capsule caps). */
-static void circle(const pa_vis_sink *s, const pa_visual *v, int axis,
-                   float r, float c, bool half, float zc,
-                   const float rgb[3]) {
+static void circle(const pa_vis_sink *s, const pa_visual *v, int axis, float r,
+                   float c, bool half, float zc, const float rgb[3]) {
   int n = half ? CIRCLE_SEGS / 2 : CIRCLE_SEGS;
   float prev[3] = {0};
   for (int k = 0; k <= n; k++) {

@@ -9,10 +9,10 @@
 
 #include <stdint.h>
 
-#define PA_VIS_MAX 256          /* visuals at once */
-#define PA_VIS_NAME_MAX 48      /* bytes of a name, NUL included */
-#define PA_VIS_TEXT_MAX 64      /* bytes of a text label, NUL included */
-#define PA_VIS_CLOUD_MAX 100000 /* points of one point cloud */
+#define PA_VIS_MAX 256           /* visuals at once */
+#define PA_VIS_NAME_MAX 48       /* bytes of a name, NUL included */
+#define PA_VIS_TEXT_MAX 64       /* bytes of a text label, NUL included */
+#define PA_VIS_CLOUD_MAX 100000  /* points of one point cloud */
 #define PA_VIS_POINTS_MAX 131072 /* points of all polylines and clouds */
 
 typedef enum pa_vis_type {
@@ -45,12 +45,48 @@ typedef struct pa_visual {
   char text[PA_VIS_TEXT_MAX];
 } pa_visual;
 
+/* The spectator camera (independent of robots) and the screenshot and
+ * video requests pa-render serves with it (RaisimServer's setCamera...,
+ * focusOn, requestSaveScreenshot, start/stopRecordingVideo). pa-netgw
+ * writes the request fields and then bumps the request counters; pa-render
+ * answers by copying a counter into its done field. */
+#define PA_SPEC_NAME_MAX 64
+#define PA_SPEC_DIR_MAX 512
+enum { PA_SPEC_FOCUS_NONE = 0, PA_SPEC_FOCUS_ROBOT, PA_SPEC_FOCUS_OBSTACLE };
+enum { PA_REC_IDLE = 0, PA_REC_ON, PA_REC_FAILED };
+typedef struct pa_spectator {
+  /* pa-netgw: the camera, under cam_seq (odd while written) */
+  uint64_t cam_seq;
+  float pos[3], look_at[3]; /* world [m]; pos == look_at: not set */
+  uint32_t focus_kind;      /* PA_SPEC_FOCUS_* : look_at follows it */
+  uint32_t focus_idx;       /* robot or obstacle index */
+  uint32_t width, height;   /* [px] screenshots and videos */
+  /* pa-netgw: requests */
+  uint32_t shot_req; /* bumped per screenshot request */
+  char shot_name[PA_SPEC_NAME_MAX];
+  uint32_t rec_req;   /* bumped per start or stop */
+  uint32_t rec_start; /* 1 = start rec_name, 0 = stop */
+  char rec_name[PA_SPEC_NAME_MAX];
+  float rec_fps;
+  uint32_t rec_frames_max; /* stop by itself after this many (0 = never) */
+  /* pa-render */
+  int32_t render_pid;               /* pa-render serving these (0 = none) */
+  char dir[PA_SPEC_DIR_MAX];        /* its --data_dir, absolute */
+  uint32_t shot_done;               /* = shot_req once written (or failed) */
+  int32_t shot_status;              /* 0 ok, -1 failed (see its log) */
+  uint32_t rec_done;                /* = rec_req once acted on */
+  uint32_t rec_state;               /* PA_REC_* */
+  uint64_t rec_frames, rec_dropped; /* of the current or last video */
+  char rec_codec[16];               /* "h264" (libx264) or "mpeg4" */
+} pa_spectator;
+
 typedef struct pa_visual_block {
   uint64_t seq;     /* odd while being written */
   uint32_t gen;     /* bumped on every change */
   uint32_t count;   /* v[0, count) are in use, in insertion order */
   uint32_t pt_used; /* pt[0, pt_used) are in use (packed) */
   uint32_t reserved;
+  pa_spectator spec; /* not under seq: see pa_spectator */
   pa_visual v[PA_VIS_MAX];
   pa_vis_point pt[PA_VIS_POINTS_MAX];
 } pa_visual_block;

@@ -1008,6 +1008,26 @@ static const jcase jcases[] = {
     ERR("remove_visual", "{\"name\": \"s1\"}", "unknown_object",
         "no visual named 's1'"),
     OK_("clear_visuals", "{}", "\"removed\":0", -1),
+    OK_("set_camera", "{\"position\": [0, -5, 5], \"look_at\": [0, 0, 0]}",
+        "\"width\":640", -1),
+    ERR("set_camera", "{\"position\": [0, 0, 0], \"look_at\": [0, 0, 0]}",
+        "invalid_message", "the same point"),
+    ERR("set_camera",
+        "{\"position\": [1, 0, 0], \"look_at\": [0, 0, 0], "
+        "\"width\": 321}",
+        "invalid_message", "must be even"),
+    OK_("focus_on", "{\"object\": \"\"}", "\"kind\":\"none\"", -1),
+    ERR("focus_on", "{\"object\": \"nobody\"}", "unknown_object",
+        "no robot or obstacle named 'nobody'"),
+    OK_("stop_recording_video", "{}", "\"was_recording\":false", -1),
+    ERR("start_recording_video", "{\"name\": \"v\", \"fps\": 0}",
+        "invalid_message", "data.fps 0"),
+    OK_("start_recording_video", "{\"name\": \"v\"}", ".mp4", -1),
+    ERR("start_recording_video", "{\"name\": \"v\"}", "busy", "being served"),
+    ERR("request_screenshot", "{\"name\": \"a/b\"}", "invalid_message",
+        "data.name 'a/b'"),
+    OK_("request_screenshot", "{\"name\": \"s\"}", ".png", -1),
+    ERR("request_screenshot", "{\"name\": \"s\"}", "busy", "being written"),
 };
 
 static bool op_seen(void *arg) {
@@ -1085,6 +1105,8 @@ static void json_actions(void **state) {
   fake_sim fs = {.st = &f.st, .status = PA_OK, .last_op = UINT32_MAX};
   assert_int_equal(pthread_create(&fs.th, NULL, fake_sim_run, &fs), 0);
   int fd = pa_test_tcp_connect((uint16_t)pa_netgw_port(f.g));
+  /* a live pid as the spectator's pa-render (its requests stay pending) */
+  f.st.vis->spec.render_pid = (int32_t)getpid();
   /* every row of the action table has a success case (and its errors) */
   int rows = 0;
   for (const char *name; (name = pa_json_action_name(rows)); rows++) {

@@ -207,5 +207,12 @@ json_t *pa_json_act_remove_visual(jctx *x);
 json_t *pa_json_act_clear_visuals(jctx *x);
 json_t *pa_json_act_list_visuals(jctx *x);
 size_t pa_json_cost_list_visuals(jctx *x);
+json_t *pa_json_act_set_camera(jctx *x);
+json_t *pa_json_act_focus_on(jctx *x);
+json_t *pa_json_act_request_screenshot(jctx *x);
+json_t *pa_json_act_start_recording_video(jctx *x);
+json_t *pa_json_act_stop_recording_video(jctx *x);
+/* {"recording": {...}, "screenshot": {...}} for get_status. */
+json_t *pa_json_spectator_status(pa_netgw *g);
 
 #endif
