@@ -176,9 +176,11 @@ static const jaction actions[] = {
     ROW(hibernate, CMD, NULL, NULL, 0, ""),
     ROW(wakeup, CMD, NULL, NULL, 0, ""),
     ROW(add_visual, CMD, NULL, NULL, 0,
-        "name type position orientation yaw size color visible text points"),
+        "name type position orientation yaw size color visible text points "
+        "points_b64 point_format"),
     ROW(update_visual, CMD, NULL, NULL, 0,
-        "name position orientation yaw size color visible text points append"),
+        "name position orientation yaw size color visible text points "
+        "points_b64 point_format append"),
     ROW(remove_visual, CMD, NULL, NULL, 0, "name"),
     ROW(clear_visuals, CMD, NULL, NULL, 0, ""),
     ROW(list_visuals, CMD, NULL, COST(list_visuals), 0, ""),

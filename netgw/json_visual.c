@@ -89,12 +89,125 @@ static int get_color(jctx *x, const char *key, float out[4]) {
   return 1;
 }
 
-/* data.points: [[x, y, z] or [x, y, z, r, g, b(, a)], ...] into a new
- * array (*pts, freed by the caller): 1, 0 (absent) or -1. */
+static int b64_val(unsigned char c) {
+  if (c >= 'A' && c <= 'Z')
+    return c - 'A';
+  if (c >= 'a' && c <= 'z')
+    return c - 'a' + 26;
+  if (c >= '0' && c <= '9')
+    return c - '0' + 52;
+  return c == '+' ? 62 : c == '/' ? 63 : -1;
+}
+
+/* Standard base64 (padding optional) into out (cap bytes): the length, or
+ * -1 when s is not base64 or decodes to more than cap. */
+static long b64_decode(const char *s, size_t len, uint8_t *out, size_t cap) {
+  while (len && s[len - 1] == '=')
+    len--;
+  if (len % 4 == 1)
+    return -1;
+  size_t o = 0;
+  uint32_t acc = 0;
+  int bits = 0;
+  for (size_t i = 0; i < len; i++) {
+    int v = b64_val((unsigned char)s[i]);
+    if (v < 0)
+      return -1;
+    acc = acc << 6 | (uint32_t)v;
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      if (o == cap)
+        return -1;
+      out[o++] = (uint8_t)(acc >> bits);
+    }
+  }
+  return (long)o;
+}
+
+/* data.points_b64: little-endian float32 x, y, z per point, or with
+ * data.point_format "xyzrgba" also 4 colour bytes (16 bytes a point): the
+ * compact form, ~10x cheaper to parse than JSON arrays. */
+static int get_points_b64(jctx *x, json_t *a, uint32_t max, pa_vis_point **pts,
+                          uint32_t *n) {
+  const char *fmt = "xyz";
+  if (pa_json_str(x, "point_format", 16, &fmt) < 0)
+    return -1;
+  size_t stride = !strcmp(fmt, "xyz") ? 12 : !strcmp(fmt, "xyzrgba") ? 16 : 0;
+  if (!stride) {
+    pa_json_fail(x, PA_ERR_INVALID_MESSAGE,
+                 "data.point_format '%s': xyz or xyzrgba", fmt);
+    return -1;
+  }
+  if (!json_is_string(a)) {
+    pa_json_fail(x, PA_ERR_INVALID_ACTION_SHAPE,
+                 "data.points_b64 must be a base64 string");
+    return -1;
+  }
+  size_t len = json_string_length(a), cap = len / 4 * 3 + 3;
+  uint8_t *raw = malloc(cap ? cap : 1);
+  pa_vis_point *p = NULL;
+  long got = raw ? b64_decode(json_string_value(a), len, raw, cap) : -1;
+  if (got < 0 || (size_t)got % stride) {
+    free(raw);
+    pa_json_fail(x, PA_ERR_INVALID_ACTION_SHAPE,
+                 "data.points_b64: not base64 of %zu-byte points (%s)", stride,
+                 fmt);
+    return -1;
+  }
+  size_t cnt = (size_t)got / stride;
+  if (cnt > max) {
+    free(raw);
+    pa_json_fail(x, PA_ERR_INVALID_MESSAGE,
+                 "data.points_b64: %zu points, at most %u here", cnt, max);
+    return -1;
+  }
+  p = malloc((cnt ? cnt : 1) * sizeof *p);
+  if (!p) {
+    free(raw);
+    pa_json_fail(x, PA_ERR_BUSY, "out of memory");
+    return -1;
+  }
+  for (size_t i = 0; i < cnt; i++) {
+    const uint8_t *r = raw + i * stride;
+    memcpy(p[i].p, r, 12); /* little-endian hosts only (x86-64, arm64) */
+    for (int k = 0; k < 3; k++)
+      if (!isfinite(p[i].p[k]) || fabsf(p[i].p[k]) > VIS_COORD_MAX) {
+        free(raw);
+        free(p);
+        pa_json_fail(x, PA_ERR_INVALID_MESSAGE,
+                     "data.points_b64: point %zu is not finite or beyond "
+                     "1e6 m",
+                     i);
+        return -1;
+      }
+    p[i].rgba = stride == 16 ? ((uint32_t)r[12] << 24 | (uint32_t)r[13] << 16 |
+                                (uint32_t)r[14] << 8 | r[15])
+                             : 0;
+    if (stride == 16 && !p[i].rgba)
+      p[i].rgba = 1; /* black, transparent: not "the visual's colour" */
+  }
+  free(raw);
+  *pts = p;
+  *n = (uint32_t)cnt;
+  return 1;
+}
+
+/* data.points: [[x, y, z] or [x, y, z, r, g, b(, a)], ...] (or
+ * data.points_b64) into a new array (*pts, freed by the caller): 1, 0
+ * (absent) or -1. */
 static int get_points(jctx *x, uint32_t max, pa_vis_point **pts, uint32_t *n) {
   json_t *a = json_object_get(x->data, "points");
+  json_t *b = json_object_get(x->data, "points_b64");
   *pts = NULL;
   *n = 0;
+  if (a && b) {
+    pa_json_fail(x, PA_ERR_INVALID_MESSAGE,
+                 "data.points or data.points_b64, not both");
+    return -1;
+  }
+  if (b)
+    return get_points_b64(x, b, max, pts, n);
   if (!a || json_is_null(a))
     return 0;
   if (!json_is_array(a)) {
@@ -334,7 +447,9 @@ static json_t *vis_set(jctx *x, bool add) {
   bool append = json_is_true(app);
   pa_vis_point *pts = NULL;
   uint32_t n = 0;
-  if (json_object_get(x->data, "points") && !has_points(v.type))
+  if ((json_object_get(x->data, "points") ||
+       json_object_get(x->data, "points_b64")) &&
+      !has_points(v.type))
     return pa_json_fail(x, PA_ERR_INVALID_MESSAGE,
                         "data.points is for polyline and point_cloud only");
   int r = get_points(x, PA_VIS_CLOUD_MAX, &pts, &n);

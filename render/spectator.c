@@ -41,7 +41,8 @@ int pa_render_spectator_init(pa_spec_state *S, pa_stack *st,
    * dead pa-render left open is over (its file ends where it crashed). */
   if (__atomic_load_n(&sp->rec_state, __ATOMIC_ACQUIRE) == PA_REC_ON)
     __atomic_store_n(&sp->rec_state, PA_REC_FAILED, __ATOMIC_RELEASE);
-  __atomic_store_n(&sp->rec_done, __atomic_load_n(&sp->rec_req, __ATOMIC_ACQUIRE),
+  __atomic_store_n(&sp->rec_done,
+                   __atomic_load_n(&sp->rec_req, __ATOMIC_ACQUIRE),
                    __ATOMIC_RELEASE);
   __atomic_store_n(&sp->render_pid, (int32_t)getpid(), __ATOMIC_RELEASE);
   return 0;
@@ -54,8 +55,7 @@ void pa_render_spectator_free(pa_spec_state *S, pa_stack *st) {
       pa_warn("%s", err);
     S->video = NULL;
     if (st)
-      __atomic_store_n(&st->vis->spec.rec_state, PA_REC_IDLE,
-                       __ATOMIC_RELEASE);
+      __atomic_store_n(&st->vis->spec.rec_state, PA_REC_IDLE, __ATOMIC_RELEASE);
   }
   pa_render_cam_free(S->cam);
   S->cam = NULL;
@@ -119,9 +119,8 @@ static void spectator_view(const pa_stack *st, const pa_render_scene *sc,
 
 /* Renders the spectator view at the requested size into S->rgb. */
 static int spectator_render(pa_spec_state *S, const pa_stack *st,
-                            const pa_render_scene *sc,
-                            const pa_render_view *v, char *err,
-                            size_t err_sz) {
+                            const pa_render_scene *sc, const pa_render_view *v,
+                            char *err, size_t err_sz) {
   const pa_spectator *sp = &st->vis->spec;
   uint32_t w = __atomic_load_n(&sp->width, __ATOMIC_ACQUIRE);
   uint32_t h = __atomic_load_n(&sp->height, __ATOMIC_ACQUIRE);
@@ -221,15 +220,13 @@ static void video_start(pa_spec_state *S, pa_stack *st, int64_t now) {
   S->vw = w, S->vh = h;
   S->start_ns = now;
   S->slot = 0;
-  pa_info("video %s: %ux%u at %d fps (%s)", path, w, h, S->fps,
-          sp->rec_codec);
+  pa_info("video %s: %ux%u at %d fps (%s)", path, w, h, S->fps, sp->rec_codec);
   __atomic_store_n(&sp->rec_state, PA_REC_ON, __ATOMIC_RELEASE);
 }
 
 int64_t pa_render_spectator_step(pa_spec_state *S, pa_stack *st,
                                  const pa_render_scene *sc,
-                                 const pa_render_pose *poses,
-                                 uint32_t n_poses,
+                                 const pa_render_pose *poses, uint32_t n_poses,
                                  const pa_obstacle_info *obs, uint32_t n_obs,
                                  int64_t now) {
   pa_spectator *sp = &st->vis->spec;
