@@ -56,9 +56,10 @@ static void test_port_walk_and_discover(void **state) {
                          "--no-render", NULL};
   lt_stack a, b;
   assert_int_equal(lt_start(&a, "walk-a", extra, START_MS), 0);
-  assert_int_equal(a.port, port);
+  /* (another process may take the picked port first: then a walks too) */
+  assert_true(a.port >= port && a.port < port + 64);
   assert_int_equal(lt_start(&b, "walk-b", extra, START_MS), 0);
-  assert_int_not_equal(b.port, port);
+  assert_int_not_equal(b.port, a.port);
   assert_true(b.port > port && b.port < port + 64);
   assert_true(pa_test_ping(a.port, 2000));
   assert_true(pa_test_ping(b.port, 2000));
