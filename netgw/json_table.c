@@ -189,6 +189,17 @@ static const jaction actions[] = {
     ROW(request_screenshot, CMD, NULL, NULL, 0, "name"),
     ROW(start_recording_video, CMD, NULL, NULL, 0, "name fps frames"),
     ROW(stop_recording_video, CMD, NULL, NULL, 0, ""),
+#define VIS_KEYS "name position orientation yaw size color visible"
+#define PTS_KEYS VIS_KEYS " points points_b64 point_format"
+    ROW(add_visual_sphere, CMD, NULL, NULL, 0, VIS_KEYS),
+    ROW(add_visual_box, CMD, NULL, NULL, 0, VIS_KEYS),
+    ROW(add_visual_cylinder, CMD, NULL, NULL, 0, VIS_KEYS),
+    ROW(add_visual_capsule, CMD, NULL, NULL, 0, VIS_KEYS),
+    ROW(add_visual_arrow, CMD, NULL, NULL, 0, VIS_KEYS),
+    ROW(add_visual_polyline, CMD, NULL, NULL, 0, PTS_KEYS),
+    ROW(add_point_cloud, CMD, NULL, NULL, 0, PTS_KEYS),
+#undef VIS_KEYS
+#undef PTS_KEYS
 };
 
 #undef CMD

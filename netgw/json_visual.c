@@ -500,6 +500,30 @@ static json_t *vis_set(jctx *x, bool add) {
 }
 
 json_t *pa_json_act_add_visual(jctx *x) { return vis_set(x, true); }
+
+/* RaisimServer's names (addVisualSphere, ..., addPointCloud): add_visual
+ * with the type implied (a "type" in the data is refused by the table). */
+static json_t *add_typed(jctx *x, const char *type) {
+  json_object_set_new(x->data, "type", json_string(type));
+  return vis_set(x, true);
+}
+json_t *pa_json_act_add_visual_sphere(jctx *x) {
+  return add_typed(x, "sphere");
+}
+json_t *pa_json_act_add_visual_box(jctx *x) { return add_typed(x, "box"); }
+json_t *pa_json_act_add_visual_cylinder(jctx *x) {
+  return add_typed(x, "cylinder");
+}
+json_t *pa_json_act_add_visual_capsule(jctx *x) {
+  return add_typed(x, "capsule");
+}
+json_t *pa_json_act_add_visual_arrow(jctx *x) { return add_typed(x, "arrow"); }
+json_t *pa_json_act_add_visual_polyline(jctx *x) {
+  return add_typed(x, "polyline");
+}
+json_t *pa_json_act_add_point_cloud(jctx *x) {
+  return add_typed(x, "point_cloud");
+}
 json_t *pa_json_act_update_visual(jctx *x) { return vis_set(x, false); }
 
 json_t *pa_json_act_remove_visual(jctx *x) {

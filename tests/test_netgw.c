@@ -1042,6 +1042,22 @@ static const jcase jcases[] = {
         "data.name 'a/b'"),
     OK_("request_screenshot", "{\"name\": \"s\"}", ".png", -1),
     ERR("request_screenshot", "{\"name\": \"s\"}", "busy", "being written"),
+    OK_("add_visual_sphere", "{\"name\": \"a1\", \"size\": 0.5}",
+        "\"type\":\"sphere\"", -1),
+    ERR("add_visual_sphere", "{\"name\": \"a9\", \"type\": \"box\"}",
+        "invalid_message", "type"),
+    OK_("add_visual_box", "{\"name\": \"a2\"}", "\"type\":\"box\"", -1),
+    OK_("add_visual_cylinder", "{\"name\": \"a3\"}", "\"type\":\"cylinder\"",
+        -1),
+    OK_("add_visual_capsule", "{\"name\": \"a4\"}", "\"type\":\"capsule\"", -1),
+    OK_("add_visual_arrow", "{\"name\": \"a5\"}", "\"type\":\"arrow\"", -1),
+    OK_("add_visual_polyline",
+        "{\"name\": \"a6\", \"points\": [[0, 0], [1, 1]]}", "\"points\":2", -1),
+    OK_("add_point_cloud", "{\"name\": \"a7\", \"points\": [[0, 0, 1]]}",
+        "\"type\":\"point_cloud\"", -1),
+    ERR("add_visual_box", "{\"name\": \"a2\"}", "invalid_message",
+        "a visual named 'a2' exists"),
+    OK_("clear_visuals", "{}", "\"removed\":7", -1),
 };
 
 static bool op_seen(void *arg) {
