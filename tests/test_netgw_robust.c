@@ -263,7 +263,7 @@ static void port_taken(void **state) {
   pa_test_bin(bin, sizeof bin, "pa-netgw");
   snprintf(log, sizeof log, "%s/%s-gw.log", pa_test_tmpdir(), s.inst);
   /* (without --no_port_walk it would listen on the next port instead) */
-  char *argv[] = {bin,  "--instance", s.inst, "--tcp_port",
+  char *argv[] = {bin,  "--instance",     s.inst, "--tcp_port",
                   port, "--no_port_walk", NULL};
   pid_t gw = pa_test_spawn(argv, log);
   int st = pa_test_stop(gw, 0, 10000);
@@ -277,7 +277,7 @@ static void port_taken(void **state) {
   pa_test_instance(inst, sizeof inst, "portl");
   pa_test_bin(bin, sizeof bin, "playarea");
   snprintf(log, sizeof log, "%s/%s-launch.log", pa_test_tmpdir(), inst);
-  char *largv[] = {bin,  "--instance", inst, "--tcp_port",
+  char *largv[] = {bin,  "--instance",     inst, "--tcp_port",
                    port, "--no_port_walk", NULL};
   int64_t t0 = pa_test_now_ms();
   pid_t l = pa_test_spawn(largv, log);
