@@ -206,6 +206,7 @@ void pa_launch_usage(FILE *f) {
       "       playarea status [--watch] [--instance NAME | --tcp_port PORT]\n"
       "       playarea restart sim|render|netgw [--instance NAME | --tcp_port "
       "PORT]\n"
+      "       playarea discover [--beacon_port P] [--timeout_ms MS] [--json]\n"
       "       playarea --help-markdown[=contract]  (the docs' flag tables)\n"
       "\n%s\n\nflags (--name VALUE or --name=VALUE; [processes it goes to]):\n",
       own_table.summary);

@@ -140,6 +140,9 @@ int pa_launch_run(const pa_launch_cfg *c, const char *bin_dir);
  * subcommand. Return the exit code. */
 int pa_launch_status_main(int argc, char **argv);
 int pa_launch_restart_main(int argc, char **argv);
+/* `playarea discover [--beacon_port P] [--bind A] [--timeout_ms MS] [--json]`
+ * (discover.c): lists the stacks whose beacon it hears. */
+int pa_launch_discover_main(int argc, char **argv);
 
 /* Writes the status table of an attached instance. cpu_pct[p] < 0 = not
  * measured. */

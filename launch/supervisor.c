@@ -159,8 +159,9 @@ static void start_child(sup *s, child *c, int64_t now) {
     h->restarts = ++c->restarts;
   h->hang_ms = (uint32_t)(c->hang_ns / 1000000);
   c->hung_ns = 0;
-  if (c->proc == PA_PROC_NETGW && c->restarting && s->cfg->tcp_port == 0 &&
-      s->bound_port && !s->port_pinned)
+  if (c->proc == PA_PROC_NETGW && c->restarting &&
+      (unsigned)s->cfg->tcp_port != s->bound_port && s->bound_port &&
+      !s->port_pinned)
     pin_netgw_port(s, c);
   /* SIGKILL: a stopped or hung child must die with the launcher too, and a
    * pa-* process loses nothing by it (its state is in shm). A wrapper gets

@@ -53,6 +53,7 @@ pa_netgw_def pa_netgw_def_default(void) {
       .http_port = 0, /* the process: --http_port 8080 */
       .web_dir = "",
       .upload_dir = "",
+      .beacon_port = PA_BEACON_PORT,
   };
   return d;
 }
@@ -131,6 +132,7 @@ pa_netgw *pa_netgw_create(const pa_netgw_def *d, pa_stack *stack, char *err,
   g->st = stack;
   g->ctl = stack->ctl;
   g->stop_fd = -1;
+  g->beacon_fd = -1;
   g->tx.fd = -1;
   g->odom.tx.fd = -1;
   if (pthread_mutex_init(&g->odom.mu, NULL) != 0) {
@@ -204,23 +206,28 @@ pa_netgw *pa_netgw_create(const pa_netgw_def *d, pa_stack *stack, char *err,
     snprintf(err, err_sz, "event_base_new failed");
     goto fail;
   }
-  /* A taken port is a configuration error ("cannot listen": pa-netgw
-   * exits 78, the launcher stops). Port walking would try the next ports
-   * here, before giving up. */
-  g->lis = evconnlistener_new_bind(g->base, pa_gw_on_accept, g,
-                                   LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE |
-                                       LEV_OPT_CLOSE_ON_EXEC,
-                                   512, (struct sockaddr *)&sin, sizeof sin);
+  /* A taken port walks to the next free one (up to PA_PORT_WALK_MAX, the
+   * bound port is on the ready line); with --no_port_walk, or when all are
+   * taken, it is a configuration error ("cannot listen": exit 78). */
+  unsigned bound_port = 0;
+  int lfd = pa_bind_listen(bind_addr, d->tcp_port, !d->no_port_walk, 512,
+                           "--tcp_port", &bound_port, err, err_sz);
+  if (lfd < 0)
+    goto fail;
+  if (d->tcp_port && bound_port != d->tcp_port)
+    pa_warn("port %u is taken: listening on %u instead (--no_port_walk "
+            "makes this an error)",
+            d->tcp_port, bound_port);
+  g->lis =
+      evconnlistener_new(g->base, pa_gw_on_accept, g,
+                         LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC, 0, lfd);
   if (!g->lis) {
-    snprintf(err, err_sz, "cannot listen on %s:%u: %s (--tcp_port, --bind)",
-             bind_addr, d->tcp_port, strerror(errno));
+    close(lfd);
+    snprintf(err, err_sz, "evconnlistener_new failed");
     goto fail;
   }
   evconnlistener_set_error_cb(g->lis, pa_gw_on_accept_error);
-  struct sockaddr_in bound;
-  socklen_t bl = sizeof bound;
-  getsockname(evconnlistener_get_fd(g->lis), (struct sockaddr *)&bound, &bl);
-  g->port = ntohs(bound.sin_port);
+  g->port = bound_port;
 
   /* A restarted netgw owns the demand: nobody subscribes until clients do. */
   for (uint32_t r = 0; r < max_robots; r++)
@@ -300,6 +307,9 @@ pa_netgw *pa_netgw_create(const pa_netgw_def *d, pa_stack *stack, char *err,
   g->ctl->health[PA_PROC_NETGW].pid = getpid();
   g->ctl->health[PA_PROC_NETGW].start_ns = pa_now_ns();
   __atomic_store_n(&g->ctl->tcp_port, g->port, __ATOMIC_RELEASE);
+  pa_json_visual_recover(g);
+  if (pa_gw_beacon_start(g, err, err_sz) != 0)
+    goto fail;
   return g;
 fail:
   pa_netgw_destroy(g);
@@ -359,6 +369,7 @@ void pa_netgw_destroy(pa_netgw *g) {
   for (size_t i = 0; i < sizeof evs / sizeof evs[0]; i++)
     if (evs[i])
       event_free(evs[i]);
+  pa_gw_beacon_stop(g);
   if (g->lis)
     evconnlistener_free(g->lis);
   if (g->base)

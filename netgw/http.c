@@ -25,11 +25,7 @@
 #include <event2/http.h>
 #include <event2/keyvalq_struct.h>
 
-#ifdef PA_WEB_WS
 #include "ws.h"
-#else
-#define PA_WS_MAX_HEAD 8192
-#endif
 
 #ifndef PA_WEB_DIR
 #define PA_WEB_DIR ""
@@ -323,13 +319,7 @@ static void on_request(struct evhttp_request *req, void *arg) {
       evbuffer_free(b);
     free(s);
   } else if (!strcmp(path, "/ws")) {
-    reply_text(req, 400, "Bad Request",
-#ifdef PA_WEB_WS
-               "/ws takes a WebSocket upgrade"
-#else
-               "this build has no WebSocket support"
-#endif
-    );
+    reply_text(req, 400, "Bad Request", "/ws takes a WebSocket upgrade");
   } else {
     serve_file(w, req, path);
   }
@@ -500,7 +490,6 @@ static void on_peek(evutil_socket_t fd, short what, void *arg) {
     return;
   }
   size_t head_len = (size_t)(end + 4 - p->buf);
-#ifdef PA_WEB_WS
   evutil_socket_t f = p->fd;
   struct sockaddr_in peer = p->peer;
   /* pa_webws_accept takes the fd: detach it from the peek first */
@@ -509,15 +498,6 @@ static void on_peek(evutil_socket_t fd, short what, void *arg) {
   pa_webws_accept(w, f, &peer, p->buf, head_len,
                   (const uint8_t *)p->buf + head_len, p->n - head_len);
   peek_free(p, false);
-#else
-  (void)head_len;
-  static const char no[] = "HTTP/1.1 501 Not Implemented\r\nContent-Length: "
-                           "0\r\nConnection: close\r\n\r\n";
-  ssize_t wr = send(p->fd, no, sizeof no - 1, MSG_NOSIGNAL);
-  (void)wr;
-  w->ws_refused++;
-  peek_free(p, true);
-#endif
 }
 
 static void on_accept(struct evconnlistener *lis, evutil_socket_t fd,
@@ -560,9 +540,7 @@ static void on_live(evutil_socket_t fd, short what, void *arg) {
   w->live_n++;
   pa_metrics_sample(w);
   pa_webcam_tick(w);
-#ifdef PA_WEB_WS
   pa_webws_tick(w);
-#endif
   pa_gw_account(w->g, t0);
 }
 
@@ -676,9 +654,7 @@ void pa_web_stop(pa_netgw *g) {
   pa_web *w = g->web;
   if (!w)
     return;
-#ifdef PA_WEB_WS
   pa_webws_free_all(w);
-#endif
   while (w->peeks)
     peek_free(w->peeks, true);
   while (w->relays)

@@ -28,6 +28,10 @@ static json_t *pa_json_act_get_status(jctx *x) {
   json_object_set_new(d, "clients", json_integer(g->n_clients));
   json_object_set_new(d, "sim_ready",
                       json_boolean(g->ctl->health[PA_PROC_SIM].ready));
+  json_object_set_new(d, "status", json_string(pa_json_conn_status(x->c)));
+  json_t *sp = pa_json_spectator_status(g);
+  json_object_update(d, sp);
+  json_decref(sp);
   return d;
 }
 
@@ -181,6 +185,33 @@ static const jaction actions[] = {
     ROW(list_scenarios, CMD, NULL, NULL, 0, ""),
     ROW(set_waypoint, CMD, NULL, NULL, 0, "robot waypoint"),
     ROW(set_pred_trajectory, CMD, NULL, NULL, 0, "robot trajectory"),
+    ROW(hibernate, CMD, NULL, NULL, 0, ""),
+    ROW(wakeup, CMD, NULL, NULL, 0, ""),
+    ROW(add_visual, CMD, NULL, NULL, 0,
+        "name type position orientation yaw size color visible text points "
+        "points_b64 point_format"),
+    ROW(update_visual, CMD, NULL, NULL, 0,
+        "name position orientation yaw size color visible text points "
+        "points_b64 point_format append"),
+    ROW(remove_visual, CMD, NULL, NULL, 0, "name"),
+    ROW(clear_visuals, CMD, NULL, NULL, 0, ""),
+    ROW(list_visuals, CMD, NULL, COST(list_visuals), 0, ""),
+    ROW(set_camera, CMD, NULL, NULL, 0, "position look_at width height"),
+    ROW(focus_on, CMD, NULL, NULL, 0, "object"),
+    ROW(request_screenshot, CMD, NULL, NULL, 0, "name"),
+    ROW(start_recording_video, CMD, NULL, NULL, 0, "name fps frames"),
+    ROW(stop_recording_video, CMD, NULL, NULL, 0, ""),
+#define VIS_KEYS "name position orientation yaw size color visible"
+#define PTS_KEYS VIS_KEYS " points points_b64 point_format"
+    ROW(add_visual_sphere, CMD, NULL, NULL, 0, VIS_KEYS),
+    ROW(add_visual_box, CMD, NULL, NULL, 0, VIS_KEYS),
+    ROW(add_visual_cylinder, CMD, NULL, NULL, 0, VIS_KEYS),
+    ROW(add_visual_capsule, CMD, NULL, NULL, 0, VIS_KEYS),
+    ROW(add_visual_arrow, CMD, NULL, NULL, 0, VIS_KEYS),
+    ROW(add_visual_polyline, CMD, NULL, NULL, 0, PTS_KEYS),
+    ROW(add_point_cloud, CMD, NULL, NULL, 0, PTS_KEYS),
+#undef VIS_KEYS
+#undef PTS_KEYS
 };
 
 #undef CMD

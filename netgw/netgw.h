@@ -95,6 +95,13 @@ const char *pa_netgw_text_help(void);
 #define PA_ODOM_FRAME_SIZE 36u
 #define PA_SCAN_HEADER_SIZE 36u
 #define PA_CAM_HEADER_SIZE 24u
+/* Discovery (beacon.c): once a second pa-netgw sends one UDP datagram, a
+ * JSON object with "beacon": PA_BEACON_MAGIC, to 127.0.0.1:--beacon_port
+ * (and to 255.255.255.255 too when --bind is not a loopback address);
+ * `playarea discover` lists the stacks it hears (docs/raisim.md). */
+#define PA_BEACON_PORT 59312u
+#define PA_BEACON_MAGIC "playarea"
+#define PA_BEACON_PERIOD_MS 1000
 #define PA_CAM_CHUNK_DEFAULT 1400u /* 1500 MTU - 20 IPv4 - 8 UDP - 24 header - slack */
 #define PA_CAM_CHUNK_MIN 64u
 #define PA_CAM_CHUNK_MAX (65507u - PA_CAM_HEADER_SIZE) /* largest UDP payload */
@@ -140,7 +147,10 @@ typedef struct pa_netgw_def {
   bool http_required;  /* a port that cannot be bound stops the gateway */
   const char *web_dir; /* static pages; NULL or "" = the built-in path */
   const char
-      *upload_dir; /* where the editor's "Run it" writes maps; "" = off */
+      *upload_dir;      /* where the editor's "Run it" writes maps; "" = off */
+  bool no_port_walk;    /* a taken tcp_port is an error, not walked past */
+  unsigned beacon_port; /* UDP discovery beacon destination port */
+  bool no_beacon;       /* send no discovery beacon */
 } pa_netgw_def;
 pa_netgw_def pa_netgw_def_default(void);
 
@@ -173,6 +183,18 @@ int pa_netgw_run(pa_netgw *g, bool handle_signals);
 void pa_netgw_stop(pa_netgw *g);
 /* Joins the threads, closes every client and socket, clears ready. */
 void pa_netgw_destroy(pa_netgw *g);
+
+/* ---- listening sockets (bind.c) -------------------------------------------*/
+
+/* Ports a taken one is walked past (RaisimServer's setupSocket: 64 in all). */
+#define PA_PORT_WALK_MAX 64u
+/* A non-blocking, close-on-exec TCP socket listening (backlog) on addr:port
+ * or, when walk and port is taken (EADDRINUSE), on the next free one of
+ * port..port+63; port 0 = the kernel's pick. *bound gets the port. Returns
+ * the fd, or -1 with err starting "cannot listen" (naming flag, e.g.
+ * "--tcp_port"), or "--bind" for a bad address. */
+int pa_bind_listen(const char *addr, unsigned port, bool walk, int backlog,
+                   const char *flag, unsigned *bound, char *err, size_t err_sz);
 
 #ifdef __cplusplus
 }

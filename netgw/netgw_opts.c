@@ -54,6 +54,16 @@ static const pa_opt_row rows[] = {
     {STR(def.upload_dir, "upload_dir", "",
          "the editor's \"Run it\" writes maps and worlds here (under pa-sim's "
          "--data_dir; '' = off)")},
+    {ROW(def.no_port_walk, "no_port_walk", PA_OPT_FLAG, 0, -1, 0,
+         "a taken --tcp_port is a configuration error (exit 78) instead of "
+         "trying the next ports (up to 64 in all)")},
+    {ROW(def.beacon_port, "beacon_port", PA_OPT_U32, 1, 65535, PA_BEACON_PORT,
+         "UDP port the discovery beacon goes to (once a second; to "
+         "127.0.0.1, or the LAN broadcast address with a non-loopback "
+         "--bind)")},
+    {ROW(def.no_beacon, "no_beacon", PA_OPT_FLAG, 0, -1, 0,
+         "send no discovery beacon (`playarea discover` will not list this "
+         "stack)")},
 };
 
 static int finish(void *args, const bool *given, char *err, size_t err_sz) {

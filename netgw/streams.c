@@ -77,7 +77,8 @@ void pa_gw_subscribe(pa_client *c, int ch, uint32_t robot, uint16_t port) {
       atomic_store(&g->scan_active, false);
     }
   }
-  if (ch == PA_CH_CAMERA) {
+  /* A hibernating client's camera demand and odom row are off already. */
+  if (ch == PA_CH_CAMERA && !c->hibernating) {
     if (c->port[ch])
       cam_demand(c->g, c->sub_robot[ch], -1);
     if (port)
@@ -87,8 +88,19 @@ void pa_gw_subscribe(pa_client *c, int ch, uint32_t robot, uint16_t port) {
   c->sub_robot[ch] = robot;
   c->dest[ch] = c->peer;
   c->dest[ch].sin_port = htons(port);
-  if (ch == PA_CH_ODOM)
+  if (ch == PA_CH_ODOM && !c->hibernating)
     odom_table_set(c, robot, port);
+}
+
+void pa_gw_hibernate(pa_client *c, bool on) {
+  if (c->hibernating == on)
+    return;
+  /* The subscriptions stay; only what feeds them stops (or restarts). */
+  if (c->port[PA_CH_CAMERA])
+    cam_demand(c->g, c->sub_robot[PA_CH_CAMERA], on ? -1 : +1);
+  if (c->port[PA_CH_ODOM])
+    odom_table_set(c, c->sub_robot[PA_CH_ODOM], on ? 0 : c->port[PA_CH_ODOM]);
+  c->hibernating = on;
 }
 
 /* ---- streams
@@ -273,7 +285,8 @@ void pa_gw_drain_scans(pa_netgw *g) {
     pa_netgw_scan_header(hdr, cs);
     for (uint32_t i = 0; i < g->slots; i++) {
       pa_client *c = g->clients[i];
-      if (!c || !c->port[PA_CH_SCAN] || c->sub_robot[PA_CH_SCAN] != s->robot)
+      if (!c || !c->port[PA_CH_SCAN] || c->sub_robot[PA_CH_SCAN] != s->robot ||
+          c->hibernating)
         continue;
       pa_udp_tx_add(&g->tx, &c->dest[PA_CH_SCAN], hdr, sizeof hdr, cs + 1,
                     (size_t)cs->count * 4);
@@ -324,7 +337,8 @@ static pa_client *cam_next_client(pa_netgw *g, pa_cam_out *o, uint32_t robot) {
   uint32_t n = g->slots;
   for (; o->visited < n; o->visited++, o->k = 0) {
     pa_client *c = g->clients[(o->start + o->visited) % n];
-    if (!c || !c->port[PA_CH_CAMERA] || c->sub_robot[PA_CH_CAMERA] != robot)
+    if (!c || !c->port[PA_CH_CAMERA] || c->sub_robot[PA_CH_CAMERA] != robot ||
+        c->hibernating)
       continue;
     if (c->id != o->cid) { /* the slot changed hands: from its first chunk */
       o->cid = c->id;

@@ -50,6 +50,8 @@ typedef struct rloop {
   pa_lat period;
   int64_t last_batch_ns;
   uint64_t frames, dropped;
+  pa_spec_state spec; /* headless only: the spectator camera */
+  bool spec_on;
 } rloop;
 
 static void sleep_until(int64_t t_ns) {
@@ -301,6 +303,8 @@ static int attach(rloop *L, volatile sig_atomic_t *stop, char *err,
 }
 
 static void loop_free(rloop *L) {
+  if (L->spec_on)
+    pa_render_spectator_free(&L->spec, L->attached ? &L->st : NULL);
   for (int i = 0; i < MAX_CAM_SIZES; i++)
     pa_render_cam_free(L->cams[i]);
   pa_render_scene_free(L->scene);
@@ -364,6 +368,16 @@ int pa_render_run(const pa_render_def *d, volatile sig_atomic_t *stop,
     goto out_nolock;
   }
   pa_info("GL context: %s", pa_render_gl_renderer());
+  /* The spectator's requests are the headless pa-render's (a --viewer on
+   * the same instance must not answer them twice). */
+  if (L->egl) {
+    if (pa_render_spectator_init(&L->spec, &L->st, d->data_dir, err, err_sz) <
+        0) {
+      ret = PA_EXIT_CONFIG;
+      goto out_nolock;
+    }
+    L->spec_on = true;
+  }
 
   int64_t period = (int64_t)(1e9 / d->camera_hz);
   int64_t next = 0;
@@ -392,6 +406,14 @@ int pa_render_run(const pa_render_def *d, volatile sig_atomic_t *stop,
       }
       L->health->ready = 1;
     }
+    int64_t spec_next = 0;
+    if (L->spec_on && L->scene) {
+      latest_tick(L); /* poses for a spectator following a robot */
+      spec_next = pa_render_spectator_step(&L->spec, &L->st, L->scene, L->poses,
+                                           L->robot_count, L->obstacles,
+                                           L->obstacle_count, pa_now_ns());
+      L->health->heartbeat_ns = pa_now_ns();
+    }
     bool demand = any_demand(L);
     if (L->viewer) {
       const pa_tick *t = latest_tick(L);
@@ -402,8 +424,13 @@ int pa_render_run(const pa_render_def *d, volatile sig_atomic_t *stop,
     if (!demand) {
       next = 0;
       L->last_batch_ns = 0; /* an idle wait is not a loop period */
-      if (!L->viewer)
-        wait_wake(L, IDLE_WAIT_NS);
+      if (!L->viewer) {
+        int64_t wait = IDLE_WAIT_NS;
+        if (spec_next && spec_next - pa_now_ns() < wait)
+          wait = spec_next - pa_now_ns();
+        if (wait > 0)
+          wait_wake(L, wait);
+      }
       continue;
     }
     now = pa_now_ns();
@@ -431,7 +458,8 @@ int pa_render_run(const pa_render_def *d, volatile sig_atomic_t *stop,
       }
     }
     if (!L->viewer)
-      sleep_until(next); /* the viewer waits in its event loop instead */
+      sleep_until(spec_next && spec_next < next ? spec_next : next);
+    /* (the viewer waits in its event loop instead) */
   }
   ret = 0;
 out_nolock:

@@ -168,6 +168,7 @@ typedef struct pa_render_def {
   uint32_t viewer_width, viewer_height; /* 1280 x 800 */
   const char *screenshot;  /* viewer: save a PNG after the first frames */
   bool exit_after_screenshot;
+  const char *data_dir; /* spectator screenshots and videos (NULL = cwd) */
 } pa_render_def;
 pa_render_def pa_render_def_default(void);
 /* pa-render's flag table over a pa_render_def (render_opts.c): read by

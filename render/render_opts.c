@@ -23,6 +23,9 @@ static const pa_opt_row rows[] = {
                 NULL, "with --viewer: save a PNG here after the first frames")},
     {ROW(exit_after_screenshot, "exit_after_screenshot", PA_OPT_FLAG, 0, -1, 0,
          "with --viewer: quit once --screenshot is saved")},
+    {PA_OPT_ROW(pa_render_def, data_dir, "data_dir", PA_OPT_STR, 0, -1, 0, NULL,
+                "request_screenshot and start_recording_video write here "
+                "(unset or '' = pa-render's working directory)")},
 };
 
 static int finish(void *args, const bool *given, char *err, size_t err_sz) {

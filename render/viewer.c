@@ -67,6 +67,10 @@ struct pa_render_viewer {
   pa_nav_block *nav;           /* the clients' paths and waypoints, copied */
   uint32_t nav_gen;
   size_t wp_first;             /* waypoints in ov[wp_first, ov_n) */
+  pa_visual_block *vis;        /* the clients' visual objects, copied */
+  uint32_t vis_gen;
+  uint64_t spec_seq; /* the spectator camera last adopted */
+  bool vis_read;
   /* frames */
   int64_t next_frame;
   uint64_t frames_with_scene;
@@ -221,7 +225,8 @@ int pa_render_viewer_open(pa_render_viewer **out, const pa_render_def *d,
   v->scan_cap = pa_ring_max_record(st->scan);
   v->scan_buf = malloc(v->scan_cap);
   v->nav = calloc(1, sizeof *v->nav);
-  if (!v->scans || !v->trails || !v->scan_buf || !v->nav) {
+  v->vis = calloc(1, sizeof *v->vis);
+  if (!v->scans || !v->trails || !v->scan_buf || !v->nav || !v->vis) {
     snprintf(err, err_sz, "viewer: out of memory");
     goto fail;
   }
@@ -261,6 +266,7 @@ void pa_render_viewer_close(pa_render_viewer *v) {
   free(v->trails);
   free(v->scan_buf);
   free(v->nav);
+  free(v->vis);
   free(v->ov);
   free(v);
 }
@@ -348,6 +354,27 @@ static void read_nav(pa_render_viewer *v) {
     v->nav_gen = v->nav->gen;
 }
 
+/* The clients' visual objects, copied when they changed. */
+static void read_visuals(pa_render_viewer *v) {
+  uint32_t gen = __atomic_load_n(&v->st->vis->gen, __ATOMIC_ACQUIRE);
+  if (v->vis_read && gen == v->vis_gen)
+    return;
+  if (pa_stack_visual_read(v->st, v->vis)) {
+    v->vis_gen = v->vis->gen;
+    v->vis_read = true;
+  }
+}
+
+static void vis_line(void *arg, const float a[3], const float b[3],
+                     const float rgb[3]) {
+  ov_push(arg, a[0], a[1], a[2], rgb);
+  ov_push(arg, b[0], b[1], b[2], rgb);
+}
+
+static void vis_point(void *arg, const float p[3], const float rgb[3]) {
+  ov_push(arg, p[0], p[1], p[2], rgb);
+}
+
 /* The drawings of robots that exist: paths as line segments (the plan
  * magenta, a predicted trajectory orange), or waypoints as points (yellow, a
  * goal waypoint green; drawn larger). */
@@ -419,6 +446,9 @@ static void build_overlay(pa_render_viewer *v, size_t *n_lines,
   }
   read_nav(v);
   push_nav(v, nr, true);
+  read_visuals(v);
+  const pa_vis_sink sink = {vis_line, vis_point, v};
+  pa_render_visuals_lines(v->vis, &sink);
   *n_lines = v->ov_n;
   /* Hit points after every line (one draw call each): the far ends of the
    * rays just pushed, not computed again. */
@@ -430,6 +460,7 @@ static void build_overlay(pa_render_viewer *v, size_t *n_lines,
     for (size_t k = s->ray_first + 1; k < s->ray_end; k += 2)
       ov_push(v, v->ov[k].pos[0], v->ov[k].pos[1], OVERLAY_Z + 0.01, hit);
   }
+  pa_render_visuals_points(v->vis, &sink);
   v->wp_first = v->ov_n;
   push_nav(v, nr, false);
   *n_points = v->wp_first - *n_lines;
@@ -476,6 +507,23 @@ static void draw(pa_render_viewer *v, pa_render_scene *s, const pa_tick *t) {
     v->tx = (b[0] + b[2]) / 2, v->ty = (b[1] + b[3]) / 2;
     v->dist = fmax(b[2] - b[0], b[3] - b[1]) * 1.05 + 1;
     v->framed = true;
+  }
+  /* A client's set_camera moves the viewer's camera too (one spectator
+   * camera for the viewer and the recordings); the mouse takes it on. */
+  const pa_spectator *sp = &v->st->vis->spec;
+  uint64_t q = __atomic_load_n(&sp->cam_seq, __ATOMIC_ACQUIRE);
+  if (!(q & 1u) && q != v->spec_seq) {
+    v->spec_seq = q;
+    double d[3] = {sp->pos[0] - sp->look_at[0], sp->pos[1] - sp->look_at[1],
+                   sp->pos[2] - sp->look_at[2]};
+    double dist = sqrt(d[0] * d[0] + d[1] * d[1] + d[2] * d[2]);
+    if (dist > 1e-3 && isfinite(dist)) {
+      v->tx = sp->look_at[0], v->ty = sp->look_at[1];
+      v->dist = dist;
+      v->azim = atan2(d[1], d[0]);
+      v->elev = fmax(0.02, asin(d[2] / dist));
+      v->follow = -1;
+    }
   }
   if (v->follow >= 0 && t && (uint32_t)v->follow < t->robot_count) {
     const pa_robot_state *rs = (const pa_robot_state *)(t + 1);

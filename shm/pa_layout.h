@@ -14,6 +14,7 @@
 #define PA_LAYOUT_H
 
 #include <semaphore.h>
+#include "pa_visual.h"
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -23,7 +24,7 @@ extern "C" {
 /* Bumped whenever a shared struct changes; an attacher of another version
  * is refused by name ("layout version is 1, expected 2"). 2: typed
  * pa_cmd / pa_reply arguments. */
-#define PA_SHM_LAYOUT_VERSION 2u
+#define PA_SHM_LAYOUT_VERSION 3u
 #define PA_SHM_INSTANCE_MAX 48 /* [A-Za-z0-9_-], 1..47 chars */
 
 enum pa_seg_kind {
@@ -204,6 +205,7 @@ typedef struct pa_ctl {
   uint64_t off_cmd;       /* pa_queue of pa_cmd */
   uint64_t off_reply;     /* pa_queue of pa_reply */
   uint64_t off_nav;       /* pa_nav_block */
+  uint64_t off_visual;    /* pa_visual_block (pa_visual.h) */
 } pa_ctl;
 
 /* Navigation overlays: a client's planned path and waypoints for a robot,

@@ -244,6 +244,7 @@ typedef struct pa_stack {
   pa_obstacle_info *obstacles; /* [ctl->def.max_obstacles] */
   pa_cam_demand *cam;          /* [ctl->def.max_robots] */
   pa_nav_block *nav;
+  pa_visual_block *vis;
 } pa_stack;
 
 /* Launcher (and tests): creates every segment of an instance except the map.
@@ -294,6 +295,12 @@ void pa_stack_nav_end(pa_stack *s); /* also bumps gen */
  * into out, true if the copy is untorn; false while a write is under way
  * (or a writer died inside one) - try again later. */
 bool pa_stack_nav_read(const pa_stack *s, pa_nav_block *out);
+/* The visual block's writer (pa-netgw) brackets each change with these. */
+void pa_stack_visual_begin(pa_stack *s);
+void pa_stack_visual_end(pa_stack *s);
+/* Copies the visuals and points in use into out; false if the copy may be
+ * torn (a writer is busy, or died mid-update: retry later). */
+bool pa_stack_visual_read(const pa_stack *s, pa_visual_block *out);
 
 /* Map segment: pa-sim publishes (replacing any previous map, bumping
  * ctl->map_gen); readers attach and re-attach when map_gen changes. Attach

@@ -87,6 +87,7 @@ typedef struct ring_layout {
 typedef struct stack_layout {
   uint64_t ctl_total;
   uint64_t off_robots, off_obstacles, off_cam, off_cmd, off_reply, off_nav;
+  uint64_t off_visual;
   uint64_t ctl_sizes[PA_SHM_MAX_SIZES];
   ring_layout ring[RING_COUNT];
 } stack_layout;
@@ -149,6 +150,8 @@ static int stack_layout_compute(const pa_stack_def *d, stack_layout *L,
   off += pa_queue_bytes(d->cmd_capacity, sizeof(pa_cmd));
   L->off_reply = off;
   off += pa_queue_bytes(d->cmd_capacity, sizeof(pa_reply));
+  L->off_visual = off;
+  off += PA_ALIGN64(sizeof(pa_visual_block));
   L->ctl_total = off;
   uint64_t cs[PA_SHM_MAX_SIZES] = {
       d->max_robots,         d->max_obstacles,
@@ -211,6 +214,7 @@ static void stack_set_pointers(pa_stack *s, const stack_layout *L) {
   s->nav = (pa_nav_block *)(b + L->off_nav);
   s->cmd = (pa_queue *)(b + L->off_cmd);
   s->reply = (pa_queue *)(b + L->off_reply);
+  s->vis = (pa_visual_block *)(b + L->off_visual);
   if (s->state_seg.base && s->scan_seg.base && s->camera_seg.base) {
     s->state = (pa_ring *)((char *)s->state_seg.base + PA_SHM_BODY_OFF);
     s->scan = (pa_ring *)((char *)s->scan_seg.base + PA_SHM_BODY_OFF);
@@ -301,6 +305,7 @@ int pa_stack_create(pa_stack *s, const pa_stack_def *d, char *err,
   c->off_cmd = L.off_cmd;
   c->off_reply = L.off_reply;
   c->off_nav = L.off_nav;
+  c->off_visual = L.off_visual;
   for (int i = 0; i < PA_NAV_OVERLAYS; i++)
     s->nav->ov[i].robot = UINT32_MAX;
   sem_init(&c->render_wake, 1, 0);
@@ -387,7 +392,8 @@ int pa_stack_attach(pa_stack *s, const char *instance, char *err,
   const pa_ctl *c = (const pa_ctl *)((char *)ch + PA_SHM_BODY_OFF);
   if (c->off_robots != L.off_robots || c->off_obstacles != L.off_obstacles ||
       c->off_cam != L.off_cam || c->off_cmd != L.off_cmd ||
-      c->off_reply != L.off_reply || c->off_nav != L.off_nav) {
+      c->off_reply != L.off_reply || c->off_nav != L.off_nav ||
+      c->off_visual != L.off_visual) {
     pa_shm_errf(err, err_sz, "%s: array offsets differ from this build's", name);
     rc = PA_SHM_EMISMATCH;
     goto fail;
@@ -513,6 +519,30 @@ bool pa_stack_nav_read(const pa_stack *s, pa_nav_block *out) {
     return false;
   memcpy(out, s->nav, sizeof *out);
   return !seq_read_retry(&s->nav->seq, q);
+}
+
+void pa_stack_visual_begin(pa_stack *s) { seq_begin(&s->vis->seq); }
+
+void pa_stack_visual_end(pa_stack *s) { seq_end(&s->vis->seq, &s->vis->gen); }
+
+bool pa_stack_visual_read(const pa_stack *s, pa_visual_block *out) {
+  const pa_visual_block *b = s->vis;
+  uint64_t q = __atomic_load_n(&b->seq, __ATOMIC_ACQUIRE);
+  if (q & 1u)
+    return false;
+  /* Only what is in use: a 2 MB block is mostly empty. Bounded first, the
+   * counts being another process's memory. */
+  uint32_t n = __atomic_load_n(&b->count, __ATOMIC_RELAXED);
+  uint32_t np = __atomic_load_n(&b->pt_used, __ATOMIC_RELAXED);
+  if (n > PA_VIS_MAX || np > PA_VIS_POINTS_MAX)
+    return false;
+  out->gen = b->gen;
+  out->count = n;
+  out->pt_used = np;
+  memcpy(out->v, b->v, (size_t)n * sizeof b->v[0]);
+  memcpy(out->pt, b->pt, (size_t)np * sizeof b->pt[0]);
+  out->seq = q;
+  return !seq_read_retry(&b->seq, q);
 }
 
 bool pa_stack_world_read_retry(const pa_stack *s, uint64_t seq) {

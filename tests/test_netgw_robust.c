@@ -262,7 +262,9 @@ static void port_taken(void **state) {
   char bin[512], log[600];
   pa_test_bin(bin, sizeof bin, "pa-netgw");
   snprintf(log, sizeof log, "%s/%s-gw.log", pa_test_tmpdir(), s.inst);
-  char *argv[] = {bin, "--instance", s.inst, "--tcp_port", port, NULL};
+  /* (without --no_port_walk it would listen on the next port instead) */
+  char *argv[] = {bin,  "--instance",     s.inst, "--tcp_port",
+                  port, "--no_port_walk", NULL};
   pid_t gw = pa_test_spawn(argv, log);
   int st = pa_test_stop(gw, 0, 10000);
   assert_true(WIFEXITED(st));
@@ -275,7 +277,8 @@ static void port_taken(void **state) {
   pa_test_instance(inst, sizeof inst, "portl");
   pa_test_bin(bin, sizeof bin, "playarea");
   snprintf(log, sizeof log, "%s/%s-launch.log", pa_test_tmpdir(), inst);
-  char *largv[] = {bin, "--instance", inst, "--tcp_port", port, NULL};
+  char *largv[] = {bin,  "--instance",     inst, "--tcp_port",
+                   port, "--no_port_walk", NULL};
   int64_t t0 = pa_test_now_ms();
   pid_t l = pa_test_spawn(largv, log);
   st = pa_test_stop(l, 0, 30000);

@@ -235,5 +235,31 @@ json_t *pa_json_act_set_waypoint(jctx *x);
 json_t *pa_json_act_set_pred_trajectory(jctx *x);
 size_t pa_json_cost_terrain_oceansim(jctx *x);
 json_t *pa_json_terrain_oceansim(jctx *x);
+/* ---- json_visual.c --------------------------------------------------------*/
+
+/* "rendering", "hibernating" or "terminating" (RaisimServer's Status). */
+const char *pa_json_conn_status(const pa_client *c);
+json_t *pa_json_act_hibernate(jctx *x);
+json_t *pa_json_act_wakeup(jctx *x);
+json_t *pa_json_act_add_visual(jctx *x);
+json_t *pa_json_act_update_visual(jctx *x);
+json_t *pa_json_act_remove_visual(jctx *x);
+json_t *pa_json_act_clear_visuals(jctx *x);
+json_t *pa_json_act_list_visuals(jctx *x);
+size_t pa_json_cost_list_visuals(jctx *x);
+json_t *pa_json_act_add_visual_sphere(jctx *x);
+json_t *pa_json_act_add_visual_box(jctx *x);
+json_t *pa_json_act_add_visual_cylinder(jctx *x);
+json_t *pa_json_act_add_visual_capsule(jctx *x);
+json_t *pa_json_act_add_visual_arrow(jctx *x);
+json_t *pa_json_act_add_visual_polyline(jctx *x);
+json_t *pa_json_act_add_point_cloud(jctx *x);
+json_t *pa_json_act_set_camera(jctx *x);
+json_t *pa_json_act_focus_on(jctx *x);
+json_t *pa_json_act_request_screenshot(jctx *x);
+json_t *pa_json_act_start_recording_video(jctx *x);
+json_t *pa_json_act_stop_recording_video(jctx *x);
+/* {"recording": {...}, "screenshot": {...}} for get_status. */
+json_t *pa_json_spectator_status(pa_netgw *g);
 
 #endif

@@ -178,6 +178,9 @@ typedef struct pa_client {
   int64_t connected_ns, partial_ns, closing_ns; /* idle limits: 0 = none */
   struct event *idle_ev;
   int64_t jstart_ns; /* the JSON request being answered arrived (metrics) */
+  /* hibernate (RaisimServer's STATUS_HIBERNATING): subscriptions kept, no
+   * stream datagram sent, commands still answered, until wakeup */
+  bool hibernating;
 } pa_client;
 
 typedef struct pa_netgw {
@@ -226,6 +229,12 @@ typedef struct pa_netgw {
   int64_t cb_ns_sum, cb_ns_max;
   uint64_t cb_n;
   struct pa_web *web; /* http.c: pages, /metrics, /ws; NULL = no HTTP */
+  /* discovery beacon (beacon.c) */
+  int beacon_fd;
+  struct event *beacon_ev;
+  struct sockaddr_in beacon_to[2]; /* loopback, and broadcast if bound wide */
+  unsigned n_beacon_to;
+  uint64_t beacons_sent, beacons_failed;
 } pa_netgw;
 
 /* gw.c, for json.c */
@@ -322,5 +331,20 @@ void pa_text_err(pa_client *c, pa_status st, const char *msg);
 /* pa_text_err with the message formatted as printf does. */
 void pa_text_errf(pa_client *c, pa_status st, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+
+/* streams.c: stops (on) or restarts c's streams, keeping its
+ * subscriptions. */
+void pa_gw_hibernate(pa_client *c, bool on);
+
+/* json_visual.c, at start: repairs a visual block a dead pa-netgw left
+ * mid-update. */
+void pa_json_visual_recover(pa_netgw *g);
+
+/* beacon.c: starts the once-a-second discovery beacon (unless
+ * def.no_beacon); stop closes it. */
+int pa_gw_beacon_start(pa_netgw *g, char *err, size_t err_sz);
+void pa_gw_beacon_stop(pa_netgw *g);
+/* The beacon's payload (a JSON object, NUL-terminated) into buf. */
+int pa_gw_beacon_payload(pa_netgw *g, char *buf, size_t n);
 
 #endif

@@ -80,7 +80,7 @@ bool pa_web_token_ok(pa_netgw *g, const char *query, const char *auth,
  * absent. */
 bool pa_web_query(const char *query, const char *key, char *out, size_t out_sz);
 
-/* web_ws.c (only when ws.c is built: PA_WEB_WS) */
+/* web_ws.c */
 /* Takes over fd whose request head (head, consumed) asks for /ws. */
 void pa_webws_accept(pa_web *w, evutil_socket_t fd,
                      const struct sockaddr_in *peer, const char *head,

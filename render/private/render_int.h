@@ -126,4 +126,56 @@ void pa_render_mat_lookat(float m[16], const double eye[3],
 void pa_render_mat_pose(float m[16], double x, double y, double z, double yaw,
                         const double s[3]);
 
+/* ---- visual objects (visuals.c): the clients' annotations as world-space
+ * lines and points, for the viewer (never the head camera). */
+typedef struct pa_vis_sink {
+  void (*line)(void *arg, const float a[3], const float b[3],
+               const float rgb[3]);
+  void (*point)(void *arg, const float p[3], const float rgb[3]);
+  void *arg;
+} pa_vis_sink;
+/* Every visible shape, polyline and text marker, as line segments. */
+void pa_render_visuals_lines(const pa_visual_block *b, const pa_vis_sink *s);
+/* Every visible point cloud's points. */
+void pa_render_visuals_points(const pa_visual_block *b, const pa_vis_sink *s);
+
+/* ---- MP4 encoding (video.c) ---- */
+typedef struct pa_video pa_video;
+/* Opens path for w x h (even) RGB frames at fps; codec gets "h264" or
+ * "mpeg4" (H.264 when libavcodec has an encoder for it). 0 or -1. */
+int pa_video_open(pa_video **out, const char *path, uint32_t w, uint32_t h,
+                  int fps, char *codec, size_t codec_sz, char *err,
+                  size_t err_sz);
+/* Appends one frame (w*h*3 bytes, row 0 = top) at pts (in 1/fps units,
+ * increasing; a gap is frames dropped). */
+int pa_video_add(pa_video *v, const uint8_t *rgb, int64_t pts, char *err,
+                 size_t err_sz);
+/* Flushes, writes the index and frees v (NULL: nothing). err may be NULL. */
+int pa_video_close(pa_video *v, char *err, size_t err_sz);
+
+/* ---- the spectator camera (spectator.c) ---- */
+typedef struct pa_spec_state {
+  char dir[PA_SPEC_DIR_MAX];
+  pa_render_cam *cam;
+  uint8_t *rgb;
+  uint32_t w, h;   /* of cam and rgb */
+  pa_video *video; /* recording, or NULL */
+  uint32_t vw, vh;
+  int fps;
+  uint32_t frames_max;
+  int64_t start_ns;
+  uint64_t slot; /* next frame's slot (pts) */
+} pa_spec_state;
+/* Publishes pa-render's data directory (absolute) for the replies. */
+int pa_render_spectator_init(pa_spec_state *S, pa_stack *st,
+                             const char *data_dir, char *err, size_t err_sz);
+void pa_render_spectator_free(pa_spec_state *S, pa_stack *st);
+/* Serves screenshot and video requests and records the due video frame;
+ * returns when it wants to run next (0 = only on a request). */
+int64_t pa_render_spectator_step(pa_spec_state *S, pa_stack *st,
+                                 const pa_render_scene *sc,
+                                 const pa_render_pose *poses, uint32_t n_poses,
+                                 const pa_obstacle_info *obs, uint32_t n_obs,
+                                 int64_t now);
+
 #endif

@@ -1,0 +1,167 @@
+/* visuals.c - the clients' visual objects (shm/pa_visual.h) as wireframe
+ * lines and points in world coordinates, for the viewer's overlay. No GL
+ * here: the viewer turns what the sink gets into its vertex buffer. */
+#include "render_int.h"
+
+#include <math.h>
+#include <string.h>
+
+#define CIRCLE_SEGS 24
+
+/* Local point l of visual v in world coordinates (rotation by its
+ * quaternion w, x, y, z, then its position). */
+static void to_world(const pa_visual *v, const float l[3], float out[3]) {
+  float w = v->quat[0], x = v->quat[1], y = v->quat[2], z = v->quat[3];
+  /* t = 2 q_v x l; l' = l + w t + q_v x t */
+  float tx = 2 * (y * l[2] - z * l[1]);
+  float ty = 2 * (z * l[0] - x * l[2]);
+  float tz = 2 * (x * l[1] - y * l[0]);
+  out[0] = l[0] + w * tx + (y * tz - z * ty) + v->pos[0];
+  out[1] = l[1] + w * ty + (z * tx - x * tz) + v->pos[1];
+  out[2] = l[2] + w * tz + (x * ty - y * tx) + v->pos[2];
+}
+
+static void seg(const pa_vis_sink *s, const pa_visual *v, const float a[3],
+                const float b[3], const float rgb[3]) {
+  float wa[3], wb[3];
+  to_world(v, a, wa);
+  to_world(v, b, wb);
+  s->line(s->arg, wa, wb, rgb);
+}
+
+/* A circle of radius r around local axis `axis` (0 x, 1 y, 2 z) at offset
+ * c along it; half = only the upper half (+z side, for capsule caps). */
+static void circle(const pa_vis_sink *s, const pa_visual *v, int axis, float r,
+                   float c, bool half, float zc, const float rgb[3]) {
+  int n = half ? CIRCLE_SEGS / 2 : CIRCLE_SEGS;
+  float prev[3] = {0};
+  for (int k = 0; k <= n; k++) {
+    double a = (half ? M_PI : 2 * M_PI) * k / n;
+    float p[3];
+    float ca = (float)(r * cos(a)), sa = (float)(r * sin(a));
+    if (axis == 2)
+      p[0] = ca, p[1] = sa, p[2] = c;
+    else if (axis == 1)
+      p[0] = ca, p[1] = c, p[2] = sa * (zc < 0 ? -1.0f : 1.0f) + zc;
+    else
+      p[0] = c, p[1] = ca, p[2] = sa * (zc < 0 ? -1.0f : 1.0f) + zc;
+    if (k)
+      seg(s, v, prev, p, rgb);
+    memcpy(prev, p, sizeof prev);
+  }
+}
+
+static void rgb_of(uint32_t rgba, const float def[3], float out[3]) {
+  if (!rgba) {
+    memcpy(out, def, 3 * sizeof *out);
+    return;
+  }
+  out[0] = (float)(rgba >> 24 & 255) / 255.0f;
+  out[1] = (float)(rgba >> 16 & 255) / 255.0f;
+  out[2] = (float)(rgba >> 8 & 255) / 255.0f;
+}
+
+static void shape(const pa_vis_sink *s, const pa_visual_block *b,
+                  const pa_visual *v) {
+  const float *rgb = v->rgba;
+  float r = v->size[0], h = v->size[1];
+  switch (v->type) {
+  case PA_VIS_SPHERE:
+    circle(s, v, 2, r, 0, false, 0, rgb);
+    circle(s, v, 1, r, 0, false, 0, rgb);
+    circle(s, v, 0, r, 0, false, 0, rgb);
+    break;
+  case PA_VIS_BOX: {
+    float hx = v->size[0] / 2, hy = v->size[1] / 2, hz = v->size[2] / 2;
+    for (int e = 0; e < 12; e++) {
+      /* edge e: along axis e / 4, at the corner picked by e % 4 */
+      int ax = e / 4, c = e % 4;
+      float a[3], bb[3], hs[3] = {hx, hy, hz};
+      int o1 = (ax + 1) % 3, o2 = (ax + 2) % 3;
+      a[ax] = -hs[ax], bb[ax] = hs[ax];
+      a[o1] = bb[o1] = (c & 1) ? hs[o1] : -hs[o1];
+      a[o2] = bb[o2] = (c & 2) ? hs[o2] : -hs[o2];
+      seg(s, v, a, bb, rgb);
+    }
+    break;
+  }
+  case PA_VIS_CYLINDER:
+  case PA_VIS_CAPSULE:
+    circle(s, v, 2, r, -h / 2, false, 0, rgb);
+    circle(s, v, 2, r, h / 2, false, 0, rgb);
+    for (int k = 0; k < 4; k++) {
+      double a = M_PI / 2 * k;
+      float p[3] = {(float)(r * cos(a)), (float)(r * sin(a)), -h / 2};
+      float q[3] = {p[0], p[1], h / 2};
+      seg(s, v, p, q, rgb);
+    }
+    if (v->type == PA_VIS_CAPSULE) {
+      circle(s, v, 1, r, 0, true, h / 2, rgb);
+      circle(s, v, 0, r, 0, true, h / 2, rgb);
+      circle(s, v, 1, r, 0, true, -h / 2, rgb);
+      circle(s, v, 0, r, 0, true, -h / 2, rgb);
+    }
+    break;
+  case PA_VIS_ARROW: {
+    float len = v->size[0], head = v->size[1] > 0 ? v->size[1] : len / 5;
+    float o[3] = {0, 0, 0}, tip[3] = {len, 0, 0};
+    seg(s, v, o, tip, rgb);
+    float ring[4][3] = {{len - head, head / 2, 0},
+                        {len - head, -head / 2, 0},
+                        {len - head, 0, head / 2},
+                        {len - head, 0, -head / 2}};
+    for (int k = 0; k < 4; k++)
+      seg(s, v, tip, ring[k], rgb);
+    break;
+  }
+  case PA_VIS_POLYLINE:
+    for (uint32_t k = 1; k < v->pt_n; k++) {
+      const pa_vis_point *p = &b->pt[v->pt_off + k - 1], *q = p + 1;
+      float c[3];
+      rgb_of(q->rgba, rgb, c);
+      s->line(s->arg, p->p, q->p, c);
+    }
+    break;
+  case PA_VIS_TEXT: {
+    /* No glyphs in the viewer yet: a cross marks where the label is. */
+    float m = v->size[0] / 2;
+    float a[3] = {v->pos[0] - m, v->pos[1], v->pos[2]};
+    float bb[3] = {v->pos[0] + m, v->pos[1], v->pos[2]};
+    s->line(s->arg, a, bb, rgb);
+    float c[3] = {v->pos[0], v->pos[1] - m, v->pos[2]};
+    float d[3] = {v->pos[0], v->pos[1] + m, v->pos[2]};
+    s->line(s->arg, c, d, rgb);
+    break;
+  }
+  default:
+    break;
+  }
+}
+
+/* Whether visual v's points lie inside the block (another process's data). */
+static bool points_ok(const pa_visual_block *b, const pa_visual *v) {
+  return (uint64_t)v->pt_off + v->pt_n <= b->pt_used &&
+         b->pt_used <= PA_VIS_POINTS_MAX;
+}
+
+void pa_render_visuals_lines(const pa_visual_block *b, const pa_vis_sink *s) {
+  for (uint32_t i = 0; i < b->count && i < PA_VIS_MAX; i++) {
+    const pa_visual *v = &b->v[i];
+    if (v->visible && v->type != PA_VIS_POINT_CLOUD && points_ok(b, v))
+      shape(s, b, v);
+  }
+}
+
+void pa_render_visuals_points(const pa_visual_block *b, const pa_vis_sink *s) {
+  for (uint32_t i = 0; i < b->count && i < PA_VIS_MAX; i++) {
+    const pa_visual *v = &b->v[i];
+    if (!v->visible || v->type != PA_VIS_POINT_CLOUD || !points_ok(b, v))
+      continue;
+    for (uint32_t k = 0; k < v->pt_n; k++) {
+      const pa_vis_point *p = &b->pt[v->pt_off + k];
+      float c[3];
+      rgb_of(p->rgba, v->rgba, c);
+      s->point(s->arg, p->p, c);
+    }
+  }
+}

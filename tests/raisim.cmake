@@ -1,0 +1,14 @@
+# RaisimServer's side (issue 19): port walking, discovery beacon, hibernate.
+if(TARGET playarea AND TARGET pa-sim AND TARGET pa-netgw AND TARGET pa_test_launch_util)
+  pa_add_test(test_raisim SOURCES test_raisim.c
+              LIBS pa_test_launch_util TIMEOUT 90 LABELS "raisim;launch")
+  add_dependencies(test_raisim playarea pa-sim pa-netgw)
+endif()
+if(TARGET playarea AND TARGET pa-sim AND TARGET pa-netgw AND TARGET pa-render
+   AND TARGET pa_test_launch_util)
+  pa_add_test(test_raisim_visual SOURCES test_raisim_visual.c
+              LIBS pa_test_launch_util pa_map PkgConfig::PA_TEST_STB
+                   PkgConfig::JANSSON m
+              TIMEOUT 180 LABELS "raisim;render")
+  add_dependencies(test_raisim_visual playarea pa-sim pa-netgw pa-render)
+endif()

@@ -1,0 +1,589 @@
+/* test_raisim_visual.c - visual objects end to end: each type added over
+ * JSON on a real stack, seen by the viewer (pa-render --viewer under
+ * xvfb-run) in its colour at the right side of the screenshot, moved,
+ * hidden and removed; they survive a pa-netgw crash. */
+#define _GNU_SOURCE
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+
+#include <cmocka.h>
+
+#include "test_launch_util.h"
+#include "testutil.h"
+
+#include <jansson.h>
+#include <math.h>
+#include <signal.h>
+#include <stb_image.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define START_MS (10000 * PA_TEST_SLOW)
+#define W 640
+#define H 400
+#define K 0.4 /* [m] per unit of the layout below: fits the default map */
+
+static json_t *call(int fd, const char *action, const char *data_fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* One JSON request; returns the parsed reply (asserting success). */
+static json_t *call(int fd, const char *action, const char *data_fmt, ...) {
+  char *data = NULL, *req = NULL;
+  va_list ap;
+  va_start(ap, data_fmt);
+  assert_true(vasprintf(&data, data_fmt, ap) >= 0);
+  va_end(ap);
+  assert_true(asprintf(&req,
+                       "{\"type\":\"command\",\"protocol_version\":2,"
+                       "\"action\":\"%s\",\"data\":%s}\n",
+                       action, data) >= 0);
+  assert_int_equal(pa_test_send_str(fd, req), 0);
+  free(req);
+  static char line[1 << 20];
+  assert_true(pa_test_read_line(fd, line, sizeof line, 5000 * PA_TEST_SLOW) >
+              0);
+  json_error_t je;
+  json_t *r = json_loads(line, 0, &je);
+  assert_non_null(r);
+  if (!json_is_true(json_object_get(r, "success")))
+    fail_msg("%s %.200s: %.500s", action, data, line);
+  free(data);
+  return r;
+}
+
+static void call0(int fd, const char *action, const char *data) {
+  json_decref(call(fd, action, "%s", data));
+}
+
+typedef struct colour {
+  const char *type;
+  unsigned char rgb[3];
+} colour;
+
+/* One colour per type, exact in the overlay (no lighting, no fog). */
+static const colour cols[] = {
+    {"sphere", {0, 255, 0}},        {"box", {0, 0, 255}},
+    {"cylinder", {255, 0, 255}},    {"capsule", {0, 255, 255}},
+    {"arrow", {255, 255, 0}},       {"polyline", {255, 0, 0}},
+    {"point_cloud", {255, 128, 0}}, {"text", {128, 0, 255}},
+};
+#define NCOL (sizeof cols / sizeof cols[0])
+
+typedef struct hits {
+  int n;
+  double cx, cy; /* centroid [px] */
+} hits;
+
+static void count(const unsigned char *img, const unsigned char rgb[3],
+                  hits *h) {
+  memset(h, 0, sizeof *h);
+  for (int y = 0; y < H; y++)
+    for (int x = 0; x < W; x++) {
+      const unsigned char *p = img + (y * W + x) * 3;
+      if (abs(p[0] - rgb[0]) <= 3 && abs(p[1] - rgb[1]) <= 3 &&
+          abs(p[2] - rgb[2]) <= 3) {
+        h->n++;
+        h->cx += x;
+        h->cy += y;
+      }
+    }
+  if (h->n)
+    h->cx /= h->n, h->cy /= h->n;
+}
+
+static void count_wh(const unsigned char *img, int w, int h,
+                     const unsigned char rgb[3], int tol, hits *r) {
+  memset(r, 0, sizeof *r);
+  for (int j = 0; j < h; j++)
+    for (int i = 0; i < w; i++) {
+      const unsigned char *p = img + (j * w + i) * 3;
+      if (abs(p[0] - rgb[0]) <= tol && abs(p[1] - rgb[1]) <= tol &&
+          abs(p[2] - rgb[2]) <= tol)
+        r->n++, r->cx += i, r->cy += j;
+    }
+  if (r->n)
+    r->cx /= r->n, r->cy /= r->n;
+}
+
+/* The viewer's screenshot of the instance, [W*H*3] (free()). */
+static unsigned char *viewer_shot(const char *instance, int k) {
+  char bin[512], log[512], png[512];
+  pa_test_bin(bin, sizeof bin, "pa-render");
+  snprintf(log, sizeof log, "%s/viewer-%d.log", pa_test_tmpdir(), k);
+  snprintf(png, sizeof png, "%s/shot-%d.png", pa_test_tmpdir(), k);
+  char *argv[] = {"/usr/bin/xvfb-run",
+                  "-a",
+                  "/usr/bin/timeout",
+                  "60",
+                  bin,
+                  "--viewer",
+                  "--instance",
+                  (char *)instance,
+                  "--viewer_width",
+                  "640",
+                  "--viewer_height",
+                  "400",
+                  "--screenshot",
+                  png,
+                  "--exit_after_screenshot",
+                  NULL};
+  pid_t pid = pa_test_spawn(argv, log);
+  int st = pa_test_stop(pid, 0, 90000);
+  if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+    pa_test_dump_file(log);
+    fail_msg("viewer did not exit cleanly");
+  }
+  int iw = 0, ih = 0, ic = 0;
+  unsigned char *img = stbi_load(png, &iw, &ih, &ic, 3);
+  assert_non_null(img);
+  assert_int_equal(iw, W);
+  assert_int_equal(ih, H);
+  return img;
+}
+
+static void test_visuals_in_viewer(void **state) {
+  (void)state;
+  if (access("/usr/bin/xvfb-run", X_OK) != 0) {
+    fprintf(stderr, "SKIP: /usr/bin/xvfb-run is missing\n");
+    skip();
+  }
+  const char *extra[] = {"--no-render", "--no_beacon", NULL};
+  lt_stack s;
+  assert_int_equal(lt_start(&s, "vis", extra, START_MS), 0);
+  int fd = pa_test_tcp_connect(s.port);
+  assert_true(fd >= 0);
+  json_t *mi = call(fd, "get_map_info", "{}");
+  json_t *d = json_object_get(mi, "data");
+  double res = json_number_value(json_object_get(d, "resolution"));
+  json_t *org = json_object_get(d, "origin");
+  double cx = json_number_value(json_array_get(org, 0)) +
+              (double)json_integer_value(json_object_get(d, "width")) * res / 2;
+  double cy =
+      json_number_value(json_array_get(org, 1)) +
+      (double)json_integer_value(json_object_get(d, "height")) * res / 2;
+  json_decref(mi);
+
+  /* West of the centre: sphere, cylinder, capsule; east: box, arrow, text;
+   * north: the point cloud; south: the polyline. Colours: cols[]. */
+  json_decref(
+      call(fd, "add_visual",
+           "{\"name\":\"sph\",\"type\":\"sphere\",\"position\":[%g,%g,1]"
+           ",\"size\":0.6,\"color\":[0,1,0]}",
+           cx - 5 * K, cy));
+  json_decref(call(fd, "add_visual",
+                   "{\"name\":\"box\",\"type\":\"box\",\"position\":[%g,%g,1],"
+                   "\"size\":[1.2,1.2,0.8],\"yaw\":0.3,\"color\":[0,0,1]}",
+                   cx + 5 * K, cy));
+  json_decref(
+      call(fd, "add_visual",
+           "{\"name\":\"cyl\",\"type\":\"cylinder\",\"position\":[%g,%g,"
+           "1],\"size\":[0.4,0.8],\"color\":[1,0,1]}",
+           cx - 6 * K, cy + 3 * K));
+  json_decref(call(fd, "add_visual",
+                   "{\"name\":\"cap\",\"type\":\"capsule\",\"position\":[%g,%g,"
+                   "1],\"size\":[0.4,0.8],\"color\":[0,1,1]}",
+                   cx - 6 * K, cy - 3 * K));
+  json_decref(
+      call(fd, "add_visual",
+           "{\"name\":\"arr\",\"type\":\"arrow\",\"position\":[%g,%g,1],"
+           "\"size\":[1.6,0.4],\"color\":[1,1,0]}",
+           cx + 3 * K, cy + 3 * K));
+  json_decref(call(fd, "add_visual",
+                   "{\"name\":\"txt\",\"type\":\"text\",\"position\":[%g,%g,1],"
+                   "\"text\":\"hello\",\"size\":1.2,\"color\":[0.5,0,1]}",
+                   cx + 6 * K, cy - 3 * K));
+  char pts[8192];
+  size_t o = 0;
+  o += (size_t)snprintf(pts + o, sizeof pts - o, "[");
+  for (int i = 0; i < 200; i++)
+    o += (size_t)snprintf(pts + o, sizeof pts - o, "%s[%.3f,%.3f,0.5]",
+                          i ? "," : "", cx - 2 * K + (i % 20) * 0.08,
+                          cy + 6 * K + (i / 20) * 0.08);
+  o += (size_t)snprintf(pts + o, sizeof pts - o, "]");
+  json_decref(call(fd, "add_visual",
+                   "{\"name\":\"cloud\",\"type\":\"point_cloud\",\"color\":[1,"
+                   "0.5,0],\"points\":%s}",
+                   pts));
+  json_decref(call(fd, "add_visual",
+                   "{\"name\":\"line\",\"type\":\"polyline\",\"color\":[1,0,0],"
+                   "\"points\":[[%g,%g,0.5],[%g,%g,0.5],[%g,%g,0.5]]}",
+                   cx - 4 * K, cy - 7 * K, cx, cy - 6 * K, cx + 4 * K,
+                   cy - 7 * K));
+  json_t *l = call(fd, "list_visuals", "{}");
+  assert_int_equal(
+      json_integer_value(json_object_get(json_object_get(l, "data"), "count")),
+      NCOL);
+  json_decref(l);
+
+  unsigned char *img = viewer_shot(s.instance, 0);
+  hits h[NCOL];
+  for (size_t i = 0; i < NCOL; i++) {
+    count(img, cols[i].rgb, &h[i]);
+    fprintf(stderr, "%-12s %5d px at (%.0f, %.0f)\n", cols[i].type, h[i].n,
+            h[i].cx, h[i].cy);
+    if (h[i].n < 15)
+      fail_msg("%s: %d pixels of its colour", cols[i].type, h[i].n);
+  }
+  /* Image x grows east, y grows south (the camera looks north). */
+  assert_true(h[0].cx < W / 2 - 40); /* sphere, west */
+  assert_true(h[1].cx > W / 2 + 40); /* box, east */
+  assert_true(h[2].cx < W / 2 && h[3].cx < W / 2);
+  assert_true(h[2].cy < h[3].cy); /* cylinder north of capsule */
+  assert_true(h[4].cx > W / 2 && h[7].cx > W / 2);
+  assert_true(h[6].cy < H / 2 - 20); /* cloud, north */
+  assert_true(h[5].cy > H / 2 + 20); /* polyline, south */
+  assert_true(fabs(h[6].cx - W / 2) < 60 && fabs(h[5].cx - W / 2) < 60);
+  free(img);
+
+  /* Move the sphere east, hide the box, recolour half the cloud per
+   * point by appending red-free points, then the crash: pa-netgw is
+   * SIGKILLed, the launcher restarts it, the visuals are still there. */
+  json_decref(call(fd, "update_visual",
+                   "{\"name\":\"sph\",\"position\":[%g,%g,1]}", cx + 6 * K,
+                   cy + 5 * K));
+  call0(fd, "update_visual", "{\"name\":\"box\",\"visible\":false}");
+  pid_t old = lt_pid(&s, PA_PROC_NETGW);
+  assert_true(old > 0);
+  close(fd);
+  kill(old, SIGKILL);
+  assert_true(lt_wait_new_pid(&s, PA_PROC_NETGW, old, 10000 * PA_TEST_SLOW));
+  int64_t end = pa_test_now_ms() + 5000;
+  while ((fd = pa_test_tcp_connect(s.port)) < 0 && pa_test_now_ms() < end)
+    usleep(20000);
+  assert_true(fd >= 0);
+  l = call(fd, "list_visuals", "{}");
+  assert_int_equal(
+      json_integer_value(json_object_get(json_object_get(l, "data"), "count")),
+      NCOL);
+  json_decref(l);
+
+  img = viewer_shot(s.instance, 1);
+  hits g;
+  count(img, cols[0].rgb, &g);
+  assert_true(g.n >= 15);
+  assert_true(g.cx > W / 2 + 40); /* moved east */
+  count(img, cols[1].rgb, &g);
+  assert_true(g.n < 5); /* hidden */
+  free(img);
+
+  /* remove one, clear the rest: nothing of any colour is left */
+  call0(fd, "remove_visual", "{\"name\":\"sph\"}");
+  call0(fd, "clear_visuals", "{}");
+  l = call(fd, "list_visuals", "{}");
+  assert_int_equal(
+      json_integer_value(json_object_get(json_object_get(l, "data"), "count")),
+      0);
+  json_decref(l);
+  img = viewer_shot(s.instance, 2);
+  for (size_t i = 0; i < NCOL; i++) {
+    count(img, cols[i].rgb, &g);
+    if (g.n >= 5)
+      fail_msg("%s: %d pixels of its colour after clear_visuals", cols[i].type,
+               g.n);
+  }
+  free(img);
+  close(fd);
+  assert_int_equal(lt_stop(&s, 5000), 0);
+}
+
+/* A 100k-point cloud, sent in chunks (a JSON line is at most 1 MiB), per
+ * point colours; over the cap: refused by name, nothing changed. */
+static void test_big_cloud(void **state) {
+  (void)state;
+  const char *extra[] = {"--no-render", "--no_beacon", NULL};
+  lt_stack s;
+  assert_int_equal(lt_start(&s, "cloud", extra, START_MS), 0);
+  int fd = pa_test_tcp_connect(s.port);
+  assert_true(fd >= 0);
+  call0(fd, "add_visual", "{\"name\":\"c\",\"type\":\"point_cloud\"}");
+  size_t cap = 1u << 20;
+  char *pts = malloc(cap);
+  assert_non_null(pts);
+  for (int chunk = 0; chunk < 4; chunk++) {
+    size_t o = 0;
+    o += (size_t)snprintf(pts + o, cap - o,
+                          "{\"name\":\"c\",\"append\":true,"
+                          "\"points\":[");
+    for (int i = 0; i < 25000; i++)
+      o += (size_t)snprintf(pts + o, cap - o, "%s[%d,%d,0,1,0,0]", i ? "," : "",
+                            i % 500, chunk);
+    o += (size_t)snprintf(pts + o, cap - o, "]}");
+    assert_true(o < cap - 1);
+    json_t *r = call(fd, "update_visual", "%s", pts);
+    assert_int_equal(json_integer_value(
+                         json_object_get(json_object_get(r, "data"), "points")),
+                     (chunk + 1) * 25000);
+    json_decref(r);
+  }
+  /* one more point is over the cap */
+  char req[512];
+  snprintf(req, sizeof req,
+           "{\"type\":\"command\",\"protocol_version\":2,\"action\":"
+           "\"update_visual\",\"data\":{\"name\":\"c\",\"append\":true,"
+           "\"points\":[[0,0,0]]}}\n");
+  assert_int_equal(pa_test_send_str(fd, req), 0);
+  char line[4096];
+  assert_true(pa_test_read_line(fd, line, sizeof line, 5000) > 0);
+  assert_non_null(strstr(line, "invalid_message"));
+  assert_non_null(strstr(line, "at most 100000"));
+  json_t *l = call(fd, "list_visuals", "{}");
+  assert_int_equal(json_integer_value(json_object_get(
+                       json_object_get(l, "data"), "points_used")),
+                   100000);
+  json_decref(l);
+  free(pts);
+  close(fd);
+  assert_int_equal(lt_stop(&s, 5000), 0);
+}
+
+/* The spectator's data: data.<key> of get_status. */
+static json_t *status_of(int fd, const char *key) {
+  json_t *r = call(fd, "get_status", "{}");
+  json_t *v = json_incref(json_object_get(json_object_get(r, "data"), key));
+  json_decref(r);
+  return v;
+}
+
+static bool shot_done(int fd, json_int_t req) {
+  int64_t end = pa_test_now_ms() + 20000 * PA_TEST_SLOW;
+  while (pa_test_now_ms() < end) {
+    json_t *s = status_of(fd, "screenshot");
+    bool done = json_integer_value(json_object_get(s, "request")) >= req &&
+                json_is_false(json_object_get(s, "pending"));
+    bool ok = json_is_true(json_object_get(s, "ok"));
+    json_decref(s);
+    if (done)
+      return ok;
+    usleep(20000);
+  }
+  return false;
+}
+
+/* request_screenshot of the spectator view: the PNG (w x h, free()). */
+static unsigned char *spec_shot(int fd, const char *name, int w, int h) {
+  json_t *r = call(fd, "request_screenshot", "{\"name\":\"%s\"}", name);
+  json_t *d = json_object_get(r, "data");
+  char path[1024];
+  snprintf(path, sizeof path, "%s",
+           json_string_value(json_object_get(d, "path")));
+  json_int_t req = json_integer_value(json_object_get(d, "request"));
+  json_decref(r);
+  char want[1024];
+  snprintf(want, sizeof want, "%s/%s.png", pa_test_tmpdir(), name);
+  assert_string_equal(path, want);
+  assert_true(shot_done(fd, req));
+  int iw, ih, ic;
+  unsigned char *img = stbi_load(path, &iw, &ih, &ic, 3);
+  assert_non_null(img);
+  assert_int_equal(iw, w);
+  assert_int_equal(ih, h);
+  return img;
+}
+
+/* Centroid of the pixels within tol of the colour around (x, y). */
+static hits near_colour(const unsigned char *img, int w, int h, int x, int y,
+                        int tol) {
+  const unsigned char *c = img + (y * w + x) * 3;
+  unsigned char rgb[3] = {c[0], c[1], c[2]};
+  hits r = {0};
+  for (int j = 0; j < h; j++)
+    for (int i = 0; i < w; i++) {
+      const unsigned char *p = img + (j * w + i) * 3;
+      if (abs(p[0] - rgb[0]) <= tol && abs(p[1] - rgb[1]) <= tol &&
+          abs(p[2] - rgb[2]) <= tol)
+        r.n++, r.cx += i, r.cy += j;
+    }
+  if (r.n)
+    r.cx /= r.n, r.cy /= r.n;
+  return r;
+}
+
+static int start_render_stack(lt_stack *s, const char *tag) {
+  const char *extra[] = {"--no_beacon", "--data_dir", pa_test_tmpdir(),
+                         "--camera_hz", "5",          NULL};
+  return lt_start(s, tag, extra, START_MS);
+}
+
+/* set_camera / focus_on / request_screenshot: an obstacle at the look-at
+ * point is in the middle of the PNG; moved sideways, it moves off. */
+static void test_spectator_screenshot(void **state) {
+  (void)state;
+  lt_stack s;
+  assert_int_equal(start_render_stack(&s, "spec"), 0);
+  int fd = pa_test_tcp_connect(s.port);
+  assert_true(fd >= 0);
+  json_t *mi = call(fd, "get_map_info", "{}");
+  json_t *d = json_object_get(mi, "data");
+  double res = json_number_value(json_object_get(d, "resolution"));
+  json_t *org = json_object_get(d, "origin");
+  double cx = json_number_value(json_array_get(org, 0)) +
+              (double)json_integer_value(json_object_get(d, "width")) * res / 2;
+  double cy =
+      json_number_value(json_array_get(org, 1)) +
+      (double)json_integer_value(json_object_get(d, "height")) * res / 2;
+  json_decref(mi);
+  double ox = cx + 1, oy = cy + 1;
+  json_decref(call(fd, "spawn_obstacle",
+                   "{\"name\":\"target\",\"shape\":\"box\",\"pose\":[%g,%g,0],"
+                   "\"size\":[0.8,0.8],\"height\":1.0}",
+                   ox, oy));
+  /* from the south-west, 3.5 m off, looking at the box's middle */
+  json_decref(call(fd, "set_camera",
+                   "{\"position\":[%g,%g,1.6],\"look_at\":[%g,%g,0.5],"
+                   "\"width\":320,\"height\":240}",
+                   ox - 2.5, oy - 2.5, ox, oy));
+  unsigned char *a = spec_shot(fd, "centred", 320, 240);
+  hits h1 = near_colour(a, 320, 240, 160, 120, 10);
+  fprintf(stderr, "centred: %d px at (%.0f, %.0f)\n", h1.n, h1.cx, h1.cy);
+  assert_true(h1.n > 300);
+  assert_true(fabs(h1.cx - 160) < 25 && fabs(h1.cy - 120) < 25);
+  unsigned char c0[3] = {a[(120 * 320 + 160) * 3], a[(120 * 320 + 160) * 3 + 1],
+                         a[(120 * 320 + 160) * 3 + 2]};
+  free(a);
+  /* look 1.2 m to the camera's right of the box: the box moves left */
+  json_decref(call(fd, "set_camera",
+                   "{\"position\":[%g,%g,1.6],\"look_at\":[%g,%g,0.5]}",
+                   ox - 2.5 + 0.85, oy - 2.5 - 0.85, ox + 0.85, oy - 0.85));
+  a = spec_shot(fd, "aside", 320, 240);
+  hits h2;
+  count_wh(a, 320, 240, c0, 10, &h2);
+  fprintf(stderr, "aside: %d px at (%.0f, %.0f)\n", h2.n, h2.cx, h2.cy);
+  assert_true(h2.n > 100);
+  assert_true(h2.cx < 160 - 40);
+  free(a);
+  /* focus_on: the look-at point follows the box again, same offset */
+  json_decref(call(fd, "set_camera",
+                   "{\"position\":[-2.5,-2.5,1.1],\"look_at\":[0,0,0]}"));
+  call0(fd, "focus_on", "{\"object\":\"target\"}");
+  a = spec_shot(fd, "focused", 320, 240);
+  hits h3;
+  count_wh(a, 320, 240, c0, 10, &h3);
+  fprintf(stderr, "focused: %d px at (%.0f, %.0f)\n", h3.n, h3.cx, h3.cy);
+  assert_true(h3.n > 300);
+  assert_true(fabs(h3.cx - 160) < 25 && fabs(h3.cy - 120) < 25);
+  free(a);
+  /* Visuals are the viewer's: the camera path (pa_render_cam, as the head
+   * cameras) does not draw a green sphere around the box. */
+  json_decref(call(fd, "add_visual",
+                   "{\"name\":\"g\",\"type\":\"sphere\",\"position\":[%g,%g,"
+                   "0.5],\"size\":1.0,\"color\":[0,1,0]}",
+                   ox, oy));
+  a = spec_shot(fd, "novisual", 320, 240);
+  count_wh(a, 320, 240, cols[0].rgb, 3, &h3);
+  assert_int_equal(h3.n, 0);
+  free(a);
+  /* bad input: by name, nothing written */
+  char req[256], line[4096];
+  snprintf(req, sizeof req,
+           "{\"type\":\"command\",\"action\":\"request_screenshot\","
+           "\"data\":{\"name\":\"../x\"}}\n");
+  assert_int_equal(pa_test_send_str(fd, req), 0);
+  assert_true(pa_test_read_line(fd, line, sizeof line, 5000) > 0);
+  assert_non_null(strstr(line, "invalid_message"));
+  snprintf(req, sizeof req,
+           "{\"type\":\"command\",\"action\":\"focus_on\","
+           "\"data\":{\"object\":\"nobody\"}}\n");
+  assert_int_equal(pa_test_send_str(fd, req), 0);
+  assert_true(pa_test_read_line(fd, line, sizeof line, 5000) > 0);
+  assert_non_null(strstr(line, "unknown_object"));
+  close(fd);
+  assert_int_equal(lt_stop(&s, 5000), 0);
+}
+
+/* ffprobe's "codec,width,height,frames" of an MP4 into out. */
+static void probe(const char *path, char *out, size_t n) {
+  char log[600];
+  snprintf(log, sizeof log, "%s.probe", path);
+  char *argv[] = {"/usr/bin/ffprobe",
+                  "-v",
+                  "error",
+                  "-count_frames",
+                  "-select_streams",
+                  "v:0",
+                  "-show_entries",
+                  "stream=codec_name,width,height,nb_read_frames",
+                  "-of",
+                  "csv=p=0",
+                  (char *)path,
+                  NULL};
+  pid_t pid = pa_test_spawn(argv, log);
+  int st = pa_test_stop(pid, 0, 30000);
+  assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+  pa_test_read_file(log, out, n);
+  out[strcspn(out, "\n")] = 0;
+}
+
+static json_int_t wait_recorded(int fd) {
+  int64_t end = pa_test_now_ms() + 30000 * PA_TEST_SLOW;
+  while (pa_test_now_ms() < end) {
+    json_t *r = status_of(fd, "recording");
+    bool idle =
+        !strcmp(json_string_value(json_object_get(r, "state")), "idle") &&
+        json_is_false(json_object_get(r, "pending"));
+    json_int_t f = json_integer_value(json_object_get(r, "frames"));
+    json_decref(r);
+    if (idle)
+      return f;
+    usleep(50000);
+  }
+  fail_msg("the video did not end");
+  return -1;
+}
+
+/* start_recording_video: an MP4 (H.264) of the spectator view with the
+ * frames asked for, at the size set; stop_recording_video ends an
+ * open-ended one with as many frames as reported. */
+static void test_video(void **state) {
+  (void)state;
+  if (access("/usr/bin/ffprobe", X_OK) != 0) {
+    fprintf(stderr, "SKIP: no ffprobe\n");
+    skip();
+  }
+  lt_stack s;
+  assert_int_equal(start_render_stack(&s, "video"), 0);
+  int fd = pa_test_tcp_connect(s.port);
+  assert_true(fd >= 0);
+  call0(fd, "set_camera",
+        "{\"position\":[0,-6,4],\"look_at\":[0,0,0],\"width\":320,"
+        "\"height\":240}");
+  json_t *r = call(fd, "start_recording_video",
+                   "{\"name\":\"fixed\",\"fps\":10,\"frames\":15}");
+  char path[1024], want[1024], out[256];
+  snprintf(
+      path, sizeof path, "%s",
+      json_string_value(json_object_get(json_object_get(r, "data"), "path")));
+  json_decref(r);
+  snprintf(want, sizeof want, "%s/fixed.mp4", pa_test_tmpdir());
+  assert_string_equal(path, want);
+  assert_int_equal(wait_recorded(fd), 15);
+  probe(path, out, sizeof out);
+  fprintf(stderr, "fixed.mp4: %s\n", out);
+  assert_string_equal(out, "h264,320,240,15");
+
+  call0(fd, "start_recording_video", "{\"name\":\"open\",\"fps\":10}");
+  usleep(1500000);
+  call0(fd, "stop_recording_video", "{}");
+  json_int_t frames = wait_recorded(fd);
+  assert_true(frames >= 5);
+  snprintf(path, sizeof path, "%s/open.mp4", pa_test_tmpdir());
+  probe(path, out, sizeof out);
+  snprintf(want, sizeof want, "h264,320,240,%lld", (long long)frames);
+  assert_string_equal(out, want);
+  close(fd);
+  assert_int_equal(lt_stop(&s, 5000), 0);
+}
+
+int main(void) {
+  signal(SIGPIPE, SIG_IGN);
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_visuals_in_viewer),
+      cmocka_unit_test(test_big_cloud),
+      cmocka_unit_test(test_spectator_screenshot),
+      cmocka_unit_test(test_video),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
