@@ -52,6 +52,26 @@ class ShmEqualsTcp(unittest.TestCase):
         finally:
             env.close()
 
+    def test_index_across_ring_laps(self):
+        """The reader indexes only the scans written since its last read: gaps of a
+        few scans, of most of the ring (it wraps) and of more than the ring (it
+        re-indexes every slot) all give what the TCP reply holds."""
+        env = NavVectorEnv(num_envs=5, instance=inst("c"), shm=True, beams=360)
+        try:
+            env.reset(seed=2)
+            w = env.world
+            slots = w.reader.scan.slot_count
+            per_tick = 5 / w.ticks_per_scan  # scans written per tick
+            for gap in (3, int(0.75 * slots), int(1.1 * slots), 1, int(0.6 * slots)):
+                w.conn.step_batch(env.robots, np.full((5, 2), 0.2), max(1, int(gap / per_tick)))
+                st_t, rg_t, _ = w.conn.step_batch(env.robots, None, 1)
+                st_s, rg_s, _ = w.reader.observe(env.robots, w.range_max)
+                self.assertTrue(np.array_equal(st_t, st_s, equal_nan=True), gap)
+                self.assertTrue(np.array_equal(rg_t, rg_s, equal_nan=True), gap)
+            self.assertGreater(w.reader.scan.head(), 2 * slots)
+        finally:
+            env.close()
+
     def test_shm_and_tcp_envs_agree(self):
         runs = []
         for shm in (False, True):
