@@ -309,9 +309,11 @@ json_t *pa_json_act_step_batch(jctx *x) {
     cmds[i].drive.w = k == 3 ? v[2] : v[1];
     /* the one drive check pa-sim, set_velocity and text cmd use too */
     const char *bad = ok ? pa_cmd_drive_error(&cmds[i].drive) : NULL;
+    /* the ids were checked above: the drive only matters for a sideways v */
     pa_robot_info info;
     uint32_t idx;
-    if (ok && !bad && pa_gw_robot(g, NULL, (long)ids[i], &info, &idx) != 0)
+    if (ok && !bad && k == 3 && v[1] != 0 &&
+        pa_gw_robot(g, NULL, (long)ids[i], &info, &idx) != 0)
       ok = false;
     const char *why = !ok   ? "must be [v, w] or [v, vy, w] of numbers"
                       : bad ? bad
@@ -452,8 +454,9 @@ json_t *pa_json_done_step_batch(jctx *x, const pa_reply *r) {
     pa_robot_info info;
     uint32_t idx;
     memset(&info, 0, sizeof info);
-    pa_gw_robot(g, NULL, (long)ids[i], &info, &idx);
     const pa_scan *s = pa_gw_scan(g, ids[i]);
+    if (!s) /* its range_max from the robot's info until it has scanned */
+      pa_gw_robot(g, NULL, (long)ids[i], &info, &idx);
     double f[BF_COUNT];
     bin_row(f, pa_gw_robot_state(t, ids[i]), s, &info);
     memcpy(rows + i * BF_COUNT * 8, f, sizeof f);
