@@ -201,7 +201,7 @@ class ShmReader:
                                                   "range_max", "count", "slot_seq")}
             counts = np.where(have, sl["count"], 0)
             beams = int(counts.max(initial=0))
-            ranges = np.take(self.slot_ranges[:, :beams], at, axis=0)
+            ranges = self.slot_ranges[at, :beams]  # gathers those rows only (np.take copies all)
             if self.state.seq_at(n) != n or np.any(self.slots["slot_seq"][at[have]] != want[have]) \
                     or np.any(sl["slot_seq"][have] != want[have]):
                 continue  # torn: the writer moved on under us
