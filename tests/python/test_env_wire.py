@@ -104,6 +104,24 @@ class ActionsB64(unittest.TestCase):
         self.assertEqual(self.conn.request("ping")["pong"], True)  # the stream is still in step
 
 
+class Silence(unittest.TestCase):
+    def test_a_silent_peer_times_out_by_name(self):
+        import socket
+        import time
+        from playarea.env._stack import Conn, StackError
+        with socket.socket() as ls:
+            ls.bind(("127.0.0.1", 0))
+            ls.listen()
+            c = Conn("127.0.0.1", ls.getsockname()[1], timeout=0.3)
+            try:
+                t = time.monotonic()
+                with self.assertRaisesRegex(StackError, "no reply within 0.3 s"):
+                    c.request("ping")
+                self.assertLess(time.monotonic() - t, 5.0)
+            finally:
+                c.close()
+
+
 class FreshObservations(unittest.TestCase):
     """What a step returns is the caller's: later steps and resets leave it alone."""
 

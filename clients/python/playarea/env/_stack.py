@@ -152,6 +152,13 @@ class Conn:
     def __init__(self, host, port, timeout=60.0):
         self.sock = socket.create_connection((host, port), timeout=timeout)
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        # A blocking socket with the kernel's timeouts: Python's own timeout
+        # polls before every recv and send, one more syscall per step.
+        self.sock.settimeout(None)
+        tv = struct.pack("ll", int(timeout), int((timeout % 1) * 1e6))
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, tv)
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, tv)
+        self.timeout = timeout
         self._buf = bytearray(1 << 16)
         self._mv = memoryview(self._buf)
         self._lo = self._hi = 0
@@ -185,7 +192,10 @@ class Conn:
             else:
                 self._buf[:keep] = self._buf[self._lo:self._hi]
             self._lo, self._hi = 0, keep
-        k = self.sock.recv_into(self._mv[self._hi:])
+        try:
+            k = self.sock.recv_into(self._mv[self._hi:])
+        except BlockingIOError:  # SO_RCVTIMEO
+            raise StackError("pa-netgw sent no reply within %g s" % self.timeout) from None
         if k == 0:
             raise StackError("the connection to pa-netgw closed")
         self._hi += k
@@ -237,7 +247,11 @@ class Conn:
             mv = memoryview(blk)
             recv_into = self.sock.recv_into
             while have < nbytes:
-                k = recv_into(mv[have:nbytes])
+                try:
+                    k = recv_into(mv[have:nbytes])
+                except BlockingIOError:  # SO_RCVTIMEO
+                    mv.release()
+                    raise StackError("pa-netgw sent no reply within %g s" % self.timeout) from None
                 if k == 0:
                     mv.release()
                     raise StackError("the connection to pa-netgw closed in a step_batch block")
