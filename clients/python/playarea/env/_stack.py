@@ -20,6 +20,7 @@ READY = re.compile(r"^tcp (\S+):(\d+) instance (\S+)$")
 BIN_FIELDS = ("x", "y", "theta", "v", "vy", "w", "odom_x", "odom_y", "odom_theta", "head",
               "bumped", "scan_seq", "scan_tick", "angle_min", "angle_increment", "range_max")
 F = {name: i for i, name in enumerate(BIN_FIELDS)}
+_BLOCK_TRIES = 20  # non-blocking reads of a step_batch block before a blocking one
 
 
 class StackError(RuntimeError):
@@ -163,6 +164,7 @@ class Conn:
         self._mv = memoryview(self._buf)
         self._lo = self._hi = 0
         self._blk = bytearray(1 << 12)
+        self.block_waits = 0  # blocks that the non-blocking tries did not finish
         self._id = 0
         self._robots_key = None
         self._robots_json = b""
@@ -246,6 +248,16 @@ class Conn:
         if have < nbytes:
             mv = memoryview(blk)
             recv_into = self.sock.recv_into
+            # pa-netgw sends the block right after the header line: a few
+            # non-blocking tries usually find it there and save a sleep
+            for _ in range(_BLOCK_TRIES):
+                try:
+                    have += recv_into(mv[have:nbytes], 0, socket.MSG_DONTWAIT)
+                except BlockingIOError:
+                    continue
+                if have >= nbytes:
+                    break
+            self.block_waits += have < nbytes
             while have < nbytes:
                 try:
                     k = recv_into(mv[have:nbytes])
