@@ -122,6 +122,58 @@ class Silence(unittest.TestCase):
                 c.close()
 
 
+class LineBuffer(unittest.TestCase):
+    def test_lines_and_blocks_across_buffer_edges(self):
+        """Lines of every size (some longer than the 64 KiB buffer, some split
+        across its end) and step_batch blocks after their headers arrive whole."""
+        import json
+        import socket
+        import struct
+        import threading
+        from playarea.env._stack import Conn
+        rng = np.random.default_rng(4)
+        sizes = [int(x) for x in rng.integers(10, 150000, 60)] + [65535, 65536, 65537, 1]
+        msgs = []
+        for i, n in enumerate(sizes):
+            msgs.append({"type": "response", "data": {"i": i, "pad": "x" * n}})
+        blocks = []
+        for i in range(5):  # step_batch replies: header line + PAB1 block
+            n, beams = int(rng.integers(1, 300)), 360
+            st = rng.standard_normal((n, 16))
+            rg = rng.random((n, beams), dtype=np.float32)
+            blk = b"PAB1" + struct.pack("<3I", n, beams, 16) + st.astype("<f8").tobytes() + \
+                rg.astype("<f4").tobytes()
+            blocks.append((st, rg, blk))
+        with socket.socket() as ls:
+            ls.bind(("127.0.0.1", 0))
+            ls.listen()
+
+            def serve():
+                c, _ = ls.accept()
+                with c:
+                    out = b"".join(json.dumps(m).encode() + b"\n" for m in msgs)
+                    for st, rg, blk in blocks:
+                        out += json.dumps({"type": "response", "data": {
+                            "binary": {"bytes": len(blk)}}}).encode() + b"\n" + blk
+                    for k in range(0, len(out), 7919):  # odd-sized pieces
+                        c.sendall(out[k:k + 7919])
+                    while c.recv(1 << 16):  # the client's requests, until it closes
+                        pass
+            th = threading.Thread(target=serve)
+            th.start()
+            conn = Conn("127.0.0.1", ls.getsockname()[1], timeout=10)
+            try:
+                for i, n in enumerate(sizes):
+                    d = conn._recv()["data"]
+                    self.assertEqual((d["i"], len(d["pad"])), (i, n))
+                for st, rg, blk in blocks:
+                    a, b, _ = conn.step_batch([0] * len(st), None, 1)
+                    self.assertTrue(np.array_equal(a, st) and np.array_equal(b, rg))
+            finally:
+                conn.close()
+                th.join(10)
+
+
 class FreshObservations(unittest.TestCase):
     """What a step returns is the caller's: later steps and resets leave it alone."""
 
