@@ -162,8 +162,9 @@ static long b64_decode(const char *s, size_t len, unsigned char *out) {
   return n;
 }
 
-/* data.actions_b64: n x k little-endian float64 (k = 2: v, w; 3: v, vy, w)
- * in base64, the same numbers as data.actions without the text floats.
+/* data.actions_b64: n x k little-endian float64 or float32 (k = 2: v, w;
+ * 3: v, vy, w) in base64, the same numbers as data.actions without the
+ * text floats; the byte count (16n, 24n; 8n, 12n) says which.
  * A malloc'd array of n * k doubles and *k, or NULL with the error set. */
 static double *b64_actions(jctx *x, json_t *b, size_t n, size_t *k) {
   if (!json_is_string(b)) {
@@ -178,7 +179,9 @@ static double *b64_actions(jctx *x, json_t *b, size_t n, size_t *k) {
     return NULL;
   }
   long got = b64_decode(json_string_value(b), len, raw);
-  if (got < 0 || ((size_t)got != n * 16 && (size_t)got != n * 24)) {
+  size_t u = got < 0 ? 0 : (size_t)got;
+  size_t w = u == n * 16 || u == n * 24 ? 8 : u == n * 8 || u == n * 12 ? 4 : 0;
+  if (got < 0 || !w) {
     free(raw);
     if (got < 0)
       pa_json_fail(x, PA_ERR_INVALID_ACTION_SHAPE,
@@ -186,22 +189,30 @@ static double *b64_actions(jctx *x, json_t *b, size_t n, size_t *k) {
     else
       pa_json_fail(x, PA_ERR_INVALID_ACTION_SHAPE,
                    "data.actions_b64 holds %ld bytes: %zu robots need %zu "
-                   "([v, w]) or %zu ([v, vy, w]) float64",
-                   got, n, n * 16, n * 24);
+                   "([v, w]) or %zu ([v, vy, w]) float64, or %zu or %zu "
+                   "float32",
+                   got, n, n * 16, n * 24, n * 8, n * 12);
     return NULL;
   }
-  *k = (size_t)got / (n * 8);
-  double *v = malloc((size_t)got);
+  *k = u / (n * w);
+  double *v = malloc(n * *k * sizeof *v);
   if (!v) {
     free(raw);
     pa_json_fail(x, PA_ERR_BUSY, "out of memory");
     return NULL;
   }
   for (size_t i = 0; i < n * *k; i++) { /* little-endian on any host */
-    uint64_t u = 0;
-    for (int j = 7; j >= 0; j--)
-      u = (u << 8) | raw[i * 8 + (size_t)j];
-    memcpy(&v[i], &u, sizeof u);
+    uint64_t bits = 0;
+    for (size_t j = w; j-- > 0;)
+      bits = (bits << 8) | raw[i * w + j];
+    if (w == 8) {
+      memcpy(&v[i], &bits, sizeof bits);
+    } else {
+      uint32_t b32 = (uint32_t)bits;
+      float f;
+      memcpy(&f, &b32, sizeof f);
+      v[i] = f;
+    }
   }
   free(raw);
   return v;

@@ -58,6 +58,20 @@ class ActionsB64(unittest.TestCase):
         self.assertTrue(np.array_equal(by_json, by_b64))  # bit for bit: float64 both ways
         self.assertGreater(np.abs(by_b64[:, 3]).max(), 0.05)  # they did move
 
+    def test_float32_form(self):
+        acts = np.array([[0.5, 0.25], [0.125, -1.5], [0.75, 2.0]])  # exact in float32
+        self.conn.request("load_snapshot", {"name": "wire"})
+        self.step_json(acts.tolist())
+        by_json = poses(self.conn, self.robots)
+        self.conn.request("load_snapshot", {"name": "wire"})
+        self.step_json(None, actions_b64=base64.b64encode(acts.astype("<f4").tobytes()).decode())
+        self.assertTrue(np.array_equal(by_json, poses(self.conn, self.robots)))
+        self.conn.request("load_snapshot", {"name": "wire"})
+        self.conn.step_batch(self.robots, acts, 7)  # the connection picks float32 here
+        self.assertTrue(np.array_equal(by_json, poses(self.conn, self.robots)))
+        with self.assertRaisesRegex(Error, "or 24 or 36 float32"):
+            self.step_json(None, actions_b64=base64.b64encode(b"\0" * 28).decode())
+
     def test_bad_actions_b64_change_nothing(self):
         self.conn.request("load_snapshot", {"name": "wire"})
         tick = self.conn.request("get_status", type="sim_control")["tick"]

@@ -277,7 +277,8 @@ class Conn:
 
         The arrays are views of the connection's block buffer: the next step_batch
         overwrites them (copy what you keep). One sendall per call: the request
-        line with the actions as little-endian float64 in base64 (`actions_b64`)."""
+        line with the actions in base64 (`actions_b64`): little-endian float32 when that
+        holds every value exactly, else float64."""
         robots = np.asarray(robots, dtype=np.int64)
         key = robots.tobytes()
         if key != self._robots_key:
@@ -293,6 +294,9 @@ class Conn:
                                  % (len(robots), a.shape))
             if not np.isfinite(a).all():
                 raise ValueError("actions must be finite")
+            a32 = a.astype("<f4")
+            if np.array_equal(a32, a):  # float32 holds them exactly (Box actions): half the bytes
+                a = a32
             parts += [b',"actions_b64":"', base64.b64encode(np.ascontiguousarray(a).data), b'"']
         if not observe:
             parts.append(b',"observe":false')
