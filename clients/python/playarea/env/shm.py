@@ -149,7 +149,8 @@ class ShmReader:
         the last call are read (all live slots after a wrap or a restart)."""
         head = self.scan.head()
         count = self.scan.slot_count
-        if full or head < self._seen or head - self._seen >= count:  # restarted, or lapped
+        lapped = full or head < self._seen or head - self._seen >= count  # or restarted
+        if lapped:
             seqs = self.slots["slot_seq"].copy()
             live = np.nonzero(seqs > 0)[0]
             idx = live[np.argsort(seqs[live], kind="stable")]
@@ -161,6 +162,9 @@ class ShmReader:
             idx = (np.arange(self._seen, head, dtype=np.int64)) % count  # records seen+1..head
         owner = self.slots["robot"][idx].astype(np.int64)
         seqs = self.slots["slot_seq"][idx]
+        if not lapped and not np.array_equal(seqs, np.arange(self._seen + 1, head + 1,
+                                                             dtype=np.uint64)):
+            return self._index(full=True)  # the writer lapped records we had not read
         ok = seqs > 0  # a slot being rewritten: its record is read on a later call
         idx, owner, seqs = idx[ok], owner[ok], seqs[ok]
         top = int(owner.max(initial=-1)) + 1
