@@ -329,7 +329,7 @@ json_t *pa_json_act_step_batch(jctx *x) {
     const char *why = !ok   ? "must be [v, w] or [v, vy, w] of numbers"
                       : bad ? bad
                             : NULL;
-    if (!why && k == 3 && info.drive != PA_DRIVE_OMNI && v[1] != 0)
+    if (!why && k == 3 && v[1] != 0 && info.drive != PA_DRIVE_OMNI)
       why = "moves sideways: robot has a differential drive";
     if (why) {
       pa_status st = ok && !bad ? PA_ERR_UNSUPPORTED_CONTROL_SCHEME
