@@ -132,6 +132,92 @@ static bool want_binary(jctx *x, bool *bin) {
   return flag(x, "binary", false, bin);
 }
 
+/* Standard base64 (padding optional) into out (room for 3/4 of len);
+ * the byte count, or -1 on a character outside the alphabet or a bad end. */
+static long b64_decode(const char *s, size_t len, unsigned char *out) {
+  while (len && s[len - 1] == '=')
+    len--;
+  if (len % 4 == 1)
+    return -1;
+  uint32_t acc = 0;
+  unsigned bits = 0;
+  long n = 0;
+  for (size_t i = 0; i < len; i++) {
+    unsigned char ch = (unsigned char)s[i];
+    int v = ch >= 'A' && ch <= 'Z'   ? ch - 'A'
+            : ch >= 'a' && ch <= 'z' ? ch - 'a' + 26
+            : ch >= '0' && ch <= '9' ? ch - '0' + 52
+            : ch == '+'              ? 62
+            : ch == '/'              ? 63
+                                     : -1;
+    if (v < 0)
+      return -1;
+    acc = (acc << 6) | (uint32_t)v;
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      out[n++] = (unsigned char)(acc >> bits);
+    }
+  }
+  return n;
+}
+
+/* data.actions_b64: n x k little-endian float64 or float32 (k = 2: v, w;
+ * 3: v, vy, w) in base64, the same numbers as data.actions without the
+ * text floats; the byte count (16n, 24n; 8n, 12n) says which.
+ * A malloc'd array of n * k doubles and *k, or NULL with the error set. */
+static double *b64_actions(jctx *x, json_t *b, size_t n, size_t *k) {
+  if (!json_is_string(b)) {
+    pa_json_fail(x, PA_ERR_INVALID_ACTION_SHAPE,
+                 "data.actions_b64 must be a base64 string");
+    return NULL;
+  }
+  size_t len = json_string_length(b);
+  unsigned char *raw = malloc(len / 4 * 3 + 3);
+  if (!raw) {
+    pa_json_fail(x, PA_ERR_BUSY, "out of memory");
+    return NULL;
+  }
+  long got = b64_decode(json_string_value(b), len, raw);
+  size_t u = got < 0 ? 0 : (size_t)got;
+  size_t w = u == n * 16 || u == n * 24 ? 8 : u == n * 8 || u == n * 12 ? 4 : 0;
+  if (got < 0 || !w) {
+    free(raw);
+    if (got < 0)
+      pa_json_fail(x, PA_ERR_INVALID_ACTION_SHAPE,
+                   "data.actions_b64 is not base64");
+    else
+      pa_json_fail(x, PA_ERR_INVALID_ACTION_SHAPE,
+                   "data.actions_b64 holds %ld bytes: %zu robots need %zu "
+                   "([v, w]) or %zu ([v, vy, w]) float64, or %zu or %zu "
+                   "float32",
+                   got, n, n * 16, n * 24, n * 8, n * 12);
+    return NULL;
+  }
+  *k = u / (n * w);
+  double *v = malloc(n * *k * sizeof *v);
+  if (!v) {
+    free(raw);
+    pa_json_fail(x, PA_ERR_BUSY, "out of memory");
+    return NULL;
+  }
+  for (size_t i = 0; i < n * *k; i++) { /* little-endian on any host */
+    uint64_t bits = 0;
+    for (size_t j = w; j-- > 0;)
+      bits = (bits << 8) | raw[i * w + j];
+    if (w == 8) {
+      memcpy(&v[i], &bits, sizeof bits);
+    } else {
+      uint32_t b32 = (uint32_t)bits;
+      float f;
+      memcpy(&f, &b32, sizeof f);
+      v[i] = f;
+    }
+  }
+  free(raw);
+  return v;
+}
+
 size_t pa_json_cost_step_batch(jctx *x) {
   pa_netgw *g = x->c->g;
   uint32_t top = __atomic_load_n(&g->ctl->robot_count, __ATOMIC_ACQUIRE);
@@ -166,10 +252,14 @@ json_t *pa_json_act_step_batch(jctx *x) {
     return pa_json_fail(x, PA_ERR_INVALID_MESSAGE,
                         "a binary step_batch cannot be inside a batch");
   json_t *acts = json_object_get(x->data, "actions");
+  json_t *b64 = json_object_get(x->data, "actions_b64");
   if (acts && !json_is_array(acts))
     return pa_json_fail(x, PA_ERR_INVALID_ACTION_SHAPE,
                         "data.actions must be an array of [v, w] or "
                         "[v, vy, w] per robot");
+  if (acts && b64)
+    return pa_json_fail(x, PA_ERR_INVALID_MESSAGE,
+                        "give data.actions or data.actions_b64, not both");
   size_t n;
   uint32_t *ids = batch_robots(x, &n);
   if (!ids)
@@ -180,10 +270,18 @@ json_t *pa_json_act_step_batch(jctx *x) {
                         "data.actions has %zu entries for %zu robots",
                         json_array_size(acts), n);
   }
+  size_t bk = 0;
+  double *bv = b64 ? b64_actions(x, b64, n, &bk) : NULL;
+  if (b64 && !bv) {
+    free(ids);
+    return NULL;
+  }
+  bool have = acts || bv;
   /* Every command and the STEP fit, or nothing is sent. */
-  size_t need = (acts ? n : 0) + 1;
+  size_t need = (have ? n : 0) + 1;
   if (pa_queue_space(g->st->cmd) < need) {
     free(ids);
+    free(bv);
     g->busy++;
     return pa_json_fail(x, PA_ERR_BUSY,
                         "step_batch needs %zu command queue slots, %u are "
@@ -191,21 +289,28 @@ json_t *pa_json_act_step_batch(jctx *x) {
                         need, (unsigned)pa_queue_space(g->st->cmd),
                         (unsigned)g->ctl->def.cmd_capacity);
   }
-  pa_cmd *cmds = acts ? calloc(n, sizeof *cmds) : NULL;
-  if (acts && !cmds) {
+  pa_cmd *cmds = have ? calloc(n, sizeof *cmds) : NULL;
+  if (have && !cmds) {
     free(ids);
+    free(bv);
     return pa_json_fail(x, PA_ERR_BUSY, "out of memory");
   }
   /* Check every action before any is sent: a bad one changes nothing. */
-  for (size_t i = 0; acts && i < n; i++) {
-    json_t *a = json_array_get(acts, i);
-    size_t k = json_is_array(a) ? json_array_size(a) : 0;
+  for (size_t i = 0; have && i < n; i++) {
     double v[3] = {0, 0, 0};
-    bool ok = k == 2 || k == 3;
-    for (size_t j = 0; ok && j < k; j++) {
-      json_t *e = json_array_get(a, j);
-      ok = json_is_number(e);
-      v[j] = ok ? json_number_value(e) : 0;
+    size_t k = bk;
+    bool ok = true;
+    if (bv) {
+      memcpy(v, bv + i * bk, bk * sizeof *v);
+    } else {
+      json_t *a = json_array_get(acts, i);
+      k = json_is_array(a) ? json_array_size(a) : 0;
+      ok = k == 2 || k == 3;
+      for (size_t j = 0; ok && j < k; j++) {
+        json_t *e = json_array_get(a, j);
+        ok = json_is_number(e);
+        v[j] = ok ? json_number_value(e) : 0;
+      }
     }
     cmds[i].op = PA_OP_SET_CMD;
     cmds[i].robot = ids[i];
@@ -215,14 +320,16 @@ json_t *pa_json_act_step_batch(jctx *x) {
     cmds[i].drive.w = k == 3 ? v[2] : v[1];
     /* the one drive check pa-sim, set_velocity and text cmd use too */
     const char *bad = ok ? pa_cmd_drive_error(&cmds[i].drive) : NULL;
+    /* the ids were checked above: the drive only matters for a sideways v */
     pa_robot_info info;
     uint32_t idx;
-    if (ok && !bad && pa_gw_robot(g, NULL, (long)ids[i], &info, &idx) != 0)
+    if (ok && !bad && k == 3 && v[1] != 0 &&
+        pa_gw_robot(g, NULL, (long)ids[i], &info, &idx) != 0)
       ok = false;
     const char *why = !ok   ? "must be [v, w] or [v, vy, w] of numbers"
                       : bad ? bad
                             : NULL;
-    if (!why && k == 3 && info.drive != PA_DRIVE_OMNI && v[1] != 0)
+    if (!why && k == 3 && v[1] != 0 && info.drive != PA_DRIVE_OMNI)
       why = "moves sideways: robot has a differential drive";
     if (why) {
       pa_status st = ok && !bad ? PA_ERR_UNSUPPORTED_CONTROL_SCHEME
@@ -230,10 +337,13 @@ json_t *pa_json_act_step_batch(jctx *x) {
       unsigned id = (unsigned)ids[i];
       free(ids);
       free(cmds);
-      return pa_json_fail(x, st, "data.actions[%zu] (robot %u) %s", i, id, why);
+      free(bv);
+      return pa_json_fail(x, st, "data.%s[%zu] (robot %u) %s",
+                          b64 ? "actions_b64" : "actions", i, id, why);
     }
   }
-  for (size_t i = 0; acts && i < n; i++) {
+  free(bv);
+  for (size_t i = 0; have && i < n; i++) {
     if (pa_gw_push_nowait(c, &cmds[i]) != 0) {
       free(ids);
       free(cmds);
@@ -355,8 +465,9 @@ json_t *pa_json_done_step_batch(jctx *x, const pa_reply *r) {
     pa_robot_info info;
     uint32_t idx;
     memset(&info, 0, sizeof info);
-    pa_gw_robot(g, NULL, (long)ids[i], &info, &idx);
     const pa_scan *s = pa_gw_scan(g, ids[i]);
+    if (!s) /* its range_max from the robot's info until it has scanned */
+      pa_gw_robot(g, NULL, (long)ids[i], &info, &idx);
     double f[BF_COUNT];
     bin_row(f, pa_gw_robot_state(t, ids[i]), s, &info);
     memcpy(rows + i * BF_COUNT * 8, f, sizeof f);

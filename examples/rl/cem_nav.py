@@ -2,7 +2,7 @@
 """Cross-entropy method on NavEnv's task, numpy only: a population of linear
 policies, one robot each, evaluated together in one NavVectorEnv.
 
-    python3 examples/rl/cem_nav.py                 # ~40 generations, a few minutes on 2 cores
+    python3 examples/rl/cem_nav.py                 # 40 generations, ~5 s on 2 cores
     python3 examples/rl/cem_nav.py --plot curve.png
 
 Each generation samples `pop` parameter vectors from a Gaussian, runs one

@@ -7,7 +7,8 @@ import unittest
 
 import numpy as np
 
-from playarea.env import NavVectorEnv
+from playarea.env import NavEnv, NavParallelEnv, NavVectorEnv
+from playarea.env import checker
 from playarea.env._stack import find_bin_dir
 from playarea.env.shm import ShmReader
 
@@ -52,6 +53,26 @@ class ShmEqualsTcp(unittest.TestCase):
         finally:
             env.close()
 
+    def test_index_across_ring_laps(self):
+        """The reader indexes only the scans written since its last read: gaps of a
+        few scans, of most of the ring (it wraps) and of more than the ring (it
+        re-indexes every slot) all give what the TCP reply holds."""
+        env = NavVectorEnv(num_envs=5, instance=inst("c"), shm=True, beams=360)
+        try:
+            env.reset(seed=2)
+            w = env.world
+            slots = w.reader.scan.slot_count
+            per_tick = 5 / w.ticks_per_scan  # scans written per tick
+            for gap in (3, int(0.75 * slots), int(1.1 * slots), 1, int(0.6 * slots)):
+                w.conn.step_batch(env.robots, np.full((5, 2), 0.2), max(1, int(gap / per_tick)))
+                st_t, rg_t, _ = w.conn.step_batch(env.robots, None, 1)
+                st_s, rg_s, _ = w.reader.observe(env.robots, w.range_max)
+                self.assertTrue(np.array_equal(st_t, st_s, equal_nan=True), gap)
+                self.assertTrue(np.array_equal(rg_t, rg_s, equal_nan=True), gap)
+            self.assertGreater(w.reader.scan.head(), 2 * slots)
+        finally:
+            env.close()
+
     def test_shm_and_tcp_envs_agree(self):
         runs = []
         for shm in (False, True):
@@ -73,6 +94,61 @@ class ShmEqualsTcp(unittest.TestCase):
             if not isinstance(a, dict):
                 for x, y in zip(a[1:], b[1:]):
                     self.assertTrue(np.array_equal(x, y))
+
+    def test_every_env_same_on_shm_and_tcp(self):
+        """NavEnv, NavVectorEnv and NavParallelEnv: the same seeded episodes, step by
+        step, whether observations come over TCP or from shared memory."""
+        def navenv(shm, tag):
+            return NavEnv(instance=inst(tag), shm=shm, max_episode_steps=6, beams=360)
+
+        def run_single(env):
+            out = [env.reset(seed=5)]
+            env.action_space.seed(2)
+            for _ in range(9):
+                o, r, te, tr, info = env.step(env.action_space.sample())
+                out.append((o, r, te, tr, info["distance"], info["pose"]))
+                if te or tr:
+                    out.append(env.reset())
+            return out
+
+        def run_vec(env):
+            out = [env.reset(seed=5)[0]]
+            env.action_space.seed(2)
+            for _ in range(9):
+                out.append(env.step(env.action_space.sample())[:4])
+            return out
+
+        def run_par(env):
+            out = [env.reset(seed=5)[0]]
+            for k in range(9):
+                if not env.agents:
+                    break
+                out.append(env.step({a: np.array([0.6, 0.4 * (k % 3 - 1)], np.float32)
+                                     for a in env.agents})[:4])
+            return out
+
+        for make, run in ((navenv, run_single),
+                          (lambda shm, tag: NavVectorEnv(num_envs=3, instance=inst(tag), shm=shm,
+                                                         max_episode_steps=4), run_vec),
+                          (lambda shm, tag: NavParallelEnv(num_agents=3, instance=inst(tag),
+                                                           shm=shm, max_episode_steps=6), run_par)):
+            runs = []
+            for shm in (False, True):
+                env = make(shm, "e%d%d" % (len(runs), id(run) % 1000))
+                try:
+                    runs.append(run(env))
+                finally:
+                    env.close()
+            self.assertEqual(len(runs[0]), len(runs[1]))
+            for a, b in zip(*runs):
+                self.assertTrue(self._same(a, b), run.__name__)
+
+    def _same(self, a, b):
+        if isinstance(a, (tuple, list)):
+            return len(a) == len(b) and all(self._same(x, y) for x, y in zip(a, b))
+        if isinstance(a, dict):
+            return a.keys() == b.keys() and all(self._same(a[k], b[k]) for k in a)
+        return checker._eq(a, b)
 
     def test_bad_instance(self):
         with self.assertRaisesRegex(Exception, "cannot open"):

@@ -1,6 +1,7 @@
 """A playarea stack owned by an environment, and the step_batch transport."""
 
 import atexit
+import base64
 import json
 import os
 import re
@@ -19,6 +20,7 @@ READY = re.compile(r"^tcp (\S+):(\d+) instance (\S+)$")
 BIN_FIELDS = ("x", "y", "theta", "v", "vy", "w", "odom_x", "odom_y", "odom_theta", "head",
               "bumped", "scan_seq", "scan_tick", "angle_min", "angle_increment", "range_max")
 F = {name: i for i, name in enumerate(BIN_FIELDS)}
+_BLOCK_TRIES = 20  # non-blocking reads of a step_batch block before a blocking one
 
 
 class StackError(RuntimeError):
@@ -141,17 +143,34 @@ class LocalStack:
 
 
 class Conn:
-    """One JSON-lines connection with the binary step_batch reply."""
+    """One JSON-lines connection with the binary step_batch reply.
+
+    Replies are read with recv_into into buffers the connection keeps (no
+    file object, no per-reply allocation): lines into a line buffer, a
+    step_batch block straight into a block buffer, which step_batch's arrays
+    are views of (valid until the next step_batch on this connection)."""
 
     def __init__(self, host, port, timeout=60.0):
         self.sock = socket.create_connection((host, port), timeout=timeout)
         self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        self.rfile = self.sock.makefile("rb", buffering=1 << 20)
+        # A blocking socket with the kernel's timeouts: Python's own timeout
+        # polls before every recv and send, one more syscall per step.
+        self.sock.settimeout(None)
+        tv = struct.pack("ll", int(timeout), int((timeout % 1) * 1e6))
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, tv)
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, tv)
+        self.timeout = timeout
+        self._buf = bytearray(1 << 16)
+        self._mv = memoryview(self._buf)
+        self._lo = self._hi = 0
+        self._blk = bytearray(1 << 12)
+        self.block_waits = 0  # blocks that the non-blocking tries did not finish
         self._id = 0
+        self._robots_key = None
+        self._robots_json = b""
 
     def close(self):
         if self.sock is not None:
-            self.rfile.close()
             self.sock.close()
             self.sock = None
 
@@ -161,11 +180,39 @@ class Conn:
                           separators=(",", ":"), allow_nan=False)
         self.sock.sendall(line.encode() + b"\n")
 
-    def _recv(self):
-        raw = self.rfile.readline()
-        if not raw.endswith(b"\n"):
+    def _fill(self):
+        """Reads more bytes into the line buffer (compacting or growing it first)."""
+        if self._lo == self._hi:
+            self._lo = self._hi = 0
+        elif self._hi == len(self._buf):
+            keep = self._hi - self._lo
+            if self._lo == 0:  # one line longer than the buffer: a bigger one
+                nb = bytearray(2 * len(self._buf))
+                nb[:keep] = self._mv[:keep]
+                self._mv.release()
+                self._buf, self._mv = nb, memoryview(nb)
+            else:
+                self._buf[:keep] = self._buf[self._lo:self._hi]
+            self._lo, self._hi = 0, keep
+        try:
+            k = self.sock.recv_into(self._mv[self._hi:])
+        except BlockingIOError:  # SO_RCVTIMEO
+            raise StackError("pa-netgw sent no reply within %g s" % self.timeout) from None
+        if k == 0:
             raise StackError("the connection to pa-netgw closed")
-        resp = json.loads(raw)
+        self._hi += k
+
+    def _line(self):
+        while True:
+            i = self._buf.find(b"\n", self._lo, self._hi)
+            if i >= 0:
+                line = self._buf[self._lo:i]
+                self._lo = i + 1
+                return line
+            self._fill()
+
+    def _recv(self):
+        resp = json.loads(self._line())
         if resp.get("type") == "error":
             err = resp.get("error", {})
             from ..errors import Error
@@ -189,23 +236,82 @@ class Conn:
             out += self._recv()["data"]["responses"]
         return out
 
+    def _block(self, nbytes):
+        """The next nbytes of the stream in the block buffer (a new one when it is
+        too small: views of the old one stay valid)."""
+        if len(self._blk) < nbytes:
+            self._blk = bytearray(max(nbytes, 2 * len(self._blk)))
+        blk = self._blk
+        have = min(nbytes, self._hi - self._lo)
+        blk[:have] = self._mv[self._lo:self._lo + have]
+        self._lo += have
+        if have < nbytes:
+            mv = memoryview(blk)
+            recv_into = self.sock.recv_into
+            # pa-netgw sends the block right after the header line: a few
+            # non-blocking tries usually find it there and save a sleep
+            for _ in range(_BLOCK_TRIES):
+                try:
+                    have += recv_into(mv[have:nbytes], 0, socket.MSG_DONTWAIT)
+                except BlockingIOError:
+                    continue
+                if have >= nbytes:
+                    break
+            self.block_waits += have < nbytes
+            while have < nbytes:
+                try:
+                    k = recv_into(mv[have:nbytes])
+                except BlockingIOError:  # SO_RCVTIMEO
+                    mv.release()
+                    raise StackError("pa-netgw sent no reply within %g s" % self.timeout) from None
+                if k == 0:
+                    mv.release()
+                    raise StackError("the connection to pa-netgw closed in a step_batch block")
+                have += k
+            mv.release()
+        return blk
+
     def step_batch(self, robots, actions, steps, observe=True):
         """(states float64 [n, 16], ranges float32 [n, beams], header data) after `steps` ticks;
-        observe=False: (None, None, header data), the observations stay in shared memory."""
-        data = {"robots": [int(r) for r in robots], "steps": int(steps), "binary": True}
+        observe=False: (None, None, header data), the observations stay in shared memory.
+
+        The arrays are views of the connection's block buffer: the next step_batch
+        overwrites them (copy what you keep). One sendall per call: the request
+        line with the actions in base64 (`actions_b64`): little-endian float32 when that
+        holds every value exactly, else float64."""
+        robots = np.asarray(robots, dtype=np.int64)
+        key = robots.tobytes()
+        if key != self._robots_key:
+            self._robots_key = key
+            self._robots_json = json.dumps([int(r) for r in robots], separators=(",", ":")).encode()
+        self._id += 1
+        parts = [b'{"type":"command","action":"step_batch","request_id":%d,"data":{"robots":'
+                 % self._id, self._robots_json, b',"steps":%d,"binary":true' % int(steps)]
         if actions is not None:
-            data["actions"] = np.asarray(actions, dtype=np.float64).tolist()
+            a = np.asarray(actions, dtype="<f8")
+            if a.ndim != 2 or a.shape[0] != len(robots) or a.shape[1] not in (2, 3):
+                raise ValueError("actions must be [n, 2] or [n, 3] for %d robots, got shape %s"
+                                 % (len(robots), a.shape))
+            if not np.isfinite(a).all():
+                raise ValueError("actions must be finite")
+            a32 = a.astype("<f4")
+            if np.array_equal(a32, a):  # float32 holds them exactly (Box actions): half the bytes
+                a = a32
+            parts += [b',"actions_b64":"', base64.b64encode(np.ascontiguousarray(a).data), b'"']
         if not observe:
-            data["observe"] = False
-        self._send("step_batch", data)
+            parts.append(b',"observe":false')
+        parts.append(b"}}\n")
+        self.sock.sendall(b"".join(parts))
         d = self._recv()["data"]
         if not observe:
             return None, None, d
         nbytes = d["binary"]["bytes"]
-        blk = self.rfile.read(nbytes)
-        if len(blk) != nbytes or blk[:4] != b"PAB1":
-            raise StackError("bad step_batch block (%d of %d bytes)" % (len(blk), nbytes))
+        blk = self._block(nbytes)
+        if blk[:4] != b"PAB1":
+            raise StackError("bad step_batch block (magic %r)" % bytes(blk[:4]))
         n, beams, fields = struct.unpack_from("<3I", blk, 4)
+        if 16 + n * (8 * fields + 4 * beams) != nbytes:
+            raise StackError("bad step_batch block (%d bytes for %d x %d, %d)" % (nbytes, n, fields, beams))
         st = np.frombuffer(blk, "<f8", n * fields, 16).reshape(n, fields)
         rg = np.frombuffer(blk, "<f4", n * beams, 16 + 8 * n * fields).reshape(n, beams)
         return st, rg, d

@@ -10,6 +10,8 @@ from ._stack import F, LocalStack, Conn
 from .spaces_select import Box, Dict, Discrete, MultiDiscrete, EnvBase, VectorEnvBase, ParallelEnvBase
 
 TWO_PI = 2.0 * math.pi
+_X, _Y, _TH, _BUMPED = F["x"], F["y"], F["theta"], F["bumped"]
+_VW = [F["v"], F["w"]]
 # (v, w) as fractions of the robot's max_v, max_w: forward, forward-left,
 # forward-right, turn left, turn right.
 DISCRETE_ACTIONS = ((1.0, 0.0), (0.6, 0.5), (0.6, -0.5), (0.0, 1.0), (0.0, -1.0))
@@ -21,16 +23,25 @@ def _wrap(a):
     return (a + math.pi) % TWO_PI - math.pi
 
 
-def downsample(ranges, beams, range_max):
-    """Output beam j = min of input beams [j*k, (j+1)*k), k = len/beams (a divisor);
-    NaN (no scan yet) and values above range_max become range_max."""
-    r = np.asarray(ranges, dtype=np.float32)
+def _group_min(r, beams):
+    """Min of each group of k = len/beams consecutive beams, NaN (no return, no
+    scan yet) ignored: NaN only where a whole group is."""
     n = r.shape[-1]
     if n % beams:
         raise ValueError("beams=%d must divide the laser's %d beams" % (beams, n))
-    r = np.where(np.isfinite(r), r, np.float32(range_max))
-    r = r.reshape(r.shape[:-1] + (beams, n // beams)).min(axis=-1)
-    return np.minimum(r, np.float32(range_max)).astype(np.float32)
+    if n == beams:
+        return r
+    return np.fmin.reduce(r.reshape(r.shape[:-1] + (beams, n // beams)), axis=-1)
+
+
+def downsample(ranges, beams, range_max):
+    """Output beam j = min of input beams [j*k, (j+1)*k), k = len/beams (a divisor);
+    NaN (no scan yet), +inf and values above range_max become range_max."""
+    r = np.asarray(ranges, dtype=np.float32)
+    if r.shape[-1] == 0:  # no robot has scanned yet
+        return np.full(r.shape[:-1] + (beams,), range_max, np.float32)
+    # fmin: one pass that both maps NaN to range_max and clips (a fresh array)
+    return np.fmin(_group_min(r, beams), np.float32(range_max))
 
 
 class _World:
@@ -236,6 +247,8 @@ class _NavCore:
                 (self.beams + 4,), np.float32)
             if self.flat else Dict(obs))
         self.action_type = action_type
+        self._act_hi = np.array([world.max_v, world.max_w])
+        self._act_lo = -self._act_hi
         if action_type == "continuous":
             self.single_action_space = Box(np.array([-world.max_v, -world.max_w], np.float32),
                                            np.array([world.max_v, world.max_w], np.float32), (2,), np.float32)
@@ -254,22 +267,32 @@ class _NavCore:
                 raise ValueError("discrete action out of range [0, %d): %r" % (len(self.action_table), actions))
             return self.action_table[idx]
         a = np.asarray(actions, dtype=np.float64).reshape(-1, 2)
-        if not np.all(np.isfinite(a)):
+        if not np.isfinite(a).all():
             raise ValueError("actions must be finite, got %r" % (actions,))
-        return np.clip(a, [-self.world.max_v, -self.world.max_w], [self.world.max_v, self.world.max_w])
+        return np.minimum(np.maximum(a, self._act_lo), self._act_hi)
 
     def _observe(self, st, rg, goals):
-        """Batched observation parts and goal distances from a step_batch reply."""
-        scan = downsample(rg, self.beams, self.world.range_max)
-        dx, dy = goals[:, 0] - st[:, F["x"]], goals[:, 1] - st[:, F["y"]]
+        """Batched observation parts and goal distances from a step_batch reply
+        (st, rg may be views of the reply buffer: every output is a new array)."""
+        n = len(st)
+        rm = np.float32(self.world.range_max)
+        if rg.shape[1]:
+            gm = _group_min(rg, self.beams)  # one pass over the ranges (none if k = 1)
+            scan = np.fmin(gm, rm)
+            raw_min = np.fmin.reduce(gm, axis=1)  # NaN (no return) never collides
+        else:
+            scan = np.full((n, self.beams), rm, np.float32)
+            raw_min = np.full(n, np.inf)
+        dx = goals[:, 0] - st[:, _X]
+        dy = goals[:, 1] - st[:, _Y]
         dist = np.hypot(dx, dy)
-        bearing = np.arctan2(dy, dx) - st[:, F["theta"]]
-        bearing = (bearing + np.pi) % (2 * np.pi) - np.pi
-        goal = np.stack([dist, bearing], axis=1).astype(np.float32)
-        vel = np.stack([st[:, F["v"]], st[:, F["w"]]], axis=1).astype(np.float32)
-        raw_min = np.nanmin(np.where(np.isfinite(rg), rg, np.inf), axis=1) if rg.shape[1] else \
-            np.full(len(st), np.inf)
-        collided = (st[:, F["bumped"]] > 0) | (raw_min <= self.world.radius + self.collision_margin)
+        bearing = np.arctan2(dy, dx) - st[:, _TH]
+        bearing = (bearing + np.pi) % TWO_PI - np.pi
+        goal = np.empty((n, 2), np.float32)
+        goal[:, 0] = dist
+        goal[:, 1] = bearing
+        vel = st[:, _VW].astype(np.float32)
+        collided = (st[:, _BUMPED] > 0) | (raw_min <= self.world.radius + self.collision_margin)
         return scan, goal, vel, dist, collided
 
     def _obs_one(self, scan, goal, vel):
@@ -375,6 +398,8 @@ class NavEnv(_NavCore, EnvBase):
         self.observation_space = self.single_observation_space
         self.action_space = self.single_action_space
         self.robot = int(w.robots[0])
+        self._robots = np.array([self.robot], np.int64)
+        self._still = np.zeros((1, 2))
         self._np_random = None
         self._goal = None
         self._last = None
@@ -408,13 +433,53 @@ class NavEnv(_NavCore, EnvBase):
                 if "start" in options or getattr(e, "code", "") != "blocked_pose":
                     raise
         self._goal = np.array([goal], dtype=np.float64)
-        st, rg, d = self.world.step([self.robot], [[0.0, 0.0]], self.decision_ticks)
-        scan, g, vel, dist, _ = self._observe(st, rg, self._goal)
-        self._prev = float(dist[0])
+        self._gx, self._gy = float(goal[0]), float(goal[1])
+        st, rg, d = self.world.step(self._robots, self._still, self.decision_ticks)
+        obs, self._prev, _ = self._observe1(st, rg)
         self._steps = 0
-        self._last = (st.copy(), rg.copy())
+        self._last = (st, rg)  # views of the reply buffer until the next step: no copy
         info = {"start": start, "goal": goal, "distance": self._prev, "tick": d["tick"]}
-        return self._with_camera(self._obs_one(scan[0], g[0], vel[0]), d), info
+        return self._with_camera(obs, d), info
+
+    def _observe1(self, st, rg):
+        """_observe for the one robot in Python floats (a few numpy calls fewer):
+        (observation, goal distance, collided)."""
+        x, y, th, v, _, w = st[0, :6].tolist()
+        dx, dy = self._gx - x, self._gy - y
+        dist = math.hypot(dx, dy)
+        bearing = (math.atan2(dy, dx) - th + math.pi) % TWO_PI - math.pi
+        rm = np.float32(self.world.range_max)
+        if rg.shape[1]:
+            gm = _group_min(rg[0], self.beams)
+            scan = np.fmin(gm, rm)
+            raw_min = float(np.fmin.reduce(gm))  # NaN: no return, never collides
+        else:
+            scan = np.full(self.beams, rm, np.float32)
+            raw_min = math.inf
+        collided = st[0, _BUMPED] > 0 or raw_min <= self.world.radius + self.collision_margin
+        g = np.array((dist, bearing), np.float32)
+        vel = np.array((v, w), np.float32)
+        if self.flat:
+            obs = np.concatenate((scan, g, vel))
+        else:
+            obs = {"goal": g, "scan": scan, "velocity": vel}
+        return obs, dist, bool(collided)
+
+    def _command1(self, action):
+        """The one robot's (v, w) for the sim, clipped to its limits, into a [1, 2] array."""
+        if self.action_type == "discrete":
+            return self._commands(action)
+        a = np.asarray(action, dtype=np.float64)
+        if a.size != 2:
+            raise ValueError("expected an action [v, w], got %r" % (action,))
+        v, w = a.reshape(2).tolist()
+        if not (math.isfinite(v) and math.isfinite(w)):
+            raise ValueError("actions must be finite, got %r" % (action,))
+        mv, mw = self.world.max_v, self.world.max_w
+        cmd = np.empty((1, 2))
+        cmd[0, 0] = mv if v > mv else -mv if v < -mv else v
+        cmd[0, 1] = mw if w > mw else -mw if w < -mw else w
+        return cmd
 
     def _with_camera(self, obs, d):
         if self.camera:
@@ -424,21 +489,24 @@ class NavEnv(_NavCore, EnvBase):
     def step(self, action):
         if self._goal is None:
             raise RuntimeError("call reset() before step()")
-        cmd = self._commands(action)
-        st, rg, d = self.world.step([self.robot], cmd, self.decision_ticks)
-        scan, g, vel, dist, collided = self._observe(st, rg, self._goal)
+        cmd = self._command1(action)
+        st, rg, d = self.world.step(self._robots, cmd, self.decision_ticks)
+        obs, dist, collided = self._observe1(st, rg)
         reached = dist <= self.goal_radius
-        r = self._reward(np.array([self._prev]), dist, reached, collided)
-        self._prev = float(dist[0])
+        w = self.reward_weights
+        r = w["progress"] * (self._prev - dist) - w["time"]
+        if reached:
+            r += w["goal"]
+        if collided:
+            r -= w["collision"]
+        self._prev = dist
         self._steps += 1
-        self._last = (st.copy(), rg.copy())
-        terminated = bool(reached[0] or (collided[0] and self.terminate_on_collision))
-        truncated = bool(self._steps >= self.max_episode_steps and not terminated)
-        info = {"distance": float(dist[0]), "is_success": bool(reached[0]),
-                "collision": bool(collided[0]), "tick": d["tick"],
-                "pose": tuple(float(v) for v in st[0, :3])}
-        obs = self._with_camera(self._obs_one(scan[0], g[0], vel[0]), d)
-        return obs, float(r[0]), terminated, truncated, info
+        self._last = (st, rg)  # views of the reply buffer until the next step: no copy
+        terminated = reached or (collided and self.terminate_on_collision)
+        truncated = self._steps >= self.max_episode_steps and not terminated
+        info = {"distance": dist, "is_success": reached, "collision": collided,
+                "tick": d["tick"], "pose": tuple(st[0, :3].tolist())}
+        return self._with_camera(obs, d), float(r), terminated, truncated, info
 
     def render(self):
         if self._last is None:
@@ -553,7 +621,7 @@ class NavVectorEnv(_NavCore, VectorEnvBase):
         self._prev = dist.copy()
         self._steps = np.zeros(n, dtype=np.int64)
         self._autoreset[:] = False
-        self._last = (st.copy(), rg.copy())
+        self._last = (st, rg)  # views of the reply buffer until the next step: no copy
         return self._batch_obs(scan, g, vel), {"distance": dist.copy(), "tick": d["tick"]}
 
     def _batch_obs(self, scan, g, vel):
@@ -592,7 +660,7 @@ class NavVectorEnv(_NavCore, VectorEnvBase):
         term = reached | (collided & self.terminate_on_collision)
         trunc = (self._steps >= self.max_episode_steps) & ~term
         self._prev = dist.copy()
-        self._last = (st.copy(), rg.copy())
+        self._last = (st, rg)  # views of the reply buffer until the next step: no copy
         return self._batch_obs(scan, g, vel), rew, term, trunc, dist, reached, collided, d
 
     def _reset_mask(self, rs):

@@ -119,7 +119,15 @@ class ShmReader:
                                     "itemsize": self.scan.slot_size})
         self.slots = np.ndarray((self.scan.slot_count,), self.slot_dtype, self.scan.buf,
                                 self.scan.slots_off)  # zero-copy view of every slot
+        self.slot_ranges = np.ndarray((self.scan.slot_count, self.beam_cap), "<f4", self.scan.buf,
+                                      self.scan.slots_off + hdr + sc["size"],
+                                      (self.scan.slot_size, 4))
         self.flags = lay["flags"]
+        # robot id -> (newest slot, its record number), kept up to date from the
+        # records written since the last read (the scan ring's head moves on)
+        self._seen = 0
+        self._slot_of = np.full(0, -1, np.int64)
+        self._seq_of = np.zeros(0, np.uint64)
 
     def latest_states(self):
         """(tick record, zero-copy view of its robot states, record seq)."""
@@ -136,47 +144,87 @@ class ShmReader:
                 return tick, states, n
         raise StackError("the state ring kept changing under the reader")
 
+    def _index(self, full=False):
+        """Brings robot -> newest slot up to date: only the records written since
+        the last call are read (all live slots after a wrap or a restart)."""
+        head = self.scan.head()
+        count = self.scan.slot_count
+        lapped = full or head < self._seen or head - self._seen >= count  # or restarted
+        if lapped:
+            seqs = self.slots["slot_seq"].copy()
+            live = np.nonzero(seqs > 0)[0]
+            idx = live[np.argsort(seqs[live], kind="stable")]
+            self._slot_of = np.full(0, -1, np.int64)
+            self._seq_of = np.zeros(0, np.uint64)
+        elif head == self._seen:
+            return
+        else:
+            idx = (np.arange(self._seen, head, dtype=np.int64)) % count  # records seen+1..head
+        owner = self.slots["robot"][idx].astype(np.int64)
+        seqs = self.slots["slot_seq"][idx]
+        if not lapped and not np.array_equal(seqs, np.arange(self._seen + 1, head + 1,
+                                                             dtype=np.uint64)):
+            return self._index(full=True)  # the writer lapped records we had not read
+        ok = seqs > 0  # a slot being rewritten: its record is read on a later call
+        idx, owner, seqs = idx[ok], owner[ok], seqs[ok]
+        top = int(owner.max(initial=-1)) + 1
+        if top > len(self._slot_of):
+            grow = top - len(self._slot_of)
+            self._slot_of = np.concatenate([self._slot_of, np.full(grow, -1, np.int64)])
+            self._seq_of = np.concatenate([self._seq_of, np.zeros(grow, np.uint64)])
+        # the newest record of each robot wins (first in reverse order)
+        rob, first = np.unique(owner[::-1], return_index=True)
+        last = len(owner) - 1 - first
+        newer = seqs[last] > self._seq_of[rob]
+        self._slot_of[rob[newer]] = idx[last[newer]]
+        self._seq_of[rob[newer]] = seqs[last[newer]]
+        self._seen = head
+
     def observe(self, robots, range_max):
         """The (states [n, 16] float64, ranges [n, beams] float32) step_batch's binary block
         holds for these robots (docs/protocol-notes.md), read from shared memory."""
         robots = np.asarray(robots, dtype=np.int64)
-        for _ in range(100):
+        for attempt in range(100):
             tick, states, n = self.latest_states()
-            rs = states[robots].copy() if robots.max() < len(states) else None
-            if rs is None or not np.all(rs["id"] == robots):
+            if robots.max() >= len(states) or not np.array_equal(states["id"][robots], robots):
                 raise StackError("robots %s are not at their ids in the state" % robots)
-            seqs = self.slots["slot_seq"].copy()
-            owner = self.slots["robot"].copy()
-            live = np.nonzero(seqs > 0)[0]
-            order = live[np.argsort(seqs[live], kind="stable")]
-            last = np.full(max(int(owner.max(initial=0)), int(robots.max())) + 1, -1, np.int64)
-            last[owner[order]] = order  # the newest slot of each robot wins
-            pick = last[robots]
+            # field by field, straight into the output (a gather of whole records is slow)
+            out = np.full((len(robots), len(BIN_FIELDS)), np.nan)
+            for name in ("x", "y", "theta", "v", "vy", "w", "odom_x", "odom_y", "odom_theta",
+                         "head"):
+                out[:, F[name]] = states[name][robots]
+            out[:, F["bumped"]] = (states["flags"][robots] & self.flags["PA_RS_BUMPED"]) != 0
+            self._index(full=attempt > 0)  # after a torn read: every live slot again
+            known = robots < len(self._slot_of)
+            pick = np.where(known, self._slot_of[np.where(known, robots, 0)], -1)
+            want = np.where(known, self._seq_of[np.where(known, robots, 0)], 0)
             have = pick >= 0
             at = np.where(have, pick, 0)
-            # field by field: a whole slot holds max_beams ranges, most unused
+            # field by field: a gather of whole slots would copy every slot's max_beams
             sl = {k: self.slots[k][at] for k in ("seq", "tick", "angle_min", "angle_increment",
-                                                  "range_max", "count")}
+                                                  "range_max", "count", "slot_seq")}
             counts = np.where(have, sl["count"], 0)
             beams = int(counts.max(initial=0))
-            ranges = self.slots["ranges"][:, :beams][at]
-            if self.state.seq_at(n) != n or np.any(self.slots["slot_seq"][pick[have]] != seqs[pick[have]]):
+            ranges = self.slot_ranges[at, :beams]  # gathers those rows only (np.take copies all)
+            if self.state.seq_at(n) != n or np.any(self.slots["slot_seq"][at[have]] != want[have]) \
+                    or np.any(sl["slot_seq"][have] != want[have]):
                 continue  # torn: the writer moved on under us
             break
         else:
             raise StackError("the rings kept changing under the reader")
-        out = np.full((len(robots), len(BIN_FIELDS)), np.nan)
-        for name in ("x", "y", "theta", "v", "vy", "w", "odom_x", "odom_y", "odom_theta", "head"):
-            out[:, F[name]] = rs[name]
-        out[:, F["bumped"]] = (rs["flags"] & self.flags["PA_RS_BUMPED"]) != 0
         out[:, F["range_max"]] = range_max
-        rg = ranges.astype(np.float32, copy=False)
-        if beams:
-            rg[np.arange(beams)[None, :] >= counts[:, None]] = np.nan
-        for name, col in (("seq", "scan_seq"), ("tick", "scan_tick"), ("angle_min", "angle_min"),
-                          ("angle_increment", "angle_increment"), ("range_max", "range_max")):
-            out[have, F[col]] = sl[name][have]
-        return out, rg, int(tick["tick"])
+        short = np.nonzero(counts < beams)[0]
+        for i in short:  # shorter scans (or none) padded with NaN, as the block is
+            ranges[i, counts[i]:] = np.nan
+        if have.all():
+            for name, col in (("seq", "scan_seq"), ("tick", "scan_tick"), ("angle_min", "angle_min"),
+                              ("angle_increment", "angle_increment"), ("range_max", "range_max")):
+                out[:, F[col]] = sl[name]
+        else:
+            for name, col in (("seq", "scan_seq"), ("tick", "scan_tick"), ("angle_min", "angle_min"),
+                              ("angle_increment", "angle_increment"), ("range_max", "range_max")):
+                out[have, F[col]] = sl[name][have]
+        return out, ranges, int(tick["tick"])
 
     def frame(self, robot, tick):
         """The head-camera image (uint8 [h, w, 3], a copy) of robot rendered from this
@@ -205,7 +253,7 @@ class ShmReader:
         return None
 
     def close(self):
-        self.slots = None
+        self.slots = self.slot_ranges = None
         self.state.close()
         self.scan.close()
         if getattr(self, "camera", None) is not None:
