@@ -1,0 +1,3 @@
+# SSL tests: the ball's physics driven directly (cmocka), and the stack
+# played as an SSL team through JSON (Python).
+pa_add_test(test_sim_ball SOURCES test_sim_ball.c LIBS pa_test_sim pa_sim_internal TIMEOUT 60 LABELS ssl sim)
