@@ -42,8 +42,7 @@ int pa_ssl_field_get(char division, pa_ssl_field *f) {
 
 /* Marks the cells whose centres lie in [x0, x1] x [y0, y1] grown by half a
  * cell (a wall thinner than a cell still blocks). */
-static void fill_rect(pa_grid *g, double x0, double y0, double x1,
-                      double y1) {
+static void fill_rect(pa_grid *g, double x0, double y0, double x1, double y1) {
   double h = g->resolution / 2;
   for (uint32_t cy = 0; cy < g->height; cy++) {
     double y = g->origin_y + (cy + 0.5) * g->resolution;
@@ -61,8 +60,7 @@ int pa_ssl_field_grid(const pa_ssl_field *f, double res, pa_grid *out,
                       char *err, size_t err_sz) {
   memset(out, 0, sizeof *out);
   if (!(res >= 0.005 && res <= 0.1)) {
-    snprintf(err, err_sz, "ssl field: resolution %g outside 0.005..0.1 m",
-             res);
+    snprintf(err, err_sz, "ssl field: resolution %g outside 0.005..0.1 m", res);
     return -1;
   }
   const double frame = 2 * res; /* the boundary walls' thickness */
@@ -209,8 +207,8 @@ void pa_ssl_limit(const pa_ssl_limits *l, const double cur[3],
   out[2] = cur[2] + dw;
 }
 
-void pa_ssl_ball_place(pa_ssl_ball *b, double x, double y, double z,
-                       double vx, double vy, double vz, bool roll) {
+void pa_ssl_ball_place(pa_ssl_ball *b, double x, double y, double z, double vx,
+                       double vy, double vz, bool roll) {
   b->x = x;
   b->y = y;
   b->z = z > 0 ? z : 0;
@@ -222,9 +220,8 @@ void pa_ssl_ball_place(pa_ssl_ball *b, double x, double y, double z,
   b->present = true;
 }
 
-double pa_ssl_hull_dist(const pa_ssl_body *o, double c2d, double bx,
-                        double by, double *nx, double *ny, bool *front,
-                        double *front_y) {
+double pa_ssl_hull_dist(const pa_ssl_body *o, double c2d, double bx, double by,
+                        double *nx, double *ny, bool *front, double *front_y) {
   double c = cos(o->theta), s = sin(o->theta);
   double wx = bx - o->x, wy = by - o->y;
   double px = c * wx + s * wy, py = -s * wx + c * wy; /* robot frame */
@@ -273,8 +270,8 @@ static void point_vel(const pa_ssl_body *o, double x, double y, double *vx,
 }
 
 /* Bounce off a surface with normal (nx, ny) moving at (sx, sy). */
-static void bounce(pa_ssl_ball *b, const pa_ssl_params *p, double nx,
-                   double ny, double sx, double sy, double e) {
+static void bounce(pa_ssl_ball *b, const pa_ssl_params *p, double nx, double ny,
+                   double sx, double sy, double e) {
   double rn = (b->vx - sx) * nx + (b->vy - sy) * ny;
   if (rn < 0) {
     b->vx -= (1 + e) * rn * nx;
@@ -292,8 +289,8 @@ static void fire(const pa_ssl_body *o, pa_ssl_bot *bot, pa_ssl_ball *b,
   if (cap > 0 && k > cap)
     k = cap;
   double c = cos(o->theta), s = sin(o->theta);
-  double reach = fmin(bot->center_to_dribbler, o->radius) +
-                 PA_SSL_BALL_RADIUS + 0.001;
+  double reach =
+      fmin(bot->center_to_dribbler, o->radius) + PA_SSL_BALL_RADIUS + 0.001;
   b->x = o->x + c * reach;
   b->y = o->y + s * reach;
   b->z = 0;
@@ -350,11 +347,9 @@ static void walls(const pa_ssl_field *f, const pa_ssl_params *p,
 }
 
 /* The ball held at robot i's bar: it moves with the robot. */
-static void hold(const pa_ssl_body *o, const pa_ssl_bot *bot,
-                 pa_ssl_ball *b) {
+static void hold(const pa_ssl_body *o, const pa_ssl_bot *bot, pa_ssl_ball *b) {
   double c = cos(o->theta), s = sin(o->theta);
-  double reach = fmin(bot->center_to_dribbler, o->radius) +
-                 PA_SSL_BALL_RADIUS;
+  double reach = fmin(bot->center_to_dribbler, o->radius) + PA_SSL_BALL_RADIUS;
   b->x = o->x + c * reach;
   b->y = o->y + s * reach;
   b->z = 0;
@@ -368,8 +363,8 @@ static void robots(const pa_ssl_params *p, pa_ssl_ball *b,
   const double r = PA_SSL_BALL_RADIUS;
   for (uint32_t i = 0; i < n; i++) {
     const pa_ssl_body *o = &bodies[i];
-    if (!o->active || b->z >= o->height ||
-        fabs(b->x - o->x) > o->radius + r || fabs(b->y - o->y) > o->radius + r)
+    if (!o->active || b->z >= o->height || fabs(b->x - o->x) > o->radius + r ||
+        fabs(b->y - o->y) > o->radius + r)
       continue;
     pa_ssl_bot *bot = &bots[i];
     double nx, ny, fy;

@@ -3,6 +3,7 @@
 #include "pa_props.h"
 #include "pa_sim.h"
 #include "sim_int.h"
+#include "sim_ssl_int.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -627,6 +628,11 @@ static const pa_sim_op_def ops[PA_OP_COUNT] = {
     OP(GENERATE_MAP, "generate_map", op_generate_map, LOADER | PUBLISH),
     OP(SET_SCENARIO, "set_scenario", NULL, LOADER | PUBLISH),
     OP(EXPORT_DATASET, "export_dataset", pa_sim_int_rec_start, 0),
+    OP(SSL_ROBOT, "ssl_robot", pa_sim_int_op_ssl_robot, ROBOT),
+    OP(TELEPORT_BALL, "teleport_ball", pa_sim_int_op_teleport_ball, PUBLISH),
+    OP(GET_BALL, "get_ball", pa_sim_int_op_get_ball, 0),
+    OP(TELEPORT_MOVING, "teleport_moving", pa_sim_int_op_teleport_moving,
+       ROBOT | PUBLISH),
 };
 #undef OP
 

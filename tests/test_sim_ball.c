@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pa_sim.h"
 #include "sim_ssl.h"
 
 #define DT 0.005 /* 200 Hz, pa-sim's default */
@@ -103,8 +104,8 @@ static void test_friction_distances(void **st) {
   pa_ssl_ball_place(&w.b, -5, 1, 0, v0, 0, 0, false);
   run_until_rest(&w, 100000);
   double vs = v0 * 5 / 7;
-  want = (v0 * v0 - vs * vs) / (2 * w.p.acc_slide) +
-         vs * vs / (2 * w.p.acc_roll);
+  want =
+      (v0 * v0 - vs * vs) / (2 * w.p.acc_slide) + vs * vs / (2 * w.p.acc_roll);
   assert_true(fabs((w.b.x + 5) - want) < 0.01);
   assert_true(fabs(w.b.y - 1) < 1e-12);
 }
@@ -148,8 +149,8 @@ static void test_hull_bounce(void **st) {
     pa_ssl_ball_step(&w.f, &w.p, &w.b, w.body, w.bot, w.n, DT);
     double nx, ny, fy;
     bool front;
-    double d = pa_ssl_hull_dist(&w.body[r], w.bot[r].center_to_dribbler,
-                                w.b.x, w.b.y, &nx, &ny, &front, &fy);
+    double d = pa_ssl_hull_dist(&w.body[r], w.bot[r].center_to_dribbler, w.b.x,
+                                w.b.y, &nx, &ny, &front, &fy);
     assert_true(d >= PA_SSL_BALL_RADIUS - 1e-9);
   }
   assert_true(fabs(w.b.vx + 2.0 * w.p.e_robot) < 1e-9);
@@ -219,7 +220,8 @@ static void test_chip_over_robot(void **st) {
   }
   assert_true(flew);
   double range = 4.0 * 4.0 / PA_SSL_GRAVITY; /* sin(90 deg) = 1 */
-  print_message("chip lands at %.4f, ballistic %.4f\n", land, x0 + 0.001 + range);
+  print_message("chip lands at %.4f, ballistic %.4f\n", land,
+                x0 + 0.001 + range);
   assert_true(fabs(land - (x0 + 0.001 + range)) < 0.03);
   assert_true(w.b.x > -2 + 0.8 + 0.2); /* beyond the robot */
 }
@@ -312,6 +314,56 @@ static void test_norm_limits(void **st) {
   assert_true(fabs(out[2] - (6 - 0.2)) < 1e-9);
 }
 
+/* The built-in world in a real pa_sim: a diagonal set_cmd accelerates at
+ * the norm limit, the ball rolls, RESET puts it back. */
+static void test_sim_world(void **st) {
+  (void)st;
+  pa_world w;
+  pa_grid g;
+  char err[256];
+  assert_int_equal(pa_sim_ssl_world('B', 0, &w, &g, err, sizeof err), 0);
+  assert_int_equal(w.robot_count, 12);
+  pa_sim_def d = pa_sim_def_default();
+  d.threads = 1;
+  pa_sim_model m;
+  pa_sim_state s;
+  if (pa_sim_model_init(&m, &d, &w, &g, err, sizeof err) != 0)
+    fail_msg("%s", err);
+  assert_int_equal(pa_sim_state_init(&m, &s, err, sizeof err), 0);
+  assert_int_equal(pa_sim_ssl_enable(&s, 'B', err, sizeof err), 0);
+  pa_cmd c;
+  pa_reply r;
+  memset(&c, 0, sizeof c);
+  c.op = PA_OP_SET_CMD;
+  c.robot = 1;
+  c.drive.v = 2;
+  c.drive.vy = 2;
+  assert_int_equal(pa_sim_apply(&m, &s, &c, &r), PA_OK);
+  for (int t = 0; t < 40; t++)
+    pa_sim_step(&m, &s);
+  double sp = hypot(s.rs[1].v, s.rs[1].vy);
+  print_message("speed after 0.2 s: %g\n", sp);
+  assert_true(fabs(sp - 0.8) < 1e-6);
+  memset(&c, 0, sizeof c);
+  c.op = PA_OP_TELEPORT_BALL;
+  c.ball = (pa_cmd_ball){.x = -3, .y = 2.2, .vx = 1, .roll = 1, .present = 1};
+  assert_int_equal(pa_sim_apply(&m, &s, &c, &r), PA_OK);
+  for (int t = 0; t < 700; t++)
+    pa_sim_step(&m, &s);
+  memset(&c, 0, sizeof c);
+  c.op = PA_OP_GET_BALL;
+  assert_int_equal(pa_sim_apply(&m, &s, &c, &r), PA_OK);
+  assert_true(fabs(r.ssl.ball[0] - (-3 + 1 / 0.7)) < 0.01);
+  assert_int_equal(r.ssl.division, 'B');
+  pa_sim_reset(&m, &s);
+  assert_int_equal(pa_sim_apply(&m, &s, &c, &r), PA_OK);
+  assert_true(r.ssl.ball[0] == 0 && r.ssl.holder == -1);
+  pa_sim_state_free(&s);
+  pa_sim_model_free(&m);
+  pa_grid_free(&g);
+  pa_world_free(&w);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_field),
@@ -323,6 +375,7 @@ int main(void) {
       cmocka_unit_test(test_dribble_and_turn),
       cmocka_unit_test(test_wheels),
       cmocka_unit_test(test_norm_limits),
+      cmocka_unit_test(test_sim_world),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

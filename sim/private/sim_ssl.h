@@ -23,17 +23,17 @@ enum pa_ssl_team { PA_SSL_BLUE = 0, PA_SSL_YELLOW = 1 };
 /* Field geometry (the rules' table per division), field frame: centre at
  * (0, 0), x along the length. */
 typedef struct pa_ssl_field {
-  char division;              /* 'A' or 'B' */
-  double length, width;       /* [m] between the field lines */
-  double boundary;            /* [m] run-off from the lines to the walls */
-  double goal_width;          /* [m] inner, between the posts */
-  double goal_depth;          /* [m] inner */
-  double goal_height;         /* [m] walls the ball passes over when higher */
-  double goal_wall;           /* [m] wall thickness */
+  char division;        /* 'A' or 'B' */
+  double length, width; /* [m] between the field lines */
+  double boundary;      /* [m] run-off from the lines to the walls */
+  double goal_width;    /* [m] inner, between the posts */
+  double goal_depth;    /* [m] inner */
+  double goal_height;   /* [m] walls the ball passes over when higher */
+  double goal_wall;     /* [m] wall thickness */
   double defense_depth, defense_width; /* [m] */
-  double center_radius;       /* [m] */
-  double line_width;          /* [m] */
-  double wall_height;         /* [m] the field boundary walls */
+  double center_radius;                /* [m] */
+  double line_width;                   /* [m] */
+  double wall_height;                  /* [m] the field boundary walls */
 } pa_ssl_field;
 /* 'A' (12 x 9 m) or 'B' (9 x 6 m), either case; -1 for anything else. */
 int pa_ssl_field_get(char division, pa_ssl_field *f);
@@ -46,33 +46,33 @@ int pa_ssl_field_grid(const pa_ssl_field *f, double res, pa_grid *out,
 
 /* Ball physics parameters (defaults: pa_ssl_params_default, docs/ssl.md). */
 typedef struct pa_ssl_params {
-  double acc_slide;    /* [m/s^2] deceleration while sliding */
-  double acc_roll;     /* [m/s^2] deceleration while rolling */
-  double roll_ratio;   /* sliding ends at this fraction of the speed it
-                        * started with (5/7: a solid sphere) */
-  double e_wall;       /* restitution, field and goal walls */
-  double e_robot;      /* restitution, robot hull */
-  double e_front;      /* restitution, the dribbler bar (no dribbling) */
-  double e_ground;     /* vertical restitution of a landing chip */
-  double rest_vz;      /* [m/s] a bounce slower than this stops (lands) */
+  double acc_slide;  /* [m/s^2] deceleration while sliding */
+  double acc_roll;   /* [m/s^2] deceleration while rolling */
+  double roll_ratio; /* sliding ends at this fraction of the speed it
+                      * started with (5/7: a solid sphere) */
+  double e_wall;     /* restitution, field and goal walls */
+  double e_robot;    /* restitution, robot hull */
+  double e_front;    /* restitution, the dribbler bar (no dribbling) */
+  double e_ground;   /* vertical restitution of a landing chip */
+  double rest_vz;    /* [m/s] a bounce slower than this stops (lands) */
 } pa_ssl_params;
 pa_ssl_params pa_ssl_params_default(void);
 
 /* The ball. In the air while z > 0 or vz > 0. */
 typedef struct pa_ssl_ball {
-  double x, y, z;      /* [m] centre; z = 0 on the ground (z is the height
-                        * of the bottom above the floor) */
-  double vx, vy, vz;   /* [m/s] */
-  double v_switch;     /* [m/s] sliding while faster than this; 0 = rolling */
-  int32_t holder;      /* robot slot holding it on the dribbler, -1 none */
+  double x, y, z;    /* [m] centre; z = 0 on the ground (z is the height
+                      * of the bottom above the floor) */
+  double vx, vy, vz; /* [m/s] */
+  double v_switch;   /* [m/s] sliding while faster than this; 0 = rolling */
+  int32_t holder;    /* robot slot holding it on the dribbler, -1 none */
   bool present;
 } pa_ssl_ball;
 
 /* A robot as the ball sees it (world frame). */
 typedef struct pa_ssl_body {
   bool active;
-  double x, y, theta;  /* [m, m, rad] */
-  double vx, vy, w;    /* world-frame velocity [m/s, m/s, rad/s] */
+  double x, y, theta;    /* [m, m, rad] */
+  double vx, vy, w;      /* world-frame velocity [m/s, m/s, rad/s] */
   double radius, height; /* [m] */
 } pa_ssl_body;
 
@@ -86,29 +86,29 @@ typedef struct pa_ssl_limits {
 
 /* One robot's SSL side: specs, the held command and the kicker. */
 typedef struct pa_ssl_bot {
-  uint8_t team;           /* enum pa_ssl_team */
-  uint8_t ssl_id;         /* 0..15 */
-  bool ssl;               /* an SSL robot (named b<id> / y<id>) */
-  double mass;            /* [kg] */
+  uint8_t team;              /* enum pa_ssl_team */
+  uint8_t ssl_id;            /* 0..15 */
+  bool ssl;                  /* an SSL robot (named b<id> / y<id>) */
+  double mass;               /* [kg] */
   double center_to_dribbler; /* [m] the flat front's distance */
-  double dribbler_width;  /* [m] 0 = the front's whole width */
-  double max_kick;        /* [m/s] straight kicks; 0 = unlimited */
-  double max_chip;        /* [m/s] chips; 0 = unlimited */
-  double wheel_angle[4];  /* [rad] front_right, back_right, back_left,
-                           * front_left; clockwise from forward */
-  double wheel_dist;      /* [m] centre to each wheel's contact */
+  double dribbler_width;     /* [m] 0 = the front's whole width */
+  double max_kick;           /* [m/s] straight kicks; 0 = unlimited */
+  double max_chip;           /* [m/s] chips; 0 = unlimited */
+  double wheel_angle[4];     /* [rad] front_right, back_right, back_left,
+                              * front_left; clockwise from forward */
+  double wheel_dist;         /* [m] centre to each wheel's contact */
   pa_ssl_limits lim;
   /* The kicker: armed until it fires (speed 0 = off). */
-  double kick_speed;      /* [m/s] absolute (3-D) */
-  double kick_angle;      /* [deg] 0 = straight, > 0 = chip */
-  double dribbler_rpm;    /* > 0 holds a ball at the bar */
-  bool ball_contact;      /* the ball touched the bar in the last tick */
-  uint32_t kicks;         /* kicks fired so far */
+  double kick_speed;   /* [m/s] absolute (3-D) */
+  double kick_angle;   /* [deg] 0 = straight, > 0 = chip */
+  double dribbler_rpm; /* > 0 holds a ball at the bar */
+  bool ball_contact;   /* the ball touched the bar in the last tick */
+  uint32_t kicks;      /* kicks fired so far */
   /* The target twist and the one the limits allow now (world frame). */
   double tx, ty, tw;
-  uint32_t tframe;        /* PA_FRAME_ROBOT / PA_FRAME_WORLD of tx, ty */
+  uint32_t tframe; /* PA_FRAME_ROBOT / PA_FRAME_WORLD of tx, ty */
   double cvx, cvy, cw;
-  bool driving;           /* a twist was set: the limits pass it on */
+  bool driving; /* a twist was set: the limits pass it on */
 } pa_ssl_bot;
 /* The default robot (docs/ssl.md): 90 mm, 150 mm high, 2.3 kg, 80 mm to
  * the bar, caps 6.5 m/s, limits and wheel angles of a typical SSL robot. */
@@ -129,8 +129,8 @@ void pa_ssl_limit(const pa_ssl_limits *l, const double cur[3],
                   const double target[3], double dt, double out[3]);
 
 /* Puts the ball at (x, y, z) with a velocity; roll = already rolling. */
-void pa_ssl_ball_place(pa_ssl_ball *b, double x, double y, double z,
-                       double vx, double vy, double vz, bool roll);
+void pa_ssl_ball_place(pa_ssl_ball *b, double x, double y, double z, double vx,
+                       double vy, double vz, bool roll);
 
 /* One tick of the ball against the field, goals and bodies[0..n) (bots
  * the same length: their kickers fire, their dribblers hold, their
@@ -142,8 +142,7 @@ void pa_ssl_ball_step(const pa_ssl_field *f, const pa_ssl_params *p,
 /* Distance from a ball centre (bx, by) to robot body o's hull (a circle cut
  * by a flat front at c2d), with the outward normal and whether the nearest
  * point is on the front. Negative inside. */
-double pa_ssl_hull_dist(const pa_ssl_body *o, double c2d, double bx,
-                        double by, double *nx, double *ny, bool *front,
-                        double *front_y);
+double pa_ssl_hull_dist(const pa_ssl_body *o, double c2d, double bx, double by,
+                        double *nx, double *ny, bool *front, double *front_y);
 
 #endif
