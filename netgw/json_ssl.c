@@ -26,9 +26,9 @@ json_t *pa_json_ssl_ball(const pa_tick *t) {
                       pa_json_vec3(t->ball[0], t->ball[1], t->ball[2]));
   json_object_set_new(b, "velocity",
                       pa_json_vec3(t->ball[3], t->ball[4], t->ball[5]));
-  json_object_set_new(b, "holder", t->ball_holder >= 0
-                                       ? json_integer(t->ball_holder)
-                                       : json_null());
+  json_object_set_new(b, "holder",
+                      t->ball_holder >= 0 ? json_integer(t->ball_holder)
+                                          : json_null());
   char div[2] = {(char)t->ssl, 0};
   json_object_set_new(b, "division", json_string(div));
   return b;
@@ -124,20 +124,19 @@ json_t *pa_json_act_teleport_ball(jctx *x) {
   pa_cmd cmd;
   memset(&cmd, 0, sizeof cmd);
   cmd.op = PA_OP_TELEPORT_BALL;
-  cmd.ball = (pa_cmd_ball){p[0], p[1], p[2], v[0], v[1], v[2], roll,
-                           present};
+  cmd.ball = (pa_cmd_ball){p[0], p[1], p[2], v[0], v[1], v[2], roll, present};
   return pa_json_wait_for_sim(x, &cmd, 0);
 }
 
 json_t *pa_json_done_teleport_ball(jctx *x, const pa_reply *r) {
   (void)x;
   json_t *d = pa_json_tick(r);
-  json_object_set_new(d, "position", pa_json_vec3(r->ssl.ball[0],
-                                                  r->ssl.ball[1],
-                                                  r->ssl.ball[2]));
-  json_object_set_new(d, "velocity", pa_json_vec3(r->ssl.ball[3],
-                                                  r->ssl.ball[4],
-                                                  r->ssl.ball[5]));
+  json_object_set_new(
+      d, "position",
+      pa_json_vec3(r->ssl.ball[0], r->ssl.ball[1], r->ssl.ball[2]));
+  json_object_set_new(
+      d, "velocity",
+      pa_json_vec3(r->ssl.ball[3], r->ssl.ball[4], r->ssl.ball[5]));
   json_object_set_new(d, "present", json_boolean(r->ssl.holder != -2));
   return d;
 }

@@ -51,8 +51,8 @@ static void ssl_robot_def(pa_robot_def *r, const pa_ssl_bot *b) {
   r->laser.beams = 1; /* SSL robots carry no laser; the camera sees */
 }
 
-int pa_sim_ssl_world(char division, uint32_t per_team, pa_world *w,
-                     pa_grid *g, char *err, size_t err_sz) {
+int pa_sim_ssl_world(char division, uint32_t per_team, pa_world *w, pa_grid *g,
+                     char *err, size_t err_sz) {
   pa_ssl_field f;
   memset(w, 0, sizeof *w);
   memset(g, 0, sizeof *g);
@@ -113,8 +113,7 @@ int pa_sim_ssl_enable(pa_sim_state *s, char division, char *err,
   x->last = calloc((size_t)x->cap * 3, sizeof *x->last);
   if (!x->bot || !x->body || !x->gen || !x->last ||
       pa_ssl_field_get(division, &x->f) != 0) {
-    snprintf(err, err_sz, "ssl: out of memory or no division '%c'",
-             division);
+    snprintf(err, err_sz, "ssl: out of memory or no division '%c'", division);
     s->ssl = x;
     pa_sim_ssl_free(s);
     return -1;
@@ -305,8 +304,7 @@ pa_status pa_sim_int_op_ssl_robot(const pa_sim_model *m, pa_sim_state *s,
     return pa_sim_int_fail(r, PA_ERR_INVALID_MESSAGE,
                            "dribbler_speed must be >= 0 rpm");
   double tw[3] = {a->m[0], a->m[1], a->m[2]};
-  if (a->move == PA_SSL_MOVE_WHEELS &&
-      pa_ssl_wheels_to_twist(b, a->m, tw) != 0)
+  if (a->move == PA_SSL_MOVE_WHEELS && pa_ssl_wheels_to_twist(b, a->m, tw) != 0)
     return pa_sim_int_fail(r, PA_ERR_INVALID_ACTION_SHAPE,
                            "the robot's wheel angles leave the twist "
                            "undetermined");
@@ -372,9 +370,8 @@ pa_status pa_sim_int_op_get_ball(const pa_sim_model *m, pa_sim_state *s,
   return PA_OK;
 }
 
-pa_status pa_sim_int_op_teleport_moving(const pa_sim_model *m,
-                                        pa_sim_state *s, const pa_cmd *c,
-                                        pa_reply *r) {
+pa_status pa_sim_int_op_teleport_moving(const pa_sim_model *m, pa_sim_state *s,
+                                        const pa_cmd *c, pa_reply *r) {
   const pa_cmd_moving *a = &c->moving;
   double v[6] = {a->x, a->y, a->theta, a->vx, a->vy, a->w};
   if (!finite_all(v, 3, 1e7) || !finite_all(v + 3, 3, PA_CMD_SPEED_LIMIT))
