@@ -162,3 +162,28 @@ int pa_json_moving_pose(jctx *x, const double p[3], pa_cmd *cmd) {
   cmd->moving = (pa_cmd_moving){p[0], p[1], p[2], v[0], v[1], v[2]};
   return 1;
 }
+
+json_t *pa_json_act_get_ssl_info(jctx *x) {
+  unsigned p[4];
+  const pa_tick *t = ssl_tick(x);
+  if (!t)
+    return NULL;
+  json_t *o = json_object();
+  char div[2] = {(char)t->ssl, 0};
+  json_object_set_new(o, "division", json_string(div));
+  /* Closed when pa-netgw started before the world had its field. */
+  bool open = pa_ssl_gw_ports(x->c->g, p) == 0;
+  json_object_set_new(o, "open", json_boolean(open));
+  if (!open)
+    return o;
+  const pa_netgw_def *d = &x->c->g->def;
+  json_object_set_new(o, "control_port", json_integer(p[0]));
+  json_object_set_new(o, "blue_port", json_integer(p[1]));
+  json_object_set_new(o, "yellow_port", json_integer(p[2]));
+  json_object_set_new(o, "vision_port", json_integer(p[3]));
+  json_object_set_new(
+      o, "vision_address",
+      json_string(d->ssl_vision_multicast ? "224.5.23.2" : "127.0.0.1"));
+  json_object_set_new(o, "vision_hz", json_real(d->ssl_vision_hz));
+  return o;
+}

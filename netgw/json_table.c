@@ -175,6 +175,7 @@ static const jaction actions[] = {
     ROW(teleport_ball, CMD, DONE(teleport_ball), NULL, JF_SIM,
         "position velocity roll present"),
     ROW(get_ball, CMD, NULL, NULL, 0, ""),
+    ROW(get_ssl_info, CMD, NULL, NULL, 0, ""),
 };
 
 #undef CMD

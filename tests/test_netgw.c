@@ -990,6 +990,7 @@ static const jcase jcases[] = {
     ERR("teleport_ball", "{\"position\": [1, 2], \"roll\": 1}",
         "invalid_message", "data.roll"),
     OK_("get_ball", "{}", "\"division\":\"B\"", -1),
+    OK_("get_ssl_info", "{}", "\"open\":false", -1),
     OK_("set_pose", "{\"robot\": 1, \"pose\": [1, 2, 0], \"v_x\": 1}",
         "\"pose\"", PA_OP_TELEPORT_MOVING),
 };

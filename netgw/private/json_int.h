@@ -206,6 +206,7 @@ json_t *pa_json_act_kick(jctx *x);
 json_t *pa_json_act_set_dribbler(jctx *x);
 json_t *pa_json_act_teleport_ball(jctx *x);
 json_t *pa_json_act_get_ball(jctx *x);
+json_t *pa_json_act_get_ssl_info(jctx *x);
 json_t *pa_json_done_ssl(jctx *x, const pa_reply *r);
 json_t *pa_json_done_teleport_ball(jctx *x, const pa_reply *r);
 

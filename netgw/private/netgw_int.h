@@ -224,7 +224,17 @@ typedef struct pa_netgw {
   /* loop cost per health period */
   int64_t cb_ns_sum, cb_ns_max;
   uint64_t cb_n;
+  struct pa_ssl_gw *ssl; /* SSL protocol sockets and vision, or NULL */
 } pa_netgw;
+
+/* ssl_gw.c: the SSL simulation protocol when the world has an SSL field
+ * (0 without one; -1 with err when a port cannot be bound), and its
+ * teardown. */
+int pa_ssl_gw_start(pa_netgw *g, char *err, size_t err_sz);
+void pa_ssl_gw_stop(pa_netgw *g);
+/* The bound control, blue and yellow ports and the vision port; -1 when
+ * the SSL protocol is not open. */
+int pa_ssl_gw_ports(const pa_netgw *g, unsigned ports[4]);
 
 /* gw.c, for json.c */
 void pa_gw_write(pa_client *c, const char *s, size_t n);

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "pa_map.h"
+#include "pa_ssl_field.h"
 
 /* The ball: an SSL golf ball (rules: 42.67 mm, 45.93 g, orange). */
 #define PA_SSL_BALL_RADIUS 0.021335 /* [m] */
@@ -19,24 +20,6 @@
 #define PA_SSL_TEAM_IDS 16          /* robot ids 0..15 per team */
 
 enum pa_ssl_team { PA_SSL_BLUE = 0, PA_SSL_YELLOW = 1 };
-
-/* Field geometry (the rules' table per division), field frame: centre at
- * (0, 0), x along the length. */
-typedef struct pa_ssl_field {
-  char division;        /* 'A' or 'B' */
-  double length, width; /* [m] between the field lines */
-  double boundary;      /* [m] run-off from the lines to the walls */
-  double goal_width;    /* [m] inner, between the posts */
-  double goal_depth;    /* [m] inner */
-  double goal_height;   /* [m] walls the ball passes over when higher */
-  double goal_wall;     /* [m] wall thickness */
-  double defense_depth, defense_width; /* [m] */
-  double center_radius;                /* [m] */
-  double line_width;                   /* [m] */
-  double wall_height;                  /* [m] the field boundary walls */
-} pa_ssl_field;
-/* 'A' (12 x 9 m) or 'B' (9 x 6 m), either case; -1 for anything else. */
-int pa_ssl_field_get(char division, pa_ssl_field *f);
 
 /* The field's walls as an occupancy grid (res [m/cell], origin so that
  * the field centre is at (0, 0)): boundary walls and the goals' walls,

@@ -15,7 +15,8 @@ HZ = 200
 
 
 class SslJson(StackTestCase):
-    stack_args = ("--world", "ssl-b", "--paused", "--no-render")
+    stack_args = ("--world", "ssl-b", "--paused", "--no-render", "--ssl_control_port", "0",
+                  "--ssl_blue_port", "0", "--ssl_yellow_port", "0")
 
     def setUp(self):
         self.sim = Sim(self.host, self.port, timeout=20)
