@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "pa_ssl_field.h"
+#include "google/protobuf/any.pb-c.h"
 #include "ssl_simulation_control.pb-c.h"
 #include "ssl_simulation_robot_control.pb-c.h"
 #include "ssl_vision_wrapper.pb-c.h"
@@ -24,8 +25,8 @@
 enum { S_CONTROL = 0, S_BLUE, S_YELLOW, S_COUNT };
 #define SSL_ERRORS_MAX 32
 #define SSL_DGRAM_MAX 65536
-#define SSL_BURST 64  /* datagrams read per wake-up */
-#define SSL_LINES 12  /* field line segments of the geometry */
+#define SSL_BURST 64          /* datagrams read per wake-up */
+#define SSL_LINES 12          /* field line segments of the geometry */
 #define SSL_GEOMETRY_EVERY 60 /* frames between geometry packets */
 
 typedef struct ssl_errs {
@@ -49,8 +50,8 @@ typedef struct pa_ssl_gw {
   uint32_t frame;
   uint64_t frames, errors;
   pa_ssl_field f;
-  uint8_t *rx;   /* [SSL_DGRAM_MAX] */
-  uint8_t *out;  /* packed replies and frames */
+  uint8_t *rx;  /* [SSL_DGRAM_MAX] */
+  uint8_t *out; /* packed replies and frames */
   size_t out_cap;
   /* Per robot slot, of world_gen map_gen: team 0 blue, 1 yellow, -1 not an
    * SSL robot; its id. */
@@ -58,7 +59,7 @@ typedef struct pa_ssl_gw {
   uint8_t *sid;
   uint32_t map_gen;
   bool have_map;
-  SSLDetectionRobot *rob;  /* [max_robots] */
+  SSLDetectionRobot *rob; /* [max_robots] */
   SSLDetectionRobot **blue, **yellow;
   /* The geometry, built once. */
   SSLGeometryData geo;
@@ -144,9 +145,9 @@ static void teleport_ball(pa_ssl_gw *x, const Sslsim__TeleportBall *b,
   double cur[3] = {0, 0, 0};
   if (t && t->ball_holder != -2)
     memcpy(cur, t->ball, sizeof cur);
-  double v[6] = {b->has_x ? b->x : cur[0],   b->has_y ? b->y : cur[1],
-                 b->has_z ? b->z : cur[2],   b->has_vx ? b->vx : 0,
-                 b->has_vy ? b->vy : 0,      b->has_vz ? b->vz : 0};
+  double v[6] = {b->has_x ? b->x : cur[0], b->has_y ? b->y : cur[1],
+                 b->has_z ? b->z : cur[2], b->has_vx ? b->vx : 0,
+                 b->has_vy ? b->vy : 0,    b->has_vz ? b->vz : 0};
   for (int i = 0; i < 6; i++)
     if (!finite_in(v[i], -1e3, 1e3)) {
       err_add(e, "invalid:teleport_ball",
@@ -159,8 +160,8 @@ static void teleport_ball(pa_ssl_gw *x, const Sslsim__TeleportBall *b,
   pa_cmd c;
   memset(&c, 0, sizeof c);
   c.op = PA_OP_TELEPORT_BALL;
-  c.ball = (pa_cmd_ball){v[0], v[1], v[2], v[3], v[4], v[5],
-                         b->has_roll && b->roll, 1};
+  c.ball = (pa_cmd_ball){
+      v[0], v[1], v[2], v[3], v[4], v[5], b->has_roll && b->roll, 1};
   push(x, &c, e);
 }
 
@@ -239,16 +240,156 @@ static void teleport_robot(pa_ssl_gw *x, const Sslsim__TeleportRobot *r,
   push(x, &c, e);
 }
 
+/* A BotId's robot slot, or an error by name. */
+static bool bot_lookup(pa_ssl_gw *x, const GameController__BotId *id,
+                       const char *what, ssl_errs *e, uint32_t *idx,
+                       int *team) {
+  if (!id || !id->has_id || !id->has_team ||
+      (id->team != GAME_CONTROLLER__TEAM__BLUE &&
+       id->team != GAME_CONTROLLER__TEAM__YELLOW) ||
+      id->id >= 16) {
+    err_add(e, "invalid:id", "%s.id needs an id 0..15 and team BLUE or YELLOW",
+            what);
+    return false;
+  }
+  *team = id->team == GAME_CONTROLLER__TEAM__BLUE ? 0 : 1;
+  char name[16];
+  pa_robot_info info;
+  robot_name(name, sizeof name, *team, id->id);
+  if (pa_gw_robot(x->g, name, -1, &info, idx) != 0) {
+    err_add(e, "unknown_robot", "%s: %s robot %u is not on the field", what,
+            team_name(*team), id->id);
+    return false;
+  }
+  return true;
+}
+
+static const char er_force_spec[] = "sslsim.RobotSpecErForce";
+
+static void robot_specs(pa_ssl_gw *x, const Sslsim__RobotSpecs *sp,
+                        ssl_errs *e) {
+  uint32_t idx;
+  int team;
+  if (!bot_lookup(x, sp->id, "robot_specs", e, &idx, &team))
+    return;
+  pa_cmd c;
+  memset(&c, 0, sizeof c);
+  c.op = PA_OP_SSL_SPECS;
+  c.robot = idx;
+  pa_cmd_ssl_specs *a = &c.ssl_specs;
+  for (size_t k = 0; k < sp->n_custom; k++) {
+    const Google__Protobuf__Any *any = sp->custom[k];
+    size_t tl = any->type_url ? strlen(any->type_url) : 0;
+    size_t nl = sizeof er_force_spec - 1;
+    Sslsim__RobotSpecErForce *ef = NULL;
+    if (tl >= nl && !strcmp(any->type_url + tl - nl, er_force_spec))
+      ef = sslsim__robot_spec_er_force__unpack(NULL, any->value.len,
+                                               any->value.data);
+    if (!ef) {
+      err_add(e, "unsupported:robot_specs.custom",
+              "robot_specs.custom '%.80s' is not supported (only %s)",
+              any->type_url ? any->type_url : "", er_force_spec);
+      return;
+    }
+    bool bad = ef->has_shoot_radius || ef->has_dribbler_height;
+    if (ef->has_dribbler_width) {
+      a->has |= PA_SSL_SPEC_DRIBBLER_WIDTH;
+      a->dribbler_width = ef->dribbler_width;
+    }
+    sslsim__robot_spec_er_force__free_unpacked(ef, NULL);
+    if (bad) {
+      err_add(e, "unsupported:robot_specs.custom.shoot_radius",
+              "RobotSpecErForce shoot_radius and dribbler_height are not "
+              "supported (the ball touches the flat front)");
+      return;
+    }
+  }
+  if (sp->has_radius || sp->has_height) {
+    pa_cmd p;
+    memset(&p, 0, sizeof p);
+    p.op = PA_OP_SET_PROPERTY;
+    p.robot = idx;
+    if (sp->has_radius) {
+      p.prop.prop = PA_PROP_RADIUS;
+      p.prop.v[0] = sp->radius;
+      if (!push(x, &p, e))
+        return;
+    }
+    if (sp->has_height) {
+      p.prop.prop = PA_PROP_HEIGHT;
+      p.prop.v[0] = sp->height;
+      if (!push(x, &p, e))
+        return;
+    }
+  }
+  if (sp->has_mass) {
+    a->has |= PA_SSL_SPEC_MASS;
+    a->mass = sp->mass;
+  }
+  if (sp->has_max_linear_kick_speed) {
+    a->has |= PA_SSL_SPEC_MAX_KICK;
+    a->max_kick = sp->max_linear_kick_speed;
+  }
+  if (sp->has_max_chip_kick_speed) {
+    a->has |= PA_SSL_SPEC_MAX_CHIP;
+    a->max_chip = sp->max_chip_kick_speed;
+  }
+  if (sp->has_center_to_dribbler) {
+    a->has |= PA_SSL_SPEC_C2D;
+    a->c2d = sp->center_to_dribbler;
+  }
+  const Sslsim__RobotLimits *l = sp->limits;
+  if (l) {
+    const protobuf_c_boolean h[6] = {
+        l->has_acc_speedup_absolute_max, l->has_acc_speedup_angular_max,
+        l->has_acc_brake_absolute_max,   l->has_acc_brake_angular_max,
+        l->has_vel_absolute_max,         l->has_vel_angular_max};
+    const float v[6] = {l->acc_speedup_absolute_max, l->acc_speedup_angular_max,
+                        l->acc_brake_absolute_max,   l->acc_brake_angular_max,
+                        l->vel_absolute_max,         l->vel_angular_max};
+    a->has |= PA_SSL_SPEC_LIMITS;
+    for (int i = 0; i < 6; i++)
+      if (h[i]) {
+        a->has |= 1u << (8 + i);
+        a->lim[i] = v[i];
+      }
+  }
+  if (sp->wheel_angles) {
+    a->has |= PA_SSL_SPEC_WHEELS;
+    a->wheel[0] = sp->wheel_angles->front_right;
+    a->wheel[1] = sp->wheel_angles->back_right;
+    a->wheel[2] = sp->wheel_angles->back_left;
+    a->wheel[3] = sp->wheel_angles->front_left;
+  }
+  const float chk[] = {a->mass,   a->max_kick, a->max_chip,      a->c2d,
+                       a->lim[0], a->lim[1],   a->lim[2],        a->lim[3],
+                       a->lim[4], a->lim[5],   a->dribbler_width};
+  for (size_t i = 0; i < sizeof chk / sizeof chk[0]; i++)
+    if (!(chk[i] >= 0 && chk[i] <= 1e4f)) {
+      err_add(e, "invalid:robot_specs",
+              "robot_specs of %s %u: masses, speeds, limits and lengths must "
+              "be finite and >= 0 (not applied)",
+              team_name(team), sp->id->id);
+      return;
+    }
+  for (int i = 0; i < 4; i++)
+    if (!(fabsf(a->wheel[i]) <= 100)) {
+      err_add(e, "invalid:robot_specs.wheel_angles",
+              "wheel angles must be finite [rad] (not applied)");
+      return;
+    }
+  if (a->has)
+    push(x, &c, e);
+}
+
 static void config(pa_ssl_gw *x, const Sslsim__SimulatorConfig *c,
                    ssl_errs *e) {
   if (c->geometry)
     err_add(e, "unsupported:config.geometry",
             "config.geometry is not supported: the field is the world's "
             "(--world ssl-a or ssl-b)");
-  if (c->n_robot_specs)
-    err_add(e, "unsupported:config.robot_specs",
-            "config.robot_specs is not supported yet: robots keep the specs "
-            "of docs/ssl.md");
+  for (size_t i = 0; i < c->n_robot_specs; i++)
+    robot_specs(x, c->robot_specs[i], e);
   if (c->realism_config)
     err_add(e, "unsupported:config.realism_config",
             "config.realism_config is not supported: vision is exact");
@@ -363,8 +504,8 @@ static void robot_command(pa_ssl_gw *x, int team, const Sslsim__RobotCommand *r,
   if (r->has_dribbler_speed) {
     if (!finite_in(r->dribbler_speed, 0, 1e5)) {
       err_add(e, "invalid:dribbler_speed",
-              "%s robot %u: dribbler_speed must be 0..1e5 rpm",
-              team_name(team), r->id);
+              "%s robot %u: dribbler_speed must be 0..1e5 rpm", team_name(team),
+              r->id);
       return;
     }
     a->has |= PA_SSL_HAS_DRIBBLER;
@@ -379,13 +520,13 @@ static void robot_command(pa_ssl_gw *x, int team, const Sslsim__RobotCommand *r,
   fb->dribbler_ball_contact = rs && (rs->flags & PA_RS_BALL_CONTACT);
 }
 
-static void reply(pa_ssl_gw *x, int fd, const struct sockaddr_in *to,
-                  size_t n, const ProtobufCMessage *m) {
+static void reply(pa_ssl_gw *x, int fd, const struct sockaddr_in *to, size_t n,
+                  const ProtobufCMessage *m) {
   if (!out_reserve(x, n))
     return;
   size_t len = protobuf_c_message_pack(m, x->out);
-  ssize_t w = sendto(fd, x->out, len, MSG_DONTWAIT,
-                     (const struct sockaddr *)to, sizeof *to);
+  ssize_t w = sendto(fd, x->out, len, MSG_DONTWAIT, (const struct sockaddr *)to,
+                     sizeof *to);
   (void)w; /* a reply the kernel refuses is lost, as UDP may */
 }
 
@@ -468,8 +609,7 @@ static void on_readable(evutil_socket_t fd, short what, void *arg) {
 /* ---- vision ------------------------------------------------------------ */
 
 static void set_line(pa_ssl_gw *x, int i, const char *name, double x1,
-                     double y1, double x2, double y2,
-                     SSLFieldShapeType type) {
+                     double y1, double x2, double y2, SSLFieldShapeType type) {
   SSLFieldLineSegment init = SSL__FIELD_LINE_SEGMENT__INIT;
   Vector2f vi = VECTOR2F__INIT;
   x->line[i] = init;
@@ -714,8 +854,8 @@ int pa_ssl_gw_start(pa_netgw *g, char *err, size_t err_sz) {
     if (open_udp(addr, want[s], &x->fd[s], &x->port[s], flags[s], err,
                  err_sz) != 0)
       return -1;
-    x->ev[s] = event_new(g->base, x->fd[s], EV_READ | EV_PERSIST,
-                         on_readable, x);
+    x->ev[s] =
+        event_new(g->base, x->fd[s], EV_READ | EV_PERSIST, on_readable, x);
     if (!x->ev[s] || event_add(x->ev[s], NULL) != 0) {
       snprintf(err, err_sz, "event setup failed");
       return -1;

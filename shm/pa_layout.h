@@ -334,6 +334,8 @@ enum pa_op {
   PA_OP_GET_BALL,        /* replies ssl (robot: its contact and kicks) */
   PA_OP_TELEPORT_MOVING, /* robot; moving (pose + world velocity); replies
                             pose */
+  PA_OP_SSL_SPECS,       /* robot; ssl_specs (RobotSpecs but radius, height);
+                            replies ssl */
   PA_OP_COUNT
 };
 #define PA_CMD_PATH_MAX 256 /* pa_cmd.path, with its NUL */
@@ -438,6 +440,27 @@ typedef struct pa_cmd_ball { /* TELEPORT_BALL */
   uint32_t roll;             /* 1 = already rolling */
   uint32_t present;          /* 0 = take the ball off the field */
 } pa_cmd_ball;
+/* SSL_SPECS: the fields whose PA_SSL_SPEC_* bit is set. */
+enum {
+  PA_SSL_SPEC_MASS = 1u << 0,
+  PA_SSL_SPEC_MAX_KICK = 1u << 1,
+  PA_SSL_SPEC_MAX_CHIP = 1u << 2,
+  PA_SSL_SPEC_C2D = 1u << 3,
+  PA_SSL_SPEC_LIMITS = 1u << 4, /* lim[i] when bit (8 + i) is set too */
+  PA_SSL_SPEC_WHEELS = 1u << 5,
+  PA_SSL_SPEC_DRIBBLER_WIDTH = 1u << 6,
+};
+typedef struct pa_cmd_ssl_specs { /* SSL_SPECS */
+  uint32_t has;                   /* PA_SSL_SPEC_*; bits 8..13: lim[0..5] */
+  float mass;                     /* [kg] */
+  float max_kick, max_chip;       /* [m/s], 0 = unlimited */
+  float c2d;                      /* [m] centre to dribbler */
+  float lim[6];         /* acc up, acc up angular, brake, brake angular [m/s^2,
+                           rad/s^2], v max [m/s], w max [rad/s]; 0 = unlimited */
+  float wheel[4];       /* [rad] front_right, back_right, back_left,
+                           front_left, clockwise from forward */
+  float dribbler_width; /* [m] */
+} pa_cmd_ssl_specs;
 typedef struct pa_cmd_moving { /* TELEPORT_MOVING */
   double x, y, theta;          /* [m, m, rad] */
   double vx, vy, w;            /* world frame [m/s, m/s, rad/s] */
@@ -466,6 +489,7 @@ typedef struct pa_cmd {
     pa_cmd_ssl_robot ssl_robot;
     pa_cmd_ball ball;
     pa_cmd_moving moving;
+    pa_cmd_ssl_specs ssl_specs;
     uint8_t args_raw[64]; /* the size of the area: fixed */
   };
   char name[32];              /* op specific name */

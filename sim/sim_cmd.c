@@ -633,6 +633,7 @@ static const pa_sim_op_def ops[PA_OP_COUNT] = {
     OP(GET_BALL, "get_ball", pa_sim_int_op_get_ball, 0),
     OP(TELEPORT_MOVING, "teleport_moving", pa_sim_int_op_teleport_moving,
        ROBOT | PUBLISH),
+    OP(SSL_SPECS, "ssl_specs", pa_sim_int_op_ssl_specs, ROBOT | PUBLISH),
 };
 #undef OP
 

@@ -406,3 +406,65 @@ pa_status pa_sim_int_op_teleport_moving(const pa_sim_model *m, pa_sim_state *s,
   r->status = PA_OK;
   return PA_OK;
 }
+
+pa_status pa_sim_int_op_ssl_specs(const pa_sim_model *m, pa_sim_state *s,
+                                  const pa_cmd *c, pa_reply *r) {
+  (void)m;
+  pa_sim_ssl *x = s->ssl;
+  if (!x)
+    return no_field(r);
+  const pa_cmd_ssl_specs *a = &c->ssl_specs;
+  pa_ssl_bot *b = bot_of(x, s, c->robot);
+  pa_robot_info *ri = &s->info[c->robot];
+  if (!b->ssl)
+    return pa_sim_int_fail(r, PA_ERR_UNSUPPORTED_CONTROL_SCHEME,
+                           "robot '%s' is not an SSL robot", ri->name);
+  const float v[] = {a->mass,     a->max_kick, a->max_chip,      a->c2d,
+                     a->lim[0],   a->lim[1],   a->lim[2],        a->lim[3],
+                     a->lim[4],   a->lim[5],   a->wheel[0],      a->wheel[1],
+                     a->wheel[2], a->wheel[3], a->dribbler_width};
+  for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
+    if (!(v[i] >= -1e4f && v[i] <= 1e4f) || (i < 10 && v[i] < 0))
+      return pa_sim_int_fail(r, PA_ERR_INVALID_MESSAGE,
+                             "robot specs: numbers must be finite and >= 0 "
+                             "(angles finite)");
+  if ((a->has & PA_SSL_SPEC_C2D) && (a->c2d <= 0 || a->c2d > ri->radius))
+    return pa_sim_int_fail(r, PA_ERR_INVALID_MESSAGE,
+                           "center_to_dribbler %g must be in (0, radius %g]",
+                           a->c2d, ri->radius);
+  pa_ssl_bot nb = *b;
+  if (a->has & PA_SSL_SPEC_MASS)
+    nb.mass = a->mass;
+  if (a->has & PA_SSL_SPEC_MAX_KICK)
+    nb.max_kick = a->max_kick;
+  if (a->has & PA_SSL_SPEC_MAX_CHIP)
+    nb.max_chip = a->max_chip;
+  if (a->has & PA_SSL_SPEC_C2D)
+    nb.center_to_dribbler = a->c2d;
+  if (a->has & PA_SSL_SPEC_DRIBBLER_WIDTH)
+    nb.dribbler_width = a->dribbler_width;
+  if (a->has & PA_SSL_SPEC_LIMITS) {
+    double *l[6] = {&nb.lim.acc_up,      &nb.lim.acc_up_w, &nb.lim.acc_brake,
+                    &nb.lim.acc_brake_w, &nb.lim.v_max,    &nb.lim.w_max};
+    for (int i = 0; i < 6; i++)
+      if (a->has & (1u << (8 + i)))
+        *l[i] = a->lim[i];
+  }
+  if (a->has & PA_SSL_SPEC_WHEELS) {
+    for (int i = 0; i < 4; i++)
+      nb.wheel_angle[i] = a->wheel[i];
+    double u[4] = {1, 0, 0, 0}, t[3];
+    if (pa_ssl_wheels_to_twist(&nb, u, t) != 0)
+      return pa_sim_int_fail(r, PA_ERR_INVALID_MESSAGE,
+                             "wheel angles leave the twist undetermined");
+  }
+  *b = nb;
+  /* The step's own limits must not bite below the norm limits. */
+  ri->max_v = ri->max_vy =
+      b->lim.v_max > 0 ? (float)fmin(b->lim.v_max, 100) : 100.0f;
+  ri->max_w = b->lim.w_max > 0 ? (float)fmin(b->lim.w_max, 100) : 100.0f;
+  s->world_dirty = true;
+  r->status = PA_OK;
+  reply_ball(x, r, (int32_t)c->robot);
+  return PA_OK;
+}

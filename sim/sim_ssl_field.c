@@ -31,4 +31,3 @@ int pa_ssl_field_get(char division, pa_ssl_field *f) {
   f->wall_height = 0.1;
   return 0;
 }
-

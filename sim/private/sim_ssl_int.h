@@ -22,6 +22,8 @@ pa_status pa_sim_int_op_teleport_ball(const pa_sim_model *m, pa_sim_state *s,
                                       const pa_cmd *c, pa_reply *r);
 pa_status pa_sim_int_op_get_ball(const pa_sim_model *m, pa_sim_state *s,
                                  const pa_cmd *c, pa_reply *r);
+pa_status pa_sim_int_op_ssl_specs(const pa_sim_model *m, pa_sim_state *s,
+                                  const pa_cmd *c, pa_reply *r);
 pa_status pa_sim_int_op_teleport_moving(const pa_sim_model *m, pa_sim_state *s,
                                         const pa_cmd *c, pa_reply *r);
 

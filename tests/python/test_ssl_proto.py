@@ -276,6 +276,27 @@ class SslProtocol(StackTestCase):
         self.assertIsNotNone(b)
         self.assertAlmostEqual(b.x, 2000, delta=1)
 
+    def test_robot_specs(self):
+        cmd = pb["ssl_simulation_control"].SimulatorCommand()
+        s = cmd.config.robot_specs.add()
+        s.id.id, s.id.team = 0, pb["ssl_gc_common"].BLUE
+        s.radius, s.max_linear_kick_speed = 0.085, 3.0
+        s.limits.vel_absolute_max = 0.5
+        self.assertEqual(list(self.control(cmd).errors), [])
+        self.teleport_robot(0, -3, -2, 0)
+        self.robots([self.command(0, local=(2.0, 0, 0), kick_speed=6.0)])
+        f = self.step_and_see(200)
+        b = self.bot(f, 0)
+        self.assertAlmostEqual(b.x / 1000 + 3, self.drive_distance(0.5, 1.0), delta=0.01)
+        radius = {r["name"]: r["radius"] for r in self.sim.list_robots()["robots"]}
+        self.assertAlmostEqual(radius["b0"], 0.085, delta=1e-6)
+        self.robots([self.command(0, local=(0, 0, 0), kick_speed=6.0)])
+        f = self.step_and_see(200)
+        x = self.bot(f, 0).x / 1000
+        self.teleport_ball(*self.at_bar(x, -2, 0))
+        self.step_and_see(1)
+        self.assertAlmostEqual(self.sim.get_ball()["velocity"][0], 3.0, delta=0.05)
+
     def test_unsupported_fields_are_errors(self):
         cmd = pb["ssl_simulation_control"].SimulatorCommand()
         cmd.control.teleport_ball.x = 1
@@ -289,13 +310,14 @@ class SslProtocol(StackTestCase):
         cmd.config.geometry.field.goal_depth = 1
         cmd.config.geometry.field.boundary_width = 1
         s = cmd.config.robot_specs.add()
-        s.id.id, s.id.team, s.radius = 0, pb["ssl_gc_common"].BLUE, 0.1
+        s.id.id, s.id.team = 0, pb["ssl_gc_common"].BLUE
+        s.custom.add().type_url = "type.googleapis.com/other.Spec"
         cmd.config.realism_config.custom.add().type_url = "x"
         codes = sorted(e.code for e in self.control(cmd).errors)
         self.assertEqual(codes, sorted([
             "unsupported:teleport_ball.by_force", "unsupported:teleport_ball.teleport_safely",
             "unsupported:teleport_robot.by_force", "unsupported:config.geometry",
-            "unsupported:config.robot_specs", "unsupported:config.realism_config"]))
+            "unsupported:robot_specs.custom", "unsupported:config.realism_config"]))
         f = self.step_and_see(1)
         self.assertEqual((f.balls[0].x, f.balls[0].y), (0, 0))  # nothing moved
         self.assertAlmostEqual(self.bot(f, 0).x, -500, delta=1)
