@@ -81,7 +81,14 @@ int main(int argc, char **argv) {
       goto out;
     }
     have_world = true;
-    if (pa_map_load(&world.map, &grid, err, sizeof err) != 0) {
+    ssl = world.ssl_division;
+    if (ssl) { /* a world file's ssl: section: the field is the map */
+      if (pa_sim_ssl_world_file(&world, &grid, err, sizeof err) != 0) {
+        pa_error("--world %s: %s", mf.world, err);
+        goto out;
+      }
+      have_grid = true;
+    } else if (pa_map_load(&world.map, &grid, err, sizeof err) != 0) {
       pa_error("%s", err);
       goto out;
     }

@@ -414,6 +414,9 @@ char pa_sim_ssl_world_division(const char *world);
  * per_team robots b0.. and y0.. (0 = 11 in A, 6 in B) in their halves. */
 int pa_sim_ssl_world(char division, uint32_t per_team, pa_world *w, pa_grid *g,
                      char *err, size_t err_sz);
+/* A world file with an ssl: section: its field as the grid g and, when
+ * the file lists no robots, the built-in formation (w's robots replaced). */
+int pa_sim_ssl_world_file(pa_world *w, pa_grid *g, char *err, size_t err_sz);
 /* Turns the state's SSL side on (a ball at the centre); freed with the
  * state. */
 int pa_sim_ssl_enable(pa_sim_state *s, char division, char *err, size_t err_sz);

@@ -99,6 +99,21 @@ int pa_sim_ssl_world(char division, uint32_t per_team, pa_world *w, pa_grid *g,
   return 0;
 }
 
+int pa_sim_ssl_world_file(pa_world *w, pa_grid *g, char *err, size_t err_sz) {
+  pa_world f;
+  if (pa_sim_ssl_world(w->ssl_division, w->ssl_robots, &f, g, err, err_sz) != 0)
+    return -1;
+  if (!w->robots_given) {
+    free(w->robots);
+    w->robots = f.robots;
+    w->robot_count = f.robot_count;
+    f.robots = NULL;
+    f.robot_count = 0;
+  }
+  pa_world_free(&f);
+  return 0;
+}
+
 int pa_sim_ssl_enable(pa_sim_state *s, char division, char *err,
                       size_t err_sz) {
   pa_sim_ssl *x = calloc(1, sizeof *x);

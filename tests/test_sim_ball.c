@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "pa_sim.h"
 #include "sim_ssl.h"
@@ -364,6 +365,51 @@ static void test_sim_world(void **st) {
   pa_world_free(&w);
 }
 
+/* A world file's ssl: section: the field is the map, the formation is
+ * placed when the file lists no robots; bad sections are named. */
+static void test_world_file(void **st) {
+  (void)st;
+  char path[] = "/tmp/t-ssl-world-XXXXXX";
+  int fd = mkstemp(path);
+  assert_true(fd >= 0);
+  close(fd);
+  struct {
+    const char *text, *err;
+  } cases[] = {
+      {"ssl: {division: b, robots: 3}\n", NULL},
+      {"ssl: {division: c}\n", "not a or b"},
+      {"ssl: {division: a, robots: 17}\n", "0..16"},
+      {"map: default\nssl: {division: a}\n", "remove 'map'"},
+      {"ssl: {robots: 2}\n", "division is required"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(cases[i].text, f);
+    fclose(f);
+    pa_world w;
+    char err[256] = "";
+    int rc = pa_world_load(path, &w, err, sizeof err);
+    if (cases[i].err) {
+      assert_int_equal(rc, -1);
+      if (!strstr(err, cases[i].err))
+        fail_msg("'%s': got '%s'", cases[i].text, err);
+      continue;
+    }
+    assert_int_equal(rc, 0);
+    assert_int_equal(w.ssl_division, 'B');
+    assert_false(w.robots_given);
+    pa_grid g;
+    assert_int_equal(pa_sim_ssl_world_file(&w, &g, err, sizeof err), 0);
+    assert_int_equal(w.robot_count, 6);
+    assert_string_equal(w.robots[3].name, "y0");
+    assert_true(fabs(g.width * g.resolution - (9 + 0.6 + 0.08)) < 0.05);
+    pa_grid_free(&g);
+    pa_world_free(&w);
+  }
+  unlink(path);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_field),
@@ -376,6 +422,7 @@ int main(void) {
       cmocka_unit_test(test_wheels),
       cmocka_unit_test(test_norm_limits),
       cmocka_unit_test(test_sim_world),
+      cmocka_unit_test(test_world_file),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
