@@ -6,7 +6,7 @@
  * pa-netgw can check (ids, unsupported fields, numbers) is answered as a
  * SimulatorError. docs/ssl.md. */
 #define _GNU_SOURCE
-#include "netgw_int.h"
+#include "ssl_int.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -16,18 +16,13 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "pa_ssl_field.h"
 #include "google/protobuf/any.pb-c.h"
 #include "ssl_simulation_control.pb-c.h"
 #include "ssl_simulation_robot_control.pb-c.h"
-#include "ssl_vision_wrapper.pb-c.h"
 
-enum { S_CONTROL = 0, S_BLUE, S_YELLOW, S_COUNT };
 #define SSL_ERRORS_MAX 32
 #define SSL_DGRAM_MAX 65536
-#define SSL_BURST 64          /* datagrams read per wake-up */
-#define SSL_LINES 12          /* field line segments of the geometry */
-#define SSL_GEOMETRY_EVERY 60 /* frames between geometry packets */
+#define SSL_BURST 64 /* datagrams read per wake-up */
 
 typedef struct ssl_errs {
   Sslsim__SimulatorError e[SSL_ERRORS_MAX];
@@ -36,41 +31,6 @@ typedef struct ssl_errs {
   char msg[SSL_ERRORS_MAX][192];
   size_t n;
 } ssl_errs;
-
-typedef struct pa_ssl_gw {
-  pa_netgw *g;
-  int fd[S_COUNT];
-  unsigned port[S_COUNT];
-  struct event *ev[S_COUNT];
-  int vfd;
-  struct sockaddr_in vdest;
-  struct event *vision_ev;
-  uint64_t last_tick;
-  bool have_last;
-  uint32_t frame;
-  uint64_t frames, errors;
-  pa_ssl_field f;
-  uint8_t *rx;  /* [SSL_DGRAM_MAX] */
-  uint8_t *out; /* packed replies and frames */
-  size_t out_cap;
-  /* Per robot slot, of world_gen map_gen: team 0 blue, 1 yellow, -1 not an
-   * SSL robot; its id. */
-  int8_t *team;
-  uint8_t *sid;
-  uint32_t map_gen;
-  bool have_map;
-  SSLDetectionRobot *rob; /* [max_robots] */
-  SSLDetectionRobot **blue, **yellow;
-  /* The geometry, built once. */
-  SSLGeometryData geo;
-  SSLGeometryFieldSize size;
-  SSLFieldLineSegment line[SSL_LINES];
-  SSLFieldLineSegment *line_p[SSL_LINES];
-  Vector2f pt[SSL_LINES][2];
-  SSLFieldCircularArc arc;
-  SSLFieldCircularArc *arc_p[1];
-  Vector2f centre;
-} pa_ssl_gw;
 
 static void err_add(ssl_errs *e, const char *code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -90,7 +50,7 @@ static void err_add(ssl_errs *e, const char *code, const char *fmt, ...) {
   e->p[i] = &e->e[i];
 }
 
-static bool out_reserve(pa_ssl_gw *x, size_t n) {
+bool pa_ssl_out_reserve(pa_ssl_gw *x, size_t n) {
   if (n <= x->out_cap)
     return true;
   uint8_t *b = realloc(x->out, n);
@@ -522,7 +482,7 @@ static void robot_command(pa_ssl_gw *x, int team, const Sslsim__RobotCommand *r,
 
 static void reply(pa_ssl_gw *x, int fd, const struct sockaddr_in *to, size_t n,
                   const ProtobufCMessage *m) {
-  if (!out_reserve(x, n))
+  if (!pa_ssl_out_reserve(x, n))
     return;
   size_t len = protobuf_c_message_pack(m, x->out);
   ssize_t w = sendto(fd, x->out, len, MSG_DONTWAIT, (const struct sockaddr *)to,
@@ -606,196 +566,6 @@ static void on_readable(evutil_socket_t fd, short what, void *arg) {
   }
 }
 
-/* ---- vision ------------------------------------------------------------ */
-
-static void set_line(pa_ssl_gw *x, int i, const char *name, double x1,
-                     double y1, double x2, double y2, SSLFieldShapeType type) {
-  SSLFieldLineSegment init = SSL__FIELD_LINE_SEGMENT__INIT;
-  Vector2f vi = VECTOR2F__INIT;
-  x->line[i] = init;
-  x->pt[i][0] = vi;
-  x->pt[i][1] = vi;
-  x->pt[i][0].x = (float)(x1 * 1000);
-  x->pt[i][0].y = (float)(y1 * 1000);
-  x->pt[i][1].x = (float)(x2 * 1000);
-  x->pt[i][1].y = (float)(y2 * 1000);
-  x->line[i].name = (char *)name;
-  x->line[i].p1 = &x->pt[i][0];
-  x->line[i].p2 = &x->pt[i][1];
-  x->line[i].thickness = (float)(x->f.line_width * 1000);
-  x->line[i].has_type = 1;
-  x->line[i].type = type;
-  x->line_p[i] = &x->line[i];
-}
-
-static void build_geometry(pa_ssl_gw *x) {
-  const pa_ssl_field *f = &x->f;
-  double hl = f->length / 2, hw = f->width / 2;
-  double dd = f->defense_depth, dw = f->defense_width / 2;
-  set_line(x, 0, "TopTouchLine", -hl, hw, hl, hw,
-           SSL__FIELD_SHAPE_TYPE__TopTouchLine);
-  set_line(x, 1, "BottomTouchLine", -hl, -hw, hl, -hw,
-           SSL__FIELD_SHAPE_TYPE__BottomTouchLine);
-  set_line(x, 2, "LeftGoalLine", -hl, -hw, -hl, hw,
-           SSL__FIELD_SHAPE_TYPE__LeftGoalLine);
-  set_line(x, 3, "RightGoalLine", hl, -hw, hl, hw,
-           SSL__FIELD_SHAPE_TYPE__RightGoalLine);
-  set_line(x, 4, "HalfwayLine", 0, -hw, 0, hw,
-           SSL__FIELD_SHAPE_TYPE__HalfwayLine);
-  set_line(x, 5, "CenterLine", -hl, 0, hl, 0,
-           SSL__FIELD_SHAPE_TYPE__CenterLine);
-  set_line(x, 6, "LeftPenaltyStretch", -hl + dd, -dw, -hl + dd, dw,
-           SSL__FIELD_SHAPE_TYPE__LeftPenaltyStretch);
-  set_line(x, 7, "RightPenaltyStretch", hl - dd, -dw, hl - dd, dw,
-           SSL__FIELD_SHAPE_TYPE__RightPenaltyStretch);
-  set_line(x, 8, "LeftFieldLeftPenaltyStretch", -hl, -dw, -hl + dd, -dw,
-           SSL__FIELD_SHAPE_TYPE__LeftFieldLeftPenaltyStretch);
-  set_line(x, 9, "LeftFieldRightPenaltyStretch", -hl, dw, -hl + dd, dw,
-           SSL__FIELD_SHAPE_TYPE__LeftFieldRightPenaltyStretch);
-  set_line(x, 10, "RightFieldLeftPenaltyStretch", hl, dw, hl - dd, dw,
-           SSL__FIELD_SHAPE_TYPE__RightFieldLeftPenaltyStretch);
-  set_line(x, 11, "RightFieldRightPenaltyStretch", hl, -dw, hl - dd, -dw,
-           SSL__FIELD_SHAPE_TYPE__RightFieldRightPenaltyStretch);
-  SSLFieldCircularArc ai = SSL__FIELD_CIRCULAR_ARC__INIT;
-  Vector2f vi = VECTOR2F__INIT;
-  x->arc = ai;
-  x->centre = vi;
-  x->arc.name = "CenterCircle";
-  x->arc.center = &x->centre;
-  x->arc.radius = (float)(f->center_radius * 1000);
-  x->arc.a1 = 0;
-  x->arc.a2 = (float)(2 * M_PI);
-  x->arc.thickness = (float)(f->line_width * 1000);
-  x->arc.has_type = 1;
-  x->arc.type = SSL__FIELD_SHAPE_TYPE__CenterCircle;
-  x->arc_p[0] = &x->arc;
-  SSLGeometryFieldSize si = SSL__GEOMETRY_FIELD_SIZE__INIT;
-  x->size = si;
-  x->size.field_length = (int32_t)lround(f->length * 1000);
-  x->size.field_width = (int32_t)lround(f->width * 1000);
-  x->size.goal_width = (int32_t)lround(f->goal_width * 1000);
-  x->size.goal_depth = (int32_t)lround(f->goal_depth * 1000);
-  x->size.boundary_width = (int32_t)lround(f->boundary * 1000);
-  x->size.n_field_lines = SSL_LINES;
-  x->size.field_lines = x->line_p;
-  x->size.n_field_arcs = 1;
-  x->size.field_arcs = x->arc_p;
-  x->size.has_penalty_area_depth = 1;
-  x->size.penalty_area_depth = (int32_t)lround(f->defense_depth * 1000);
-  x->size.has_penalty_area_width = 1;
-  x->size.penalty_area_width = (int32_t)lround(f->defense_width * 1000);
-  x->size.has_center_circle_radius = 1;
-  x->size.center_circle_radius = (int32_t)lround(f->center_radius * 1000);
-  x->size.has_line_thickness = 1;
-  x->size.line_thickness = (int32_t)lround(f->line_width * 1000);
-  x->size.has_goal_height = 1;
-  x->size.goal_height = (int32_t)lround(f->goal_height * 1000);
-  x->size.has_ball_radius = 1;
-  x->size.ball_radius = 21.335f;
-  x->size.has_max_robot_radius = 1;
-  x->size.max_robot_radius = 90;
-  SSLGeometryData gi = SSL__GEOMETRY_DATA__INIT;
-  x->geo = gi;
-  x->geo.field = &x->size;
-}
-
-/* Which robot slots are SSL robots (b<id> / y<id>), per world change. */
-static void refresh_map(pa_ssl_gw *x) {
-  pa_netgw *g = x->g;
-  uint32_t gen = __atomic_load_n(&g->ctl->world_gen, __ATOMIC_ACQUIRE);
-  if (x->have_map && gen == x->map_gen)
-    return;
-  uint32_t max = g->ctl->def.max_robots;
-  for (uint32_t i = 0; i < max; i++) {
-    pa_robot_info ri;
-    uint32_t idx;
-    x->team[i] = -1;
-    if (pa_gw_robot(g, NULL, (long)i, &ri, &idx) != 0)
-      continue;
-    const char *n = ri.name;
-    if ((n[0] != 'b' && n[0] != 'y') || n[1] < '0' || n[1] > '9')
-      continue;
-    char *end;
-    long id = strtol(n + 1, &end, 10);
-    if (*end || id < 0 || id > 15)
-      continue;
-    x->team[i] = n[0] == 'b' ? 0 : 1;
-    x->sid[i] = (uint8_t)id;
-  }
-  x->map_gen = gen;
-  x->have_map = true;
-}
-
-static void send_packet(pa_ssl_gw *x, const SSLWrapperPacket *w) {
-  size_t n = ssl__wrapper_packet__get_packed_size(w);
-  if (!out_reserve(x, n))
-    return;
-  size_t len = ssl__wrapper_packet__pack(w, x->out);
-  ssize_t s = sendto(x->vfd, x->out, len, MSG_DONTWAIT,
-                     (const struct sockaddr *)&x->vdest, sizeof x->vdest);
-  if (s == (ssize_t)len)
-    x->frames++;
-}
-
-static void on_vision(evutil_socket_t fd, short what, void *arg) {
-  (void)fd, (void)what;
-  pa_ssl_gw *x = arg;
-  pa_netgw *g = x->g;
-  const pa_tick *t = pa_gw_latest(g);
-  if (!t || !t->ssl || (x->have_last && t->tick == x->last_tick))
-    return; /* nothing new: a paused world sends nothing */
-  refresh_map(x);
-  SSLDetectionFrame fr = SSL__DETECTION_FRAME__INIT;
-  fr.frame_number = ++x->frame;
-  fr.t_capture = t->sim_time;
-  fr.t_sent = t->sim_time;
-  fr.camera_id = 0;
-  SSLDetectionBall ball = SSL__DETECTION_BALL__INIT;
-  SSLDetectionBall *bp = &ball;
-  if (t->ball_holder != -2) {
-    ball.confidence = 1;
-    ball.x = (float)(t->ball[0] * 1000);
-    ball.y = (float)(t->ball[1] * 1000);
-    ball.has_z = 1;
-    ball.z = (float)(t->ball[2] * 1000);
-    fr.n_balls = 1;
-    fr.balls = &bp;
-  }
-  const pa_robot_state *rs = (const pa_robot_state *)(t + 1);
-  uint32_t nb = 0, ny = 0, max = g->ctl->def.max_robots;
-  for (uint32_t i = 0; i < t->robot_count && i < max; i++) {
-    if (!(rs[i].flags & PA_RS_ACTIVE) || x->team[i] < 0)
-      continue;
-    SSLDetectionRobot *r = &x->rob[nb + ny];
-    SSLDetectionRobot init = SSL__DETECTION_ROBOT__INIT;
-    *r = init;
-    r->confidence = 1;
-    r->has_robot_id = 1;
-    r->robot_id = x->sid[i];
-    r->x = (float)(rs[i].x * 1000);
-    r->y = (float)(rs[i].y * 1000);
-    r->has_orientation = 1;
-    r->orientation = (float)rs[i].theta;
-    r->has_height = 1;
-    r->height = 150;
-    if (x->team[i] == 0)
-      x->blue[nb++] = r;
-    else
-      x->yellow[ny++] = r;
-  }
-  fr.n_robots_blue = nb;
-  fr.robots_blue = x->blue;
-  fr.n_robots_yellow = ny;
-  fr.robots_yellow = x->yellow;
-  SSLWrapperPacket w = SSL__WRAPPER_PACKET__INIT;
-  w.detection = &fr;
-  if (x->frame % SSL_GEOMETRY_EVERY == 1)
-    w.geometry = &x->geo; /* the first frame and then once a second */
-  send_packet(x, &w);
-  x->last_tick = t->tick;
-  x->have_last = true;
-}
-
 /* ---- setup ------------------------------------------------------------- */
 
 static int open_udp(const char *addr, unsigned port, int *fd, unsigned *bound,
@@ -843,7 +613,7 @@ int pa_ssl_gw_start(pa_netgw *g, char *err, size_t err_sz) {
     snprintf(err, err_sz, "out of memory");
     return -1;
   }
-  build_geometry(x);
+  pa_ssl_vision_geometry(x);
   const pa_netgw_def *d = &g->def;
   const char *addr = d->bind ? d->bind : "127.0.0.1";
   const unsigned want[S_COUNT] = {d->ssl_control_port, d->ssl_blue_port,
@@ -876,7 +646,7 @@ int pa_ssl_gw_start(pa_netgw *g, char *err, size_t err_sz) {
   } else {
     inet_pton(AF_INET, "127.0.0.1", &x->vdest.sin_addr);
   }
-  x->vision_ev = event_new(g->base, -1, EV_PERSIST, on_vision, x);
+  x->vision_ev = event_new(g->base, -1, EV_PERSIST, pa_ssl_vision_on_timer, x);
   double period = 1.0 / d->ssl_vision_hz;
   struct timeval tv = {(time_t)period,
                        (suseconds_t)((period - floor(period)) * 1e6)};
