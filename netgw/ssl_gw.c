@@ -18,6 +18,7 @@
 
 #include "google/protobuf/any.pb-c.h"
 #include "ssl_simulation_control.pb-c.h"
+#include "playarea_ssl.pb-c.h"
 #include "ssl_simulation_robot_control.pb-c.h"
 
 #define SSL_ERRORS_MAX 32
@@ -342,6 +343,55 @@ static void robot_specs(pa_ssl_gw *x, const Sslsim__RobotSpecs *sp,
     push(x, &c, e);
 }
 
+static const char realism_type[] = "playarea.RealismConfig";
+
+/* Each custom entry must be a playarea.RealismConfig; all or nothing. */
+static void realism(pa_ssl_gw *x, const Sslsim__RealismConfig *rc,
+                    ssl_errs *e) {
+  double pos = x->noise_pos, th = x->noise_theta, drop = x->dropout;
+  uint64_t seed = 0;
+  bool seeded = false;
+  for (size_t k = 0; k < rc->n_custom; k++) {
+    const Google__Protobuf__Any *any = rc->custom[k];
+    size_t tl = any->type_url ? strlen(any->type_url) : 0;
+    size_t nl = sizeof realism_type - 1;
+    Playarea__RealismConfig *m = NULL;
+    if (tl >= nl && !strcmp(any->type_url + tl - nl, realism_type))
+      m = playarea__realism_config__unpack(NULL, any->value.len,
+                                           any->value.data);
+    if (!m) {
+      err_add(e, "unsupported:config.realism_config.custom",
+              "realism_config.custom '%.80s' is not supported (only %s; "
+              "nothing applied)",
+              any->type_url ? any->type_url : "", realism_type);
+      return;
+    }
+    if (m->has_position_noise)
+      pos = m->position_noise;
+    if (m->has_orientation_noise)
+      th = m->orientation_noise;
+    if (m->has_dropout)
+      drop = m->dropout;
+    if (m->has_seed) {
+      seed = m->seed;
+      seeded = true;
+    }
+    playarea__realism_config__free_unpacked(m, NULL);
+  }
+  if (!finite_in(pos, 0, 10) || !finite_in(th, 0, 10) ||
+      !finite_in(drop, 0, 1)) {
+    err_add(e, "invalid:config.realism_config",
+            "position_noise 0..10 m, orientation_noise 0..10 rad, dropout "
+            "0..1 (nothing applied)");
+    return;
+  }
+  x->noise_pos = pos;
+  x->noise_theta = th;
+  x->dropout = drop;
+  if (seeded)
+    x->rng = seed;
+}
+
 static void config(pa_ssl_gw *x, const Sslsim__SimulatorConfig *c,
                    ssl_errs *e) {
   if (c->geometry)
@@ -351,8 +401,7 @@ static void config(pa_ssl_gw *x, const Sslsim__SimulatorConfig *c,
   for (size_t i = 0; i < c->n_robot_specs; i++)
     robot_specs(x, c->robot_specs[i], e);
   if (c->realism_config)
-    err_add(e, "unsupported:config.realism_config",
-            "config.realism_config is not supported: vision is exact");
+    realism(x, c->realism_config, e);
   if (c->has_vision_port) {
     if (c->vision_port == 0 || c->vision_port > 65535)
       err_add(e, "invalid:config.vision_port",

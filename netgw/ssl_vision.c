@@ -11,6 +11,26 @@
 
 #define SSL_GEOMETRY_EVERY 60 /* frames between geometry packets */
 
+/* Realism's generator (splitmix64): uniform in [0, 1). */
+static double uniform(pa_ssl_gw *x) {
+  uint64_t z = (x->rng += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return (double)((z ^ (z >> 31)) >> 11) * 0x1.0p-53;
+}
+
+/* Gaussian noise of sigma s (0: none, nothing drawn). */
+static double gauss(pa_ssl_gw *x, double s) {
+  if (s <= 0)
+    return 0;
+  double u = uniform(x), v = uniform(x);
+  return s * sqrt(-2 * log(1 - u)) * cos(2 * M_PI * v);
+}
+
+static bool dropped(pa_ssl_gw *x) {
+  return x->dropout > 0 && uniform(x) < x->dropout;
+}
+
 static void set_line(pa_ssl_gw *x, int i, const char *name, double x1,
                      double y1, double x2, double y2, SSLFieldShapeType type) {
   SSLFieldLineSegment init = SSL__FIELD_LINE_SEGMENT__INIT;
@@ -155,10 +175,10 @@ void pa_ssl_vision_on_timer(evutil_socket_t fd, short what, void *arg) {
   fr.camera_id = 0;
   SSLDetectionBall ball = SSL__DETECTION_BALL__INIT;
   SSLDetectionBall *bp = &ball;
-  if (t->ball_holder != -2) {
+  if (t->ball_holder != -2 && !dropped(x)) {
     ball.confidence = 1;
-    ball.x = (float)(t->ball[0] * 1000);
-    ball.y = (float)(t->ball[1] * 1000);
+    ball.x = (float)((t->ball[0] + gauss(x, x->noise_pos)) * 1000);
+    ball.y = (float)((t->ball[1] + gauss(x, x->noise_pos)) * 1000);
     ball.has_z = 1;
     ball.z = (float)(t->ball[2] * 1000);
     fr.n_balls = 1;
@@ -167,7 +187,7 @@ void pa_ssl_vision_on_timer(evutil_socket_t fd, short what, void *arg) {
   const pa_robot_state *rs = (const pa_robot_state *)(t + 1);
   uint32_t nb = 0, ny = 0, max = g->ctl->def.max_robots;
   for (uint32_t i = 0; i < t->robot_count && i < max; i++) {
-    if (!(rs[i].flags & PA_RS_ACTIVE) || x->team[i] < 0)
+    if (!(rs[i].flags & PA_RS_ACTIVE) || x->team[i] < 0 || dropped(x))
       continue;
     SSLDetectionRobot *r = &x->rob[nb + ny];
     SSLDetectionRobot init = SSL__DETECTION_ROBOT__INIT;
@@ -175,10 +195,10 @@ void pa_ssl_vision_on_timer(evutil_socket_t fd, short what, void *arg) {
     r->confidence = 1;
     r->has_robot_id = 1;
     r->robot_id = x->sid[i];
-    r->x = (float)(rs[i].x * 1000);
-    r->y = (float)(rs[i].y * 1000);
+    r->x = (float)((rs[i].x + gauss(x, x->noise_pos)) * 1000);
+    r->y = (float)((rs[i].y + gauss(x, x->noise_pos)) * 1000);
     r->has_orientation = 1;
-    r->orientation = (float)rs[i].theta;
+    r->orientation = (float)(rs[i].theta + gauss(x, x->noise_theta));
     r->has_height = 1;
     r->height = 150;
     if (x->team[i] == 0)

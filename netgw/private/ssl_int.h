@@ -44,6 +44,9 @@ typedef struct pa_ssl_gw {
   SSLFieldCircularArc arc;
   SSLFieldCircularArc *arc_p[1];
   Vector2f centre;
+  /* Realism (playarea.RealismConfig): vision noise and dropout, seeded. */
+  double noise_pos, noise_theta, dropout; /* [m], [rad], probability */
+  uint64_t rng;
 } pa_ssl_gw;
 
 /* out grown to n bytes; false when out of memory. */

@@ -22,7 +22,7 @@ SRC = os.environ.get("PA_SOURCE_DIR") or os.path.join(os.path.dirname(__file__),
 PROTO_DIR = os.path.join(SRC, "netgw", "ssl", "proto")
 PROTOS = ["ssl_gc_common", "ssl_simulation_error", "ssl_simulation_robot_control",
           "ssl_simulation_config", "ssl_simulation_control", "ssl_vision_detection",
-          "ssl_vision_geometry", "ssl_vision_wrapper"]
+          "ssl_vision_geometry", "ssl_vision_wrapper", "playarea_ssl"]
 BALL_R, C2D, HZ = 0.021335, 0.08, 200
 ACC_SLIDE, ACC_ROLL, ACC_UP = 3.0, 0.35, 4.0
 WHEEL_ANGLES = [math.radians(a) for a in (60, 135, 225, 300)]
@@ -297,6 +297,32 @@ class SslProtocol(StackTestCase):
         self.step_and_see(1)
         self.assertAlmostEqual(self.sim.get_ball()["velocity"][0], 3.0, delta=0.05)
 
+    def realism(self, **kw):
+        cmd = pb["ssl_simulation_control"].SimulatorCommand()
+        m = pb["playarea_ssl"].RealismConfig(**kw)
+        a = cmd.config.realism_config.custom.add()
+        a.Pack(m)
+        return self.control(cmd)
+
+    def test_realism_noise_and_dropout(self):
+        self.addCleanup(self.realism, position_noise=0, orientation_noise=0, dropout=0)
+        self.assertEqual(list(self.realism(position_noise=0.01, orientation_noise=0.02,
+                                           seed=7).errors), [])
+        xs = [self.bot(self.step_and_see(1), 0).x for _ in range(40)]
+        mean = sum(xs) / len(xs)
+        sd = math.sqrt(sum((x - mean) ** 2 for x in xs) / (len(xs) - 1))
+        self.assertAlmostEqual(mean, -500, delta=6)
+        self.assertTrue(5 < sd < 16, "x noise sigma %.1f mm, want ~10" % sd)
+        self.assertEqual(list(self.realism(dropout=1.0).errors), [])
+        f = self.step_and_see(1)
+        self.assertEqual((len(f.robots_blue), len(f.robots_yellow), len(f.balls)), (0, 0, 0))
+        r = self.realism(dropout=2.0)
+        self.assertEqual([e.code for e in r.errors], ["invalid:config.realism_config"])
+        self.assertEqual(list(self.realism(position_noise=0, orientation_noise=0,
+                                           dropout=0).errors), [])
+        f = self.step_and_see(1)
+        self.assertEqual(self.bot(f, 0).x, -500)
+
     def test_unsupported_fields_are_errors(self):
         cmd = pb["ssl_simulation_control"].SimulatorCommand()
         cmd.control.teleport_ball.x = 1
@@ -317,7 +343,7 @@ class SslProtocol(StackTestCase):
         self.assertEqual(codes, sorted([
             "unsupported:teleport_ball.by_force", "unsupported:teleport_ball.teleport_safely",
             "unsupported:teleport_robot.by_force", "unsupported:config.geometry",
-            "unsupported:robot_specs.custom", "unsupported:config.realism_config"]))
+            "unsupported:robot_specs.custom", "unsupported:config.realism_config.custom"]))
         f = self.step_and_see(1)
         self.assertEqual((f.balls[0].x, f.balls[0].y), (0, 0))  # nothing moved
         self.assertAlmostEqual(self.bot(f, 0).x, -500, delta=1)
