@@ -430,7 +430,8 @@ static int launch_finish(void *args, const bool *given, char *err,
     snprintf(err, err_sz, "--wrap render: pa-render is off (--no-render)");
     return -1;
   }
-  if (check_file("world", c->sim.map.world, err, err_sz) < 0 ||
+  if ((!pa_sim_ssl_world_division(c->sim.map.world) &&
+       check_file("world", c->sim.map.world, err, err_sz) < 0) ||
       check_file("map_yaml", c->sim.map.map_yaml, err, err_sz) < 0 ||
       check_file("map_image", c->sim.map.map_image, err, err_sz) < 0)
     return -1;

@@ -208,6 +208,12 @@ typedef struct pa_world {
   pa_obstacle_def *obstacles;  /* [obstacle_count] */
   size_t obstacle_count;
   bool unknown_blocks;         /* default true */
+  /* An `ssl:` section (docs/ssl.md): the field of this division ('A' /
+   * 'B', 0 = none) is the map; robots_given = the file lists its robots
+   * (else ssl_robots per team, 0 = 11 in A, 6 in B, are placed). */
+  char ssl_division;
+  uint32_t ssl_robots;
+  bool robots_given;
 } pa_world;
 
 /* Parses a world file. Errors are "file:line:column: message". */

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "pa_map_int.h"
 #include "pa_props.h"
@@ -346,9 +347,43 @@ static int world_map(wctx *c, yaml_node_t *n, const char *dir, pa_world *w) {
   return 0;
 }
 
+/* ssl: {division: a|b, robots: N per team}: an SSL field is the map. */
+static int world_ssl(wctx *c, yaml_node_t *n, yaml_node_t *root, pa_world *w) {
+  static const char *const keys[] = {"division", "robots", NULL};
+  if (n->type != YAML_MAPPING_NODE)
+    return pa_map_yerr(c->d, n, c->err, c->err_sz,
+                       "ssl: expected a mapping {division: a|b, robots: N}");
+  if (pa_map_ycheck_keys(c->d, n, "ssl", keys, c->err, c->err_sz))
+    return -1;
+  if (pa_map_yget(c->d, root, "map"))
+    return pa_map_yerr(c->d, n, c->err, c->err_sz,
+                       "ssl: the field is the map; remove 'map'");
+  yaml_node_t *v = pa_map_yget(c->d, n, "division");
+  char s[8];
+  if (!v)
+    return pa_map_yerr(c->d, n, c->err, c->err_sz,
+                       "ssl.division is required: a or b");
+  if (pa_map_ystr(c->d, v, "ssl.division", s, sizeof s, c->err, c->err_sz))
+    return -1;
+  if (strcasecmp(s, "a") && strcasecmp(s, "b"))
+    return pa_map_yerr(c->d, v, c->err, c->err_sz,
+                       "ssl.division: '%s' is not a or b", s);
+  w->ssl_division = (char)toupper((unsigned char)s[0]);
+  long r = 0;
+  if ((v = pa_map_yget(c->d, n, "robots"))) {
+    if (pa_map_yint(c->d, v, "ssl.robots", &r, c->err, c->err_sz))
+      return -1;
+    if (r < 0 || r > 16)
+      return pa_map_yerr(c->d, v, c->err, c->err_sz,
+                         "ssl.robots: %ld per team, expected 0..16", r);
+  }
+  w->ssl_robots = (uint32_t)r;
+  return 0;
+}
+
 static int world_parse(wctx *c, const char *path, pa_world *w) {
-  static const char *const keys[] = {"map", "unknown_blocks", "robots",
-                                     "obstacles", NULL};
+  static const char *const keys[] = {
+      "map", "unknown_blocks", "robots", "obstacles", "ssl", NULL};
   yaml_node_t *root = pa_map_ydoc_root(c->d);
   if (pa_map_ycheck_keys(c->d, root, "world", keys, c->err, c->err_sz))
     return -1;
@@ -364,7 +399,11 @@ static int world_parse(wctx *c, const char *path, pa_world *w) {
                    c->err_sz))
     return -1;
 
+  if ((v = pa_map_yget(c->d, root, "ssl")) && world_ssl(c, v, root, w))
+    return -1;
+
   yaml_node_t *robots = pa_map_yget(c->d, root, "robots");
+  w->robots_given = robots != NULL;
   size_t nr = 1;
   if (robots) {
     if (robots->type != YAML_SEQUENCE_NODE)

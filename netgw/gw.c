@@ -54,6 +54,11 @@ pa_netgw_def pa_netgw_def_default(void) {
       .web_dir = "",
       .upload_dir = "",
       .beacon_port = PA_BEACON_PORT,
+      .ssl_control_port = 10300,
+      .ssl_blue_port = 10301,
+      .ssl_yellow_port = 10302,
+      .ssl_vision_port = 10020,
+      .ssl_vision_hz = 60,
   };
   return d;
 }
@@ -301,6 +306,8 @@ pa_netgw *pa_netgw_create(const pa_netgw_def *d, pa_stack *stack, char *err,
     }
     pa_warn("%s: serving no web pages", werr);
   }
+  if (pa_ssl_gw_start(g, err, err_sz) != 0)
+    goto fail;
   struct timeval hp = {0, HEALTH_PERIOD_US};
   event_add(g->health_ev, &hp);
 
@@ -364,6 +371,7 @@ void pa_netgw_destroy(pa_netgw *g) {
     g->ctl->health[PA_PROC_NETGW].ready = 0;
     __atomic_store_n(&g->ctl->tcp_port, 0, __ATOMIC_RELEASE);
   }
+  pa_ssl_gw_stop(g);
   struct event *evs[] = {g->sig_int,   g->sig_term,    g->stop_ev,
                          g->health_ev, g->relisten_ev, g->cam_more_ev};
   for (size_t i = 0; i < sizeof evs / sizeof evs[0]; i++)

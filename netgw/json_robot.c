@@ -109,6 +109,11 @@ static json_t *state_json(jctx *x, uint32_t robot, const pa_robot_info *info,
   json_object_set_new(d, "sim_time", json_real(t->sim_time));
   json_object_set_new(d, "paused", json_boolean(t->flags & PA_TICK_PAUSED));
   json_object_set_new(d, "sensors", sensors_json(x->c, robot));
+  if (t->ssl) {
+    json_object_set_new(d, "ball", pa_json_ssl_ball(t));
+    json_object_set_new(d, "ball_contact",
+                        json_boolean(rs->flags & PA_RS_BALL_CONTACT));
+  }
   return d;
 }
 
@@ -255,7 +260,16 @@ json_t *pa_json_act_set_pose(jctx *x) {
   cmd.pose.x = p[0];
   cmd.pose.y = p[1];
   cmd.pose.theta = n == 6 ? p[5] : p[2];
+  double p3[3] = {cmd.pose.x, cmd.pose.y, cmd.pose.theta};
+  int moving = pa_json_moving_pose(x, p3, &cmd); /* with a velocity (SSL) */
+  if (moving < 0)
+    return NULL;
   if (o.kind == P_OBSTACLE) { /* pa-sim finds it by name, as set_property */
+    if (moving)
+      return pa_json_fail(x, PA_ERR_INVALID_MESSAGE,
+                          "obstacle '%s' is static: v_x, v_y and v_angular "
+                          "apply to robots only",
+                          o.oi.name);
     snprintf(cmd.name, sizeof cmd.name, "%s", o.oi.name);
     return pa_json_wait_for_sim(x, &cmd, UINT32_MAX);
   }

@@ -135,7 +135,8 @@ static const jaction actions[] = {
     ROW(set_wheels, CMD, NULL, NULL, JF_ROBOT, "robot left right head"),
     ROW(stop, CMD, NULL, NULL, JF_ROBOT, "robot"),
     ROW(get_pose, CMD, NULL, NULL, 0, "name robot"),
-    ROW(set_pose, CMD, DONE(set_pose), NULL, JF_SIM, "name robot pose"),
+    ROW(set_pose, CMD, DONE(set_pose), NULL, JF_SIM,
+        "name robot pose v_x v_y v_angular"),
     ROW(subscribe, CMD, NULL, NULL, 0, "channel robot udp_port"),
     ROW(unsubscribe, CMD, NULL, NULL, 0, "channel robot udp_port"),
     ROW(list_robots, CMD, NULL, COST(list_robots), 0, ""),
@@ -212,6 +213,12 @@ static const jaction actions[] = {
     ROW(add_point_cloud, CMD, NULL, NULL, 0, PTS_KEYS),
 #undef VIS_KEYS
 #undef PTS_KEYS
+    ROW(kick, CMD, DONE(ssl), NULL, JF_ROBOT | JF_SIM, "robot speed angle"),
+    ROW(set_dribbler, CMD, DONE(ssl), NULL, JF_ROBOT | JF_SIM, "robot rpm"),
+    ROW(teleport_ball, CMD, DONE(teleport_ball), NULL, JF_SIM,
+        "position velocity roll present"),
+    ROW(get_ball, CMD, NULL, NULL, 0, ""),
+    ROW(get_ssl_info, CMD, NULL, NULL, 0, ""),
 };
 
 #undef CMD

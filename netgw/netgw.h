@@ -151,6 +151,14 @@ typedef struct pa_netgw_def {
   bool no_port_walk;    /* a taken tcp_port is an error, not walked past */
   unsigned beacon_port; /* UDP discovery beacon destination port */
   bool no_beacon;       /* send no discovery beacon */
+  /* RoboCup SSL simulation protocol (docs/ssl.md), open when the world has
+   * an SSL field: UDP ports (0 = pick one) on `bind`, and vision. */
+  unsigned ssl_control_port; /* SimulatorCommand; 10300 */
+  unsigned ssl_blue_port;    /* blue RobotControl; 10301 */
+  unsigned ssl_yellow_port;  /* yellow RobotControl; 10302 */
+  unsigned ssl_vision_port;  /* SSL_WrapperPacket to 127.0.0.1; 10020 */
+  double ssl_vision_hz;      /* [Hz] wall clock; 60 */
+  bool ssl_vision_multicast; /* to 224.5.23.2 instead */
 } pa_netgw_def;
 pa_netgw_def pa_netgw_def_default(void);
 

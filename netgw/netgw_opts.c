@@ -64,6 +64,18 @@ static const pa_opt_row rows[] = {
     {ROW(def.no_beacon, "no_beacon", PA_OPT_FLAG, 0, -1, 0,
          "send no discovery beacon (`playarea discover` will not list this "
          "stack)")},
+    {ROW(def.ssl_control_port, "ssl_control_port", PA_OPT_U32, 0, 65535, 10300,
+         "SSL worlds: UDP port of SimulatorCommand (0 = pick a free one)")},
+    {ROW(def.ssl_blue_port, "ssl_blue_port", PA_OPT_U32, 0, 65535, 10301,
+         "SSL worlds: UDP port of the blue team's RobotControl")},
+    {ROW(def.ssl_yellow_port, "ssl_yellow_port", PA_OPT_U32, 0, 65535, 10302,
+         "SSL worlds: UDP port of the yellow team's RobotControl")},
+    {ROW(def.ssl_vision_port, "ssl_vision_port", PA_OPT_U32, 1, 65535, 10020,
+         "SSL worlds: SSL_WrapperPacket vision to 127.0.0.1 at this port")},
+    {ROW(def.ssl_vision_hz, "ssl_vision_hz", PA_OPT_DOUBLE, 0.1, 10000, 60,
+         "SSL worlds: [Hz] vision frames (wall clock)")},
+    {ROW(def.ssl_vision_multicast, "ssl_vision_multicast", PA_OPT_FLAG, 0, -1,
+         0, "SSL worlds: send vision to 224.5.23.2 (multicast) instead")},
 };
 
 static int finish(void *args, const bool *given, char *err, size_t err_sz) {

@@ -253,7 +253,8 @@ typedef struct pa_robot_state {
 
 enum {
   PA_RS_ACTIVE = 1u << 0,
-  PA_RS_BUMPED = 1u << 1, /* a collision limited the last tick's motion */
+  PA_RS_BUMPED = 1u << 1,       /* a collision limited the last tick's motion */
+  PA_RS_BALL_CONTACT = 1u << 2, /* SSL: the ball touched its dribbler bar */
 };
 enum { PA_FRAME_ROBOT = 0, PA_FRAME_WORLD = 1 };
 
@@ -267,6 +268,10 @@ typedef struct pa_tick {
   double speed;   /* time scale; 0 = as fast as possible */
   uint32_t world_gen;
   uint32_t scan_phase; /* pa-sim's scan_tick0 % ticks_per_scan (resume) */
+  uint32_t ssl;        /* SSL field division 'A' / 'B'; 0 = no SSL field */
+  int32_t ball_holder; /* SSL: robot holding the ball on its dribbler, -1 */
+  double ball[6];      /* SSL: x, y, z, vx, vy, vz [m, m/s]; z = height of
+                        * its bottom; ball_holder -2 = no ball */
   /* pa_robot_state robots[robot_count]; */
 } pa_tick;
 enum { PA_TICK_PAUSED = 1u << 0 };
@@ -334,6 +339,14 @@ enum pa_op {
   PA_OP_LOAD_SNAPSHOT_JSON, /* path (under --data_dir); replies snapshot */
   PA_OP_SAVE_WORLD,         /* path (a world .yaml under --data_dir); replies
                                snapshot (robots, obstacles, tick) */
+  PA_OP_SSL_ROBOT,          /* robot; ssl_robot (an SSL RobotCommand); replies
+                               ssl */
+  PA_OP_TELEPORT_BALL,      /* ball; replies ssl */
+  PA_OP_GET_BALL,           /* replies ssl (robot: its contact and kicks) */
+  PA_OP_TELEPORT_MOVING,    /* robot; moving (pose + world velocity); replies
+                               pose */
+  PA_OP_SSL_SPECS,          /* robot; ssl_specs (RobotSpecs but radius, height);
+                               replies ssl */
   PA_OP_COUNT
 };
 #define PA_CMD_PATH_MAX 256 /* pa_cmd.path, with its NUL */
@@ -416,6 +429,56 @@ typedef struct pa_cmd_dataset { /* EXPORT_DATASET */
   uint32_t ticks;               /* to record from the next one */
 } pa_cmd_dataset;
 
+/* SSL: one robot's command (RobotCommand): a move (PA_SSL_MOVE_*), and
+ * the kicker / dribbler when their PA_SSL_HAS_* bit is set. */
+enum {
+  PA_SSL_MOVE_NONE = 0,
+  PA_SSL_MOVE_WHEELS, /* m = front_right, back_right, back_left, front_left
+                         [m/s] */
+  PA_SSL_MOVE_LOCAL,  /* m = forward, left [m/s], angular [rad/s] */
+  PA_SSL_MOVE_GLOBAL, /* m = x, y [m/s], angular [rad/s] */
+};
+enum { PA_SSL_HAS_KICK = 1u << 0, PA_SSL_HAS_DRIBBLER = 1u << 1 };
+typedef struct pa_cmd_ssl_robot { /* SSL_ROBOT */
+  uint32_t move;                  /* PA_SSL_MOVE_* */
+  uint32_t has;                   /* PA_SSL_HAS_* */
+  double m[4];
+  double kick_speed;   /* [m/s] absolute */
+  double kick_angle;   /* [deg] 0 = straight, > 0 = chip */
+  double dribbler_rpm; /* [rpm] > 0 = on */
+} pa_cmd_ssl_robot;
+typedef struct pa_cmd_ball { /* TELEPORT_BALL */
+  double x, y, z;            /* [m] */
+  double vx, vy, vz;         /* [m/s] */
+  uint32_t roll;             /* 1 = already rolling */
+  uint32_t present;          /* 0 = take the ball off the field */
+} pa_cmd_ball;
+/* SSL_SPECS: the fields whose PA_SSL_SPEC_* bit is set. */
+enum {
+  PA_SSL_SPEC_MASS = 1u << 0,
+  PA_SSL_SPEC_MAX_KICK = 1u << 1,
+  PA_SSL_SPEC_MAX_CHIP = 1u << 2,
+  PA_SSL_SPEC_C2D = 1u << 3,
+  PA_SSL_SPEC_LIMITS = 1u << 4, /* lim[i] when bit (8 + i) is set too */
+  PA_SSL_SPEC_WHEELS = 1u << 5,
+  PA_SSL_SPEC_DRIBBLER_WIDTH = 1u << 6,
+};
+typedef struct pa_cmd_ssl_specs { /* SSL_SPECS */
+  uint32_t has;                   /* PA_SSL_SPEC_*; bits 8..13: lim[0..5] */
+  float mass;                     /* [kg] */
+  float max_kick, max_chip;       /* [m/s], 0 = unlimited */
+  float c2d;                      /* [m] centre to dribbler */
+  float lim[6];         /* acc up, acc up angular, brake, brake angular [m/s^2,
+                           rad/s^2], v max [m/s], w max [rad/s]; 0 = unlimited */
+  float wheel[4];       /* [rad] front_right, back_right, back_left,
+                           front_left, clockwise from forward */
+  float dribbler_width; /* [m] */
+} pa_cmd_ssl_specs;
+typedef struct pa_cmd_moving { /* TELEPORT_MOVING */
+  double x, y, theta;          /* [m, m, rad] */
+  double vx, vy, w;            /* world frame [m/s, m/s, rad/s] */
+} pa_cmd_moving;
+
 #define PA_CMD_STEPS_MAX 1000000u /* ticks of one STEP */
 #define PA_CMD_SPEED_LIMIT 1e6    /* |velocity| of a drive, any unit */
 
@@ -436,6 +499,10 @@ typedef struct pa_cmd {
     pa_cmd_prop prop;
     pa_cmd_gen_map gen_map;
     pa_cmd_dataset dataset;
+    pa_cmd_ssl_robot ssl_robot;
+    pa_cmd_ball ball;
+    pa_cmd_moving moving;
+    pa_cmd_ssl_specs ssl_specs;
     uint8_t args_raw[64]; /* the size of the area: fixed */
   };
   char name[32];              /* op specific name */
@@ -476,6 +543,14 @@ typedef struct pa_reply_dataset { /* EXPORT_DATASET */
   uint64_t first_tick, last_tick;
 } pa_reply_dataset;
 
+typedef struct pa_reply_ssl { /* SSL_ROBOT, TELEPORT_BALL, GET_BALL */
+  double ball[6];             /* x, y, z, vx, vy, vz [m, m/s] */
+  int32_t holder;             /* robot holding it, -1; -2 = no ball */
+  uint32_t contact;           /* the robot's ball contact (robot ops) */
+  uint32_t kicks;             /* the robot's kicks fired so far */
+  uint32_t division;          /* 'A' / 'B' */
+} pa_reply_ssl;
+
 typedef struct pa_reply {
   uint64_t client_id;
   uint64_t request_id;
@@ -491,6 +566,7 @@ typedef struct pa_reply {
     pa_reply_snapshot snapshot;
     pa_reply_map map;
     pa_reply_dataset dataset;
+    pa_reply_ssl ssl;
     uint8_t res_raw[72]; /* the size of the area: fixed */
   };
   char msg[96]; /* human text when status != PA_OK */

@@ -67,16 +67,33 @@ int main(int argc, char **argv) {
   d.max_obstacles = ctl->def.max_obstacles;
   d.max_beams = ctl->def.max_beams;
 
-  if (pa_map_flags_resolve(&mf, &world, err, sizeof err) != 0) {
-    pa_error("%s", err);
-    goto out;
+  char ssl = pa_sim_ssl_world_division(mf.world);
+  if (ssl) { /* the built-in SSL worlds: the field is the map */
+    if (pa_sim_ssl_world(ssl, d.ssl_robots, &world, &grid, err, sizeof err) !=
+        0) {
+      pa_error("--world %s: %s", mf.world, err);
+      goto out;
+    }
+    have_world = have_grid = true;
+  } else {
+    if (pa_map_flags_resolve(&mf, &world, err, sizeof err) != 0) {
+      pa_error("%s", err);
+      goto out;
+    }
+    have_world = true;
+    ssl = world.ssl_division;
+    if (ssl) { /* a world file's ssl: section: the field is the map */
+      if (pa_sim_ssl_world_file(&world, &grid, err, sizeof err) != 0) {
+        pa_error("--world %s: %s", mf.world, err);
+        goto out;
+      }
+      have_grid = true;
+    } else if (pa_map_load(&world.map, &grid, err, sizeof err) != 0) {
+      pa_error("%s", err);
+      goto out;
+    }
+    have_grid = true;
   }
-  have_world = true;
-  if (pa_map_load(&world.map, &grid, err, sizeof err) != 0) {
-    pa_error("%s", err);
-    goto out;
-  }
-  have_grid = true;
   if (pa_sim_model_init(&model, &d, &world, &grid, err, sizeof err) != 0) {
     pa_error("%s", err);
     goto out;
@@ -90,6 +107,11 @@ int main(int argc, char **argv) {
     goto out;
   }
   have_state = true;
+  if (ssl && pa_sim_ssl_enable(&state, ssl, err, sizeof err) != 0) {
+    pa_error("%s", err);
+    status = 1;
+    goto out;
+  }
 
   rc = pa_sim_shm_resume(&model, &state, &stack, err, sizeof err);
   if (rc < 0) {

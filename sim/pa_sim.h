@@ -107,6 +107,8 @@ typedef struct pa_sim_def {
   /* Robots neither collide with nor appear in the scans of each other
    * (independent learning episodes in one world); default false. */
   bool ghost_robots;
+  /* Robots per team of the built-in SSL worlds (0 = 11 in A, 6 in B). */
+  uint32_t ssl_robots;
 } pa_sim_def;
 pa_sim_def pa_sim_def_default(void);
 
@@ -226,6 +228,7 @@ typedef struct pa_sim_state {
   uint64_t late_scans;     /* scans overlapped so far (statistics) */
   pa_sim_rec *rec;         /* an export_dataset recording, or NULL */
   bool ghosts;             /* def.ghost_robots: robots ignore each other */
+  struct pa_sim_ssl *ssl;  /* the SSL field, ball and kickers, or NULL */
 } pa_sim_state;
 
 /* Scan threads for def.threads and an initial world of `robots` robots:
@@ -401,6 +404,23 @@ int pa_sim_shm_answer_inflight(const pa_sim_state *s, pa_stack *st);
  * every tick and the health block. Returns when *stop becomes non-zero. */
 void pa_sim_run(pa_sim_model *m, pa_sim_state *s, pa_stack *st,
                 volatile sig_atomic_t *stop);
+
+/* ---- RoboCup SSL (sim_ssl.c, sim_ball.c; docs/ssl.md) ---------------------
+ */
+
+/* 'A' / 'B' for the built-in world names "ssl-a" / "ssl-b", else 0. */
+char pa_sim_ssl_world_division(const char *world);
+/* The built-in SSL world of a division: the field's walls as the grid,
+ * per_team robots b0.. and y0.. (0 = 11 in A, 6 in B) in their halves. */
+int pa_sim_ssl_world(char division, uint32_t per_team, pa_world *w, pa_grid *g,
+                     char *err, size_t err_sz);
+/* A world file with an ssl: section: its field as the grid g and, when
+ * the file lists no robots, the built-in formation (w's robots replaced). */
+int pa_sim_ssl_world_file(pa_world *w, pa_grid *g, char *err, size_t err_sz);
+/* Turns the state's SSL side on (a ball at the centre); freed with the
+ * state. */
+int pa_sim_ssl_enable(pa_sim_state *s, char division, char *err, size_t err_sz);
+void pa_sim_ssl_free(pa_sim_state *s);
 
 #ifdef __cplusplus
 }

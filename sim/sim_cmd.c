@@ -3,6 +3,7 @@
 #include "pa_props.h"
 #include "pa_sim.h"
 #include "sim_int.h"
+#include "sim_ssl_int.h"
 
 #include <math.h>
 #include <stdarg.h>
@@ -685,6 +686,12 @@ static const pa_sim_op_def ops[PA_OP_COUNT] = {
     OP(LOAD_SNAPSHOT_JSON, "load_snapshot_json", op_load_snapshot_json,
        PUBLISH),
     OP(SAVE_WORLD, "save_world", pa_sim_int_save_world, 0),
+    OP(SSL_ROBOT, "ssl_robot", pa_sim_int_op_ssl_robot, ROBOT),
+    OP(TELEPORT_BALL, "teleport_ball", pa_sim_int_op_teleport_ball, PUBLISH),
+    OP(GET_BALL, "get_ball", pa_sim_int_op_get_ball, 0),
+    OP(TELEPORT_MOVING, "teleport_moving", pa_sim_int_op_teleport_moving,
+       ROBOT | PUBLISH),
+    OP(SSL_SPECS, "ssl_specs", pa_sim_int_op_ssl_specs, ROBOT | PUBLISH),
 };
 #undef OP
 

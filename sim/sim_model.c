@@ -3,6 +3,7 @@
 #include "pa_props.h"
 #include "pa_sim.h"
 #include "sim_int.h"
+#include "sim_ssl_int.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -515,6 +516,7 @@ int pa_sim_state_init(const pa_sim_model *m, pa_sim_state *s, char *err,
 
 void pa_sim_state_free(pa_sim_state *s) {
   pa_sim_rec_stop(s);
+  pa_sim_ssl_free(s);
   pa_sim_int_pool_free(s->pool); /* stops the workers first */
   pa_sim_int_late_free(s);
   free(s->info);
@@ -608,6 +610,7 @@ void pa_sim_reset(const pa_sim_model *m, pa_sim_state *s) {
                         .new_gens = true};
   pa_sim_int_world_install(m, s, &w);
   s->scan_tick0 = s->tick; /* scans as a fresh start does */
+  pa_sim_ssl_reset(s);
 }
 
 /* Robot id of a running world clear of the walls of model m, the state's

@@ -39,6 +39,16 @@ bool pa_sim_simd_cpu_has(pa_sim_simd p) {
   return (unsigned)p < PA_SIM_SIMD_COUNT;
 }
 
+char pa_sim_ssl_world_division(const char *world) {
+  if (!world)
+    return 0;
+  if (!strcmp(world, "ssl-a"))
+    return 'A';
+  if (!strcmp(world, "ssl-b"))
+    return 'B';
+  return 0;
+}
+
 #define ROW(FIELD, NAME, TYPE, MIN, MAX, DEF, HELP)                            \
   PA_OPT_ROW(pa_sim_args, FIELD, NAME, TYPE, MIN, MAX, DEF, NULL, HELP)
 #define STR(FIELD, NAME, TYPE, DEF, HELP)                                      \
@@ -48,7 +58,8 @@ static const pa_opt_row rows[] = {
     {STR(def.instance, "instance", PA_OPT_STRBUF, "p9000",
          "shared-memory instance name")},
     {STR(map.world, "world", PA_OPT_STR, NULL,
-         "world file: map, robots, obstacles (docs/world-format.md)")},
+         "world file: map, robots, obstacles (docs/world-format.md); "
+         "ssl-a / ssl-b = the built-in RoboCup SSL fields (docs/ssl.md)")},
     {STR(map.map_yaml, "map_yaml", PA_OPT_STR, NULL,
          "ROS map_server map.yaml ('' = use --map_image)")},
     {STR(map.map_image, "map_image", PA_OPT_STR, NULL,
@@ -125,6 +136,8 @@ static const pa_opt_row rows[] = {
     {STR(simd, "simd", PA_OPT_STRBUF, "auto",
          "ray caster path: auto|avx512|avx2|portable|scalar (the same ranges "
          "on every path; auto = the fastest this CPU has)")},
+    {ROW(def.ssl_robots, "ssl_robots", PA_OPT_U32, 0, 16, 0,
+         "robots per team of --world ssl-a / ssl-b (0 = 11 in A, 6 in B)")},
 };
 
 static int finish(void *args, const bool *given, char *err, size_t err_sz) {

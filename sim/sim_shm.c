@@ -4,6 +4,7 @@
 #define _GNU_SOURCE
 #include "pa_sim.h"
 #include "sim_int.h"
+#include "sim_ssl_int.h"
 
 #include <errno.h>
 #include <math.h>
@@ -69,6 +70,7 @@ static void write_tick(const pa_sim_model *m, const pa_sim_state *s,
   t.speed = s->speed;
   t.world_gen = st->ctl->world_gen;
   t.scan_phase = (uint32_t)(s->scan_tick0 % m->ticks_per_scan);
+  pa_sim_ssl_tick_fill(s, &t);
   if (!ring_put(st->state, &t, sizeof t, s->rs, n * sizeof(pa_robot_state)))
     pa_warn("state record of %u robots does not fit the state ring", n);
 }

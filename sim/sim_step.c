@@ -2,6 +2,7 @@
  * the commands that change the state between ticks are in sim_cmd.c. */
 #include "pa_sim.h"
 #include "sim_int.h"
+#include "sim_ssl_int.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -461,6 +462,8 @@ int64_t pa_sim_int_step(const pa_sim_model *m, pa_sim_state *s, int64_t t0,
    * other robot, and the same holds the other way. The rest then move in
    * index order as always: the same result as all in index order. */
   double reach = 2.0 * rmax + 2.0 * lmax + 0.01;
+  if (s->ssl)
+    pa_sim_ssl_pre(m, s);
   if (s->pool && s->hash.valid && s->robot_count >= 256 && reach <= cell) {
     move_job j = {m, s, reach};
     uint64_t c = pa_sim_int_pool_run(s->pool, plan_move, &j, s->robot_count,
@@ -477,6 +480,8 @@ int64_t pa_sim_int_step(const pa_sim_model *m, pa_sim_state *s, int64_t t0,
         s->bumps += robot_move(m, s, i, &s->motion[i], true);
       }
   }
+  if (s->ssl)
+    pa_sim_ssl_post(m, s);
   s->tick++;
   s->sim_time = (double)s->tick * m->dt;
   int64_t t1 = timed ? pa_sim_int_now() : 0;

@@ -103,8 +103,10 @@ static void envelope_and_state(void **state) {
   assert_non_null(strstr(buf, "request_id must be a string or a number"));
   err("sim_control", "get_state", "{}", "unknown_action",
       "not a sim_control action");
-  err("command", "set_pose", "{\"pose\": [0, 0, 0], \"v_x\": 0.5}",
-      "invalid_message", "data.v_x is not a key of set_pose");
+  /* v_x, v_y, v_angular are set_pose keys (teleport with a velocity,
+   * tests/python/test_ssl_json.py); a key it does not take is refused */
+  err("command", "set_pose", "{\"pose\": [0, 0, 0], \"v_z\": 0.5}",
+      "invalid_message", "data.v_z is not a key of set_pose");
   err("command", "set_velocity", "{\"v\": 0.1, \"kick_speed\": 3}",
       "invalid_message", "data.kick_speed is not a key of set_velocity");
   err("command", "get_terrain_grid", "{\"stride\": \"2\"}",

@@ -687,6 +687,7 @@ static void world_up(fixture *f) {
   memset(rec, 0, n);
   pa_tick *t = (pa_tick *)rec;
   t->tick = 41, t->sim_time = 0.205, t->robot_count = 2, t->speed = 1;
+  t->ssl = 'B', t->ball_holder = -1; /* an SSL field: its actions answer */
   pa_robot_state *rs = (pa_robot_state *)(t + 1);
   for (uint32_t i = 0; i < 2; i++) {
     rs[i].id = i, rs[i].gen = 1, rs[i].flags = PA_RS_ACTIVE;
@@ -1164,6 +1165,22 @@ static const jcase jcases[] = {
     ERR("add_visual_box", "{\"name\": \"a2\"}", "invalid_message",
         "a visual named 'a2' exists"),
     OK_("clear_visuals", "{}", "\"removed\":7", -1),
+    OK_("kick", "{\"robot\": 1, \"speed\": 2}", "\"kicks\":0", PA_OP_SSL_ROBOT),
+    ERR("kick", "{\"robot\": 1, \"speed\": -1}", "invalid_message",
+        "data.speed"),
+    ERR("kick", "{\"robot\": 1}", "invalid_message", "data.speed"),
+    OK_("set_dribbler", "{\"robot\": 1, \"rpm\": 100}",
+        "\"ball_contact\":false", PA_OP_SSL_ROBOT),
+    ERR("set_dribbler", "{\"robot\": 1}", "invalid_message", "data.rpm"),
+    OK_("teleport_ball", "{\"position\": [1, 2], \"velocity\": [1, 0]}",
+        "\"present\":true", PA_OP_TELEPORT_BALL),
+    ERR("teleport_ball", "{}", "invalid_action_shape", "data.position"),
+    ERR("teleport_ball", "{\"position\": [1, 2], \"roll\": 1}",
+        "invalid_message", "data.roll"),
+    OK_("get_ball", "{}", "\"division\":\"B\"", -1),
+    OK_("get_ssl_info", "{}", "\"open\":false", -1),
+    OK_("set_pose", "{\"robot\": 1, \"pose\": [1, 2, 0], \"v_x\": 1}",
+        "\"pose\"", PA_OP_TELEPORT_MOVING),
 };
 
 static bool op_seen(void *arg) {

@@ -261,5 +261,19 @@ json_t *pa_json_act_start_recording_video(jctx *x);
 json_t *pa_json_act_stop_recording_video(jctx *x);
 /* {"recording": {...}, "screenshot": {...}} for get_status. */
 json_t *pa_json_spectator_status(pa_netgw *g);
+/* ---- json_ssl.c -----------------------------------------------------------*/
+
+/* The ball of an SSL tick (t->ssl != 0) as JSON. */
+json_t *pa_json_ssl_ball(const pa_tick *t);
+/* set_pose's v_x, v_y, v_angular: 1 and cmd a TELEPORT_MOVING to pose p
+ * when any is given, 0 when none, -1 bad (error set). */
+int pa_json_moving_pose(jctx *x, const double p[3], pa_cmd *cmd);
+json_t *pa_json_act_kick(jctx *x);
+json_t *pa_json_act_set_dribbler(jctx *x);
+json_t *pa_json_act_teleport_ball(jctx *x);
+json_t *pa_json_act_get_ball(jctx *x);
+json_t *pa_json_act_get_ssl_info(jctx *x);
+json_t *pa_json_done_ssl(jctx *x, const pa_reply *r);
+json_t *pa_json_done_teleport_ball(jctx *x, const pa_reply *r);
 
 #endif

@@ -235,7 +235,17 @@ typedef struct pa_netgw {
   struct sockaddr_in beacon_to[2]; /* loopback, and broadcast if bound wide */
   unsigned n_beacon_to;
   uint64_t beacons_sent, beacons_failed;
+  struct pa_ssl_gw *ssl; /* SSL protocol sockets and vision, or NULL */
 } pa_netgw;
+
+/* ssl_gw.c: the SSL simulation protocol when the world has an SSL field
+ * (0 without one; -1 with err when a port cannot be bound), and its
+ * teardown. */
+int pa_ssl_gw_start(pa_netgw *g, char *err, size_t err_sz);
+void pa_ssl_gw_stop(pa_netgw *g);
+/* The bound control, blue and yellow ports and the vision port; -1 when
+ * the SSL protocol is not open. */
+int pa_ssl_gw_ports(const pa_netgw *g, unsigned ports[4]);
 
 /* gw.c, for json.c */
 void pa_gw_write(pa_client *c, const char *s, size_t n);

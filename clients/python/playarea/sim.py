@@ -367,4 +367,36 @@ class Sim:
         return self.request("load_snapshot", {"name": name})
 
 
+    # ---- RoboCup SSL (worlds ssl-a / ssl-b; docs/ssl.md) -----------------------
+
+    def kick(self, speed, angle=0.0, robot=0):
+        """Arm the kicker: it fires at speed [m/s] (absolute, 3-D) when the ball
+        touches the dribbler bar; angle [deg] > 0 chips. speed 0 disarms."""
+        return self.request("kick", {"robot": robot, "speed": finite("speed", speed),
+                                     "angle": finite("angle", angle)})
+
+    def set_dribbler(self, rpm, robot=0):
+        """Dribbler speed [rpm]; > 0 holds a ball that touches the bar."""
+        return self.request("set_dribbler", {"robot": robot, "rpm": finite("rpm", rpm)})
+
+    def teleport_ball(self, x, y, z=0.0, vx=0.0, vy=0.0, vz=0.0, roll=False, present=True):
+        """Put the ball at (x, y, z) [m] with a velocity [m/s]; roll = already
+        rolling (else it slides first); present=False takes it off the field."""
+        data = {"roll": bool(roll), "present": bool(present),
+                "velocity": _vec("velocity", (vx, vy, vz), 3)}
+        if present:
+            data["position"] = _vec("position", (x, y, z), 3)
+        return self.request("teleport_ball", data)
+
+    def get_ball(self):
+        """The ball: position [x, y, z], velocity, holder (robot or None), division."""
+        return self.request("get_ball")
+
+    def teleport_moving(self, x, y, theta, v_x=0.0, v_y=0.0, v_angular=0.0, robot=0):
+        """set_pose with a world-frame velocity [m/s, m/s, rad/s] the robot keeps."""
+        return self.request("set_pose", {"robot": robot, "pose": _vec("pose", (x, y, theta), 3),
+                                          "v_x": finite("v_x", v_x), "v_y": finite("v_y", v_y),
+                                          "v_angular": finite("v_angular", v_angular)})
+
+
 Client = Sim

@@ -1,0 +1,59 @@
+/* ssl_int.h - private to pa-netgw's SSL side: the protocol sockets
+ * (ssl_gw.c) and vision (ssl_vision.c) share this state. */
+#ifndef PA_SSL_INT_H
+#define PA_SSL_INT_H
+
+#include "netgw_int.h"
+
+#include "pa_ssl_field.h"
+#include "ssl_vision_wrapper.pb-c.h"
+
+enum { S_CONTROL = 0, S_BLUE, S_YELLOW, S_COUNT };
+#define SSL_LINES 12 /* field line segments of the geometry */
+
+typedef struct pa_ssl_gw {
+  pa_netgw *g;
+  int fd[S_COUNT];
+  unsigned port[S_COUNT];
+  struct event *ev[S_COUNT];
+  int vfd;
+  struct sockaddr_in vdest;
+  struct event *vision_ev;
+  uint64_t last_tick;
+  bool have_last;
+  uint32_t frame;
+  uint64_t frames, errors;
+  pa_ssl_field f;
+  uint8_t *rx;  /* [SSL_DGRAM_MAX] */
+  uint8_t *out; /* packed replies and frames */
+  size_t out_cap;
+  /* Per robot slot, of world_gen map_gen: team 0 blue, 1 yellow, -1 not an
+   * SSL robot; its id. */
+  int8_t *team;
+  uint8_t *sid;
+  uint32_t map_gen;
+  bool have_map;
+  SSLDetectionRobot *rob; /* [max_robots] */
+  SSLDetectionRobot **blue, **yellow;
+  /* The geometry, built once. */
+  SSLGeometryData geo;
+  SSLGeometryFieldSize size;
+  SSLFieldLineSegment line[SSL_LINES];
+  SSLFieldLineSegment *line_p[SSL_LINES];
+  Vector2f pt[SSL_LINES][2];
+  SSLFieldCircularArc arc;
+  SSLFieldCircularArc *arc_p[1];
+  Vector2f centre;
+  /* Realism (playarea.RealismConfig): vision noise and dropout, seeded. */
+  double noise_pos, noise_theta, dropout; /* [m], [rad], probability */
+  uint64_t rng;
+} pa_ssl_gw;
+
+/* out grown to n bytes; false when out of memory. */
+bool pa_ssl_out_reserve(pa_ssl_gw *x, size_t n);
+/* The geometry packet's parts, built once from x->f. */
+void pa_ssl_vision_geometry(pa_ssl_gw *x);
+/* The vision timer: a frame of the newest tick (geometry now and then). */
+void pa_ssl_vision_on_timer(evutil_socket_t fd, short what, void *arg);
+
+#endif

@@ -1,0 +1,361 @@
+"""An SSL team against the real stack over the SSL simulation protocol:
+protobuf messages built by `protoc --python_out` from netgw/ssl/proto at
+test time, UDP to the control and team ports (OS-picked), vision received
+on a port the test binds and names in SimulatorConfig.vision_port. The
+world runs lockstep (JSON step_n) so every distance is exact."""
+
+import math
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+from playarea import Sim
+
+from stack import StackTestCase
+
+SRC = os.environ.get("PA_SOURCE_DIR") or os.path.join(os.path.dirname(__file__), "..", "..")
+PROTO_DIR = os.path.join(SRC, "netgw", "ssl", "proto")
+PROTOS = ["ssl_gc_common", "ssl_simulation_error", "ssl_simulation_robot_control",
+          "ssl_simulation_config", "ssl_simulation_control", "ssl_vision_detection",
+          "ssl_vision_geometry", "ssl_vision_wrapper", "playarea_ssl"]
+BALL_R, C2D, HZ = 0.021335, 0.08, 200
+ACC_SLIDE, ACC_ROLL, ACC_UP = 3.0, 0.35, 4.0
+WHEEL_ANGLES = [math.radians(a) for a in (60, 135, 225, 300)]
+WHEEL_DIST = 0.08
+pb = {}
+
+
+def compile_protos(out):
+    protoc = shutil.which("protoc")
+    if not protoc:
+        raise unittest.SkipTest("protoc not installed")
+    subprocess.run([protoc, "--python_out=" + out, "-I" + PROTO_DIR] +
+                   [os.path.join(PROTO_DIR, p + ".proto") for p in PROTOS], check=True)
+    sys.path.insert(0, out)
+    import importlib
+    for p in PROTOS:
+        pb[p] = importlib.import_module(p + "_pb2")
+
+
+class SslProtocol(StackTestCase):
+    stack_args = ("--world", "ssl-b", "--paused", "--no-render", "--ssl_control_port", "0",
+                  "--ssl_blue_port", "0", "--ssl_yellow_port", "0", "--ssl_vision_hz", "200")
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="pa-ssl-pb-")
+        cls.addClassCleanup(shutil.rmtree, cls.tmp, True)
+        compile_protos(cls.tmp)
+        super().setUpClass()
+
+    def setUp(self):
+        self.sim = Sim(self.host, self.port, timeout=20)
+        self.addCleanup(self.sim.close)
+        self.sim.reset()
+        self.info = self.sim.request("get_ssl_info")
+        self.ctl_sock = self.udp()
+        self.team_sock = self.udp()
+        self.vision = self.udp()
+        cmd = pb["ssl_simulation_control"].SimulatorCommand()
+        cmd.config.vision_port = self.vision.getsockname()[1]
+        self.assertEqual(list(self.control(cmd).errors), [])
+
+    def udp(self):
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        s.bind(("127.0.0.1", 0))
+        s.settimeout(5)
+        self.addCleanup(s.close)
+        return s
+
+    # ---- the protocol ------------------------------------------------------
+
+    def control(self, cmd):
+        self.ctl_sock.sendto(cmd.SerializeToString(), ("127.0.0.1", self.info["control_port"]))
+        r = pb["ssl_simulation_control"].SimulatorResponse()
+        r.ParseFromString(self.ctl_sock.recv(65536))
+        return r
+
+    def robots(self, commands, team="blue"):
+        rc = pb["ssl_simulation_robot_control"].RobotControl()
+        for c in commands:
+            rc.robot_commands.add().CopyFrom(c)
+        port = self.info["blue_port" if team == "blue" else "yellow_port"]
+        self.team_sock.sendto(rc.SerializeToString(), ("127.0.0.1", port))
+        r = pb["ssl_simulation_robot_control"].RobotControlResponse()
+        r.ParseFromString(self.team_sock.recv(65536))
+        return r
+
+    def command(self, rid, **kw):
+        c = pb["ssl_simulation_robot_control"].RobotCommand(id=rid)
+        for k in ("kick_speed", "kick_angle", "dribbler_speed"):
+            if k in kw:
+                setattr(c, k, kw.pop(k))
+        if "local" in kw:
+            f, l, a = kw.pop("local")
+            c.move_command.local_velocity.forward, c.move_command.local_velocity.left = f, l
+            c.move_command.local_velocity.angular = a
+        if "glob" in kw:
+            x, y, a = kw.pop("glob")
+            g = c.move_command.global_velocity
+            g.x, g.y, g.angular = x, y, a
+        if "wheels" in kw:
+            w = c.move_command.wheel_velocity
+            w.front_right, w.back_right, w.back_left, w.front_left = kw.pop("wheels")
+        self.assertEqual(kw, {})
+        return c
+
+    def teleport_robot(self, rid, x, y, theta, team="blue", **kw):
+        cmd = pb["ssl_simulation_control"].SimulatorCommand()
+        t = cmd.control.teleport_robot.add()
+        t.id.id = rid
+        t.id.team = (pb["ssl_gc_common"].BLUE if team == "blue" else pb["ssl_gc_common"].YELLOW)
+        t.x, t.y, t.orientation = x, y, theta
+        for k, v in kw.items():
+            setattr(t, k, v)
+        r = self.control(cmd)
+        self.assertEqual(list(r.errors), [])
+
+    def teleport_ball(self, x, y, **kw):
+        cmd = pb["ssl_simulation_control"].SimulatorCommand()
+        b = cmd.control.teleport_ball
+        b.x, b.y = x, y
+        for k, v in kw.items():
+            setattr(b, k, v)
+        r = self.control(cmd)
+        self.assertEqual(list(r.errors), [])
+
+    def at_bar(self, x, y, theta):
+        d = C2D + BALL_R - 0.001
+        return x + d * math.cos(theta), y + d * math.sin(theta)
+
+    def step_and_see(self, ticks):
+        """Steps the world, then returns the detection frame of that tick."""
+        t = self.sim.step_n(ticks)["tick"]
+        want = t / HZ
+        deadline = time.monotonic() + 10
+        w = pb["ssl_vision_wrapper"].SSL_WrapperPacket()
+        while time.monotonic() < deadline:
+            w.ParseFromString(self.vision.recv(65536))
+            if w.HasField("detection") and abs(w.detection.t_capture - want) < 1e-9:
+                return w.detection
+        self.fail("no vision frame of t = %g s" % want)
+
+    @staticmethod
+    def bot(frame, rid, team="blue"):
+        rs = frame.robots_blue if team == "blue" else frame.robots_yellow
+        for r in rs:
+            if r.robot_id == rid:
+                return r
+        return None
+
+    # ---- tests -------------------------------------------------------------
+
+    def test_vision_geometry_and_detection(self):
+        w = pb["ssl_vision_wrapper"].SSL_WrapperPacket()
+        self.sim.step_n(1)
+        deadline = time.monotonic() + 10
+        geo = None
+        while geo is None and time.monotonic() < deadline:
+            self.sim.step_n(1)
+            w.ParseFromString(self.vision.recv(65536))
+            if w.HasField("geometry"):
+                geo = w.geometry
+        self.assertIsNotNone(geo, "no geometry packet")
+        self.assertEqual((geo.field.field_length, geo.field.field_width), (9000, 6000))
+        self.assertEqual(geo.field.goal_width, 1000)
+        self.assertIn("CenterCircle", [a.name for a in geo.field.field_arcs])
+        f = self.step_and_see(1)
+        self.assertEqual(len(f.robots_blue), 6)
+        self.assertEqual(len(f.robots_yellow), 6)
+        self.assertEqual(len(f.balls), 1)
+        self.assertEqual((f.balls[0].x, f.balls[0].y), (0, 0))
+        b0 = self.bot(f, 0)
+        self.assertAlmostEqual(b0.x, -500, delta=1)  # millimetres
+        self.assertAlmostEqual(b0.y, -900, delta=1)
+
+    def drive_distance(self, v, t):
+        ta = v / ACC_UP
+        return v * t - 0.5 * v * ta
+
+    def test_drive_local_velocity(self):
+        self.teleport_robot(0, -3, -2, 0)
+        r = self.robots([self.command(0, local=(1.0, 0, 0))])
+        self.assertEqual(list(r.errors), [])
+        self.assertEqual([f.id for f in r.feedback], [0])
+        f = self.step_and_see(200)
+        b = self.bot(f, 0)
+        self.assertAlmostEqual(b.x / 1000 + 3, self.drive_distance(1.0, 1.0), delta=0.01)
+        self.assertAlmostEqual(b.y / 1000, -2, delta=0.005)
+
+    def test_drive_global_velocity(self):
+        self.teleport_robot(1, -3, 2, math.pi / 2)
+        self.robots([self.command(1, glob=(0, -0.5, 0))])
+        f = self.step_and_see(200)
+        b = self.bot(f, 1)
+        self.assertAlmostEqual(b.x / 1000, -3, delta=0.005)
+        self.assertAlmostEqual(2 - b.y / 1000, self.drive_distance(0.5, 1.0), delta=0.01)
+        self.assertAlmostEqual(b.orientation, math.pi / 2, delta=1e-3)
+
+    def test_drive_wheels(self):
+        self.teleport_robot(2, -3, 0.5, 0)
+        wheels = [math.sin(a) * 1.0 for a in WHEEL_ANGLES]  # forward 1 m/s
+        self.robots([self.command(2, wheels=wheels)])
+        f = self.step_and_see(200)
+        b = self.bot(f, 2)
+        self.assertAlmostEqual(b.x / 1000 + 3, self.drive_distance(1.0, 1.0), delta=0.01)
+        self.assertAlmostEqual(b.y / 1000, 0.5, delta=0.005)
+        # A pure turn on the wheels turns in place.
+        self.robots([self.command(2, wheels=[WHEEL_DIST * 2.0] * 4)])
+        th0 = b.orientation
+        f = self.step_and_see(100)
+        b2 = self.bot(f, 2)
+        self.assertGreater(math.remainder(b2.orientation - th0, 2 * math.pi), 0.5)
+
+    def test_kick_rolling_distance(self):
+        self.teleport_robot(3, -3, 1.0, 0)
+        self.robots([self.command(3, kick_speed=2.0)])
+        self.teleport_ball(*self.at_bar(-3, 1.0, 0))
+        f = self.step_and_see(1)
+        x0 = f.balls[0].x / 1000
+        f = self.step_and_see(2000)
+        vs = 2.0 * 5 / 7
+        want = (4 - vs * vs) / (2 * ACC_SLIDE) + vs * vs / (2 * ACC_ROLL)
+        self.assertAlmostEqual(f.balls[0].x / 1000 - x0, want, delta=0.03)
+
+    def test_chip_over_robot(self):
+        self.teleport_robot(4, -3, -1.5, 0)
+        self.teleport_robot(1, -2.2, -1.5, math.pi, team="yellow")
+        self.robots([self.command(4, kick_speed=4.0, kick_angle=45)])
+        self.teleport_ball(*self.at_bar(-3, -1.5, 0))
+        zmax = 0
+        for _ in range(30):
+            f = self.step_and_see(5)
+            zmax = max(zmax, f.balls[0].z)
+        self.assertGreater(zmax, 300)  # [mm] well above the 150 mm robot
+        self.assertGreater(f.balls[0].x / 1000, -2.2 + 0.3)
+
+    def test_dribble_and_turn(self):
+        self.teleport_robot(5, -3, 2.2, 0)
+        self.teleport_ball(*self.at_bar(-3, 2.2, 0))
+        self.robots([self.command(5, dribbler_speed=5000, local=(0, 0, 2.0))])
+        f = self.step_and_see(300)
+        b = self.bot(f, 5)
+        self.assertGreater(abs(math.remainder(b.orientation, 2 * math.pi)), 1.0)
+        bx = b.x / 1000 + (C2D + BALL_R) * math.cos(b.orientation)
+        by = b.y / 1000 + (C2D + BALL_R) * math.sin(b.orientation)
+        self.assertAlmostEqual(f.balls[0].x / 1000, bx, delta=0.002)
+        self.assertAlmostEqual(f.balls[0].y / 1000, by, delta=0.002)
+        r = self.robots([self.command(5, dribbler_speed=5000, local=(0, 0, 2.0))])
+        self.assertTrue(r.feedback[0].dribbler_ball_contact)
+
+    def test_teleport_with_velocity(self):
+        self.teleport_robot(0, -3, -2, 0, v_x=1.0, v_y=0.5)
+        f = self.step_and_see(100)
+        b = self.bot(f, 0)
+        self.assertAlmostEqual(b.x / 1000, -2.5, delta=0.01)
+        self.assertAlmostEqual(b.y / 1000, -1.75, delta=0.01)
+
+    def test_present_removes_and_adds(self):
+        cmd = pb["ssl_simulation_control"].SimulatorCommand()
+        t = cmd.control.teleport_robot.add()
+        t.id.id, t.id.team, t.present = 5, pb["ssl_gc_common"].YELLOW, False
+        self.assertEqual(list(self.control(cmd).errors), [])
+        f = self.step_and_see(1)
+        self.assertIsNone(self.bot(f, 5, "yellow"))
+        self.assertEqual(len(f.robots_yellow), 5)
+        r = self.robots([self.command(5, local=(1, 0, 0))], team="yellow")
+        self.assertEqual([e.code for e in r.errors], ["unknown_robot"])
+        self.teleport_robot(5, 2, 2, 0, team="yellow", present=True)
+        f = self.step_and_see(1)
+        b = self.bot(f, 5, "yellow")
+        self.assertIsNotNone(b)
+        self.assertAlmostEqual(b.x, 2000, delta=1)
+
+    def test_robot_specs(self):
+        cmd = pb["ssl_simulation_control"].SimulatorCommand()
+        s = cmd.config.robot_specs.add()
+        s.id.id, s.id.team = 0, pb["ssl_gc_common"].BLUE
+        s.radius, s.max_linear_kick_speed = 0.085, 3.0
+        s.limits.vel_absolute_max = 0.5
+        self.assertEqual(list(self.control(cmd).errors), [])
+        self.teleport_robot(0, -3, -2, 0)
+        self.robots([self.command(0, local=(2.0, 0, 0), kick_speed=6.0)])
+        f = self.step_and_see(200)
+        b = self.bot(f, 0)
+        self.assertAlmostEqual(b.x / 1000 + 3, self.drive_distance(0.5, 1.0), delta=0.01)
+        radius = {r["name"]: r["radius"] for r in self.sim.list_robots()["robots"]}
+        self.assertAlmostEqual(radius["b0"], 0.085, delta=1e-6)
+        self.robots([self.command(0, local=(0, 0, 0), kick_speed=6.0)])
+        f = self.step_and_see(200)
+        x = self.bot(f, 0).x / 1000
+        self.teleport_ball(*self.at_bar(x, -2, 0))
+        self.step_and_see(1)
+        self.assertAlmostEqual(self.sim.get_ball()["velocity"][0], 3.0, delta=0.05)
+
+    def realism(self, **kw):
+        cmd = pb["ssl_simulation_control"].SimulatorCommand()
+        m = pb["playarea_ssl"].RealismConfig(**kw)
+        a = cmd.config.realism_config.custom.add()
+        a.Pack(m)
+        return self.control(cmd)
+
+    def test_realism_noise_and_dropout(self):
+        self.addCleanup(self.realism, position_noise=0, orientation_noise=0, dropout=0)
+        self.assertEqual(list(self.realism(position_noise=0.01, orientation_noise=0.02,
+                                           seed=7).errors), [])
+        xs = [self.bot(self.step_and_see(1), 0).x for _ in range(40)]
+        mean = sum(xs) / len(xs)
+        sd = math.sqrt(sum((x - mean) ** 2 for x in xs) / (len(xs) - 1))
+        self.assertAlmostEqual(mean, -500, delta=6)
+        self.assertTrue(5 < sd < 16, "x noise sigma %.1f mm, want ~10" % sd)
+        self.assertEqual(list(self.realism(dropout=1.0).errors), [])
+        f = self.step_and_see(1)
+        self.assertEqual((len(f.robots_blue), len(f.robots_yellow), len(f.balls)), (0, 0, 0))
+        r = self.realism(dropout=2.0)
+        self.assertEqual([e.code for e in r.errors], ["invalid:config.realism_config"])
+        self.assertEqual(list(self.realism(position_noise=0, orientation_noise=0,
+                                           dropout=0).errors), [])
+        f = self.step_and_see(1)
+        self.assertEqual(self.bot(f, 0).x, -500)
+
+    def test_unsupported_fields_are_errors(self):
+        cmd = pb["ssl_simulation_control"].SimulatorCommand()
+        cmd.control.teleport_ball.x = 1
+        cmd.control.teleport_ball.by_force = True
+        cmd.control.teleport_ball.teleport_safely = True
+        t = cmd.control.teleport_robot.add()
+        t.id.id, t.id.team, t.x, t.by_force = 0, pb["ssl_gc_common"].BLUE, 1, True
+        cmd.config.geometry.field.field_length = 1
+        cmd.config.geometry.field.field_width = 1
+        cmd.config.geometry.field.goal_width = 1
+        cmd.config.geometry.field.goal_depth = 1
+        cmd.config.geometry.field.boundary_width = 1
+        s = cmd.config.robot_specs.add()
+        s.id.id, s.id.team = 0, pb["ssl_gc_common"].BLUE
+        s.custom.add().type_url = "type.googleapis.com/other.Spec"
+        cmd.config.realism_config.custom.add().type_url = "x"
+        codes = sorted(e.code for e in self.control(cmd).errors)
+        self.assertEqual(codes, sorted([
+            "unsupported:teleport_ball.by_force", "unsupported:teleport_ball.teleport_safely",
+            "unsupported:teleport_robot.by_force", "unsupported:config.geometry",
+            "unsupported:robot_specs.custom", "unsupported:config.realism_config.custom"]))
+        f = self.step_and_see(1)
+        self.assertEqual((f.balls[0].x, f.balls[0].y), (0, 0))  # nothing moved
+        self.assertAlmostEqual(self.bot(f, 0).x, -500, delta=1)
+        # Bad ids, bad numbers and garbage are named too.
+        r = self.robots([self.command(20, local=(1, 0, 0)),
+                         self.command(1, kick_speed=-1.0)])
+        self.assertEqual(sorted(e.code for e in r.errors), ["invalid:kick", "unknown_robot"])
+        self.ctl_sock.sendto(b"\xff\xff\xff", ("127.0.0.1", self.info["control_port"]))
+        r = pb["ssl_simulation_control"].SimulatorResponse()
+        r.ParseFromString(self.ctl_sock.recv(65536))
+        self.assertEqual([e.code for e in r.errors], ["invalid:message"])
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,7 @@
+# SSL tests: the ball's physics driven directly (cmocka), and the stack
+# played as an SSL team through JSON (Python).
+pa_add_test(test_sim_ball SOURCES test_sim_ball.c LIBS pa_test_sim pa_sim_internal TIMEOUT 60 LABELS ssl sim)
+pa_add_python_test(python_ssl_json test_ssl_json TIMEOUT 120)
+set_tests_properties(python_ssl_json PROPERTIES LABELS "python;ssl")
+pa_add_python_test(python_ssl_proto test_ssl_proto TIMEOUT 120)
+set_tests_properties(python_ssl_proto PROPERTIES LABELS "python;ssl")
