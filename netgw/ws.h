@@ -27,8 +27,8 @@ struct pa_ws_cbs {
 };
 
 struct pa_ws_limits {
-  size_t max_message;   /* a larger incoming message closes with 1009 */
-  size_t max_queued;    /* pa_ws_send* refuse (-1) while this many bytes wait */
+  size_t max_message; /* a larger incoming message closes with 1009 */
+  size_t max_queued;  /* pa_ws_send* refuse (-1) while this many bytes wait */
 };
 
 /* The longest HTTP request head the upgrade reads (bytes). */
@@ -54,13 +54,11 @@ int pa_ws_header(const char *head, size_t len, const char *name, char *out,
  * non-empty `subprotocols`, writes a 400 response, closes fd and returns NULL
  * with err set. `extra` bytes that followed the head (already read) are fed to
  * the framing first. */
-struct pa_ws *pa_ws_accept(struct event_base *base, evutil_socket_t fd,
-                           const char *head, size_t head_len,
-                           const uint8_t *extra, size_t extra_len,
-                           const char *const *subprotocols,
-                           const struct pa_ws_limits *limits,
-                           const struct pa_ws_cbs *cbs, void *arg, char *err,
-                           size_t errlen);
+struct pa_ws *
+pa_ws_accept(struct event_base *base, evutil_socket_t fd, const char *head,
+             size_t head_len, const uint8_t *extra, size_t extra_len,
+             const char *const *subprotocols, const struct pa_ws_limits *limits,
+             const struct pa_ws_cbs *cbs, void *arg, char *err, size_t errlen);
 
 /* Queue one message. Returns 0, or -1 when the connection is closing or
  * `max_queued` bytes already wait (the caller drops and counts the frame). */

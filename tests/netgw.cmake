@@ -19,3 +19,7 @@ endif()
 if(TARGET playarea)
   add_dependencies(test_netgw_robust playarea)
 endif()
+# The WebSocket layer (ws.c) over a socket pair: the web viewer's /ws and the
+# Foxglove server both stand on it.
+pa_add_test(test_ws SOURCES test_ws.c LIBS pa_netgw PkgConfig::EVENT
+            TIMEOUT 30 LABELS netgw)
