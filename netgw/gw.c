@@ -4,6 +4,7 @@
  * clients and line framing), text.c (text commands), json.c (JSON lines).
  * Everything runs in one libevent loop; bridge.c threads only wake it. */
 #define _GNU_SOURCE
+#include "foxglove.h"
 #include "netgw_int.h"
 
 #include "pa_util.h"
@@ -11,6 +12,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <math.h>
 #include <netinet/tcp.h>
 #include <sched.h>
@@ -49,6 +51,7 @@ pa_netgw_def pa_netgw_def_default(void) {
       .idle_timeout_ms = 10000,
       .max_clients_per_peer = 0,
       .reserve_clients = 4,
+      .foxglove_port = 8765, /* a taken port only warns (foxglove.c) */
   };
   return d;
 }
@@ -279,6 +282,20 @@ pa_netgw *pa_netgw_create(const pa_netgw_def *d, pa_stack *stack, char *err,
     snprintf(err, err_sz, "event setup failed");
     goto fail;
   }
+  g->fox = pa_fox_create(g, err, err_sz);
+  if (!g->fox)
+    goto fail;
+  if (d->record && *d->record) {
+    char path[PATH_MAX];
+    if (pa_fox_record_path(g, d->record, path, sizeof path, err, err_sz) != 0 ||
+        pa_fox_record_start(g->fox, path, NULL, 0, err, err_sz) != 0) {
+      char why[512];
+      snprintf(why, sizeof why, "--record: %s", err);
+      snprintf(err, err_sz, "%s", why);
+      goto fail;
+    }
+    pa_info("recording MCAP to %s", path);
+  }
   event_add(g->stop_ev, NULL);
   struct timeval hp = {0, HEALTH_PERIOD_US};
   event_add(g->health_ev, &hp);
@@ -321,6 +338,8 @@ void pa_netgw_destroy(pa_netgw *g) {
   pa_bridge_stop(&g->br_scan);
   pa_bridge_stop(&g->br_cam);
   pa_bridge_stop(&g->br_reply);
+  pa_fox_destroy(g->fox); /* finishes a recording */
+  g->fox = NULL;
   if (g->clients)
     for (uint32_t i = 0; i < g->slots; i++)
       if (g->clients[i])

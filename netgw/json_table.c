@@ -169,6 +169,9 @@ static const jaction actions[] = {
     ROW(step_n, CTL, NULL, NULL, JF_SIM, "steps"),
     ROW(set_time_scale, CTL, NULL, NULL, JF_SIM, "scale factor"),
     ROW(get_status, CTL, NULL, NULL, 0, ""),
+    ROW(record_mcap, CMD, NULL, NULL, 0, "path topics seconds"),
+    ROW(stop_record_mcap, CMD, NULL, NULL, 0, ""),
+    ROW(foxglove_info, CMD, NULL, NULL, 0, ""),
 };
 
 #undef CMD

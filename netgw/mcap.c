@@ -129,7 +129,8 @@ uint32_t pa_mcap_crc32(uint32_t crc, const void *data, size_t len) {
   return ~crc;
 }
 
-/* ---- the queue -------------------------------------------------------------*/
+/* ---- the queue
+ * -------------------------------------------------------------*/
 
 enum { IT_SCHEMA, IT_CHANNEL, IT_MESSAGE, IT_SYNC };
 
@@ -138,7 +139,7 @@ typedef struct item {
   int kind;
   uint16_t id, ref; /* schema/channel id; a channel's schema */
   uint64_t log_ns, pub_ns;
-  uint64_t ticket; /* IT_SYNC */
+  uint64_t ticket;  /* IT_SYNC */
   char *name, *enc; /* schema name/encoding, channel topic/encoding */
   size_t len;
   uint8_t data[]; /* schema text or message payload */
@@ -251,7 +252,8 @@ static int write_all(pa_mcap *m, const void *p, size_t n) {
   return 0;
 }
 
-/* ---- records ----------------------------------------------------------------*/
+/* ---- records
+ * ----------------------------------------------------------------*/
 
 static void rec_schema(buf *b, uint16_t id, const def *s) {
   size_t at = rec_begin(b, OP_SCHEMA);
@@ -535,7 +537,8 @@ static void *writer_main(void *arg) {
   return NULL;
 }
 
-/* ---- the caller's side -------------------------------------------------------*/
+/* ---- the caller's side
+ * -------------------------------------------------------*/
 
 static void enqueue(pa_mcap *m, item *it) {
   it->next = NULL;
@@ -550,8 +553,9 @@ static void enqueue(pa_mcap *m, item *it) {
 pa_mcap *pa_mcap_open(const pa_mcap_def *d, char *err, size_t err_sz) {
   if (!d->path || !*d->path || d->chunk_size < 1 || d->queue_bytes < 1 ||
       d->chunk_ms < 1) {
-    snprintf(err, err_sz, "mcap: invalid settings (path, chunk_size, "
-                          "chunk_ms, queue_bytes)");
+    snprintf(err, err_sz,
+             "mcap: invalid settings (path, chunk_size, "
+             "chunk_ms, queue_bytes)");
     return NULL;
   }
   pa_mcap *m = calloc(1, sizeof *m);
@@ -570,7 +574,8 @@ pa_mcap *pa_mcap_open(const pa_mcap_def *d, char *err, size_t err_sz) {
     snprintf(err, err_sz, "mcap: out of memory");
     goto fail_mem;
   }
-  m->fd = open(d->path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  m->fd = open(d->path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW,
+               0644);
   if (m->fd < 0) {
     snprintf(err, err_sz, "%s: cannot create: %s", d->path, strerror(errno));
     goto fail_mem;
@@ -666,8 +671,8 @@ int pa_mcap_channel(pa_mcap *m, int schema, const char *topic,
   return id;
 }
 
-int pa_mcap_write(pa_mcap *m, int channel, uint64_t log_ns,
-                  uint64_t publish_ns, const void *data, size_t len) {
+int pa_mcap_write(pa_mcap *m, int channel, uint64_t log_ns, uint64_t publish_ns,
+                  const void *data, size_t len) {
   pthread_mutex_lock(&m->mu);
   bool bad = channel < 1 || channel > m->n_channels || m->error[0];
   bool full = m->queued + len > m->def.queue_bytes;
@@ -730,7 +735,8 @@ void pa_mcap_error(pa_mcap *m, char *b, size_t sz) {
   pthread_mutex_unlock(&m->mu);
 }
 
-/* ---- the summary -------------------------------------------------------------*/
+/* ---- the summary
+ * -------------------------------------------------------------*/
 
 static void summary_group(buf *b, buf *offs, uint8_t op, size_t start,
                           uint64_t base) {

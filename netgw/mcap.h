@@ -27,11 +27,11 @@ typedef struct pa_mcap_def {
 } pa_mcap_def;
 
 typedef struct pa_mcap_stats {
-  uint64_t messages;   /* written into chunks */
-  uint64_t dropped;    /* refused by a full queue */
+  uint64_t messages; /* written into chunks */
+  uint64_t dropped;  /* refused by a full queue */
   uint64_t chunks;
-  uint64_t bytes;      /* [bytes] file size so far */
-  uint64_t raw_bytes;  /* [bytes] uncompressed chunk records */
+  uint64_t bytes;     /* [bytes] file size so far */
+  uint64_t raw_bytes; /* [bytes] uncompressed chunk records */
 } pa_mcap_stats;
 
 pa_mcap_def pa_mcap_def_default(void);
@@ -51,8 +51,8 @@ int pa_mcap_channel(pa_mcap *m, int schema, const char *topic,
 /* Queues one message (data copied): 0, or -1 when the queue is full (the
  * message is dropped and counted), the channel unknown or the writer
  * failed. Log times need not be monotonic. */
-int pa_mcap_write(pa_mcap *m, int channel, uint64_t log_ns,
-                  uint64_t publish_ns, const void *data, size_t len);
+int pa_mcap_write(pa_mcap *m, int channel, uint64_t log_ns, uint64_t publish_ns,
+                  const void *data, size_t len);
 
 /* Blocks until everything queued before the call is in the file as complete
  * chunks (tests, and a recording's stop before it reports). */

@@ -134,6 +134,11 @@ typedef struct pa_netgw_def {
   /* Slots beyond max_clients, each only for an address holding no other
    * connection: an admin still gets in when one peer took them all. */
   unsigned reserve_clients;
+  /* Foxglove WebSocket server (docs/foxglove.md): its port (0 = off, -1 =
+   * a free one, reported by the foxglove_info action) */
+  int32_t foxglove_port;
+  const char *data_dir; /* record_mcap writes only under it (NULL = cwd) */
+  const char *record;   /* record an MCAP file from the start (NULL = no) */
 } pa_netgw_def;
 pa_netgw_def pa_netgw_def_default(void);
 

@@ -250,15 +250,15 @@ static void round_trip(void **state) {
   char path[128];
   tmp_path(path, sizeof path, "rt");
   pa_mcap *m = open_small(path, 2000);
-  int s = pa_mcap_schema(m, "foxglove.Log", "jsonschema", SCHEMA,
-                         strlen(SCHEMA));
+  int s =
+      pa_mcap_schema(m, "foxglove.Log", "jsonschema", SCHEMA, strlen(SCHEMA));
   int a = pa_mcap_channel(m, s, "/a", "json");
   int b = pa_mcap_channel(m, s, "/b", "json");
   assert_int_equal(s, 1);
   assert_int_equal(a, 1);
   assert_int_equal(b, 2);
   assert_int_equal(pa_mcap_channel(m, 7, "/c", "json"), -1); /* no schema 7 */
-  assert_int_equal(pa_mcap_write(m, 9, 0, 0, "x", 1), -1);    /* no channel 9 */
+  assert_int_equal(pa_mcap_write(m, 9, 0, 0, "x", 1), -1);   /* no channel 9 */
   const int N = 1000;
   for (int k = 0; k < N; k++) {
     char d[32];
@@ -280,7 +280,7 @@ static void round_trip(void **state) {
   assert_false(o.truncated);
   assert_true(o.footer);
   assert_int_equal(o.n_msgs, N);
-  assert_int_equal(o.schemas, 1);  /* once, in the first chunk */
+  assert_int_equal(o.schemas, 1); /* once, in the first chunk */
   assert_int_equal(o.channels, 2);
   assert_int_equal(o.chunks, (int)st.chunks);
   assert_int_equal(o.index_entries_ok, N);
@@ -333,8 +333,8 @@ static void truncated_file(void **state) {
     i += 9 + rd(f + i + 1, 8);
   }
   assert_true(third > 0);
-  size_t cuts[] = {third + 1, third + 20, third + 60, third + 9 +
-                   (size_t)rd(f + third + 1, 8) - 1};
+  size_t cuts[] = {third + 1, third + 20, third + 60,
+                   third + 9 + (size_t)rd(f + third + 1, 8) - 1};
   for (size_t c = 0; c < sizeof cuts / sizeof cuts[0]; c++) {
     FILE *w = fopen(cut, "wb");
     assert_int_equal(fwrite(f, 1, cuts[c], w), cuts[c]);
@@ -443,7 +443,8 @@ static void queue_bound(void **state) {
   int ok = 0, refused = 0;
   for (int k = 0; k < 200; k++)
     *(pa_mcap_write(m, a, (uint64_t)k, 0, big, sizeof big) == 0 ? &ok
-                                                                : &refused) += 1;
+                                                                : &refused) +=
+        1;
   pa_mcap_stats st;
   assert_int_equal(pa_mcap_close(m, &st, err, sizeof err), 0);
   assert_int_equal(st.dropped, (uint64_t)refused);

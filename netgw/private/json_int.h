@@ -195,4 +195,10 @@ json_t *pa_json_done_export_dataset(jctx *x, const pa_reply *r);
 json_t *pa_json_done_map(jctx *x, const pa_reply *r);
 json_t *pa_json_done_set_scenario(jctx *x, const pa_reply *r);
 
+/* ---- json_mcap.c ----------------------------------------------------------*/
+
+json_t *pa_json_act_record_mcap(jctx *x);
+json_t *pa_json_act_stop_record_mcap(jctx *x);
+json_t *pa_json_act_foxglove_info(jctx *x);
+
 #endif

@@ -224,6 +224,7 @@ typedef struct pa_netgw {
   /* loop cost per health period */
   int64_t cb_ns_sum, cb_ns_max;
   uint64_t cb_n;
+  struct pa_fox *fox; /* Foxglove server and MCAP recorder (foxglove.h) */
 } pa_netgw;
 
 /* gw.c, for json.c */
