@@ -25,20 +25,20 @@
 #define FOX_MAX_SUBS 256
 #define FOX_MAX_PUBS 32
 #define FOX_MAX_CALLS 64
-#define FOX_TURN_US 10000       /* the timer's period */
-#define FOX_STATE_HZ 50.0       /* /tf and /odom per simulated second */
-#define FOX_STATE_PER_TURN 16   /* state emits per turn before skipping */
+#define FOX_TURN_US 10000     /* the timer's period */
+#define FOX_STATE_HZ 50.0     /* /tf and /odom per simulated second */
+#define FOX_STATE_PER_TURN 16 /* state emits per turn before skipping */
 #define FOX_SCENE_PERIOD_NS 1000000000LL /* resent for late joiners */
-#define FOX_HEAD_TIMEOUT_S 5    /* an upgrade request must come this soon */
+#define FOX_HEAD_TIMEOUT_S 5 /* an upgrade request must come this soon */
 #define FOX_MAX_QUEUED (8u << 20)
-#define FOX_SOFT_QUEUED (1u << 20)     /* beyond: drop (camera: a quarter) */
+#define FOX_SOFT_QUEUED (1u << 20) /* beyond: drop (camera: a quarter) */
 #define FOX_JPEG_QUALITY 80
 /* Service calls' pa_cmd client id: no TCP client has slot 0xffffffff. */
 #define FOX_CLIENT_ID 0x00000000ffffffffull
 
 enum { SRV_RESET = 1, SRV_PAUSE, SRV_RESUME, SRV_STEP, SRV_TELEPORT, SRV_N };
-static const char *const srv_names[SRV_N] = {
-    NULL, "/reset", "/pause", "/resume", "/step", "/teleport"};
+static const char *const srv_names[SRV_N] = {NULL,      "/reset", "/pause",
+                                             "/resume", "/step",  "/teleport"};
 
 typedef struct fox_conn {
   struct pa_fox *f;
@@ -92,8 +92,8 @@ struct pa_fox {
   uint32_t n_conns;
   fox_call calls[FOX_MAX_CALLS];
   uint32_t next_chan;
-  fox_robot *robots; /* [max_robots] */
-  pa_robot_info *info; /* [max_robots] world snapshot copy */
+  fox_robot *robots;     /* [max_robots] */
+  pa_robot_info *info;   /* [max_robots] world snapshot copy */
   pa_obstacle_info *obs; /* [max_obstacles] */
   uint32_t n_info, n_obs;
   uint32_t world_gen, nav_gen, map_gen;
@@ -123,7 +123,8 @@ struct pa_fox {
 
 static const uint32_t world_chan[PA_FOX_WORLD_KINDS] = {1, 2, 3, 4};
 
-/* ---- small helpers ------------------------------------------------------------*/
+/* ---- small helpers
+ * ------------------------------------------------------------*/
 
 static void le32(uint8_t *p, uint32_t v) {
   for (int i = 0; i < 4; i++)
@@ -176,7 +177,8 @@ static bool topic_recorded(const pa_fox *f, const char *topic) {
   return false;
 }
 
-/* ---- channels -------------------------------------------------------------------*/
+/* ---- channels
+ * -------------------------------------------------------------------*/
 
 static json_t *chan_json(uint32_t id, int kind, const char *robot) {
   char topic[96];
@@ -196,9 +198,9 @@ static void advertise_all(pa_fox *f, fox_conn *c) {
   for (uint32_t r = 0; r < f->g->ctl->def.max_robots; r++)
     if (f->robots[r].live)
       for (int k = 0; k < PA_FOX_ROBOT_KINDS; k++)
-        json_array_append_new(chans, chan_json(f->robots[r].chan[k],
-                                               PA_FOX_SCAN + k,
-                                               f->robots[r].name));
+        json_array_append_new(chans,
+                              chan_json(f->robots[r].chan[k], PA_FOX_SCAN + k,
+                                        f->robots[r].name));
   send_json(c, json_pack("{s:s, s:o}", "op", "advertise", "channels", chans));
 }
 
@@ -279,7 +281,8 @@ static void refresh_world(pa_fox *f) {
     ri->name[sizeof ri->name - 1] = 0;
     fox_robot *fr = &f->robots[r];
     bool live = r < f->n_info && ri->active;
-    if (fr->live && (!live || fr->gen != ri->gen || strcmp(fr->name, ri->name))) {
+    if (fr->live &&
+        (!live || fr->gen != ri->gen || strcmp(fr->name, ri->name))) {
       for (int k = 0; k < PA_FOX_ROBOT_KINDS; k++)
         json_array_append_new(gone, json_integer(fr->chan[k]));
       if (fr->cam_demand)
@@ -305,8 +308,8 @@ static void refresh_world(pa_fox *f) {
       snprintf(fr->name, sizeof fr->name, "%s", ri->name);
       for (int k = 0; k < PA_FOX_ROBOT_KINDS; k++) {
         fr->chan[k] = f->next_chan++;
-        json_array_append_new(added,
-                              chan_json(fr->chan[k], PA_FOX_SCAN + k, fr->name));
+        json_array_append_new(
+            added, chan_json(fr->chan[k], PA_FOX_SCAN + k, fr->name));
       }
     }
   }
@@ -315,8 +318,8 @@ static void refresh_world(pa_fox *f) {
     if (!c)
       continue;
     if (json_array_size(gone))
-      send_json(c, json_pack("{s:s, s:O}", "op", "unadvertise", "channelIds",
-                             gone));
+      send_json(
+          c, json_pack("{s:s, s:O}", "op", "unadvertise", "channelIds", gone));
     if (json_array_size(added))
       send_json(c,
                 json_pack("{s:s, s:O}", "op", "advertise", "channels", added));
@@ -326,7 +329,8 @@ static void refresh_world(pa_fox *f) {
   update_cam_demand(f);
 }
 
-/* ---- publishing -------------------------------------------------------------------*/
+/* ---- publishing
+ * -------------------------------------------------------------------*/
 
 /* Starts a message in f->msg: the 13 header bytes, then the encoder's. */
 static pa_fox_buf *msg_begin(pa_fox *f) {
@@ -450,10 +454,10 @@ static void emit_state(pa_fox *f, const pa_tick *t) {
     if (!rs[r] || !wanted(f, chan, topic))
       continue;
     pa_fox_enc_odom(msg_begin(f), ns, fr->name, rs[r]);
-    publish(f, chan,
-            rec_channel(f, PA_FOX_ODOM, &fr->rec[PA_FOX_ODOM - PA_FOX_SCAN],
-                        topic),
-            ns, false);
+    publish(
+        f, chan,
+        rec_channel(f, PA_FOX_ODOM, &fr->rec[PA_FOX_ODOM - PA_FOX_SCAN], topic),
+        ns, false);
   }
 }
 
@@ -532,8 +536,7 @@ static void follow_camera(pa_fox *f) {
   while (f->cam_cur.next <= head &&
          ring_next(g->st->camera, &f->cam_cur, f->cam_buf, g->cam_cap, &len)) {
     const pa_frame *fr = (const pa_frame *)f->cam_buf;
-    if (len < sizeof *fr ||
-        fr->size != (uint32_t)fr->width * fr->height * 3u ||
+    if (len < sizeof *fr || fr->size != (uint32_t)fr->width * fr->height * 3u ||
         sizeof *fr + (uint64_t)fr->size > len || !fr->width ||
         fr->robot >= g->ctl->def.max_robots || !f->robots[fr->robot].live)
       continue;
@@ -553,8 +556,8 @@ static void follow_camera(pa_fox *f) {
     }
     f->jpeg_frames++;
     publish(f, chan,
-            rec_channel(f, PA_FOX_CAMERA,
-                        &rb->rec[PA_FOX_CAMERA - PA_FOX_SCAN], topic),
+            rec_channel(f, PA_FOX_CAMERA, &rb->rec[PA_FOX_CAMERA - PA_FOX_SCAN],
+                        topic),
             pa_fox_ns(fr->sim_time), true);
   }
 }
@@ -576,8 +579,8 @@ static void stop_recording_now(pa_fox *f, const char *why) {
   pa_mcap_stats st;
   char path[256], err[256];
   if (pa_fox_record_stop(f, &st, path, sizeof path, err, sizeof err) == 0)
-    pa_info("foxglove: recording %s stopped (%s): %" PRIu64 " messages, %" PRIu64
-            " chunks, %" PRIu64 " dropped",
+    pa_info("foxglove: recording %s stopped (%s): %" PRIu64
+            " messages, %" PRIu64 " chunks, %" PRIu64 " dropped",
             path, why, st.messages, st.chunks, st.dropped);
   else
     pa_warn("foxglove: recording stopped (%s): %s", why, err);
@@ -638,7 +641,8 @@ static void on_turn(evutil_socket_t fd, short what, void *arg) {
   arm(f);
 }
 
-/* ---- services ---------------------------------------------------------------------*/
+/* ---- services
+ * ---------------------------------------------------------------------*/
 
 static void send_service_response(fox_conn *c, uint32_t service, uint32_t call,
                                   const char *json) {
@@ -751,7 +755,8 @@ static void service_call(fox_conn *c, const uint8_t *d, size_t n) {
     break;
   case SRV_STEP: {
     json_t *s = json_object_get(req, "steps");
-    json_int_t steps = s ? (json_is_integer(s) ? json_integer_value(s) : -1) : 1;
+    json_int_t steps =
+        s ? (json_is_integer(s) ? json_integer_value(s) : -1) : 1;
     if (steps < 1 || steps > PA_NETGW_STEP_MAX)
       snprintf(err, sizeof err, "steps must be an integer in [1, %u]",
                PA_NETGW_STEP_MAX);
@@ -763,13 +768,13 @@ static void service_call(fox_conn *c, const uint8_t *d, size_t n) {
     json_t *rb = json_object_get(req, "robot");
     pa_robot_info info;
     uint32_t idx = 0;
-    int rc = json_is_string(rb)
-                 ? pa_gw_robot(f->g, json_string_value(rb), -1, &info, &idx)
-             : json_is_integer(rb)
-                 ? pa_gw_robot(f->g, NULL, (long)json_integer_value(rb), &info,
-                               &idx)
-             : !rb ? pa_gw_robot(f->g, NULL, 0, &info, &idx)
-                   : -1;
+    int rc =
+        json_is_string(rb)
+            ? pa_gw_robot(f->g, json_string_value(rb), -1, &info, &idx)
+        : json_is_integer(rb)
+            ? pa_gw_robot(f->g, NULL, (long)json_integer_value(rb), &info, &idx)
+        : !rb ? pa_gw_robot(f->g, NULL, 0, &info, &idx)
+              : -1;
     double v[3];
     const char *keys[3] = {"x", "y", "theta"};
     for (int i = 0; i < 3; i++) {
@@ -820,7 +825,10 @@ static void service_call(fox_conn *c, const uint8_t *d, size_t n) {
 
 static void advertise_services(fox_conn *c) {
   static const char *const req_schema[SRV_N] = {
-      NULL, "{}", "{}", "{}",
+      NULL,
+      "{}",
+      "{}",
+      "{}",
       "{\"type\":\"object\",\"properties\":{\"steps\":{\"type\":\"integer\","
       "\"minimum\":1}}}",
       "{\"type\":\"object\",\"properties\":{\"robot\":{\"type\":[\"string\","
@@ -843,16 +851,17 @@ static void advertise_services(fox_conn *c) {
                   "s:s}, s:s, s:s}",
                   "id", s, "name", srv_names[s], "type", type, "request",
                   "encoding", "json", "schemaName", req_name, "schemaEncoding",
-                  "jsonschema", "schema", req_schema[s], "response",
-                  "encoding", "json", "schemaName", resp_name,
-                  "schemaEncoding", "jsonschema", "schema", resp,
-                  "requestSchema", req_schema[s], "responseSchema", resp));
+                  "jsonschema", "schema", req_schema[s], "response", "encoding",
+                  "json", "schemaName", resp_name, "schemaEncoding",
+                  "jsonschema", "schema", resp, "requestSchema", req_schema[s],
+                  "responseSchema", resp));
   }
-  send_json(c, json_pack("{s:s, s:o}", "op", "advertiseServices", "services",
-                         srvs));
+  send_json(
+      c, json_pack("{s:s, s:o}", "op", "advertiseServices", "services", srvs));
 }
 
-/* ---- client messages ----------------------------------------------------------------*/
+/* ---- client messages
+ * ----------------------------------------------------------------*/
 
 static bool chan_exists(pa_fox *f, uint32_t id) {
   for (int k = 0; k < PA_FOX_WORLD_KINDS; k++)
@@ -870,10 +879,12 @@ static void on_subscribe(fox_conn *c, json_t *subs) {
   size_t i;
   json_t *s;
   json_array_foreach(subs, i, s) {
-    json_t *id = json_object_get(s, "id"), *ch = json_object_get(s, "channelId");
+    json_t *id = json_object_get(s, "id"),
+           *ch = json_object_get(s, "channelId");
     if (!json_is_integer(id) || !json_is_integer(ch)) {
-      status(c, 2, "subscribe: each subscription needs integer id and "
-                   "channelId");
+      status(c, 2,
+             "subscribe: each subscription needs integer id and "
+             "channelId");
       continue;
     }
     uint32_t sid = (uint32_t)json_integer_value(id);
@@ -924,7 +935,8 @@ static void on_client_advertise(fox_conn *c, json_t *chans) {
   size_t i;
   json_t *ch;
   json_array_foreach(chans, i, ch) {
-    json_t *id = json_object_get(ch, "id"), *topic = json_object_get(ch, "topic"),
+    json_t *id = json_object_get(ch, "id"),
+           *topic = json_object_get(ch, "topic"),
            *enc = json_object_get(ch, "encoding");
     if (!json_is_integer(id) || !json_is_string(topic)) {
       status(c, 2, "advertise: each channel needs integer id and topic");
@@ -1065,7 +1077,8 @@ static void on_close(struct pa_ws *ws, void *arg) {
   update_cam_demand(f);
 }
 
-/* ---- accepting ----------------------------------------------------------------------*/
+/* ---- accepting
+ * ----------------------------------------------------------------------*/
 
 static const char *const protocols[] = {"foxglove.websocket.v1",
                                         "foxglove.sdk.v1", NULL};
@@ -1176,7 +1189,8 @@ static void on_accept(struct evconnlistener *lis, evutil_socket_t fd,
     head_free(h, true);
 }
 
-/* ---- lifecycle ----------------------------------------------------------------------*/
+/* ---- lifecycle
+ * ----------------------------------------------------------------------*/
 
 pa_fox *pa_fox_create(pa_netgw *g, char *err, size_t err_sz) {
   pa_fox *f = calloc(1, sizeof *f);
@@ -1209,15 +1223,14 @@ pa_fox *pa_fox_create(pa_netgw *g, char *err, size_t err_sz) {
     memset(&sin, 0, sizeof sin);
     sin.sin_family = AF_INET;
     /* -1: the OS picks one (tests); foxglove_info reports it */
-    sin.sin_port = htons((uint16_t)(g->def.foxglove_port < 0
-                                        ? 0
-                                        : g->def.foxglove_port));
+    sin.sin_port =
+        htons((uint16_t)(g->def.foxglove_port < 0 ? 0 : g->def.foxglove_port));
     const char *bind_addr = g->def.bind ? g->def.bind : "127.0.0.1";
     inet_pton(AF_INET, bind_addr, &sin.sin_addr);
-    f->lis = evconnlistener_new_bind(
-        g->base, on_accept, f,
-        LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE | LEV_OPT_CLOSE_ON_EXEC, 64,
-        (struct sockaddr *)&sin, sizeof sin);
+    f->lis = evconnlistener_new_bind(g->base, on_accept, f,
+                                     LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE |
+                                         LEV_OPT_CLOSE_ON_EXEC,
+                                     64, (struct sockaddr *)&sin, sizeof sin);
     if (!f->lis) {
       /* Not fatal: the TCP control port is what a stack is for, and the
        * default 8765 is shared by every stack on the machine. */
@@ -1277,7 +1290,8 @@ void pa_fox_destroy(pa_fox *f) {
   free(f);
 }
 
-/* ---- recording ----------------------------------------------------------------------*/
+/* ---- recording
+ * ----------------------------------------------------------------------*/
 
 void pa_fox_note_command(pa_netgw *g, const pa_cmd *cmd) {
   pa_fox *f = g->fox;
@@ -1299,8 +1313,9 @@ void pa_fox_note_command(pa_netgw *g, const pa_cmd *cmd) {
 int pa_fox_record_start(pa_fox *f, const char *path, const char *const *topics,
                         double seconds, char *err, size_t err_sz) {
   if (f->rec) {
-    snprintf(err, err_sz, "a recording to %s is running: stop_record_mcap "
-                          "first",
+    snprintf(err, err_sz,
+             "a recording to %s is running: stop_record_mcap "
+             "first",
              f->rec_path);
     return -1;
   }
@@ -1350,8 +1365,8 @@ int pa_fox_record_start(pa_fox *f, const char *path, const char *const *topics,
   return 0;
 }
 
-int pa_fox_record_stop(pa_fox *f, pa_mcap_stats *st, char *path,
-                       size_t path_sz, char *err, size_t err_sz) {
+int pa_fox_record_stop(pa_fox *f, pa_mcap_stats *st, char *path, size_t path_sz,
+                       char *err, size_t err_sz) {
   if (!f->rec) {
     snprintf(err, err_sz, "no recording is running");
     return -1;

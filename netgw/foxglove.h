@@ -64,11 +64,11 @@ int pa_fox_enc_image(pa_fox_buf *b, void *tj, const char *robot,
 /* A scene addition (agents, ball, visual objects of later issues): appends
  * its entity JSON objects, comma-first (",{...}"), to b. */
 typedef void (*pa_fox_scene_hook)(pa_netgw *g, pa_fox_buf *b, uint64_t t_ns);
-void pa_fox_enc_scene(pa_fox_buf *b, uint64_t t_ns,
-                      const pa_obstacle_info *obs, uint32_t n_obs,
-                      const pa_nav_block *nav, const pa_robot_info *robots,
-                      uint32_t n_robots, pa_netgw *g,
-                      const pa_fox_scene_hook *hooks, size_t n_hooks);
+void pa_fox_enc_scene(pa_fox_buf *b, uint64_t t_ns, const pa_obstacle_info *obs,
+                      uint32_t n_obs, const pa_nav_block *nav,
+                      const pa_robot_info *robots, uint32_t n_robots,
+                      pa_netgw *g, const pa_fox_scene_hook *hooks,
+                      size_t n_hooks);
 /* One command pushed to pa-sim, for /commands. */
 void pa_fox_enc_command(pa_fox_buf *b, uint64_t tick, const pa_cmd *c);
 
@@ -100,8 +100,8 @@ int pa_fox_record_start(pa_fox *f, const char *path, const char *const *topics,
                         double seconds, char *err, size_t err_sz);
 /* Stops and finishes the file: 0 and st, or -1 (none running, or the
  * writer failed: err). */
-int pa_fox_record_stop(pa_fox *f, pa_mcap_stats *st, char *path,
-                       size_t path_sz, char *err, size_t err_sz);
+int pa_fox_record_stop(pa_fox *f, pa_mcap_stats *st, char *path, size_t path_sz,
+                       char *err, size_t err_sz);
 
 /* json_mcap.c: a recording's path checked against --data_dir: a relative
  * path is under it, an absolute one must be; no "..", a ".mcap" name, a

@@ -17,7 +17,8 @@
 /* A string literal, its length counted by the compiler. */
 #define PUTS(b, lit) pa_fox_buf_put((b), (lit), sizeof(lit) - 1)
 
-/* ---- buffer ------------------------------------------------------------------*/
+/* ---- buffer
+ * ------------------------------------------------------------------*/
 
 static bool grow(pa_fox_buf *b, size_t more) {
   if (b->oom)
@@ -146,7 +147,8 @@ static void base64(pa_fox_buf *b, const uint8_t *in, size_t n) {
     *o++ = tab[v & 63];
   }
   if (i < n) {
-    uint32_t v = (uint32_t)in[i] << 16 | (i + 1 < n ? (uint32_t)in[i + 1] << 8 : 0);
+    uint32_t v =
+        (uint32_t)in[i] << 16 | (i + 1 < n ? (uint32_t)in[i + 1] << 8 : 0);
     *o++ = tab[v >> 18];
     *o++ = tab[(v >> 12) & 63];
     *o++ = i + 1 < n ? tab[(v >> 6) & 63] : '=';
@@ -156,7 +158,8 @@ static void base64(pa_fox_buf *b, const uint8_t *in, size_t n) {
   b->p[b->n] = 0;
 }
 
-/* ---- schemas -------------------------------------------------------------------*/
+/* ---- schemas
+ * -------------------------------------------------------------------*/
 
 #define TIME_S                                                                 \
   "{\"type\":\"object\",\"properties\":{\"sec\":{\"type\":\"integer\"},"       \
@@ -189,15 +192,15 @@ static const struct {
                     "\"fields\":" OBJS_S ",\"data\":{\"type\":\"string\","
                     "\"contentEncoding\":\"base64\"}}}",
                     "/map"},
-    [PA_FOX_TF] = {"foxglove.FrameTransforms",
-                   "{\"title\":\"foxglove.FrameTransforms\",\"type\":\"object\","
-                   "\"properties\":{\"transforms\":{\"type\":\"array\","
-                   "\"items\":{\"type\":\"object\",\"properties\":{"
-                   "\"timestamp\":" TIME_S
-                   ",\"parent_frame_id\":{\"type\":\"string\"},"
-                   "\"child_frame_id\":{\"type\":\"string\"},"
-                   "\"translation\":" VEC3_S ",\"rotation\":" QUAT_S "}}}}}",
-                   "/tf"},
+    [PA_FOX_TF] =
+        {"foxglove.FrameTransforms",
+         "{\"title\":\"foxglove.FrameTransforms\",\"type\":\"object\","
+         "\"properties\":{\"transforms\":{\"type\":\"array\","
+         "\"items\":{\"type\":\"object\",\"properties\":{"
+         "\"timestamp\":" TIME_S ",\"parent_frame_id\":{\"type\":\"string\"},"
+         "\"child_frame_id\":{\"type\":\"string\"},"
+         "\"translation\":" VEC3_S ",\"rotation\":" QUAT_S "}}}}}",
+         "/tf"},
     [PA_FOX_SCENE] = {"foxglove.SceneUpdate",
                       "{\"title\":\"foxglove.SceneUpdate\",\"type\":\"object\","
                       "\"properties\":{\"deletions\":" OBJS_S
@@ -235,14 +238,15 @@ static const struct {
                      "\"linear\":" VEC3_S ",\"angular\":" VEC3_S "}},"
                      "\"covariance\":" NUMS_S "}}}}",
                      "odom"},
-    [PA_FOX_CAMERA] = {"foxglove.CompressedImage",
-                       "{\"title\":\"foxglove.CompressedImage\","
-                       "\"type\":\"object\",\"properties\":{\"timestamp\":" TIME_S
-                       ",\"frame_id\":{\"type\":\"string\"},"
-                       "\"data\":{\"type\":\"string\","
-                       "\"contentEncoding\":\"base64\"},"
-                       "\"format\":{\"type\":\"string\"}}}",
-                       "camera"},
+    [PA_FOX_CAMERA] =
+        {"foxglove.CompressedImage",
+         "{\"title\":\"foxglove.CompressedImage\","
+         "\"type\":\"object\",\"properties\":{\"timestamp\":" TIME_S
+         ",\"frame_id\":{\"type\":\"string\"},"
+         "\"data\":{\"type\":\"string\","
+         "\"contentEncoding\":\"base64\"},"
+         "\"format\":{\"type\":\"string\"}}}",
+         "camera"},
 };
 
 const char *pa_fox_schema_name(int kind) {
@@ -260,7 +264,8 @@ void pa_fox_topic(int kind, const char *robot, char *out, size_t sz) {
     snprintf(out, sz, "/%s/%s", robot, kinds[kind].topic);
 }
 
-/* ---- messages -------------------------------------------------------------------*/
+/* ---- messages
+ * -------------------------------------------------------------------*/
 
 void pa_fox_enc_grid(pa_fox_buf *b, uint64_t t_ns, const pa_map_block *m,
                      const int8_t *cells) {
@@ -274,9 +279,10 @@ void pa_fox_enc_grid(pa_fox_buf *b, uint64_t t_ns, const pa_map_block *m,
   PUTS(b, ",\"y\":");
   num(b, m->resolution);
   /* type 2 = INT8 (foxglove.NumericType): -1 unknown, 0..100 occupancy */
-  pa_fox_buf_printf(b, "},\"row_stride\":%u,\"cell_stride\":1,\"fields\":"
-                       "[{\"name\":\"occupancy\",\"offset\":0,\"type\":2}],"
-                       "\"data\":\"",
+  pa_fox_buf_printf(b,
+                    "},\"row_stride\":%u,\"cell_stride\":1,\"fields\":"
+                    "[{\"name\":\"occupancy\",\"offset\":0,\"type\":2}],"
+                    "\"data\":\"",
                     m->width);
   base64(b, (const uint8_t *)cells, (size_t)m->width * m->height);
   PUTS(b, "\"}");
@@ -301,8 +307,7 @@ void pa_fox_enc_scan(pa_fox_buf *b, const char *robot, const pa_scan *s) {
   for (uint32_t i = 0; i < s->count; i++) {
     if (i)
       PUTS(b, ",");
-    /* the same text the JSON protocol prints (json.c: %.9g), so the two
-     * can be compared number for number */
+    /* %.9g: the float32 itself (the JSON protocol rounds to 1 um) */
     float v = r[i];
     if (!isfinite(v) || fabsf(v) > 1e9f)
       PUTS(b, "null");
@@ -355,7 +360,8 @@ void pa_fox_enc_tf(pa_fox_buf *b, uint64_t t_ns, const pa_robot_info *info,
     transform(b, t_ns, "map", child, ox, oy, 0, dth);
     snprintf(child, sizeof child, "%s/laser", ri->name);
     PUTS(b, ",");
-    transform(b, t_ns, base, child, 0, 0, 0, 0); /* pa-sim casts from the centre */
+    transform(b, t_ns, base, child, 0, 0, 0,
+              0); /* pa-sim casts from the centre */
     snprintf(child, sizeof child, "%s/camera", ri->name);
     PUTS(b, ",");
     transform(b, t_ns, base, child, 0, 0,
@@ -444,8 +450,9 @@ static void line_strip(pa_fox_buf *b, const float (*pts)[2], uint32_t n,
                        const uint8_t col[4], double thick) {
   PUTS(b, "{\"type\":0,\"pose\":");
   pose(b, 0, 0, 0.02, 0);
-  pa_fox_buf_printf(b, ",\"thickness\":%g,\"scale_invariant\":false,"
-                       "\"points\":[",
+  pa_fox_buf_printf(b,
+                    ",\"thickness\":%g,\"scale_invariant\":false,"
+                    "\"points\":[",
                     thick);
   for (uint32_t i = 0; i < n; i++) {
     if (i)
@@ -457,11 +464,11 @@ static void line_strip(pa_fox_buf *b, const float (*pts)[2], uint32_t n,
   PUTS(b, ",\"colors\":[],\"indices\":[]}");
 }
 
-void pa_fox_enc_scene(pa_fox_buf *b, uint64_t t_ns,
-                      const pa_obstacle_info *obs, uint32_t n_obs,
-                      const pa_nav_block *nav, const pa_robot_info *robots,
-                      uint32_t n_robots, pa_netgw *g,
-                      const pa_fox_scene_hook *hooks, size_t n_hooks) {
+void pa_fox_enc_scene(pa_fox_buf *b, uint64_t t_ns, const pa_obstacle_info *obs,
+                      uint32_t n_obs, const pa_nav_block *nav,
+                      const pa_robot_info *robots, uint32_t n_robots,
+                      pa_netgw *g, const pa_fox_scene_hook *hooks,
+                      size_t n_hooks) {
   /* Everything is resent: first delete all (type 1 = ALL) */
   PUTS(b, "{\"deletions\":[{\"timestamp\":");
   stamp(b, t_ns);
@@ -519,11 +526,11 @@ void pa_fox_enc_scene(pa_fox_buf *b, uint64_t t_ns,
     uint32_t wn =
         ov->wp_n > PA_NAV_WAYPOINTS_MAX ? PA_NAV_WAYPOINTS_MAX : ov->wp_n;
     if (pn)
-      line_strip(b, (const float (*)[2])ov->path, pn, col, 0.03);
+      line_strip(b, (const float(*)[2])ov->path, pn, col, 0.03);
     if (wn) {
       if (pn)
         PUTS(b, ",");
-      line_strip(b, (const float (*)[2])ov->wp, wn, col, 0.08);
+      line_strip(b, (const float(*)[2])ov->wp, wn, col, 0.08);
     }
     PUTS(b, "]}");
   }
@@ -537,8 +544,9 @@ void pa_fox_enc_scene(pa_fox_buf *b, uint64_t t_ns,
 }
 
 void pa_fox_enc_command(pa_fox_buf *b, uint64_t tick, const pa_cmd *c) {
-  pa_fox_buf_printf(b, "{\"tick\":%llu,\"op\":%u,\"robot\":%u,\"flags\":%u,"
-                       "\"name\":",
+  pa_fox_buf_printf(b,
+                    "{\"tick\":%llu,\"op\":%u,\"robot\":%u,\"flags\":%u,"
+                    "\"name\":",
                     (unsigned long long)tick, c->op, c->robot, c->flags);
   char name[sizeof c->name + 1], path[sizeof c->path + 1];
   snprintf(name, sizeof name, "%.*s", (int)sizeof c->name, c->name);

@@ -57,8 +57,8 @@ int pa_fox_record_path(const pa_netgw *g, const char *in, char *out,
   size_t dl = strlen(dir);
   if (strncmp(rparent, dir, dl) ||
       (rparent[dl] != '/' && rparent[dl] != 0 && strcmp(dir, "/"))) {
-    snprintf(err, err_sz,
-             "path %s: outside the data directory %s (--data_dir)", in, dir);
+    snprintf(err, err_sz, "path %s: outside the data directory %s (--data_dir)",
+             in, dir);
     return -1;
   }
   if ((size_t)snprintf(out, out_sz, "%s/%s", rparent, slash + 1) >= out_sz) {

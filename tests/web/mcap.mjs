@@ -1,0 +1,177 @@
+// MCAP recordings of a real stack read back with npm's @mcap/core (fzstd for
+// zstd): a 10 s (sim) recording through the indexed reader (every message,
+// log-time order, schemas, chunk and message indexes, statistics) and the
+// streaming reader (CRCs); a topics filter; --data_dir confinement; and a
+// recording cut by SIGKILL of pa-netgw, readable up to its last chunk.
+import assert from "node:assert/strict";
+import fs from "node:fs";
+import path from "node:path";
+import { McapIndexedReader, McapStreamReader } from "@mcap/core";
+import { decompress } from "fzstd";
+import { Stack, run, sleep, waitFor } from "./foxglove_stack.mjs";
+
+const handlers = { zstd: (d, n) => decompress(d, new Uint8Array(Number(n))) };
+let stack;
+
+function readable(buf) {
+  return { size: async () => BigInt(buf.length),
+    read: async (o, n) => buf.subarray(Number(o), Number(o + n)) };
+}
+
+// Every record of a file, streamed: { messages, schemas, channels, footer }.
+function stream(buf) {
+  const r = new McapStreamReader({ decompressHandlers: handlers, validateCrcs: true });
+  r.append(buf);
+  const out = { messages: [], schemas: new Map(), channels: new Map(), footer: false, chunks: 0 };
+  for (let rec; (rec = r.nextRecord());) {
+    if (rec.type === "Message") out.messages.push(rec);
+    else if (rec.type === "Schema") out.schemas.set(rec.id, rec);
+    else if (rec.type === "Channel") out.channels.set(rec.id, rec);
+    else if (rec.type === "Footer") out.footer = true;
+  }
+  out.done = r.done();
+  return out;
+}
+
+async function recordingDone(j) {
+  return !(await j.ok("foxglove_info")).recording;
+}
+
+const tests = {
+  async start() {
+    stack = await Stack.start();
+  },
+
+  async record_10_s_and_read_back() {
+    const j = stack.json;
+    await j.ok("set_time_scale", { scale: 5 }, "sim_control");
+    const rec = await j.ok("record_mcap", { path: "run.mcap", seconds: 10 });
+    assert.equal(rec.path, path.join(fs.realpathSync(stack.dataDir), "run.mcap"));
+    // commands during the recording land in /commands
+    for (let i = 0; i < 5; i++) {
+      await j.ok("set_velocity", { robot: 0, v: 0.3, w: 0.2 * i });
+      await sleep(100);
+    }
+    await waitFor(() => recordingDone(j), 20000, "the recording's 10 s");
+    await j.ok("set_time_scale", { scale: 1 }, "sim_control");
+    const buf = fs.readFileSync(rec.path);
+    const r = await McapIndexedReader.Initialize({ readable: readable(buf),
+      decompressHandlers: handlers });
+    const topics = new Map([...r.channelsById.values()].map((c) => [c.topic, c]));
+    for (const [t, s] of [["/map", "foxglove.Grid"], ["/tf", "foxglove.FrameTransforms"],
+      ["/scene", "foxglove.SceneUpdate"], ["/robot0/scan", "foxglove.LaserScan"],
+      ["/robot0/odom", "nav_msgs/Odometry"], ["/robot0/camera", "foxglove.CompressedImage"],
+      ["/commands", "playarea.Command"]]) {
+      const ch = topics.get(t);
+      assert.ok(ch, `channel ${t}`);
+      const schema = r.schemasById.get(ch.schemaId);
+      assert.equal(schema.name, s);
+      assert.equal(schema.encoding, "jsonschema");
+      assert.equal(ch.messageEncoding, "json");
+      JSON.parse(new TextDecoder().decode(schema.data));
+    }
+    let n = 0, last = -1n;
+    const per = new Map();
+    for await (const m of r.readMessages()) {
+      assert.ok(m.logTime >= last, "log-time order");
+      last = m.logTime;
+      n++;
+      const t = r.channelsById.get(m.channelId).topic;
+      per.set(t, (per.get(t) || 0) + 1);
+      JSON.parse(new TextDecoder().decode(m.data));
+    }
+    const stats = r.statistics;
+    assert.equal(BigInt(n), stats.messageCount);
+    for (const [id, c] of stats.channelMessageCounts)
+      assert.equal(BigInt(per.get(r.channelsById.get(id).topic) || 0), c);
+    assert.ok(r.chunkIndexes.length >= 2, `${r.chunkIndexes.length} chunks`);
+    for (const ci of r.chunkIndexes) {
+      assert.equal(ci.compression, "zstd");
+      assert.ok(ci.messageIndexOffsets.size > 0);
+    }
+    const span = Number(stats.messageEndTime - stats.messageStartTime) / 1e9;
+    assert.ok(span > 9 && span < 10.5, `span ${span} s of sim time`);
+    // 50 Hz state, 10 Hz scans over 10 s (a little slack for the edges)
+    assert.ok(per.get("/tf") > 400, `tf ${per.get("/tf")}`);
+    assert.ok(per.get("/robot0/scan") > 80, `scan ${per.get("/robot0/scan")}`);
+    assert.ok(per.get("/commands") >= 5, `commands ${per.get("/commands")}`);
+    const cmd = [];
+    for await (const m of r.readMessages({ topics: ["/commands"] }))
+      cmd.push(JSON.parse(new TextDecoder().decode(m.data)));
+    assert.ok(cmd.every((c) => c.op === 1 && c.robot === 0), JSON.stringify(cmd[0]));
+    // a time range query uses the chunk indexes
+    let inRange = 0;
+    const mid = stats.messageStartTime + 4_000_000_000n;
+    for await (const m of r.readMessages({ startTime: mid, endTime: mid + 1_000_000_000n })) {
+      assert.ok(m.logTime >= mid && m.logTime <= mid + 1_000_000_000n);
+      inRange++;
+    }
+    assert.ok(inRange > 0 && inRange < n / 5, `${inRange} of ${n} in 1 s`);
+    // the streaming reader (CRCs checked) sees the same messages and a footer
+    const s = stream(buf);
+    assert.ok(s.footer && s.done);
+    assert.equal(s.messages.length, n);
+  },
+
+  async topics_filter_and_bad_input() {
+    const j = stack.json;
+    const rec = await j.ok("record_mcap", { path: "scan.mcap", topics: ["/robot0/scan", "/t*"] });
+    await sleep(800);
+    const st = await j.ok("stop_record_mcap");
+    assert.equal(st.path, rec.path);
+    assert.ok(st.messages > 0);
+    const s = stream(fs.readFileSync(rec.path));
+    const topics = new Set([...s.channels.values()].map((c) => c.topic));
+    assert.deepEqual([...topics].sort(), ["/robot0/scan", "/tf"]);
+    const fails = [
+      [{ path: "../escape.mcap" }, /'\.\.' is not allowed/],
+      [{ path: "/tmp/abs.mcap" }, /outside the data directory/],
+      [{ path: "a.txt" }, /must end in \.mcap/],
+      [{ path: "scan.mcap" }, /exists/],
+      [{ path: "nodir/x.mcap" }, /directory/],
+      [{ path: "y.mcap", seconds: -1 }, /seconds/],
+      [{ path: "y.mcap", topics: [] }, /topics/],
+    ];
+    for (const [data, re] of fails) {
+      const r = await j.req("record_mcap", data);
+      assert.equal(r.type, "error", JSON.stringify(data));
+      assert.match(r.error.message, re);
+    }
+    assert.ok(!fs.existsSync(path.join(stack.dataDir, "y.mcap")));
+    const r = await j.req("stop_record_mcap");
+    assert.match(r.error.message, /no recording/);
+  },
+
+  // pa-netgw killed mid-recording: the file holds complete chunks only, and
+  // a streaming reader reads them all.
+  async killed_gateway_leaves_a_readable_file() {
+    const j = stack.json;
+    const rec = await j.ok("record_mcap", { path: "crash.mcap" });
+    await sleep(2500); // a chunk a second
+    const pid = Number(fs.readFileSync(`/proc/${stack.proc.pid}/task/${stack.proc.pid}/children`,
+      "utf8").trim().split(/\s+/).find((p) => fs.readFileSync(`/proc/${p}/comm`, "utf8")
+      .trim() === "pa-netgw"));
+    assert.ok(pid > 0);
+    process.kill(pid, "SIGKILL");
+    await sleep(300);
+    const s = stream(fs.readFileSync(rec.path));
+    assert.ok(!s.footer, "no footer: the process died");
+    assert.ok(s.messages.length > 50, `${s.messages.length} messages`);
+    assert.ok(s.schemas.size >= 5 && s.channels.size >= 6);
+    // the launcher restarts pa-netgw; the stack serves again
+    await waitFor(async () => {
+      try {
+        const { JsonClient } = await import("./foxglove_stack.mjs");
+        stack.json.close();
+        stack.json = await JsonClient.connect(stack.port);
+        return (await stack.json.ok("foxglove_info")).port > 0;
+      } catch { return false; }
+    }, 20000, "pa-netgw restarted");
+  },
+
+  async stop() {
+    assert.equal(await stack.stop(), 0);
+  },
+};
+
+await run(tests);
