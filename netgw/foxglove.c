@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,6 +36,7 @@
 #define FOX_JPEG_QUALITY 80
 /* Service calls' pa_cmd client id: no TCP client has slot 0xffffffff. */
 #define FOX_CLIENT_ID 0x00000000ffffffffull
+#define FOX_REPLAY_ID 0x00000001ffffffffull /* a replay's commands */
 
 enum { SRV_RESET = 1, SRV_PAUSE, SRV_RESUME, SRV_STEP, SRV_TELEPORT, SRV_N };
 static const char *const srv_names[SRV_N] = {NULL,      "/reset", "/pause",
@@ -119,9 +121,25 @@ struct pa_fox {
   bool rec_started_time;
   int rec_schema[PA_FOX_KINDS];
   int rec_world[PA_FOX_WORLD_KINDS];
+  /* the replay */
+  struct {
+    const char *state; /* "" = none yet */
+    pa_cmd *cmds;
+    uint32_t n, next, errors;
+    char *final; /* the recording's last /state */
+    size_t final_len;
+    uint64_t sync_req;
+    int64_t deadline;
+    char detail[256];
+  } rp;
 };
 
-static const uint32_t world_chan[PA_FOX_WORLD_KINDS] = {1, 2, 3, 4};
+static const uint32_t world_chan[PA_FOX_WORLD_KINDS] = {1, 2, 3, 4, 5};
+
+/* Recording-only kinds: not advertised to clients. */
+static bool rec_only(int kind) {
+  return kind == PA_FOX_COMMANDS || kind == PA_FOX_STATE;
+}
 
 /* ---- small helpers
  * ------------------------------------------------------------*/
@@ -193,7 +211,7 @@ static json_t *chan_json(uint32_t id, int kind, const char *robot) {
 static void advertise_all(pa_fox *f, fox_conn *c) {
   json_t *chans = json_array();
   for (int k = 0; k < PA_FOX_WORLD_KINDS; k++)
-    if (k != PA_FOX_COMMANDS)
+    if (!rec_only(k))
       json_array_append_new(chans, chan_json(world_chan[k], k, NULL));
   for (uint32_t r = 0; r < f->g->ctl->def.max_robots; r++)
     if (f->robots[r].live)
@@ -586,6 +604,8 @@ static void stop_recording_now(pa_fox *f, const char *why) {
     pa_warn("foxglove: recording stopped (%s): %s", why, err);
 }
 
+static void replay_feed(pa_fox *f);
+
 static void arm(pa_fox *f) {
   if (!evtimer_pending(f->turn_ev, NULL)) {
     struct timeval tv = {0, FOX_TURN_US};
@@ -601,8 +621,9 @@ static void on_turn(evutil_socket_t fd, short what, void *arg) {
   for (int i = 0; i < FOX_MAX_CALLS; i++)
     if (f->calls[i].used && t0 > f->calls[i].deadline)
       call_reply(f, &f->calls[i], NULL);
+  replay_feed(f);
   if (!f->n_conns && !f->rec) {
-    bool calls = false;
+    bool calls = !strcmp(f->rp.state, "running");
     for (int i = 0; i < FOX_MAX_CALLS; i++)
       calls |= f->calls[i].used;
     if (calls)
@@ -687,7 +708,13 @@ static void call_reply(pa_fox *f, fox_call *k, const pa_reply *r) {
   send_service_response(c, k->service, k->call, js);
 }
 
+static void replay_reply(pa_fox *f, const pa_reply *r);
+
 bool pa_fox_on_reply(pa_netgw *g, const pa_reply *r) {
+  if (r->client_id == FOX_REPLAY_ID && g->fox) {
+    replay_reply(g->fox, r);
+    return true;
+  }
   if (r->client_id != FOX_CLIENT_ID || !g->fox)
     return false;
   pa_fox *f = g->fox;
@@ -865,7 +892,7 @@ static void advertise_services(fox_conn *c) {
 
 static bool chan_exists(pa_fox *f, uint32_t id) {
   for (int k = 0; k < PA_FOX_WORLD_KINDS; k++)
-    if (k != PA_FOX_COMMANDS && world_chan[k] == id)
+    if (!rec_only(k) && world_chan[k] == id)
       return true;
   for (uint32_t r = 0; r < f->g->ctl->def.max_robots; r++)
     for (int k = 0; f->robots[r].live && k < PA_FOX_ROBOT_KINDS; k++)
@@ -1218,6 +1245,7 @@ pa_fox *pa_fox_create(pa_netgw *g, char *err, size_t err_sz) {
   f->scan_cur = pa_ring_cursor_now(g->st->scan);
   f->cam_cur = pa_ring_cursor_now(g->st->camera);
   f->map_gen = UINT32_MAX;
+  f->rp.state = "";
   if (g->def.foxglove_port) {
     struct sockaddr_in sin;
     memset(&sin, 0, sizeof sin);
@@ -1280,6 +1308,8 @@ void pa_fox_destroy(pa_fox *f) {
   if (f->tj)
     tjDestroy(f->tj);
   pa_fox_buf_free(&f->msg);
+  free(f->rp.cmds);
+  free(f->rp.final);
   free(f->robots);
   free(f->info);
   free(f->obs);
@@ -1372,6 +1402,18 @@ int pa_fox_record_stop(pa_fox *f, pa_mcap_stats *st, char *path, size_t path_sz,
     return -1;
   }
   snprintf(path, path_sz, "%s", f->rec_path);
+  /* The end state, to the bit: what a replay must reach. */
+  const pa_tick *t = pa_gw_latest(f->g);
+  int ch = rec_channel(f, PA_FOX_STATE, &f->rec_world[PA_FOX_STATE], "/state");
+  if (t && ch) {
+    refresh_world(f);
+    pa_fox_buf b = {0};
+    pa_fox_enc_state(&b, t, f->info, f->n_info);
+    if (!b.oom)
+      pa_mcap_write(f->rec, ch, pa_fox_ns(t->sim_time), pa_fox_ns(t->sim_time),
+                    b.p, b.n);
+    pa_fox_buf_free(&b);
+  }
   int rc = pa_mcap_close(f->rec, st, err, err_sz);
   f->rec = NULL;
   f->rec_path[0] = 0;
@@ -1393,4 +1435,158 @@ void pa_fox_get_info(pa_fox *f, pa_fox_info *o) {
     snprintf(o->record_path, sizeof o->record_path, "%s", f->rec_path);
     pa_mcap_get_stats(f->rec, &o->rec);
   }
+  o->replay = f->rp.state;
+  o->replay_pushed = f->rp.next;
+  o->replay_total = f->rp.n;
+  o->replay_errors = f->rp.errors;
+  snprintf(o->replay_detail, sizeof o->replay_detail, "%s", f->rp.detail);
+}
+
+/* ---- replay
+ * ---------------------------------------------------------------------------*/
+
+typedef struct replay_load {
+  pa_cmd *cmds;
+  uint32_t n, cap;
+  char *final;
+  size_t final_len;
+  bool bad;
+} replay_load;
+
+static int replay_msg(void *arg, const char *topic, uint64_t log_ns,
+                      const uint8_t *d, size_t n) {
+  (void)log_ns;
+  replay_load *l = arg;
+  if (!strcmp(topic, "/state")) {
+    free(l->final);
+    l->final = malloc(n + 1);
+    if (l->final) {
+      memcpy(l->final, d, n);
+      l->final[n] = 0;
+      l->final_len = n;
+    }
+  } else if (!strcmp(topic, "/commands")) {
+    if (l->n == l->cap) {
+      uint32_t cap = l->cap ? l->cap * 2 : 256;
+      pa_cmd *p = realloc(l->cmds, cap * sizeof *p);
+      if (!p)
+        return 1;
+      l->cmds = p;
+      l->cap = cap;
+    }
+    if (pa_fox_dec_command((const char *)d, n, &l->cmds[l->n]) != 0) {
+      l->bad = true;
+      return 1;
+    }
+    l->n++;
+  }
+  return 0;
+}
+
+int pa_fox_replay_start(pa_fox *f, const char *path, char *err, size_t err_sz) {
+  if (!strcmp(f->rp.state, "running")) {
+    snprintf(err, err_sz, "a replay is running");
+    return -1;
+  }
+  replay_load l = {0};
+  long got = pa_mcap_read(path, replay_msg, &l, err, err_sz);
+  if (got < 0 || l.bad || !l.n || !l.final) {
+    if (got < 0)
+      ; /* err says why */
+    else if (l.bad)
+      snprintf(err, err_sz, "%s: a malformed /commands message", path);
+    else if (!l.n || !l.final)
+      snprintf(err, err_sz,
+               "%s: no /commands or no final /state (recorded by "
+               "record_mcap and stopped by stop_record_mcap?)",
+               path);
+    free(l.cmds);
+    free(l.final);
+    return -1;
+  }
+  free(f->rp.cmds);
+  free(f->rp.final);
+  f->rp.cmds = l.cmds;
+  f->rp.n = l.n;
+  f->rp.next = 0;
+  f->rp.errors = 0;
+  f->rp.final = l.final;
+  f->rp.final_len = l.final_len;
+  f->rp.sync_req = 0;
+  f->rp.detail[0] = 0;
+  f->rp.state = "running";
+  /* Paused first: only the recorded commands (steps among them) move it. */
+  pa_cmd p;
+  memset(&p, 0, sizeof p);
+  p.op = PA_OP_PAUSE;
+  p.client_id = FOX_REPLAY_ID;
+  p.request_id = ++f->g->next_req;
+  if (pa_queue_push(f->g->st->cmd, &p) != 0) {
+    f->rp.state = "failed";
+    snprintf(err, err_sz, "the command queue is full");
+    return -1;
+  }
+  f->rp.deadline = pa_now_ns() + 60 * 1000000000LL;
+  replay_feed(f);
+  arm(f);
+  return 0;
+}
+
+static void replay_end(pa_fox *f, const char *state, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void replay_end(pa_fox *f, const char *state, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(f->rp.detail, sizeof f->rp.detail, fmt, ap);
+  va_end(ap);
+  f->rp.state = state;
+  pa_info("replay: %s: %s", state, f->rp.detail);
+}
+
+/* Pushes what the queue takes; the SYNC after the last one. */
+static void replay_feed(pa_fox *f) {
+  if (strcmp(f->rp.state, "running"))
+    return;
+  if (pa_now_ns() > f->rp.deadline) {
+    replay_end(f, "failed", "pa-sim did not take the commands in 60 s");
+    return;
+  }
+  while (f->rp.next < f->rp.n) {
+    pa_cmd c = f->rp.cmds[f->rp.next];
+    c.client_id = FOX_REPLAY_ID;
+    c.request_id = ++f->g->next_req;
+    c.flags &= ~(uint32_t)PA_CMDF_NO_REPLY; /* every error counted */
+    if (pa_queue_push(f->g->st->cmd, &c) != 0)
+      return; /* full: the next turn goes on */
+    f->rp.next++;
+  }
+  if (!f->rp.sync_req) {
+    pa_cmd c;
+    memset(&c, 0, sizeof c);
+    c.op = PA_OP_SYNC;
+    c.client_id = FOX_REPLAY_ID;
+    c.request_id = ++f->g->next_req;
+    if (pa_queue_push(f->g->st->cmd, &c) == 0)
+      f->rp.sync_req = c.request_id;
+  }
+}
+
+static void replay_reply(pa_fox *f, const pa_reply *r) {
+  if (strcmp(f->rp.state, "running"))
+    return;
+  if (r->status != PA_OK)
+    f->rp.errors++;
+  if (!f->rp.sync_req || r->request_id != f->rp.sync_req)
+    return;
+  const pa_tick *t = pa_gw_latest(f->g);
+  char why[200];
+  if (!t)
+    replay_end(f, "failed", "no state record");
+  else if (pa_fox_cmp_state(f->rp.final, f->rp.final_len, t, why, sizeof why) ==
+           0)
+    replay_end(f, "match", "%u commands (%u refused): %s", f->rp.n,
+               f->rp.errors, why);
+  else
+    replay_end(f, "mismatch", "%u commands (%u refused): %s", f->rp.n,
+               f->rp.errors, why);
 }

@@ -21,12 +21,13 @@ enum {
   PA_FOX_TF,       /* /tf         foxglove.FrameTransforms */
   PA_FOX_SCENE,    /* /scene      foxglove.SceneUpdate */
   PA_FOX_COMMANDS, /* /commands   playarea.Command (recordings only) */
+  PA_FOX_STATE,    /* /state      playarea.State (recordings: at the end) */
   PA_FOX_SCAN,     /* /<robot>/scan   foxglove.LaserScan */
   PA_FOX_ODOM,     /* /<robot>/odom   playarea.Odometry */
   PA_FOX_CAMERA,   /* /<robot>/camera foxglove.CompressedImage */
   PA_FOX_KINDS
 };
-#define PA_FOX_WORLD_KINDS 4 /* kinds before PA_FOX_SCAN: one channel each */
+#define PA_FOX_WORLD_KINDS 5 /* kinds before PA_FOX_SCAN: one channel each */
 #define PA_FOX_ROBOT_KINDS 3
 
 /* A growable text/byte buffer; oom set once an allocation failed. */
@@ -71,6 +72,16 @@ void pa_fox_enc_scene(pa_fox_buf *b, uint64_t t_ns, const pa_obstacle_info *obs,
                       size_t n_hooks);
 /* One command pushed to pa-sim, for /commands. */
 void pa_fox_enc_command(pa_fox_buf *b, uint64_t tick, const pa_cmd *c);
+/* /commands JSON back into a command: 0, or -1 when malformed. */
+int pa_fox_dec_command(const char *json, size_t len, pa_cmd *c);
+/* The full state of the robots at tick t, doubles exact (%.17g), for a
+ * replay's comparison. */
+void pa_fox_enc_state(pa_fox_buf *b, const pa_tick *t,
+                      const pa_robot_info *info, uint32_t n);
+/* Compares a /state message with tick t: 0 when every robot's state is
+ * the same to the bit, else -1 with the first difference in why. */
+int pa_fox_cmp_state(const char *json, size_t len, const pa_tick *t, char *why,
+                     size_t why_sz);
 
 /* The sim time of a tick record in ns (log times, header stamps). */
 static inline uint64_t pa_fox_ns(double sim_time) {
@@ -106,8 +117,14 @@ int pa_fox_record_stop(pa_fox *f, pa_mcap_stats *st, char *path, size_t path_sz,
 /* json_mcap.c: a recording's path checked against --data_dir: a relative
  * path is under it, an absolute one must be; no "..", a ".mcap" name, a
  * file that does not exist yet. 0 and the full path, or -1 with err. */
-int pa_fox_record_path(const pa_netgw *g, const char *in, char *out,
-                       size_t out_sz, char *err, size_t err_sz);
+int pa_fox_record_path(const pa_netgw *g, const char *in, bool existing,
+                       char *out, size_t out_sz, char *err, size_t err_sz);
+
+/* Replays a recording's /commands (docs/foxglove.md "Replay"): pauses the
+ * sim, pushes them in order, then compares the state with the recording's
+ * last /state. -1 with err when the file has none or a replay runs. The
+ * outcome shows in pa_fox_info.replay. */
+int pa_fox_replay_start(pa_fox *f, const char *path, char *err, size_t err_sz);
 
 typedef struct pa_fox_info {
   unsigned port;
@@ -117,6 +134,10 @@ typedef struct pa_fox_info {
   bool recording;
   char record_path[256];
   pa_mcap_stats rec; /* of the running recording */
+  /* the last replay: "" (none), running, match, mismatch, failed */
+  const char *replay;
+  uint32_t replay_pushed, replay_total, replay_errors;
+  char replay_detail[256];
 } pa_fox_info;
 void pa_fox_get_info(pa_fox *f, pa_fox_info *out);
 

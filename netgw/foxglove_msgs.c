@@ -217,6 +217,12 @@ static const struct {
                          "\"args\":{\"type\":\"string\","
                          "\"contentEncoding\":\"base64\"}}}",
                          "/commands"},
+    [PA_FOX_STATE] = {"playarea.State",
+                      "{\"title\":\"playarea.State\",\"type\":\"object\","
+                      "\"properties\":{\"tick\":{\"type\":\"integer\"},"
+                      "\"sim_time\":{\"type\":\"number\"},"
+                      "\"robots\":" OBJS_S "}}",
+                      "/state"},
     [PA_FOX_SCAN] = {"foxglove.LaserScan",
                      "{\"title\":\"foxglove.LaserScan\",\"type\":\"object\","
                      "\"properties\":{\"timestamp\":" TIME_S
@@ -558,4 +564,136 @@ void pa_fox_enc_command(pa_fox_buf *b, uint64_t tick, const pa_cmd *c) {
   PUTS(b, ",\"args\":\"");
   base64(b, c->args_raw, sizeof c->args_raw);
   PUTS(b, "\"}");
+}
+
+static int unbase64(const char *in, uint8_t *out, size_t cap) {
+  size_t n = 0;
+  uint32_t acc = 0;
+  int bits = 0;
+  for (const char *p = in; *p && *p != '='; p++) {
+    const char *tab =
+        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    const char *q = strchr(tab, *p);
+    if (!q)
+      return -1;
+    acc = acc << 6 | (uint32_t)(q - tab);
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      if (n == cap)
+        return -1;
+      out[n++] = (uint8_t)(acc >> bits);
+    }
+  }
+  return (int)n;
+}
+
+int pa_fox_dec_command(const char *json, size_t len, pa_cmd *c) {
+  json_t *j = json_loadb(json, len, 0, NULL);
+  memset(c, 0, sizeof *c);
+  json_t *op = json_object_get(j, "op"), *rb = json_object_get(j, "robot"),
+         *fl = json_object_get(j, "flags");
+  const char *name = json_string_value(json_object_get(j, "name"));
+  const char *path = json_string_value(json_object_get(j, "path"));
+  const char *args = json_string_value(json_object_get(j, "args"));
+  int rc = -1;
+  if (json_is_integer(op) && json_is_integer(rb) && json_is_integer(fl) &&
+      name && path && args && json_integer_value(op) > 0 &&
+      json_integer_value(op) < PA_OP_COUNT && strlen(name) < sizeof c->name &&
+      strlen(path) < sizeof c->path &&
+      unbase64(args, c->args_raw, sizeof c->args_raw) ==
+          (int)sizeof c->args_raw) {
+    c->op = (uint32_t)json_integer_value(op);
+    c->robot = (uint32_t)json_integer_value(rb);
+    c->flags = (uint32_t)json_integer_value(fl);
+    memcpy(c->name, name, strlen(name));
+    memcpy(c->path, path, strlen(path));
+    rc = 0;
+  }
+  json_decref(j);
+  return rc;
+}
+
+/* The fields a replay compares, in a fixed order. */
+#define STATE_FIELDS(X)                                                        \
+  X(x) X(y) X(theta) X(odom_x) X(odom_y) X(odom_theta) X(v) X(vy) X(w) X(head)
+
+void pa_fox_enc_state(pa_fox_buf *b, const pa_tick *t,
+                      const pa_robot_info *info, uint32_t n) {
+  pa_fox_buf_printf(b, "{\"tick\":%llu,\"sim_time\":%.17g,\"robots\":[",
+                    (unsigned long long)t->tick, t->sim_time);
+  const pa_robot_state *rs = (const pa_robot_state *)(t + 1);
+  bool first = true;
+  for (uint32_t i = 0; i < t->robot_count; i++) {
+    const pa_robot_state *r = &rs[i];
+    if (!(r->flags & PA_RS_ACTIVE))
+      continue;
+    pa_fox_buf_printf(b, "%s{\"id\":%u,\"name\":", first ? "" : ",", r->id);
+    str(b, r->id < n ? info[r->id].name : "");
+#define X(f) pa_fox_buf_printf(b, ",\"" #f "\":%.17g", r->f);
+    STATE_FIELDS(X)
+#undef X
+    pa_fox_buf_printf(b, ",\"rng\":\"%llu\"}", (unsigned long long)r->rng);
+    first = false;
+  }
+  PUTS(b, "]}");
+}
+
+int pa_fox_cmp_state(const char *json, size_t len, const pa_tick *t, char *why,
+                     size_t why_sz) {
+  json_t *j = json_loadb(json, len, 0, NULL);
+  json_t *robots = json_object_get(j, "robots");
+  int rc = -1;
+  if (!json_is_array(robots)) {
+    snprintf(why, why_sz, "the recorded /state is malformed");
+    goto out;
+  }
+  const pa_robot_state *rs = (const pa_robot_state *)(t + 1);
+  uint32_t active = 0;
+  for (uint32_t i = 0; i < t->robot_count; i++)
+    active += (rs[i].flags & PA_RS_ACTIVE) != 0;
+  if (json_array_size(robots) != active) {
+    snprintf(why, why_sz, "%zu robots recorded, %u now",
+             json_array_size(robots), active);
+    goto out;
+  }
+  size_t k;
+  json_t *r;
+  json_array_foreach(robots, k, r) {
+    json_int_t id = json_integer_value(json_object_get(r, "id"));
+    const pa_robot_state *s = NULL;
+    for (uint32_t i = 0; i < t->robot_count && !s; i++)
+      if (rs[i].id == id && (rs[i].flags & PA_RS_ACTIVE))
+        s = &rs[i];
+    if (!s) {
+      snprintf(why, why_sz, "robot %lld is gone", (long long)id);
+      goto out;
+    }
+#define X(f)                                                                   \
+  {                                                                            \
+    double want = json_number_value(json_object_get(r, #f));                   \
+    if (want != s->f) {                                                        \
+      snprintf(why, why_sz,                                                    \
+               "robot %lld " #f ": recorded %.17g, replayed %.17g",            \
+               (long long)id, want, s->f);                                     \
+      goto out;                                                                \
+    }                                                                          \
+  }
+    STATE_FIELDS(X)
+#undef X
+    char rng[32];
+    snprintf(rng, sizeof rng, "%llu", (unsigned long long)s->rng);
+    const char *want = json_string_value(json_object_get(r, "rng"));
+    if (!want || strcmp(want, rng)) {
+      snprintf(why, why_sz, "robot %lld noise state: recorded %s, replayed %s",
+               (long long)id, want ? want : "?", rng);
+      goto out;
+    }
+  }
+  snprintf(why, why_sz, "%zu robots identical at tick %llu",
+           json_array_size(robots), (unsigned long long)t->tick);
+  rc = 0;
+out:
+  json_decref(j);
+  return rc;
 }

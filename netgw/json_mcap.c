@@ -15,8 +15,8 @@
 
 #define RECORD_TOPICS_MAX 64
 
-int pa_fox_record_path(const pa_netgw *g, const char *in, char *out,
-                       size_t out_sz, char *err, size_t err_sz) {
+int pa_fox_record_path(const pa_netgw *g, const char *in, bool existing,
+                       char *out, size_t out_sz, char *err, size_t err_sz) {
   char dir[PATH_MAX];
   const char *d = g->def.data_dir && *g->def.data_dir ? g->def.data_dir : ".";
   if (!realpath(d, dir)) {
@@ -66,8 +66,14 @@ int pa_fox_record_path(const pa_netgw *g, const char *in, char *out,
     return -1;
   }
   struct stat st;
-  if (lstat(out, &st) == 0) {
+  int e = lstat(out, &st);
+  if (!existing && e == 0) {
     snprintf(err, err_sz, "path %s: exists (recordings never overwrite)", in);
+    return -1;
+  }
+  if (existing && (e != 0 || !S_ISREG(st.st_mode))) {
+    snprintf(err, err_sz, "path %s: %s", in,
+             e != 0 ? strerror(errno) : "not a regular file");
     return -1;
   }
   return 0;
@@ -117,7 +123,8 @@ json_t *pa_json_act_record_mcap(jctx *x) {
     tp = topics;
   }
   char full[PATH_MAX], err[512];
-  if (pa_fox_record_path(g, path, full, sizeof full, err, sizeof err) != 0)
+  if (pa_fox_record_path(g, path, false, full, sizeof full, err, sizeof err) !=
+      0)
     return pa_json_fail(x, PA_ERR_INVALID_MESSAGE, "%s", err);
   if (pa_fox_record_start(g->fox, full, tp, seconds, err, sizeof err) != 0)
     return pa_json_fail(x, PA_ERR_BUSY, "%s", err);
@@ -136,6 +143,22 @@ json_t *pa_json_act_stop_record_mcap(jctx *x) {
   return d;
 }
 
+json_t *pa_json_act_replay_mcap(jctx *x) {
+  pa_netgw *g = x->c->g;
+  const char *path;
+  if (pa_json_need_str(x, "path", PATH_MAX / 2, &path) < 0)
+    return NULL;
+  char full[PATH_MAX], err[512];
+  if (pa_fox_record_path(g, path, true, full, sizeof full, err, sizeof err) !=
+      0)
+    return pa_json_fail(x, PA_ERR_INVALID_MESSAGE, "%s", err);
+  if (pa_fox_replay_start(g->fox, full, err, sizeof err) != 0)
+    return pa_json_fail(x, PA_ERR_INVALID_MESSAGE, "%s", err);
+  pa_fox_info i;
+  pa_fox_get_info(g->fox, &i);
+  return json_pack("{s:s, s:i}", "path", full, "commands", (int)i.replay_total);
+}
+
 json_t *pa_json_act_foxglove_info(jctx *x) {
   pa_fox_info i;
   pa_fox_get_info(x->c->g->fox, &i);
@@ -148,5 +171,11 @@ json_t *pa_json_act_foxglove_info(jctx *x) {
     json_object_set_new(r, "path", json_string(i.record_path));
     json_object_set_new(d, "record", r);
   }
+  if (i.replay[0])
+    json_object_set_new(
+        d, "replay",
+        json_pack("{s:s, s:i, s:i, s:i, s:s}", "state", i.replay, "pushed",
+                  (int)i.replay_pushed, "total", (int)i.replay_total, "errors",
+                  (int)i.replay_errors, "detail", i.replay_detail));
   return d;
 }

@@ -172,6 +172,7 @@ static const jaction actions[] = {
     ROW(record_mcap, CMD, NULL, NULL, 0, "path topics seconds"),
     ROW(stop_record_mcap, CMD, NULL, NULL, 0, ""),
     ROW(foxglove_info, CMD, NULL, NULL, 0, ""),
+    ROW(replay_mcap, CMD, NULL, NULL, 0, "path"),
 };
 
 #undef CMD

@@ -68,6 +68,18 @@ void pa_mcap_error(pa_mcap *m, char *buf, size_t sz);
  * chunk). st (may be NULL) gets the final counts. */
 int pa_mcap_close(pa_mcap *m, pa_mcap_stats *st, char *err, size_t err_sz);
 
+/* ---- mcap_read.c ----------------------------------------------------------*/
+
+/* One message: its channel's topic ("" when the channel is unknown), log
+ * time and payload (valid during the call). Nonzero stops the read. */
+typedef int (*pa_mcap_msg_cb)(void *arg, const char *topic, uint64_t log_ns,
+                              const uint8_t *data, size_t len);
+/* Streams the messages of an MCAP file in record order (chunks: zstd or
+ * none); a truncated tail ends the read. Returns the count, or -1 with
+ * err. */
+long pa_mcap_read(const char *path, pa_mcap_msg_cb cb, void *arg, char *err,
+                  size_t err_sz);
+
 /* CRC-32 (ISO-HDLC, as zlib), the checksum MCAP uses; crc 0 to start. */
 uint32_t pa_mcap_crc32(uint32_t crc, const void *data, size_t len);
 

@@ -245,8 +245,19 @@ static pa_mcap *open_small(const char *path, size_t chunk) {
   return m;
 }
 
+static int n_read;
+
+static int count_msg(void *arg, const char *topic, uint64_t t, const uint8_t *d,
+                     size_t n) {
+  (void)t, (void)d, (void)n;
+  if (topic[0] == '/')
+    (*(int *)arg)++;
+  return 0;
+}
+
 static void round_trip(void **state) {
   (void)state;
+  n_read = 0;
   char path[128];
   tmp_path(path, sizeof path, "rt");
   pa_mcap *m = open_small(path, 2000);
@@ -292,6 +303,9 @@ static void round_trip(void **state) {
   assert_int_equal(o.stat_schemas, 1);
   assert_int_equal(o.stat_channels, 2);
   assert_int_equal(o.stat_chunks, o.chunks);
+  /* the project's own streaming reader sees the same */
+  assert_int_equal(pa_mcap_read(path, count_msg, &n_read, err, sizeof err), N);
+  assert_int_equal(n_read, N);
   /* payloads and per-channel sequence numbers in order */
   uint32_t seq[3] = {0, 0, 0};
   for (int k = 0; k < N; k++) {
@@ -344,7 +358,15 @@ static void truncated_file(void **state) {
     assert_false(o.footer);
     assert_int_equal(o.chunks, 2);
     assert_int_equal(o.n_msgs, 200);
+    int k = 0;
+    assert_int_equal(pa_mcap_read(cut, count_msg, &k, err, sizeof err), 200);
+    assert_int_equal(k, 200);
   }
+  FILE *w = fopen(cut, "wb");
+  fputs("not an mcap file", w);
+  fclose(w);
+  assert_int_equal(pa_mcap_read(cut, count_msg, &n_read, err, sizeof err), -1);
+  assert_non_null(strstr(err, "not an MCAP file"));
   free(f);
   unlink(path);
   unlink(cut);

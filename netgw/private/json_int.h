@@ -200,5 +200,6 @@ json_t *pa_json_done_set_scenario(jctx *x, const pa_reply *r);
 json_t *pa_json_act_record_mcap(jctx *x);
 json_t *pa_json_act_stop_record_mcap(jctx *x);
 json_t *pa_json_act_foxglove_info(jctx *x);
+json_t *pa_json_act_replay_mcap(jctx *x);
 
 #endif

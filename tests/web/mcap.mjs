@@ -142,6 +142,57 @@ const tests = {
     assert.match(r.error.message, /no recording/);
   },
 
+  // Lockstep (paused, stepped) recording from a reset: replay_mcap re-runs
+  // its /commands and reaches the recorded end state to the bit; a
+  // free-running recording does not, and replay says so.
+  async replay_matches_in_lockstep() {
+    const j = stack.json;
+    await j.ok("pause", {}, "sim_control");
+    const rec = await j.ok("record_mcap", { path: "lockstep.mcap" });
+    await j.ok("reset", {}, "sim_control");
+    for (let i = 0; i < 20; i++)
+      await j.ok("step", { robot: 0, steps: 7, v: 0.4, w: 0.3 * Math.sin(i) });
+    await j.ok("set_pose", { robot: 0, pose: [0.5, -0.2, 1.0] });
+    await j.ok("step_n", { steps: 13 }, "sim_control");
+    const end = await j.ok("get_state", { robot: 0 });
+    await j.ok("stop_record_mcap");
+    // move away, then replay
+    await j.ok("step", { robot: 0, steps: 50, v: 0.5, w: -0.5 });
+    const r = await j.ok("replay_mcap", { path: "lockstep.mcap" });
+    assert.equal(r.path, rec.path);
+    assert.ok(r.commands >= 23, `${r.commands} commands`);
+    const done = await waitFor(async () => {
+      const i = (await j.ok("foxglove_info")).replay;
+      return i && i.state !== "running" && i;
+    }, 20000, "the replay");
+    assert.equal(done.state, "match", JSON.stringify(done));
+    assert.equal(done.errors, 0);
+    const again = await j.ok("get_state", { robot: 0 });
+    assert.deepEqual(again.pose, end.pose);
+    // free-running: a velocity held for wall time, no steps to replay it
+    await j.ok("resume", {}, "sim_control");
+    await j.ok("record_mcap", { path: "free.mcap" });
+    await j.ok("set_velocity", { robot: 0, v: 0.4, w: 0.1 });
+    await sleep(500);
+    await j.ok("stop", { robot: 0 });
+    await sleep(100);
+    await j.ok("stop_record_mcap");
+    await j.ok("set_pose", { robot: 0, pose: [0, 0, 0] });
+    await j.ok("replay_mcap", { path: "free.mcap" });
+    const bad = await waitFor(async () => {
+      const i = (await j.ok("foxglove_info")).replay;
+      return i && i.state !== "running" && i;
+    }, 20000, "the second replay");
+    assert.equal(bad.state, "mismatch", JSON.stringify(bad));
+    assert.match(bad.detail, /recorded .* replayed/);
+    await j.ok("resume", {}, "sim_control");
+    const e1 = await j.req("replay_mcap", { path: "nothere.mcap" });
+    assert.match(e1.error.message, /No such file/);
+    fs.writeFileSync(path.join(stack.dataDir, "junk.mcap"), "not mcap");
+    const e2 = await j.req("replay_mcap", { path: "junk.mcap" });
+    assert.match(e2.error.message, /not an MCAP file/);
+  },
+
   // pa-netgw killed mid-recording: the file holds complete chunks only, and
   // a streaming reader reads them all.
   async killed_gateway_leaves_a_readable_file() {
