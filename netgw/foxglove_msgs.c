@@ -294,6 +294,40 @@ void pa_fox_enc_grid(pa_fox_buf *b, uint64_t t_ns, const pa_map_block *m,
   PUTS(b, "\"}");
 }
 
+/* A range rounded to a micrometre, as the JSON protocol prints it (json.c)
+ * so the two agree digit for digit; integer formatting: ~10x faster than
+ * printf("%.9g") on a 360-beam scan. */
+static void range_um(pa_fox_buf *b, float f) {
+  double d = (double)f;
+  if (!isfinite(d) || fabs(d) > 1e9) {
+    PUTS(b, "null");
+    return;
+  }
+  char tmp[32], *e = tmp + sizeof tmp, *p = e;
+  long long q = llround(d * 1e6);
+  bool neg = q < 0;
+  if (neg)
+    q = -q;
+  long long ip = q / 1000000, fp = q % 1000000;
+  if (fp) {
+    int digits = 6;
+    while (fp % 10 == 0) {
+      fp /= 10;
+      digits--;
+    }
+    for (int k = 0; k < digits; k++, fp /= 10)
+      *--p = (char)('0' + fp % 10);
+    *--p = '.';
+  }
+  do {
+    *--p = (char)('0' + ip % 10);
+    ip /= 10;
+  } while (ip);
+  if (neg)
+    *--p = '-';
+  pa_fox_buf_put(b, p, (size_t)(e - p));
+}
+
 void pa_fox_enc_scan(pa_fox_buf *b, const char *robot, const pa_scan *s) {
   const float *r = (const float *)(s + 1);
   PUTS(b, "{\"timestamp\":");
@@ -313,12 +347,7 @@ void pa_fox_enc_scan(pa_fox_buf *b, const char *robot, const pa_scan *s) {
   for (uint32_t i = 0; i < s->count; i++) {
     if (i)
       PUTS(b, ",");
-    /* %.9g: the float32 itself (the JSON protocol rounds to 1 um) */
-    float v = r[i];
-    if (!isfinite(v) || fabsf(v) > 1e9f)
-      PUTS(b, "null");
-    else
-      pa_fox_buf_printf(b, "%.9g", (double)v);
+    range_um(b, r[i]);
   }
   PUTS(b, "],\"intensities\":[]}");
 }

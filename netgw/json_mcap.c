@@ -80,9 +80,11 @@ int pa_fox_record_path(const pa_netgw *g, const char *in, bool existing,
 }
 
 static json_t *stats_json(const pa_mcap_stats *st) {
-  return json_pack("{s:I, s:I, s:I, s:I}", "messages", (json_int_t)st->messages,
-                   "chunks", (json_int_t)st->chunks, "bytes",
-                   (json_int_t)st->bytes, "dropped", (json_int_t)st->dropped);
+  return json_pack("{s:I, s:I, s:I, s:I, s:I}", "messages",
+                   (json_int_t)st->messages, "chunks", (json_int_t)st->chunks,
+                   "bytes", (json_int_t)st->bytes, "raw_bytes",
+                   (json_int_t)st->raw_bytes, "dropped",
+                   (json_int_t)st->dropped);
 }
 
 json_t *pa_json_act_record_mcap(jctx *x) {

@@ -59,8 +59,8 @@ static int record(rctx *x, uint8_t op, const uint8_t *c, size_t len) {
   } else if (op == 0x05 && len >= 22) { /* Message */
     uint16_t id = (uint16_t)rd(c, 2);
     x->count++;
-    if (x->cb(x->arg, x->topics[id] ? x->topics[id] : "", rd(c + 6, 8),
-              c + 22, len - 22) != 0)
+    if (x->cb(x->arg, x->topics[id] ? x->topics[id] : "", rd(c + 6, 8), c + 22,
+              len - 22) != 0)
       x->stop = true;
   } else if (op == 0x06 && len >= 40) { /* Chunk */
     uint64_t usize = rd(c + 16, 8);
@@ -92,8 +92,7 @@ static int record(rctx *x, uint8_t op, const uint8_t *c, size_t len) {
       }
       free(u);
     } else {
-      snprintf(x->err, x->err_sz, "chunk compression '%s' not supported",
-               comp);
+      snprintf(x->err, x->err_sz, "chunk compression '%s' not supported", comp);
       rc = -1;
     }
     free(comp);
