@@ -140,6 +140,8 @@ int pa_launch_run(const pa_launch_cfg *c, const char *bin_dir);
  * subcommand. Return the exit code. */
 int pa_launch_status_main(int argc, char **argv);
 int pa_launch_restart_main(int argc, char **argv);
+/* `playarea replay FILE`: replay_mcap on a running stack (replay.c). */
+int pa_launch_replay_main(int argc, char **argv);
 
 /* Writes the status table of an attached instance. cpu_pct[p] < 0 = not
  * measured. */

@@ -8,7 +8,8 @@ import fs from "node:fs";
 import path from "node:path";
 import { McapIndexedReader, McapStreamReader } from "@mcap/core";
 import { decompress } from "fzstd";
-import { Stack, run, sleep, waitFor } from "./foxglove_stack.mjs";
+import { spawnSync } from "node:child_process";
+import { Stack, binDir, run, sleep, waitFor } from "./foxglove_stack.mjs";
 
 const handlers = { zstd: (d, n) => decompress(d, new Uint8Array(Number(n))) };
 let stack;
@@ -169,6 +170,12 @@ const tests = {
     assert.equal(done.errors, 0);
     const again = await j.ok("get_state", { robot: 0 });
     assert.deepEqual(again.pose, end.pose);
+    // the same through the launcher's `playarea replay FILE`
+    await j.ok("step", { robot: 0, steps: 30, v: -0.3, w: 0.5 });
+    const cli = spawnSync(path.join(binDir(), "playarea"),
+      ["replay", "lockstep.mcap", "--tcp_port", String(stack.port)], { encoding: "utf8" });
+    assert.equal(cli.status, 0, cli.stdout + cli.stderr);
+    assert.match(cli.stdout, /^match: /m);
     // free-running: a velocity held for wall time, no steps to replay it
     await j.ok("resume", {}, "sim_control");
     await j.ok("record_mcap", { path: "free.mcap" });
@@ -185,6 +192,15 @@ const tests = {
     }, 20000, "the second replay");
     assert.equal(bad.state, "mismatch", JSON.stringify(bad));
     assert.match(bad.detail, /recorded .* replayed/);
+    await j.ok("set_pose", { robot: 0, pose: [0, 0, 0] });
+    const cli2 = spawnSync(path.join(binDir(), "playarea"),
+      ["replay", "free.mcap", "--tcp_port", String(stack.port)], { encoding: "utf8" });
+    assert.equal(cli2.status, 1, cli2.stdout + cli2.stderr);
+    assert.match(cli2.stdout, /^mismatch: /m);
+    const cli3 = spawnSync(path.join(binDir(), "playarea"),
+      ["replay", "nothere.mcap", "--tcp_port", String(stack.port)], { encoding: "utf8" });
+    assert.equal(cli3.status, 1);
+    assert.match(cli3.stderr, /No such file/);
     await j.ok("resume", {}, "sim_control");
     const e1 = await j.req("replay_mcap", { path: "nothere.mcap" });
     assert.match(e1.error.message, /No such file/);
