@@ -242,6 +242,7 @@ const tests = {
 
   async stop() {
     assert.equal(await stack.stop(), 0);
+    assert.equal(stack.report, "", "sanitizer report from the stack");
   },
 };
 

@@ -94,6 +94,9 @@ export class Stack {
     }
     this.kill("SIGKILL");
     this.exitCode = this.proc.exitCode;
+    // a sanitizer build's reports, from any process of the stack
+    const at = this.log.search(/ERROR: (Address|Leak|Thread)Sanitizer|runtime error:/);
+    this.report = at >= 0 ? this.log.slice(at, at + 4000) : "";
     live.delete(this);
     for (const n of fs.readdirSync("/dev/shm"))
       if (n.startsWith(`playarea.${this.instance}.`)) fs.rmSync(path.join("/dev/shm", n), { force: true });
@@ -183,6 +186,12 @@ export async function run(tests) {
       console.log(`FAIL ${name}: ${e.stack || e}`);
     }
   }
-  for (const s of [...live]) await s.stop();
+  for (const s of [...live]) {
+    await s.stop();
+    if (s.report) {
+      failed++;
+      console.log(`FAIL sanitizer report from ${s.instance}:\n${s.report}`);
+    }
+  }
   process.exit(failed ? 1 : 0);
 }
