@@ -231,12 +231,62 @@ const tests = {
     sock.pause(); // never read again
     const f = await stack.fox();
     f.subscribe("/robot0/odom");
+    // each new /map subscription sends the map (~300 KB) to every map
+    // subscriber: the stalled socket fills in a second, not in 10
+    const maps = [];
+    for (let i = 0; i < 40; i++) {
+      maps.push(f.subscribe("/map"));
+      await sleep(20);
+    }
     await waitFor(async () => (await stack.json.ok("foxglove_info")).dropped > info0.dropped,
       20000, "drops counted for the stalled client");
+    for (const id of maps) f.unsubscribe(id);
     // the healthy client still gets fresh messages
     const n = f.msgs.length;
     await waitFor(() => f.msgs.length > n + 5, 5000, "messages to the healthy client");
     sock.destroy();
+    f.close();
+  },
+
+  // Robots that come and go get their channels advertised and withdrawn.
+  async robots_come_and_go() {
+    const f = await stack.fox();
+    await stack.json.ok("spawn_robot", { name: "rover2", pose: [1.5, 1.0, 0] });
+    await waitFor(() => f.topic("/rover2/scan") && f.topic("/rover2/odom") &&
+      f.topic("/rover2/camera"), 5000, "rover2's channels");
+    const id = f.topic("/rover2/odom").id;
+    f.subscribe("/rover2/odom");
+    await waitFor(() => f.msgs.some((m) => m.topic === "/rover2/odom"), 5000, "rover2's odom");
+    f.subscribe("/tf");
+    await waitFor(() => f.msgs.some((m) => m.topic === "/tf" && m.json().transforms.some(
+      (t) => t.child_frame_id === "rover2/base_link")), 5000, "rover2 in /tf");
+    await stack.json.ok("remove_robot", { robot: "rover2" });
+    await waitFor(() => !f.channels.has(id) && !f.topic("/rover2/scan"), 5000,
+      "rover2's channels withdrawn");
+    f.close();
+  },
+
+  // Garbage in any form gets a status (or is ignored) and changes nothing.
+  async bad_input() {
+    const f = await stack.fox();
+    const ws = f.ws;
+    ws.send("not json");
+    ws.send(JSON.stringify({ op: "fly" }));
+    ws.send(JSON.stringify({ op: "subscribe", subscriptions: [{ id: "x" }] }));
+    ws.send(JSON.stringify({ op: "unsubscribe", subscriptionIds: [12345] }));
+    ws.send(JSON.stringify({ op: "advertise", channels: [{ id: 1, topic: "/a", encoding: "cdr" }] }));
+    ws.send(new Uint8Array([0x07, 1, 2]));
+    ws.send(new Uint8Array([0x02, 1]));               // a service call, cut short
+    ws.send(new Uint8Array([0x01, 9, 0, 0, 0, 123])); // data on a channel never advertised
+    const srv = new Uint8Array([0x02, 99, 0, 0, 0, 1, 0, 0, 0, 4, 0, 0, 0, 106, 115, 111, 110]);
+    ws.send(srv);                                      // no service 99
+    await waitFor(() => f.statuses.length >= 7, 5000, `statuses (${f.statuses.length})`);
+    for (const re of [/not a JSON object/, /op fly is not supported/, /integer id and channelId/,
+      /only the json encoding/, /unknown binary opcode/, /too short/, /not advertised/])
+      assert.ok(f.statuses.some((s) => re.test(s.message)), `a status matching ${re}`);
+    // still served
+    f.subscribe("/tf");
+    await waitFor(() => f.msgs.some((m) => m.topic === "/tf"), 5000, "tf after the garbage");
     f.close();
   },
 

@@ -82,7 +82,7 @@ export class Stack {
   }
 
   // SIGTERM, SIGKILL after 20 s; shm objects and the data dir removed.
-  async stop() {
+  async stop({ keepDataDir = false } = {}) {
     if (!live.has(this)) return this.exitCode;
     this.json?.close();
     if (this.proc.exitCode === null && this.proc.signalCode === null) {
@@ -100,7 +100,7 @@ export class Stack {
     live.delete(this);
     for (const n of fs.readdirSync("/dev/shm"))
       if (n.startsWith(`playarea.${this.instance}.`)) fs.rmSync(path.join("/dev/shm", n), { force: true });
-    fs.rmSync(this.dataDir, { recursive: true, force: true });
+    if (!keepDataDir) fs.rmSync(this.dataDir, { recursive: true, force: true });
     return this.exitCode;
   }
 

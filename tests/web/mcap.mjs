@@ -236,6 +236,27 @@ const tests = {
     }, 20000, "pa-netgw restarted");
   },
 
+  // --record from the start; SIGTERM of the stack finishes the file.
+  async record_flag_until_shutdown() {
+    const s2 = await Stack.start("--record", "boot.mcap");
+    try {
+      await sleep(1500);
+      assert.ok((await s2.json.ok("foxglove_info")).recording);
+      assert.equal(await s2.stop({ keepDataDir: true }), 0);
+      const buf = fs.readFileSync(path.join(s2.dataDir, "boot.mcap"));
+      const r = await McapIndexedReader.Initialize({ readable: readable(buf),
+        decompressHandlers: handlers });
+      assert.ok(r.statistics.messageCount > 20n, `${r.statistics.messageCount} messages`);
+      const topics = [...r.channelsById.values()].map((c) => c.topic);
+      assert.ok(topics.includes("/state") && topics.includes("/tf"), topics.join());
+    } finally {
+      await s2.stop();
+      fs.rmSync(s2.dataDir, { recursive: true, force: true });
+    }
+    // a --record path outside --data_dir is a configuration error
+    await assert.rejects(Stack.start("--record", "../x.mcap"), /'\.\.' is not allowed/);
+  },
+
   async stop() {
     assert.equal(await stack.stop(), 0);
     assert.equal(stack.report, "", "sanitizer report from the stack");
