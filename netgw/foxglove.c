@@ -107,6 +107,7 @@ struct pa_fox {
   uint8_t *state_buf, *scan_buf, *cam_buf;
   double next_state_time;
   double last_time_sent;
+  bool idle;      /* no client, no recording: the cursors are not followed */
   pa_fox_buf msg; /* 13-byte messageData header + the payload */
   tjhandle tj;
   uint64_t sent, dropped, jpeg_frames;
@@ -628,7 +629,15 @@ static void on_turn(evutil_socket_t fd, short what, void *arg) {
       calls |= f->calls[i].used;
     if (calls)
       arm(f);
-    return; /* idle: the timer stops until a client or a recording */
+    f->idle = true; /* the timer stops until a client or a recording */
+    return;
+  }
+  if (f->idle) {
+    /* from what is new on, not a backlog of stale records */
+    f->state_cur = pa_ring_cursor_now(g->st->state);
+    f->scan_cur = pa_ring_cursor_now(g->st->scan);
+    f->cam_cur = pa_ring_cursor_now(g->st->camera);
+    f->idle = false;
   }
   g->loops++;
   refresh_world(f);
