@@ -25,9 +25,9 @@ typedef struct conn {
  * timeout_ms). */
 static json_t *request(conn *c, const char *action, json_t *data,
                        int timeout_ms) {
-  json_t *req = json_pack("{s:s, s:i, s:s, s:o}", "type", "command",
-                          "protocol_version", 2, "action", action, "data",
-                          data ? data : json_object());
+  json_t *req =
+      json_pack("{s:s, s:i, s:s, s:o}", "type", "command", "protocol_version",
+                2, "action", action, "data", data ? data : json_object());
   char *line = json_dumps(req, JSON_COMPACT);
   json_decref(req);
   if (!line)
@@ -104,8 +104,7 @@ int pa_launch_replay_main(int argc, char **argv) {
   struct sockaddr_in sin = {.sin_family = AF_INET,
                             .sin_port = htons((uint16_t)port)};
   if (inet_pton(AF_INET, host, &sin.sin_addr) != 1) {
-    fprintf(stderr, "playarea replay: --bind %s: not an IPv4 address\n",
-            host);
+    fprintf(stderr, "playarea replay: --bind %s: not an IPv4 address\n", host);
     return PA_EXIT_CONFIG;
   }
   conn *c = calloc(1, sizeof *c);
@@ -137,9 +136,9 @@ int pa_launch_replay_main(int argc, char **argv) {
   }
   long cmds = (long)json_integer_value(
       json_object_get(json_object_get(rep, "data"), "commands"));
-  printf("replaying %ld commands of %s\n", cmds,
-         json_string_value(
-             json_object_get(json_object_get(rep, "data"), "path")));
+  printf(
+      "replaying %ld commands of %s\n", cmds,
+      json_string_value(json_object_get(json_object_get(rep, "data"), "path")));
   json_decref(rep);
   rep = NULL;
   for (long waited = 0; waited < timeout_s * 10; waited++) {
