@@ -1064,6 +1064,89 @@ static void on_client_data(fox_conn *c, const uint8_t *d, size_t n) {
     status(c, 1, "%s: %s", topic, c->f->g->busy_msg);
 }
 
+/* ---- parameters: the sim's time scale and pause, and read-only rates ----*/
+
+static json_t *param_value(pa_fox *f, const char *name) {
+  const pa_tick *t = pa_gw_latest(f->g);
+  if (!strcmp(name, "/time_scale"))
+    return json_real(t ? t->speed : 1);
+  if (!strcmp(name, "/paused"))
+    return json_boolean(t && (t->flags & PA_TICK_PAUSED));
+  if (!strcmp(name, "/control_hz"))
+    return json_real(f->g->ctl->control_hz);
+  if (!strcmp(name, "/scan_hz"))
+    return json_real(f->g->ctl->scan_hz);
+  if (!strcmp(name, "/robot_count"))
+    return json_integer(f->g->ctl->robot_count);
+  return NULL;
+}
+
+static const char *const param_names[] = {
+    "/time_scale", "/paused", "/control_hz", "/scan_hz", "/robot_count"};
+
+static void send_params(fox_conn *c, json_t *names, json_t *id,
+                        json_t *override) {
+  json_t *out = json_array();
+  size_t n = json_is_array(names) && json_array_size(names)
+                 ? json_array_size(names)
+                 : sizeof param_names / sizeof param_names[0];
+  for (size_t i = 0; i < n; i++) {
+    const char *name = json_is_array(names) && json_array_size(names)
+                           ? json_string_value(json_array_get(names, i))
+                           : param_names[i];
+    json_t *v = name ? json_object_get(override, name) : NULL;
+    v = v ? json_incref(v) : (name ? param_value(c->f, name) : NULL);
+    if (v)
+      json_array_append_new(out,
+                            json_pack("{s:s, s:o}", "name", name, "value", v));
+  }
+  json_t *m =
+      json_pack("{s:s, s:o}", "op", "parameterValues", "parameters", out);
+  if (json_is_string(id))
+    json_object_set(m, "id", id);
+  send_json(c, m);
+}
+
+/* setParameters: /time_scale and /paused go to pa-sim (applied on its next
+ * tick; the answer gives the values as requested); the others are
+ * read-only. */
+static void on_set_params(fox_conn *c, json_t *params, json_t *id) {
+  json_t *names = json_array(), *done = json_object();
+  size_t i;
+  json_t *p;
+  json_array_foreach(params, i, p) {
+    const char *name = json_string_value(json_object_get(p, "name"));
+    json_t *v = json_object_get(p, "value");
+    pa_cmd cmd;
+    memset(&cmd, 0, sizeof cmd);
+    if (name && !strcmp(name, "/time_scale") && json_is_number(v) &&
+        json_number_value(v) >= 0 &&
+        json_number_value(v) <= PA_NETGW_SPEED_MAX) {
+      cmd.op = PA_OP_SPEED;
+      cmd.speed.factor = json_number_value(v);
+    } else if (name && !strcmp(name, "/paused") && json_is_boolean(v)) {
+      cmd.op = json_is_true(v) ? PA_OP_PAUSE : PA_OP_RESUME;
+    } else {
+      status(c, 2,
+             "setParameters %s: only /time_scale (0..%g) and /paused "
+             "(boolean) can be set",
+             name ? name : "?", PA_NETGW_SPEED_MAX);
+      continue;
+    }
+    cmd.flags = PA_CMDF_NO_REPLY;
+    if (push(c->f, &cmd) != 0) {
+      status(c, 1, "setParameters %s: %s", name, c->f->g->busy_msg);
+      continue;
+    }
+    json_array_append_new(names, json_string(name));
+    json_object_set(done, name, v);
+  }
+  if (id && json_array_size(names))
+    send_params(c, names, id, done);
+  json_decref(names);
+  json_decref(done);
+}
+
 static void on_text(struct pa_ws *ws, const char *data, size_t len, void *arg) {
   (void)ws;
   fox_conn *c = arg;
@@ -1081,6 +1164,12 @@ static void on_text(struct pa_ws *ws, const char *data, size_t len, void *arg) {
     on_client_advertise(c, json_object_get(j, "channels"));
   } else if (!strcmp(op, "unadvertise")) {
     on_client_unadvertise(c, json_object_get(j, "channelIds"));
+  } else if (!strcmp(op, "getParameters")) {
+    send_params(c, json_object_get(j, "parameterNames"),
+                json_object_get(j, "id"), NULL);
+  } else if (!strcmp(op, "setParameters")) {
+    on_set_params(c, json_object_get(j, "parameters"),
+                  json_object_get(j, "id"));
   } else {
     status(c, 1, "op %s is not supported by this server", op);
   }
@@ -1195,7 +1284,8 @@ static void on_head(evutil_socket_t fd, short what, void *arg) {
   refresh_world(f); /* before c is listed: its first message is serverInfo */
   f->conns[slot] = c;
   f->n_conns++;
-  json_t *caps = json_pack("[s, s, s]", "clientPublish", "services", "time");
+  json_t *caps = json_pack("[s, s, s, s]", "clientPublish", "services", "time",
+                           "parameters");
   send_json(c, json_pack("{s:s, s:s, s:o, s:[s], s:{s:s, s:s}, s:s}", "op",
                          "serverInfo", "name", "playarea", "capabilities", caps,
                          "supportedEncodings", "json", "metadata", "instance",

@@ -248,6 +248,31 @@ const tests = {
     f.close();
   },
 
+  async parameters() {
+    const f = await stack.fox();
+    assert.ok(f.info.capabilities.includes("parameters"));
+    const got = [];
+    f.c.on("parameterValues", (p) => got.push(p));
+    f.c.getParameters(["/time_scale", "/paused", "/control_hz"], "q1");
+    const q1 = await waitFor(() => got.find((p) => p.id === "q1"), 3000, "parameterValues");
+    const v = Object.fromEntries(q1.parameters.map((p) => [p.name, p.value]));
+    const st = await stack.json.ok("get_status", {}, "sim_control");
+    assert.equal(v["/time_scale"], st.speed);
+    assert.equal(v["/paused"], st.paused);
+    assert.equal(v["/control_hz"], st.control_hz);
+    f.c.setParameters([{ name: "/time_scale", value: 2.5 }], "s1");
+    await waitFor(() => got.find((p) => p.id === "s1"), 3000, "setParameters answer");
+    await waitFor(async () => (await stack.json.ok("get_status", {}, "sim_control")).speed === 2.5,
+      3000, "speed 2.5 applied");
+    f.c.setParameters([{ name: "/control_hz", value: 5 }]);
+    await waitFor(() => f.statuses.some((s) => /only \/time_scale/.test(s.message)), 3000,
+      "a read-only parameter refused");
+    f.c.setParameters([{ name: "/time_scale", value: 1 }]);
+    await waitFor(async () => (await stack.json.ok("get_status", {}, "sim_control")).speed === 1,
+      3000, "speed back to 1");
+    f.close();
+  },
+
   // Robots that come and go get their channels advertised and withdrawn.
   async robots_come_and_go() {
     const f = await stack.fox();
