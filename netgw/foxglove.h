@@ -12,7 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* ---- foxglove_msgs.c: encoders ------------------------------------------*/
+/* ---- foxglove_msgs.c: encoders ------------------------------------- */
 
 /* The kinds of channel: three for the world, three per robot, and the
  * commands log a recording keeps for replay. */
@@ -88,7 +88,7 @@ static inline uint64_t pa_fox_ns(double sim_time) {
   return sim_time > 0 ? (uint64_t)(sim_time * 1e9 + 0.5) : 0;
 }
 
-/* ---- foxglove.c: the server and the recorder ---------------------------*/
+/* ---- foxglove.c: the server and the recorder ----------------------- */
 
 typedef struct pa_fox pa_fox;
 

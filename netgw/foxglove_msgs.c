@@ -17,8 +17,7 @@
 /* A string literal, its length counted by the compiler. */
 #define PUTS(b, lit) pa_fox_buf_put((b), (lit), sizeof(lit) - 1)
 
-/* ---- buffer
- * ------------------------------------------------------------------*/
+/* ---- buffer -------------------------------------------------------- */
 
 static bool grow(pa_fox_buf *b, size_t more) {
   if (b->oom)
@@ -158,8 +157,7 @@ static void base64(pa_fox_buf *b, const uint8_t *in, size_t n) {
   b->p[b->n] = 0;
 }
 
-/* ---- schemas
- * -------------------------------------------------------------------*/
+/* ---- schemas ------------------------------------------------------- */
 
 #define TIME_S                                                                 \
   "{\"type\":\"object\",\"properties\":{\"sec\":{\"type\":\"integer\"},"       \
@@ -270,8 +268,7 @@ void pa_fox_topic(int kind, const char *robot, char *out, size_t sz) {
     snprintf(out, sz, "/%s/%s", robot, kinds[kind].topic);
 }
 
-/* ---- messages
- * -------------------------------------------------------------------*/
+/* ---- messages ------------------------------------------------------ */
 
 void pa_fox_enc_grid(pa_fox_buf *b, uint64_t t_ns, const pa_map_block *m,
                      const int8_t *cells) {

@@ -34,7 +34,7 @@ static const uint8_t MAGIC[8] = {0x89, 'M', 'C', 'A', 'P', '0', '\r', '\n'};
 
 #define MAX_IDS 65535 /* schema and channel ids are u16; 0 means none */
 
-/* ---- little-endian byte buffer -------------------------------------------*/
+/* ---- little-endian byte buffer ------------------------------------- */
 
 typedef struct buf {
   uint8_t *p;
@@ -129,8 +129,7 @@ uint32_t pa_mcap_crc32(uint32_t crc, const void *data, size_t len) {
   return ~crc;
 }
 
-/* ---- the queue
- * -------------------------------------------------------------*/
+/* ---- the queue ----------------------------------------------------- */
 
 enum { IT_SCHEMA, IT_CHANNEL, IT_MESSAGE, IT_SYNC };
 
@@ -252,8 +251,7 @@ static int write_all(pa_mcap *m, const void *p, size_t n) {
   return 0;
 }
 
-/* ---- records
- * ----------------------------------------------------------------*/
+/* ---- records ------------------------------------------------------- */
 
 static void rec_schema(buf *b, uint16_t id, const def *s) {
   size_t at = rec_begin(b, OP_SCHEMA);
@@ -537,8 +535,7 @@ static void *writer_main(void *arg) {
   return NULL;
 }
 
-/* ---- the caller's side
- * -------------------------------------------------------*/
+/* ---- the caller's side --------------------------------------------- */
 
 static void enqueue(pa_mcap *m, item *it) {
   it->next = NULL;
@@ -735,8 +732,7 @@ void pa_mcap_error(pa_mcap *m, char *b, size_t sz) {
   pthread_mutex_unlock(&m->mu);
 }
 
-/* ---- the summary
- * -------------------------------------------------------------*/
+/* ---- the summary --------------------------------------------------- */
 
 static void summary_group(buf *b, buf *offs, uint8_t op, size_t start,
                           uint64_t base) {

@@ -68,7 +68,7 @@ void pa_mcap_error(pa_mcap *m, char *buf, size_t sz);
  * chunk). st (may be NULL) gets the final counts. */
 int pa_mcap_close(pa_mcap *m, pa_mcap_stats *st, char *err, size_t err_sz);
 
-/* ---- mcap_read.c ----------------------------------------------------------*/
+/* ---- mcap_read.c --------------------------------------------------- */
 
 /* One message: its channel's topic ("" when the channel is unknown), log
  * time and payload (valid during the call). Nonzero stops the read. */
