@@ -1,7 +1,8 @@
 /* gw.c - the gateway's lifecycle: settings, the listener, the wake-up
  * threads, health and signals. The parts: world.c (views of the instance),
  * simlink.c (the sim round trip), streams.c (UDP feedback), client.c (TCP
- * clients and line framing), text.c (text commands), json.c (JSON lines).
+ * clients and line framing), text.c (text commands), json.c (JSON lines),
+ * foxglove*.c (Foxglove WebSocket server, MCAP recordings).
  * Everything runs in one libevent loop; bridge.c threads only wake it. */
 #define _GNU_SOURCE
 #include "foxglove.h"
