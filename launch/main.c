@@ -13,6 +13,8 @@ int main(int argc, char **argv) {
     return pa_launch_restart_main(argc - 1, argv + 1);
   if (argc > 1 && !strcmp(argv[1], "discover"))
     return pa_launch_discover_main(argc - 1, argv + 1);
+  if (argc > 1 && !strcmp(argv[1], "replay"))
+    return pa_launch_replay_main(argc - 1, argv + 1);
   /* The docs' flag tables, generated from the flag tables (a test compares
    * them with README.md and docs/CONTRACT.md). */
   if (argc == 2 && (!strcmp(argv[1], "--help-markdown") ||

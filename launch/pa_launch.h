@@ -143,6 +143,8 @@ int pa_launch_restart_main(int argc, char **argv);
 /* `playarea discover [--beacon_port P] [--bind A] [--timeout_ms MS] [--json]`
  * (discover.c): lists the stacks whose beacon it hears. */
 int pa_launch_discover_main(int argc, char **argv);
+/* `playarea replay FILE`: replay_mcap on a running stack (replay.c). */
+int pa_launch_replay_main(int argc, char **argv);
 
 /* Writes the status table of an attached instance. cpu_pct[p] < 0 = not
  * measured. */

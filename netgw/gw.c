@@ -1,9 +1,11 @@
 /* gw.c - the gateway's lifecycle: settings, the listener, the wake-up
  * threads, health and signals. The parts: world.c (views of the instance),
  * simlink.c (the sim round trip), streams.c (UDP feedback), client.c (TCP
- * clients and line framing), text.c (text commands), json.c (JSON lines).
+ * clients and line framing), text.c (text commands), json.c (JSON lines),
+ * foxglove*.c (Foxglove WebSocket server, MCAP recordings).
  * Everything runs in one libevent loop; bridge.c threads only wake it. */
 #define _GNU_SOURCE
+#include "foxglove.h"
 #include "netgw_int.h"
 #include "web_int.h"
 
@@ -12,6 +14,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <math.h>
 #include <netinet/tcp.h>
 #include <sched.h>
@@ -59,6 +62,7 @@ pa_netgw_def pa_netgw_def_default(void) {
       .ssl_yellow_port = 10302,
       .ssl_vision_port = 10020,
       .ssl_vision_hz = 60,
+      .foxglove_port = 8765, /* a taken port only warns (foxglove.c) */
   };
   return d;
 }
@@ -295,6 +299,21 @@ pa_netgw *pa_netgw_create(const pa_netgw_def *d, pa_stack *stack, char *err,
     snprintf(err, err_sz, "event setup failed");
     goto fail;
   }
+  g->fox = pa_fox_create(g, err, err_sz);
+  if (!g->fox)
+    goto fail;
+  if (d->record && *d->record) {
+    char path[PATH_MAX];
+    if (pa_fox_record_path(g, d->record, false, path, sizeof path, err,
+                           err_sz) != 0 ||
+        pa_fox_record_start(g->fox, path, NULL, 0, err, err_sz) != 0) {
+      char why[512];
+      snprintf(why, sizeof why, "--record: %s", err);
+      snprintf(err, err_sz, "%s", why);
+      goto fail;
+    }
+    pa_info("recording MCAP to %s", path);
+  }
   event_add(g->stop_ev, NULL);
   /* The browser side: a default port taken by another stack only warns. */
   char werr[512];
@@ -353,6 +372,8 @@ void pa_netgw_destroy(pa_netgw *g) {
   pa_bridge_stop(&g->br_cam);
   pa_bridge_stop(&g->br_reply);
   pa_web_stop(g);
+  pa_fox_destroy(g->fox); /* finishes a recording */
+  g->fox = NULL;
   if (g->clients)
     for (uint32_t i = 0; i < g->slots; i++)
       if (g->clients[i])

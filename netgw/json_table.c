@@ -219,6 +219,10 @@ static const jaction actions[] = {
         "position velocity roll present"),
     ROW(get_ball, CMD, NULL, NULL, 0, ""),
     ROW(get_ssl_info, CMD, NULL, NULL, 0, ""),
+    ROW(record_mcap, CMD, NULL, NULL, 0, "path topics seconds"),
+    ROW(stop_record_mcap, CMD, NULL, NULL, 0, ""),
+    ROW(foxglove_info, CMD, NULL, NULL, 0, ""),
+    ROW(replay_mcap, CMD, NULL, NULL, 0, "path"),
 };
 
 #undef CMD

@@ -159,6 +159,11 @@ typedef struct pa_netgw_def {
   unsigned ssl_vision_port;  /* SSL_WrapperPacket to 127.0.0.1; 10020 */
   double ssl_vision_hz;      /* [Hz] wall clock; 60 */
   bool ssl_vision_multicast; /* to 224.5.23.2 instead */
+  /* Foxglove WebSocket server (docs/foxglove.md): its port (0 = off, -1 =
+   * a free one, reported by the foxglove_info action) */
+  int32_t foxglove_port;
+  const char *data_dir; /* record_mcap writes only under it (NULL = cwd) */
+  const char *record;   /* record an MCAP file from the start (NULL = no) */
 } pa_netgw_def;
 pa_netgw_def pa_netgw_def_default(void);
 

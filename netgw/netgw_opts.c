@@ -76,6 +76,15 @@ static const pa_opt_row rows[] = {
          "SSL worlds: [Hz] vision frames (wall clock)")},
     {ROW(def.ssl_vision_multicast, "ssl_vision_multicast", PA_OPT_FLAG, 0, -1,
          0, "SSL worlds: send vision to 224.5.23.2 (multicast) instead")},
+    {ROW(def.foxglove_port, "foxglove_port", PA_OPT_I32, -1, 65535, 8765,
+         "Foxglove WebSocket port (0 = off, -1 = a free one; a taken port "
+         "warns and runs without it)")},
+    {STR(def.data_dir, "data_dir", NULL,
+         "pa-netgw: record_mcap and --record write only under this directory "
+         "(unset = pa-netgw's working directory)")},
+    {STR(def.record, "record", NULL,
+         "record an MCAP file (relative to --data_dir) from the start, "
+         "stopped by stop_record_mcap or shutdown")},
 };
 
 static int finish(void *args, const bool *given, char *err, size_t err_sz) {

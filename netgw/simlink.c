@@ -2,6 +2,7 @@
  * commands coalesced), replies out of its reply queue to the client that
  * waits, and the timeout that answers busy when none comes. */
 #define _GNU_SOURCE
+#include "foxglove.h"
 #include "netgw_int.h"
 
 #include "pa_util.h"
@@ -30,8 +31,10 @@ _Static_assert(PA_NETGW_STEP_MAX == PA_CMD_STEPS_MAX,
 static int push_raw(pa_client *c, pa_cmd *cmd) {
   cmd->client_id = c->id;
   cmd->request_id = ++c->g->next_req;
-  if (pa_queue_push(c->g->st->cmd, cmd) == 0)
+  if (pa_queue_push(c->g->st->cmd, cmd) == 0) {
+    pa_fox_note_command(c->g, cmd); /* a recording's /commands */
     return 0;
+  }
   snprintf(c->g->busy_msg, sizeof c->g->busy_msg, "the command queue is full");
   return -1;
 }
@@ -154,6 +157,8 @@ void pa_gw_on_reply(void *arg) {
   g->loops++;
   while (pa_queue_peek(g->st->reply, &r) >= 0) {
     pa_queue_pop(g->st->reply);
+    if (pa_fox_on_reply(g, &r))
+      continue; /* a Foxglove service call's */
     uint32_t slot = (uint32_t)(r.client_id & 0xffffffffu);
     pa_client *c = slot < g->slots ? g->clients[slot] : NULL;
     if (!c || c->id != r.client_id || !c->pend || c->pend_req != r.request_id) {

@@ -275,5 +275,11 @@ json_t *pa_json_act_get_ball(jctx *x);
 json_t *pa_json_act_get_ssl_info(jctx *x);
 json_t *pa_json_done_ssl(jctx *x, const pa_reply *r);
 json_t *pa_json_done_teleport_ball(jctx *x, const pa_reply *r);
+/* ---- json_mcap.c ----------------------------------------------------------*/
+
+json_t *pa_json_act_record_mcap(jctx *x);
+json_t *pa_json_act_stop_record_mcap(jctx *x);
+json_t *pa_json_act_foxglove_info(jctx *x);
+json_t *pa_json_act_replay_mcap(jctx *x);
 
 #endif

@@ -236,6 +236,7 @@ typedef struct pa_netgw {
   unsigned n_beacon_to;
   uint64_t beacons_sent, beacons_failed;
   struct pa_ssl_gw *ssl; /* SSL protocol sockets and vision, or NULL */
+  struct pa_fox *fox;    /* Foxglove server and MCAP recorder (foxglove.h) */
 } pa_netgw;
 
 /* ssl_gw.c: the SSL simulation protocol when the world has an SSL field

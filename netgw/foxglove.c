@@ -1,0 +1,747 @@
+/* foxglove.c - the Foxglove WebSocket server (ws-protocol v1, subprotocols
+ * foxglove.websocket.v1 and foxglove.sdk.v1) and the MCAP recorder, fed by
+ * one loop timer that follows the state, scan and camera rings with cursors
+ * of its own. Each message is encoded once (foxglove_msgs.c) and goes to
+ * every subscribed client and the recording. */
+#define _GNU_SOURCE
+#include "foxglove_int.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <event2/listener.h>
+
+const uint32_t pa_fox_world_chan[PA_FOX_WORLD_KINDS] = {1, 2, 3, 4, 5};
+
+/* ---- small helpers ------------------------------------------------- */
+
+void pa_fox_send_json(fox_conn *c, json_t *j) {
+  char *s = json_dumps(j, JSON_COMPACT);
+  json_decref(j);
+  if (!s)
+    return;
+  if (pa_ws_send_text(c->ws, s, strlen(s)) != 0)
+    c->dropped++;
+  free(s);
+}
+
+void pa_fox_status(fox_conn *c, int level, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+void pa_fox_status(fox_conn *c, int level, const char *fmt, ...) {
+  char msg[256];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  pa_fox_send_json(c, json_pack("{s:s, s:i, s:s}", "op", "status", "level",
+                                level, "message", msg));
+}
+
+bool pa_fox_topic_recorded(const pa_fox *f, const char *topic) {
+  if (!f->rec)
+    return false;
+  if (!f->rec_topics)
+    return true;
+  for (char **t = f->rec_topics; *t; t++) {
+    size_t n = strlen(*t);
+    if (n && (*t)[n - 1] == '*' ? !strncmp(*t, topic, n - 1)
+                                : !strcmp(*t, topic))
+      return true;
+  }
+  return false;
+}
+
+/* ---- channels ------------------------------------------------------ */
+
+static json_t *chan_json(uint32_t id, int kind, const char *robot) {
+  char topic[96];
+  pa_fox_topic(kind, robot, topic, sizeof topic);
+  return json_pack("{s:i, s:s, s:s, s:s, s:s, s:s}", "id", (json_int_t)id,
+                   "topic", topic, "encoding", "json", "schemaName",
+                   pa_fox_schema_name(kind), "schema", pa_fox_schema(kind),
+                   "schemaEncoding", "jsonschema");
+}
+
+/* Advertises every current channel to c. */
+static void advertise_all(pa_fox *f, fox_conn *c) {
+  json_t *chans = json_array();
+  for (int k = 0; k < PA_FOX_WORLD_KINDS; k++)
+    if (!pa_fox_rec_only(k))
+      json_array_append_new(chans, chan_json(pa_fox_world_chan[k], k, NULL));
+  for (uint32_t r = 0; r < f->g->ctl->def.max_robots; r++)
+    if (f->robots[r].live)
+      for (int k = 0; k < PA_FOX_ROBOT_KINDS; k++)
+        json_array_append_new(chans,
+                              chan_json(f->robots[r].chan[k], PA_FOX_SCAN + k,
+                                        f->robots[r].name));
+  pa_fox_send_json(
+      c, json_pack("{s:s, s:o}", "op", "advertise", "channels", chans));
+}
+
+static void cam_demand(pa_fox *f, uint32_t robot, int delta) {
+  uint32_t *p = &f->g->st->cam[robot].subscribers;
+  if (delta > 0) {
+    __atomic_fetch_add(p, 1, __ATOMIC_RELEASE);
+  } else {
+    uint32_t v = __atomic_load_n(p, __ATOMIC_ACQUIRE);
+    while (v > 0 &&
+           !__atomic_compare_exchange_n(p, &v, v - 1, false, __ATOMIC_RELEASE,
+                                        __ATOMIC_ACQUIRE))
+      ;
+  }
+  sem_post(&f->g->ctl->render_wake);
+}
+
+static bool chan_subscribed(const pa_fox *f, uint32_t chan) {
+  for (uint32_t i = 0; i < FOX_MAX_CONNS; i++) {
+    const fox_conn *c = f->conns[i];
+    for (uint32_t s = 0; c && s < c->n_subs; s++)
+      if (c->subs[s].chan == chan)
+        return true;
+  }
+  return false;
+}
+
+/* Keeps each robot's camera demand in shm while a client or the recording
+ * wants its images (pa-render only renders what someone wants). */
+void pa_fox_cam_update(pa_fox *f) {
+  for (uint32_t r = 0; r < f->g->ctl->def.max_robots; r++) {
+    fox_robot *fr = &f->robots[r];
+    bool want = false;
+    if (fr->live) {
+      char topic[96];
+      pa_fox_topic(PA_FOX_CAMERA, fr->name, topic, sizeof topic);
+      want = chan_subscribed(f, fr->chan[PA_FOX_CAMERA - PA_FOX_SCAN]) ||
+             pa_fox_topic_recorded(f, topic);
+    }
+    if (want != fr->cam_demand) {
+      cam_demand(f, r, want ? +1 : -1);
+      fr->cam_demand = want;
+    }
+  }
+}
+
+/* Re-reads the world snapshot when it changed: robots that came or went
+ * get their channels advertised or unadvertised. */
+void pa_fox_refresh_world(pa_fox *f) {
+  pa_netgw *g = f->g;
+  uint32_t gen = __atomic_load_n(&g->ctl->world_gen, __ATOMIC_ACQUIRE);
+  if (f->have_world && gen == f->world_gen)
+    return;
+  uint32_t nr = g->ctl->def.max_robots, no = g->ctl->def.max_obstacles;
+  bool ok = false;
+  for (int tries = 0; tries < 100 && !ok; tries++) {
+    uint64_t s = pa_stack_world_read_begin(g->st);
+    if (s & 1u)
+      return; /* mid-update: next turn */
+    f->n_info = __atomic_load_n(&g->ctl->robot_count, __ATOMIC_ACQUIRE);
+    f->n_obs = __atomic_load_n(&g->ctl->obstacle_count, __ATOMIC_ACQUIRE);
+    if (f->n_info > nr)
+      f->n_info = nr;
+    if (f->n_obs > no)
+      f->n_obs = no;
+    memcpy(f->info, g->st->robots, nr * sizeof *f->info);
+    memcpy(f->obs, g->st->obstacles, f->n_obs * sizeof *f->obs);
+    ok = !pa_stack_world_read_retry(g->st, s);
+  }
+  if (!ok)
+    return;
+  f->have_world = true;
+  f->world_gen = gen;
+  f->scene_dirty = true;
+  json_t *gone = json_array(), *added = json_array();
+  for (uint32_t r = 0; r < nr; r++) {
+    pa_robot_info *ri = &f->info[r];
+    ri->name[sizeof ri->name - 1] = 0;
+    fox_robot *fr = &f->robots[r];
+    bool live = r < f->n_info && ri->active;
+    if (fr->live &&
+        (!live || fr->gen != ri->gen || strcmp(fr->name, ri->name))) {
+      for (int k = 0; k < PA_FOX_ROBOT_KINDS; k++)
+        json_array_append_new(gone, json_integer(fr->chan[k]));
+      if (fr->cam_demand)
+        cam_demand(f, r, -1);
+      /* subscriptions to the old channels end with them */
+      for (uint32_t i = 0; i < FOX_MAX_CONNS; i++) {
+        fox_conn *c = f->conns[i];
+        for (uint32_t s = 0; c && s < c->n_subs;) {
+          bool old = false;
+          for (int k = 0; k < PA_FOX_ROBOT_KINDS; k++)
+            old |= c->subs[s].chan == fr->chan[k];
+          if (old)
+            c->subs[s] = c->subs[--c->n_subs];
+          else
+            s++;
+        }
+      }
+      memset(fr, 0, sizeof *fr);
+    }
+    if (live && !fr->live) {
+      fr->live = true;
+      fr->gen = ri->gen;
+      snprintf(fr->name, sizeof fr->name, "%s", ri->name);
+      for (int k = 0; k < PA_FOX_ROBOT_KINDS; k++) {
+        fr->chan[k] = f->next_chan++;
+        json_array_append_new(
+            added, chan_json(fr->chan[k], PA_FOX_SCAN + k, fr->name));
+      }
+    }
+  }
+  for (uint32_t i = 0; i < FOX_MAX_CONNS; i++) {
+    fox_conn *c = f->conns[i];
+    if (!c)
+      continue;
+    if (json_array_size(gone))
+      pa_fox_send_json(
+          c, json_pack("{s:s, s:O}", "op", "unadvertise", "channelIds", gone));
+    if (json_array_size(added))
+      pa_fox_send_json(
+          c, json_pack("{s:s, s:O}", "op", "advertise", "channels", added));
+  }
+  json_decref(gone);
+  json_decref(added);
+  pa_fox_cam_update(f);
+}
+
+/* ---- publishing ---------------------------------------------------- */
+
+/* Starts a message in f->msg: the 13 header bytes, then the encoder's. */
+static pa_fox_buf *msg_begin(pa_fox *f) {
+  f->msg.n = 0;
+  f->msg.oom = false;
+  uint8_t hdr[13] = {0x01};
+  pa_fox_buf_put(&f->msg, hdr, sizeof hdr);
+  return &f->msg;
+}
+
+/* The recording's channel for a topic of that kind, created on first use;
+ * 0 when the topic is not recorded. */
+int pa_fox_rec_channel(pa_fox *f, int kind, int *slot, const char *topic) {
+  if (!f->rec || !pa_fox_topic_recorded(f, topic))
+    return 0;
+  if (*slot)
+    return *slot;
+  if (!f->rec_schema[kind]) {
+    const char *s = pa_fox_schema(kind);
+    f->rec_schema[kind] = pa_mcap_schema(f->rec, pa_fox_schema_name(kind),
+                                         "jsonschema", s, strlen(s));
+  }
+  if (f->rec_schema[kind] > 0)
+    *slot = pa_mcap_channel(f->rec, f->rec_schema[kind], topic, "json");
+  return *slot > 0 ? *slot : 0;
+}
+
+/* Sends f->msg (begun by msg_begin) on channel chan to its subscribers and
+ * into the recording (mcap channel rec, 0 = not recorded). */
+static void publish(pa_fox *f, uint32_t chan, int rec, uint64_t t_ns,
+                    bool camera) {
+  if (f->msg.oom)
+    return;
+  uint8_t *p = (uint8_t *)f->msg.p;
+  size_t n = f->msg.n;
+  if (rec > 0)
+    pa_mcap_write(f->rec, rec, t_ns, t_ns, p + 13, n - 13);
+  le64(p + 5, t_ns);
+  size_t soft = camera ? FOX_SOFT_QUEUED / 4 : FOX_SOFT_QUEUED;
+  for (uint32_t i = 0; i < FOX_MAX_CONNS; i++) {
+    fox_conn *c = f->conns[i];
+    for (uint32_t s = 0; c && s < c->n_subs; s++) {
+      if (c->subs[s].chan != chan)
+        continue;
+      le32(p + 1, c->subs[s].sub);
+      /* A slow client loses messages instead of growing a queue. */
+      if (pa_ws_queued(c->ws) + n > soft ||
+          pa_ws_send_binary(c->ws, p, n) != 0) {
+        c->dropped++;
+        f->dropped++;
+      } else {
+        c->sent++;
+        f->sent++;
+      }
+    }
+  }
+}
+
+/* Whether anyone (a client, the recording) wants channel chan / topic. */
+static bool wanted(pa_fox *f, uint32_t chan, const char *topic) {
+  return chan_subscribed(f, chan) || pa_fox_topic_recorded(f, topic);
+}
+
+static double latest_time(pa_fox *f) {
+  const pa_tick *t = pa_gw_latest(f->g);
+  return t ? t->sim_time : 0;
+}
+
+static void emit_map(pa_fox *f) {
+  const char *topic = "/map";
+  if (!wanted(f, pa_fox_world_chan[PA_FOX_MAP], topic))
+    return;
+  const pa_map_block *m;
+  const int8_t *cells;
+  if (pa_gw_map(f->g, &m, &cells) != 0)
+    return;
+  f->map_gen = f->g->map_gen;
+  uint64_t t = pa_fox_ns(latest_time(f));
+  pa_fox_enc_grid(msg_begin(f), t, m, cells);
+  publish(f, pa_fox_world_chan[PA_FOX_MAP],
+          pa_fox_rec_channel(f, PA_FOX_MAP, &f->rec_world[PA_FOX_MAP], topic),
+          t, false);
+}
+
+static void emit_scene(pa_fox *f) {
+  const char *topic = "/scene";
+  f->scene_sent_ns = pa_now_ns();
+  if (!wanted(f, pa_fox_world_chan[PA_FOX_SCENE], topic))
+    return;
+  uint32_t ng = __atomic_load_n(&f->g->st->nav->gen, __ATOMIC_ACQUIRE);
+  if (ng != f->nav_gen || !f->nav_gen) {
+    if (pa_stack_nav_read(f->g->st, f->nav))
+      f->nav_gen = ng;
+  }
+  uint64_t t = pa_fox_ns(latest_time(f));
+  pa_fox_enc_scene(msg_begin(f), t, f->obs, f->n_obs, f->nav, f->info,
+                   f->n_info, f->g, f->hooks, f->n_hooks);
+  publish(
+      f, pa_fox_world_chan[PA_FOX_SCENE],
+      pa_fox_rec_channel(f, PA_FOX_SCENE, &f->rec_world[PA_FOX_SCENE], topic),
+      t, false);
+}
+
+static void emit_state(pa_fox *f, const pa_tick *t) {
+  uint64_t ns = pa_fox_ns(t->sim_time);
+  uint32_t nr = f->g->ctl->def.max_robots;
+  const pa_robot_state *rs[nr ? nr : 1];
+  uint32_t n = f->n_info < nr ? f->n_info : nr;
+  for (uint32_t r = 0; r < n; r++)
+    rs[r] = f->robots[r].live ? pa_gw_robot_state(t, r) : NULL;
+  if (wanted(f, pa_fox_world_chan[PA_FOX_TF], "/tf")) {
+    pa_fox_enc_tf(msg_begin(f), ns, f->info, rs, n);
+    publish(f, pa_fox_world_chan[PA_FOX_TF],
+            pa_fox_rec_channel(f, PA_FOX_TF, &f->rec_world[PA_FOX_TF], "/tf"),
+            ns, false);
+  }
+  for (uint32_t r = 0; r < n; r++) {
+    fox_robot *fr = &f->robots[r];
+    uint32_t chan = fr->chan[PA_FOX_ODOM - PA_FOX_SCAN];
+    char topic[96];
+    pa_fox_topic(PA_FOX_ODOM, fr->name, topic, sizeof topic);
+    if (!rs[r] || !wanted(f, chan, topic))
+      continue;
+    pa_fox_enc_odom(msg_begin(f), ns, fr->name, rs[r]);
+    publish(f, chan,
+            pa_fox_rec_channel(f, PA_FOX_ODOM,
+                               &fr->rec[PA_FOX_ODOM - PA_FOX_SCAN], topic),
+            ns, false);
+  }
+}
+
+static bool ring_next(const pa_ring *r, pa_ring_cursor *c, void *buf,
+                      uint32_t cap, uint32_t *len) {
+  for (;;) {
+    uint64_t seq;
+    int rc = pa_ring_read_next(r, c, buf, cap, len, &seq);
+    if (rc == 0)
+      return true;
+    if (rc == PA_SHM_EMPTY)
+      return false;
+    c->next++; /* too big for the buffer: skipped */
+  }
+}
+
+static void follow_state(pa_fox *f) {
+  pa_netgw *g = f->g;
+  uint32_t len;
+  int emits = 0;
+  uint64_t head = pa_ring_head(g->st->state);
+  while (f->state_cur.next <= head &&
+         ring_next(g->st->state, &f->state_cur, f->state_buf, g->state_cap,
+                   &len)) {
+    const pa_tick *t = (const pa_tick *)f->state_buf;
+    if (len < sizeof *t ||
+        sizeof *t + (uint64_t)t->robot_count * sizeof(pa_robot_state) > len)
+      continue;
+    if (t->sim_time + 1e-9 < f->next_state_time &&
+        f->next_state_time - t->sim_time < 1.0)
+      continue; /* not due (a reset's jump back re-arms) */
+    emit_state(f, t);
+    f->next_state_time = t->sim_time + 1.0 / FOX_STATE_HZ;
+    if (++emits >= FOX_STATE_PER_TURN) {
+      /* far behind (thousands of x real time): sample, never lag */
+      f->state_cur = pa_ring_cursor_now(g->st->state);
+      break;
+    }
+  }
+}
+
+static void follow_scans(pa_fox *f) {
+  pa_netgw *g = f->g;
+  uint32_t len;
+  uint64_t head = pa_ring_head(g->st->scan);
+  int n = 0;
+  while (f->scan_cur.next <= head &&
+         ring_next(g->st->scan, &f->scan_cur, f->scan_buf, g->scan_cap, &len)) {
+    const pa_scan *s = (const pa_scan *)f->scan_buf;
+    if (len < sizeof *s || sizeof *s + (uint64_t)s->count * 4 > len ||
+        s->robot >= g->ctl->def.max_robots || !f->robots[s->robot].live)
+      continue;
+    fox_robot *fr = &f->robots[s->robot];
+    uint32_t chan = fr->chan[PA_FOX_SCAN - PA_FOX_SCAN];
+    char topic[96];
+    pa_fox_topic(PA_FOX_SCAN, fr->name, topic, sizeof topic);
+    if (!wanted(f, chan, topic))
+      continue;
+    pa_fox_enc_scan(msg_begin(f), fr->name, s);
+    publish(f, chan, pa_fox_rec_channel(f, PA_FOX_SCAN, &fr->rec[0], topic),
+            pa_fox_ns(s->sim_time), false);
+    if (++n >= 64 * (int)g->ctl->def.max_robots) {
+      f->scan_cur = pa_ring_cursor_now(g->st->scan);
+      break;
+    }
+  }
+}
+
+static void follow_camera(pa_fox *f) {
+  pa_netgw *g = f->g;
+  uint32_t len;
+  uint64_t head = pa_ring_head(g->st->camera);
+  /* only the newest few images: JPEG encoding is the costly part */
+  if (head > f->cam_cur.next + 4)
+    f->cam_cur.next = head - 3;
+  while (f->cam_cur.next <= head &&
+         ring_next(g->st->camera, &f->cam_cur, f->cam_buf, g->cam_cap, &len)) {
+    const pa_frame *fr = (const pa_frame *)f->cam_buf;
+    if (len < sizeof *fr || fr->size != (uint32_t)fr->width * fr->height * 3u ||
+        sizeof *fr + (uint64_t)fr->size > len || !fr->width ||
+        fr->robot >= g->ctl->def.max_robots || !f->robots[fr->robot].live)
+      continue;
+    fox_robot *rb = &f->robots[fr->robot];
+    uint32_t chan = rb->chan[PA_FOX_CAMERA - PA_FOX_SCAN];
+    char topic[96];
+    pa_fox_topic(PA_FOX_CAMERA, rb->name, topic, sizeof topic);
+    if (!wanted(f, chan, topic))
+      continue; /* nobody subscribed: never encoded */
+    char err[128];
+    if (!f->tj && !(f->tj = tjInitCompress()))
+      return;
+    if (pa_fox_enc_image(msg_begin(f), f->tj, rb->name, fr, FOX_JPEG_QUALITY,
+                         err, sizeof err) != 0) {
+      pa_warn("foxglove: %s", err);
+      continue;
+    }
+    f->jpeg_frames++;
+    publish(f, chan,
+            pa_fox_rec_channel(f, PA_FOX_CAMERA,
+                               &rb->rec[PA_FOX_CAMERA - PA_FOX_SCAN], topic),
+            pa_fox_ns(fr->sim_time), true);
+  }
+}
+
+static void send_time(pa_fox *f, double sim_time) {
+  if (sim_time == f->last_time_sent)
+    return;
+  f->last_time_sent = sim_time;
+  uint8_t m[9] = {0x02};
+  le64(m + 1, pa_fox_ns(sim_time));
+  for (uint32_t i = 0; i < FOX_MAX_CONNS; i++)
+    if (f->conns[i] && pa_ws_queued(f->conns[i]->ws) < FOX_SOFT_QUEUED)
+      pa_ws_send_binary(f->conns[i]->ws, m, sizeof m);
+}
+
+void pa_fox_record_end(pa_fox *f, const char *why) {
+  pa_mcap_stats st;
+  char path[256], err[256];
+  if (pa_fox_record_stop(f, &st, path, sizeof path, err, sizeof err) == 0)
+    pa_info("foxglove: recording %s stopped (%s): %" PRIu64
+            " messages, %" PRIu64 " chunks, %" PRIu64 " dropped",
+            path, why, st.messages, st.chunks, st.dropped);
+  else
+    pa_warn("foxglove: recording stopped (%s): %s", why, err);
+}
+
+void pa_fox_arm(pa_fox *f) {
+  if (!evtimer_pending(f->turn_ev, NULL)) {
+    struct timeval tv = {0, FOX_TURN_US};
+    evtimer_add(f->turn_ev, &tv);
+  }
+}
+
+static void on_turn(evutil_socket_t fd, short what, void *arg) {
+  (void)fd, (void)what;
+  pa_fox *f = arg;
+  pa_netgw *g = f->g;
+  int64_t t0 = pa_now_ns();
+  for (int i = 0; i < FOX_MAX_CALLS; i++)
+    if (f->calls[i].used && t0 > f->calls[i].deadline)
+      pa_fox_call_reply(f, &f->calls[i], NULL);
+  pa_fox_replay_feed(f);
+  if (!f->n_conns && !f->rec) {
+    bool calls = !strcmp(f->rp.state, "running");
+    for (int i = 0; i < FOX_MAX_CALLS; i++)
+      calls |= f->calls[i].used;
+    if (calls)
+      pa_fox_arm(f);
+    f->idle = true; /* the timer stops until a client or a recording */
+    return;
+  }
+  if (f->idle) {
+    /* from what is new on, not a backlog of stale records */
+    f->state_cur = pa_ring_cursor_now(g->st->state);
+    f->scan_cur = pa_ring_cursor_now(g->st->scan);
+    f->cam_cur = pa_ring_cursor_now(g->st->camera);
+    f->idle = false;
+  }
+  g->loops++;
+  pa_fox_refresh_world(f);
+  const pa_tick *t = pa_gw_latest(g);
+  if (t) {
+    double now = t->sim_time;
+    send_time(f, now);
+    if (f->rec && f->rec_seconds > 0 && !f->rec_started_time) {
+      f->rec_until = now + f->rec_seconds;
+      f->rec_started_time = true;
+    }
+    if (f->map_dirty ||
+        __atomic_load_n(&g->ctl->map_gen, __ATOMIC_ACQUIRE) != f->map_gen) {
+      f->map_dirty = false;
+      f->map_gen = __atomic_load_n(&g->ctl->map_gen, __ATOMIC_ACQUIRE);
+      emit_map(f);
+    }
+    uint32_t ng = __atomic_load_n(&g->st->nav->gen, __ATOMIC_ACQUIRE);
+    if (f->scene_dirty || ng != f->nav_gen ||
+        t0 - f->scene_sent_ns > FOX_SCENE_PERIOD_NS) {
+      f->scene_dirty = false;
+      emit_scene(f);
+    }
+    follow_state(f);
+    follow_scans(f);
+    follow_camera(f);
+    if (f->rec && f->rec_until > 0 && now >= f->rec_until)
+      pa_fox_record_end(f, "its seconds are up");
+  }
+  pa_gw_account(g, t0);
+  pa_fox_arm(f);
+}
+
+/* ---- accepting ----------------------------------------------------- */
+
+static const char *const protocols[] = {"foxglove.websocket.v1",
+                                        "foxglove.sdk.v1", NULL};
+
+static void head_free(fox_head *h, bool close_fd) {
+  if (h->ev)
+    event_free(h->ev);
+  if (close_fd)
+    evutil_closesocket(h->fd);
+  free(h);
+}
+
+static void on_head(evutil_socket_t fd, short what, void *arg) {
+  fox_head *h = arg;
+  pa_fox *f = h->f;
+  if (what & EV_TIMEOUT) {
+    head_free(h, true);
+    return;
+  }
+  ssize_t r = recv(fd, h->buf + h->n, sizeof h->buf - 1 - h->n, 0);
+  if (r < 0 && (errno == EAGAIN || errno == EINTR))
+    return;
+  if (r <= 0) {
+    head_free(h, true);
+    return;
+  }
+  h->n += (size_t)r;
+  h->buf[h->n] = 0;
+  char *end = strstr(h->buf, "\r\n\r\n");
+  if (!end) {
+    if (h->n == sizeof h->buf - 1) {
+      static const char resp[] = "HTTP/1.1 431 Request Header Fields Too "
+                                 "Large\r\nConnection: close\r\n\r\n";
+      ssize_t w = send(fd, resp, sizeof resp - 1, MSG_NOSIGNAL);
+      (void)w;
+      head_free(h, true);
+    }
+    return;
+  }
+  size_t head_len = (size_t)(end + 4 - h->buf);
+  uint32_t slot = 0;
+  while (slot < FOX_MAX_CONNS && f->conns[slot])
+    slot++;
+  if (slot == FOX_MAX_CONNS) {
+    static const char resp[] = "HTTP/1.1 503 Service Unavailable\r\n"
+                               "Connection: close\r\n\r\n";
+    ssize_t w = send(fd, resp, sizeof resp - 1, MSG_NOSIGNAL);
+    (void)w;
+    pa_warn("foxglove: %d clients already: refused one", FOX_MAX_CONNS);
+    head_free(h, true);
+    return;
+  }
+  fox_conn *c = calloc(1, sizeof *c);
+  if (!c) {
+    head_free(h, true);
+    return;
+  }
+  c->f = f;
+  c->slot = slot;
+  c->gen = ++f->gens;
+  struct pa_ws_limits lim = {.max_message = 1u << 20,
+                             .max_queued = FOX_MAX_QUEUED};
+  struct pa_ws_cbs cbs = {pa_fox_on_text, pa_fox_on_binary, pa_fox_on_close};
+  char err[256];
+  /* pa_ws_accept owns fd from here, whatever it returns */
+  evutil_socket_t sock = h->fd;
+  event_free(h->ev);
+  h->ev = NULL;
+  c->ws = pa_ws_accept(f->g->base, sock, h->buf, head_len,
+                       (const uint8_t *)h->buf + head_len, h->n - head_len,
+                       protocols, &lim, &cbs, c, err, sizeof err);
+  head_free(h, false);
+  if (!c->ws) {
+    pa_info("foxglove: refused a connection: %s", err);
+    free(c);
+    return;
+  }
+  pa_fox_refresh_world(
+      f); /* before c is listed: its first message is serverInfo */
+  f->conns[slot] = c;
+  f->n_conns++;
+  json_t *caps = json_pack("[s, s, s, s]", "clientPublish", "services", "time",
+                           "parameters");
+  pa_fox_send_json(
+      c, json_pack("{s:s, s:s, s:o, s:[s], s:{s:s, s:s}, s:s}", "op",
+                   "serverInfo", "name", "playarea", "capabilities", caps,
+                   "supportedEncodings", "json", "metadata", "instance",
+                   f->g->ctl->def.instance, "subprotocol",
+                   pa_ws_subprotocol(c->ws), "sessionId", "playarea"));
+  advertise_all(f, c);
+  pa_fox_advertise_services(c);
+  f->last_time_sent = -1; /* the new client gets the clock at once */
+  pa_fox_arm(f);
+}
+
+static void on_accept(struct evconnlistener *lis, evutil_socket_t fd,
+                      struct sockaddr *sa, int salen, void *arg) {
+  (void)lis, (void)sa, (void)salen;
+  pa_fox *f = arg;
+  fox_head *h = calloc(1, sizeof *h);
+  if (!h) {
+    evutil_closesocket(fd);
+    return;
+  }
+  h->f = f;
+  h->fd = fd;
+  evutil_make_socket_nonblocking(fd);
+  h->ev = event_new(f->g->base, fd, EV_READ | EV_PERSIST, on_head, h);
+  struct timeval tv = {FOX_HEAD_TIMEOUT_S, 0};
+  if (!h->ev || event_add(h->ev, &tv) != 0)
+    head_free(h, true);
+}
+
+/* ---- lifecycle ----------------------------------------------------- */
+
+pa_fox *pa_fox_create(pa_netgw *g, char *err, size_t err_sz) {
+  pa_fox *f = calloc(1, sizeof *f);
+  uint32_t nr = g->ctl->def.max_robots, no = g->ctl->def.max_obstacles;
+  if (!f) {
+    snprintf(err, err_sz, "out of memory");
+    return NULL;
+  }
+  f->g = g;
+  f->next_chan = 16;
+  f->robots = calloc(nr, sizeof *f->robots);
+  f->info = calloc(nr, sizeof *f->info);
+  f->obs = calloc(no ? no : 1, sizeof *f->obs);
+  f->nav = calloc(1, sizeof *f->nav);
+  f->state_buf = malloc(g->state_cap);
+  f->scan_buf = malloc(g->scan_cap);
+  f->cam_buf = malloc(g->cam_cap);
+  f->turn_ev = evtimer_new(g->base, on_turn, f);
+  if (!f->robots || !f->info || !f->obs || !f->nav || !f->state_buf ||
+      !f->scan_buf || !f->cam_buf || !f->turn_ev) {
+    snprintf(err, err_sz, "out of memory");
+    goto fail;
+  }
+  f->state_cur = pa_ring_cursor_now(g->st->state);
+  f->scan_cur = pa_ring_cursor_now(g->st->scan);
+  f->cam_cur = pa_ring_cursor_now(g->st->camera);
+  f->map_gen = UINT32_MAX;
+  f->rp.state = "";
+  if (g->def.foxglove_port) {
+    struct sockaddr_in sin;
+    memset(&sin, 0, sizeof sin);
+    sin.sin_family = AF_INET;
+    /* -1: the OS picks one (tests); foxglove_info reports it */
+    sin.sin_port =
+        htons((uint16_t)(g->def.foxglove_port < 0 ? 0 : g->def.foxglove_port));
+    const char *bind_addr = g->def.bind ? g->def.bind : "127.0.0.1";
+    inet_pton(AF_INET, bind_addr, &sin.sin_addr);
+    f->lis = evconnlistener_new_bind(g->base, on_accept, f,
+                                     LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE |
+                                         LEV_OPT_CLOSE_ON_EXEC,
+                                     64, (struct sockaddr *)&sin, sizeof sin);
+    if (!f->lis) {
+      /* Not fatal: the TCP control port is what a stack is for, and the
+       * default 8765 is shared by every stack on the machine. */
+      pa_warn("foxglove: cannot listen on %s:%u: %s (--foxglove_port); "
+              "running without the Foxglove server",
+              bind_addr, (unsigned)g->def.foxglove_port, strerror(errno));
+    } else {
+      struct sockaddr_in bound;
+      socklen_t bl = sizeof bound;
+      getsockname(evconnlistener_get_fd(f->lis), (struct sockaddr *)&bound,
+                  &bl);
+      f->port = ntohs(bound.sin_port);
+      pa_info("foxglove: ws://%s:%u (foxglove.websocket.v1, "
+              "foxglove.sdk.v1)",
+              bind_addr, f->port);
+    }
+  }
+  return f;
+fail:
+  pa_fox_destroy(f);
+  return NULL;
+}
+
+unsigned pa_fox_port(const pa_fox *f) { return f ? f->port : 0; }
+
+void pa_fox_free_topics(char **t) {
+  for (char **p = t; p && *p; p++)
+    free(*p);
+  free(t);
+}
+
+void pa_fox_destroy(pa_fox *f) {
+  if (!f)
+    return;
+  if (f->rec)
+    pa_fox_record_end(f, "the gateway stops");
+  for (uint32_t i = 0; i < FOX_MAX_CONNS; i++)
+    if (f->conns[i])
+      pa_ws_free(f->conns[i]->ws); /* on_close frees the conn */
+  for (uint32_t r = 0; f->robots && r < f->g->ctl->def.max_robots; r++)
+    if (f->robots[r].cam_demand)
+      cam_demand(f, r, -1);
+  if (f->lis)
+    evconnlistener_free(f->lis);
+  if (f->turn_ev)
+    event_free(f->turn_ev);
+  if (f->tj)
+    tjDestroy(f->tj);
+  pa_fox_buf_free(&f->msg);
+  free(f->rp.cmds);
+  free(f->rp.final);
+  free(f->robots);
+  free(f->info);
+  free(f->obs);
+  free(f->nav);
+  free(f->state_buf);
+  free(f->scan_buf);
+  free(f->cam_buf);
+  free(f);
+}

@@ -1,0 +1,144 @@
+/* foxglove.h - private to pa_netgw: the Foxglove WebSocket server
+ * (foxglove.c, ws-protocol v1 on ws.h), the channel encoders
+ * (foxglove_msgs.c: Foxglove's well-known schemas, JSON encoded) and the MCAP
+ * recorder that writes the same channels (foxglove.c on mcap.h). */
+#ifndef PA_FOXGLOVE_H
+#define PA_FOXGLOVE_H
+
+#include "mcap.h"
+#include "netgw_int.h"
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* ---- foxglove_msgs.c: encoders ------------------------------------- */
+
+/* The kinds of channel: three for the world, three per robot, and the
+ * commands log a recording keeps for replay. */
+enum {
+  PA_FOX_MAP = 0,  /* /map        foxglove.Grid */
+  PA_FOX_TF,       /* /tf         foxglove.FrameTransforms */
+  PA_FOX_SCENE,    /* /scene      foxglove.SceneUpdate */
+  PA_FOX_COMMANDS, /* /commands   playarea.Command (recordings only) */
+  PA_FOX_STATE,    /* /state      playarea.State (recordings: at the end) */
+  PA_FOX_SCAN,     /* /<robot>/scan   foxglove.LaserScan */
+  PA_FOX_ODOM,     /* /<robot>/odom   playarea.Odometry */
+  PA_FOX_CAMERA,   /* /<robot>/camera foxglove.CompressedImage */
+  PA_FOX_KINDS
+};
+#define PA_FOX_WORLD_KINDS 5 /* kinds before PA_FOX_SCAN: one channel each */
+#define PA_FOX_ROBOT_KINDS 3
+
+/* A growable text/byte buffer; oom set once an allocation failed. */
+typedef struct pa_fox_buf {
+  char *p;
+  size_t n, cap;
+  bool oom;
+} pa_fox_buf;
+
+void pa_fox_buf_put(pa_fox_buf *b, const void *d, size_t n);
+void pa_fox_buf_printf(pa_fox_buf *b, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+void pa_fox_buf_free(pa_fox_buf *b);
+
+const char *pa_fox_schema_name(int kind);
+/* The JSON Schema text of a kind (schemaEncoding "jsonschema"). */
+const char *pa_fox_schema(int kind);
+/* "/map", or "/<robot>/scan" for a robot kind, into out. */
+void pa_fox_topic(int kind, const char *robot, char *out, size_t sz);
+
+/* Encoders: append one message's JSON to b. Frames are "map",
+ * "<robot>/base_link", "<robot>/laser", "<robot>/camera". */
+void pa_fox_enc_grid(pa_fox_buf *b, uint64_t t_ns, const pa_map_block *m,
+                     const int8_t *cells);
+void pa_fox_enc_scan(pa_fox_buf *b, const char *robot, const pa_scan *s);
+/* t: the tick; info[i]/rs of each robot found active in both. */
+void pa_fox_enc_tf(pa_fox_buf *b, uint64_t t_ns, const pa_robot_info *info,
+                   const pa_robot_state *const *rs, uint32_t n);
+void pa_fox_enc_odom(pa_fox_buf *b, uint64_t t_ns, const char *robot,
+                     const pa_robot_state *rs);
+/* JPEG through libturbojpeg; -1 when it failed (err says why). */
+int pa_fox_enc_image(pa_fox_buf *b, void *tj, const char *robot,
+                     const pa_frame *f, int quality, char *err, size_t sz);
+
+/* A scene addition (agents, ball, visual objects of later issues): appends
+ * its entity JSON objects, comma-first (",{...}"), to b. */
+typedef void (*pa_fox_scene_hook)(pa_netgw *g, pa_fox_buf *b, uint64_t t_ns);
+void pa_fox_enc_scene(pa_fox_buf *b, uint64_t t_ns, const pa_obstacle_info *obs,
+                      uint32_t n_obs, const pa_nav_block *nav,
+                      const pa_robot_info *robots, uint32_t n_robots,
+                      pa_netgw *g, const pa_fox_scene_hook *hooks,
+                      size_t n_hooks);
+/* One command pushed to pa-sim, for /commands. */
+void pa_fox_enc_command(pa_fox_buf *b, uint64_t tick, const pa_cmd *c);
+/* /commands JSON back into a command: 0, or -1 when malformed. */
+int pa_fox_dec_command(const char *json, size_t len, pa_cmd *c);
+/* The full state of the robots at tick t, doubles exact (%.17g), for a
+ * replay's comparison. */
+void pa_fox_enc_state(pa_fox_buf *b, const pa_tick *t,
+                      const pa_robot_info *info, uint32_t n);
+/* Compares a /state message with tick t: 0 when every robot's state is
+ * the same to the bit, else -1 with the first difference in why. */
+int pa_fox_cmp_state(const char *json, size_t len, const pa_tick *t, char *why,
+                     size_t why_sz);
+
+/* The sim time of a tick record in ns (log times, header stamps). */
+static inline uint64_t pa_fox_ns(double sim_time) {
+  return sim_time > 0 ? (uint64_t)(sim_time * 1e9 + 0.5) : 0;
+}
+
+/* ---- foxglove.c: the server and the recorder ----------------------- */
+
+typedef struct pa_fox pa_fox;
+
+/* Listens on def.foxglove_port (0 = no server; the recorder still works).
+ * NULL with err on failure ("cannot listen ..." for a taken port). */
+pa_fox *pa_fox_create(pa_netgw *g, char *err, size_t err_sz);
+void pa_fox_destroy(pa_fox *f);
+unsigned pa_fox_port(const pa_fox *f); /* 0 = no server */
+
+/* A reply of pa-sim to a Foxglove service call: true when it was one. */
+bool pa_fox_on_reply(pa_netgw *g, const pa_reply *r);
+/* Every command pushed to pa-sim (any client), for the recording. */
+void pa_fox_note_command(pa_netgw *g, const pa_cmd *cmd);
+
+/* Starts recording into path (already checked): topics NULL = all, else a
+ * NULL-terminated list of topics ("/map", "/r0/scan", or "/r0/ *" style
+ * prefixes ending in '*'); seconds > 0 stops after that much sim time.
+ * -1 with err when a recording runs or the file cannot be created. */
+int pa_fox_record_start(pa_fox *f, const char *path, const char *const *topics,
+                        double seconds, char *err, size_t err_sz);
+/* Stops and finishes the file: 0 and st, or -1 (none running, or the
+ * writer failed: err). */
+int pa_fox_record_stop(pa_fox *f, pa_mcap_stats *st, char *path, size_t path_sz,
+                       char *err, size_t err_sz);
+
+/* json_mcap.c: a recording's path checked against --data_dir: a relative
+ * path is under it, an absolute one must be; no "..", a ".mcap" name, a
+ * file that does not exist yet. 0 and the full path, or -1 with err. */
+int pa_fox_record_path(const pa_netgw *g, const char *in, bool existing,
+                       char *out, size_t out_sz, char *err, size_t err_sz);
+
+/* Replays a recording's /commands (docs/foxglove.md "Replay"): pauses the
+ * sim, pushes them in order, then compares the state with the recording's
+ * last /state. -1 with err when the file has none or a replay runs. The
+ * outcome shows in pa_fox_info.replay. */
+int pa_fox_replay_start(pa_fox *f, const char *path, char *err, size_t err_sz);
+
+typedef struct pa_fox_info {
+  unsigned port;
+  uint32_t clients;
+  uint64_t sent, dropped; /* messages to clients; dropped by backpressure */
+  uint64_t jpeg_frames;   /* camera images encoded */
+  bool recording;
+  char record_path[256];
+  pa_mcap_stats rec; /* of the running recording */
+  /* the last replay: "" (none), running, match, mismatch, failed */
+  const char *replay;
+  uint32_t replay_pushed, replay_total, replay_errors;
+  char replay_detail[256];
+} pa_fox_info;
+void pa_fox_get_info(pa_fox *f, pa_fox_info *out);
+
+#endif

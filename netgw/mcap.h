@@ -1,0 +1,86 @@
+/* mcap.h - an MCAP file writer of the project's own (format: mcap.dev/spec,
+ * major version 0): schemas, channels, messages in zstd chunks, a message
+ * index per channel after each chunk, and on close the summary (schemas,
+ * channels, statistics, chunk indexes, summary offsets) and footer.
+ *
+ * The caller (the gateway's loop) only copies messages into a bounded queue;
+ * a writer thread builds, compresses and writes the chunks. Each chunk goes
+ * out with its message indexes in one write(), so a process killed at any
+ * point leaves a file that a streaming reader reads up to the last complete
+ * chunk (no summary, no footer). */
+#ifndef PA_MCAP_H
+#define PA_MCAP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct pa_mcap pa_mcap;
+
+typedef struct pa_mcap_def {
+  const char *path;    /* created (or truncated), mode 0644 */
+  const char *profile; /* Header.profile ("" = none) */
+  const char *library; /* Header.library */
+  size_t chunk_size;   /* [bytes] uncompressed records that close a chunk */
+  uint32_t chunk_ms;   /* [ms] a pending chunk is written at least this often */
+  size_t queue_bytes;  /* [bytes] waiting messages; beyond, a write drops */
+  int zstd_level;      /* 1 (fast) .. 19 */
+} pa_mcap_def;
+
+typedef struct pa_mcap_stats {
+  uint64_t messages; /* written into chunks */
+  uint64_t dropped;  /* refused by a full queue */
+  uint64_t chunks;
+  uint64_t bytes;     /* [bytes] file size so far */
+  uint64_t raw_bytes; /* [bytes] uncompressed chunk records */
+} pa_mcap_stats;
+
+pa_mcap_def pa_mcap_def_default(void);
+
+/* Creates the file and writes magic + header; starts the writer thread.
+ * NULL with err set on failure. */
+pa_mcap *pa_mcap_open(const pa_mcap_def *d, char *err, size_t err_sz);
+
+/* Declares a schema (data: e.g. a JSON Schema text); its id (>= 1), or -1
+ * when the arguments are invalid. Never dropped. */
+int pa_mcap_schema(pa_mcap *m, const char *name, const char *encoding,
+                   const void *data, size_t len);
+/* Declares a channel on schema id (0 = none); its id, or -1. */
+int pa_mcap_channel(pa_mcap *m, int schema, const char *topic,
+                    const char *message_encoding);
+
+/* Queues one message (data copied): 0, or -1 when the queue is full (the
+ * message is dropped and counted), the channel unknown or the writer
+ * failed. Log times need not be monotonic. */
+int pa_mcap_write(pa_mcap *m, int channel, uint64_t log_ns, uint64_t publish_ns,
+                  const void *data, size_t len);
+
+/* Blocks until everything queued before the call is in the file as complete
+ * chunks (tests, and a recording's stop before it reports). */
+void pa_mcap_sync(pa_mcap *m);
+
+void pa_mcap_get_stats(pa_mcap *m, pa_mcap_stats *st);
+
+/* The writer's first I/O error ("" = none) into buf. */
+void pa_mcap_error(pa_mcap *m, char *buf, size_t sz);
+
+/* Writes what is queued, the summary and footer, closes and frees: 0, or -1
+ * with err set (the file is then incomplete but readable up to its last
+ * chunk). st (may be NULL) gets the final counts. */
+int pa_mcap_close(pa_mcap *m, pa_mcap_stats *st, char *err, size_t err_sz);
+
+/* ---- mcap_read.c --------------------------------------------------- */
+
+/* One message: its channel's topic ("" when the channel is unknown), log
+ * time and payload (valid during the call). Nonzero stops the read. */
+typedef int (*pa_mcap_msg_cb)(void *arg, const char *topic, uint64_t log_ns,
+                              const uint8_t *data, size_t len);
+/* Streams the messages of an MCAP file in record order (chunks: zstd or
+ * none); a truncated tail ends the read. Returns the count, or -1 with
+ * err. */
+long pa_mcap_read(const char *path, pa_mcap_msg_cb cb, void *arg, char *err,
+                  size_t err_sz);
+
+/* CRC-32 (ISO-HDLC, as zlib), the checksum MCAP uses; crc 0 to start. */
+uint32_t pa_mcap_crc32(uint32_t crc, const void *data, size_t len);
+
+#endif

@@ -1,0 +1,24 @@
+# Foxglove WebSocket server and MCAP recordings (issue 20): the MCAP writer
+# read back by the test's own reader; node tests against a real stack.
+pa_add_test(test_mcap SOURCES test_mcap.c LIBS pa_netgw PkgConfig::ZSTD
+            TIMEOUT 60 LABELS foxglove)
+
+# Node tests (tests/web, npm ci by scripts/setup.sh): @foxglove/ws-protocol
+# and @mcap/core against a real stack on OS-picked ports.
+find_program(PA_NODE node)
+if(PA_NODE AND EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/web/node_modules/@mcap/core)
+  set(_pa_fox_slow 1)
+  if(PA_SANITIZE)
+    set(_pa_fox_slow 2)
+  elseif(PA_TSAN)
+    set(_pa_fox_slow 8)
+  endif()
+  foreach(t foxglove mcap)
+    add_test(NAME web_${t} COMMAND ${PA_NODE} ${CMAKE_CURRENT_SOURCE_DIR}/web/${t}.mjs
+             WORKING_DIRECTORY ${CMAKE_CURRENT_SOURCE_DIR}/web)
+    set_tests_properties(web_${t} PROPERTIES TIMEOUT 180 LABELS foxglove
+      ENVIRONMENT "PA_BIN_DIR=${CMAKE_RUNTIME_OUTPUT_DIRECTORY};LIBGL_ALWAYS_SOFTWARE=1;PA_TEST_SLOW=${_pa_fox_slow}")
+  endforeach()
+else()
+  message(STATUS "node or tests/web/node_modules missing: web_foxglove, web_mcap not registered")
+endif()
