@@ -210,11 +210,106 @@ static int robot_camera(wctx *c, yaml_node_t *n, pa_robot_def *r) {
   return 0;
 }
 
+static int thruster(wctx *c, yaml_node_t *n, size_t i, pa_robot_def *r) {
+  static const char *const keys[] = {"name", "position", "direction",
+                                     "max_force", NULL};
+  pa_thruster_def *t = &r->thrusters[i];
+  memset(t, 0, sizeof *t);
+  snprintf(t->name, sizeof t->name, "t%zu", i);
+  t->max_force = r->max_force;
+  if (pa_map_ycheck_keys(c->d, n, "thruster", keys, c->err, c->err_sz))
+    return -1;
+  yaml_node_t *v;
+  char nm[PA_MAP_NAME_MAX];
+  if ((v = pa_map_yget(c->d, n, "name"))) {
+    if (name(c, v, "thruster name", nm))
+      return -1;
+    if (strlen(nm) >= sizeof t->name)
+      return pa_map_yerr(c->d, v, c->err, c->err_sz,
+                         "thruster name '%s' is longer than %zu characters",
+                         pa_map_yq(c->d, nm), sizeof t->name - 1);
+    snprintf(t->name, sizeof t->name, "%s", nm);
+  }
+  for (size_t k = 0; k < i; k++)
+    if (!strcmp(r->thrusters[k].name, t->name))
+      return pa_map_yerr(c->d, n, c->err, c->err_sz,
+                         "duplicate thruster name '%s'",
+                         pa_map_yq(c->d, t->name));
+  double p[2] = {0, 0};
+  if ((v = pa_map_yget(c->d, n, "position")) &&
+      pa_map_ynums(c->d, v, "thruster position", p, 2, 2, NULL, c->err,
+                   c->err_sz))
+    return -1;
+  if (!(fabs(p[0]) <= 100 && fabs(p[1]) <= 100))
+    return pa_map_yerr(c->d, v, c->err, c->err_sz,
+                       "thruster position must be within 100 m of the centre");
+  t->x = p[0];
+  t->y = p[1];
+  if ((v = pa_map_yget(c->d, n, "direction")) &&
+      num_in(c, v, "thruster direction (rad)", -10, false, 10, false, &t->dir))
+    return -1;
+  if (key_num(c, n, "max_force", "thruster max_force", PA_PR_MAX_FORCE,
+              &t->max_force))
+    return -1;
+  return 0;
+}
+
+/* dynamics: kinematic | dynamic | {type, mass, inertia, linear_damping,
+ * angular_damping, max_force, max_torque, thrusters}. */
+static int robot_dynamics(wctx *c, yaml_node_t *n, pa_robot_def *r) {
+  static const char *const keys[] = {"type",
+                                     "mass",
+                                     "inertia",
+                                     "linear_damping",
+                                     "angular_damping",
+                                     "max_force",
+                                     "max_torque",
+                                     "thrusters",
+                                     NULL};
+  if (n->type == YAML_SCALAR_NODE)
+    return one_of_two(c, n, "dynamics", "kinematic", "dynamic", &r->dynamics);
+  if (pa_map_ycheck_keys(c->d, n, "dynamics", keys, c->err, c->err_sz))
+    return -1;
+  yaml_node_t *v;
+  r->dynamics = 1; /* a mapping describes a dynamic body unless it says */
+  if ((v = pa_map_yget(c->d, n, "type")) &&
+      one_of_two(c, v, "dynamics.type", "kinematic", "dynamic", &r->dynamics))
+    return -1;
+  if (key_num(c, n, "mass", "dynamics.mass", PA_PR_MASS, &r->mass) ||
+      key_num(c, n, "inertia", "dynamics.inertia", PA_PR_INERTIA,
+              &r->inertia) ||
+      key_num(c, n, "linear_damping", "dynamics.linear_damping",
+              PA_PR_LINEAR_DAMPING, &r->lin_damping) ||
+      key_num(c, n, "angular_damping", "dynamics.angular_damping",
+              PA_PR_ANGULAR_DAMPING, &r->ang_damping) ||
+      key_num(c, n, "max_force", "dynamics.max_force", PA_PR_MAX_FORCE,
+              &r->max_force) ||
+      key_num(c, n, "max_torque", "dynamics.max_torque", PA_PR_MAX_TORQUE,
+              &r->max_torque))
+    return -1;
+  if ((v = pa_map_yget(c->d, n, "thrusters"))) {
+    if (v->type != YAML_SEQUENCE_NODE || seq_len(v) > PA_MAP_THRUSTERS_MAX)
+      return pa_map_yerr(c->d, v, c->err, c->err_sz,
+                         "dynamics.thrusters: expected a list of at most %d",
+                         PA_MAP_THRUSTERS_MAX);
+    for (size_t i = 0; i < seq_len(v); i++) {
+      yaml_node_t *t = pa_map_ynode(c->d, v->data.sequence.items.start[i]);
+      if (t->type != YAML_MAPPING_NODE)
+        return pa_map_yerr(c->d, t, c->err, c->err_sz,
+                           "thruster: expected a mapping");
+      if (thruster(c, t, i, r))
+        return -1;
+    }
+    r->thruster_count = seq_len(v);
+  }
+  return 0;
+}
+
 static int robot(wctx *c, yaml_node_t *n, size_t i, pa_robot_def *r) {
-  static const char *const keys[] = {"name",   "pose",        "drive",
-                                     "radius", "wheel_base",  "height",
-                                     "head_height", "colour",  "limits",
-                                     "laser",  "camera",      NULL};
+  static const char *const keys[] = {
+      "name",   "pose",        "drive",  "radius", "wheel_base",
+      "height", "head_height", "colour", "limits", "laser",
+      "camera", "dynamics",    NULL};
   *r = pa_robot_def_default();
   snprintf(r->name, sizeof r->name, "robot%zu", i);
   if (pa_map_ycheck_keys(c->d, n, "robot", keys, c->err, c->err_sz)) return -1;
@@ -238,6 +333,8 @@ static int robot(wctx *c, yaml_node_t *n, size_t i, pa_robot_def *r) {
   if ((v = pa_map_yget(c->d, n, "limits")) && robot_limits(c, v, r)) return -1;
   if ((v = pa_map_yget(c->d, n, "laser")) && robot_laser(c, v, r)) return -1;
   if ((v = pa_map_yget(c->d, n, "camera")) && robot_camera(c, v, r)) return -1;
+  if ((v = pa_map_yget(c->d, n, "dynamics")) && robot_dynamics(c, v, r))
+    return -1;
   return 0;
 }
 

@@ -133,6 +133,18 @@ typedef struct pa_health {
   uint64_t counters[PA_HEALTH_COUNTERS]; /* per process: PA_*_CTR_* */
 } pa_health;
 
+/* Dynamic bodies (pa_robot_info.dynamics). */
+enum pa_dynamics { PA_DYN_KINEMATIC = 0, PA_DYN_DYNAMIC = 1 };
+#define PA_THRUSTERS_MAX 8
+/* A named thruster of a dynamic robot: pushes along dir at (x, y), both in
+ * the body frame, with value * max_force (value in [-1, 1]). */
+typedef struct pa_thruster {
+  char name[16];
+  float x, y;      /* [m] body frame (x forward, y left) */
+  float dir;       /* direction of a positive push [rad] from body x */
+  float max_force; /* [N] */
+} pa_thruster;
+
 /* World snapshot: static properties of a robot (written by pa-sim). */
 typedef struct pa_robot_info {
   char name[32];
@@ -154,8 +166,18 @@ typedef struct pa_robot_info {
   uint16_t cam_width, cam_height;         /* [px] */
   float cam_fov;                          /* horizontal [rad] */
   double start_x, start_y, start_theta;   /* reset pose */
-  float wheel_base; /* differential: wheel separation [m] */
-  uint32_t reserved;
+  float wheel_base;  /* differential: wheel separation [m] */
+  uint32_t dynamics; /* enum pa_dynamics (was reserved: 0 = kinematic) */
+  /* Dynamic bodies (dynamics PA_DYN_DYNAMIC): a free planar rigid body. */
+  float mass;        /* [kg] */
+  float inertia;     /* about the vertical axis [kg m^2] */
+  float lin_damping; /* force = -lin_damping * velocity [N s/m] */
+  float ang_damping; /* torque = -ang_damping * w [N m s/rad] */
+  float max_force;   /* |force| bound of every input [N] */
+  float max_torque;  /* |torque| bound [N m] */
+  uint32_t thruster_count;
+  uint32_t reserved2;
+  pa_thruster thrusters[PA_THRUSTERS_MAX];
 } pa_robot_info;
 
 /* World snapshot: a static obstacle (written by pa-sim). */
@@ -323,6 +345,8 @@ enum pa_op {
                             world replaces robots, obstacles and map; replies
                             map */
   PA_OP_EXPORT_DATASET,  /* name; dataset; replies dataset */
+  PA_OP_SET_FORCE,       /* robot (dynamic); force; replies pose */
+  PA_OP_SET_THRUST,      /* robot (dynamic); thrust; replies pose */
   PA_OP_COUNT
 };
 #define PA_CMD_PATH_MAX 256 /* pa_cmd.path, with its NUL */
@@ -351,6 +375,13 @@ enum pa_prop {
   PA_PROP_COLOUR, /* v = r, g, b, alpha */
   PA_PROP_SIZE,   /* boxes: v = size_x, size_y */
   PA_PROP_WHEEL_BASE,
+  PA_PROP_DYNAMICS, /* v = enum pa_dynamics */
+  PA_PROP_MASS,
+  PA_PROP_INERTIA,
+  PA_PROP_LINEAR_DAMPING,
+  PA_PROP_ANGULAR_DAMPING,
+  PA_PROP_MAX_FORCE,
+  PA_PROP_MAX_TORQUE,
   PA_PROP_COUNT
 };
 enum { PA_CMDF_DRIVE = 1u << 0, PA_CMDF_NO_REPLY = 1u << 1 };
@@ -377,7 +408,7 @@ typedef struct pa_cmd_spawn_robot {
   double x, y, theta; /* start pose */
   double radius;      /* [m], 0 = the default */
   uint32_t drive;     /* enum pa_drive */
-  uint32_t reserved;
+  uint32_t dynamics;  /* enum pa_dynamics (was reserved: 0 = kinematic) */
 } pa_cmd_spawn_robot;
 typedef struct pa_cmd_spawn_obstacle {
   double x, y, theta;    /* centre pose */
@@ -402,6 +433,23 @@ typedef struct pa_cmd_gen_map { /* GENERATE_MAP (pa_map_generate) */
 typedef struct pa_cmd_dataset { /* EXPORT_DATASET */
   uint32_t ticks;               /* to record from the next one */
 } pa_cmd_dataset;
+enum pa_force_mode {
+  PA_FORCE_HOLD = 0, /* replaces the held force and torque (until replaced) */
+  PA_FORCE_PULSE = 1 /* added on top for `seconds` (0 = one tick) */
+};
+typedef struct pa_cmd_force { /* SET_FORCE */
+  double fx, fy;              /* [N] in `frame` (robot: x forward, y left) */
+  double tz;                  /* [N m] counter-clockwise */
+  double px, py;              /* PULSE: the point of the body it acts at [m],
+                                 body frame (adds px * fy - py * fx) */
+  double seconds;             /* PULSE: how long [s] */
+  uint32_t frame;             /* PA_FRAME_ROBOT / PA_FRAME_WORLD */
+  uint32_t mode;              /* enum pa_force_mode */
+} pa_cmd_force;
+typedef struct pa_cmd_thrust {    /* SET_THRUST: held thruster values */
+  double value[PA_THRUSTERS_MAX]; /* [-1, 1] of each one's max_force, by
+                                     index; NaN = keep its value */
+} pa_cmd_thrust;
 
 #define PA_CMD_STEPS_MAX 1000000u /* ticks of one STEP */
 #define PA_CMD_SPEED_LIMIT 1e6    /* |velocity| of a drive, any unit */
@@ -423,6 +471,8 @@ typedef struct pa_cmd {
     pa_cmd_prop prop;
     pa_cmd_gen_map gen_map;
     pa_cmd_dataset dataset;
+    pa_cmd_force force;
+    pa_cmd_thrust thrust;
     uint8_t args_raw[64]; /* the size of the area: fixed */
   };
   char name[32];              /* op specific name */

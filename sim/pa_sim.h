@@ -226,6 +226,7 @@ typedef struct pa_sim_state {
   uint64_t late_scans;     /* scans overlapped so far (statistics) */
   pa_sim_rec *rec;         /* an export_dataset recording, or NULL */
   bool ghosts;             /* def.ghost_robots: robots ignore each other */
+  struct pa_sim_dyn *dyn;  /* [cap_robots] dynamic bodies' inputs (sim_dyn.c) */
 } pa_sim_state;
 
 /* Scan threads for def.threads and an initial world of `robots` robots:

@@ -105,6 +105,23 @@ static void robot_info_from_def(pa_robot_info *ri, const pa_robot_def *rd,
   ri->start_x = rd->x;
   ri->start_y = rd->y;
   ri->start_theta = pa_sim_wrap(rd->theta);
+  ri->dynamics =
+      rd->dynamics == PA_DYN_DYNAMIC ? PA_DYN_DYNAMIC : PA_DYN_KINEMATIC;
+  ri->mass = (float)rd->mass;
+  ri->inertia = (float)rd->inertia;
+  ri->lin_damping = (float)rd->lin_damping;
+  ri->ang_damping = (float)rd->ang_damping;
+  ri->max_force = (float)rd->max_force;
+  ri->max_torque = (float)rd->max_torque;
+  ri->thruster_count = 0;
+  for (size_t k = 0; k < rd->thruster_count && k < PA_THRUSTERS_MAX; k++) {
+    pa_thruster *t = &ri->thrusters[ri->thruster_count++];
+    snprintf(t->name, sizeof t->name, "%s", rd->thrusters[k].name);
+    t->x = (float)rd->thrusters[k].x;
+    t->y = (float)rd->thrusters[k].y;
+    t->dir = (float)rd->thrusters[k].dir;
+    t->max_force = (float)rd->thrusters[k].max_force;
+  }
 }
 
 static void obstacle_info_from_def(pa_obstacle_info *oi,
@@ -139,6 +156,8 @@ int pa_sim_int_check_robot(const pa_robot_info *ri, uint32_t max_beams,
   else if (!isfinite(ri->start_x) || !isfinite(ri->start_y) ||
            !isfinite(ri->start_theta))
     bad = "start pose must be finite";
+  if (!bad)
+    bad = pa_sim_int_dyn_check(ri);
   if (bad) {
     snprintf(err, err_sz, "robot '%s': %s", ri->name, bad);
     return -1;
@@ -503,8 +522,8 @@ int pa_sim_state_init(const pa_sim_model *m, pa_sim_state *s, char *err,
   s->scan_due = calloc(nr, sizeof *s->scan_due);
   s->scratch = calloc(1, sizeof *s->scratch);
   s->motion = calloc(nr, sizeof *s->motion);
-  if (!s->info || !s->rs || !s->obs || !s->ranges ||
-      !s->scan_due || !s->scratch || !s->motion ||
+  if (!s->info || !s->rs || !s->obs || !s->ranges || !s->scan_due ||
+      !s->scratch || !s->motion || pa_sim_int_dyn_init(s) != 0 ||
       pa_sim_int_scratch_init(s->scratch, m->beam_cap) != 0 ||
       pa_sim_int_hash_init(&s->hash, (uint32_t)nr) != 0 ||
       pa_sim_int_hash_init(&s->lhash, (uint32_t)nr) != 0) {
@@ -545,6 +564,7 @@ void pa_sim_state_free(pa_sim_state *s) {
     pa_sim_int_scratch_free(s->scratch);
   free(s->scratch);
   free(s->motion);
+  pa_sim_int_dyn_free(s);
   pa_sim_int_hash_free(&s->hash);
   pa_sim_int_hash_free(&s->lhash);
   memset(s, 0, sizeof *s);
@@ -563,6 +583,7 @@ void pa_sim_int_robot_place(const pa_sim_model *m, pa_sim_state *s,
   r->y = r->odom_y = y;
   r->theta = r->odom_theta = pa_sim_wrap(theta);
   r->rng = pa_sim_int_seed(m->def.seed, id, s->info[id].gen);
+  pa_sim_int_dyn_clear(s, id);
 }
 
 /* *dst = src (a robot's or an obstacle's info from a world source), active,

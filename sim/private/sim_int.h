@@ -268,6 +268,29 @@ typedef struct pa_sim_op_def {
 const pa_sim_op_def *pa_sim_op(uint32_t op);
 unsigned pa_sim_op_flags(uint32_t op); /* 0 for unknown ops */
 
+/* ---- dynamic bodies (sim_dyn.c) ---- */
+typedef struct pa_sim_dyn pa_sim_dyn;
+int pa_sim_int_dyn_init(pa_sim_state *s);
+void pa_sim_int_dyn_free(pa_sim_state *s);
+/* Robot id holds no inputs (a new or replaced robot). */
+void pa_sim_int_dyn_clear(pa_sim_state *s, uint32_t id);
+/* A velocity command came: the controller drives it, held forces go. */
+void pa_sim_int_dyn_velocity(pa_sim_state *s, uint32_t id);
+/* Held forces or thrusters drive robot id (not the controller). */
+bool pa_sim_int_dyn_forced(pa_sim_state *s, uint32_t id);
+/* A dynamic robot's plan of this tick (as robot_plan's). */
+void pa_sim_int_dyn_plan(const pa_sim_model *m, pa_sim_state *s, uint32_t id,
+                         pa_sim_motion *mv);
+/* A bound of |v| + |vy| a dynamic robot reaches by the end of this tick. */
+double pa_sim_int_dyn_speed_bound(const pa_sim_model *m, pa_sim_state *s,
+                                  uint32_t id);
+pa_status pa_sim_int_op_set_force(const pa_sim_model *m, pa_sim_state *s,
+                                  const pa_cmd *c, pa_reply *r);
+pa_status pa_sim_int_op_set_thrust(const pa_sim_model *m, pa_sim_state *s,
+                                   const pa_cmd *c, pa_reply *r);
+/* NULL, or what is wrong with a robot's dynamic-body fields. */
+const char *pa_sim_int_dyn_check(const pa_robot_info *ri);
+
 /* Monotonic clock [ns]: the project's one (pa_now_ns, CLOCK_MONOTONIC). */
 static inline int64_t pa_sim_int_now(void) { return pa_now_ns(); }
 

@@ -1,0 +1,4 @@
+# Dynamic bodies and forces (issue 15): the sim core against closed forms,
+# and the JSON actions end to end with the real pa-sim and pa-netgw.
+pa_add_test(test_dynamics SOURCES test_dynamics.c LIBS pa_test_sim TIMEOUT 60
+            LABELS dynamics)
