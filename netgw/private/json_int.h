@@ -195,4 +195,20 @@ json_t *pa_json_done_export_dataset(jctx *x, const pa_reply *r);
 json_t *pa_json_done_map(jctx *x, const pa_reply *r);
 json_t *pa_json_done_set_scenario(jctx *x, const pa_reply *r);
 
+/* ---- json_force.c ---------------------------------------------------------*/
+
+json_t *pa_json_act_set_force(jctx *x);
+json_t *pa_json_act_set_force_world(jctx *x);
+json_t *pa_json_act_set_force_body(jctx *x);
+json_t *pa_json_act_set_body_wrench(jctx *x);
+json_t *pa_json_act_set_body_velocity(jctx *x);
+json_t *pa_json_act_set_thrust(jctx *x);
+json_t *pa_json_act_set_thrusters(jctx *x);
+json_t *pa_json_act_apply_force(jctx *x);
+json_t *pa_json_act_apply_torque(jctx *x);
+/* step's force / thrusters: pushes them (held, as set_force_world /
+ * set_thrusters) ahead of the step; *drive = whether the step's velocities
+ * go too. 0, or -1 with the error set. */
+int pa_json_step_inputs(jctx *x, bool *drive);
+
 #endif
