@@ -2,3 +2,8 @@
 # and the JSON actions end to end with the real pa-sim and pa-netgw.
 pa_add_test(test_dynamics SOURCES test_dynamics.c LIBS pa_test_sim TIMEOUT 60
             LABELS dynamics)
+pa_add_test(test_dynamics_net SOURCES test_dynamics_net.c
+            LIBS pa_shm pa_map PkgConfig::JANSSON m TIMEOUT 60 LABELS dynamics)
+if(TARGET pa-sim)
+  add_dependencies(test_dynamics_net pa-sim pa-netgw)
+endif()

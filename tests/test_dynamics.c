@@ -101,8 +101,8 @@ static void test_wall_stop(void **st) {
   ts_world *w = *st;
   w->s.rs[0].x = 38;
   double rad = w->s.info[0].radius, wall = 39.95;
-  assert_int_equal(
-      force(w, 80, 30, 0, PA_FRAME_WORLD, PA_FORCE_HOLD, 0, 0, 0), PA_OK);
+  assert_int_equal(force(w, 80, 30, 0, PA_FRAME_WORLD, PA_FORCE_HOLD, 0, 0, 0),
+                   PA_OK);
   bool bumped = false;
   for (int i = 0; i < 800; i++) {
     pa_sim_step(&w->m, &w->s);
@@ -154,15 +154,13 @@ static void test_velocity_controller(void **st) {
  * a velocity command takes it back. */
 static void test_modes(void **st) {
   ts_world *w = *st;
-  assert_int_equal(ts_cmd(&w->m, &w->s, PA_OP_SET_CMD, 0, 0.5, 0, 0, 0),
-                   PA_OK);
+  assert_int_equal(ts_cmd(&w->m, &w->s, PA_OP_SET_CMD, 0, 0.5, 0, 0, 0), PA_OK);
   steps(w, 200);
   assert_int_equal(force(w, 0, 0, 0, PA_FRAME_WORLD, PA_FORCE_HOLD, 0, 0, 0),
                    PA_OK);
   steps(w, 200); /* coasts down: v = 0.5 e^(-2 t) */
   assert_true(fabs(w->s.rs[0].v - 0.5 * exp(-2.0)) < 1e-6);
-  assert_int_equal(ts_cmd(&w->m, &w->s, PA_OP_SET_CMD, 0, 0.5, 0, 0, 0),
-                   PA_OK);
+  assert_int_equal(ts_cmd(&w->m, &w->s, PA_OP_SET_CMD, 0, 0.5, 0, 0, 0), PA_OK);
   steps(w, 200);
   assert_true(fabs(w->s.rs[0].v - 0.5) < 1e-9);
 }
@@ -178,15 +176,15 @@ static void test_pulse_at_point(void **st) {
   pa_sim_step(&w->m, &w->s);
   double dt = w->m.dt, T = 0.4 * 5, I = 0.25, c = 1, e = exp(-c * dt / I);
   assert_true(fabs(w->s.rs[0].w - T / c * (1 - e)) < 1e-12);
-  assert_true(fabs(w->s.rs[0].y - 20 - (5 / 20.0 * dt - 5 / 20.0 * 0.5 *
-                                                           (1 - exp(-2 * dt)))) <
+  assert_true(fabs(w->s.rs[0].y - 20 -
+                   (5 / 20.0 * dt - 5 / 20.0 * 0.5 * (1 - exp(-2 * dt)))) <
               1e-12);
   double w1 = w->s.rs[0].w;
   pa_sim_step(&w->m, &w->s); /* gone: only damping now */
   assert_true(fabs(w->s.rs[0].w - w1 * e) < 1e-12);
   /* a pulse lasting 0.5 s: 100 ticks */
-  assert_int_equal(
-      force(w, 0, 0, 1, PA_FRAME_WORLD, PA_FORCE_PULSE, 0, 0, 0.5), PA_OK);
+  assert_int_equal(force(w, 0, 0, 1, PA_FRAME_WORLD, PA_FORCE_PULSE, 0, 0, 0.5),
+                   PA_OK);
   steps(w, 100);
   double w2 = w->s.rs[0].w;
   pa_sim_step(&w->m, &w->s);
@@ -277,9 +275,8 @@ static void test_refusals(void **st) {
                    PA_ERR_INVALID_ACTION_SHAPE);
   assert_int_equal(force(w, 0, 0, 11, PA_FRAME_WORLD, PA_FORCE_HOLD, 0, 0, 0),
                    PA_ERR_INVALID_ACTION_SHAPE);
-  assert_int_equal(
-      force(w, NAN, 0, 0, PA_FRAME_WORLD, PA_FORCE_HOLD, 0, 0, 0),
-      PA_ERR_INVALID_ACTION_SHAPE);
+  assert_int_equal(force(w, NAN, 0, 0, PA_FRAME_WORLD, PA_FORCE_HOLD, 0, 0, 0),
+                   PA_ERR_INVALID_ACTION_SHAPE);
   assert_int_equal(force(w, 1, 0, 0, 7, PA_FORCE_HOLD, 0, 0, 0),
                    PA_ERR_INVALID_ACTION_SHAPE);
   steps(w, 50); /* nothing held: at rest */
