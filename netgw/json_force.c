@@ -125,8 +125,8 @@ json_t *pa_json_act_set_body_wrench(jctx *x) {
 json_t *pa_json_act_set_body_velocity(jctx *x) {
   double v[6] = {0};
   size_t n = 0;
-  int r = vec_planar(x, "velocity", 6, 0, (1u << 2) | (1u << 3) | (1u << 4),
-                     V6, v, &n);
+  int r = vec_planar(x, "velocity", 6, 0, (1u << 2) | (1u << 3) | (1u << 4), V6,
+                     v, &n);
   if (r == 0)
     return pa_json_fail(x, PA_ERR_INVALID_MESSAGE,
                         "data.velocity [u, v, w, p, q, r] is required");
@@ -181,9 +181,9 @@ static int thrusters(jctx *x, pa_cmd *cmd) {
       size_t len = 0;
       for (uint32_t j = 0; j < x->info.thruster_count && j < PA_THRUSTERS_MAX;
            j++)
-        len += (size_t)snprintf(have + len, len < sizeof have ? sizeof have - len : 0,
-                                "%s%.15s", j ? ", " : "",
-                                x->info.thrusters[j].name);
+        len += (size_t)snprintf(
+            have + len, len < sizeof have ? sizeof have - len : 0, "%s%.15s",
+            j ? ", " : "", x->info.thrusters[j].name);
       pa_json_fail(x, PA_ERR_INVALID_MESSAGE,
                    "robot '%s' has no thruster '%.40s' (it has: %s)",
                    x->info.name, name, have);
@@ -251,8 +251,7 @@ json_t *pa_json_act_apply_force(jctx *x) {
     return pa_json_fail(x, PA_ERR_INVALID_MESSAGE,
                         "data.force [fx, fy, fz] is required");
   if (r < 0 || vec_planar(x, "point", 3, 2, 1u << 2, P3, p, &np) < 0 ||
-      frame_of(x, &cmd.force.frame) < 0 ||
-      !dynamic_robot(x, "apply_force"))
+      frame_of(x, &cmd.force.frame) < 0 || !dynamic_robot(x, "apply_force"))
     return NULL;
   cmd.force.fx = f[0];
   cmd.force.fy = f[1];
@@ -323,7 +322,6 @@ int pa_json_step_inputs(jctx *x, bool *drive) {
   /* A dynamic robot keeps what it holds unless the step gives velocities;
    * a kinematic one gets the step's velocities (0 when absent), as
    * always. */
-  *drive = !(hf || ht) &&
-           (has_vel || x->info.dynamics != PA_DYN_DYNAMIC);
+  *drive = !(hf || ht) && (has_vel || x->info.dynamics != PA_DYN_DYNAMIC);
   return 0;
 }

@@ -132,8 +132,8 @@ static void open_loop(const pa_robot_info *ri, const pa_sim_dyn *d, double c0,
 
 /* One axis of m dv/dt = f - c v over dt: the velocity at the end and the
  * distance covered. */
-static void axis(double m, double c, double f, double v0, double dt,
-                 double *v1, double *dist) {
+static void axis(double m, double c, double f, double v0, double dt, double *v1,
+                 double *dist) {
   double k = c / m;
   if (k * dt < 1e-12) {
     double a = f / m;
@@ -188,9 +188,9 @@ void pa_sim_int_dyn_plan(const pa_sim_model *m, pa_sim_state *s, uint32_t id,
   double fx, fy, tz, vx1, vy1, w1, dx, dy, dth;
   open_loop(ri, d, c0, s0, &fx, &fy, &tz);
   if (!d->forced) /* the controller's torque: the limited target's */
-    tz += clampd(force_for(inertia, ca, w0, clampd(r->cmd_w, ri->max_w), dt) -
-                     tz,
-                 ri->max_torque);
+    tz +=
+        clampd(force_for(inertia, ca, w0, clampd(r->cmd_w, ri->max_w), dt) - tz,
+               ri->max_torque);
   axis(inertia, ca, tz, w0, dt, &w1, &dth);
   const double th1 = th0 + dth, c1 = cos(th1), s1 = sin(th1);
   if (!d->forced) {
@@ -250,7 +250,8 @@ void pa_sim_int_dyn_plan(const pa_sim_model *m, pa_sim_state *s, uint32_t id,
   mv->s0 = s0;
 }
 
-/* ---- ops ------------------------------------------------------------------ */
+/* ---- ops ------------------------------------------------------------------
+ */
 
 #define fail pa_sim_int_fail
 
@@ -282,8 +283,8 @@ pa_status pa_sim_int_op_set_force(const pa_sim_model *m, pa_sim_state *s,
   if (f->mode == PA_FORCE_HOLD) {
     if (fn > ri->max_force * (1 + 1e-9))
       return fail(r, PA_ERR_INVALID_ACTION_SHAPE,
-                  "force %g N is above robot '%s' max_force %g N", fn,
-                  ri->name, (double)ri->max_force);
+                  "force %g N is above robot '%s' max_force %g N", fn, ri->name,
+                  (double)ri->max_force);
     if (fabs(f->tz) > ri->max_torque * (1 + 1e-9))
       return fail(r, PA_ERR_INVALID_ACTION_SHAPE,
                   "torque %g N m is above robot '%s' max_torque %g N m",
@@ -298,16 +299,15 @@ pa_status pa_sim_int_op_set_force(const pa_sim_model *m, pa_sim_state *s,
     s->rs[c->robot].cmd_v = s->rs[c->robot].cmd_vy = 0;
     s->rs[c->robot].cmd_w = 0;
   } else if (f->mode == PA_FORCE_PULSE) {
-    if (fn > PULSE_LIMIT || fabs(f->tz) > PULSE_LIMIT ||
-        fabs(f->px) > 100 || fabs(f->py) > 100)
+    if (fn > PULSE_LIMIT || fabs(f->tz) > PULSE_LIMIT || fabs(f->px) > 100 ||
+        fabs(f->py) > 100)
       return fail(r, PA_ERR_INVALID_ACTION_SHAPE,
                   "apply_force: force and torque within %g, point within 100 "
                   "m",
                   PULSE_LIMIT);
     if (f->seconds < 0 || f->seconds > PULSE_SECONDS_MAX)
       return fail(r, PA_ERR_INVALID_ACTION_SHAPE,
-                  "apply_force: seconds must be in [0, %d]",
-                  PULSE_SECONDS_MAX);
+                  "apply_force: seconds must be in [0, %d]", PULSE_SECONDS_MAX);
     pa_sim_dyn *d = dyn_of(s, c->robot);
     if (d->pulses == PULSES_MAX)
       return fail(r, PA_ERR_BUSY, "robot '%s' has %d forces applied already",
