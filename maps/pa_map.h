@@ -205,6 +205,11 @@ typedef struct pa_obstacle_def {
   double radius;           /* circle [m] */
   double height;           /* [m] default 0.5 */
   uint8_t colour[4];
+  /* Agents (the world file's agents: list): enum pa_agent, 0 = static. */
+  int agent;
+  double speed;           /* [m/s] default 0.5 */
+  double waypoints[7][2]; /* PA_AGENT_WAYPOINTS_MAX */
+  size_t waypoint_count;
 } pa_obstacle_def;
 
 typedef struct pa_world {

@@ -443,9 +443,116 @@ static int world_map(wctx *c, yaml_node_t *n, const char *dir, pa_world *w) {
   return 0;
 }
 
+/* An agent (the world's agents: list): an obstacle that moves on its own,
+ * a circle of radius 0.25 m and height 1.7 m unless it says. */
+static int agent(wctx *c, yaml_node_t *n, size_t i, pa_obstacle_def *o) {
+  static const char *const keys[] = {
+      "name",   "shape",     "pose",  "size",      "radius", "height",
+      "colour", "behaviour", "speed", "waypoints", NULL};
+  static const char *const beh[] = {"constant", "waypoints", "random",
+                                    "pedestrian"};
+  memset(o, 0, sizeof *o);
+  snprintf(o->name, sizeof o->name, "agent%zu", i);
+  o->shape = 1; /* circle */
+  o->radius = 0.25;
+  o->height = 1.7;
+  o->colour[0] = 230, o->colour[1] = 90, o->colour[2] = 160;
+  o->colour[3] = 255;
+  o->speed = 0.5;
+  if (pa_map_ycheck_keys(c->d, n, "agent", keys, c->err, c->err_sz))
+    return -1;
+  yaml_node_t *v;
+  if ((v = pa_map_yget(c->d, n, "name")) && name(c, v, "agent name", o->name))
+    return -1;
+  if ((v = pa_map_yget(c->d, n, "shape")) &&
+      one_of_two(c, v, "shape", "box", "circle", &o->shape))
+    return -1;
+  if (need_pose(c, n, "agent", o->name, &o->x, &o->y, &o->theta))
+    return -1;
+  if (o->shape == 0) {
+    double sz[2] = {0.5, 0.5};
+    if ((v = pa_map_yget(c->d, n, "size")) &&
+        pa_map_ynums(c->d, v, "size", sz, 2, 2, NULL, c->err, c->err_sz))
+      return -1;
+    if (!pa_prop_ok(PA_PR_OB_SIZE, sz[0]) || !pa_prop_ok(PA_PR_OB_SIZE, sz[1]))
+      return pa_map_yerr(c->d, v ? v : n, c->err, c->err_sz,
+                         "size must be positive, got [%g, %g]", sz[0], sz[1]);
+    o->size_x = sz[0];
+    o->size_y = sz[1];
+  } else if (key_num(c, n, "radius", "radius", PA_PR_OB_RADIUS, &o->radius)) {
+    return -1;
+  }
+  if (key_num(c, n, "height", "height", PA_PR_OB_HEIGHT, &o->height))
+    return -1;
+  if ((v = pa_map_yget(c->d, n, "colour")) && colour(c, v, "colour", o->colour))
+    return -1;
+  char b[32];
+  if (!(v = pa_map_yget(c->d, n, "behaviour")))
+    return pa_map_yerr(c->d, n, c->err, c->err_sz,
+                       "agent '%s': missing key 'behaviour' (constant, "
+                       "waypoints, random or pedestrian)",
+                       pa_map_yq(c->d, o->name));
+  if (pa_map_ystr(c->d, v, "behaviour", b, sizeof b, c->err, c->err_sz))
+    return -1;
+  for (int k = 0; k < 4; k++)
+    if (!strcmp(b, beh[k]))
+      o->agent = k + 1; /* enum pa_agent */
+  if (!o->agent)
+    return pa_map_yerr(c->d, v, c->err, c->err_sz,
+                       "behaviour: expected constant, waypoints, random or "
+                       "pedestrian");
+  if ((v = pa_map_yget(c->d, n, "speed")) &&
+      num_in(c, v, "speed", 0, false, 10, false, &o->speed))
+    return -1;
+  if ((v = pa_map_yget(c->d, n, "waypoints"))) {
+    if (v->type != YAML_SEQUENCE_NODE || seq_len(v) > 7)
+      return pa_map_yerr(c->d, v, c->err, c->err_sz,
+                         "waypoints: expected a list of up to 7 [x, y]");
+    for (size_t k = 0; k < seq_len(v); k++) {
+      yaml_node_t *p = pa_map_ynode(c->d, v->data.sequence.items.start[k]);
+      if (pa_map_ynums(c->d, p, "waypoint", o->waypoints[k], 2, 2, NULL, c->err,
+                       c->err_sz))
+        return -1;
+    }
+    o->waypoint_count = seq_len(v);
+  }
+  return 0;
+}
+
+/* The world's agents: list, after its obstacles. */
+static int world_agents(wctx *c, yaml_node_t *root, pa_world *w) {
+  yaml_node_t *ag = pa_map_yget(c->d, root, "agents");
+  if (!ag)
+    return 0;
+  if (ag->type != YAML_SEQUENCE_NODE)
+    return pa_map_yerr(c->d, ag, c->err, c->err_sz,
+                       "agents: expected a sequence of agents");
+  size_t na = seq_len(ag), no = w->obstacle_count;
+  if (na + no > PA_WORLD_MAX_OBSTACLES)
+    return pa_map_yerr(c->d, ag, c->err, c->err_sz,
+                       "obstacles and agents: at most %d together",
+                       PA_WORLD_MAX_OBSTACLES);
+  if (na == 0)
+    return 0;
+  pa_obstacle_def *all = realloc(w->obstacles, (no + na) * sizeof *all);
+  if (!all)
+    return pa_map_yerr(c->d, NULL, c->err, c->err_sz, "out of memory");
+  w->obstacles = all;
+  for (size_t i = 0; i < na; i++) {
+    yaml_node_t *an = pa_map_ynode(c->d, ag->data.sequence.items.start[i]);
+    if (agent(c, an, i, &w->obstacles[no + i]))
+      return -1;
+    if (unique_name(c, an, w, w->obstacles[no + i].name, w->robot_count,
+                    no + i))
+      return -1;
+    w->obstacle_count = no + i + 1;
+  }
+  return 0;
+}
+
 static int world_parse(wctx *c, const char *path, pa_world *w) {
-  static const char *const keys[] = {"map", "unknown_blocks", "robots",
-                                     "obstacles", NULL};
+  static const char *const keys[] = {"map",       "unknown_blocks", "robots",
+                                     "obstacles", "agents",         NULL};
   yaml_node_t *root = pa_map_ydoc_root(c->d);
   if (pa_map_ycheck_keys(c->d, root, "world", keys, c->err, c->err_sz))
     return -1;
@@ -488,7 +595,8 @@ static int world_parse(wctx *c, const char *path, pa_world *w) {
   }
 
   yaml_node_t *obs = pa_map_yget(c->d, root, "obstacles");
-  if (!obs) return 0;
+  if (!obs)
+    return world_agents(c, root, w);
   if (obs->type != YAML_SEQUENCE_NODE)
     return pa_map_yerr(c->d, obs, c->err, c->err_sz,
                        "obstacles: expected a sequence of obstacles");
@@ -497,7 +605,8 @@ static int world_parse(wctx *c, const char *path, pa_world *w) {
     return pa_map_yerr(c->d, obs, c->err, c->err_sz,
                        "obstacles: at most %d, got %zu", PA_WORLD_MAX_OBSTACLES,
                        no);
-  if (no == 0) return 0;
+  if (no == 0)
+    return world_agents(c, root, w);
   w->obstacles = calloc(no, sizeof *w->obstacles);
   if (!w->obstacles)
     return pa_map_yerr(c->d, NULL, c->err, c->err_sz, "out of memory");
@@ -508,7 +617,7 @@ static int world_parse(wctx *c, const char *path, pa_world *w) {
       return -1;
     w->obstacle_count = i + 1;
   }
-  return 0;
+  return world_agents(c, root, w);
 }
 
 int pa_world_load(const char *path, pa_world *w, char *err, size_t err_sz) {

@@ -66,6 +66,7 @@ typedef enum pa_status {
   PA_ERR_TOO_LONG,
   PA_ERR_BUSY,
   PA_ERR_NOT_AUTHORIZED,
+  PA_ERR_UNKNOWN_AGENT,
   PA_STATUS_COUNT
 } pa_status;
 const char *pa_status_code(pa_status st); /* "unknown_robot", ... */
@@ -190,8 +191,18 @@ typedef struct pa_obstacle_info {
   double size_x, size_y; /* box full extents [m] */
   double radius;         /* circle [m] */
   uint8_t colour[4];
-  uint32_t reserved;
+  uint32_t agent; /* enum pa_agent: 0 = a static obstacle (was reserved) */
 } pa_obstacle_info;
+/* Agents: obstacles that move on their own (pa_obstacle_info.agent). */
+enum pa_agent {
+  PA_AGENT_NONE = 0,       /* a static obstacle */
+  PA_AGENT_CONSTANT = 1,   /* constant velocity, bouncing off what it meets */
+  PA_AGENT_WAYPOINTS = 2,  /* a loop of waypoints at a speed */
+  PA_AGENT_RANDOM = 3,     /* seeded random walk */
+  PA_AGENT_PEDESTRIAN = 4, /* social force towards its waypoints */
+  PA_AGENT_COUNT
+};
+#define PA_AGENT_WAYPOINTS_MAX 7
 
 /* Camera demand and sequence per robot. subscribers is written by netgw
  * (and zeroed by a restarted netgw); seq by render. */
@@ -347,6 +358,12 @@ enum pa_op {
   PA_OP_EXPORT_DATASET,  /* name; dataset; replies dataset */
   PA_OP_SET_FORCE,       /* robot (dynamic); force; replies pose */
   PA_OP_SET_THRUST,      /* robot (dynamic); thrust; replies pose */
+  PA_OP_SPAWN_AGENT,     /* name; agent; path = waypoints "x,y x,y ..."
+                            (PA_AGENT_WAYPOINTS_MAX); replies obj */
+  PA_OP_MOVE_AGENT,      /* name; agent (PA_CMDF_AGENT_* say which parts);
+                            path = new waypoints; replies obj */
+  PA_OP_REMOVE_AGENT,    /* name; replies obj */
+  PA_OP_CLEAR_AGENTS,    /* replies obj (id = agents removed) */
   PA_OP_COUNT
 };
 #define PA_CMD_PATH_MAX 256 /* pa_cmd.path, with its NUL */
@@ -385,6 +402,11 @@ enum pa_prop {
   PA_PROP_COUNT
 };
 enum { PA_CMDF_DRIVE = 1u << 0, PA_CMDF_NO_REPLY = 1u << 1 };
+enum { /* MOVE_AGENT: what changes */
+       PA_CMDF_AGENT_POSE = 1u << 2,
+       PA_CMDF_AGENT_GOAL = 1u << 3,  /* path: waypoints (one = a goal) */
+       PA_CMDF_AGENT_SPEED = 1u << 4, /* speed (and heading = theta) */
+};
 
 /* ---- per-op arguments (pa_cmd) */
 typedef struct pa_cmd_drive { /* SET_CMD; STEP with PA_CMDF_DRIVE */
@@ -446,6 +468,14 @@ typedef struct pa_cmd_force { /* SET_FORCE */
   uint32_t frame;             /* PA_FRAME_ROBOT / PA_FRAME_WORLD */
   uint32_t mode;              /* enum pa_force_mode */
 } pa_cmd_force;
+typedef struct pa_cmd_agent { /* SPAWN_AGENT, MOVE_AGENT */
+  double x, y, theta;         /* pose; constant velocity heads along theta */
+  double radius;              /* circles [m] */
+  double size_x, size_y;      /* boxes [m] */
+  double speed;               /* [m/s] */
+  uint32_t shape;             /* enum pa_shape */
+  uint32_t behaviour;         /* enum pa_agent (not NONE) */
+} pa_cmd_agent;
 typedef struct pa_cmd_thrust {    /* SET_THRUST: held thruster values */
   double value[PA_THRUSTERS_MAX]; /* [-1, 1] of each one's max_force, by
                                      index; NaN = keep its value */
@@ -473,6 +503,7 @@ typedef struct pa_cmd {
     pa_cmd_dataset dataset;
     pa_cmd_force force;
     pa_cmd_thrust thrust;
+    pa_cmd_agent agent;
     uint8_t args_raw[64]; /* the size of the area: fixed */
   };
   char name[32];              /* op specific name */

@@ -661,6 +661,10 @@ static const pa_sim_op_def ops[PA_OP_COUNT] = {
     OP(EXPORT_DATASET, "export_dataset", pa_sim_int_rec_start, 0),
     OP(SET_FORCE, "set_force", pa_sim_int_op_set_force, ROBOT),
     OP(SET_THRUST, "set_thrust", pa_sim_int_op_set_thrust, ROBOT),
+    OP(SPAWN_AGENT, "spawn_agent", pa_sim_int_op_spawn_agent, 0),
+    OP(MOVE_AGENT, "move_agent", pa_sim_int_op_move_agent, 0),
+    OP(REMOVE_AGENT, "remove_agent", pa_sim_int_op_remove_agent, 0),
+    OP(CLEAR_AGENTS, "clear_agents", pa_sim_int_op_clear_agents, 0),
 };
 #undef OP
 

@@ -136,6 +136,8 @@ static void obstacle_info_from_def(pa_obstacle_info *oi,
   oi->size_y = od->size_y;
   oi->radius = od->radius;
   memcpy(oi->colour, od->colour, 4);
+  oi->agent = od->agent > 0 && od->agent < PA_AGENT_COUNT ? (uint32_t)od->agent
+                                                          : PA_AGENT_NONE;
 }
 
 /* The widest values the world format, the flags and the commands give
@@ -203,6 +205,7 @@ int pa_sim_int_check_obstacle(const pa_obstacle_info *o, char *err,
     ok = ok && o->shape == PA_SHAPE_BOX &&
          pa_prop_ok(PA_PR_OB_SIZE, o->size_x) &&
          pa_prop_ok(PA_PR_OB_SIZE, o->size_y);
+  ok = ok && o->agent < PA_AGENT_COUNT;
   if (!ok) {
     snprintf(err, err_sz,
              "obstacle '%s': shape must be box or circle, pose finite and "
@@ -418,6 +421,8 @@ int pa_sim_model_init(pa_sim_model *m, const pa_sim_def *d,
     if (pa_sim_int_check_obstacle(&m->obstacles0[i], err, err_sz) != 0)
       goto fail;
   }
+  if (pa_sim_int_agents_model(m, w) != 0)
+    goto oom;
 
   uint32_t total = (uint32_t)w->robot_count;
   if (d->robots > total)
@@ -503,6 +508,7 @@ void pa_sim_model_free(pa_sim_model *m) {
   free(m->march);
   free(m->robots0);
   free(m->obstacles0);
+  free(m->agents0);
   memset(m, 0, sizeof *m);
 }
 
@@ -524,6 +530,7 @@ int pa_sim_state_init(const pa_sim_model *m, pa_sim_state *s, char *err,
   s->motion = calloc(nr, sizeof *s->motion);
   if (!s->info || !s->rs || !s->obs || !s->ranges || !s->scan_due ||
       !s->scratch || !s->motion || pa_sim_int_dyn_init(s) != 0 ||
+      pa_sim_int_agents_init(s) != 0 ||
       pa_sim_int_scratch_init(s->scratch, m->beam_cap) != 0 ||
       pa_sim_int_hash_init(&s->hash, (uint32_t)nr) != 0 ||
       pa_sim_int_hash_init(&s->lhash, (uint32_t)nr) != 0) {
@@ -565,6 +572,7 @@ void pa_sim_state_free(pa_sim_state *s) {
   free(s->scratch);
   free(s->motion);
   pa_sim_int_dyn_free(s);
+  pa_sim_int_agents_free(s);
   pa_sim_int_hash_free(&s->hash);
   pa_sim_int_hash_free(&s->lhash);
   memset(s, 0, sizeof *s);
@@ -647,7 +655,8 @@ void pa_sim_reset(const pa_sim_model *m, pa_sim_state *s) {
                         .obstacle_count = m->obstacle_count0,
                         .new_gens = true};
   pa_sim_int_world_install(m, s, &w);
-  s->scan_tick0 = s->tick; /* scans as a fresh start does */
+  pa_sim_int_agents_reset(m, s); /* agents walk from their start again */
+  s->scan_tick0 = s->tick;       /* scans as a fresh start does */
 }
 
 /* Robot id of a running world clear of the walls of model m, the state's

@@ -433,6 +433,7 @@ static bool scan_late(const pa_sim_model *m, pa_sim_state *s, uint32_t id) {
 int64_t pa_sim_int_step(const pa_sim_model *m, pa_sim_state *s, int64_t t0,
                         bool timed) {
   pa_sim_scans_settle(m, s, false);
+  pa_sim_int_agents_step(m, s); /* agents move first (sim_agents.c) */
   /* Broad phase: buckets wide enough that 3x3 of them cover any contact
    * during this tick, even with neighbours moving. */
   double rmax = 0.05, vmax = 0, lmax = 0;

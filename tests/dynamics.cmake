@@ -7,3 +7,5 @@ pa_add_test(test_dynamics_net SOURCES test_dynamics_net.c
 if(TARGET pa-sim)
   add_dependencies(test_dynamics_net pa-sim pa-netgw)
 endif()
+pa_add_test(test_dynamics_agents SOURCES test_dynamics_agents.c
+            LIBS pa_test_sim pa_sim_internal TIMEOUT 120 LABELS dynamics)

@@ -291,6 +291,30 @@ pa_status pa_sim_int_op_set_thrust(const pa_sim_model *m, pa_sim_state *s,
 /* NULL, or what is wrong with a robot's dynamic-body fields. */
 const char *pa_sim_int_dyn_check(const pa_robot_info *ri);
 
+/* ---- agents (sim_agents.c) ---- */
+typedef struct pa_sim_agent pa_sim_agent;
+typedef struct pa_sim_agent_def { /* a world file agent's behaviour */
+  double speed;
+  double wpx[PA_AGENT_WAYPOINTS_MAX], wpy[PA_AGENT_WAYPOINTS_MAX];
+  uint32_t wp_count;
+} pa_sim_agent_def;
+int pa_sim_int_agents_init(pa_sim_state *s);
+void pa_sim_int_agents_free(pa_sim_state *s);
+/* The world's agents back at their start (after the obstacles are). */
+void pa_sim_int_agents_reset(const pa_sim_model *m, pa_sim_state *s);
+/* Every agent's move of this tick (before the robots'). */
+void pa_sim_int_agents_step(const pa_sim_model *m, pa_sim_state *s);
+/* m->agents0 from the world's agent obstacles: 0 or -1 (memory). */
+int pa_sim_int_agents_model(pa_sim_model *m, const pa_world *w);
+pa_status pa_sim_int_op_spawn_agent(const pa_sim_model *m, pa_sim_state *s,
+                                    const pa_cmd *c, pa_reply *r);
+pa_status pa_sim_int_op_move_agent(const pa_sim_model *m, pa_sim_state *s,
+                                   const pa_cmd *c, pa_reply *r);
+pa_status pa_sim_int_op_remove_agent(const pa_sim_model *m, pa_sim_state *s,
+                                     const pa_cmd *c, pa_reply *r);
+pa_status pa_sim_int_op_clear_agents(const pa_sim_model *m, pa_sim_state *s,
+                                     const pa_cmd *c, pa_reply *r);
+
 /* Monotonic clock [ns]: the project's one (pa_now_ns, CLOCK_MONOTONIC). */
 static inline int64_t pa_sim_int_now(void) { return pa_now_ns(); }
 
