@@ -180,6 +180,13 @@ static const jaction actions[] = {
         "robot force point frame seconds"),
     ROW(apply_torque, CMD, NULL, NULL, JF_ROBOT | JF_SIM,
         "robot torque seconds"),
+    ROW(spawn_agent, CMD, DONE(spawn_agent), NULL, JF_SIM,
+        "name shape pose size radius behaviour speed velocity waypoints goal"),
+    ROW(move_agent, CMD, NULL, NULL, JF_SIM,
+        "name agent pose speed velocity waypoints goal"),
+    ROW(remove_agent, CMD, NULL, NULL, JF_SIM, "name agent"),
+    ROW(clear_agents, CMD, DONE(clear_agents), NULL, JF_SIM, ""),
+    ROW(get_agents, CMD, NULL, COST(get_agents), 0, ""),
 };
 
 #undef CMD

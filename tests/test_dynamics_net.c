@@ -75,8 +75,8 @@ static json_t *ask(const char *fmt, ...) {
 
 /* The request succeeds; its data (the caller frees the reply *j). */
 static json_t *ok(json_t **j, const char *action, const char *data) {
-  *j = ask("{\"type\":\"command\",\"action\":\"%s\",\"data\":%s}", action,
-           data);
+  *j =
+      ask("{\"type\":\"command\",\"action\":\"%s\",\"data\":%s}", action, data);
   if (json_object_get(*j, "success") != json_true()) {
     char *s = json_dumps(*j, JSON_COMPACT);
     fail_msg("%s %s -> %s", action, data, s);
@@ -121,8 +121,8 @@ static void reset(void) {
 static void test_properties(void **st) {
   (void)st;
   json_t *j;
-  json_t *p = json_object_get(
-      ok(&j, "get_property", "{\"robot\":\"sub\"}"), "properties");
+  json_t *p = json_object_get(ok(&j, "get_property", "{\"robot\":\"sub\"}"),
+                              "properties");
   assert_string_equal(json_string_value(json_object_get(p, "dynamics")),
                       "dynamic");
   assert_true(json_number_value(json_object_get(p, "mass")) == 4);
@@ -197,7 +197,8 @@ static void test_frames_and_thrusters(void **st) {
   ok(&j, "step", "{\"robot\":\"sub\",\"steps\":400}");
   json_decref(j);
   json_t *d = ok(&j, "get_state", "{\"robot\":\"sub\"}");
-  double v = json_number_value(json_array_get(json_object_get(d, "velocity"), 0));
+  double v =
+      json_number_value(json_array_get(json_object_get(d, "velocity"), 0));
   json_decref(j);
   assert_true(fabs(v - 0.5) < 1e-6);
 }
@@ -239,10 +240,81 @@ static void test_refusals(void **st) {
   pose("cart", b);
   assert_true(b[0] > a[0] + 1e-3);
   reset(); /* the world's values again */
-  json_t *p = json_object_get(
-      ok(&j, "get_property", "{\"robot\":\"cart\"}"), "properties");
+  json_t *p = json_object_get(ok(&j, "get_property", "{\"robot\":\"cart\"}"),
+                              "properties");
   assert_string_equal(json_string_value(json_object_get(p, "dynamics")),
                       "kinematic");
+  json_decref(j);
+}
+
+/* Agents through the real stack: spawned, seen by the sub's laser, moving
+ * in get_agents, moved and removed by name or id, unknown_agent from pa-sim
+ * for a name it does not have. */
+static void test_agents(void **st) {
+  (void)st;
+  json_t *j;
+  reset();
+  json_t *d = ok(&j, "spawn_agent",
+                 "{\"name\":\"post\",\"pose\":[1.2,0,0],\"radius\":0.25,"
+                 "\"behaviour\":\"waypoints\",\"speed\":0}");
+  json_int_t post = json_integer_value(json_object_get(d, "agent"));
+  json_decref(j);
+  ok(&j, "spawn_agent",
+     "{\"name\":\"ped\",\"pose\":[0.5,-1,0],\"behaviour\":\"pedestrian\","
+     "\"speed\":0.5,\"goal\":[1.5,-1]}");
+  json_decref(j);
+  err("spawn_agent",
+      "{\"name\":\"ped\",\"pose\":[-1,-1,0],"
+      "\"behaviour\":\"random\"}",
+      "spawn_failed", "taken");
+  err("spawn_agent",
+      "{\"name\":\"in\",\"pose\":[0,0,0],"
+      "\"behaviour\":\"random\"}",
+      "blocked_pose", "inside");
+  ok(&j, "step", "{\"robot\":\"sub\",\"steps\":40}"); /* a fresh scan */
+  json_decref(j);
+  d = ok(&j, "get_state", "{\"robot\":\"sub\"}");
+  json_t *ranges = json_object_get(
+      json_object_get(json_object_get(d, "sensors"), "scan"), "ranges");
+  size_t nb = json_array_size(ranges);
+  double ahead = json_number_value(json_array_get(ranges, nb / 2));
+  json_decref(j);
+  printf("sub's laser ahead: %.4f m (the post's near side at 0.95)\n", ahead);
+  assert_true(fabs(ahead - 0.95) < 0.01);
+  d = ok(&j, "get_agents", "{}");
+  assert_int_equal(json_integer_value(json_object_get(d, "count")), 2);
+  json_t *ped = json_array_get(json_object_get(d, "agents"), 1);
+  assert_string_equal(json_string_value(json_object_get(ped, "behaviour")),
+                      "pedestrian");
+  double px =
+      json_number_value(json_array_get(json_object_get(ped, "pose"), 0));
+  json_decref(j);
+  printf("pedestrian at x %.4f\n", px);
+  assert_true(px > 0.505 && px < 1.5); /* walking to its goal */
+  char data[128];
+  snprintf(data, sizeof data, "{\"agent\":%lld,\"pose\":[0.9,0,0]}",
+           (long long)post);
+  ok(&j, "move_agent", data);
+  json_decref(j);
+  err("move_agent", "{\"name\":\"nobody\",\"speed\":1}", "unknown_agent",
+      "nobody");
+  err("move_agent", "{\"agent\":99,\"speed\":1}", "unknown_agent", "99");
+  ok(&j, "step", "{\"robot\":\"sub\",\"steps\":20}");
+  json_decref(j);
+  d = ok(&j, "get_state", "{\"robot\":\"sub\"}");
+  ranges = json_object_get(
+      json_object_get(json_object_get(d, "sensors"), "scan"), "ranges");
+  ahead = json_number_value(json_array_get(ranges, nb / 2));
+  json_decref(j);
+  assert_true(fabs(ahead - 0.65) < 0.01);
+  ok(&j, "remove_agent", "{\"name\":\"post\"}");
+  json_decref(j);
+  err("remove_agent", "{\"name\":\"post\"}", "unknown_agent", "post");
+  d = ok(&j, "clear_agents", "{}");
+  assert_int_equal(json_integer_value(json_object_get(d, "removed")), 1);
+  json_decref(j);
+  d = ok(&j, "get_agents", "{}");
+  assert_int_equal(json_integer_value(json_object_get(d, "count")), 0);
   json_decref(j);
 }
 
@@ -252,6 +324,7 @@ int main(void) {
       cmocka_unit_test(test_step_force_equals_set_force),
       cmocka_unit_test(test_frames_and_thrusters),
       cmocka_unit_test(test_refusals),
+      cmocka_unit_test(test_agents),
   };
   return cmocka_run_group_tests(tests, up, down);
 }

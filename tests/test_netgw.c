@@ -671,7 +671,13 @@ static void world_up(fixture *f) {
   snprintf(o->name, sizeof o->name, "crate");
   o->active = 1, o->shape = PA_SHAPE_BOX, o->x = 3, o->size_x = o->size_y = 0.5;
   o->height = 0.5f;
-  st->ctl->obstacle_count = 1;
+  /* obstacle 1: an agent, pedestrian "walker" */
+  pa_obstacle_info *wk = &st->obstacles[1];
+  memset(wk, 0, sizeof *wk);
+  snprintf(wk->name, sizeof wk->name, "walker");
+  wk->active = 1, wk->shape = PA_SHAPE_CIRCLE, wk->radius = 0.25;
+  wk->x = 5, wk->agent = PA_AGENT_PEDESTRIAN;
+  st->ctl->obstacle_count = 2;
   pa_stack_world_end(st);
   st->ctl->control_hz = 200;
   st->ctl->scan_hz = 10;
@@ -733,6 +739,7 @@ enum {
   blocked_pose_ST = PA_ERR_BLOCKED_POSE,
   unknown_object_ST = PA_ERR_UNKNOWN_OBJECT,
   spawn_failed_ST = PA_ERR_SPAWN_FAILED,
+  unknown_agent_ST = PA_ERR_UNKNOWN_AGENT,
 };
 
 static const jcase jcases[] = {
@@ -1064,6 +1071,46 @@ static const jcase jcases[] = {
     ERR("spawn_robot",
         "{\"name\": \"x\", \"pose\": [1, 1, 0], \"dynamics\": \"floaty\"}",
         "invalid_message", "not kinematic or dynamic"),
+    /* agents (json_agents.c): obstacle 1 "walker" is one */
+    OK_("spawn_agent",
+        "{\"name\": \"p1\", \"pose\": [1, 1, 0], \"behaviour\": "
+        "\"pedestrian\", \"goal\": [3, 3]}",
+        "\"agent\":", PA_OP_SPAWN_AGENT),
+    OK_("spawn_agent",
+        "{\"pose\": [1, 1, 0], \"behaviour\": \"constant\", \"shape\": "
+        "\"box\", \"size\": [0.4, 0.2], \"velocity\": [0.3, 0.4]}",
+        "\"agent\":", PA_OP_SPAWN_AGENT),
+    ERR("spawn_agent", "{\"pose\": [1, 1, 0], \"behaviour\": \"dance\"}",
+        "invalid_message", "'dance' is not constant"),
+    ERR("spawn_agent", "{\"pose\": [1, 1, 0]}", "invalid_message",
+        "data.behaviour is required"),
+    ERR("spawn_agent",
+        "{\"pose\": [1, 1, 0], \"behaviour\": \"waypoints\", \"waypoints\": "
+        "[[1,1],[2,2],[3,3],[4,4],[5,5],[6,6],[7,7],[8,8]]}",
+        "invalid_action_shape", "1 to 7 points"),
+    ERR("spawn_agent",
+        "{\"pose\": [1, 1, 0], \"behaviour\": \"pedestrian\", \"goal\": [1, "
+        "1], \"waypoints\": [[2, 2]]}",
+        "invalid_message", "give one"),
+    ERR("spawn_agent",
+        "{\"pose\": [1, 1, 0], \"behaviour\": \"random\", \"speed\": 1, "
+        "\"velocity\": [1, 0]}",
+        "invalid_message", "give one"),
+    OK_("move_agent", "{\"name\": \"walker\", \"goal\": [2, 2]}", "\"tick\":42",
+        PA_OP_MOVE_AGENT),
+    OK_("move_agent", "{\"agent\": 1, \"pose\": [2, 2, 0]}", "\"tick\":42",
+        PA_OP_MOVE_AGENT),
+    ERR("move_agent", "{\"agent\": 0, \"pose\": [2, 2, 0]}", "unknown_agent",
+        "no agent with id 0"),
+    ERR("move_agent", "{\"name\": \"walker\"}", "invalid_message",
+        "needs data.pose"),
+    SIMERR("move_agent", "{\"name\": \"ghost\", \"speed\": 1}", unknown_agent,
+           PA_OP_MOVE_AGENT),
+    OK_("remove_agent", "{\"name\": \"walker\"}", "\"tick\":42",
+        PA_OP_REMOVE_AGENT),
+    ERR("remove_agent", "{}", "invalid_message", "data.name or data.agent"),
+    OK_("clear_agents", "{}", "\"removed\":", PA_OP_CLEAR_AGENTS),
+    OK_("get_agents", "{}", "\"behaviour\":\"pedestrian\"", -1),
 };
 
 static bool op_seen(void *arg) {

@@ -211,4 +211,15 @@ json_t *pa_json_act_apply_torque(jctx *x);
  * go too. 0, or -1 with the error set. */
 int pa_json_step_inputs(jctx *x, bool *drive);
 
+/* ---- json_agents.c --------------------------------------------------------*/
+
+json_t *pa_json_act_spawn_agent(jctx *x);
+json_t *pa_json_done_spawn_agent(jctx *x, const pa_reply *r);
+json_t *pa_json_act_move_agent(jctx *x);
+json_t *pa_json_act_remove_agent(jctx *x);
+json_t *pa_json_act_clear_agents(jctx *x);
+json_t *pa_json_done_clear_agents(jctx *x, const pa_reply *r);
+size_t pa_json_cost_get_agents(jctx *x);
+json_t *pa_json_act_get_agents(jctx *x);
+
 #endif
