@@ -231,6 +231,7 @@ typedef struct pa_sim_state {
   struct pa_sim_dyn *dyn;  /* [cap_robots] dynamic bodies' inputs (sim_dyn.c) */
   struct pa_sim_agent *agents; /* [cap_obstacles] agents' behaviour state */
   uint32_t agent_count;        /* active agents (sim_agents.c) */
+  struct pa_sim_agent_grid *agent_grid; /* their buckets (sim_agents.c) */
 } pa_sim_state;
 
 /* Scan threads for def.threads and an initial world of `robots` robots:

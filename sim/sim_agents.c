@@ -22,13 +22,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define RANDOM_TURN_S 1.0  /* a random walker's new heading every second */
-#define PED_TAU 0.5        /* [s] relaxation towards the wanted velocity */
-#define PED_A 3.0          /* [m/s^2] social push at contact */
-#define PED_B 0.3          /* [m] its decay length */
-#define PED_RANGE 2.0      /* [m] beyond this nothing pushes */
-#define PED_REACHED 0.3    /* [m] a waypoint this near is reached */
-#define PED_WALL 0.5       /* [m] walls push from this near (the field's
+#define RANDOM_TURN_S 1.0 /* a random walker's new heading every second */
+#define PED_TAU 0.5       /* [s] relaxation towards the wanted velocity */
+#define PED_A 3.0         /* [m/s^2] social push at contact */
+#define PED_B 0.3         /* [m] its decay length */
+#define PED_RANGE 2.0     /* [m] beyond this nothing pushes */
+#define PED_REACHED 0.3   /* [m] a waypoint this near is reached */
+#define PED_WALL                                                               \
+  0.5                      /* [m] walls push from this near (the field's       \
                             * search grows with it) */
 #define AGENT_SPEED_MAX 10 /* [m/s] */
 
@@ -43,22 +44,133 @@ struct pa_sim_agent {
   uint64_t rng;
 };
 
+/* Agents by bucket of a coarse grid, rebuilt each tick (positions move on
+ * during it by at most a step: buckets as wide as a contact plus two steps
+ * and the social range, searched 3 x 3, find every body that matters), and
+ * the static obstacles' indices. */
+struct pa_sim_agent_grid {
+  double cell;
+  uint32_t mask;   /* table size - 1 */
+  uint32_t *start; /* [mask + 2] */
+  uint32_t *items; /* [cap] agent slots by bucket */
+  uint32_t *key;   /* [cap] bucket of each listed agent */
+  uint32_t *fixed; /* [cap] static obstacles */
+  uint32_t nfixed;
+  uint32_t cap;
+};
+typedef struct pa_sim_agent_grid agent_grid;
+
 int pa_sim_int_agents_init(pa_sim_state *s) {
-  s->agents = calloc(s->cap_obstacles ? s->cap_obstacles : 1,
-                     sizeof *s->agents);
-  return s->agents ? 0 : -1;
+  uint32_t cap = s->cap_obstacles ? s->cap_obstacles : 1, tab = 2;
+  while (tab < 2 * cap)
+    tab *= 2;
+  s->agents = calloc(cap, sizeof *s->agents);
+  agent_grid *g = s->agent_grid = calloc(1, sizeof *g);
+  if (!s->agents || !g)
+    return -1;
+  g->cap = cap;
+  g->mask = tab - 1;
+  g->start = calloc((size_t)tab + 1, sizeof *g->start);
+  g->items = calloc(cap, sizeof *g->items);
+  g->key = calloc(cap, sizeof *g->key);
+  g->fixed = calloc(cap, sizeof *g->fixed);
+  return g->start && g->items && g->key && g->fixed ? 0 : -1;
 }
 
 void pa_sim_int_agents_free(pa_sim_state *s) {
+  agent_grid *g = s->agent_grid;
+  if (g) {
+    free(g->start);
+    free(g->items);
+    free(g->key);
+    free(g->fixed);
+    free(g);
+  }
+  s->agent_grid = NULL;
   free(s->agents);
   s->agents = NULL;
 }
 
+static uint32_t bucket(const agent_grid *g, int64_t cx, int64_t cy) {
+  uint64_t h = (uint64_t)cx * 0x9e3779b97f4a7c15ull ^
+               (uint64_t)cy * 0xc2b2ae3d27d4eb4full;
+  return (uint32_t)(h >> 32) & g->mask;
+}
+
 /* An obstacle's radius of its bounding circle. */
 static double bound(const pa_obstacle_info *o) {
-  return o->shape == PA_SHAPE_CIRCLE ? o->radius
-                                     : 0.5 * hypot(o->size_x, o->size_y);
+  return o->shape == PA_SHAPE_CIRCLE
+             ? o->radius
+             : 0.5 * sqrt(o->size_x * o->size_x + o->size_y * o->size_y);
 }
+
+/* The buckets as the agents stand now, and the static obstacles. */
+static void grid_build(const pa_sim_model *m, pa_sim_state *s) {
+  agent_grid *g = s->agent_grid;
+  double rmax = 0, vmax = 0;
+  g->nfixed = 0;
+  for (uint32_t i = 0; i < s->obstacle_count; i++) {
+    const pa_obstacle_info *o = &s->obs[i];
+    if (!o->active)
+      continue;
+    if (o->agent == PA_AGENT_NONE) {
+      g->fixed[g->nfixed++] = i;
+      continue;
+    }
+    rmax = fmax(rmax, bound(o));
+    vmax = fmax(vmax, 1.3 * s->agents[i].speed +
+                          hypot(s->agents[i].vx, s->agents[i].vy));
+  }
+  g->cell =
+      fmax(PED_RANGE + 2.0 * rmax, 2.0 * rmax + 2.0 * vmax * m->dt + 0.01);
+  memset(g->start, 0, ((size_t)g->mask + 2) * sizeof *g->start);
+  uint32_t n = 0;
+  for (uint32_t i = 0; i < s->obstacle_count; i++) {
+    const pa_obstacle_info *o = &s->obs[i];
+    if (!o->active || o->agent == PA_AGENT_NONE)
+      continue;
+    uint32_t k = bucket(g, (int64_t)floor(o->x / g->cell),
+                        (int64_t)floor(o->y / g->cell));
+    g->key[n++] = k;
+    g->start[k + 1]++;
+  }
+  for (uint32_t k = 0; k <= g->mask; k++)
+    g->start[k + 1] += g->start[k];
+  n = 0;
+  for (uint32_t i = 0; i < s->obstacle_count; i++) {
+    const pa_obstacle_info *o = &s->obs[i];
+    if (!o->active || o->agent == PA_AGENT_NONE)
+      continue;
+    g->items[g->start[g->key[n++]]++] = i;
+  }
+  for (uint32_t k = g->mask + 1; k > 0; k--) /* back to the starts */
+    g->start[k] = g->start[k - 1];
+  g->start[0] = 0;
+}
+
+/* Runs body with j = each agent in the 3 x 3 buckets around (x, y) (a
+ * bucket aliased twice is visited once). */
+#define FOR_NEAR_AGENTS(g, x, y, j, ...)                                       \
+  do {                                                                         \
+    int64_t cx_ = (int64_t)floor((x) / (g)->cell);                             \
+    int64_t cy_ = (int64_t)floor((y) / (g)->cell);                             \
+    uint32_t seen_[9];                                                         \
+    int ns_ = 0;                                                               \
+    for (int64_t b_ = cy_ - 1; b_ <= cy_ + 1; b_++)                            \
+      for (int64_t a_ = cx_ - 1; a_ <= cx_ + 1; a_++) {                        \
+        uint32_t k_ = bucket((g), a_, b_);                                     \
+        bool dup_ = false;                                                     \
+        for (int q_ = 0; q_ < ns_; q_++)                                       \
+          dup_ = dup_ || seen_[q_] == k_;                                      \
+        if (dup_)                                                              \
+          continue;                                                            \
+        seen_[ns_++] = k_;                                                     \
+        for (uint32_t p_ = (g)->start[k_]; p_ < (g)->start[k_ + 1]; p_++) {    \
+          uint32_t j = (g)->items[p_];                                         \
+          __VA_ARGS__                                                          \
+        }                                                                      \
+      }                                                                        \
+  } while (0)
 
 static void recount(pa_sim_state *s) {
   uint32_t n = 0;
@@ -104,15 +216,52 @@ void pa_sim_int_agents_reset(const pa_sim_model *m, pa_sim_state *s) {
   recount(s);
 }
 
-/* The clearance of agent i's bounding circle at (x, y), itself left out;
- * (nx, ny) the normal away from the nearest body. */
+/* The clearance of agent i's bounding circle at (x, y) from walls, static
+ * obstacles, robots and the other agents (the buckets'); (nx, ny) the
+ * normal away from the nearest. */
 static double agent_clear(const pa_sim_model *m, pa_sim_state *s, uint32_t i,
                           double x, double y, double *nx, double *ny) {
-  pa_obstacle_info *o = &s->obs[i];
-  o->active = 0;
-  double c = pa_sim_clearance(m, s, UINT32_MAX, x, y, bound(o), 0, nx, ny);
-  o->active = 1;
-  return c;
+  const agent_grid *g = s->agent_grid;
+  const double r = bound(&s->obs[i]);
+  double bnx = 0, bny = 0;
+  double best = pa_sim_int_wall_clearance(m, x, y, r + 0.05, &bnx, &bny);
+  for (uint32_t k = 0; k < g->nfixed; k++) {
+    const pa_obstacle_info *o = &s->obs[g->fixed[k]];
+    double ex = x - o->x, ey = y - o->y, lim = best + bound(o);
+    if (ex * ex + ey * ey >= lim * lim)
+      continue;
+    double onx, ony, d = pa_sim_int_obstacle_dist(o, x, y, &onx, &ony);
+    if (d < best)
+      best = d, bnx = onx, bny = ony;
+  }
+  for (uint32_t k = 0; k < s->robot_count; k++) {
+    if (!s->info[k].active)
+      continue;
+    double ex = x - s->rs[k].x, ey = y - s->rs[k].y;
+    double lim = best + s->info[k].radius, d2 = ex * ex + ey * ey;
+    if (d2 >= lim * lim)
+      continue;
+    double len = sqrt(d2), d = len - s->info[k].radius;
+    if (d < best)
+      best = d, bnx = len > 1e-12 ? ex / len : 1,
+      bny = len > 1e-12 ? ey / len : 0;
+  }
+  FOR_NEAR_AGENTS(g, x, y, j, {
+    if (j == i)
+      continue;
+    const pa_obstacle_info *o = &s->obs[j];
+    double ex = x - o->x, ey = y - o->y, b = bound(o);
+    double lim = best + b, d2 = ex * ex + ey * ey;
+    if (d2 >= lim * lim)
+      continue;
+    double len = sqrt(d2), d = len - b;
+    if (d < best)
+      best = d, bnx = len > 1e-12 ? ex / len : 1,
+      bny = len > 1e-12 ? ey / len : 0;
+  });
+  if (nx && ny)
+    *nx = bnx, *ny = bny;
+  return best - r;
 }
 
 /* The social push on pedestrian i at its place. */
@@ -120,9 +269,9 @@ static void social(const pa_sim_model *m, const pa_sim_state *s, uint32_t i,
                    double *fx, double *fy) {
   const pa_obstacle_info *o = &s->obs[i];
   double r = bound(o), x = o->x, y = o->y;
-  for (uint32_t j = 0; j < s->obstacle_count; j++) {
+  FOR_NEAR_AGENTS(s->agent_grid, x, y, j, {
     const pa_obstacle_info *q = &s->obs[j];
-    if (j == i || !q->active || q->agent == PA_AGENT_NONE)
+    if (j == i)
       continue;
     double ex = x - q->x, ey = y - q->y, d2 = ex * ex + ey * ey;
     if (d2 > PED_RANGE * PED_RANGE || d2 < 1e-18) /* hypot is slow */
@@ -131,7 +280,7 @@ static void social(const pa_sim_model *m, const pa_sim_state *s, uint32_t i,
     double f = PED_A * exp((r + bound(q) - d) / PED_B);
     *fx += f * ex / d;
     *fy += f * ey / d;
-  }
+  });
   for (uint32_t j = 0; j < s->robot_count; j++) {
     if (!s->info[j].active)
       continue;
@@ -252,13 +401,15 @@ static void agent_tick(const pa_sim_model *m, pa_sim_state *s, uint32_t i) {
 void pa_sim_int_agents_step(const pa_sim_model *m, pa_sim_state *s) {
   if (!s->agent_count || !s->agents)
     return;
+  grid_build(m, s);
   for (uint32_t i = 0; i < s->obstacle_count; i++)
     if (s->obs[i].active && s->obs[i].agent != PA_AGENT_NONE)
       agent_tick(m, s, i);
   s->world_dirty = true; /* the snapshot shows where they are */
 }
 
-/* ---- ops ------------------------------------------------------------------ */
+/* ---- ops ------------------------------------------------------------------
+ */
 
 #define fail pa_sim_int_fail
 
@@ -374,6 +525,7 @@ pa_status pa_sim_int_op_spawn_agent(const pa_sim_model *m, pa_sim_state *s,
   s->obs[slot] = o;
   if (slot >= s->obstacle_count)
     s->obstacle_count = slot + 1;
+  grid_build(m, s); /* as the world stands, the new agent in it */
   if (agent_clear(m, s, slot, o.x, o.y, NULL, NULL) < 0) {
     s->obs[slot].active = 0;
     s->obs[slot].agent = PA_AGENT_NONE;
@@ -415,6 +567,8 @@ pa_status pa_sim_int_op_move_agent(const pa_sim_model *m, pa_sim_state *s,
     return fail(r, PA_ERR_INVALID_ACTION_SHAPE,
                 "agent speed %g is out of range [0, %d] m/s", a->speed,
                 AGENT_SPEED_MAX);
+  if (c->flags & PA_CMDF_AGENT_POSE)
+    grid_build(m, s);
   if ((c->flags & PA_CMDF_AGENT_POSE) &&
       agent_clear(m, s, i, a->x, a->y, NULL, NULL) < 0)
     return fail(r, PA_ERR_BLOCKED_POSE,
