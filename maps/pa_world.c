@@ -215,7 +215,7 @@ static int thruster(wctx *c, yaml_node_t *n, size_t i, pa_robot_def *r) {
                                      "max_force", NULL};
   pa_thruster_def *t = &r->thrusters[i];
   memset(t, 0, sizeof *t);
-  snprintf(t->name, sizeof t->name, "t%zu", i);
+  snprintf(t->name, sizeof t->name, "t%u", (unsigned)i); /* i < 8 */
   t->max_force = r->max_force;
   if (pa_map_ycheck_keys(c->d, n, "thruster", keys, c->err, c->err_sz))
     return -1;

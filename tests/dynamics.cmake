@@ -9,3 +9,6 @@ if(TARGET pa-sim)
 endif()
 pa_add_test(test_dynamics_agents SOURCES test_dynamics_agents.c
             LIBS pa_test_sim pa_sim_internal TIMEOUT 120 LABELS dynamics)
+if(COMMAND pa_add_python_test)
+  pa_add_python_test(python_dynamics test_dynamics TIMEOUT 120)
+endif()
