@@ -413,8 +413,13 @@ void pa_sim_int_agents_step(const pa_sim_model *m, pa_sim_state *s) {
 
 #define fail pa_sim_int_fail
 
-/* Waypoints "x,y x,y ..." (the command's path): their count, or -1. */
-static int parse_waypoints(const char *p, double *wx, double *wy) {
+/* Waypoints "x,y x,y ..." (the command's path, terminated here: the queue
+ * is another process's): their count, or -1. */
+static int parse_waypoints(const char *path, double *wx, double *wy) {
+  char buf[PA_CMD_PATH_MAX];
+  memcpy(buf, path, sizeof buf);
+  buf[sizeof buf - 1] = 0;
+  const char *p = buf;
   int n = 0;
   while (*p == ' ')
     p++;

@@ -226,6 +226,14 @@ static void test_ops(void **st) {
   assert_int_equal(
       spawn(w, "a2", PA_AGENT_WAYPOINTS, 12, 8, 0, 0.3, 1, "1,2 3", NULL),
       PA_ERR_INVALID_ACTION_SHAPE); /* waypoints */
+  /* a path without its NUL (the queue is another process's): refused */
+  memset(&c, 0, sizeof c);
+  c.op = PA_OP_SPAWN_AGENT;
+  memset(c.path, '1', sizeof c.path);
+  c.agent = (pa_cmd_agent){12, 8, 0, 0.3, 0, 0, 1, PA_SHAPE_CIRCLE,
+                           PA_AGENT_WAYPOINTS};
+  assert_int_equal(pa_sim_apply(&w->m, &w->s, &c, &r),
+                   PA_ERR_INVALID_ACTION_SHAPE);
   assert_int_equal(w->s.agent_count, 1);
   memset(&c, 0, sizeof c);
   c.op = PA_OP_MOVE_AGENT;
