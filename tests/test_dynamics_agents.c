@@ -230,8 +230,8 @@ static void test_ops(void **st) {
   memset(&c, 0, sizeof c);
   c.op = PA_OP_SPAWN_AGENT;
   memset(c.path, '1', sizeof c.path);
-  c.agent = (pa_cmd_agent){12, 8, 0, 0.3, 0, 0, 1, PA_SHAPE_CIRCLE,
-                           PA_AGENT_WAYPOINTS};
+  c.agent = (pa_cmd_agent){
+      12, 8, 0, 0.3, 0, 0, 1, PA_SHAPE_CIRCLE, PA_AGENT_WAYPOINTS};
   assert_int_equal(pa_sim_apply(&w->m, &w->s, &c, &r),
                    PA_ERR_INVALID_ACTION_SHAPE);
   assert_int_equal(w->s.agent_count, 1);
