@@ -57,8 +57,8 @@ static int waypoints(jctx *x, pa_cmd *cmd) {
       break;
     }
     len += (size_t)snprintf(cmd->path + len, sizeof cmd->path - len,
-                            "%s%.9g,%.9g", i ? " " : "",
-                            json_number_value(px), json_number_value(py));
+                            "%s%.9g,%.9g", i ? " " : "", json_number_value(px),
+                            json_number_value(py));
   }
   json_decref(one);
   return rc;
