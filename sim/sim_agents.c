@@ -172,7 +172,7 @@ static void grid_build(const pa_sim_model *m, pa_sim_state *s) {
       }                                                                        \
   } while (0)
 
-static void recount(pa_sim_state *s) {
+void pa_sim_int_agents_recount(pa_sim_state *s) {
   uint32_t n = 0;
   for (uint32_t i = 0; i < s->obstacle_count; i++)
     n += s->obs[i].active && s->obs[i].agent != PA_AGENT_NONE;
@@ -213,7 +213,7 @@ void pa_sim_int_agents_reset(const pa_sim_model *m, pa_sim_state *s) {
       agent_start(m, s, i, 0, NULL, NULL, 0);
     }
   }
-  recount(s);
+  pa_sim_int_agents_recount(s);
 }
 
 /* The clearance of agent i's bounding circle at (x, y) from walls, static
@@ -539,7 +539,7 @@ pa_status pa_sim_int_op_spawn_agent(const pa_sim_model *m, pa_sim_state *s,
                 "(%g, %g) is inside a wall or another body", o.x, o.y);
   }
   agent_start(m, s, slot, a->speed, wx, wy, (uint32_t)nwp);
-  recount(s);
+  pa_sim_int_agents_recount(s);
   s->world_dirty = true;
   r->obj.id = slot;
   return PA_OK;
@@ -615,7 +615,7 @@ pa_status pa_sim_int_op_remove_agent(const pa_sim_model *m, pa_sim_state *s,
   s->obs[i].active = 0;
   s->obs[i].agent = PA_AGENT_NONE;
   pa_sim_int_recount(s);
-  recount(s);
+  pa_sim_int_agents_recount(s);
   s->world_dirty = true;
   r->obj.id = i;
   return PA_OK;
@@ -632,7 +632,7 @@ pa_status pa_sim_int_op_clear_agents(const pa_sim_model *m, pa_sim_state *s,
       n++;
     }
   pa_sim_int_recount(s);
-  recount(s);
+  pa_sim_int_agents_recount(s);
   s->world_dirty = true;
   r->obj.id = n;
   return PA_OK;

@@ -300,6 +300,8 @@ typedef struct pa_sim_agent_def { /* a world file agent's behaviour */
 } pa_sim_agent_def;
 int pa_sim_int_agents_init(pa_sim_state *s);
 void pa_sim_int_agents_free(pa_sim_state *s);
+/* s->agent_count from the obstacles (after a world is installed). */
+void pa_sim_int_agents_recount(pa_sim_state *s);
 /* The world's agents back at their start (after the obstacles are). */
 void pa_sim_int_agents_reset(const pa_sim_model *m, pa_sim_state *s);
 /* Every agent's move of this tick (before the robots'). */
