@@ -643,7 +643,7 @@ void pa_sim_int_world_install(const pa_sim_model *m, pa_sim_state *s,
       w->robot_count < s->cap_robots ? w->robot_count : s->cap_robots;
   s->obstacle_count = w->obstacle_count < s->cap_obstacles ? w->obstacle_count
                                                            : s->cap_obstacles;
-  pa_sim_int_recount(s); /* a world may have gaps (set_grid, removals) */
+  pa_sim_int_recount(s);        /* a world may have gaps (set_grid, removals) */
   pa_sim_int_agents_recount(s); /* a snapshot's agents move on */
   s->hash.valid = false;
   s->world_dirty = true;
