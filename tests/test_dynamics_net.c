@@ -316,6 +316,33 @@ static void test_agents(void **st) {
   d = ok(&j, "get_agents", "{}");
   assert_int_equal(json_integer_value(json_object_get(d, "count")), 0);
   json_decref(j);
+  /* a snapshot keeps an agent's pose, and it walks on after a load */
+  ok(&j, "spawn_agent",
+     "{\"name\":\"p2\",\"pose\":[0.5,-1,0],\"behaviour\":\"pedestrian\","
+     "\"speed\":0.5,\"goal\":[1.5,-1]}");
+  json_decref(j);
+  ok(&j, "save_snapshot", "{\"name\":\"ag\"}");
+  json_decref(j);
+  ok(&j, "step", "{\"robot\":\"sub\",\"steps\":40}");
+  json_decref(j);
+  ok(&j, "load_snapshot", "{\"name\":\"ag\"}");
+  json_decref(j);
+  d = ok(&j, "get_agents", "{}");
+  double x0 = json_number_value(json_array_get(
+      json_object_get(json_array_get(json_object_get(d, "agents"), 0), "pose"),
+      0));
+  json_decref(j);
+  assert_true(x0 == 0.5);
+  ok(&j, "step", "{\"robot\":\"sub\",\"steps\":40}");
+  json_decref(j);
+  d = ok(&j, "get_agents", "{}");
+  double x1 = json_number_value(json_array_get(
+      json_object_get(json_array_get(json_object_get(d, "agents"), 0), "pose"),
+      0));
+  json_decref(j);
+  assert_true(x1 > 0.505);
+  ok(&j, "clear_agents", "{}");
+  json_decref(j);
 }
 
 int main(void) {
