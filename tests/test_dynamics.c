@@ -13,6 +13,7 @@
 
 #include "pa_props.h"
 #include "test_sim_util.h"
+#include "testutil.h"
 
 /* A 40 m x 40 m room (wall cells inside [0, 0.05] and [39.95, 40]) with one
  * robot "r" at (x, y, 0), dynamic unless kin. */
@@ -298,7 +299,8 @@ static void test_refusals(void **st) {
 /* The world file's dynamics keys reach the robot. */
 static void test_world_file(void **st) {
   (void)st;
-  char path[] = "/tmp/tdynXXXXXX.yaml";
+  char path[1024]; /* in the test's own directory, removed at exit */
+  snprintf(path, sizeof path, "%s/tdynXXXXXX.yaml", pa_test_tmpdir());
   int fd = mkstemps(path, 5);
   assert_true(fd >= 0);
   const char *txt =

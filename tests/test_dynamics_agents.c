@@ -15,6 +15,7 @@
 
 #include "sim_int.h"
 #include "test_sim_util.h"
+#include "testutil.h"
 
 /* A 20 m x 20 m room (walls inside [0, 0.05] and [19.95, 20]), robot "r"
  * at (2, 2). */
@@ -257,7 +258,8 @@ static void test_ops(void **st) {
 /* World files declare agents; reset puts them back where they started. */
 static void test_world_file(void **st) {
   (void)st;
-  char path[] = "/tmp/tagtXXXXXX.yaml";
+  char path[1024]; /* in the test's own directory, removed at exit */
+  snprintf(path, sizeof path, "%s/tagtXXXXXX.yaml", pa_test_tmpdir());
   int fd = mkstemps(path, 5);
   assert_true(fd >= 0);
   const char *txt = "robots:\n"
