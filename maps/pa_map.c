@@ -567,6 +567,12 @@ pa_robot_def pa_robot_def_default(void) {
   r.camera.width = 640;
   r.camera.height = 480;
   r.camera.fov = 1.0471975511965976; /* 60 deg */
+  r.mass = 10.0;
+  r.inertia = 0.2;
+  r.lin_damping = 10.0;
+  r.ang_damping = 1.0;
+  r.max_force = 40.0;
+  r.max_torque = 5.0;
   return r;
 }
 

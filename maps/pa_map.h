@@ -171,6 +171,15 @@ typedef struct pa_camera_def {
   double fov;              /* horizontal [rad], default 60 deg */
 } pa_camera_def;
 
+/* A thruster of a dynamic robot (pa_layout.h pa_thruster). */
+#define PA_MAP_THRUSTERS_MAX 8
+typedef struct pa_thruster_def {
+  char name[16];
+  double x, y;      /* body frame [m] (x forward, y left) */
+  double dir;       /* direction of a positive push [rad] from body x */
+  double max_force; /* [N] */
+} pa_thruster_def;
+
 typedef struct pa_robot_def {
   char name[PA_MAP_NAME_MAX];  /* default "robot<i>" */
   double x, y, theta;      /* start pose [m, m, rad] */
@@ -188,6 +197,13 @@ typedef struct pa_robot_def {
   double max_head_rate;    /* default 3.0 rad/s */
   pa_laser_def laser;
   pa_camera_def camera;
+  /* dynamics: 0 kinematic (default), 1 dynamic (enum pa_dynamics) */
+  int dynamics;
+  double mass, inertia;            /* default 10 kg, 0.2 kg m^2 */
+  double lin_damping, ang_damping; /* default 10 N s/m, 1 N m s/rad */
+  double max_force, max_torque;    /* default 40 N, 5 N m */
+  pa_thruster_def thrusters[PA_MAP_THRUSTERS_MAX];
+  size_t thruster_count;
 } pa_robot_def;
 pa_robot_def pa_robot_def_default(void);
 
@@ -199,6 +215,11 @@ typedef struct pa_obstacle_def {
   double radius;           /* circle [m] */
   double height;           /* [m] default 0.5 */
   uint8_t colour[4];
+  /* Agents (the world file's agents: list): enum pa_agent, 0 = static. */
+  int agent;
+  double speed;           /* [m/s] default 0.5 */
+  double waypoints[7][2]; /* PA_AGENT_WAYPOINTS_MAX */
+  size_t waypoint_count;
 } pa_obstacle_def;
 
 typedef struct pa_world {

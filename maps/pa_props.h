@@ -25,7 +25,8 @@ typedef enum pa_prop_type {
   PA_PT_INT,    /* one whole number */
   PA_PT_COLOUR, /* [r, g, b(, a)], each in the range */
   PA_PT_SIZE,   /* [x, y], each in the range */
-  PA_PT_WORD,   /* a name (drive, shape): read-only */
+  PA_PT_WORD,   /* a name (drive, shape: read-only; dynamics: lo..hi are
+                   the indices of its words, see pa_prop_word) */
 } pa_prop_type;
 
 enum {
@@ -76,7 +77,19 @@ enum {
     PA_PK_OBSTACLE | PA_PK_RO)                                                 \
   X(OB_RADIUS, "radius", RADIUS, PA_PT_NUM, "m", 0, 1, 500, 0, PA_PK_OBSTACLE) \
   X(OB_SIZE, "size", SIZE, PA_PT_SIZE, "m", 0, 1, 1000, 0, PA_PK_OBSTACLE)     \
-  X(OB_HEIGHT, "height", HEIGHT, PA_PT_NUM, "m", 0, 1, 100, 0, PA_PK_OBSTACLE)
+  X(OB_HEIGHT, "height", HEIGHT, PA_PT_NUM, "m", 0, 1, 100, 0, PA_PK_OBSTACLE) \
+  X(DYNAMICS, "dynamics", DYNAMICS, PA_PT_WORD, "", 0, 0, 1, 0, PA_PK_ROBOT)   \
+  X(MASS, "mass", MASS, PA_PT_NUM, "kg", 0, 1, 1e6, 0, PA_PK_ROBOT)            \
+  X(INERTIA, "inertia", INERTIA, PA_PT_NUM, "kg m^2", 0, 1, 1e6, 0,            \
+    PA_PK_ROBOT)                                                               \
+  X(LINEAR_DAMPING, "linear_damping", LINEAR_DAMPING, PA_PT_NUM, "N s/m", 0,   \
+    0, 1e6, 0, PA_PK_ROBOT)                                                    \
+  X(ANGULAR_DAMPING, "angular_damping", ANGULAR_DAMPING, PA_PT_NUM,            \
+    "N m s/rad", 0, 0, 1e6, 0, PA_PK_ROBOT)                                    \
+  X(MAX_FORCE, "max_force", MAX_FORCE, PA_PT_NUM, "N", 0, 1, 1e9, 0,           \
+    PA_PK_ROBOT)                                                               \
+  X(MAX_TORQUE, "max_torque", MAX_TORQUE, PA_PT_NUM, "N m", 0, 1, 1e9, 0,      \
+    PA_PK_ROBOT)
 
 /* Row indices: PA_PR_MAX_V, ..., PA_PR_OB_HEIGHT. */
 #define PA_PROP_ROW_ENUM(row, ...) PA_PR_##row,
@@ -135,6 +148,21 @@ static inline bool pa_prop_ok_float(pa_prop_row row, float v) {
   if (!isfinite(v) || (p->type == PA_PT_INT && v != floorf(v)))
     return false;
   return (p->lo_open ? v > lo : v >= lo) && (p->hi_open ? v < hi : v <= hi);
+}
+
+/* A settable word's value (dynamics: "kinematic" 0, "dynamic" 1), or -1;
+ * pa_prop_word_name is the way back (NULL out of range). */
+static inline const char *pa_prop_word_name(pa_prop_row row, int v) {
+  static const char *const dyn[] = {"kinematic", "dynamic"};
+  if (row == PA_PR_DYNAMICS && v >= 0 && v <= 1)
+    return dyn[v];
+  return NULL;
+}
+static inline int pa_prop_word(pa_prop_row row, const char *word) {
+  for (int v = 0; pa_prop_word_name(row, v); v++)
+    if (!strcmp(pa_prop_word_name(row, v), word))
+      return v;
+  return -1;
 }
 
 /* The range as text, "(0, 5] m", into buf; returns buf. */

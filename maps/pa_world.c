@@ -211,11 +211,106 @@ static int robot_camera(wctx *c, yaml_node_t *n, pa_robot_def *r) {
   return 0;
 }
 
+static int thruster(wctx *c, yaml_node_t *n, size_t i, pa_robot_def *r) {
+  static const char *const keys[] = {"name", "position", "direction",
+                                     "max_force", NULL};
+  pa_thruster_def *t = &r->thrusters[i];
+  memset(t, 0, sizeof *t);
+  snprintf(t->name, sizeof t->name, "t%u", (unsigned)i); /* i < 8 */
+  t->max_force = r->max_force;
+  if (pa_map_ycheck_keys(c->d, n, "thruster", keys, c->err, c->err_sz))
+    return -1;
+  yaml_node_t *v;
+  char nm[PA_MAP_NAME_MAX];
+  if ((v = pa_map_yget(c->d, n, "name"))) {
+    if (name(c, v, "thruster name", nm))
+      return -1;
+    if (strlen(nm) >= sizeof t->name)
+      return pa_map_yerr(c->d, v, c->err, c->err_sz,
+                         "thruster name '%s' is longer than %zu characters",
+                         pa_map_yq(c->d, nm), sizeof t->name - 1);
+    snprintf(t->name, sizeof t->name, "%s", nm);
+  }
+  for (size_t k = 0; k < i; k++)
+    if (!strcmp(r->thrusters[k].name, t->name))
+      return pa_map_yerr(c->d, n, c->err, c->err_sz,
+                         "duplicate thruster name '%s'",
+                         pa_map_yq(c->d, t->name));
+  double p[2] = {0, 0};
+  if ((v = pa_map_yget(c->d, n, "position")) &&
+      pa_map_ynums(c->d, v, "thruster position", p, 2, 2, NULL, c->err,
+                   c->err_sz))
+    return -1;
+  if (!(fabs(p[0]) <= 100 && fabs(p[1]) <= 100))
+    return pa_map_yerr(c->d, v, c->err, c->err_sz,
+                       "thruster position must be within 100 m of the centre");
+  t->x = p[0];
+  t->y = p[1];
+  if ((v = pa_map_yget(c->d, n, "direction")) &&
+      num_in(c, v, "thruster direction (rad)", -10, false, 10, false, &t->dir))
+    return -1;
+  if (key_num(c, n, "max_force", "thruster max_force", PA_PR_MAX_FORCE,
+              &t->max_force))
+    return -1;
+  return 0;
+}
+
+/* dynamics: kinematic | dynamic | {type, mass, inertia, linear_damping,
+ * angular_damping, max_force, max_torque, thrusters}. */
+static int robot_dynamics(wctx *c, yaml_node_t *n, pa_robot_def *r) {
+  static const char *const keys[] = {"type",
+                                     "mass",
+                                     "inertia",
+                                     "linear_damping",
+                                     "angular_damping",
+                                     "max_force",
+                                     "max_torque",
+                                     "thrusters",
+                                     NULL};
+  if (n->type == YAML_SCALAR_NODE)
+    return one_of_two(c, n, "dynamics", "kinematic", "dynamic", &r->dynamics);
+  if (pa_map_ycheck_keys(c->d, n, "dynamics", keys, c->err, c->err_sz))
+    return -1;
+  yaml_node_t *v;
+  r->dynamics = 1; /* a mapping describes a dynamic body unless it says */
+  if ((v = pa_map_yget(c->d, n, "type")) &&
+      one_of_two(c, v, "dynamics.type", "kinematic", "dynamic", &r->dynamics))
+    return -1;
+  if (key_num(c, n, "mass", "dynamics.mass", PA_PR_MASS, &r->mass) ||
+      key_num(c, n, "inertia", "dynamics.inertia", PA_PR_INERTIA,
+              &r->inertia) ||
+      key_num(c, n, "linear_damping", "dynamics.linear_damping",
+              PA_PR_LINEAR_DAMPING, &r->lin_damping) ||
+      key_num(c, n, "angular_damping", "dynamics.angular_damping",
+              PA_PR_ANGULAR_DAMPING, &r->ang_damping) ||
+      key_num(c, n, "max_force", "dynamics.max_force", PA_PR_MAX_FORCE,
+              &r->max_force) ||
+      key_num(c, n, "max_torque", "dynamics.max_torque", PA_PR_MAX_TORQUE,
+              &r->max_torque))
+    return -1;
+  if ((v = pa_map_yget(c->d, n, "thrusters"))) {
+    if (v->type != YAML_SEQUENCE_NODE || seq_len(v) > PA_MAP_THRUSTERS_MAX)
+      return pa_map_yerr(c->d, v, c->err, c->err_sz,
+                         "dynamics.thrusters: expected a list of at most %d",
+                         PA_MAP_THRUSTERS_MAX);
+    for (size_t i = 0; i < seq_len(v); i++) {
+      yaml_node_t *t = pa_map_ynode(c->d, v->data.sequence.items.start[i]);
+      if (t->type != YAML_MAPPING_NODE)
+        return pa_map_yerr(c->d, t, c->err, c->err_sz,
+                           "thruster: expected a mapping");
+      if (thruster(c, t, i, r))
+        return -1;
+    }
+    r->thruster_count = seq_len(v);
+  }
+  return 0;
+}
+
 static int robot(wctx *c, yaml_node_t *n, size_t i, pa_robot_def *r) {
-  static const char *const keys[] = {"name",   "pose",        "drive",
-                                     "radius", "wheel_base",  "height",
-                                     "head_height", "colour",  "limits",
-                                     "laser",  "camera",      NULL};
+  static const char *const keys[] = {
+      "name",   "pose",        "drive",  "radius", "wheel_base",
+      "height", "head_height", "colour", "limits", "laser",
+      "camera", "dynamics",    NULL};
   *r = pa_robot_def_default();
   snprintf(r->name, sizeof r->name, "robot%zu", i);
   if (pa_map_ycheck_keys(c->d, n, "robot", keys, c->err, c->err_sz)) return -1;
@@ -239,6 +334,8 @@ static int robot(wctx *c, yaml_node_t *n, size_t i, pa_robot_def *r) {
   if ((v = pa_map_yget(c->d, n, "limits")) && robot_limits(c, v, r)) return -1;
   if ((v = pa_map_yget(c->d, n, "laser")) && robot_laser(c, v, r)) return -1;
   if ((v = pa_map_yget(c->d, n, "camera")) && robot_camera(c, v, r)) return -1;
+  if ((v = pa_map_yget(c->d, n, "dynamics")) && robot_dynamics(c, v, r))
+    return -1;
   return 0;
 }
 
@@ -381,9 +478,116 @@ static int world_ssl(wctx *c, yaml_node_t *n, yaml_node_t *root, pa_world *w) {
   return 0;
 }
 
+/* An agent (the world's agents: list): an obstacle that moves on its own,
+ * a circle of radius 0.25 m and height 1.7 m unless it says. */
+static int agent(wctx *c, yaml_node_t *n, size_t i, pa_obstacle_def *o) {
+  static const char *const keys[] = {
+      "name",   "shape",     "pose",  "size",      "radius", "height",
+      "colour", "behaviour", "speed", "waypoints", NULL};
+  static const char *const beh[] = {"constant", "waypoints", "random",
+                                    "pedestrian"};
+  memset(o, 0, sizeof *o);
+  snprintf(o->name, sizeof o->name, "agent%zu", i);
+  o->shape = 1; /* circle */
+  o->radius = 0.25;
+  o->height = 1.7;
+  o->colour[0] = 230, o->colour[1] = 90, o->colour[2] = 160;
+  o->colour[3] = 255;
+  o->speed = 0.5;
+  if (pa_map_ycheck_keys(c->d, n, "agent", keys, c->err, c->err_sz))
+    return -1;
+  yaml_node_t *v;
+  if ((v = pa_map_yget(c->d, n, "name")) && name(c, v, "agent name", o->name))
+    return -1;
+  if ((v = pa_map_yget(c->d, n, "shape")) &&
+      one_of_two(c, v, "shape", "box", "circle", &o->shape))
+    return -1;
+  if (need_pose(c, n, "agent", o->name, &o->x, &o->y, &o->theta))
+    return -1;
+  if (o->shape == 0) {
+    double sz[2] = {0.5, 0.5};
+    if ((v = pa_map_yget(c->d, n, "size")) &&
+        pa_map_ynums(c->d, v, "size", sz, 2, 2, NULL, c->err, c->err_sz))
+      return -1;
+    if (!pa_prop_ok(PA_PR_OB_SIZE, sz[0]) || !pa_prop_ok(PA_PR_OB_SIZE, sz[1]))
+      return pa_map_yerr(c->d, v ? v : n, c->err, c->err_sz,
+                         "size must be positive, got [%g, %g]", sz[0], sz[1]);
+    o->size_x = sz[0];
+    o->size_y = sz[1];
+  } else if (key_num(c, n, "radius", "radius", PA_PR_OB_RADIUS, &o->radius)) {
+    return -1;
+  }
+  if (key_num(c, n, "height", "height", PA_PR_OB_HEIGHT, &o->height))
+    return -1;
+  if ((v = pa_map_yget(c->d, n, "colour")) && colour(c, v, "colour", o->colour))
+    return -1;
+  char b[32];
+  if (!(v = pa_map_yget(c->d, n, "behaviour")))
+    return pa_map_yerr(c->d, n, c->err, c->err_sz,
+                       "agent '%s': missing key 'behaviour' (constant, "
+                       "waypoints, random or pedestrian)",
+                       pa_map_yq(c->d, o->name));
+  if (pa_map_ystr(c->d, v, "behaviour", b, sizeof b, c->err, c->err_sz))
+    return -1;
+  for (int k = 0; k < 4; k++)
+    if (!strcmp(b, beh[k]))
+      o->agent = k + 1; /* enum pa_agent */
+  if (!o->agent)
+    return pa_map_yerr(c->d, v, c->err, c->err_sz,
+                       "behaviour: expected constant, waypoints, random or "
+                       "pedestrian");
+  if ((v = pa_map_yget(c->d, n, "speed")) &&
+      num_in(c, v, "speed", 0, false, 10, false, &o->speed))
+    return -1;
+  if ((v = pa_map_yget(c->d, n, "waypoints"))) {
+    if (v->type != YAML_SEQUENCE_NODE || seq_len(v) > 7)
+      return pa_map_yerr(c->d, v, c->err, c->err_sz,
+                         "waypoints: expected a list of up to 7 [x, y]");
+    for (size_t k = 0; k < seq_len(v); k++) {
+      yaml_node_t *p = pa_map_ynode(c->d, v->data.sequence.items.start[k]);
+      if (pa_map_ynums(c->d, p, "waypoint", o->waypoints[k], 2, 2, NULL, c->err,
+                       c->err_sz))
+        return -1;
+    }
+    o->waypoint_count = seq_len(v);
+  }
+  return 0;
+}
+
+/* The world's agents: list, after its obstacles. */
+static int world_agents(wctx *c, yaml_node_t *root, pa_world *w) {
+  yaml_node_t *ag = pa_map_yget(c->d, root, "agents");
+  if (!ag)
+    return 0;
+  if (ag->type != YAML_SEQUENCE_NODE)
+    return pa_map_yerr(c->d, ag, c->err, c->err_sz,
+                       "agents: expected a sequence of agents");
+  size_t na = seq_len(ag), no = w->obstacle_count;
+  if (na + no > PA_WORLD_MAX_OBSTACLES)
+    return pa_map_yerr(c->d, ag, c->err, c->err_sz,
+                       "obstacles and agents: at most %d together",
+                       PA_WORLD_MAX_OBSTACLES);
+  if (na == 0)
+    return 0;
+  pa_obstacle_def *all = realloc(w->obstacles, (no + na) * sizeof *all);
+  if (!all)
+    return pa_map_yerr(c->d, NULL, c->err, c->err_sz, "out of memory");
+  w->obstacles = all;
+  for (size_t i = 0; i < na; i++) {
+    yaml_node_t *an = pa_map_ynode(c->d, ag->data.sequence.items.start[i]);
+    if (agent(c, an, i, &w->obstacles[no + i]))
+      return -1;
+    if (unique_name(c, an, w, w->obstacles[no + i].name, w->robot_count,
+                    no + i))
+      return -1;
+    w->obstacle_count = no + i + 1;
+  }
+  return 0;
+}
+
 static int world_parse(wctx *c, const char *path, pa_world *w) {
   static const char *const keys[] = {
-      "map", "unknown_blocks", "robots", "obstacles", "ssl", NULL};
+      "map", "unknown_blocks", "robots", "obstacles", "ssl", "agents", NULL};
   yaml_node_t *root = pa_map_ydoc_root(c->d);
   if (pa_map_ycheck_keys(c->d, root, "world", keys, c->err, c->err_sz))
     return -1;
@@ -430,7 +634,8 @@ static int world_parse(wctx *c, const char *path, pa_world *w) {
   }
 
   yaml_node_t *obs = pa_map_yget(c->d, root, "obstacles");
-  if (!obs) return 0;
+  if (!obs)
+    return world_agents(c, root, w);
   if (obs->type != YAML_SEQUENCE_NODE)
     return pa_map_yerr(c->d, obs, c->err, c->err_sz,
                        "obstacles: expected a sequence of obstacles");
@@ -439,7 +644,8 @@ static int world_parse(wctx *c, const char *path, pa_world *w) {
     return pa_map_yerr(c->d, obs, c->err, c->err_sz,
                        "obstacles: at most %d, got %zu", PA_WORLD_MAX_OBSTACLES,
                        no);
-  if (no == 0) return 0;
+  if (no == 0)
+    return world_agents(c, root, w);
   w->obstacles = calloc(no, sizeof *w->obstacles);
   if (!w->obstacles)
     return pa_map_yerr(c->d, NULL, c->err, c->err_sz, "out of memory");
@@ -450,7 +656,7 @@ static int world_parse(wctx *c, const char *path, pa_world *w) {
       return -1;
     w->obstacle_count = i + 1;
   }
-  return 0;
+  return world_agents(c, root, w);
 }
 
 int pa_world_load(const char *path, pa_world *w, char *err, size_t err_sz) {

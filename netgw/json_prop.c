@@ -92,6 +92,14 @@ static json_t *robot_props(const pa_robot_info *i) {
   json_object_set_new(p, "camera_height", json_integer(i->cam_height));
   json_object_set_new(p, "camera_fov_deg",
                       jfloat((float)(i->cam_fov * 180.0 / M_PI)));
+  const char *dyn = pa_prop_word_name(PA_PR_DYNAMICS, (int)i->dynamics);
+  json_object_set_new(p, "dynamics", json_string(dyn ? dyn : "?"));
+  json_object_set_new(p, "mass", jfloat(i->mass));
+  json_object_set_new(p, "inertia", jfloat(i->inertia));
+  json_object_set_new(p, "linear_damping", jfloat(i->lin_damping));
+  json_object_set_new(p, "angular_damping", jfloat(i->ang_damping));
+  json_object_set_new(p, "max_force", jfloat(i->max_force));
+  json_object_set_new(p, "max_torque", jfloat(i->max_torque));
   return p;
 }
 
@@ -246,6 +254,16 @@ json_t *pa_json_act_set_property(jctx *x) {
       return pa_json_fail(x, PA_ERR_INVALID_ACTION_SHAPE,
                           "data.value must be a finite number for '%s'", key);
     cmd.prop.v[0] = json_number_value(v);
+    n = 1;
+  } else if (p->type == PA_PT_WORD) { /* dynamics: a word */
+    const char *w = v && json_is_string(v) ? json_string_value(v) : NULL;
+    int k = w ? pa_prop_word((pa_prop_row)row, w) : -1;
+    if (k < 0)
+      return pa_json_fail(x, PA_ERR_INVALID_ACTION_SHAPE,
+                          "data.value for '%s' must be \"%s\" or \"%s\"", key,
+                          pa_prop_word_name((pa_prop_row)row, 0),
+                          pa_prop_word_name((pa_prop_row)row, 1));
+    cmd.prop.v[0] = k;
     n = 1;
   } else if (p->type == PA_PT_COLOUR) {
     r = pa_json_vec(x, "value", 3, 4, cmd.prop.v, &n);

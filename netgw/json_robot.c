@@ -344,12 +344,17 @@ json_t *pa_json_act_list_robots(jctx *x) {
 }
 
 json_t *pa_json_act_spawn_robot(jctx *x) {
-  const char *name = NULL, *drive = NULL;
+  const char *name = NULL, *drive = NULL, *dyn = NULL;
   double p[3] = {0, 0, 0}, radius = 0;
   if (pa_json_need_str(x, "name", 32, &name) < 0 ||
       pa_json_need_pose3(x, p) < 0 || pa_json_num(x, "radius", &radius) < 0 ||
-      pa_json_str(x, "drive", 8, &drive) < 0)
+      pa_json_str(x, "drive", 8, &drive) < 0 ||
+      pa_json_str(x, "dynamics", 16, &dyn) < 0)
     return NULL;
+  int dynamics = dyn ? pa_prop_word(PA_PR_DYNAMICS, dyn) : PA_DYN_KINEMATIC;
+  if (dynamics < 0)
+    return pa_json_fail(x, PA_ERR_INVALID_MESSAGE,
+                        "data.dynamics '%s' is not kinematic or dynamic", dyn);
   char rg[64];
   if (radius != 0 && !pa_prop_ok(PA_PR_RADIUS, radius))
     return pa_json_fail(x, PA_ERR_INVALID_MESSAGE,
@@ -370,8 +375,12 @@ json_t *pa_json_act_spawn_robot(jctx *x) {
   memset(&cmd, 0, sizeof cmd);
   cmd.op = PA_OP_SPAWN_ROBOT;
   snprintf(cmd.name, sizeof cmd.name, "%s", name);
-  cmd.spawn_robot = (pa_cmd_spawn_robot){
-      .x = p[0], .y = p[1], .theta = p[2], .radius = radius, .drive = drv};
+  cmd.spawn_robot = (pa_cmd_spawn_robot){.x = p[0],
+                                         .y = p[1],
+                                         .theta = p[2],
+                                         .radius = radius,
+                                         .drive = drv,
+                                         .dynamics = (uint32_t)dynamics};
   return pa_json_wait_for_sim(x, &cmd, 0);
 }
 
@@ -393,11 +402,13 @@ json_t *pa_json_act_step(jctx *x) {
   long long steps = 1;
   pa_cmd cmd;
   memset(&cmd, 0, sizeof cmd);
+  bool drv = true;
   if (pa_json_int(x, "steps", 1, PA_NETGW_STEP_MAX, &steps) < 0 ||
-      drive_fields(x, DRV_V, &x->info, &cmd.step.drive) < 0)
+      drive_fields(x, DRV_V, &x->info, &cmd.step.drive) < 0 ||
+      pa_json_step_inputs(x, &drv) < 0) /* force / thrusters (json_force.c) */
     return NULL;
   cmd.op = PA_OP_STEP;
-  cmd.flags = PA_CMDF_DRIVE;
+  cmd.flags = drv ? PA_CMDF_DRIVE : 0;
   cmd.step.ticks = (uint32_t)steps;
   return pa_json_wait_for_sim(x, &cmd, x->idx);
 }

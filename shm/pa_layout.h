@@ -67,6 +67,7 @@ typedef enum pa_status {
   PA_ERR_TOO_LONG,
   PA_ERR_BUSY,
   PA_ERR_NOT_AUTHORIZED,
+  PA_ERR_UNKNOWN_AGENT,
   PA_STATUS_COUNT
 } pa_status;
 const char *pa_status_code(pa_status st); /* "unknown_robot", ... */
@@ -134,6 +135,18 @@ typedef struct pa_health {
   uint64_t counters[PA_HEALTH_COUNTERS]; /* per process: PA_*_CTR_* */
 } pa_health;
 
+/* Dynamic bodies (pa_robot_info.dynamics). */
+enum pa_dynamics { PA_DYN_KINEMATIC = 0, PA_DYN_DYNAMIC = 1 };
+#define PA_THRUSTERS_MAX 8
+/* A named thruster of a dynamic robot: pushes along dir at (x, y), both in
+ * the body frame, with value * max_force (value in [-1, 1]). */
+typedef struct pa_thruster {
+  char name[16];
+  float x, y;      /* [m] body frame (x forward, y left) */
+  float dir;       /* direction of a positive push [rad] from body x */
+  float max_force; /* [N] */
+} pa_thruster;
+
 /* World snapshot: static properties of a robot (written by pa-sim). */
 typedef struct pa_robot_info {
   char name[32];
@@ -155,8 +168,18 @@ typedef struct pa_robot_info {
   uint16_t cam_width, cam_height;         /* [px] */
   float cam_fov;                          /* horizontal [rad] */
   double start_x, start_y, start_theta;   /* reset pose */
-  float wheel_base; /* differential: wheel separation [m] */
-  uint32_t reserved;
+  float wheel_base;  /* differential: wheel separation [m] */
+  uint32_t dynamics; /* enum pa_dynamics (was reserved: 0 = kinematic) */
+  /* Dynamic bodies (dynamics PA_DYN_DYNAMIC): a free planar rigid body. */
+  float mass;        /* [kg] */
+  float inertia;     /* about the vertical axis [kg m^2] */
+  float lin_damping; /* force = -lin_damping * velocity [N s/m] */
+  float ang_damping; /* torque = -ang_damping * w [N m s/rad] */
+  float max_force;   /* |force| bound of every input [N] */
+  float max_torque;  /* |torque| bound [N m] */
+  uint32_t thruster_count;
+  uint32_t reserved2;
+  pa_thruster thrusters[PA_THRUSTERS_MAX];
 } pa_robot_info;
 
 /* World snapshot: a static obstacle (written by pa-sim). */
@@ -169,8 +192,18 @@ typedef struct pa_obstacle_info {
   double size_x, size_y; /* box full extents [m] */
   double radius;         /* circle [m] */
   uint8_t colour[4];
-  uint32_t reserved;
+  uint32_t agent; /* enum pa_agent: 0 = a static obstacle (was reserved) */
 } pa_obstacle_info;
+/* Agents: obstacles that move on their own (pa_obstacle_info.agent). */
+enum pa_agent {
+  PA_AGENT_NONE = 0,       /* a static obstacle */
+  PA_AGENT_CONSTANT = 1,   /* constant velocity, bouncing off what it meets */
+  PA_AGENT_WAYPOINTS = 2,  /* a loop of waypoints at a speed */
+  PA_AGENT_RANDOM = 3,     /* seeded random walk */
+  PA_AGENT_PEDESTRIAN = 4, /* social force towards its waypoints */
+  PA_AGENT_COUNT
+};
+#define PA_AGENT_WAYPOINTS_MAX 7
 
 /* Camera demand and sequence per robot. subscribers is written by netgw
  * (and zeroed by a restarted netgw); seq by render. */
@@ -347,6 +380,14 @@ enum pa_op {
                                pose */
   PA_OP_SSL_SPECS,          /* robot; ssl_specs (RobotSpecs but radius, height);
                                replies ssl */
+  PA_OP_SET_FORCE,          /* robot (dynamic); force; replies pose */
+  PA_OP_SET_THRUST,         /* robot (dynamic); thrust; replies pose */
+  PA_OP_SPAWN_AGENT,        /* name; agent; path = waypoints "x,y x,y ..."
+                               (PA_AGENT_WAYPOINTS_MAX); replies obj */
+  PA_OP_MOVE_AGENT,         /* name; agent (PA_CMDF_AGENT_* say which parts);
+                               path = new waypoints; replies obj */
+  PA_OP_REMOVE_AGENT,       /* name; replies obj */
+  PA_OP_CLEAR_AGENTS,       /* replies obj (id = agents removed) */
   PA_OP_COUNT
 };
 #define PA_CMD_PATH_MAX 256 /* pa_cmd.path, with its NUL */
@@ -375,9 +416,21 @@ enum pa_prop {
   PA_PROP_COLOUR, /* v = r, g, b, alpha */
   PA_PROP_SIZE,   /* boxes: v = size_x, size_y */
   PA_PROP_WHEEL_BASE,
+  PA_PROP_DYNAMICS, /* v = enum pa_dynamics */
+  PA_PROP_MASS,
+  PA_PROP_INERTIA,
+  PA_PROP_LINEAR_DAMPING,
+  PA_PROP_ANGULAR_DAMPING,
+  PA_PROP_MAX_FORCE,
+  PA_PROP_MAX_TORQUE,
   PA_PROP_COUNT
 };
 enum { PA_CMDF_DRIVE = 1u << 0, PA_CMDF_NO_REPLY = 1u << 1 };
+enum { /* MOVE_AGENT: what changes */
+       PA_CMDF_AGENT_POSE = 1u << 2,
+       PA_CMDF_AGENT_GOAL = 1u << 3,  /* path: waypoints (one = a goal) */
+       PA_CMDF_AGENT_SPEED = 1u << 4, /* speed (and heading = theta) */
+};
 
 /* ---- per-op arguments (pa_cmd) */
 typedef struct pa_cmd_drive { /* SET_CMD; STEP with PA_CMDF_DRIVE */
@@ -401,7 +454,7 @@ typedef struct pa_cmd_spawn_robot {
   double x, y, theta; /* start pose */
   double radius;      /* [m], 0 = the default */
   uint32_t drive;     /* enum pa_drive */
-  uint32_t reserved;
+  uint32_t dynamics;  /* enum pa_dynamics (was reserved: 0 = kinematic) */
 } pa_cmd_spawn_robot;
 typedef struct pa_cmd_spawn_obstacle {
   double x, y, theta;    /* centre pose */
@@ -428,6 +481,31 @@ typedef struct pa_cmd_gen_map { /* GENERATE_MAP (pa_map_generate) */
 typedef struct pa_cmd_dataset { /* EXPORT_DATASET */
   uint32_t ticks;               /* to record from the next one */
 } pa_cmd_dataset;
+enum pa_force_mode {
+  PA_FORCE_HOLD = 0, /* replaces the held force and torque (until replaced) */
+  PA_FORCE_PULSE = 1 /* added on top for `seconds` (0 = one tick) */
+};
+typedef struct pa_cmd_force { /* SET_FORCE */
+  double fx, fy;              /* [N] in `frame` (robot: x forward, y left) */
+  double tz;                  /* [N m] counter-clockwise */
+  double px, py;              /* PULSE: the point of the body it acts at [m],
+                                 body frame (adds px * fy - py * fx) */
+  double seconds;             /* PULSE: how long [s] */
+  uint32_t frame;             /* PA_FRAME_ROBOT / PA_FRAME_WORLD */
+  uint32_t mode;              /* enum pa_force_mode */
+} pa_cmd_force;
+typedef struct pa_cmd_agent { /* SPAWN_AGENT, MOVE_AGENT */
+  double x, y, theta;         /* pose; constant velocity heads along theta */
+  double radius;              /* circles [m] */
+  double size_x, size_y;      /* boxes [m] */
+  double speed;               /* [m/s] */
+  uint32_t shape;             /* enum pa_shape */
+  uint32_t behaviour;         /* enum pa_agent (not NONE) */
+} pa_cmd_agent;
+typedef struct pa_cmd_thrust {    /* SET_THRUST: held thruster values */
+  double value[PA_THRUSTERS_MAX]; /* [-1, 1] of each one's max_force, by
+                                     index; NaN = keep its value */
+} pa_cmd_thrust;
 
 /* SSL: one robot's command (RobotCommand): a move (PA_SSL_MOVE_*), and
  * the kicker / dribbler when their PA_SSL_HAS_* bit is set. */
@@ -503,6 +581,9 @@ typedef struct pa_cmd {
     pa_cmd_ball ball;
     pa_cmd_moving moving;
     pa_cmd_ssl_specs ssl_specs;
+    pa_cmd_force force;
+    pa_cmd_thrust thrust;
+    pa_cmd_agent agent;
     uint8_t args_raw[64]; /* the size of the area: fixed */
   };
   char name[32];              /* op specific name */

@@ -35,6 +35,7 @@ static const char *const status_codes[PA_STATUS_COUNT] = {
     [PA_ERR_TOO_LONG] = "too_long",
     [PA_ERR_BUSY] = "busy",
     [PA_ERR_NOT_AUTHORIZED] = "not_authorized",
+    [PA_ERR_UNKNOWN_AGENT] = "unknown_agent",
 };
 
 const char *pa_status_code(pa_status st) {

@@ -153,6 +153,8 @@ typedef struct pa_sim_model {
   pa_obstacle_info *obstacles0; /* [obstacle_count0] */
   uint32_t obstacle_count0;
   pa_robot_info robot_template; /* defaults for SPAWN_ROBOT */
+  struct pa_sim_agent_def *agents0; /* [obstacle_count0] the agents'
+                                       behaviours, or NULL (sim_agents.c) */
 } pa_sim_model;
 
 /* Builds the model from a world (robots, obstacles, unknown_blocks) and its
@@ -229,6 +231,10 @@ typedef struct pa_sim_state {
   pa_sim_rec *rec;         /* an export_dataset recording, or NULL */
   bool ghosts;             /* def.ghost_robots: robots ignore each other */
   struct pa_sim_ssl *ssl;  /* the SSL field, ball and kickers, or NULL */
+  struct pa_sim_dyn *dyn;  /* [cap_robots] dynamic bodies' inputs (sim_dyn.c) */
+  struct pa_sim_agent *agents; /* [cap_obstacles] agents' behaviour state */
+  uint32_t agent_count;        /* active agents (sim_agents.c) */
+  struct pa_sim_agent_grid *agent_grid; /* their buckets (sim_agents.c) */
 } pa_sim_state;
 
 /* Scan threads for def.threads and an initial world of `robots` robots:

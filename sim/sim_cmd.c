@@ -66,6 +66,7 @@ static pa_status set_cmd(pa_sim_state *s, uint32_t robot,
                 "velocity",
                 ri->name);
   pa_robot_state *rs = &s->rs[robot];
+  pa_sim_int_dyn_velocity(s, robot); /* a dynamic body: back to velocity */
   rs->cmd_v = d.v;
   rs->cmd_vy = d.vy;
   rs->cmd_w = d.w;
@@ -100,6 +101,9 @@ static pa_status spawn_robot(const pa_sim_model *m, pa_sim_state *s,
                 pa_prop_range(PA_PR_RADIUS, rg, sizeof rg));
   if (a->drive != PA_DRIVE_DIFF && a->drive != PA_DRIVE_OMNI)
     return fail(r, PA_ERR_INVALID_ACTION_SHAPE, "unknown drive %u", a->drive);
+  if (a->dynamics != PA_DYN_KINEMATIC && a->dynamics != PA_DYN_DYNAMIC)
+    return fail(r, PA_ERR_INVALID_ACTION_SHAPE, "unknown dynamics %u",
+                a->dynamics);
   char name[sizeof c->name];
   memcpy(name, c->name, sizeof name);
   uint32_t slot = 0; /* the first free one */
@@ -116,6 +120,7 @@ static pa_status spawn_robot(const pa_sim_model *m, pa_sim_state *s,
   pa_robot_info ri = m->robot_template;
   snprintf(ri.name, sizeof ri.name, "%s", name);
   ri.drive = a->drive;
+  ri.dynamics = a->dynamics;
   if (a->radius > 0) {
     ri.radius = (float)a->radius;
     ri.wheel_base = (float)(PA_WHEEL_BASE_PER_RADIUS * a->radius);
@@ -442,6 +447,32 @@ static pa_status set_property(const pa_sim_model *m, pa_sim_state *s,
     if (!colour_from(r, c->prop.v, ri.colour))
       return (pa_status)r->status;
     break;
+  case PA_PROP_DYNAMICS:
+    if (v != PA_DYN_KINEMATIC && v != PA_DYN_DYNAMIC)
+      return fail(r, PA_ERR_INVALID_ACTION_SHAPE,
+                  "dynamics must be 0 (kinematic) or 1 (dynamic)");
+    if ((uint32_t)v != ri.dynamics) /* held forces do not pass over */
+      pa_sim_int_dyn_velocity(s, c->robot);
+    ri.dynamics = (uint32_t)v;
+    break;
+  case PA_PROP_MASS:
+    f = &ri.mass;
+    break;
+  case PA_PROP_INERTIA:
+    f = &ri.inertia;
+    break;
+  case PA_PROP_LINEAR_DAMPING:
+    f = &ri.lin_damping;
+    break;
+  case PA_PROP_ANGULAR_DAMPING:
+    f = &ri.ang_damping;
+    break;
+  case PA_PROP_MAX_FORCE:
+    f = &ri.max_force;
+    break;
+  case PA_PROP_MAX_TORQUE:
+    f = &ri.max_torque;
+    break;
   default: /* a schema row this switch does not know: a bug, said by name */
     return fail(r, PA_ERR_INVALID_MESSAGE, "property %s is not settable", name);
   }
@@ -475,6 +506,7 @@ static pa_status op_stop(const pa_sim_model *m, pa_sim_state *s,
   (void)m;
   pa_robot_state *rs = &s->rs[c->robot];
   rs->cmd_v = rs->cmd_vy = rs->cmd_w = rs->cmd_head = 0;
+  pa_sim_int_dyn_velocity(s, c->robot); /* a dynamic body brakes */
   pa_sim_int_reply_pose(r, s, c->robot);
   return PA_OK;
 }
@@ -692,6 +724,12 @@ static const pa_sim_op_def ops[PA_OP_COUNT] = {
     OP(TELEPORT_MOVING, "teleport_moving", pa_sim_int_op_teleport_moving,
        ROBOT | PUBLISH),
     OP(SSL_SPECS, "ssl_specs", pa_sim_int_op_ssl_specs, ROBOT | PUBLISH),
+    OP(SET_FORCE, "set_force", pa_sim_int_op_set_force, ROBOT),
+    OP(SET_THRUST, "set_thrust", pa_sim_int_op_set_thrust, ROBOT),
+    OP(SPAWN_AGENT, "spawn_agent", pa_sim_int_op_spawn_agent, 0),
+    OP(MOVE_AGENT, "move_agent", pa_sim_int_op_move_agent, 0),
+    OP(REMOVE_AGENT, "remove_agent", pa_sim_int_op_remove_agent, 0),
+    OP(CLEAR_AGENTS, "clear_agents", pa_sim_int_op_clear_agents, 0),
 };
 #undef OP
 

@@ -106,6 +106,23 @@ static void robot_info_from_def(pa_robot_info *ri, const pa_robot_def *rd,
   ri->start_x = rd->x;
   ri->start_y = rd->y;
   ri->start_theta = pa_sim_wrap(rd->theta);
+  ri->dynamics =
+      rd->dynamics == PA_DYN_DYNAMIC ? PA_DYN_DYNAMIC : PA_DYN_KINEMATIC;
+  ri->mass = (float)rd->mass;
+  ri->inertia = (float)rd->inertia;
+  ri->lin_damping = (float)rd->lin_damping;
+  ri->ang_damping = (float)rd->ang_damping;
+  ri->max_force = (float)rd->max_force;
+  ri->max_torque = (float)rd->max_torque;
+  ri->thruster_count = 0;
+  for (size_t k = 0; k < rd->thruster_count && k < PA_THRUSTERS_MAX; k++) {
+    pa_thruster *t = &ri->thrusters[ri->thruster_count++];
+    snprintf(t->name, sizeof t->name, "%s", rd->thrusters[k].name);
+    t->x = (float)rd->thrusters[k].x;
+    t->y = (float)rd->thrusters[k].y;
+    t->dir = (float)rd->thrusters[k].dir;
+    t->max_force = (float)rd->thrusters[k].max_force;
+  }
 }
 
 static void obstacle_info_from_def(pa_obstacle_info *oi,
@@ -120,6 +137,8 @@ static void obstacle_info_from_def(pa_obstacle_info *oi,
   oi->size_y = od->size_y;
   oi->radius = od->radius;
   memcpy(oi->colour, od->colour, 4);
+  oi->agent = od->agent > 0 && od->agent < PA_AGENT_COUNT ? (uint32_t)od->agent
+                                                          : PA_AGENT_NONE;
 }
 
 /* The widest values the world format, the flags and the commands give
@@ -140,6 +159,8 @@ int pa_sim_int_check_robot(const pa_robot_info *ri, uint32_t max_beams,
   else if (!isfinite(ri->start_x) || !isfinite(ri->start_y) ||
            !isfinite(ri->start_theta))
     bad = "start pose must be finite";
+  if (!bad)
+    bad = pa_sim_int_dyn_check(ri);
   if (bad) {
     snprintf(err, err_sz, "robot '%s': %s", ri->name, bad);
     return -1;
@@ -185,6 +206,7 @@ int pa_sim_int_check_obstacle(const pa_obstacle_info *o, char *err,
     ok = ok && o->shape == PA_SHAPE_BOX &&
          pa_prop_ok(PA_PR_OB_SIZE, o->size_x) &&
          pa_prop_ok(PA_PR_OB_SIZE, o->size_y);
+  ok = ok && o->agent < PA_AGENT_COUNT;
   if (!ok) {
     snprintf(err, err_sz,
              "obstacle '%s': shape must be box or circle, pose finite and "
@@ -383,6 +405,8 @@ int pa_sim_model_init(pa_sim_model *m, const pa_sim_def *d,
     if (pa_sim_int_check_obstacle(&m->obstacles0[i], err, err_sz) != 0)
       goto fail;
   }
+  if (pa_sim_int_agents_model(m, w) != 0)
+    goto oom;
 
   uint32_t total = (uint32_t)w->robot_count;
   if (d->robots > total)
@@ -466,6 +490,7 @@ void pa_sim_model_free(pa_sim_model *m) {
   free(m->march);
   free(m->robots0);
   free(m->obstacles0);
+  free(m->agents0);
   memset(m, 0, sizeof *m);
 }
 
@@ -485,8 +510,9 @@ int pa_sim_state_init(const pa_sim_model *m, pa_sim_state *s, char *err,
   s->scan_due = calloc(nr, sizeof *s->scan_due);
   s->scratch = calloc(1, sizeof *s->scratch);
   s->motion = calloc(nr, sizeof *s->motion);
-  if (!s->info || !s->rs || !s->obs || !s->ranges ||
-      !s->scan_due || !s->scratch || !s->motion ||
+  if (!s->info || !s->rs || !s->obs || !s->ranges || !s->scan_due ||
+      !s->scratch || !s->motion || pa_sim_int_dyn_init(s) != 0 ||
+      pa_sim_int_agents_init(s) != 0 ||
       pa_sim_int_scratch_init(s->scratch, m->beam_cap) != 0 ||
       pa_sim_int_hash_init(&s->hash, (uint32_t)nr) != 0 ||
       pa_sim_int_hash_init(&s->lhash, (uint32_t)nr) != 0) {
@@ -528,6 +554,8 @@ void pa_sim_state_free(pa_sim_state *s) {
     pa_sim_int_scratch_free(s->scratch);
   free(s->scratch);
   free(s->motion);
+  pa_sim_int_dyn_free(s);
+  pa_sim_int_agents_free(s);
   pa_sim_int_hash_free(&s->hash);
   pa_sim_int_hash_free(&s->lhash);
   memset(s, 0, sizeof *s);
@@ -546,6 +574,7 @@ void pa_sim_int_robot_place(const pa_sim_model *m, pa_sim_state *s,
   r->y = r->odom_y = y;
   r->theta = r->odom_theta = pa_sim_wrap(theta);
   r->rng = pa_sim_int_seed(m->def.seed, id, s->info[id].gen);
+  pa_sim_int_dyn_clear(s, id);
 }
 
 /* *dst = src (a robot's or an obstacle's info from a world source), active,
@@ -597,7 +626,8 @@ void pa_sim_int_world_install(const pa_sim_model *m, pa_sim_state *s,
       w->robot_count < s->cap_robots ? w->robot_count : s->cap_robots;
   s->obstacle_count = w->obstacle_count < s->cap_obstacles ? w->obstacle_count
                                                            : s->cap_obstacles;
-  pa_sim_int_recount(s); /* a world may have gaps (set_grid, removals) */
+  pa_sim_int_recount(s);        /* a world may have gaps (set_grid, removals) */
+  pa_sim_int_agents_recount(s); /* a snapshot's agents move on */
   s->hash.valid = false;
   s->world_dirty = true;
 }
@@ -609,7 +639,8 @@ void pa_sim_reset(const pa_sim_model *m, pa_sim_state *s) {
                         .obstacle_count = m->obstacle_count0,
                         .new_gens = true};
   pa_sim_int_world_install(m, s, &w);
-  s->scan_tick0 = s->tick; /* scans as a fresh start does */
+  pa_sim_int_agents_reset(m, s); /* agents walk from their start again */
+  s->scan_tick0 = s->tick;       /* scans as a fresh start does */
   pa_sim_ssl_reset(s);
 }
 

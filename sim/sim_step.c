@@ -143,6 +143,10 @@ static void robot_plan(const pa_sim_model *m, pa_sim_state *s, uint32_t id,
                        pa_sim_motion *mv) {
   const pa_robot_info *ri = &s->info[id];
   pa_robot_state *r = &s->rs[id];
+  if (ri->dynamics == PA_DYN_DYNAMIC) { /* forces, not velocities (sim_dyn.c) */
+    pa_sim_int_dyn_plan(m, s, id, mv);
+    return;
+  }
   const double dt = m->dt;
   const double th0 = r->theta;
   const double c0 = cos(th0), s0 = sin(th0);
@@ -430,6 +434,7 @@ static bool scan_late(const pa_sim_model *m, pa_sim_state *s, uint32_t id) {
 int64_t pa_sim_int_step(const pa_sim_model *m, pa_sim_state *s, int64_t t0,
                         bool timed) {
   pa_sim_scans_settle(m, s, false);
+  pa_sim_int_agents_step(m, s); /* agents move first (sim_agents.c) */
   /* Broad phase: buckets wide enough that 3x3 of them cover any contact
    * during this tick, even with neighbours moving. */
   double rmax = 0.05, vmax = 0, lmax = 0;
@@ -447,6 +452,11 @@ int64_t pa_sim_int_step(const pa_sim_model *m, pa_sim_state *s, int64_t t0,
     const pa_robot_state *r = &s->rs[i];
     double l = (fmax(fabs(r->v), ri->max_v) + fmax(fabs(r->vy), ri->max_vy)) *
                m->dt * (1 + 1e-6);
+    if (ri->dynamics == PA_DYN_DYNAMIC) { /* forces may outrun max_v */
+      double vb = pa_sim_int_dyn_speed_bound(m, s, i);
+      vmax = fmax(vmax, vb);
+      l = fmax(l, vb * m->dt * (1 + 1e-6));
+    }
     if (l > lmax)
       lmax = l;
   }

@@ -664,12 +664,24 @@ static void world_up(fixture *f) {
     r->laser_beams = 360, r->laser_range_max = 12;
     r->gen = 1;
   }
+  /* r1 is a dynamic body with one thruster, "aft" */
+  pa_robot_info *r1 = &st->robots[1];
+  r1->dynamics = PA_DYN_DYNAMIC, r1->mass = 10, r1->inertia = 0.2f;
+  r1->max_force = 100, r1->max_torque = 10, r1->thruster_count = 1;
+  snprintf(r1->thrusters[0].name, sizeof r1->thrusters[0].name, "aft");
+  r1->thrusters[0].max_force = 50;
   pa_obstacle_info *o = &st->obstacles[0];
   memset(o, 0, sizeof *o);
   snprintf(o->name, sizeof o->name, "crate");
   o->active = 1, o->shape = PA_SHAPE_BOX, o->x = 3, o->size_x = o->size_y = 0.5;
   o->height = 0.5f;
-  st->ctl->obstacle_count = 1;
+  /* obstacle 1: an agent, pedestrian "walker" */
+  pa_obstacle_info *wk = &st->obstacles[1];
+  memset(wk, 0, sizeof *wk);
+  snprintf(wk->name, sizeof wk->name, "walker");
+  wk->active = 1, wk->shape = PA_SHAPE_CIRCLE, wk->radius = 0.25;
+  wk->x = 5, wk->agent = PA_AGENT_PEDESTRIAN;
+  st->ctl->obstacle_count = 2;
   pa_stack_world_end(st);
   st->ctl->control_hz = 200;
   st->ctl->scan_hz = 10;
@@ -732,6 +744,7 @@ enum {
   blocked_pose_ST = PA_ERR_BLOCKED_POSE,
   unknown_object_ST = PA_ERR_UNKNOWN_OBJECT,
   spawn_failed_ST = PA_ERR_SPAWN_FAILED,
+  unknown_agent_ST = PA_ERR_UNKNOWN_AGENT,
 };
 
 static const jcase jcases[] = {
@@ -891,8 +904,8 @@ static const jcase jcases[] = {
         "\"value\":\"omni\"", -1),
     OK_("get_property", "{\"name\": \"crate\", \"property\": \"color\"}",
         "\"property\":\"colour\"", -1),
-    ERR("get_property", "{\"property\": \"mass\"}", "invalid_message",
-        "no property 'mass'"),
+    ERR("get_property", "{\"property\": \"buoyancy\"}", "invalid_message",
+        "no property 'buoyancy'"),
     ERR("get_property", "{\"name\": \"nobody\"}", "unknown_object", "nobody"),
     OK_("set_property", "{\"property\": \"max_v\", \"value\": 0.5}",
         "\"property\":\"max_v\"", PA_OP_SET_PROPERTY),
@@ -915,8 +928,8 @@ static const jcase jcases[] = {
         "invalid_message", "read-only"),
     ERR("set_property", "{\"property\": \"size\", \"value\": [1, 1]}",
         "invalid_message", "not one of a robot's"),
-    ERR("set_property", "{\"property\": \"mass\", \"value\": 1}",
-        "invalid_message", "unknown property 'mass'"),
+    ERR("set_property", "{\"property\": \"buoyancy\", \"value\": 1}",
+        "invalid_message", "unknown property 'buoyancy'"),
     ERR("set_property", "{\"value\": 1}", "invalid_message",
         "data.property is required"),
     ERR("set_property",
@@ -1205,6 +1218,128 @@ static const jcase jcases[] = {
         PA_OP_SYNC),
     ERR("replay_mcap", "{\"path\": \"t-none.mcap\"}", "invalid_message",
         "No such file"),
+    /* forces (json_force.c): r1 is dynamic, r0 kinematic */
+    OK_("set_force", "{\"robot\": 1, \"force\": [0, 100, 0]}", "\"tick\":42",
+        PA_OP_SET_FORCE),
+    ERR("set_force", "{\"robot\": 1, \"force\": [0, 1, 2]}",
+        "unsupported_control_scheme", "data.force[2] (fz = 2)"),
+    ERR("set_force", "{\"force\": [1, 0, 0]}", "unsupported_control_scheme",
+        "robot 'r0' is kinematic"),
+    ERR("set_force", "{\"robot\": 1}", "invalid_message", "data.force"),
+    ERR("set_force", "{\"robot\": 1, \"force\": [1]}", "invalid_action_shape",
+        "3 or 2 numbers"),
+    OK_("set_force_world", "{\"robot\": 1, \"force\": [3, 4]}", "\"tick\":42",
+        PA_OP_SET_FORCE),
+    OK_("set_force_body", "{\"robot\": 1, \"force\": [3, 4, 0]}", "\"tick\":42",
+        PA_OP_SET_FORCE),
+    ERR("set_force_body", "{\"robot\": 1, \"force\": [80, 80, 0]}",
+        "invalid_action_shape", "max_force 100 N"),
+    OK_("set_body_wrench", "{\"robot\": 1, \"wrench\": [0, 1, 0, 0, 0, 0.5]}",
+        "\"tick\":42", PA_OP_SET_FORCE),
+    ERR("set_body_wrench", "{\"robot\": 1, \"wrench\": [0, 1, 0, 0.1, 0, 0]}",
+        "unsupported_control_scheme", "(tx = 0.1)"),
+    ERR("set_body_wrench", "{\"robot\": 1, \"wrench\": [0, 1, 0, 0, -1, 0]}",
+        "unsupported_control_scheme", "(ty = -1)"),
+    ERR("set_body_wrench", "{\"robot\": 1, \"wrench\": [0, 0, 5, 0, 0, 0]}",
+        "unsupported_control_scheme", "(fz = 5)"),
+    ERR("set_body_wrench", "{\"robot\": 1, \"wrench\": [0, 0, 0, 0, 0, 11]}",
+        "invalid_action_shape", "max_torque"),
+    OK_("set_body_velocity", "{\"velocity\": [0, 0.5, 0, 0, 0, 0.1]}",
+        "\"robot\":0", PA_OP_SET_CMD),
+    ERR("set_body_velocity", "{\"velocity\": [0, 0.5, 0.1, 0, 0, 0]}",
+        "unsupported_control_scheme", "(w = 0.1)"),
+    ERR("set_body_velocity", "{\"velocity\": [0, 0.5, 0, 1, 0, 0]}",
+        "unsupported_control_scheme", "(p = 1)"),
+    ERR("set_body_velocity", "{\"velocity\": [0, 0.5, 0, 0, 1, 0]}",
+        "unsupported_control_scheme", "(q = 1)"),
+    ERR("set_body_velocity", "{\"velocity\": [0.2, 0, 0, 0, 0, 0]}",
+        "unsupported_control_scheme", "velocity[0]"),
+    OK_("set_thrust", "{\"robot\": 1, \"thrusters\": {\"aft\": 0.5}}",
+        "\"tick\":42", PA_OP_SET_THRUST),
+    OK_("set_thrusters", "{\"robot\": 1, \"thrusters\": {\"aft\": -1}}",
+        "\"tick\":42", PA_OP_SET_THRUST),
+    ERR("set_thrusters", "{\"robot\": 1, \"thrusters\": {\"bow\": 0.5}}",
+        "invalid_message", "no thruster 'bow' (it has: aft)"),
+    ERR("set_thrusters", "{\"robot\": 1, \"thrusters\": {\"aft\": 2}}",
+        "invalid_action_shape", "data.thrusters.aft"),
+    ERR("set_thrusters", "{\"thrusters\": {\"aft\": 1}}",
+        "unsupported_control_scheme", "kinematic"),
+    OK_("apply_force",
+        "{\"robot\": 1, \"force\": [1, 0, 0], \"point\": [0, 0.1], "
+        "\"seconds\": 0.1}",
+        "\"tick\":42", PA_OP_SET_FORCE),
+    ERR("apply_force",
+        "{\"robot\": 1, \"force\": [1, 0], \"point\": [0, 0, 1]}",
+        "unsupported_control_scheme", "data.point[2] (z = 1)"),
+    ERR("apply_force", "{\"robot\": 1, \"force\": [1, 0], \"frame\": \"up\"}",
+        "invalid_message", "data.frame"),
+    OK_("apply_torque", "{\"robot\": 1, \"torque\": [0, 0, 2]}", "\"tick\":42",
+        PA_OP_SET_FORCE),
+    OK_("apply_torque", "{\"robot\": 1, \"torque\": 2}", "\"tick\":42",
+        PA_OP_SET_FORCE),
+    ERR("apply_torque", "{\"robot\": 1, \"torque\": [1, 0, 0]}",
+        "unsupported_control_scheme", "(tx = 1)"),
+    OK_("step", "{\"robot\": 1, \"force\": [0, 50, 0], \"steps\": 2}",
+        "\"type\":\"state\"", PA_OP_STEP),
+    OK_("step", "{\"robot\": 1, \"thrusters\": {\"aft\": 1}}",
+        "\"type\":\"state\"", PA_OP_STEP),
+    ERR("step", "{\"robot\": 1, \"force\": [0, 50, 1]}",
+        "unsupported_control_scheme", "(fz = 1)"),
+    ERR("step", "{\"force\": [0, 50, 0]}", "unsupported_control_scheme",
+        "kinematic"),
+    ERR("step", "{\"robot\": 1, \"force\": [0, 50, 0], \"v\": 1}",
+        "invalid_message", "not both"),
+    ERR("step", "{\"robot\": 1, \"force\": [0, 500, 0]}",
+        "invalid_action_shape", "max_force"),
+    OK_("set_property",
+        "{\"robot\": 0, \"property\": \"dynamics\", \"value\": \"dynamic\"}",
+        "\"property\":\"dynamics\"", PA_OP_SET_PROPERTY),
+    ERR("set_property",
+        "{\"robot\": 0, \"property\": \"dynamics\", \"value\": \"floaty\"}",
+        "invalid_action_shape", "\"kinematic\" or \"dynamic\""),
+    ERR("spawn_robot",
+        "{\"name\": \"x\", \"pose\": [1, 1, 0], \"dynamics\": \"floaty\"}",
+        "invalid_message", "not kinematic or dynamic"),
+    /* agents (json_agents.c): obstacle 1 "walker" is one */
+    OK_("spawn_agent",
+        "{\"name\": \"p1\", \"pose\": [1, 1, 0], \"behaviour\": "
+        "\"pedestrian\", \"goal\": [3, 3]}",
+        "\"agent\":", PA_OP_SPAWN_AGENT),
+    OK_("spawn_agent",
+        "{\"pose\": [1, 1, 0], \"behaviour\": \"constant\", \"shape\": "
+        "\"box\", \"size\": [0.4, 0.2], \"velocity\": [0.3, 0.4]}",
+        "\"agent\":", PA_OP_SPAWN_AGENT),
+    ERR("spawn_agent", "{\"pose\": [1, 1, 0], \"behaviour\": \"dance\"}",
+        "invalid_message", "'dance' is not constant"),
+    ERR("spawn_agent", "{\"pose\": [1, 1, 0]}", "invalid_message",
+        "data.behaviour is required"),
+    ERR("spawn_agent",
+        "{\"pose\": [1, 1, 0], \"behaviour\": \"waypoints\", \"waypoints\": "
+        "[[1,1],[2,2],[3,3],[4,4],[5,5],[6,6],[7,7],[8,8]]}",
+        "invalid_action_shape", "1 to 7 points"),
+    ERR("spawn_agent",
+        "{\"pose\": [1, 1, 0], \"behaviour\": \"pedestrian\", \"goal\": [1, "
+        "1], \"waypoints\": [[2, 2]]}",
+        "invalid_message", "give one"),
+    ERR("spawn_agent",
+        "{\"pose\": [1, 1, 0], \"behaviour\": \"random\", \"speed\": 1, "
+        "\"velocity\": [1, 0]}",
+        "invalid_message", "give one"),
+    OK_("move_agent", "{\"name\": \"walker\", \"goal\": [2, 2]}", "\"tick\":42",
+        PA_OP_MOVE_AGENT),
+    OK_("move_agent", "{\"agent\": 1, \"pose\": [2, 2, 0]}", "\"tick\":42",
+        PA_OP_MOVE_AGENT),
+    ERR("move_agent", "{\"agent\": 0, \"pose\": [2, 2, 0]}", "unknown_agent",
+        "no agent with id 0"),
+    ERR("move_agent", "{\"name\": \"walker\"}", "invalid_message",
+        "needs data.pose"),
+    SIMERR("move_agent", "{\"name\": \"ghost\", \"speed\": 1}", unknown_agent,
+           PA_OP_MOVE_AGENT),
+    OK_("remove_agent", "{\"name\": \"walker\"}", "\"tick\":42",
+        PA_OP_REMOVE_AGENT),
+    ERR("remove_agent", "{}", "invalid_message", "data.name or data.agent"),
+    OK_("clear_agents", "{}", "\"removed\":", PA_OP_CLEAR_AGENTS),
+    OK_("get_agents", "{}", "\"behaviour\":\"pedestrian\"", -1),
 };
 
 /* A replay pushes a pause, the recorded commands, then a SYNC. */

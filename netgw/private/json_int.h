@@ -281,5 +281,31 @@ json_t *pa_json_act_record_mcap(jctx *x);
 json_t *pa_json_act_stop_record_mcap(jctx *x);
 json_t *pa_json_act_foxglove_info(jctx *x);
 json_t *pa_json_act_replay_mcap(jctx *x);
+/* ---- json_force.c ---------------------------------------------------------*/
+
+json_t *pa_json_act_set_force(jctx *x);
+json_t *pa_json_act_set_force_world(jctx *x);
+json_t *pa_json_act_set_force_body(jctx *x);
+json_t *pa_json_act_set_body_wrench(jctx *x);
+json_t *pa_json_act_set_body_velocity(jctx *x);
+json_t *pa_json_act_set_thrust(jctx *x);
+json_t *pa_json_act_set_thrusters(jctx *x);
+json_t *pa_json_act_apply_force(jctx *x);
+json_t *pa_json_act_apply_torque(jctx *x);
+/* step's force / thrusters: pushes them (held, as set_force_world /
+ * set_thrusters) ahead of the step; *drive = whether the step's velocities
+ * go too. 0, or -1 with the error set. */
+int pa_json_step_inputs(jctx *x, bool *drive);
+
+/* ---- json_agents.c --------------------------------------------------------*/
+
+json_t *pa_json_act_spawn_agent(jctx *x);
+json_t *pa_json_done_spawn_agent(jctx *x, const pa_reply *r);
+json_t *pa_json_act_move_agent(jctx *x);
+json_t *pa_json_act_remove_agent(jctx *x);
+json_t *pa_json_act_clear_agents(jctx *x);
+json_t *pa_json_done_clear_agents(jctx *x, const pa_reply *r);
+size_t pa_json_cost_get_agents(jctx *x);
+json_t *pa_json_act_get_agents(jctx *x);
 
 #endif

@@ -293,6 +293,55 @@ typedef struct pa_sim_op_def {
 const pa_sim_op_def *pa_sim_op(uint32_t op);
 unsigned pa_sim_op_flags(uint32_t op); /* 0 for unknown ops */
 
+/* ---- dynamic bodies (sim_dyn.c) ---- */
+typedef struct pa_sim_dyn pa_sim_dyn;
+int pa_sim_int_dyn_init(pa_sim_state *s);
+void pa_sim_int_dyn_free(pa_sim_state *s);
+/* Robot id holds no inputs (a new or replaced robot). */
+void pa_sim_int_dyn_clear(pa_sim_state *s, uint32_t id);
+/* A velocity command came: the controller drives it, held forces go. */
+void pa_sim_int_dyn_velocity(pa_sim_state *s, uint32_t id);
+/* Held forces or thrusters drive robot id (not the controller). */
+bool pa_sim_int_dyn_forced(pa_sim_state *s, uint32_t id);
+/* A dynamic robot's plan of this tick (as robot_plan's). */
+void pa_sim_int_dyn_plan(const pa_sim_model *m, pa_sim_state *s, uint32_t id,
+                         pa_sim_motion *mv);
+/* A bound of |v| + |vy| a dynamic robot reaches by the end of this tick. */
+double pa_sim_int_dyn_speed_bound(const pa_sim_model *m, pa_sim_state *s,
+                                  uint32_t id);
+pa_status pa_sim_int_op_set_force(const pa_sim_model *m, pa_sim_state *s,
+                                  const pa_cmd *c, pa_reply *r);
+pa_status pa_sim_int_op_set_thrust(const pa_sim_model *m, pa_sim_state *s,
+                                   const pa_cmd *c, pa_reply *r);
+/* NULL, or what is wrong with a robot's dynamic-body fields. */
+const char *pa_sim_int_dyn_check(const pa_robot_info *ri);
+
+/* ---- agents (sim_agents.c) ---- */
+typedef struct pa_sim_agent pa_sim_agent;
+typedef struct pa_sim_agent_def { /* a world file agent's behaviour */
+  double speed;
+  double wpx[PA_AGENT_WAYPOINTS_MAX], wpy[PA_AGENT_WAYPOINTS_MAX];
+  uint32_t wp_count;
+} pa_sim_agent_def;
+int pa_sim_int_agents_init(pa_sim_state *s);
+void pa_sim_int_agents_free(pa_sim_state *s);
+/* s->agent_count from the obstacles (after a world is installed). */
+void pa_sim_int_agents_recount(pa_sim_state *s);
+/* The world's agents back at their start (after the obstacles are). */
+void pa_sim_int_agents_reset(const pa_sim_model *m, pa_sim_state *s);
+/* Every agent's move of this tick (before the robots'). */
+void pa_sim_int_agents_step(const pa_sim_model *m, pa_sim_state *s);
+/* m->agents0 from the world's agent obstacles: 0 or -1 (memory). */
+int pa_sim_int_agents_model(pa_sim_model *m, const pa_world *w);
+pa_status pa_sim_int_op_spawn_agent(const pa_sim_model *m, pa_sim_state *s,
+                                    const pa_cmd *c, pa_reply *r);
+pa_status pa_sim_int_op_move_agent(const pa_sim_model *m, pa_sim_state *s,
+                                   const pa_cmd *c, pa_reply *r);
+pa_status pa_sim_int_op_remove_agent(const pa_sim_model *m, pa_sim_state *s,
+                                     const pa_cmd *c, pa_reply *r);
+pa_status pa_sim_int_op_clear_agents(const pa_sim_model *m, pa_sim_state *s,
+                                     const pa_cmd *c, pa_reply *r);
+
 /* Monotonic clock [ns]: the project's one (pa_now_ns, CLOCK_MONOTONIC). */
 static inline int64_t pa_sim_int_now(void) { return pa_now_ns(); }
 

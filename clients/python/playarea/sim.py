@@ -204,6 +204,11 @@ class Sim:
 
         For omnidirectional robots pass vx=, vy= (and w=) instead of v.
         """
+        if "force" in extra or "thrusters" in extra:
+            # a dynamic robot's force / thrusters instead of velocities
+            data = {"robot": robot, "steps": int(steps)}
+            data.update(extra)
+            return self.request("step", data)
         data = {"robot": robot, "w": finite("w", w), "steps": int(steps)}
         if "vx" in extra or "vy" in extra:
             for k in ("vx", "vy"):
@@ -233,6 +238,52 @@ class Sim:
         return self.request("set_pose", {"robot": robot, "pose": _vec("pose", (x, y, theta), 3)})
 
     set_pose = teleport
+
+    # ---- forces (dynamic robots) and agents ----------------------------------
+
+    def set_force(self, force, robot=0, body=False):
+        """Hold a force [fx, fy, fz] in OceanSim's world frame (x right, y
+        forward), or its body frame with body=True; fz must be 0."""
+        return self.request("set_force_body" if body else "set_force_world",
+                            {"robot": robot, "force": list(force)})
+
+    def set_body_wrench(self, wrench, robot=0):
+        return self.request("set_body_wrench", {"robot": robot, "wrench": list(wrench)})
+
+    def set_body_velocity(self, velocity, robot=0):
+        return self.request("set_body_velocity", {"robot": robot, "velocity": list(velocity)})
+
+    def set_thrusters(self, robot=0, **values):
+        """Thruster values in [-1, 1] by name: set_thrusters(port=1, starboard=0.5)."""
+        return self.request("set_thrusters", {"robot": robot, "thrusters": values})
+
+    def apply_force(self, force, point=(0.0, 0.0), seconds=0.0, frame="world", robot=0):
+        return self.request("apply_force", {"robot": robot, "force": list(force),
+                                            "point": list(point), "seconds": seconds,
+                                            "frame": frame})
+
+    def apply_torque(self, torque, seconds=0.0, robot=0):
+        return self.request("apply_torque", {"robot": robot, "torque": torque,
+                                             "seconds": seconds})
+
+    def spawn_agent(self, behaviour, pose, **data):
+        """An agent (constant, waypoints, random, pedestrian); data: name,
+        shape, radius, size, speed, velocity, waypoints, goal."""
+        data.update({"behaviour": behaviour, "pose": list(pose)})
+        return self.request("spawn_agent", data)
+
+    def move_agent(self, name, **data):
+        data["name"] = name
+        return self.request("move_agent", data)
+
+    def remove_agent(self, name):
+        return self.request("remove_agent", {"name": name})
+
+    def clear_agents(self):
+        return self.request("clear_agents")
+
+    def get_agents(self):
+        return self.request("get_agents")
 
     def get_pose(self, robot=0):
         return self.request("get_pose", {"robot": robot})

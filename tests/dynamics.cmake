@@ -1,0 +1,14 @@
+# Dynamic bodies and forces (issue 15): the sim core against closed forms,
+# and the JSON actions end to end with the real pa-sim and pa-netgw.
+pa_add_test(test_dynamics SOURCES test_dynamics.c LIBS pa_test_sim TIMEOUT 60
+            LABELS dynamics)
+pa_add_test(test_dynamics_net SOURCES test_dynamics_net.c
+            LIBS pa_shm pa_map PkgConfig::JANSSON m TIMEOUT 60 LABELS dynamics)
+if(TARGET pa-sim)
+  add_dependencies(test_dynamics_net pa-sim pa-netgw)
+endif()
+pa_add_test(test_dynamics_agents SOURCES test_dynamics_agents.c
+            LIBS pa_test_sim pa_sim_internal TIMEOUT 120 LABELS dynamics)
+if(COMMAND pa_add_python_test)
+  pa_add_python_test(python_dynamics test_dynamics TIMEOUT 120)
+endif()
