@@ -266,6 +266,7 @@ void pa_sim_ssl_tick_fill(const pa_sim_state *s, pa_tick *t) {
   const pa_ssl_ball *b = &x->ball;
   double v[6] = {b->x, b->y, b->z, b->vx, b->vy, b->vz};
   memcpy(t->ball, v, sizeof v);
+  t->ball_v_switch = b->v_switch;
 }
 
 static pa_status no_field(pa_reply *r) {
@@ -482,4 +483,31 @@ pa_status pa_sim_int_op_ssl_specs(const pa_sim_model *m, pa_sim_state *s,
   r->status = PA_OK;
   reply_ball(x, r, (int32_t)c->robot);
   return PA_OK;
+}
+
+void pa_sim_ssl_resume(pa_sim_state *s, const pa_tick *t) {
+  pa_sim_ssl *x = s->ssl;
+  if (!x || t->ssl != (uint32_t)x->f.division)
+    return; /* the record is of another field (or none): a fresh ball */
+  pa_ssl_ball *b = &x->ball;
+  if (t->ball_holder == -2) {
+    b->present = false;
+    return;
+  }
+  if (!finite_all(t->ball, 6, 1e6) ||
+      !(t->ball_v_switch >= 0 && t->ball_v_switch < 1e6)) {
+    pa_warn("resume: the ball's record is malformed; the ball starts afresh");
+    return;
+  }
+  b->x = t->ball[0];
+  b->y = t->ball[1];
+  b->z = t->ball[2];
+  b->vx = t->ball[3];
+  b->vy = t->ball[4];
+  b->vz = t->ball[5];
+  b->v_switch = t->ball_v_switch;
+  b->holder = t->ball_holder >= 0 && (uint32_t)t->ball_holder < s->robot_count
+                  ? t->ball_holder
+                  : -1;
+  b->present = true;
 }
