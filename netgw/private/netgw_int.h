@@ -247,6 +247,9 @@ void pa_ssl_gw_stop(pa_netgw *g);
 /* The bound control, blue and yellow ports and the vision port; -1 when
  * the SSL protocol is not open. */
 int pa_ssl_gw_ports(const pa_netgw *g, unsigned ports[4]);
+/* A reply of pa-sim to a command of the SSL ports: true when it was one
+ * (consumed; its datagram's response goes out when all are in). */
+bool pa_ssl_on_reply(pa_netgw *g, const pa_reply *r);
 
 /* gw.c, for json.c */
 void pa_gw_write(pa_client *c, const char *s, size_t n);
