@@ -511,3 +511,19 @@ void pa_sim_ssl_resume(pa_sim_state *s, const pa_tick *t) {
                   : -1;
   b->present = true;
 }
+
+bool pa_sim_ssl_laser_ball(const pa_sim_state *s, double *x, double *y,
+                           double *r) {
+  const pa_sim_ssl *c = s->ssl;
+  if (!c || !c->ball.present)
+    return false;
+  const pa_ssl_ball *b = &c->ball;
+  double dz = PA_SSL_LASER_HEIGHT - (b->z + PA_SSL_BALL_RADIUS);
+  double r2 = PA_SSL_BALL_RADIUS * PA_SSL_BALL_RADIUS - dz * dz;
+  if (!(r2 > 0))
+    return false;
+  *x = b->x;
+  *y = b->y;
+  *r = sqrt(r2);
+  return true;
+}
