@@ -7,3 +7,7 @@ pa_add_python_test(python_ssl_proto test_ssl_proto TIMEOUT 120)
 set_tests_properties(python_ssl_proto PROPERTIES LABELS "python;ssl")
 pa_add_python_test(python_ssl_restart test_ssl_restart TIMEOUT 120)
 set_tests_properties(python_ssl_restart PROPERTIES LABELS "python;ssl")
+if(TARGET pa_render)
+  pa_add_test(test_render_ssl SOURCES test_render_ssl.c LIBS pa_render pa_map m
+              TIMEOUT 60 LABELS ssl render)
+endif()
