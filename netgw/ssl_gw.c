@@ -862,6 +862,30 @@ int pa_ssl_gw_start(pa_netgw *g, char *err, size_t err_sz) {
   return 0;
 }
 
+void pa_ssl_gw_poll(pa_netgw *g) {
+  const pa_tick *t = pa_gw_latest(g);
+  if (!t || !(t->ssl == 'A' || t->ssl == 'B'))
+    return; /* the ports stay open without a field: pa-sim refuses by name */
+  pa_ssl_gw *x = g->ssl;
+  if (x) {
+    if (t->ssl != (uint32_t)x->f.division &&
+        pa_ssl_field_get((char)t->ssl, &x->f) == 0) {
+      pa_ssl_vision_geometry(x);
+      x->have_map = false;
+      pa_info("ssl: the field is now division %c", x->f.division);
+    }
+    return;
+  }
+  if (g->ssl_refused == t->ssl)
+    return; /* said once */
+  char err[256];
+  if (pa_ssl_gw_start(g, err, sizeof err) != 0) {
+    pa_ssl_gw_stop(g);
+    g->ssl_refused = t->ssl;
+    pa_warn("ssl: the world has an SSL field but %s: no SSL ports", err);
+  }
+}
+
 void pa_ssl_gw_stop(pa_netgw *g) {
   pa_ssl_gw *x = g->ssl;
   if (!x)

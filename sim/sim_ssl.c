@@ -153,6 +153,16 @@ void pa_sim_ssl_free(pa_sim_state *s) {
   s->ssl = NULL;
 }
 
+int pa_sim_ssl_set_field(pa_sim_state *s, char division, char *err,
+                         size_t err_sz) {
+  if (s->ssl && s->ssl->f.division == division) {
+    pa_sim_ssl_reset(s);
+    return 0;
+  }
+  pa_sim_ssl_free(s);
+  return division ? pa_sim_ssl_enable(s, division, err, err_sz) : 0;
+}
+
 void pa_sim_ssl_reset(pa_sim_state *s) {
   pa_sim_ssl *x = s->ssl;
   if (!x)
@@ -486,9 +496,16 @@ pa_status pa_sim_int_op_ssl_specs(const pa_sim_model *m, pa_sim_state *s,
 }
 
 void pa_sim_ssl_resume(pa_sim_state *s, const pa_tick *t) {
+  /* The running world's field, which set_scenario may have changed since
+   * the flags' world was read (its map comes back as the running map). */
+  char div = t->ssl == 'A' || t->ssl == 'B' ? (char)t->ssl : 0;
+  char err[128];
+  if ((s->ssl ? s->ssl->f.division : 0) != div &&
+      pa_sim_ssl_set_field(s, div, err, sizeof err) != 0)
+    pa_warn("resume: %s", err);
   pa_sim_ssl *x = s->ssl;
-  if (!x || t->ssl != (uint32_t)x->f.division)
-    return; /* the record is of another field (or none): a fresh ball */
+  if (!x)
+    return;
   pa_ssl_ball *b = &x->ball;
   if (t->ball_holder == -2) {
     b->present = false;

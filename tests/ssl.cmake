@@ -11,3 +11,5 @@ if(TARGET pa_render)
   pa_add_test(test_render_ssl SOURCES test_render_ssl.c LIBS pa_render pa_map m
               TIMEOUT 60 LABELS ssl render)
 endif()
+pa_add_python_test(python_ssl_scenario test_ssl_scenario TIMEOUT 120)
+set_tests_properties(python_ssl_scenario PROPERTIES LABELS "python;ssl")
