@@ -106,6 +106,7 @@ static void publish_health(pa_netgw *g) {
 static void on_health(evutil_socket_t fd, short what, void *arg) {
   (void)fd, (void)what;
   publish_health(arg);
+  pa_ssl_gw_poll(arg);
 }
 
 static void on_stop(evutil_socket_t fd, short what, void *arg) {

@@ -165,6 +165,7 @@ int pa_json_moving_pose(jctx *x, const double p[3], pa_cmd *cmd) {
 
 json_t *pa_json_act_get_ssl_info(jctx *x) {
   unsigned p[4];
+  pa_ssl_gw_poll(x->c->g); /* a field set just now: its ports open now */
   const pa_tick *t = ssl_tick(x);
   if (!t)
     return NULL;

@@ -159,6 +159,8 @@ void pa_gw_on_reply(void *arg) {
     pa_queue_pop(g->st->reply);
     if (pa_fox_on_reply(g, &r))
       continue; /* a Foxglove service call's */
+    if (pa_ssl_on_reply(g, &r))
+      continue; /* a command of the SSL ports' */
     uint32_t slot = (uint32_t)(r.client_id & 0xffffffffu);
     pa_client *c = slot < g->slots ? g->clients[slot] : NULL;
     if (!c || c->id != r.client_id || !c->pend || c->pend_req != r.request_id) {

@@ -2,9 +2,11 @@
  * messages of netgw/ssl/proto): SimulatorCommand on the control port,
  * RobotControl on each team's port (replies to the sender), and vision
  * (SSL_WrapperPacket, millimetres) at --ssl_vision_hz. Open only when the
- * world has an SSL field. Commands go to pa-sim without a reply; what
+ * world has an SSL field (also when it gains one at run time). What
  * pa-netgw can check (ids, unsupported fields, numbers) is answered as a
- * SimulatorError. docs/ssl.md. */
+ * SimulatorError at once; a datagram's commands go to pa-sim with a reply
+ * and its response waits for them, so a refusal of pa-sim comes back as a
+ * SimulatorError too (busy after --request_timeout_ms). docs/ssl.md. */
 #define _GNU_SOURCE
 #include "ssl_int.h"
 
@@ -23,7 +25,12 @@
 
 #define SSL_ERRORS_MAX 32
 #define SSL_DGRAM_MAX 65536
-#define SSL_BURST 64 /* datagrams read per wake-up */
+#define SSL_BURST 64     /* datagrams read per wake-up */
+#define SSL_PEND_MAX 32  /* datagrams waiting for pa-sim's replies */
+#define SSL_PEND_CMDS 64 /* commands of one datagram named in its errors */
+/* The reply queue's client id of these ports' commands: slot 0xffffffff is
+ * no TCP client's (Foxglove's use generations 0 and 1 of it). */
+#define SSL_CLIENT_ID 0x00000002ffffffffull
 
 typedef struct ssl_errs {
   Sslsim__SimulatorError e[SSL_ERRORS_MAX];
@@ -32,6 +39,23 @@ typedef struct ssl_errs {
   char msg[SSL_ERRORS_MAX][192];
   size_t n;
 } ssl_errs;
+
+/* A datagram whose response waits for pa-sim's replies to its commands
+ * (request ids req0.. req0 + sent - 1). */
+typedef struct ssl_pend {
+  pa_ssl_gw *x;
+  bool used;
+  int s; /* S_CONTROL, S_BLUE, S_YELLOW */
+  struct sockaddr_in from;
+  uint64_t req0;
+  uint32_t sent, waiting;
+  ssl_errs e;
+  char what[SSL_PEND_CMDS][48]; /* each command, for its error */
+  Sslsim__RobotFeedback *fb;
+  Sslsim__RobotFeedback **fbp;
+  size_t nf;
+  struct event *timeout;
+} ssl_pend;
 
 static void err_add(ssl_errs *e, const char *code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -69,13 +93,28 @@ static void robot_name(char *out, size_t n, int team, uint32_t id) {
 
 static const char *team_name(int team) { return team == 0 ? "blue" : "yellow"; }
 
+/* The command names itself in a refusal of pa-sim as x->what says. */
 static bool push(pa_ssl_gw *x, pa_cmd *c, ssl_errs *e) {
   pa_netgw *g = x->g;
-  c->flags |= PA_CMDF_NO_REPLY;
-  c->client_id = 0;
+  ssl_pend *p = x->cur;
+  if (p) {
+    c->client_id = SSL_CLIENT_ID; /* pa_ssl_on_reply gets the reply */
+  } else {
+    c->flags |= PA_CMDF_NO_REPLY;
+    c->client_id = 0;
+  }
   c->request_id = ++g->next_req;
-  if (pa_queue_push(g->st->cmd, c) == 0)
+  if (pa_queue_push(g->st->cmd, c) == 0) {
+    if (p) {
+      if (!p->sent)
+        p->req0 = c->request_id;
+      if (p->sent < SSL_PEND_CMDS)
+        snprintf(p->what[p->sent], sizeof p->what[0], "%s", x->what);
+      p->sent++;
+      p->waiting++;
+    }
     return true;
+  }
   g->busy++;
   err_add(e, "busy", "the command queue is full: command dropped");
   return false;
@@ -120,6 +159,7 @@ static void teleport_ball(pa_ssl_gw *x, const Sslsim__TeleportBall *b,
     return;
   pa_cmd c;
   memset(&c, 0, sizeof c);
+  snprintf(x->what, sizeof x->what, "teleport_ball");
   c.op = PA_OP_TELEPORT_BALL;
   c.ball = (pa_cmd_ball){
       v[0], v[1], v[2], v[3], v[4], v[5], b->has_roll && b->roll, 1};
@@ -153,6 +193,8 @@ static void teleport_robot(pa_ssl_gw *x, const Sslsim__TeleportRobot *r,
     }
   char name[16];
   robot_name(name, sizeof name, team, id->id);
+  snprintf(x->what, sizeof x->what, "teleport_robot %s %u", team_name(team),
+           id->id);
   pa_robot_info info;
   uint32_t idx;
   int rc = pa_gw_robot(x->g, name, -1, &info, &idx);
@@ -233,6 +275,8 @@ static void robot_specs(pa_ssl_gw *x, const Sslsim__RobotSpecs *sp,
   int team;
   if (!bot_lookup(x, sp->id, "robot_specs", e, &idx, &team))
     return;
+  snprintf(x->what, sizeof x->what, "robot_specs %s %u", team_name(team),
+           sp->id->id);
   pa_cmd c;
   memset(&c, 0, sizeof c);
   c.op = PA_OP_SSL_SPECS;
@@ -429,6 +473,7 @@ static void simulator_command(pa_ssl_gw *x, const Sslsim__SimulatorCommand *m,
         memset(&c, 0, sizeof c);
         c.op = PA_OP_SPEED;
         c.speed.factor = ctl->simulation_speed;
+        snprintf(x->what, sizeof x->what, "simulation_speed");
         push(x, &c, e);
       }
     }
@@ -455,6 +500,7 @@ static void robot_command(pa_ssl_gw *x, int team, const Sslsim__RobotCommand *r,
             team_name(team), r->id);
     return;
   }
+  snprintf(x->what, sizeof x->what, "%s robot %u", team_name(team), r->id);
   pa_cmd c;
   memset(&c, 0, sizeof c);
   c.op = PA_OP_SSL_ROBOT;
@@ -539,61 +585,156 @@ static void reply(pa_ssl_gw *x, int fd, const struct sockaddr_in *to, size_t n,
   (void)w; /* a reply the kernel refuses is lost, as UDP may */
 }
 
+/* The response of a datagram: its errors (and a team port's feedback). */
+static void respond(pa_ssl_gw *x, int s, const struct sockaddr_in *to,
+                    ssl_errs *e, Sslsim__RobotFeedback **fbp, size_t nf) {
+  if (s == S_CONTROL) {
+    Sslsim__SimulatorResponse r = SSLSIM__SIMULATOR_RESPONSE__INIT;
+    r.n_errors = e->n;
+    r.errors = e->p;
+    reply(x, x->fd[s], to, sslsim__simulator_response__get_packed_size(&r),
+          &r.base);
+  } else {
+    Sslsim__RobotControlResponse r = SSLSIM__ROBOT_CONTROL_RESPONSE__INIT;
+    r.n_errors = e->n;
+    r.errors = e->p;
+    r.n_feedback = nf;
+    r.feedback = fbp;
+    reply(x, x->fd[s], to, sslsim__robot_control_response__get_packed_size(&r),
+          &r.base);
+  }
+  x->errors += e->n;
+}
+
+static void pend_release(ssl_pend *p) {
+  evtimer_del(p->timeout);
+  free(p->fb);
+  free(p->fbp);
+  p->fb = NULL;
+  p->fbp = NULL;
+  p->nf = 0;
+  p->used = false;
+}
+
+static void pend_finish(ssl_pend *p) {
+  respond(p->x, p->s, &p->from, &p->e, p->fbp, p->nf);
+  pend_release(p);
+}
+
+static void on_pend_timeout(evutil_socket_t fd, short what, void *arg) {
+  (void)fd, (void)what;
+  ssl_pend *p = arg;
+  if (!p->used)
+    return;
+  p->x->g->busy++;
+  err_add(&p->e, "busy",
+          "the simulator did not answer within %u ms (%u of %u commands "
+          "unanswered; they may still be applied)",
+          p->x->g->def.request_timeout_ms, p->waiting, p->sent);
+  pend_finish(p);
+}
+
+bool pa_ssl_on_reply(pa_netgw *g, const pa_reply *r) {
+  if (r->client_id != SSL_CLIENT_ID)
+    return false;
+  pa_ssl_gw *x = g->ssl;
+  if (!x)
+    return true; /* the ports closed meanwhile */
+  for (int i = 0; i < SSL_PEND_MAX; i++) {
+    ssl_pend *p = &x->pend[i];
+    if (!p->used || r->request_id < p->req0 ||
+        r->request_id - p->req0 >= p->sent)
+      continue;
+    if (r->status != PA_OK) {
+      uint64_t k = r->request_id - p->req0;
+      pa_status st = r->status > 0 && r->status < PA_STATUS_COUNT
+                         ? (pa_status)r->status
+                         : PA_ERR_INVALID_MESSAGE;
+      /* r->msg comes from another process: bounded, NUL or not */
+      int n = (int)strnlen(r->msg, sizeof r->msg);
+      err_add(&p->e, pa_status_code(st), "%s: %.*s",
+              k < SSL_PEND_CMDS ? p->what[k] : "command", n ? n : 24,
+              n ? r->msg : "refused by the simulator");
+    }
+    if (--p->waiting == 0)
+      pend_finish(p);
+    return true;
+  }
+  return true; /* late: its datagram was answered busy */
+}
+
+static ssl_pend *pend_take(pa_ssl_gw *x) {
+  for (int i = 0; i < SSL_PEND_MAX; i++)
+    if (!x->pend[i].used) {
+      ssl_pend *p = &x->pend[i];
+      p->used = true;
+      p->sent = p->waiting = 0;
+      p->e.n = 0;
+      p->nf = 0;
+      return p;
+    }
+  return NULL; /* all waiting: this one's commands go without replies */
+}
+
 static void on_datagram(pa_ssl_gw *x, int s, const uint8_t *buf, size_t n,
                         const struct sockaddr_in *from) {
-  ssl_errs e;
-  e.n = 0;
+  ssl_errs local;
+  ssl_pend *p = pend_take(x);
+  ssl_errs *e = p ? &p->e : &local;
+  e->n = 0;
+  x->cur = p;
+  Sslsim__RobotFeedback *fb = NULL;
+  Sslsim__RobotFeedback **fbp = NULL;
+  size_t nf = 0;
   if (s == S_CONTROL) {
     Sslsim__SimulatorCommand *m =
         sslsim__simulator_command__unpack(NULL, n, buf);
     if (!m)
-      err_add(&e, "invalid:message", "not a SimulatorCommand (%zu bytes)", n);
+      err_add(e, "invalid:message", "not a SimulatorCommand (%zu bytes)", n);
     else
-      simulator_command(x, m, &e);
-    Sslsim__SimulatorResponse r = SSLSIM__SIMULATOR_RESPONSE__INIT;
-    r.n_errors = e.n;
-    r.errors = e.p;
-    reply(x, x->fd[s], from, sslsim__simulator_response__get_packed_size(&r),
-          &r.base);
+      simulator_command(x, m, e);
     if (m)
       sslsim__simulator_command__free_unpacked(m, NULL);
   } else {
     Sslsim__RobotControl *m = sslsim__robot_control__unpack(NULL, n, buf);
-    Sslsim__RobotFeedback *fb = NULL;
-    Sslsim__RobotFeedback **fbp = NULL;
-    size_t nf = 0;
     if (!m) {
-      err_add(&e, "invalid:message", "not a RobotControl (%zu bytes)", n);
+      err_add(e, "invalid:message", "not a RobotControl (%zu bytes)", n);
     } else if (m->n_robot_commands) {
       fb = calloc(m->n_robot_commands, sizeof *fb);
       fbp = calloc(m->n_robot_commands, sizeof *fbp);
       if (!fb || !fbp)
-        err_add(&e, "busy", "out of memory");
+        err_add(e, "busy", "out of memory");
       for (size_t i = 0; fb && fbp && i < m->n_robot_commands; i++) {
         Sslsim__RobotFeedback init = SSLSIM__ROBOT_FEEDBACK__INIT;
         fb[nf] = init;
         fb[nf].id = UINT32_MAX;
-        robot_command(x, s == S_BLUE ? 0 : 1, m->robot_commands[i], &e,
-                      &fb[nf]);
+        robot_command(x, s == S_BLUE ? 0 : 1, m->robot_commands[i], e, &fb[nf]);
         if (fb[nf].id != UINT32_MAX) {
           fbp[nf] = &fb[nf];
           nf++;
         }
       }
     }
-    Sslsim__RobotControlResponse r = SSLSIM__ROBOT_CONTROL_RESPONSE__INIT;
-    r.n_errors = e.n;
-    r.errors = e.p;
-    r.n_feedback = nf;
-    r.feedback = fbp;
-    reply(x, x->fd[s], from,
-          sslsim__robot_control_response__get_packed_size(&r), &r.base);
-    free(fb);
-    free(fbp);
     if (m)
       sslsim__robot_control__free_unpacked(m, NULL);
   }
-  x->errors += e.n;
+  x->cur = NULL;
+  if (p && p->waiting) { /* answered when pa-sim has replied to them all */
+    p->s = s;
+    p->from = *from;
+    p->fb = fb;
+    p->fbp = fbp;
+    p->nf = nf;
+    unsigned ms = x->g->def.request_timeout_ms;
+    struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
+    evtimer_add(p->timeout, &tv);
+    return;
+  }
+  respond(x, s, from, e, fbp, nf);
+  free(fb);
+  free(fbp);
+  if (p)
+    p->used = false;
 }
 
 static void on_readable(evutil_socket_t fd, short what, void *arg) {
@@ -657,10 +798,19 @@ int pa_ssl_gw_start(pa_netgw *g, char *err, size_t err_sz) {
   x->rob = calloc(max, sizeof *x->rob);
   x->blue = calloc(max, sizeof *x->blue);
   x->yellow = calloc(max, sizeof *x->yellow);
+  x->pend = calloc(SSL_PEND_MAX, sizeof *x->pend);
   if (!x->rx || !x->team || !x->sid || !x->rob || !x->blue || !x->yellow ||
-      pa_ssl_field_get((char)t->ssl, &x->f) != 0) {
+      !x->pend || pa_ssl_field_get((char)t->ssl, &x->f) != 0) {
     snprintf(err, err_sz, "out of memory");
     return -1;
+  }
+  for (int i = 0; i < SSL_PEND_MAX; i++) {
+    x->pend[i].x = x;
+    x->pend[i].timeout = evtimer_new(g->base, on_pend_timeout, &x->pend[i]);
+    if (!x->pend[i].timeout) {
+      snprintf(err, err_sz, "event setup failed");
+      return -1;
+    }
   }
   pa_ssl_vision_geometry(x);
   const pa_netgw_def *d = &g->def;
@@ -712,6 +862,30 @@ int pa_ssl_gw_start(pa_netgw *g, char *err, size_t err_sz) {
   return 0;
 }
 
+void pa_ssl_gw_poll(pa_netgw *g) {
+  const pa_tick *t = pa_gw_latest(g);
+  if (!t || !(t->ssl == 'A' || t->ssl == 'B'))
+    return; /* the ports stay open without a field: pa-sim refuses by name */
+  pa_ssl_gw *x = g->ssl;
+  if (x) {
+    if (t->ssl != (uint32_t)x->f.division &&
+        pa_ssl_field_get((char)t->ssl, &x->f) == 0) {
+      pa_ssl_vision_geometry(x);
+      x->have_map = false;
+      pa_info("ssl: the field is now division %c", x->f.division);
+    }
+    return;
+  }
+  if (g->ssl_refused == t->ssl)
+    return; /* said once */
+  char err[256];
+  if (pa_ssl_gw_start(g, err, sizeof err) != 0) {
+    pa_ssl_gw_stop(g);
+    g->ssl_refused = t->ssl;
+    pa_warn("ssl: the world has an SSL field but %s: no SSL ports", err);
+  }
+}
+
 void pa_ssl_gw_stop(pa_netgw *g) {
   pa_ssl_gw *x = g->ssl;
   if (!x)
@@ -726,6 +900,15 @@ void pa_ssl_gw_stop(pa_netgw *g) {
     event_free(x->vision_ev);
   if (x->vfd >= 0)
     close(x->vfd);
+  for (int i = 0; x->pend && i < SSL_PEND_MAX; i++) {
+    ssl_pend *p = &x->pend[i];
+    if (p->timeout) {
+      if (p->used)
+        pend_release(p); /* closing: its sender gets no response */
+      event_free(p->timeout);
+    }
+  }
+  free(x->pend);
   free(x->rx);
   free(x->out);
   free(x->team);

@@ -149,6 +149,8 @@ static const pa_tick *latest_tick(rloop *L) {
   for (uint32_t i = n; i < L->robot_count; i++)
     L->poses[i].active = false;
   pa_render_scene_set_poses(L->scene, L->poses, L->robot_count);
+  pa_render_scene_set_ssl(L->scene, (char)t->ssl, t->ball_holder != -2,
+                          t->ball); /* the ball where pa-sim has it */
   return t;
 }
 

@@ -88,6 +88,10 @@ void pa_render_scene_free(pa_render_scene *s);
  * build; robots beyond count are not drawn). */
 void pa_render_scene_set_poses(pa_render_scene *s, const pa_render_pose *p,
                                uint32_t count);
+/* An SSL world's tick: division 'A' / 'B' draws the field's lines on the
+ * floor (0: none); ball draws it at xyz (z = its bottom's height). */
+void pa_render_scene_set_ssl(pa_render_scene *s, char division, bool ball,
+                             const double xyz[3]);
 /* Head cameras skip areas outside their field of view (default on); off
  * draws everything, e.g. to check that culling changes no pixel. */
 void pa_render_scene_set_culling(pa_render_scene *s, bool on);

@@ -103,6 +103,27 @@ void pa_render_mesh_cylinder(rmesh *m, const double c[3], double r, double h,
   }
 }
 
+/* A unit sphere at the origin, smooth normals (the SSL ball). */
+static void mesh_sphere(rmesh *m, const uint8_t rgb[3], int rings,
+                        int segments) {
+  for (int i = 0; i < rings; i++) {
+    double f0 = M_PI * i / rings - M_PI_2, f1 = M_PI * (i + 1) / rings - M_PI_2;
+    for (int j = 0; j < segments; j++) {
+      double t0 = 2 * M_PI * j / segments, t1 = 2 * M_PI * (j + 1) / segments;
+      double a[3] = {cos(f0) * cos(t0), cos(f0) * sin(t0), sin(f0)};
+      double b[3] = {cos(f0) * cos(t1), cos(f0) * sin(t1), sin(f0)};
+      double c[3] = {cos(f1) * cos(t1), cos(f1) * sin(t1), sin(f1)};
+      double d[3] = {cos(f1) * cos(t0), cos(f1) * sin(t0), sin(f1)};
+      mesh_push(m, a, a, rgb, 255);
+      mesh_push(m, b, b, rgb, 255);
+      mesh_push(m, c, c, rgb, 255);
+      mesh_push(m, a, a, rgb, 255);
+      mesh_push(m, c, c, rgb, 255);
+      mesh_push(m, d, d, rgb, 255);
+    }
+  }
+}
+
 /* ---- scene -------------------------------------------------------------- */
 
 /* Outside the grid counts as blocked: nobody stands there to see a face. */
@@ -504,6 +525,10 @@ int pa_render_scene_build(pa_render_scene **out, const pa_grid *grid,
   if (pa_render_gpu_upload(&s->cube, &m, err, err_sz) < 0)
     goto fail;
   pa_render_mesh_free(&m);
+  mesh_sphere(&m, white, 12, 16);
+  if (pa_render_gpu_upload(&s->sphere, &m, err, err_sz) < 0)
+    goto fail;
+  pa_render_mesh_free(&m);
 
   s->fog_density = 0.05f; /* exp2: about half the contrast at 20 m */
   *out = s;
@@ -519,6 +544,7 @@ void pa_render_scene_free(pa_render_scene *s) {
     return;
   pa_render_gpu_free(&s->statics);
   pa_render_gpu_free(&s->cylinder);
+  pa_render_gpu_free(&s->sphere);
   pa_render_gpu_free(&s->cube);
   if (s->lit.prog)
     glDeleteProgram(s->lit.prog);
@@ -538,6 +564,15 @@ void pa_render_scene_set_poses(pa_render_scene *s, const pa_render_pose *p,
   if (count)
     memcpy(s->poses, p, count * sizeof *p);
   s->pose_count = count;
+}
+
+void pa_render_scene_set_ssl(pa_render_scene *s, char division, bool ball,
+                             const double xyz[3]) {
+  if (division != s->ssl.division && pa_ssl_field_get(division, &s->ssl) != 0)
+    memset(&s->ssl, 0, sizeof s->ssl); /* no SSL field: no lines */
+  s->ball = ball && isfinite(xyz[0]) && isfinite(xyz[1]) && isfinite(xyz[2]);
+  if (s->ball)
+    memcpy(s->ball_xyz, xyz, sizeof s->ball_xyz);
 }
 
 void pa_render_scene_set_culling(pa_render_scene *s, bool on) {
@@ -591,6 +626,51 @@ static void draw_robot(const pa_render_scene *s, const rrobot *r,
   double lens[3] = {0.02, rad * 0.35, 0.05};
   draw_part(s, &s->cube, p->x + hc * rad * 0.36, p->y + hs * rad * 0.36,
             r->head_height, hy, lens, dark);
+}
+
+/* A white floor line from (x0, y0) to (x1, y1), a flat box 4 mm high. */
+static void draw_line(const pa_render_scene *s, double x0, double y0, double x1,
+                      double y1) {
+  static const float white[3] = {0.95f, 0.95f, 0.95f};
+  double dx = x1 - x0, dy = y1 - y0, w = s->ssl.line_width;
+  double box[3] = {hypot(dx, dy) + w, w, 0.004};
+  draw_part(s, &s->cube, (x0 + x1) / 2, (y0 + y1) / 2, 0.002, atan2(dy, dx),
+            box, white);
+}
+
+/* The SSL field's lines (the rules' markings) and the ball, an orange
+ * sphere of 42.67 mm resting at its height. */
+static void draw_ssl(const pa_render_scene *s) {
+  const pa_ssl_field *f = &s->ssl;
+  if (f->division) {
+    double hl = f->length / 2, hw = f->width / 2;
+    draw_line(s, -hl, -hw, hl, -hw);
+    draw_line(s, -hl, hw, hl, hw);
+    draw_line(s, -hl, -hw, -hl, hw);
+    draw_line(s, hl, -hw, hl, hw);
+    draw_line(s, 0, -hw, 0, hw);
+    draw_line(s, -hl, 0, hl, 0);
+    double dd = f->defense_depth, dw = f->defense_width / 2;
+    for (int side = -1; side <= 1; side += 2) {
+      double x = side * hl, xi = side * (hl - dd);
+      draw_line(s, xi, -dw, xi, dw);
+      draw_line(s, x, -dw, xi, -dw);
+      draw_line(s, x, dw, xi, dw);
+    }
+    const int n = 24;
+    for (int i = 0; i < n; i++) {
+      double a0 = 2 * M_PI * i / n, a1 = 2 * M_PI * (i + 1) / n;
+      double r = f->center_radius;
+      draw_line(s, r * cos(a0), r * sin(a0), r * cos(a1), r * sin(a1));
+    }
+  }
+  if (s->ball) {
+    static const float orange[3] = {1.0f, 0.45f, 0.0f};
+    const double r = 0.021335; /* [m] a golf ball, as pa-sim's */
+    double sc[3] = {r, r, r};
+    draw_part(s, &s->sphere, s->ball_xyz[0], s->ball_xyz[1], s->ball_xyz[2] + r,
+              0, sc, orange);
+  }
 }
 
 /* Whether a chunk's box can appear in a level camera's horizontal field
@@ -686,6 +766,7 @@ void pa_render_scene_draw_culled(const pa_render_scene *s,
   for (uint32_t i = 0; i < s->pose_count; i++)
     if (i != skip_robot && s->robots[i].active && s->poses[i].active)
       draw_robot(s, &s->robots[i], &s->poses[i]);
+  draw_ssl(s);
   draw_statics(s, cull);
   glBindVertexArray(0);
 }

@@ -305,6 +305,8 @@ typedef struct pa_tick {
   int32_t ball_holder; /* SSL: robot holding the ball on its dribbler, -1 */
   double ball[6];      /* SSL: x, y, z, vx, vy, vz [m, m/s]; z = height of
                         * its bottom; ball_holder -2 = no ball */
+  /* SSL: [m/s] the ball slides while faster than this; 0 = rolling */
+  double ball_v_switch;
   /* pa_robot_state robots[robot_count]; */
 } pa_tick;
 enum { PA_TICK_PAUSED = 1u << 0 };

@@ -427,6 +427,10 @@ int pa_sim_ssl_world_file(pa_world *w, pa_grid *g, char *err, size_t err_sz);
  * state. */
 int pa_sim_ssl_enable(pa_sim_state *s, char division, char *err, size_t err_sz);
 void pa_sim_ssl_free(pa_sim_state *s);
+/* The state's SSL side for a world set at run time: division 0 turns it
+ * off; the same or another division starts afresh (a ball at the centre). */
+int pa_sim_ssl_set_field(pa_sim_state *s, char division, char *err,
+                         size_t err_sz);
 
 #ifdef __cplusplus
 }

@@ -2,6 +2,7 @@
  * obstacles, other robots, clamping and noise; per-thread scratch. */
 #define _GNU_SOURCE
 #include "sim_geom_int.h"
+#include "sim_ssl_int.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -232,7 +233,9 @@ void pa_sim_int_scan_finish(const pa_sim_model *m, const pa_sim_state *s,
   double rmax = ri->laser_range_max, rmin = ri->laser_range_min;
   double sigma = ri->laser_noise;
   bool others = s->robot_count > 1 && !s->ghosts; /* robots in its scan */
-  bool bodies = s->obstacle_count > 0 || others;
+  double bx, by, br; /* the SSL ball where it crosses the beam plane */
+  bool ball = pa_sim_ssl_laser_ball(s, &bx, &by, &br);
+  bool bodies = s->obstacle_count > 0 || others || ball;
   if (!bodies && sigma == 0)
     return; /* the walls clamped already; nothing else to do */
   scan_ctx k = {a->x,  a->y, a->c,   a->s,   a->theta, 2.0 * M_PI / beams,
@@ -269,6 +272,8 @@ void pa_sim_int_scan_finish(const pa_sim_model *m, const pa_sim_state *s,
     else
       scan_box(&k, o);
   }
+  if (ball)
+    scan_circle(&k, bx, by, br);
   const pa_sim_hash *h = &s->lhash;
   /* + the largest robot radius (bucketed by centre) */
   int64_t span = h->valid ? (int64_t)ceil((rmax + h->rmax) / h->cell) : 0;

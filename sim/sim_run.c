@@ -142,7 +142,16 @@ static void *load_main(void *arg) {
   const pa_map_guard *g = &ld->guard;
   int rc = 0;
   ld->status = PA_ERR_INVALID_MESSAGE;
-  if (path[0] && !ld->data_dir[0]) {
+  /* "ssl-a" / "ssl-b": the built-in SSL worlds, as --world names them */
+  char div = c->op == PA_OP_SET_SCENARIO ? pa_sim_ssl_world_division(path) : 0;
+  if (div) {
+    rc = pa_sim_ssl_world(div, ld->def.ssl_robots, &ld->w, &ld->g, ld->err,
+                          sizeof ld->err);
+    if (rc == 0) {
+      ld->have_world = true;
+      ld->w.ssl_division = div;
+    }
+  } else if (path[0] && !ld->data_dir[0]) {
     snprintf(ld->err, sizeof ld->err,
              "no data directory for files: start pa-sim with --data_dir");
     rc = -1;
@@ -151,7 +160,10 @@ static void *load_main(void *arg) {
                  : pa_world_default(&ld->w, ld->err, sizeof ld->err);
     if (rc == 0) {
       ld->have_world = true;
-      rc = pa_map_load_g(&ld->w.map, g, &ld->g, ld->err, sizeof ld->err);
+      /* a world with an ssl: section: its field is the map */
+      rc = ld->w.ssl_division
+               ? pa_sim_ssl_world_file(&ld->w, &ld->g, ld->err, sizeof ld->err)
+               : pa_map_load_g(&ld->w.map, g, &ld->g, ld->err, sizeof ld->err);
     }
   } else if (c->op == PA_OP_SET_MAP) {
     rc = path[0] ? pa_map_load_yaml_g(path, g, &ld->g, ld->err, sizeof ld->err)
@@ -251,6 +263,9 @@ static pa_status map_cmd_finish(run_ctx *k, pa_reply *r) {
   char err[256];
   uint32_t moved = 0;
   pa_status st = PA_OK;
+  /* the new world's SSL field (0: none), taken before loader_clear */
+  char div =
+      c->op == PA_OP_SET_SCENARIO && ld->have_world ? ld->w.ssl_division : 0;
   if (ld->rc != 0) {
     /* Paths under the data directory shortened to it (the reply holds 96
      * bytes; the client knows where its files are). */
@@ -268,6 +283,9 @@ static pa_status map_cmd_finish(run_ctx *k, pa_reply *r) {
             : pa_sim_set_grid_model(k->m, s, &ld->nm, &moved, err, sizeof err);
     if (rc != 0)
       st = pa_sim_int_fail(r, PA_ERR_INVALID_MESSAGE, "%s", err);
+    else if (c->op == PA_OP_SET_SCENARIO &&
+             pa_sim_ssl_set_field(s, div, err, sizeof err) != 0)
+      st = pa_sim_int_fail(r, PA_ERR_BUSY, "%s", err);
   }
   double load_ms = (double)(pa_now_ns() - ld->started_ns) / 1e6;
   loader_clear(ld);

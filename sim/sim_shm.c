@@ -283,6 +283,7 @@ int pa_sim_shm_resume(const pa_sim_model *m, pa_sim_state *s, pa_stack *st,
                         .obstacles = s->obs,
                         .obstacle_count = no};
   pa_sim_int_world_install(m, s, &w);
+  pa_sim_ssl_resume(s, &t); /* the ball continues where it was */
   free(buf);
   return 1;
 }

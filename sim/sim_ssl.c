@@ -153,6 +153,16 @@ void pa_sim_ssl_free(pa_sim_state *s) {
   s->ssl = NULL;
 }
 
+int pa_sim_ssl_set_field(pa_sim_state *s, char division, char *err,
+                         size_t err_sz) {
+  if (s->ssl && s->ssl->f.division == division) {
+    pa_sim_ssl_reset(s);
+    return 0;
+  }
+  pa_sim_ssl_free(s);
+  return division ? pa_sim_ssl_enable(s, division, err, err_sz) : 0;
+}
+
 void pa_sim_ssl_reset(pa_sim_state *s) {
   pa_sim_ssl *x = s->ssl;
   if (!x)
@@ -266,6 +276,7 @@ void pa_sim_ssl_tick_fill(const pa_sim_state *s, pa_tick *t) {
   const pa_ssl_ball *b = &x->ball;
   double v[6] = {b->x, b->y, b->z, b->vx, b->vy, b->vz};
   memcpy(t->ball, v, sizeof v);
+  t->ball_v_switch = b->v_switch;
 }
 
 static pa_status no_field(pa_reply *r) {
@@ -482,4 +493,54 @@ pa_status pa_sim_int_op_ssl_specs(const pa_sim_model *m, pa_sim_state *s,
   r->status = PA_OK;
   reply_ball(x, r, (int32_t)c->robot);
   return PA_OK;
+}
+
+void pa_sim_ssl_resume(pa_sim_state *s, const pa_tick *t) {
+  /* The running world's field, which set_scenario may have changed since
+   * the flags' world was read (its map comes back as the running map). */
+  char div = t->ssl == 'A' || t->ssl == 'B' ? (char)t->ssl : 0;
+  char err[128];
+  if ((s->ssl ? s->ssl->f.division : 0) != div &&
+      pa_sim_ssl_set_field(s, div, err, sizeof err) != 0)
+    pa_warn("resume: %s", err);
+  pa_sim_ssl *x = s->ssl;
+  if (!x)
+    return;
+  pa_ssl_ball *b = &x->ball;
+  if (t->ball_holder == -2) {
+    b->present = false;
+    return;
+  }
+  if (!finite_all(t->ball, 6, 1e6) ||
+      !(t->ball_v_switch >= 0 && t->ball_v_switch < 1e6)) {
+    pa_warn("resume: the ball's record is malformed; the ball starts afresh");
+    return;
+  }
+  b->x = t->ball[0];
+  b->y = t->ball[1];
+  b->z = t->ball[2];
+  b->vx = t->ball[3];
+  b->vy = t->ball[4];
+  b->vz = t->ball[5];
+  b->v_switch = t->ball_v_switch;
+  b->holder = t->ball_holder >= 0 && (uint32_t)t->ball_holder < s->robot_count
+                  ? t->ball_holder
+                  : -1;
+  b->present = true;
+}
+
+bool pa_sim_ssl_laser_ball(const pa_sim_state *s, double *x, double *y,
+                           double *r) {
+  const pa_sim_ssl *c = s->ssl;
+  if (!c || !c->ball.present)
+    return false;
+  const pa_ssl_ball *b = &c->ball;
+  double dz = PA_SSL_LASER_HEIGHT - (b->z + PA_SSL_BALL_RADIUS);
+  double r2 = PA_SSL_BALL_RADIUS * PA_SSL_BALL_RADIUS - dz * dz;
+  if (!(r2 > 0))
+    return false;
+  *x = b->x;
+  *y = b->y;
+  *r = sqrt(r2);
+  return true;
 }

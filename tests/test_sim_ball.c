@@ -365,6 +365,71 @@ static void test_sim_world(void **st) {
   pa_world_free(&w);
 }
 
+/* The laser sees the ball where it crosses the beam plane (20 mm): on the
+ * ground at its distance less its cross-section's radius; in the air
+ * above the plane not at all. */
+static void test_laser_sees_ball(void **st) {
+  (void)st;
+  pa_world w;
+  pa_grid g;
+  char err[256];
+  assert_int_equal(pa_sim_ssl_world('B', 0, &w, &g, err, sizeof err), 0);
+  pa_sim_def d = pa_sim_def_default();
+  d.threads = 1;
+  pa_sim_model m;
+  pa_sim_state s;
+  if (pa_sim_model_init(&m, &d, &w, &g, err, sizeof err) != 0)
+    fail_msg("%s", err);
+  assert_int_equal(pa_sim_state_init(&m, &s, err, sizeof err), 0);
+  assert_int_equal(pa_sim_ssl_enable(&s, 'B', err, sizeof err), 0);
+  assert_true(m.beam_cap >= 360);
+  pa_robot_info *ri = &s.info[0]; /* SSL robots carry none: give it one */
+  ri->laser_beams = 360;
+  ri->laser_range_min = 0.05f;
+  ri->laser_range_max = 12;
+  ri->laser_noise = 0;
+  const pa_robot_state *r0 = &s.rs[0];
+  const double dist = 0.5, R = PA_SSL_BALL_RADIUS;
+  double bx = r0->x + dist * cos(r0->theta), by = r0->y + dist * sin(r0->theta);
+  float *out = calloc(360, sizeof *out);
+  assert_non_null(out);
+  const uint32_t ahead = 180; /* beam i looks at -pi + i * 2 pi / 360 */
+  pa_cmd c;
+  pa_reply r;
+  memset(&c, 0, sizeof c);
+  c.op = PA_OP_TELEPORT_BALL;
+  c.ball = (pa_cmd_ball){.present = 0};
+  assert_int_equal(pa_sim_apply(&m, &s, &c, &r), PA_OK);
+  pa_sim_scan(&m, &s, 0, out);
+  float bare = out[ahead], bare3 = out[ahead + 3];
+  assert_true(bare > dist + 0.3); /* nothing else on that beam short of it */
+  /* On the ground: the plane cuts it 20 mm up, 1.3 mm below its centre. */
+  c.ball = (pa_cmd_ball){.x = bx, .y = by, .present = 1};
+  assert_int_equal(pa_sim_apply(&m, &s, &c, &r), PA_OK);
+  pa_sim_scan(&m, &s, 0, out);
+  double dz = PA_SSL_LASER_HEIGHT - R;
+  double want = dist - sqrt(R * R - dz * dz);
+  print_message("ball ahead: %.5f m (want %.5f)\n", out[ahead], want);
+  assert_true(fabs(out[ahead] - want) < 1e-4);
+  assert_true(out[ahead + 3] == bare3); /* 26 mm aside: not it */
+  /* Chipped, its bottom 25 mm up: above the plane, not seen. */
+  c.ball = (pa_cmd_ball){.x = bx, .y = by, .z = 0.025, .present = 1};
+  assert_int_equal(pa_sim_apply(&m, &s, &c, &r), PA_OK);
+  pa_sim_scan(&m, &s, 0, out);
+  assert_true(fabs(out[ahead] - bare) < 1e-4);
+  /* Low in the air, bottom 10 mm up: seen again. */
+  c.ball = (pa_cmd_ball){.x = bx, .y = by, .z = 0.01, .present = 1};
+  assert_int_equal(pa_sim_apply(&m, &s, &c, &r), PA_OK);
+  pa_sim_scan(&m, &s, 0, out);
+  dz = PA_SSL_LASER_HEIGHT - (0.01 + R);
+  assert_true(fabs(out[ahead] - (dist - sqrt(R * R - dz * dz))) < 1e-4);
+  free(out);
+  pa_sim_state_free(&s);
+  pa_sim_model_free(&m);
+  pa_grid_free(&g);
+  pa_world_free(&w);
+}
+
 /* A world file's ssl: section: the field is the map, the formation is
  * placed when the file lists no robots; bad sections are named. */
 static void test_world_file(void **st) {
@@ -423,6 +488,7 @@ int main(void) {
       cmocka_unit_test(test_norm_limits),
       cmocka_unit_test(test_sim_world),
       cmocka_unit_test(test_world_file),
+      cmocka_unit_test(test_laser_sees_ball),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

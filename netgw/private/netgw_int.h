@@ -237,6 +237,7 @@ typedef struct pa_netgw {
   uint64_t beacons_sent, beacons_failed;
   struct pa_ssl_gw *ssl; /* SSL protocol sockets and vision, or NULL */
   struct pa_fox *fox;    /* Foxglove server and MCAP recorder (foxglove.h) */
+  uint32_t ssl_refused;  /* the SSL division whose ports failed to open */
 } pa_netgw;
 
 /* ssl_gw.c: the SSL simulation protocol when the world has an SSL field
@@ -247,6 +248,13 @@ void pa_ssl_gw_stop(pa_netgw *g);
 /* The bound control, blue and yellow ports and the vision port; -1 when
  * the SSL protocol is not open. */
 int pa_ssl_gw_ports(const pa_netgw *g, unsigned ports[4]);
+/* The world gained an SSL field at run time (set_scenario): opens the
+ * ports; another division: its geometry. Called from the health timer and
+ * get_ssl_info. */
+void pa_ssl_gw_poll(pa_netgw *g);
+/* A reply of pa-sim to a command of the SSL ports: true when it was one
+ * (consumed; its datagram's response goes out when all are in). */
+bool pa_ssl_on_reply(pa_netgw *g, const pa_reply *r);
 
 /* gw.c, for json.c */
 void pa_gw_write(pa_client *c, const char *s, size_t n);

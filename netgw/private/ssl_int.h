@@ -47,6 +47,11 @@ typedef struct pa_ssl_gw {
   /* Realism (playarea.RealismConfig): vision noise and dropout, seeded. */
   double noise_pos, noise_theta, dropout; /* [m], [rad], probability */
   uint64_t rng;
+  /* Datagrams waiting for pa-sim's replies (ssl_gw.c), the one being
+   * read, and what its next command is called in an error. */
+  struct ssl_pend *pend; /* [SSL_PEND_MAX] */
+  struct ssl_pend *cur;
+  char what[48];
 } pa_ssl_gw;
 
 /* out grown to n bytes; false when out of memory. */

@@ -6,6 +6,7 @@
 #include <glad/gl.h>
 
 #include "pa_render.h"
+#include "pa_ssl_field.h"
 
 /* Interleaved vertex of every mesh (colour[3] is unused, 255). */
 typedef struct rvertex {
@@ -67,6 +68,11 @@ struct pa_render_scene {
   GLint *draw_first;      /* scratch for glMultiDrawArrays */
   GLsizei *draw_count;
   uint64_t *order;        /* scratch: sort keys */
+  /* SSL (pa_render_scene_set_ssl): the field's lines, the ball. */
+  rgpu_mesh sphere; /* unit sphere at the origin */
+  pa_ssl_field ssl; /* division 0: no field */
+  bool ball;
+  double ball_xyz[3]; /* [m] z = its bottom's height */
 };
 
 /* pa_render_scene_draw with chunks outside a level camera's horizontal

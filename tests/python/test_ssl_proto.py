@@ -356,6 +356,38 @@ class SslProtocol(StackTestCase):
         r.ParseFromString(self.ctl_sock.recv(65536))
         self.assertEqual([e.code for e in r.errors], ["invalid:message"])
 
+    def test_refusals_of_the_simulator_are_errors(self):
+        """What only pa-sim can refuse (a robot onto a wall, onto another
+        robot, wheel angles that leave the twist undetermined) comes back
+        as a SimulatorError of the same response; the rest is applied."""
+        f0 = self.step_and_see(1)
+        b2 = self.bot(f0, 2)
+        cmd = pb["ssl_simulation_control"].SimulatorCommand()
+        blue = pb["ssl_gc_common"].BLUE
+        for rid, x, y in ((0, 0.0, 3.32), (1, b2.x / 1000, b2.y / 1000), (3, 1.0, 1.0)):
+            t = cmd.control.teleport_robot.add()
+            t.id.id, t.id.team, t.x, t.y, t.orientation = rid, blue, x, y, 0
+        s = cmd.config.robot_specs.add()
+        s.id.id, s.id.team = 4, blue
+        w = s.wheel_angles
+        w.front_right = w.back_right = w.back_left = w.front_left = 1.0
+        errs = sorted((e.code, e.message) for e in self.control(cmd).errors)
+        self.assertEqual([c for c, _ in errs], ["blocked_pose", "blocked_pose",
+                                                "invalid_message"], errs)
+        self.assertIn("teleport_robot blue 0", errs[0][1] + errs[1][1])
+        self.assertIn("teleport_robot blue 1", errs[0][1] + errs[1][1])
+        self.assertIn("robot_specs blue 4", errs[2][1])
+        f = self.step_and_see(1)
+        for rid in (0, 1):  # refused: where they were
+            self.assertAlmostEqual(self.bot(f, rid).x, self.bot(f0, rid).x, delta=1)
+            self.assertAlmostEqual(self.bot(f, rid).y, self.bot(f0, rid).y, delta=1)
+        self.assertAlmostEqual(self.bot(f, 3).x, 1000, delta=1)  # applied
+        self.assertAlmostEqual(self.bot(f, 3).y, 1000, delta=1)
+        # Driving by wheels still works for robot 4: its specs were not changed.
+        r = self.robots([self.command(4, wheels=(1, 1, 1, 1))])
+        self.assertEqual(list(r.errors), [])
+        self.assertEqual([fb.id for fb in r.feedback], [4])
+
 
 if __name__ == "__main__":
     unittest.main()

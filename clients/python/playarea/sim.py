@@ -368,11 +368,14 @@ class Sim:
 
     def set_scenario(self, world=None):
         """Replace the whole world (robots, obstacles, map) with a world file
-        (made absolute here: pa-sim reads it), or the default world when
-        world is None. Tick, sim time and stream seqs run on; reset() then
-        goes back to this world."""
+        (made absolute here: pa-sim reads it), the built-in SSL fields
+        "ssl-a" / "ssl-b", or the default world when world is None. Tick,
+        sim time and stream seqs run on; reset() then goes back to this
+        world."""
         if world is None:
             return self.request("set_scenario", {"world": "default"})
+        if world in ("ssl-a", "ssl-b"):
+            return self.request("set_scenario", {"world": world})
         return self.request("set_scenario", {"world": os.path.abspath(world)})
 
     def generate_map(self, width=20.0, height=15.0, resolution=0.05, seed=1,
