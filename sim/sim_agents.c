@@ -33,17 +33,6 @@
                             * search grows with it) */
 #define AGENT_SPEED_MAX 10 /* [m/s] */
 
-struct pa_sim_agent {
-  uint32_t gen;      /* the obstacle's gen this belongs to */
-  uint32_t wp_count; /* waypoints */
-  uint32_t wp;       /* the next one */
-  uint32_t turn;     /* random walk: ticks to the next heading */
-  double speed;      /* [m/s] */
-  double wpx[PA_AGENT_WAYPOINTS_MAX], wpy[PA_AGENT_WAYPOINTS_MAX];
-  double vx, vy; /* [m/s] velocity now */
-  uint64_t rng;
-};
-
 /* Agents by bucket of a coarse grid, rebuilt each tick (positions move on
  * during it by at most a step: buckets as wide as a contact plus two steps
  * and the social range, searched 3 x 3, find every body that matters), and

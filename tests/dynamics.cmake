@@ -8,7 +8,7 @@ if(TARGET pa-sim)
   add_dependencies(test_dynamics_net pa-sim pa-netgw)
 endif()
 pa_add_test(test_dynamics_agents SOURCES test_dynamics_agents.c
-            LIBS pa_test_sim pa_sim_internal TIMEOUT 120 LABELS dynamics)
+            LIBS pa_test_sim pa_sim_internal PkgConfig::JANSSON TIMEOUT 120 LABELS dynamics)
 if(COMMAND pa_add_python_test)
   pa_add_python_test(python_dynamics test_dynamics TIMEOUT 120)
 endif()

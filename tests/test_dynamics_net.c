@@ -291,6 +291,15 @@ static void test_agents(void **st) {
   json_decref(j);
   printf("pedestrian at x %.4f\n", px);
   assert_true(px > 0.505 && px < 1.5); /* walking to its goal */
+  /* get_state (and step) list them as get_agents does, world-level */
+  d = ok(&j, "get_state", "{\"robot\":\"cart\"}");
+  json_t *sa = json_object_get(d, "agents");
+  assert_int_equal(json_array_size(sa), 2);
+  ped = json_array_get(sa, 1);
+  assert_string_equal(json_string_value(json_object_get(ped, "name")), "ped");
+  assert_true(
+      json_number_value(json_array_get(json_object_get(ped, "pose"), 0)) == px);
+  json_decref(j);
   char data[128];
   snprintf(data, sizeof data, "{\"agent\":%lld,\"pose\":[0.9,0,0]}",
            (long long)post);
@@ -315,6 +324,9 @@ static void test_agents(void **st) {
   json_decref(j);
   d = ok(&j, "get_agents", "{}");
   assert_int_equal(json_integer_value(json_object_get(d, "count")), 0);
+  json_decref(j);
+  d = ok(&j, "get_state", "{\"robot\":\"cart\"}");
+  assert_null(json_object_get(d, "agents")); /* none: as before agents */
   json_decref(j);
   /* a snapshot keeps an agent's pose, and it walks on after a load */
   ok(&j, "spawn_agent",
