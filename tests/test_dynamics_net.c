@@ -300,6 +300,31 @@ static void test_agents(void **st) {
   assert_true(
       json_number_value(json_array_get(json_object_get(ped, "pose"), 0)) == px);
   json_decref(j);
+  /* get_terrain_grid: the post is an agent (class 3) with
+   * include_dynamic_agents, and no static obstacle without it */
+  for (int with = 0; with < 2; with++) {
+    char q[160];
+    snprintf(q, sizeof q,
+             "{\"cell_size\":0.5,\"include_static_obstacles\":true,"
+             "\"include_dynamic_agents\":%s}",
+             with ? "true" : "false");
+    d = ok(&j, "get_terrain_grid", q);
+    json_t *org = json_object_get(d, "origin");
+    long cx =
+        (long)floor((1.2 - json_number_value(json_array_get(org, 0))) / 0.5);
+    long cy =
+        (long)floor((0 - json_number_value(json_array_get(org, 1))) / 0.5);
+    json_t *cg = json_object_get(d, "class_grid");
+    json_int_t cls = json_integer_value(
+        json_array_get(json_array_get(cg, (size_t)cy), (size_t)cx));
+    json_int_t blk = json_integer_value(json_array_get(
+        json_array_get(json_object_get(d, "grid"), (size_t)cy), (size_t)cx));
+    json_decref(j);
+    printf("terrain cell of the post, agents %s: class %lld, blocked %lld\n",
+           with ? "on" : "off", (long long)cls, (long long)blk);
+    assert_int_equal(cls, with ? 3 : 0);
+    assert_int_equal(blk, with ? 1 : 0);
+  }
   char data[128];
   snprintf(data, sizeof data, "{\"agent\":%lld,\"pose\":[0.9,0,0]}",
            (long long)post);
