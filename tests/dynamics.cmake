@@ -12,3 +12,10 @@ pa_add_test(test_dynamics_agents SOURCES test_dynamics_agents.c
 if(COMMAND pa_add_python_test)
   pa_add_python_test(python_dynamics test_dynamics TIMEOUT 120)
 endif()
+# Nothing lost when pa-sim crashes: held forces and agents under the launcher.
+if(TARGET pa_test_launch_util AND DEFINED _pa_launch_procs)
+  pa_add_test(test_dynamics_restart SOURCES test_dynamics_restart.c
+              LIBS pa_launch pa_test_launch_util PkgConfig::JANSSON m
+              TIMEOUT 90 LABELS "dynamics;launch")
+  add_dependencies(test_dynamics_restart ${_pa_launch_procs})
+endif()
