@@ -51,16 +51,16 @@ static json_t *ask(const char *action, const char *data) {
 
 static double yaw_rate(void) {
   json_t *j = ask("get_state", "{\"robot\":\"sub\"}");
-  double w =
-      json_number_value(json_object_get(json_object_get(j, "data"), "yaw_rate"));
+  double w = json_number_value(
+      json_object_get(json_object_get(j, "data"), "yaw_rate"));
   json_decref(j);
   return w;
 }
 
 static void agent_xy(double *x, double *y) {
   json_t *j = ask("get_agents", "{}");
-  json_t *a = json_array_get(
-      json_object_get(json_object_get(j, "data"), "agents"), 0);
+  json_t *a =
+      json_array_get(json_object_get(json_object_get(j, "data"), "agents"), 0);
   json_t *p = json_object_get(a, "pose");
   if (!p)
     fail_msg("no agent");
@@ -97,12 +97,11 @@ static void test_crash_keeps_forces_and_agents(void **st) {
   assert_int_equal(lt_start(&t, "keep", extra, 30000), 0);
   fd = pa_test_tcp_connect(t.port);
   assert_true(fd >= 0);
-  json_decref(ask("set_body_wrench",
-                  "{\"robot\":\"sub\",\"wrench\":[0,0,0,0,0,0.5]}"));
-  json_decref(ask("spawn_agent",
-                  "{\"name\":\"walker\",\"pose\":[0.5,-1,0],"
-                  "\"behaviour\":\"waypoints\",\"speed\":0.6,"
-                  "\"waypoints\":[[1.5,-1],[0.5,-1]]}"));
+  json_decref(
+      ask("set_body_wrench", "{\"robot\":\"sub\",\"wrench\":[0,0,0,0,0,0.5]}"));
+  json_decref(ask("spawn_agent", "{\"name\":\"walker\",\"pose\":[0.5,-1,0],"
+                                 "\"behaviour\":\"waypoints\",\"speed\":0.6,"
+                                 "\"waypoints\":[[1.5,-1],[0.5,-1]]}"));
   double before = walk(2000);
   double w0 = yaw_rate();
   printf("before the crash: yaw rate %.4f rad/s, agent walked %.3f m in 2 s\n",
