@@ -74,7 +74,8 @@ static bool agent_ok(const pa_sim_agent *a) {
   if (a->wp_count > PA_AGENT_WAYPOINTS_MAX ||
       (a->wp_count ? a->wp >= a->wp_count : a->wp != 0) ||
       !finite_n(v, 3, 1e3) || a->speed < 0 ||
-      !finite_n(a->wpx, a->wp_count, 1e6) || !finite_n(a->wpy, a->wp_count, 1e6))
+      !finite_n(a->wpx, a->wp_count, 1e6) ||
+      !finite_n(a->wpy, a->wp_count, 1e6))
     return false;
   return true;
 }
