@@ -296,6 +296,19 @@ static pa_status map_cmd_finish(run_ctx *k, pa_reply *r) {
   return PA_OK;
 }
 
+/* Whether command c may have changed what sim-keep holds and must be kept
+ * before its reply: every command answered, and the unanswered ones that
+ * hold forces or take them away; not the stream of velocity commands to
+ * kinematic robots (their next tick keeps anything anyway). */
+static bool keep_after(const pa_sim_state *s, const pa_cmd *c) {
+  if (!(c->flags & PA_CMDF_NO_REPLY) || c->op == PA_OP_SET_FORCE ||
+      c->op == PA_OP_SET_THRUST)
+    return true;
+  return (c->op == PA_OP_SET_CMD || c->op == PA_OP_STOP) &&
+         c->robot < s->robot_count &&
+         s->info[c->robot].dynamics == PA_DYN_DYNAMIC;
+}
+
 /* Replies and bookkeeping of one applied command. */
 static void cmd_done(run_ctx *k, const pa_cmd *c, pa_status rc,
                      const pa_reply *r) {
@@ -305,7 +318,8 @@ static void cmd_done(run_ctx *k, const pa_cmd *c, pa_status rc,
     pa_sim_shm_publish_world(k->s, k->st);
     k->s->world_dirty = false;
   }
-  pa_sim_keep_write(k->s); /* before the reply: what it acknowledges stays */
+  if (keep_after(k->s, c)) /* before the reply: what it acknowledges stays */
+    pa_sim_keep_write(k->s);
   finish_cmd(k->st, c, r);
 }
 
