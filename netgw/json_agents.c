@@ -248,7 +248,18 @@ size_t pa_json_cost_get_agents(jctx *x) {
   return (size_t)x->c->g->ctl->def.max_obstacles * 256 + PA_JSON_SMALL_REPLY;
 }
 
-json_t *pa_json_act_get_agents(jctx *x) {
+uint32_t pa_json_agents_count(pa_netgw *g) {
+  uint32_t n = __atomic_load_n(&g->ctl->obstacle_count, __ATOMIC_ACQUIRE),
+           k = 0;
+  if (n > g->ctl->def.max_obstacles)
+    n = g->ctl->def.max_obstacles;
+  for (uint32_t i = 0; i < n; i++) /* an estimate: racing the writer is fine */
+    k += g->st->obstacles[i].active &&
+         g->st->obstacles[i].agent != PA_AGENT_NONE;
+  return k;
+}
+
+json_t *pa_json_agents_list(jctx *x) {
   pa_netgw *g = x->c->g;
   uint32_t max = g->ctl->def.max_obstacles, n = 0;
   pa_obstacle_info *copy = malloc((size_t)(max ? max : 1) * sizeof *copy);
@@ -284,5 +295,10 @@ json_t *pa_json_act_get_agents(jctx *x) {
     json_array_append_new(list, j);
   }
   free(copy);
-  return pa_json_counted("agents", list);
+  return list;
+}
+
+json_t *pa_json_act_get_agents(jctx *x) {
+  json_t *list = pa_json_agents_list(x);
+  return list ? pa_json_counted("agents", list) : NULL;
 }

@@ -218,6 +218,74 @@ static double *b64_actions(jctx *x, json_t *b, size_t n, size_t *k) {
   return v;
 }
 
+/* data.forces[i] for robot id: null (nothing: it keeps what it holds) or
+ * [fx, fy, fz] world frame (as step's force) or [fx, fy, fz, tx, ty, tz] a
+ * body wrench (as set_body_wrench; OceanSim's body frame, x right, y
+ * forward), fz / tx / ty 0 (the world is planar), on a dynamic robot within
+ * its limits: *cmd a held SET_FORCE, or op NONE; false with the error set. */
+static bool batch_force(jctx *x, json_t *e, size_t i, uint32_t id,
+                        pa_cmd *cmd) {
+  static const char *const names[] = {"fx", "fy", "fz", "tx", "ty", "tz"};
+  memset(cmd, 0, sizeof *cmd);
+  if (json_is_null(e))
+    return true;
+  size_t k = json_is_array(e) ? json_array_size(e) : 0;
+  double f[6] = {0, 0, 0, 0, 0, 0};
+  bool ok = k == 3 || k == 6;
+  for (size_t j = 0; ok && j < k; j++) {
+    json_t *v = json_array_get(e, j);
+    ok = json_is_number(v) && fabs(json_number_value(v)) <= 1e9;
+    f[j] = ok ? json_number_value(v) : 0;
+  }
+  if (!ok) {
+    pa_json_fail(x, PA_ERR_INVALID_ACTION_SHAPE,
+                 "data.forces[%zu] (robot %u) must be null, [fx, fy, fz] "
+                 "(world) or [fx, fy, fz, tx, ty, tz] (body) of finite numbers",
+                 i, (unsigned)id);
+    return false;
+  }
+  for (size_t j = 2; j < 5; j++)
+    if (f[j] != 0) {
+      pa_json_fail(x, PA_ERR_UNSUPPORTED_CONTROL_SCHEME,
+                   "data.forces[%zu][%zu] (%s = %g): the world is planar (x, "
+                   "y, yaw); %s must be 0",
+                   i, j, names[j], f[j], names[j]);
+      return false;
+    }
+  pa_robot_info info;
+  uint32_t idx;
+  if (pa_gw_robot(x->c->g, NULL, (long)id, &info, &idx) != 0) {
+    pa_json_fail(x, PA_ERR_UNKNOWN_ROBOT, "data.robots[%zu] (%u) is gone", i,
+                 (unsigned)id);
+    return false;
+  }
+  const char *why = NULL;
+  if (info.dynamics != PA_DYN_DYNAMIC)
+    why = "is kinematic: a force needs dynamics 'dynamic'";
+  else if (hypot(f[0], f[1]) > info.max_force * (1 + 1e-9))
+    why = "is given a force above its max_force";
+  else if (fabs(f[5]) > info.max_torque * (1 + 1e-9))
+    why = "is given a torque above its max_torque";
+  if (why) {
+    pa_json_fail(x,
+                 info.dynamics != PA_DYN_DYNAMIC
+                     ? PA_ERR_UNSUPPORTED_CONTROL_SCHEME
+                     : PA_ERR_INVALID_ACTION_SHAPE,
+                 "data.forces[%zu]: robot %u ('%s') %s", i, (unsigned)id,
+                 info.name, why);
+    return false;
+  }
+  bool body = k == 6; /* OceanSim's body (x right, y forward) to ours */
+  cmd->op = PA_OP_SET_FORCE;
+  cmd->robot = id;
+  cmd->force.mode = PA_FORCE_HOLD;
+  cmd->force.frame = body ? PA_FRAME_ROBOT : PA_FRAME_WORLD;
+  cmd->force.fx = body ? f[1] : f[0];
+  cmd->force.fy = body ? -f[0] : f[1];
+  cmd->force.tz = f[5];
+  return true;
+}
+
 size_t pa_json_cost_step_batch(jctx *x) {
   pa_netgw *g = x->c->g;
   uint32_t top = __atomic_load_n(&g->ctl->robot_count, __ATOMIC_ACQUIRE);
@@ -253,6 +321,15 @@ json_t *pa_json_act_step_batch(jctx *x) {
                         "a binary step_batch cannot be inside a batch");
   json_t *acts = json_object_get(x->data, "actions");
   json_t *b64 = json_object_get(x->data, "actions_b64");
+  json_t *forces = json_object_get(x->data, "forces");
+  if (forces && !json_is_array(forces))
+    return pa_json_fail(x, PA_ERR_INVALID_ACTION_SHAPE,
+                        "data.forces must be an array of null, [fx, fy, fz] "
+                        "or [fx, fy, fz, tx, ty, tz] per robot");
+  if (forces && b64)
+    return pa_json_fail(x, PA_ERR_INVALID_MESSAGE,
+                        "data.forces goes with data.actions (null for a "
+                        "robot it forces), not data.actions_b64");
   if (acts && !json_is_array(acts))
     return pa_json_fail(x, PA_ERR_INVALID_ACTION_SHAPE,
                         "data.actions must be an array of [v, w] or "
@@ -270,18 +347,51 @@ json_t *pa_json_act_step_batch(jctx *x) {
                         "data.actions has %zu entries for %zu robots",
                         json_array_size(acts), n);
   }
+  if (forces && json_array_size(forces) != n) {
+    free(ids);
+    return pa_json_fail(x, PA_ERR_INVALID_ACTION_SHAPE,
+                        "data.forces has %zu entries for %zu robots",
+                        json_array_size(forces), n);
+  }
   size_t bk = 0;
   double *bv = b64 ? b64_actions(x, b64, n, &bk) : NULL;
   if (b64 && !bv) {
     free(ids);
     return NULL;
   }
+  /* Held forces (checked before anything is sent; pushed after the
+   * velocity commands, which would clear them). */
+  pa_cmd *fcmds = forces ? calloc(n, sizeof *fcmds) : NULL;
+  size_t nf = 0, na = 0;
+  if (forces && !fcmds) {
+    free(ids);
+    free(bv);
+    return pa_json_fail(x, PA_ERR_BUSY, "out of memory");
+  }
+  for (size_t i = 0; forces && i < n; i++) {
+    json_t *fe = json_array_get(forces, i);
+    if (!batch_force(x, fe, i, ids[i], &fcmds[i]) ||
+        (fcmds[i].op && acts && !json_is_null(json_array_get(acts, i)) &&
+         !pa_json_fail(x, PA_ERR_INVALID_MESSAGE,
+                       "data.actions[%zu] and data.forces[%zu] both drive "
+                       "robot %u: give null for one",
+                       i, i, (unsigned)ids[i]))) {
+      free(ids);
+      free(bv);
+      free(fcmds);
+      return NULL;
+    }
+    nf += fcmds[i].op != PA_OP_NONE;
+  }
+  for (size_t i = 0; acts && i < n; i++)
+    na += !json_is_null(json_array_get(acts, i));
   bool have = acts || bv;
   /* Every command and the STEP fit, or nothing is sent. */
-  size_t need = (have ? n : 0) + 1;
+  size_t need = (acts ? na : bv ? n : 0) + nf + 1;
   if (pa_queue_space(g->st->cmd) < need) {
     free(ids);
     free(bv);
+    free(fcmds);
     g->busy++;
     return pa_json_fail(x, PA_ERR_BUSY,
                         "step_batch needs %zu command queue slots, %u are "
@@ -293,6 +403,7 @@ json_t *pa_json_act_step_batch(jctx *x) {
   if (have && !cmds) {
     free(ids);
     free(bv);
+    free(fcmds);
     return pa_json_fail(x, PA_ERR_BUSY, "out of memory");
   }
   /* Check every action before any is sent: a bad one changes nothing. */
@@ -302,6 +413,8 @@ json_t *pa_json_act_step_batch(jctx *x) {
     bool ok = true;
     if (bv) {
       memcpy(v, bv + i * bk, bk * sizeof *v);
+    } else if (forces && json_is_null(json_array_get(acts, i))) {
+      continue; /* forced: no velocity command (op NONE, not sent) */
     } else {
       json_t *a = json_array_get(acts, i);
       k = json_is_array(a) ? json_array_size(a) : 0;
@@ -338,20 +451,25 @@ json_t *pa_json_act_step_batch(jctx *x) {
       free(ids);
       free(cmds);
       free(bv);
+      free(fcmds);
       return pa_json_fail(x, st, "data.%s[%zu] (robot %u) %s",
                           b64 ? "actions_b64" : "actions", i, id, why);
     }
   }
   free(bv);
-  for (size_t i = 0; have && i < n; i++) {
-    if (pa_gw_push_nowait(c, &cmds[i]) != 0) {
+  for (size_t i = 0; i < 2 * n; i++) { /* velocities, then forces */
+    pa_cmd *pc =
+        i < n ? (have ? &cmds[i] : NULL) : (fcmds ? &fcmds[i - n] : NULL);
+    if (pc && pc->op != PA_OP_NONE && pa_gw_push_nowait(c, pc) != 0) {
       free(ids);
       free(cmds);
+      free(fcmds);
       g->busy++; /* only if pa-sim's queue shrank under us: never, one writer */
       return pa_json_fail(x, PA_ERR_BUSY, "%s", g->busy_msg);
     }
   }
   free(cmds);
+  free(fcmds);
   uint32_t first = ids[0];
   free(ids);
   pa_cmd step;

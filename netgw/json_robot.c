@@ -114,6 +114,14 @@ static json_t *state_json(jctx *x, uint32_t robot, const pa_robot_info *info,
     json_object_set_new(d, "ball_contact",
                         json_boolean(rs->flags & PA_RS_BALL_CONTACT));
   }
+  if (pa_json_agents_count(x->c->g)) { /* the moving obstacles around it */
+    json_t *ag = pa_json_agents_list(x);
+    if (!ag) {
+      json_decref(d);
+      return NULL;
+    }
+    json_object_set_new(d, "agents", ag);
+  }
   return d;
 }
 
@@ -313,7 +321,8 @@ size_t pa_json_cost_list_robots(jctx *x) {
 
 /* A state with its scan: at most 20 bytes per range ("-1000000000.000001,"). */
 size_t pa_json_cost_state(jctx *x) {
-  return (size_t)x->info.laser_beams * 20 + PA_JSON_SMALL_REPLY;
+  return (size_t)x->info.laser_beams * 20 +
+         (size_t)pa_json_agents_count(x->c->g) * 256 + PA_JSON_SMALL_REPLY;
 }
 
 json_t *pa_json_act_list_robots(jctx *x) {

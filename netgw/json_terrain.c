@@ -175,7 +175,7 @@ static int8_t *classes(jctx *x, const pa_map_block *m, const int8_t *cells,
   int8_t occ = m->occupied_min > 0 ? (int8_t)m->occupied_min : 100;
   for (size_t i = 0; i < n; i++)
     cls[i] = cells[i] < 0 ? C_UNKNOWN : cells[i] >= occ ? C_TERRAIN : C_FREE;
-  if (t->statics) {
+  if (t->statics || t->agents) { /* obstacles, agents among them */
     uint32_t max = g->ctl->def.max_obstacles, no = 0;
     pa_obstacle_info *ob = malloc((size_t)(max ? max : 1) * sizeof *ob);
     for (int tries = 0; ob; tries++) { /* an untorn copy, or busy */
@@ -193,14 +193,15 @@ static int8_t *classes(jctx *x, const pa_map_block *m, const int8_t *cells,
       if (!pa_stack_world_read_retry(g->st, s))
         break;
     }
-    for (uint32_t i = 0; ob && i < no; i++)
-      if (ob[i].active)
-        mark_obstacle(cls, m, &ob[i], C_STATIC);
+    for (uint32_t i = 0; ob && i < no; i++) {
+      bool agent = ob[i].agent != PA_AGENT_NONE;
+      if (ob[i].active && (agent ? t->agents : t->statics))
+        mark_obstacle(cls, m, &ob[i], agent ? C_AGENT : C_STATIC);
+    }
     free(ob);
   }
   if (t->agents) {
-    /* the robots' footprints now; AGENTS: the dynamic agents (issue 15)
-     * are marked here too, as C_AGENT. */
+    /* the robots' footprints now (the agents are marked above) */
     const pa_tick *tk = pa_gw_latest(g);
     for (uint32_t i = 0; tk && i < tk->robot_count; i++) {
       const pa_robot_state *rs = pa_gw_robot_state(tk, i);

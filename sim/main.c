@@ -129,6 +129,7 @@ int main(int argc, char **argv) {
       pa_info("resumed on the map set at run time: %ux%u cells at %g m",
               model.grid.width, model.grid.height, model.grid.resolution);
   }
+  pa_sim_keep_open(&model, &state, &stack, rc == 1);
   /* Never apply twice a command a previous pa-sim may have half applied. */
   pa_sim_shm_answer_inflight(&state, &stack);
   if (pa_sim_shm_publish_map(&model, &stack, err, sizeof err) != 0) {

@@ -235,6 +235,8 @@ typedef struct pa_sim_state {
   struct pa_sim_agent *agents; /* [cap_obstacles] agents' behaviour state */
   uint32_t agent_count;        /* active agents (sim_agents.c) */
   struct pa_sim_agent_grid *agent_grid; /* their buckets (sim_agents.c) */
+  void *keep;       /* the sim-keep object's mapping, or NULL (sim_keep.c) */
+  size_t keep_size; /* its bytes */
 } pa_sim_state;
 
 /* Scan threads for def.threads and an initial world of `robots` robots:
@@ -403,6 +405,16 @@ int pa_sim_shm_resume_map(pa_sim_model *m, pa_sim_state *s, pa_stack *st,
 /* A restarted pa-sim: if ctl->cmd_inflight is set, answers that command with
  * busy and pops it without applying it. Returns 1 if it did. */
 int pa_sim_shm_answer_inflight(const pa_sim_state *s, pa_stack *st);
+
+/* The sim-keep object (sim_keep.c): what pa-sim alone holds (held forces,
+ * thrusters and pulses, agents' behaviour state), written after every tick
+ * and command so a restarted pa-sim goes on with it. Open maps (creates) it
+ * and, with resume (the world was resumed from the segments), takes what a
+ * previous pa-sim of this instance wrote: 0, or -1 (warned; runs without). */
+int pa_sim_keep_open(const pa_sim_model *m, pa_sim_state *s, pa_stack *st,
+                     bool resume);
+void pa_sim_keep_write(pa_sim_state *s);
+void pa_sim_keep_close(pa_sim_state *s);
 
 /* The process loop: consumes commands at the start of each tick, runs ticks
  * at control_hz * speed on absolute deadlines (bounded catch-up), blocks on

@@ -33,23 +33,14 @@
                             * search grows with it) */
 #define AGENT_SPEED_MAX 10 /* [m/s] */
 
-struct pa_sim_agent {
-  uint32_t gen;      /* the obstacle's gen this belongs to */
-  uint32_t wp_count; /* waypoints */
-  uint32_t wp;       /* the next one */
-  uint32_t turn;     /* random walk: ticks to the next heading */
-  double speed;      /* [m/s] */
-  double wpx[PA_AGENT_WAYPOINTS_MAX], wpy[PA_AGENT_WAYPOINTS_MAX];
-  double vx, vy; /* [m/s] velocity now */
-  uint64_t rng;
-};
-
 /* Agents by bucket of a coarse grid, rebuilt each tick (positions move on
  * during it by at most a step: buckets as wide as a contact plus two steps
  * and the social range, searched 3 x 3, find every body that matters), and
  * the static obstacles' indices. */
 struct pa_sim_agent_grid {
   double cell;
+  double rmax;     /* the largest agent's bounding radius [m] */
+  double slack;    /* how far an agent may have moved from its bucket [m] */
   uint32_t mask;   /* table size - 1 */
   uint32_t *start; /* [mask + 2] */
   uint32_t *items; /* [cap] agent slots by bucket */
@@ -123,6 +114,8 @@ static void grid_build(const pa_sim_model *m, pa_sim_state *s) {
   }
   g->cell =
       fmax(PED_RANGE + 2.0 * rmax, 2.0 * rmax + 2.0 * vmax * m->dt + 0.01);
+  g->rmax = rmax;
+  g->slack = vmax * m->dt + 1e-9;
   memset(g->start, 0, ((size_t)g->mask + 2) * sizeof *g->start);
   uint32_t n = 0;
   for (uint32_t i = 0; i < s->obstacle_count; i++) {
@@ -148,16 +141,28 @@ static void grid_build(const pa_sim_model *m, pa_sim_state *s) {
   g->start[0] = 0;
 }
 
-/* Runs body with j = each agent in the 3 x 3 buckets around (x, y) (a
- * bucket aliased twice is visited once). */
-#define FOR_NEAR_AGENTS(g, x, y, j, ...)                                       \
+/* Runs body with j = each agent in the 3 x 3 buckets around (x, y) that can
+ * hold one whose centre is within reach of it now (buckets hold where they
+ * stood when built: + slack), in the 3 x 3 order (a bucket aliased twice is
+ * visited once). Agents in the buckets left out are beyond reach, so what
+ * the body finds within reach, and in what order, is the same. */
+#define FOR_NEAR_AGENTS(g, x, y, reach, j, ...)                                \
   do {                                                                         \
     int64_t cx_ = (int64_t)floor((x) / (g)->cell);                             \
     int64_t cy_ = (int64_t)floor((y) / (g)->cell);                             \
+    double rr_ = (reach) + (g)->slack;                                         \
+    int64_t a0_ = (int64_t)floor(((x)-rr_) / (g)->cell);                       \
+    int64_t a1_ = (int64_t)floor(((x) + rr_) / (g)->cell);                     \
+    int64_t b0_ = (int64_t)floor(((y)-rr_) / (g)->cell);                       \
+    int64_t b1_ = (int64_t)floor(((y) + rr_) / (g)->cell);                     \
+    a0_ = a0_ < cx_ - 1 ? cx_ - 1 : a0_;                                       \
+    a1_ = a1_ > cx_ + 1 ? cx_ + 1 : a1_;                                       \
+    b0_ = b0_ < cy_ - 1 ? cy_ - 1 : b0_;                                       \
+    b1_ = b1_ > cy_ + 1 ? cy_ + 1 : b1_;                                       \
     uint32_t seen_[9];                                                         \
     int ns_ = 0;                                                               \
-    for (int64_t b_ = cy_ - 1; b_ <= cy_ + 1; b_++)                            \
-      for (int64_t a_ = cx_ - 1; a_ <= cx_ + 1; a_++) {                        \
+    for (int64_t b_ = b0_; b_ <= b1_; b_++)                                    \
+      for (int64_t a_ = a0_; a_ <= a1_; a_++) {                                \
         uint32_t k_ = bucket((g), a_, b_);                                     \
         bool dup_ = false;                                                     \
         for (int q_ = 0; q_ < ns_; q_++)                                       \
@@ -246,7 +251,10 @@ static double agent_clear(const pa_sim_model *m, pa_sim_state *s, uint32_t i,
       best = d, bnx = len > 1e-12 ? ex / len : 1,
       bny = len > 1e-12 ? ey / len : 0;
   }
-  FOR_NEAR_AGENTS(g, x, y, j, {
+  /* only a body within reach decides (blocked or not; the normal is
+   * used when blocked): agents beyond best or reach + their radius cannot */
+  double near = fmin(best, r + 0.05) + g->rmax;
+  FOR_NEAR_AGENTS(g, x, y, near, j, {
     if (j == i)
       continue;
     const pa_obstacle_info *o = &s->obs[j];
@@ -269,7 +277,7 @@ static void social(const pa_sim_model *m, const pa_sim_state *s, uint32_t i,
                    double *fx, double *fy) {
   const pa_obstacle_info *o = &s->obs[i];
   double r = bound(o), x = o->x, y = o->y;
-  FOR_NEAR_AGENTS(s->agent_grid, x, y, j, {
+  FOR_NEAR_AGENTS(s->agent_grid, x, y, PED_RANGE, j, {
     const pa_obstacle_info *q = &s->obs[j];
     if (j == i)
       continue;

@@ -23,29 +23,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define PULSES_MAX 16          /* apply_force / apply_torque at once */
 #define PULSE_LIMIT 1e6        /* [N], [N m] of one pulse */
 #define PULSE_SECONDS_MAX 3600 /* longest pulse [s] */
-
-typedef struct dyn_pulse {
-  double fx, fy, tz; /* in frame */
-  double px, py;     /* body point [m] */
-  uint32_t frame;
-  uint32_t ticks_left;
-} dyn_pulse;
-
-/* The inputs of one robot, private to pa-sim (not in shared memory: a
- * restarted pa-sim starts with none held). */
-struct pa_sim_dyn {
-  uint32_t gen;   /* the robot's info gen these belong to */
-  bool forced;    /* held force / thrusters drive it, not the controller */
-  double fx, fy;  /* held force [N] in frame */
-  double tz;      /* held torque [N m] */
-  uint32_t frame; /* PA_FRAME_* */
-  double thrust[PA_THRUSTERS_MAX]; /* held values in [-1, 1] */
-  dyn_pulse pulse[PULSES_MAX];
-  uint32_t pulses;
-};
 
 int pa_sim_int_dyn_init(pa_sim_state *s) {
   s->dyn = calloc(s->cap_robots ? s->cap_robots : 1, sizeof *s->dyn);
@@ -309,9 +288,9 @@ pa_status pa_sim_int_op_set_force(const pa_sim_model *m, pa_sim_state *s,
       return fail(r, PA_ERR_INVALID_ACTION_SHAPE,
                   "apply_force: seconds must be in [0, %d]", PULSE_SECONDS_MAX);
     pa_sim_dyn *d = dyn_of(s, c->robot);
-    if (d->pulses == PULSES_MAX)
+    if (d->pulses == PA_SIM_PULSES_MAX)
       return fail(r, PA_ERR_BUSY, "robot '%s' has %d forces applied already",
-                  ri->name, PULSES_MAX);
+                  ri->name, PA_SIM_PULSES_MAX);
     double t = floor(f->seconds / m->dt + 0.5);
     dyn_pulse *p = &d->pulse[d->pulses++];
     p->fx = f->fx;

@@ -554,6 +554,7 @@ void pa_sim_state_free(pa_sim_state *s) {
     pa_sim_int_scratch_free(s->scratch);
   free(s->scratch);
   free(s->motion);
+  pa_sim_keep_close(s);
   pa_sim_int_dyn_free(s);
   pa_sim_int_agents_free(s);
   pa_sim_int_hash_free(&s->hash);

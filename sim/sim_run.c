@@ -314,6 +314,19 @@ static pa_status map_cmd_finish(run_ctx *k, pa_reply *r) {
   return PA_OK;
 }
 
+/* Whether command c may have changed what sim-keep holds and must be kept
+ * before its reply: every command answered, and the unanswered ones that
+ * hold forces or take them away; not the stream of velocity commands to
+ * kinematic robots (their next tick keeps anything anyway). */
+static bool keep_after(const pa_sim_state *s, const pa_cmd *c) {
+  if (!(c->flags & PA_CMDF_NO_REPLY) || c->op == PA_OP_SET_FORCE ||
+      c->op == PA_OP_SET_THRUST)
+    return true;
+  return (c->op == PA_OP_SET_CMD || c->op == PA_OP_STOP) &&
+         c->robot < s->robot_count &&
+         s->info[c->robot].dynamics == PA_DYN_DYNAMIC;
+}
+
 /* Replies and bookkeeping of one applied command. */
 static void cmd_done(run_ctx *k, const pa_cmd *c, pa_status rc,
                      const pa_reply *r) {
@@ -323,6 +336,8 @@ static void cmd_done(run_ctx *k, const pa_cmd *c, pa_status rc,
     pa_sim_shm_publish_world(k->s, k->st);
     k->s->world_dirty = false;
   }
+  if (keep_after(k->s, c)) /* before the reply: what it acknowledges stays */
+    pa_sim_keep_write(k->s);
   finish_cmd(k->st, c, r);
 }
 
@@ -527,6 +542,7 @@ void pa_sim_run(pa_sim_model *m, pa_sim_state *s, pa_stack *st,
     uint64_t late0 = s->late_scans;
     int64_t t2 = pa_sim_int_step(m, s, t1, timed);
     pa_sim_shm_publish_tick_at(m, s, st, t2);
+    pa_sim_keep_write(s);
     k.scans += s->scan_due_count + (s->late_scans - late0);
     /* A recording's last tick: the scans in flight go in too. */
     if (s->rec && pa_sim_int_rec_due(s)) {

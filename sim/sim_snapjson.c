@@ -13,6 +13,7 @@
 #include <inttypes.h>
 #include <jansson.h>
 #include <limits.h>
+#include <math.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -85,6 +86,13 @@ static const field obstacle_fields[] = {
     OB(height, F_F32), OB(x, F_F64),      OB(y, F_F64),      OB(theta, F_F64),
     OB(size_x, F_F64), OB(size_y, F_F64), OB(radius, F_F64), OB(colour, F_RGBA),
 };
+#define AG(k, t)                                                               \
+  { #k, t, offsetof(pa_sim_agent, k) }
+static const field agent_fields[] = {
+    AG(wp, F_U32), AG(turn, F_U32), AG(speed, F_F64),
+    AG(vx, F_F64), AG(vy, F_F64),   AG(rng, F_U64),
+};
+#undef AG
 #undef RI
 #undef RS
 #undef OB
@@ -224,6 +232,60 @@ static int fields_in(json_t *o, void *rec, const field *f, size_t n,
       return -1;
     }
   }
+  return 0;
+}
+
+/* Agent record i of a file: its behaviour state into *a, its obstacle slot
+ * (which becomes an agent of its behaviour) into *slot; 0, or -1 with err. */
+static int agent_in(json_t *j, size_t i, pa_obstacle_info *ob, size_t no,
+                    pa_sim_agent *a, uint32_t *slot, char *err, size_t err_sz) {
+  char where[48];
+  snprintf(where, sizeof where, "agents[%zu]", i);
+  memset(a, 0, sizeof *a);
+  if (fields_in(j, a, agent_fields, NF(agent_fields), where, err, err_sz) != 0)
+    return -1;
+  json_t *jo = json_object_get(j, "obstacle");
+  json_t *jb = json_object_get(j, "behaviour");
+  json_t *jr = json_object_get(j, "record");
+  json_t *wp = json_object_get(j, "waypoints");
+  json_int_t k = json_is_integer(jo) ? json_integer_value(jo) : -1;
+  json_int_t b = json_is_integer(jb) ? json_integer_value(jb) : -1;
+  if (k < 0 || (size_t)k >= no || !ob[k].active || ob[k].agent) {
+    snprintf(err, err_sz, "%s.obstacle must name an obstacle, once", where);
+    return -1;
+  }
+  if (b <= PA_AGENT_NONE || b >= PA_AGENT_COUNT || !json_is_boolean(jr)) {
+    snprintf(err, err_sz, "%s.behaviour must be 1 to %d, record a boolean",
+             where, PA_AGENT_COUNT - 1);
+    return -1;
+  }
+  size_t n = json_is_array(wp) ? json_array_size(wp) : SIZE_MAX;
+  bool ok = n <= PA_AGENT_WAYPOINTS_MAX && (n ? a->wp < n : a->wp == 0) &&
+            isfinite(a->speed) && a->speed >= 0 && a->speed <= 10 &&
+            isfinite(a->vx) && isfinite(a->vy) && fabs(a->vx) <= 1e3 &&
+            fabs(a->vy) <= 1e3;
+  for (size_t q = 0; ok && q < n; q++) {
+    json_t *p = json_array_get(wp, q);
+    json_t *px = json_array_get(p, 0), *py = json_array_get(p, 1);
+    ok = json_array_size(p) == 2 && json_is_number(px) && json_is_number(py) &&
+         fabs(json_number_value(px)) <= 1e6 &&
+         fabs(json_number_value(py)) <= 1e6;
+    if (ok) {
+      a->wpx[q] = json_number_value(px);
+      a->wpy[q] = json_number_value(py);
+    }
+  }
+  if (!ok) {
+    snprintf(err, err_sz,
+             "%s: waypoints (up to %d [x, y]), wp, speed or velocity out of "
+             "range",
+             where, PA_AGENT_WAYPOINTS_MAX);
+    return -1;
+  }
+  a->wp_count = (uint32_t)n;
+  a->gen = json_is_true(jr); /* 1: walks on; 0: stands (no record) */
+  ob[k].agent = (uint32_t)b;
+  *slot = (uint32_t)k;
   return 0;
 }
 
@@ -415,9 +477,31 @@ pa_status pa_sim_int_snapshot_json_save(const pa_sim_model *m,
     json_array_append_new(
         obs, fields_out(&s->obs[i], obstacle_fields, NF(obstacle_fields)));
   json_object_set_new(root, "obstacles", obs);
-  /* ---- AGENTS: the dynamic agents (issue 15) are saved here, as
-   * "agents": [...], and restored in pa_sim_int_snapshot_json_load. ---- */
-  json_object_set_new(root, "agents", json_array());
+  /* agents: the behaviour state pa-sim holds for each agent obstacle (the
+   * obstacle record holds its pose) */
+  json_t *agents = json_array();
+  for (uint32_t i = 0; s->agents && i < s->obstacle_count; i++) {
+    const pa_obstacle_info *o = &s->obs[i];
+    if (!o->active || o->agent == PA_AGENT_NONE)
+      continue;
+    pa_sim_agent a = s->agents[i];
+    if (a.gen != o->gen) /* one without a record stands: save it so */
+      memset(&a, 0, sizeof a);
+    json_t *j = fields_out(&a, agent_fields, NF(agent_fields));
+    json_object_set_new(j, "obstacle", json_integer(i));
+    json_object_set_new(j, "behaviour", json_integer(o->agent));
+    json_object_set_new(j, "record", json_boolean(a.gen == o->gen));
+    json_t *wp = json_array();
+    for (uint32_t k = 0; k < a.wp_count && k < PA_AGENT_WAYPOINTS_MAX; k++) {
+      json_t *p = json_array();
+      json_array_append_new(p, json_real(a.wpx[k]));
+      json_array_append_new(p, json_real(a.wpy[k]));
+      json_array_append_new(wp, p);
+    }
+    json_object_set_new(j, "waypoints", wp);
+    json_array_append_new(agents, j);
+  }
+  json_object_set_new(root, "agents", agents);
   /* written whole then renamed: a crash never leaves half a file */
   snprintf(tmp, sizeof tmp, "%s.tmp%d", path, (int)getpid());
   int rc = json_dump_file(root, tmp, JSON_INDENT(1) | JSON_REAL_PRECISION(17));
@@ -464,6 +548,8 @@ pa_status pa_sim_int_snapshot_json_load(const pa_sim_model *m, pa_sim_state *s,
   pa_robot_info *ri = NULL;
   pa_robot_state *rs = NULL;
   pa_obstacle_info *ob = NULL;
+  pa_sim_agent *ag = NULL;
+  uint32_t *agslot = NULL;
   json_t *fmt = json_object_get(root, "format");
   json_t *ver = json_object_get(root, "version");
   json_t *robots = json_object_get(root, "robots");
@@ -498,12 +584,9 @@ pa_status pa_sim_int_snapshot_json_load(const pa_sim_model *m, pa_sim_state *s,
                          cpath);
     goto out;
   }
-  /* ---- AGENTS: restore "agents" here (issue 15); until then a file that
-   * holds some is refused rather than loaded without them. ---- */
-  if (agents && (!json_is_array(agents) || json_array_size(agents) > 0)) {
+  if (agents && !json_is_array(agents)) {
     rc = pa_sim_int_fail(r, PA_ERR_INVALID_MESSAGE,
-                         "%s holds agents, which this pa-sim cannot load",
-                         cpath);
+                         "%s: agents must be an array", cpath);
     goto out;
   }
   size_t nr = json_array_size(robots), no = json_array_size(obs);
@@ -539,6 +622,17 @@ pa_status pa_sim_int_snapshot_json_load(const pa_sim_model *m, pa_sim_state *s,
                   NF(obstacle_fields), where, err, sizeof err) != 0)
       goto bad;
   }
+  size_t na = agents ? json_array_size(agents) : 0;
+  ag = calloc(na ? na : 1, sizeof *ag);
+  agslot = calloc(na ? na : 1, sizeof *agslot);
+  if (!ag || !agslot) {
+    rc = pa_sim_int_fail(r, PA_ERR_BUSY, "out of memory");
+    goto out;
+  }
+  for (size_t i = 0; i < na; i++)
+    if (agent_in(json_array_get(agents, i), i, ob, no, &ag[i], &agslot[i], err,
+                 sizeof err) != 0)
+      goto bad;
   /* the checks a world file's and a shm snapshot's records pass */
   if (pa_sim_int_snap_records_bad(m, ri, rs, (uint32_t)nr, ob, (uint32_t)no,
                                   err, sizeof err))
@@ -550,6 +644,11 @@ pa_status pa_sim_int_snapshot_json_load(const pa_sim_model *m, pa_sim_state *s,
                         .obstacles = ob,
                         .obstacle_count = (uint32_t)no};
   pa_sim_int_world_install(m, s, &w);
+  for (size_t i = 0; i < na; i++) { /* their behaviour as saved */
+    uint32_t k = agslot[i];
+    s->agents[k] = ag[i];
+    s->agents[k].gen = ag[i].gen ? s->obs[k].gen : s->obs[k].gen - 1;
+  }
   r->snapshot.robots = (uint32_t)nr;
   r->snapshot.obstacles = (uint32_t)no;
   r->snapshot.tick = (uint64_t)json_integer_value(tick);
@@ -561,6 +660,8 @@ out:
   free(ri);
   free(rs);
   free(ob);
+  free(ag);
+  free(agslot);
   json_decref(root);
   return rc;
 }

@@ -8,7 +8,14 @@ if(TARGET pa-sim)
   add_dependencies(test_dynamics_net pa-sim pa-netgw)
 endif()
 pa_add_test(test_dynamics_agents SOURCES test_dynamics_agents.c
-            LIBS pa_test_sim pa_sim_internal TIMEOUT 120 LABELS dynamics)
+            LIBS pa_test_sim pa_sim_internal PkgConfig::JANSSON TIMEOUT 120 LABELS dynamics)
 if(COMMAND pa_add_python_test)
   pa_add_python_test(python_dynamics test_dynamics TIMEOUT 120)
+endif()
+# Nothing lost when pa-sim crashes: held forces and agents under the launcher.
+if(TARGET pa_test_launch_util AND DEFINED _pa_launch_procs)
+  pa_add_test(test_dynamics_restart SOURCES test_dynamics_restart.c
+              LIBS pa_launch pa_test_launch_util PkgConfig::JANSSON m
+              TIMEOUT 90 LABELS "dynamics;launch")
+  add_dependencies(test_dynamics_restart ${_pa_launch_procs})
 endif()

@@ -166,6 +166,66 @@ static void test_step_force_equals_set_force(void **st) {
   assert_true(b[1] > a[1]);
 }
 
+/* step_batch's forces: per robot, beside the velocity actions of the
+ * kinematic ones; equal to set_force + step; each bad entry refused by name
+ * before anything is sent. */
+static void test_step_batch_forces(void **st) {
+  (void)st;
+  json_t *j;
+  double a[3], b[3], c0[3], c1[3];
+  reset();
+  pose("cart", c0);
+  ok(&j, "step_batch",
+     "{\"robots\":[0,1],\"forces\":[[0,20,0],null],"
+     "\"actions\":[null,[0.2,0]],\"steps\":40,\"observe\":false}");
+  json_decref(j);
+  pose("sub", a);
+  pose("cart", c1);
+  assert_true(c1[0] > c0[0] + 0.01); /* its velocity action drove it */
+  reset();
+  ok(&j, "set_force", "{\"robot\":\"sub\",\"force\":[0,20,0]}");
+  json_decref(j);
+  ok(&j, "step", "{\"robot\":\"sub\",\"steps\":40}");
+  json_decref(j);
+  pose("sub", b);
+  printf("step_batch force: (%.17g, %.17g), set_force + step: (%.17g, "
+         "%.17g)\n",
+         a[0], a[1], b[0], b[1]);
+  assert_true(a[0] == b[0] && a[1] == b[1] && a[2] == b[2]);
+  /* a body wrench [fx, fy, fz, tx, ty, tz] turns it */
+  reset();
+  ok(&j, "step_batch",
+     "{\"robots\":[0],\"forces\":[[0,0,0,0,0,2]],\"steps\":40}");
+  json_decref(j);
+  pose("sub", a);
+  assert_true(a[2] > 0.01 && fabs(a[0]) < 1e-12 && fabs(a[1]) < 1e-12);
+  /* refusals change nothing */
+  reset();
+  pose("sub", a);
+  err("step_batch", "{\"robots\":[0,1],\"forces\":[[0,2,0],[0,2,0]]}",
+      "unsupported_control_scheme",
+      "data.forces[1]: robot 1 ('cart') is "
+      "kinematic");
+  err("step_batch", "{\"robots\":[0],\"forces\":[[0,2,1]]}",
+      "unsupported_control_scheme", "data.forces[0][2] (fz = 1)");
+  err("step_batch", "{\"robots\":[0],\"forces\":[[0,200,0]]}",
+      "invalid_action_shape", "above its max_force");
+  err("step_batch",
+      "{\"robots\":[0],\"forces\":[[0,2,0]],\"actions\":[[0.1,0]]}",
+      "invalid_message", "both drive robot 0");
+  err("step_batch", "{\"robots\":[0,1],\"forces\":[[0,2,0]]}",
+      "invalid_action_shape", "data.forces has 1 entries for 2 robots");
+  err("step_batch", "{\"robots\":[0],\"forces\":[[0,2]]}",
+      "invalid_action_shape", "data.forces[0] (robot 0) must be null");
+  err("step_batch",
+      "{\"robots\":[0],\"forces\":[null],\"actions_b64\":\"AAAA\"}",
+      "invalid_message", "not data.actions_b64");
+  ok(&j, "step", "{\"robot\":\"sub\",\"steps\":10}");
+  json_decref(j);
+  pose("sub", b); /* no force was held: it stayed */
+  assert_true(a[0] == b[0] && a[1] == b[1] && a[2] == b[2]);
+}
+
 /* set_force_body: OceanSim's body y is ahead (our body x); thrusters push
  * along theirs; a velocity command takes the body back. */
 static void test_frames_and_thrusters(void **st) {
@@ -291,6 +351,40 @@ static void test_agents(void **st) {
   json_decref(j);
   printf("pedestrian at x %.4f\n", px);
   assert_true(px > 0.505 && px < 1.5); /* walking to its goal */
+  /* get_state (and step) list them as get_agents does, world-level */
+  d = ok(&j, "get_state", "{\"robot\":\"cart\"}");
+  json_t *sa = json_object_get(d, "agents");
+  assert_int_equal(json_array_size(sa), 2);
+  ped = json_array_get(sa, 1);
+  assert_string_equal(json_string_value(json_object_get(ped, "name")), "ped");
+  assert_true(
+      json_number_value(json_array_get(json_object_get(ped, "pose"), 0)) == px);
+  json_decref(j);
+  /* get_terrain_grid: the post is an agent (class 3) with
+   * include_dynamic_agents, and no static obstacle without it */
+  for (int with = 0; with < 2; with++) {
+    char q[160];
+    snprintf(q, sizeof q,
+             "{\"cell_size\":0.5,\"include_static_obstacles\":true,"
+             "\"include_dynamic_agents\":%s}",
+             with ? "true" : "false");
+    d = ok(&j, "get_terrain_grid", q);
+    json_t *org = json_object_get(d, "origin");
+    long cx =
+        (long)floor((1.2 - json_number_value(json_array_get(org, 0))) / 0.5);
+    long cy =
+        (long)floor((0 - json_number_value(json_array_get(org, 1))) / 0.5);
+    json_t *cg = json_object_get(d, "class_grid");
+    json_int_t cls = json_integer_value(
+        json_array_get(json_array_get(cg, (size_t)cy), (size_t)cx));
+    json_int_t blk = json_integer_value(json_array_get(
+        json_array_get(json_object_get(d, "grid"), (size_t)cy), (size_t)cx));
+    json_decref(j);
+    printf("terrain cell of the post, agents %s: class %lld, blocked %lld\n",
+           with ? "on" : "off", (long long)cls, (long long)blk);
+    assert_int_equal(cls, with ? 3 : 0);
+    assert_int_equal(blk, with ? 1 : 0);
+  }
   char data[128];
   snprintf(data, sizeof data, "{\"agent\":%lld,\"pose\":[0.9,0,0]}",
            (long long)post);
@@ -315,6 +409,9 @@ static void test_agents(void **st) {
   json_decref(j);
   d = ok(&j, "get_agents", "{}");
   assert_int_equal(json_integer_value(json_object_get(d, "count")), 0);
+  json_decref(j);
+  d = ok(&j, "get_state", "{\"robot\":\"cart\"}");
+  assert_null(json_object_get(d, "agents")); /* none: as before agents */
   json_decref(j);
   /* a snapshot keeps an agent's pose, and it walks on after a load */
   ok(&j, "spawn_agent",
@@ -349,6 +446,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_properties),
       cmocka_unit_test(test_step_force_equals_set_force),
+      cmocka_unit_test(test_step_batch_forces),
       cmocka_unit_test(test_frames_and_thrusters),
       cmocka_unit_test(test_refusals),
       cmocka_unit_test(test_agents),

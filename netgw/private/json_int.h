@@ -307,5 +307,9 @@ json_t *pa_json_act_clear_agents(jctx *x);
 json_t *pa_json_done_clear_agents(jctx *x, const pa_reply *r);
 size_t pa_json_cost_get_agents(jctx *x);
 json_t *pa_json_act_get_agents(jctx *x);
+/* The world snapshot's agents as get_agents lists them (NULL: error set),
+ * and about how many there are (for a reply's cost). */
+json_t *pa_json_agents_list(jctx *x);
+uint32_t pa_json_agents_count(pa_netgw *g);
 
 #endif

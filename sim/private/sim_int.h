@@ -294,6 +294,26 @@ const pa_sim_op_def *pa_sim_op(uint32_t op);
 unsigned pa_sim_op_flags(uint32_t op); /* 0 for unknown ops */
 
 /* ---- dynamic bodies (sim_dyn.c) ---- */
+#define PA_SIM_PULSES_MAX 16 /* apply_force / apply_torque at once */
+typedef struct dyn_pulse {
+  double fx, fy, tz; /* in frame */
+  double px, py;     /* body point [m] */
+  uint32_t frame;
+  uint32_t ticks_left;
+} dyn_pulse;
+
+/* The inputs of one robot, private to pa-sim (kept for a restart by
+ * sim_keep.c). */
+struct pa_sim_dyn {
+  uint32_t gen;   /* the robot's info gen these belong to */
+  bool forced;    /* held force / thrusters drive it, not the controller */
+  double fx, fy;  /* held force [N] in frame */
+  double tz;      /* held torque [N m] */
+  uint32_t frame; /* PA_FRAME_* */
+  double thrust[PA_THRUSTERS_MAX]; /* held values in [-1, 1] */
+  dyn_pulse pulse[PA_SIM_PULSES_MAX];
+  uint32_t pulses;
+};
 typedef struct pa_sim_dyn pa_sim_dyn;
 int pa_sim_int_dyn_init(pa_sim_state *s);
 void pa_sim_int_dyn_free(pa_sim_state *s);
@@ -317,6 +337,18 @@ pa_status pa_sim_int_op_set_thrust(const pa_sim_model *m, pa_sim_state *s,
 const char *pa_sim_int_dyn_check(const pa_robot_info *ri);
 
 /* ---- agents (sim_agents.c) ---- */
+/* An agent's behaviour state, pa-sim's own (the obstacle slot holds its
+ * pose; saved by sim_snapjson.c, kept for a restart by sim_keep.c). */
+struct pa_sim_agent {
+  uint32_t gen;      /* the obstacle's gen this belongs to */
+  uint32_t wp_count; /* waypoints */
+  uint32_t wp;       /* the next one */
+  uint32_t turn;     /* random walk: ticks to the next heading */
+  double speed;      /* [m/s] */
+  double wpx[PA_AGENT_WAYPOINTS_MAX], wpy[PA_AGENT_WAYPOINTS_MAX];
+  double vx, vy; /* [m/s] velocity now */
+  uint64_t rng;
+};
 typedef struct pa_sim_agent pa_sim_agent;
 typedef struct pa_sim_agent_def { /* a world file agent's behaviour */
   double speed;
