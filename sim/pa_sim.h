@@ -224,7 +224,10 @@ typedef struct pa_sim_state {
                             * then reads ranges after pa_sim_scans_settle) */
   struct pa_sim_late *late; /* NULL without threads */
   uint64_t late_scans;     /* scans overlapped so far (statistics) */
-  pa_sim_rec *rec;         /* an export_dataset recording, or NULL */
+  pa_sim_rec *rec;         /* an export_dataset (recording or being
+                            * written by its thread), or NULL */
+  pa_stack *stack;         /* pa_sim_run's (export_dataset's cameras), or
+                            * NULL */
   bool ghosts;             /* def.ghost_robots: robots ignore each other */
 } pa_sim_state;
 
@@ -283,8 +286,12 @@ void pa_sim_step(const pa_sim_model *m, pa_sim_state *s);
  * pa_sim_apply completes all first. */
 bool pa_sim_scans_settle(const pa_sim_model *m, pa_sim_state *s, bool wait);
 
-/* Ends an export_dataset recording early (files flushed and closed). */
+/* Ends an export_dataset recording early (its thread then writes the rest
+ * and packs). */
 void pa_sim_rec_stop(pa_sim_state *s);
+/* Ends it and waits for its thread (no camera frames waited for, no
+ * packing); true when r is a reply to send (the request waited). */
+bool pa_sim_rec_close(pa_sim_state *s, pa_reply *r);
 
 /* ---- commands ------------------------------------------------------------ */
 
