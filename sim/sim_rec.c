@@ -386,10 +386,13 @@ static void poll_cameras(pa_sim_rec *rec, uint64_t last) {
         sizeof *f + f->size > len)
       continue;
     int ci = cam_index(rec, f->robot);
-    if (ci < 0 || f->tick < rec->first_tick || f->tick > rec->end_tick ||
+    if (ci < 0)
+      continue;
+    if (f->tick > rec->cam_tick[ci]) /* past the end too: that camera is done */
+      rec->cam_tick[ci] = f->tick;
+    if (f->tick < rec->first_tick || f->tick > rec->end_tick ||
         (last && f->tick > last))
       continue;
-    rec->cam_tick[ci] = f->tick;
     if (rec->images >= IMAGES_MAX) {
       rec->images_lost++;
       continue;
