@@ -572,6 +572,12 @@ static void *export_main(void *arg) {
   pthread_mutex_unlock(&rec->mu);
   if (img)
     cam_release(rec);
+  if (rec->dropped && !rec->failed) { /* the loop's last word came before */
+    rec->failed = true;
+    snprintf(rec->err, sizeof rec->err,
+             "%llu rows dropped: the export thread fell behind",
+             (unsigned long long)rec->dropped);
+  }
   close_file(rec, &rec->poses, "poses.csv");
   close_file(rec, &rec->scans, "scans.csv");
   close_file(rec, &rec->frames, "frames.csv");

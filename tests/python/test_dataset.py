@@ -2,7 +2,6 @@
 the files a reply names are exactly the files written, the archive holds them, the PNGs decode
 at the camera's size; refused paths change nothing; ticks keep their period during an export."""
 
-import io
 import json
 import os
 import shutil
@@ -102,14 +101,13 @@ def tree(root):
 
 
 class DatasetTest(StackTestCase):
-    data_dir = tempfile.mkdtemp(prefix="pa-dataset-")
-    stack_args = ("--data_dir", data_dir, "--robots", "2", "--camera_width", "160",
-                  "--camera_height", "120", "--control_hz", str(int(HZ)))
-
     @classmethod
-    def tearDownClass(cls):
-        super().tearDownClass()
-        shutil.rmtree(cls.data_dir, ignore_errors=True)
+    def setUpClass(cls):
+        cls.data_dir = tempfile.mkdtemp(prefix="pa-dataset-")
+        cls.addClassCleanup(shutil.rmtree, cls.data_dir, True)  # after the stack stops
+        cls.stack_args = ("--data_dir", cls.data_dir, "--robots", "2", "--camera_width", "160",
+                          "--camera_height", "120", "--control_hz", str(int(HZ)))
+        super().setUpClass()
 
     def setUp(self):
         self.c = Conn(self.host, self.port)
