@@ -104,9 +104,12 @@ struct pa_sim_rec {
   pa_ring_cursor cur_cam;
   uint8_t *fbuf;
   uint32_t fcap;
-  bool failed, packed;
+  bool failed, packed, stopped;
   char err[200];
+  pa_sim_rec *older; /* exports still being written (loop thread's list) */
 };
+
+#define FINISHING_MAX 4 /* exports being written at once */
 
 /* ---- the loop side: chunks
  * -------------------------------------------------*/
@@ -570,6 +573,7 @@ static void *export_main(void *arg) {
   pthread_mutex_lock(&rec->mu);
   bool aborted = rec->abort;
   pthread_mutex_unlock(&rec->mu);
+  rec->stopped = aborted;
   if (img)
     cam_release(rec);
   if (rec->dropped && !rec->failed) { /* the loop's last word came before */
@@ -738,26 +742,36 @@ static int export_dir(const pa_sim_model *m, const pa_cmd *c, pa_sim_rec *rec,
       snprintf(rec->archive, sizeof rec->archive, "%s.tar.gz", rec->dir);
     return 0;
   }
+  struct stat sb;
+  if (c->dataset.flags & PA_DATASET_PACK) {
+    snprintf(rec->archive, sizeof rec->archive, "%s.tar.gz", rec->dir);
+    if (lstat(rec->archive, &sb) == 0) {
+      pa_sim_int_fail(r, PA_ERR_INVALID_MESSAGE,
+                      "%.40s.tar.gz exists already: give a new name", c->name);
+      return -1;
+    }
+  }
   if (mkdir(rec->dir, 0755) != 0) {
     pa_sim_int_fail(r, PA_ERR_INVALID_MESSAGE, "%.40s: %s", c->name,
                     errno == EEXIST ? "exists already" : strerror(errno));
     return -1;
   }
-  if (c->dataset.flags & PA_DATASET_PACK)
-    snprintf(rec->archive, sizeof rec->archive, "%s.tar.gz", rec->dir);
   return 0;
 }
 
 pa_status pa_sim_int_rec_start(const pa_sim_model *m, pa_sim_state *s,
                                const pa_cmd *c, pa_reply *r) {
-  if (s->rec)
-    return s->rec->recording
-               ? pa_sim_int_fail(r, PA_ERR_BUSY,
-                                 "recording until tick %llu already",
-                                 (unsigned long long)s->rec->end_tick)
-               : pa_sim_int_fail(r, PA_ERR_BUSY,
-                                 "the export into %.50s is still being written",
-                                 s->rec->rel);
+  if (s->rec && s->rec->recording)
+    return pa_sim_int_fail(r, PA_ERR_BUSY, "recording until tick %llu already",
+                           (unsigned long long)s->rec->end_tick);
+  unsigned finishing = 0; /* earlier ones may still be written meanwhile */
+  for (const pa_sim_rec *o = s->rec; o; o = o->older)
+    finishing++;
+  if (finishing >= FINISHING_MAX)
+    return pa_sim_int_fail(r, PA_ERR_BUSY,
+                           "%u exports are still being written (the last "
+                           "into %.40s)",
+                           finishing, s->rec->rel);
   if (c->dataset.ticks < 1 || c->dataset.ticks > 100000000)
     return pa_sim_int_fail(r, PA_ERR_INVALID_ACTION_SHAPE,
                            "ticks must be in [1, 100000000]");
@@ -841,6 +855,7 @@ pa_status pa_sim_int_rec_start(const pa_sim_model *m, pa_sim_state *s,
     return pa_sim_int_fail(r, PA_ERR_BUSY, "cannot start the export: %s",
                            strerror(e));
   }
+  rec->older = s->rec;
   s->rec = rec;
   pa_info("export_dataset: recording ticks %llu..%llu into %s%s",
           (unsigned long long)rec->first_tick,
@@ -852,55 +867,60 @@ pa_status pa_sim_int_rec_start(const pa_sim_model *m, pa_sim_state *s,
 }
 
 bool pa_sim_int_rec_collect(pa_sim_state *s, pa_reply *r) {
-  pa_sim_rec *rec = s->rec;
-  if (!rec || rec->recording || !__atomic_load_n(&rec->done, __ATOMIC_ACQUIRE))
-    return false;
-  pthread_join(rec->th, NULL);
-  s->rec = NULL;
-  bool reply =
-      (rec->flags & PA_DATASET_WAIT) && !(rec->cmd.flags & PA_CMDF_NO_REPLY);
-  if (reply) {
-    memset(r, 0, sizeof *r);
-    r->client_id = rec->cmd.client_id;
-    r->request_id = rec->cmd.request_id;
-    r->op = rec->cmd.op;
-    r->tick = s->tick;
-    r->sim_time = s->sim_time;
-    r->dataset.first_tick = rec->first_tick;
-    r->dataset.last_tick = rec->final_tick;
-    r->dataset.rows = rec->rows;
-    r->dataset.scans = (uint32_t)rec->scan_rows;
-    r->dataset.images = rec->images;
-    r->dataset.images_lost = rec->images_lost;
-    r->dataset.flags =
-        (rec->flags & PA_DATASET_IMAGES) | (rec->packed ? PA_DATASET_PACK : 0);
-    if (rec->failed)
-      pa_sim_int_fail(r, PA_ERR_INVALID_MESSAGE, "export incomplete: %.70s",
-                      rec->err);
-    else if (rec->abort)
-      pa_sim_int_fail(r, PA_ERR_BUSY,
-                      "pa-sim stopped during the export: written up to tick "
-                      "%llu, not packed",
-                      (unsigned long long)rec->final_tick);
-    else
-      r->status = PA_OK;
+  for (pa_sim_rec **p = &s->rec; *p;) {
+    pa_sim_rec *rec = *p;
+    if (rec->recording || !__atomic_load_n(&rec->done, __ATOMIC_ACQUIRE)) {
+      p = &rec->older;
+      continue;
+    }
+    pthread_join(rec->th, NULL);
+    *p = rec->older;
+    bool reply =
+        (rec->flags & PA_DATASET_WAIT) && !(rec->cmd.flags & PA_CMDF_NO_REPLY);
+    if (reply) {
+      memset(r, 0, sizeof *r);
+      r->client_id = rec->cmd.client_id;
+      r->request_id = rec->cmd.request_id;
+      r->op = rec->cmd.op;
+      r->tick = s->tick;
+      r->sim_time = s->sim_time;
+      r->dataset.first_tick = rec->first_tick;
+      r->dataset.last_tick = rec->final_tick;
+      r->dataset.rows = rec->rows;
+      r->dataset.scans = (uint32_t)rec->scan_rows;
+      r->dataset.images = rec->images;
+      r->dataset.images_lost = rec->images_lost;
+      r->dataset.flags = (rec->flags & PA_DATASET_IMAGES) |
+                         (rec->packed ? PA_DATASET_PACK : 0);
+      if (rec->failed)
+        pa_sim_int_fail(r, PA_ERR_INVALID_MESSAGE, "export incomplete: %.70s",
+                        rec->err);
+      else if (rec->stopped)
+        pa_sim_int_fail(r, PA_ERR_BUSY,
+                        "pa-sim stopped during the export: written up to "
+                        "tick %llu, not packed",
+                        (unsigned long long)rec->final_tick);
+      else
+        r->status = PA_OK;
+    }
+    rec_free(rec);
+    if (reply)
+      return true; /* one reply per call: the caller has room for one */
   }
-  rec_free(rec);
-  return reply;
+  return false;
 }
 
-bool pa_sim_rec_close(pa_sim_state *s, pa_reply *r) {
-  pa_sim_rec *rec = s->rec;
-  if (!rec)
-    return false;
+void pa_sim_rec_close(pa_sim_state *s) {
   pa_sim_rec_stop(s);
-  pthread_mutex_lock(&rec->mu);
-  rec->abort = true; /* no waiting for frames, no packing */
-  pthread_cond_signal(&rec->cv);
-  pthread_mutex_unlock(&rec->mu);
-  while (!__atomic_load_n(&rec->done, __ATOMIC_ACQUIRE)) {
-    struct timespec ts = {0, 1000000};
-    nanosleep(&ts, NULL);
+  for (pa_sim_rec *rec = s->rec; rec; rec = rec->older) {
+    pthread_mutex_lock(&rec->mu);
+    rec->abort = true; /* no waiting for frames, no packing */
+    pthread_cond_signal(&rec->cv);
+    pthread_mutex_unlock(&rec->mu);
   }
-  return pa_sim_int_rec_collect(s, r);
+  for (pa_sim_rec *rec = s->rec; rec; rec = rec->older)
+    while (!__atomic_load_n(&rec->done, __ATOMIC_ACQUIRE)) {
+      struct timespec ts = {0, 1000000};
+      nanosleep(&ts, NULL);
+    }
 }

@@ -312,12 +312,10 @@ static void cmd_done(run_ctx *k, const pa_cmd *c, pa_status rc,
 static bool consume(run_ctx *k) {
   pa_stack *st = k->st;
   bool any = false;
-  if (k->s->rec && pa_queue_space(st->reply) > 0) {
-    pa_reply r; /* a finished export that was waited for */
-    if (pa_sim_int_rec_collect(k->s, &r) && pa_queue_push(st->reply, &r) != 0)
-      pa_warn("reply queue full: dropped the reply to request %llu",
-              (unsigned long long)r.request_id);
-  }
+  pa_reply er; /* finished exports that were waited for */
+  while (k->s->rec && pa_queue_space(st->reply) > 0 &&
+         pa_sim_int_rec_collect(k->s, &er))
+    pa_queue_push(st->reply, &er);
   if (k->ld.busy) {
     /* A load in flight holds the queue front: later commands wait for it. */
     if (!__atomic_load_n(&k->ld.done, __ATOMIC_ACQUIRE) ||
@@ -567,9 +565,12 @@ void pa_sim_run(pa_sim_model *m, pa_sim_state *s, pa_stack *st,
     sleep_until(&wk, next, period);
   }
   flush_scans(m, s, st);
+  pa_sim_rec_close(s);
   pa_reply er;
-  if (pa_sim_rec_close(s, &er) && pa_queue_push(st->reply, &er) != 0)
-    pa_warn("reply queue full: dropped the export's reply");
+  while (s->rec && pa_sim_int_rec_collect(s, &er))
+    if (pa_queue_push(st->reply, &er) != 0)
+      pa_warn("reply queue full: dropped the reply to request %llu",
+              (unsigned long long)er.request_id);
   s->stack = NULL;
   if (k.ld.busy) {
     /* Bounded (the loader's limits); the command stays in flight and the

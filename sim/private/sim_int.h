@@ -272,8 +272,9 @@ void pa_sim_int_rec_tick(pa_sim_state *s);
 void pa_sim_int_rec_scan(pa_sim_rec *rec, const pa_scan *h,
                          const float *ranges);
 bool pa_sim_int_rec_due(const pa_sim_state *s);
-/* The export thread has finished: joined and freed; true when r is the
- * reply to send (PA_DATASET_WAIT: the paths' counts and a status). */
+/* Exports whose thread has finished: joined and freed; true when r is a
+ * reply to send (PA_DATASET_WAIT: the paths' counts and a status; call
+ * again for more). */
 bool pa_sim_int_rec_collect(pa_sim_state *s, pa_reply *r);
 /* export_dataset's files (sim_pack.c): an RGB888 image (row 0 = top) as
  * PNG; the files (relative to root) as one ustar .tar.gz whose entries sit

@@ -237,13 +237,24 @@ class NoRenderTest(unittest.TestCase):
         self.assertIn("pa-render is not running", rep["error"]["message"])
         self.assertEqual(os.listdir(tmp), [])  # refused: nothing created
         # the first form under a --dataset_dir that did not exist: created
-        rep = c.request("export_dataset", {"name": "n1", "ticks": 5, "wait": True})
+        rep = c.request("export_dataset", {"name": "n1", "ticks": 5, "wait": True,
+                                           "pack_dataset": True})
         self.assertEqual(rep["status"], "ok", rep)
         self.assertEqual(rep["data"]["under"], "dataset_dir")
+        self.assertEqual(rep["data"]["archive"], "n1.tar.gz")
         for p in rep["data"]["paths"]:
             self.assertTrue(os.path.isfile(os.path.join(ds, p)), p)
         self.assertEqual(sorted(os.listdir(os.path.join(ds, "n1"))),
-                         sorted(os.path.basename(p) for p in rep["data"]["paths"]))
+                         sorted(os.path.basename(p) for p in rep["data"]["paths"][:-1]))
+        # an archive of that name exists: refused, nothing created or overwritten
+        with open(os.path.join(ds, "n2.tar.gz"), "w") as f:
+            f.write("mine")
+        rep = c.request("export_dataset", {"name": "n2", "ticks": 5, "pack_dataset": True})
+        self.assertEqual(rep["error"]["code"], "invalid_message", rep)
+        self.assertIn("n2.tar.gz exists", rep["error"]["message"])
+        self.assertEqual(sorted(os.listdir(ds)), ["n1", "n1.tar.gz", "n2.tar.gz"])
+        with open(os.path.join(ds, "n2.tar.gz")) as f:
+            self.assertEqual(f.read(), "mine")
         # no export_dir at all (OceanSim's is optional): dataset_<first tick> under --data_dir
         rep = c.request("export_dataset", {"ticks": 3})
         self.assertEqual(rep["status"], "ok", rep)
