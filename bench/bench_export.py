@@ -74,9 +74,10 @@ def main():
     a = ap.parse_args()
     os.environ["PA_BIN_DIR"] = os.path.abspath(a.bin)
     data = tempfile.mkdtemp(prefix="pa-bench-export-")
-    stack = Stack("--data_dir", data, "--dataset_dir", data, "--robots", str(a.robots), "--control_hz", str(a.hz),
-                  "--camera_width", "320", "--camera_height", "240")
+    stack = None
     try:
+        stack = Stack("--data_dir", data, "--dataset_dir", data, "--robots", str(a.robots),
+                      "--control_hz", str(a.hz), "--camera_width", "320", "--camera_height", "240")
         url = None
         deadline = time.monotonic() + 20
         while not url and time.monotonic() < deadline:
@@ -118,7 +119,8 @@ def main():
                                       d.get("images"), d.get("images_lost"), size / 1e6,
                                       busy[3]["took"]))
     finally:
-        stack.stop()
+        if stack:
+            stack.stop()
         shutil.rmtree(data, ignore_errors=True)
 
 
