@@ -269,37 +269,6 @@ json_t *pa_json_act_set_waypoints(jctx *x) {
 }
 json_t *pa_json_act_clear_nav(jctx *x) { return pa_json_nav(x, NAV_CLEAR); }
 
-/* export_dataset {name, seconds (default 10) or ticks}: pa-sim records the
- * next ticks into its --dataset_dir/<name>/. */
-json_t *pa_json_act_export_dataset(jctx *x) {
-  const char *name = NULL;
-  double seconds = 10;
-  long long ticks = 0;
-  if (pa_json_need_str(x, "name", 64, &name) < 0 ||
-      pa_json_num(x, "seconds", &seconds) < 0 ||
-      pa_json_int(x, "ticks", 1, 100000000, &ticks) < 0)
-    return NULL;
-  if (!pa_snapshot_name_ok(name))
-    return pa_json_fail(x, PA_ERR_INVALID_MESSAGE,
-                        "dataset name '%s': use 1 to %d of A-Z a-z 0-9 _ -",
-                        name, PA_SNAPSHOT_NAME_MAX);
-  if (!ticks) {
-    double hz = x->c->g->ctl->control_hz;
-    if (!(seconds > 0) || !(hz > 0) || seconds * hz > 100000000)
-      return pa_json_fail(x, PA_ERR_INVALID_MESSAGE,
-                          "data.seconds must be > 0 and at most 1e8 ticks");
-    ticks = llround(seconds * hz);
-    if (ticks < 1)
-      ticks = 1;
-  }
-  pa_cmd cmd;
-  memset(&cmd, 0, sizeof cmd);
-  cmd.op = PA_OP_EXPORT_DATASET;
-  cmd.dataset.ticks = (uint32_t)ticks;
-  snprintf(cmd.name, sizeof cmd.name, "%s", name);
-  return pa_json_wait_for_sim(x, &cmd, 0);
-}
-
 /* set_scenario {"world": "/abs/x.world.yaml" | "default"}: robots,
  * obstacles and map from a world file (pa-sim reads it). */
 json_t *pa_json_act_set_scenario(jctx *x) {
@@ -566,16 +535,6 @@ json_t *pa_json_done_snapshot(jctx *x, const pa_reply *r) {
   json_object_set_new(d, "saved_tick",
                       json_integer((json_int_t)r->snapshot.tick));
   json_object_set_new(d, "saved_sim_time", json_real(r->snapshot.sim_time));
-  return d;
-}
-
-json_t *pa_json_done_export_dataset(jctx *x, const pa_reply *r) {
-  json_t *d = pa_json_tick(r);
-  json_object_set(d, "name", json_object_get(x->data, "name"));
-  json_object_set_new(d, "first_tick",
-                      json_integer((json_int_t)r->dataset.first_tick));
-  json_object_set_new(d, "last_tick",
-                      json_integer((json_int_t)r->dataset.last_tick));
   return d;
 }
 

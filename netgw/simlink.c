@@ -122,7 +122,9 @@ int pa_gw_push_wait(pa_client *c, pa_cmd *cmd) {
   c->pend_robot = cmd->robot;
   if (cmd->op == PA_OP_STEP && cmd->step.ticks <= 4)
     c->g->spin_hint = true;
-  unsigned ms = c->g->def.request_timeout_ms;
+  unsigned ms =
+      c->pend_wait_ms ? c->pend_wait_ms : c->g->def.request_timeout_ms;
+  c->pend_wait_ms = 0;
   struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
   evtimer_add(c->timeout_ev, &tv);
   return 0;

@@ -482,6 +482,10 @@ typedef struct pa_cmd_gen_map { /* GENERATE_MAP (pa_map_generate) */
 } pa_cmd_gen_map;
 typedef struct pa_cmd_dataset { /* EXPORT_DATASET */
   uint32_t ticks;               /* to record from the next one */
+  /* path = export_dir (under --data_dir), or "" and name (under
+   * --dataset_dir); with PA_DATASET_IMAGES, robot = the one camera
+   * (UINT32_MAX: every robot's) */
+  uint32_t flags; /* PA_DATASET_* */
 } pa_cmd_dataset;
 enum pa_force_mode {
   PA_FORCE_HOLD = 0, /* replaces the held force and torque (until replaced) */
@@ -558,6 +562,12 @@ typedef struct pa_cmd_moving { /* TELEPORT_MOVING */
   double x, y, theta;          /* [m, m, rad] */
   double vx, vy, w;            /* world frame [m/s, m/s, rad/s] */
 } pa_cmd_moving;
+enum {
+  PA_DATASET_IMAGES = 1u << 0, /* render_image: head-camera PNGs */
+  PA_DATASET_PACK = 1u << 1,   /* pack_dataset: <dir>.tar.gz beside it */
+  PA_DATASET_WAIT = 1u << 2,   /* reply when written (else at once) */
+};
+#define PA_DATASET_IMAGES_MAX 10000u /* camera images of one export */
 
 #define PA_CMD_STEPS_MAX 1000000u /* ticks of one STEP */
 #define PA_CMD_SPEED_LIMIT 1e6    /* |velocity| of a drive, any unit */
@@ -624,6 +634,12 @@ typedef struct pa_reply_map { /* SET_MAP, GENERATE_MAP, SET_SCENARIO */
 } pa_reply_map;
 typedef struct pa_reply_dataset { /* EXPORT_DATASET */
   uint64_t first_tick, last_tick;
+  /* with PA_DATASET_WAIT (else 0): what was written */
+  uint64_t rows;        /* poses.csv rows */
+  uint32_t scans;       /* scans.csv rows */
+  uint32_t images;      /* images/000000.png .. (images - 1) */
+  uint32_t images_lost; /* camera frames missed (ring lapped) */
+  uint32_t flags;       /* PA_DATASET_* done (PACK: archive written) */
 } pa_reply_dataset;
 
 typedef struct pa_reply_ssl { /* SSL_ROBOT, TELEPORT_BALL, GET_BALL */

@@ -228,7 +228,11 @@ typedef struct pa_sim_state {
                             * then reads ranges after pa_sim_scans_settle) */
   struct pa_sim_late *late; /* NULL without threads */
   uint64_t late_scans;     /* scans overlapped so far (statistics) */
-  pa_sim_rec *rec;         /* an export_dataset recording, or NULL */
+  pa_sim_rec *rec;         /* export_datasets: the newest (recording or
+                            * being written by its thread), then older ones
+                            * still being written; NULL = none */
+  pa_stack *stack;         /* pa_sim_run's (export_dataset's cameras), or
+                            * NULL */
   bool ghosts;             /* def.ghost_robots: robots ignore each other */
   struct pa_sim_ssl *ssl;  /* the SSL field, ball and kickers, or NULL */
   struct pa_sim_dyn *dyn;  /* [cap_robots] dynamic bodies' inputs (sim_dyn.c) */
@@ -294,8 +298,13 @@ void pa_sim_step(const pa_sim_model *m, pa_sim_state *s);
  * pa_sim_apply completes all first. */
 bool pa_sim_scans_settle(const pa_sim_model *m, pa_sim_state *s, bool wait);
 
-/* Ends an export_dataset recording early (files flushed and closed). */
+/* Ends an export_dataset recording early (its thread then writes the rest
+ * and packs). */
 void pa_sim_rec_stop(pa_sim_state *s);
+/* Ends it and waits for every export thread (no camera frames waited
+ * for, no packing); pa_sim_state_free then frees them (pa_sim_run first
+ * sends the replies of the requests that waited). */
+void pa_sim_rec_close(pa_sim_state *s);
 
 /* ---- commands ------------------------------------------------------------ */
 

@@ -691,6 +691,7 @@ enum {
   PUBLISH = PA_SIM_OPF_PUBLISH,
   LOADER = PA_SIM_OPF_LOADER,
   TICKS = PA_SIM_OPF_TICKS,
+  LATER = PA_SIM_OPF_LATER,
 };
 #define OP(id, nm, fn, fl) [PA_OP_##id] = {nm, fn, fl}
 static const pa_sim_op_def ops[PA_OP_COUNT] = {
@@ -713,7 +714,7 @@ static const pa_sim_op_def ops[PA_OP_COUNT] = {
     OP(SET_MAP, "set_map", NULL, LOADER | PUBLISH),
     OP(GENERATE_MAP, "generate_map", op_generate_map, LOADER | PUBLISH),
     OP(SET_SCENARIO, "set_scenario", NULL, LOADER | PUBLISH),
-    OP(EXPORT_DATASET, "export_dataset", pa_sim_int_rec_start, 0),
+    OP(EXPORT_DATASET, "export_dataset", pa_sim_int_rec_start, LATER),
     OP(SAVE_SNAPSHOT_JSON, "save_snapshot_json", op_save_snapshot_json, 0),
     OP(LOAD_SNAPSHOT_JSON, "load_snapshot_json", op_load_snapshot_json,
        PUBLISH),

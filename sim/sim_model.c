@@ -541,7 +541,10 @@ int pa_sim_state_init(const pa_sim_model *m, pa_sim_state *s, char *err,
 }
 
 void pa_sim_state_free(pa_sim_state *s) {
-  pa_sim_rec_stop(s);
+  pa_reply unsent; /* nobody left to answer */
+  pa_sim_rec_close(s);
+  while (s->rec)
+    pa_sim_int_rec_collect(s, &unsent);
   pa_sim_ssl_free(s);
   pa_sim_int_pool_free(s->pool); /* stops the workers first */
   pa_sim_int_late_free(s);

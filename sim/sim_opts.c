@@ -128,10 +128,12 @@ static const pa_opt_row rows[] = {
          "lateness, at most 250 us, 5-25% of the period; 0 = never; 300 with "
          "--realtime)")},
     {STR(def.dataset_dir, "dataset_dir", PA_OPT_STRBUF, "",
-         "export_dataset writes recordings under this directory ('' = off)")},
+         "export_dataset {name} writes recordings under this directory, "
+         "created if missing ('' = off; export_dir goes under --data_dir)")},
     {STR(def.data_dir, "data_dir", PA_OPT_STR, NULL,
-         "set_map / set_scenario read, save_snapshot_json / save_world "
-         "write files only under this directory, created if missing "
+         "set_map / set_scenario read, save_snapshot_json / save_world / "
+         "export_dataset write files only under this directory, created if "
+         "missing "
          "(unset or '' = pa-sim's working directory)")},
     {STR(simd, "simd", PA_OPT_STRBUF, "auto",
          "ray caster path: auto|avx512|avx2|portable|scalar (the same ranges "

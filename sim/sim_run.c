@@ -345,6 +345,10 @@ static void cmd_done(run_ctx *k, const pa_cmd *c, pa_status rc,
 static bool consume(run_ctx *k) {
   pa_stack *st = k->st;
   bool any = false;
+  pa_reply er; /* finished exports that were waited for */
+  while (k->s->rec && pa_queue_space(st->reply) > 0 &&
+         pa_sim_int_rec_collect(k->s, &er))
+    pa_queue_push(st->reply, &er);
   if (k->ld.busy) {
     /* A load in flight holds the queue front: later commands wait for it. */
     if (!__atomic_load_n(&k->ld.done, __ATOMIC_ACQUIRE) ||
@@ -381,6 +385,13 @@ static bool consume(run_ctx *k) {
     pa_status rc = pa_sim_apply(k->m, k->s, &c, &r);
     k->cmds++;
     k->last_cmd_ns = pa_now_ns();
+    if ((flags & PA_SIM_OPF_LATER) && rc == PA_OK &&
+        (c.dataset.flags & PA_DATASET_WAIT)) {
+      pa_cmd q = c; /* answered by pa_sim_int_rec_collect */
+      q.flags |= PA_CMDF_NO_REPLY;
+      cmd_done(k, &q, rc, &r);
+      continue;
+    }
     if ((flags & PA_SIM_OPF_TICKS) && rc == PA_OK) {
       /* Answered after its ticks; stays at the queue front (and in flight)
        * until then. */
@@ -475,6 +486,7 @@ void pa_sim_run(pa_sim_model *m, pa_sim_state *s, pa_stack *st,
   k.m = m;
   k.s = s;
   k.st = st;
+  s->stack = st;
   loader_init(&k.ld, &m->def);
   k.lat = calloc(1, sizeof *k.lat);
   if (!k.lat) {
@@ -587,7 +599,13 @@ void pa_sim_run(pa_sim_model *m, pa_sim_state *s, pa_stack *st,
     sleep_until(&wk, next, period);
   }
   flush_scans(m, s, st);
-  pa_sim_rec_stop(s);
+  pa_sim_rec_close(s);
+  pa_reply er;
+  while (s->rec && pa_sim_int_rec_collect(s, &er))
+    if (pa_queue_push(st->reply, &er) != 0)
+      pa_warn("reply queue full: dropped the reply to request %llu",
+              (unsigned long long)er.request_id);
+  s->stack = NULL;
   if (k.ld.busy) {
     /* Bounded (the loader's limits); the command stays in flight and the
      * next pa-sim answers it busy. */

@@ -10,3 +10,8 @@ if(COMMAND pa_add_python_test)
 endif()
 pa_add_test(test_map_scenario SOURCES test_map_scenario.c LIBS pa_map
             TIMEOUT 60 LABELS map)
+# export_dataset as OceanSim's (export_dir, render_image, pack_dataset): the
+# whole stack with pa-render; files, archive and PNGs checked from Python.
+if(COMMAND pa_add_python_test)
+  pa_add_python_test(python_dataset test_dataset TIMEOUT 180)
+endif()

@@ -636,6 +636,12 @@ static void *fake_sim_run(void *arg) {
     case PA_OP_EXPORT_DATASET:
       r.dataset.first_tick = 43;
       r.dataset.last_tick = 43 + c.dataset.ticks - 1;
+      if (c.dataset.flags & PA_DATASET_WAIT) { /* what it wrote */
+        r.dataset.rows = c.dataset.ticks;
+        r.dataset.images = c.dataset.flags & PA_DATASET_IMAGES ? 2 : 0;
+        r.dataset.flags =
+            c.dataset.flags & (PA_DATASET_IMAGES | PA_DATASET_PACK);
+      }
       break;
     case PA_OP_SET_MAP:
     case PA_OP_GENERATE_MAP:
@@ -1002,6 +1008,23 @@ static const jcase jcases[] = {
         "dataset name"),
     ERR("export_dataset", "{\"name\": \"d1\", \"ticks\": 0}", "invalid_message",
         "data.ticks"),
+    /* OceanSim's: the reply names every file written */
+    OK_("export_dataset",
+        "{\"export_dir\": \"runs/a\", \"render_image\": true, "
+        "\"pack_dataset\": true, \"ticks\": 10, \"robot\": 1}",
+        "\"runs/a/images/000001.png\",\"runs/a/dataset.json\","
+        "\"runs/a.tar.gz\"]",
+        PA_OP_EXPORT_DATASET),
+    OK_("export_dataset", "{\"export_dir\": \"b/\", \"ticks\": 10}",
+        "\"status\":\"exported\"", PA_OP_EXPORT_DATASET),
+    ERR("export_dataset", "{\"export_dir\": \"a\", \"compress\": 1}",
+        "invalid_message", "data.compress is not a key of export_dataset"),
+    ERR("export_dataset", "{\"export_dir\": \"a\", \"name\": \"b\"}",
+        "invalid_message", "not both"),
+    ERR("export_dataset", "{\"export_dir\": \"a\", \"robot\": 1}",
+        "invalid_message", "give render_image: true"),
+    ERR("export_dataset", "{\"export_dir\": \"a\", \"pack_dataset\": 1}",
+        "invalid_action_shape", "data.pack_dataset"),
     OK_("auth", "{\"token\": \"anything\"}", "\"success\":true", -1),
     ERR("auth", "{\"token\": \"\"}", "invalid_message", "data.token"),
     OK_("ping", "{}", "\"pong\":true", -1),

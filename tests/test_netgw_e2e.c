@@ -763,8 +763,10 @@ static void json_actions(void **state) {
                   "unknown_type");
   expect_json_err(fd, "{\"type\":\"command\",\"action\":\"fly\"}",
                   "unknown_action");
-  expect_json_err(fd, "{\"type\":\"command\",\"action\":\"export_dataset\"}",
-                  "invalid_message"); /* no name */
+  expect_json_err(fd,
+                  "{\"type\":\"command\",\"action\":\"export_dataset\","
+                  "\"data\":{\"name\":\"a\",\"export_dir\":\"b\"}}",
+                  "invalid_message"); /* two directories */
   expect_json_err(fd, "{\"type\":\"command\",\"action\":\"set_wheels\"}",
                   "invalid_action_shape"); /* no wheel speeds */
   expect_json_err(fd, "{\"type\":\"command\",\"action\":\"set_property\"}",

@@ -777,8 +777,8 @@ static int count_lines(const char *path) {
 }
 
 static void rm_dataset(const char *dir) {
-  static const char *const files[] = {"map.yaml", "map.png", "robots.csv",
-                                      "poses.csv", "scans.csv"};
+  static const char *const files[] = {"map.yaml",  "map.png",   "robots.csv",
+                                      "poses.csv", "scans.csv", "dataset.json"};
   char p[700];
   for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
     snprintf(p, sizeof p, "%s/run1/%s", dir, files[i]);
@@ -822,6 +822,11 @@ static void test_export_dataset(void **st) {
   assert_int_equal(call(&s, PA_OP_STEP, 60, PA_CMDF_DRIVE, 0.3, 0, 0.3).status,
                    PA_OK);
   char p[700];
+  /* the export thread writes the rest: dataset.json last */
+  snprintf(p, sizeof p, "%s/run1/dataset.json", dir);
+  int64_t until = pa_test_now_ms() + 20000;
+  while (access(p, F_OK) != 0 && pa_test_now_ms() < until)
+    usleep(5000);
   snprintf(p, sizeof p, "%s/run1/poses.csv", dir);
   assert_int_equal(count_lines(p), 1 + 45);
   int scans = 0;

@@ -234,6 +234,8 @@ bool pa_json_terrain_is_oceansim(jctx *x);
 json_t *pa_json_act_set_waypoint(jctx *x);
 json_t *pa_json_act_set_pred_trajectory(jctx *x);
 size_t pa_json_cost_terrain_oceansim(jctx *x);
+/* json_dataset.c: export_dataset's reply bound (its image paths) */
+size_t pa_json_cost_export_dataset(jctx *x);
 json_t *pa_json_terrain_oceansim(jctx *x);
 /* ---- json_visual.c --------------------------------------------------------*/
 

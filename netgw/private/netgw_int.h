@@ -156,6 +156,7 @@ typedef struct pa_client {
   int pend_text;             /* pa_text_kind */
   int pend_action;           /* json.c action id */
   uint32_t pend_robot;
+  unsigned pend_wait_ms;     /* the next wait's timeout (0 = the default) */
   json_t *jreq;              /* request being answered */
   json_t *jbatch;            /* batch request, or NULL */
   json_t *jresponses;        /* batch responses so far */

@@ -272,6 +272,18 @@ void pa_sim_int_rec_tick(pa_sim_state *s);
 void pa_sim_int_rec_scan(pa_sim_rec *rec, const pa_scan *h,
                          const float *ranges);
 bool pa_sim_int_rec_due(const pa_sim_state *s);
+/* Exports whose thread has finished: joined and freed; true when r is a
+ * reply to send (PA_DATASET_WAIT: the paths' counts and a status; call
+ * again for more). */
+bool pa_sim_int_rec_collect(pa_sim_state *s, pa_reply *r);
+/* export_dataset's files (sim_pack.c): an RGB888 image (row 0 = top) as
+ * PNG; the files (relative to root) as one ustar .tar.gz whose entries sit
+ * under top/. Each written whole then renamed: 0, or -1 with err set. */
+int pa_sim_int_png_write(const char *path, const uint8_t *rgb, uint32_t w,
+                         uint32_t h, char *err, size_t err_sz);
+int pa_sim_int_targz(const char *archive, const char *root, const char *top,
+                     const char *const *files, size_t n, char *err,
+                     size_t err_sz);
 
 /* The ops (sim_cmd.c): one row per PA_OP_*, the one list of what each op
  * does and how the run loop treats it. */
@@ -281,6 +293,9 @@ enum {
   PA_SIM_OPF_LOADER = 1u << 2,  /* loaded off the loop by pa_sim_run's loader
                                  * thread (apply: the check before it starts) */
   PA_SIM_OPF_TICKS = 1u << 3,   /* answered after its ticks (STEP) */
+  PA_SIM_OPF_LATER = 1u << 4,   /* with PA_DATASET_WAIT: popped at once,
+                                 * answered when its thread is done
+                                 * (pa_sim_int_rec_collect) */
 };
 typedef pa_status (*pa_sim_op_fn)(const pa_sim_model *m, pa_sim_state *s,
                                   const pa_cmd *c, pa_reply *r);

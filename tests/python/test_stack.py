@@ -590,8 +590,12 @@ class DatasetTest(DirStackTestCase):
         sim = paused_sim(self)
         got = sim.export_dataset("ep1", seconds=0.5)
         self.assertEqual(got["last_tick"] - got["first_tick"] + 1, 100)  # 200 Hz
+        self.assertEqual(got["status"], "recording")
         sim.step(v=0.3, w=0.2, steps=130)
         out = os.path.join(self.dir, "ep1")
+        # pa-sim's export thread writes the rest; dataset.json comes last
+        self.wait_until(lambda: os.path.exists(os.path.join(out, "dataset.json")),
+                        what="dataset.json")
         with open(os.path.join(out, "poses.csv")) as f:
             rows = f.read().splitlines()
         self.assertEqual(rows[0].split(",")[:3], ["tick", "sim_time", "robot"])

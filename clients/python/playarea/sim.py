@@ -352,19 +352,47 @@ class Sim:
         """Remove a robot's drawings, or every robot's when robot is None."""
         return self.request("clear_nav", {} if robot is None else {"robot": robot})
 
-    def export_dataset(self, name, seconds=10.0, ticks=None):
-        """Have pa-sim record the next `seconds` (or `ticks`) of the world into
-        <--dataset_dir>/<name>/: map.yaml + map.png, robots.csv, poses.csv
-        (ground truth, odometry, velocities of every robot every tick) and
-        scans.csv. Needs the stack started with --dataset_dir. Returns
-        {"name", "first_tick", "last_tick"}; the files are complete once the
-        simulation has passed last_tick."""
-        data = {"name": name}
+    def export_dataset(self, name=None, seconds=10.0, ticks=None, export_dir=None,
+                       render_image=False, pack_dataset=False, robot=None, wait=None):
+        """Have pa-sim record the next `seconds` (or `ticks`) of the world:
+        map.yaml + map.png, robots.csv, poses.csv (ground truth, odometry,
+        velocities of every robot every tick), scans.csv, with render_image
+        frames.csv + images/NNNNNN.png (head cameras; `robot` = only its),
+        and dataset.json last; with pack_dataset also <dir>.tar.gz.
+
+        OceanSim's form: export_dir (under pa-sim's --data_dir; default
+        dataset_<first tick>) waits until everything is written and returns
+        {"status": "exported", "paths": [...], "archive", "images", ...}.
+        The first form, name (under --dataset_dir), returns at once
+        {"status": "recording", "first_tick", "last_tick", ...}; its files are
+        complete once dataset.json exists. wait overrides either."""
+        data = {}
+        if name is not None:
+            data["name"] = name
+        if export_dir is not None:
+            data["export_dir"] = export_dir
         if ticks is not None:
             data["ticks"] = int(ticks)
         else:
             data["seconds"] = finite("seconds", seconds)
-        return self.request("export_dataset", data)
+        if render_image:
+            data["render_image"] = True
+        if pack_dataset:
+            data["pack_dataset"] = True
+        if robot is not None:
+            data["robot"] = robot
+        if wait is not None:
+            data["wait"] = bool(wait)
+        waits = wait if wait is not None else name is None
+        if not waits or self._sock is None:
+            return self.request("export_dataset", data)
+        # answered when written: the recording's length and 60 s more
+        self._sock.settimeout(self.timeout + 60.0 + (seconds if ticks is None else 0.0))
+        try:
+            return self.request("export_dataset", data)
+        finally:
+            if self._sock is not None:
+                self._sock.settimeout(self.timeout)
 
     def set_scenario(self, world=None):
         """Replace the whole world (robots, obstacles, map) with a world file
