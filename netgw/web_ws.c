@@ -296,7 +296,8 @@ static uint64_t fnv(uint64_t h, const void *p, size_t n) {
 
 /* Re-reads the world snapshot when its gen moved. Agents move it every
  * tick; the signature leaves their poses out, so "world" frames follow
- * only what else changed. False when it could not be read (kept as was). */
+ * only what else changed. False when it could not be read whole (read
+ * again next frame). */
 static bool snap_refresh(pa_web *w) {
   pa_netgw *g = w->g;
   uint32_t gen = __atomic_load_n(&g->ctl->world_gen, __ATOMIC_ACQUIRE);
@@ -329,6 +330,7 @@ static bool snap_refresh(pa_web *w) {
     w->have_snap = true;
     return true;
   }
+  w->have_snap = false;
   return false;
 }
 
