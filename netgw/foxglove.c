@@ -155,7 +155,7 @@ void pa_fox_refresh_world(pa_fox *f) {
     return;
   f->have_world = true;
   f->world_gen = gen;
-  f->scene_dirty = true;
+  f->scene_changed = true;
   json_t *gone = json_array(), *added = json_array();
   for (uint32_t r = 0; r < nr; r++) {
     pa_robot_info *ri = &f->info[r];
@@ -295,9 +295,23 @@ static void emit_map(pa_fox *f) {
           t, false);
 }
 
-static void emit_scene(pa_fox *f) {
+/* The ball of tick t as /scene last showed it: x, y, z, holder. */
+static void ball_key(const pa_tick *t, double k[4]) {
+  bool on = t && t->ssl && t->ball_holder != -2;
+  k[0] = on ? t->ball[0] : 0;
+  k[1] = on ? t->ball[1] : 0;
+  k[2] = on ? t->ball[2] : 0;
+  k[3] = on ? t->ball_holder : -2;
+}
+
+/* full: delete all and send everything (late joiners, a new recording);
+ * else what changed since the last update, if anything. */
+static void emit_scene(pa_fox *f, bool full) {
   const char *topic = "/scene";
-  f->scene_sent_ns = pa_now_ns();
+  int64_t now = pa_now_ns();
+  f->scene_sent_ns = now;
+  if (full)
+    f->scene_full_ns = now;
   if (!wanted(f, pa_fox_world_chan[PA_FOX_SCENE], topic))
     return;
   uint32_t ng = __atomic_load_n(&f->g->st->nav->gen, __ATOMIC_ACQUIRE);
@@ -305,9 +319,25 @@ static void emit_scene(pa_fox *f) {
     if (pa_stack_nav_read(f->g->st, f->nav))
       f->nav_gen = ng;
   }
+  uint32_t vg = __atomic_load_n(&f->g->st->vis->gen, __ATOMIC_ACQUIRE);
+  if (!f->vis)
+    f->vis = malloc(sizeof *f->vis);
+  if (f->vis && (!f->vis_ok || f->vis->gen != vg))
+    f->vis_ok = pa_stack_visual_read(f->g->st, f->vis);
+  const pa_tick *tk = pa_gw_latest(f->g);
+  pa_fox_scene_in in = {f->obs,
+                        f->n_obs,
+                        f->nav,
+                        f->info,
+                        f->n_info,
+                        tk,
+                        f->vis_ok ? f->vis : NULL};
   uint64_t t = pa_fox_ns(latest_time(f));
-  pa_fox_enc_scene(msg_begin(f), t, f->obs, f->n_obs, f->nav, f->info,
-                   f->n_info, f->g, f->hooks, f->n_hooks);
+  size_t n = pa_fox_enc_scene(msg_begin(f), t, &in, &f->scene, full, f->g,
+                              f->hooks, f->n_hooks);
+  ball_key(tk, f->scene_ball);
+  if (!n && !full)
+    return; /* nothing changed */
   publish(
       f, pa_fox_world_chan[PA_FOX_SCENE],
       pa_fox_rec_channel(f, PA_FOX_SCENE, &f->rec_world[PA_FOX_SCENE], topic),
@@ -514,10 +544,16 @@ static void on_turn(evutil_socket_t fd, short what, void *arg) {
       emit_map(f);
     }
     uint32_t ng = __atomic_load_n(&g->st->nav->gen, __ATOMIC_ACQUIRE);
-    if (f->scene_dirty || ng != f->nav_gen ||
-        t0 - f->scene_sent_ns > FOX_SCENE_PERIOD_NS) {
-      f->scene_dirty = false;
-      emit_scene(f);
+    uint32_t vg = __atomic_load_n(&g->st->vis->gen, __ATOMIC_ACQUIRE);
+    double bk[4];
+    ball_key(t, bk);
+    bool full = f->scene_dirty || t0 - f->scene_full_ns > FOX_SCENE_PERIOD_NS;
+    bool changed = f->scene_changed || ng != f->nav_gen || !f->scene.have_vis ||
+                   vg != f->scene.vis_gen ||
+                   memcmp(bk, f->scene_ball, sizeof bk) != 0;
+    if (full || (changed && t0 - f->scene_sent_ns >= FOX_SCENE_MIN_NS)) {
+      f->scene_dirty = f->scene_changed = false;
+      emit_scene(f, full);
     }
     follow_state(f);
     follow_scans(f);
@@ -740,6 +776,8 @@ void pa_fox_destroy(pa_fox *f) {
   free(f->info);
   free(f->obs);
   free(f->nav);
+  free(f->vis);
+  pa_fox_scene_memo_free(&f->scene);
   free(f->state_buf);
   free(f->scan_buf);
   free(f->cam_buf);

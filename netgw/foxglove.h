@@ -62,14 +62,45 @@ void pa_fox_enc_odom(pa_fox_buf *b, uint64_t t_ns, const char *robot,
 int pa_fox_enc_image(pa_fox_buf *b, void *tj, const char *robot,
                      const pa_frame *f, int quality, char *err, size_t sz);
 
-/* A scene addition (agents, ball, visual objects of later issues): appends
- * its entity JSON objects, comma-first (",{...}"), to b. */
+/* A scene addition of a later feature: appends its entity JSON objects,
+ * comma-first (",{...}"), to b. Sent in every update. */
 typedef void (*pa_fox_scene_hook)(pa_netgw *g, pa_fox_buf *b, uint64_t t_ns);
-void pa_fox_enc_scene(pa_fox_buf *b, uint64_t t_ns, const pa_obstacle_info *obs,
-                      uint32_t n_obs, const pa_nav_block *nav,
-                      const pa_robot_info *robots, uint32_t n_robots,
-                      pa_netgw *g, const pa_fox_scene_hook *hooks,
-                      size_t n_hooks);
+
+#define PA_FOX_PRIMS 6          /* primitive arrays an entity is built in */
+#define PA_FOX_CLOUD_CUBES 5000 /* a point cloud's cubes in /scene at most */
+#define PA_FOX_BALL_RADIUS 0.021335 /* [m] as pa-sim's (sim_ssl.h) */
+
+/* What the last /scene update held, per entity id, so the next one carries
+ * only what changed and deletes what is gone. Zeroed = nothing sent. */
+struct pa_fox_ent_memo;
+typedef struct pa_fox_scene_memo {
+  struct pa_fox_ent_memo *prev, *cur;
+  uint32_t n_prev, cap_prev, n_cur, cap_cur;
+  uint32_t vis_gen; /* the visuals' gen the entities of prev show */
+  bool have_vis;
+  pa_fox_buf prim[PA_FOX_PRIMS]; /* scratch */
+} pa_fox_scene_memo;
+void pa_fox_scene_memo_free(pa_fox_scene_memo *m);
+
+/* What /scene shows: obstacles and agents (world snapshot copies), the
+ * navigation drawings, the SSL ball of a tick, the visual objects. */
+typedef struct pa_fox_scene_in {
+  const pa_obstacle_info *obs;
+  uint32_t n_obs;
+  const pa_nav_block *nav;
+  const pa_robot_info *robots;
+  uint32_t n_robots;
+  const pa_tick *tick;        /* NULL = no ball */
+  const pa_visual_block *vis; /* NULL = not read yet */
+} pa_fox_scene_in;
+
+/* Appends one foxglove.SceneUpdate to b. full: deletes all, then every
+ * entity; else only the entities that differ from the memo's last update,
+ * and deletions of those gone. Returns how many entities and deletions it
+ * holds (0: nothing changed, or out of memory). */
+size_t pa_fox_enc_scene(pa_fox_buf *b, uint64_t t_ns, const pa_fox_scene_in *in,
+                        pa_fox_scene_memo *m, bool full, pa_netgw *g,
+                        const pa_fox_scene_hook *hooks, size_t n_hooks);
 /* One command pushed to pa-sim, for /commands. */
 void pa_fox_enc_command(pa_fox_buf *b, uint64_t tick, const pa_cmd *c);
 /* /commands JSON back into a command: 0, or -1 when malformed. */

@@ -20,7 +20,8 @@
 #define FOX_STATE_HZ 50.0     /* /tf and /odom per simulated second */
 #define FOX_STATE_PER_TURN 16 /* state emits per turn before skipping */
 #define FOX_SCENE_PERIOD_NS 1000000000LL /* resent for late joiners */
-#define FOX_HEAD_TIMEOUT_S 5 /* an upgrade request must come this soon */
+#define FOX_SCENE_MIN_NS 50000000LL /* changes (agents, ball) at most 20 Hz */
+#define FOX_HEAD_TIMEOUT_S 5        /* an upgrade request must come this soon */
 #define FOX_MAX_QUEUED (8u << 20)
 #define FOX_SOFT_QUEUED (1u << 20) /* beyond: drop (camera: a quarter) */
 #define FOX_JPEG_QUALITY 80
@@ -91,8 +92,13 @@ struct pa_fox {
   uint32_t world_gen, nav_gen, map_gen;
   bool have_world;
   pa_nav_block *nav;
-  bool map_dirty, scene_dirty;
-  int64_t scene_sent_ns;
+  bool map_dirty, scene_dirty; /* scene_dirty: a full update is due */
+  bool scene_changed;          /* the world snapshot moved */
+  int64_t scene_sent_ns, scene_full_ns;
+  pa_fox_scene_memo scene; /* what the last /scene update held */
+  pa_visual_block *vis;    /* visual objects as last read (NULL = none) */
+  bool vis_ok;             /* vis is a whole copy */
+  double scene_ball[4];    /* the ball's x, y, z, holder in the last one */
   pa_ring_cursor state_cur, scan_cur, cam_cur;
   uint8_t *state_buf, *scan_buf, *cam_buf;
   double next_state_time;

@@ -6,12 +6,14 @@
  * a TCP JSON client's does: same actions, same limits, same error codes.
  * Each reply line goes back as one text message.
  *
- * Live frames, 20 Hz (docs/web.md): "state" (robots), a binary "SCN2" of the
- * scans that arrived since the last frame, and, when they change, "world"
- * (robot and obstacle properties), "map" + binary "MAP1", "nav" (drawings)
- * and once a second "status" (processes). A browser with more than
- * LIVE_BACKLOG bytes unsent skips state and scan frames (counted as
- * dropped); the rest waits for it. */
+ * Live frames, 20 Hz (docs/web.md): "state" (robots, agents' poses, the
+ * SSL ball), a binary "SCN2" of the scans that arrived since the last frame,
+ * and, when they change, "world" (robot and obstacle properties; agents
+ * moving alone do not count), "map" + binary "MAP1", "nav" (drawings),
+ * "visuals" + binary "VIS1" (point clouds) and once a second "status"
+ * (processes). A browser with more than LIVE_BACKLOG bytes unsent skips
+ * state and scan frames (counted as dropped) and gets changed visuals
+ * later; the rest waits for it. */
 #define _GNU_SOURCE
 #include "web_int.h"
 
@@ -30,14 +32,16 @@
 #define LIVE_BACKLOG (256u << 10) /* [bytes] unsent: skip live frames */
 #define WS_MAX_MESSAGE (PA_NETGW_JSON_MAX)
 #define WS_MAX_QUEUED (64u << 20) /* a map of 4000 x 4000 cells fits */
+#define BALL_RADIUS 0.021335      /* [m] as pa-sim's (sim_ssl.h) */
 
 typedef struct pa_webws {
   struct pa_webws *next, **prev;
   pa_web *w;
   struct pa_ws *ws;
   struct bufferevent *pair; /* our end; the gateway's client has the other */
-  uint32_t world_gen, map_gen, nav_gen;
-  bool have_world, have_map, have_nav;
+  uint64_t world_sig;
+  uint32_t map_gen, nav_gen, vis_gen;
+  bool have_world, have_map, have_nav, have_vis;
 } pa_webws;
 
 /* A growable text buffer for the frames. */
@@ -273,10 +277,62 @@ void pa_webws_accept(pa_web *w, evutil_socket_t fd,
 void pa_webws_free_all(pa_web *w) {
   while (w->ws)
     pa_ws_free(w->ws->ws); /* on_close unlinks it */
+  free(w->obs);
+  free(w->vis);
+  w->obs = NULL;
+  w->vis = NULL;
 }
 
 /* ---- live frames
  * -------------------------------------------------------------*/
+
+/* FNV-1a, for the world's signature. */
+static uint64_t fnv(uint64_t h, const void *p, size_t n) {
+  const uint8_t *c = p;
+  for (size_t i = 0; i < n; i++)
+    h = (h ^ c[i]) * 0x100000001b3ull;
+  return h;
+}
+
+/* Re-reads the world snapshot when its gen moved. Agents move it every
+ * tick; the signature leaves their poses out, so "world" frames follow
+ * only what else changed. False when it could not be read whole (read
+ * again next frame). */
+static bool snap_refresh(pa_web *w) {
+  pa_netgw *g = w->g;
+  uint32_t gen = __atomic_load_n(&g->ctl->world_gen, __ATOMIC_ACQUIRE);
+  if (w->have_snap && gen == w->snap_gen)
+    return true;
+  uint32_t nr = g->ctl->def.max_robots, no = g->ctl->def.max_obstacles;
+  if (!w->obs && !(w->obs = calloc(no ? no : 1, sizeof *w->obs)))
+    return false;
+  for (int tries = 0; tries < 100; tries++) {
+    uint64_t s = pa_stack_world_read_begin(g->st);
+    if (s & 1u)
+      continue;
+    uint32_t n = __atomic_load_n(&g->ctl->obstacle_count, __ATOMIC_ACQUIRE);
+    if (n > no)
+      n = no;
+    memcpy(w->obs, g->st->obstacles, n * sizeof *w->obs);
+    uint64_t h =
+        fnv(0xcbf29ce484222325ull, g->st->robots, nr * sizeof *g->st->robots);
+    if (pa_stack_world_read_retry(g->st, s))
+      continue;
+    for (uint32_t i = 0; i < n; i++) {
+      pa_obstacle_info o = w->obs[i];
+      if (o.agent)
+        o.x = o.y = o.theta = 0;
+      h = fnv(h, &o, sizeof o);
+    }
+    w->n_obs = n;
+    w->world_sig = fnv(h, &n, sizeof n);
+    w->snap_gen = gen;
+    w->have_snap = true;
+    return true;
+  }
+  w->have_snap = false;
+  return false;
+}
 
 static void build_state(pa_web *w, const pa_tick *t, sbuf *b) {
   sb_printf(b,
@@ -295,7 +351,26 @@ static void build_state(pa_web *w, const pa_tick *t, sbuf *b) {
               rs[i].head);
     first = false;
   }
-  sb_printf(b, "]}");
+  /* agents: [slot, x, y, theta] each, as the snapshot has them now */
+  sb_printf(b, "],\"agents\":[");
+  first = true;
+  for (uint32_t i = 0; i < w->n_obs; i++) {
+    const pa_obstacle_info *o = &w->obs[i];
+    if (!o->active || !o->agent)
+      continue;
+    sb_printf(b, "%s[%u,%.4f,%.4f,%.5f]", first ? "" : ",", i, o->x, o->y,
+              o->theta);
+    first = false;
+  }
+  sb_printf(b, "]");
+  /* the ball: x, y, z (its bottom), vx, vy, vz, holder (-1 = none) */
+  if (t->ssl && t->ball_holder != -2)
+    sb_printf(b,
+              ",\"ball\":[%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%d],"
+              "\"ball_radius\":%g",
+              t->ball[0], t->ball[1], t->ball[2], t->ball[3], t->ball[4],
+              t->ball[5], (int)t->ball_holder, BALL_RADIUS);
+  sb_printf(b, "}");
 }
 
 /* Scans newer than the last frame's, in one binary message: "SCN2", count,
@@ -358,29 +433,26 @@ static void build_world(pa_web *w, sbuf *b) {
     first = false;
   }
   sb_printf(b, "],\"obstacles\":[");
-  uint32_t m = __atomic_load_n(&g->ctl->obstacle_count, __ATOMIC_ACQUIRE);
-  if (m > g->ctl->def.max_obstacles)
-    m = g->ctl->def.max_obstacles;
+  static const char *const behaviours[PA_AGENT_COUNT] = {
+      "", "constant", "waypoints", "random", "pedestrian"};
   first = true;
-  for (uint32_t i = 0; i < m; i++) {
-    pa_obstacle_info oi;
-    uint64_t s;
-    int tries = 0;
-    do {
-      s = pa_stack_world_read_begin(g->st);
-      memcpy(&oi, &g->st->obstacles[i], sizeof oi);
-    } while (pa_stack_world_read_retry(g->st, s) && ++tries < 100);
-    if (!oi.active || tries >= 100)
+  for (uint32_t i = 0; i < w->n_obs; i++) {
+    pa_obstacle_info oi = w->obs[i];
+    if (!oi.active)
       continue;
     oi.name[sizeof oi.name - 1] = '\0';
     json_t *name = json_string(oi.name);
     char *ns = name ? json_dumps(name, JSON_ENCODE_ANY) : NULL;
+    /* an agent's pose here is where it was: the state frames move it */
     sb_printf(b,
-              "%s{\"name\":%s,\"shape\":\"%s\",\"x\":%g,\"y\":%g,\"theta\":%g,"
-              "\"size\":[%g,%g],\"radius\":%g}",
-              first ? "" : ",", ns ? ns : "\"\"",
+              "%s{\"slot\":%u,\"name\":%s,\"shape\":\"%s\",\"x\":%g,"
+              "\"y\":%g,\"theta\":%g,\"size\":[%g,%g],\"radius\":%g,"
+              "\"colour\":[%u,%u,%u],\"agent\":\"%s\"}",
+              first ? "" : ",", i, ns ? ns : "\"\"",
               oi.shape == PA_SHAPE_CIRCLE ? "circle" : "box", oi.x, oi.y,
-              oi.theta, oi.size_x, oi.size_y, oi.radius);
+              oi.theta, oi.size_x, oi.size_y, oi.radius, oi.colour[0],
+              oi.colour[1], oi.colour[2],
+              oi.agent < PA_AGENT_COUNT ? behaviours[oi.agent] : "other");
     free(ns);
     json_decref(name);
     first = false;
@@ -408,6 +480,59 @@ static void build_nav(pa_web *w, sbuf *b, pa_nav_block *nb) {
   sb_printf(b, "]}");
 }
 
+/* Visual objects (shm/pa_visual.h) as "visuals" text, and their point
+ * clouds in one binary "VIS1": count, then per cloud the visual's index in
+ * the list, n and n x (f32 x, y, z, u32 0xRRGGBBAA) ; little-endian. */
+static void build_visuals(const pa_visual_block *vb, sbuf *b, sbuf *bin) {
+  sb_printf(b, "{\"type\":\"visuals\",\"gen\":%u,\"visuals\":[", vb->gen);
+  sb_bytes(bin, "VIS1", 4);
+  size_t count_at = bin->n;
+  sb_u32(bin, 0);
+  uint32_t clouds = 0;
+  for (uint32_t i = 0; i < vb->count; i++) {
+    const pa_visual *v = &vb->v[i];
+    char name[PA_VIS_NAME_MAX], text[PA_VIS_TEXT_MAX];
+    snprintf(name, sizeof name, "%s", v->name);
+    snprintf(text, sizeof text, "%s", v->text);
+    json_t *js = json_pack("{ssss}", "name", name, "text", text);
+    char *jn = js ? json_dumps(js, JSON_COMPACT) : NULL;
+    const char *tn = pa_vis_type_name(v->type);
+    sb_printf(b,
+              "%s{\"index\":%u,\"type\":\"%s\",\"visible\":%s,"
+              "\"pos\":[%.9g,%.9g,%.9g],\"quat\":[%.9g,%.9g,%.9g,%.9g],"
+              "\"size\":[%.9g,%.9g,%.9g],\"rgba\":[%.4g,%.4g,%.4g,%.4g],"
+              "\"label\":%s",
+              i ? "," : "", i, tn ? tn : "none", v->visible ? "true" : "false",
+              v->pos[0], v->pos[1], v->pos[2], v->quat[0], v->quat[1],
+              v->quat[2], v->quat[3], v->size[0], v->size[1], v->size[2],
+              v->rgba[0], v->rgba[1], v->rgba[2], v->rgba[3], jn ? jn : "{}");
+    free(jn);
+    json_decref(js);
+    uint32_t off = v->pt_off, n = v->pt_n;
+    if (off > vb->pt_used || n > vb->pt_used - off)
+      n = 0; /* out of the pack: another process's memory, not trusted */
+    if (v->type == PA_VIS_POLYLINE) {
+      sb_printf(b, ",\"points\":[");
+      for (uint32_t k = 0; k < n; k++) {
+        const pa_vis_point *p = &vb->pt[off + k];
+        sb_printf(b, "%s[%.5g,%.5g,%.5g,%u]", k ? "," : "", p->p[0], p->p[1],
+                  p->p[2], p->rgba);
+      }
+      sb_printf(b, "]");
+    } else if (v->type == PA_VIS_POINT_CLOUD) {
+      sb_printf(b, ",\"cloud_points\":%u", n);
+      sb_u32(bin, i);
+      sb_u32(bin, n);
+      sb_bytes(bin, &vb->pt[off], (size_t)n * sizeof vb->pt[0]);
+      clouds++;
+    }
+    sb_printf(b, "}");
+  }
+  sb_printf(b, "]}");
+  if (!bin->oom)
+    memcpy(bin->s + count_at, &clouds, 4);
+}
+
 void pa_webws_tick(pa_web *w) {
   if (!w->ws)
     return;
@@ -418,13 +543,29 @@ void pa_webws_tick(pa_web *w) {
     w->scan_seq = calloc(max_robots, sizeof *w->scan_seq);
   uint32_t *last_seq = w->scan_seq;
   sbuf st = {0}, sc = {0}, wo = {0}, nav = {0}, status = {0}, mh = {0},
-       mb = {0};
+       mb = {0}, vt = {0}, vbin = {0};
+  bool snap_ok = snap_refresh(w);
+  /* the visuals: copied when their gen moved (a few KB unless clouds) */
+  uint32_t vis_gen = __atomic_load_n(&g->st->vis->gen, __ATOMIC_ACQUIRE);
+  if (!w->vis || w->vis->gen != vis_gen) {
+    pa_visual_block *vb = w->vis ? w->vis : malloc(sizeof *vb);
+    if (vb && !pa_stack_visual_read(g->st, vb)) {
+      if (!w->vis) {
+        free(vb); /* mid-update: the next frame reads it */
+        vb = NULL;
+      } else {
+        w->vis->gen = vis_gen - 1; /* a torn copy: read again next frame */
+      }
+    }
+    if (vb && !w->vis)
+      w->vis = vb;
+  }
+  bool vis_ok = w->vis && w->vis->gen == vis_gen;
   if (t) {
     build_state(w, t, &st);
     if (last_seq)
       build_scans(w, t, &sc, last_seq, max_robots);
   }
-  uint32_t world_gen = __atomic_load_n(&g->ctl->world_gen, __ATOMIC_ACQUIRE);
   uint32_t nav_gen = __atomic_load_n(&g->st->nav->gen, __ATOMIC_ACQUIRE);
   const pa_map_block *map = NULL;
   const int8_t *cells = NULL;
@@ -435,12 +576,12 @@ void pa_webws_tick(pa_web *w) {
     next = x->next;
     struct pa_ws *ws = x->ws;
     /* sent whole, never skipped: world, map and drawings follow changes */
-    if (!x->have_world || x->world_gen != world_gen) {
+    if (snap_ok && (!x->have_world || x->world_sig != w->world_sig)) {
       if (!wo.n)
         build_world(w, &wo);
       if (!wo.oom && send_msg(x, WS_CH_WORLD, false, wo.s, wo.n) == 0) {
         x->have_world = true;
-        x->world_gen = world_gen;
+        x->world_sig = w->world_sig;
       }
     }
     if (map && (!x->have_map || x->map_gen != map->gen)) {
@@ -493,6 +634,18 @@ void pa_webws_tick(pa_web *w) {
       w->ws_dropped++; /* a slow browser: it gets the next frame instead */
       continue;
     }
+    /* changed visuals: when the browser keeps up (a client may move one
+     * every tick); a slow one gets the newest later, never a backlog */
+    if (vis_ok && (!x->have_vis || x->vis_gen != vis_gen)) {
+      if (!vt.n)
+        build_visuals(w->vis, &vt, &vbin);
+      if (!vt.oom && !vbin.oom &&
+          send_msg(x, WS_CH_WORLD, false, vt.s, vt.n) == 0 &&
+          send_msg(x, WS_CH_WORLD, true, vbin.s, vbin.n) == 0) {
+        x->have_vis = true;
+        x->vis_gen = vis_gen;
+      }
+    }
     if (!st.oom && send_msg(x, WS_CH_STATE, false, st.s, st.n) != 0)
       w->ws_dropped++;
     if (sc.n > 8 && !sc.oom && send_msg(x, WS_CH_SCAN, true, sc.s, sc.n) != 0)
@@ -505,4 +658,6 @@ void pa_webws_tick(pa_web *w) {
   free(status.s);
   free(mh.s);
   free(mb.s);
+  free(vt.s);
+  free(vbin.s);
 }

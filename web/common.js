@@ -2,6 +2,21 @@
 // frames in, JSON v2 requests out), map images (ROS map_server rules, as
 // docs/world-format.md states them) and a grey PNG writer.
 
+// VIS1: count, then per point cloud the visual's index, n and n x (f32 x,
+// y, z, u32 0xRRGGBBAA); the points go into visuals[index].points.
+function parseClouds(dv, visuals) {
+  const count = dv.getUint32(4, true);
+  let o = 8;
+  for (let c = 0; c < count; c++) {
+    const idx = dv.getUint32(o, true), n = dv.getUint32(o + 4, true);
+    o += 8;
+    const pts = new Array(n);
+    for (let k = 0; k < n; k++, o += 16)
+      pts[k] = [dv.getFloat32(o, true), dv.getFloat32(o + 4, true), dv.getFloat32(o + 8, true), dv.getUint32(o + 12, true)];
+    if (visuals[idx]) visuals[idx].points = pts;
+  }
+}
+
 // ---- the /ws session ----------------------------------------------------------
 
 export class Session {
@@ -34,7 +49,12 @@ export class Session {
       const dv = new DataView(data);
       const magic = String.fromCharCode(dv.getUint8(0), dv.getUint8(1), dv.getUint8(2), dv.getUint8(3));
       if (magic === 'SCN2') this.h.onScans?.(parseScans(dv));
-      else if (magic === 'MAP1' && this.pendingMap) {
+      else if (magic === 'VIS1' && this.pendingVisuals) {
+        const v = this.pendingVisuals;
+        this.pendingVisuals = null;
+        parseClouds(dv, v.visuals);
+        this.h.onVisuals?.(v);
+      } else if (magic === 'MAP1' && this.pendingMap) {
         const m = this.pendingMap;
         this.pendingMap = null;
         m.cells = new Int8Array(data, 12, m.width * m.height);
@@ -44,6 +64,7 @@ export class Session {
     }
     const m = JSON.parse(data);
     if (m.type === 'map') { this.pendingMap = m; return; }
+    if (m.type === 'visuals') { this.pendingVisuals = m; return; }
     if (m.request_id !== undefined && this.waiting.has(m.request_id)) {
       const w = this.waiting.get(m.request_id);
       this.waiting.delete(m.request_id);

@@ -1,5 +1,6 @@
 // viewer.js - the live viewer: the map, robots (heading, trails), laser rays,
-// obstacles and navigation drawings from /ws, and every action on the world
+// obstacles, agents (moving obstacles), the SSL ball, visual objects and
+// navigation drawings from /ws, and every action on the world
 // as the JSON v2 request any client would send (errors show as their codes).
 import { Session, cellGrey, fmt } from './common.js';
 
@@ -11,8 +12,10 @@ const ctx = canvas.getContext('2d');
 const pa = {
   state: null, world: { robots: [], obstacles: [] }, map: null, nav: { overlays: [] },
   scans: new Map(), trails: new Map(), selected: 0, lastReply: null, lastError: null,
-  frames: 0, status: null,
+  frames: 0, worldFrames: 0, status: null, visuals: [],
 };
+const AGENT_FILL = 'rgb(150,60,200)'; // agents: violet, static obstacles brown
+const BALL_FILL = 'rgb(255,140,0)';
 window.pa = pa;
 
 const view = { cx: 0, cy: 0, scale: 40, fitted: false };
@@ -25,9 +28,10 @@ const session = new Session({
   onClose: () => { $('conn').textContent = 'disconnected: reconnecting...'; },
   onScans: (scans) => { for (const s of scans) pa.scans.set(s.robot, s); },
   onMap: (m) => { pa.map = m; mapCanvas = renderMap(m); fit(); },
+  onVisuals: (v) => { pa.visuals = v.visuals; },
   onMessage: (m) => {
     if (m.type === 'state') onState(m);
-    else if (m.type === 'world') { pa.world = m; fillRobotSelect(); }
+    else if (m.type === 'world') { pa.world = m; pa.worldFrames++; fillRobotSelect(); }
     else if (m.type === 'nav') pa.nav = m;
     else if (m.type === 'status') showStatus(m.processes);
   },
@@ -228,22 +232,38 @@ function draw() {
     ctx.imageSmoothingEnabled = false;
     ctx.drawImage(mapCanvas, x0, y0, m.width * m.resolution * view.scale, m.height * m.resolution * view.scale);
   }
+  const agentPose = new Map((pa.state?.agents ?? []).map((a) => [a[0], a]));
   for (const o of pa.world.obstacles) {
-    ctx.fillStyle = 'rgba(150,100,50,0.8)';
-    if (o.shape === 'circle') {
-      const [sx, sy] = toScreen(o.x, o.y);
-      ctx.beginPath();
-      ctx.arc(sx, sy, o.radius * view.scale, 0, 2 * Math.PI);
-      ctx.fill();
-    } else {
-      const [sx, sy] = toScreen(o.x, o.y);
-      ctx.save();
-      ctx.translate(sx, sy);
-      ctx.rotate(-o.theta);
-      ctx.fillRect(-o.size[0] / 2 * view.scale, -o.size[1] / 2 * view.scale, o.size[0] * view.scale, o.size[1] * view.scale);
-      ctx.restore();
+    let [x, y, th] = [o.x, o.y, o.theta];
+    const agent = !!o.agent;
+    if (agent) {
+      const a = agentPose.get(o.slot);
+      if (!a) continue; // gone since the world frame
+      [x, y, th] = [a[1], a[2], a[3]];
     }
+    ctx.fillStyle = agent ? AGENT_FILL : 'rgba(150,100,50,0.8)';
+    const [sx, sy] = toScreen(x, y);
+    ctx.save();
+    ctx.translate(sx, sy);
+    ctx.rotate(-th);
+    ctx.beginPath();
+    if (o.shape === 'circle') ctx.arc(0, 0, o.radius * view.scale, 0, 2 * Math.PI);
+    else ctx.rect(-o.size[0] / 2 * view.scale, -o.size[1] / 2 * view.scale, o.size[0] * view.scale, o.size[1] * view.scale);
+    ctx.fill();
+    if (agent) { // a dark rim and a heading tick: it moves on its own
+      const r = (o.shape === 'circle' ? o.radius : o.size[0] / 2) * view.scale;
+      ctx.strokeStyle = '#303';
+      ctx.lineWidth = 2;
+      ctx.stroke();
+      ctx.strokeStyle = '#fff';
+      ctx.beginPath();
+      ctx.moveTo(r / 2, 0);
+      ctx.lineTo(Math.max(r, 5), 0);
+      ctx.stroke();
+    }
+    ctx.restore();
   }
+  drawVisuals();
   for (const ov of pa.nav.overlays) {
     ctx.strokeStyle = '#0a0';
     ctx.lineWidth = 2;
@@ -300,6 +320,7 @@ function draw() {
     ctx.lineTo(sx + Math.cos(r[3]) * Math.max(rad, 6), sy - Math.sin(r[3]) * Math.max(rad, 6));
     ctx.stroke();
   }
+  drawBall();
   if (drag && drag.kind !== 'robot' && drag.kind !== 'pan') {
     ctx.strokeStyle = '#a50';
     ctx.setLineDash([4, 3]);
@@ -312,6 +333,88 @@ function draw() {
   requestAnimationFrame(draw);
 }
 requestAnimationFrame(draw);
+
+// The SSL ball: orange, at least 4 px; chipped, a shadow on the ground
+// where it is and the ball drawn up by its height, labelled.
+function drawBall() {
+  const b = pa.state?.ball;
+  if (!b) return;
+  const r = Math.max((pa.state.ball_radius ?? 0.0213) * view.scale, 4);
+  const [sx, sy] = toScreen(b[0], b[1]);
+  const up = b[2] > 0.005 ? b[2] : 0;
+  if (up) {
+    ctx.fillStyle = 'rgba(0,0,0,0.35)';
+    ctx.beginPath();
+    ctx.arc(sx, sy, r, 0, 2 * Math.PI);
+    ctx.fill();
+  }
+  const by = sy - up * view.scale;
+  ctx.fillStyle = BALL_FILL;
+  ctx.beginPath();
+  ctx.arc(sx, by, r, 0, 2 * Math.PI);
+  ctx.fill();
+  if (up) {
+    ctx.fillStyle = '#000';
+    ctx.font = '11px sans-serif';
+    ctx.fillText(`z ${fmt(b[2], 2)} m`, sx + r + 2, by);
+  }
+}
+
+const yawOf = (q) => Math.atan2(2 * (q[0] * q[3] + q[1] * q[2]), 1 - 2 * (q[2] * q[2] + q[3] * q[3]));
+const rgbaCss = (c) => `rgba(${Math.round(c[0] * 255)},${Math.round(c[1] * 255)},${Math.round(c[2] * 255)},${c[3]})`;
+const packedCss = (u) => `rgba(${u >>> 24},${(u >>> 16) & 255},${(u >>> 8) & 255},${(u & 255) / 255})`;
+
+// RaisimServer's visual objects seen from above, in their colours.
+function drawVisuals() {
+  for (const v of pa.visuals) {
+    if (!v.visible) continue;
+    const col = rgbaCss(v.rgba);
+    ctx.fillStyle = col;
+    ctx.strokeStyle = col;
+    const [sx, sy] = toScreen(v.pos[0], v.pos[1]);
+    const yaw = yawOf(v.quat);
+    ctx.save();
+    if (v.type === 'sphere' || v.type === 'cylinder' || v.type === 'capsule') {
+      ctx.beginPath();
+      ctx.arc(sx, sy, Math.max(v.size[0] * view.scale, 2), 0, 2 * Math.PI);
+      ctx.fill();
+    } else if (v.type === 'box') {
+      ctx.translate(sx, sy);
+      ctx.rotate(-yaw);
+      ctx.fillRect(-v.size[0] / 2 * view.scale, -v.size[1] / 2 * view.scale, v.size[0] * view.scale, v.size[1] * view.scale);
+    } else if (v.type === 'arrow') {
+      const len = v.size[0] * view.scale, head = Math.max(v.size[1] * view.scale, 4);
+      ctx.translate(sx, sy);
+      ctx.rotate(-yaw);
+      ctx.lineWidth = Math.max(head / 3, 2);
+      ctx.beginPath();
+      ctx.moveTo(0, 0);
+      ctx.lineTo(len - head, 0);
+      ctx.stroke();
+      ctx.beginPath();
+      ctx.moveTo(len, 0);
+      ctx.lineTo(len - head, -head / 2);
+      ctx.lineTo(len - head, head / 2);
+      ctx.fill();
+    } else if (v.type === 'polyline' && v.points?.length) {
+      ctx.lineWidth = Math.max(v.size[0], 1);
+      ctx.beginPath();
+      v.points.forEach((p, i) => { const [px, py] = toScreen(p[0], p[1]); i ? ctx.lineTo(px, py) : ctx.moveTo(px, py); });
+      ctx.stroke();
+    } else if (v.type === 'point_cloud' && v.points) {
+      const d = Math.max(v.size[0], 1);
+      for (const p of v.points) {
+        ctx.fillStyle = p[3] ? packedCss(p[3]) : col;
+        const [px, py] = toScreen(p[0], p[1]);
+        ctx.fillRect(px - d / 2, py - d / 2, d, d);
+      }
+    } else if (v.type === 'text') {
+      ctx.font = `${Math.max(v.size[0] * view.scale, 10)}px sans-serif`;
+      ctx.fillText(v.label.text, sx, sy);
+    }
+    ctx.restore();
+  }
+}
 
 // ---- mouse: select, teleport, draw obstacles, pan, zoom --------------------
 

@@ -67,6 +67,12 @@ typedef struct pa_web {
   double rtf; /* sim seconds per wall second, last samples */
   int64_t rtf_wall_ns;
   double rtf_sim_time;
+  /* web_ws.c: the world snapshot as last read (agents move every tick) */
+  pa_obstacle_info *obs; /* [max_obstacles] */
+  uint32_t n_obs, snap_gen;
+  uint64_t world_sig; /* hash of the snapshot but agents' poses */
+  bool have_snap;
+  pa_visual_block *vis; /* visual objects as last read (NULL = none yet) */
 } pa_web;
 
 /* http.c */

@@ -118,7 +118,7 @@ export class Stack {
     c.on("status", (s) => st.statuses.push(s));
     c.on("time", (t) => st.times.push(t.timestamp));
     c.on("message", (m) => st.msgs.push({ topic: st.subs.get(m.subscriptionId), t: m.timestamp,
-      json: () => JSON.parse(new TextDecoder().decode(m.data)), bytes: m.data.byteLength }));
+      json: () => JSON.parse(new TextDecoder().decode(m.data)), bytes: m.data.byteLength, raw: m.data }));
     st.topic = (name) => [...st.channels.values()].find((ch) => ch.topic === name);
     st.subscribe = (name) => {
       const ch = st.topic(name);

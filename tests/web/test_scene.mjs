@@ -1,0 +1,113 @@
+// The live viewer draws what now exists besides robots and obstacles, where a
+// TCP client says it is: an agent (moving, violet), the SSL ball (orange,
+// drawn up by its height when chipped) and RaisimServer's visual objects in
+// their colours (a point cloud arriving as binary), checked on the canvas's
+// pixels in a real chromium against a real `--world ssl-a` stack.
+import { startStack, browser, tcpClient, run, check, until } from './harness.mjs';
+
+const near = (a, b, tol) => Math.abs(a - b) <= tol;
+const close = (c, want, tol = 40) => c && want.every((v, i) => Math.abs(c[i] - v) <= tol);
+
+// The canvas pixel at world (x, y), dz metres drawn up (as a chipped ball).
+const pixel = (page, x, y, dz = 0) => page.evaluate(([wx, wy, up]) => {
+  const c = document.getElementById('view');
+  const [sx, sy] = window.pa.toScreen(wx, wy);
+  const py = sy - up * (window.pa.toScreen(0, 1)[1] - window.pa.toScreen(0, 2)[1]);
+  return [...c.getContext('2d').getImageData(Math.round(sx), Math.round(py), 1, 1).data];
+}, [x, y, dz]);
+
+async function ok(tcp, action, data = {}, type = 'command') {
+  const r = await tcp.request(action, data, type);
+  if (!r.success) throw new Error(`${action}: ${JSON.stringify(r.error)}`);
+  return r.data;
+}
+
+run(async () => {
+  const st = await startStack(['--world', 'ssl-a']);
+  const tcp = await tcpClient(st.tcpPort);
+  const page = await browser();
+  await page.goto(`${st.url}/`);
+  await until(() => page.evaluate(() => !!(window.pa?.state && window.pa.map && window.pa.world.robots.length)),
+    'viewer gets state, map and world');
+  await page.uncheck('#showrays');
+  await page.uncheck('#showtrails');
+  // the whole field in view, robots away from what is checked below
+  const robots = await page.evaluate(() => window.pa.state.robots);
+  const free = (x, y) => robots.every((r) => Math.hypot(r[1] - x, r[2] - y) > 0.4);
+
+  // ---- an agent: moves on the page frame by frame, violet where TCP says
+  check(free(2.2, -2.5) && free(0, -2) && free(-1.5, 2) && free(-2.5, -2.5), 'test spots are free of robots');
+  await ok(tcp, 'spawn_agent', { name: 'walker', behaviour: 'constant', pose: [2.2, -2.5, 0], velocity: [0.3, 0], radius: 0.2 });
+  const w = await until(() => page.evaluate(() => window.pa.world.obstacles.find((o) => o.name === 'walker')),
+    'world frame lists the agent');
+  check(w.agent === 'constant' && w.shape === 'circle', `agent carries its behaviour (${w.agent})`);
+  const a0 = await until(() => page.evaluate((s) => window.pa.state.agents.find((a) => a[0] === s), w.slot),
+    'state frames carry the agent pose');
+  await until(async () => {
+    const a = await page.evaluate((s) => window.pa.state.agents.find((q) => q[0] === s), w.slot);
+    return a && a[1] > a0[1] + 0.05;
+  }, 'the agent moves on the page frame by frame');
+  // moving alone, an agent changes no "world" frame: its pose rides the
+  // state frames, which a slow browser may skip
+  const wf0 = await page.evaluate(() => window.pa.worldFrames);
+  const f0 = await page.evaluate(() => window.pa.frames);
+  await new Promise((r) => setTimeout(r, 1000));
+  const wf1 = await page.evaluate(() => window.pa.worldFrames);
+  const f1 = await page.evaluate(() => window.pa.frames);
+  check(f1 - f0 >= 5 && wf1 === wf0, `no world frame while the agent walks (${wf1 - wf0} in ${f1 - f0} state frames)`);
+  await ok(tcp, 'pause', {}, 'sim_control');
+  await until(() => page.evaluate(() => window.pa.state.paused), 'page shows paused');
+  const ta = (await ok(tcp, 'get_agents')).agents.find((a) => a.name === 'walker');
+  const pa = await until(async () => {
+    const a = await page.evaluate((s) => window.pa.state.agents.find((q) => q[0] === s), w.slot);
+    return a && near(a[1], ta.pose[0], 1e-3) && near(a[2], ta.pose[1], 1e-3) ? a : null;
+  }, 'paused, the page agent pose = get_agents over TCP');
+  await until(async () => close(await pixel(page, pa[1], pa[2]), [150, 60, 200]),
+    'the agent is drawn violet where TCP says it is');
+  // a static obstacle next to it keeps its own colour
+  await ok(tcp, 'spawn_obstacle', { name: 'block', shape: 'box', pose: [-2.5, -2.5, 0], size: [0.4, 0.4] });
+  await until(async () => { const c = await pixel(page, -2.5, -2.5); return close(c, [150, 100, 50], 50) && !close(c, [150, 60, 200], 20); },
+    'a static obstacle is drawn brown, not as an agent');
+
+  // ---- the ball: orange where get_ball says, drawn up by its height
+  await ok(tcp, 'teleport_ball', { position: [0, -2] });
+  const b = (await ok(tcp, 'get_ball')).position;
+  await until(async () => {
+    const s = await page.evaluate(() => window.pa.state.ball);
+    return s && near(s[0], b[0], 1e-3) && near(s[1], b[1], 1e-3) && near(s[2], 0, 1e-3);
+  }, `the page ball = get_ball over TCP (${b})`);
+  await until(async () => close(await pixel(page, b[0], b[1]), [255, 140, 0]), 'the ball is drawn orange there');
+  await ok(tcp, 'teleport_ball', { position: [0, -2, 0.5] });
+  const bz = (await ok(tcp, 'get_ball')).position;
+  check(near(bz[2], 0.5, 1e-6), `get_ball over TCP: the ball is up (${bz[2]} m)`);
+  await until(async () => { const s = await page.evaluate(() => window.pa.state.ball); return s && near(s[2], bz[2], 1e-3); },
+    'the page ball has its height');
+  await until(async () => close(await pixel(page, bz[0], bz[1], bz[2]), [255, 140, 0]) &&
+    !close(await pixel(page, bz[0], bz[1]), [255, 140, 0]), 'chipped, it is drawn up by its height, a shadow below');
+
+  // ---- visual objects, in their colours; a point cloud as binary
+  await ok(tcp, 'add_visual', { name: 'red', type: 'sphere', position: [-1.5, 2, 0.2], size: 0.25, color: [1, 0, 0] });
+  await ok(tcp, 'add_visual', { name: 'green', type: 'box', position: [-0.5, 2, 0.1], size: [0.5, 0.3, 0.2], color: [0, 1, 0] });
+  const pts = [];
+  for (let i = 0; i < 50; i++) pts.push([1 + i * 0.02, 2, 0]);
+  await ok(tcp, 'add_visual', { name: 'cloud', type: 'point_cloud', points: pts, size: 6, color: [0, 0, 1] });
+  const seen = await until(() => page.evaluate(() => window.pa.visuals.length === 3 ? window.pa.visuals : null),
+    'the page gets the 3 visuals');
+  const cloud = seen.find((v) => v.label.name === 'cloud');
+  check(cloud.points?.length === 50 && near(cloud.points[10][0], 1.2, 1e-5), 'the point cloud came whole through VIS1');
+  await until(async () => close(await pixel(page, -1.5, 2), [255, 0, 0]), 'the sphere is drawn red where it was added');
+  await until(async () => close(await pixel(page, -0.5, 2), [0, 255, 0]), 'the box is drawn green');
+  await until(async () => close(await pixel(page, 1.5, 2), [0, 0, 255]), 'the point cloud is drawn blue');
+  await ok(tcp, 'update_visual', { name: 'red', position: [-1.5, 1, 0.2] });
+  await until(async () => close(await pixel(page, -1.5, 1), [255, 0, 0]) && !close(await pixel(page, -1.5, 2), [255, 0, 0]),
+    'update_visual moves the red sphere on the page');
+  await ok(tcp, 'remove_visual', { name: 'red' });
+  await until(async () => !close(await pixel(page, -1.5, 1), [255, 0, 0]) &&
+    (await page.evaluate(() => window.pa.visuals.length)) === 2, 'remove_visual takes it off the page');
+
+  // ---- the agent removed: gone from the state frames and the canvas
+  await ok(tcp, 'remove_agent', { name: 'walker' });
+  await until(async () => (await page.evaluate(() => window.pa.state.agents.length)) === 0 &&
+    !close(await pixel(page, pa[1], pa[2]), [150, 60, 200]), 'remove_agent takes it off the page');
+  check(page.errors.length === 0, `no page errors (${page.errors.join('; ')})`);
+});
