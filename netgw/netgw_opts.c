@@ -65,11 +65,12 @@ static const pa_opt_row rows[] = {
          "send no discovery beacon (`playarea discover` will not list this "
          "stack)")},
     {ROW(def.ssl_control_port, "ssl_control_port", PA_OPT_U32, 0, 65535, 10300,
-         "SSL worlds: UDP port of SimulatorCommand (0 = pick a free one)")},
+         "SSL worlds: UDP port of SimulatorCommand (0 = pick a free one; "
+         "picked too with --tcp_port 0)")},
     {ROW(def.ssl_blue_port, "ssl_blue_port", PA_OPT_U32, 0, 65535, 10301,
-         "SSL worlds: UDP port of the blue team's RobotControl")},
+         "SSL worlds: UDP port of the blue team's RobotControl (0 = pick)")},
     {ROW(def.ssl_yellow_port, "ssl_yellow_port", PA_OPT_U32, 0, 65535, 10302,
-         "SSL worlds: UDP port of the yellow team's RobotControl")},
+         "SSL worlds: UDP port of the yellow team's RobotControl (0 = pick)")},
     {ROW(def.ssl_vision_port, "ssl_vision_port", PA_OPT_U32, 1, 65535, 10020,
          "SSL worlds: SSL_WrapperPacket vision to 127.0.0.1 at this port")},
     {ROW(def.ssl_vision_hz, "ssl_vision_hz", PA_OPT_DOUBLE, 0.1, 10000, 60,
@@ -98,13 +99,26 @@ static int finish(void *args, const bool *given, char *err, size_t err_sz) {
     return -1;
   }
   /* An explicit HTTP port must bind; the default one only warns (a second
-   * stack on this machine), and a stack on a picked TCP port picks it too. */
-  for (size_t k = 0; k < sizeof rows / sizeof rows[0]; k++)
-    if (!strcmp(rows[k].o.name, "http_port")) {
+   * stack on this machine). A stack on a picked TCP port (--tcp_port 0: a
+   * test, or one of many instances) picks every port it listens on that was
+   * not given, so it never takes a well-known port from a user's stack. */
+  for (size_t k = 0; k < sizeof rows / sizeof rows[0]; k++) {
+    const char *n = rows[k].o.name;
+    if (!strcmp(n, "http_port"))
       a->def.http_required = given[k];
-      if (!given[k] && a->def.tcp_port == 0)
-        a->def.http_port = -1;
-    }
+    if (given[k] || a->def.tcp_port != 0)
+      continue;
+    if (!strcmp(n, "http_port"))
+      a->def.http_port = -1;
+    else if (!strcmp(n, "foxglove_port"))
+      a->def.foxglove_port = -1;
+    else if (!strcmp(n, "ssl_control_port"))
+      a->def.ssl_control_port = 0;
+    else if (!strcmp(n, "ssl_blue_port"))
+      a->def.ssl_blue_port = 0;
+    else if (!strcmp(n, "ssl_yellow_port"))
+      a->def.ssl_yellow_port = 0;
+  }
   /* SCHED_FIFO alone does not cut p99: realtime also watches. */
   long watch = a->odom_watch_us;
   if (watch < 0)

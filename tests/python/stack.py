@@ -6,6 +6,7 @@ import os
 import re
 import selectors
 import signal
+import socket
 import subprocess
 import tempfile
 import time
@@ -40,7 +41,11 @@ class Stack:
         e = dict(os.environ)
         e.setdefault("LIBGL_ALWAYS_SOFTWARE", "1")
         e.update(env or {})
-        self.argv = [exe, "--tcp_port", "0", "--instance", self.instance] + list(args)
+        # SSL vision goes to a port this test holds, never to a user's 10020.
+        self.vision_sink = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.vision_sink.bind(("127.0.0.1", 0))
+        self.argv = [exe, "--tcp_port", "0", "--instance", self.instance,
+                     "--ssl_vision_port", str(self.vision_sink.getsockname()[1])] + list(args)
         # A session of its own: if the launcher must be killed, its children go with the group.
         self.proc = subprocess.Popen(self.argv, stdout=subprocess.PIPE, stderr=self.log,
                                      stdin=subprocess.DEVNULL, env=e, start_new_session=True)
@@ -131,6 +136,7 @@ class Stack:
         except (ProcessLookupError, PermissionError):
             pass
         self.proc.stdout.close()
+        self.vision_sink.close()
         self.report = self.sanitizer_reports()
         for name in os.listdir("/dev/shm"):
             if name.startswith("playarea.%s." % self.instance):

@@ -3,6 +3,7 @@
 // client on either subprotocol. Everything started is stopped on exit, even
 // on failure; shm objects and temp dirs of the test's instance are removed.
 import { spawn } from "node:child_process";
+import dgram from "node:dgram";
 import fs from "node:fs";
 import net from "node:net";
 import os from "node:os";
@@ -48,8 +49,11 @@ export class Stack {
     s.dataDir = fs.mkdtempSync(path.join(os.tmpdir(), `${s.instance}-`));
     s.log = "";
     const exe = path.join(binDir(), "playarea");
+    // SSL vision goes to a port this test holds, never to a user's 10020.
+    s.vision = dgram.createSocket("udp4");
+    await new Promise((r) => s.vision.bind(0, "127.0.0.1", r));
     s.proc = spawn(exe, ["--tcp_port", "0", "--foxglove_port", "-1", "--instance", s.instance,
-      "--data_dir", s.dataDir, ...args], {
+      "--data_dir", s.dataDir, "--ssl_vision_port", String(s.vision.address().port), ...args], {
       stdio: ["ignore", "pipe", "pipe"], detached: true,
       env: { LIBGL_ALWAYS_SOFTWARE: "1", ...process.env },
     });
@@ -93,6 +97,8 @@ export class Stack {
       clearTimeout(t);
     }
     this.kill("SIGKILL");
+    this.vision?.close();
+    this.vision = null;
     this.exitCode = this.proc.exitCode;
     // a sanitizer build's reports, from any process of the stack
     const at = this.log.search(/ERROR: (Address|Leak|Thread)Sanitizer|runtime error:/);

@@ -2,6 +2,7 @@
 // through playwright-core, a TCP JSON client, and cleanup of all of them
 // even when a check fails.
 import { spawn, execFileSync } from 'node:child_process';
+import dgram from 'node:dgram';
 import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
@@ -28,8 +29,13 @@ export async function startStack(args = []) {
   const instance = `t${process.pid}-web-${++counter}`;
   const tmp = fs.mkdtempSync(path.join(os.tmpdir(), `pa-web-${instance}-`));
   onCleanup(() => fs.rmSync(tmp, { recursive: true, force: true }));
+  // SSL vision goes to a port this test holds, never to a user's 10020.
+  const vision = dgram.createSocket('udp4');
+  await new Promise((r) => vision.bind(0, '127.0.0.1', r));
+  onCleanup(() => vision.close());
   const argv = ['--tcp_port', '0', '--http_port=-1', '--instance', instance,
-    '--data_dir', tmp, '--upload_dir', tmp, ...args];
+    '--data_dir', tmp, '--upload_dir', tmp,
+    '--ssl_vision_port', String(vision.address().port), ...args];
   const proc = spawn(path.join(BIN, 'playarea'), argv, {
     stdio: ['ignore', 'pipe', 'pipe'], detached: true,
     env: { ...process.env, LIBGL_ALWAYS_SOFTWARE: '1' },
