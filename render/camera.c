@@ -162,6 +162,11 @@ int pa_render_cam_submit(pa_render_cam *c, const pa_render_scene *s,
   glClearColor(PA_RENDER_SKY_RGB, 1.0f);
   glClear(GL_COLOR_BUFFER_BIT | GL_DEPTH_BUFFER_BIT);
   pa_render_scene_draw_culled(s, view, proj, v->skip_robot, v);
+  if (s->vis && s->vis_lines) {
+    float vp[16];
+    pa_render_mat_mul(vp, proj, view);
+    pa_render_visuals_draw(s->vis_lines, s->vis, vp, !v->all_visuals);
+  }
   uint32_t slot = c->head;
   glPixelStorei(GL_PACK_ALIGNMENT, 4);
   glReadBuffer(GL_COLOR_ATTACHMENT0);

@@ -1,9 +1,12 @@
 /* visuals.c - the clients' visual objects (shm/pa_visual.h) as wireframe
- * lines and points in world coordinates, for the viewer's overlay. No GL
- * here: the viewer turns what the sink gets into its vertex buffer. */
+ * lines and points in world coordinates, and the one GL path that draws
+ * them (and the viewer's overlay): the viewer, the spectator's screenshots
+ * and videos and, for visuals marked camera_visible, the head cameras. */
 #include "render_int.h"
 
 #include <math.h>
+#include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define CIRCLE_SEGS 24
@@ -144,10 +147,26 @@ static bool points_ok(const pa_visual_block *b, const pa_visual *v) {
          b->pt_used <= PA_VIS_POINTS_MAX;
 }
 
+static bool drawn(const pa_visual_block *b, const pa_visual *v,
+                  const pa_vis_sink *s) {
+  return v->visible && (!s->camera_only || v->camera_visible) &&
+         points_ok(b, v);
+}
+
+static void cloud(const pa_vis_sink *s, const pa_visual_block *b,
+                  const pa_visual *v) {
+  for (uint32_t k = 0; k < v->pt_n; k++) {
+    const pa_vis_point *p = &b->pt[v->pt_off + k];
+    float c[3];
+    rgb_of(p->rgba, v->rgba, c);
+    s->point(s->arg, p->p, c);
+  }
+}
+
 void pa_render_visuals_lines(const pa_visual_block *b, const pa_vis_sink *s) {
   for (uint32_t i = 0; i < b->count && i < PA_VIS_MAX; i++) {
     const pa_visual *v = &b->v[i];
-    if (v->visible && v->type != PA_VIS_POINT_CLOUD && points_ok(b, v))
+    if (v->type != PA_VIS_POINT_CLOUD && drawn(b, v, s))
       shape(s, b, v);
   }
 }
@@ -155,13 +174,137 @@ void pa_render_visuals_lines(const pa_visual_block *b, const pa_vis_sink *s) {
 void pa_render_visuals_points(const pa_visual_block *b, const pa_vis_sink *s) {
   for (uint32_t i = 0; i < b->count && i < PA_VIS_MAX; i++) {
     const pa_visual *v = &b->v[i];
-    if (!v->visible || v->type != PA_VIS_POINT_CLOUD || !points_ok(b, v))
-      continue;
-    for (uint32_t k = 0; k < v->pt_n; k++) {
-      const pa_vis_point *p = &b->pt[v->pt_off + k];
-      float c[3];
-      rgb_of(p->rgba, v->rgba, c);
-      s->point(s->arg, p->p, c);
-    }
+    if (v->type == PA_VIS_POINT_CLOUD && drawn(b, v, s))
+      cloud(s, b, v);
   }
+}
+
+/* ---- GL ----------------------------------------------------------------- */
+
+static const char *lines_vs =
+    "#version 330 core\n"
+    "layout(location = 0) in vec3 a_pos;\n"
+    "layout(location = 1) in vec3 a_rgb;\n"
+    "uniform mat4 u_vp;\n"
+    "uniform float u_psize;\n"
+    "out vec3 v_rgb;\n"
+    "void main() { v_rgb = a_rgb; gl_PointSize = u_psize;\n"
+    "  gl_Position = u_vp * vec4(a_pos, 1.0); }\n";
+static const char *lines_fs = "#version 330 core\n"
+                              "in vec3 v_rgb; out vec4 o_colour;\n"
+                              "void main() { o_colour = vec4(v_rgb, 1.0); }\n";
+
+int pa_render_lines_init(pa_render_lines *L, char *err, size_t err_sz) {
+  memset(L, 0, sizeof *L);
+  if (pa_render_program(&L->prog, lines_vs, lines_fs, err, err_sz) < 0)
+    return -1;
+  L->u_vp = glGetUniformLocation(L->prog, "u_vp");
+  L->u_psize = glGetUniformLocation(L->prog, "u_psize");
+  glGenVertexArrays(1, &L->vao);
+  glGenBuffers(1, &L->vbo);
+  glBindVertexArray(L->vao);
+  glBindBuffer(GL_ARRAY_BUFFER, L->vbo);
+  static const pa_render_attr attrs[] = {
+      {3, GL_FLOAT, GL_FALSE, offsetof(pa_lvertex, pos)},
+      {3, GL_FLOAT, GL_FALSE, offsetof(pa_lvertex, rgb)}};
+  pa_render_attribs(sizeof(pa_lvertex), attrs, 2);
+  glBindVertexArray(0);
+  glBindBuffer(GL_ARRAY_BUFFER, 0);
+  return pa_render_gl_check("creating the line program", err, err_sz);
+}
+
+void pa_render_lines_free(pa_render_lines *L) {
+  if (L->vbo)
+    glDeleteBuffers(1, &L->vbo);
+  if (L->vao)
+    glDeleteVertexArrays(1, &L->vao);
+  if (L->prog)
+    glDeleteProgram(L->prog);
+  free(L->v);
+  memset(L, 0, sizeof *L);
+}
+
+void pa_render_lines_push(pa_render_lines *L, double x, double y, double z,
+                          const float rgb[3]) {
+  if (L->n == L->cap) {
+    size_t cap = L->cap ? L->cap * 2 : 4096;
+    pa_lvertex *n = realloc(L->v, cap * sizeof *n);
+    if (!n)
+      return; /* annotations are cosmetic: draw what fits */
+    L->v = n, L->cap = cap;
+  }
+  pa_lvertex *o = &L->v[L->n++];
+  o->pos[0] = (float)x, o->pos[1] = (float)y, o->pos[2] = (float)z;
+  memcpy(o->rgb, rgb, sizeof o->rgb);
+}
+
+void pa_render_lines_begin(pa_render_lines *L, const float vp[16]) {
+  glUseProgram(L->prog);
+  glUniformMatrix4fv(L->u_vp, 1, GL_FALSE, vp);
+  glEnable(GL_PROGRAM_POINT_SIZE);
+  glBindVertexArray(L->vao);
+  glBindBuffer(GL_ARRAY_BUFFER, L->vbo);
+  glBufferData(GL_ARRAY_BUFFER, (GLsizeiptr)(L->n * sizeof *L->v), L->v,
+               GL_STREAM_DRAW);
+}
+
+void pa_render_lines_draw(pa_render_lines *L, GLenum mode, size_t first,
+                          size_t count, float psize) {
+  if (!count)
+    return;
+  glUniform1f(L->u_psize, psize);
+  glDrawArrays(mode, (GLint)first, (GLsizei)count);
+}
+
+void pa_render_lines_end(void) {
+  glBindVertexArray(0);
+  glBindBuffer(GL_ARRAY_BUFFER, 0);
+  glUseProgram(0);
+}
+
+static void lines_line(void *arg, const float a[3], const float b[3],
+                       const float rgb[3]) {
+  pa_render_lines_push(arg, a[0], a[1], a[2], rgb);
+  pa_render_lines_push(arg, b[0], b[1], b[2], rgb);
+}
+
+static void lines_point(void *arg, const float p[3], const float rgb[3]) {
+  pa_render_lines_push(arg, p[0], p[1], p[2], rgb);
+}
+
+#define CLOUD_PSIZE 3.0f /* [px] a point cloud without a size */
+
+void pa_render_visuals_draw(pa_render_lines *L, const pa_visual_block *b,
+                            const float vp[16], bool camera_only) {
+  const pa_vis_sink sink = {lines_line, lines_point, L, camera_only};
+  L->n = 0;
+  pa_render_visuals_lines(b, &sink);
+  size_t n_lines = L->n;
+  /* each cloud its own run: its own point size */
+  struct {
+    size_t first, count;
+    float size;
+  } runs[PA_VIS_MAX];
+  uint32_t nr = 0;
+  for (uint32_t i = 0; i < b->count && i < PA_VIS_MAX; i++) {
+    const pa_visual *v = &b->v[i];
+    if (v->type != PA_VIS_POINT_CLOUD || !drawn(b, v, &sink))
+      continue;
+    size_t first = L->n;
+    cloud(&sink, b, v);
+    float ps = v->size[0] >= 1 && v->size[0] <= 64 ? v->size[0] : CLOUD_PSIZE;
+    if (nr && runs[nr - 1].size == ps)
+      runs[nr - 1].count += L->n - first;
+    else
+      runs[nr].first = first, runs[nr].count = L->n - first,
+      runs[nr++].size = ps;
+  }
+  if (!L->n)
+    return;
+  pa_render_lines_begin(L, vp);
+  pa_render_lines_draw(L, GL_LINES, 0, n_lines, 1.0f);
+  for (uint32_t k = 0; k < nr; k++)
+    pa_render_lines_draw(L, GL_POINTS, runs[k].first, runs[k].count,
+                         runs[k].size);
+  pa_render_lines_end();
 }

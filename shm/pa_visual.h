@@ -43,6 +43,7 @@ typedef struct pa_visual {
   float rgba[4];
   uint32_t pt_off, pt_n; /* its points: block pt[pt_off, pt_off + pt_n) */
   char text[PA_VIS_TEXT_MAX];
+  uint32_t camera_visible; /* 1 = the head cameras see it too */
 } pa_visual;
 
 /* The spectator camera (independent of robots) and the screenshot and

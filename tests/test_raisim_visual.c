@@ -402,6 +402,28 @@ static hits near_colour(const unsigned char *img, int w, int h, int x, int y,
   return r;
 }
 
+/* Pixel where the spectator camera at P looking at A (60 degrees of
+ * horizontal field, as pa-render's) sees world point (x, y, z). */
+static void project(const double P[3], const double A[3], int w, int h,
+                    double x, double y, double z, double *u, double *v) {
+  double f[3] = {A[0] - P[0], A[1] - P[1], A[2] - P[2]};
+  double fl = sqrt(f[0] * f[0] + f[1] * f[1] + f[2] * f[2]);
+  for (int i = 0; i < 3; i++)
+    f[i] /= fl;
+  double r[3] = {f[1], -f[0], 0}; /* f x up */
+  double rl = hypot(r[0], r[1]);
+  r[0] /= rl, r[1] /= rl;
+  double up[3] = {r[1] * f[2] - r[2] * f[1], r[2] * f[0] - r[0] * f[2],
+                  r[0] * f[1] - r[1] * f[0]};
+  double d[3] = {x - P[0], y - P[1], z - P[2]};
+  double df = d[0] * f[0] + d[1] * f[1] + d[2] * f[2];
+  double dr = d[0] * r[0] + d[1] * r[1] + d[2] * r[2];
+  double du = d[0] * up[0] + d[1] * up[1] + d[2] * up[2];
+  double tx = tan(M_PI / 6), ty = tx * h / w;
+  *u = w / 2.0 * (1 + dr / df / tx);
+  *v = h / 2.0 * (1 - du / df / ty);
+}
+
 static int start_render_stack(lt_stack *s, const char *tag) {
   const char *extra[] = {"--no_beacon", "--data_dir", pa_test_tmpdir(),
                          "--camera_hz", "5",          NULL};
@@ -466,13 +488,51 @@ static void test_spectator_screenshot(void **state) {
   assert_true(h3.n > 300);
   assert_true(fabs(h3.cx - 160) < 25 && fabs(h3.cy - 120) < 25);
   free(a);
-  /* Visuals are the viewer's: the camera path (pa_render_cam, as the head
-   * cameras) does not draw a green sphere around the box. */
+  /* Visuals are drawn in the spectator's screenshots too: a green box
+   * between the camera and the look-at point, 0.5 m to the right (nothing
+   * in front of it), where the camera model projects it; hidden, gone. */
+  double P[3] = {ox - 2.5, oy - 2.5, 1.6}, A[3] = {ox, oy, 0.5};
+  json_decref(call(fd, "set_camera",
+                   "{\"position\":[%g,%g,%g],\"look_at\":[%g,%g,%g]}", P[0],
+                   P[1], P[2], A[0], A[1], A[2]));
+  double bx = P[0] + 0.45 * (A[0] - P[0]) + 0.5 * 0.7071;
+  double by = P[1] + 0.45 * (A[1] - P[1]) - 0.5 * 0.7071;
+  double bz = P[2] + 0.45 * (A[2] - P[2]);
+  /* the box's corners bound its wireframe on screen */
+  double lo[2] = {1e9, 1e9}, hi[2] = {-1e9, -1e9};
+  for (int k = 0; k < 8; k++) {
+    double u, v;
+    project(P, A, 320, 240, bx + (k & 1 ? 0.1 : -0.1),
+            by + (k & 2 ? 0.1 : -0.1), bz + (k & 4 ? 0.1 : -0.1), &u, &v);
+    lo[0] = fmin(lo[0], u), lo[1] = fmin(lo[1], v);
+    hi[0] = fmax(hi[0], u), hi[1] = fmax(hi[1], v);
+  }
   json_decref(call(fd, "add_visual",
-                   "{\"name\":\"g\",\"type\":\"sphere\",\"position\":[%g,%g,"
-                   "0.5],\"size\":1.0,\"color\":[0,1,0]}",
-                   ox, oy));
-  a = spec_shot(fd, "novisual", 320, 240);
+                   "{\"name\":\"g\",\"type\":\"box\",\"position\":[%g,%g,"
+                   "%g],\"size\":[0.2,0.2,0.2],\"color\":[0,1,0]}",
+                   bx, by, bz));
+  a = spec_shot(fd, "visual", 320, 240);
+  int gl[2] = {9999, 9999}, gh[2] = {-1, -1}, gn = 0;
+  for (int j = 0; j < 240; j++)
+    for (int i = 0; i < 320; i++) {
+      const unsigned char *p = a + (j * 320 + i) * 3;
+      if (p[0] <= 3 && p[1] >= 252 && p[2] <= 3) {
+        gn++;
+        gl[0] = i < gl[0] ? i : gl[0], gl[1] = j < gl[1] ? j : gl[1];
+        gh[0] = i > gh[0] ? i : gh[0], gh[1] = j > gh[1] ? j : gh[1];
+      }
+    }
+  fprintf(stderr,
+          "box visual: %d px in [%d, %d]-[%d, %d], projected [%.1f, %.1f]-"
+          "[%.1f, %.1f]\n",
+          gn, gl[0], gl[1], gh[0], gh[1], lo[0], lo[1], hi[0], hi[1]);
+  assert_true(gn > 60);
+  assert_true(fabs(gl[0] - lo[0]) < 2.5 && fabs(gl[1] - lo[1]) < 2.5);
+  assert_true(fabs(gh[0] - hi[0]) < 2.5 && fabs(gh[1] - hi[1]) < 2.5);
+  assert_true(lo[0] > 160 + 20); /* right of the centre: not the obstacle */
+  free(a);
+  call0(fd, "update_visual", "{\"name\":\"g\",\"visible\":false}");
+  a = spec_shot(fd, "hidden", 320, 240);
   count_wh(a, 320, 240, cols[0].rgb, 3, &h3);
   assert_int_equal(h3.n, 0);
   free(a);

@@ -39,6 +39,8 @@ typedef struct rrobot {
   float colour[3];
 } rrobot;
 
+typedef struct pa_render_lines pa_render_lines;
+
 /* A run of static triangles in one area, for culling and ordering. */
 typedef struct rchunk {
   GLint first;
@@ -67,6 +69,9 @@ struct pa_render_scene {
   GLint *draw_first;      /* scratch for glMultiDrawArrays */
   GLsizei *draw_count;
   uint64_t *order;        /* scratch: sort keys */
+  /* the clients' visuals for the cameras (NULL: none; set by the loop) */
+  const pa_visual_block *vis;
+  pa_render_lines *vis_lines;
 };
 
 /* pa_render_scene_draw with chunks outside a level camera's horizontal
@@ -127,17 +132,48 @@ void pa_render_mat_pose(float m[16], double x, double y, double z, double yaw,
                         const double s[3]);
 
 /* ---- visual objects (visuals.c): the clients' annotations as world-space
- * lines and points, for the viewer (never the head camera). */
+ * lines and points, for the viewer and the spectator; the head cameras see
+ * only those marked camera_visible. */
 typedef struct pa_vis_sink {
   void (*line)(void *arg, const float a[3], const float b[3],
                const float rgb[3]);
   void (*point)(void *arg, const float p[3], const float rgb[3]);
   void *arg;
+  bool camera_only; /* only the visuals marked camera_visible */
 } pa_vis_sink;
 /* Every visible shape, polyline and text marker, as line segments. */
 void pa_render_visuals_lines(const pa_visual_block *b, const pa_vis_sink *s);
 /* Every visible point cloud's points. */
 void pa_render_visuals_points(const pa_visual_block *b, const pa_vis_sink *s);
+
+/* Unlit coloured lines and points in world coordinates: one program, VAO and
+ * buffer, the vertices built on the CPU each frame. */
+typedef struct pa_lvertex {
+  float pos[3];
+  float rgb[3];
+} pa_lvertex;
+struct pa_render_lines {
+  GLuint prog, vao, vbo;
+  GLint u_vp, u_psize;
+  pa_lvertex *v;
+  size_t n, cap;
+};
+/* Compiles the program and makes the buffers (a GL context is current). */
+int pa_render_lines_init(pa_render_lines *L, char *err, size_t err_sz);
+void pa_render_lines_free(pa_render_lines *L);
+void pa_render_lines_push(pa_render_lines *L, double x, double y, double z,
+                          const float rgb[3]);
+/* Uploads v[0, n) and binds it for drawing with view-projection vp. */
+void pa_render_lines_begin(pa_render_lines *L, const float vp[16]);
+/* mode GL_LINES or GL_POINTS (points psize pixels wide). */
+void pa_render_lines_draw(pa_render_lines *L, GLenum mode, size_t first,
+                          size_t count, float psize);
+void pa_render_lines_end(void);
+/* Draws the visible visuals of b (camera_only: only those marked
+ * camera_visible) into the bound framebuffer, depth-tested against what is
+ * there; L's vertices are scratch. */
+void pa_render_visuals_draw(pa_render_lines *L, const pa_visual_block *b,
+                            const float vp[16], bool camera_only);
 
 /* ---- MP4 encoding (video.c) ---- */
 typedef struct pa_video pa_video;
