@@ -554,6 +554,92 @@ static void test_spectator_screenshot(void **state) {
   assert_int_equal(lt_stop(&s, 5000), 0);
 }
 
+/* Magenta pixels (the test visual's colour) in robot 0's newest camera
+ * frame whose ring sequence is past after; -1 if none came in 20 s. */
+static int cam_magenta(lt_stack *s, uint8_t *buf, size_t cap, uint64_t after,
+                       uint64_t *seq_out) {
+  int64_t end = pa_test_now_ms() + 20000 * PA_TEST_SLOW;
+  while (pa_test_now_ms() < end) {
+    uint32_t len;
+    uint64_t seq;
+    if (pa_ring_read_latest(s->s.camera, buf, cap, &len, &seq) == 0 &&
+        seq > after && len >= sizeof(pa_frame)) {
+      const pa_frame *f = (const pa_frame *)buf;
+      assert_int_equal(len, sizeof(pa_frame) + f->size);
+      const uint8_t *px = (const uint8_t *)(f + 1);
+      int n = 0;
+      for (uint32_t i = 0; i < (uint32_t)f->width * f->height; i++)
+        n += px[3 * i] >= 252 && px[3 * i + 1] <= 3 && px[3 * i + 2] >= 252;
+      *seq_out = seq;
+      return n;
+    }
+    usleep(20000);
+  }
+  return -1;
+}
+
+/* A visual is seen by the head cameras only when it says camera_visible:
+ * a magenta box 0.6 m in front of robot 0's camera, in its real frames. */
+static void test_visual_in_head_camera(void **state) {
+  (void)state;
+  lt_stack s;
+  assert_int_equal(start_render_stack(&s, "hcam"), 0);
+  assert_true(s.attached);
+  int fd = pa_test_tcp_connect(s.port);
+  assert_true(fd >= 0);
+  json_t *r = call(fd, "get_pose", "{\"robot\":0}");
+  json_t *pose = json_object_get(json_object_get(r, "data"), "pose");
+  double x = json_number_value(json_array_get(pose, 0));
+  double y = json_number_value(json_array_get(pose, 1));
+  double th = json_number_value(json_array_get(pose, 2));
+  json_decref(r);
+  double hh = s.s.robots[0].head_height > 0 ? s.s.robots[0].head_height : 0.35;
+  uint16_t up;
+  int u = pa_test_udp_bind(&up);
+  assert_true(u >= 0);
+  json_decref(call(fd, "subscribe",
+                   "{\"channel\":\"camera\",\"robot\":0,\"udp_port\":%u}", up));
+  size_t cap = pa_ring_max_record(s.s.camera);
+  uint8_t *buf = malloc(cap);
+  assert_non_null(buf);
+  uint64_t seq = 0;
+  /* default: not in the camera (the frame is rendered after the add) */
+  json_decref(call(fd, "add_visual",
+                   "{\"name\":\"m\",\"type\":\"box\",\"position\":[%g,%g,"
+                   "%g],\"size\":[0.25,0.25,0.25],\"color\":[1,0,1]}",
+                   x + 0.6 * cos(th), y + 0.6 * sin(th), hh));
+  assert_true(cam_magenta(&s, buf, cap, 0, &seq) >= 0);
+  int n = cam_magenta(&s, buf, cap, seq + 2, &seq);
+  fprintf(stderr, "camera_visible false: %d px\n", n);
+  assert_int_equal(n, 0);
+  json_t *l = call(fd, "list_visuals", "{}");
+  json_t *v0 =
+      json_array_get(json_object_get(json_object_get(l, "data"), "visuals"), 0);
+  assert_true(json_is_false(json_object_get(v0, "camera_visible")));
+  json_decref(l);
+  /* marked: the camera sees it */
+  call0(fd, "update_visual", "{\"name\":\"m\",\"camera_visible\":true}");
+  n = cam_magenta(&s, buf, cap, seq + 2, &seq);
+  fprintf(stderr, "camera_visible true: %d px\n", n);
+  assert_true(n > 100);
+  /* unmarked again: gone */
+  call0(fd, "update_visual", "{\"name\":\"m\",\"camera_visible\":false}");
+  n = cam_magenta(&s, buf, cap, seq + 2, &seq);
+  assert_int_equal(n, 0);
+  /* bad input by name */
+  char req[256], line[4096];
+  snprintf(req, sizeof req,
+           "{\"type\":\"command\",\"action\":\"update_visual\","
+           "\"data\":{\"name\":\"m\",\"camera_visible\":1}}\n");
+  assert_int_equal(pa_test_send_str(fd, req), 0);
+  assert_true(pa_test_read_line(fd, line, sizeof line, 5000) > 0);
+  assert_non_null(strstr(line, "camera_visible"));
+  free(buf);
+  close(u);
+  close(fd);
+  assert_int_equal(lt_stop(&s, 5000), 0);
+}
+
 /* ffprobe's "codec,width,height,frames" of an MP4 into out. */
 static void probe(const char *path, char *out, size_t n) {
   char log[600];
@@ -644,6 +730,7 @@ int main(void) {
       cmocka_unit_test(test_big_cloud),
       cmocka_unit_test(test_spectator_screenshot),
       cmocka_unit_test(test_video),
+      cmocka_unit_test(test_visual_in_head_camera),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
