@@ -163,12 +163,19 @@ static void cloud(const pa_vis_sink *s, const pa_visual_block *b,
   }
 }
 
-void pa_render_visuals_lines(const pa_visual_block *b, const pa_vis_sink *s) {
+/* The shapes' lines, and the polylines' when with_polylines. */
+static void visuals_lines_of(const pa_visual_block *b, const pa_vis_sink *s,
+                             bool with_polylines) {
   for (uint32_t i = 0; i < b->count && i < PA_VIS_MAX; i++) {
     const pa_visual *v = &b->v[i];
-    if (v->type != PA_VIS_POINT_CLOUD && drawn(b, v, s))
+    if (v->type != PA_VIS_POINT_CLOUD &&
+        (with_polylines || v->type != PA_VIS_POLYLINE) && drawn(b, v, s))
       shape(s, b, v);
   }
+}
+
+void pa_render_visuals_lines(const pa_visual_block *b, const pa_vis_sink *s) {
+  visuals_lines_of(b, s, true);
 }
 
 void pa_render_visuals_points(const pa_visual_block *b, const pa_vis_sink *s) {
@@ -187,9 +194,11 @@ static const char *lines_vs =
     "layout(location = 1) in vec3 a_rgb;\n"
     "uniform mat4 u_vp;\n"
     "uniform float u_psize;\n"
+    "uniform vec2 u_off;\n"
     "out vec3 v_rgb;\n"
     "void main() { v_rgb = a_rgb; gl_PointSize = u_psize;\n"
-    "  gl_Position = u_vp * vec4(a_pos, 1.0); }\n";
+    "  gl_Position = u_vp * vec4(a_pos, 1.0);\n"
+    "  gl_Position.xy += u_off * gl_Position.w; }\n";
 static const char *lines_fs = "#version 330 core\n"
                               "in vec3 v_rgb; out vec4 o_colour;\n"
                               "void main() { o_colour = vec4(v_rgb, 1.0); }\n";
@@ -200,6 +209,7 @@ int pa_render_lines_init(pa_render_lines *L, char *err, size_t err_sz) {
     return -1;
   L->u_vp = glGetUniformLocation(L->prog, "u_vp");
   L->u_psize = glGetUniformLocation(L->prog, "u_psize");
+  L->u_off = glGetUniformLocation(L->prog, "u_off");
   glGenVertexArrays(1, &L->vao);
   glGenBuffers(1, &L->vbo);
   glBindVertexArray(L->vao);
@@ -241,6 +251,7 @@ void pa_render_lines_push(pa_render_lines *L, double x, double y, double z,
 void pa_render_lines_begin(pa_render_lines *L, const float vp[16]) {
   glUseProgram(L->prog);
   glUniformMatrix4fv(L->u_vp, 1, GL_FALSE, vp);
+  glUniform2f(L->u_off, 0, 0);
   glEnable(GL_PROGRAM_POINT_SIZE);
   glBindVertexArray(L->vao);
   glBindBuffer(GL_ARRAY_BUFFER, L->vbo);
@@ -254,6 +265,29 @@ void pa_render_lines_draw(pa_render_lines *L, GLenum mode, size_t first,
     return;
   glUniform1f(L->u_psize, psize);
   glDrawArrays(mode, (GLint)first, (GLsizei)count);
+}
+
+void pa_render_lines_draw_wide(pa_render_lines *L, size_t first, size_t count,
+                               float width) {
+  int w = (int)lroundf(width);
+  if (w <= 1 || !count) {
+    pa_render_lines_draw(L, GL_LINES, first, count, 1.0f);
+    return;
+  }
+  /* A core context draws lines 1 px wide only: the same lines again,
+   * shifted by whole pixels across and down, make a w px brush. */
+  GLint vpt[4];
+  glGetIntegerv(GL_VIEWPORT, vpt);
+  float sx = 2.0f / (float)(vpt[2] > 0 ? vpt[2] : 1);
+  float sy = 2.0f / (float)(vpt[3] > 0 ? vpt[3] : 1);
+  for (int k = 0; k < w; k++) {
+    float o = (float)k - (float)(w - 1) / 2;
+    glUniform2f(L->u_off, o * sx, 0);
+    pa_render_lines_draw(L, GL_LINES, first, count, 1.0f);
+    glUniform2f(L->u_off, 0, o * sy);
+    pa_render_lines_draw(L, GL_LINES, first, count, 1.0f);
+  }
+  glUniform2f(L->u_off, 0, 0);
 }
 
 void pa_render_lines_end(void) {
@@ -278,33 +312,46 @@ void pa_render_visuals_draw(pa_render_lines *L, const pa_visual_block *b,
                             const float vp[16], bool camera_only) {
   const pa_vis_sink sink = {lines_line, lines_point, L, camera_only};
   L->n = 0;
-  pa_render_visuals_lines(b, &sink);
-  size_t n_lines = L->n;
-  /* each cloud its own run: its own point size */
+  /* Runs of vertices drawn alike: the shapes' lines (1 px), then each
+   * polyline at its width and each cloud at its point size. */
   struct {
     size_t first, count;
     float size;
-  } runs[PA_VIS_MAX];
+    bool points;
+  } runs[PA_VIS_MAX + 1];
   uint32_t nr = 0;
+  visuals_lines_of(b, &sink, false);
+  runs[nr].first = 0, runs[nr].count = L->n, runs[nr].size = 1,
+  runs[nr++].points = false;
   for (uint32_t i = 0; i < b->count && i < PA_VIS_MAX; i++) {
     const pa_visual *v = &b->v[i];
-    if (v->type != PA_VIS_POINT_CLOUD || !drawn(b, v, &sink))
+    bool cl = v->type == PA_VIS_POINT_CLOUD;
+    if ((!cl && v->type != PA_VIS_POLYLINE) || !drawn(b, v, &sink))
       continue;
     size_t first = L->n;
-    cloud(&sink, b, v);
-    float ps = v->size[0] >= 1 && v->size[0] <= 64 ? v->size[0] : CLOUD_PSIZE;
-    if (nr && runs[nr - 1].size == ps)
-      runs[nr - 1].count += L->n - first;
+    if (cl)
+      cloud(&sink, b, v);
     else
-      runs[nr].first = first, runs[nr].count = L->n - first,
-      runs[nr++].size = ps;
+      shape(&sink, b, v);
+    float def = cl ? CLOUD_PSIZE : 1.0f;
+    float sz = v->size[0] >= 1 && v->size[0] <= 64 ? v->size[0] : def;
+    if (runs[nr - 1].points == cl && runs[nr - 1].size == sz &&
+        runs[nr - 1].first + runs[nr - 1].count == first) {
+      runs[nr - 1].count += L->n - first;
+    } else {
+      runs[nr].first = first, runs[nr].count = L->n - first;
+      runs[nr].size = sz, runs[nr++].points = cl;
+    }
   }
   if (!L->n)
     return;
   pa_render_lines_begin(L, vp);
-  pa_render_lines_draw(L, GL_LINES, 0, n_lines, 1.0f);
-  for (uint32_t k = 0; k < nr; k++)
-    pa_render_lines_draw(L, GL_POINTS, runs[k].first, runs[k].count,
-                         runs[k].size);
+  for (uint32_t k = 0; k < nr; k++) {
+    if (runs[k].points)
+      pa_render_lines_draw(L, GL_POINTS, runs[k].first, runs[k].count,
+                           runs[k].size);
+    else
+      pa_render_lines_draw_wide(L, runs[k].first, runs[k].count, runs[k].size);
+  }
   pa_render_lines_end();
 }

@@ -536,6 +536,36 @@ static void test_spectator_screenshot(void **state) {
   count_wh(a, 320, 240, cols[0].rgb, 3, &h3);
   assert_int_equal(h3.n, 0);
   free(a);
+  /* A polyline's width and a cloud's point size are drawn [px]: the same
+   * red line 1 and 6 px wide, the same yellow points 2 and 8 px. */
+  static const unsigned char red[3] = {255, 0, 0}, yel[3] = {255, 255, 0};
+  json_decref(call(fd, "add_visual",
+                   "{\"name\":\"pl\",\"type\":\"polyline\",\"size\":1,"
+                   "\"color\":[1,0,0],\"points\":[[%g,%g,%g],[%g,%g,%g]]}",
+                   bx - 0.5, by + 0.5, bz + 0.3, bx - 0.2, by + 0.2, bz + 0.3));
+  json_decref(call(fd, "add_visual",
+                   "{\"name\":\"pc\",\"type\":\"point_cloud\",\"size\":2,"
+                   "\"color\":[1,1,0],\"points\":[[%g,%g,%g],[%g,%g,%g],"
+                   "[%g,%g,%g]]}",
+                   bx - 0.5, by + 0.5, bz - 0.3, bx - 0.35, by + 0.35, bz - 0.3,
+                   bx - 0.2, by + 0.2, bz - 0.3));
+  hits thin, thick, small, big;
+  a = spec_shot(fd, "thin", 320, 240);
+  count_wh(a, 320, 240, red, 3, &thin);
+  count_wh(a, 320, 240, yel, 3, &small);
+  free(a);
+  call0(fd, "update_visual", "{\"name\":\"pl\",\"size\":6}");
+  call0(fd, "update_visual", "{\"name\":\"pc\",\"size\":8}");
+  a = spec_shot(fd, "thick", 320, 240);
+  count_wh(a, 320, 240, red, 3, &thick);
+  count_wh(a, 320, 240, yel, 3, &big);
+  free(a);
+  fprintf(stderr, "polyline 1 px: %d, 6 px: %d; points 2 px: %d, 8 px: %d\n",
+          thin.n, thick.n, small.n, big.n);
+  assert_true(thin.n > 20);
+  assert_true(thick.n > 4 * thin.n && thick.n < 9 * thin.n);
+  assert_true(small.n >= 3 * 4 && small.n <= 3 * 9);
+  assert_true(big.n > 3 * 40 && big.n <= 3 * 64);
   /* bad input: by name, nothing written */
   char req[256], line[4096];
   snprintf(req, sizeof req,

@@ -9,7 +9,7 @@
 
 /* Interleaved vertex of every mesh (colour[3] is unused, 255). */
 typedef struct rvertex {
-  float pos[3];    /* [m] */
+  float pos[3]; /* [m] */
   float normal[3];
   uint8_t colour[4];
 } rvertex;
@@ -24,7 +24,7 @@ typedef struct rmesh {
 /* A mesh uploaded to the GPU. */
 typedef struct rgpu_mesh {
   GLuint vao, vbo;
-  GLsizei count;   /* vertices (GL_TRIANGLES) */
+  GLsizei count; /* vertices (GL_TRIANGLES) */
 } rgpu_mesh;
 
 /* The lit shader used by scene and viewer. */
@@ -44,31 +44,31 @@ typedef struct pa_render_lines pa_render_lines;
 /* A run of static triangles in one area, for culling and ordering. */
 typedef struct rchunk {
   GLint first;
-  GLsizei count;          /* vertices */
-  uint8_t layer;          /* 0 walls and obstacles, 1 floor */
-  double box[4];          /* min x, min y, max x, max y [m] */
+  GLsizei count; /* vertices */
+  uint8_t layer; /* 0 walls and obstacles, 1 floor */
+  double box[4]; /* min x, min y, max x, max y [m] */
 } rchunk;
 
 struct pa_render_scene {
   rprogram lit;
-  rgpu_mesh statics;      /* floor, walls, obstacles in world coordinates */
-  rgpu_mesh cylinder;     /* unit cylinder: radius 1, z in [0, 1] */
-  rgpu_mesh cube;         /* unit cube centred on the origin */
-  rrobot *robots;         /* [robot_count] */
+  rgpu_mesh statics;  /* floor, walls, obstacles in world coordinates */
+  rgpu_mesh cylinder; /* unit cylinder: radius 1, z in [0, 1] */
+  rgpu_mesh cube;     /* unit cube centred on the origin */
+  rrobot *robots;     /* [robot_count] */
   uint32_t robot_count;
-  pa_render_pose *poses;  /* [robot_count] */
+  pa_render_pose *poses; /* [robot_count] */
   uint32_t pose_count;
   uint32_t wall_boxes, triangles;
-  double bounds[4];       /* min x, min y, max x, max y [m] */
-  float fog_density;      /* [1/m] */
+  double bounds[4];  /* min x, min y, max x, max y [m] */
+  float fog_density; /* [1/m] */
   bool no_culling;
-  rchunk *chunks;         /* walls chunks, then floor chunks */
+  rchunk *chunks; /* walls chunks, then floor chunks */
   uint32_t n_chunks;
   double chunk_size, chunk_x0, chunk_y0; /* [m] */
   uint32_t chunk_nx, chunk_ny;
-  GLint *draw_first;      /* scratch for glMultiDrawArrays */
+  GLint *draw_first; /* scratch for glMultiDrawArrays */
   GLsizei *draw_count;
-  uint64_t *order;        /* scratch: sort keys */
+  uint64_t *order; /* scratch: sort keys */
   /* the clients' visuals for the cameras (NULL: none; set by the loop) */
   const pa_visual_block *vis;
   pa_render_lines *vis_lines;
@@ -76,17 +76,16 @@ struct pa_render_scene {
 
 /* pa_render_scene_draw with chunks outside a level camera's horizontal
  * field of view skipped (cull may be NULL: draw everything). */
-void pa_render_scene_draw_culled(const pa_render_scene *s,
-                                 const float view[16], const float proj[16],
-                                 uint32_t skip_robot,
+void pa_render_scene_draw_culled(const pa_render_scene *s, const float view[16],
+                                 const float proj[16], uint32_t skip_robot,
                                  const pa_render_view *cull);
 
 /* ---- meshes (scene.c) ---- */
 void pa_render_mesh_free(rmesh *m);
 void pa_render_mesh_box(rmesh *m, const double c[3], const double half[3],
                         double yaw, const uint8_t rgb[3], bool bottom);
-void pa_render_mesh_cylinder(rmesh *m, const double c[3], double r,
-                             double h, const uint8_t rgb[3], int segments);
+void pa_render_mesh_cylinder(rmesh *m, const double c[3], double r, double h,
+                             const uint8_t rgb[3], int segments);
 int pa_render_gpu_upload(rgpu_mesh *g, const rmesh *m, char *err,
                          size_t err_sz);
 void pa_render_gpu_free(rgpu_mesh *g);
@@ -154,7 +153,7 @@ typedef struct pa_lvertex {
 } pa_lvertex;
 struct pa_render_lines {
   GLuint prog, vao, vbo;
-  GLint u_vp, u_psize;
+  GLint u_vp, u_psize, u_off;
   pa_lvertex *v;
   size_t n, cap;
 };
@@ -168,6 +167,9 @@ void pa_render_lines_begin(pa_render_lines *L, const float vp[16]);
 /* mode GL_LINES or GL_POINTS (points psize pixels wide). */
 void pa_render_lines_draw(pa_render_lines *L, GLenum mode, size_t first,
                           size_t count, float psize);
+/* GL_LINES width px wide (a core context has 1 px lines only). */
+void pa_render_lines_draw_wide(pa_render_lines *L, size_t first, size_t count,
+                               float width);
 void pa_render_lines_end(void);
 /* Draws the visible visuals of b (camera_only: only those marked
  * camera_visible) into the bound framebuffer, depth-tested against what is
