@@ -10,6 +10,8 @@
 #include <string.h>
 
 #define CIRCLE_SEGS 24
+#define PA_VIS_GLYPH_H 6   /* font grid units of a letter's height */
+#define PA_VIS_GLYPH_ADV 5 /* and of the advance (a unit of space) */
 
 /* Local point l of visual v in world coordinates (rotation by its
  * quaternion w, x, y, z, then its position). */
@@ -51,6 +53,127 @@ static void circle(const pa_vis_sink *s, const pa_visual *v, int axis, float r,
     if (k)
       seg(s, v, prev, p, rgb);
     memcpy(prev, p, sizeof prev);
+  }
+}
+
+/* ---- a stroke font for text visuals -------------------------------------- */
+
+/* Glyphs on a grid 4 wide and 6 high (y up): "xy,xy,..." is a line strip
+ * through the points, '|' lifts the pen. Lower case is drawn as upper
+ * case; a character without a glyph is a box. */
+typedef struct glyph {
+  char c;
+  const char *s;
+} glyph;
+static const glyph GLYPHS[] = {
+    {'0', "00,40,46,06,00|00,46"},
+    {'1', "15,26,20|10,30"},
+    {'2', "05,16,36,45,44,00,40"},
+    {'3', "05,16,36,45,44,33,42,41,30,10,01|23,33"},
+    {'4', "36,30|36,02,42"},
+    {'5', "46,06,04,34,43,41,30,00"},
+    {'6', "45,36,16,05,01,10,30,41,42,33,03"},
+    {'7', "06,46,20"},
+    {'8', "13,04,05,16,36,45,44,33,13,02,01,10,30,41,42,33"},
+    {'9', "43,13,04,05,16,36,45,41,30,10,01"},
+    {'A', "00,04,26,44,40|03,43"},
+    {'B', "00,06,36,45,44,33,03|33,42,41,30,00"},
+    {'C', "45,36,16,05,01,10,30,41"},
+    {'D', "00,06,26,44,42,20,00"},
+    {'E', "40,00,06,46|03,33"},
+    {'F', "00,06,46|03,33"},
+    {'G', "45,36,16,05,01,10,30,41,43,23"},
+    {'H', "00,06|40,46|03,43"},
+    {'I', "10,30|20,26|16,36"},
+    {'J', "46,41,30,10,01"},
+    {'K', "00,06|46,03,40"},
+    {'L', "06,00,40"},
+    {'M', "00,06,23,46,40"},
+    {'N', "00,06,40,46"},
+    {'O', "10,01,05,16,36,45,41,30,10"},
+    {'P', "00,06,36,45,44,33,03"},
+    {'Q', "10,01,05,16,36,45,41,30,10|22,40"},
+    {'R', "00,06,36,45,44,33,03|23,40"},
+    {'S', "45,36,16,05,04,13,33,42,41,30,10,01"},
+    {'T', "06,46|26,20"},
+    {'U', "06,01,10,30,41,46"},
+    {'V', "06,20,46"},
+    {'W', "06,10,23,30,46"},
+    {'X', "06,40|00,46"},
+    {'Y', "06,23,46|23,20"},
+    {'Z', "06,46,00,40"},
+    {' ', ""},
+    {'.', "10,20,21,11,10"},
+    {',', "21,10"},
+    {':', "12,22|14,24"},
+    {';', "14,24|22,11"},
+    {'-', "03,43"},
+    {'+', "03,43|21,25"},
+    {'_', "00,40"},
+    {'/', "00,46"},
+    {'\\', "06,40"},
+    {'(', "36,25,21,30"},
+    {')', "16,25,21,10"},
+    {'[', "36,16,10,30"},
+    {']', "16,36,30,10"},
+    {'<', "45,03,41"},
+    {'>', "05,43,01"},
+    {'=', "02,42|04,44"},
+    {'!', "26,22|20,21"},
+    {'?', "05,16,36,45,44,23,22|20,21"},
+    {'%', "06,15|00,46|31,40"},
+    {'\'', "26,24"},
+    {'"', "16,14|36,34"},
+    {'*', "03,43|11,35|15,31"},
+    {'#', "10,16|30,36|02,42|04,44"},
+};
+static const char BOX_GLYPH[] = "00,40,46,06,00";
+
+static const char *glyph_of(char c) {
+  if (c >= 'a' && c <= 'z')
+    c = (char)(c - 'a' + 'A');
+  for (size_t i = 0; i < sizeof GLYPHS / sizeof GLYPHS[0]; i++)
+    if (GLYPHS[i].c == c)
+      return GLYPHS[i].s;
+  return BOX_GLYPH;
+}
+
+/* Text v->text in the visual's local x-y plane (x along the line, y up the
+ * letters; flat on the floor unless oriented otherwise), size[0] high,
+ * centred on its position. */
+static void text(const pa_vis_sink *s, const pa_visual *v) {
+  char t[PA_VIS_TEXT_MAX];
+  memcpy(t, v->text, sizeof t);
+  t[sizeof t - 1] = 0; /* another process's memory */
+  size_t n = strlen(t);
+  if (!n)
+    return;
+  float h = v->size[0] > 0 ? v->size[0] : 0.2f, u = h / PA_VIS_GLYPH_H;
+  float adv = u * PA_VIS_GLYPH_ADV;
+  float x0 = -(adv * (float)n - u) / 2, y0 = -h / 2;
+  for (size_t k = 0; k < n; k++) {
+    const char *g = glyph_of(t[k]);
+    float ox = x0 + adv * (float)k;
+    bool pen = false;
+    float prev[3] = {0};
+    for (const char *p = g; *p;) {
+      if (*p == '|') {
+        pen = false;
+        p++;
+        continue;
+      }
+      if (*p == ',') {
+        p++;
+        continue;
+      }
+      float q[3] = {ox + u * (float)(p[0] - '0'), y0 + u * (float)(p[1] - '0'),
+                    0};
+      if (pen)
+        seg(s, v, prev, q, v->rgba);
+      memcpy(prev, q, sizeof prev);
+      pen = true;
+      p += p[1] ? 2 : 1;
+    }
   }
 }
 
@@ -125,17 +248,9 @@ static void shape(const pa_vis_sink *s, const pa_visual_block *b,
       s->line(s->arg, p->p, q->p, c);
     }
     break;
-  case PA_VIS_TEXT: {
-    /* No glyphs in the viewer yet: a cross marks where the label is. */
-    float m = v->size[0] / 2;
-    float a[3] = {v->pos[0] - m, v->pos[1], v->pos[2]};
-    float bb[3] = {v->pos[0] + m, v->pos[1], v->pos[2]};
-    s->line(s->arg, a, bb, rgb);
-    float c[3] = {v->pos[0], v->pos[1] - m, v->pos[2]};
-    float d[3] = {v->pos[0], v->pos[1] + m, v->pos[2]};
-    s->line(s->arg, c, d, rgb);
+  case PA_VIS_TEXT:
+    text(s, v);
     break;
-  }
   default:
     break;
   }

@@ -566,6 +566,43 @@ static void test_spectator_screenshot(void **state) {
   assert_true(thick.n > 4 * thin.n && thick.n < 9 * thin.n);
   assert_true(small.n >= 3 * 4 && small.n <= 3 * 9);
   assert_true(big.n > 3 * 40 && big.n <= 3 * 64);
+  /* Text is drawn in letters (a stroke font, flat in the visual's x-y
+   * plane): seen from above, "HELLO" is 4 times as wide as high (24 x 6
+   * font units), "HI" 4/3 (8 x 6: the I is 2 wide); a marker is square. */
+  static const unsigned char pur[3] = {128, 0, 255};
+  json_decref(call(fd, "set_camera",
+                   "{\"position\":[%g,%g,5],\"look_at\":[%g,%g,0]}", cx,
+                   cy - 0.05, cx, cy));
+  json_decref(call(fd, "add_visual",
+                   "{\"name\":\"t\",\"type\":\"text\",\"text\":\"HELLO\","
+                   "\"size\":0.5,\"position\":[%g,%g,1.5],"
+                   "\"color\":[0.5,0,1]}",
+                   cx, cy));
+  const char *texts[] = {"HELLO", "HI"};
+  const double aspect[] = {4.0, 4.0 / 3};
+  for (int k = 0; k < 2; k++) {
+    if (k)
+      call0(fd, "update_visual", "{\"name\":\"t\",\"text\":\"HI\"}");
+    a = spec_shot(fd, texts[k], 320, 240);
+    int lo2[2] = {9999, 9999}, hi2[2] = {-1, -1}, n2 = 0;
+    for (int j = 0; j < 240; j++)
+      for (int i = 0; i < 320; i++) {
+        const unsigned char *p = a + (j * 320 + i) * 3;
+        if (abs(p[0] - pur[0]) <= 3 && p[1] <= 3 && p[2] >= 252) {
+          n2++;
+          lo2[0] = i < lo2[0] ? i : lo2[0], lo2[1] = j < lo2[1] ? j : lo2[1];
+          hi2[0] = i > hi2[0] ? i : hi2[0], hi2[1] = j > hi2[1] ? j : hi2[1];
+        }
+      }
+    free(a);
+    double ar = (double)(hi2[0] - lo2[0] + 1) / (hi2[1] - lo2[1] + 1);
+    fprintf(stderr, "text %s: %d px, %d x %d (aspect %.2f)\n", texts[k], n2,
+            hi2[0] - lo2[0] + 1, hi2[1] - lo2[1] + 1, ar);
+    assert_true(n2 > 50);
+    assert_true(fabs(ar - aspect[k]) < 0.08 * aspect[k]);
+    /* centred on its position, under the look-at point */
+    assert_true(fabs((lo2[0] + hi2[0]) / 2.0 - 160) < 6);
+  }
   /* bad input: by name, nothing written */
   char req[256], line[4096];
   snprintf(req, sizeof req,
