@@ -62,6 +62,9 @@ struct pa_render_scene {
   double bounds[4];  /* min x, min y, max x, max y [m] */
   float fog_density; /* [1/m] */
   bool no_culling;
+  /* the clients' visuals for the cameras (NULL: none; set by the loop) */
+  const pa_visual_block *vis;
+  pa_render_lines *vis_lines;
   rchunk *chunks; /* walls chunks, then floor chunks */
   uint32_t n_chunks;
   double chunk_size, chunk_x0, chunk_y0; /* [m] */
@@ -69,9 +72,6 @@ struct pa_render_scene {
   GLint *draw_first; /* scratch for glMultiDrawArrays */
   GLsizei *draw_count;
   uint64_t *order; /* scratch: sort keys */
-  /* the clients' visuals for the cameras (NULL: none; set by the loop) */
-  const pa_visual_block *vis;
-  pa_render_lines *vis_lines;
 };
 
 /* pa_render_scene_draw with chunks outside a level camera's horizontal
