@@ -9,7 +9,7 @@
 
 /* Interleaved vertex of every mesh (colour[3] is unused, 255). */
 typedef struct rvertex {
-  float pos[3]; /* [m] */
+  float pos[3];    /* [m] */
   float normal[3];
   uint8_t colour[4];
 } rvertex;
@@ -24,7 +24,7 @@ typedef struct rmesh {
 /* A mesh uploaded to the GPU. */
 typedef struct rgpu_mesh {
   GLuint vao, vbo;
-  GLsizei count; /* vertices (GL_TRIANGLES) */
+  GLsizei count;   /* vertices (GL_TRIANGLES) */
 } rgpu_mesh;
 
 /* The lit shader used by scene and viewer. */
@@ -44,48 +44,49 @@ typedef struct pa_render_lines pa_render_lines;
 /* A run of static triangles in one area, for culling and ordering. */
 typedef struct rchunk {
   GLint first;
-  GLsizei count; /* vertices */
-  uint8_t layer; /* 0 walls and obstacles, 1 floor */
-  double box[4]; /* min x, min y, max x, max y [m] */
+  GLsizei count;          /* vertices */
+  uint8_t layer;          /* 0 walls and obstacles, 1 floor */
+  double box[4];          /* min x, min y, max x, max y [m] */
 } rchunk;
 
 struct pa_render_scene {
   rprogram lit;
-  rgpu_mesh statics;  /* floor, walls, obstacles in world coordinates */
-  rgpu_mesh cylinder; /* unit cylinder: radius 1, z in [0, 1] */
-  rgpu_mesh cube;     /* unit cube centred on the origin */
-  rrobot *robots;     /* [robot_count] */
+  rgpu_mesh statics;      /* floor, walls, obstacles in world coordinates */
+  rgpu_mesh cylinder;     /* unit cylinder: radius 1, z in [0, 1] */
+  rgpu_mesh cube;         /* unit cube centred on the origin */
+  rrobot *robots;         /* [robot_count] */
   uint32_t robot_count;
-  pa_render_pose *poses; /* [robot_count] */
+  pa_render_pose *poses;  /* [robot_count] */
   uint32_t pose_count;
   uint32_t wall_boxes, triangles;
-  double bounds[4];  /* min x, min y, max x, max y [m] */
-  float fog_density; /* [1/m] */
+  double bounds[4];       /* min x, min y, max x, max y [m] */
+  float fog_density;      /* [1/m] */
   bool no_culling;
   /* the clients' visuals for the cameras (NULL: none; set by the loop) */
   const pa_visual_block *vis;
   pa_render_lines *vis_lines;
-  rchunk *chunks; /* walls chunks, then floor chunks */
+  rchunk *chunks;         /* walls chunks, then floor chunks */
   uint32_t n_chunks;
   double chunk_size, chunk_x0, chunk_y0; /* [m] */
   uint32_t chunk_nx, chunk_ny;
-  GLint *draw_first; /* scratch for glMultiDrawArrays */
+  GLint *draw_first;      /* scratch for glMultiDrawArrays */
   GLsizei *draw_count;
-  uint64_t *order; /* scratch: sort keys */
+  uint64_t *order;        /* scratch: sort keys */
 };
 
 /* pa_render_scene_draw with chunks outside a level camera's horizontal
  * field of view skipped (cull may be NULL: draw everything). */
-void pa_render_scene_draw_culled(const pa_render_scene *s, const float view[16],
-                                 const float proj[16], uint32_t skip_robot,
+void pa_render_scene_draw_culled(const pa_render_scene *s,
+                                 const float view[16], const float proj[16],
+                                 uint32_t skip_robot,
                                  const pa_render_view *cull);
 
 /* ---- meshes (scene.c) ---- */
 void pa_render_mesh_free(rmesh *m);
 void pa_render_mesh_box(rmesh *m, const double c[3], const double half[3],
                         double yaw, const uint8_t rgb[3], bool bottom);
-void pa_render_mesh_cylinder(rmesh *m, const double c[3], double r, double h,
-                             const uint8_t rgb[3], int segments);
+void pa_render_mesh_cylinder(rmesh *m, const double c[3], double r,
+                             double h, const uint8_t rgb[3], int segments);
 int pa_render_gpu_upload(rgpu_mesh *g, const rmesh *m, char *err,
                          size_t err_sz);
 void pa_render_gpu_free(rgpu_mesh *g);
@@ -140,7 +141,7 @@ typedef struct pa_vis_sink {
   void *arg;
   bool camera_only; /* only the visuals marked camera_visible */
 } pa_vis_sink;
-/* Every visible shape, polyline and text marker, as line segments. */
+/* Every visible shape, polyline and text, as line segments. */
 void pa_render_visuals_lines(const pa_visual_block *b, const pa_vis_sink *s);
 /* Every visible point cloud's points. */
 void pa_render_visuals_points(const pa_visual_block *b, const pa_vis_sink *s);
