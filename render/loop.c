@@ -84,10 +84,10 @@ static void read_world(rloop *L) {
 }
 
 /* Copies the clients' visuals when they changed and hands them to the
- * scene, for the spectator (all of them) and the head cameras (those marked
- * camera_visible). A copy torn by a writer is retried on the next pass. */
+ * cameras: the spectator draws all of them, the head cameras those marked
+ * camera_visible. A copy torn by a writer is retried on the next pass. */
 static void refresh_visuals(rloop *L) {
-  if (!L->scene || !L->vis || !L->vis_gl_on)
+  if (!L->vis || !L->vis_gl_on)
     return;
   uint32_t gen = __atomic_load_n(&L->st.vis->gen, __ATOMIC_ACQUIRE);
   if (!L->vis_read || gen != L->vis_gen) {
@@ -96,8 +96,7 @@ static void refresh_visuals(rloop *L) {
       L->vis_read = true;
     }
   }
-  L->scene->vis = L->vis_read ? L->vis : NULL;
-  L->scene->vis_lines = &L->vis_gl;
+  pa_render_cam_visuals(L->vis_read ? L->vis : NULL, &L->vis_gl);
 }
 
 /* (Re)builds the scene from the current map and world. Returns 0, 1 when
@@ -329,6 +328,7 @@ static void loop_free(rloop *L) {
   for (int i = 0; i < MAX_CAM_SIZES; i++)
     pa_render_cam_free(L->cams[i]);
   pa_render_scene_free(L->scene);
+  pa_render_cam_visuals(NULL, NULL);
   if (L->vis_gl_on)
     pa_render_lines_free(&L->vis_gl);
   free(L->vis);

@@ -39,8 +39,6 @@ typedef struct rrobot {
   float colour[3];
 } rrobot;
 
-typedef struct pa_render_lines pa_render_lines;
-
 /* A run of static triangles in one area, for culling and ordering. */
 typedef struct rchunk {
   GLint first;
@@ -62,9 +60,6 @@ struct pa_render_scene {
   double bounds[4];       /* min x, min y, max x, max y [m] */
   float fog_density;      /* [1/m] */
   bool no_culling;
-  /* the clients' visuals for the cameras (NULL: none; set by the loop) */
-  const pa_visual_block *vis;
-  pa_render_lines *vis_lines;
   rchunk *chunks;         /* walls chunks, then floor chunks */
   uint32_t n_chunks;
   double chunk_size, chunk_x0, chunk_y0; /* [m] */
@@ -146,37 +141,8 @@ void pa_render_visuals_lines(const pa_visual_block *b, const pa_vis_sink *s);
 /* Every visible point cloud's points. */
 void pa_render_visuals_points(const pa_visual_block *b, const pa_vis_sink *s);
 
-/* Unlit coloured lines and points in world coordinates: one program, VAO and
- * buffer, the vertices built on the CPU each frame. */
-typedef struct pa_lvertex {
-  float pos[3];
-  float rgb[3];
-} pa_lvertex;
-struct pa_render_lines {
-  GLuint prog, vao, vbo;
-  GLint u_vp, u_psize, u_off;
-  pa_lvertex *v;
-  size_t n, cap;
-};
-/* Compiles the program and makes the buffers (a GL context is current). */
-int pa_render_lines_init(pa_render_lines *L, char *err, size_t err_sz);
-void pa_render_lines_free(pa_render_lines *L);
-void pa_render_lines_push(pa_render_lines *L, double x, double y, double z,
-                          const float rgb[3]);
-/* Uploads v[0, n) and binds it for drawing with view-projection vp. */
-void pa_render_lines_begin(pa_render_lines *L, const float vp[16]);
-/* mode GL_LINES or GL_POINTS (points psize pixels wide). */
-void pa_render_lines_draw(pa_render_lines *L, GLenum mode, size_t first,
-                          size_t count, float psize);
-/* GL_LINES width px wide (a core context has 1 px lines only). */
-void pa_render_lines_draw_wide(pa_render_lines *L, size_t first, size_t count,
-                               float width);
-void pa_render_lines_end(void);
-/* Draws the visible visuals of b (camera_only: only those marked
- * camera_visible) into the bound framebuffer, depth-tested against what is
- * there; L's vertices are scratch. */
-void pa_render_visuals_draw(pa_render_lines *L, const pa_visual_block *b,
-                            const float vp[16], bool camera_only);
+/* Their GL drawing, shared by the viewer, the spectator and the cameras. */
+#include "render_vis.h"
 
 /* ---- MP4 encoding (video.c) ---- */
 typedef struct pa_video pa_video;
