@@ -218,6 +218,20 @@ static void test_http_port_walk(void **state) {
   }
   assert_true(heard[0] && heard[1]);
   close(bfd);
+  /* A pa-netgw restarted after a crash serves on the port its predecessor
+   * picked (an OS pick would differ). */
+  lt_stack c;
+  const char *pick[] = {"--http_port=-1", "--no-render", "--no_beacon", NULL};
+  assert_int_equal(lt_start(&c, "hpick", pick, START_MS), 0);
+  unsigned hc = listed_port(&c, "http");
+  assert_true(hc > 0 && http_page(hc));
+  pid_t old = lt_pid(&c, PA_PROC_NETGW);
+  assert_true(old > 0);
+  kill(old, SIGKILL);
+  assert_true(lt_wait_new_pid(&c, PA_PROC_NETGW, old, 20000 * PA_TEST_SLOW));
+  assert_int_equal(c.s.ctl->http_port, hc);
+  assert_true(http_page(hc));
+  assert_int_equal(lt_stop(&c, 5000), 0);
   assert_int_equal(lt_stop(&a, 5000), 0);
   assert_int_equal(lt_stop(&b, 5000), 0);
 }
