@@ -101,11 +101,14 @@ void pa_launch_status_print(FILE *f, const pa_stack *s, const double *cpu_pct) {
   const pa_shm_header *hdr = (const pa_shm_header *)s->ctl_seg.base;
   int64_t now = pa_now_ns();
   /* bounded: the header is another process's memory */
-  fprintf(f, "instance %.*s  tcp %u  launcher pid %d  robots %u  rates: control "
+  fprintf(f,
+          "instance %.*s  tcp %u  http %u  foxglove %u  launcher pid %d  "
+          "robots %u  rates: control "
           "%g Hz, scan %g Hz, odom %g Hz, camera %g Hz\n",
-          (int)sizeof hdr->instance, hdr->instance, ctl->tcp_port, (int)ctl->health[PA_PROC_LAUNCH].pid,
-          ctl->robot_count, ctl->control_hz, ctl->scan_hz, ctl->feedback_hz,
-          ctl->camera_hz);
+          (int)sizeof hdr->instance, hdr->instance, ctl->tcp_port,
+          ctl->http_port, ctl->foxglove_port,
+          (int)ctl->health[PA_PROC_LAUNCH].pid, ctl->robot_count,
+          ctl->control_hz, ctl->scan_hz, ctl->feedback_hz, ctl->camera_hz);
   fprintf(f, "%-9s %7s %-5s %8s %4s %5s %6s %7s %9s %8s %8s %8s %7s %9s %8s %7s\n",
           "process", "pid", "state", "uptime", "rst", "exit", "cpu%", "rss",
           "loops", "p50ms", "p99ms", "maxms", "overrun", "frames", "bytes",

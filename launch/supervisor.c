@@ -117,6 +117,7 @@ typedef struct sup {
   const pa_launch_cfg *cfg;
   const char *bin_dir;
   unsigned bound_port; /* pa-netgw's port once it was first ready */
+  unsigned bound_http; /* and its web port (0 = none) */
   bool port_pinned;
   pa_stack stack;
   child ch[PA_PROC_COUNT];
@@ -134,9 +135,12 @@ static void pin_netgw_port(sup *s, child *c) {
   unsigned to[PA_LAUNCH_MAX_FLAGS];
   size_t n = pa_launch_flag_table(&pinned, o, to);
   for (size_t i = 0; i < n; i++)
-    if (!strcmp(o[i].name, "tcp_port"))
+    if (!strcmp(o[i].name, "tcp_port") ||
+        (!strcmp(o[i].name, "http_port") && s->bound_http))
       pinned.given[i] = true;
   pinned.tcp_port = (long)s->bound_port;
+  if (s->bound_http)
+    pinned.netgw.def.http_port = (int32_t)s->bound_http;
   char err[256];
   char **argv = pa_launch_child_argv(&pinned, c->proc, s->bin_dir, err, sizeof err);
   if (!argv) {
@@ -159,9 +163,12 @@ static void start_child(sup *s, child *c, int64_t now) {
     h->restarts = ++c->restarts;
   h->hang_ms = (uint32_t)(c->hang_ns / 1000000);
   c->hung_ns = 0;
-  if (c->proc == PA_PROC_NETGW && c->restarting &&
-      (unsigned)s->cfg->tcp_port != s->bound_port && s->bound_port &&
-      !s->port_pinned)
+  /* (the web port too: a walked or picked one is kept the same way) */
+  if (c->proc == PA_PROC_NETGW && c->restarting && s->bound_port &&
+      !s->port_pinned &&
+      ((unsigned)s->cfg->tcp_port != s->bound_port ||
+       (s->bound_http &&
+        s->cfg->netgw.def.http_port != (int32_t)s->bound_http)))
     pin_netgw_port(s, c);
   /* SIGKILL: a stopped or hung child must die with the launcher too, and a
    * pa-* process loses nothing by it (its state is in shm). A wrapper gets
@@ -476,12 +483,21 @@ static void advance_startup(sup *s, int64_t now) {
   pa_ctl *ctl = s->stack.ctl;
   unsigned port = __atomic_load_n(&ctl->tcp_port, __ATOMIC_ACQUIRE);
   s->bound_port = port;
+  s->bound_http = __atomic_load_n(&ctl->http_port, __ATOMIC_ACQUIRE);
+  unsigned fox = __atomic_load_n(&ctl->foxglove_port, __ATOMIC_ACQUIRE);
   printf("tcp %s:%u instance %s\n", s->cfg->bind, port, s->cfg->instance);
+  /* The other listeners on lines of their own: the first line's form is
+   * what every client parses. */
+  if (s->bound_http)
+    printf("http %s:%u\n", s->cfg->bind, s->bound_http);
+  if (fox)
+    printf("foxglove %s:%u\n", s->cfg->bind, fox);
   fflush(stdout);
   ctl->health[PA_PROC_LAUNCH].ready = 1;
-  pa_info("stack ready in %.1f ms: tcp %s:%u, instance %s",
+  pa_info("stack ready in %.1f ms: tcp %s:%u, http %u, foxglove %u, "
+          "instance %s",
           (double)(now - ctl->health[PA_PROC_LAUNCH].start_ns) / 1e6,
-          s->cfg->bind, port, s->cfg->instance);
+          s->cfg->bind, port, s->bound_http, fox, s->cfg->instance);
 }
 
 static int create_stack(sup *s) {

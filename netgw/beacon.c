@@ -5,6 +5,8 @@
 #define _GNU_SOURCE
 #include "netgw_int.h"
 
+#include "foxglove.h"
+
 #include "pa_util.h"
 
 #include <arpa/inet.h>
@@ -31,7 +33,9 @@ int pa_gw_beacon_payload(pa_netgw *g, char *buf, size_t n) {
   json_object_set_new(o, "instance", json_string(inst));
   json_object_set_new(o, "address", json_string(bind_addr));
   json_object_set_new(o, "tcp_port", json_integer(g->port));
-  json_object_set_new(o, "http_port", json_integer(0));
+  json_object_set_new(o, "http_port", json_integer(pa_netgw_http_port(g)));
+  json_object_set_new(o, "foxglove_port",
+                      json_integer(g->fox ? pa_fox_port(g->fox) : 0));
   json_object_set_new(o, "pid", json_integer(getpid()));
   json_object_set_new(o, "version", json_string(PA_VERSION));
   json_object_set_new(o, "protocol_version", json_integer(2));

@@ -709,30 +709,33 @@ pa_fox *pa_fox_create(pa_netgw *g, char *err, size_t err_sz) {
   f->map_gen = UINT32_MAX;
   f->rp.state = "";
   if (g->def.foxglove_port) {
-    struct sockaddr_in sin;
-    memset(&sin, 0, sizeof sin);
-    sin.sin_family = AF_INET;
-    /* -1: the OS picks one (tests); foxglove_info reports it */
-    sin.sin_port =
-        htons((uint16_t)(g->def.foxglove_port < 0 ? 0 : g->def.foxglove_port));
+    /* -1: the OS picks one (tests); a taken port walks to the next free
+     * one as --tcp_port does, so that a second stack on the machine gets
+     * a server too (the default 8765 is everyone's). */
     const char *bind_addr = g->def.bind ? g->def.bind : "127.0.0.1";
-    inet_pton(AF_INET, bind_addr, &sin.sin_addr);
-    f->lis = evconnlistener_new_bind(g->base, on_accept, f,
-                                     LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE |
-                                         LEV_OPT_CLOSE_ON_EXEC,
-                                     64, (struct sockaddr *)&sin, sizeof sin);
+    unsigned want =
+        g->def.foxglove_port < 0 ? 0 : (unsigned)g->def.foxglove_port;
+    unsigned bound = 0;
+    char lerr[256];
+    int lfd = pa_bind_listen(bind_addr, want, !g->def.no_port_walk, 64,
+                             "--foxglove_port", &bound, lerr, sizeof lerr);
+    if (lfd >= 0) {
+      f->lis = evconnlistener_new(g->base, on_accept, f,
+                                  LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC,
+                                  0, lfd);
+      if (!f->lis) {
+        close(lfd);
+        snprintf(lerr, sizeof lerr, "evconnlistener_new failed");
+      }
+    }
     if (!f->lis) {
-      /* Not fatal: the TCP control port is what a stack is for, and the
-       * default 8765 is shared by every stack on the machine. */
-      pa_warn("foxglove: cannot listen on %s:%u: %s (--foxglove_port); "
-              "running without the Foxglove server",
-              bind_addr, (unsigned)g->def.foxglove_port, strerror(errno));
+      /* Not fatal: the TCP control port is what a stack is for. */
+      pa_warn("foxglove: %s; running without the Foxglove server", lerr);
     } else {
-      struct sockaddr_in bound;
-      socklen_t bl = sizeof bound;
-      getsockname(evconnlistener_get_fd(f->lis), (struct sockaddr *)&bound,
-                  &bl);
-      f->port = ntohs(bound.sin_port);
+      f->port = bound;
+      if (want && bound != want)
+        pa_warn("foxglove: port %u is taken: listening on %u instead", want,
+                bound);
       pa_info("foxglove: ws://%s:%u (foxglove.websocket.v1, "
               "foxglove.sdk.v1)",
               bind_addr, f->port);

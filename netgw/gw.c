@@ -333,6 +333,9 @@ pa_netgw *pa_netgw_create(const pa_netgw_def *d, pa_stack *stack, char *err,
 
   g->ctl->health[PA_PROC_NETGW].pid = getpid();
   g->ctl->health[PA_PROC_NETGW].start_ns = pa_now_ns();
+  __atomic_store_n(&g->ctl->http_port, pa_netgw_http_port(g), __ATOMIC_RELEASE);
+  __atomic_store_n(&g->ctl->foxglove_port, pa_fox_port(g->fox),
+                   __ATOMIC_RELEASE);
   __atomic_store_n(&g->ctl->tcp_port, g->port, __ATOMIC_RELEASE);
   pa_json_visual_recover(g);
   if (pa_gw_beacon_start(g, err, err_sz) != 0)
@@ -392,6 +395,8 @@ void pa_netgw_destroy(pa_netgw *g) {
     publish_health(g);
     g->ctl->health[PA_PROC_NETGW].ready = 0;
     __atomic_store_n(&g->ctl->tcp_port, 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&g->ctl->http_port, 0, __ATOMIC_RELEASE);
+    __atomic_store_n(&g->ctl->foxglove_port, 0, __ATOMIC_RELEASE);
   }
   pa_ssl_gw_stop(g);
   struct event *evs[] = {g->sig_int,   g->sig_term,    g->stop_ev,

@@ -623,26 +623,29 @@ int pa_web_start(pa_netgw *g, char *err, size_t err_sz) {
   socklen_t ibl = sizeof ib;
   getsockname(evhttp_bound_socket_get_fd(hs), (struct sockaddr *)&ib, &ibl);
   w->inner.sin_port = ib.sin_port;
-  struct sockaddr_in sin;
-  memset(&sin, 0, sizeof sin);
-  sin.sin_family = AF_INET;
-  sin.sin_port = htons((uint16_t)(d->http_port < 0 ? 0 : d->http_port));
+  /* A taken port walks to the next free one, as --tcp_port does (the
+   * bound port is in the beacon, on the launcher's ready lines and in
+   * `playarea status`). */
   const char *bind_addr = d->bind ? d->bind : "127.0.0.1";
-  inet_pton(AF_INET, bind_addr, &sin.sin_addr); /* checked by the TCP side */
-  w->lis = evconnlistener_new_bind(g->base, on_accept, w,
-                                   LEV_OPT_CLOSE_ON_FREE | LEV_OPT_REUSEABLE |
-                                       LEV_OPT_CLOSE_ON_EXEC,
-                                   128, (struct sockaddr *)&sin, sizeof sin);
+  unsigned want = d->http_port < 0 ? 0 : (unsigned)d->http_port, bound = 0;
+  int lfd = pa_bind_listen(bind_addr, want, !d->no_port_walk, 128,
+                           "--http_port", &bound, err, err_sz);
+  if (lfd < 0)
+    return -1;
+  if (want && bound != want)
+    pa_warn("web: port %u is taken: listening on %u instead (--no_port_walk "
+            "makes this an error)",
+            want, bound);
+  w->lis =
+      evconnlistener_new(g->base, on_accept, w,
+                         LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC, 0, lfd);
   if (!w->lis) {
-    snprintf(err, err_sz, "cannot listen on %s:%d: %s (--http_port, --bind)",
-             bind_addr, (int)d->http_port, strerror(errno));
+    close(lfd);
+    snprintf(err, err_sz, "web: evconnlistener_new failed");
     return -1;
   }
   evconnlistener_set_error_cb(w->lis, on_accept_error);
-  struct sockaddr_in bound;
-  socklen_t bl = sizeof bound;
-  getsockname(evconnlistener_get_fd(w->lis), (struct sockaddr *)&bound, &bl);
-  w->port = ntohs(bound.sin_port);
+  w->port = bound;
   struct timeval tv = {0, LIVE_PERIOD_US};
   event_add(w->live_ev, &tv);
   pa_info("web: http://%s:%u/ (viewer), /editor, /metrics, /ws; pages from %s",

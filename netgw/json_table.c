@@ -190,10 +190,10 @@ static const jaction actions[] = {
     ROW(wakeup, CMD, NULL, NULL, 0, ""),
     ROW(add_visual, CMD, NULL, NULL, 0,
         "name type position orientation yaw size color visible text points "
-        "points_b64 point_format"),
+        "points_b64 point_format camera_visible"),
     ROW(update_visual, CMD, NULL, NULL, 0,
         "name position orientation yaw size color visible text points "
-        "points_b64 point_format append"),
+        "points_b64 point_format append camera_visible"),
     ROW(remove_visual, CMD, NULL, NULL, 0, "name"),
     ROW(clear_visuals, CMD, NULL, NULL, 0, ""),
     ROW(list_visuals, CMD, NULL, COST(list_visuals), 0, ""),
@@ -202,7 +202,8 @@ static const jaction actions[] = {
     ROW(request_screenshot, CMD, NULL, NULL, 0, "name"),
     ROW(start_recording_video, CMD, NULL, NULL, 0, "name fps frames"),
     ROW(stop_recording_video, CMD, NULL, NULL, 0, ""),
-#define VIS_KEYS "name position orientation yaw size color visible"
+#define VIS_KEYS                                                               \
+  "name position orientation yaw size color visible camera_visible"
 #define PTS_KEYS VIS_KEYS " points points_b64 point_format"
     ROW(add_visual_sphere, CMD, NULL, NULL, 0, VIS_KEYS),
     ROW(add_visual_box, CMD, NULL, NULL, 0, VIS_KEYS),

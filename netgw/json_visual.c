@@ -328,6 +328,13 @@ static int get_fields(jctx *x, pa_visual *v) {
            -1;
   if (vis)
     v->visible = json_is_true(vis);
+  json_t *cam = json_object_get(x->data, "camera_visible");
+  if (cam && !json_is_boolean(cam))
+    return pa_json_fail(x, PA_ERR_INVALID_MESSAGE,
+                        "data.camera_visible must be true or false"),
+           -1;
+  if (cam)
+    v->camera_visible = json_is_true(cam);
   const char *text = NULL;
   if ((r = pa_json_str(x, "text", PA_VIS_TEXT_MAX, &text)) < 0)
     return -1;
@@ -391,6 +398,7 @@ static json_t *vis_json(const pa_visual_block *b, const pa_visual *v) {
     json_array_append_new(c, json_real(v->rgba[i]));
   json_object_set_new(o, "color", c);
   json_object_set_new(o, "visible", json_boolean(v->visible));
+  json_object_set_new(o, "camera_visible", json_boolean(v->camera_visible));
   if (has_points(v->type))
     json_object_set_new(o, "points", json_integer(v->pt_n));
   if (v->type == PA_VIS_TEXT)

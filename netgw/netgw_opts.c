@@ -47,7 +47,8 @@ static const pa_opt_row rows[] = {
          "mlockall, --odom_watch_us 300 (needs CAP_SYS_NICE; best effort)")},
     {ROW(def.http_port, "http_port", PA_OPT_I32, -1, 65535, 8080,
          "HTTP port of the web viewer, map editor, /metrics and /ws (0 = none, "
-         "-1 = pick a free one; with --tcp_port 0 and no --http_port: -1)")},
+         "-1 = pick a free one; with --tcp_port 0 and no --http_port: -1; a "
+         "taken one walks to the next free one)")},
     {STR(def.web_dir, "web_dir", "",
          "directory of the web pages ('' = the source tree's web/ or "
          "<bin>/../share/playarea/web)")},
@@ -55,8 +56,8 @@ static const pa_opt_row rows[] = {
          "the editor's \"Run it\" writes maps and worlds here (under pa-sim's "
          "--data_dir; '' = off)")},
     {ROW(def.no_port_walk, "no_port_walk", PA_OPT_FLAG, 0, -1, 0,
-         "a taken --tcp_port is a configuration error (exit 78) instead of "
-         "trying the next ports (up to 64 in all)")},
+         "a taken --tcp_port (or given --http_port) is a configuration error "
+         "(exit 78) instead of trying the next ports (up to 64 in all)")},
     {ROW(def.beacon_port, "beacon_port", PA_OPT_U32, 1, 65535, PA_BEACON_PORT,
          "UDP port the discovery beacon goes to (once a second; to "
          "127.0.0.1, or the LAN broadcast address with a non-loopback "
@@ -79,7 +80,7 @@ static const pa_opt_row rows[] = {
          0, "SSL worlds: send vision to 224.5.23.2 (multicast) instead")},
     {ROW(def.foxglove_port, "foxglove_port", PA_OPT_I32, -1, 65535, 8765,
          "Foxglove WebSocket port (0 = off, -1 = a free one; a taken port "
-         "warns and runs without it)")},
+         "walks to the next free one; none free: warns, runs without it)")},
     {STR(def.data_dir, "data_dir", NULL,
          "pa-netgw: record_mcap and --record write only under this directory "
          "(unset = pa-netgw's working directory)")},

@@ -64,6 +64,15 @@ bool pa_render_project(const pa_render_view *v, uint32_t w, uint32_t h,
 
 /* ---- offscreen cameras -------------------------------------------------- */
 
+/* One GL context per process, one set of visuals for all its cameras. */
+static const pa_visual_block *cam_vis;
+static pa_render_lines *cam_vis_lines;
+
+void pa_render_cam_visuals(const pa_visual_block *b, pa_render_lines *L) {
+  cam_vis = b;
+  cam_vis_lines = L;
+}
+
 struct pa_render_cam {
   uint32_t w, h;
   GLuint fbo, colour, depth;
@@ -162,6 +171,11 @@ int pa_render_cam_submit(pa_render_cam *c, const pa_render_scene *s,
   glClearColor(PA_RENDER_SKY_RGB, 1.0f);
   glClear(GL_COLOR_BUFFER_BIT | GL_DEPTH_BUFFER_BIT);
   pa_render_scene_draw_culled(s, view, proj, v->skip_robot, v);
+  if (cam_vis && cam_vis_lines) {
+    float vp[16];
+    pa_render_mat_mul(vp, proj, view);
+    pa_render_visuals_draw(cam_vis_lines, cam_vis, vp, !v->all_visuals);
+  }
   uint32_t slot = c->head;
   glPixelStorei(GL_PACK_ALIGNMENT, 4);
   glReadBuffer(GL_COLOR_ATTACHMENT0);

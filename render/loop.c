@@ -52,6 +52,10 @@ typedef struct rloop {
   uint64_t frames, dropped;
   pa_spec_state spec; /* headless only: the spectator camera */
   bool spec_on;
+  pa_visual_block *vis; /* the clients' visuals, copied when they change */
+  uint32_t vis_gen;
+  bool vis_read, vis_gl_on;
+  pa_render_lines vis_gl; /* their drawing in the cameras */
 } rloop;
 
 static void sleep_until(int64_t t_ns) {
@@ -77,6 +81,22 @@ static void read_world(rloop *L) {
     if (!pa_stack_world_read_retry(&L->st, q))
       return;
   }
+}
+
+/* Copies the clients' visuals when they changed and hands them to the
+ * cameras: the spectator draws all of them, the head cameras those marked
+ * camera_visible. A copy torn by a writer is retried on the next pass. */
+static void refresh_visuals(rloop *L) {
+  if (!L->vis || !L->vis_gl_on)
+    return;
+  uint32_t gen = __atomic_load_n(&L->st.vis->gen, __ATOMIC_ACQUIRE);
+  if (!L->vis_read || gen != L->vis_gen) {
+    if (pa_stack_visual_read(&L->st, L->vis)) {
+      L->vis_gen = L->vis->gen;
+      L->vis_read = true;
+    }
+  }
+  pa_render_cam_visuals(L->vis_read ? L->vis : NULL, &L->vis_gl);
 }
 
 /* (Re)builds the scene from the current map and world. Returns 0, 1 when
@@ -310,6 +330,10 @@ static void loop_free(rloop *L) {
   for (int i = 0; i < MAX_CAM_SIZES; i++)
     pa_render_cam_free(L->cams[i]);
   pa_render_scene_free(L->scene);
+  pa_render_cam_visuals(NULL, NULL);
+  if (L->vis_gl_on)
+    pa_render_lines_free(&L->vis_gl);
+  free(L->vis);
   pa_render_viewer_close(L->viewer);
   pa_render_egl_destroy(L->egl);
   if (L->attached) {
@@ -370,6 +394,15 @@ int pa_render_run(const pa_render_def *d, volatile sig_atomic_t *stop,
     goto out_nolock;
   }
   pa_info("GL context: %s", pa_render_gl_renderer());
+  L->vis = calloc(1, sizeof *L->vis);
+  if (!L->vis || pa_render_lines_init(&L->vis_gl, err, err_sz) < 0) {
+    if (!L->vis)
+      snprintf(err, err_sz, "out of memory for the visuals");
+    pa_render_lines_free(&L->vis_gl); /* what a failed init made */
+    ret = 1;
+    goto out_nolock;
+  }
+  L->vis_gl_on = true;
   /* The spectator's requests are the headless pa-render's (a --viewer on
    * the same instance must not answer them twice). */
   if (L->egl) {
@@ -408,6 +441,7 @@ int pa_render_run(const pa_render_def *d, volatile sig_atomic_t *stop,
       }
       L->health->ready = 1;
     }
+    refresh_visuals(L);
     int64_t spec_next = 0;
     if (L->spec_on && L->scene) {
       latest_tick(L); /* poses for a spectator following a robot */

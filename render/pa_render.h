@@ -114,6 +114,7 @@ typedef struct pa_render_view {
   double pitch;           /* up positive [rad] */
   double fov;             /* horizontal field of view [rad], (0, pi) */
   uint32_t skip_robot;    /* robot not drawn (UINT32_MAX = none) */
+  bool all_visuals;       /* spectator: every visual; else camera_visible */
 } pa_render_view;
 
 /* The head camera of robot `index` at pose p: eye at head height, yaw =

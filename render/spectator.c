@@ -115,6 +115,7 @@ static void spectator_view(const pa_stack *st, const pa_render_scene *sc,
     v->pitch = -SPEC_PITCH_MAX;
   v->fov = SPEC_FOV;
   v->skip_robot = UINT32_MAX;
+  v->all_visuals = true;
 }
 
 /* Renders the spectator view at the requested size into S->rgb. */

@@ -35,11 +35,6 @@ typedef struct vtrail {
   uint32_t n, head;
 } vtrail;
 
-typedef struct vvertex {
-  float pos[3];
-  float rgb[3];
-} vvertex;
-
 struct pa_render_viewer {
   const pa_render_def *def;
   pa_stack *st;
@@ -54,10 +49,8 @@ struct pa_render_viewer {
   double mx, my;
   bool quit, shot_key;
   /* overlays */
-  GLuint line_prog, vao, vbo;
-  GLint u_vp, u_psize;
-  vvertex *ov;
-  size_t ov_n, ov_cap;
+  pa_render_lines ov;        /* scans, trails, navigation */
+  pa_render_lines vis_lines; /* the clients' visuals (visuals.c) */
   pa_ring_cursor scan_cur;
   vscan *scans;                /* [max_robots] */
   vtrail *trails;              /* [max_robots] */
@@ -66,8 +59,8 @@ struct pa_render_viewer {
   uint32_t scan_cap;
   pa_nav_block *nav;           /* the clients' paths and waypoints, copied */
   uint32_t nav_gen;
-  size_t wp_first;             /* waypoints in ov[wp_first, ov_n) */
-  pa_visual_block *vis;        /* the clients' visual objects, copied */
+  size_t wp_first;      /* waypoints in ov.v[wp_first, ov.n) */
+  pa_visual_block *vis; /* the clients' visual objects, copied */
   uint32_t vis_gen;
   uint64_t spec_seq; /* the spectator camera last adopted */
   bool vis_read;
@@ -77,20 +70,6 @@ struct pa_render_viewer {
   bool shot_done;
   int64_t title_ns;
 };
-
-static const char *line_vs =
-    "#version 330 core\n"
-    "layout(location = 0) in vec3 a_pos;\n"
-    "layout(location = 1) in vec3 a_rgb;\n"
-    "uniform mat4 u_vp;\n"
-    "uniform float u_psize;\n"
-    "out vec3 v_rgb;\n"
-    "void main() { v_rgb = a_rgb; gl_PointSize = u_psize;\n"
-    "  gl_Position = u_vp * vec4(a_pos, 1.0); }\n";
-static const char *line_fs =
-    "#version 330 core\n"
-    "in vec3 v_rgb; out vec4 o_colour;\n"
-    "void main() { o_colour = vec4(v_rgb, 1.0); }\n";
 
 static void on_key(GLFWwindow *w, int key, int sc, int action, int mods) {
   pa_render_viewer *v = glfwGetWindowUserPointer(w);
@@ -207,19 +186,9 @@ int pa_render_viewer_open(pa_render_viewer **out, const pa_render_def *d,
   glfwSetMouseButtonCallback(v->win, on_button);
   glfwSetCursorPosCallback(v->win, on_cursor);
   glfwSetScrollCallback(v->win, on_scroll);
-  if (pa_render_program(&v->line_prog, line_vs, line_fs, err, err_sz) < 0)
+  if (pa_render_lines_init(&v->ov, err, err_sz) < 0 ||
+      pa_render_lines_init(&v->vis_lines, err, err_sz) < 0)
     goto fail;
-  v->u_vp = glGetUniformLocation(v->line_prog, "u_vp");
-  v->u_psize = glGetUniformLocation(v->line_prog, "u_psize");
-  glGenVertexArrays(1, &v->vao);
-  glGenBuffers(1, &v->vbo);
-  glBindVertexArray(v->vao);
-  glBindBuffer(GL_ARRAY_BUFFER, v->vbo);
-  static const pa_render_attr attrs[] = {
-      {3, GL_FLOAT, GL_FALSE, offsetof(vvertex, pos)},
-      {3, GL_FLOAT, GL_FALSE, offsetof(vvertex, rgb)}};
-  pa_render_attribs(sizeof(vvertex), attrs, 2);
-  glBindVertexArray(0);
   v->scans = calloc(v->max_robots ? v->max_robots : 1, sizeof *v->scans);
   v->trails = calloc(v->max_robots ? v->max_robots : 1, sizeof *v->trails);
   v->scan_cap = pa_ring_max_record(st->scan);
@@ -248,12 +217,8 @@ void pa_render_viewer_close(pa_render_viewer *v) {
     return;
   if (v->win) {
     glfwMakeContextCurrent(v->win);
-    if (v->vbo)
-      glDeleteBuffers(1, &v->vbo);
-    if (v->vao)
-      glDeleteVertexArrays(1, &v->vao);
-    if (v->line_prog)
-      glDeleteProgram(v->line_prog);
+    pa_render_lines_free(&v->ov);
+    pa_render_lines_free(&v->vis_lines);
     glfwDestroyWindow(v->win);
   }
   /* No glfwTerminate: it unloads the GL driver, whose leftovers then show
@@ -267,22 +232,12 @@ void pa_render_viewer_close(pa_render_viewer *v) {
   free(v->scan_buf);
   free(v->nav);
   free(v->vis);
-  free(v->ov);
   free(v);
 }
 
 static void ov_push(pa_render_viewer *v, double x, double y, double z,
                     const float rgb[3]) {
-  if (v->ov_n == v->ov_cap) {
-    size_t cap = v->ov_cap ? v->ov_cap * 2 : 4096;
-    vvertex *n = realloc(v->ov, cap * sizeof *n);
-    if (!n)
-      return; /* overlay is cosmetic: draw what fits */
-    v->ov = n, v->ov_cap = cap;
-  }
-  vvertex *o = &v->ov[v->ov_n++];
-  o->pos[0] = (float)x, o->pos[1] = (float)y, o->pos[2] = (float)z;
-  memcpy(o->rgb, rgb, sizeof o->rgb);
+  pa_render_lines_push(&v->ov, x, y, z, rgb);
 }
 
 /* Drains new scans into the per-robot latest scan. */
@@ -365,16 +320,6 @@ static void read_visuals(pa_render_viewer *v) {
   }
 }
 
-static void vis_line(void *arg, const float a[3], const float b[3],
-                     const float rgb[3]) {
-  ov_push(arg, a[0], a[1], a[2], rgb);
-  ov_push(arg, b[0], b[1], b[2], rgb);
-}
-
-static void vis_point(void *arg, const float p[3], const float rgb[3]) {
-  ov_push(arg, p[0], p[1], p[2], rgb);
-}
-
 /* The drawings of robots that exist: paths as line segments (the plan
  * magenta, a predicted trajectory orange), or waypoints as points (yellow, a
  * goal waypoint green; drawn larger). */
@@ -412,7 +357,7 @@ static void push_nav(pa_render_viewer *v, uint32_t nr, bool paths) {
  * one buffer of lines, then the points; waypoints last (drawn larger). */
 static void build_overlay(pa_render_viewer *v, size_t *n_lines,
                           size_t *n_points) {
-  v->ov_n = 0;
+  v->ov.n = 0;
   uint32_t nr = v->st->ctl->robot_count;
   if (nr > v->max_robots)
     nr = v->max_robots;
@@ -433,7 +378,7 @@ static void build_overlay(pa_render_viewer *v, size_t *n_lines,
       continue;
     float ray[3];
     robot_rgb(v, i, ray, 0.6f);
-    s->ray_first = v->ov_n;
+    s->ray_first = v->ov.n;
     for (uint32_t k = 0; k < s->count; k++) {
       float r = s->ranges[k];
       if (!isfinite(r) || r >= s->range_max)
@@ -442,14 +387,11 @@ static void build_overlay(pa_render_viewer *v, size_t *n_lines,
       ov_push(v, s->x, s->y, OVERLAY_Z, ray);
       ov_push(v, s->x + r * cos(a), s->y + r * sin(a), OVERLAY_Z, ray);
     }
-    s->ray_end = v->ov_n;
+    s->ray_end = v->ov.n;
   }
   read_nav(v);
   push_nav(v, nr, true);
-  read_visuals(v);
-  const pa_vis_sink sink = {vis_line, vis_point, v};
-  pa_render_visuals_lines(v->vis, &sink);
-  *n_lines = v->ov_n;
+  *n_lines = v->ov.n;
   /* Hit points after every line (one draw call each): the far ends of the
    * rays just pushed, not computed again. */
   static const float hit[3] = {0.95f, 0.15f, 0.1f};
@@ -458,10 +400,9 @@ static void build_overlay(pa_render_viewer *v, size_t *n_lines,
     if (!s->valid)
       continue;
     for (size_t k = s->ray_first + 1; k < s->ray_end; k += 2)
-      ov_push(v, v->ov[k].pos[0], v->ov[k].pos[1], OVERLAY_Z + 0.01, hit);
+      ov_push(v, v->ov.v[k].pos[0], v->ov.v[k].pos[1], OVERLAY_Z + 0.01, hit);
   }
-  pa_render_visuals_points(v->vis, &sink);
-  v->wp_first = v->ov_n;
+  v->wp_first = v->ov.n;
   push_nav(v, nr, false);
   *n_points = v->wp_first - *n_lines;
 }
@@ -548,25 +489,17 @@ static void draw(pa_render_viewer *v, pa_render_scene *s, const pa_tick *t) {
   s->fog_density = fog;
   size_t n_lines = 0, n_points = 0;
   build_overlay(v, &n_lines, &n_points);
-  if (v->ov_n) {
-    pa_render_mat_mul(vp, proj, view);
-    glUseProgram(v->line_prog);
-    glUniformMatrix4fv(v->u_vp, 1, GL_FALSE, vp);
-    glUniform1f(v->u_psize, 3.0f);
-    glEnable(GL_PROGRAM_POINT_SIZE);
-    glBindVertexArray(v->vao);
-    glBindBuffer(GL_ARRAY_BUFFER, v->vbo);
-    glBufferData(GL_ARRAY_BUFFER, (GLsizeiptr)(v->ov_n * sizeof(vvertex)),
-                 v->ov, GL_STREAM_DRAW);
-    glDrawArrays(GL_LINES, 0, (GLsizei)n_lines);
-    glDrawArrays(GL_POINTS, (GLint)n_lines, (GLsizei)n_points);
-    if (v->ov_n > v->wp_first) {
-      glUniform1f(v->u_psize, 9.0f);
-      glDrawArrays(GL_POINTS, (GLint)v->wp_first,
-                   (GLsizei)(v->ov_n - v->wp_first));
-    }
-    glBindVertexArray(0);
+  pa_render_mat_mul(vp, proj, view);
+  if (v->ov.n) {
+    pa_render_lines_begin(&v->ov, vp);
+    pa_render_lines_draw(&v->ov, GL_LINES, 0, n_lines, 1.0f);
+    pa_render_lines_draw(&v->ov, GL_POINTS, n_lines, n_points, 3.0f);
+    pa_render_lines_draw(&v->ov, GL_POINTS, v->wp_first, v->ov.n - v->wp_first,
+                         9.0f);
+    pa_render_lines_end();
   }
+  read_visuals(v);
+  pa_render_visuals_draw(&v->vis_lines, v->vis, vp, false);
 }
 
 bool pa_render_viewer_frame(pa_render_viewer *v, pa_render_scene *s,

@@ -239,6 +239,8 @@ typedef struct pa_ctl {
   uint64_t off_reply;     /* pa_queue of pa_reply */
   uint64_t off_nav;       /* pa_nav_block */
   uint64_t off_visual;    /* pa_visual_block (pa_visual.h) */
+  uint32_t http_port;     /* netgw: bound web port, 0 = none */
+  uint32_t foxglove_port; /* netgw: bound Foxglove port, 0 = none */
 } pa_ctl;
 
 /* Navigation overlays: a client's planned path and waypoints for a robot,

@@ -24,7 +24,7 @@ typedef enum pa_vis_type {
   PA_VIS_ARROW,       /* size[0] length along local x, size[1] head size */
   PA_VIS_POLYLINE,    /* points (world), size[0] width [px] */
   PA_VIS_POINT_CLOUD, /* points (world), size[0] point size [px] */
-  PA_VIS_TEXT,        /* text at pos, size[0] height [m] */
+  PA_VIS_TEXT,        /* text at pos, size[0] height [m] (stroke font) */
   PA_VIS_TYPE_COUNT
 } pa_vis_type;
 
@@ -43,6 +43,7 @@ typedef struct pa_visual {
   float rgba[4];
   uint32_t pt_off, pt_n; /* its points: block pt[pt_off, pt_off + pt_n) */
   char text[PA_VIS_TEXT_MAX];
+  uint32_t camera_visible; /* 1 = the head cameras see it too */
 } pa_visual;
 
 /* The spectator camera (independent of robots) and the screenshot and

@@ -124,6 +124,118 @@ static void test_port_walk_and_discover(void **state) {
   assert_int_equal(lt_stop(&b, 5000), 0);
 }
 
+/* The port on stack t's "<what> 127.0.0.1:PORT" stdout line, 0 if none. */
+static unsigned listed_port(const lt_stack *t, const char *what) {
+  static char buf[1 << 16];
+  pa_test_read_file(t->log, buf, sizeof buf);
+  char want[64];
+  snprintf(want, sizeof want, "\n%s 127.0.0.1:", what);
+  const char *p = strstr(buf, want);
+  return p ? (unsigned)atoi(p + strlen(want)) : 0;
+}
+
+/* GET / on port: true when the web viewer's page came back (200). */
+static bool http_page(unsigned port) {
+  int fd = pa_test_tcp_connect((uint16_t)port);
+  if (fd < 0)
+    return false;
+  const char *req = "GET / HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
+  bool ok = write(fd, req, strlen(req)) == (ssize_t)strlen(req);
+  static char buf[1 << 16];
+  size_t n = 0;
+  int64_t end = pa_test_now_ms() + 5000;
+  while (ok && n < sizeof buf - 1 && pa_test_now_ms() < end) {
+    ssize_t r = read(fd, buf + n, sizeof buf - 1 - n);
+    if (r <= 0)
+      break;
+    n += (size_t)r;
+  }
+  close(fd);
+  buf[n] = 0;
+  return ok && !strncmp(buf, "HTTP/1.", 7) && !strncmp(buf + 8, " 200", 4) &&
+         strcasestr(buf, "<!doctype html");
+}
+
+/* Two stacks asked for the same --http_port (and --foxglove_port): the
+ * second walks to the next free one; both serve pages, on the ports their
+ * stdout lines, `playarea status` and their beacons name. */
+static void test_http_port_walk(void **state) {
+  (void)state;
+  uint16_t bport;
+  int bfd = pa_test_udp_bind(&bport);
+  assert_true(bfd >= 0);
+  uint16_t hp = free_tcp_port(), fp = free_tcp_port();
+  char hs[16], fs[16], bs[16];
+  snprintf(hs, sizeof hs, "%u", hp);
+  snprintf(fs, sizeof fs, "%u", fp);
+  snprintf(bs, sizeof bs, "%u", bport);
+  const char *extra[] = {"--http_port",   hs, "--foxglove_port", fs,
+                         "--beacon_port", bs, "--no-render",     NULL};
+  lt_stack a, b;
+  assert_int_equal(lt_start(&a, "hwalk-a", extra, START_MS), 0);
+  assert_int_equal(lt_start(&b, "hwalk-b", extra, START_MS), 0);
+  const lt_stack *both[] = {&a, &b};
+  unsigned h[2], f[2];
+  for (int i = 0; i < 2; i++) {
+    h[i] = listed_port(both[i], "http");
+    f[i] = listed_port(both[i], "foxglove");
+    fprintf(stderr, "%s: http %u foxglove %u\n", both[i]->instance, h[i], f[i]);
+    /* (another process may take a picked port first: then a walks too) */
+    assert_true(h[i] >= hp && h[i] < hp + 64u);
+    assert_true(f[i] >= fp && f[i] < fp + 64u);
+    assert_true(http_page(h[i]));
+  }
+  assert_int_not_equal(h[0], h[1]);
+  assert_int_not_equal(f[0], f[1]);
+  assert_true(lt_log_contains(&b, "web: port"));
+
+  char log[512], buf[8192], want[128];
+  snprintf(log, sizeof log, "%s/status-%s.log", pa_test_tmpdir(), b.instance);
+  const char *st[] = {"status", "--instance", b.instance, NULL};
+  assert_int_equal(lt_run_playarea(st, log, 10000), 0);
+  pa_test_read_file(log, buf, sizeof buf);
+  snprintf(want, sizeof want, "http %u  foxglove %u ", h[1], f[1]);
+  assert_non_null(strstr(buf, want));
+
+  /* Both beacons name their own web and Foxglove ports. */
+  bool heard[2] = {false, false};
+  int64_t end = pa_test_now_ms() + 5000 * PA_TEST_SLOW;
+  while (!(heard[0] && heard[1]) && pa_test_now_ms() < end) {
+    int n = pa_test_udp_recv(bfd, buf, sizeof buf - 1, 1500);
+    if (n <= 0)
+      continue;
+    buf[n] = 0;
+    for (int i = 0; i < 2; i++) {
+      snprintf(want, sizeof want, "\"instance\":\"%s\"", both[i]->instance);
+      if (!strstr(buf, want))
+        continue;
+      snprintf(want, sizeof want, "\"http_port\":%u", h[i]);
+      assert_non_null(strstr(buf, want));
+      snprintf(want, sizeof want, "\"foxglove_port\":%u", f[i]);
+      assert_non_null(strstr(buf, want));
+      heard[i] = true;
+    }
+  }
+  assert_true(heard[0] && heard[1]);
+  close(bfd);
+  /* A pa-netgw restarted after a crash serves on the port its predecessor
+   * picked (an OS pick would differ). */
+  lt_stack c;
+  const char *pick[] = {"--http_port=-1", "--no-render", "--no_beacon", NULL};
+  assert_int_equal(lt_start(&c, "hpick", pick, START_MS), 0);
+  unsigned hc = listed_port(&c, "http");
+  assert_true(hc > 0 && http_page(hc));
+  pid_t old = lt_pid(&c, PA_PROC_NETGW);
+  assert_true(old > 0);
+  kill(old, SIGKILL);
+  assert_true(lt_wait_new_pid(&c, PA_PROC_NETGW, old, 20000 * PA_TEST_SLOW));
+  assert_int_equal(c.s.ctl->http_port, hc);
+  assert_true(http_page(hc));
+  assert_int_equal(lt_stop(&c, 5000), 0);
+  assert_int_equal(lt_stop(&a, 5000), 0);
+  assert_int_equal(lt_stop(&b, 5000), 0);
+}
+
 /* --no_beacon: nothing arrives on the beacon port. */
 static void test_no_beacon(void **state) {
   (void)state;
@@ -240,6 +352,7 @@ int main(void) {
       cmocka_unit_test(test_port_walk_and_discover),
       cmocka_unit_test(test_no_beacon),
       cmocka_unit_test(test_hibernate),
+      cmocka_unit_test(test_http_port_walk),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -402,6 +402,28 @@ static hits near_colour(const unsigned char *img, int w, int h, int x, int y,
   return r;
 }
 
+/* Pixel where the spectator camera at P looking at A (60 degrees of
+ * horizontal field, as pa-render's) sees world point (x, y, z). */
+static void project(const double P[3], const double A[3], int w, int h,
+                    double x, double y, double z, double *u, double *v) {
+  double f[3] = {A[0] - P[0], A[1] - P[1], A[2] - P[2]};
+  double fl = sqrt(f[0] * f[0] + f[1] * f[1] + f[2] * f[2]);
+  for (int i = 0; i < 3; i++)
+    f[i] /= fl;
+  double r[3] = {f[1], -f[0], 0}; /* f x up */
+  double rl = hypot(r[0], r[1]);
+  r[0] /= rl, r[1] /= rl;
+  double up[3] = {r[1] * f[2] - r[2] * f[1], r[2] * f[0] - r[0] * f[2],
+                  r[0] * f[1] - r[1] * f[0]};
+  double d[3] = {x - P[0], y - P[1], z - P[2]};
+  double df = d[0] * f[0] + d[1] * f[1] + d[2] * f[2];
+  double dr = d[0] * r[0] + d[1] * r[1] + d[2] * r[2];
+  double du = d[0] * up[0] + d[1] * up[1] + d[2] * up[2];
+  double tx = tan(M_PI / 6), ty = tx * h / w;
+  *u = w / 2.0 * (1 + dr / df / tx);
+  *v = h / 2.0 * (1 - du / df / ty);
+}
+
 static int start_render_stack(lt_stack *s, const char *tag) {
   const char *extra[] = {"--no_beacon", "--data_dir", pa_test_tmpdir(),
                          "--camera_hz", "5",          NULL};
@@ -466,16 +488,121 @@ static void test_spectator_screenshot(void **state) {
   assert_true(h3.n > 300);
   assert_true(fabs(h3.cx - 160) < 25 && fabs(h3.cy - 120) < 25);
   free(a);
-  /* Visuals are the viewer's: the camera path (pa_render_cam, as the head
-   * cameras) does not draw a green sphere around the box. */
+  /* Visuals are drawn in the spectator's screenshots too: a green box
+   * between the camera and the look-at point, 0.5 m to the right (nothing
+   * in front of it), where the camera model projects it; hidden, gone. */
+  double P[3] = {ox - 2.5, oy - 2.5, 1.6}, A[3] = {ox, oy, 0.5};
+  json_decref(call(fd, "set_camera",
+                   "{\"position\":[%g,%g,%g],\"look_at\":[%g,%g,%g]}", P[0],
+                   P[1], P[2], A[0], A[1], A[2]));
+  double bx = P[0] + 0.45 * (A[0] - P[0]) + 0.5 * 0.7071;
+  double by = P[1] + 0.45 * (A[1] - P[1]) - 0.5 * 0.7071;
+  double bz = P[2] + 0.45 * (A[2] - P[2]);
+  /* the box's corners bound its wireframe on screen */
+  double lo[2] = {1e9, 1e9}, hi[2] = {-1e9, -1e9};
+  for (int k = 0; k < 8; k++) {
+    double u, v;
+    project(P, A, 320, 240, bx + (k & 1 ? 0.1 : -0.1),
+            by + (k & 2 ? 0.1 : -0.1), bz + (k & 4 ? 0.1 : -0.1), &u, &v);
+    lo[0] = fmin(lo[0], u), lo[1] = fmin(lo[1], v);
+    hi[0] = fmax(hi[0], u), hi[1] = fmax(hi[1], v);
+  }
   json_decref(call(fd, "add_visual",
-                   "{\"name\":\"g\",\"type\":\"sphere\",\"position\":[%g,%g,"
-                   "0.5],\"size\":1.0,\"color\":[0,1,0]}",
-                   ox, oy));
-  a = spec_shot(fd, "novisual", 320, 240);
+                   "{\"name\":\"g\",\"type\":\"box\",\"position\":[%g,%g,"
+                   "%g],\"size\":[0.2,0.2,0.2],\"color\":[0,1,0]}",
+                   bx, by, bz));
+  a = spec_shot(fd, "visual", 320, 240);
+  int gl[2] = {9999, 9999}, gh[2] = {-1, -1}, gn = 0;
+  for (int j = 0; j < 240; j++)
+    for (int i = 0; i < 320; i++) {
+      const unsigned char *p = a + (j * 320 + i) * 3;
+      if (p[0] <= 3 && p[1] >= 252 && p[2] <= 3) {
+        gn++;
+        gl[0] = i < gl[0] ? i : gl[0], gl[1] = j < gl[1] ? j : gl[1];
+        gh[0] = i > gh[0] ? i : gh[0], gh[1] = j > gh[1] ? j : gh[1];
+      }
+    }
+  fprintf(stderr,
+          "box visual: %d px in [%d, %d]-[%d, %d], projected [%.1f, %.1f]-"
+          "[%.1f, %.1f]\n",
+          gn, gl[0], gl[1], gh[0], gh[1], lo[0], lo[1], hi[0], hi[1]);
+  assert_true(gn > 60);
+  assert_true(fabs(gl[0] - lo[0]) < 2.5 && fabs(gl[1] - lo[1]) < 2.5);
+  assert_true(fabs(gh[0] - hi[0]) < 2.5 && fabs(gh[1] - hi[1]) < 2.5);
+  assert_true(lo[0] > 160 + 20); /* right of the centre: not the obstacle */
+  free(a);
+  call0(fd, "update_visual", "{\"name\":\"g\",\"visible\":false}");
+  a = spec_shot(fd, "hidden", 320, 240);
   count_wh(a, 320, 240, cols[0].rgb, 3, &h3);
   assert_int_equal(h3.n, 0);
   free(a);
+  /* A polyline's width and a cloud's point size are drawn [px]: the same
+   * red line 1 and 6 px wide, the same yellow points 2 and 8 px. */
+  static const unsigned char red[3] = {255, 0, 0}, yel[3] = {255, 255, 0};
+  json_decref(call(fd, "add_visual",
+                   "{\"name\":\"pl\",\"type\":\"polyline\",\"size\":1,"
+                   "\"color\":[1,0,0],\"points\":[[%g,%g,%g],[%g,%g,%g]]}",
+                   bx - 0.5, by + 0.5, bz + 0.3, bx - 0.2, by + 0.2, bz + 0.3));
+  json_decref(call(fd, "add_visual",
+                   "{\"name\":\"pc\",\"type\":\"point_cloud\",\"size\":2,"
+                   "\"color\":[1,1,0],\"points\":[[%g,%g,%g],[%g,%g,%g],"
+                   "[%g,%g,%g]]}",
+                   bx - 0.5, by + 0.5, bz - 0.3, bx - 0.35, by + 0.35, bz - 0.3,
+                   bx - 0.2, by + 0.2, bz - 0.3));
+  hits thin, thick, small, big;
+  a = spec_shot(fd, "thin", 320, 240);
+  count_wh(a, 320, 240, red, 3, &thin);
+  count_wh(a, 320, 240, yel, 3, &small);
+  free(a);
+  call0(fd, "update_visual", "{\"name\":\"pl\",\"size\":6}");
+  call0(fd, "update_visual", "{\"name\":\"pc\",\"size\":8}");
+  a = spec_shot(fd, "thick", 320, 240);
+  count_wh(a, 320, 240, red, 3, &thick);
+  count_wh(a, 320, 240, yel, 3, &big);
+  free(a);
+  fprintf(stderr, "polyline 1 px: %d, 6 px: %d; points 2 px: %d, 8 px: %d\n",
+          thin.n, thick.n, small.n, big.n);
+  assert_true(thin.n > 20);
+  assert_true(thick.n > 4 * thin.n && thick.n < 9 * thin.n);
+  assert_true(small.n >= 3 * 4 && small.n <= 3 * 9);
+  assert_true(big.n > 3 * 40 && big.n <= 3 * 64);
+  /* Text is drawn in letters (a stroke font, flat in the visual's x-y
+   * plane): seen from above, "HELLO" is 4 times as wide as high (24 x 6
+   * font units), "HI" 4/3 (8 x 6: the I is 2 wide); a marker is square. */
+  static const unsigned char pur[3] = {128, 0, 255};
+  json_decref(call(fd, "set_camera",
+                   "{\"position\":[%g,%g,5],\"look_at\":[%g,%g,0]}", cx,
+                   cy - 0.05, cx, cy));
+  json_decref(call(fd, "add_visual",
+                   "{\"name\":\"t\",\"type\":\"text\",\"text\":\"HELLO\","
+                   "\"size\":0.5,\"position\":[%g,%g,1.5],"
+                   "\"color\":[0.5,0,1]}",
+                   cx, cy));
+  const char *texts[] = {"HELLO", "HI"};
+  const double aspect[] = {4.0, 4.0 / 3};
+  for (int k = 0; k < 2; k++) {
+    if (k)
+      call0(fd, "update_visual", "{\"name\":\"t\",\"text\":\"HI\"}");
+    a = spec_shot(fd, texts[k], 320, 240);
+    int lo2[2] = {9999, 9999}, hi2[2] = {-1, -1}, n2 = 0;
+    for (int j = 0; j < 240; j++)
+      for (int i = 0; i < 320; i++) {
+        const unsigned char *p = a + (j * 320 + i) * 3;
+        if (abs(p[0] - pur[0]) <= 3 && p[1] <= 3 && p[2] >= 252) {
+          n2++;
+          lo2[0] = i < lo2[0] ? i : lo2[0], lo2[1] = j < lo2[1] ? j : lo2[1];
+          hi2[0] = i > hi2[0] ? i : hi2[0], hi2[1] = j > hi2[1] ? j : hi2[1];
+        }
+      }
+    free(a);
+    double ar = (double)(hi2[0] - lo2[0] + 1) / (hi2[1] - lo2[1] + 1);
+    fprintf(stderr, "text %s: %d px, %d x %d (aspect %.2f)\n", texts[k], n2,
+            hi2[0] - lo2[0] + 1, hi2[1] - lo2[1] + 1, ar);
+    assert_true(n2 > 50);
+    assert_true(fabs(ar - aspect[k]) < 0.08 * aspect[k]);
+    /* centred on its position, under the look-at point */
+    assert_true(fabs((lo2[0] + hi2[0]) / 2.0 - 160) < 6);
+  }
   /* bad input: by name, nothing written */
   char req[256], line[4096];
   snprintf(req, sizeof req,
@@ -490,6 +617,92 @@ static void test_spectator_screenshot(void **state) {
   assert_int_equal(pa_test_send_str(fd, req), 0);
   assert_true(pa_test_read_line(fd, line, sizeof line, 5000) > 0);
   assert_non_null(strstr(line, "unknown_object"));
+  close(fd);
+  assert_int_equal(lt_stop(&s, 5000), 0);
+}
+
+/* Magenta pixels (the test visual's colour) in robot 0's newest camera
+ * frame whose ring sequence is past after; -1 if none came in 20 s. */
+static int cam_magenta(lt_stack *s, uint8_t *buf, size_t cap, uint64_t after,
+                       uint64_t *seq_out) {
+  int64_t end = pa_test_now_ms() + 20000 * PA_TEST_SLOW;
+  while (pa_test_now_ms() < end) {
+    uint32_t len;
+    uint64_t seq;
+    if (pa_ring_read_latest(s->s.camera, buf, cap, &len, &seq) == 0 &&
+        seq > after && len >= sizeof(pa_frame)) {
+      const pa_frame *f = (const pa_frame *)buf;
+      assert_int_equal(len, sizeof(pa_frame) + f->size);
+      const uint8_t *px = (const uint8_t *)(f + 1);
+      int n = 0;
+      for (uint32_t i = 0; i < (uint32_t)f->width * f->height; i++)
+        n += px[3 * i] >= 252 && px[3 * i + 1] <= 3 && px[3 * i + 2] >= 252;
+      *seq_out = seq;
+      return n;
+    }
+    usleep(20000);
+  }
+  return -1;
+}
+
+/* A visual is seen by the head cameras only when it says camera_visible:
+ * a magenta box 0.6 m in front of robot 0's camera, in its real frames. */
+static void test_visual_in_head_camera(void **state) {
+  (void)state;
+  lt_stack s;
+  assert_int_equal(start_render_stack(&s, "hcam"), 0);
+  assert_true(s.attached);
+  int fd = pa_test_tcp_connect(s.port);
+  assert_true(fd >= 0);
+  json_t *r = call(fd, "get_pose", "{\"robot\":0}");
+  json_t *pose = json_object_get(json_object_get(r, "data"), "pose");
+  double x = json_number_value(json_array_get(pose, 0));
+  double y = json_number_value(json_array_get(pose, 1));
+  double th = json_number_value(json_array_get(pose, 2));
+  json_decref(r);
+  double hh = s.s.robots[0].head_height > 0 ? s.s.robots[0].head_height : 0.35;
+  uint16_t up;
+  int u = pa_test_udp_bind(&up);
+  assert_true(u >= 0);
+  json_decref(call(fd, "subscribe",
+                   "{\"channel\":\"camera\",\"robot\":0,\"udp_port\":%u}", up));
+  size_t cap = pa_ring_max_record(s.s.camera);
+  uint8_t *buf = malloc(cap);
+  assert_non_null(buf);
+  uint64_t seq = 0;
+  /* default: not in the camera (the frame is rendered after the add) */
+  json_decref(call(fd, "add_visual",
+                   "{\"name\":\"m\",\"type\":\"box\",\"position\":[%g,%g,"
+                   "%g],\"size\":[0.25,0.25,0.25],\"color\":[1,0,1]}",
+                   x + 0.6 * cos(th), y + 0.6 * sin(th), hh));
+  assert_true(cam_magenta(&s, buf, cap, 0, &seq) >= 0);
+  int n = cam_magenta(&s, buf, cap, seq + 2, &seq);
+  fprintf(stderr, "camera_visible false: %d px\n", n);
+  assert_int_equal(n, 0);
+  json_t *l = call(fd, "list_visuals", "{}");
+  json_t *v0 =
+      json_array_get(json_object_get(json_object_get(l, "data"), "visuals"), 0);
+  assert_true(json_is_false(json_object_get(v0, "camera_visible")));
+  json_decref(l);
+  /* marked: the camera sees it */
+  call0(fd, "update_visual", "{\"name\":\"m\",\"camera_visible\":true}");
+  n = cam_magenta(&s, buf, cap, seq + 2, &seq);
+  fprintf(stderr, "camera_visible true: %d px\n", n);
+  assert_true(n > 100);
+  /* unmarked again: gone */
+  call0(fd, "update_visual", "{\"name\":\"m\",\"camera_visible\":false}");
+  n = cam_magenta(&s, buf, cap, seq + 2, &seq);
+  assert_int_equal(n, 0);
+  /* bad input by name */
+  char req[256], line[4096];
+  snprintf(req, sizeof req,
+           "{\"type\":\"command\",\"action\":\"update_visual\","
+           "\"data\":{\"name\":\"m\",\"camera_visible\":1}}\n");
+  assert_int_equal(pa_test_send_str(fd, req), 0);
+  assert_true(pa_test_read_line(fd, line, sizeof line, 5000) > 0);
+  assert_non_null(strstr(line, "camera_visible"));
+  free(buf);
+  close(u);
   close(fd);
   assert_int_equal(lt_stop(&s, 5000), 0);
 }
@@ -584,6 +797,7 @@ int main(void) {
       cmocka_unit_test(test_big_cloud),
       cmocka_unit_test(test_spectator_screenshot),
       cmocka_unit_test(test_video),
+      cmocka_unit_test(test_visual_in_head_camera),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

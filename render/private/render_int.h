@@ -133,17 +133,22 @@ void pa_render_mat_pose(float m[16], double x, double y, double z, double yaw,
                         const double s[3]);
 
 /* ---- visual objects (visuals.c): the clients' annotations as world-space
- * lines and points, for the viewer (never the head camera). */
+ * lines and points, for the viewer and the spectator; the head cameras see
+ * only those marked camera_visible. */
 typedef struct pa_vis_sink {
   void (*line)(void *arg, const float a[3], const float b[3],
                const float rgb[3]);
   void (*point)(void *arg, const float p[3], const float rgb[3]);
   void *arg;
+  bool camera_only; /* only the visuals marked camera_visible */
 } pa_vis_sink;
-/* Every visible shape, polyline and text marker, as line segments. */
+/* Every visible shape, polyline and text, as line segments. */
 void pa_render_visuals_lines(const pa_visual_block *b, const pa_vis_sink *s);
 /* Every visible point cloud's points. */
 void pa_render_visuals_points(const pa_visual_block *b, const pa_vis_sink *s);
+
+/* Their GL drawing, shared by the viewer, the spectator and the cameras. */
+#include "render_vis.h"
 
 /* ---- MP4 encoding (video.c) ---- */
 typedef struct pa_video pa_video;
