@@ -133,6 +133,35 @@ bool pa_json_lookup_busy(jctx *x, int rc) {
   return true;
 }
 
+/* An untorn copy of the world snapshot's obstacles (agents among them),
+ * malloc'd, *n of them; NULL with busy set when the world is being rewritten
+ * all the time, or its writer died mid-update (read_begin waited 50 ms; a
+ * restarted pa-sim republishes it). */
+pa_obstacle_info *pa_json_obstacles_copy(jctx *x, uint32_t *n) {
+  pa_netgw *g = x->c->g;
+  uint32_t max = g->ctl->def.max_obstacles;
+  pa_obstacle_info *copy = malloc((size_t)(max ? max : 1) * sizeof *copy);
+  if (!copy) {
+    pa_json_fail(x, PA_ERR_BUSY, "out of memory");
+    return NULL;
+  }
+  for (int tries = 0;; tries++) {
+    uint64_t s = pa_stack_world_read_begin(g->st);
+    if (tries == 1000 || (s & 1u)) {
+      free(copy);
+      pa_json_fail(x, PA_ERR_BUSY,
+                   "the world snapshot is being rewritten; try again");
+      return NULL;
+    }
+    *n = __atomic_load_n(&g->ctl->obstacle_count, __ATOMIC_ACQUIRE);
+    if (*n > max)
+      *n = max;
+    memcpy(copy, g->st->obstacles, (size_t)*n * sizeof *copy);
+    if (!pa_stack_world_read_retry(g->st, s))
+      return copy;
+  }
+}
+
 /* data.robot (id or name), default the connection's robot. */
 int pa_json_robot(jctx *x, pa_robot_info *info, uint32_t *idx) {
   pa_netgw *g = x->c->g;

@@ -176,24 +176,13 @@ static int8_t *classes(jctx *x, const pa_map_block *m, const int8_t *cells,
   for (size_t i = 0; i < n; i++)
     cls[i] = cells[i] < 0 ? C_UNKNOWN : cells[i] >= occ ? C_TERRAIN : C_FREE;
   if (t->statics || t->agents) { /* obstacles, agents among them */
-    uint32_t max = g->ctl->def.max_obstacles, no = 0;
-    pa_obstacle_info *ob = malloc((size_t)(max ? max : 1) * sizeof *ob);
-    for (int tries = 0; ob; tries++) { /* an untorn copy, or busy */
-      uint64_t s = pa_stack_world_read_begin(g->st);
-      if (tries == 1000 || (s & 1u)) {
-        free(ob);
-        free(cls);
-        pa_json_fail(x, PA_ERR_BUSY,
-                     "the world snapshot is being rewritten; try again");
-        return NULL;
-      }
-      no = __atomic_load_n(&g->ctl->obstacle_count, __ATOMIC_ACQUIRE);
-      no = no > max ? max : no;
-      memcpy(ob, g->st->obstacles, (size_t)no * sizeof *ob);
-      if (!pa_stack_world_read_retry(g->st, s))
-        break;
+    uint32_t no = 0;
+    pa_obstacle_info *ob = pa_json_obstacles_copy(x, &no);
+    if (!ob) {
+      free(cls);
+      return NULL;
     }
-    for (uint32_t i = 0; ob && i < no; i++) {
+    for (uint32_t i = 0; i < no; i++) {
       bool agent = ob[i].agent != PA_AGENT_NONE;
       if (ob[i].active && (agent ? t->agents : t->statics))
         mark_obstacle(cls, m, &ob[i], agent ? C_AGENT : C_STATIC);

@@ -15,28 +15,10 @@ size_t pa_json_cost_list_obstacles(jctx *x) {
 }
 
 json_t *pa_json_act_list_obstacles(jctx *x) {
-  pa_netgw *g = x->c->g;
-  uint32_t max = g->ctl->def.max_obstacles, n = 0;
-  pa_obstacle_info *copy = malloc((size_t)(max ? max : 1) * sizeof *copy);
+  uint32_t n = 0;
+  pa_obstacle_info *copy = pa_json_obstacles_copy(x, &n);
   if (!copy)
-    return pa_json_fail(x, PA_ERR_BUSY, "out of memory");
-  /* An untorn copy, or busy: the world is being rewritten all the time, or
-   * its writer died mid-update (read_begin waited 50 ms; a restarted pa-sim
-   * republishes it). */
-  for (int tries = 0;; tries++) {
-    uint64_t s = pa_stack_world_read_begin(g->st);
-    if (tries == 1000 || (s & 1u)) {
-      free(copy);
-      return pa_json_fail(x, PA_ERR_BUSY,
-                          "the world snapshot is being rewritten; try again");
-    }
-    n = __atomic_load_n(&g->ctl->obstacle_count, __ATOMIC_ACQUIRE);
-    if (n > max)
-      n = max;
-    memcpy(copy, g->st->obstacles, (size_t)n * sizeof *copy);
-    if (!pa_stack_world_read_retry(g->st, s))
-      break;
-  }
+    return NULL;
   json_t *list = json_array();
   for (uint32_t i = 0; i < n; i++) {
     const pa_obstacle_info *o = &copy[i];

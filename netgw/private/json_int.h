@@ -116,6 +116,9 @@ bool pa_json_lookup_busy(jctx *x, int rc);
 int pa_json_robot(jctx *x, pa_robot_info *info, uint32_t *idx);
 /* data.name (a robot or an obstacle) or data.robot: 0 or -1; *kind P_*. */
 int pa_json_named_object(jctx *x, pa_json_obj *o);
+/* An untorn malloc'd copy of the world's obstacles, *n of them, or NULL
+ * (busy set). */
+pa_obstacle_info *pa_json_obstacles_copy(jctx *x, uint32_t *n);
 json_t *pa_json_vec3(double a, double b, double c);
 /* {"count": its size, key: list} (list's reference taken). */
 json_t *pa_json_counted(const char *key, json_t *list);
