@@ -472,7 +472,6 @@ static bool name_taken(const pa_sim_state *s, const char *name) {
 pa_status pa_sim_int_op_spawn_agent(const pa_sim_model *m, pa_sim_state *s,
                                     const pa_cmd *c, pa_reply *r) {
   const pa_cmd_agent *a = &c->agent;
-  char rg[64];
   const double num[7] = {a->x,      a->y,      a->theta, a->radius,
                          a->size_x, a->size_y, a->speed};
   for (int k = 0; k < 7; k++)
@@ -493,28 +492,10 @@ pa_status pa_sim_int_op_spawn_agent(const pa_sim_model *m, pa_sim_state *s,
                 "waypoints must be up to %d finite [x, y] pairs",
                 PA_AGENT_WAYPOINTS_MAX);
   pa_obstacle_info o;
-  memset(&o, 0, sizeof o);
-  o.active = 1;
-  o.shape = a->shape;
-  o.x = a->x;
-  o.y = a->y;
-  o.theta = pa_sim_wrap(a->theta);
+  if (pa_sim_int_obstacle_init(&o, a->shape, a->x, a->y, a->theta, a->radius,
+                               a->size_x, a->size_y, r) != PA_OK)
+    return r->status;
   o.agent = a->behaviour;
-  if (a->shape == PA_SHAPE_BOX) {
-    o.size_x = a->size_x;
-    o.size_y = a->size_y;
-    if (!pa_prop_ok(PA_PR_OB_SIZE, o.size_x) ||
-        !pa_prop_ok(PA_PR_OB_SIZE, o.size_y))
-      return fail(r, PA_ERR_INVALID_ACTION_SHAPE, "box size must be in %s",
-                  pa_prop_range(PA_PR_OB_SIZE, rg, sizeof rg));
-  } else if (a->shape == PA_SHAPE_CIRCLE) {
-    o.radius = a->radius;
-    if (!pa_prop_ok(PA_PR_OB_RADIUS, o.radius))
-      return fail(r, PA_ERR_INVALID_ACTION_SHAPE, "circle radius must be in %s",
-                  pa_prop_range(PA_PR_OB_RADIUS, rg, sizeof rg));
-  } else {
-    return fail(r, PA_ERR_INVALID_ACTION_SHAPE, "unknown shape %u", a->shape);
-  }
   o.height = 1.7f; /* about a person */
   o.colour[0] = 230;
   o.colour[1] = 90;

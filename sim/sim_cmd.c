@@ -180,6 +180,36 @@ static bool obstacle_in_wall(const pa_sim_model *m, const pa_obstacle_info *o) {
   return false;
 }
 
+pa_status pa_sim_int_obstacle_init(pa_obstacle_info *o, uint32_t shape,
+                                   double x, double y, double theta,
+                                   double radius, double size_x, double size_y,
+                                   pa_reply *r) {
+  char rg[64];
+  memset(o, 0, sizeof *o);
+  o->active = 1;
+  o->shape = shape;
+  o->x = x;
+  o->y = y;
+  o->theta = pa_sim_wrap(theta);
+  if (shape == PA_SHAPE_BOX) {
+    o->size_x = size_x;
+    o->size_y = size_y;
+    if (!pa_prop_ok(PA_PR_OB_SIZE, size_x) ||
+        !pa_prop_ok(PA_PR_OB_SIZE, size_y))
+      return fail(r, PA_ERR_INVALID_ACTION_SHAPE, "box size must be in %s",
+                  pa_prop_range(PA_PR_OB_SIZE, rg, sizeof rg));
+  } else if (shape == PA_SHAPE_CIRCLE) {
+    o->radius = radius;
+    if (!pa_prop_ok(PA_PR_OB_RADIUS, radius))
+      return fail(r, PA_ERR_INVALID_ACTION_SHAPE, "circle radius must be in %s",
+                  pa_prop_range(PA_PR_OB_RADIUS, rg, sizeof rg));
+  } else {
+    return fail(r, PA_ERR_INVALID_ACTION_SHAPE, "unknown shape %u", shape);
+  }
+  r->status = PA_OK;
+  return PA_OK;
+}
+
 static pa_status spawn_obstacle(const pa_sim_model *m, pa_sim_state *s,
                                 const pa_cmd *c, pa_reply *r) {
   const pa_cmd_spawn_obstacle *a = &c->spawn_obstacle;
@@ -190,27 +220,9 @@ static pa_status spawn_obstacle(const pa_sim_model *m, pa_sim_state *s,
                 "obstacle numbers must be finite");
   char rg[64];
   pa_obstacle_info o;
-  memset(&o, 0, sizeof o);
-  o.active = 1;
-  o.shape = a->shape;
-  o.x = a->x;
-  o.y = a->y;
-  o.theta = pa_sim_wrap(a->theta);
-  if (a->shape == PA_SHAPE_BOX) {
-    o.size_x = a->size_x;
-    o.size_y = a->size_y;
-    if (!pa_prop_ok(PA_PR_OB_SIZE, o.size_x) ||
-        !pa_prop_ok(PA_PR_OB_SIZE, o.size_y))
-      return fail(r, PA_ERR_INVALID_ACTION_SHAPE, "box size must be in %s",
-                  pa_prop_range(PA_PR_OB_SIZE, rg, sizeof rg));
-  } else if (a->shape == PA_SHAPE_CIRCLE) {
-    o.radius = a->radius;
-    if (!pa_prop_ok(PA_PR_OB_RADIUS, o.radius))
-      return fail(r, PA_ERR_INVALID_ACTION_SHAPE, "circle radius must be in %s",
-                  pa_prop_range(PA_PR_OB_RADIUS, rg, sizeof rg));
-  } else {
-    return fail(r, PA_ERR_INVALID_ACTION_SHAPE, "unknown shape %u", a->shape);
-  }
+  if (pa_sim_int_obstacle_init(&o, a->shape, a->x, a->y, a->theta, a->radius,
+                               a->size_x, a->size_y, r) != PA_OK)
+    return r->status;
   /* The schema's height range; 0 = default. */
   if (a->height != 0 && !pa_prop_ok(PA_PR_OB_HEIGHT, a->height))
     return fail(r, PA_ERR_INVALID_ACTION_SHAPE,

@@ -197,6 +197,13 @@ void pa_sim_int_late_free(pa_sim_state *s);
 /* A command's error: status and message into r; returns st. */
 pa_status pa_sim_int_fail(pa_reply *r, pa_status st, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* An active obstacle (or agent slot) of `shape` at (x, y, theta) with the
+ * circle's radius or the box's size checked against the property schema;
+ * PA_OK, or the refusal in r. */
+pa_status pa_sim_int_obstacle_init(pa_obstacle_info *o, uint32_t shape,
+                                   double x, double y, double theta,
+                                   double radius, double size_x, double size_y,
+                                   pa_reply *r);
 
 /* A robot's pose and velocities into r (a[0..6], u = id). */
 void pa_sim_int_reply_pose(pa_reply *r, const pa_sim_state *s, uint32_t id);
