@@ -372,27 +372,14 @@ static void emit_state(pa_fox *f, const pa_tick *t) {
   }
 }
 
-static bool ring_next(const pa_ring *r, pa_ring_cursor *c, void *buf,
-                      uint32_t cap, uint32_t *len) {
-  for (;;) {
-    uint64_t seq;
-    int rc = pa_ring_read_next(r, c, buf, cap, len, &seq);
-    if (rc == 0)
-      return true;
-    if (rc == PA_SHM_EMPTY)
-      return false;
-    c->next++; /* too big for the buffer: skipped */
-  }
-}
-
 static void follow_state(pa_fox *f) {
   pa_netgw *g = f->g;
   uint32_t len;
   int emits = 0;
   uint64_t head = pa_ring_head(g->st->state);
   while (f->state_cur.next <= head &&
-         ring_next(g->st->state, &f->state_cur, f->state_buf, g->state_cap,
-                   &len)) {
+         pa_gw_ring_next(g->st->state, &f->state_cur, f->state_buf,
+                         g->state_cap, &len)) {
     const pa_tick *t = (const pa_tick *)f->state_buf;
     if (len < sizeof *t ||
         sizeof *t + (uint64_t)t->robot_count * sizeof(pa_robot_state) > len)
@@ -416,7 +403,8 @@ static void follow_scans(pa_fox *f) {
   uint64_t head = pa_ring_head(g->st->scan);
   int n = 0;
   while (f->scan_cur.next <= head &&
-         ring_next(g->st->scan, &f->scan_cur, f->scan_buf, g->scan_cap, &len)) {
+         pa_gw_ring_next(g->st->scan, &f->scan_cur, f->scan_buf, g->scan_cap,
+                         &len)) {
     const pa_scan *s = (const pa_scan *)f->scan_buf;
     if (len < sizeof *s || sizeof *s + (uint64_t)s->count * 4 > len ||
         s->robot >= g->ctl->def.max_robots || !f->robots[s->robot].live)
@@ -445,7 +433,8 @@ static void follow_camera(pa_fox *f) {
   if (head > f->cam_cur.next + 4)
     f->cam_cur.next = head - 3;
   while (f->cam_cur.next <= head &&
-         ring_next(g->st->camera, &f->cam_cur, f->cam_buf, g->cam_cap, &len)) {
+         pa_gw_ring_next(g->st->camera, &f->cam_cur, f->cam_buf, g->cam_cap,
+                         &len)) {
     const pa_frame *fr = (const pa_frame *)f->cam_buf;
     if (len < sizeof *fr || fr->size != (uint32_t)fr->width * fr->height * 3u ||
         sizeof *fr + (uint64_t)fr->size > len || !fr->width ||

@@ -156,8 +156,8 @@ static void odom_record(pa_netgw *g, const pa_tick *t) {
 
 /* Copies the next record the cursor has not seen into buf, skipping one that
  * cannot be read into it. false once the cursor has caught up. */
-static bool ring_next(const pa_ring *r, pa_ring_cursor *c, void *buf,
-                      uint32_t cap, uint32_t *len) {
+bool pa_gw_ring_next(const pa_ring *r, pa_ring_cursor *c, void *buf,
+                     uint32_t cap, uint32_t *len) {
   for (;;) {
     uint64_t seq;
     int rc = pa_ring_read_next(r, c, buf, cap, len, &seq);
@@ -174,7 +174,7 @@ static void odom_drain(pa_netgw *g) {
   uint32_t len;
   uint64_t head = pa_ring_head(g->st->state); /* bounded, as for scans */
   while (o->cur.next <= head &&
-         ring_next(g->st->state, &o->cur, o->buf, o->cap, &len)) {
+         pa_gw_ring_next(g->st->state, &o->cur, o->buf, o->cap, &len)) {
     const pa_tick *t = (const pa_tick *)o->buf;
     if (len < sizeof *t ||
         sizeof *t + (uint64_t)t->robot_count * sizeof(pa_robot_state) > len)
@@ -269,7 +269,8 @@ void pa_gw_drain_scans(pa_netgw *g) {
   uint64_t head = pa_ring_head(g->st->scan);
   int64_t end = pa_now_ns() + SCAN_TURN_NS;
   while (g->scan_cur.next <= head &&
-         ring_next(g->st->scan, &g->scan_cur, g->scan_buf, g->scan_cap, &len)) {
+         pa_gw_ring_next(g->st->scan, &g->scan_cur, g->scan_buf, g->scan_cap,
+                         &len)) {
     const pa_scan *s = (const pa_scan *)g->scan_buf;
     if (len < sizeof *s || sizeof *s + (uint64_t)s->count * 4 > len ||
         s->robot >= g->ctl->def.max_robots)
@@ -424,7 +425,8 @@ static void cam_take(pa_netgw *g) {
   uint64_t head = pa_ring_head(g->st->camera); /* a faster writer waits */
   while (g->cam_cur.next <= head) {
     pa_ring_cursor at = g->cam_cur;
-    if (!ring_next(g->st->camera, &g->cam_cur, g->cam_buf, g->cam_cap, &len))
+    if (!pa_gw_ring_next(g->st->camera, &g->cam_cur, g->cam_buf, g->cam_cap,
+                         &len))
       break;
     if (!cam_valid(g, g->cam_buf, len))
       continue;

@@ -336,6 +336,10 @@ void pa_gw_on_reply(void *arg);
 void pa_gw_spin_for_reply(pa_netgw *g);
 
 /* streams.c */
+/* Copies the next record the cursor has not seen into buf (cap bytes),
+ * skipping one too big for it; false once the cursor has caught up. */
+bool pa_gw_ring_next(const pa_ring *r, pa_ring_cursor *c, void *buf,
+                     uint32_t cap, uint32_t *len);
 void pa_gw_drain_scans(pa_netgw *g);
 void pa_gw_on_scan(void *arg);
 void pa_gw_on_camera(void *arg);
