@@ -115,7 +115,7 @@ bool pa_web_token_ok(pa_netgw *g, const char *query, const char *auth,
 /* ---- evhttp: pages, /metrics, uploads
  * ---------------------------------------*/
 
-static void reply_text(struct evhttp_request *req, int code, const char *why,
+void pa_web_reply_text(struct evhttp_request *req, int code, const char *why,
                        const char *text) {
   struct evbuffer *b = evbuffer_new();
   if (b)
@@ -161,7 +161,7 @@ static void serve_file(pa_web *w, struct evhttp_request *req,
   for (size_t i = 0; ok && i < n; i++)
     ok = isalnum((unsigned char)path[i]) || strchr("/._-", path[i]);
   if (!ok) {
-    reply_text(req, 404, "Not Found", "no such page");
+    pa_web_reply_text(req, 404, "Not Found", "no such page");
     return;
   }
   snprintf(rel, sizeof rel, "%s", path + 1);
@@ -176,7 +176,7 @@ static void serve_file(pa_web *w, struct evhttp_request *req,
       !S_ISREG(st.st_mode)) {
     if (fd >= 0)
       close(fd);
-    reply_text(req, 404, "Not Found", "no such page");
+    pa_web_reply_text(req, 404, "Not Found", "no such page");
     return;
   }
   struct evbuffer *b = evbuffer_new();
@@ -185,7 +185,8 @@ static void serve_file(pa_web *w, struct evhttp_request *req,
       evbuffer_free(b);
     else
       close(fd);
-    reply_text(req, 500, "Internal Server Error", "cannot read the file");
+    pa_web_reply_text(req, 500, "Internal Server Error",
+                      "cannot read the file");
     return;
   }
   struct evkeyvalq *h = evhttp_request_get_output_headers(req);
@@ -200,12 +201,12 @@ static void serve_file(pa_web *w, struct evhttp_request *req,
 static void upload(pa_web *w, struct evhttp_request *req, const char *query) {
   char name[128], msg[2 * PATH_MAX + 300];
   if (!w->upload[0]) {
-    reply_text(req, 403, "Forbidden",
-               "uploads are off: start pa-netgw with --upload_dir");
+    pa_web_reply_text(req, 403, "Forbidden",
+                      "uploads are off: start pa-netgw with --upload_dir");
     return;
   }
   if (evhttp_request_get_command(req) != EVHTTP_REQ_POST) {
-    reply_text(req, 405, "Method Not Allowed", "upload with POST");
+    pa_web_reply_text(req, 405, "Method Not Allowed", "upload with POST");
     return;
   }
   bool ok = pa_web_query(query, "name", name, sizeof name) && name[0] &&
@@ -215,14 +216,15 @@ static void upload(pa_web *w, struct evhttp_request *req, const char *query) {
   const char *dot = ok ? strrchr(name, '.') : NULL;
   if (!dot ||
       (strcmp(dot, ".png") && strcmp(dot, ".pgm") && strcmp(dot, ".yaml"))) {
-    reply_text(req, 400, "Bad Request",
-               "name: letters, digits, . _ - ending .png, .pgm or .yaml");
+    pa_web_reply_text(
+        req, 400, "Bad Request",
+        "name: letters, digits, . _ - ending .png, .pgm or .yaml");
     return;
   }
   struct evbuffer *in = evhttp_request_get_input_buffer(req);
   size_t len = evbuffer_get_length(in);
   if (len > UPLOAD_MAX) {
-    reply_text(req, 413, "Payload Too Large", "at most 32 MiB");
+    pa_web_reply_text(req, 413, "Payload Too Large", "at most 32 MiB");
     return;
   }
   char path[PATH_MAX + 200], tmp[PATH_MAX + 220];
@@ -237,7 +239,7 @@ static void upload(pa_web *w, struct evhttp_request *req, const char *query) {
   if (!wrote || rename(tmp, path) != 0) {
     snprintf(msg, sizeof msg, "cannot write %s: %s", path, strerror(errno));
     unlink(tmp);
-    reply_text(req, 500, "Internal Server Error", msg);
+    pa_web_reply_text(req, 500, "Internal Server Error", msg);
     return;
   }
   struct evbuffer *b = evbuffer_new();
@@ -270,9 +272,10 @@ static void on_request(struct evhttp_request *req, void *arg) {
     w->http_refused++;
     evhttp_add_header(evhttp_request_get_output_headers(req),
                       "WWW-Authenticate", "Bearer");
-    reply_text(req, 401, "Unauthorized",
-               "not_authorized: this gateway has a --token: add ?token=... "
-               "or an Authorization: Bearer header");
+    pa_web_reply_text(
+        req, 401, "Unauthorized",
+        "not_authorized: this gateway has a --token: add ?token=... "
+        "or an Authorization: Bearer header");
     return;
   }
   char t[PA_NETGW_TOKEN_MAX + 1];
@@ -291,13 +294,13 @@ static void on_request(struct evhttp_request *req, void *arg) {
     return;
   }
   if (cmd != EVHTTP_REQ_GET && cmd != EVHTTP_REQ_HEAD) {
-    reply_text(req, 405, "Method Not Allowed", "GET only");
+    pa_web_reply_text(req, 405, "Method Not Allowed", "GET only");
     return;
   }
   if (!strcmp(path, "/metrics")) {
     struct evbuffer *b = evbuffer_new();
     if (!b) {
-      reply_text(req, 500, "Internal Server Error", "out of memory");
+      pa_web_reply_text(req, 500, "Internal Server Error", "out of memory");
       return;
     }
     pa_metrics_write(w, b);
@@ -319,7 +322,7 @@ static void on_request(struct evhttp_request *req, void *arg) {
       evbuffer_free(b);
     free(s);
   } else if (!strcmp(path, "/ws")) {
-    reply_text(req, 400, "Bad Request", "/ws takes a WebSocket upgrade");
+    pa_web_reply_text(req, 400, "Bad Request", "/ws takes a WebSocket upgrade");
   } else {
     serve_file(w, req, path);
   }

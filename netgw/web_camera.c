@@ -114,18 +114,6 @@ void pa_webcam_tick(pa_web *w) {
   }
 }
 
-static void reply(struct evhttp_request *req, int code, const char *why,
-                  const char *text) {
-  struct evbuffer *b = evbuffer_new();
-  if (b)
-    evbuffer_add_printf(b, "%s\n", text);
-  evhttp_add_header(evhttp_request_get_output_headers(req), "Content-Type",
-                    "text/plain; charset=utf-8");
-  evhttp_send_reply(req, code, why, b);
-  if (b)
-    evbuffer_free(b);
-}
-
 void pa_webcam_request(pa_web *w, struct evhttp_request *req,
                        const char *query) {
   pa_webcam *c = w->cam;
@@ -140,7 +128,8 @@ void pa_webcam_request(pa_web *w, struct evhttp_request *req,
   uint32_t idx;
   if (!c || id < 0 || (uint64_t)id >= c->n ||
       pa_gw_robot(w->g, NULL, id, &info, &idx) != 0) {
-    reply(req, 404, "Not Found", "unknown_robot: give ?robot=<id> of a robot");
+    pa_web_reply_text(req, 404, "Not Found",
+                      "unknown_robot: give ?robot=<id> of a robot");
     return;
   }
   cam_robot *cr = &c->r[id];
@@ -165,7 +154,7 @@ void pa_webcam_request(pa_web *w, struct evhttp_request *req,
   if (tjCompress2(c->tj, cr->rgb, cr->width, 0, cr->height, TJPF_RGB, &jpeg,
                   &jsize, TJSAMP_420, CAM_JPEG_QUALITY, TJFLAG_FASTDCT) != 0) {
     tjFree(jpeg);
-    reply(req, 500, "Internal Server Error", tjGetErrorStr2(c->tj));
+    pa_web_reply_text(req, 500, "Internal Server Error", tjGetErrorStr2(c->tj));
     return;
   }
   struct evbuffer *b = evbuffer_new();

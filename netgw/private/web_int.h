@@ -85,6 +85,9 @@ bool pa_web_token_ok(pa_netgw *g, const char *query, const char *auth,
 /* The value of key in a URL query ("a=1&b=2"), URL-decoded; false if
  * absent. */
 bool pa_web_query(const char *query, const char *key, char *out, size_t out_sz);
+/* A text/plain reply of one line. */
+void pa_web_reply_text(struct evhttp_request *req, int code, const char *why,
+                       const char *text);
 
 /* web_ws.c */
 /* Takes over fd whose request head (head, consumed) asks for /ws. */
