@@ -15,9 +15,8 @@
 #define EXPORT_WAIT_MAX_MS 3600000u
 
 /* The files of a dataset directory, in the order pa-sim writes them
- * (sim_rec.c file_list): images and frames.csv only with render_image. */
-static const char *const fixed_files[] = {"map.yaml", "map.png", "robots.csv",
-                                          "poses.csv", "scans.csv"};
+ * (shm/pa_layout.h): images and frames.csv only with render_image. */
+static const char *const fixed_files[] = {PA_DATASET_FIXED_FILES};
 
 size_t pa_json_cost_export_dataset(jctx *x) {
   json_t *img = json_object_get(x->data, "render_image");

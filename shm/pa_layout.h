@@ -570,6 +570,11 @@ enum {
   PA_DATASET_WAIT = 1u << 2,   /* reply when written (else at once) */
 };
 #define PA_DATASET_IMAGES_MAX 10000u /* camera images of one export */
+/* The files every export writes, in order (then frames.csv + images/ with
+ * PA_DATASET_IMAGES, and dataset.json last): pa-sim writes them, pa-netgw
+ * names them in the reply. */
+#define PA_DATASET_FIXED_FILES                                                 \
+  "map.yaml", "map.png", "robots.csv", "poses.csv", "scans.csv", "agents.csv"
 
 #define PA_CMD_STEPS_MAX 1000000u /* ticks of one STEP */
 #define PA_CMD_SPEED_LIMIT 1e6    /* |velocity| of a drive, any unit */

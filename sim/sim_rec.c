@@ -6,6 +6,7 @@
  *   robots.csv          id, name, drive, radius, laser settings
  *   poses.csv           one row per robot per tick
  *   scans.csv           one row per scan: stamp, pose, geometry, ranges
+ *   agents.csv          one row per agent per tick (moving obstacles)
  *   frames.csv + images/NNNNNN.png   render_image: one row per image
  *   dataset.json        what was written (last, so its presence means done)
  * and with pack_dataset <dir>.tar.gz beside it (renamed into place whole).
@@ -45,7 +46,7 @@
 #define IMAGES_MAX PA_DATASET_IMAGES_MAX
 #define FILE_MAX (PATH_MAX + 128) /* the directory + a file name in it */
 
-enum { REC_TICK = 1, REC_SCAN = 2 };
+enum { REC_TICK = 1, REC_SCAN = 2, REC_AGENTS = 3 };
 
 typedef struct chunk {
   struct chunk *next;
@@ -57,6 +58,12 @@ typedef struct tick_row { /* poses.csv, as copied on the loop */
   uint32_t robot, pad;
   double v[9]; /* x y theta odom_x odom_y odom_theta v vy w */
 } tick_row;
+
+typedef struct agent_row { /* agents.csv */
+  uint32_t slot, behaviour;
+  double x, y, theta;
+  char name[32];
+} agent_row;
 
 typedef struct tick_head {
   uint32_t kind, n;
@@ -97,8 +104,8 @@ struct pa_sim_rec {
   int done;            /* atomic: the thread has finished */
   pthread_t th;
   /* export thread */
-  FILE *poses, *scans, *frames;
-  uint64_t rows, scan_rows;
+  FILE *poses, *scans, *frames, *agents;
+  uint64_t rows, scan_rows, agent_rows;
   uint32_t images, images_lost;
   uint64_t cam_tick[CAM_MAX]; /* newest frame's tick per camera */
   pa_ring_cursor cur_cam;
@@ -186,6 +193,30 @@ void pa_sim_int_rec_tick(pa_sim_state *s) {
                         0,
                         {r->x, r->y, r->theta, r->odom_x, r->odom_y,
                          r->odom_theta, r->v, r->vy, r->w}};
+  }
+  /* The agents of this tick: a record of their own, only when there are. */
+  uint32_t na = 0;
+  for (uint32_t i = 0; i < s->obstacle_count; i++)
+    na += s->obs[i].active && s->obs[i].agent != PA_AGENT_NONE;
+  if (!na)
+    return;
+  p = room(rec, sizeof(tick_head) + (size_t)na * sizeof(agent_row));
+  if (!p) {
+    rec->dropped += na;
+    return;
+  }
+  h.kind = REC_AGENTS;
+  h.n = na;
+  memcpy(p, &h, sizeof h);
+  agent_row *ar = (agent_row *)(p + sizeof h);
+  for (uint32_t i = 0; i < s->obstacle_count; i++) {
+    const pa_obstacle_info *o = &s->obs[i];
+    if (!o->active || o->agent == PA_AGENT_NONE)
+      continue;
+    agent_row a = {i, o->agent, o->x, o->y, o->theta, {0}};
+    memcpy(a.name, o->name, sizeof a.name);
+    a.name[sizeof a.name - 1] = '\0';
+    *ar++ = a;
   }
 }
 
@@ -297,6 +328,9 @@ static void write_head_files(pa_sim_rec *rec) {
   }
   rec->poses = open_in(rec, "poses.csv");
   rec->scans = open_in(rec, "scans.csv");
+  rec->agents = open_in(rec, "agents.csv");
+  if (rec->agents)
+    fprintf(rec->agents, "tick,sim_time,slot,name,behaviour,x,y,theta\n");
   if (rec->poses)
     fprintf(rec->poses, "tick,sim_time,robot,x,y,theta,odom_x,odom_y,"
                         "odom_theta,v,vy,w\n");
@@ -340,6 +374,24 @@ static void write_chunk(pa_sim_rec *rec, const chunk *c) {
       }
       rec->rows += h.n;
       off += sizeof h + (size_t)h.n * sizeof(tick_row);
+    } else if (kind == REC_AGENTS) {
+      static const char *const beh[PA_AGENT_COUNT] = {
+          "none", "constant", "waypoints", "random", "pedestrian"};
+      tick_head h;
+      memcpy(&h, c->data + off, sizeof h);
+      const uint8_t *p = c->data + off + sizeof h;
+      for (uint32_t k = 0; rec->agents && k < h.n; k++) {
+        agent_row a;
+        memcpy(&a, p + k * sizeof a, sizeof a);
+        fprintf(rec->agents, "%llu,%.9g,%u,", (unsigned long long)h.tick,
+                h.sim_time, a.slot);
+        csv_name(rec->agents, a.name);
+        fprintf(rec->agents, ",%s,%.9g,%.9g,%.9g\n",
+                a.behaviour < PA_AGENT_COUNT ? beh[a.behaviour] : "?", a.x, a.y,
+                a.theta);
+      }
+      rec->agent_rows += h.n;
+      off += sizeof h + (size_t)h.n * sizeof(agent_row);
     } else {
       scan_head sh;
       memcpy(&sh, c->data + off, sizeof sh);
@@ -443,8 +495,7 @@ static void cam_release(pa_sim_rec *rec) {
 
 /* The files written, relative to the directory, in the order packed: n. */
 static size_t file_list(const pa_sim_rec *rec, char ***out) {
-  static const char *const fixed[] = {"map.yaml", "map.png", "robots.csv",
-                                      "poses.csv", "scans.csv"};
+  static const char *const fixed[] = {PA_DATASET_FIXED_FILES};
   size_t nf = sizeof fixed / sizeof fixed[0];
   bool img = rec->flags & PA_DATASET_IMAGES;
   size_t n = nf + (img ? 1 + rec->images : 0) + 1;
@@ -499,6 +550,8 @@ static void write_manifest(pa_sim_rec *rec, char **files, size_t n,
                       json_integer((json_int_t)rec->final_tick));
   json_object_set_new(o, "rows", json_integer((json_int_t)rec->rows));
   json_object_set_new(o, "scans", json_integer((json_int_t)rec->scan_rows));
+  json_object_set_new(o, "agent_rows",
+                      json_integer((json_int_t)rec->agent_rows));
   json_object_set_new(o, "rows_dropped",
                       json_integer((json_int_t)rec->dropped));
   json_object_set_new(o, "images", json_integer(rec->images));
@@ -584,6 +637,7 @@ static void *export_main(void *arg) {
   }
   close_file(rec, &rec->poses, "poses.csv");
   close_file(rec, &rec->scans, "scans.csv");
+  close_file(rec, &rec->agents, "agents.csv");
   close_file(rec, &rec->frames, "frames.csv");
   char **files = NULL;
   size_t n = file_list(rec, &files);

@@ -190,6 +190,30 @@ class DatasetTest(StackTestCase):
         rate = (k1 - k0) / (t1 - t0)
         self.assertGreater(rate, 0.8 * HZ, "%.1f ticks/s during the export" % rate)
 
+    def test_agents_are_recorded(self):
+        rep = self.c.request("spawn_agent", {"name": "walker", "behaviour": "waypoints",
+                                             "pose": [1.0, -1.0, 0.0], "speed": 0.5,
+                                             "waypoints": [[1.6, -1.0], [1.0, -1.0]]})
+        self.assertEqual(rep["status"], "ok", rep)
+        self.addCleanup(self.c.request, "remove_agent", {"name": "walker"})
+        rep = self.c.request("export_dataset", {"export_dir": "agentruns/a1", "seconds": 0.5})
+        self.assertEqual(rep["status"], "ok", rep)
+        d = rep["data"]
+        self.assertIn("agentruns/a1/agents.csv", d["paths"])
+        with open(os.path.join(self.data_dir, "agentruns", "a1", "agents.csv")) as f:
+            lines = f.read().splitlines()
+        self.assertEqual(lines[0], "tick,sim_time,slot,name,behaviour,x,y,theta")
+        rows = [ln.split(",") for ln in lines[1:]]
+        self.assertEqual(len(rows), d["ticks"])  # one agent, every tick
+        self.assertEqual({r[3] for r in rows}, {'"walker"'})
+        self.assertEqual({r[4] for r in rows}, {"waypoints"})
+        ticks = [int(r[0]) for r in rows]
+        self.assertEqual(ticks, list(range(d["first_tick"], d["last_tick"] + 1)))
+        xs = [float(r[5]) for r in rows]
+        self.assertGreater(max(xs) - min(xs), 0.1, "the agent did not move: %s" % xs[:5])
+        with open(os.path.join(self.data_dir, "agentruns", "a1", "dataset.json")) as f:
+            self.assertEqual(json.load(f)["agent_rows"], d["ticks"])
+
     def test_refused_paths_change_nothing(self):
         os.makedirs(os.path.join(self.data_dir, "full"), exist_ok=True)
         with open(os.path.join(self.data_dir, "full", "keep.txt"), "w") as f:
