@@ -132,32 +132,10 @@ static void count_wh(const unsigned char *img, int w, int h,
 
 /* The viewer's screenshot of the instance, [W*H*3] (free()). */
 static unsigned char *viewer_shot(const char *instance, int k) {
-  char bin[512], log[512], png[512];
-  pa_test_bin(bin, sizeof bin, "pa-render");
-  snprintf(log, sizeof log, "%s/viewer-%d.log", pa_test_tmpdir(), k);
-  snprintf(png, sizeof png, "%s/shot-%d.png", pa_test_tmpdir(), k);
-  char *argv[] = {"/usr/bin/xvfb-run",
-                  "-a",
-                  "/usr/bin/timeout",
-                  "60",
-                  bin,
-                  "--viewer",
-                  "--instance",
-                  (char *)instance,
-                  "--viewer_width",
-                  "640",
-                  "--viewer_height",
-                  "400",
-                  "--screenshot",
-                  png,
-                  "--exit_after_screenshot",
-                  NULL};
-  pid_t pid = pa_test_spawn(argv, log);
-  int st = pa_test_stop(pid, 0, 90000);
-  if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
-    pa_test_dump_file(log);
+  char tag[16], png[512];
+  snprintf(tag, sizeof tag, "%d", k);
+  if (pa_test_viewer_shot(instance, tag, W, H, png, sizeof png) != 0)
     fail_msg("viewer did not exit cleanly");
-  }
   int iw = 0, ih = 0, ic = 0;
   unsigned char *img = stbi_load(png, &iw, &ih, &ic, 3);
   assert_non_null(img);
