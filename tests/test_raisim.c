@@ -66,10 +66,7 @@ static void test_port_walk_and_discover(void **state) {
   assert_true(lt_log_contains(&b, "is taken: listening on"));
 
   char log[512], buf[8192], want[128];
-  snprintf(log, sizeof log, "%s/status-%s.log", pa_test_tmpdir(), b.instance);
-  const char *st[] = {"status", "--instance", b.instance, NULL};
-  assert_int_equal(lt_run_playarea(st, log, 10000), 0);
-  pa_test_read_file(log, buf, sizeof buf);
+  assert_int_equal(lt_status(&b, buf, sizeof buf, 10000), 0);
   snprintf(want, sizeof want, "tcp %u ", b.port);
   assert_non_null(strstr(buf, want));
 
@@ -193,11 +190,8 @@ static void test_http_port_walk(void **state) {
   assert_int_not_equal(f[0], f[1]);
   assert_true(lt_log_contains(&b, "web: port"));
 
-  char log[512], buf[8192], want[128];
-  snprintf(log, sizeof log, "%s/status-%s.log", pa_test_tmpdir(), b.instance);
-  const char *st[] = {"status", "--instance", b.instance, NULL};
-  assert_int_equal(lt_run_playarea(st, log, 10000), 0);
-  pa_test_read_file(log, buf, sizeof buf);
+  char buf[8192], want[128];
+  assert_int_equal(lt_status(&b, buf, sizeof buf, 10000), 0);
   snprintf(want, sizeof want, "http %u  foxglove %u ", h[1], f[1]);
   assert_non_null(strstr(buf, want));
 
