@@ -693,11 +693,8 @@ static void test_idle_beats(void **state) {
  * watchdog off (--hang_ms 0) nothing is restarted, and a SIGCONT brings it
  * back to "up". */
 static bool status_state(const lt_stack *t, const char *proc, char state[32]) {
-  char log[512], text[8192];
-  snprintf(log, sizeof log, "%s/status-%s.log", pa_test_tmpdir(), t->instance);
-  const char *args[] = {"status", "--instance", t->instance, NULL};
-  if (lt_run_playarea(args, log, 20000) != 0 ||
-      pa_test_read_file(log, text, sizeof text) < 0)
+  char text[8192];
+  if (lt_status(t, text, sizeof text, 20000) != 0)
     return false;
   /* the log collects every run: the last row is this one */
   const char *row = NULL;

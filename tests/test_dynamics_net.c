@@ -84,6 +84,13 @@ static json_t *ok(json_t **j, const char *action, const char *data) {
   return json_object_get(*j, "data");
 }
 
+/* The request succeeds; its reply is dropped. */
+static void ok0(const char *action, const char *data) {
+  json_t *j;
+  ok(&j, action, data);
+  json_decref(j);
+}
+
 /* The request fails with code and a message holding needle. */
 static void err(const char *action, const char *data, const char *code,
                 const char *needle) {
@@ -140,17 +147,13 @@ static void test_properties(void **st) {
  * body (F/c (t - m/c (1 - e^(-ct/m))). */
 static void test_step_force_equals_set_force(void **st) {
   (void)st;
-  json_t *j;
   double a[3], b[3];
   reset();
-  ok(&j, "step", "{\"robot\":\"sub\",\"force\":[0,20,0],\"steps\":40}");
-  json_decref(j);
+  ok0("step", "{\"robot\":\"sub\",\"force\":[0,20,0],\"steps\":40}");
   pose("sub", a);
   reset();
-  ok(&j, "set_force", "{\"robot\":\"sub\",\"force\":[0,20,0]}");
-  json_decref(j);
-  ok(&j, "step", "{\"robot\":\"sub\",\"steps\":40}");
-  json_decref(j);
+  ok0("set_force", "{\"robot\":\"sub\",\"force\":[0,20,0]}");
+  ok0("step", "{\"robot\":\"sub\",\"steps\":40}");
   pose("sub", b);
   printf("step with force: (%.17g, %.17g), set_force + step: (%.17g, %.17g)\n",
          a[0], a[1], b[0], b[1]);
@@ -160,8 +163,7 @@ static void test_step_force_equals_set_force(void **st) {
   assert_true(fabs(a[1] - y) < 1e-9);
   assert_true(fabs(a[0]) < 1e-12 && fabs(a[2]) < 1e-12);
   /* the held force goes on with the next plain step */
-  ok(&j, "step", "{\"robot\":\"sub\",\"steps\":1}");
-  json_decref(j);
+  ok0("step", "{\"robot\":\"sub\",\"steps\":1}");
   pose("sub", b);
   assert_true(b[1] > a[1]);
 }
@@ -171,22 +173,18 @@ static void test_step_force_equals_set_force(void **st) {
  * before anything is sent. */
 static void test_step_batch_forces(void **st) {
   (void)st;
-  json_t *j;
   double a[3], b[3], c0[3], c1[3];
   reset();
   pose("cart", c0);
-  ok(&j, "step_batch",
-     "{\"robots\":[0,1],\"forces\":[[0,20,0],null],"
-     "\"actions\":[null,[0.2,0]],\"steps\":40,\"observe\":false}");
-  json_decref(j);
+  ok0("step_batch",
+      "{\"robots\":[0,1],\"forces\":[[0,20,0],null],"
+      "\"actions\":[null,[0.2,0]],\"steps\":40,\"observe\":false}");
   pose("sub", a);
   pose("cart", c1);
   assert_true(c1[0] > c0[0] + 0.01); /* its velocity action drove it */
   reset();
-  ok(&j, "set_force", "{\"robot\":\"sub\",\"force\":[0,20,0]}");
-  json_decref(j);
-  ok(&j, "step", "{\"robot\":\"sub\",\"steps\":40}");
-  json_decref(j);
+  ok0("set_force", "{\"robot\":\"sub\",\"force\":[0,20,0]}");
+  ok0("step", "{\"robot\":\"sub\",\"steps\":40}");
   pose("sub", b);
   printf("step_batch force: (%.17g, %.17g), set_force + step: (%.17g, "
          "%.17g)\n",
@@ -194,9 +192,7 @@ static void test_step_batch_forces(void **st) {
   assert_true(a[0] == b[0] && a[1] == b[1] && a[2] == b[2]);
   /* a body wrench [fx, fy, fz, tx, ty, tz] turns it */
   reset();
-  ok(&j, "step_batch",
-     "{\"robots\":[0],\"forces\":[[0,0,0,0,0,2]],\"steps\":40}");
-  json_decref(j);
+  ok0("step_batch", "{\"robots\":[0],\"forces\":[[0,0,0,0,0,2]],\"steps\":40}");
   pose("sub", a);
   assert_true(a[2] > 0.01 && fabs(a[0]) < 1e-12 && fabs(a[1]) < 1e-12);
   /* refusals change nothing */
@@ -220,8 +216,7 @@ static void test_step_batch_forces(void **st) {
   err("step_batch",
       "{\"robots\":[0],\"forces\":[null],\"actions_b64\":\"AAAA\"}",
       "invalid_message", "not data.actions_b64");
-  ok(&j, "step", "{\"robot\":\"sub\",\"steps\":10}");
-  json_decref(j);
+  ok0("step", "{\"robot\":\"sub\",\"steps\":10}");
   pose("sub", b); /* no force was held: it stayed */
   assert_true(a[0] == b[0] && a[1] == b[1] && a[2] == b[2]);
 }
@@ -233,29 +228,20 @@ static void test_frames_and_thrusters(void **st) {
   json_t *j;
   double p[3];
   reset();
-  ok(&j, "set_force_body", "{\"robot\":\"sub\",\"force\":[0,10,0]}");
-  json_decref(j);
-  ok(&j, "step", "{\"robot\":\"sub\",\"steps\":20}");
-  json_decref(j);
+  ok0("set_force_body", "{\"robot\":\"sub\",\"force\":[0,10,0]}");
+  ok0("step", "{\"robot\":\"sub\",\"steps\":20}");
   pose("sub", p);
   assert_true(p[0] > 0.01 && fabs(p[1]) < 1e-12); /* heading 0: world +x */
   reset();
-  ok(&j, "set_thrusters", "{\"robot\":\"sub\",\"thrusters\":{\"port\":1}}");
-  json_decref(j);
-  ok(&j, "step", "{\"robot\":\"sub\",\"steps\":40}");
-  json_decref(j);
+  ok0("set_thrusters", "{\"robot\":\"sub\",\"thrusters\":{\"port\":1}}");
+  ok0("step", "{\"robot\":\"sub\",\"steps\":40}");
   pose("sub", p);
   assert_true(p[0] > 0.01 && p[2] < -1e-4); /* port pushes: turns right */
-  ok(&j, "step",
-     "{\"robot\":\"sub\",\"thrusters\":{\"port\":1,\"starboard\":1},"
-     "\"steps\":1}");
-  json_decref(j);
+  ok0("step", "{\"robot\":\"sub\",\"thrusters\":{\"port\":1,\"starboard\":1},"
+              "\"steps\":1}");
   /* set_body_velocity: [u, v, w, p, q, r], v ahead */
-  ok(&j, "set_body_velocity",
-     "{\"robot\":\"sub\",\"velocity\":[0,0.5,0,0,0,0]}");
-  json_decref(j);
-  ok(&j, "step", "{\"robot\":\"sub\",\"steps\":400}");
-  json_decref(j);
+  ok0("set_body_velocity", "{\"robot\":\"sub\",\"velocity\":[0,0.5,0,0,0,0]}");
+  ok0("step", "{\"robot\":\"sub\",\"steps\":400}");
   json_t *d = ok(&j, "get_state", "{\"robot\":\"sub\"}");
   double v =
       json_number_value(json_array_get(json_object_get(d, "velocity"), 0));
@@ -284,19 +270,15 @@ static void test_refusals(void **st) {
       "invalid_action_shape", "max_force 20");
   err("set_thrusters", "{\"robot\":\"sub\",\"thrusters\":{\"bow\":1}}",
       "invalid_message", "no thruster 'bow'");
-  ok(&j, "step", "{\"robot\":\"sub\",\"steps\":20}");
-  json_decref(j);
+  ok0("step", "{\"robot\":\"sub\",\"steps\":20}");
   pose("sub", b);
   assert_true(a[0] == b[0] && a[1] == b[1] && a[2] == b[2]);
   /* the cart becomes dynamic, and then takes a force */
-  ok(&j, "set_property",
-     "{\"robot\":\"cart\",\"property\":\"dynamics\",\"value\":\"dynamic\"}");
-  json_decref(j);
-  ok(&j, "set_force", "{\"robot\":\"cart\",\"force\":[10,0,0]}");
-  json_decref(j);
+  ok0("set_property",
+      "{\"robot\":\"cart\",\"property\":\"dynamics\",\"value\":\"dynamic\"}");
+  ok0("set_force", "{\"robot\":\"cart\",\"force\":[10,0,0]}");
   pose("cart", a);
-  ok(&j, "step", "{\"robot\":\"cart\",\"steps\":20}");
-  json_decref(j);
+  ok0("step", "{\"robot\":\"cart\",\"steps\":20}");
   pose("cart", b);
   assert_true(b[0] > a[0] + 1e-3);
   reset(); /* the world's values again */
@@ -319,10 +301,9 @@ static void test_agents(void **st) {
                  "\"behaviour\":\"waypoints\",\"speed\":0}");
   json_int_t post = json_integer_value(json_object_get(d, "agent"));
   json_decref(j);
-  ok(&j, "spawn_agent",
-     "{\"name\":\"ped\",\"pose\":[0.5,-1,0],\"behaviour\":\"pedestrian\","
-     "\"speed\":0.5,\"goal\":[1.5,-1]}");
-  json_decref(j);
+  ok0("spawn_agent",
+      "{\"name\":\"ped\",\"pose\":[0.5,-1,0],\"behaviour\":\"pedestrian\","
+      "\"speed\":0.5,\"goal\":[1.5,-1]}");
   err("spawn_agent",
       "{\"name\":\"ped\",\"pose\":[-1,-1,0],"
       "\"behaviour\":\"random\"}",
@@ -388,21 +369,18 @@ static void test_agents(void **st) {
   char data[128];
   snprintf(data, sizeof data, "{\"agent\":%lld,\"pose\":[0.9,0,0]}",
            (long long)post);
-  ok(&j, "move_agent", data);
-  json_decref(j);
+  ok0("move_agent", data);
   err("move_agent", "{\"name\":\"nobody\",\"speed\":1}", "unknown_agent",
       "nobody");
   err("move_agent", "{\"agent\":99,\"speed\":1}", "unknown_agent", "99");
-  ok(&j, "step", "{\"robot\":\"sub\",\"steps\":20}");
-  json_decref(j);
+  ok0("step", "{\"robot\":\"sub\",\"steps\":20}");
   d = ok(&j, "get_state", "{\"robot\":\"sub\"}");
   ranges = json_object_get(
       json_object_get(json_object_get(d, "sensors"), "scan"), "ranges");
   ahead = json_number_value(json_array_get(ranges, nb / 2));
   json_decref(j);
   assert_true(fabs(ahead - 0.65) < 0.01);
-  ok(&j, "remove_agent", "{\"name\":\"post\"}");
-  json_decref(j);
+  ok0("remove_agent", "{\"name\":\"post\"}");
   err("remove_agent", "{\"name\":\"post\"}", "unknown_agent", "post");
   d = ok(&j, "clear_agents", "{}");
   assert_int_equal(json_integer_value(json_object_get(d, "removed")), 1);
@@ -414,32 +392,26 @@ static void test_agents(void **st) {
   assert_null(json_object_get(d, "agents")); /* none: as before agents */
   json_decref(j);
   /* a snapshot keeps an agent's pose, and it walks on after a load */
-  ok(&j, "spawn_agent",
-     "{\"name\":\"p2\",\"pose\":[0.5,-1,0],\"behaviour\":\"pedestrian\","
-     "\"speed\":0.5,\"goal\":[1.5,-1]}");
-  json_decref(j);
-  ok(&j, "save_snapshot", "{\"name\":\"ag\"}");
-  json_decref(j);
-  ok(&j, "step", "{\"robot\":\"sub\",\"steps\":40}");
-  json_decref(j);
-  ok(&j, "load_snapshot", "{\"name\":\"ag\"}");
-  json_decref(j);
+  ok0("spawn_agent",
+      "{\"name\":\"p2\",\"pose\":[0.5,-1,0],\"behaviour\":\"pedestrian\","
+      "\"speed\":0.5,\"goal\":[1.5,-1]}");
+  ok0("save_snapshot", "{\"name\":\"ag\"}");
+  ok0("step", "{\"robot\":\"sub\",\"steps\":40}");
+  ok0("load_snapshot", "{\"name\":\"ag\"}");
   d = ok(&j, "get_agents", "{}");
   double x0 = json_number_value(json_array_get(
       json_object_get(json_array_get(json_object_get(d, "agents"), 0), "pose"),
       0));
   json_decref(j);
   assert_true(x0 == 0.5);
-  ok(&j, "step", "{\"robot\":\"sub\",\"steps\":40}");
-  json_decref(j);
+  ok0("step", "{\"robot\":\"sub\",\"steps\":40}");
   d = ok(&j, "get_agents", "{}");
   double x1 = json_number_value(json_array_get(
       json_object_get(json_array_get(json_object_get(d, "agents"), 0), "pose"),
       0));
   json_decref(j);
   assert_true(x1 > 0.505);
-  ok(&j, "clear_agents", "{}");
-  json_decref(j);
+  ok0("clear_agents", "{}");
 }
 
 int main(void) {

@@ -165,6 +165,16 @@ int lt_run_playarea(const char *const *args, const char *log, int timeout_ms) {
   return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
+int lt_status(const lt_stack *t, char *text, size_t cap, int timeout_ms) {
+  char log[512];
+  snprintf(log, sizeof log, "%s/status-%s.log", pa_test_tmpdir(), t->instance);
+  const char *args[] = {"status", "--instance", t->instance, NULL};
+  int rc = lt_run_playarea(args, log, timeout_ms);
+  if (rc < 0 || pa_test_read_file(log, text, cap) < 0)
+    return -1;
+  return rc;
+}
+
 static int send_setup(int fd, const char *cmds, uint16_t udp_port) {
   char sub[64];
   snprintf(sub, sizeof sub, "sub odom %u\n", udp_port);

@@ -40,6 +40,10 @@ bool lt_pid_gone(pid_t pid, int timeout_ms); /* not our child: polls kill(0) */
 /* Runs `playarea ARGS...` to completion; returns its exit code (-1 on
  * timeout or failure); output goes to log (may be NULL). */
 int lt_run_playarea(const char *const *args, const char *log, int timeout_ms);
+/* `playarea status --instance <t's>` into text (its log is
+ * <tmpdir>/status-<instance>.log, appended to by each run); its exit code,
+ * or -1 when it could not be run or read. */
+int lt_status(const lt_stack *t, char *text, size_t cap, int timeout_ms);
 
 /* Odom client: TCP control connection + UDP socket subscribed to odom. */
 typedef pa_test_odom lt_odom_frame;

@@ -59,6 +59,27 @@ static void call0(int fd, const char *action, const char *data) {
   json_decref(call(fd, action, "%s", data));
 }
 
+/* The request is refused: a failure reply naming code (if given) and
+ * needle (if given). */
+static void refused(int fd, const char *action, const char *data,
+                    const char *code, const char *needle) {
+  char req[512], line[4096];
+  snprintf(req, sizeof req,
+           "{\"type\":\"command\",\"protocol_version\":2,"
+           "\"action\":\"%s\",\"data\":%s}\n",
+           action, data);
+  assert_int_equal(pa_test_send_str(fd, req), 0);
+  assert_true(pa_test_read_line(fd, line, sizeof line, 5000 * PA_TEST_SLOW) >
+              0);
+  json_t *r = json_loads(line, 0, NULL);
+  assert_non_null(r);
+  if (!json_is_false(json_object_get(r, "success")) ||
+      (code && !strstr(line, code)) || (needle && !strstr(line, needle)))
+    fail_msg("%s %s: wanted %s %s, got %s", action, data, code ? code : "",
+             needle ? needle : "", line);
+  json_decref(r);
+}
+
 typedef struct colour {
   const char *type;
   unsigned char rgb[3];
@@ -111,32 +132,10 @@ static void count_wh(const unsigned char *img, int w, int h,
 
 /* The viewer's screenshot of the instance, [W*H*3] (free()). */
 static unsigned char *viewer_shot(const char *instance, int k) {
-  char bin[512], log[512], png[512];
-  pa_test_bin(bin, sizeof bin, "pa-render");
-  snprintf(log, sizeof log, "%s/viewer-%d.log", pa_test_tmpdir(), k);
-  snprintf(png, sizeof png, "%s/shot-%d.png", pa_test_tmpdir(), k);
-  char *argv[] = {"/usr/bin/xvfb-run",
-                  "-a",
-                  "/usr/bin/timeout",
-                  "60",
-                  bin,
-                  "--viewer",
-                  "--instance",
-                  (char *)instance,
-                  "--viewer_width",
-                  "640",
-                  "--viewer_height",
-                  "400",
-                  "--screenshot",
-                  png,
-                  "--exit_after_screenshot",
-                  NULL};
-  pid_t pid = pa_test_spawn(argv, log);
-  int st = pa_test_stop(pid, 0, 90000);
-  if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
-    pa_test_dump_file(log);
+  char tag[16], png[512];
+  snprintf(tag, sizeof tag, "%d", k);
+  if (pa_test_viewer_shot(instance, tag, W, H, png, sizeof png) != 0)
     fail_msg("viewer did not exit cleanly");
-  }
   int iw = 0, ih = 0, ic = 0;
   unsigned char *img = stbi_load(png, &iw, &ih, &ic, 3);
   assert_non_null(img);
@@ -320,16 +319,9 @@ static void test_big_cloud(void **state) {
     json_decref(r);
   }
   /* one more point is over the cap */
-  char req[512];
-  snprintf(req, sizeof req,
-           "{\"type\":\"command\",\"protocol_version\":2,\"action\":"
-           "\"update_visual\",\"data\":{\"name\":\"c\",\"append\":true,"
-           "\"points\":[[0,0,0]]}}\n");
-  assert_int_equal(pa_test_send_str(fd, req), 0);
-  char line[4096];
-  assert_true(pa_test_read_line(fd, line, sizeof line, 5000) > 0);
-  assert_non_null(strstr(line, "invalid_message"));
-  assert_non_null(strstr(line, "at most 100000"));
+  refused(fd, "update_visual",
+          "{\"name\":\"c\",\"append\":true,\"points\":[[0,0,0]]}",
+          "invalid_message", "at most 100000");
   json_t *l = call(fd, "list_visuals", "{}");
   assert_int_equal(json_integer_value(json_object_get(
                        json_object_get(l, "data"), "points_used")),
@@ -604,19 +596,9 @@ static void test_spectator_screenshot(void **state) {
     assert_true(fabs((lo2[0] + hi2[0]) / 2.0 - 160) < 6);
   }
   /* bad input: by name, nothing written */
-  char req[256], line[4096];
-  snprintf(req, sizeof req,
-           "{\"type\":\"command\",\"action\":\"request_screenshot\","
-           "\"data\":{\"name\":\"../x\"}}\n");
-  assert_int_equal(pa_test_send_str(fd, req), 0);
-  assert_true(pa_test_read_line(fd, line, sizeof line, 5000) > 0);
-  assert_non_null(strstr(line, "invalid_message"));
-  snprintf(req, sizeof req,
-           "{\"type\":\"command\",\"action\":\"focus_on\","
-           "\"data\":{\"object\":\"nobody\"}}\n");
-  assert_int_equal(pa_test_send_str(fd, req), 0);
-  assert_true(pa_test_read_line(fd, line, sizeof line, 5000) > 0);
-  assert_non_null(strstr(line, "unknown_object"));
+  refused(fd, "request_screenshot", "{\"name\":\"../x\"}", "invalid_message",
+          NULL);
+  refused(fd, "focus_on", "{\"object\":\"nobody\"}", "unknown_object", NULL);
   close(fd);
   assert_int_equal(lt_stop(&s, 5000), 0);
 }
@@ -694,13 +676,8 @@ static void test_visual_in_head_camera(void **state) {
   n = cam_magenta(&s, buf, cap, seq + 2, &seq);
   assert_int_equal(n, 0);
   /* bad input by name */
-  char req[256], line[4096];
-  snprintf(req, sizeof req,
-           "{\"type\":\"command\",\"action\":\"update_visual\","
-           "\"data\":{\"name\":\"m\",\"camera_visible\":1}}\n");
-  assert_int_equal(pa_test_send_str(fd, req), 0);
-  assert_true(pa_test_read_line(fd, line, sizeof line, 5000) > 0);
-  assert_non_null(strstr(line, "camera_visible"));
+  refused(fd, "update_visual", "{\"name\":\"m\",\"camera_visible\":1}", NULL,
+          "camera_visible");
   free(buf);
   close(u);
   close(fd);

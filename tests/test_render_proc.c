@@ -438,24 +438,14 @@ static void test_viewer_screenshot(void **state) {
   memcpy(o->wp, sq, 4 * sizeof sq[0]);
   o->wp_n = 4;
   pa_stack_nav_end(&w.st);
-  char bin[512], log[512], png[512];
-  pa_test_bin(bin, sizeof bin, "pa-render");
-  snprintf(log, sizeof log, "%s/viewer.log", pa_test_tmpdir());
-  snprintf(png, sizeof png, "%s/shot.png", pa_test_tmpdir());
-  /* timeout(1) guarantees pa-render ends, so xvfb-run stops its Xvfb. */
-  char *argv[] = {"/usr/bin/xvfb-run", "-a", "/usr/bin/timeout", "60", bin,
-                  "--viewer", "--instance", w.instance, "--viewer_width",
-                  "640", "--viewer_height", "400", "--screenshot", png,
-                  "--exit_after_screenshot", NULL};
-  pid_t pid = pa_test_spawn(argv, log);
-  int st = pa_test_stop(pid, 0, 90000);
-  if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
-    pa_test_dump_file(log);
+  char png[512];
+  if (pa_test_viewer_shot(w.instance, "proc", 640, 400, png, sizeof png) != 0)
     fail_msg("viewer did not exit cleanly");
-  }
   int iw = 0, ih = 0, ic = 0;
   unsigned char *img = stbi_load(png, &iw, &ih, &ic, 3);
   if (!img) {
+    char log[512];
+    snprintf(log, sizeof log, "%s/viewer-proc.log", pa_test_tmpdir());
     pa_test_dump_file(log);
     fail_msg("no screenshot at %s", png);
   }

@@ -315,23 +315,37 @@ static void test_norm_limits(void **st) {
   assert_true(fabs(out[2] - (6 - 0.2)) < 1e-9);
 }
 
+/* The division B field with its ball, one thread, as pa-sim runs it. */
+static void ssl_b_up(pa_world *w, pa_grid *g, pa_sim_model *m,
+                     pa_sim_state *s) {
+  char err[256];
+  assert_int_equal(pa_sim_ssl_world('B', 0, w, g, err, sizeof err), 0);
+  pa_sim_def d = pa_sim_def_default();
+  d.threads = 1;
+  if (pa_sim_model_init(m, &d, w, g, err, sizeof err) != 0)
+    fail_msg("%s", err);
+  assert_int_equal(pa_sim_state_init(m, s, err, sizeof err), 0);
+  assert_int_equal(pa_sim_ssl_enable(s, 'B', err, sizeof err), 0);
+}
+
+static void ssl_b_down(pa_world *w, pa_grid *g, pa_sim_model *m,
+                       pa_sim_state *s) {
+  pa_sim_state_free(s);
+  pa_sim_model_free(m);
+  pa_grid_free(g);
+  pa_world_free(w);
+}
+
 /* The built-in world in a real pa_sim: a diagonal set_cmd accelerates at
  * the norm limit, the ball rolls, RESET puts it back. */
 static void test_sim_world(void **st) {
   (void)st;
   pa_world w;
   pa_grid g;
-  char err[256];
-  assert_int_equal(pa_sim_ssl_world('B', 0, &w, &g, err, sizeof err), 0);
-  assert_int_equal(w.robot_count, 12);
-  pa_sim_def d = pa_sim_def_default();
-  d.threads = 1;
   pa_sim_model m;
   pa_sim_state s;
-  if (pa_sim_model_init(&m, &d, &w, &g, err, sizeof err) != 0)
-    fail_msg("%s", err);
-  assert_int_equal(pa_sim_state_init(&m, &s, err, sizeof err), 0);
-  assert_int_equal(pa_sim_ssl_enable(&s, 'B', err, sizeof err), 0);
+  ssl_b_up(&w, &g, &m, &s);
+  assert_int_equal(w.robot_count, 12);
   pa_cmd c;
   pa_reply r;
   memset(&c, 0, sizeof c);
@@ -359,10 +373,7 @@ static void test_sim_world(void **st) {
   pa_sim_reset(&m, &s);
   assert_int_equal(pa_sim_apply(&m, &s, &c, &r), PA_OK);
   assert_true(r.ssl.ball[0] == 0 && r.ssl.holder == -1);
-  pa_sim_state_free(&s);
-  pa_sim_model_free(&m);
-  pa_grid_free(&g);
-  pa_world_free(&w);
+  ssl_b_down(&w, &g, &m, &s);
 }
 
 /* The laser sees the ball where it crosses the beam plane (20 mm): on the
@@ -372,16 +383,9 @@ static void test_laser_sees_ball(void **st) {
   (void)st;
   pa_world w;
   pa_grid g;
-  char err[256];
-  assert_int_equal(pa_sim_ssl_world('B', 0, &w, &g, err, sizeof err), 0);
-  pa_sim_def d = pa_sim_def_default();
-  d.threads = 1;
   pa_sim_model m;
   pa_sim_state s;
-  if (pa_sim_model_init(&m, &d, &w, &g, err, sizeof err) != 0)
-    fail_msg("%s", err);
-  assert_int_equal(pa_sim_state_init(&m, &s, err, sizeof err), 0);
-  assert_int_equal(pa_sim_ssl_enable(&s, 'B', err, sizeof err), 0);
+  ssl_b_up(&w, &g, &m, &s);
   assert_true(m.beam_cap >= 360);
   pa_robot_info *ri = &s.info[0]; /* SSL robots carry none: give it one */
   ri->laser_beams = 360;
@@ -424,10 +428,7 @@ static void test_laser_sees_ball(void **st) {
   dz = PA_SSL_LASER_HEIGHT - (0.01 + R);
   assert_true(fabs(out[ahead] - (dist - sqrt(R * R - dz * dz))) < 1e-4);
   free(out);
-  pa_sim_state_free(&s);
-  pa_sim_model_free(&m);
-  pa_grid_free(&g);
-  pa_world_free(&w);
+  ssl_b_down(&w, &g, &m, &s);
 }
 
 /* A world file's ssl: section: the field is the map, the formation is

@@ -451,3 +451,39 @@ bool pa_test_parse_cam(const void *buf, int n, pa_test_cam_chunk *c) {
                            .cnt = rd16(b + 22)};
   return true;
 }
+
+int pa_test_viewer_shot(const char *instance, const char *tag, int w, int h,
+                        char *png, size_t png_cap) {
+  char bin[512], log[512], ws[16], hs[16];
+  pa_test_bin(bin, sizeof bin, "pa-render");
+  snprintf(log, sizeof log, "%s/viewer-%s.log", pa_test_tmpdir(), tag);
+  snprintf(png, png_cap, "%s/shot-%s.png", pa_test_tmpdir(), tag);
+  snprintf(ws, sizeof ws, "%d", w);
+  snprintf(hs, sizeof hs, "%d", h);
+  /* timeout(1) guarantees pa-render ends, so xvfb-run stops its Xvfb. */
+  char *argv[] = {"/usr/bin/xvfb-run",
+                  "-a",
+                  "/usr/bin/timeout",
+                  "60",
+                  bin,
+                  "--viewer",
+                  "--instance",
+                  (char *)instance,
+                  "--viewer_width",
+                  ws,
+                  "--viewer_height",
+                  hs,
+                  "--screenshot",
+                  png,
+                  "--exit_after_screenshot",
+                  NULL};
+  pid_t pid = pa_test_spawn(argv, log);
+  if (pid < 0)
+    return -1;
+  int st = pa_test_stop(pid, 0, 90000);
+  if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+    pa_test_dump_file(log);
+    return -1;
+  }
+  return 0;
+}

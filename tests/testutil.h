@@ -138,5 +138,10 @@ int pa_test_fd_count(pid_t pid);
 int pa_test_open_seg(const char *instance, const char *seg, size_t *size);
 /* Count of /dev/shm objects whose name starts with "playarea.<instance>.". */
 int pa_test_shm_count(const char *instance);
+/* pa-render --viewer of instance under xvfb-run, w x h, its screenshot saved
+ * to png (the log is <tmpdir>/viewer-<tag>.log, dumped on failure); 0 when
+ * it exited 0, -1 otherwise. */
+int pa_test_viewer_shot(const char *instance, const char *tag, int w, int h,
+                        char *png, size_t png_cap);
 
 #endif

@@ -180,6 +180,18 @@ class StackTestCase(unittest.TestCase):
             if rc != 0:
                 raise AssertionError("playarea exited with %s after SIGTERM" % rc)
 
+    def kill_child(self, name, restart_within=30.0):
+        """SIGKILL this stack's `name` (a pid its own launcher reports, never one
+        looked up by name) and, unless restart_within is None, wait until the
+        launcher runs a new one; returns the killed pid."""
+        pid = self.stack.children().get(name)
+        self.assertIsNotNone(pid, self.stack.children())
+        os.kill(pid, signal.SIGKILL)
+        if restart_within is not None:
+            self.wait_until(lambda: self.stack.children().get(name) not in (None, pid),
+                            restart_within, "%s restarted" % name)
+        return pid
+
     def wait_until(self, pred, timeout=10.0, what="condition"):
         deadline = time.monotonic() + timeout
         while True:

@@ -7,7 +7,8 @@ from contextlib import closing
 
 import numpy as np
 
-from playarea.env import Box, Dict, Discrete, NavEnv, NavParallelEnv, NavVectorEnv, downsample
+from playarea.env import Box, Dict, Discrete, LocalStack, NavEnv, NavParallelEnv, NavVectorEnv
+from playarea.env import StackError, downsample
 from playarea.env import checker
 
 _n = [0]
@@ -100,6 +101,20 @@ class Envs(unittest.TestCase):
         for pid in pids:
             self.assertFalse(os.path.exists("/proc/%d" % pid) and
                              open("/proc/%d/stat" % pid).read().split()[2] != "Z")
+
+    def test_taken_instance_is_left_alone(self):
+        # A second LocalStack on a live instance fails; its cleanup spares the first's shm.
+        inst = instance()
+        first = LocalStack(instance=inst)
+        self.addCleanup(first.stop)
+        before = sorted(shm_objects(inst))
+        self.assertTrue(before)
+        with self.assertRaises(StackError):
+            LocalStack(instance=inst, timeout=30)
+        self.assertEqual(sorted(shm_objects(inst)), before)
+        self.assertIsNone(first.proc.poll())
+        first.stop()
+        self.assertEqual(shm_objects(inst), [])
 
     def test_discrete_and_bad_args(self):
         with self.assertRaisesRegex(TypeError, "unknown arguments"):

@@ -2,7 +2,6 @@
 (--world ssl-b, paused) and the restarted pa-sim has the ball where it
 was, at the same velocity, still sliding, and it rolls on from there."""
 
-import os
 import unittest
 
 from playarea import Error, Sim
@@ -28,11 +27,7 @@ class SslRestart(StackTestCase):
         self.assertGreater(before["position"][0], -3.0 + 0.05)
         self.assertAlmostEqual(before["velocity"][0], v0 - ACC_SLIDE * 10 / HZ, delta=0.02)
 
-        pid = self.stack.children().get("pa-sim")
-        self.assertIsNotNone(pid, self.stack.children())
-        os.kill(pid, 9)
-        self.wait_until(lambda: self.stack.children().get("pa-sim") not in (None, pid), 30,
-                        "pa-sim restarted")
+        self.kill_child("pa-sim")
 
         def ball():
             try:

@@ -57,10 +57,7 @@ class SslScenario(StackTestCase):
         self.assertEqual(sim.get_ball()["position"][:2], [1.5, -1.0])
         # pa-sim restarted by the launcher (its flags name no SSL world)
         # comes back on this field, with the ball where it was.
-        pid = self.stack.children().get("pa-sim")
-        os.kill(pid, 9)
-        self.wait_until(lambda: self.stack.children().get("pa-sim") not in (None, pid), 30,
-                        "pa-sim restarted")
+        self.kill_child("pa-sim")
 
         def ball():  # a tick of the new pa-sim first (step_n waits for it)
             try:

@@ -408,10 +408,7 @@ class RestartTest(StackTestCase):
     """A crashed pa-netgw is restarted by the launcher on the same port."""
 
     def kill_netgw(self):
-        pid = self.stack.children().get("pa-netgw")
-        self.assertIsNotNone(pid, self.stack.children())
-        os.kill(pid, 9)
-        return pid
+        return self.kill_child("pa-netgw", None)
 
     def test_server_restarted_mid_session(self):
         plain = Robot(self.host, self.port, timeout=20)
@@ -487,11 +484,7 @@ class SnapshotTest(StackTestCase):
         self.assertEqual(cm.exception.code, "invalid_message")
         self.assertEqual(sim.get_state()["pose"], before)
         # SIGKILL pa-sim: the launcher restarts it and the snapshot is still there.
-        pid = self.stack.children().get("pa-sim")
-        self.assertIsNotNone(pid, self.stack.children())
-        os.kill(pid, 9)
-        self.wait_until(lambda: self.stack.children().get("pa-sim") not in (None, pid), 30,
-                        "pa-sim restarted")
+        self.kill_child("pa-sim")
 
         def loads():
             try:

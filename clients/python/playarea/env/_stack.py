@@ -70,10 +70,14 @@ class LocalStack:
         self.argv = argv
         self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=self.log,
                                      stdin=subprocess.DEVNULL, env=env, start_new_session=True)
-        self.instance = instance
+        # Only a launcher that said ready owns its instance: one refused because the
+        # name is taken must not have stop() remove another stack's shm objects.
+        self.instance = None
         _live.add(self)
         try:
             self.host, self.port, self.instance = self._wait_ready(timeout)
+            if instance and self.instance != instance:
+                raise StackError("ready on instance %r, asked %r" % (self.instance, instance))
         except BaseException:
             self.stop()
             raise

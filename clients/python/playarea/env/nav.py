@@ -432,6 +432,8 @@ class NavEnv(_NavCore, EnvBase):
             except Exception as e:  # blocked_pose: an obstacle the grid does not show
                 if "start" in options or getattr(e, "code", "") != "blocked_pose":
                     raise
+        else:  # else the episode would begin wherever the robot was, not at info["start"]
+            raise _stack.StackError("reset: every sampled start pose was blocked (100 tries)")
         self._goal = np.array([goal], dtype=np.float64)
         self._gx, self._gy = float(goal[0]), float(goal[1])
         st, rg, d = self.world.step(self._robots, self._still, self.decision_ticks)
