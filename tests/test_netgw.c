@@ -11,6 +11,7 @@
 #include <cmocka.h>
 #include <math.h>
 #include <poll.h>
+#include <dirent.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -209,6 +210,7 @@ typedef struct fixture {
   pa_stack st;
   pa_netgw *g;
   pthread_t th;
+  char data_dir[64]; /* the gateway's --data_dir: record_mcap's files */
 } fixture;
 
 static void *run_gw(void *arg) {
@@ -242,6 +244,11 @@ static void fixture_up_ms(fixture *f, unsigned chunk, unsigned timeout_ms) {
   /* The fake sim's SSL field opens the SSL ports: the OS picks them. */
   gd.ssl_control_port = gd.ssl_blue_port = gd.ssl_yellow_port = 0;
   gd.camera_chunk = chunk;
+  /* A directory of this test's own, never files by fixed name beside a
+   * concurrent run's. */
+  snprintf(f->data_dir, sizeof f->data_dir, "/tmp/pa-netgw-test-XXXXXX");
+  assert_non_null(mkdtemp(f->data_dir));
+  gd.data_dir = f->data_dir;
   if (timeout_ms)
     gd.request_timeout_ms = timeout_ms;
   f->g = pa_netgw_create(&gd, &f->st, err, sizeof err);
@@ -263,6 +270,16 @@ static void fixture_down(fixture *f) {
   assert_int_equal(f->st.ctl->tcp_port, 0);
   pa_stack_detach(&f->st);
   pa_stack_unlink(f->inst);
+  DIR *d = opendir(f->data_dir);
+  for (struct dirent *e; d && (e = readdir(d));) {
+    char p[128];
+    if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..") &&
+        snprintf(p, sizeof p, "%s/%s", f->data_dir, e->d_name) < (int)sizeof p)
+      unlink(p);
+  }
+  if (d)
+    closedir(d);
+  rmdir(f->data_dir);
 }
 
 static void write_frame(pa_stack *st, uint32_t robot, uint32_t seq,
@@ -1462,9 +1479,7 @@ static void json_actions(void **state) {
     if (!ok)
       fail_msg("no success case for action %s", name);
   }
-  assert_true(rows >= 40);       /* the walk saw the table */
-  unlink("t-json-actions.mcap"); /* record_mcap's cases, left by a crash */
-  unlink("t-json-replay.mcap");
+  assert_true(rows >= 40); /* the walk saw the table */
   char line[1024];
   for (size_t i = 0; i < sizeof jcases / sizeof jcases[0]; i++) {
     const jcase *c = &jcases[i];
@@ -1495,8 +1510,6 @@ static void json_actions(void **state) {
     }
   }
   __atomic_store_n(&fs.status, PA_OK, __ATOMIC_RELEASE);
-  unlink("t-json-actions.mcap");
-  unlink("t-json-replay.mcap");
   /* the envelope */
   static const struct {
     const char *line, *code, *needle;
