@@ -241,6 +241,7 @@ typedef struct pa_sim_state {
   struct pa_sim_agent_grid *agent_grid; /* their buckets (sim_agents.c) */
   void *keep;       /* the sim-keep object's mapping, or NULL (sim_keep.c) */
   size_t keep_size; /* its bytes */
+  bool keep_stale;  /* a command changed state it did not keep (sim_keep.c) */
 } pa_sim_state;
 
 /* Scan threads for def.threads and an initial world of `robots` robots:
@@ -416,13 +417,17 @@ int pa_sim_shm_resume_map(pa_sim_model *m, pa_sim_state *s, pa_stack *st,
 int pa_sim_shm_answer_inflight(const pa_sim_state *s, pa_stack *st);
 
 /* The sim-keep object (sim_keep.c): what pa-sim alone holds (held forces,
- * thrusters and pulses, agents' behaviour state), written after every tick
- * and command so a restarted pa-sim goes on with it. Open maps (creates) it
- * and, with resume (the world was resumed from the segments), takes what a
- * previous pa-sim of this instance wrote: 0, or -1 (warned; runs without). */
+ * thrusters and pulses, agents' behaviour state), written after every command
+ * and every tick that changed it so a restarted pa-sim goes on with it. Open
+ * maps (creates) it and, with resume (the world was resumed from the segments),
+ * takes what a previous pa-sim of this instance wrote: 0, or -1 (warned; runs
+ * without). */
 int pa_sim_keep_open(const pa_sim_model *m, pa_sim_state *s, pa_stack *st,
                      bool resume);
 void pa_sim_keep_write(pa_sim_state *s);
+/* After a tick: writes only when the tick (pulses, agents) or a command not
+ * kept by pa_sim_keep_write changed what is held. */
+void pa_sim_keep_tick(pa_sim_state *s);
 void pa_sim_keep_close(pa_sim_state *s);
 
 /* The process loop: consumes commands at the start of each tick, runs ticks

@@ -643,9 +643,11 @@ int pa_sim_int_agents_model(pa_sim_model *m, const pa_world *w) {
     const pa_obstacle_def *od = &w->obstacles[i];
     pa_sim_agent_def *d = &m->agents0[i];
     d->speed = od->speed;
-    d->wp_count = (uint32_t)od->waypoint_count;
-    for (size_t k = 0; k < od->waypoint_count && k < PA_AGENT_WAYPOINTS_MAX;
-         k++) {
+    /* As many as were copied: a world built in-process is not the parser's. */
+    d->wp_count = od->waypoint_count < PA_AGENT_WAYPOINTS_MAX
+                      ? (uint32_t)od->waypoint_count
+                      : PA_AGENT_WAYPOINTS_MAX;
+    for (uint32_t k = 0; k < d->wp_count; k++) {
       d->wpx[k] = od->waypoints[k][0];
       d->wpy[k] = od->waypoints[k][1];
     }

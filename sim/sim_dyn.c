@@ -356,5 +356,13 @@ const char *pa_sim_int_dyn_check(const pa_robot_info *ri) {
     return "mass, inertia, damping and force limits out of range";
   if (ri->thruster_count > PA_THRUSTERS_MAX)
     return "too many thrusters";
+  /* The world file's bounds: a NaN here would reach every tick's forces. */
+  for (uint32_t k = 0; k < ri->thruster_count; k++) {
+    const pa_thruster *th = &ri->thrusters[k];
+    if (!(fabsf(th->x) <= 100 && fabsf(th->y) <= 100 && fabsf(th->dir) <= 10 &&
+          pa_prop_ok_float(PA_PR_MAX_FORCE, th->max_force)))
+      return "thruster position within 100 m, direction within 10 rad and "
+             "max_force in range";
+  }
   return NULL;
 }

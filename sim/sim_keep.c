@@ -1,13 +1,15 @@
 /* sim_keep.c - what pa-sim holds beyond the world snapshot and the state
  * ring (dynamic bodies' held forces, thrusters and pulses; agents' goals,
  * speed, velocity and generators), kept in the shm object
- * "/playarea.<instance>.sim-keep" after every tick and command, so a pa-sim
- * the launcher restarts after a crash picks them up with the robots' state.
+ * "/playarea.<instance>.sim-keep" after every command and every tick that
+ * changed them, so a pa-sim the launcher restarts after a crash picks them
+ * up with the robots' state.
  *
  * Two slots written in turn, each under its own sequence number (odd while
  * being written): a pa-sim killed in the middle of a write leaves the other
- * slot whole. Only the records that matter are written (none without
- * dynamic robots or agents), so a world without them pays nothing. */
+ * slot whole. Only the records up to the last one holding anything are
+ * written (none without held inputs or agents), and a tick writes only when
+ * pulses or agents moved, so a world without them pays nothing. */
 #define _GNU_SOURCE
 #include "pa_sim.h"
 #include "sim_int.h"
@@ -29,7 +31,8 @@
 typedef struct keep_hdr {
   uint64_t magic;
   uint64_t boot_id; /* the instance's creation (ctl header) */
-  uint32_t version, cap_robots, cap_obstacles, dyn_size, agent_size, pad;
+  uint32_t version, cap_robots, cap_obstacles, dyn_size, agent_size;
+  uint32_t live;       /* the last slot holds pulses or agents (writer's) */
   uint64_t seq[2];     /* per slot: odd while written, 0 never */
   uint32_t robots[2];  /* dyn records in the slot */
   uint32_t agents[2];  /* agent records in the slot */
@@ -167,18 +170,34 @@ int pa_sim_keep_open(const pa_sim_model *m, pa_sim_state *s, pa_stack *st,
   return 0;
 }
 
-void pa_sim_keep_write(pa_sim_state *s) {
+/* Records up to the last one holding anything: robots with a held force,
+ * thrusters or pulses (an empty record is a robot's default), agents. */
+static uint32_t dyn_used(const pa_sim_state *s) {
+  uint32_t n = 0;
+  for (uint32_t i = 0; i < s->robot_count; i++)
+    if (s->dyn[i].forced || s->dyn[i].pulses)
+      n = i + 1;
+  return n;
+}
+
+static uint32_t agents_used(const pa_sim_state *s) {
+  uint32_t n = 0;
+  if (s->agent_count)
+    for (uint32_t i = 0; i < s->obstacle_count; i++)
+      if (s->obs[i].active && s->obs[i].agent != PA_AGENT_NONE)
+        n = i + 1;
+  return n;
+}
+
+static bool pulses_held(const pa_sim_state *s, uint32_t nr) {
+  for (uint32_t i = 0; i < nr; i++)
+    if (s->dyn[i].pulses)
+      return true;
+  return false;
+}
+
+static void keep_slot(pa_sim_state *s, uint32_t nr, uint32_t no) {
   keep_hdr *h = s->keep;
-  if (!h)
-    return;
-  bool dyn = false;
-  for (uint32_t i = 0; i < s->robot_count && !dyn; i++)
-    dyn = s->info[i].active && s->info[i].dynamics == PA_DYN_DYNAMIC;
-  uint32_t nr = dyn ? s->robot_count : 0;
-  uint32_t no = s->agent_count ? s->obstacle_count : 0;
-  int last = h->writes ? (int)((h->writes - 1) & 1) : 1;
-  if (!nr && !no && h->writes && !h->robots[last] && !h->agents[last])
-    return; /* nothing held, as the last slot says */
   int k = (int)(h->writes & 1);
   size_t slot = slot_bytes(s);
   uint64_t q = 2 * (h->writes + 1);
@@ -192,6 +211,27 @@ void pa_sim_keep_write(pa_sim_state *s) {
   h->agents[k] = no;
   __atomic_store_n(&h->seq[k], q, __ATOMIC_RELEASE);
   h->writes++;
+  /* Pulses and agents change by the tick: the next tick writes again. */
+  h->live = no || pulses_held(s, nr);
+  s->keep_stale = false;
+}
+
+void pa_sim_keep_write(pa_sim_state *s) {
+  keep_hdr *h = s->keep;
+  if (!h || !s->dyn)
+    return;
+  uint32_t nr = dyn_used(s), no = agents_used(s);
+  int last = h->writes ? (int)((h->writes - 1) & 1) : 1;
+  if (!nr && !no && h->writes && !h->robots[last] && !h->agents[last])
+    return; /* nothing held, as the last slot says */
+  keep_slot(s, nr, no);
+}
+
+void pa_sim_keep_tick(pa_sim_state *s) {
+  keep_hdr *h = s->keep;
+  /* A tick changes only pulses and agents; commands write their own. */
+  if (h && (h->live || s->keep_stale || s->agent_count))
+    pa_sim_keep_write(s);
 }
 
 void pa_sim_keep_close(pa_sim_state *s) {

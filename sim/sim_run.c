@@ -338,6 +338,8 @@ static void cmd_done(run_ctx *k, const pa_cmd *c, pa_status rc,
   }
   if (keep_after(k->s, c)) /* before the reply: what it acknowledges stays */
     pa_sim_keep_write(k->s);
+  else
+    k->s->keep_stale = true; /* the next tick keeps it */
   finish_cmd(k->st, c, r);
 }
 
@@ -554,7 +556,7 @@ void pa_sim_run(pa_sim_model *m, pa_sim_state *s, pa_stack *st,
     uint64_t late0 = s->late_scans;
     int64_t t2 = pa_sim_int_step(m, s, t1, timed);
     pa_sim_shm_publish_tick_at(m, s, st, t2);
-    pa_sim_keep_write(s);
+    pa_sim_keep_tick(s);
     k.scans += s->scan_due_count + (s->late_scans - late0);
     /* A recording's last tick: the scans in flight go in too. */
     if (s->rec && pa_sim_int_rec_due(s)) {
