@@ -166,18 +166,27 @@ static void teleport_ball(pa_ssl_gw *x, const Sslsim__TeleportBall *b,
   push(x, &c, e);
 }
 
-static void teleport_robot(pa_ssl_gw *x, const Sslsim__TeleportRobot *r,
-                           ssl_errs *e) {
-  const GameController__BotId *id = r->id;
+/* A BotId names a robot when it has an id 0..15 and team BLUE or YELLOW;
+ * *team is then 0 (blue) or 1 (yellow). */
+static bool bot_id_ok(const GameController__BotId *id, int *team) {
   if (!id || !id->has_id || !id->has_team ||
       (id->team != GAME_CONTROLLER__TEAM__BLUE &&
        id->team != GAME_CONTROLLER__TEAM__YELLOW) ||
-      id->id >= 16) {
+      id->id >= 16)
+    return false;
+  *team = id->team == GAME_CONTROLLER__TEAM__BLUE ? 0 : 1;
+  return true;
+}
+
+static void teleport_robot(pa_ssl_gw *x, const Sslsim__TeleportRobot *r,
+                           ssl_errs *e) {
+  const GameController__BotId *id = r->id;
+  int team;
+  if (!bot_id_ok(id, &team)) {
     err_add(e, "invalid:teleport_robot.id",
             "teleport_robot.id needs an id 0..15 and team BLUE or YELLOW");
     return;
   }
-  int team = id->team == GAME_CONTROLLER__TEAM__BLUE ? 0 : 1;
   if (r->has_by_force && r->by_force) {
     err_add(e, "unsupported:teleport_robot.by_force",
             "teleport_robot.by_force is not supported (%s %u not moved)",
@@ -247,15 +256,11 @@ static void teleport_robot(pa_ssl_gw *x, const Sslsim__TeleportRobot *r,
 static bool bot_lookup(pa_ssl_gw *x, const GameController__BotId *id,
                        const char *what, ssl_errs *e, uint32_t *idx,
                        int *team) {
-  if (!id || !id->has_id || !id->has_team ||
-      (id->team != GAME_CONTROLLER__TEAM__BLUE &&
-       id->team != GAME_CONTROLLER__TEAM__YELLOW) ||
-      id->id >= 16) {
+  if (!bot_id_ok(id, team)) {
     err_add(e, "invalid:id", "%s.id needs an id 0..15 and team BLUE or YELLOW",
             what);
     return false;
   }
-  *team = id->team == GAME_CONTROLLER__TEAM__BLUE ? 0 : 1;
   char name[16];
   pa_robot_info info;
   robot_name(name, sizeof name, *team, id->id);
