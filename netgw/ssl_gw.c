@@ -10,6 +10,8 @@
 #define _GNU_SOURCE
 #include "ssl_int.h"
 
+#include "pa_props.h"
+
 #include <arpa/inet.h>
 #include <errno.h>
 #include <math.h>
@@ -314,24 +316,6 @@ static void robot_specs(pa_ssl_gw *x, const Sslsim__RobotSpecs *sp,
       return;
     }
   }
-  if (sp->has_radius || sp->has_height) {
-    pa_cmd p;
-    memset(&p, 0, sizeof p);
-    p.op = PA_OP_SET_PROPERTY;
-    p.robot = idx;
-    if (sp->has_radius) {
-      p.prop.prop = PA_PROP_RADIUS;
-      p.prop.v[0] = sp->radius;
-      if (!push(x, &p, e))
-        return;
-    }
-    if (sp->has_height) {
-      p.prop.prop = PA_PROP_HEIGHT;
-      p.prop.v[0] = sp->height;
-      if (!push(x, &p, e))
-        return;
-    }
-  }
   if (sp->has_mass) {
     a->has |= PA_SSL_SPEC_MASS;
     a->mass = sp->mass;
@@ -388,6 +372,35 @@ static void robot_specs(pa_ssl_gw *x, const Sslsim__RobotSpecs *sp,
               "wheel angles must be finite [rad] (not applied)");
       return;
     }
+  if ((sp->has_radius && !pa_prop_ok_float(PA_PR_RADIUS, sp->radius)) ||
+      (sp->has_height && !pa_prop_ok_float(PA_PR_HEIGHT, sp->height))) {
+    char rr[48], hr[48];
+    err_add(e, "invalid:robot_specs",
+            "robot_specs of %s %u: radius must be %s, height %s (not applied)",
+            team_name(team), sp->id->id,
+            pa_prop_range(PA_PR_RADIUS, rr, sizeof rr),
+            pa_prop_range(PA_PR_HEIGHT, hr, sizeof hr));
+    return;
+  }
+  /* Only now, so that a refused spec leaves the shape as it was too. */
+  if (sp->has_radius || sp->has_height) {
+    pa_cmd p;
+    memset(&p, 0, sizeof p);
+    p.op = PA_OP_SET_PROPERTY;
+    p.robot = idx;
+    if (sp->has_radius) {
+      p.prop.prop = PA_PROP_RADIUS;
+      p.prop.v[0] = sp->radius;
+      if (!push(x, &p, e))
+        return;
+    }
+    if (sp->has_height) {
+      p.prop.prop = PA_PROP_HEIGHT;
+      p.prop.v[0] = sp->height;
+      if (!push(x, &p, e))
+        return;
+    }
+  }
   if (a->has)
     push(x, &c, e);
 }

@@ -297,6 +297,23 @@ class SslProtocol(StackTestCase):
         self.step_and_see(1)
         self.assertAlmostEqual(self.sim.get_ball()["velocity"][0], 3.0, delta=0.05)
 
+    def test_refused_robot_specs_change_nothing(self):
+        """A spec refused for one field leaves the radius as it was too."""
+        radius = lambda: {r["name"]: r["radius"] for r in self.sim.list_robots()["robots"]}["b1"]
+        r0 = radius()
+        for kw in ({"radius": r0 + 0.01, "mass": float("nan")}, {"radius": float("inf")},
+                   {"height": -1.0}):
+            cmd = pb["ssl_simulation_control"].SimulatorCommand()
+            s = cmd.config.robot_specs.add()
+            s.id.id, s.id.team = 1, pb["ssl_gc_common"].BLUE
+            for k, v in kw.items():
+                setattr(s, k, v)
+            errs = self.control(cmd).errors
+            self.assertEqual([e.code for e in errs], ["invalid:robot_specs"], kw)
+            self.assertIn("not applied", errs[0].message)
+            self.step_and_see(1)
+            self.assertAlmostEqual(radius(), r0, delta=1e-6, msg=str(kw))
+
     def realism(self, **kw):
         cmd = pb["ssl_simulation_control"].SimulatorCommand()
         m = pb["playarea_ssl"].RealismConfig(**kw)
