@@ -722,7 +722,20 @@ static void on_datagram(pa_ssl_gw *x, int s, const uint8_t *buf, size_t n,
       fbp = calloc(m->n_robot_commands, sizeof *fbp);
       if (!fb || !fbp)
         err_add(e, "busy", "out of memory");
+      uint32_t seen = 0; /* ids 0..15 with a command in this datagram */
       for (size_t i = 0; fb && fbp && i < m->n_robot_commands; i++) {
+        uint32_t id = m->robot_commands[i]->id;
+        if (id < 16 && (seen & 1u << id)) {
+          /* one datagram of repeats would fill pa-sim's queue and a
+           * response too big to send */
+          err_add(e, "invalid:robot_commands",
+                  "%s robot %u has more than one command in this datagram "
+                  "(the first is applied)",
+                  team_name(s == S_BLUE ? 0 : 1), id);
+          continue;
+        }
+        if (id < 16)
+          seen |= 1u << id;
         Sslsim__RobotFeedback init = SSLSIM__ROBOT_FEEDBACK__INIT;
         fb[nf] = init;
         fb[nf].id = UINT32_MAX;

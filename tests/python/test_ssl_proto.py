@@ -314,6 +314,17 @@ class SslProtocol(StackTestCase):
             self.step_and_see(1)
             self.assertAlmostEqual(radius(), r0, delta=1e-6, msg=str(kw))
 
+    def test_repeated_robot_ids_are_refused(self):
+        """A RobotControl of 400 commands for one robot is one command, the
+        rest named as errors: pa-sim's queue and the response stay small."""
+        r = self.robots([self.command(2, local=(0, 0, 0))] * 400)
+        self.assertEqual([fb.id for fb in r.feedback], [2])
+        self.assertTrue(r.errors)
+        self.assertEqual({e.code for e in r.errors}, {"invalid:robot_commands"})
+        self.assertIn("blue robot 2 has more than one command", r.errors[0].message)
+        r = self.robots([self.command(2, local=(0, 0, 0)), self.command(3, local=(0, 0, 0))])
+        self.assertEqual((sorted(fb.id for fb in r.feedback), list(r.errors)), ([2, 3], []))
+
     def realism(self, **kw):
         cmd = pb["ssl_simulation_control"].SimulatorCommand()
         m = pb["playarea_ssl"].RealismConfig(**kw)
