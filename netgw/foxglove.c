@@ -85,20 +85,6 @@ static void advertise_all(pa_fox *f, fox_conn *c) {
       c, json_pack("{s:s, s:o}", "op", "advertise", "channels", chans));
 }
 
-static void cam_demand(pa_fox *f, uint32_t robot, int delta) {
-  uint32_t *p = &f->g->st->cam[robot].subscribers;
-  if (delta > 0) {
-    __atomic_fetch_add(p, 1, __ATOMIC_RELEASE);
-  } else {
-    uint32_t v = __atomic_load_n(p, __ATOMIC_ACQUIRE);
-    while (v > 0 &&
-           !__atomic_compare_exchange_n(p, &v, v - 1, false, __ATOMIC_RELEASE,
-                                        __ATOMIC_ACQUIRE))
-      ;
-  }
-  sem_post(&f->g->ctl->render_wake);
-}
-
 static bool chan_subscribed(const pa_fox *f, uint32_t chan) {
   for (uint32_t i = 0; i < FOX_MAX_CONNS; i++) {
     const fox_conn *c = f->conns[i];
@@ -122,7 +108,7 @@ void pa_fox_cam_update(pa_fox *f) {
              pa_fox_topic_recorded(f, topic);
     }
     if (want != fr->cam_demand) {
-      cam_demand(f, r, want ? +1 : -1);
+      pa_gw_cam_demand(f->g, r, want ? +1 : -1);
       fr->cam_demand = want;
     }
   }
@@ -167,7 +153,7 @@ void pa_fox_refresh_world(pa_fox *f) {
       for (int k = 0; k < PA_FOX_ROBOT_KINDS; k++)
         json_array_append_new(gone, json_integer(fr->chan[k]));
       if (fr->cam_demand)
-        cam_demand(f, r, -1);
+        pa_gw_cam_demand(f->g, r, -1);
       /* subscriptions to the old channels end with them */
       for (uint32_t i = 0; i < FOX_MAX_CONNS; i++) {
         fox_conn *c = f->conns[i];
@@ -754,7 +740,7 @@ void pa_fox_destroy(pa_fox *f) {
       pa_ws_free(f->conns[i]->ws); /* on_close frees the conn */
   for (uint32_t r = 0; f->robots && r < f->g->ctl->def.max_robots; r++)
     if (f->robots[r].cam_demand)
-      cam_demand(f, r, -1);
+      pa_gw_cam_demand(f->g, r, -1);
   if (f->lis)
     evconnlistener_free(f->lis);
   if (f->turn_ev)

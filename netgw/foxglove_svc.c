@@ -247,6 +247,16 @@ static bool chan_exists(pa_fox *f, uint32_t id) {
   return false;
 }
 
+/* Protocol ids are uint32: a JSON integer outside that would wrap onto
+ * another id. */
+static bool json_u32(json_t *v, uint32_t *out) {
+  if (!json_is_integer(v) || json_integer_value(v) < 0 ||
+      json_integer_value(v) > (json_int_t)UINT32_MAX)
+    return false;
+  *out = (uint32_t)json_integer_value(v);
+  return true;
+}
+
 static void on_subscribe(fox_conn *c, json_t *subs) {
   pa_fox *f = c->f;
   size_t i;
@@ -254,14 +264,13 @@ static void on_subscribe(fox_conn *c, json_t *subs) {
   json_array_foreach(subs, i, s) {
     json_t *id = json_object_get(s, "id"),
            *ch = json_object_get(s, "channelId");
-    if (!json_is_integer(id) || !json_is_integer(ch)) {
+    uint32_t sid, cid;
+    if (!json_u32(id, &sid) || !json_u32(ch, &cid)) {
       pa_fox_status(c, 2,
                     "subscribe: each subscription needs integer id and "
-                    "channelId");
+                    "channelId (0..4294967295)");
       continue;
     }
-    uint32_t sid = (uint32_t)json_integer_value(id);
-    uint32_t cid = (uint32_t)json_integer_value(ch);
     if (!chan_exists(f, cid)) {
       pa_fox_status(c, 1, "subscribe: no channel %u", cid);
       continue;
@@ -292,9 +301,9 @@ static void on_unsubscribe(fox_conn *c, json_t *ids) {
   size_t i;
   json_t *v;
   json_array_foreach(ids, i, v) {
-    if (!json_is_integer(v))
+    uint32_t sid;
+    if (!json_u32(v, &sid))
       continue;
-    uint32_t sid = (uint32_t)json_integer_value(v);
     for (uint32_t k = 0; k < c->n_subs; k++)
       if (c->subs[k].sub == sid) {
         c->subs[k] = c->subs[--c->n_subs];
@@ -311,8 +320,11 @@ static void on_client_advertise(fox_conn *c, json_t *chans) {
     json_t *id = json_object_get(ch, "id"),
            *topic = json_object_get(ch, "topic"),
            *enc = json_object_get(ch, "encoding");
-    if (!json_is_integer(id) || !json_is_string(topic)) {
-      pa_fox_status(c, 2, "advertise: each channel needs integer id and topic");
+    uint32_t cid;
+    if (!json_u32(id, &cid) || !json_is_string(topic)) {
+      pa_fox_status(c, 2,
+                    "advertise: each channel needs integer id (0..4294967295) "
+                    "and topic");
       continue;
     }
     if (!json_is_string(enc) || strcmp(json_string_value(enc), "json")) {
@@ -320,12 +332,21 @@ static void on_client_advertise(fox_conn *c, json_t *chans) {
                     json_string_value(topic));
       continue;
     }
+    bool dup = false;
+    for (uint32_t k = 0; k < c->n_pubs; k++)
+      dup |= c->pubs[k].id == cid;
+    if (dup) {
+      /* a second topic on one id would never get a message */
+      pa_fox_status(c, 2, "advertise %s: channel id %u is in use",
+                    json_string_value(topic), cid);
+      continue;
+    }
     if (c->n_pubs == FOX_MAX_PUBS) {
       pa_fox_status(c, 2, "advertise: at most %d client channels",
                     FOX_MAX_PUBS);
       break;
     }
-    c->pubs[c->n_pubs].id = (uint32_t)json_integer_value(id);
+    c->pubs[c->n_pubs].id = cid;
     snprintf(c->pubs[c->n_pubs].topic, sizeof c->pubs[0].topic, "%s",
              json_string_value(topic));
     c->n_pubs++;
@@ -336,8 +357,9 @@ static void on_client_unadvertise(fox_conn *c, json_t *ids) {
   size_t i;
   json_t *v;
   json_array_foreach(ids, i, v) {
-    for (uint32_t k = 0; k < c->n_pubs; k++)
-      if (json_is_integer(v) && c->pubs[k].id == json_integer_value(v)) {
+    uint32_t cid;
+    for (uint32_t k = 0; json_u32(v, &cid) && k < c->n_pubs; k++)
+      if (c->pubs[k].id == cid) {
         c->pubs[k] = c->pubs[--c->n_pubs];
         break;
       }

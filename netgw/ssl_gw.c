@@ -10,6 +10,8 @@
 #define _GNU_SOURCE
 #include "ssl_int.h"
 
+#include "pa_props.h"
+
 #include <arpa/inet.h>
 #include <errno.h>
 #include <math.h>
@@ -166,18 +168,27 @@ static void teleport_ball(pa_ssl_gw *x, const Sslsim__TeleportBall *b,
   push(x, &c, e);
 }
 
-static void teleport_robot(pa_ssl_gw *x, const Sslsim__TeleportRobot *r,
-                           ssl_errs *e) {
-  const GameController__BotId *id = r->id;
+/* A BotId names a robot when it has an id 0..15 and team BLUE or YELLOW;
+ * *team is then 0 (blue) or 1 (yellow). */
+static bool bot_id_ok(const GameController__BotId *id, int *team) {
   if (!id || !id->has_id || !id->has_team ||
       (id->team != GAME_CONTROLLER__TEAM__BLUE &&
        id->team != GAME_CONTROLLER__TEAM__YELLOW) ||
-      id->id >= 16) {
+      id->id >= 16)
+    return false;
+  *team = id->team == GAME_CONTROLLER__TEAM__BLUE ? 0 : 1;
+  return true;
+}
+
+static void teleport_robot(pa_ssl_gw *x, const Sslsim__TeleportRobot *r,
+                           ssl_errs *e) {
+  const GameController__BotId *id = r->id;
+  int team;
+  if (!bot_id_ok(id, &team)) {
     err_add(e, "invalid:teleport_robot.id",
             "teleport_robot.id needs an id 0..15 and team BLUE or YELLOW");
     return;
   }
-  int team = id->team == GAME_CONTROLLER__TEAM__BLUE ? 0 : 1;
   if (r->has_by_force && r->by_force) {
     err_add(e, "unsupported:teleport_robot.by_force",
             "teleport_robot.by_force is not supported (%s %u not moved)",
@@ -247,15 +258,11 @@ static void teleport_robot(pa_ssl_gw *x, const Sslsim__TeleportRobot *r,
 static bool bot_lookup(pa_ssl_gw *x, const GameController__BotId *id,
                        const char *what, ssl_errs *e, uint32_t *idx,
                        int *team) {
-  if (!id || !id->has_id || !id->has_team ||
-      (id->team != GAME_CONTROLLER__TEAM__BLUE &&
-       id->team != GAME_CONTROLLER__TEAM__YELLOW) ||
-      id->id >= 16) {
+  if (!bot_id_ok(id, team)) {
     err_add(e, "invalid:id", "%s.id needs an id 0..15 and team BLUE or YELLOW",
             what);
     return false;
   }
-  *team = id->team == GAME_CONTROLLER__TEAM__BLUE ? 0 : 1;
   char name[16];
   pa_robot_info info;
   robot_name(name, sizeof name, *team, id->id);
@@ -307,24 +314,6 @@ static void robot_specs(pa_ssl_gw *x, const Sslsim__RobotSpecs *sp,
               "RobotSpecErForce shoot_radius and dribbler_height are not "
               "supported (the ball touches the flat front)");
       return;
-    }
-  }
-  if (sp->has_radius || sp->has_height) {
-    pa_cmd p;
-    memset(&p, 0, sizeof p);
-    p.op = PA_OP_SET_PROPERTY;
-    p.robot = idx;
-    if (sp->has_radius) {
-      p.prop.prop = PA_PROP_RADIUS;
-      p.prop.v[0] = sp->radius;
-      if (!push(x, &p, e))
-        return;
-    }
-    if (sp->has_height) {
-      p.prop.prop = PA_PROP_HEIGHT;
-      p.prop.v[0] = sp->height;
-      if (!push(x, &p, e))
-        return;
     }
   }
   if (sp->has_mass) {
@@ -383,6 +372,35 @@ static void robot_specs(pa_ssl_gw *x, const Sslsim__RobotSpecs *sp,
               "wheel angles must be finite [rad] (not applied)");
       return;
     }
+  if ((sp->has_radius && !pa_prop_ok_float(PA_PR_RADIUS, sp->radius)) ||
+      (sp->has_height && !pa_prop_ok_float(PA_PR_HEIGHT, sp->height))) {
+    char rr[48], hr[48];
+    err_add(e, "invalid:robot_specs",
+            "robot_specs of %s %u: radius must be %s, height %s (not applied)",
+            team_name(team), sp->id->id,
+            pa_prop_range(PA_PR_RADIUS, rr, sizeof rr),
+            pa_prop_range(PA_PR_HEIGHT, hr, sizeof hr));
+    return;
+  }
+  /* Only now, so that a refused spec leaves the shape as it was too. */
+  if (sp->has_radius || sp->has_height) {
+    pa_cmd p;
+    memset(&p, 0, sizeof p);
+    p.op = PA_OP_SET_PROPERTY;
+    p.robot = idx;
+    if (sp->has_radius) {
+      p.prop.prop = PA_PROP_RADIUS;
+      p.prop.v[0] = sp->radius;
+      if (!push(x, &p, e))
+        return;
+    }
+    if (sp->has_height) {
+      p.prop.prop = PA_PROP_HEIGHT;
+      p.prop.v[0] = sp->height;
+      if (!push(x, &p, e))
+        return;
+    }
+  }
   if (a->has)
     push(x, &c, e);
 }
@@ -704,7 +722,20 @@ static void on_datagram(pa_ssl_gw *x, int s, const uint8_t *buf, size_t n,
       fbp = calloc(m->n_robot_commands, sizeof *fbp);
       if (!fb || !fbp)
         err_add(e, "busy", "out of memory");
+      uint32_t seen = 0; /* ids 0..15 with a command in this datagram */
       for (size_t i = 0; fb && fbp && i < m->n_robot_commands; i++) {
+        uint32_t id = m->robot_commands[i]->id;
+        if (id < 16 && (seen & 1u << id)) {
+          /* one datagram of repeats would fill pa-sim's queue and a
+           * response too big to send */
+          err_add(e, "invalid:robot_commands",
+                  "%s robot %u has more than one command in this datagram "
+                  "(the first is applied)",
+                  team_name(s == S_BLUE ? 0 : 1), id);
+          continue;
+        }
+        if (id < 16)
+          seen |= 1u << id;
         Sslsim__RobotFeedback init = SSLSIM__ROBOT_FEEDBACK__INIT;
         fb[nf] = init;
         fb[nf].id = UINT32_MAX;

@@ -23,7 +23,7 @@
 /* ---- subscriptions
  * ----------------------------------------------------------*/
 
-static void cam_demand(pa_netgw *g, uint32_t robot, int delta) {
+void pa_gw_cam_demand(pa_netgw *g, uint32_t robot, int delta) {
   if (robot >= g->ctl->def.max_robots)
     return;
   uint32_t *p = &g->st->cam[robot].subscribers;
@@ -80,9 +80,9 @@ void pa_gw_subscribe(pa_client *c, int ch, uint32_t robot, uint16_t port) {
   /* A hibernating client's camera demand and odom row are off already. */
   if (ch == PA_CH_CAMERA && !c->hibernating) {
     if (c->port[ch])
-      cam_demand(c->g, c->sub_robot[ch], -1);
+      pa_gw_cam_demand(c->g, c->sub_robot[ch], -1);
     if (port)
-      cam_demand(c->g, robot, +1);
+      pa_gw_cam_demand(c->g, robot, +1);
   }
   c->port[ch] = port;
   c->sub_robot[ch] = robot;
@@ -97,7 +97,7 @@ void pa_gw_hibernate(pa_client *c, bool on) {
     return;
   /* The subscriptions stay; only what feeds them stops (or restarts). */
   if (c->port[PA_CH_CAMERA])
-    cam_demand(c->g, c->sub_robot[PA_CH_CAMERA], on ? -1 : +1);
+    pa_gw_cam_demand(c->g, c->sub_robot[PA_CH_CAMERA], on ? -1 : +1);
   if (c->port[PA_CH_ODOM])
     odom_table_set(c, c->sub_robot[PA_CH_ODOM], on ? 0 : c->port[PA_CH_ODOM]);
   c->hibernating = on;

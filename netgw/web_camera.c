@@ -55,8 +55,7 @@ int pa_webcam_init(pa_web *w) {
 
 static void release(pa_web *w, cam_robot *cr, uint32_t robot) {
   if (cr->demand) {
-    __atomic_fetch_sub(&w->g->st->cam[robot].subscribers, 1, __ATOMIC_ACQ_REL);
-    sem_post(&w->g->ctl->render_wake);
+    pa_gw_cam_demand(w->g, robot, -1);
     w->cam->watched--;
   }
   cr->demand = false;
@@ -138,8 +137,7 @@ void pa_webcam_request(pa_web *w, struct evhttp_request *req,
       c->cur = pa_ring_cursor_now(w->g->st->camera);
     cr->demand = true;
     c->watched++;
-    __atomic_fetch_add(&w->g->st->cam[id].subscribers, 1, __ATOMIC_ACQ_REL);
-    sem_post(&w->g->ctl->render_wake);
+    pa_gw_cam_demand(w->g, (uint32_t)id, +1);
   }
   cr->until_ns = pa_now_ns() + CAM_HOLD_NS;
   if (!cr->rgb) {

@@ -53,6 +53,25 @@ typedef struct sbuf {
 
 static void sb_printf(sbuf *b, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+/* Room for need bytes in all (doubling); false and b->oom when out. */
+static bool sb_reserve(sbuf *b, size_t need) {
+  if (b->oom)
+    return false;
+  if (need <= b->cap)
+    return true;
+  size_t cap = b->cap ? b->cap : 4096;
+  while (cap < need)
+    cap *= 2;
+  char *s = realloc(b->s, cap);
+  if (!s) {
+    b->oom = true;
+    return false;
+  }
+  b->s = s;
+  b->cap = cap;
+  return true;
+}
+
 static void sb_printf(sbuf *b, const char *fmt, ...) {
   for (int pass = 0; pass < 2 && !b->oom; pass++) {
     va_list ap;
@@ -68,34 +87,14 @@ static void sb_printf(sbuf *b, const char *fmt, ...) {
       b->n += (size_t)k;
       return;
     }
-    size_t cap = b->cap ? b->cap : 4096;
-    while (cap <= b->n + (size_t)k)
-      cap *= 2;
-    char *s = realloc(b->s, cap);
-    if (!s) {
-      b->oom = true;
+    if (!sb_reserve(b, b->n + (size_t)k + 1)) /* + the NUL vsnprintf writes */
       return;
-    }
-    b->s = s;
-    b->cap = cap;
   }
 }
 
 static void sb_bytes(sbuf *b, const void *p, size_t n) {
-  if (b->oom)
+  if (!sb_reserve(b, b->n + n))
     return;
-  if (b->n + n > b->cap) {
-    size_t cap = b->cap ? b->cap : 4096;
-    while (cap < b->n + n)
-      cap *= 2;
-    char *s = realloc(b->s, cap);
-    if (!s) {
-      b->oom = true;
-      return;
-    }
-    b->s = s;
-    b->cap = cap;
-  }
   memcpy(b->s + b->n, p, n);
   b->n += n;
 }

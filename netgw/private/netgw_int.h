@@ -270,6 +270,9 @@ int pa_gw_obstacle(pa_netgw *g, const char *name, pa_obstacle_info *info,
                    uint32_t *idx);
 /* Latest state record; NULL when pa-sim has not written a tick yet. */
 const pa_tick *pa_gw_latest(pa_netgw *g);
+/* streams.c: one camera subscriber more (+1) or less (-1) for robot, never
+ * below 0 (a restarted netgw zeroed the counts), and wakes pa-render. */
+void pa_gw_cam_demand(pa_netgw *g, uint32_t robot, int delta);
 const pa_robot_state *pa_gw_robot_state(const pa_tick *t, uint32_t robot);
 /* Latest scan of a robot from the cache (after draining the ring). */
 const pa_scan *pa_gw_scan(pa_netgw *g, uint32_t robot);

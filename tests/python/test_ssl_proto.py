@@ -297,6 +297,34 @@ class SslProtocol(StackTestCase):
         self.step_and_see(1)
         self.assertAlmostEqual(self.sim.get_ball()["velocity"][0], 3.0, delta=0.05)
 
+    def test_refused_robot_specs_change_nothing(self):
+        """A spec refused for one field leaves the radius as it was too."""
+        radius = lambda: {r["name"]: r["radius"] for r in self.sim.list_robots()["robots"]}["b1"]
+        r0 = radius()
+        for kw in ({"radius": r0 + 0.01, "mass": float("nan")}, {"radius": float("inf")},
+                   {"height": -1.0}):
+            cmd = pb["ssl_simulation_control"].SimulatorCommand()
+            s = cmd.config.robot_specs.add()
+            s.id.id, s.id.team = 1, pb["ssl_gc_common"].BLUE
+            for k, v in kw.items():
+                setattr(s, k, v)
+            errs = self.control(cmd).errors
+            self.assertEqual([e.code for e in errs], ["invalid:robot_specs"], kw)
+            self.assertIn("not applied", errs[0].message)
+            self.step_and_see(1)
+            self.assertAlmostEqual(radius(), r0, delta=1e-6, msg=str(kw))
+
+    def test_repeated_robot_ids_are_refused(self):
+        """A RobotControl of 400 commands for one robot is one command, the
+        rest named as errors: pa-sim's queue and the response stay small."""
+        r = self.robots([self.command(2, local=(0, 0, 0))] * 400)
+        self.assertEqual([fb.id for fb in r.feedback], [2])
+        self.assertTrue(r.errors)
+        self.assertEqual({e.code for e in r.errors}, {"invalid:robot_commands"})
+        self.assertIn("blue robot 2 has more than one command", r.errors[0].message)
+        r = self.robots([self.command(2, local=(0, 0, 0)), self.command(3, local=(0, 0, 0))])
+        self.assertEqual((sorted(fb.id for fb in r.feedback), list(r.errors)), ([2, 3], []))
+
     def realism(self, **kw):
         cmd = pb["ssl_simulation_control"].SimulatorCommand()
         m = pb["playarea_ssl"].RealismConfig(**kw)

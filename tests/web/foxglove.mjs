@@ -305,10 +305,18 @@ const tests = {
     ws.send(new Uint8Array([0x01, 9, 0, 0, 0, 123])); // data on a channel never advertised
     const srv = new Uint8Array([0x02, 99, 0, 0, 0, 1, 0, 0, 0, 4, 0, 0, 0, 106, 115, 111, 110]);
     ws.send(srv);                                      // no service 99
-    await waitFor(() => f.statuses.length >= 7, 5000, `statuses (${f.statuses.length})`);
+    // ids that would wrap to uint32, and one client channel id given twice
+    ws.send(JSON.stringify({ op: "subscribe", subscriptions: [{ id: -1, channelId: 1 }] }));
+    ws.send(JSON.stringify({ op: "advertise", channels: [{ id: 2 ** 32 + 7, topic: "/w", encoding: "json" }] }));
+    const twice = { id: 77, topic: "/robot0/cmd_vel", encoding: "json" };
+    ws.send(JSON.stringify({ op: "advertise", channels: [twice, { ...twice, topic: "/x/cmd_vel" }] }));
+    await waitFor(() => f.statuses.length >= 10, 5000, `statuses (${f.statuses.length})`);
     for (const re of [/not a JSON object/, /op fly is not supported/, /integer id and channelId/,
-      /only the json encoding/, /unknown binary opcode/, /too short/, /not advertised/])
+      /only the json encoding/, /unknown binary opcode/, /too short/, /not advertised/,
+      /integer id \(0\.\.4294967295\) and topic/, /advertise \/x\/cmd_vel: channel id 77 is in use/])
       assert.ok(f.statuses.some((s) => re.test(s.message)), `a status matching ${re}`);
+    assert.equal(f.statuses.filter((s) => /integer id and channelId/.test(s.message)).length, 2,
+      "subscription id -1 refused like a string id");
     // still served
     f.subscribe("/tf");
     await waitFor(() => f.msgs.some((m) => m.topic === "/tf"), 5000, "tf after the garbage");
