@@ -139,6 +139,7 @@ pa_netgw *pa_netgw_create(const pa_netgw_def *d, pa_stack *stack, char *err,
     return NULL;
   }
   g->def = *d;
+  g->step_tick_ns = 2000; /* a few robots' tick, until STEPs measure it */
   g->st = stack;
   g->ctl = stack->ctl;
   g->stop_fd = -1;

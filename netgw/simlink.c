@@ -115,13 +115,26 @@ bool pa_gw_reply_error(const pa_netgw *g, const pa_reply *r, pa_status *st,
   return true;
 }
 
+/* A short lockstep step comes back in tens of microseconds: watching the
+ * reply queue that long saves the thread and eventfd wake-ups (~100 us on a
+ * busy machine). Bounded, and only right after such a step was pushed, while
+ * the client is waiting for it anyway. */
+#define STEP_SPIN_NS 100000
+
 int pa_gw_push_wait(pa_client *c, pa_cmd *cmd) {
   if (push(c, cmd) != 0)
     return -1;
   c->pend_req = cmd->request_id;
   c->pend_robot = cmd->robot;
-  if (cmd->op == PA_OP_STEP && cmd->step.ticks <= 4)
-    c->g->spin_hint = true;
+  c->pend_ticks = 0;
+  if (cmd->op == PA_OP_STEP && cmd->step.ticks > 0) {
+    /* Watch for the reply only when it is due within the spin bound, by the
+     * latency per tick the last STEPs took (few robots: microseconds). */
+    c->pend_ticks = cmd->step.ticks;
+    c->pend_t0 = pa_now_ns();
+    if ((double)cmd->step.ticks * (double)c->g->step_tick_ns < STEP_SPIN_NS)
+      c->g->spin_hint = true;
+  }
   unsigned ms =
       c->pend_wait_ms ? c->pend_wait_ms : c->g->def.request_timeout_ms;
   c->pend_wait_ms = 0;
@@ -134,6 +147,12 @@ static void complete(pa_client *c, const pa_reply *r) {
   int kind = c->pend;
   c->pend = PEND_NONE;
   evtimer_del(c->timeout_ev);
+  if (r && c->pend_ticks) {
+    pa_netgw *g = c->g;
+    int64_t per = (pa_now_ns() - c->pend_t0) / (int64_t)c->pend_ticks;
+    g->step_tick_ns += (per - g->step_tick_ns) / 4;
+    c->pend_ticks = 0;
+  }
   if (!r)
     c->g->busy++;
   c->g->direct_write = true; /* only this reply: later lines batch up */
@@ -174,12 +193,6 @@ void pa_gw_on_reply(void *arg) {
   g->spin_hint = false; /* only a step pushed from a client read is watched */
   pa_gw_account(g, t0);
 }
-
-/* A short lockstep step comes back in tens of microseconds: watching the
- * reply queue that long saves the thread and eventfd wake-ups (~100 us on a
- * busy machine). Bounded, and only right after such a step was pushed, while
- * the client is waiting for it anyway. */
-#define STEP_SPIN_NS 100000
 
 void pa_gw_spin_for_reply(pa_netgw *g) {
   g->spin_hint = false;

@@ -228,6 +228,10 @@ typedef struct pa_sim_state {
                             * then reads ranges after pa_sim_scans_settle) */
   struct pa_sim_late *late; /* NULL without threads */
   uint64_t late_scans;     /* scans overlapped so far (statistics) */
+  bool inline_scans;       /* this tick's scans on the calling thread only
+                            * (pa_sim_run: a lockstep STEP of a few robots,
+                            * where workers would only take the cores the
+                            * gateway and the client wait for) */
   pa_sim_rec *rec;         /* export_datasets: the newest (recording or
                             * being written by its thread), then older ones
                             * still being written; NULL = none */

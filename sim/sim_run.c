@@ -25,6 +25,7 @@
 #define SPIN_MAX_NS 200000LL         /* at most this (adaptive between) */
 #define LEAN_SAMPLE 16               /* see `timed` */
 #define LOADER_POLL_NS 1000000L      /* paused: check a load this often */
+#define INLINE_STEP_TICKS 100        /* a STEP this short: scans inline */
 
 /* set_map, generate_map and set_scenario read and build their map on this
  * thread, so a big or hostile file never holds up the tick; the loop swaps
@@ -549,6 +550,12 @@ void pa_sim_run(pa_sim_model *m, pa_sim_state *s, pa_stack *st,
     bool lean = s->speed <= 0 || k.stepping;
     s->defer_scans = (!s->paused && s->speed <= 0) ||
                      (k.stepping && k.step_left > 1);
+    /* A short lockstep STEP of a few robots: a scan takes microseconds on
+     * this thread, while a worker's wake-up and watch would take a core from
+     * the gateway and the client that wait for it (3 processes, often 2
+     * cores). A long STEP runs free: overlapped as above. */
+    s->inline_scans = s->paused && k.stepping && s->robot_count <= 8 &&
+                      k.step_cmd.step.ticks <= INLINE_STEP_TICKS;
     /* Ticks back to back (free-running, STEP) read the clock once, at the
      * end of the tick (each read is ~5% of a tick); every LEAN_SAMPLE-th
      * one is timed in full for the phase costs. */

@@ -433,7 +433,7 @@ static bool scan_late(const pa_sim_model *m, pa_sim_state *s, uint32_t id) {
 
 int64_t pa_sim_int_step(const pa_sim_model *m, pa_sim_state *s, int64_t t0,
                         bool timed) {
-  pa_sim_scans_settle(m, s, false);
+  pa_sim_scans_settle(m, s, s->inline_scans);
   pa_sim_int_agents_step(m, s); /* agents move first (sim_agents.c) */
   /* Broad phase: buckets wide enough that 3x3 of them cover any contact
    * during this tick, even with neighbours moving. */
@@ -514,14 +514,16 @@ int64_t pa_sim_int_step(const pa_sim_model *m, pa_sim_state *s, int64_t t0,
       pa_sim_int_hash_build(&s->lhash, s, lcell);
       hashed = true;
     }
-    if (!s->pool)
+    if (!s->pool || s->inline_scans)
       pa_sim_scan(m, s, i, s->ranges + (size_t)i * m->beam_cap);
     s->rs[i].scan_seq++;
     s->scan_due[s->scan_due_count++] = i;
   }
   /* With threads: the same scans, cast together once the list is known
    * (each writes only its own ranges and noise generator). */
-  if (s->pool && s->scan_due_count == 1) {
+  if (s->inline_scans) {
+    /* cast above */
+  } else if (s->pool && s->scan_due_count == 1) {
     if (scan_late(m, s, s->scan_due[0]))
       s->scan_due_count = 0; /* its record is written when it completes */
     else

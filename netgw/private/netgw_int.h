@@ -156,6 +156,8 @@ typedef struct pa_client {
   int pend_text;             /* pa_text_kind */
   int pend_action;           /* json.c action id */
   uint32_t pend_robot;
+  uint32_t pend_ticks;       /* a STEP's ticks (0: not a STEP) */
+  int64_t pend_t0;           /* when it was pushed [ns] */
   unsigned pend_wait_ms;     /* the next wait's timeout (0 = the default) */
   json_t *jreq;              /* request being answered */
   json_t *jbatch;            /* batch request, or NULL */
@@ -215,6 +217,7 @@ typedef struct pa_netgw {
   uint64_t next_req;
   uint64_t splice_nonce; /* makes range placeholders unguessable by clients */
   bool spin_hint;       /* a lockstep STEP was just pushed */
+  int64_t step_tick_ns; /* EWMA: a STEP's reply latency per tick */
   bool direct_write;    /* pa_gw_write may send at once (a sim reply) */
   int stop_fd;
   struct event *stop_ev, *health_ev, *sig_int, *sig_term;
