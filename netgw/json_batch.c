@@ -329,17 +329,17 @@ size_t pa_json_cost_step_batch(jctx *x) {
     top = g->ctl->def.max_robots;
   json_t *rv = json_object_get(x->data, "robots");
   size_t n = rv && json_is_array(rv) ? json_array_size(rv) : top;
+  bool bin = false, obs = true;
+  want_binary(x, &bin); /* a bad value fails in the handler */
+  flag(x, "observe", true, &obs);
   /* The widest laser now (a racing set_property makes the reply a little
-   * larger than this bound at most once). */
+   * larger than this bound at most once); no scans in the reply: no need. */
   size_t beams = 1;
-  for (uint32_t i = 0; i < top; i++)
+  for (uint32_t i = 0; obs && i < top; i++)
     if (g->st->robots[i].laser_beams > beams)
       beams = g->st->robots[i].laser_beams;
   if (beams > g->ctl->def.max_beams)
     beams = g->ctl->def.max_beams;
-  bool bin = false, obs = true;
-  want_binary(x, &bin); /* a bad value fails in the handler */
-  flag(x, "observe", true, &obs);
   size_t per = !obs ? 0 : bin ? BF_COUNT * 8 + beams * 4 : 600 + beams * 20;
   return n * per + PA_JSON_SMALL_REPLY;
 }
