@@ -48,7 +48,35 @@ static uint32_t *fail_ids(jctx *x, pa_status st, const char *fmt, ...) {
   return NULL;
 }
 
-static uint32_t *batch_robots(jctx *x, size_t *n) {
+/* Whether every id of rv is a distinct active robot, checked under one read of
+ * the world table's seqlock instead of copying each robot's entry (440 bytes,
+ * a seqlock read each: 1,000 of them per step_batch); ids filled in. False
+ * (not an error) when one is not, or the table changed meanwhile: the caller
+ * then checks one by one and names the bad id. */
+static bool ids_ok(pa_netgw *g, json_t *rv, size_t cnt, uint32_t max,
+                   const pa_tick *t, uint32_t *ids, char *seen) {
+  uint64_t s = pa_stack_world_read_begin(g->st);
+  if (s & 1u)
+    return false;
+  bool ok = true;
+  for (size_t i = 0; ok && i < cnt; i++) {
+    json_t *e = json_array_get(rv, i);
+    json_int_t id = json_is_integer(e) ? json_integer_value(e) : -1;
+    ok = id >= 0 && id < (json_int_t)max && !seen[id];
+    if (ok && !(t && pa_gw_robot_state(t, (uint32_t)id)))
+      ok = __atomic_load_n(&g->st->robots[id].active, __ATOMIC_RELAXED) != 0;
+    if (ok) {
+      seen[id] = 1;
+      ids[i] = (uint32_t)id;
+    }
+  }
+  return ok && !pa_stack_world_read_retry(g->st, s);
+}
+
+/* With a tick t (the reply), an id whose active state t holds is known to be
+ * a robot without copying its world entry (a reply for 1,000 robots would
+ * copy 1,000 of them); others are looked up as before. */
+static uint32_t *batch_robots(jctx *x, size_t *n, const pa_tick *t) {
   pa_netgw *g = x->c->g;
   uint32_t max = g->ctl->def.max_robots;
   json_t *rv = json_object_get(x->data, "robots");
@@ -72,7 +100,8 @@ static uint32_t *batch_robots(jctx *x, size_t *n) {
   if (!rv) {
     uint32_t top = __atomic_load_n(&g->ctl->robot_count, __ATOMIC_ACQUIRE);
     for (uint32_t i = 0; i < top && i < max; i++)
-      if (pa_gw_robot(g, NULL, (long)i, &info, &idx) == 0)
+      if ((t && pa_gw_robot_state(t, i)) ||
+          pa_gw_robot(g, NULL, (long)i, &info, &idx) == 0)
         ids[cnt++] = i;
     free(seen);
     if (cnt == 0) {
@@ -82,12 +111,19 @@ static uint32_t *batch_robots(jctx *x, size_t *n) {
     *n = cnt;
     return ids;
   }
+  if (ids_ok(g, rv, cnt, max, t, ids, seen)) {
+    free(seen);
+    *n = cnt;
+    return ids;
+  }
+  memset(seen, 0, max ? max : 1); /* the slow path names the first bad id */
   for (size_t i = 0; i < cnt; i++) {
     json_t *e = json_array_get(rv, i);
     json_int_t id = json_is_integer(e) ? json_integer_value(e) : -1;
-    int rc = id >= 0 && id < (json_int_t)max
-                 ? pa_gw_robot(g, NULL, (long)id, &info, &idx)
-                 : -1;
+    int rc = id < 0 || id >= (json_int_t)max ? -1
+             : t && pa_gw_robot_state(t, (uint32_t)id)
+                 ? 0
+                 : pa_gw_robot(g, NULL, (long)id, &info, &idx);
     const char *why = NULL;
     pa_status st = PA_ERR_UNKNOWN_ROBOT;
     if (!json_is_integer(e)) {
@@ -293,17 +329,17 @@ size_t pa_json_cost_step_batch(jctx *x) {
     top = g->ctl->def.max_robots;
   json_t *rv = json_object_get(x->data, "robots");
   size_t n = rv && json_is_array(rv) ? json_array_size(rv) : top;
+  bool bin = false, obs = true;
+  want_binary(x, &bin); /* a bad value fails in the handler */
+  flag(x, "observe", true, &obs);
   /* The widest laser now (a racing set_property makes the reply a little
-   * larger than this bound at most once). */
+   * larger than this bound at most once); no scans in the reply: no need. */
   size_t beams = 1;
-  for (uint32_t i = 0; i < top; i++)
+  for (uint32_t i = 0; obs && i < top; i++)
     if (g->st->robots[i].laser_beams > beams)
       beams = g->st->robots[i].laser_beams;
   if (beams > g->ctl->def.max_beams)
     beams = g->ctl->def.max_beams;
-  bool bin = false, obs = true;
-  want_binary(x, &bin); /* a bad value fails in the handler */
-  flag(x, "observe", true, &obs);
   size_t per = !obs ? 0 : bin ? BF_COUNT * 8 + beams * 4 : 600 + beams * 20;
   return n * per + PA_JSON_SMALL_REPLY;
 }
@@ -338,7 +374,7 @@ json_t *pa_json_act_step_batch(jctx *x) {
     return pa_json_fail(x, PA_ERR_INVALID_MESSAGE,
                         "give data.actions or data.actions_b64, not both");
   size_t n;
-  uint32_t *ids = batch_robots(x, &n);
+  uint32_t *ids = batch_robots(x, &n, NULL);
   if (!ids)
     return NULL;
   if (acts && json_array_size(acts) != n) {
@@ -481,7 +517,7 @@ json_t *pa_json_act_step_batch(jctx *x) {
 
 /* One robot's doubles of the binary block; NaN where nothing is known. */
 static void bin_row(double *f, const pa_robot_state *rs, const pa_scan *s,
-                    const pa_robot_info *info) {
+                    double range_max) {
   for (int i = 0; i < BF_COUNT; i++)
     f[i] = NAN;
   if (rs) {
@@ -497,7 +533,7 @@ static void bin_row(double *f, const pa_robot_state *rs, const pa_scan *s,
     f[BF_HEAD] = rs->head;
     f[BF_BUMPED] = (rs->flags & PA_RS_BUMPED) ? 1 : 0;
   }
-  f[BF_RANGE_MAX] = info->laser_range_max;
+  f[BF_RANGE_MAX] = range_max;
   if (s) {
     f[BF_SCAN_SEQ] = s->seq;
     f[BF_SCAN_TICK] = (double)s->tick;
@@ -505,6 +541,121 @@ static void bin_row(double *f, const pa_robot_state *rs, const pa_scan *s,
     f[BF_ANGLE_INC] = s->angle_increment;
     f[BF_RANGE_MAX] = s->range_max;
   }
+}
+
+/* Where each robot's newest scan is: in the scan ring (src[i] in place, its
+ * header copied into hd[i], seq[i] its record) while the ring holds it, else
+ * in the gateway's cache (seq[i] 0; drained once), else nowhere (src NULL).
+ * Reading the ring skips the cache's two copies of 1,000 scans per reply. */
+static void find_scans(pa_netgw *g, const uint32_t *ids, size_t n, bool ring,
+                       int32_t *row, pa_scan *hd, const float **src,
+                       uint64_t *seq) {
+  uint32_t max = g->ctl->def.max_robots;
+  size_t left = n;
+  for (size_t i = 0; i < n; i++) {
+    src[i] = NULL;
+    seq[i] = 0;
+    row[ids[i]] = (int32_t)i; /* ids are distinct and < max */
+  }
+  const pa_ring *r = g->st->scan;
+  uint64_t head = ring ? pa_ring_head(r) : 0;
+  uint64_t slots = pa_ring_slot_count(r);
+  for (uint64_t k = head; left && k >= 1 && head - k < slots; k--) {
+    uint32_t l;
+    const char *rec = pa_ring_peek(r, k, &l);
+    pa_scan h;
+    if (!rec || l < sizeof h)
+      continue;
+    memcpy(&h, rec, sizeof h); /* checked again after the copies */
+    int32_t i = h.robot < max ? row[h.robot] : -1;
+    if (i < 0 || src[i] || sizeof h + (uint64_t)h.count * 4 > l)
+      continue;
+    hd[i] = h;
+    src[i] = (const float *)(const void *)(rec + sizeof h);
+    seq[i] = k;
+    left--;
+  }
+  if (left)
+    pa_gw_drain_scans(g);
+  for (size_t i = 0; left && i < n; i++) {
+    const pa_scan *cs = (const pa_scan *)g->scan_cache[ids[i]];
+    if (src[i] || !cs)
+      continue;
+    hd[i] = *cs;
+    src[i] = (const float *)(const void *)(cs + 1);
+    left--;
+  }
+  for (size_t i = 0; i < n; i++)
+    row[ids[i]] = -1;
+}
+
+/* The binary block of the robots' states in t and newest scans into *blk
+ * (malloc'd): 0, 1 when a scan read from the ring was overwritten while
+ * copied (nothing returned: read from the cache then), -1 out of memory. */
+static int bin_block(pa_netgw *g, const pa_tick *t, const uint32_t *ids,
+                     size_t n, bool ring, char **blk, size_t *len,
+                     uint32_t *beams) {
+  uint32_t max = g->ctl->def.max_robots;
+  int32_t *row = malloc(max * sizeof *row);
+  pa_scan *hd = malloc(n * sizeof *hd);
+  const float **src = malloc(n * sizeof *src);
+  uint64_t *seq = malloc(n * sizeof *seq);
+  char *b = NULL;
+  int rc = -1;
+  if (!row || !hd || !src || !seq)
+    goto out;
+  memset(row, 0xff, max * sizeof *row); /* -1: not asked for */
+  find_scans(g, ids, n, ring, row, hd, src, seq);
+  /* The widest scan sets the beam count; shorter ones are padded with NaN. */
+  uint32_t w = 0;
+  for (size_t i = 0; i < n; i++)
+    if (src[i] && hd[i].count > w)
+      w = hd[i].count;
+  size_t sz = BIN_HEADER + n * (BF_COUNT * 8 + (size_t)w * 4);
+  if (!(b = malloc(sz)))
+    goto out;
+  uint32_t head[3] = {(uint32_t)n, w, BF_COUNT};
+  memcpy(b, BIN_MAGIC, 4);
+  memcpy(b + 4, head, sizeof head);
+  char *rows = b + BIN_HEADER;
+  char *ranges = rows + n * BF_COUNT * 8;
+  for (size_t i = 0; i < n; i++) {
+    const pa_scan *s = src[i] ? &hd[i] : NULL;
+    double range_max = 0;
+    if (!s) { /* its range_max from the robot's info until it has scanned */
+      pa_robot_info info;
+      uint32_t idx;
+      memset(&info, 0, sizeof info);
+      pa_gw_robot(g, NULL, (long)ids[i], &info, &idx);
+      range_max = info.laser_range_max;
+    }
+    double f[BF_COUNT];
+    bin_row(f, pa_gw_robot_state(t, ids[i]), s, range_max);
+    memcpy(rows + i * BF_COUNT * 8, f, sizeof f);
+    float *out = (float *)(void *)(ranges + i * (size_t)w * 4);
+    uint32_t k = s ? s->count : 0;
+    if (k)
+      memcpy(out, src[i], (size_t)k * 4);
+    for (uint32_t j = k; j < w; j++)
+      out[j] = NAN;
+  }
+  rc = 0;
+  for (size_t i = 0; i < n && rc == 0; i++)
+    if (seq[i] && !pa_ring_still(g->st->scan, seq[i]))
+      rc = 1;
+  if (rc == 0) {
+    *blk = b;
+    *len = sz;
+    *beams = w;
+    b = NULL;
+  }
+out:
+  free(b);
+  free(row);
+  free(hd);
+  free(src);
+  free(seq);
+  return rc;
 }
 
 static json_t *robot_json(pa_client *c, uint32_t id, const pa_robot_state *rs,
@@ -531,15 +682,13 @@ json_t *pa_json_done_step_batch(jctx *x, const pa_reply *r) {
   bool bin = false, obs = true;
   want_binary(x, &bin);
   flag(x, "observe", true, &obs);
+  const pa_tick *t = pa_gw_latest(g);
+  if (!t)
+    return pa_json_fail(x, PA_ERR_BUSY, "no tick to read");
   size_t n;
-  uint32_t *ids = batch_robots(x, &n); /* a robot removed meanwhile fails */
+  uint32_t *ids = batch_robots(x, &n, t); /* a robot removed meanwhile fails */
   if (!ids)
     return NULL;
-  const pa_tick *t = pa_gw_latest(g);
-  if (!t) {
-    free(ids);
-    return pa_json_fail(x, PA_ERR_BUSY, "no tick to read");
-  }
   x->sim_time = t->sim_time;
   json_t *d = json_object();
   json_object_set_new(d, "tick", json_integer((json_int_t)t->tick));
@@ -560,41 +709,16 @@ json_t *pa_json_done_step_batch(jctx *x, const pa_reply *r) {
     free(ids);
     return d;
   }
-  /* The widest scan sets the beam count; shorter ones are padded with NaN. */
   uint32_t beams = 0;
-  for (size_t i = 0; i < n; i++) {
-    const pa_scan *s = pa_gw_scan(g, ids[i]);
-    if (s && s->count > beams)
-      beams = s->count;
-  }
-  size_t len = BIN_HEADER + n * (BF_COUNT * 8 + (size_t)beams * 4);
-  char *blk = malloc(len);
-  if (!blk) {
+  size_t len = 0;
+  char *blk = NULL;
+  int rc = bin_block(g, t, ids, n, true, &blk, &len, &beams);
+  if (rc > 0) /* a scan was overwritten while copied: from the cache */
+    rc = bin_block(g, t, ids, n, false, &blk, &len, &beams);
+  if (rc < 0) {
     free(ids);
     json_decref(d);
     return pa_json_fail(x, PA_ERR_BUSY, "out of memory");
-  }
-  uint32_t hdr[3] = {(uint32_t)n, beams, BF_COUNT};
-  memcpy(blk, BIN_MAGIC, 4);
-  memcpy(blk + 4, hdr, sizeof hdr);
-  char *rows = blk + BIN_HEADER;
-  char *ranges = rows + n * BF_COUNT * 8;
-  for (size_t i = 0; i < n; i++) {
-    pa_robot_info info;
-    uint32_t idx;
-    memset(&info, 0, sizeof info);
-    const pa_scan *s = pa_gw_scan(g, ids[i]);
-    if (!s) /* its range_max from the robot's info until it has scanned */
-      pa_gw_robot(g, NULL, (long)ids[i], &info, &idx);
-    double f[BF_COUNT];
-    bin_row(f, pa_gw_robot_state(t, ids[i]), s, &info);
-    memcpy(rows + i * BF_COUNT * 8, f, sizeof f);
-    float *out = (float *)(void *)(ranges + i * (size_t)beams * 4);
-    uint32_t k = s ? s->count : 0;
-    if (k)
-      memcpy(out, s + 1, (size_t)k * 4);
-    for (uint32_t j = k; j < beams; j++)
-      out[j] = NAN;
   }
   free(ids);
   json_t *b = json_object();

@@ -262,6 +262,26 @@ int pa_ring_read_latest(const pa_ring *r, void *buf, uint32_t cap,
   return PA_SHM_EMPTY;
 }
 
+const void *pa_ring_peek(const pa_ring *r, uint64_t n, uint32_t *len) {
+  uint64_t head = __atomic_load_n(&r->head, __ATOMIC_ACQUIRE);
+  if (n == 0 || n > head || head - n >= r->slot_count)
+    return NULL;
+  const ring_slot *s = slot_of(r, n);
+  if (__atomic_load_n(&s->seq, __ATOMIC_ACQUIRE) != n)
+    return NULL;
+  uint32_t l = __atomic_load_n(&s->len, __ATOMIC_RELAXED);
+  if (l > r->max_record)
+    return NULL;
+  *len = l;
+  return s + 1;
+}
+
+bool pa_ring_still(const pa_ring *r, uint64_t n) {
+  /* The caller's copies complete before the seq re-check (as slot_read). */
+  __atomic_thread_fence(__ATOMIC_ACQUIRE);
+  return n >= 1 && __atomic_load_n(&slot_of(r, n)->seq, __ATOMIC_RELAXED) == n;
+}
+
 pa_ring_cursor pa_ring_cursor_now(const pa_ring *r) {
   pa_ring_cursor c = {pa_ring_head(r) + 1, 0};
   return c;

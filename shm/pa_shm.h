@@ -176,6 +176,12 @@ uint64_t pa_ring_head(const pa_ring *r);
 int pa_ring_read_latest(const pa_ring *r, void *buf, uint32_t cap,
                         uint32_t *len, uint64_t *seq);
 
+/* Record n in place (no copy): its payload and *len, or NULL when the ring no
+ * longer holds it. The writer may overwrite it meanwhile: copy what you need,
+ * then pa_ring_still(r, n) says whether the copies are of record n, untorn. */
+const void *pa_ring_peek(const pa_ring *r, uint64_t n, uint32_t *len);
+bool pa_ring_still(const pa_ring *r, uint64_t n);
+
 /* A reader's own position. next = seq of the next record it wants.
  * missed counts records it never saw (lapped or torn). */
 typedef struct pa_ring_cursor {

@@ -339,6 +339,42 @@ static void test_ring_torn_slot(void **st) {
   free(r);
 }
 
+/* A record read in place: gone once lapped, not yet written, or torn by a
+ * rewrite after the peek (pa_ring_still says so). */
+static void test_ring_peek(void **st) {
+  (void)st;
+  pa_ring *r = new_ring(4, 64, 1);
+  uint8_t in[64];
+  uint32_t len = 0;
+  assert_null(pa_ring_peek(r, 1, &len)); /* nothing written yet */
+  for (uint64_t n = 1; n <= 6; n++) {
+    pa_test_fill(in, (uint32_t)(16 + n), n);
+    pa_ring_write(r, in, (uint32_t)(16 + n));
+  }
+  assert_null(pa_ring_peek(r, 0, &len));
+  assert_null(pa_ring_peek(r, 2, &len)); /* lapped by record 6 */
+  assert_null(pa_ring_peek(r, 7, &len)); /* after the head */
+  const uint8_t *p = pa_ring_peek(r, 3, &len);
+  assert_non_null(p);
+  assert_int_equal(len, 19);
+  assert_true(pa_test_check(p, 19, 3));
+  assert_true(pa_ring_still(r, 3));
+  /* Record 7 overwrites record 3's slot: the earlier peek is stale. */
+  pa_test_fill(in, 64, 7);
+  pa_ring_write(r, in, 64);
+  assert_false(pa_ring_still(r, 3));
+  assert_null(pa_ring_peek(r, 3, &len));
+  /* Half a record: busy until committed. */
+  uint8_t *w = pa_ring_write_begin(r, 64);
+  memset(w, 0xee, 64);
+  assert_false(pa_ring_still(r, 4));
+  assert_null(pa_ring_peek(r, 8, &len));
+  assert_int_equal(pa_ring_write_commit(r), 8);
+  assert_non_null(pa_ring_peek(r, 8, &len));
+  assert_true(pa_ring_still(r, 8));
+  free(r);
+}
+
 static void test_ring_readers(void **st) {
   (void)st;
   pa_ring *r = new_ring(8, 64, 3);
@@ -953,6 +989,7 @@ int main(void) {
       cmocka_unit_test(test_ring_wrap_and_lap),
       cmocka_unit_test(test_ring_sizes),
       cmocka_unit_test(test_ring_torn_slot),
+      cmocka_unit_test(test_ring_peek),
       cmocka_unit_test(test_ring_readers),
       cmocka_unit_test(test_ring_dead_reader_reclaimed),
       cmocka_unit_test(test_queue),

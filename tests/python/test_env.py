@@ -60,6 +60,33 @@ class Spaces(unittest.TestCase):
         with self.assertRaisesRegex(ValueError, "divide"):
             downsample(r, 7, 12.0)
 
+    def test_vector_scan_clip_is_fmin(self):
+        """NavVectorEnv's fast clip and collision test give what np.fmin and
+        np.fmin.reduce give, bit for bit: NaN, inf, above range_max, near beams,
+        all-NaN rows; a view of a reply buffer is copied, never returned."""
+        from playarea.env.nav import _clip_scan
+        rng = np.random.default_rng(3)
+        for case in range(60):
+            r = (rng.random((50, 36)) * 13).astype(np.float32) if case % 2 else \
+                np.full((50, 36), 12.0, np.float32)
+            if case % 3 == 0:
+                r[rng.integers(50, size=9), rng.integers(36, size=9)] = np.nan
+            if case % 5 == 0:
+                r[rng.integers(50, size=2)] = np.nan
+            if case % 7 == 0:
+                r[rng.integers(50, size=3), rng.integers(36, size=3)] = np.inf
+            if case % 4 == 0:
+                r[rng.integers(50, size=4), rng.integers(36, size=4)] = 0.1
+            near = float(rng.choice([0.18, 0.5, 12.0, 20.0]))
+            if case % 6 == 0:  # a beam exactly at float32(near): a hit
+                r[rng.integers(50), rng.integers(36)] = np.float32(near)
+                r[r < np.float32(near)] = 12.0
+            view = np.frombuffer(r.tobytes(), np.float32).reshape(r.shape)
+            scan, hit = _clip_scan(view, np.float32(12.0), near, True)
+            self.assertEqual(scan.tobytes(), np.fmin(r, np.float32(12.0)).tobytes(), case)
+            self.assertTrue(np.array_equal(hit, np.fmin.reduce(r, axis=1) <= near), case)
+            self.assertFalse(np.shares_memory(scan, view))
+
 
 class Envs(unittest.TestCase):
     def test_navenv_rules_determinism_and_cleanup(self):

@@ -34,6 +34,25 @@ def _group_min(r, beams):
     return np.fmin.reduce(r.reshape(r.shape[:-1] + (beams, n // beams)), axis=-1)
 
 
+def _clip_scan(gm, rm, near, copy):
+    """(fmin(gm, rm), whether each row has a beam <= near; NaN never is): what
+    np.fmin and np.fmin.reduce give, bit for bit, in fewer and faster passes.
+    Ranges are rarely above range_max or NaN (a miss reads range_max): one
+    max over all of them (NaN if any is) says whether the clip can be a copy
+    (or nothing, when gm is already a new array), and one min whether any
+    beam is near at all."""
+    near = np.float32(near)  # as an array <= Python float compares: in float32
+    hi = np.maximum.reduce(gm, axis=None)
+    if hi <= rm:  # no NaN, nothing above range_max: fmin changes nothing
+        scan = gm.copy() if copy else gm
+    else:
+        scan = np.fmin(gm, rm)
+    if np.minimum.reduce(scan, axis=None) > near:
+        return scan, np.zeros(len(gm), bool)
+    # per row, on the raw ranges: fmin.reduce(row) <= near iff some beam is
+    return scan, np.less_equal(gm, near).any(axis=1)
+
+
 def downsample(ranges, beams, range_max):
     """Output beam j = min of input beams [j*k, (j+1)*k), k = len/beams (a divisor);
     NaN (no scan yet), +inf and values above range_max become range_max."""
@@ -273,16 +292,17 @@ class _NavCore:
 
     def _observe(self, st, rg, goals):
         """Batched observation parts and goal distances from a step_batch reply
-        (st, rg may be views of the reply buffer: every output is a new array)."""
+        (st, rg may be views of the reply buffer: every output is a new array, or
+        rg itself when rg is one, as the shm reader's is)."""
         n = len(st)
         rm = np.float32(self.world.range_max)
+        near = self.world.radius + self.collision_margin
         if rg.shape[1]:
-            gm = _group_min(rg, self.beams)  # one pass over the ranges (none if k = 1)
-            scan = np.fmin(gm, rm)
-            raw_min = np.fmin.reduce(gm, axis=1)  # NaN (no return) never collides
+            gm = _group_min(rg, self.beams)  # a new array unless k = 1
+            scan, hit = _clip_scan(gm, rm, near, gm is rg and not rg.flags.owndata)
         else:
             scan = np.full((n, self.beams), rm, np.float32)
-            raw_min = np.full(n, np.inf)
+            hit = np.zeros(n, bool)
         dx = goals[:, 0] - st[:, _X]
         dy = goals[:, 1] - st[:, _Y]
         dist = np.hypot(dx, dy)
@@ -292,7 +312,7 @@ class _NavCore:
         goal[:, 0] = dist
         goal[:, 1] = bearing
         vel = st[:, _VW].astype(np.float32)
-        collided = (st[:, _BUMPED] > 0) | (raw_min <= self.world.radius + self.collision_margin)
+        collided = (st[:, _BUMPED] > 0) | hit
         return scan, goal, vel, dist, collided
 
     def _obs_one(self, scan, goal, vel):
@@ -647,8 +667,10 @@ class NavVectorEnv(_NavCore, VectorEnvBase):
             term[rs] = trunc[rs] = False
             self._steps[rs] = 0
         self._autoreset = term | trunc
-        info = {"distance": dist, "is_success": reached & ~self._reset_mask(rs),
-                "collision": collided & ~self._reset_mask(rs), "tick": d["tick"]}
+        if len(rs):
+            keep = ~self._reset_mask(rs)
+            reached, collided = reached & keep, collided & keep
+        info = {"distance": dist, "is_success": reached, "collision": collided, "tick": d["tick"]}
         return obs, rew, term, trunc, info
 
     def _advance(self, cmd):

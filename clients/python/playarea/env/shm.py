@@ -172,6 +172,14 @@ class ShmReader:
             grow = top - len(self._slot_of)
             self._slot_of = np.concatenate([self._slot_of, np.full(grow, -1, np.int64)])
             self._seq_of = np.concatenate([self._seq_of, np.zeros(grow, np.uint64)])
+        if not lapped and len(owner) and \
+                np.bincount(owner, minlength=top).max(initial=0) <= 1:
+            # one new record per robot (each scanned once since the last read):
+            # newer than what the robot had (records come in order), no sort
+            self._slot_of[owner] = idx
+            self._seq_of[owner] = seqs
+            self._seen = head
+            return
         # the newest record of each robot wins (first in reverse order)
         rob, first = np.unique(owner[::-1], return_index=True)
         last = len(owner) - 1 - first
@@ -195,28 +203,41 @@ class ShmReader:
                 out[:, F[name]] = states[name][robots]
             out[:, F["bumped"]] = (states["flags"][robots] & self.flags["PA_RS_BUMPED"]) != 0
             self._index(full=attempt > 0)  # after a torn read: every live slot again
-            known = robots < len(self._slot_of)
-            pick = np.where(known, self._slot_of[np.where(known, robots, 0)], -1)
-            want = np.where(known, self._seq_of[np.where(known, robots, 0)], 0)
-            have = pick >= 0
-            at = np.where(have, pick, 0)
+            if robots.max() < len(self._slot_of):  # the usual case: fewer passes
+                at = self._slot_of[robots]
+                want = self._seq_of[robots]
+                every = bool(at.min() >= 0)
+            else:
+                every = False
+            if not every:
+                known = robots < len(self._slot_of)
+                pick = np.where(known, self._slot_of[np.where(known, robots, 0)], -1)
+                want = np.where(known, self._seq_of[np.where(known, robots, 0)], 0)
+                have = pick >= 0
+                at = np.where(have, pick, 0)
             # field by field: a gather of whole slots would copy every slot's max_beams
             sl = {k: self.slots[k][at] for k in ("seq", "tick", "angle_min", "angle_increment",
                                                   "range_max", "count", "slot_seq")}
-            counts = np.where(have, sl["count"], 0)
+            counts = sl["count"] if every else np.where(have, sl["count"], 0)
             beams = int(counts.max(initial=0))
             ranges = self.slot_ranges[at, :beams]  # gathers those rows only (np.take copies all)
-            if self.state.seq_at(n) != n or np.any(self.slots["slot_seq"][at[have]] != want[have]) \
-                    or np.any(sl["slot_seq"][have] != want[have]):
+            if self.state.seq_at(n) != n:
                 continue  # torn: the writer moved on under us
+            if every:
+                if not (np.array_equal(self.slots["slot_seq"][at], want)
+                        and np.array_equal(sl["slot_seq"], want)):
+                    continue
+            elif np.any(self.slots["slot_seq"][at[have]] != want[have]) \
+                    or np.any(sl["slot_seq"][have] != want[have]):
+                continue
             break
         else:
             raise StackError("the rings kept changing under the reader")
         out[:, F["range_max"]] = range_max
-        short = np.nonzero(counts < beams)[0]
-        for i in short:  # shorter scans (or none) padded with NaN, as the block is
-            ranges[i, counts[i]:] = np.nan
-        if have.all():
+        if counts.min(initial=beams) < beams:
+            for i in np.nonzero(counts < beams)[0]:  # shorter scans (or none): NaN after, as the block
+                ranges[i, counts[i]:] = np.nan
+        if every:
             for name, col in (("seq", "scan_seq"), ("tick", "scan_tick"), ("angle_min", "angle_min"),
                               ("angle_increment", "angle_increment"), ("range_max", "range_max")):
                 out[:, F[col]] = sl[name]
