@@ -63,8 +63,8 @@ static void shape_window(const scan_ctx *k, double bx, double by, double rb,
   double half = fast_atan2(rb, sqrt(d * d - rb * rb)) + 1e-5;
   /* angle of the body in the sensor frame, relative to angle_min = -pi */
   double phi = fast_atan2(ey, ex) - k->theta + M_PI;
-  *k0 = (int64_t)ceil((phi - half) / k->inc) - 1;
-  *k1 = (int64_t)floor((phi + half) / k->inc) + 1;
+  *k0 = pa_sim_iceil((phi - half) / k->inc) - 1;
+  *k1 = pa_sim_ifloor((phi + half) / k->inc) + 1;
   if (*k1 - *k0 >= (int64_t)k->beams) {
     *k0 = 0;
     *k1 = (int64_t)k->beams - 1;
@@ -276,16 +276,16 @@ void pa_sim_int_scan_finish(const pa_sim_model *m, const pa_sim_state *s,
     scan_circle(&k, bx, by, br);
   const pa_sim_hash *h = &s->lhash;
   /* + the largest robot radius (bucketed by centre) */
-  int64_t span = h->valid ? (int64_t)ceil((rmax + h->rmax) / h->cell) : 0;
+  int64_t span = h->valid ? pa_sim_iceil((rmax + h->rmax) / h->cell) : 0;
   if (!others) {
   } else if (h->valid &&
              (2 * span + 1) * (2 * span + 1) < (int64_t)s->robot_count) {
-    int64_t cx = (int64_t)floor(a->x / h->cell);
-    int64_t cy = (int64_t)floor(a->y / h->cell);
+    int64_t cx = pa_sim_ifloor(a->x / h->cell);
+    int64_t cy = pa_sim_ifloor(a->y / h->cell);
     /* Only buckets that can hold a centre within far + rmax (scan_circle
      * drops any body beyond far + its radius anyway). */
     int64_t fspan =
-        (int64_t)ceil((k.far + h->rmax) / h->cell) + 1; /* +1: rounding */
+        pa_sim_iceil((k.far + h->rmax) / h->cell) + 1; /* +1: rounding */
     if (fspan < span)
       span = fspan;
     /* Buckets can alias; a robot seen twice just intersects twice. */

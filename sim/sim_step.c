@@ -262,7 +262,7 @@ static bool robot_alone(const pa_sim_state *s, uint32_t i, double reach) {
     return true; /* --ghost_robots: nobody is in its way */
   const pa_sim_hash *h = &s->hash;
   double x = s->rs[i].x, y = s->rs[i].y, r2 = reach * reach;
-  int64_t cx = (int64_t)floor(x / h->cell), cy = (int64_t)floor(y / h->cell);
+  int64_t cx = pa_sim_ifloor(x / h->cell), cy = pa_sim_ifloor(y / h->cell);
   for (int64_t j = cy - 1; j <= cy + 1; j++)
     for (int64_t k = cx - 1; k <= cx + 1; k++) {
       uint32_t key = pa_sim_int_hash_key(h, k, j);

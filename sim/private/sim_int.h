@@ -5,6 +5,18 @@
 #include "pa_shm.h"
 #include "pa_sim.h"
 
+/* (int64_t)floor(v) and (int64_t)ceil(v) without a libm call (x86-64's
+ * baseline has no rounding instruction): the same integer wherever the
+ * conversion is defined. */
+static inline int64_t pa_sim_ifloor(double v) {
+  int64_t t = (int64_t)v;
+  return (int64_t)((uint64_t)t - (v < (double)t));
+}
+static inline int64_t pa_sim_iceil(double v) {
+  int64_t t = (int64_t)v;
+  return (int64_t)((uint64_t)t + (v > (double)t));
+}
+
 /* Generator state derived from (seed, a, b). */
 uint64_t pa_sim_int_seed(uint64_t seed, uint64_t a, uint64_t b);
 
