@@ -14,6 +14,7 @@ typedef struct scan_ctx {
   double x, y, c, s; /* sensor pose */
   double theta;      /* [rad] */
   double inc;        /* [rad] */
+  double inv_inc;    /* 1 / inc */
   uint32_t beams;
   double range_max;
   const double *dx, *dy; /* world beam directions */
@@ -49,22 +50,22 @@ static inline double fast_atan2(double y, double x) {
 }
 
 /* Beam indices [k0, k1] (unwrapped, may run past either end) that can see a
- * body of bounding radius rb centred at (bx, by). */
-static void shape_window(const scan_ctx *k, double bx, double by, double rb,
-                         int64_t *k0, int64_t *k1) {
-  double ex = bx - k->x, ey = by - k->y;
-  double d = sqrt(ex * ex + ey * ey);
+ * body of bounding radius rb at (ex, ey) from the sensor, distance d. The
+ * window may be a little wider than the body (its extra beams miss it): the
+ * half angle asin(rb / d) is bounded by its tangent (no second atan). */
+static void shape_window(const scan_ctx *k, double ex, double ey, double d,
+                         double rb, int64_t *k0, int64_t *k1) {
   if (d <= rb + 1e-9) { /* sensor inside the bound: every beam */
     *k0 = 0;
     *k1 = (int64_t)k->beams - 1;
     return;
   }
-  /* half the angle it subtends (asin(rb / d)), + the atan error margin */
-  double half = fast_atan2(rb, sqrt(d * d - rb * rb)) + 1e-5;
+  /* tan(asin(rb / d)) >= asin(rb / d), + the atan error margin */
+  double half = rb / sqrt(d * d - rb * rb) + 1e-5;
   /* angle of the body in the sensor frame, relative to angle_min = -pi */
   double phi = fast_atan2(ey, ex) - k->theta + M_PI;
-  *k0 = pa_sim_iceil((phi - half) / k->inc) - 1;
-  *k1 = pa_sim_ifloor((phi + half) / k->inc) + 1;
+  *k0 = pa_sim_iceil((phi - half) * k->inv_inc) - 1;
+  *k1 = pa_sim_ifloor((phi + half) * k->inv_inc) + 1;
   if (*k1 - *k0 >= (int64_t)k->beams) {
     *k0 = 0;
     *k1 = (int64_t)k->beams - 1;
@@ -90,12 +91,13 @@ static bool occluded(const scan_ctx *k, double d, double rb, int64_t k0,
 
 static void scan_circle(const scan_ctx *k, double cx, double cy, double r) {
   double ex = cx - k->x, ey = cy - k->y;
-  double lim = k->far + r;
-  if (ex * ex + ey * ey >= lim * lim)
+  double lim = k->far + r, d2 = ex * ex + ey * ey;
+  if (d2 >= lim * lim)
     return;
   int64_t k0, k1;
-  shape_window(k, cx, cy, r, &k0, &k1);
-  if (occluded(k, sqrt(ex * ex + ey * ey), r, k0, k1))
+  double d = sqrt(d2);
+  shape_window(k, ex, ey, d, r, &k0, &k1);
+  if (occluded(k, d, r, k0, k1))
     return;
   int64_t n = (int64_t)k->beams;
   for (int64_t q = k0; q <= k1; q++) {
@@ -113,8 +115,9 @@ static void scan_box(const scan_ctx *k, const pa_obstacle_info *o) {
   if (ex * ex + ey * ey >= lim * lim)
     return;
   int64_t k0, k1;
-  shape_window(k, o->x, o->y, rb, &k0, &k1);
-  if (occluded(k, sqrt(ex * ex + ey * ey), rb, k0, k1))
+  double d = sqrt(ex * ex + ey * ey);
+  shape_window(k, ex, ey, d, rb, &k0, &k1);
+  if (occluded(k, d, rb, k0, k1))
     return;
   double c = cos(o->theta), s = sin(o->theta);
   int64_t n = (int64_t)k->beams;
@@ -238,7 +241,8 @@ void pa_sim_int_scan_finish(const pa_sim_model *m, const pa_sim_state *s,
   bool bodies = s->obstacle_count > 0 || others || ball;
   if (!bodies && sigma == 0)
     return; /* the walls clamped already; nothing else to do */
-  scan_ctx k = {a->x,  a->y, a->c,   a->s,   a->theta, 2.0 * M_PI / beams,
+  const double inc = 2.0 * M_PI / beams;
+  scan_ctx k = {a->x,  a->y, a->c,   a->s,   a->theta, inc, 1.0 / inc,
                 beams, rmax, sc->dx, sc->dy, out,      rmax};
   float far = 0; /* the farthest wall return */
   if (bodies) {
@@ -288,9 +292,22 @@ void pa_sim_int_scan_finish(const pa_sim_model *m, const pa_sim_state *s,
         pa_sim_iceil((k.far + h->rmax) / h->cell) + 1; /* +1: rounding */
     if (fspan < span)
       span = fspan;
+    /* Per row only the buckets that meet the disc of radius far + rmax
+     * around the sensor (+ slack for rounding): scan_circle drops the
+     * centres beyond it anyway. */
+    const double cell = h->cell, reach = k.far + h->rmax + 1e-6;
     /* Buckets can alias; a robot seen twice just intersects twice. */
-    for (int64_t j = cy - span; j <= cy + span; j++)
-      for (int64_t i = cx - span; i <= cx + span; i++) {
+    for (int64_t j = cy - span; j <= cy + span; j++) {
+      double y0 = (double)j * cell, y1 = (double)(j + 1) * cell;
+      double ry = a->y < y0 ? y0 - a->y : a->y > y1 ? a->y - y1 : 0;
+      if (ry > reach)
+        continue;
+      double w = sqrt(reach * reach - ry * ry) + 1e-6;
+      int64_t i0 = pa_sim_ifloor((a->x - w) / cell) - 1;
+      int64_t i1 = pa_sim_ifloor((a->x + w) / cell) + 1;
+      i0 = i0 < cx - span ? cx - span : i0;
+      i1 = i1 > cx + span ? cx + span : i1;
+      for (int64_t i = i0; i <= i1; i++) {
         uint32_t key = pa_sim_int_hash_key(h, i, j);
         for (uint32_t p = h->start[key]; p < h->start[key + 1]; p++) {
           /* aliased bucket: its own cell visits it */
@@ -299,12 +316,22 @@ void pa_sim_int_scan_finish(const pa_sim_model *m, const pa_sim_state *s,
           scan_circle(&k, h->ix[p], h->iy[p], h->ir[p]);
         }
       }
+    }
   } else {
     for (uint32_t o = 0; o < s->robot_count; o++)
       if (o != id && s->info[o].active)
         scan_circle(&k, s->rs[o].x, s->rs[o].y, s->info[o].radius);
   }
   /* Clamp and noise: only returns get noise; no return stays range_max. */
+  if (sigma == 0) {
+    /* The same in float (both limits are floats), without a branch. */
+    const float fmax = ri->laser_range_max, fmin = ri->laser_range_min;
+    for (uint32_t i = 0; i < beams; i++) {
+      float v = out[i];
+      out[i] = v >= fmax ? fmax : v < fmin ? fmin : v;
+    }
+    return;
+  }
   for (uint32_t i = 0; i < beams; i++) {
     double v = out[i];
     if (v >= rmax) {
