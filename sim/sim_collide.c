@@ -231,11 +231,6 @@ void pa_sim_int_hash_free(pa_sim_hash *h) {
   memset(h, 0, sizeof *h);
 }
 
-uint32_t pa_sim_int_hash_key(const pa_sim_hash *h, int64_t cx, int64_t cy) {
-  uint32_t k = (uint32_t)cx * 73856093u ^ (uint32_t)cy * 19349663u;
-  return k & h->mask;
-}
-
 void pa_sim_int_hash_build(pa_sim_hash *h, const pa_sim_state *s, double cell) {
   h->cell = cell;
   h->rmax = 0;

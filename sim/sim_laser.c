@@ -169,6 +169,72 @@ static void beam_table(pa_sim_scratch *sc, uint32_t beams) {
   sc->beam_table_n = beams;
 }
 
+typedef float v4f __attribute__((vector_size(16)));
+typedef double v4d __attribute__((vector_size(32)));
+
+/* dx[i] = c * bc[i] - s * bs[i], dy[i] = s * bc[i] + c * bs[i] for i < n:
+ * four beams at a time (the same operations on each, so the same bits). */
+static void beam_dirs(double c, double s, const float *bc, const float *bs,
+                      uint32_t n, double *dx, double *dy) {
+  uint32_t i = 0;
+  for (; i + 4 <= n; i += 4) {
+    v4f fc, fs;
+    memcpy(&fc, bc + i, sizeof fc);
+    memcpy(&fs, bs + i, sizeof fs);
+    v4d vc = __builtin_convertvector(fc, v4d);
+    v4d vs = __builtin_convertvector(fs, v4d);
+    v4d x = c * vc - s * vs, y = s * vc + c * vs;
+    memcpy(dx + i, &x, sizeof x);
+    memcpy(dy + i, &y, sizeof y);
+  }
+  for (; i < n; i++) {
+    dx[i] = c * bc[i] - s * bs[i];
+    dy[i] = s * bc[i] + c * bs[i];
+  }
+}
+
+typedef int32_t v4i __attribute__((vector_size(16)));
+typedef int64_t v4l __attribute__((vector_size(32)));
+
+/* out[q] = t[q] >= maxc ? rmax : (float)(t[q] * res), raised to lo: four
+ * beams at a time (the same operations and roundings as one by one; rmax
+ * is a float's value, so choosing before the conversion is the same). */
+static void cells_to_ranges(const double *t, uint32_t n, double maxc,
+                            double res, double rmax, float lo, float *out) {
+  uint32_t q = 0;
+  const v4d vmax = {rmax, rmax, rmax, rmax};
+  const v4f vlo = {lo, lo, lo, lo};
+  for (; q + 4 <= n; q += 4) {
+    v4d vt;
+    memcpy(&vt, t + q, sizeof vt);
+    v4l far = vt >= maxc; /* -1 or 0 per lane */
+    v4l r = ((v4l)(vt * res) & ~far) | ((v4l)vmax & far);
+    v4f v = __builtin_convertvector((v4d)r, v4f);
+    v4i low = v < vlo;
+    v4i x = ((v4i)v & ~low) | ((v4i)vlo & low);
+    memcpy(out + q, &x, sizeof x);
+  }
+  for (; q < n; q++) {
+    float v = t[q] >= maxc ? (float)rmax : (float)(t[q] * res);
+    out[q] = v < lo ? lo : v;
+  }
+}
+
+/* out[i] = out[i] >= hi ? hi : out[i] < lo ? lo : out[i], four at a time. */
+static void clamp_ranges(float *out, uint32_t n, float lo, float hi) {
+  uint32_t i = 0;
+  const v4f vlo = {lo, lo, lo, lo}, vhi = {hi, hi, hi, hi};
+  for (; i + 4 <= n; i += 4) {
+    v4f v;
+    memcpy(&v, out + i, sizeof v);
+    v4i top = v >= vhi, low = (v < vlo) & ~top;
+    v4i x = ((v4i)v & ~(top | low)) | ((v4i)vhi & top) | ((v4i)vlo & low);
+    memcpy(out + i, &x, sizeof x);
+  }
+  for (; i < n; i++)
+    out[i] = out[i] >= hi ? hi : out[i] < lo ? lo : out[i];
+}
+
 static uint32_t scan_beams(const pa_sim_model *m, const pa_robot_info *ri) {
   return ri->laser_beams > m->beam_cap ? m->beam_cap : ri->laser_beams;
 }
@@ -206,15 +272,9 @@ void pa_sim_int_scan_walls(const pa_sim_model *m, const pa_sim_state *s,
   for (uint32_t i0 = b0; i0 < b1; i0 += SCAN_CHUNK) {
     uint32_t nb = b1 - i0 < SCAN_CHUNK ? b1 - i0 : SCAN_CHUNK;
     double bdx[SCAN_CHUNK], bdy[SCAN_CHUNK], bt[SCAN_CHUNK];
-    for (uint32_t q = 0; q < nb; q++) {
-      bdx[q] = gc * bc[i0 + q] - gs * bs[i0 + q];
-      bdy[q] = gs * bc[i0 + q] + gc * bs[i0 + q];
-    }
+    beam_dirs(gc, gs, bc + i0, bs + i0, nb, bdx, bdy);
     pa_sim_int_cast_many(m, a->gx, a->gy, bdx, bdy, nb, maxc, bt);
-    for (uint32_t q = 0; q < nb; q++) {
-      float v = bt[q] >= maxc ? (float)rmax : (float)(bt[q] * res);
-      out[i0 + q] = v < lo ? lo : v;
-    }
+    cells_to_ranges(bt, nb, maxc, res, rmax, lo, out + i0);
   }
 }
 
@@ -249,10 +309,7 @@ void pa_sim_int_scan_finish(const pa_sim_model *m, const pa_sim_state *s,
     /* World beam directions: only bodies (obstacles, robots) use them. */
     beam_table(sc, beams);
     const float *bc = sc->beam_cos, *bs = sc->beam_sin;
-    for (uint32_t i = 0; i < beams; i++) {
-      sc->dx[i] = k.c * bc[i] - k.s * bs[i];
-      sc->dy[i] = k.s * bc[i] + k.c * bs[i];
-    }
+    beam_dirs(k.c, k.s, bc, bs, beams, sc->dx, sc->dy);
     /* Four chains: a single one waits on each comparison. */
     float fm[4] = {0, 0, 0, 0};
     uint32_t i4 = beams & ~3u;
@@ -325,11 +382,7 @@ void pa_sim_int_scan_finish(const pa_sim_model *m, const pa_sim_state *s,
   /* Clamp and noise: only returns get noise; no return stays range_max. */
   if (sigma == 0) {
     /* The same in float (both limits are floats), without a branch. */
-    const float fmax = ri->laser_range_max, fmin = ri->laser_range_min;
-    for (uint32_t i = 0; i < beams; i++) {
-      float v = out[i];
-      out[i] = v >= fmax ? fmax : v < fmin ? fmin : v;
-    }
+    clamp_ranges(out, beams, ri->laser_range_min, ri->laser_range_max);
     return;
   }
   for (uint32_t i = 0; i < beams; i++) {
