@@ -31,20 +31,40 @@ typedef struct worker {
   pa_sim_scratch scratch;
 } worker;
 
-/* One scan job: robots ids[i] into s->ranges. */
+#define SPLIT_MAX 8 /* scans split at the end of a tick's scan job */
+
+/* One scan job: robots ids[i] into s->ranges. The first `whole` scans are
+ * an item each; the last ones are `parts` items each (their wall beams in
+ * parts), so that the threads run out of work together instead of one
+ * waiting for the other's last whole scan. The part that completes a split
+ * scan finishes it (bodies, clamp, noise). */
 typedef struct scan_job {
   const pa_sim_model *m;
   pa_sim_state *s;
   const uint32_t *ids;
+  uint32_t whole, parts;
+  pa_sim_scan_at at[SPLIT_MAX]; /* of the split scans */
+  atomic_uint left[SPLIT_MAX];  /* their parts not yet cast */
 } scan_job;
 
 static void scan_one(void *arg, uint32_t i, pa_sim_scratch *k,
                      uint64_t *count) {
   scan_job *j = arg;
-  uint32_t id = j->ids[i];
-  pa_sim_int_scan(j->m, j->s, id, j->s->ranges + (size_t)id * j->m->beam_cap,
-                  k);
   (void)count;
+  const pa_sim_model *m = j->m;
+  if (i < j->whole) {
+    uint32_t id = j->ids[i];
+    pa_sim_int_scan(m, j->s, id, j->s->ranges + (size_t)id * m->beam_cap, k);
+    return;
+  }
+  uint32_t q = (i - j->whole) / j->parts, part = (i - j->whole) % j->parts;
+  const pa_sim_scan_at *a = &j->at[q];
+  float *out = j->s->ranges + (size_t)a->id * m->beam_cap;
+  uint32_t step = (a->beams + j->parts - 1) / j->parts;
+  pa_sim_int_scan_walls(m, j->s, a, out, k, part * step, (part + 1) * step);
+  /* the last part cast: every part's beams are visible here (acq_rel) */
+  if (atomic_fetch_sub_explicit(&j->left[q], 1, memory_order_acq_rel) == 1)
+    pa_sim_int_scan_finish(m, j->s, a, out, k);
 }
 
 /* One scan's wall beams in contiguous parts of `step` beams, part i from
@@ -314,8 +334,20 @@ uint64_t pa_sim_int_pool_run(pa_sim_pool *p, pa_sim_pool_fn fn, void *arg,
 
 void pa_sim_int_pool_scan(pa_sim_pool *p, const pa_sim_model *m,
                           pa_sim_state *s, const uint32_t *ids, uint32_t n) {
-  scan_job j = {m, s, ids};
-  pa_sim_int_pool_run(p, scan_one, &j, n, 1);
+  scan_job j = {.m = m, .s = s, .ids = ids};
+  /* The last scan of each thread in parts of a quarter of a scan's beams
+   * or so: parts much smaller cost more per beam than they save. */
+  uint32_t threads = p->nworkers + 1;
+  uint32_t split = n > threads ? threads : n > 1 ? n - 1 : 0;
+  if (split > SPLIT_MAX)
+    split = SPLIT_MAX;
+  j.whole = n - split;
+  j.parts = 4;
+  for (uint32_t q = 0; q < split; q++) {
+    pa_sim_int_scan_at(m, s, ids[j.whole + q], &j.at[q]);
+    atomic_init(&j.left[q], j.parts);
+  }
+  pa_sim_int_pool_run(p, scan_one, &j, j.whole + split * j.parts, 1);
 }
 
 static void scan_part(void *arg, uint32_t i, pa_sim_scratch *k,
