@@ -16,6 +16,7 @@
 #include "sim_int.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,6 +25,7 @@
 
 #define POOL_SPIN_NS 50000 /* a worker watches this long for the next job */
 #define POOL_HOT_NS 200000 /* small jobs this close together wake workers */
+#define POOL_YIELD_NS 50000 /* a caller waiting longer for a worker yields */
 
 typedef struct worker {
   pa_sim_pool *pool;
@@ -301,8 +303,19 @@ static uint64_t post(pa_sim_pool *p, pa_sim_pool_fn fn, void *arg,
  * checks `closed`: one of the two sees the other). */
 static void close_job(pa_sim_pool *p) {
   atomic_store(&p->closed, atomic_load(&p->job));
-  while (atomic_load(&p->active) > 0)
+  /* Watch (a worker's last item is short); if it takes much longer the
+   * worker lost its core (a busy machine): give ours away meanwhile. */
+  int64_t until = 0;
+  for (int i = 0; atomic_load(&p->active) > 0; i++) {
+    if ((i & 255) == 255) {
+      int64_t now = pa_sim_int_now();
+      if (!until)
+        until = now + POOL_YIELD_NS;
+      else if (now > until)
+        sched_yield();
+    }
     cpu_relax();
+  }
 }
 
 /* The caller takes what is left, then closes the job (the workers' items
