@@ -332,17 +332,11 @@ static double bodies_clearance(const pa_sim_state *s, uint32_t skip, double x,
   if (!robots || s->ghosts) {
   } else if (h->valid) {
     int64_t cx = pa_sim_ifloor(x / h->cell), cy = pa_sim_ifloor(y / h->cell);
-    uint32_t seen[9];
-    int nseen = 0;
+    /* Aliased buckets are not skipped: a robot considered twice changes
+     * nothing the second time (its distance is no longer below best). */
     for (int64_t j = cy - 1; j <= cy + 1; j++)
       for (int64_t i = cx - 1; i <= cx + 1; i++) {
         uint32_t k = pa_sim_int_hash_key(h, i, j);
-        bool dup = false;
-        for (int q = 0; q < nseen; q++)
-          dup = dup || seen[q] == k;
-        if (dup)
-          continue;
-        seen[nseen++] = k;
         for (uint32_t p = h->start[k]; p < h->start[k + 1]; p++)
           consider_robot(s, h->items[p], skip, x, y, &best, &bnx, &bny);
       }
