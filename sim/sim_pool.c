@@ -9,9 +9,10 @@
  * waits only for the workers that joined it: a worker still waking up (a
  * thread wake-up; docs/sim.md gives measured figures) finds the job closed and
  * skips it, so the caller never waits for a wake-up. A worker that finished a
- * job watches for the next one for POOL_SPIN_NS before parking on the condition
- * variable: back-to-back jobs (free-running, lockstep) find it awake; at 200 Hz
- * it parks. */
+ * job watches for the next one for POOL_SPIN_NS (up to twice the recent gaps
+ * while jobs come back to back) before parking on the condition variable:
+ * back-to-back jobs (free-running, lockstep) find it awake; at 200 Hz it
+ * parks. */
 #include "pa_sim.h"
 #include "sim_int.h"
 
@@ -24,12 +25,19 @@
 #include <unistd.h>
 
 #define POOL_SPIN_NS 50000 /* a worker watches this long for the next job */
+/* ... or, while jobs come within POOL_BURST_NS of each other (free-running
+ * or stepping many robots: the physics job, the scans, publishing), twice
+ * the longest recent gap, up to POOL_SPIN_MAX_NS: the gap from the scans to
+ * the next tick's moves is about POOL_SPIN_NS itself. */
+#define POOL_BURST_NS 1000000
+#define POOL_SPIN_MAX_NS 500000
 #define POOL_HOT_NS 200000 /* small jobs this close together wake workers */
 #define POOL_YIELD_NS 50000 /* a caller waiting longer for a worker yields */
 
 typedef struct worker {
   pa_sim_pool *pool;
   pthread_t th;
+  int64_t gap; /* the longest recent gap between jobs, decaying [ns] */
   pa_sim_scratch scratch;
 } worker;
 
@@ -170,8 +178,8 @@ static void wait_step(waiter *w) {
 
 /* Waits for a generation other than `seen` (or quit): watches first, then
  * parks. */
-static uint64_t next_job(pa_sim_pool *p, uint64_t seen) {
-  int64_t until = pa_sim_int_now() + POOL_SPIN_NS;
+static uint64_t next_job(pa_sim_pool *p, uint64_t seen, int64_t spin) {
+  int64_t until = pa_sim_int_now() + spin;
   for (int i = 0;; i++) {
     uint64_t g = atomic_load(&p->job);
     if (g != seen || atomic_load(&p->quit))
@@ -198,11 +206,18 @@ static void *worker_main(void *arg) {
   worker *w = arg;
   pa_sim_pool *p = w->pool;
   uint64_t seen = 0;
+  int64_t end = pa_sim_int_now(), spin = POOL_SPIN_NS;
   for (;;) {
-    uint64_t g = next_job(p, seen);
+    uint64_t g = next_job(p, seen, spin);
     if (atomic_load(&p->quit))
       break;
     seen = g;
+    int64_t gap = pa_sim_int_now() - end;
+    w->gap = gap > w->gap - w->gap / 8 ? gap : w->gap - w->gap / 8;
+    spin = w->gap > POOL_BURST_NS                  ? POOL_SPIN_NS
+           : 2 * w->gap + 20000 < POOL_SPIN_NS     ? POOL_SPIN_NS
+           : 2 * w->gap + 20000 > POOL_SPIN_MAX_NS ? POOL_SPIN_MAX_NS
+                                                   : 2 * w->gap + 20000;
     /* Join, then check it is still open (the caller closes, then counts
      * `active`: one of the two sees the other). A closed or newer job is
      * left alone: its fields may be the next job's. */
@@ -217,6 +232,7 @@ static void *worker_main(void *arg) {
       uint64_t c = drain(p, &w->scratch);
       atomic_fetch_add(&p->count, c);
     }
+    end = pa_sim_int_now();
     atomic_fetch_sub(&p->active, 1); /* releases this worker's writes */
   }
   return NULL;
