@@ -179,14 +179,24 @@ static void wait_step(waiter *w) {
 /* Waits for a generation other than `seen` (or quit): watches first, then
  * parks. */
 static uint64_t next_job(pa_sim_pool *p, uint64_t seen, int64_t spin) {
-  int64_t until = pa_sim_int_now() + spin;
+  int64_t t0 = pa_sim_int_now(), until = t0 + spin;
+  /* past POOL_SPIN_NS it yields as it watches: a thread that is ready (the
+   * gateway or a client between lockstep steps) gets the core */
+  bool yield = false;
   for (int i = 0;; i++) {
     uint64_t g = atomic_load(&p->job);
     if (g != seen || atomic_load(&p->quit))
       return g;
-    if ((i & 63) == 63 && pa_sim_int_now() > until)
-      break;
-    cpu_relax();
+    if ((i & 63) == 63 || yield) {
+      int64_t now = pa_sim_int_now();
+      if (now > until)
+        break;
+      yield = now - t0 > POOL_SPIN_NS;
+    }
+    if (yield)
+      sched_yield();
+    else
+      cpu_relax();
   }
   pthread_mutex_lock(&p->mu);
   /* Announce before the last look (the caller publishes, then looks at
