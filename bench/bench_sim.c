@@ -354,6 +354,34 @@ static void bench_rtf_phases(const pa_grid *g, uint32_t robots, double seconds,
          "model+state+rings %ld kB)\n",
          robots, pa_proc_rss_kb(0), rss_shm - rss0,
          pa_proc_rss_kb(0) - rss_shm);
+  /* The caster's share of the sensors: every robot's scan from its pose
+   * now, walls only (pa_sim_cast_fan, the scans' caster), in CPU time of
+   * this thread, per tick's worth of scans. */
+  double dx[360], dy[360], out[360], cast = 0;
+  uint64_t scans = 0;
+  for (int rep = 0; rep < 3; rep++)
+    for (uint32_t i = 0; i < s.robot_count; i++) {
+      if (!s.info[i].active)
+        continue;
+      for (int b = 0; b < 360; b++) {
+        double a = s.rs[i].theta - M_PI + b * (2 * M_PI / 360);
+        dx[b] = cos(a);
+        dy[b] = sin(a);
+      }
+      double c0 = cpu_s();
+      pa_sim_cast_fan(&m, s.rs[i].x, s.rs[i].y, dx, dy, 360,
+                      s.info[i].laser_range_max, out);
+      cast += cpu_s() - c0;
+      scans++;
+    }
+  double per_tick = cast / (double)scans * (double)s.robot_count /
+                    (double)m.ticks_per_scan * 1e6;
+  printf("phases %u robots: the caster alone %.1f us CPU a tick (360-beam "
+         "fans from every robot's pose, %.2f M beams/s), %.1f us over %u "
+         "thread%s; the sensors phase above %.1f us\n",
+         robots, per_tick, 360.0 * (double)scans / cast / 1e6,
+         per_tick / s.threads, s.threads, s.threads == 1 ? "" : "s",
+         sens / per);
   pa_sim_state_free(&s);
   pa_sim_model_free(&m);
   pa_stack_detach(&st);

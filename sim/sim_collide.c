@@ -52,7 +52,7 @@ static inline double wall_dist(const pa_sim_model *m, double x, double y,
   double gx, gy;
   to_grid(m, x, y, &gx, &gy);
   double res = m->grid.resolution;
-  int64_t cx = (int64_t)floor(gx), cy = (int64_t)floor(gy);
+  int64_t cx = pa_sim_ifloor(gx), cy = pa_sim_ifloor(gy);
   if (!cell_blocked(m, cx, cy)) {
     /* Fast path: the march field (clear >= safe + sqrt 2) bounds the
      * distance from this point: clear - 1/sqrt 2 - |offset from centre|. */
@@ -64,8 +64,8 @@ static inline double wall_dist(const pa_sim_model *m, double x, double y,
   }
   /* Exact: nearest point of every blocked cell within reach. */
   double rc = reach / res + 1.0;
-  int64_t x0 = (int64_t)floor(gx - rc), x1 = (int64_t)floor(gx + rc);
-  int64_t y0 = (int64_t)floor(gy - rc), y1 = (int64_t)floor(gy + rc);
+  int64_t x0 = pa_sim_ifloor(gx - rc), x1 = pa_sim_ifloor(gx + rc);
+  int64_t y0 = pa_sim_ifloor(gy - rc), y1 = pa_sim_ifloor(gy + rc);
   nearest_cell n = {INFINITY, 0, 0, 0, 0};
   const int64_t GW = m->grid.width, GH = m->grid.height;
   if (x0 >= 0 && y0 >= 0 && x1 < GW && y1 < GH && cx - x0 < 255 &&
@@ -231,11 +231,6 @@ void pa_sim_int_hash_free(pa_sim_hash *h) {
   memset(h, 0, sizeof *h);
 }
 
-uint32_t pa_sim_int_hash_key(const pa_sim_hash *h, int64_t cx, int64_t cy) {
-  uint32_t k = (uint32_t)cx * 73856093u ^ (uint32_t)cy * 19349663u;
-  return k & h->mask;
-}
-
 void pa_sim_int_hash_build(pa_sim_hash *h, const pa_sim_state *s, double cell) {
   h->cell = cell;
   h->rmax = 0;
@@ -244,8 +239,8 @@ void pa_sim_int_hash_build(pa_sim_hash *h, const pa_sim_state *s, double cell) {
   for (uint32_t i = 0; i < s->robot_count; i++) {
     if (!s->info[i].active)
       continue;
-    uint32_t k = pa_sim_int_hash_key(h, (int64_t)floor(s->rs[i].x / cell),
-                                     (int64_t)floor(s->rs[i].y / cell));
+    uint32_t k = pa_sim_int_hash_key(h, pa_sim_ifloor(s->rs[i].x / cell),
+                                     pa_sim_ifloor(s->rs[i].y / cell));
     h->key[i] = k;
     h->start[k + 1]++;
     if (s->info[i].radius > h->rmax)
@@ -253,23 +248,23 @@ void pa_sim_int_hash_build(pa_sim_hash *h, const pa_sim_state *s, double cell) {
   }
   for (uint32_t k = 0; k < size; k++)
     h->start[k + 1] += h->start[k];
-  /* Counting sort, stable in robot order (determinism). */
+  /* Counting sort, stable in robot order (determinism), with the
+   * contiguous copies for the scans (no robot records touched per item). */
   uint32_t *fill = h->start; /* reuse: shift back afterwards */
-  for (uint32_t i = 0; i < s->robot_count; i++)
-    if (s->info[i].active)
-      h->items[fill[h->key[i]]++] = i;
-  for (uint32_t k = size; k > 0; k--)
-    h->start[k] = h->start[k - 1];
-  h->start[0] = 0;
-  /* Contiguous copies for the scans (no robot records touched per item). */
-  for (uint32_t p = 0; p < h->start[size]; p++) {
-    uint32_t i = h->items[p];
-    h->ix[p] = s->rs[i].x;
-    h->iy[p] = s->rs[i].y;
+  for (uint32_t i = 0; i < s->robot_count; i++) {
+    if (!s->info[i].active)
+      continue;
+    uint32_t p = fill[h->key[i]]++;
+    double x = s->rs[i].x, y = s->rs[i].y;
+    h->items[p] = i;
+    h->ix[p] = x;
+    h->iy[p] = y;
     h->ir[p] = s->info[i].radius;
-    h->icx[p] = (int64_t)floor(s->rs[i].x / cell);
-    h->icy[p] = (int64_t)floor(s->rs[i].y / cell);
+    h->icx[p] = pa_sim_ifloor(x / cell);
+    h->icy[p] = pa_sim_ifloor(y / cell);
   }
+  memmove(h->start + 1, h->start, (size_t)size * sizeof *h->start);
+  h->start[0] = 0;
   h->valid = true;
 }
 
@@ -336,18 +331,12 @@ static double bodies_clearance(const pa_sim_state *s, uint32_t skip, double x,
   const pa_sim_hash *h = &s->hash;
   if (!robots || s->ghosts) {
   } else if (h->valid) {
-    int64_t cx = (int64_t)floor(x / h->cell), cy = (int64_t)floor(y / h->cell);
-    uint32_t seen[9];
-    int nseen = 0;
+    int64_t cx = pa_sim_ifloor(x / h->cell), cy = pa_sim_ifloor(y / h->cell);
+    /* Aliased buckets are not skipped: a robot considered twice changes
+     * nothing the second time (its distance is no longer below best). */
     for (int64_t j = cy - 1; j <= cy + 1; j++)
       for (int64_t i = cx - 1; i <= cx + 1; i++) {
         uint32_t k = pa_sim_int_hash_key(h, i, j);
-        bool dup = false;
-        for (int q = 0; q < nseen; q++)
-          dup = dup || seen[q] == k;
-        if (dup)
-          continue;
-        seen[nseen++] = k;
         for (uint32_t p = h->start[k]; p < h->start[k + 1]; p++)
           consider_robot(s, h->items[p], skip, x, y, &best, &bnx, &bny);
       }

@@ -14,6 +14,7 @@ typedef struct scan_ctx {
   double x, y, c, s; /* sensor pose */
   double theta;      /* [rad] */
   double inc;        /* [rad] */
+  double inv_inc;    /* 1 / inc */
   uint32_t beams;
   double range_max;
   const double *dx, *dy; /* world beam directions */
@@ -49,22 +50,22 @@ static inline double fast_atan2(double y, double x) {
 }
 
 /* Beam indices [k0, k1] (unwrapped, may run past either end) that can see a
- * body of bounding radius rb centred at (bx, by). */
-static void shape_window(const scan_ctx *k, double bx, double by, double rb,
-                         int64_t *k0, int64_t *k1) {
-  double ex = bx - k->x, ey = by - k->y;
-  double d = sqrt(ex * ex + ey * ey);
+ * body of bounding radius rb at (ex, ey) from the sensor, distance d. The
+ * window may be a little wider than the body (its extra beams miss it): the
+ * half angle asin(rb / d) is bounded by its tangent (no second atan). */
+static void shape_window(const scan_ctx *k, double ex, double ey, double d,
+                         double rb, int64_t *k0, int64_t *k1) {
   if (d <= rb + 1e-9) { /* sensor inside the bound: every beam */
     *k0 = 0;
     *k1 = (int64_t)k->beams - 1;
     return;
   }
-  /* half the angle it subtends (asin(rb / d)), + the atan error margin */
-  double half = fast_atan2(rb, sqrt(d * d - rb * rb)) + 1e-5;
+  /* tan(asin(rb / d)) >= asin(rb / d), + the atan error margin */
+  double half = rb / sqrt(d * d - rb * rb) + 1e-5;
   /* angle of the body in the sensor frame, relative to angle_min = -pi */
   double phi = fast_atan2(ey, ex) - k->theta + M_PI;
-  *k0 = (int64_t)ceil((phi - half) / k->inc) - 1;
-  *k1 = (int64_t)floor((phi + half) / k->inc) + 1;
+  *k0 = pa_sim_iceil((phi - half) * k->inv_inc) - 1;
+  *k1 = pa_sim_ifloor((phi + half) * k->inv_inc) + 1;
   if (*k1 - *k0 >= (int64_t)k->beams) {
     *k0 = 0;
     *k1 = (int64_t)k->beams - 1;
@@ -90,12 +91,13 @@ static bool occluded(const scan_ctx *k, double d, double rb, int64_t k0,
 
 static void scan_circle(const scan_ctx *k, double cx, double cy, double r) {
   double ex = cx - k->x, ey = cy - k->y;
-  double lim = k->far + r;
-  if (ex * ex + ey * ey >= lim * lim)
+  double lim = k->far + r, d2 = ex * ex + ey * ey;
+  if (d2 >= lim * lim)
     return;
   int64_t k0, k1;
-  shape_window(k, cx, cy, r, &k0, &k1);
-  if (occluded(k, sqrt(ex * ex + ey * ey), r, k0, k1))
+  double d = sqrt(d2);
+  shape_window(k, ex, ey, d, r, &k0, &k1);
+  if (occluded(k, d, r, k0, k1))
     return;
   int64_t n = (int64_t)k->beams;
   for (int64_t q = k0; q <= k1; q++) {
@@ -113,8 +115,9 @@ static void scan_box(const scan_ctx *k, const pa_obstacle_info *o) {
   if (ex * ex + ey * ey >= lim * lim)
     return;
   int64_t k0, k1;
-  shape_window(k, o->x, o->y, rb, &k0, &k1);
-  if (occluded(k, sqrt(ex * ex + ey * ey), rb, k0, k1))
+  double d = sqrt(ex * ex + ey * ey);
+  shape_window(k, ex, ey, d, rb, &k0, &k1);
+  if (occluded(k, d, rb, k0, k1))
     return;
   double c = cos(o->theta), s = sin(o->theta);
   int64_t n = (int64_t)k->beams;
@@ -166,6 +169,72 @@ static void beam_table(pa_sim_scratch *sc, uint32_t beams) {
   sc->beam_table_n = beams;
 }
 
+typedef float v4f __attribute__((vector_size(16)));
+typedef double v4d __attribute__((vector_size(32)));
+
+/* dx[i] = c * bc[i] - s * bs[i], dy[i] = s * bc[i] + c * bs[i] for i < n:
+ * four beams at a time (the same operations on each, so the same bits). */
+static void beam_dirs(double c, double s, const float *bc, const float *bs,
+                      uint32_t n, double *dx, double *dy) {
+  uint32_t i = 0;
+  for (; i + 4 <= n; i += 4) {
+    v4f fc, fs;
+    memcpy(&fc, bc + i, sizeof fc);
+    memcpy(&fs, bs + i, sizeof fs);
+    v4d vc = __builtin_convertvector(fc, v4d);
+    v4d vs = __builtin_convertvector(fs, v4d);
+    v4d x = c * vc - s * vs, y = s * vc + c * vs;
+    memcpy(dx + i, &x, sizeof x);
+    memcpy(dy + i, &y, sizeof y);
+  }
+  for (; i < n; i++) {
+    dx[i] = c * bc[i] - s * bs[i];
+    dy[i] = s * bc[i] + c * bs[i];
+  }
+}
+
+typedef int32_t v4i __attribute__((vector_size(16)));
+typedef int64_t v4l __attribute__((vector_size(32)));
+
+/* out[q] = t[q] >= maxc ? rmax : (float)(t[q] * res), raised to lo: four
+ * beams at a time (the same operations and roundings as one by one; rmax
+ * is a float's value, so choosing before the conversion is the same). */
+static void cells_to_ranges(const double *t, uint32_t n, double maxc,
+                            double res, double rmax, float lo, float *out) {
+  uint32_t q = 0;
+  const v4d vmax = {rmax, rmax, rmax, rmax};
+  const v4f vlo = {lo, lo, lo, lo};
+  for (; q + 4 <= n; q += 4) {
+    v4d vt;
+    memcpy(&vt, t + q, sizeof vt);
+    v4l far = vt >= maxc; /* -1 or 0 per lane */
+    v4l r = ((v4l)(vt * res) & ~far) | ((v4l)vmax & far);
+    v4f v = __builtin_convertvector((v4d)r, v4f);
+    v4i low = v < vlo;
+    v4i x = ((v4i)v & ~low) | ((v4i)vlo & low);
+    memcpy(out + q, &x, sizeof x);
+  }
+  for (; q < n; q++) {
+    float v = t[q] >= maxc ? (float)rmax : (float)(t[q] * res);
+    out[q] = v < lo ? lo : v;
+  }
+}
+
+/* out[i] = out[i] >= hi ? hi : out[i] < lo ? lo : out[i], four at a time. */
+static void clamp_ranges(float *out, uint32_t n, float lo, float hi) {
+  uint32_t i = 0;
+  const v4f vlo = {lo, lo, lo, lo}, vhi = {hi, hi, hi, hi};
+  for (; i + 4 <= n; i += 4) {
+    v4f v;
+    memcpy(&v, out + i, sizeof v);
+    v4i top = v >= vhi, low = (v < vlo) & ~top;
+    v4i x = ((v4i)v & ~(top | low)) | ((v4i)vhi & top) | ((v4i)vlo & low);
+    memcpy(out + i, &x, sizeof x);
+  }
+  for (; i < n; i++)
+    out[i] = out[i] >= hi ? hi : out[i] < lo ? lo : out[i];
+}
+
 static uint32_t scan_beams(const pa_sim_model *m, const pa_robot_info *ri) {
   return ri->laser_beams > m->beam_cap ? m->beam_cap : ri->laser_beams;
 }
@@ -203,15 +272,9 @@ void pa_sim_int_scan_walls(const pa_sim_model *m, const pa_sim_state *s,
   for (uint32_t i0 = b0; i0 < b1; i0 += SCAN_CHUNK) {
     uint32_t nb = b1 - i0 < SCAN_CHUNK ? b1 - i0 : SCAN_CHUNK;
     double bdx[SCAN_CHUNK], bdy[SCAN_CHUNK], bt[SCAN_CHUNK];
-    for (uint32_t q = 0; q < nb; q++) {
-      bdx[q] = gc * bc[i0 + q] - gs * bs[i0 + q];
-      bdy[q] = gs * bc[i0 + q] + gc * bs[i0 + q];
-    }
+    beam_dirs(gc, gs, bc + i0, bs + i0, nb, bdx, bdy);
     pa_sim_int_cast_many(m, a->gx, a->gy, bdx, bdy, nb, maxc, bt);
-    for (uint32_t q = 0; q < nb; q++) {
-      float v = bt[q] >= maxc ? (float)rmax : (float)(bt[q] * res);
-      out[i0 + q] = v < lo ? lo : v;
-    }
+    cells_to_ranges(bt, nb, maxc, res, rmax, lo, out + i0);
   }
 }
 
@@ -238,17 +301,15 @@ void pa_sim_int_scan_finish(const pa_sim_model *m, const pa_sim_state *s,
   bool bodies = s->obstacle_count > 0 || others || ball;
   if (!bodies && sigma == 0)
     return; /* the walls clamped already; nothing else to do */
-  scan_ctx k = {a->x,  a->y, a->c,   a->s,   a->theta, 2.0 * M_PI / beams,
+  const double inc = 2.0 * M_PI / beams;
+  scan_ctx k = {a->x,  a->y, a->c,   a->s,   a->theta, inc, 1.0 / inc,
                 beams, rmax, sc->dx, sc->dy, out,      rmax};
   float far = 0; /* the farthest wall return */
   if (bodies) {
     /* World beam directions: only bodies (obstacles, robots) use them. */
     beam_table(sc, beams);
     const float *bc = sc->beam_cos, *bs = sc->beam_sin;
-    for (uint32_t i = 0; i < beams; i++) {
-      sc->dx[i] = k.c * bc[i] - k.s * bs[i];
-      sc->dy[i] = k.s * bc[i] + k.c * bs[i];
-    }
+    beam_dirs(k.c, k.s, bc, bs, beams, sc->dx, sc->dy);
     /* Four chains: a single one waits on each comparison. */
     float fm[4] = {0, 0, 0, 0};
     uint32_t i4 = beams & ~3u;
@@ -276,21 +337,34 @@ void pa_sim_int_scan_finish(const pa_sim_model *m, const pa_sim_state *s,
     scan_circle(&k, bx, by, br);
   const pa_sim_hash *h = &s->lhash;
   /* + the largest robot radius (bucketed by centre) */
-  int64_t span = h->valid ? (int64_t)ceil((rmax + h->rmax) / h->cell) : 0;
+  int64_t span = h->valid ? pa_sim_iceil((rmax + h->rmax) / h->cell) : 0;
   if (!others) {
   } else if (h->valid &&
              (2 * span + 1) * (2 * span + 1) < (int64_t)s->robot_count) {
-    int64_t cx = (int64_t)floor(a->x / h->cell);
-    int64_t cy = (int64_t)floor(a->y / h->cell);
+    int64_t cx = pa_sim_ifloor(a->x / h->cell);
+    int64_t cy = pa_sim_ifloor(a->y / h->cell);
     /* Only buckets that can hold a centre within far + rmax (scan_circle
      * drops any body beyond far + its radius anyway). */
     int64_t fspan =
-        (int64_t)ceil((k.far + h->rmax) / h->cell) + 1; /* +1: rounding */
+        pa_sim_iceil((k.far + h->rmax) / h->cell) + 1; /* +1: rounding */
     if (fspan < span)
       span = fspan;
+    /* Per row only the buckets that meet the disc of radius far + rmax
+     * around the sensor (+ slack for rounding): scan_circle drops the
+     * centres beyond it anyway. */
+    const double cell = h->cell, reach = k.far + h->rmax + 1e-6;
     /* Buckets can alias; a robot seen twice just intersects twice. */
-    for (int64_t j = cy - span; j <= cy + span; j++)
-      for (int64_t i = cx - span; i <= cx + span; i++) {
+    for (int64_t j = cy - span; j <= cy + span; j++) {
+      double y0 = (double)j * cell, y1 = (double)(j + 1) * cell;
+      double ry = a->y < y0 ? y0 - a->y : a->y > y1 ? a->y - y1 : 0;
+      if (ry > reach)
+        continue;
+      double w = sqrt(reach * reach - ry * ry) + 1e-6;
+      int64_t i0 = pa_sim_ifloor((a->x - w) / cell) - 1;
+      int64_t i1 = pa_sim_ifloor((a->x + w) / cell) + 1;
+      i0 = i0 < cx - span ? cx - span : i0;
+      i1 = i1 > cx + span ? cx + span : i1;
+      for (int64_t i = i0; i <= i1; i++) {
         uint32_t key = pa_sim_int_hash_key(h, i, j);
         for (uint32_t p = h->start[key]; p < h->start[key + 1]; p++) {
           /* aliased bucket: its own cell visits it */
@@ -299,12 +373,18 @@ void pa_sim_int_scan_finish(const pa_sim_model *m, const pa_sim_state *s,
           scan_circle(&k, h->ix[p], h->iy[p], h->ir[p]);
         }
       }
+    }
   } else {
     for (uint32_t o = 0; o < s->robot_count; o++)
       if (o != id && s->info[o].active)
         scan_circle(&k, s->rs[o].x, s->rs[o].y, s->info[o].radius);
   }
   /* Clamp and noise: only returns get noise; no return stays range_max. */
+  if (sigma == 0) {
+    /* The same in float (both limits are floats), without a branch. */
+    clamp_ranges(out, beams, ri->laser_range_min, ri->laser_range_max);
+    return;
+  }
   for (uint32_t i = 0; i < beams; i++) {
     double v = out[i];
     if (v >= rmax) {

@@ -9,13 +9,15 @@
  * waits only for the workers that joined it: a worker still waking up (a
  * thread wake-up; docs/sim.md gives measured figures) finds the job closed and
  * skips it, so the caller never waits for a wake-up. A worker that finished a
- * job watches for the next one for POOL_SPIN_NS before parking on the condition
- * variable: back-to-back jobs (free-running, lockstep) find it awake; at 200 Hz
- * it parks. */
+ * job watches for the next one for POOL_SPIN_NS (up to twice the recent gaps
+ * while jobs come back to back) before parking on the condition variable:
+ * back-to-back jobs (free-running, lockstep) find it awake; at 200 Hz it
+ * parks. */
 #include "pa_sim.h"
 #include "sim_int.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,28 +25,56 @@
 #include <unistd.h>
 
 #define POOL_SPIN_NS 50000 /* a worker watches this long for the next job */
+/* ... or, while jobs come within POOL_BURST_NS of each other (free-running
+ * or stepping many robots: the physics job, the scans, publishing), twice
+ * the longest recent gap, up to POOL_SPIN_MAX_NS: the gap from the scans to
+ * the next tick's moves is about POOL_SPIN_NS itself. */
+#define POOL_BURST_NS 1000000
+#define POOL_SPIN_MAX_NS 500000
 #define POOL_HOT_NS 200000 /* small jobs this close together wake workers */
+#define POOL_YIELD_NS 50000 /* a caller waiting longer for a worker yields */
 
 typedef struct worker {
   pa_sim_pool *pool;
   pthread_t th;
+  int64_t gap; /* the longest recent gap between jobs, decaying [ns] */
   pa_sim_scratch scratch;
 } worker;
 
-/* One scan job: robots ids[i] into s->ranges. */
+#define SPLIT_MAX 8 /* scans split at the end of a tick's scan job */
+
+/* One scan job: robots ids[i] into s->ranges. The first `whole` scans are
+ * an item each; the last ones are `parts` items each (their wall beams in
+ * parts), so that the threads run out of work together instead of one
+ * waiting for the other's last whole scan. The part that completes a split
+ * scan finishes it (bodies, clamp, noise). */
 typedef struct scan_job {
   const pa_sim_model *m;
   pa_sim_state *s;
   const uint32_t *ids;
+  uint32_t whole, parts;
+  pa_sim_scan_at at[SPLIT_MAX]; /* of the split scans */
+  atomic_uint left[SPLIT_MAX];  /* their parts not yet cast */
 } scan_job;
 
 static void scan_one(void *arg, uint32_t i, pa_sim_scratch *k,
                      uint64_t *count) {
   scan_job *j = arg;
-  uint32_t id = j->ids[i];
-  pa_sim_int_scan(j->m, j->s, id, j->s->ranges + (size_t)id * j->m->beam_cap,
-                  k);
   (void)count;
+  const pa_sim_model *m = j->m;
+  if (i < j->whole) {
+    uint32_t id = j->ids[i];
+    pa_sim_int_scan(m, j->s, id, j->s->ranges + (size_t)id * m->beam_cap, k);
+    return;
+  }
+  uint32_t q = (i - j->whole) / j->parts, part = (i - j->whole) % j->parts;
+  const pa_sim_scan_at *a = &j->at[q];
+  float *out = j->s->ranges + (size_t)a->id * m->beam_cap;
+  uint32_t step = (a->beams + j->parts - 1) / j->parts;
+  pa_sim_int_scan_walls(m, j->s, a, out, k, part * step, (part + 1) * step);
+  /* the last part cast: every part's beams are visible here (acq_rel) */
+  if (atomic_fetch_sub_explicit(&j->left[q], 1, memory_order_acq_rel) == 1)
+    pa_sim_int_scan_finish(m, j->s, a, out, k);
 }
 
 /* One scan's wall beams in contiguous parts of `step` beams, part i from
@@ -127,17 +157,46 @@ static inline void cpu_relax(void) {
 #endif
 }
 
+/* A caller waiting for a worker's item: watches (items are short); if it
+ * takes much longer the worker lost its core (a busy machine), so it gives
+ * its own away meanwhile. */
+typedef struct waiter {
+  uint32_t i;
+  int64_t until;
+} waiter;
+
+static void wait_step(waiter *w) {
+  if ((++w->i & 255) == 0) {
+    int64_t now = pa_sim_int_now();
+    if (!w->until)
+      w->until = now + POOL_YIELD_NS;
+    else if (now > w->until)
+      sched_yield();
+  }
+  cpu_relax();
+}
+
 /* Waits for a generation other than `seen` (or quit): watches first, then
  * parks. */
-static uint64_t next_job(pa_sim_pool *p, uint64_t seen) {
-  int64_t until = pa_sim_int_now() + POOL_SPIN_NS;
+static uint64_t next_job(pa_sim_pool *p, uint64_t seen, int64_t spin) {
+  int64_t t0 = pa_sim_int_now(), until = t0 + spin;
+  /* past POOL_SPIN_NS it yields as it watches: a thread that is ready (the
+   * gateway or a client between lockstep steps) gets the core */
+  bool yield = false;
   for (int i = 0;; i++) {
     uint64_t g = atomic_load(&p->job);
     if (g != seen || atomic_load(&p->quit))
       return g;
-    if ((i & 63) == 63 && pa_sim_int_now() > until)
-      break;
-    cpu_relax();
+    if ((i & 63) == 63 || yield) {
+      int64_t now = pa_sim_int_now();
+      if (now > until)
+        break;
+      yield = now - t0 > POOL_SPIN_NS;
+    }
+    if (yield)
+      sched_yield();
+    else
+      cpu_relax();
   }
   pthread_mutex_lock(&p->mu);
   /* Announce before the last look (the caller publishes, then looks at
@@ -157,11 +216,18 @@ static void *worker_main(void *arg) {
   worker *w = arg;
   pa_sim_pool *p = w->pool;
   uint64_t seen = 0;
+  int64_t end = pa_sim_int_now(), spin = POOL_SPIN_NS;
   for (;;) {
-    uint64_t g = next_job(p, seen);
+    uint64_t g = next_job(p, seen, spin);
     if (atomic_load(&p->quit))
       break;
     seen = g;
+    int64_t gap = pa_sim_int_now() - end;
+    w->gap = gap > w->gap - w->gap / 8 ? gap : w->gap - w->gap / 8;
+    spin = w->gap > POOL_BURST_NS                  ? POOL_SPIN_NS
+           : 2 * w->gap + 20000 < POOL_SPIN_NS     ? POOL_SPIN_NS
+           : 2 * w->gap + 20000 > POOL_SPIN_MAX_NS ? POOL_SPIN_MAX_NS
+                                                   : 2 * w->gap + 20000;
     /* Join, then check it is still open (the caller closes, then counts
      * `active`: one of the two sees the other). A closed or newer job is
      * left alone: its fields may be the next job's. */
@@ -176,6 +242,7 @@ static void *worker_main(void *arg) {
       uint64_t c = drain(p, &w->scratch);
       atomic_fetch_add(&p->count, c);
     }
+    end = pa_sim_int_now();
     atomic_fetch_sub(&p->active, 1); /* releases this worker's writes */
   }
   return NULL;
@@ -281,8 +348,9 @@ static uint64_t post(pa_sim_pool *p, pa_sim_pool_fn fn, void *arg,
  * checks `closed`: one of the two sees the other). */
 static void close_job(pa_sim_pool *p) {
   atomic_store(&p->closed, atomic_load(&p->job));
+  waiter w = {0, 0};
   while (atomic_load(&p->active) > 0)
-    cpu_relax();
+    wait_step(&w);
 }
 
 /* The caller takes what is left, then closes the job (the workers' items
@@ -314,8 +382,20 @@ uint64_t pa_sim_int_pool_run(pa_sim_pool *p, pa_sim_pool_fn fn, void *arg,
 
 void pa_sim_int_pool_scan(pa_sim_pool *p, const pa_sim_model *m,
                           pa_sim_state *s, const uint32_t *ids, uint32_t n) {
-  scan_job j = {m, s, ids};
-  pa_sim_int_pool_run(p, scan_one, &j, n, 1);
+  scan_job j = {.m = m, .s = s, .ids = ids};
+  /* The last scan of each thread in parts of a quarter of a scan's beams
+   * or so: parts much smaller cost more per beam than they save. */
+  uint32_t threads = p->nworkers + 1;
+  uint32_t split = n > threads ? threads : n > 1 ? n - 1 : 0;
+  if (split > SPLIT_MAX)
+    split = SPLIT_MAX;
+  j.whole = n - split;
+  j.parts = 4;
+  for (uint32_t q = 0; q < split; q++) {
+    pa_sim_int_scan_at(m, s, ids[j.whole + q], &j.at[q]);
+    atomic_init(&j.left[q], j.parts);
+  }
+  pa_sim_int_pool_run(p, scan_one, &j, j.whole + split * j.parts, 1);
 }
 
 static void scan_part(void *arg, uint32_t i, pa_sim_scratch *k,
@@ -416,8 +496,9 @@ bool pa_sim_int_pool_task_done(pa_sim_pool *p, uint64_t ticket) {
 
 void pa_sim_int_pool_wait(pa_sim_pool *p, uint64_t ticket) {
   pa_sim_int_pool_help(p, ticket);
+  waiter w = {0, 0};
   while (!pa_sim_int_pool_task_done(p, ticket))
-    cpu_relax();
+    wait_step(&w);
 }
 
 void pa_sim_int_pool_stream_close(pa_sim_pool *p) {
@@ -427,9 +508,10 @@ void pa_sim_int_pool_stream_close(pa_sim_pool *p) {
   uint64_t end = atomic_load_explicit(&p->t_posted, memory_order_relaxed);
   while (take_task(p, &p->scratch))
     ;
+  waiter w = {0, 0};
   for (uint64_t i = end > POOL_TASKS ? end - POOL_TASKS : 0; i < end; i++)
     while (!pa_sim_int_pool_task_done(p, i + 1))
-      cpu_relax();
+      wait_step(&w);
   close_job(p);
   p->stream = false;
 }

@@ -408,6 +408,14 @@ static bool consume(run_ctx *k) {
   return any;
 }
 
+/* pa_percentile_i64 of an array already sorted. */
+static int64_t percentile_sorted(const int64_t *v, size_t n, double pct) {
+  if (n == 0)
+    return 0;
+  size_t i = (size_t)(pct / 100.0 * (double)(n - 1) + 0.5);
+  return v[i < n ? i : n - 1];
+}
+
 static void publish_health(run_ctx *k, int64_t now) {
   pa_health *h = &k->st->ctl->health[PA_PROC_SIM];
   h->heartbeat_ns = now;
@@ -416,8 +424,13 @@ static void publish_health(run_ctx *k, int64_t now) {
   k->last_health = now;
   h->loops = k->s->tick;
   h->overruns = k->overruns;
-  h->period_p50_ns = pa_lat_percentile(k->lat, 50);
-  h->period_p99_ns = pa_lat_percentile(k->lat, 99);
+  /* One sort for both (each is ~0.2% of a free-running loop's time). */
+  size_t n =
+      k->lat->count < PA_LAT_WINDOW ? (size_t)k->lat->count : PA_LAT_WINDOW;
+  int64_t tmp[PA_LAT_WINDOW];
+  memcpy(tmp, k->lat->samples, n * sizeof *tmp);
+  h->period_p50_ns = pa_percentile_i64(tmp, n, 50);
+  h->period_p99_ns = percentile_sorted(tmp, n, 99);
   h->period_max_ns = k->lat->max;
   for (int i = 0; i < PA_SIM_PH_COUNT; i++)
     h->phase_ms[i] = k->phase_ewma[i] / 1e6;

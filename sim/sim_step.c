@@ -262,7 +262,7 @@ static bool robot_alone(const pa_sim_state *s, uint32_t i, double reach) {
     return true; /* --ghost_robots: nobody is in its way */
   const pa_sim_hash *h = &s->hash;
   double x = s->rs[i].x, y = s->rs[i].y, r2 = reach * reach;
-  int64_t cx = (int64_t)floor(x / h->cell), cy = (int64_t)floor(y / h->cell);
+  int64_t cx = pa_sim_ifloor(x / h->cell), cy = pa_sim_ifloor(y / h->cell);
   for (int64_t j = cy - 1; j <= cy + 1; j++)
     for (int64_t k = cx - 1; k <= cx + 1; k++) {
       uint32_t key = pa_sim_int_hash_key(h, k, j);
@@ -438,12 +438,15 @@ int64_t pa_sim_int_step(const pa_sim_model *m, pa_sim_state *s, int64_t t0,
   /* Broad phase: buckets wide enough that 3x3 of them cover any contact
    * during this tick, even with neighbours moving. */
   double rmax = 0.05, vmax = 0, lmax = 0;
+  float range_max = 0; /* the lasers' longest, for the scans' buckets */
   for (uint32_t i = 0; i < s->robot_count; i++) {
     const pa_robot_info *ri = &s->info[i];
     if (!ri->active)
       continue;
     if (ri->radius > rmax)
       rmax = ri->radius;
+    if (ri->laser_range_max > range_max)
+      range_max = ri->laser_range_max;
     double vm = ri->max_v + ri->max_vy;
     if (vm > vmax)
       vmax = vm;
@@ -500,17 +503,27 @@ int64_t pa_sim_int_step(const pa_sim_model *m, pa_sim_state *s, int64_t t0,
    * ticks_per_scan == 0, at its pose after this tick's motion. */
   s->scan_due_count = 0;
   bool hashed = false;
-  for (uint32_t i = 0; i < s->robot_count; i++) {
-    if (!s->info[i].active ||
-        (s->tick - s->scan_tick0 + i) % m->ticks_per_scan != 0)
+  /* Only every ticks_per_scan-th robot from the first due one is looked at
+   * (no division and no robot record per robot); if (tick - scan_tick0 +
+   * i) wraps around (it does not: scan_tick0 <= tick), each is checked. */
+  const uint64_t tps = m->ticks_per_scan, since = s->tick - s->scan_tick0;
+  const uint32_t nr = s->robot_count;
+  const bool wraps = since + nr < since;
+  const uint64_t phase = since % tps;
+  const uint32_t stride = wraps ? 1 : (uint32_t)tps;
+  for (uint32_t i = wraps   ? 0
+                    : phase ? (uint32_t)(tps - phase)
+                            : 0;
+       i < nr; i += stride) {
+    if (!s->info[i].active || (wraps && (since + i) % tps != 0))
       continue;
     /* Final positions of this tick, laser-sized buckets (a scan uses them
      * only with more robots than the 3x3 buckets it would visit). */
     if (!hashed && s->robot_count > 9 && !s->ghosts) {
+      /* max(1, longest / 3): the same as the max of each range / 3 */
       double lcell = 1.0;
-      for (uint32_t j = 0; j < s->robot_count; j++)
-        if (s->info[j].active && s->info[j].laser_range_max / 3.0 > lcell)
-          lcell = s->info[j].laser_range_max / 3.0;
+      if ((double)range_max / 3.0 > lcell)
+        lcell = (double)range_max / 3.0;
       pa_sim_int_hash_build(&s->lhash, s, lcell);
       hashed = true;
     }

@@ -5,6 +5,18 @@
 #include "pa_shm.h"
 #include "pa_sim.h"
 
+/* (int64_t)floor(v) and (int64_t)ceil(v) without a libm call (x86-64's
+ * baseline has no rounding instruction): the same integer wherever the
+ * conversion is defined. */
+static inline int64_t pa_sim_ifloor(double v) {
+  int64_t t = (int64_t)v;
+  return (int64_t)((uint64_t)t - (v < (double)t));
+}
+static inline int64_t pa_sim_iceil(double v) {
+  int64_t t = (int64_t)v;
+  return (int64_t)((uint64_t)t + (v > (double)t));
+}
+
 /* Generator state derived from (seed, a, b). */
 uint64_t pa_sim_int_seed(uint64_t seed, uint64_t a, uint64_t b);
 
@@ -47,8 +59,12 @@ int pa_sim_int_hash_init(pa_sim_hash *h, uint32_t cap);
 void pa_sim_int_hash_free(pa_sim_hash *h);
 void pa_sim_int_hash_build(pa_sim_hash *h, const pa_sim_state *s,
                            double cell);
-/* Bucket of a point's cell. */
-uint32_t pa_sim_int_hash_key(const pa_sim_hash *h, int64_t cx, int64_t cy);
+/* Bucket of a point's cell (inline: the broad phase asks 9 per robot). */
+static inline uint32_t pa_sim_int_hash_key(const pa_sim_hash *h, int64_t cx,
+                                           int64_t cy) {
+  uint32_t k = (uint32_t)cx * 73856093u ^ (uint32_t)cy * 19349663u;
+  return k & h->mask;
+}
 
 /* Puts robot id (info[id] already set) at a pose with zero velocities and
  * commands; keeps its scan_seq. */
