@@ -65,9 +65,10 @@ void pa_metrics_sample(pa_web *w) {
   pa_netgw *g = w->g;
   const pa_health *h = &g->ctl->health[PA_PROC_SIM];
   uint64_t loops = __atomic_load_n(&h->loops, __ATOMIC_RELAXED);
-  const pa_tick *t = pa_gw_latest(g);
-  if (!t)
+  pa_tick hdr;
+  if (!pa_gw_latest_header(g, &hdr))
     return;
+  const pa_tick *t = &hdr;
   if (w->last_wall_ns && loops > w->last_loops && t->wall_ns > w->last_wall_ns)
     pa_hist_observe(&w->sim_period, (double)(t->wall_ns - w->last_wall_ns) /
                                         1e9 / (double)(loops - w->last_loops));

@@ -809,7 +809,8 @@ static int open_udp(const char *addr, unsigned port, int *fd, unsigned *bound,
 }
 
 int pa_ssl_gw_start(pa_netgw *g, char *err, size_t err_sz) {
-  const pa_tick *t = pa_gw_latest(g);
+  pa_tick hdr;
+  const pa_tick *t = pa_gw_latest_header(g, &hdr) ? &hdr : NULL;
   if (!t || !t->ssl)
     return 0; /* no SSL field: no sockets */
   pa_ssl_gw *x = calloc(1, sizeof *x);
@@ -894,7 +895,8 @@ int pa_ssl_gw_start(pa_netgw *g, char *err, size_t err_sz) {
 }
 
 void pa_ssl_gw_poll(pa_netgw *g) {
-  const pa_tick *t = pa_gw_latest(g);
+  pa_tick hdr; /* periodic: the header only (not every robot's state) */
+  const pa_tick *t = pa_gw_latest_header(g, &hdr) ? &hdr : NULL;
   if (!t || !(t->ssl == 'A' || t->ssl == 'B'))
     return; /* the ports stay open without a field: pa-sim refuses by name */
   pa_ssl_gw *x = g->ssl;

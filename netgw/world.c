@@ -86,6 +86,22 @@ int pa_gw_obstacle(pa_netgw *g, const char *name, pa_obstacle_info *info,
                     g->ctl->def.max_obstacles, name, -1, info, idx);
 }
 
+bool pa_gw_latest_header(pa_netgw *g, pa_tick *out) {
+  for (int tries = 0; tries < 8; tries++) {
+    uint64_t n = pa_ring_head(g->st->state);
+    uint32_t len;
+    const void *p = n ? pa_ring_peek(g->st->state, n, &len) : NULL;
+    if (!n)
+      return false;
+    if (!p || len < sizeof *out)
+      continue; /* overwritten since the head was read */
+    memcpy(out, p, sizeof *out);
+    if (pa_ring_still(g->st->state, n))
+      return true;
+  }
+  return false;
+}
+
 const pa_tick *pa_gw_latest(pa_netgw *g) {
   uint32_t len;
   uint64_t seq;

@@ -273,6 +273,9 @@ int pa_gw_obstacle(pa_netgw *g, const char *name, pa_obstacle_info *info,
                    uint32_t *idx);
 /* Latest state record; NULL when pa-sim has not written a tick yet. */
 const pa_tick *pa_gw_latest(pa_netgw *g);
+/* Only the newest tick's header, read in place: what a periodic sampler
+ * needs, without copying (and keeping resident) every robot's state. */
+bool pa_gw_latest_header(pa_netgw *g, pa_tick *out);
 /* streams.c: one camera subscriber more (+1) or less (-1) for robot, never
  * below 0 (a restarted netgw zeroed the counts), and wakes pa-render. */
 void pa_gw_cam_demand(pa_netgw *g, uint32_t robot, int delta);
