@@ -30,29 +30,26 @@
 #define VEC_BITS_F(m) ((unsigned)_mm256_movemask_ps((__m256)(m)))
 
 /* Expand loads (AVX-512 has them): a masked load of the first popcount(fr)
- * elements, then a permutation from a table by fr. */
-static uint8_t avx2_perm8[256][8]; /* 32-bit lanes */
-static uint8_t avx2_perm4[16][8];  /* 64-bit lanes, as pairs of 32 */
+ * elements, then a permutation from a table by fr (64-bit lanes, as pairs
+ * of 32). Packing (AVX-512's compress): a permutation by the lane mask. */
+static uint8_t avx2_perm4[16][8];
+static int32_t avx2_pack8[256][8]; /* lane l takes lane [b][l] */
 
 static void avx2_tables(void) {
-  for (unsigned m = 0; m < 256; m++)
-    for (int l = 0, k = 0; l < 8; l++)
-      avx2_perm8[m][l] = (uint8_t)(m >> l & 1 ? k++ : 0);
   for (unsigned m = 0; m < 16; m++)
     for (int l = 0, k = 0; l < 4; l++) {
       int e = m >> l & 1 ? k++ : 0;
       avx2_perm4[m][2 * l] = (uint8_t)(2 * e);
       avx2_perm4[m][2 * l + 1] = (uint8_t)(2 * e + 1);
     }
-}
-
-VEC_TARGET static inline __m256 avx2_expand8(unsigned fr, const void *src) {
-  __m256i first = _mm256_cmpgt_epi32(_mm256_set1_epi32(__builtin_popcount(fr)),
-                                     _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-  __m256 v = _mm256_maskload_ps((const float *)src, first);
-  __m256i perm = _mm256_cvtepu8_epi32(
-      _mm_loadl_epi64((const __m128i *)(const void *)avx2_perm8[fr]));
-  return _mm256_permutevar8x32_ps(v, perm);
+  for (unsigned m = 0; m < 256; m++) {
+    int k = 0;
+    for (int l = 0; l < 8; l++)
+      if (m >> l & 1)
+        avx2_pack8[m][k++] = l;
+    while (k < 8)
+      avx2_pack8[m][k++] = 0;
+  }
 }
 
 VEC_TARGET static inline __m256d avx2_expand4(unsigned fr, const double *src) {
@@ -64,9 +61,15 @@ VEC_TARGET static inline __m256d avx2_expand4(unsigned fr, const double *src) {
   return _mm256_castps_pd(_mm256_permutevar8x32_ps(_mm256_castpd_ps(v), perm));
 }
 
-#define VEC_EXPAND_F(fr, src) ((vec_f)avx2_expand8(fr, src))
-#define VEC_EXPAND_I(fr, src) ((vec_i)avx2_expand8(fr, src))
 #define VEC_EXPAND_D(fr, src) ((vec_d)avx2_expand4(fr, src))
+typedef __m256i avx2_perm;
+#define VEC_PERM(b)                                                            \
+  _mm256_loadu_si256((const __m256i *)(const void *)avx2_pack8[b])
+#define VEC_CST_F(dst, v, p)                                                   \
+  _mm256_storeu_ps(dst, _mm256_permutevar8x32_ps((__m256)(v), p))
+#define VEC_CST_I(dst, v, p)                                                   \
+  _mm256_storeu_si256((__m256i *)(void *)(dst),                                \
+                      _mm256_permutevar8x32_epi32((__m256i)(v), p))
 
 #include "sim_cast_vec.h"
 

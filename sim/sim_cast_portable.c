@@ -5,10 +5,43 @@
 #define _GNU_SOURCE
 #include "sim_geom_int.h"
 
+#include <string.h>
+
 #if defined(__GNUC__) && !defined(PA_SIM_NO_SIMD)
 #define VEC_TARGET
 #define VEC_FN(name) port_##name
 #define VEC_BYTES 16 /* one SSE / NEON register: 4 float / 2 double lanes */
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+/* lane masks -> bits: one instruction on x86-64's baseline */
+#define VEC_BITS_F(m) ((unsigned)_mm_movemask_ps((__m128)(m)))
+#define VEC_BITS_D(m) ((unsigned)_mm_movemask_pd((__m128d)(m)))
+#endif
+
+/* Packed stores without a variable permute (SSE2 has none): the vector
+ * through memory, then its lanes by a table of the kept ones. */
+static const uint8_t port_pack4[16][4] = {
+    {0, 0, 0, 0}, {0, 0, 0, 0}, {1, 0, 0, 0}, {0, 1, 0, 0},
+    {2, 0, 0, 0}, {0, 2, 0, 0}, {1, 2, 0, 0}, {0, 1, 2, 0},
+    {3, 0, 0, 0}, {0, 3, 0, 0}, {1, 3, 0, 0}, {0, 1, 3, 0},
+    {2, 3, 0, 0}, {0, 2, 3, 0}, {1, 2, 3, 0}, {0, 1, 2, 3}};
+typedef const uint8_t *port_perm;
+#define VEC_PERM(b) (port_pack4[b])
+#define VEC_CST_F(dst, v, p)                                                   \
+  do {                                                                         \
+    float tmp_[4], *d_ = (dst);                                                \
+    memcpy(tmp_, &(v), sizeof tmp_);                                           \
+    for (int k_ = 0; k_ < 4; k_++)                                             \
+      d_[k_] = tmp_[(p)[k_]];                                                  \
+  } while (0)
+#define VEC_CST_I(dst, v, p)                                                   \
+  do {                                                                         \
+    int32_t tmp_[4], *d_ = (dst);                                              \
+    memcpy(tmp_, &(v), sizeof tmp_);                                           \
+    for (int k_ = 0; k_ < 4; k_++)                                             \
+      d_[k_] = tmp_[(p)[k_]];                                                  \
+  } while (0)
 
 #include "sim_cast_vec.h"
 

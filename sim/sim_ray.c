@@ -101,7 +101,8 @@ static inline double boundary_after(bool h, int64_t *c, double o, double bo,
   return b;
 }
 
-/* The fast caster for one ray: from the current point, jump by the field's
+/* The fast caster for one ray (free up to t0 >= 0 [cells]: it starts
+ * there): from the current point, jump by the field's
  * safe step (from any point of the cell nothing blocked is that close) while
  * it is >= 1 cell, tracking the position in fixed point (short dependency
  * chain; the field's slack covers its error), then take exact crossings from
@@ -110,7 +111,7 @@ static inline double boundary_after(bool h, int64_t *c, double o, double bo,
  * hit cell by cell_entry, so the result equals the plain traversal bit for
  * bit. */
 static inline double cast_one(const pa_sim_model *m, double ox, double oy,
-                              double dx, double dy, double maxc) {
+                              double dx, double dy, double maxc, double t0) {
   ray_start r;
   if (!start_ray(m, ox, oy, dx, dy, &r))
     return 0;
@@ -129,7 +130,9 @@ static inline double cast_one(const pa_sim_model *m, double ox, double oy,
   const int64_t qdy = (int64_t)(dy * 1048576.0);
   const int64_t qmax = (int64_t)(maxc * 1024.0) + 1;
   double bx = r.bx, by = r.by; /* next boundaries */
-  double t = 0;
+  double t = t0;
+  if (t0 > 0) /* free up to t0: land there as after a jump */
+    goto land;
   for (;;) {
     unsigned v = F[idx];
     if (v >= JUMP_CODE) {
@@ -146,6 +149,7 @@ static inline double cast_one(const pa_sim_model *m, double ox, double oy,
         v = F[idx];
       } while (v >= JUMP_CODE && qt < qmax);
       t = (double)qt * (1.0 / 1024.0);
+    land:
       if (t >= maxc)
         return maxc;
       /* Back on the exact ray, in the plain traversal's state after all its
@@ -186,7 +190,12 @@ hit:;
 
 double pa_sim_int_cast_one(const pa_sim_model *m, double ox, double oy,
                            double dx, double dy, double maxc) {
-  return cast_one(m, ox, oy, dx, dy, maxc);
+  return cast_one(m, ox, oy, dx, dy, maxc, 0);
+}
+
+double pa_sim_int_cast_from(const pa_sim_model *m, double ox, double oy,
+                            double dx, double dy, double maxc, double t0) {
+  return cast_one(m, ox, oy, dx, dy, maxc, t0);
 }
 
 double pa_sim_cast_plain(const pa_sim_model *m, double x, double y, double dx,

@@ -1,28 +1,28 @@
-/* sim_cast_vec.h - the exact vector caster written once with GCC/Clang vector
- * extensions (VEC_BYTES-wide vectors: 32 = 8 float / 4 double lanes),
- * included by sim_cast_avx2.c (compiled for AVX2 + FMA) and
- * sim_cast_portable.c (16 bytes, the compiler's baseline: SSE2 on x86-64,
- * NEON on AArch64). It mirrors the AVX-512 caster (sim_cast_avx512.c), pass
- * by pass and with the same error bounds:
- * - jump: single precision, every ray jumps by its cell's safe step while
- *   that is >= 1 cell; the float error of the point stays inside the field's
- *   slack, so the ray is free up to the parameter reached;
- * - land and walk: single precision, crossings cell by cell, each taken only
- *   when its decision is certified to be the double traversal's (else a
- *   close call), to a blocked cell (the hit), range_max or open space again;
- * - double: close calls go on in double lanes that either jump (landing in
- *   the plain traversal's state by exact comparisons) or take one exact
- *   crossing with the plain traversal's operations (IEEE subtraction and
- *   product); a lane that stops writes the hit cell's entry with
- *   cell_entry's operations.
+/* sim_cast_vec.h - the exact vector caster, written once with GCC/Clang
+ * vector extensions (VEC_BYTES-wide vectors: 64 = 16 float / 8 double lanes,
+ * 32 = 8 / 4, 16 = 4 / 2), included by sim_cast_avx512.c, sim_cast_avx2.c
+ * (each compiled for its ISA) and sim_cast_portable.c (the compiler's
+ * baseline: SSE2 on x86-64, NEON on AArch64). Two passes:
+ * - float: every ray jumps by its cell's safe step while that is >= 1 cell
+ *   (the float error of the point stays inside the field's slack, so the
+ *   ray is free up to the parameter reached), then takes crossings cell by
+ *   cell, each only when its decision is certified to be the double
+ *   traversal's (else a close call), to a blocked cell (the hit), range_max
+ *   or open space again (back to jumping). The rays wait on packed lists,
+ *   one step of each per pass: no lane waits for another ray;
+ * - double: close calls go on exactly, in the scalar caster when they are
+ *   few, else in double lanes that either jump (landing in the plain
+ *   traversal's state by exact comparisons) or take one exact crossing with
+ *   the plain traversal's operations (IEEE subtraction and product); a lane
+ *   that stops writes the hit cell's entry with cell_entry's operations.
  * Every range is the entry of the plain traversal's hit cell, computed in
  * double as cell_entry does: equal to the plain traversal bit for bit.
  *
  * The includer defines VEC_TARGET (a function attribute, may be empty) and
  * VEC_FN(name) (the file's names), and may set VEC_BYTES and give faster
  * forms of the hooks below: VEC_GATHER_F / _D (lanes of field bytes),
- * VEC_FMA_F, VEC_TRUNC_D, VEC_BITS_F / _D (lane mask -> bits) and
- * VEC_EXPAND_F / _I / _D (expand loads). */
+ * VEC_FMA_F, VEC_TRUNC_D, VEC_BITS_F / _D (lane mask -> bits), VEC_EXPAND_D
+ * (expand load) and VEC_PERM with VEC_CST_F / _I (packed stores). */
 #include "sim_geom_int.h"
 
 #include <math.h>
@@ -41,8 +41,10 @@ typedef int64_t vec_l __attribute__((vector_size(VEC_BYTES)));
 #ifndef VEC_WAVES
 #define VEC_WAVES 4 /* independent dependency chains in flight */
 #endif
-#define VEC_GROUPS 6                  /* float jump groups in lockstep */
 #define VEC_FAR_K (1.0f / 1048576.0f) /* 2^-20: a float range's error */
+#ifndef VEC_SCALAR_MAX
+#define VEC_SCALAR_MAX 16 /* close calls up to this many: the scalar caster */
+#endif
 
 /* The portable forms of the includer's hooks (an ISA file may give its
  * own): lane loads, a product and a sum, trunc by the 2^52 trick (exact
@@ -88,27 +90,6 @@ VEC_TARGET static inline unsigned VEC_FN(bits_d)(vec_l m) {
 
 /* Lanes in bits `fr` take src[0], src[1], ... in lane order (the others:
  * anything); only the first popcount(fr) elements of src are read. */
-#ifndef VEC_EXPAND_F
-VEC_TARGET static inline vec_f VEC_FN(expand_f)(unsigned fr, const float *src) {
-  vec_f v = {0};
-  for (int l = 0, k = 0; l < VEC_FL; l++)
-    if (fr >> l & 1)
-      v[l] = src[k++];
-  return v;
-}
-#define VEC_EXPAND_F(fr, src) VEC_FN(expand_f)(fr, src)
-#endif
-#ifndef VEC_EXPAND_I
-VEC_TARGET static inline vec_i VEC_FN(expand_i)(unsigned fr,
-                                                const int32_t *src) {
-  vec_i v = {0};
-  for (int l = 0, k = 0; l < VEC_FL; l++)
-    if (fr >> l & 1)
-      v[l] = src[k++];
-  return v;
-}
-#define VEC_EXPAND_I(fr, src) VEC_FN(expand_i)(fr, src)
-#endif
 #ifndef VEC_EXPAND_D
 VEC_TARGET static inline vec_d VEC_FN(expand_d)(unsigned fr,
                                                 const double *src) {
@@ -145,12 +126,6 @@ VEC_TARGET static inline unsigned VEC_FN(first_lanes)(unsigned fr,
 }
 
 /* Lane masks (all ones where bit l of b is set). */
-VEC_TARGET static inline vec_i VEC_FN(mask_f)(unsigned b) {
-  vec_i lane;
-  for (int l = 0; l < VEC_FL; l++)
-    lane[l] = 1 << l;
-  return (((vec_i){0} + (int32_t)b) & lane) != 0;
-}
 VEC_TARGET static inline vec_l VEC_FN(mask_d)(unsigned b) {
   vec_l lane;
   for (int l = 0; l < VEC_DL; l++)
@@ -162,57 +137,6 @@ VEC_TARGET static inline vec_l VEC_FN(mask_d)(unsigned b) {
 #define SEL_D(m, a, b) ((vec_d)(((vec_l)(a) & (m)) | ((vec_l)(b) & ~(m))))
 #define SEL_F(m, a, b) ((vec_f)(((vec_i)(a) & (m)) | ((vec_i)(b) & ~(m))))
 #define SEL_I(m, a, b) (((a) & (m)) | ((b) & ~(m)))
-
-/* Jumps rays [0, n) from t[i] (updated) through open space. */
-VEC_TARGET static void VEC_FN(jump)(const uint8_t *F, uint32_t W, float ox,
-                                    float oy, const float *dxs,
-                                    const float *dys, float *ts, uint32_t n,
-                                    float maxc) {
-  const vec_f vox = (vec_f){0} + ox, voy = (vec_f){0} + oy;
-  const vec_i vW = (vec_i){0} + (int32_t)W;
-  for (uint32_t b = 0; b < n; b += VEC_FL * VEC_GROUPS) {
-    vec_f dx[VEC_GROUPS], dy[VEC_GROUPS], t[VEC_GROUPS];
-    vec_i live[VEC_GROUPS];
-    for (int g = 0; g < VEC_GROUPS; g++) {
-      uint32_t at = b + VEC_FL * (uint32_t)g;
-      dx[g] = dy[g] = t[g] = (vec_f){0};
-      live[g] = (vec_i){0};
-      /* lanes past n: the origin, never live (their cell is valid) */
-      for (uint32_t l = 0; l < VEC_FL && at + l < n; l++) {
-        dx[g][l] = dxs[at + l];
-        dy[g][l] = dys[at + l];
-        t[g][l] = ts[at + l];
-        live[g][l] = -1;
-      }
-    }
-    for (;;) {
-      vec_i any = {0};
-#pragma GCC unroll 8
-      for (int g = 0; g < VEC_GROUPS; g++) {
-        vec_f px = VEC_FMA_F(t[g], dx[g], vox);
-        vec_f py = VEC_FMA_F(t[g], dy[g], voy);
-        /* a lane that stopped keeps its point: always a valid cell */
-        vec_i idx = __builtin_convertvector(py, vec_i) * vW +
-                    __builtin_convertvector(px, vec_i);
-        vec_i v = VEC_GATHER_F(F, idx);
-        vec_i go = live[g] & (v >= JUMP_CODE) & (t[g] < maxc);
-        vec_f fv = __builtin_convertvector(v, vec_f);
-        vec_f s1 = fv * 0.25f - 0.25f, s2 = fv - 97.0f;
-        vec_f safe = SEL_F(s1 > s2, s1, s2);
-        t[g] = SEL_F(go, t[g] + safe, t[g]);
-        live[g] = go;
-        any |= go;
-      }
-      if (!VEC_BITS_F(any))
-        break;
-    }
-    for (int g = 0; g < VEC_GROUPS; g++) {
-      uint32_t at = b + VEC_FL * (uint32_t)g;
-      for (uint32_t l = 0; l < VEC_FL && at + l < n; l++)
-        ts[at + l] = t[g][l];
-    }
-  }
-}
 
 typedef struct VEC_FN(wave) {
   vec_d dx, dy, jx, jy, fsx, fsy, bxo, byo, t, bx, by, idx, id;
@@ -363,252 +287,327 @@ VEC_TARGET static void VEC_FN(cells)(const pa_sim_model *m, double ox,
   }
 }
 
-/* ---- the float walk: crossings cell by cell with certified decisions ----
- * As the AVX-512 caster's land_f32 / walk_f32: from where the jumps
- * stopped, the cell under the point unless it is within its error bound of
- * a cell edge; then crossings taken only when tx and ty are farther apart
- * than their error bounds (and clear of range_max), so each is the choice
- * the double traversal makes; until a blocked cell (the hit: its index),
+/* ---- the float pass: jumps and certified crossings, list by list ----
+ * A ray jumps by its cell's safe step while that is >= 1 cell (the first
+ * jump, from the origin's cell, is the same for all: taken at the start);
+ * where it stops, it lands in the cell under the point unless that is
+ * within its error bound of a cell edge; then it takes crossings cell by
+ * cell, each only when tx and ty are farther apart than their error bounds
+ * (and clear of range_max), so each is the choice the double traversal
+ * makes; until a blocked cell (the hit: its cell),
  * range_max, open space again (back to jumping) or a close call (the double
- * pass goes on from a parameter known to be free). */
+ * pass goes on from a parameter known to be free).
+ * The rays wait on two lists (structure of arrays): those jumping and those
+ * walking. A pass takes one step of every ray on a list, lanes independent,
+ * and packs the rays that go on to the front of the list; a ray that
+ * changes mode moves to the other list. No lane waits for another ray, and
+ * the steps of a pass have no dependency chain between vectors. */
 #define VEC_LAND_K (1.0f / 2097152.0f) /* 2^-21: a point's error bound */
 #define VEC_WALK_OPEN 9                /* codes >= this: back to jumping */
 #define VEC_WALK_OPEN_ERR 0.004f       /* when t is known this well */
-#define VEC_WALK_WAVES 2
-enum { VRAY_NONE = -1, VRAY_DOUBLE = -2, VRAY_JUMP = -3 }; /* else: hit */
+#define VEC_LIST (CAST_CHUNK + VEC_FL) /* a list's room: + a vector's slack */
+enum { VRAY_NONE = -1, VRAY_DOUBLE = -2 }; /* else: the hit cell's row */
 
-/* The cell under each ray's point at t[i] into cx, cy; close calls (and
- * points past range_max) get res[id] set and ok[i] = 0. */
-VEC_TARGET static void VEC_FN(land_f)(float ox, float oy, const float *dxs,
-                                      const float *dys, const float *ts,
-                                      const int32_t *ids, uint32_t n,
-                                      float maxc, int32_t c0x, int32_t c0y,
-                                      int32_t *cx, int32_t *cy, int32_t *ok,
-                                      int32_t *res, float *rt) {
-  const float far = maxc * (1.0f + VEC_FAR_K);
-  for (uint32_t i = 0; i < n; i++) {
-    float t = ts[i];
-    ok[i] = 0;
-    if (t >= far) {
-      res[ids[i]] = VRAY_NONE;
-      continue;
-    }
-    if (t == 0) { /* the origin's cell */
-      cx[i] = c0x;
-      cy[i] = c0y;
-      ok[i] = 1;
-      continue;
-    }
-    float px = t * dxs[i] + ox, py = t * dys[i] + oy;
-    float at = fabsf(t);
-    float ex = (fabsf(ox) + (at + at)) * VEC_LAND_K;
-    float ey = (fabsf(oy) + (at + at)) * VEC_LAND_K;
-    float fx = px - floorf(px), fy = py - floorf(py);
-    if (fx <= ex || 1.0f - fx <= ex || fy <= ey || 1.0f - fy <= ey) {
-      res[ids[i]] = VRAY_DOUBLE;
-      rt[ids[i]] = t;
-      continue;
-    }
-    cx[i] = (int32_t)px;
-    cy[i] = (int32_t)py;
-    ok[i] = 1;
+/* Packed stores: lanes b of v to dst[0], dst[1], ... in lane order (the
+ * vector's room may be written past them). VEC_PERM(b) once, then
+ * VEC_CST_F / _I of each vector. */
+#ifndef VEC_PERM
+typedef unsigned VEC_FN(perm);
+#define VEC_PERM(b) ((VEC_FN(perm))(b))
+VEC_TARGET static inline void VEC_FN(cst_f)(float *dst, vec_f v, unsigned b) {
+  for (int l = 0, k = 0; l < VEC_FL; l++) { /* no branch: k <= l */
+    dst[k] = v[l];
+    k += (int)(b >> l & 1);
   }
 }
-
-typedef struct VEC_FN(walk) {
-  vec_f dx, dy, ix, iy, bxo, byo, t, tl, te;
-  vec_i cx, cy, sx, sy, zx, zy, live, id;
-  unsigned bits;
-} VEC_FN(walk);
-
-typedef struct VEC_FN(wsrc) {
-  const float *dx, *dy, *t;
-  const int32_t *cx, *cy, *id;
-  uint32_t next, n;
-} VEC_FN(wsrc);
-
-VEC_TARGET static inline void VEC_FN(walk_fill)(VEC_FN(walk) * w,
-                                                VEC_FN(wsrc) * q) {
-  const unsigned full = (1u << VEC_FL) - 1;
-  unsigned fr = ~w->bits & full;
-  uint32_t left = q->n - q->next;
-  if (!fr || !left)
-    return;
-  fr = VEC_FN(first_lanes)(fr, left);
-  const uint32_t at = q->next;
-  q->next += (uint32_t)__builtin_popcount(fr);
-  w->bits |= fr;
-  const vec_i fm = VEC_FN(mask_f)(fr);
-  const vec_f zero = {0}, one = zero + 1.0f;
-  const vec_i ione = (vec_i){0} + 1;
-  vec_f dx = VEC_EXPAND_F(fr, q->dx + at), dy = VEC_EXPAND_F(fr, q->dy + at);
-  vec_f t = VEC_EXPAND_F(fr, q->t + at);
-  w->dx = SEL_F(fm, dx, w->dx);
-  w->dy = SEL_F(fm, dy, w->dy);
-  w->t = SEL_F(fm, t, w->t);
-  w->tl = SEL_F(fm, t, w->tl);
-  w->te = SEL_F(fm, zero, w->te);
-  w->cx = SEL_I(fm, VEC_EXPAND_I(fr, q->cx + at), w->cx);
-  w->cy = SEL_I(fm, VEC_EXPAND_I(fr, q->cy + at), w->cy);
-  w->id = SEL_I(fm, VEC_EXPAND_I(fr, q->id + at), w->id);
-  vec_i zx = dx == 0, zy = dy == 0, nx = dx < 0, ny = dy < 0;
-  w->zx = SEL_I(fm, zx, w->zx);
-  w->zy = SEL_I(fm, zy, w->zy);
-  w->ix = SEL_F(fm, SEL_F(zx, zero, one / dx), w->ix);
-  w->iy = SEL_F(fm, SEL_F(zy, zero, one / dy), w->iy);
-  w->sx = SEL_I(fm, SEL_I(nx, -ione, ione), w->sx);
-  w->sy = SEL_I(fm, SEL_I(ny, -ione, ione), w->sy);
-  w->bxo = SEL_F(fm, SEL_F(nx, zero, one), w->bxo);
-  w->byo = SEL_F(fm, SEL_F(ny, zero, one), w->byo);
-  w->live |= fm;
+VEC_TARGET static inline void VEC_FN(cst_i)(int32_t *dst, vec_i v, unsigned b) {
+  for (int l = 0, k = 0; l < VEC_FL; l++) {
+    dst[k] = v[l];
+    k += (int)(b >> l & 1);
+  }
 }
+#define VEC_CST_F(dst, v, p) VEC_FN(cst_f)(dst, v, p)
+#define VEC_CST_I(dst, v, p) VEC_FN(cst_i)(dst, v, p)
+#endif
+
+typedef struct VEC_FN(lists) {
+  /* jumping: direction and its inverse, parameter, ray */
+  float jdx[VEC_LIST], jdy[VEC_LIST], jix[VEC_LIST], jiy[VEC_LIST];
+  float jt[VEC_LIST];
+  int32_t jid[VEC_LIST];
+  /* walking: direction and its inverse (0: the axis is never crossed),
+   * parameter, its error bound, the landing's parameter, cell, ray */
+  float kdx[VEC_LIST], kdy[VEC_LIST], kix[VEC_LIST], kiy[VEC_LIST];
+  float kt[VEC_LIST], kte[VEC_LIST], ktl[VEC_LIST];
+  int32_t kcx[VEC_LIST], kcy[VEC_LIST], kid[VEC_LIST];
+  /* done: ray, result (VRAY_ or the hit's row), its parameter or column */
+  int32_t did[VEC_LIST], dres[VEC_LIST], dcx[VEC_LIST];
+  float dt[VEC_LIST];
+  int32_t v[VEC_LIST]; /* the field codes of a pass, gathered first */
+  uint32_t nj, nk, nd;
+} VEC_FN(lists);
+
+VEC_TARGET static inline vec_f VEC_FN(ld_f)(const float *p) {
+  vec_f v;
+  memcpy(&v, p, sizeof v);
+  return v;
+}
+VEC_TARGET static inline vec_i VEC_FN(ld_i)(const int32_t *p) {
+  vec_i v;
+  memcpy(&v, p, sizeof v);
+  return v;
+}
+#define VEC_ST(p, v) memcpy(p, &(v), sizeof(v))
 
 VEC_TARGET static inline vec_f VEC_FN(fabs_f)(vec_f x) {
   return (vec_f)((vec_i)x & 0x7fffffff);
 }
 
-VEC_TARGET static inline void VEC_FN(walk_step)(VEC_FN(walk) * w,
-                                                const uint8_t *F, vec_i vW,
-                                                vec_f ox, vec_f oy, vec_f aox,
-                                                vec_f aoy, vec_f maxc,
-                                                int32_t *res, float *rt) {
-  const vec_f K = (vec_f){0} + VEC_FAR_K, big = (vec_f){0} + 3e37f;
-  const vec_f zero = {0};
-  vec_i idx = w->cy * vW + w->cx;
-  vec_i v = VEC_GATHER_F(F, idx);
-  vec_i live = w->live;
-  /* a blocked cell: the hit (this cell's index is the result) */
-  vec_i hit = live & (v == 0);
-  /* open space again, with t known well enough: back to jumping */
-  vec_i open = live & (v >= VEC_WALK_OPEN) & (w->te < VEC_WALK_OPEN_ERR);
-  vec_i wk = live & ~hit & ~open;
-  vec_f bx = __builtin_convertvector(w->cx, vec_f) + w->bxo;
-  vec_f by = __builtin_convertvector(w->cy, vec_f) + w->byo;
-  vec_f tx = SEL_F(w->zx, big, (bx - ox) * w->ix);
-  vec_f ty = SEL_F(w->zy, big, (by - oy) * w->iy);
-  vec_f ex = SEL_F(w->zx, zero,
-                   VEC_FMA_F(VEC_FN(fabs_f)(w->ix), aox + VEC_FN(fabs_f)(bx),
-                             VEC_FN(fabs_f)(tx)) *
-                       K);
-  vec_f ey = SEL_F(w->zy, zero,
-                   VEC_FMA_F(VEC_FN(fabs_f)(w->iy), aoy + VEC_FN(fabs_f)(by),
-                             VEC_FN(fabs_f)(ty)) *
-                       K);
-  vec_i xs = tx < ty;
-  vec_f tn = SEL_F(xs, tx, ty);
-  vec_f te = SEL_F(xs, ex, ey);
-  vec_i close = wk & (VEC_FN(fabs_f)(tx - ty) <= ex + ey);
-  close |= wk & (VEC_FN(fabs_f)(tn - maxc) <= VEC_FMA_F(maxc, K, te));
-  wk &= ~close;
-  vec_i past = wk & (tn >= maxc);
-  wk &= ~past;
-  vec_i fin = hit | open | close | past;
-  unsigned fb = VEC_BITS_F(fin);
-  if (fb) {
-    /* hit: the cell; open: jump on from here; close: the double pass from
-     * the landing (t has an error); past: no return */
-    int32_t r[VEC_FL], id[VEC_FL];
-    float tr[VEC_FL];
-    const vec_i none = (vec_i){0} + VRAY_NONE;
-    vec_i rv =
-        SEL_I(hit, idx,
-              SEL_I(open, none + (VRAY_JUMP - VRAY_NONE),
-                    SEL_I(close, none + (VRAY_DOUBLE - VRAY_NONE), none)));
-    vec_f tv = SEL_F(close, w->tl, w->t);
-    memcpy(r, &rv, sizeof r);
-    memcpy(tr, &tv, sizeof tr);
-    memcpy(id, &w->id, sizeof id);
-    const unsigned keep = VEC_BITS_F(open | close);
-    for (unsigned b = fb; b; b &= b - 1) {
-      int l = __builtin_ctz(b);
-      res[id[l]] = r[l];
-      if (keep >> l & 1)
-        rt[id[l]] = tr[l];
-    }
-    w->live &= ~fin;
-    w->bits &= ~fb;
-  }
-  w->t = SEL_F(wk, tn, w->t);
-  w->te = SEL_F(wk, te, w->te);
-  w->cx += wk & xs & w->sx;
-  w->cy += wk & ~xs & w->sy;
+/* Lanes [0, left) of a vector: all ones. */
+VEC_TARGET static inline vec_i VEC_FN(first_n)(uint32_t left) {
+  vec_i lane;
+  for (int l = 0; l < VEC_FL; l++)
+    lane[l] = l;
+  return lane < (int32_t)(left < VEC_FL ? left : VEC_FL);
 }
 
-VEC_TARGET static void VEC_FN(walk_f)(const pa_sim_model *m, float ox, float oy,
-                                      VEC_FN(wsrc) * q, float maxc,
-                                      int32_t *res, float *rt) {
-  const vec_f zero = {0};
-  const vec_f vox = zero + ox, voy = zero + oy;
-  const vec_f aox = zero + fabsf(ox), aoy = zero + fabsf(oy);
-  const vec_f vmax = zero + maxc;
-  const vec_i vW = (vec_i){0} + (int32_t)m->march_w;
-  VEC_FN(walk) w[VEC_WALK_WAVES];
-  memset(w, 0, sizeof w);
-  for (;;) {
-    unsigned any = 0;
-    for (int k = 0; k < VEC_WALK_WAVES; k++) {
-      VEC_FN(walk_fill)(&w[k], q);
-      any |= w[k].bits;
-    }
-    if (!any)
-      break;
-    for (int k = 0; k < VEC_WALK_WAVES; k++)
-      VEC_FN(walk_step)(&w[k], m->march, vW, vox, voy, aox, aoy, vmax, res, rt);
+/* Where the float pass stands, shared by its passes. */
+typedef struct VEC_FN(fctx) {
+  const uint8_t *F;
+  vec_f ox, oy, aox, aoy, maxc, far;
+  vec_i W, idx0, c0x, c0y;
+} VEC_FN(fctx);
+
+/* Appends lanes b of a ray's done state (result r, parameter t, column cx)
+ * to the done list. */
+VEC_TARGET static inline void VEC_FN(done)(VEC_FN(lists) * L, unsigned b,
+                                           vec_i id, vec_i r, vec_f t,
+                                           vec_i cx) {
+  VEC_FN(perm) p = VEC_PERM(b);
+  VEC_CST_I(L->did + L->nd, id, p);
+  VEC_CST_I(L->dres + L->nd, r, p);
+  VEC_CST_I(L->dcx + L->nd, cx, p);
+  VEC_CST_F(L->dt + L->nd, t, p);
+  L->nd += (uint32_t)__builtin_popcount(b);
+}
+
+/* One jump of every jumping ray; those that stop land (onto the walk list,
+ * or done: no return within range_max, or a close call). Without branches
+ * on the lanes (a mispredicted branch would drop the gathers in flight). */
+VEC_TARGET static void VEC_FN(jump_pass)(const VEC_FN(fctx) * c,
+                                         VEC_FN(lists) * L) {
+  const vec_f zero = {0}, one = zero + 1.0f, K = zero + VEC_LAND_K;
+  const vec_i none = (vec_i){0} + VRAY_NONE;
+  const vec_i dbl = (vec_i){0} + VRAY_DOUBLE;
+  const uint32_t n = L->nj;
+  uint32_t keep = 0, nk = L->nk;
+  /* the field's codes first: the gathers of a whole pass are in flight at
+   * once, not held back behind the work that waits for each */
+  for (uint32_t i = 0; i < n; i += VEC_FL) {
+    vec_i valid = VEC_FN(first_n)(n - i);
+    vec_f dx = VEC_FN(ld_f)(L->jdx + i), dy = VEC_FN(ld_f)(L->jdy + i);
+    vec_f t = VEC_FN(ld_f)(L->jt + i);
+    vec_f px = VEC_FMA_F(t, dx, c->ox), py = VEC_FMA_F(t, dy, c->oy);
+    vec_i ix = __builtin_convertvector(px, vec_i);
+    vec_i iy = __builtin_convertvector(py, vec_i);
+    vec_i v = VEC_GATHER_F(c->F, SEL_I(valid, iy * c->W + ix, c->idx0));
+    VEC_ST(L->v + i, v);
   }
+  for (uint32_t i = 0; i < n; i += VEC_FL) {
+    vec_i valid = VEC_FN(first_n)(n - i);
+    vec_f dx = VEC_FN(ld_f)(L->jdx + i), dy = VEC_FN(ld_f)(L->jdy + i);
+    vec_f inx = VEC_FN(ld_f)(L->jix + i), iny = VEC_FN(ld_f)(L->jiy + i);
+    vec_f t = VEC_FN(ld_f)(L->jt + i);
+    vec_i id = VEC_FN(ld_i)(L->jid + i);
+    vec_f px = VEC_FMA_F(t, dx, c->ox), py = VEC_FMA_F(t, dy, c->oy);
+    /* the point is >= 0 in the padded grid: truncation is floor */
+    vec_i ix = __builtin_convertvector(px, vec_i);
+    vec_i iy = __builtin_convertvector(py, vec_i);
+    vec_i v = VEC_FN(ld_i)(L->v + i);
+    vec_i go = valid & (v >= JUMP_CODE) & (t < c->maxc);
+    vec_f fv = __builtin_convertvector(v, vec_f);
+    vec_f s1 = fv * 0.25f - 0.25f, s2 = fv - 97.0f;
+    vec_f safe = SEL_F(s1 > s2, s1, s2);
+    vec_f tn = t + safe;
+    unsigned gb = VEC_BITS_F(go);
+    {
+      VEC_FN(perm) p = VEC_PERM(gb);
+      VEC_CST_F(L->jdx + keep, dx, p);
+      VEC_CST_F(L->jdy + keep, dy, p);
+      VEC_CST_F(L->jix + keep, inx, p);
+      VEC_CST_F(L->jiy + keep, iny, p);
+      VEC_CST_F(L->jt + keep, tn, p);
+      VEC_CST_I(L->jid + keep, id, p);
+    }
+    keep += (uint32_t)__builtin_popcount(gb);
+    vec_i stop = valid & ~go;
+    /* land: the cell under the point, unless within its error bound of a
+     * cell edge (t >= 0: |t| = t) */
+    vec_f ex = (c->aox + (t + t)) * K, ey = (c->aoy + (t + t)) * K;
+    vec_f fx = px - __builtin_convertvector(ix, vec_f);
+    vec_f fy = py - __builtin_convertvector(iy, vec_f);
+    vec_i org = t == 0; /* the origin's cell (the float origin may round) */
+    vec_i far = stop & (t >= c->far);
+    vec_i close = (fx <= ex) | (one - fx <= ex) | (fy <= ey) | (one - fy <= ey);
+    close &= stop & ~org & ~far;
+    unsigned ob = VEC_BITS_F(stop & ~far & ~close);
+    {
+      vec_i cx = SEL_I(org, c->c0x, ix), cy = SEL_I(org, c->c0y, iy);
+      VEC_FN(perm) q = VEC_PERM(ob);
+      VEC_CST_F(L->kdx + nk, dx, q);
+      VEC_CST_F(L->kdy + nk, dy, q);
+      VEC_CST_F(L->kix + nk, inx, q);
+      VEC_CST_F(L->kiy + nk, iny, q);
+      VEC_CST_F(L->kt + nk, t, q);
+      VEC_CST_F(L->ktl + nk, t, q);
+      VEC_ST(L->kte + nk, zero);
+      VEC_CST_I(L->kcx + nk, cx, q);
+      VEC_CST_I(L->kcy + nk, cy, q);
+      VEC_CST_I(L->kid + nk, id, q);
+      nk += (uint32_t)__builtin_popcount(ob);
+    }
+    VEC_FN(done)(L, VEC_BITS_F(far | close), id, SEL_I(far, none, dbl), t, ix);
+  }
+  L->nj = keep;
+  L->nk = nk;
+}
+
+/* One crossing of every walking ray (or its end: a hit, range_max, a close
+ * call; or open space: onto the jump list), without branches on the lanes. */
+VEC_TARGET static void VEC_FN(walk_pass)(const VEC_FN(fctx) * c,
+                                         VEC_FN(lists) * L) {
+  const vec_f zero = {0}, one = zero + 1.0f;
+  const vec_f K = zero + VEC_FAR_K, big = zero + 3e37f;
+  const vec_i none = (vec_i){0} + VRAY_NONE;
+  const vec_i dbl = (vec_i){0} + VRAY_DOUBLE;
+  const uint32_t n = L->nk;
+  uint32_t keep = 0, nj = L->nj;
+  for (uint32_t i = 0; i < n; i += VEC_FL) { /* the codes first, as above */
+    vec_i valid = VEC_FN(first_n)(n - i);
+    vec_i cx = VEC_FN(ld_i)(L->kcx + i), cy = VEC_FN(ld_i)(L->kcy + i);
+    vec_i v = VEC_GATHER_F(c->F, SEL_I(valid, cy * c->W + cx, c->idx0));
+    VEC_ST(L->v + i, v);
+  }
+  for (uint32_t i = 0; i < n; i += VEC_FL) {
+    vec_i valid = VEC_FN(first_n)(n - i);
+    vec_f dx = VEC_FN(ld_f)(L->kdx + i), dy = VEC_FN(ld_f)(L->kdy + i);
+    vec_f inx = VEC_FN(ld_f)(L->kix + i), iny = VEC_FN(ld_f)(L->kiy + i);
+    vec_f t = VEC_FN(ld_f)(L->kt + i), te = VEC_FN(ld_f)(L->kte + i);
+    vec_f tl = VEC_FN(ld_f)(L->ktl + i);
+    vec_i cx = VEC_FN(ld_i)(L->kcx + i), cy = VEC_FN(ld_i)(L->kcy + i);
+    vec_i id = VEC_FN(ld_i)(L->kid + i);
+    vec_i v = VEC_FN(ld_i)(L->v + i);
+    /* a blocked cell: the hit (this cell is the result) */
+    vec_i hit = valid & (v == 0);
+    /* open space again, with t known well enough: back to jumping (below
+     * range_max: a ray there would land again at once) */
+    vec_i open =
+        valid & (v >= VEC_WALK_OPEN) & (te < VEC_WALK_OPEN_ERR) & (t < c->maxc);
+    vec_i wk = valid & ~hit & ~open;
+    vec_i zx = dx == 0, zy = dy == 0, nx = dx < 0, ny = dy < 0;
+    vec_f bx = __builtin_convertvector(cx, vec_f) + SEL_F(nx, zero, one);
+    vec_f by = __builtin_convertvector(cy, vec_f) + SEL_F(ny, zero, one);
+    vec_f tx = SEL_F(zx, big, (bx - c->ox) * inx);
+    vec_f ty = SEL_F(zy, big, (by - c->oy) * iny);
+    vec_f ex = SEL_F(zx, zero,
+                     VEC_FMA_F(VEC_FN(fabs_f)(inx), c->aox + VEC_FN(fabs_f)(bx),
+                               VEC_FN(fabs_f)(tx)) *
+                         K);
+    vec_f ey = SEL_F(zy, zero,
+                     VEC_FMA_F(VEC_FN(fabs_f)(iny), c->aoy + VEC_FN(fabs_f)(by),
+                               VEC_FN(fabs_f)(ty)) *
+                         K);
+    vec_i xs = tx < ty;
+    vec_f tn = SEL_F(xs, tx, ty);
+    vec_f ten = SEL_F(xs, ex, ey);
+    vec_i close = wk & (VEC_FN(fabs_f)(tx - ty) <= ex + ey);
+    close |= wk & (VEC_FN(fabs_f)(tn - c->maxc) <= VEC_FMA_F(c->maxc, K, ten));
+    wk &= ~close;
+    vec_i past = wk & (tn >= c->maxc);
+    wk &= ~past;
+    /* hit: the cell; close: the double pass from the landing (t has an
+     * error); past: no return */
+    VEC_FN(done)
+    (L, VEC_BITS_F(hit | close | past), id,
+     SEL_I(hit, cy, SEL_I(close, dbl, none)), tl, cx);
+    unsigned ob = VEC_BITS_F(open);
+    { /* jump on from here */
+      VEC_FN(perm) q = VEC_PERM(ob);
+      VEC_CST_F(L->jdx + nj, dx, q);
+      VEC_CST_F(L->jdy + nj, dy, q);
+      VEC_CST_F(L->jix + nj, inx, q);
+      VEC_CST_F(L->jiy + nj, iny, q);
+      VEC_CST_F(L->jt + nj, t, q);
+      VEC_CST_I(L->jid + nj, id, q);
+      nj += (uint32_t)__builtin_popcount(ob);
+    }
+    /* the crossing: sx, sy = -1 or 1 */
+    cx += wk & xs & (nx | 1);
+    cy += wk & ~xs & (ny | 1);
+    unsigned wb = VEC_BITS_F(wk);
+    VEC_FN(perm) p = VEC_PERM(wb);
+    VEC_CST_F(L->kdx + keep, dx, p);
+    VEC_CST_F(L->kdy + keep, dy, p);
+    VEC_CST_F(L->kix + keep, inx, p);
+    VEC_CST_F(L->kiy + keep, iny, p);
+    VEC_CST_F(L->kt + keep, tn, p);
+    VEC_CST_F(L->kte + keep, ten, p);
+    VEC_CST_F(L->ktl + keep, tl, p);
+    VEC_CST_I(L->kcx + keep, cx, p);
+    VEC_CST_I(L->kcy + keep, cy, p);
+    VEC_CST_I(L->kid + keep, id, p);
+    keep += (uint32_t)__builtin_popcount(wb);
+  }
+  L->nk = keep;
+  L->nj = nj;
 }
 
 /* Rays i < n (padded grid, cell units) in single precision as far as it can
- * be trusted: res[i] = the hit cell's index, VRAY_NONE (no return) or
- * VRAY_DOUBLE (rt[i]: free up to there; the double pass goes on). */
+ * be trusted: res[i] = the hit cell's row (hx[i]: its column), VRAY_NONE
+ * (no return) or VRAY_DOUBLE (rt[i]: free up to there; the double pass goes
+ * on). */
 VEC_TARGET static void VEC_FN(trace_f)(const pa_sim_model *m, double ox,
                                        double oy, const double *dxs,
                                        const double *dys, uint32_t n,
-                                       double maxc, int32_t *res, float *rt) {
-  enum { N = CAST_CHUNK };
-  float fdx[N], fdy[N], ft[N];
-  int32_t cx[N], cy[N], id[N], ok[N];
+                                       double maxc, int32_t *res, int32_t *hx,
+                                       float *rt) {
+  VEC_FN(lists) L;
   const float fox = (float)ox, foy = (float)oy, fmax = (float)maxc;
   const int32_t c0x = (int32_t)ox, c0y = (int32_t)oy;
-  uint32_t a = 0; /* the active list: rays still to jump */
+  const vec_f zf = {0};
+  const vec_i zi = {0};
+  VEC_FN(fctx)
+  c = {m->march,
+       zf + fox,
+       zf + foy,
+       zf + fabsf(fox),
+       zf + fabsf(foy),
+       zf + fmax,
+       zf + fmax * (1.0f + VEC_FAR_K),
+       zi + (int32_t)m->march_w,
+       zi + (c0y * (int32_t)m->march_w + c0x),
+       zi + c0x,
+       zi + c0y};
+  const float t0 = first_jump_f(m, ox, oy, fmax);
   for (uint32_t i = 0; i < n; i++) {
-    fdx[a] = (float)dxs[i];
-    fdy[a] = (float)dys[i];
-    ft[a] = 0;
-    id[a++] = (int32_t)i;
+    float dx = (float)dxs[i], dy = (float)dys[i];
+    L.jdx[i] = dx;
+    L.jdy[i] = dy;
+    L.jix[i] = dx != 0 ? 1.0f / dx : 0.0f;
+    L.jiy[i] = dy != 0 ? 1.0f / dy : 0.0f;
+    L.jt[i] = t0;
+    L.jid[i] = (int32_t)i;
   }
-  for (int round = 0; a > 0; round++) {
-    if (round == 8) { /* grazing many corners: the double pass takes it */
-      for (uint32_t i = 0; i < a; i++) {
-        res[id[i]] = VRAY_DOUBLE;
-        rt[id[i]] = ft[i];
-      }
-      break;
-    }
-    VEC_FN(jump)(m->march, m->march_w, fox, foy, fdx, fdy, ft, a, fmax);
-    VEC_FN(land_f)
-    (fox, foy, fdx, fdy, ft, id, a, fmax, c0x, c0y, cx, cy, ok, res, rt);
-    uint32_t b = 0; /* the landed ones walk */
-    for (uint32_t i = 0; i < a; i++) {
-      if (!ok[i])
-        continue;
-      fdx[b] = fdx[i];
-      fdy[b] = fdy[i];
-      ft[b] = ft[i];
-      cx[b] = cx[i];
-      cy[b] = cy[i];
-      id[b++] = id[i];
-    }
-    VEC_FN(wsrc) q = {fdx, fdy, ft, cx, cy, id, 0, b};
-    VEC_FN(walk_f)(m, fox, foy, &q, fmax, res, rt);
-    a = 0; /* those that reached open space jump again from there */
-    for (uint32_t i = 0; i < b; i++) {
-      if (res[id[i]] != VRAY_JUMP)
-        continue;
-      fdx[a] = fdx[i];
-      fdy[a] = fdy[i];
-      ft[a] = rt[id[i]];
-      id[a++] = id[i];
-    }
+  L.nj = n;
+  L.nk = L.nd = 0;
+  while (L.nj + L.nk > 0) {
+    VEC_FN(jump_pass)(&c, &L);
+    VEC_FN(walk_pass)(&c, &L);
+  }
+  for (uint32_t i = 0; i < L.nd; i++) {
+    res[L.did[i]] = L.dres[i];
+    hx[L.did[i]] = L.dcx[i];
+    rt[L.did[i]] = L.dt[i];
   }
 }
 
@@ -620,13 +619,13 @@ VEC_TARGET static void VEC_FN(cast)(const pa_sim_model *m, double pox,
                                     double *out) {
   enum { N = CAST_CHUNK };
   double cdx[N], cdy[N], jx[N], jy[N], t0[N], id[N];
-  int32_t res[N];
+  int32_t res[N], hx[N];
   float rt[N];
   const double W = m->march_w, H = (double)m->grid.height + 2;
   const bool fpass =
       W <= FLOAT_PASS_MAX && H <= FLOAT_PASS_MAX && maxc <= FLOAT_PASS_MAX;
   if (fpass) {
-    VEC_FN(trace_f)(m, pox, poy, dx, dy, n, maxc, res, rt);
+    VEC_FN(trace_f)(m, pox, poy, dx, dy, n, maxc, res, hx, rt);
   } else {
     for (uint32_t i = 0; i < n; i++) {
       res[i] = VRAY_DOUBLE;
@@ -636,7 +635,10 @@ VEC_TARGET static void VEC_FN(cast)(const pa_sim_model *m, double pox,
   uint32_t c = 0; /* the rest, exactly in double from where they are */
   for (uint32_t i = 0; i < n; i++) {
     if (res[i] >= 0) { /* the entry of the hit cell, in double */
-      out[i] = cell_range(m, pox, poy, dx[i], dy[i], res[i], maxc);
+      const double ix = dx[i] != 0 ? 1.0 / dx[i] : 0;
+      const double iy = dy[i] != 0 ? 1.0 / dy[i] : 0;
+      double e = cell_entry(pox, poy, ix, iy, dx[i], dy[i], hx[i], res[i]);
+      out[i] = e < maxc ? e : maxc;
       continue;
     }
     if (res[i] == VRAY_NONE) {
@@ -649,6 +651,12 @@ VEC_TARGET static void VEC_FN(cast)(const pa_sim_model *m, double pox,
     jy[c] = dy[i] != 0 ? 1.0 / dy[i] : 1e300;
     t0[c] = rt[i];
     id[c++] = (double)i;
+  }
+  if (c <= VEC_SCALAR_MAX) { /* a few: lanes would wait, the scalar won't */
+    for (uint32_t k = 0; k < c; k++)
+      out[(uint32_t)id[k]] = pa_sim_int_cast_from(m, pox - 1.0, poy - 1.0,
+                                                  cdx[k], cdy[k], maxc, t0[k]);
+    return;
   }
   VEC_FN(src) q = {cdx, cdy, jx, jy, t0, id, 0, c, 0, 0, 0};
   VEC_FN(cells)(m, pox, poy, &q, maxc, out);

@@ -16,6 +16,18 @@
  * cells (their error bounds assume it). */
 #define FLOAT_PASS_MAX 16384.0
 
+/* The float passes' first jump, the same for every ray of a fan: the safe
+ * step of the origin's cell (padded pox, poy: a free cell inside the grid)
+ * as their jumps decode it, or 0 when it is below a cell or maxc is 0. */
+static inline float first_jump_f(const pa_sim_model *m, double pox, double poy,
+                                 float maxc) {
+  int v = m->march[(size_t)poy * m->march_w + (size_t)pox];
+  if (v < JUMP_CODE || !(0 < maxc))
+    return 0;
+  float fv = (float)v, s1 = fv * 0.25f - 0.25f, s2 = fv - 97.0f;
+  return s1 > s2 ? s1 : s2;
+}
+
 /* World point -> grid frame in cell units. */
 static inline void to_grid(const pa_sim_model *m, double x, double y,
                            double *gx, double *gy) {
@@ -185,6 +197,10 @@ double pa_sim_int_cast_plain_cells(const pa_sim_model *m, double ox, double oy,
  * traversal bit for bit. */
 double pa_sim_int_cast_one(const pa_sim_model *m, double ox, double oy,
                            double dx, double dy, double maxc);
+/* The same for a ray known free up to t0 [cells] (it goes on from there):
+ * the vector casters' few close calls. */
+double pa_sim_int_cast_from(const pa_sim_model *m, double ox, double oy,
+                            double dx, double dy, double maxc, double t0);
 /* Several rays from one origin on the caster path in use (sim_cast.c). */
 void pa_sim_int_cast_many(const pa_sim_model *m, double ox, double oy,
                           const double *dxs, const double *dys, uint32_t n,
