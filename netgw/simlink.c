@@ -160,6 +160,7 @@ static void complete(pa_client *c, const pa_reply *r) {
     pa_text_complete(c, r);
   else
     pa_json_complete(c, r);
+  pa_gw_write_flush(c->g);
   c->g->direct_write = false;
   pa_gw_settle(c);
 }
