@@ -13,6 +13,7 @@
 #include <math.h>
 #include <netinet/tcp.h>
 #include <sched.h>
+#include <semaphore.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -198,8 +199,16 @@ void pa_gw_on_reply(void *arg) {
 void pa_gw_spin_for_reply(pa_netgw *g) {
   g->spin_hint = false;
   int64_t end = pa_now_ns() + STEP_SPIN_NS;
+  sem_t *sem = pa_queue_sem(g->st->reply);
   do {
     if (pa_queue_count(g->st->reply) > 0) {
+      /* pa-sim posts right after the push; that post would wake the bridge
+       * thread, and it the loop, for nothing: take it first (a few tries:
+       * post_once skips the post when one is pending). Every reply in the
+       * queue is read after, so none waits for a post taken here. */
+      for (int i = 0; i < 256 && sem_trywait(sem) != 0; i++)
+        ;
+      __atomic_thread_fence(__ATOMIC_SEQ_CST);
       pa_gw_on_reply(g);
       return;
     }
