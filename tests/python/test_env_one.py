@@ -80,6 +80,32 @@ class Step1(unittest.TestCase):
             buf, so, beams, ro, tick = w.conn.step1(env.robot, 0.1, 0.0, 20)
             self.assertEqual((beams, tick), (360, t0 + 20))
 
+    def test_one_recv_per_step(self):
+        """pa-netgw sends a step's header line and block in one sendmsg: on
+        loopback NavEnv reads each reply with one recv_into."""
+        with closing(NavEnv(instance=instance(), beams=360)) as env:
+            env.reset(seed=1)
+            conn = env.world.conn
+            calls = [0]
+
+            class Counting:
+                def __init__(self, sock):
+                    self.sock = sock
+
+                def recv_into(self, *a):
+                    calls[0] += 1
+                    return self.sock.recv_into(*a)
+
+                def __getattr__(self, name):
+                    return getattr(self.sock, name)
+            real, conn.sock = conn.sock, Counting(conn.sock)
+            try:
+                for k in range(100):
+                    env.step(acts(k))
+            finally:
+                conn.sock = real
+            self.assertEqual(calls[0], 100)
+
     def test_replies_in_pieces(self):
         """A fake gateway sends step replies cut anywhere (inside the header line,
         inside the block), an error, and a header of another shape: step1 reads
