@@ -199,19 +199,26 @@ void pa_gw_on_reply(void *arg) {
 void pa_gw_spin_for_reply(pa_netgw *g) {
   g->spin_hint = false;
   int64_t end = pa_now_ns() + STEP_SPIN_NS;
-  sem_t *sem = pa_queue_sem(g->st->reply);
+  /* While this loop polls, pa-sim does not post the reply queue's
+   * semaphore: the post would wake the bridge thread, and it the loop, for
+   * a reply read here (a futex wake and two thread wake-ups per step). */
+  int64_t *watch = &g->st->ctl->reply_watch_until;
+  __atomic_store_n(watch, end, __ATOMIC_SEQ_CST);
+  bool got = false;
   do {
     if (pa_queue_count(g->st->reply) > 0) {
-      /* pa-sim posts right after the push; that post would wake the bridge
-       * thread, and it the loop, for nothing: take it first (a few tries:
-       * post_once skips the post when one is pending). Every reply in the
-       * queue is read after, so none waits for a post taken here. */
-      for (int i = 0; i < 256 && sem_trywait(sem) != 0; i++)
-        ;
-      __atomic_thread_fence(__ATOMIC_SEQ_CST);
-      pa_gw_on_reply(g);
-      return;
+      got = true;
+      break;
     }
     sched_yield(); /* lets pa-sim run if the scheduler put it on this core */
   } while (pa_now_ns() < end);
+  __atomic_store_n(watch, 0, __ATOMIC_SEQ_CST);
+  /* A post made anyway (the deadline passed first on pa-sim's side) is
+   * taken so that it wakes nothing; every reply is read after it, and one
+   * pushed before the 0 above without a post is seen here. */
+  if (got)
+    (void)sem_trywait(pa_queue_sem(g->st->reply));
+  __atomic_thread_fence(__ATOMIC_SEQ_CST);
+  if (got || pa_queue_count(g->st->reply) > 0)
+    pa_gw_on_reply(g);
 }

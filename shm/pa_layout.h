@@ -241,6 +241,10 @@ typedef struct pa_ctl {
   uint64_t off_visual;    /* pa_visual_block (pa_visual.h) */
   uint32_t http_port;     /* netgw: bound web port, 0 = none */
   uint32_t foxglove_port; /* netgw: bound Foxglove port, 0 = none */
+  /* netgw polls the reply queue until then [pa_now_ns], 0 = not: pa-sim
+   * skips the post (pa_queue_push_watched); a deadline, so a netgw that
+   * dies polling leaves no lasting effect. */
+  int64_t reply_watch_until;
 } pa_ctl;
 
 /* Navigation overlays: a client's planned path and waypoints for a robot,

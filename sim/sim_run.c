@@ -78,7 +78,8 @@ static void set_inflight(pa_ctl *ctl, uint64_t v) {
 /* Replies are pushed only while the reply queue has room (checked before
  * consuming), so a push cannot fail here. */
 static void finish_cmd(pa_stack *st, const pa_cmd *c, const pa_reply *r) {
-  if (!(c->flags & PA_CMDF_NO_REPLY) && pa_queue_push(st->reply, r) != 0)
+  if (!(c->flags & PA_CMDF_NO_REPLY) &&
+      pa_queue_push_watched(st->reply, r, &st->ctl->reply_watch_until) != 0)
     pa_warn("reply queue full: dropped the reply to request %llu",
             (unsigned long long)c->request_id);
   pa_queue_pop(st->cmd);
