@@ -79,6 +79,14 @@ class Step1(unittest.TestCase):
             t0 = env.step(acts(0))[4]["tick"]
             buf, so, beams, ro, tick = w.conn.step1(env.robot, 0.1, 0.0, 20)
             self.assertEqual((beams, tick), (360, t0 + 20))
+        with closing(NavEnv(instance=instance(), action_type="discrete")) as env:
+            env.reset(seed=1)
+            with self.assertRaisesRegex(ValueError, "one discrete action"):
+                env.step(np.array([1, 2]))
+            with self.assertRaisesRegex(ValueError, "out of range"):
+                env.step(7)
+            o, *_ = env.step(np.int64(3))  # turn left
+            self.assertEqual(o["velocity"].shape, (2,))
 
     def test_one_recv_per_step(self):
         """pa-netgw sends a step's header line and block in one sendmsg: on

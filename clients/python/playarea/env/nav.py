@@ -494,7 +494,10 @@ class NavEnv(_NavCore, EnvBase):
     def _command1(self, action):
         """The one robot's (v, w) for the sim as floats, clipped to its limits."""
         if self.action_type == "discrete":
-            v, w = self._commands(action)[0].tolist()
+            cmd = self._commands(action)
+            if len(cmd) != 1:
+                raise ValueError("expected one discrete action, got %r" % (action,))
+            v, w = cmd[0].tolist()
             return v, w
         if type(action) is np.ndarray and action.shape == (2,):
             v, w = action.tolist()  # float32 -> float: exact, as asarray(float64) is
