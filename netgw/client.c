@@ -16,6 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <event2/buffer.h>
@@ -25,30 +27,69 @@
 /* ---- output
  * ----------------------------------------------------------------*/
 
+/* Sends a, then b, at once (what fits; the rest through the bufferevent). */
+static void send_now(pa_client *c, const char *a, size_t na, const char *b,
+                     size_t nb) {
+  struct iovec iov[2] = {{(void *)a, na}, {(void *)b, nb}};
+  struct msghdr mh = {.msg_iov = iov, .msg_iovlen = nb ? 2 : 1};
+  ssize_t w =
+      sendmsg(bufferevent_getfd(c->bev), &mh, MSG_DONTWAIT | MSG_NOSIGNAL);
+  size_t k = w > 0 ? (size_t)w : 0;
+  size_t ka = k < na ? k : na;
+  if (ka < na)
+    bufferevent_write(c->bev, a + ka, na - ka);
+  if (k - ka < nb)
+    bufferevent_write(c->bev, b + (k - ka), nb - (k - ka));
+}
+
+void pa_gw_write_flush(pa_netgw *g) {
+  pa_client *c = g->stage_c;
+  size_t n = g->stage_n;
+  g->stage_c = NULL;
+  g->stage_n = 0;
+  if (c && !c->kill && n)
+    send_now(c, g->stage, n, NULL, 0);
+}
+
 void pa_gw_write(pa_client *c, const char *s, size_t n) {
   if (c->kill)
     return;
+  pa_netgw *g = c->g;
   struct evbuffer *out = bufferevent_get_output(c->bev);
-  if (evbuffer_get_length(out) + n > c->g->def.max_output) {
+  if (evbuffer_get_length(out) + g->stage_n + n > c->g->def.max_output) {
     /* It does not read its replies: stop buffering for it. */
     pa_warn("client %" PRIu64 ": more than %zu bytes of unread output, "
             "disconnecting",
             c->id, c->g->def.max_output);
     c->g->disconnects_slow++;
     c->kill = true;
+    if (g->stage_c == c)
+      g->stage_c = NULL, g->stage_n = 0;
     return;
   }
-  if (c->g->direct_write && n > 0 && evbuffer_get_length(out) == 0) {
-    /* The reply a client waits for (lockstep): send it now instead of on
-     * the next loop turn, which also saves enabling the write event. */
-    ssize_t w =
-        send(bufferevent_getfd(c->bev), s, n, MSG_DONTWAIT | MSG_NOSIGNAL);
-    if (w > 0) {
-      s += w;
-      n -= (size_t)w;
-    }
-    if (n == 0)
+  if (g->stage_c == c) {
+    /* The held start of this reply goes first, in the same send when this
+     * write is direct too (a binary reply: header line + block). */
+    size_t held = g->stage_n;
+    g->stage_c = NULL;
+    g->stage_n = 0;
+    if (g->direct_write && evbuffer_get_length(out) == 0) {
+      send_now(c, g->stage, held, s, n);
       return;
+    }
+    bufferevent_write(c->bev, g->stage, held);
+  } else if (g->direct_write && n > 0 && evbuffer_get_length(out) == 0) {
+    /* The reply a client waits for (lockstep): send it now instead of on
+     * the next loop turn, which also saves enabling the write event. A
+     * short one waits for the reply's next write (pa_gw_write_flush). */
+    if (!g->stage_c && n <= sizeof g->stage) {
+      memcpy(g->stage, s, n);
+      g->stage_c = c;
+      g->stage_n = n;
+      return;
+    }
+    send_now(c, s, n, NULL, 0);
+    return;
   }
   bufferevent_write(c->bev, s, n); /* the rest; an error shows on the bev */
 }
@@ -271,6 +312,8 @@ static void free_timers(pa_client *c) {
 
 void pa_gw_client_free(pa_client *c) {
   pa_netgw *g = c->g;
+  if (g->stage_c == c) /* its held reply goes nowhere now */
+    g->stage_c = NULL, g->stage_n = 0;
   unsubscribe_all(c);
   pa_json_release(c);
   free_timers(c);

@@ -13,6 +13,7 @@
 #include <math.h>
 #include <netinet/tcp.h>
 #include <sched.h>
+#include <semaphore.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -160,6 +161,7 @@ static void complete(pa_client *c, const pa_reply *r) {
     pa_text_complete(c, r);
   else
     pa_json_complete(c, r);
+  pa_gw_write_flush(c->g);
   c->g->direct_write = false;
   pa_gw_settle(c);
 }
@@ -197,11 +199,26 @@ void pa_gw_on_reply(void *arg) {
 void pa_gw_spin_for_reply(pa_netgw *g) {
   g->spin_hint = false;
   int64_t end = pa_now_ns() + STEP_SPIN_NS;
+  /* While this loop polls, pa-sim does not post the reply queue's
+   * semaphore: the post would wake the bridge thread, and it the loop, for
+   * a reply read here (a futex wake and two thread wake-ups per step). */
+  int64_t *watch = &g->st->ctl->reply_watch_until;
+  __atomic_store_n(watch, end, __ATOMIC_SEQ_CST);
+  bool got = false;
   do {
     if (pa_queue_count(g->st->reply) > 0) {
-      pa_gw_on_reply(g);
-      return;
+      got = true;
+      break;
     }
     sched_yield(); /* lets pa-sim run if the scheduler put it on this core */
   } while (pa_now_ns() < end);
+  __atomic_store_n(watch, 0, __ATOMIC_SEQ_CST);
+  /* A post made anyway (the deadline passed first on pa-sim's side) is
+   * taken so that it wakes nothing; every reply is read after it, and one
+   * pushed before the 0 above without a post is seen here. */
+  if (got)
+    (void)sem_trywait(pa_queue_sem(g->st->reply));
+  __atomic_thread_fence(__ATOMIC_SEQ_CST);
+  if (got || pa_queue_count(g->st->reply) > 0)
+    pa_gw_on_reply(g);
 }

@@ -23,8 +23,8 @@ extern "C" {
 
 /* Bumped whenever a shared struct changes; an attacher of another version
  * is refused by name ("layout version is 1, expected 2"). 2: typed
- * pa_cmd / pa_reply arguments. */
-#define PA_SHM_LAYOUT_VERSION 3u
+ * pa_cmd / pa_reply arguments; 4: pa_ctl.reply_watch_until. */
+#define PA_SHM_LAYOUT_VERSION 4u
 #define PA_SHM_INSTANCE_MAX 48 /* [A-Za-z0-9_-], 1..47 chars */
 
 enum pa_seg_kind {
@@ -241,6 +241,10 @@ typedef struct pa_ctl {
   uint64_t off_visual;    /* pa_visual_block (pa_visual.h) */
   uint32_t http_port;     /* netgw: bound web port, 0 = none */
   uint32_t foxglove_port; /* netgw: bound Foxglove port, 0 = none */
+  /* netgw polls the reply queue until then [pa_now_ns], 0 = not: pa-sim
+   * skips the post (pa_queue_push_watched); a deadline, so a netgw that
+   * dies polling leaves no lasting effect. */
+  int64_t reply_watch_until;
 } pa_ctl;
 
 /* Navigation overlays: a client's planned path and waypoints for a robot,

@@ -97,6 +97,23 @@ int pa_queue_push(pa_queue *q, const void *rec) {
   return 0;
 }
 
+int pa_queue_push_watched(pa_queue *q, const void *rec,
+                          const int64_t *watch_until) {
+  uint64_t h = __atomic_load_n(&q->head, __ATOMIC_RELAXED);
+  uint64_t t = __atomic_load_n(&q->tail, __ATOMIC_ACQUIRE);
+  if (h - t >= q->capacity)
+    return PA_SHM_EFULL;
+  memcpy(rec_at(q, h), rec, q->record_size);
+  __atomic_store_n(&q->head, h + 1, __ATOMIC_RELEASE);
+  /* The head before the deadline: a consumer that stores 0 and then looks
+   * at the queue sees this record, or this load sees its 0. */
+  __atomic_thread_fence(__ATOMIC_SEQ_CST);
+  int64_t until = __atomic_load_n(watch_until, __ATOMIC_SEQ_CST);
+  if (until == 0 || pa_now_ns() >= until)
+    pa_shm_sem_post_once(&q->sem);
+  return 0;
+}
+
 int64_t pa_queue_peek(const pa_queue *q, void *rec) {
   uint64_t t = __atomic_load_n(&q->tail, __ATOMIC_RELAXED);
   uint64_t h = __atomic_load_n(&q->head, __ATOMIC_ACQUIRE);

@@ -225,6 +225,11 @@ int pa_queue_init(void *mem, uint32_t capacity, uint32_t record_size);
 int pa_queue_check(const void *mem, size_t avail, char *err, size_t err_sz);
 
 int pa_queue_push(pa_queue *q, const void *rec);  /* 0 or PA_SHM_EFULL */
+/* pa_queue_push without the semaphore post while the consumer watches the
+ * queue by polling (pa_now_ns() < *watch_until, a deadline it stores); it
+ * stores 0 when it stops and then looks at the queue once more. */
+int pa_queue_push_watched(pa_queue *q, const void *rec,
+                          const int64_t *watch_until);
 /* Copies the front record; returns its position (>= 0, monotonic count of
  * records ever pushed before it) or PA_SHM_EMPTY. */
 int64_t pa_queue_peek(const pa_queue *q, void *rec);

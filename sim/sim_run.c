@@ -78,7 +78,8 @@ static void set_inflight(pa_ctl *ctl, uint64_t v) {
 /* Replies are pushed only while the reply queue has room (checked before
  * consuming), so a push cannot fail here. */
 static void finish_cmd(pa_stack *st, const pa_cmd *c, const pa_reply *r) {
-  if (!(c->flags & PA_CMDF_NO_REPLY) && pa_queue_push(st->reply, r) != 0)
+  if (!(c->flags & PA_CMDF_NO_REPLY) &&
+      pa_queue_push_watched(st->reply, r, &st->ctl->reply_watch_until) != 0)
     pa_warn("reply queue full: dropped the reply to request %llu",
             (unsigned long long)c->request_id);
   pa_queue_pop(st->cmd);
@@ -495,6 +496,48 @@ static void sleep_until(waker *w, int64_t t, int64_t period) {
     now = pa_now_ns();
 }
 
+static void tuner_start(pa_sim_spin_tuner *tu, int phase, int64_t now) {
+  tu->phase = phase;
+  tu->t0 = now;
+  tu->n = 0;
+  if (phase < 2)
+    tu->spin = (phase ^ tu->flip) != 0;
+}
+
+void pa_sim_int_tuner_init(pa_sim_spin_tuner *tu) {
+  memset(tu, 0, sizeof *tu);
+  tu->spin = true; /* until measured: the way lockstep has always waited */
+}
+
+void pa_sim_int_tuner_note(pa_sim_spin_tuner *tu, int64_t now, int64_t gap) {
+  if (gap > PA_SIM_TUNE_ACTIVE_NS) {
+    /* not lockstep: this window says nothing */
+    tuner_start(tu, tu->phase, now);
+    return;
+  }
+  tu->n++;
+  int64_t dt = now - tu->t0;
+  if (tu->phase == 2) {
+    if (dt >= PA_SIM_TUNE_KEEP_NS)
+      tuner_start(tu, 0, now);
+    return;
+  }
+  if (dt < PA_SIM_TUNE_PROBE_NS)
+    return;
+  double r = (double)tu->n * 1e9 / (double)dt;
+  double *e = &tu->rate[tu->spin];
+  *e = *e > 0 ? 0.5 * (*e + r) : r;
+  if (tu->phase == 0) {
+    tuner_start(tu, 1, now);
+    return;
+  }
+  tu->flip = !tu->flip;
+  /* Spinning costs a core: it has to be clearly faster. */
+  bool spin = tu->rate[1] > 1.03 * tu->rate[0];
+  tuner_start(tu, 2, now);
+  tu->spin = spin;
+}
+
 void pa_sim_run(pa_sim_model *m, pa_sim_state *s, pa_stack *st,
                 volatile sig_atomic_t *stop) {
   run_ctx k;
@@ -513,6 +556,9 @@ void pa_sim_run(pa_sim_model *m, pa_sim_state *s, pa_stack *st,
   waker wk;
   waker_init(&wk, &m->def);
   int64_t cmd_gap = SPIN_MIN_NS; /* EWMA: paused -> the next command [ns] */
+  pa_sim_spin_tuner tu;
+  pa_sim_int_tuner_init(&tu);
+  int64_t last_got = 0; /* when the last command came to a paused loop */
   /* The default 50 us timer slack would be most of our period error. */
   prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
   int64_t next = pa_now_ns();
@@ -534,9 +580,11 @@ void pa_sim_run(pa_sim_model *m, pa_sim_state *s, pa_stack *st,
         continue;
       }
       bool got = false;
-      if (t1 - k.last_cmd_ns < LOCKSTEP_ACTIVE_NS && cmd_gap < SPIN_MAX_NS) {
+      if (tu.spin && t1 - k.last_cmd_ns < LOCKSTEP_ACTIVE_NS &&
+          cmd_gap < SPIN_MAX_NS) {
         /* Twice the usual gap to the client's next command, bounded; the
-         * yield lets the gateway and the client run on a shared core. */
+         * yield lets the gateway and the client run on a shared core. The
+         * tuner turns spinning off where it measured it slows them. */
         int64_t bound = 2 * cmd_gap < SPIN_MIN_NS   ? SPIN_MIN_NS
                         : 2 * cmd_gap > SPIN_MAX_NS ? SPIN_MAX_NS
                                                     : 2 * cmd_gap;
@@ -549,6 +597,8 @@ void pa_sim_run(pa_sim_model *m, pa_sim_state *s, pa_stack *st,
         /* Capped: a pause between two sessions is soon forgotten. */
         int64_t gap = next - t1 < 4 * SPIN_MAX_NS ? next - t1 : 4 * SPIN_MAX_NS;
         cmd_gap += (gap - cmd_gap) / 8;
+        pa_sim_int_tuner_note(&tu, next, next - last_got);
+        last_got = next;
       } else {
         next = pa_now_ns();
       }

@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <semaphore.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -147,7 +148,7 @@ static void test_segment_validation(void **st) {
   h->version = 1; /* a peer built before typed pa_cmd/pa_reply */
   assert_int_equal(pa_shm_attach(&a, name, PA_SEG_TEST, NULL, err, sizeof err),
                    PA_SHM_EMISMATCH);
-  assert_non_null(strstr(err, "layout version is 1, expected 3"));
+  assert_non_null(strstr(err, "layout version is 1, expected 4"));
   h->version = PA_SHM_LAYOUT_VERSION;
   h->total_size = 8192;
   assert_int_equal(pa_shm_attach(&a, name, PA_SEG_TEST, NULL, err, sizeof err),
@@ -496,6 +497,45 @@ static void test_queue(void **st) {
   free(m);
 }
 
+/* A watched push posts nothing while the deadline lies ahead, posts once it
+ * is 0 or past, and is FIFO and full like pa_queue_push. */
+static void test_queue_push_watched(void **st) {
+  (void)st;
+  void *m = amem(pa_queue_bytes(3, sizeof(pa_cmd)));
+  assert_int_equal(pa_queue_init(m, 3, sizeof(pa_cmd)), 0);
+  pa_queue *q = m;
+  pa_cmd c, got;
+  memset(&c, 0, sizeof c);
+  int v = -1;
+  int64_t watch = pa_now_ns() + 10000000000LL; /* polled for 10 s */
+  c.request_id = 1;
+  assert_int_equal(pa_queue_push_watched(q, &c, &watch), 0);
+  assert_int_equal(sem_getvalue(pa_queue_sem(q), &v), 0);
+  assert_int_equal(v, 0); /* no post: the poller sees it */
+  assert_int_equal(pa_queue_count(q), 1);
+  watch = 0; /* the poller stopped */
+  c.request_id = 2;
+  assert_int_equal(pa_queue_push_watched(q, &c, &watch), 0);
+  assert_int_equal(sem_getvalue(pa_queue_sem(q), &v), 0);
+  assert_int_equal(v, 1);
+  assert_int_equal(pa_queue_wait(q, 0), 0);
+  assert_int_equal(sem_trywait(pa_queue_sem(q)), 0);
+  watch = pa_now_ns() - 1; /* a deadline past (a poller that died) */
+  c.request_id = 3;
+  assert_int_equal(pa_queue_push_watched(q, &c, &watch), 0);
+  assert_int_equal(sem_getvalue(pa_queue_sem(q), &v), 0);
+  assert_int_equal(v, 1);
+  c.request_id = 4;
+  assert_int_equal(pa_queue_push_watched(q, &c, &watch), PA_SHM_EFULL);
+  for (uint64_t id = 1; id <= 3; id++) {
+    assert_true(pa_queue_peek(q, &got) >= 0);
+    assert_int_equal(got.request_id, id);
+    pa_queue_pop(q);
+  }
+  assert_int_equal(pa_queue_count(q), 0);
+  free(m);
+}
+
 /* ---- stack --------------------------------------------------------------- */
 
 static void test_status_codes(void **st) {
@@ -630,7 +670,7 @@ static void test_stack_mismatch(void **st) {
 
   ch->version = 7;
   assert_int_equal(pa_stack_attach(&a, inst, err, sizeof err), PA_SHM_EMISMATCH);
-  assert_non_null(strstr(err, ".ctl: layout version is 7, expected 3"));
+  assert_non_null(strstr(err, ".ctl: layout version is 7, expected 4"));
   ch->version = PA_SHM_LAYOUT_VERSION;
 
   pa_shm_header *camh = s.camera_seg.base;
@@ -993,6 +1033,7 @@ int main(void) {
       cmocka_unit_test(test_ring_readers),
       cmocka_unit_test(test_ring_dead_reader_reclaimed),
       cmocka_unit_test(test_queue),
+      cmocka_unit_test(test_queue_push_watched),
       cmocka_unit_test(test_status_codes),
       cmocka_unit_test(test_stack_create_attach),
       cmocka_unit_test(test_stack_bad_def),

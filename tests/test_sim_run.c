@@ -383,6 +383,59 @@ static void test_snapshot_bad_records(void **st) {
   pa_grid_free(&g);
 }
 
+/* Commands at `per_spin` / `per_wait` ns apart, whichever way the tuner
+ * waits, for `ns`; returns the tuner's clock after them. */
+static int64_t feed(pa_sim_spin_tuner *tu, int64_t now, int64_t ns,
+                    int64_t per_spin, int64_t per_wait) {
+  int64_t end = now + ns;
+  while (now < end) {
+    int64_t gap = tu->spin ? per_spin : per_wait;
+    now += gap;
+    pa_sim_int_tuner_note(tu, now, gap);
+  }
+  return now;
+}
+
+/* The lockstep spin tuner keeps the way commands come faster, probes both
+ * ways again later, needs spinning to be clearly faster, and a pause does
+ * not count as a slow window. */
+static void test_spin_tuner(void **state) {
+  (void)state;
+  pa_sim_spin_tuner tu;
+  pa_sim_int_tuner_init(&tu);
+  assert_true(tu.spin);
+  int64_t now = 1000000000LL;
+  pa_sim_int_tuner_note(&tu, now, now); /* the session's first command */
+  /* waiting is faster (a busy machine): after both probes it waits */
+  now = feed(&tu, now, 2 * PA_SIM_TUNE_PROBE_NS + 1000000, 90000, 60000);
+  assert_int_equal(tu.phase, 2);
+  assert_false(tu.spin);
+  now = feed(&tu, now, PA_SIM_TUNE_KEEP_NS / 2, 90000, 60000);
+  assert_false(tu.spin); /* kept */
+  /* the machine goes quiet: spinning becomes faster, and wins next probe */
+  now = feed(&tu, now, PA_SIM_TUNE_KEEP_NS, 40000, 60000);
+  now = feed(&tu, now, 4 * PA_SIM_TUNE_PROBE_NS, 40000, 60000);
+  assert_int_equal(tu.phase, 2);
+  assert_true(tu.spin);
+  /* 2% faster is not enough to pay for a core */
+  for (int i = 0; i < 8; i++)
+    now = feed(&tu, now, PA_SIM_TUNE_KEEP_NS + 2 * PA_SIM_TUNE_PROBE_NS, 58800,
+               60000);
+  assert_false(tu.spin);
+  /* a pause inside a probe restarts it: the pause does not count as slow */
+  pa_sim_int_tuner_init(&tu);
+  pa_sim_int_tuner_note(&tu, now, now);
+  now = feed(&tu, now, PA_SIM_TUNE_PROBE_NS * 4 / 5, 50000, 50000);
+  assert_int_equal(tu.phase, 0);
+  now += 50000000;
+  pa_sim_int_tuner_note(&tu, now, 50000000);
+  now = feed(&tu, now, 3 * PA_SIM_TUNE_PROBE_NS, 50000, 50000);
+  assert_int_equal(tu.phase, 2);
+  assert_true(tu.rate[0] > 19000.0 && tu.rate[0] < 21000.0);
+  assert_true(tu.rate[1] > 19000.0 && tu.rate[1] < 21000.0);
+  assert_false(tu.spin); /* equal: no core spent */
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_determinism),
@@ -393,6 +446,7 @@ int main(void) {
       cmocka_unit_test(test_obstacle_in_wall),
       cmocka_unit_test(test_op_table),
       cmocka_unit_test(test_property_schema_ranges),
+      cmocka_unit_test(test_spin_tuner),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -18,6 +18,7 @@
 
 #define PA_UDP_BATCH 64
 #define PA_UDP_HDR_MAX 40
+#define PA_GW_STAGE 2048 /* bytes of a direct reply held for one send */
 
 typedef struct pa_udp_tx {
   int fd;
@@ -219,6 +220,11 @@ typedef struct pa_netgw {
   bool spin_hint;       /* a lockstep STEP was just pushed */
   int64_t step_tick_ns; /* EWMA: a STEP's reply latency per tick */
   bool direct_write;    /* pa_gw_write may send at once (a sim reply) */
+  /* A direct reply's first (short) write, held to go out with the next one
+   * in one send: a binary reply's header line and its block. */
+  struct pa_client *stage_c;
+  size_t stage_n;
+  char stage[PA_GW_STAGE];
   int stop_fd;
   struct event *stop_ev, *health_ev, *sig_int, *sig_term;
   /* map segment, re-attached when ctl->map_gen changes */
@@ -262,6 +268,7 @@ bool pa_ssl_on_reply(pa_netgw *g, const pa_reply *r);
 
 /* gw.c, for json.c */
 void pa_gw_write(pa_client *c, const char *s, size_t n);
+void pa_gw_write_flush(pa_netgw *g); /* sends a held direct write */
 /* Looks up a robot by id (name NULL) or name: 0 and *info, -1 if there is
  * none, PA_GW_BUSY if the world snapshot stayed mid-update (its writer died:
  * a restarted pa-sim rewrites it). */

@@ -412,6 +412,28 @@ pa_status pa_sim_int_op_remove_agent(const pa_sim_model *m, pa_sim_state *s,
 pa_status pa_sim_int_op_clear_agents(const pa_sim_model *m, pa_sim_state *s,
                                      const pa_cmd *c, pa_reply *r);
 
+/* Lockstep: does spinning for the next command pay? It saves a wake-up
+ * when pa-sim has a core to itself, and slows the client and the gateway
+ * when they need that core (3 processes on 2 cores, or a busy machine). The
+ * run loop measures: it takes commands both ways for PA_SIM_TUNE_PROBE_NS
+ * each (in alternating order), keeps the way that got clearly more of them
+ * per second for PA_SIM_TUNE_KEEP_NS, and measures again; a pause in the
+ * session restarts the window it interrupted. */
+#define PA_SIM_TUNE_PROBE_NS 25000000LL /* each way tried this long, */
+#define PA_SIM_TUNE_KEEP_NS 400000000LL /* the faster one kept this long */
+#define PA_SIM_TUNE_ACTIVE_NS 2000000LL /* a longer gap is not lockstep */
+typedef struct pa_sim_spin_tuner {
+  int phase;      /* 0, 1: probing (way = phase ^ flip), 2: keeping */
+  bool flip;      /* which way the next probe tries first */
+  bool spin;      /* the way now: spin (true) or wait on the semaphore */
+  int64_t t0;     /* this window's start [ns] */
+  uint32_t n;     /* commands in it */
+  double rate[2]; /* commands/s waiting [0], spinning [1] (EWMA over probes) */
+} pa_sim_spin_tuner;
+void pa_sim_int_tuner_init(pa_sim_spin_tuner *tu);
+/* A command came at `now`, `gap` after the one before it. */
+void pa_sim_int_tuner_note(pa_sim_spin_tuner *tu, int64_t now, int64_t gap);
+
 /* Monotonic clock [ns]: the project's one (pa_now_ns, CLOCK_MONOTONIC). */
 static inline int64_t pa_sim_int_now(void) { return pa_now_ns(); }
 

@@ -2,6 +2,7 @@
 
 import math
 import os
+import struct
 
 import numpy as np
 
@@ -12,6 +13,7 @@ from .spaces_select import Box, Dict, Discrete, MultiDiscrete, EnvBase, VectorEn
 TWO_PI = 2.0 * math.pi
 _X, _Y, _TH, _BUMPED = F["x"], F["y"], F["theta"], F["bumped"]
 _VW = [F["v"], F["w"]]
+_UNPACK16 = struct.Struct("<%dd" % len(_stack.BIN_FIELDS)).unpack_from
 # (v, w) as fractions of the robot's max_v, max_w: forward, forward-left,
 # forward-right, turn left, turn right.
 DISCRETE_ACTIONS = ((1.0, 0.0), (0.6, 0.5), (0.6, -0.5), (0.0, 1.0), (0.0, -1.0))
@@ -72,6 +74,7 @@ class _World:
                  clearance=0.1, robot_ids=None, shm=False, camera=None):
         self.stack = None
         self.reader = None
+        self.reader1 = None  # NavEnv's one-robot view of the shm rings
         self.cam_sock = None
         if host is None and port is None:
             args = list(stack_args)
@@ -218,7 +221,21 @@ class _World:
         st, rg, _ = self.reader.observe(robots, self.range_max)
         return st, rg, d
 
+    def step1(self, robot, v, w, steps):
+        """One robot's step (NavEnv): (its 16 fields as a tuple of floats, its
+        ranges float32 [beams], a view valid until the next request, tick)."""
+        if self.reader is None:
+            buf, so, beams, ro, tick = self.conn.step1(robot, v, w, steps)
+            return _UNPACK16(buf, so), np.frombuffer(buf, "<f4", beams, ro), tick
+        if self.reader1 is None or self.reader1.robot != robot:
+            from ._shm1 import Shm1Reader
+            self.reader1 = Shm1Reader(self.reader, robot, self.range_max)
+        tick = self.conn.step1(robot, v, w, steps, observe=False)[4]
+        vals, rg = self.reader1.observe()
+        return vals, rg, tick
+
     def close(self):
+        self.reader1 = None
         reader, self.reader = getattr(self, "reader", None), None
         if reader is not None:
             reader.close()
@@ -418,8 +435,8 @@ class NavEnv(_NavCore, EnvBase):
         self.observation_space = self.single_observation_space
         self.action_space = self.single_action_space
         self.robot = int(w.robots[0])
-        self._robots = np.array([self.robot], np.int64)
-        self._still = np.zeros((1, 2))
+        self._rm = np.float32(w.range_max)
+        self._collide_at = w.radius + self.collision_margin
         self._np_random = None
         self._goal = None
         self._last = None
@@ -456,84 +473,97 @@ class NavEnv(_NavCore, EnvBase):
             raise _stack.StackError("reset: every sampled start pose was blocked (100 tries)")
         self._goal = np.array([goal], dtype=np.float64)
         self._gx, self._gy = float(goal[0]), float(goal[1])
-        st, rg, d = self.world.step(self._robots, self._still, self.decision_ticks)
-        obs, self._prev, _ = self._observe1(st, rg)
+        vals, rg, tick = self.world.step1(self.robot, 0.0, 0.0, self.decision_ticks)
+        obs, self._prev, _ = self._observe1(vals, rg)
         self._steps = 0
-        self._last = (st, rg)  # views of the reply buffer until the next step: no copy
-        info = {"start": start, "goal": goal, "distance": self._prev, "tick": d["tick"]}
-        return self._with_camera(obs, d), info
+        self._last = (vals, rg)  # rg: a view of the reply buffer until the next step
+        info = {"start": start, "goal": goal, "distance": self._prev, "tick": tick}
+        return self._with_camera(obs, tick), info
 
-    def _observe1(self, st, rg):
-        """_observe for the one robot in Python floats (a few numpy calls fewer):
-        (observation, goal distance, collided)."""
-        x, y, th, v, _, w = st[0, :6].tolist()
+    def _observe1(self, vals, rg):
+        """_observe for the one robot from its 16 fields (floats) and ranges
+        (float32 [beams]), in Python floats and a few numpy calls: (observation,
+        goal distance, collided). Every array it returns is new."""
+        x, y, th, v, _, w = vals[:6]
         dx, dy = self._gx - x, self._gy - y
         dist = math.hypot(dx, dy)
         bearing = (math.atan2(dy, dx) - th + math.pi) % TWO_PI - math.pi
-        rm = np.float32(self.world.range_max)
-        if rg.shape[1]:
-            gm = _group_min(rg[0], self.beams)
-            scan = np.fmin(gm, rm)
+        beams = self.beams
+        if self.flat:
+            obs = np.empty(beams + 4, np.float32)
+            scan = obs[:beams]
+        else:
+            scan = None
+        if len(rg):
+            gm = _group_min(rg, beams) if len(rg) != beams else rg
+            scan = np.fmin(gm, self._rm, out=scan)  # NaN (no return) -> range_max
             raw_min = float(np.fmin.reduce(gm))  # NaN: no return, never collides
         else:
-            scan = np.full(self.beams, rm, np.float32)
+            if scan is None:
+                scan = np.empty(beams, np.float32)
+            scan.fill(self._rm)
             raw_min = math.inf
-        collided = st[0, _BUMPED] > 0 or raw_min <= self.world.radius + self.collision_margin
-        g = np.array((dist, bearing), np.float32)
-        vel = np.array((v, w), np.float32)
+        collided = vals[_BUMPED] > 0 or raw_min <= self._collide_at
         if self.flat:
-            obs = np.concatenate((scan, g, vel))
+            obs[beams:] = (dist, bearing, v, w)
         else:
-            obs = {"goal": g, "scan": scan, "velocity": vel}
-        return obs, dist, bool(collided)
+            gv = np.array((dist, bearing, v, w), np.float32)
+            obs = {"goal": gv[:2], "scan": scan, "velocity": gv[2:]}
+        return obs, dist, collided
 
     def _command1(self, action):
-        """The one robot's (v, w) for the sim, clipped to its limits, into a [1, 2] array."""
+        """The one robot's (v, w) for the sim as floats, clipped to its limits."""
         if self.action_type == "discrete":
-            return self._commands(action)
-        a = np.asarray(action, dtype=np.float64)
-        if a.size != 2:
-            raise ValueError("expected an action [v, w], got %r" % (action,))
-        v, w = a.reshape(2).tolist()
+            cmd = self._commands(action)
+            if len(cmd) != 1:
+                raise ValueError("expected one discrete action, got %r" % (action,))
+            v, w = cmd[0].tolist()
+            return v, w
+        if type(action) is np.ndarray and action.shape == (2,):
+            v, w = action.tolist()  # float32 -> float: exact, as asarray(float64) is
+        else:
+            a = np.asarray(action, dtype=np.float64)
+            if a.size != 2:
+                raise ValueError("expected an action [v, w], got %r" % (action,))
+            v, w = a.reshape(2).tolist()
         if not (math.isfinite(v) and math.isfinite(w)):
             raise ValueError("actions must be finite, got %r" % (action,))
         mv, mw = self.world.max_v, self.world.max_w
-        cmd = np.empty((1, 2))
-        cmd[0, 0] = mv if v > mv else -mv if v < -mv else v
-        cmd[0, 1] = mw if w > mw else -mw if w < -mw else w
-        return cmd
+        return (mv if v > mv else -mv if v < -mv else float(v),
+                mw if w > mw else -mw if w < -mw else float(w))
 
-    def _with_camera(self, obs, d):
+    def _with_camera(self, obs, tick):
         if self.camera:
-            obs["camera"] = self.world.frame(self.robot, d["tick"])
+            obs["camera"] = self.world.frame(self.robot, tick)
         return obs
 
     def step(self, action):
         if self._goal is None:
             raise RuntimeError("call reset() before step()")
-        cmd = self._command1(action)
-        st, rg, d = self.world.step(self._robots, cmd, self.decision_ticks)
-        obs, dist, collided = self._observe1(st, rg)
+        v, w = self._command1(action)
+        vals, rg, tick = self.world.step1(self.robot, v, w, self.decision_ticks)
+        obs, dist, collided = self._observe1(vals, rg)
         reached = dist <= self.goal_radius
-        w = self.reward_weights
-        r = w["progress"] * (self._prev - dist) - w["time"]
+        rw = self.reward_weights
+        r = rw["progress"] * (self._prev - dist) - rw["time"]
         if reached:
-            r += w["goal"]
+            r += rw["goal"]
         if collided:
-            r -= w["collision"]
+            r -= rw["collision"]
         self._prev = dist
         self._steps += 1
-        self._last = (st, rg)  # views of the reply buffer until the next step: no copy
+        self._last = (vals, rg)  # rg: a view of the reply buffer until the next step
         terminated = reached or (collided and self.terminate_on_collision)
         truncated = self._steps >= self.max_episode_steps and not terminated
         info = {"distance": dist, "is_success": reached, "collision": collided,
-                "tick": d["tick"], "pose": tuple(st[0, :3].tolist())}
-        return self._with_camera(obs, d), float(r), terminated, truncated, info
+                "tick": tick, "pose": vals[:3]}
+        return self._with_camera(obs, tick), float(r), terminated, truncated, info
 
     def render(self):
         if self._last is None:
             return None
-        return self._render_rgb(self._last[0], self._goal, self._last[1])
+        vals, rg = self._last
+        return self._render_rgb(np.array([vals]), self._goal, rg.reshape(1, -1))
 
     def close(self):
         if getattr(self, "world", None) is not None:

@@ -1,0 +1,229 @@
+"""NavEnv's one-robot road: Conn.step1 (templated request, header read by
+position) and Shm1Reader give what step_batch and ShmReader give, bit for bit,
+and fail by name."""
+
+import os
+import unittest
+from contextlib import closing
+
+import numpy as np
+
+from playarea.env import NavEnv, NavVectorEnv
+from playarea.env._shm1 import Shm1Reader
+from playarea.env._stack import StackError
+from playarea.errors import Error
+
+_n = [0]
+
+
+def instance():
+    _n[0] += 1
+    return "t%d-rlone-%d" % (os.getpid(), _n[0])
+
+
+def acts(k):
+    return np.array([0.5 * np.sin(0.3 * k), 0.9 * np.cos(0.7 * k)], np.float32)
+
+
+class Step1(unittest.TestCase):
+    def test_same_as_the_batched_observation(self):
+        """Two stacks, one seed: NavEnv.step's observation equals the vector path's
+        (step_batch + _NavCore._observe) step after step, flat and dict."""
+        for flat in (False, True):
+            a = NavEnv(instance=instance(), beams=36, flat=flat, max_episode_steps=10 ** 6)
+            b = NavEnv(instance=instance(), beams=36, flat=flat, max_episode_steps=10 ** 6)
+            with closing(a), closing(b):
+                oa, ia = a.reset(seed=7)
+                b.reset(seed=7)
+                w = b.world
+                seen = 0
+                for k in range(30):
+                    oa, ra, ta, _, ia = a.step(acts(k))
+                    cmd = b._commands(acts(k)[None])
+                    st, rg, d = w.step(np.array([b.robot]), cmd, b.decision_ticks)
+                    scan, g, vel, dist, coll = b._observe(st, rg, b._goal)
+                    want = np.concatenate([scan[0], g[0], vel[0]]) if flat else \
+                        {"scan": scan[0], "goal": g[0], "velocity": vel[0]}
+                    if flat:
+                        self.assertTrue(np.array_equal(oa, want), k)
+                        self.assertEqual(oa.dtype, np.float32)
+                    else:
+                        for key in want:
+                            self.assertTrue(np.array_equal(oa[key], want[key]), (k, key))
+                            self.assertEqual(oa[key].dtype, np.float32)
+                    self.assertEqual(ia["distance"], float(dist[0]))
+                    self.assertEqual(ia["collision"], bool(coll[0]))
+                    self.assertEqual(ia["tick"], d["tick"])
+                    self.assertEqual(ia["pose"], tuple(st[0, :3].tolist()))
+                    seen += int(np.any(scan[0] < w.range_max))
+                    if ta:
+                        break
+                self.assertGreater(seen, 0)  # the scans saw walls: not all range_max
+
+    def test_errors_by_name_and_the_connection_goes_on(self):
+        with closing(NavEnv(instance=instance(), beams=360)) as env:
+            env.reset(seed=1)
+            w = env.world
+            with self.assertRaises(Error) as e:
+                w.conn.step1(9999, 0.0, 0.0, 20)
+            self.assertIn("9999", str(e.exception))
+            with self.assertRaisesRegex(ValueError, "finite"):
+                w.conn.step1(env.robot, float("nan"), 0.0, 20)
+            with self.assertRaisesRegex(ValueError, "finite"):
+                env.step(np.array([np.inf, 0.0]))
+            with self.assertRaisesRegex(ValueError, r"\[v, w\]"):
+                env.step([1.0, 2.0, 3.0])
+            # int and list actions go the general way to the same kind of numbers
+            o, *_ = env.step([0, 0])
+            self.assertEqual(o["scan"].shape, (360,))
+            t0 = env.step(acts(0))[4]["tick"]
+            buf, so, beams, ro, tick = w.conn.step1(env.robot, 0.1, 0.0, 20)
+            self.assertEqual((beams, tick), (360, t0 + 20))
+        with closing(NavEnv(instance=instance(), action_type="discrete")) as env:
+            env.reset(seed=1)
+            with self.assertRaisesRegex(ValueError, "one discrete action"):
+                env.step(np.array([1, 2]))
+            with self.assertRaisesRegex(ValueError, "out of range"):
+                env.step(7)
+            o, *_ = env.step(np.int64(3))  # turn left
+            self.assertEqual(o["velocity"].shape, (2,))
+
+    def test_one_recv_per_step(self):
+        """pa-netgw sends a step's header line and block in one sendmsg: on
+        loopback NavEnv reads each reply with one recv_into."""
+        with closing(NavEnv(instance=instance(), beams=360)) as env:
+            env.reset(seed=1)
+            conn = env.world.conn
+            calls = [0]
+
+            class Counting:
+                def __init__(self, sock):
+                    self.sock = sock
+
+                def recv_into(self, *a):
+                    calls[0] += 1
+                    return self.sock.recv_into(*a)
+
+                def __getattr__(self, name):
+                    return getattr(self.sock, name)
+            real, conn.sock = conn.sock, Counting(conn.sock)
+            try:
+                for k in range(100):
+                    env.step(acts(k))
+            finally:
+                conn.sock = real
+            self.assertEqual(calls[0], 100)
+
+    def test_replies_in_pieces(self):
+        """A fake gateway sends step replies cut anywhere (inside the header line,
+        inside the block), an error, and a header of another shape: step1 reads
+        each whole, raises the error by its code, and stays in step."""
+        import json
+        import socket
+        import struct
+        import threading
+        import time
+        from playarea.env._stack import Conn
+        rng = np.random.default_rng(5)
+        replies, want = [], []
+        for k in range(6):
+            st = rng.standard_normal(16)
+            rg = rng.random(360, dtype=np.float32)
+            blk = b"PAB1" + struct.pack("<3I", 1, 360, 16) + st.astype("<f8").tobytes() + \
+                rg.astype("<f4").tobytes()
+            head = {"type": "state", "request_id": k, "data": {
+                "tick": 100 + k, "count": 1, "binary": {"bytes": len(blk), "beams": 360,
+                                                         "fields": 16}}}
+            if k == 3:  # another key order: the general road
+                head = {"data": head["data"], "type": "state"}
+            replies.append(json.dumps(head, separators=(",", ":")).encode() + b"\n" + blk)
+            want.append((st, rg, 100 + k))
+        err = b'{"type":"error","error":{"code":"unknown_robot","message":"no robot 7"}}\n'
+        with socket.socket() as ls:
+            ls.bind(("127.0.0.1", 0))
+            ls.listen()
+
+            def serve():
+                c, _ = ls.accept()
+                with c, c.makefile("rb") as f:
+                    for i, out in enumerate(replies + [err]):
+                        f.readline()
+                        cut = [10, 30, len(out) - 5, len(out) - 1000, 200, len(out)][i % 6] \
+                            if i < len(replies) else len(out)
+                        c.sendall(out[:cut])
+                        time.sleep(0.02)
+                        c.sendall(out[cut:])
+                    while c.recv(1 << 16):
+                        pass
+            th = threading.Thread(target=serve)
+            th.start()
+            conn = Conn("127.0.0.1", ls.getsockname()[1], timeout=10)
+            try:
+                for st, rg, tick in want:
+                    buf, so, beams, ro, t = conn.step1(0, 0.25, -0.5, 20)
+                    self.assertEqual((beams, t), (360, tick))
+                    self.assertTrue(np.array_equal(np.frombuffer(buf, "<f8", 16, so), st))
+                    self.assertTrue(np.array_equal(np.frombuffer(buf, "<f4", 360, ro), rg))
+                with self.assertRaises(Error) as e:
+                    conn.step1(0, 0.0, 0.0, 20)
+                self.assertEqual(e.exception.code, "unknown_robot")
+            finally:
+                conn.close()
+                th.join(10)
+
+    def test_render_and_fresh_arrays(self):
+        with closing(NavEnv(instance=instance(), beams=360, render_mode="rgb_array")) as env:
+            env.reset(seed=3)
+            o1 = env.step(acts(1))[0]
+            keep = {k: v.copy() for k, v in o1.items()}
+            img = env.render()
+            self.assertEqual(img.ndim, 3)
+            self.assertTrue((img == (30, 60, 220)).all(axis=2).any())  # the robot is drawn
+            env.step(acts(2))
+            for k in keep:
+                self.assertTrue(np.array_equal(o1[k], keep[k]), k)
+
+
+class Shm1(unittest.TestCase):
+    def test_equals_shm_reader(self):
+        """Shm1Reader = ShmReader.observe for each robot of 80 (so a robot's newest
+        scan is sometimes more than 64 records back), tick by tick, and for a
+        robot that has not scanned yet."""
+        env = NavVectorEnv(num_envs=80, instance=instance(), shm=True, beams=360)
+        try:
+            env.reset(seed=2)
+            w = env.world
+            ones = {r: Shm1Reader(w.reader, r, w.range_max) for r in (0, 5, 79)}
+            general = [0]
+            for r in ones.values():
+                orig = r._general
+
+                def counted(orig=orig):
+                    general[0] += 1
+                    return orig()
+                r._general = counted
+            for k in range(25):
+                w.conn.step_batch(env.robots, np.full((80, 2), 0.3), 1)
+                for r, one in ones.items():
+                    st, rg, _ = w.reader.observe(np.array([r]), w.range_max)
+                    vals, rg1 = one.observe()
+                    self.assertTrue(np.array_equal(st[0], np.array(vals), equal_nan=True), (k, r))
+                    self.assertTrue(np.array_equal(rg[0], rg1, equal_nan=True), (k, r))
+            self.assertGreater(general[0], 0)
+            x, y = w.free_xy[len(w.free_xy) // 2]
+            rid = w.conn.request("spawn_robot", {"name": "late",
+                                                 "pose": [float(x), float(y), 0.0]})["robot"]
+            w.conn.step_batch([rid], None, 1)
+            one = Shm1Reader(w.reader, rid, w.range_max)
+            st, rg, _ = w.reader.observe(np.array([rid]), w.range_max)
+            vals, rg1 = one.observe()
+            self.assertTrue(np.array_equal(st[0], np.array(vals), equal_nan=True))
+            self.assertEqual(rg.shape[1], len(rg1))
+            with self.assertRaisesRegex(StackError, "not at their ids"):
+                Shm1Reader(w.reader, 5000, w.range_max).observe()
+        finally:
+            env.close()
+
+
+if __name__ == "__main__":
+    unittest.main()
