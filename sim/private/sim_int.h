@@ -24,22 +24,20 @@ uint64_t pa_sim_int_seed(uint64_t seed, uint64_t a, uint64_t b);
  * knows none is near: nothing of theirs is read). */
 double pa_sim_int_clearance(const pa_sim_model *m, const pa_sim_state *s,
                             uint32_t skip, double x, double y, double r,
-                            double margin, double *nx, double *ny,
-                            bool robots);
+                            double margin, double *nx, double *ny, bool robots);
 
 /* pa_sim_int_clearance(margin 0) >= 0, cheaper (early exits). */
 bool pa_sim_int_free(const pa_sim_model *m, const pa_sim_state *s,
-                     uint32_t skip, double x, double y, double r,
-                     bool robots);
+                     uint32_t skip, double x, double y, double r, bool robots);
 
 /* One robot's motion of this tick, planned before anyone moves (it depends
  * only on the robot's own state). */
 typedef struct pa_sim_motion {
-  double dx, dy;     /* [m] world-frame displacement wanted */
-  double v, vy, w;   /* limited body velocities */
-  double th0, dth;   /* heading at the start, turn over the tick */
-  double c0, s0;     /* cos, sin of th0 */
-  uint8_t alone;     /* no other robot near enough to matter this tick */
+  double dx, dy;   /* [m] world-frame displacement wanted */
+  double v, vy, w; /* limited body velocities */
+  double th0, dth; /* heading at the start, turn over the tick */
+  double c0, s0;   /* cos, sin of th0 */
+  uint8_t alone;   /* no other robot near enough to matter this tick */
   double arc_dth, arc_a, arc_b; /* the last arc factors computed (a robot
                                  * turning steadily reuses them) */
 } pa_sim_motion;
@@ -57,8 +55,7 @@ double pa_sim_int_obstacle_dist(const pa_obstacle_info *o, double x, double y,
 /* Broad phase of robots: uniform grid hashed into a table. */
 int pa_sim_int_hash_init(pa_sim_hash *h, uint32_t cap);
 void pa_sim_int_hash_free(pa_sim_hash *h);
-void pa_sim_int_hash_build(pa_sim_hash *h, const pa_sim_state *s,
-                           double cell);
+void pa_sim_int_hash_build(pa_sim_hash *h, const pa_sim_state *s, double cell);
 /* Bucket of a point's cell (inline: the broad phase asks 9 per robot). */
 static inline uint32_t pa_sim_int_hash_key(const pa_sim_hash *h, int64_t cx,
                                            int64_t cy) {
@@ -68,8 +65,8 @@ static inline uint32_t pa_sim_int_hash_key(const pa_sim_hash *h, int64_t cx,
 
 /* Puts robot id (info[id] already set) at a pose with zero velocities and
  * commands; keeps its scan_seq. */
-void pa_sim_int_robot_place(const pa_sim_model *m, pa_sim_state *s,
-                            uint32_t id, double x, double y, double theta);
+void pa_sim_int_robot_place(const pa_sim_model *m, pa_sim_state *s, uint32_t id,
+                            double x, double y, double theta);
 
 /* A world to put into a state (pa_sim_int_world_install). */
 typedef struct pa_sim_world_src {
@@ -104,7 +101,7 @@ int64_t pa_sim_int_step(const pa_sim_model *m, pa_sim_state *s, int64_t t0,
 typedef struct pa_sim_scratch {
   float *beam_cos, *beam_sin; /* [beam_cap] */
   uint32_t beam_table_n;
-  double *dx, *dy;            /* [beam_cap] */
+  double *dx, *dy; /* [beam_cap] */
 } pa_sim_scratch;
 int pa_sim_int_scratch_init(pa_sim_scratch *k, uint32_t beam_cap);
 void pa_sim_int_scratch_free(pa_sim_scratch *k);
@@ -129,17 +126,17 @@ void pa_sim_int_scan_stamp(const pa_sim_model *m, const pa_sim_state *s,
  * robot. */
 typedef struct pa_sim_scan_at {
   uint32_t id, beams;
-  double x, y, theta;     /* world [m, rad] */
-  double c, s;            /* cos, sin of theta */
-  double gx, gy, gc, gs;  /* grid frame [cells], cos and sin of the heading */
+  double x, y, theta;    /* world [m, rad] */
+  double c, s;           /* cos, sin of theta */
+  double gx, gy, gc, gs; /* grid frame [cells], cos and sin of the heading */
 } pa_sim_scan_at;
 void pa_sim_int_scan_at(const pa_sim_model *m, const pa_sim_state *s,
                         uint32_t id, pa_sim_scan_at *a);
 
 /* pa_sim_scan with the caller's scratch (reads the state, writes only out
  * and robot id's noise generator: scans of one tick can run in parallel). */
-void pa_sim_int_scan(const pa_sim_model *m, const pa_sim_state *s,
-                     uint32_t id, float *out, pa_sim_scratch *k);
+void pa_sim_int_scan(const pa_sim_model *m, const pa_sim_state *s, uint32_t id,
+                     float *out, pa_sim_scratch *k);
 /* Its two parts. Walls: the grid ranges of beams [b0, b1) only (beams are
  * independent: any split gives the same ranges; reads only the grid, a and
  * the robot's laser settings). Finish: obstacles, other robots, clamping and
@@ -205,7 +202,7 @@ typedef struct pa_sim_late {
   pa_sim_scan_stamp ready[PA_SIM_LATE_READY];
   float *ready_buf[PA_SIM_LATE_READY]; /* [beam_cap] each */
   uint32_t ready_count;
-  double share;            /* of the first part (the worker's) */
+  double share; /* of the first part (the worker's) */
 } pa_sim_late;
 int pa_sim_int_late_init(pa_sim_state *s, uint32_t beam_cap);
 void pa_sim_int_late_free(pa_sim_state *s);
@@ -235,16 +232,15 @@ typedef struct pa_sim_snap_hdr {
   uint32_t robot_count, obstacle_count;
   uint32_t info_size, state_size, obstacle_size; /* struct sizes at save */
   uint32_t reserved;
-  uint64_t tick;           /* when saved */
+  uint64_t tick; /* when saved */
   double sim_time;
-  uint64_t checksum;       /* FNV-1a of the body, then of this header with
-                            * checksum 0: a torn write does not load */
+  uint64_t checksum; /* FNV-1a of the body, then of this header with
+                      * checksum 0: a torn write does not load */
 } pa_sim_snap_hdr;
 uint64_t pa_sim_int_snap_sum(const pa_sim_snap_hdr *h, const void *body,
                              size_t n);
-pa_status pa_sim_int_snapshot_save(const pa_sim_model *m,
-                                   const pa_sim_state *s, const pa_cmd *c,
-                                   pa_reply *r);
+pa_status pa_sim_int_snapshot_save(const pa_sim_model *m, const pa_sim_state *s,
+                                   const pa_cmd *c, pa_reply *r);
 pa_status pa_sim_int_snapshot_load(const pa_sim_model *m, pa_sim_state *s,
                                    const pa_cmd *c, pa_reply *r);
 /* True (why says which) if a record of a loaded snapshot could not have
