@@ -139,6 +139,8 @@ def main():
     p.add_argument("--rounds", type=int, default=10, help="interleaved windows")
     p.add_argument("--sizes", default="64,256,1000")
     p.add_argument("--paths", default="tcp,shm")
+    p.add_argument("--beams", type=int, default=360,
+                   help="observation beams (the envs' default is 36: min of each 10 of the 360)")
     a = p.parse_args()
     paths = [x for x in a.paths.split(",") if x]
     print("cpu: %s, load before: %s" % (cpu_model(), " ".join(open("/proc/loadavg").read().split()[:3])))
@@ -146,7 +148,7 @@ def main():
                                                  "env/free", "env/lock", "py-cpu"))
     res = {}
     for path in paths:
-        env = NavEnv(beams=360, max_episode_steps=10 ** 9, shm=path == "shm")
+        env = NavEnv(beams=a.beams, max_episode_steps=10 ** 9, shm=path == "shm")
         try:
             env.reset(seed=0)
             res[("NavEnv", path)] = r = measure(env, 1, a.seconds, a.rounds)
@@ -155,7 +157,7 @@ def main():
             env.close()
     for n in [int(x) for x in a.sizes.split(",") if x]:
         for path in paths:
-            env = NavVectorEnv(num_envs=n, beams=360, max_episode_steps=10 ** 9, shm=path == "shm")
+            env = NavVectorEnv(num_envs=n, beams=a.beams, max_episode_steps=10 ** 9, shm=path == "shm")
             try:
                 env.reset(seed=0)
                 res[(n, path)] = r = measure(env, n, a.seconds, a.rounds)

@@ -60,6 +60,25 @@ class Spaces(unittest.TestCase):
         with self.assertRaisesRegex(ValueError, "divide"):
             downsample(r, 7, 12.0)
 
+    def test_group_min_is_fmin_reduce(self):
+        """The strided fmin passes give np.fmin.reduce over each group, bit for
+        bit: NaN groups, partly NaN groups, inf, batches and single scans."""
+        from playarea.env.nav import _group_min
+        rng = np.random.default_rng(5)
+        for shape in ((200, 360), (360,), (2, 3, 360)):
+            r = (rng.random(shape) * 12).astype(np.float32)
+            flat = r.reshape(-1)
+            flat[::13] = np.nan
+            flat[20:60] = np.nan  # whole groups of no return
+            flat[70] = np.inf
+            for beams in (1, 2, 36, 60, 90, 180, 360):
+                want = np.fmin.reduce(r.reshape(r.shape[:-1] + (beams, 360 // beams)), axis=-1)
+                got = _group_min(r, beams)
+                self.assertEqual(got.shape, want.shape)
+                self.assertEqual(got.dtype, np.float32)
+                self.assertTrue(np.array_equal(got.view(np.uint32), want.view(np.uint32)),
+                                (shape, beams))
+
     def test_vector_scan_clip_is_fmin(self):
         """NavVectorEnv's fast clip and collision test give what np.fmin and
         np.fmin.reduce give, bit for bit: NaN, inf, above range_max, near beams,

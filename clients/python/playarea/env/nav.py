@@ -33,7 +33,14 @@ def _group_min(r, beams):
         raise ValueError("beams=%d must divide the laser's %d beams" % (beams, n))
     if n == beams:
         return r
-    return np.fmin.reduce(r.reshape(r.shape[:-1] + (beams, n // beams)), axis=-1)
+    # k strided passes of np.fmin, not fmin.reduce over a last axis of k: numpy
+    # reduces a short inner axis slowly (1000 x 360 -> 36: 1.5 ms against 0.2 ms).
+    # fmin is exact and NaN only where both are, so the order changes no bit.
+    k = n // beams
+    out = r[..., 0::k].copy()
+    for j in range(1, k):
+        np.fmin(out, r[..., j::k], out=out)
+    return out
 
 
 def _clip_scan(gm, rm, near, copy):
