@@ -35,6 +35,11 @@ typedef float vec_f __attribute__((vector_size(VEC_BYTES)));
 typedef int32_t vec_i __attribute__((vector_size(VEC_BYTES)));
 typedef double vec_d __attribute__((vector_size(VEC_BYTES)));
 typedef int64_t vec_l __attribute__((vector_size(VEC_BYTES)));
+typedef uint32_t vec_u __attribute__((vector_size(VEC_BYTES)));
+/* A cell index y * W + x in every lane: unsigned, so the stale lanes past a
+ * list's end (selected away after) wrap instead of overflowing; a live
+ * lane's index fits in 31 bits (the dispatcher's check), so it is exact. */
+#define CELL_I(y, x, W) ((vec_i)((vec_u)(y) * (vec_u)(W) + (vec_u)(x)))
 #define VEC_FL (VEC_BYTES / 4) /* float lanes */
 #define VEC_DL (VEC_BYTES / 8) /* double lanes */
 
@@ -410,7 +415,7 @@ VEC_TARGET static void VEC_FN(jump_pass)(const VEC_FN(fctx) * c,
     vec_f px = VEC_FMA_F(t, dx, c->ox), py = VEC_FMA_F(t, dy, c->oy);
     vec_i ix = __builtin_convertvector(px, vec_i);
     vec_i iy = __builtin_convertvector(py, vec_i);
-    vec_i v = VEC_GATHER_F(c->F, SEL_I(valid, iy * c->W + ix, c->idx0));
+    vec_i v = VEC_GATHER_F(c->F, SEL_I(valid, CELL_I(iy, ix, c->W), c->idx0));
     VEC_ST(L->v + i, v);
   }
   for (uint32_t i = 0; i < n; i += VEC_FL) {
@@ -485,7 +490,7 @@ VEC_TARGET static void VEC_FN(walk_pass)(const VEC_FN(fctx) * c,
   for (uint32_t i = 0; i < n; i += VEC_FL) { /* the codes first, as above */
     vec_i valid = VEC_FN(first_n)(n - i);
     vec_i cx = VEC_FN(ld_i)(L->kcx + i), cy = VEC_FN(ld_i)(L->kcy + i);
-    vec_i v = VEC_GATHER_F(c->F, SEL_I(valid, cy * c->W + cx, c->idx0));
+    vec_i v = VEC_GATHER_F(c->F, SEL_I(valid, CELL_I(cy, cx, c->W), c->idx0));
     VEC_ST(L->v + i, v);
   }
   for (uint32_t i = 0; i < n; i += VEC_FL) {
