@@ -396,6 +396,41 @@ VEC_TARGET static inline void VEC_FN(done)(VEC_FN(lists) * L, unsigned b,
   L->nd += (uint32_t)__builtin_popcount(b);
 }
 
+/* Appends lanes b of jumping rays to the jump list at `at` (a pass packs
+ * its own list in place: at <= the vector read); returns the new end. */
+VEC_TARGET static inline uint32_t
+VEC_FN(to_jump)(VEC_FN(lists) * L, uint32_t at, unsigned b, vec_f dx, vec_f dy,
+                vec_f inx, vec_f iny, vec_f t, vec_i id) {
+  VEC_FN(perm) p = VEC_PERM(b);
+  VEC_CST_F(L->jdx + at, dx, p);
+  VEC_CST_F(L->jdy + at, dy, p);
+  VEC_CST_F(L->jix + at, inx, p);
+  VEC_CST_F(L->jiy + at, iny, p);
+  VEC_CST_F(L->jt + at, t, p);
+  VEC_CST_I(L->jid + at, id, p);
+  return at + (uint32_t)__builtin_popcount(b);
+}
+
+/* The same for walking rays: t's error bound te, the landing's parameter
+ * tl, the cell (cx, cy). */
+VEC_TARGET static inline uint32_t
+VEC_FN(to_walk)(VEC_FN(lists) * L, uint32_t at, unsigned b, vec_f dx, vec_f dy,
+                vec_f inx, vec_f iny, vec_f t, vec_f te, vec_f tl, vec_i cx,
+                vec_i cy, vec_i id) {
+  VEC_FN(perm) p = VEC_PERM(b);
+  VEC_CST_F(L->kdx + at, dx, p);
+  VEC_CST_F(L->kdy + at, dy, p);
+  VEC_CST_F(L->kix + at, inx, p);
+  VEC_CST_F(L->kiy + at, iny, p);
+  VEC_CST_F(L->kt + at, t, p);
+  VEC_CST_F(L->kte + at, te, p);
+  VEC_CST_F(L->ktl + at, tl, p);
+  VEC_CST_I(L->kcx + at, cx, p);
+  VEC_CST_I(L->kcy + at, cy, p);
+  VEC_CST_I(L->kid + at, id, p);
+  return at + (uint32_t)__builtin_popcount(b);
+}
+
 /* One jump of every jumping ray; those that stop land (onto the walk list,
  * or done: no return within range_max, or a close call). Without branches
  * on the lanes (a mispredicted branch would drop the gathers in flight). */
@@ -434,17 +469,7 @@ VEC_TARGET static void VEC_FN(jump_pass)(const VEC_FN(fctx) * c,
     vec_f s1 = fv * 0.25f - 0.25f, s2 = fv - 97.0f;
     vec_f safe = SEL_F(s1 > s2, s1, s2);
     vec_f tn = t + safe;
-    unsigned gb = VEC_BITS_F(go);
-    {
-      VEC_FN(perm) p = VEC_PERM(gb);
-      VEC_CST_F(L->jdx + keep, dx, p);
-      VEC_CST_F(L->jdy + keep, dy, p);
-      VEC_CST_F(L->jix + keep, inx, p);
-      VEC_CST_F(L->jiy + keep, iny, p);
-      VEC_CST_F(L->jt + keep, tn, p);
-      VEC_CST_I(L->jid + keep, id, p);
-    }
-    keep += (uint32_t)__builtin_popcount(gb);
+    keep = VEC_FN(to_jump)(L, keep, VEC_BITS_F(go), dx, dy, inx, iny, tn, id);
     vec_i stop = valid & ~go;
     /* land: the cell under the point, unless within its error bound of a
      * cell edge (t >= 0: |t| = t) */
@@ -455,22 +480,10 @@ VEC_TARGET static void VEC_FN(jump_pass)(const VEC_FN(fctx) * c,
     vec_i far = stop & (t >= c->far);
     vec_i close = (fx <= ex) | (one - fx <= ex) | (fy <= ey) | (one - fy <= ey);
     close &= stop & ~org & ~far;
-    unsigned ob = VEC_BITS_F(stop & ~far & ~close);
-    {
-      vec_i cx = SEL_I(org, c->c0x, ix), cy = SEL_I(org, c->c0y, iy);
-      VEC_FN(perm) q = VEC_PERM(ob);
-      VEC_CST_F(L->kdx + nk, dx, q);
-      VEC_CST_F(L->kdy + nk, dy, q);
-      VEC_CST_F(L->kix + nk, inx, q);
-      VEC_CST_F(L->kiy + nk, iny, q);
-      VEC_CST_F(L->kt + nk, t, q);
-      VEC_CST_F(L->ktl + nk, t, q);
-      VEC_ST(L->kte + nk, zero);
-      VEC_CST_I(L->kcx + nk, cx, q);
-      VEC_CST_I(L->kcy + nk, cy, q);
-      VEC_CST_I(L->kid + nk, id, q);
-      nk += (uint32_t)__builtin_popcount(ob);
-    }
+    /* landed: walks from the landing (t exact there: no error bound) */
+    nk = VEC_FN(to_walk)(L, nk, VEC_BITS_F(stop & ~far & ~close), dx, dy, inx,
+                         iny, t, zero, t, SEL_I(org, c->c0x, ix),
+                         SEL_I(org, c->c0y, iy), id);
     VEC_FN(done)(L, VEC_BITS_F(far | close), id, SEL_I(far, none, dbl), t, ix);
   }
   L->nj = keep;
@@ -535,33 +548,13 @@ VEC_TARGET static void VEC_FN(walk_pass)(const VEC_FN(fctx) * c,
     VEC_FN(done)
     (L, VEC_BITS_F(hit | close | past), id,
      SEL_I(hit, cy, SEL_I(close, dbl, none)), tl, cx);
-    unsigned ob = VEC_BITS_F(open);
-    { /* jump on from here */
-      VEC_FN(perm) q = VEC_PERM(ob);
-      VEC_CST_F(L->jdx + nj, dx, q);
-      VEC_CST_F(L->jdy + nj, dy, q);
-      VEC_CST_F(L->jix + nj, inx, q);
-      VEC_CST_F(L->jiy + nj, iny, q);
-      VEC_CST_F(L->jt + nj, t, q);
-      VEC_CST_I(L->jid + nj, id, q);
-      nj += (uint32_t)__builtin_popcount(ob);
-    }
+    /* jump on from here */
+    nj = VEC_FN(to_jump)(L, nj, VEC_BITS_F(open), dx, dy, inx, iny, t, id);
     /* the crossing: sx, sy = -1 or 1 */
     cx += wk & xs & (nx | 1);
     cy += wk & ~xs & (ny | 1);
-    unsigned wb = VEC_BITS_F(wk);
-    VEC_FN(perm) p = VEC_PERM(wb);
-    VEC_CST_F(L->kdx + keep, dx, p);
-    VEC_CST_F(L->kdy + keep, dy, p);
-    VEC_CST_F(L->kix + keep, inx, p);
-    VEC_CST_F(L->kiy + keep, iny, p);
-    VEC_CST_F(L->kt + keep, tn, p);
-    VEC_CST_F(L->kte + keep, ten, p);
-    VEC_CST_F(L->ktl + keep, tl, p);
-    VEC_CST_I(L->kcx + keep, cx, p);
-    VEC_CST_I(L->kcy + keep, cy, p);
-    VEC_CST_I(L->kid + keep, id, p);
-    keep += (uint32_t)__builtin_popcount(wb);
+    keep = VEC_FN(to_walk)(L, keep, VEC_BITS_F(wk), dx, dy, inx, iny, tn, ten,
+                           tl, cx, cy, id);
   }
   L->nk = keep;
   L->nj = nj;
