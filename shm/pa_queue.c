@@ -109,7 +109,10 @@ int pa_queue_push_watched(pa_queue *q, const void *rec,
    * at the queue sees this record, or this load sees its 0. */
   __atomic_thread_fence(__ATOMIC_SEQ_CST);
   int64_t until = __atomic_load_n(watch_until, __ATOMIC_SEQ_CST);
-  if (until == 0 || pa_now_ns() >= until)
+  int64_t now = until ? pa_now_ns() : 0;
+  /* Another process wrote the deadline: one further ahead than any poll
+   * lasts is not believed (the post is what a blocked reader needs). */
+  if (until == 0 || now >= until || until - now > PA_QUEUE_WATCH_MAX_NS)
     pa_shm_sem_post_once(&q->sem);
   return 0;
 }

@@ -230,6 +230,8 @@ int pa_queue_push(pa_queue *q, const void *rec);  /* 0 or PA_SHM_EFULL */
  * stores 0 when it stops and then looks at the queue once more. */
 int pa_queue_push_watched(pa_queue *q, const void *rec,
                           const int64_t *watch_until);
+/* A deadline further ahead than this is taken for garbage: posted anyway. */
+#define PA_QUEUE_WATCH_MAX_NS 1000000000LL
 /* Copies the front record; returns its position (>= 0, monotonic count of
  * records ever pushed before it) or PA_SHM_EMPTY. */
 int64_t pa_queue_peek(const pa_queue *q, void *rec);

@@ -507,7 +507,7 @@ static void test_queue_push_watched(void **st) {
   pa_cmd c, got;
   memset(&c, 0, sizeof c);
   int v = -1;
-  int64_t watch = pa_now_ns() + 10000000000LL; /* polled for 10 s */
+  int64_t watch = pa_now_ns() + 500000000LL; /* polled for 0.5 s */
   c.request_id = 1;
   assert_int_equal(pa_queue_push_watched(q, &c, &watch), 0);
   assert_int_equal(sem_getvalue(pa_queue_sem(q), &v), 0);
@@ -525,9 +525,18 @@ static void test_queue_push_watched(void **st) {
   assert_int_equal(pa_queue_push_watched(q, &c, &watch), 0);
   assert_int_equal(sem_getvalue(pa_queue_sem(q), &v), 0);
   assert_int_equal(v, 1);
+  assert_int_equal(pa_queue_wait(q, 0), 0);
+  /* a deadline an hour ahead (garbage from another process): posted */
+  watch = pa_now_ns() + 3600000000000LL;
   c.request_id = 4;
   assert_int_equal(pa_queue_push_watched(q, &c, &watch), PA_SHM_EFULL);
-  for (uint64_t id = 1; id <= 3; id++) {
+  assert_true(pa_queue_peek(q, &got) >= 0);
+  assert_int_equal(got.request_id, 1);
+  pa_queue_pop(q);
+  assert_int_equal(pa_queue_push_watched(q, &c, &watch), 0);
+  assert_int_equal(sem_getvalue(pa_queue_sem(q), &v), 0);
+  assert_int_equal(v, 1);
+  for (uint64_t id = 2; id <= 4; id++) {
     assert_true(pa_queue_peek(q, &got) >= 0);
     assert_int_equal(got.request_id, id);
     pa_queue_pop(q);
