@@ -55,6 +55,19 @@ static json_t *call(int fd, const char *action, const char *data_fmt, ...) {
   return r;
 }
 
+/* The map's centre in world coordinates, from get_map_info. */
+static void map_centre(int fd, double *cx, double *cy) {
+  json_t *mi = call(fd, "get_map_info", "{}");
+  json_t *d = json_object_get(mi, "data");
+  double res = json_number_value(json_object_get(d, "resolution"));
+  json_t *org = json_object_get(d, "origin");
+  *cx = json_number_value(json_array_get(org, 0)) +
+        (double)json_integer_value(json_object_get(d, "width")) * res / 2;
+  *cy = json_number_value(json_array_get(org, 1)) +
+        (double)json_integer_value(json_object_get(d, "height")) * res / 2;
+  json_decref(mi);
+}
+
 static void call0(int fd, const char *action, const char *data) {
   json_decref(call(fd, action, "%s", data));
 }
@@ -155,16 +168,8 @@ static void test_visuals_in_viewer(void **state) {
   assert_int_equal(lt_start(&s, "vis", extra, START_MS), 0);
   int fd = pa_test_tcp_connect(s.port);
   assert_true(fd >= 0);
-  json_t *mi = call(fd, "get_map_info", "{}");
-  json_t *d = json_object_get(mi, "data");
-  double res = json_number_value(json_object_get(d, "resolution"));
-  json_t *org = json_object_get(d, "origin");
-  double cx = json_number_value(json_array_get(org, 0)) +
-              (double)json_integer_value(json_object_get(d, "width")) * res / 2;
-  double cy =
-      json_number_value(json_array_get(org, 1)) +
-      (double)json_integer_value(json_object_get(d, "height")) * res / 2;
-  json_decref(mi);
+  double cx, cy;
+  map_centre(fd, &cx, &cy);
 
   /* West of the centre: sphere, cylinder, capsule; east: box, arrow, text;
    * north: the point cloud; south: the polyline. Colours: cols[]. */
@@ -430,16 +435,8 @@ static void test_spectator_screenshot(void **state) {
   assert_int_equal(start_render_stack(&s, "spec"), 0);
   int fd = pa_test_tcp_connect(s.port);
   assert_true(fd >= 0);
-  json_t *mi = call(fd, "get_map_info", "{}");
-  json_t *d = json_object_get(mi, "data");
-  double res = json_number_value(json_object_get(d, "resolution"));
-  json_t *org = json_object_get(d, "origin");
-  double cx = json_number_value(json_array_get(org, 0)) +
-              (double)json_integer_value(json_object_get(d, "width")) * res / 2;
-  double cy =
-      json_number_value(json_array_get(org, 1)) +
-      (double)json_integer_value(json_object_get(d, "height")) * res / 2;
-  json_decref(mi);
+  double cx, cy;
+  map_centre(fd, &cx, &cy);
   double ox = cx + 1, oy = cy + 1;
   json_decref(call(fd, "spawn_obstacle",
                    "{\"name\":\"target\",\"shape\":\"box\",\"pose\":[%g,%g,0],"
