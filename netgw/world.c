@@ -89,10 +89,10 @@ int pa_gw_obstacle(pa_netgw *g, const char *name, pa_obstacle_info *info,
 bool pa_gw_latest_header(pa_netgw *g, pa_tick *out) {
   for (int tries = 0; tries < 8; tries++) {
     uint64_t n = pa_ring_head(g->st->state);
-    uint32_t len;
-    const void *p = n ? pa_ring_peek(g->st->state, n, &len) : NULL;
     if (!n)
-      return false;
+      return false; /* no tick yet */
+    uint32_t len;
+    const void *p = pa_ring_peek(g->st->state, n, &len);
     if (!p || len < sizeof *out)
       continue; /* overwritten since the head was read */
     memcpy(out, p, sizeof *out);

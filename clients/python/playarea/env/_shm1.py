@@ -14,12 +14,12 @@ import struct
 
 import numpy as np
 
-from ._stack import BIN_FIELDS, StackError
+from ._stack import BIN_FIELDS, STATE_FIELDS, StackError
 
 _CODES = {"u1": "B", "u2": "H", "u4": "I", "u8": "Q", "i1": "b", "i2": "h", "i4": "i",
           "i8": "q", "f4": "f", "f8": "d"}
 _U64 = struct.Struct("<Q").unpack_from
-_STATE = ("x", "y", "theta", "v", "vy", "w", "odom_x", "odom_y", "odom_theta", "head")
+_STATE = STATE_FIELDS
 _SCAN = ("seq", "tick", "angle_min", "angle_increment", "range_max")
 _BACK = 64  # scan records looked at, newest first, before asking ShmReader
 

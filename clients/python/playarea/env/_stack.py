@@ -21,6 +21,7 @@ READY = re.compile(r"^tcp (\S+):(\d+) instance (\S+)$")
 BIN_FIELDS = ("x", "y", "theta", "v", "vy", "w", "odom_x", "odom_y", "odom_theta", "head",
               "bumped", "scan_seq", "scan_tick", "angle_min", "angle_increment", "range_max")
 F = {name: i for i, name in enumerate(BIN_FIELDS)}
+STATE_FIELDS = BIN_FIELDS[:10]  # the ones pa_robot_state holds under the same names
 _PACK2D = struct.Struct("<2d").pack
 _HEAD = struct.Struct("<4s3I")  # a step_batch block's magic, robots, beams, fields
 _BLOCK_TRIES = 20  # non-blocking reads of a step_batch block before a blocking one

@@ -13,7 +13,7 @@ import subprocess
 
 import numpy as np
 
-from ._stack import BIN_FIELDS, F, StackError, find_bin_dir
+from ._stack import BIN_FIELDS, F, STATE_FIELDS, StackError, find_bin_dir
 
 _layouts = {}
 
@@ -198,8 +198,7 @@ class ShmReader:
                 raise StackError("robots %s are not at their ids in the state" % robots)
             # field by field, straight into the output (a gather of whole records is slow)
             out = np.full((len(robots), len(BIN_FIELDS)), np.nan)
-            for name in ("x", "y", "theta", "v", "vy", "w", "odom_x", "odom_y", "odom_theta",
-                         "head"):
+            for name in STATE_FIELDS:
                 out[:, F[name]] = states[name][robots]
             out[:, F["bumped"]] = (states["flags"][robots] & self.flags["PA_RS_BUMPED"]) != 0
             self._index(full=attempt > 0)  # after a torn read: every live slot again
