@@ -35,8 +35,6 @@ enum {
 #define BIN_MAGIC "PAB1"
 #define BIN_HEADER 16u /* magic, robots, beams, fields */
 
-/* The robot ids of data.robots (default: every active robot), into a new
- * array; NULL with the error set. */
 /* pa_json_fail for the id list: NULL. */
 static uint32_t *fail_ids(jctx *x, pa_status st, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -48,21 +46,88 @@ static uint32_t *fail_ids(jctx *x, pa_status st, const char *fmt, ...) {
   return NULL;
 }
 
-/* Whether every id of rv is a distinct active robot, checked under one read of
- * the world table's seqlock instead of copying each robot's entry (440 bytes,
- * a seqlock read each: 1,000 of them per step_batch); ids filled in. False
- * (not an error) when one is not, or the table changed meanwhile: the caller
- * then checks one by one and names the bad id. */
-static bool ids_ok(pa_netgw *g, json_t *rv, size_t cnt, uint32_t max,
+static long b64_decode(const char *s, size_t len, unsigned char *out);
+
+/* A value no id has: data.robots[i] that is not an integer. */
+#define NOT_AN_ID INT64_MIN
+
+/* data.robots (integers) or data.robots_b64 (little-endian uint32 in base64:
+ * 1,000 ids without 1,000 JSON numbers to parse and free) as *cnt int64
+ * values in a new array; NULL with the error set (*cnt 1), or NULL and *cnt
+ * 0 when neither is given. */
+static int64_t *raw_ids(jctx *x, uint32_t max, size_t *cnt) {
+  json_t *rv = json_object_get(x->data, "robots");
+  json_t *rb = json_object_get(x->data, "robots_b64");
+  *cnt = 1;
+  if (rv && rb)
+    return (int64_t *)fail_ids(x, PA_ERR_INVALID_MESSAGE,
+                               "give data.robots or data.robots_b64, not both");
+  if (rv && !json_is_array(rv))
+    return (int64_t *)fail_ids(x, PA_ERR_INVALID_ACTION_SHAPE,
+                               "data.robots must be an array of robot ids");
+  if (rb && !json_is_string(rb))
+    return (int64_t *)fail_ids(x, PA_ERR_INVALID_ACTION_SHAPE,
+                               "data.robots_b64 must be a base64 string");
+  if (!rv && !rb) {
+    *cnt = 0;
+    return NULL;
+  }
+  size_t len = rb ? json_string_length(rb) : 0;
+  size_t n = rv ? json_array_size(rv) : len / 4 * 3 / 4 + 1;
+  int64_t *raw = malloc((n ? n : 1) * sizeof *raw);
+  unsigned char *bytes = rb ? malloc(len / 4 * 3 + 3) : NULL;
+  if (!raw || (rb && !bytes)) {
+    free(raw);
+    free(bytes);
+    return (int64_t *)fail_ids(x, PA_ERR_BUSY, "out of memory");
+  }
+  if (rv) {
+    for (size_t i = 0; i < n; i++) {
+      json_t *e = json_array_get(rv, i);
+      raw[i] = json_is_integer(e) ? json_integer_value(e) : NOT_AN_ID;
+    }
+  } else {
+    long got = b64_decode(json_string_value(rb), len, bytes);
+    if (got < 0 || got % 4) {
+      free(raw);
+      free(bytes);
+      return (int64_t *)fail_ids(
+          x, PA_ERR_INVALID_ACTION_SHAPE,
+          got < 0 ? "data.robots_b64 is not base64"
+                  : "data.robots_b64 must hold 4 bytes (uint32) per robot id");
+    }
+    n = (size_t)got / 4;
+    for (size_t i = 0; i < n; i++) /* little-endian on any host */
+      raw[i] =
+          (int64_t)((uint32_t)bytes[4 * i] | (uint32_t)bytes[4 * i + 1] << 8 |
+                    (uint32_t)bytes[4 * i + 2] << 16 |
+                    (uint32_t)bytes[4 * i + 3] << 24);
+    free(bytes);
+  }
+  if (n == 0 || n > max) {
+    free(raw);
+    return (int64_t *)fail_ids(x, PA_ERR_INVALID_ACTION_SHAPE,
+                               "data.%s has %zu ids: give 1 to %u",
+                               rv ? "robots" : "robots_b64", n, (unsigned)max);
+  }
+  *cnt = n;
+  return raw;
+}
+
+/* Whether every id of raw is a distinct active robot, checked under one read
+ * of the world table's seqlock instead of copying each robot's entry (440
+ * bytes, a seqlock read each: 1,000 of them per step_batch); ids filled in.
+ * False (not an error) when one is not, or the table changed meanwhile: the
+ * caller then checks one by one and names the bad id. */
+static bool ids_ok(pa_netgw *g, const int64_t *raw, size_t cnt, uint32_t max,
                    const pa_tick *t, uint32_t *ids, char *seen) {
   uint64_t s = pa_stack_world_read_begin(g->st);
   if (s & 1u)
     return false;
   bool ok = true;
   for (size_t i = 0; ok && i < cnt; i++) {
-    json_t *e = json_array_get(rv, i);
-    json_int_t id = json_is_integer(e) ? json_integer_value(e) : -1;
-    ok = id >= 0 && id < (json_int_t)max && !seen[id];
+    int64_t id = raw[i];
+    ok = id >= 0 && id < (int64_t)max && !seen[id];
     if (ok && !(t && pa_gw_robot_state(t, (uint32_t)id)))
       ok = __atomic_load_n(&g->st->robots[id].active, __ATOMIC_RELAXED) != 0;
     if (ok) {
@@ -73,31 +138,29 @@ static bool ids_ok(pa_netgw *g, json_t *rv, size_t cnt, uint32_t max,
   return ok && !pa_stack_world_read_retry(g->st, s);
 }
 
-/* With a tick t (the reply), an id whose active state t holds is known to be
- * a robot without copying its world entry (a reply for 1,000 robots would
- * copy 1,000 of them); others are looked up as before. */
+/* The robot ids of data.robots or data.robots_b64 (default: every active
+ * robot), into a new array; NULL with the error set. With a tick t (the
+ * reply), an id whose active state t holds is known to be a robot without
+ * copying its world entry (a reply for 1,000 robots would copy 1,000 of
+ * them); others are looked up as before. */
 static uint32_t *batch_robots(jctx *x, size_t *n, const pa_tick *t) {
   pa_netgw *g = x->c->g;
   uint32_t max = g->ctl->def.max_robots;
-  json_t *rv = json_object_get(x->data, "robots");
-  if (rv && !json_is_array(rv))
-    return fail_ids(x, PA_ERR_INVALID_ACTION_SHAPE,
-                    "data.robots must be an array of robot ids");
-  size_t cnt = rv ? json_array_size(rv) : 0;
-  if (rv && (cnt == 0 || cnt > max))
-    return fail_ids(x, PA_ERR_INVALID_ACTION_SHAPE,
-                    "data.robots has %zu ids: give 1 to %u", cnt,
-                    (unsigned)max);
-  uint32_t *ids = malloc((size_t)(rv ? cnt : max ? max : 1) * sizeof *ids);
+  size_t cnt = 0;
+  int64_t *raw = raw_ids(x, max, &cnt);
+  if (!raw && cnt)
+    return NULL;
+  uint32_t *ids = malloc((size_t)(raw ? cnt : max ? max : 1) * sizeof *ids);
   char *seen = calloc(max ? max : 1, 1);
   if (!ids || !seen) {
+    free(raw);
     free(ids);
     free(seen);
     return fail_ids(x, PA_ERR_BUSY, "out of memory");
   }
   pa_robot_info info;
   uint32_t idx;
-  if (!rv) {
+  if (!raw) {
     uint32_t top = __atomic_load_n(&g->ctl->robot_count, __ATOMIC_ACQUIRE);
     for (uint32_t i = 0; i < top && i < max; i++)
       if ((t && pa_gw_robot_state(t, i)) ||
@@ -111,22 +174,24 @@ static uint32_t *batch_robots(jctx *x, size_t *n, const pa_tick *t) {
     *n = cnt;
     return ids;
   }
-  if (ids_ok(g, rv, cnt, max, t, ids, seen)) {
+  if (ids_ok(g, raw, cnt, max, t, ids, seen)) {
+    free(raw);
     free(seen);
     *n = cnt;
     return ids;
   }
+  const char *key =
+      json_object_get(x->data, "robots") ? "robots" : "robots_b64";
   memset(seen, 0, max ? max : 1); /* the slow path names the first bad id */
   for (size_t i = 0; i < cnt; i++) {
-    json_t *e = json_array_get(rv, i);
-    json_int_t id = json_is_integer(e) ? json_integer_value(e) : -1;
-    int rc = id < 0 || id >= (json_int_t)max ? -1
+    int64_t id = raw[i];
+    int rc = id < 0 || id >= (int64_t)max ? -1
              : t && pa_gw_robot_state(t, (uint32_t)id)
                  ? 0
                  : pa_gw_robot(g, NULL, (long)id, &info, &idx);
     const char *why = NULL;
     pa_status st = PA_ERR_UNKNOWN_ROBOT;
-    if (!json_is_integer(e)) {
+    if (id == NOT_AN_ID) {
       why = "is not a robot id";
       st = PA_ERR_INVALID_MESSAGE;
     } else if (rc == PA_GW_BUSY) {
@@ -139,14 +204,18 @@ static uint32_t *batch_robots(jctx *x, size_t *n, const pa_tick *t) {
       st = PA_ERR_INVALID_MESSAGE;
     }
     if (why) {
+      free(raw);
       free(ids);
       free(seen);
-      return fail_ids(x, st, "data.robots[%zu] (%lld) %s", i, (long long)id,
+      if (id == NOT_AN_ID)
+        return fail_ids(x, st, "data.%s[%zu] %s", key, i, why);
+      return fail_ids(x, st, "data.%s[%zu] (%lld) %s", key, i, (long long)id,
                       why);
     }
     seen[id] = 1;
     ids[i] = (uint32_t)id;
   }
+  free(raw);
   free(seen);
   *n = cnt;
   return ids;
@@ -328,7 +397,10 @@ size_t pa_json_cost_step_batch(jctx *x) {
   if (top > g->ctl->def.max_robots)
     top = g->ctl->def.max_robots;
   json_t *rv = json_object_get(x->data, "robots");
-  size_t n = rv && json_is_array(rv) ? json_array_size(rv) : top;
+  json_t *rb = json_object_get(x->data, "robots_b64");
+  size_t n = rv && json_is_array(rv)    ? json_array_size(rv)
+             : rb && json_is_string(rb) ? json_string_length(rb) / 4 * 3 / 4 + 1
+                                        : top;
   bool bin = false, obs = true;
   want_binary(x, &bin); /* a bad value fails in the handler */
   flag(x, "observe", true, &obs);
@@ -435,8 +507,9 @@ json_t *pa_json_act_step_batch(jctx *x) {
                         need, (unsigned)pa_queue_space(g->st->cmd),
                         (unsigned)g->ctl->def.cmd_capacity);
   }
-  pa_cmd *cmds = have ? calloc(n, sizeof *cmds) : NULL;
-  if (have && !cmds) {
+  /* room for the velocities and then the forces, pushed as one */
+  pa_cmd *cmds = have || nf ? calloc(n + nf, sizeof *cmds) : NULL;
+  if ((have || nf) && !cmds) {
     free(ids);
     free(bv);
     free(fcmds);
@@ -493,16 +566,19 @@ json_t *pa_json_act_step_batch(jctx *x) {
     }
   }
   free(bv);
-  for (size_t i = 0; i < 2 * n; i++) { /* velocities, then forces */
-    pa_cmd *pc =
-        i < n ? (have ? &cmds[i] : NULL) : (fcmds ? &fcmds[i - n] : NULL);
-    if (pc && pc->op != PA_OP_NONE && pa_gw_push_nowait(c, pc) != 0) {
-      free(ids);
-      free(cmds);
-      free(fcmds);
-      g->busy++; /* only if pa-sim's queue shrank under us: never, one writer */
-      return pa_json_fail(x, PA_ERR_BUSY, "%s", g->busy_msg);
-    }
+  size_t np = 0; /* velocities (forced robots have none), then forces */
+  for (size_t i = 0; have && i < n; i++)
+    if (cmds[i].op != PA_OP_NONE)
+      cmds[np++] = cmds[i];
+  for (size_t i = 0; fcmds && i < n; i++)
+    if (fcmds[i].op != PA_OP_NONE)
+      cmds[np++] = fcmds[i];
+  if (np && pa_gw_push_many_nowait(c, cmds, np) != 0) {
+    free(ids);
+    free(cmds);
+    free(fcmds);
+    g->busy++; /* pa-sim stalled: nothing of this step_batch was sent */
+    return pa_json_fail(x, PA_ERR_BUSY, "%s", g->busy_msg);
   }
   free(cmds);
   free(fcmds);

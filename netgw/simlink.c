@@ -95,6 +95,26 @@ int pa_gw_push_nowait(pa_client *c, pa_cmd *cmd) {
   return push(c, cmd);
 }
 
+int pa_gw_push_many_nowait(pa_client *c, pa_cmd *cmds, size_t n) {
+  pa_netgw *g = c->g;
+  /* judged once: a step_batch's 1,000 commands read the clock once */
+  if (pa_gw_sim_stalled(g) || pa_gw_flush_drive(c) != 0)
+    return -1;
+  for (size_t i = 0; i < n; i++) {
+    cmds[i].flags |= PA_CMDF_NO_REPLY;
+    cmds[i].client_id = c->id;
+    cmds[i].request_id = g->next_req + 1 + i;
+  }
+  if (pa_queue_push_many(g->st->cmd, cmds, n, sizeof *cmds) != 0) {
+    snprintf(g->busy_msg, sizeof g->busy_msg, "the command queue is full");
+    return -1;
+  }
+  g->next_req += n;
+  for (size_t i = 0; i < n; i++)
+    pa_fox_note_command(g, &cmds[i]); /* a recording's /commands */
+  return 0;
+}
+
 bool pa_gw_reply_error(const pa_netgw *g, const pa_reply *r, pa_status *st,
                        char *msg, size_t msg_sz) {
   if (!r) {

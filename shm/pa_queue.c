@@ -97,6 +97,22 @@ int pa_queue_push(pa_queue *q, const void *rec) {
   return 0;
 }
 
+int pa_queue_push_many(pa_queue *q, const void *recs, size_t n, size_t stride) {
+  uint64_t h = __atomic_load_n(&q->head, __ATOMIC_RELAXED);
+  uint64_t t = __atomic_load_n(&q->tail, __ATOMIC_ACQUIRE);
+  if (n > q->capacity || h - t > q->capacity - n)
+    return PA_SHM_EFULL;
+  if (n == 0)
+    return 0;
+  for (size_t i = 0; i < n; i++)
+    memcpy(rec_at(q, h + i), (const char *)recs + i * stride, q->record_size);
+  /* One head store: a polling consumer takes them all in one pass instead
+   * of racing the producer record by record. */
+  __atomic_store_n(&q->head, h + n, __ATOMIC_RELEASE);
+  pa_shm_sem_post_once(&q->sem);
+  return 0;
+}
+
 int pa_queue_push_watched(pa_queue *q, const void *rec,
                           const int64_t *watch_until) {
   uint64_t h = __atomic_load_n(&q->head, __ATOMIC_RELAXED);

@@ -225,6 +225,9 @@ int pa_queue_init(void *mem, uint32_t capacity, uint32_t record_size);
 int pa_queue_check(const void *mem, size_t avail, char *err, size_t err_sz);
 
 int pa_queue_push(pa_queue *q, const void *rec);  /* 0 or PA_SHM_EFULL */
+/* n records (stride bytes apart in recs) as one push: all or none (0 or
+ * PA_SHM_EFULL), one store of the head and one post. */
+int pa_queue_push_many(pa_queue *q, const void *recs, size_t n, size_t stride);
 /* pa_queue_push without the semaphore post while the consumer watches the
  * queue by polling (pa_now_ns() < *watch_until, a deadline it stores); it
  * stores 0 when it stops and then looks at the queue once more. */

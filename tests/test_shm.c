@@ -545,6 +545,45 @@ static void test_queue_push_watched(void **st) {
   free(m);
 }
 
+/* push_many: all of them in order across the wrap with one post, or none
+ * (a queue without room for all keeps what it holds and posts nothing). */
+static void test_queue_push_many(void **st) {
+  (void)st;
+  void *m = amem(pa_queue_bytes(5, sizeof(pa_cmd)));
+  assert_int_equal(pa_queue_init(m, 5, sizeof(pa_cmd)), 0);
+  pa_queue *q = m;
+  pa_cmd c[6], got;
+  memset(c, 0, sizeof c);
+  for (int i = 0; i < 6; i++)
+    c[i].request_id = (uint64_t)i + 1;
+  int v = -1;
+  assert_int_equal(pa_queue_push_many(q, c, 2, sizeof c[0]), 0);
+  assert_int_equal(sem_getvalue(pa_queue_sem(q), &v), 0);
+  assert_int_equal(v, 1); /* one post for both */
+  assert_int_equal(sem_trywait(pa_queue_sem(q)), 0);
+  assert_int_equal(pa_queue_push_many(q, c + 2, 4, sizeof c[0]), PA_SHM_EFULL);
+  assert_int_equal(pa_queue_push_many(q, c, 6, sizeof c[0]), PA_SHM_EFULL);
+  assert_int_equal(pa_queue_count(q), 2); /* nothing of the refused ones */
+  assert_int_equal(sem_getvalue(pa_queue_sem(q), &v), 0);
+  assert_int_equal(v, 0);
+  assert_int_equal(pa_queue_push_many(q, c, 0, sizeof c[0]), 0);
+  for (uint64_t id = 1; id <= 2; id++) {
+    assert_true(pa_queue_peek(q, &got) >= 0);
+    assert_int_equal(got.request_id, id);
+    pa_queue_pop(q);
+  }
+  /* head at 2 of 5: these 5 wrap around the end */
+  assert_int_equal(pa_queue_push_many(q, c + 1, 5, sizeof c[0]), 0);
+  assert_int_equal(pa_queue_space(q), 0);
+  for (uint64_t id = 2; id <= 6; id++) {
+    assert_true(pa_queue_peek(q, &got) >= 0);
+    assert_int_equal(got.request_id, id);
+    pa_queue_pop(q);
+  }
+  assert_int_equal(pa_queue_count(q), 0);
+  free(m);
+}
+
 /* ---- stack --------------------------------------------------------------- */
 
 static void test_status_codes(void **st) {
@@ -1043,6 +1082,7 @@ int main(void) {
       cmocka_unit_test(test_ring_dead_reader_reclaimed),
       cmocka_unit_test(test_queue),
       cmocka_unit_test(test_queue_push_watched),
+      cmocka_unit_test(test_queue_push_many),
       cmocka_unit_test(test_status_codes),
       cmocka_unit_test(test_stack_create_attach),
       cmocka_unit_test(test_stack_bad_def),

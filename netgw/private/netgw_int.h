@@ -301,6 +301,8 @@ bool pa_gw_reply_error(const pa_netgw *g, const pa_reply *r, pa_status *st,
 /* Pushes a command nobody waits for: 0, or -1 when the queue is full or
  * pa-sim stalled (busy with g->busy_msg). */
 int pa_gw_push_nowait(pa_client *c, pa_cmd *cmd);
+/* n commands as pa_gw_push_nowait, all or none, in one queue push. */
+int pa_gw_push_many_nowait(pa_client *c, pa_cmd *cmds, size_t n);
 /* Subscribes (port > 0) or unsubscribes (port 0) a channel of a robot. */
 void pa_gw_subscribe(pa_client *c, int ch, uint32_t robot, uint16_t port);
 /* Map segment, attached or re-attached when pa-sim replaced it. */
