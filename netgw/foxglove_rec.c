@@ -21,11 +21,30 @@ void pa_fox_note_command(pa_netgw *g, const pa_cmd *cmd) {
                               &f->rec_world[PA_FOX_COMMANDS], "/commands");
   if (!ch)
     return;
-  pa_fox_buf b = {0};
-  pa_fox_enc_command(&b, t ? t->tick : 0, cmd);
-  if (!b.oom)
-    pa_mcap_write(f->rec, ch, ns, ns, b.p, b.n);
-  pa_fox_buf_free(&b);
+  /* A packed SET_CMDS is recorded as the SET_CMDs it stands for: /commands
+   * keeps one command per message, each replayable on its own. */
+  uint32_t n = cmd->op == PA_OP_SET_CMDS ? cmd->count : 1;
+  for (uint32_t i = 0; i < n && i < PA_CMD_DRIVES_MAX; i++) {
+    pa_cmd one;
+    const pa_cmd *c = cmd;
+    if (cmd->op == PA_OP_SET_CMDS) {
+      const pa_cmd_drive_of *e = &cmd->drives[i];
+      memset(&one, 0, sizeof one);
+      one.client_id = cmd->client_id;
+      one.request_id = cmd->request_id;
+      one.op = PA_OP_SET_CMD;
+      one.flags = cmd->flags;
+      one.robot = e->robot;
+      one.drive = (pa_cmd_drive){
+          .v = e->v, .vy = e->vy, .w = e->w, .frame = PA_FRAME_ROBOT};
+      c = &one;
+    }
+    pa_fox_buf b = {0};
+    pa_fox_enc_command(&b, t ? t->tick : 0, c);
+    if (!b.oom)
+      pa_mcap_write(f->rec, ch, ns, ns, b.p, b.n);
+    pa_fox_buf_free(&b);
+  }
 }
 
 int pa_fox_record_start(pa_fox *f, const char *path, const char *const *topics,

@@ -35,6 +35,58 @@ enum {
 #define BIN_MAGIC "PAB1"
 #define BIN_HEADER 16u /* magic, robots, beams, fields */
 
+/* Each base64 character's value + 1; 0: not in the alphabet. A table, not
+ * a chain of compares: 1,000 robots' actions are ~11,000 characters. */
+static const unsigned char B64_VAL[256] = {
+    ['A'] = 1,  ['B'] = 2,  ['C'] = 3,  ['D'] = 4,  ['E'] = 5,  ['F'] = 6,
+    ['G'] = 7,  ['H'] = 8,  ['I'] = 9,  ['J'] = 10, ['K'] = 11, ['L'] = 12,
+    ['M'] = 13, ['N'] = 14, ['O'] = 15, ['P'] = 16, ['Q'] = 17, ['R'] = 18,
+    ['S'] = 19, ['T'] = 20, ['U'] = 21, ['V'] = 22, ['W'] = 23, ['X'] = 24,
+    ['Y'] = 25, ['Z'] = 26, ['a'] = 27, ['b'] = 28, ['c'] = 29, ['d'] = 30,
+    ['e'] = 31, ['f'] = 32, ['g'] = 33, ['h'] = 34, ['i'] = 35, ['j'] = 36,
+    ['k'] = 37, ['l'] = 38, ['m'] = 39, ['n'] = 40, ['o'] = 41, ['p'] = 42,
+    ['q'] = 43, ['r'] = 44, ['s'] = 45, ['t'] = 46, ['u'] = 47, ['v'] = 48,
+    ['w'] = 49, ['x'] = 50, ['y'] = 51, ['z'] = 52, ['0'] = 53, ['1'] = 54,
+    ['2'] = 55, ['3'] = 56, ['4'] = 57, ['5'] = 58, ['6'] = 59, ['7'] = 60,
+    ['8'] = 61, ['9'] = 62, ['+'] = 63, ['/'] = 64,
+};
+
+/* Standard base64 (padding optional) into out (room for 3/4 of len);
+ * the byte count, or -1 on a character outside the alphabet or a bad end. */
+static long b64_decode(const char *s, size_t len, unsigned char *out) {
+  while (len && s[len - 1] == '=')
+    len--;
+  if (len % 4 == 1)
+    return -1;
+  const unsigned char *u = (const unsigned char *)s;
+  long n = 0;
+  size_t i = 0;
+  for (; i + 4 <= len; i += 4) { /* whole quads: 3 bytes each */
+    unsigned a = B64_VAL[u[i]], b = B64_VAL[u[i + 1]], c = B64_VAL[u[i + 2]],
+             d = B64_VAL[u[i + 3]];
+    if (!a || !b || !c || !d)
+      return -1;
+    uint32_t q = (a - 1) << 18 | (b - 1) << 12 | (c - 1) << 6 | (d - 1);
+    out[n++] = (unsigned char)(q >> 16);
+    out[n++] = (unsigned char)(q >> 8);
+    out[n++] = (unsigned char)q;
+  }
+  uint32_t acc = 0;
+  unsigned bits = 0;
+  for (; i < len; i++) { /* the last 2 or 3 characters */
+    unsigned v = B64_VAL[u[i]];
+    if (!v)
+      return -1;
+    acc = (acc << 6) | (v - 1);
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      out[n++] = (unsigned char)(acc >> bits);
+    }
+  }
+  return n;
+}
+
 /* pa_json_fail for the id list: NULL. */
 static uint32_t *fail_ids(jctx *x, pa_status st, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -45,8 +97,6 @@ static uint32_t *fail_ids(jctx *x, pa_status st, const char *fmt, ...) {
   va_end(ap);
   return NULL;
 }
-
-static long b64_decode(const char *s, size_t len, unsigned char *out);
 
 /* A value no id has: data.robots[i] that is not an integer. */
 #define NOT_AN_ID INT64_MIN
@@ -235,36 +285,6 @@ static bool flag(jctx *x, const char *key, bool dflt, bool *out) {
 
 static bool want_binary(jctx *x, bool *bin) {
   return flag(x, "binary", false, bin);
-}
-
-/* Standard base64 (padding optional) into out (room for 3/4 of len);
- * the byte count, or -1 on a character outside the alphabet or a bad end. */
-static long b64_decode(const char *s, size_t len, unsigned char *out) {
-  while (len && s[len - 1] == '=')
-    len--;
-  if (len % 4 == 1)
-    return -1;
-  uint32_t acc = 0;
-  unsigned bits = 0;
-  long n = 0;
-  for (size_t i = 0; i < len; i++) {
-    unsigned char ch = (unsigned char)s[i];
-    int v = ch >= 'A' && ch <= 'Z'   ? ch - 'A'
-            : ch >= 'a' && ch <= 'z' ? ch - 'a' + 26
-            : ch >= '0' && ch <= '9' ? ch - '0' + 52
-            : ch == '+'              ? 62
-            : ch == '/'              ? 63
-                                     : -1;
-    if (v < 0)
-      return -1;
-    acc = (acc << 6) | (uint32_t)v;
-    bits += 6;
-    if (bits >= 8) {
-      bits -= 8;
-      out[n++] = (unsigned char)(acc >> bits);
-    }
-  }
-  return n;
 }
 
 /* data.actions_b64: n x k little-endian float64 or float32 (k = 2: v, w;
@@ -494,8 +514,10 @@ json_t *pa_json_act_step_batch(jctx *x) {
   for (size_t i = 0; acts && i < n; i++)
     na += !json_is_null(json_array_get(acts, i));
   bool have = acts || bv;
-  /* Every command and the STEP fit, or nothing is sent. */
-  size_t need = (acts ? na : bv ? n : 0) + nf + 1;
+  /* Every command and the STEP fit, or nothing is sent: the velocities go
+   * as SET_CMDS of up to PA_CMD_DRIVES_MAX robots each. */
+  size_t nv = acts ? na : bv ? n : 0;
+  size_t need = (nv + PA_CMD_DRIVES_MAX - 1) / PA_CMD_DRIVES_MAX + nf + 1;
   if (pa_queue_space(g->st->cmd) < need) {
     free(ids);
     free(bv);
@@ -507,9 +529,9 @@ json_t *pa_json_act_step_batch(jctx *x) {
                         need, (unsigned)pa_queue_space(g->st->cmd),
                         (unsigned)g->ctl->def.cmd_capacity);
   }
-  /* room for the velocities and then the forces, pushed as one */
-  pa_cmd *cmds = have || nf ? calloc(n + nf, sizeof *cmds) : NULL;
-  if ((have || nf) && !cmds) {
+  /* The checked velocities (reserved 1: sent; a forced robot's is not). */
+  pa_cmd_drive_of *dv = have ? calloc(n, sizeof *dv) : NULL;
+  if (have && !dv) {
     free(ids);
     free(bv);
     free(fcmds);
@@ -534,14 +556,14 @@ json_t *pa_json_act_step_batch(jctx *x) {
         v[j] = ok ? json_number_value(e) : 0;
       }
     }
-    cmds[i].op = PA_OP_SET_CMD;
-    cmds[i].robot = ids[i];
-    cmds[i].drive.frame = PA_FRAME_ROBOT;
-    cmds[i].drive.v = v[0];
-    cmds[i].drive.vy = k == 3 ? v[1] : 0;
-    cmds[i].drive.w = k == 3 ? v[2] : v[1];
+    pa_cmd_drive d = {.v = v[0],
+                      .vy = k == 3 ? v[1] : 0,
+                      .w = k == 3 ? v[2] : v[1],
+                      .frame = PA_FRAME_ROBOT};
+    dv[i] = (pa_cmd_drive_of){
+        .v = d.v, .vy = d.vy, .w = d.w, .robot = ids[i], .reserved = 1};
     /* the one drive check pa-sim, set_velocity and text cmd use too */
-    const char *bad = ok ? pa_cmd_drive_error(&cmds[i].drive) : NULL;
+    const char *bad = ok ? pa_cmd_drive_error(&d) : NULL;
     /* the ids were checked above: the drive only matters for a sideways v */
     pa_robot_info info;
     uint32_t idx;
@@ -558,7 +580,7 @@ json_t *pa_json_act_step_batch(jctx *x) {
                                 : PA_ERR_INVALID_ACTION_SHAPE;
       unsigned id = (unsigned)ids[i];
       free(ids);
-      free(cmds);
+      free(dv);
       free(bv);
       free(fcmds);
       return pa_json_fail(x, st, "data.%s[%zu] (robot %u) %s",
@@ -566,22 +588,38 @@ json_t *pa_json_act_step_batch(jctx *x) {
     }
   }
   free(bv);
-  size_t np = 0; /* velocities (forced robots have none), then forces */
-  for (size_t i = 0; have && i < n; i++)
-    if (cmds[i].op != PA_OP_NONE)
-      cmds[np++] = cmds[i];
+  /* The velocities packed (forced robots have none), then the forces, all
+   * in one push. */
+  pa_cmd *out = need > 1 ? calloc(need - 1, sizeof *out) : NULL;
+  if (need > 1 && !out) {
+    free(ids);
+    free(dv);
+    free(fcmds);
+    return pa_json_fail(x, PA_ERR_BUSY, "out of memory");
+  }
+  size_t np = 0;
+  for (size_t i = 0; have && i < n; i++) {
+    if (!dv[i].reserved)
+      continue;
+    pa_cmd *pk = &out[np];
+    pk->op = PA_OP_SET_CMDS;
+    pk->drives[pk->count] = dv[i];
+    pk->drives[pk->count++].reserved = 0;
+    np += pk->count == PA_CMD_DRIVES_MAX;
+  }
+  np += np < need - 1 && out[np].count > 0;
   for (size_t i = 0; fcmds && i < n; i++)
     if (fcmds[i].op != PA_OP_NONE)
-      cmds[np++] = fcmds[i];
-  if (np && pa_gw_push_many_nowait(c, cmds, np) != 0) {
+      out[np++] = fcmds[i];
+  free(dv);
+  free(fcmds);
+  if (np && pa_gw_push_many_nowait(c, out, np) != 0) {
     free(ids);
-    free(cmds);
-    free(fcmds);
+    free(out);
     g->busy++; /* pa-sim stalled: nothing of this step_batch was sent */
     return pa_json_fail(x, PA_ERR_BUSY, "%s", g->busy_msg);
   }
-  free(cmds);
-  free(fcmds);
+  free(out);
   uint32_t first = ids[0];
   free(ids);
   pa_cmd step;

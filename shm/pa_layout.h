@@ -15,6 +15,7 @@
 
 #include <semaphore.h>
 #include "pa_visual.h"
+#include <stddef.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -24,7 +25,7 @@ extern "C" {
 /* Bumped whenever a shared struct changes; an attacher of another version
  * is refused by name ("layout version is 1, expected 2"). 2: typed
  * pa_cmd / pa_reply arguments; 4: pa_ctl.reply_watch_until. */
-#define PA_SHM_LAYOUT_VERSION 4u
+#define PA_SHM_LAYOUT_VERSION 5u
 #define PA_SHM_INSTANCE_MAX 48 /* [A-Za-z0-9_-], 1..47 chars */
 
 enum pa_seg_kind {
@@ -396,6 +397,8 @@ enum pa_op {
                                path = new waypoints; replies obj */
   PA_OP_REMOVE_AGENT,       /* name; replies obj */
   PA_OP_CLEAR_AGENTS,       /* replies obj (id = agents removed) */
+  PA_OP_SET_CMDS,           /* count drives (robot frame), one robot each:
+                               as count SET_CMDs; replies nothing more */
   PA_OP_COUNT
 };
 #define PA_CMD_PATH_MAX 256 /* pa_cmd.path, with its NUL */
@@ -583,34 +586,48 @@ enum {
 #define PA_CMD_STEPS_MAX 1000000u /* ticks of one STEP */
 #define PA_CMD_SPEED_LIMIT 1e6    /* |velocity| of a drive, any unit */
 
+typedef struct pa_cmd_drive_of { /* SET_CMDS: one robot's velocity */
+  double v, vy, w;               /* [m/s, m/s, rad/s], robot frame */
+  uint32_t robot;                /* index */
+  uint32_t reserved;
+} pa_cmd_drive_of;
+/* What the argument, name and path areas hold together: a step_batch's
+ * 1,000 velocities are 91 commands, not 1,000. */
+#define PA_CMD_DRIVES_MAX 11
+
 typedef struct pa_cmd {
   uint64_t client_id;  /* netgw connection id */
   uint64_t request_id; /* netgw-assigned, echoed in the reply */
   uint32_t op;         /* enum pa_op */
   uint32_t flags;      /* PA_CMDF_* */
   uint32_t robot;      /* robot index */
-  uint32_t reserved;
-  union { /* the member of op (see enum pa_op) */
-    pa_cmd_drive drive;
-    pa_cmd_step step;
-    pa_cmd_pose pose;
-    pa_cmd_speed speed;
-    pa_cmd_spawn_robot spawn_robot;
-    pa_cmd_spawn_obstacle spawn_obstacle;
-    pa_cmd_prop prop;
-    pa_cmd_gen_map gen_map;
-    pa_cmd_dataset dataset;
-    pa_cmd_ssl_robot ssl_robot;
-    pa_cmd_ball ball;
-    pa_cmd_moving moving;
-    pa_cmd_ssl_specs ssl_specs;
-    pa_cmd_force force;
-    pa_cmd_thrust thrust;
-    pa_cmd_agent agent;
-    uint8_t args_raw[64]; /* the size of the area: fixed */
+  uint32_t count;      /* SET_CMDS: entries of drives (<= PA_CMD_DRIVES_MAX) */
+  union {
+    struct {
+      union { /* the member of op (see enum pa_op) */
+        pa_cmd_drive drive;
+        pa_cmd_step step;
+        pa_cmd_pose pose;
+        pa_cmd_speed speed;
+        pa_cmd_spawn_robot spawn_robot;
+        pa_cmd_spawn_obstacle spawn_obstacle;
+        pa_cmd_prop prop;
+        pa_cmd_gen_map gen_map;
+        pa_cmd_dataset dataset;
+        pa_cmd_ssl_robot ssl_robot;
+        pa_cmd_ball ball;
+        pa_cmd_moving moving;
+        pa_cmd_ssl_specs ssl_specs;
+        pa_cmd_force force;
+        pa_cmd_thrust thrust;
+        pa_cmd_agent agent;
+        uint8_t args_raw[64]; /* the size of the area: fixed */
+      };
+      char name[32];              /* op specific name */
+      char path[PA_CMD_PATH_MAX]; /* op specific file path */
+    };
+    pa_cmd_drive_of drives[PA_CMD_DRIVES_MAX]; /* SET_CMDS, over all three */
   };
-  char name[32];              /* op specific name */
-  char path[PA_CMD_PATH_MAX]; /* op specific file path */
 } pa_cmd;
 
 /* ---- per-op results (pa_reply) */
@@ -684,6 +701,9 @@ typedef struct pa_reply {
 
 /* The queues' record sizes are part of the layout version. */
 _Static_assert(sizeof(pa_cmd) == 384, "pa_cmd grew: bump the layout");
+_Static_assert(sizeof(((pa_cmd *)0)->drives) <=
+                   sizeof(pa_cmd) - offsetof(pa_cmd, args_raw),
+               "SET_CMDS' drives must fit the areas they overlay");
 _Static_assert(sizeof(pa_reply) == 208, "pa_reply grew: bump the layout");
 
 /* The one check of a drive (SET_CMD, a STEP's drive): netgw before it

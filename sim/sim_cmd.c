@@ -513,6 +513,27 @@ static pa_status op_set_cmd(const pa_sim_model *m, pa_sim_state *s,
   return st;
 }
 
+/* As count SET_CMDs in a row: every entry applies on its own (one robot
+ * gone meanwhile stops nobody else); the first failure is the status. */
+static pa_status op_set_cmds(const pa_sim_model *m, pa_sim_state *s,
+                             const pa_cmd *c, pa_reply *r) {
+  (void)m;
+  if (c->count == 0 || c->count > PA_CMD_DRIVES_MAX)
+    return fail(r, PA_ERR_INVALID_ACTION_SHAPE,
+                "set_cmds: count %u is not 1..%d", c->count, PA_CMD_DRIVES_MAX);
+  pa_status first = PA_OK;
+  pa_reply er;
+  for (uint32_t i = 0; i < c->count; i++) {
+    const pa_cmd_drive_of *e = &c->drives[i];
+    pa_cmd_drive d = {
+        .v = e->v, .vy = e->vy, .w = e->w, .frame = PA_FRAME_ROBOT};
+    pa_status st = set_cmd(s, e->robot, &d, false, first ? &er : r);
+    if (st != PA_OK && first == PA_OK)
+      first = st;
+  }
+  return first;
+}
+
 static pa_status op_stop(const pa_sim_model *m, pa_sim_state *s,
                          const pa_cmd *c, pa_reply *r) {
   (void)m;
@@ -743,6 +764,7 @@ static const pa_sim_op_def ops[PA_OP_COUNT] = {
     OP(MOVE_AGENT, "move_agent", pa_sim_int_op_move_agent, 0),
     OP(REMOVE_AGENT, "remove_agent", pa_sim_int_op_remove_agent, 0),
     OP(CLEAR_AGENTS, "clear_agents", pa_sim_int_op_clear_agents, 0),
+    OP(SET_CMDS, "set_cmds", op_set_cmds, 0),
 };
 #undef OP
 

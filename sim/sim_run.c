@@ -324,6 +324,13 @@ static bool keep_after(const pa_sim_state *s, const pa_cmd *c) {
   if (!(c->flags & PA_CMDF_NO_REPLY) || c->op == PA_OP_SET_FORCE ||
       c->op == PA_OP_SET_THRUST)
     return true;
+  if (c->op == PA_OP_SET_CMDS) {
+    for (uint32_t i = 0; i < c->count && i < PA_CMD_DRIVES_MAX; i++)
+      if (c->drives[i].robot < s->robot_count &&
+          s->info[c->drives[i].robot].dynamics == PA_DYN_DYNAMIC)
+        return true;
+    return false;
+  }
   return (c->op == PA_OP_SET_CMD || c->op == PA_OP_STOP) &&
          c->robot < s->robot_count &&
          s->info[c->robot].dynamics == PA_DYN_DYNAMIC;

@@ -189,6 +189,67 @@ static void test_odom_drift(void **st) {
   pa_grid_free(&g);
 }
 
+/* SET_CMDS (step_batch's packed velocities) is the SET_CMDs it stands for:
+ * the same runs bit for bit; an entry refused (no such robot, a sideways v
+ * to a differential one) stops no other entry and its status is the
+ * first refusal; a count out of 1..PA_CMD_DRIVES_MAX is refused whole. */
+static void test_set_cmds(void **st) {
+  (void)st;
+  pa_sim_model m[2];
+  pa_sim_state s[2];
+  pa_grid g;
+  pa_robot_def r[3] = {ts_robot("a", 5, 5, 0), ts_robot("b", 10, 10, 1),
+                       ts_robot("c", 15, 15, 2)};
+  r[1].drive = PA_DRIVE_OMNI;
+  for (int k = 0; k < 2; k++) {
+    ts_room(&g, 400, 400, 0.05);
+    ts_make_default(&m[k], &s[k], &g, r, 3, NULL, 0);
+    pa_grid_free(&g);
+  }
+  const double v[3][3] = {{0.5, 0, 0.3}, {0.2, 0.1, -0.4}, {-0.3, 0, 0.2}};
+  pa_cmd c;
+  memset(&c, 0, sizeof c);
+  c.op = PA_OP_SET_CMDS;
+  c.count = 3;
+  for (uint32_t i = 0; i < 3; i++) {
+    c.drives[i] = (pa_cmd_drive_of){
+        .v = v[i][0], .vy = v[i][1], .w = v[i][2], .robot = 2 - i};
+    assert_int_equal(ts_cmd(&m[1], &s[1], PA_OP_SET_CMD, 2 - i, v[i][0],
+                            v[i][1], v[i][2], 0),
+                     PA_OK);
+  }
+  pa_reply rep;
+  assert_int_equal(pa_sim_apply(&m[0], &s[0], &c, &rep), PA_OK);
+  for (int t = 0; t < 100; t++) {
+    pa_sim_step(&m[0], &s[0]);
+    pa_sim_step(&m[1], &s[1]);
+  }
+  for (int i = 0; i < 3; i++) {
+    assert_memory_equal(&s[0].rs[i].x, &s[1].rs[i].x, sizeof(double));
+    assert_memory_equal(&s[0].rs[i].y, &s[1].rs[i].y, sizeof(double));
+    assert_memory_equal(&s[0].rs[i].theta, &s[1].rs[i].theta, sizeof(double));
+  }
+  assert_true(s[0].rs[2].x != 15 && s[0].rs[1].y != 10);
+  /* refusals: the others still apply, the first refusal is the status */
+  c.count = 3;
+  c.drives[0] = (pa_cmd_drive_of){.v = 0.1, .robot = 7};
+  c.drives[1] = (pa_cmd_drive_of){.v = 0.1, .vy = 0.2, .robot = 0};
+  c.drives[2] = (pa_cmd_drive_of){.v = 0.25, .w = 0.5, .robot = 1};
+  assert_int_equal(pa_sim_apply(&m[0], &s[0], &c, &rep), PA_ERR_UNKNOWN_ROBOT);
+  assert_true(s[0].rs[1].cmd_v == 0.25 && s[0].rs[1].cmd_w == 0.5);
+  assert_true(s[0].rs[0].cmd_v == -0.3 && s[0].rs[0].cmd_vy == 0);
+  c.count = 0;
+  assert_int_equal(pa_sim_apply(&m[0], &s[0], &c, &rep),
+                   PA_ERR_INVALID_ACTION_SHAPE);
+  assert_non_null(strstr(rep.msg, "count 0"));
+  c.count = PA_CMD_DRIVES_MAX + 1;
+  assert_int_equal(pa_sim_apply(&m[0], &s[0], &c, &rep),
+                   PA_ERR_INVALID_ACTION_SHAPE);
+  assert_true(s[0].rs[1].cmd_v == 0.25);
+  for (int k = 0; k < 2; k++)
+    ts_free(&m[k], &s[k]);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_circle, diff_room, ts_world_free),
@@ -203,6 +264,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_diff_refuses_sideways, diff_room,
                                       ts_world_free),
       cmocka_unit_test(test_odom_drift),
+      cmocka_unit_test(test_set_cmds),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

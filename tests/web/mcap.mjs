@@ -154,6 +154,8 @@ const tests = {
     for (let i = 0; i < 20; i++)
       await j.ok("step", { robot: 0, steps: 7, v: 0.4, w: 0.3 * Math.sin(i) });
     await j.ok("set_pose", { robot: 0, pose: [0.5, -0.2, 1.0] });
+    // step_batch's velocities go packed (SET_CMDS): recorded one by one
+    await j.ok("step_batch", { robots: [0], actions: [[0.3, -0.2]], steps: 9 });
     await j.ok("step_n", { steps: 13 }, "sim_control");
     const end = await j.ok("get_state", { robot: 0 });
     await j.ok("stop_record_mcap");
@@ -161,7 +163,7 @@ const tests = {
     await j.ok("step", { robot: 0, steps: 50, v: 0.5, w: -0.5 });
     const r = await j.ok("replay_mcap", { path: "lockstep.mcap" });
     assert.equal(r.path, rec.path);
-    assert.ok(r.commands >= 23, `${r.commands} commands`);
+    assert.ok(r.commands >= 25, `${r.commands} commands`);
     const done = await waitFor(async () => {
       const i = (await j.ok("foxglove_info")).replay;
       return i && i.state !== "running" && i;
