@@ -108,10 +108,30 @@ static uint32_t *fail_ids(jctx *x, pa_status st, const char *fmt, ...) {
 static int64_t *raw_ids(jctx *x, uint32_t max, size_t *cnt) {
   json_t *rv = json_object_get(x->data, "robots");
   json_t *rb = json_object_get(x->data, "robots_b64");
+  json_t *rr = json_object_get(x->data, "robots_range");
   *cnt = 1;
-  if (rv && rb)
-    return (int64_t *)fail_ids(x, PA_ERR_INVALID_MESSAGE,
-                               "give data.robots or data.robots_b64, not both");
+  if (!!rv + !!rb + !!rr > 1)
+    return (int64_t *)fail_ids(
+        x, PA_ERR_INVALID_MESSAGE,
+        "give one of data.robots, data.robots_b64 and data.robots_range");
+  if (rr) { /* [first, count]: ids first .. first + count - 1 */
+    json_t *f = json_array_get(rr, 0), *k = json_array_get(rr, 1);
+    json_int_t first = json_is_integer(f) ? json_integer_value(f) : -1;
+    json_int_t n = json_is_integer(k) ? json_integer_value(k) : -1;
+    if (!json_is_array(rr) || json_array_size(rr) != 2 || first < 0 || n < 1 ||
+        n > (json_int_t)max || first > (json_int_t)max)
+      return (int64_t *)fail_ids(x, PA_ERR_INVALID_ACTION_SHAPE,
+                                 "data.robots_range must be [first, count] "
+                                 "with first >= 0 and count 1 to %u",
+                                 (unsigned)max);
+    int64_t *raw = malloc((size_t)n * sizeof *raw);
+    if (!raw)
+      return (int64_t *)fail_ids(x, PA_ERR_BUSY, "out of memory");
+    for (json_int_t i = 0; i < n; i++)
+      raw[i] = first + i;
+    *cnt = (size_t)n;
+    return raw;
+  }
   if (rv && !json_is_array(rv))
     return (int64_t *)fail_ids(x, PA_ERR_INVALID_ACTION_SHAPE,
                                "data.robots must be an array of robot ids");
@@ -230,8 +250,9 @@ static uint32_t *batch_robots(jctx *x, size_t *n, const pa_tick *t) {
     *n = cnt;
     return ids;
   }
-  const char *key =
-      json_object_get(x->data, "robots") ? "robots" : "robots_b64";
+  const char *key = json_object_get(x->data, "robots")       ? "robots"
+                    : json_object_get(x->data, "robots_b64") ? "robots_b64"
+                                                             : "robots_range";
   memset(seen, 0, max ? max : 1); /* the slow path names the first bad id */
   for (size_t i = 0; i < cnt; i++) {
     int64_t id = raw[i];
@@ -418,9 +439,12 @@ size_t pa_json_cost_step_batch(jctx *x) {
     top = g->ctl->def.max_robots;
   json_t *rv = json_object_get(x->data, "robots");
   json_t *rb = json_object_get(x->data, "robots_b64");
+  json_t *rc = json_array_get(json_object_get(x->data, "robots_range"), 1);
+  json_int_t rn = json_is_integer(rc) ? json_integer_value(rc) : 0;
   size_t n = rv && json_is_array(rv)    ? json_array_size(rv)
              : rb && json_is_string(rb) ? json_string_length(rb) / 4 * 3 / 4 + 1
-                                        : top;
+             : rn > 0 && rn <= (json_int_t)top ? (size_t)rn
+                                               : top;
   bool bin = false, obs = true;
   want_binary(x, &bin); /* a bad value fails in the handler */
   flag(x, "observe", true, &obs);

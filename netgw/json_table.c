@@ -126,7 +126,8 @@ static const jaction actions[] = {
     ROW(step, CMD, DONE(step), COST(state), JF_ROBOT | JF_SIM | JF_STATE,
         "robot steps v vx vy w head force thrusters"),
     ROW(step_batch, CMD, DONE(step_batch), COST(step_batch), JF_SIM | JF_STATE,
-        "robots robots_b64 actions steps binary observe actions_b64 forces"),
+        "robots robots_b64 robots_range actions steps binary observe "
+        "actions_b64 forces"),
     ROW(set_velocity, CMD, NULL, NULL, JF_ROBOT, "robot v vx vy w head"),
     ROW(set_velocity_local, CMD, NULL, NULL, JF_ROBOT,
         "robot forward left angular head"),

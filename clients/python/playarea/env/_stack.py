@@ -369,11 +369,14 @@ class Conn:
         holds every value exactly, else float64."""
         robots = np.asarray(robots, dtype=np.int64)
         key = robots.tobytes()
-        if key != self._robots_key:  # the ids as uint32 in base64: no 1,000 JSON numbers to parse
+        if key != self._robots_key:  # no 1,000 JSON numbers for pa-netgw to parse:
             if len(robots) and (robots.min() < 0 or robots.max() > 0xFFFFFFFF):
                 raise ValueError("robot ids must be 0..2^32-1, got %r" % (robots,))
             self._robots_key = key
-            self._robots_json = b'"robots_b64":"%s"' % base64.b64encode(robots.astype("<u4").tobytes())
+            if len(robots) and np.array_equal(robots, np.arange(robots[0], robots[0] + len(robots))):
+                self._robots_json = b'"robots_range":[%d,%d]' % (int(robots[0]), len(robots))
+            else:  # the ids as uint32 in base64
+                self._robots_json = b'"robots_b64":"%s"' % base64.b64encode(robots.astype("<u4").tobytes())
         self._id += 1
         parts = [b'{"type":"command","action":"step_batch","request_id":%d,"data":{'
                  % self._id, self._robots_json, b',"steps":%d,"binary":true' % int(steps)]
