@@ -122,12 +122,26 @@ class ShmReader:
         self.slot_ranges = np.ndarray((self.scan.slot_count, self.beam_cap), "<f4", self.scan.buf,
                                       self.scan.slots_off + hdr + sc["size"],
                                       (self.scan.slot_size, 4))
+        # each slot's headers alone (slot seq and pa_scan, up to the ranges): a gather of
+        # these reads every slot's page once, where a gather per field read it per field
+        # (slots are a page or more apart: each read of a slot is a TLB miss)
+        # (gathered as plain bytes, then viewed: numpy copies a structured dtype field by field)
+        names, formats, offsets = _dtype(sc, hdr, [("slot_seq", "<u8", self.scan.seq_off)])
+        self.head_dtype = np.dtype({"names": names, "formats": formats, "offsets": offsets,
+                                    "itemsize": hdr + sc["size"]})
+        self._heads = np.ndarray((self.scan.slot_count,), np.dtype("V%d" % (hdr + sc["size"])),
+                                 self.scan.buf, self.scan.slots_off, (self.scan.slot_size,))
+
         self.flags = lay["flags"]
         # robot id -> (newest slot, its record number), kept up to date from the
         # records written since the last read (the scan ring's head moves on)
         self._seen = 0
         self._slot_of = np.full(0, -1, np.int64)
         self._seq_of = np.zeros(0, np.uint64)
+
+    def heads(self, at):
+        """Copies of the slots' headers at these indices, as a structured array."""
+        return self._heads[at].view(self.head_dtype)
 
     def latest_states(self):
         """(tick record, zero-copy view of its robot states, record seq)."""
@@ -160,8 +174,9 @@ class ShmReader:
             return
         else:
             idx = (np.arange(self._seen, head, dtype=np.int64)) % count  # records seen+1..head
-        owner = self.slots["robot"][idx].astype(np.int64)
-        seqs = self.slots["slot_seq"][idx]
+        hd = self.heads(idx)
+        owner = hd["robot"].astype(np.int64)
+        seqs = hd["slot_seq"]
         if not lapped and not np.array_equal(seqs, np.arange(self._seen + 1, head + 1,
                                                              dtype=np.uint64)):
             return self._index(full=True)  # the writer lapped records we had not read
@@ -214,9 +229,8 @@ class ShmReader:
                 want = np.where(known, self._seq_of[np.where(known, robots, 0)], 0)
                 have = pick >= 0
                 at = np.where(have, pick, 0)
-            # field by field: a gather of whole slots would copy every slot's max_beams
-            sl = {k: self.slots[k][at] for k in ("seq", "tick", "angle_min", "angle_increment",
-                                                  "range_max", "count", "slot_seq")}
+            # the headers only: a gather of whole slots would copy every slot's max_beams
+            sl = self.heads(at)
             counts = sl["count"] if every else np.where(have, sl["count"], 0)
             beams = int(counts.max(initial=0))
             ranges = self.slot_ranges[at, :beams]  # gathers those rows only (np.take copies all)
