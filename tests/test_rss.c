@@ -46,8 +46,8 @@ static long seg_rss_kb(pid_t pid, const char *suffix, int *count) {
 static void test_idle_stack_resident(void **st) {
   (void)st;
   /* 100 robots: 64 state slots of 15 kB; 20 Hz peeks for 3 s visit most */
-  const char *extra[] = {"--no-render", "--max_robots", "100", "--robots",
-                         "100", NULL};
+  const char *extra[] = {"--no-render", "--max_robots", "100",
+                         "--robots",    "100",          NULL};
   lt_stack t;
   memset(&t, 0, sizeof t);
   assert_int_equal(lt_start(&t, "rss", extra, 30000), 0);
