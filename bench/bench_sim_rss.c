@@ -5,6 +5,8 @@
  * one's anonymous (heap, stacks) and shared-memory (rings, map segment)
  * parts and PSS; then again with a client streaming odom and every scan
  * (pa-netgw then reads the rings and caches each robot's latest scan).
+ * Each process's resident memory is split by /proc/PID/smaps: heap, other
+ * anonymous, each shared segment (.scan, .state, .ctl, .map) and files.
  * Target: pa-sim + pa-netgw <= 30 MB at 1000 robots.
  *   bench-sim-rss [robots=1000] [seconds=6] [--cells N] [--help] */
 #include "pa_map.h"
@@ -47,6 +49,52 @@ static long proc_kb(pid_t pid, const char *file, const char *field) {
   return v;
 }
 
+/* Where a process's resident kB are, from /proc/pid/smaps: the heap,
+ * other anonymous memory (thread stacks, large mallocs), each segment of
+ * the instance by its name (".scan" ...) and files (binary, libraries). */
+enum { PART_HEAP, PART_ANON, PART_FILES, PART_SEGS, PART_MAX = PART_SEGS + 8 };
+static void report_parts(const char *name, pid_t pid) {
+  char path[64], line[512], seg[PART_MAX][16] = {"heap", "other anon", "files"};
+  long kb[PART_MAX] = {0};
+  int nseg = PART_SEGS, cur = -1;
+  snprintf(path, sizeof path, "/proc/%d/smaps", (int)pid);
+  FILE *f = fopen(path, "r");
+  if (!f)
+    return;
+  while (fgets(line, sizeof line, f)) {
+    unsigned long lo, hi;
+    int off = 0;
+    if (sscanf(line, "%lx-%lx %*s %*s %*s %*s %n", &lo, &hi, &off) == 2 &&
+        off > 0) {
+      char *p = line + off, *nl = strchr(p, '\n');
+      if (nl)
+        *nl = '\0';
+      const char *dot = strrchr(p, '.');
+      if (!strcmp(p, "[heap]"))
+        cur = PART_HEAP;
+      else if (!*p || *p == '[')
+        cur = PART_ANON;
+      else if (!strncmp(p, "/dev/shm/playarea.", 18) && dot) {
+        for (cur = PART_SEGS; cur < nseg && strcmp(seg[cur], dot); cur++)
+          ;
+        if (cur == nseg && nseg < PART_MAX)
+          snprintf(seg[nseg++], sizeof seg[0], "%s", dot);
+        else if (cur == nseg)
+          cur = PART_FILES;
+      } else
+        cur = PART_FILES;
+    } else if (cur >= 0 && !strncmp(line, "Rss:", 4)) {
+      kb[cur] += strtol(line + 4, NULL, 10);
+    }
+  }
+  fclose(f);
+  printf("rss   %-8s resident:", name);
+  for (int i = 0; i < nseg; i++)
+    if (kb[i] >= 50)
+      printf(" %s %.1f", seg[i], kb[i] / 1024.0);
+  printf(" MB\n");
+}
+
 /* Prints a process's RSS and its parts; its PSS (shared pages divided
  * among the processes mapping them) into *pss. */
 static long report(const char *name, pid_t pid, long *pss) {
@@ -58,6 +106,7 @@ static long report(const char *name, pid_t pid, long *pss) {
          proc_kb(pid, "status", "RssAnon") / 1024.0,
          proc_kb(pid, "status", "RssFile") / 1024.0,
          proc_kb(pid, "status", "RssShmem") / 1024.0, *pss / 1024.0);
+  report_parts(name, pid);
   return rss;
 }
 

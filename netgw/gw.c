@@ -245,13 +245,13 @@ pa_netgw *pa_netgw_create(const pa_netgw_def *d, pa_stack *stack, char *err,
     __atomic_store_n(&stack->cam[r].subscribers, 0, __ATOMIC_RELEASE);
   sem_post(&g->ctl->render_wake);
 
-  /* Fill the scan cache from what the ring still holds, so get_state has a
-   * scan right away; then follow new records only. */
+  /* The scan cache fills from what the ring still holds at its first drain
+   * (get_state, a subscription or step_batch asks for it first): not here,
+   * so an idle gateway maps none of the ring's pages and caches nothing. */
   uint64_t head = pa_ring_head(stack->scan);
   uint64_t slots = pa_ring_slot_count(stack->scan);
   g->scan_cur.next = head > slots ? head - slots + 1 : 1;
   g->scan_cur.missed = 0;
-  pa_gw_drain_scans(g);
   g->odom.cur = pa_ring_cursor_now(stack->state);
   g->cam_cur = pa_ring_cursor_now(stack->camera);
 

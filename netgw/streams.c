@@ -275,10 +275,20 @@ void pa_gw_drain_scans(pa_netgw *g) {
     if (len < sizeof *s || sizeof *s + (uint64_t)s->count * 4 > len ||
         s->robot >= g->ctl->def.max_robots)
       continue;
+    /* Sized by the record, not the ring's max_record (16 kB for 4096 beams:
+     * 1000 cached 360-beam scans then held ~4 MB instead of 1.5): an entry
+     * is at least as long as the record it holds, so only a longer record
+     * reallocates it (callers use an entry before the next drain). */
     uint8_t **slot = &g->scan_cache[s->robot];
-    if (!*slot && !(*slot = malloc(g->scan_cap)))
-      continue;
-    memcpy(*slot, g->scan_buf, sizeof *s + (size_t)s->count * 4);
+    size_t need = sizeof *s + (size_t)s->count * 4;
+    if (!*slot ||
+        need > sizeof *s + (size_t)((const pa_scan *)*slot)->count * 4) {
+      uint8_t *grown = realloc(*slot, need);
+      if (!grown)
+        continue; /* the old entry stays whole */
+      *slot = grown;
+    }
+    memcpy(*slot, g->scan_buf, need);
     const pa_scan *cs = (const pa_scan *)*slot;
     if (!g->scan_subs || pa_now_ns() > end)
       continue; /* cached for get_state; nobody streams it (now) */

@@ -82,7 +82,7 @@ typedef struct pa_stack_def {
   uint32_t max_cam_width;  /* 1920 [px] */
   uint32_t max_cam_height; /* 1080 [px] */
   uint32_t state_slots;    /* 0 = what 4 MiB holds, in [16, 64] ticks */
-  uint32_t scan_slots;     /* 0 = max(64, 2 * max_robots) */
+  uint32_t scan_slots;     /* 0 = max(64, max_robots * 5 / 4) */
   uint32_t camera_slots;   /* 8 frames */
   uint32_t cmd_capacity;   /* 1024 commands; replies get the same */
   uint32_t max_readers;    /* 8 blocking readers per ring */

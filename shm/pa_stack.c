@@ -161,9 +161,14 @@ static int stack_layout_compute(const pa_stack_def *d, stack_layout *L,
       sizeof(pa_cmd),        sizeof(pa_reply)};
   memcpy(L->ctl_sizes, cs, sizeof cs);
 
-  uint32_t scan_slots = d->scan_slots ? d->scan_slots
-                        : 2 * d->max_robots > 64 ? 2 * d->max_robots
-                                                 : 64;
+  /* auto: every robot scans once per scan period, so the newest
+   * max_robots records hold each robot's newest scan; a quarter more lets a
+   * reader find it while the writer is laying the next ones down (each
+   * slot's page is touched as the ring wraps: 4 kB a slot) */
+  uint32_t scan_auto = d->max_robots + d->max_robots / 4;
+  uint32_t scan_slots = d->scan_slots    ? d->scan_slots
+                        : scan_auto > 64 ? scan_auto
+                                         : 64;
   uint64_t rec[RING_COUNT] = {
       sizeof(pa_tick) + (uint64_t)d->max_robots * sizeof(pa_robot_state),
       scan_record_bytes(d->max_beams),

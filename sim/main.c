@@ -2,6 +2,9 @@
  * cleanup. */
 #define _GNU_SOURCE
 #include <errno.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <math.h>
 #include <sched.h>
 #include <stdio.h>
@@ -137,6 +140,11 @@ int main(int argc, char **argv) {
     status = 1;
     goto out;
   }
+#ifdef __GLIBC__
+  /* The loaded map, the distance field and the placement tables are freed:
+   * give their pages back (freed heap in the middle stays resident). */
+  malloc_trim(0);
+#endif
   ctl->control_hz = d.control_hz;
   ctl->scan_hz = d.scan_hz;
   ctl->seed = d.seed;

@@ -155,6 +155,9 @@ typedef struct pa_sim_model {
   pa_robot_info robot_template; /* defaults for SPAWN_ROBOT */
   struct pa_sim_agent_def *agents0; /* [obstacle_count0] the agents'
                                        behaviours, or NULL (sim_agents.c) */
+  /* base non-NULL: grid.cells are this read-only mapping of the map segment
+   * the model published (pa_sim_shm_publish_map), not a malloc'd copy */
+  pa_shm_seg cells_seg;
 } pa_sim_model;
 
 /* Builds the model from a world (robots, obstacles, unknown_blocks) and its
@@ -388,8 +391,12 @@ double pa_sim_wrap(double a);
 
 /* ---- shared memory driver ------------------------------------------------ */
 
-/* Publishes the map to the stack (map segment). */
-int pa_sim_shm_publish_map(const pa_sim_model *m, pa_stack *st, char *err,
+/* Publishes the map to the stack (map segment); the model then reads its
+ * cells from there (read-only) and frees its own copy, so the process holds
+ * no second copy of them and maps their pages only when it reads them
+ * (recording, saving, snapshots). If the segment cannot be mapped back the
+ * model keeps its copy. */
+int pa_sim_shm_publish_map(pa_sim_model *m, pa_stack *st, char *err,
                            size_t err_sz);
 /* Writes the world snapshot (robots, obstacles) under the seqlock. */
 void pa_sim_shm_publish_world(const pa_sim_state *s, pa_stack *st);

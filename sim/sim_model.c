@@ -484,7 +484,10 @@ fail:
 }
 
 void pa_sim_model_free(pa_sim_model *m) {
-  free(m->grid.cells);
+  if (m->cells_seg.base)
+    pa_shm_detach(&m->cells_seg);
+  else
+    free(m->grid.cells);
   free(m->blocked);
   free(m->clear);
   free(m->march);

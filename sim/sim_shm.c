@@ -11,18 +11,52 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 
 #include "pa_util.h"
 
-int pa_sim_shm_publish_map(const pa_sim_model *m, pa_stack *st, char *err,
+/* The model's cells from the map segment just published: its own copy is
+ * freed (a byte a cell: 4 MB for a 2000x2000 map), and a fresh read-only
+ * mapping holds no pages until read. Keeps the copy if anything differs. */
+static void share_cells(pa_sim_model *m, pa_stack *st) {
+  pa_shm_seg seg;
+  const pa_map_block *mb;
+  const int8_t *cells;
+  char aerr[256];
+  if (pa_stack_map_attach(st, &seg, &mb, &cells, aerr, sizeof aerr) != 0)
+    return;
+  const pa_grid *g = &m->grid;
+  /* only pa-sim publishes: the segment holding the map generation it just
+   * wrote holds these cells */
+  if (mb->gen != __atomic_load_n(&st->ctl->map_gen, __ATOMIC_ACQUIRE) ||
+      mb->width != g->width || mb->height != g->height ||
+      mb->resolution != g->resolution || mb->origin_x != g->origin_x ||
+      mb->origin_y != g->origin_y || mb->origin_yaw != g->origin_yaw ||
+      pa_map_block_occupied_min(mb) != g->occupied_min ||
+      mprotect(seg.base, seg.size, PROT_READ) != 0) {
+    pa_shm_detach(&seg);
+    return;
+  }
+  /* the header's read faulted 64 KiB of cells in (fault-around): out */
+  (void)madvise(seg.base, seg.size, MADV_DONTNEED);
+  if (m->cells_seg.base)
+    pa_shm_detach(&m->cells_seg);
+  else
+    free(m->grid.cells);
+  m->cells_seg = seg;
+  m->grid.cells = (int8_t *)(uintptr_t)cells;
+}
+
+int pa_sim_shm_publish_map(pa_sim_model *m, pa_stack *st, char *err,
                            size_t err_sz) {
   const pa_grid *g = &m->grid;
-  return pa_stack_map_publish(st, g->width, g->height, g->resolution,
-                              g->origin_x, g->origin_y, g->origin_yaw,
-                              g->cells, g->occupied_min, err, err_sz) == 0
-             ? 0
-             : -1;
+  if (pa_stack_map_publish(st, g->width, g->height, g->resolution, g->origin_x,
+                           g->origin_y, g->origin_yaw, g->cells,
+                           g->occupied_min, err, err_sz) != 0)
+    return -1;
+  share_cells(m, st);
+  return 0;
 }
 
 void pa_sim_shm_publish_world(const pa_sim_state *s, pa_stack *st) {

@@ -1716,6 +1716,43 @@ static bool pongs_at_least(void *arg) {
  * loop and overflow --max_output (a silent disconnect). The replies are
  * bounded before they are built: the ones that fit are answered, the rest
  * get too_long by name, and a bystander's pings stay fast. */
+/* The gateway's scan cache keeps each robot's newest scan whole as its
+ * length changes (an entry is sized by its record and grows with it). */
+static void scan_cache_follows_record_length(void **state) {
+  (void)state;
+  fixture f;
+  fixture_up(&f, PA_CAM_CHUNK_DEFAULT);
+  world_up(&f);
+  int fd = pa_test_tcp_connect((uint16_t)pa_netgw_port(f.g));
+  const uint32_t counts[] = {700, 100, 1000, 5, 1000};
+  for (size_t k = 0; k < sizeof counts / sizeof counts[0]; k++) {
+    uint32_t c = counts[k];
+    size_t n = sizeof(pa_scan) + (size_t)c * sizeof(float);
+    uint8_t *rec = pa_ring_write_begin(f.st.scan, (uint32_t)n);
+    assert_non_null(rec);
+    memset(rec, 0, n);
+    pa_scan *sc = (pa_scan *)rec;
+    sc->robot = 0, sc->seq = 8 + (uint32_t)k, sc->tick = 41, sc->count = c;
+    sc->range_max = 12;
+    float *rg = (float *)(sc + 1);
+    for (uint32_t i = 0; i < c; i++)
+      rg[i] = (float)(i % 9) + 0.5f * (float)k;
+    assert_true(pa_ring_write_commit(f.st.scan) > 0);
+    json_t *r = jask(fd, "{\"type\":\"command\",\"action\":\"get_sensors\","
+                         "\"data\":{\"robot\":0}}");
+    json_t *scan = json_object_get(json_object_get(r, "data"), "scan");
+    assert_int_equal(json_integer_value(json_object_get(scan, "seq")), 8 + k);
+    json_t *a = json_object_get(scan, "ranges");
+    assert_int_equal(json_array_size(a), c);
+    for (uint32_t i = 0; i<c; i += c> 1 ? c - 1 : 1) /* first and last */
+      assert_float_equal(json_number_value(json_array_get(a, i)),
+                         (double)(i % 9) + 0.5 * (double)k, 1e-6);
+    json_decref(r);
+  }
+  close(fd);
+  fixture_down(&f);
+}
+
 static void batch_reply_bounded(void **state) {
   (void)state;
   fixture f;
@@ -1925,6 +1962,7 @@ int main(void) {
       cmocka_unit_test(json_get_version),
       cmocka_unit_test(props_doc_matches_schema),
       cmocka_unit_test(batch_reply_bounded),
+      cmocka_unit_test(scan_cache_follows_record_length),
       cmocka_unit_test(json_actions),
       cmocka_unit_test(json_auth),
       cmocka_unit_test(json_strict_keys),

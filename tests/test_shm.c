@@ -624,7 +624,7 @@ static void test_stack_create_attach(void **st) {
 
   assert_int_equal(pa_stack_attach(&a, inst, err, sizeof err), 0);
   assert_int_equal(a.ctl->def.max_robots, 4);
-  assert_int_equal(pa_ring_slot_count(a.scan), 64); /* max(64, 2 * 4) */
+  assert_int_equal(pa_ring_slot_count(a.scan), 64); /* max(64, 4 * 5 / 4) */
   assert_int_equal(pa_ring_max_record(a.camera), sizeof(pa_frame) + 64 * 48 * 3);
   assert_int_equal(pa_ring_max_record(a.state),
                    sizeof(pa_tick) + 4 * sizeof(pa_robot_state));
@@ -688,7 +688,7 @@ static void test_stack_bad_def(void **st) {
   d.max_robots = 1000;
   assert_int_equal(pa_stack_create(&s, &d, err, sizeof err), 0);
   assert_int_equal(pa_ring_slot_count(s.state), 27);
-  assert_int_equal(pa_ring_slot_count(s.scan), 2000);
+  assert_int_equal(pa_ring_slot_count(s.scan), 1250); /* max_robots * 5 / 4 */
   pa_stack_detach(&s);
   pa_stack_unlink(inst);
   d = small_def("bad name");

@@ -436,6 +436,84 @@ static void test_spin_tuner(void **state) {
   assert_false(tu.spin); /* equal: no core spent */
 }
 
+/* Resident kB of this process in the mapping that holds p (smaps' Rss) and
+ * its permissions into perm[5]; -1 when no mapping holds p. */
+static long mapping_rss_kb(const void *p, char perm[5]) {
+  FILE *f = fopen("/proc/self/smaps", "r");
+  assert_non_null(f);
+  char line[512];
+  long rss = -1;
+  bool in = false;
+  uintptr_t a = (uintptr_t)p;
+  while (fgets(line, sizeof line, f)) {
+    unsigned long lo, hi;
+    char pm[5];
+    if (sscanf(line, "%lx-%lx %4s ", &lo, &hi, pm) == 3) {
+      in = a >= lo && a < hi;
+      if (in)
+        memcpy(perm, pm, 5);
+    } else if (in && !strncmp(line, "Rss:", 4)) {
+      rss = strtol(line + 4, NULL, 10);
+      break;
+    }
+  }
+  fclose(f);
+  return rss;
+}
+
+/* Publishing the map hands the model's cells over to the map segment: the
+ * same bytes, mapped read-only, no page resident until read; a new map
+ * (set_grid) is the model's own copy until it is published in turn. */
+static void test_publish_map_shares_cells(void **st) {
+  (void)st;
+  char inst[PA_SHM_INSTANCE_MAX], err[256], perm[5];
+  pa_test_instance(inst, sizeof inst, "cells");
+  pa_stack_def sd = pa_test_small_def(inst, 360, 64, 48, 16);
+  pa_stack stk;
+  assert_int_equal(pa_stack_create(&stk, &sd, err, sizeof err), 0);
+  pa_grid g;
+  ts_room(&g, 400, 300, 0.05);
+  ts_block(&g, 3.0, 3.0, 5.0, 3.3);
+  size_t n = (size_t)g.width * g.height;
+  int8_t *want = malloc(n);
+  assert_non_null(want);
+  memcpy(want, g.cells, n);
+  pa_robot_def r = ts_robot("a", 1, 1, 0);
+  pa_sim_model m;
+  pa_sim_state s;
+  ts_make_default(&m, &s, &g, &r, 1, NULL, 0);
+  assert_null(m.cells_seg.base); /* its own copy until published */
+  assert_int_equal(pa_sim_shm_publish_map(&m, &stk, err, sizeof err), 0);
+  const char *b = m.cells_seg.base;
+  assert_non_null(b);
+  assert_true((const char *)m.grid.cells > b &&
+              (const char *)m.grid.cells + n <= b + m.cells_seg.size);
+  assert_int_equal(mapping_rss_kb(m.grid.cells, perm), 0);
+  assert_int_equal(perm[1], '-'); /* read-only */
+  assert_memory_equal(m.grid.cells, want, n);
+  assert_true(mapping_rss_kb(m.grid.cells, perm) > 0); /* read: mapped */
+  for (int i = 0; i < 20; i++) /* it simulates on as before */
+    pa_sim_step(&m, &s);
+  /* a new map: the model's copy, then shared again once published */
+  pa_grid g2;
+  ts_room(&g2, 200, 200, 0.05);
+  const void *old = m.grid.cells;
+  uint32_t moved = 0;
+  assert_int_equal(pa_sim_set_grid(&m, &s, &g2, &moved, err, sizeof err), 0);
+  assert_null(m.cells_seg.base);
+  assert_int_equal(mapping_rss_kb(old, perm), -1); /* the old one unmapped */
+  assert_int_equal(pa_sim_shm_publish_map(&m, &stk, err, sizeof err), 0);
+  assert_non_null(m.cells_seg.base);
+  assert_memory_equal(m.grid.cells, g2.cells, (size_t)200 * 200);
+  const void *cells = m.grid.cells;
+  ts_free(&m, &s);
+  assert_int_equal(mapping_rss_kb(cells, perm), -1); /* freeing unmaps it */
+  pa_grid_free(&g2);
+  free(want);
+  pa_stack_detach(&stk);
+  assert_true(pa_stack_unlink(inst) >= 4);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_determinism),
@@ -447,6 +525,7 @@ int main(void) {
       cmocka_unit_test(test_op_table),
       cmocka_unit_test(test_property_schema_ranges),
       cmocka_unit_test(test_spin_tuner),
+      cmocka_unit_test(test_publish_map_shares_cells),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

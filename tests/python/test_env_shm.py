@@ -73,6 +73,26 @@ class ShmEqualsTcp(unittest.TestCase):
         finally:
             env.close()
 
+    def test_every_robot_in_a_ring_of_max_robots_and_a_quarter(self):
+        """As many robots as --max_robots: the scan ring holds a quarter more slots
+        than robots, and after steps of any length each robot's newest scan is
+        found in it, the same as the TCP reply's."""
+        n = 300  # above 256: the env asks for --max_robots n
+        env = NavVectorEnv(num_envs=n, instance=inst("full"), shm=True, beams=360)
+        try:
+            env.reset(seed=3)
+            w = env.world
+            self.assertEqual(w.reader.scan.slot_count, n + n // 4)
+            for ticks in (1, 7, w.ticks_per_scan, 33, 2 * w.ticks_per_scan + 3):
+                w.conn.step_batch(env.robots, np.full((n, 2), 0.2), ticks)
+                st_t, rg_t, _ = w.conn.step_batch(env.robots, None, 1)
+                st_s, rg_s, _ = w.reader.observe(env.robots, w.range_max)
+                self.assertFalse(np.isnan(rg_s[:, 0]).any(), ticks)  # every robot's scan
+                self.assertTrue(np.array_equal(st_t, st_s, equal_nan=True), ticks)
+                self.assertTrue(np.array_equal(rg_t, rg_s, equal_nan=True), ticks)
+        finally:
+            env.close()
+
     def test_shm_and_tcp_envs_agree(self):
         runs = []
         for shm in (False, True):
