@@ -484,7 +484,10 @@ VEC_TARGET static void VEC_FN(jump_pass)(const VEC_FN(fctx) * c,
     nk = VEC_FN(to_walk)(L, nk, VEC_BITS_F(stop & ~far & ~close), dx, dy, inx,
                          iny, t, zero, t, SEL_I(org, c->c0x, ix),
                          SEL_I(org, c->c0y, iy), id);
-    VEC_FN(done)(L, VEC_BITS_F(far | close), id, SEL_I(far, none, dbl), t, ix);
+    /* rare (a few % of the vectors): a branch beats the packed stores */
+    unsigned db = VEC_BITS_F(far | close);
+    if (db)
+      VEC_FN(done)(L, db, id, SEL_I(far, none, dbl), t, ix);
   }
   L->nj = keep;
   L->nk = nk;
@@ -549,7 +552,9 @@ VEC_TARGET static void VEC_FN(walk_pass)(const VEC_FN(fctx) * c,
     (L, VEC_BITS_F(hit | close | past), id,
      SEL_I(hit, cy, SEL_I(close, dbl, none)), tl, cx);
     /* jump on from here */
-    nj = VEC_FN(to_jump)(L, nj, VEC_BITS_F(open), dx, dy, inx, iny, t, id);
+    unsigned ob = VEC_BITS_F(open); /* rare, as done in jump_pass */
+    if (ob)
+      nj = VEC_FN(to_jump)(L, nj, ob, dx, dy, inx, iny, t, id);
     /* the crossing: sx, sy = -1 or 1 */
     cx += wk & xs & (nx | 1);
     cy += wk & ~xs & (ny | 1);
