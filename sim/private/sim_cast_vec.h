@@ -312,6 +312,7 @@ VEC_TARGET static void VEC_FN(cells)(const pa_sim_model *m, double ox,
 #define VEC_WALK_OPEN_ERR 0.004f       /* when t is known this well */
 #define VEC_LIST (CAST_CHUNK + VEC_FL) /* a list's room: + a vector's slack */
 enum { VRAY_NONE = -1, VRAY_DOUBLE = -2 }; /* else: the hit cell's row */
+#define VEC_TAIL 4 /* rays left when the scalar caster takes over */
 
 /* Packed stores: lanes b of v to dst[0], dst[1], ... in lane order (the
  * vector's room may be written past them). VEC_PERM(b) once, then
@@ -603,9 +604,22 @@ VEC_TARGET static void VEC_FN(trace_f)(const pa_sim_model *m, double ox,
   }
   L.nj = n;
   L.nk = L.nd = 0;
-  while (L.nj + L.nk > 0) {
+  while (L.nj + L.nk > VEC_TAIL) {
     VEC_FN(jump_pass)(&c, &L);
     VEC_FN(walk_pass)(&c, &L);
+  }
+  /* the last few: a pass of a part-empty vector waits on its gathers for
+   * each cell; the scalar caster goes on from where each is known free (a
+   * jumping ray's parameter, a walking ray's landing) */
+  for (uint32_t i = 0; i < L.nj; i++) {
+    L.did[L.nd] = L.jid[i];
+    L.dres[L.nd] = VRAY_DOUBLE;
+    L.dt[L.nd++] = L.jt[i];
+  }
+  for (uint32_t i = 0; i < L.nk; i++) {
+    L.did[L.nd] = L.kid[i];
+    L.dres[L.nd] = VRAY_DOUBLE;
+    L.dt[L.nd++] = L.ktl[i];
   }
   for (uint32_t i = 0; i < L.nd; i++) {
     res[L.did[i]] = L.dres[i];
