@@ -377,12 +377,30 @@ VEC_TARGET static inline vec_i VEC_FN(first_n)(uint32_t left) {
   return lane < (int32_t)(left < VEC_FL ? left : VEC_FL);
 }
 
-/* Where the float pass stands, shared by its passes. */
+/* Where the float pass stands, shared by its passes. Its frame has the
+ * origin's cell at (0, 0): coordinates stay small, and so do the error
+ * bounds (they grow with them; in the grid's frame they made close calls
+ * and kept walks from jumping again on large maps). */
 typedef struct VEC_FN(fctx) {
   const uint8_t *F;
-  vec_f ox, oy, aox, aoy, maxc, far;
-  vec_i W, idx0, c0x, c0y;
+  vec_f ox, oy, aox, aoy, maxc, far; /* the origin in its cell */
+  vec_i W, idx0, c0x, c0y;           /* the origin's cell: index, column, row */
 } VEC_FN(fctx);
+
+/* floor() to integer lanes (the point may be left of or below the origin's
+ * cell): truncation, one down where that rounded up. */
+VEC_TARGET static inline vec_i VEC_FN(floor_i)(vec_f p) {
+  vec_i i = __builtin_convertvector(p, vec_i);
+  return i + (vec_i)(p < __builtin_convertvector(i, vec_f));
+}
+
+/* The field's index of cell (x, y) of the pass's frame; lanes not in
+ * `valid`: the origin's cell. Unsigned: exact modulo 2^32, and the true
+ * index fits in 31 bits. */
+VEC_TARGET static inline vec_i VEC_FN(cell_idx)(const VEC_FN(fctx) * c,
+                                                vec_i valid, vec_i x, vec_i y) {
+  return (vec_i)((vec_u)(CELL_I(y, x, c->W) & valid) + (vec_u)c->idx0);
+}
 
 /* Appends lanes b of a ray's done state (result r, parameter t, column cx)
  * to the done list. */
@@ -449,9 +467,8 @@ VEC_TARGET static void VEC_FN(jump_pass)(const VEC_FN(fctx) * c,
     vec_f dx = VEC_FN(ld_f)(L->jdx + i), dy = VEC_FN(ld_f)(L->jdy + i);
     vec_f t = VEC_FN(ld_f)(L->jt + i);
     vec_f px = VEC_FMA_F(t, dx, c->ox), py = VEC_FMA_F(t, dy, c->oy);
-    vec_i ix = __builtin_convertvector(px, vec_i);
-    vec_i iy = __builtin_convertvector(py, vec_i);
-    vec_i v = VEC_GATHER_F(c->F, SEL_I(valid, CELL_I(iy, ix, c->W), c->idx0));
+    vec_i ix = VEC_FN(floor_i)(px), iy = VEC_FN(floor_i)(py);
+    vec_i v = VEC_GATHER_F(c->F, VEC_FN(cell_idx)(c, valid, ix, iy));
     VEC_ST(L->v + i, v);
   }
   for (uint32_t i = 0; i < n; i += VEC_FL) {
@@ -461,9 +478,7 @@ VEC_TARGET static void VEC_FN(jump_pass)(const VEC_FN(fctx) * c,
     vec_f t = VEC_FN(ld_f)(L->jt + i);
     vec_i id = VEC_FN(ld_i)(L->jid + i);
     vec_f px = VEC_FMA_F(t, dx, c->ox), py = VEC_FMA_F(t, dy, c->oy);
-    /* the point is >= 0 in the padded grid: truncation is floor */
-    vec_i ix = __builtin_convertvector(px, vec_i);
-    vec_i iy = __builtin_convertvector(py, vec_i);
+    vec_i ix = VEC_FN(floor_i)(px), iy = VEC_FN(floor_i)(py);
     vec_i v = VEC_FN(ld_i)(L->v + i);
     vec_i go = valid & (v >= JUMP_CODE) & (t < c->maxc);
     vec_f fv = __builtin_convertvector(v, vec_f);
@@ -483,8 +498,7 @@ VEC_TARGET static void VEC_FN(jump_pass)(const VEC_FN(fctx) * c,
     close &= stop & ~org & ~far;
     /* landed: walks from the landing (t exact there: no error bound) */
     nk = VEC_FN(to_walk)(L, nk, VEC_BITS_F(stop & ~far & ~close), dx, dy, inx,
-                         iny, t, zero, t, SEL_I(org, c->c0x, ix),
-                         SEL_I(org, c->c0y, iy), id);
+                         iny, t, zero, t, ix & ~org, iy & ~org, id);
     /* rare (a few % of the vectors): a branch beats the packed stores */
     unsigned db = VEC_BITS_F(far | close);
     if (db)
@@ -507,7 +521,7 @@ VEC_TARGET static void VEC_FN(walk_pass)(const VEC_FN(fctx) * c,
   for (uint32_t i = 0; i < n; i += VEC_FL) { /* the codes first, as above */
     vec_i valid = VEC_FN(first_n)(n - i);
     vec_i cx = VEC_FN(ld_i)(L->kcx + i), cy = VEC_FN(ld_i)(L->kcy + i);
-    vec_i v = VEC_GATHER_F(c->F, SEL_I(valid, CELL_I(cy, cx, c->W), c->idx0));
+    vec_i v = VEC_GATHER_F(c->F, VEC_FN(cell_idx)(c, valid, cx, cy));
     VEC_ST(L->v + i, v);
   }
   for (uint32_t i = 0; i < n; i += VEC_FL) {
@@ -551,7 +565,7 @@ VEC_TARGET static void VEC_FN(walk_pass)(const VEC_FN(fctx) * c,
      * error); past: no return */
     VEC_FN(done)
     (L, VEC_BITS_F(hit | close | past), id,
-     SEL_I(hit, cy, SEL_I(close, dbl, none)), tl, cx);
+     SEL_I(hit, cy + c->c0y, SEL_I(close, dbl, none)), tl, cx + c->c0x);
     /* jump on from here */
     unsigned ob = VEC_BITS_F(open); /* rare, as done in jump_pass */
     if (ob)
@@ -576,8 +590,11 @@ VEC_TARGET static void VEC_FN(trace_f)(const pa_sim_model *m, double ox,
                                        double maxc, int32_t *res, int32_t *hx,
                                        float *rt) {
   VEC_FN(lists) L;
-  const float fox = (float)ox, foy = (float)oy, fmax = (float)maxc;
+  /* the frame of the origin's cell (ox, oy >= 0: truncation is floor;
+   * ox - c0x is exact) */
   const int32_t c0x = (int32_t)ox, c0y = (int32_t)oy;
+  const float fox = (float)(ox - c0x), foy = (float)(oy - c0y);
+  const float fmax = (float)maxc;
   const vec_f zf = {0};
   const vec_i zi = {0};
   VEC_FN(fctx)
