@@ -611,13 +611,21 @@ VEC_TARGET static void VEC_FN(trace_f)(const pa_sim_model *m, double ox,
        zi + c0y};
   const float t0 = first_jump_f(m, ox, oy, fmax);
   for (uint32_t i = 0; i < n; i++) {
-    float dx = (float)dxs[i], dy = (float)dys[i];
-    L.jdx[i] = dx;
-    L.jdy[i] = dy;
-    L.jix[i] = dx != 0 ? 1.0f / dx : 0.0f;
-    L.jiy[i] = dy != 0 ? 1.0f / dy : 0.0f;
+    L.jdx[i] = (float)dxs[i];
+    L.jdy[i] = (float)dys[i];
     L.jt[i] = t0;
     L.jid[i] = (int32_t)i;
+  }
+  for (uint32_t i = n; i % VEC_FL; i++) /* the last vector's room */
+    L.jdx[i] = L.jdy[i] = 1;
+  /* the inverses in lanes (IEEE division: as one at a time) */
+  const vec_f zero = {0}, one = zero + 1.0f;
+  for (uint32_t i = 0; i < n; i += VEC_FL) {
+    vec_f dx = VEC_FN(ld_f)(L.jdx + i), dy = VEC_FN(ld_f)(L.jdy + i);
+    vec_f inx = SEL_F(dx != 0, one / dx, zero);
+    vec_f iny = SEL_F(dy != 0, one / dy, zero);
+    VEC_ST(L.jix + i, inx);
+    VEC_ST(L.jiy + i, iny);
   }
   L.nj = n;
   L.nk = L.nd = 0;
@@ -645,6 +653,51 @@ VEC_TARGET static void VEC_FN(trace_f)(const pa_sim_model *m, double ox,
   }
 }
 
+typedef int32_t vec_ih __attribute__((vector_size(VEC_BYTES / 2)));
+
+/* The results of rays i < n by the float pass: the hit cell's entry
+ * (cell_entry's operations in double lanes: bit for bit) clamped to maxc,
+ * or maxc; a close call's out[i] is left to the double pass. */
+VEC_TARGET static void VEC_FN(entries)(double pox, double poy, const double *dx,
+                                       const double *dy, const int32_t *res,
+                                       const int32_t *hx, uint32_t n,
+                                       double maxc, double *out) {
+  const vec_d zero = {0}, one = zero + 1.0, ninf = zero - INFINITY;
+  uint32_t i = 0;
+  for (; i + VEC_DL <= n; i += VEC_DL) {
+    vec_d vdx, vdy;
+    vec_ih r, h;
+    memcpy(&vdx, dx + i, sizeof vdx);
+    memcpy(&vdy, dy + i, sizeof vdy);
+    memcpy(&r, res + i, sizeof r);
+    memcpy(&h, hx + i, sizeof h);
+    vec_d cx = __builtin_convertvector(h, vec_d);
+    vec_d cy = __builtin_convertvector(r, vec_d);
+    vec_d ix = SEL_D(vdx != 0, one / vdx, zero);
+    vec_d iy = SEL_D(vdy != 0, one / vdy, zero);
+    vec_d tx = SEL_D(vdx > 0, (cx - pox) * ix,
+                     SEL_D(vdx < 0, ((cx + 1.0) - pox) * ix, ninf));
+    vec_d ty = SEL_D(vdy > 0, (cy - poy) * iy,
+                     SEL_D(vdy < 0, ((cy + 1.0) - poy) * iy, ninf));
+    vec_d t = SEL_D(tx > ty, tx, ty);
+    t = SEL_D(t > 0, t, zero);
+    t = SEL_D(t < maxc, t, zero + maxc);
+    vec_l hit = __builtin_convertvector(r >= 0, vec_l);
+    t = SEL_D(hit, t, zero + maxc);
+    memcpy(out + i, &t, sizeof t);
+  }
+  for (; i < n; i++) {
+    if (res[i] >= 0) {
+      const double ix = dx[i] != 0 ? 1.0 / dx[i] : 0;
+      const double iy = dy[i] != 0 ? 1.0 / dy[i] : 0;
+      double e = cell_entry(pox, poy, ix, iy, dx[i], dy[i], hx[i], res[i]);
+      out[i] = e < maxc ? e : maxc;
+    } else {
+      out[i] = maxc;
+    }
+  }
+}
+
 /* n <= CAST_CHUNK rays (see pa_sim_cast_fn): the float pass first where its
  * bounds hold, then the rest exactly in double. */
 VEC_TARGET static void VEC_FN(cast)(const pa_sim_model *m, double pox,
@@ -666,19 +719,11 @@ VEC_TARGET static void VEC_FN(cast)(const pa_sim_model *m, double pox,
       rt[i] = 0;
     }
   }
+  VEC_FN(entries)(pox, poy, dx, dy, res, hx, n, maxc, out);
   uint32_t c = 0; /* the rest, exactly in double from where they are */
   for (uint32_t i = 0; i < n; i++) {
-    if (res[i] >= 0) { /* the entry of the hit cell, in double */
-      const double ix = dx[i] != 0 ? 1.0 / dx[i] : 0;
-      const double iy = dy[i] != 0 ? 1.0 / dy[i] : 0;
-      double e = cell_entry(pox, poy, ix, iy, dx[i], dy[i], hx[i], res[i]);
-      out[i] = e < maxc ? e : maxc;
+    if (res[i] != VRAY_DOUBLE)
       continue;
-    }
-    if (res[i] == VRAY_NONE) {
-      out[i] = maxc;
-      continue;
-    }
     cdx[c] = dx[i];
     cdy[c] = dy[i];
     jx[c] = dx[i] != 0 ? 1.0 / dx[i] : 1e300;
