@@ -350,6 +350,7 @@ typedef struct VEC_FN(lists) {
   int32_t did[VEC_LIST], dres[VEC_LIST], dcx[VEC_LIST];
   float dt[VEC_LIST];
   int32_t v[VEC_LIST]; /* the field codes of a pass, gathered first */
+  int32_t vx[VEC_LIST], vy[VEC_LIST]; /* a jump pass's cells */
   uint32_t nj, nk, nd;
 } VEC_FN(lists);
 
@@ -470,6 +471,8 @@ VEC_TARGET static void VEC_FN(jump_pass)(const VEC_FN(fctx) * c,
     vec_i ix = VEC_FN(floor_i)(px), iy = VEC_FN(floor_i)(py);
     vec_i v = VEC_GATHER_F(c->F, VEC_FN(cell_idx)(c, valid, ix, iy));
     VEC_ST(L->v + i, v);
+    VEC_ST(L->vx + i, ix); /* for the steps: not computed twice */
+    VEC_ST(L->vy + i, iy);
   }
   for (uint32_t i = 0; i < n; i += VEC_FL) {
     vec_i valid = VEC_FN(first_n)(n - i);
@@ -478,7 +481,7 @@ VEC_TARGET static void VEC_FN(jump_pass)(const VEC_FN(fctx) * c,
     vec_f t = VEC_FN(ld_f)(L->jt + i);
     vec_i id = VEC_FN(ld_i)(L->jid + i);
     vec_f px = VEC_FMA_F(t, dx, c->ox), py = VEC_FMA_F(t, dy, c->oy);
-    vec_i ix = VEC_FN(floor_i)(px), iy = VEC_FN(floor_i)(py);
+    vec_i ix = VEC_FN(ld_i)(L->vx + i), iy = VEC_FN(ld_i)(L->vy + i);
     vec_i v = VEC_FN(ld_i)(L->v + i);
     vec_i go = valid & (v >= JUMP_CODE) & (t < c->maxc);
     vec_f fv = __builtin_convertvector(v, vec_f);
