@@ -480,6 +480,44 @@ static long edges_vs_plain(const pa_grid *g, uint64_t seed) {
   return rays;
 }
 
+/* Fans of any size (1 to 150 rays, a vector's lanes plus or minus some:
+ * the casters' remainders and the float pass's hand-over of its last rays
+ * to the scalar caster) at random headings from random free points of g,
+ * some near the map's far corner (large coordinates). */
+static long odd_fans_vs_plain(const pa_grid *g, uint64_t seed) {
+  pa_sim_model m;
+  grid_model(&m, g);
+  uint64_t rng = seed;
+  long rays = 0, hits = 0;
+  double dx[150], dy[150];
+  for (int k = 0; k < 400;) {
+    double fx = pa_sim_rng_uniform(&rng), fy = pa_sim_rng_uniform(&rng);
+    if (k % 2) { /* the far corner's quarter */
+      fx = 0.75 + fx / 4;
+      fy = 0.75 + fy / 4;
+    }
+    int i = (int)(fx * g->width), j = (int)(fy * g->height);
+    if (g->cells[(size_t)j * g->width + (size_t)i] != 0)
+      continue;
+    k++;
+    double x, y;
+    pa_grid_cell_center(g, i, j, &x, &y);
+    x += g->resolution * (pa_sim_rng_uniform(&rng) - 0.5);
+    y += g->resolution * (pa_sim_rng_uniform(&rng) - 0.5);
+    uint32_t n = 1 + (uint32_t)(pa_sim_rng_uniform(&rng) * 150);
+    double th = 2 * M_PI * pa_sim_rng_uniform(&rng);
+    for (uint32_t b = 0; b < n; b++) {
+      dx[b] = cos(th + b * 2 * M_PI / n);
+      dy[b] = sin(th + b * 2 * M_PI / n);
+    }
+    double rmax = 1 + 20 * pa_sim_rng_uniform(&rng);
+    rays += fan_vs_plain(&m, "fans of any size", x, y, dx, dy, n, rmax, &hits);
+  }
+  assert_true(hits > rays / 4);
+  pa_sim_model_free(&m);
+  return rays;
+}
+
 /* One caster path on the default map, a 100 m office, random maps and
  * rays along edges and through corners; skipped by name when this CPU (or
  * build) lacks it. */
@@ -497,11 +535,13 @@ static void check_path(pa_sim_simd path) {
   assert_int_equal(pa_map_load_default(&g, err, sizeof err), 0);
   rays += scans_vs_plain(&g, "default map", 300, 1, 12, 11);
   rays += edges_vs_plain(&g, 12);
+  rays += odd_fans_vs_plain(&g, 15);
   pa_grid_free(&g);
   ts_office(&g, 2000, 2000);
   assert_non_null(g.cells);
   rays += scans_vs_plain(&g, "100 m office", 150, 5, 30, 13);
   rays += edges_vs_plain(&g, 14);
+  rays += odd_fans_vs_plain(&g, 16);
   pa_grid_free(&g);
   for (uint64_t seed = 1; seed <= 3; seed++) {
     random_map(&g, 200 + 100 * (uint32_t)seed, 150 + 50 * (uint32_t)seed, seed);

@@ -312,6 +312,7 @@ VEC_TARGET static void VEC_FN(cells)(const pa_sim_model *m, double ox,
 #define VEC_WALK_OPEN_ERR 0.004f       /* when t is known this well */
 #define VEC_LIST (CAST_CHUNK + VEC_FL) /* a list's room: + a vector's slack */
 enum { VRAY_NONE = -1, VRAY_DOUBLE = -2 }; /* else: the hit cell's row */
+#define VEC_TAIL 4 /* rays left when the scalar caster takes over */
 
 /* Packed stores: lanes b of v to dst[0], dst[1], ... in lane order (the
  * vector's room may be written past them). VEC_PERM(b) once, then
@@ -349,6 +350,7 @@ typedef struct VEC_FN(lists) {
   int32_t did[VEC_LIST], dres[VEC_LIST], dcx[VEC_LIST];
   float dt[VEC_LIST];
   int32_t v[VEC_LIST]; /* the field codes of a pass, gathered first */
+  int32_t vx[VEC_LIST], vy[VEC_LIST]; /* a jump pass's cells */
   uint32_t nj, nk, nd;
 } VEC_FN(lists);
 
@@ -376,12 +378,30 @@ VEC_TARGET static inline vec_i VEC_FN(first_n)(uint32_t left) {
   return lane < (int32_t)(left < VEC_FL ? left : VEC_FL);
 }
 
-/* Where the float pass stands, shared by its passes. */
+/* Where the float pass stands, shared by its passes. Its frame has the
+ * origin's cell at (0, 0): coordinates stay small, and so do the error
+ * bounds (they grow with them; in the grid's frame they made close calls
+ * and kept walks from jumping again on large maps). */
 typedef struct VEC_FN(fctx) {
   const uint8_t *F;
-  vec_f ox, oy, aox, aoy, maxc, far;
-  vec_i W, idx0, c0x, c0y;
+  vec_f ox, oy, aox, aoy, maxc, far; /* the origin in its cell */
+  vec_i W, idx0, c0x, c0y;           /* the origin's cell: index, column, row */
 } VEC_FN(fctx);
+
+/* floor() to integer lanes (the point may be left of or below the origin's
+ * cell): truncation, one down where that rounded up. */
+VEC_TARGET static inline vec_i VEC_FN(floor_i)(vec_f p) {
+  vec_i i = __builtin_convertvector(p, vec_i);
+  return i + (vec_i)(p < __builtin_convertvector(i, vec_f));
+}
+
+/* The field's index of cell (x, y) of the pass's frame; lanes not in
+ * `valid`: the origin's cell. Unsigned: exact modulo 2^32, and the true
+ * index fits in 31 bits. */
+VEC_TARGET static inline vec_i VEC_FN(cell_idx)(const VEC_FN(fctx) * c,
+                                                vec_i valid, vec_i x, vec_i y) {
+  return (vec_i)((vec_u)(CELL_I(y, x, c->W) & valid) + (vec_u)c->idx0);
+}
 
 /* Appends lanes b of a ray's done state (result r, parameter t, column cx)
  * to the done list. */
@@ -448,10 +468,11 @@ VEC_TARGET static void VEC_FN(jump_pass)(const VEC_FN(fctx) * c,
     vec_f dx = VEC_FN(ld_f)(L->jdx + i), dy = VEC_FN(ld_f)(L->jdy + i);
     vec_f t = VEC_FN(ld_f)(L->jt + i);
     vec_f px = VEC_FMA_F(t, dx, c->ox), py = VEC_FMA_F(t, dy, c->oy);
-    vec_i ix = __builtin_convertvector(px, vec_i);
-    vec_i iy = __builtin_convertvector(py, vec_i);
-    vec_i v = VEC_GATHER_F(c->F, SEL_I(valid, CELL_I(iy, ix, c->W), c->idx0));
+    vec_i ix = VEC_FN(floor_i)(px), iy = VEC_FN(floor_i)(py);
+    vec_i v = VEC_GATHER_F(c->F, VEC_FN(cell_idx)(c, valid, ix, iy));
     VEC_ST(L->v + i, v);
+    VEC_ST(L->vx + i, ix); /* for the steps: not computed twice */
+    VEC_ST(L->vy + i, iy);
   }
   for (uint32_t i = 0; i < n; i += VEC_FL) {
     vec_i valid = VEC_FN(first_n)(n - i);
@@ -460,9 +481,7 @@ VEC_TARGET static void VEC_FN(jump_pass)(const VEC_FN(fctx) * c,
     vec_f t = VEC_FN(ld_f)(L->jt + i);
     vec_i id = VEC_FN(ld_i)(L->jid + i);
     vec_f px = VEC_FMA_F(t, dx, c->ox), py = VEC_FMA_F(t, dy, c->oy);
-    /* the point is >= 0 in the padded grid: truncation is floor */
-    vec_i ix = __builtin_convertvector(px, vec_i);
-    vec_i iy = __builtin_convertvector(py, vec_i);
+    vec_i ix = VEC_FN(ld_i)(L->vx + i), iy = VEC_FN(ld_i)(L->vy + i);
     vec_i v = VEC_FN(ld_i)(L->v + i);
     vec_i go = valid & (v >= JUMP_CODE) & (t < c->maxc);
     vec_f fv = __builtin_convertvector(v, vec_f);
@@ -482,9 +501,11 @@ VEC_TARGET static void VEC_FN(jump_pass)(const VEC_FN(fctx) * c,
     close &= stop & ~org & ~far;
     /* landed: walks from the landing (t exact there: no error bound) */
     nk = VEC_FN(to_walk)(L, nk, VEC_BITS_F(stop & ~far & ~close), dx, dy, inx,
-                         iny, t, zero, t, SEL_I(org, c->c0x, ix),
-                         SEL_I(org, c->c0y, iy), id);
-    VEC_FN(done)(L, VEC_BITS_F(far | close), id, SEL_I(far, none, dbl), t, ix);
+                         iny, t, zero, t, ix & ~org, iy & ~org, id);
+    /* rare (a few % of the vectors): a branch beats the packed stores */
+    unsigned db = VEC_BITS_F(far | close);
+    if (db)
+      VEC_FN(done)(L, db, id, SEL_I(far, none, dbl), t, ix);
   }
   L->nj = keep;
   L->nk = nk;
@@ -503,7 +524,7 @@ VEC_TARGET static void VEC_FN(walk_pass)(const VEC_FN(fctx) * c,
   for (uint32_t i = 0; i < n; i += VEC_FL) { /* the codes first, as above */
     vec_i valid = VEC_FN(first_n)(n - i);
     vec_i cx = VEC_FN(ld_i)(L->kcx + i), cy = VEC_FN(ld_i)(L->kcy + i);
-    vec_i v = VEC_GATHER_F(c->F, SEL_I(valid, CELL_I(cy, cx, c->W), c->idx0));
+    vec_i v = VEC_GATHER_F(c->F, VEC_FN(cell_idx)(c, valid, cx, cy));
     VEC_ST(L->v + i, v);
   }
   for (uint32_t i = 0; i < n; i += VEC_FL) {
@@ -547,9 +568,11 @@ VEC_TARGET static void VEC_FN(walk_pass)(const VEC_FN(fctx) * c,
      * error); past: no return */
     VEC_FN(done)
     (L, VEC_BITS_F(hit | close | past), id,
-     SEL_I(hit, cy, SEL_I(close, dbl, none)), tl, cx);
+     SEL_I(hit, cy + c->c0y, SEL_I(close, dbl, none)), tl, cx + c->c0x);
     /* jump on from here */
-    nj = VEC_FN(to_jump)(L, nj, VEC_BITS_F(open), dx, dy, inx, iny, t, id);
+    unsigned ob = VEC_BITS_F(open); /* rare, as done in jump_pass */
+    if (ob)
+      nj = VEC_FN(to_jump)(L, nj, ob, dx, dy, inx, iny, t, id);
     /* the crossing: sx, sy = -1 or 1 */
     cx += wk & xs & (nx | 1);
     cy += wk & ~xs & (ny | 1);
@@ -570,8 +593,11 @@ VEC_TARGET static void VEC_FN(trace_f)(const pa_sim_model *m, double ox,
                                        double maxc, int32_t *res, int32_t *hx,
                                        float *rt) {
   VEC_FN(lists) L;
-  const float fox = (float)ox, foy = (float)oy, fmax = (float)maxc;
+  /* the frame of the origin's cell (ox, oy >= 0: truncation is floor;
+   * ox - c0x is exact) */
   const int32_t c0x = (int32_t)ox, c0y = (int32_t)oy;
+  const float fox = (float)(ox - c0x), foy = (float)(oy - c0y);
+  const float fmax = (float)maxc;
   const vec_f zf = {0};
   const vec_i zi = {0};
   VEC_FN(fctx)
@@ -588,24 +614,90 @@ VEC_TARGET static void VEC_FN(trace_f)(const pa_sim_model *m, double ox,
        zi + c0y};
   const float t0 = first_jump_f(m, ox, oy, fmax);
   for (uint32_t i = 0; i < n; i++) {
-    float dx = (float)dxs[i], dy = (float)dys[i];
-    L.jdx[i] = dx;
-    L.jdy[i] = dy;
-    L.jix[i] = dx != 0 ? 1.0f / dx : 0.0f;
-    L.jiy[i] = dy != 0 ? 1.0f / dy : 0.0f;
+    L.jdx[i] = (float)dxs[i];
+    L.jdy[i] = (float)dys[i];
     L.jt[i] = t0;
     L.jid[i] = (int32_t)i;
   }
+  for (uint32_t i = n; i % VEC_FL; i++) /* the last vector's room */
+    L.jdx[i] = L.jdy[i] = 1;
+  /* the inverses in lanes (IEEE division: as one at a time) */
+  const vec_f zero = {0}, one = zero + 1.0f;
+  for (uint32_t i = 0; i < n; i += VEC_FL) {
+    vec_f dx = VEC_FN(ld_f)(L.jdx + i), dy = VEC_FN(ld_f)(L.jdy + i);
+    vec_f inx = SEL_F(dx != 0, one / dx, zero);
+    vec_f iny = SEL_F(dy != 0, one / dy, zero);
+    VEC_ST(L.jix + i, inx);
+    VEC_ST(L.jiy + i, iny);
+  }
   L.nj = n;
   L.nk = L.nd = 0;
-  while (L.nj + L.nk > 0) {
+  while (L.nj + L.nk > VEC_TAIL) {
     VEC_FN(jump_pass)(&c, &L);
     VEC_FN(walk_pass)(&c, &L);
+  }
+  /* the last few: a pass of a part-empty vector waits on its gathers for
+   * each cell; the scalar caster goes on from where each is known free (a
+   * jumping ray's parameter, a walking ray's landing) */
+  for (uint32_t i = 0; i < L.nj; i++) {
+    L.did[L.nd] = L.jid[i];
+    L.dres[L.nd] = VRAY_DOUBLE;
+    L.dt[L.nd++] = L.jt[i];
+  }
+  for (uint32_t i = 0; i < L.nk; i++) {
+    L.did[L.nd] = L.kid[i];
+    L.dres[L.nd] = VRAY_DOUBLE;
+    L.dt[L.nd++] = L.ktl[i];
   }
   for (uint32_t i = 0; i < L.nd; i++) {
     res[L.did[i]] = L.dres[i];
     hx[L.did[i]] = L.dcx[i];
     rt[L.did[i]] = L.dt[i];
+  }
+}
+
+typedef int32_t vec_ih __attribute__((vector_size(VEC_BYTES / 2)));
+
+/* The results of rays i < n by the float pass: the hit cell's entry
+ * (cell_entry's operations in double lanes: bit for bit) clamped to maxc,
+ * or maxc; a close call's out[i] is left to the double pass. */
+VEC_TARGET static void VEC_FN(entries)(double pox, double poy, const double *dx,
+                                       const double *dy, const int32_t *res,
+                                       const int32_t *hx, uint32_t n,
+                                       double maxc, double *out) {
+  const vec_d zero = {0}, one = zero + 1.0, ninf = zero - INFINITY;
+  uint32_t i = 0;
+  for (; i + VEC_DL <= n; i += VEC_DL) {
+    vec_d vdx, vdy;
+    vec_ih r, h;
+    memcpy(&vdx, dx + i, sizeof vdx);
+    memcpy(&vdy, dy + i, sizeof vdy);
+    memcpy(&r, res + i, sizeof r);
+    memcpy(&h, hx + i, sizeof h);
+    vec_d cx = __builtin_convertvector(h, vec_d);
+    vec_d cy = __builtin_convertvector(r, vec_d);
+    vec_d ix = SEL_D(vdx != 0, one / vdx, zero);
+    vec_d iy = SEL_D(vdy != 0, one / vdy, zero);
+    vec_d tx = SEL_D(vdx > 0, (cx - pox) * ix,
+                     SEL_D(vdx < 0, ((cx + 1.0) - pox) * ix, ninf));
+    vec_d ty = SEL_D(vdy > 0, (cy - poy) * iy,
+                     SEL_D(vdy < 0, ((cy + 1.0) - poy) * iy, ninf));
+    vec_d t = SEL_D(tx > ty, tx, ty);
+    t = SEL_D(t > 0, t, zero);
+    t = SEL_D(t < maxc, t, zero + maxc);
+    vec_l hit = __builtin_convertvector(r >= 0, vec_l);
+    t = SEL_D(hit, t, zero + maxc);
+    memcpy(out + i, &t, sizeof t);
+  }
+  for (; i < n; i++) {
+    if (res[i] >= 0) {
+      const double ix = dx[i] != 0 ? 1.0 / dx[i] : 0;
+      const double iy = dy[i] != 0 ? 1.0 / dy[i] : 0;
+      double e = cell_entry(pox, poy, ix, iy, dx[i], dy[i], hx[i], res[i]);
+      out[i] = e < maxc ? e : maxc;
+    } else {
+      out[i] = maxc;
+    }
   }
 }
 
@@ -630,19 +722,11 @@ VEC_TARGET static void VEC_FN(cast)(const pa_sim_model *m, double pox,
       rt[i] = 0;
     }
   }
+  VEC_FN(entries)(pox, poy, dx, dy, res, hx, n, maxc, out);
   uint32_t c = 0; /* the rest, exactly in double from where they are */
   for (uint32_t i = 0; i < n; i++) {
-    if (res[i] >= 0) { /* the entry of the hit cell, in double */
-      const double ix = dx[i] != 0 ? 1.0 / dx[i] : 0;
-      const double iy = dy[i] != 0 ? 1.0 / dy[i] : 0;
-      double e = cell_entry(pox, poy, ix, iy, dx[i], dy[i], hx[i], res[i]);
-      out[i] = e < maxc ? e : maxc;
+    if (res[i] != VRAY_DOUBLE)
       continue;
-    }
-    if (res[i] == VRAY_NONE) {
-      out[i] = maxc;
-      continue;
-    }
     cdx[c] = dx[i];
     cdy[c] = dy[i];
     jx[c] = dx[i] != 0 ? 1.0 / dx[i] : 1e300;
