@@ -493,83 +493,74 @@ json_t *pa_json_act_step_batch(jctx *x) {
   uint32_t *ids = batch_robots(x, &n, NULL);
   if (!ids)
     return NULL;
+  json_t *res = NULL; /* NULL: refused, the error set in x */
+  double *bv = NULL;
+  pa_cmd *fcmds = NULL, *out = NULL;
+  size_t bk = 0, nf = 0, nv = 0;
   if (acts && json_array_size(acts) != n) {
-    free(ids);
-    return pa_json_fail(x, PA_ERR_INVALID_ACTION_SHAPE,
-                        "data.actions has %zu entries for %zu robots",
-                        json_array_size(acts), n);
+    pa_json_fail(x, PA_ERR_INVALID_ACTION_SHAPE,
+                 "data.actions has %zu entries for %zu robots",
+                 json_array_size(acts), n);
+    goto done;
   }
   if (forces && json_array_size(forces) != n) {
-    free(ids);
-    return pa_json_fail(x, PA_ERR_INVALID_ACTION_SHAPE,
-                        "data.forces has %zu entries for %zu robots",
-                        json_array_size(forces), n);
+    pa_json_fail(x, PA_ERR_INVALID_ACTION_SHAPE,
+                 "data.forces has %zu entries for %zu robots",
+                 json_array_size(forces), n);
+    goto done;
   }
-  size_t bk = 0;
-  double *bv = b64 ? b64_actions(x, b64, n, &bk) : NULL;
-  if (b64 && !bv) {
-    free(ids);
-    return NULL;
-  }
+  if (b64 && !(bv = b64_actions(x, b64, n, &bk)))
+    goto done;
   /* Held forces (checked before anything is sent; pushed after the
    * velocity commands, which would clear them). */
-  pa_cmd *fcmds = forces ? calloc(n, sizeof *fcmds) : NULL;
-  size_t nf = 0, na = 0;
-  if (forces && !fcmds) {
-    free(ids);
-    free(bv);
-    return pa_json_fail(x, PA_ERR_BUSY, "out of memory");
+  if (forces && !(fcmds = calloc(n, sizeof *fcmds))) {
+    pa_json_fail(x, PA_ERR_BUSY, "out of memory");
+    goto done;
   }
   for (size_t i = 0; forces && i < n; i++) {
     json_t *fe = json_array_get(forces, i);
-    if (!batch_force(x, fe, i, ids[i], &fcmds[i]) ||
-        (fcmds[i].op && acts && !json_is_null(json_array_get(acts, i)) &&
-         !pa_json_fail(x, PA_ERR_INVALID_MESSAGE,
-                       "data.actions[%zu] and data.forces[%zu] both drive "
-                       "robot %u: give null for one",
-                       i, i, (unsigned)ids[i]))) {
-      free(ids);
-      free(bv);
-      free(fcmds);
-      return NULL;
+    if (!batch_force(x, fe, i, ids[i], &fcmds[i]))
+      goto done;
+    if (fcmds[i].op && acts && !json_is_null(json_array_get(acts, i))) {
+      pa_json_fail(x, PA_ERR_INVALID_MESSAGE,
+                   "data.actions[%zu] and data.forces[%zu] both drive "
+                   "robot %u: give null for one",
+                   i, i, (unsigned)ids[i]);
+      goto done;
     }
     nf += fcmds[i].op != PA_OP_NONE;
   }
+  nv = bv ? n : 0;
   for (size_t i = 0; acts && i < n; i++)
-    na += !json_is_null(json_array_get(acts, i));
-  bool have = acts || bv;
+    nv += !json_is_null(json_array_get(acts, i));
   /* Every command and the STEP fit, or nothing is sent: the velocities go
-   * as SET_CMDS of up to PA_CMD_DRIVES_MAX robots each. */
-  size_t nv = acts ? na : bv ? n : 0;
-  size_t need = (nv + PA_CMD_DRIVES_MAX - 1) / PA_CMD_DRIVES_MAX + nf + 1;
+   * as SET_CMDS of up to PA_CMD_DRIVES_MAX robots each, then the forces. */
+  size_t np = (nv + PA_CMD_DRIVES_MAX - 1) / PA_CMD_DRIVES_MAX;
+  size_t need = np + nf + 1;
   if (pa_queue_space(g->st->cmd) < need) {
-    free(ids);
-    free(bv);
-    free(fcmds);
     g->busy++;
-    return pa_json_fail(x, PA_ERR_BUSY,
-                        "step_batch needs %zu command queue slots, %u are "
-                        "free (of cmd_capacity %u): send fewer robots",
-                        need, (unsigned)pa_queue_space(g->st->cmd),
-                        (unsigned)g->ctl->def.cmd_capacity);
+    pa_json_fail(x, PA_ERR_BUSY,
+                 "step_batch needs %zu command queue slots, %u are free (of "
+                 "cmd_capacity %u): send fewer robots",
+                 need, (unsigned)pa_queue_space(g->st->cmd),
+                 (unsigned)g->ctl->def.cmd_capacity);
+    goto done;
   }
-  /* The checked velocities (reserved 1: sent; a forced robot's is not). */
-  pa_cmd_drive_of *dv = have ? calloc(n, sizeof *dv) : NULL;
-  if (have && !dv) {
-    free(ids);
-    free(bv);
-    free(fcmds);
-    return pa_json_fail(x, PA_ERR_BUSY, "out of memory");
+  if (need > 1 && !(out = calloc(need - 1, sizeof *out))) {
+    pa_json_fail(x, PA_ERR_BUSY, "out of memory");
+    goto done;
   }
-  /* Check every action before any is sent: a bad one changes nothing. */
-  for (size_t i = 0; have && i < n; i++) {
+  /* Every action checked before any is sent (a bad one changes nothing),
+   * packed as it passes. */
+  size_t nd = 0;
+  for (size_t i = 0; (acts || bv) && i < n; i++) {
     double v[3] = {0, 0, 0};
     size_t k = bk;
     bool ok = true;
     if (bv) {
       memcpy(v, bv + i * bk, bk * sizeof *v);
     } else if (forces && json_is_null(json_array_get(acts, i))) {
-      continue; /* forced: no velocity command (op NONE, not sent) */
+      continue; /* forced: no velocity command */
     } else {
       json_t *a = json_array_get(acts, i);
       k = json_is_array(a) ? json_array_size(a) : 0;
@@ -584,8 +575,6 @@ json_t *pa_json_act_step_batch(jctx *x) {
                       .vy = k == 3 ? v[1] : 0,
                       .w = k == 3 ? v[2] : v[1],
                       .frame = PA_FRAME_ROBOT};
-    dv[i] = (pa_cmd_drive_of){
-        .v = d.v, .vy = d.vy, .w = d.w, .robot = ids[i], .reserved = 1};
     /* the one drive check pa-sim, set_velocity and text cmd use too */
     const char *bad = ok ? pa_cmd_drive_error(&d) : NULL;
     /* the ids were checked above: the drive only matters for a sideways v */
@@ -600,57 +589,37 @@ json_t *pa_json_act_step_batch(jctx *x) {
     if (!why && k == 3 && v[1] != 0 && info.drive != PA_DRIVE_OMNI)
       why = "moves sideways: robot has a differential drive";
     if (why) {
-      pa_status st = ok && !bad ? PA_ERR_UNSUPPORTED_CONTROL_SCHEME
-                                : PA_ERR_INVALID_ACTION_SHAPE;
-      unsigned id = (unsigned)ids[i];
-      free(ids);
-      free(dv);
-      free(bv);
-      free(fcmds);
-      return pa_json_fail(x, st, "data.%s[%zu] (robot %u) %s",
-                          b64 ? "actions_b64" : "actions", i, id, why);
+      pa_json_fail(x,
+                   ok && !bad ? PA_ERR_UNSUPPORTED_CONTROL_SCHEME
+                              : PA_ERR_INVALID_ACTION_SHAPE,
+                   "data.%s[%zu] (robot %u) %s",
+                   b64 ? "actions_b64" : "actions", i, (unsigned)ids[i], why);
+      goto done;
     }
-  }
-  free(bv);
-  /* The velocities packed (forced robots have none), then the forces, all
-   * in one push. */
-  pa_cmd *out = need > 1 ? calloc(need - 1, sizeof *out) : NULL;
-  if (need > 1 && !out) {
-    free(ids);
-    free(dv);
-    free(fcmds);
-    return pa_json_fail(x, PA_ERR_BUSY, "out of memory");
-  }
-  size_t np = 0;
-  for (size_t i = 0; have && i < n; i++) {
-    if (!dv[i].reserved)
-      continue;
-    pa_cmd *pk = &out[np];
+    pa_cmd *pk = &out[nd++ / PA_CMD_DRIVES_MAX];
     pk->op = PA_OP_SET_CMDS;
-    pk->drives[pk->count] = dv[i];
-    pk->drives[pk->count++].reserved = 0;
-    np += pk->count == PA_CMD_DRIVES_MAX;
+    pk->drives[pk->count++] =
+        (pa_cmd_drive_of){.v = d.v, .vy = d.vy, .w = d.w, .robot = ids[i]};
   }
-  np += np < need - 1 && out[np].count > 0;
   for (size_t i = 0; fcmds && i < n; i++)
     if (fcmds[i].op != PA_OP_NONE)
       out[np++] = fcmds[i];
-  free(dv);
-  free(fcmds);
   if (np && pa_gw_push_many_nowait(c, out, np) != 0) {
-    free(ids);
-    free(out);
     g->busy++; /* pa-sim stalled: nothing of this step_batch was sent */
-    return pa_json_fail(x, PA_ERR_BUSY, "%s", g->busy_msg);
+    pa_json_fail(x, PA_ERR_BUSY, "%s", g->busy_msg);
+    goto done;
   }
-  free(out);
-  uint32_t first = ids[0];
-  free(ids);
   pa_cmd step;
   memset(&step, 0, sizeof step);
   step.op = PA_OP_STEP;
   step.step.ticks = (uint32_t)steps;
-  return pa_json_wait_for_sim(x, &step, first);
+  res = pa_json_wait_for_sim(x, &step, ids[0]);
+done:
+  free(ids);
+  free(bv);
+  free(fcmds);
+  free(out);
+  return res;
 }
 
 /* One robot's doubles of the binary block; NaN where nothing is known. */
