@@ -86,41 +86,37 @@ static char *rec_at(const pa_queue *q, uint64_t pos) {
   return (char *)q + sizeof *q + (pos % q->capacity) * q->stride;
 }
 
-int pa_queue_push(pa_queue *q, const void *rec) {
-  uint64_t h = __atomic_load_n(&q->head, __ATOMIC_RELAXED);
-  uint64_t t = __atomic_load_n(&q->tail, __ATOMIC_ACQUIRE);
-  if (h - t >= q->capacity)
-    return PA_SHM_EFULL;
-  memcpy(rec_at(q, h), rec, q->record_size);
-  __atomic_store_n(&q->head, h + 1, __ATOMIC_RELEASE);
-  pa_shm_sem_post_once(&q->sem);
-  return 0;
-}
-
-int pa_queue_push_many(pa_queue *q, const void *recs, size_t n, size_t stride) {
+/* The producer's half of every push: n records (stride bytes apart) copied
+ * in and published by one head store, all or none; no post. */
+static int store(pa_queue *q, const void *recs, size_t n, size_t stride) {
   uint64_t h = __atomic_load_n(&q->head, __ATOMIC_RELAXED);
   uint64_t t = __atomic_load_n(&q->tail, __ATOMIC_ACQUIRE);
   if (n > q->capacity || h - t > q->capacity - n)
     return PA_SHM_EFULL;
-  if (n == 0)
-    return 0;
   for (size_t i = 0; i < n; i++)
     memcpy(rec_at(q, h + i), (const char *)recs + i * stride, q->record_size);
+  __atomic_store_n(&q->head, h + n, __ATOMIC_RELEASE);
+  return 0;
+}
+
+int pa_queue_push(pa_queue *q, const void *rec) {
+  return pa_queue_push_many(q, rec, 1, q->record_size);
+}
+
+int pa_queue_push_many(pa_queue *q, const void *recs, size_t n, size_t stride) {
   /* One head store: a polling consumer takes them all in one pass instead
    * of racing the producer record by record. */
-  __atomic_store_n(&q->head, h + n, __ATOMIC_RELEASE);
-  pa_shm_sem_post_once(&q->sem);
-  return 0;
+  int rc = store(q, recs, n, stride);
+  if (rc == 0 && n > 0)
+    pa_shm_sem_post_once(&q->sem);
+  return rc;
 }
 
 int pa_queue_push_watched(pa_queue *q, const void *rec,
                           const int64_t *watch_until) {
-  uint64_t h = __atomic_load_n(&q->head, __ATOMIC_RELAXED);
-  uint64_t t = __atomic_load_n(&q->tail, __ATOMIC_ACQUIRE);
-  if (h - t >= q->capacity)
-    return PA_SHM_EFULL;
-  memcpy(rec_at(q, h), rec, q->record_size);
-  __atomic_store_n(&q->head, h + 1, __ATOMIC_RELEASE);
+  int rc = store(q, rec, 1, q->record_size);
+  if (rc)
+    return rc;
   /* The head before the deadline: a consumer that stores 0 and then looks
    * at the queue sees this record, or this load sees its 0. */
   __atomic_thread_fence(__ATOMIC_SEQ_CST);
