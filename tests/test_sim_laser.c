@@ -394,6 +394,20 @@ static long fan_vs_plain(const pa_sim_model *m, const char *what, double x,
   return n;
 }
 
+/* A point inside free cell (fx, fy) of g (fractions of its width and
+ * height), jittered by up to half a cell: false (nothing drawn) when the
+ * cell is occupied. */
+static bool free_point(const pa_grid *g, double fx, double fy, uint64_t *rng,
+                       double *x, double *y) {
+  int i = (int)(fx * g->width), j = (int)(fy * g->height);
+  if (g->cells[(size_t)j * g->width + (size_t)i] != 0)
+    return false;
+  pa_grid_cell_center(g, i, j, x, y);
+  *x += g->resolution * (pa_sim_rng_uniform(rng) - 0.5);
+  *y += g->resolution * (pa_sim_rng_uniform(rng) - 0.5);
+  return true;
+}
+
 /* Scans (360 beams, any heading) from random free points of g. */
 static long scans_vs_plain(const pa_grid *g, const char *what, int scans,
                            double rmax_lo, double rmax_hi, uint64_t seed) {
@@ -403,15 +417,11 @@ static long scans_vs_plain(const pa_grid *g, const char *what, int scans,
   long rays = 0, hits = 0;
   double dx[360], dy[360];
   for (int k = 0; k < scans;) {
-    int i = (int)(pa_sim_rng_uniform(&rng) * g->width);
-    int j = (int)(pa_sim_rng_uniform(&rng) * g->height);
-    if (g->cells[(size_t)j * g->width + (size_t)i] != 0)
+    double fx = pa_sim_rng_uniform(&rng), fy = pa_sim_rng_uniform(&rng);
+    double x, y;
+    if (!free_point(g, fx, fy, &rng, &x, &y))
       continue;
     k++;
-    double x, y;
-    pa_grid_cell_center(g, i, j, &x, &y);
-    x += g->resolution * (pa_sim_rng_uniform(&rng) - 0.5);
-    y += g->resolution * (pa_sim_rng_uniform(&rng) - 0.5);
     double th = 2 * M_PI * pa_sim_rng_uniform(&rng);
     for (int b = 0; b < 360; b++) {
       dx[b] = cos(th - M_PI + b * 2 * M_PI / 360);
@@ -496,14 +506,10 @@ static long odd_fans_vs_plain(const pa_grid *g, uint64_t seed) {
       fx = 0.75 + fx / 4;
       fy = 0.75 + fy / 4;
     }
-    int i = (int)(fx * g->width), j = (int)(fy * g->height);
-    if (g->cells[(size_t)j * g->width + (size_t)i] != 0)
+    double x, y;
+    if (!free_point(g, fx, fy, &rng, &x, &y))
       continue;
     k++;
-    double x, y;
-    pa_grid_cell_center(g, i, j, &x, &y);
-    x += g->resolution * (pa_sim_rng_uniform(&rng) - 0.5);
-    y += g->resolution * (pa_sim_rng_uniform(&rng) - 0.5);
     uint32_t n = 1 + (uint32_t)(pa_sim_rng_uniform(&rng) * 150);
     double th = 2 * M_PI * pa_sim_rng_uniform(&rng);
     for (uint32_t b = 0; b < n; b++) {
