@@ -28,20 +28,15 @@ static const uint8_t port_pack4[16][4] = {
     {2, 3, 0, 0}, {0, 2, 3, 0}, {1, 2, 3, 0}, {0, 1, 2, 3}};
 typedef const uint8_t *port_perm;
 #define VEC_PERM(b) (port_pack4[b])
-#define VEC_CST_F(dst, v, p)                                                   \
+#define PORT_CST(T, dst, v, p)                                                 \
   do {                                                                         \
-    float tmp_[4], *d_ = (dst);                                                \
+    T tmp_[4], *d_ = (dst);                                                    \
     memcpy(tmp_, &(v), sizeof tmp_);                                           \
     for (int k_ = 0; k_ < 4; k_++)                                             \
       d_[k_] = tmp_[(p)[k_]];                                                  \
   } while (0)
-#define VEC_CST_I(dst, v, p)                                                   \
-  do {                                                                         \
-    int32_t tmp_[4], *d_ = (dst);                                              \
-    memcpy(tmp_, &(v), sizeof tmp_);                                           \
-    for (int k_ = 0; k_ < 4; k_++)                                             \
-      d_[k_] = tmp_[(p)[k_]];                                                  \
-  } while (0)
+#define VEC_CST_F(dst, v, p) PORT_CST(float, dst, v, p)
+#define VEC_CST_I(dst, v, p) PORT_CST(int32_t, dst, v, p)
 
 #include "sim_cast_vec.h"
 
