@@ -697,6 +697,14 @@ int pa_stack_obs_open(const pa_stack *s, pa_shm_seg *seg, pa_obs_seg **obs,
   /* Room for a block of every robot with the widest scan. */
   uint64_t cap = PA_OBS_HEADER + (uint64_t)d->max_robots *
                                      (PA_OBS_FIELDS * 8 + 4ull * d->max_beams);
+  if (OBS_OFF_BLOCK + cap > SEG_MAX_BYTES) {
+    pa_shm_errf(err, err_sz,
+                "%s: %" PRIu64 " bytes for max_robots %" PRIu32
+                " x max_beams %" PRIu32 " is over the %llu-byte limit",
+                name, OBS_OFF_BLOCK + cap, d->max_robots, d->max_beams,
+                SEG_MAX_BYTES);
+    return PA_SHM_EINVAL;
+  }
   uint64_t sizes[PA_SHM_MAX_SIZES] = {d->max_robots, d->max_beams,
                                       sizeof(pa_obs_seg)};
   const pa_shm_header *ch = s->ctl_seg.base;
