@@ -464,7 +464,7 @@ static size_t reply_room(pa_client *c, size_t len, size_t n) {
 
 void pa_json_line(pa_client *c, const char *line, size_t len) {
   json_error_t je;
-  json_t *req = json_loadb(line, len, JSON_REJECT_DUPLICATES, &je);
+  json_t *req = pa_json_load_line(line, len, &je);
   if (!req) {
     char msg[256];
     snprintf(msg, sizeof msg, "bad JSON at column %d: %s", je.column, je.text);

@@ -85,6 +85,12 @@ double pa_json_now(pa_netgw *g);
  * written; NULL when out of memory. */
 json_t *pa_json_ranges(pa_client *c, const float *r, uint32_t n);
 
+/* ---- json_lex.c -----------------------------------------------------------*/
+
+/* json_loadb(line, len, JSON_REJECT_DUPLICATES, je), the same tree or error,
+ * but a long base64 data.actions_b64 / data.robots_b64 is not lexed. */
+json_t *pa_json_load_line(const char *line, size_t len, json_error_t *je);
+
 /* ---- json_args.c: request fields (1 found, 0 absent, -1 bad: error set) ---*/
 
 /* pa_json_fail with the arguments as a va_list (for other failing

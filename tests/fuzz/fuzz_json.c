@@ -11,9 +11,11 @@
  * connection; a gateway that does neither within 10 s is a lock-up and
  * aborts. The gateway and the client are bound to 127.0.0.2, where UDP
  * streams then go: a fuzzed `sub` cannot reach a socket bound to 127.0.0.1
- * (another test's on the same machine). */
+ * (another test's on the same machine). Every line of an input is also
+ * parsed twice, by pa_json_load_line and by json_loadb: a difference in
+ * the tree or the error aborts (netgw/json_lex.c's fast path). */
 #define _GNU_SOURCE
-#include "netgw_int.h"
+#include "json_int.h"
 #include "pa_util.h"
 #include "testutil.h" /* header-only parts: this target does not link it */
 
@@ -230,9 +232,36 @@ static int client_connect(void) {
   return fd;
 }
 
+/* pa_json_load_line and json_loadb agree on s[0..n): the same tree, or
+ * the same error at the same place. */
+static void same_parse(const char *s, size_t n) {
+  json_error_t e1, e2;
+  json_t *a = json_loadb(s, n, JSON_REJECT_DUPLICATES, &e1);
+  json_t *b = pa_json_load_line(s, n, &e2);
+  bool same = a && b ? json_equal(a, b)
+                     : !a && !b && !strcmp(e1.text, e2.text) &&
+                           e1.line == e2.line && e1.column == e2.column &&
+                           e1.position == e2.position;
+  json_decref(a);
+  json_decref(b);
+  if (!same)
+    die("pa_json_load_line", "differs from json_loadb on a line");
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (size > FZ_INPUT_MAX)
     return -1; /* not added to the corpus */
+  /* each line as the framing passes it (and with its '\r'), and all of it */
+  for (size_t at = 0; at < size;) {
+    const uint8_t *nl = memchr(data + at, '\n', size - at);
+    size_t end = nl ? (size_t)(nl - data) : size;
+    same_parse((const char *)data + at, end - at);
+    if (end > at && data[end - 1] == '\r')
+      same_parse((const char *)data + at, end - at - 1);
+    at = end + 1;
+  }
+  if (memchr(data, '\n', size)) /* else the one line was all of it */
+    same_parse((const char *)data, size);
   size_t slen = strlen(sentinel);
   uint8_t *out = malloc(size + slen);
   if (!out)

@@ -8,6 +8,7 @@ deeply nested YAML, /etc/shadow-like text, a 16384x16384 PNG header). The
 files are committed; rerun this after changing it (it rewrites only what it
 makes, and is deterministic). Uses only the standard library.
 """
+import base64
 import os
 import struct
 import sys
@@ -335,6 +336,26 @@ def jsons():
     put(t, "half-line-no-eol", '{"type": "command", "action": "pi')
     put(t, "crlf", '{"type":"command","action":"ping"}\r\nping\r\n')
     put(t, "text-too-long", "x" * 1100 + "\nping\n")
+    # long base64 values: pa_json_load_line's fast path (netgw/json_lex.c),
+    # which the target checks against json_loadb on every line
+    acts = base64.b64encode(b"".join(
+        struct.pack("<ff", ((i * 37 % 201) - 100) / 250.0,
+                    ((i * 53 % 199) - 99) / 66.0) for i in range(1000))).decode()
+    ids = base64.b64encode(b"".join(
+        struct.pack("<I", (i * 7) % 1000) for i in range(1000))).decode()
+    head = '{"type":"command","action":"step_batch","request_id":7,"data":'
+    put(t, "step_batch-1000-b64",
+        head + '{"robots_range":[0,1000],"steps":20,"binary":true,'
+        '"actions_b64":"%s","observe":false}}\n' % acts)
+    put(t, "step_batch-both-b64",
+        head + '{"robots_b64":"%s","steps":2,"actions_b64":"%s"}}\n'
+        % (ids, acts[:4000]))
+    # the key first in data.foo, after escaped quotes and braces in strings
+    put(t, "step_batch-b64-near",
+        '{"data":{"foo":{"x":"\\"}\\"","y":"\\\\","actions_b64":"%s"},'
+        '"actions_b64":"%s"}}\n' % (acts[:600], acts[:900]))
+    put(t, "step_batch-b64-dup",
+        '{"data":{"actions_b64":"%s","actions_b64":"AAAA"}}\n' % acts[:1200])
     put(t, "batch-terrain",
         '{"type":"command","action":"generate_map","data":{"width":400,'
         '"height":400,"resolution":0.2}}\n{"type": "batch", "requests": [%s]}\n'
