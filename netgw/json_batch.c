@@ -12,28 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Doubles per robot in the binary block, in this order. */
-enum {
-  BF_X,
-  BF_Y,
-  BF_THETA,
-  BF_V,
-  BF_VY,
-  BF_W,
-  BF_ODOM_X,
-  BF_ODOM_Y,
-  BF_ODOM_THETA,
-  BF_HEAD,
-  BF_BUMPED,
-  BF_SCAN_SEQ,
-  BF_SCAN_TICK,
-  BF_ANGLE_MIN,
-  BF_ANGLE_INC,
-  BF_RANGE_MAX,
-  BF_COUNT
-};
-#define BIN_MAGIC "PAB1"
-#define BIN_HEADER 16u /* magic, robots, beams, fields */
+/* The binary block's format is the contract's (pa_layout.h: PA_OBS_*,
+ * pa_obs_row): pa-sim writes the same block into the observation segment. */
 
 /* Each base64 character's value + 1; 0: not in the alphabet. A table, not
  * a chain of compares: 1,000 robots' actions are ~11,000 characters. */
@@ -308,6 +288,24 @@ static bool want_binary(jctx *x, bool *bin) {
   return flag(x, "binary", false, bin);
 }
 
+/* data.observe: true (default: the observations in the reply), false (none)
+ * or "shm" (none in the reply: pa-sim writes them into the observation
+ * segment, and the reply names the block: obs_seq). */
+static bool observe_mode(jctx *x, bool *obs, bool *shm) {
+  json_t *o = json_object_get(x->data, "observe");
+  *shm = o && json_is_string(o) && !strcmp(json_string_value(o), "shm");
+  if (*shm) {
+    *obs = false;
+    return true;
+  }
+  if (o && !json_is_boolean(o)) {
+    pa_json_fail(x, PA_ERR_INVALID_ACTION_SHAPE,
+                 "data.observe must be true, false or \"shm\"");
+    return false;
+  }
+  return flag(x, "observe", true, obs);
+}
+
 /* data.actions_b64: n x k little-endian float64 or float32 (k = 2: v, w;
  * 3: v, vy, w) in base64, the same numbers as data.actions without the
  * text floats; the byte count (16n, 24n; 8n, 12n) says which.
@@ -445,9 +443,9 @@ size_t pa_json_cost_step_batch(jctx *x) {
              : rb && json_is_string(rb) ? json_string_length(rb) / 4 * 3 / 4 + 1
              : rn > 0 && rn <= (json_int_t)top ? (size_t)rn
                                                : top;
-  bool bin = false, obs = true;
+  bool bin = false, obs = true, shm = false;
   want_binary(x, &bin); /* a bad value fails in the handler */
-  flag(x, "observe", true, &obs);
+  observe_mode(x, &obs, &shm);
   /* The widest laser now (a racing set_property makes the reply a little
    * larger than this bound at most once); no scans in the reply: no need. */
   size_t beams = 1;
@@ -456,7 +454,9 @@ size_t pa_json_cost_step_batch(jctx *x) {
       beams = g->st->robots[i].laser_beams;
   if (beams > g->ctl->def.max_beams)
     beams = g->ctl->def.max_beams;
-  size_t per = !obs ? 0 : bin ? BF_COUNT * 8 + beams * 4 : 600 + beams * 20;
+  size_t per = !obs  ? 0
+               : bin ? PA_OBS_FIELDS * 8 + beams * 4
+                     : 600 + beams * 20;
   return n * per + PA_JSON_SMALL_REPLY;
 }
 
@@ -464,9 +464,9 @@ json_t *pa_json_act_step_batch(jctx *x) {
   pa_client *c = x->c;
   pa_netgw *g = c->g;
   long long steps = 1;
-  bool bin, obs;
+  bool bin, obs, shm;
   if (pa_json_int(x, "steps", 1, PA_NETGW_STEP_MAX, &steps) < 0 ||
-      !want_binary(x, &bin) || !flag(x, "observe", true, &obs))
+      !want_binary(x, &bin) || !observe_mode(x, &obs, &shm))
     return NULL;
   if (bin && c->jbatch)
     return pa_json_fail(x, PA_ERR_INVALID_MESSAGE,
@@ -497,6 +497,14 @@ json_t *pa_json_act_step_batch(jctx *x) {
   double *bv = NULL;
   pa_cmd *fcmds = NULL, *out = NULL;
   size_t bk = 0, nf = 0, nv = 0;
+  for (size_t i = 1; shm && i < n; i++)
+    if (ids[i] != ids[0] + i) {
+      pa_json_fail(x, PA_ERR_INVALID_MESSAGE,
+                   "data.observe \"shm\" needs the robots as one run of ids "
+                   "(robots_range [first, count]): %u follows %u",
+                   (unsigned)ids[i], (unsigned)ids[i - 1]);
+      goto done;
+    }
   if (acts && json_array_size(acts) != n) {
     pa_json_fail(x, PA_ERR_INVALID_ACTION_SHAPE,
                  "data.actions has %zu entries for %zu robots",
@@ -613,6 +621,11 @@ json_t *pa_json_act_step_batch(jctx *x) {
   memset(&step, 0, sizeof step);
   step.op = PA_OP_STEP;
   step.step.ticks = (uint32_t)steps;
+  if (shm) {
+    step.flags |= PA_CMDF_OBS;
+    step.step.obs_first = ids[0];
+    step.step.obs_count = (uint32_t)n;
+  }
   res = pa_json_wait_for_sim(x, &step, ids[0]);
 done:
   free(ids);
@@ -620,34 +633,6 @@ done:
   free(fcmds);
   free(out);
   return res;
-}
-
-/* One robot's doubles of the binary block; NaN where nothing is known. */
-static void bin_row(double *f, const pa_robot_state *rs, const pa_scan *s,
-                    double range_max) {
-  for (int i = 0; i < BF_COUNT; i++)
-    f[i] = NAN;
-  if (rs) {
-    f[BF_X] = rs->x;
-    f[BF_Y] = rs->y;
-    f[BF_THETA] = rs->theta;
-    f[BF_V] = rs->v;
-    f[BF_VY] = rs->vy;
-    f[BF_W] = rs->w;
-    f[BF_ODOM_X] = rs->odom_x;
-    f[BF_ODOM_Y] = rs->odom_y;
-    f[BF_ODOM_THETA] = rs->odom_theta;
-    f[BF_HEAD] = rs->head;
-    f[BF_BUMPED] = (rs->flags & PA_RS_BUMPED) ? 1 : 0;
-  }
-  f[BF_RANGE_MAX] = range_max;
-  if (s) {
-    f[BF_SCAN_SEQ] = s->seq;
-    f[BF_SCAN_TICK] = (double)s->tick;
-    f[BF_ANGLE_MIN] = s->angle_min;
-    f[BF_ANGLE_INC] = s->angle_increment;
-    f[BF_RANGE_MAX] = s->range_max;
-  }
 }
 
 /* Where each robot's newest scan is: in the scan ring (src[i] in place, its
@@ -718,14 +703,14 @@ static int bin_block(pa_netgw *g, const pa_tick *t, const uint32_t *ids,
   for (size_t i = 0; i < n; i++)
     if (src[i] && hd[i].count > w)
       w = hd[i].count;
-  size_t sz = BIN_HEADER + n * (BF_COUNT * 8 + (size_t)w * 4);
+  size_t sz = PA_OBS_HEADER + n * (PA_OBS_FIELDS * 8 + (size_t)w * 4);
   if (!(b = malloc(sz)))
     goto out;
-  uint32_t head[3] = {(uint32_t)n, w, BF_COUNT};
-  memcpy(b, BIN_MAGIC, 4);
+  uint32_t head[3] = {(uint32_t)n, w, PA_OBS_FIELDS};
+  memcpy(b, PA_OBS_MAGIC, 4);
   memcpy(b + 4, head, sizeof head);
-  char *rows = b + BIN_HEADER;
-  char *ranges = rows + n * BF_COUNT * 8;
+  char *rows = b + PA_OBS_HEADER;
+  char *ranges = rows + n * PA_OBS_FIELDS * 8;
   for (size_t i = 0; i < n; i++) {
     const pa_scan *s = src[i] ? &hd[i] : NULL;
     double range_max = 0;
@@ -736,9 +721,9 @@ static int bin_block(pa_netgw *g, const pa_tick *t, const uint32_t *ids,
       pa_gw_robot(g, NULL, (long)ids[i], &info, &idx);
       range_max = info.laser_range_max;
     }
-    double f[BF_COUNT];
-    bin_row(f, pa_gw_robot_state(t, ids[i]), s, range_max);
-    memcpy(rows + i * BF_COUNT * 8, f, sizeof f);
+    double f[PA_OBS_FIELDS];
+    pa_obs_row(f, pa_gw_robot_state(t, ids[i]), s, range_max);
+    memcpy(rows + i * PA_OBS_FIELDS * 8, f, sizeof f);
     float *out = (float *)(void *)(ranges + i * (size_t)w * 4);
     uint32_t k = s ? s->count : 0;
     if (k)
@@ -786,9 +771,9 @@ json_t *pa_json_done_step_batch(jctx *x, const pa_reply *r) {
   pa_client *c = x->c;
   pa_netgw *g = c->g;
   c->g->steps++;
-  bool bin = false, obs = true;
+  bool bin = false, obs = true, shm = false;
   want_binary(x, &bin);
-  flag(x, "observe", true, &obs);
+  observe_mode(x, &obs, &shm);
   const pa_tick *t = pa_gw_latest(g);
   if (!t)
     return pa_json_fail(x, PA_ERR_BUSY, "no tick to read");
@@ -802,6 +787,9 @@ json_t *pa_json_done_step_batch(jctx *x, const pa_reply *r) {
   json_object_set_new(d, "step_tick", json_integer((json_int_t)r->tick));
   json_object_set_new(d, "sim_time", json_real(t->sim_time));
   json_object_set_new(d, "count", json_integer((json_int_t)n));
+  if (shm) /* the block pa-sim wrote (0: none, read the rings) */
+    json_object_set_new(d, "obs_seq",
+                        json_integer((json_int_t)r->step.obs_seq));
   if (!obs) { /* the client reads them from shared memory */
     free(ids);
     return d;
@@ -831,7 +819,7 @@ json_t *pa_json_done_step_batch(jctx *x, const pa_reply *r) {
   json_t *b = json_object();
   json_object_set_new(b, "bytes", json_integer((json_int_t)len));
   json_object_set_new(b, "beams", json_integer(beams));
-  json_object_set_new(b, "fields", json_integer(BF_COUNT));
+  json_object_set_new(b, "fields", json_integer(PA_OBS_FIELDS));
   json_object_set_new(d, "binary", b);
   free(c->bin);
   c->bin = blk;

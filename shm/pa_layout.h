@@ -24,8 +24,9 @@ extern "C" {
 
 /* Bumped whenever a shared struct changes; an attacher of another version
  * is refused by name ("layout version is 1, expected 2"). 2: typed
- * pa_cmd / pa_reply arguments; 4: pa_ctl.reply_watch_until. */
-#define PA_SHM_LAYOUT_VERSION 5u
+ * pa_cmd / pa_reply arguments; 4: pa_ctl.reply_watch_until; 6: the
+ * observation segment and a STEP's obs_first/obs_count. */
+#define PA_SHM_LAYOUT_VERSION 6u
 #define PA_SHM_INSTANCE_MAX 48 /* [A-Za-z0-9_-], 1..47 chars */
 
 enum pa_seg_kind {
@@ -34,6 +35,7 @@ enum pa_seg_kind {
   PA_SEG_SCAN = 3,   /* ring of pa_scan records (one robot's scan) */
   PA_SEG_CAMERA = 4, /* ring of pa_frame records (one robot's image) */
   PA_SEG_MAP = 5,    /* pa_map_block + cells; created by pa-sim */
+  PA_SEG_OBS = 6,    /* pa_obs_seg + a PAB1 block; created by pa-sim */
   PA_SEG_TEST = 99,  /* free for tests */
 };
 
@@ -437,6 +439,9 @@ enum pa_prop {
   PA_PROP_COUNT
 };
 enum { PA_CMDF_DRIVE = 1u << 0, PA_CMDF_NO_REPLY = 1u << 1 };
+/* STEP: afterwards pa-sim writes robots [obs_first, +obs_count)'s states and
+ * newest scans into the observation segment (its reply's step.obs_seq). */
+enum { PA_CMDF_OBS = 1u << 5 };
 enum { /* MOVE_AGENT: what changes */
        PA_CMDF_AGENT_POSE = 1u << 2,
        PA_CMDF_AGENT_GOAL = 1u << 3,  /* path: waypoints (one = a goal) */
@@ -454,6 +459,7 @@ typedef struct pa_cmd_step { /* STEP */
   pa_cmd_drive drive;        /* with PA_CMDF_DRIVE (robot frame) */
   uint32_t ticks;            /* 1..PA_CMD_STEPS_MAX */
   uint32_t reserved;
+  uint32_t obs_first, obs_count; /* with PA_CMDF_OBS: the robots observed */
 } pa_cmd_step;
 typedef struct pa_cmd_pose { /* TELEPORT */
   double x, y, theta;        /* [m, m, rad] */
@@ -638,6 +644,10 @@ typedef struct pa_reply_pose { /* robot ops: the robot after the command */
   uint32_t robot;              /* index */
   uint32_t reserved;
 } pa_reply_pose;
+typedef struct pa_reply_step { /* STEP */
+  pa_reply_pose pose;          /* its robot's, as a robot op's */
+  uint64_t obs_seq; /* with PA_CMDF_OBS: the block's pa_obs_seg.seq; 0: none */
+} pa_reply_step;
 typedef struct pa_reply_obj { /* REMOVE_*, SPAWN_OBSTACLE */
   uint32_t id;                /* robot or obstacle index */
 } pa_reply_obj;
@@ -687,6 +697,7 @@ typedef struct pa_reply {
   double sim_time; /* [s] */
   union {          /* the member of op (see enum pa_op) */
     pa_reply_pose pose;
+    pa_reply_step step;
     pa_reply_obj obj;
     pa_reply_speed speed;
     pa_reply_prop prop;
@@ -736,6 +747,79 @@ typedef struct pa_map_block {
 static inline int8_t pa_map_block_occupied_min(const pa_map_block *m) {
   return m->occupied_min > 0 ? (int8_t)m->occupied_min : (int8_t)100;
 }
+
+/* The PAB1 block: step_batch's binary reply and the observation segment's
+ * body (docs/protocol-notes.md). "PAB1", then uint32 robots n, beams,
+ * fields (PA_OBS_FIELDS); n rows of `fields` doubles (enum pa_obs_field);
+ * then n x beams float32 ranges, NaN after a shorter scan. */
+#define PA_OBS_MAGIC "PAB1"
+#define PA_OBS_HEADER 16u
+enum pa_obs_field {
+  PA_OBS_X,
+  PA_OBS_Y,
+  PA_OBS_THETA,
+  PA_OBS_V,
+  PA_OBS_VY,
+  PA_OBS_W,
+  PA_OBS_ODOM_X,
+  PA_OBS_ODOM_Y,
+  PA_OBS_ODOM_THETA,
+  PA_OBS_HEAD,
+  PA_OBS_BUMPED,
+  PA_OBS_SCAN_SEQ,
+  PA_OBS_SCAN_TICK,
+  PA_OBS_ANGLE_MIN,
+  PA_OBS_ANGLE_INC,
+  PA_OBS_RANGE_MAX,
+  PA_OBS_FIELDS
+};
+
+/* One robot's row of a PAB1 block: NaN where nothing is known (no state;
+ * no scan yet: range_max is then the robot's laser's). */
+static inline void pa_obs_row(double *f, const pa_robot_state *rs,
+                              const pa_scan *s, double range_max) {
+  for (int i = 0; i < PA_OBS_FIELDS; i++)
+    f[i] = __builtin_nan("");
+  if (rs) {
+    f[PA_OBS_X] = rs->x;
+    f[PA_OBS_Y] = rs->y;
+    f[PA_OBS_THETA] = rs->theta;
+    f[PA_OBS_V] = rs->v;
+    f[PA_OBS_VY] = rs->vy;
+    f[PA_OBS_W] = rs->w;
+    f[PA_OBS_ODOM_X] = rs->odom_x;
+    f[PA_OBS_ODOM_Y] = rs->odom_y;
+    f[PA_OBS_ODOM_THETA] = rs->odom_theta;
+    f[PA_OBS_HEAD] = rs->head;
+    f[PA_OBS_BUMPED] = (rs->flags & PA_RS_BUMPED) ? 1 : 0;
+  }
+  f[PA_OBS_RANGE_MAX] = range_max;
+  if (s) {
+    f[PA_OBS_SCAN_SEQ] = s->seq;
+    f[PA_OBS_SCAN_TICK] = (double)s->tick;
+    f[PA_OBS_ANGLE_MIN] = s->angle_min;
+    f[PA_OBS_ANGLE_INC] = s->angle_increment;
+    f[PA_OBS_RANGE_MAX] = s->range_max;
+  }
+}
+
+/* Observation segment body: the block of the last STEP with PA_CMDF_OBS,
+ * written by pa-sim (its threads) while the step's data is in its caches,
+ * so that a same-host client reads one hot block instead of gathering
+ * 1,000 cold ring slots. A reader copies the block, then checks that seq
+ * is still the one its STEP's reply named (another client's STEP may
+ * have replaced it: it then reads the rings). */
+typedef struct pa_obs_seg {
+  uint64_t seq;          /* odd while a block is written; +2 per block */
+  uint64_t tick;         /* the tick observed */
+  uint64_t off_block;    /* from the segment's base: the PAB1 block, right
+                          * after this header */
+  uint64_t bytes;        /* the block's size */
+  uint64_t capacity;     /* bytes from off_block to the segment's end */
+  uint32_t first, count; /* robots [first, first + count) */
+  uint64_t reserved[2];
+} pa_obs_seg;
+_Static_assert(sizeof(pa_obs_seg) == 64, "pa_obs_seg is one line");
 
 #ifdef __cplusplus
 }

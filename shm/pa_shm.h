@@ -327,6 +327,11 @@ int pa_stack_map_publish(pa_stack *s, uint32_t width, uint32_t height,
                          double resolution, double origin_x, double origin_y,
                          double origin_yaw, const int8_t *cells,
                          int occupied_min, char *err, size_t err_sz);
+/* The observation segment (pa-sim, on the first STEP that asks for one):
+ * the existing one of this creation of the instance, else a new one with
+ * room for every robot's widest scan (sparse: pages cost only as used). */
+int pa_stack_obs_open(const pa_stack *s, pa_shm_seg *seg, pa_obs_seg **obs,
+                      char *err, size_t err_sz);
 int pa_stack_map_attach(const pa_stack *s, pa_shm_seg *seg,
                         const pa_map_block **map, const int8_t **cells,
                         char *err, size_t err_sz);

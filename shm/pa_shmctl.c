@@ -263,6 +263,15 @@ static void records(void) {
   FIELD(pa_frame, width);
   FIELD(pa_frame, height);
   FIELD(pa_frame, size);
+  printf("}}, ");
+  record_begin("pa_obs_seg", sizeof(pa_obs_seg));
+  FIELD(pa_obs_seg, seq);
+  FIELD(pa_obs_seg, tick);
+  FIELD(pa_obs_seg, off_block);
+  FIELD(pa_obs_seg, bytes);
+  FIELD(pa_obs_seg, capacity);
+  FIELD(pa_obs_seg, first);
+  FIELD(pa_obs_seg, count);
   printf("}}");
 }
 
@@ -297,7 +306,11 @@ static int cmd_layout(void) {
   field("len", r.off_slot_len, "u4");
   printf("}}, \"records\": {");
   records();
-  printf("}, \"flags\": {\"PA_RS_ACTIVE\": %u, \"PA_RS_BUMPED\": %u, "
+  /* the observation segment: pa_obs_seg at body_offset, then a PAB1 block */
+  printf("}, \"obs\": {\"segment\": \"obs\", \"record\": \"pa_obs_seg\", "
+         "\"kind\": %u, \"magic\": \"%s\", \"fields\": %u}",
+         (unsigned)PA_SEG_OBS, PA_OBS_MAGIC, (unsigned)PA_OBS_FIELDS);
+  printf(", \"flags\": {\"PA_RS_ACTIVE\": %u, \"PA_RS_BUMPED\": %u, "
          "\"PA_TICK_PAUSED\": %u}}\n",
          (unsigned)PA_RS_ACTIVE, (unsigned)PA_RS_BUMPED,
          (unsigned)PA_TICK_PAUSED);

@@ -682,3 +682,57 @@ int pa_stack_map_attach(const pa_stack *s, pa_shm_seg *seg,
   *cells = (const int8_t *)seg->base + m->off_cells;
   return 0;
 }
+
+/* ---- observation segment ----------------------------------------------- */
+
+#define OBS_OFF_BLOCK (PA_SHM_BODY_OFF + sizeof(pa_obs_seg))
+
+int pa_stack_obs_open(const pa_stack *s, pa_shm_seg *seg, pa_obs_seg **obs,
+                      char *err, size_t err_sz) {
+  const pa_stack_def *d = &s->ctl->def;
+  char name[PA_SHM_NAME_MAX];
+  int rc = pa_shm_name(name, sizeof name, d->instance, "obs", err, err_sz);
+  if (rc)
+    return rc;
+  /* Room for a block of every robot with the widest scan. */
+  uint64_t cap = PA_OBS_HEADER + (uint64_t)d->max_robots *
+                                     (PA_OBS_FIELDS * 8 + 4ull * d->max_beams);
+  if (OBS_OFF_BLOCK + cap > SEG_MAX_BYTES) {
+    pa_shm_errf(err, err_sz,
+                "%s: %" PRIu64 " bytes for max_robots %" PRIu32
+                " x max_beams %" PRIu32 " is over the %llu-byte limit",
+                name, OBS_OFF_BLOCK + cap, d->max_robots, d->max_beams,
+                SEG_MAX_BYTES);
+    return PA_SHM_EINVAL;
+  }
+  uint64_t sizes[PA_SHM_MAX_SIZES] = {d->max_robots, d->max_beams,
+                                      sizeof(pa_obs_seg)};
+  const pa_shm_header *ch = s->ctl_seg.base;
+  /* A restarted pa-sim keeps the segment a client may hold, and its seq
+   * goes on: a client's old block can never pass for a new one. */
+  if (pa_shm_attach(seg, name, PA_SEG_OBS, sizes, NULL, 0) == 0) {
+    const pa_shm_header *h = seg->base;
+    pa_obs_seg *o = (pa_obs_seg *)((char *)seg->base + PA_SHM_BODY_OFF);
+    if (h->boot_id == ch->boot_id && o->off_block == OBS_OFF_BLOCK &&
+        o->capacity == cap && seg->size >= OBS_OFF_BLOCK + cap) {
+      if (o->seq & 1) /* a block cut short by the crash */
+        __atomic_store_n(&o->seq, o->seq + 1, __ATOMIC_RELEASE);
+      *obs = o;
+      return 0;
+    }
+    pa_shm_detach(seg);
+  }
+  pa_shm_unlink(name);
+  rc = pa_shm_create(seg, name, PA_SEG_OBS, sizes, OBS_OFF_BLOCK + cap,
+                     ch->boot_id, err, err_sz);
+  if (rc)
+    return rc;
+  pa_shm_header *h = seg->base;
+  h->owner_pid = ch->owner_pid; /* the instance's owner, for staleness */
+  pa_obs_seg *o = (pa_obs_seg *)((char *)seg->base + PA_SHM_BODY_OFF);
+  o->off_block = OBS_OFF_BLOCK;
+  o->capacity = cap;
+  pa_shm_publish(seg);
+  *obs = o;
+  return 0;
+}

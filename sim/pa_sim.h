@@ -194,6 +194,13 @@ typedef struct pa_sim_rec pa_sim_rec;   /* export_dataset (sim_rec.c) */
 /* A differential robot's wheel separation when none is given. */
 #define PA_WHEEL_BASE_PER_RADIUS 1.6
 
+/* Where a robot's newest published scan is (observation blocks). */
+typedef struct pa_sim_scan_ref {
+  uint64_t rec;   /* its scan ring record; 0: none yet */
+  uint32_t count; /* its beams */
+  uint32_t reserved;
+} pa_sim_scan_ref;
+
 typedef struct pa_sim_state {
   uint64_t tick;           /* ticks since the simulation started */
   double sim_time;         /* [s] */
@@ -213,6 +220,8 @@ typedef struct pa_sim_state {
   /* Sensors: the latest scan of each robot. */
   float *ranges;           /* [cap_robots * beam_cap] [m] */
   uint32_t *scan_due;      /* [cap_robots] robots that scanned this tick */
+  pa_sim_scan_ref *scan_rec; /* [cap_robots] each robot's newest published
+                              * scan in the scan ring (rec 0: none) */
   uint32_t scan_due_count;
   struct pa_sim_scratch *scratch; /* pa_sim_scan's beam tables (sim_int.h) */
   pa_sim_hash hash;        /* robot broad phase, rebuilt every tick */
@@ -410,6 +419,11 @@ void pa_sim_shm_publish_tick_at(const pa_sim_model *m, pa_sim_state *s,
                                 pa_stack *st, int64_t wall_ns);
 /* Writes an overlapped scan that completed (pa_sim_scans_settle) to the
  * scan ring, if any (pa_sim_shm_publish_tick does too). */
+/* The observation block of robots [first, first + count) (their states
+ * now and newest published scans) into the observation segment o, by the
+ * scan threads: its seq, or 0 when it cannot (bad range). sim_obs.c. */
+uint64_t pa_sim_obs_write(pa_sim_state *s, pa_stack *st, pa_obs_seg *o,
+                          uint32_t first, uint32_t count);
 void pa_sim_shm_publish_late(const pa_sim_model *m, pa_sim_state *s,
                              pa_stack *st);
 /* If the stack holds a live world (state records + robots in the snapshot),

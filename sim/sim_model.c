@@ -511,11 +511,12 @@ int pa_sim_state_init(const pa_sim_model *m, pa_sim_state *s, char *err,
   s->obs = calloc(no, sizeof *s->obs);
   s->ranges = calloc(nr * m->beam_cap, sizeof(float));
   s->scan_due = calloc(nr, sizeof *s->scan_due);
+  s->scan_rec = calloc(nr, sizeof *s->scan_rec);
   s->scratch = calloc(1, sizeof *s->scratch);
   s->motion = calloc(nr, sizeof *s->motion);
   if (!s->info || !s->rs || !s->obs || !s->ranges || !s->scan_due ||
-      !s->scratch || !s->motion || pa_sim_int_dyn_init(s) != 0 ||
-      pa_sim_int_agents_init(s) != 0 ||
+      !s->scan_rec || !s->scratch || !s->motion ||
+      pa_sim_int_dyn_init(s) != 0 || pa_sim_int_agents_init(s) != 0 ||
       pa_sim_int_scratch_init(s->scratch, m->beam_cap) != 0 ||
       pa_sim_int_hash_init(&s->hash, (uint32_t)nr) != 0 ||
       pa_sim_int_hash_init(&s->lhash, (uint32_t)nr) != 0) {
@@ -556,6 +557,7 @@ void pa_sim_state_free(pa_sim_state *s) {
   free(s->obs);
   free(s->ranges);
   free(s->scan_due);
+  free(s->scan_rec);
   if (s->scratch)
     pa_sim_int_scratch_free(s->scratch);
   free(s->scratch);

@@ -69,10 +69,26 @@ typedef struct run_ctx {
   pa_cmd step_cmd;
   uint64_t step_left;
   loader ld;
+  pa_shm_seg obs_seg; /* the observation segment, once a STEP asked */
+  pa_obs_seg *obs;
 } run_ctx;
 
 static void set_inflight(pa_ctl *ctl, uint64_t v) {
   __atomic_store_n(&ctl->cmd_inflight, v, __ATOMIC_SEQ_CST);
+}
+
+/* A STEP's observation block: 0 (the client reads the rings) when the
+ * segment cannot be made. */
+static uint64_t write_obs(run_ctx *k) {
+  if (!k->obs) {
+    char err[256];
+    if (pa_stack_obs_open(k->st, &k->obs_seg, &k->obs, err, sizeof err) != 0) {
+      pa_warn("observation segment: %s", err);
+      return 0;
+    }
+  }
+  return pa_sim_obs_write(k->s, k->st, k->obs, k->step_cmd.step.obs_first,
+                          k->step_cmd.step.obs_count);
 }
 
 /* Replies are pushed only while the reply queue has room (checked before
@@ -654,6 +670,8 @@ void pa_sim_run(pa_sim_model *m, pa_sim_state *s, pa_stack *st,
       reply_envelope(m, s, &k.step_cmd, &r);
       if (k.step_cmd.robot < s->robot_count && s->info[k.step_cmd.robot].active)
         pa_sim_int_reply_pose(&r, s, k.step_cmd.robot);
+      if (k.step_cmd.flags & PA_CMDF_OBS)
+        r.step.obs_seq = write_obs(&k);
       finish_cmd(st, &k.step_cmd, &r);
       k.stepping = false;
     }
@@ -692,5 +710,6 @@ void pa_sim_run(pa_sim_model *m, pa_sim_state *s, pa_stack *st,
     loader_clear(&k.ld);
   }
   publish_health(&k, pa_now_ns());
+  pa_shm_detach(&k.obs_seg);
   free(k.lat);
 }

@@ -138,7 +138,11 @@ static void write_scan(const pa_sim_state *s, pa_stack *st,
   h.range_min = t->range_min;
   h.range_max = t->range_max;
   h.count = beams;
-  ring_put(st->scan, &h, sizeof h, ranges, beams * sizeof(float));
+  if (ring_put(st->scan, &h, sizeof h, ranges, beams * sizeof(float)) &&
+      t->robot < s->cap_robots)
+    s->scan_rec[t->robot] =
+        (pa_sim_scan_ref){.rec = pa_ring_head(st->scan),
+                          .count = beams}; /* pa-sim alone writes */
   pa_sim_int_rec_scan(s->rec, &h, ranges);
 }
 
@@ -218,6 +222,22 @@ int pa_sim_shm_resume_map(pa_sim_model *m, pa_sim_state *s, pa_stack *st,
     pa_warn("resumed map: %u robot%s did not fit and moved", moved,
             moved == 1 ? "" : "s");
   return 1;
+}
+
+/* Each robot's newest scan record still in the ring (newest first), as a
+ * restarted pa-sim's observation blocks find them. */
+static void find_scans(pa_sim_state *s, pa_stack *st) {
+  uint64_t head = pa_ring_head(st->scan), slots = pa_ring_slot_count(st->scan);
+  for (uint64_t k = head; k >= 1 && head - k < slots; k--) {
+    uint32_t len;
+    const void *p = pa_ring_peek(st->scan, k, &len);
+    pa_scan h;
+    if (!p || len < sizeof h)
+      continue;
+    memcpy(&h, p, sizeof h);
+    if (h.robot < s->cap_robots && !s->scan_rec[h.robot].rec)
+      s->scan_rec[h.robot] = (pa_sim_scan_ref){.rec = k, .count = h.count};
+  }
 }
 
 int pa_sim_shm_resume(const pa_sim_model *m, pa_sim_state *s, pa_stack *st,
@@ -319,5 +339,6 @@ int pa_sim_shm_resume(const pa_sim_model *m, pa_sim_state *s, pa_stack *st,
   pa_sim_int_world_install(m, s, &w);
   pa_sim_ssl_resume(s, &t); /* the ball continues where it was */
   free(buf);
+  find_scans(s, st);
   return 1;
 }

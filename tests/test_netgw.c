@@ -844,7 +844,15 @@ static const jcase jcases[] = {
     ERR("step_batch", "{\"binary\": 1}", "invalid_action_shape", "data.binary"),
     OK_("step_batch", "{\"observe\": false}", "\"count\":2}", PA_OP_STEP),
     ERR("step_batch", "{\"observe\": 0}", "invalid_action_shape",
-        "data.observe"),
+        "data.observe must be true, false or"),
+    ERR("step_batch", "{\"observe\": \"tcp\"}", "invalid_action_shape",
+        "data.observe must be"),
+    /* observe "shm": pa-sim's block (this fake sim writes none: 0) */
+    OK_("step_batch", "{\"observe\": \"shm\"}", "\"obs_seq\":0", PA_OP_STEP),
+    ERR("step_batch", "{\"robots\": [1, 0], \"observe\": \"shm\"}",
+        "invalid_message",
+        "one run of ids (robots_range [first, count]): 0 "
+        "follows 1"),
     SIMERR("step_batch", "{}", blocked_pose, PA_OP_STEP),
     OK_("set_velocity", "{\"v\": 0.2, \"w\": 0.1}", "\"robot\":0",
         PA_OP_SET_CMD),

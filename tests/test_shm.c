@@ -148,7 +148,7 @@ static void test_segment_validation(void **st) {
   h->version = 1; /* a peer built before typed pa_cmd/pa_reply */
   assert_int_equal(pa_shm_attach(&a, name, PA_SEG_TEST, NULL, err, sizeof err),
                    PA_SHM_EMISMATCH);
-  assert_non_null(strstr(err, "layout version is 1, expected 5"));
+  assert_non_null(strstr(err, "layout version is 1, expected 6"));
   h->version = PA_SHM_LAYOUT_VERSION;
   h->total_size = 8192;
   assert_int_equal(pa_shm_attach(&a, name, PA_SEG_TEST, NULL, err, sizeof err),
@@ -718,7 +718,7 @@ static void test_stack_mismatch(void **st) {
 
   ch->version = 7;
   assert_int_equal(pa_stack_attach(&a, inst, err, sizeof err), PA_SHM_EMISMATCH);
-  assert_non_null(strstr(err, ".ctl: layout version is 7, expected 5"));
+  assert_non_null(strstr(err, ".ctl: layout version is 7, expected 6"));
   ch->version = PA_SHM_LAYOUT_VERSION;
 
   pa_shm_header *camh = s.camera_seg.base;

@@ -17,6 +17,15 @@ def inst(tag):
     return "t%d-rlshm-%s" % (os.getpid(), tag)
 
 
+def _parent_comm(pid):
+    """(comm, parent pid) of a process, or None."""
+    try:
+        st = open("/proc/%s/stat" % pid).read()
+        return open("/proc/%s/comm" % pid).read().strip(), int(st[st.rindex(")") + 2:].split()[1])
+    except (OSError, ValueError):
+        return None
+
+
 class Layout(unittest.TestCase):
     def test_layout_json(self):
         out = subprocess.run([os.path.join(find_bin_dir(), "pa-shmctl"), "layout", "--json"],
@@ -93,6 +102,104 @@ class ShmEqualsTcp(unittest.TestCase):
         finally:
             env.close()
 
+    def _block_and_rings(self, w, robots, actions, ticks):
+        """One step_batch with observe "shm": pa-sim's block, and what the rings hold."""
+        _, _, d = w.conn.step_batch(robots, actions, ticks, observe="shm")
+        blk = w.reader.block(d["obs_seq"], len(robots))
+        self.assertIsNotNone(blk, d)
+        st_s, rg_s, tick = w.reader.observe(robots, w.range_max)
+        self.assertEqual(tick, d["tick"])
+        return blk, (st_s, rg_s)
+
+    def test_block_equals_rings(self):
+        """pa-sim's observation block holds what the rings (and so the TCP reply,
+        above) hold, bit for bit: after steps shorter and longer than a scan period,
+        for every robot or a run of them."""
+        n = 300
+        env = NavVectorEnv(num_envs=n, instance=inst("blk"), shm=True, beams=360)
+        try:
+            env.reset(seed=6)
+            w = env.world
+            seqs = []
+            for ticks, robots in ((1, env.robots), (7, env.robots[5:40]),
+                                  (w.ticks_per_scan, env.robots), (33, env.robots[-1:]),
+                                  (2 * w.ticks_per_scan + 3, env.robots)):
+                acts = np.full((len(robots), 2), 0.2)
+                (st_b, rg_b), (st_s, rg_s) = self._block_and_rings(w, robots, acts, ticks)
+                self.assertFalse(np.isnan(rg_b[:, 0]).any(), ticks)
+                self.assertTrue(np.array_equal(st_b, st_s, equal_nan=True), ticks)
+                self.assertTrue(np.array_equal(rg_b, rg_s, equal_nan=True), ticks)
+                seqs.append(w.reader._obs_field("seq"))
+            self.assertEqual(seqs, sorted(set(seqs)))  # a new block each step
+            self.assertEqual(w.reader.block_misses, 0)
+            # not one run of ids: refused by name, nothing stepped
+            with self.assertRaisesRegex(Exception, "one run of ids"):
+                w.conn.step_batch([1, 0], None, 1, observe="shm")
+        finally:
+            env.close()
+
+    def test_block_replaced_by_another_client(self):
+        """Another client's step replaces the block: the reader says so (None) and
+        the env reads the rings instead; the numbers stay the TCP reply's."""
+        from playarea.env._stack import Conn
+        env = NavVectorEnv(num_envs=4, instance=inst("rep"), shm=True, beams=360)
+        other = None
+        try:
+            env.reset(seed=1)
+            w = env.world
+            other = Conn(w.host, w.port)
+            _, _, d = w.conn.step_batch(env.robots, None, 3, observe="shm")
+            other.step_batch([0, 1], None, 1, observe="shm")
+            self.assertIsNone(w.reader.block(d["obs_seq"], 4))
+            self.assertEqual(w.reader.block_misses, 1)
+            before = w.reader.blocks
+            real = w.reader.block
+            w.reader.block = lambda seq, n: None  # as if replaced every time
+            try:
+                env.step(env.action_space.sample())
+            finally:
+                w.reader.block = real
+            st_t, rg_t, _ = w.conn.step_batch(env.robots, None, 1)
+            (st_b, rg_b), _ = self._block_and_rings(w, env.robots, None, 1)
+            self.assertEqual(w.reader.blocks, before + 1)
+            self.assertEqual(st_b.shape, st_t.shape)
+            self.assertEqual(rg_b.shape, rg_t.shape)
+        finally:
+            if other is not None:
+                other.close()
+            env.close()
+
+    def test_block_after_sim_restart(self):
+        """A crashed pa-sim is restarted: the new one keeps the segment a client holds
+        and its seq going, and finds every robot's newest scan in the ring again."""
+        import signal
+        import time
+        env = NavVectorEnv(num_envs=6, instance=inst("rst"), shm=True, beams=360)
+        try:
+            env.reset(seed=2)
+            w = env.world
+            self._block_and_rings(w, env.robots, None, w.ticks_per_scan)
+            seq0 = w.reader._obs_field("seq")
+            sim = [int(p) for p in os.listdir("/proc") if p.isdigit() and _parent_comm(p)
+                   == ("pa-sim", env.world.stack.proc.pid)]
+            self.assertEqual(len(sim), 1)
+            os.kill(sim[0], signal.SIGKILL)
+            deadline = time.monotonic() + 30
+            while True:  # the launcher restarts it; requests are refused busy meanwhile
+                try:
+                    (st_b, rg_b), (st_s, rg_s) = self._block_and_rings(w, env.robots, None, 1)
+                    break
+                except Exception:
+                    if time.monotonic() > deadline:
+                        raise
+                    time.sleep(0.1)
+            self.assertGreater(w.reader._obs_field("seq"), seq0)
+            self.assertFalse(np.isnan(rg_b[:, 0]).any())  # every scan found again
+            self.assertTrue(np.array_equal(st_b, st_s, equal_nan=True))
+            self.assertTrue(np.array_equal(rg_b, rg_s, equal_nan=True))
+        finally:
+            env.close()
+
     def test_shm_and_tcp_envs_agree(self):
         runs = []
         for shm in (False, True):
@@ -105,6 +212,9 @@ class ShmEqualsTcp(unittest.TestCase):
                 for _ in range(8):
                     traj.append(env.step(env.action_space.sample())[:4])
                 runs.append(traj)
+                if shm:  # every step's observations came in pa-sim's block
+                    self.assertGreaterEqual(env.world.reader.blocks, 8)
+                    self.assertEqual(env.world.reader.block_misses, 0)
             finally:
                 env.close()
         for a, b in zip(*runs):

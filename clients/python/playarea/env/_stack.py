@@ -359,9 +359,19 @@ class Conn:
                              % (magic, n, beams, fields, nbytes))
         return blk, 16, beams, 16 + 8 * fields, d["tick"]
 
+    def robots_range(self, robots):
+        """Whether these ids are one run first, first + 1, ... (what step_batch sent last
+        for them: robots_range; observe="shm" needs it)."""
+        robots = np.asarray(robots, dtype=np.int64)
+        if robots.tobytes() != self._robots_key:
+            return len(robots) > 0 and np.array_equal(robots, np.arange(robots[0], robots[0] + len(robots)))
+        return self._robots_json.startswith(b'"robots_range"')
+
     def step_batch(self, robots, actions, steps, observe=True):
         """(states float64 [n, 16], ranges float32 [n, beams], header data) after `steps` ticks;
-        observe=False: (None, None, header data), the observations stay in shared memory.
+        observe=False: (None, None, header data), the observations stay in shared memory;
+        observe="shm": the same, and pa-sim writes them into the observation segment as one
+        block (header data["obs_seq"] names it; the ids must be one run).
 
         The arrays are views of the connection's block buffer: the next step_batch
         overwrites them (copy what you keep). One sendall per call: the request
@@ -391,7 +401,10 @@ class Conn:
             if np.array_equal(a32, a):  # float32 holds them exactly (Box actions): half the bytes
                 a = a32
             parts += [b',"actions_b64":"', base64.b64encode(np.ascontiguousarray(a).data), b'"']
-        if not observe:
+        if observe == "shm":
+            parts.append(b',"observe":"shm"')
+            observe = False
+        elif not observe:
             parts.append(b',"observe":false')
         parts.append(b"}}\n")
         self.sock.sendall(b"".join(parts))

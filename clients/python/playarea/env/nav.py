@@ -224,7 +224,15 @@ class _World:
         shm, the header over TCP and the observations from shared memory."""
         if self.reader is None:
             return self.conn.step_batch(robots, actions, steps)
-        _, _, d = self.conn.step_batch(robots, actions, steps, observe=False)
+        if self.conn.robots_range(robots):
+            # pa-sim writes the block while the step's scans are in its caches; the
+            # rings are read only if another client's step replaced it meanwhile
+            _, _, d = self.conn.step_batch(robots, actions, steps, observe="shm")
+            blk = self.reader.block(d.get("obs_seq", 0), len(robots))
+            if blk is not None:
+                return blk[0], blk[1], d
+        else:
+            _, _, d = self.conn.step_batch(robots, actions, steps, observe=False)
         st, rg, _ = self.reader.observe(robots, self.range_max)
         return st, rg, d
 

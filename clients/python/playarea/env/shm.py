@@ -92,6 +92,20 @@ class _Ring:
             pass
 
 
+class _Seg:
+    """A mapped segment and its bytes."""
+
+    def __init__(self, mm, buf):
+        self.mm, self.buf = mm, buf
+
+    def close(self):
+        self.buf = None
+        try:
+            self.mm.close()
+        except BufferError:  # a view is still alive somewhere: the GC unmaps it
+            pass
+
+
 class ShmReader:
     """The newest tick's robot states and each robot's newest scan, from shared memory."""
 
@@ -133,6 +147,10 @@ class ShmReader:
                                  self.scan.buf, self.scan.slots_off, (self.scan.slot_size,))
 
         self.flags = lay["flags"]
+        self.obs = None  # the observation segment, opened on the first block
+        self.blocks = self.block_misses = 0
+        of = recs["pa_obs_seg"]["fields"]
+        self._obs_off = {k: (lay["body_offset"] + f["offset"], "<" + f["type"]) for k, f in of.items()}
         # robot id -> (newest slot, its record number), kept up to date from the
         # records written since the last read (the scan ring's head moves on)
         self._seen = 0
@@ -260,6 +278,66 @@ class ShmReader:
                 out[have, F[col]] = sl[name][have]
         return out, ranges, int(tick["tick"])
 
+    def _obs_field(self, name):
+        off, t = self._obs_off[name]
+        return int(self.obs.buf[off:off + 8].view(t)[0]) if t == "<u8" else \
+            int(self.obs.buf[off:off + 4].view(t)[0])
+
+    def _open_obs(self):
+        lay = self.layout
+        path = os.path.join(lay["shm_dir"], lay["segment_name"].format(
+            instance=self._instance, segment=lay["obs"]["segment"]))
+        try:
+            fd = os.open(path, os.O_RDONLY)
+        except OSError:
+            return False  # not made yet (pa-sim could not): the rings
+        try:
+            mm = mmap.mmap(fd, 0, mmap.MAP_SHARED, mmap.PROT_READ)
+        finally:
+            os.close(fd)
+        buf = np.frombuffer(mm, dtype=np.uint8)
+        hf = lay["header"]["fields"]
+        word = lambda name: int(buf[hf[name]["offset"]:][:4].view("<u4")[0])  # noqa: E731
+        if word("magic") != lay["header"]["magic"] or word("version") != lay["layout_version"] \
+                or word("kind") != lay["obs"]["kind"]:
+            del buf
+            mm.close()
+            return False
+        self.obs = _Seg(mm, buf)
+        return True
+
+    def block(self, seq, n):
+        """(states [n, 16] float64, ranges [n, beams] float32), copies of the observation
+        block pa-sim wrote after a step_batch with observe "shm" (its reply's obs_seq, as
+        step_batch's binary block holds them), or None when there is none: 0, or another
+        client's step replaced it (the caller then reads the rings)."""
+        if not seq:
+            return None
+        for attempt in range(2):  # a restarted instance's segment is a new object
+            if self.obs is None and not self._open_obs():
+                break
+            if self._obs_field("seq") != seq:
+                self.obs.close()
+                self.obs = None
+                continue
+            off, nbytes = self._obs_field("off_block"), self._obs_field("bytes")
+            if nbytes < 16 or off + nbytes > len(self.obs.buf):
+                break
+            blk = self.obs.buf[off:off + nbytes]
+            n_, beams, fields = (int(v) for v in blk[4:16].view("<u4"))
+            if bytes(blk[:4]) != self.layout["obs"]["magic"].encode() or n_ != n \
+                    or fields != self.layout["obs"]["fields"] \
+                    or 16 + n * (8 * fields + 4 * beams) != nbytes:
+                break
+            st = np.frombuffer(blk, "<f8", n * fields, 16).reshape(n, fields).copy()
+            rg = np.frombuffer(blk, "<f4", n * beams, 16 + 8 * n * fields).reshape(n, beams).copy()
+            if self._obs_field("seq") != seq:
+                break  # replaced while copied
+            self.blocks += 1
+            return st, rg
+        self.block_misses += 1
+        return None
+
     def frame(self, robot, tick):
         """The head-camera image (uint8 [h, w, 3], a copy) of robot rendered from this
         tick, or None if pa-render has not written one yet."""
@@ -290,5 +368,8 @@ class ShmReader:
         self.slots = self.slot_ranges = None
         self.state.close()
         self.scan.close()
+        if self.obs is not None:
+            self.obs.close()
+            self.obs = None
         if getattr(self, "camera", None) is not None:
             self.camera.close()

@@ -1,0 +1,101 @@
+/* sim_obs.c - the observation segment: after a STEP with PA_CMDF_OBS, the
+ * observed robots' states and newest scans as one PAB1 block (the block
+ * step_batch's binary reply holds), written by the scan threads while the
+ * step's scans are still in the caches. A same-host client then copies one
+ * hot block instead of gathering 1,000 cold ring slots. */
+#include "pa_sim.h"
+#include "pa_shm.h"
+#include "sim_int.h"
+
+#include <math.h>
+#include <string.h>
+
+typedef struct obs_job {
+  const pa_sim_state *s;
+  const pa_ring *scan;
+  uint32_t first, beams;
+  char *rows, *ranges;
+} obs_job;
+
+/* Robot id's newest scan in the ring (header into *h), or NULL. pa-sim is
+ * the ring's only writer and writes nothing meanwhile: no torn record. */
+static const float *newest_scan(const pa_sim_state *s, const pa_ring *scan,
+                                uint32_t id, pa_scan *h) {
+  uint64_t rec = s->scan_rec[id].rec;
+  uint32_t len;
+  const char *p = rec ? pa_ring_peek(scan, rec, &len) : NULL;
+  if (!p || len < sizeof *h)
+    return NULL; /* none yet, or lapped (a robot that stopped scanning) */
+  memcpy(h, p, sizeof *h);
+  if (h->robot != id || sizeof *h + (uint64_t)h->count * 4 > len)
+    return NULL;
+  return (const float *)(const void *)(p + sizeof *h);
+}
+
+static void obs_item(void *arg, uint32_t i, pa_sim_scratch *k,
+                     uint64_t *count) {
+  (void)k;
+  (void)count;
+  const obs_job *j = arg;
+  const pa_sim_state *s = j->s;
+  uint32_t id = j->first + i;
+  bool live = id < s->robot_count && s->info[id].active;
+  pa_scan h;
+  const float *src = live ? newest_scan(s, j->scan, id, &h) : NULL;
+  double f[PA_OBS_FIELDS];
+  pa_obs_row(f, live ? &s->rs[id] : NULL, src ? &h : NULL,
+             live ? s->info[id].laser_range_max : 0);
+  memcpy(j->rows + (size_t)i * sizeof f, f, sizeof f);
+  float *out = (float *)(void *)(j->ranges + (size_t)i * j->beams * 4);
+  uint32_t c = !src ? 0 : h.count < j->beams ? h.count : j->beams;
+  if (c)
+    memcpy(out, src, (size_t)c * 4);
+  for (uint32_t b = c; b < j->beams; b++)
+    out[b] = NAN;
+}
+
+uint64_t pa_sim_obs_write(pa_sim_state *s, pa_stack *st, pa_obs_seg *o,
+                          uint32_t first, uint32_t count) {
+  if (!o || count == 0 || first >= s->cap_robots ||
+      count > s->cap_robots - first)
+    return 0;
+  /* The widest newest scan still in the ring sets the beam count, as the
+   * TCP block's (from the refs: no cold slot is read twice). */
+  uint64_t head = pa_ring_head(st->scan), slots = pa_ring_slot_count(st->scan);
+  uint32_t w = 0;
+  for (uint32_t i = 0; i < count; i++) {
+    uint32_t id = first + i;
+    const pa_sim_scan_ref *r = &s->scan_rec[id];
+    if (id < s->robot_count && s->info[id].active && r->rec &&
+        head - r->rec < slots && r->count > w)
+      w = r->count;
+  }
+  uint64_t bytes =
+      PA_OBS_HEADER + (uint64_t)count * (PA_OBS_FIELDS * 8 + 4ull * w);
+  if (bytes > o->capacity)
+    return 0; /* cannot happen: beams <= max_beams, robots <= max_robots */
+  uint64_t seq = o->seq + 1; /* odd: being written */
+  __atomic_store_n(&o->seq, seq, __ATOMIC_RELAXED);
+  __atomic_thread_fence(__ATOMIC_RELEASE);
+  char *b = (char *)(o + 1); /* off_block: the block follows the header */
+  uint32_t hdr[3] = {count, w, PA_OBS_FIELDS};
+  memcpy(b, PA_OBS_MAGIC, 4);
+  memcpy(b + 4, hdr, sizeof hdr);
+  obs_job j = {.s = s,
+               .scan = st->scan,
+               .first = first,
+               .beams = w,
+               .rows = b + PA_OBS_HEADER,
+               .ranges = b + PA_OBS_HEADER + (size_t)count * PA_OBS_FIELDS * 8};
+  if (s->pool)
+    pa_sim_int_pool_run(s->pool, obs_item, &j, count, 16);
+  else
+    for (uint32_t i = 0; i < count; i++)
+      obs_item(&j, i, NULL, NULL);
+  o->tick = s->tick;
+  o->first = first;
+  o->count = count;
+  o->bytes = bytes;
+  __atomic_store_n(&o->seq, seq + 1, __ATOMIC_RELEASE); /* even: done */
+  return seq + 1;
+}
