@@ -41,8 +41,11 @@ def _dtype(rec, base=0, extra=()):
     return names, formats, offsets
 
 
-class _Ring:
-    def __init__(self, layout, instance, segment):
+class _Seg:
+    """A segment of the instance mapped read-only, its header checked (magic and
+    layout version, and the kind when given)."""
+
+    def __init__(self, layout, instance, segment, kind=None):
         path = os.path.join(layout["shm_dir"],
                             layout["segment_name"].format(instance=instance, segment=segment))
         try:
@@ -55,11 +58,26 @@ class _Ring:
             os.close(fd)
         self.buf = np.frombuffer(self.mm, dtype=np.uint8)
         hf = layout["header"]["fields"]
-        magic = int(self.buf[hf["magic"]["offset"]:][:4].view("<u4")[0])
-        version = int(self.buf[hf["version"]["offset"]:][:4].view("<u4")[0])
-        if magic != layout["header"]["magic"] or version != layout["layout_version"]:
-            raise StackError("%s: magic/version %x/%d, expected %x/%d (binaries and stack differ)"
-                             % (path, magic, version, layout["header"]["magic"], layout["layout_version"]))
+        magic, version, k = (int(self.buf[hf[f]["offset"]:][:4].view("<u4")[0])
+                             for f in ("magic", "version", "kind"))
+        if magic != layout["header"]["magic"] or version != layout["layout_version"] \
+                or (kind is not None and k != kind):
+            self.close()
+            raise StackError("%s: magic/version/kind %x/%d/%d, expected %x/%d/%s (binaries and "
+                             "stack differ)" % (path, magic, version, k, layout["header"]["magic"],
+                                                layout["layout_version"], kind))
+
+    def close(self):
+        self.buf = None
+        try:
+            self.mm.close()
+        except BufferError:  # a view is still alive somewhere: the GC unmaps it
+            pass
+
+
+class _Ring(_Seg):
+    def __init__(self, layout, instance, segment):
+        super().__init__(layout, instance, segment)
         self.base = layout["body_offset"]
         rf = layout["ring"]["fields"]
 
@@ -83,27 +101,6 @@ class _Ring:
     def seq_at(self, n):
         o = self.slot_offset(n) + self.seq_off
         return int(self.buf[o:o + 8].view("<u8")[0])
-
-    def close(self):
-        self.buf = None
-        try:
-            self.mm.close()
-        except BufferError:  # a view is still alive somewhere: the GC unmaps it
-            pass
-
-
-class _Seg:
-    """A mapped segment and its bytes."""
-
-    def __init__(self, mm, buf):
-        self.mm, self.buf = mm, buf
-
-    def close(self):
-        self.buf = None
-        try:
-            self.mm.close()
-        except BufferError:  # a view is still alive somewhere: the GC unmaps it
-            pass
 
 
 class ShmReader:
@@ -284,26 +281,11 @@ class ShmReader:
             int(self.obs.buf[off:off + 4].view(t)[0])
 
     def _open_obs(self):
-        lay = self.layout
-        path = os.path.join(lay["shm_dir"], lay["segment_name"].format(
-            instance=self._instance, segment=lay["obs"]["segment"]))
         try:
-            fd = os.open(path, os.O_RDONLY)
-        except OSError:
-            return False  # not made yet (pa-sim could not): the rings
-        try:
-            mm = mmap.mmap(fd, 0, mmap.MAP_SHARED, mmap.PROT_READ)
-        finally:
-            os.close(fd)
-        buf = np.frombuffer(mm, dtype=np.uint8)
-        hf = lay["header"]["fields"]
-        word = lambda name: int(buf[hf[name]["offset"]:][:4].view("<u4")[0])  # noqa: E731
-        if word("magic") != lay["header"]["magic"] or word("version") != lay["layout_version"] \
-                or word("kind") != lay["obs"]["kind"]:
-            del buf
-            mm.close()
-            return False
-        self.obs = _Seg(mm, buf)
+            self.obs = _Seg(self.layout, self._instance, self.layout["obs"]["segment"],
+                            self.layout["obs"]["kind"])
+        except StackError:
+            return False  # not made (pa-sim could not, it logs why) or not ours: the rings
         return True
 
     def block(self, seq, n):
