@@ -338,7 +338,7 @@ VEC_TARGET static inline void VEC_FN(cst_i)(int32_t *dst, vec_i v, unsigned b) {
 
 typedef struct VEC_FN(lists) {
   /* jumping: direction and its inverse, parameter, ray */
-  float jdx[VEC_LIST], jdy[VEC_LIST], jix[VEC_LIST], jiy[VEC_LIST];
+  float jdx[VEC_LIST], jdy[VEC_LIST];
   float jt[VEC_LIST];
   int32_t jid[VEC_LIST];
   /* walking: the direction's inverse (0: the axis is never crossed; its
@@ -423,14 +423,13 @@ VEC_TARGET static inline uint32_t VEC_FN(done)(VEC_FN(lists) * L, uint32_t at,
 
 /* Appends lanes b of jumping rays to the jump list at `at` (a pass packs
  * its own list in place: at <= the vector read); returns the new end. */
-VEC_TARGET static inline uint32_t
-VEC_FN(to_jump)(VEC_FN(lists) * L, uint32_t at, unsigned b, vec_f dx, vec_f dy,
-                vec_f inx, vec_f iny, vec_f t, vec_i id) {
+VEC_TARGET static inline uint32_t VEC_FN(to_jump)(VEC_FN(lists) * L,
+                                                  uint32_t at, unsigned b,
+                                                  vec_f dx, vec_f dy, vec_f t,
+                                                  vec_i id) {
   VEC_FN(perm) p = VEC_PERM(b);
   VEC_CST_F(L->jdx + at, dx, p);
   VEC_CST_F(L->jdy + at, dy, p);
-  VEC_CST_F(L->jix + at, inx, p);
-  VEC_CST_F(L->jiy + at, iny, p);
   VEC_CST_F(L->jt + at, t, p);
   VEC_CST_I(L->jid + at, id, p);
   return at + (uint32_t)__builtin_popcount(b);
@@ -490,7 +489,6 @@ VEC_TARGET static void VEC_FN(jump_pass)(const VEC_FN(fctx) * c,
   for (uint32_t i = 0; i < n; i += VEC_FL) {
     vec_i valid = VEC_FN(first_n)(n - i);
     vec_f dx = VEC_FN(ld_f)(L->jdx + i), dy = VEC_FN(ld_f)(L->jdy + i);
-    vec_f inx = VEC_FN(ld_f)(L->jix + i), iny = VEC_FN(ld_f)(L->jiy + i);
     vec_f t = VEC_FN(ld_f)(L->jt + i);
     vec_i id = VEC_FN(ld_i)(L->jid + i);
     vec_f px = VEC_FMA_F(t, dx, c->ox), py = VEC_FMA_F(t, dy, c->oy);
@@ -501,7 +499,7 @@ VEC_TARGET static void VEC_FN(jump_pass)(const VEC_FN(fctx) * c,
     vec_f s1 = fv * 0.25f - 0.25f, s2 = fv - 97.0f;
     vec_f safe = SEL_F(s1 > s2, s1, s2);
     vec_f tn = t + safe;
-    keep = VEC_FN(to_jump)(L, keep, VEC_BITS_F(go), dx, dy, inx, iny, tn, id);
+    keep = VEC_FN(to_jump)(L, keep, VEC_BITS_F(go), dx, dy, tn, id);
     vec_i stop = valid & ~go;
     /* land: the cell under the point, unless within its error bound of a
      * cell edge (t >= 0: |t| = t) */
@@ -512,7 +510,11 @@ VEC_TARGET static void VEC_FN(jump_pass)(const VEC_FN(fctx) * c,
     vec_i far = stop & (t >= c->far);
     vec_i close = (fx <= ex) | (one - fx <= ex) | (fy <= ey) | (one - fy <= ey);
     close &= stop & ~org & ~far;
-    /* landed: walks from the landing (t exact there: no error bound) */
+    /* landed: walks from the landing (t exact there: no error bound), with
+     * the inverses (IEEE division: as one at a time; cheaper than keeping
+     * them on the jump list) */
+    vec_f inx = SEL_F(dx != 0, one / dx, zero);
+    vec_f iny = SEL_F(dy != 0, one / dy, zero);
     unsigned lb = VEC_BITS_F(stop & ~far & ~close);
     vec_i lv = SEL_I(org, c->v0, v);
     VEC_CST_I(L->kv + nk, lv, VEC_PERM(lb));
@@ -587,7 +589,7 @@ VEC_TARGET static void VEC_FN(walk_pass)(const VEC_FN(fctx) * c,
         dx[l] = ob >> l & 1 ? L->rdx[id[l]] : 0;
         dy[l] = ob >> l & 1 ? L->rdy[id[l]] : 0;
       }
-      nj = VEC_FN(to_jump)(L, nj, ob, dx, dy, inx, iny, t, id);
+      nj = VEC_FN(to_jump)(L, nj, ob, dx, dy, t, id);
     }
     /* the crossing: sx, sy = -1 or 1 */
     cx += wk & xs & (nx | 1);
@@ -639,15 +641,6 @@ VEC_TARGET static void VEC_FN(trace_f)(const pa_sim_model *m, double ox,
   }
   for (uint32_t i = n; i % VEC_FL; i++) /* the last vector's room */
     L.jdx[i] = L.jdy[i] = 1;
-  /* the inverses in lanes (IEEE division: as one at a time) */
-  const vec_f zero = {0}, one = zero + 1.0f;
-  for (uint32_t i = 0; i < n; i += VEC_FL) {
-    vec_f dx = VEC_FN(ld_f)(L.jdx + i), dy = VEC_FN(ld_f)(L.jdy + i);
-    vec_f inx = SEL_F(dx != 0, one / dx, zero);
-    vec_f iny = SEL_F(dy != 0, one / dy, zero);
-    VEC_ST(L.jix + i, inx);
-    VEC_ST(L.jiy + i, iny);
-  }
   L.nj = n;
   L.nk = L.nd = 0;
   while (L.nj + L.nk > VEC_TAIL) {
