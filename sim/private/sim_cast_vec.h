@@ -338,18 +338,21 @@ VEC_TARGET static inline void VEC_FN(cst_i)(int32_t *dst, vec_i v, unsigned b) {
 
 typedef struct VEC_FN(lists) {
   /* jumping: direction and its inverse, parameter, ray */
-  float jdx[VEC_LIST], jdy[VEC_LIST], jix[VEC_LIST], jiy[VEC_LIST];
+  float jdx[VEC_LIST], jdy[VEC_LIST];
   float jt[VEC_LIST];
   int32_t jid[VEC_LIST];
-  /* walking: direction and its inverse (0: the axis is never crossed),
-   * parameter, its error bound, the landing's parameter, cell, ray */
-  float kdx[VEC_LIST], kdy[VEC_LIST], kix[VEC_LIST], kiy[VEC_LIST];
+  /* walking: the direction's inverse (0: the axis is never crossed; its
+   * sign is the direction's), parameter, its error bound, the landing's
+   * parameter, cell, ray */
+  float kix[VEC_LIST], kiy[VEC_LIST];
   float kt[VEC_LIST], kte[VEC_LIST], ktl[VEC_LIST];
   int32_t kcx[VEC_LIST], kcy[VEC_LIST], kid[VEC_LIST];
   /* done: ray, result (VRAY_ or the hit's row), its parameter or column */
   int32_t did[VEC_LIST], dres[VEC_LIST], dcx[VEC_LIST];
   float dt[VEC_LIST];
-  int32_t v[VEC_LIST]; /* the field codes of a pass, gathered first */
+  int32_t v[VEC_LIST];  /* the field codes of a pass, gathered first */
+  int32_t kv[VEC_LIST]; /* the walking rays' codes (of their cells) */
+  float rdx[VEC_LIST], rdy[VEC_LIST]; /* each ray's direction, by ray */
   int32_t vx[VEC_LIST], vy[VEC_LIST]; /* a jump pass's cells */
   uint32_t nj, nk, nd;
 } VEC_FN(lists);
@@ -386,6 +389,7 @@ typedef struct VEC_FN(fctx) {
   const uint8_t *F;
   vec_f ox, oy, aox, aoy, maxc, far; /* the origin in its cell */
   vec_i W, idx0, c0x, c0y;           /* the origin's cell: index, column, row */
+  vec_i v0;                          /* and its code */
 } VEC_FN(fctx);
 
 /* floor() to integer lanes (the point may be left of or below the origin's
@@ -404,28 +408,28 @@ VEC_TARGET static inline vec_i VEC_FN(cell_idx)(const VEC_FN(fctx) * c,
 }
 
 /* Appends lanes b of a ray's done state (result r, parameter t, column cx)
- * to the done list. */
-VEC_TARGET static inline void VEC_FN(done)(VEC_FN(lists) * L, unsigned b,
-                                           vec_i id, vec_i r, vec_f t,
-                                           vec_i cx) {
+ * to the done list at `at`; returns the new end (a local in the passes: the
+ * list's int32 stores may alias L->nd, which kept it in memory). */
+VEC_TARGET static inline uint32_t VEC_FN(done)(VEC_FN(lists) * L, uint32_t at,
+                                               unsigned b, vec_i id, vec_i r,
+                                               vec_f t, vec_i cx) {
   VEC_FN(perm) p = VEC_PERM(b);
-  VEC_CST_I(L->did + L->nd, id, p);
-  VEC_CST_I(L->dres + L->nd, r, p);
-  VEC_CST_I(L->dcx + L->nd, cx, p);
-  VEC_CST_F(L->dt + L->nd, t, p);
-  L->nd += (uint32_t)__builtin_popcount(b);
+  VEC_CST_I(L->did + at, id, p);
+  VEC_CST_I(L->dres + at, r, p);
+  VEC_CST_I(L->dcx + at, cx, p);
+  VEC_CST_F(L->dt + at, t, p);
+  return at + (uint32_t)__builtin_popcount(b);
 }
 
 /* Appends lanes b of jumping rays to the jump list at `at` (a pass packs
  * its own list in place: at <= the vector read); returns the new end. */
-VEC_TARGET static inline uint32_t
-VEC_FN(to_jump)(VEC_FN(lists) * L, uint32_t at, unsigned b, vec_f dx, vec_f dy,
-                vec_f inx, vec_f iny, vec_f t, vec_i id) {
+VEC_TARGET static inline uint32_t VEC_FN(to_jump)(VEC_FN(lists) * L,
+                                                  uint32_t at, unsigned b,
+                                                  vec_f dx, vec_f dy, vec_f t,
+                                                  vec_i id) {
   VEC_FN(perm) p = VEC_PERM(b);
   VEC_CST_F(L->jdx + at, dx, p);
   VEC_CST_F(L->jdy + at, dy, p);
-  VEC_CST_F(L->jix + at, inx, p);
-  VEC_CST_F(L->jiy + at, iny, p);
   VEC_CST_F(L->jt + at, t, p);
   VEC_CST_I(L->jid + at, id, p);
   return at + (uint32_t)__builtin_popcount(b);
@@ -433,13 +437,12 @@ VEC_FN(to_jump)(VEC_FN(lists) * L, uint32_t at, unsigned b, vec_f dx, vec_f dy,
 
 /* The same for walking rays: t's error bound te, the landing's parameter
  * tl, the cell (cx, cy). */
-VEC_TARGET static inline uint32_t
-VEC_FN(to_walk)(VEC_FN(lists) * L, uint32_t at, unsigned b, vec_f dx, vec_f dy,
-                vec_f inx, vec_f iny, vec_f t, vec_f te, vec_f tl, vec_i cx,
-                vec_i cy, vec_i id) {
+VEC_TARGET static inline uint32_t VEC_FN(to_walk)(VEC_FN(lists) * L,
+                                                  uint32_t at, unsigned b,
+                                                  vec_f inx, vec_f iny, vec_f t,
+                                                  vec_f te, vec_f tl, vec_i cx,
+                                                  vec_i cy, vec_i id) {
   VEC_FN(perm) p = VEC_PERM(b);
-  VEC_CST_F(L->kdx + at, dx, p);
-  VEC_CST_F(L->kdy + at, dy, p);
   VEC_CST_F(L->kix + at, inx, p);
   VEC_CST_F(L->kiy + at, iny, p);
   VEC_CST_F(L->kt + at, t, p);
@@ -460,7 +463,7 @@ VEC_TARGET static void VEC_FN(jump_pass)(const VEC_FN(fctx) * c,
   const vec_i none = (vec_i){0} + VRAY_NONE;
   const vec_i dbl = (vec_i){0} + VRAY_DOUBLE;
   const uint32_t n = L->nj;
-  uint32_t keep = 0, nk = L->nk;
+  uint32_t keep = 0, nk = L->nk, nd = L->nd;
   /* the field's codes first: the gathers of a whole pass are in flight at
    * once, not held back behind the work that waits for each */
   for (uint32_t i = 0; i < n; i += VEC_FL) {
@@ -474,10 +477,18 @@ VEC_TARGET static void VEC_FN(jump_pass)(const VEC_FN(fctx) * c,
     VEC_ST(L->vx + i, ix); /* for the steps: not computed twice */
     VEC_ST(L->vy + i, iy);
   }
+  /* and those of the walking rays (their cells are known): in flight
+   * during the jumps; the rays landing below append their cell's code (the
+   * one gathered above) to kv, no gather */
+  for (uint32_t i = 0; i < nk; i += VEC_FL) {
+    vec_i valid = VEC_FN(first_n)(nk - i);
+    vec_i cx = VEC_FN(ld_i)(L->kcx + i), cy = VEC_FN(ld_i)(L->kcy + i);
+    vec_i v = VEC_GATHER_F(c->F, VEC_FN(cell_idx)(c, valid, cx, cy));
+    VEC_ST(L->kv + i, v);
+  }
   for (uint32_t i = 0; i < n; i += VEC_FL) {
     vec_i valid = VEC_FN(first_n)(n - i);
     vec_f dx = VEC_FN(ld_f)(L->jdx + i), dy = VEC_FN(ld_f)(L->jdy + i);
-    vec_f inx = VEC_FN(ld_f)(L->jix + i), iny = VEC_FN(ld_f)(L->jiy + i);
     vec_f t = VEC_FN(ld_f)(L->jt + i);
     vec_i id = VEC_FN(ld_i)(L->jid + i);
     vec_f px = VEC_FMA_F(t, dx, c->ox), py = VEC_FMA_F(t, dy, c->oy);
@@ -488,7 +499,7 @@ VEC_TARGET static void VEC_FN(jump_pass)(const VEC_FN(fctx) * c,
     vec_f s1 = fv * 0.25f - 0.25f, s2 = fv - 97.0f;
     vec_f safe = SEL_F(s1 > s2, s1, s2);
     vec_f tn = t + safe;
-    keep = VEC_FN(to_jump)(L, keep, VEC_BITS_F(go), dx, dy, inx, iny, tn, id);
+    keep = VEC_FN(to_jump)(L, keep, VEC_BITS_F(go), dx, dy, tn, id);
     vec_i stop = valid & ~go;
     /* land: the cell under the point, unless within its error bound of a
      * cell edge (t >= 0: |t| = t) */
@@ -499,16 +510,24 @@ VEC_TARGET static void VEC_FN(jump_pass)(const VEC_FN(fctx) * c,
     vec_i far = stop & (t >= c->far);
     vec_i close = (fx <= ex) | (one - fx <= ex) | (fy <= ey) | (one - fy <= ey);
     close &= stop & ~org & ~far;
-    /* landed: walks from the landing (t exact there: no error bound) */
-    nk = VEC_FN(to_walk)(L, nk, VEC_BITS_F(stop & ~far & ~close), dx, dy, inx,
-                         iny, t, zero, t, ix & ~org, iy & ~org, id);
+    /* landed: walks from the landing (t exact there: no error bound), with
+     * the inverses (IEEE division: as one at a time; cheaper than keeping
+     * them on the jump list) */
+    vec_f inx = SEL_F(dx != 0, one / dx, zero);
+    vec_f iny = SEL_F(dy != 0, one / dy, zero);
+    unsigned lb = VEC_BITS_F(stop & ~far & ~close);
+    vec_i lv = SEL_I(org, c->v0, v);
+    VEC_CST_I(L->kv + nk, lv, VEC_PERM(lb));
+    nk = VEC_FN(to_walk)(L, nk, lb, inx, iny, t, zero, t, ix & ~org, iy & ~org,
+                         id);
     /* rare (a few % of the vectors): a branch beats the packed stores */
     unsigned db = VEC_BITS_F(far | close);
     if (db)
-      VEC_FN(done)(L, db, id, SEL_I(far, none, dbl), t, ix);
+      nd = VEC_FN(done)(L, nd, db, id, SEL_I(far, none, dbl), t, ix);
   }
   L->nj = keep;
   L->nk = nk;
+  L->nd = nd;
 }
 
 /* One crossing of every walking ray (or its end: a hit, range_max, a close
@@ -520,22 +539,15 @@ VEC_TARGET static void VEC_FN(walk_pass)(const VEC_FN(fctx) * c,
   const vec_i none = (vec_i){0} + VRAY_NONE;
   const vec_i dbl = (vec_i){0} + VRAY_DOUBLE;
   const uint32_t n = L->nk;
-  uint32_t keep = 0, nj = L->nj;
-  for (uint32_t i = 0; i < n; i += VEC_FL) { /* the codes first, as above */
-    vec_i valid = VEC_FN(first_n)(n - i);
-    vec_i cx = VEC_FN(ld_i)(L->kcx + i), cy = VEC_FN(ld_i)(L->kcy + i);
-    vec_i v = VEC_GATHER_F(c->F, VEC_FN(cell_idx)(c, valid, cx, cy));
-    VEC_ST(L->v + i, v);
-  }
+  uint32_t keep = 0, nj = L->nj, nd = L->nd;
   for (uint32_t i = 0; i < n; i += VEC_FL) {
     vec_i valid = VEC_FN(first_n)(n - i);
-    vec_f dx = VEC_FN(ld_f)(L->kdx + i), dy = VEC_FN(ld_f)(L->kdy + i);
     vec_f inx = VEC_FN(ld_f)(L->kix + i), iny = VEC_FN(ld_f)(L->kiy + i);
     vec_f t = VEC_FN(ld_f)(L->kt + i), te = VEC_FN(ld_f)(L->kte + i);
     vec_f tl = VEC_FN(ld_f)(L->ktl + i);
     vec_i cx = VEC_FN(ld_i)(L->kcx + i), cy = VEC_FN(ld_i)(L->kcy + i);
     vec_i id = VEC_FN(ld_i)(L->kid + i);
-    vec_i v = VEC_FN(ld_i)(L->v + i);
+    vec_i v = VEC_FN(ld_i)(L->kv + i); /* gathered in the jump pass */
     /* a blocked cell: the hit (this cell is the result) */
     vec_i hit = valid & (v == 0);
     /* open space again, with t known well enough: back to jumping (below
@@ -543,7 +555,7 @@ VEC_TARGET static void VEC_FN(walk_pass)(const VEC_FN(fctx) * c,
     vec_i open =
         valid & (v >= VEC_WALK_OPEN) & (te < VEC_WALK_OPEN_ERR) & (t < c->maxc);
     vec_i wk = valid & ~hit & ~open;
-    vec_i zx = dx == 0, zy = dy == 0, nx = dx < 0, ny = dy < 0;
+    vec_i zx = inx == 0, zy = iny == 0, nx = inx < 0, ny = iny < 0;
     vec_f bx = __builtin_convertvector(cx, vec_f) + SEL_F(nx, zero, one);
     vec_f by = __builtin_convertvector(cy, vec_f) + SEL_F(ny, zero, one);
     vec_f tx = SEL_F(zx, big, (bx - c->ox) * inx);
@@ -566,21 +578,28 @@ VEC_TARGET static void VEC_FN(walk_pass)(const VEC_FN(fctx) * c,
     wk &= ~past;
     /* hit: the cell; close: the double pass from the landing (t has an
      * error); past: no return */
-    VEC_FN(done)
-    (L, VEC_BITS_F(hit | close | past), id,
-     SEL_I(hit, cy + c->c0y, SEL_I(close, dbl, none)), tl, cx + c->c0x);
+    nd = VEC_FN(done)(L, nd, VEC_BITS_F(hit | close | past), id,
+                      SEL_I(hit, cy + c->c0y, SEL_I(close, dbl, none)), tl,
+                      cx + c->c0x);
     /* jump on from here */
     unsigned ob = VEC_BITS_F(open); /* rare, as done in jump_pass */
-    if (ob)
-      nj = VEC_FN(to_jump)(L, nj, ob, dx, dy, inx, iny, t, id);
+    if (ob) {
+      vec_f dx, dy; /* not kept on the walk list: its stores cost more */
+      for (int l = 0; l < VEC_FL; l++) { /* other lanes: stale ids */
+        dx[l] = ob >> l & 1 ? L->rdx[id[l]] : 0;
+        dy[l] = ob >> l & 1 ? L->rdy[id[l]] : 0;
+      }
+      nj = VEC_FN(to_jump)(L, nj, ob, dx, dy, t, id);
+    }
     /* the crossing: sx, sy = -1 or 1 */
     cx += wk & xs & (nx | 1);
     cy += wk & ~xs & (ny | 1);
-    keep = VEC_FN(to_walk)(L, keep, VEC_BITS_F(wk), dx, dy, inx, iny, tn, ten,
-                           tl, cx, cy, id);
+    keep = VEC_FN(to_walk)(L, keep, VEC_BITS_F(wk), inx, iny, tn, ten, tl, cx,
+                           cy, id);
   }
   L->nk = keep;
   L->nj = nj;
+  L->nd = nd;
 }
 
 /* Rays i < n (padded grid, cell units) in single precision as far as it can
@@ -592,7 +611,7 @@ VEC_TARGET static void VEC_FN(trace_f)(const pa_sim_model *m, double ox,
                                        const double *dys, uint32_t n,
                                        double maxc, int32_t *res, int32_t *hx,
                                        float *rt) {
-  VEC_FN(lists) L;
+  VEC_FN(lists) L __attribute__((aligned(4096)));
   /* the frame of the origin's cell (ox, oy >= 0: truncation is floor;
    * ox - c0x is exact) */
   const int32_t c0x = (int32_t)ox, c0y = (int32_t)oy;
@@ -611,25 +630,17 @@ VEC_TARGET static void VEC_FN(trace_f)(const pa_sim_model *m, double ox,
        zi + (int32_t)m->march_w,
        zi + (c0y * (int32_t)m->march_w + c0x),
        zi + c0x,
-       zi + c0y};
+       zi + c0y,
+       zi + (int32_t)m->march[(size_t)c0y * m->march_w + (size_t)c0x]};
   const float t0 = first_jump_f(m, ox, oy, fmax);
   for (uint32_t i = 0; i < n; i++) {
-    L.jdx[i] = (float)dxs[i];
-    L.jdy[i] = (float)dys[i];
+    L.jdx[i] = L.rdx[i] = (float)dxs[i];
+    L.jdy[i] = L.rdy[i] = (float)dys[i];
     L.jt[i] = t0;
     L.jid[i] = (int32_t)i;
   }
   for (uint32_t i = n; i % VEC_FL; i++) /* the last vector's room */
     L.jdx[i] = L.jdy[i] = 1;
-  /* the inverses in lanes (IEEE division: as one at a time) */
-  const vec_f zero = {0}, one = zero + 1.0f;
-  for (uint32_t i = 0; i < n; i += VEC_FL) {
-    vec_f dx = VEC_FN(ld_f)(L.jdx + i), dy = VEC_FN(ld_f)(L.jdy + i);
-    vec_f inx = SEL_F(dx != 0, one / dx, zero);
-    vec_f iny = SEL_F(dy != 0, one / dy, zero);
-    VEC_ST(L.jix + i, inx);
-    VEC_ST(L.jiy + i, iny);
-  }
   L.nj = n;
   L.nk = L.nd = 0;
   while (L.nj + L.nk > VEC_TAIL) {
