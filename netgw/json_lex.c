@@ -100,12 +100,6 @@ static bool b64_only(const unsigned char *s, size_t n) {
   return !bad;
 }
 
-typedef struct {
-  const char *key; /* "actions_b64" */
-  size_t at;       /* where `"key":"` begins */
-  size_t v0, v1;   /* the value's text: line[v0..v1), '"' at v1 */
-} lex_span;
-
 /* Finds `"key":"` in line; true with sp set. */
 static bool lex_find(const char *line, size_t len, const char *key,
                      lex_span *sp) {
@@ -143,10 +137,10 @@ static bool lex_check(lex_state *s, const char *line, size_t len,
   return true;
 }
 
-json_t *pa_json_load_line(const char *line, size_t len, json_error_t *je) {
+int pa_json_lex_spans(const char *line, size_t len, lex_span sp[2]) {
+  memset(sp, 0, 2 * sizeof *sp);
   if (len < LEX_MIN_LINE)
-    return json_loadb(line, len, LEX_FLAGS, je);
-  lex_span sp[2] = {{0}};
+    return 0;
   int n = 0;
   if (lex_find(line, len, "actions_b64", &sp[n]))
     n++;
@@ -162,6 +156,12 @@ json_t *pa_json_load_line(const char *line, size_t len, json_error_t *je) {
   for (int i = 0; i < n; i++) /* one that fails is left to jansson */
     if (lex_check(&s, line, len, &sp[i]))
       sp[ok++] = sp[i];
+  return ok;
+}
+
+json_t *pa_json_load_line(const char *line, size_t len, json_error_t *je) {
+  lex_span sp[2];
+  int ok = pa_json_lex_spans(line, len, sp);
   if (ok == 0)
     return json_loadb(line, len, LEX_FLAGS, je);
   /* the line with the values emptied ("") */

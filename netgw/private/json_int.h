@@ -89,6 +89,15 @@ json_t *pa_json_ranges(pa_client *c, const float *r, uint32_t n);
 
 /* json_loadb(line, len, JSON_REJECT_DUPLICATES, je), the same tree or error,
  * but a long base64 data.actions_b64 / data.robots_b64 is not lexed. */
+/* A long base64 value of root.data that pa_json_load_line puts back
+ * without lexing it (json_lex.c). */
+typedef struct {
+  const char *key; /* "actions_b64" or "robots_b64" */
+  size_t at;       /* where `"key":"` begins */
+  size_t v0, v1;   /* the value's text: line[v0..v1), '"' at v1 */
+} lex_span;
+/* The values of a line it takes that way (0..2, in the line's order). */
+int pa_json_lex_spans(const char *line, size_t len, lex_span sp[2]);
 json_t *pa_json_load_line(const char *line, size_t len, json_error_t *je);
 
 /* ---- json_args.c: request fields (1 found, 0 absent, -1 bad: error set) ---*/
