@@ -71,6 +71,7 @@ typedef struct run_ctx {
   loader ld;
   pa_shm_seg obs_seg; /* the observation segment, once a STEP asked */
   pa_obs_seg *obs;
+  bool obs_warned; /* its failure is logged once, not every step */
 } run_ctx;
 
 static void set_inflight(pa_ctl *ctl, uint64_t v) {
@@ -83,7 +84,9 @@ static uint64_t write_obs(run_ctx *k) {
   if (!k->obs) {
     char err[256];
     if (pa_stack_obs_open(k->st, &k->obs_seg, &k->obs, err, sizeof err) != 0) {
-      pa_warn("observation segment: %s", err);
+      if (!k->obs_warned)
+        pa_warn("observation segment: %s (clients read the rings)", err);
+      k->obs_warned = true;
       return 0;
     }
   }
