@@ -422,6 +422,10 @@ void pa_sim_shm_publish_tick_at(const pa_sim_model *m, pa_sim_state *s,
 /* The observation block of robots [first, first + count) (their states
  * now and newest published scans) into the observation segment o, by the
  * scan threads: its seq, or 0 when it cannot (bad range). sim_obs.c. */
+/* Scan ring record rec (pa-sim's own, read while it writes nothing): its
+ * ranges with its header in *h, or NULL when the ring no longer holds it
+ * whole. sim_obs.c. */
+const float *pa_sim_scan_record(const pa_ring *scan, uint64_t rec, pa_scan *h);
 uint64_t pa_sim_obs_write(pa_sim_state *s, pa_stack *st, pa_obs_seg *o,
                           uint32_t first, uint32_t count);
 void pa_sim_shm_publish_late(const pa_sim_model *m, pa_sim_state *s,

@@ -17,19 +17,23 @@ typedef struct obs_job {
   char *rows, *ranges;
 } obs_job;
 
+const float *pa_sim_scan_record(const pa_ring *scan, uint64_t rec, pa_scan *h) {
+  uint32_t len;
+  const char *p = rec ? pa_ring_peek(scan, rec, &len) : NULL;
+  if (!p || len < sizeof *h)
+    return NULL; /* none, or lapped (a robot that stopped scanning) */
+  memcpy(h, p, sizeof *h);
+  if (sizeof *h + (uint64_t)h->count * 4 > len)
+    return NULL;
+  return (const float *)(const void *)(p + sizeof *h);
+}
+
 /* Robot id's newest scan in the ring (header into *h), or NULL. pa-sim is
  * the ring's only writer and writes nothing meanwhile: no torn record. */
 static const float *newest_scan(const pa_sim_state *s, const pa_ring *scan,
                                 uint32_t id, pa_scan *h) {
-  uint64_t rec = s->scan_rec[id].rec;
-  uint32_t len;
-  const char *p = rec ? pa_ring_peek(scan, rec, &len) : NULL;
-  if (!p || len < sizeof *h)
-    return NULL; /* none yet, or lapped (a robot that stopped scanning) */
-  memcpy(h, p, sizeof *h);
-  if (h->robot != id || sizeof *h + (uint64_t)h->count * 4 > len)
-    return NULL;
-  return (const float *)(const void *)(p + sizeof *h);
+  const float *r = pa_sim_scan_record(scan, s->scan_rec[id].rec, h);
+  return r && h->robot == id ? r : NULL;
 }
 
 static void obs_item(void *arg, uint32_t i, pa_sim_scratch *k,

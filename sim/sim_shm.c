@@ -229,13 +229,9 @@ int pa_sim_shm_resume_map(pa_sim_model *m, pa_sim_state *s, pa_stack *st,
 static void find_scans(pa_sim_state *s, pa_stack *st) {
   uint64_t head = pa_ring_head(st->scan), slots = pa_ring_slot_count(st->scan);
   for (uint64_t k = head; k >= 1 && head - k < slots; k--) {
-    uint32_t len;
-    const void *p = pa_ring_peek(st->scan, k, &len);
     pa_scan h;
-    if (!p || len < sizeof h)
-      continue;
-    memcpy(&h, p, sizeof h);
-    if (h.robot < s->cap_robots && !s->scan_rec[h.robot].rec)
+    if (pa_sim_scan_record(st->scan, k, &h) && h.robot < s->cap_robots &&
+        !s->scan_rec[h.robot].rec)
       s->scan_rec[h.robot] = (pa_sim_scan_ref){.rec = k, .count = h.count};
   }
 }
