@@ -17,10 +17,22 @@ typedef struct scan_ctx {
   double inv_inc;    /* 1 / inc */
   uint32_t beams;
   double range_max;
-  const double *dx, *dy; /* world beam directions */
+  const float *bc, *bs; /* beam_table: beam directions in the sensor frame */
   float *out;
-  double far; /* no body beyond this can change out[] */
+  double far;          /* no body beyond this can change out[] */
+  const int32_t *qpos; /* scratch qpos: pseudo-angle step -> beam */
+  const float *smax;   /* scratch smax: sector maxima (sector_max) */
+  uint32_t stride;     /* of smax's levels */
 } scan_ctx;
+
+/* Beam i's world direction: the same operations as beam_dirs (its vector
+ * lanes and its tail), so the same bits. */
+static inline void beam_dir(const scan_ctx *k, uint32_t i, double *dx,
+                            double *dy) {
+  double bc = k->bc[i], bs = k->bs[i];
+  *dx = k->c * bc - k->s * bs;
+  *dy = k->s * bc + k->c * bs;
+}
 
 /* Beam index of an unwrapped window position (windows span < 3 turns). */
 static inline uint32_t wrap_beam(int64_t q, int64_t n) {
@@ -89,6 +101,25 @@ static bool occluded(const scan_ctx *k, double d, double rb, int64_t k0,
   return true;
 }
 
+/* Pseudo-angle of (u, v) in [0, 4): monotone in its angle from +x, and
+ * changing by at most 1 per radian (one division, no atan). */
+static inline double pseudo_angle(double u, double v) {
+  if (v >= 0)
+    return u >= 0 ? v / (u + v) : 1.0 - u / (v - u);
+  return u < 0 ? 2.0 - v / (-u - v) : 3.0 + u / (u - v);
+}
+
+/* The beam index (floor) of each pseudo-angle step 4 j / PA_SIM_QBINS
+ * of the sensor-frame direction, from angle_min = -pi. */
+static void qpos_table(int32_t *qpos, uint32_t beams) {
+  for (uint32_t j = 0; j <= PA_SIM_QBINS; j++) {
+    double q = 4.0 * j / PA_SIM_QBINS, f = q - floor(q);
+    double a = floor(q) * M_PI_2 + atan2(f, 1.0 - f); /* inverse of above */
+    double p = floor(a * beams / (2.0 * M_PI));
+    qpos[j] = j == PA_SIM_QBINS ? (int32_t)beams : (int32_t)p;
+  }
+}
+
 static void scan_circle(const scan_ctx *k, double cx, double cy, double r) {
   double ex = cx - k->x, ey = cy - k->y;
   double lim = k->far + r, d2 = ex * ex + ey * ey;
@@ -102,10 +133,89 @@ static void scan_circle(const scan_ctx *k, double cx, double cy, double r) {
   int64_t n = (int64_t)k->beams;
   for (int64_t q = k0; q <= k1; q++) {
     uint32_t i = wrap_beam(q, n);
-    double t = ray_circle(k->x, k->y, k->dx[i], k->dy[i], cx, cy, r);
+    double dx, dy;
+    beam_dir(k, i, &dx, &dy);
+    double t = ray_circle(k->x, k->y, dx, dy, cx, cy, r);
     if (t < (double)k->out[i])
       k->out[i] = (float)t;
   }
+}
+
+/* Sectors are 4 beams; smax level L holds the max of 2^L sectors from
+ * each, over the beams twice round (a window across beam 0 is one run). */
+#define SECTOR_LEVELS 4 /* windows of up to 8 sectors */
+#define BATCH 64        /* robots culled together */
+
+/* Is a robot at (ex, ey) from the sensor, radius r, hidden behind the walls
+ * (all the returns in its window nearer than it)? true only if occluded()
+ * would say so, and branch-free, so that the robots of a batch overlap.
+ * Its beams lie within pseudo-angle +-(r / (d - r) + 2e-5) of its centre's
+ * (at least shape_window's half angle + the atan error; the pseudo-angle
+ * moves at most 1 per radian), widened by 3 beams (shape_window's extra
+ * beam, the table's rounding). */
+static inline bool hidden(const scan_ctx *k, double ex, double ey, double r) {
+  const int64_t n = (int64_t)k->beams, Q = PA_SIM_QBINS;
+  double d = sqrt(ex * ex + ey * ey);
+  double near = (d - r) * (1.0 - 1e-6) - 1e-6; /* as occluded's */
+  double h = r / (d - r) + 2e-5;
+  /* the direction in the sensor frame turned by pi (angle_min is 0) */
+  double u = -(k->c * ex + k->s * ey), v = k->s * ex - k->c * ey;
+  double au = fabs(u), av = fabs(v);
+  /* pseudo_angle without branches: quadrant + the part within it */
+  int qu = u < 0, qv = v < 0, quad = qv * 3 + (1 - 2 * qv) * qu;
+  double e = (double)(1 - (quad & 1)); /* even quadrants count v */
+  double q = (double)quad + (av * e + au * (1.0 - e)) / (au + av);
+  int64_t ja = pa_sim_ifloor((q - h) * (Q / 4.0));
+  int64_t jb = pa_sim_iceil((q + h) * (Q / 4.0));
+  /* in range whenever ok below (h < 1); clamped for the rest */
+  ja = ja < -Q / 4 ? -Q / 4 : ja > Q - 1 ? Q - 1 : ja;
+  jb = jb < 0 ? 0 : jb > Q + Q / 4 ? Q + Q / 4 : jb;
+  int64_t k0 = k->qpos[ja & (Q - 1)] - 3 - (ja < 0 ? n : 0);
+  int64_t k1 = k->qpos[jb > Q ? jb - Q : jb] + 4 + (jb > Q ? n : 0);
+  int64_t sh = k0 < 0 ? n : 0;
+  k0 += sh;
+  k1 += sh;
+  bool ok = near > 0 && h < 1.0 && k0 >= 0 && k1 - k0 + 1 < n;
+  k0 = k0 < 0 ? 0 : k0;
+  k1 = k1 < k0 ? k0 : k1 > 2 * n - 1 ? 2 * n - 1 : k1;
+  int64_t t0 = k0 >> 2, t1 = k1 >> 2, w = t1 - t0 + 1;
+  ok = ok && w <= (1 << (SECTOR_LEVELS - 1));
+  static const uint8_t lg[9] = {0, 0, 1, 1, 2, 2, 2, 2, 3};
+  int lv = lg[w > 8 ? 8 : w];
+  const float *st = k->smax + (size_t)lv * k->stride;
+  float a = st[t0], b = st[t1 - (1 << lv) + 1];
+  float mx = a > b ? a : b;
+  return ok && (double)mx <= near;
+}
+
+typedef struct batch {
+  double x[BATCH], y[BATCH], r[BATCH];
+  uint32_t n;
+} batch;
+
+/* The robots of b: the hidden ones dropped together, then the others. */
+static void flush(const scan_ctx *k, batch *b) {
+  uint32_t vis[BATCH], nv = 0;
+  for (uint32_t i = 0; i < b->n; i++) {
+    vis[nv] = i;
+    nv += !hidden(k, b->x[i] - k->x, b->y[i] - k->y, b->r[i]);
+  }
+  for (uint32_t i = 0; i < nv; i++)
+    scan_circle(k, b->x[vis[i]], b->y[vis[i]], b->r[vis[i]]);
+  b->n = 0;
+}
+
+/* Adds a robot to b if it is within far + r of the sensor (scan_circle
+ * drops the others first anyway). */
+static inline void push(const scan_ctx *k, batch *b, double x, double y,
+                        double r, bool take) {
+  double ex = x - k->x, ey = y - k->y, lim = k->far + r;
+  b->x[b->n] = x;
+  b->y[b->n] = y;
+  b->r[b->n] = r;
+  b->n += take && ex * ex + ey * ey < lim * lim;
+  if (b->n == BATCH)
+    flush(k, b);
 }
 
 static void scan_box(const scan_ctx *k, const pa_obstacle_info *o) {
@@ -123,7 +233,9 @@ static void scan_box(const scan_ctx *k, const pa_obstacle_info *o) {
   int64_t n = (int64_t)k->beams;
   for (int64_t q = k0; q <= k1; q++) {
     uint32_t i = wrap_beam(q, n);
-    double t = ray_box(k->x, k->y, k->dx[i], k->dy[i], o, c, s);
+    double dx, dy;
+    beam_dir(k, i, &dx, &dy);
+    double t = ray_box(k->x, k->y, dx, dy, o, c, s);
     if (t < (double)k->out[i])
       k->out[i] = (float)t;
   }
@@ -136,7 +248,10 @@ int pa_sim_int_scratch_init(pa_sim_scratch *k, uint32_t beam_cap) {
   k->beam_sin = calloc(n, sizeof(float));
   k->dx = calloc(n, sizeof(double));
   k->dy = calloc(n, sizeof(double));
-  if (!k->beam_cos || !k->beam_sin || !k->dx || !k->dy) {
+  k->qpos = calloc(PA_SIM_QBINS + 1, sizeof(int32_t));
+  k->smax = calloc(SECTOR_LEVELS * (n / 2 + 2), sizeof(float));
+  if (!k->beam_cos || !k->beam_sin || !k->dx || !k->dy || !k->qpos ||
+      !k->smax) {
     pa_sim_int_scratch_free(k);
     return -1;
   }
@@ -148,6 +263,8 @@ void pa_sim_int_scratch_free(pa_sim_scratch *k) {
   free(k->beam_sin);
   free(k->dx);
   free(k->dy);
+  free(k->qpos);
+  free(k->smax);
   memset(k, 0, sizeof *k);
 }
 
@@ -166,6 +283,7 @@ static void beam_table(pa_sim_scratch *sc, uint32_t beams) {
     sc->beam_cos[i] = (float)cos(a);
     sc->beam_sin[i] = (float)sin(a);
   }
+  qpos_table(sc->qpos, beams);
   sc->beam_table_n = beams;
 }
 
@@ -235,6 +353,73 @@ static void clamp_ranges(float *out, uint32_t n, float lo, float hi) {
     out[i] = out[i] >= hi ? hi : out[i] < lo ? lo : out[i];
 }
 
+/* max(a, b) of four floats (as a > b ? a : b in each). */
+static inline v4f max4(v4f a, v4f b) {
+  v4i m = a > b;
+  return (v4f)(((v4i)a & m) | ((v4i)b & ~m));
+}
+
+/* smax level 0: the max of each 4 beams of out[] taken twice round
+ * (beam i + n is beam i; the last of the first round may mix both);
+ * level L: of 2^L of them from each. Returns the max of all (0 if none). */
+static float sector_max(const float *out, uint32_t n, float *smax,
+                        uint32_t stride) {
+  uint32_t ns = (2 * n + 3) / 4, t = 0; /* sectors twice round */
+  for (; 4 * t + 4 <= n; t++) {
+    const float *o = out + 4 * t;
+    float a = o[0] > o[1] ? o[0] : o[1], b = o[2] > o[3] ? o[2] : o[3];
+    smax[t] = a > b ? a : b;
+  }
+  if (n % 4 == 0) {
+    memcpy(smax + t, smax, t * sizeof *smax);
+  } else {
+    for (; t < ns; t++) {
+      float a = 0;
+      for (uint32_t i = 4 * t; i < 4 * t + 4 && i < 2 * n; i++) {
+        float v = out[i < n ? i : i - n];
+        a = v > a ? v : a;
+      }
+      smax[t] = a;
+    }
+  }
+  /* the max of all: four chains over the first round's level 0 */
+  v4f f = {0, 0, 0, 0};
+  uint32_t n0 = (n + 3) / 4, t4 = 0;
+  for (; t4 + 4 <= n0; t4 += 4) {
+    v4f v;
+    memcpy(&v, smax + t4, sizeof v);
+    f = max4(v, f);
+  }
+  float far = 0;
+  for (int j = 0; j < 4; j++)
+    far = f[j] > far ? f[j] : far;
+  for (; t4 < n0; t4++)
+    far = smax[t4] > far ? smax[t4] : far;
+  for (uint32_t lv = 1; lv < SECTOR_LEVELS; lv++) {
+    const float *p = smax + (size_t)(lv - 1) * stride;
+    float *c = smax + (size_t)lv * stride;
+    uint32_t half = 1u << (lv - 1), i = 0;
+    if (ns + 1 < 2 * half)
+      break; /* no window that wide */
+    uint32_t end = ns + 1 - 2 * half;
+    for (; i + 4 <= end; i += 4) {
+      v4f x, y;
+      memcpy(&x, p + i, sizeof x);
+      memcpy(&y, p + i + half, sizeof y);
+      x = max4(x, y);
+      memcpy(c + i, &x, sizeof x);
+    }
+    for (; i < end; i++)
+      c[i] = p[i] > p[i + half] ? p[i] : p[i + half];
+  }
+  return far;
+}
+
+/* smax's level stride: sectors twice round the most beams, + slack. */
+static uint32_t beam_stride(const pa_sim_model *m) {
+  return (m->beam_cap ? m->beam_cap : 1) / 2 + 2;
+}
+
 static uint32_t scan_beams(const pa_sim_model *m, const pa_robot_info *ri) {
   return ri->laser_beams > m->beam_cap ? m->beam_cap : ri->laser_beams;
 }
@@ -302,24 +487,15 @@ void pa_sim_int_scan_finish(const pa_sim_model *m, const pa_sim_state *s,
   if (!bodies && sigma == 0)
     return; /* the walls clamped already; nothing else to do */
   const double inc = 2.0 * M_PI / beams;
-  scan_ctx k = {a->x,  a->y, a->c,   a->s,   a->theta, inc, 1.0 / inc,
-                beams, rmax, sc->dx, sc->dy, out,      rmax};
+  scan_ctx k = {a->x,      a->y,     a->c,     a->s,          a->theta,     inc,
+                1.0 / inc, beams,    rmax,     sc->beam_cos,  sc->beam_sin, out,
+                rmax,      sc->qpos, sc->smax, beam_stride(m)};
   float far = 0; /* the farthest wall return */
   if (bodies) {
-    /* World beam directions: only bodies (obstacles, robots) use them. */
+    /* Beam directions (only bodies use them) and the returns' max per 4
+     * beams (hidden()) and overall. */
     beam_table(sc, beams);
-    const float *bc = sc->beam_cos, *bs = sc->beam_sin;
-    beam_dirs(k.c, k.s, bc, bs, beams, sc->dx, sc->dy);
-    /* Four chains: a single one waits on each comparison. */
-    float fm[4] = {0, 0, 0, 0};
-    uint32_t i4 = beams & ~3u;
-    for (uint32_t i = 0; i < i4; i += 4)
-      for (int j = 0; j < 4; j++)
-        fm[j] = out[i + j] > fm[j] ? out[i + j] : fm[j];
-    for (uint32_t i = i4; i < beams; i++)
-      fm[0] = out[i] > fm[0] ? out[i] : fm[0];
-    for (int j = 0; j < 4; j++)
-      far = fm[j] > far ? fm[j] : far;
+    far = sector_max(out, beams, sc->smax, k.stride);
   }
   /* Obstacles and other robots: only the beams their bounds subtend, and
    * only bodies nearer than the farthest wall return (+ rounding slack). */
@@ -336,6 +512,8 @@ void pa_sim_int_scan_finish(const pa_sim_model *m, const pa_sim_state *s,
   if (ball)
     scan_circle(&k, bx, by, br);
   const pa_sim_hash *h = &s->lhash;
+  batch b;
+  b.n = 0;
   /* + the largest robot radius (bucketed by centre) */
   int64_t span = h->valid ? pa_sim_iceil((rmax + h->rmax) / h->cell) : 0;
   if (!others) {
@@ -366,19 +544,18 @@ void pa_sim_int_scan_finish(const pa_sim_model *m, const pa_sim_state *s,
       i1 = i1 > cx + span ? cx + span : i1;
       for (int64_t i = i0; i <= i1; i++) {
         uint32_t key = pa_sim_int_hash_key(h, i, j);
-        for (uint32_t p = h->start[key]; p < h->start[key + 1]; p++) {
+        for (uint32_t p = h->start[key]; p < h->start[key + 1]; p++)
           /* aliased bucket: its own cell visits it */
-          if (h->icx[p] != i || h->icy[p] != j || h->items[p] == id)
-            continue;
-          scan_circle(&k, h->ix[p], h->iy[p], h->ir[p]);
-        }
+          push(&k, &b, h->ix[p], h->iy[p], h->ir[p],
+               h->icx[p] == i && h->icy[p] == j && h->items[p] != id);
       }
     }
   } else {
     for (uint32_t o = 0; o < s->robot_count; o++)
-      if (o != id && s->info[o].active)
-        scan_circle(&k, s->rs[o].x, s->rs[o].y, s->info[o].radius);
+      push(&k, &b, s->rs[o].x, s->rs[o].y, s->info[o].radius,
+           o != id && s->info[o].active);
   }
+  flush(&k, &b);
   /* Clamp and noise: only returns get noise; no return stays range_max. */
   if (sigma == 0) {
     /* The same in float (both limits are floats), without a branch. */

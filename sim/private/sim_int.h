@@ -102,7 +102,12 @@ typedef struct pa_sim_scratch {
   float *beam_cos, *beam_sin; /* [beam_cap] */
   uint32_t beam_table_n;
   double *dx, *dy; /* [beam_cap] */
+  /* sim_laser.c's body culling: the beam index of each pseudo-angle step
+   * (for beam_table_n beams) and the wall returns' max per 4 beams. */
+  int32_t *qpos; /* [PA_SIM_QBINS + 1] */
+  float *smax;   /* [beam_cap / 4 + 1] */
 } pa_sim_scratch;
+#define PA_SIM_QBINS 1024
 int pa_sim_int_scratch_init(pa_sim_scratch *k, uint32_t beam_cap);
 void pa_sim_int_scratch_free(pa_sim_scratch *k);
 
