@@ -531,8 +531,14 @@ void pa_sim_int_scan_finish(const pa_sim_model *m, const pa_sim_state *s,
      * around the sensor (+ slack for rounding): scan_circle drops the
      * centres beyond it anyway. */
     const double cell = h->cell, reach = k.far + h->rmax + 1e-6;
+    /* Dense buckets: only the rows and columns that hold robots. */
+    int64_t j0 = cy - span, j1 = cy + span;
+    if (h->dense) {
+      j0 = j0 < h->gy0 ? h->gy0 : j0;
+      j1 = j1 > h->gy0 + h->gh - 1 ? h->gy0 + h->gh - 1 : j1;
+    }
     /* Buckets can alias; a robot seen twice just intersects twice. */
-    for (int64_t j = cy - span; j <= cy + span; j++) {
+    for (int64_t j = j0; j <= j1; j++) {
       double y0 = (double)j * cell, y1 = (double)(j + 1) * cell;
       double ry = a->y < y0 ? y0 - a->y : a->y > y1 ? a->y - y1 : 0;
       if (ry > reach)
@@ -542,6 +548,18 @@ void pa_sim_int_scan_finish(const pa_sim_model *m, const pa_sim_state *s,
       int64_t i1 = pa_sim_ifloor((a->x + w) / cell) + 1;
       i0 = i0 < cx - span ? cx - span : i0;
       i1 = i1 > cx + span ? cx + span : i1;
+      if (h->dense) { /* a row's buckets are one run */
+        i0 = i0 < h->gx0 ? h->gx0 : i0;
+        i1 = i1 > h->gx0 + h->gw - 1 ? h->gx0 + h->gw - 1 : i1;
+        if (i0 > i1)
+          continue;
+        size_t row = (size_t)(j - h->gy0) * h->gw - (size_t)h->gx0;
+        uint32_t p0 = h->start[row + (size_t)i0];
+        uint32_t p1 = h->start[row + (size_t)i1 + 1];
+        for (uint32_t p = p0; p < p1; p++)
+          push(&k, &b, h->ix[p], h->iy[p], h->ir[p], h->items[p] != id);
+        continue;
+      }
       for (int64_t i = i0; i <= i1; i++) {
         uint32_t key = pa_sim_int_hash_key(h, i, j);
         for (uint32_t p = h->start[key]; p < h->start[key + 1]; p++)

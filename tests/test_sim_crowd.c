@@ -109,14 +109,17 @@ static long crowd(const pa_grid *g, uint32_t robots, uint32_t threads,
 }
 
 /* The bench's world: 1000 robots in the 100 m office (most of each scan's
- * neighbours behind walls). */
+ * neighbours behind walls; dense buckets), and 200 (hashed buckets). */
 static void test_office_crowd(void **st) {
   (void)st;
   pa_grid g;
   ts_office(&g, 2000, 2000);
   assert_non_null(g.cells);
-  for (uint32_t threads = 1; threads <= 2; threads++)
+  for (uint32_t threads = 1; threads <= 2; threads++) {
     assert_true(crowd(&g, 1000, threads, 6, 11) > 50);
+    /* 200: a table of 512 buckets for the 625 cells: hashed, not dense */
+    assert_true(crowd(&g, 200, threads, 30, 12) > 5);
+  }
   free(g.cells);
 }
 

@@ -56,6 +56,9 @@ double pa_sim_int_obstacle_dist(const pa_obstacle_info *o, double x, double y,
 int pa_sim_int_hash_init(pa_sim_hash *h, uint32_t cap);
 void pa_sim_int_hash_free(pa_sim_hash *h);
 void pa_sim_int_hash_build(pa_sim_hash *h, const pa_sim_state *s, double cell);
+/* The same buckets for the scans: dense (h->dense) when the robots' cells
+ * fit in the table, else as pa_sim_int_hash_build. */
+void pa_sim_int_lhash_build(pa_sim_hash *h, const pa_sim_state *s, double cell);
 /* Bucket of a point's cell (inline: the broad phase asks 9 per robot). */
 static inline uint32_t pa_sim_int_hash_key(const pa_sim_hash *h, int64_t cx,
                                            int64_t cy) {
