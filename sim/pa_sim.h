@@ -192,6 +192,9 @@ typedef struct pa_sim_hash {
   bool dense;
   int64_t gx0, gy0;
   uint32_t gw, gh;
+  /* pa_sim_int_lhash_plan: 1 = to build (at h->cell) by the first scan
+   * that needs it, 2 = being built, 0 = built or not planned (atomic). */
+  int build;
 } pa_sim_hash;
 
 typedef struct pa_sim_pool pa_sim_pool; /* scan workers (sim_pool.c) */

@@ -329,6 +329,32 @@ void pa_sim_int_lhash_build(pa_sim_hash *h, const pa_sim_state *s,
   h->valid = true;
 }
 
+void pa_sim_int_lhash_plan(pa_sim_state *s, double cell) {
+  s->lhash.cell = cell;
+  s->lhash.valid = false;
+  __atomic_store_n(&s->lhash.build, 1, __ATOMIC_RELEASE);
+}
+
+void pa_sim_int_lhash_ready(const pa_sim_state *s) {
+  /* a cache of the positions: built through a const state */
+  pa_sim_hash *h = (pa_sim_hash *)&s->lhash;
+  int want = 1;
+  if (__atomic_load_n(&h->build, __ATOMIC_ACQUIRE) == 0)
+    return;
+  if (__atomic_compare_exchange_n(&h->build, &want, 2, false, __ATOMIC_ACQ_REL,
+                                  __ATOMIC_ACQUIRE)) {
+    pa_sim_int_lhash_build(h, s, h->cell);
+    __atomic_store_n(&h->build, 0, __ATOMIC_RELEASE); /* publishes it */
+    return;
+  }
+  while (__atomic_load_n(&h->build, __ATOMIC_ACQUIRE) != 0)
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#else
+    ;
+#endif
+}
+
 /* ---- clearance ------------------------------------------------------------
  */
 

@@ -89,14 +89,28 @@ static void shape_window(const scan_ctx *k, double ex, double ey, double d,
  * it at t >= (d - rb) / |dir|, |dir| within 1e-7 of 1, and ray_circle /
  * ray_box lose less than 1e-6 m to rounding. Bodies behind the walls of
  * the room (most of them in an office) end here, before their beams. */
+/* The beams of window [k0, k1] (k1 - k0 < n) as two runs: [*a, *b) and
+ * [0, *c) (the part past beam n - 1, often empty). */
+static inline void window_runs(int64_t k0, int64_t k1, uint32_t n, uint32_t *a,
+                               uint32_t *b, uint32_t *c) {
+  uint32_t i = wrap_beam(k0, n), w = (uint32_t)(k1 - k0 + 1);
+  *a = i;
+  *b = w <= n - i ? i + w : n;
+  *c = w <= n - i ? 0 : w - (n - i);
+}
+
 static bool occluded(const scan_ctx *k, double d, double rb, int64_t k0,
                      int64_t k1) {
   double near = (d - rb) * (1.0 - 1e-6) - 1e-6;
   if (!(near > 0))
     return false;
-  int64_t n = (int64_t)k->beams;
-  for (int64_t q = k0; q <= k1; q++)
-    if ((double)k->out[wrap_beam(q, n)] > near)
+  uint32_t a, b, c;
+  window_runs(k0, k1, k->beams, &a, &b, &c);
+  for (uint32_t i = a; i < b; i++)
+    if ((double)k->out[i] > near)
+      return false;
+  for (uint32_t i = 0; i < c; i++)
+    if ((double)k->out[i] > near)
       return false;
   return true;
 }
@@ -130,14 +144,16 @@ static void scan_circle(const scan_ctx *k, double cx, double cy, double r) {
   shape_window(k, ex, ey, d, r, &k0, &k1);
   if (occluded(k, d, r, k0, k1))
     return;
-  int64_t n = (int64_t)k->beams;
-  for (int64_t q = k0; q <= k1; q++) {
-    uint32_t i = wrap_beam(q, n);
-    double dx, dy;
-    beam_dir(k, i, &dx, &dy);
-    double t = ray_circle(k->x, k->y, dx, dy, cx, cy, r);
-    if (t < (double)k->out[i])
-      k->out[i] = (float)t;
+  uint32_t a, b, c;
+  window_runs(k0, k1, k->beams, &a, &b, &c);
+  for (uint32_t run = 0; run < 2; run++) {
+    for (uint32_t i = run ? 0 : a; i < (run ? c : b); i++) {
+      double dx, dy;
+      beam_dir(k, i, &dx, &dy);
+      double t = ray_circle(k->x, k->y, dx, dy, cx, cy, r);
+      if (t < (double)k->out[i])
+        k->out[i] = (float)t;
+    }
   }
 }
 
@@ -205,17 +221,22 @@ static void flush(const scan_ctx *k, batch *b) {
   b->n = 0;
 }
 
-/* Adds a robot to b if it is within far + r of the sensor (scan_circle
- * drops the others first anyway). */
-static inline void push(const scan_ctx *k, batch *b, double x, double y,
-                        double r, bool take) {
+/* Adds a robot to b (n of them so far, returns the new count) if it is
+ * within far + r of the sensor (scan_circle drops the others first
+ * anyway); the count stays in a register, not in b. */
+static inline uint32_t push(const scan_ctx *k, batch *b, uint32_t n, double x,
+                            double y, double r, bool take) {
   double ex = x - k->x, ey = y - k->y, lim = k->far + r;
-  b->x[b->n] = x;
-  b->y[b->n] = y;
-  b->r[b->n] = r;
-  b->n += take && ex * ex + ey * ey < lim * lim;
-  if (b->n == BATCH)
+  b->x[n] = x;
+  b->y[n] = y;
+  b->r[n] = r;
+  n += take && ex * ex + ey * ey < lim * lim;
+  if (n == BATCH) {
+    b->n = n;
     flush(k, b);
+    n = 0;
+  }
+  return n;
 }
 
 static void scan_box(const scan_ctx *k, const pa_obstacle_info *o) {
@@ -511,9 +532,11 @@ void pa_sim_int_scan_finish(const pa_sim_model *m, const pa_sim_state *s,
   }
   if (ball)
     scan_circle(&k, bx, by, br);
+  if (others)
+    pa_sim_int_lhash_ready(s); /* planned this tick: built by the first */
   const pa_sim_hash *h = &s->lhash;
   batch b;
-  b.n = 0;
+  uint32_t bn = 0; /* robots in b */
   /* + the largest robot radius (bucketed by centre) */
   int64_t span = h->valid ? pa_sim_iceil((rmax + h->rmax) / h->cell) : 0;
   if (!others) {
@@ -557,22 +580,24 @@ void pa_sim_int_scan_finish(const pa_sim_model *m, const pa_sim_state *s,
         uint32_t p0 = h->start[row + (size_t)i0];
         uint32_t p1 = h->start[row + (size_t)i1 + 1];
         for (uint32_t p = p0; p < p1; p++)
-          push(&k, &b, h->ix[p], h->iy[p], h->ir[p], h->items[p] != id);
+          bn =
+              push(&k, &b, bn, h->ix[p], h->iy[p], h->ir[p], h->items[p] != id);
         continue;
       }
       for (int64_t i = i0; i <= i1; i++) {
         uint32_t key = pa_sim_int_hash_key(h, i, j);
         for (uint32_t p = h->start[key]; p < h->start[key + 1]; p++)
           /* aliased bucket: its own cell visits it */
-          push(&k, &b, h->ix[p], h->iy[p], h->ir[p],
-               h->icx[p] == i && h->icy[p] == j && h->items[p] != id);
+          bn = push(&k, &b, bn, h->ix[p], h->iy[p], h->ir[p],
+                    h->icx[p] == i && h->icy[p] == j && h->items[p] != id);
       }
     }
   } else {
     for (uint32_t o = 0; o < s->robot_count; o++)
-      push(&k, &b, s->rs[o].x, s->rs[o].y, s->info[o].radius,
-           o != id && s->info[o].active);
+      bn = push(&k, &b, bn, s->rs[o].x, s->rs[o].y, s->info[o].radius,
+                o != id && s->info[o].active);
   }
+  b.n = bn;
   flush(&k, &b);
   /* Clamp and noise: only returns get noise; no return stays range_max. */
   if (sigma == 0) {

@@ -59,6 +59,12 @@ void pa_sim_int_hash_build(pa_sim_hash *h, const pa_sim_state *s, double cell);
 /* The same buckets for the scans: dense (h->dense) when the robots' cells
  * fit in the table, else as pa_sim_int_hash_build. */
 void pa_sim_int_lhash_build(pa_sim_hash *h, const pa_sim_state *s, double cell);
+/* s->lhash built at its first use instead (by whichever thread gets there
+ * first; the other scan threads cast walls meanwhile): plan records the
+ * cell size, ready builds it or waits for the thread building it.
+ * Positions must not change between the two. */
+void pa_sim_int_lhash_plan(pa_sim_state *s, double cell);
+void pa_sim_int_lhash_ready(const pa_sim_state *s);
 /* Bucket of a point's cell (inline: the broad phase asks 9 per robot). */
 static inline uint32_t pa_sim_int_hash_key(const pa_sim_hash *h, int64_t cx,
                                            int64_t cy) {
