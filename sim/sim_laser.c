@@ -10,6 +10,11 @@
 
 #define SCAN_CHUNK CAST_CHUNK /* beams cast together */
 
+typedef float v4f __attribute__((vector_size(16)));
+typedef double v4d __attribute__((vector_size(32)));
+typedef int32_t v4i __attribute__((vector_size(16)));
+typedef int64_t v4l __attribute__((vector_size(32)));
+
 typedef struct scan_ctx {
   double x, y, c, s; /* sensor pose */
   double theta;      /* [rad] */
@@ -146,13 +151,18 @@ static void scan_circle(const scan_ctx *k, double cx, double cy, double r) {
     return;
   uint32_t a, b, c;
   window_runs(k0, k1, k->beams, &a, &b, &c);
+  /* ray_circle's terms of this body, then per beam without branches (the
+   * same operations: the same bits; a beam that misses gets INFINITY) */
+  double ox = k->x - cx, oy = k->y - cy, oc = ox * ox + oy * oy - r * r;
   for (uint32_t run = 0; run < 2; run++) {
     for (uint32_t i = run ? 0 : a; i < (run ? c : b); i++) {
       double dx, dy;
       beam_dir(k, i, &dx, &dy);
-      double t = ray_circle(k->x, k->y, dx, dy, cx, cy, r);
-      if (t < (double)k->out[i])
-        k->out[i] = (float)t;
+      double bb = ox * dx + oy * dy, disc = bb * bb - oc;
+      double t = -bb - sqrt(disc > 0 ? disc : 0);
+      t = oc <= 0 ? 0 : bb > 0 || disc < 0 ? INFINITY : t;
+      float o = k->out[i];
+      k->out[i] = t < (double)o ? (float)t : o;
     }
   }
 }
@@ -162,46 +172,78 @@ static void scan_circle(const scan_ctx *k, double cx, double cy, double r) {
 #define SECTOR_LEVELS 4 /* windows of up to 8 sectors */
 #define BATCH 64        /* robots culled together */
 
-/* Is a robot at (ex, ey) from the sensor, radius r, hidden behind the walls
- * (all the returns in its window nearer than it)? true only if occluded()
- * would say so, and branch-free, so that the robots of a batch overlap.
- * Its beams lie within pseudo-angle +-(r / (d - r) + 2e-5) of its centre's
- * (at least shape_window's half angle + the atan error; the pseudo-angle
- * moves at most 1 per radian), widened by 3 beams (shape_window's extra
- * beam, the table's rounding). */
-static inline bool hidden(const scan_ctx *k, double ex, double ey, double r) {
+static inline v4f sqrt4(v4f x) {
+#if defined(__SSE__)
+  return __builtin_ia32_sqrtps(x);
+#else
+  v4f r;
+  for (int j = 0; j < 4; j++)
+    r[j] = sqrtf(x[j]);
+  return r;
+#endif
+}
+
+/* x where m (all ones), else y. */
+static inline v4f sel4(v4i m, v4f x, v4f y) {
+  return (v4f)(((v4i)x & m) | ((v4i)y & ~m));
+}
+
+/* Which of 4 robots (centres at ex, ey from the sensor, radii r) are
+ * hidden behind the walls: all the returns in their windows nearer than
+ * them? Bit j set only if occluded() would say so for robot j. Only a
+ * filter (the rest take the exact path), so in float, 4 at a time and
+ * without branches, with margins for float's error: near within 1e-5 d +
+ * 1e-5 below occluded's; a window of pseudo-angle +-(r / (d - r) + 5e-5)
+ * around the centre's (at least shape_window's half angle + its atan
+ * error + float's; the pseudo-angle moves at most 1 per radian), widened
+ * by 3 beams (shape_window's extra beam, the table's rounding). */
+static unsigned hidden4(const scan_ctx *k, v4f ex, v4f ey, v4f r) {
   const int64_t n = (int64_t)k->beams, Q = PA_SIM_QBINS;
-  double d = sqrt(ex * ex + ey * ey);
-  double near = (d - r) * (1.0 - 1e-6) - 1e-6; /* as occluded's */
-  double h = r / (d - r) + 2e-5;
+  const float c = (float)k->c, s = (float)k->s;
+  v4f d = sqrt4(ex * ex + ey * ey), dr = d - r;
+  v4f near = dr - 1e-5f * d - 1e-5f;
+  v4f h = r / dr + 5e-5f;
+  v4i ok = (near > 0) & (h < 1.0f);
   /* the direction in the sensor frame turned by pi (angle_min is 0) */
-  double u = -(k->c * ex + k->s * ey), v = k->s * ex - k->c * ey;
-  double au = fabs(u), av = fabs(v);
-  /* pseudo_angle without branches: quadrant + the part within it */
-  int qu = u < 0, qv = v < 0, quad = qv * 3 + (1 - 2 * qv) * qu;
-  double e = (double)(1 - (quad & 1)); /* even quadrants count v */
-  double q = (double)quad + (av * e + au * (1.0 - e)) / (au + av);
-  int64_t ja = pa_sim_ifloor((q - h) * (Q / 4.0));
-  int64_t jb = pa_sim_iceil((q + h) * (Q / 4.0));
-  /* in range whenever ok below (h < 1); clamped for the rest */
-  ja = ja < -Q / 4 ? -Q / 4 : ja > Q - 1 ? Q - 1 : ja;
-  jb = jb < 0 ? 0 : jb > Q + Q / 4 ? Q + Q / 4 : jb;
-  int64_t k0 = k->qpos[ja & (Q - 1)] - 3 - (ja < 0 ? n : 0);
-  int64_t k1 = k->qpos[jb > Q ? jb - Q : jb] + 4 + (jb > Q ? n : 0);
-  int64_t sh = k0 < 0 ? n : 0;
-  k0 += sh;
-  k1 += sh;
-  bool ok = near > 0 && h < 1.0 && k0 >= 0 && k1 - k0 + 1 < n;
-  k0 = k0 < 0 ? 0 : k0;
-  k1 = k1 < k0 ? k0 : k1 > 2 * n - 1 ? 2 * n - 1 : k1;
-  int64_t t0 = k0 >> 2, t1 = k1 >> 2, w = t1 - t0 + 1;
-  ok = ok && w <= (1 << (SECTOR_LEVELS - 1));
+  v4f u = -(c * ex + s * ey), v = s * ex - c * ey;
+  const v4i sign = {INT32_MIN, INT32_MIN, INT32_MIN, INT32_MIN};
+  v4f au = (v4f)((v4i)u & ~sign), av = (v4f)((v4i)v & ~sign);
+  /* pseudo_angle: quadrant (0..3) + the part within it */
+  v4i qu = u < 0, qv = v < 0; /* -1 or 0 */
+  v4i quad = (qv & 3) + (qu & (1 | (qv & -2)));
+  v4i even = (quad & 1) == 0;
+  v4f q = __builtin_convertvector(quad, v4f) + sel4(even, av, au) / (au + av);
+  v4f qa = (q - h) * (float)(Q / 4), qb = (q + h) * (float)(Q / 4);
+  /* in range whenever ok (h < 1); clamped for the rest (and not a number) */
+  const float alo = (float)(-Q / 4), ahi = (float)(Q - 1);
+  const float bhi = (float)(Q + Q / 4);
+  qa = sel4((qa > alo) & (qa < ahi), qa, (v4f){0, 0, 0, 0});
+  qb = sel4((qb > 0) & (qb < bhi), qb, (v4f){0, 0, 0, 0});
+  v4i ta = __builtin_convertvector(qa, v4i),
+      tb = __builtin_convertvector(qb, v4i);
+  v4i ia = ta + ((qa < __builtin_convertvector(ta, v4f)) & -1); /* floor */
+  v4i ib = tb - ((qb > __builtin_convertvector(tb, v4f)) & -1); /* ceil */
   static const uint8_t lg[9] = {0, 0, 1, 1, 2, 2, 2, 2, 3};
-  int lv = lg[w > 8 ? 8 : w];
-  const float *st = k->smax + (size_t)lv * k->stride;
-  float a = st[t0], b = st[t1 - (1 << lv) + 1];
-  float mx = a > b ? a : b;
-  return ok && (double)mx <= near;
+  unsigned mask = 0;
+  for (int j = 0; j < 4; j++) {
+    int64_t ja = ia[j], jb = ib[j];
+    int64_t k0 = k->qpos[ja & (Q - 1)] - 3 - (ja < 0 ? n : 0);
+    int64_t k1 = k->qpos[jb > Q ? jb - Q : jb] + 4 + (jb > Q ? n : 0);
+    int64_t sh = k0 < 0 ? n : 0;
+    k0 += sh;
+    k1 += sh;
+    int okj = (ok[j] != 0) & (k0 >= 0) & (k1 - k0 + 1 < n);
+    k0 = k0 < 0 ? 0 : k0;
+    k1 = k1 < k0 ? k0 : k1 > 2 * n - 1 ? 2 * n - 1 : k1;
+    int64_t t0 = k0 >> 2, t1 = k1 >> 2, w = t1 - t0 + 1;
+    okj &= w <= (1 << (SECTOR_LEVELS - 1));
+    int lv = lg[w > 8 ? 8 : w];
+    const float *st = k->smax + (size_t)lv * k->stride;
+    float a = st[t0], b = st[t1 - (1 << lv) + 1];
+    float mx = a > b ? a : b;
+    mask |= (unsigned)(okj & (mx <= near[j])) << j;
+  }
+  return mask;
 }
 
 typedef struct batch {
@@ -212,9 +254,19 @@ typedef struct batch {
 /* The robots of b: the hidden ones dropped together, then the others. */
 static void flush(const scan_ctx *k, batch *b) {
   uint32_t vis[BATCH], nv = 0;
-  for (uint32_t i = 0; i < b->n; i++) {
-    vis[nv] = i;
-    nv += !hidden(k, b->x[i] - k->x, b->y[i] - k->y, b->r[i]);
+  for (uint32_t i = 0; i < b->n; i += 4) {
+    v4f ex, ey, r;
+    for (int j = 0; j < 4; j++) { /* lanes past n: not hidden */
+      uint32_t q = i + j < b->n ? i + j : i;
+      ex[j] = (float)(b->x[q] - k->x);
+      ey[j] = (float)(b->y[q] - k->y);
+      r[j] = (float)b->r[q];
+    }
+    unsigned hid = hidden4(k, ex, ey, r);
+    for (uint32_t j = 0; j < 4 && i + j < b->n; j++) {
+      vis[nv] = i + j;
+      nv += !((hid >> j) & 1);
+    }
   }
   for (uint32_t i = 0; i < nv; i++)
     scan_circle(k, b->x[vis[i]], b->y[vis[i]], b->r[vis[i]]);
@@ -308,9 +360,6 @@ static void beam_table(pa_sim_scratch *sc, uint32_t beams) {
   sc->beam_table_n = beams;
 }
 
-typedef float v4f __attribute__((vector_size(16)));
-typedef double v4d __attribute__((vector_size(32)));
-
 /* dx[i] = c * bc[i] - s * bs[i], dy[i] = s * bc[i] + c * bs[i] for i < n:
  * four beams at a time (the same operations on each, so the same bits). */
 static void beam_dirs(double c, double s, const float *bc, const float *bs,
@@ -331,9 +380,6 @@ static void beam_dirs(double c, double s, const float *bc, const float *bs,
     dy[i] = s * bc[i] + c * bs[i];
   }
 }
-
-typedef int32_t v4i __attribute__((vector_size(16)));
-typedef int64_t v4l __attribute__((vector_size(32)));
 
 /* out[q] = t[q] >= maxc ? rmax : (float)(t[q] * res), raised to lo: four
  * beams at a time (the same operations and roundings as one by one; rmax
