@@ -14,6 +14,9 @@ typedef float v4f __attribute__((vector_size(16)));
 typedef double v4d __attribute__((vector_size(32)));
 typedef int32_t v4i __attribute__((vector_size(16)));
 typedef int64_t v4l __attribute__((vector_size(32)));
+typedef double v2d __attribute__((vector_size(16)));
+typedef int64_t v2l __attribute__((vector_size(16)));
+typedef float v2f __attribute__((vector_size(8)));
 
 typedef struct scan_ctx {
   double x, y, c, s; /* sensor pose */
@@ -139,6 +142,39 @@ static void qpos_table(int32_t *qpos, uint32_t beams) {
   }
 }
 
+static inline v2d sqrt2(v2d x) {
+#if defined(__SSE2__)
+  return __builtin_ia32_sqrtpd(x);
+#else
+  return (v2d){sqrt(x[0]), sqrt(x[1])};
+#endif
+}
+
+static inline v2d sel2(v2l m, v2d x, v2d y) {
+  return (v2d)(((v2l)x & m) | ((v2l)y & ~m));
+}
+
+/* scan_circle's beam loop for beams i, i + 1 (oc > 0): beam_dir and
+ * ray_circle's operations lane by lane (the same bits), and the nearer of
+ * the hit and out[] (a float's value survives the trip through double). */
+static inline void ray_circle2(const scan_ctx *k, uint32_t i, double ox,
+                               double oy, double oc) {
+  v2f fc, fs, fo;
+  memcpy(&fc, k->bc + i, sizeof fc);
+  memcpy(&fs, k->bs + i, sizeof fs);
+  memcpy(&fo, k->out + i, sizeof fo);
+  v2d bc = __builtin_convertvector(fc, v2d);
+  v2d bs = __builtin_convertvector(fs, v2d);
+  v2d dx = k->c * bc - k->s * bs, dy = k->s * bc + k->c * bs;
+  v2d bb = ox * dx + oy * dy, disc = bb * bb - oc;
+  const v2d zero = {0, 0}, inf = {INFINITY, INFINITY};
+  v2d t = -bb - sqrt2(sel2(disc > 0, disc, zero));
+  t = sel2((bb > 0) | (disc < 0), inf, t);
+  v2d o = __builtin_convertvector(fo, v2d);
+  fo = __builtin_convertvector(sel2(t < o, t, o), v2f);
+  memcpy(k->out + i, &fo, sizeof fo);
+}
+
 static void scan_circle(const scan_ctx *k, double cx, double cy, double r) {
   double ex = cx - k->x, ey = cy - k->y;
   double lim = k->far + r, d2 = ex * ex + ey * ey;
@@ -155,7 +191,11 @@ static void scan_circle(const scan_ctx *k, double cx, double cy, double r) {
    * same operations: the same bits; a beam that misses gets INFINITY) */
   double ox = k->x - cx, oy = k->y - cy, oc = ox * ox + oy * oy - r * r;
   for (uint32_t run = 0; run < 2; run++) {
-    for (uint32_t i = run ? 0 : a; i < (run ? c : b); i++) {
+    uint32_t i = run ? 0 : a, end = run ? c : b;
+    if (oc > 0) /* two beams at a time (the sensor outside the body) */
+      for (; i + 2 <= end; i += 2)
+        ray_circle2(k, i, ox, oy, oc);
+    for (; i < end; i++) {
       double dx, dy;
       beam_dir(k, i, &dx, &dy);
       double bb = ox * dx + oy * dy, disc = bb * bb - oc;
