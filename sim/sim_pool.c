@@ -386,6 +386,11 @@ uint64_t pa_sim_int_pool_run(pa_sim_pool *p, pa_sim_pool_fn fn, void *arg,
   return pool_run(p, fn, arg, n, chunk, false);
 }
 
+uint64_t pa_sim_int_pool_run_short(pa_sim_pool *p, pa_sim_pool_fn fn, void *arg,
+                                   uint32_t n, uint32_t chunk) {
+  return pool_run(p, fn, arg, n, chunk, true);
+}
+
 void pa_sim_int_pool_scan(pa_sim_pool *p, const pa_sim_model *m,
                           pa_sim_state *s, const uint32_t *ids, uint32_t n) {
   scan_job j = {.m = m, .s = s, .ids = ids};

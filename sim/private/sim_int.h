@@ -173,6 +173,10 @@ typedef void (*pa_sim_pool_fn)(void *arg, uint32_t i, pa_sim_scratch *k,
                                uint64_t *count);
 uint64_t pa_sim_int_pool_run(pa_sim_pool *p, pa_sim_pool_fn fn, void *arg,
                              uint32_t n, uint32_t chunk);
+/* The same for a job shorter than a thread's wake-up: parked workers are
+ * woken only while jobs come back to back (else the caller runs it). */
+uint64_t pa_sim_int_pool_run_short(pa_sim_pool *p, pa_sim_pool_fn fn, void *arg,
+                                   uint32_t n, uint32_t chunk);
 /* Casts the scans of robots ids[0..n) into s->ranges, on all threads; returns
  * when every one is written. */
 void pa_sim_int_pool_scan(pa_sim_pool *p, const pa_sim_model *m,
