@@ -92,11 +92,6 @@ static void shape_window(const scan_ctx *k, double ex, double ey, double d,
   }
 }
 
-/* Does every beam of [k0, k1] already return nearer than a body whose
- * bound (radius rb) is at distance d? Then none can change: a beam meets
- * it at t >= (d - rb) / |dir|, |dir| within 1e-7 of 1, and ray_circle /
- * ray_box lose less than 1e-6 m to rounding. Bodies behind the walls of
- * the room (most of them in an office) end here, before their beams. */
 /* The beams of window [k0, k1] (k1 - k0 < n) as two runs: [*a, *b) and
  * [0, *c) (the part past beam n - 1, often empty). */
 static inline void window_runs(int64_t k0, int64_t k1, uint32_t n, uint32_t *a,
@@ -107,6 +102,11 @@ static inline void window_runs(int64_t k0, int64_t k1, uint32_t n, uint32_t *a,
   *c = w <= n - i ? 0 : w - (n - i);
 }
 
+/* Does every beam of [k0, k1] already return nearer than a body whose
+ * bound (radius rb) is at distance d? Then none can change: a beam meets
+ * it at t >= (d - rb) / |dir|, |dir| within 1e-7 of 1, and ray_circle /
+ * ray_box lose less than 1e-6 m to rounding. Bodies behind the walls of
+ * the room (most of them in an office) end here, before their beams. */
 static bool occluded(const scan_ctx *k, double d, double rb, int64_t k0,
                      int64_t k1) {
   double near = (d - rb) * (1.0 - 1e-6) - 1e-6;
@@ -123,20 +123,16 @@ static bool occluded(const scan_ctx *k, double d, double rb, int64_t k0,
   return true;
 }
 
-/* Pseudo-angle of (u, v) in [0, 4): monotone in its angle from +x, and
- * changing by at most 1 per radian (one division, no atan). */
-static inline double pseudo_angle(double u, double v) {
-  if (v >= 0)
-    return u >= 0 ? v / (u + v) : 1.0 - u / (v - u);
-  return u < 0 ? 2.0 - v / (-u - v) : 3.0 + u / (u - v);
-}
-
-/* The beam index (floor) of each pseudo-angle step 4 j / PA_SIM_QBINS
- * of the sensor-frame direction, from angle_min = -pi. */
+/* The pseudo-angle of a direction (u, v): its quadrant (0..3 from +x,
+ * counterclockwise) + the part within it, |v| / (|u| + |v|) in the even
+ * quadrants and |u| / (|u| + |v|) in the odd ones: in [0, 4), monotone in
+ * the angle and moving at most 1 per radian (one division, no atan).
+ * qpos[j]: the beam index (floor) at pseudo-angle 4 j / PA_SIM_QBINS of the
+ * sensor-frame direction turned by pi (angle_min = -pi is 0). */
 static void qpos_table(int32_t *qpos, uint32_t beams) {
   for (uint32_t j = 0; j <= PA_SIM_QBINS; j++) {
     double q = 4.0 * j / PA_SIM_QBINS, f = q - floor(q);
-    double a = floor(q) * M_PI_2 + atan2(f, 1.0 - f); /* inverse of above */
+    double a = floor(q) * M_PI_2 + atan2(f, 1.0 - f); /* its angle */
     double p = floor(a * beams / (2.0 * M_PI));
     qpos[j] = j == PA_SIM_QBINS ? (int32_t)beams : (int32_t)p;
   }
@@ -359,12 +355,9 @@ int pa_sim_int_scratch_init(pa_sim_scratch *k, uint32_t beam_cap) {
   size_t n = beam_cap ? beam_cap : 1;
   k->beam_cos = calloc(n, sizeof(float));
   k->beam_sin = calloc(n, sizeof(float));
-  k->dx = calloc(n, sizeof(double));
-  k->dy = calloc(n, sizeof(double));
   k->qpos = calloc(PA_SIM_QBINS + 1, sizeof(int32_t));
   k->smax = calloc(SECTOR_LEVELS * (n / 2 + 2), sizeof(float));
-  if (!k->beam_cos || !k->beam_sin || !k->dx || !k->dy || !k->qpos ||
-      !k->smax) {
+  if (!k->beam_cos || !k->beam_sin || !k->qpos || !k->smax) {
     pa_sim_int_scratch_free(k);
     return -1;
   }
@@ -374,8 +367,6 @@ int pa_sim_int_scratch_init(pa_sim_scratch *k, uint32_t beam_cap) {
 void pa_sim_int_scratch_free(pa_sim_scratch *k) {
   free(k->beam_cos);
   free(k->beam_sin);
-  free(k->dx);
-  free(k->dy);
   free(k->qpos);
   free(k->smax);
   memset(k, 0, sizeof *k);

@@ -106,11 +106,10 @@ int64_t pa_sim_int_step(const pa_sim_model *m, pa_sim_state *s, int64_t t0,
                         bool timed);
 
 /* Per-thread scan scratch: the beam direction table (rebuilt when the beam
- * count changes) and the world beam directions of one scan. */
+ * count changes) and the tables of one scan's body culling. */
 typedef struct pa_sim_scratch {
   float *beam_cos, *beam_sin; /* [beam_cap] */
   uint32_t beam_table_n;
-  double *dx, *dy; /* [beam_cap] */
   /* sim_laser.c's body culling: the beam index of each pseudo-angle step
    * (for beam_table_n beams) and the wall returns' max per 4 beams. */
   int32_t *qpos; /* [PA_SIM_QBINS + 1] */
