@@ -391,10 +391,18 @@ static void beam_table(pa_sim_scratch *sc, uint32_t beams) {
   sc->beam_table_n = beams;
 }
 
+/* The wall beams' two loops below are compiled twice: for the baseline and,
+ * on x86-64, for AVX2 without FMA (4 doubles a vector instead of 2; no
+ * contraction is possible, so the same bits), chosen with the caster path. */
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define WIDE_DIRS 1
+#endif
+#define BODY static inline __attribute__((always_inline))
+
 /* dx[i] = c * bc[i] - s * bs[i], dy[i] = s * bc[i] + c * bs[i] for i < n:
  * four beams at a time (the same operations on each, so the same bits). */
-static void beam_dirs(double c, double s, const float *bc, const float *bs,
-                      uint32_t n, double *dx, double *dy) {
+BODY void beam_dirs_body(double c, double s, const float *bc, const float *bs,
+                         uint32_t n, double *dx, double *dy) {
   uint32_t i = 0;
   for (; i + 4 <= n; i += 4) {
     v4f fc, fs;
@@ -415,8 +423,8 @@ static void beam_dirs(double c, double s, const float *bc, const float *bs,
 /* out[q] = t[q] >= maxc ? rmax : (float)(t[q] * res), raised to lo: four
  * beams at a time (the same operations and roundings as one by one; rmax
  * is a float's value, so choosing before the conversion is the same). */
-static void cells_to_ranges(const double *t, uint32_t n, double maxc,
-                            double res, double rmax, float lo, float *out) {
+BODY void cells_to_ranges_body(const double *t, uint32_t n, double maxc,
+                               double res, double rmax, float lo, float *out) {
   uint32_t q = 0;
   const v4d vmax = {rmax, rmax, rmax, rmax};
   const v4f vlo = {lo, lo, lo, lo};
@@ -435,6 +443,30 @@ static void cells_to_ranges(const double *t, uint32_t n, double maxc,
     out[q] = v < lo ? lo : v;
   }
 }
+
+static void beam_dirs(double c, double s, const float *bc, const float *bs,
+                      uint32_t n, double *dx, double *dy) {
+  beam_dirs_body(c, s, bc, bs, n, dx, dy);
+}
+
+static void cells_to_ranges(const double *t, uint32_t n, double maxc,
+                            double res, double rmax, float lo, float *out) {
+  cells_to_ranges_body(t, n, maxc, res, rmax, lo, out);
+}
+
+#ifdef WIDE_DIRS
+__attribute__((target("avx2"))) static void
+beam_dirs_avx2(double c, double s, const float *bc, const float *bs, uint32_t n,
+               double *dx, double *dy) {
+  beam_dirs_body(c, s, bc, bs, n, dx, dy);
+}
+
+__attribute__((target("avx2"))) static void
+cells_to_ranges_avx2(const double *t, uint32_t n, double maxc, double res,
+                     double rmax, float lo, float *out) {
+  cells_to_ranges_body(t, n, maxc, res, rmax, lo, out);
+}
+#endif
 
 /* out[i] = out[i] >= hi ? hi : out[i] < lo ? lo : out[i], four at a time. */
 static void clamp_ranges(float *out, uint32_t n, float lo, float hi) {
@@ -552,12 +584,26 @@ void pa_sim_int_scan_walls(const pa_sim_model *m, const pa_sim_state *s,
    * commutes with taking the nearer body), here on the casting threads. */
   const float lo = ri->laser_noise > 0 ? 0.0f : ri->laser_range_min;
   const float *bc = sc->beam_cos, *bs = sc->beam_sin;
+#ifdef WIDE_DIRS
+  pa_sim_simd path = pa_sim_simd_path(m);
+  bool wide = path == PA_SIM_SIMD_AVX512 || path == PA_SIM_SIMD_AVX2;
+#endif
   for (uint32_t i0 = b0; i0 < b1; i0 += SCAN_CHUNK) {
     uint32_t nb = b1 - i0 < SCAN_CHUNK ? b1 - i0 : SCAN_CHUNK;
     double bdx[SCAN_CHUNK], bdy[SCAN_CHUNK], bt[SCAN_CHUNK];
-    beam_dirs(gc, gs, bc + i0, bs + i0, nb, bdx, bdy);
+#ifdef WIDE_DIRS
+    if (wide)
+      beam_dirs_avx2(gc, gs, bc + i0, bs + i0, nb, bdx, bdy);
+    else
+#endif
+      beam_dirs(gc, gs, bc + i0, bs + i0, nb, bdx, bdy);
     pa_sim_int_cast_many(m, a->gx, a->gy, bdx, bdy, nb, maxc, bt);
-    cells_to_ranges(bt, nb, maxc, res, rmax, lo, out + i0);
+#ifdef WIDE_DIRS
+    if (wide)
+      cells_to_ranges_avx2(bt, nb, maxc, res, rmax, lo, out + i0);
+    else
+#endif
+      cells_to_ranges(bt, nb, maxc, res, rmax, lo, out + i0);
   }
 }
 
