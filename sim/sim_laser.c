@@ -51,22 +51,32 @@ static inline uint32_t wrap_beam(int64_t q, int64_t n) {
   return (uint32_t)q;
 }
 
+/* c ? a : b without a branch (the same value). */
+static inline double seld(bool c, double a, double b) {
+  uint64_t ua, ub, m = -(uint64_t)c;
+  memcpy(&ua, &a, sizeof ua);
+  memcpy(&ub, &b, sizeof ub);
+  ua = (ua & m) | (ub & ~m);
+  memcpy(&a, &ua, sizeof a);
+  return a;
+}
+
 /* atan2 to within 2e-6 rad (a polynomial: this runs once per body per scan;
- * beam windows get a margin that covers the error). */
+ * beam windows get a margin that covers the error). Its choices without
+ * branches (a body's direction is not predictable; the same values). */
 static inline double fast_atan2(double y, double x) {
   double ax = fabs(x), ay = fabs(y);
-  double mn = ax < ay ? ax : ay, mx = ax < ay ? ay : ax;
-  double a = mx > 0 ? mn / mx : 0, q = a * a;
+  bool swap = ax < ay;
+  double mn = seld(swap, ax, ay), mx = seld(swap, ay, ax);
+  double a = seld(mx > 0, mn / mx, 0), q = a * a;
   double r =
       a * (0.99997726 +
            q * (-0.33262347 +
                 q * (0.19354346 +
                      q * (-0.11643287 + q * (0.05265332 + q * -0.01172120)))));
-  if (ay > ax)
-    r = M_PI_2 - r;
-  if (x < 0)
-    r = M_PI - r;
-  return y < 0 ? -r : r;
+  r = seld(ay > ax, M_PI_2 - r, r);
+  r = seld(x < 0, M_PI - r, r);
+  return seld(y < 0, -r, r);
 }
 
 /* Beam indices [k0, k1] (unwrapped, may run past either end) that can see a
@@ -171,14 +181,9 @@ static inline void ray_circle2(const scan_ctx *k, uint32_t i, double ox,
   memcpy(k->out + i, &fo, sizeof fo);
 }
 
-static void scan_circle(const scan_ctx *k, double cx, double cy, double r) {
-  double ex = cx - k->x, ey = cy - k->y;
-  double lim = k->far + r, d2 = ex * ex + ey * ey;
-  if (d2 >= lim * lim)
-    return;
-  int64_t k0, k1;
-  double d = sqrt(d2);
-  shape_window(k, ex, ey, d, r, &k0, &k1);
+/* scan_circle's beams [k0, k1] of a body at distance d (its window). */
+static void circle_beams(const scan_ctx *k, double cx, double cy, double r,
+                         double d, int64_t k0, int64_t k1) {
   if (occluded(k, d, r, k0, k1))
     return;
   uint32_t a, b, c;
@@ -201,6 +206,17 @@ static void scan_circle(const scan_ctx *k, double cx, double cy, double r) {
       k->out[i] = t < (double)o ? (float)t : o;
     }
   }
+}
+
+static void scan_circle(const scan_ctx *k, double cx, double cy, double r) {
+  double ex = cx - k->x, ey = cy - k->y;
+  double lim = k->far + r, d2 = ex * ex + ey * ey;
+  if (d2 >= lim * lim)
+    return;
+  int64_t k0, k1;
+  double d = sqrt(d2);
+  shape_window(k, ex, ey, d, r, &k0, &k1);
+  circle_beams(k, cx, cy, r, d, k0, k1);
 }
 
 /* Sectors are 4 beams; smax level L holds the max of 2^L sectors from
@@ -304,8 +320,23 @@ static void flush(const scan_ctx *k, batch *b) {
       nv += !((hid >> j) & 1);
     }
   }
-  for (uint32_t i = 0; i < nv; i++)
-    scan_circle(k, b->x[vis[i]], b->y[vis[i]], b->r[vis[i]]);
+  /* scan_circle in two passes: every window first (no branch that depends
+   * on a robot between them: they overlap), then the beams */
+  int64_t k0[BATCH], k1[BATCH];
+  double dd[BATCH];
+  uint32_t nw = 0;
+  for (uint32_t i = 0; i < nv; i++) {
+    uint32_t q = vis[i];
+    double ex = b->x[q] - k->x, ey = b->y[q] - k->y, r = b->r[q];
+    double lim = k->far + r, d2 = ex * ex + ey * ey;
+    dd[nw] = sqrt(d2);
+    shape_window(k, ex, ey, dd[nw], r, &k0[nw], &k1[nw]);
+    vis[nw] = q;
+    nw += d2 < lim * lim; /* push() checked it: as scan_circle */
+  }
+  for (uint32_t i = 0; i < nw; i++)
+    circle_beams(k, b->x[vis[i]], b->y[vis[i]], b->r[vis[i]], dd[i], k0[i],
+                 k1[i]);
   b->n = 0;
 }
 
