@@ -186,6 +186,15 @@ typedef struct pa_sim_hash {
   double *ix, *iy, *ir;    /* [max_robots] */
   int64_t *icx, *icy;      /* [max_robots] */
   bool valid;              /* false: positions changed since the build */
+  /* pa_sim_int_lhash_build's dense layout: bucket (cy - gy0) * gw + cx -
+   * gx0 for the gw x gh cells around the robots (no aliasing, rows in
+   * order; icx, icy unset). */
+  bool dense;
+  int64_t gx0, gy0;
+  uint32_t gw, gh;
+  /* pa_sim_int_lhash_plan: 1 = to build (at h->cell) by the first scan
+   * that needs it, 2 = being built, 0 = built or not planned (atomic). */
+  int build;
 } pa_sim_hash;
 
 typedef struct pa_sim_pool pa_sim_pool; /* scan workers (sim_pool.c) */

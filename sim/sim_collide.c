@@ -4,6 +4,7 @@
 #include "sim_geom_int.h"
 
 #include <math.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -265,7 +266,97 @@ void pa_sim_int_hash_build(pa_sim_hash *h, const pa_sim_state *s, double cell) {
   }
   memmove(h->start + 1, h->start, (size_t)size * sizeof *h->start);
   h->start[0] = 0;
+  h->dense = false;
   h->valid = true;
+}
+
+void pa_sim_int_lhash_build(pa_sim_hash *h, const pa_sim_state *s,
+                            double cell) {
+  /* Each robot's cell, once (icx, icy by robot here: the buckets' bounds). */
+  int64_t x0 = INT64_MAX, y0 = INT64_MAX, x1 = INT64_MIN, y1 = INT64_MIN;
+  double rmax = 0;
+  for (uint32_t i = 0; i < s->robot_count; i++) {
+    if (!s->info[i].active)
+      continue;
+    int64_t cx = pa_sim_ifloor(s->rs[i].x / cell);
+    int64_t cy = pa_sim_ifloor(s->rs[i].y / cell);
+    h->icx[i] = cx;
+    h->icy[i] = cy;
+    x0 = cx < x0 ? cx : x0;
+    x1 = cx > x1 ? cx : x1;
+    y0 = cy < y0 ? cy : y0;
+    y1 = cy > y1 ? cy : y1;
+    if (s->info[i].radius > rmax)
+      rmax = s->info[i].radius;
+  }
+  uint64_t size = (uint64_t)h->mask + 1;
+  if (x1 < x0 || (uint64_t)(x1 - x0) >= size || (uint64_t)(y1 - y0) >= size ||
+      (uint64_t)(x1 - x0 + 1) * (uint64_t)(y1 - y0 + 1) > size) {
+    pa_sim_int_hash_build(h, s, cell); /* spread out (or none): hashed */
+    return;
+  }
+  uint32_t gw = (uint32_t)(x1 - x0 + 1), gh = (uint32_t)(y1 - y0 + 1);
+  uint32_t cells = gw * gh;
+  h->cell = cell;
+  h->rmax = rmax;
+  memset(h->start, 0, ((size_t)cells + 1) * sizeof *h->start);
+  for (uint32_t i = 0; i < s->robot_count; i++) {
+    if (!s->info[i].active)
+      continue;
+    uint32_t k = (uint32_t)((h->icy[i] - y0) * gw + (h->icx[i] - x0));
+    h->key[i] = k;
+    h->start[k + 1]++;
+  }
+  for (uint32_t k = 0; k < cells; k++)
+    h->start[k + 1] += h->start[k];
+  /* counting sort, stable in robot order, as pa_sim_int_hash_build */
+  uint32_t *fill = h->start;
+  for (uint32_t i = 0; i < s->robot_count; i++) {
+    if (!s->info[i].active)
+      continue;
+    uint32_t p = fill[h->key[i]]++;
+    h->items[p] = i;
+    h->ix[p] = s->rs[i].x;
+    h->iy[p] = s->rs[i].y;
+    h->ir[p] = s->info[i].radius;
+  }
+  memmove(h->start + 1, h->start, (size_t)cells * sizeof *h->start);
+  h->start[0] = 0;
+  h->gx0 = x0;
+  h->gy0 = y0;
+  h->gw = gw;
+  h->gh = gh;
+  h->dense = true;
+  h->valid = true;
+}
+
+void pa_sim_int_lhash_plan(pa_sim_state *s, double cell) {
+  s->lhash.cell = cell;
+  s->lhash.valid = false;
+  __atomic_store_n(&s->lhash.build, 1, __ATOMIC_RELEASE);
+}
+
+void pa_sim_int_lhash_ready(const pa_sim_state *s) {
+  /* a cache of the positions: built through a const state */
+  pa_sim_hash *h = (pa_sim_hash *)&s->lhash;
+  int want = 1;
+  if (__atomic_load_n(&h->build, __ATOMIC_ACQUIRE) == 0)
+    return;
+  if (__atomic_compare_exchange_n(&h->build, &want, 2, false, __ATOMIC_ACQ_REL,
+                                  __ATOMIC_ACQUIRE)) {
+    pa_sim_int_lhash_build(h, s, h->cell);
+    __atomic_store_n(&h->build, 0, __ATOMIC_RELEASE); /* publishes it */
+    return;
+  }
+  /* the builder takes ~10 us for 1000 robots; if it lost its core (a busy
+   * machine), give this one away now and then */
+  for (uint32_t i = 1; __atomic_load_n(&h->build, __ATOMIC_ACQUIRE) != 0; i++)
+    if ((i & 1023) == 0)
+      sched_yield();
+#if defined(__x86_64__) || defined(__i386__)
+    else
+      __builtin_ia32_pause();
+#endif
 }
 
 /* ---- clearance ------------------------------------------------------------

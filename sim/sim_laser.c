@@ -10,6 +10,14 @@
 
 #define SCAN_CHUNK CAST_CHUNK /* beams cast together */
 
+typedef float v4f __attribute__((vector_size(16)));
+typedef double v4d __attribute__((vector_size(32)));
+typedef int32_t v4i __attribute__((vector_size(16)));
+typedef int64_t v4l __attribute__((vector_size(32)));
+typedef double v2d __attribute__((vector_size(16)));
+typedef int64_t v2l __attribute__((vector_size(16)));
+typedef float v2f __attribute__((vector_size(8)));
+
 typedef struct scan_ctx {
   double x, y, c, s; /* sensor pose */
   double theta;      /* [rad] */
@@ -17,10 +25,22 @@ typedef struct scan_ctx {
   double inv_inc;    /* 1 / inc */
   uint32_t beams;
   double range_max;
-  const double *dx, *dy; /* world beam directions */
+  const float *bc, *bs; /* beam_table: beam directions in the sensor frame */
   float *out;
-  double far; /* no body beyond this can change out[] */
+  double far;          /* no body beyond this can change out[] */
+  const int32_t *qpos; /* scratch qpos: pseudo-angle step -> beam */
+  const float *smax;   /* scratch smax: sector maxima (sector_max) */
+  uint32_t stride;     /* of smax's levels */
 } scan_ctx;
+
+/* Beam i's world direction: the same operations as beam_dirs (its vector
+ * lanes and its tail), so the same bits. */
+static inline void beam_dir(const scan_ctx *k, uint32_t i, double *dx,
+                            double *dy) {
+  double bc = k->bc[i], bs = k->bs[i];
+  *dx = k->c * bc - k->s * bs;
+  *dy = k->s * bc + k->c * bs;
+}
 
 /* Beam index of an unwrapped window position (windows span < 3 turns). */
 static inline uint32_t wrap_beam(int64_t q, int64_t n) {
@@ -31,22 +51,32 @@ static inline uint32_t wrap_beam(int64_t q, int64_t n) {
   return (uint32_t)q;
 }
 
+/* c ? a : b without a branch (the same value). */
+static inline double seld(bool c, double a, double b) {
+  uint64_t ua, ub, m = -(uint64_t)c;
+  memcpy(&ua, &a, sizeof ua);
+  memcpy(&ub, &b, sizeof ub);
+  ua = (ua & m) | (ub & ~m);
+  memcpy(&a, &ua, sizeof a);
+  return a;
+}
+
 /* atan2 to within 2e-6 rad (a polynomial: this runs once per body per scan;
- * beam windows get a margin that covers the error). */
+ * beam windows get a margin that covers the error). Its choices without
+ * branches (a body's direction is not predictable; the same values). */
 static inline double fast_atan2(double y, double x) {
   double ax = fabs(x), ay = fabs(y);
-  double mn = ax < ay ? ax : ay, mx = ax < ay ? ay : ax;
-  double a = mx > 0 ? mn / mx : 0, q = a * a;
+  bool swap = ax < ay;
+  double mn = seld(swap, ax, ay), mx = seld(swap, ay, ax);
+  double a = seld(mx > 0, mn / mx, 0), q = a * a;
   double r =
       a * (0.99997726 +
            q * (-0.33262347 +
                 q * (0.19354346 +
                      q * (-0.11643287 + q * (0.05265332 + q * -0.01172120)))));
-  if (ay > ax)
-    r = M_PI_2 - r;
-  if (x < 0)
-    r = M_PI - r;
-  return y < 0 ? -r : r;
+  r = seld(ay > ax, M_PI_2 - r, r);
+  r = seld(x < 0, M_PI - r, r);
+  return seld(y < 0, -r, r);
 }
 
 /* Beam indices [k0, k1] (unwrapped, may run past either end) that can see a
@@ -72,6 +102,16 @@ static void shape_window(const scan_ctx *k, double ex, double ey, double d,
   }
 }
 
+/* The beams of window [k0, k1] (k1 - k0 < n) as two runs: [*a, *b) and
+ * [0, *c) (the part past beam n - 1, often empty). */
+static inline void window_runs(int64_t k0, int64_t k1, uint32_t n, uint32_t *a,
+                               uint32_t *b, uint32_t *c) {
+  uint32_t i = wrap_beam(k0, n), w = (uint32_t)(k1 - k0 + 1);
+  *a = i;
+  *b = w <= n - i ? i + w : n;
+  *c = w <= n - i ? 0 : w - (n - i);
+}
+
 /* Does every beam of [k0, k1] already return nearer than a body whose
  * bound (radius rb) is at distance d? Then none can change: a beam meets
  * it at t >= (d - rb) / |dir|, |dir| within 1e-7 of 1, and ray_circle /
@@ -82,11 +122,90 @@ static bool occluded(const scan_ctx *k, double d, double rb, int64_t k0,
   double near = (d - rb) * (1.0 - 1e-6) - 1e-6;
   if (!(near > 0))
     return false;
-  int64_t n = (int64_t)k->beams;
-  for (int64_t q = k0; q <= k1; q++)
-    if ((double)k->out[wrap_beam(q, n)] > near)
+  uint32_t a, b, c;
+  window_runs(k0, k1, k->beams, &a, &b, &c);
+  for (uint32_t i = a; i < b; i++)
+    if ((double)k->out[i] > near)
+      return false;
+  for (uint32_t i = 0; i < c; i++)
+    if ((double)k->out[i] > near)
       return false;
   return true;
+}
+
+/* The pseudo-angle of a direction (u, v): its quadrant (0..3 from +x,
+ * counterclockwise) + the part within it, |v| / (|u| + |v|) in the even
+ * quadrants and |u| / (|u| + |v|) in the odd ones: in [0, 4), monotone in
+ * the angle and moving at most 1 per radian (one division, no atan).
+ * qpos[j]: the beam index (floor) at pseudo-angle 4 j / PA_SIM_QBINS of the
+ * sensor-frame direction turned by pi (angle_min = -pi is 0). */
+static void qpos_table(int32_t *qpos, uint32_t beams) {
+  for (uint32_t j = 0; j <= PA_SIM_QBINS; j++) {
+    double q = 4.0 * j / PA_SIM_QBINS, f = q - floor(q);
+    double a = floor(q) * M_PI_2 + atan2(f, 1.0 - f); /* its angle */
+    double p = floor(a * beams / (2.0 * M_PI));
+    qpos[j] = j == PA_SIM_QBINS ? (int32_t)beams : (int32_t)p;
+  }
+}
+
+static inline v2d sqrt2(v2d x) {
+#if defined(__SSE2__)
+  return __builtin_ia32_sqrtpd(x);
+#else
+  return (v2d){sqrt(x[0]), sqrt(x[1])};
+#endif
+}
+
+static inline v2d sel2(v2l m, v2d x, v2d y) {
+  return (v2d)(((v2l)x & m) | ((v2l)y & ~m));
+}
+
+/* scan_circle's beam loop for beams i, i + 1 (oc > 0): beam_dir and
+ * ray_circle's operations lane by lane (the same bits), and the nearer of
+ * the hit and out[] (a float's value survives the trip through double). */
+static inline void ray_circle2(const scan_ctx *k, uint32_t i, double ox,
+                               double oy, double oc) {
+  v2f fc, fs, fo;
+  memcpy(&fc, k->bc + i, sizeof fc);
+  memcpy(&fs, k->bs + i, sizeof fs);
+  memcpy(&fo, k->out + i, sizeof fo);
+  v2d bc = __builtin_convertvector(fc, v2d);
+  v2d bs = __builtin_convertvector(fs, v2d);
+  v2d dx = k->c * bc - k->s * bs, dy = k->s * bc + k->c * bs;
+  v2d bb = ox * dx + oy * dy, disc = bb * bb - oc;
+  const v2d zero = {0, 0}, inf = {INFINITY, INFINITY};
+  v2d t = -bb - sqrt2(sel2(disc > 0, disc, zero));
+  t = sel2((bb > 0) | (disc < 0), inf, t);
+  v2d o = __builtin_convertvector(fo, v2d);
+  fo = __builtin_convertvector(sel2(t < o, t, o), v2f);
+  memcpy(k->out + i, &fo, sizeof fo);
+}
+
+/* scan_circle's beams [k0, k1] of a body at distance d (its window). */
+static void circle_beams(const scan_ctx *k, double cx, double cy, double r,
+                         double d, int64_t k0, int64_t k1) {
+  if (occluded(k, d, r, k0, k1))
+    return;
+  uint32_t a, b, c;
+  window_runs(k0, k1, k->beams, &a, &b, &c);
+  /* ray_circle's terms of this body, then per beam without branches (the
+   * same operations: the same bits; a beam that misses gets INFINITY) */
+  double ox = k->x - cx, oy = k->y - cy, oc = ox * ox + oy * oy - r * r;
+  for (uint32_t run = 0; run < 2; run++) {
+    uint32_t i = run ? 0 : a, end = run ? c : b;
+    if (oc > 0) /* two beams at a time (the sensor outside the body) */
+      for (; i + 2 <= end; i += 2)
+        ray_circle2(k, i, ox, oy, oc);
+    for (; i < end; i++) {
+      double dx, dy;
+      beam_dir(k, i, &dx, &dy);
+      double bb = ox * dx + oy * dy, disc = bb * bb - oc;
+      double t = -bb - sqrt(disc > 0 ? disc : 0);
+      t = oc <= 0 ? 0 : bb > 0 || disc < 0 ? INFINITY : t;
+      float o = k->out[i];
+      k->out[i] = t < (double)o ? (float)t : o;
+    }
+  }
 }
 
 static void scan_circle(const scan_ctx *k, double cx, double cy, double r) {
@@ -97,15 +216,146 @@ static void scan_circle(const scan_ctx *k, double cx, double cy, double r) {
   int64_t k0, k1;
   double d = sqrt(d2);
   shape_window(k, ex, ey, d, r, &k0, &k1);
-  if (occluded(k, d, r, k0, k1))
-    return;
-  int64_t n = (int64_t)k->beams;
-  for (int64_t q = k0; q <= k1; q++) {
-    uint32_t i = wrap_beam(q, n);
-    double t = ray_circle(k->x, k->y, k->dx[i], k->dy[i], cx, cy, r);
-    if (t < (double)k->out[i])
-      k->out[i] = (float)t;
+  circle_beams(k, cx, cy, r, d, k0, k1);
+}
+
+/* Sectors are 4 beams; smax level L holds the max of 2^L sectors from
+ * each, over the beams twice round (a window across beam 0 is one run). */
+#define SECTOR_LEVELS 4 /* windows of up to 8 sectors */
+#define BATCH 64        /* robots culled together */
+
+static inline v4f sqrt4(v4f x) {
+#if defined(__SSE__)
+  return __builtin_ia32_sqrtps(x);
+#else
+  v4f r;
+  for (int j = 0; j < 4; j++)
+    r[j] = sqrtf(x[j]);
+  return r;
+#endif
+}
+
+/* x where m (all ones), else y. */
+static inline v4f sel4(v4i m, v4f x, v4f y) {
+  return (v4f)(((v4i)x & m) | ((v4i)y & ~m));
+}
+
+/* Which of 4 robots (centres at ex, ey from the sensor, radii r) are
+ * hidden behind the walls: all the returns in their windows nearer than
+ * them? Bit j set only if occluded() would say so for robot j. Only a
+ * filter (the rest take the exact path), so in float, 4 at a time and
+ * without branches, with margins for float's error: near within 1e-5 d +
+ * 1e-5 below occluded's; a window of pseudo-angle +-(r / (d - r) + 5e-5)
+ * around the centre's (at least shape_window's half angle + its atan
+ * error + float's; the pseudo-angle moves at most 1 per radian), widened
+ * by 3 beams (shape_window's extra beam, the table's rounding). */
+static unsigned hidden4(const scan_ctx *k, v4f ex, v4f ey, v4f r) {
+  const int64_t n = (int64_t)k->beams, Q = PA_SIM_QBINS;
+  const float c = (float)k->c, s = (float)k->s;
+  v4f d = sqrt4(ex * ex + ey * ey), dr = d - r;
+  v4f near = dr - 1e-5f * d - 1e-5f;
+  v4f h = r / dr + 5e-5f;
+  v4i ok = (near > 0) & (h < 1.0f);
+  /* the direction in the sensor frame turned by pi (angle_min is 0) */
+  v4f u = -(c * ex + s * ey), v = s * ex - c * ey;
+  const v4i sign = {INT32_MIN, INT32_MIN, INT32_MIN, INT32_MIN};
+  v4f au = (v4f)((v4i)u & ~sign), av = (v4f)((v4i)v & ~sign);
+  /* pseudo_angle: quadrant (0..3) + the part within it */
+  v4i qu = u < 0, qv = v < 0; /* -1 or 0 */
+  v4i quad = (qv & 3) + (qu & (1 | (qv & -2)));
+  v4i even = (quad & 1) == 0;
+  v4f q = __builtin_convertvector(quad, v4f) + sel4(even, av, au) / (au + av);
+  v4f qa = (q - h) * (float)(Q / 4), qb = (q + h) * (float)(Q / 4);
+  /* in range whenever ok (h < 1); clamped for the rest (and not a number) */
+  const float alo = (float)(-Q / 4), ahi = (float)(Q - 1);
+  const float bhi = (float)(Q + Q / 4);
+  qa = sel4((qa > alo) & (qa < ahi), qa, (v4f){0, 0, 0, 0});
+  qb = sel4((qb > 0) & (qb < bhi), qb, (v4f){0, 0, 0, 0});
+  v4i ta = __builtin_convertvector(qa, v4i),
+      tb = __builtin_convertvector(qb, v4i);
+  v4i ia = ta + ((qa < __builtin_convertvector(ta, v4f)) & -1); /* floor */
+  v4i ib = tb - ((qb > __builtin_convertvector(tb, v4f)) & -1); /* ceil */
+  static const uint8_t lg[9] = {0, 0, 1, 1, 2, 2, 2, 2, 3};
+  unsigned mask = 0;
+  for (int j = 0; j < 4; j++) {
+    int64_t ja = ia[j], jb = ib[j];
+    int64_t k0 = k->qpos[ja & (Q - 1)] - 3 - (ja < 0 ? n : 0);
+    int64_t k1 = k->qpos[jb > Q ? jb - Q : jb] + 4 + (jb > Q ? n : 0);
+    int64_t sh = k0 < 0 ? n : 0;
+    k0 += sh;
+    k1 += sh;
+    int okj = (ok[j] != 0) & (k0 >= 0) & (k1 - k0 + 1 < n);
+    k0 = k0 < 0 ? 0 : k0;
+    k1 = k1 < k0 ? k0 : k1 > 2 * n - 1 ? 2 * n - 1 : k1;
+    int64_t t0 = k0 >> 2, t1 = k1 >> 2, w = t1 - t0 + 1;
+    okj &= w <= (1 << (SECTOR_LEVELS - 1));
+    int lv = lg[w > 8 ? 8 : w];
+    const float *st = k->smax + (size_t)lv * k->stride;
+    float a = st[t0], b = st[t1 - (1 << lv) + 1];
+    float mx = a > b ? a : b;
+    mask |= (unsigned)(okj & (mx <= near[j])) << j;
   }
+  return mask;
+}
+
+typedef struct batch {
+  double x[BATCH], y[BATCH], r[BATCH];
+  uint32_t n;
+} batch;
+
+/* The robots of b: the hidden ones dropped together, then the others. */
+static void flush(const scan_ctx *k, batch *b) {
+  uint32_t vis[BATCH], nv = 0;
+  for (uint32_t i = 0; i < b->n; i += 4) {
+    v4f ex, ey, r;
+    for (int j = 0; j < 4; j++) { /* lanes past n: not hidden */
+      uint32_t q = i + j < b->n ? i + j : i;
+      ex[j] = (float)(b->x[q] - k->x);
+      ey[j] = (float)(b->y[q] - k->y);
+      r[j] = (float)b->r[q];
+    }
+    unsigned hid = hidden4(k, ex, ey, r);
+    for (uint32_t j = 0; j < 4 && i + j < b->n; j++) {
+      vis[nv] = i + j;
+      nv += !((hid >> j) & 1);
+    }
+  }
+  /* scan_circle in two passes: every window first (no branch that depends
+   * on a robot between them: they overlap), then the beams */
+  int64_t k0[BATCH], k1[BATCH];
+  double dd[BATCH];
+  uint32_t nw = 0;
+  for (uint32_t i = 0; i < nv; i++) {
+    uint32_t q = vis[i];
+    double ex = b->x[q] - k->x, ey = b->y[q] - k->y, r = b->r[q];
+    double lim = k->far + r, d2 = ex * ex + ey * ey;
+    dd[nw] = sqrt(d2);
+    shape_window(k, ex, ey, dd[nw], r, &k0[nw], &k1[nw]);
+    vis[nw] = q;
+    nw += d2 < lim * lim; /* push() checked it: as scan_circle */
+  }
+  for (uint32_t i = 0; i < nw; i++)
+    circle_beams(k, b->x[vis[i]], b->y[vis[i]], b->r[vis[i]], dd[i], k0[i],
+                 k1[i]);
+  b->n = 0;
+}
+
+/* Adds a robot to b (n of them so far, returns the new count) if it is
+ * within far + r of the sensor (scan_circle drops the others first
+ * anyway); the count stays in a register, not in b. */
+static inline uint32_t push(const scan_ctx *k, batch *b, uint32_t n, double x,
+                            double y, double r, bool take) {
+  double ex = x - k->x, ey = y - k->y, lim = k->far + r;
+  b->x[n] = x;
+  b->y[n] = y;
+  b->r[n] = r;
+  n += take && ex * ex + ey * ey < lim * lim;
+  if (n == BATCH) {
+    b->n = n;
+    flush(k, b);
+    n = 0;
+  }
+  return n;
 }
 
 static void scan_box(const scan_ctx *k, const pa_obstacle_info *o) {
@@ -123,7 +373,9 @@ static void scan_box(const scan_ctx *k, const pa_obstacle_info *o) {
   int64_t n = (int64_t)k->beams;
   for (int64_t q = k0; q <= k1; q++) {
     uint32_t i = wrap_beam(q, n);
-    double t = ray_box(k->x, k->y, k->dx[i], k->dy[i], o, c, s);
+    double dx, dy;
+    beam_dir(k, i, &dx, &dy);
+    double t = ray_box(k->x, k->y, dx, dy, o, c, s);
     if (t < (double)k->out[i])
       k->out[i] = (float)t;
   }
@@ -134,9 +386,9 @@ int pa_sim_int_scratch_init(pa_sim_scratch *k, uint32_t beam_cap) {
   size_t n = beam_cap ? beam_cap : 1;
   k->beam_cos = calloc(n, sizeof(float));
   k->beam_sin = calloc(n, sizeof(float));
-  k->dx = calloc(n, sizeof(double));
-  k->dy = calloc(n, sizeof(double));
-  if (!k->beam_cos || !k->beam_sin || !k->dx || !k->dy) {
+  k->qpos = calloc(PA_SIM_QBINS + 1, sizeof(int32_t));
+  k->smax = calloc(SECTOR_LEVELS * (n / 2 + 2), sizeof(float));
+  if (!k->beam_cos || !k->beam_sin || !k->qpos || !k->smax) {
     pa_sim_int_scratch_free(k);
     return -1;
   }
@@ -146,8 +398,8 @@ int pa_sim_int_scratch_init(pa_sim_scratch *k, uint32_t beam_cap) {
 void pa_sim_int_scratch_free(pa_sim_scratch *k) {
   free(k->beam_cos);
   free(k->beam_sin);
-  free(k->dx);
-  free(k->dy);
+  free(k->qpos);
+  free(k->smax);
   memset(k, 0, sizeof *k);
 }
 
@@ -166,16 +418,22 @@ static void beam_table(pa_sim_scratch *sc, uint32_t beams) {
     sc->beam_cos[i] = (float)cos(a);
     sc->beam_sin[i] = (float)sin(a);
   }
+  qpos_table(sc->qpos, beams);
   sc->beam_table_n = beams;
 }
 
-typedef float v4f __attribute__((vector_size(16)));
-typedef double v4d __attribute__((vector_size(32)));
+/* The wall beams' two loops below are compiled twice: for the baseline and,
+ * on x86-64, for AVX2 without FMA (4 doubles a vector instead of 2; no
+ * contraction is possible, so the same bits), chosen with the caster path. */
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define WIDE_DIRS 1
+#endif
+#define BODY static inline __attribute__((always_inline))
 
 /* dx[i] = c * bc[i] - s * bs[i], dy[i] = s * bc[i] + c * bs[i] for i < n:
  * four beams at a time (the same operations on each, so the same bits). */
-static void beam_dirs(double c, double s, const float *bc, const float *bs,
-                      uint32_t n, double *dx, double *dy) {
+BODY void beam_dirs_body(double c, double s, const float *bc, const float *bs,
+                         uint32_t n, double *dx, double *dy) {
   uint32_t i = 0;
   for (; i + 4 <= n; i += 4) {
     v4f fc, fs;
@@ -193,14 +451,11 @@ static void beam_dirs(double c, double s, const float *bc, const float *bs,
   }
 }
 
-typedef int32_t v4i __attribute__((vector_size(16)));
-typedef int64_t v4l __attribute__((vector_size(32)));
-
 /* out[q] = t[q] >= maxc ? rmax : (float)(t[q] * res), raised to lo: four
  * beams at a time (the same operations and roundings as one by one; rmax
  * is a float's value, so choosing before the conversion is the same). */
-static void cells_to_ranges(const double *t, uint32_t n, double maxc,
-                            double res, double rmax, float lo, float *out) {
+BODY void cells_to_ranges_body(const double *t, uint32_t n, double maxc,
+                               double res, double rmax, float lo, float *out) {
   uint32_t q = 0;
   const v4d vmax = {rmax, rmax, rmax, rmax};
   const v4f vlo = {lo, lo, lo, lo};
@@ -220,6 +475,30 @@ static void cells_to_ranges(const double *t, uint32_t n, double maxc,
   }
 }
 
+static void beam_dirs(double c, double s, const float *bc, const float *bs,
+                      uint32_t n, double *dx, double *dy) {
+  beam_dirs_body(c, s, bc, bs, n, dx, dy);
+}
+
+static void cells_to_ranges(const double *t, uint32_t n, double maxc,
+                            double res, double rmax, float lo, float *out) {
+  cells_to_ranges_body(t, n, maxc, res, rmax, lo, out);
+}
+
+#ifdef WIDE_DIRS
+__attribute__((target("avx2"))) static void
+beam_dirs_avx2(double c, double s, const float *bc, const float *bs, uint32_t n,
+               double *dx, double *dy) {
+  beam_dirs_body(c, s, bc, bs, n, dx, dy);
+}
+
+__attribute__((target("avx2"))) static void
+cells_to_ranges_avx2(const double *t, uint32_t n, double maxc, double res,
+                     double rmax, float lo, float *out) {
+  cells_to_ranges_body(t, n, maxc, res, rmax, lo, out);
+}
+#endif
+
 /* out[i] = out[i] >= hi ? hi : out[i] < lo ? lo : out[i], four at a time. */
 static void clamp_ranges(float *out, uint32_t n, float lo, float hi) {
   uint32_t i = 0;
@@ -233,6 +512,73 @@ static void clamp_ranges(float *out, uint32_t n, float lo, float hi) {
   }
   for (; i < n; i++)
     out[i] = out[i] >= hi ? hi : out[i] < lo ? lo : out[i];
+}
+
+/* max(a, b) of four floats (as a > b ? a : b in each). */
+static inline v4f max4(v4f a, v4f b) {
+  v4i m = a > b;
+  return (v4f)(((v4i)a & m) | ((v4i)b & ~m));
+}
+
+/* smax level 0: the max of each 4 beams of out[] taken twice round
+ * (beam i + n is beam i; the last of the first round may mix both);
+ * level L: of 2^L of them from each. Returns the max of all (0 if none). */
+static float sector_max(const float *out, uint32_t n, float *smax,
+                        uint32_t stride) {
+  uint32_t ns = (2 * n + 3) / 4, t = 0; /* sectors twice round */
+  for (; 4 * t + 4 <= n; t++) {
+    const float *o = out + 4 * t;
+    float a = o[0] > o[1] ? o[0] : o[1], b = o[2] > o[3] ? o[2] : o[3];
+    smax[t] = a > b ? a : b;
+  }
+  if (n % 4 == 0) {
+    memcpy(smax + t, smax, t * sizeof *smax);
+  } else {
+    for (; t < ns; t++) {
+      float a = 0;
+      for (uint32_t i = 4 * t; i < 4 * t + 4 && i < 2 * n; i++) {
+        float v = out[i < n ? i : i - n];
+        a = v > a ? v : a;
+      }
+      smax[t] = a;
+    }
+  }
+  /* the max of all: four chains over the first round's level 0 */
+  v4f f = {0, 0, 0, 0};
+  uint32_t n0 = (n + 3) / 4, t4 = 0;
+  for (; t4 + 4 <= n0; t4 += 4) {
+    v4f v;
+    memcpy(&v, smax + t4, sizeof v);
+    f = max4(v, f);
+  }
+  float far = 0;
+  for (int j = 0; j < 4; j++)
+    far = f[j] > far ? f[j] : far;
+  for (; t4 < n0; t4++)
+    far = smax[t4] > far ? smax[t4] : far;
+  for (uint32_t lv = 1; lv < SECTOR_LEVELS; lv++) {
+    const float *p = smax + (size_t)(lv - 1) * stride;
+    float *c = smax + (size_t)lv * stride;
+    uint32_t half = 1u << (lv - 1), i = 0;
+    if (ns + 1 < 2 * half)
+      break; /* no window that wide */
+    uint32_t end = ns + 1 - 2 * half;
+    for (; i + 4 <= end; i += 4) {
+      v4f x, y;
+      memcpy(&x, p + i, sizeof x);
+      memcpy(&y, p + i + half, sizeof y);
+      x = max4(x, y);
+      memcpy(c + i, &x, sizeof x);
+    }
+    for (; i < end; i++)
+      c[i] = p[i] > p[i + half] ? p[i] : p[i + half];
+  }
+  return far;
+}
+
+/* smax's level stride: sectors twice round the most beams, + slack. */
+static uint32_t beam_stride(const pa_sim_model *m) {
+  return (m->beam_cap ? m->beam_cap : 1) / 2 + 2;
 }
 
 static uint32_t scan_beams(const pa_sim_model *m, const pa_robot_info *ri) {
@@ -269,12 +615,26 @@ void pa_sim_int_scan_walls(const pa_sim_model *m, const pa_sim_state *s,
    * commutes with taking the nearer body), here on the casting threads. */
   const float lo = ri->laser_noise > 0 ? 0.0f : ri->laser_range_min;
   const float *bc = sc->beam_cos, *bs = sc->beam_sin;
+#ifdef WIDE_DIRS
+  pa_sim_simd path = pa_sim_simd_path(m);
+  bool wide = path == PA_SIM_SIMD_AVX512 || path == PA_SIM_SIMD_AVX2;
+#endif
   for (uint32_t i0 = b0; i0 < b1; i0 += SCAN_CHUNK) {
     uint32_t nb = b1 - i0 < SCAN_CHUNK ? b1 - i0 : SCAN_CHUNK;
     double bdx[SCAN_CHUNK], bdy[SCAN_CHUNK], bt[SCAN_CHUNK];
-    beam_dirs(gc, gs, bc + i0, bs + i0, nb, bdx, bdy);
+#ifdef WIDE_DIRS
+    if (wide)
+      beam_dirs_avx2(gc, gs, bc + i0, bs + i0, nb, bdx, bdy);
+    else
+#endif
+      beam_dirs(gc, gs, bc + i0, bs + i0, nb, bdx, bdy);
     pa_sim_int_cast_many(m, a->gx, a->gy, bdx, bdy, nb, maxc, bt);
-    cells_to_ranges(bt, nb, maxc, res, rmax, lo, out + i0);
+#ifdef WIDE_DIRS
+    if (wide)
+      cells_to_ranges_avx2(bt, nb, maxc, res, rmax, lo, out + i0);
+    else
+#endif
+      cells_to_ranges(bt, nb, maxc, res, rmax, lo, out + i0);
   }
 }
 
@@ -302,24 +662,15 @@ void pa_sim_int_scan_finish(const pa_sim_model *m, const pa_sim_state *s,
   if (!bodies && sigma == 0)
     return; /* the walls clamped already; nothing else to do */
   const double inc = 2.0 * M_PI / beams;
-  scan_ctx k = {a->x,  a->y, a->c,   a->s,   a->theta, inc, 1.0 / inc,
-                beams, rmax, sc->dx, sc->dy, out,      rmax};
+  scan_ctx k = {a->x,      a->y,     a->c,     a->s,          a->theta,     inc,
+                1.0 / inc, beams,    rmax,     sc->beam_cos,  sc->beam_sin, out,
+                rmax,      sc->qpos, sc->smax, beam_stride(m)};
   float far = 0; /* the farthest wall return */
   if (bodies) {
-    /* World beam directions: only bodies (obstacles, robots) use them. */
+    /* Beam directions (only bodies use them) and the returns' max per 4
+     * beams (hidden()) and overall. */
     beam_table(sc, beams);
-    const float *bc = sc->beam_cos, *bs = sc->beam_sin;
-    beam_dirs(k.c, k.s, bc, bs, beams, sc->dx, sc->dy);
-    /* Four chains: a single one waits on each comparison. */
-    float fm[4] = {0, 0, 0, 0};
-    uint32_t i4 = beams & ~3u;
-    for (uint32_t i = 0; i < i4; i += 4)
-      for (int j = 0; j < 4; j++)
-        fm[j] = out[i + j] > fm[j] ? out[i + j] : fm[j];
-    for (uint32_t i = i4; i < beams; i++)
-      fm[0] = out[i] > fm[0] ? out[i] : fm[0];
-    for (int j = 0; j < 4; j++)
-      far = fm[j] > far ? fm[j] : far;
+    far = sector_max(out, beams, sc->smax, k.stride);
   }
   /* Obstacles and other robots: only the beams their bounds subtend, and
    * only bodies nearer than the farthest wall return (+ rounding slack). */
@@ -335,7 +686,11 @@ void pa_sim_int_scan_finish(const pa_sim_model *m, const pa_sim_state *s,
   }
   if (ball)
     scan_circle(&k, bx, by, br);
+  if (others)
+    pa_sim_int_lhash_ready(s); /* planned this tick: built by the first */
   const pa_sim_hash *h = &s->lhash;
+  batch b;
+  uint32_t bn = 0; /* robots in b */
   /* + the largest robot radius (bucketed by centre) */
   int64_t span = h->valid ? pa_sim_iceil((rmax + h->rmax) / h->cell) : 0;
   if (!others) {
@@ -353,8 +708,14 @@ void pa_sim_int_scan_finish(const pa_sim_model *m, const pa_sim_state *s,
      * around the sensor (+ slack for rounding): scan_circle drops the
      * centres beyond it anyway. */
     const double cell = h->cell, reach = k.far + h->rmax + 1e-6;
+    /* Dense buckets: only the rows and columns that hold robots. */
+    int64_t j0 = cy - span, j1 = cy + span;
+    if (h->dense) {
+      j0 = j0 < h->gy0 ? h->gy0 : j0;
+      j1 = j1 > h->gy0 + h->gh - 1 ? h->gy0 + h->gh - 1 : j1;
+    }
     /* Buckets can alias; a robot seen twice just intersects twice. */
-    for (int64_t j = cy - span; j <= cy + span; j++) {
+    for (int64_t j = j0; j <= j1; j++) {
       double y0 = (double)j * cell, y1 = (double)(j + 1) * cell;
       double ry = a->y < y0 ? y0 - a->y : a->y > y1 ? a->y - y1 : 0;
       if (ry > reach)
@@ -364,21 +725,34 @@ void pa_sim_int_scan_finish(const pa_sim_model *m, const pa_sim_state *s,
       int64_t i1 = pa_sim_ifloor((a->x + w) / cell) + 1;
       i0 = i0 < cx - span ? cx - span : i0;
       i1 = i1 > cx + span ? cx + span : i1;
+      if (h->dense) { /* a row's buckets are one run */
+        i0 = i0 < h->gx0 ? h->gx0 : i0;
+        i1 = i1 > h->gx0 + h->gw - 1 ? h->gx0 + h->gw - 1 : i1;
+        if (i0 > i1)
+          continue;
+        size_t row = (size_t)(j - h->gy0) * h->gw - (size_t)h->gx0;
+        uint32_t p0 = h->start[row + (size_t)i0];
+        uint32_t p1 = h->start[row + (size_t)i1 + 1];
+        for (uint32_t p = p0; p < p1; p++)
+          bn =
+              push(&k, &b, bn, h->ix[p], h->iy[p], h->ir[p], h->items[p] != id);
+        continue;
+      }
       for (int64_t i = i0; i <= i1; i++) {
         uint32_t key = pa_sim_int_hash_key(h, i, j);
-        for (uint32_t p = h->start[key]; p < h->start[key + 1]; p++) {
+        for (uint32_t p = h->start[key]; p < h->start[key + 1]; p++)
           /* aliased bucket: its own cell visits it */
-          if (h->icx[p] != i || h->icy[p] != j || h->items[p] == id)
-            continue;
-          scan_circle(&k, h->ix[p], h->iy[p], h->ir[p]);
-        }
+          bn = push(&k, &b, bn, h->ix[p], h->iy[p], h->ir[p],
+                    h->icx[p] == i && h->icy[p] == j && h->items[p] != id);
       }
     }
   } else {
     for (uint32_t o = 0; o < s->robot_count; o++)
-      if (o != id && s->info[o].active)
-        scan_circle(&k, s->rs[o].x, s->rs[o].y, s->info[o].radius);
+      bn = push(&k, &b, bn, s->rs[o].x, s->rs[o].y, s->info[o].radius,
+                o != id && s->info[o].active);
   }
+  b.n = bn;
+  flush(&k, &b);
   /* Clamp and noise: only returns get noise; no return stays range_max. */
   if (sigma == 0) {
     /* The same in float (both limits are floats), without a branch. */

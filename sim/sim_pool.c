@@ -52,6 +52,7 @@ typedef struct scan_job {
   const pa_sim_model *m;
   pa_sim_state *s;
   const uint32_t *ids;
+  uint32_t first; /* 1: item 0 builds the robots' laser buckets */
   uint32_t whole, parts;
   pa_sim_scan_at at[SPLIT_MAX]; /* of the split scans */
   atomic_uint left[SPLIT_MAX];  /* their parts not yet cast */
@@ -62,6 +63,11 @@ static void scan_one(void *arg, uint32_t i, pa_sim_scratch *k,
   scan_job *j = arg;
   (void)count;
   const pa_sim_model *m = j->m;
+  if (i < j->first) { /* the first taker, while the others cast walls */
+    pa_sim_int_lhash_ready(j->s);
+    return;
+  }
+  i -= j->first;
   if (i < j->whole) {
     uint32_t id = j->ids[i];
     pa_sim_int_scan(m, j->s, id, j->s->ranges + (size_t)id * m->beam_cap, k);
@@ -380,9 +386,15 @@ uint64_t pa_sim_int_pool_run(pa_sim_pool *p, pa_sim_pool_fn fn, void *arg,
   return pool_run(p, fn, arg, n, chunk, false);
 }
 
+uint64_t pa_sim_int_pool_run_short(pa_sim_pool *p, pa_sim_pool_fn fn, void *arg,
+                                   uint32_t n, uint32_t chunk) {
+  return pool_run(p, fn, arg, n, chunk, true);
+}
+
 void pa_sim_int_pool_scan(pa_sim_pool *p, const pa_sim_model *m,
                           pa_sim_state *s, const uint32_t *ids, uint32_t n) {
   scan_job j = {.m = m, .s = s, .ids = ids};
+  j.first = __atomic_load_n(&s->lhash.build, __ATOMIC_ACQUIRE) == 1;
   /* The last scan of each thread in parts of a quarter of a scan's beams
    * or so: parts much smaller cost more per beam than they save. */
   uint32_t threads = p->nworkers + 1;
@@ -395,7 +407,7 @@ void pa_sim_int_pool_scan(pa_sim_pool *p, const pa_sim_model *m,
     pa_sim_int_scan_at(m, s, ids[j.whole + q], &j.at[q]);
     atomic_init(&j.left[q], j.parts);
   }
-  pa_sim_int_pool_run(p, scan_one, &j, j.whole + split * j.parts, 1);
+  pa_sim_int_pool_run(p, scan_one, &j, j.first + j.whole + split * j.parts, 1);
 }
 
 static void scan_part(void *arg, uint32_t i, pa_sim_scratch *k,

@@ -91,6 +91,42 @@ static bool ring_put(pa_ring *r, const void *head, size_t head_n,
   return true;
 }
 
+/* A large record's body copied in parts by the scan threads too (the state
+ * record of 1000 robots is 152 kB: memory bound, one thread writes it at
+ * about half the speed of two). */
+#define PUT_PART (32 * 1024)
+typedef struct put_job {
+  uint8_t *dst;
+  const uint8_t *src;
+  size_t n;
+} put_job;
+
+static void put_part(void *arg, uint32_t i, pa_sim_scratch *k,
+                     uint64_t *count) {
+  (void)k;
+  (void)count;
+  const put_job *j = arg;
+  size_t a = (size_t)i * PUT_PART,
+         b = a + PUT_PART < j->n ? a + PUT_PART : j->n;
+  memcpy(j->dst + a, j->src + a, b - a);
+}
+
+/* ring_put with the body in parts on the pool's threads (p may be NULL). */
+static bool ring_put_pool(pa_sim_pool *p, pa_ring *r, const void *head,
+                          size_t head_n, const void *body, size_t body_n) {
+  if (!p || body_n < 2 * PUT_PART)
+    return ring_put(r, head, head_n, body, body_n);
+  uint8_t *slot = pa_ring_write_begin(r, (uint32_t)(head_n + body_n));
+  if (!slot)
+    return false;
+  memcpy(slot, head, head_n);
+  put_job j = {slot + head_n, body, body_n};
+  pa_sim_int_pool_run_short(p, put_part, &j,
+                            (uint32_t)((body_n + PUT_PART - 1) / PUT_PART), 1);
+  pa_ring_write_commit(r);
+  return true;
+}
+
 static void write_tick(const pa_sim_model *m, const pa_sim_state *s,
                        pa_stack *st, int64_t wall_ns) {
   uint32_t n = s->robot_count;
@@ -105,7 +141,8 @@ static void write_tick(const pa_sim_model *m, const pa_sim_state *s,
   t.world_gen = st->ctl->world_gen;
   t.scan_phase = (uint32_t)(s->scan_tick0 % m->ticks_per_scan);
   pa_sim_ssl_tick_fill(s, &t);
-  if (!ring_put(st->state, &t, sizeof t, s->rs, n * sizeof(pa_robot_state)))
+  if (!ring_put_pool(s->pool, st->state, &t, sizeof t, s->rs,
+                     n * sizeof(pa_robot_state)))
     pa_warn("state record of %u robots does not fit the state ring", n);
 }
 

@@ -524,7 +524,7 @@ int64_t pa_sim_int_step(const pa_sim_model *m, pa_sim_state *s, int64_t t0,
       double lcell = 1.0;
       if ((double)range_max / 3.0 > lcell)
         lcell = (double)range_max / 3.0;
-      pa_sim_int_hash_build(&s->lhash, s, lcell);
+      pa_sim_int_lhash_plan(s, lcell);
       hashed = true;
     }
     if (!s->pool || s->inline_scans)

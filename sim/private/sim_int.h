@@ -56,6 +56,15 @@ double pa_sim_int_obstacle_dist(const pa_obstacle_info *o, double x, double y,
 int pa_sim_int_hash_init(pa_sim_hash *h, uint32_t cap);
 void pa_sim_int_hash_free(pa_sim_hash *h);
 void pa_sim_int_hash_build(pa_sim_hash *h, const pa_sim_state *s, double cell);
+/* The same buckets for the scans: dense (h->dense) when the robots' cells
+ * fit in the table, else as pa_sim_int_hash_build. */
+void pa_sim_int_lhash_build(pa_sim_hash *h, const pa_sim_state *s, double cell);
+/* s->lhash built at its first use instead (by whichever thread gets there
+ * first; the other scan threads cast walls meanwhile): plan records the
+ * cell size, ready builds it or waits for the thread building it.
+ * Positions must not change between the two. */
+void pa_sim_int_lhash_plan(pa_sim_state *s, double cell);
+void pa_sim_int_lhash_ready(const pa_sim_state *s);
 /* Bucket of a point's cell (inline: the broad phase asks 9 per robot). */
 static inline uint32_t pa_sim_int_hash_key(const pa_sim_hash *h, int64_t cx,
                                            int64_t cy) {
@@ -97,12 +106,16 @@ int64_t pa_sim_int_step(const pa_sim_model *m, pa_sim_state *s, int64_t t0,
                         bool timed);
 
 /* Per-thread scan scratch: the beam direction table (rebuilt when the beam
- * count changes) and the world beam directions of one scan. */
+ * count changes) and the tables of one scan's body culling. */
 typedef struct pa_sim_scratch {
   float *beam_cos, *beam_sin; /* [beam_cap] */
   uint32_t beam_table_n;
-  double *dx, *dy; /* [beam_cap] */
+  /* sim_laser.c's body culling: the beam index of each pseudo-angle step
+   * (for beam_table_n beams) and the wall returns' max per 4 beams. */
+  int32_t *qpos; /* [PA_SIM_QBINS + 1] */
+  float *smax;   /* [beam_cap / 4 + 1] */
 } pa_sim_scratch;
+#define PA_SIM_QBINS 1024
 int pa_sim_int_scratch_init(pa_sim_scratch *k, uint32_t beam_cap);
 void pa_sim_int_scratch_free(pa_sim_scratch *k);
 
@@ -159,6 +172,10 @@ typedef void (*pa_sim_pool_fn)(void *arg, uint32_t i, pa_sim_scratch *k,
                                uint64_t *count);
 uint64_t pa_sim_int_pool_run(pa_sim_pool *p, pa_sim_pool_fn fn, void *arg,
                              uint32_t n, uint32_t chunk);
+/* The same for a job shorter than a thread's wake-up: parked workers are
+ * woken only while jobs come back to back (else the caller runs it). */
+uint64_t pa_sim_int_pool_run_short(pa_sim_pool *p, pa_sim_pool_fn fn, void *arg,
+                                   uint32_t n, uint32_t chunk);
 /* Casts the scans of robots ids[0..n) into s->ranges, on all threads; returns
  * when every one is written. */
 void pa_sim_int_pool_scan(pa_sim_pool *p, const pa_sim_model *m,
