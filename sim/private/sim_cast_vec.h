@@ -536,6 +536,7 @@ VEC_TARGET static void VEC_FN(walk_pass)(const VEC_FN(fctx) * c,
                                          VEC_FN(lists) * L) {
   const vec_f zero = {0}, one = zero + 1.0f;
   const vec_f K = zero + VEC_FAR_K, big = zero + 3e37f;
+  const vec_f K2 = K * 2.002f, kox = c->aox * K2, koy = c->aoy * K2;
   const vec_i none = (vec_i){0} + VRAY_NONE;
   const vec_i dbl = (vec_i){0} + VRAY_DOUBLE;
   const uint32_t n = L->nk;
@@ -560,14 +561,11 @@ VEC_TARGET static void VEC_FN(walk_pass)(const VEC_FN(fctx) * c,
     vec_f by = __builtin_convertvector(cy, vec_f) + SEL_F(ny, zero, one);
     vec_f tx = SEL_F(zx, big, (bx - c->ox) * inx);
     vec_f ty = SEL_F(zy, big, (by - c->oy) * iny);
-    vec_f ex = SEL_F(zx, zero,
-                     VEC_FMA_F(VEC_FN(fabs_f)(inx), c->aox + VEC_FN(fabs_f)(bx),
-                               VEC_FN(fabs_f)(tx)) *
-                         K);
-    vec_f ey = SEL_F(zy, zero,
-                     VEC_FMA_F(VEC_FN(fabs_f)(iny), c->aoy + VEC_FN(fabs_f)(by),
-                               VEC_FN(fabs_f)(ty)) *
-                         K);
+    /* (|i| (|o| + |b|) + |t|) K, bounded from above without b: |i| |b|
+     * <= |t| (1 + 2^-22) + |i| |o| (b - o = t / i); an axis never crossed
+     * (t = big) has a huge bound but |tx - ty| is bigger still */
+    vec_f ex = VEC_FMA_F(VEC_FN(fabs_f)(tx), K2, VEC_FN(fabs_f)(inx) * kox);
+    vec_f ey = VEC_FMA_F(VEC_FN(fabs_f)(ty), K2, VEC_FN(fabs_f)(iny) * koy);
     vec_i xs = tx < ty;
     vec_f tn = SEL_F(xs, tx, ty);
     vec_f ten = SEL_F(xs, ex, ey);
