@@ -524,6 +524,36 @@ static long odd_fans_vs_plain(const pa_grid *g, uint64_t seed) {
   return rays;
 }
 
+/* Fans of rays a hair off the grid's axes (1e-1 to 1e-8 rad either side of
+ * each): huge inverses on one axis, so the walk's error bounds of that
+ * axis are large and its crossings rare, from random free points of g. */
+static long near_axis_vs_plain(const pa_grid *g, uint64_t seed) {
+  pa_sim_model m;
+  grid_model(&m, g);
+  uint64_t rng = seed;
+  long rays = 0, hits = 0;
+  enum { N = 64 };
+  double dx[N], dy[N];
+  for (int k = 0; k < 300;) {
+    double fx = pa_sim_rng_uniform(&rng), fy = pa_sim_rng_uniform(&rng);
+    double x, y;
+    if (!free_point(g, fx, fy, &rng, &x, &y))
+      continue;
+    k++;
+    for (int q = 0; q < N; q++) {
+      double off = pow(10.0, -1 - (q / 2) % 8) * (q % 2 ? 1 : -1);
+      double th = (q / 16) * M_PI / 2 + off;
+      dx[q] = cos(th);
+      dy[q] = sin(th);
+    }
+    double rmax = 2 + 10 * pa_sim_rng_uniform(&rng);
+    rays += fan_vs_plain(&m, "near the axes", x, y, dx, dy, N, rmax, &hits);
+  }
+  assert_true(hits > rays / 4);
+  pa_sim_model_free(&m);
+  return rays;
+}
+
 /* One caster path on the default map, a 100 m office, random maps and
  * rays along edges and through corners; skipped by name when this CPU (or
  * build) lacks it. */
@@ -542,12 +572,14 @@ static void check_path(pa_sim_simd path) {
   rays += scans_vs_plain(&g, "default map", 300, 1, 12, 11);
   rays += edges_vs_plain(&g, 12);
   rays += odd_fans_vs_plain(&g, 15);
+  rays += near_axis_vs_plain(&g, 17);
   pa_grid_free(&g);
   ts_office(&g, 2000, 2000);
   assert_non_null(g.cells);
   rays += scans_vs_plain(&g, "100 m office", 150, 5, 30, 13);
   rays += edges_vs_plain(&g, 14);
   rays += odd_fans_vs_plain(&g, 16);
+  rays += near_axis_vs_plain(&g, 18);
   pa_grid_free(&g);
   for (uint64_t seed = 1; seed <= 3; seed++) {
     random_map(&g, 200 + 100 * (uint32_t)seed, 150 + 50 * (uint32_t)seed, seed);

@@ -536,6 +536,7 @@ VEC_TARGET static void VEC_FN(walk_pass)(const VEC_FN(fctx) * c,
                                          VEC_FN(lists) * L) {
   const vec_f zero = {0}, one = zero + 1.0f;
   const vec_f K = zero + VEC_FAR_K, big = zero + 3e37f;
+  const vec_f K2 = K * 2.002f, kox = c->aox * K2, koy = c->aoy * K2;
   const vec_i none = (vec_i){0} + VRAY_NONE;
   const vec_i dbl = (vec_i){0} + VRAY_DOUBLE;
   const uint32_t n = L->nk;
@@ -560,14 +561,11 @@ VEC_TARGET static void VEC_FN(walk_pass)(const VEC_FN(fctx) * c,
     vec_f by = __builtin_convertvector(cy, vec_f) + SEL_F(ny, zero, one);
     vec_f tx = SEL_F(zx, big, (bx - c->ox) * inx);
     vec_f ty = SEL_F(zy, big, (by - c->oy) * iny);
-    vec_f ex = SEL_F(zx, zero,
-                     VEC_FMA_F(VEC_FN(fabs_f)(inx), c->aox + VEC_FN(fabs_f)(bx),
-                               VEC_FN(fabs_f)(tx)) *
-                         K);
-    vec_f ey = SEL_F(zy, zero,
-                     VEC_FMA_F(VEC_FN(fabs_f)(iny), c->aoy + VEC_FN(fabs_f)(by),
-                               VEC_FN(fabs_f)(ty)) *
-                         K);
+    /* (|i| (|o| + |b|) + |t|) K, bounded from above without b: |i| |b|
+     * <= |t| (1 + 2^-22) + |i| |o| (b - o = t / i); an axis never crossed
+     * (t = big) has a huge bound but |tx - ty| is bigger still */
+    vec_f ex = VEC_FMA_F(VEC_FN(fabs_f)(tx), K2, VEC_FN(fabs_f)(inx) * kox);
+    vec_f ey = VEC_FMA_F(VEC_FN(fabs_f)(ty), K2, VEC_FN(fabs_f)(iny) * koy);
     vec_i xs = tx < ty;
     vec_f tn = SEL_F(xs, tx, ty);
     vec_f ten = SEL_F(xs, ex, ey);
@@ -602,6 +600,17 @@ VEC_TARGET static void VEC_FN(walk_pass)(const VEC_FN(fctx) * c,
   L->nd = nd;
 }
 
+typedef int32_t vec_ih __attribute__((vector_size(VEC_BYTES / 2)));
+typedef float vec_fh __attribute__((vector_size(VEC_BYTES / 2)));
+
+/* 0, 1, 2, ... in the half-width lanes. */
+VEC_TARGET static inline vec_ih VEC_FN(lane_ih)(void) {
+  vec_ih v;
+  for (int l = 0; l < VEC_DL; l++)
+    v[l] = l;
+  return v;
+}
+
 /* Rays i < n (padded grid, cell units) in single precision as far as it can
  * be trusted: res[i] = the hit cell's row (hx[i]: its column), VRAY_NONE
  * (no return) or VRAY_DOUBLE (rt[i]: free up to there; the double pass goes
@@ -633,7 +642,24 @@ VEC_TARGET static void VEC_FN(trace_f)(const pa_sim_model *m, double ox,
        zi + c0y,
        zi + (int32_t)m->march[(size_t)c0y * m->march_w + (size_t)c0x]};
   const float t0 = first_jump_f(m, ox, oy, fmax);
-  for (uint32_t i = 0; i < n; i++) {
+  uint32_t i0 = 0;
+  /* in lanes (-O2 leaves this loop scalar) */
+  for (; i0 + VEC_DL <= n; i0 += VEC_DL) {
+    vec_d a, b;
+    memcpy(&a, dxs + i0, sizeof a);
+    memcpy(&b, dys + i0, sizeof b);
+    vec_fh fa = __builtin_convertvector(a, vec_fh);
+    vec_fh fb = __builtin_convertvector(b, vec_fh);
+    vec_fh ft = (vec_fh){0} + t0;
+    vec_ih id = VEC_FN(lane_ih)() + (int32_t)i0;
+    VEC_ST(L.jdx + i0, fa);
+    VEC_ST(L.rdx + i0, fa);
+    VEC_ST(L.jdy + i0, fb);
+    VEC_ST(L.rdy + i0, fb);
+    VEC_ST(L.jt + i0, ft);
+    VEC_ST(L.jid + i0, id);
+  }
+  for (uint32_t i = i0; i < n; i++) {
     L.jdx[i] = L.rdx[i] = (float)dxs[i];
     L.jdy[i] = L.rdy[i] = (float)dys[i];
     L.jt[i] = t0;
@@ -666,8 +692,6 @@ VEC_TARGET static void VEC_FN(trace_f)(const pa_sim_model *m, double ox,
     rt[L.did[i]] = L.dt[i];
   }
 }
-
-typedef int32_t vec_ih __attribute__((vector_size(VEC_BYTES / 2)));
 
 /* The results of rays i < n by the float pass: the hit cell's entry
  * (cell_entry's operations in double lanes: bit for bit) clamped to maxc,
