@@ -42,15 +42,16 @@ static double approach(double cur, double target, double acc, double dec,
 
 #define SMALL_WORLD 8 /* robots up to this: no broad phase */
 
-static bool free_at(const pa_sim_model *m, const pa_sim_state *s, uint32_t id,
+static bool free_at(const pa_sim_model *m, pa_sim_state *s, uint32_t id,
                     double x, double y, bool robots) {
-  return pa_sim_int_free(m, s, id, x, y, s->info[id].radius, robots);
+  return pa_sim_int_free_near(m, s, id, x, y, s->info[id].radius, robots,
+                              &s->motion[id].walls);
 }
 
 /* Largest f in [0, 1] with the robot free at p + f * d (p itself free). */
-static double bisect_free(const pa_sim_model *m, const pa_sim_state *s,
-                          uint32_t id, double x, double y, double dx,
-                          double dy, bool robots) {
+static double bisect_free(const pa_sim_model *m, pa_sim_state *s, uint32_t id,
+                          double x, double y, double dx, double dy,
+                          bool robots) {
   double lo = 0, hi = 1;
   for (int it = 0; it < 12; it++) {
     double mid = 0.5 * (lo + hi);
@@ -98,8 +99,8 @@ static bool move_disc(const pa_sim_model *m, pa_sim_state *s, uint32_t id,
     }
     bumped = true;
     double nx = 0, ny = 0;
-    double gap = pa_sim_int_clearance(m, s, id, r->x, r->y, rad, len, &nx,
-                                      &ny, robots);
+    double gap = pa_sim_int_clearance_near(m, s, id, r->x, r->y, rad, len, &nx,
+                                           &ny, robots, &s->motion[id].walls);
     if (gap < 0)
       gap = 0;
     double into = -(sx * nx + sy * ny);
@@ -116,8 +117,8 @@ static bool move_disc(const pa_sim_model *m, pa_sim_state *s, uint32_t id,
     r->x += f * sx;
     r->y += f * sy;
     double rx = (1 - f) * sx, ry = (1 - f) * sy;
-    pa_sim_int_clearance(m, s, id, r->x + rx, r->y + ry, rad, 0, &nx, &ny,
-                         robots);
+    pa_sim_int_clearance_near(m, s, id, r->x + rx, r->y + ry, rad, 0, &nx, &ny,
+                              robots, &s->motion[id].walls);
     double in2 = rx * nx + ry * ny;
     if (in2 < 0) {
       rx -= in2 * nx;
