@@ -504,7 +504,7 @@ int64_t pa_sim_int_step(const pa_sim_model *m, pa_sim_state *s, int64_t t0,
       lmax = l;
   }
   double cell = 2.0 * rmax + 2.0 * vmax * m->dt + 0.05;
-  double reach = 2.0 * rmax + 2.0 * lmax + 0.01;
+  double reach = 2.0 * rmax + 3.0 * lmax + 0.01;
   /* Many robots and threads: the moves below (the build on a thread of its
    * own while the others plan). */
   bool threaded = s->pool && s->robot_count >= 256 && reach <= cell && !s->ssl;
@@ -513,11 +513,15 @@ int64_t pa_sim_int_step(const pa_sim_model *m, pa_sim_state *s, int64_t t0,
   if (s->robot_count > SMALL_WORLD && !threaded)
     pa_sim_int_hash_build(&s->hash, s, cell);
   /* With threads: each robot is planned (it reads only its own state) and,
-   * if no other robot is within 2 radii + 2 moves + 1 cm, moved too, on any
-   * thread and without robot checks: every point it tests (within a move
-   * of its start, contact gaps below a move) stays out of reach of every
-   * other robot, and the same holds the other way. The rest then move in
-   * index order as always: the same result as all in index order. */
+   * if no other robot is within 2 radii + 3 moves + 1 cm, moved too, on any
+   * thread and without robot checks: every point it tests lies within a
+   * move L of its start, and so does every other robot's centre of its own,
+   * so every other robot stays >= r + L + 1 cm from it; a clearance it asks
+   * (after a blocked test) finds a body nearer than r + L, so none of them
+   * is ever the nearest one, nor overlaps a tested point; the same holds
+   * the other way. (With 2 moves, robots faster than 1 cm a tick could be
+   * nearer than a wall the clearance found.) The rest then move in index
+   * order as always: the same result as all in index order. */
   if (s->ssl)
     pa_sim_ssl_pre(m, s);
   if (threaded) {
