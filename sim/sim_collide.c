@@ -43,13 +43,56 @@ static inline void nearest_consider(nearest_cell *n, int64_t i, int64_t j,
   }
 }
 
+/* Fills memo's rows for column cx: rows [y0, y1] and the span [x0, x1]
+ * with 2 cells to spare on each side where the grid and the memo allow
+ * (0 <= x0 <= cx <= x1 < width, 0 <= y0 <= y1 < height). False (memo
+ * emptied) if they do not fit. */
+static bool memo_fill(const pa_sim_model *m, pa_sim_wall_memo *w, int64_t cx,
+                      int64_t x0, int64_t x1, int64_t y0, int64_t y1) {
+  const int64_t GW = m->grid.width, GH = m->grid.height;
+  int64_t lo = x0 - 2 < 0 ? 0 : x0 - 2, hi = x1 + 2 >= GW ? GW - 1 : x1 + 2;
+  int64_t r0 = y0 - 2 < 0 ? 0 : y0 - 2, r1 = y1 + 2 >= GH ? GH - 1 : y1 + 2;
+  if (r1 - r0 >= PA_SIM_MEMO_ROWS)
+    r1 = r0 + PA_SIM_MEMO_ROWS - 1;
+  w->rows = 0;
+  if (r1 < y1 || cx - lo > 120 || hi - cx > 120)
+    return false;
+  for (int64_t j = r0; j <= r1; j++) {
+    int64_t k = j - r0;
+    w->left[k] = (int8_t)(row_blocked_left(m, j, cx, lo) - cx);
+    w->right[k] =
+        (int8_t)((cx < hi ? row_blocked_right(m, j, cx + 1, hi) : hi + 1) - cx);
+    if (cx - 1 >= lo && cell_blocked(m, cx - 1, j))
+      w->west |= 1u << k;
+    else
+      w->west &= ~(1u << k);
+  }
+  w->map = m->blocked;
+  w->cx = (int32_t)cx;
+  w->lo = (int32_t)lo;
+  w->hi = (int32_t)hi;
+  w->y0 = (int32_t)r0;
+  w->rows = (int32_t)(r1 - r0 + 1);
+  return true;
+}
+
+void pa_sim_int_walls_forget(pa_sim_state *s) {
+  for (uint32_t i = 0; i < s->cap_robots; i++)
+    s->motion[i].walls.rows = 0;
+}
+
 /* The distance to the nearest blocked cell region within reach (see
  * pa_sim_int_wall_clearance); any = a yes/no question (is it below reach?):
  * rows nearest first, returning as soon as one value is below reach (the
  * normal is then not set). Without an early exit both orders give the same
- * minimum. */
+ * minimum. memo (or NULL): one robot's memory of the walls near it: its
+ * blocked cell near[] is tried first when any (one cell within reach
+ * decides the question; any value below reach is as good an answer) and set
+ * to the cell found nearest; its rows stand in for the row searches (the
+ * same cells: the nearest on each side of the point's column). */
 static inline double wall_dist(const pa_sim_model *m, double x, double y,
-                               double reach, double *nx, double *ny, bool any) {
+                               double reach, double *nx, double *ny, bool any,
+                               pa_sim_wall_memo *memo) {
   double gx, gy;
   to_grid(m, x, y, &gx, &gy);
   double res = m->grid.resolution;
@@ -63,18 +106,38 @@ static inline double wall_dist(const pa_sim_model *m, double x, double y,
     if (v >= 2 && bound * res >= reach) /* code 1: clear may be < sqrt 2 */
       return bound * res;
   }
+  const int64_t GW = m->grid.width, GH = m->grid.height;
+  int32_t *near = memo ? memo->near : NULL;
+  if (any && near && near[0] >= 0 && near[0] < GW && near[1] >= 0 &&
+      near[1] < GH && cell_blocked(m, near[0], near[1])) {
+    /* The same value as the scan below gives this cell: the cell is then
+     * inside its window (a whole cell beyond reach on each side). */
+    double ddx = span_gap(gx, near[0]), ddy = span_gap(gy, near[1]);
+    double d = sqrt(ddx * ddx + ddy * ddy);
+    if (d * res < reach)
+      return d * res;
+  }
   /* Exact: nearest point of every blocked cell within reach. */
   double rc = reach / res + 1.0;
   int64_t x0 = pa_sim_ifloor(gx - rc), x1 = pa_sim_ifloor(gx + rc);
   int64_t y0 = pa_sim_ifloor(gy - rc), y1 = pa_sim_ifloor(gy + rc);
   nearest_cell n = {INFINITY, 0, 0, 0, 0};
-  const int64_t GW = m->grid.width, GH = m->grid.height;
   if (x0 >= 0 && y0 >= 0 && x1 < GW && y1 < GH && cx - x0 < 255 &&
       x1 - cx < 255) {
     /* Inside the grid: per row only the nearest blocked cell on each side
      * of the point can be the row's nearest (the runs), found in the same
      * order and with the same ties as the loop below (smallest j, then i). */
     const int64_t cyc = cy < y0 ? y0 : cy > y1 ? y1 : cy;
+    /* The memo's rows when they cover this window for this column. */
+    const pa_sim_wall_memo *w = NULL;
+    if (memo) {
+      if (memo->rows > 0 && memo->map == m->blocked && memo->cx == cx &&
+          memo->lo <= x0 && x1 <= memo->hi && memo->y0 <= y0 &&
+          y1 < memo->y0 + memo->rows)
+        w = memo;
+      else if (memo_fill(m, memo, cx, x0, x1, y0, y1))
+        w = memo;
+    }
     for (int64_t q = 0; q <= 2 * (y1 - y0) + 1; q++) {
       /* any: cyc, cyc + 1, cyc - 1, cyc + 2, ... within [y0, y1] */
       int64_t j = !any ? y0 + q : (q & 1) ? cyc + (q + 1) / 2 : cyc - q / 2;
@@ -83,24 +146,40 @@ static inline double wall_dist(const pa_sim_model *m, double x, double y,
       double ddy = span_gap(gy, j);
       if (ddy * ddy >= n.best)
         continue;
-      int64_t cand[2], nc = 0;
-      int64_t il = row_blocked_left(m, j, cx, x0);
+      int64_t cand[2], nc = 0, il, ir = x1 + 1;
+      bool west; /* cell (cx - 1, j) is blocked (asked only if cx - 1 >= x0) */
+      if (w) {   /* the nearest in a wider span: in [x0, x1] or none there */
+        int64_t k = j - w->y0;
+        il = cx + w->left[k];
+        ir = cx + w->right[k];
+        west = (w->west >> k) & 1;
+      } else {
+        il = row_blocked_left(m, j, cx, x0);
+        west = il == cx && gx == (double)cx && cx - 1 >= x0 &&
+               cell_blocked(m, cx - 1, j);
+      }
       bool cb = il == cx; /* the point's own cell */
       /* a point on the line between two blocked cells: the lower i first */
-      if (cb && gx == (double)cx && cx - 1 >= x0 && cell_blocked(m, cx - 1, j))
+      if (cb && gx == (double)cx && cx - 1 >= x0 && west)
         il = cx - 1;
       if (il >= x0)
         cand[nc++] = il;
       if (!cb) {
-        int64_t ir = row_blocked_right(m, j, cx + 1, x1);
+        if (!w)
+          ir = row_blocked_right(m, j, cx + 1, x1);
         if (ir <= x1)
           cand[nc++] = ir;
       }
       for (int64_t k = 0; k < nc; k++) {
         int64_t i = cand[k];
         nearest_consider(&n, i, j, gx, gy, ddy);
-        if (any && n.best < INFINITY && sqrt(n.best) * res < reach)
+        if (any && n.best < INFINITY && sqrt(n.best) * res < reach) {
+          if (near) {
+            near[0] = (int32_t)n.cx;
+            near[1] = (int32_t)n.cy;
+          }
           return sqrt(n.best) * res;
+        }
       }
     }
     y1 = y0 - 1; /* done: skip the general loop */
@@ -116,6 +195,10 @@ static inline double wall_dist(const pa_sim_model *m, double x, double y,
   if (n.best == INFINITY)
     return reach + res;
   double d = sqrt(n.best);
+  if (near && n.cx >= 0 && n.cx < GW && n.cy >= 0 && n.cy < GH) {
+    near[0] = (int32_t)n.cx;
+    near[1] = (int32_t)n.cy;
+  }
   if (nx && ny) {
     double ex = gx - n.bx, ey = gy - n.by;
     if (d < 1e-12) { /* inside a blocked cell: away from its centre */
@@ -138,7 +221,7 @@ static inline double wall_dist(const pa_sim_model *m, double x, double y,
 
 double pa_sim_int_wall_clearance(const pa_sim_model *m, double x, double y,
                                  double reach, double *nx, double *ny) {
-  return wall_dist(m, x, y, reach, nx, ny, false);
+  return wall_dist(m, x, y, reach, nx, ny, false, NULL);
 }
 
 static double bodies_clearance(const pa_sim_state *s, uint32_t skip, double x,
@@ -149,7 +232,13 @@ static double bodies_clearance(const pa_sim_state *s, uint32_t skip, double x,
  * (its best only decreases: once below r, the answer is known). */
 bool pa_sim_int_free(const pa_sim_model *m, const pa_sim_state *s,
                      uint32_t skip, double x, double y, double r, bool robots) {
-  double wall = wall_dist(m, x, y, r, NULL, NULL, true);
+  return pa_sim_int_free_near(m, s, skip, x, y, r, robots, NULL);
+}
+
+bool pa_sim_int_free_near(const pa_sim_model *m, const pa_sim_state *s,
+                          uint32_t skip, double x, double y, double r,
+                          bool robots, pa_sim_wall_memo *memo) {
+  double wall = wall_dist(m, x, y, r, NULL, NULL, true, memo);
   if (wall < r)
     return false;
   return bodies_clearance(s, skip, x, y, wall, 0, 0, NULL, NULL, robots) - r >=
@@ -392,9 +481,17 @@ double pa_sim_int_clearance(const pa_sim_model *m, const pa_sim_state *s,
                             uint32_t skip, double x, double y, double r,
                             double margin, double *nx, double *ny,
                             bool robots) {
+  return pa_sim_int_clearance_near(m, s, skip, x, y, r, margin, nx, ny, robots,
+                                   NULL);
+}
+
+double pa_sim_int_clearance_near(const pa_sim_model *m, const pa_sim_state *s,
+                                 uint32_t skip, double x, double y, double r,
+                                 double margin, double *nx, double *ny,
+                                 bool robots, pa_sim_wall_memo *memo) {
   double reach = r + margin;
   double wnx = 0, wny = 0;
-  double best = pa_sim_int_wall_clearance(m, x, y, reach, &wnx, &wny);
+  double best = wall_dist(m, x, y, reach, &wnx, &wny, false, memo);
   return bodies_clearance(s, skip, x, y, best, wnx, wny, nx, ny, robots) - r;
 }
 

@@ -711,6 +711,7 @@ int pa_sim_set_world_model(pa_sim_model *m, pa_sim_state *s, pa_sim_model *nm,
       nm->robots0[i].gen = s->info[i].gen + 1;
   pa_sim_model_free(m);
   *m = *nm;
+  pa_sim_int_walls_forget(s); /* the robots' memories of the old map */
   pa_sim_reset(m, s);
   return 0;
 }
@@ -777,6 +778,7 @@ int pa_sim_set_grid_model(pa_sim_model *m, pa_sim_state *s, pa_sim_model *nm,
   free(keep);
   pa_sim_model_free(m);
   *m = *nm;
+  pa_sim_int_walls_forget(s); /* the robots' memories of the old map */
   s->world_dirty = true;
   if (moved)
     *moved = n;

@@ -5,6 +5,8 @@
 #include "sim_ssl_int.h"
 
 #include <math.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,15 +44,16 @@ static double approach(double cur, double target, double acc, double dec,
 
 #define SMALL_WORLD 8 /* robots up to this: no broad phase */
 
-static bool free_at(const pa_sim_model *m, const pa_sim_state *s, uint32_t id,
+static bool free_at(const pa_sim_model *m, pa_sim_state *s, uint32_t id,
                     double x, double y, bool robots) {
-  return pa_sim_int_free(m, s, id, x, y, s->info[id].radius, robots);
+  return pa_sim_int_free_near(m, s, id, x, y, s->info[id].radius, robots,
+                              &s->motion[id].walls);
 }
 
 /* Largest f in [0, 1] with the robot free at p + f * d (p itself free). */
-static double bisect_free(const pa_sim_model *m, const pa_sim_state *s,
-                          uint32_t id, double x, double y, double dx,
-                          double dy, bool robots) {
+static double bisect_free(const pa_sim_model *m, pa_sim_state *s, uint32_t id,
+                          double x, double y, double dx, double dy,
+                          bool robots) {
   double lo = 0, hi = 1;
   for (int it = 0; it < 12; it++) {
     double mid = 0.5 * (lo + hi);
@@ -98,8 +101,8 @@ static bool move_disc(const pa_sim_model *m, pa_sim_state *s, uint32_t id,
     }
     bumped = true;
     double nx = 0, ny = 0;
-    double gap = pa_sim_int_clearance(m, s, id, r->x, r->y, rad, len, &nx,
-                                      &ny, robots);
+    double gap = pa_sim_int_clearance_near(m, s, id, r->x, r->y, rad, len, &nx,
+                                           &ny, robots, &s->motion[id].walls);
     if (gap < 0)
       gap = 0;
     double into = -(sx * nx + sy * ny);
@@ -116,8 +119,8 @@ static bool move_disc(const pa_sim_model *m, pa_sim_state *s, uint32_t id,
     r->x += f * sx;
     r->y += f * sy;
     double rx = (1 - f) * sx, ry = (1 - f) * sy;
-    pa_sim_int_clearance(m, s, id, r->x + rx, r->y + ry, rad, 0, &nx, &ny,
-                         robots);
+    pa_sim_int_clearance_near(m, s, id, r->x + rx, r->y + ry, rad, 0, &nx, &ny,
+                              robots, &s->motion[id].walls);
     double in2 = rx * nx + ry * ny;
     if (in2 < 0) {
       rx -= in2 * nx;
@@ -277,26 +280,63 @@ static bool robot_alone(const pa_sim_state *s, uint32_t i, double reach) {
   return true;
 }
 
+#define MOVE_PARTS 64 /* the robots of a move job: at most this many ranges */
+
+/* The threads' part of the moves: the broad phase built while the robots
+ * are planned (a plan reads and writes only the robot's own plan, head and
+ * velocities; the build reads positions, which nobody moves before it is
+ * done), then each lone robot moved. */
 typedef struct move_job {
   const pa_sim_model *m;
   pa_sim_state *s;
-  double reach;
+  double reach, cell;
+  uint32_t per, parts;             /* robots per range, ranges */
+  atomic_uint built;               /* the broad phase is built */
+  atomic_uint planned[MOVE_PARTS]; /* range k is planned */
 } move_job;
 
-/* Pool item: plan robot i; if it is alone, move it too. count: bumps in
- * the low 32 bits, robots moved here in the high bits. */
-static void plan_move(void *arg, uint32_t i, pa_sim_scratch *k,
+/* Waits for a flag that an item taken before this one sets (the pool hands
+ * items out in order: whoever took it is running it). */
+static void move_wait(atomic_uint *flag) {
+  for (uint32_t n = 1; !atomic_load_explicit(flag, memory_order_acquire); n++)
+    if ((n & 1023) == 0)
+      sched_yield(); /* its thread lost the core (a busy machine) */
+}
+
+/* Pool item: 0 builds the broad phase; 1..parts plan range i - 1;
+ * parts + 1..2 parts move the lone robots of range i - parts - 1 (after its
+ * plan and the build). count: bumps in the low 32 bits, robots moved here
+ * in the high bits. */
+static void move_item(void *arg, uint32_t i, pa_sim_scratch *k,
                       uint64_t *count) {
   move_job *j = arg;
   pa_sim_state *s = j->s;
   (void)k;
-  if (!s->info[i].active)
+  if (i == 0) {
+    pa_sim_int_hash_build(&s->hash, s, j->cell);
+    atomic_store_explicit(&j->built, 1, memory_order_release);
     return;
-  pa_sim_motion *mv = &s->motion[i];
-  robot_plan(j->m, s, i, mv);
-  mv->alone = robot_alone(s, i, j->reach);
-  if (mv->alone)
-    *count += (uint64_t)robot_move(j->m, s, i, mv, false) + (1ull << 32);
+  }
+  uint32_t part = (i - 1) % j->parts, a = part * j->per, b = a + j->per;
+  if (b > s->robot_count)
+    b = s->robot_count;
+  if (i <= j->parts) {
+    for (uint32_t r = a; r < b; r++)
+      if (s->info[r].active)
+        robot_plan(j->m, s, r, &s->motion[r]);
+    atomic_store_explicit(&j->planned[part], 1, memory_order_release);
+    return;
+  }
+  move_wait(&j->built);
+  move_wait(&j->planned[part]);
+  for (uint32_t r = a; r < b; r++) {
+    if (!s->info[r].active)
+      continue;
+    pa_sim_motion *mv = &s->motion[r];
+    mv->alone = robot_alone(s, r, j->reach);
+    if (mv->alone)
+      *count += (uint64_t)robot_move(j->m, s, r, mv, false) + (1ull << 32);
+  }
 }
 
 void pa_sim_step(const pa_sim_model *m, pa_sim_state *s) {
@@ -464,23 +504,35 @@ int64_t pa_sim_int_step(const pa_sim_model *m, pa_sim_state *s, int64_t t0,
       lmax = l;
   }
   double cell = 2.0 * rmax + 2.0 * vmax * m->dt + 0.05;
+  double reach = 2.0 * rmax + 3.0 * lmax + 0.01;
+  /* Many robots and threads: the moves below (the build on a thread of its
+   * own while the others plan). */
+  bool threaded = s->pool && s->robot_count >= 256 && reach <= cell && !s->ssl;
   /* A few robots: checking them all is cheaper than hashing (the clearance
    * falls back to it while the hash is not valid). */
-  if (s->robot_count > SMALL_WORLD)
+  if (s->robot_count > SMALL_WORLD && !threaded)
     pa_sim_int_hash_build(&s->hash, s, cell);
   /* With threads: each robot is planned (it reads only its own state) and,
-   * if no other robot is within 2 radii + 2 moves + 1 cm, moved too, on any
-   * thread and without robot checks: every point it tests (within a move
-   * of its start, contact gaps below a move) stays out of reach of every
-   * other robot, and the same holds the other way. The rest then move in
-   * index order as always: the same result as all in index order. */
-  double reach = 2.0 * rmax + 2.0 * lmax + 0.01;
+   * if no other robot is within 2 radii + 3 moves + 1 cm, moved too, on any
+   * thread and without robot checks: every point it tests lies within a
+   * move L of its start, and so does every other robot's centre of its own,
+   * so every other robot stays >= r + L + 1 cm from it; a clearance it asks
+   * (after a blocked test) finds a body nearer than r + L, so none of them
+   * is ever the nearest one, nor overlaps a tested point; the same holds
+   * the other way. (With 2 moves, robots faster than 1 cm a tick could be
+   * nearer than a wall the clearance found.) The rest then move in index
+   * order as always: the same result as all in index order. */
   if (s->ssl)
     pa_sim_ssl_pre(m, s);
-  if (s->pool && s->hash.valid && s->robot_count >= 256 && reach <= cell) {
-    move_job j = {m, s, reach};
-    uint64_t c = pa_sim_int_pool_run(s->pool, plan_move, &j, s->robot_count,
-                                     16);
+  if (threaded) {
+    move_job j = {.m = m, .s = s, .reach = reach, .cell = cell};
+    j.per = (s->robot_count + MOVE_PARTS - 1) / MOVE_PARTS;
+    j.parts = (s->robot_count + j.per - 1) / j.per;
+    atomic_init(&j.built, 0);
+    for (uint32_t k = 0; k < MOVE_PARTS; k++)
+      atomic_init(&j.planned[k], 0);
+    uint64_t c =
+        pa_sim_int_pool_run(s->pool, move_item, &j, 1 + 2 * j.parts, 1);
     s->bumps += c & 0xffffffffu;
     s->alone_moves += c >> 32;
     for (uint32_t i = 0; i < s->robot_count; i++)

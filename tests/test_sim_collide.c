@@ -119,6 +119,94 @@ static void test_clearance_brute_force_wide(void **st) {
   assert_true(clearance_vs_brute(300, 300, 3.0, 6.0, 1500, 78) > 1000);
 }
 
+/* A robot's wall memo (pa_sim_int_free_near, pa_sim_int_clearance_near)
+ * changes no answer, bit for bit: walkers with small steps (the memo's rows
+ * and cell reused), jumps, points on grid lines, radii too big for the memo,
+ * a stale cell guess, and the memo of a robot whose map was replaced. */
+static void test_wall_memo_same(void **st) {
+  (void)st;
+  const uint32_t W = 200, H = 150;
+  pa_grid g;
+  ts_room(&g, W, H, 0.05);
+  uint64_t rng = 91;
+  for (int k = 0; k < 140; k++) {
+    uint32_t x = (uint32_t)(pa_sim_rng_uniform(&rng) * (W - 5));
+    uint32_t y = (uint32_t)(pa_sim_rng_uniform(&rng) * (H - 5));
+    uint32_t w = 1 + (uint32_t)(pa_sim_rng_uniform(&rng) * 6);
+    uint32_t h = 1 + (uint32_t)(pa_sim_rng_uniform(&rng) * 6);
+    for (uint32_t j = y; j < y + h && j < H; j++)
+      for (uint32_t i = x; i < x + w && i < W; i++)
+        g.cells[(size_t)j * W + i] = PA_CELL_OCCUPIED;
+  }
+  pa_robot_def r = ts_robot("r", 0.5, 0.5, 0);
+  for (int j = 6; j <= 14; j++)
+    for (int i = 6; i <= 14; i++)
+      g.cells[j * W + i] = 0;
+  pa_sim_def d = pa_sim_def_default();
+  pa_sim_model m;
+  pa_sim_state s;
+  ts_make(&m, &s, &d, &g, &r, 1, NULL, 0);
+  pa_sim_wall_memo memo[6];
+  memset(memo, 0, sizeof memo);
+  memo[5].near[0] = 3; /* a guess far from everything */
+  memo[5].near[1] = 140;
+  long used = 0, hits = 0, blocked = 0;
+  for (int pass = 0; pass < 2; pass++) {
+    for (int wk = 0; wk < 6; wk++) {
+      pa_sim_wall_memo *mm = wk == 0 ? &s.motion[0].walls : &memo[wk];
+      double gx = W * pa_sim_rng_uniform(&rng),
+             gy = H * pa_sim_rng_uniform(&rng);
+      for (int k = 0; k < 3000; k++) {
+        gx += 0.4 * pa_sim_rng_uniform(&rng) - 0.2;
+        gy += 0.4 * pa_sim_rng_uniform(&rng) - 0.2;
+        if (k % 97 == 0) { /* a jump */
+          gx = W * pa_sim_rng_uniform(&rng);
+          gy = H * pa_sim_rng_uniform(&rng);
+        }
+        gx = fmin(fmax(gx, -0.5), W + 0.5);
+        gy = fmin(fmax(gy, -0.5), H + 0.5);
+        double px = k % 7 == 3 ? floor(gx) : gx; /* on a grid line */
+        double py = k % 11 == 5 ? floor(gy) : gy;
+        double rad = k % 13 == 0 ? 0.6 + 0.4 * pa_sim_rng_uniform(&rng)
+                                 : 0.03 + 0.3 * pa_sim_rng_uniform(&rng);
+        double margin = k % 2 ? 0 : 0.05 * pa_sim_rng_uniform(&rng);
+        double x = px * 0.05, y = py * 0.05;
+        bool f0 = pa_sim_int_free(&m, &s, 0, x, y, rad, false);
+        bool f1 = pa_sim_int_free_near(&m, &s, 0, x, y, rad, false, mm);
+        if (f0 != f1)
+          fail_msg("free at (%.17g, %.17g) cells, r %.17g: %d, memo %d", px, py,
+                   rad, f0, f1);
+        blocked += !f0;
+        double nx0 = 0, ny0 = 0, nx1 = 0, ny1 = 0;
+        double c0 = pa_sim_int_clearance(&m, &s, 0, x, y, rad, margin, &nx0,
+                                         &ny0, false);
+        double c1 = pa_sim_int_clearance_near(&m, &s, 0, x, y, rad, margin,
+                                              &nx1, &ny1, false, mm);
+        if (memcmp(&c0, &c1, sizeof c0) || memcmp(&nx0, &nx1, sizeof nx0) ||
+            memcmp(&ny0, &ny1, sizeof ny0))
+          fail_msg("clearance at (%.17g, %.17g) cells, r %.17g + %.17g: "
+                   "%.17g (%.17g, %.17g), memo %.17g (%.17g, %.17g)",
+                   px, py, rad, margin, c0, nx0, ny0, c1, nx1, ny1);
+        used += mm->rows > 0;
+        hits += mm->near[0] != 0 || mm->near[1] != 0;
+      }
+    }
+    if (pass == 0) { /* a new map: the state's memos are forgotten */
+      ts_block(&g, 1.0, 1.0, 9.0, 1.5);
+      uint32_t moved = 0;
+      char err[256];
+      assert_int_equal(pa_sim_set_grid(&m, &s, &g, &moved, err, sizeof err), 0);
+      assert_int_equal(s.motion[0].walls.rows, 0);
+      memset(memo, 0, sizeof memo); /* the others knew the old map */
+    }
+  }
+  assert_true(used > 10000); /* the memo's rows were in use */
+  assert_true(hits > 10000);
+  assert_true(blocked > 3000); /* both answers were asked many times */
+  ts_free(&m, &s);
+  pa_grid_free(&g);
+}
+
 static void test_walls_many_angles(void **st) {
   (void)st;
   const double speeds[] = {0.5, 1.0, 4.0};
@@ -406,6 +494,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_clearance_brute_force),
       cmocka_unit_test(test_clearance_brute_force_wide),
+      cmocka_unit_test(test_wall_memo_same),
       cmocka_unit_test(test_walls_many_angles),
       cmocka_unit_test(test_slide_and_corner),
       cmocka_unit_test(test_head_on),

@@ -139,6 +139,60 @@ static void test_threads_same(void **st) {
   assert_true(run(2000, 4, 296) == busy);
 }
 
+/* A crowd: 400 robots in a 15 x 15 m room with walls, most within reach of
+ * another (moved in index order after the lone ones: sim_step.c), the lone
+ * ones on the threads. Hashes every pose for `ticks` ticks; *crowded: ticks
+ * with at least 16 robots not alone. */
+static uint64_t crowd_run(int ticks, uint32_t threads, int *crowded) {
+  pa_grid g;
+  ts_room(&g, 300, 300, 0.05);
+  ts_block(&g, 5.0, 2.0, 5.3, 11.0);
+  ts_block(&g, 8.0, 7.0, 13.0, 7.3);
+  pa_robot_def r = ts_robot("a", 1, 1, 0);
+  pa_sim_def d = pa_sim_def_default();
+  d.seed = 5;
+  d.threads = threads;
+  d.robots = 400;
+  d.max_robots = 400;
+  pa_sim_model m;
+  pa_sim_state s;
+  ts_make(&m, &s, &d, &g, &r, 1, NULL, 0);
+  pa_grid_free(&g);
+  uint64_t h = 0xcbf29ce484222325ull, lcg = 11;
+  *crowded = 0;
+  for (int t = 0; t < ticks; t++) {
+    if (t % 50 == 0)
+      for (uint32_t i = 0; i < s.robot_count; i++) {
+        double v = 1.4 * pa_sim_rng_uniform(&lcg) - 0.2;
+        double w = 3 * pa_sim_rng_uniform(&lcg) - 1.5;
+        assert_int_equal(ts_cmd(&m, &s, PA_OP_SET_CMD, i, v, 0, w, 0), PA_OK);
+      }
+    pa_sim_step(&m, &s);
+    uint32_t rest = 0;
+    for (uint32_t i = 0; i < s.robot_count; i++) {
+      const pa_robot_state *q = &s.rs[i];
+      double v[] = {q->x, q->y, q->theta, q->v, q->vy, q->w};
+      h = fnv(h, v, sizeof v);
+      rest += s.info[i].active && !s.motion[i].alone;
+    }
+    *crowded += rest >= 16;
+  }
+  assert_true(s.bumps > 0);
+  ts_free(&m, &s);
+  return h;
+}
+
+/* A crowd on 2 and 3 threads: the same states as on one (every robot in
+ * index order). */
+static void test_threads_same_crowd(void **st) {
+  (void)st;
+  int c1, c2, c3;
+  uint64_t one = crowd_run(600, 1, &c1);
+  assert_true(crowd_run(600, 2, &c2) == one);
+  assert_true(crowd_run(600, 3, &c3) == one);
+  assert_true(c2 > 500); /* threads: crowded nearly every tick */
+}
+
 /* A lockstep sequence of ticks: per tick, which robots scanned and their
  * ranges and poses. */
 static uint64_t scan_run(const pa_sim_model *m, pa_sim_state *s, int ticks) {
@@ -519,6 +573,7 @@ int main(void) {
       cmocka_unit_test(test_determinism),
       cmocka_unit_test(test_determinism_every_path),
       cmocka_unit_test(test_threads_same),
+      cmocka_unit_test(test_threads_same_crowd),
       cmocka_unit_test(test_snapshot_bad_records),
       cmocka_unit_test(test_reset_scan_phase),
       cmocka_unit_test(test_obstacle_in_wall),

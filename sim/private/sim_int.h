@@ -29,15 +29,45 @@ double pa_sim_int_clearance(const pa_sim_model *m, const pa_sim_state *s,
 /* pa_sim_int_clearance(margin 0) >= 0, cheaper (early exits). */
 bool pa_sim_int_free(const pa_sim_model *m, const pa_sim_state *s,
                      uint32_t skip, double x, double y, double r, bool robots);
+/* What one robot's wall checks keep between calls (sim_collide.c): a
+ * blocked cell near it (a guess, checked at each use), and for the rows
+ * around it the nearest blocked cell on each side of one column (the static
+ * map's, for the map at `map`). Zeroed: empty. */
+#define PA_SIM_MEMO_ROWS 24
+typedef struct pa_sim_wall_memo {
+  int32_t near[2];                /* column, row */
+  const uint64_t *map;            /* m->blocked of the rows below */
+  int32_t cx, lo, hi, y0, rows;   /* column, span [lo, hi], rows from y0 */
+  int8_t left[PA_SIM_MEMO_ROWS];  /* nearest at or left of cx in [lo, cx],
+                                   * minus cx (lo - 1 - cx: none) */
+  int8_t right[PA_SIM_MEMO_ROWS]; /* nearest in [cx + 1, hi] minus cx
+                                   * (hi + 1 - cx: none) */
+  uint32_t west;                  /* bit k: cell (cx - 1, y0 + k) blocked */
+} pa_sim_wall_memo;
+
+/* Empties every robot's memo rows: the model (its map) was replaced. */
+void pa_sim_int_walls_forget(pa_sim_state *s);
+/* The same two with a robot's memo (or NULL): it answers "not free" at
+ * once when its cell is within r (a robot pressing a wall meets the same
+ * cells tick after tick) and spares the row searches; the results are
+ * those without, bit for bit. */
+bool pa_sim_int_free_near(const pa_sim_model *m, const pa_sim_state *s,
+                          uint32_t skip, double x, double y, double r,
+                          bool robots, pa_sim_wall_memo *memo);
+double pa_sim_int_clearance_near(const pa_sim_model *m, const pa_sim_state *s,
+                                 uint32_t skip, double x, double y, double r,
+                                 double margin, double *nx, double *ny,
+                                 bool robots, pa_sim_wall_memo *memo);
 
 /* One robot's motion of this tick, planned before anyone moves (it depends
  * only on the robot's own state). */
 typedef struct pa_sim_motion {
-  double dx, dy;   /* [m] world-frame displacement wanted */
-  double v, vy, w; /* limited body velocities */
-  double th0, dth; /* heading at the start, turn over the tick */
-  double c0, s0;   /* cos, sin of th0 */
-  uint8_t alone;   /* no other robot near enough to matter this tick */
+  double dx, dy;          /* [m] world-frame displacement wanted */
+  double v, vy, w;        /* limited body velocities */
+  double th0, dth;        /* heading at the start, turn over the tick */
+  double c0, s0;          /* cos, sin of th0 */
+  uint8_t alone;          /* no other robot near enough to matter this tick */
+  pa_sim_wall_memo walls; /* its wall checks' memory (pa_sim_int_free_near) */
   double arc_dth, arc_a, arc_b; /* the last arc factors computed (a robot
                                  * turning steadily reuses them) */
 } pa_sim_motion;
