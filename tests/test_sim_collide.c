@@ -39,8 +39,21 @@ static void arena(pa_sim_model *m, pa_sim_state *s, double max_v) {
   ts_make_default(m, s, &g, &r, 1, o, 2);
 }
 
-/* From several starts, at many headings and speeds, drive straight further
- * than the room's diagonal: never inside, and it meets something (bumped). */
+/* A w x h room (5 cm cells) with `blocks` random blocks of 1-6 x 1-6 cells. */
+static void block_room(pa_grid *g, uint32_t W, uint32_t H, int blocks,
+                       uint64_t *rng) {
+  ts_room(g, W, H, 0.05);
+  for (int k = 0; k < blocks; k++) {
+    uint32_t x = (uint32_t)(pa_sim_rng_uniform(rng) * (W - 5));
+    uint32_t y = (uint32_t)(pa_sim_rng_uniform(rng) * (H - 5));
+    uint32_t w = 1 + (uint32_t)(pa_sim_rng_uniform(rng) * 6);
+    uint32_t h = 1 + (uint32_t)(pa_sim_rng_uniform(rng) * 6);
+    for (uint32_t j = y; j < y + h && j < H; j++)
+      for (uint32_t i = x; i < x + w && i < W; i++)
+        g->cells[(size_t)j * W + i] = PA_CELL_OCCUPIED;
+  }
+}
+
 /* Wall clearance (exact within reach, with its normal) against a brute force
  * over every blocked cell, from random points, points on grid lines and
  * corners, near the map border and inside walls: a w x h room with random
@@ -48,17 +61,7 @@ static void arena(pa_sim_model *m, pa_sim_state *s, double max_v) {
 static int clearance_vs_brute(uint32_t W, uint32_t H, double reach_min,
                               double reach_max, int n, uint64_t rng) {
   pa_grid g;
-  ts_room(&g, W, H, 0.05);
-  int blocks = (int)(60 * (double)W * H / (120 * 90));
-  for (int k = 0; k < blocks; k++) {
-    uint32_t x = (uint32_t)(pa_sim_rng_uniform(&rng) * (W - 5));
-    uint32_t y = (uint32_t)(pa_sim_rng_uniform(&rng) * (H - 5));
-    uint32_t w = 1 + (uint32_t)(pa_sim_rng_uniform(&rng) * 6);
-    uint32_t h = 1 + (uint32_t)(pa_sim_rng_uniform(&rng) * 6);
-    for (uint32_t j = y; j < y + h && j < H; j++)
-      for (uint32_t i = x; i < x + w && i < W; i++)
-        g.cells[(size_t)j * W + i] = PA_CELL_OCCUPIED;
-  }
+  block_room(&g, W, H, (int)(60 * (double)W * H / (120 * 90)), &rng);
   pa_robot_def r = ts_robot("r", 0.3, 0.3, 0);
   for (int j = 4; j <= 8; j++)
     for (int i = 4; i <= 8; i++)
@@ -127,17 +130,8 @@ static void test_wall_memo_same(void **st) {
   (void)st;
   const uint32_t W = 200, H = 150;
   pa_grid g;
-  ts_room(&g, W, H, 0.05);
   uint64_t rng = 91;
-  for (int k = 0; k < 140; k++) {
-    uint32_t x = (uint32_t)(pa_sim_rng_uniform(&rng) * (W - 5));
-    uint32_t y = (uint32_t)(pa_sim_rng_uniform(&rng) * (H - 5));
-    uint32_t w = 1 + (uint32_t)(pa_sim_rng_uniform(&rng) * 6);
-    uint32_t h = 1 + (uint32_t)(pa_sim_rng_uniform(&rng) * 6);
-    for (uint32_t j = y; j < y + h && j < H; j++)
-      for (uint32_t i = x; i < x + w && i < W; i++)
-        g.cells[(size_t)j * W + i] = PA_CELL_OCCUPIED;
-  }
+  block_room(&g, W, H, 140, &rng);
   pa_robot_def r = ts_robot("r", 0.5, 0.5, 0);
   for (int j = 6; j <= 14; j++)
     for (int i = 6; i <= 14; i++)
@@ -207,6 +201,8 @@ static void test_wall_memo_same(void **st) {
   pa_grid_free(&g);
 }
 
+/* From several starts, at many headings and speeds, drive straight further
+ * than the room's diagonal: never inside, and it meets something (bumped). */
 static void test_walls_many_angles(void **st) {
   (void)st;
   const double speeds[] = {0.5, 1.0, 4.0};
