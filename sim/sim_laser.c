@@ -199,11 +199,9 @@ static void circle_beams(const scan_ctx *k, double cx, double cy, double r,
     for (; i < end; i++) {
       double dx, dy;
       beam_dir(k, i, &dx, &dy);
-      double bb = ox * dx + oy * dy, disc = bb * bb - oc;
-      double t = -bb - sqrt(disc > 0 ? disc : 0);
-      t = oc <= 0 ? 0 : bb > 0 || disc < 0 ? INFINITY : t;
-      float o = k->out[i];
-      k->out[i] = t < (double)o ? (float)t : o;
+      double t = ray_circle(k->x, k->y, dx, dy, cx, cy, r);
+      if (t < (double)k->out[i])
+        k->out[i] = (float)t;
     }
   }
 }
@@ -475,6 +473,11 @@ BODY void cells_to_ranges_body(const double *t, uint32_t n, double maxc,
   }
 }
 
+typedef void dirs_fn(double c, double s, const float *bc, const float *bs,
+                     uint32_t n, double *dx, double *dy);
+typedef void ranges_fn(const double *t, uint32_t n, double maxc, double res,
+                       double rmax, float lo, float *out);
+
 static void beam_dirs(double c, double s, const float *bc, const float *bs,
                       uint32_t n, double *dx, double *dy) {
   beam_dirs_body(c, s, bc, bs, n, dx, dy);
@@ -615,26 +618,21 @@ void pa_sim_int_scan_walls(const pa_sim_model *m, const pa_sim_state *s,
    * commutes with taking the nearer body), here on the casting threads. */
   const float lo = ri->laser_noise > 0 ? 0.0f : ri->laser_range_min;
   const float *bc = sc->beam_cos, *bs = sc->beam_sin;
+  dirs_fn *dirs = beam_dirs;
+  ranges_fn *ranges = cells_to_ranges;
 #ifdef WIDE_DIRS
   pa_sim_simd path = pa_sim_simd_path(m);
-  bool wide = path == PA_SIM_SIMD_AVX512 || path == PA_SIM_SIMD_AVX2;
+  if (path == PA_SIM_SIMD_AVX512 || path == PA_SIM_SIMD_AVX2) {
+    dirs = beam_dirs_avx2;
+    ranges = cells_to_ranges_avx2;
+  }
 #endif
   for (uint32_t i0 = b0; i0 < b1; i0 += SCAN_CHUNK) {
     uint32_t nb = b1 - i0 < SCAN_CHUNK ? b1 - i0 : SCAN_CHUNK;
     double bdx[SCAN_CHUNK], bdy[SCAN_CHUNK], bt[SCAN_CHUNK];
-#ifdef WIDE_DIRS
-    if (wide)
-      beam_dirs_avx2(gc, gs, bc + i0, bs + i0, nb, bdx, bdy);
-    else
-#endif
-      beam_dirs(gc, gs, bc + i0, bs + i0, nb, bdx, bdy);
+    dirs(gc, gs, bc + i0, bs + i0, nb, bdx, bdy);
     pa_sim_int_cast_many(m, a->gx, a->gy, bdx, bdy, nb, maxc, bt);
-#ifdef WIDE_DIRS
-    if (wide)
-      cells_to_ranges_avx2(bt, nb, maxc, res, rmax, lo, out + i0);
-    else
-#endif
-      cells_to_ranges(bt, nb, maxc, res, rmax, lo, out + i0);
+    ranges(bt, nb, maxc, res, rmax, lo, out + i0);
   }
 }
 
@@ -662,9 +660,22 @@ void pa_sim_int_scan_finish(const pa_sim_model *m, const pa_sim_state *s,
   if (!bodies && sigma == 0)
     return; /* the walls clamped already; nothing else to do */
   const double inc = 2.0 * M_PI / beams;
-  scan_ctx k = {a->x,      a->y,     a->c,     a->s,          a->theta,     inc,
-                1.0 / inc, beams,    rmax,     sc->beam_cos,  sc->beam_sin, out,
-                rmax,      sc->qpos, sc->smax, beam_stride(m)};
+  scan_ctx k = {.x = a->x,
+                .y = a->y,
+                .c = a->c,
+                .s = a->s,
+                .theta = a->theta,
+                .inc = inc,
+                .inv_inc = 1.0 / inc,
+                .beams = beams,
+                .range_max = rmax,
+                .bc = sc->beam_cos,
+                .bs = sc->beam_sin,
+                .out = out,
+                .far = rmax,
+                .qpos = sc->qpos,
+                .smax = sc->smax,
+                .stride = beam_stride(m)};
   float far = 0; /* the farthest wall return */
   if (bodies) {
     /* Beam directions (only bodies use them) and the returns' max per 4
