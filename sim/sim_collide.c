@@ -321,6 +321,34 @@ void pa_sim_int_hash_free(pa_sim_hash *h) {
   memset(h, 0, sizeof *h);
 }
 
+/* The buckets' items from the robots' keys (h->key) and counts (start[k +
+ * 1] of bucket k, nb buckets): a counting sort, stable in robot order
+ * (determinism), with the contiguous copies for the scans (no robot records
+ * touched per item); cells: each item's cell too (icx, icy by item: the
+ * hashed layout's aliasing check). */
+static void buckets_fill(pa_sim_hash *h, const pa_sim_state *s, uint32_t nb,
+                         bool cells) {
+  for (uint32_t k = 0; k < nb; k++)
+    h->start[k + 1] += h->start[k];
+  uint32_t *fill = h->start; /* reuse: shift back afterwards */
+  for (uint32_t i = 0; i < s->robot_count; i++) {
+    if (!s->info[i].active)
+      continue;
+    uint32_t p = fill[h->key[i]]++;
+    double x = s->rs[i].x, y = s->rs[i].y;
+    h->items[p] = i;
+    h->ix[p] = x;
+    h->iy[p] = y;
+    h->ir[p] = s->info[i].radius;
+    if (cells) {
+      h->icx[p] = pa_sim_ifloor(x / h->cell);
+      h->icy[p] = pa_sim_ifloor(y / h->cell);
+    }
+  }
+  memmove(h->start + 1, h->start, (size_t)nb * sizeof *h->start);
+  h->start[0] = 0;
+}
+
 void pa_sim_int_hash_build(pa_sim_hash *h, const pa_sim_state *s, double cell) {
   h->cell = cell;
   h->rmax = 0;
@@ -336,25 +364,7 @@ void pa_sim_int_hash_build(pa_sim_hash *h, const pa_sim_state *s, double cell) {
     if (s->info[i].radius > h->rmax)
       h->rmax = s->info[i].radius;
   }
-  for (uint32_t k = 0; k < size; k++)
-    h->start[k + 1] += h->start[k];
-  /* Counting sort, stable in robot order (determinism), with the
-   * contiguous copies for the scans (no robot records touched per item). */
-  uint32_t *fill = h->start; /* reuse: shift back afterwards */
-  for (uint32_t i = 0; i < s->robot_count; i++) {
-    if (!s->info[i].active)
-      continue;
-    uint32_t p = fill[h->key[i]]++;
-    double x = s->rs[i].x, y = s->rs[i].y;
-    h->items[p] = i;
-    h->ix[p] = x;
-    h->iy[p] = y;
-    h->ir[p] = s->info[i].radius;
-    h->icx[p] = pa_sim_ifloor(x / cell);
-    h->icy[p] = pa_sim_ifloor(y / cell);
-  }
-  memmove(h->start + 1, h->start, (size_t)size * sizeof *h->start);
-  h->start[0] = 0;
+  buckets_fill(h, s, size, true);
   h->dense = false;
   h->valid = true;
 }
@@ -396,21 +406,7 @@ void pa_sim_int_lhash_build(pa_sim_hash *h, const pa_sim_state *s,
     h->key[i] = k;
     h->start[k + 1]++;
   }
-  for (uint32_t k = 0; k < cells; k++)
-    h->start[k + 1] += h->start[k];
-  /* counting sort, stable in robot order, as pa_sim_int_hash_build */
-  uint32_t *fill = h->start;
-  for (uint32_t i = 0; i < s->robot_count; i++) {
-    if (!s->info[i].active)
-      continue;
-    uint32_t p = fill[h->key[i]]++;
-    h->items[p] = i;
-    h->ix[p] = s->rs[i].x;
-    h->iy[p] = s->rs[i].y;
-    h->ir[p] = s->info[i].radius;
-  }
-  memmove(h->start + 1, h->start, (size_t)cells * sizeof *h->start);
-  h->start[0] = 0;
+  buckets_fill(h, s, cells, false);
   h->gx0 = x0;
   h->gy0 = y0;
   h->gw = gw;
