@@ -4,7 +4,6 @@
 #include "sim_geom_int.h"
 
 #include <math.h>
-#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -433,15 +432,10 @@ void pa_sim_int_lhash_ready(const pa_sim_state *s) {
     __atomic_store_n(&h->build, 0, __ATOMIC_RELEASE); /* publishes it */
     return;
   }
-  /* the builder takes ~10 us for 1000 robots; if it lost its core (a busy
-   * machine), give this one away now and then */
-  for (uint32_t i = 1; __atomic_load_n(&h->build, __ATOMIC_ACQUIRE) != 0; i++)
-    if ((i & 1023) == 0)
-      sched_yield();
-#if defined(__x86_64__) || defined(__i386__)
-    else
-      __builtin_ia32_pause();
-#endif
+  /* the builder takes ~10 us for 1000 robots */
+  pa_sim_waiter w = {0, 0};
+  while (__atomic_load_n(&h->build, __ATOMIC_ACQUIRE) != 0)
+    pa_sim_int_wait_step(&w);
 }
 
 /* ---- clearance ------------------------------------------------------------

@@ -163,15 +163,7 @@ static inline void cpu_relax(void) {
 #endif
 }
 
-/* A caller waiting for a worker's item: watches (items are short); if it
- * takes much longer the worker lost its core (a busy machine), so it gives
- * its own away meanwhile. */
-typedef struct waiter {
-  uint32_t i;
-  int64_t until;
-} waiter;
-
-static void wait_step(waiter *w) {
+void pa_sim_int_wait_step(pa_sim_waiter *w) {
   if ((++w->i & 255) == 0) {
     int64_t now = pa_sim_int_now();
     if (!w->until)
@@ -354,9 +346,9 @@ static uint64_t post(pa_sim_pool *p, pa_sim_pool_fn fn, void *arg,
  * checks `closed`: one of the two sees the other). */
 static void close_job(pa_sim_pool *p) {
   atomic_store(&p->closed, atomic_load(&p->job));
-  waiter w = {0, 0};
+  pa_sim_waiter w = {0, 0};
   while (atomic_load(&p->active) > 0)
-    wait_step(&w);
+    pa_sim_int_wait_step(&w);
 }
 
 /* The caller takes what is left, then closes the job (the workers' items
@@ -508,9 +500,9 @@ bool pa_sim_int_pool_task_done(pa_sim_pool *p, uint64_t ticket) {
 
 void pa_sim_int_pool_wait(pa_sim_pool *p, uint64_t ticket) {
   pa_sim_int_pool_help(p, ticket);
-  waiter w = {0, 0};
+  pa_sim_waiter w = {0, 0};
   while (!pa_sim_int_pool_task_done(p, ticket))
-    wait_step(&w);
+    pa_sim_int_wait_step(&w);
 }
 
 void pa_sim_int_pool_stream_close(pa_sim_pool *p) {
@@ -520,10 +512,10 @@ void pa_sim_int_pool_stream_close(pa_sim_pool *p) {
   uint64_t end = atomic_load_explicit(&p->t_posted, memory_order_relaxed);
   while (take_task(p, &p->scratch))
     ;
-  waiter w = {0, 0};
+  pa_sim_waiter w = {0, 0};
   for (uint64_t i = end > POOL_TASKS ? end - POOL_TASKS : 0; i < end; i++)
     while (!pa_sim_int_pool_task_done(p, i + 1))
-      wait_step(&w);
+      pa_sim_int_wait_step(&w);
   close_job(p);
   p->stream = false;
 }

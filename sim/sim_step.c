@@ -5,7 +5,6 @@
 #include "sim_ssl_int.h"
 
 #include <math.h>
-#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -298,9 +297,9 @@ typedef struct move_job {
 /* Waits for a flag that an item taken before this one sets (the pool hands
  * items out in order: whoever took it is running it). */
 static void move_wait(atomic_uint *flag) {
-  for (uint32_t n = 1; !atomic_load_explicit(flag, memory_order_acquire); n++)
-    if ((n & 1023) == 0)
-      sched_yield(); /* its thread lost the core (a busy machine) */
+  pa_sim_waiter w = {0, 0};
+  while (!atomic_load_explicit(flag, memory_order_acquire))
+    pa_sim_int_wait_step(&w);
 }
 
 /* Pool item: 0 builds the broad phase; 1..parts plan range i - 1;

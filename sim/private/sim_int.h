@@ -202,6 +202,14 @@ typedef void (*pa_sim_pool_fn)(void *arg, uint32_t i, pa_sim_scratch *k,
                                uint64_t *count);
 uint64_t pa_sim_int_pool_run(pa_sim_pool *p, pa_sim_pool_fn fn, void *arg,
                              uint32_t n, uint32_t chunk);
+/* One look of a thread waiting for another's item or flag: it watches
+ * (items are short); past POOL_YIELD_NS (sim_pool.c) the other has lost its
+ * core (a busy machine), so this one gives its own away now and then. */
+typedef struct pa_sim_waiter {
+  uint32_t i;
+  int64_t until;
+} pa_sim_waiter;
+void pa_sim_int_wait_step(pa_sim_waiter *w);
 /* The same for a job shorter than a thread's wake-up: parked workers are
  * woken only while jobs come back to back (else the caller runs it). */
 uint64_t pa_sim_int_pool_run_short(pa_sim_pool *p, pa_sim_pool_fn fn, void *arg,
