@@ -9,7 +9,8 @@
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(PA_SIM_NO_SIMD)
 #include <immintrin.h>
 
-#define VEC_TARGET __attribute__((target("avx512f,avx512dq,avx512vl,avx2,fma")))
+#define VEC_TARGET                                                             \
+  __attribute__((target("avx512f,avx512dq,avx512vl,avx2,fma,popcnt")))
 #define VEC_FN(name) avx512_##name
 #define VEC_BYTES 64
 /* 32-bit loads at byte offsets (the field has 4 bytes of tail padding) */
@@ -42,8 +43,23 @@ typedef __mmask16 avx512_perm;
                       _mm512_maskz_compress_epi32(p, (__m512i)(v)))
 
 #include "sim_cast_vec.h"
+/* the face caster's table lookups: 8 lanes by AVX2's gathers */
+#define FACE_GATHER_I(p, idx)                                                  \
+  ((VEC_FN(v8i))_mm256_i32gather_epi32((const int *)(const void *)(p),         \
+                                       (__m256i)(idx), 4))
+#define FACE_GATHER_F(p, idx)                                                  \
+  ((VEC_FN(v8f))_mm256_i32gather_ps(p, (__m256i)(idx), 4))
+/* the lanes in bits b of v, packed at dst (8 slots written) */
+#define FACE_PACK8(dst, v, b)                                                  \
+  _mm256_storeu_si256(                                                         \
+      (__m256i *)(void *)(dst),                                                \
+      _mm256_maskz_compress_epi32((__mmask8)(b), (__m256i)(v)))
+#define FACE_BITS8(m) ((unsigned)_mm256_movemask_ps((__m256)(m)))
+#include "sim_cast_face.h"
 
 pa_sim_cast_fn pa_sim_int_caster_avx512(void) { return avx512_cast; }
+pa_sim_face_fn pa_sim_int_facer_avx512(void) { return avx512_faces; }
 #else
 pa_sim_cast_fn pa_sim_int_caster_avx512(void) { return NULL; }
+pa_sim_face_fn pa_sim_int_facer_avx512(void) { return NULL; }
 #endif
