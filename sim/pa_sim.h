@@ -395,6 +395,9 @@ int pa_sim_simd_set(pa_sim_simd p);
  * alone. The results are the same. Call it while no scan runs. */
 void pa_sim_faces_set(bool on);
 bool pa_sim_faces_on(void);
+/* The calling thread's counts so far: fans the face caster cast, and rays of
+ * them it handed to the scalar caster (close to a corner). */
+void pa_sim_faces_counts(uint64_t *fans, uint64_t *closes);
 /* The path m's scans take (NULL: the process default), auto resolved; a
  * def.simd the CPU lacks falls back to auto (pa-sim refuses it at start). */
 pa_sim_simd pa_sim_simd_path(const pa_sim_model *m);

@@ -58,6 +58,11 @@ void pa_sim_faces_set(bool on) {
   atomic_store_explicit(&faces_on, on, memory_order_relaxed);
 }
 
+void pa_sim_faces_counts(uint64_t *fans, uint64_t *closes) {
+  *fans = face_scratch.fans;
+  *closes = face_scratch.closes;
+}
+
 bool pa_sim_faces_on(void) {
   return atomic_load_explicit(&faces_on, memory_order_relaxed);
 }

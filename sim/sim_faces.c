@@ -71,8 +71,7 @@ static inline bool blocked_at(const grid_view *g, int32_t x, int32_t y) {
  * it? o: 0 met by rays with dx > 0 (cell (line, v) blocked, (line - 1, v)
  * free), 1 by dx < 0 ((line - 1, v) blocked, (line, v) free), 2 by dy > 0
  * ((v, line) blocked, (v, line - 1) free), 3 by dy < 0. */
-static inline bool face_at(const grid_view *g, int o, int32_t line,
-                           int32_t v) {
+static inline bool face_at(const grid_view *g, int o, int32_t line, int32_t v) {
   int32_t a = o < 2 ? line : v, b = o < 2 ? v : line;
   int32_t pa = o < 2 ? line - 1 : v, pb = o < 2 ? v : line - 1;
   bool here = blocked_at(g, a, b), before = blocked_at(g, pa, pb);
@@ -106,7 +105,7 @@ static int collect(const grid_view *g, int o, piece_list *p) {
     return 0;
   }
   int32_t *open = malloc((size_t)g->w * sizeof *open); /* -1: none */
-  uint8_t *real = malloc((size_t)g->w);               /* low end the run's */
+  uint8_t *real = malloc((size_t)g->w);                /* low end the run's */
   if (!open || !real) {
     free(open);
     free(real);

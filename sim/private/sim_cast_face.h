@@ -47,7 +47,7 @@ typedef int64_t VEC_FN(v4l) __attribute__((vector_size(32)));
 
 #ifndef FACE_GATHER_I
 VEC_TARGET static inline FACE_VI VEC_FN(face_gi)(const int32_t *p,
-                                                  FACE_VI idx) {
+                                                 FACE_VI idx) {
   FACE_VI v;
   for (int l = 0; l < 8; l++)
     v[l] = p[idx[l]];
@@ -56,8 +56,7 @@ VEC_TARGET static inline FACE_VI VEC_FN(face_gi)(const int32_t *p,
 #define FACE_GATHER_I(p, idx) VEC_FN(face_gi)(p, idx)
 #endif
 #ifndef FACE_GATHER_F
-VEC_TARGET static inline FACE_VF VEC_FN(face_gf)(const float *p,
-                                                  FACE_VI idx) {
+VEC_TARGET static inline FACE_VF VEC_FN(face_gf)(const float *p, FACE_VI idx) {
   FACE_VF v;
   for (int l = 0; l < 8; l++)
     v[l] = p[idx[l]];
@@ -101,14 +100,17 @@ VEC_TARGET static inline FACE_D4 VEC_FN(load4)(const double *p, uint32_t left,
 
 /* Face j (of the candidates) on axis a's rays [g0, g1): in blocks of 8,
  * each ray's nearest crossing (z, win) and nearest close call (near). */
-VEC_TARGET static void VEC_FN(face_z)(pa_sim_face_scratch *k, int a,
-                                      int32_t j, float eps) {
+VEC_TARGET static void VEC_FN(face_z)(pa_sim_face_scratch *k, int a, int32_t j,
+                                      float eps) {
   const int32_t g0 = k->g0[j], g1 = k->g1[j];
   const int32_t ends = k->ca[j] >> 16, line = k->ca[j] & 0xffff;
   const float lo = k->lo[j], hi = k->hi[j], dl = k->dl[j];
   const float ulo = lo - eps, uhi = hi + eps;
   const float clo = ends & 1 ? lo + eps : ulo, chi = ends & 2 ? hi - eps : uhi;
-  for (int32_t base = g0 & ~7; base < g1; base += 8) {
+  /* two blocks always (most faces span one or two: no branch to miss),
+   * more when it spans more */
+  const int32_t end = g1 > (g0 & ~7) + 16 ? g1 : (g0 & ~7) + 16;
+  for (int32_t base = g0 & ~7; base < end; base += 8) {
     FACE_VF c, iv, z, nr;
     FACE_VI w;
     memcpy(&c, k->cr[a] + base, sizeof c);
@@ -201,16 +203,18 @@ VEC_TARGET static bool VEC_FN(face_halves)(pa_sim_face_scratch *k,
       h->lut[q] = h->len;
     for (int32_t p = h->len - 1; p >= 0; p--)
       h->lut[slot[p]] = p;
-    for (int q = PA_SIM_FACE_Q - 1; q >= 0; q--)
-      h->lut[q] = h->lut[q] < h->lut[q + 1] ? h->lut[q] : h->lut[q + 1];
+    int32_t run = h->len; /* in a register: no store to load in the chain */
+    for (int q = PA_SIM_FACE_Q - 1; q >= 0; q--) {
+      run = h->lut[q] < run ? h->lut[q] : run;
+      h->lut[q] = run;
+    }
   }
   return true;
 }
 
 /* Every ray's nearest face so far (both axes, both copies of the fan), and
  * the farthest of those over 2^l positions from each. */
-VEC_TARGET static void VEC_FN(face_best)(pa_sim_face_scratch *k,
-                                         uint32_t n) {
+VEC_TARGET static void VEC_FN(face_best)(pa_sim_face_scratch *k, uint32_t n) {
   for (uint32_t i = 0; i < n; i += 8) { /* lanes past n: copied over */
     FACE_VF a, b, c, d;
     memcpy(&a, k->z[0] + i, sizeof a);
@@ -259,13 +263,15 @@ VEC_TARGET static void VEC_FN(face_prep)(pa_sim_face_scratch *k, int32_t c0,
   const FACE_VI qmax = (FACE_VI){0} + (PA_SIM_FACE_Q - 1);
   const FACE_VF zero = {0}, one = zero + 1;
   const float r2 = PA_SIM_FACE_NEAR * PA_SIM_FACE_NEAR;
+  const float m2 = PA_SIM_FACE_MID * PA_SIM_FACE_MID;
   int32_t na = *nn, nb = *nf;
   for (int32_t i = c0; i < c0 + cnt; i += 8) {
     FACE_VI pa, pb; /* the arrays have a vector of slack */
     memcpy(&pa, k->ca + i, sizeof pa);
     memcpy(&pb, k->cb + i, sizeof pb);
     FACE_VI lo = pb & lo16, hi = (FACE_VI)((FACE_VU)pb >> 16);
-    FACE_VF dl = __builtin_convertvector((pa & lo16) - c->oli, FACE_VF) - c->olf;
+    FACE_VF dl =
+        __builtin_convertvector((pa & lo16) - c->oli, FACE_VF) - c->olf;
     FACE_VF flo = __builtin_convertvector(lo - c->ovi, FACE_VF) - c->ovf;
     FACE_VF fhi = __builtin_convertvector(hi - c->ovi, FACE_VF) - c->ovf;
     FACE_VF adl = c->sg * dl;
@@ -295,12 +301,16 @@ VEC_TARGET static void VEC_FN(face_prep)(pa_sim_face_scratch *k, int32_t c0,
     memcpy(k->dl + i, &dl, sizeof dl);
     memcpy(k->lo + i, &flo, sizeof flo);
     memcpy(k->hi + i, &fhi, sizeof fhi);
-    memcpy(k->d2 + i, &d2, sizeof d2);
     memcpy(k->g0 + i, &i0, sizeof i0);
     memcpy(k->g1 + i, &i1, sizeof i1);
     const unsigned bn = FACE_BITS8(ok & close), bf = FACE_BITS8(ok & ~close);
     FACE_PACK8(k->nearf + na, iota + i, bn);
     FACE_PACK8(k->farf + nb, iota + i, bf);
+    FACE_PACK8(k->fg0 + nb, i0, bf);
+    FACE_PACK8(k->fg1 + nb, i1, bf);
+    FACE_PACK8(k->fd2 + nb, (FACE_VI)d2, bf);
+    FACE_PACK8(k->fring + nb,
+               FACE_SELI(d2 < m2, (FACE_VI){0} + 1, (FACE_VI){0} + 2), bf);
     na += __builtin_popcount(bn);
     nb += __builtin_popcount(bf);
   }
@@ -308,21 +318,28 @@ VEC_TARGET static void VEC_FN(face_prep)(pa_sim_face_scratch *k, int32_t c0,
   *nf = nb;
 }
 
-/* The far faces [f0, f1) of k->farf that may be nearer than the nearest
- * face so far of a ray they span (with a cell's margin) go to k->kept. */
-VEC_TARGET static int32_t VEC_FN(face_cull)(pa_sim_face_scratch *k,
-                                            int32_t f0, int32_t f1,
+/* The far faces [f0, f1) of k->farf in ring `ring` that may be nearer than
+ * the nearest face so far of a ray they span (with a cell's margin) go to
+ * k->kept. */
+VEC_TARGET static int32_t VEC_FN(face_cull)(pa_sim_face_scratch *k, int32_t f0,
+                                            int32_t f1, int32_t ring,
                                             int32_t nk) {
   const FACE_VI iota = {0, 1, 2, 3, 4, 5, 6, 7};
   for (int32_t i = f0; i < f1; i += 8) {
-    FACE_VI idx;
+    FACE_VI idx, g0, g1;
+    FACE_VF d2;
     memcpy(&idx, k->farf + i, sizeof idx);
-    FACE_VI live = iota + i < f1;
-    idx = FACE_SELI(live, idx, (FACE_VI){0});
-    FACE_VI g0 = FACE_GATHER_I(k->g0, idx), g1 = FACE_GATHER_I(k->g1, idx);
-    FACE_VI span = g1 - g0; /* 1 to 255 */
-    FACE_VI lv = -((span >= 2) + (span >= 4) + (span >= 8) + (span >= 16) +
-                   (span >= 32) + (span >= 64) + (span >= 128));
+    memcpy(&g0, k->fg0 + i, sizeof g0);
+    memcpy(&g1, k->fg1 + i, sizeof g1);
+    memcpy(&d2, k->fd2 + i, sizeof d2);
+    FACE_VI rg;
+    memcpy(&rg, k->fring + i, sizeof rg);
+    FACE_VI live = (iota + i < f1) & (rg == ring);
+    g0 = FACE_SELI(live, g0, (FACE_VI){0});
+    g1 = FACE_SELI(live, g1, (FACE_VI){0} + 1);
+    FACE_VI span = g1 - g0; /* >= 1; over 31: kept unculled */
+    live &= span < 32;
+    FACE_VI lv = -((span >= 2) + (span >= 4) + (span >= 8) + (span >= 16));
     FACE_VI at0 = lv * PA_SIM_FACE_ARR + g0;
     FACE_VI at1 = lv * PA_SIM_FACE_ARR + g1 - (((FACE_VI){0} + 1) << lv);
     at0 = FACE_SELI(live, at0, (FACE_VI){0});
@@ -330,8 +347,8 @@ VEC_TARGET static int32_t VEC_FN(face_cull)(pa_sim_face_scratch *k,
     FACE_VF x = FACE_GATHER_F(k->best[0], at0);
     FACE_VF y = FACE_GATHER_F(k->best[0], at1);
     FACE_VF reach = FACE_SEL(y > x, y, x) + 1;
-    FACE_VF d2 = FACE_GATHER_F(k->d2, idx);
-    const unsigned bk = FACE_BITS8(live & ~(d2 > reach * reach));
+    const unsigned bk = FACE_BITS8((rg == ring) & (iota + i < f1) &
+                                   ~(live & (d2 > reach * reach)));
     FACE_PACK8(k->kept + nk, idx, bk);
     nk += __builtin_popcount(bk);
   }
@@ -379,8 +396,8 @@ VEC_TARGET static void VEC_FN(face_rays)(pa_sim_face_scratch *k,
       memcpy(k->win[a] + i, &zero, sizeof zero);
       FACE_VF key;
       memcpy(&key, k->key[a] + i, sizeof key);
-      FACE_VI s = __builtin_convertvector((key + 1.0f) * (PA_SIM_FACE_Q / 2),
-                                          FACE_VI);
+      FACE_VI s =
+          __builtin_convertvector((key + 1.0f) * (PA_SIM_FACE_Q / 2), FACE_VI);
       s = FACE_SELI(s > 0, s, zero);
       s = FACE_SELI(s > qmax, qmax, s);
       memcpy(k->slot[a] + i, &s, sizeof s);
@@ -390,9 +407,8 @@ VEC_TARGET static void VEC_FN(face_rays)(pa_sim_face_scratch *k,
 
 VEC_TARGET static bool VEC_FN(faces)(const pa_sim_model *m, double pox,
                                      double poy, const double *dx,
-                                     const double *dy, uint32_t n,
-                                     double maxc, double *out,
-                                     pa_sim_face_scratch *k) {
+                                     const double *dy, uint32_t n, double maxc,
+                                     double *out, pa_sim_face_scratch *k) {
   const pa_sim_faces *fc = m->faces;
   const double lim = maxc + 1.0;
   if (!fc || n < 2 || n > CAST_CHUNK || !(maxc > 0) || lim > FLOAT_PASS_MAX)
@@ -466,10 +482,10 @@ VEC_TARGET static bool VEC_FN(faces)(const pa_sim_model *m, double pox,
   for (int o = 0; o < 4; o++)
     for (int32_t q = nn[o]; q < nn[o + 1]; q++)
       VEC_FN(face_z)(k, o / 2, k->nearf[q], eps);
-  if (af > 0) {
+  for (int32_t ring = 1; ring <= 2 && af > 0; ring++) {
     VEC_FN(face_best)(k, n);
     for (int o = 0; o < 4; o++) {
-      int32_t nk = VEC_FN(face_cull)(k, nf[o], nf[o + 1], 0);
+      int32_t nk = VEC_FN(face_cull)(k, nf[o], nf[o + 1], ring, 0);
       for (int32_t q = 0; q < nk; q++)
         VEC_FN(face_z)(k, o / 2, k->kept[q], eps);
     }
@@ -508,8 +524,8 @@ VEC_TARGET static bool VEC_FN(faces)(const pa_sim_model *m, double pox,
     sel = nx < ny;
     FACE_F4 nr = (FACE_F4)(((FACE_I4)nx & sel) | ((FACE_I4)ny & ~sel));
     FACE_F4 dz = (FACE_F4)((FACE_I4)(zx - zy) & 0x7fffffff);
-    FACE_I4 unsure = ((nr <= z + eps) & (nr <= (float)lim)) | (dz <= eps) |
-                     (z <= eps);
+    FACE_I4 unsure =
+        ((nr <= z + eps) & (nr <= (float)lim)) | (dz <= eps) | (z <= eps);
     FACE_I4 none = z == INFINITY;
     FACE_D4 ddx = VEC_FN(load4)(dx + i, left, 1.0);
     FACE_D4 ddy = VEC_FN(load4)(dy + i, left, 1.0);
@@ -532,6 +548,8 @@ VEC_TARGET static bool VEC_FN(faces)(const pa_sim_model *m, double pox,
       nclose += unsure[l] & 1;
     }
   }
+  k->fans++;
+  k->closes += nclose;
   for (uint32_t q = 0; q < nclose; q++) {
     uint32_t i = close[q];
     out[i] = pa_sim_int_cast_one(m, pox - 1.0, poy - 1.0, dx[i], dy[i], maxc);

@@ -248,7 +248,8 @@ typedef struct pa_sim_faces {
 #define PA_SIM_FACE_LEVELS 8 /* the nearest-so-far table: spans < 256 */
 #define PA_SIM_FACE_ARR (2 * CAST_CHUNK + 16)   /* the fan twice, + slack */
 #define PA_SIM_FACE_CAND (8 * CAST_CHUNK + 512) /* faces in reach, at most */
-#define PA_SIM_FACE_NEAR 64.0f /* faces nearer [cells] go first, unculled */
+#define PA_SIM_FACE_NEAR 48.0f /* faces nearer [cells] go first, unculled */
+#define PA_SIM_FACE_MID 120.0f /* then those nearer, culled, then the rest */
 typedef struct pa_sim_face_scratch {
   /* by axis (0: faces on x lines, 1: on y lines), the fan twice */
   float key[2][PA_SIM_FACE_ARR] __attribute__((aligned(32)));
@@ -266,11 +267,16 @@ typedef struct pa_sim_face_scratch {
    * one's offsets from the origin [cells], rays [g0, g1), squared distance */
   int32_t ca[PA_SIM_FACE_CAND + 16], cb[PA_SIM_FACE_CAND + 16];
   float dl[PA_SIM_FACE_CAND + 16], lo[PA_SIM_FACE_CAND + 16];
-  float hi[PA_SIM_FACE_CAND + 16], d2[PA_SIM_FACE_CAND + 16];
+  float hi[PA_SIM_FACE_CAND + 16];
   int32_t g0[PA_SIM_FACE_CAND + 16], g1[PA_SIM_FACE_CAND + 16];
   /* the near faces, the far ones, the far ones kept (indices, + slack) */
   int32_t nearf[PA_SIM_FACE_CAND + 16], farf[PA_SIM_FACE_CAND + 16];
   int32_t kept[PA_SIM_FACE_CAND + 16];
+  /* the far ones' rays [fg0, fg1) and squared distance (as int32 bits) */
+  int32_t fg0[PA_SIM_FACE_CAND + 16], fg1[PA_SIM_FACE_CAND + 16];
+  int32_t fd2[PA_SIM_FACE_CAND + 16];
+  int32_t fring[PA_SIM_FACE_CAND + 16]; /* 1: nearer than MID, 2: not */
+  uint64_t fans, closes; /* fans cast here, rays of them recast (counts) */
 } pa_sim_face_scratch;
 /* A fan of n <= CAST_CHUNK rays from the padded origin (pox, poy) (free,
  * inside the grid) against m->faces: out[i] [cells] equal to the plain
