@@ -100,13 +100,11 @@ VEC_TARGET static inline FACE_D4 VEC_FN(load4)(const double *p, uint32_t left,
 
 /* Face j (of the candidates) on axis a's rays [g0, g1): in blocks of 8,
  * each ray's nearest crossing (z, win) and nearest close call (near). */
-VEC_TARGET static void VEC_FN(face_z)(pa_sim_face_scratch *k, int a, int32_t j,
-                                      float eps) {
-  const int32_t g0 = k->g0[j], g1 = k->g1[j];
-  const int32_t ends = k->ca[j] >> 16, line = k->ca[j] & 0xffff;
-  const float lo = k->lo[j], hi = k->hi[j], dl = k->dl[j];
-  const float ulo = lo - eps, uhi = hi + eps;
-  const float clo = ends & 1 ? lo + eps : ulo, chi = ends & 2 ? hi - eps : uhi;
+VEC_TARGET static void VEC_FN(face_z)(pa_sim_face_scratch *k, int a,
+                                      int32_t j) {
+  const int32_t g0 = k->g0[j], g1 = k->g1[j], line = k->ca[j] & 0xffff;
+  const float dl = k->dl[j], ulo = k->ulo[j], uhi = k->uhi[j];
+  const float clo = k->clo[j], chi = k->chi[j];
   /* two blocks always (most faces span one or two: no branch to miss),
    * more when it spans more */
   const int32_t end = g1 > (g0 & ~7) + 16 ? g1 : (g0 & ~7) + 16;
@@ -298,9 +296,17 @@ VEC_TARGET static void VEC_FN(face_prep)(pa_sim_face_scratch *k, int32_t c0,
     FACE_VI close = d2 < r2;
     i0 += h->s;
     i1 += h->s;
+    /* the crossings of the run's inside (certain), and of it and its
+     * ends' margins (a close call outside the inside) */
+    const FACE_VI ends = pa >> 16;
+    FACE_VF ulo = flo - c->eps, uhi = fhi + c->eps;
+    FACE_VF clo = FACE_SEL((ends & 1) != 0, flo + c->eps, ulo);
+    FACE_VF chi = FACE_SEL((ends & 2) != 0, fhi - c->eps, uhi);
     memcpy(k->dl + i, &dl, sizeof dl);
-    memcpy(k->lo + i, &flo, sizeof flo);
-    memcpy(k->hi + i, &fhi, sizeof fhi);
+    memcpy(k->ulo + i, &ulo, sizeof ulo);
+    memcpy(k->uhi + i, &uhi, sizeof uhi);
+    memcpy(k->clo + i, &clo, sizeof clo);
+    memcpy(k->chi + i, &chi, sizeof chi);
     memcpy(k->g0 + i, &i0, sizeof i0);
     memcpy(k->g1 + i, &i1, sizeof i1);
     const unsigned bn = FACE_BITS8(ok & close), bf = FACE_BITS8(ok & ~close);
@@ -481,13 +487,13 @@ VEC_TARGET static bool VEC_FN(faces)(const pa_sim_model *m, double pox,
   nf[4] = af;
   for (int o = 0; o < 4; o++)
     for (int32_t q = nn[o]; q < nn[o + 1]; q++)
-      VEC_FN(face_z)(k, o / 2, k->nearf[q], eps);
+      VEC_FN(face_z)(k, o / 2, k->nearf[q]);
   for (int32_t ring = 1; ring <= 2 && af > 0; ring++) {
     VEC_FN(face_best)(k, n);
     for (int o = 0; o < 4; o++) {
       int32_t nk = VEC_FN(face_cull)(k, nf[o], nf[o + 1], ring, 0);
       for (int32_t q = 0; q < nk; q++)
-        VEC_FN(face_z)(k, o / 2, k->kept[q], eps);
+        VEC_FN(face_z)(k, o / 2, k->kept[q]);
     }
   }
   /* each ray: its nearest face of either axis, 4 at a time, the range in

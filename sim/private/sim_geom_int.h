@@ -248,8 +248,8 @@ typedef struct pa_sim_faces {
 #define PA_SIM_FACE_LEVELS 8 /* the nearest-so-far table: spans < 256 */
 #define PA_SIM_FACE_ARR (2 * CAST_CHUNK + 16)   /* the fan twice, + slack */
 #define PA_SIM_FACE_CAND (8 * CAST_CHUNK + 512) /* faces in reach, at most */
-#define PA_SIM_FACE_NEAR 48.0f /* faces nearer [cells] go first, unculled */
-#define PA_SIM_FACE_MID 120.0f /* then those nearer, culled, then the rest */
+#define PA_SIM_FACE_NEAR 64.0f /* faces nearer [cells] go first, unculled */
+#define PA_SIM_FACE_MID 140.0f /* then those nearer, culled, then the rest */
 typedef struct pa_sim_face_scratch {
   /* by axis (0: faces on x lines, 1: on y lines), the fan twice */
   float key[2][PA_SIM_FACE_ARR] __attribute__((aligned(32)));
@@ -266,8 +266,11 @@ typedef struct pa_sim_face_scratch {
   /* the faces in reach (packed as pa_sim_face_set's, + slack), then each
    * one's offsets from the origin [cells], rays [g0, g1), squared distance */
   int32_t ca[PA_SIM_FACE_CAND + 16], cb[PA_SIM_FACE_CAND + 16];
-  float dl[PA_SIM_FACE_CAND + 16], lo[PA_SIM_FACE_CAND + 16];
-  float hi[PA_SIM_FACE_CAND + 16];
+  float dl[PA_SIM_FACE_CAND + 16];
+  /* its span on the line, eps out, and its certain part (eps in at a run's
+   * end) */
+  float ulo[PA_SIM_FACE_CAND + 16], uhi[PA_SIM_FACE_CAND + 16];
+  float clo[PA_SIM_FACE_CAND + 16], chi[PA_SIM_FACE_CAND + 16];
   int32_t g0[PA_SIM_FACE_CAND + 16], g1[PA_SIM_FACE_CAND + 16];
   /* the near faces, the far ones, the far ones kept (indices, + slack) */
   int32_t nearf[PA_SIM_FACE_CAND + 16], farf[PA_SIM_FACE_CAND + 16];
