@@ -79,13 +79,13 @@ typedef __m256i avx2_perm;
 #define FACE_GATHER_F(p, idx)                                                  \
   ((VEC_FN(v8f))_mm256_i32gather_ps(p, (__m256i)(idx), 4))
 /* the lanes in bits b of v, packed at dst (8 slots written) */
-#define FACE_PACK8(dst, v, b)                                                  \
+#define FACE_PACK(dst, v, b)                                                   \
   _mm256_storeu_si256(                                                         \
       (__m256i *)(void *)(dst),                                                \
       _mm256_permutevar8x32_epi32(                                             \
           (__m256i)(v),                                                        \
           _mm256_loadu_si256((const __m256i *)(const void *)avx2_pack8[b])))
-#define FACE_BITS8(m) ((unsigned)_mm256_movemask_ps((__m256)(m)))
+#define FACE_BITS(m) ((unsigned)_mm256_movemask_ps((__m256)(m)))
 #include "sim_cast_face.h"
 
 /* Called once (the dispatcher's probe), before any cast. */

@@ -43,18 +43,16 @@ typedef __mmask16 avx512_perm;
                       _mm512_maskz_compress_epi32(p, (__m512i)(v)))
 
 #include "sim_cast_vec.h"
-/* the face caster's table lookups: 8 lanes by AVX2's gathers */
+/* the face caster's (16 lanes): table lookups by gathers, lanes packed by
+ * a compress in a register */
 #define FACE_GATHER_I(p, idx)                                                  \
-  ((VEC_FN(v8i))_mm256_i32gather_epi32((const int *)(const void *)(p),         \
-                                       (__m256i)(idx), 4))
+  ((VEC_FN(v8i))_mm512_i32gather_epi32((__m512i)(idx), (const void *)(p), 4))
 #define FACE_GATHER_F(p, idx)                                                  \
-  ((VEC_FN(v8f))_mm256_i32gather_ps(p, (__m256i)(idx), 4))
-/* the lanes in bits b of v, packed at dst (8 slots written) */
-#define FACE_PACK8(dst, v, b)                                                  \
-  _mm256_storeu_si256(                                                         \
-      (__m256i *)(void *)(dst),                                                \
-      _mm256_maskz_compress_epi32((__mmask8)(b), (__m256i)(v)))
-#define FACE_BITS8(m) ((unsigned)_mm256_movemask_ps((__m256)(m)))
+  ((VEC_FN(v8f))_mm512_i32gather_ps((__m512i)(idx), (const void *)(p), 4))
+#define FACE_PACK(dst, v, b)                                                   \
+  _mm512_storeu_si512((void *)(dst), _mm512_maskz_compress_epi32(              \
+                                         (__mmask16)(b), (__m512i)(v)))
+#define FACE_BITS(m) ((unsigned)_mm512_movepi32_mask((__m512i)(m)))
 #include "sim_cast_face.h"
 
 pa_sim_cast_fn pa_sim_int_caster_avx512(void) { return avx512_cast; }

@@ -26,9 +26,17 @@
  * of the origin: relative errors ~2^-21), so every range is the plain
  * traversal's bit for bit. */
 
-typedef float VEC_FN(v8f) __attribute__((vector_size(32)));
-typedef int32_t VEC_FN(v8i) __attribute__((vector_size(32)));
-typedef uint32_t VEC_FN(v8u) __attribute__((vector_size(32)));
+/* lanes of the float passes: 16 with 64-byte vectors (AVX-512), else 8 */
+#if defined(VEC_BYTES) && VEC_BYTES == 64
+#define FACE_L 16
+#else
+#define FACE_L 8
+#endif
+typedef float VEC_FN(v8f) __attribute__((vector_size(4 * FACE_L)));
+typedef int32_t VEC_FN(v8i) __attribute__((vector_size(4 * FACE_L)));
+typedef uint32_t VEC_FN(v8u) __attribute__((vector_size(4 * FACE_L)));
+static const int32_t VEC_FN(face_iota)[16] = {0, 1, 2,  3,  4,  5,  6,  7,
+                                              8, 9, 10, 11, 12, 13, 14, 15};
 typedef float VEC_FN(v4f) __attribute__((vector_size(16)));
 typedef int32_t VEC_FN(v4i) __attribute__((vector_size(16)));
 typedef double VEC_FN(v4d) __attribute__((vector_size(32)));
@@ -49,7 +57,7 @@ typedef int64_t VEC_FN(v4l) __attribute__((vector_size(32)));
 VEC_TARGET static inline FACE_VI VEC_FN(face_gi)(const int32_t *p,
                                                  FACE_VI idx) {
   FACE_VI v;
-  for (int l = 0; l < 8; l++)
+  for (int l = 0; l < FACE_L; l++)
     v[l] = p[idx[l]];
   return v;
 }
@@ -58,32 +66,32 @@ VEC_TARGET static inline FACE_VI VEC_FN(face_gi)(const int32_t *p,
 #ifndef FACE_GATHER_F
 VEC_TARGET static inline FACE_VF VEC_FN(face_gf)(const float *p, FACE_VI idx) {
   FACE_VF v;
-  for (int l = 0; l < 8; l++)
+  for (int l = 0; l < FACE_L; l++)
     v[l] = p[idx[l]];
   return v;
 }
 #define FACE_GATHER_F(p, idx) VEC_FN(face_gf)(p, idx)
 #endif
 
-#ifndef FACE_PACK8
-/* the lanes in bits b of v, packed at dst (8 slots written) */
-VEC_TARGET static inline void VEC_FN(face_pack8)(int32_t *dst, FACE_VI v,
-                                                 unsigned b) {
-  for (int l = 0; l < 8; l++) {
+#ifndef FACE_PACK
+/* the lanes in bits b of v, packed at dst (FACE_L slots written) */
+VEC_TARGET static inline void VEC_FN(face_pack)(int32_t *dst, FACE_VI v,
+                                                unsigned b) {
+  for (int l = 0; l < FACE_L; l++) {
     *dst = v[l];
     dst += b >> l & 1;
   }
 }
-#define FACE_PACK8(dst, v, b) VEC_FN(face_pack8)(dst, v, b)
+#define FACE_PACK(dst, v, b) VEC_FN(face_pack)(dst, v, b)
 #endif
-#ifndef FACE_BITS8
-VEC_TARGET static inline unsigned VEC_FN(face_bits8)(FACE_VI m) {
+#ifndef FACE_BITS
+VEC_TARGET static inline unsigned VEC_FN(face_bits)(FACE_VI m) {
   unsigned b = 0;
-  for (int l = 0; l < 8; l++)
+  for (int l = 0; l < FACE_L; l++)
     b |= (unsigned)(m[l] & 1) << l;
   return b;
 }
-#define FACE_BITS8(m) VEC_FN(face_bits8)(m)
+#define FACE_BITS(m) VEC_FN(face_bits)(m)
 #endif
 
 /* 4 doubles from p, of which `left` (< 4: the others are fill). */
@@ -108,7 +116,7 @@ VEC_TARGET static void VEC_FN(face_z)(pa_sim_face_scratch *k, int a,
   /* two blocks always (most faces span one or two: no branch to miss),
    * more when it spans more */
   const int32_t end = g1 > (g0 & ~7) + 16 ? g1 : (g0 & ~7) + 16;
-  for (int32_t base = g0 & ~7; base < end; base += 8) {
+  for (int32_t base = g0 & ~7; base < end; base += FACE_L) {
     FACE_VF c, iv, z, nr;
     FACE_VI w;
     memcpy(&c, k->cr[a] + base, sizeof c);
@@ -116,7 +124,9 @@ VEC_TARGET static void VEC_FN(face_z)(pa_sim_face_scratch *k, int a,
     memcpy(&z, k->z[a] + base, sizeof z);
     memcpy(&nr, k->near[a] + base, sizeof nr);
     memcpy(&w, k->win[a] + base, sizeof w);
-    const FACE_VI lane = (FACE_VI){0, 1, 2, 3, 4, 5, 6, 7} + base;
+    FACE_VI lane;
+    memcpy(&lane, VEC_FN(face_iota), sizeof lane);
+    lane += base;
     FACE_VF u = dl * c, t = dl * iv;
     FACE_VI live = (lane >= g0) & (lane < g1);
     FACE_VI in = live & (u >= clo) & (u <= chi);
@@ -150,8 +160,9 @@ VEC_TARGET static bool VEC_FN(face_halves)(pa_sim_face_scratch *k,
   k->code[0] = k->code[n];
   FACE_VI lx = {0}, ly = {0}; /* counts of halves 0, 2 | 1, 3 << 16 */
   int32_t first[4] = {0, 0, 0, 0}, starts[4] = {0, 0, 0, 0};
-  const FACE_VI iota = {0, 1, 2, 3, 4, 5, 6, 7};
-  for (uint32_t i = 0; i < n; i += 8) {
+  FACE_VI iota;
+  memcpy(&iota, VEC_FN(face_iota), sizeof iota);
+  for (uint32_t i = 0; i < n; i += FACE_L) {
     FACE_VI c, p;
     memcpy(&c, k->code + i + 1, sizeof c);
     memcpy(&p, k->code + i, sizeof p);
@@ -159,8 +170,8 @@ VEC_TARGET static bool VEC_FN(face_halves)(pa_sim_face_scratch *k,
     lx += (c & 1) | (c & 2) << 15;
     ly += (c >> 2 & 1) | (c & 8) << 13;
     FACE_VI st = c & ~p;
-    if (FACE_BITS8(st != 0)) /* a half begins here: rare */
-      for (int l = 0; l < 8; l++)
+    if (FACE_BITS(st != 0)) /* a half begins here: rare */
+      for (int l = 0; l < FACE_L; l++)
         for (int o = 0; o < 4; o++)
           if (st[l] >> o & 1) {
             first[o] = (int32_t)i + l;
@@ -168,7 +179,7 @@ VEC_TARGET static bool VEC_FN(face_halves)(pa_sim_face_scratch *k,
           }
   }
   int32_t lens[4] = {0, 0, 0, 0};
-  for (int l = 0; l < 8; l++) {
+  for (int l = 0; l < FACE_L; l++) {
     lens[0] += lx[l] & 0xffff;
     lens[1] += lx[l] >> 16;
     lens[2] += ly[l] & 0xffff;
@@ -183,14 +194,14 @@ VEC_TARGET static bool VEC_FN(face_halves)(pa_sim_face_scratch *k,
     const float *key = k->key[o / 2] + h->s;
     FACE_VI down = {0};
     int32_t i = 1; /* rises along the half */
-    for (; i + 8 <= h->len; i += 8) {
+    for (; i + FACE_L <= h->len; i += FACE_L) {
       FACE_VF x, y;
       memcpy(&x, key + i, sizeof x);
       memcpy(&y, key + i - 1, sizeof y);
       down |= x < y;
     }
     bool sorted = true;
-    for (int l = 0; l < 8; l++)
+    for (int l = 0; l < FACE_L; l++)
       sorted &= down[l] == 0;
     for (; i < h->len; i++)
       sorted &= key[i] >= key[i - 1];
@@ -213,7 +224,7 @@ VEC_TARGET static bool VEC_FN(face_halves)(pa_sim_face_scratch *k,
 /* Every ray's nearest face so far (both axes, both copies of the fan), and
  * the farthest of those over 2^l positions from each. */
 VEC_TARGET static void VEC_FN(face_best)(pa_sim_face_scratch *k, uint32_t n) {
-  for (uint32_t i = 0; i < n; i += 8) { /* lanes past n: copied over */
+  for (uint32_t i = 0; i < n; i += FACE_L) { /* lanes past n: copied over */
     FACE_VF a, b, c, d;
     memcpy(&a, k->z[0] + i, sizeof a);
     memcpy(&b, k->z[0] + i + n, sizeof b);
@@ -229,7 +240,7 @@ VEC_TARGET static void VEC_FN(face_best)(pa_sim_face_scratch *k, uint32_t n) {
     const uint32_t span = 1u << (l - 1);
     if (2 * span > 2 * n)
       break;
-    for (uint32_t g = 0; g + 2 * span <= 2 * n; g += 8) {
+    for (uint32_t g = 0; g + 2 * span <= 2 * n; g += FACE_L) {
       FACE_VF x, y;
       memcpy(&x, k->best[l - 1] + g, sizeof x);
       memcpy(&y, k->best[l - 1] + g + span, sizeof y);
@@ -255,15 +266,15 @@ VEC_TARGET static void VEC_FN(face_prep)(pa_sim_face_scratch *k, int32_t c0,
                                          const VEC_FN(half) * h, int32_t *nn,
                                          int32_t *nf) {
   const float half_q = PA_SIM_FACE_Q / 2;
-  const FACE_VI iota = {0, 1, 2, 3, 4, 5, 6, 7};
+  FACE_VI iota;
+  memcpy(&iota, VEC_FN(face_iota), sizeof iota);
   const FACE_VI abs_mask = (FACE_VI){0} + 0x7fffffff;
   const FACE_VI lo16 = (FACE_VI){0} + 0xffff;
   const FACE_VI qmax = (FACE_VI){0} + (PA_SIM_FACE_Q - 1);
   const FACE_VF zero = {0}, one = zero + 1;
   const float r2 = PA_SIM_FACE_NEAR * PA_SIM_FACE_NEAR;
-  const float m2 = PA_SIM_FACE_MID * PA_SIM_FACE_MID;
   int32_t na = *nn, nb = *nf;
-  for (int32_t i = c0; i < c0 + cnt; i += 8) {
+  for (int32_t i = c0; i < c0 + cnt; i += FACE_L) {
     FACE_VI pa, pb; /* the arrays have a vector of slack */
     memcpy(&pa, k->ca + i, sizeof pa);
     memcpy(&pb, k->cb + i, sizeof pb);
@@ -309,14 +320,12 @@ VEC_TARGET static void VEC_FN(face_prep)(pa_sim_face_scratch *k, int32_t c0,
     memcpy(k->chi + i, &chi, sizeof chi);
     memcpy(k->g0 + i, &i0, sizeof i0);
     memcpy(k->g1 + i, &i1, sizeof i1);
-    const unsigned bn = FACE_BITS8(ok & close), bf = FACE_BITS8(ok & ~close);
-    FACE_PACK8(k->nearf + na, iota + i, bn);
-    FACE_PACK8(k->farf + nb, iota + i, bf);
-    FACE_PACK8(k->fg0 + nb, i0, bf);
-    FACE_PACK8(k->fg1 + nb, i1, bf);
-    FACE_PACK8(k->fd2 + nb, (FACE_VI)d2, bf);
-    FACE_PACK8(k->fring + nb,
-               FACE_SELI(d2 < m2, (FACE_VI){0} + 1, (FACE_VI){0} + 2), bf);
+    const unsigned bn = FACE_BITS(ok & close), bf = FACE_BITS(ok & ~close);
+    FACE_PACK(k->nearf + na, iota + i, bn);
+    FACE_PACK(k->farf + nb, iota + i, bf);
+    FACE_PACK(k->fg0 + nb, i0, bf);
+    FACE_PACK(k->fg1 + nb, i1, bf);
+    FACE_PACK(k->fd2 + nb, (FACE_VI)d2, bf);
     na += __builtin_popcount(bn);
     nb += __builtin_popcount(bf);
   }
@@ -324,23 +333,20 @@ VEC_TARGET static void VEC_FN(face_prep)(pa_sim_face_scratch *k, int32_t c0,
   *nf = nb;
 }
 
-/* The far faces [f0, f1) of k->farf in ring `ring` that may be nearer than
- * the nearest face so far of a ray they span (with a cell's margin) go to
- * k->kept. */
+/* The far faces [f0, f1) of k->farf that may be nearer than the nearest
+ * face so far of a ray they span (with a cell's margin) go to k->kept. */
 VEC_TARGET static int32_t VEC_FN(face_cull)(pa_sim_face_scratch *k, int32_t f0,
-                                            int32_t f1, int32_t ring,
-                                            int32_t nk) {
-  const FACE_VI iota = {0, 1, 2, 3, 4, 5, 6, 7};
-  for (int32_t i = f0; i < f1; i += 8) {
+                                            int32_t f1, int32_t nk) {
+  FACE_VI iota;
+  memcpy(&iota, VEC_FN(face_iota), sizeof iota);
+  for (int32_t i = f0; i < f1; i += FACE_L) {
     FACE_VI idx, g0, g1;
     FACE_VF d2;
     memcpy(&idx, k->farf + i, sizeof idx);
     memcpy(&g0, k->fg0 + i, sizeof g0);
     memcpy(&g1, k->fg1 + i, sizeof g1);
     memcpy(&d2, k->fd2 + i, sizeof d2);
-    FACE_VI rg;
-    memcpy(&rg, k->fring + i, sizeof rg);
-    FACE_VI live = (iota + i < f1) & (rg == ring);
+    FACE_VI live = iota + i < f1;
     g0 = FACE_SELI(live, g0, (FACE_VI){0});
     g1 = FACE_SELI(live, g1, (FACE_VI){0} + 1);
     FACE_VI span = g1 - g0; /* >= 1; over 31: kept unculled */
@@ -353,9 +359,9 @@ VEC_TARGET static int32_t VEC_FN(face_cull)(pa_sim_face_scratch *k, int32_t f0,
     FACE_VF x = FACE_GATHER_F(k->best[0], at0);
     FACE_VF y = FACE_GATHER_F(k->best[0], at1);
     FACE_VF reach = FACE_SEL(y > x, y, x) + 1;
-    const unsigned bk = FACE_BITS8((rg == ring) & (iota + i < f1) &
-                                   ~(live & (d2 > reach * reach)));
-    FACE_PACK8(k->kept + nk, idx, bk);
+    const unsigned bk =
+        FACE_BITS((iota + i < f1) & ~(live & (d2 > reach * reach)));
+    FACE_PACK(k->kept + nk, idx, bk);
     nk += __builtin_popcount(bk);
   }
   return nk;
@@ -396,7 +402,7 @@ VEC_TARGET static void VEC_FN(face_rays)(pa_sim_face_scratch *k,
     memcpy(k->key[a] + n, k->key[a], n * sizeof(float));
     memcpy(k->cr[a] + n, k->cr[a], n * sizeof(float));
     memcpy(k->inv[a] + n, k->inv[a], n * sizeof(float));
-    for (int32_t i = 0; i < arr; i += 8) {
+    for (int32_t i = 0; i < arr; i += FACE_L) {
       memcpy(k->z[a] + i, &inf, sizeof inf);
       memcpy(k->near[a] + i, &inf, sizeof inf);
       memcpy(k->win[a] + i, &zero, sizeof zero);
@@ -458,7 +464,7 @@ VEC_TARGET static bool VEC_FN(faces)(const pa_sim_model *m, double pox,
     }
   }
   off[4] = nc;
-  const int32_t arr = (int32_t)(2 * n + 8) & ~7;
+  const int32_t arr = (int32_t)(2 * n + FACE_L) & ~(FACE_L - 1);
   VEC_FN(face_rays)(k, dx, dy, n, arr);
   VEC_FN(half) hs[4];
   if (!VEC_FN(face_halves)(k, dx, dy, n, hs))
@@ -488,10 +494,10 @@ VEC_TARGET static bool VEC_FN(faces)(const pa_sim_model *m, double pox,
   for (int o = 0; o < 4; o++)
     for (int32_t q = nn[o]; q < nn[o + 1]; q++)
       VEC_FN(face_z)(k, o / 2, k->nearf[q]);
-  for (int32_t ring = 1; ring <= 2 && af > 0; ring++) {
+  if (af > 0) {
     VEC_FN(face_best)(k, n);
     for (int o = 0; o < 4; o++) {
-      int32_t nk = VEC_FN(face_cull)(k, nf[o], nf[o + 1], ring, 0);
+      int32_t nk = VEC_FN(face_cull)(k, nf[o], nf[o + 1], 0);
       for (int32_t q = 0; q < nk; q++)
         VEC_FN(face_z)(k, o / 2, k->kept[q]);
     }
@@ -566,6 +572,7 @@ VEC_TARGET static bool VEC_FN(faces)(const pa_sim_model *m, double pox,
 #undef FACE_VF
 #undef FACE_VI
 #undef FACE_VU
+#undef FACE_L
 #undef FACE_F4
 #undef FACE_I4
 #undef FACE_D4

@@ -248,8 +248,8 @@ typedef struct pa_sim_faces {
 #define PA_SIM_FACE_LEVELS 8 /* the nearest-so-far table: spans < 256 */
 #define PA_SIM_FACE_ARR (2 * CAST_CHUNK + 16)   /* the fan twice, + slack */
 #define PA_SIM_FACE_CAND (8 * CAST_CHUNK + 512) /* faces in reach, at most */
-#define PA_SIM_FACE_NEAR 64.0f /* faces nearer [cells] go first, unculled */
-#define PA_SIM_FACE_MID 140.0f /* then those nearer, culled, then the rest */
+/* faces nearer [cells] go first, unculled; then the others, culled */
+#define PA_SIM_FACE_NEAR 100.0f
 typedef struct pa_sim_face_scratch {
   /* by axis (0: faces on x lines, 1: on y lines), the fan twice */
   float key[2][PA_SIM_FACE_ARR] __attribute__((aligned(32)));
@@ -259,7 +259,7 @@ typedef struct pa_sim_face_scratch {
   float near[2][PA_SIM_FACE_ARR] __attribute__((aligned(32)));
   int32_t win[2][PA_SIM_FACE_ARR] __attribute__((aligned(32)));
   int32_t slot[2][PA_SIM_FACE_ARR];
-  int32_t code[CAST_CHUNK + 16]; /* by ray + 1: its half-planes, bit o */
+  int32_t code[CAST_CHUNK + 32]; /* by ray + 1: its half-planes, bit o */
   /* the farthest of the rays' nearest faces so far over positions
    * [g, g + 2^l) (l 0: each ray's, both copies) */
   float best[PA_SIM_FACE_LEVELS][PA_SIM_FACE_ARR];
@@ -278,7 +278,6 @@ typedef struct pa_sim_face_scratch {
   /* the far ones' rays [fg0, fg1) and squared distance (as int32 bits) */
   int32_t fg0[PA_SIM_FACE_CAND + 16], fg1[PA_SIM_FACE_CAND + 16];
   int32_t fd2[PA_SIM_FACE_CAND + 16];
-  int32_t fring[PA_SIM_FACE_CAND + 16]; /* 1: nearer than MID, 2: not */
   uint64_t fans, closes; /* fans cast here, rays of them recast (counts) */
 } pa_sim_face_scratch;
 /* A fan of n <= CAST_CHUNK rays from the padded origin (pox, poy) (free,
