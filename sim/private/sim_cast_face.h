@@ -37,10 +37,12 @@ typedef int32_t VEC_FN(v8i) __attribute__((vector_size(4 * FACE_L)));
 typedef uint32_t VEC_FN(v8u) __attribute__((vector_size(4 * FACE_L)));
 static const int32_t VEC_FN(face_iota)[16] = {0, 1, 2,  3,  4,  5,  6,  7,
                                               8, 9, 10, 11, 12, 13, 14, 15};
-typedef float VEC_FN(v4f) __attribute__((vector_size(16)));
-typedef int32_t VEC_FN(v4i) __attribute__((vector_size(16)));
-typedef double VEC_FN(v4d) __attribute__((vector_size(32)));
-typedef int64_t VEC_FN(v4l) __attribute__((vector_size(32)));
+/* the per-ray passes' lanes: doubles, and floats as many */
+#define FACE_DL (FACE_L / 2)
+typedef float VEC_FN(v4f) __attribute__((vector_size(4 * FACE_DL)));
+typedef int32_t VEC_FN(v4i) __attribute__((vector_size(4 * FACE_DL)));
+typedef double VEC_FN(v4d) __attribute__((vector_size(8 * FACE_DL)));
+typedef int64_t VEC_FN(v4l) __attribute__((vector_size(8 * FACE_DL)));
 #define FACE_VF VEC_FN(v8f)
 #define FACE_VI VEC_FN(v8i)
 #define FACE_VU VEC_FN(v8u)
@@ -94,11 +96,11 @@ VEC_TARGET static inline unsigned VEC_FN(face_bits)(FACE_VI m) {
 #define FACE_BITS(m) VEC_FN(face_bits)(m)
 #endif
 
-/* 4 doubles from p, of which `left` (< 4: the others are fill). */
-VEC_TARGET static inline FACE_D4 VEC_FN(load4)(const double *p, uint32_t left,
+/* FACE_DL doubles from p, of which `left` (fewer: the others are fill). */
+VEC_TARGET static inline FACE_D4 VEC_FN(loadd)(const double *p, uint32_t left,
                                                double fill) {
-  FACE_D4 v = {fill, fill, fill, fill};
-  if (left >= 4)
+  FACE_D4 v = (FACE_D4){0} + fill;
+  if (left >= FACE_DL)
     memcpy(&v, p, sizeof v);
   else
     for (uint32_t l = 0; l < left; l++)
@@ -373,9 +375,9 @@ VEC_TARGET static void VEC_FN(face_rays)(pa_sim_face_scratch *k,
                                          const double *dx, const double *dy,
                                          uint32_t n, int32_t arr) {
   const FACE_I4 abs_mask = (FACE_I4){0} + 0x7fffffff;
-  for (uint32_t i = 0; i < n; i += 4) { /* lanes past n: overwritten */
-    FACE_D4 ddx = VEC_FN(load4)(dx + i, n - i, 1.0);
-    FACE_D4 ddy = VEC_FN(load4)(dy + i, n - i, 1.0);
+  for (uint32_t i = 0; i < n; i += FACE_DL) { /* lanes past n: overwritten */
+    FACE_D4 ddx = VEC_FN(loadd)(dx + i, n - i, 1.0);
+    FACE_D4 ddy = VEC_FN(loadd)(dy + i, n - i, 1.0);
     FACE_F4 fx = __builtin_convertvector(ddx, FACE_F4);
     FACE_F4 fy = __builtin_convertvector(ddy, FACE_F4);
     FACE_F4 r = 1.0f / ((FACE_F4)((FACE_I4)fx & abs_mask) +
@@ -502,13 +504,13 @@ VEC_TARGET static bool VEC_FN(faces)(const pa_sim_model *m, double pox,
         VEC_FN(face_z)(k, o / 2, k->kept[q]);
     }
   }
-  /* each ray: its nearest face of either axis, 4 at a time, the range in
+  /* each ray: its nearest face of either axis, FACE_DL at a time, the range in
    * double as cell_entry; close calls to the scalar caster after */
   uint32_t close[CAST_CHUNK], nclose = 0;
   const FACE_D4 pox4 = (FACE_D4){0} + pox, poy4 = (FACE_D4){0} + poy;
   const FACE_D4 maxc4 = (FACE_D4){0} + maxc;
-  for (uint32_t i = 0; i < n; i += 4) {
-    const uint32_t j = i + n, left = n - i < 4 ? n - i : 4;
+  for (uint32_t i = 0; i < n; i += FACE_DL) {
+    const uint32_t j = i + n, left = n - i < FACE_DL ? n - i : FACE_DL;
     FACE_F4 zxi, zxj, zyi, zyj, nxi, nxj, nyi, nyj;
     FACE_I4 wxi, wxj, wyi, wyj;
     memcpy(&zxi, k->z[0] + i, sizeof zxi);
@@ -539,8 +541,8 @@ VEC_TARGET static bool VEC_FN(faces)(const pa_sim_model *m, double pox,
     FACE_I4 unsure =
         ((nr <= z + eps) & (nr <= (float)lim)) | (dz <= eps) | (z <= eps);
     FACE_I4 none = z == INFINITY;
-    FACE_D4 ddx = VEC_FN(load4)(dx + i, left, 1.0);
-    FACE_D4 ddy = VEC_FN(load4)(dy + i, left, 1.0);
+    FACE_D4 ddx = VEC_FN(loadd)(dx + i, left, 1.0);
+    FACE_D4 ddy = VEC_FN(loadd)(dy + i, left, 1.0);
     FACE_L4 xs2 = __builtin_convertvector(xs, FACE_L4);
     FACE_D4 d = (FACE_D4)(((FACE_L4)ddx & xs2) | ((FACE_L4)ddy & ~xs2));
     FACE_D4 o = (FACE_D4)(((FACE_L4)pox4 & xs2) | ((FACE_L4)poy4 & ~xs2));
@@ -550,7 +552,7 @@ VEC_TARGET static bool VEC_FN(faces)(const pa_sim_model *m, double pox,
     t = (FACE_D4)(((FACE_L4)t & under) | ((FACE_L4)maxc4 & ~under));
     FACE_L4 none2 = __builtin_convertvector(none, FACE_L4);
     t = (FACE_D4)(((FACE_L4)maxc4 & none2) | ((FACE_L4)t & ~none2));
-    if (left == 4)
+    if (left == FACE_DL)
       memcpy(out + i, &t, sizeof t);
     else
       for (uint32_t l = 0; l < left; l++)
@@ -573,6 +575,7 @@ VEC_TARGET static bool VEC_FN(faces)(const pa_sim_model *m, double pox,
 #undef FACE_VI
 #undef FACE_VU
 #undef FACE_L
+#undef FACE_DL
 #undef FACE_F4
 #undef FACE_I4
 #undef FACE_D4
