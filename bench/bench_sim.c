@@ -98,21 +98,27 @@ static void bench_beams(const char *name, const pa_grid *g) {
    * (fans of single rays) and the plain traversal, timed in the same run,
    * interleaved, in CPU time of this thread (a busy box slows all alike),
    * best of 7. */
-  enum { MODES = PA_SIM_SIMD_COUNT + 1 };
-  const int PLAIN = PA_SIM_SIMD_COUNT; /* mode of the plain traversal */
+  /* modes: each path with the face caster for fans, each without (the
+   * march caster alone; mode path + MARCH), the plain traversal */
+  enum { MARCH = PA_SIM_SIMD_COUNT, MODES = 2 * PA_SIM_SIMD_COUNT + 1 };
+  const int PLAIN = 2 * PA_SIM_SIMD_COUNT; /* mode of the plain traversal */
+  const bool faces_were = pa_sim_faces_on();
   const pa_sim_simd was = pa_sim_simd_path(NULL);
   bool on[MODES] = {false};
-  for (int p = PA_SIM_SIMD_AVX512; p <= PA_SIM_SIMD_SCALAR; p++)
+  for (int p = PA_SIM_SIMD_AVX512; p <= PA_SIM_SIMD_SCALAR; p++) {
     on[p] = pa_sim_simd_has((pa_sim_simd)p);
+    on[p + MARCH] = on[p] && p != PA_SIM_SIMD_SCALAR; /* scalar: no faces */
+  }
   on[PLAIN] = true;
   /* exactness on a subset: each path's fans (the scan's path) and single
    * rays against the plain traversal */
   long mismatches = 0, checked = 0;
   double fdx[BEAMS], fdy[BEAMS], fr[BEAMS];
-  for (int mode = PA_SIM_SIMD_AVX512; mode <= PA_SIM_SIMD_SCALAR; mode++) {
+  for (int mode = PA_SIM_SIMD_AVX512; mode < PLAIN; mode++) {
     if (!on[mode])
       continue;
-    pa_sim_simd_set((pa_sim_simd)mode);
+    pa_sim_simd_set((pa_sim_simd)(mode % MARCH));
+    pa_sim_faces_set(mode < MARCH);
     for (int p = 0; p < 300; p++) {
       double c = cos(pt[p]), sn = sin(pt[p]);
       for (int i = 0; i < BEAMS; i++) {
@@ -134,8 +140,10 @@ static void bench_beams(const char *name, const pa_grid *g) {
     for (int mode = PA_SIM_SIMD_AVX512; mode < MODES; mode++) {
       if (!on[mode])
         continue;
-      if (mode != PLAIN)
-        pa_sim_simd_set((pa_sim_simd)mode);
+      if (mode != PLAIN) {
+        pa_sim_simd_set((pa_sim_simd)(mode % MARCH));
+        pa_sim_faces_set(mode < MARCH);
+      }
       double t0 = cpu_s();
       long beams = 0;
       for (int p = 0; p < POSES; p++) {
@@ -159,6 +167,7 @@ static void bench_beams(const char *name, const pa_grid *g) {
     }
   }
   pa_sim_simd_set(was);
+  pa_sim_faces_set(faces_were);
   /* the full scan path (pa_sim_scan: table directions, shapes, clamping) */
   float out[BEAMS];
   s.info[0].laser_range_max = 10.0f;
@@ -178,7 +187,14 @@ static void bench_beams(const char *name, const pa_grid *g) {
          "beams/s\n",
          name, g->width, g->height, best[PLAIN] / 1e6);
   for (int mode = PA_SIM_SIMD_AVX512; mode <= PA_SIM_SIMD_SCALAR; mode++) {
-    if (on[mode])
+    if (on[mode] && on[mode + MARCH])
+      printf("beams   %-8s fan %6.2f M beams/s  %5.2fx plain (march "
+             "caster alone %6.2f M beams/s  %5.2fx plain; faces/march "
+             "%4.2fx)\n",
+             pa_sim_simd_name((pa_sim_simd)mode), best[mode] / 1e6,
+             best[mode] / best[PLAIN], best[mode + MARCH] / 1e6,
+             best[mode + MARCH] / best[PLAIN], best[mode] / best[mode + MARCH]);
+    else if (on[mode])
       printf("beams   %-8s fan %6.2f M beams/s  %5.2fx plain\n",
              pa_sim_simd_name((pa_sim_simd)mode), best[mode] / 1e6,
              best[mode] / best[PLAIN]);
@@ -186,9 +202,10 @@ static void bench_beams(const char *name, const pa_grid *g) {
       printf("beams   %-8s skipped: this CPU lacks it\n",
              pa_sim_simd_name((pa_sim_simd)mode));
   }
-  printf("beams   pa_sim_scan (path %s) %.2f M beams/s  %5.2fx plain; fast "
-         "== plain on %ld/%ld casts\n",
-         pa_sim_simd_name(pa_sim_simd_path(NULL)), scan_rate / 1e6,
+  printf("beams   pa_sim_scan (path %s, face caster %s) %.2f M beams/s  "
+         "%5.2fx plain; fast == plain on %ld/%ld casts\n",
+         pa_sim_simd_name(pa_sim_simd_path(NULL)),
+         pa_sim_faces_on() ? "on" : "off", scan_rate / 1e6,
          scan_rate / best[PLAIN], checked - mismatches, checked);
   free(px);
   free(py);
@@ -528,7 +545,7 @@ static const char usage[] =
     "usage: bench-sim [seconds_per_loop_test (default 5)] [--beams] [--rtf]\n"
     "                 [--rtf1] [--phases] [--loops] [--realtime] [--simd "
     "PATH]\n"
-    "                 [--help]\n"
+    "                 [--no-faces] [--help]\n"
     "  --beams     only the beam rates of every caster path and the plain\n"
     "              traversal (ratios in one run) and their exactness check\n"
     "  --rtf       only the real-time factors (1 and 2 scan threads)\n"
@@ -540,7 +557,9 @@ static const char usage[] =
     "  --loops     only the loop timing (auto spin and none)\n"
     "  --realtime  SCHED_FIFO + mlockall + spin 300 us, as pa-sim --realtime\n"
     "  --simd PATH caster path of the scans: auto|avx512|avx2|portable|scalar\n"
-    "              (the beam rates measure every path anyway)\n";
+    "              (the beam rates measure every path anyway)\n"
+    "  --no-faces  scans without the face caster (the march caster alone;\n"
+    "              the beam rates measure both anyway)\n";
 
 int main(int argc, char **argv) {
   setvbuf(stdout, NULL, _IOLBF, 0);
@@ -570,6 +589,8 @@ int main(int argc, char **argv) {
         return 2;
       }
       i++;
+    } else if (!strcmp(argv[i], "--no-faces")) {
+      pa_sim_faces_set(false);
     } else if (!strcmp(argv[i], "--realtime")) {
       loop_realtime = true;
       struct sched_param sp = {.sched_priority = 10};
@@ -592,7 +613,9 @@ int main(int argc, char **argv) {
       return 2;
     }
   }
-  printf("caster path: %s\n", pa_sim_simd_name(pa_sim_simd_path(NULL)));
+  printf("caster path: %s, face caster %s\n",
+         pa_sim_simd_name(pa_sim_simd_path(NULL)),
+         pa_sim_faces_on() ? "on" : "off");
   char err[256];
   pa_grid def;
   if (pa_map_load_default(&def, err, sizeof err) != 0)

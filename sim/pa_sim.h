@@ -143,6 +143,8 @@ typedef struct pa_sim_model {
   double march_safe[256];  /* code -> safe step [cells] (<= clear - sqrt(2)
                               - slack; 1/4 cell steps up to 32, then 1) */
   int32_t march_safeq[256]; /* the same in 1/1024 cells */
+  struct pa_sim_faces *faces; /* the wall faces by tile (the face caster's),
+                                 NULL: the march caster alone */
   double cos_yaw, sin_yaw; /* grid origin yaw */
   double dt;               /* [s] 1 / control_hz */
   uint32_t ticks_per_scan; /* round(control_hz / scan_hz), >= 1 */
@@ -387,6 +389,15 @@ bool pa_sim_simd_cpu_has(pa_sim_simd p);
  * CPU has); call it while no scan runs. 0, or -1 when this CPU or build
  * lacks p (nothing changed). */
 int pa_sim_simd_set(pa_sim_simd p);
+/* Whether fans of rays in angle order (laser scans) take the face caster
+ * (the grid's wall faces, nearest crossing by ray; sim_cast_face.h) before
+ * the march caster; on by default, off to measure or test the march caster
+ * alone. The results are the same. Call it while no scan runs. */
+void pa_sim_faces_set(bool on);
+bool pa_sim_faces_on(void);
+/* The calling thread's counts so far: fans the face caster cast, and rays of
+ * them it handed to the scalar caster (close to a corner). */
+void pa_sim_faces_counts(uint64_t *fans, uint64_t *closes);
 /* The path m's scans take (NULL: the process default), auto resolved; a
  * def.simd the CPU lacks falls back to auto (pa-sim refuses it at start). */
 pa_sim_simd pa_sim_simd_path(const pa_sim_model *m);

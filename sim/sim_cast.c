@@ -10,17 +10,27 @@
 #include <string.h>
 
 static pa_sim_cast_fn casters[PA_SIM_SIMD_COUNT]; /* NULL: not here */
+static pa_sim_face_fn facers[PA_SIM_SIMD_COUNT];  /* the same paths' */
+static _Atomic bool faces_on = true;
+/* the face caster's working memory, one a thread (zeroed: its block lists
+ * are empty between casts) */
+static _Thread_local pa_sim_face_scratch face_scratch;
 static pa_sim_simd best = PA_SIM_SIMD_SCALAR;
 static pthread_once_t probe_once = PTHREAD_ONCE_INIT;
 static _Atomic int process_path = PA_SIM_SIMD_AUTO;
 
 /* What this build and CPU have; the fastest is auto's choice. */
 static void probe(void) {
-  if (pa_sim_simd_cpu_has(PA_SIM_SIMD_AVX512))
+  if (pa_sim_simd_cpu_has(PA_SIM_SIMD_AVX512)) {
     casters[PA_SIM_SIMD_AVX512] = pa_sim_int_caster_avx512();
-  if (pa_sim_simd_cpu_has(PA_SIM_SIMD_AVX2))
+    facers[PA_SIM_SIMD_AVX512] = pa_sim_int_facer_avx512();
+  }
+  if (pa_sim_simd_cpu_has(PA_SIM_SIMD_AVX2)) {
     casters[PA_SIM_SIMD_AVX2] = pa_sim_int_caster_avx2();
+    facers[PA_SIM_SIMD_AVX2] = pa_sim_int_facer_avx2();
+  }
   casters[PA_SIM_SIMD_PORTABLE] = pa_sim_int_caster_portable();
+  facers[PA_SIM_SIMD_PORTABLE] = pa_sim_int_facer_portable();
   /* The portable path is forced only: on x86-64 (SSE2) it measured slower
    * than the scalar fast caster (docs/sim.md); NEON is unmeasured. */
   for (int p = PA_SIM_SIMD_AVX512; p < PA_SIM_SIMD_PORTABLE; p++)
@@ -44,6 +54,19 @@ int pa_sim_simd_set(pa_sim_simd p) {
   return 0;
 }
 
+void pa_sim_faces_set(bool on) {
+  atomic_store_explicit(&faces_on, on, memory_order_relaxed);
+}
+
+void pa_sim_faces_counts(uint64_t *fans, uint64_t *closes) {
+  *fans = face_scratch.fans;
+  *closes = face_scratch.closes;
+}
+
+bool pa_sim_faces_on(void) {
+  return atomic_load_explicit(&faces_on, memory_order_relaxed);
+}
+
 pa_sim_simd pa_sim_simd_path(const pa_sim_model *m) {
   pthread_once(&probe_once, probe);
   pa_sim_simd p = m ? m->def.simd : PA_SIM_SIMD_AUTO;
@@ -57,13 +80,21 @@ void pa_sim_int_cast_many(const pa_sim_model *m, double ox, double oy,
                           double maxc, double *out) {
   const double pox = ox + 1.0, poy = oy + 1.0; /* padded, as cast_one */
   const double W = m->march_w, H = (double)m->grid.height + 2;
-  pa_sim_cast_fn fn = n >= 4 ? casters[pa_sim_simd_path(m)] : NULL;
+  const pa_sim_simd path = pa_sim_simd_path(m);
+  pa_sim_cast_fn fn = n >= 4 ? casters[path] : NULL;
+  /* fans of at least this many rays pay the face caster's per-scan work */
+  pa_sim_face_fn face = n >= PA_SIM_FACE_MIN && m->faces && pa_sim_faces_on()
+                            ? facers[path]
+                            : NULL;
   /* indices in 32 bits; the origin's cell free */
   if (fn && W * H < 2147483000.0 && pox >= 0 && poy >= 0 && pox < W &&
       poy < H && m->march[(size_t)poy * m->march_w + (size_t)pox] != 0) {
     for (uint32_t i0 = 0; i0 < n; i0 += CAST_CHUNK) {
       uint32_t k = n - i0 < CAST_CHUNK ? n - i0 : CAST_CHUNK;
-      fn(m, pox, poy, dxs + i0, dys + i0, k, maxc, out + i0);
+      if (!face || k < PA_SIM_FACE_MIN ||
+          !face(m, pox, poy, dxs + i0, dys + i0, k, maxc, out + i0,
+                &face_scratch))
+        fn(m, pox, poy, dxs + i0, dys + i0, k, maxc, out + i0);
     }
     return;
   }

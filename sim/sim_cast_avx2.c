@@ -8,7 +8,7 @@
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(PA_SIM_NO_SIMD)
 #include <immintrin.h>
 
-#define VEC_TARGET __attribute__((target("avx2,fma")))
+#define VEC_TARGET __attribute__((target("avx2,fma,popcnt")))
 #define VEC_FN(name) avx2_##name
 /* 32-bit loads at byte offsets (the field has 4 bytes of tail padding) */
 #define VEC_GATHER_F(F, idx)                                                   \
@@ -72,12 +72,29 @@ typedef __m256i avx2_perm;
                       _mm256_permutevar8x32_epi32((__m256i)(v), p))
 
 #include "sim_cast_vec.h"
+/* the face caster's table lookups: 8 lanes by AVX2's gathers */
+#define FACE_GATHER_I(p, idx)                                                  \
+  ((VEC_FN(v8i))_mm256_i32gather_epi32((const int *)(const void *)(p),         \
+                                       (__m256i)(idx), 4))
+#define FACE_GATHER_F(p, idx)                                                  \
+  ((VEC_FN(v8f))_mm256_i32gather_ps(p, (__m256i)(idx), 4))
+/* the lanes in bits b of v, packed at dst (8 slots written) */
+#define FACE_PACK(dst, v, b)                                                   \
+  _mm256_storeu_si256(                                                         \
+      (__m256i *)(void *)(dst),                                                \
+      _mm256_permutevar8x32_epi32(                                             \
+          (__m256i)(v),                                                        \
+          _mm256_loadu_si256((const __m256i *)(const void *)avx2_pack8[b])))
+#define FACE_BITS(m) ((unsigned)_mm256_movemask_ps((__m256)(m)))
+#include "sim_cast_face.h"
 
 /* Called once (the dispatcher's probe), before any cast. */
 pa_sim_cast_fn pa_sim_int_caster_avx2(void) {
   avx2_tables();
   return avx2_cast;
 }
+pa_sim_face_fn pa_sim_int_facer_avx2(void) { return avx2_faces; }
 #else
 pa_sim_cast_fn pa_sim_int_caster_avx2(void) { return NULL; }
+pa_sim_face_fn pa_sim_int_facer_avx2(void) { return NULL; }
 #endif

@@ -9,7 +9,8 @@
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(PA_SIM_NO_SIMD)
 #include <immintrin.h>
 
-#define VEC_TARGET __attribute__((target("avx512f,avx512dq,avx512vl,avx2,fma")))
+#define VEC_TARGET                                                             \
+  __attribute__((target("avx512f,avx512dq,avx512vl,avx2,fma,popcnt")))
 #define VEC_FN(name) avx512_##name
 #define VEC_BYTES 64
 /* 32-bit loads at byte offsets (the field has 4 bytes of tail padding) */
@@ -42,8 +43,21 @@ typedef __mmask16 avx512_perm;
                       _mm512_maskz_compress_epi32(p, (__m512i)(v)))
 
 #include "sim_cast_vec.h"
+/* the face caster's (16 lanes): table lookups by gathers, lanes packed by
+ * a compress in a register */
+#define FACE_GATHER_I(p, idx)                                                  \
+  ((VEC_FN(v8i))_mm512_i32gather_epi32((__m512i)(idx), (const void *)(p), 4))
+#define FACE_GATHER_F(p, idx)                                                  \
+  ((VEC_FN(v8f))_mm512_i32gather_ps((__m512i)(idx), (const void *)(p), 4))
+#define FACE_PACK(dst, v, b)                                                   \
+  _mm512_storeu_si512((void *)(dst), _mm512_maskz_compress_epi32(              \
+                                         (__mmask16)(b), (__m512i)(v)))
+#define FACE_BITS(m) ((unsigned)_mm512_movepi32_mask((__m512i)(m)))
+#include "sim_cast_face.h"
 
 pa_sim_cast_fn pa_sim_int_caster_avx512(void) { return avx512_cast; }
+pa_sim_face_fn pa_sim_int_facer_avx512(void) { return avx512_faces; }
 #else
 pa_sim_cast_fn pa_sim_int_caster_avx512(void) { return NULL; }
+pa_sim_face_fn pa_sim_int_facer_avx512(void) { return NULL; }
 #endif

@@ -39,8 +39,11 @@ typedef const uint8_t *port_perm;
 #define VEC_CST_I(dst, v, p) PORT_CST(int32_t, dst, v, p)
 
 #include "sim_cast_vec.h"
+#include "sim_cast_face.h"
 
 pa_sim_cast_fn pa_sim_int_caster_portable(void) { return port_cast; }
+pa_sim_face_fn pa_sim_int_facer_portable(void) { return port_faces; }
 #else
 pa_sim_cast_fn pa_sim_int_caster_portable(void) { return NULL; }
+pa_sim_face_fn pa_sim_int_facer_portable(void) { return NULL; }
 #endif

@@ -275,6 +275,7 @@ static int build_fields(pa_sim_model *m, char *err, size_t err_sz) {
     m->march_safeq[v] = (int32_t)(m->march_safe[v] * 1024.0);
   }
   pa_dist_free(&dist);
+  m->faces = pa_sim_int_faces_build(m); /* NULL: the march caster alone */
   return 0;
 }
 
@@ -491,6 +492,7 @@ void pa_sim_model_free(pa_sim_model *m) {
   free(m->blocked);
   free(m->clear);
   free(m->march);
+  pa_sim_int_faces_free(m->faces);
   free(m->robots0);
   free(m->obstacles0);
   free(m->agents0);

@@ -554,10 +554,79 @@ static long near_axis_vs_plain(const pa_grid *g, uint64_t seed) {
   return rays;
 }
 
+static int by_angle(const void *a, const void *b) {
+  const double *p = a, *q = b;
+  double u = atan2(p[1], p[0]), v = atan2(q[1], q[0]);
+  return (u > v) - (u < v);
+}
+
+/* Fans in angle order (the face caster's), from points a hair to a cell off
+ * a grid line (the faces' smallest offsets) and anywhere: rays aimed at
+ * cell corners up to 40 cells away (the caster's corner checks), along the
+ * axes and the diagonals, n of 64 to 360 (some rays twice); every fourth
+ * fan turning the other way (not the face caster's: the march caster's). */
+static long corner_fans_vs_plain(const pa_grid *g, uint64_t seed) {
+  pa_sim_model m;
+  grid_model(&m, g);
+  const double res = g->resolution;
+  static const double off[] = {0.0015, 0.003, 0.01, 0.2, 0.5};
+  uint64_t rng = seed;
+  long rays = 0, hits = 0;
+  enum { N = 360 };
+  double d[N][2], dx[N], dy[N];
+  for (int k = 0; k < 300;) {
+    int i = 3 + (int)(pa_sim_rng_uniform(&rng) * (g->width - 6));
+    int j = 3 + (int)(pa_sim_rng_uniform(&rng) * (g->height - 6));
+    if (g->cells[(size_t)j * g->width + (size_t)i] != 0)
+      continue;
+    k++;
+    double x = g->origin_x + (i + off[k % 5]) * res;
+    double y = g->origin_y + (j + off[(k / 5) % 5]) * res;
+    uint32_t n = 64 + (uint32_t)(pa_sim_rng_uniform(&rng) * (N - 63));
+    for (uint32_t q = 0; q < n; q++) {
+      if (q < 8) { /* the axes and the diagonals */
+        d[q][0] = cos(q * M_PI / 4);
+        d[q][1] = sin(q * M_PI / 4);
+        if (q % 2 == 0) { /* exactly */
+          d[q][0] = q == 0 ? 1 : q == 4 ? -1 : 0;
+          d[q][1] = q == 2 ? 1 : q == 6 ? -1 : 0;
+        }
+        continue;
+      }
+      double cx = i + (int)(pa_sim_rng_uniform(&rng) * 81) - 40;
+      double cy = j + (int)(pa_sim_rng_uniform(&rng) * 81) - 40;
+      if (q % 7 == 0 && q > 8) { /* the same corner as the ray before */
+        d[q][0] = d[q - 1][0];
+        d[q][1] = d[q - 1][1];
+        continue;
+      }
+      double ax = g->origin_x + cx * res - x, ay = g->origin_y + cy * res - y;
+      double len = sqrt(ax * ax + ay * ay);
+      d[q][0] = len > 0 ? ax / len : 1;
+      d[q][1] = len > 0 ? ay / len : 0;
+    }
+    qsort(d, n, sizeof d[0], by_angle);
+    for (uint32_t q = 0; q < n; q++) {
+      uint32_t r = k % 4 == 3 ? n - 1 - q : q;
+      dx[q] = d[r][0];
+      dy[q] = d[r][1];
+    }
+    double rmax = 40 * res * (0.2 + pa_sim_rng_uniform(&rng));
+    rays += fan_vs_plain(&m, "fans in angle order at corners", x, y, dx, dy, n,
+                         rmax, &hits);
+  }
+  assert_true(hits > rays / 4);
+  pa_sim_model_free(&m);
+  return rays;
+}
+
 /* One caster path on the default map, a 100 m office, random maps and
- * rays along edges and through corners; skipped by name when this CPU (or
- * build) lacks it. */
-static void check_path(pa_sim_simd path) {
+ * rays along edges and through corners, with the face caster for fans in
+ * angle order and without it (the march caster alone); skipped by name when
+ * this CPU (or build) lacks it. */
+static void check_path_once(pa_sim_simd path) {
+  uint64_t faces0, closes0;
+  pa_sim_faces_counts(&faces0, &closes0);
   if (!pa_sim_simd_has(path)) {
     printf("SKIPPED: the %s caster: this CPU or build lacks it\n",
            pa_sim_simd_name(path));
@@ -573,6 +642,7 @@ static void check_path(pa_sim_simd path) {
   rays += edges_vs_plain(&g, 12);
   rays += odd_fans_vs_plain(&g, 15);
   rays += near_axis_vs_plain(&g, 17);
+  rays += corner_fans_vs_plain(&g, 19);
   pa_grid_free(&g);
   ts_office(&g, 2000, 2000);
   assert_non_null(g.cells);
@@ -580,17 +650,40 @@ static void check_path(pa_sim_simd path) {
   rays += edges_vs_plain(&g, 14);
   rays += odd_fans_vs_plain(&g, 16);
   rays += near_axis_vs_plain(&g, 18);
+  rays += corner_fans_vs_plain(&g, 20);
   pa_grid_free(&g);
   for (uint64_t seed = 1; seed <= 3; seed++) {
     random_map(&g, 200 + 100 * (uint32_t)seed, 150 + 50 * (uint32_t)seed, seed);
     rays += scans_vs_plain(&g, "random map", 60, 1, 20, 20 + seed);
     rays += edges_vs_plain(&g, 30 + seed);
+    rays += corner_fans_vs_plain(&g, 40 + seed);
     pa_grid_free(&g);
   }
   pa_sim_simd_set(PA_SIM_SIMD_AUTO);
-  printf("%s caster == plain traversal on %ld rays\n", pa_sim_simd_name(path),
+  uint64_t fans, closes;
+  pa_sim_faces_counts(&fans, &closes);
+  if (pa_sim_faces_on() && path != PA_SIM_SIMD_SCALAR) {
+    /* the face caster took fans, and recast rays near corners */
+    printf("%s: %llu fans by the face caster so far, %llu rays recast\n",
+           pa_sim_simd_name(path), (unsigned long long)fans,
+           (unsigned long long)closes);
+    assert_true(fans >= faces0 + 1000);
+    assert_true(closes >= closes0 + 100);
+  } else {
+    assert_true(fans == faces0); /* off (or scalar): it cast none */
+  }
+  printf("%s caster%s == plain traversal on %ld rays\n", pa_sim_simd_name(path),
+         pa_sim_faces_on() ? " (face caster on)" : " (march caster alone)",
          rays);
   assert_true(rays > 200000);
+}
+
+static void check_path(pa_sim_simd path) {
+  for (int faces = 1; faces >= 0; faces--) {
+    pa_sim_faces_set(faces);
+    check_path_once(path);
+  }
+  pa_sim_faces_set(true);
 }
 
 /* One test per caster path, each named for it (main's PATH_TEST rows): the

@@ -218,4 +218,79 @@ pa_sim_cast_fn pa_sim_int_caster_avx512(void);
 pa_sim_cast_fn pa_sim_int_caster_avx2(void);
 pa_sim_cast_fn pa_sim_int_caster_portable(void);
 
+/* ---- the face caster (sim_faces.c, sim_cast_face.h) ---------------------- */
+
+/* Tiles of this many cells a side index the faces. */
+#define PA_SIM_FACE_TILE 32
+/* Fans of fewer rays take the march caster alone. */
+#define PA_SIM_FACE_MIN 64
+/* One orientation's pieces (faces merged along a grid line, cut at tile
+ * edges), sorted by tile: tile (line / T) * tiles_v + lo / T holds
+ * [start[t], start[t + 1]); each array has 16 entries of slack. Packed:
+ * a = line | ends << 16 (bit 0: lo is the run's end, bit 1: hi is), b =
+ * lo | hi << 16 (the span [lo, hi] on the line): grids up to 65535 cells
+ * a side. */
+typedef struct pa_sim_face_set {
+  int32_t *a, *b;
+  uint32_t *start;
+  uint32_t tiles_v, count;
+} pa_sim_face_set;
+/* o[0]: the faces rays with dx > 0 meet (lines x = const), o[1] dx < 0,
+ * o[2] dy > 0 (lines y = const), o[3] dy < 0; padded grid cells. */
+typedef struct pa_sim_faces {
+  pa_sim_face_set o[4];
+  uint32_t tiles_x, tiles_y;
+} pa_sim_faces;
+
+/* The face caster's per-thread working memory (a fan of up to CAST_CHUNK
+ * rays; sim_cast.c keeps one a thread). */
+#define PA_SIM_FACE_Q 64     /* pseudo-angle slots a half-plane */
+#define PA_SIM_FACE_LEVELS 8 /* the nearest-so-far table: spans < 256 */
+#define PA_SIM_FACE_ARR (2 * CAST_CHUNK + 16)   /* the fan twice, + slack */
+#define PA_SIM_FACE_CAND (8 * CAST_CHUNK + 512) /* faces in reach, at most */
+/* faces nearer [cells] go first, unculled; then the others, culled */
+#define PA_SIM_FACE_NEAR 100.0f
+typedef struct pa_sim_face_scratch {
+  /* by axis (0: faces on x lines, 1: on y lines), the fan twice */
+  float key[2][PA_SIM_FACE_ARR] __attribute__((aligned(32)));
+  float cr[2][PA_SIM_FACE_ARR] __attribute__((aligned(32)));
+  float inv[2][PA_SIM_FACE_ARR] __attribute__((aligned(32)));
+  float z[2][PA_SIM_FACE_ARR] __attribute__((aligned(32)));
+  float near[2][PA_SIM_FACE_ARR] __attribute__((aligned(32)));
+  int32_t win[2][PA_SIM_FACE_ARR] __attribute__((aligned(32)));
+  int32_t slot[2][PA_SIM_FACE_ARR];
+  int32_t code[CAST_CHUNK + 32]; /* by ray + 1: its half-planes, bit o */
+  /* the farthest of the rays' nearest faces so far over positions
+   * [g, g + 2^l) (l 0: each ray's, both copies) */
+  float best[PA_SIM_FACE_LEVELS][PA_SIM_FACE_ARR];
+  /* the faces in reach (packed as pa_sim_face_set's, + slack), then each
+   * one's offsets from the origin [cells], rays [g0, g1), squared distance */
+  int32_t ca[PA_SIM_FACE_CAND + 16], cb[PA_SIM_FACE_CAND + 16];
+  float dl[PA_SIM_FACE_CAND + 16];
+  /* its span on the line, eps out, and its certain part (eps in at a run's
+   * end) */
+  float ulo[PA_SIM_FACE_CAND + 16], uhi[PA_SIM_FACE_CAND + 16];
+  float clo[PA_SIM_FACE_CAND + 16], chi[PA_SIM_FACE_CAND + 16];
+  int32_t g0[PA_SIM_FACE_CAND + 16], g1[PA_SIM_FACE_CAND + 16];
+  /* the near faces, the far ones, the far ones kept (indices, + slack) */
+  int32_t nearf[PA_SIM_FACE_CAND + 16], farf[PA_SIM_FACE_CAND + 16];
+  int32_t kept[PA_SIM_FACE_CAND + 16];
+  /* the far ones' rays [fg0, fg1) and squared distance (as int32 bits) */
+  int32_t fg0[PA_SIM_FACE_CAND + 16], fg1[PA_SIM_FACE_CAND + 16];
+  int32_t fd2[PA_SIM_FACE_CAND + 16];
+  uint64_t fans, closes; /* fans cast here, rays of them recast (counts) */
+} pa_sim_face_scratch;
+/* A fan of n <= CAST_CHUNK rays from the padded origin (pox, poy) (free,
+ * inside the grid) against m->faces: out[i] [cells] equal to the plain
+ * traversal bit for bit; false (out untouched) when the fan is not in
+ * angle order or the faces in reach are too many: the caller casts it
+ * with the march caster. */
+typedef bool (*pa_sim_face_fn)(const pa_sim_model *m, double pox, double poy,
+                               const double *dxs, const double *dys, uint32_t n,
+                               double maxc, double *out,
+                               pa_sim_face_scratch *k);
+pa_sim_face_fn pa_sim_int_facer_avx512(void);
+pa_sim_face_fn pa_sim_int_facer_avx2(void);
+pa_sim_face_fn pa_sim_int_facer_portable(void);
+
 #endif

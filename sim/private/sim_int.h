@@ -488,4 +488,10 @@ void pa_sim_int_tuner_note(pa_sim_spin_tuner *tu, int64_t now, int64_t gap);
 /* Monotonic clock [ns]: the project's one (pa_now_ns, CLOCK_MONOTONIC). */
 static inline int64_t pa_sim_int_now(void) { return pa_now_ns(); }
 
+/* The wall faces' index of m's march field for the face caster (sim_faces.c):
+ * NULL when out of memory or when the map has too many faces for the index
+ * to pay (the march caster serves it alone). */
+struct pa_sim_faces *pa_sim_int_faces_build(const pa_sim_model *m);
+void pa_sim_int_faces_free(struct pa_sim_faces *fc);
+
 #endif
