@@ -1,8 +1,9 @@
 /* sim_cast_face.h - the face caster: a fan of rays (a laser scan) against
  * the grid's wall faces (sim_faces.c) instead of cell by cell. Written once
- * with GCC/Clang vector extensions (8 float lanes), included by the ISA
- * files after sim_cast_vec.h (VEC_TARGET, VEC_FN; FACE_GATHER_I / _F may
- * give hardware gathers).
+ * with GCC/Clang vector extensions (16 float lanes with 64-byte vectors,
+ * else 8), included by the ISA files after sim_cast_vec.h (VEC_TARGET,
+ * VEC_FN, VEC_BYTES; FACE_GATHER_I / _F, FACE_PACK and FACE_BITS may give
+ * the ISA's gathers, compress and lane masks).
  *
  * A ray from a free cell first enters a blocked cell through a face: the
  * boundary of a free and a blocked cell, met from the free side. So its
@@ -11,9 +12,10 @@
  * most of them hidden, against ~12 cell steps for each of 360 rays):
  * - faces merged along their grid line into runs cover runs of the fan's
  *   rays in angle order (a pseudo-angle table per half-plane gives them);
- *   blocks of 8 rays take the nearest crossing in float, as a depth buffer;
- * - tiles are taken in rings, nearest first; after the first ring a face
- *   farther than every ray it spans has already met is dropped unseen;
+ *   each face takes its rays' nearest crossing in float, in windows of
+ *   lanes, as a depth buffer;
+ * - the faces near the origin go first; a farther face that is farther
+ *   than every ray it spans has already met is then dropped unseen;
  * - the plain traversal enters the same face, and its range is then that
  *   face's crossing (X - ox) * (1.0 / dx) in double (cell_entry of the hit
  *   cell), except where a ray passes within eps of a run's end (a corner:
@@ -108,15 +110,16 @@ VEC_TARGET static inline FACE_D4 VEC_FN(loadd)(const double *p, uint32_t left,
   return v;
 }
 
-/* Face j (of the candidates) on axis a's rays [g0, g1): in blocks of 8,
- * each ray's nearest crossing (z, win) and nearest close call (near). */
+/* Face j (of the candidates) on axis a's rays [g0, g1), in windows of
+ * FACE_L lanes from an 8-aligned ray: each ray's nearest crossing (z, win)
+ * and nearest close call (near). */
 VEC_TARGET static void VEC_FN(face_z)(pa_sim_face_scratch *k, int a,
                                       int32_t j) {
   const int32_t g0 = k->g0[j], g1 = k->g1[j], line = k->ca[j] & 0xffff;
   const float dl = k->dl[j], ulo = k->ulo[j], uhi = k->uhi[j];
   const float clo = k->clo[j], chi = k->chi[j];
-  /* two blocks always (most faces span one or two: no branch to miss),
-   * more when it spans more */
+  /* 16 rays always (most faces span fewer: no branch to miss), more when
+   * it spans more */
   const int32_t end = g1 > (g0 & ~7) + 16 ? g1 : (g0 & ~7) + 16;
   for (int32_t base = g0 & ~7; base < end; base += FACE_L) {
     FACE_VF c, iv, z, nr;
@@ -351,8 +354,8 @@ VEC_TARGET static int32_t VEC_FN(face_cull)(pa_sim_face_scratch *k, int32_t f0,
     FACE_VI live = iota + i < f1;
     g0 = FACE_SELI(live, g0, (FACE_VI){0});
     g1 = FACE_SELI(live, g1, (FACE_VI){0} + 1);
-    FACE_VI span = g1 - g0; /* >= 1; over 31: kept unculled */
-    live &= span < 32;
+    FACE_VI span = g1 - g0; /* >= 1; over the table's spans: kept */
+    live &= span < (1 << PA_SIM_FACE_LEVELS);
     FACE_VI lv = -((span >= 2) + (span >= 4) + (span >= 8) + (span >= 16));
     FACE_VI at0 = lv * PA_SIM_FACE_ARR + g0;
     FACE_VI at1 = lv * PA_SIM_FACE_ARR + g1 - (((FACE_VI){0} + 1) << lv);

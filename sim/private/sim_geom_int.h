@@ -245,8 +245,8 @@ typedef struct pa_sim_faces {
 /* The face caster's per-thread working memory (a fan of up to CAST_CHUNK
  * rays; sim_cast.c keeps one a thread). */
 #define PA_SIM_FACE_Q 64     /* pseudo-angle slots a half-plane */
-#define PA_SIM_FACE_LEVELS 8 /* the nearest-so-far table: spans < 256 */
-#define PA_SIM_FACE_ARR (2 * CAST_CHUNK + 16)   /* the fan twice, + slack */
+#define PA_SIM_FACE_LEVELS 5 /* the nearest-so-far table: spans < 32 */
+#define PA_SIM_FACE_ARR (2 * CAST_CHUNK + 64)   /* the fan twice, + slack */
 #define PA_SIM_FACE_CAND (8 * CAST_CHUNK + 512) /* faces in reach, at most */
 /* faces nearer [cells] go first, unculled; then the others, culled */
 #define PA_SIM_FACE_NEAR 100.0f
