@@ -694,6 +694,38 @@ static void test_path(void **st) { check_path(*(const pa_sim_simd *)*st); }
     "test_path_" name, test_path, NULL, NULL, &(pa_sim_simd) { path }          \
   }
 
+/* The face caster's index: built for the office and the default map, not
+ * for a speckled map (more faces than it pays for: the march caster casts
+ * its scans, equal to the plain traversal). */
+static void test_face_index(void **st) {
+  (void)st;
+  pa_grid g;
+  pa_sim_model m;
+  ts_office(&g, 2000, 2000);
+  assert_non_null(g.cells);
+  grid_model(&m, &g);
+  assert_non_null(m.faces);
+  pa_sim_model_free(&m);
+  pa_grid_free(&g);
+  ts_room(&g, 300, 300, 0.05);
+  uint64_t rng = 77;
+  for (uint32_t j = 2; j < 298; j++)
+    for (uint32_t i = 2; i < 298; i++)
+      if (pa_sim_rng_uniform(&rng) < 0.3 &&
+          !(i > 130 && i < 170 && j > 130 && j < 170)) /* room for a robot */
+        g.cells[(size_t)j * 300 + i] = PA_CELL_OCCUPIED;
+  grid_model(&m, &g);
+  assert_null(m.faces);
+  pa_sim_model_free(&m);
+  uint64_t fans0, closes0, fans1, closes1;
+  pa_sim_faces_counts(&fans0, &closes0);
+  long rays = scans_vs_plain(&g, "speckled map", 40, 0.5, 3, 5);
+  pa_sim_faces_counts(&fans1, &closes1);
+  assert_true(fans1 == fans0); /* no index: none by the face caster */
+  printf("speckled map: no face index; %ld rays == plain traversal\n", rays);
+  pa_grid_free(&g);
+}
+
 /* The path names, the parser, and a model's def.simd winning over the
  * process default. */
 static void test_path_choice(void **st) {
@@ -792,6 +824,7 @@ int main(void) {
       PATH_TEST("avx2", PA_SIM_SIMD_AVX2),
       PATH_TEST("portable", PA_SIM_SIMD_PORTABLE),
       PATH_TEST("scalar", PA_SIM_SIMD_SCALAR),
+      cmocka_unit_test(test_face_index),
       cmocka_unit_test(test_path_choice),
       cmocka_unit_test(test_noise_statistics),
       cmocka_unit_test(test_scan_schedule),
