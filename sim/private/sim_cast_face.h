@@ -443,21 +443,34 @@ VEC_TARGET static bool VEC_FN(faces)(const pa_sim_model *m, double pox,
   ty0 = ty0 < 0 ? 0 : ty0;
   tx1 = tx1 >= (int32_t)fc->tiles_x ? (int32_t)fc->tiles_x - 1 : tx1;
   ty1 = ty1 >= (int32_t)fc->tiles_y ? (int32_t)fc->tiles_y - 1 : ty1;
-  /* The faces in reach, by orientation: their tiles' rows, but for the
-   * columns wholly behind the origin. Too many (a cluttered map, a long
-   * range): the march caster. */
+  /* The faces in reach, by orientation: the tiles within reach of the
+   * origin (a disc: the square's corners left out), but for the columns
+   * wholly behind it. Too many (a cluttered map, a long range): the march
+   * caster. */
   int32_t off[5] = {0}, nc = 0;
   for (int o = 0; o < 4; o++) {
     const pa_sim_face_set *fs = &fc->o[o];
-    const int32_t ol = (int32_t)(o < 2 ? pox : poy);
+    const double ol = o < 2 ? pox : poy, ov = o < 2 ? poy : pox;
     int32_t a0 = o < 2 ? tx0 : ty0, a1 = o < 2 ? tx1 : ty1;
     int32_t b0 = o < 2 ? ty0 : tx0, b1 = o < 2 ? ty1 : tx1;
     off[o] = nc;
     for (int32_t ta = a0; ta <= a1; ta++) {
-      if (o % 2 == 0 ? (ta + 1) * T <= ol : ta * T > ol + 1)
+      if (o % 2 == 0 ? (ta + 1) * T <= (int32_t)ol : ta * T > (int32_t)ol + 1)
+        continue;
+      /* the column's lines' nearest to the origin, and the reach along
+       * them there (+ a cell) */
+      const double lx0 = ta * T - ol, lx1 = ol - (ta * T + T);
+      const double dmin = lx0 > 0 ? lx0 : lx1 > 0 ? lx1 : 0;
+      const double h =
+          sqrt(lim * lim - (dmin < lim ? dmin * dmin : lim * lim)) + 1;
+      int32_t c0 = (int32_t)floor((ov - h) / T) - 1;
+      int32_t c1 = (int32_t)floor((ov + h) / T);
+      c0 = c0 < b0 ? b0 : c0;
+      c1 = c1 > b1 ? b1 : c1;
+      if (c0 > c1)
         continue;
       const uint32_t *row = fs->start + (size_t)ta * fs->tiles_v;
-      uint32_t s = row[b0], e = row[b1 + 1];
+      uint32_t s = row[c0], e = row[c1 + 1];
       if ((uint32_t)nc + (e - s) > PA_SIM_FACE_CAND ||
           (uint32_t)nc + (e - s) > 8 * n + 512)
         return false;
