@@ -12,8 +12,8 @@
 static pa_sim_cast_fn casters[PA_SIM_SIMD_COUNT]; /* NULL: not here */
 static pa_sim_face_fn facers[PA_SIM_SIMD_COUNT];  /* the same paths' */
 static _Atomic bool faces_on = true;
-/* the face caster's working memory, one a thread (zeroed: its block lists
- * are empty between casts) */
+/* the face caster's working memory, one a thread (with the thread's counts
+ * for pa_sim_faces_counts) */
 static _Thread_local pa_sim_face_scratch face_scratch;
 static pa_sim_simd best = PA_SIM_SIMD_SCALAR;
 static pthread_once_t probe_once = PTHREAD_ONCE_INIT;
