@@ -362,6 +362,27 @@ static void random_map(pa_grid *g, uint32_t w, uint32_t h, uint64_t seed) {
   }
 }
 
+/* Walls of cells that touch at their corners only (diagonal and
+ * anti-diagonal lines, a staircase two cells thick), a checkerboard patch
+ * and single cells, in a w x h room: where faces of different runs meet at
+ * a point, the face caster's corner checks at their hardest. */
+static void stair_map(pa_grid *g, uint32_t w, uint32_t h) {
+  ts_room(g, w, h, 0.05);
+  for (uint32_t i = 0; i < 100; i++) {
+    g->cells[(size_t)(20 + i) * w + 20 + i] = PA_CELL_OCCUPIED;
+    g->cells[(size_t)(20 + i) * w + 200 - i] = PA_CELL_OCCUPIED;
+    g->cells[(size_t)(120 + i / 2) * w + 30 + i] = PA_CELL_OCCUPIED;
+    g->cells[(size_t)(121 + i / 2) * w + 30 + i] = PA_CELL_OCCUPIED;
+  }
+  for (uint32_t j = 150; j < 180; j++)
+    for (uint32_t i = 150; i < 180; i++)
+      if ((i + j) % 2 == 0)
+        g->cells[(size_t)j * w + i] = PA_CELL_OCCUPIED;
+  for (uint32_t k = 0; k < 40; k++)
+    g->cells[(size_t)(30 + (k * 37) % 150) * w + 60 + (k * 53) % 180] =
+        PA_CELL_OCCUPIED;
+}
+
 /* The model of grid g (one robot placed on a free cell; only the grid is
  * cast against). */
 static void grid_model(pa_sim_model *m, const pa_grid *g) {
@@ -651,6 +672,10 @@ static void check_path_once(pa_sim_simd path) {
   rays += odd_fans_vs_plain(&g, 16);
   rays += near_axis_vs_plain(&g, 18);
   rays += corner_fans_vs_plain(&g, 20);
+  pa_grid_free(&g);
+  stair_map(&g, 260, 220);
+  rays += scans_vs_plain(&g, "diagonal walls", 80, 1, 15, 23);
+  rays += corner_fans_vs_plain(&g, 24);
   pa_grid_free(&g);
   for (uint64_t seed = 1; seed <= 3; seed++) {
     random_map(&g, 200 + 100 * (uint32_t)seed, 150 + 50 * (uint32_t)seed, seed);
