@@ -10,49 +10,37 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* A piece: a run's part within one tile along its line. */
+typedef struct {
+  int32_t line, lo, hi;
+  uint8_t ends; /* bit 0: lo is the run's end, bit 1: hi is */
+} piece;
+
 /* A growing list of pieces of one orientation (before the tile sort). */
 typedef struct {
-  int32_t *line, *lo, *hi;
-  uint8_t *ends;
+  piece *at;
   size_t n, cap, max;
 } piece_list;
 
-static int piece_add(piece_list *p, int32_t line, int32_t lo, int32_t hi,
-                     uint8_t ends) {
-  if (p->n == p->cap) {
-    size_t cap = p->cap ? 2 * p->cap : 4096;
-    if (cap > p->max)
-      cap = p->max;
-    if (p->n == cap)
-      return -1; /* more pieces than the map may have: no index */
-    int32_t *a = realloc(p->line, cap * sizeof *a);
-    if (a)
-      p->line = a;
-    int32_t *b = a ? realloc(p->lo, cap * sizeof *b) : NULL;
-    if (b)
-      p->lo = b;
-    int32_t *c = b ? realloc(p->hi, cap * sizeof *c) : NULL;
-    if (c)
-      p->hi = c;
-    uint8_t *d = c ? realloc(p->ends, cap) : NULL;
-    if (!d)
-      return -1;
-    p->ends = d;
-    p->cap = cap;
+/* The run [a, v) on `line`, cut at multiples of PA_SIM_FACE_TILE; -1 when
+ * out of memory or past the list's bound (the map gets no index). */
+static int run_add(piece_list *p, int32_t line, int32_t a, int32_t v) {
+  const int32_t T = PA_SIM_FACE_TILE;
+  for (int32_t s = a; s < v;) {
+    int32_t e = (s / T + 1) * T < v ? (s / T + 1) * T : v;
+    if (p->n == p->cap) {
+      size_t cap = p->cap ? 2 * p->cap : 4096;
+      cap = cap > p->max ? p->max : cap;
+      piece *at = p->n < cap ? realloc(p->at, cap * sizeof *at) : NULL;
+      if (!at)
+        return -1;
+      p->at = at;
+      p->cap = cap;
+    }
+    p->at[p->n++] = (piece){line, s, e, (uint8_t)((s == a) | (e == v) << 1)};
+    s = e;
   }
-  p->line[p->n] = line;
-  p->lo[p->n] = lo;
-  p->hi[p->n] = hi;
-  p->ends[p->n] = ends;
-  p->n++;
   return 0;
-}
-
-static void piece_free(piece_list *p) {
-  free(p->line);
-  free(p->lo);
-  free(p->hi);
-  free(p->ends);
 }
 
 typedef struct {
@@ -78,13 +66,10 @@ static inline bool face_at(const grid_view *g, int o, int32_t line, int32_t v) {
   return o % 2 == 0 ? here && !before : before && !here;
 }
 
-/* The runs of orientation o, cut at multiples of PA_SIM_FACE_TILE along
- * their line; ends bit 0: the piece's low end is the run's, bit 1: its
- * high end. Lines of the run's own axis are walked in the field's row
- * order (o 2, 3: along a row; o 0, 1: a row at a time, every line's open
- * run kept). */
+/* The runs of orientation o, cut at the tiles (run_add). The field is
+ * walked in its row order: o 2, 3 along a row (their lines); o 0, 1 a row
+ * at a time, with every line's open run. */
 static int collect(const grid_view *g, int o, piece_list *p) {
-  const int32_t T = PA_SIM_FACE_TILE;
   if (o >= 2) {
     for (int32_t line = 1; line < g->h; line++)
       for (int32_t v = 0; v < g->w;) {
@@ -95,40 +80,28 @@ static int collect(const grid_view *g, int o, piece_list *p) {
         int32_t a = v;
         while (v < g->w && face_at(g, o, line, v))
           v++;
-        for (int32_t s = a; s < v;) {
-          int32_t e = (s / T + 1) * T < v ? (s / T + 1) * T : v;
-          if (piece_add(p, line, s, e, (uint8_t)((s == a) | (e == v) << 1)))
-            return -1;
-          s = e;
-        }
+        if (run_add(p, line, a, v))
+          return -1;
       }
     return 0;
   }
   int32_t *open = malloc((size_t)g->w * sizeof *open); /* -1: none */
-  uint8_t *real = malloc((size_t)g->w);                /* low end the run's */
-  if (!open || !real) {
-    free(open);
-    free(real);
+  if (!open)
     return -1;
-  }
   for (int32_t x = 0; x < g->w; x++)
     open[x] = -1;
   int rc = 0;
   for (int32_t v = 0; v <= g->h && rc == 0; v++)
     for (int32_t line = 1; line < g->w && rc == 0; line++) {
       bool on = v < g->h && face_at(g, o, line, v);
-      if (open[line] >= 0 && (!on || v % T == 0)) {
-        rc = piece_add(p, line, open[line], v,
-                       (uint8_t)(real[line] | (!on) << 1));
-        open[line] = on ? v : -1;
-        real[line] = 0;
+      if (open[line] >= 0 && !on) {
+        rc = run_add(p, line, open[line], v);
+        open[line] = -1;
       } else if (open[line] < 0 && on) {
         open[line] = v;
-        real[line] = 1;
       }
     }
   free(open);
-  free(real);
   return rc;
 }
 
@@ -163,14 +136,16 @@ static int by_tile(pa_sim_faces *fc, int o, const piece_list *p) {
     return -1;
   }
   for (size_t i = 0; i < n; i++)
-    s->start[(size_t)(p->line[i] / T) * tv + (size_t)(p->lo[i] / T) + 1]++;
+    s->start[(size_t)(p->at[i].line / T) * tv + (size_t)(p->at[i].lo / T) +
+             1]++;
   for (size_t t = 0; t < nt; t++)
     s->start[t + 1] += s->start[t];
   memcpy(at, s->start, nt * sizeof *at);
   for (size_t i = 0; i < n; i++) {
-    uint32_t k = at[(size_t)(p->line[i] / T) * tv + (size_t)(p->lo[i] / T)]++;
-    s->a[k] = p->line[i] | (int32_t)p->ends[i] << 16;
-    s->b[k] = (int32_t)((uint32_t)p->lo[i] | (uint32_t)p->hi[i] << 16);
+    const piece *q = &p->at[i];
+    uint32_t k = at[(size_t)(q->line / T) * tv + (size_t)(q->lo / T)]++;
+    s->a[k] = q->line | (int32_t)q->ends << 16;
+    s->b[k] = (int32_t)((uint32_t)q->lo | (uint32_t)q->hi << 16);
   }
   free(at);
   return 0;
@@ -193,7 +168,7 @@ pa_sim_faces *pa_sim_int_faces_build(const pa_sim_model *m) {
     int rc = collect(&g, o, &p);
     if (rc == 0)
       rc = by_tile(fc, o, &p);
-    piece_free(&p);
+    free(p.at);
     if (rc)
       goto fail;
   }
