@@ -56,25 +56,26 @@ typedef int64_t VEC_FN(v4l) __attribute__((vector_size(8 * FACE_DL)));
 #define FACE_SEL(m, a, b)                                                      \
   ((FACE_VF)(((FACE_VI)(a) & (m)) | ((FACE_VI)(b) & ~(m))))
 #define FACE_SELI(m, a, b) (((a) & (m)) | ((b) & ~(m)))
+/* the same for the per-ray passes' floats (m: FACE_I4) and doubles (m:
+ * FACE_L4) */
+#define FACE_SEL4(m, a, b)                                                     \
+  ((FACE_F4)(((FACE_I4)(a) & (m)) | ((FACE_I4)(b) & ~(m))))
+#define FACE_SELD(m, a, b)                                                     \
+  ((FACE_D4)(((FACE_L4)(a) & (m)) | ((FACE_L4)(b) & ~(m))))
 
 #ifndef FACE_GATHER_I
-VEC_TARGET static inline FACE_VI VEC_FN(face_gi)(const int32_t *p,
-                                                 FACE_VI idx) {
+/* Lanes of 32-bit words at p[idx] (int or float: the bits), one by one. */
+VEC_TARGET static inline FACE_VI VEC_FN(face_g32)(const void *p, FACE_VI idx) {
   FACE_VI v;
-  for (int l = 0; l < FACE_L; l++)
-    v[l] = p[idx[l]];
+  for (int l = 0; l < FACE_L; l++) {
+    int32_t w;
+    memcpy(&w, (const char *)p + 4 * (size_t)idx[l], sizeof w);
+    v[l] = w;
+  }
   return v;
 }
-#define FACE_GATHER_I(p, idx) VEC_FN(face_gi)(p, idx)
-#endif
-#ifndef FACE_GATHER_F
-VEC_TARGET static inline FACE_VF VEC_FN(face_gf)(const float *p, FACE_VI idx) {
-  FACE_VF v;
-  for (int l = 0; l < FACE_L; l++)
-    v[l] = p[idx[l]];
-  return v;
-}
-#define FACE_GATHER_F(p, idx) VEC_FN(face_gf)(p, idx)
+#define FACE_GATHER_I(p, idx) VEC_FN(face_g32)(p, idx)
+#define FACE_GATHER_F(p, idx) ((FACE_VF)VEC_FN(face_g32)(p, idx))
 #endif
 
 #ifndef FACE_PACK
@@ -157,9 +158,8 @@ typedef struct {
 
 /* The four halves (false: one is not a single run of the fan in key order,
  * i.e. the fan is not in angle order), with their slot tables. */
-VEC_TARGET static bool VEC_FN(face_halves)(pa_sim_face_scratch *k,
-                                           const double *dx, const double *dy,
-                                           uint32_t n, VEC_FN(half) * hs) {
+VEC_TARGET static bool VEC_FN(face_halves)(pa_sim_face_scratch *k, uint32_t n,
+                                           VEC_FN(half) * hs) {
   /* bit o of a ray's code (face_rays): it is in half o; the codes of the
    * ray before each (code[i]: ray i - 1's, code[0]: the last ray's) */
   k->code[0] = k->code[n];
@@ -388,8 +388,8 @@ VEC_TARGET static void VEC_FN(face_rays)(pa_sim_face_scratch *k,
     FACE_F4 ix = 1.0f / fx, iy = 1.0f / fy;
     FACE_I4 px = __builtin_convertvector(ddx > 0, FACE_I4);
     FACE_I4 py = __builtin_convertvector(ddy > 0, FACE_I4);
-    FACE_F4 kx = (FACE_F4)(((FACE_I4)fy & px) | ((FACE_I4)-fy & ~px)) * r;
-    FACE_F4 ky = (FACE_F4)(((FACE_I4)-fx & py) | ((FACE_I4)fx & ~py)) * r;
+    FACE_F4 kx = FACE_SEL4(px, fy, -fy) * r;
+    FACE_F4 ky = FACE_SEL4(py, -fx, fx) * r;
     FACE_F4 cx = fy * ix, cy = fx * iy;
     FACE_I4 code = (px & 1) | (__builtin_convertvector(ddx < 0, FACE_I4) & 2) |
                    (py & 4) | (__builtin_convertvector(ddy < 0, FACE_I4) & 8);
@@ -485,7 +485,7 @@ VEC_TARGET static bool VEC_FN(faces)(const pa_sim_model *m, double pox,
   const int32_t arr = (int32_t)(2 * n + FACE_L) & ~(FACE_L - 1);
   VEC_FN(face_rays)(k, dx, dy, n, arr);
   VEC_FN(half) hs[4];
-  if (!VEC_FN(face_halves)(k, dx, dy, n, hs))
+  if (!VEC_FN(face_halves)(k, n, hs))
     return false; /* not a fan in angle order */
   /* Every face: its rays, near or far. The near ones go into the depth
    * buffer first; then the far ones that may still be nearer than what
@@ -541,18 +541,14 @@ VEC_TARGET static bool VEC_FN(faces)(const pa_sim_model *m, double pox,
     memcpy(&wxj, k->win[0] + j, sizeof wxj);
     memcpy(&wyi, k->win[1] + i, sizeof wyi);
     memcpy(&wyj, k->win[1] + j, sizeof wyj);
+    /* each axis: the nearer of the fan's two copies; then the nearer axis */
     FACE_I4 xj = zxj < zxi, yj = zyj < zyi;
-    FACE_F4 zx = (FACE_F4)(((FACE_I4)zxj & xj) | ((FACE_I4)zxi & ~xj));
-    FACE_F4 zy = (FACE_F4)(((FACE_I4)zyj & yj) | ((FACE_I4)zyi & ~yj));
-    FACE_I4 wx = (wxj & xj) | (wxi & ~xj), wy = (wyj & yj) | (wyi & ~yj);
-    FACE_I4 sel = nxj < nxi;
-    FACE_F4 nx = (FACE_F4)(((FACE_I4)nxj & sel) | ((FACE_I4)nxi & ~sel));
-    sel = nyj < nyi;
-    FACE_F4 ny = (FACE_F4)(((FACE_I4)nyj & sel) | ((FACE_I4)nyi & ~sel));
+    FACE_F4 zx = FACE_SEL4(xj, zxj, zxi), zy = FACE_SEL4(yj, zyj, zyi);
+    FACE_I4 wx = FACE_SELI(xj, wxj, wxi), wy = FACE_SELI(yj, wyj, wyi);
+    FACE_F4 nx = FACE_SEL4(nxj < nxi, nxj, nxi);
+    FACE_F4 ny = FACE_SEL4(nyj < nyi, nyj, nyi);
     FACE_I4 xs = zx < zy;
-    FACE_F4 z = (FACE_F4)(((FACE_I4)zx & xs) | ((FACE_I4)zy & ~xs));
-    sel = nx < ny;
-    FACE_F4 nr = (FACE_F4)(((FACE_I4)nx & sel) | ((FACE_I4)ny & ~sel));
+    FACE_F4 z = FACE_SEL4(xs, zx, zy), nr = FACE_SEL4(nx < ny, nx, ny);
     FACE_F4 dz = (FACE_F4)((FACE_I4)(zx - zy) & 0x7fffffff);
     FACE_I4 unsure =
         ((nr <= z + eps) & (nr <= (float)lim)) | (dz <= eps) | (z <= eps);
@@ -560,14 +556,11 @@ VEC_TARGET static bool VEC_FN(faces)(const pa_sim_model *m, double pox,
     FACE_D4 ddx = VEC_FN(loadd)(dx + i, left, 1.0);
     FACE_D4 ddy = VEC_FN(loadd)(dy + i, left, 1.0);
     FACE_L4 xs2 = __builtin_convertvector(xs, FACE_L4);
-    FACE_D4 d = (FACE_D4)(((FACE_L4)ddx & xs2) | ((FACE_L4)ddy & ~xs2));
-    FACE_D4 o = (FACE_D4)(((FACE_L4)pox4 & xs2) | ((FACE_L4)poy4 & ~xs2));
-    FACE_D4 w = __builtin_convertvector((wx & xs) | (wy & ~xs), FACE_D4);
+    FACE_D4 d = FACE_SELD(xs2, ddx, ddy), o = FACE_SELD(xs2, pox4, poy4);
+    FACE_D4 w = __builtin_convertvector(FACE_SELI(xs, wx, wy), FACE_D4);
     FACE_D4 t = (w - o) * (1.0 / d);
-    FACE_L4 under = t < maxc4;
-    t = (FACE_D4)(((FACE_L4)t & under) | ((FACE_L4)maxc4 & ~under));
-    FACE_L4 none2 = __builtin_convertvector(none, FACE_L4);
-    t = (FACE_D4)(((FACE_L4)maxc4 & none2) | ((FACE_L4)t & ~none2));
+    t = FACE_SELD(t < maxc4, t, maxc4);
+    t = FACE_SELD(__builtin_convertvector(none, FACE_L4), maxc4, t);
     if (left == FACE_DL)
       memcpy(out + i, &t, sizeof t);
     else
@@ -598,3 +591,5 @@ VEC_TARGET static bool VEC_FN(faces)(const pa_sim_model *m, double pox,
 #undef FACE_L4
 #undef FACE_SEL
 #undef FACE_SELI
+#undef FACE_SEL4
+#undef FACE_SELD
