@@ -456,6 +456,14 @@ static long scans_vs_plain(const pa_grid *g, const char *what, int scans,
   return rays;
 }
 
+/* A cell (i, j) drawn at least 3 cells from g's border: false (drawn
+ * anyway) when it is occupied. */
+static bool inner_free_cell(const pa_grid *g, uint64_t *rng, int *i, int *j) {
+  *i = 3 + (int)(pa_sim_rng_uniform(rng) * (g->width - 6));
+  *j = 3 + (int)(pa_sim_rng_uniform(rng) * (g->height - 6));
+  return g->cells[(size_t)*j * g->width + (size_t)*i] == 0;
+}
+
 /* Rays from grid corners and cell edges, along grid lines, on exact
  * diagonals and aimed at cell corners (ties between the axes). */
 static long edges_vs_plain(const pa_grid *g, uint64_t seed) {
@@ -467,9 +475,8 @@ static long edges_vs_plain(const pa_grid *g, uint64_t seed) {
   enum { N = 64 };
   double dx[N], dy[N];
   for (int k = 0; k < 600;) {
-    int i = 3 + (int)(pa_sim_rng_uniform(&rng) * (g->width - 6));
-    int j = 3 + (int)(pa_sim_rng_uniform(&rng) * (g->height - 6));
-    if (g->cells[(size_t)j * g->width + (size_t)i] != 0)
+    int i, j;
+    if (!inner_free_cell(g, &rng, &i, &j))
       continue;
     k++;
     /* the cell's lower-left corner, the middle of its left or lower edge */
@@ -596,9 +603,8 @@ static long corner_fans_vs_plain(const pa_grid *g, uint64_t seed) {
   enum { N = 360 };
   double d[N][2], dx[N], dy[N];
   for (int k = 0; k < 300;) {
-    int i = 3 + (int)(pa_sim_rng_uniform(&rng) * (g->width - 6));
-    int j = 3 + (int)(pa_sim_rng_uniform(&rng) * (g->height - 6));
-    if (g->cells[(size_t)j * g->width + (size_t)i] != 0)
+    int i, j;
+    if (!inner_free_cell(g, &rng, &i, &j))
       continue;
     k++;
     double x = g->origin_x + (i + off[k % 5]) * res;
