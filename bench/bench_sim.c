@@ -70,6 +70,13 @@ static void make(pa_sim_model *m, pa_sim_state *s, const pa_grid *g,
   make_t(m, s, g, robots, max_robots, 1);
 }
 
+/* bench_beams' caster modes: path p with the face caster (mode p), path p
+ * with the march caster alone (mode p + PA_SIM_SIMD_COUNT). */
+static void cast_mode(int mode) {
+  pa_sim_simd_set((pa_sim_simd)(mode % PA_SIM_SIMD_COUNT));
+  pa_sim_faces_set(mode < PA_SIM_SIMD_COUNT);
+}
+
 static void bench_beams(const char *name, const pa_grid *g) {
   pa_sim_model m;
   pa_sim_state s;
@@ -117,8 +124,7 @@ static void bench_beams(const char *name, const pa_grid *g) {
   for (int mode = PA_SIM_SIMD_AVX512; mode < PLAIN; mode++) {
     if (!on[mode])
       continue;
-    pa_sim_simd_set((pa_sim_simd)(mode % MARCH));
-    pa_sim_faces_set(mode < MARCH);
+    cast_mode(mode);
     for (int p = 0; p < 300; p++) {
       double c = cos(pt[p]), sn = sin(pt[p]);
       for (int i = 0; i < BEAMS; i++) {
@@ -140,10 +146,8 @@ static void bench_beams(const char *name, const pa_grid *g) {
     for (int mode = PA_SIM_SIMD_AVX512; mode < MODES; mode++) {
       if (!on[mode])
         continue;
-      if (mode != PLAIN) {
-        pa_sim_simd_set((pa_sim_simd)(mode % MARCH));
-        pa_sim_faces_set(mode < MARCH);
-      }
+      if (mode != PLAIN)
+        cast_mode(mode);
       double t0 = cpu_s();
       long beams = 0;
       for (int p = 0; p < POSES; p++) {
