@@ -87,8 +87,6 @@ json_t *pa_json_ranges(pa_client *c, const float *r, uint32_t n);
 
 /* ---- json_lex.c -----------------------------------------------------------*/
 
-/* json_loadb(line, len, JSON_REJECT_DUPLICATES, je), the same tree or error,
- * but a long base64 data.actions_b64 / data.robots_b64 is not lexed. */
 /* A long base64 value of root.data that pa_json_load_line puts back
  * without lexing it (json_lex.c). */
 typedef struct {
@@ -98,6 +96,8 @@ typedef struct {
 } lex_span;
 /* The values of a line it takes that way (0..2, in the line's order). */
 int pa_json_lex_spans(const char *line, size_t len, lex_span sp[2]);
+/* json_loadb(line, len, JSON_REJECT_DUPLICATES, je), the same tree or error,
+ * but a long base64 data.actions_b64 / data.robots_b64 is not lexed. */
 json_t *pa_json_load_line(const char *line, size_t len, json_error_t *je);
 
 /* ---- json_args.c: request fields (1 found, 0 absent, -1 bad: error set) ---*/
