@@ -1,5 +1,5 @@
 /* discover.c - `playarea discover`: listens for the stacks' discovery
- * beacons (netgw/beacon.c) for a while and lists each stack heard once. */
+ * beacons (netgw/raisim/beacon.c) for a while and lists each stack heard once. */
 #define _GNU_SOURCE
 #include "pa_launch.h"
 

@@ -1,6 +1,6 @@
 # Foxglove WebSocket server and MCAP recordings (issue 20): the MCAP writer
 # read back by the test's own reader; node tests against a real stack.
-pa_add_test(test_mcap SOURCES test_mcap.c LIBS pa_netgw PkgConfig::ZSTD
+pa_add_test(test_mcap SOURCES test_mcap.c LIBS pa_netgw_internal PkgConfig::ZSTD
             TIMEOUT 60 LABELS foxglove)
 
 # Node tests (tests/web, npm ci by scripts/setup.sh): @foxglove/ws-protocol

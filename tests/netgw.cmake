@@ -21,7 +21,7 @@ if(TARGET playarea)
 endif()
 # The WebSocket layer (ws.c) over a socket pair: the web viewer's /ws and the
 # Foxglove server both stand on it.
-pa_add_test(test_ws SOURCES test_ws.c LIBS pa_netgw PkgConfig::EVENT
+pa_add_test(test_ws SOURCES test_ws.c LIBS pa_netgw_internal PkgConfig::EVENT
             TIMEOUT 30 LABELS netgw)
 # The request line's parse (json_lex.c) against json_loadb, line by line.
 pa_add_test(test_netgw_lex SOURCES test_netgw_lex.c LIBS pa_netgw_internal

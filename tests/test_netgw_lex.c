@@ -1,4 +1,4 @@
-/* test_netgw_lex.c - pa_json_load_line (netgw/json_lex.c) against jansson's
+/* test_netgw_lex.c - pa_json_load_line (netgw/json/json_lex.c) against jansson's
  * own json_loadb(line, JSON_REJECT_DUPLICATES): the same tree (equal, keys
  * in the same order) or the same error (text, line, column, position), on
  * the real 1,000-robot step_batch line, on every near miss of the fast

@@ -1,5 +1,5 @@
-/* fuzz_json.c - libFuzzer target: the gateway's request path (netgw/gw.c
- * line framing, netgw/json.c envelope + every action, netgw/text.c
+/* fuzz_json.c - libFuzzer target: the gateway's request path (netgw/core/gw.c
+ * line framing, netgw/json/json.c envelope + every action, netgw/text/text.c
  * commands), one input = the bytes one client sends.
  *
  * In-process, like tests/test_netgw.c: a test instance whose world snapshot,
@@ -13,7 +13,7 @@
  * streams then go: a fuzzed `sub` cannot reach a socket bound to 127.0.0.1
  * (another test's on the same machine). Every line of an input is also
  * parsed twice, by pa_json_load_line and by json_loadb: a difference in
- * the tree or the error aborts (netgw/json_lex.c's fast path). */
+ * the tree or the error aborts (netgw/json/json_lex.c's fast path). */
 #define _GNU_SOURCE
 #include "json_int.h"
 #include "pa_util.h"

@@ -1,5 +1,5 @@
 /* fuzz_text.c - libFuzzer target: the plain-text command parser
- * (netgw/text.c), one input = one line as the gateway hands it over. */
+ * (netgw/text/text.c), one input = one line as the gateway hands it over. */
 #include "netgw.h"
 
 #include <math.h>

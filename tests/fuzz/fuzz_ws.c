@@ -1,4 +1,4 @@
-/* fuzz_ws.c - libFuzzer target: the WebSocket layer (netgw/ws.c) as a
+/* fuzz_ws.c - libFuzzer target: the WebSocket layer (netgw/core/ws.c) as a
  * browser or Foxglove client meets it. An input is a request head, then the
  * bytes that follow it on the wire (frames); without a blank line the whole
  * input follows a valid head. The connection runs on a real event loop over

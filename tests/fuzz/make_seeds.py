@@ -336,7 +336,7 @@ def jsons():
     put(t, "half-line-no-eol", '{"type": "command", "action": "pi')
     put(t, "crlf", '{"type":"command","action":"ping"}\r\nping\r\n')
     put(t, "text-too-long", "x" * 1100 + "\nping\n")
-    # long base64 values: pa_json_load_line's fast path (netgw/json_lex.c),
+    # long base64 values: pa_json_load_line's fast path (netgw/json/json_lex.c),
     # which the target checks against json_loadb on every line
     acts = base64.b64encode(b"".join(
         struct.pack("<ff", ((i * 37 % 201) - 100) / 250.0,
