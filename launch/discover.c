@@ -1,5 +1,6 @@
 /* discover.c - `playarea discover`: listens for the stacks' discovery
- * beacons (netgw/raisim/beacon.c) for a while and lists each stack heard once. */
+ * beacons (netgw/raisim/beacon.c) for a while and lists each stack heard once.
+ */
 #define _GNU_SOURCE
 #include "pa_launch.h"
 

@@ -1,6 +1,6 @@
-/* test_netgw_lex.c - pa_json_load_line (netgw/json/json_lex.c) against jansson's
- * own json_loadb(line, JSON_REJECT_DUPLICATES): the same tree (equal, keys
- * in the same order) or the same error (text, line, column, position), on
+/* test_netgw_lex.c - pa_json_load_line (netgw/json/json_lex.c) against
+ * jansson's own json_loadb(line, JSON_REJECT_DUPLICATES): the same tree (equal,
+ * keys in the same order) or the same error (text, line, column, position), on
  * the real 1,000-robot step_batch line, on every near miss of the fast
  * path (keys in strings, other objects, escapes, short or non-base64
  * values, duplicates, truncations, whitespace) and on seeded random

@@ -69,7 +69,8 @@ pa_netgw_def pa_netgw_def_default(void) {
 
 unsigned pa_netgw_port(const pa_netgw *g) { return g->port; }
 
-/* ---- health, lifecycle -------------------------------------------------------------------*/
+/* ---- health, lifecycle
+ * -------------------------------------------------------------------*/
 
 static void publish_health(pa_netgw *g) {
   pa_health *h = &g->ctl->health[PA_PROC_NETGW];
@@ -127,8 +128,7 @@ static void on_signal(evutil_socket_t sig, short what, void *arg) {
 
 static bool is_loopback(const char *addr) {
   struct in_addr a;
-  return inet_pton(AF_INET, addr, &a) == 1 &&
-         (ntohl(a.s_addr) >> 24) == 127;
+  return inet_pton(AF_INET, addr, &a) == 1 && (ntohl(a.s_addr) >> 24) == 127;
 }
 
 pa_netgw *pa_netgw_create(const pa_netgw_def *d, pa_stack *stack, char *err,
@@ -259,8 +259,9 @@ pa_netgw *pa_netgw_create(const pa_netgw_def *d, pa_stack *stack, char *err,
   g->scan_reader = pa_ring_reader_register(stack->scan);
   g->cam_reader = pa_ring_reader_register(stack->camera);
   if (g->state_reader < 0 || g->scan_reader < 0 || g->cam_reader < 0) {
-    snprintf(err, err_sz, "no free reader slot in the state, scan or camera "
-                          "ring (another pa-netgw running?)");
+    snprintf(err, err_sz,
+             "no free reader slot in the state, scan or camera "
+             "ring (another pa-netgw running?)");
     goto fail;
   }
   /* Replies that a previous netgw left unread are for clients gone now. */
@@ -287,7 +288,8 @@ pa_netgw *pa_netgw_create(const pa_netgw_def *d, pa_stack *stack, char *err,
     int rc = pthread_setschedparam(g->br_state.thread, SCHED_FIFO, &sp);
     if (rc != 0)
       pa_warn("--realtime: SCHED_FIFO refused for the odom thread (%s); "
-              "continuing at normal priority", strerror(rc));
+              "continuing at normal priority",
+              strerror(rc));
   }
 
   g->stop_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);

@@ -58,7 +58,7 @@ static pa_status number(const char *tok, const char *cmd, const char *what,
                 "%s: %s '%s' is not a finite number", cmd, what, tok);
   if (!isfinite(v))
     return fail(msg, msg_sz, PA_ERR_INVALID_ACTION_SHAPE,
-                  "%s: %s '%s' is not finite", cmd, what, tok);
+                "%s: %s '%s' is not finite", cmd, what, tok);
   *out = v;
   return PA_OK;
 }
