@@ -109,6 +109,18 @@ void pa_launch_status_print(FILE *f, const pa_stack *s, const double *cpu_pct) {
           ctl->http_port, ctl->foxglove_port,
           (int)ctl->health[PA_PROC_LAUNCH].pid, ctl->robot_count,
           ctl->control_hz, ctl->scan_hz, ctl->feedback_hz, ctl->camera_hz);
+  /* every port pa-netgw's core bound (or sends to), by front-end */
+  pa_port_rec ports[PA_PORTS_MAX];
+  size_t np = pa_stack_ports_read(s, ports);
+  if (np) {
+    static const char *const kind[] = {"", "tcp", "udp", "dest"};
+    fprintf(f, "ports:");
+    for (size_t i = 0; i < np; i++)
+      fprintf(f, " %s/%s %s %u%s", ports[i].frontend, ports[i].name,
+              ports[i].kind <= PA_PORT_DEST ? kind[ports[i].kind] : "?",
+              ports[i].port, ports[i].up ? "" : " (down)");
+    fprintf(f, "\n");
+  }
   fprintf(f, "%-9s %7s %-5s %8s %4s %5s %6s %7s %9s %8s %8s %8s %7s %9s %8s %7s\n",
           "process", "pid", "state", "uptime", "rst", "exit", "cpu%", "rss",
           "loops", "p50ms", "p99ms", "maxms", "overrun", "frames", "bytes",

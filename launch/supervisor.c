@@ -118,7 +118,6 @@ typedef struct sup {
   const char *bin_dir;
   unsigned bound_port; /* pa-netgw's port once it was first ready */
   unsigned bound_http; /* and its web port (0 = none) */
-  bool port_pinned;
   pa_stack stack;
   child ch[PA_PROC_COUNT];
   pid_t self;
@@ -129,30 +128,6 @@ typedef struct sup {
 
 /* With --tcp_port 0 the first pa-netgw picked a port; a restarted one must
  * listen on the same port so that clients can reconnect to it. */
-static void pin_netgw_port(sup *s, child *c) {
-  pa_launch_cfg pinned = *s->cfg;
-  pa_opt o[PA_LAUNCH_MAX_FLAGS];
-  unsigned to[PA_LAUNCH_MAX_FLAGS];
-  size_t n = pa_launch_flag_table(&pinned, o, to);
-  for (size_t i = 0; i < n; i++)
-    if (!strcmp(o[i].name, "tcp_port") ||
-        (!strcmp(o[i].name, "http_port") && s->bound_http))
-      pinned.given[i] = true;
-  pinned.tcp_port = (long)s->bound_port;
-  if (s->bound_http)
-    pinned.netgw.def.http_port = (int32_t)s->bound_http;
-  char err[256];
-  char **argv = pa_launch_child_argv(&pinned, c->proc, s->bin_dir, err, sizeof err);
-  if (!argv) {
-    pa_warn("%s: %s; keeping --tcp_port 0", name_of(c), err);
-    return;
-  }
-  pa_launch_argv_free(c->argv);
-  c->argv = argv;
-  s->port_pinned = true;
-  pa_info("%s will listen on port %u again", name_of(c), s->bound_port);
-}
-
 static void start_child(sup *s, child *c, int64_t now) {
   pa_health *h = &s->stack.ctl->health[c->proc];
   /* The process writes its own pid and ready; a dead one's stale values
@@ -163,13 +138,8 @@ static void start_child(sup *s, child *c, int64_t now) {
     h->restarts = ++c->restarts;
   h->hang_ms = (uint32_t)(c->hang_ns / 1000000);
   c->hung_ns = 0;
-  /* (the web port too: a walked or picked one is kept the same way) */
-  if (c->proc == PA_PROC_NETGW && c->restarting && s->bound_port &&
-      !s->port_pinned &&
-      ((unsigned)s->cfg->tcp_port != s->bound_port ||
-       (s->bound_http &&
-        s->cfg->netgw.def.http_port != (int32_t)s->bound_http)))
-    pin_netgw_port(s, c);
+  /* A restarted pa-netgw binds the ports its predecessor had by itself:
+   * its core keeps them in the control block (netgw/core/listen.c). */
   /* SIGKILL: a stopped or hung child must die with the launcher too, and a
    * pa-* process loses nothing by it (its state is in shm). A wrapper gets
    * SIGTERM so that it can write its output and pass the signal on. */

@@ -208,6 +208,10 @@ void pa_netgw_destroy(pa_netgw *g);
  * "--tcp_port"), or "--bind" for a bad address. */
 int pa_bind_listen(const char *addr, unsigned port, bool walk, int backlog,
                    const char *flag, unsigned *bound, char *err, size_t err_sz);
+/* A non-blocking, close-on-exec UDP socket bound to addr:port (0 = the
+ * kernel's pick): the fd, or -1 with err ("cannot listen ...") and errno. */
+int pa_bind_udp(const char *addr, unsigned port, const char *flag,
+                unsigned *bound, char *err, size_t err_sz);
 
 #ifdef __cplusplus
 }

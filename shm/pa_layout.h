@@ -26,7 +26,7 @@ extern "C" {
  * is refused by name ("layout version is 1, expected 2"). 2: typed
  * pa_cmd / pa_reply arguments; 4: pa_ctl.reply_watch_until; 6: the
  * observation segment and a STEP's obs_first/obs_count. */
-#define PA_SHM_LAYOUT_VERSION 6u
+#define PA_SHM_LAYOUT_VERSION 7u
 #define PA_SHM_INSTANCE_MAX 48 /* [A-Za-z0-9_-], 1..47 chars */
 
 enum pa_seg_kind {
@@ -215,6 +215,21 @@ typedef struct pa_cam_demand {
   uint32_t seq;         /* last camera frame seq rendered for this robot */
 } pa_cam_demand;
 
+/* A port pa-netgw's core bound (or, kind PA_PORT_DEST, sends to), kept in
+ * the control block so that a restarted pa-netgw binds exactly the same
+ * ports: clients find the server where it was. Written only by pa-netgw. */
+#define PA_PORTS_MAX 16
+#define PA_PORT_NAME_MAX 24
+enum { PA_PORT_FREE = 0, PA_PORT_TCP = 1, PA_PORT_UDP = 2, PA_PORT_DEST = 3 };
+typedef struct pa_port_rec {
+  char name[PA_PORT_NAME_MAX];     /* listener name ("tcp", "foxglove") */
+  char frontend[PA_PORT_NAME_MAX]; /* the front-end that asked for it */
+  uint32_t kind;                   /* PA_PORT_* (FREE = an unused slot) */
+  uint32_t requested;              /* the flag's port when first bound */
+  uint32_t port;                   /* the bound (or destination) port */
+  uint32_t up;                     /* 1 while a pa-netgw has it bound */
+} pa_port_rec;
+
 /* The control block, right after the ctl segment's header. Array offsets are
  * from the segment base. */
 typedef struct pa_ctl {
@@ -248,6 +263,12 @@ typedef struct pa_ctl {
    * skips the post (pa_queue_push_watched); a deadline, so a netgw that
    * dies polling leaves no lasting effect. */
   int64_t reply_watch_until;
+  /* pa-netgw's ports by listener (written only by pa-netgw; seqlock: odd
+   * while a record changes) */
+  uint64_t ports_seq;
+  pa_port_rec ports[PA_PORTS_MAX];
+  uint32_t clients_seen; /* some client connected to this stack's pa-netgw */
+  uint32_t reserved_ports;
 } pa_ctl;
 
 /* Navigation overlays: a client's planned path and waypoints for a robot,

@@ -317,6 +317,9 @@ void pa_stack_visual_end(pa_stack *s);
 /* Copies the visuals and points in use into out; false if the copy may be
  * torn (a writer is busy, or died mid-update: retry later). */
 bool pa_stack_visual_read(const pa_stack *s, pa_visual_block *out);
+/* pa-netgw's kept ports (pa_ctl.ports), copied under their seqlock into
+ * out[PA_PORTS_MAX]: the count of records in use, first in out. */
+size_t pa_stack_ports_read(const pa_stack *s, pa_port_rec *out);
 
 /* Map segment: pa-sim publishes (replacing any previous map, bumping
  * ctl->map_gen); readers attach and re-attach when map_gen changes. Attach

@@ -736,3 +736,24 @@ int pa_stack_obs_open(const pa_stack *s, pa_shm_seg *seg, pa_obs_seg **obs,
   *obs = o;
   return 0;
 }
+
+size_t pa_stack_ports_read(const pa_stack *s, pa_port_rec *out) {
+  const pa_ctl *ctl = s->ctl;
+  for (int tries = 0; tries < 1000; tries++) {
+    uint64_t s0 = __atomic_load_n(&ctl->ports_seq, __ATOMIC_ACQUIRE);
+    if (s0 & 1)
+      continue;
+    memcpy(out, (const void *)ctl->ports, sizeof ctl->ports);
+    __atomic_thread_fence(__ATOMIC_ACQUIRE);
+    if (__atomic_load_n(&ctl->ports_seq, __ATOMIC_RELAXED) == s0)
+      break;
+  }
+  size_t n = 0;
+  for (unsigned i = 0; i < PA_PORTS_MAX; i++)
+    if (out[i].kind != PA_PORT_FREE) {
+      out[i].name[PA_PORT_NAME_MAX - 1] = 0; /* another process's memory */
+      out[i].frontend[PA_PORT_NAME_MAX - 1] = 0;
+      out[n++] = out[i];
+    }
+  return n;
+}

@@ -11,7 +11,7 @@ if(TARGET playarea)
     if(TARGET pa-render)
       list(APPEND _pa_launch_procs pa-render)
     endif()
-    foreach(t test_launch test_launch_ops test_rss)
+    foreach(t test_launch test_launch_ops test_rss test_netgw_ports)
       if(EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/${t}.c)
         pa_add_test(${t} SOURCES ${t}.c
                     LIBS pa_launch pa_test_launch_util TIMEOUT 120 LABELS launch)

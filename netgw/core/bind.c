@@ -67,5 +67,34 @@ int pa_bind_listen(const char *addr, unsigned port, bool walk, int backlog,
   else
     snprintf(err, err_sz, "cannot listen on %s:%u: %s (%s, --bind)", addr, port,
              strerror(first_errno), flag);
+  errno = first_errno; /* the caller tells a taken port from other causes */
   return -1;
+}
+
+int pa_bind_udp(const char *addr, unsigned port, const char *flag,
+                unsigned *bound, char *err, size_t err_sz) {
+  struct sockaddr_in sin;
+  memset(&sin, 0, sizeof sin);
+  sin.sin_family = AF_INET;
+  if (!addr || inet_pton(AF_INET, addr, &sin.sin_addr) != 1 || port > 65535) {
+    snprintf(err, err_sz, "cannot listen on UDP %s:%u: bad address (%s)",
+             addr ? addr : "(null)", port, flag);
+    errno = EINVAL;
+    return -1;
+  }
+  sin.sin_port = htons((uint16_t)port);
+  int fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0 || bind(fd, (struct sockaddr *)&sin, sizeof sin) != 0) {
+    int e = errno;
+    snprintf(err, err_sz, "cannot listen on UDP %s:%u: %s (%s)", addr, port,
+             strerror(e), flag);
+    if (fd >= 0)
+      close(fd);
+    errno = e;
+    return -1;
+  }
+  socklen_t l = sizeof sin;
+  getsockname(fd, (struct sockaddr *)&sin, &l);
+  *bound = ntohs(sin.sin_port);
+  return fd;
 }

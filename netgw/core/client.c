@@ -12,6 +12,7 @@
 #include <netinet/tcp.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -157,6 +158,28 @@ void pa_gw_settle(pa_client *c) {
   idle_arm(c);
 }
 
+/* The front-ends of the control connections' lines (the table's rows). */
+static const pa_frontend *line_fe(bool json) {
+  static const pa_frontend *text, *js;
+  if (!text) {
+    text = pa_core_frontend("text");
+    js = pa_core_frontend("json");
+  }
+  return json ? js : text;
+}
+
+/* An error line of the text protocol (a connection that sent no JSON). */
+static void text_errf(pa_client *c, pa_status st, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void text_errf(pa_client *c, pa_status st, const char *fmt, ...) {
+  char msg[256];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  line_fe(false)->line_error(c, st, msg);
+}
+
 static void on_idle(evutil_socket_t fd, short what, void *arg) {
   (void)fd, (void)what;
   pa_client *c = arg;
@@ -165,13 +188,12 @@ static void on_idle(evutil_socket_t fd, short what, void *arg) {
     if (now - c->closing_ns >= lim)
       c->kill = true; /* its replies stayed unread: give the slot back */
   } else if (c->partial_ns && now - c->partial_ns >= lim) {
-    pa_text_errf(c, PA_ERR_INVALID_MESSAGE,
-                 "no end of line within %u ms: closing",
-                 c->g->def.idle_timeout_ms);
+    text_errf(c, PA_ERR_INVALID_MESSAGE, "no end of line within %u ms: closing",
+              c->g->def.idle_timeout_ms);
     pa_gw_close_soon(c);
   } else if (c->g->token[0] && !c->authed && now - c->connected_ns >= lim) {
-    pa_text_errf(c, PA_ERR_NOT_AUTHORIZED, "no auth within %u ms: closing",
-                 c->g->def.idle_timeout_ms);
+    text_errf(c, PA_ERR_NOT_AUTHORIZED, "no auth within %u ms: closing",
+              c->g->def.idle_timeout_ms);
     pa_gw_close_soon(c);
   }
   pa_gw_settle(c); /* may free c */
@@ -212,10 +234,7 @@ static void too_long(pa_client *c, bool json, size_t n) {
   else
     snprintf(msg, sizeof msg, "line is %zu bytes, the %s limit is %u", n,
              json ? "JSON" : "text", lim);
-  if (json)
-    pa_json_error_line(c, PA_ERR_TOO_LONG, msg);
-  else
-    pa_text_err(c, PA_ERR_TOO_LONG, msg);
+  line_fe(json)->line_error(c, PA_ERR_TOO_LONG, msg);
 }
 
 static void process_input(pa_client *c) {
@@ -277,10 +296,8 @@ static void process_input(pa_client *c) {
       len--;
     if (len > limit - 1) {
       too_long(c, json, len);
-    } else if (json) {
-      pa_json_line(c, line, len);
     } else {
-      pa_text_exec(c, line, len);
+      line_fe(json)->line(c, line, len);
     }
     evbuffer_drain(in, n + (last ? 0 : 1));
     consumed = true;
@@ -315,7 +332,9 @@ void pa_gw_client_free(pa_client *c) {
   if (g->stage_c == c) /* its held reply goes nowhere now */
     g->stage_c = NULL, g->stage_n = 0;
   unsubscribe_all(c);
-  pa_json_release(c);
+  for (const pa_frontend *const *f = pa_frontends; *f; f++)
+    if ((*f)->release)
+      (*f)->release(c);
   free_timers(c);
   if (c->bev)
     bufferevent_free(c->bev);
@@ -371,6 +390,7 @@ void pa_gw_on_accept(struct evconnlistener *lis, evutil_socket_t fd,
   (void)lis;
   pa_netgw *g = arg;
   g->loops++;
+  pa_core_client_seen(g); /* from now on a kept port is never walked past */
   if (sa->sa_family != AF_INET || salen < (int)sizeof(struct sockaddr_in)) {
     evutil_closesocket(fd);
     return;

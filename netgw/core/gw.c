@@ -5,9 +5,7 @@
  * foxglove*.c (Foxglove WebSocket server, MCAP recordings).
  * Everything runs in one libevent loop; bridge.c threads only wake it. */
 #define _GNU_SOURCE
-#include "foxglove.h"
 #include "netgw_int.h"
-#include "web_int.h"
 
 #include "pa_util.h"
 
@@ -69,6 +67,10 @@ pa_netgw_def pa_netgw_def_default(void) {
 
 unsigned pa_netgw_port(const pa_netgw *g) { return g->port; }
 
+unsigned pa_netgw_http_port(const pa_netgw *g) {
+  return pa_core_port(g, "http");
+}
+
 /* ---- health, lifecycle
  * -------------------------------------------------------------------*/
 
@@ -107,7 +109,9 @@ static void publish_health(pa_netgw *g) {
 static void on_health(evutil_socket_t fd, short what, void *arg) {
   (void)fd, (void)what;
   publish_health(arg);
-  pa_ssl_gw_poll(arg);
+  for (const pa_frontend *const *f = pa_frontends; *f; f++)
+    if ((*f)->poll)
+      (*f)->poll(arg);
 }
 
 static void on_stop(evutil_socket_t fd, short what, void *arg) {
@@ -217,18 +221,15 @@ pa_netgw *pa_netgw_create(const pa_netgw_def *d, pa_stack *stack, char *err,
     snprintf(err, err_sz, "event_base_new failed");
     goto fail;
   }
-  /* A taken port walks to the next free one (up to PA_PORT_WALK_MAX, the
-   * bound port is on the ready line); with --no_port_walk, or when all are
-   * taken, it is a configuration error ("cannot listen": exit 78). */
+  /* The control port (text and JSON lines): the core binds it as every
+   * listener, walking a taken port (up to PA_PORT_WALK_MAX; with
+   * --no_port_walk, or when all are taken, "cannot listen": exit 78), and a
+   * restarted pa-netgw gets the same port again (listen.c). */
   unsigned bound_port = 0;
-  int lfd = pa_bind_listen(bind_addr, d->tcp_port, !d->no_port_walk, 512,
-                           "--tcp_port", &bound_port, err, err_sz);
+  int lfd =
+      pa_core_open(g, pa_core_frontend("text"), 0, &bound_port, err, err_sz);
   if (lfd < 0)
     goto fail;
-  if (d->tcp_port && bound_port != d->tcp_port)
-    pa_warn("port %u is taken: listening on %u instead (--no_port_walk "
-            "makes this an error)",
-            d->tcp_port, bound_port);
   g->lis =
       evconnlistener_new(g->base, pa_gw_on_accept, g,
                          LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC, 0, lfd);
@@ -303,46 +304,22 @@ pa_netgw *pa_netgw_create(const pa_netgw_def *d, pa_stack *stack, char *err,
     snprintf(err, err_sz, "event setup failed");
     goto fail;
   }
-  g->fox = pa_fox_create(g, err, err_sz);
-  if (!g->fox)
-    goto fail;
-  if (d->record && *d->record) {
-    char path[PATH_MAX];
-    if (pa_fox_record_path(g, d->record, false, path, sizeof path, err,
-                           err_sz) != 0 ||
-        pa_fox_record_start(g->fox, path, NULL, 0, err, err_sz) != 0) {
-      char why[512];
-      snprintf(why, sizeof why, "--record: %s", err);
-      snprintf(err, err_sz, "%s", why);
-      goto fail;
-    }
-    pa_info("recording MCAP to %s", path);
-  }
   event_add(g->stop_ev, NULL);
-  /* The browser side: a default port taken by another stack only warns. */
-  char werr[512];
-  if (pa_web_start(g, werr, sizeof werr) != 0) {
-    pa_web_stop(g);
-    if (d->http_required || strncmp(werr, "cannot listen", 13)) {
-      snprintf(err, err_sz, "%s", werr);
+  /* Every front-end, in table order; each opens its listeners through
+   * the core (pa_core_open). */
+  for (const pa_frontend *const *f = pa_frontends; *f; f++)
+    if ((*f)->start && (*f)->start(g, err, err_sz) != 0)
       goto fail;
-    }
-    pa_warn("%s: serving no web pages", werr);
-  }
-  if (pa_ssl_gw_start(g, err, err_sz) != 0)
-    goto fail;
   struct timeval hp = {0, HEALTH_PERIOD_US};
   event_add(g->health_ev, &hp);
 
   g->ctl->health[PA_PROC_NETGW].pid = getpid();
   g->ctl->health[PA_PROC_NETGW].start_ns = pa_now_ns();
-  __atomic_store_n(&g->ctl->http_port, pa_netgw_http_port(g), __ATOMIC_RELEASE);
-  __atomic_store_n(&g->ctl->foxglove_port, pa_fox_port(g->fox),
+  __atomic_store_n(&g->ctl->http_port, pa_core_port(g, "http"),
+                   __ATOMIC_RELEASE);
+  __atomic_store_n(&g->ctl->foxglove_port, pa_core_port(g, "foxglove"),
                    __ATOMIC_RELEASE);
   __atomic_store_n(&g->ctl->tcp_port, g->port, __ATOMIC_RELEASE);
-  pa_json_visual_recover(g);
-  if (pa_gw_beacon_start(g, err, err_sz) != 0)
-    goto fail;
   return g;
 fail:
   pa_netgw_destroy(g);
@@ -378,9 +355,13 @@ void pa_netgw_destroy(pa_netgw *g) {
   pa_bridge_stop(&g->br_scan);
   pa_bridge_stop(&g->br_cam);
   pa_bridge_stop(&g->br_reply);
-  pa_web_stop(g);
-  pa_fox_destroy(g->fox); /* finishes a recording */
-  g->fox = NULL;
+  /* Front-ends stop in reverse order (Foxglove finishes a recording). */
+  size_t nfe = 0;
+  while (pa_frontends[nfe])
+    nfe++;
+  while (nfe--)
+    if (pa_frontends[nfe]->stop)
+      pa_frontends[nfe]->stop(g);
   if (g->clients)
     for (uint32_t i = 0; i < g->slots; i++)
       if (g->clients[i])
@@ -400,14 +381,13 @@ void pa_netgw_destroy(pa_netgw *g) {
     __atomic_store_n(&g->ctl->tcp_port, 0, __ATOMIC_RELEASE);
     __atomic_store_n(&g->ctl->http_port, 0, __ATOMIC_RELEASE);
     __atomic_store_n(&g->ctl->foxglove_port, 0, __ATOMIC_RELEASE);
+    pa_core_ports_down(g);
   }
-  pa_ssl_gw_stop(g);
   struct event *evs[] = {g->sig_int,   g->sig_term,    g->stop_ev,
                          g->health_ev, g->relisten_ev, g->cam_more_ev};
   for (size_t i = 0; i < sizeof evs / sizeof evs[0]; i++)
     if (evs[i])
       event_free(evs[i]);
-  pa_gw_beacon_stop(g);
   if (g->lis)
     evconnlistener_free(g->lis);
   if (g->base)

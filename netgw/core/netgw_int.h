@@ -14,6 +14,155 @@
 #include <sys/socket.h>
 #include <sys/uio.h>
 
+struct pa_netgw;
+struct pa_client;
+
+/* ---- the front-end table (frontends.c) -----------------------------------
+ * Each protocol is a folder of netgw/ and one row here, as nginx builds a
+ * server from a core and a table of modules: the core calls a front-end
+ * only through its row, and no front-end calls another (a test checks the
+ * includes and the symbols). */
+
+/* A listener a front-end asks the core for: the flag that sets its port is
+ * the pa_netgw_def field at port_off. */
+typedef struct pa_fe_listener {
+  const char *name; /* kept-port key ("tcp", "foxglove", "ssl_control") */
+  int kind;         /* PA_PORT_TCP / PA_PORT_UDP */
+  const char *flag; /* "--foxglove_port" */
+  size_t port_off;  /* offsetof(pa_netgw_def, ...) */
+  bool signed_port; /* an int32 flag: -1 = the OS picks, 0 = off */
+  bool walks;       /* a taken port walks on (unless --no_port_walk) */
+  int backlog;
+} pa_fe_listener;
+
+typedef struct pa_frontend {
+  const char *name;
+  const pa_fe_listener *listeners;
+  unsigned n_listeners;
+  /* true: with --token, no connection is served before it authenticates;
+   * false: its protocol cannot carry a token (UDP), so with --token it
+   * listens on loopback only, and says so at start */
+  bool token;
+  /* lifecycle: start after the core is up (may open its listeners now or
+   * later), stop before it goes; poll every health period */
+  int (*start)(struct pa_netgw *g, char *err, size_t err_sz);
+  void (*stop)(struct pa_netgw *g);
+  void (*poll)(struct pa_netgw *g);
+  /* hooks from the core: a reply of pa-sim no client waits for (true when
+   * it was this front-end's), every command pushed to pa-sim */
+  bool (*on_reply)(struct pa_netgw *g, const pa_reply *r);
+  void (*on_command)(struct pa_netgw *g, const pa_cmd *cmd);
+  /* line protocols on the TCP control connections: the first row whose
+   * claims() takes a line gets it; its replies come back by complete() */
+  bool (*claims)(const char *line, size_t len);
+  void (*line)(struct pa_client *c, const char *line, size_t len);
+  void (*complete)(struct pa_client *c, const pa_reply *r);
+  void (*release)(struct pa_client *c);
+  void (*line_error)(struct pa_client *c, pa_status st, const char *msg);
+  /* services one front-end offers the others, through the core: op with
+   * JSON args -> a JSON result, or NULL with *st and err */
+  json_t *(*call)(struct pa_netgw *g, const char *op, json_t *args,
+                  pa_status *st, char *err, size_t err_sz);
+  /* its Prometheus families (text format) */
+  void (*metrics)(struct pa_netgw *g, struct evbuffer *out);
+} pa_frontend;
+
+/* NULL-terminated, in start order. */
+extern const pa_frontend *const pa_frontends[];
+const pa_frontend *pa_core_frontend(const char *name);
+/* pa_frontend.call of the front-end named fe; NULL with st/err when it has
+ * none or is not running. */
+json_t *pa_core_call(struct pa_netgw *g, const char *fe, const char *op,
+                     json_t *args, pa_status *st, char *err, size_t err_sz);
+/* The row a line on a control connection goes to (never NULL). */
+const pa_frontend *pa_core_line_frontend(const char *line, size_t len);
+
+/* ---- listen.c: the core binds every listener and keeps its port -------- */
+
+#define PA_LISTEN_TAKEN (-2) /* the kept port is taken: a configuration error  \
+                              */
+#define PA_LISTEN_OFF (-3)   /* the flag turns it off */
+typedef struct pa_listen_spec {
+  const char *name;
+  int kind; /* PA_PORT_TCP / PA_PORT_UDP */
+  const char *flag;
+  unsigned port; /* what the flag asks for; 0 = the OS picks */
+  bool walk;
+  int backlog;
+  bool loopback_only;
+} pa_listen_spec;
+/* Binds ls (its kept port after a restart) and keeps the bound port: the
+ * fd, -1 with err, or PA_LISTEN_TAKEN with err. */
+int pa_core_listen(struct pa_netgw *g, const char *fe, const pa_listen_spec *ls,
+                   unsigned *bound, char *err, size_t err_sz);
+/* pa_core_listen for listener i of row fe, its port from the row's flag:
+ * also PA_LISTEN_OFF when the flag is 0 for a signed port. */
+int pa_core_open(struct pa_netgw *g, const pa_frontend *fe, unsigned i,
+                 unsigned *bound, char *err, size_t err_sz);
+/* The listener no longer listens (closed at run time or at exit). */
+void pa_core_port_down(struct pa_netgw *g, const char *name);
+void pa_core_ports_down(struct pa_netgw *g);
+/* The bound port of a listener by name, 0 when it does not listen. */
+unsigned pa_core_port(const struct pa_netgw *g, const char *name);
+/* A destination port (SSL vision): the kept one when the flag still asks
+ * for port, else port (and kept from now on). */
+unsigned pa_core_dest_recall(struct pa_netgw *g, const char *fe,
+                             const char *name, unsigned port);
+/* A destination port changed at run time: kept for a restarted pa-netgw. */
+void pa_core_dest_set(struct pa_netgw *g, const char *fe, const char *name,
+                      unsigned port);
+/* A client connected (after which a kept port is never walked past). */
+void pa_core_client_seen(struct pa_netgw *g);
+
+/* ---- auth.c: one auth policy for every front-end ------------------------ */
+
+/* The value of key in an URL query (percent-decoded) into out. */
+bool pa_core_query(const char *query, const char *key, char *out,
+                   size_t out_sz);
+/* A request's credentials: ?token= in the query, an Authorization: Bearer
+ * header, or the pa_token cookie (any may be NULL). True without --token. */
+bool pa_core_token_ok(struct pa_netgw *g, const char *query, const char *auth,
+                      const char *cookie);
+/* pa_core_token_ok on an HTTP request head (an upgrade before it is
+ * accepted). */
+bool pa_core_head_authed(struct pa_netgw *g, const char *head, size_t len);
+/* Answers an HTTP status with a text body on a raw socket and closes it. */
+void pa_core_refuse_http(int fd, const char *status, const char *text);
+
+/* ---- datadir.c --------------------------------------------------------- */
+
+/* The real path of a client's .mcap file name in under --data_dir (no
+ * '..', not outside it): 0, or -1 with err. existing: it must be a regular
+ * file; else it must not exist (recordings never overwrite). */
+int pa_core_data_path(const struct pa_netgw *g, const char *in, bool existing,
+                      char *out, size_t out_sz, char *err, size_t err_sz);
+
+/* ---- registry.c: the metrics registry ----------------------------------- */
+
+/* Histogram buckets [s]: loop periods and request latencies alike. */
+#define PA_WEB_BUCKETS 14
+extern const double pa_web_buckets[PA_WEB_BUCKETS];
+
+typedef struct pa_hist {
+  uint64_t n[PA_WEB_BUCKETS + 1]; /* per bucket, the last is +Inf */
+  uint64_t count;
+  double sum; /* [s] */
+} pa_hist;
+void pa_hist_observe(pa_hist *h, double v);
+/* "# HELP" and "# TYPE" lines of a family; a histogram's lines. */
+void pa_metrics_family(struct evbuffer *b, const char *name, const char *type,
+                       const char *help);
+void pa_metrics_hist(struct evbuffer *b, const char *name, const char *labels,
+                     const pa_hist *h);
+/* A request of a front-end answered after ns: per name (a static string;
+ * id its index in the front-end's table, < 0 = unknown). */
+#define PA_REQ_STATS_MAX 256
+void pa_core_observe_request(struct pa_netgw *g, int id, const char *name,
+                             int64_t ns);
+/* The core's families (request durations, kept ports) and every
+ * front-end's (their rows' metrics hooks). */
+void pa_core_metrics_write(struct pa_netgw *g, struct evbuffer *b);
+
 /* ---- udp.c: batched non-blocking sender -------------------------------- */
 
 #define PA_UDP_BATCH 64
@@ -33,9 +182,8 @@ typedef struct pa_udp_tx {
 int pa_udp_tx_open(pa_udp_tx *tx, char *err, size_t err_sz);
 void pa_udp_tx_close(pa_udp_tx *tx);
 /* Queues hdr (copied) + payload (referenced until the next flush). */
-void pa_udp_tx_add(pa_udp_tx *tx, const struct sockaddr_in *to,
-                   const void *hdr, size_t hlen, const void *payload,
-                   size_t plen);
+void pa_udp_tx_add(pa_udp_tx *tx, const struct sockaddr_in *to, const void *hdr,
+                   size_t hlen, const void *payload, size_t plen);
 void pa_udp_tx_flush(pa_udp_tx *tx);
 
 /* ---- bridge.c: a semaphore waited on by a thread, seen as an eventfd ----- */
@@ -48,7 +196,7 @@ typedef struct pa_bridge {
   struct event *ev;
   pa_ring *ring; /* ring + reader, or ... */
   int reader;
-  sem_t *sem;    /* ... a bare semaphore (the reply queue's) */
+  sem_t *sem; /* ... a bare semaphore (the reply queue's) */
   void (*cb)(void *arg);
   int64_t (*tcb)(void *arg); /* direct: runs on the thread */
   void *arg;
@@ -77,7 +225,8 @@ int pa_bridge_start_direct(pa_bridge *b, pa_ring *ring, int reader,
                            size_t err_sz);
 void pa_bridge_stop(pa_bridge *b); /* joins the thread (within ~250 ms) */
 
-/* ---- odom streams, sent by the state-ring thread ---------------------------*/
+/* ---- odom streams, sent by the state-ring thread
+ * ---------------------------*/
 
 /* One connection's odom subscription. */
 typedef struct pa_odom_sub {
@@ -96,9 +245,9 @@ typedef struct pa_odom_tx {
   /* guarded by mu */
   pa_odom_sub *subs; /* [max_clients], the first n_subs in use */
   uint32_t n_subs;
-  pa_udp_tx tx;      /* the loop's socket, its own batch and counters */
+  pa_udp_tx tx; /* the loop's socket, its own batch and counters */
   uint64_t frames;
-  int64_t age_sum;   /* tick written -> datagrams handed to the kernel */
+  int64_t age_sum; /* tick written -> datagrams handed to the kernel */
   uint64_t age_n;
   /* the thread's own */
   pa_ring_cursor cur;
@@ -106,7 +255,7 @@ typedef struct pa_odom_tx {
   uint32_t cap;
   uint32_t last_seq;
   bool have_seq;
-  bool resync;       /* guarded by mu: first subscriber, skip to the head */
+  bool resync; /* guarded by mu: first subscriber, skip to the head */
   /* When the next odom tick is due: ticks run on a fixed grid, wall_ns ~=
    * phase + tick * period (phase tracks the early edge of the arrivals). */
   bool have_phase;
@@ -141,32 +290,32 @@ typedef struct pa_client {
   struct pa_netgw *g;
   struct bufferevent *bev;
   uint32_t slot;
-  uint64_t id;               /* (gen << 32) | slot, travels in pa_cmd */
+  uint64_t id; /* (gen << 32) | slot, travels in pa_cmd */
   struct sockaddr_in peer;
-  uint32_t robot;            /* the robot this connection drives */
+  uint32_t robot; /* the robot this connection drives */
   bool authed;
-  bool kill;                 /* close once the current callback is done */
-  bool discarding;           /* dropping the rest of a too long line */
-  size_t scanned;            /* input bytes already searched for '\n' */
-  uint16_t port[PA_CH_COUNT];/* UDP port per channel, 0 = off */
+  bool kill;                  /* close once the current callback is done */
+  bool discarding;            /* dropping the rest of a too long line */
+  size_t scanned;             /* input bytes already searched for '\n' */
+  uint16_t port[PA_CH_COUNT]; /* UDP port per channel, 0 = off */
   uint32_t sub_robot[PA_CH_COUNT];
   struct sockaddr_in dest[PA_CH_COUNT];
   /* The one request waiting for pa-sim; later lines wait in the input. */
   int pend;
   uint64_t pend_req;
-  int pend_text;             /* pa_text_kind */
-  int pend_action;           /* json.c action id */
+  int pend_text;   /* pa_text_kind */
+  int pend_action; /* json.c action id */
   uint32_t pend_robot;
-  uint32_t pend_ticks;       /* a STEP's ticks (0: not a STEP) */
-  int64_t pend_t0;           /* when it was pushed [ns] */
-  unsigned pend_wait_ms;     /* the next wait's timeout (0 = the default) */
-  json_t *jreq;              /* request being answered */
-  json_t *jbatch;            /* batch request, or NULL */
-  json_t *jresponses;        /* batch responses so far */
+  uint32_t pend_ticks;   /* a STEP's ticks (0: not a STEP) */
+  int64_t pend_t0;       /* when it was pushed [ns] */
+  unsigned pend_wait_ms; /* the next wait's timeout (0 = the default) */
+  json_t *jreq;          /* request being answered */
+  json_t *jbatch;        /* batch request, or NULL */
+  json_t *jresponses;    /* batch responses so far */
   size_t jbatch_i;
   size_t jbudget; /* [bytes] reply room left to this line's requests */
   struct event *timeout_ev;
-  pa_splice *spl;            /* ranges waiting for the next JSON send */
+  pa_splice *spl; /* ranges waiting for the next JSON send */
   size_t n_spl, cap_spl;
   char *bin; /* binary block sent right after that line */
   size_t bin_n;
@@ -174,7 +323,7 @@ typedef struct pa_client {
    * only the last one of a burst needs to reach pa-sim. */
   bool drive_pending;
   pa_cmd drive;
-  struct event *drive_ev;    /* retries a drive command the full queue refused */
+  struct event *drive_ev; /* retries a drive command the full queue refused */
   /* Closing: the peer half-closed (eof) or the gateway closes (closing);
    * replies owed are sent first, no later line is read. */
   bool eof, closing;
@@ -205,7 +354,7 @@ typedef struct pa_netgw {
   pa_bridge br_state, br_scan, br_cam, br_reply;
   /* The odom and scan bridges sleep while nobody subscribes. */
   atomic_bool odom_active, scan_active;
-  uint32_t scan_subs;      /* clients with a scan port */
+  uint32_t scan_subs; /* clients with a scan port */
   int state_reader, scan_reader, cam_reader;
   pa_ring_cursor scan_cur, cam_cur;
   uint8_t *latest_buf, *scan_buf, *cam_buf;
@@ -217,9 +366,9 @@ typedef struct pa_netgw {
   struct event *cam_more_ev;     /* the rest of the images, next turn */
   uint64_t next_req;
   uint64_t splice_nonce; /* makes range placeholders unguessable by clients */
-  bool spin_hint;       /* a lockstep STEP was just pushed */
-  int64_t step_tick_ns; /* EWMA: a STEP's reply latency per tick */
-  bool direct_write;    /* pa_gw_write may send at once (a sim reply) */
+  bool spin_hint;        /* a lockstep STEP was just pushed */
+  int64_t step_tick_ns;  /* EWMA: a STEP's reply latency per tick */
+  bool direct_write;     /* pa_gw_write may send at once (a sim reply) */
   /* A direct reply's first (short) write, held to go out with the next one
    * in one send: a binary reply's header line and its block. */
   struct pa_client *stage_c;
@@ -248,23 +397,10 @@ typedef struct pa_netgw {
   struct pa_ssl_gw *ssl; /* SSL protocol sockets and vision, or NULL */
   struct pa_fox *fox;    /* Foxglove server and MCAP recorder (foxglove.h) */
   uint32_t ssl_refused;  /* the SSL division whose ports failed to open */
+  /* registry.c: request durations per front-end request name */
+  pa_hist req_hist[PA_REQ_STATS_MAX + 1]; /* the last: unknown */
+  const char *req_name[PA_REQ_STATS_MAX];
 } pa_netgw;
-
-/* ssl_gw.c: the SSL simulation protocol when the world has an SSL field
- * (0 without one; -1 with err when a port cannot be bound), and its
- * teardown. */
-int pa_ssl_gw_start(pa_netgw *g, char *err, size_t err_sz);
-void pa_ssl_gw_stop(pa_netgw *g);
-/* The bound control, blue and yellow ports and the vision port; -1 when
- * the SSL protocol is not open. */
-int pa_ssl_gw_ports(const pa_netgw *g, unsigned ports[4]);
-/* The world gained an SSL field at run time (set_scenario): opens the
- * ports; another division: its geometry. Called from the health timer and
- * get_ssl_info. */
-void pa_ssl_gw_poll(pa_netgw *g);
-/* A reply of pa-sim to a command of the SSL ports: true when it was one
- * (consumed; its datagram's response goes out when all are in). */
-bool pa_ssl_on_reply(pa_netgw *g, const pa_reply *r);
 
 /* gw.c, for json.c */
 void pa_gw_write(pa_client *c, const char *s, size_t n);
@@ -315,18 +451,6 @@ bool pa_gw_auth_try(pa_client *c, const char *s);
  * the reason in g->busy_msg. A paused sim still beats. */
 bool pa_gw_sim_stalled(pa_netgw *g);
 
-/* json.c */
-/* Handles one JSON line (may leave the client waiting for pa-sim). */
-void pa_json_line(pa_client *c, const char *line, size_t len);
-/* The sim answered (r) or the wait timed out (r == NULL). */
-void pa_json_complete(pa_client *c, const pa_reply *r);
-/* Releases what a waiting JSON request holds (client closing). */
-void pa_json_release(pa_client *c);
-/* A JSON error line for a line that never parsed. */
-void pa_json_error_line(pa_client *c, pa_status st, const char *msg);
-/* The name of action table row i, NULL past the last (tests walk it). */
-const char *pa_json_action_name(int i);
-
 /* ---- the gateway's own files, for each other ------------------------------*/
 
 /* gw.c */
@@ -364,29 +488,8 @@ void pa_gw_on_camera(void *arg);
 void pa_gw_on_camera_more(evutil_socket_t fd, short what, void *arg);
 int64_t pa_gw_odom_send(void *arg); /* on the state-ring thread */
 
-/* text.c */
-/* Parses and runs one text line (may leave the client waiting for pa-sim). */
-void pa_text_exec(pa_client *c, const char *line, size_t len);
-/* The sim answered (r) or the wait timed out (r == NULL). */
-void pa_text_complete(pa_client *c, const pa_reply *r);
-void pa_text_err(pa_client *c, pa_status st, const char *msg);
-/* pa_text_err with the message formatted as printf does. */
-void pa_text_errf(pa_client *c, pa_status st, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
 /* streams.c: stops (on) or restarts c's streams, keeping its
  * subscriptions. */
 void pa_gw_hibernate(pa_client *c, bool on);
-
-/* json_visual.c, at start: repairs a visual block a dead pa-netgw left
- * mid-update. */
-void pa_json_visual_recover(pa_netgw *g);
-
-/* beacon.c: starts the once-a-second discovery beacon (unless
- * def.no_beacon); stop closes it. */
-int pa_gw_beacon_start(pa_netgw *g, char *err, size_t err_sz);
-void pa_gw_beacon_stop(pa_netgw *g);
-/* The beacon's payload (a JSON object, NUL-terminated) into buf. */
-int pa_gw_beacon_payload(pa_netgw *g, char *buf, size_t n);
 
 #endif

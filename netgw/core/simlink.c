@@ -2,7 +2,6 @@
  * commands coalesced), replies out of its reply queue to the client that
  * waits, and the timeout that answers busy when none comes. */
 #define _GNU_SOURCE
-#include "foxglove.h"
 #include "netgw_int.h"
 
 #include "pa_util.h"
@@ -23,6 +22,14 @@
 
 #include <event2/buffer.h>
 
+/* Every command pushed to pa-sim, to the front-ends that watch them (a
+ * recording's /commands). */
+static void note_command(pa_netgw *g, const pa_cmd *cmd) {
+  for (const pa_frontend *const *f = pa_frontends; *f; f++)
+    if ((*f)->on_command)
+      (*f)->on_command(g, cmd);
+}
+
 _Static_assert(PA_NETGW_STEP_MAX == PA_CMD_STEPS_MAX,
                "netgw and pa-sim take the same step counts");
 
@@ -33,7 +40,7 @@ static int push_raw(pa_client *c, pa_cmd *cmd) {
   cmd->client_id = c->id;
   cmd->request_id = ++c->g->next_req;
   if (pa_queue_push(c->g->st->cmd, cmd) == 0) {
-    pa_fox_note_command(c->g, cmd); /* a recording's /commands */
+    note_command(c->g, cmd);
     return 0;
   }
   snprintf(c->g->busy_msg, sizeof c->g->busy_msg, "the command queue is full");
@@ -71,7 +78,7 @@ void pa_gw_set_drive(pa_client *c, const pa_cmd *cmd) {
     snprintf(msg, sizeof msg,
              "the command queue is full: the cmd for robot %u was dropped",
              c->drive.robot);
-    pa_text_err(c, PA_ERR_BUSY, msg);
+    pa_core_frontend("text")->line_error(c, PA_ERR_BUSY, msg);
   }
   c->drive = *cmd;
   c->drive.flags |= PA_CMDF_NO_REPLY;
@@ -111,7 +118,7 @@ int pa_gw_push_many_nowait(pa_client *c, pa_cmd *cmds, size_t n) {
   }
   g->next_req += n;
   for (size_t i = 0; i < n; i++)
-    pa_fox_note_command(g, &cmds[i]); /* a recording's /commands */
+    note_command(g, &cmds[i]);
   return 0;
 }
 
@@ -177,10 +184,7 @@ static void complete(pa_client *c, const pa_reply *r) {
   if (!r)
     c->g->busy++;
   c->g->direct_write = true; /* only this reply: later lines batch up */
-  if (kind == PEND_TEXT)
-    pa_text_complete(c, r);
-  else
-    pa_json_complete(c, r);
+  pa_core_frontend(kind == PEND_TEXT ? "text" : "json")->complete(c, r);
   pa_gw_write_flush(c->g);
   c->g->direct_write = false;
   pa_gw_settle(c);
@@ -193,6 +197,14 @@ void pa_gw_on_timeout(evutil_socket_t fd, short what, void *arg) {
     complete(c, NULL); /* its late reply will find no one waiting for it */
 }
 
+/* A reply no client waits for, offered to the front-ends' on_reply hooks. */
+static bool fe_reply(pa_netgw *g, const pa_reply *r) {
+  for (const pa_frontend *const *f = pa_frontends; *f; f++)
+    if ((*f)->on_reply && (*f)->on_reply(g, r))
+      return true;
+  return false;
+}
+
 void pa_gw_on_reply(void *arg) {
   pa_netgw *g = arg;
   pa_reply r;
@@ -200,10 +212,8 @@ void pa_gw_on_reply(void *arg) {
   g->loops++;
   while (pa_queue_peek(g->st->reply, &r) >= 0) {
     pa_queue_pop(g->st->reply);
-    if (pa_fox_on_reply(g, &r))
-      continue; /* a Foxglove service call's */
-    if (pa_ssl_on_reply(g, &r))
-      continue; /* a command of the SSL ports' */
+    if (fe_reply(g, &r))
+      continue; /* a front-end's own (a Foxglove service call, SSL) */
     uint32_t slot = (uint32_t)(r.client_id & 0xffffffffu);
     pa_client *c = slot < g->slots ? g->clients[slot] : NULL;
     if (!c || c->id != r.client_id || !c->pend || c->pend_req != r.request_id) {

@@ -486,3 +486,19 @@ void pa_gw_on_camera_more(evutil_socket_t fd, short what, void *arg) {
   (void)fd, (void)what;
   pa_gw_on_camera(arg);
 }
+
+/* ---- channel names (PROTOCOL.md section 1) ------------------------------*/
+
+static const char *const channel_names[PA_CH_COUNT] = {"odom", "scan",
+                                                       "camera"};
+
+int pa_netgw_channel_parse(const char *s) {
+  for (int i = 0; i < PA_CH_COUNT; i++)
+    if (!strcmp(s, channel_names[i]))
+      return i;
+  return -1;
+}
+
+const char *pa_netgw_channel_name(int ch) {
+  return ch >= 0 && ch < PA_CH_COUNT ? channel_names[ch] : "?";
+}

@@ -581,6 +581,20 @@ static void on_head(evutil_socket_t fd, short what, void *arg) {
     return;
   }
   size_t head_len = (size_t)(end + 4 - h->buf);
+  if (!pa_core_head_authed(f->g, h->buf, head_len)) {
+    /* --token: ws://host:port/?token=... or Authorization: Bearer */
+    f->refused_auth++;
+    int rfd = h->fd;
+    event_free(h->ev);
+    h->ev = NULL;
+    free(h);
+    pa_core_refuse_http(rfd, "401 Unauthorized",
+                        "not_authorized: this gateway has a --token: add "
+                        "?token=... to the URL or an Authorization: Bearer "
+                        "header");
+    return;
+  }
+  pa_core_client_seen(f->g);
   uint32_t slot = 0;
   while (slot < FOX_MAX_CONNS && f->conns[slot])
     slot++;
@@ -683,38 +697,37 @@ pa_fox *pa_fox_create(pa_netgw *g, char *err, size_t err_sz) {
   f->cam_cur = pa_ring_cursor_now(g->st->camera);
   f->map_gen = UINT32_MAX;
   f->rp.state = "";
-  if (g->def.foxglove_port) {
-    /* -1: the OS picks one (tests); a taken port walks to the next free
-     * one as --tcp_port does, so that a second stack on the machine gets
-     * a server too (the default 8765 is everyone's). */
-    const char *bind_addr = g->def.bind ? g->def.bind : "127.0.0.1";
-    unsigned want =
-        g->def.foxglove_port < 0 ? 0 : (unsigned)g->def.foxglove_port;
-    unsigned bound = 0;
-    char lerr[256];
-    int lfd = pa_bind_listen(bind_addr, want, !g->def.no_port_walk, 64,
-                             "--foxglove_port", &bound, lerr, sizeof lerr);
-    if (lfd >= 0) {
-      f->lis = evconnlistener_new(g->base, on_accept, f,
-                                  LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC,
-                                  0, lfd);
-      if (!f->lis) {
-        close(lfd);
-        snprintf(lerr, sizeof lerr, "evconnlistener_new failed");
-      }
-    }
+  /* The core binds it (-1: the OS picks; a taken port walks on as
+   * --tcp_port does, so that a second stack gets a server too; a
+   * restarted pa-netgw gets the same port again). A port that cannot be
+   * bound only warns (the control port is what a stack is for), unless it
+   * is the kept one of before a restart. */
+  unsigned bound = 0;
+  char lerr[256];
+  int lfd = pa_core_open(g, &pa_fe_foxglove, 0, &bound, lerr, sizeof lerr);
+  if (lfd == PA_LISTEN_TAKEN) {
+    snprintf(err, err_sz, "%s", lerr);
+    goto fail;
+  }
+  if (lfd >= 0) {
+    f->lis = evconnlistener_new(g->base, on_accept, f,
+                                LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC,
+                                0, lfd);
     if (!f->lis) {
-      /* Not fatal: the TCP control port is what a stack is for. */
-      pa_warn("foxglove: %s; running without the Foxglove server", lerr);
-    } else {
-      f->port = bound;
-      if (want && bound != want)
-        pa_warn("foxglove: port %u is taken: listening on %u instead", want,
-                bound);
-      pa_info("foxglove: ws://%s:%u (foxglove.websocket.v1, "
-              "foxglove.sdk.v1)",
-              bind_addr, f->port);
+      close(lfd);
+      snprintf(lerr, sizeof lerr, "evconnlistener_new failed");
     }
+  }
+  if (lfd != PA_LISTEN_OFF && !f->lis) {
+    pa_warn("foxglove: %s; running without the Foxglove server", lerr);
+    pa_core_port_down(g, "foxglove");
+  } else if (f->lis) {
+    f->port = bound;
+    pa_info("foxglove: ws://%s:%u (foxglove.websocket.v1, "
+            "foxglove.sdk.v1)%s",
+            g->def.bind ? g->def.bind : "127.0.0.1", f->port,
+            g->token[0] ? "; the token in ?token= or Authorization: Bearer"
+                        : "");
   }
   return f;
 fail:

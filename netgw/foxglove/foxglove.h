@@ -123,6 +123,9 @@ static inline uint64_t pa_fox_ns(double sim_time) {
 
 typedef struct pa_fox pa_fox;
 
+/* its row in the front-end table (foxglove_fe.c) */
+extern const pa_frontend pa_fe_foxglove;
+
 /* Listens on def.foxglove_port (0 = no server; the recorder still works).
  * NULL with err on failure ("cannot listen ..." for a taken port). */
 pa_fox *pa_fox_create(pa_netgw *g, char *err, size_t err_sz);
@@ -144,12 +147,6 @@ int pa_fox_record_start(pa_fox *f, const char *path, const char *const *topics,
  * writer failed: err). */
 int pa_fox_record_stop(pa_fox *f, pa_mcap_stats *st, char *path, size_t path_sz,
                        char *err, size_t err_sz);
-
-/* json_mcap.c: a recording's path checked against --data_dir: a relative
- * path is under it, an absolute one must be; no "..", a ".mcap" name, a
- * file that does not exist yet. 0 and the full path, or -1 with err. */
-int pa_fox_record_path(const pa_netgw *g, const char *in, bool existing,
-                       char *out, size_t out_sz, char *err, size_t err_sz);
 
 /* Replays a recording's /commands (docs/foxglove.md "Replay"): pauses the
  * sim, pushes them in order, then compares the state with the recording's

@@ -79,6 +79,7 @@ struct pa_fox {
   pa_netgw *g;
   struct evconnlistener *lis;
   unsigned port;
+  uint64_t refused_auth; /* upgrades without the --token */
   struct event *turn_ev;
   fox_conn *conns[FOX_MAX_CONNS];
   uint32_t gens;

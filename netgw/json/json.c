@@ -5,7 +5,6 @@
  * it (and the rest of a batch) when the reply or the timeout comes. */
 #define _GNU_SOURCE
 #include "json_int.h"
-#include "web_int.h"
 
 #include <event2/buffer.h>
 #include <inttypes.h>
@@ -50,6 +49,12 @@ json_t *pa_json_ranges(pa_client *c, const float *r, uint32_t n) {
   snprintf(tag, sizeof tag, SPLICE_TAG "%016" PRIx64 "-%zu@@",
            c->g->splice_nonce, c->n_spl++);
   return json_string(tag);
+}
+
+/* A request's duration, per action, into the core's registry. */
+static void observe(pa_netgw *g, const jaction *a, int64_t ns) {
+  pa_core_observe_request(g, a ? pa_json_action_id(a) : -1, a ? a->name : NULL,
+                          ns);
 }
 
 static void splices_free(pa_client *c) {
@@ -404,7 +409,7 @@ static json_t *exec_one(pa_client *c, json_t *req) {
   }
   if (d) {
     json_decref(empty);
-    pa_metrics_request(g, x.act->name, pa_now_ns() - c->jstart_ns);
+    observe(g, x.act, pa_now_ns() - c->jstart_ns);
     return envelope_ok(req, x.act, d,
                        x.sim_time < 0 ? pa_json_now(g) : x.sim_time);
   }
@@ -412,7 +417,7 @@ err:
   json_decref(empty);
   if (x.st == PA_OK)
     pa_json_fail(&x, PA_ERR_INVALID_MESSAGE, "request failed");
-  pa_metrics_request(g, x.act ? x.act->name : NULL, pa_now_ns() - c->jstart_ns);
+  observe(g, x.act, pa_now_ns() - c->jstart_ns);
   return envelope_err(req, x.act ? x.act->name : aname, x.st, x.msg,
                       pa_json_now(g));
 }
@@ -540,7 +545,7 @@ void pa_json_complete(pa_client *c, const pa_reply *r) {
              : envelope_err(req, a->name, x.st, x.msg, x.sim_time);
   }
   json_decref(req);
-  pa_metrics_request(g, a->name, pa_now_ns() - c->jstart_ns);
+  observe(g, a, pa_now_ns() - c->jstart_ns);
   if (c->jbatch) {
     json_array_append_new(c->jresponses, resp);
     c->jbatch_i++;
@@ -559,3 +564,31 @@ void pa_json_release(pa_client *c) {
   free(c->bin);
   c->bin = NULL;
 }
+
+/* ---- the front-end row --------------------------------------------------*/
+
+/* JSON when the first non-blank byte is '{' (PROTOCOL.md section 3). */
+static bool json_claims(const char *line, size_t len) {
+  size_t i = 0;
+  while (i < len && (line[i] == ' ' || line[i] == '\t' || line[i] == '\r'))
+    i++;
+  return i < len && line[i] == '{';
+}
+
+static int json_start(pa_netgw *g, char *err, size_t err_sz) {
+  (void)err, (void)err_sz;
+  pa_json_visual_recover(g); /* a dead pa-netgw may have left it mid-update */
+  return 0;
+}
+
+/* JSON lines share the text protocol's control connections. */
+const pa_frontend pa_fe_json = {
+    .name = "json",
+    .token = true,
+    .start = json_start,
+    .claims = json_claims,
+    .line = pa_json_line,
+    .complete = pa_json_complete,
+    .release = pa_json_release,
+    .line_error = pa_json_error_line,
+};

@@ -10,6 +10,25 @@
 
 #include <stdarg.h>
 
+/* its row in the front-end table */
+extern const pa_frontend pa_fe_json;
+
+/* json.c */
+/* Handles one JSON line (may leave the client waiting for pa-sim). */
+void pa_json_line(pa_client *c, const char *line, size_t len);
+/* The sim answered (r) or the wait timed out (r == NULL). */
+void pa_json_complete(pa_client *c, const pa_reply *r);
+/* Releases what a waiting JSON request holds (client closing). */
+void pa_json_release(pa_client *c);
+/* A JSON error line for a line that never parsed. */
+void pa_json_error_line(pa_client *c, pa_status st, const char *msg);
+/* The name of action table row i, NULL past the last (tests walk it). */
+const char *pa_json_action_name(int i);
+
+/* json_visual.c, at start: repairs a visual block a dead pa-netgw left
+ * mid-update. */
+void pa_json_visual_recover(pa_netgw *g);
+
 /* Envelope types an action answers (request "type"). */
 enum { JT_COMMAND = 1u << 0, JT_SIM_CONTROL = 1u << 1 };
 

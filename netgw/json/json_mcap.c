@@ -1,8 +1,9 @@
 /* json_mcap.c - the JSON actions of the Foxglove side: record_mcap,
  * stop_record_mcap (MCAP recordings of the Foxglove channels, confined to
- * --data_dir) and foxglove_info (the server's port and counters). */
+ * --data_dir), replay_mcap and foxglove_info (the server's port and
+ * counters). The shapes are checked here; the work is the Foxglove
+ * front-end's, asked through the core (pa_core_call). */
 #define _GNU_SOURCE
-#include "foxglove.h"
 #include "json_int.h"
 
 #include <errno.h>
@@ -15,80 +16,19 @@
 
 #define RECORD_TOPICS_MAX 64
 
-int pa_fox_record_path(const pa_netgw *g, const char *in, bool existing,
-                       char *out, size_t out_sz, char *err, size_t err_sz) {
-  char dir[PATH_MAX];
-  const char *d = g->def.data_dir && *g->def.data_dir ? g->def.data_dir : ".";
-  if (!realpath(d, dir)) {
-    snprintf(err, err_sz, "--data_dir %s: %s", d, strerror(errno));
-    return -1;
-  }
-  size_t n = strlen(in);
-  if (!n || n >= PATH_MAX / 2) {
-    snprintf(err, err_sz, "path: empty or too long");
-    return -1;
-  }
-  if (n < 6 || strcmp(in + n - 5, ".mcap")) {
-    snprintf(err, err_sz, "path %s: the file name must end in .mcap", in);
-    return -1;
-  }
-  /* No ".." component: the check below is on the parent's real path, and
-   * ".." is never needed to name a file under the data directory. */
-  for (const char *p = in; (p = strstr(p, "..")); p += 2)
-    if ((p == in || p[-1] == '/') && (p[2] == '/' || p[2] == 0)) {
-      snprintf(err, err_sz, "path %s: '..' is not allowed", in);
-      return -1;
-    }
-  char full[PATH_MAX * 2];
-  if (in[0] == '/')
-    snprintf(full, sizeof full, "%s", in);
-  else
-    snprintf(full, sizeof full, "%s/%s", dir, in);
-  char *slash = strrchr(full, '/');
-  char parent[PATH_MAX * 2], rparent[PATH_MAX];
-  snprintf(parent, sizeof parent, "%.*s", (int)(slash - full), full);
-  if (!parent[0])
-    snprintf(parent, sizeof parent, "/");
-  if (!realpath(parent, rparent)) {
-    snprintf(err, err_sz, "path %s: directory %s: %s", in, parent,
-             strerror(errno));
-    return -1;
-  }
-  size_t dl = strlen(dir);
-  if (strncmp(rparent, dir, dl) ||
-      (rparent[dl] != '/' && rparent[dl] != 0 && strcmp(dir, "/"))) {
-    snprintf(err, err_sz, "path %s: outside the data directory %s (--data_dir)",
-             in, dir);
-    return -1;
-  }
-  if ((size_t)snprintf(out, out_sz, "%s/%s", rparent, slash + 1) >= out_sz) {
-    snprintf(err, err_sz, "path %s: too long", in);
-    return -1;
-  }
-  struct stat st;
-  int e = lstat(out, &st);
-  if (!existing && e == 0) {
-    snprintf(err, err_sz, "path %s: exists (recordings never overwrite)", in);
-    return -1;
-  }
-  if (existing && (e != 0 || !S_ISREG(st.st_mode))) {
-    snprintf(err, err_sz, "path %s: %s", in,
-             e != 0 ? strerror(errno) : "not a regular file");
-    return -1;
-  }
-  return 0;
-}
-
-static json_t *stats_json(const pa_mcap_stats *st) {
-  return json_pack("{s:I, s:I, s:I, s:I, s:I}", "messages",
-                   (json_int_t)st->messages, "chunks", (json_int_t)st->chunks,
-                   "bytes", (json_int_t)st->bytes, "raw_bytes",
-                   (json_int_t)st->raw_bytes, "dropped",
-                   (json_int_t)st->dropped);
+/* The Foxglove front-end's service op with args (taken): its result as the
+ * response data, or its error. */
+static json_t *fox_call(jctx *x, const char *op, json_t *args) {
+  pa_status st = PA_ERR_INVALID_MESSAGE;
+  char err[512] = "";
+  json_t *r = pa_core_call(x->c->g, "foxglove", op, args, &st, err, sizeof err);
+  json_decref(args);
+  if (!r)
+    return pa_json_fail(x, st, "%s", err);
+  return r;
 }
 
 json_t *pa_json_act_record_mcap(jctx *x) {
-  pa_netgw *g = x->c->g;
   const char *path;
   if (pa_json_need_str(x, "path", PATH_MAX / 2, &path) < 0)
     return NULL;
@@ -124,60 +64,27 @@ json_t *pa_json_act_record_mcap(jctx *x) {
     topics[json_array_size(tj)] = NULL;
     tp = topics;
   }
-  char full[PATH_MAX], err[512];
-  if (pa_fox_record_path(g, path, false, full, sizeof full, err, sizeof err) !=
-      0)
-    return pa_json_fail(x, PA_ERR_INVALID_MESSAGE, "%s", err);
-  if (pa_fox_record_start(g->fox, full, tp, seconds, err, sizeof err) != 0)
-    return pa_json_fail(x, PA_ERR_BUSY, "%s", err);
-  pa_info("recording MCAP to %s", full);
-  return json_pack("{s:s, s:f}", "path", full, "seconds", seconds);
+  json_t *args = json_pack("{s:s, s:f}", "path", path, "seconds", seconds);
+  if (tp) {
+    json_t *ta = json_array();
+    for (const char *const *t = tp; *t; t++)
+      json_array_append_new(ta, json_string(*t));
+    json_object_set_new(args, "topics", ta);
+  }
+  return fox_call(x, "record_start", args);
 }
 
 json_t *pa_json_act_stop_record_mcap(jctx *x) {
-  pa_netgw *g = x->c->g;
-  pa_mcap_stats st;
-  char path[PATH_MAX], err[512];
-  if (pa_fox_record_stop(g->fox, &st, path, sizeof path, err, sizeof err) != 0)
-    return pa_json_fail(x, PA_ERR_INVALID_MESSAGE, "%s", err);
-  json_t *d = stats_json(&st);
-  json_object_set_new(d, "path", json_string(path));
-  return d;
+  return fox_call(x, "record_stop", json_object());
 }
 
 json_t *pa_json_act_replay_mcap(jctx *x) {
-  pa_netgw *g = x->c->g;
   const char *path;
   if (pa_json_need_str(x, "path", PATH_MAX / 2, &path) < 0)
     return NULL;
-  char full[PATH_MAX], err[512];
-  if (pa_fox_record_path(g, path, true, full, sizeof full, err, sizeof err) !=
-      0)
-    return pa_json_fail(x, PA_ERR_INVALID_MESSAGE, "%s", err);
-  if (pa_fox_replay_start(g->fox, full, err, sizeof err) != 0)
-    return pa_json_fail(x, PA_ERR_INVALID_MESSAGE, "%s", err);
-  pa_fox_info i;
-  pa_fox_get_info(g->fox, &i);
-  return json_pack("{s:s, s:i}", "path", full, "commands", (int)i.replay_total);
+  return fox_call(x, "replay_start", json_pack("{s:s}", "path", path));
 }
 
 json_t *pa_json_act_foxglove_info(jctx *x) {
-  pa_fox_info i;
-  pa_fox_get_info(x->c->g->fox, &i);
-  json_t *d = json_pack("{s:i, s:i, s:I, s:I, s:I, s:b}", "port", (int)i.port,
-                        "clients", (int)i.clients, "sent", (json_int_t)i.sent,
-                        "dropped", (json_int_t)i.dropped, "jpeg_frames",
-                        (json_int_t)i.jpeg_frames, "recording", i.recording);
-  if (i.recording) {
-    json_t *r = stats_json(&i.rec);
-    json_object_set_new(r, "path", json_string(i.record_path));
-    json_object_set_new(d, "record", r);
-  }
-  if (i.replay[0])
-    json_object_set_new(
-        d, "replay",
-        json_pack("{s:s, s:i, s:i, s:i, s:s}", "state", i.replay, "pushed",
-                  (int)i.replay_pushed, "total", (int)i.replay_total, "errors",
-                  (int)i.replay_errors, "detail", i.replay_detail));
-  return d;
+  return fox_call(x, "info", json_object());
 }

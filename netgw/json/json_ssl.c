@@ -164,27 +164,18 @@ int pa_json_moving_pose(jctx *x, const double p[3], pa_cmd *cmd) {
 }
 
 json_t *pa_json_act_get_ssl_info(jctx *x) {
-  unsigned p[4];
-  pa_ssl_gw_poll(x->c->g); /* a field set just now: its ports open now */
+  /* The SSL front-end's ports (a field set just now: they open now). */
+  pa_status st = PA_ERR_INVALID_MESSAGE;
+  char err[256] = "";
+  json_t *o = pa_core_call(x->c->g, "ssl", "info", NULL, &st, err, sizeof err);
+  if (!o)
+    return pa_json_fail(x, st, "%s", err);
   const pa_tick *t = ssl_tick(x);
-  if (!t)
+  if (!t) {
+    json_decref(o);
     return NULL;
-  json_t *o = json_object();
+  }
   char div[2] = {(char)t->ssl, 0};
   json_object_set_new(o, "division", json_string(div));
-  /* Closed when pa-netgw started before the world had its field. */
-  bool open = pa_ssl_gw_ports(x->c->g, p) == 0;
-  json_object_set_new(o, "open", json_boolean(open));
-  if (!open)
-    return o;
-  const pa_netgw_def *d = &x->c->g->def;
-  json_object_set_new(o, "control_port", json_integer(p[0]));
-  json_object_set_new(o, "blue_port", json_integer(p[1]));
-  json_object_set_new(o, "yellow_port", json_integer(p[2]));
-  json_object_set_new(o, "vision_port", json_integer(p[3]));
-  json_object_set_new(
-      o, "vision_address",
-      json_string(d->ssl_vision_multicast ? "224.5.23.2" : "127.0.0.1"));
-  json_object_set_new(o, "vision_hz", json_real(d->ssl_vision_hz));
   return o;
 }

@@ -3,9 +3,7 @@
  * port 59312), heard by `playarea discover`. Loopback only unless the
  * gateway listens on a wider address, then the LAN broadcast address too. */
 #define _GNU_SOURCE
-#include "netgw_int.h"
-
-#include "foxglove.h"
+#include "raisim_int.h"
 
 #include "pa_util.h"
 
@@ -33,9 +31,9 @@ int pa_gw_beacon_payload(pa_netgw *g, char *buf, size_t n) {
   json_object_set_new(o, "instance", json_string(inst));
   json_object_set_new(o, "address", json_string(bind_addr));
   json_object_set_new(o, "tcp_port", json_integer(g->port));
-  json_object_set_new(o, "http_port", json_integer(pa_netgw_http_port(g)));
+  json_object_set_new(o, "http_port", json_integer(pa_core_port(g, "http")));
   json_object_set_new(o, "foxglove_port",
-                      json_integer(g->fox ? pa_fox_port(g->fox) : 0));
+                      json_integer(pa_core_port(g, "foxglove")));
   json_object_set_new(o, "pid", json_integer(getpid()));
   json_object_set_new(o, "version", json_string(PA_VERSION));
   json_object_set_new(o, "protocol_version", json_integer(2));
@@ -128,3 +126,12 @@ void pa_gw_beacon_stop(pa_netgw *g) {
     close(g->beacon_fd);
   g->beacon_fd = -1;
 }
+
+/* The RaisimServer front-end: discovery (its visual objects, video and
+ * screenshots are JSON actions and pa-render's). */
+const pa_frontend pa_fe_raisim = {
+    .name = "raisim",
+    .token = true, /* it listens on nothing: the beacon only announces */
+    .start = pa_gw_beacon_start,
+    .stop = pa_gw_beacon_stop,
+};

@@ -468,8 +468,10 @@ static void config(pa_ssl_gw *x, const Sslsim__SimulatorConfig *c,
     if (c->vision_port == 0 || c->vision_port > 65535)
       err_add(e, "invalid:config.vision_port",
               "config.vision_port must be 1..65535, got %u", c->vision_port);
-    else
+    else {
       x->vdest.sin_port = htons((uint16_t)c->vision_port);
+      pa_core_dest_set(x->g, "ssl", "ssl_vision", c->vision_port);
+    }
   }
 }
 
@@ -789,25 +791,6 @@ static void on_readable(evutil_socket_t fd, short what, void *arg) {
 
 /* ---- setup ------------------------------------------------------------- */
 
-static int open_udp(const char *addr, unsigned port, int *fd, unsigned *bound,
-                    const char *flag, char *err, size_t err_sz) {
-  struct sockaddr_in sin;
-  memset(&sin, 0, sizeof sin);
-  sin.sin_family = AF_INET;
-  sin.sin_port = htons((uint16_t)port);
-  inet_pton(AF_INET, addr, &sin.sin_addr); /* checked by the TCP listener */
-  *fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-  if (*fd < 0 || bind(*fd, (struct sockaddr *)&sin, sizeof sin) != 0) {
-    snprintf(err, err_sz, "cannot listen on UDP %s:%u: %s (--%s)", addr, port,
-             strerror(errno), flag);
-    return -1;
-  }
-  socklen_t l = sizeof sin;
-  getsockname(*fd, (struct sockaddr *)&sin, &l);
-  *bound = ntohs(sin.sin_port);
-  return 0;
-}
-
 int pa_ssl_gw_start(pa_netgw *g, char *err, size_t err_sz) {
   pa_tick hdr;
   const pa_tick *t = pa_gw_latest_header(g, &hdr) ? &hdr : NULL;
@@ -846,15 +829,20 @@ int pa_ssl_gw_start(pa_netgw *g, char *err, size_t err_sz) {
   }
   pa_ssl_vision_geometry(x);
   const pa_netgw_def *d = &g->def;
-  const char *addr = d->bind ? d->bind : "127.0.0.1";
-  const unsigned want[S_COUNT] = {d->ssl_control_port, d->ssl_blue_port,
-                                  d->ssl_yellow_port};
-  static const char *const flags[S_COUNT] = {
-      "ssl_control_port", "ssl_blue_port", "ssl_yellow_port"};
+  /* UDP carries no token: with --token the ports are loopback only. */
+  const char *addr = g->token[0] ? "127.0.0.1"
+                     : d->bind   ? d->bind
+                                 : "127.0.0.1";
+  if (g->token[0])
+    pa_info("ssl: --token is set and the SSL protocol cannot carry one: its "
+            "ports listen on 127.0.0.1 only");
   for (int s = 0; s < S_COUNT; s++) {
-    if (open_udp(addr, want[s], &x->fd[s], &x->port[s], flags[s], err,
-                 err_sz) != 0)
+    x->fd[s] =
+        pa_core_open(g, &pa_fe_ssl, (unsigned)s, &x->port[s], err, err_sz);
+    if (x->fd[s] < 0) {
+      x->fd[s] = -1;
       return -1;
+    }
     x->ev[s] =
         event_new(g->base, x->fd[s], EV_READ | EV_PERSIST, on_readable, x);
     if (!x->ev[s] || event_add(x->ev[s], NULL) != 0) {
@@ -868,7 +856,10 @@ int pa_ssl_gw_start(pa_netgw *g, char *err, size_t err_sz) {
     return -1;
   }
   x->vdest.sin_family = AF_INET;
-  x->vdest.sin_port = htons((uint16_t)d->ssl_vision_port);
+  /* a vision_port set at run time is kept across a pa-netgw restart */
+  unsigned vport =
+      pa_core_dest_recall(g, "ssl", "ssl_vision", d->ssl_vision_port);
+  x->vdest.sin_port = htons((uint16_t)vport);
   if (d->ssl_vision_multicast) {
     unsigned char ttl = 1, loop = 1;
     setsockopt(x->vfd, IPPROTO_IP, IP_MULTICAST_TTL, &ttl, sizeof ttl);
@@ -889,8 +880,8 @@ int pa_ssl_gw_start(pa_netgw *g, char *err, size_t err_sz) {
           "%s:%u at %g Hz",
           x->f.division, addr, x->port[S_CONTROL], x->port[S_BLUE],
           x->port[S_YELLOW],
-          d->ssl_vision_multicast ? "224.5.23.2" : "127.0.0.1",
-          d->ssl_vision_port, d->ssl_vision_hz);
+          d->ssl_vision_multicast ? "224.5.23.2" : "127.0.0.1", vport,
+          d->ssl_vision_hz);
   return 0;
 }
 
@@ -963,3 +954,55 @@ int pa_ssl_gw_ports(const pa_netgw *g, unsigned ports[4]) {
   ports[3] = ntohs(x->vdest.sin_port);
   return 0;
 }
+
+/* ---- the front-end row --------------------------------------------------*/
+
+static json_t *ssl_call(pa_netgw *g, const char *op, json_t *args,
+                        pa_status *st, char *err, size_t err_sz) {
+  (void)args;
+  if (strcmp(op, "info")) {
+    *st = PA_ERR_INVALID_MESSAGE;
+    snprintf(err, err_sz, "ssl: no service '%s'", op);
+    return NULL;
+  }
+  pa_ssl_gw_poll(g);
+  unsigned p[4];
+  json_t *o = json_object();
+  bool open = pa_ssl_gw_ports(g, p) == 0; /* closed: no field when started */
+  json_object_set_new(o, "open", json_boolean(open));
+  if (!open)
+    return o;
+  const pa_netgw_def *d = &g->def;
+  json_object_set_new(o, "control_port", json_integer(p[0]));
+  json_object_set_new(o, "blue_port", json_integer(p[1]));
+  json_object_set_new(o, "yellow_port", json_integer(p[2]));
+  json_object_set_new(o, "vision_port", json_integer(p[3]));
+  json_object_set_new(
+      o, "vision_address",
+      json_string(d->ssl_vision_multicast ? "224.5.23.2" : "127.0.0.1"));
+  json_object_set_new(o, "vision_hz", json_real(d->ssl_vision_hz));
+  return o;
+}
+
+static const pa_fe_listener ssl_listeners[] = {
+    {"ssl_control", PA_PORT_UDP, "--ssl_control_port",
+     offsetof(pa_netgw_def, ssl_control_port), false, false, 0},
+    {"ssl_blue", PA_PORT_UDP, "--ssl_blue_port",
+     offsetof(pa_netgw_def, ssl_blue_port), false, false, 0},
+    {"ssl_yellow", PA_PORT_UDP, "--ssl_yellow_port",
+     offsetof(pa_netgw_def, ssl_yellow_port), false, false, 0},
+};
+
+/* Open when the world has an SSL field (at start, or when one appears:
+ * poll). */
+const pa_frontend pa_fe_ssl = {
+    .name = "ssl",
+    .listeners = ssl_listeners,
+    .n_listeners = S_COUNT,
+    .token = false,
+    .start = pa_ssl_gw_start,
+    .stop = pa_ssl_gw_stop,
+    .poll = pa_ssl_gw_poll,
+    .on_reply = pa_ssl_on_reply,
+    .call = ssl_call,
+};

@@ -8,6 +8,25 @@
 #include "pa_ssl_field.h"
 #include "ssl_vision_wrapper.pb-c.h"
 
+/* its row in the front-end table */
+extern const pa_frontend pa_fe_ssl;
+
+/* ssl_gw.c: the SSL simulation protocol when the world has an SSL field
+ * (0 without one; -1 with err when a port cannot be bound), and its
+ * teardown. */
+int pa_ssl_gw_start(pa_netgw *g, char *err, size_t err_sz);
+void pa_ssl_gw_stop(pa_netgw *g);
+/* The bound control, blue and yellow ports and the vision port; -1 when
+ * the SSL protocol is not open. */
+int pa_ssl_gw_ports(const pa_netgw *g, unsigned ports[4]);
+/* The world gained an SSL field at run time (set_scenario): opens the
+ * ports; another division: its geometry. Called from the health timer and
+ * get_ssl_info. */
+void pa_ssl_gw_poll(pa_netgw *g);
+/* A reply of pa-sim to a command of the SSL ports: true when it was one
+ * (consumed; its datagram's response goes out when all are in). */
+bool pa_ssl_on_reply(pa_netgw *g, const pa_reply *r);
+
 enum { S_CONTROL = 0, S_BLUE, S_YELLOW, S_COUNT };
 #define SSL_LINES 12 /* field line segments of the geometry */
 

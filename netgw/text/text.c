@@ -3,7 +3,7 @@
  * execution and `help`. The parser is pure (no sockets, no shared memory),
  * so a test can feed it any bytes; execution runs on the gateway's loop. */
 #define _GNU_SOURCE
-#include "netgw_int.h"
+#include "text_int.h"
 
 #include "pa_util.h"
 
@@ -12,25 +12,12 @@
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define MAX_TOKENS 8
 #define TOKEN_MAX PA_NETGW_TOKEN_MAX /* as JSON auth and --token */
-
-static const char *const channel_names[PA_CH_COUNT] = {"odom", "scan",
-                                                       "camera"};
-
-int pa_netgw_channel_parse(const char *s) {
-  for (int i = 0; i < PA_CH_COUNT; i++)
-    if (!strcmp(s, channel_names[i]))
-      return i;
-  return -1;
-}
-
-const char *pa_netgw_channel_name(int ch) {
-  return ch >= 0 && ch < PA_CH_COUNT ? channel_names[ch] : "?";
-}
 
 static pa_status fail(char *msg, size_t msg_sz, pa_status st, const char *fmt,
                       ...) __attribute__((format(printf, 4, 5)));
@@ -524,3 +511,21 @@ void pa_text_exec(pa_client *c, const char *line, size_t len) {
   if (d)
     d->exec(c, &t);
 }
+
+/* ---- the front-end row --------------------------------------------------*/
+
+static const pa_fe_listener text_listeners[] = {
+    {"tcp", PA_PORT_TCP, "--tcp_port", offsetof(pa_netgw_def, tcp_port), false,
+     true, 512},
+};
+
+/* The text protocol owns the TCP control port; JSON lines share it. */
+const pa_frontend pa_fe_text = {
+    .name = "text",
+    .listeners = text_listeners,
+    .n_listeners = 1,
+    .token = true,
+    .line = pa_text_exec,
+    .complete = pa_text_complete,
+    .line_error = pa_text_err,
+};

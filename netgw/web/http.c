@@ -15,6 +15,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,69 +49,6 @@ typedef struct pa_peek {
   int64_t start_ns;
   char buf[PA_WS_MAX_HEAD + 1];
 } pa_peek;
-
-unsigned pa_netgw_http_port(const pa_netgw *g) {
-  return g->web ? g->web->port : 0;
-}
-
-/* ---- token ----------------------------------------------------------------*/
-
-static int hexval(int c) {
-  return isdigit(c) ? c - '0' : isxdigit(c) ? (tolower(c) - 'a' + 10) : -1;
-}
-
-bool pa_web_query(const char *query, const char *key, char *out,
-                  size_t out_sz) {
-  size_t kl = strlen(key);
-  for (const char *p = query; p && *p;) {
-    const char *amp = strchr(p, '&');
-    size_t len = amp ? (size_t)(amp - p) : strlen(p);
-    if (len > kl && !strncmp(p, key, kl) && p[kl] == '=') {
-      size_t o = 0;
-      for (size_t i = kl + 1; i < len && o + 1 < out_sz; i++) {
-        int hi, lo;
-        if (p[i] == '%' && i + 2 < len && (hi = hexval(p[i + 1])) >= 0 &&
-            (lo = hexval(p[i + 2])) >= 0) {
-          out[o++] = (char)(hi * 16 + lo);
-          i += 2;
-        } else {
-          out[o++] = p[i] == '+' ? ' ' : p[i];
-        }
-      }
-      out[o] = '\0';
-      return true;
-    }
-    p = amp ? amp + 1 : NULL;
-  }
-  return false;
-}
-
-bool pa_web_token_ok(pa_netgw *g, const char *query, const char *auth,
-                     const char *cookie) {
-  if (!g->token[0])
-    return true;
-  char t[PA_NETGW_TOKEN_MAX + 1];
-  if (query && pa_web_query(query, "token", t, sizeof t) &&
-      pa_gw_token_ok(g, t))
-    return true;
-  if (auth && !strncasecmp(auth, "Bearer ", 7)) {
-    snprintf(t, sizeof t, "%s", auth + 7);
-    if (pa_gw_token_ok(g, t))
-      return true;
-  }
-  for (const char *c = cookie; c && (c = strstr(c, "pa_token=")); c += 9) {
-    if (c != cookie && c[-1] != ' ' && c[-1] != ';')
-      continue;
-    size_t n = strcspn(c + 9, "; ");
-    if (n < sizeof t) {
-      memcpy(t, c + 9, n);
-      t[n] = '\0';
-      if (pa_gw_token_ok(g, t))
-        return true;
-    }
-  }
-  return false;
-}
 
 /* ---- evhttp: pages, /metrics, uploads
  * ---------------------------------------*/
@@ -209,7 +147,7 @@ static void upload(pa_web *w, struct evhttp_request *req, const char *query) {
     pa_web_reply_text(req, 405, "Method Not Allowed", "upload with POST");
     return;
   }
-  bool ok = pa_web_query(query, "name", name, sizeof name) && name[0] &&
+  bool ok = pa_core_query(query, "name", name, sizeof name) && name[0] &&
             name[0] != '.';
   for (size_t i = 0; ok && name[i]; i++)
     ok = isalnum((unsigned char)name[i]) || strchr("._-", name[i]);
@@ -267,8 +205,8 @@ static void on_request(struct evhttp_request *req, void *arg) {
   struct evkeyvalq *ih = evhttp_request_get_input_headers(req);
   if (!path || !*path)
     path = "/";
-  if (!pa_web_token_ok(w->g, query, evhttp_find_header(ih, "Authorization"),
-                       evhttp_find_header(ih, "Cookie"))) {
+  if (!pa_core_token_ok(w->g, query, evhttp_find_header(ih, "Authorization"),
+                        evhttp_find_header(ih, "Cookie"))) {
     w->http_refused++;
     evhttp_add_header(evhttp_request_get_output_headers(req),
                       "WWW-Authenticate", "Bearer");
@@ -279,7 +217,7 @@ static void on_request(struct evhttp_request *req, void *arg) {
     return;
   }
   char t[PA_NETGW_TOKEN_MAX + 1];
-  if (w->g->token[0] && query && pa_web_query(query, "token", t, sizeof t) &&
+  if (w->g->token[0] && query && pa_core_query(query, "token", t, sizeof t) &&
       pa_gw_token_ok(w->g, t)) {
     /* The page's modules and /ws carry no query: a cookie takes it along. */
     char cookie[PA_NETGW_TOKEN_MAX + 64];
@@ -507,6 +445,7 @@ static void on_accept(struct evconnlistener *lis, evutil_socket_t fd,
                       struct sockaddr *sa, int salen, void *arg) {
   (void)lis;
   pa_web *w = arg;
+  pa_core_client_seen(w->g);
   pa_peek *p = calloc(1, sizeof *p);
   if (!p || sa->sa_family != AF_INET || salen < (int)sizeof p->peer) {
     free(p);
@@ -626,19 +565,13 @@ int pa_web_start(pa_netgw *g, char *err, size_t err_sz) {
   socklen_t ibl = sizeof ib;
   getsockname(evhttp_bound_socket_get_fd(hs), (struct sockaddr *)&ib, &ibl);
   w->inner.sin_port = ib.sin_port;
-  /* A taken port walks to the next free one, as --tcp_port does (the
-   * bound port is in the beacon, on the launcher's ready lines and in
-   * `playarea status`). */
+  /* The core binds it: a taken port walks on as --tcp_port does, and a
+   * restarted pa-netgw gets the same port again. */
   const char *bind_addr = d->bind ? d->bind : "127.0.0.1";
-  unsigned want = d->http_port < 0 ? 0 : (unsigned)d->http_port, bound = 0;
-  int lfd = pa_bind_listen(bind_addr, want, !d->no_port_walk, 128,
-                           "--http_port", &bound, err, err_sz);
+  unsigned bound = 0;
+  int lfd = pa_core_open(g, &pa_fe_web, 0, &bound, err, err_sz);
   if (lfd < 0)
-    return -1;
-  if (want && bound != want)
-    pa_warn("web: port %u is taken: listening on %u instead (--no_port_walk "
-            "makes this an error)",
-            want, bound);
+    return lfd;
   w->lis =
       evconnlistener_new(g->base, on_accept, w,
                          LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC, 0, lfd);
@@ -677,3 +610,37 @@ void pa_web_stop(pa_netgw *g) {
   free(w);
   g->web = NULL;
 }
+
+/* ---- the front-end row --------------------------------------------------*/
+
+/* A default port taken by another stack only warns: the stack runs
+ * without pages (unless --http_port was given: http_required). A kept
+ * port taken after a restart is fatal. */
+static int web_start(pa_netgw *g, char *err, size_t err_sz) {
+  char werr[512];
+  int rc = pa_web_start(g, werr, sizeof werr);
+  if (rc == 0)
+    return 0;
+  pa_web_stop(g);
+  if (rc == PA_LISTEN_TAKEN || g->def.http_required ||
+      strncmp(werr, "cannot listen", 13)) {
+    snprintf(err, err_sz, "%s", werr);
+    return -1;
+  }
+  pa_warn("%s: serving no web pages", werr);
+  return 0;
+}
+
+static const pa_fe_listener web_listeners[] = {
+    {"http", PA_PORT_TCP, "--http_port", offsetof(pa_netgw_def, http_port),
+     true, true, 128},
+};
+
+const pa_frontend pa_fe_web = {
+    .name = "web",
+    .listeners = web_listeners,
+    .n_listeners = 1,
+    .token = true,
+    .start = web_start,
+    .stop = pa_web_stop,
+};

@@ -118,7 +118,7 @@ void pa_webcam_request(pa_web *w, struct evhttp_request *req,
   pa_webcam *c = w->cam;
   char v[32], *end;
   long id = -1;
-  if (pa_web_query(query, "robot", v, sizeof v)) {
+  if (pa_core_query(query, "robot", v, sizeof v)) {
     id = strtol(v, &end, 10);
     if (end == v || *end)
       id = -1;

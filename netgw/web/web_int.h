@@ -10,17 +10,6 @@
 
 #include <event2/buffer.h>
 
-/* Histogram buckets [s]: loop periods and request latencies alike. */
-#define PA_WEB_BUCKETS 14
-extern const double pa_web_buckets[PA_WEB_BUCKETS];
-
-typedef struct pa_hist {
-  uint64_t n[PA_WEB_BUCKETS + 1]; /* per bucket, the last is +Inf */
-  uint64_t count;
-  double sum; /* [s] */
-} pa_hist;
-void pa_hist_observe(pa_hist *h, double v);
-
 /* Live-data channels of /ws (frames and bytes per channel in /metrics). */
 enum {
   WS_CH_STATE,
@@ -58,9 +47,7 @@ typedef struct pa_web {
   /* metrics */
   uint64_t http_requests, http_refused, ws_accepted, ws_refused;
   uint64_t ws_frames[WS_CH_COUNT], ws_bytes[WS_CH_COUNT], ws_dropped;
-  pa_hist sim_period; /* pa-sim's mean loop period per sample */
-  pa_hist *latency;   /* [actions + 1]: per JSON action, last = unknown */
-  int n_actions;
+  pa_hist sim_period;   /* pa-sim's mean loop period per sample */
   uint64_t last_loops;  /* pa-sim loops at the previous sample */
   int64_t last_wall_ns; /* newest tick's wall time then */
   double last_sim_time;
@@ -75,16 +62,10 @@ typedef struct pa_web {
   pa_visual_block *vis; /* visual objects as last read (NULL = none yet) */
 } pa_web;
 
-/* http.c */
+/* http.c; its row in the front-end table */
+extern const pa_frontend pa_fe_web;
 int pa_web_start(pa_netgw *g, char *err, size_t err_sz);
 void pa_web_stop(pa_netgw *g);
-/* True when the request head (or query) carries the --token (or none is
- * set): ?token=, Authorization: Bearer, or the pa_token cookie. */
-bool pa_web_token_ok(pa_netgw *g, const char *query, const char *auth,
-                     const char *cookie);
-/* The value of key in a URL query ("a=1&b=2"), URL-decoded; false if
- * absent. */
-bool pa_web_query(const char *query, const char *key, char *out, size_t out_sz);
 /* A text/plain reply of one line. */
 void pa_web_reply_text(struct evhttp_request *req, int code, const char *why,
                        const char *text);
@@ -111,8 +92,6 @@ void pa_metrics_free(pa_web *w);
 void pa_metrics_sample(pa_web *w); /* each live tick: sim period, RTF */
 /* Prometheus text format 0.0.4 into out. */
 void pa_metrics_write(pa_web *w, struct evbuffer *out);
-/* A JSON request was answered after ns (action NULL: unknown). */
-void pa_metrics_request(pa_netgw *g, const char *action, int64_t ns);
 /* Processes as `playarea status` shows them, as a JSON array text. */
 char *pa_web_status_json(pa_netgw *g);
 

@@ -196,21 +196,7 @@ void pa_webws_accept(pa_web *w, evutil_socket_t fd,
                      const struct sockaddr_in *peer, const char *head,
                      size_t head_len, const uint8_t *extra, size_t extra_len) {
   pa_netgw *g = w->g;
-  /* The query of the request line, for ?token= */
-  char query[PA_NETGW_TOKEN_MAX + 64] = "", auth[PA_NETGW_TOKEN_MAX + 16],
-                                  cookie[1024];
-  const char *q = memchr(head, '?', head_len),
-             *sp = memchr(head, ' ', head_len);
-  const char *sp2 =
-      sp ? memchr(sp + 1, ' ', head_len - (size_t)(sp + 1 - head)) : NULL;
-  if (q && sp2 && q < sp2)
-    snprintf(query, sizeof query, "%.*s", (int)(sp2 - q - 1), q + 1);
-  bool has_auth =
-      pa_ws_header(head, head_len, "Authorization", auth, sizeof auth) >= 0;
-  bool has_cookie =
-      pa_ws_header(head, head_len, "Cookie", cookie, sizeof cookie) >= 0;
-  if (!pa_web_token_ok(g, query, has_auth ? auth : NULL,
-                       has_cookie ? cookie : NULL)) {
+  if (!pa_core_head_authed(g, head, head_len)) {
     w->ws_refused++;
     refuse(fd, "401 Unauthorized",
            "not_authorized: this gateway has a --token");

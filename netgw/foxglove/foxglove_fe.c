@@ -1,0 +1,183 @@
+/* foxglove_fe.c - the Foxglove front-end's row: the WebSocket server and
+ * the MCAP recorder and replay as the core sees them (start, stop, pa-sim
+ * replies, every command for a recording's /commands), its services for
+ * the JSON actions (record_start, record_stop, replay_start, info) and its
+ * metrics. */
+#define _GNU_SOURCE
+#include "foxglove_int.h"
+
+#include <event2/buffer.h>
+#include <limits.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+
+static int fox_start(pa_netgw *g, char *err, size_t err_sz) {
+  g->fox = pa_fox_create(g, err, err_sz);
+  if (!g->fox)
+    return -1;
+  const char *rec = g->def.record;
+  if (!rec || !*rec)
+    return 0;
+  char path[PATH_MAX], e[512];
+  if (pa_core_data_path(g, rec, false, path, sizeof path, e, sizeof e) != 0 ||
+      pa_fox_record_start(g->fox, path, NULL, 0, e, sizeof e) != 0) {
+    snprintf(err, err_sz, "--record: %s", e);
+    return -1;
+  }
+  pa_info("recording MCAP to %s", path);
+  return 0;
+}
+
+static void fox_stop(pa_netgw *g) {
+  pa_fox_destroy(g->fox); /* finishes a recording */
+  g->fox = NULL;
+}
+
+static json_t *stats_json(const pa_mcap_stats *st) {
+  return json_pack("{s:I, s:I, s:I, s:I, s:I}", "messages",
+                   (json_int_t)st->messages, "chunks", (json_int_t)st->chunks,
+                   "bytes", (json_int_t)st->bytes, "raw_bytes",
+                   (json_int_t)st->raw_bytes, "dropped",
+                   (json_int_t)st->dropped);
+}
+
+static json_t *info_json(pa_fox *f) {
+  pa_fox_info i;
+  pa_fox_get_info(f, &i);
+  json_t *d = json_pack("{s:i, s:i, s:I, s:I, s:I, s:b}", "port", (int)i.port,
+                        "clients", (int)i.clients, "sent", (json_int_t)i.sent,
+                        "dropped", (json_int_t)i.dropped, "jpeg_frames",
+                        (json_int_t)i.jpeg_frames, "recording", i.recording);
+  if (i.recording) {
+    json_t *r = stats_json(&i.rec);
+    json_object_set_new(r, "path", json_string(i.record_path));
+    json_object_set_new(d, "record", r);
+  }
+  if (i.replay[0])
+    json_object_set_new(
+        d, "replay",
+        json_pack("{s:s, s:i, s:i, s:i, s:s}", "state", i.replay, "pushed",
+                  (int)i.replay_pushed, "total", (int)i.replay_total, "errors",
+                  (int)i.replay_errors, "detail", i.replay_detail));
+  return d;
+}
+
+#define RECORD_TOPICS_MAX 64
+
+static json_t *record_start(pa_netgw *g, json_t *args, pa_status *st, char *err,
+                            size_t err_sz) {
+  const char *path = json_string_value(json_object_get(args, "path"));
+  double seconds = json_number_value(json_object_get(args, "seconds"));
+  json_t *tj = json_object_get(args, "topics");
+  const char *topics[RECORD_TOPICS_MAX + 1];
+  size_t n = json_array_size(tj);
+  if (!path || n > RECORD_TOPICS_MAX) {
+    *st = PA_ERR_INVALID_ACTION_SHAPE;
+    snprintf(err, err_sz, "record_start: a path and at most %d topics",
+             RECORD_TOPICS_MAX);
+    return NULL;
+  }
+  for (size_t i = 0; i < n; i++)
+    topics[i] = json_string_value(json_array_get(tj, i));
+  topics[n] = NULL;
+  char full[PATH_MAX];
+  *st = PA_ERR_INVALID_MESSAGE;
+  if (pa_core_data_path(g, path, false, full, sizeof full, err, err_sz) != 0)
+    return NULL;
+  *st = PA_ERR_BUSY;
+  if (pa_fox_record_start(g->fox, full, n ? topics : NULL, seconds, err,
+                          err_sz) != 0)
+    return NULL;
+  pa_info("recording MCAP to %s", full);
+  return json_pack("{s:s, s:f}", "path", full, "seconds", seconds);
+}
+
+static json_t *fox_service(pa_netgw *g, const char *op, json_t *args,
+                           pa_status *st, char *err, size_t err_sz) {
+  *st = PA_ERR_INVALID_MESSAGE;
+  if (!g->fox) {
+    snprintf(err, err_sz, "the Foxglove front-end is not running");
+    return NULL;
+  }
+  if (!strcmp(op, "info"))
+    return info_json(g->fox);
+  if (!strcmp(op, "record_start"))
+    return record_start(g, args, st, err, err_sz);
+  if (!strcmp(op, "record_stop")) {
+    pa_mcap_stats ms;
+    char path[PATH_MAX];
+    if (pa_fox_record_stop(g->fox, &ms, path, sizeof path, err, err_sz) != 0)
+      return NULL;
+    json_t *d = stats_json(&ms);
+    json_object_set_new(d, "path", json_string(path));
+    return d;
+  }
+  if (!strcmp(op, "replay_start")) {
+    const char *path = json_string_value(json_object_get(args, "path"));
+    char full[PATH_MAX];
+    if (!path ||
+        pa_core_data_path(g, path, true, full, sizeof full, err, err_sz) != 0 ||
+        pa_fox_replay_start(g->fox, full, err, err_sz) != 0)
+      return NULL;
+    pa_fox_info i;
+    pa_fox_get_info(g->fox, &i);
+    return json_pack("{s:s, s:i}", "path", full, "commands",
+                     (int)i.replay_total);
+  }
+  snprintf(err, err_sz, "foxglove: no service '%s'", op);
+  return NULL;
+}
+
+static void fox_metrics(pa_netgw *g, struct evbuffer *b) {
+  if (!g->fox)
+    return;
+  pa_fox_info i;
+  pa_fox_get_info(g->fox, &i);
+  pa_metrics_family(b, "playarea_foxglove_clients", "gauge",
+                    "Foxglove WebSocket clients connected");
+  evbuffer_add_printf(b, "playarea_foxglove_clients %u\n", i.clients);
+  pa_metrics_family(b, "playarea_foxglove_messages_total", "counter",
+                    "Foxglove messages sent to clients, and dropped because "
+                    "a client did not read them");
+  evbuffer_add_printf(b,
+                      "playarea_foxglove_messages_total{outcome=\"sent\"} "
+                      "%llu\nplayarea_foxglove_messages_total{outcome="
+                      "\"dropped\"} %llu\n",
+                      (unsigned long long)i.sent,
+                      (unsigned long long)i.dropped);
+  pa_metrics_family(b, "playarea_foxglove_refused_total", "counter",
+                    "Foxglove upgrades refused for want of the --token");
+  evbuffer_add_printf(b, "playarea_foxglove_refused_total %llu\n",
+                      (unsigned long long)g->fox->refused_auth);
+  pa_metrics_family(b, "playarea_mcap_recording", "gauge",
+                    "1 while an MCAP recording runs");
+  evbuffer_add_printf(b, "playarea_mcap_recording %d\n", i.recording ? 1 : 0);
+  pa_metrics_family(b, "playarea_mcap_messages_total", "counter",
+                    "messages written to the running MCAP recording, and "
+                    "dropped");
+  evbuffer_add_printf(b,
+                      "playarea_mcap_messages_total{outcome=\"written\"} "
+                      "%llu\nplayarea_mcap_messages_total{outcome="
+                      "\"dropped\"} %llu\n",
+                      (unsigned long long)i.rec.messages,
+                      (unsigned long long)i.rec.dropped);
+}
+
+static const pa_fe_listener fox_listeners[] = {
+    {"foxglove", PA_PORT_TCP, "--foxglove_port",
+     offsetof(pa_netgw_def, foxglove_port), true, true, 64},
+};
+
+const pa_frontend pa_fe_foxglove = {
+    .name = "foxglove",
+    .listeners = fox_listeners,
+    .n_listeners = 1,
+    .token = true,
+    .start = fox_start,
+    .stop = fox_stop,
+    .on_reply = pa_fox_on_reply,
+    .on_command = pa_fox_note_command,
+    .call = fox_service,
+    .metrics = fox_metrics,
+};
