@@ -79,9 +79,10 @@ const pa_frontend *pa_core_line_frontend(const char *line, size_t len);
 
 /* ---- listen.c: the core binds every listener and keeps its port -------- */
 
-#define PA_LISTEN_TAKEN (-2) /* the kept port is taken: a configuration error  \
-                              */
-#define PA_LISTEN_OFF (-3)   /* the flag turns it off */
+/* pa_core_listen: the kept port is taken (a configuration error); the
+ * flag turns the listener off. */
+#define PA_LISTEN_TAKEN (-2)
+#define PA_LISTEN_OFF (-3)
 typedef struct pa_listen_spec {
   const char *name;
   int kind; /* PA_PORT_TCP / PA_PORT_UDP */
