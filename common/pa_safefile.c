@@ -15,6 +15,10 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+/* A symlink is refused wherever it leads: where is not looked up. */
+#define SYMLINK_FORBIDDEN                                                      \
+  "forbidden path (a symlink, which may lead outside the data directory): %s"
+
 static void errf(char *err, size_t err_sz, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 static void errf(char *err, size_t err_sz, const char *fmt, ...) {
@@ -84,7 +88,7 @@ static int open_component(int cur, const char *c, bool mk, const char *rel,
     if (e == ELOOP || ((e == ENOTDIR || e == EACCES) &&
                        fstatat(cur, c, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
                        S_ISLNK(st.st_mode))) {
-      errf(err, err_sz, "forbidden path (a symlink on the way): %s", rel);
+      errf(err, err_sz, SYMLINK_FORBIDDEN, rel);
       return PA_SAFE_FORBIDDEN;
     }
     if (e == ENOTDIR) {
@@ -123,7 +127,8 @@ int pa_safe_parent(int root, const char *data_dir, const char *rel,
   size_t plen = 0;
   char *save = NULL;
   const char *last = NULL;
-  for (char *c = strtok_r(path, "/", &save); c; c = strtok_r(NULL, "/", &save)) {
+  for (char *c = strtok_r(path, "/", &save); c;
+       c = strtok_r(NULL, "/", &save)) {
     if (!strcmp(c, ".."))
       return errf(err, err_sz, "forbidden path ('..'): %s", rel),
              PA_SAFE_FORBIDDEN;
@@ -153,7 +158,7 @@ int pa_safe_parent(int root, const char *data_dir, const char *rel,
     return PA_SAFE_OK;
   }
   if (errno == EXDEV || errno == ELOOP) {
-    errf(err, err_sz, "forbidden path (a symlink on the way): %s", rel);
+    errf(err, err_sz, SYMLINK_FORBIDDEN, rel);
     return PA_SAFE_FORBIDDEN;
   }
   /* no openat2, or a directory to create: one component at a time */
@@ -230,8 +235,8 @@ int pa_safe_open_direct(int root, const char *data_dir, const char *rel,
                         unsigned flags, char *err, size_t err_sz) {
   char base[PA_SAFE_NAME_MAX];
   int dirfd;
-  int rc = pa_safe_parent(root, data_dir, rel, flags, &dirfd, base, err,
-                          err_sz);
+  int rc =
+      pa_safe_parent(root, data_dir, rel, flags, &dirfd, base, err, err_sz);
   if (rc != PA_SAFE_OK)
     return rc;
   rc = check_target(dirfd, base, flags, rel, err, err_sz);
@@ -241,8 +246,8 @@ int pa_safe_open_direct(int root, const char *data_dir, const char *rel,
   }
   /* O_NONBLOCK: a FIFO in its place must not hold us; cleared below */
   int o = O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY;
-  int fd = openat(dirfd, base, o | (flags & PA_SAFE_OVERWRITE ? 0 : O_EXCL),
-                  0644);
+  int fd =
+      openat(dirfd, base, o | (flags & PA_SAFE_OVERWRITE ? 0 : O_EXCL), 0644);
   int e = errno;
   close(dirfd);
   struct stat st;
@@ -312,8 +317,8 @@ int pa_safe_commit(pa_safe_file *f, char *err, size_t err_sz) {
   } else if (f->flags & PA_SAFE_OVERWRITE) {
     if (renameat(f->dirfd, f->tmp, f->dirfd, f->base) != 0)
       rc = pa_safe_io_error(f, errno, err, err_sz);
-  } else if (renameat2(f->dirfd, f->tmp, f->dirfd, f->base,
-                       RENAME_NOREPLACE) != 0) {
+  } else if (renameat2(f->dirfd, f->tmp, f->dirfd, f->base, RENAME_NOREPLACE) !=
+             0) {
     /* a file that appeared meanwhile is not replaced either */
     e = errno;
     if (e == EINVAL && linkat(f->dirfd, f->tmp, f->dirfd, f->base, 0) == 0)

@@ -33,8 +33,8 @@ enum {
   PA_SAFE_MKDIRS = 1u << 1,    /* create missing directories (0755) */
 };
 
-#define PA_SAFE_NAME_MAX 256  /* a file name, NUL included */
-#define PA_SAFE_REL_MAX 1024  /* a path as the client gave it */
+#define PA_SAFE_NAME_MAX 256 /* a file name, NUL included */
+#define PA_SAFE_REL_MAX 1024 /* a path as the client gave it */
 
 /* One file being written: fd is the temporary file; the caller writes it
  * (write(2), fdopen, gzdopen ...) and ends with commit or abort. */
