@@ -306,8 +306,8 @@ pa_netgw *pa_netgw_create(const pa_netgw_def *d, pa_stack *stack, char *err,
     goto fail;
   if (d->record && *d->record) {
     char path[PATH_MAX];
-    if (pa_fox_record_path(g, d->record, false, path, sizeof path, err,
-                           err_sz) != 0 ||
+    if (pa_fox_record_next_path(g, d->record, path, sizeof path, err, err_sz) !=
+            0 ||
         pa_fox_record_start(g->fox, path, NULL, 0, err, err_sz) != 0) {
       char why[512];
       snprintf(why, sizeof why, "--record: %s", err);

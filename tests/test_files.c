@@ -112,9 +112,41 @@ static void uploads_no_symlinks(void **state) {
   assert_string_equal(text, "c: 3\n");
 }
 
+static long file_size(const char *path) {
+  struct stat st;
+  return stat(path, &st) == 0 ? (long)st.st_size : -1;
+}
+
+/* Issue 32 #5: --record run.mcap, then pa-netgw crashes: the restarted one
+ * records into run.1.mcap (then run.2.mcap), never over run.mcap, and says
+ * so in its log; it does not exit on the existing file. */
+static void record_continues_numbered(void **state) {
+  (void)state;
+  test_dir("record");
+  char f0[700], f1[700], f2[700];
+  snprintf(f0, sizeof f0, "%s/run.mcap", ddir);
+  snprintf(f1, sizeof f1, "%s/run.1.mcap", ddir);
+  snprintf(f2, sizeof f2, "%s/run.2.mcap", ddir);
+  const char *gw[] = {"--data_dir", ddir, "--record", "run.mcap", NULL};
+  cfd = ng_open(&stack, "record", NULL, gw);
+  assert_true(file_size(f0) > 0);
+  close(cfd);
+  cfd = -1;
+  for (int k = 1; k <= 2; k++) {
+    pa_test_stop(stack.gw, SIGKILL, 5000); /* a crash */
+    long before = file_size(f0);
+    assert_int_equal(ng_start_gw(&stack, gw), 0);
+    assert_true(file_size(k == 1 ? f1 : f2) > 0);
+    assert_int_equal(file_size(f0), before); /* untouched */
+    assert_true(pa_test_file_contains(stack.gw_log, "exists (an earlier run"));
+  }
+  assert_true(file_size(f1) > 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_teardown(uploads_no_symlinks, teardown),
+      cmocka_unit_test_teardown(record_continues_numbered, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
