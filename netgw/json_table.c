@@ -201,8 +201,8 @@ static const jaction actions[] = {
     ROW(list_visuals, CMD, NULL, COST(list_visuals), 0, ""),
     ROW(set_camera, CMD, NULL, NULL, 0, "position look_at width height"),
     ROW(focus_on, CMD, NULL, NULL, 0, "object"),
-    ROW(request_screenshot, CMD, NULL, NULL, 0, "name"),
-    ROW(start_recording_video, CMD, NULL, NULL, 0, "name fps frames"),
+    ROW(request_screenshot, CMD, NULL, NULL, 0, "name overwrite"),
+    ROW(start_recording_video, CMD, NULL, NULL, 0, "name fps frames overwrite"),
     ROW(stop_recording_video, CMD, NULL, NULL, 0, ""),
 #define VIS_KEYS                                                               \
   "name position orientation yaw size color visible camera_visible"
