@@ -431,6 +431,12 @@ static const char *ext_of(const char *path) {
 
 int pa_map_save(const pa_grid *g, const char *yaml_path, const char *png_path,
                 char *err, size_t err_sz) {
+  return pa_map_save_named(g, yaml_path, png_path, NULL, err, err_sz);
+}
+
+int pa_map_save_named(const pa_grid *g, const char *yaml_path,
+                      const char *png_path, const char *image_name, char *err,
+                      size_t err_sz) {
   if (!g || !g->cells || !g->width || !g->height) {
     snprintf(err, err_sz, "save: empty grid");
     return -1;
@@ -439,7 +445,7 @@ int pa_map_save(const pa_grid *g, const char *yaml_path, const char *png_path,
     snprintf(err, err_sz, "save: grid too large");
     return -1;
   }
-  const char *ext = ext_of(png_path);
+  const char *ext = ext_of(image_name ? image_name : png_path);
   if (strcasecmp(ext, "png") && strcasecmp(ext, "pgm") &&
       strcasecmp(ext, "bmp")) {
     snprintf(err, err_sz, "%s: image must end in .png, .pgm or .bmp", png_path);
@@ -498,7 +504,9 @@ int pa_map_save(const pa_grid *g, const char *yaml_path, const char *png_path,
   char ydir[PA_MAP_PATH_MAX], idir[PA_MAP_PATH_MAX], img[PA_MAP_PATH_MAX];
   pa_map_dirname(yaml_path, ydir, sizeof ydir);
   pa_map_dirname(png_path, idir, sizeof idir);
-  if (!strcmp(ydir, idir)) {
+  if (image_name) {
+    snprintf(img, sizeof img, "%s", image_name);
+  } else if (!strcmp(ydir, idir)) {
     const char *slash = strrchr(png_path, '/');
     snprintf(img, sizeof img, "%s", slash ? slash + 1 : png_path);
   } else if (!realpath(png_path, img)) {

@@ -83,6 +83,12 @@ int pa_map_load_default(pa_grid *out, char *err, size_t err_sz);
  * (0/254/205) when the cells are only -1/0/100, else raw with negate 1. */
 int pa_map_save(const pa_grid *g, const char *yaml_path, const char *png_path,
                 char *err, size_t err_sz);
+/* pa_map_save with the image's name in the yaml (and its format, by its
+ * extension) given apart from the path it is written to: for writers that
+ * write through /proc/self/fd/N into temporary files (pa_safefile). */
+int pa_map_save_named(const pa_grid *g, const char *yaml_path,
+                      const char *png_path, const char *image_name, char *err,
+                      size_t err_sz);
 void pa_grid_free(pa_grid *g);
 
 /* Files a client names at run time (set_map, set_scenario): every file read

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "pa_safefile.h"
 #include "pa_util.h"
 
 #define SPEC_FOV (60 * M_PI / 180)
@@ -160,15 +161,29 @@ static void screenshot(pa_spec_state *S, pa_stack *st,
   } else if (spectator_render(S, st, sc, v, err, sizeof err) < 0) {
     pa_warn("screenshot %s: %s", name, err);
   } else {
-    snprintf(path, sizeof path, "%s/%s.png", S->dir, name);
-    snprintf(tmp, sizeof tmp, "%s/.%s.png.tmp", S->dir, name);
-    /* Renamed into place: a client polling for the file sees it whole. */
-    if (pa_render_write_png(tmp, S->rgb, S->w, S->h, err, sizeof err) < 0) {
+    snprintf(path, sizeof path, "%s.png", name);
+    /* An O_EXCL|O_NOFOLLOW temp file renamed into place: a client polling
+     * for the file sees it whole; a planted symlink is never followed. */
+    pa_safe_file f;
+    unsigned fl = __atomic_load_n(&sp->shot_overwrite, __ATOMIC_ACQUIRE)
+                      ? PA_SAFE_OVERWRITE
+                      : 0;
+    int root = pa_safe_root_open(S->dir, err, sizeof err);
+    int rc = root < 0
+                 ? PA_SAFE_IO
+                 : pa_safe_begin(&f, root, NULL, path, fl, err, sizeof err);
+    if (root >= 0)
+      close(root);
+    snprintf(tmp, sizeof tmp, "/proc/self/fd/%d", rc == 0 ? f.fd : -1);
+    if (rc == 0 &&
+        pa_render_write_png(tmp, S->rgb, S->w, S->h, err, sizeof err) < 0) {
+      pa_safe_abort(&f);
+      rc = PA_SAFE_IO;
+    } else if (rc == 0) {
+      rc = pa_safe_commit(&f, err, sizeof err);
+    }
+    if (rc != 0) {
       pa_warn("screenshot %s: %s", name, err);
-      unlink(tmp);
-    } else if (rename(tmp, path) != 0) {
-      pa_warn("screenshot %s: rename: %s", path, strerror(errno));
-      unlink(tmp);
     } else {
       st_ok = 0;
       pa_info("screenshot %s (%ux%u)", path, S->w, S->h);
@@ -206,15 +221,35 @@ static void video_start(pa_spec_state *S, pa_stack *st, int64_t now) {
   S->fps = (int)lround(fps);
   S->frames_max = sp->rec_frames_max;
   sp->rec_frames = sp->rec_dropped = 0;
-  snprintf(path, sizeof path, "%s/%s.mp4", S->dir, name);
-  if (!pa_snapshot_name_ok(name) ||
-      pa_video_open(&S->video, path, w, h, S->fps, sp->rec_codec,
-                    sizeof sp->rec_codec, err, sizeof err) < 0) {
-    pa_warn("video %s: %s", path, pa_snapshot_name_ok(name) ? err : "bad name");
+  snprintf(path, sizeof path, "%s.mp4", name);
+  /* Created here O_EXCL|O_NOFOLLOW (O_TRUNC with overwrite) beneath the
+   * data directory; FFmpeg opens /proc/self/fd/N, the same file whatever
+   * is at its name since (avio itself would follow a planted symlink). */
+  int fd = -1;
+  if (pa_snapshot_name_ok(name)) {
+    unsigned fl = __atomic_load_n(&sp->rec_overwrite, __ATOMIC_ACQUIRE)
+                      ? PA_SAFE_OVERWRITE
+                      : 0;
+    int root = pa_safe_root_open(S->dir, err, sizeof err);
+    fd = root < 0 ? -1
+                  : pa_safe_open_direct(root, NULL, path, fl, err, sizeof err);
+    if (root >= 0)
+      close(root);
+  } else {
+    snprintf(err, sizeof err, "bad name");
+  }
+  char fdpath[64];
+  snprintf(fdpath, sizeof fdpath, "/proc/self/fd/%d", fd);
+  if (fd < 0 || pa_video_open(&S->video, fdpath, w, h, S->fps, sp->rec_codec,
+                              sizeof sp->rec_codec, err, sizeof err) < 0) {
+    pa_warn("video %s: %s", path, err);
+    if (fd >= 0)
+      close(fd);
     S->video = NULL;
     __atomic_store_n(&sp->rec_state, PA_REC_FAILED, __ATOMIC_RELEASE);
     return;
   }
+  close(fd); /* FFmpeg holds its own */
   if (strcmp(sp->rec_codec, "h264"))
     pa_warn("video: no H.264 encoder in this libavcodec: MPEG-4 part 2 in "
             "the MP4 instead");

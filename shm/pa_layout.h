@@ -463,6 +463,9 @@ enum { PA_CMDF_DRIVE = 1u << 0, PA_CMDF_NO_REPLY = 1u << 1 };
 /* STEP: afterwards pa-sim writes robots [obs_first, +obs_count)'s states and
  * newest scans into the observation segment (its reply's step.obs_seq). */
 enum { PA_CMDF_OBS = 1u << 5 };
+/* SAVE_SNAPSHOT_JSON, SAVE_WORLD, EXPORT_DATASET: replace files that exist
+ * (the request's overwrite: true); without it they are refused by name. */
+enum { PA_CMDF_OVERWRITE = 1u << 6 };
 enum { /* MOVE_AGENT: what changes */
        PA_CMDF_AGENT_POSE = 1u << 2,
        PA_CMDF_AGENT_GOAL = 1u << 3,  /* path: waypoints (one = a goal) */

@@ -216,6 +216,63 @@ const char *pa_shm_size_name(uint32_t kind, unsigned i, char *tmp,
   return tmp;
 }
 
+const char *pa_shm_file_type(unsigned st_mode) {
+  switch (st_mode & S_IFMT) {
+  case S_IFREG:
+    return "a regular file";
+  case S_IFIFO:
+    return "a FIFO";
+  case S_IFSOCK:
+    return "a socket";
+  case S_IFCHR:
+    return "a character device";
+  case S_IFBLK:
+    return "a block device";
+  case S_IFDIR:
+    return "a directory";
+  case S_IFLNK:
+    return "a symlink";
+  default:
+    return "of an unknown type";
+  }
+}
+
+int pa_shm_open_checked(const char *name, int flags, unsigned mode,
+                        struct stat *st, char *err, size_t err_sz) {
+  /* O_NONBLOCK: a planted FIFO must not hold open() until a writer comes */
+  int fd = shm_open(name, flags | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC,
+                    (mode_t)mode);
+  if (fd < 0) {
+    int e = errno;
+    if (e == ELOOP)
+      pa_shm_errf(err, err_sz, "/dev/shm%s: not a regular file (a symlink)",
+                  name);
+    else
+      pa_shm_errf(err, err_sz, "%s: %s", name,
+                  e == ENOENT ? "does not exist" : strerror(e));
+    errno = e;
+    return -1;
+  }
+  struct stat sb;
+  if (fstat(fd, &sb) != 0) {
+    int e = errno;
+    pa_shm_errf(err, err_sz, "%s: fstat: %s", name, strerror(e));
+    close(fd);
+    errno = e;
+    return -1;
+  }
+  if (!S_ISREG(sb.st_mode)) {
+    pa_shm_errf(err, err_sz, "/dev/shm%s: not a regular file (%s)", name,
+                pa_shm_file_type(sb.st_mode));
+    close(fd);
+    errno = EINVAL;
+    return -1;
+  }
+  if (st)
+    *st = sb;
+  return fd;
+}
+
 int pa_shm_create(pa_shm_seg *seg, const char *name, uint32_t kind,
                   const uint64_t sizes[PA_SHM_MAX_SIZES], size_t total_size,
                   uint64_t boot_id, char *err, size_t err_sz) {
@@ -229,7 +286,9 @@ int pa_shm_create(pa_shm_seg *seg, const char *name, uint32_t kind,
                 name, total_size);
     return PA_SHM_EINVAL;
   }
-  int fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  char why[PA_SHM_NAME_MAX + 96];
+  int fd = pa_shm_open_checked(name, O_RDWR | O_CREAT | O_EXCL, 0600, NULL,
+                               why, sizeof why);
   if (fd < 0) {
     int e = errno;
     pa_shm_errf(err, err_sz, "%s: create: %s", name, strerror(e));
@@ -310,12 +369,11 @@ int pa_shm_attach(pa_shm_seg *seg, const char *name, uint32_t kind,
     pa_shm_errf(err, err_sz, "bad segment name '%.100s'", name ? name : "");
     return PA_SHM_EINVAL;
   }
-  int fd = shm_open(name, O_RDWR | O_CLOEXEC, 0);
+  int fd = pa_shm_open_checked(name, O_RDWR, 0, NULL, err, err_sz);
   if (fd < 0) {
     int e = errno;
-    pa_shm_errf(err, err_sz, "%s: %s", name,
-                e == ENOENT ? "does not exist" : strerror(e));
-    errno = e;
+    if (e == EINVAL || e == ELOOP)
+      return PA_SHM_EMISMATCH;
     return e == ENOENT ? PA_SHM_ENOENT : PA_SHM_ESYS;
   }
   int rc = 0;

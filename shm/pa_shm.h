@@ -115,6 +115,19 @@ int pa_shm_attach(pa_shm_seg *seg, const char *name, uint32_t kind,
                   const uint64_t expect_sizes[PA_SHM_MAX_SIZES], char *err,
                   size_t err_sz);
 void pa_shm_detach(pa_shm_seg *seg);
+
+/* Opens shared-memory object name as shm_open does, always with
+ * O_NOFOLLOW|O_NONBLOCK|O_NOCTTY|O_CLOEXEC (a FIFO or device planted under
+ * the name opens without waiting for a peer), and refuses anything that is
+ * not a regular file by name: "/dev/shm/playarea.x.ctl: not a regular file
+ * (a FIFO)". The fd (its fstat in *st when st is not NULL), or -1 with errno
+ * (EINVAL for a file of another type, ELOOP for a symlink) and err. */
+struct stat;
+int pa_shm_open_checked(const char *name, int flags, unsigned mode,
+                        struct stat *st, char *err, size_t err_sz);
+/* "a FIFO", "a socket", "a character device", "a block device",
+ * "a directory", "a symlink", "a regular file" for an st_mode. */
+const char *pa_shm_file_type(unsigned st_mode);
 int pa_shm_unlink(const char *name); /* ENOENT is not an error */
 
 /* True when the owner pid no longer exists (kill(pid, 0) == ESRCH). */
@@ -292,6 +305,11 @@ enum {
  * than 0600, as playarea never makes): its liveness cannot be trusted or
  * seen; pa_stack_create replaces it when it can, else refuses by name. */
 int pa_stack_probe(const char *instance);
+/* True, with why = "/dev/shm/playarea.x.ctl: not a regular file (a FIFO)",
+ * when an object of the instance is not a regular file (a FIFO, device,
+ * socket, directory or symlink someone planted): such an instance is
+ * FOREIGN and never opened for reading. */
+bool pa_stack_refused(const char *instance, char *why, size_t why_sz);
 /* The first foreign object of the instance: its uid, mode bits and owner pid
  * (0 unreadable), and whether that pid runs as that uid (another user's
  * live instance); false when none is foreign. */

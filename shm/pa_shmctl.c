@@ -101,7 +101,7 @@ static int cmd_ls(void) {
          "MB", "HEADS (state scan camera)");
   for (int i = 0; i < n; i++) {
     int st = pa_stack_probe(v[i].name);
-    char heads[96] = "-";
+    char heads[400] = "-";
     pa_stack s;
     char err[256];
     if (st == PA_STACK_LIVE && pa_stack_attach(&s, v[i].name, err, sizeof err) == 0) {
@@ -113,10 +113,16 @@ static int cmd_ls(void) {
     int32_t owner = owner_of(v[i].name);
     uint32_t uid, mode;
     bool alive;
-    if (st == PA_STACK_FOREIGN &&
-        pa_stack_foreign_info(v[i].name, &uid, &mode, &owner, &alive))
+    char why[400];
+    const char *state = state_name(st);
+    if (st == PA_STACK_FOREIGN && pa_stack_refused(v[i].name, why, sizeof why)) {
+      state = "refused"; /* a planted FIFO or device: listed, never opened */
+      snprintf(heads, sizeof heads, "%s", why);
+    } else if (st == PA_STACK_FOREIGN &&
+               pa_stack_foreign_info(v[i].name, &uid, &mode, &owner, &alive)) {
       snprintf(heads, sizeof heads, "uid %u mode %04o", uid, mode);
-    printf("%-24s %-8s %8d %4d %10.1f  %s\n", v[i].name, state_name(st),
+    }
+    printf("%-24s %-8s %8d %4d %10.1f  %s\n", v[i].name, state,
            (int)owner, v[i].segments, (double)v[i].bytes / (1024.0 * 1024.0),
            heads);
   }
@@ -133,6 +139,11 @@ static int cmd_gc(const char *prefix) {
     if (prefix && strncmp(v[i].name, prefix, strlen(prefix)) != 0)
       continue;
     int st = pa_stack_probe(v[i].name);
+    char why[400];
+    if (st == PA_STACK_FOREIGN && pa_stack_refused(v[i].name, why, sizeof why)) {
+      printf("left instance %s: refused: %s\n", v[i].name, why);
+      continue;
+    }
     if (st == PA_STACK_FOREIGN) {
       uint32_t uid = 0, mode = 0;
       int32_t pid = 0;

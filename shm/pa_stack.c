@@ -259,11 +259,13 @@ int pa_stack_create(pa_stack *s, const pa_stack_def *d, char *err,
                 d->instance, (int)owner);
     return PA_SHM_EEXIST;
   }
-  char stale_note[256] = "";
+  char stale_note[640] = "";
   if (state == PA_STACK_FOREIGN) {
     uint32_t uid, mode;
     bool alive;
+    char why[400] = "";
     pa_stack_foreign_info(d->instance, &uid, &mode, &owner, &alive);
+    pa_stack_refused(d->instance, why, sizeof why);
     if (alive) {
       pa_shm_errf(err, err_sz,
                   "instance '%s' belongs to another user (uid %u, owner pid "
@@ -275,17 +277,27 @@ int pa_stack_create(pa_stack *s, const pa_stack_def *d, char *err,
      * (root, or our own with a wrong mode), else refused by name. */
     pa_stack_unlink(d->instance);
     if (pa_stack_probe(d->instance) != PA_STACK_NONE) {
-      pa_shm_errf(err, err_sz,
-                  "instance '%s': /dev/shm/playarea.%s.* holds an object of "
-                  "uid %u mode %04o, not ours (uid %u, 0600), that we cannot "
-                  "remove: have it removed or pick another instance",
-                  d->instance, d->instance, uid, mode, (unsigned)geteuid());
+      if (why[0])
+        pa_shm_errf(err, err_sz,
+                    "instance '%s': %s, that we cannot remove: have it "
+                    "removed or pick another instance",
+                    d->instance, why);
+      else
+        pa_shm_errf(err, err_sz,
+                    "instance '%s': /dev/shm/playarea.%s.* holds an object of "
+                    "uid %u mode %04o, not ours (uid %u, 0600), that we "
+                    "cannot remove: have it removed or pick another instance",
+                    d->instance, d->instance, uid, mode, (unsigned)geteuid());
       return PA_SHM_EEXIST;
     }
-    snprintf(stale_note, sizeof stale_note,
-             "replaced instance '%s': its objects were not ours (uid %u, "
-             "mode %04o, owner pid %d)",
-             d->instance, uid, mode, (int)owner);
+    if (why[0])
+      snprintf(stale_note, sizeof stale_note,
+               "replaced instance '%s': refused %s", d->instance, why);
+    else
+      snprintf(stale_note, sizeof stale_note,
+               "replaced instance '%s': its objects were not ours (uid %u, "
+               "mode %04o, owner pid %d)",
+               d->instance, uid, mode, (int)owner);
   }
   if (state == PA_STACK_STALE) {
     pa_stack_unlink(d->instance);

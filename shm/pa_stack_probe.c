@@ -71,6 +71,30 @@ static void find_foreign(const char *name, void *arg) {
   }
 }
 
+typedef struct odd_find {
+  char *why;
+  size_t why_sz;
+  bool found;
+} odd_find;
+
+static void find_odd(const char *name, void *arg) {
+  odd_find *f = arg;
+  char path[320];
+  struct stat st;
+  snprintf(path, sizeof path, "/dev/shm/%s", name);
+  if (f->found || lstat(path, &st) != 0 || S_ISREG(st.st_mode))
+    return;
+  f->found = true;
+  pa_shm_errf(f->why, f->why_sz, "%s: not a regular file (%s)", path,
+              pa_shm_file_type(st.st_mode));
+}
+
+bool pa_stack_refused(const char *instance, char *why, size_t why_sz) {
+  odd_find f = {why, why_sz, false};
+  for_each_object(instance, "", find_odd, &f);
+  return f.found;
+}
+
 /* The owner pid written in a ctl object (0 when unreadable). */
 static int32_t ctl_owner(int fd, const struct stat *st) {
   if ((size_t)st->st_size < sizeof(pa_shm_header))
@@ -99,10 +123,10 @@ int pa_stack_int_probe_owner(const char *instance, int32_t *owner) {
   for_each_object(instance, "", find_foreign, &ff);
   if (ff.found)
     return PA_STACK_FOREIGN;
-  int fd = shm_open(name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW, 0);
+  int fd = pa_shm_open_checked(name, O_RDONLY, 0, NULL, NULL, 0);
   if (fd < 0) {
-    if (errno == EACCES)
-      return PA_STACK_FOREIGN;
+    if (errno == EACCES || errno == EINVAL || errno == ELOOP)
+      return PA_STACK_FOREIGN; /* planted since the scan: not ours either */
     /* Segments without a ctl are leftovers of a crash or a half unlink. */
     return for_each_object(instance, "", NULL, NULL) > 0 ? PA_STACK_STALE
                                                          : PA_STACK_NONE;
@@ -154,9 +178,9 @@ bool pa_stack_foreign_info(const char *instance, uint32_t *uid, uint32_t *mode,
   if (pa_shm_name(name, sizeof name, instance, "ctl", NULL, 0))
     return false;
   for_each_object(instance, "", find_foreign, &ff);
-  int fd = shm_open(name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW, 0);
   struct stat st;
-  if (fd >= 0 && fstat(fd, &st) == 0) {
+  int fd = pa_shm_open_checked(name, O_RDONLY, 0, &st, NULL, 0);
+  if (fd >= 0) {
     if (!ff.found && !ours(&st)) {
       ff.found = true;
       ff.st = st;

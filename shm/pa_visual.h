@@ -79,6 +79,9 @@ typedef struct pa_spectator {
   uint32_t rec_state;               /* PA_REC_* */
   uint64_t rec_frames, rec_dropped; /* of the current or last video */
   char rec_codec[16];               /* "h264" (libx264) or "mpeg4" */
+  /* pa-netgw, with shot_name / rec_name: 1 = replace an existing file
+   * (the request's overwrite: true); 0 = refuse it */
+  uint32_t shot_overwrite, rec_overwrite;
 } pa_spectator;
 
 typedef struct pa_visual_block {

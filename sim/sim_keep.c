@@ -129,11 +129,12 @@ int pa_sim_keep_open(const pa_sim_model *m, pa_sim_state *s, pa_stack *st,
     return -1;
   const pa_shm_header *ch = st->ctl_seg.base;
   size_t slot = slot_bytes(s), total = slot_off(2, slot);
-  int fd = shm_open(name, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  char why[PA_SHM_NAME_MAX + 96];
+  int fd = pa_shm_open_checked(name, O_RDWR | O_CREAT, 0600, NULL, why,
+                               sizeof why);
   if (fd < 0) {
-    pa_warn("sim-keep %s: %s: held forces and agents will not survive a "
-            "restart",
-            name, strerror(errno));
+    pa_warn("sim-keep %s: held forces and agents will not survive a restart",
+            why);
     return -1;
   }
   struct stat sb;

@@ -57,9 +57,30 @@ static void obstacle(FILE *f, const pa_obstacle_info *o) {
   fprintf(f, "}\n");
 }
 
+/* The map through fy and fp (temporary files of pa_safefile), committed:
+ * 0, or -1 with r set and both removed. */
+static int save_map(const pa_sim_model *m, pa_safe_file *fy, pa_safe_file *fp,
+                    pa_reply *r) {
+  char yp[64], pp[64], err[PA_CMD_PATH_MAX + 128];
+  snprintf(yp, sizeof yp, "/proc/self/fd/%d", fy->fd);
+  snprintf(pp, sizeof pp, "/proc/self/fd/%d", fp->fd);
+  errno = 0;
+  if (pa_map_save_named(&m->grid, yp, pp, fp->base, err, sizeof err) != 0) {
+    int e = errno ? errno : EIO;
+    pa_safe_abort(fy);
+    pa_sim_int_file_end(fp, e, r);
+    return -1;
+  }
+  if (pa_sim_int_file_end(fp, 0, r) != 0) {
+    pa_safe_abort(fy);
+    return -1;
+  }
+  return pa_sim_int_file_end(fy, 0, r);
+}
+
 pa_status pa_sim_int_save_world(const pa_sim_model *m, pa_sim_state *s,
                                 const pa_cmd *c, pa_reply *r) {
-  char cpath[PA_CMD_PATH_MAX], path[PATH_MAX + 64];
+  char cpath[PA_CMD_PATH_MAX];
   memcpy(cpath, c->path, sizeof cpath);
   cpath[sizeof cpath - 1] = 0;
   size_t n = strlen(cpath);
@@ -82,22 +103,35 @@ pa_status pa_sim_int_save_world(const pa_sim_model *m, pa_sim_state *s,
                              "cannot hold (use A-Z a-z 0-9 _ . -)",
                              rob ? "robot" : "obstacle", nm);
   }
-  if (pa_sim_int_write_path(m, cpath, path, sizeof path, r) != 0)
-    return (pa_status)r->status;
-  /* <stem>.map.yaml and <stem>.map.png beside the world file */
-  char stem[PATH_MAX + 64], map_yaml[PATH_MAX + 80], map_png[PATH_MAX + 80],
-      tmp[PATH_MAX + 96], err[PATH_MAX + 128];
-  snprintf(stem, sizeof stem, "%s", path);
+  /* <stem>.map.yaml and <stem>.map.png beside the world file: all three
+   * checked (exists, symlinks) before any is written, the world last */
+  char stem[PA_CMD_PATH_MAX], map_yaml[PA_CMD_PATH_MAX + 16],
+      map_png[PA_CMD_PATH_MAX + 16];
+  snprintf(stem, sizeof stem, "%s", cpath);
   *strrchr(stem, '.') = 0;
   snprintf(map_yaml, sizeof map_yaml, "%s.map.yaml", stem);
   snprintf(map_png, sizeof map_png, "%s.map.png", stem);
-  if (pa_map_save(&m->grid, map_yaml, map_png, err, sizeof err) != 0)
-    return pa_sim_int_fail(r, PA_ERR_INVALID_MESSAGE, "save_world: %s", err);
-  snprintf(tmp, sizeof tmp, "%s.tmp%d", path, (int)getpid());
-  FILE *f = fopen(tmp, "w");
-  if (!f)
-    return pa_sim_int_fail(r, PA_ERR_INVALID_MESSAGE, "cannot write %s: %s",
-                           cpath, strerror(errno));
+  pa_safe_file fw, fy, fp;
+  fy.fd = fy.dirfd = fp.fd = fp.dirfd = -1;
+  if (pa_sim_int_file_begin(m, c, cpath, &fw, r) != 0)
+    return (pa_status)r->status;
+  if (pa_sim_int_file_begin(m, c, map_yaml, &fy, r) != 0 ||
+      pa_sim_int_file_begin(m, c, map_png, &fp, r) != 0) {
+    pa_safe_abort(&fw);
+    pa_safe_abort(&fy);
+    return (pa_status)r->status;
+  }
+  if (save_map(m, &fy, &fp, r) != 0) {
+    pa_safe_abort(&fw);
+    return (pa_status)r->status;
+  }
+  FILE *f = fdopen(fw.fd, "w");
+  if (!f) {
+    int e = errno;
+    pa_sim_int_file_end(&fw, e, r);
+    return (pa_status)r->status;
+  }
+  fw.fd = -1; /* fclose closes it; committed after */
   const char *base = strrchr(map_yaml, '/');
   fprintf(f,
           "# A playarea world saved by save_world at tick %llu (sim time "
@@ -122,13 +156,13 @@ pa_status pa_sim_int_save_world(const pa_sim_model *m, pa_sim_state *s,
     }
   if (!no)
     fprintf(f, "  []\n");
-  int bad = ferror(f);
-  if (fclose(f) != 0 || bad || rename(tmp, path) != 0) {
-    int e = errno;
-    unlink(tmp);
-    return pa_sim_int_fail(r, PA_ERR_INVALID_MESSAGE, "cannot write %s: %s",
-                           cpath, strerror(e));
-  }
+  int e = fflush(f) != 0 || ferror(f) ? (errno ? errno : EIO) : 0;
+  if (!e && fsync(fileno(f)) != 0)
+    e = errno;
+  if (fclose(f) != 0 && !e)
+    e = errno;
+  if (pa_sim_int_file_end(&fw, e, r) != 0)
+    return (pa_status)r->status;
   r->snapshot.robots = nr;
   r->snapshot.obstacles = no;
   r->snapshot.tick = s->tick;

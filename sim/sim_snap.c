@@ -64,14 +64,19 @@ pa_status pa_sim_int_snapshot_save(const pa_sim_model *m,
   char path[PA_SHM_NAME_MAX];
   if (snap_path(m, name, path, r) != 0)
     return (pa_status)r->status;
-  int fd = shm_open(path, O_RDWR | O_CLOEXEC, 0600);
+  char why[PA_SHM_NAME_MAX + 96] = "";
+  int fd = pa_shm_open_checked(path, O_RDWR, 0600, NULL, why, sizeof why);
   bool exists = fd >= 0;
+  if (!exists && (errno == EINVAL || errno == ELOOP))
+    return pa_sim_int_fail(r, PA_ERR_INVALID_MESSAGE,
+                           "cannot save snapshot '%s': %s", name, why);
   if (!exists) {
     if (pa_stack_count_objects(m->def.instance, "snap-") >= PA_SNAPSHOTS_MAX)
       return pa_sim_int_fail(r, PA_ERR_INVALID_MESSAGE,
                        "%d snapshots kept already: save over one of them",
                        PA_SNAPSHOTS_MAX);
-    fd = shm_open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    fd = pa_shm_open_checked(path, O_RDWR | O_CREAT | O_EXCL, 0600, NULL, NULL,
+                             0);
   }
   if (fd < 0)
     return pa_sim_int_fail(r, PA_ERR_INVALID_MESSAGE, "cannot create snapshot '%s': %s",
@@ -152,7 +157,7 @@ pa_status pa_sim_int_snapshot_load(const pa_sim_model *m, pa_sim_state *s,
   char path[PA_SHM_NAME_MAX];
   if (snap_path(m, name, path, r) != 0)
     return (pa_status)r->status;
-  int fd = shm_open(path, O_RDONLY | O_CLOEXEC, 0);
+  int fd = pa_shm_open_checked(path, O_RDONLY, 0, NULL, NULL, 0);
   if (fd < 0)
     return pa_sim_int_fail(r, PA_ERR_UNKNOWN_OBJECT, "no snapshot named '%s'", name);
   struct stat st;

@@ -438,20 +438,52 @@ int pa_sim_int_write_path(const pa_sim_model *m, const char *path, char *out,
   return 0;
 }
 
+int pa_sim_int_file_begin(const pa_sim_model *m, const pa_cmd *c,
+                          const char *rel, pa_safe_file *f, pa_reply *r) {
+  char dir[PATH_MAX], err[PA_CMD_PATH_MAX + 128];
+  f->fd = f->dirfd = -1;
+  if (data_dir(m, dir, r) != 0)
+    return -1;
+  int root = pa_safe_root_open(dir, err, sizeof err);
+  unsigned flags = PA_SAFE_MKDIRS;
+  if (c->flags & PA_CMDF_OVERWRITE)
+    flags |= PA_SAFE_OVERWRITE;
+  int rc = root < 0 ? PA_SAFE_IO
+                    : pa_safe_begin(f, root, dir, rel, flags, err, sizeof err);
+  if (root >= 0)
+    close(root);
+  if (rc == PA_SAFE_OK)
+    return 0;
+  pa_sim_int_fail(r, PA_ERR_INVALID_MESSAGE, "%s", err);
+  return -1;
+}
+
+int pa_sim_int_file_end(pa_safe_file *f, int e, pa_reply *r) {
+  char err[PA_CMD_PATH_MAX + 128];
+  if (e) {
+    pa_safe_io_error(f, e, err, sizeof err);
+    pa_safe_abort(f);
+  } else if (pa_safe_commit(f, err, sizeof err) == PA_SAFE_OK) {
+    return 0;
+  }
+  pa_sim_int_fail(r, PA_ERR_INVALID_MESSAGE, "%s", err);
+  return -1;
+}
+
 /* ---- save and load
  * -----------------------------------------------------------*/
 
 pa_status pa_sim_int_snapshot_json_save(const pa_sim_model *m,
                                         const pa_sim_state *s, const pa_cmd *c,
                                         pa_reply *r) {
-  char path[PATH_MAX + 64], tmp[PATH_MAX + 96];
   char cpath[PA_CMD_PATH_MAX];
   memcpy(cpath, c->path, sizeof cpath);
   cpath[sizeof cpath - 1] = 0;
   if (!cpath[0])
     return pa_sim_int_fail(r, PA_ERR_INVALID_MESSAGE,
                            "a file path is required");
-  if (pa_sim_int_write_path(m, cpath, path, sizeof path, r) != 0)
+  pa_safe_file file;
+  if (pa_sim_int_file_begin(m, c, cpath, &file, r) != 0)
     return (pa_status)r->status;
   json_t *root = json_object();
   json_object_set_new(root, "format", json_string(SNAPJSON_FORMAT));
@@ -503,15 +535,12 @@ pa_status pa_sim_int_snapshot_json_save(const pa_sim_model *m,
   }
   json_object_set_new(root, "agents", agents);
   /* written whole then renamed: a crash never leaves half a file */
-  snprintf(tmp, sizeof tmp, "%s.tmp%d", path, (int)getpid());
-  int rc = json_dump_file(root, tmp, JSON_INDENT(1) | JSON_REAL_PRECISION(17));
+  errno = 0;
+  int rc = json_dumpfd(root, file.fd, JSON_INDENT(1) | JSON_REAL_PRECISION(17));
+  int e = rc != 0 ? (errno ? errno : EIO) : 0;
   json_decref(root);
-  if (rc != 0 || rename(tmp, path) != 0) {
-    int e = errno;
-    unlink(tmp);
-    return pa_sim_int_fail(r, PA_ERR_INVALID_MESSAGE, "cannot write %s: %s",
-                           cpath, strerror(e));
-  }
+  if (pa_sim_int_file_end(&file, e, r) != 0)
+    return (pa_status)r->status;
   r->snapshot.robots = s->robot_count;
   r->snapshot.obstacles = s->obstacle_count;
   r->snapshot.tick = s->tick;

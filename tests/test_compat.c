@@ -243,6 +243,59 @@ static uint32_t robot_bits(uint8_t *out, size_t cap) {
   return t->robot_count;
 }
 
+/* An error reply's message (freed with the reply: copied out). */
+static void err_text(const char *action, const char *data, char *out,
+                     size_t n) {
+  json_t *j = req("command", action, data);
+  const char *m = json_string_value(
+      json_object_get(json_object_get(j, "error"), "message"));
+  snprintf(out, n, "%s", m ? m : "(no error)");
+  json_decref(j);
+}
+
+/* Issue 32 #12/#15: a file that exists is replaced only with overwrite:
+ * true; a symlink planted in the data directory is never written through;
+ * paths outside get one answer whether they exist or not, and no answer
+ * shows the data directory. */
+static void saves_never_clobber(const char *dd) {
+  json_t *k;
+  err("command", "save_snapshot_json", "{\"path\": \"runs/b.json\"}",
+      "invalid_message", "runs/b.json already exists");
+  ok(&k, "save_snapshot_json",
+     "{\"path\": \"runs/b.json\", \"overwrite\": true}");
+  json_decref(k);
+  char victim[700], link[700], text[512];
+  snprintf(victim, sizeof victim, "%s/../victim.txt", dd);
+  FILE *f = fopen(victim, "w");
+  assert_non_null(f);
+  fputs("untouched", f);
+  fclose(f);
+  snprintf(link, sizeof link, "%s/runs/planted.json", dd);
+  assert_int_equal(symlink(victim, link), 0);
+  err("command", "save_snapshot_json", "{\"path\": \"runs/planted.json\"}",
+      "invalid_message", "already exists");
+  ok(&k, "save_snapshot_json",
+     "{\"path\": \"runs/planted.json\", \"overwrite\": true}");
+  json_decref(k);
+  pa_test_read_file(victim, text, sizeof text);
+  assert_string_equal(text, "untouched");
+  struct stat st; /* the link itself was replaced */
+  assert_int_equal(lstat(link, &st), 0);
+  assert_true(S_ISREG(st.st_mode));
+  char e1[512], e2[512];
+  err_text("save_snapshot_json", "{\"path\": \"/etc/shadow\"}", e1, sizeof e1);
+  err_text("save_snapshot_json", "{\"path\": \"/etc/no-such-file\"}", e2,
+           sizeof e2);
+  char *p1 = strstr(e1, "/etc/shadow"), *p2 = strstr(e2, "/etc/no-such-file");
+  assert_non_null(p1);
+  assert_non_null(p2);
+  *p1 = *p2 = 0;
+  assert_string_equal(e1, e2);
+  err_text("save_snapshot_json", "{\"path\": \"runs/b.json\"}", e1, sizeof e1);
+  if (strstr(e1, dd) || strstr(e1, pa_test_tmpdir()))
+    fail_msg("an error shows the data directory: %s", e1);
+}
+
 static void world_files(void **state) {
   (void)state;
   snprintf(ddir, sizeof ddir, "%s/t%d-compat-data", pa_test_tmpdir(),
@@ -313,6 +366,7 @@ static void world_files(void **state) {
       "invalid_message", "cannot open");
   d = ok(&k, "save_snapshot_json", "{\"path\": \"runs/b.json\"}");
   json_decref(k); /* into a directory that exists now */
+  saves_never_clobber(dd);
   /* a symlink inside that leads out: refused, nothing made through it */
   char out[600], link[700];
   snprintf(out, sizeof out, "%s/outside", ddir);
@@ -339,6 +393,10 @@ static void world_files(void **state) {
   json_decref(k);
   d = ok(&k, "save_world", "{\"path\": \"worlds/w.yaml\"}");
   assert_int_equal(json_array_size(json_object_get(d, "paths")), 3);
+  json_decref(k);
+  err("command", "save_world", "{\"path\": \"worlds/w.yaml\"}",
+      "invalid_message", "worlds/w.yaml already exists");
+  ok(&k, "save_world", "{\"path\": \"worlds/w.yaml\", \"overwrite\": true}");
   json_decref(k);
   ok(&k, "set_scenario", "{\"world\": \"worlds/w.yaml\"}");
   json_decref(k);

@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -381,6 +382,24 @@ static unsigned char *spec_shot(int fd, const char *name, int w, int h) {
   return img;
 }
 
+/* spec_shot of a name that exists: with overwrite: true. */
+static unsigned char *spec_shot_over(int fd, const char *name, int w, int h) {
+  json_t *r = call(fd, "request_screenshot",
+                   "{\"name\":\"%s\",\"overwrite\":true}", name);
+  json_int_t req = json_integer_value(
+      json_object_get(json_object_get(r, "data"), "request"));
+  json_decref(r);
+  assert_true(shot_done(fd, req));
+  char path[1024];
+  snprintf(path, sizeof path, "%s/%s.png", pa_test_tmpdir(), name);
+  int iw, ih, ic;
+  unsigned char *img = stbi_load(path, &iw, &ih, &ic, 3);
+  assert_non_null(img);
+  assert_int_equal(iw, w);
+  assert_int_equal(ih, h);
+  return img;
+}
+
 /* Centroid of the pixels within tol of the colour around (x, y). */
 static hits near_colour(const unsigned char *img, int w, int h, int x, int y,
                         int tol) {
@@ -596,6 +615,31 @@ static void test_spectator_screenshot(void **state) {
   refused(fd, "request_screenshot", "{\"name\":\"../x\"}", "invalid_message",
           NULL);
   refused(fd, "focus_on", "{\"object\":\"nobody\"}", "unknown_object", NULL);
+  /* issue 32 #12, #15: an existing file is refused by name unless
+   * overwrite: true; a symlink planted under the name is replaced, never
+   * written through */
+  refused(fd, "request_screenshot", "{\"name\":\"HI\"}", "invalid_message",
+          "HI.png already exists (give overwrite: true");
+  char victim[1024], link[1024], text[64];
+  snprintf(victim, sizeof victim, "%s/victim.txt", pa_test_tmpdir());
+  snprintf(link, sizeof link, "%s/planted.png", pa_test_tmpdir());
+  FILE *vf = fopen(victim, "w");
+  assert_non_null(vf);
+  fputs("untouched", vf);
+  fclose(vf);
+  assert_int_equal(symlink(victim, link), 0);
+  json_t *r = call(fd, "request_screenshot",
+                   "{\"name\":\"planted\",\"overwrite\":true}");
+  json_int_t req = json_integer_value(
+      json_object_get(json_object_get(r, "data"), "request"));
+  json_decref(r);
+  assert_true(shot_done(fd, req));
+  pa_test_read_file(victim, text, sizeof text);
+  assert_string_equal(text, "untouched");
+  struct stat lst;
+  assert_int_equal(lstat(link, &lst), 0);
+  assert_true(S_ISREG(lst.st_mode) && lst.st_size > 100);
+  free(spec_shot_over(fd, "HI", 320, 240));
   close(fd);
   assert_int_equal(lt_stop(&s, 5000), 0);
 }
@@ -760,6 +804,35 @@ static void test_video(void **state) {
   probe(path, out, sizeof out);
   snprintf(want, sizeof want, "h264,320,240,%lld", (long long)frames);
   assert_string_equal(out, want);
+  /* issue 32 #12: an existing video is refused unless overwrite: true; a
+   * symlink under the name is never opened (avio would follow it) */
+  refused(fd, "start_recording_video", "{\"name\":\"open\"}", "invalid_message",
+          "open.mp4 already exists");
+  char victim[1024], link[1024], text[64];
+  snprintf(victim, sizeof victim, "%s/victim.mp4.txt", pa_test_tmpdir());
+  snprintf(link, sizeof link, "%s/planted.mp4", pa_test_tmpdir());
+  FILE *vf = fopen(victim, "w");
+  assert_non_null(vf);
+  fputs("untouched", vf);
+  fclose(vf);
+  assert_int_equal(symlink(victim, link), 0);
+  call0(fd, "start_recording_video",
+        "{\"name\":\"planted\",\"fps\":10,\"frames\":3,\"overwrite\":true}");
+  bool failed = false;
+  for (int64_t end = pa_test_now_ms() + 10000 * PA_TEST_SLOW;
+       !failed && pa_test_now_ms() < end; usleep(50000)) {
+    json_t *st = status_of(fd, "recording");
+    failed =
+        !strcmp(json_string_value(json_object_get(st, "state")), "failed") &&
+        json_is_false(json_object_get(st, "pending"));
+    json_decref(st);
+  }
+  assert_true(failed); /* refused by name in pa-render's log */
+  pa_test_read_file(victim, text, sizeof text);
+  assert_string_equal(text, "untouched");
+  call0(fd, "start_recording_video",
+        "{\"name\":\"fixed\",\"fps\":10,\"frames\":3,\"overwrite\":true}");
+  assert_int_equal(wait_recorded(fd), 3);
   close(fd);
   assert_int_equal(lt_stop(&s, 5000), 0);
 }

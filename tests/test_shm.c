@@ -21,10 +21,13 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #define BODY 192 /* header rounded up to 64: where bodies start */
+
+static int shmctl(char *out, size_t n, const char *a1, const char *a2);
 
 /* A raw segment name under a tracked test instance (cleaned up at exit). */
 static void raw_name(char *out, size_t n, const char *tag, const char *seg) {
@@ -919,6 +922,60 @@ static void test_stack_foreign(void **st) {
   pa_stack_unlink(inst);
 }
 
+/* A FIFO or a device planted under an instance's ctl name: every open
+ * returns at once and refuses it by name; pa-shmctl ls lists it as refused
+ * and gc leaves it; a launcher (as root) removes it and says why. */
+static void test_stack_planted(void **st) {
+  (void)st;
+  char inst[PA_SHM_INSTANCE_MAX], name[PA_SHM_NAME_MAX], path[320], why[400];
+  char err[512];
+  static char out[1 << 16];
+  for (int kind = 0; kind < 2; kind++) {
+    pa_test_instance(inst, sizeof inst, kind ? "dev" : "fifo");
+    assert_int_equal(pa_shm_name(name, sizeof name, inst, "ctl", NULL, 0), 0);
+    snprintf(path, sizeof path, "/dev/shm%s", name);
+    if (kind == 0)
+      assert_int_equal(mkfifo(path, 0600), 0);
+    else if (geteuid() != 0 || mknod(path, S_IFCHR | 0600, makedev(1, 3)) != 0)
+      continue; /* a device needs root */
+    const char *type = kind ? "(a character device)" : "(a FIFO)";
+    assert_int_equal(pa_stack_probe(inst), PA_STACK_FOREIGN);
+    assert_true(pa_stack_refused(inst, why, sizeof why));
+    assert_non_null(strstr(why, path));
+    assert_non_null(strstr(why, type));
+    pa_shm_seg seg;
+    assert_int_equal(pa_shm_attach(&seg, name, PA_SEG_CTL, NULL, err,
+                                   sizeof err),
+                     PA_SHM_EMISMATCH);
+    assert_non_null(strstr(err, "not a regular file"));
+    assert_non_null(strstr(err, type));
+    uint32_t uid, mode;
+    int32_t owner;
+    bool alive;
+    assert_true(pa_stack_foreign_info(inst, &uid, &mode, &owner, &alive));
+    assert_int_equal(shmctl(out, sizeof out, "ls", NULL), 0);
+    char *l = strstr(out, inst);
+    if (!l || !strstr(l, "refused") || !strstr(l, type))
+      fail_msg("pa-shmctl ls with %s planted:\n%s", type, out);
+    char prefix[32];
+    snprintf(prefix, sizeof prefix, "t%d-", (int)getpid());
+    assert_int_equal(shmctl(out, sizeof out, "gc", prefix), 0);
+    assert_non_null(strstr(out, "refused"));
+    assert_int_equal(access(path, F_OK), 0); /* gc leaves it */
+    if (geteuid() == 0) {
+      pa_stack_def d = small_def(inst);
+      pa_stack s;
+      assert_int_equal(pa_stack_create(&s, &d, err, sizeof err), 0);
+      assert_non_null(strstr(err, "replaced instance"));
+      assert_non_null(strstr(err, type));
+      assert_int_equal(pa_stack_probe(inst), PA_STACK_LIVE);
+      pa_stack_detach(&s);
+    }
+    pa_stack_unlink(inst);
+    unlink(path);
+  }
+}
+
 static void test_stack_map(void **st) {
   (void)st;
   char inst[PA_SHM_INSTANCE_MAX], err[256];
@@ -1090,6 +1147,7 @@ int main(void) {
       cmocka_unit_test(test_stack_stale),
       cmocka_unit_test(test_stack_map),
       cmocka_unit_test(test_stack_foreign),
+      cmocka_unit_test(test_stack_planted),
       cmocka_unit_test(test_world_seqlock),
       cmocka_unit_test(test_shmctl),
   };

@@ -148,6 +148,13 @@ int pa_fox_record_start(pa_fox *f, const char *path, const char *const *topics,
 int pa_fox_record_stop(pa_fox *f, pa_mcap_stats *st, char *path, size_t path_sz,
                        char *err, size_t err_sz);
 
+/* foxglove_rec.c: --record's file at (re)start: in ("run.mcap") when it
+ * does not exist, else the first free "run.1.mcap", "run.2.mcap", ... (a
+ * restarted pa-netgw continues into a new file, never over one); checked
+ * as pa_core_data_path. 0 and the full path, or -1 with err. */
+int pa_fox_record_next_path(const pa_netgw *g, const char *in, char *out,
+                            size_t out_sz, char *err, size_t err_sz);
+
 /* Replays a recording's /commands (docs/foxglove.md "Replay"): pauses the
  * sim, pushes them in order, then compares the state with the recording's
  * last /state. -1 with err when the file has none or a replay runs. The

@@ -20,7 +20,8 @@ static int fox_start(pa_netgw *g, char *err, size_t err_sz) {
   if (!rec || !*rec)
     return 0;
   char path[PATH_MAX], e[512];
-  if (pa_core_data_path(g, rec, false, path, sizeof path, e, sizeof e) != 0 ||
+  /* a restarted pa-netgw continues into run.1.mcap, run.2.mcap, ... */
+  if (pa_fox_record_next_path(g, rec, path, sizeof path, e, sizeof e) != 0 ||
       pa_fox_record_start(g->fox, path, NULL, 0, e, sizeof e) != 0) {
     snprintf(err, err_sz, "--record: %s", e);
     return -1;

@@ -4,6 +4,7 @@
 #include "foxglove_int.h"
 
 #include <inttypes.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,6 +46,33 @@ void pa_fox_note_command(pa_netgw *g, const pa_cmd *cmd) {
       pa_mcap_write(f->rec, ch, ns, ns, b.p, b.n);
     pa_fox_buf_free(&b);
   }
+}
+
+#define RECORD_NUMBERED_MAX 9999 /* run.1.mcap .. run.9999.mcap */
+
+int pa_fox_record_next_path(const pa_netgw *g, const char *in, char *out,
+                            size_t out_sz, char *err, size_t err_sz) {
+  char cand[PATH_MAX], e2[256];
+  size_t n = strlen(in);
+  if (n < 6 || n >= sizeof cand - 16 || strcmp(in + n - 5, ".mcap"))
+    return pa_core_data_path(g, in, false, out, out_sz, err, err_sz);
+  snprintf(cand, sizeof cand, "%s", in);
+  for (int k = 1; k <= RECORD_NUMBERED_MAX + 1; k++) {
+    if (pa_core_data_path(g, cand, false, out, out_sz, err, err_sz) == 0) {
+      if (k > 1)
+        pa_info("--record: %s exists (an earlier run of this pa-netgw): "
+                "recording to %s",
+                in, cand);
+      return 0;
+    }
+    /* only a regular file that exists moves on to the next number */
+    if (pa_core_data_path(g, cand, true, out, out_sz, e2, sizeof e2) != 0)
+      return -1;
+    snprintf(cand, sizeof cand, "%.*s.%d.mcap", (int)(n - 5), in, k);
+  }
+  snprintf(err, err_sz, "path %s: %s.%d.mcap exist already", in, in,
+           RECORD_NUMBERED_MAX);
+  return -1;
 }
 
 int pa_fox_record_start(pa_fox *f, const char *path, const char *const *topics,

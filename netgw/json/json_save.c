@@ -20,9 +20,14 @@ static json_t *snapshot_file(jctx *x, uint32_t op, const char *dflt) {
     return pa_json_fail(x, PA_ERR_INVALID_MESSAGE,
                         "data.path is required (a file under pa-sim's "
                         "--data_dir)");
+  bool overwrite = false; /* an existing file is refused unless asked */
+  if (op != PA_OP_LOAD_SNAPSHOT_JSON &&
+      pa_json_bool(x, "overwrite", &overwrite) < 0)
+    return NULL;
   pa_cmd cmd;
   memset(&cmd, 0, sizeof cmd);
   cmd.op = op;
+  cmd.flags = overwrite ? PA_CMDF_OVERWRITE : 0;
   snprintf(cmd.path, sizeof cmd.path, "%s", path);
   return pa_json_wait_for_sim(x, &cmd, 0);
 }

@@ -7,11 +7,14 @@
 #include "pa_util.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 const char *pa_json_conn_status(const pa_client *c) {
   if (c->closing || c->eof)
@@ -643,6 +646,31 @@ static int spec_name(jctx *x, const char **name) {
   return 0;
 }
 
+/* data.overwrite, and without it a file that exists refused at once (the
+ * render refuses it too, O_EXCL, should one appear meanwhile): 0 or -1. */
+static int spec_overwrite(jctx *x, const char *name, const char *ext,
+                          uint32_t *flag) {
+  bool ow = false;
+  if (pa_json_bool(x, "overwrite", &ow) < 0)
+    return -1;
+  *flag = ow;
+  char dir[PA_SPEC_DIR_MAX], file[PA_SPEC_NAME_MAX + 8];
+  snprintf(dir, sizeof dir, "%s", x->c->g->st->vis->spec.dir);
+  snprintf(file, sizeof file, "%s.%s", name, ext);
+  struct stat st;
+  int fd = ow ? -1 : open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  bool exists = fd >= 0 && fstatat(fd, file, &st, AT_SYMLINK_NOFOLLOW) == 0;
+  if (fd >= 0)
+    close(fd);
+  if (exists) {
+    pa_json_fail(x, PA_ERR_INVALID_MESSAGE,
+                 "%s already exists (give overwrite: true to replace it)",
+                 file);
+    return -1;
+  }
+  return 0;
+}
+
 static json_t *spec_path(pa_netgw *g, const char *name, const char *ext) {
   char path[PA_SPEC_DIR_MAX + 96];
   snprintf(path, sizeof path, "%.*s/%s.%s", PA_SPEC_DIR_MAX - 1,
@@ -748,13 +776,16 @@ json_t *pa_json_act_request_screenshot(jctx *x) {
   pa_netgw *g = x->c->g;
   pa_spectator *sp = &g->st->vis->spec;
   const char *name;
-  if (spec_name(x, &name) < 0 || spec_render(x) < 0)
+  uint32_t ow;
+  if (spec_name(x, &name) < 0 || spec_render(x) < 0 ||
+      spec_overwrite(x, name, "png", &ow) < 0)
     return NULL;
   uint32_t req = __atomic_load_n(&sp->shot_req, __ATOMIC_ACQUIRE);
   if (req != __atomic_load_n(&sp->shot_done, __ATOMIC_ACQUIRE))
     return pa_json_fail(x, PA_ERR_BUSY,
                         "a screenshot is being written: try again");
   snprintf(sp->shot_name, sizeof sp->shot_name, "%s", name);
+  sp->shot_overwrite = ow;
   __atomic_store_n(&sp->shot_req, req + 1, __ATOMIC_RELEASE);
   sem_post(&g->ctl->render_wake);
   json_t *d = spec_path(g, name, "png");
@@ -774,13 +805,15 @@ json_t *pa_json_act_start_recording_video(jctx *x) {
   if (!(fps >= 1 && fps <= 60))
     return pa_json_fail(x, PA_ERR_INVALID_MESSAGE,
                         "data.fps %g is out of range [1, 60]", fps);
-  if (spec_render(x) < 0)
+  uint32_t ow;
+  if (spec_render(x) < 0 || spec_overwrite(x, name, "mp4", &ow) < 0)
     return NULL;
   uint32_t req = __atomic_load_n(&sp->rec_req, __ATOMIC_ACQUIRE);
   if (req != __atomic_load_n(&sp->rec_done, __ATOMIC_ACQUIRE))
     return pa_json_fail(x, PA_ERR_BUSY,
                         "the previous start/stop is being served: try again");
   snprintf(sp->rec_name, sizeof sp->rec_name, "%s", name);
+  sp->rec_overwrite = ow;
   sp->rec_fps = (float)fps;
   sp->rec_frames_max = (uint32_t)frames;
   sp->rec_start = 1;

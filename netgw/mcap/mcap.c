@@ -571,8 +571,10 @@ pa_mcap *pa_mcap_open(const pa_mcap_def *d, char *err, size_t err_sz) {
     snprintf(err, err_sz, "mcap: out of memory");
     goto fail_mem;
   }
-  m->fd = open(d->path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW,
-               0644);
+  /* O_EXCL: a recording never replaces a file, even one made since the
+   * path was checked */
+  m->fd =
+      open(d->path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
   if (m->fd < 0) {
     snprintf(err, err_sz, "%s: cannot create: %s", d->path, strerror(errno));
     goto fail_mem;

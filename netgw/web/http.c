@@ -9,6 +9,7 @@
 #define _GNU_SOURCE
 #include "web_int.h"
 
+#include "pa_safefile.h"
 #include "pa_util.h"
 
 #include <arpa/inet.h>
@@ -165,18 +166,28 @@ static void upload(pa_web *w, struct evhttp_request *req, const char *query) {
     pa_web_reply_text(req, 413, "Payload Too Large", "at most 32 MiB");
     return;
   }
-  char path[PATH_MAX + 200], tmp[PATH_MAX + 220];
+  char path[PATH_MAX + 200], err[400];
   snprintf(path, sizeof path, "%s/%s", w->upload, name);
-  snprintf(tmp, sizeof tmp, "%s.tmp%d", path, (int)getpid());
-  int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  bool wrote = fd >= 0;
+  /* a temp file made O_EXCL|O_NOFOLLOW beside it, renamed over it: a
+   * symlink planted in --upload_dir is replaced, never written through */
+  pa_safe_file f = {.fd = -1, .dirfd = -1};
+  int root = pa_safe_root_open(w->upload, err, sizeof err);
+  int rc = root < 0 ? PA_SAFE_IO
+                    : pa_safe_begin(&f, root, NULL, name, PA_SAFE_OVERWRITE,
+                                    err, sizeof err);
+  if (root >= 0)
+    close(root);
+  bool wrote = rc == PA_SAFE_OK;
   while (wrote && evbuffer_get_length(in) > 0)
-    wrote = evbuffer_write(in, fd) > 0;
-  if (fd >= 0 && close(fd) != 0)
-    wrote = false;
-  if (!wrote || rename(tmp, path) != 0) {
-    snprintf(msg, sizeof msg, "cannot write %s: %s", path, strerror(errno));
-    unlink(tmp);
+    wrote = evbuffer_write(in, f.fd) > 0;
+  if (rc == PA_SAFE_OK && !wrote) {
+    rc = pa_safe_io_error(&f, errno ? errno : EIO, err, sizeof err);
+    pa_safe_abort(&f);
+  } else if (rc == PA_SAFE_OK) {
+    rc = pa_safe_commit(&f, err, sizeof err);
+  }
+  if (rc != PA_SAFE_OK) {
+    snprintf(msg, sizeof msg, "upload %s: %s", name, err);
     pa_web_reply_text(req, 500, "Internal Server Error", msg);
     return;
   }

@@ -4,6 +4,7 @@
 
 #include "pa_shm.h"
 #include "pa_sim.h"
+#include "pa_safefile.h"
 
 /* (int64_t)floor(v) and (int64_t)ceil(v) without a libm call (x86-64's
  * baseline has no rounding instruction): the same integer wherever the
@@ -319,6 +320,16 @@ int pa_sim_int_data_dir(const char *flag, char *out, char *err, size_t err_sz);
  * outside refused by name). 0 with the full path in out, or -1 (r set). */
 int pa_sim_int_write_path(const pa_sim_model *m, const char *path, char *out,
                           size_t out_sz, pa_reply *r);
+/* A file to write under --data_dir for c (pa_safefile: its directories
+ * created inside, no symlink followed, a temporary file renamed into place;
+ * one that exists is replaced only with PA_CMDF_OVERWRITE): 0, or -1 with r
+ * set ("runs/a.json already exists (give overwrite: true ...)"). */
+int pa_sim_int_file_begin(const pa_sim_model *m, const pa_cmd *c,
+                          const char *rel, pa_safe_file *f, pa_reply *r);
+/* Commits f, or with e (the errno of a failed write) removes it: 0, or -1
+ * with r naming the file and the error ("cannot write a.json: No space
+ * left on device"). */
+int pa_sim_int_file_end(pa_safe_file *f, int e, pa_reply *r);
 /* save_world (sim_saveworld.c): the world as it stands as a world YAML that
  * --world loads, its map beside it (<stem>.map.yaml + .png). */
 pa_status pa_sim_int_save_world(const pa_sim_model *m, pa_sim_state *s,
