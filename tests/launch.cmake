@@ -18,6 +18,12 @@ if(TARGET playarea)
         add_dependencies(${t} ${_pa_launch_procs})
       endif()
     endforeach()
+    # Every front-end of the table guarded by --token (reaches inside
+    # pa-netgw for the table).
+    pa_add_test(test_netgw_auth SOURCES test_netgw_auth.c
+                LIBS pa_netgw_internal pa_test_launch_util TIMEOUT 120
+                LABELS "launch;netgw")
+    add_dependencies(test_netgw_auth ${_pa_launch_procs})
     # Seeded chaos: SIGKILL/SIGSTOP of each process under two clients
     # (PA_CHAOS_SEED picks another run; ~40 s). Needs camera frames.
     if(TARGET pa-render)
