@@ -149,11 +149,20 @@ void pa_metrics_write(pa_web *w, struct evbuffer *b) {
   pa_metrics_hist(b, "playarea_sim_loop_period_seconds", "", &w->sim_period);
 
   pa_metrics_family(b, "playarea_netgw_clients", "gauge",
-                    "connected TCP clients (browser connections included)");
+                    "connected clients: TCP control connections, browsers' "
+                    "/ws, Foxglove");
+  /* a /ws session holds a control connection too: counted once, as ws */
   evbuffer_add_printf(b, "playarea_netgw_clients{transport=\"tcp\"} %u\n",
-                      g->n_clients);
+                      g->n_clients >= w->n_ws ? g->n_clients - w->n_ws : 0);
   evbuffer_add_printf(b, "playarea_netgw_clients{transport=\"ws\"} %u\n",
                       w->n_ws);
+  pa_status st;
+  char err[128];
+  json_t *fi = pa_core_call(g, "foxglove", "info", NULL, &st, err, sizeof err);
+  evbuffer_add_printf(
+      b, "playarea_netgw_clients{transport=\"foxglove\"} %lld\n",
+      fi ? (long long)json_integer_value(json_object_get(fi, "clients")) : 0);
+  json_decref(fi);
   const pa_health *nh = &v[PA_PROC_NETGW].h;
   pa_metrics_family(
       b, "playarea_netgw_frames_sent_total", "counter",
