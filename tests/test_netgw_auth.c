@@ -121,7 +121,7 @@ static int http_status(unsigned port, const char *path, const char *hdrs) {
 }
 
 #define UPGRADE                                                                \
-  "Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: "      \
+  "Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: "       \
   "13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
 
 static void probe_web(unsigned port) {
@@ -137,7 +137,8 @@ static void probe_web(unsigned port) {
 }
 
 static void probe_foxglove(unsigned port) {
-  const char *proto = UPGRADE "Sec-WebSocket-Protocol: foxglove.websocket.v1\r\n";
+  const char *proto =
+      UPGRADE "Sec-WebSocket-Protocol: foxglove.websocket.v1\r\n";
   char h[512];
   assert_int_equal(http_status(port, "/", proto), 401);
   assert_int_equal(http_status(port, "/?token=nope", proto), 401);
@@ -172,8 +173,8 @@ typedef struct probe {
 } probe;
 
 static const probe probes[] = {
-    {"text", probe_text, "tcp"},        {"json", probe_json, "tcp"},
-    {"web", probe_web, "http"},         {"foxglove", probe_foxglove, "foxglove"},
+    {"text", probe_text, "tcp"}, {"json", probe_json, "tcp"},
+    {"web", probe_web, "http"},  {"foxglove", probe_foxglove, "foxglove"},
     {"raisim", NULL, NULL},
 };
 
@@ -187,8 +188,7 @@ static void test_token_every_frontend(void **state) {
       for (unsigned i = 0; i < fe->n_listeners; i++) {
         unsigned p = port_of(fe->listeners[i].name);
         assert_true(p > 0);
-        if (fe->listeners[i].kind == PA_PORT_UDP &&
-            !udp_loopback_only(p)) {
+        if (fe->listeners[i].kind == PA_PORT_UDP && !udp_loopback_only(p)) {
           fprintf(stderr, "%s: %s listens beyond loopback\n", fe->name,
                   fe->listeners[i].name);
           fail();
@@ -201,8 +201,9 @@ static void test_token_every_frontend(void **state) {
       if (!strcmp(probes[i].frontend, fe->name))
         pr = &probes[i];
     if (!pr) {
-      fprintf(stderr, "front-end '%s' takes the token but has no probe in "
-                      "test_netgw_auth.c: add one\n",
+      fprintf(stderr,
+              "front-end '%s' takes the token but has no probe in "
+              "test_netgw_auth.c: add one\n",
               fe->name);
       fail();
     }
@@ -219,13 +220,12 @@ static void test_token_every_frontend(void **state) {
 
 static int setup(void **state) {
   (void)state;
-  const char *extra[] = {"--no-render",     "--token",     TOKEN,
-                         "--bind",          "0.0.0.0",     "--world",
-                         "ssl-a",           "--http_port", "-1",
-                         "--foxglove_port", "-1",          "--ssl_control_port",
-                         "0",               "--ssl_blue_port", "0",
-                         "--ssl_yellow_port", "0",         "--no_beacon",
-                         NULL};
+  const char *extra[] = {
+      "--no-render", "--token",         TOKEN,   "--bind",
+      "0.0.0.0",     "--world",         "ssl-a", "--http_port",
+      "-1",          "--foxglove_port", "-1",    "--ssl_control_port",
+      "0",           "--ssl_blue_port", "0",     "--ssl_yellow_port",
+      "0",           "--no_beacon",     NULL};
   if (lt_start(&T, "auth", extra, 60000) != 0)
     return -1;
   usleep(300000); /* the SSL ports open at start or the first poll */

@@ -135,6 +135,163 @@ static bool is_loopback(const char *addr) {
   return inet_pton(AF_INET, addr, &a) == 1 && (ntohl(a.s_addr) >> 24) == 127;
 }
 
+/* The settings a gateway cannot run with, and the token. */
+static int check_def(pa_netgw *g, const pa_netgw_def *d, char *err,
+                     size_t err_sz) {
+  if (d->token && strlen(d->token) >= sizeof g->token) {
+    /* Cut short, it would match no token a client can send. */
+    snprintf(err, err_sz, "--token: at most %zu bytes", sizeof g->token - 1);
+    return -1;
+  }
+  if (d->token)
+    snprintf(g->token, sizeof g->token, "%s", d->token);
+  if (d->max_clients < 1 || d->camera_chunk < PA_CAM_CHUNK_MIN ||
+      d->camera_chunk > PA_CAM_CHUNK_MAX || !(d->feedback_hz > 0) ||
+      d->request_timeout_ms < 1 || d->max_output < 4096 ||
+      d->odom_watch_us > PA_NETGW_ODOM_WATCH_MAX_US ||
+      d->reserve_clients > 100000) {
+    snprintf(err, err_sz, "invalid gateway settings");
+    return -1;
+  }
+  struct in_addr a;
+  const char *bind_addr = d->bind ? d->bind : "127.0.0.1";
+  if (inet_pton(AF_INET, bind_addr, &a) != 1) {
+    snprintf(err, err_sz, "--bind: '%s' is not an IPv4 address", bind_addr);
+    return -1;
+  }
+  if (!is_loopback(bind_addr) && !g->token[0])
+    pa_warn("listening on %s without --token: anyone who can reach this "
+            "address can drive the robots",
+            bind_addr);
+  return 0;
+}
+
+/* Client slots, ring buffers and caches, the UDP socket. */
+static int alloc_buffers(pa_netgw *g, char *err, size_t err_sz) {
+  pa_stack *stack = g->st;
+  uint32_t max_robots = g->ctl->def.max_robots;
+  g->slots = g->def.max_clients + g->def.reserve_clients;
+  g->clients = calloc(g->slots, sizeof *g->clients);
+  g->gens = calloc(g->slots, sizeof *g->gens);
+  g->scan_cache = calloc(max_robots, sizeof *g->scan_cache);
+  g->state_cap = pa_ring_max_record(stack->state);
+  g->scan_cap = pa_ring_max_record(stack->scan);
+  g->cam_cap = pa_ring_max_record(stack->camera);
+  g->odom.cap = g->state_cap;
+  g->odom.buf = malloc(g->state_cap);
+  g->odom.subs = calloc(g->slots, sizeof *g->odom.subs);
+  g->latest_buf = malloc(g->state_cap);
+  g->scan_buf = malloc(g->scan_cap);
+  g->cam_buf = malloc(g->cam_cap);
+  g->cam_out = calloc(max_robots, sizeof *g->cam_out);
+  if (!g->clients || !g->gens || !g->scan_cache || !g->odom.buf ||
+      !g->odom.subs || !g->latest_buf || !g->scan_buf || !g->cam_buf ||
+      !g->cam_out) {
+    snprintf(err, err_sz, "out of memory");
+    return -1;
+  }
+  if (pa_udp_tx_open(&g->tx, err, err_sz) != 0)
+    return -1;
+  /* Odom goes out of the same socket (one source port for every frame). */
+  g->odom.tx.fd = g->tx.fd;
+  return 0;
+}
+
+/* The control port (text and JSON lines): the core binds it as every
+ * listener, walking a taken port (up to PA_PORT_WALK_MAX; with
+ * --no_port_walk, or when all are taken, "cannot listen": exit 78), and a
+ * restarted pa-netgw gets the same port again (listen.c). */
+static int listen_control(pa_netgw *g, char *err, size_t err_sz) {
+  unsigned bound_port = 0;
+  int lfd =
+      pa_core_open(g, pa_core_frontend("text"), 0, &bound_port, err, err_sz);
+  if (lfd < 0)
+    return -1;
+  g->lis =
+      evconnlistener_new(g->base, pa_gw_on_accept, g,
+                         LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC, 0, lfd);
+  if (!g->lis) {
+    close(lfd);
+    snprintf(err, err_sz, "evconnlistener_new failed");
+    return -1;
+  }
+  evconnlistener_set_error_cb(g->lis, pa_gw_on_accept_error);
+  g->port = bound_port;
+  return 0;
+}
+
+/* Cursors and reader slots of the rings, the replies a previous pa-netgw
+ * left, and the threads that wake the loop. */
+static int attach_rings(pa_netgw *g, char *err, size_t err_sz) {
+  pa_stack *stack = g->st;
+  /* A restarted netgw owns the demand: nobody subscribes until clients do. */
+  for (uint32_t r = 0; r < g->ctl->def.max_robots; r++)
+    __atomic_store_n(&stack->cam[r].subscribers, 0, __ATOMIC_RELEASE);
+  sem_post(&g->ctl->render_wake);
+  /* The scan cache fills from what the ring still holds at its first drain
+   * (get_state, a subscription or step_batch asks for it first): not here,
+   * so an idle gateway maps none of the ring's pages and caches nothing. */
+  uint64_t head = pa_ring_head(stack->scan);
+  uint64_t slots = pa_ring_slot_count(stack->scan);
+  g->scan_cur.next = head > slots ? head - slots + 1 : 1;
+  g->scan_cur.missed = 0;
+  g->odom.cur = pa_ring_cursor_now(stack->state);
+  g->cam_cur = pa_ring_cursor_now(stack->camera);
+  g->state_reader = pa_ring_reader_register(stack->state);
+  g->scan_reader = pa_ring_reader_register(stack->scan);
+  g->cam_reader = pa_ring_reader_register(stack->camera);
+  if (g->state_reader < 0 || g->scan_reader < 0 || g->cam_reader < 0) {
+    snprintf(err, err_sz,
+             "no free reader slot in the state, scan or camera "
+             "ring (another pa-netgw running?)");
+    return -1;
+  }
+  /* Replies that a previous netgw left unread are for clients gone now. */
+  while (pa_queue_peek(stack->reply, NULL) >= 0)
+    pa_queue_pop(stack->reply);
+  atomic_init(&g->odom_active, false);
+  atomic_init(&g->scan_active, false);
+  pa_bridge_set_active_flag(&g->br_state, &g->odom_active);
+  pa_bridge_set_active_flag(&g->br_scan, &g->scan_active);
+  if (pa_bridge_start_direct(&g->br_state, stack->state, g->state_reader,
+                             pa_gw_odom_send, g, err, err_sz) != 0 ||
+      pa_bridge_start(&g->br_scan, g->base, stack->scan, g->scan_reader, NULL,
+                      pa_gw_on_scan, g, err, err_sz) != 0 ||
+      pa_bridge_start(&g->br_cam, g->base, stack->camera, g->cam_reader, NULL,
+                      pa_gw_on_camera, g, err, err_sz) != 0 ||
+      pa_bridge_start(&g->br_reply, g->base, NULL, -1,
+                      pa_queue_sem(stack->reply), pa_gw_on_reply, g, err,
+                      err_sz) != 0)
+    return -1;
+  if (g->def.realtime) {
+    /* Only the odom thread: its wake-up is the frame age; best effort. */
+    struct sched_param sp = {.sched_priority = PA_NETGW_RT_PRIO};
+    int rc = pthread_setschedparam(g->br_state.thread, SCHED_FIFO, &sp);
+    if (rc != 0)
+      pa_warn("--realtime: SCHED_FIFO refused for the odom thread (%s); "
+              "continuing at normal priority",
+              strerror(rc));
+  }
+  return 0;
+}
+
+/* The loop's own events: stop, health, relisten, the camera's next turn. */
+static int make_events(pa_netgw *g, char *err, size_t err_sz) {
+  g->stop_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  g->stop_ev = g->stop_fd >= 0 ? event_new(g->base, g->stop_fd,
+                                           EV_READ | EV_PERSIST, on_stop, g)
+                               : NULL;
+  g->health_ev = event_new(g->base, -1, EV_PERSIST, on_health, g);
+  g->relisten_ev = evtimer_new(g->base, pa_gw_on_relisten, g);
+  g->cam_more_ev = evtimer_new(g->base, pa_gw_on_camera_more, g);
+  if (!g->stop_ev || !g->health_ev || !g->relisten_ev || !g->cam_more_ev) {
+    snprintf(err, err_sz, "event setup failed");
+    return -1;
+  }
+  event_add(g->stop_ev, NULL);
+  return 0;
+}
+
 pa_netgw *pa_netgw_create(const pa_netgw_def *d, pa_stack *stack, char *err,
                           size_t err_sz) {
   pa_netgw *g = calloc(1, sizeof *g);
@@ -161,150 +318,16 @@ pa_netgw *pa_netgw_create(const pa_netgw_def *d, pa_stack *stack, char *err,
    * netgw's command can never match a request of this one. */
   g->next_req = (uint64_t)pa_now_ns();
   g->state_reader = g->scan_reader = g->cam_reader = -1;
-  if (d->token && strlen(d->token) >= sizeof g->token) {
-    /* Cut short, it would match no token a client can send. */
-    snprintf(err, err_sz, "--token: at most %zu bytes", sizeof g->token - 1);
+  if (check_def(g, d, err, err_sz) != 0 || alloc_buffers(g, err, err_sz) != 0)
     goto fail;
-  }
-  if (d->token)
-    snprintf(g->token, sizeof g->token, "%s", d->token);
-  if (d->max_clients < 1 || d->camera_chunk < PA_CAM_CHUNK_MIN ||
-      d->camera_chunk > PA_CAM_CHUNK_MAX || !(d->feedback_hz > 0) ||
-      d->request_timeout_ms < 1 || d->max_output < 4096 ||
-      d->odom_watch_us > PA_NETGW_ODOM_WATCH_MAX_US ||
-      d->reserve_clients > 100000) {
-    snprintf(err, err_sz, "invalid gateway settings");
-    goto fail;
-  }
-  struct sockaddr_in sin;
-  memset(&sin, 0, sizeof sin);
-  sin.sin_family = AF_INET;
-  sin.sin_port = htons((uint16_t)d->tcp_port);
-  const char *bind_addr = d->bind ? d->bind : "127.0.0.1";
-  if (inet_pton(AF_INET, bind_addr, &sin.sin_addr) != 1) {
-    snprintf(err, err_sz, "--bind: '%s' is not an IPv4 address", bind_addr);
-    goto fail;
-  }
-  if (!is_loopback(bind_addr) && !g->token[0])
-    pa_warn("listening on %s without --token: anyone who can reach this "
-            "address can drive the robots",
-            bind_addr);
-
-  uint32_t max_robots = g->ctl->def.max_robots;
-  g->slots = d->max_clients + d->reserve_clients;
-  g->clients = calloc(g->slots, sizeof *g->clients);
-  g->gens = calloc(g->slots, sizeof *g->gens);
-  g->scan_cache = calloc(max_robots, sizeof *g->scan_cache);
-  g->state_cap = pa_ring_max_record(stack->state);
-  g->scan_cap = pa_ring_max_record(stack->scan);
-  g->cam_cap = pa_ring_max_record(stack->camera);
-  g->odom.cap = g->state_cap;
-  g->odom.buf = malloc(g->state_cap);
-  g->odom.subs = calloc(g->slots, sizeof *g->odom.subs);
-  g->latest_buf = malloc(g->state_cap);
-  g->scan_buf = malloc(g->scan_cap);
-  g->cam_buf = malloc(g->cam_cap);
-  g->cam_out = calloc(max_robots, sizeof *g->cam_out);
-  if (!g->clients || !g->gens || !g->scan_cache || !g->odom.buf ||
-      !g->odom.subs || !g->latest_buf || !g->scan_buf || !g->cam_buf ||
-      !g->cam_out) {
-    snprintf(err, err_sz, "out of memory");
-    goto fail;
-  }
-  if (pa_udp_tx_open(&g->tx, err, err_sz) != 0)
-    goto fail;
-  /* Odom goes out of the same socket (one source port for every frame). */
-  g->odom.tx.fd = g->tx.fd;
-
   g->base = event_base_new();
   if (!g->base) {
     snprintf(err, err_sz, "event_base_new failed");
     goto fail;
   }
-  /* The control port (text and JSON lines): the core binds it as every
-   * listener, walking a taken port (up to PA_PORT_WALK_MAX; with
-   * --no_port_walk, or when all are taken, "cannot listen": exit 78), and a
-   * restarted pa-netgw gets the same port again (listen.c). */
-  unsigned bound_port = 0;
-  int lfd =
-      pa_core_open(g, pa_core_frontend("text"), 0, &bound_port, err, err_sz);
-  if (lfd < 0)
+  if (listen_control(g, err, err_sz) != 0 ||
+      attach_rings(g, err, err_sz) != 0 || make_events(g, err, err_sz) != 0)
     goto fail;
-  g->lis =
-      evconnlistener_new(g->base, pa_gw_on_accept, g,
-                         LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC, 0, lfd);
-  if (!g->lis) {
-    close(lfd);
-    snprintf(err, err_sz, "evconnlistener_new failed");
-    goto fail;
-  }
-  evconnlistener_set_error_cb(g->lis, pa_gw_on_accept_error);
-  g->port = bound_port;
-
-  /* A restarted netgw owns the demand: nobody subscribes until clients do. */
-  for (uint32_t r = 0; r < max_robots; r++)
-    __atomic_store_n(&stack->cam[r].subscribers, 0, __ATOMIC_RELEASE);
-  sem_post(&g->ctl->render_wake);
-
-  /* The scan cache fills from what the ring still holds at its first drain
-   * (get_state, a subscription or step_batch asks for it first): not here,
-   * so an idle gateway maps none of the ring's pages and caches nothing. */
-  uint64_t head = pa_ring_head(stack->scan);
-  uint64_t slots = pa_ring_slot_count(stack->scan);
-  g->scan_cur.next = head > slots ? head - slots + 1 : 1;
-  g->scan_cur.missed = 0;
-  g->odom.cur = pa_ring_cursor_now(stack->state);
-  g->cam_cur = pa_ring_cursor_now(stack->camera);
-
-  g->state_reader = pa_ring_reader_register(stack->state);
-  g->scan_reader = pa_ring_reader_register(stack->scan);
-  g->cam_reader = pa_ring_reader_register(stack->camera);
-  if (g->state_reader < 0 || g->scan_reader < 0 || g->cam_reader < 0) {
-    snprintf(err, err_sz,
-             "no free reader slot in the state, scan or camera "
-             "ring (another pa-netgw running?)");
-    goto fail;
-  }
-  /* Replies that a previous netgw left unread are for clients gone now. */
-  while (pa_queue_peek(stack->reply, NULL) >= 0)
-    pa_queue_pop(stack->reply);
-
-  atomic_init(&g->odom_active, false);
-  atomic_init(&g->scan_active, false);
-  pa_bridge_set_active_flag(&g->br_state, &g->odom_active);
-  pa_bridge_set_active_flag(&g->br_scan, &g->scan_active);
-  if (pa_bridge_start_direct(&g->br_state, stack->state, g->state_reader,
-                             pa_gw_odom_send, g, err, err_sz) != 0 ||
-      pa_bridge_start(&g->br_scan, g->base, stack->scan, g->scan_reader, NULL,
-                      pa_gw_on_scan, g, err, err_sz) != 0 ||
-      pa_bridge_start(&g->br_cam, g->base, stack->camera, g->cam_reader, NULL,
-                      pa_gw_on_camera, g, err, err_sz) != 0 ||
-      pa_bridge_start(&g->br_reply, g->base, NULL, -1,
-                      pa_queue_sem(stack->reply), pa_gw_on_reply, g, err,
-                      err_sz) != 0)
-    goto fail;
-  if (d->realtime) {
-    /* Only the odom thread: its wake-up is the frame age; best effort. */
-    struct sched_param sp = {.sched_priority = PA_NETGW_RT_PRIO};
-    int rc = pthread_setschedparam(g->br_state.thread, SCHED_FIFO, &sp);
-    if (rc != 0)
-      pa_warn("--realtime: SCHED_FIFO refused for the odom thread (%s); "
-              "continuing at normal priority",
-              strerror(rc));
-  }
-
-  g->stop_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-  g->stop_ev = g->stop_fd >= 0 ? event_new(g->base, g->stop_fd,
-                                           EV_READ | EV_PERSIST, on_stop, g)
-                               : NULL;
-  g->health_ev = event_new(g->base, -1, EV_PERSIST, on_health, g);
-  g->relisten_ev = evtimer_new(g->base, pa_gw_on_relisten, g);
-  g->cam_more_ev = evtimer_new(g->base, pa_gw_on_camera_more, g);
-  if (!g->stop_ev || !g->health_ev || !g->relisten_ev || !g->cam_more_ev) {
-    snprintf(err, err_sz, "event setup failed");
-    goto fail;
-  }
-  event_add(g->stop_ev, NULL);
   /* Every front-end, in table order; each opens its listeners through
    * the core (pa_core_open). */
   for (const pa_frontend *const *f = pa_frontends; *f; f++)
@@ -312,7 +335,6 @@ pa_netgw *pa_netgw_create(const pa_netgw_def *d, pa_stack *stack, char *err,
       goto fail;
   struct timeval hp = {0, HEALTH_PERIOD_US};
   event_add(g->health_ev, &hp);
-
   g->ctl->health[PA_PROC_NETGW].pid = getpid();
   g->ctl->health[PA_PROC_NETGW].start_ns = pa_now_ns();
   __atomic_store_n(&g->ctl->http_port, pa_core_port(g, "http"),
