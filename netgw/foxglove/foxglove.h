@@ -1,6 +1,7 @@
 /* foxglove.h - private to pa_netgw: the Foxglove WebSocket server
  * (foxglove.c, ws-protocol v1 on ws.h), the channel encoders
- * (foxglove_msgs.c: Foxglove's well-known schemas, JSON encoded) and the MCAP
+ * (foxglove_msgs.c: Foxglove's well-known schemas, JSON encoded;
+ * foxglove_scene.c: /scene) and the MCAP
  * recorder that writes the same channels (foxglove.c on mcap.h). */
 #ifndef PA_FOXGLOVE_H
 #define PA_FOXGLOVE_H
@@ -42,6 +43,20 @@ void pa_fox_buf_printf(pa_fox_buf *b, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 void pa_fox_buf_free(pa_fox_buf *b);
 
+/* JSON pieces the encoders share (foxglove_msgs.c; foxglove_scene.c's
+ * /scene is built of them too). */
+/* A finite number, or 0 (JSON has no NaN). */
+void pa_fox_num(pa_fox_buf *b, double v);
+/* s as a JSON string, quoted and escaped. */
+void pa_fox_str(pa_fox_buf *b, const char *s);
+/* A header stamp {"sec","nsec"}. */
+void pa_fox_stamp(pa_fox_buf *b, uint64_t t_ns);
+void pa_fox_vec3(pa_fox_buf *b, double x, double y, double z);
+/* A pose at x, y, z turned by yaw about z. */
+void pa_fox_pose(pa_fox_buf *b, double x, double y, double z, double yaw);
+/* An 8-bit RGBA colour; alpha 0 = opaque. */
+void pa_fox_color(pa_fox_buf *b, const uint8_t c[4]);
+
 const char *pa_fox_schema_name(int kind);
 /* The JSON Schema text of a kind (schemaEncoding "jsonschema"). */
 const char *pa_fox_schema(int kind);
@@ -61,6 +76,8 @@ void pa_fox_enc_odom(pa_fox_buf *b, uint64_t t_ns, const char *robot,
 /* JPEG through libturbojpeg; -1 when it failed (err says why). */
 int pa_fox_enc_image(pa_fox_buf *b, void *tj, const char *robot,
                      const pa_frame *f, int quality, char *err, size_t sz);
+
+/* ---- foxglove_scene.c: /scene ------------------------------------- */
 
 /* A scene addition of a later feature: appends its entity JSON objects,
  * comma-first (",{...}"), to b. Sent in every update. */
@@ -101,6 +118,8 @@ typedef struct pa_fox_scene_in {
 size_t pa_fox_enc_scene(pa_fox_buf *b, uint64_t t_ns, const pa_fox_scene_in *in,
                         pa_fox_scene_memo *m, bool full, pa_netgw *g,
                         const pa_fox_scene_hook *hooks, size_t n_hooks);
+/* ---- foxglove_msgs.c: the commands log and the state -------------- */
+
 /* One command pushed to pa-sim, for /commands. */
 void pa_fox_enc_command(pa_fox_buf *b, uint64_t tick, const pa_cmd *c);
 /* /commands JSON back into a command: 0, or -1 when malformed. */

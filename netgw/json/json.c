@@ -290,6 +290,83 @@ static const char *unknown_key(const jaction *a, json_t *data) {
   return NULL;
 }
 
+/* The envelope around the action: an object of type command or
+ * sim_control (jt: JT_*), protocol_version 2, a request_id of the right
+ * type, an action name (aname, set as soon as read: the error reply names
+ * it). -1 when it is not (x says why). */
+static int check_envelope(jctx *x, json_t *req, unsigned *jt,
+                          const char **aname) {
+  if (!json_is_object(req)) {
+    pa_json_fail(x, PA_ERR_INVALID_MESSAGE, "a request must be a JSON object");
+    return -1;
+  }
+  json_t *type = json_object_get(req, "type");
+  json_t *pv = json_object_get(req, "protocol_version");
+  json_t *act = json_object_get(req, "action");
+  if (act && json_is_string(act))
+    *aname = json_string_value(act);
+  if (!type || !json_is_string(type)) {
+    pa_json_fail(x, PA_ERR_INVALID_MESSAGE,
+                 "missing \"type\" (command, sim_control "
+                 "or batch)");
+    return -1;
+  }
+  const char *ts = json_string_value(type);
+  if (!strcmp(ts, "batch")) {
+    pa_json_fail(x, PA_ERR_INVALID_MESSAGE, "a batch cannot contain a batch");
+    return -1;
+  }
+  *jt = !strcmp(ts, "sim_control") ? JT_SIM_CONTROL
+        : !strcmp(ts, "command")   ? JT_COMMAND
+                                   : 0;
+  if (!*jt) {
+    pa_json_fail(
+        x, PA_ERR_UNKNOWN_TYPE,
+        "type '%.64s' is not supported (command, sim_control or batch)", ts);
+    return -1;
+  }
+  if (pv && (!json_is_integer(pv) || json_integer_value(pv) != 2)) {
+    pa_json_fail(x, PA_ERR_INVALID_MESSAGE, "protocol_version must be 2");
+    return -1;
+  }
+  if (bad_request_id(req)) {
+    pa_json_fail(x, PA_ERR_INVALID_MESSAGE,
+                 "request_id must be a string or a number");
+    return -1;
+  }
+  if (!*aname) {
+    pa_json_fail(x, PA_ERR_INVALID_MESSAGE, "missing \"action\" string");
+    return -1;
+  }
+  return 0;
+}
+
+/* Takes the reply's estimated size from the client's budget; -1 when it
+ * does not fit (x says why). */
+static int take_budget(jctx *x) {
+  pa_client *c = x->c;
+  pa_netgw *g = c->g;
+  /* Bound the reply before building it: a batch of big replies must not
+   * take the memory and the loop (and then the client, past --max_output). */
+  size_t cost = x->act->cost ? x->act->cost(x) : PA_JSON_SMALL_REPLY;
+  if (cost > c->jbudget) {
+    if (c->jbatch)
+      pa_json_fail(x, PA_ERR_TOO_LONG,
+                   "request %zu of the batch: its reply would take about %zu "
+                   "bytes, and the batch has %zu left of --max_output %zu: "
+                   "send fewer requests per batch",
+                   c->jbatch_i, cost, c->jbudget, g->def.max_output);
+    else
+      pa_json_fail(x, PA_ERR_TOO_LONG,
+                   "the reply would take about %zu bytes, more than the %zu "
+                   "left of --max_output %zu: ask for less",
+                   cost, c->jbudget, g->def.max_output);
+    return -1;
+  }
+  c->jbudget -= cost;
+  return 0;
+}
+
 /* Runs one request: the response envelope, or JPENDING. */
 static json_t *exec_one(pa_client *c, json_t *req) {
   pa_netgw *g = c->g;
@@ -301,48 +378,9 @@ static json_t *exec_one(pa_client *c, json_t *req) {
   c->jstart_ns = pa_now_ns();
   const char *aname = NULL;
   json_t *d = NULL, *empty = NULL;
-  if (!json_is_object(req)) {
-    pa_json_fail(&x, PA_ERR_INVALID_MESSAGE, "a request must be a JSON object");
+  unsigned jt = 0;
+  if (check_envelope(&x, req, &jt, &aname) < 0)
     goto err;
-  }
-  json_t *type = json_object_get(req, "type");
-  json_t *pv = json_object_get(req, "protocol_version");
-  json_t *act = json_object_get(req, "action");
-  if (act && json_is_string(act))
-    aname = json_string_value(act);
-  if (!type || !json_is_string(type)) {
-    pa_json_fail(&x, PA_ERR_INVALID_MESSAGE,
-                 "missing \"type\" (command, sim_control "
-                 "or batch)");
-    goto err;
-  }
-  const char *ts = json_string_value(type);
-  if (!strcmp(ts, "batch")) {
-    pa_json_fail(&x, PA_ERR_INVALID_MESSAGE, "a batch cannot contain a batch");
-    goto err;
-  }
-  unsigned jt = !strcmp(ts, "sim_control") ? JT_SIM_CONTROL
-                : !strcmp(ts, "command")   ? JT_COMMAND
-                                           : 0;
-  if (!jt) {
-    pa_json_fail(
-        &x, PA_ERR_UNKNOWN_TYPE,
-        "type '%.64s' is not supported (command, sim_control or batch)", ts);
-    goto err;
-  }
-  if (pv && (!json_is_integer(pv) || json_integer_value(pv) != 2)) {
-    pa_json_fail(&x, PA_ERR_INVALID_MESSAGE, "protocol_version must be 2");
-    goto err;
-  }
-  if (bad_request_id(req)) {
-    pa_json_fail(&x, PA_ERR_INVALID_MESSAGE,
-                 "request_id must be a string or a number");
-    goto err;
-  }
-  if (!aname) {
-    pa_json_fail(&x, PA_ERR_INVALID_MESSAGE, "missing \"action\" string");
-    goto err;
-  }
   x.data = json_object_get(req, "data");
   if (x.data && !json_is_object(x.data) && !json_is_null(x.data)) {
     pa_json_fail(&x, PA_ERR_INVALID_MESSAGE, "\"data\" must be an object");
@@ -382,24 +420,8 @@ static json_t *exec_one(pa_client *c, json_t *req) {
   }
   if ((x.act->flags & JF_ROBOT) && pa_json_robot(&x, &x.info, &x.idx) < 0)
     goto err;
-  /* Bound the reply before building it: a batch of big replies must not
-   * take the memory and the loop (and then the client, past --max_output). */
-  size_t cost = x.act->cost ? x.act->cost(&x) : PA_JSON_SMALL_REPLY;
-  if (cost > c->jbudget) {
-    if (c->jbatch)
-      pa_json_fail(&x, PA_ERR_TOO_LONG,
-                   "request %zu of the batch: its reply would take about %zu "
-                   "bytes, and the batch has %zu left of --max_output %zu: "
-                   "send fewer requests per batch",
-                   c->jbatch_i, cost, c->jbudget, g->def.max_output);
-    else
-      pa_json_fail(&x, PA_ERR_TOO_LONG,
-                   "the reply would take about %zu bytes, more than the %zu "
-                   "left of --max_output %zu: ask for less",
-                   cost, c->jbudget, g->def.max_output);
+  if (take_budget(&x) < 0)
     goto err;
-  }
-  c->jbudget -= cost;
   d = x.act->run(&x);
   if (d == JPENDING) {
     json_decref(empty);

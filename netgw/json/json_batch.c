@@ -1,8 +1,9 @@
 /* json_batch.c - step_batch: commands for many robots, k lockstep ticks, and
  * the state and latest scan of every one of them in one reply, as JSON or
- * as a JSON header line followed by a binary block (docs/PROTOCOL.md). The
- * commands go to pa-sim as one SET_CMD each (no reply) and then one STEP,
- * in queue order, so pa-sim needs nothing new. */
+ * as a JSON header line followed by a binary block (docs/PROTOCOL.md; the
+ * block is json_obs_block.c's). The commands go to pa-sim as one SET_CMD
+ * each (no reply) and then one STEP, in queue order, so pa-sim needs
+ * nothing new. */
 #define _GNU_SOURCE
 #include "json_int.h"
 
@@ -460,106 +461,65 @@ size_t pa_json_cost_step_batch(jctx *x) {
   return n * per + PA_JSON_SMALL_REPLY;
 }
 
-json_t *pa_json_act_step_batch(jctx *x) {
-  pa_client *c = x->c;
-  pa_netgw *g = c->g;
-  long long steps = 1;
-  bool bin, obs, shm;
-  if (pa_json_int(x, "steps", 1, PA_NETGW_STEP_MAX, &steps) < 0 ||
-      !want_binary(x, &bin) || !observe_mode(x, &obs, &shm))
-    return NULL;
-  if (bin && c->jbatch)
-    return pa_json_fail(x, PA_ERR_INVALID_MESSAGE,
-                        "a binary step_batch cannot be inside a batch");
-  json_t *acts = json_object_get(x->data, "actions");
-  json_t *b64 = json_object_get(x->data, "actions_b64");
-  json_t *forces = json_object_get(x->data, "forces");
-  if (forces && !json_is_array(forces))
-    return pa_json_fail(x, PA_ERR_INVALID_ACTION_SHAPE,
-                        "data.forces must be an array of null, [fx, fy, fz] "
-                        "or [fx, fy, fz, tx, ty, tz] per robot");
-  if (forces && b64)
-    return pa_json_fail(x, PA_ERR_INVALID_MESSAGE,
-                        "data.forces goes with data.actions (null for a "
-                        "robot it forces), not data.actions_b64");
-  if (acts && !json_is_array(acts))
-    return pa_json_fail(x, PA_ERR_INVALID_ACTION_SHAPE,
-                        "data.actions must be an array of [v, w] or "
-                        "[v, vy, w] per robot");
-  if (acts && b64)
-    return pa_json_fail(x, PA_ERR_INVALID_MESSAGE,
-                        "give data.actions or data.actions_b64, not both");
-  size_t n;
-  uint32_t *ids = batch_robots(x, &n, NULL);
-  if (!ids)
-    return NULL;
-  json_t *res = NULL; /* NULL: refused, the error set in x */
-  double *bv = NULL;
-  pa_cmd *fcmds = NULL, *out = NULL;
-  size_t bk = 0, nf = 0, nv = 0;
-  for (size_t i = 1; shm && i < n; i++)
-    if (ids[i] != ids[0] + i) {
-      pa_json_fail(x, PA_ERR_INVALID_MESSAGE,
-                   "data.observe \"shm\" needs the robots as one run of ids "
-                   "(robots_range [first, count]): %u follows %u",
-                   (unsigned)ids[i], (unsigned)ids[i - 1]);
-      goto done;
-    }
-  if (acts && json_array_size(acts) != n) {
+/* data.actions, data.actions_b64 and data.forces: of the right types and
+ * not two of them that exclude each other; false with x's error. */
+static bool batch_args_ok(jctx *x, json_t *acts, json_t *b64, json_t *forces) {
+  if (forces && !json_is_array(forces)) {
     pa_json_fail(x, PA_ERR_INVALID_ACTION_SHAPE,
-                 "data.actions has %zu entries for %zu robots",
-                 json_array_size(acts), n);
-    goto done;
+                 "data.forces must be an array of null, [fx, fy, fz] "
+                 "or [fx, fy, fz, tx, ty, tz] per robot");
+    return false;
   }
-  if (forces && json_array_size(forces) != n) {
+  if (forces && b64) {
+    pa_json_fail(x, PA_ERR_INVALID_MESSAGE,
+                 "data.forces goes with data.actions (null for a "
+                 "robot it forces), not data.actions_b64");
+    return false;
+  }
+  if (acts && !json_is_array(acts)) {
     pa_json_fail(x, PA_ERR_INVALID_ACTION_SHAPE,
-                 "data.forces has %zu entries for %zu robots",
-                 json_array_size(forces), n);
-    goto done;
+                 "data.actions must be an array of [v, w] or "
+                 "[v, vy, w] per robot");
+    return false;
   }
-  if (b64 && !(bv = b64_actions(x, b64, n, &bk)))
-    goto done;
-  /* Held forces (checked before anything is sent; pushed after the
-   * velocity commands, which would clear them). */
-  if (forces && !(fcmds = calloc(n, sizeof *fcmds))) {
-    pa_json_fail(x, PA_ERR_BUSY, "out of memory");
-    goto done;
+  if (acts && b64) {
+    pa_json_fail(x, PA_ERR_INVALID_MESSAGE,
+                 "give data.actions or data.actions_b64, not both");
+    return false;
   }
+  return true;
+}
+
+/* data.forces into fcmds[n] (PA_OP_NONE: not forced), *nf of them forced;
+ * false with x's error when one is bad or a robot is both driven and
+ * forced. */
+static bool batch_forces(jctx *x, json_t *forces, json_t *acts,
+                         const uint32_t *ids, size_t n, pa_cmd *fcmds,
+                         size_t *nf) {
   for (size_t i = 0; forces && i < n; i++) {
     json_t *fe = json_array_get(forces, i);
     if (!batch_force(x, fe, i, ids[i], &fcmds[i]))
-      goto done;
+      return false;
     if (fcmds[i].op && acts && !json_is_null(json_array_get(acts, i))) {
       pa_json_fail(x, PA_ERR_INVALID_MESSAGE,
                    "data.actions[%zu] and data.forces[%zu] both drive "
                    "robot %u: give null for one",
                    i, i, (unsigned)ids[i]);
-      goto done;
+      return false;
     }
-    nf += fcmds[i].op != PA_OP_NONE;
+    *nf += fcmds[i].op != PA_OP_NONE;
   }
-  nv = bv ? n : 0;
-  for (size_t i = 0; acts && i < n; i++)
-    nv += !json_is_null(json_array_get(acts, i));
-  /* Every command and the STEP fit, or nothing is sent: the velocities go
-   * as SET_CMDS of up to PA_CMD_DRIVES_MAX robots each, then the forces. */
-  size_t np = (nv + PA_CMD_DRIVES_MAX - 1) / PA_CMD_DRIVES_MAX;
-  size_t need = np + nf + 1;
-  if (pa_queue_space(g->st->cmd) < need) {
-    g->busy++;
-    pa_json_fail(x, PA_ERR_BUSY,
-                 "step_batch needs %zu command queue slots, %u are free (of "
-                 "cmd_capacity %u): send fewer robots",
-                 need, (unsigned)pa_queue_space(g->st->cmd),
-                 (unsigned)g->ctl->def.cmd_capacity);
-    goto done;
-  }
-  if (need > 1 && !(out = calloc(need - 1, sizeof *out))) {
-    pa_json_fail(x, PA_ERR_BUSY, "out of memory");
-    goto done;
-  }
-  /* Every action checked before any is sent (a bad one changes nothing),
-   * packed as it passes. */
+  return true;
+}
+
+/* Every action (data.actions, or bv[n * bk] decoded from
+ * data.actions_b64) checked before any is sent (a bad one changes nothing),
+ * packed as it passes into SET_CMDS of up to PA_CMD_DRIVES_MAX robots in
+ * out; false with x's error. */
+static bool pack_drives(jctx *x, json_t *acts, json_t *b64, json_t *forces,
+                        const double *bv, size_t bk, const uint32_t *ids,
+                        size_t n, pa_cmd *out) {
+  pa_netgw *g = x->c->g;
   size_t nd = 0;
   for (size_t i = 0; (acts || bv) && i < n; i++) {
     double v[3] = {0, 0, 0};
@@ -602,13 +562,92 @@ json_t *pa_json_act_step_batch(jctx *x) {
                               : PA_ERR_INVALID_ACTION_SHAPE,
                    "data.%s[%zu] (robot %u) %s",
                    b64 ? "actions_b64" : "actions", i, (unsigned)ids[i], why);
-      goto done;
+      return false;
     }
     pa_cmd *pk = &out[nd++ / PA_CMD_DRIVES_MAX];
     pk->op = PA_OP_SET_CMDS;
     pk->drives[pk->count++] =
         (pa_cmd_drive_of){.v = d.v, .vy = d.vy, .w = d.w, .robot = ids[i]};
   }
+  return true;
+}
+
+json_t *pa_json_act_step_batch(jctx *x) {
+  pa_client *c = x->c;
+  pa_netgw *g = c->g;
+  long long steps = 1;
+  bool bin, obs, shm;
+  if (pa_json_int(x, "steps", 1, PA_NETGW_STEP_MAX, &steps) < 0 ||
+      !want_binary(x, &bin) || !observe_mode(x, &obs, &shm))
+    return NULL;
+  if (bin && c->jbatch)
+    return pa_json_fail(x, PA_ERR_INVALID_MESSAGE,
+                        "a binary step_batch cannot be inside a batch");
+  json_t *acts = json_object_get(x->data, "actions");
+  json_t *b64 = json_object_get(x->data, "actions_b64");
+  json_t *forces = json_object_get(x->data, "forces");
+  if (!batch_args_ok(x, acts, b64, forces))
+    return NULL;
+  size_t n;
+  uint32_t *ids = batch_robots(x, &n, NULL);
+  if (!ids)
+    return NULL;
+  json_t *res = NULL; /* NULL: refused, the error set in x */
+  double *bv = NULL;
+  pa_cmd *fcmds = NULL, *out = NULL;
+  size_t bk = 0, nf = 0, nv = 0;
+  for (size_t i = 1; shm && i < n; i++)
+    if (ids[i] != ids[0] + i) {
+      pa_json_fail(x, PA_ERR_INVALID_MESSAGE,
+                   "data.observe \"shm\" needs the robots as one run of ids "
+                   "(robots_range [first, count]): %u follows %u",
+                   (unsigned)ids[i], (unsigned)ids[i - 1]);
+      goto done;
+    }
+  if (acts && json_array_size(acts) != n) {
+    pa_json_fail(x, PA_ERR_INVALID_ACTION_SHAPE,
+                 "data.actions has %zu entries for %zu robots",
+                 json_array_size(acts), n);
+    goto done;
+  }
+  if (forces && json_array_size(forces) != n) {
+    pa_json_fail(x, PA_ERR_INVALID_ACTION_SHAPE,
+                 "data.forces has %zu entries for %zu robots",
+                 json_array_size(forces), n);
+    goto done;
+  }
+  if (b64 && !(bv = b64_actions(x, b64, n, &bk)))
+    goto done;
+  /* Held forces (checked before anything is sent; pushed after the
+   * velocity commands, which would clear them). */
+  if (forces && !(fcmds = calloc(n, sizeof *fcmds))) {
+    pa_json_fail(x, PA_ERR_BUSY, "out of memory");
+    goto done;
+  }
+  if (!batch_forces(x, forces, acts, ids, n, fcmds, &nf))
+    goto done;
+  nv = bv ? n : 0;
+  for (size_t i = 0; acts && i < n; i++)
+    nv += !json_is_null(json_array_get(acts, i));
+  /* Every command and the STEP fit, or nothing is sent: the velocities go
+   * as SET_CMDS of up to PA_CMD_DRIVES_MAX robots each, then the forces. */
+  size_t np = (nv + PA_CMD_DRIVES_MAX - 1) / PA_CMD_DRIVES_MAX;
+  size_t need = np + nf + 1;
+  if (pa_queue_space(g->st->cmd) < need) {
+    g->busy++;
+    pa_json_fail(x, PA_ERR_BUSY,
+                 "step_batch needs %zu command queue slots, %u are free (of "
+                 "cmd_capacity %u): send fewer robots",
+                 need, (unsigned)pa_queue_space(g->st->cmd),
+                 (unsigned)g->ctl->def.cmd_capacity);
+    goto done;
+  }
+  if (need > 1 && !(out = calloc(need - 1, sizeof *out))) {
+    pa_json_fail(x, PA_ERR_BUSY, "out of memory");
+    goto done;
+  }
+  if (!pack_drives(x, acts, b64, forces, bv, bk, ids, n, out))
+    goto done;
   for (size_t i = 0; fcmds && i < n; i++)
     if (fcmds[i].op != PA_OP_NONE)
       out[np++] = fcmds[i];
@@ -633,121 +672,6 @@ done:
   free(fcmds);
   free(out);
   return res;
-}
-
-/* Where each robot's newest scan is: in the scan ring (src[i] in place, its
- * header copied into hd[i], seq[i] its record) while the ring holds it, else
- * in the gateway's cache (seq[i] 0; drained once), else nowhere (src NULL).
- * Reading the ring skips the cache's two copies of 1,000 scans per reply. */
-static void find_scans(pa_netgw *g, const uint32_t *ids, size_t n, bool ring,
-                       int32_t *row, pa_scan *hd, const float **src,
-                       uint64_t *seq) {
-  uint32_t max = g->ctl->def.max_robots;
-  size_t left = n;
-  for (size_t i = 0; i < n; i++) {
-    src[i] = NULL;
-    seq[i] = 0;
-    row[ids[i]] = (int32_t)i; /* ids are distinct and < max */
-  }
-  const pa_ring *r = g->st->scan;
-  uint64_t head = ring ? pa_ring_head(r) : 0;
-  uint64_t slots = pa_ring_slot_count(r);
-  for (uint64_t k = head; left && k >= 1 && head - k < slots; k--) {
-    uint32_t l;
-    const char *rec = pa_ring_peek(r, k, &l);
-    pa_scan h;
-    if (!rec || l < sizeof h)
-      continue;
-    memcpy(&h, rec, sizeof h); /* checked again after the copies */
-    int32_t i = h.robot < max ? row[h.robot] : -1;
-    if (i < 0 || src[i] || sizeof h + (uint64_t)h.count * 4 > l)
-      continue;
-    hd[i] = h;
-    src[i] = (const float *)(const void *)(rec + sizeof h);
-    seq[i] = k;
-    left--;
-  }
-  if (left)
-    pa_gw_drain_scans(g);
-  for (size_t i = 0; left && i < n; i++) {
-    const pa_scan *cs = (const pa_scan *)g->scan_cache[ids[i]];
-    if (src[i] || !cs)
-      continue;
-    hd[i] = *cs;
-    src[i] = (const float *)(const void *)(cs + 1);
-    left--;
-  }
-  for (size_t i = 0; i < n; i++)
-    row[ids[i]] = -1;
-}
-
-/* The binary block of the robots' states in t and newest scans into *blk
- * (malloc'd): 0, 1 when a scan read from the ring was overwritten while
- * copied (nothing returned: read from the cache then), -1 out of memory. */
-static int bin_block(pa_netgw *g, const pa_tick *t, const uint32_t *ids,
-                     size_t n, bool ring, char **blk, size_t *len,
-                     uint32_t *beams) {
-  uint32_t max = g->ctl->def.max_robots;
-  int32_t *row = malloc(max * sizeof *row);
-  pa_scan *hd = malloc(n * sizeof *hd);
-  const float **src = malloc(n * sizeof *src);
-  uint64_t *seq = malloc(n * sizeof *seq);
-  char *b = NULL;
-  int rc = -1;
-  if (!row || !hd || !src || !seq)
-    goto out;
-  memset(row, 0xff, max * sizeof *row); /* -1: not asked for */
-  find_scans(g, ids, n, ring, row, hd, src, seq);
-  /* The widest scan sets the beam count; shorter ones are padded with NaN. */
-  uint32_t w = 0;
-  for (size_t i = 0; i < n; i++)
-    if (src[i] && hd[i].count > w)
-      w = hd[i].count;
-  size_t sz = PA_OBS_HEADER + n * (PA_OBS_FIELDS * 8 + (size_t)w * 4);
-  if (!(b = malloc(sz)))
-    goto out;
-  uint32_t head[3] = {(uint32_t)n, w, PA_OBS_FIELDS};
-  memcpy(b, PA_OBS_MAGIC, 4);
-  memcpy(b + 4, head, sizeof head);
-  char *rows = b + PA_OBS_HEADER;
-  char *ranges = rows + n * PA_OBS_FIELDS * 8;
-  for (size_t i = 0; i < n; i++) {
-    const pa_scan *s = src[i] ? &hd[i] : NULL;
-    double range_max = 0;
-    if (!s) { /* its range_max from the robot's info until it has scanned */
-      pa_robot_info info;
-      uint32_t idx;
-      memset(&info, 0, sizeof info);
-      pa_gw_robot(g, NULL, (long)ids[i], &info, &idx);
-      range_max = info.laser_range_max;
-    }
-    double f[PA_OBS_FIELDS];
-    pa_obs_row(f, pa_gw_robot_state(t, ids[i]), s, range_max);
-    memcpy(rows + i * PA_OBS_FIELDS * 8, f, sizeof f);
-    float *out = (float *)(void *)(ranges + i * (size_t)w * 4);
-    uint32_t k = s ? s->count : 0;
-    if (k)
-      memcpy(out, src[i], (size_t)k * 4);
-    for (uint32_t j = k; j < w; j++)
-      out[j] = NAN;
-  }
-  rc = 0;
-  for (size_t i = 0; i < n && rc == 0; i++)
-    if (seq[i] && !pa_ring_still(g->st->scan, seq[i]))
-      rc = 1;
-  if (rc == 0) {
-    *blk = b;
-    *len = sz;
-    *beams = w;
-    b = NULL;
-  }
-out:
-  free(b);
-  free(row);
-  free(hd);
-  free(src);
-  free(seq);
-  return rc;
 }
 
 static json_t *robot_json(pa_client *c, uint32_t id, const pa_robot_state *rs,
@@ -807,9 +731,9 @@ json_t *pa_json_done_step_batch(jctx *x, const pa_reply *r) {
   uint32_t beams = 0;
   size_t len = 0;
   char *blk = NULL;
-  int rc = bin_block(g, t, ids, n, true, &blk, &len, &beams);
+  int rc = pa_json_obs_block(g, t, ids, n, true, &blk, &len, &beams);
   if (rc > 0) /* a scan was overwritten while copied: from the cache */
-    rc = bin_block(g, t, ids, n, false, &blk, &len, &beams);
+    rc = pa_json_obs_block(g, t, ids, n, false, &blk, &len, &beams);
   if (rc < 0) {
     free(ids);
     json_decref(d);

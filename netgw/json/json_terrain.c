@@ -204,6 +204,56 @@ static int8_t *classes(jctx *x, const pa_map_block *m, const int8_t *cells,
   return cls;
 }
 
+/* The distance of every map cell to the nearest blocking one (a class
+ * above free, or unknown when it blocks), for the inflation: 0, or -1 with
+ * the error set. */
+static int inflate(jctx *x, const pa_map_block *m, const int8_t *cls,
+                   const tgrid *t, pa_dist *dist) {
+  size_t n = (size_t)m->width * m->height;
+  int8_t *occ = malloc(n ? n : 1);
+  char err[128];
+  pa_grid gr = {.width = m->width,
+                .height = m->height,
+                .resolution = m->resolution,
+                .cells = occ,
+                .occupied_min = 100};
+  for (size_t i = 0; occ && i < n; i++)
+    occ[i] =
+        cls[i] > C_FREE || (cls[i] == C_UNKNOWN && t->unknown_blocks) ? 100 : 0;
+  int rc = occ ? pa_dist_build(&gr, false, dist, err, sizeof err) : -1;
+  free(occ);
+  if (rc != 0) {
+    pa_json_fail(x, PA_ERR_BUSY, "inflation failed: %s",
+                 occ ? err : "out of memory");
+    return -1;
+  }
+  return 0;
+}
+
+/* The map's cells onto the coarse grid (blk, ocl zeroed and C_FREE): a
+ * coarse cell is blocked if any cell under it is (or is within the
+ * inflation radius); its class the one of highest rank. */
+static void coarsen(const pa_map_block *m, const int8_t *cls, const tgrid *t,
+                    const pa_dist *dist, uint8_t *blk, int8_t *ocl) {
+  static const int rank[5] = {1, 0, 2, 3, 4}; /* by class + 1 */
+  double k = m->resolution / t->cs;
+  for (uint32_t y = 0; y < m->height; y++) {
+    uint32_t oy = (uint32_t)((y + 0.5) * k);
+    for (uint32_t xx = 0; xx < m->width; xx++) {
+      uint32_t ox = (uint32_t)((xx + 0.5) * k);
+      if (ox >= t->ow || oy >= t->oh)
+        continue;
+      size_t i = (size_t)y * m->width + xx, o = (size_t)oy * t->ow + ox;
+      int8_t c = cls[i];
+      if (rank[c + 1] > rank[ocl[o] + 1])
+        ocl[o] = c;
+      if (c > C_FREE || (c == C_UNKNOWN && t->unknown_blocks) ||
+          (t->infl > 0 && dist->d[i] <= t->infl))
+        blk[o] = 1;
+    }
+  }
+}
+
 json_t *pa_json_terrain_oceansim(jctx *x) {
   const pa_map_block *m;
   const int8_t *cells;
@@ -219,26 +269,9 @@ json_t *pa_json_terrain_oceansim(jctx *x) {
   /* inflation: free cells within the radius of anything blocking */
   pa_dist dist;
   memset(&dist, 0, sizeof dist);
-  size_t n = (size_t)m->width * m->height;
-  if (t.infl > 0) {
-    int8_t *occ = malloc(n ? n : 1);
-    char err[128];
-    pa_grid gr = {.width = m->width,
-                  .height = m->height,
-                  .resolution = m->resolution,
-                  .cells = occ,
-                  .occupied_min = 100};
-    for (size_t i = 0; occ && i < n; i++)
-      occ[i] = cls[i] > C_FREE || (cls[i] == C_UNKNOWN && t.unknown_blocks)
-                   ? 100
-                   : 0;
-    int rc = occ ? pa_dist_build(&gr, false, &dist, err, sizeof err) : -1;
-    free(occ);
-    if (rc != 0) {
-      free(cls);
-      return pa_json_fail(x, PA_ERR_BUSY, "inflation failed: %s",
-                          occ ? err : "out of memory");
-    }
+  if (t.infl > 0 && inflate(x, m, cls, &t, &dist) != 0) {
+    free(cls);
+    return NULL;
   }
   /* coarse cells: blocked if any cell under it is; the class of highest
    * rank (agent > static > terrain > unknown > free) */
@@ -251,26 +284,10 @@ json_t *pa_json_terrain_oceansim(jctx *x) {
     return pa_json_fail(x, PA_ERR_BUSY, "out of memory");
   }
   memset(ocl, C_FREE, on);
-  static const int rank[5] = {1, 0, 2, 3, 4}; /* by class + 1 */
-  double k = m->resolution / t.cs;
-  uint64_t blocked_n = 0;
-  for (uint32_t y = 0; y < m->height; y++) {
-    uint32_t oy = (uint32_t)((y + 0.5) * k);
-    for (uint32_t xx = 0; xx < m->width; xx++) {
-      uint32_t ox = (uint32_t)((xx + 0.5) * k);
-      if (ox >= t.ow || oy >= t.oh)
-        continue;
-      size_t i = (size_t)y * m->width + xx, o = (size_t)oy * t.ow + ox;
-      int8_t c = cls[i];
-      if (rank[c + 1] > rank[ocl[o] + 1])
-        ocl[o] = c;
-      if (c > C_FREE || (c == C_UNKNOWN && t.unknown_blocks) ||
-          (t.infl > 0 && dist.d[i] <= t.infl))
-        blk[o] = 1;
-    }
-  }
+  coarsen(m, cls, &t, &dist, blk, ocl);
   free(cls);
   pa_dist_free(&dist);
+  uint64_t blocked_n = 0;
   for (size_t i = 0; i < on; i++)
     blocked_n += blk[i];
   json_t *d = json_object();

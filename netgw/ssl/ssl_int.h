@@ -1,17 +1,21 @@
-/* ssl_int.h - private to pa-netgw's SSL side: the protocol sockets
- * (ssl_gw.c) and vision (ssl_vision.c) share this state. */
+/* ssl_int.h - private to pa-netgw's SSL side: the protocol's messages
+ * (ssl_gw.c), its sockets (ssl_ports.c) and vision (ssl_vision.c) share
+ * this state. */
 #ifndef PA_SSL_INT_H
 #define PA_SSL_INT_H
 
 #include "netgw_int.h"
 
 #include "pa_ssl_field.h"
+#include "ssl_simulation_control.pb-c.h"
+#include "ssl_simulation_error.pb-c.h"
+#include "ssl_simulation_robot_control.pb-c.h"
 #include "ssl_vision_wrapper.pb-c.h"
 
 /* its row in the front-end table */
 extern const pa_frontend pa_fe_ssl;
 
-/* ssl_gw.c: the SSL simulation protocol when the world has an SSL field
+/* ssl_ports.c: the SSL simulation protocol when the world has an SSL field
  * (0 without one; -1 with err when a port cannot be bound), and its
  * teardown. */
 int pa_ssl_gw_start(pa_netgw *g, char *err, size_t err_sz);
@@ -66,15 +70,67 @@ typedef struct pa_ssl_gw {
   /* Realism (playarea.RealismConfig): vision noise and dropout, seeded. */
   double noise_pos, noise_theta, dropout; /* [m], [rad], probability */
   uint64_t rng;
-  /* Datagrams waiting for pa-sim's replies (ssl_gw.c), the one being
+  /* Datagrams waiting for pa-sim's replies (ssl_ports.c), the one being
    * read, and what its next command is called in an error. */
   struct ssl_pend *pend; /* [SSL_PEND_MAX] */
   struct ssl_pend *cur;
   char what[48];
 } pa_ssl_gw;
 
+#define SSL_ERRORS_MAX 32
+#define SSL_PEND_MAX 32  /* datagrams waiting for pa-sim's replies */
+#define SSL_PEND_CMDS 64 /* commands of one datagram named in its errors */
+/* The reply queue's client id of these ports' commands: slot 0xffffffff is
+ * no TCP client's (Foxglove's use generations 0 and 1 of it). */
+#define SSL_CLIENT_ID 0x00000002ffffffffull
+
+/* The SimulatorErrors of one datagram's response. */
+typedef struct ssl_errs {
+  Sslsim__SimulatorError e[SSL_ERRORS_MAX];
+  Sslsim__SimulatorError *p[SSL_ERRORS_MAX];
+  char code[SSL_ERRORS_MAX][64];
+  char msg[SSL_ERRORS_MAX][192];
+  size_t n;
+} ssl_errs;
+
+/* A datagram whose response waits for pa-sim's replies to its commands
+ * (request ids req0.. req0 + sent - 1). */
+typedef struct ssl_pend {
+  pa_ssl_gw *x;
+  bool used;
+  int s; /* S_CONTROL, S_BLUE, S_YELLOW */
+  struct sockaddr_in from;
+  uint64_t req0;
+  uint32_t sent, waiting;
+  ssl_errs e;
+  char what[SSL_PEND_CMDS][48]; /* each command, for its error */
+  Sslsim__RobotFeedback *fb;
+  Sslsim__RobotFeedback **fbp;
+  size_t nf;
+  struct event *timeout;
+} ssl_pend;
+
+/* ---- ssl_gw.c: the messages -------------------------------------------- */
+
 /* out grown to n bytes; false when out of memory. */
 bool pa_ssl_out_reserve(pa_ssl_gw *x, size_t n);
+/* A SimulatorError of code into e (dropped past SSL_ERRORS_MAX). */
+void pa_ssl_err_add(ssl_errs *e, const char *code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* "blue" (team 0) or "yellow". */
+const char *pa_ssl_team_name(int team);
+/* A control port's SimulatorCommand: checked, its parts pushed to pa-sim
+ * (named to x->cur's errors when a datagram waits for the replies); what
+ * is refused goes into e. */
+void pa_ssl_simulator_command(pa_ssl_gw *x, const Sslsim__SimulatorCommand *m,
+                              ssl_errs *e);
+/* One RobotCommand of a team port (team 0 blue, 1 yellow), as above; fb
+ * its feedback (id left UINT32_MAX: none). */
+void pa_ssl_robot_command(pa_ssl_gw *x, int team, const Sslsim__RobotCommand *r,
+                          ssl_errs *e, Sslsim__RobotFeedback *fb);
+
+/* ---- ssl_vision.c -------------------------------------------------------*/
+
 /* The geometry packet's parts, built once from x->f. */
 void pa_ssl_vision_geometry(pa_ssl_gw *x);
 /* The vision timer: a frame of the newest tick (geometry now and then). */

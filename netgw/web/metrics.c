@@ -74,10 +74,8 @@ static void read_procs(pa_netgw *g, proc_view v[PA_PROC_COUNT]) {
   }
 }
 
-void pa_metrics_write(pa_web *w, struct evbuffer *b) {
-  pa_netgw *g = w->g;
-  proc_view v[PA_PROC_COUNT];
-  read_procs(g, v);
+/* Per process: up, restarts, CPU, memory, loops, overruns, loop period. */
+static void write_procs(struct evbuffer *b, const proc_view v[PA_PROC_COUNT]) {
   pa_metrics_family(b, "playarea_process_up", "gauge",
                     "1 when the process runs and is ready");
   for (int p = 0; p < PA_PROC_COUNT; p++)
@@ -124,8 +122,12 @@ void pa_metrics_write(pa_web *w, struct evbuffer *b) {
     evbuffer_add_printf(
         b, "playarea_process_loop_period_p99_seconds{process=\"%s\"} %.9f\n",
         proc_name[p], (double)v[p].h.period_p99_ns / 1e9);
+}
 
-  const pa_health *sh = &v[PA_PROC_SIM].h;
+/* pa-sim: ticks, scans, time, real-time factor, robots, loop period;
+ * sh its health block. */
+static void write_sim(pa_web *w, struct evbuffer *b, const pa_health *sh) {
+  pa_netgw *g = w->g;
   pa_metrics_family(b, "playarea_sim_ticks_total", "counter",
                     "simulation ticks run");
   evbuffer_add_printf(b, "playarea_sim_ticks_total %llu\n",
@@ -147,7 +149,12 @@ void pa_metrics_write(pa_web *w, struct evbuffer *b) {
   pa_metrics_family(b, "playarea_sim_loop_period_seconds", "histogram",
                     "pa-sim's mean loop period per 50 ms sample");
   pa_metrics_hist(b, "playarea_sim_loop_period_seconds", "", &w->sim_period);
+}
 
+/* The gateway: clients, frames and bytes sent and dropped per channel,
+ * HTTP requests, busy refusals; nh its health block. */
+static void write_netgw(pa_web *w, struct evbuffer *b, const pa_health *nh) {
+  pa_netgw *g = w->g;
   pa_metrics_family(b, "playarea_netgw_clients", "gauge",
                     "connected clients: TCP control connections, browsers' "
                     "/ws, Foxglove");
@@ -163,7 +170,6 @@ void pa_metrics_write(pa_web *w, struct evbuffer *b) {
       b, "playarea_netgw_clients{transport=\"foxglove\"} %lld\n",
       fi ? (long long)json_integer_value(json_object_get(fi, "clients")) : 0);
   json_decref(fi);
-  const pa_health *nh = &v[PA_PROC_NETGW].h;
   pa_metrics_family(
       b, "playarea_netgw_frames_sent_total", "counter",
       "frames sent per channel (UDP datagrams, WebSocket messages)");
@@ -209,6 +215,15 @@ void pa_metrics_write(pa_web *w, struct evbuffer *b) {
                     "commands refused or lost: the command queue was full");
   evbuffer_add_printf(b, "playarea_netgw_busy_total %llu\n",
                       (unsigned long long)g->busy);
+}
+
+void pa_metrics_write(pa_web *w, struct evbuffer *b) {
+  pa_netgw *g = w->g;
+  proc_view v[PA_PROC_COUNT];
+  read_procs(g, v);
+  write_procs(b, v);
+  write_sim(w, b, &v[PA_PROC_SIM].h);
+  write_netgw(w, b, &v[PA_PROC_NETGW].h);
   pa_core_metrics_write(g, b);
 }
 
