@@ -240,8 +240,9 @@ const char *pa_shm_file_type(unsigned st_mode) {
 int pa_shm_open_checked(const char *name, int flags, unsigned mode,
                         struct stat *st, char *err, size_t err_sz) {
   /* O_NONBLOCK: a planted FIFO must not hold open() until a writer comes */
-  int fd = shm_open(name, flags | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC,
-                    (mode_t)mode);
+  int fd =
+      shm_open(name, flags | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC,
+               (mode_t)mode);
   if (fd < 0) {
     int e = errno;
     if (e == ELOOP)
@@ -287,8 +288,8 @@ int pa_shm_create(pa_shm_seg *seg, const char *name, uint32_t kind,
     return PA_SHM_EINVAL;
   }
   char why[PA_SHM_NAME_MAX + 96];
-  int fd = pa_shm_open_checked(name, O_RDWR | O_CREAT | O_EXCL, 0600, NULL,
-                               why, sizeof why);
+  int fd = pa_shm_open_checked(name, O_RDWR | O_CREAT | O_EXCL, 0600, NULL, why,
+                               sizeof why);
   if (fd < 0) {
     int e = errno;
     pa_shm_errf(err, err_sz, "%s: create: %s", name, strerror(e));

@@ -115,16 +115,16 @@ static int cmd_ls(void) {
     bool alive;
     char why[400];
     const char *state = state_name(st);
-    if (st == PA_STACK_FOREIGN && pa_stack_refused(v[i].name, why, sizeof why)) {
+    if (st == PA_STACK_FOREIGN &&
+        pa_stack_refused(v[i].name, why, sizeof why)) {
       state = "refused"; /* a planted FIFO or device: listed, never opened */
       snprintf(heads, sizeof heads, "%s", why);
     } else if (st == PA_STACK_FOREIGN &&
                pa_stack_foreign_info(v[i].name, &uid, &mode, &owner, &alive)) {
       snprintf(heads, sizeof heads, "uid %u mode %04o", uid, mode);
     }
-    printf("%-24s %-8s %8d %4d %10.1f  %s\n", v[i].name, state,
-           (int)owner, v[i].segments, (double)v[i].bytes / (1024.0 * 1024.0),
-           heads);
+    printf("%-24s %-8s %8d %4d %10.1f  %s\n", v[i].name, state, (int)owner,
+           v[i].segments, (double)v[i].bytes / (1024.0 * 1024.0), heads);
   }
   return 0;
 }
@@ -140,7 +140,8 @@ static int cmd_gc(const char *prefix) {
       continue;
     int st = pa_stack_probe(v[i].name);
     char why[400];
-    if (st == PA_STACK_FOREIGN && pa_stack_refused(v[i].name, why, sizeof why)) {
+    if (st == PA_STACK_FOREIGN &&
+        pa_stack_refused(v[i].name, why, sizeof why)) {
       printf("left instance %s: refused: %s\n", v[i].name, why);
       continue;
     }

@@ -130,8 +130,8 @@ int pa_sim_keep_open(const pa_sim_model *m, pa_sim_state *s, pa_stack *st,
   const pa_shm_header *ch = st->ctl_seg.base;
   size_t slot = slot_bytes(s), total = slot_off(2, slot);
   char why[PA_SHM_NAME_MAX + 96];
-  int fd = pa_shm_open_checked(name, O_RDWR | O_CREAT, 0600, NULL, why,
-                               sizeof why);
+  int fd =
+      pa_shm_open_checked(name, O_RDWR | O_CREAT, 0600, NULL, why, sizeof why);
   if (fd < 0) {
     pa_warn("sim-keep %s: held forces and agents will not survive a restart",
             why);

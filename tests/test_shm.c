@@ -944,9 +944,9 @@ static void test_stack_planted(void **st) {
     assert_non_null(strstr(why, path));
     assert_non_null(strstr(why, type));
     pa_shm_seg seg;
-    assert_int_equal(pa_shm_attach(&seg, name, PA_SEG_CTL, NULL, err,
-                                   sizeof err),
-                     PA_SHM_EMISMATCH);
+    assert_int_equal(
+        pa_shm_attach(&seg, name, PA_SEG_CTL, NULL, err, sizeof err),
+        PA_SHM_EMISMATCH);
     assert_non_null(strstr(err, "not a regular file"));
     assert_non_null(strstr(err, type));
     uint32_t uid, mode;
