@@ -9,6 +9,7 @@
 
 #include <cmocka.h>
 #include <jansson.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 
 #include "netgw_harness.h"
@@ -143,10 +144,133 @@ static void record_continues_numbered(void **state) {
   assert_true(file_size(f1) > 0);
 }
 
+/* Sends a request (action + data text); the whole reply. */
+static json_t *req(const char *action, const char *data) {
+  static char line[2048], buf[1 << 20];
+  snprintf(line, sizeof line,
+           "{\"type\":\"command\",\"action\":\"%s\",\"data\":%s}", action,
+           data);
+  /* an export that waits may take a while: 60 s, not ng_ask's 5 */
+  assert_int_equal(pa_test_send_str(cfd, line), 0);
+  assert_int_equal(pa_test_send_str(cfd, "\n"), 0);
+  assert_true(pa_test_read_line(cfd, buf, sizeof buf, 60000 * PA_TEST_SLOW) >
+              0);
+  json_error_t je;
+  json_t *j = json_loads(buf, 0, &je);
+  if (!j)
+    fail_msg("%s: not JSON: %s", action, buf);
+  return j;
+}
+
+/* The error message of a reply ("" when it succeeded), copied to out. */
+static const char *err_of(json_t *j, char *out, size_t n) {
+  const char *m = json_string_value(
+      json_object_get(json_object_get(j, "error"), "message"));
+  snprintf(out, n, "%s", m ? m : "");
+  json_decref(j);
+  return out;
+}
+
+/* Restarts pa-sim on the stack (resuming from shm), with RLIMIT_FSIZE
+ * fsize bytes when not 0 (SIGXFSZ ignored: a write past it fails EFBIG, as
+ * one on a full disk fails ENOSPC). */
+static void restart_sim(const char *const *sim_flags, rlim_t fsize) {
+  pa_test_stop(stack.sim, SIGKILL, 5000);
+  __atomic_store_n(&stack.st.ctl->health[PA_PROC_SIM].ready, 0,
+                   __ATOMIC_RELEASE);
+  struct rlimit old, lim;
+  assert_int_equal(getrlimit(RLIMIT_FSIZE, &old), 0);
+  lim = (struct rlimit){fsize, old.rlim_max}; /* the soft one: put back */
+  void (*oldsig)(int) = signal(SIGXFSZ, SIG_IGN);
+  if (fsize)
+    assert_int_equal(setrlimit(RLIMIT_FSIZE, &lim), 0);
+  stack.sim = ng_spawn(&stack, "pa-sim", sim_flags, NULL, stack.sim_log);
+  if (fsize)
+    assert_int_equal(setrlimit(RLIMIT_FSIZE, &old), 0);
+  signal(SIGXFSZ, oldsig);
+  assert_true(stack.sim > 0);
+  assert_true(pa_test_wait_for(ng_sim_ready, &stack, 20000));
+}
+
+static bool exists(const char *dir, const char *name) {
+  char p[1024];
+  snprintf(p, sizeof p, "%s/%s", dir, name);
+  return access(p, F_OK) == 0;
+}
+
+/* Issue 32 #13, #15: export_dataset's errors: no existence oracle outside
+ * the data directory, no absolute path; a write error (here EFBIG from
+ * RLIMIT_FSIZE, the robust stand-in for ENOSPC without mount privileges)
+ * ends the export at once with an error reply naming the file, and the
+ * completion marker dataset.json is never written; a crashed export's
+ * directory and temp files take a retry. */
+static void export_errors_and_retry(void **state) {
+  (void)state;
+  test_dir("export");
+  const char *sim[] = {"--data_dir", ddir, "--robots", "2", NULL};
+  cfd = ng_open(&stack, "export", sim, NULL);
+  char e1[512], e2[512];
+  err_of(req("export_dataset", "{\"export_dir\": \"/etc\", \"ticks\": 2}"), e1,
+         sizeof e1);
+  err_of(req("export_dataset",
+             "{\"export_dir\": \"/no-such-dir-pa\", \"ticks\": 2}"),
+         e2, sizeof e2);
+  char *p1 = strstr(e1, "/etc"), *p2 = strstr(e2, "/no-such-dir-pa");
+  if (!p1 || !p2)
+    fail_msg("'%s' / '%s'", e1, e2);
+  *p1 = *p2 = 0;
+  assert_string_equal(e1, e2); /* the same answer: no oracle */
+  assert_non_null(strstr(e1, "forbidden path"));
+  /* a crashed export (the marker, a half archive beside it): retried */
+  char d[700], f[800];
+  snprintf(d, sizeof d, "%s/runs", ddir);
+  assert_int_equal(mkdir(d, 0755), 0);
+  snprintf(d, sizeof d, "%s/runs/x", ddir);
+  assert_int_equal(mkdir(d, 0755), 0);
+  snprintf(f, sizeof f, "%s/.pa-export-unfinished", d);
+  put(f, "");
+  snprintf(f, sizeof f, "%s/poses.csv", d);
+  put(f, "half");
+  snprintf(f, sizeof f, "%s/runs/x.tar.gz.tmp", ddir);
+  put(f, "half");
+  const char *x = "{\"export_dir\": \"runs/x\", \"ticks\": 5, \"wait\": "
+                  "true, \"pack_dataset\": true}";
+  if (err_of(req("export_dataset", x), e1, sizeof e1)[0])
+    fail_msg("the retry: %s", e1);
+  assert_true(exists(d, "dataset.json"));
+  assert_false(exists(d, ".pa-export-unfinished"));
+  snprintf(d, sizeof d, "%s/runs", ddir);
+  assert_true(exists(d, "x.tar.gz"));
+  assert_false(exists(d, "x.tar.gz.tmp"));
+  /* finished and used: refused unless overwrite */
+  assert_non_null(strstr(err_of(req("export_dataset", x), e1, sizeof e1),
+                         "overwrite: true"));
+  const char *xo = "{\"export_dir\": \"runs/x\", \"ticks\": 5, \"wait\": "
+                   "true, \"pack_dataset\": true, \"overwrite\": true}";
+  if (err_of(req("export_dataset", xo), e1, sizeof e1)[0])
+    fail_msg("with overwrite: %s", e1);
+  /* a full disk: an error reply at once, no dataset.json */
+  restart_sim(sim, 256 * 1024);
+  int64_t t0 = pa_test_now_ms();
+  err_of(req("export_dataset", "{\"export_dir\": \"runs/full\", \"ticks\": "
+                               "40000, \"wait\": true}"),
+         e1, sizeof e1);
+  int64_t took = pa_test_now_ms() - t0;
+  fprintf(stderr, "disk full after %lld ms: %s\n", (long long)took, e1);
+  assert_non_null(strstr(e1, "File too large"));
+  assert_null(strstr(e1, ddir));
+  assert_true(took < 60000); /* 40000 ticks are 200 s */
+  snprintf(d, sizeof d, "%s/runs/full", ddir);
+  assert_false(exists(d, "dataset.json"));
+  assert_true(exists(d, "dataset.incomplete.json"));
+  restart_sim(sim, 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_teardown(uploads_no_symlinks, teardown),
       cmocka_unit_test_teardown(record_continues_numbered, teardown),
+      cmocka_unit_test_teardown(export_errors_and_retry, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

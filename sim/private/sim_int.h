@@ -330,6 +330,17 @@ int pa_sim_int_file_begin(const pa_sim_model *m, const pa_cmd *c,
  * with r naming the file and the error ("cannot write a.json: No space
  * left on device"). */
 int pa_sim_int_file_end(pa_safe_file *f, int e, pa_reply *r);
+/* In an export directory until its export finished: a directory holding
+ * it is an export a crash or a kill cut short, reused by a retry. */
+#define PA_SIM_EXPORT_MARKER ".pa-export-unfinished"
+/* export_dataset's directory rel under the data directory dd (canonical)
+ * claimed for c (sim_recdir.c): created beneath dd through no symlink, or
+ * reused when empty, unfinished or c says overwrite; not one of busy[] (the
+ * exports still being written). 0 with its absolute path in dir, or -1 with
+ * r set (errors name rel as given). */
+int pa_sim_int_export_claim(const char *dd, const char *rel, const pa_cmd *c,
+                            const char *const *busy, size_t n_busy, char *dir,
+                            size_t dir_sz, pa_reply *r);
 /* save_world (sim_saveworld.c): the world as it stands as a world YAML that
  * --world loads, its map beside it (<stem>.map.yaml + .png). */
 pa_status pa_sim_int_save_world(const pa_sim_model *m, pa_sim_state *s,
