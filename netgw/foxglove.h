@@ -171,6 +171,7 @@ typedef struct pa_fox_info {
   uint64_t jpeg_frames;   /* camera images encoded */
   bool recording;
   char record_path[256];
+  char record_error[256]; /* the writer's first I/O error ("" = none) */
   pa_mcap_stats rec; /* of the running recording */
   /* the last replay: "" (none), running, match, mismatch, failed */
   const char *replay;

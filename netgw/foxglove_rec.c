@@ -170,6 +170,7 @@ void pa_fox_get_info(pa_fox *f, pa_fox_info *o) {
   if (f->rec) {
     snprintf(o->record_path, sizeof o->record_path, "%s", f->rec_path);
     pa_mcap_get_stats(f->rec, &o->rec);
+    pa_mcap_error(f->rec, o->record_error, sizeof o->record_error);
   }
   o->replay = f->rp.state;
   o->replay_pushed = f->rp.next;

@@ -164,13 +164,21 @@ json_t *pa_json_act_replay_mcap(jctx *x) {
 json_t *pa_json_act_foxglove_info(jctx *x) {
   pa_fox_info i;
   pa_fox_get_info(x->c->g->fox, &i);
-  json_t *d = json_pack("{s:i, s:i, s:I, s:I, s:I, s:b}", "port", (int)i.port,
-                        "clients", (int)i.clients, "sent", (json_int_t)i.sent,
-                        "dropped", (json_int_t)i.dropped, "jpeg_frames",
-                        (json_int_t)i.jpeg_frames, "recording", i.recording);
+  /* a recording whose writer failed (disk full) is not recording: it says
+   * error and why until stop_record_mcap */
+  bool failed = i.recording && i.record_error[0];
+  json_t *d =
+      json_pack("{s:i, s:i, s:I, s:I, s:I, s:b}", "port", (int)i.port,
+                "clients", (int)i.clients, "sent", (json_int_t)i.sent,
+                "dropped", (json_int_t)i.dropped, "jpeg_frames",
+                (json_int_t)i.jpeg_frames, "recording", i.recording && !failed);
   if (i.recording) {
     json_t *r = stats_json(&i.rec);
     json_object_set_new(r, "path", json_string(i.record_path));
+    json_object_set_new(r, "state",
+                        json_string(failed ? "error" : "recording"));
+    if (failed)
+      json_object_set_new(r, "error", json_string(i.record_error));
     json_object_set_new(d, "record", r);
   }
   if (i.replay[0])

@@ -676,7 +676,7 @@ int pa_mcap_write(pa_mcap *m, int channel, uint64_t log_ns, uint64_t publish_ns,
   bool bad = channel < 1 || channel > m->n_channels || m->error[0];
   bool full = m->queued + len > m->def.queue_bytes;
   if (bad || full) {
-    if (full)
+    if (full || m->error[0]) /* after a write error (disk full): lost too */
       m->dropped++;
     pthread_mutex_unlock(&m->mu);
     return -1;

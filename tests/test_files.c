@@ -266,11 +266,84 @@ static void export_errors_and_retry(void **state) {
   restart_sim(sim, 0);
 }
 
+/* GET path on the web port: the whole answer in out. */
+static void http_get(const char *path, char *out, size_t n) {
+  uint16_t port =
+      (uint16_t)__atomic_load_n(&stack.st.ctl->http_port, __ATOMIC_ACQUIRE);
+  int fd = pa_test_tcp_connect(port);
+  assert_true(fd >= 0);
+  char q[256];
+  int k =
+      snprintf(q, sizeof q, "GET %s HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n", path);
+  assert_int_equal(write(fd, q, (size_t)k), k);
+  size_t got = 0;
+  int64_t end = pa_test_now_ms() + 5000 * PA_TEST_SLOW;
+  while (got < n - 1 && pa_test_now_ms() < end) {
+    ssize_t r = read(fd, out + got, n - 1 - got);
+    if (r <= 0)
+      break;
+    got += (size_t)r;
+  }
+  close(fd);
+  out[got] = 0;
+}
+
+/* Issue 32 #13: an MCAP recording whose writer hits a write error (EFBIG
+ * from RLIMIT_FSIZE on a restarted pa-netgw, as ENOSPC on a full disk)
+ * says so: foxglove_info's record state "error" with the reason,
+ * recording false, the lost messages counted, and /metrics shows it. */
+static void record_write_error_reported(void **state) {
+  (void)state;
+  test_dir("recfull");
+  const char *gw[] = {"--data_dir", ddir, "--record", "full.mcap", NULL};
+  cfd = ng_open(&stack, "recfull", NULL, NULL);
+  close(cfd);
+  cfd = -1;
+  pa_test_stop(stack.gw, SIGTERM, 5000);
+  struct rlimit old, lim;
+  assert_int_equal(getrlimit(RLIMIT_FSIZE, &old), 0);
+  lim = (struct rlimit){8 * 1024, old.rlim_max};
+  void (*oldsig)(int) = signal(SIGXFSZ, SIG_IGN);
+  assert_int_equal(setrlimit(RLIMIT_FSIZE, &lim), 0);
+  int rc = ng_start_gw(&stack, gw);
+  assert_int_equal(setrlimit(RLIMIT_FSIZE, &old), 0);
+  signal(SIGXFSZ, oldsig);
+  assert_int_equal(rc, 0);
+  cfd = ng_connect(&stack);
+  assert_true(cfd >= 0);
+  json_t *rec = NULL;
+  bool failed = false;
+  for (int64_t end = pa_test_now_ms() + 30000 * PA_TEST_SLOW;
+       !failed && pa_test_now_ms() < end; usleep(100000)) {
+    json_t *j = req("foxglove_info", "{}");
+    json_t *d = json_object_get(j, "data");
+    json_t *r = json_object_get(d, "record");
+    failed =
+        r && !strcmp(json_string_value(json_object_get(r, "state")), "error");
+    if (failed) {
+      assert_true(json_is_false(json_object_get(d, "recording")));
+      rec = json_deep_copy(r);
+    }
+    json_decref(j);
+  }
+  if (!failed)
+    fail_msg("the recording never reported its write error");
+  const char *why = json_string_value(json_object_get(rec, "error"));
+  fprintf(stderr, "record error: %s\n", why);
+  assert_non_null(strstr(why, "File too large"));
+  json_decref(rec);
+  static char page[1 << 17];
+  http_get("/metrics", page, sizeof page);
+  assert_non_null(
+      strstr(page, "playarea_netgw_mcap_recording{state=\"error\"} 1"));
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_teardown(uploads_no_symlinks, teardown),
       cmocka_unit_test_teardown(record_continues_numbered, teardown),
       cmocka_unit_test_teardown(export_errors_and_retry, teardown),
+      cmocka_unit_test_teardown(record_write_error_reported, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
