@@ -197,6 +197,38 @@ static void keep(heard *h, size_t *nh, json_t *b) {
   snprintf(h[i].key, sizeof h[i].key, "%s", key);
 }
 
+/* The list, real stacks first, at most LIST_MAX (the rest counted). */
+static void print_stacks(heard *h, size_t nh, bool as_json) {
+  size_t shown = nh < LIST_MAX ? nh : LIST_MAX;
+  if (!as_json && nh)
+    printf("%-24s %-21s %5s %7s %-10s %5s\n", "instance", "tcp", "http", "pid",
+           "version", "proto");
+  for (size_t i = 0; i < shown; i++) {
+    json_t *b = h[i].b;
+    if (as_json) {
+      json_object_set_new(b, "answers", json_boolean(h[i].answers));
+      char *s = json_dumps(b, JSON_COMPACT | JSON_SORT_KEYS);
+      if (s)
+        printf("%s\n", s);
+      free(s);
+    } else {
+      char tcp[64];
+      snprintf(tcp, sizeof tcp, "%s:%lld", connect_addr(b),
+               (long long)json_integer_value(json_object_get(b, "tcp_port")));
+      printf(
+          "%-24.64s %-21s %5lld %7lld %-10.64s %5lld%s\n", jstr(b, "instance"),
+          tcp, (long long)json_integer_value(json_object_get(b, "http_port")),
+          (long long)json_integer_value(json_object_get(b, "pid")),
+          jstr(b, "version"),
+          (long long)json_integer_value(json_object_get(b, "protocol_version")),
+          h[i].answers ? "" : "  (not answering)");
+    }
+  }
+  if (nh > shown)
+    fprintf(stderr, "playarea discover: %zu more not listed (at most %d)\n",
+            nh - shown, LIST_MAX);
+}
+
 int pa_launch_discover_main(int argc, char **argv) {
   long port = PA_BEACON_PORT, timeout_ms = 2500;
   const char *bind_addr = "0.0.0.0";
@@ -281,34 +313,7 @@ int pa_launch_discover_main(int argc, char **argv) {
   close(fd);
   probe_stacks(h, nh);
   order(h, nh);
-  size_t shown = nh < LIST_MAX ? nh : LIST_MAX;
-  if (!as_json && nh)
-    printf("%-24s %-21s %5s %7s %-10s %5s\n", "instance", "tcp", "http", "pid",
-           "version", "proto");
-  for (size_t i = 0; i < shown; i++) {
-    json_t *b = h[i].b;
-    if (as_json) {
-      json_object_set_new(b, "answers", json_boolean(h[i].answers));
-      char *s = json_dumps(b, JSON_COMPACT | JSON_SORT_KEYS);
-      if (s)
-        printf("%s\n", s);
-      free(s);
-    } else {
-      char tcp[64];
-      snprintf(tcp, sizeof tcp, "%s:%lld", connect_addr(b),
-               (long long)json_integer_value(json_object_get(b, "tcp_port")));
-      printf(
-          "%-24.64s %-21s %5lld %7lld %-10.64s %5lld%s\n", jstr(b, "instance"),
-          tcp, (long long)json_integer_value(json_object_get(b, "http_port")),
-          (long long)json_integer_value(json_object_get(b, "pid")),
-          jstr(b, "version"),
-          (long long)json_integer_value(json_object_get(b, "protocol_version")),
-          h[i].answers ? "" : "  (not answering)");
-    }
-  }
-  if (nh > shown)
-    fprintf(stderr, "playarea discover: %zu more not listed (at most %d)\n",
-            nh - shown, LIST_MAX);
+  print_stacks(h, nh, as_json);
   for (size_t i = 0; i < nh; i++)
     json_decref(h[i].b);
   free(h);
