@@ -307,9 +307,15 @@ static void check_files(pa_sim_rec *rec) {
   for (size_t i = 0; i < 4 && !rec->failed; i++) {
     errno = 0;
     if (fs[i] && (fflush(fs[i]) != 0 || ferror(fs[i]))) {
+      int e = errno;
+      if (!e) { /* it failed inside an fprintf: one more try tells why */
+        clearerr(fs[i]);
+        if (fputc('\n', fs[i]) == EOF || fflush(fs[i]) != 0)
+          e = errno;
+      }
       rec->failed = true;
       snprintf(rec->err, sizeof rec->err, "writing %s failed: %s", names[i],
-               errno ? strerror(errno) : "a write error");
+               e ? strerror(e) : "a write error");
     }
   }
   if (rec->failed)

@@ -41,6 +41,9 @@ static void test_dir(const char *tag) {
   assert_int_equal(mkdir(ddir, 0755), 0);
 }
 
+static json_t *req(const char *action, const char *data);
+static const char *err_of(json_t *j, char *out, size_t n);
+
 static void put(const char *path, const char *text) {
   FILE *f = fopen(path, "w");
   assert_non_null(f);
@@ -131,6 +134,20 @@ static void record_continues_numbered(void **state) {
   const char *gw[] = {"--data_dir", ddir, "--record", "run.mcap", NULL};
   cfd = ng_open(&stack, "record", NULL, gw);
   assert_true(file_size(f0) > 0);
+  /* issue 32 #15: record_mcap's path errors: one answer whether the
+   * outside path exists or not, no data directory in them */
+  char e1[512], e2[512];
+  err_of(req("record_mcap", "{\"path\": \"/etc/x.mcap\"}"), e1, sizeof e1);
+  err_of(req("record_mcap", "{\"path\": \"/no-such-pa/x.mcap\"}"), e2,
+         sizeof e2);
+  char *p1 = strstr(e1, "/etc/x.mcap"), *p2 = strstr(e2, "/no-such-pa/x.mcap");
+  if (!p1 || !p2)
+    fail_msg("'%s' / '%s'", e1, e2);
+  *p1 = *p2 = 0;
+  assert_string_equal(e1, e2);
+  err_of(req("record_mcap", "{\"path\": \"none/x.mcap\"}"), e1, sizeof e1);
+  if (!e1[0] || strstr(e1, ddir))
+    fail_msg("shows the data directory: '%s'", e1);
   close(cfd);
   cfd = -1;
   for (int k = 1; k <= 2; k++) {

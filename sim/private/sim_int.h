@@ -315,11 +315,6 @@ pa_status pa_sim_int_snapshot_json_load(const pa_sim_model *m, pa_sim_state *s,
 /* --data_dir (NULL or "": the working directory), created if missing,
  * canonical in out [PATH_MAX]: 0, or -1 with the reason in err. */
 int pa_sim_int_data_dir(const char *flag, char *out, char *err, size_t err_sz);
-/* A file to write under --data_dir (created if missing): its directory is
- * created inside it and must resolve inside it ('..' and absolute paths
- * outside refused by name). 0 with the full path in out, or -1 (r set). */
-int pa_sim_int_write_path(const pa_sim_model *m, const char *path, char *out,
-                          size_t out_sz, pa_reply *r);
 /* A file to write under --data_dir for c (pa_safefile: its directories
  * created inside, no symlink followed, a temporary file renamed into place;
  * one that exists is replaced only with PA_CMDF_OVERWRITE): 0, or -1 with r
