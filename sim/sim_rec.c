@@ -268,7 +268,12 @@ void pa_sim_rec_stop(pa_sim_state *s) {
 static FILE *open_in(pa_sim_rec *rec, const char *name) {
   char path[FILE_MAX];
   snprintf(path, sizeof path, "%s/%s", rec->dir, name);
-  FILE *f = fopen(path, "w");
+  /* O_NOFOLLOW: a symlink planted in the directory is not written through */
+  int fd =
+      open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+  FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+  if (!f && fd >= 0)
+    close(fd);
   if (!f && !rec->failed) {
     rec->failed = true;
     snprintf(rec->err, sizeof rec->err, "cannot write %s: %s", name,
@@ -335,11 +340,28 @@ static void csv_name(FILE *f, const char *name) {
 }
 
 static void write_head_files(pa_sim_rec *rec) {
-  char yaml[FILE_MAX], png[FILE_MAX], err[256];
-  snprintf(yaml, sizeof yaml, "%s/map.yaml", rec->dir);
-  snprintf(png, sizeof png, "%s/map.png", rec->dir);
-  if (pa_map_save(&rec->grid, yaml, png, err, sizeof err) != 0 &&
-      !rec->failed) {
+  char yaml[64], png[64], err[256];
+  /* through temp files of pa_safefile (no symlink followed), renamed */
+  pa_safe_file fy = {.fd = -1, .dirfd = -1}, fp = {.fd = -1, .dirfd = -1};
+  int root = pa_safe_root_open(rec->dir, err, sizeof err);
+  int rc = root < 0 ? -1
+                    : pa_safe_begin(&fy, root, NULL, "map.yaml",
+                                    PA_SAFE_OVERWRITE, err, sizeof err);
+  if (rc == 0)
+    rc = pa_safe_begin(&fp, root, NULL, "map.png", PA_SAFE_OVERWRITE, err,
+                       sizeof err);
+  if (root >= 0)
+    close(root);
+  snprintf(yaml, sizeof yaml, "/proc/self/fd/%d", fy.fd);
+  snprintf(png, sizeof png, "/proc/self/fd/%d", fp.fd);
+  if (rc == 0)
+    rc = pa_map_save_named(&rec->grid, yaml, png, "map.png", err, sizeof err);
+  if (rc == 0 && (pa_safe_commit(&fp, err, sizeof err) != 0 ||
+                  pa_safe_commit(&fy, err, sizeof err) != 0))
+    rc = -1;
+  pa_safe_abort(&fy); /* no-ops once committed */
+  pa_safe_abort(&fp);
+  if (rc != 0 && !rec->failed) {
     rec->failed = true;
     snprintf(rec->err, sizeof rec->err, "map: %.180s", err);
   }

@@ -250,12 +250,19 @@ static void export_errors_and_retry(void **state) {
   put(f, "half");
   snprintf(f, sizeof f, "%s/runs/x.tar.gz.tmp", ddir);
   put(f, "half");
+  char victim[700], link[800], text[64];
+  snprintf(victim, sizeof victim, "%s/victim.yaml", ddir);
+  put(victim, "untouched");
+  snprintf(link, sizeof link, "%s/map.yaml", d); /* planted in it */
+  assert_int_equal(symlink(victim, link), 0);
   const char *x = "{\"export_dir\": \"runs/x\", \"ticks\": 5, \"wait\": "
                   "true, \"pack_dataset\": true}";
   if (err_of(req("export_dataset", x), e1, sizeof e1)[0])
     fail_msg("the retry: %s", e1);
   assert_true(exists(d, "dataset.json"));
   assert_false(exists(d, ".pa-export-unfinished"));
+  pa_test_read_file(victim, text, sizeof text);
+  assert_string_equal(text, "untouched");
   snprintf(d, sizeof d, "%s/runs", ddir);
   assert_true(exists(d, "x.tar.gz"));
   assert_false(exists(d, "x.tar.gz.tmp"));
