@@ -8,8 +8,8 @@ slot's seq before and after the copy must be the record's number.
 
 import json
 import mmap
-import stat
 import os
+import stat
 import subprocess
 
 import numpy as np
