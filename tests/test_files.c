@@ -152,6 +152,10 @@ static void record_continues_numbered(void **state) {
   cfd = -1;
   for (int k = 1; k <= 2; k++) {
     pa_test_stop(stack.gw, SIGKILL, 5000); /* a crash */
+    /* the dead one's ready flag must not pass for the new one's (no
+     * launcher here clears it) */
+    __atomic_store_n(&stack.st.ctl->health[PA_PROC_NETGW].ready, 0,
+                     __ATOMIC_RELEASE);
     long before = file_size(f0);
     assert_int_equal(ng_start_gw(&stack, gw), 0);
     assert_true(file_size(k == 1 ? f1 : f2) > 0);
@@ -324,6 +328,8 @@ static void record_write_error_reported(void **state) {
   close(cfd);
   cfd = -1;
   pa_test_stop(stack.gw, SIGTERM, 5000);
+  __atomic_store_n(&stack.st.ctl->health[PA_PROC_NETGW].ready, 0,
+                   __ATOMIC_RELEASE);
   struct rlimit old, lim;
   assert_int_equal(getrlimit(RLIMIT_FSIZE, &old), 0);
   lim = (struct rlimit){8 * 1024, old.rlim_max};
