@@ -131,6 +131,26 @@ static void read_procs(pa_netgw *g, proc_view v[PA_PROC_COUNT]) {
   }
 }
 
+/* The MCAP recording's state, so that a full disk alerts. */
+static void mcap_metrics(pa_netgw *g, struct evbuffer *b) {
+  if (!g->fox)
+    return;
+  pa_fox_info fi;
+  pa_fox_get_info(g->fox, &fi);
+  int st = !fi.recording ? 0 : fi.record_error[0] ? 2 : 1;
+  static const char *const names[] = {"idle", "recording", "error"};
+  family(b, "playarea_netgw_mcap_recording", "gauge",
+         "the MCAP recording's state (error: its writer failed, e.g. disk "
+         "full)");
+  for (int k = 0; k < 3; k++)
+    evbuffer_add_printf(b, "playarea_netgw_mcap_recording{state=\"%s\"} %d\n",
+                        names[k], st == k);
+  family(b, "playarea_netgw_mcap_dropped_total", "counter",
+         "messages the recording lost (a full queue, a failed writer)");
+  evbuffer_add_printf(b, "playarea_netgw_mcap_dropped_total %llu\n",
+                      (unsigned long long)fi.rec.dropped);
+}
+
 void pa_metrics_write(pa_web *w, struct evbuffer *b) {
   pa_netgw *g = w->g;
   proc_view v[PA_PROC_COUNT];
@@ -251,22 +271,7 @@ void pa_metrics_write(pa_web *w, struct evbuffer *b) {
          "commands refused or lost: the command queue was full");
   evbuffer_add_printf(b, "playarea_netgw_busy_total %llu\n",
                       (unsigned long long)g->busy);
-  if (g->fox) { /* an MCAP recording: its state, so a full disk alerts */
-    pa_fox_info fi;
-    pa_fox_get_info(g->fox, &fi);
-    int st = !fi.recording ? 0 : fi.record_error[0] ? 2 : 1;
-    static const char *const names[] = {"idle", "recording", "error"};
-    family(b, "playarea_netgw_mcap_recording", "gauge",
-           "the MCAP recording's state (error: its writer failed, e.g. disk "
-           "full)");
-    for (int k = 0; k < 3; k++)
-      evbuffer_add_printf(b, "playarea_netgw_mcap_recording{state=\"%s\"} %d\n",
-                          names[k], st == k);
-    family(b, "playarea_netgw_mcap_dropped_total", "counter",
-           "messages the recording lost (a full queue, a failed writer)");
-    evbuffer_add_printf(b, "playarea_netgw_mcap_dropped_total %llu\n",
-                        (unsigned long long)fi.rec.dropped);
-  }
+  mcap_metrics(g, b);
   family(b, "playarea_netgw_request_duration_seconds", "histogram",
          "JSON request arrival to reply, per action");
   for (int i = 0; i <= w->n_actions; i++) {
