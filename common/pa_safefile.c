@@ -7,9 +7,11 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -357,6 +359,24 @@ static bool ends_with(const char *s, const char *suf) {
   return n > k && !strcmp(s + n - k, suf);
 }
 
+/* A temporary file of a writer that still runs (".<name>.<pid>.<n>" +
+ * PA_SAFE_TMP_SUFFIX with a live pid, ours included): not ours to remove. */
+static bool writer_alive(const char *name) {
+  size_t n = strlen(name) - strlen(PA_SAFE_TMP_SUFFIX);
+  char b[PA_SAFE_NAME_MAX];
+  snprintf(b, sizeof b, "%.*s", (int)n, name);
+  char *dot = strrchr(b, '.'); /* .<n> */
+  if (!dot)
+    return false;
+  *dot = 0;
+  dot = strrchr(b, '.'); /* .<pid> */
+  char *end;
+  long pid = dot ? strtol(dot + 1, &end, 10) : 0;
+  if (!dot || *end || pid <= 0 || pid > INT32_MAX)
+    return false;
+  return pid == getpid() || kill((pid_t)pid, 0) == 0 || errno == EPERM;
+}
+
 int pa_safe_clean_tmp(int dirfd, const char *suffix) {
   int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
@@ -368,8 +388,9 @@ int pa_safe_clean_tmp(int dirfd, const char *suffix) {
   int n = 0;
   struct dirent *e;
   while ((e = readdir(d)) != NULL) {
-    if (!ends_with(e->d_name, PA_SAFE_TMP_SUFFIX) &&
-        !(suffix && *suffix && ends_with(e->d_name, suffix)))
+    bool ours = ends_with(e->d_name, PA_SAFE_TMP_SUFFIX);
+    if ((!ours && !(suffix && *suffix && ends_with(e->d_name, suffix))) ||
+        (ours && writer_alive(e->d_name)))
       continue;
     struct stat st;
     if (fstatat(dirfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&

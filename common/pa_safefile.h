@@ -93,8 +93,9 @@ void pa_safe_abort(pa_safe_file *f);
 int pa_safe_io_error(const pa_safe_file *f, int e, char *err, size_t err_sz);
 
 /* Removes the temporary files (PA_SAFE_TMP_SUFFIX) a crash left in the
- * directory dirfd, and with a non-NULL suffix also names ending in it
- * ("*.tar.gz.tmp"). Returns how many were removed. */
+ * directory dirfd (those of a writer whose pid still runs, this process's
+ * included, are kept), and with a non-NULL suffix also names ending in it
+ * ("*.tar.gz.tmp" of older versions). Returns how many were removed. */
 int pa_safe_clean_tmp(int dirfd, const char *suffix);
 
 /* Tests: resolve by the component walk even where openat2 exists. */

@@ -47,6 +47,7 @@ int pa_sim_int_png_write(const char *path, const uint8_t *rgb, uint32_t w,
   uint8_t *z = malloc(z_n);
   FILE *f = NULL;
   int rc = -1;
+  pa_safe_file sf = {.fd = -1, .dirfd = -1};
   if (!raw || !z) {
     snprintf(err, err_sz, "%s: out of memory", path);
     goto out;
@@ -63,11 +64,28 @@ int pa_sim_int_png_write(const char *path, const uint8_t *rgb, uint32_t w,
     snprintf(err, err_sz, "%s: deflate failed", path);
     goto out;
   }
-  char tmp[PATH_MAX + 16];
-  snprintf(tmp, sizeof tmp, "%s.tmp", path);
-  f = fopen(tmp, "wb");
+  /* a temp file beside it (pa_safefile), renamed whole; errors name it
+   * without the data directory */
+  char dir[PATH_MAX + 16];
+  snprintf(dir, sizeof dir, "%s", path);
+  char *slash = strrchr(dir, '/');
+  const char *shown = slash ? path + (slash - dir) + 1 : path;
+  if (slash)
+    *slash = 0;
+  int rootfd = pa_safe_root_open(slash ? dir : ".", err, err_sz);
+  int src = rootfd < 0 ? PA_SAFE_IO
+                       : pa_safe_begin(&sf, rootfd, NULL, shown,
+                                       PA_SAFE_OVERWRITE, err, err_sz);
+  if (rootfd >= 0)
+    close(rootfd);
+  int fd2 = src == PA_SAFE_OK ? dup(sf.fd) : -1;
+  f = fd2 >= 0 ? fdopen(fd2, "wb") : NULL;
   if (!f) {
-    snprintf(err, err_sz, "cannot write %s: %s", path, strerror(errno));
+    if (src == PA_SAFE_OK)
+      snprintf(err, err_sz, "cannot write %s: %s", shown, strerror(errno));
+    if (fd2 >= 0)
+      close(fd2);
+    pa_safe_abort(&sf);
     goto out;
   }
   static const uint8_t sig[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
@@ -81,15 +99,19 @@ int pa_sim_int_png_write(const char *path, const uint8_t *rgb, uint32_t w,
   ihdr[12] = 0; /* no interlace */
   bool ok = fwrite(sig, 1, 8, f) == 8 && chunk(f, "IHDR", ihdr, 13) &&
             chunk(f, "IDAT", z, z_n) && chunk(f, "IEND", NULL, 0);
-  ok = !ferror(f) && ok;
-  if (fclose(f) != 0)
-    ok = false;
+  ok = fflush(f) == 0 && !ferror(f) && ok;
+  int e = ok ? 0 : errno;
+  if (fclose(f) != 0 && ok)
+    ok = false, e = errno;
   f = NULL;
-  if (!ok || rename(tmp, path) != 0) {
-    snprintf(err, err_sz, "cannot write %s: %s", path, strerror(errno));
-    unlink(tmp);
+  if (!ok) {
+    snprintf(err, err_sz, "cannot write %s: %s", shown,
+             e ? strerror(e) : "a write error");
+    pa_safe_abort(&sf);
     goto out;
   }
+  if (pa_safe_commit(&sf, err, err_sz) != PA_SAFE_OK)
+    goto out;
   rc = 0;
 out:
   free(raw);
@@ -147,11 +169,33 @@ static int header(uint8_t b[512], const char *name, bool dir, uint64_t size,
 int pa_sim_int_targz(const char *archive, const char *root, const char *top,
                      const char *const *files, size_t n, char *err,
                      size_t err_sz) {
-  char tmp[PATH_MAX + 16], path[PATH_MAX * 3], name[PATH_MAX * 3];
-  snprintf(tmp, sizeof tmp, "%s.tmp", archive);
-  gzFile z = gzopen(tmp, "wb6");
+  char path[PATH_MAX * 3], name[PATH_MAX * 3];
+  /* an O_EXCL|O_NOFOLLOW temp file beside it (a crash's leftover never
+   * blocks a retry, a planted symlink is never followed), renamed whole */
+  char dir[PATH_MAX + 16];
+  snprintf(dir, sizeof dir, "%s", archive);
+  char *cut = strrchr(dir, '/');
+  if (!cut) {
+    snprintf(err, err_sz, "%s: not an absolute path", archive);
+    return -1;
+  }
+  *cut = 0;
+  const char *shown = cut + 1;
+  pa_safe_file sf = {.fd = -1, .dirfd = -1};
+  int rootfd = pa_safe_root_open(dir[0] ? dir : "/", err, err_sz);
+  int src = rootfd < 0 ? PA_SAFE_IO
+                       : pa_safe_begin(&sf, rootfd, NULL, shown,
+                                       PA_SAFE_OVERWRITE, err, err_sz);
+  if (rootfd >= 0)
+    close(rootfd);
+  int zfd = src == PA_SAFE_OK ? dup(sf.fd) : -1;
+  gzFile z = zfd >= 0 ? gzdopen(zfd, "wb6") : NULL;
   if (!z) {
-    snprintf(err, err_sz, "cannot write %s: %s", archive, strerror(errno));
+    if (src == PA_SAFE_OK)
+      snprintf(err, err_sz, "cannot write %s: %s", shown, strerror(errno));
+    if (zfd >= 0)
+      close(zfd);
+    pa_safe_abort(&sf);
     return -1;
   }
   uint8_t b[512];
@@ -159,8 +203,8 @@ int pa_sim_int_targz(const char *archive, const char *root, const char *top,
   uint8_t *buf = malloc(BUF);
   if (!buf) {
     gzclose(z);
-    unlink(tmp);
-    snprintf(err, err_sz, "%s: out of memory", archive);
+    pa_safe_abort(&sf);
+    snprintf(err, err_sz, "%s: out of memory", shown);
     return -1;
   }
   time_t now = time(NULL);
@@ -193,7 +237,7 @@ int pa_sim_int_targz(const char *archive, const char *root, const char *top,
       if (f)
         fclose(f);
       gzclose(z);
-      unlink(tmp);
+      pa_safe_abort(&sf);
       free(buf);
       return -1;
     }
@@ -221,14 +265,19 @@ int pa_sim_int_targz(const char *archive, const char *root, const char *top,
   if (rc == 0 && (gzwrite(z, b, 512) != 512 || gzwrite(z, b, 512) != 512))
     rc = -1;
   free(buf);
-  if (gzclose(z) != Z_OK)
+  int ze = 0;
+  if (rc != 0)
+    gzerror(z, &ze);
+  int e = ze == Z_ERRNO && errno ? errno : 0;
+  if (gzclose(z) != Z_OK && rc == 0) {
     rc = -1;
-  if (rc != 0 || rename(tmp, archive) != 0) {
-    snprintf(err, err_sz, "cannot write %s: %s", archive,
-             rc == 0 && errno ? strerror(errno)
-                              : "a write failed (disk full?)");
-    unlink(tmp);
+    e = errno;
+  }
+  if (rc != 0) {
+    snprintf(err, err_sz, "cannot write %s: %s", shown,
+             e ? strerror(e) : "a write failed");
+    pa_safe_abort(&sf);
     return -1;
   }
-  return 0;
+  return pa_safe_commit(&sf, err, err_sz) == PA_SAFE_OK ? 0 : -1;
 }

@@ -25,6 +25,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -112,6 +113,7 @@ struct pa_sim_rec {
   uint8_t *fbuf;
   uint32_t fcap;
   bool failed, packed, stopped;
+  int io_failed; /* atomic: a write failed, the loop ends the recording */
   char err[200];
   pa_sim_rec *older; /* exports still being written (loop thread's list) */
 };
@@ -237,7 +239,11 @@ void pa_sim_int_rec_scan(pa_sim_rec *rec, const pa_scan *h,
 }
 
 bool pa_sim_int_rec_due(const pa_sim_state *s) {
-  return s->rec && s->rec->recording && s->tick >= s->rec->end_tick;
+  /* a write error (disk full) ends it at once: the reply says so now, not
+   * after the ticks asked for */
+  return s->rec && s->rec->recording &&
+         (s->tick >= s->rec->end_tick ||
+          __atomic_load_n(&s->rec->io_failed, __ATOMIC_ACQUIRE));
 }
 
 void pa_sim_rec_stop(pa_sim_state *s) {
@@ -262,7 +268,12 @@ void pa_sim_rec_stop(pa_sim_state *s) {
 static FILE *open_in(pa_sim_rec *rec, const char *name) {
   char path[FILE_MAX];
   snprintf(path, sizeof path, "%s/%s", rec->dir, name);
-  FILE *f = fopen(path, "w");
+  /* O_NOFOLLOW: a symlink planted in the directory is not written through */
+  int fd =
+      open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
+  FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+  if (!f && fd >= 0)
+    close(fd);
   if (!f && !rec->failed) {
     rec->failed = true;
     snprintf(rec->err, sizeof rec->err, "cannot write %s: %s", name,
@@ -280,11 +291,40 @@ static bool close_ok(FILE *f) {
 }
 
 static void close_file(pa_sim_rec *rec, FILE **f, const char *name) {
-  if (!close_ok(*f) && !rec->failed) {
+  /* fsync: a write error the page cache hid so far shows here, not later */
+  errno = 0;
+  bool ok = !*f || (fflush(*f) == 0 && fsync(fileno(*f)) == 0);
+  int e = errno;
+  if ((!close_ok(*f) || !ok) && !rec->failed) {
     rec->failed = true;
-    snprintf(rec->err, sizeof rec->err, "writing %s failed (disk full?)", name);
+    snprintf(rec->err, sizeof rec->err, "writing %s failed: %s", name,
+             e ? strerror(e) : "a write error");
   }
   *f = NULL;
+}
+
+/* A write error of a file being written (fflush sees ENOSPC, EFBIG, EIO):
+ * the export fails at once, naming the file and the error. */
+static void check_files(pa_sim_rec *rec) {
+  FILE *const fs[] = {rec->poses, rec->scans, rec->agents, rec->frames};
+  static const char *const names[] = {"poses.csv", "scans.csv", "agents.csv",
+                                      "frames.csv"};
+  for (size_t i = 0; i < 4 && !rec->failed; i++) {
+    errno = 0;
+    if (fs[i] && (fflush(fs[i]) != 0 || ferror(fs[i]))) {
+      int e = errno;
+      if (!e) { /* it failed inside an fprintf: one more try tells why */
+        clearerr(fs[i]);
+        if (fputc('\n', fs[i]) == EOF || fflush(fs[i]) != 0)
+          e = errno;
+      }
+      rec->failed = true;
+      snprintf(rec->err, sizeof rec->err, "writing %s failed: %s", names[i],
+               e ? strerror(e) : "a write error");
+    }
+  }
+  if (rec->failed)
+    __atomic_store_n(&rec->io_failed, 1, __ATOMIC_RELEASE);
 }
 
 /* A robot name as one CSV field: quoted, quotes doubled (spawn names are
@@ -300,11 +340,28 @@ static void csv_name(FILE *f, const char *name) {
 }
 
 static void write_head_files(pa_sim_rec *rec) {
-  char yaml[FILE_MAX], png[FILE_MAX], err[256];
-  snprintf(yaml, sizeof yaml, "%s/map.yaml", rec->dir);
-  snprintf(png, sizeof png, "%s/map.png", rec->dir);
-  if (pa_map_save(&rec->grid, yaml, png, err, sizeof err) != 0 &&
-      !rec->failed) {
+  char yaml[64], png[64], err[256];
+  /* through temp files of pa_safefile (no symlink followed), renamed */
+  pa_safe_file fy = {.fd = -1, .dirfd = -1}, fp = {.fd = -1, .dirfd = -1};
+  int root = pa_safe_root_open(rec->dir, err, sizeof err);
+  int rc = root < 0 ? -1
+                    : pa_safe_begin(&fy, root, NULL, "map.yaml",
+                                    PA_SAFE_OVERWRITE, err, sizeof err);
+  if (rc == 0)
+    rc = pa_safe_begin(&fp, root, NULL, "map.png", PA_SAFE_OVERWRITE, err,
+                       sizeof err);
+  if (root >= 0)
+    close(root);
+  snprintf(yaml, sizeof yaml, "/proc/self/fd/%d", fy.fd);
+  snprintf(png, sizeof png, "/proc/self/fd/%d", fp.fd);
+  if (rc == 0)
+    rc = pa_map_save_named(&rec->grid, yaml, png, "map.png", err, sizeof err);
+  if (rc == 0 && (pa_safe_commit(&fp, err, sizeof err) != 0 ||
+                  pa_safe_commit(&fy, err, sizeof err) != 0))
+    rc = -1;
+  pa_safe_abort(&fy); /* no-ops once committed */
+  pa_safe_abort(&fp);
+  if (rc != 0 && !rec->failed) {
     rec->failed = true;
     snprintf(rec->err, sizeof rec->err, "map: %.180s", err);
   }
@@ -341,7 +398,7 @@ static void write_head_files(pa_sim_rec *rec) {
   if (rec->flags & PA_DATASET_IMAGES) {
     char d[FILE_MAX];
     snprintf(d, sizeof d, "%s/images", rec->dir);
-    if (mkdir(d, 0755) != 0 && !rec->failed) {
+    if (mkdir(d, 0755) != 0 && errno != EEXIST && !rec->failed) {
       rec->failed = true;
       snprintf(rec->err, sizeof rec->err, "cannot create images/: %s",
                strerror(errno));
@@ -562,11 +619,31 @@ static void write_manifest(pa_sim_rec *rec, char **files, size_t n,
   json_object_set_new(o, "files", a);
   if (archive_rel)
     json_object_set_new(o, "archive", json_string(archive_rel));
-  char path[FILE_MAX];
-  snprintf(path, sizeof path, "%s/dataset.json", rec->dir);
-  if (json_dump_file(o, path, JSON_INDENT(1)) != 0 && !rec->failed) {
+  if (rec->failed)
+    json_object_set_new(o, "error", json_string(rec->err));
+  /* dataset.json says "complete": it is written only then, whole (temp,
+   * fsync, rename); anything else is dataset.incomplete.json */
+  bool complete = !rec->failed && !aborted;
+  char err[PA_SAFE_REL_MAX + 128];
+  pa_safe_file f = {.fd = -1, .dirfd = -1};
+  int root = pa_safe_root_open(rec->dir, err, sizeof err);
+  int rc = root < 0 ? PA_SAFE_IO
+                    : pa_safe_begin(&f, root, NULL,
+                                    complete ? "dataset.json"
+                                             : "dataset.incomplete.json",
+                                    PA_SAFE_OVERWRITE, err, sizeof err);
+  if (root >= 0)
+    close(root);
+  errno = 0;
+  if (rc == PA_SAFE_OK && json_dumpfd(o, f.fd, JSON_INDENT(1)) != 0) {
+    rc = pa_safe_io_error(&f, errno ? errno : EIO, err, sizeof err);
+    pa_safe_abort(&f);
+  } else if (rc == PA_SAFE_OK) {
+    rc = pa_safe_commit(&f, err, sizeof err);
+  }
+  if (rc != PA_SAFE_OK && !rec->failed) {
     rec->failed = true;
-    snprintf(rec->err, sizeof rec->err, "cannot write dataset.json");
+    snprintf(rec->err, sizeof rec->err, "%.190s", err);
   }
   json_decref(o);
 }
@@ -603,6 +680,12 @@ static void *export_main(void *arg) {
     }
     if (img)
       poll_cameras(rec, ended ? last : 0);
+    check_files(rec);
+    if (rec->failed && !ended) { /* the loop ends the recording */
+      struct timespec ts = {0, POLL_NS};
+      nanosleep(&ts, NULL);
+      continue;
+    }
     if (!ended)
       continue;
     pthread_mutex_lock(&rec->mu);
@@ -661,6 +744,11 @@ static void *export_main(void *arg) {
   }
   if (n)
     free_list(files, n);
+  if (!rec->failed && !aborted) { /* finished: no longer a retry's to reuse */
+    char mk[FILE_MAX];
+    snprintf(mk, sizeof mk, "%s/" PA_SIM_EXPORT_MARKER, rec->dir);
+    unlink(mk);
+  }
   if (rec->failed)
     pa_error("export_dataset: %s is incomplete: %s", rec->dir, rec->err);
   else
@@ -691,19 +779,6 @@ static void rec_free(pa_sim_rec *rec) {
   free(rec);
 }
 
-/* True if dir has entries (other than . and ..), or cannot be read. */
-static bool dir_used(const char *dir) {
-  DIR *d = opendir(dir);
-  if (!d)
-    return errno != ENOENT;
-  struct dirent *e;
-  bool used = false;
-  while (!used && (e = readdir(d)))
-    used = strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
-  closedir(d);
-  return used;
-}
-
 /* Is pa-render attached and alive? */
 static bool render_running(const pa_stack *st) {
   const pa_health *h = &st->ctl->health[PA_PROC_RENDER];
@@ -715,7 +790,8 @@ static bool render_running(const pa_stack *st) {
 /* The export directory (canonical, created) for c: 0, or -1 with r set.
  * Nothing is created when refused. */
 static int export_dir(const pa_sim_model *m, const pa_cmd *c, pa_sim_rec *rec,
-                      uint64_t first_tick, pa_reply *r) {
+                      const pa_sim_rec *running, uint64_t first_tick,
+                      pa_reply *r) {
   char rel[PA_CMD_PATH_MAX];
   memcpy(rel, c->path, sizeof rel);
   rel[sizeof rel - 1] = 0;
@@ -757,42 +833,21 @@ static int export_dir(const pa_sim_model *m, const pa_cmd *c, pa_sim_rec *rec,
                       rel);
       return -1;
     }
-    /* existing ones checked before anything is created (read-only) */
-    char dd[PATH_MAX], err[PATH_MAX + 64], probe[PATH_MAX * 2];
+    char dd[PATH_MAX], err[PATH_MAX + 64];
     if (pa_sim_int_data_dir(m->def.data_dir, dd, err, sizeof err) != 0) {
       pa_sim_int_fail(r, PA_ERR_INVALID_MESSAGE, "%.90s", err);
       return -1;
     }
-    snprintf(probe, sizeof probe, "%s%s%s.tar.gz", rel[0] == '/' ? "" : dd,
-             rel[0] == '/' ? "" : "/", rel);
-    struct stat sb;
-    bool pack = c->dataset.flags & PA_DATASET_PACK;
-    if (pack && lstat(probe, &sb) == 0) {
-      pa_sim_int_fail(r, PA_ERR_INVALID_MESSAGE,
-                      "%.60s.tar.gz exists already: give a new export_dir",
-                      rel);
+    const char *busy[FINISHING_MAX + 1];
+    size_t nb = 0;
+    for (const pa_sim_rec *o = running; o && nb < FINISHING_MAX + 1;
+         o = o->older)
+      busy[nb++] = o->dir;
+    if (pa_sim_int_export_claim(dd, rel, c, busy, nb, rec->dir, sizeof rec->dir,
+                                r) != 0)
       return -1;
-    }
-    char file[PA_CMD_PATH_MAX + 16], out[PATH_MAX + 64];
-    snprintf(file, sizeof file, "%s/dataset.json", rel);
-    probe[strlen(probe) - 7] = 0; /* the directory */
-    bool existed = stat(probe, &sb) == 0;
-    if (existed && (!S_ISDIR(sb.st_mode) || dir_used(probe))) {
-      pa_sim_int_fail(r, PA_ERR_INVALID_MESSAGE,
-                      "export_dir '%.60s' exists and is not an empty "
-                      "directory: give a new one",
-                      rel);
-      return -1;
-    }
-    /* confined as save_snapshot_json's files: '..' and absolute paths
-     * outside --data_dir refused before anything is created */
-    if (pa_sim_int_write_path(m, file, out, sizeof out, r) != 0)
-      return -1;
-    char *slash = strrchr(out, '/');
-    *slash = 0;
-    snprintf(rec->dir, sizeof rec->dir, "%s", out);
     snprintf(rec->rel, sizeof rec->rel, "%s", rel);
-    if (pack)
+    if (c->dataset.flags & PA_DATASET_PACK)
       snprintf(rec->archive, sizeof rec->archive, "%s.tar.gz", rec->dir);
     return 0;
   }
@@ -864,7 +919,7 @@ pa_status pa_sim_int_rec_start(const pa_sim_model *m, pa_sim_state *s,
   pthread_cond_init(&rec->cv, NULL);
   rec->flags = flags;
   rec->cmd = *c;
-  if (export_dir(m, c, rec, s->tick + 1, r) != 0) {
+  if (export_dir(m, c, rec, s->rec, s->tick + 1, r) != 0) {
     rec_free(rec);
     return (pa_status)r->status;
   }

@@ -5,6 +5,7 @@
 #include "sim_int.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <math.h>
 #include <pthread.h>
@@ -242,6 +243,16 @@ static void loader_init(loader *ld, const pa_sim_def *d) {
             "is /): give --data_dir");
   } else {
     pa_info("set_map and set_scenario read files under %s", ld->data_dir);
+  }
+  if (ld->data_dir[0]) { /* what a killed pa-sim's writers left (packing) */
+    int fd = open(ld->data_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    int n = fd >= 0 ? pa_safe_clean_tmp(fd, ".tar.gz.tmp") : 0;
+    if (n)
+      pa_info("removed %d temporary file(s) a crash left in the data "
+              "directory",
+              n);
+    if (fd >= 0)
+      close(fd);
   }
   ld->guard.data_dir = ld->data_dir;
 }

@@ -12,6 +12,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -66,10 +70,22 @@ static void children_free(children *k) {
 static void test_routing(void **state) {
   (void)state;
   pa_launch_cfg c = pa_launch_cfg_default();
-  char *argv[] = {"playarea", "--scan_hz", "5", "--camera_hz=7.5",
-                  "--tcp-feedback-hz", "50", "--paused", "--tcp_port", "0",
-                  "--camera_width", "320", "--wrap",
-                  "netgw=strace -f -o '/tmp/a b'", "--instance", "xy", NULL};
+  char *argv[] = {"playarea",
+                  "--scan_hz",
+                  "5",
+                  "--camera_hz=7.5",
+                  "--tcp-feedback-hz",
+                  "50",
+                  "--paused",
+                  "--tcp_port",
+                  "0",
+                  "--camera_width",
+                  "320",
+                  "--wrap",
+                  "netgw=strace -f -o '/tmp/a b'",
+                  "--instance",
+                  "xy",
+                  NULL};
   children k = parse_children(&c, argv);
   char **sim = k.sim, **ren = k.ren, **net = k.net;
   assert_string_equal(c.instance, "xy");
@@ -178,10 +194,13 @@ static void test_split(void **state) {
   assert_string_equal(w[2], "a b");
   assert_string_equal(w[3], "c d");
   assert_string_equal(w[4], "e\"f");
-  assert_int_equal(pa_launch_split("a 'b", w, 8, buf, sizeof buf, err, sizeof err), -1);
+  assert_int_equal(
+      pa_launch_split("a 'b", w, 8, buf, sizeof buf, err, sizeof err), -1);
   assert_non_null(strstr(err, "unterminated"));
-  assert_int_equal(pa_launch_split("a b c", w, 2, buf, sizeof buf, err, sizeof err), -1);
-  assert_int_equal(pa_launch_split("   ", w, 8, buf, sizeof buf, err, sizeof err), 0);
+  assert_int_equal(
+      pa_launch_split("a b c", w, 2, buf, sizeof buf, err, sizeof err), -1);
+  assert_int_equal(
+      pa_launch_split("   ", w, 8, buf, sizeof buf, err, sizeof err), 0);
 }
 
 static void test_backoff(void **state) {
@@ -278,12 +297,13 @@ static void test_help(void **state) {
   assert_int_equal(lt_run_playarea(a, log, 10000), 0);
   char text[16384];
   assert_true(pa_test_read_file(log, text, sizeof text) >= 0);
-  const char *want[] = {"--tcp_port", "(default 9000)", "--tcp_feedback_hz",
-                        "--scan_hz", "--camera_hz", "--control_hz",
-                        "--map_yaml", "--map_image", "--map_resolution",
-                        "--world", "--instance", "--bind", "--token",
-                        "--viewer", "--no-render", "--wrap", "--camera_width",
-                        "--laser_beams", "--seed", "--speed", "--max_robots",
+  const char *want[] = {"--tcp_port", "(default 9000)",  "--tcp_feedback_hz",
+                        "--scan_hz",  "--camera_hz",     "--control_hz",
+                        "--map_yaml", "--map_image",     "--map_resolution",
+                        "--world",    "--instance",      "--bind",
+                        "--token",    "--viewer",        "--no-render",
+                        "--wrap",     "--camera_width",  "--laser_beams",
+                        "--seed",     "--speed",         "--max_robots",
                         "--grace_ms", "playarea status", "playarea restart"};
   for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
     if (!strstr(text, want[i]))
@@ -312,6 +332,95 @@ static void test_commands_without_instance(void **state) {
   assert_non_null(strstr(text, "--bogus"));
 }
 
+/* Sends one beacon datagram text to 127.0.0.1:port. */
+static void send_beacon(int fd, uint16_t port, const char *text) {
+  struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port)};
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  assert_true(sendto(fd, text, strlen(text), 0, (struct sockaddr *)&a,
+                     sizeof a) == (ssize_t)strlen(text));
+}
+
+/* Issue 32 #15: 256 forged beacons (escape sequences in their fields,
+ * ports nobody listens on) and one real stack (its port answers): discover
+ * lists the real one first, at most 64, and no control byte reaches the
+ * terminal. */
+static void test_discover_spoofed(void **state) {
+  (void)state;
+  uint16_t bport, real;
+  int probe = pa_test_udp_bind(&bport);
+  assert_true(probe >= 0);
+  close(probe);
+  int lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  struct sockaddr_in la = {.sin_family = AF_INET};
+  la.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t ll = sizeof la;
+  assert_int_equal(bind(lfd, (struct sockaddr *)&la, sizeof la), 0);
+  assert_int_equal(listen(lfd, 16), 0);
+  assert_int_equal(getsockname(lfd, (struct sockaddr *)&la, &ll), 0);
+  real = ntohs(la.sin_port);
+  char bin[512], bs[16], log[600];
+  pa_test_bin(bin, sizeof bin, "playarea");
+  snprintf(bs, sizeof bs, "%u", bport);
+  static char out[1 << 17];
+  for (int json = 0; json < 2; json++) {
+    snprintf(log, sizeof log, "%s/discover-spoof%d.log", pa_test_tmpdir(),
+             json);
+    char *argv[] = {bin,
+                    "discover",
+                    "--beacon_port",
+                    bs,
+                    "--bind",
+                    "127.0.0.1",
+                    "--timeout_ms",
+                    "1500",
+                    json ? "--json" : NULL,
+                    NULL};
+    pid_t pid = pa_test_spawn(argv, log);
+    assert_true(pid > 0);
+    usleep(300000); /* it binds */
+    int ufd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    char b[512];
+    for (int i = 0; i < 256; i++) {
+      snprintf(b, sizeof b,
+               "{\"beacon\":\"playarea\",\"instance\":\"spoof%d\\u001b[31m"
+               "\\u0007\",\"address\":\"127.0.0.1\",\"tcp_port\":%d,"
+               "\"version\":\"\\u001b]0;pwned\\u0007\\u009b2J\"}",
+               i, 1 + i);
+      send_beacon(ufd, bport, b);
+      if (i % 32 == 31)
+        usleep(2000); /* not faster than a socket buffer takes */
+    }
+    snprintf(b, sizeof b,
+             "{\"beacon\":\"playarea\",\"instance\":\"the-real-one\","
+             "\"address\":\"127.0.0.1\",\"tcp_port\":%u,\"http_port\":0,"
+             "\"pid\":1,\"version\":\"1\",\"protocol_version\":2}",
+             real);
+    send_beacon(ufd, bport, b);
+    close(ufd);
+    int status = pa_test_stop(pid, 0, 10000);
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    long n = pa_test_read_file(log, out, sizeof out);
+    assert_true(n > 0);
+    for (long i = 0; i < n; i++)
+      if ((unsigned char)out[i] < 0x20 && out[i] != '\n')
+        fail_msg("a control byte 0x%02x at %ld:\n%s", out[i], i, out);
+      else if ((unsigned char)out[i] >= 0x7f)
+        fail_msg("a non-ASCII byte 0x%02x at %ld", (unsigned char)out[i], i);
+    /* the first stack listed is the real one */
+    const char *first = json ? out : strchr(out, '\n') + 1;
+    if (strncmp(first, json ? "{" : "the-real-one", json ? 1 : 12) ||
+        !strstr(first, "the-real-one") ||
+        strstr(first, "the-real-one") > strchr(first, '\n'))
+      fail_msg("not listed first:\n%s", out);
+    int lines = 0;
+    for (const char *p = out; (p = strstr(p, "spoof")); p++)
+      lines++;
+    assert_true(lines <= 63); /* 64 listed, the real one among them */
+    assert_non_null(strstr(out, "more not listed"));
+  }
+  close(lfd);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_routing),
@@ -323,6 +432,7 @@ int main(void) {
       cmocka_unit_test(test_bad_flags),
       cmocka_unit_test(test_help),
       cmocka_unit_test(test_commands_without_instance),
+      cmocka_unit_test(test_discover_spoofed),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

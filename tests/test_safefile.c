@@ -244,13 +244,26 @@ static void test_write_error_and_clean(void **st) {
   assert_int_equal(WEXITSTATUS(status), 0);
   assert_null(get(data, "big.bin"));
   no_tmp(data);
-  /* what a killed writer leaves */
-  put(data, ".x.json.123.0" PA_SAFE_TMP_SUFFIX, "half");
+  /* what a killed writer leaves (a pid that is gone); a running writer's
+   * (ours) stays */
+  pid_t gone = fork();
+  if (gone == 0)
+    _exit(0);
+  assert_int_equal(waitpid(gone, &status, 0), gone);
+  char name[128];
+  snprintf(name, sizeof name, ".x.json.%d.0" PA_SAFE_TMP_SUFFIX, (int)gone);
+  put(data, name, "half");
+  snprintf(name, sizeof name, ".y.json.%d.0" PA_SAFE_TMP_SUFFIX, (int)getpid());
+  put(data, name, "being written");
   put(data, "ds.tar.gz.tmp", "half");
   put(data, "keep.json", "whole");
   int fd = open(data, O_RDONLY | O_DIRECTORY);
   assert_int_equal(pa_safe_clean_tmp(fd, ".tar.gz.tmp"), 2);
   close(fd);
+  assert_string_equal(get(data, name), "being written");
+  char p[PATH_MAX * 2];
+  snprintf(p, sizeof p, "%s/%s", data, name);
+  unlink(p);
   no_tmp(data);
   assert_null(get(data, "ds.tar.gz.tmp"));
   assert_string_equal(get(data, "keep.json"), "whole");

@@ -34,6 +34,15 @@ int pa_core_data_path(const pa_netgw *g, const char *in, bool existing,
       snprintf(err, err_sz, "path %s: '..' is not allowed", in);
       return -1;
     }
+  /* an absolute path outside is refused on its name, before anything is
+   * looked up: the answer must not tell what exists outside */
+  size_t dl = strlen(dir);
+  if (in[0] == '/' && strcmp(dir, "/") &&
+      (strncmp(in, dir, dl) || in[dl] != '/')) {
+    snprintf(err, err_sz, "path %s: outside the data directory (--data_dir)",
+             in);
+    return -1;
+  }
   char full[PATH_MAX * 2];
   if (in[0] == '/')
     snprintf(full, sizeof full, "%s", in);
@@ -44,16 +53,14 @@ int pa_core_data_path(const pa_netgw *g, const char *in, bool existing,
   snprintf(parent, sizeof parent, "%.*s", (int)(slash - full), full);
   if (!parent[0])
     snprintf(parent, sizeof parent, "/");
-  if (!realpath(parent, rparent)) {
-    snprintf(err, err_sz, "path %s: directory %s: %s", in, parent,
-             strerror(errno));
+  if (!realpath(parent, rparent)) { /* named as given: no data dir shown */
+    snprintf(err, err_sz, "path %s: its directory: %s", in, strerror(errno));
     return -1;
   }
-  size_t dl = strlen(dir);
   if (strncmp(rparent, dir, dl) ||
       (rparent[dl] != '/' && rparent[dl] != 0 && strcmp(dir, "/"))) {
-    snprintf(err, err_sz, "path %s: outside the data directory %s (--data_dir)",
-             in, dir);
+    snprintf(err, err_sz, "path %s: outside the data directory (--data_dir)",
+             in);
     return -1;
   }
   if ((size_t)snprintf(out, out_sz, "%s/%s", rparent, slash + 1) >= out_sz) {

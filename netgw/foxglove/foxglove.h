@@ -187,6 +187,8 @@ typedef struct pa_fox_info {
   uint64_t jpeg_frames;   /* camera images encoded */
   bool recording;
   char record_path[256];
+  /* the recording writer's first I/O error ("" = none) */
+  char record_error[256];
   pa_mcap_stats rec; /* of the running recording */
   /* the last replay: "" (none), running, match, mismatch, failed */
   const char *replay;

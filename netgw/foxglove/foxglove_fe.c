@@ -46,13 +46,21 @@ static json_t *stats_json(const pa_mcap_stats *st) {
 static json_t *info_json(pa_fox *f) {
   pa_fox_info i;
   pa_fox_get_info(f, &i);
-  json_t *d = json_pack("{s:i, s:i, s:I, s:I, s:I, s:b}", "port", (int)i.port,
-                        "clients", (int)i.clients, "sent", (json_int_t)i.sent,
-                        "dropped", (json_int_t)i.dropped, "jpeg_frames",
-                        (json_int_t)i.jpeg_frames, "recording", i.recording);
+  /* a recording whose writer failed (disk full) is not recording: it says
+   * error and why until stop_record_mcap */
+  bool failed = i.recording && i.record_error[0];
+  json_t *d =
+      json_pack("{s:i, s:i, s:I, s:I, s:I, s:b}", "port", (int)i.port,
+                "clients", (int)i.clients, "sent", (json_int_t)i.sent,
+                "dropped", (json_int_t)i.dropped, "jpeg_frames",
+                (json_int_t)i.jpeg_frames, "recording", i.recording && !failed);
   if (i.recording) {
     json_t *r = stats_json(&i.rec);
     json_object_set_new(r, "path", json_string(i.record_path));
+    json_object_set_new(r, "state",
+                        json_string(failed ? "error" : "recording"));
+    if (failed)
+      json_object_set_new(r, "error", json_string(i.record_error));
     json_object_set_new(d, "record", r);
   }
   if (i.replay[0])
@@ -151,9 +159,20 @@ static void fox_metrics(pa_netgw *g, struct evbuffer *b) {
                     "Foxglove upgrades refused for want of the --token");
   evbuffer_add_printf(b, "playarea_foxglove_refused_total %llu\n",
                       (unsigned long long)g->fox->refused_auth);
-  pa_metrics_family(b, "playarea_mcap_recording", "gauge",
-                    "1 while an MCAP recording runs");
-  evbuffer_add_printf(b, "playarea_mcap_recording %d\n", i.recording ? 1 : 0);
+  /* the recording's state, so that a full disk alerts */
+  int st = !i.recording ? 0 : i.record_error[0] ? 2 : 1;
+  static const char *const names[] = {"idle", "recording", "error"};
+  pa_metrics_family(b, "playarea_netgw_mcap_recording", "gauge",
+                    "the MCAP recording's state (error: its writer failed, "
+                    "e.g. disk full)");
+  for (int k = 0; k < 3; k++)
+    evbuffer_add_printf(b, "playarea_netgw_mcap_recording{state=\"%s\"} %d\n",
+                        names[k], st == k);
+  pa_metrics_family(b, "playarea_netgw_mcap_dropped_total", "counter",
+                    "messages the recording lost (a full queue, a failed "
+                    "writer)");
+  evbuffer_add_printf(b, "playarea_netgw_mcap_dropped_total %llu\n",
+                      (unsigned long long)i.rec.dropped);
   pa_metrics_family(b, "playarea_mcap_messages_total", "counter",
                     "messages written to the running MCAP recording, and "
                     "dropped");

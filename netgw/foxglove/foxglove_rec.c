@@ -3,12 +3,16 @@
 #define _GNU_SOURCE
 #include "foxglove_int.h"
 
+#include "pa_safefile.h"
+
+#include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* ---- recording ----------------------------------------------------- */
 
@@ -105,8 +109,24 @@ int pa_fox_record_start(pa_fox *f, const char *path, const char *const *topics,
       return -1;
     }
   }
+  /* opened beneath the data directory through no symlink, O_EXCL
+   * (pa_safefile): a recording never replaces a file */
+  char dd[PATH_MAX];
+  const char *dflag =
+      f->g->def.data_dir && *f->g->def.data_dir ? f->g->def.data_dir : ".";
+  int root = realpath(dflag, dd) ? pa_safe_root_open(dd, err, err_sz) : -1;
+  int fd = root < 0 ? -1 : pa_safe_open_direct(root, dd, path, 0, err, err_sz);
+  if (root >= 0)
+    close(root);
+  else
+    snprintf(err, err_sz, "--data_dir %s: %s", dflag, strerror(errno));
+  if (fd < 0) {
+    pa_fox_free_topics(tl);
+    return -1;
+  }
   pa_mcap_def d = pa_mcap_def_default();
   d.path = path;
+  d.fd = fd;
   d.profile = "";
   d.library = "playarea";
   f->rec = pa_mcap_open(&d, err, err_sz);
@@ -170,6 +190,7 @@ void pa_fox_get_info(pa_fox *f, pa_fox_info *o) {
   if (f->rec) {
     snprintf(o->record_path, sizeof o->record_path, "%s", f->rec_path);
     pa_mcap_get_stats(f->rec, &o->rec);
+    pa_mcap_error(f->rec, o->record_error, sizeof o->record_error);
   }
   o->replay = f->rp.state;
   o->replay_pushed = f->rp.next;

@@ -30,7 +30,7 @@ json_t *pa_json_act_export_dataset(jctx *x) {
   const char *name = NULL, *dir = NULL;
   double seconds = 10;
   long long ticks = 0;
-  bool images = false, pack = false, wait = false;
+  bool images = false, pack = false, wait = false, overwrite = false;
   int has_dir, has_wait;
   if (pa_json_str(x, "name", 64, &name) < 0 ||
       (has_dir = pa_json_str(x, "export_dir", PA_CMD_PATH_MAX - 16, &dir)) <
@@ -39,7 +39,8 @@ json_t *pa_json_act_export_dataset(jctx *x) {
       pa_json_int(x, "ticks", 1, 100000000, &ticks) < 0 ||
       pa_json_bool(x, "render_image", &images) < 0 ||
       pa_json_bool(x, "pack_dataset", &pack) < 0 ||
-      (has_wait = pa_json_bool(x, "wait", &wait)) < 0)
+      (has_wait = pa_json_bool(x, "wait", &wait)) < 0 ||
+      pa_json_bool(x, "overwrite", &overwrite) < 0)
     return NULL;
   if (name && dir)
     return pa_json_fail(x, PA_ERR_INVALID_MESSAGE,
@@ -88,6 +89,7 @@ json_t *pa_json_act_export_dataset(jctx *x) {
   pa_cmd cmd;
   memset(&cmd, 0, sizeof cmd);
   cmd.op = PA_OP_EXPORT_DATASET;
+  cmd.flags = overwrite ? PA_CMDF_OVERWRITE : 0; /* reuse a used export_dir */
   cmd.dataset.ticks = (uint32_t)ticks;
   cmd.dataset.flags = (images ? PA_DATASET_IMAGES : 0) |
                       (pack ? PA_DATASET_PACK : 0) |

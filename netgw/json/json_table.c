@@ -167,7 +167,8 @@ static const jaction actions[] = {
     ROW(set_waypoints, CMD, NULL, NULL, 0, "robot waypoints"),
     ROW(clear_nav, CMD, NULL, NULL, 0, "robot"),
     ROW(export_dataset, CMD, DONE(export_dataset), COST(export_dataset), JF_SIM,
-        "name seconds ticks export_dir render_image pack_dataset robot wait"),
+        "name seconds ticks export_dir render_image pack_dataset robot wait "
+        "overwrite"),
     ROW(auth, CMD, NULL, NULL, JF_NO_AUTH, "token"),
     ROW(ping, CMD, NULL, NULL, 0, ""),
     ROW(get_version, CMD, NULL, NULL, 0, ""),

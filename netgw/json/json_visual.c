@@ -655,7 +655,8 @@ static int spec_overwrite(jctx *x, const char *name, const char *ext,
     return -1;
   *flag = ow;
   char dir[PA_SPEC_DIR_MAX], file[PA_SPEC_NAME_MAX + 8];
-  snprintf(dir, sizeof dir, "%s", x->c->g->st->vis->spec.dir);
+  snprintf(dir, sizeof dir, "%.*s", PA_SPEC_DIR_MAX - 1,
+           x->c->g->st->vis->spec.dir); /* shm: not trusted to end */
   snprintf(file, sizeof file, "%s.%s", name, ext);
   struct stat st;
   int fd = ow ? -1 : open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);

@@ -204,6 +204,7 @@ struct pa_mcap {
 pa_mcap_def pa_mcap_def_default(void) {
   pa_mcap_def d = {
       .path = NULL,
+      .fd = -1,
       .profile = "",
       .library = "playarea",
       .chunk_size = 512 * 1024,
@@ -550,6 +551,8 @@ static void enqueue(pa_mcap *m, item *it) {
 pa_mcap *pa_mcap_open(const pa_mcap_def *d, char *err, size_t err_sz) {
   if (!d->path || !*d->path || d->chunk_size < 1 || d->queue_bytes < 1 ||
       d->chunk_ms < 1) {
+    if (d->fd >= 0)
+      close(d->fd);
     snprintf(err, err_sz,
              "mcap: invalid settings (path, chunk_size, "
              "chunk_ms, queue_bytes)");
@@ -557,9 +560,12 @@ pa_mcap *pa_mcap_open(const pa_mcap_def *d, char *err, size_t err_sz) {
   }
   pa_mcap *m = calloc(1, sizeof *m);
   if (!m) {
+    if (d->fd >= 0)
+      close(d->fd);
     snprintf(err, err_sz, "mcap: out of memory");
     return NULL;
   }
+  m->fd = -1;
   m->def = *d;
   if (!m->def.profile)
     m->def.profile = "";
@@ -574,7 +580,10 @@ pa_mcap *pa_mcap_open(const pa_mcap_def *d, char *err, size_t err_sz) {
   /* O_EXCL: a recording never replaces a file, even one made since the
    * path was checked */
   m->fd =
-      open(d->path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+      d->fd >= 0
+          ? d->fd
+          : open(d->path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW,
+                 0644);
   if (m->fd < 0) {
     snprintf(err, err_sz, "%s: cannot create: %s", d->path, strerror(errno));
     goto fail_mem;
@@ -604,6 +613,8 @@ pa_mcap *pa_mcap_open(const pa_mcap_def *d, char *err, size_t err_sz) {
   publish_stats(m);
   return m;
 fail_mem:
+  if (m->fd < 0 && d->fd >= 0) /* taken over, even when not used */
+    close(d->fd);
   if (m->zc)
     ZSTD_freeCCtx(m->zc);
   free((char *)m->def.path);
@@ -676,7 +687,7 @@ int pa_mcap_write(pa_mcap *m, int channel, uint64_t log_ns, uint64_t publish_ns,
   bool bad = channel < 1 || channel > m->n_channels || m->error[0];
   bool full = m->queued + len > m->def.queue_bytes;
   if (bad || full) {
-    if (full)
+    if (full || m->error[0]) /* after a write error (disk full): lost too */
       m->dropped++;
     pthread_mutex_unlock(&m->mu);
     return -1;

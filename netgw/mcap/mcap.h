@@ -17,7 +17,8 @@
 typedef struct pa_mcap pa_mcap;
 
 typedef struct pa_mcap_def {
-  const char *path;    /* created (or truncated), mode 0644 */
+  const char *path;    /* created O_EXCL|O_NOFOLLOW, mode 0644; or names fd */
+  int fd;              /* >= 0: an fd opened for writing, taken over (-1) */
   const char *profile; /* Header.profile ("" = none) */
   const char *library; /* Header.library */
   size_t chunk_size;   /* [bytes] uncompressed records that close a chunk */

@@ -315,11 +315,6 @@ pa_status pa_sim_int_snapshot_json_load(const pa_sim_model *m, pa_sim_state *s,
 /* --data_dir (NULL or "": the working directory), created if missing,
  * canonical in out [PATH_MAX]: 0, or -1 with the reason in err. */
 int pa_sim_int_data_dir(const char *flag, char *out, char *err, size_t err_sz);
-/* A file to write under --data_dir (created if missing): its directory is
- * created inside it and must resolve inside it ('..' and absolute paths
- * outside refused by name). 0 with the full path in out, or -1 (r set). */
-int pa_sim_int_write_path(const pa_sim_model *m, const char *path, char *out,
-                          size_t out_sz, pa_reply *r);
 /* A file to write under --data_dir for c (pa_safefile: its directories
  * created inside, no symlink followed, a temporary file renamed into place;
  * one that exists is replaced only with PA_CMDF_OVERWRITE): 0, or -1 with r
@@ -330,6 +325,17 @@ int pa_sim_int_file_begin(const pa_sim_model *m, const pa_cmd *c,
  * with r naming the file and the error ("cannot write a.json: No space
  * left on device"). */
 int pa_sim_int_file_end(pa_safe_file *f, int e, pa_reply *r);
+/* In an export directory until its export finished: a directory holding
+ * it is an export a crash or a kill cut short, reused by a retry. */
+#define PA_SIM_EXPORT_MARKER ".pa-export-unfinished"
+/* export_dataset's directory rel under the data directory dd (canonical)
+ * claimed for c (sim_recdir.c): created beneath dd through no symlink, or
+ * reused when empty, unfinished or c says overwrite; not one of busy[] (the
+ * exports still being written). 0 with its absolute path in dir, or -1 with
+ * r set (errors name rel as given). */
+int pa_sim_int_export_claim(const char *dd, const char *rel, const pa_cmd *c,
+                            const char *const *busy, size_t n_busy, char *dir,
+                            size_t dir_sz, pa_reply *r);
 /* save_world (sim_saveworld.c): the world as it stands as a world YAML that
  * --world loads, its map beside it (<stem>.map.yaml + .png). */
 pa_status pa_sim_int_save_world(const pa_sim_model *m, pa_sim_state *s,

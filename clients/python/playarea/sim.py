@@ -353,7 +353,8 @@ class Sim:
         return self.request("clear_nav", {} if robot is None else {"robot": robot})
 
     def export_dataset(self, name=None, seconds=10.0, ticks=None, export_dir=None,
-                       render_image=False, pack_dataset=False, robot=None, wait=None):
+                       render_image=False, pack_dataset=False, robot=None, wait=None,
+                       overwrite=False):
         """Have pa-sim record the next `seconds` (or `ticks`) of the world:
         map.yaml + map.png, robots.csv, poses.csv (ground truth, odometry,
         velocities of every robot every tick), scans.csv, with render_image
@@ -365,7 +366,9 @@ class Sim:
         {"status": "exported", "paths": [...], "archive", "images", ...}.
         The first form, name (under --dataset_dir), returns at once
         {"status": "recording", "first_tick", "last_tick", ...}; its files are
-        complete once dataset.json exists. wait overrides either."""
+        complete once dataset.json exists. wait overrides either.
+        overwrite=True reuses an export_dir that holds files (an existing
+        archive is replaced); without it that is an error by name."""
         data = {}
         if name is not None:
             data["name"] = name
@@ -383,6 +386,8 @@ class Sim:
             data["robot"] = robot
         if wait is not None:
             data["wait"] = bool(wait)
+        if overwrite:
+            data["overwrite"] = True
         waits = wait if wait is not None else name is None
         if not waits or self._sock is None:
             return self.request("export_dataset", data)

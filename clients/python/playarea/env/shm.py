@@ -9,6 +9,7 @@ slot's seq before and after the copy must be the record's number.
 import json
 import mmap
 import os
+import stat
 import subprocess
 
 import numpy as np
@@ -49,9 +50,13 @@ class _Seg:
         path = os.path.join(layout["shm_dir"],
                             layout["segment_name"].format(instance=instance, segment=segment))
         try:
-            fd = os.open(path, os.O_RDONLY)
+            # O_NONBLOCK: a FIFO planted under the name must not hang us
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
         except OSError as e:
             raise StackError("cannot open %s: %s (same host and user only)" % (path, e)) from None
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            raise StackError("%s: not a regular file" % path)
         try:
             self.mm = mmap.mmap(fd, 0, mmap.MAP_SHARED, mmap.PROT_READ)
         finally:
