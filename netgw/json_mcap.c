@@ -145,6 +145,10 @@ json_t *pa_json_act_stop_record_mcap(jctx *x) {
   return d;
 }
 
+/* [ms] a replay_mcap waits this long for its file to load (playarea
+ * replay waits 30 s for the answer); a later load still starts the replay */
+#define REPLAY_LOAD_MS 25000
+
 json_t *pa_json_act_replay_mcap(jctx *x) {
   pa_netgw *g = x->c->g;
   const char *path;
@@ -154,11 +158,24 @@ json_t *pa_json_act_replay_mcap(jctx *x) {
   if (pa_fox_record_path(g, path, true, full, sizeof full, err, sizeof err) !=
       0)
     return pa_json_fail(x, PA_ERR_INVALID_MESSAGE, "%s", err);
-  if (pa_fox_replay_start(g->fox, full, err, sizeof err) != 0)
+  if (!(x->act->flags & JF_SIM)) /* its row must say so: the reply waits */
+    return pa_json_fail(x, PA_ERR_BUSY, "internal: replay_mcap may not wait");
+  /* The file is read off the loop; the answer comes when it is loaded. */
+  uint64_t req = ++g->next_req;
+  if (pa_fox_replay_start(g->fox, full, x->c->id, req, err, sizeof err) != 0)
     return pa_json_fail(x, PA_ERR_INVALID_MESSAGE, "%s", err);
+  x->c->pend = PEND_JSON;
+  x->c->pend_action = pa_json_action_id(x->act);
+  pa_gw_wait_local(x->c, req, REPLAY_LOAD_MS);
+  return JPENDING;
+}
+
+json_t *pa_json_done_replay_mcap(jctx *x, const pa_reply *r) {
+  (void)r;
   pa_fox_info i;
-  pa_fox_get_info(g->fox, &i);
-  return json_pack("{s:s, s:i}", "path", full, "commands", (int)i.replay_total);
+  pa_fox_get_info(x->c->g->fox, &i);
+  return json_pack("{s:s, s:i}", "path", i.replay_path ? i.replay_path : "",
+                   "commands", (int)i.replay_total);
 }
 
 json_t *pa_json_act_foxglove_info(jctx *x) {
