@@ -248,6 +248,9 @@ typedef struct pa_ctl {
    * skips the post (pa_queue_push_watched); a deadline, so a netgw that
    * dies polling leaves no lasting effect. */
   int64_t reply_watch_until;
+  /* netgw: the last odom seq it sent + 1 (0 = none yet): a restarted netgw
+   * never sends that seq again (the sim may be paused on its tick) */
+  uint64_t odom_seq_sent;
 } pa_ctl;
 
 /* Navigation overlays: a client's planned path and waypoints for a robot,
