@@ -725,66 +725,6 @@ static void test_path(void **st) { check_path(*(const pa_sim_simd *)*st); }
     "test_path_" name, test_path, NULL, NULL, &(pa_sim_simd) { path }          \
   }
 
-/* Fills the stack below the caller with -1e30f: what a caster that read
- * lanes past its lists' ends would see of an earlier call's frames. */
-__attribute__((noinline)) static void poison_stack(void) {
-  volatile float junk[1 << 17];
-  for (size_t i = 0; i < sizeof junk / sizeof junk[0]; i++)
-    junk[i] = -1e30f;
-}
-
-/* The vector casters' lanes past a list's end hold nothing of the fan: a
- * stack left full of huge floats by an earlier call changes no result and
- * makes no lane overflow (UBSan: signed overflow in floor_i, issue 32). */
-static void test_stale_lanes(void **st) {
-  (void)st;
-  static const pa_sim_simd paths[] = {PA_SIM_SIMD_AVX512, PA_SIM_SIMD_AVX2,
-                                      PA_SIM_SIMD_PORTABLE};
-  pa_grid g;
-  char err[256];
-  assert_int_equal(pa_map_load_default(&g, err, sizeof err), 0);
-  pa_sim_model m;
-  grid_model(&m, &g);
-  int ran = 0;
-  for (size_t p = 0; p < sizeof paths / sizeof paths[0]; p++) {
-    if (!pa_sim_simd_has(paths[p]))
-      continue;
-    assert_int_equal(pa_sim_simd_set(paths[p]), 0);
-    for (int faces = 0; faces <= 1; faces++) {
-      pa_sim_faces_set(faces);
-      uint64_t rng = 7;
-      for (int k = 0; k < 200;) {
-        double x, y;
-        if (!free_point(&g, pa_sim_rng_uniform(&rng), pa_sim_rng_uniform(&rng),
-                        &rng, &x, &y))
-          continue;
-        k++;
-        /* not a whole number of vectors: the last one has room past n */
-        uint32_t n = 5 + 2 * (uint32_t)(pa_sim_rng_uniform(&rng) * 300);
-        double dx[720], dy[720];
-        double th = 2 * M_PI * pa_sim_rng_uniform(&rng);
-        for (uint32_t b = 0; b < n; b++) {
-          dx[b] = cos(th + b * 2 * M_PI / n);
-          dy[b] = sin(th + b * 2 * M_PI / n);
-        }
-        long hits = 0;
-        poison_stack();
-        fan_vs_plain(&m, "fans over a stack of huge floats", x, y, dx, dy, n,
-                     30, &hits);
-        ran++;
-      }
-    }
-  }
-  pa_sim_faces_set(true);
-  pa_sim_simd_set(PA_SIM_SIMD_AUTO);
-  pa_sim_model_free(&m);
-  pa_grid_free(&g);
-  if (!ran) {
-    printf("SKIPPED: no vector caster on this CPU or build\n");
-    skip();
-  }
-}
-
 /* The face caster's index: built for the office and the default map, not
  * for a speckled map (more faces than it pays for: the march caster casts
  * its scans, equal to the plain traversal). */
@@ -915,7 +855,6 @@ int main(void) {
       PATH_TEST("avx2", PA_SIM_SIMD_AVX2),
       PATH_TEST("portable", PA_SIM_SIMD_PORTABLE),
       PATH_TEST("scalar", PA_SIM_SIMD_SCALAR),
-      cmocka_unit_test(test_stale_lanes),
       cmocka_unit_test(test_face_index),
       cmocka_unit_test(test_path_choice),
       cmocka_unit_test(test_noise_statistics),
