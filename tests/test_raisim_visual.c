@@ -764,52 +764,6 @@ static void test_video(void **state) {
   assert_int_equal(lt_stop(&s, 5000), 0);
 }
 
-/* kill -9 pa-render while it records: the fragmented MP4 keeps every
- * fragment completed before the kill (it used to be 48 bytes, no moov). */
-static void test_video_crash(void **state) {
-  (void)state;
-  if (access("/usr/bin/ffprobe", X_OK) != 0) {
-    fprintf(stderr, "SKIP: no ffprobe\n");
-    skip();
-  }
-  lt_stack s;
-  assert_int_equal(start_render_stack(&s, "vcrash"), 0);
-  int fd = pa_test_tcp_connect(s.port);
-  assert_true(fd >= 0);
-  call0(fd, "set_camera",
-        "{\"position\":[0,-6,4],\"look_at\":[0,0,0],\"width\":320,"
-        "\"height\":240}");
-  call0(fd, "start_recording_video", "{\"name\":\"crash\",\"fps\":10}");
-  /* ~2.5 s of frames: two 1-s fragments at least are complete */
-  int64_t end = pa_test_now_ms() + 20000 * PA_TEST_SLOW;
-  json_int_t frames = 0;
-  while (frames < 25 && pa_test_now_ms() < end) {
-    json_t *r = status_of(fd, "recording");
-    frames = json_integer_value(json_object_get(r, "frames"));
-    json_decref(r);
-    usleep(100000);
-  }
-  assert_true(frames >= 25);
-  pid_t render = lt_pid(&s, PA_PROC_RENDER);
-  assert_true(render > 0);
-  assert_int_equal(kill(render, SIGKILL), 0);
-  assert_true(lt_pid_gone(render, 5000));
-  char path[1024], out[256];
-  snprintf(path, sizeof path, "%s/crash.mp4", pa_test_tmpdir());
-  probe(path, out, sizeof out);
-  fprintf(stderr, "crash.mp4 after %lld frames and kill -9: %s\n",
-          (long long)frames, out);
-  int w = 0, h = 0, n = 0;
-  assert_int_equal(sscanf(out, "h264,%d,%d,%d", &w, &h, &n), 3);
-  assert_int_equal(w, 320);
-  assert_int_equal(h, 240);
-  /* at most about a second lost (and the encoder's few frames) */
-  assert_true(n >= 10 && n + 20 >= frames);
-  close(fd);
-  assert_int_equal(lt_stop(&s, 5000), 0);
-  unlink(path);
-}
-
 int main(void) {
   signal(SIGPIPE, SIG_IGN);
   const struct CMUnitTest tests[] = {
@@ -817,7 +771,6 @@ int main(void) {
       cmocka_unit_test(test_big_cloud),
       cmocka_unit_test(test_spectator_screenshot),
       cmocka_unit_test(test_video),
-      cmocka_unit_test(test_video_crash),
       cmocka_unit_test(test_visual_in_head_camera),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
