@@ -59,7 +59,8 @@ static bool src_read(src *s, void *dst, size_t n) {
 }
 
 typedef struct rctx {
-  char *topics[65536]; /* by channel id */
+  char **topics;   /* by channel id, n_topics of them (grown to the ids seen) */
+  uint32_t n_topics;
   pa_mcap_msg_cb cb;
   void *arg;
   char *err;
@@ -67,7 +68,25 @@ typedef struct rctx {
   long count;
   bool stop;
   uint32_t data_crc; /* of every byte before the Data End record */
+  uint64_t unpacked;  /* [bytes] chunks' uncompressed sizes so far */
+  /* the buffers of a record and of a chunk's records, kept (grown only)
+   * from one to the next: no page faults per chunk */
+  uint8_t *rec, *unz;
+  size_t rec_cap, unz_cap;
 } rctx;
+
+/* *buf holding at least n bytes (n <= a PA_MCAP_READ_* limit): false when
+ * out of memory. */
+static bool room(uint8_t **buf, size_t *cap, size_t n) {
+  if (n <= *cap && *buf)
+    return true;
+  uint8_t *p = realloc(*buf, n ? n : 1);
+  if (!p)
+    return false;
+  *buf = p;
+  *cap = n;
+  return true;
+}
 
 static int fail(rctx *x, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
@@ -102,6 +121,16 @@ static int record(rctx *x, uint8_t op, const uint8_t *c, size_t len,
     char *topic = len >= 4 ? get_str(&q, c + len) : NULL;
     if (!topic)
       return fail(x, "a malformed channel record at byte %" PRIu64, at);
+    if (id >= x->n_topics) {
+      char **t = realloc(x->topics, ((size_t)id + 1) * sizeof *t);
+      if (!t) {
+        free(topic);
+        return fail(x, "out of memory for the channel at byte %" PRIu64, at);
+      }
+      memset(t + x->n_topics, 0, (id + 1 - x->n_topics) * sizeof *t);
+      x->topics = t;
+      x->n_topics = (uint32_t)id + 1;
+    }
     free(x->topics[id]);
     x->topics[id] = topic;
   } else if (op == OP_MESSAGE) {
@@ -109,7 +138,8 @@ static int record(rctx *x, uint8_t op, const uint8_t *c, size_t len,
       return fail(x, "a malformed message record at byte %" PRIu64, at);
     uint16_t id = (uint16_t)rd(c, 2);
     x->count++;
-    if (x->cb(x->arg, x->topics[id] ? x->topics[id] : "", rd(c + 6, 8), c + 22,
+    const char *topic = id < x->n_topics ? x->topics[id] : NULL;
+    if (x->cb(x->arg, topic ? topic : "", rd(c + 6, 8), c + 22,
               len - 22) != 0)
       x->stop = true;
   }
@@ -155,7 +185,6 @@ static int chunk(rctx *x, const uint8_t *c, size_t len, uint64_t at) {
   uint64_t rlen = rd(q, 8);
   q += 8;
   int rc = -1;
-  uint8_t *u = NULL;
   const uint8_t *body = q;
   if ((uint64_t)(c + len - q) != rlen) {
     fail(x, "the chunk at byte %" PRIu64 ": records length %" PRIu64
@@ -165,6 +194,10 @@ static int chunk(rctx *x, const uint8_t *c, size_t len, uint64_t at) {
     fail(x, "the chunk at byte %" PRIu64 ": %" PRIu64
             " bytes uncompressed, over the limit of %u",
          at, usize, PA_MCAP_READ_CHUNK_MAX);
+  } else if (usize > PA_MCAP_READ_TOTAL_MAX - x->unpacked) {
+    fail(x, "the chunk at byte %" PRIu64 ": more than %llu bytes of chunks"
+            " uncompressed in all, the limit",
+         at, (unsigned long long)PA_MCAP_READ_TOTAL_MAX);
   } else if (!comp[0]) {
     if (rlen != usize)
       fail(x, "the uncompressed chunk at byte %" PRIu64
@@ -179,26 +212,27 @@ static int chunk(rctx *x, const uint8_t *c, size_t len, uint64_t at) {
       fail(x, "the chunk at byte %" PRIu64
               ": its zstd frame does not declare the chunk's size",
            at);
-    else if (!(u = malloc(usize ? usize : 1)))
+    else if (!room(&x->unz, &x->unz_cap, (size_t)usize))
       fail(x, "out of memory for the chunk at byte %" PRIu64, at);
-    else if (ZSTD_isError(got = ZSTD_decompress(u, usize, q, rlen)) ||
+    else if (ZSTD_isError(got = ZSTD_decompress(x->unz, usize, q, rlen)) ||
              got != usize)
       fail(x, "the chunk at byte %" PRIu64 " does not decompress", at);
     else
       rc = 0;
-    body = u;
+    body = x->unz;
   } else {
     fail(x, "the chunk at byte %" PRIu64 ": compression '%.32s' not supported",
          at, comp);
   }
   free(comp);
+  if (rc == 0)
+    x->unpacked += usize;
   if (rc == 0 && ucrc && pa_mcap_crc32(0, body, usize) != ucrc)
     rc = fail(x, "the chunk at byte %" PRIu64
                  " fails its CRC check (a damaged file)",
               at);
   if (rc == 0)
     rc = chunk_records(x, body, (size_t)usize, at);
-  free(u);
   return rc;
 }
 
@@ -210,7 +244,6 @@ static uint64_t record_max(uint8_t op) {
 
 /* The records after the magic, one at a time, none nested. */
 static int records(rctx *x, src *s) {
-  uint8_t *body = NULL;
   int rc = 0;
   while (!x->stop) {
     uint64_t at = s->pos;
@@ -229,12 +262,11 @@ static int records(rctx *x, src *s) {
     }
     if (len > s->size - s->pos)
       break; /* a truncated tail: nothing allocated for what is not there */
-    free(body);
-    body = malloc(len ? (size_t)len : 1);
-    if (!body) {
+    if (!room(&x->rec, &x->rec_cap, (size_t)len)) {
       rc = fail(x, "out of memory for the record at byte %" PRIu64, at);
       break;
     }
+    uint8_t *body = x->rec;
     if (!src_read(s, body, (size_t)len)) {
       rc = fail(x, "a read error at byte %" PRIu64, at);
       break;
@@ -252,7 +284,6 @@ static int records(rctx *x, src *s) {
     if (rc != 0)
       break;
   }
-  free(body);
   return rc;
 }
 
@@ -284,8 +315,11 @@ static long read_src(src *s, pa_mcap_msg_cb cb, void *arg, char *why,
   x->err_sz = why_sz;
   x->data_crc = pa_mcap_crc32(0, m, 8);
   long rc = records(x, s) == 0 ? x->count : -1;
-  for (int i = 0; i < 65536; i++)
+  for (uint32_t i = 0; i < x->n_topics; i++)
     free(x->topics[i]);
+  free(x->topics);
+  free(x->rec);
+  free(x->unz);
   free(x);
   return rc;
 }

@@ -552,6 +552,27 @@ static void huge_claims(void **state) {
   mc_rec_head(&b, 0x04, 1000);
   assert_int_equal(read_buf(&b, err, sizeof err), 0); /* a truncated tail */
   free(b.p);
+  /* 65 chunks of 64 MiB, 2 KB each: the total is bounded too */
+  b = (mc_buf){0};
+  mc_buf r = {0};
+  mc_channel(&r, 1, "/a");
+  size_t pay = PA_MCAP_READ_CHUNK_MAX - r.n - 9 - 22;
+  mc_rec_head(&r, 0x05, 22 + pay);
+  uint8_t *zero = calloc(1, 22 + pay);
+  mc_put(&r, zero, 22 + pay);
+  free(zero);
+  assert_int_equal(r.n, PA_MCAP_READ_CHUNK_MAX);
+  mc_buf one = {0};
+  mc_chunk(&one, &r, "zstd", 0, 0);
+  free(r.p);
+  mc_magic(&b);
+  for (int k = 0; k < 65; k++)
+    mc_put(&b, one.p, one.n);
+  free(one.p);
+  assert_true(b.n < 65 * 8192);
+  assert_int_equal(read_buf(&b, err, sizeof err), -1);
+  assert_non_null(strstr(err, "more than 4294967296 bytes of chunks"));
+  free(b.p);
 }
 
 /* A flipped byte is a damaged file, not a replay that is "ok". */
