@@ -258,8 +258,7 @@ int pa_fox_replay_start(pa_fox *f, const char *path, uint64_t client_id,
   int rc = pthread_create(&j->thread, NULL, replay_load, j);
   if (rc != 0) {
     job_free(j);
-    snprintf(err, err_sz, "cannot start the replay's reader: %s",
-             strerror(rc));
+    snprintf(err, err_sz, "cannot start the replay's reader: %s", strerror(rc));
     return -1;
   }
   f->rp.job = j;

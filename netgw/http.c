@@ -447,8 +447,8 @@ pa_http_route pa_http_route_head(const char *buf, size_t n, bool with_head,
   if (!memchr(buf, '\n', n))
     return n >= PA_WS_MAX_HEAD ? PA_HTTP_DROP : PA_HTTP_MORE;
   /* "GET /ws" or "GET /ws?..." goes to the WebSocket side. */
-  bool ws = n >= 8 &&
-            (!memcmp(buf, "GET /ws ", 8) || !memcmp(buf, "GET /ws?", 8));
+  bool ws =
+      n >= 8 && (!memcmp(buf, "GET /ws ", 8) || !memcmp(buf, "GET /ws?", 8));
   if (!ws)
     return PA_HTTP_RELAY;
   if (!with_head)

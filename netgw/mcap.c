@@ -123,8 +123,8 @@ static void crc_init(void) {
   }
   for (int k = 1; k < 8; k++)
     for (uint32_t i = 0; i < 256; i++)
-      crc_table[k][i] = (crc_table[k - 1][i] >> 8) ^
-                        crc_table[0][crc_table[k - 1][i] & 0xFF];
+      crc_table[k][i] =
+          (crc_table[k - 1][i] >> 8) ^ crc_table[0][crc_table[k - 1][i] & 0xFF];
 }
 
 static uint32_t le32(const uint8_t *p) {

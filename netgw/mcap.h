@@ -76,10 +76,11 @@ typedef int (*pa_mcap_msg_cb)(void *arg, const char *topic, uint64_t log_ns,
                               const uint8_t *data, size_t len);
 /* What the reader accepts (docs/foxglove.md "Replay"): larger is an error
  * by name, found before anything is allocated. */
-#define PA_MCAP_READ_FILE_MAX (1ull << 30)   /* [bytes] a whole file */
-#define PA_MCAP_READ_CHUNK_MAX (64u << 20)   /* [bytes] a chunk, uncompressed */
-#define PA_MCAP_READ_RECORD_MAX (64u << 20)  /* [bytes] any other record */
-#define PA_MCAP_READ_TOTAL_MAX (4ull << 30)  /* [bytes] all chunks, uncompressed */
+#define PA_MCAP_READ_FILE_MAX (1ull << 30)  /* [bytes] a whole file */
+#define PA_MCAP_READ_CHUNK_MAX (64u << 20)  /* [bytes] a chunk, uncompressed */
+#define PA_MCAP_READ_RECORD_MAX (64u << 20) /* [bytes] any other record */
+#define PA_MCAP_READ_TOTAL_MAX                                                 \
+  (4ull << 30) /* [bytes] all chunks, uncompressed */
 
 /* Streams the messages of an MCAP file in record order (chunks: zstd or
  * none, never nested), one record in memory at a time; a truncated tail

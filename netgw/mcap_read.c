@@ -59,7 +59,7 @@ static bool src_read(src *s, void *dst, size_t n) {
 }
 
 typedef struct rctx {
-  char **topics;   /* by channel id, n_topics of them (grown to the ids seen) */
+  char **topics; /* by channel id, n_topics of them (grown to the ids seen) */
   uint32_t n_topics;
   pa_mcap_msg_cb cb;
   void *arg;
@@ -68,7 +68,7 @@ typedef struct rctx {
   long count;
   bool stop;
   uint32_t data_crc; /* of every byte before the Data End record */
-  uint64_t unpacked;  /* [bytes] chunks' uncompressed sizes so far */
+  uint64_t unpacked; /* [bytes] chunks' uncompressed sizes so far */
   /* the buffers of a record and of a chunk's records, kept (grown only)
    * from one to the next: no page faults per chunk */
   uint8_t *rec, *unz;
@@ -139,8 +139,7 @@ static int record(rctx *x, uint8_t op, const uint8_t *c, size_t len,
     uint16_t id = (uint16_t)rd(c, 2);
     x->count++;
     const char *topic = id < x->n_topics ? x->topics[id] : NULL;
-    if (x->cb(x->arg, topic ? topic : "", rd(c + 6, 8), c + 22,
-              len - 22) != 0)
+    if (x->cb(x->arg, topic ? topic : "", rd(c + 6, 8), c + 22, len - 22) != 0)
       x->stop = true;
   }
   return 0;
@@ -187,21 +186,25 @@ static int chunk(rctx *x, const uint8_t *c, size_t len, uint64_t at) {
   int rc = -1;
   const uint8_t *body = q;
   if ((uint64_t)(c + len - q) != rlen) {
-    fail(x, "the chunk at byte %" PRIu64 ": records length %" PRIu64
-            " does not match its record",
+    fail(x,
+         "the chunk at byte %" PRIu64 ": records length %" PRIu64
+         " does not match its record",
          at, rlen);
   } else if (usize > PA_MCAP_READ_CHUNK_MAX) {
-    fail(x, "the chunk at byte %" PRIu64 ": %" PRIu64
-            " bytes uncompressed, over the limit of %u",
+    fail(x,
+         "the chunk at byte %" PRIu64 ": %" PRIu64
+         " bytes uncompressed, over the limit of %u",
          at, usize, PA_MCAP_READ_CHUNK_MAX);
   } else if (usize > PA_MCAP_READ_TOTAL_MAX - x->unpacked) {
-    fail(x, "the chunk at byte %" PRIu64 ": more than %llu bytes of chunks"
-            " uncompressed in all, the limit",
+    fail(x,
+         "the chunk at byte %" PRIu64 ": more than %llu bytes of chunks"
+         " uncompressed in all, the limit",
          at, (unsigned long long)PA_MCAP_READ_TOTAL_MAX);
   } else if (!comp[0]) {
     if (rlen != usize)
-      fail(x, "the uncompressed chunk at byte %" PRIu64
-              " is %" PRIu64 " bytes, its header says %" PRIu64,
+      fail(x,
+           "the uncompressed chunk at byte %" PRIu64 " is %" PRIu64
+           " bytes, its header says %" PRIu64,
            at, rlen, usize);
     else
       rc = 0;
@@ -209,8 +212,9 @@ static int chunk(rctx *x, const uint8_t *c, size_t len, uint64_t at) {
     unsigned long long fs = ZSTD_getFrameContentSize(q, rlen);
     size_t got = 0;
     if (fs != usize)
-      fail(x, "the chunk at byte %" PRIu64
-              ": its zstd frame does not declare the chunk's size",
+      fail(x,
+           "the chunk at byte %" PRIu64
+           ": its zstd frame does not declare the chunk's size",
            at);
     else if (!room(&x->unz, &x->unz_cap, (size_t)usize))
       fail(x, "out of memory for the chunk at byte %" PRIu64, at);
@@ -228,9 +232,9 @@ static int chunk(rctx *x, const uint8_t *c, size_t len, uint64_t at) {
   if (rc == 0)
     x->unpacked += usize;
   if (rc == 0 && ucrc && pa_mcap_crc32(0, body, usize) != ucrc)
-    rc = fail(x, "the chunk at byte %" PRIu64
-                 " fails its CRC check (a damaged file)",
-              at);
+    rc = fail(
+        x, "the chunk at byte %" PRIu64 " fails its CRC check (a damaged file)",
+        at);
   if (rc == 0)
     rc = chunk_records(x, body, (size_t)usize, at);
   return rc;
@@ -255,8 +259,9 @@ static int records(rctx *x, src *s) {
     if (op == OP_FOOTER)
       break;
     if (len > record_max(op)) {
-      rc = fail(x, "the record (op 0x%02x) at byte %" PRIu64 ": %" PRIu64
-                   " bytes, over the limit of %" PRIu64,
+      rc = fail(x,
+                "the record (op 0x%02x) at byte %" PRIu64 ": %" PRIu64
+                " bytes, over the limit of %" PRIu64,
                 op, at, len, record_max(op));
       break;
     }

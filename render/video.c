@@ -134,8 +134,7 @@ int pa_video_open(pa_video **out, const char *path, uint32_t w, uint32_t h,
    * fills: a crash loses at most the fragment being built. */
   v->oc->flags |= AVFMT_FLAG_FLUSH_PACKETS;
   AVDictionary *mo = NULL;
-  av_dict_set(&mo, "movflags", "frag_keyframe+empty_moov+default_base_moof",
-              0);
+  av_dict_set(&mo, "movflags", "frag_keyframe+empty_moov+default_base_moof", 0);
   rc = avformat_write_header(v->oc, &mo);
   av_dict_free(&mo);
   if (rc < 0) {

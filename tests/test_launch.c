@@ -152,8 +152,7 @@ static void test_odom_seq_after_restart(void **state) {
   int64_t end = pa_test_now_ms() + 1500;
   while (pa_test_now_ms() < end)
     if (lt_odom_recv(&o, &f, 100) == 0 && f.seq <= last.seq)
-      fail_msg("odom seq %u after a restart, %u already sent", f.seq,
-               last.seq);
+      fail_msg("odom seq %u after a restart, %u already sent", f.seq, last.seq);
   ask_ok(o.tcp, "step 10\n");
   assert_int_equal(lt_odom_recv(&o, &f, 10000), 0);
   assert_true(f.seq > last.seq);

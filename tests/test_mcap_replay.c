@@ -123,8 +123,8 @@ static void flip_state_byte(const char *in, const char *out) {
       const uint8_t *rc = r.p + j + 9;
       if (r.p[j] == 0x04 && rl > 12 && !memcmp(rc + 8, "/state", 6))
         state_ch = rc[0] | rc[1] << 8;
-      if (r.p[j] == 0x05 && state_ch >= 0 &&
-          (rc[0] | rc[1] << 8) == state_ch && rl > 40 && !flipped) {
+      if (r.p[j] == 0x05 && state_ch >= 0 && (rc[0] | rc[1] << 8) == state_ch &&
+          rl > 40 && !flipped) {
         o.p[at + j + 9 + 22 + (rl - 22) / 2] ^= 0x04;
         flipped = 1;
       }
@@ -247,8 +247,9 @@ static void big_file_off_loop(void **state) {
   }
   char r2[8192];
   assert_true(pa_test_read_line(fd, r2, sizeof r2, 1000) > 0);
-  fprintf(stderr, "big.mcap: answered in %lld ms; %d pings meanwhile, the "
-                  "slowest %lld ms\n",
+  fprintf(stderr,
+          "big.mcap: answered in %lld ms; %d pings meanwhile, the "
+          "slowest %lld ms\n",
           (long long)(pa_test_now_ms() - t0), pings, (long long)worst);
   if (!strstr(r2, "no /commands"))
     fail_msg("replay_mcap big.mcap: '%s'", r2);
