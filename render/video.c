@@ -1,6 +1,10 @@
 /* video.c - MP4 files from RGB frames with FFmpeg's libraries (libavcodec,
  * libavformat, libswscale): H.264 through libx264 when this libavcodec has
- * it, MPEG-4 part 2 in the MP4 otherwise (the codec is reported). */
+ * it, MPEG-4 part 2 in the MP4 otherwise (the codec is reported).
+ *
+ * The MP4 is fragmented (an empty moov first, then a moof + mdat per
+ * keyframe, one a second): a pa-render killed mid-recording leaves a file
+ * that plays up to its last complete fragment. */
 #include "render_int.h"
 
 #include <libavcodec/avcodec.h>
@@ -103,7 +107,7 @@ int pa_video_open(pa_video **out, const char *path, uint32_t w, uint32_t h,
   v->cc->time_base = (AVRational){1, fps};
   v->cc->framerate = (AVRational){fps, 1};
   v->cc->pix_fmt = AV_PIX_FMT_YUV420P;
-  v->cc->gop_size = fps * 2;
+  v->cc->gop_size = fps; /* a keyframe, so a fragment, each second */
   if (c->id == AV_CODEC_ID_MPEG4)
     v->cc->bit_rate = (int64_t)w * h * fps / 4;
   if (v->oc->oformat->flags & AVFMT_GLOBALHEADER)
@@ -126,7 +130,14 @@ int pa_video_open(pa_video **out, const char *path, uint32_t w, uint32_t h,
     goto fail;
   }
   v->io = true;
-  if ((rc = avformat_write_header(v->oc, NULL)) < 0) {
+  /* Each fragment goes to the file when complete, not when the avio buffer
+   * fills: a crash loses at most the fragment being built. */
+  v->oc->flags |= AVFMT_FLAG_FLUSH_PACKETS;
+  AVDictionary *mo = NULL;
+  av_dict_set(&mo, "movflags", "frag_keyframe+empty_moov+default_base_moof", 0);
+  rc = avformat_write_header(v->oc, &mo);
+  av_dict_free(&mo);
+  if (rc < 0) {
     av_err(err, err_sz, "mp4 header", rc);
     goto fail;
   }

@@ -269,6 +269,9 @@ typedef struct pa_ctl {
   pa_port_rec ports[PA_PORTS_MAX];
   uint32_t clients_seen; /* some client connected to this stack's pa-netgw */
   uint32_t reserved_ports;
+  /* netgw: the last odom seq it sent + 1 (0 = none yet): a restarted netgw
+   * never sends that seq again (the sim may be paused on its tick) */
+  uint64_t odom_seq_sent;
 } pa_ctl;
 
 /* Navigation overlays: a client's planned path and waypoints for a robot,

@@ -22,3 +22,12 @@ if(PA_NODE AND EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/web/node_modules/@mcap/core)
 else()
   message(STATUS "node or tests/web/node_modules missing: web_foxglove, web_mcap not registered")
 endif()
+
+# replay_mcap of hostile files (issue 32 #6) against the real pa-sim and
+# pa-netgw: errors by name, pa-netgw alive, its peak RSS bounded.
+pa_add_test(test_mcap_replay SOURCES test_mcap_replay.c
+            LIBS pa_shm pa_netgw_internal PkgConfig::ZSTD TIMEOUT 120
+            LABELS foxglove)
+if(TARGET pa-sim)
+  add_dependencies(test_mcap_replay pa-sim pa-netgw)
+endif()

@@ -11,4 +11,9 @@ if(TARGET playarea AND TARGET pa-sim AND TARGET pa-netgw AND TARGET pa-render
                    PkgConfig::JANSSON m
               TIMEOUT 180 LABELS "raisim;render")
   add_dependencies(test_raisim_visual playarea pa-sim pa-netgw pa-render)
+  # a video that survives kill -9 of pa-render (fragmented MP4, ffprobe)
+  pa_add_test(test_raisim_video SOURCES test_raisim_video.c
+              LIBS pa_test_launch_util PkgConfig::JANSSON
+              TIMEOUT 120 LABELS "raisim;render")
+  add_dependencies(test_raisim_video playarea pa-sim pa-netgw pa-render)
 endif()

@@ -123,6 +123,43 @@ static void test_kill_each_child(void **state) {
   assert_int_equal(pa_test_shm_count(t.instance), 0);
 }
 
+/* One text command on fd that replies "ok". */
+static void ask_ok(int fd, const char *line) {
+  char buf[256];
+  assert_int_equal(pa_test_send_str(fd, line), 0);
+  if (pa_test_read_line(fd, buf, sizeof buf, 10000) < 0 || strcmp(buf, "ok"))
+    fail_msg("'%s' -> '%s'", line, buf);
+}
+
+/* A pa-netgw killed while the sim is paused: its successor sends no odom
+ * seq the dead one sent (it used to resend the last one once). */
+static void test_odom_seq_after_restart(void **state) {
+  (void)state;
+  lt_stack t;
+  const char *extra[] = {"--no-render", NULL};
+  assert_int_equal(lt_start(&t, "oseq", extra, START_MS), 0);
+  lt_odom o;
+  assert_int_equal(lt_odom_open(&o, t.port, NULL), 0);
+  lt_odom_frame last, f;
+  assert_int_equal(lt_odom_recv(&o, &last, 10000), 0);
+  ask_ok(o.tcp, "pause\n");
+  usleep(300000);
+  lt_odom_drain(&o, &last);
+  pid_t net = lt_pid(&t, PA_PROC_NETGW);
+  assert_int_equal(kill(net, SIGKILL), 0);
+  assert_true(lt_wait_new_pid(&t, PA_PROC_NETGW, net, 30000));
+  assert_int_equal(lt_odom_reconnect(&o, t.port, NULL, 10000), 0);
+  int64_t end = pa_test_now_ms() + 1500;
+  while (pa_test_now_ms() < end)
+    if (lt_odom_recv(&o, &f, 100) == 0 && f.seq <= last.seq)
+      fail_msg("odom seq %u after a restart, %u already sent", f.seq, last.seq);
+  ask_ok(o.tcp, "step 10\n");
+  assert_int_equal(lt_odom_recv(&o, &f, 10000), 0);
+  assert_true(f.seq > last.seq);
+  lt_odom_close(&o);
+  assert_int_equal(lt_stop(&t, 30000), 0);
+}
+
 static void test_restart_on_demand(void **state) {
   (void)state;
   lt_stack t;
@@ -238,6 +275,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_start_stop),
       cmocka_unit_test(test_kill_each_child),
+      cmocka_unit_test(test_odom_seq_after_restart),
       cmocka_unit_test(test_restart_on_demand),
       cmocka_unit_test(test_status),
   };

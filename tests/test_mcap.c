@@ -25,6 +25,7 @@
 #include <zstd.h>
 
 #include "mcap.h"
+#include "mcap_craft.h"
 
 static const uint8_t MAGIC[8] = {0x89, 'M', 'C', 'A', 'P', '0', '\r', '\n'};
 
@@ -482,11 +483,155 @@ static void crc_vector(void **state) {
                    0xCBF43926u);
 }
 
+/* ---- the reader distrusts its input (issue 32 #6) ----------------------- */
+
+/* The reader's verdict on b: the count, err set on -1. */
+static long read_buf(const mc_buf *b, char *err, size_t err_sz) {
+  int k = 0;
+  err[0] = 0;
+  long got = pa_mcap_read_mem(b->p, b->n, count_msg, &k, err, err_sz);
+  if (got >= 0)
+    assert_int_equal(k, got);
+  return got;
+}
+
+static void valid_crafted(void **state) {
+  (void)state;
+  char err[256];
+  mc_buf b = {0};
+  mc_valid(&b, 5, 1);
+  assert_int_equal(read_buf(&b, err, sizeof err), 5);
+  /* and through a file */
+  char path[128];
+  tmp_path(path, sizeof path, "valid");
+  assert_int_equal(mc_write(path, &b), 0);
+  int k = 0;
+  assert_int_equal(pa_mcap_read(path, count_msg, &k, err, sizeof err), 5);
+  unlink(path);
+  free(b.p);
+}
+
+/* 200k nested chunks: the recursive reader overflowed its stack. */
+static void nested_chunks(void **state) {
+  (void)state;
+  char err[256];
+  for (int depth = 2; depth <= 200000; depth *= 100) {
+    mc_buf b = {0};
+    mc_nested(&b, depth);
+    assert_int_equal(read_buf(&b, err, sizeof err), -1);
+    assert_non_null(strstr(err, "a chunk inside the chunk at byte 8"));
+    assert_non_null(strstr(err, "do not nest"));
+    free(b.p);
+  }
+}
+
+/* Sizes are checked before anything is allocated. */
+static void huge_claims(void **state) {
+  (void)state;
+  char err[256];
+  mc_buf b = {0};
+  mc_huge_claim(&b, 1ull << 30);
+  assert_true(b.n < 40000);
+  assert_int_equal(read_buf(&b, err, sizeof err), -1);
+  assert_non_null(strstr(err, "1073741824 bytes uncompressed, over the"));
+  free(b.p);
+  /* under the limit, but not what the zstd frame holds */
+  b = (mc_buf){0};
+  mc_huge_claim(&b, 1u << 20);
+  assert_int_equal(read_buf(&b, err, sizeof err), -1);
+  assert_non_null(strstr(err, "zstd frame does not declare"));
+  free(b.p);
+  /* a top-level record claiming 1 TiB, and one claiming more than is left */
+  b = (mc_buf){0};
+  mc_magic(&b);
+  mc_rec_head(&b, 0x04, 1ull << 40);
+  mc_le(&b, 0, 8);
+  assert_int_equal(read_buf(&b, err, sizeof err), -1);
+  assert_non_null(strstr(err, "(op 0x04) at byte 8: 1099511627776 bytes"));
+  b.n = 8;
+  mc_rec_head(&b, 0x04, 1000);
+  assert_int_equal(read_buf(&b, err, sizeof err), 0); /* a truncated tail */
+  free(b.p);
+  /* 65 chunks of 64 MiB, 2 KB each: the total is bounded too */
+  b = (mc_buf){0};
+  mc_buf r = {0};
+  mc_channel(&r, 1, "/a");
+  size_t pay = PA_MCAP_READ_CHUNK_MAX - r.n - 9 - 22;
+  mc_rec_head(&r, 0x05, 22 + pay);
+  uint8_t *zero = calloc(1, 22 + pay);
+  mc_put(&r, zero, 22 + pay);
+  free(zero);
+  assert_int_equal(r.n, PA_MCAP_READ_CHUNK_MAX);
+  mc_buf one = {0};
+  mc_chunk(&one, &r, "zstd", 0, 0);
+  free(r.p);
+  mc_magic(&b);
+  for (int k = 0; k < 65; k++)
+    mc_put(&b, one.p, one.n);
+  free(one.p);
+  assert_true(b.n < 65 * 8192);
+  assert_int_equal(read_buf(&b, err, sizeof err), -1);
+  assert_non_null(strstr(err, "more than 4294967296 bytes of chunks"));
+  free(b.p);
+}
+
+/* A flipped byte is a damaged file, not a replay that is "ok". */
+static void flipped_byte(void **state) {
+  (void)state;
+  char err[256];
+  mc_buf b = {0};
+  mc_valid(&b, 3, 0);
+  b.p[b.n - 3] ^= 0x20; /* inside the last message's data */
+  assert_int_equal(read_buf(&b, err, sizeof err), -1);
+  assert_non_null(strstr(err, "the chunk at byte 8 fails its CRC check"));
+  free(b.p);
+  /* the data section CRC: a byte outside any chunk */
+  b = (mc_buf){0};
+  mc_valid(&b, 3, 1);
+  b.p[8 + 9] ^= 0x01; /* the chunk's message_start_time */
+  assert_int_equal(read_buf(&b, err, sizeof err), -1);
+  assert_non_null(strstr(err, "the data section fails its CRC check"));
+  free(b.p);
+  /* a recording of the project's writer (zstd), damaged in its chunk */
+  char path[128];
+  tmp_path(path, sizeof path, "flip");
+  pa_mcap *m = open_small(path, 1 << 20);
+  int a = pa_mcap_channel(m, 0, "/a", "json");
+  for (int k = 0; k < 100; k++)
+    assert_int_equal(pa_mcap_write(m, a, (uint64_t)k, 0, "{\"v\":12345}", 11),
+                     0);
+  assert_int_equal(pa_mcap_close(m, NULL, err, sizeof err), 0);
+  size_t n;
+  uint8_t *f = slurp(path, &n);
+  b = (mc_buf){.p = f, .n = n};
+  assert_int_equal(read_buf(&b, err, sizeof err), 100);
+  size_t i = 8;
+  while (f[i] != 0x06)
+    i += 9 + (size_t)rd(f + i + 1, 8);
+  size_t len = (size_t)rd(f + i + 1, 8);
+  /* every 7th byte of the compressed records (after the chunk's 44 bytes
+   * of fields with "zstd") */
+  for (size_t at = i + 9 + 44; at < i + 9 + len; at += 7) {
+    f[at] ^= 0x10;
+    assert_int_equal(read_buf(&b, err, sizeof err), -1);
+    if (!(strstr(err, "CRC") || strstr(err, "does not decompress") ||
+          strstr(err, "does not declare")))
+      fail_msg("byte %zu flipped: '%s'", at - i, err);
+    assert_true(strstr(err, "CRC") || strstr(err, "does not decompress") ||
+                strstr(err, "does not declare"));
+    f[at] ^= 0x10;
+  }
+  free(f);
+  unlink(path);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(crc_vector),     cmocka_unit_test(round_trip),
       cmocka_unit_test(truncated_file), cmocka_unit_test(killed_writer),
       cmocka_unit_test(bad_input),      cmocka_unit_test(queue_bound),
+      cmocka_unit_test(valid_crafted),  cmocka_unit_test(nested_chunks),
+      cmocka_unit_test(huge_claims),    cmocka_unit_test(flipped_byte),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -426,6 +426,11 @@ void pa_gw_cam_demand(pa_netgw *g, uint32_t robot, int delta);
 const pa_robot_state *pa_gw_robot_state(const pa_tick *t, uint32_t robot);
 /* Latest scan of a robot from the cache (after draining the ring). */
 const pa_scan *pa_gw_scan(pa_netgw *g, uint32_t robot);
+/* Makes c wait for reply req from work of the gateway's own (a thread's),
+ * at most ms; pa_gw_local_reply answers it as pa-sim's replies do. */
+void pa_gw_wait_local(pa_client *c, uint64_t req, unsigned ms);
+/* A reply for the client waiting for it (late ones are counted). */
+void pa_gw_local_reply(pa_netgw *g, const pa_reply *r);
 /* Pushes cmd for this client and makes it wait: 0, or -1 when the queue is
  * full (the caller answers busy with g->busy_msg). */
 int pa_gw_push_wait(pa_client *c, pa_cmd *cmd);

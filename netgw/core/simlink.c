@@ -205,6 +205,24 @@ static bool fe_reply(pa_netgw *g, const pa_reply *r) {
   return false;
 }
 
+void pa_gw_wait_local(pa_client *c, uint64_t req, unsigned ms) {
+  c->pend_req = req;
+  c->pend_robot = 0;
+  c->pend_ticks = 0;
+  struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
+  evtimer_add(c->timeout_ev, &tv);
+}
+
+void pa_gw_local_reply(pa_netgw *g, const pa_reply *r) {
+  uint32_t slot = (uint32_t)(r->client_id & 0xffffffffu);
+  pa_client *c = slot < g->slots ? g->clients[slot] : NULL;
+  if (!c || c->id != r->client_id || !c->pend || c->pend_req != r->request_id) {
+    g->late++;
+    return;
+  }
+  complete(c, r);
+}
+
 void pa_gw_on_reply(void *arg) {
   pa_netgw *g = arg;
   pa_reply r;
@@ -214,13 +232,7 @@ void pa_gw_on_reply(void *arg) {
     pa_queue_pop(g->st->reply);
     if (fe_reply(g, &r))
       continue; /* a front-end's own (a Foxglove service call, SSL) */
-    uint32_t slot = (uint32_t)(r.client_id & 0xffffffffu);
-    pa_client *c = slot < g->slots ? g->clients[slot] : NULL;
-    if (!c || c->id != r.client_id || !c->pend || c->pend_req != r.request_id) {
-      g->late++;
-      continue;
-    }
-    complete(c, &r);
+    pa_gw_local_reply(g, &r);
   }
   g->spin_hint = false; /* only a step pushed from a client read is watched */
   pa_gw_account(g, t0);

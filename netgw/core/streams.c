@@ -130,10 +130,16 @@ static void odom_record(pa_netgw *g, const pa_tick *t) {
   }
   o->last_tick = t->tick;
   uint32_t os = pa_netgw_odom_seq(t->tick, g->def.feedback_hz, control_hz);
+  uint64_t sent = __atomic_load_n(&g->ctl->odom_seq_sent, __ATOMIC_RELAXED);
+  if (!o->have_seq && sent) { /* a restart: what the last netgw sent */
+    o->have_seq = true;
+    o->last_seq = (uint32_t)(sent - 1);
+  }
   if (o->have_seq && os == o->last_seq)
     return;
   o->have_seq = true;
   o->last_seq = os;
+  __atomic_store_n(&g->ctl->odom_seq_sent, (uint64_t)os + 1, __ATOMIC_RELAXED);
   pthread_mutex_lock(&o->mu);
   for (uint32_t i = 0; i < o->n_subs; i++) {
     const pa_robot_state *rs = pa_gw_robot_state(t, o->subs[i].robot);

@@ -487,7 +487,7 @@ static void on_turn(evutil_socket_t fd, short what, void *arg) {
       pa_fox_call_reply(f, &f->calls[i], NULL);
   pa_fox_replay_feed(f);
   if (!f->n_conns && !f->rec) {
-    bool calls = !strcmp(f->rp.state, "running");
+    bool calls = !strcmp(f->rp.state, "running") || f->rp.job;
     for (int i = 0; i < FOX_MAX_CALLS; i++)
       calls |= f->calls[i].used;
     if (calls)
@@ -748,6 +748,7 @@ void pa_fox_destroy(pa_fox *f) {
     return;
   if (f->rec)
     pa_fox_record_end(f, "the gateway stops");
+  pa_fox_replay_cancel(f);
   for (uint32_t i = 0; i < FOX_MAX_CONNS; i++)
     if (f->conns[i])
       pa_ws_free(f->conns[i]->ws); /* on_close frees the conn */
@@ -763,6 +764,7 @@ void pa_fox_destroy(pa_fox *f) {
   pa_fox_buf_free(&f->msg);
   free(f->rp.cmds);
   free(f->rp.final);
+  free(f->rp.path);
   free(f->robots);
   free(f->info);
   free(f->obs);

@@ -174,11 +174,15 @@ int pa_fox_record_stop(pa_fox *f, pa_mcap_stats *st, char *path, size_t path_sz,
 int pa_fox_record_next_path(const pa_netgw *g, const char *in, char *out,
                             size_t out_sz, char *err, size_t err_sz);
 
-/* Replays a recording's /commands (docs/foxglove.md "Replay"): pauses the
- * sim, pushes them in order, then compares the state with the recording's
- * last /state. -1 with err when the file has none or a replay runs. The
- * outcome shows in pa_fox_info.replay. */
-int pa_fox_replay_start(pa_fox *f, const char *path, char *err, size_t err_sz);
+/* Replays a recording's /commands (docs/foxglove.md "Replay"): a worker
+ * thread reads the file (state "loading"), then the loop pauses the sim,
+ * pushes them in order, and compares the state with the recording's last
+ * /state. -1 with err when a replay runs. When the load ends, client
+ * client_id gets the reply to request req through pa_gw_local_reply: ok,
+ * or why the file cannot be replayed. The outcome shows in
+ * pa_fox_info.replay. */
+int pa_fox_replay_start(pa_fox *f, const char *path, uint64_t client_id,
+                        uint64_t req, char *err, size_t err_sz);
 
 typedef struct pa_fox_info {
   unsigned port;
@@ -190,8 +194,9 @@ typedef struct pa_fox_info {
   /* the recording writer's first I/O error ("" = none) */
   char record_error[256];
   pa_mcap_stats rec; /* of the running recording */
-  /* the last replay: "" (none), running, match, mismatch, failed */
+  /* the last replay: "" (none), loading, running, match, mismatch, failed */
   const char *replay;
+  const char *replay_path; /* its file (NULL: none); valid until the next */
   uint32_t replay_pushed, replay_total, replay_errors;
   char replay_detail[256];
 } pa_fox_info;

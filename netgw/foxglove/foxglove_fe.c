@@ -66,9 +66,10 @@ static json_t *info_json(pa_fox *f) {
   if (i.replay[0])
     json_object_set_new(
         d, "replay",
-        json_pack("{s:s, s:i, s:i, s:i, s:s}", "state", i.replay, "pushed",
+        json_pack("{s:s, s:i, s:i, s:i, s:s, s:s}", "state", i.replay, "pushed",
                   (int)i.replay_pushed, "total", (int)i.replay_total, "errors",
-                  (int)i.replay_errors, "detail", i.replay_detail));
+                  (int)i.replay_errors, "detail", i.replay_detail, "path",
+                  i.replay_path ? i.replay_path : ""));
   return d;
 }
 
@@ -123,16 +124,17 @@ static json_t *fox_service(pa_netgw *g, const char *op, json_t *args,
     return d;
   }
   if (!strcmp(op, "replay_start")) {
+    /* loads off the loop: client gets request req's reply when it is in */
     const char *path = json_string_value(json_object_get(args, "path"));
+    uint64_t client =
+        (uint64_t)json_integer_value(json_object_get(args, "client"));
+    uint64_t req = (uint64_t)json_integer_value(json_object_get(args, "req"));
     char full[PATH_MAX];
     if (!path ||
         pa_core_data_path(g, path, true, full, sizeof full, err, err_sz) != 0 ||
-        pa_fox_replay_start(g->fox, full, err, err_sz) != 0)
+        pa_fox_replay_start(g->fox, full, client, req, err, err_sz) != 0)
       return NULL;
-    pa_fox_info i;
-    pa_fox_get_info(g->fox, &i);
-    return json_pack("{s:s, s:i}", "path", full, "commands",
-                     (int)i.replay_total);
+    return json_pack("{s:s}", "path", full);
   }
   snprintf(err, err_sz, "foxglove: no service '%s'", op);
   return NULL;

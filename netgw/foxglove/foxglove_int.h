@@ -28,6 +28,7 @@
 /* Service calls' pa_cmd client id: no TCP client has slot 0xffffffff. */
 #define FOX_CLIENT_ID 0x00000000ffffffffull
 #define FOX_REPLAY_ID 0x00000001ffffffffull /* a replay's commands */
+#define FOX_REPLAY_MAX (1u << 18) /* commands a replay holds (384 B each) */
 
 enum { SRV_RESET = 1, SRV_PAUSE, SRV_RESUME, SRV_STEP, SRV_TELEPORT, SRV_N };
 static const char *const srv_names[SRV_N] = {NULL,      "/reset", "/pause",
@@ -121,7 +122,10 @@ struct pa_fox {
   int rec_world[PA_FOX_WORLD_KINDS];
   /* the replay */
   struct {
-    const char *state; /* "" = none yet */
+    const char *state; /* "" = none yet, loading, running, match, ... */
+    struct fox_replay_job *job; /* the file's load, off the loop (loading) */
+    uint64_t wait_client, wait_req; /* the replay_mcap waiting for it */
+    char *path;                     /* the file replayed */
     pa_cmd *cmds;
     uint32_t n, next, errors;
     char *final; /* the recording's last /state */
@@ -185,6 +189,8 @@ int pa_fox_push(pa_fox *f, pa_cmd *cmd);
 
 /* foxglove_rec.c */
 void pa_fox_replay_feed(pa_fox *f);
+/* Stops a replay's load (the gateway stops): joins its thread. */
+void pa_fox_replay_cancel(pa_fox *f);
 void pa_fox_replay_reply(pa_fox *f, const pa_reply *r);
 
 #endif

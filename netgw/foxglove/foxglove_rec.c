@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -193,6 +194,7 @@ void pa_fox_get_info(pa_fox *f, pa_fox_info *o) {
     pa_mcap_error(f->rec, o->record_error, sizeof o->record_error);
   }
   o->replay = f->rp.state;
+  o->replay_path = f->rp.path;
   o->replay_pushed = f->rp.next;
   o->replay_total = f->rp.n;
   o->replay_errors = f->rp.errors;
@@ -201,91 +203,185 @@ void pa_fox_get_info(pa_fox *f, pa_fox_info *o) {
 
 /* ---- replay -------------------------------------------------------- */
 
-typedef struct replay_load {
+/* A file's load on the worker thread; the loop only looks at `done`. */
+typedef struct fox_replay_job {
+  pthread_t thread;
+  char *path;
   pa_cmd *cmds;
   uint32_t n, cap;
-  char *final;
+  char *final; /* the last /state */
   size_t final_len;
-  bool bad;
-} replay_load;
+  int cancel; /* atomic: the gateway stops */
+  int done;   /* atomic: the thread has finished */
+  char err[256];
+} fox_replay_job;
 
 static int replay_msg(void *arg, const char *topic, uint64_t log_ns,
                       const uint8_t *d, size_t n) {
   (void)log_ns;
-  replay_load *l = arg;
+  fox_replay_job *j = arg;
+  if (__atomic_load_n(&j->cancel, __ATOMIC_ACQUIRE))
+    return snprintf(j->err, sizeof j->err, "the gateway stopped"), 1;
   if (!strcmp(topic, "/state")) {
-    free(l->final);
-    l->final = malloc(n + 1);
-    if (l->final) {
-      memcpy(l->final, d, n);
-      l->final[n] = 0;
-      l->final_len = n;
-    }
+    free(j->final);
+    j->final = malloc(n + 1);
+    if (!j->final)
+      return snprintf(j->err, sizeof j->err, "out of memory"), 1;
+    memcpy(j->final, d, n);
+    j->final[n] = 0;
+    j->final_len = n;
   } else if (!strcmp(topic, "/commands")) {
-    if (l->n == l->cap) {
-      uint32_t cap = l->cap ? l->cap * 2 : 256;
-      pa_cmd *p = realloc(l->cmds, cap * sizeof *p);
+    if (j->n == FOX_REPLAY_MAX)
+      return snprintf(j->err, sizeof j->err,
+                      "more than %u /commands (the replay limit)",
+                      FOX_REPLAY_MAX),
+             1;
+    if (j->n == j->cap) {
+      uint32_t cap = j->cap ? j->cap * 2 : 256;
+      pa_cmd *p = realloc(j->cmds, cap * sizeof *p);
       if (!p)
-        return 1;
-      l->cmds = p;
-      l->cap = cap;
+        return snprintf(j->err, sizeof j->err, "out of memory"), 1;
+      j->cmds = p;
+      j->cap = cap;
     }
-    if (pa_fox_dec_command((const char *)d, n, &l->cmds[l->n]) != 0) {
-      l->bad = true;
-      return 1;
-    }
-    l->n++;
+    if (pa_fox_dec_command((const char *)d, n, &j->cmds[j->n]) != 0)
+      return snprintf(j->err, sizeof j->err,
+                      "a malformed /commands message (number %u)", j->n + 1),
+             1;
+    j->n++;
   }
   return 0;
 }
 
-int pa_fox_replay_start(pa_fox *f, const char *path, char *err, size_t err_sz) {
-  if (!strcmp(f->rp.state, "running")) {
+/* The worker: reads the whole file; the reason in j->err on failure. */
+static void *replay_load(void *arg) {
+  fox_replay_job *j = arg;
+  char err[sizeof j->err];
+  long got = pa_mcap_read(j->path, replay_msg, j, err, sizeof err);
+  if (got < 0) {
+    /* the reason without the full path (the client named the file) */
+    size_t pl = strlen(j->path);
+    const char *why = strncmp(err, j->path, pl) || strncmp(err + pl, ": ", 2)
+                          ? err
+                          : err + pl + 2;
+    snprintf(j->err, sizeof j->err, "%s", why);
+  } else if (!j->err[0] && (!j->n || !j->final)) {
+    snprintf(j->err, sizeof j->err,
+             "no /commands or no final /state (recorded by record_mcap and "
+             "stopped by stop_record_mcap?)");
+  }
+  __atomic_store_n(&j->done, 1, __ATOMIC_RELEASE);
+  return NULL;
+}
+
+static void job_free(fox_replay_job *j) {
+  free(j->path);
+  free(j->cmds);
+  free(j->final);
+  free(j);
+}
+
+void pa_fox_replay_cancel(pa_fox *f) {
+  fox_replay_job *j = f->rp.job;
+  if (!j)
+    return;
+  __atomic_store_n(&j->cancel, 1, __ATOMIC_RELEASE);
+  pthread_join(j->thread, NULL);
+  job_free(j);
+  f->rp.job = NULL;
+  f->rp.state = "failed";
+}
+
+int pa_fox_replay_start(pa_fox *f, const char *path, uint64_t client_id,
+                        uint64_t req, char *err, size_t err_sz) {
+  if (!strcmp(f->rp.state, "running") || f->rp.job) {
     snprintf(err, err_sz, "a replay is running");
     return -1;
   }
-  replay_load l = {0};
-  long got = pa_mcap_read(path, replay_msg, &l, err, err_sz);
-  if (got < 0 || l.bad || !l.n || !l.final) {
-    if (got < 0)
-      ; /* err says why */
-    else if (l.bad)
-      snprintf(err, err_sz, "%s: a malformed /commands message", path);
-    else if (!l.n || !l.final)
-      snprintf(err, err_sz,
-               "%s: no /commands or no final /state (recorded by "
-               "record_mcap and stopped by stop_record_mcap?)",
-               path);
-    free(l.cmds);
-    free(l.final);
+  fox_replay_job *j = calloc(1, sizeof *j);
+  if (!j || !(j->path = strdup(path))) {
+    free(j);
+    snprintf(err, err_sz, "out of memory");
+    return -1;
+  }
+  int rc = pthread_create(&j->thread, NULL, replay_load, j);
+  if (rc != 0) {
+    job_free(j);
+    snprintf(err, err_sz, "cannot start the replay's reader: %s", strerror(rc));
+    return -1;
+  }
+  f->rp.job = j;
+  f->rp.wait_client = client_id;
+  f->rp.wait_req = req;
+  f->rp.state = "loading";
+  f->rp.detail[0] = 0;
+  f->rp.n = f->rp.next = f->rp.errors = 0;
+  free(f->rp.path);
+  f->rp.path = strdup(path);
+  pa_fox_arm(f); /* the turn timer watches the load */
+  return 0;
+}
+
+/* The loaded commands become the replay: pauses the sim first (only the
+ * recorded commands, steps among them, move it). 0, or -1 with err. */
+static int replay_begin(pa_fox *f, fox_replay_job *j, char *err,
+                        size_t err_sz) {
+  if (j->err[0]) {
+    snprintf(err, err_sz, "%s", j->err);
     return -1;
   }
   free(f->rp.cmds);
   free(f->rp.final);
-  f->rp.cmds = l.cmds;
-  f->rp.n = l.n;
+  f->rp.cmds = j->cmds;
+  f->rp.n = j->n;
+  f->rp.final = j->final;
+  f->rp.final_len = j->final_len;
+  j->cmds = NULL;
+  j->final = NULL;
   f->rp.next = 0;
   f->rp.errors = 0;
-  f->rp.final = l.final;
-  f->rp.final_len = l.final_len;
   f->rp.sync_req = 0;
   f->rp.detail[0] = 0;
   f->rp.state = "running";
-  /* Paused first: only the recorded commands (steps among them) move it. */
   pa_cmd p;
   memset(&p, 0, sizeof p);
   p.op = PA_OP_PAUSE;
   p.client_id = FOX_REPLAY_ID;
   p.request_id = ++f->g->next_req;
   if (pa_queue_push(f->g->st->cmd, &p) != 0) {
-    f->rp.state = "failed";
     snprintf(err, err_sz, "the command queue is full");
     return -1;
   }
   f->rp.deadline = pa_now_ns() + 60 * 1000000000LL;
-  pa_fox_replay_feed(f);
-  pa_fox_arm(f);
   return 0;
+}
+
+/* On the loop, once the worker is done: the replay starts or fails, and the
+ * waiting replay_mcap gets its answer. */
+static void replay_loaded(pa_fox *f) {
+  fox_replay_job *j = f->rp.job;
+  if (!__atomic_load_n(&j->done, __ATOMIC_ACQUIRE))
+    return;
+  pthread_join(j->thread, NULL);
+  f->rp.job = NULL;
+  pa_reply r;
+  memset(&r, 0, sizeof r);
+  r.client_id = f->rp.wait_client;
+  r.request_id = f->rp.wait_req;
+  r.status = PA_OK;
+  const pa_tick *t = pa_gw_latest(f->g);
+  r.tick = t ? t->tick : 0;
+  r.sim_time = t ? t->sim_time : 0;
+  char err[256];
+  if (replay_begin(f, j, err, sizeof err) != 0) {
+    f->rp.state = "failed";
+    snprintf(f->rp.detail, sizeof f->rp.detail, "%s", err);
+    pa_info("replay: failed: %s", err);
+    r.status = PA_ERR_INVALID_MESSAGE;
+    snprintf(r.msg, sizeof r.msg, "%.95s", err); /* r.msg's size */
+  }
+  job_free(j);
+  pa_gw_local_reply(f->g, &r);
 }
 
 static void replay_end(pa_fox *f, const char *state, const char *fmt, ...)
@@ -301,6 +397,8 @@ static void replay_end(pa_fox *f, const char *state, const char *fmt, ...) {
 
 /* Pushes what the queue takes; the SYNC after the last one. */
 void pa_fox_replay_feed(pa_fox *f) {
+  if (f->rp.job)
+    replay_loaded(f);
   if (strcmp(f->rp.state, "running"))
     return;
   if (pa_now_ns() > f->rp.deadline) {

@@ -330,6 +330,7 @@ json_t *pa_json_act_record_mcap(jctx *x);
 json_t *pa_json_act_stop_record_mcap(jctx *x);
 json_t *pa_json_act_foxglove_info(jctx *x);
 json_t *pa_json_act_replay_mcap(jctx *x);
+json_t *pa_json_done_replay_mcap(jctx *x, const pa_reply *r);
 /* ---- json_force.c ---------------------------------------------------------*/
 
 json_t *pa_json_act_set_force(jctx *x);

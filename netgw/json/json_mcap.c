@@ -78,13 +78,46 @@ json_t *pa_json_act_stop_record_mcap(jctx *x) {
   return fox_call(x, "record_stop", json_object());
 }
 
+/* How long replay_mcap waits for its file to load (off the loop). */
+#define REPLAY_LOAD_MS 25000
+
 json_t *pa_json_act_replay_mcap(jctx *x) {
+  pa_netgw *g = x->c->g;
   const char *path;
   if (pa_json_need_str(x, "path", PATH_MAX / 2, &path) < 0)
     return NULL;
-  return fox_call(x, "replay_start", json_pack("{s:s}", "path", path));
+  if (!(x->act->flags & JF_SIM)) /* its row must say so: the reply waits */
+    return pa_json_fail(x, PA_ERR_BUSY, "internal: replay_mcap may not wait");
+  /* The file is read off the loop; the answer comes when it is loaded
+   * (pa_gw_local_reply, as pa-sim's replies come). */
+  uint64_t req = ++g->next_req;
+  json_t *r = fox_call(x, "replay_start",
+                       json_pack("{s:s, s:I, s:I}", "path", path, "client",
+                                 (json_int_t)x->c->id, "req", (json_int_t)req));
+  if (!r)
+    return NULL;
+  json_decref(r);
+  x->c->pend = PEND_JSON;
+  x->c->pend_action = pa_json_action_id(x->act);
+  pa_gw_wait_local(x->c, req, REPLAY_LOAD_MS);
+  return JPENDING;
 }
 
 json_t *pa_json_act_foxglove_info(jctx *x) {
   return fox_call(x, "info", json_object());
+}
+
+/* The loaded replay, once its file is in: its path and command count. */
+json_t *pa_json_done_replay_mcap(jctx *x, const pa_reply *r) {
+  (void)r;
+  pa_status st;
+  char err[256];
+  json_t *info =
+      pa_core_call(x->c->g, "foxglove", "info", NULL, &st, err, sizeof err);
+  json_t *rp = json_object_get(info, "replay");
+  const char *path = json_string_value(json_object_get(rp, "path"));
+  json_t *d = json_pack("{s:s, s:I}", "path", path ? path : "", "commands",
+                        json_integer_value(json_object_get(rp, "total")));
+  json_decref(info);
+  return d;
 }

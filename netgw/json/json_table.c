@@ -226,7 +226,7 @@ static const jaction actions[] = {
     ROW(record_mcap, CMD, NULL, NULL, 0, "path topics seconds"),
     ROW(stop_record_mcap, CMD, NULL, NULL, 0, ""),
     ROW(foxglove_info, CMD, NULL, NULL, 0, ""),
-    ROW(replay_mcap, CMD, NULL, NULL, 0, "path"),
+    ROW(replay_mcap, CMD, DONE(replay_mcap), NULL, JF_SIM, "path"),
     ROW(set_force, CMD, NULL, NULL, JF_ROBOT | JF_SIM, "robot force"),
     ROW(set_force_world, CMD, NULL, NULL, JF_ROBOT | JF_SIM, "robot force"),
     ROW(set_force_body, CMD, NULL, NULL, JF_ROBOT | JF_SIM, "robot force"),

@@ -75,11 +75,25 @@ int pa_mcap_close(pa_mcap *m, pa_mcap_stats *st, char *err, size_t err_sz);
  * time and payload (valid during the call). Nonzero stops the read. */
 typedef int (*pa_mcap_msg_cb)(void *arg, const char *topic, uint64_t log_ns,
                               const uint8_t *data, size_t len);
+/* What the reader accepts (docs/foxglove.md "Replay"): larger is an error
+ * by name, found before anything is allocated. */
+#define PA_MCAP_READ_FILE_MAX (1ull << 30)  /* [bytes] a whole file */
+#define PA_MCAP_READ_CHUNK_MAX (64u << 20)  /* [bytes] a chunk, uncompressed */
+#define PA_MCAP_READ_RECORD_MAX (64u << 20) /* [bytes] any other record */
+#define PA_MCAP_READ_TOTAL_MAX                                                 \
+  (4ull << 30) /* [bytes] all chunks, uncompressed */
+
 /* Streams the messages of an MCAP file in record order (chunks: zstd or
- * none); a truncated tail ends the read. Returns the count, or -1 with
- * err. */
+ * none, never nested), one record in memory at a time; a truncated tail
+ * ends the read. Chunk CRCs and the data section CRC are checked when
+ * nonzero. Returns the count, or -1 with err (the file and what is wrong,
+ * by byte offset). */
 long pa_mcap_read(const char *path, pa_mcap_msg_cb cb, void *arg, char *err,
                   size_t err_sz);
+/* The same over a file's bytes in memory (the fuzz target); err without a
+ * file name. */
+long pa_mcap_read_mem(const uint8_t *p, size_t n, pa_mcap_msg_cb cb, void *arg,
+                      char *err, size_t err_sz);
 
 /* CRC-32 (ISO-HDLC, as zlib), the checksum MCAP uses; crc 0 to start. */
 uint32_t pa_mcap_crc32(uint32_t crc, const void *data, size_t len);

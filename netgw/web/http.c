@@ -391,6 +391,24 @@ static void peek_rearm(pa_peek *p) {
     peek_free(p, true);
 }
 
+pa_http_route pa_http_route_head(const char *buf, size_t n, bool with_head,
+                                 size_t *head_len) {
+  if (!memchr(buf, '\n', n))
+    return n >= PA_WS_MAX_HEAD ? PA_HTTP_DROP : PA_HTTP_MORE;
+  /* "GET /ws" or "GET /ws?..." goes to the WebSocket side. */
+  bool ws =
+      n >= 8 && (!memcmp(buf, "GET /ws ", 8) || !memcmp(buf, "GET /ws?", 8));
+  if (!ws)
+    return PA_HTTP_RELAY;
+  if (!with_head)
+    return PA_HTTP_WS;
+  const char *end = memmem(buf, n, "\r\n\r\n", 4);
+  if (!end)
+    return n >= PA_WS_MAX_HEAD ? PA_HTTP_DROP : PA_HTTP_MORE;
+  *head_len = (size_t)(end + 4 - buf);
+  return memchr(buf, '\0', *head_len) ? PA_HTTP_DROP : PA_HTTP_WS;
+}
+
 static void on_peek(evutil_socket_t fd, short what, void *arg) {
   (void)fd;
   pa_peek *p = arg;
@@ -410,21 +428,22 @@ static void on_peek(evutil_socket_t fd, short what, void *arg) {
   if (r > 0)
     p->n = p->consuming ? p->n + (size_t)r : (size_t)r;
   p->buf[p->n] = '\0';
-  char *eol = memchr(p->buf, '\n', p->n);
-  if (!eol) {
-    if (p->n >= PA_WS_MAX_HEAD)
-      peek_free(p, true);
-    else
-      peek_rearm(p);
+  size_t head_len = 0;
+  switch (pa_http_route_head(p->buf, p->n, p->consuming, &head_len)) {
+  case PA_HTTP_MORE:
+    peek_rearm(p);
     return;
-  }
-  /* "GET /ws" or "GET /ws?..." goes to the WebSocket side. */
-  bool ws = !strncmp(p->buf, "GET /ws ", 8) || !strncmp(p->buf, "GET /ws?", 8);
-  if (!ws) {
+  case PA_HTTP_DROP:
+    peek_free(p, true);
+    return;
+  case PA_HTTP_RELAY: {
     evutil_socket_t f = p->fd;
     peek_free(p, false);
     relay_start(w, f);
     return;
+  }
+  case PA_HTTP_WS:
+    break;
   }
   if (!p->consuming) {
     /* Read what was peeked for real; the rest of the head follows. */
@@ -433,15 +452,6 @@ static void on_peek(evutil_socket_t fd, short what, void *arg) {
     on_peek(fd, EV_READ, p);
     return;
   }
-  char *end = strstr(p->buf, "\r\n\r\n");
-  if (!end) {
-    if (p->n >= PA_WS_MAX_HEAD)
-      peek_free(p, true);
-    else
-      peek_rearm(p);
-    return;
-  }
-  size_t head_len = (size_t)(end + 4 - p->buf);
   evutil_socket_t f = p->fd;
   struct sockaddr_in peer = p->peer;
   /* pa_webws_accept takes the fd: detach it from the peek first */

@@ -66,6 +66,18 @@ typedef struct pa_web {
 extern const pa_frontend pa_fe_web;
 int pa_web_start(pa_netgw *g, char *err, size_t err_sz);
 void pa_web_stop(pa_netgw *g);
+/* Where a connection goes by the first n bytes it sent (no NUL needed). */
+typedef enum pa_http_route {
+  PA_HTTP_MORE,  /* no whole request line (or /ws head) yet: wait */
+  PA_HTTP_DROP,  /* none within PA_WS_MAX_HEAD bytes, or a NUL in a /ws head */
+  PA_HTTP_RELAY, /* anything but /ws: relayed whole to evhttp */
+  PA_HTTP_WS,    /* GET /ws: read its head (with_head false: not yet asked) */
+} pa_http_route;
+/* The routing decision of the browser port, a pure function of the bytes
+ * (the fuzz target drives it). with_head: the caller needs the whole /ws
+ * head; then PA_HTTP_WS sets *head_len (through the blank line). */
+pa_http_route pa_http_route_head(const char *buf, size_t n, bool with_head,
+                                 size_t *head_len);
 /* A text/plain reply of one line. */
 void pa_web_reply_text(struct evhttp_request *req, int code, const char *why,
                        const char *text);

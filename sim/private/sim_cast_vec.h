@@ -40,6 +40,9 @@ typedef uint32_t vec_u __attribute__((vector_size(VEC_BYTES)));
  * list's end (selected away after) wrap instead of overflowing; a live
  * lane's index fits in 31 bits (the dispatcher's check), so it is exact. */
 #define CELL_I(y, x, W) ((vec_i)((vec_u)(y) * (vec_u)(W) + (vec_u)(x)))
+/* a + b in every lane, unsigned for the same reason (a live lane's sum is
+ * a cell's column or row: exact) */
+#define ADD_I(a, b) ((vec_i)((vec_u)(a) + (vec_u)(b)))
 #define VEC_FL (VEC_BYTES / 4) /* float lanes */
 #define VEC_DL (VEC_BYTES / 8) /* double lanes */
 
@@ -393,10 +396,12 @@ typedef struct VEC_FN(fctx) {
 } VEC_FN(fctx);
 
 /* floor() to integer lanes (the point may be left of or below the origin's
- * cell): truncation, one down where that rounded up. */
+ * cell): truncation, one down where that rounded up (the mask is -1).
+ * Unsigned: a stale lane's point past -2^31 truncates to INT_MIN (cvttps2dq),
+ * and INT_MIN - 1 wraps instead of overflowing; a live lane's is exact. */
 VEC_TARGET static inline vec_i VEC_FN(floor_i)(vec_f p) {
   vec_i i = __builtin_convertvector(p, vec_i);
-  return i + (vec_i)(p < __builtin_convertvector(i, vec_f));
+  return ADD_I(i, (vec_i)(p < __builtin_convertvector(i, vec_f)));
 }
 
 /* The field's index of cell (x, y) of the pass's frame; lanes not in
@@ -577,8 +582,8 @@ VEC_TARGET static void VEC_FN(walk_pass)(const VEC_FN(fctx) * c,
     /* hit: the cell; close: the double pass from the landing (t has an
      * error); past: no return */
     nd = VEC_FN(done)(L, nd, VEC_BITS_F(hit | close | past), id,
-                      SEL_I(hit, cy + c->c0y, SEL_I(close, dbl, none)), tl,
-                      cx + c->c0x);
+                      SEL_I(hit, ADD_I(cy, c->c0y), SEL_I(close, dbl, none)),
+                      tl, ADD_I(cx, c->c0x));
     /* jump on from here */
     unsigned ob = VEC_BITS_F(open); /* rare, as done in jump_pass */
     if (ob) {
@@ -665,8 +670,12 @@ VEC_TARGET static void VEC_FN(trace_f)(const pa_sim_model *m, double ox,
     L.jt[i] = t0;
     L.jid[i] = (int32_t)i;
   }
-  for (uint32_t i = n; i % VEC_FL; i++) /* the last vector's room */
+  /* the last vector's room: a direction and a parameter (uninitialised, t
+   * was whatever the stack held: points far out of int range) */
+  for (uint32_t i = n; i % VEC_FL; i++) {
     L.jdx[i] = L.jdy[i] = 1;
+    L.jt[i] = t0;
+  }
   L.nj = n;
   L.nk = L.nd = 0;
   while (L.nj + L.nk > VEC_TAIL) {

@@ -394,6 +394,109 @@ def wss():
     put("ws", "long64", head + ws_frame(2, bytes(70000))[:200])
 
 
+# ---- MCAP files (fuzz_mcap) and the browser port's heads (fuzz_http) -----
+
+
+def zstd_raw(data):
+    """A zstd frame holding data in raw blocks, its content size declared
+    (the standard library has no zstd; raw blocks need none)."""
+    n = len(data)
+    if n < 256:
+        out = b"\x28\xb5\x2f\xfd" + bytes([0x20, n])
+    else:
+        out = b"\x28\xb5\x2f\xfd" + bytes([0x60]) + struct.pack("<H", n - 256)
+    blocks = [data[i:i + 65536] for i in range(0, n, 65536)] or [b""]
+    for k, b in enumerate(blocks):
+        last = 1 if k == len(blocks) - 1 else 0
+        out += struct.pack("<I", last | (len(b) << 3))[:3] + b
+    return out
+
+
+def mrec(op, body):
+    return bytes([op]) + struct.pack("<Q", len(body)) + body
+
+
+def mstr(s):
+    s = s.encode() if isinstance(s, str) else s
+    return struct.pack("<I", len(s)) + s
+
+
+def mchannel(cid, topic):
+    return mrec(4, struct.pack("<HH", cid, 0) + mstr(topic) + mstr("json")
+                + struct.pack("<I", 0))
+
+
+def mmessage(cid, t, data):
+    return mrec(5, struct.pack("<HIQQ", cid, 0, t, t) + data)
+
+
+def mchunk(records, comp="", claim=None, crc=True):
+    body = zstd_raw(records) if comp == "zstd" else records
+    usize = len(records) if claim is None else claim
+    c = zlib.crc32(records) & 0xFFFFFFFF if crc else 0
+    return mrec(6, struct.pack("<QQQI", 0, 0, usize, c) + mstr(comp)
+                + struct.pack("<Q", len(body)) + body)
+
+
+MAGIC = b"\x89MCAP0\r\n"
+
+
+def mfile(chunks, data_end=True, footer=True):
+    out = MAGIC + mrec(1, mstr("") + mstr("playarea"))
+    for c in chunks:
+        out += c
+    if data_end:
+        out += mrec(0x0F, struct.pack("<I", zlib.crc32(out) & 0xFFFFFFFF))
+    if footer:
+        out += mrec(2, struct.pack("<QQI", 0, 0, 0)) + MAGIC
+    return out
+
+
+def mnested(depth):
+    inner = mchannel(1, "/a") + mmessage(1, 0, b"{}")
+    for _ in range(depth):
+        inner = mchunk(inner, crc=False)
+    return MAGIC + inner
+
+
+def mcaps():
+    recs = mchannel(1, "/a") + b"".join(
+        mmessage(1, t, b'{"v":%d}' % t) for t in range(5))
+    put("mcap", "plain", mfile([mchunk(recs)]))
+    put("mcap", "zstd", mfile([mchunk(recs, "zstd"), mchunk(recs, "zstd")]))
+    cmds = (mchannel(1, "/commands") + mchannel(2, "/state")
+            + mmessage(1, 1, b'{"tick":0,"op":"set_cmd","robot":0}')
+            + mmessage(2, 2, b'{"robots":[]}'))
+    put("mcap", "commands", mfile([mchunk(cmds, "zstd")]))
+    put("mcap", "nested_8", mnested(8))
+    put("mcap", "huge_claim", mfile([mchunk(recs, "zstd", claim=1 << 30)]))
+    put("mcap", "claim_mismatch", mfile([mchunk(recs, "zstd", claim=4096)]))
+    put("mcap", "truncated", mfile([mchunk(recs)])[:-40])
+    flipped = bytearray(mfile([mchunk(recs)], data_end=False, footer=False))
+    flipped[-30] ^= 0x20
+    put("mcap", "flipped", bytes(flipped))
+    bad_crc = bytearray(mfile([mchunk(recs, "zstd")]))
+    bad_crc[33 + 9 + 1] ^= 0x01  # the chunk's start time: only the data CRC
+    put("mcap", "data_crc", bytes(bad_crc))
+    put("mcap", "record_1tib", MAGIC + bytes([4]) + struct.pack("<Q", 1 << 40))
+
+
+def https():
+    put("http", "get", b"GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+    put("http", "ws", b"GET /ws HTTP/1.1\r\nUpgrade: websocket\r\n"
+        b"Connection: Upgrade\r\nSec-WebSocket-Version: 13\r\n"
+        b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n")
+    put("http", "ws_query", b"GET /ws?token=a%20b+c HTTP/1.1\r\n\r\n")
+    put("http", "metrics_token", b"GET /metrics?x=1&token=s3cret HTTP/1.1\r\n"
+        b"Cookie: a=b; pa_token=s3cret\r\n"
+        b"Authorization: Bearer s3cret\r\n\r\n")
+    put("http", "upload", b"POST /api/upload?path=m.yaml HTTP/1.1\r\n"
+        b"Content-Length: 4\r\n\r\nabcd")
+    put("http", "partial", b"GET /ws")
+    put("http", "nul_head", b"GET /ws HTTP/1.1\r\nX: a\0b\r\n\r\n")
+    put("http", "bad_pct", b"GET /?token=%zz%4 HTTP/1.1\r\n\r\n")
+
+
 def main():
     images()
     map_yamls()
@@ -401,6 +504,8 @@ def main():
     texts()
     jsons()
     wss()
+    mcaps()
+    https()
     return 0
 
 
