@@ -158,16 +158,6 @@ void pa_gw_settle(pa_client *c) {
   idle_arm(c);
 }
 
-/* The front-ends of the control connections' lines (the table's rows). */
-static const pa_frontend *line_fe(bool json) {
-  static const pa_frontend *text, *js;
-  if (!text) {
-    text = pa_core_frontend("text");
-    js = pa_core_frontend("json");
-  }
-  return json ? js : text;
-}
-
 /* An error line of the text protocol (a connection that sent no JSON). */
 static void text_errf(pa_client *c, pa_status st, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -177,7 +167,7 @@ static void text_errf(pa_client *c, pa_status st, const char *fmt, ...) {
   va_start(ap, fmt);
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
-  line_fe(false)->line_error(c, st, msg);
+  pa_core_control_fe(false)->line_error(c, st, msg);
 }
 
 static void on_idle(evutil_socket_t fd, short what, void *arg) {
@@ -234,7 +224,7 @@ static void too_long(pa_client *c, bool json, size_t n) {
   else
     snprintf(msg, sizeof msg, "line is %zu bytes, the %s limit is %u", n,
              json ? "JSON" : "text", lim);
-  line_fe(json)->line_error(c, PA_ERR_TOO_LONG, msg);
+  pa_core_control_fe(json)->line_error(c, PA_ERR_TOO_LONG, msg);
 }
 
 static void process_input(pa_client *c) {
@@ -297,7 +287,7 @@ static void process_input(pa_client *c) {
     if (len > limit - 1) {
       too_long(c, json, len);
     } else {
-      line_fe(json)->line(c, line, len);
+      pa_core_control_fe(json)->line(c, line, len);
     }
     evbuffer_drain(in, n + (last ? 0 : 1));
     consumed = true;

@@ -42,6 +42,10 @@ const pa_frontend *pa_core_line_frontend(const char *line, size_t len) {
   return &pa_fe_text;
 }
 
+const pa_frontend *pa_core_control_fe(bool json) {
+  return json ? &pa_fe_json : &pa_fe_text;
+}
+
 int pa_core_open(pa_netgw *g, const pa_frontend *fe, unsigned i,
                  unsigned *bound, char *err, size_t err_sz) {
   const pa_fe_listener *l = &fe->listeners[i];

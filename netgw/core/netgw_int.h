@@ -74,6 +74,9 @@ const pa_frontend *pa_core_frontend(const char *name);
  * none or is not running. */
 json_t *pa_core_call(struct pa_netgw *g, const char *fe, const char *op,
                      json_t *args, pa_status *st, char *err, size_t err_sz);
+/* The rows of the control connections' lines: JSON or text (PROTOCOL.md
+ * section 3: JSON when the first non-blank byte is '{'). */
+const pa_frontend *pa_core_control_fe(bool json);
 /* The row a line on a control connection goes to (never NULL). */
 const pa_frontend *pa_core_line_frontend(const char *line, size_t len);
 

@@ -78,7 +78,7 @@ void pa_gw_set_drive(pa_client *c, const pa_cmd *cmd) {
     snprintf(msg, sizeof msg,
              "the command queue is full: the cmd for robot %u was dropped",
              c->drive.robot);
-    pa_core_frontend("text")->line_error(c, PA_ERR_BUSY, msg);
+    pa_core_control_fe(false)->line_error(c, PA_ERR_BUSY, msg);
   }
   c->drive = *cmd;
   c->drive.flags |= PA_CMDF_NO_REPLY;
@@ -184,7 +184,7 @@ static void complete(pa_client *c, const pa_reply *r) {
   if (!r)
     c->g->busy++;
   c->g->direct_write = true; /* only this reply: later lines batch up */
-  pa_core_frontend(kind == PEND_TEXT ? "text" : "json")->complete(c, r);
+  pa_core_control_fe(kind == PEND_JSON)->complete(c, r);
   pa_gw_write_flush(c->g);
   c->g->direct_write = false;
   pa_gw_settle(c);
