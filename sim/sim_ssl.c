@@ -2,6 +2,7 @@
  * ssl-a / ssl-b, the ball stepped after the robots each tick, each SSL
  * robot's command through the protocol's norm limits, and the SSL ops
  * (SSL_ROBOT, TELEPORT_BALL, GET_BALL, TELEPORT_MOVING). */
+#include "pa_props.h"
 #include "sim_ssl_int.h"
 
 #include <math.h>
@@ -187,13 +188,14 @@ static pa_ssl_bot *bot_of(pa_sim_ssl *x, pa_sim_state *s, uint32_t i) {
       pa_robot_info *ri = &s->info[i];
       pa_robot_def d = pa_robot_def_default();
       ssl_robot_def(&d, b);
-      /* A robot spawned by name (present = true) gets the SSL body. */
+      /* A robot spawned by name (present = true) gets the SSL body, every
+       * property as its world twin's but its team colour. */
       if (ri->drive != PA_DRIVE_OMNI || ri->acc_v < 1000) {
-        ri->drive = PA_DRIVE_OMNI;
-        ri->max_v = ri->max_vy = (float)d.max_v;
-        ri->max_w = (float)d.max_w;
-        ri->acc_v = ri->dec_v = (float)d.acc_v;
-        ri->acc_w = ri->dec_w = (float)d.acc_w;
+        uint8_t colour[4];
+        memcpy(colour, ri->colour, sizeof colour);
+        pa_sim_int_props_from_def(ri, &d, PA_PK_ROBOT);
+        memcpy(ri->colour, colour, sizeof colour);
+        ri->wheel_base = (float)(PA_WHEEL_BASE_PER_RADIUS * d.radius);
         s->world_dirty = true;
       }
     }
