@@ -69,7 +69,8 @@ typedef enum pa_prop_check {
  *   pa_robot_info / pa_obstacle_info; also the snapshot file's key), scale
  * (field = value * scale), world-file path (NULL: the loader's own, as drive
  * and shape), field of pa_robot_def / pa_obstacle_def (value * scale, doubles
- *   for F32/F64, uint32_t for U32/U16, int for WORD), check).
+ *   for F32/F64, uint32_t for U32/U16, int for WORD; a new robot property
+ *   takes a free slot ext[k] of pa_robot_def), check).
  * One row per name and kind: a robot's radius and a circle's differ. */
 #define PA_DEG_RAD (3.14159265358979323846 / 180.0)
 #define PA_PROPS(X)                                                            \
