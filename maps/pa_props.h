@@ -82,6 +82,9 @@ typedef enum pa_prop_check {
     F32, R, max_w, 1, "limits.max_w", max_w, NONE)                             \
   X(ACC_V, "acc_v", ACC_V, PA_PT_NUM, "m/s^2", 0, 1, 1000, 0, PA_PK_ROBOT,     \
     2.0, F32, R, acc_v, 1, "limits.acc_v", acc_v, NONE)                        \
+  /* omni robots' sideways speed-up; default 0: acc_v's */                     \
+  X(ACC_VY, "acc_vy", ACC_VY, PA_PT_NUM, "m/s^2", 0, 0, 1000, 0, PA_PK_ROBOT,  \
+    0, F32, R, acc_vy, 1, "limits.acc_vy", ext[0], NONE)                       \
   X(DEC_V, "dec_v", DEC_V, PA_PT_NUM, "m/s^2", 0, 1, 1000, 0, PA_PK_ROBOT,     \
     4.0, F32, R, dec_v, 1, "limits.dec_v", dec_v, NONE)                        \
   X(ACC_W, "acc_w", ACC_W, PA_PT_NUM, "rad/s^2", 0, 1, 1000, 0, PA_PK_ROBOT,   \
