@@ -49,7 +49,8 @@ static const char *world_txt =
     "    head_height: 0.43\n"
     "    colour: [11, 12, 13, 14]\n"
     "    limits: {max_v: 1.1, max_vy: 0.9, max_w: 2.1, acc_v: 1.7, dec_v: "
-    "3.3, acc_w: 6.5, dec_w: 10.5, head_limit: 1.5, max_head_rate: 2.25}\n"
+    "3.3, acc_w: 6.5, dec_w: 10.5, head_limit: 1.5, max_head_rate: 2.25, "
+    "acc_vy: 0.85}\n"
     "    laser: {beams: 90, range_min: 0.1, range_max: 7.5, noise: 0.02}\n"
     "    camera: {width: 160, height: 120, fov: 90}\n"
     "    dynamics: {type: dynamic, mass: 4.5, inertia: 0.35, linear_damping: "
@@ -154,12 +155,17 @@ static void test_every_path_keeps_every_property(void **st) {
   fclose(f);
   lt_stack t;
   start(&t, world);
+  /* a property set through pa-netgw's row-driven set_property */
+  json_decref(ask("set_property",
+                  "{\"robot\":\"boat\",\"property\":\"acc_vy\",\"value\":0.8}",
+                  true));
   json_t *a = records("s1.json");
   /* the file holds what the world said (a few by name) */
   json_t *boat = json_array_get(json_object_get(a, "robots"), 1);
   assert_int_equal(json_integer_value(json_object_get(boat, "dynamics")), 1);
   assert_true(json_real_value(json_object_get(boat, "mass")) == 4.5);
   assert_int_equal(json_array_size(json_object_get(boat, "thrusters")), 2);
+  assert_true(json_real_value(json_object_get(boat, "acc_vy")) == 0.8f);
   json_decref(ask("save_world", "{\"path\":\"saved.yaml\"}", true));
   /* save_snapshot_json -> load_snapshot_json */
   json_decref(ask("load_snapshot_json", "{\"path\":\"s1.json\"}", true));
