@@ -119,6 +119,21 @@ static void obstacle(FILE *f, const pa_obstacle_info *o) {
   rows_out(f, o, PA_PK_OBSTACLE, "", "    ");
 }
 
+/* An agent: its obstacle, then its behaviour, speed and waypoints (those
+ * of its record; none when it has no record and stands). */
+static void agent(FILE *f, const pa_obstacle_info *o, const pa_sim_agent *a) {
+  static const char *const beh[] = {"constant", "waypoints", "random",
+                                    "pedestrian"};
+  bool rec = a && a->gen == o->gen;
+  obstacle(f, o);
+  fprintf(f, "    behaviour: %s\n    speed: %.17g\n    waypoints: [",
+          beh[(o->agent - 1) % 4], rec ? a->speed : 0.0);
+  for (uint32_t k = 0; rec && k < a->wp_count && k < PA_AGENT_WAYPOINTS_MAX;
+       k++)
+    fprintf(f, "%s[%.17g, %.17g]", k ? ", " : "", a->wpx[k], a->wpy[k]);
+  fprintf(f, "]\n");
+}
+
 pa_status pa_sim_int_save_world(const pa_sim_model *m, pa_sim_state *s,
                                 const pa_cmd *c, pa_reply *r) {
   char cpath[PA_CMD_PATH_MAX], path[PATH_MAX + 64];
@@ -178,11 +193,20 @@ pa_status pa_sim_int_save_world(const pa_sim_model *m, pa_sim_state *s,
     fprintf(f, "  []\n");
   fprintf(f, "obstacles:\n");
   for (uint32_t i = 0; i < s->obstacle_count; i++)
-    if (s->obs[i].active) {
+    if (s->obs[i].active && s->obs[i].agent == PA_AGENT_NONE) {
       obstacle(f, &s->obs[i]);
       no++;
     }
   if (!no)
+    fprintf(f, "  []\n");
+  fprintf(f, "agents:\n");
+  uint32_t na = 0;
+  for (uint32_t i = 0; i < s->obstacle_count; i++)
+    if (s->obs[i].active && s->obs[i].agent != PA_AGENT_NONE) {
+      agent(f, &s->obs[i], s->agents ? &s->agents[i] : NULL);
+      na++;
+    }
+  if (!na)
     fprintf(f, "  []\n");
   int bad = ferror(f);
   if (fclose(f) != 0 || bad || rename(tmp, path) != 0) {
@@ -192,7 +216,7 @@ pa_status pa_sim_int_save_world(const pa_sim_model *m, pa_sim_state *s,
                            cpath, strerror(e));
   }
   r->snapshot.robots = nr;
-  r->snapshot.obstacles = no;
+  r->snapshot.obstacles = no + na; /* agents are obstacles too */
   r->snapshot.tick = s->tick;
   r->snapshot.sim_time = s->sim_time;
   return PA_OK;

@@ -1,6 +1,7 @@
 /* test_props_persist.c - every property survives every save path (issue 33).
  * Under the real launcher, a world with a differential robot, a dynamic omni
- * robot with thrusters, a kinematic omni robot, a circle and a box, every
+ * robot with thrusters, a kinematic omni robot, a circle, a box and a
+ * waypoint agent, every
  * property away from its default: save_snapshot_json -> load_snapshot_json,
  * a pa-sim crash (the shm snapshot), and save_world -> --world each give the
  * same records back, bit for bit (the snapshot file writes every field so
@@ -67,7 +68,11 @@ static const char *world_txt =
     "  - {name: pillar, shape: circle, pose: [1.6, -1.2, 0], radius: 0.3, "
     "height: 1.2, colour: [9, 8, 7, 6]}\n"
     "  - {name: crate, shape: box, pose: [-1.6, -1.2, 0.4], size: [0.4, "
-    "0.6], height: 0.8, colour: [5, 6, 7, 8]}\n";
+    "0.6], height: 0.8, colour: [5, 6, 7, 8]}\n"
+    "agents:\n"
+    "  - {name: walker, shape: circle, pose: [1.2, 1.4, 0.2], radius: 0.2, "
+    "height: 1.6, colour: [50, 60, 70, 80], behaviour: waypoints, speed: 0,\n"
+    "     waypoints: [[1.2, 1.4], [2.2, 1.4]]}\n";
 
 static int fd = -1;
 static char ddir[600];
@@ -87,8 +92,9 @@ static json_t *ask(const char *action, const char *data, bool want_ok) {
   return j;
 }
 
-/* The records of a snapshot saved now as name: robots' info and the
- * obstacles, without what a load renumbers (gen, active). */
+/* The records of a snapshot saved now as name: robots' info, the obstacles
+ * and the agents' behaviours, without what a load renumbers (gen,
+ * active). */
 static json_t *records(const char *name) {
   char data[256], path[1024];
   snprintf(data, sizeof data, "{\"path\":\"%s\"}", name);
@@ -112,6 +118,7 @@ static json_t *records(const char *name) {
   }
   json_object_set_new(out, "robots", robots);
   json_object_set_new(out, "obstacles", obs);
+  json_object_set(out, "agents", json_object_get(f, "agents"));
   json_decref(f);
   return out;
 }
@@ -166,6 +173,7 @@ static void test_every_path_keeps_every_property(void **st) {
   assert_true(json_real_value(json_object_get(boat, "mass")) == 4.5);
   assert_int_equal(json_array_size(json_object_get(boat, "thrusters")), 2);
   assert_true(json_real_value(json_object_get(boat, "acc_vy")) == 0.8f);
+  assert_int_equal(json_array_size(json_object_get(a, "agents")), 1);
   json_decref(ask("save_world", "{\"path\":\"saved.yaml\"}", true));
   /* save_snapshot_json -> load_snapshot_json */
   json_decref(ask("load_snapshot_json", "{\"path\":\"s1.json\"}", true));
