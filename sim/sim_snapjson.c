@@ -583,6 +583,74 @@ pa_status pa_sim_int_snapshot_json_save(const pa_sim_model *m,
   return PA_OK;
 }
 
+/* A file's format, version, map and the keys every file has: PA_OK, or
+ * the error set. */
+static pa_status file_ok(const pa_sim_model *m, json_t *root, const char *cpath,
+                         pa_reply *r) {
+  json_t *fmt = json_object_get(root, "format");
+  json_t *ver = json_object_get(root, "version");
+  json_t *robots = json_object_get(root, "robots");
+  json_t *obs = json_object_get(root, "obstacles");
+  json_t *agents = json_object_get(root, "agents");
+  json_t *tick = json_object_get(root, "tick");
+  json_t *simt = json_object_get(root, "sim_time");
+  const char *sum = json_string_value(
+      json_object_get(json_object_get(root, "map"), "checksum"));
+  char want[24];
+  snprintf(want, sizeof want, "%016" PRIx64, map_checksum(&m->grid));
+  if (!json_is_string(fmt) || strcmp(json_string_value(fmt), SNAPJSON_FORMAT) ||
+      !json_is_integer(ver) || json_integer_value(ver) != SNAPJSON_VERSION)
+    return pa_sim_int_fail(r, PA_ERR_INVALID_MESSAGE,
+                           "%s is not a playarea world file (format \"%s\" "
+                           "version %d)",
+                           cpath, SNAPJSON_FORMAT, SNAPJSON_VERSION);
+  if (!sum || strcmp(sum, want))
+    return pa_sim_int_fail(r, PA_ERR_INVALID_MESSAGE,
+                           "%s was saved on another map (checksum %.20s, this "
+                           "map's %s): set that map first",
+                           cpath, sum ? sum : "missing", want);
+  if (!json_is_array(robots) || !json_is_array(obs) || !json_is_integer(tick) ||
+      json_integer_value(tick) < 0 || !json_is_number(simt))
+    return pa_sim_int_fail(r, PA_ERR_INVALID_MESSAGE,
+                           "%s: robots, obstacles, tick and sim_time are "
+                           "required",
+                           cpath);
+  if (agents && !json_is_array(agents))
+    return pa_sim_int_fail(r, PA_ERR_INVALID_MESSAGE,
+                           "%s: agents must be an array", cpath);
+  return PA_OK;
+}
+
+/* The robots' and obstacles' records of a file: 0, or -1 with the field
+ * named in err. */
+static int records_in(json_t *robots, json_t *obs, pa_robot_info *ri,
+                      pa_robot_state *rs, pa_obstacle_info *ob, char *err,
+                      size_t err_sz) {
+  char where[48];
+  field rf[FIELDS_MAX], of[FIELDS_MAX];
+  size_t nrf = record_fields(rf, robot_fixed, NF(robot_fixed), PA_PK_ROBOT);
+  size_t nof =
+      record_fields(of, obstacle_fixed, NF(obstacle_fixed), PA_PK_OBSTACLE);
+  for (size_t i = 0; i < json_array_size(robots); i++) {
+    json_t *e = json_array_get(robots, i);
+    snprintf(where, sizeof where, "robots[%zu].info", i);
+    if (robot_info_in(json_object_get(e, "info"), &ri[i], rf, nrf, where, err,
+                      err_sz) != 0)
+      return -1;
+    snprintf(where, sizeof where, "robots[%zu].state", i);
+    if (fields_in(json_object_get(e, "state"), &rs[i], state_fields,
+                  NF(state_fields), where, err, err_sz) != 0)
+      return -1;
+  }
+  for (size_t i = 0; i < json_array_size(obs); i++) {
+    snprintf(where, sizeof where, "obstacles[%zu]", i);
+    if (fields_in(json_array_get(obs, i), &ob[i], of, nof, where, err,
+                  err_sz) != 0)
+      return -1;
+  }
+  return 0;
+}
+
 pa_status pa_sim_int_snapshot_json_load(const pa_sim_model *m, pa_sim_state *s,
                                         const pa_cmd *c, pa_reply *r) {
   char cpath[PA_CMD_PATH_MAX], dir[PATH_MAX], path[PATH_MAX],
@@ -614,45 +682,13 @@ pa_status pa_sim_int_snapshot_json_load(const pa_sim_model *m, pa_sim_state *s,
   pa_obstacle_info *ob = NULL;
   pa_sim_agent *ag = NULL;
   uint32_t *agslot = NULL;
-  json_t *fmt = json_object_get(root, "format");
-  json_t *ver = json_object_get(root, "version");
   json_t *robots = json_object_get(root, "robots");
   json_t *obs = json_object_get(root, "obstacles");
   json_t *agents = json_object_get(root, "agents");
   json_t *tick = json_object_get(root, "tick");
   json_t *simt = json_object_get(root, "sim_time");
-  const char *sum = json_string_value(
-      json_object_get(json_object_get(root, "map"), "checksum"));
-  char want[24];
-  snprintf(want, sizeof want, "%016" PRIx64, map_checksum(&m->grid));
-  if (!json_is_string(fmt) || strcmp(json_string_value(fmt), SNAPJSON_FORMAT) ||
-      !json_is_integer(ver) || json_integer_value(ver) != SNAPJSON_VERSION) {
-    rc = pa_sim_int_fail(r, PA_ERR_INVALID_MESSAGE,
-                         "%s is not a playarea world file (format \"%s\" "
-                         "version %d)",
-                         cpath, SNAPJSON_FORMAT, SNAPJSON_VERSION);
+  if ((rc = file_ok(m, root, cpath, r)) != PA_OK)
     goto out;
-  }
-  if (!sum || strcmp(sum, want)) {
-    rc = pa_sim_int_fail(r, PA_ERR_INVALID_MESSAGE,
-                         "%s was saved on another map (checksum %.20s, this "
-                         "map's %s): set that map first",
-                         cpath, sum ? sum : "missing", want);
-    goto out;
-  }
-  if (!json_is_array(robots) || !json_is_array(obs) || !json_is_integer(tick) ||
-      json_integer_value(tick) < 0 || !json_is_number(simt)) {
-    rc = pa_sim_int_fail(r, PA_ERR_INVALID_MESSAGE,
-                         "%s: robots, obstacles, tick and sim_time are "
-                         "required",
-                         cpath);
-    goto out;
-  }
-  if (agents && !json_is_array(agents)) {
-    rc = pa_sim_int_fail(r, PA_ERR_INVALID_MESSAGE,
-                         "%s: agents must be an array", cpath);
-    goto out;
-  }
   size_t nr = json_array_size(robots), no = json_array_size(obs);
   if (nr > s->cap_robots || no > s->cap_obstacles) {
     rc = pa_sim_int_fail(r, PA_ERR_INVALID_MESSAGE,
@@ -668,28 +704,8 @@ pa_status pa_sim_int_snapshot_json_load(const pa_sim_model *m, pa_sim_state *s,
     rc = pa_sim_int_fail(r, PA_ERR_BUSY, "out of memory");
     goto out;
   }
-  char where[48];
-  field rf[FIELDS_MAX], of[FIELDS_MAX];
-  size_t nrf = record_fields(rf, robot_fixed, NF(robot_fixed), PA_PK_ROBOT);
-  size_t nof =
-      record_fields(of, obstacle_fixed, NF(obstacle_fixed), PA_PK_OBSTACLE);
-  for (size_t i = 0; i < nr; i++) {
-    json_t *e = json_array_get(robots, i);
-    snprintf(where, sizeof where, "robots[%zu].info", i);
-    if (robot_info_in(json_object_get(e, "info"), &ri[i], rf, nrf, where, err,
-                      sizeof err) != 0)
-      goto bad;
-    snprintf(where, sizeof where, "robots[%zu].state", i);
-    if (fields_in(json_object_get(e, "state"), &rs[i], state_fields,
-                  NF(state_fields), where, err, sizeof err) != 0)
-      goto bad;
-  }
-  for (size_t i = 0; i < no; i++) {
-    snprintf(where, sizeof where, "obstacles[%zu]", i);
-    if (fields_in(json_array_get(obs, i), &ob[i], of, nof, where, err,
-                  sizeof err) != 0)
-      goto bad;
-  }
+  if (records_in(robots, obs, ri, rs, ob, err, sizeof err) != 0)
+    goto bad;
   size_t na = agents ? json_array_size(agents) : 0;
   ag = calloc(na ? na : 1, sizeof *ag);
   agslot = calloc(na ? na : 1, sizeof *agslot);
