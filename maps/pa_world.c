@@ -489,9 +489,8 @@ static int world_ssl(wctx *c, yaml_node_t *n, yaml_node_t *root, pa_world *w) {
 /* An agent (the world's agents: list): an obstacle that moves on its own,
  * a circle of radius 0.25 m and height 1.7 m unless it says. */
 static int agent(wctx *c, yaml_node_t *n, size_t i, pa_obstacle_def *o) {
-  static const char *const keys[] = {
-      "name",   "shape",     "pose",  "size",      "radius", "height",
-      "colour", "behaviour", "speed", "waypoints", NULL};
+  static const char *const extra[] = {"name",  "shape",     "pose", "behaviour",
+                                      "speed", "waypoints", NULL};
   static const char *const beh[] = {"constant", "waypoints", "random",
                                     "pedestrian"};
   memset(o, 0, sizeof *o);
@@ -502,7 +501,10 @@ static int agent(wctx *c, yaml_node_t *n, size_t i, pa_obstacle_def *o) {
   o->colour[0] = 230, o->colour[1] = 90, o->colour[2] = 160;
   o->colour[3] = 255;
   o->speed = 0.5;
-  if (pa_map_ycheck_keys(c->d, n, "agent", keys, c->err, c->err_sz))
+  keyset ks;
+  if (pa_map_ycheck_keys(c->d, n, "agent",
+                         row_keys(&ks, "", PA_PK_OBSTACLE, extra), c->err,
+                         c->err_sz))
     return -1;
   yaml_node_t *v;
   if ((v = pa_map_yget(c->d, n, "name")) && name(c, v, "agent name", o->name))
@@ -525,9 +527,7 @@ static int agent(wctx *c, yaml_node_t *n, size_t i, pa_obstacle_def *o) {
   } else if (key_num(c, n, "radius", "radius", PA_PR_OB_RADIUS, &o->radius)) {
     return -1;
   }
-  if (key_num(c, n, "height", "height", PA_PR_OB_HEIGHT, &o->height))
-    return -1;
-  if ((v = pa_map_yget(c->d, n, "colour")) && colour(c, v, "colour", o->colour))
+  if (rows_in(c, n, "", PA_PK_OBSTACLE, o)) /* height, colour */
     return -1;
   char b[32];
   if (!(v = pa_map_yget(c->d, n, "behaviour")))
