@@ -1,15 +1,15 @@
 /* test_props_persist.c - every property survives every save path (issue 33).
- * Under the real launcher, a world with a differential robot, a dynamic omni
- * robot with thrusters, a kinematic omni robot, a circle, a box and a
- * waypoint agent, every
- * property away from its default: save_snapshot_json -> load_snapshot_json,
- * a pa-sim crash (the shm snapshot), and save_world -> --world each give the
- * same records back, bit for bit (the snapshot file writes every field so
- * that it reads back to the same bits). A snapshot file written before the
- * property rows carried their storage (tests/fixtures/) still loads, its
- * missing properties at their rows' defaults; a loaded value outside its
- * row's range is refused by name. Also the rows themselves: one field, one
- * slot and one wire id each. */
+ * Under the real launcher, a world with a differential robot, a dynamic
+ * omni robot with thrusters, a kinematic omni robot, a circle, a box and a
+ * waypoint agent, every property away from its default:
+ * save_snapshot_json -> load_snapshot_json, a pa-sim crash (the shm
+ * snapshot), and save_world -> --world each give the same records back, bit
+ * for bit (the snapshot file writes every field so that it reads back to
+ * the same bits). A snapshot file written before the property rows carried
+ * their storage (tests/fixtures/) still loads, its missing properties at
+ * their rows' defaults; a loaded value outside its row's range is refused
+ * by name. Also the rows themselves: one field, one slot and one wire id
+ * each. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
