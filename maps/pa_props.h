@@ -1,11 +1,17 @@
 /*
  * pa_props.h - the one schema of robot and obstacle properties: name, type,
- * unit, range and who may set it. World files (pa_world.c), the model checks
- * (sim_model.c), spawn_* and get/set_property (netgw) and the protocol notes
- * read these rows, so a property has one range everywhere.
+ * unit, range, who may set it, and where it lives: its field in the shared
+ * records (pa_robot_info, pa_obstacle_info) and in the world file's defs,
+ * its storage type and scale, its world-file key, its wire id, its default
+ * and the check a range cannot say. World files (pa_world.c), defaults,
+ * the model's copies and checks (sim_model.c), set_property (sim_cmd.c),
+ * get/set_property (netgw), snapshot files, save_world and the protocol
+ * notes' table are loops over these rows, so a new property is its row, its
+ * field and its use.
  *
  * Header only (an X-macro list, as MuJoCo's mjxmacro.h): a user expands
- * PA_PROPS(X) with its own X, or reads the rows through pa_prop_defs().
+ * PA_PROPS(X) with its own X, or reads the rows through pa_prop_defs() and
+ * their values through pa_prop_get / pa_prop_put.
  */
 #ifndef PA_PROPS_H
 #define PA_PROPS_H
@@ -219,11 +225,15 @@ static inline int pa_prop_find(const char *name, unsigned kind) {
   return -1;
 }
 
+/* Whether the row's values are whole numbers (integers, words' indices). */
+static inline bool pa_prop_whole(pa_prop_row row) {
+  return pa_prop(row)->type == PA_PT_INT || pa_prop(row)->type == PA_PT_WORD;
+}
+
 /* v within the row's range (finite; whole for PA_PT_INT and PA_PT_WORD). */
 static inline bool pa_prop_ok(pa_prop_row row, double v) {
   const pa_prop_def *p = pa_prop(row);
-  if (!isfinite(v) || (p->type != PA_PT_NUM && p->type != PA_PT_SIZE &&
-                       p->type != PA_PT_COLOUR && v != floor(v)))
+  if (!isfinite(v) || (pa_prop_whole(row) && v != floor(v)))
     return false;
   return (p->lo_open ? v > p->lo : v >= p->lo) &&
          (p->hi_open ? v < p->hi : v <= p->hi);

@@ -282,7 +282,7 @@ static bool prop_in(pa_reply *r, int row, const char *what, double v) {
   char rg[64];
   fail(r, PA_ERR_INVALID_ACTION_SHAPE, "%s %g is out of range %s%s", what, v,
        pa_prop_range((pa_prop_row)row, rg, sizeof rg),
-       pa_prop((pa_prop_row)row)->type != PA_PT_NUM ? " (whole)" : "");
+       pa_prop_whole((pa_prop_row)row) ? " (whole)" : "");
   return false;
 }
 
