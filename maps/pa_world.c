@@ -162,6 +162,18 @@ static const char *const *row_keys(keyset *ks, const char *sec, unsigned kind,
   return ks->p;
 }
 
+/* Whether key is a section of kind's bodies: some row's path is "key.x". */
+static bool is_section(const char *key, unsigned kind) {
+  size_t kl = strlen(key);
+  for (int i = 0; i < PA_PR_COUNT; i++) {
+    const pa_prop_def *p = pa_prop((pa_prop_row)i);
+    if ((p->kinds & kind) && p->path && !strncmp(p->path, key, kl) &&
+        p->path[kl] == '.')
+      return true;
+  }
+  return false;
+}
+
 /* Every row of kind whose path lies in section sec of mapping n: its value
  * from the file (type and range of the row, named by the path) into def. */
 static int rows_in(wctx *c, yaml_node_t *n, const char *sec, unsigned kind,
@@ -327,10 +339,9 @@ static int robot(wctx *c, yaml_node_t *n, size_t i, pa_robot_def *r) {
   if (rows_in(c, n, "", PA_PK_ROBOT, r))
     return -1;
   /* the sections the rows name; dynamics also takes a word and thrusters */
-  for (size_t k = 3; keys[k]; k++) /* past extra */
-    if ((v = pa_map_yget(c->d, n, keys[k])) && strcmp(keys[k], "dynamics") &&
-        pa_prop_find(keys[k], PA_PK_ROBOT) < 0 &&
-        robot_section(c, v, keys[k], r))
+  for (size_t k = 0; keys[k]; k++)
+    if (is_section(keys[k], PA_PK_ROBOT) && strcmp(keys[k], "dynamics") &&
+        (v = pa_map_yget(c->d, n, keys[k])) && robot_section(c, v, keys[k], r))
       return -1;
   if ((v = pa_map_yget(c->d, n, "dynamics")) && robot_dynamics(c, v, r))
     return -1;
