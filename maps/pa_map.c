@@ -11,6 +11,7 @@
 #include <strings.h>
 
 #include "pa_map_int.h"
+#include "pa_props.h"
 
 /* The built-in map's yaml values (maps/default.yaml; a test checks they
  * agree with the embedded file). */
@@ -547,40 +548,12 @@ int pa_map_save_named(const pa_grid *g, const char *yaml_path,
 
 /* ---- robots, default world, flags --------------------------------------- */
 
+/* Every property at its row's default (pa_props.h). */
 pa_robot_def pa_robot_def_default(void) {
   pa_robot_def r;
   memset(&r, 0, sizeof r);
   snprintf(r.name, sizeof r.name, "robot0");
-  r.drive = 0; /* PA_DRIVE_DIFF */
-  r.radius = 0.18;
-  r.height = 0.25;
-  r.head_height = 0.35;
-  r.colour[0] = 40;
-  r.colour[1] = 110;
-  r.colour[2] = 220;
-  r.colour[3] = 255;
-  r.max_v = 1.0;
-  r.max_vy = 1.0;
-  r.max_w = 3.0;
-  r.acc_v = 2.0;
-  r.dec_v = 4.0;
-  r.acc_w = 8.0;
-  r.dec_w = 12.0;
-  r.head_limit = 2.6;
-  r.max_head_rate = 3.0;
-  r.laser.beams = 360;
-  r.laser.range_min = 0.15;
-  r.laser.range_max = 12.0;
-  r.laser.noise = 0.0;
-  r.camera.width = 640;
-  r.camera.height = 480;
-  r.camera.fov = 1.0471975511965976; /* 60 deg */
-  r.mass = 10.0;
-  r.inertia = 0.2;
-  r.lin_damping = 10.0;
-  r.ang_damping = 1.0;
-  r.max_force = 40.0;
-  r.max_torque = 5.0;
+  pa_prop_def_defaults(&r, PA_PK_ROBOT);
   return r;
 }
 

@@ -210,6 +210,10 @@ typedef struct pa_robot_def {
   double max_force, max_torque;    /* default 40 N, 5 N m */
   pa_thruster_def thrusters[PA_MAP_THRUSTERS_MAX];
   size_t thruster_count;
+  /* Properties without a named field above: a row of pa_props.h names its
+   * slot (ext[k]) and pa_prop_def_get/_put read and write it, so a new
+   * property needs no edit here. */
+  double ext[8];
 } pa_robot_def;
 pa_robot_def pa_robot_def_default(void);
 

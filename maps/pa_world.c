@@ -125,32 +125,115 @@ static int name(wctx *c, yaml_node_t *n, const char *what, char *out) {
   return 0;
 }
 
-static int robot_limits(wctx *c, yaml_node_t *n, pa_robot_def *r) {
-  static const char *const keys[] = {
-      "max_v", "max_vy", "max_w", "acc_v", "dec_v", "acc_w", "dec_w",
-      "head_limit", "max_head_rate", NULL};
-  if (pa_map_ycheck_keys(c->d, n, "limits", keys, c->err, c->err_sz)) return -1;
-  struct {
-    pa_prop_row row;
-    double *dst;
-  } f[] = {{PA_PR_MAX_V, &r->max_v},
-           {PA_PR_MAX_VY, &r->max_vy},
-           {PA_PR_MAX_W, &r->max_w},
-           {PA_PR_ACC_V, &r->acc_v},
-           {PA_PR_DEC_V, &r->dec_v},
-           {PA_PR_ACC_W, &r->acc_w},
-           {PA_PR_DEC_W, &r->dec_w},
-           {PA_PR_HEAD_LIMIT, &r->head_limit},
-           {PA_PR_MAX_HEAD_RATE, &r->max_head_rate}};
-  for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) {
-    const char *k = pa_prop(f[i].row)->name;
-    yaml_node_t *v = pa_map_yget(c->d, n, k);
-    char w[64];
-    snprintf(w, sizeof w, "limits.%s", k);
-    if (v && prop_in(c, v, w, f[i].row, f[i].dst))
-      return -1;
+/* The keys of one level of a body's mapping: extra, then those the rows
+ * give (NULL-terminated in p). */
+typedef struct keyset {
+  char k[PA_PR_COUNT][32];
+  const char *p[PA_PR_COUNT + 8];
+} keyset;
+
+/* The keys the rows of kind give section sec ("" = the body's own level:
+ * its top-level keys and the sections' names), after extra. */
+static const char *const *row_keys(keyset *ks, const char *sec, unsigned kind,
+                                   const char *const *extra) {
+  size_t n = 0, nk = 0, sl = strlen(sec);
+  for (; extra && extra[n]; n++)
+    ks->p[n] = extra[n];
+  for (int i = 0; i < PA_PR_COUNT; i++) {
+    const pa_prop_def *p = pa_prop((pa_prop_row)i);
+    const char *dot = p->path ? strchr(p->path, '.') : NULL;
+    if (!p->path || !(p->kinds & kind) ||
+        (sl &&
+         (!dot || (size_t)(dot - p->path) != sl || strncmp(p->path, sec, sl))))
+      continue;
+    const char *k = sl ? dot + 1 : p->path;
+    size_t kl = sl || !dot ? strlen(k) : (size_t)(dot - p->path);
+    char *key = ks->k[nk];
+    snprintf(key, sizeof ks->k[0], "%.*s", (int)kl, k);
+    bool seen = false;
+    for (size_t j = 0; j < n && !seen; j++)
+      seen = !strcmp(ks->p[j], key);
+    if (!seen && n + 1 < sizeof ks->p / sizeof ks->p[0]) {
+      ks->p[n++] = key;
+      nk++;
+    }
+  }
+  ks->p[n] = NULL;
+  return ks->p;
+}
+
+/* Whether key is a section of kind's bodies: some row's path is "key.x". */
+static bool is_section(const char *key, unsigned kind) {
+  size_t kl = strlen(key);
+  for (int i = 0; i < PA_PR_COUNT; i++) {
+    const pa_prop_def *p = pa_prop((pa_prop_row)i);
+    if ((p->kinds & kind) && p->path && !strncmp(p->path, key, kl) &&
+        p->path[kl] == '.')
+      return true;
+  }
+  return false;
+}
+
+/* Every row of kind whose path lies in section sec of mapping n: its value
+ * from the file (type and range of the row, named by the path) into def. */
+static int rows_in(wctx *c, yaml_node_t *n, const char *sec, unsigned kind,
+                   void *def) {
+  size_t sl = strlen(sec);
+  for (int i = 0; i < PA_PR_COUNT; i++) {
+    const pa_prop_def *p = pa_prop((pa_prop_row)i);
+    const char *dot = p->path ? strchr(p->path, '.') : NULL;
+    if (!p->path || !(p->kinds & kind) || p->check == PA_PC_CIRCLE ||
+        p->check == PA_PC_BOX || /* the obstacle loader's own, by shape */
+        (sl ? !dot || (size_t)(dot - p->path) != sl || strncmp(p->path, sec, sl)
+            : dot != NULL))
+      continue;
+    yaml_node_t *v = pa_map_yget(c->d, n, sl ? dot + 1 : p->path);
+    if (!v)
+      continue;
+    char what[64];
+    snprintf(what, sizeof what, "%s%s", p->path,
+             p->scale != 1 ? " (degrees)" : "");
+    double x;
+    long l;
+    uint8_t rgba[4];
+    int w;
+    switch (p->type) {
+    case PA_PT_NUM:
+      if (prop_in(c, v, what, (pa_prop_row)i, &x))
+        return -1;
+      pa_prop_def_put((pa_prop_row)i, def, 0, x);
+      break;
+    case PA_PT_INT:
+      if (int_in(c, v, what, (long)p->lo, (long)p->hi, &l))
+        return -1;
+      pa_prop_def_put((pa_prop_row)i, def, 0, (double)l);
+      break;
+    case PA_PT_COLOUR:
+      if (colour(c, v, what, rgba))
+        return -1;
+      for (int k = 0; k < 4; k++)
+        pa_prop_def_put((pa_prop_row)i, def, k, rgba[k]);
+      break;
+    case PA_PT_WORD:
+      if (one_of_two(c, v, what, pa_prop_word_name((pa_prop_row)i, 0),
+                     pa_prop_word_name((pa_prop_row)i, 1), &w))
+        return -1;
+      pa_prop_def_put((pa_prop_row)i, def, 0, w);
+      break;
+    case PA_PT_SIZE: /* obstacles' size: the loader's own (by shape) */
+      break;
+    }
   }
   return 0;
+}
+
+/* A section of a robot (limits, laser, camera): its rows, no other key. */
+static int robot_section(wctx *c, yaml_node_t *n, const char *sec,
+                         pa_robot_def *r) {
+  keyset ks;
+  return pa_map_ycheck_keys(c->d, n, sec, row_keys(&ks, sec, PA_PK_ROBOT, NULL),
+                            c->err, c->err_sz) ||
+         rows_in(c, n, sec, PA_PK_ROBOT, r);
 }
 
 /* Optional key of mapping n: a number in row's range into *dst (what names
@@ -159,56 +242,6 @@ static int key_num(wctx *c, yaml_node_t *n, const char *key, const char *what,
                    pa_prop_row row, double *dst) {
   yaml_node_t *v = pa_map_yget(c->d, n, key);
   return v ? prop_in(c, v, what, row, dst) : 0;
-}
-
-/* key_num for an integer row. */
-static int key_uint(wctx *c, yaml_node_t *n, const char *key, const char *what,
-                    pa_prop_row row, uint32_t *dst) {
-  yaml_node_t *v = pa_map_yget(c->d, n, key);
-  long x;
-  if (!v)
-    return 0;
-  if (int_in(c, v, what, (long)pa_prop(row)->lo, (long)pa_prop(row)->hi, &x))
-    return -1;
-  *dst = (uint32_t)x;
-  return 0;
-}
-
-static int robot_laser(wctx *c, yaml_node_t *n, pa_robot_def *r) {
-  static const char *const keys[] = {"beams", "range_min", "range_max", "noise",
-                                     NULL};
-  if (pa_map_ycheck_keys(c->d, n, "laser", keys, c->err, c->err_sz) ||
-      key_uint(c, n, "beams", "laser.beams", PA_PR_LASER_BEAMS,
-               &r->laser.beams) ||
-      key_num(c, n, "range_min", "laser.range_min", PA_PR_LASER_RANGE_MIN,
-              &r->laser.range_min) ||
-      key_num(c, n, "range_max", "laser.range_max", PA_PR_LASER_RANGE_MAX,
-              &r->laser.range_max) ||
-      key_num(c, n, "noise", "laser.noise", PA_PR_LASER_NOISE, &r->laser.noise))
-    return -1;
-  if (!(r->laser.range_min < r->laser.range_max))
-    return pa_map_yerr(c->d, n, c->err, c->err_sz,
-                       "laser: range_min (%g) must be below range_max (%g)",
-                       r->laser.range_min, r->laser.range_max);
-  return 0;
-}
-
-static int robot_camera(wctx *c, yaml_node_t *n, pa_robot_def *r) {
-  static const char *const keys[] = {"width", "height", "fov", NULL};
-  if (pa_map_ycheck_keys(c->d, n, "camera", keys, c->err, c->err_sz) ||
-      key_uint(c, n, "width", "camera.width", PA_PR_CAMERA_WIDTH,
-               &r->camera.width) ||
-      key_uint(c, n, "height", "camera.height", PA_PR_CAMERA_HEIGHT,
-               &r->camera.height))
-    return -1;
-  yaml_node_t *v = pa_map_yget(c->d, n, "fov");
-  double deg;
-  if (v) {
-    if (prop_in(c, v, "camera.fov (degrees)", PA_PR_CAMERA_FOV_DEG, &deg))
-      return -1;
-    r->camera.fov = deg * PA_DEG;
-  }
-  return 0;
 }
 
 static int thruster(wctx *c, yaml_node_t *n, size_t i, pa_robot_def *r) {
@@ -258,35 +291,17 @@ static int thruster(wctx *c, yaml_node_t *n, size_t i, pa_robot_def *r) {
 /* dynamics: kinematic | dynamic | {type, mass, inertia, linear_damping,
  * angular_damping, max_force, max_torque, thrusters}. */
 static int robot_dynamics(wctx *c, yaml_node_t *n, pa_robot_def *r) {
-  static const char *const keys[] = {"type",
-                                     "mass",
-                                     "inertia",
-                                     "linear_damping",
-                                     "angular_damping",
-                                     "max_force",
-                                     "max_torque",
-                                     "thrusters",
-                                     NULL};
+  static const char *const extra[] = {"thrusters", NULL};
+  keyset ks;
   if (n->type == YAML_SCALAR_NODE)
     return one_of_two(c, n, "dynamics", "kinematic", "dynamic", &r->dynamics);
-  if (pa_map_ycheck_keys(c->d, n, "dynamics", keys, c->err, c->err_sz))
+  if (pa_map_ycheck_keys(c->d, n, "dynamics",
+                         row_keys(&ks, "dynamics", PA_PK_ROBOT, extra), c->err,
+                         c->err_sz))
     return -1;
   yaml_node_t *v;
   r->dynamics = 1; /* a mapping describes a dynamic body unless it says */
-  if ((v = pa_map_yget(c->d, n, "type")) &&
-      one_of_two(c, v, "dynamics.type", "kinematic", "dynamic", &r->dynamics))
-    return -1;
-  if (key_num(c, n, "mass", "dynamics.mass", PA_PR_MASS, &r->mass) ||
-      key_num(c, n, "inertia", "dynamics.inertia", PA_PR_INERTIA,
-              &r->inertia) ||
-      key_num(c, n, "linear_damping", "dynamics.linear_damping",
-              PA_PR_LINEAR_DAMPING, &r->lin_damping) ||
-      key_num(c, n, "angular_damping", "dynamics.angular_damping",
-              PA_PR_ANGULAR_DAMPING, &r->ang_damping) ||
-      key_num(c, n, "max_force", "dynamics.max_force", PA_PR_MAX_FORCE,
-              &r->max_force) ||
-      key_num(c, n, "max_torque", "dynamics.max_torque", PA_PR_MAX_TORQUE,
-              &r->max_torque))
+  if (rows_in(c, n, "dynamics", PA_PK_ROBOT, r))
     return -1;
   if ((v = pa_map_yget(c->d, n, "thrusters"))) {
     if (v->type != YAML_SEQUENCE_NODE || seq_len(v) > PA_MAP_THRUSTERS_MAX)
@@ -307,10 +322,9 @@ static int robot_dynamics(wctx *c, yaml_node_t *n, pa_robot_def *r) {
 }
 
 static int robot(wctx *c, yaml_node_t *n, size_t i, pa_robot_def *r) {
-  static const char *const keys[] = {
-      "name",   "pose",        "drive",  "radius", "wheel_base",
-      "height", "head_height", "colour", "limits", "laser",
-      "camera", "dynamics",    NULL};
+  static const char *const extra[] = {"name", "pose", "drive", NULL};
+  keyset ks;
+  const char *const *keys = row_keys(&ks, "", PA_PK_ROBOT, extra);
   *r = pa_robot_def_default();
   snprintf(r->name, sizeof r->name, "robot%zu", i);
   if (pa_map_ycheck_keys(c->d, n, "robot", keys, c->err, c->err_sz)) return -1;
@@ -322,20 +336,20 @@ static int robot(wctx *c, yaml_node_t *n, size_t i, pa_robot_def *r) {
   if ((v = pa_map_yget(c->d, n, "drive")) && /* enum pa_drive */
       one_of_two(c, v, "drive", "differential", "omni", &r->drive))
     return -1;
-  if (key_num(c, n, "radius", "radius", PA_PR_RADIUS, &r->radius) ||
-      key_num(c, n, "wheel_base", "wheel_base", PA_PR_WHEEL_BASE,
-              &r->wheel_base) ||
-      key_num(c, n, "height", "height", PA_PR_HEIGHT, &r->height) ||
-      key_num(c, n, "head_height", "head_height", PA_PR_HEAD_HEIGHT,
-              &r->head_height))
+  if (rows_in(c, n, "", PA_PK_ROBOT, r))
     return -1;
-  if ((v = pa_map_yget(c->d, n, "colour")) && colour(c, v, "colour", r->colour))
-    return -1;
-  if ((v = pa_map_yget(c->d, n, "limits")) && robot_limits(c, v, r)) return -1;
-  if ((v = pa_map_yget(c->d, n, "laser")) && robot_laser(c, v, r)) return -1;
-  if ((v = pa_map_yget(c->d, n, "camera")) && robot_camera(c, v, r)) return -1;
+  /* the sections the rows name; dynamics also takes a word and thrusters */
+  for (size_t k = 0; keys[k]; k++)
+    if (is_section(keys[k], PA_PK_ROBOT) && strcmp(keys[k], "dynamics") &&
+        (v = pa_map_yget(c->d, n, keys[k])) && robot_section(c, v, keys[k], r))
+      return -1;
   if ((v = pa_map_yget(c->d, n, "dynamics")) && robot_dynamics(c, v, r))
     return -1;
+  if (!(r->laser.range_min < r->laser.range_max))
+    return pa_map_yerr(c->d, (v = pa_map_yget(c->d, n, "laser")) ? v : n,
+                       c->err, c->err_sz,
+                       "laser: range_min (%g) must be below range_max (%g)",
+                       r->laser.range_min, r->laser.range_max);
   return 0;
 }
 
@@ -352,15 +366,24 @@ static int shape_keys(wctx *c, yaml_node_t *n, const char *shape,
   return 0;
 }
 
-static int obstacle(wctx *c, yaml_node_t *n, size_t i, pa_obstacle_def *o) {
-  static const char *const keys[] = {"name",   "shape",  "pose",   "size",
-                                     "radius", "height", "colour", NULL};
+/* An obstacle's defaults: its rows' (a box), no size yet. */
+static void pa_obstacle_default(pa_obstacle_def *o) {
   memset(o, 0, sizeof *o);
+  for (int i = 0; i < PA_PR_COUNT; i++)
+    if ((pa_prop((pa_prop_row)i)->kinds & PA_PK_OBSTACLE) &&
+        pa_prop((pa_prop_row)i)->check == PA_PC_NONE)
+      for (int k = 0; k < pa_prop_ncomp((pa_prop_row)i); k++)
+        pa_prop_def_put((pa_prop_row)i, o, k, pa_prop_dflt((pa_prop_row)i, k));
+}
+
+static int obstacle(wctx *c, yaml_node_t *n, size_t i, pa_obstacle_def *o) {
+  static const char *const extra[] = {"name", "shape", "pose", NULL};
+  keyset ks;
+  pa_obstacle_default(o);
   snprintf(o->name, sizeof o->name, "obstacle%zu", i);
-  o->height = 0.5;
-  o->colour[0] = o->colour[1] = o->colour[2] = 128;
-  o->colour[3] = 255;
-  if (pa_map_ycheck_keys(c->d, n, "obstacle", keys, c->err, c->err_sz))
+  if (pa_map_ycheck_keys(c->d, n, "obstacle",
+                         row_keys(&ks, "", PA_PK_OBSTACLE, extra), c->err,
+                         c->err_sz))
     return -1;
   yaml_node_t *v;
   if ((v = pa_map_yget(c->d, n, "name")) &&
@@ -399,11 +422,7 @@ static int obstacle(wctx *c, yaml_node_t *n, size_t i, pa_obstacle_def *o) {
     if (prop_in(c, rad, "radius", PA_PR_OB_RADIUS, &o->radius))
       return -1;
   }
-  if (key_num(c, n, "height", "height", PA_PR_OB_HEIGHT, &o->height))
-    return -1;
-  if ((v = pa_map_yget(c->d, n, "colour")) && colour(c, v, "colour", o->colour))
-    return -1;
-  return 0;
+  return rows_in(c, n, "", PA_PK_OBSTACLE, o);
 }
 
 /* Names identify robots and obstacles on the wire: unique across both. */
@@ -481,9 +500,8 @@ static int world_ssl(wctx *c, yaml_node_t *n, yaml_node_t *root, pa_world *w) {
 /* An agent (the world's agents: list): an obstacle that moves on its own,
  * a circle of radius 0.25 m and height 1.7 m unless it says. */
 static int agent(wctx *c, yaml_node_t *n, size_t i, pa_obstacle_def *o) {
-  static const char *const keys[] = {
-      "name",   "shape",     "pose",  "size",      "radius", "height",
-      "colour", "behaviour", "speed", "waypoints", NULL};
+  static const char *const extra[] = {"name",  "shape",     "pose", "behaviour",
+                                      "speed", "waypoints", NULL};
   static const char *const beh[] = {"constant", "waypoints", "random",
                                     "pedestrian"};
   memset(o, 0, sizeof *o);
@@ -494,7 +512,10 @@ static int agent(wctx *c, yaml_node_t *n, size_t i, pa_obstacle_def *o) {
   o->colour[0] = 230, o->colour[1] = 90, o->colour[2] = 160;
   o->colour[3] = 255;
   o->speed = 0.5;
-  if (pa_map_ycheck_keys(c->d, n, "agent", keys, c->err, c->err_sz))
+  keyset ks;
+  if (pa_map_ycheck_keys(c->d, n, "agent",
+                         row_keys(&ks, "", PA_PK_OBSTACLE, extra), c->err,
+                         c->err_sz))
     return -1;
   yaml_node_t *v;
   if ((v = pa_map_yget(c->d, n, "name")) && name(c, v, "agent name", o->name))
@@ -517,9 +538,7 @@ static int agent(wctx *c, yaml_node_t *n, size_t i, pa_obstacle_def *o) {
   } else if (key_num(c, n, "radius", "radius", PA_PR_OB_RADIUS, &o->radius)) {
     return -1;
   }
-  if (key_num(c, n, "height", "height", PA_PR_OB_HEIGHT, &o->height))
-    return -1;
-  if ((v = pa_map_yget(c->d, n, "colour")) && colour(c, v, "colour", o->colour))
+  if (rows_in(c, n, "", PA_PK_OBSTACLE, o)) /* height, colour */
     return -1;
   char b[32];
   if (!(v = pa_map_yget(c->d, n, "behaviour")))

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Regenerates the flag tables in README.md and docs/CONTRACT.md from the
-# flag tables themselves (test_flags_docs fails until this is run).
+# flag tables themselves (test_flags_docs fails until this is run), and the
+# property table in docs/protocol-notes.md from maps/pa_props.h (test_netgw's
+# props_doc_matches_schema fails until this is run).
 #
 #   scripts/flags-docs.sh [BUILD_DIR]    default: build
 set -euo pipefail
@@ -22,3 +24,8 @@ for path, arg in (("README.md", "--help-markdown"),
     open(p, "w").write(s[:a] + out + s[b:])
     print(f"flags-docs: {path} regenerated")
 PY
+props=${1:-$root/build}/bin/test_netgw
+[[ -x $props ]] || { echo "flags-docs: $props not built" >&2; exit 1; }
+PA_PROPS_DOCS_WRITE=1 "$props" >/dev/null 2>&1 || true
+grep -q 'props:begin' "$root/docs/protocol-notes.md"
+echo "flags-docs: docs/protocol-notes.md property table regenerated"

@@ -25,7 +25,8 @@ extern "C" {
 /* Bumped whenever a shared struct changes; an attacher of another version
  * is refused by name ("layout version is 1, expected 2"). 2: typed
  * pa_cmd / pa_reply arguments; 4: pa_ctl.reply_watch_until; 6: the
- * observation segment and a STEP's obs_first/obs_count. */
+ * observation segment and a STEP's obs_first/obs_count; 7: pa_robot_info
+ * .acc_vy (was reserved2), pa-netgw's kept ports, the last odom seq sent. */
 #define PA_SHM_LAYOUT_VERSION 7u
 #define PA_SHM_INSTANCE_MAX 48 /* [A-Za-z0-9_-], 1..47 chars */
 
@@ -181,7 +182,7 @@ typedef struct pa_robot_info {
   float max_force;   /* |force| bound of every input [N] */
   float max_torque;  /* |torque| bound [N m] */
   uint32_t thruster_count;
-  uint32_t reserved2;
+  float acc_vy; /* omni: sideways speed-up [m/s^2]; 0 = acc_v */
   pa_thruster thrusters[PA_THRUSTERS_MAX];
 } pa_robot_info;
 
@@ -460,6 +461,7 @@ enum pa_prop {
   PA_PROP_ANGULAR_DAMPING,
   PA_PROP_MAX_FORCE,
   PA_PROP_MAX_TORQUE,
+  PA_PROP_ACC_VY,
   PA_PROP_COUNT
 };
 enum { PA_CMDF_DRIVE = 1u << 0, PA_CMDF_NO_REPLY = 1u << 1 };

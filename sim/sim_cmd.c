@@ -263,16 +263,11 @@ static pa_status spawn_obstacle(const pa_sim_model *m, pa_sim_state *s,
   return PA_OK;
 }
 
-/* Schema row -> the set_property op's property id (PA_PROP_NONE: read-only). */
-#define WIRE_ID(row, name, id, ...) [PA_PR_##row] = PA_PROP_##id,
-static const uint32_t wire_id[PA_PR_COUNT] = {PA_PROPS(WIRE_ID)};
-#undef WIRE_ID
-
 /* The schema row of settable property id for kind (PA_PK_*), or -1. */
 static int prop_row(uint32_t id, unsigned kind) {
   for (int i = 0; i < PA_PR_COUNT; i++) {
     const pa_prop_def *p = pa_prop((pa_prop_row)i);
-    if (id != PA_PROP_NONE && wire_id[i] == id && (p->kinds & kind) &&
+    if (id != PA_PROP_NONE && p->wire == id && (p->kinds & kind) &&
         !(p->kinds & PA_PK_RO))
       return i;
   }
@@ -287,218 +282,135 @@ static bool prop_in(pa_reply *r, int row, const char *what, double v) {
   char rg[64];
   fail(r, PA_ERR_INVALID_ACTION_SHAPE, "%s %g is out of range %s%s", what, v,
        pa_prop_range((pa_prop_row)row, rg, sizeof rg),
-       pa_prop((pa_prop_row)row)->type == PA_PT_INT ? " (whole)" : "");
+       pa_prop_whole((pa_prop_row)row) ? " (whole)" : "");
   return false;
 }
 
-static bool colour_from(pa_reply *r, const double *a, uint8_t out[4]) {
-  for (int i = 0; i < 4; i++)
-    if (!prop_in(r, PA_PR_COLOUR, "colour component", a[i]))
-      return false;
-  for (int i = 0; i < 4; i++)
-    out[i] = (uint8_t)lround(a[i]);
+/* The row's check beyond its range (pa_prop_check) for value v of body i
+ * (rec: its record as it is); false with the error set. */
+static bool prop_check(const pa_sim_model *m, pa_sim_state *s, uint32_t i,
+                       int row, const double *v, const void *rec, pa_reply *r) {
+  const pa_robot_info *ri = rec;
+  const pa_obstacle_info *o = rec;
+  switch (pa_prop((pa_prop_row)row)->check) {
+  case PA_PC_NONE:
+    return true;
+  case PA_PC_BEAMS: /* the instance's beam arrays are this long */
+    return v[0] <= m->beam_cap ||
+           !fail(r, PA_ERR_INVALID_ACTION_SHAPE,
+                 "laser_beams must be a whole number in [1, %u]", m->beam_cap);
+  case PA_PC_LASER_MIN:
+    return v[0] < ri->laser_range_max ||
+           !fail(r, PA_ERR_INVALID_ACTION_SHAPE,
+                 "laser_range_min %g must be below laser_range_max %g", v[0],
+                 (double)ri->laser_range_max);
+  case PA_PC_LASER_MAX:
+    return v[0] > ri->laser_range_min ||
+           !fail(r, PA_ERR_INVALID_ACTION_SHAPE,
+                 "laser_range_max %g must be above laser_range_min %g", v[0],
+                 (double)ri->laser_range_min);
+  case PA_PC_RADIUS:
+    return pa_sim_clearance(m, s, i, s->rs[i].x, s->rs[i].y, v[0], 0, NULL,
+                            NULL) >= 0 ||
+           !fail(r, PA_ERR_BLOCKED_POSE,
+                 "robot '%s' with radius %g would overlap a wall or "
+                 "another body",
+                 ri->name, v[0]);
+  case PA_PC_DYNAMICS:
+    if ((uint32_t)v[0] != ri->dynamics) /* held forces do not pass over */
+      pa_sim_int_dyn_velocity(s, i);
+    return true;
+  case PA_PC_CIRCLE:
+    return o->shape == PA_SHAPE_CIRCLE ||
+           !fail(r, PA_ERR_INVALID_MESSAGE,
+                 "obstacle '%s' is a box: set its size, not a radius", o->name);
+  case PA_PC_BOX:
+    return o->shape == PA_SHAPE_BOX ||
+           !fail(r, PA_ERR_INVALID_MESSAGE,
+                 "obstacle '%s' is a circle: set its radius, not a size",
+                 o->name);
+  }
   return true;
 }
 
-static pa_status set_obstacle_property(const pa_sim_model *m, pa_sim_state *s,
-                                       const pa_cmd *c, pa_reply *r) {
-  const char *name = c->name;
-  uint32_t i = find_obstacle(s, name);
-  if (i == UINT32_MAX)
-    return fail(r, PA_ERR_UNKNOWN_OBJECT, "no obstacle named '%s'", name);
-  pa_obstacle_info o = s->obs[i];
-  if (prop_row(c->prop.prop, PA_PK_OBSTACLE) < 0)
-    return fail(r, PA_ERR_INVALID_MESSAGE,
-                "property %u does not apply to obstacles", c->prop.prop);
-  switch (c->prop.prop) {
-  case PA_PROP_HEIGHT:
-    if (!prop_in(r, PA_PR_OB_HEIGHT, "height", c->prop.v[0]))
-      return (pa_status)r->status;
-    o.height = (float)c->prop.v[0];
-    break;
-  case PA_PROP_COLOUR:
-    if (!colour_from(r, c->prop.v, o.colour))
-      return (pa_status)r->status;
-    break;
-  case PA_PROP_RADIUS:
-    if (o.shape != PA_SHAPE_CIRCLE)
-      return fail(r, PA_ERR_INVALID_MESSAGE,
-                  "obstacle '%s' is a box: set its size, not a radius", name);
-    if (!prop_in(r, PA_PR_OB_RADIUS, "radius", c->prop.v[0]))
-      return (pa_status)r->status;
-    o.radius = c->prop.v[0];
-    break;
-  case PA_PROP_SIZE:
-    if (o.shape != PA_SHAPE_BOX)
-      return fail(r, PA_ERR_INVALID_MESSAGE,
-                  "obstacle '%s' is a circle: set its radius, not a size",
-                  name);
-    if (!prop_in(r, PA_PR_OB_SIZE, "size_x", c->prop.v[0]) ||
-        !prop_in(r, PA_PR_OB_SIZE, "size_y", c->prop.v[1]))
-      return (pa_status)r->status;
-    o.size_x = c->prop.v[0];
-    o.size_y = c->prop.v[1];
-    break;
-  default:
-    return fail(r, PA_ERR_INVALID_MESSAGE,
-                "property %u does not apply to obstacles", c->prop.prop);
-  }
-  /* A bigger footprint must not swallow a robot. */
+/* An obstacle after a change: a bigger footprint must not swallow a robot
+ * nor reach into a wall. */
+static pa_status obstacle_fits(const pa_sim_model *m, const pa_sim_state *s,
+                               const pa_obstacle_info *o, int row,
+                               pa_reply *r) {
   for (uint32_t k = 0; k < s->robot_count; k++)
     if (s->info[k].active &&
-        pa_sim_int_obstacle_dist(&o, s->rs[k].x, s->rs[k].y, NULL, NULL) <
+        pa_sim_int_obstacle_dist(o, s->rs[k].x, s->rs[k].y, NULL, NULL) <
             s->info[k].radius)
       return fail(r, PA_ERR_BLOCKED_POSE,
-                  "obstacle '%s' would overlap robot '%s'", name,
+                  "obstacle '%s' would overlap robot '%s'", o->name,
                   s->info[k].name);
-  if ((c->prop.prop == PA_PROP_RADIUS || c->prop.prop == PA_PROP_SIZE) &&
-      obstacle_in_wall(m, &o))
+  pa_prop_check ck = pa_prop((pa_prop_row)row)->check;
+  if ((ck == PA_PC_CIRCLE || ck == PA_PC_BOX) && obstacle_in_wall(m, o))
     return fail(r, PA_ERR_BLOCKED_POSE,
                 "obstacle '%s' would reach into a wall or beyond the map",
-                name);
-  s->obs[i] = o;
-  s->world_dirty = true;
-  r->prop.id = i;
-  r->prop.v[0] = c->prop.prop == PA_PROP_HEIGHT   ? o.height
-                 : c->prop.prop == PA_PROP_RADIUS ? o.radius
-                 : c->prop.prop == PA_PROP_SIZE   ? o.size_x
-                                                  : o.colour[0];
-  r->prop.v[1] = c->prop.prop == PA_PROP_SIZE ? o.size_y : o.colour[1];
-  r->prop.v[2] = o.colour[2];
-  r->prop.v[3] = o.colour[3];
+                o->name);
   return PA_OK;
 }
 
-/* One property of a robot or an obstacle; nothing changes on an error. */
+/* One property of a robot, or of the obstacle c->name (robot UINT32_MAX),
+ * through its row (pa_props.h); nothing changes on an error. */
 static pa_status set_property(const pa_sim_model *m, pa_sim_state *s,
                               const pa_cmd *c, pa_reply *r) {
-  if (c->robot == UINT32_MAX)
-    return set_obstacle_property(m, s, c, r);
-  if (!robot_ok(s, c->robot))
-    return fail(r, PA_ERR_UNKNOWN_ROBOT, "no robot %u", c->robot);
-  pa_robot_info ri = s->info[c->robot];
-  pa_robot_state *rs = &s->rs[c->robot];
-  double v = c->prop.v[0];
-  int row = prop_row(c->prop.prop, PA_PK_ROBOT);
+  bool ob = c->robot == UINT32_MAX;
+  uint32_t i = ob ? find_obstacle(s, c->name) : c->robot;
+  if (ob && i == UINT32_MAX)
+    return fail(r, PA_ERR_UNKNOWN_OBJECT, "no obstacle named '%s'", c->name);
+  if (!ob && !robot_ok(s, i))
+    return fail(r, PA_ERR_UNKNOWN_ROBOT, "no robot %u", i);
+  int row = prop_row(c->prop.prop, ob ? PA_PK_OBSTACLE : PA_PK_ROBOT);
   if (row < 0)
-    return fail(r, PA_ERR_INVALID_MESSAGE,
-                "property %u does not apply to robots", c->prop.prop);
-  const char *name = pa_prop((pa_prop_row)row)->name;
-  if (row != PA_PR_COLOUR && !prop_in(r, row, name, v))
-    return (pa_status)r->status;
-  float *f = NULL;
-  switch (c->prop.prop) {
-  case PA_PROP_MAX_V:
-    f = &ri.max_v;
-    break;
-  case PA_PROP_MAX_VY:
-    f = &ri.max_vy;
-    break;
-  case PA_PROP_MAX_W:
-    f = &ri.max_w;
-    break;
-  case PA_PROP_ACC_V:
-    f = &ri.acc_v;
-    break;
-  case PA_PROP_DEC_V:
-    f = &ri.dec_v;
-    break;
-  case PA_PROP_ACC_W:
-    f = &ri.acc_w;
-    break;
-  case PA_PROP_DEC_W:
-    f = &ri.dec_w;
-    break;
-  case PA_PROP_MAX_HEAD_RATE:
-    f = &ri.max_head_rate;
-    break;
-  case PA_PROP_HEIGHT:
-    f = &ri.height;
-    break;
-  case PA_PROP_HEAD_HEIGHT:
-    f = &ri.head_height;
-    break;
-  case PA_PROP_WHEEL_BASE:
-    f = &ri.wheel_base;
-    break;
-  case PA_PROP_HEAD_LIMIT:
-    f = &ri.head_limit;
-    break;
-  case PA_PROP_LASER_NOISE:
-    f = &ri.laser_noise;
-    break;
-  case PA_PROP_LASER_BEAMS:
-    if (v > m->beam_cap) /* the instance's beam arrays are this long */
-      return fail(r, PA_ERR_INVALID_ACTION_SHAPE,
-                  "laser_beams must be a whole number in [1, %u]", m->beam_cap);
-    ri.laser_beams = (uint32_t)v;
-    break;
-  case PA_PROP_LASER_RANGE_MIN:
-    if (v >= ri.laser_range_max)
-      return fail(r, PA_ERR_INVALID_ACTION_SHAPE,
-                  "laser_range_min %g must be below laser_range_max %g", v,
-                  (double)ri.laser_range_max);
-    ri.laser_range_min = (float)v;
-    break;
-  case PA_PROP_LASER_RANGE_MAX:
-    if (v <= ri.laser_range_min)
-      return fail(r, PA_ERR_INVALID_ACTION_SHAPE,
-                  "laser_range_max %g must be above laser_range_min %g", v,
-                  (double)ri.laser_range_min);
-    ri.laser_range_max = (float)v;
-    break;
-  case PA_PROP_RADIUS:
-    if (pa_sim_clearance(m, s, c->robot, rs->x, rs->y, v, 0, NULL, NULL) < 0)
-      return fail(r, PA_ERR_BLOCKED_POSE,
-                  "robot '%s' with radius %g would overlap a wall or "
-                  "another body",
-                  ri.name, v);
-    ri.radius = (float)v;
-    break;
-  case PA_PROP_COLOUR:
-    if (!colour_from(r, c->prop.v, ri.colour))
+    return fail(r, PA_ERR_INVALID_MESSAGE, "property %u does not apply to %s",
+                c->prop.prop, ob ? "obstacles" : "robots");
+  pa_robot_info ri;
+  pa_obstacle_info o;
+  if (ob)
+    o = s->obs[i];
+  else
+    ri = s->info[i];
+  void *rec = ob ? (void *)&o : (void *)&ri;
+  const pa_prop_def *p = pa_prop((pa_prop_row)row);
+  int n = pa_prop_ncomp((pa_prop_row)row);
+  if (p->check == PA_PC_CIRCLE || p->check == PA_PC_BOX)
+    if (!prop_check(m, s, i, row, c->prop.v, rec, r))
       return (pa_status)r->status;
-    break;
-  case PA_PROP_DYNAMICS:
-    if (v != PA_DYN_KINEMATIC && v != PA_DYN_DYNAMIC)
-      return fail(r, PA_ERR_INVALID_ACTION_SHAPE,
-                  "dynamics must be 0 (kinematic) or 1 (dynamic)");
-    if ((uint32_t)v != ri.dynamics) /* held forces do not pass over */
-      pa_sim_int_dyn_velocity(s, c->robot);
-    ri.dynamics = (uint32_t)v;
-    break;
-  case PA_PROP_MASS:
-    f = &ri.mass;
-    break;
-  case PA_PROP_INERTIA:
-    f = &ri.inertia;
-    break;
-  case PA_PROP_LINEAR_DAMPING:
-    f = &ri.lin_damping;
-    break;
-  case PA_PROP_ANGULAR_DAMPING:
-    f = &ri.ang_damping;
-    break;
-  case PA_PROP_MAX_FORCE:
-    f = &ri.max_force;
-    break;
-  case PA_PROP_MAX_TORQUE:
-    f = &ri.max_torque;
-    break;
-  default: /* a schema row this switch does not know: a bug, said by name */
-    return fail(r, PA_ERR_INVALID_MESSAGE, "property %s is not settable", name);
+  for (int k = 0; k < n; k++) {
+    char what[48];
+    if (n == 1)
+      snprintf(what, sizeof what, "%s", p->name);
+    else if (n == 4)
+      snprintf(what, sizeof what, "%s component", p->name);
+    else
+      snprintf(what, sizeof what, "%s[%d]", p->name, k);
+    if (!prop_in(r, row, what, c->prop.v[k]))
+      return (pa_status)r->status;
   }
-  if (f)
-    *f = (float)v;
-  s->info[c->robot] = ri;
-  if (fabs(rs->head) > ri.head_limit) /* a tighter limit applies at once */
-    rs->head = rs->head > 0 ? ri.head_limit : -ri.head_limit;
+  if (!prop_check(m, s, i, row, c->prop.v, rec, r))
+    return (pa_status)r->status;
+  for (int k = 0; k < n; k++)
+    pa_prop_put((pa_prop_row)row, rec, k, c->prop.v[k]);
+  if (ob) {
+    if (obstacle_fits(m, s, &o, row, r) != PA_OK)
+      return (pa_status)r->status;
+    s->obs[i] = o;
+  } else {
+    pa_robot_state *rs = &s->rs[i];
+    s->info[i] = ri;
+    if (fabs(rs->head) > ri.head_limit) /* a tighter limit applies at once */
+      rs->head = rs->head > 0 ? ri.head_limit : -ri.head_limit;
+  }
   s->world_dirty = true;
-  r->prop.id = c->robot;
-  for (int i = 0; i < 4; i++)
-    r->prop.v[i] = c->prop.prop == PA_PROP_COLOUR ? ri.colour[i]
-                   : i == 0                       ? v
-                                                  : 0;
+  r->prop.id = i;
+  for (int k = 0; k < 4; k++) /* the value(s) applied */
+    r->prop.v[k] = k >= n ? 0
+                   : p->store == PA_ST_RGBA
+                       ? pa_prop_get((pa_prop_row)row, rec, k)
+                       : c->prop.v[k];
   return PA_OK;
 }
 

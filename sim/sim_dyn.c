@@ -345,15 +345,8 @@ pa_status pa_sim_int_op_set_thrust(const pa_sim_model *m, pa_sim_state *s,
 const char *pa_sim_int_dyn_check(const pa_robot_info *ri) {
   if (ri->dynamics != PA_DYN_KINEMATIC && ri->dynamics != PA_DYN_DYNAMIC)
     return "dynamics must be kinematic or dynamic";
-  if (ri->dynamics == PA_DYN_KINEMATIC)
-    return NULL;
-  if (!pa_prop_ok_float(PA_PR_MASS, ri->mass) ||
-      !pa_prop_ok_float(PA_PR_INERTIA, ri->inertia) ||
-      !pa_prop_ok_float(PA_PR_LINEAR_DAMPING, ri->lin_damping) ||
-      !pa_prop_ok_float(PA_PR_ANGULAR_DAMPING, ri->ang_damping) ||
-      !pa_prop_ok_float(PA_PR_MAX_FORCE, ri->max_force) ||
-      !pa_prop_ok_float(PA_PR_MAX_TORQUE, ri->max_torque))
-    return "mass, inertia, damping and force limits out of range";
+  /* mass, inertia, damping and limits: their rows' ranges, checked with
+   * every property's (pa_sim_int_check_robot) */
   if (ri->thruster_count > PA_THRUSTERS_MAX)
     return "too many thrusters";
   /* The world file's bounds: a NaN here would reach every tick's forces. */

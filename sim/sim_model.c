@@ -60,25 +60,23 @@ static double flag_or_world(const pa_sim_def *d, uint32_t bit, double flag,
     (dst)->gen = 1;                                                            \
   } while (0)
 
+/* Every row of kind from a def into its record (pa_props.h). */
+void pa_sim_int_props_from_def(void *rec, const void *def, unsigned kind) {
+  for (int i = 0; i < PA_PR_COUNT; i++)
+    if (pa_prop((pa_prop_row)i)->kinds & kind)
+      for (int k = 0; k < pa_prop_ncomp((pa_prop_row)i); k++)
+        pa_prop_put((pa_prop_row)i, rec, k,
+                    pa_prop_def_get((pa_prop_row)i, def, k));
+}
+
 static void robot_info_from_def(pa_robot_info *ri, const pa_robot_def *rd,
                                 const pa_sim_def *d) {
   NEW_INFO(ri, rd->name);
+  pa_sim_int_props_from_def(ri, rd, PA_PK_ROBOT);
   ri->drive = rd->drive == PA_DRIVE_OMNI ? PA_DRIVE_OMNI : PA_DRIVE_DIFF;
-  ri->radius = (float)rd->radius;
-  ri->wheel_base = (float)(rd->wheel_base > 0 ? rd->wheel_base
-                                              : PA_WHEEL_BASE_PER_RADIUS * rd->radius);
-  ri->height = (float)rd->height;
-  ri->head_height = (float)rd->head_height;
-  memcpy(ri->colour, rd->colour, 4);
-  ri->max_v = (float)rd->max_v;
-  ri->max_vy = (float)rd->max_vy;
-  ri->max_w = (float)rd->max_w;
-  ri->acc_v = (float)rd->acc_v;
-  ri->dec_v = (float)rd->dec_v;
-  ri->acc_w = (float)rd->acc_w;
-  ri->dec_w = (float)rd->dec_w;
-  ri->head_limit = (float)rd->head_limit;
-  ri->max_head_rate = (float)rd->max_head_rate;
+  ri->wheel_base =
+      (float)(rd->wheel_base > 0 ? rd->wheel_base
+                                 : PA_WHEEL_BASE_PER_RADIUS * rd->radius);
   pa_robot_def dflt = pa_robot_def_default();
   /* A flag given or differing from the built-in default wins over the
    * world. */
@@ -108,12 +106,6 @@ static void robot_info_from_def(pa_robot_info *ri, const pa_robot_def *rd,
   ri->start_theta = pa_sim_wrap(rd->theta);
   ri->dynamics =
       rd->dynamics == PA_DYN_DYNAMIC ? PA_DYN_DYNAMIC : PA_DYN_KINEMATIC;
-  ri->mass = (float)rd->mass;
-  ri->inertia = (float)rd->inertia;
-  ri->lin_damping = (float)rd->lin_damping;
-  ri->ang_damping = (float)rd->ang_damping;
-  ri->max_force = (float)rd->max_force;
-  ri->max_torque = (float)rd->max_torque;
   ri->thruster_count = 0;
   for (size_t k = 0; k < rd->thruster_count && k < PA_THRUSTERS_MAX; k++) {
     pa_thruster *t = &ri->thrusters[ri->thruster_count++];
@@ -128,15 +120,11 @@ static void robot_info_from_def(pa_robot_info *ri, const pa_robot_def *rd,
 static void obstacle_info_from_def(pa_obstacle_info *oi,
                                    const pa_obstacle_def *od) {
   NEW_INFO(oi, od->name);
+  pa_sim_int_props_from_def(oi, od, PA_PK_OBSTACLE);
   oi->shape = od->shape == PA_SHAPE_CIRCLE ? PA_SHAPE_CIRCLE : PA_SHAPE_BOX;
-  oi->height = (float)od->height;
   oi->x = od->x;
   oi->y = od->y;
   oi->theta = od->theta;
-  oi->size_x = od->size_x;
-  oi->size_y = od->size_y;
-  oi->radius = od->radius;
-  memcpy(oi->colour, od->colour, 4);
   oi->agent = od->agent > 0 && od->agent < PA_AGENT_COUNT ? (uint32_t)od->agent
                                                           : PA_AGENT_NONE;
 }
@@ -165,35 +153,23 @@ int pa_sim_int_check_robot(const pa_robot_info *ri, uint32_t max_beams,
     snprintf(err, err_sz, "robot '%s': %s", ri->name, bad);
     return -1;
   }
-  /* One range per property: the schema's (pa_props.h). */
-  const struct {
-    pa_prop_row row;
-    float v;
-  } f[] = {{PA_PR_RADIUS, ri->radius},
-           {PA_PR_WHEEL_BASE, ri->wheel_base},
-           {PA_PR_HEIGHT, ri->height},
-           {PA_PR_HEAD_HEIGHT, ri->head_height},
-           {PA_PR_MAX_V, ri->max_v},
-           {PA_PR_MAX_VY, ri->max_vy},
-           {PA_PR_MAX_W, ri->max_w},
-           {PA_PR_ACC_V, ri->acc_v},
-           {PA_PR_DEC_V, ri->dec_v},
-           {PA_PR_ACC_W, ri->acc_w},
-           {PA_PR_DEC_W, ri->dec_w},
-           {PA_PR_HEAD_LIMIT, ri->head_limit},
-           {PA_PR_MAX_HEAD_RATE, ri->max_head_rate},
-           {PA_PR_LASER_BEAMS, (float)ri->laser_beams},
-           {PA_PR_LASER_RANGE_MIN, ri->laser_range_min},
-           {PA_PR_LASER_RANGE_MAX, ri->laser_range_max},
-           {PA_PR_LASER_NOISE, ri->laser_noise}};
-  for (size_t i = 0; i < sizeof f / sizeof f[0]; i++)
-    if (!pa_prop_ok_float(f[i].row, f[i].v)) {
-      char rg[64];
-      snprintf(err, err_sz, "robot '%s': %s %g must be in %s", ri->name,
-               pa_prop(f[i].row)->name, (double)f[i].v,
-               pa_prop_range(f[i].row, rg, sizeof rg));
-      return -1;
+  /* One range per property: the schema's (pa_props.h); words and the
+   * camera (checked above) aside. */
+  for (int i = 0; i < PA_PR_COUNT; i++) {
+    const pa_prop_def *p = pa_prop((pa_prop_row)i);
+    if (!(p->kinds & PA_PK_ROBOT) || p->type == PA_PT_WORD ||
+        i == PA_PR_CAMERA_FOV_DEG)
+      continue;
+    for (int k = 0; k < pa_prop_ncomp((pa_prop_row)i); k++) {
+      double v = pa_prop_get((pa_prop_row)i, ri, k);
+      if (!pa_prop_ok_float((pa_prop_row)i, (float)v)) {
+        char rg[64];
+        snprintf(err, err_sz, "robot '%s': %s %g must be in %s", ri->name,
+                 p->name, v, pa_prop_range((pa_prop_row)i, rg, sizeof rg));
+        return -1;
+      }
     }
+  }
   return 0;
 }
 

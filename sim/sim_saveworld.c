@@ -3,6 +3,7 @@
  * that --world and set_scenario load (docs/world-format.md), under
  * --data_dir; the map is written beside it as <stem>.map.yaml + .png. */
 #define _GNU_SOURCE
+#include "pa_props.h"
 #include "pa_sim.h"
 #include "sim_int.h"
 
@@ -13,8 +14,59 @@
 #include <string.h>
 #include <unistd.h>
 
-static void colour(FILE *f, const uint8_t c[4]) {
-  fprintf(f, "[%u, %u, %u, %u]", c[0], c[1], c[2], c[3]);
+/* Row i's value in rec as the world file writes it (floats to the digits
+ * that read back to the same float). */
+static void value(FILE *f, int i, const void *rec) {
+  const pa_prop_def *p = pa_prop((pa_prop_row)i);
+  double v = pa_prop_get((pa_prop_row)i, rec, 0);
+  switch (p->type) {
+  case PA_PT_SIZE:
+    fprintf(f, "[%.17g, %.17g]", v, pa_prop_get((pa_prop_row)i, rec, 1));
+    break;
+  case PA_PT_COLOUR:
+    fprintf(f, "[%.0f, %.0f, %.0f, %.0f]", v,
+            pa_prop_get((pa_prop_row)i, rec, 1),
+            pa_prop_get((pa_prop_row)i, rec, 2),
+            pa_prop_get((pa_prop_row)i, rec, 3));
+    break;
+  case PA_PT_WORD:
+    fprintf(f, "%s", pa_prop_word_name((pa_prop_row)i, (int)v));
+    break;
+  case PA_PT_INT:
+    fprintf(f, "%.0f", v);
+    break;
+  default:
+    fprintf(f, p->store == PA_ST_F32 && p->scale == 1 ? "%.9g" : "%.17g", v);
+    break;
+  }
+}
+
+/* The rows of kind in section sec ("" = the body's own keys, one a line at
+ * indent; else "key: value, " pairs of a flow mapping). */
+static void rows_out(FILE *f, const void *rec, unsigned kind, const char *sec,
+                     const char *indent) {
+  uint32_t shape = kind == PA_PK_OBSTACLE
+                       ? ((const pa_obstacle_info *)rec)->shape
+                       : PA_SHAPE_BOX;
+  size_t sl = strlen(sec);
+  bool first = true;
+  for (int i = 0; i < PA_PR_COUNT; i++) {
+    const pa_prop_def *p = pa_prop((pa_prop_row)i);
+    const char *dot = p->path ? strchr(p->path, '.') : NULL;
+    if (!p->path || !(p->kinds & kind) ||
+        !pa_prop_applies((pa_prop_row)i, shape) ||
+        (sl ? !dot || (size_t)(dot - p->path) != sl || strncmp(p->path, sec, sl)
+            : dot != NULL))
+      continue;
+    if (sl)
+      fprintf(f, "%s%s: ", first ? "" : ", ", dot + 1);
+    else
+      fprintf(f, "%s%s: ", indent, p->path);
+    value(f, i, rec);
+    if (!sl)
+      fprintf(f, "\n");
+    first = false;
+  }
 }
 
 static void robot(FILE *f, const pa_robot_info *ri, const pa_robot_state *rs) {
@@ -22,39 +74,64 @@ static void robot(FILE *f, const pa_robot_info *ri, const pa_robot_state *rs) {
   fprintf(f, "    pose: [%.17g, %.17g, %.17g]\n", rs->x, rs->y, rs->theta);
   fprintf(f, "    drive: %s\n",
           ri->drive == PA_DRIVE_OMNI ? "omni" : "differential");
-  fprintf(f, "    radius: %.9g\n    wheel_base: %.9g\n", (double)ri->radius,
-          (double)ri->wheel_base);
-  fprintf(f, "    height: %.9g\n    head_height: %.9g\n", (double)ri->height,
-          (double)ri->head_height);
-  fprintf(f, "    colour: ");
-  colour(f, ri->colour);
-  fprintf(f,
-          "\n    limits: {max_v: %.9g, max_vy: %.9g, max_w: %.9g, acc_v: %.9g, "
-          "dec_v: %.9g, acc_w: %.9g, dec_w: %.9g, head_limit: %.9g, "
-          "max_head_rate: %.9g}\n",
-          (double)ri->max_v, (double)ri->max_vy, (double)ri->max_w,
-          (double)ri->acc_v, (double)ri->dec_v, (double)ri->acc_w,
-          (double)ri->dec_w, (double)ri->head_limit, (double)ri->max_head_rate);
-  fprintf(f,
-          "    laser: {beams: %u, range_min: %.9g, range_max: %.9g, noise: "
-          "%.9g}\n",
-          ri->laser_beams, (double)ri->laser_range_min,
-          (double)ri->laser_range_max, (double)ri->laser_noise);
-  fprintf(f, "    camera: {width: %u, height: %u, fov: %.9g}\n", ri->cam_width,
-          ri->cam_height, ri->cam_fov * 180.0 / M_PI);
+  rows_out(f, ri, PA_PK_ROBOT, "", "    ");
+  /* each section the rows name, once, in the rows' order */
+  for (int i = 0; i < PA_PR_COUNT; i++) {
+    const pa_prop_def *p = pa_prop((pa_prop_row)i);
+    const char *dot = p->path ? strchr(p->path, '.') : NULL;
+    char sec[32];
+    if (!dot || !(p->kinds & PA_PK_ROBOT) ||
+        (size_t)(dot - p->path) >= sizeof sec)
+      continue;
+    snprintf(sec, sizeof sec, "%.*s", (int)(dot - p->path), p->path);
+    bool seen = false;
+    for (int j = 0; j < i && !seen; j++) {
+      const char *pj = pa_prop((pa_prop_row)j)->path;
+      seen = (pa_prop((pa_prop_row)j)->kinds & PA_PK_ROBOT) && pj &&
+             !strncmp(pj, sec, strlen(sec)) && pj[strlen(sec)] == '.';
+    }
+    if (seen)
+      continue;
+    fprintf(f, "    %s: {", sec);
+    rows_out(f, ri, PA_PK_ROBOT, sec, "");
+    if (!strcmp(sec, "dynamics")) {
+      fprintf(f, ", thrusters: [");
+      for (uint32_t k = 0; k < ri->thruster_count && k < PA_THRUSTERS_MAX;
+           k++) {
+        const pa_thruster *t = &ri->thrusters[k];
+        fprintf(f,
+                "%s{name: \"%s\", position: [%.9g, %.9g], direction: %.9g, "
+                "max_force: %.9g}",
+                k ? ", " : "", t->name, (double)t->x, (double)t->y,
+                (double)t->dir, (double)t->max_force);
+      }
+      fprintf(f, "]");
+    }
+    fprintf(f, "}\n");
+  }
 }
 
 static void obstacle(FILE *f, const pa_obstacle_info *o) {
-  fprintf(f, "  - {name: \"%s\", shape: %s, pose: [%.17g, %.17g, %.17g], ",
+  fprintf(f,
+          "  - name: \"%s\"\n    shape: %s\n    pose: [%.17g, %.17g, %.17g]\n",
           o->name, o->shape == PA_SHAPE_CIRCLE ? "circle" : "box", o->x, o->y,
           o->theta);
-  if (o->shape == PA_SHAPE_CIRCLE)
-    fprintf(f, "radius: %.17g, ", o->radius);
-  else
-    fprintf(f, "size: [%.17g, %.17g], ", o->size_x, o->size_y);
-  fprintf(f, "height: %.9g, colour: ", (double)o->height);
-  colour(f, o->colour);
-  fprintf(f, "}\n");
+  rows_out(f, o, PA_PK_OBSTACLE, "", "    ");
+}
+
+/* An agent: its obstacle, then its behaviour, speed and waypoints (those
+ * of its record; none when it has no record and stands). */
+static void agent(FILE *f, const pa_obstacle_info *o, const pa_sim_agent *a) {
+  static const char *const beh[] = {"constant", "waypoints", "random",
+                                    "pedestrian"};
+  bool rec = a && a->gen == o->gen;
+  obstacle(f, o);
+  fprintf(f, "    behaviour: %s\n    speed: %.17g\n    waypoints: [",
+          beh[(o->agent - 1) % 4], rec ? a->speed : 0.0);
+  for (uint32_t k = 0; rec && k < a->wp_count && k < PA_AGENT_WAYPOINTS_MAX;
+       k++)
+    fprintf(f, "%s[%.17g, %.17g]", k ? ", " : "", a->wpx[k], a->wpy[k]);
+  fprintf(f, "]\n");
 }
 
 /* The map through fy and fp (temporary files of pa_safefile), committed:
@@ -150,11 +227,20 @@ pa_status pa_sim_int_save_world(const pa_sim_model *m, pa_sim_state *s,
     fprintf(f, "  []\n");
   fprintf(f, "obstacles:\n");
   for (uint32_t i = 0; i < s->obstacle_count; i++)
-    if (s->obs[i].active) {
+    if (s->obs[i].active && s->obs[i].agent == PA_AGENT_NONE) {
       obstacle(f, &s->obs[i]);
       no++;
     }
   if (!no)
+    fprintf(f, "  []\n");
+  fprintf(f, "agents:\n");
+  uint32_t na = 0;
+  for (uint32_t i = 0; i < s->obstacle_count; i++)
+    if (s->obs[i].active && s->obs[i].agent != PA_AGENT_NONE) {
+      agent(f, &s->obs[i], s->agents ? &s->agents[i] : NULL);
+      na++;
+    }
+  if (!na)
     fprintf(f, "  []\n");
   int e = fflush(f) != 0 || ferror(f) ? (errno ? errno : EIO) : 0;
   if (!e && fsync(fileno(f)) != 0)
@@ -164,7 +250,7 @@ pa_status pa_sim_int_save_world(const pa_sim_model *m, pa_sim_state *s,
   if (pa_sim_int_file_end(&fw, e, r) != 0)
     return (pa_status)r->status;
   r->snapshot.robots = nr;
-  r->snapshot.obstacles = no;
+  r->snapshot.obstacles = no + na; /* agents are obstacles too */
   r->snapshot.tick = s->tick;
   r->snapshot.sim_time = s->sim_time;
   return PA_OK;

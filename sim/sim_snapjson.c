@@ -5,6 +5,7 @@
  * tick is the saved world's). Loading keeps tick and sim time running, as a
  * shared-memory snapshot does. */
 #define _GNU_SOURCE
+#include "pa_props.h"
 #include "pa_sim.h"
 #include "sim_int.h"
 
@@ -29,47 +30,34 @@
 
 /* ---- the fields: one table per record, read and written alike ------------*/
 
-typedef enum { F_NAME, F_U32, F_U16, F_F32, F_F64, F_U64, F_RGBA } ftype;
+typedef enum {
+  F_NAME, /* char[32] */
+  F_NAME16,
+  F_U32,
+  F_U16,
+  F_F32,
+  F_F64,
+  F_U64,
+  F_RGBA
+} ftype;
 typedef struct {
   const char *key;
   ftype t;
   size_t off;
+  int row; /* a property row (pa_props.h): absent takes its default; -1:
+              required */
 } field;
 
+/* The fields of a robot's and an obstacle's record that are not
+ * properties; record_fields adds one per property row. */
 #define RI(k, t)                                                               \
-  { #k, t, offsetof(pa_robot_info, k) }
-static const field robot_fields[] = {
-    RI(name, F_NAME),
-    RI(active, F_U32),
-    RI(gen, F_U32),
-    RI(drive, F_U32),
-    RI(radius, F_F32),
-    RI(height, F_F32),
-    RI(head_height, F_F32),
-    RI(colour, F_RGBA),
-    RI(max_v, F_F32),
-    RI(max_vy, F_F32),
-    RI(max_w, F_F32),
-    RI(acc_v, F_F32),
-    RI(dec_v, F_F32),
-    RI(acc_w, F_F32),
-    RI(dec_w, F_F32),
-    RI(head_limit, F_F32),
-    RI(max_head_rate, F_F32),
-    RI(laser_beams, F_U32),
-    RI(laser_range_min, F_F32),
-    RI(laser_range_max, F_F32),
-    RI(laser_noise, F_F32),
-    RI(cam_width, F_U16),
-    RI(cam_height, F_U16),
-    RI(cam_fov, F_F32),
-    RI(start_x, F_F64),
-    RI(start_y, F_F64),
-    RI(start_theta, F_F64),
-    RI(wheel_base, F_F32),
+  { #k, t, offsetof(pa_robot_info, k), -1 }
+static const field robot_fixed[] = {
+    RI(name, F_NAME),   RI(active, F_U32),  RI(gen, F_U32),
+    RI(start_x, F_F64), RI(start_y, F_F64), RI(start_theta, F_F64),
 };
 #define RS(k, t)                                                               \
-  { #k, t, offsetof(pa_robot_state, k) }
+  { #k, t, offsetof(pa_robot_state, k), -1 }
 static const field state_fields[] = {
     RS(id, F_U32),         RS(gen, F_U32),       RS(flags, F_U32),
     RS(scan_seq, F_U32),   RS(x, F_F64),         RS(y, F_F64),
@@ -80,23 +68,52 @@ static const field state_fields[] = {
     RS(cmd_head, F_F64),   RS(cmd_frame, F_U32), RS(rng, F_U64),
 };
 #define OB(k, t)                                                               \
-  { #k, t, offsetof(pa_obstacle_info, k) }
-static const field obstacle_fields[] = {
-    OB(name, F_NAME),  OB(active, F_U32), OB(gen, F_U32),    OB(shape, F_U32),
-    OB(height, F_F32), OB(x, F_F64),      OB(y, F_F64),      OB(theta, F_F64),
-    OB(size_x, F_F64), OB(size_y, F_F64), OB(radius, F_F64), OB(colour, F_RGBA),
+  { #k, t, offsetof(pa_obstacle_info, k), -1 }
+static const field obstacle_fixed[] = {
+    OB(name, F_NAME), OB(active, F_U32), OB(gen, F_U32),
+    OB(x, F_F64),     OB(y, F_F64),      OB(theta, F_F64),
 };
 #define AG(k, t)                                                               \
-  { #k, t, offsetof(pa_sim_agent, k) }
+  { #k, t, offsetof(pa_sim_agent, k), -1 }
 static const field agent_fields[] = {
     AG(wp, F_U32), AG(turn, F_U32), AG(speed, F_F64),
     AG(vx, F_F64), AG(vy, F_F64),   AG(rng, F_U64),
 };
+#define TH(k, t)                                                               \
+  { #k, t, offsetof(pa_thruster, k), -1 }
+static const field thruster_fields[] = {
+    TH(name, F_NAME16), TH(x, F_F32),         TH(y, F_F32),
+    TH(dir, F_F32),     TH(max_force, F_F32),
+};
+#undef TH
 #undef AG
 #undef RI
 #undef RS
 #undef OB
 #define NF(a) (sizeof a / sizeof a[0])
+#define FIELDS_MAX (PA_PR_COUNT + 16)
+
+/* fixed, then a field per property row of kind, keyed by the name of the
+ * field it lives in (a size is two: size_x, size_y); returns the count. */
+static size_t record_fields(field *out, const field *fixed, size_t nfixed,
+                            unsigned kind) {
+  static const ftype by_store[] = {
+      [PA_ST_F32] = F_F32,  [PA_ST_F64] = F_F64,  [PA_ST_U32] = F_U32,
+      [PA_ST_U16] = F_U16,  [PA_ST_WORD] = F_U32, [PA_ST_RGBA] = F_RGBA,
+      [PA_ST_SIZE2] = F_F64};
+  size_t n = 0;
+  for (; n < nfixed; n++)
+    out[n] = fixed[n];
+  for (int i = 0; i < PA_PR_COUNT && n + 2 <= FIELDS_MAX; i++) {
+    const pa_prop_def *p = pa_prop((pa_prop_row)i);
+    if (!(p->kinds & kind))
+      continue;
+    out[n++] = (field){p->field, by_store[p->store], p->off, i};
+    if (p->store == PA_ST_SIZE2)
+      out[n++] = (field){"size_y", F_F64, p->off + sizeof(double), i};
+  }
+  return n;
+}
 
 static json_t *fields_out(const void *rec, const field *f, size_t n) {
   json_t *o = json_object();
@@ -105,10 +122,12 @@ static json_t *fields_out(const void *rec, const field *f, size_t n) {
     const void *p = b + f[i].off;
     json_t *v = NULL;
     switch (f[i].t) {
-    case F_NAME: {
+    case F_NAME:
+    case F_NAME16: {
+      size_t len = f[i].t == F_NAME ? 32 : 16;
       char nm[33];
-      memcpy(nm, p, 32);
-      nm[32] = 0;
+      memcpy(nm, p, len);
+      nm[len] = 0;
       v = json_string(nm);
       break;
     }
@@ -158,7 +177,8 @@ static json_t *fields_out(const void *rec, const field *f, size_t n) {
 }
 
 /* Fills rec from o: 0, or -1 with the field named in err (where = "robots[2]
- * .state" etc.). Every field is required: a file is a whole world. */
+ * .state" etc.). A property absent (a file older than it) takes its row's
+ * default; every other field is required. */
 static int fields_in(json_t *o, void *rec, const field *f, size_t n,
                      const char *where, char *err, size_t err_sz) {
   char *b = rec;
@@ -170,12 +190,20 @@ static int fields_in(json_t *o, void *rec, const field *f, size_t n,
     json_t *v = json_object_get(o, f[i].key);
     void *p = b + f[i].off;
     bool ok = v != NULL;
+    size_t len = f[i].t == F_NAME ? 32 : 16;
+    if (!v && f[i].row >= 0) {
+      for (int k = 0; k < pa_prop_ncomp((pa_prop_row)f[i].row); k++)
+        pa_prop_put((pa_prop_row)f[i].row, rec, k,
+                    pa_prop_dflt((pa_prop_row)f[i].row, k));
+      continue;
+    }
     switch (f[i].t) {
     case F_NAME:
-      ok = ok && json_is_string(v) && json_string_length(v) < 32 &&
+    case F_NAME16:
+      ok = ok && json_is_string(v) && json_string_length(v) < len &&
            strlen(json_string_value(v)) == json_string_length(v);
       if (ok) {
-        memset(p, 0, 32);
+        memset(p, 0, len);
         memcpy(p, json_string_value(v), json_string_length(v));
       }
       break;
@@ -231,6 +259,40 @@ static int fields_in(json_t *o, void *rec, const field *f, size_t n,
                f[i].key);
       return -1;
     }
+  }
+  return 0;
+}
+
+/* A robot's info: its fields and its thrusters. */
+static json_t *robot_info_out(const pa_robot_info *ri, const field *f,
+                              size_t n) {
+  json_t *o = fields_out(ri, f, n);
+  json_t *th = json_array();
+  for (uint32_t k = 0; k < ri->thruster_count && k < PA_THRUSTERS_MAX; k++)
+    json_array_append_new(th, fields_out(&ri->thrusters[k], thruster_fields,
+                                         NF(thruster_fields)));
+  json_object_set_new(o, "thrusters", th);
+  return o;
+}
+
+/* The way back; no "thrusters" (an older file): none. */
+static int robot_info_in(json_t *o, pa_robot_info *ri, const field *f, size_t n,
+                         const char *where, char *err, size_t err_sz) {
+  if (fields_in(o, ri, f, n, where, err, err_sz) != 0)
+    return -1;
+  json_t *th = json_object_get(o, "thrusters");
+  if (th && (!json_is_array(th) || json_array_size(th) > PA_THRUSTERS_MAX)) {
+    snprintf(err, err_sz, "%s.thrusters must be a list of at most %d", where,
+             PA_THRUSTERS_MAX);
+    return -1;
+  }
+  ri->thruster_count = th ? (uint32_t)json_array_size(th) : 0;
+  for (uint32_t k = 0; k < ri->thruster_count; k++) {
+    char w[96];
+    snprintf(w, sizeof w, "%s.thrusters[%u]", where, k);
+    if (fields_in(json_array_get(th, k), &ri->thrusters[k], thruster_fields,
+                  NF(thruster_fields), w, err, err_sz) != 0)
+      return -1;
   }
   return 0;
 }
@@ -428,11 +490,14 @@ pa_status pa_sim_int_snapshot_json_save(const pa_sim_model *m,
   char seed[24];
   snprintf(seed, sizeof seed, "%" PRIu64, m->def.seed);
   json_object_set_new(root, "seed", json_string(seed));
+  field rf[FIELDS_MAX], of[FIELDS_MAX];
+  size_t nrf = record_fields(rf, robot_fixed, NF(robot_fixed), PA_PK_ROBOT);
+  size_t nof =
+      record_fields(of, obstacle_fixed, NF(obstacle_fixed), PA_PK_OBSTACLE);
   json_t *robots = json_array();
   for (uint32_t i = 0; i < s->robot_count; i++) {
     json_t *o = json_object();
-    json_object_set_new(
-        o, "info", fields_out(&s->info[i], robot_fields, NF(robot_fields)));
+    json_object_set_new(o, "info", robot_info_out(&s->info[i], rf, nrf));
     json_object_set_new(o, "state",
                         fields_out(&s->rs[i], state_fields, NF(state_fields)));
     json_array_append_new(robots, o);
@@ -440,8 +505,7 @@ pa_status pa_sim_int_snapshot_json_save(const pa_sim_model *m,
   json_object_set_new(root, "robots", robots);
   json_t *obs = json_array();
   for (uint32_t i = 0; i < s->obstacle_count; i++)
-    json_array_append_new(
-        obs, fields_out(&s->obs[i], obstacle_fields, NF(obstacle_fields)));
+    json_array_append_new(obs, fields_out(&s->obs[i], of, nof));
   json_object_set_new(root, "obstacles", obs);
   /* agents: the behaviour state pa-sim holds for each agent obstacle (the
    * obstacle record holds its pose) */
@@ -482,6 +546,74 @@ pa_status pa_sim_int_snapshot_json_save(const pa_sim_model *m,
   return PA_OK;
 }
 
+/* A file's format, version, map and the keys every file has: PA_OK, or
+ * the error set. */
+static pa_status file_ok(const pa_sim_model *m, json_t *root, const char *cpath,
+                         pa_reply *r) {
+  json_t *fmt = json_object_get(root, "format");
+  json_t *ver = json_object_get(root, "version");
+  json_t *robots = json_object_get(root, "robots");
+  json_t *obs = json_object_get(root, "obstacles");
+  json_t *agents = json_object_get(root, "agents");
+  json_t *tick = json_object_get(root, "tick");
+  json_t *simt = json_object_get(root, "sim_time");
+  const char *sum = json_string_value(
+      json_object_get(json_object_get(root, "map"), "checksum"));
+  char want[24];
+  snprintf(want, sizeof want, "%016" PRIx64, map_checksum(&m->grid));
+  if (!json_is_string(fmt) || strcmp(json_string_value(fmt), SNAPJSON_FORMAT) ||
+      !json_is_integer(ver) || json_integer_value(ver) != SNAPJSON_VERSION)
+    return pa_sim_int_fail(r, PA_ERR_INVALID_MESSAGE,
+                           "%s is not a playarea world file (format \"%s\" "
+                           "version %d)",
+                           cpath, SNAPJSON_FORMAT, SNAPJSON_VERSION);
+  if (!sum || strcmp(sum, want))
+    return pa_sim_int_fail(r, PA_ERR_INVALID_MESSAGE,
+                           "%s was saved on another map (checksum %.20s, this "
+                           "map's %s): set that map first",
+                           cpath, sum ? sum : "missing", want);
+  if (!json_is_array(robots) || !json_is_array(obs) || !json_is_integer(tick) ||
+      json_integer_value(tick) < 0 || !json_is_number(simt))
+    return pa_sim_int_fail(r, PA_ERR_INVALID_MESSAGE,
+                           "%s: robots, obstacles, tick and sim_time are "
+                           "required",
+                           cpath);
+  if (agents && !json_is_array(agents))
+    return pa_sim_int_fail(r, PA_ERR_INVALID_MESSAGE,
+                           "%s: agents must be an array", cpath);
+  return PA_OK;
+}
+
+/* The robots' and obstacles' records of a file: 0, or -1 with the field
+ * named in err. */
+static int records_in(json_t *robots, json_t *obs, pa_robot_info *ri,
+                      pa_robot_state *rs, pa_obstacle_info *ob, char *err,
+                      size_t err_sz) {
+  char where[48];
+  field rf[FIELDS_MAX], of[FIELDS_MAX];
+  size_t nrf = record_fields(rf, robot_fixed, NF(robot_fixed), PA_PK_ROBOT);
+  size_t nof =
+      record_fields(of, obstacle_fixed, NF(obstacle_fixed), PA_PK_OBSTACLE);
+  for (size_t i = 0; i < json_array_size(robots); i++) {
+    json_t *e = json_array_get(robots, i);
+    snprintf(where, sizeof where, "robots[%zu].info", i);
+    if (robot_info_in(json_object_get(e, "info"), &ri[i], rf, nrf, where, err,
+                      err_sz) != 0)
+      return -1;
+    snprintf(where, sizeof where, "robots[%zu].state", i);
+    if (fields_in(json_object_get(e, "state"), &rs[i], state_fields,
+                  NF(state_fields), where, err, err_sz) != 0)
+      return -1;
+  }
+  for (size_t i = 0; i < json_array_size(obs); i++) {
+    snprintf(where, sizeof where, "obstacles[%zu]", i);
+    if (fields_in(json_array_get(obs, i), &ob[i], of, nof, where, err,
+                  err_sz) != 0)
+      return -1;
+  }
+  return 0;
+}
+
 pa_status pa_sim_int_snapshot_json_load(const pa_sim_model *m, pa_sim_state *s,
                                         const pa_cmd *c, pa_reply *r) {
   char cpath[PA_CMD_PATH_MAX], dir[PATH_MAX], path[PATH_MAX],
@@ -513,45 +645,13 @@ pa_status pa_sim_int_snapshot_json_load(const pa_sim_model *m, pa_sim_state *s,
   pa_obstacle_info *ob = NULL;
   pa_sim_agent *ag = NULL;
   uint32_t *agslot = NULL;
-  json_t *fmt = json_object_get(root, "format");
-  json_t *ver = json_object_get(root, "version");
   json_t *robots = json_object_get(root, "robots");
   json_t *obs = json_object_get(root, "obstacles");
   json_t *agents = json_object_get(root, "agents");
   json_t *tick = json_object_get(root, "tick");
   json_t *simt = json_object_get(root, "sim_time");
-  const char *sum = json_string_value(
-      json_object_get(json_object_get(root, "map"), "checksum"));
-  char want[24];
-  snprintf(want, sizeof want, "%016" PRIx64, map_checksum(&m->grid));
-  if (!json_is_string(fmt) || strcmp(json_string_value(fmt), SNAPJSON_FORMAT) ||
-      !json_is_integer(ver) || json_integer_value(ver) != SNAPJSON_VERSION) {
-    rc = pa_sim_int_fail(r, PA_ERR_INVALID_MESSAGE,
-                         "%s is not a playarea world file (format \"%s\" "
-                         "version %d)",
-                         cpath, SNAPJSON_FORMAT, SNAPJSON_VERSION);
+  if ((rc = file_ok(m, root, cpath, r)) != PA_OK)
     goto out;
-  }
-  if (!sum || strcmp(sum, want)) {
-    rc = pa_sim_int_fail(r, PA_ERR_INVALID_MESSAGE,
-                         "%s was saved on another map (checksum %.20s, this "
-                         "map's %s): set that map first",
-                         cpath, sum ? sum : "missing", want);
-    goto out;
-  }
-  if (!json_is_array(robots) || !json_is_array(obs) || !json_is_integer(tick) ||
-      json_integer_value(tick) < 0 || !json_is_number(simt)) {
-    rc = pa_sim_int_fail(r, PA_ERR_INVALID_MESSAGE,
-                         "%s: robots, obstacles, tick and sim_time are "
-                         "required",
-                         cpath);
-    goto out;
-  }
-  if (agents && !json_is_array(agents)) {
-    rc = pa_sim_int_fail(r, PA_ERR_INVALID_MESSAGE,
-                         "%s: agents must be an array", cpath);
-    goto out;
-  }
   size_t nr = json_array_size(robots), no = json_array_size(obs);
   if (nr > s->cap_robots || no > s->cap_obstacles) {
     rc = pa_sim_int_fail(r, PA_ERR_INVALID_MESSAGE,
@@ -567,24 +667,8 @@ pa_status pa_sim_int_snapshot_json_load(const pa_sim_model *m, pa_sim_state *s,
     rc = pa_sim_int_fail(r, PA_ERR_BUSY, "out of memory");
     goto out;
   }
-  char where[48];
-  for (size_t i = 0; i < nr; i++) {
-    json_t *e = json_array_get(robots, i);
-    snprintf(where, sizeof where, "robots[%zu].info", i);
-    if (fields_in(json_object_get(e, "info"), &ri[i], robot_fields,
-                  NF(robot_fields), where, err, sizeof err) != 0)
-      goto bad;
-    snprintf(where, sizeof where, "robots[%zu].state", i);
-    if (fields_in(json_object_get(e, "state"), &rs[i], state_fields,
-                  NF(state_fields), where, err, sizeof err) != 0)
-      goto bad;
-  }
-  for (size_t i = 0; i < no; i++) {
-    snprintf(where, sizeof where, "obstacles[%zu]", i);
-    if (fields_in(json_array_get(obs, i), &ob[i], obstacle_fields,
-                  NF(obstacle_fields), where, err, sizeof err) != 0)
-      goto bad;
-  }
+  if (records_in(robots, obs, ri, rs, ob, err, sizeof err) != 0)
+    goto bad;
   size_t na = agents ? json_array_size(agents) : 0;
   ag = calloc(na ? na : 1, sizeof *ag);
   agslot = calloc(na ? na : 1, sizeof *agslot);

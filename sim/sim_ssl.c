@@ -2,6 +2,7 @@
  * ssl-a / ssl-b, the ball stepped after the robots each tick, each SSL
  * robot's command through the protocol's norm limits, and the SSL ops
  * (SSL_ROBOT, TELEPORT_BALL, GET_BALL, TELEPORT_MOVING). */
+#include "pa_props.h"
 #include "sim_ssl_int.h"
 
 #include <math.h>
@@ -37,8 +38,9 @@ static bool ssl_name(const char *name, uint8_t *team, uint8_t *id) {
   return true;
 }
 
-/* The robot record every SSL robot gets (docs/ssl.md). */
-static void ssl_robot_def(pa_robot_def *r, const pa_ssl_bot *b) {
+/* The robot record every SSL robot of a team gets (docs/ssl.md): the world's
+ * and one spawned by name alike. */
+static void ssl_robot_def(pa_robot_def *r, const pa_ssl_bot *b, int team) {
   r->drive = PA_DRIVE_OMNI;
   r->radius = 0.09;
   r->height = 0.15;
@@ -49,6 +51,8 @@ static void ssl_robot_def(pa_robot_def *r, const pa_ssl_bot *b) {
   r->acc_v = r->dec_v = 1000;
   r->acc_w = r->dec_w = 1000;
   r->laser.beams = 1; /* SSL robots carry no laser; the camera sees */
+  const uint8_t colour[2][4] = {{30, 80, 230, 255}, {240, 220, 20, 255}};
+  memcpy(r->colour, colour[team == PA_SSL_YELLOW], 4);
 }
 
 int pa_sim_ssl_world(char division, uint32_t per_team, pa_world *w, pa_grid *g,
@@ -83,7 +87,7 @@ int pa_sim_ssl_world(char division, uint32_t per_team, pa_world *w, pa_grid *g,
       pa_robot_def *r = &w->robots[w->robot_count++];
       *r = pa_robot_def_default();
       snprintf(r->name, sizeof r->name, "%c%u", t ? 'y' : 'b', i);
-      ssl_robot_def(r, &b);
+      ssl_robot_def(r, &b, t ? PA_SSL_YELLOW : PA_SSL_BLUE);
       /* Blue in the -x half facing +x, yellow mirrored: rows 0.5 m
        * apart, 0.6 m between robots of a row. */
       double side = t ? 1 : -1;
@@ -91,10 +95,6 @@ int pa_sim_ssl_world(char division, uint32_t per_team, pa_world *w, pa_grid *g,
       r->x = side * (0.5 + 0.5 * row);
       r->y = (col - 1.5) * 0.6;
       r->theta = t ? M_PI : 0;
-      r->colour[0] = t ? 240 : 30;
-      r->colour[1] = t ? 220 : 80;
-      r->colour[2] = t ? 20 : 230;
-      r->colour[3] = 255;
     }
   return 0;
 }
@@ -186,14 +186,12 @@ static pa_ssl_bot *bot_of(pa_sim_ssl *x, pa_sim_state *s, uint32_t i) {
     if (b->ssl) {
       pa_robot_info *ri = &s->info[i];
       pa_robot_def d = pa_robot_def_default();
-      ssl_robot_def(&d, b);
-      /* A robot spawned by name (present = true) gets the SSL body. */
+      ssl_robot_def(&d, b, b->team);
+      /* A robot spawned by name (present = true) gets the SSL body: every
+       * property (its rows) as its world twin's. */
       if (ri->drive != PA_DRIVE_OMNI || ri->acc_v < 1000) {
-        ri->drive = PA_DRIVE_OMNI;
-        ri->max_v = ri->max_vy = (float)d.max_v;
-        ri->max_w = (float)d.max_w;
-        ri->acc_v = ri->dec_v = (float)d.acc_v;
-        ri->acc_w = ri->dec_w = (float)d.acc_w;
+        pa_sim_int_props_from_def(ri, &d, PA_PK_ROBOT);
+        ri->wheel_base = (float)(PA_WHEEL_BASE_PER_RADIUS * d.radius);
         s->world_dirty = true;
       }
     }

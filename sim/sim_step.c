@@ -167,9 +167,11 @@ static void robot_plan(const pa_sim_model *m, pa_sim_state *s, uint32_t id,
   tw = clampd(tw, ri->max_w);
   /* Acceleration and braking limits from the last achieved velocities. */
   double v = approach(r->v, tvx, ri->acc_v, ri->dec_v, dt);
-  double vy = ri->drive == PA_DRIVE_OMNI
-                  ? approach(r->vy, tvy, ri->acc_v, ri->dec_v, dt)
-                  : 0;
+  double vy =
+      ri->drive == PA_DRIVE_OMNI
+          ? approach(r->vy, tvy, ri->acc_vy > 0 ? ri->acc_vy : ri->acc_v,
+                     ri->dec_v, dt)
+          : 0;
   double w = approach(r->w, tw, ri->acc_w, ri->dec_w, dt);
   /* Head: rate limit, then angle limit; achieved rate from the angle. */
   double hr = clampd(r->cmd_head, ri->max_head_rate);

@@ -19,3 +19,12 @@ if(TARGET pa_test_launch_util AND DEFINED _pa_launch_procs)
               TIMEOUT 90 LABELS "dynamics;launch")
   add_dependencies(test_dynamics_restart ${_pa_launch_procs})
 endif()
+# Every property of every body through every save path (issue 33): the
+# snapshot file, the shm snapshot across a pa-sim crash, save_world; an old
+# snapshot file (tests/fixtures/) still loads.
+if(TARGET pa_test_launch_util AND DEFINED _pa_launch_procs)
+  pa_add_test(test_props_persist SOURCES test_props_persist.c
+              LIBS pa_launch pa_test_launch_util pa_map PkgConfig::JANSSON m
+              TIMEOUT 120 LABELS "dynamics;launch")
+  add_dependencies(test_props_persist ${_pa_launch_procs})
+endif()

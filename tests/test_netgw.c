@@ -1852,31 +1852,50 @@ static void batch_reply_bounded(void **state) {
 
 /* ---- the property schema in the docs -------------------------------------*/
 
-/* The table docs/protocol-notes.md shows between its props markers. */
+/* The table docs/protocol-notes.md shows between its props markers: every
+ * row of maps/pa_props.h, with its world-file key, default and wire id. */
 static char *props_table(void) {
   static const char *const types[] = {
       "number", "integer", "colour [r, g, b(, a)]", "[x, y]", "name"};
-  size_t cap = 8192, len = 0;
+  size_t cap = 16384, len = 0;
   char *t = malloc(cap);
-  len += (size_t)snprintf(t + len, cap - len,
-                          "| property | of | value | range | set |\n"
-                          "|---|---|---|---|---|\n");
+  len += (size_t)snprintf(
+      t + len, cap - len,
+      "| property | of | value | range | default | world file | set (wire "
+      "id) |\n"
+      "|---|---|---|---|---|---|---|\n");
   for (int i = 0; i < PA_PR_COUNT; i++) {
     const pa_prop_def *p = pa_prop((pa_prop_row)i);
-    char rg[64] = "—";
+    char rg[64] = "—", dflt[96], set[32] = "read-only";
     if (p->type != PA_PT_WORD)
       pa_prop_range((pa_prop_row)i, rg, sizeof rg);
-    len += (size_t)snprintf(
-        t + len, cap - len, "| `%s` | %s | %s | %s | %s |\n", p->name,
-        (p->kinds & PA_PK_ROBOT) && (p->kinds & PA_PK_OBSTACLE) ? "both"
-        : (p->kinds & PA_PK_ROBOT)                              ? "robot"
-                                                                : "obstacle",
-        types[p->type], rg, (p->kinds & PA_PK_RO) ? "read-only" : "yes");
+    if (p->type == PA_PT_COLOUR)
+      snprintf(dflt, sizeof dflt, "[%g, %g, %g, %g]",
+               pa_prop_dflt((pa_prop_row)i, 0), pa_prop_dflt((pa_prop_row)i, 1),
+               pa_prop_dflt((pa_prop_row)i, 2),
+               pa_prop_dflt((pa_prop_row)i, 3));
+    else if (p->type == PA_PT_WORD)
+      snprintf(dflt, sizeof dflt, "`%s`",
+               pa_prop_word_name((pa_prop_row)i, (int)p->dflt));
+    else if (p->type == PA_PT_SIZE)
+      snprintf(dflt, sizeof dflt, "[%g, %g]", p->dflt, p->dflt);
+    else
+      snprintf(dflt, sizeof dflt, "%g", p->dflt);
+    if (!(p->kinds & PA_PK_RO))
+      snprintf(set, sizeof set, "yes (%u)", p->wire);
+    char file[48] = "—";
+    if (p->path)
+      snprintf(file, sizeof file, "`%s`", p->path);
+    len += (size_t)snprintf(t + len, cap - len,
+                            "| `%s` | %s | %s | %s | %s | %s | %s |\n", p->name,
+                            (p->kinds & PA_PK_ROBOT) ? "robot" : "obstacle",
+                            types[p->type], rg, dflt, file, set);
     assert_true(len < cap);
   }
   return t;
 }
 
+/* Regenerate with PA_PROPS_DOCS_WRITE=1 (scripts/flags-docs.sh does). */
 static void props_doc_matches_schema(void **state) {
   (void)state;
   char path[1024];
@@ -1891,10 +1910,22 @@ static void props_doc_matches_schema(void **state) {
   assert_non_null(e);
   b = strchr(b, '\n') + 1;
   char *want = props_table();
-  if ((size_t)(e - b) != strlen(want) || memcmp(b, want, strlen(want)) != 0) {
+  bool same =
+      (size_t)(e - b) == strlen(want) && memcmp(b, want, strlen(want)) == 0;
+  const char *w = getenv("PA_PROPS_DOCS_WRITE");
+  if (!same && w && !strcmp(w, "1")) {
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fwrite(doc, 1, (size_t)(b - doc), f);
+    fputs(want, f);
+    fputs(e, f);
+    assert_int_equal(fclose(f), 0);
+    fprintf(stderr, "props-docs: docs/protocol-notes.md regenerated\n");
+  } else if (!same) {
     fprintf(stderr, "%s", want);
     fail_msg("docs/protocol-notes.md's property table differs from "
-             "maps/pa_props.h; it should read as printed above");
+             "maps/pa_props.h; it should read as printed above: run "
+             "scripts/flags-docs.sh to regenerate it");
   }
   free(want);
 }

@@ -151,7 +151,10 @@ static void test_segment_validation(void **st) {
   h->version = 1; /* a peer built before typed pa_cmd/pa_reply */
   assert_int_equal(pa_shm_attach(&a, name, PA_SEG_TEST, NULL, err, sizeof err),
                    PA_SHM_EMISMATCH);
-  assert_non_null(strstr(err, "layout version is 1, expected"));
+  char want[64];
+  snprintf(want, sizeof want, "layout version is 1, expected %u",
+           PA_SHM_LAYOUT_VERSION);
+  assert_non_null(strstr(err, want));
   h->version = PA_SHM_LAYOUT_VERSION;
   h->total_size = 8192;
   assert_int_equal(pa_shm_attach(&a, name, PA_SEG_TEST, NULL, err, sizeof err),
@@ -719,7 +722,7 @@ static void test_stack_mismatch(void **st) {
   assert_non_null(strstr(err, "sizeof(pa_ctl) is"));
   ch->sizes[3] -= 8;
 
-  ch->version = PA_SHM_LAYOUT_VERSION + 1;
+  ch->version = PA_SHM_LAYOUT_VERSION + 1; /* a newer peer */
   assert_int_equal(pa_stack_attach(&a, inst, err, sizeof err), PA_SHM_EMISMATCH);
   char want[64];
   snprintf(want, sizeof want, ".ctl: layout version is %u, expected %u",

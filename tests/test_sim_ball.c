@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "pa_props.h"
 #include "pa_sim.h"
 #include "sim_ssl.h"
 
@@ -376,6 +377,46 @@ static void test_sim_world(void **st) {
   ssl_b_down(&w, &g, &m, &s);
 }
 
+/* A robot spawned by an SSL name gets its world twin's body: y5 removed and
+ * spawned again by name has every property (every row) it had. */
+static void test_spawned_by_name_is_its_twin(void **st) {
+  (void)st;
+  pa_world w;
+  pa_grid g;
+  pa_sim_model m;
+  pa_sim_state s;
+  ssl_b_up(&w, &g, &m, &s);
+  uint32_t k = pa_sim_find_robot(&s, "y5");
+  assert_true(k != UINT32_MAX);
+  pa_robot_info twin = s.info[k];
+  pa_cmd c;
+  pa_reply r;
+  memset(&c, 0, sizeof c);
+  c.op = PA_OP_REMOVE_ROBOT;
+  c.robot = k;
+  assert_int_equal(pa_sim_apply(&m, &s, &c, &r), PA_OK);
+  pa_sim_step(&m, &s);
+  memset(&c, 0, sizeof c);
+  c.op = PA_OP_SPAWN_ROBOT;
+  snprintf(c.name, sizeof c.name, "y5");
+  c.spawn_robot.x = 2;
+  c.spawn_robot.y = 2;
+  assert_int_equal(pa_sim_apply(&m, &s, &c, &r), PA_OK);
+  pa_sim_step(&m, &s); /* the SSL robot's body comes with its first tick */
+  k = pa_sim_find_robot(&s, "y5");
+  assert_true(k != UINT32_MAX);
+  for (int i = 0; i < PA_PR_COUNT; i++)
+    if (pa_prop((pa_prop_row)i)->kinds & PA_PK_ROBOT)
+      for (int j = 0; j < pa_prop_ncomp((pa_prop_row)i); j++)
+        if (pa_prop_get((pa_prop_row)i, &s.info[k], j) !=
+            pa_prop_get((pa_prop_row)i, &twin, j))
+          fail_msg("spawned y5's %s is %g, its world twin's %g",
+                   pa_prop((pa_prop_row)i)->name,
+                   pa_prop_get((pa_prop_row)i, &s.info[k], j),
+                   pa_prop_get((pa_prop_row)i, &twin, j));
+  ssl_b_down(&w, &g, &m, &s);
+}
+
 /* The laser sees the ball where it crosses the beam plane (20 mm): on the
  * ground at its distance less its cross-section's radius; in the air
  * above the plane not at all. */
@@ -490,6 +531,7 @@ int main(void) {
       cmocka_unit_test(test_sim_world),
       cmocka_unit_test(test_world_file),
       cmocka_unit_test(test_laser_sees_ball),
+      cmocka_unit_test(test_spawned_by_name_is_its_twin),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

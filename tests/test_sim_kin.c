@@ -147,6 +147,36 @@ static void test_omni_frames(void **st) {
   assert_true(s->rs[0].y > 20 + 1.3);
 }
 
+/* acc_vy (set through its row) limits an omni robot's sideways speed-up
+ * alone; 0 (the default) is acc_v's, as before the property. */
+static void test_omni_acc_vy(void **st) {
+  pa_sim_model *m = &((ts_world *)*st)->m;
+  pa_sim_state *s = &((ts_world *)*st)->s;
+  const pa_robot_info *ri = &s->info[0];
+  pa_cmd c;
+  pa_reply r;
+  memset(&c, 0, sizeof c);
+  c.op = PA_OP_SET_PROPERTY;
+  c.prop.prop = PA_PROP_ACC_VY;
+  c.prop.v[0] = 0.5;
+  assert_int_equal(pa_sim_apply(m, s, &c, &r), PA_OK);
+  assert_true(ri->acc_vy == 0.5f);
+  assert_int_equal(ts_cmd(m, s, PA_OP_SET_CMD, 0, 1, 1, 0, 0), PA_OK);
+  for (int i = 1; i <= 10; i++) {
+    pa_sim_step(m, s);
+    assert_true(fabs(s->rs[0].v - i * ri->acc_v * m->dt) < 1e-9);
+    assert_true(fabs(s->rs[0].vy - i * 0.5 * m->dt) < 1e-9);
+  }
+  c.prop.v[0] = -1; /* out of its row's range: refused, nothing changes */
+  assert_int_equal(pa_sim_apply(m, s, &c, &r), PA_ERR_INVALID_ACTION_SHAPE);
+  assert_non_null(strstr(r.msg, "acc_vy"));
+  c.prop.v[0] = 0;
+  assert_int_equal(pa_sim_apply(m, s, &c, &r), PA_OK);
+  double vy = s->rs[0].vy;
+  pa_sim_step(m, s);
+  assert_true(fabs(s->rs[0].vy - (vy + ri->acc_v * m->dt)) < 1e-9);
+}
+
 static void test_diff_refuses_sideways(void **st) {
   pa_sim_model *m = &((ts_world *)*st)->m;
   pa_sim_state *s = &((ts_world *)*st)->s;
@@ -260,6 +290,8 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_head_limits, diff_room,
                                       ts_world_free),
       cmocka_unit_test_setup_teardown(test_omni_frames, omni_room,
+                                      ts_world_free),
+      cmocka_unit_test_setup_teardown(test_omni_acc_vy, omni_room,
                                       ts_world_free),
       cmocka_unit_test_setup_teardown(test_diff_refuses_sideways, diff_room,
                                       ts_world_free),

@@ -27,11 +27,6 @@ void pa_json_extent(json_t *j, const pa_obstacle_info *o) {
 
 /* ---- properties ----------------------------------------------------------*/
 
-/* Schema row -> the set_property op's property id (PA_PROP_NONE: read-only). */
-#define WIRE_ID(row, name, id, ...) [PA_PR_##row] = PA_PROP_##id,
-static const uint32_t wire_id[PA_PR_COUNT] = {PA_PROPS(WIRE_ID)};
-#undef WIRE_ID
-
 /* v in the schema's range of row, else the error set (false). */
 bool pa_json_prop_in(jctx *x, int row, const char *what, double v) {
   if (pa_prop_ok((pa_prop_row)row, v))
@@ -39,15 +34,8 @@ bool pa_json_prop_in(jctx *x, int row, const char *what, double v) {
   char rg[64];
   pa_json_fail(x, PA_ERR_INVALID_ACTION_SHAPE, "%s %g is out of range %s%s",
                what, v, pa_prop_range((pa_prop_row)row, rg, sizeof rg),
-               pa_prop((pa_prop_row)row)->type == PA_PT_INT ? " (whole)" : "");
+               pa_prop_whole((pa_prop_row)row) ? " (whole)" : "");
   return false;
-}
-
-static json_t *colour_json(const uint8_t c[4]) {
-  json_t *v = json_array();
-  for (int i = 0; i < 4; i++)
-    json_array_append_new(v, json_integer(c[i]));
-  return v;
 }
 
 /* A float property as the shortest decimal that reads back to it (0.4, not
@@ -66,50 +54,41 @@ static json_t *jfloat(float f) {
   return json_real(strtod(buf, NULL));
 }
 
-/* Every property of a robot: the settable ones, then read-only ones. */
-static json_t *robot_props(const pa_robot_info *i) {
+/* Every property of a robot (kind PA_PK_ROBOT) or an obstacle, by its rows
+ * (pa_props.h): numbers, colours and sizes as arrays, words by name. */
+static json_t *props_json(const void *rec, unsigned kind, uint32_t shape) {
   json_t *p = json_object();
-  json_object_set_new(p, "max_v", jfloat(i->max_v));
-  json_object_set_new(p, "max_vy", jfloat(i->max_vy));
-  json_object_set_new(p, "max_w", jfloat(i->max_w));
-  json_object_set_new(p, "acc_v", jfloat(i->acc_v));
-  json_object_set_new(p, "dec_v", jfloat(i->dec_v));
-  json_object_set_new(p, "acc_w", jfloat(i->acc_w));
-  json_object_set_new(p, "dec_w", jfloat(i->dec_w));
-  json_object_set_new(p, "head_limit", jfloat(i->head_limit));
-  json_object_set_new(p, "max_head_rate", jfloat(i->max_head_rate));
-  json_object_set_new(p, "laser_beams", json_integer(i->laser_beams));
-  json_object_set_new(p, "laser_range_min", jfloat(i->laser_range_min));
-  json_object_set_new(p, "laser_range_max", jfloat(i->laser_range_max));
-  json_object_set_new(p, "laser_noise", jfloat(i->laser_noise));
-  json_object_set_new(p, "radius", jfloat(i->radius));
-  json_object_set_new(p, "wheel_base", jfloat(i->wheel_base));
-  json_object_set_new(p, "height", jfloat(i->height));
-  json_object_set_new(p, "head_height", jfloat(i->head_height));
-  json_object_set_new(p, "colour", colour_json(i->colour));
-  json_object_set_new(p, "drive", pa_json_drive_name(i));
-  json_object_set_new(p, "camera_width", json_integer(i->cam_width));
-  json_object_set_new(p, "camera_height", json_integer(i->cam_height));
-  json_object_set_new(p, "camera_fov_deg",
-                      jfloat((float)(i->cam_fov * 180.0 / M_PI)));
-  const char *dyn = pa_prop_word_name(PA_PR_DYNAMICS, (int)i->dynamics);
-  json_object_set_new(p, "dynamics", json_string(dyn ? dyn : "?"));
-  json_object_set_new(p, "mass", jfloat(i->mass));
-  json_object_set_new(p, "inertia", jfloat(i->inertia));
-  json_object_set_new(p, "linear_damping", jfloat(i->lin_damping));
-  json_object_set_new(p, "angular_damping", jfloat(i->ang_damping));
-  json_object_set_new(p, "max_force", jfloat(i->max_force));
-  json_object_set_new(p, "max_torque", jfloat(i->max_torque));
+  for (int i = 0; i < PA_PR_COUNT; i++) {
+    const pa_prop_def *d = pa_prop((pa_prop_row)i);
+    if (!(d->kinds & kind) || !pa_prop_applies((pa_prop_row)i, shape))
+      continue;
+    int n = pa_prop_ncomp((pa_prop_row)i);
+    json_t *v = n > 1 ? json_array() : NULL;
+    for (int k = 0; k < n; k++) {
+      double x = pa_prop_get((pa_prop_row)i, rec, k);
+      json_t *e =
+          d->type == PA_PT_WORD
+              ? json_string(pa_prop_word_name((pa_prop_row)i, (int)x)
+                                ? pa_prop_word_name((pa_prop_row)i, (int)x)
+                                : "?")
+          : d->type == PA_PT_INT || d->type == PA_PT_COLOUR
+              ? json_integer((json_int_t)x)
+          : d->store == PA_ST_F32 ? jfloat((float)x)
+                                  : json_real(x);
+      if (v)
+        json_array_append_new(v, e);
+      else
+        v = e;
+    }
+    json_object_set_new(p, d->name, v);
+  }
   return p;
 }
-
+static json_t *robot_props(const pa_robot_info *i) {
+  return props_json(i, PA_PK_ROBOT, 0);
+}
 static json_t *obstacle_props(const pa_obstacle_info *o) {
-  json_t *p = json_object();
-  json_object_set_new(p, "shape", pa_json_shape(o));
-  pa_json_extent(p, o);
-  json_object_set_new(p, "height", jfloat(o->height));
-  json_object_set_new(p, "colour", colour_json(o->colour));
-  return p;
+  return props_json(o, PA_PK_OBSTACLE, o->shape);
 }
 
 /* The properties object of a robot or obstacle as the world snapshot has
@@ -220,13 +199,13 @@ json_t *pa_json_act_set_property(jctx *x) {
     return pa_json_fail(x, PA_ERR_INVALID_MESSAGE,
                         "unknown property '%s' (see get_property)", key);
   const pa_prop_def *p = pa_prop((pa_prop_row)row);
-  if ((p->kinds & PA_PK_RO) || wire_id[row] == PA_PROP_NONE)
+  if ((p->kinds & PA_PK_RO) || p->wire == PA_PROP_NONE)
     return pa_json_fail(x, PA_ERR_INVALID_MESSAGE, "property '%s' is read-only",
                         key);
   pa_cmd cmd;
   memset(&cmd, 0, sizeof cmd);
   cmd.op = PA_OP_SET_PROPERTY;
-  cmd.prop.prop = wire_id[row];
+  cmd.prop.prop = p->wire;
   size_t n = 0;
   long long index = 0;
   int hi = prop_index(x, key, &index);

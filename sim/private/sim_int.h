@@ -340,6 +340,9 @@ int pa_sim_int_export_claim(const char *dd, const char *rel, const pa_cmd *c,
  * --world loads, its map beside it (<stem>.map.yaml + .png). */
 pa_status pa_sim_int_save_world(const pa_sim_model *m, pa_sim_state *s,
                                 const pa_cmd *c, pa_reply *r);
+/* Every property row of kind (PA_PK_ROBOT: pa_robot_def -> pa_robot_info,
+ * PA_PK_OBSTACLE: pa_obstacle_def -> pa_obstacle_info) copied by its row. */
+void pa_sim_int_props_from_def(void *rec, const void *def, unsigned kind);
 /* Record sanity (world file, loaded snapshots, a restart's world): 0, or -1
  * with a message naming the record and the field. */
 int pa_sim_int_check_robot(const pa_robot_info *ri, uint32_t max_beams,
