@@ -250,6 +250,19 @@ void pa_metrics_write(pa_web *w, struct evbuffer *b) {
          "commands refused or lost: the command queue was full");
   evbuffer_add_printf(b, "playarea_netgw_busy_total %llu\n",
                       (unsigned long long)g->busy);
+  family(b, "playarea_netgw_limit_events_total", "counter",
+         "what the connection limits did, per reason (docs/operations.md, "
+         "Limits)");
+  for (int e = 0; pa_lim_event_name(e); e++)
+    evbuffer_add_printf(b,
+                        "playarea_netgw_limit_events_total{reason=\"%s\"} "
+                        "%llu\n",
+                        pa_lim_event_name(e),
+                        (unsigned long long)g->lim.events[e]);
+  family(b, "playarea_netgw_limit_bytes_dropped_total", "counter",
+         "bytes of stale frames not sent to slow clients");
+  evbuffer_add_printf(b, "playarea_netgw_limit_bytes_dropped_total %llu\n",
+                      (unsigned long long)g->lim.bytes_dropped);
   family(b, "playarea_netgw_request_duration_seconds", "histogram",
          "JSON request arrival to reply, per action");
   for (int i = 0; i <= w->n_actions; i++) {
