@@ -1,9 +1,9 @@
 /* limits.c - the core's connection limits, shared by every front-end
- * (issue 32): fair turns for the lines clients send (start-time fair
- * queueing, so no mix of clients stalls the loop), output backpressure
+ * (issue 32): fair turns for the lines clients send (the least recently
+ * served first, so no mix of clients stalls the loop), output backpressure
  * (a client whose replies pile up is not read until they drain, as
- * libevent's le-proxy does), per-peer connection counts, Origin checks,
- * and the counters /metrics shows. */
+ * libevent's le-proxy does), the command queue's shares per source,
+ * Origin checks, and the counters /metrics shows. */
 #define _GNU_SOURCE
 #include "netgw_int.h"
 
@@ -36,8 +36,7 @@ void pa_lim_count(pa_netgw *g, int e) {
     g->lim.events[e]++;
 }
 
-/* ---- fair turns
- * ------------------------------------------------------------*/
+/* ---- fair turns ------------------------------------------------------ */
 
 static size_t out_len(const pa_client *c) {
   return evbuffer_get_length(bufferevent_get_output(c->bev));
@@ -195,49 +194,23 @@ void pa_lim_free(pa_netgw *g) {
   g->lim.work_ev = NULL;
 }
 
-/* ---- per-peer counts
- * -------------------------------------------------------*/
+/* ---- the command queue's shares --------------------------------------- */
 
-void pa_lim_peer_add(pa_netgw *g, uint32_t addr, int delta) {
-  pa_lim_peer *p = NULL, *free_row = NULL;
-  for (uint32_t i = 0; i < PA_LIM_PEERS; i++) {
-    if (g->lim.peers[i].n && g->lim.peers[i].addr == addr) {
-      p = &g->lim.peers[i];
-      break;
-    }
-    if (!g->lim.peers[i].n && !free_row)
-      free_row = &g->lim.peers[i];
+int pa_lim_queue_push(pa_netgw *g, int source, const pa_cmd *cmd) {
+  pa_queue *q = g->st->cmd;
+  uint32_t space = pa_queue_space(q), cap = space + pa_queue_count(q);
+  /* Datagram sources (SSL UDP) and replays leave half of the queue to the
+   * connected clients: a flood of them cannot make a client's command
+   * busy. Their excess is dropped and counted. */
+  uint32_t keep = source == PA_LIM_SRC_CLIENT ? 0 : cap / 2;
+  if (space <= keep) {
+    pa_lim_count(g, PA_LIM_QUEUE);
+    return PA_SHM_EFULL;
   }
-  if (!p && delta > 0 && free_row) {
-    p = free_row;
-    p->addr = addr;
-  }
-  if (!p)
-    return;
-  if (delta < 0 && p->n < (uint32_t)-delta)
-    p->n = 0;
-  else
-    p->n = (uint32_t)((int64_t)p->n + delta);
+  return pa_queue_push(q, cmd);
 }
 
-uint32_t pa_lim_peer_count(const pa_netgw *g, uint32_t addr) {
-  for (uint32_t i = 0; i < PA_LIM_PEERS; i++)
-    if (g->lim.peers[i].n && g->lim.peers[i].addr == addr)
-      return g->lim.peers[i].n;
-  return 0;
-}
-
-bool pa_lim_peer_full(pa_netgw *g, uint32_t addr) {
-  unsigned cap = g->def.max_clients_per_peer;
-  if (cap && pa_lim_peer_count(g, addr) >= cap) {
-    pa_lim_count(g, PA_LIM_PEER_CAP);
-    return true;
-  }
-  return false;
-}
-
-/* ---- Origin
- * ----------------------------------------------------------------*/
+/* ---- Origin ---------------------------------------------------------- */
 
 /* "scheme://host[:port]" -> host[:port] (lowercase) in out; false when it
  * is not that shape. */

@@ -134,7 +134,6 @@ typedef struct pa_odom_tx {
 /* A client with less recent work than this is light: when the turn is
  * used up, its one line still runs at once (within its own budget). */
 #define PA_LIM_LIGHT_NS 1e6
-#define PA_LIM_PEERS 1024u /* addresses counted (HTTP, /ws, Foxglove) */
 
 /* What the limits did, counted per reason (/metrics
  * netgw_limit_events_total{reason}). */
@@ -152,18 +151,12 @@ enum {
   PA_LIM_COUNT
 };
 
-typedef struct pa_lim_peer {
-  uint32_t addr; /* network order */
-  uint32_t n;    /* open connections; 0 = free row */
-} pa_lim_peer;
-
 typedef struct pa_limits {
   struct event *work_ev; /* runs the yielded clients */
   int64_t turn_start_ns, turn_ns;
   int64_t light_ns; /* light clients' lines run past the turn's budget */
   uint64_t events[PA_LIM_COUNT];
   uint64_t bytes_dropped; /* stale frames not sent */
-  pa_lim_peer peers[PA_LIM_PEERS];
 } pa_limits;
 
 /* ---- the gateway and its clients ---------------------------------------- */
@@ -463,11 +456,11 @@ void pa_lim_accepted(pa_client *c);
 /* c's output drained: true when it was paused and is read again (the
  * caller settles it). */
 bool pa_lim_out_drained(pa_client *c);
-/* Connections per IPv4 address (network order) of HTTP, /ws, Foxglove. */
-void pa_lim_peer_add(pa_netgw *g, uint32_t addr, int delta);
-uint32_t pa_lim_peer_count(const pa_netgw *g, uint32_t addr);
-/* True (and counted) when addr holds --max_clients_per_peer already. */
-bool pa_lim_peer_full(pa_netgw *g, uint32_t addr);
+/* Where a command for pa-sim comes from: its share of the queue. */
+enum { PA_LIM_SRC_CLIENT, PA_LIM_SRC_DATAGRAM, PA_LIM_SRC_REPLAY };
+/* pa_queue_push of cmd into pa-sim's queue within source's share: 0, or
+ * PA_SHM_EFULL (queue full, or the share used: counted). */
+int pa_lim_queue_push(pa_netgw *g, int source, const pa_cmd *cmd);
 /* A browser's Origin may act here: absent, the Host's own, or one of
  * --allow_origin. False is counted. */
 bool pa_lim_origin_ok(pa_netgw *g, const char *origin, const char *host);
