@@ -7,7 +7,19 @@
 #ifndef PA_LIMITS_ATTACKS_H
 #define PA_LIMITS_ATTACKS_H
 
-#include "netgw_harness.h"
+#include "pa_shm.h"
+#include "testutil.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <fcntl.h>
 #include <pthread.h>
@@ -34,20 +46,14 @@ typedef struct la_by {
 } la_by;
 
 typedef struct la_ctx {
-  ng_stack *s;
+  uint16_t port, http, fox; /* pa-netgw's TCP, HTTP and Foxglove ports */
+  pid_t gw;                 /* pa-netgw */
+  const char *gw_log;       /* its log, or NULL */
   la_by by;
   la_fd fds[LA_MAX_FDS];
   int nfds;
   long rss_max_kb;
 } la_ctx;
-
-static inline uint16_t la_http_port(ng_stack *s) {
-  return (uint16_t)__atomic_load_n(&s->st.ctl->http_port, __ATOMIC_ACQUIRE);
-}
-
-static inline uint16_t la_fox_port(ng_stack *s) {
-  return (uint16_t)__atomic_load_n(&s->st.ctl->foxglove_port, __ATOMIC_ACQUIRE);
-}
 
 /* A TCP connection from src (a 127.x.y.z address) to 127.0.0.1:port, or
  * -1. */
@@ -92,8 +98,18 @@ static inline int la_read_some(int fd, char *buf, size_t n, int ms) {
 
 static inline void *la_by_run(void *arg) {
   la_by *b = arg;
+  /* odom goes to the TCP connection's own address: bind the UDP port there */
   uint16_t up = 0;
-  int u = pa_test_udp_bind(&up);
+  int u = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  struct sockaddr_in ua = {.sin_family = AF_INET};
+  socklen_t ul = sizeof ua;
+  inet_pton(AF_INET, "127.0.0.250", &ua.sin_addr);
+  if (u >= 0 && (bind(u, (struct sockaddr *)&ua, sizeof ua) != 0 ||
+                 getsockname(u, (struct sockaddr *)&ua, &ul) != 0)) {
+    close(u);
+    u = -1;
+  }
+  up = u >= 0 ? ntohs(ua.sin_port) : 0;
   int fd = la_connect_from("127.0.0.250", b->port);
   char line[256];
   if (fd >= 0 && u >= 0) {
@@ -126,10 +142,16 @@ static inline void *la_by_run(void *arg) {
   return NULL;
 }
 
-static inline void la_begin(la_ctx *x, ng_stack *s) {
+/* Attacks on pa-netgw (pid gw) on a stack whose control block is ctl. */
+static inline void la_begin(la_ctx *x, const pa_ctl *ctl, pid_t gw,
+                            const char *gw_log) {
   memset(x, 0, sizeof *x);
-  x->s = s;
-  x->by.port = s->port;
+  x->port = (uint16_t)__atomic_load_n(&ctl->tcp_port, __ATOMIC_ACQUIRE);
+  x->http = (uint16_t)__atomic_load_n(&ctl->http_port, __ATOMIC_ACQUIRE);
+  x->fox = (uint16_t)__atomic_load_n(&ctl->foxglove_port, __ATOMIC_ACQUIRE);
+  x->gw = gw;
+  x->gw_log = gw_log;
+  x->by.port = x->port;
   atomic_init(&x->by.stop, false);
 }
 
@@ -158,19 +180,36 @@ static inline int64_t la_p99(la_ctx *x) {
   return s[i < x->by.n ? i : x->by.n - 1];
 }
 
-/* Pings that took ms or more. */
-static inline int la_slow(const la_ctx *x, int64_t ms) {
-  int n = 0;
-  for (int i = 0; i < x->by.n; i++)
-    n += x->by.lat[i] >= ms;
-  return n;
+/* The machine runs more than twice as many threads as it has cores (the
+ * 1-minute load average): pings then wait for a CPU, whatever pa-netgw
+ * does. */
+static inline bool la_overloaded(void) {
+  double load = 0;
+  FILE *f = fopen("/proc/loadavg", "r");
+  if (f && fscanf(f, "%lf", &load) != 1)
+    load = 0;
+  if (f)
+    fclose(f);
+  long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  return load > 2.0 * (double)(cpus > 0 ? cpus : 1);
 }
 
-static inline int64_t la_worst(const la_ctx *x) {
-  int64_t w = 0;
-  for (int i = 0; i < x->by.n; i++)
-    w = x->by.lat[i] > w ? x->by.lat[i] : w;
-  return w;
+/* The bystander's bounds: p99 under 100 ms (at most 1 % of the pings
+ * slower, and one: a scheduler's hiccup) and none near the watchdog's 2 s;
+ * on an overloaded machine only the latter (printed). True when met. */
+static inline bool la_latency_ok(const la_ctx *x) {
+  int64_t worst = 0;
+  int slow = 0;
+  for (int i = 0; i < x->by.n; i++) {
+    worst = x->by.lat[i] > worst ? x->by.lat[i] : worst;
+    slow += x->by.lat[i] >= 100 * PA_TEST_SLOW;
+  }
+  if (la_overloaded()) {
+    fprintf(stderr, "  (machine overloaded: p99 < 100 ms not asserted, only "
+                    "no ping near 2 s)\n");
+    return worst < 1500 * PA_TEST_SLOW;
+  }
+  return slow <= 1 + x->by.n / 100 && worst < 1000 * PA_TEST_SLOW;
 }
 
 static inline long la_rss_kb(pid_t pid) {
@@ -209,7 +248,7 @@ static inline void la_pump(la_ctx *x) {
 
 static inline void la_sample_rss(la_ctx *x) {
   la_pump(x);
-  long kb = la_rss_kb(x->s->gw);
+  long kb = la_rss_kb(x->gw);
   if (kb > x->rss_max_kb)
     x->rss_max_kb = kb;
 }
@@ -235,8 +274,8 @@ static inline void la_report(la_ctx *x, const char *name) {
     for (int i = 0; i < x->by.n; i++)
       fprintf(stderr, " %lld", (long long)x->by.lat[i]);
     fprintf(stderr, "\n");
-    if (getenv("PA_DEBUG_SLOW"))
-      pa_test_dump_file(x->s->gw_log);
+    if (getenv("PA_DEBUG_SLOW") && x->gw_log)
+      pa_test_dump_file(x->gw_log);
   }
 }
 
@@ -252,10 +291,8 @@ static inline void la_end(la_ctx *x) {
 
 /* Opens a WebSocket from src to port/path (subprotocol proto and Origin
  * origin, each optional): the fd after a 101, or -1. */
-static inline int la_ws_open(ng_stack *s, const char *src, uint16_t port,
-                             const char *path, const char *proto,
-                             const char *origin) {
-  (void)s;
+static inline int la_ws_open(const char *src, uint16_t port, const char *path,
+                             const char *proto, const char *origin) {
   int fd = la_connect_from(src, port);
   if (fd < 0)
     return -1;
@@ -321,8 +358,8 @@ static inline void la_tcp_pipeline(la_ctx *x) {
   for (int i = 0; i < 100; i++) {
     char src[32];
     snprintf(src, sizeof src, "127.0.1.%d", 1 + i / 25);
-    la_add(x, la_connect_from(src, x->s->port), la_terrain,
-           sizeof la_terrain - 1, 40);
+    la_add(x, la_connect_from(src, x->port), la_terrain, sizeof la_terrain - 1,
+           40);
   }
   la_pump(x);
 }
@@ -334,7 +371,7 @@ static const char la_get_viewer[] =
 static inline void la_http_pipeline(la_ctx *x) {
   long each = (2l << 20) / 8 / (long)(sizeof la_get_viewer - 1);
   for (int i = 0; i < 8; i++)
-    la_add(x, la_connect_from("127.0.2.1", la_http_port(x->s)), la_get_viewer,
+    la_add(x, la_connect_from("127.0.2.1", x->http), la_get_viewer,
            sizeof la_get_viewer - 1, each);
   la_pump(x);
 }
@@ -352,7 +389,7 @@ static inline void la_post_bodies(la_ctx *x) {
   for (int i = 0; i < 48; i++) {
     char src[32];
     snprintf(src, sizeof src, "127.0.3.%d", 1 + i / 24);
-    int fd = la_connect_from(src, la_http_port(x->s));
+    int fd = la_connect_from(src, x->http);
     const char *h = i % 2 ? la_post_upload : la_post_other;
     if (fd >= 0 && pa_test_send_str(fd, h) == 0)
       la_add(x, fd, la_zeros, sizeof la_zeros, 512);
@@ -376,14 +413,12 @@ static inline void la_ws_ping_flood(la_ctx *x) {
   la_req_len = la_ws_frame(la_req_unit, 0x1, la_terrain, sizeof la_terrain - 2);
   for (int i = 0; i < 8; i++) {
     bool fox = i >= 4;
-    int fd = la_ws_open(
-        x->s, "127.0.4.1", fox ? la_fox_port(x->s) : la_http_port(x->s),
-        fox ? "/" : "/ws", fox ? "foxglove.websocket.v1" : NULL, NULL);
-    la_add(x, fd, (const char *)la_ping_unit, sizeof la_ping_unit, 4000);
+    int fd = la_ws_open("127.0.4.1", fox ? x->fox : x->http, fox ? "/" : "/ws",
+                        fox ? "foxglove.websocket.v1" : NULL, NULL);
+    la_add(x, fd, (const char *)la_ping_unit, sizeof la_ping_unit, 8000);
   }
   for (int i = 0; i < 8; i++)
-    la_add(x,
-           la_ws_open(x->s, "127.0.4.2", la_http_port(x->s), "/ws", NULL, NULL),
+    la_add(x, la_ws_open("127.0.4.2", x->http, "/ws", NULL, NULL),
            (const char *)la_req_unit, la_req_len, 40);
   la_pump(x);
 }
@@ -392,20 +427,19 @@ static inline void la_ws_ping_flood(la_ctx *x) {
  * 127.0.0.1 (past the per-peer cap). */
 static inline void la_idle(la_ctx *x) {
   for (int i = 0; i < 40; i++)
-    la_add(x, la_connect_from("127.0.0.1", x->s->port), "", 0, 0);
+    la_add(x, la_connect_from("127.0.0.1", x->port), "", 0, 0);
   for (int i = 0; i < 40; i++)
     la_add(x,
-           la_ws_open(x->s, "127.0.0.1", la_fox_port(x->s), "/",
-                      "foxglove.websocket.v1", NULL),
+           la_ws_open("127.0.0.1", x->fox, "/", "foxglove.websocket.v1", NULL),
            "", 0, 0);
   for (int i = 0; i < 40; i++)
-    la_add(x, la_connect_from("127.0.0.1", la_http_port(x->s)), "", 0, 0);
+    la_add(x, la_connect_from("127.0.0.1", x->http), "", 0, 0);
 }
 
 /* The line of /metrics holding needle, into out: its length, or -1. */
-static inline int la_metric(ng_stack *s, const char *needle, char *out,
+static inline int la_metric(uint16_t http, const char *needle, char *out,
                             size_t n) {
-  int fd = la_connect_from("127.0.0.251", la_http_port(s));
+  int fd = la_connect_from("127.0.0.251", http);
   if (fd < 0)
     return -1;
   static char body[1 << 20];

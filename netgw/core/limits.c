@@ -184,6 +184,8 @@ static void on_work(evutil_socket_t fd, short what, void *arg) {
 }
 
 int pa_lim_init(pa_netgw *g) {
+  /* (Not a lower event priority: libevent runs no lower priority while a
+   * higher one has events, and a flood would starve the turns.) */
   g->lim.work_ev = evtimer_new(g->base, on_work, g);
   return g->lim.work_ev ? 0 : -1;
 }
