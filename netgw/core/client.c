@@ -163,14 +163,18 @@ static void on_idle(evutil_socket_t fd, short what, void *arg) {
   pa_client *c = arg;
   int64_t lim = (int64_t)c->g->def.idle_timeout_ms * 1000000, now = pa_now_ns();
   if (c->closing) {
-    if (now - c->closing_ns >= lim)
+    if (now - c->closing_ns >= lim) {
       c->kill = true; /* its replies stayed unread: give the slot back */
+      pa_lim_count(c->g, PA_LIM_IDLE);
+    }
   } else if (c->partial_ns && now - c->partial_ns >= lim) {
+    pa_lim_count(c->g, PA_LIM_IDLE);
     pa_text_errf(c, PA_ERR_INVALID_MESSAGE,
                  "no end of line within %u ms: closing",
                  c->g->def.idle_timeout_ms);
     pa_gw_close_soon(c);
   } else if (c->g->token[0] && !c->authed && now - c->connected_ns >= lim) {
+    pa_lim_count(c->g, PA_LIM_IDLE);
     pa_text_errf(c, PA_ERR_NOT_AUTHORIZED, "no auth within %u ms: closing",
                  c->g->def.idle_timeout_ms);
     pa_gw_close_soon(c);
