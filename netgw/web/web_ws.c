@@ -596,19 +596,10 @@ static void build_visuals(const pa_visual_block *vb, sbuf *b, sbuf *bin) {
     memcpy(bin->s + count_at, &clouds, 4);
 }
 
-void pa_webws_tick(pa_web *w) {
-  if (!w->ws)
-    return;
+/* The visuals: copied when their gen moved (a few KB unless clouds); true
+ * when w->vis holds the current ones (gen in *gen). */
+static bool vis_refresh(pa_web *w, uint32_t *gen) {
   pa_netgw *g = w->g;
-  const pa_tick *t = pa_gw_latest(g);
-  uint32_t max_robots = g->ctl->def.max_robots;
-  if (!w->scan_seq)
-    w->scan_seq = calloc(max_robots, sizeof *w->scan_seq);
-  uint32_t *last_seq = w->scan_seq;
-  sbuf st = {0}, sc = {0}, wo = {0}, nav = {0}, status = {0}, mh = {0},
-       mb = {0}, vt = {0}, vbin = {0};
-  bool snap_ok = snap_refresh(w);
-  /* the visuals: copied when their gen moved (a few KB unless clouds) */
   uint32_t vis_gen = __atomic_load_n(&g->st->vis->gen, __ATOMIC_ACQUIRE);
   if (!w->vis || w->vis->gen != vis_gen) {
     pa_visual_block *vb = w->vis ? w->vis : malloc(sizeof *vb);
@@ -623,7 +614,24 @@ void pa_webws_tick(pa_web *w) {
     if (vb && !w->vis)
       w->vis = vb;
   }
-  bool vis_ok = w->vis && w->vis->gen == vis_gen;
+  *gen = vis_gen;
+  return w->vis && w->vis->gen == vis_gen;
+}
+
+void pa_webws_tick(pa_web *w) {
+  if (!w->ws)
+    return;
+  pa_netgw *g = w->g;
+  const pa_tick *t = pa_gw_latest(g);
+  uint32_t max_robots = g->ctl->def.max_robots;
+  if (!w->scan_seq)
+    w->scan_seq = calloc(max_robots, sizeof *w->scan_seq);
+  uint32_t *last_seq = w->scan_seq;
+  sbuf st = {0}, sc = {0}, wo = {0}, nav = {0}, status = {0}, mh = {0},
+       mb = {0}, vt = {0}, vbin = {0};
+  bool snap_ok = snap_refresh(w);
+  uint32_t vis_gen;
+  bool vis_ok = vis_refresh(w, &vis_gen);
   if (t) {
     build_state(w, t, &st);
     if (last_seq)
