@@ -36,6 +36,7 @@ typedef struct pa_relay {
   bool refused;        /* answered here: the rest of a's input is dropped */
   bool shut;           /* refused, answer sent: waiting for a's end */
   bool held_a, held_b; /* not read: the other side's output is full */
+  int64_t refused_ns;  /* when it was refused: drained LINGER_S at most */
   uint64_t body_left;  /* [bytes] of the current request's body to pass */
 } pa_relay;
 
@@ -81,6 +82,7 @@ static void refuse(pa_relay *r, int code, const char *why, const char *text) {
     bufferevent_write(r->a, buf,
                       (size_t)n < sizeof buf ? (size_t)n : sizeof buf - 1);
   r->refused = true;
+  r->refused_ns = pa_now_ns();
   bufferevent_enable(r->a, EV_READ); /* drained until its end */
   r->w->http_refused++;
   struct evbuffer *in = bufferevent_get_input(r->a);
@@ -230,6 +232,11 @@ static void from_browser(pa_relay *r) {
 
 static void relay_read(struct bufferevent *bev, void *arg) {
   pa_relay *r = arg;
+  if (bev == r->a && r->refused &&
+      pa_now_ns() - r->refused_ns > (int64_t)LINGER_S * 1000000000) {
+    relay_free(r); /* it keeps sending what nobody reads: enough */
+    return;
+  }
   if (bev == r->a) {
     from_browser(r);
     return;
