@@ -180,6 +180,29 @@ static inline int64_t la_p99(la_ctx *x) {
   return s[i < x->by.n ? i : x->by.n - 1];
 }
 
+/* pa-netgw's RSS bound: 256 MB; an ASan build's own memory (shadow,
+ * redzones, the quarantine of freed blocks, cut to 32 MB by la_begin)
+ * comes on top, about as much again. */
+#if defined(__SANITIZE_ADDRESS__)
+#define LA_RSS_MAX_KB (512l * 1024)
+#else
+#define LA_RSS_MAX_KB (256l * 1024)
+#endif
+
+/* ASan's quarantine of freed memory defaults to 256 MB: a short one for the
+ * processes a test starts from now on (their RSS is measured). */
+static inline void la_asan_quarantine(void) {
+#if defined(__SANITIZE_ADDRESS__)
+  const char *o = getenv("ASAN_OPTIONS");
+  if (!o || !strstr(o, "quarantine_size_mb")) {
+    char buf[1024];
+    snprintf(buf, sizeof buf, "%s%squarantine_size_mb=32", o ? o : "",
+             o && *o ? ":" : "");
+    setenv("ASAN_OPTIONS", buf, 1);
+  }
+#endif
+}
+
 /* The machine runs more than twice as many threads as it has cores (the
  * 1-minute load average): pings then wait for a CPU, whatever pa-netgw
  * does. */
