@@ -164,6 +164,9 @@ typedef struct pa_netgw_def {
   int32_t foxglove_port;
   const char *data_dir; /* record_mcap writes only under it (NULL = cwd) */
   const char *record;   /* record an MCAP file from the start (NULL = no) */
+  /* Browser origins besides the page's own that may use /ws, uploads and
+   * state-changing HTTP requests: comma-separated, "*" = any; NULL = none */
+  const char *allow_origin;
 } pa_netgw_def;
 pa_netgw_def pa_netgw_def_default(void);
 

@@ -32,6 +32,12 @@ if(TARGET playarea)
                   TIMEOUT 240 LABELS "launch;chaos")
       add_dependencies(test_chaos ${_pa_launch_procs})
     endif()
+    # Issue 32's attack mixes against one stack for ~60 s (a bystander's
+    # pings, pa-netgw's RSS, the watchdog never firing).
+    pa_add_test(test_soak SOURCES test_soak.c
+                LIBS pa_launch pa_test_launch_util Threads::Threads
+                TIMEOUT 150 LABELS "launch;soak")
+    add_dependencies(test_soak ${_pa_launch_procs})
   endif()
 endif()
 

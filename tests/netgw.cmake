@@ -26,3 +26,10 @@ pa_add_test(test_ws SOURCES test_ws.c LIBS pa_netgw_internal PkgConfig::EVENT
 # The request line's parse (json_lex.c) against json_loadb, line by line.
 pa_add_test(test_netgw_lex SOURCES test_netgw_lex.c LIBS pa_netgw_internal
             TIMEOUT 60 LABELS netgw)
+# The core's connection limits (issue 32): each attack against a real stack
+# while a bystander pings; RSS and the bystander's p99 bounded.
+pa_add_test(test_netgw_limits SOURCES test_netgw_limits.c
+            LIBS pa_shm Threads::Threads TIMEOUT 180 LABELS netgw)
+if(TARGET pa-sim)
+  add_dependencies(test_netgw_limits pa-sim pa-netgw)
+endif()

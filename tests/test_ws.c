@@ -63,7 +63,7 @@ static void on_close(struct pa_ws *ws, void *arg) {
   f->ws = NULL;
 }
 
-static const struct pa_ws_cbs cbs = {on_text, on_binary, on_close};
+static const struct pa_ws_cbs cbs = {on_text, on_binary, on_close, NULL};
 
 static const char *head_with(const char *extra_headers) {
   static char h[1024];

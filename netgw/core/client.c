@@ -63,6 +63,7 @@ void pa_gw_write(pa_client *c, const char *s, size_t n) {
             "disconnecting",
             c->id, c->g->def.max_output);
     c->g->disconnects_slow++;
+    pa_lim_count(c->g, PA_LIM_SLOW);
     c->kill = true;
     if (g->stage_c == c)
       g->stage_c = NULL, g->stage_n = 0;
@@ -147,7 +148,7 @@ static void idle_arm(pa_client *c) {
 void pa_gw_settle(pa_client *c) {
   if (!c->kill && !c->pend && !c->closing)
     process_input(c);
-  if (!c->kill && !c->pend && c->eof)
+  if (!c->kill && !c->pend && c->eof && !c->paused && !c->yielded)
     pa_gw_close_soon(c); /* process_input ran every line it had */
   if (!c->kill && !c->pend && c->closing && out_len(c) == 0)
     c->kill = true;
@@ -175,13 +176,17 @@ static void on_idle(evutil_socket_t fd, short what, void *arg) {
   pa_client *c = arg;
   int64_t lim = (int64_t)c->g->def.idle_timeout_ms * 1000000, now = pa_now_ns();
   if (c->closing) {
-    if (now - c->closing_ns >= lim)
+    if (now - c->closing_ns >= lim) {
       c->kill = true; /* its replies stayed unread: give the slot back */
+      pa_lim_count(c->g, PA_LIM_IDLE);
+    }
   } else if (c->partial_ns && now - c->partial_ns >= lim) {
+    pa_lim_count(c->g, PA_LIM_IDLE);
     text_errf(c, PA_ERR_INVALID_MESSAGE, "no end of line within %u ms: closing",
               c->g->def.idle_timeout_ms);
     pa_gw_close_soon(c);
   } else if (c->g->token[0] && !c->authed && now - c->connected_ns >= lim) {
+    pa_lim_count(c->g, PA_LIM_IDLE);
     text_errf(c, PA_ERR_NOT_AUTHORIZED, "no auth within %u ms: closing",
               c->g->def.idle_timeout_ms);
     pa_gw_close_soon(c);
@@ -230,9 +235,13 @@ static void too_long(pa_client *c, bool json, size_t n) {
 static void process_input(pa_client *c) {
   struct evbuffer *in = bufferevent_get_input(c->bev);
   bool partial = false, consumed = false;
+  unsigned lines = 0;
   while (!c->pend && !c->kill && !c->closing) {
     size_t avail = evbuffer_get_length(in);
     if (avail == 0)
+      break;
+    /* Replies piling up, or its share of this turn used: the rest waits. */
+    if (c->yielded || !pa_lim_may_run(c, lines))
       break;
     if (c->discarding) {
       struct evbuffer_ptr p = evbuffer_search(in, "\n", 1, NULL);
@@ -279,6 +288,8 @@ static void process_input(pa_client *c) {
       evbuffer_drain(in, n + 1);
       continue;
     }
+    int64_t t0 = pa_now_ns();
+    lines++;
     const char *line =
         (const char *)evbuffer_pullup(in, (ev_ssize_t)n + (last ? 0 : 1));
     size_t len = n;
@@ -291,6 +302,7 @@ static void process_input(pa_client *c) {
     }
     evbuffer_drain(in, n + (last ? 0 : 1));
     consumed = true;
+    pa_lim_charge(c, t0);
   }
   if (!partial)
     c->partial_ns = 0;
@@ -345,12 +357,17 @@ static void on_read(struct bufferevent *bev, void *arg) {
     pa_gw_spin_for_reply(g);
 }
 
-/* The output drained: a closing client has had every reply. */
+/* The output drained: a closing client has had every reply; a paused one
+ * is read again. */
 static void on_write(struct bufferevent *bev, void *arg) {
   (void)bev;
   pa_client *c = arg;
-  if (c->closing && !c->pend)
-    pa_gw_settle(c); /* frees c */
+  if (pa_lim_out_drained(c) || (c->closing && !c->pend)) {
+    int64_t t0 = pa_now_ns();
+    pa_netgw *g = c->g;
+    pa_gw_settle(c); /* may free c */
+    pa_gw_account(g, t0);
+  }
 }
 
 static void on_event(struct bufferevent *bev, short what, void *arg) {
@@ -392,12 +409,14 @@ void pa_gw_on_accept(struct evconnlistener *lis, evutil_socket_t fd,
         g->clients[i]->peer.sin_addr.s_addr == sin->sin_addr.s_addr)
       same++;
   if (g->def.max_clients_per_peer && same >= g->def.max_clients_per_peer) {
+    pa_lim_count(g, PA_LIM_PEER_CAP);
     refuse(g, fd, "err busy too many connections from this address\n");
     return;
   }
   /* The reserve (slots past max_clients) only takes a new address. */
   if (g->n_clients >= g->slots ||
       (g->n_clients >= g->def.max_clients && same > 0)) {
+    pa_lim_count(g, PA_LIM_SLOTS);
     refuse(g, fd, "err busy too many clients\n");
     return;
   }
@@ -432,6 +451,7 @@ void pa_gw_on_accept(struct evconnlistener *lis, evutil_socket_t fd,
   }
   g->clients[slot] = c;
   g->n_clients++;
+  pa_lim_accepted(c);
   bufferevent_setcb(c->bev, on_read, on_write, on_event, c);
   bufferevent_setwatermark(c->bev, EV_READ, 0, READ_HIGH_WATER);
   bufferevent_enable(c->bev, EV_READ | EV_WRITE);

@@ -49,7 +49,7 @@ pa_netgw_def pa_netgw_def_default(void) {
       .odom_watch_us = 0, /* off: it helps the median, not p99, and costs CPU */
       .realtime = false,
       .idle_timeout_ms = 10000,
-      .max_clients_per_peer = 0,
+      .max_clients_per_peer = 32,
       .reserve_clients = 4,
       .http_port = 0, /* the process: --http_port 8080 */
       .web_dir = "",
@@ -284,7 +284,8 @@ static int make_events(pa_netgw *g, char *err, size_t err_sz) {
   g->health_ev = event_new(g->base, -1, EV_PERSIST, on_health, g);
   g->relisten_ev = evtimer_new(g->base, pa_gw_on_relisten, g);
   g->cam_more_ev = evtimer_new(g->base, pa_gw_on_camera_more, g);
-  if (!g->stop_ev || !g->health_ev || !g->relisten_ev || !g->cam_more_ev) {
+  if (!g->stop_ev || !g->health_ev || !g->relisten_ev || !g->cam_more_ev ||
+      pa_lim_init(g) != 0) {
     snprintf(err, err_sz, "event setup failed");
     return -1;
   }
@@ -410,6 +411,7 @@ void pa_netgw_destroy(pa_netgw *g) {
   for (size_t i = 0; i < sizeof evs / sizeof evs[0]; i++)
     if (evs[i])
       event_free(evs[i]);
+  pa_lim_free(g);
   if (g->lis)
     evconnlistener_free(g->lis);
   if (g->base)

@@ -267,6 +267,51 @@ typedef struct pa_odom_tx {
   double period, phase;
 } pa_odom_tx;
 
+/* ---- limits.c: the core's connection limits ------------------------------ */
+
+/* Output backpressure: a client with more than OUT_HIGH bytes of replies
+ * unread is not read until they drain below OUT_LOW (--max_output stays
+ * the hard cap one reply may reach). */
+#define PA_LIM_OUT_HIGH (256u << 10)
+#define PA_LIM_OUT_LOW (64u << 10)
+/* Fair turns: one client runs at most TURN_LINES lines a go, and all of
+ * them at most TURN_NS of line work per TURN_WINDOW_NS, before the loop
+ * polls again; the yielded go on least served first. */
+#define PA_LIM_TURN_LINES 16u
+#define PA_LIM_TURN_NS (4 * 1000000)
+#define PA_LIM_TURN_WINDOW_NS (10 * 1000000)
+/* The yielded go least recently served first: recent work halves every
+ * HALF_LIFE; a new client starts as if it had worked START_DEBIT. */
+#define PA_LIM_HALF_LIFE_NS 1e9
+#define PA_LIM_START_DEBIT_NS 20e6
+/* A client with less recent work than this is light: when the turn is
+ * used up, its one line still runs at once (within its own budget). */
+#define PA_LIM_LIGHT_NS 1e6
+
+/* What the limits did, counted per reason (/metrics
+ * netgw_limit_events_total{reason}). */
+enum {
+  PA_LIM_PEER_CAP, /* a connection refused: its address holds the cap */
+  PA_LIM_SLOTS,    /* a connection refused: every slot taken */
+  PA_LIM_PAUSED,   /* a client not read while its output drains */
+  PA_LIM_YIELDED,  /* a client's lines waited for the next turn */
+  PA_LIM_IDLE,     /* a connection closed for idling */
+  PA_LIM_BODY,     /* a request body refused before it was read */
+  PA_LIM_ORIGIN,   /* a cross-origin request refused */
+  PA_LIM_SLOW,     /* a client cut for unread output past its cap */
+  PA_LIM_QUEUE,    /* a command refused: its source's queue share is used */
+  PA_LIM_STALE,    /* a state frame dropped for a newer one */
+  PA_LIM_COUNT
+};
+
+typedef struct pa_limits {
+  struct event *work_ev; /* runs the yielded clients */
+  int64_t turn_start_ns, turn_ns;
+  int64_t light_ns; /* light clients' lines run past the turn's budget */
+  uint64_t events[PA_LIM_COUNT];
+  uint64_t bytes_dropped; /* stale frames not sent */
+} pa_limits;
+
 /* ---- the gateway and its clients ---------------------------------------- */
 
 /* One robot's camera images on their way out, a loop turn's budget at a
@@ -338,6 +383,11 @@ typedef struct pa_client {
   /* hibernate (RaisimServer's STATUS_HIBERNATING): subscriptions kept, no
    * stream datagram sent, commands still answered, until wakeup */
   bool hibernating;
+  /* limits.c: waiting for the next turn; not read while output drains */
+  bool yielded, paused;
+  bool light;        /* its current line runs on the light clients' budget */
+  double recent_ns;  /* line work lately (halves each half-life) */
+  int64_t recent_at; /* when recent_ns was last decayed [ns] */
 } pa_client;
 
 typedef struct pa_netgw {
@@ -404,6 +454,7 @@ typedef struct pa_netgw {
   /* registry.c: request durations per front-end request name */
   pa_hist req_hist[PA_REQ_STATS_MAX + 1]; /* the last: unknown */
   const char *req_name[PA_REQ_STATS_MAX];
+  pa_limits lim; /* limits.c */
 } pa_netgw;
 
 /* gw.c, for json.c */
@@ -500,5 +551,30 @@ int64_t pa_gw_odom_send(void *arg); /* on the state-ring thread */
 /* streams.c: stops (on) or restarts c's streams, keeping its
  * subscriptions. */
 void pa_gw_hibernate(pa_client *c, bool on);
+
+/* limits.c */
+int pa_lim_init(pa_netgw *g);
+void pa_lim_free(pa_netgw *g);
+void pa_lim_count(pa_netgw *g, int e);
+const char *pa_lim_event_name(int e); /* NULL past the last */
+/* Before each line: false when c must stop for now (its output is over
+ * the high-water mark: paused; or its turn is over: yielded, resumed by the
+ * work event). lines_done: the lines this call already ran. */
+bool pa_lim_may_run(pa_client *c, unsigned lines_done);
+/* After a line that started at t0: charges its work to c and the turn. */
+void pa_lim_charge(pa_client *c, int64_t t0);
+/* A new client: its place in the fair turns. */
+void pa_lim_accepted(pa_client *c);
+/* c's output drained: true when it was paused and is read again (the
+ * caller settles it). */
+bool pa_lim_out_drained(pa_client *c);
+/* Where a command for pa-sim comes from: its share of the queue. */
+enum { PA_LIM_SRC_CLIENT, PA_LIM_SRC_DATAGRAM, PA_LIM_SRC_REPLAY };
+/* pa_queue_push of cmd into pa-sim's queue within source's share: 0, or
+ * PA_SHM_EFULL (queue full, or the share used: counted). */
+int pa_lim_queue_push(pa_netgw *g, int source, const pa_cmd *cmd);
+/* A browser's Origin may act here: absent, the Host's own, or one of
+ * --allow_origin. False is counted. */
+bool pa_lim_origin_ok(pa_netgw *g, const char *origin, const char *host);
 
 #endif

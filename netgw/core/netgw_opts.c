@@ -26,7 +26,9 @@ static const pa_opt_row rows[] = {
          "[ms] close a connection whose line stays unfinished, or (with "
          "--token) that does not authenticate, this long (0 = never)")},
     {ROW(def.max_clients_per_peer, "max_clients_per_peer", PA_OPT_U32, 0,
-         100000, 0, "TCP clients from one IPv4 address (0 = no limit)")},
+         100000, 32,
+         "connections from one IPv4 address, loopback too: TCP clients, and "
+         "HTTP, /ws and Foxglove connections each (0 = no limit)")},
     {ROW(def.reserve_clients, "reserve_clients", PA_OPT_U32, 0, 1000, 4,
          "slots beyond --max_clients for an address holding no connection "
          "(an admin connects from e.g. 127.0.0.2)")},
@@ -81,6 +83,10 @@ static const pa_opt_row rows[] = {
     {ROW(def.foxglove_port, "foxglove_port", PA_OPT_I32, -1, 65535, 8765,
          "Foxglove WebSocket port (0 = off, -1 = a free one; a taken port "
          "walks to the next free one; none free: warns, runs without it)")},
+    {STR(def.allow_origin, "allow_origin", NULL,
+         "browser origins (comma-separated, e.g. https://app.example:8443; "
+         "* = any) that may use /ws, uploads and state-changing HTTP "
+         "requests besides the page's own")},
     {STR(def.data_dir, "data_dir", NULL,
          "pa-netgw: record_mcap and --record write only under this directory "
          "(unset = pa-netgw's working directory)")},

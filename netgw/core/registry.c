@@ -85,6 +85,20 @@ void pa_core_metrics_write(pa_netgw *g, struct evbuffer *b) {
                     &g->req_hist[i]);
   }
   ports_write(g, b);
+  pa_metrics_family(
+      b, "playarea_netgw_limit_events_total", "counter",
+      "what the connection limits did, per reason (docs/operations.md, "
+      "Limits)");
+  for (int e = 0; pa_lim_event_name(e); e++)
+    evbuffer_add_printf(b,
+                        "playarea_netgw_limit_events_total{reason=\"%s\"} "
+                        "%llu\n",
+                        pa_lim_event_name(e),
+                        (unsigned long long)g->lim.events[e]);
+  pa_metrics_family(b, "playarea_netgw_limit_bytes_dropped_total", "counter",
+                    "bytes of stale frames not sent to slow clients");
+  evbuffer_add_printf(b, "playarea_netgw_limit_bytes_dropped_total %llu\n",
+                      (unsigned long long)g->lim.bytes_dropped);
   for (const pa_frontend *const *f = pa_frontends; *f; f++)
     if ((*f)->metrics)
       (*f)->metrics(g, b);

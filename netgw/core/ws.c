@@ -28,6 +28,9 @@ struct pa_ws {
   struct pa_ws_cbs cbs;
   void *arg;
   size_t max_queued;
+  uint64_t *pauses;
+  bool out_paused;  /* not read: too much output waits (backpressure) */
+  bool user_paused; /* not read: pa_ws_set_reading(false) */
   char path[WS_MAX_PATH];
   char proto[WS_MAX_PROTO];
   int depth;    /* > 0 while a user callback runs: free is deferred */
@@ -349,8 +352,49 @@ static void ws_pump(struct pa_ws *ws) {
     ws_end(ws);
 }
 
+static size_t out_len(const struct pa_ws *ws) {
+  return evbuffer_get_length(bufferevent_get_output(ws->bev));
+}
+
+/* Reads the peer only while it is not paused for either reason. */
+static void apply_reading(struct pa_ws *ws) {
+  if (ws->dead)
+    return;
+  if (ws->out_paused || ws->user_paused)
+    bufferevent_disable(ws->bev, EV_READ);
+  else
+    bufferevent_enable(ws->bev, EV_READ);
+}
+
+/* Everything queued (pongs a ping flood asks for included) past half the
+ * limit: the peer is not read until it reads (le-proxy's watermarks). */
+static void check_output(struct pa_ws *ws) {
+  if (ws->dead || ws->out_paused || out_len(ws) <= ws->max_queued / 2)
+    return;
+  ws->out_paused = true;
+  if (ws->pauses)
+    (*ws->pauses)++;
+  apply_reading(ws);
+}
+
+/* ws_pump, then check_output: false when ws ended (and is freed). */
+static bool pump_checked(struct pa_ws *ws) {
+  ws->depth++;
+  ws_pump(ws);
+  check_output(ws);
+  ws->depth--;
+  if (ws->dead) {
+    if (ws->depth == 0)
+      ws_destroy(ws);
+    return false;
+  }
+  return true;
+}
+
 static void on_read(struct bufferevent *bev, void *arg) {
   struct pa_ws *ws = arg;
+  if (ws->out_paused || ws->user_paused)
+    return; /* the input waits (bytes read just before the pause) */
   ws->depth++;
   int rc = wslay_event_recv(ws->ctx);
   ws->depth--;
@@ -363,10 +407,37 @@ static void on_read(struct bufferevent *bev, void *arg) {
     ws_end(ws);
     return;
   }
-  ws_pump(ws);
+  pump_checked(ws);
 }
 
-static void on_write(struct bufferevent *bev, void *arg) { ws_pump(arg); }
+static void on_write(struct bufferevent *bev, void *arg) {
+  struct pa_ws *ws = arg;
+  if (!pump_checked(ws) || out_len(ws) > ws->max_queued / 4)
+    return;
+  ws->depth++;
+  if (ws->out_paused) {
+    ws->out_paused = false;
+    apply_reading(ws);
+    if (!ws->user_paused &&
+        evbuffer_get_length(bufferevent_get_input(ws->bev)) > 0)
+      on_read(ws->bev, ws); /* what arrived before the pause */
+  }
+  if (!ws->dead && ws->cbs.on_drain)
+    ws->cbs.on_drain(ws, ws->arg);
+  ws->depth--;
+  if (ws->dead && ws->depth == 0)
+    ws_destroy(ws);
+}
+
+void pa_ws_set_reading(struct pa_ws *ws, bool on) {
+  if (ws->user_paused == !on)
+    return;
+  ws->user_paused = !on;
+  apply_reading(ws);
+  if (on && !ws->out_paused && !ws->dead &&
+      evbuffer_get_length(bufferevent_get_input(ws->bev)) > 0 && ws->depth == 0)
+    on_read(ws->bev, ws);
+}
 
 static void on_kick(evutil_socket_t fd, short what, void *arg) {
   struct pa_ws *ws = arg;
@@ -457,6 +528,7 @@ pa_ws_accept(struct event_base *base, evutil_socket_t fd, const char *head,
   ws->arg = arg;
   ws->max_queued =
       limits && limits->max_queued ? limits->max_queued : (size_t)16 << 20;
+  ws->pauses = limits ? limits->pauses : NULL;
   snprintf(ws->path, sizeof ws->path, "%s", path);
   snprintf(ws->proto, sizeof ws->proto, "%s", proto ? proto : "");
   evutil_make_socket_nonblocking(fd);
@@ -492,6 +564,8 @@ pa_ws_accept(struct event_base *base, evutil_socket_t fd, const char *head,
     ws->pre_len = extra_len;
   }
   bufferevent_setcb(ws->bev, on_read, on_write, on_event, ws);
+  /* on_write at a quarter of the limit: resumes a paused peer */
+  bufferevent_setwatermark(ws->bev, EV_WRITE, ws->max_queued / 4, 0);
   bufferevent_enable(ws->bev, EV_READ | EV_WRITE);
   /* Bytes that came with the head are framed from the loop, not here, so
    * the caller holds a live pointer when this returns. */
@@ -508,8 +582,9 @@ static int ws_send(struct pa_ws *ws, uint8_t opcode, const void *data,
                    size_t len) {
   if (ws->dead || ws->closing || !wslay_event_get_write_enabled(ws->ctx))
     return -1;
-  if (pa_ws_queued(ws) + len > ws->max_queued)
-    return -1;
+  size_t q = pa_ws_queued(ws);
+  if (q > 0 && q + len > ws->max_queued)
+    return -1; /* one message alone may be larger: a big map */
   struct wslay_event_msg m = {.opcode = opcode, .msg = data, .msg_length = len};
   if (wslay_event_queue_msg(ws->ctx, &m) != 0)
     return -1;

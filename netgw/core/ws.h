@@ -8,6 +8,7 @@
 #ifndef PA_WS_H
 #define PA_WS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -24,11 +25,19 @@ struct pa_ws_cbs {
   /* Called once when the connection ends for any reason (peer close, error,
    * pa_ws_close done, limits); `ws` is freed right after it returns. */
   void (*on_close)(struct pa_ws *ws, void *arg);
+  /* Optional: the output drained below a quarter of max_queued (a sender
+   * that held back its frames may go on). */
+  void (*on_drain)(struct pa_ws *ws, void *arg);
 };
 
 struct pa_ws_limits {
   size_t max_message; /* a larger incoming message closes with 1009 */
-  size_t max_queued;  /* pa_ws_send* refuse (-1) while this many bytes wait */
+  /* pa_ws_send* refuse (-1) while this many bytes wait (one message alone
+   * may be larger). Everything sent counts, pongs and close frames too:
+   * past half of it the peer is not read (backpressure) until its output
+   * drains below a quarter. */
+  size_t max_queued;
+  uint64_t *pauses; /* optional: counts the read pauses */
 };
 
 /* The longest HTTP request head the upgrade reads (bytes). */
@@ -71,6 +80,10 @@ size_t pa_ws_queued(const struct pa_ws *ws);
 /* The subprotocol chosen at the upgrade ("" for none) and the request path. */
 const char *pa_ws_subprotocol(const struct pa_ws *ws);
 const char *pa_ws_path(const struct pa_ws *ws);
+
+/* Stops (false) or resumes (true) reading the peer: a caller whose own
+ * queue for this peer's requests is full. */
+void pa_ws_set_reading(struct pa_ws *ws, bool on);
 
 /* Starts the close handshake (code, reason); on_close follows later. */
 void pa_ws_close(struct pa_ws *ws, uint16_t code, const char *reason);

@@ -503,6 +503,7 @@ static void on_turn(evutil_socket_t fd, short what, void *arg) {
     f->idle = false;
   }
   g->loops++;
+  pa_fox_close_idle(f, t0);
   pa_fox_refresh_world(f);
   const pa_tick *t = pa_gw_latest(g);
   if (t) {
@@ -553,11 +554,27 @@ static void head_free(fox_head *h, bool close_fd) {
   free(h);
 }
 
+/* A refusal the client can read, then the end. */
+static void head_refuse(fox_head *h, const char *status, const char *text) {
+  char buf[512];
+  int n = snprintf(buf, sizeof buf,
+                   "HTTP/1.1 %s\r\nContent-Type: text/plain\r\n"
+                   "Content-Length: %zu\r\nConnection: close\r\n\r\n%s\n",
+                   status, strlen(text) + 1, text);
+  if (n > 0 && (size_t)n < sizeof buf) {
+    ssize_t w = send(h->fd, buf, (size_t)n, MSG_NOSIGNAL);
+    (void)w;
+  }
+  head_free(h, true);
+}
+
 static void on_head(evutil_socket_t fd, short what, void *arg) {
   fox_head *h = arg;
   pa_fox *f = h->f;
-  if (what & EV_TIMEOUT) {
-    head_free(h, true);
+  if (what & EV_TIMEOUT ||
+      pa_now_ns() - h->start_ns > (int64_t)FOX_HEAD_TIMEOUT_S * 1000000000) {
+    pa_lim_count(f->g, PA_LIM_IDLE);
+    head_free(h, true); /* no whole upgrade request in time */
     return;
   }
   ssize_t r = recv(fd, h->buf + h->n, sizeof h->buf - 1 - h->n, 0);
@@ -584,27 +601,17 @@ static void on_head(evutil_socket_t fd, short what, void *arg) {
   if (!pa_core_head_authed(f->g, h->buf, head_len)) {
     /* --token: ws://host:port/?token=... or Authorization: Bearer */
     f->refused_auth++;
-    int rfd = h->fd;
-    event_free(h->ev);
-    h->ev = NULL;
-    free(h);
-    pa_core_refuse_http(rfd, "401 Unauthorized",
-                        "not_authorized: this gateway has a --token: add "
-                        "?token=... to the URL or an Authorization: Bearer "
-                        "header");
+    head_refuse(h, "401 Unauthorized",
+                "not_authorized: this gateway has a --token: add ?token=... "
+                "to the URL or an Authorization: Bearer header");
     return;
   }
   pa_core_client_seen(f->g);
-  uint32_t slot = 0;
-  while (slot < FOX_MAX_CONNS && f->conns[slot])
-    slot++;
+  const char *why;
+  uint32_t slot = pa_fox_conn_slot(f, h->addr, &why);
   if (slot == FOX_MAX_CONNS) {
-    static const char resp[] = "HTTP/1.1 503 Service Unavailable\r\n"
-                               "Connection: close\r\n\r\n";
-    ssize_t w = send(fd, resp, sizeof resp - 1, MSG_NOSIGNAL);
-    (void)w;
-    pa_warn("foxglove: %d clients already: refused one", FOX_MAX_CONNS);
-    head_free(h, true);
+    pa_warn("foxglove: refused a connection: %s", why);
+    head_refuse(h, "503 Service Unavailable", why);
     return;
   }
   fox_conn *c = calloc(1, sizeof *c);
@@ -615,9 +622,13 @@ static void on_head(evutil_socket_t fd, short what, void *arg) {
   c->f = f;
   c->slot = slot;
   c->gen = ++f->gens;
+  c->addr = h->addr;
+  c->active_ns = pa_now_ns();
   struct pa_ws_limits lim = {.max_message = 1u << 20,
-                             .max_queued = FOX_MAX_QUEUED};
-  struct pa_ws_cbs cbs = {pa_fox_on_text, pa_fox_on_binary, pa_fox_on_close};
+                             .max_queued = FOX_MAX_QUEUED,
+                             .pauses = &f->g->lim.events[PA_LIM_PAUSED]};
+  struct pa_ws_cbs cbs = {pa_fox_on_text, pa_fox_on_binary, pa_fox_on_close,
+                          NULL};
   char err[256];
   /* pa_ws_accept owns fd from here, whatever it returns */
   evutil_socket_t sock = h->fd;
@@ -652,7 +663,7 @@ static void on_head(evutil_socket_t fd, short what, void *arg) {
 
 static void on_accept(struct evconnlistener *lis, evutil_socket_t fd,
                       struct sockaddr *sa, int salen, void *arg) {
-  (void)lis, (void)sa, (void)salen;
+  (void)lis;
   pa_fox *f = arg;
   fox_head *h = calloc(1, sizeof *h);
   if (!h) {
@@ -661,6 +672,9 @@ static void on_accept(struct evconnlistener *lis, evutil_socket_t fd,
   }
   h->f = f;
   h->fd = fd;
+  h->start_ns = pa_now_ns();
+  if (sa->sa_family == AF_INET && salen >= (int)sizeof(struct sockaddr_in))
+    h->addr = ((const struct sockaddr_in *)sa)->sin_addr.s_addr;
   evutil_make_socket_nonblocking(fd);
   h->ev = event_new(f->g->base, fd, EV_READ | EV_PERSIST, on_head, h);
   struct timeval tv = {FOX_HEAD_TIMEOUT_S, 0};

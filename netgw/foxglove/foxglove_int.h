@@ -13,6 +13,7 @@
 #include <turbojpeg.h>
 
 #define FOX_MAX_CONNS 32
+#define FOX_RESERVE_CONNS 4 /* the last slots: only for a new address */
 #define FOX_MAX_SUBS 256
 #define FOX_MAX_PUBS 32
 #define FOX_MAX_CALLS 64
@@ -48,6 +49,8 @@ typedef struct fox_conn {
   } pubs[FOX_MAX_PUBS];
   uint32_t n_pubs;
   uint64_t sent, dropped;
+  uint32_t addr;     /* the client's IPv4 address (per-peer cap) */
+  int64_t active_ns; /* its last message [ns]: idle without subscriptions */
 } fox_conn;
 
 typedef struct fox_head {
@@ -55,6 +58,8 @@ typedef struct fox_head {
   evutil_socket_t fd;
   struct event *ev;
   size_t n;
+  uint32_t addr;    /* the client's IPv4 address */
+  int64_t start_ns; /* accepted: the head must be whole by the timeout */
   char buf[PA_WS_MAX_HEAD];
 } fox_head;
 
@@ -192,5 +197,11 @@ void pa_fox_replay_feed(pa_fox *f);
 /* Stops a replay's load (the gateway stops): joins its thread. */
 void pa_fox_replay_cancel(pa_fox *f);
 void pa_fox_replay_reply(pa_fox *f, const pa_reply *r);
+
+/* foxglove_svc.c: a free connection slot for a client from addr (network
+ * order), or FOX_MAX_CONNS with *why; closes connections idle past
+ * --idle_timeout_ms (no subscription, nothing sent). */
+uint32_t pa_fox_conn_slot(pa_fox *f, uint32_t addr, const char **why);
+void pa_fox_close_idle(pa_fox *f, int64_t now);
 
 #endif

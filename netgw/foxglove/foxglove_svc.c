@@ -512,6 +512,7 @@ void pa_fox_on_text(struct pa_ws *ws, const char *data, size_t len, void *arg) {
   (void)ws;
   fox_conn *c = arg;
   int64_t t0 = pa_now_ns();
+  c->active_ns = t0;
   json_error_t je;
   json_t *j = json_loadb(data, len, 0, &je);
   const char *op = json_string_value(json_object_get(j, "op"));
@@ -545,6 +546,7 @@ void pa_fox_on_binary(struct pa_ws *ws, const uint8_t *data, size_t len,
   (void)ws;
   fox_conn *c = arg;
   int64_t t0 = pa_now_ns();
+  c->active_ns = t0;
   if (len && data[0] == 0x01)
     on_client_data(c, data, len);
   else if (len && data[0] == 0x02)
@@ -562,4 +564,47 @@ void pa_fox_on_close(struct pa_ws *ws, void *arg) {
   f->n_conns--;
   free(c);
   pa_fox_cam_update(f);
+}
+
+/* ---- connection limits ---------------------------------------------- */
+
+/* A free connection slot for addr, or FOX_MAX_CONNS: one address holds at
+ * most --max_clients_per_peer, and the last FOX_RESERVE_CONNS only go to
+ * an address holding none. */
+uint32_t pa_fox_conn_slot(pa_fox *f, uint32_t addr, const char **why) {
+  uint32_t same = 0, slot = FOX_MAX_CONNS;
+  for (uint32_t i = 0; i < FOX_MAX_CONNS; i++) {
+    if (!f->conns[i] && slot == FOX_MAX_CONNS)
+      slot = i;
+    same += f->conns[i] && f->conns[i]->addr == addr;
+  }
+  unsigned cap = f->g->def.max_clients_per_peer;
+  *why = "too many Foxglove clients";
+  if (cap && same >= cap) {
+    *why = "too many Foxglove connections from this address";
+    pa_lim_count(f->g, PA_LIM_PEER_CAP);
+    return FOX_MAX_CONNS;
+  }
+  if (slot != FOX_MAX_CONNS && same > 0 &&
+      f->n_conns >= FOX_MAX_CONNS - FOX_RESERVE_CONNS)
+    slot = FOX_MAX_CONNS; /* the reserve is for someone else */
+  if (slot == FOX_MAX_CONNS && (!cap || same < cap))
+    pa_lim_count(f->g, PA_LIM_SLOTS);
+  return slot;
+}
+
+/* Connections that subscribed to nothing and sent nothing for the idle
+ * timeout go, so that idle ones cannot hold every slot. */
+void pa_fox_close_idle(pa_fox *f, int64_t now) {
+  int64_t lim = (int64_t)f->g->def.idle_timeout_ms * 1000000;
+  if (!lim)
+    return;
+  for (uint32_t i = 0; i < FOX_MAX_CONNS; i++) {
+    fox_conn *c = f->conns[i];
+    if (c && !c->n_subs && !c->n_pubs && now - c->active_ns > lim) {
+      c->active_ns = now; /* once: the close handshake follows */
+      pa_lim_count(f->g, PA_LIM_IDLE);
+      pa_ws_close(c->ws, 1008, "idle: no subscription or message");
+    }
+  }
 }

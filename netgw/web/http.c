@@ -33,10 +33,9 @@
 #define PA_WEB_DIR ""
 #endif
 
-#define PEEK_TIMEOUT_MS 10000  /* a request head must arrive within this */
-#define PEEK_RETRY_US 5000     /* poll again when the request line is partial */
-#define UPLOAD_MAX (32u << 20) /* [bytes] one uploaded file */
-#define LIVE_PERIOD_US 50000   /* 20 Hz */
+#define PEEK_TIMEOUT_MS 10000 /* a request head must arrive within this */
+#define PEEK_RETRY_US 5000    /* poll again when the request line is partial */
+#define LIVE_PERIOD_US 50000  /* 20 Hz */
 
 /* A connection whose request head is being read. */
 typedef struct pa_peek {
@@ -162,7 +161,7 @@ static void upload(pa_web *w, struct evhttp_request *req, const char *query) {
   }
   struct evbuffer *in = evhttp_request_get_input_buffer(req);
   size_t len = evbuffer_get_length(in);
-  if (len > UPLOAD_MAX) {
+  if (len > PA_WEB_UPLOAD_MAX) {
     pa_web_reply_text(req, 413, "Payload Too Large", "at most 32 MiB");
     return;
   }
@@ -280,83 +279,6 @@ static void on_request(struct evhttp_request *req, void *arg) {
 /* ---- the listener: sort connections by their request head
  * -------------------*/
 
-/* ---- the relay to evhttp --------------------------------------------------*/
-
-typedef struct pa_relay {
-  struct pa_relay *next, **prev;
-  pa_web *w;
-  struct bufferevent *a, *b; /* the browser, evhttp */
-  bool closing;              /* one side ended: flush the other, then free */
-} pa_relay;
-
-static void relay_free(pa_relay *r) {
-  *r->prev = r->next;
-  if (r->next)
-    r->next->prev = r->prev;
-  bufferevent_free(r->a);
-  bufferevent_free(r->b);
-  free(r);
-}
-
-static void relay_read(struct bufferevent *bev, void *arg) {
-  pa_relay *r = arg;
-  struct bufferevent *to = bev == r->a ? r->b : r->a;
-  evbuffer_add_buffer(bufferevent_get_output(to), bufferevent_get_input(bev));
-}
-
-static void relay_write(struct bufferevent *bev, void *arg) {
-  pa_relay *r = arg;
-  (void)bev;
-  if (r->closing && !evbuffer_get_length(bufferevent_get_output(r->a)) &&
-      !evbuffer_get_length(bufferevent_get_output(r->b)))
-    relay_free(r);
-}
-
-static void relay_event(struct bufferevent *bev, short what, void *arg) {
-  pa_relay *r = arg;
-  if (what & BEV_EVENT_CONNECTED)
-    return;
-  if (what & BEV_EVENT_ERROR) {
-    relay_free(r); /* a reset, or evhttp unreachable: nothing to flush */
-    return;
-  }
-  if (what & BEV_EVENT_EOF)
-    relay_read(bev, r); /* the last bytes */
-  r->closing = true;
-  bufferevent_disable(bev, EV_READ);
-  relay_write(bev, r); /* free once the other side's output is out */
-}
-
-static void relay_start(pa_web *w, evutil_socket_t fd) {
-  pa_relay *r = calloc(1, sizeof *r);
-  if (r) {
-    r->w = w;
-    r->a = bufferevent_socket_new(w->g->base, fd, BEV_OPT_CLOSE_ON_FREE);
-    r->b = bufferevent_socket_new(w->g->base, -1, BEV_OPT_CLOSE_ON_FREE);
-  }
-  if (!r || !r->a || !r->b ||
-      bufferevent_socket_connect(r->b, (struct sockaddr *)&w->inner,
-                                 sizeof w->inner) != 0) {
-    if (r && r->a)
-      bufferevent_free(r->a);
-    else
-      evutil_closesocket(fd);
-    if (r && r->b)
-      bufferevent_free(r->b);
-    free(r);
-    return;
-  }
-  r->next = w->relays;
-  r->prev = &w->relays;
-  if (w->relays)
-    w->relays->prev = &r->next;
-  w->relays = r;
-  bufferevent_setcb(r->a, relay_read, relay_write, relay_event, r);
-  bufferevent_setcb(r->b, relay_read, relay_write, relay_event, r);
-  bufferevent_enable(r->a, EV_READ | EV_WRITE);
-  bufferevent_enable(r->b, EV_READ | EV_WRITE);
-}
-
 static void peek_free(pa_peek *p, bool close_fd) {
   pa_peek **pp = &p->w->peeks;
   while (*pp && *pp != p)
@@ -438,8 +360,9 @@ static void on_peek(evutil_socket_t fd, short what, void *arg) {
     return;
   case PA_HTTP_RELAY: {
     evutil_socket_t f = p->fd;
+    struct sockaddr_in peer = p->peer;
     peek_free(p, false);
-    relay_start(w, f);
+    pa_web_relay_start(w, f, &peer);
     return;
   }
   case PA_HTTP_WS:
@@ -462,6 +385,21 @@ static void on_peek(evutil_socket_t fd, short what, void *arg) {
   peek_free(p, false);
 }
 
+/* The address holds --max_clients_per_peer HTTP connections already
+ * (heads being read, relayed, /ws): counted, true. */
+static bool peer_full(pa_web *w, uint32_t addr) {
+  unsigned cap = w->g->def.max_clients_per_peer;
+  if (!cap)
+    return false;
+  uint32_t n = pa_web_relay_count(w, addr) + pa_webws_count(w, addr);
+  for (const pa_peek *p = w->peeks; p; p = p->next)
+    n += p->peer.sin_addr.s_addr == addr;
+  if (n < cap)
+    return false;
+  pa_lim_count(w->g, PA_LIM_PEER_CAP);
+  return true;
+}
+
 static void on_accept(struct evconnlistener *lis, evutil_socket_t fd,
                       struct sockaddr *sa, int salen, void *arg) {
   (void)lis;
@@ -473,9 +411,20 @@ static void on_accept(struct evconnlistener *lis, evutil_socket_t fd,
     evutil_closesocket(fd);
     return;
   }
+  memcpy(&p->peer, sa, sizeof p->peer);
+  if (peer_full(w, p->peer.sin_addr.s_addr)) {
+    static const char resp[] =
+        "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\n"
+        "Content-Length: 39\r\nConnection: close\r\n\r\n"
+        "too many connections from this address\n";
+    ssize_t wr = send(fd, resp, sizeof resp - 1, MSG_NOSIGNAL);
+    (void)wr;
+    free(p);
+    evutil_closesocket(fd);
+    return;
+  }
   p->w = w;
   p->fd = fd;
-  memcpy(&p->peer, sa, sizeof p->peer);
   p->start_ns = pa_now_ns();
   p->ev = event_new(w->g->base, fd, EV_READ, on_peek, p);
   struct timeval tv = {PEEK_TIMEOUT_MS / 1000, 0};
@@ -568,7 +517,7 @@ int pa_web_start(pa_netgw *g, char *err, size_t err_sz) {
   evhttp_set_gencb(w->http, on_request, w);
   evhttp_set_allowed_methods(w->http, EVHTTP_REQ_GET | EVHTTP_REQ_HEAD |
                                           EVHTTP_REQ_POST);
-  evhttp_set_max_body_size(w->http, UPLOAD_MAX + 1);
+  evhttp_set_max_body_size(w->http, PA_WEB_UPLOAD_MAX + 1);
   evhttp_set_max_headers_size(w->http, PA_WS_MAX_HEAD);
   evhttp_set_timeout(w->http, 30);
   /* evhttp's own port: loopback, picked by the OS, reached by the relay */
@@ -617,8 +566,7 @@ void pa_web_stop(pa_netgw *g) {
   pa_webws_free_all(w);
   while (w->peeks)
     peek_free(w->peeks, true);
-  while (w->relays)
-    relay_free(w->relays);
+  pa_web_relay_free_all(w);
   if (w->live_ev)
     event_free(w->live_ev);
   if (w->lis)

@@ -82,7 +82,18 @@ pa_http_route pa_http_route_head(const char *buf, size_t n, bool with_head,
 void pa_web_reply_text(struct evhttp_request *req, int code, const char *why,
                        const char *text);
 
+#define PA_WEB_UPLOAD_MAX (32u << 20) /* [bytes] one uploaded file */
+
+/* http_relay.c: a plain HTTP connection (fd, from peer) relayed to evhttp,
+ * its request heads checked before their bodies are read. */
+void pa_web_relay_start(pa_web *w, evutil_socket_t fd,
+                        const struct sockaddr_in *peer);
+void pa_web_relay_free_all(pa_web *w);
+uint32_t pa_web_relay_count(const pa_web *w, uint32_t addr); /* from addr */
+
 /* web_ws.c */
+/* Browser connections from addr (network order). */
+uint32_t pa_webws_count(const pa_web *w, uint32_t addr);
 /* Takes over fd whose request head (head, consumed) asks for /ws. */
 void pa_webws_accept(pa_web *w, evutil_socket_t fd,
                      const struct sockaddr_in *peer, const char *head,

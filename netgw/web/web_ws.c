@@ -31,8 +31,11 @@
 
 #define LIVE_BACKLOG (256u << 10) /* [bytes] unsent: skip live frames */
 #define WS_MAX_MESSAGE (PA_NETGW_JSON_MAX)
-#define WS_MAX_QUEUED (64u << 20) /* a map of 4000 x 4000 cells fits */
-#define BALL_RADIUS 0.021335      /* [m] as pa-sim's (sim_ssl.h) */
+/* [bytes] queued for one browser (a bigger map goes alone): past half of
+ * it the browser is not read, replies wait in the gateway's client */
+#define WS_MAX_QUEUED (4u << 20)
+#define PAIR_HIGH (1u << 20) /* [bytes] requests the client has not taken */
+#define BALL_RADIUS 0.021335 /* [m] as pa-sim's (sim_ssl.h) */
 
 typedef struct pa_webws {
   struct pa_webws *next, **prev;
@@ -42,7 +45,16 @@ typedef struct pa_webws {
   uint64_t world_sig;
   uint32_t map_gen, nav_gen, vis_gen;
   bool have_world, have_map, have_nav, have_vis;
+  bool pair_held; /* replies wait in the pair: the browser's queue is full */
+  uint32_t addr;  /* the browser's IPv4 address (per-peer cap) */
 } pa_webws;
+
+uint32_t pa_webws_count(const pa_web *w, uint32_t addr) {
+  uint32_t n = 0;
+  for (const pa_webws *x = w->ws; x; x = x->next)
+    n += x->addr == addr;
+  return n;
+}
 
 /* A growable text buffer for the frames. */
 typedef struct sbuf {
@@ -132,6 +144,17 @@ static void on_text(struct pa_ws *ws, const char *data, size_t len, void *arg) {
   line[len] = '\n';
   bufferevent_write(x->pair, line, len + 1);
   free(line);
+  /* The gateway's client reads no more while its replies wait: so does
+   * this side (pair_write resumes it). */
+  if (evbuffer_get_length(bufferevent_get_output(x->pair)) > PAIR_HIGH)
+    pa_ws_set_reading(x->ws, false);
+}
+
+/* The gateway's client took the requests: read the browser again. */
+static void pair_write(struct bufferevent *bev, void *arg) {
+  (void)bev;
+  pa_webws *x = arg;
+  pa_ws_set_reading(x->ws, true); /* may end x */
 }
 
 static void on_binary(struct pa_ws *ws, const uint8_t *data, size_t len,
@@ -152,11 +175,21 @@ static void on_close(struct pa_ws *ws, void *arg) {
   free(x);
 }
 
-/* Reply lines of the gateway's client: one text message each. */
+/* Reply lines of the gateway's client: one text message each, while the
+ * browser's queue has room; then they wait in the pair (and the client
+ * stops reading requests: its output backpressure) until on_drain. */
 static void pair_read(struct bufferevent *bev, void *arg) {
   pa_webws *x = arg;
   struct evbuffer *in = bufferevent_get_input(bev);
   for (;;) {
+    struct evbuffer_ptr eol =
+        evbuffer_search_eol(in, NULL, NULL, EVBUFFER_EOL_LF);
+    size_t q = pa_ws_queued(x->ws);
+    if (eol.pos >= 0 && q > 0 && q + (size_t)eol.pos > WS_MAX_QUEUED / 2) {
+      x->pair_held = true;
+      bufferevent_disable(bev, EV_READ);
+      return;
+    }
     size_t n;
     char *line = evbuffer_readln(in, &n, EVBUFFER_EOL_LF);
     if (!line)
@@ -172,6 +205,17 @@ static void pair_read(struct bufferevent *bev, void *arg) {
   }
 }
 
+/* The browser read: held replies go on. */
+static void on_drain(struct pa_ws *ws, void *arg) {
+  (void)ws;
+  pa_webws *x = arg;
+  if (!x->pair_held || !x->pair)
+    return;
+  x->pair_held = false;
+  bufferevent_enable(x->pair, EV_READ);
+  pair_read(x->pair, x);
+}
+
 static void pair_event(struct bufferevent *bev, short what, void *arg) {
   pa_webws *x = arg;
   if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR)) {
@@ -182,11 +226,13 @@ static void pair_event(struct bufferevent *bev, short what, void *arg) {
 }
 
 static void refuse(evutil_socket_t fd, const char *status, const char *text) {
-  char buf[512];
+  char buf[1024];
   int n = snprintf(buf, sizeof buf,
                    "HTTP/1.1 %s\r\nContent-Type: text/plain\r\n"
                    "Content-Length: %zu\r\nConnection: close\r\n\r\n%s",
                    status, strlen(text), text);
+  if (n < 0 || (size_t)n >= sizeof buf)
+    n = 0; /* cannot happen: the texts are short */
   ssize_t wr = send(fd, buf, (size_t)n, MSG_NOSIGNAL);
   (void)wr;
   evutil_closesocket(fd);
@@ -202,6 +248,21 @@ void pa_webws_accept(pa_web *w, evutil_socket_t fd,
            "not_authorized: this gateway has a --token");
     return;
   }
+  char origin[256], host[256] = "";
+  bool has_origin =
+      pa_ws_header(head, head_len, "Origin", origin, sizeof origin) >= 0;
+  pa_ws_header(head, head_len, "Host", host, sizeof host);
+  if (!pa_lim_origin_ok(g, has_origin ? origin : NULL, host)) {
+    char msg[512];
+    snprintf(msg, sizeof msg,
+             "cross-origin WebSocket refused: Origin %.100s is not this "
+             "gateway's (Host %.100s); start pa-netgw with --allow_origin "
+             "%.100s to allow it",
+             origin, host, origin);
+    w->ws_refused++;
+    refuse(fd, "403 Forbidden", msg);
+    return;
+  }
   int sv[2];
   pa_webws *x = calloc(1, sizeof *x);
   if (!x || socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0,
@@ -212,6 +273,7 @@ void pa_webws_accept(pa_web *w, evutil_socket_t fd,
     return;
   }
   x->w = w;
+  x->addr = peer->sin_addr.s_addr;
   x->pair = bufferevent_socket_new(g->base, sv[1], BEV_OPT_CLOSE_ON_FREE);
   if (!x->pair) {
     close(sv[0]);
@@ -221,8 +283,9 @@ void pa_webws_accept(pa_web *w, evutil_socket_t fd,
     refuse(fd, "503 Service Unavailable", "out of resources");
     return;
   }
-  static const struct pa_ws_cbs cbs = {on_text, on_binary, on_close};
-  struct pa_ws_limits lim = {WS_MAX_MESSAGE, WS_MAX_QUEUED};
+  static const struct pa_ws_cbs cbs = {on_text, on_binary, on_close, on_drain};
+  struct pa_ws_limits lim = {WS_MAX_MESSAGE, WS_MAX_QUEUED,
+                             &g->lim.events[PA_LIM_PAUSED]};
   char err[256];
   /* linked first: on_close unlinks, even from inside pa_ws_accept */
   x->next = w->ws;
@@ -247,7 +310,8 @@ void pa_webws_accept(pa_web *w, evutil_socket_t fd,
     return;
   }
   w->ws_accepted++;
-  bufferevent_setcb(x->pair, pair_read, NULL, pair_event, x);
+  bufferevent_setcb(x->pair, pair_read, pair_write, pair_event, x);
+  bufferevent_setwatermark(x->pair, EV_WRITE, PAIR_HIGH / 4, 0);
   bufferevent_enable(x->pair, EV_READ | EV_WRITE);
   /* The gateway's side: a client like any other (its slot limits apply; a
    * refusal arrives as an error line, then the end). */
@@ -518,19 +582,10 @@ static void build_visuals(const pa_visual_block *vb, sbuf *b, sbuf *bin) {
     memcpy(bin->s + count_at, &clouds, 4);
 }
 
-void pa_webws_tick(pa_web *w) {
-  if (!w->ws)
-    return;
+/* The visuals: copied when their gen moved (a few KB unless clouds); true
+ * when w->vis holds the current ones (gen in *gen). */
+static bool vis_refresh(pa_web *w, uint32_t *gen) {
   pa_netgw *g = w->g;
-  const pa_tick *t = pa_gw_latest(g);
-  uint32_t max_robots = g->ctl->def.max_robots;
-  if (!w->scan_seq)
-    w->scan_seq = calloc(max_robots, sizeof *w->scan_seq);
-  uint32_t *last_seq = w->scan_seq;
-  sbuf st = {0}, sc = {0}, wo = {0}, nav = {0}, status = {0}, mh = {0},
-       mb = {0}, vt = {0}, vbin = {0};
-  bool snap_ok = snap_refresh(w);
-  /* the visuals: copied when their gen moved (a few KB unless clouds) */
   uint32_t vis_gen = __atomic_load_n(&g->st->vis->gen, __ATOMIC_ACQUIRE);
   if (!w->vis || w->vis->gen != vis_gen) {
     pa_visual_block *vb = w->vis ? w->vis : malloc(sizeof *vb);
@@ -545,7 +600,24 @@ void pa_webws_tick(pa_web *w) {
     if (vb && !w->vis)
       w->vis = vb;
   }
-  bool vis_ok = w->vis && w->vis->gen == vis_gen;
+  *gen = vis_gen;
+  return w->vis && w->vis->gen == vis_gen;
+}
+
+void pa_webws_tick(pa_web *w) {
+  if (!w->ws)
+    return;
+  pa_netgw *g = w->g;
+  const pa_tick *t = pa_gw_latest(g);
+  uint32_t max_robots = g->ctl->def.max_robots;
+  if (!w->scan_seq)
+    w->scan_seq = calloc(max_robots, sizeof *w->scan_seq);
+  uint32_t *last_seq = w->scan_seq;
+  sbuf st = {0}, sc = {0}, wo = {0}, nav = {0}, status = {0}, mh = {0},
+       mb = {0}, vt = {0}, vbin = {0};
+  bool snap_ok = snap_refresh(w);
+  uint32_t vis_gen;
+  bool vis_ok = vis_refresh(w, &vis_gen);
   if (t) {
     build_state(w, t, &st);
     if (last_seq)
@@ -617,6 +689,8 @@ void pa_webws_tick(pa_web *w) {
       continue;
     if (pa_ws_queued(ws) > LIVE_BACKLOG) {
       w->ws_dropped++; /* a slow browser: it gets the next frame instead */
+      pa_lim_count(g, PA_LIM_STALE);
+      g->lim.bytes_dropped += st.n + sc.n;
       continue;
     }
     /* changed visuals: when the browser keeps up (a client may move one
