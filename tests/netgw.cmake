@@ -26,3 +26,8 @@ pa_add_test(test_ws SOURCES test_ws.c LIBS pa_netgw_internal PkgConfig::EVENT
 # The request line's parse (json_lex.c) against json_loadb, line by line.
 pa_add_test(test_netgw_lex SOURCES test_netgw_lex.c LIBS pa_netgw_internal
             TIMEOUT 60 LABELS netgw)
+# pa-netgw's layout (docs/netgw.md): no front-end reaching into another, no
+# file over 800 lines, no function over 120, read from the sources and the
+# pa_netgw objects (ctest runs after the build).
+add_test(NAME netgw_layout COMMAND /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/check_netgw_layout.py ${CMAKE_BINARY_DIR})
+set_tests_properties(netgw_layout PROPERTIES TIMEOUT 60 LABELS netgw)
