@@ -33,3 +33,8 @@ pa_add_test(test_netgw_limits SOURCES test_netgw_limits.c
 if(TARGET pa-sim)
   add_dependencies(test_netgw_limits pa-sim pa-netgw)
 endif()
+# pa-netgw's layout (docs/netgw.md): no front-end reaching into another, no
+# file over 800 lines, no function over 120, read from the sources and the
+# pa_netgw objects (ctest runs after the build).
+add_test(NAME netgw_layout COMMAND /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/check_netgw_layout.py ${CMAKE_BINARY_DIR})
+set_tests_properties(netgw_layout PROPERTIES TIMEOUT 60 LABELS netgw)

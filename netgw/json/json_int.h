@@ -286,6 +286,9 @@ size_t pa_json_cost_export_dataset(jctx *x);
 json_t *pa_json_terrain_oceansim(jctx *x);
 /* ---- json_visual.c --------------------------------------------------------*/
 
+/* [m] the largest coordinate a visual or the spectator camera takes */
+#define VIS_COORD_MAX 1e6
+
 /* "rendering", "hibernating" or "terminating" (RaisimServer's Status). */
 const char *pa_json_conn_status(const pa_client *c);
 json_t *pa_json_act_hibernate(jctx *x);
@@ -303,6 +306,7 @@ json_t *pa_json_act_add_visual_capsule(jctx *x);
 json_t *pa_json_act_add_visual_arrow(jctx *x);
 json_t *pa_json_act_add_visual_polyline(jctx *x);
 json_t *pa_json_act_add_point_cloud(jctx *x);
+/* ---- json_spectator.c -----------------------------------------------------*/
 json_t *pa_json_act_set_camera(jctx *x);
 json_t *pa_json_act_focus_on(jctx *x);
 json_t *pa_json_act_request_screenshot(jctx *x);

@@ -1,5 +1,6 @@
 /* mcap.c - the MCAP writer: a bounded queue filled by the caller, drained by
- * one writer thread that owns the file, the open chunk and the index. */
+ * one writer thread that owns the file, the open chunk and the index (the
+ * bytes of each record: mcap_rec.c). */
 #define _GNU_SOURCE
 #include "mcap.h"
 
@@ -15,138 +16,9 @@
 
 #include <zstd.h>
 
-/* Record opcodes (spec: "Records"). */
-enum {
-  OP_HEADER = 0x01,
-  OP_FOOTER = 0x02,
-  OP_SCHEMA = 0x03,
-  OP_CHANNEL = 0x04,
-  OP_MESSAGE = 0x05,
-  OP_CHUNK = 0x06,
-  OP_MESSAGE_INDEX = 0x07,
-  OP_CHUNK_INDEX = 0x08,
-  OP_STATISTICS = 0x0B,
-  OP_SUMMARY_OFFSET = 0x0E,
-  OP_DATA_END = 0x0F,
-};
-
 static const uint8_t MAGIC[8] = {0x89, 'M', 'C', 'A', 'P', '0', '\r', '\n'};
 
 #define MAX_IDS 65535 /* schema and channel ids are u16; 0 means none */
-
-/* ---- little-endian byte buffer ------------------------------------- */
-
-typedef struct buf {
-  uint8_t *p;
-  size_t n, cap;
-  bool oom;
-} buf;
-
-static void *reserve(buf *b, size_t more) {
-  if (b->oom)
-    return NULL;
-  if (b->n + more > b->cap) {
-    size_t cap = b->cap ? b->cap : 4096;
-    while (cap < b->n + more)
-      cap *= 2;
-    uint8_t *p = realloc(b->p, cap);
-    if (!p) {
-      b->oom = true;
-      return NULL;
-    }
-    b->p = p;
-    b->cap = cap;
-  }
-  void *at = b->p + b->n;
-  b->n += more;
-  return at;
-}
-
-static void put(buf *b, const void *d, size_t n) {
-  uint8_t *at = reserve(b, n);
-  if (at && n)
-    memcpy(at, d, n);
-}
-
-static void put_le(buf *b, uint64_t v, int bytes) {
-  uint8_t *at = reserve(b, (size_t)bytes);
-  if (at)
-    for (int i = 0; i < bytes; i++)
-      at[i] = (uint8_t)(v >> (8 * i));
-}
-
-static void put_u8(buf *b, uint8_t v) { put_le(b, v, 1); }
-static void put_u16(buf *b, uint16_t v) { put_le(b, v, 2); }
-static void put_u32(buf *b, uint32_t v) { put_le(b, v, 4); }
-static void put_u64(buf *b, uint64_t v) { put_le(b, v, 8); }
-
-static void put_str(buf *b, const char *s) {
-  size_t n = strlen(s);
-  put_u32(b, (uint32_t)n);
-  put(b, s, n);
-}
-
-static void set_u64(buf *b, size_t at, uint64_t v) {
-  if (!b->oom)
-    for (int i = 0; i < 8; i++)
-      b->p[at + (size_t)i] = (uint8_t)(v >> (8 * i));
-}
-
-static void set_u32(buf *b, size_t at, uint32_t v) {
-  if (!b->oom)
-    for (int i = 0; i < 4; i++)
-      b->p[at + (size_t)i] = (uint8_t)(v >> (8 * i));
-}
-
-/* Starts a record: opcode and a length patched by rec_end. */
-static size_t rec_begin(buf *b, uint8_t op) {
-  put_u8(b, op);
-  size_t at = b->n;
-  put_u64(b, 0);
-  return at;
-}
-
-static void rec_end(buf *b, size_t at) { set_u64(b, at, b->n - at - 8); }
-
-/* crc_table[k][b]: the CRC of byte b followed by k zero bytes, so eight
- * bytes fold in one step (a replay checks every chunk it reads: ~5x the
- * byte-at-a-time loop). */
-static uint32_t crc_table[8][256];
-static pthread_once_t crc_once = PTHREAD_ONCE_INIT;
-
-static void crc_init(void) {
-  for (uint32_t i = 0; i < 256; i++) {
-    uint32_t c = i;
-    for (int k = 0; k < 8; k++)
-      c = (c & 1) ? 0xEDB88320u ^ (c >> 1) : c >> 1;
-    crc_table[0][i] = c;
-  }
-  for (int k = 1; k < 8; k++)
-    for (uint32_t i = 0; i < 256; i++)
-      crc_table[k][i] =
-          (crc_table[k - 1][i] >> 8) ^ crc_table[0][crc_table[k - 1][i] & 0xFF];
-}
-
-static uint32_t le32(const uint8_t *p) {
-  return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
-         (uint32_t)p[3] << 24;
-}
-
-uint32_t pa_mcap_crc32(uint32_t crc, const void *data, size_t len) {
-  pthread_once(&crc_once, crc_init);
-  const uint8_t *p = data;
-  crc = ~crc;
-  for (; len >= 8; p += 8, len -= 8) {
-    uint32_t a = crc ^ le32(p), b = le32(p + 4);
-    crc = crc_table[7][a & 0xFF] ^ crc_table[6][a >> 8 & 0xFF] ^
-          crc_table[5][a >> 16 & 0xFF] ^ crc_table[4][a >> 24] ^
-          crc_table[3][b & 0xFF] ^ crc_table[2][b >> 8 & 0xFF] ^
-          crc_table[1][b >> 16 & 0xFF] ^ crc_table[0][b >> 24];
-  }
-  for (; len; p++, len--)
-    crc = crc_table[0][(crc ^ *p) & 0xFF] ^ (crc >> 8);
-  return ~crc;
-}
 
 /* ---- the queue ----------------------------------------------------- */
 
@@ -206,13 +78,13 @@ struct pa_mcap {
   /* the writer thread's own */
   def schemas[MAX_IDS + 1];
   def channels[MAX_IDS + 1];
-  uint64_t off; /* file size */
-  buf rec;      /* the open chunk's uncompressed records */
+  uint64_t off;    /* file size */
+  pa_mcap_buf rec; /* the open chunk's uncompressed records */
   idx_ent *ents;
   size_t n_ents, cap_ents;
   uint64_t ck_start, ck_end; /* open chunk's log time range */
   struct timespec ck_since;  /* when the open chunk got its first message */
-  buf out;                   /* compressed chunk + indexes, one write */
+  pa_mcap_buf out;           /* compressed chunk + indexes, one write */
   chunk_ix *cix;
   size_t n_cix, cap_cix;
   uint64_t messages, t_min, t_max, raw_bytes;
@@ -273,24 +145,24 @@ static int write_all(pa_mcap *m, const void *p, size_t n) {
 
 /* ---- records ------------------------------------------------------- */
 
-static void rec_schema(buf *b, uint16_t id, const def *s) {
-  size_t at = rec_begin(b, OP_SCHEMA);
-  put_u16(b, id);
-  put_str(b, s->name);
-  put_str(b, s->enc);
-  put_u32(b, (uint32_t)s->len);
-  put(b, s->data, s->len);
-  rec_end(b, at);
+static void rec_schema(pa_mcap_buf *b, uint16_t id, const def *s) {
+  size_t at = pa_mcap_rec_begin(b, PA_MCAP_OP_SCHEMA);
+  pa_mcap_buf_put_u16(b, id);
+  pa_mcap_buf_put_str(b, s->name);
+  pa_mcap_buf_put_str(b, s->enc);
+  pa_mcap_buf_put_u32(b, (uint32_t)s->len);
+  pa_mcap_buf_put(b, s->data, s->len);
+  pa_mcap_rec_end(b, at);
 }
 
-static void rec_channel(buf *b, uint16_t id, const def *c) {
-  size_t at = rec_begin(b, OP_CHANNEL);
-  put_u16(b, id);
-  put_u16(b, c->ref);
-  put_str(b, c->name);
-  put_str(b, c->enc);
-  put_u32(b, 0); /* metadata: an empty map */
-  rec_end(b, at);
+static void rec_channel(pa_mcap_buf *b, uint16_t id, const def *c) {
+  size_t at = pa_mcap_rec_begin(b, PA_MCAP_OP_CHANNEL);
+  pa_mcap_buf_put_u16(b, id);
+  pa_mcap_buf_put_u16(b, c->ref);
+  pa_mcap_buf_put_str(b, c->name);
+  pa_mcap_buf_put_str(b, c->enc);
+  pa_mcap_buf_put_u32(b, 0); /* metadata: an empty map */
+  pa_mcap_rec_end(b, at);
 }
 
 static int cmp_ent(const void *a, const void *b) {
@@ -318,19 +190,19 @@ static void flush_chunk(pa_mcap *m) {
     m->n_ents = 0;
     return;
   }
-  buf *o = &m->out;
+  pa_mcap_buf *o = &m->out;
   o->n = 0;
   size_t bound = ZSTD_compressBound(m->rec.n);
   uint64_t chunk_off = m->off;
-  size_t at = rec_begin(o, OP_CHUNK);
-  put_u64(o, m->ck_start);
-  put_u64(o, m->ck_end);
-  put_u64(o, m->rec.n);
-  put_u32(o, pa_mcap_crc32(0, m->rec.p, m->rec.n));
-  put_str(o, "zstd");
+  size_t at = pa_mcap_rec_begin(o, PA_MCAP_OP_CHUNK);
+  pa_mcap_buf_put_u64(o, m->ck_start);
+  pa_mcap_buf_put_u64(o, m->ck_end);
+  pa_mcap_buf_put_u64(o, m->rec.n);
+  pa_mcap_buf_put_u32(o, pa_mcap_crc32(0, m->rec.p, m->rec.n));
+  pa_mcap_buf_put_str(o, "zstd");
   size_t len_at = o->n;
-  put_u64(o, 0);
-  uint8_t *dst = reserve(o, bound);
+  pa_mcap_buf_put_u64(o, 0);
+  uint8_t *dst = pa_mcap_buf_reserve(o, bound);
   if (!dst) {
     fail_msg(m, "out of memory");
     return;
@@ -342,8 +214,8 @@ static void flush_chunk(pa_mcap *m) {
     return;
   }
   o->n = (size_t)(dst - o->p) + cz;
-  set_u64(o, len_at, cz);
-  rec_end(o, at);
+  pa_mcap_buf_set_u64(o, len_at, cz);
+  pa_mcap_rec_end(o, at);
   uint64_t chunk_len = o->n;
 
   /* One message index per channel, entries in log time order. */
@@ -373,17 +245,17 @@ static void flush_chunk(pa_mcap *m) {
     ci.chs[k] = ch;
     ci.ch_off[k] = chunk_off + o->n;
     k++;
-    size_t r = rec_begin(o, OP_MESSAGE_INDEX);
-    put_u16(o, ch);
+    size_t r = pa_mcap_rec_begin(o, PA_MCAP_OP_MESSAGE_INDEX);
+    pa_mcap_buf_put_u16(o, ch);
     size_t arr = o->n;
-    put_u32(o, 0);
+    pa_mcap_buf_put_u32(o, 0);
     size_t j = i;
     for (; j < m->n_ents && m->ents[j].ch == ch; j++) {
-      put_u64(o, m->ents[j].t);
-      put_u64(o, m->ents[j].off);
+      pa_mcap_buf_put_u64(o, m->ents[j].t);
+      pa_mcap_buf_put_u64(o, m->ents[j].off);
     }
-    set_u32(o, arr, (uint32_t)(o->n - arr - 4));
-    rec_end(o, r);
+    pa_mcap_buf_set_u32(o, arr, (uint32_t)(o->n - arr - 4));
+    pa_mcap_rec_end(o, r);
     i = j;
   }
   ci.idx_len = o->n - chunk_len;
@@ -446,13 +318,13 @@ static void add_message(pa_mcap *m, const item *it) {
     clock_gettime(CLOCK_MONOTONIC, &m->ck_since);
   }
   m->ents[m->n_ents++] = (idx_ent){it->id, it->log_ns, m->rec.n};
-  size_t at = rec_begin(&m->rec, OP_MESSAGE);
-  put_u16(&m->rec, it->id);
-  put_u32(&m->rec, (uint32_t)c->count);
-  put_u64(&m->rec, it->log_ns);
-  put_u64(&m->rec, it->pub_ns);
-  put(&m->rec, it->data, it->len);
-  rec_end(&m->rec, at);
+  size_t at = pa_mcap_rec_begin(&m->rec, PA_MCAP_OP_MESSAGE);
+  pa_mcap_buf_put_u16(&m->rec, it->id);
+  pa_mcap_buf_put_u32(&m->rec, (uint32_t)c->count);
+  pa_mcap_buf_put_u64(&m->rec, it->log_ns);
+  pa_mcap_buf_put_u64(&m->rec, it->pub_ns);
+  pa_mcap_buf_put(&m->rec, it->data, it->len);
+  pa_mcap_rec_end(&m->rec, at);
   if (m->rec.oom) {
     fail_msg(m, "out of memory");
     return;
@@ -610,12 +482,12 @@ pa_mcap *pa_mcap_open(const pa_mcap_def *d, char *err, size_t err_sz) {
   pthread_mutex_init(&m->mu, NULL);
   pthread_cond_init(&m->cv_work, NULL);
   pthread_cond_init(&m->cv_sync, NULL);
-  buf b = {0};
-  put(&b, MAGIC, sizeof MAGIC);
-  size_t at = rec_begin(&b, OP_HEADER);
-  put_str(&b, m->def.profile);
-  put_str(&b, m->def.library);
-  rec_end(&b, at);
+  pa_mcap_buf b = {0};
+  pa_mcap_buf_put(&b, MAGIC, sizeof MAGIC);
+  size_t at = pa_mcap_rec_begin(&b, PA_MCAP_OP_HEADER);
+  pa_mcap_buf_put_str(&b, m->def.profile);
+  pa_mcap_buf_put_str(&b, m->def.library);
+  pa_mcap_rec_end(&b, at);
   int wr = b.oom ? -1 : write_all(m, b.p, b.n);
   free(b.p);
   if (wr != 0 || pthread_create(&m->thread, NULL, writer_main, m) != 0) {
@@ -766,29 +638,18 @@ void pa_mcap_error(pa_mcap *m, char *b, size_t sz) {
 
 /* ---- the summary --------------------------------------------------- */
 
-static void summary_group(buf *b, buf *offs, uint8_t op, size_t start,
-                          uint64_t base) {
-  if (b->n == start)
-    return;
-  size_t at = rec_begin(offs, OP_SUMMARY_OFFSET);
-  put_u8(offs, op);
-  put_u64(offs, base + start);
-  put_u64(offs, b->n - start);
-  rec_end(offs, at);
-}
-
 static void write_summary(pa_mcap *m) {
-  buf b = {0};
-  size_t at = rec_begin(&b, OP_DATA_END);
-  put_u32(&b, 0); /* no data section CRC */
-  rec_end(&b, at);
+  pa_mcap_buf b = {0};
+  size_t at = pa_mcap_rec_begin(&b, PA_MCAP_OP_DATA_END);
+  pa_mcap_buf_put_u32(&b, 0); /* no data section CRC */
+  pa_mcap_rec_end(&b, at);
   if (b.oom || write_all(m, b.p, b.n) != 0) {
     free(b.p);
     return;
   }
   uint64_t summary_start = m->off;
   b.n = 0;
-  buf offs = {0};
+  pa_mcap_buf offs = {0};
   size_t g = b.n;
   uint16_t n_s = 0;
   uint32_t n_c = 0;
@@ -797,69 +658,70 @@ static void write_summary(pa_mcap *m) {
       rec_schema(&b, (uint16_t)i, &m->schemas[i]);
       n_s++;
     }
-  summary_group(&b, &offs, OP_SCHEMA, g, summary_start);
+  pa_mcap_summary_group(&b, &offs, PA_MCAP_OP_SCHEMA, g, summary_start);
   g = b.n;
   for (int i = 1; i <= MAX_IDS; i++)
     if (m->channels[i].used) {
       rec_channel(&b, (uint16_t)i, &m->channels[i]);
       n_c++;
     }
-  summary_group(&b, &offs, OP_CHANNEL, g, summary_start);
+  pa_mcap_summary_group(&b, &offs, PA_MCAP_OP_CHANNEL, g, summary_start);
   g = b.n;
-  at = rec_begin(&b, OP_STATISTICS);
-  put_u64(&b, m->messages);
-  put_u16(&b, n_s);
-  put_u32(&b, n_c);
-  put_u32(&b, 0); /* attachments */
-  put_u32(&b, 0); /* metadata */
-  put_u32(&b, (uint32_t)m->n_cix);
-  put_u64(&b, m->messages ? m->t_min : 0);
-  put_u64(&b, m->messages ? m->t_max : 0);
+  at = pa_mcap_rec_begin(&b, PA_MCAP_OP_STATISTICS);
+  pa_mcap_buf_put_u64(&b, m->messages);
+  pa_mcap_buf_put_u16(&b, n_s);
+  pa_mcap_buf_put_u32(&b, n_c);
+  pa_mcap_buf_put_u32(&b, 0); /* attachments */
+  pa_mcap_buf_put_u32(&b, 0); /* metadata */
+  pa_mcap_buf_put_u32(&b, (uint32_t)m->n_cix);
+  pa_mcap_buf_put_u64(&b, m->messages ? m->t_min : 0);
+  pa_mcap_buf_put_u64(&b, m->messages ? m->t_max : 0);
   size_t map = b.n;
-  put_u32(&b, 0);
+  pa_mcap_buf_put_u32(&b, 0);
   for (int i = 1; i <= MAX_IDS; i++)
     if (m->channels[i].used) {
-      put_u16(&b, (uint16_t)i);
-      put_u64(&b, m->channels[i].count);
+      pa_mcap_buf_put_u16(&b, (uint16_t)i);
+      pa_mcap_buf_put_u64(&b, m->channels[i].count);
     }
-  set_u32(&b, map, (uint32_t)(b.n - map - 4));
-  rec_end(&b, at);
-  summary_group(&b, &offs, OP_STATISTICS, g, summary_start);
+  pa_mcap_buf_set_u32(&b, map, (uint32_t)(b.n - map - 4));
+  pa_mcap_rec_end(&b, at);
+  pa_mcap_summary_group(&b, &offs, PA_MCAP_OP_STATISTICS, g, summary_start);
   g = b.n;
   for (size_t i = 0; i < m->n_cix; i++) {
     const chunk_ix *c = &m->cix[i];
-    at = rec_begin(&b, OP_CHUNK_INDEX);
-    put_u64(&b, c->start_t);
-    put_u64(&b, c->end_t);
-    put_u64(&b, c->off);
-    put_u64(&b, c->len);
+    at = pa_mcap_rec_begin(&b, PA_MCAP_OP_CHUNK_INDEX);
+    pa_mcap_buf_put_u64(&b, c->start_t);
+    pa_mcap_buf_put_u64(&b, c->end_t);
+    pa_mcap_buf_put_u64(&b, c->off);
+    pa_mcap_buf_put_u64(&b, c->len);
     map = b.n;
-    put_u32(&b, 0);
+    pa_mcap_buf_put_u32(&b, 0);
     for (uint32_t k = 0; k < c->n_ch; k++) {
-      put_u16(&b, c->chs[k]);
-      put_u64(&b, c->ch_off[k]);
+      pa_mcap_buf_put_u16(&b, c->chs[k]);
+      pa_mcap_buf_put_u64(&b, c->ch_off[k]);
     }
-    set_u32(&b, map, (uint32_t)(b.n - map - 4));
-    put_u64(&b, c->idx_len);
-    put_str(&b, "zstd");
-    put_u64(&b, c->csize);
-    put_u64(&b, c->usize);
-    rec_end(&b, at);
+    pa_mcap_buf_set_u32(&b, map, (uint32_t)(b.n - map - 4));
+    pa_mcap_buf_put_u64(&b, c->idx_len);
+    pa_mcap_buf_put_str(&b, "zstd");
+    pa_mcap_buf_put_u64(&b, c->csize);
+    pa_mcap_buf_put_u64(&b, c->usize);
+    pa_mcap_rec_end(&b, at);
   }
-  summary_group(&b, &offs, OP_CHUNK_INDEX, g, summary_start);
+  pa_mcap_summary_group(&b, &offs, PA_MCAP_OP_CHUNK_INDEX, g, summary_start);
   uint64_t offsets_start = summary_start + b.n;
-  put(&b, offs.p, offs.n);
+  pa_mcap_buf_put(&b, offs.p, offs.n);
   if (offs.oom)
     b.oom = true;
   free(offs.p);
   /* Footer: its CRC covers the summary through summary_offset_start. */
-  put_u8(&b, OP_FOOTER);
-  put_u64(&b, 8 + 8 + 4); /* its length is part of what the CRC covers */
-  put_u64(&b, summary_start);
-  put_u64(&b, offs.n ? offsets_start : 0);
+  pa_mcap_buf_put_u8(&b, PA_MCAP_OP_FOOTER);
+  /* its length is part of what the CRC covers */
+  pa_mcap_buf_put_u64(&b, 8 + 8 + 4);
+  pa_mcap_buf_put_u64(&b, summary_start);
+  pa_mcap_buf_put_u64(&b, offs.n ? offsets_start : 0);
   uint32_t crc = b.oom ? 0 : pa_mcap_crc32(0, b.p, b.n);
-  put_u32(&b, crc);
-  put(&b, MAGIC, sizeof MAGIC);
+  pa_mcap_buf_put_u32(&b, crc);
+  pa_mcap_buf_put(&b, MAGIC, sizeof MAGIC);
   if (b.oom)
     fail_msg(m, "out of memory");
   else

@@ -11,6 +11,7 @@
 #ifndef PA_MCAP_H
 #define PA_MCAP_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -94,6 +95,51 @@ long pa_mcap_read(const char *path, pa_mcap_msg_cb cb, void *arg, char *err,
  * file name. */
 long pa_mcap_read_mem(const uint8_t *p, size_t n, pa_mcap_msg_cb cb, void *arg,
                       char *err, size_t err_sz);
+
+/* ---- mcap_rec.c: the encoding the writer builds records with ------- */
+
+/* Record opcodes (spec: "Records"). */
+enum {
+  PA_MCAP_OP_HEADER = 0x01,
+  PA_MCAP_OP_FOOTER = 0x02,
+  PA_MCAP_OP_SCHEMA = 0x03,
+  PA_MCAP_OP_CHANNEL = 0x04,
+  PA_MCAP_OP_MESSAGE = 0x05,
+  PA_MCAP_OP_CHUNK = 0x06,
+  PA_MCAP_OP_MESSAGE_INDEX = 0x07,
+  PA_MCAP_OP_CHUNK_INDEX = 0x08,
+  PA_MCAP_OP_STATISTICS = 0x0B,
+  PA_MCAP_OP_SUMMARY_OFFSET = 0x0E,
+  PA_MCAP_OP_DATA_END = 0x0F,
+};
+
+/* A growable little-endian byte buffer. oom sticks after a failed
+ * allocation: later puts do nothing, the caller checks once at the end. */
+typedef struct pa_mcap_buf {
+  uint8_t *p;
+  size_t n, cap;
+  bool oom;
+} pa_mcap_buf;
+
+/* more bytes appended: where they start, or NULL (oom). */
+void *pa_mcap_buf_reserve(pa_mcap_buf *b, size_t more);
+void pa_mcap_buf_put(pa_mcap_buf *b, const void *d, size_t n);
+void pa_mcap_buf_put_u8(pa_mcap_buf *b, uint8_t v);
+void pa_mcap_buf_put_u16(pa_mcap_buf *b, uint16_t v);
+void pa_mcap_buf_put_u32(pa_mcap_buf *b, uint32_t v);
+void pa_mcap_buf_put_u64(pa_mcap_buf *b, uint64_t v);
+/* A u32 length, then the bytes (no terminator). */
+void pa_mcap_buf_put_str(pa_mcap_buf *b, const char *s);
+/* Overwrite bytes at offset at (a length known once its bytes are in). */
+void pa_mcap_buf_set_u64(pa_mcap_buf *b, size_t at, uint64_t v);
+void pa_mcap_buf_set_u32(pa_mcap_buf *b, size_t at, uint32_t v);
+/* Starts a record: opcode and a length patched by pa_mcap_rec_end. */
+size_t pa_mcap_rec_begin(pa_mcap_buf *b, uint8_t op);
+void pa_mcap_rec_end(pa_mcap_buf *b, size_t at);
+/* The Summary Offset record (into offs) of the op group b holds from start,
+ * none when the group is empty; base: the file offset of b's first byte. */
+void pa_mcap_summary_group(pa_mcap_buf *b, pa_mcap_buf *offs, uint8_t op,
+                           size_t start, uint64_t base);
 
 /* CRC-32 (ISO-HDLC, as zlib), the checksum MCAP uses; crc 0 to start. */
 uint32_t pa_mcap_crc32(uint32_t crc, const void *data, size_t len);
