@@ -71,6 +71,8 @@ export class Stack {
         s.proc.on("exit", (c) => { clearTimeout(t); reject(new Error(`playarea exited ${c}:\n${s.log}`)); });
       });
       s.json = await JsonClient.connect(s.port);
+      const t = args.indexOf("--token");
+      if (t >= 0) await s.json.ok("auth", { token: args[t + 1] });
       const info = await s.json.ok("foxglove_info");
       s.foxPort = info.port;
       if (!s.foxPort) throw new Error("no Foxglove port in foxglove_info");
