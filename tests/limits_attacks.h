@@ -93,6 +93,24 @@ static inline int la_read_some(int fd, char *buf, size_t n, int ms) {
   return (int)got;
 }
 
+/* Everything until the peer closes (or ms pass): a whole response. */
+static inline int la_read_all(int fd, char *buf, size_t n, int ms) {
+  size_t got = 0;
+  int64_t end = pa_test_now_ms() + ms;
+  while (got + 1 < n) {
+    int64_t left = end - pa_test_now_ms();
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    if (left <= 0 || poll(&p, 1, (int)left) <= 0)
+      break;
+    ssize_t r = recv(fd, buf + got, n - 1 - got, 0);
+    if (r <= 0)
+      break;
+    got += (size_t)r;
+  }
+  buf[got] = '\0';
+  return (int)got;
+}
+
 /* ---- the bystander
  * ---------------------------------------------------------*/
 
@@ -468,7 +486,7 @@ static inline int la_metric(uint16_t http, const char *needle, char *out,
   static char body[1 << 20];
   pa_test_send_str(fd, "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n"
                        "Connection: close\r\n\r\n");
-  la_read_some(fd, body, sizeof body, 3000);
+  la_read_all(fd, body, sizeof body, 5000); /* Connection: close */
   close(fd);
   char *p = strstr(body, needle);
   if (!p)
