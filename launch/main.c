@@ -16,7 +16,7 @@ int main(int argc, char **argv) {
   if (argc > 1 && !strcmp(argv[1], "replay"))
     return pa_launch_replay_main(argc - 1, argv + 1);
   /* The docs' flag tables, generated from the flag tables (a test compares
-   * them with README.md and docs/CONTRACT.md). */
+   * them with docs/flags.md and docs/CONTRACT.md). */
   if (argc == 2 && (!strcmp(argv[1], "--help-markdown") ||
                     !strcmp(argv[1], "--help-markdown=contract"))) {
     pa_launch_flags_markdown(stdout, strchr(argv[1], '=') != NULL);

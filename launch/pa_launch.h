@@ -84,7 +84,7 @@ int pa_launch_cfg_parse(pa_launch_cfg *c, int argc, char **argv, char *err,
 int pa_launch_cfg_set(pa_launch_cfg *c, const char *name, const char *value,
                       char *err, size_t err_sz);
 
-/* The flag docs generated from the tables: the README "Flags" table
+/* The flag docs generated from the tables: docs/flags.md's table
  * (contract false) or docs/CONTRACT.md's per-process rows (true); what
  * `playarea --help-markdown[=contract]` prints. */
 void pa_launch_flags_markdown(FILE *f, bool contract);

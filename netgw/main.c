@@ -12,6 +12,11 @@
 #include <unistd.h>
 
 int main(int argc, char **argv) {
+  /* The JSON action reference, from the action table (docs/actions.md). */
+  if (argc == 2 && !strcmp(argv[1], "--help-actions")) {
+    pa_netgw_actions_markdown(stdout);
+    return 0;
+  }
   pa_netgw_args args = {.def = pa_netgw_def_default()};
   int rc = pa_opt_main(pa_netgw_opts(), &args, NULL, argc, argv);
   if (rc >= 0)

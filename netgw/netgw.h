@@ -17,6 +17,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -89,6 +90,10 @@ pa_status pa_netgw_text_parse(const char *line, size_t len, pa_text_cmd *out,
 
 /* The reply to `help`: one line without EOL. */
 const char *pa_netgw_text_help(void);
+
+/* docs/actions.md's table, one row per JSON action, from the action table
+ * (json_table.c; printed by `pa-netgw --help-actions`). */
+void pa_netgw_actions_markdown(FILE *f);
 
 /* ---- UDP frames (PROTOCOL.md section 2) ----------------------------------*/
 

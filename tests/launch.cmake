@@ -41,7 +41,8 @@ if(TARGET playarea)
   endif()
 endif()
 
-# The flag tables vs --help of every program, README.md and docs/CONTRACT.md.
+# The flag tables vs --help of every program, docs/flags.md and
+# docs/CONTRACT.md; README length, doc links, the layout version docs name.
 if(TARGET playarea AND TARGET pa-sim AND TARGET pa-netgw)
   pa_add_test(test_flags_docs SOURCES test_flags_docs.c
               LIBS pa_launch pa_sim pa_netgw TIMEOUT 60 LABELS launch)

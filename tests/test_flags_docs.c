@@ -1,9 +1,13 @@
 /* test_flags_docs.c - the flag tables are the one source of truth: each
  * table is well formed, agrees with its library's def defaults, every
- * program's --help prints every row with its default, and the README and
- * docs/CONTRACT.md flag tables are exactly what the tables generate (no
- * flag missing, none that does not exist). Regenerate the docs with
- * `playarea --help-markdown` and `playarea --help-markdown=contract`. */
+ * program's --help prints every row with its default, and the
+ * docs/flags.md and docs/CONTRACT.md flag tables are exactly what the
+ * tables generate (no flag missing, none that does not exist). Also the
+ * docs as a whole: README.md stays a newcomer's page (at most 200 lines, no
+ * flag table), every relative link of README.md and every docs .md has a
+ * target, and no doc names a shared-memory layout version other than
+ * PA_SHM_LAYOUT_VERSION; docs/actions.md is what the JSON action table
+ * generates. Regenerate the tables with scripts/flags-docs.sh. */
 #define _GNU_SOURCE
 #include "pa_launch.h"
 #include "testutil.h"
@@ -18,6 +22,8 @@
 #include <sys/wait.h>
 
 #include <cmocka.h>
+#include <dirent.h>
+#include <unistd.h>
 
 #define BIG (256 * 1024)
 
@@ -285,7 +291,7 @@ static void test_help_of_every_program(void **state) {
   free(text);
 }
 
-static void check_doc(const char *rel, bool contract) {
+static void check_doc(const char *rel, bool contract, const char *title) {
   char *doc = read_src(rel);
   char *have = block(doc, rel);
   char *want = generated(contract);
@@ -307,7 +313,7 @@ static void check_doc(const char *rel, bool contract) {
             "  generated: %.*s\n",
             rel, line, (int)strcspn(h, "\n"), h, (int)strcspn(w, "\n"), w);
     fail_msg("%s's flag table differs from the flag tables; regenerate it "
-             "with `playarea --help-markdown%s`",
+             "with scripts/flags-docs.sh (`playarea --help-markdown%s`)",
              rel, contract ? "=contract" : "");
   }
   /* The binary prints the same. */
@@ -318,7 +324,7 @@ static void check_doc(const char *rel, bool contract) {
   assert_int_equal(rc, 0);
   assert_string_equal(out, want);
   /* Prose around the table names only flags that exist. */
-  char *flags = section(doc, "## Flags");
+  char *flags = section(doc, title);
   check_only_known_flags(flags, rel);
   free(flags);
   free(out);
@@ -327,9 +333,9 @@ static void check_doc(const char *rel, bool contract) {
   free(doc);
 }
 
-static void test_readme_table(void **state) {
+static void test_flags_md_table(void **state) {
   (void)state;
-  check_doc("README.md", false);
+  check_doc("docs/flags.md", false, "# Flags");
   /* every flag, once, with its default in the default column */
   char *want = generated(false);
   pa_launch_cfg c = pa_launch_cfg_default();
@@ -346,7 +352,7 @@ static void test_readme_table(void **state) {
 
 static void test_contract_rows(void **state) {
   (void)state;
-  check_doc("docs/CONTRACT.md", true);
+  check_doc("docs/CONTRACT.md", true, "## Flags");
 }
 
 /* The checker itself: a made-up flag in a docs text is caught. */
@@ -361,13 +367,193 @@ static void test_checker_catches_drift(void **state) {
   free(want);
 }
 
+/* docs/actions.md's table is what the action table generates, and
+ * `pa-netgw --help-actions` prints the same. */
+static void test_actions_md_table(void **state) {
+  (void)state;
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&buf, &len);
+  assert_non_null(f);
+  pa_netgw_actions_markdown(f);
+  fclose(f);
+  char *doc = read_src("docs/actions.md");
+  const char *b = strstr(doc, "<!-- actions:begin");
+  const char *e = b ? strstr(b, "<!-- actions:end") : NULL;
+  if (!b || !e)
+    fail_msg("docs/actions.md: no <!-- actions:begin --> / <!-- actions:end "
+             "--> markers");
+  b = strchr(b, '\n') + 1;
+  if (strlen(buf) != (size_t)(e - b) || strncmp(buf, b, (size_t)(e - b))) {
+    const char *h = b, *w = buf;
+    while (h < e && *h == *w) {
+      h++;
+      w++;
+    }
+    while (h > b && h[-1] != '\n') {
+      h--;
+      w--;
+    }
+    fprintf(stderr, "docs/actions.md:\n  doc:       %.*s\n  generated: %.*s\n",
+            (int)strcspn(h, "\n"), h, (int)strcspn(w, "\n"), w);
+    fail_msg("docs/actions.md's table differs from the JSON action table "
+             "(netgw/json/json_table.c); regenerate it with "
+             "scripts/flags-docs.sh (`pa-netgw --help-actions`)");
+  }
+  /* well formed: a header, then one row per action, the known ones in */
+  assert_non_null(strstr(buf, "| `get_state` | `command` | `robot` | no | "));
+  assert_non_null(
+      strstr(buf, "| `pause` | `command`, `sim_control` | — | yes"));
+  assert_non_null(strstr(buf, "| `auth` | `command` | `token` | no | "
+                              "answered before `auth` |"));
+  int rows = 0;
+  for (const char *p = buf; (p = strstr(p, "\n| `")); p++)
+    rows++;
+  assert_true(rows >= 90);
+  int rc;
+  char *out = run_capture("pa-netgw", "--help-actions", &rc);
+  assert_int_equal(rc, 0);
+  assert_string_equal(out, buf);
+  free(out);
+  free(doc);
+  free(buf);
+}
+
+/* README.md is the newcomer's page: short, the flag table lives in
+ * docs/flags.md. */
+static void test_readme_for_a_newcomer(void **state) {
+  (void)state;
+  char *doc = read_src("README.md");
+  int lines = 0;
+  for (const char *p = doc; *p; p++)
+    lines += *p == '\n';
+  if (lines > 200)
+    fail_msg("README.md has %d lines (at most 200: details go to docs/)",
+             lines);
+  if (strstr(doc, "<!-- flags:begin"))
+    fail_msg("README.md holds a flag table; it belongs in docs/flags.md");
+  assert_non_null(strstr(doc, "(docs/flags.md)"));
+  assert_non_null(strstr(doc, "(docs/actions.md)"));
+  free(doc);
+}
+
+/* The Markdown docs checked as a whole: README.md and every docs .md file. */
+static size_t doc_list(char names[][64], size_t max) {
+  size_t n = 0;
+  snprintf(names[n++], 64, "README.md");
+  char dir[512];
+  pa_test_src(dir, sizeof dir, "docs");
+  DIR *d = opendir(dir);
+  assert_non_null(d);
+  for (struct dirent *e; (e = readdir(d)) && n < max;) {
+    size_t len = strlen(e->d_name);
+    if (len > 3 && len < 50 && !strcmp(e->d_name + len - 3, ".md"))
+      snprintf(names[n++], 64, "docs/%s", e->d_name);
+  }
+  closedir(d);
+  return n;
+}
+
+/* Every relative link target "](path)" of one doc exists (anchors and
+ * URLs are not checked). */
+static void check_links(const char *rel, const char *doc) {
+  char base[256];
+  snprintf(base, sizeof base, "%s", rel);
+  char *slash = strrchr(base, '/');
+  if (slash)
+    slash[1] = '\0';
+  else
+    base[0] = '\0';
+  for (const char *p = strstr(doc, "]("); p; p = strstr(p + 2, "](")) {
+    const char *t = p + 2;
+    size_t n = strcspn(t, ")# \n");
+    if (n == 0 || strchr("#", *t) || !strncmp(t, "http://", 7) ||
+        !strncmp(t, "https://", 8) || !strncmp(t, "mailto:", 7))
+      continue;
+    char target[512], path[1024];
+    snprintf(target, sizeof target, "%s%.*s", base, (int)n, t);
+    pa_test_src(path, sizeof path, target);
+    if (access(path, F_OK) != 0)
+      fail_msg("%s links to %.*s, which does not exist", rel, (int)n, t);
+  }
+}
+
+static void test_doc_links_resolve(void **state) {
+  (void)state;
+  char names[64][64];
+  size_t n = doc_list(names, 64);
+  assert_true(n > 5);
+  for (size_t k = 0; k < n; k++) {
+    char *doc = read_src(names[k]);
+    check_links(names[k], doc);
+    free(doc);
+  }
+}
+
+/* The first layout version a doc names that is not `want` (0: none).
+ * "layout version is 6, expected 7" names 7, the one the code has. */
+static unsigned other_layout_version(const char *doc, unsigned want) {
+  static const char *const keys[] = {"layout version", "layout_version",
+                                     "LAYOUT_VERSION"};
+  for (size_t k = 0; k < sizeof keys / sizeof keys[0]; k++)
+    for (const char *p = strstr(doc, keys[k]); p; p = strstr(p + 1, keys[k])) {
+      const char *q = p + strlen(keys[k]);
+      /* `":7`, ` 7`, ` is 6`, `` ` (layout version 7`` */
+      while (*q == '"' || *q == ':' || *q == ' ' || *q == '`')
+        q++;
+      if (!strncmp(q, "is ", 3))
+        q += 3;
+      if (!isdigit((unsigned char)*q))
+        continue;
+      char *end;
+      unsigned long v = strtoul(q, &end, 10);
+      if (!strncmp(end, ", expected ", 11))
+        v = strtoul(end + 11, NULL, 10);
+      if (v != want)
+        return (unsigned)v;
+    }
+  return 0;
+}
+
+static void test_doc_layout_version(void **state) {
+  (void)state;
+  char names[64][64];
+  size_t n = doc_list(names, 64);
+  for (size_t k = 0; k < n; k++) {
+    char *doc = read_src(names[k]);
+    unsigned v = other_layout_version(doc, PA_SHM_LAYOUT_VERSION);
+    if (v)
+      fail_msg("%s names shared-memory layout version %u; the code's is %u "
+               "(PA_SHM_LAYOUT_VERSION, shm/pa_layout.h)",
+               names[k], v, (unsigned)PA_SHM_LAYOUT_VERSION);
+    free(doc);
+  }
+}
+
+/* The checkers themselves. */
+static void test_layout_checker_catches_drift(void **state) {
+  (void)state;
+  assert_int_equal(other_layout_version("\"shm_layout_version\":2,", 7), 2);
+  assert_int_equal(other_layout_version("(layout version 3;", 7), 3);
+  assert_int_equal(other_layout_version("is 6, expected 7", 7), 0);
+  assert_int_equal(
+      other_layout_version("\"layout version is 1, expected 2\"", 7), 2);
+  assert_int_equal(other_layout_version("\"shm_layout_version\":7,", 7), 0);
+  assert_int_equal(other_layout_version("the layout version a reader", 7), 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_tables_well_formed),
       cmocka_unit_test(test_shared_flags_agree),
       cmocka_unit_test(test_library_defaults_agree),
       cmocka_unit_test(test_help_of_every_program),
-      cmocka_unit_test(test_readme_table),
+      cmocka_unit_test(test_flags_md_table),
+      cmocka_unit_test(test_actions_md_table),
+      cmocka_unit_test(test_readme_for_a_newcomer),
+      cmocka_unit_test(test_doc_links_resolve),
+      cmocka_unit_test(test_doc_layout_version),
+      cmocka_unit_test(test_layout_checker_catches_drift),
       cmocka_unit_test(test_contract_rows),
       cmocka_unit_test(test_checker_catches_drift),
   };

@@ -271,3 +271,53 @@ const jaction *pa_json_action_find(const char *name) {
       return &actions[i];
   return NULL;
 }
+
+/* ---- the action reference ---------------------------------------------------
+ * docs/actions.md's table, from the rows (a test compares the two). */
+
+/* The keys as `a` `b` (— for none). */
+static void md_keys(FILE *f, const char *keys) {
+  if (!*keys) {
+    fputs("—", f);
+    return;
+  }
+  for (const char *p = keys; *p;) {
+    size_t n = strcspn(p, " ");
+    fprintf(f, "%s`%.*s`", p == keys ? "" : " ", (int)n, p);
+    p += n;
+    p += strspn(p, " ");
+  }
+}
+
+void pa_netgw_actions_markdown(FILE *f) {
+  fputs("| action | envelope types | data keys | waits for pa-sim | notes |\n"
+        "|---|---|---|---|---|\n",
+        f);
+  for (size_t i = 0; i < N_ACTIONS; i++) {
+    const jaction *a = &actions[i];
+    fprintf(f, "| `%s` | ", a->name);
+    fputs(a->types & JT_SIM_CONTROL ? "`command`, `sim_control`" : "`command`",
+          f);
+    fputs(" | ", f);
+    md_keys(f, a->keys);
+    fputs(a->flags & JF_SIM ? " | yes | " : " | no | ", f);
+    const char *sep = "";
+    if (a->flags & JF_ROBOT) {
+      fputs("`robot` must name a robot", f);
+      sep = "; ";
+    }
+    if (a->flags & JF_STATE) {
+      fprintf(f, "%sreply type `state`", sep);
+      sep = "; ";
+    }
+    if (a->flags & JF_NO_AUTH) {
+      fprintf(f, "%sanswered before `auth`", sep);
+      sep = "; ";
+    }
+    if (a->cost) {
+      fprintf(f, "%sreply size checked first", sep);
+      sep = "; ";
+    }
+    fputs(*sep ? " |\n" : "— |\n", f);
+  }
+}
