@@ -432,7 +432,9 @@ static void busy_and_late_reply(void **state) {
   gd.tcp_port = 0;
   /* The fake sim's SSL field opens the SSL ports: the OS picks them. */
   gd.ssl_control_port = gd.ssl_blue_port = gd.ssl_yellow_port = 0;
-  gd.request_timeout_ms = 200;
+  /* long enough that the second request's own reply (pushed after 100 ms
+   * of silence) beats it on a loaded machine */
+  gd.request_timeout_ms = 1000;
   char err[256];
   f.g = pa_netgw_create(&gd, &f.st, err, sizeof err);
   assert_non_null(f.g);
@@ -441,7 +443,8 @@ static void busy_and_late_reply(void **state) {
   char buf[256];
   assert_int_equal(pa_test_send_str(fd, "pause\nping\n"), 0);
   assert_true(pa_test_read_line(fd, buf, sizeof buf, 5000) > 0);
-  assert_string_equal(buf, "err busy the simulator did not answer within 200 ms");
+  assert_string_equal(buf,
+                      "err busy the simulator did not answer within 1000 ms");
   assert_true(pa_test_read_line(fd, buf, sizeof buf, 5000) > 0);
   assert_string_equal(buf, "pong"); /* queued behind the pause, in order */
   /* play pa-sim late: answer the pause now; nobody may see it */
