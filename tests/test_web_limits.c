@@ -1,6 +1,7 @@
 /* test_web_limits.c - the browser port's findings of issue 32 on a real
  * pa-sim + pa-netgw (OS-picked ports, 127.0.0.x only): a half-closed HTTP
- * request is always answered whole. */
+ * request is always answered whole; a /ws head that never completes is cut
+ * after the head deadline. */
 #define _GNU_SOURCE
 #include <setjmp.h>
 #include <stdarg.h>
@@ -97,10 +98,57 @@ static void half_closed_http(void **state) {
   assert_int_equal(ng_stop(&s), 0);
 }
 
+/* #14 for /ws: a head that never ends (stopped, or one byte a second) is
+ * cut after the head deadline (10 s, docs/operations.md), counted as
+ * idle_timeout in /metrics, and the gateway serves on. */
+static void ws_head_deadline(void **state) {
+  (void)state;
+  ng_stack s;
+  assert_int_equal(ng_start(&s, "webhead", NULL, NULL), 0);
+  uint16_t hp = http_port(&s);
+  int stopped = la_connect_from("127.0.0.1", hp);
+  int trickle = la_connect_from("127.0.0.2", hp);
+  assert_true(stopped >= 0 && trickle >= 0);
+  const char head[] = "GET /ws HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: "
+                      "websocket\r\nConnection: Upgrade\r\n";
+  assert_int_equal(pa_test_send_str(stopped, head), 0);
+  assert_int_equal(pa_test_send_str(trickle, "GET /ws HTTP/1.1\r\n"), 0);
+  int64_t t0 = pa_test_now_ms(), ended[2] = {-1, -1};
+  int fds[2] = {stopped, trickle};
+  char b[256];
+  while (pa_test_now_ms() - t0 < 15000 && (ended[0] < 0 || ended[1] < 0)) {
+    if (ended[1] < 0)
+      send(trickle, "X", 1, MSG_NOSIGNAL); /* a header, a byte a second */
+    for (int k = 0; k < 2; k++) {
+      struct pollfd p = {.fd = fds[k], .events = POLLIN};
+      if (ended[k] < 0 && poll(&p, 1, 0) > 0 &&
+          recv(fds[k], b, sizeof b, 0) <= 0)
+        ended[k] = pa_test_now_ms() - t0;
+    }
+    usleep(ended[1] < 0 ? 1000000 : 100000);
+  }
+  print_message("unfinished /ws heads cut after %lld ms (stopped) and %lld ms "
+                "(trickling)\n",
+                (long long)ended[0], (long long)ended[1]);
+  for (int k = 0; k < 2; k++) {
+    assert_true(ended[k] >= 9000 && ended[k] < 13000);
+    close(fds[k]);
+  }
+  /* counted where the core counts its idle connections */
+  char m[256];
+  assert_true(la_metric(hp, "reason=\"idle_timeout\"", m, sizeof m) > 0);
+  assert_true(atof(strrchr(m, ' ') + 1) >= 2);
+  int ws = la_ws_open("127.0.0.3", hp, "/ws", NULL, NULL);
+  assert_true(ws >= 0);
+  close(ws);
+  assert_int_equal(ng_stop(&s), 0);
+}
+
 int main(void) {
   signal(SIGPIPE, SIG_IGN);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(half_closed_http),
+      cmocka_unit_test(ws_head_deadline),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
