@@ -10,10 +10,10 @@
  * SSL ball), a binary "SCN2" of the scans that arrived since the last frame,
  * and, when they change, "world" (robot and obstacle properties; agents
  * moving alone do not count), "map" + binary "MAP1", "nav" (drawings),
- * "visuals" + binary "VIS1" (point clouds) and once a second "status"
- * (processes). A browser with more than LIVE_BACKLOG bytes unsent skips
- * state and scan frames (counted as dropped) and gets changed visuals
- * later; the rest waits for it. */
+ * "visuals" + binary "VIS1" (point clouds; only what changed, web_vis.c)
+ * and once a second "status" (processes). A browser with more than
+ * LIVE_BACKLOG bytes unsent skips state and scan frames (counted as
+ * dropped) and gets changed visuals later; the rest waits for it. */
 #define _GNU_SOURCE
 #include "web_int.h"
 
