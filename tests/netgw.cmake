@@ -38,3 +38,10 @@ endif()
 # pa_netgw objects (ctest runs after the build).
 add_test(NAME netgw_layout COMMAND /usr/bin/python3 ${CMAKE_SOURCE_DIR}/tests/check_netgw_layout.py ${CMAKE_BINARY_DIR})
 set_tests_properties(netgw_layout PROPERTIES TIMEOUT 60 LABELS netgw)
+# The browser port's findings of issue 32: half-closed HTTP requests, /ws
+# heads that never end, visual objects as deltas.
+pa_add_test(test_web_limits SOURCES test_web_limits.c
+            LIBS pa_shm Threads::Threads TIMEOUT 120 LABELS netgw)
+if(TARGET pa-sim)
+  add_dependencies(test_web_limits pa-sim pa-netgw)
+endif()

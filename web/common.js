@@ -3,8 +3,9 @@
 // docs/world-format.md states them) and a grey PNG writer.
 
 // VIS1: count, then per point cloud the visual's index, n and n x (f32 x,
-// y, z, u32 0xRRGGBBAA); the points go into visuals[index].points.
-function parseClouds(dv, visuals) {
+// y, z, u32 0xRRGGBBAA); the points go to the visual of that index.
+function parseClouds(dv, list) {
+  const visuals = new Map(list.map((v) => [v.index, v]));
   const count = dv.getUint32(4, true);
   let o = 8;
   for (let c = 0; c < count; c++) {
@@ -13,8 +14,24 @@ function parseClouds(dv, visuals) {
     const pts = new Array(n);
     for (let k = 0; k < n; k++, o += 16)
       pts[k] = [dv.getFloat32(o, true), dv.getFloat32(o + 4, true), dv.getFloat32(o + 8, true), dv.getUint32(o + 12, true)];
-    if (visuals[idx]) visuals[idx].points = pts;
+    if (visuals.has(idx)) visuals.get(idx).points = pts;
   }
+}
+
+// A "visuals" message is the whole set ("full": true) or the visuals that
+// changed and the names of those removed: merged by name, in their order.
+function mergeVisuals(have, m) {
+  if (m.full !== false) return m.visuals;
+  const gone = new Set(m.removed || []);
+  const changed = new Map(m.visuals.map((v) => [v.label.name, v]));
+  const out = [];
+  for (const v of have) {
+    if (gone.has(v.label.name)) continue;
+    const c = changed.get(v.label.name);
+    changed.delete(v.label.name);
+    out.push(c || v);
+  }
+  return out.concat([...changed.values()]);
 }
 
 // ---- the /ws session ----------------------------------------------------------
@@ -25,6 +42,7 @@ export class Session {
     this.nextId = 1;
     this.waiting = new Map();
     this.pendingMap = null;
+    this.visuals = [];
     this.open = false;
     this.connect();
   }
@@ -53,7 +71,8 @@ export class Session {
         const v = this.pendingVisuals;
         this.pendingVisuals = null;
         parseClouds(dv, v.visuals);
-        this.h.onVisuals?.(v);
+        this.visuals = mergeVisuals(this.visuals, v);
+        this.h.onVisuals?.({ ...v, visuals: this.visuals });
       } else if (magic === 'MAP1' && this.pendingMap) {
         const m = this.pendingMap;
         this.pendingMap = null;

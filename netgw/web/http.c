@@ -337,7 +337,8 @@ static void on_peek(evutil_socket_t fd, short what, void *arg) {
   pa_web *w = p->w;
   if ((what & EV_TIMEOUT && p->consuming) ||
       pa_now_ns() - p->start_ns > (int64_t)PEEK_TIMEOUT_MS * 1000000) {
-    peek_free(p, true); /* no request head in time */
+    pa_lim_count(w->g, PA_LIM_IDLE); /* shown as idle_timeout, as the core's */
+    peek_free(p, true);              /* no request head in time */
     return;
   }
   ssize_t r = p->consuming

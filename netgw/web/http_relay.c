@@ -5,7 +5,9 @@
  * or past its size is answered at once and the connection closed, never
  * read), and each direction stops reading while the other side's output is
  * full (le-proxy's watermarks), so a client that pipelines and never reads
- * holds at most RELAY_HIGH bytes per direction. */
+ * holds at most RELAY_HIGH bytes per direction. A client that half-closes
+ * after its requests still gets every answer: the relay counts requests
+ * passed and answers relayed and ends the connection after the last. */
 #define _GNU_SOURCE
 #include "web_int.h"
 
@@ -36,8 +38,17 @@ typedef struct pa_relay {
   bool refused;        /* answered here: the rest of a's input is dropped */
   bool shut;           /* refused, answer sent: waiting for a's end */
   bool held_a, held_b; /* not read: the other side's output is full */
+  bool a_eof;          /* the browser half-closed: its answers still go */
+  bool uncounted;      /* answers not counted: evhttp's end ends it */
+  bool b_shut;         /* ... and evhttp was told of the half-close */
   int64_t refused_ns;  /* when it was refused: drained LINGER_S at most */
   uint64_t body_left;  /* [bytes] of the current request's body to pass */
+  /* requests passed and answers relayed whole: a half-closed browser's
+   * connection ends once they are equal (issue 32) */
+  uint64_t asked, answered;
+  uint64_t head_ring; /* bit asked % 64: a HEAD request (no body back) */
+  uint64_t resp_left; /* [bytes] of the current answer's body to relay */
+  bool in_body;       /* an answer's head is out, its body is not */
 } pa_relay;
 
 static void relay_free(pa_relay *r) {
@@ -222,11 +233,76 @@ static void from_browser(pa_relay *r) {
     uint64_t body = 0;
     if (!head || gate(r, head, hl, &body) != 0)
       return;
+    if (r->asked - r->answered >= 64)
+      r->uncounted = true; /* deep pipelines: ended by evhttp instead */
+    uint64_t bit = 1ull << (r->asked % 64);
+    r->head_ring =
+        !memcmp(head, "HEAD ", 5) ? r->head_ring | bit : r->head_ring & ~bit;
+    r->asked++;
     evbuffer_remove_buffer(in, out, hl);
     r->body_left = body;
   }
   if (r->refused) {
     evbuffer_drain(in, evbuffer_get_length(in));
+  }
+}
+
+/* Passes evhttp's answers to the browser, counting the whole ones (by
+ * their Content-Length: evhttp sends no chunked answers here). */
+static void to_browser(pa_relay *r, struct evbuffer *in, struct evbuffer *out) {
+  while (!r->uncounted && evbuffer_get_length(in) > 0) {
+    if (r->in_body) {
+      size_t n = evbuffer_get_length(in);
+      n = n < r->resp_left ? n : (size_t)r->resp_left;
+      evbuffer_remove_buffer(in, out, n);
+      r->resp_left -= n;
+      r->in_body = r->resp_left > 0;
+      r->answered += !r->in_body;
+      continue;
+    }
+    struct evbuffer_ptr p = evbuffer_search(in, "\r\n\r\n", 4, NULL);
+    if (p.pos < 0) {
+      if (evbuffer_get_length(in) > PA_WS_MAX_HEAD)
+        r->uncounted = true; /* not an answer head of evhttp's */
+      return;                /* the rest of the head follows */
+    }
+    size_t hl = (size_t)p.pos + 4;
+    const char *head = (const char *)evbuffer_pullup(in, (ev_ssize_t)hl);
+    char v[64];
+    unsigned long long cl = 0;
+    if (head && pa_ws_header(head, hl, "Content-Length", v, sizeof v) >= 0)
+      cl = strtoull(v, NULL, 10);
+    bool interim = head && hl > 9 && head[9] == '1'; /* 100 Continue */
+    if (!head || (!interim && strncmp(head, "HTTP/1.", 7) != 0)) {
+      r->uncounted = true;
+      break;
+    }
+    evbuffer_remove_buffer(in, out, hl);
+    if (interim)
+      continue;
+    bool head_req = r->head_ring >> (r->answered % 64) & 1;
+    r->resp_left = head_req ? 0 : cl;
+    r->in_body = r->resp_left > 0;
+    r->answered += !r->in_body;
+  }
+  evbuffer_add_buffer(out, in); /* uncounted: as they are */
+}
+
+/* A browser that half-closed: once its requests are all with evhttp, the
+ * connection ends after the last answer (counted), or evhttp is told and
+ * its end ends it (uncounted, or a body left unfinished). Never frees. */
+static void half_closed(pa_relay *r) {
+  if (!r->a_eof || r->closing || r->held_a ||
+      evbuffer_get_length(bufferevent_get_output(r->b)))
+    return;
+  struct evbuffer *in = bufferevent_get_input(r->a);
+  evbuffer_drain(in, evbuffer_get_length(in)); /* a head left unfinished */
+  if (!r->uncounted && r->answered >= r->asked && !r->body_left) {
+    r->closing = true; /* freed once the answers are out */
+    bufferevent_disable(r->b, EV_READ);
+  } else if ((r->uncounted || r->body_left) && !r->b_shut) {
+    r->b_shut = true;
+    shutdown(bufferevent_getfd(r->b), SHUT_WR);
   }
 }
 
@@ -247,12 +323,13 @@ static void relay_read(struct bufferevent *bev, void *arg) {
     return;
   }
   struct evbuffer *out = bufferevent_get_output(r->a);
-  evbuffer_add_buffer(out, bufferevent_get_input(bev));
+  to_browser(r, bufferevent_get_input(bev), out);
   if (evbuffer_get_length(out) > RELAY_HIGH && !r->held_b) {
     r->held_b = true; /* the browser does not read: evhttp waits */
     pa_lim_count(r->w->g, PA_LIM_PAUSED);
     bufferevent_disable(r->b, EV_READ);
   }
+  half_closed(r); /* maybe the last answer: ended once it is out */
 }
 
 static void relay_write(struct bufferevent *bev, void *arg) {
@@ -267,6 +344,7 @@ static void relay_write(struct bufferevent *bev, void *arg) {
     }
     return;
   }
+  half_closed(r);
   if (r->closing && !out_a && !out_b) {
     relay_free(r);
     return;
@@ -278,7 +356,7 @@ static void relay_write(struct bufferevent *bev, void *arg) {
     relay_read(r->b, r);
   } else if (bev == r->b && r->held_a && out_b <= RELAY_LOW) {
     r->held_a = false;
-    if (!r->closing)
+    if (!r->closing && !r->a_eof)
       bufferevent_enable(r->a, EV_READ);
     from_browser(r);
   }
@@ -301,6 +379,14 @@ static void relay_event(struct bufferevent *bev, short what, void *arg) {
   }
   if (what & BEV_EVENT_EOF)
     relay_read(bev, r); /* the last bytes */
+  if (bev == r->a && (what & BEV_EVENT_EOF) && !r->a_eof) {
+    /* a half-close (shutdown(SHUT_WR)) after a request: its answer is
+     * still owed, so the relay goes on until evhttp ends (issue 32) */
+    r->a_eof = true;
+    bufferevent_disable(bev, EV_READ);
+    relay_write(r->b, r);
+    return;
+  }
   r->closing = true;
   bufferevent_disable(bev, EV_READ);
   relay_write(bev, r); /* free once the other side's output is out */

@@ -60,6 +60,11 @@ typedef struct pa_web {
   uint64_t world_sig; /* hash of the snapshot but agents' poses */
   bool have_snap;
   pa_visual_block *vis; /* visual objects as last read (NULL = none yet) */
+  /* web_vis.c: what each visual was at the newest and at the previous copy
+   * (a viewer that had the previous gets the delta built once for all) */
+  struct pa_vis_table *vis_cur, *vis_prev;
+  uint32_t vis_cur_gen, vis_prev_gen;
+  bool vis_cur_ok, vis_prev_ok;
 } pa_web;
 
 /* http.c; its row in the front-end table */
@@ -92,6 +97,18 @@ void pa_web_relay_free_all(pa_web *w);
 uint32_t pa_web_relay_count(const pa_web *w, uint32_t addr); /* from addr */
 
 /* web_ws.c */
+/* A growable buffer for the frames; oom once an allocation failed (then
+ * every later call does nothing). */
+typedef struct pa_sbuf {
+  char *s;
+  size_t n, cap;
+  bool oom;
+} pa_sbuf;
+bool pa_sb_reserve(pa_sbuf *b, size_t need); /* room for need bytes in all */
+void pa_sb_printf(pa_sbuf *b, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+void pa_sb_bytes(pa_sbuf *b, const void *p, size_t n);
+void pa_sb_u32(pa_sbuf *b, uint32_t v); /* little-endian, as the host's */
 /* Browser connections from addr (network order). */
 uint32_t pa_webws_count(const pa_web *w, uint32_t addr);
 /* Takes over fd whose request head (head, consumed) asks for /ws. */
@@ -100,6 +117,26 @@ void pa_webws_accept(pa_web *w, evutil_socket_t fd,
                      size_t head_len, const uint8_t *extra, size_t extra_len);
 void pa_webws_tick(pa_web *w); /* sends the live frames */
 void pa_webws_free_all(pa_web *w);
+
+/* web_vis.c: the visual objects for /ws, sent as deltas (issue 32) */
+typedef struct pa_vis_sum {
+  char name[PA_VIS_NAME_MAX];
+  uint64_t hash; /* of all it shows (not its place in the block) */
+} pa_vis_sum;
+typedef struct pa_vis_table {
+  uint32_t n;
+  pa_vis_sum v[PA_VIS_MAX];
+} pa_vis_table;
+/* Copies the visuals when their gen moved; true when w->vis and
+ * w->vis_cur hold the current ones (that gen in *gen). */
+bool pa_webvis_refresh(pa_web *w, uint32_t *gen);
+/* "visuals" text and binary "VIS1" of w->vis: all of them (old NULL), or
+ * those that differ from old and the names of those gone since. */
+void pa_webvis_build(const pa_web *w, const pa_vis_table *old, pa_sbuf *b,
+                     pa_sbuf *bin);
+/* *dst = w->vis_cur (allocated on first use): false when out of memory. */
+bool pa_webvis_keep(const pa_web *w, pa_vis_table **dst);
+void pa_webvis_free(pa_web *w);
 
 /* web_camera.c */
 int pa_webcam_init(pa_web *w);

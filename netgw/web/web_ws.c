@@ -10,10 +10,10 @@
  * SSL ball), a binary "SCN2" of the scans that arrived since the last frame,
  * and, when they change, "world" (robot and obstacle properties; agents
  * moving alone do not count), "map" + binary "MAP1", "nav" (drawings),
- * "visuals" + binary "VIS1" (point clouds) and once a second "status"
- * (processes). A browser with more than LIVE_BACKLOG bytes unsent skips
- * state and scan frames (counted as dropped) and gets changed visuals
- * later; the rest waits for it. */
+ * "visuals" + binary "VIS1" (point clouds; only what changed, web_vis.c)
+ * and once a second "status" (processes). A browser with more than
+ * LIVE_BACKLOG bytes unsent skips state and scan frames (counted as
+ * dropped) and gets changed visuals later; the rest waits for it. */
 #define _GNU_SOURCE
 #include "web_int.h"
 
@@ -45,6 +45,7 @@ typedef struct pa_webws {
   uint64_t world_sig;
   uint32_t map_gen, nav_gen, vis_gen;
   bool have_world, have_map, have_nav, have_vis;
+  pa_vis_table *vis_sent; /* the visuals as this browser has them */
   bool pair_held; /* replies wait in the pair: the browser's queue is full */
   uint32_t addr;  /* the browser's IPv4 address (per-peer cap) */
 } pa_webws;
@@ -56,17 +57,11 @@ uint32_t pa_webws_count(const pa_web *w, uint32_t addr) {
   return n;
 }
 
-/* A growable text buffer for the frames. */
-typedef struct sbuf {
-  char *s;
-  size_t n, cap;
-  bool oom;
-} sbuf;
+/* ---- pa_sbuf (web_int.h): the frames' growable buffer
+ * -------------------------------------------------------*/
 
-static void sb_printf(sbuf *b, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
 /* Room for need bytes in all (doubling); false and b->oom when out. */
-static bool sb_reserve(sbuf *b, size_t need) {
+bool pa_sb_reserve(pa_sbuf *b, size_t need) {
   if (b->oom)
     return false;
   if (need <= b->cap)
@@ -84,7 +79,7 @@ static bool sb_reserve(sbuf *b, size_t need) {
   return true;
 }
 
-static void sb_printf(sbuf *b, const char *fmt, ...) {
+void pa_sb_printf(pa_sbuf *b, const char *fmt, ...) {
   for (int pass = 0; pass < 2 && !b->oom; pass++) {
     va_list ap;
     va_start(ap, fmt);
@@ -99,22 +94,23 @@ static void sb_printf(sbuf *b, const char *fmt, ...) {
       b->n += (size_t)k;
       return;
     }
-    if (!sb_reserve(b, b->n + (size_t)k + 1)) /* + the NUL vsnprintf writes */
+    if (!pa_sb_reserve(b,
+                       b->n + (size_t)k + 1)) /* + the NUL vsnprintf writes */
       return;
   }
 }
 
-static void sb_bytes(sbuf *b, const void *p, size_t n) {
-  if (!sb_reserve(b, b->n + n))
+void pa_sb_bytes(pa_sbuf *b, const void *p, size_t n) {
+  if (!pa_sb_reserve(b, b->n + n))
     return;
   memcpy(b->s + b->n, p, n);
   b->n += n;
 }
 
-static void sb_u32(sbuf *b, uint32_t v) { sb_bytes(b, &v, 4); }
-static void sb_f32(sbuf *b, double v) {
+void pa_sb_u32(pa_sbuf *b, uint32_t v) { pa_sb_bytes(b, &v, 4); }
+static void sb_f32(pa_sbuf *b, double v) {
   float f = (float)v;
-  sb_bytes(b, &f, 4);
+  pa_sb_bytes(b, &f, 4);
 }
 
 /* ---- one connection
@@ -172,6 +168,7 @@ static void on_close(struct pa_ws *ws, void *arg) {
   x->w->n_ws--;
   if (x->pair)
     bufferevent_free(x->pair); /* the gateway's client sees the end */
+  free(x->vis_sent);
   free(x);
 }
 
@@ -327,9 +324,8 @@ void pa_webws_free_all(pa_web *w) {
   while (w->ws)
     pa_ws_free(w->ws->ws); /* on_close unlinks it */
   free(w->obs);
-  free(w->vis);
   w->obs = NULL;
-  w->vis = NULL;
+  pa_webvis_free(w);
 }
 
 /* ---- live frames
@@ -383,55 +379,56 @@ static bool snap_refresh(pa_web *w) {
   return false;
 }
 
-static void build_state(pa_web *w, const pa_tick *t, sbuf *b) {
-  sb_printf(b,
-            "{\"type\":\"state\",\"sim_time\":%.6f,\"tick\":%llu,\"rtf\":%.4f,"
-            "\"paused\":%s,\"speed\":%g,\"robots\":[",
-            t->sim_time, (unsigned long long)t->tick, w->rtf,
-            t->flags & PA_TICK_PAUSED ? "true" : "false", t->speed);
+static void build_state(pa_web *w, const pa_tick *t, pa_sbuf *b) {
+  pa_sb_printf(
+      b,
+      "{\"type\":\"state\",\"sim_time\":%.6f,\"tick\":%llu,\"rtf\":%.4f,"
+      "\"paused\":%s,\"speed\":%g,\"robots\":[",
+      t->sim_time, (unsigned long long)t->tick, w->rtf,
+      t->flags & PA_TICK_PAUSED ? "true" : "false", t->speed);
   const pa_robot_state *rs = (const pa_robot_state *)(t + 1);
   bool first = true;
   for (uint32_t i = 0; i < t->robot_count; i++) {
     if (!(rs[i].flags & PA_RS_ACTIVE))
       continue;
-    sb_printf(b, "%s[%u,%.4f,%.4f,%.5f,%.4f,%.4f,%d,%.4f,%.4f]",
-              first ? "" : ",", rs[i].id, rs[i].x, rs[i].y, rs[i].theta,
-              rs[i].v, rs[i].w, (rs[i].flags & PA_RS_BUMPED) ? 1 : 0, rs[i].vy,
-              rs[i].head);
+    pa_sb_printf(b, "%s[%u,%.4f,%.4f,%.5f,%.4f,%.4f,%d,%.4f,%.4f]",
+                 first ? "" : ",", rs[i].id, rs[i].x, rs[i].y, rs[i].theta,
+                 rs[i].v, rs[i].w, (rs[i].flags & PA_RS_BUMPED) ? 1 : 0,
+                 rs[i].vy, rs[i].head);
     first = false;
   }
   /* agents: [slot, x, y, theta] each, as the snapshot has them now */
-  sb_printf(b, "],\"agents\":[");
+  pa_sb_printf(b, "],\"agents\":[");
   first = true;
   for (uint32_t i = 0; i < w->n_obs; i++) {
     const pa_obstacle_info *o = &w->obs[i];
     if (!o->active || !o->agent)
       continue;
-    sb_printf(b, "%s[%u,%.4f,%.4f,%.5f]", first ? "" : ",", i, o->x, o->y,
-              o->theta);
+    pa_sb_printf(b, "%s[%u,%.4f,%.4f,%.5f]", first ? "" : ",", i, o->x, o->y,
+                 o->theta);
     first = false;
   }
-  sb_printf(b, "]");
+  pa_sb_printf(b, "]");
   /* the ball: x, y, z (its bottom), vx, vy, vz, holder (-1 = none) */
   if (t->ssl && t->ball_holder != -2)
-    sb_printf(b,
-              ",\"ball\":[%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%d],"
-              "\"ball_radius\":%g",
-              t->ball[0], t->ball[1], t->ball[2], t->ball[3], t->ball[4],
-              t->ball[5], (int)t->ball_holder, BALL_RADIUS);
-  sb_printf(b, "}");
+    pa_sb_printf(b,
+                 ",\"ball\":[%.4f,%.4f,%.4f,%.4f,%.4f,%.4f,%d],"
+                 "\"ball_radius\":%g",
+                 t->ball[0], t->ball[1], t->ball[2], t->ball[3], t->ball[4],
+                 t->ball[5], (int)t->ball_holder, BALL_RADIUS);
+  pa_sb_printf(b, "}");
 }
 
 /* Scans newer than the last frame's, in one binary message: "SCN2", count,
  * then per scan robot, n, x, y, theta, angle_min, angle_increment,
  * range_max (u32 u32 f32 x6) and n f32 ranges; little-endian. */
-static void build_scans(pa_web *w, const pa_tick *t, sbuf *b,
+static void build_scans(pa_web *w, const pa_tick *t, pa_sbuf *b,
                         uint32_t *last_seq, uint32_t max_robots) {
   pa_netgw *g = w->g;
   pa_gw_drain_scans(g);
-  sb_bytes(b, "SCN2", 4);
+  pa_sb_bytes(b, "SCN2", 4);
   size_t count_at = b->n;
-  sb_u32(b, 0);
+  pa_sb_u32(b, 0);
   uint32_t count = 0;
   const pa_robot_state *rs = (const pa_robot_state *)(t + 1);
   for (uint32_t i = 0; i < t->robot_count; i++) {
@@ -442,25 +439,25 @@ static void build_scans(pa_web *w, const pa_tick *t, sbuf *b,
     if (!s || s->seq == last_seq[r])
       continue;
     last_seq[r] = s->seq;
-    sb_u32(b, r);
-    sb_u32(b, s->count);
+    pa_sb_u32(b, r);
+    pa_sb_u32(b, s->count);
     sb_f32(b, s->x);
     sb_f32(b, s->y);
     sb_f32(b, s->theta);
     sb_f32(b, s->angle_min);
     sb_f32(b, s->angle_increment);
     sb_f32(b, s->range_max);
-    sb_bytes(b, s + 1, (size_t)s->count * 4);
+    pa_sb_bytes(b, s + 1, (size_t)s->count * 4);
     count++;
   }
   if (!b->oom)
     memcpy(b->s + count_at, &count, 4);
 }
 
-static void build_world(pa_web *w, sbuf *b) {
+static void build_world(pa_web *w, pa_sbuf *b) {
   pa_netgw *g = w->g;
-  sb_printf(b, "{\"type\":\"world\",\"world_gen\":%u,\"robots\":[",
-            __atomic_load_n(&g->ctl->world_gen, __ATOMIC_ACQUIRE));
+  pa_sb_printf(b, "{\"type\":\"world\",\"world_gen\":%u,\"robots\":[",
+               __atomic_load_n(&g->ctl->world_gen, __ATOMIC_ACQUIRE));
   uint32_t n = __atomic_load_n(&g->ctl->robot_count, __ATOMIC_ACQUIRE);
   bool first = true;
   for (uint32_t i = 0; i < n && i < g->ctl->def.max_robots; i++) {
@@ -470,18 +467,18 @@ static void build_world(pa_web *w, sbuf *b) {
       continue;
     json_t *name = json_string(ri.name);
     char *ns = name ? json_dumps(name, JSON_ENCODE_ANY) : NULL;
-    sb_printf(b,
-              "%s{\"id\":%u,\"name\":%s,\"drive\":\"%s\",\"radius\":%g,"
-              "\"colour\":[%u,%u,%u],\"range_max\":%g,\"cam\":[%u,%u]}",
-              first ? "" : ",", idx, ns ? ns : "\"\"",
-              ri.drive == PA_DRIVE_OMNI ? "omni" : "diff", ri.radius,
-              ri.colour[0], ri.colour[1], ri.colour[2], ri.laser_range_max,
-              ri.cam_width, ri.cam_height);
+    pa_sb_printf(b,
+                 "%s{\"id\":%u,\"name\":%s,\"drive\":\"%s\",\"radius\":%g,"
+                 "\"colour\":[%u,%u,%u],\"range_max\":%g,\"cam\":[%u,%u]}",
+                 first ? "" : ",", idx, ns ? ns : "\"\"",
+                 ri.drive == PA_DRIVE_OMNI ? "omni" : "diff", ri.radius,
+                 ri.colour[0], ri.colour[1], ri.colour[2], ri.laser_range_max,
+                 ri.cam_width, ri.cam_height);
     free(ns);
     json_decref(name);
     first = false;
   }
-  sb_printf(b, "],\"obstacles\":[");
+  pa_sb_printf(b, "],\"obstacles\":[");
   static const char *const behaviours[PA_AGENT_COUNT] = {
       "", "constant", "waypoints", "random", "pedestrian"};
   first = true;
@@ -493,115 +490,67 @@ static void build_world(pa_web *w, sbuf *b) {
     json_t *name = json_string(oi.name);
     char *ns = name ? json_dumps(name, JSON_ENCODE_ANY) : NULL;
     /* an agent's pose here is where it was: the state frames move it */
-    sb_printf(b,
-              "%s{\"slot\":%u,\"name\":%s,\"shape\":\"%s\",\"x\":%g,"
-              "\"y\":%g,\"theta\":%g,\"size\":[%g,%g],\"radius\":%g,"
-              "\"colour\":[%u,%u,%u],\"agent\":\"%s\"}",
-              first ? "" : ",", i, ns ? ns : "\"\"",
-              oi.shape == PA_SHAPE_CIRCLE ? "circle" : "box", oi.x, oi.y,
-              oi.theta, oi.size_x, oi.size_y, oi.radius, oi.colour[0],
-              oi.colour[1], oi.colour[2],
-              oi.agent < PA_AGENT_COUNT ? behaviours[oi.agent] : "other");
+    pa_sb_printf(b,
+                 "%s{\"slot\":%u,\"name\":%s,\"shape\":\"%s\",\"x\":%g,"
+                 "\"y\":%g,\"theta\":%g,\"size\":[%g,%g],\"radius\":%g,"
+                 "\"colour\":[%u,%u,%u],\"agent\":\"%s\"}",
+                 first ? "" : ",", i, ns ? ns : "\"\"",
+                 oi.shape == PA_SHAPE_CIRCLE ? "circle" : "box", oi.x, oi.y,
+                 oi.theta, oi.size_x, oi.size_y, oi.radius, oi.colour[0],
+                 oi.colour[1], oi.colour[2],
+                 oi.agent < PA_AGENT_COUNT ? behaviours[oi.agent] : "other");
     free(ns);
     json_decref(name);
     first = false;
   }
-  sb_printf(b, "]}");
+  pa_sb_printf(b, "]}");
 }
 
-static void build_nav(pa_web *w, sbuf *b, pa_nav_block *nb) {
-  sb_printf(b, "{\"type\":\"nav\",\"gen\":%u,\"overlays\":[", nb->gen);
+static void build_nav(pa_web *w, pa_sbuf *b, pa_nav_block *nb) {
+  pa_sb_printf(b, "{\"type\":\"nav\",\"gen\":%u,\"overlays\":[", nb->gen);
   bool first = true;
   for (int i = 0; i < PA_NAV_OVERLAYS; i++) {
     const pa_nav_overlay *o = &nb->ov[i];
     if (o->robot == UINT32_MAX)
       continue;
-    sb_printf(b, "%s{\"robot\":%u,\"path\":[", first ? "" : ",", o->robot);
+    pa_sb_printf(b, "%s{\"robot\":%u,\"path\":[", first ? "" : ",", o->robot);
     for (uint32_t k = 0; k < o->path_n && k < PA_NAV_PATH_MAX; k++)
-      sb_printf(b, "%s[%.3f,%.3f]", k ? "," : "", o->path[k][0], o->path[k][1]);
-    sb_printf(b, "],\"waypoints\":[");
+      pa_sb_printf(b, "%s[%.3f,%.3f]", k ? "," : "", o->path[k][0],
+                   o->path[k][1]);
+    pa_sb_printf(b, "],\"waypoints\":[");
     for (uint32_t k = 0; k < o->wp_n && k < PA_NAV_WAYPOINTS_MAX; k++)
-      sb_printf(b, "%s[%.3f,%.3f]", k ? "," : "", o->wp[k][0], o->wp[k][1]);
-    sb_printf(b, "]}");
+      pa_sb_printf(b, "%s[%.3f,%.3f]", k ? "," : "", o->wp[k][0], o->wp[k][1]);
+    pa_sb_printf(b, "]}");
     first = false;
   }
   (void)w;
-  sb_printf(b, "]}");
+  pa_sb_printf(b, "]}");
 }
 
-/* Visual objects (shm/pa_visual.h) as "visuals" text, and their point
- * clouds in one binary "VIS1": count, then per cloud the visual's index in
- * the list, n and n x (f32 x, y, z, u32 0xRRGGBBAA) ; little-endian. */
-static void build_visuals(const pa_visual_block *vb, sbuf *b, sbuf *bin) {
-  sb_printf(b, "{\"type\":\"visuals\",\"gen\":%u,\"visuals\":[", vb->gen);
-  sb_bytes(bin, "VIS1", 4);
-  size_t count_at = bin->n;
-  sb_u32(bin, 0);
-  uint32_t clouds = 0;
-  for (uint32_t i = 0; i < vb->count; i++) {
-    const pa_visual *v = &vb->v[i];
-    char name[PA_VIS_NAME_MAX], text[PA_VIS_TEXT_MAX];
-    snprintf(name, sizeof name, "%s", v->name);
-    snprintf(text, sizeof text, "%s", v->text);
-    json_t *js = json_pack("{ssss}", "name", name, "text", text);
-    char *jn = js ? json_dumps(js, JSON_COMPACT) : NULL;
-    const char *tn = pa_vis_type_name(v->type);
-    sb_printf(b,
-              "%s{\"index\":%u,\"type\":\"%s\",\"visible\":%s,"
-              "\"pos\":[%.9g,%.9g,%.9g],\"quat\":[%.9g,%.9g,%.9g,%.9g],"
-              "\"size\":[%.9g,%.9g,%.9g],\"rgba\":[%.4g,%.4g,%.4g,%.4g],"
-              "\"label\":%s",
-              i ? "," : "", i, tn ? tn : "none", v->visible ? "true" : "false",
-              v->pos[0], v->pos[1], v->pos[2], v->quat[0], v->quat[1],
-              v->quat[2], v->quat[3], v->size[0], v->size[1], v->size[2],
-              v->rgba[0], v->rgba[1], v->rgba[2], v->rgba[3], jn ? jn : "{}");
-    free(jn);
-    json_decref(js);
-    uint32_t off = v->pt_off, n = v->pt_n;
-    if (off > vb->pt_used || n > vb->pt_used - off)
-      n = 0; /* out of the pack: another process's memory, not trusted */
-    if (v->type == PA_VIS_POLYLINE) {
-      sb_printf(b, ",\"points\":[");
-      for (uint32_t k = 0; k < n; k++) {
-        const pa_vis_point *p = &vb->pt[off + k];
-        sb_printf(b, "%s[%.5g,%.5g,%.5g,%u]", k ? "," : "", p->p[0], p->p[1],
-                  p->p[2], p->rgba);
-      }
-      sb_printf(b, "]");
-    } else if (v->type == PA_VIS_POINT_CLOUD) {
-      sb_printf(b, ",\"cloud_points\":%u", n);
-      sb_u32(bin, i);
-      sb_u32(bin, n);
-      sb_bytes(bin, &vb->pt[off], (size_t)n * sizeof vb->pt[0]);
-      clouds++;
-    }
-    sb_printf(b, "}");
+/* The visuals x lacks: all of them once, then those that changed since
+ * its copy; the delta from the previous copy is built once (in delta) for
+ * every viewer that had it, the whole set once (in full). */
+static void send_visuals(pa_webws *x, uint32_t gen, pa_sbuf full[2],
+                         pa_sbuf delta[2]) {
+  pa_web *w = x->w;
+  pa_sbuf own[2] = {{0}, {0}}, *m = own;
+  const pa_vis_table *old = x->vis_sent;
+  if (!x->have_vis || !old) {
+    m = full, old = NULL;
+  } else if (w->vis_prev_ok && x->vis_gen == w->vis_prev_gen) {
+    m = delta, old = w->vis_prev;
   }
-  sb_printf(b, "]}");
-  if (!bin->oom)
-    memcpy(bin->s + count_at, &clouds, 4);
-}
-
-/* The visuals: copied when their gen moved (a few KB unless clouds); true
- * when w->vis holds the current ones (gen in *gen). */
-static bool vis_refresh(pa_web *w, uint32_t *gen) {
-  pa_netgw *g = w->g;
-  uint32_t vis_gen = __atomic_load_n(&g->st->vis->gen, __ATOMIC_ACQUIRE);
-  if (!w->vis || w->vis->gen != vis_gen) {
-    pa_visual_block *vb = w->vis ? w->vis : malloc(sizeof *vb);
-    if (vb && !pa_stack_visual_read(g->st, vb)) {
-      if (!w->vis) {
-        free(vb); /* mid-update: the next frame reads it */
-        vb = NULL;
-      } else {
-        w->vis->gen = vis_gen - 1; /* a torn copy: read again next frame */
-      }
-    }
-    if (vb && !w->vis)
-      w->vis = vb;
+  if (!m[0].n)
+    pa_webvis_build(w, old, &m[0], &m[1]);
+  if (!m[0].oom && !m[1].oom &&
+      send_msg(x, WS_CH_WORLD, false, m[0].s, m[0].n) == 0 &&
+      send_msg(x, WS_CH_WORLD, true, m[1].s, m[1].n) == 0 &&
+      pa_webvis_keep(w, &x->vis_sent)) {
+    x->have_vis = true;
+    x->vis_gen = gen;
   }
-  *gen = vis_gen;
-  return w->vis && w->vis->gen == vis_gen;
+  free(own[0].s);
+  free(own[1].s);
 }
 
 void pa_webws_tick(pa_web *w) {
@@ -613,11 +562,11 @@ void pa_webws_tick(pa_web *w) {
   if (!w->scan_seq)
     w->scan_seq = calloc(max_robots, sizeof *w->scan_seq);
   uint32_t *last_seq = w->scan_seq;
-  sbuf st = {0}, sc = {0}, wo = {0}, nav = {0}, status = {0}, mh = {0},
-       mb = {0}, vt = {0}, vbin = {0};
+  pa_sbuf st = {0}, sc = {0}, wo = {0}, nav = {0}, status = {0}, mh = {0},
+          mb = {0}, vfull[2] = {{0}, {0}}, vdelta[2] = {{0}, {0}};
   bool snap_ok = snap_refresh(w);
   uint32_t vis_gen;
-  bool vis_ok = vis_refresh(w, &vis_gen);
+  bool vis_ok = pa_webvis_refresh(w, &vis_gen);
   if (t) {
     build_state(w, t, &st);
     if (last_seq)
@@ -643,17 +592,17 @@ void pa_webws_tick(pa_web *w) {
     }
     if (map && (!x->have_map || x->map_gen != map->gen)) {
       if (!mh.n) {
-        sb_printf(&mh,
-                  "{\"type\":\"map\",\"gen\":%u,\"width\":%u,\"height\":%u,"
-                  "\"resolution\":%.9g,\"origin\":[%.9g,%.9g,%.9g],"
-                  "\"occupied_min\":%d}",
-                  map->gen, map->width, map->height, map->resolution,
-                  map->origin_x, map->origin_y, map->origin_yaw,
-                  (int)pa_map_block_occupied_min(map));
-        sb_bytes(&mb, "MAP1", 4);
-        sb_u32(&mb, map->width);
-        sb_u32(&mb, map->height);
-        sb_bytes(&mb, cells, (size_t)map->width * map->height);
+        pa_sb_printf(&mh,
+                     "{\"type\":\"map\",\"gen\":%u,\"width\":%u,\"height\":%u,"
+                     "\"resolution\":%.9g,\"origin\":[%.9g,%.9g,%.9g],"
+                     "\"occupied_min\":%d}",
+                     map->gen, map->width, map->height, map->resolution,
+                     map->origin_x, map->origin_y, map->origin_yaw,
+                     (int)pa_map_block_occupied_min(map));
+        pa_sb_bytes(&mb, "MAP1", 4);
+        pa_sb_u32(&mb, map->width);
+        pa_sb_u32(&mb, map->height);
+        pa_sb_bytes(&mb, cells, (size_t)map->width * map->height);
       }
       if (!mh.oom && !mb.oom &&
           send_msg(x, WS_CH_MAP, false, mh.s, mh.n) == 0 &&
@@ -679,7 +628,7 @@ void pa_webws_tick(pa_web *w) {
       if (!status.n) {
         char *s = pa_web_status_json(g);
         if (s)
-          sb_printf(&status, "{\"type\":\"status\",\"processes\":%s}", s);
+          pa_sb_printf(&status, "{\"type\":\"status\",\"processes\":%s}", s);
         free(s);
       }
       if (status.n && !status.oom)
@@ -695,16 +644,8 @@ void pa_webws_tick(pa_web *w) {
     }
     /* changed visuals: when the browser keeps up (a client may move one
      * every tick); a slow one gets the newest later, never a backlog */
-    if (vis_ok && (!x->have_vis || x->vis_gen != vis_gen)) {
-      if (!vt.n)
-        build_visuals(w->vis, &vt, &vbin);
-      if (!vt.oom && !vbin.oom &&
-          send_msg(x, WS_CH_WORLD, false, vt.s, vt.n) == 0 &&
-          send_msg(x, WS_CH_WORLD, true, vbin.s, vbin.n) == 0) {
-        x->have_vis = true;
-        x->vis_gen = vis_gen;
-      }
-    }
+    if (vis_ok && (!x->have_vis || x->vis_gen != vis_gen))
+      send_visuals(x, vis_gen, vfull, vdelta);
     if (!st.oom && send_msg(x, WS_CH_STATE, false, st.s, st.n) != 0)
       w->ws_dropped++;
     if (sc.n > 8 && !sc.oom && send_msg(x, WS_CH_SCAN, true, sc.s, sc.n) != 0)
@@ -717,6 +658,8 @@ void pa_webws_tick(pa_web *w) {
   free(status.s);
   free(mh.s);
   free(mb.s);
-  free(vt.s);
-  free(vbin.s);
+  for (int i = 0; i < 2; i++) {
+    free(vfull[i].s);
+    free(vdelta[i].s);
+  }
 }

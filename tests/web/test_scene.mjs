@@ -104,6 +104,11 @@ run(async () => {
   await ok(tcp, 'remove_visual', { name: 'red' });
   await until(async () => !close(await pixel(page, -1.5, 1), [255, 0, 0]) &&
     (await page.evaluate(() => window.pa.visuals.length)) === 2, 'remove_visual takes it off the page');
+  // the move and the removal came as deltas (issue 32): the cloud, not re-sent,
+  // is still there whole and drawn
+  const kept = await page.evaluate(() => window.pa.visuals.find((v) => v.label.name === 'cloud'));
+  check(kept?.points?.length === 50 && near(kept.points[10][0], 1.2, 1e-5), 'the point cloud stays whole through the deltas');
+  await until(async () => close(await pixel(page, 1.5, 2), [0, 0, 255]), 'the point cloud is still drawn blue');
 
   // ---- the agent removed: gone from the state frames and the canvas
   await ok(tcp, 'remove_agent', { name: 'walker' });
