@@ -348,7 +348,7 @@ static int replay_begin(pa_fox *f, fox_replay_job *j, char *err,
   p.op = PA_OP_PAUSE;
   p.client_id = FOX_REPLAY_ID;
   p.request_id = ++f->g->next_req;
-  if (pa_lim_queue_push(f->g, PA_LIM_SRC_REPLAY, &p) != 0) {
+  if (pa_lim_queue_push(f->g, PA_LIM_SRC_REPLAY, &p, 1) != 0) {
     f->rp.state = "failed";
     snprintf(err, err_sz, "the command queue is full");
     return -1;
@@ -411,7 +411,7 @@ void pa_fox_replay_feed(pa_fox *f) {
     c.client_id = FOX_REPLAY_ID;
     c.request_id = ++f->g->next_req;
     c.flags &= ~(uint32_t)PA_CMDF_NO_REPLY; /* every error counted */
-    if (pa_lim_queue_push(f->g, PA_LIM_SRC_REPLAY, &c) != 0)
+    if (pa_lim_queue_push(f->g, PA_LIM_SRC_REPLAY, &c, 1) != 0)
       return; /* full: the next turn goes on */
     f->rp.next++;
   }
@@ -421,7 +421,7 @@ void pa_fox_replay_feed(pa_fox *f) {
     c.op = PA_OP_SYNC;
     c.client_id = FOX_REPLAY_ID;
     c.request_id = ++f->g->next_req;
-    if (pa_lim_queue_push(f->g, PA_LIM_SRC_REPLAY, &c) == 0)
+    if (pa_lim_queue_push(f->g, PA_LIM_SRC_REPLAY, &c, 1) == 0)
       f->rp.sync_req = c.request_id;
   }
 }

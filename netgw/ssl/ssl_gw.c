@@ -72,7 +72,7 @@ static bool push(pa_ssl_gw *x, pa_cmd *c, ssl_errs *e) {
     c->client_id = 0;
   }
   c->request_id = ++g->next_req;
-  if (pa_lim_queue_push(g, PA_LIM_SRC_DATAGRAM, c) == 0) {
+  if (pa_lim_queue_push(g, PA_LIM_SRC_DATAGRAM, c, 1) == 0) {
     if (p) {
       if (!p->sent)
         p->req0 = c->request_id;
