@@ -48,9 +48,7 @@ typedef struct pa_frontend {
   int (*start)(struct pa_netgw *g, char *err, size_t err_sz);
   void (*stop)(struct pa_netgw *g);
   void (*poll)(struct pa_netgw *g);
-  /* hooks from the core: a reply of pa-sim no client waits for (true when
-   * it was this front-end's), every command pushed to pa-sim */
-  bool (*on_reply)(struct pa_netgw *g, const pa_reply *r);
+  /* every command pushed to pa-sim (pa_core_push), from any front-end */
   void (*on_command)(struct pa_netgw *g, const pa_cmd *cmd);
   /* line protocols on the TCP control connections: the first row whose
    * claims() takes a line gets it; its replies come back by complete() */

@@ -172,14 +172,6 @@ void pa_gw_on_timeout(evutil_socket_t fd, short what, void *arg) {
     complete(c, NULL); /* its late reply will find no one waiting for it */
 }
 
-/* A reply no client waits for, offered to the front-ends' on_reply hooks. */
-static bool fe_reply(pa_netgw *g, const pa_reply *r) {
-  for (const pa_frontend *const *f = pa_frontends; *f; f++)
-    if ((*f)->on_reply && (*f)->on_reply(g, r))
-      return true;
-  return false;
-}
-
 void pa_gw_wait_local(pa_client *c, uint64_t req, unsigned ms) {
   c->pend_req = req;
   c->pend_robot = 0;
@@ -207,7 +199,7 @@ void pa_gw_on_reply(void *arg) {
     pa_queue_pop(g->st->reply);
     if (r.client_id == PA_ASK_CLIENT_ID)
       pa_core_ask_reply(g, &r); /* a pa_core_ask of a front-end */
-    else if (!fe_reply(g, &r))  /* Foxglove's, SSL's own */
+    else
       pa_gw_local_reply(g, &r);
   }
   g->spin_hint = false; /* only a step pushed from a client read is watched */
