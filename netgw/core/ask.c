@@ -75,16 +75,19 @@ static void compact(pa_netgw *g) {
   g->n_asks = k;
 }
 
+/* Room for n rows more: the answered ones dropped, and the table doubled
+ * while over half of it still waits (so that compacting stays rare). */
 static int add_rows(pa_netgw *g, size_t n) {
-  if (g->n_asks + n > g->cap_asks)
-    compact(g);
   if (g->n_asks + n <= g->cap_asks)
     return 0;
+  compact(g);
+  if (g->n_asks + n <= g->cap_asks / 2)
+    return 0;
   size_t cap = g->cap_asks ? g->cap_asks : 64;
-  while (cap < g->n_asks + n)
+  while (cap < 2 * (g->n_asks + n))
     cap *= 2;
   if (cap > PA_ASK_MAX)
-    return -1;
+    return g->n_asks + n <= g->cap_asks ? 0 : -1;
   pa_ask_row *r = realloc(g->asks, cap * sizeof *r);
   if (!r)
     return -1;
