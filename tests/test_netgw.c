@@ -474,6 +474,94 @@ static void busy_and_late_reply(void **state) {
   fixture_down(&f);
 }
 
+/* pa_core_ask: one done per command, with its reply or busy at its
+ * timeout; a late reply reaches no one; no reply wanted: NO_REPLY. Driven
+ * on the test's thread with the gateway's loop stopped. */
+typedef struct ask_seen {
+  int n, busy, ok, refused;
+  uint64_t tag;
+  char msg[160];
+} ask_seen;
+
+static void ask_done(pa_netgw *g, void *arg, uint64_t tag, const pa_reply *r,
+                     pa_status st, const char *msg) {
+  (void)g;
+  ask_seen *s = arg;
+  s->n++;
+  s->tag = tag;
+  s->busy += !r && st == PA_ERR_BUSY;
+  s->ok += r && st == PA_OK;
+  s->refused += r && st == PA_ERR_BLOCKED_POSE;
+  snprintf(s->msg, sizeof s->msg, "%s", msg);
+}
+
+static void core_ask_table(void **state) {
+  (void)state;
+  fixture f;
+  fixture_up(&f, PA_CAM_CHUNK_DEFAULT);
+  pa_netgw_stop(f.g);
+  pthread_join(f.th, NULL);
+  pa_netgw *g = f.g;
+  pa_cmd c[3];
+  memset(c, 0, sizeof c);
+  for (int i = 0; i < 3; i++)
+    c[i].op = PA_OP_SYNC;
+  ask_seen s = {0};
+  char err[160];
+  assert_int_equal(pa_core_ask(g, PA_LIM_SRC_REPLAY, c, 3, 50, ask_done, &s, 42,
+                               err, sizeof err),
+                   0);
+  pa_cmd q[3];
+  for (int i = 0; i < 3; i++) {
+    assert_true(pa_queue_peek(f.st.cmd, &q[i]) >= 0);
+    pa_queue_pop(f.st.cmd);
+    assert_int_equal(q[i].client_id, PA_ASK_CLIENT_ID);
+    assert_int_equal(q[i].request_id, c[i].request_id);
+    assert_false(q[i].flags & PA_CMDF_NO_REPLY);
+  }
+  pa_reply r = pa_test_reply_to(&q[1]);
+  r.status = PA_ERR_BLOCKED_POSE;
+  snprintf(r.msg, sizeof r.msg, "made-up refusal");
+  assert_int_equal(pa_queue_push(f.st.reply, &r), 0);
+  r = pa_test_reply_to(&q[2]);
+  assert_int_equal(pa_queue_push(f.st.reply, &r), 0);
+  pa_gw_on_reply(g);
+  assert_int_equal(s.n, 2);
+  assert_int_equal(s.refused, 1);
+  assert_int_equal(s.ok, 1);
+  assert_int_equal(s.tag, 42);
+  int64_t end = pa_now_ns() + 5000000000LL;
+  while (s.n < 3 && pa_now_ns() < end)
+    event_base_loop(g->base, EVLOOP_ONCE);
+  assert_int_equal(s.n, 3);
+  assert_int_equal(s.busy, 1);
+  assert_string_equal(s.msg, "the simulator did not answer within 50 ms");
+  uint64_t late = g->late;
+  r = pa_test_reply_to(&q[0]);
+  assert_int_equal(pa_queue_push(f.st.reply, &r), 0);
+  pa_gw_on_reply(g);
+  assert_int_equal(s.n, 3);
+  assert_int_equal(g->late, late + 1);
+  /* no reply wanted */
+  assert_int_equal(pa_core_ask(g, PA_LIM_SRC_REPLAY, c, 1, 0, NULL, NULL, 0,
+                               err, sizeof err),
+                   0);
+  assert_true(pa_queue_peek(f.st.cmd, &q[0]) >= 0);
+  pa_queue_pop(f.st.cmd);
+  assert_true(q[0].flags & PA_CMDF_NO_REPLY);
+  /* a waiting one at the end: its done lets go */
+  assert_int_equal(pa_core_ask(g, PA_LIM_SRC_REPLAY, c, 1, 60000, ask_done, &s,
+                               7, err, sizeof err),
+                   0);
+  pa_netgw_destroy(f.g);
+  assert_int_equal(s.n, 4);
+  assert_string_equal(s.msg, "pa-netgw stops");
+  f.g = NULL;
+  pa_stack_detach(&f.st);
+  pa_stack_unlink(f.inst);
+  rmdir(f.data_dir);
+}
+
 static void world_up(fixture *f);
 
 /* One mapping from a sim reply to the client's error, for text and JSON:
@@ -1998,6 +2086,7 @@ int main(void) {
       cmocka_unit_test(frames_layout),
       cmocka_unit_test(camera_chunks),
       cmocka_unit_test(busy_and_late_reply),
+      cmocka_unit_test(core_ask_table),
       cmocka_unit_test(drive_dropped_is_busy),
       cmocka_unit_test(text_drive_checked),
       cmocka_unit_test(reply_error_mapping),

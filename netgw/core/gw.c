@@ -285,7 +285,7 @@ static int make_events(pa_netgw *g, char *err, size_t err_sz) {
   g->relisten_ev = evtimer_new(g->base, pa_gw_on_relisten, g);
   g->cam_more_ev = evtimer_new(g->base, pa_gw_on_camera_more, g);
   if (!g->stop_ev || !g->health_ev || !g->relisten_ev || !g->cam_more_ev ||
-      pa_lim_init(g) != 0) {
+      pa_lim_init(g) != 0 || pa_core_ask_init(g) != 0) {
     snprintf(err, err_sz, "event setup failed");
     return -1;
   }
@@ -412,6 +412,7 @@ void pa_netgw_destroy(pa_netgw *g) {
     if (evs[i])
       event_free(evs[i]);
   pa_lim_free(g);
+  pa_core_ask_free(g);
   if (g->lis)
     evconnlistener_free(g->lis);
   if (g->base)

@@ -198,18 +198,18 @@ void pa_lim_free(pa_netgw *g) {
 
 /* ---- the command queue's shares --------------------------------------- */
 
-int pa_lim_queue_push(pa_netgw *g, int source, const pa_cmd *cmd) {
+int pa_lim_queue_push(pa_netgw *g, int source, const pa_cmd *cmds, size_t n) {
   pa_queue *q = g->st->cmd;
   uint32_t space = pa_queue_space(q), cap = space + pa_queue_count(q);
   /* Datagram sources (SSL UDP) and replays leave half of the queue to the
    * connected clients: a flood of them cannot make a client's command
    * busy. Their excess is dropped and counted. */
-  uint32_t keep = source == PA_LIM_SRC_CLIENT ? 0 : cap / 2;
-  if (space <= keep) {
+  if (source != PA_LIM_SRC_CLIENT && space < cap / 2 + n) {
     pa_lim_count(g, PA_LIM_QUEUE);
     return PA_SHM_EFULL;
   }
-  return pa_queue_push(q, cmd);
+  return n == 1 ? pa_queue_push(q, cmds)
+                : pa_queue_push_many(q, cmds, n, sizeof *cmds);
 }
 
 /* ---- Origin ---------------------------------------------------------- */

@@ -48,9 +48,7 @@ typedef struct pa_frontend {
   int (*start)(struct pa_netgw *g, char *err, size_t err_sz);
   void (*stop)(struct pa_netgw *g);
   void (*poll)(struct pa_netgw *g);
-  /* hooks from the core: a reply of pa-sim no client waits for (true when
-   * it was this front-end's), every command pushed to pa-sim */
-  bool (*on_reply)(struct pa_netgw *g, const pa_reply *r);
+  /* every command pushed to pa-sim (pa_core_push), from any front-end */
   void (*on_command)(struct pa_netgw *g, const pa_cmd *cmd);
   /* line protocols on the TCP control connections: the first row whose
    * claims() takes a line gets it; its replies come back by complete() */
@@ -455,6 +453,12 @@ typedef struct pa_netgw {
   pa_hist req_hist[PA_REQ_STATS_MAX + 1]; /* the last: unknown */
   const char *req_name[PA_REQ_STATS_MAX];
   pa_limits lim; /* limits.c */
+  /* ask.c: the requests waiting for pa-sim, in request id order */
+  struct pa_ask_row *asks;
+  size_t n_asks, cap_asks;
+  struct event *ask_ev; /* the earliest deadline */
+  int64_t ask_armed;    /* [ns] that deadline */
+  bool ask_scanning;    /* the timeouts are walked: rows keep their place */
 } pa_netgw;
 
 /* gw.c, for json.c */
@@ -570,11 +574,45 @@ void pa_lim_accepted(pa_client *c);
 bool pa_lim_out_drained(pa_client *c);
 /* Where a command for pa-sim comes from: its share of the queue. */
 enum { PA_LIM_SRC_CLIENT, PA_LIM_SRC_DATAGRAM, PA_LIM_SRC_REPLAY };
-/* pa_queue_push of cmd into pa-sim's queue within source's share: 0, or
- * PA_SHM_EFULL (queue full, or the share used: counted). */
-int pa_lim_queue_push(pa_netgw *g, int source, const pa_cmd *cmd);
+/* n commands (all or none) into pa-sim's queue within source's share: 0,
+ * or PA_SHM_EFULL (queue full; or a datagram's or replay's share used:
+ * counted). */
+int pa_lim_queue_push(pa_netgw *g, int source, const pa_cmd *cmds, size_t n);
 /* A browser's Origin may act here: absent, the Host's own, or one of
  * --allow_origin. False is counted. */
 bool pa_lim_origin_ok(pa_netgw *g, const char *origin, const char *host);
+
+/* ---- ask.c: the one way to ask pa-sim ---------------------------------- */
+
+/* The client id of pa_core_ask's commands: slot 0xffffffff is no TCP
+ * client's. */
+#define PA_ASK_CLIENT_ID 0x00000003ffffffffull
+#define PA_ASK_MAX (1u << 20) /* requests waiting at most */
+/* A command's outcome: pa-sim's reply r (st PA_OK, or its error and msg),
+ * or r NULL with PA_ERR_BUSY and why (no reply within its timeout). */
+typedef void (*pa_ask_done)(pa_netgw *g, void *arg, uint64_t tag,
+                            const pa_reply *r, pa_status st, const char *msg);
+/* Pushes n commands (all or none) from source (PA_LIM_SRC_*: its queue
+ * share), their request ids set in cmds, and calls done(g, arg, tag, ...)
+ * once per command: with pa-sim's reply, or with r NULL and busy "did not
+ * answer within timeout_ms" at its timeout. timeout_ms 0 (or done NULL): no
+ * reply wanted (PA_CMDF_NO_REPLY). 0, or -1 with busy's text in err and no
+ * done call: the queue (or the source's share) is full, too many requests
+ * wait, or (a client's source only) pa-sim stalled. */
+int pa_core_ask(pa_netgw *g, int source, pa_cmd *cmds, size_t n,
+                unsigned timeout_ms, pa_ask_done done, void *arg, uint64_t tag,
+                char *err, size_t err_sz);
+/* The one push path (pa_core_ask's, the control clients'): request ids
+ * from g->next_req under client_id, the source's share, every command
+ * offered to the rows' on_command hooks once. 0, or -1 with g->busy_msg. */
+int pa_core_push(pa_netgw *g, int source, uint64_t client_id, pa_cmd *cmds,
+                 size_t n);
+/* A reply to PA_ASK_CLIENT_ID: to its request's done (a late one is
+ * counted). */
+void pa_core_ask_reply(pa_netgw *g, const pa_reply *r);
+int pa_core_ask_init(pa_netgw *g);
+/* Calls every waiting done with busy "pa-netgw stops" (after the
+ * front-ends stopped) and frees the table. */
+void pa_core_ask_free(pa_netgw *g);
 
 #endif

@@ -22,14 +22,6 @@
 
 #include <event2/buffer.h>
 
-/* Every command pushed to pa-sim, to the front-ends that watch them (a
- * recording's /commands). */
-static void note_command(pa_netgw *g, const pa_cmd *cmd) {
-  for (const pa_frontend *const *f = pa_frontends; *f; f++)
-    if ((*f)->on_command)
-      (*f)->on_command(g, cmd);
-}
-
 _Static_assert(PA_NETGW_STEP_MAX == PA_CMD_STEPS_MAX,
                "netgw and pa-sim take the same step counts");
 
@@ -37,14 +29,7 @@ _Static_assert(PA_NETGW_STEP_MAX == PA_CMD_STEPS_MAX,
  * --------------------------------------------------------*/
 
 static int push_raw(pa_client *c, pa_cmd *cmd) {
-  cmd->client_id = c->id;
-  cmd->request_id = ++c->g->next_req;
-  if (pa_queue_push(c->g->st->cmd, cmd) == 0) {
-    note_command(c->g, cmd);
-    return 0;
-  }
-  snprintf(c->g->busy_msg, sizeof c->g->busy_msg, "the command queue is full");
-  return -1;
+  return pa_core_push(c->g, PA_LIM_SRC_CLIENT, c->id, cmd, 1);
 }
 
 /* Pushes the coalesced drive command, if any: 0, or -1 when still queued. */
@@ -107,19 +92,9 @@ int pa_gw_push_many_nowait(pa_client *c, pa_cmd *cmds, size_t n) {
   /* judged once: a step_batch's 1,000 commands read the clock once */
   if (pa_gw_sim_stalled(g) || pa_gw_flush_drive(c) != 0)
     return -1;
-  for (size_t i = 0; i < n; i++) {
-    cmds[i].flags |= PA_CMDF_NO_REPLY;
-    cmds[i].client_id = c->id;
-    cmds[i].request_id = g->next_req + 1 + i;
-  }
-  if (pa_queue_push_many(g->st->cmd, cmds, n, sizeof *cmds) != 0) {
-    snprintf(g->busy_msg, sizeof g->busy_msg, "the command queue is full");
-    return -1;
-  }
-  g->next_req += n;
   for (size_t i = 0; i < n; i++)
-    note_command(g, &cmds[i]);
-  return 0;
+    cmds[i].flags |= PA_CMDF_NO_REPLY;
+  return pa_core_push(g, PA_LIM_SRC_CLIENT, c->id, cmds, n);
 }
 
 bool pa_gw_reply_error(const pa_netgw *g, const pa_reply *r, pa_status *st,
@@ -197,14 +172,6 @@ void pa_gw_on_timeout(evutil_socket_t fd, short what, void *arg) {
     complete(c, NULL); /* its late reply will find no one waiting for it */
 }
 
-/* A reply no client waits for, offered to the front-ends' on_reply hooks. */
-static bool fe_reply(pa_netgw *g, const pa_reply *r) {
-  for (const pa_frontend *const *f = pa_frontends; *f; f++)
-    if ((*f)->on_reply && (*f)->on_reply(g, r))
-      return true;
-  return false;
-}
-
 void pa_gw_wait_local(pa_client *c, uint64_t req, unsigned ms) {
   c->pend_req = req;
   c->pend_robot = 0;
@@ -230,9 +197,10 @@ void pa_gw_on_reply(void *arg) {
   g->loops++;
   while (pa_queue_peek(g->st->reply, &r) >= 0) {
     pa_queue_pop(g->st->reply);
-    if (fe_reply(g, &r))
-      continue; /* a front-end's own (a Foxglove service call, SSL) */
-    pa_gw_local_reply(g, &r);
+    if (r.client_id == PA_ASK_CLIENT_ID)
+      pa_core_ask_reply(g, &r); /* a pa_core_ask of a front-end */
+    else
+      pa_gw_local_reply(g, &r);
   }
   g->spin_hint = false; /* only a step pushed from a client read is watched */
   pa_gw_account(g, t0);

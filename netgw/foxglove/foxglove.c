@@ -482,17 +482,11 @@ static void on_turn(evutil_socket_t fd, short what, void *arg) {
   pa_fox *f = arg;
   pa_netgw *g = f->g;
   int64_t t0 = pa_now_ns();
-  for (int i = 0; i < FOX_MAX_CALLS; i++)
-    if (f->calls[i].used && t0 > f->calls[i].deadline)
-      pa_fox_call_reply(f, &f->calls[i], NULL);
   pa_fox_replay_feed(f);
   if (!f->n_conns && !f->rec) {
-    bool calls = !strcmp(f->rp.state, "running") || f->rp.job;
-    for (int i = 0; i < FOX_MAX_CALLS; i++)
-      calls |= f->calls[i].used;
-    if (calls)
-      pa_fox_arm(f);
-    f->idle = true; /* the timer stops until a client or a recording */
+    if (!strcmp(f->rp.state, "running") || f->rp.job)
+      pa_fox_arm(f); /* the replay goes on */
+    f->idle = true;  /* the timer stops until a client or a recording */
     return;
   }
   if (f->idle) {

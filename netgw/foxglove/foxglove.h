@@ -151,8 +151,6 @@ pa_fox *pa_fox_create(pa_netgw *g, char *err, size_t err_sz);
 void pa_fox_destroy(pa_fox *f);
 unsigned pa_fox_port(const pa_fox *f); /* 0 = no server */
 
-/* A reply of pa-sim to a Foxglove service call: true when it was one. */
-bool pa_fox_on_reply(pa_netgw *g, const pa_reply *r);
 /* Every command pushed to pa-sim (any client), for the recording. */
 void pa_fox_note_command(pa_netgw *g, const pa_cmd *cmd);
 

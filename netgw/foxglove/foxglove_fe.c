@@ -198,7 +198,6 @@ const pa_frontend pa_fe_foxglove = {
     .token = true,
     .start = fox_start,
     .stop = fox_stop,
-    .on_reply = pa_fox_on_reply,
     .on_command = pa_fox_note_command,
     .call = fox_service,
     .metrics = fox_metrics,

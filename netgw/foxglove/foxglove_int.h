@@ -26,9 +26,6 @@
 #define FOX_MAX_QUEUED (8u << 20)
 #define FOX_SOFT_QUEUED (1u << 20) /* beyond: drop (camera: a quarter) */
 #define FOX_JPEG_QUALITY 80
-/* Service calls' pa_cmd client id: no TCP client has slot 0xffffffff. */
-#define FOX_CLIENT_ID 0x00000000ffffffffull
-#define FOX_REPLAY_ID 0x00000001ffffffffull /* a replay's commands */
 #define FOX_REPLAY_MAX (1u << 18) /* commands a replay holds (384 B each) */
 
 enum { SRV_RESET = 1, SRV_PAUSE, SRV_RESUME, SRV_STEP, SRV_TELEPORT, SRV_N };
@@ -63,13 +60,6 @@ typedef struct fox_head {
   char buf[PA_WS_MAX_HEAD];
 } fox_head;
 
-typedef struct fox_call {
-  bool used;
-  uint64_t req;
-  uint32_t slot, gen, service, call;
-  int64_t deadline;
-} fox_call;
-
 /* A robot slot's channels, as advertised (ids change when the slot's robot
  * does, so a client never mixes two robots' messages). */
 typedef struct fox_robot {
@@ -90,7 +80,7 @@ struct pa_fox {
   fox_conn *conns[FOX_MAX_CONNS];
   uint32_t gens;
   uint32_t n_conns;
-  fox_call calls[FOX_MAX_CALLS];
+  uint32_t n_calls; /* service calls waiting for pa-sim (pa_core_ask) */
   uint32_t next_chan;
   fox_robot *robots;     /* [max_robots] */
   pa_robot_info *info;   /* [max_robots] world snapshot copy */
@@ -187,16 +177,11 @@ void pa_fox_on_text(struct pa_ws *ws, const char *data, size_t len, void *arg);
 void pa_fox_on_binary(struct pa_ws *ws, const uint8_t *data, size_t len,
                       void *arg);
 void pa_fox_on_close(struct pa_ws *ws, void *arg);
-/* Answers a call with pa-sim's reply (NULL: none in time). */
-void pa_fox_call_reply(pa_fox *f, fox_call *k, const pa_reply *r);
-/* Pushes a command of this server: 0, or -1 with why in g->busy_msg. */
-int pa_fox_push(pa_fox *f, pa_cmd *cmd);
 
 /* foxglove_rec.c */
 void pa_fox_replay_feed(pa_fox *f);
 /* Stops a replay's load (the gateway stops): joins its thread. */
 void pa_fox_replay_cancel(pa_fox *f);
-void pa_fox_replay_reply(pa_fox *f, const pa_reply *r);
 
 /* foxglove_svc.c: a free connection slot for a client from addr (network
  * order), or FOX_MAX_CONNS with *why; closes connections idle past

@@ -17,6 +17,11 @@
 
 /* ---- recording ----------------------------------------------------- */
 
+/* A replay waits for pa-sim's replies as long as for it to take them. */
+#define REPLAY_WAIT_MS 60000
+static void replay_done(pa_netgw *g, void *arg, uint64_t tag, const pa_reply *r,
+                        pa_status st, const char *msg);
+
 void pa_fox_note_command(pa_netgw *g, const pa_cmd *cmd) {
   pa_fox *f = g->fox;
   if (!f || !f->rec)
@@ -346,11 +351,9 @@ static int replay_begin(pa_fox *f, fox_replay_job *j, char *err,
   pa_cmd p;
   memset(&p, 0, sizeof p);
   p.op = PA_OP_PAUSE;
-  p.client_id = FOX_REPLAY_ID;
-  p.request_id = ++f->g->next_req;
-  if (pa_lim_queue_push(f->g, PA_LIM_SRC_REPLAY, &p) != 0) {
+  if (pa_core_ask(f->g, PA_LIM_SRC_REPLAY, &p, 1, REPLAY_WAIT_MS, replay_done,
+                  NULL, 0, err, err_sz) != 0) {
     f->rp.state = "failed";
-    snprintf(err, err_sz, "the command queue is full");
     return -1;
   }
   f->rp.deadline = pa_now_ns() + 60 * 1000000000LL;
@@ -406,12 +409,12 @@ void pa_fox_replay_feed(pa_fox *f) {
     replay_end(f, "failed", "pa-sim did not take the commands in 60 s");
     return;
   }
+  char err[160];
   while (f->rp.next < f->rp.n) {
     pa_cmd c = f->rp.cmds[f->rp.next];
-    c.client_id = FOX_REPLAY_ID;
-    c.request_id = ++f->g->next_req;
     c.flags &= ~(uint32_t)PA_CMDF_NO_REPLY; /* every error counted */
-    if (pa_lim_queue_push(f->g, PA_LIM_SRC_REPLAY, &c) != 0)
+    if (pa_core_ask(f->g, PA_LIM_SRC_REPLAY, &c, 1, REPLAY_WAIT_MS, replay_done,
+                    NULL, 0, err, sizeof err) != 0)
       return; /* full: the next turn goes on */
     f->rp.next++;
   }
@@ -419,15 +422,19 @@ void pa_fox_replay_feed(pa_fox *f) {
     pa_cmd c;
     memset(&c, 0, sizeof c);
     c.op = PA_OP_SYNC;
-    c.client_id = FOX_REPLAY_ID;
-    c.request_id = ++f->g->next_req;
-    if (pa_lim_queue_push(f->g, PA_LIM_SRC_REPLAY, &c) == 0)
+    if (pa_core_ask(f->g, PA_LIM_SRC_REPLAY, &c, 1, REPLAY_WAIT_MS, replay_done,
+                    NULL, 0, err, sizeof err) == 0)
       f->rp.sync_req = c.request_id;
   }
 }
 
-void pa_fox_replay_reply(pa_fox *f, const pa_reply *r) {
-  if (strcmp(f->rp.state, "running"))
+/* pa-sim's answer to a replayed command: errors counted; the SYNC's ends
+ * the replay (none in time: the 60 s deadline fails it). */
+static void replay_done(pa_netgw *g, void *arg, uint64_t tag, const pa_reply *r,
+                        pa_status st, const char *msg) {
+  (void)arg, (void)tag, (void)st, (void)msg;
+  pa_fox *f = g->fox;
+  if (!f || !r || strcmp(f->rp.state, "running"))
     return;
   if (r->status != PA_OK)
     f->rp.errors++;

@@ -38,15 +38,28 @@ static void service_failure(fox_conn *c, uint32_t service, uint32_t call,
                              (json_int_t)call, "message", msg));
 }
 
-void pa_fox_call_reply(pa_fox *f, fox_call *k, const pa_reply *r) {
-  k->used = false;
-  fox_conn *c = k->slot < FOX_MAX_CONNS ? f->conns[k->slot] : NULL;
-  if (!c || c->gen != k->gen)
+/* A service call's tag for pa_core_ask: its connection (slot, the low 24
+ * bits of its generation), service and call id. */
+static uint64_t call_tag(const fox_conn *c, uint32_t service, uint32_t call) {
+  return (uint64_t)(c->gen & 0xffffff) << 40 | (uint64_t)call << 8 |
+         (uint64_t)service << 5 | c->slot;
+}
+
+/* pa-sim's answer to a service call (r NULL: none in time). */
+static void call_done(pa_netgw *g, void *arg, uint64_t tag, const pa_reply *r,
+                      pa_status st, const char *msg) {
+  (void)arg;
+  pa_fox *f = g->fox;
+  if (!f)
+    return; /* the server stopped */
+  f->n_calls--;
+  uint32_t slot = tag & 31, service = (tag >> 5) & 7;
+  uint32_t call = (uint32_t)(tag >> 8), gen = (uint32_t)(tag >> 40);
+  fox_conn *c = f->conns[slot];
+  if (!c || (c->gen & 0xffffff) != gen)
     return; /* its client left */
-  pa_status st;
-  char msg[160];
-  if (pa_gw_reply_error(f->g, r, &st, msg, sizeof msg)) {
-    service_failure(c, k->service, k->call, msg);
+  if (!r || st != PA_OK) {
+    service_failure(c, service, call, msg);
     return;
   }
   char js[160];
@@ -54,39 +67,7 @@ void pa_fox_call_reply(pa_fox *f, fox_call *k, const pa_reply *r) {
            "{\"success\":true,\"message\":\"\",\"tick\":%" PRIu64
            ",\"sim_time\":%.9g}",
            r->tick, r->sim_time);
-  send_service_response(c, k->service, k->call, js);
-}
-
-bool pa_fox_on_reply(pa_netgw *g, const pa_reply *r) {
-  if (r->client_id == FOX_REPLAY_ID && g->fox) {
-    pa_fox_replay_reply(g->fox, r);
-    return true;
-  }
-  if (r->client_id != FOX_CLIENT_ID || !g->fox)
-    return false;
-  pa_fox *f = g->fox;
-  for (int i = 0; i < FOX_MAX_CALLS; i++)
-    if (f->calls[i].used && f->calls[i].req == r->request_id) {
-      pa_fox_call_reply(f, &f->calls[i], r);
-      break;
-    }
-  return true; /* a late one, for a call answered busy: dropped */
-}
-
-/* Pushes a command of this server (cmd_vel, a service call): 0 or -1 with
- * why in g->busy_msg. */
-int pa_fox_push(pa_fox *f, pa_cmd *cmd) {
-  pa_netgw *g = f->g;
-  if (pa_gw_sim_stalled(g))
-    return -1;
-  cmd->client_id = FOX_CLIENT_ID;
-  cmd->request_id = ++g->next_req;
-  if (pa_queue_push(g->st->cmd, cmd) != 0) {
-    snprintf(g->busy_msg, sizeof g->busy_msg, "the command queue is full");
-    return -1;
-  }
-  pa_fox_note_command(g, cmd);
-  return 0;
+  send_service_response(c, service, call, js);
 }
 
 static void service_call(fox_conn *c, const uint8_t *d, size_t n) {
@@ -174,27 +155,17 @@ static void service_call(fox_conn *c, const uint8_t *d, size_t n) {
     service_failure(c, service, call, err);
     return;
   }
-  fox_call *k = NULL;
-  for (int i = 0; i < FOX_MAX_CALLS && !k; i++)
-    if (!f->calls[i].used)
-      k = &f->calls[i];
-  if (!k) {
+  if (f->n_calls >= FOX_MAX_CALLS) {
     service_failure(c, service, call, "busy: too many service calls waiting");
     return;
   }
-  if (pa_fox_push(f, &cmd) != 0) {
-    service_failure(c, service, call, f->g->busy_msg);
+  if (pa_core_ask(f->g, PA_LIM_SRC_CLIENT, &cmd, 1,
+                  f->g->def.request_timeout_ms, call_done, NULL,
+                  call_tag(c, service, call), err, sizeof err) != 0) {
+    service_failure(c, service, call, err);
     return;
   }
-  unsigned ms = f->g->def.request_timeout_ms;
-  *k = (fox_call){.used = true,
-                  .req = cmd.request_id,
-                  .slot = c->slot,
-                  .gen = c->gen,
-                  .service = service,
-                  .call = call,
-                  .deadline = pa_now_ns() + (int64_t)ms * 1000000};
-  pa_fox_arm(f);
+  f->n_calls++;
 }
 
 void pa_fox_advertise_services(fox_conn *c) {
@@ -421,8 +392,10 @@ static void on_client_data(fox_conn *c, const uint8_t *d, size_t n) {
     pa_fox_status(c, 2, "%s: %s", topic, bad);
     return;
   }
-  if (pa_fox_push(c->f, &cmd) != 0)
-    pa_fox_status(c, 1, "%s: %s", topic, c->f->g->busy_msg);
+  char err[160];
+  if (pa_core_ask(c->f->g, PA_LIM_SRC_CLIENT, &cmd, 1, 0, NULL, NULL, 0, err,
+                  sizeof err) != 0)
+    pa_fox_status(c, 1, "%s: %s", topic, err);
 }
 
 /* ---- parameters: the sim's time scale and pause, and read-only rates --- */
@@ -494,9 +467,10 @@ static void on_set_params(fox_conn *c, json_t *params, json_t *id) {
                     name ? name : "?", PA_NETGW_SPEED_MAX);
       continue;
     }
-    cmd.flags = PA_CMDF_NO_REPLY;
-    if (pa_fox_push(c->f, &cmd) != 0) {
-      pa_fox_status(c, 1, "setParameters %s: %s", name, c->f->g->busy_msg);
+    char err[160];
+    if (pa_core_ask(c->f->g, PA_LIM_SRC_CLIENT, &cmd, 1, 0, NULL, NULL, 0, err,
+                    sizeof err) != 0) {
+      pa_fox_status(c, 1, "setParameters %s: %s", name, err);
       continue;
     }
     json_array_append_new(names, json_string(name));

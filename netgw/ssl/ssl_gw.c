@@ -65,17 +65,12 @@ const char *pa_ssl_team_name(int team) { return team == 0 ? "blue" : "yellow"; }
 static bool push(pa_ssl_gw *x, pa_cmd *c, ssl_errs *e) {
   pa_netgw *g = x->g;
   ssl_pend *p = x->cur;
-  if (p) {
-    c->client_id = SSL_CLIENT_ID; /* pa_ssl_on_reply gets the reply */
-  } else {
-    c->flags |= PA_CMDF_NO_REPLY;
-    c->client_id = 0;
-  }
-  c->request_id = ++g->next_req;
-  if (pa_lim_queue_push(g, PA_LIM_SRC_DATAGRAM, c) == 0) {
+  char err[160];
+  /* without a datagram waiting (all SSL_PEND_MAX are): no reply wanted */
+  unsigned ms = p ? g->def.request_timeout_ms : 0;
+  if (pa_core_ask(g, PA_LIM_SRC_DATAGRAM, c, 1, ms, pa_ssl_done, NULL,
+                  p ? pa_ssl_tag(x, p, p->sent) : 0, err, sizeof err) == 0) {
     if (p) {
-      if (!p->sent)
-        p->req0 = c->request_id;
       if (p->sent < SSL_PEND_CMDS)
         snprintf(p->what[p->sent], sizeof p->what[0], "%s", x->what);
       p->sent++;

@@ -29,7 +29,6 @@ int pa_ssl_gw_ports(const pa_netgw *g, unsigned ports[4]);
 void pa_ssl_gw_poll(pa_netgw *g);
 /* A reply of pa-sim to a command of the SSL ports: true when it was one
  * (consumed; its datagram's response goes out when all are in). */
-bool pa_ssl_on_reply(pa_netgw *g, const pa_reply *r);
 
 enum { S_CONTROL = 0, S_BLUE, S_YELLOW, S_COUNT };
 #define SSL_LINES 12 /* field line segments of the geometry */
@@ -80,9 +79,6 @@ typedef struct pa_ssl_gw {
 #define SSL_ERRORS_MAX 32
 #define SSL_PEND_MAX 32  /* datagrams waiting for pa-sim's replies */
 #define SSL_PEND_CMDS 64 /* commands of one datagram named in its errors */
-/* The reply queue's client id of these ports' commands: slot 0xffffffff is
- * no TCP client's (Foxglove's use generations 0 and 1 of it). */
-#define SSL_CLIENT_ID 0x00000002ffffffffull
 
 /* The SimulatorErrors of one datagram's response. */
 typedef struct ssl_errs {
@@ -94,21 +90,29 @@ typedef struct ssl_errs {
 } ssl_errs;
 
 /* A datagram whose response waits for pa-sim's replies to its commands
- * (request ids req0.. req0 + sent - 1). */
+ * (pa_core_ask's done: pa_ssl_done, tagged by pa_ssl_tag). */
 typedef struct ssl_pend {
   pa_ssl_gw *x;
   bool used;
-  int s; /* S_CONTROL, S_BLUE, S_YELLOW */
+  uint32_t gen; /* bumped when answered */
+  int s;        /* S_CONTROL, S_BLUE, S_YELLOW */
   struct sockaddr_in from;
-  uint64_t req0;
   uint32_t sent, waiting;
   ssl_errs e;
   char what[SSL_PEND_CMDS][48]; /* each command, for its error */
   Sslsim__RobotFeedback *fb;
   Sslsim__RobotFeedback **fbp;
   size_t nf;
-  struct event *timeout;
 } ssl_pend;
+
+/* ---- ssl_ports.c: a datagram's commands answered ------------------------ */
+
+/* The tag of command k of datagram p (its slot, k, p->gen). */
+uint64_t pa_ssl_tag(const pa_ssl_gw *x, const ssl_pend *p, uint32_t k);
+/* pa-sim's answer to a datagram's command: its error noted, the response
+ * sent once all are answered (busy at the first timeout). */
+void pa_ssl_done(pa_netgw *g, void *arg, uint64_t tag, const pa_reply *r,
+                 pa_status st, const char *msg);
 
 /* ---- ssl_gw.c: the messages -------------------------------------------- */
 

@@ -52,7 +52,7 @@ static void respond(pa_ssl_gw *x, int s, const struct sockaddr_in *to,
 }
 
 static void pend_release(ssl_pend *p) {
-  evtimer_del(p->timeout);
+  p->gen++; /* its commands' later answers find it gone */
   free(p->fb);
   free(p->fbp);
   p->fb = NULL;
@@ -66,46 +66,42 @@ static void pend_finish(ssl_pend *p) {
   pend_release(p);
 }
 
-static void on_pend_timeout(evutil_socket_t fd, short what, void *arg) {
-  (void)fd, (void)what;
-  ssl_pend *p = arg;
-  if (!p->used)
-    return;
-  p->x->g->busy++;
-  pa_ssl_err_add(&p->e, "busy",
-                 "the simulator did not answer within %u ms (%u of %u commands "
-                 "unanswered; they may still be applied)",
-                 p->x->g->def.request_timeout_ms, p->waiting, p->sent);
-  pend_finish(p);
+uint64_t pa_ssl_tag(const pa_ssl_gw *x, const ssl_pend *p, uint32_t k) {
+  uint64_t i = (uint64_t)(p - x->pend);
+  return (uint64_t)p->gen << 32 | (uint64_t)(k < 0xffff ? k : 0xffff) << 8 | i;
 }
 
-bool pa_ssl_on_reply(pa_netgw *g, const pa_reply *r) {
-  if (r->client_id != SSL_CLIENT_ID)
-    return false;
+void pa_ssl_done(pa_netgw *g, void *arg, uint64_t tag, const pa_reply *r,
+                 pa_status st, const char *msg) {
+  (void)arg, (void)st, (void)msg;
   pa_ssl_gw *x = g->ssl;
-  if (!x)
-    return true; /* the ports closed meanwhile */
-  for (int i = 0; i < SSL_PEND_MAX; i++) {
-    ssl_pend *p = &x->pend[i];
-    if (!p->used || r->request_id < p->req0 ||
-        r->request_id - p->req0 >= p->sent)
-      continue;
-    if (r->status != PA_OK) {
-      uint64_t k = r->request_id - p->req0;
-      pa_status st = r->status > 0 && r->status < PA_STATUS_COUNT
-                         ? (pa_status)r->status
-                         : PA_ERR_INVALID_MESSAGE;
-      /* r->msg comes from another process: bounded, NUL or not */
-      int n = (int)strnlen(r->msg, sizeof r->msg);
-      pa_ssl_err_add(&p->e, pa_status_code(st), "%s: %.*s",
-                     k < SSL_PEND_CMDS ? p->what[k] : "command", n ? n : 24,
-                     n ? r->msg : "refused by the simulator");
-    }
-    if (--p->waiting == 0)
-      pend_finish(p);
-    return true;
+  if (!x || (tag & 0xff) >= SSL_PEND_MAX)
+    return; /* the ports closed meanwhile */
+  ssl_pend *p = &x->pend[tag & 0xff];
+  if (!p->used || p->gen != (uint32_t)(tag >> 32))
+    return; /* late: its datagram was answered busy */
+  if (!r) {
+    g->busy++;
+    pa_ssl_err_add(&p->e, "busy",
+                   "the simulator did not answer within %u ms (%u of %u "
+                   "commands unanswered; they may still be applied)",
+                   g->def.request_timeout_ms, p->waiting, p->sent);
+    pend_finish(p);
+    return;
   }
-  return true; /* late: its datagram was answered busy */
+  if (r->status != PA_OK) {
+    uint32_t k = (uint32_t)(tag >> 8) & 0xffff;
+    pa_status rs = r->status > 0 && r->status < PA_STATUS_COUNT
+                       ? (pa_status)r->status
+                       : PA_ERR_INVALID_MESSAGE;
+    /* r->msg comes from another process: bounded, NUL or not */
+    int n = (int)strnlen(r->msg, sizeof r->msg);
+    pa_ssl_err_add(&p->e, pa_status_code(rs), "%s: %.*s",
+                   k < SSL_PEND_CMDS ? p->what[k] : "command", n ? n : 24,
+                   n ? r->msg : "refused by the simulator");
+  }
+  if (--p->waiting == 0)
+    pend_finish(p);
 }
 
 static ssl_pend *pend_take(pa_ssl_gw *x) {
@@ -186,9 +182,6 @@ static void on_datagram(pa_ssl_gw *x, int s, const uint8_t *buf, size_t n,
     p->fb = fb;
     p->fbp = fbp;
     p->nf = nf;
-    unsigned ms = x->g->def.request_timeout_ms;
-    struct timeval tv = {ms / 1000, (ms % 1000) * 1000};
-    evtimer_add(p->timeout, &tv);
     return;
   }
   respond(x, s, from, e, fbp, nf);
@@ -247,14 +240,8 @@ int pa_ssl_gw_start(pa_netgw *g, char *err, size_t err_sz) {
     snprintf(err, err_sz, "out of memory");
     return -1;
   }
-  for (int i = 0; i < SSL_PEND_MAX; i++) {
+  for (int i = 0; i < SSL_PEND_MAX; i++)
     x->pend[i].x = x;
-    x->pend[i].timeout = evtimer_new(g->base, on_pend_timeout, &x->pend[i]);
-    if (!x->pend[i].timeout) {
-      snprintf(err, err_sz, "event setup failed");
-      return -1;
-    }
-  }
   pa_ssl_vision_geometry(x);
   const pa_netgw_def *d = &g->def;
   /* UDP carries no token: with --token the ports are loopback only. */
@@ -352,14 +339,9 @@ void pa_ssl_gw_stop(pa_netgw *g) {
     event_free(x->vision_ev);
   if (x->vfd >= 0)
     close(x->vfd);
-  for (int i = 0; x->pend && i < SSL_PEND_MAX; i++) {
-    ssl_pend *p = &x->pend[i];
-    if (p->timeout) {
-      if (p->used)
-        pend_release(p); /* closing: its sender gets no response */
-      event_free(p->timeout);
-    }
-  }
+  for (int i = 0; x->pend && i < SSL_PEND_MAX; i++)
+    if (x->pend[i].used)
+      pend_release(&x->pend[i]); /* closing: its sender gets no response */
   free(x->pend);
   free(x->rx);
   free(x->out);
@@ -431,6 +413,5 @@ const pa_frontend pa_fe_ssl = {
     .start = pa_ssl_gw_start,
     .stop = pa_ssl_gw_stop,
     .poll = pa_ssl_gw_poll,
-    .on_reply = pa_ssl_on_reply,
     .call = ssl_call,
 };
