@@ -248,7 +248,8 @@ static void from_browser(pa_relay *r) {
 }
 
 /* Passes evhttp's answers to the browser, counting the whole ones (by
- * their Content-Length: evhttp sends no chunked answers here). */
+ * their Content-Length: evhttp sends no chunked answers here; an answer
+ * without one, to an HTTP/1.0 request, ends with evhttp's close). */
 static void to_browser(pa_relay *r, struct evbuffer *in, struct evbuffer *out) {
   while (!r->uncounted && evbuffer_get_length(in) > 0) {
     if (r->in_body) {
@@ -270,7 +271,9 @@ static void to_browser(pa_relay *r, struct evbuffer *in, struct evbuffer *out) {
     const char *head = (const char *)evbuffer_pullup(in, (ev_ssize_t)hl);
     char v[64];
     unsigned long long cl = 0;
-    if (head && pa_ws_header(head, hl, "Content-Length", v, sizeof v) >= 0)
+    bool has_cl =
+        head && pa_ws_header(head, hl, "Content-Length", v, sizeof v) >= 0;
+    if (has_cl)
       cl = strtoull(v, NULL, 10);
     bool interim = head && hl > 9 && head[9] == '1'; /* 100 Continue */
     if (!head || (!interim && strncmp(head, "HTTP/1.", 7) != 0)) {
@@ -281,6 +284,13 @@ static void to_browser(pa_relay *r, struct evbuffer *in, struct evbuffer *out) {
     if (interim)
       continue;
     bool head_req = r->head_ring >> (r->answered % 64) & 1;
+    bool no_body = head_req || (hl > 12 && (!strncmp(head + 9, "204", 3) ||
+                                            !strncmp(head + 9, "304", 3)));
+    if (!has_cl && !no_body) {
+      /* an HTTP/1.0 answer: its body ends where evhttp closes */
+      r->uncounted = true;
+      break;
+    }
     r->resp_left = head_req ? 0 : cl;
     r->in_body = r->resp_left > 0;
     r->answered += !r->in_body;
