@@ -1591,6 +1591,52 @@ static void props_reply_matches_schema(int fd, const char *data, unsigned kind,
   json_decref(r);
 }
 
+/* Every pa-netgw flag has exactly one owner: the core (pa_core_flags) or
+ * one row of the front-end table; a row names only flags that exist. */
+static bool names_flag(const char *list, const char *name) {
+  size_t n = strlen(name);
+  for (const char *p = list; p && *p;) {
+    size_t k = strcspn(p, " ");
+    if (k == n && !strncmp(p, name, n))
+      return true;
+    p += k;
+    p += strspn(p, " ");
+  }
+  return false;
+}
+
+static void frontend_flags(void **state) {
+  (void)state;
+  const pa_opt_table *t = pa_netgw_opts();
+  for (size_t i = 0; i < t->n; i++) {
+    const char *name = t->rows[i].o.name;
+    int owners = names_flag(pa_core_flags, name);
+    for (const pa_frontend *const *f = pa_frontends; *f; f++)
+      owners += names_flag((*f)->flags, name);
+    if (owners != 1)
+      fprintf(stderr,
+              "--%s: %d owners (the core's pa_core_flags, or one "
+              "front-end row's .flags)\n",
+              name, owners);
+    assert_int_equal(owners, 1);
+  }
+  /* and every name a row gives is a flag */
+  for (const pa_frontend *const *f = pa_frontends; *f; f++) {
+    for (const char *p = (*f)->flags; p && *p;) {
+      size_t k = strcspn(p, " ");
+      bool found = false;
+      for (size_t i = 0; i < t->n && !found; i++)
+        found =
+            strlen(t->rows[i].o.name) == k && !strncmp(t->rows[i].o.name, p, k);
+      if (!found)
+        fprintf(stderr, "%s: no flag --%.*s\n", (*f)->name, (int)k, p);
+      assert_true(found);
+      p += k;
+      p += strspn(p, " ");
+    }
+  }
+}
+
 static void json_actions(void **state) {
   (void)state;
   fixture f;
@@ -2094,6 +2140,7 @@ int main(void) {
       cmocka_unit_test(props_doc_matches_schema),
       cmocka_unit_test(batch_reply_bounded),
       cmocka_unit_test(scan_cache_follows_record_length),
+      cmocka_unit_test(frontend_flags),
       cmocka_unit_test(json_actions),
       cmocka_unit_test(json_auth),
       cmocka_unit_test(json_strict_keys),

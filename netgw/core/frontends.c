@@ -17,6 +17,11 @@ const pa_frontend *const pa_frontends[] = {
     &pa_fe_foxglove, &pa_fe_web, &pa_fe_ssl, &pa_fe_raisim, NULL,
 };
 
+const char pa_core_flags[] =
+    "instance bind token tcp_feedback_hz max_clients idle_timeout_ms "
+    "max_clients_per_peer reserve_clients request_timeout_ms max_output "
+    "odom_watch_us realtime no_port_walk allow_origin data_dir camera_chunk";
+
 const pa_frontend *pa_core_frontend(const char *name) {
   for (const pa_frontend *const *f = pa_frontends; *f; f++)
     if (!strcmp((*f)->name, name))

@@ -37,6 +37,10 @@ typedef struct pa_fe_listener {
 
 typedef struct pa_frontend {
   const char *name;
+  /* the pa-netgw flags it owns (their rows: core/netgw_opts.c), space
+   * separated; the core's own are pa_core_flags (test_netgw checks that
+   * every flag has exactly one owner) */
+  const char *flags;
   const pa_fe_listener *listeners;
   unsigned n_listeners;
   /* true: with --token, no connection is served before it authenticates;
@@ -67,6 +71,8 @@ typedef struct pa_frontend {
 
 /* NULL-terminated, in start order. */
 extern const pa_frontend *const pa_frontends[];
+/* The flags the core itself owns (space separated). */
+extern const char pa_core_flags[];
 const pa_frontend *pa_core_frontend(const char *name);
 /* pa_frontend.call of the front-end named fe; NULL with st/err when it has
  * none or is not running. */

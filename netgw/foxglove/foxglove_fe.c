@@ -193,6 +193,7 @@ static const pa_fe_listener fox_listeners[] = {
 
 const pa_frontend pa_fe_foxglove = {
     .name = "foxglove",
+    .flags = "foxglove_port record",
     .listeners = fox_listeners,
     .n_listeners = 1,
     .token = true,

@@ -606,6 +606,7 @@ static int json_start(pa_netgw *g, char *err, size_t err_sz) {
 /* JSON lines share the text protocol's control connections. */
 const pa_frontend pa_fe_json = {
     .name = "json",
+    .flags = "",
     .token = true,
     .start = json_start,
     .claims = json_claims,

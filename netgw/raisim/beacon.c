@@ -131,6 +131,7 @@ void pa_gw_beacon_stop(pa_netgw *g) {
  * screenshots are JSON actions and pa-render's). */
 const pa_frontend pa_fe_raisim = {
     .name = "raisim",
+    .flags = "beacon_port no_beacon",
     .token = true, /* it listens on nothing: the beacon only announces */
     .start = pa_gw_beacon_start,
     .stop = pa_gw_beacon_stop,

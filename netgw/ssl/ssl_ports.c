@@ -407,6 +407,8 @@ static const pa_fe_listener ssl_listeners[] = {
  * poll). */
 const pa_frontend pa_fe_ssl = {
     .name = "ssl",
+    .flags = "ssl_control_port ssl_blue_port ssl_yellow_port ssl_vision_port "
+             "ssl_vision_hz ssl_vision_multicast",
     .listeners = ssl_listeners,
     .n_listeners = S_COUNT,
     .token = false,

@@ -522,6 +522,7 @@ static const pa_fe_listener text_listeners[] = {
 /* The text protocol owns the TCP control port; JSON lines share it. */
 const pa_frontend pa_fe_text = {
     .name = "text",
+    .flags = "tcp_port",
     .listeners = text_listeners,
     .n_listeners = 1,
     .token = true,

@@ -608,6 +608,7 @@ static const pa_fe_listener web_listeners[] = {
 
 const pa_frontend pa_fe_web = {
     .name = "web",
+    .flags = "http_port web_dir upload_dir",
     .listeners = web_listeners,
     .n_listeners = 1,
     .token = true,
