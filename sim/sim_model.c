@@ -672,6 +672,16 @@ int pa_sim_set_world(pa_sim_model *m, pa_sim_state *s, const pa_world *w,
 
 int pa_sim_set_world_model(pa_sim_model *m, pa_sim_state *s, pa_sim_model *nm,
                            char *err, size_t err_sz) {
+  pa_sim_model old;
+  if (pa_sim_int_swap_world_model(m, s, nm, &old, err, err_sz) != 0)
+    return -1;
+  pa_sim_model_free(&old);
+  return 0;
+}
+
+int pa_sim_int_swap_world_model(pa_sim_model *m, pa_sim_state *s,
+                                pa_sim_model *nm, pa_sim_model *old, char *err,
+                                size_t err_sz) {
   if (nm->beam_cap > m->beam_cap) {
     snprintf(err, err_sz,
              "a robot of the world has %u laser beams; this pa-sim holds at "
@@ -687,7 +697,7 @@ int pa_sim_set_world_model(pa_sim_model *m, pa_sim_state *s, pa_sim_model *nm,
   for (uint32_t i = 0; i < nm->robot_count0 && i < s->cap_robots; i++)
     if (nm->robots0[i].gen <= s->info[i].gen)
       nm->robots0[i].gen = s->info[i].gen + 1;
-  pa_sim_model_free(m);
+  *old = *m;
   *m = *nm;
   pa_sim_int_walls_forget(s); /* the robots' memories of the old map */
   pa_sim_reset(m, s);
@@ -705,6 +715,16 @@ int pa_sim_set_grid(pa_sim_model *m, pa_sim_state *s, const pa_grid *g,
 
 int pa_sim_set_grid_model(pa_sim_model *m, pa_sim_state *s, pa_sim_model *nm,
                           uint32_t *moved, char *err, size_t err_sz) {
+  pa_sim_model old;
+  if (pa_sim_int_swap_grid_model(m, s, nm, moved, &old, err, err_sz) != 0)
+    return -1;
+  pa_sim_model_free(&old);
+  return 0;
+}
+
+int pa_sim_int_swap_grid_model(pa_sim_model *m, pa_sim_state *s,
+                               pa_sim_model *nm, uint32_t *moved,
+                               pa_sim_model *old, char *err, size_t err_sz) {
   nm->beam_cap = m->beam_cap; /* the state's scan buffers keep their stride */
   /* Robots that no longer fit move to free places (in index order, each
    * clear of the others as they stand); all or nothing. */
@@ -754,7 +774,7 @@ int pa_sim_set_grid_model(pa_sim_model *m, pa_sim_state *s, pa_sim_model *nm,
   nm->obstacles0 = o0;
   nm->obstacle_count0 = s->obstacle_count;
   free(keep);
-  pa_sim_model_free(m);
+  *old = *m;
   *m = *nm;
   pa_sim_int_walls_forget(s); /* the robots' memories of the old map */
   s->world_dirty = true;
