@@ -321,8 +321,19 @@ static bool init_place_free(const void *arg, uint32_t cx, uint32_t cy, double x,
                           m->obstacle_count0, x, y, r, margin);
 }
 
+static int model_init(pa_sim_model *m, const pa_sim_def *d, const pa_world *w,
+                      const pa_grid *g, pa_grid *take, char *err,
+                      size_t err_sz);
+
 int pa_sim_model_init(pa_sim_model *m, const pa_sim_def *d,
                       const pa_world *w, const pa_grid *g, char *err,
+                      size_t err_sz) {
+  return model_init(m, d, w, g, NULL, err, err_sz);
+}
+
+/* take: g's owner, whose cells the model takes instead of copying them. */
+static int model_init(pa_sim_model *m, const pa_sim_def *d, const pa_world *w,
+                      const pa_grid *g, pa_grid *take, char *err,
                       size_t err_sz) {
   memset(m, 0, sizeof *m);
   m->def = *d;
@@ -343,13 +354,17 @@ int pa_sim_model_init(pa_sim_model *m, const pa_sim_def *d,
   }
   size_t n = (size_t)g->width * g->height;
   m->grid = *g;
-  m->grid.cells = malloc(n);
-  if (!m->grid.cells) {
-    snprintf(err, err_sz, "out of memory for a %ux%u map", g->width,
-             g->height);
-    return -1;
+  if (take) {
+    take->cells = NULL; /* m->grid.cells is g's */
+  } else {
+    m->grid.cells = malloc(n);
+    if (!m->grid.cells) {
+      snprintf(err, err_sz, "out of memory for a %ux%u map", g->width,
+               g->height);
+      return -1;
+    }
+    memcpy(m->grid.cells, g->cells, n);
   }
-  memcpy(m->grid.cells, g->cells, n);
   m->unknown_blocks = w->unknown_blocks;
   m->cos_yaw = cos(g->origin_yaw);
   m->sin_yaw = sin(g->origin_yaw);
@@ -647,9 +662,25 @@ static bool state_place_free(const void *arg, uint32_t cx, uint32_t cy,
                           margin, NULL, NULL) >= margin;
 }
 
+static int model_prepare(const pa_sim_def *def, bool unknown_blocks,
+                         const pa_world *w, const pa_grid *g, pa_grid *take,
+                         pa_sim_model *nm, char *err, size_t err_sz);
+
 int pa_sim_model_prepare(const pa_sim_def *def, bool unknown_blocks,
                          const pa_world *w, const pa_grid *g, pa_sim_model *nm,
                          char *err, size_t err_sz) {
+  return model_prepare(def, unknown_blocks, w, g, NULL, nm, err, err_sz);
+}
+
+int pa_sim_int_model_prepare_take(const pa_sim_def *def, bool unknown_blocks,
+                                  const pa_world *w, pa_grid *g,
+                                  pa_sim_model *nm, char *err, size_t err_sz) {
+  return model_prepare(def, unknown_blocks, w, g, g, nm, err, err_sz);
+}
+
+static int model_prepare(const pa_sim_def *def, bool unknown_blocks,
+                         const pa_world *w, const pa_grid *g, pa_grid *take,
+                         pa_sim_model *nm, char *err, size_t err_sz) {
   pa_sim_def d = *def;
   d.robots = 0; /* the world's robots (or the state's), no extras */
   pa_world none;
@@ -658,7 +689,7 @@ int pa_sim_model_prepare(const pa_sim_def *def, bool unknown_blocks,
     none.unknown_blocks = unknown_blocks;
     w = &none;
   }
-  return pa_sim_model_init(nm, &d, w, g, err, err_sz);
+  return model_init(nm, &d, w, g, take, err, err_sz);
 }
 
 int pa_sim_set_world(pa_sim_model *m, pa_sim_state *s, const pa_world *w,

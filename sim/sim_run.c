@@ -257,9 +257,10 @@ static void *load_main(void *arg) {
   if (rc == 0) {
     ld->have_grid = true;
     /* The distance fields of a big map cost as much as reading it. */
-    rc = pa_sim_model_prepare(&ld->def, ld->unknown_blocks,
-                              c->op == PA_OP_SET_SCENARIO ? &ld->w : NULL,
-                              &ld->g, &ld->nm, ld->err, sizeof ld->err);
+    rc = pa_sim_int_model_prepare_take(
+        &ld->def, ld->unknown_blocks,
+        c->op == PA_OP_SET_SCENARIO ? &ld->w : NULL, &ld->g, &ld->nm, ld->err,
+        sizeof ld->err);
     ld->have_model = rc == 0;
     /* the model has its copy: the grid's goes now, not after the swap */
     pa_grid_free(&ld->g);
