@@ -470,6 +470,15 @@ void pa_shm_detach(pa_shm_seg *seg) {
   seg->size = 0;
 }
 
+int pa_shm_rename(const char *from, const char *to) {
+  if (!from || from[0] != '/' || !to || to[0] != '/')
+    return PA_SHM_EINVAL;
+  char a[PA_SHM_NAME_MAX + 16], b[PA_SHM_NAME_MAX + 16];
+  snprintf(a, sizeof a, "/dev/shm%s", from);
+  snprintf(b, sizeof b, "/dev/shm%s", to);
+  return rename(a, b) == 0 ? 0 : PA_SHM_ESYS;
+}
+
 int pa_shm_unlink(const char *name) {
   if (!name || name[0] != '/')
     return PA_SHM_EINVAL;

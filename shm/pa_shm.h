@@ -129,6 +129,9 @@ int pa_shm_open_checked(const char *name, int flags, unsigned mode,
  * "a directory", "a symlink", "a regular file" for an st_mode. */
 const char *pa_shm_file_type(unsigned st_mode);
 int pa_shm_unlink(const char *name); /* ENOENT is not an error */
+/* Renames object from over object to (atomically replacing it; holders of
+ * either keep their mappings). Linux: through /dev/shm. */
+int pa_shm_rename(const char *from, const char *to);
 
 /* True when the owner pid no longer exists (kill(pid, 0) == ESRCH). */
 bool pa_shm_is_stale(const pa_shm_header *h);
@@ -348,6 +351,20 @@ int pa_stack_map_publish(pa_stack *s, uint32_t width, uint32_t height,
                          double resolution, double origin_x, double origin_y,
                          double origin_yaw, const int8_t *cells,
                          int occupied_min, char *err, size_t err_sz);
+/* A map prepared off pa-sim's loop (set_map's loader thread): the segment
+ * is created under the staging name "map-next", filled, published and made
+ * read-only by stage; commit, on the loop, renames it over "map" and bumps
+ * map_gen (no copy); discard drops it. stage takes the generation commit
+ * must find (map_gen + 1): commit fails, changing nothing, otherwise.
+ * *cells is the staged copy, valid while seg stays attached. */
+int pa_stack_map_stage(const pa_stack *s, pa_shm_seg *seg, uint32_t width,
+                       uint32_t height, double resolution, double origin_x,
+                       double origin_y, double origin_yaw, const int8_t *cells,
+                       int occupied_min, const int8_t **staged, char *err,
+                       size_t err_sz);
+int pa_stack_map_commit(pa_stack *s, const pa_shm_seg *seg, char *err,
+                        size_t err_sz);
+void pa_stack_map_discard(const pa_stack *s, pa_shm_seg *seg);
 /* The observation segment (pa-sim, on the first STEP that asks for one):
  * the existing one of this creation of the instance, else a new one with
  * room for every robot's widest scan (sparse: pages cost only as used). */

@@ -653,6 +653,93 @@ int pa_stack_map_publish(pa_stack *s, uint32_t width, uint32_t height,
   return 0;
 }
 
+int pa_stack_map_stage(const pa_stack *s, pa_shm_seg *seg, uint32_t width,
+                       uint32_t height, double resolution, double origin_x,
+                       double origin_y, double origin_yaw, const int8_t *cells,
+                       int occupied_min, const int8_t **staged, char *err,
+                       size_t err_sz) {
+  memset(seg, 0, sizeof *seg);
+  uint64_t n = (uint64_t)width * height;
+  pa_map_block geom = {.width = width,
+                       .height = height,
+                       .resolution = resolution,
+                       .origin_x = origin_x,
+                       .origin_y = origin_y,
+                       .origin_yaw = origin_yaw,
+                       .occupied_min = occupied_min};
+  if (occupied_min < 1 || occupied_min > 100) {
+    pa_shm_errf(err, err_sz, "map: occupied_min %d is not in [1, 100]",
+                occupied_min);
+    return PA_SHM_EINVAL;
+  }
+  if (map_geom_check("map", &geom, err, err_sz) < 0)
+    return PA_SHM_EINVAL;
+  if (!cells) {
+    pa_shm_errf(err, err_sz, "map: no cells");
+    return PA_SHM_EINVAL;
+  }
+  char name[PA_SHM_NAME_MAX];
+  int rc = pa_shm_name(name, sizeof name, s->ctl->def.instance, "map-next", err,
+                       err_sz);
+  if (rc)
+    return rc;
+  const pa_shm_header *ch = s->ctl_seg.base;
+  pa_shm_unlink(name); /* a crashed pa-sim's */
+  uint64_t sizes[PA_SHM_MAX_SIZES] = {width, height, sizeof(pa_map_block)};
+  rc = pa_shm_create(seg, name, PA_SEG_MAP, sizes, MAP_OFF_CELLS + n,
+                     ch->boot_id, err, err_sz);
+  if (rc)
+    return rc;
+  pa_shm_header *h = seg->base;
+  h->owner_pid = ch->owner_pid; /* the instance's owner, for staleness */
+  geom.gen = __atomic_load_n(&s->ctl->map_gen, __ATOMIC_ACQUIRE) + 1;
+  geom.off_cells = MAP_OFF_CELLS;
+  *(pa_map_block *)((char *)seg->base + PA_SHM_BODY_OFF) = geom;
+  memcpy((char *)seg->base + MAP_OFF_CELLS, cells, (size_t)n);
+  pa_shm_publish(seg);
+  /* read-only from here; the filled pages stay in the object, not in the
+   * writer's resident set until read */
+  if (mprotect(seg->base, seg->size, PROT_READ) != 0) {
+    pa_shm_errf(err, err_sz, "%s: mprotect: %s", name, strerror(errno));
+    pa_stack_map_discard(s, seg);
+    return PA_SHM_ESYS;
+  }
+  (void)madvise(seg->base, seg->size, MADV_DONTNEED);
+  *staged = (const int8_t *)seg->base + MAP_OFF_CELLS;
+  return 0;
+}
+
+int pa_stack_map_commit(pa_stack *s, const pa_shm_seg *seg, char *err,
+                        size_t err_sz) {
+  const pa_map_block *m =
+      (const pa_map_block *)((const char *)seg->base + PA_SHM_BODY_OFF);
+  uint32_t gen = __atomic_load_n(&s->ctl->map_gen, __ATOMIC_RELAXED) + 1;
+  if (m->gen != gen) {
+    pa_shm_errf(err, err_sz, "%s: staged for map generation %u, not %u",
+                seg->name, m->gen, gen);
+    return PA_SHM_EMISMATCH;
+  }
+  char name[PA_SHM_NAME_MAX];
+  int rc =
+      pa_shm_name(name, sizeof name, s->ctl->def.instance, "map", err, err_sz);
+  if (rc)
+    return rc;
+  if (pa_shm_rename(seg->name, name) != 0) {
+    pa_shm_errf(err, err_sz, "%s -> %s: %s", seg->name, name, strerror(errno));
+    return PA_SHM_ESYS;
+  }
+  __atomic_store_n(&s->ctl->map_gen, gen, __ATOMIC_RELEASE);
+  return 0;
+}
+
+void pa_stack_map_discard(const pa_stack *s, pa_shm_seg *seg) {
+  (void)s;
+  if (!seg->base)
+    return;
+  pa_shm_unlink(seg->name);
+  pa_shm_detach(seg);
+}
+
 int pa_stack_map_attach(const pa_stack *s, pa_shm_seg *seg,
                         const pa_map_block **map, const int8_t **cells,
                         char *err, size_t err_sz) {

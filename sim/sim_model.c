@@ -321,8 +321,19 @@ static bool init_place_free(const void *arg, uint32_t cx, uint32_t cy, double x,
                           m->obstacle_count0, x, y, r, margin);
 }
 
+static int model_init(pa_sim_model *m, const pa_sim_def *d, const pa_world *w,
+                      const pa_grid *g, pa_grid *take, char *err,
+                      size_t err_sz);
+
 int pa_sim_model_init(pa_sim_model *m, const pa_sim_def *d,
                       const pa_world *w, const pa_grid *g, char *err,
+                      size_t err_sz) {
+  return model_init(m, d, w, g, NULL, err, err_sz);
+}
+
+/* take: g's owner, whose cells the model takes instead of copying them. */
+static int model_init(pa_sim_model *m, const pa_sim_def *d, const pa_world *w,
+                      const pa_grid *g, pa_grid *take, char *err,
                       size_t err_sz) {
   memset(m, 0, sizeof *m);
   m->def = *d;
@@ -343,13 +354,17 @@ int pa_sim_model_init(pa_sim_model *m, const pa_sim_def *d,
   }
   size_t n = (size_t)g->width * g->height;
   m->grid = *g;
-  m->grid.cells = malloc(n);
-  if (!m->grid.cells) {
-    snprintf(err, err_sz, "out of memory for a %ux%u map", g->width,
-             g->height);
-    return -1;
+  if (take) {
+    take->cells = NULL; /* m->grid.cells is g's */
+  } else {
+    m->grid.cells = malloc(n);
+    if (!m->grid.cells) {
+      snprintf(err, err_sz, "out of memory for a %ux%u map", g->width,
+               g->height);
+      return -1;
+    }
+    memcpy(m->grid.cells, g->cells, n);
   }
-  memcpy(m->grid.cells, g->cells, n);
   m->unknown_blocks = w->unknown_blocks;
   m->cos_yaw = cos(g->origin_yaw);
   m->sin_yaw = sin(g->origin_yaw);
@@ -647,9 +662,25 @@ static bool state_place_free(const void *arg, uint32_t cx, uint32_t cy,
                           margin, NULL, NULL) >= margin;
 }
 
+static int model_prepare(const pa_sim_def *def, bool unknown_blocks,
+                         const pa_world *w, const pa_grid *g, pa_grid *take,
+                         pa_sim_model *nm, char *err, size_t err_sz);
+
 int pa_sim_model_prepare(const pa_sim_def *def, bool unknown_blocks,
                          const pa_world *w, const pa_grid *g, pa_sim_model *nm,
                          char *err, size_t err_sz) {
+  return model_prepare(def, unknown_blocks, w, g, NULL, nm, err, err_sz);
+}
+
+int pa_sim_int_model_prepare_take(const pa_sim_def *def, bool unknown_blocks,
+                                  const pa_world *w, pa_grid *g,
+                                  pa_sim_model *nm, char *err, size_t err_sz) {
+  return model_prepare(def, unknown_blocks, w, g, g, nm, err, err_sz);
+}
+
+static int model_prepare(const pa_sim_def *def, bool unknown_blocks,
+                         const pa_world *w, const pa_grid *g, pa_grid *take,
+                         pa_sim_model *nm, char *err, size_t err_sz) {
   pa_sim_def d = *def;
   d.robots = 0; /* the world's robots (or the state's), no extras */
   pa_world none;
@@ -658,7 +689,7 @@ int pa_sim_model_prepare(const pa_sim_def *def, bool unknown_blocks,
     none.unknown_blocks = unknown_blocks;
     w = &none;
   }
-  return pa_sim_model_init(nm, &d, w, g, err, err_sz);
+  return model_init(nm, &d, w, g, take, err, err_sz);
 }
 
 int pa_sim_set_world(pa_sim_model *m, pa_sim_state *s, const pa_world *w,
@@ -672,6 +703,16 @@ int pa_sim_set_world(pa_sim_model *m, pa_sim_state *s, const pa_world *w,
 
 int pa_sim_set_world_model(pa_sim_model *m, pa_sim_state *s, pa_sim_model *nm,
                            char *err, size_t err_sz) {
+  pa_sim_model old;
+  if (pa_sim_int_swap_world_model(m, s, nm, &old, err, err_sz) != 0)
+    return -1;
+  pa_sim_model_free(&old);
+  return 0;
+}
+
+int pa_sim_int_swap_world_model(pa_sim_model *m, pa_sim_state *s,
+                                pa_sim_model *nm, pa_sim_model *old, char *err,
+                                size_t err_sz) {
   if (nm->beam_cap > m->beam_cap) {
     snprintf(err, err_sz,
              "a robot of the world has %u laser beams; this pa-sim holds at "
@@ -687,7 +728,7 @@ int pa_sim_set_world_model(pa_sim_model *m, pa_sim_state *s, pa_sim_model *nm,
   for (uint32_t i = 0; i < nm->robot_count0 && i < s->cap_robots; i++)
     if (nm->robots0[i].gen <= s->info[i].gen)
       nm->robots0[i].gen = s->info[i].gen + 1;
-  pa_sim_model_free(m);
+  *old = *m;
   *m = *nm;
   pa_sim_int_walls_forget(s); /* the robots' memories of the old map */
   pa_sim_reset(m, s);
@@ -705,6 +746,16 @@ int pa_sim_set_grid(pa_sim_model *m, pa_sim_state *s, const pa_grid *g,
 
 int pa_sim_set_grid_model(pa_sim_model *m, pa_sim_state *s, pa_sim_model *nm,
                           uint32_t *moved, char *err, size_t err_sz) {
+  pa_sim_model old;
+  if (pa_sim_int_swap_grid_model(m, s, nm, moved, &old, err, err_sz) != 0)
+    return -1;
+  pa_sim_model_free(&old);
+  return 0;
+}
+
+int pa_sim_int_swap_grid_model(pa_sim_model *m, pa_sim_state *s,
+                               pa_sim_model *nm, uint32_t *moved,
+                               pa_sim_model *old, char *err, size_t err_sz) {
   nm->beam_cap = m->beam_cap; /* the state's scan buffers keep their stride */
   /* Robots that no longer fit move to free places (in index order, each
    * clear of the others as they stand); all or nothing. */
@@ -754,7 +805,7 @@ int pa_sim_set_grid_model(pa_sim_model *m, pa_sim_state *s, pa_sim_model *nm,
   nm->obstacles0 = o0;
   nm->obstacle_count0 = s->obstacle_count;
   free(keep);
-  pa_sim_model_free(m);
+  *old = *m;
   *m = *nm;
   pa_sim_int_walls_forget(s); /* the robots' memories of the old map */
   s->world_dirty = true;

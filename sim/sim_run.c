@@ -51,6 +51,8 @@ typedef struct loader {
   bool unknown_blocks;
   pa_sim_model nm; /* the new model, built here */
   bool have_model;
+  const pa_stack *st; /* read only: the instance, map_gen */
+  bool staged;        /* nm's cells are the map segment staged for commit */
   int64_t started_ns;
 } loader;
 
@@ -152,6 +154,53 @@ static void reply_envelope(pa_sim_model *m, pa_sim_state *s, const pa_cmd *c,
   r->op = c->op;
 }
 
+/* The new map segment made and filled here, so the loop only renames it
+ * (pa_stack_map_commit); the model's own copy of the cells is freed for
+ * the segment's, as share_cells does. A failure only costs the loop the
+ * copy: map_cmd_finish publishes the old way. */
+static void stage_map(loader *ld) {
+  pa_sim_model *nm = &ld->nm;
+  const pa_grid *g = &nm->grid;
+  pa_shm_seg seg;
+  const int8_t *cells;
+  char err[256];
+  if (pa_stack_map_stage(ld->st, &seg, g->width, g->height, g->resolution,
+                         g->origin_x, g->origin_y, g->origin_yaw, g->cells,
+                         g->occupied_min, &cells, err, sizeof err) != 0) {
+    pa_warn("staging the new map: %s (published on the loop)", err);
+    return;
+  }
+  free(nm->grid.cells);
+  nm->grid.cells = (int8_t *)(uintptr_t)cells;
+  nm->cells_seg = seg;
+  ld->staged = true;
+}
+
+static void *free_model_main(void *arg) {
+  pa_sim_model_free(arg);
+  free(arg);
+  return NULL;
+}
+
+/* The replaced model freed on a thread of its own (hundreds of MB of a big
+ * map's fields take the loop tens of ms to give back); inline if none. */
+static void free_model_later(pa_sim_model *old) {
+  pa_sim_model *p = malloc(sizeof *p);
+  pthread_t th;
+  pthread_attr_t a;
+  bool started = false;
+  if (p && pthread_attr_init(&a) == 0) {
+    *p = *old;
+    pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+    started = pthread_create(&th, &a, free_model_main, p) == 0;
+    pthread_attr_destroy(&a);
+  }
+  if (!started) {
+    free(p);
+    pa_sim_model_free(old);
+  }
+}
+
 /* The loader thread: files (confined to the data directory, see
  * pa_map_guard) or the generator -> a world and/or a grid. Touches nothing
  * of the running simulation. */
@@ -208,17 +257,30 @@ static void *load_main(void *arg) {
   if (rc == 0) {
     ld->have_grid = true;
     /* The distance fields of a big map cost as much as reading it. */
-    rc = pa_sim_model_prepare(&ld->def, ld->unknown_blocks,
-                              c->op == PA_OP_SET_SCENARIO ? &ld->w : NULL,
-                              &ld->g, &ld->nm, ld->err, sizeof ld->err);
+    rc = pa_sim_int_model_prepare_take(
+        &ld->def, ld->unknown_blocks,
+        c->op == PA_OP_SET_SCENARIO ? &ld->w : NULL, &ld->g, &ld->nm, ld->err,
+        sizeof ld->err);
     ld->have_model = rc == 0;
+    /* the model has its copy: the grid's goes now, not after the swap */
+    pa_grid_free(&ld->g);
+    ld->have_grid = false;
   }
+  if (rc == 0)
+    stage_map(ld);
   ld->rc = rc;
   __atomic_store_n(&ld->done, 1, __ATOMIC_RELEASE);
   return NULL;
 }
 
 static void loader_clear(loader *ld) {
+  if (ld->staged) { /* not committed: the staging name goes */
+    char name[PA_SHM_NAME_MAX];
+    if (pa_shm_name(name, sizeof name, ld->st->ctl->def.instance, "map-next",
+                    NULL, 0) == 0)
+      pa_shm_unlink(name);
+    ld->staged = false;
+  }
   if (ld->have_world)
     pa_world_free(&ld->w);
   if (ld->have_grid)
@@ -270,6 +332,8 @@ static pa_status map_cmd_start(run_ctx *k, const pa_cmd *c, pa_reply *r) {
   ld->rc = -1;
   ld->err[0] = 0;
   ld->have_world = ld->have_grid = ld->have_model = false;
+  ld->staged = false;
+  ld->st = k->st;
   ld->def = k->m->def;
   ld->unknown_blocks = k->m->unknown_blocks;
   __atomic_store_n(&ld->done, 0, __ATOMIC_RELAXED);
@@ -309,10 +373,14 @@ static pa_status map_cmd_finish(run_ctx *k, pa_reply *r) {
   } else {
     /* The model is taken (or freed) either way. */
     ld->have_model = false;
-    int rc =
-        c->op == PA_OP_SET_SCENARIO
-            ? pa_sim_set_world_model(k->m, s, &ld->nm, err, sizeof err)
-            : pa_sim_set_grid_model(k->m, s, &ld->nm, &moved, err, sizeof err);
+    pa_sim_model old;
+    int rc = c->op == PA_OP_SET_SCENARIO
+                 ? pa_sim_int_swap_world_model(k->m, s, &ld->nm, &old, err,
+                                               sizeof err)
+                 : pa_sim_int_swap_grid_model(k->m, s, &ld->nm, &moved, &old,
+                                              err, sizeof err);
+    if (rc == 0)
+      free_model_later(&old);
     if (rc != 0)
       st = pa_sim_int_fail(r, PA_ERR_INVALID_MESSAGE, "%s", err);
     else if (c->op == PA_OP_SET_SCENARIO &&
@@ -320,11 +388,21 @@ static pa_status map_cmd_finish(run_ctx *k, pa_reply *r) {
       st = pa_sim_int_fail(r, PA_ERR_BUSY, "%s", err);
   }
   double load_ms = (double)(pa_now_ns() - ld->started_ns) / 1e6;
+  /* staged and taken: the model's cells are the segment to commit */
+  bool commit = st == PA_OK && ld->staged;
+  if (commit)
+    ld->staged = false;
   loader_clear(ld);
   if (st != PA_OK)
     return st;
   pa_sim_rec_stop(s); /* its map and robots files would no longer match */
-  if (pa_sim_shm_publish_map(k->m, k->st, err, sizeof err) != 0) {
+  if (commit &&
+      pa_stack_map_commit(k->st, &k->m->cells_seg, err, sizeof err) != 0) {
+    pa_warn("committing the staged map: %s (publishing it again)", err);
+    pa_shm_unlink(k->m->cells_seg.name);
+    commit = false;
+  }
+  if (!commit && pa_sim_shm_publish_map(k->m, k->st, err, sizeof err) != 0) {
     /* The model has the new map but the stack cannot hold it: say so
      * loudly; readers keep the last map. */
     pa_error("publishing the new map: %s", err);

@@ -48,6 +48,19 @@ typedef struct pa_sim_wall_memo {
 
 /* Empties every robot's memo rows: the model (its map) was replaced. */
 void pa_sim_int_walls_forget(pa_sim_state *s);
+/* pa_sim_set_grid_model / pa_sim_set_world_model that hand the replaced
+ * model to the caller (*old, to free off the tick) instead of freeing it. */
+int pa_sim_int_swap_grid_model(pa_sim_model *m, pa_sim_state *s,
+                               pa_sim_model *nm, uint32_t *moved,
+                               pa_sim_model *old, char *err, size_t err_sz);
+/* pa_sim_model_prepare that takes g's cells (g->cells NULL after) instead of
+ * copying them: a big map's 64 MB less at the loader's peak. */
+int pa_sim_int_model_prepare_take(const pa_sim_def *def, bool unknown_blocks,
+                                  const pa_world *w, pa_grid *g,
+                                  pa_sim_model *nm, char *err, size_t err_sz);
+int pa_sim_int_swap_world_model(pa_sim_model *m, pa_sim_state *s,
+                                pa_sim_model *nm, pa_sim_model *old, char *err,
+                                size_t err_sz);
 /* The same two with a robot's memo (or NULL): it answers "not free" at
  * once when its cell is within r (a robot pressing a wall meets the same
  * cells tick after tick) and spares the row searches; the results are
