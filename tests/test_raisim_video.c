@@ -136,10 +136,70 @@ static void test_video_crash(void **state) {
   unlink(path);
 }
 
+/* One JSON request expected to fail: its error message. */
+static void call_err(int fd, const char *action, const char *data,
+                     const char *code, const char *needle) {
+  char req[1024];
+  snprintf(req, sizeof req,
+           "{\"type\":\"command\",\"protocol_version\":2,"
+           "\"action\":\"%s\",\"data\":%s}\n",
+           action, data);
+  assert_int_equal(pa_test_send_str(fd, req), 0);
+  static char line[1 << 16];
+  assert_true(pa_test_read_line(fd, line, sizeof line, 5000 * PA_TEST_SLOW) >
+              0);
+  if (!strstr(line, code) || !strstr(line, needle))
+    fail_msg("%s %s: %s (wanted %s, %s)", action, data, line, code, needle);
+}
+
+/* A spectator video over pa-render's pixel budget (4096 x 4096 at 60 fps
+ * took a head camera from 15 to under 4 frames/s) is refused by name, and
+ * so is a set_camera that would grow a running video past it; within the
+ * budget it records (issue 32, finding 15). */
+static void test_video_budget(void **state) {
+  (void)state;
+  lt_stack s;
+  assert_int_equal(start_render_stack(&s, "vbudget"), 0);
+  int fd = pa_test_tcp_connect(s.port);
+  assert_true(fd >= 0);
+  call0(fd, "set_camera",
+        "{\"position\":[0,-6,4],\"look_at\":[0,0,0],\"width\":4096,"
+        "\"height\":4096}");
+  call_err(fd, "start_recording_video", "{\"name\":\"big\",\"fps\":60}",
+           "invalid_message", "Mpixel/s");
+  json_t *r = status_of(fd, "recording");
+  assert_false(json_is_true(json_object_get(r, "active")));
+  json_decref(r);
+  call0(fd, "set_camera",
+        "{\"position\":[0,-6,4],\"look_at\":[0,0,0],\"width\":1920,"
+        "\"height\":1080}");
+  call0(fd, "start_recording_video", "{\"name\":\"fits\",\"fps\":60}");
+  int64_t end = pa_test_now_ms() + 20000 * PA_TEST_SLOW;
+  json_int_t frames = 0;
+  while (frames < 1 && pa_test_now_ms() < end) {
+    r = status_of(fd, "recording");
+    frames = json_integer_value(json_object_get(r, "frames"));
+    json_decref(r);
+    usleep(50000);
+  }
+  assert_true(frames >= 1);
+  call_err(fd, "set_camera",
+           "{\"position\":[0,-6,4],\"look_at\":[0,0,0],\"width\":4096,"
+           "\"height\":4096}",
+           "invalid_message", "Mpixel/s");
+  call0(fd, "stop_recording_video", "{}");
+  close(fd);
+  assert_int_equal(lt_stop(&s, 5000), 0);
+  char path[1024];
+  snprintf(path, sizeof path, "%s/fits.mp4", pa_test_tmpdir());
+  unlink(path);
+}
+
 int main(void) {
   signal(SIGPIPE, SIG_IGN);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_video_crash),
+      cmocka_unit_test(test_video_budget),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
