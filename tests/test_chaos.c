@@ -1,7 +1,9 @@
 /* test_chaos.c - the real stack under seeded chaos: pa-sim, pa-render and
  * pa-netgw SIGKILLed (and SIGSTOPped) at random moments while one client
  * drives robot 0 with `cmd` and streams its odom and camera over UDP, and
- * another steps robot 1 in lockstep over JSON. Checks that the stack serves
+ * another steps robot 1 in lockstep over JSON, and after every kill the
+ * browser port and the Foxglove port must serve again on the ports they
+ * had. Checks that the stack serves
  * again quickly each time, that odom never goes back or jumps, that no step
  * request goes unanswered, that a stopped process is found hung and
  * replaced, that a SIGKILLed launcher leaves no child and the next start
@@ -377,6 +379,54 @@ static void print_figures(const char *what, double *v, int n) {
 
 /* Static: a failed assertion leaves the test by longjmp while the lockstep
  * thread may still read these. */
+/* The other front-ends' clients: an HTTP request to the web port and a
+ * Foxglove upgrade; after every kill each must be served again on the
+ * port it had (pa-netgw keeps its ports across restarts), within ms.
+ * Returns the HTTP status of the answer's first line (0: none). */
+static int http_status(uint16_t port, const char *req) {
+  int fd = pa_test_tcp_connect(port);
+  if (fd < 0)
+    return 0;
+  int code = 0;
+  if (pa_test_send_str(fd, req) == 0) {
+    char buf[256];
+    size_t n = 0;
+    int64_t end = pa_test_now_ms() + 2000;
+    while (n + 1 < sizeof buf && !memchr(buf, '\n', n) &&
+           pa_test_now_ms() < end) {
+      struct pollfd pf = {.fd = fd, .events = POLLIN};
+      if (poll(&pf, 1, 100) <= 0)
+        continue;
+      ssize_t r = recv(fd, buf + n, sizeof buf - 1 - n, 0);
+      if (r <= 0)
+        break;
+      n += (size_t)r;
+    }
+    buf[n] = 0;
+    sscanf(buf, "HTTP/1.%*d %d", &code);
+  }
+  close(fd);
+  return code;
+}
+
+static bool frontends_served(uint16_t http, uint16_t fox, int ms) {
+  static const char page[] =
+      "GET /api/status HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: "
+      "close\r\n\r\n";
+  static const char upgrade[] =
+      "GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\n"
+      "Connection: Upgrade\r\nSec-WebSocket-Version: 13\r\n"
+      "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+      "Sec-WebSocket-Protocol: foxglove.websocket.v1\r\n\r\n";
+  int64_t end = pa_test_now_ms() + ms;
+  while (pa_test_now_ms() < end) {
+    if (http_status(http, page) == 200 && http_status(fox, upgrade) == 101)
+      return true;
+    usleep(50000);
+  }
+  return false;
+}
+
 static lt_stack chaos_stack;
 static lockstep chaos_ls;
 static pid_t
@@ -428,8 +478,16 @@ static void test_chaos(void **state) {
                          "60",
                          "--laser_beams",
                          "36",
+                         "--http_port",
+                         "-1",
+                         "--foxglove_port",
+                         "-1",
                          NULL};
   assert_int_equal(lt_start(T, "chaos", extra, START_MS), 0);
+  uint16_t http = (uint16_t)T->s.ctl->http_port,
+           fox = (uint16_t)T->s.ctl->foxglove_port;
+  assert_true(http > 0 && fox > 0);
+  assert_true(frontends_served(http, fox, 5000));
 
   driver D;
   memset(&D, 0, sizeof D);
@@ -534,6 +592,10 @@ static void test_chaos(void **state) {
       /* the control connection died with pa-netgw: reconnect */
       assert_int_equal(lt_odom_reconnect(&D.o, T->port, D.cmds, 10000), 0);
     }
+    /* the browser's and Foxglove's ports serve again, the same ones */
+    assert_true(frontends_served(http, fox, 10000));
+    assert_int_equal(T->s.ctl->http_port, http);
+    assert_int_equal(T->s.ctl->foxglove_port, fox);
   }
   pump(&D, 300);
   __atomic_store_n(&LS->stop, 1, __ATOMIC_RELEASE);
