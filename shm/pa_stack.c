@@ -602,6 +602,24 @@ static int map_geom_check(const char *what, const pa_map_block *m, char *err,
   return 0;
 }
 
+/* What publish and stage both refuse: a threshold outside [1, 100], a bad
+ * geometry, no cells. 0 or PA_SHM_EINVAL with err. */
+static int map_args_check(const pa_map_block *geom, const int8_t *cells,
+                          char *err, size_t err_sz) {
+  if (geom->occupied_min < 1 || geom->occupied_min > 100) {
+    pa_shm_errf(err, err_sz, "map: occupied_min %d is not in [1, 100]",
+                geom->occupied_min);
+    return PA_SHM_EINVAL;
+  }
+  if (map_geom_check("map", geom, err, err_sz) < 0)
+    return PA_SHM_EINVAL;
+  if (!cells) {
+    pa_shm_errf(err, err_sz, "map: no cells");
+    return PA_SHM_EINVAL;
+  }
+  return 0;
+}
+
 int pa_stack_map_publish(pa_stack *s, uint32_t width, uint32_t height,
                          double resolution, double origin_x, double origin_y,
                          double origin_yaw, const int8_t *cells,
@@ -615,17 +633,9 @@ int pa_stack_map_publish(pa_stack *s, uint32_t width, uint32_t height,
                        .origin_y = origin_y,
                        .origin_yaw = origin_yaw,
                        .occupied_min = occupied_min};
-  if (occupied_min < 1 || occupied_min > 100) {
-    pa_shm_errf(err, err_sz, "map: occupied_min %d is not in [1, 100]",
-                occupied_min);
-    return PA_SHM_EINVAL;
-  }
-  if (map_geom_check("map", &geom, err, err_sz) < 0)
-    return PA_SHM_EINVAL;
-  if (!cells) {
-    pa_shm_errf(err, err_sz, "map: no cells");
-    return PA_SHM_EINVAL;
-  }
+  int bad = map_args_check(&geom, cells, err, err_sz);
+  if (bad)
+    return bad;
   char name[PA_SHM_NAME_MAX];
   int rc = pa_shm_name(name, sizeof name, inst, "map", err, err_sz);
   if (rc)
@@ -667,17 +677,9 @@ int pa_stack_map_stage(const pa_stack *s, pa_shm_seg *seg, uint32_t width,
                        .origin_y = origin_y,
                        .origin_yaw = origin_yaw,
                        .occupied_min = occupied_min};
-  if (occupied_min < 1 || occupied_min > 100) {
-    pa_shm_errf(err, err_sz, "map: occupied_min %d is not in [1, 100]",
-                occupied_min);
-    return PA_SHM_EINVAL;
-  }
-  if (map_geom_check("map", &geom, err, err_sz) < 0)
-    return PA_SHM_EINVAL;
-  if (!cells) {
-    pa_shm_errf(err, err_sz, "map: no cells");
-    return PA_SHM_EINVAL;
-  }
+  int bad = map_args_check(&geom, cells, err, err_sz);
+  if (bad)
+    return bad;
   char name[PA_SHM_NAME_MAX];
   int rc = pa_shm_name(name, sizeof name, s->ctl->def.instance, "map-next", err,
                        err_sz);
