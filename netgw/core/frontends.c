@@ -12,7 +12,7 @@ extern const pa_frontend pa_fe_text, pa_fe_json, pa_fe_foxglove, pa_fe_web,
     pa_fe_ssl, pa_fe_raisim;
 
 const pa_frontend *const pa_frontends[] = {
-    &pa_fe_json, /* claims '{' lines on the control connections */
+    &pa_fe_json, /* '{' lines on the control connections */
     &pa_fe_text, /* every other line; owns the TCP control port */
     &pa_fe_foxglove, &pa_fe_web, &pa_fe_ssl, &pa_fe_raisim, NULL,
 };
@@ -38,13 +38,6 @@ json_t *pa_core_call(pa_netgw *g, const char *fe, const char *op, json_t *args,
     return NULL;
   }
   return f->call(g, op, args, st, err, err_sz);
-}
-
-const pa_frontend *pa_core_line_frontend(const char *line, size_t len) {
-  for (const pa_frontend *const *f = pa_frontends; *f; f++)
-    if ((*f)->claims && (*f)->claims(line, len))
-      return *f;
-  return &pa_fe_text;
 }
 
 const pa_frontend *pa_core_control_fe(bool json) {

@@ -54,9 +54,10 @@ typedef struct pa_frontend {
   void (*poll)(struct pa_netgw *g);
   /* every command pushed to pa-sim (pa_core_push), from any front-end */
   void (*on_command)(struct pa_netgw *g, const pa_cmd *cmd);
-  /* line protocols on the TCP control connections: the first row whose
-   * claims() takes a line gets it; its replies come back by complete() */
-  bool (*claims)(const char *line, size_t len);
+  /* line protocols on the TCP control connections (pa_core_control_fe
+   * picks JSON or text by the line's first byte, while it is still being
+   * read: the two have different length limits); replies come back by
+   * complete() */
   void (*line)(struct pa_client *c, const char *line, size_t len);
   void (*complete)(struct pa_client *c, const pa_reply *r);
   void (*release)(struct pa_client *c);
@@ -81,8 +82,6 @@ json_t *pa_core_call(struct pa_netgw *g, const char *fe, const char *op,
 /* The rows of the control connections' lines: JSON or text (PROTOCOL.md
  * section 3: JSON when the first non-blank byte is '{'). */
 const pa_frontend *pa_core_control_fe(bool json);
-/* The row a line on a control connection goes to (never NULL). */
-const pa_frontend *pa_core_line_frontend(const char *line, size_t len);
 
 /* ---- listen.c: the core binds every listener and keeps its port -------- */
 

@@ -589,14 +589,6 @@ void pa_json_release(pa_client *c) {
 
 /* ---- the front-end row --------------------------------------------------*/
 
-/* JSON when the first non-blank byte is '{' (PROTOCOL.md section 3). */
-static bool json_claims(const char *line, size_t len) {
-  size_t i = 0;
-  while (i < len && (line[i] == ' ' || line[i] == '\t' || line[i] == '\r'))
-    i++;
-  return i < len && line[i] == '{';
-}
-
 static int json_start(pa_netgw *g, char *err, size_t err_sz) {
   (void)err, (void)err_sz;
   pa_json_visual_recover(g); /* a dead pa-netgw may have left it mid-update */
@@ -609,7 +601,6 @@ const pa_frontend pa_fe_json = {
     .flags = "",
     .token = true,
     .start = json_start,
-    .claims = json_claims,
     .line = pa_json_line,
     .complete = pa_json_complete,
     .release = pa_json_release,
