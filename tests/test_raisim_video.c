@@ -168,7 +168,7 @@ static void test_video_budget(void **state) {
   call_err(fd, "start_recording_video", "{\"name\":\"big\",\"fps\":60}",
            "invalid_message", "Mpixel/s");
   json_t *r = status_of(fd, "recording");
-  assert_false(json_is_true(json_object_get(r, "active")));
+  assert_string_equal(json_string_value(json_object_get(r, "state")), "idle");
   json_decref(r);
   call0(fd, "set_camera",
         "{\"position\":[0,-6,4],\"look_at\":[0,0,0],\"width\":1920,"
