@@ -167,6 +167,9 @@ typedef struct pa_netgw_def {
   /* Foxglove WebSocket server (docs/foxglove.md): its port (0 = off, -1 =
    * a free one, reported by the foxglove_info action) */
   int32_t foxglove_port;
+  /* Player 3 protocol (docs/player.md): its TCP port (0 = off, -1 = a free
+   * one; 6665) */
+  int32_t player_port;
   const char *data_dir; /* record_mcap writes only under it (NULL = cwd) */
   const char *record;   /* record an MCAP file from the start (NULL = no) */
   /* Browser origins besides the page's own that may use /ws, uploads and

@@ -148,6 +148,63 @@ static void probe_foxglove(unsigned port) {
   assert_int_equal(http_status(port, "/", h), 101);
 }
 
+/* n bytes from fd within 5 s: n, or less when it closed first. */
+static size_t read_n(int fd, uint8_t *buf, size_t n) {
+  size_t k = 0;
+  int64_t end = pa_test_now_ms() + 5000;
+  while (k < n && pa_test_now_ms() < end) {
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    if (poll(&p, 1, 100) <= 0)
+      continue;
+    ssize_t r = recv(fd, buf + k, n - k, 0);
+    if (r <= 0)
+      break;
+    k += (size_t)r;
+  }
+  return k;
+}
+
+static void put32(uint8_t *p, uint32_t v) {
+  p[0] = (uint8_t)(v >> 24), p[1] = (uint8_t)(v >> 16);
+  p[2] = (uint8_t)(v >> 8), p[3] = (uint8_t)v;
+}
+
+/* A Player request to player:0 (subtype 7 AUTH with key, else 1 DEVLIST)
+ * after the greeting: the reply's message type (4 ACK), or 0 when the
+ * connection closed without one. */
+static uint32_t player_try(unsigned port, const char *key) {
+  int fd = pa_test_tcp_connect((uint16_t)port);
+  assert_true(fd >= 0);
+  uint8_t buf[128] = {0};
+  assert_int_equal(read_n(fd, buf, 32), 32);
+  assert_memory_equal(buf, "Player v.", 9);
+  size_t kl = key ? strlen(key) : 0, body = key ? 8 + ((kl + 3) & ~3u) : 0;
+  memset(buf, 0, sizeof buf);
+  put32(buf + 8, 1);               /* interf player */
+  put32(buf + 16, 3);              /* REQ */
+  put32(buf + 20, key ? 7 : 1);    /* AUTH or DEVLIST */
+  put32(buf + 36, (uint32_t)body); /* size */
+  if (key) {
+    put32(buf + 40, (uint32_t)kl);
+    put32(buf + 44, (uint32_t)kl);
+    memcpy(buf + 48, key, kl);
+  }
+  assert_int_equal(send(fd, buf, 40 + body, 0), (ssize_t)(40 + body));
+  uint32_t type = 0;
+  if (read_n(fd, buf, 40) == 40)
+    type = (uint32_t)buf[16] << 24 | (uint32_t)buf[17] << 16 |
+           (uint32_t)buf[18] << 8 | buf[19];
+  close(fd);
+  return type;
+}
+
+/* Player: the first message must be AUTH with the token, else closed */
+static void probe_player(unsigned port) {
+  assert_int_equal(player_try(port, NULL), 0);
+  assert_int_equal(player_try(port, "nope"), 0);
+  assert_int_equal(player_try(port, TOKEN), 4);
+}
+
 /* The UDP port's local address in /proc/net/udp is 127.0.0.1. */
 static bool udp_loopback_only(unsigned port) {
   FILE *f = fopen("/proc/net/udp", "r");
@@ -175,7 +232,7 @@ typedef struct probe {
 static const probe probes[] = {
     {"text", probe_text, "tcp"}, {"json", probe_json, "tcp"},
     {"web", probe_web, "http"},  {"foxglove", probe_foxglove, "foxglove"},
-    {"raisim", NULL, NULL},
+    {"raisim", NULL, NULL},      {"player", probe_player, "player"},
 };
 
 static void test_token_every_frontend(void **state) {
@@ -220,12 +277,17 @@ static void test_token_every_frontend(void **state) {
 
 static int setup(void **state) {
   (void)state;
-  const char *extra[] = {
-      "--no-render", "--token",         TOKEN,   "--bind",
-      "0.0.0.0",     "--world",         "ssl-a", "--http_port",
-      "-1",          "--foxglove_port", "-1",    "--ssl_control_port",
-      "0",           "--ssl_blue_port", "0",     "--ssl_yellow_port",
-      "0",           "--no_beacon",     NULL};
+  const char *extra[] = {"--no-render", "--token",
+                         TOKEN,         "--bind",
+                         "0.0.0.0",     "--world",
+                         "ssl-a",       "--http_port",
+                         "-1",          "--foxglove_port",
+                         "-1",          "--player_port",
+                         "-1",          "--ssl_control_port",
+                         "0",           "--ssl_blue_port",
+                         "0",           "--ssl_yellow_port",
+                         "0",           "--no_beacon",
+                         NULL};
   if (lt_start(&T, "auth", extra, 60000) != 0)
     return -1;
   usleep(300000); /* the SSL ports open at start or the first poll */

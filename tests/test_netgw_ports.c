@@ -1,6 +1,7 @@
 /* test_netgw_ports.c - every listener of pa-netgw keeps its port across a
  * restart (a SIGKILL, a hang kill, `playarea restart netgw`): TCP, HTTP,
- * Foxglove, SSL control/blue/yellow and the SSL vision target, for a stack
+ * Foxglove, SSL control/blue/yellow, the SSL vision target and Player, for a
+ * stack
  * whose ports the OS picked, one whose ports walked past taken ones, and one
  * with explicit ports; and a kept port that another process took after a
  * crash is an error by name, not a silent walk (issue 31, finding 11 of the
@@ -26,7 +27,7 @@
 
 static const char *const names[] = {"tcp",         "http",     "foxglove",
                                     "ssl_control", "ssl_blue", "ssl_yellow",
-                                    "ssl_vision"};
+                                    "ssl_vision",  "player"};
 #define N_NAMES (sizeof names / sizeof names[0])
 
 /* The kept ports by name (0 = none or down). */
@@ -64,12 +65,12 @@ static void assert_same(const unsigned a[N_NAMES], const unsigned b[N_NAMES]) {
   }
 }
 
-/* A text ping on the TCP port and a TCP connect on HTTP and Foxglove: the
- * ports are really served, not only recorded. */
+/* A text ping on the TCP port and a TCP connect on HTTP, Foxglove and
+ * Player: the ports are really served, not only recorded. */
 static void assert_served(const unsigned p[N_NAMES]) {
   assert_true(pa_test_ping((uint16_t)p[0], 5000));
   int fd;
-  for (int k = 1; k <= 2; k++) {
+  for (int k = 1; k <= 7; k = k == 2 ? 7 : k + 1) {
     fd = pa_test_tcp_connect((uint16_t)p[k]);
     assert_true(fd >= 0);
     close(fd);
@@ -195,6 +196,8 @@ static void test_ports_os_picked(void **state) {
                      "-1",
                      "--foxglove_port",
                      "-1",
+                     "--player_port",
+                     "-1",
                      "--ssl_control_port",
                      "0",
                      "--ssl_blue_port",
@@ -207,18 +210,21 @@ static void test_ports_os_picked(void **state) {
 
 static void test_ports_walked(void **state) {
   (void)state;
-  unsigned tp, hp, fp;
-  int t1 = occupy(&tp), t2 = occupy(&hp), t3 = occupy(&fp);
-  char ts[16], hs[16], fs[16];
+  unsigned tp, hp, fp, pp;
+  int t1 = occupy(&tp), t2 = occupy(&hp), t3 = occupy(&fp), t4 = occupy(&pp);
+  char ts[16], hs[16], fs[16], ps[16];
   snprintf(ts, sizeof ts, "%u", tp);
   snprintf(hs, sizeof hs, "%u", hp);
   snprintf(fs, sizeof fs, "%u", fp);
+  snprintf(ps, sizeof ps, "%u", pp);
   const char *a[] = {"--tcp_port",
                      ts,
                      "--http_port",
                      hs,
                      "--foxglove_port",
                      fs,
+                     "--player_port",
+                     ps,
                      "--ssl_control_port",
                      "0",
                      "--ssl_blue_port",
@@ -245,20 +251,23 @@ static void test_ports_walked(void **state) {
   assert_true(before[0] != tp && before[0] > 0);
   assert_true(before[1] != hp && before[1] > 0);
   assert_true(before[2] != fp && before[2] > 0);
+  assert_true(before[7] != pp && before[7] > 0);
   close(t1);
   close(t2);
   close(t3);
+  close(t4);
   restart_all_ways(&t, before);
   assert_int_equal(lt_stop(&t, 30000), 0);
 }
 
 static void test_ports_explicit(void **state) {
   (void)state;
-  unsigned p[6] = {free_port(SOCK_STREAM), free_port(SOCK_STREAM),
+  unsigned p[7] = {free_port(SOCK_STREAM), free_port(SOCK_STREAM),
                    free_port(SOCK_STREAM), free_port(SOCK_DGRAM),
-                   free_port(SOCK_DGRAM),  free_port(SOCK_DGRAM)};
-  char s[6][16];
-  for (int i = 0; i < 6; i++)
+                   free_port(SOCK_DGRAM),  free_port(SOCK_DGRAM),
+                   free_port(SOCK_STREAM)};
+  char s[7][16];
+  for (int i = 0; i < 7; i++)
     snprintf(s[i], sizeof s[i], "%u", p[i]);
   const char *a[] = {"--tcp_port",
                      s[0],
@@ -272,8 +281,10 @@ static void test_ports_explicit(void **state) {
                      s[4],
                      "--ssl_yellow_port",
                      s[5],
+                     "--player_port",
+                     s[6],
                      NULL};
-  unsigned expect[N_NAMES] = {p[0], p[1], p[2], p[3], p[4], p[5], 0};
+  unsigned expect[N_NAMES] = {p[0], p[1], p[2], p[3], p[4], p[5], 0, p[6]};
   run_case("pex", a, expect);
 }
 

@@ -1,5 +1,6 @@
 /* frontends.c - the front-end table: one row per protocol, each defined in
- * its own folder (text/, json/, web/, foxglove/, ssl/, raisim/). Adding a
+ * its own folder (text/, json/, web/, foxglove/, ssl/, raisim/,
+ * player/). Adding a
  * front-end is its folder and one line here. The core reaches a front-end
  * only through these rows. */
 #define _GNU_SOURCE
@@ -9,12 +10,12 @@
 #include <string.h>
 
 extern const pa_frontend pa_fe_text, pa_fe_json, pa_fe_foxglove, pa_fe_web,
-    pa_fe_ssl, pa_fe_raisim;
+    pa_fe_ssl, pa_fe_raisim, pa_fe_player;
 
 const pa_frontend *const pa_frontends[] = {
     &pa_fe_json, /* '{' lines on the control connections */
     &pa_fe_text, /* every other line; owns the TCP control port */
-    &pa_fe_foxglove, &pa_fe_web, &pa_fe_ssl, &pa_fe_raisim, NULL,
+    &pa_fe_foxglove, &pa_fe_web, &pa_fe_ssl, &pa_fe_raisim, &pa_fe_player, NULL,
 };
 
 const char pa_core_flags[] =

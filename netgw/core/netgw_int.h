@@ -451,9 +451,10 @@ typedef struct pa_netgw {
   struct sockaddr_in beacon_to[2]; /* loopback, and broadcast if bound wide */
   unsigned n_beacon_to;
   uint64_t beacons_sent, beacons_failed;
-  struct pa_ssl_gw *ssl; /* SSL protocol sockets and vision, or NULL */
-  struct pa_fox *fox;    /* Foxglove server and MCAP recorder (foxglove.h) */
-  uint32_t ssl_refused;  /* the SSL division whose ports failed to open */
+  struct pa_ssl_gw *ssl;    /* SSL protocol sockets and vision, or NULL */
+  struct pa_fox *fox;       /* Foxglove server and MCAP recorder (foxglove.h) */
+  struct pa_player *player; /* the Player 3 protocol server (player/) */
+  uint32_t ssl_refused;     /* the SSL division whose ports failed to open */
   /* registry.c: request durations per front-end request name */
   pa_hist req_hist[PA_REQ_STATS_MAX + 1]; /* the last: unknown */
   const char *req_name[PA_REQ_STATS_MAX];

@@ -83,6 +83,10 @@ static const pa_opt_row rows[] = {
     {ROW(def.foxglove_port, "foxglove_port", PA_OPT_I32, -1, 65535, 8765,
          "Foxglove WebSocket port (0 = off, -1 = a free one; a taken port "
          "walks to the next free one; none free: warns, runs without it)")},
+    {ROW(def.player_port, "player_port", PA_OPT_I32, -1, 65535, 6665,
+         "Player 3 protocol TCP port for libplayerc clients (0 = off, -1 = a "
+         "free one; a taken port walks to the next free one; none free: "
+         "warns, runs without it)")},
     {STR(def.allow_origin, "allow_origin", NULL,
          "browser origins (comma-separated, e.g. https://app.example:8443; "
          "* = any) that may use /ws, uploads and state-changing HTTP "
@@ -119,6 +123,8 @@ static int finish(void *args, const bool *given, char *err, size_t err_sz) {
       a->def.http_port = -1;
     else if (!strcmp(n, "foxglove_port"))
       a->def.foxglove_port = -1;
+    else if (!strcmp(n, "player_port"))
+      a->def.player_port = -1;
     else if (!strcmp(n, "ssl_control_port"))
       a->def.ssl_control_port = 0;
     else if (!strcmp(n, "ssl_blue_port"))

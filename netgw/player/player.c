@@ -1,0 +1,486 @@
+/* player.c - the Player front-end's row and connections: Player 3.x
+ * clients (libplayerc, libplayerc++) on TCP 6665. On accept the 32-byte
+ * greeting; then 40-byte headers and XDR bodies both ways. The player
+ * device (interface 1) answers subscriptions, the device list, driver
+ * names, data modes and the token (AUTH); the other devices are
+ * player_dev.c's. Data goes out as it comes (PUSH) or per REQ_DATA, then a
+ * SYNCH (PULL), the newest of each device only (Player's replace rule). */
+#define _GNU_SOURCE
+#include "player_int.h"
+
+#include "pa_util.h"
+
+#include <event2/buffer.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static const char greeting[] = "Player v.3.1.0"; /* NUL-padded to 32 */
+
+/* ---- sending --------------------------------------------------------- */
+
+void pl_send(pl_conn *c, uint32_t interf, uint32_t index, uint32_t type,
+             uint32_t subtype, double ts) {
+  pa_player *p = c->p;
+  struct evbuffer *out = bufferevent_get_output(c->bev);
+  if (p->out.bad || evbuffer_get_length(out) + p->out.n > PL_OUT_MAX) {
+    if (!c->kill)
+      pa_warn("player: client %u: %zu bytes unread, disconnected", c->slot,
+              evbuffer_get_length(out));
+    p->cut++;
+    c->kill = true;
+    p->out.n = 0;
+    p->out.bad = false;
+    return;
+  }
+  pl_hdr h = {.interf = interf,
+              .index = index,
+              .type = type,
+              .subtype = subtype,
+              .timestamp = ts,
+              .size = (uint32_t)p->out.n};
+  uint8_t hb[PL_HDR];
+  pl_hdr_encode(hb, &h);
+  evbuffer_add(out, hb, sizeof hb);
+  if (p->out.n)
+    evbuffer_add(out, p->out.p, p->out.n);
+  p->out.n = 0;
+}
+
+double pl_now(pa_player *p) {
+  pa_tick t;
+  return pa_gw_latest_header(p->g, &t) ? t.sim_time : 0;
+}
+
+void pl_ack(pl_conn *c, const pl_msg *m) {
+  pl_send(c, m->h.interf, m->h.index, PL_ACK, m->h.subtype, pl_now(c->p));
+}
+
+void pl_nack(pl_conn *c, const pl_msg *m, const char *fmt, ...) {
+  char why[256];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(why, sizeof why, fmt, ap);
+  va_end(ap);
+  const char *in = pa_player_interf_name(m->h.interf);
+  pa_info("player: client %u: NACK %s:%u type %u subtype %u: %s", c->slot,
+          in ? in : "?", m->h.index, m->h.type, m->h.subtype, why);
+  c->p->nacks++;
+  c->p->out.n = 0;
+  pl_send(c, m->h.interf, m->h.index, PL_NACK, m->h.subtype, pl_now(c->p));
+}
+
+pl_sub *pl_find_sub(pl_conn *c, uint32_t interf, uint32_t index) {
+  for (uint32_t i = 0; i < c->n_subs; i++)
+    if (c->subs[i].interf == interf && c->subs[i].index == index)
+      return &c->subs[i];
+  return NULL;
+}
+
+/* ---- connections ----------------------------------------------------- */
+
+static void conn_free(pl_conn *c) {
+  pa_player *p = c->p;
+  p->conns[c->slot] = NULL;
+  bufferevent_free(c->bev);
+  free(c);
+}
+
+pl_conn *pl_conn_of(pa_player *p, uint64_t tag) {
+  uint32_t slot = (uint32_t)tag, gen = (uint32_t)(tag >> 32);
+  if (slot >= PL_MAX_CONNS || !p->conns[slot] || p->conns[slot]->gen != gen)
+    return NULL;
+  return p->conns[slot];
+}
+
+int pl_ask(pl_conn *c, pa_cmd *cmd, pa_ask_done done, const pl_msg *m) {
+  char err[160];
+  uint64_t tag = (uint64_t)c->gen << 32 | c->slot;
+  if (pa_core_ask(c->p->g, PA_LIM_SRC_CLIENT, cmd, 1, PL_ASK_MS, done, c->p,
+                  tag, err, sizeof err) != 0) {
+    pl_nack(c, m, "%s", err);
+    return -1;
+  }
+  c->pend = *m;
+  c->waiting = true;
+  return 0;
+}
+
+/* Data for c now: PUSH sends what is new, PULL only after a REQ_DATA, and
+ * then ends the round with a SYNCH. */
+static void deliver(pl_conn *c, const pa_tick *t) {
+  if (c->pull && !c->requested)
+    return;
+  bool any = false;
+  for (uint32_t i = 0; i < c->n_subs && !c->kill; i++)
+    any |= pl_dev_data(c, &c->subs[i], t);
+  if (any && c->pull && !c->kill) {
+    c->p->out.n = 0;
+    pl_send(c, PL_I_PLAYER, 0, PL_SYNCH, 1, t ? t->sim_time : 0);
+    c->requested = false;
+  }
+}
+
+static bool has_data_subs(const pl_conn *c) {
+  for (uint32_t i = 0; i < c->n_subs; i++)
+    if (c->subs[i].interf != PL_I_SIMULATION && c->subs[i].interf != PL_I_MAP)
+      return true;
+  return false;
+}
+
+static void on_poll(evutil_socket_t fd, short what, void *arg) {
+  (void)fd;
+  (void)what;
+  pa_player *p = arg;
+  pa_tick h;
+  if (!pa_gw_latest_header(p->g, &h) || h.tick == p->last_tick)
+    return;
+  p->last_tick = h.tick;
+  const pa_tick *t = NULL;
+  bool loaded = false;
+  for (uint32_t i = 0; i < PL_MAX_CONNS; i++) {
+    pl_conn *c = p->conns[i];
+    if (!c || c->closing || !has_data_subs(c) || (c->pull && !c->requested))
+      continue;
+    if (!loaded) {
+      t = pa_gw_latest(p->g);
+      loaded = true;
+    }
+    deliver(c, t);
+    if (c->kill)
+      conn_free(c);
+  }
+}
+
+/* ---- the player device ----------------------------------------------- */
+
+static void sub_reply(pl_conn *c, const pl_msg *m, uint32_t access) {
+  pl_wr *w = &c->p->out;
+  for (int i = 0; i < 4; i++)
+    pl_wr_u32(w, m->u[i]);
+  pl_wr_u32(w, access);
+  pl_wr_bytes(w, PL_DRIVER, sizeof PL_DRIVER); /* with its NUL */
+  pl_ack(c, m);
+}
+
+static void player_dev_req(pl_conn *c, const pl_msg *m) {
+  uint32_t interf = m->u[2], index = m->u[3];
+  const char *in = pa_player_interf_name(interf);
+  if (m->u[4] == PL_CLOSE) {
+    pl_sub *s = pl_find_sub(c, interf, index);
+    if (s)
+      *s = c->subs[--c->n_subs];
+    sub_reply(c, m, PL_CLOSE);
+    return;
+  }
+  if (m->u[4] != PL_OPEN) {
+    pl_nack(c, m, "access mode %u (1 open, 2 close)", m->u[4]);
+    return;
+  }
+  if (!pl_dev_exists(c->p, interf, index)) {
+    pl_nack(c, m, "no device %s:%u", in ? in : "(unknown interface)", index);
+    return;
+  }
+  if (!pl_find_sub(c, interf, index)) {
+    if (c->n_subs == PL_MAX_SUBS) {
+      pl_nack(c, m, "%u subscriptions already", PL_MAX_SUBS);
+      return;
+    }
+    c->subs[c->n_subs++] = (pl_sub){(uint16_t)interf, (uint16_t)index, false,
+                                    0};
+  }
+  sub_reply(c, m, PL_OPEN);
+}
+
+static void player_req(pl_conn *c, const pl_msg *m) {
+  pa_player *p = c->p;
+  switch (m->h.subtype) {
+  case PL_P_DEVLIST:
+    pl_dev_list(p);
+    pl_ack(c, m);
+    return;
+  case PL_P_DRIVERINFO:
+    if (!pl_dev_exists(p, m->u[2], m->u[3])) {
+      pl_nack(c, m, "no device %u:%u", m->u[2], m->u[3]);
+      return;
+    }
+    for (int i = 0; i < 4; i++)
+      pl_wr_u32(&p->out, m->u[i]);
+    pl_wr_bytes(&p->out, PL_DRIVER, sizeof PL_DRIVER);
+    pl_ack(c, m);
+    return;
+  case PL_P_DEV:
+    player_dev_req(c, m);
+    return;
+  case PL_P_DATA:
+    pl_ack(c, m);
+    if (c->pull) {
+      c->requested = true;
+      deliver(c, pa_gw_latest(p->g));
+    }
+    return;
+  case PL_P_DATAMODE:
+    if (m->u[0] != PL_PUSH && m->u[0] != PL_PULL) {
+      pl_nack(c, m, "data mode %u (1 PUSH, 2 PULL)", m->u[0]);
+      return;
+    }
+    c->pull = m->u[0] == PL_PULL;
+    c->requested = false;
+    pl_ack(c, m);
+    return;
+  case PL_P_AUTH:
+    pl_ack(c, m); /* authenticated already (or no --token) */
+    return;
+  case PL_P_REPLACE_RULE:
+    pl_ack(c, m); /* data is always replaced by the newest */
+    return;
+  default:
+    pl_nack(c, m, "player request %u is not served", m->h.subtype);
+  }
+}
+
+/* The first message with --token must be AUTH with it; anything else
+ * closes the connection (Player's own rule). */
+static bool auth_first(pl_conn *c, const pl_msg *m, int rc) {
+  if (rc == 0 && m->h.interf == PL_I_PLAYER && m->h.type == PL_REQ &&
+      m->h.subtype == PL_P_AUTH) {
+    char key[sizeof m->value];
+    memcpy(key, m->value, m->value_len);
+    key[m->value_len] = '\0';
+    if (pa_gw_token_ok(c->p->g, key)) {
+      c->authed = true;
+      pl_ack(c, m);
+      return true;
+    }
+  }
+  pa_warn("player: client %u: %s, closed", c->slot,
+          rc == 0 && m->h.subtype == PL_P_AUTH && m->h.interf == PL_I_PLAYER
+              ? "wrong token in AUTH"
+              : "the first message must be AUTH with the token");
+  c->kill = true;
+  return false;
+}
+
+static void dispatch(pl_conn *c, const pl_msg *m, int rc, const char *err) {
+  c->p->msgs++;
+  if (c->p->g->token[0] && !c->authed) {
+    auth_first(c, m, rc);
+    return;
+  }
+  if (rc != 0) {
+    pl_nack(c, m, "%s", err);
+    return;
+  }
+  if (m->h.interf == PL_I_PLAYER) {
+    if (m->h.index != 0)
+      pl_nack(c, m, "no device player:%u (only player:0)", m->h.index);
+    else
+      player_req(c, m);
+    return;
+  }
+  if (!pl_find_sub(c, m->h.interf, m->h.index)) {
+    pl_nack(c, m, "%s:%u is not subscribed",
+            pa_player_interf_name(m->h.interf), m->h.index);
+    return;
+  }
+  pl_dev_message(c, m);
+}
+
+/* Reads whole messages while no request waits for pa-sim. */
+static void process(pl_conn *c) {
+  struct evbuffer *in = bufferevent_get_input(c->bev);
+  while (!c->waiting && !c->kill && !c->closing) {
+    size_t have = evbuffer_get_length(in);
+    uint8_t hb[PL_HDR];
+    if (have < PL_HDR)
+      break;
+    evbuffer_copyout(in, hb, sizeof hb);
+    pl_hdr h;
+    pl_hdr_decode(hb, &h);
+    if (h.size > PL_MAX_BODY) {
+      pa_warn("player: client %u: a message body of %u bytes (at most %u), "
+              "closed",
+              c->slot, h.size, PL_MAX_BODY);
+      c->kill = true;
+      break;
+    }
+    if (have < PL_HDR + (size_t)h.size)
+      break;
+    const uint8_t *all = evbuffer_pullup(in, PL_HDR + (ssize_t)h.size);
+    pl_msg m;
+    char err[256];
+    int rc = pa_player_decode(&h, all + PL_HDR, &m, err, sizeof err);
+    evbuffer_drain(in, PL_HDR + (size_t)h.size);
+    dispatch(c, &m, rc, err);
+  }
+  if (c->kill)
+    conn_free(c);
+}
+
+void pl_resume(pl_conn *c) {
+  c->waiting = false;
+  process(c);
+}
+
+static void on_read(struct bufferevent *bev, void *arg) {
+  (void)bev;
+  process(arg);
+}
+
+static void on_write(struct bufferevent *bev, void *arg) {
+  pl_conn *c = arg;
+  if (c->closing && !evbuffer_get_length(bufferevent_get_output(bev)))
+    conn_free(c);
+}
+
+static void on_event(struct bufferevent *bev, short what, void *arg) {
+  (void)bev;
+  pl_conn *c = arg;
+  if (what & BEV_EVENT_EOF) {
+    const char *rest = evbuffer_get_length(bufferevent_get_input(c->bev))
+                           ? " (a truncated message left unread)"
+                           : "";
+    pa_info("player: client %u closed%s", c->slot, rest);
+  }
+  if (what & (BEV_EVENT_EOF | BEV_EVENT_ERROR))
+    conn_free(c);
+}
+
+static void on_accept(struct evconnlistener *lis, evutil_socket_t fd,
+                      struct sockaddr *sa, int salen, void *arg) {
+  (void)lis;
+  (void)sa;
+  (void)salen;
+  pa_player *p = arg;
+  uint32_t slot = 0;
+  while (slot < PL_MAX_CONNS && p->conns[slot])
+    slot++;
+  pl_conn *c = slot < PL_MAX_CONNS ? calloc(1, sizeof *c) : NULL;
+  if (!c) {
+    pa_warn("player: %d clients connected already, refused", PL_MAX_CONNS);
+    evutil_closesocket(fd);
+    return;
+  }
+  c->p = p;
+  c->slot = slot;
+  c->gen = ++p->gens;
+  c->bev = bufferevent_socket_new(p->g->base, fd, BEV_OPT_CLOSE_ON_FREE);
+  if (!c->bev) {
+    evutil_closesocket(fd);
+    free(c);
+    return;
+  }
+  p->conns[slot] = c;
+  pa_core_client_seen(p->g);
+  bufferevent_setcb(c->bev, on_read, on_write, on_event, c);
+  bufferevent_enable(c->bev, EV_READ | EV_WRITE);
+  char id[PL_IDENT_LEN] = {0}; /* one write: libplayerc reads it at once */
+  memcpy(id, greeting, sizeof greeting);
+  bufferevent_write(c->bev, id, sizeof id);
+}
+
+/* ---- the row --------------------------------------------------------- */
+
+static void player_stop(pa_netgw *g) {
+  pa_player *p = g->player;
+  if (!p)
+    return;
+  for (uint32_t i = 0; i < PL_MAX_CONNS; i++)
+    if (p->conns[i])
+      conn_free(p->conns[i]);
+  if (p->lis)
+    evconnlistener_free(p->lis);
+  if (p->poll_ev)
+    event_free(p->poll_ev);
+  pl_wr_free(&p->out);
+  free(p->odom);
+  free(p->motor_off);
+  free(p);
+  g->player = NULL;
+}
+
+static int player_start(pa_netgw *g, char *err, size_t err_sz) {
+  pa_player *p = calloc(1, sizeof *p);
+  uint32_t nr = g->ctl->def.max_robots;
+  if (p) {
+    g->player = p;
+    p->g = g;
+    p->odom = calloc(nr ? nr : 1, sizeof *p->odom);
+    p->motor_off = calloc(nr ? nr : 1, 1);
+    p->poll_ev = event_new(g->base, -1, EV_PERSIST, on_poll, p);
+  }
+  if (!p || !p->odom || !p->motor_off || !p->poll_ev) {
+    snprintf(err, err_sz, "player: out of memory");
+    player_stop(g);
+    return -1;
+  }
+  struct timeval tv = {0, PL_POLL_US};
+  event_add(p->poll_ev, &tv);
+  unsigned bound = 0;
+  char lerr[256];
+  extern const pa_frontend pa_fe_player;
+  int lfd = pa_core_open(g, &pa_fe_player, 0, &bound, lerr, sizeof lerr);
+  if (lfd == PA_LISTEN_TAKEN) {
+    snprintf(err, err_sz, "%s", lerr);
+    player_stop(g);
+    return -1;
+  }
+  if (lfd >= 0) {
+    p->lis = evconnlistener_new(g->base, on_accept, p,
+                                LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC,
+                                0, lfd);
+    if (!p->lis)
+      close(lfd);
+  }
+  if (lfd != PA_LISTEN_OFF && !p->lis) {
+    pa_warn("player: %s; running without the Player server", lerr);
+    pa_core_port_down(g, "player");
+  } else if (p->lis) {
+    p->port = bound;
+    pa_info("player: Player 3 protocol on %s:%u%s",
+            g->def.bind ? g->def.bind : "127.0.0.1", bound,
+            g->token[0] ? " (the token in PLAYER_PLAYER_REQ_AUTH first)" : "");
+  }
+  return 0;
+}
+
+static void player_metrics(pa_netgw *g, struct evbuffer *b) {
+  pa_player *p = g->player;
+  if (!p)
+    return;
+  unsigned n = 0;
+  for (uint32_t i = 0; i < PL_MAX_CONNS; i++)
+    n += p->conns[i] != NULL;
+  pa_metrics_family(b, "playarea_player_clients", "gauge",
+                    "Player protocol clients connected");
+  evbuffer_add_printf(b, "playarea_player_clients %u\n", n);
+  pa_metrics_family(b, "playarea_player_messages_total", "counter",
+                    "Player messages: received, NACKed, data sent, clients "
+                    "cut for unread output");
+  evbuffer_add_printf(
+      b,
+      "playarea_player_messages_total{outcome=\"received\"} %llu\n"
+      "playarea_player_messages_total{outcome=\"nack\"} %llu\n"
+      "playarea_player_messages_total{outcome=\"data\"} %llu\n"
+      "playarea_player_messages_total{outcome=\"cut\"} %llu\n",
+      (unsigned long long)p->msgs, (unsigned long long)p->nacks,
+      (unsigned long long)p->data_sent, (unsigned long long)p->cut);
+}
+
+static const pa_fe_listener player_listeners[] = {
+    {"player", PA_PORT_TCP, "--player_port",
+     offsetof(pa_netgw_def, player_port), true, true, 64},
+};
+
+const pa_frontend pa_fe_player = {
+    .name = "player",
+    .flags = "player_port",
+    .listeners = player_listeners,
+    .n_listeners = 1,
+    .token = true,
+    .start = player_start,
+    .stop = player_stop,
+    .metrics = player_metrics,
+};
