@@ -167,8 +167,8 @@ static void on_done(pa_netgw *g, void *arg, uint64_t tag, const pa_reply *r,
 }
 
 /* A command's outcome: commands get no reply, so a failure is logged. */
-static void on_cmd_done(pa_netgw *g, void *arg, uint64_t tag,
-                        const pa_reply *r, pa_status st, const char *msg) {
+static void on_cmd_done(pa_netgw *g, void *arg, uint64_t tag, const pa_reply *r,
+                        pa_status st, const char *msg) {
   (void)g;
   (void)arg;
   (void)r;
@@ -205,8 +205,7 @@ static bool find_obj(pl_conn *c, const pl_msg *m, pl_obj *o) {
   return false;
 }
 
-static bool obj_pose(pl_conn *c, const pl_obj *o, double pose[3],
-                     double *now) {
+static bool obj_pose(pl_conn *c, const pl_obj *o, double pose[3], double *now) {
   const pa_tick *t = pa_gw_latest(c->p->g);
   *now = t ? t->sim_time : 0;
   if (!o->robot) {
@@ -249,8 +248,9 @@ static void sim_set_pose(pl_conn *c, const pl_msg *m, bool three_d) {
   static const char *const off_plane[] = {"z", "roll", "pitch"};
   for (int i = 2; three_d && i < 5; i++)
     if (m->d[i] != 0) {
-      pl_nack(c, m, "pose %s = %g: the world is planar (z, roll and pitch "
-                    "must be 0)",
+      pl_nack(c, m,
+              "pose %s = %g: the world is planar (z, roll and pitch "
+              "must be 0)",
               off_plane[i - 2], m->d[i]);
       return;
     }
@@ -327,8 +327,8 @@ static void sim_set_prop(pl_conn *c, const pl_msg *m) {
   bool rgba = d->store == PA_ST_RGBA;
   uint32_t want = (uint32_t)k * (rgba ? 4 : 8);
   if (m->value_len != want) {
-    pl_nack(c, m, "property '%s' takes %u bytes (%d %s), not %u", m->prop,
-            want, k, rgba ? "floats RGBA in 0..1" : "doubles", m->value_len);
+    pl_nack(c, m, "property '%s' takes %u bytes (%d %s), not %u", m->prop, want,
+            k, rgba ? "floats RGBA in 0..1" : "doubles", m->value_len);
     return;
   }
   pa_cmd cmd;
@@ -360,8 +360,8 @@ static void sim_command(pl_conn *c, const pl_msg *m) {
   memset(&cmd, 0, sizeof cmd);
   if (m->h.subtype == 1) { /* PAUSE: pause if running, resume if paused */
     pa_tick t;
-    bool paused = pa_gw_latest_header(c->p->g, &t) &&
-                  (t.flags & PA_TICK_PAUSED);
+    bool paused =
+        pa_gw_latest_header(c->p->g, &t) && (t.flags & PA_TICK_PAUSED);
     cmd.op = paused ? PA_OP_RESUME : PA_OP_PAUSE;
     command(c, &cmd, paused ? "PAUSE (resume)" : "PAUSE");
   } else if (m->h.subtype == 2) {
@@ -483,8 +483,9 @@ static void pos_message(pl_conn *c, const pl_msg *m, const pa_robot_info *ri) {
     pos_set_odom(c, m, zero);
     return;
   default:
-    pl_nack(c, m, "position2d request %u (PID and speed profiles) has no "
-                  "meaning for a simulated drive",
+    pl_nack(c, m,
+            "position2d request %u (PID and speed profiles) has no "
+            "meaning for a simulated drive",
             m->h.subtype);
   }
 }
@@ -500,8 +501,8 @@ static void scan_config(pa_player *p, uint32_t robot, const pa_robot_info *ri,
   cfg[0] = sc ? sc->angle_min : -M_PI;
   cfg[1] = cfg[0] + inc * (n ? n - 1 : 0);
   cfg[2] = inc;
-  cfg[3] = sc ? sc->range_min : ri->laser_range_min;
-  cfg[4] = sc ? sc->range_max : ri->laser_range_max;
+  cfg[3] = ri->laser_range_min; /* as set now, before the next scan */
+  cfg[4] = ri->laser_range_max;
   cfg[5] = 0; /* range resolution: continuous */
   cfg[6] = 0; /* scan frequency: by the sim clock */
 }
@@ -551,9 +552,10 @@ static void scan_set_config(pl_conn *c, const pl_msg *m,
   scan_config(c->p, m->h.index, ri, cfg);
   for (int i = 0; i < 3; i++)
     if (fabs(m->d[i] - cfg[i]) > 1e-4) {
-      pl_nack(c, m, "%s:%u: the angles and resolution are the robot's "
-                    "laser_beams (%g rad from %g); only the maximum range "
-                    "is set here",
+      pl_nack(c, m,
+              "%s:%u: the angles and resolution are the robot's "
+              "laser_beams (%g rad from %g); only the maximum range "
+              "is set here",
               pa_player_interf_name(m->h.interf), m->h.index, cfg[2], cfg[0]);
       return;
     }
@@ -627,8 +629,9 @@ static void map_message(pl_conn *c, const pl_msg *m) {
   for (uint32_t j = 0; raw && j < th; j++) {
     const int8_t *src = cells + (size_t)(row + j) * mb->width + col;
     for (uint32_t i = 0; i < tw; i++) /* -1 free, 0 unknown, +1 occupied */
-      raw[(size_t)j * tw + i] =
-          (uint8_t)(int8_t)(src[i] < 0 ? 0 : src[i] >= occ ? 1 : -1);
+      raw[(size_t)j * tw + i] = (uint8_t)(int8_t)(src[i] < 0      ? 0
+                                                  : src[i] >= occ ? 1
+                                                                  : -1);
   }
   if (!raw || !z || compress2(z, &zn, raw, n, Z_BEST_SPEED) != Z_OK) {
     free(raw);
