@@ -188,8 +188,8 @@ static void player_dev_req(pl_conn *c, const pl_msg *m) {
       pl_nack(c, m, "%u subscriptions already", PL_MAX_SUBS);
       return;
     }
-    c->subs[c->n_subs++] = (pl_sub){(uint16_t)interf, (uint16_t)index, false,
-                                    0};
+    c->subs[c->n_subs++] =
+        (pl_sub){(uint16_t)interf, (uint16_t)index, false, 0};
   }
   sub_reply(c, m, PL_OPEN);
 }
@@ -281,8 +281,8 @@ static void dispatch(pl_conn *c, const pl_msg *m, int rc, const char *err) {
     return;
   }
   if (!pl_find_sub(c, m->h.interf, m->h.index)) {
-    pl_nack(c, m, "%s:%u is not subscribed",
-            pa_player_interf_name(m->h.interf), m->h.index);
+    pl_nack(c, m, "%s:%u is not subscribed", pa_player_interf_name(m->h.interf),
+            m->h.index);
     return;
   }
   pl_dev_message(c, m);

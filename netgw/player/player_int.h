@@ -10,11 +10,11 @@
 
 #define PL_MAX_CONNS 64
 #define PL_MAX_SUBS 64
-#define PL_OUT_MAX (16u << 20)     /* unread output: the client is cut */
-#define PL_DATA_SKIP (1u << 20)    /* unread output: PUSH data is skipped */
-#define PL_POLL_US 1000            /* new ticks and scans looked for */
-#define PL_ASK_MS 2000             /* a request's round trip to pa-sim */
-#define PL_DRIVER "playarea"       /* the driver name subscriptions get */
+#define PL_OUT_MAX (16u << 20)       /* unread output: the client is cut */
+#define PL_DATA_SKIP (1u << 20)      /* unread output: PUSH data is skipped */
+#define PL_POLL_US 1000              /* new ticks and scans looked for */
+#define PL_ASK_MS 2000               /* a request's round trip to pa-sim */
+#define PL_DRIVER "playarea"         /* the driver name subscriptions get */
 #define PL_SAVE_PATH "snapshot.json" /* SAVE: under pa-sim's --data_dir */
 
 typedef struct pl_sub {
@@ -53,9 +53,9 @@ typedef struct pa_player {
   uint32_t gens;
   struct event *poll_ev;
   uint64_t last_tick;
-  pl_wr out;           /* a message body being built */
-  pl_odom *odom;       /* [max_robots] */
-  uint8_t *motor_off;  /* [max_robots] MOTOR_POWER 0: commands stop it */
+  pl_wr out;          /* a message body being built */
+  pl_odom *odom;      /* [max_robots] */
+  uint8_t *motor_off; /* [max_robots] MOTOR_POWER 0: commands stop it */
   uint64_t msgs, nacks, cut, data_sent;
 } pa_player;
 

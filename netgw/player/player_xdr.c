@@ -310,8 +310,8 @@ static void rd_body(pl_rd *r, const pl_layout *l, pl_msg *m) {
   }
 }
 
-int pa_player_decode(const pl_hdr *h, const uint8_t *body, pl_msg *m,
-                     char *err, size_t err_sz) {
+int pa_player_decode(const pl_hdr *h, const uint8_t *body, pl_msg *m, char *err,
+                     size_t err_sz) {
   memset(m, 0, sizeof *m);
   m->h = *h;
   const char *in = pa_player_interf_name(h->interf);

@@ -1,5 +1,5 @@
-/* player_xdr.h - the Player protocol codec, private to netgw/player/: player_xdr.c
- * (XDR, the 40-byte header and the decoder of what clients send),
+/* player_xdr.h - the Player protocol codec, private to netgw/player/:
+ * player_xdr.c (XDR, the 40-byte header and the decoder of what clients send),
  * player.c (the row, connections, the player device, data modes and
  * delivery) and player_dev.c (simulation, position2d, laser, ranger, map).
  * Written from Player 3.x's interface definitions (docs/player.md). */
@@ -11,8 +11,8 @@
 #include <stdint.h>
 
 /* ---- the protocol's numbers (the interface definitions) ---- */
-#define PL_IDENT_LEN 32 /* the greeting: "Player v.3.1.0", NUL-padded */
-#define PL_HDR 40       /* XDR header: 6 x 4 + double + 2 x 4 */
+#define PL_IDENT_LEN 32         /* the greeting: "Player v.3.1.0", NUL-padded */
+#define PL_HDR 40               /* XDR header: 6 x 4 + double + 2 x 4 */
 #define PL_MAX_BODY (64u << 10) /* a client's message body at most */
 #define PL_DRIVER_LEN 64        /* PLAYER_MAX_DRIVER_STRING_LEN */
 #define PL_KEYLEN 32            /* PLAYER_KEYLEN */
@@ -98,8 +98,8 @@ typedef struct pl_msg {
 /* Decodes the body of message h (body: h->size bytes) into m: 0, or -1
  * with what was wrong in err (an unknown message, XDR that does not
  * decode). The fuzz target's entry (tests/fuzz/fuzz_player.c). */
-int pa_player_decode(const pl_hdr *h, const uint8_t *body, pl_msg *m,
-                     char *err, size_t err_sz);
+int pa_player_decode(const pl_hdr *h, const uint8_t *body, pl_msg *m, char *err,
+                     size_t err_sz);
 /* The name of an interface code ("position2d"), NULL if unknown. */
 const char *pa_player_interf_name(uint32_t interf);
 

@@ -3,9 +3,12 @@ test's own Player-protocol client (playerproto.py): every message of
 docs/player.md, PUSH and PULL, two clients at once, bad input."""
 
 import math
+import os
+import shutil
 import socket
 import struct
 import subprocess
+import tempfile
 import time
 import unittest
 import zlib
@@ -27,11 +30,15 @@ def prop_req(name, prop, value=b""):
     return xname(name) + xname(prop) + u32(0) + xbytes(value)
 
 
+DATA_DIR = tempfile.mkdtemp(prefix="pa-player-")
+
+
 class PlayerTest(StackTestCase):
-    stack_args = ("--no-render", "--scan_hz", "20")
+    stack_args = ("--no-render", "--scan_hz", "20", "--data_dir", DATA_DIR)
 
     @classmethod
     def setUpClass(cls):
+        cls.addClassCleanup(shutil.rmtree, DATA_DIR, True)
         super().setUpClass()
         cls.pport = player_port(cls.stack)
 
@@ -172,9 +179,11 @@ class PlayerTest(StackTestCase):
         x, y, _ = self.pose2d(c, "robot0")
         self.assertLess(math.hypot(x - 1, y - 1), 2)
         self.assertNotAlmostEqual(x, 1.0, places=2)
-        c.send(SIMULATION, 0, CMD, 3)  # SAVE: no reply
+        c.send(SIMULATION, 0, CMD, 3)  # SAVE: no reply; the world to a file
         self.assertEqual(c.request(PLAYER, 0, 1).type, ACK)  # the next reply is DEVLIST's
         self.assertEqual(c.pending, [])
+        self.wait_until(lambda: os.path.exists(os.path.join(DATA_DIR, "snapshot.json")), 5,
+                        "SAVE wrote snapshot.json")
 
     def test_position2d_push(self):
         c = self.client((POSITION2D, 0), (SIMULATION, 0))
