@@ -11,6 +11,8 @@
 #include "pa_util.h"
 
 #include <event2/buffer.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -363,6 +365,10 @@ static void on_accept(struct evconnlistener *lis, evutil_socket_t fd,
     evutil_closesocket(fd);
     return;
   }
+  /* an ACK now and the data at the next tick: Nagle would hold the data
+   * for the client's delayed ACK (~40 ms a PULL round) */
+  int one = 1;
+  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
   c->p = p;
   c->slot = slot;
   c->gen = ++p->gens;
