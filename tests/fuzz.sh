@@ -4,7 +4,7 @@
 #
 #   tests/fuzz.sh [--replay] [--build-only] [TARGET...]
 #
-#   TARGET          text json world map_yaml image ws mcap http (default: all)
+#   TARGET          text json world map_yaml image ws mcap http player (default: all)
 #   --replay        run every target once over tests/fuzz/corpus/<t> and
 #                   tests/fuzz/crashes/<t>, no fuzzing (a regression test)
 #   --build-only    configure and build, run nothing
@@ -21,7 +21,7 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
 
-all=(text json world map_yaml image ws mcap http)
+all=(text json world map_yaml image ws mcap http player)
 replay=0
 build_only=0
 targets=()

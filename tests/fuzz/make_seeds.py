@@ -497,6 +497,43 @@ def https():
     put("http", "bad_pct", b"GET /?token=%zz%4 HTTP/1.1\r\n\r\n")
 
 
+def player_msg(interf, index, type_, subtype, body=b"", size=None):
+    """A Player message as a client sends it: the 40-byte XDR header, the body."""
+    return struct.pack(">6IdII", 0, 0, interf, index, type_, subtype, 0.0, 0,
+                       len(body) if size is None else size) + body
+
+
+def xdr_bytes(b):
+    return struct.pack(">II", len(b), len(b)) + b + b"\0" * ((4 - len(b) % 4) % 4)
+
+
+def players():
+    """What libplayerc sends: data mode, subscriptions, requests, commands."""
+    dev = lambda i, n, a: struct.pack(">5I", 0, 0, i, n, a) + xdr_bytes(b"")
+    put("player", "libplayerc_start",
+        player_msg(1, 0, 3, 5, struct.pack(">I", 2)) + player_msg(1, 0, 3, 3, dev(31, 0, 1)) +
+        player_msg(1, 0, 3, 3, dev(4, 0, 1)) + player_msg(1, 0, 3, 4))
+    name = xdr_bytes(b"robot0\0")
+    put("player", "sim_pose",
+        player_msg(31, 0, 3, 1, name + struct.pack(">3d", 0, 0, 0)) +
+        player_msg(31, 0, 3, 4, name + struct.pack(">7d", 1, 2, 0, 0, 0, 0.5, 0)))
+    put("player", "sim_prop",
+        player_msg(31, 0, 3, 6, name + xdr_bytes(b"color\0") + struct.pack(">I", 0) +
+                   xdr_bytes(struct.pack("<4f", 1, 0, 0, 1))) + player_msg(31, 0, 2, 1))
+    put("player", "position2d",
+        player_msg(4, 0, 2, 1, struct.pack(">3dI", 0.3, 0, 0.2, 1)) +
+        player_msg(4, 0, 3, 5, struct.pack(">3d", 1, 2, 3)) + player_msg(4, 0, 3, 1))
+    put("player", "laser_map",
+        player_msg(6, 0, 3, 2, struct.pack(">5fIf", -3.1, 3.1, 0.017, 8, 0, 0, 10)) +
+        player_msg(62, 0, 3, 4, struct.pack(">7d", 0, 0, 0, 0, 8, 0, 0)) +
+        player_msg(42, 0, 3, 2, struct.pack(">7I", 0, 0, 64, 64, 0, 0, 0)))
+    put("player", "auth", player_msg(1, 0, 3, 7, xdr_bytes(b"s3cret")))
+    put("player", "wild_lengths",
+        player_msg(1, 0, 3, 3, struct.pack(">5I", 0, 0, 4, 0, 1) + struct.pack(">II", 9, 0xffffffff)) +
+        player_msg(31, 0, 3, 5, struct.pack(">II", 0x7fffffff, 0x7fffffff)))
+    put("player", "truncated", player_msg(31, 0, 3, 1, name, size=4096)[:60])
+
+
 def main():
     images()
     map_yamls()
@@ -506,6 +543,7 @@ def main():
     wss()
     mcaps()
     https()
+    players()
     return 0
 
 
