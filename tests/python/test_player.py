@@ -15,6 +15,7 @@ import zlib
 
 from playerproto import (ACK, CMD, DATA, LASER, MAP, NACK, PLAYER, POSITION2D, PULL, PUSH,
                          RANGER, REQ, SIMULATION, SYNCH, Client, f32, f64, u32, xbytes, xname)
+from playarea import Sim
 from stack import StackTestCase, bin_dir
 
 
@@ -133,6 +134,25 @@ class PlayerTest(StackTestCase):
         self.assertAlmostEqual(self.pose2d(c, "robot0")[0], 1.0, delta=0.05)
         self.assertEqual(c.request(SIMULATION, 0, 1, xname("nobody") + f64(0, 0, 0)).type, NACK)
         self.assertEqual(c.request(SIMULATION, 0, 2, xname("robot0") + f64(99, 99, 0)).type, NACK)
+
+    def test_simulation_obstacles_and_agents(self):
+        sim = Sim(self.host, self.port, timeout=20)
+        self.addCleanup(sim.close)
+        sim.request("spawn_obstacle", {"name": "crate", "shape": "box", "pose": [-1, -1, 0.5],
+                                       "size": [0.3, 0.3]})
+        sim.request("spawn_agent", {"name": "walker", "behaviour": "constant",
+                                    "pose": [1, -1, 0], "speed": 0.0001})
+        c = self.client((SIMULATION, 0))
+        x, y, a = self.pose2d(c, "crate")
+        self.assertEqual((round(x, 6), round(y, 6), round(a, 6)), (-1, -1, 0.5))
+        self.assertEqual(c.request(SIMULATION, 0, 2, xname("crate") + f64(-1.2, -1, 0)).type, ACK)
+        self.assertAlmostEqual(self.pose2d(c, "crate")[0], -1.2, places=6)
+        x, y, _ = self.pose2d(c, "walker")
+        self.assertAlmostEqual(x, 1, delta=0.05)
+        m = c.request(SIMULATION, 0, 5, prop_req("crate", "size"))
+        r = m.r()
+        r.bytes(), r.bytes(), r.u32()
+        self.assertEqual(struct.unpack("<2d", r.bytes()), (0.3, 0.3))
 
     def test_simulation_property(self):
         c = self.client((SIMULATION, 0))
