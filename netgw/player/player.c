@@ -92,7 +92,7 @@ static void conn_free(pl_conn *c) {
 
 pl_conn *pl_conn_of(pa_player *p, uint64_t tag) {
   uint32_t slot = (uint32_t)tag, gen = (uint32_t)(tag >> 32);
-  if (slot >= PL_MAX_CONNS || !p->conns[slot] || p->conns[slot]->gen != gen)
+  if (!p || slot >= PL_MAX_CONNS || !p->conns[slot] || p->conns[slot]->gen != gen)
     return NULL;
   return p->conns[slot];
 }
@@ -100,7 +100,9 @@ pl_conn *pl_conn_of(pa_player *p, uint64_t tag) {
 int pl_ask(pl_conn *c, pa_cmd *cmd, pa_ask_done done, const pl_msg *m) {
   char err[160];
   uint64_t tag = (uint64_t)c->gen << 32 | c->slot;
-  if (pa_core_ask(c->p->g, PA_LIM_SRC_CLIENT, cmd, 1, PL_ASK_MS, done, c->p,
+  /* no arg: the answer finds the front-end through g (gone after stop, when
+   * the core answers what still waits with busy) */
+  if (pa_core_ask(c->p->g, PA_LIM_SRC_CLIENT, cmd, 1, PL_ASK_MS, done, NULL,
                   tag, err, sizeof err) != 0) {
     pl_nack(c, m, "%s", err);
     return -1;

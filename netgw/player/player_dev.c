@@ -154,9 +154,9 @@ bool pl_dev_data(pl_conn *c, pl_sub *s, const pa_tick *t) {
 /* A request answered by pa-sim: an empty ACK, or a NACK with its error. */
 static void on_done(pa_netgw *g, void *arg, uint64_t tag, const pa_reply *r,
                     pa_status st, const char *msg) {
-  (void)g;
+  (void)arg;
   (void)r;
-  pl_conn *c = pl_conn_of(arg, tag);
+  pl_conn *c = pl_conn_of(g->player, tag);
   if (!c)
     return;
   if (st == PA_OK)
@@ -179,7 +179,7 @@ static void on_cmd_done(pa_netgw *g, void *arg, uint64_t tag, const pa_reply *r,
 static void command(pl_conn *c, pa_cmd *cmd, const char *what) {
   char err[160];
   if (pa_core_ask(c->p->g, PA_LIM_SRC_CLIENT, cmd, 1, PL_ASK_MS, on_cmd_done,
-                  c->p, cmd->op, err, sizeof err) != 0)
+                  NULL, cmd->op, err, sizeof err) != 0)
     pa_info("player: client %u: %s: %s", c->slot, what, err);
 }
 
