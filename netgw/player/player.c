@@ -92,7 +92,8 @@ static void conn_free(pl_conn *c) {
 
 pl_conn *pl_conn_of(pa_player *p, uint64_t tag) {
   uint32_t slot = (uint32_t)tag, gen = (uint32_t)(tag >> 32);
-  if (!p || slot >= PL_MAX_CONNS || !p->conns[slot] || p->conns[slot]->gen != gen)
+  if (!p || slot >= PL_MAX_CONNS || !p->conns[slot] ||
+      p->conns[slot]->gen != gen)
     return NULL;
   return p->conns[slot];
 }
@@ -319,6 +320,11 @@ static void process(pl_conn *c) {
     evbuffer_drain(in, PL_HDR + (size_t)h.size);
     dispatch(c, &m, rc, err);
   }
+  /* a message left half-sent starts the idle clock (--idle_timeout_ms) */
+  if (!evbuffer_get_length(in))
+    c->partial_ns = 0;
+  else if (!c->partial_ns)
+    c->partial_ns = pa_now_ns();
   if (c->kill)
     conn_free(c);
 }
@@ -352,21 +358,45 @@ static void on_event(struct bufferevent *bev, short what, void *arg) {
     conn_free(c);
 }
 
+/* A free slot for a client from addr, or PL_MAX_CONNS (counted) when every
+ * slot is taken or addr holds --max_clients_per_peer connections. */
+static uint32_t free_slot(pa_player *p, uint32_t addr) {
+  uint32_t slot = PL_MAX_CONNS, same = 0, cap = p->g->def.max_clients_per_peer;
+  for (uint32_t i = 0; i < PL_MAX_CONNS; i++) {
+    if (!p->conns[i])
+      slot = slot < i ? slot : i;
+    else
+      same += p->conns[i]->addr == addr;
+  }
+  if (cap && same >= cap) {
+    pa_warn("player: %u connections from that address already (--max_"
+            "clients_per_peer), refused",
+            same);
+    pa_lim_count(p->g, PA_LIM_PEER_CAP);
+    return PL_MAX_CONNS;
+  }
+  if (slot == PL_MAX_CONNS) {
+    pa_warn("player: %d clients connected already, refused", PL_MAX_CONNS);
+    pa_lim_count(p->g, PA_LIM_SLOTS);
+  }
+  return slot;
+}
+
 static void on_accept(struct evconnlistener *lis, evutil_socket_t fd,
                       struct sockaddr *sa, int salen, void *arg) {
   (void)lis;
-  (void)sa;
-  (void)salen;
   pa_player *p = arg;
-  uint32_t slot = 0;
-  while (slot < PL_MAX_CONNS && p->conns[slot])
-    slot++;
+  uint32_t addr = 0;
+  if (sa->sa_family == AF_INET && salen >= (int)sizeof(struct sockaddr_in))
+    addr = ((const struct sockaddr_in *)sa)->sin_addr.s_addr;
+  uint32_t slot = free_slot(p, addr);
   pl_conn *c = slot < PL_MAX_CONNS ? calloc(1, sizeof *c) : NULL;
   if (!c) {
-    pa_warn("player: %d clients connected already, refused", PL_MAX_CONNS);
     evutil_closesocket(fd);
     return;
   }
+  c->addr = addr;
+  c->connected_ns = pa_now_ns();
   /* an ACK now and the data at the next tick: Nagle would hold the data
    * for the client's delayed ACK (~40 ms a PULL round) */
   int one = 1;
@@ -390,6 +420,27 @@ static void on_accept(struct evconnlistener *lis, evutil_socket_t fd,
 }
 
 /* ---- the row --------------------------------------------------------- */
+
+/* Every health period: a connection that leaves a message half-sent, or
+ * (with --token) does not authenticate, for --idle_timeout_ms is closed. */
+static void player_poll(pa_netgw *g) {
+  pa_player *p = g->player;
+  int64_t lim = (int64_t)g->def.idle_timeout_ms * 1000000, now = pa_now_ns();
+  for (uint32_t i = 0; p && lim && i < PL_MAX_CONNS; i++) {
+    pl_conn *c = p->conns[i];
+    if (!c)
+      continue;
+    bool partial = c->partial_ns && now - c->partial_ns > lim;
+    bool unauthed = g->token[0] && !c->authed && now - c->connected_ns > lim;
+    if (!partial && !unauthed)
+      continue;
+    pa_info("player: client %u: %s for %u ms, closed", c->slot,
+            partial ? "a message left unfinished" : "no AUTH",
+            g->def.idle_timeout_ms);
+    pa_lim_count(g, PA_LIM_IDLE);
+    conn_free(c);
+  }
+}
 
 static void player_stop(pa_netgw *g) {
   pa_player *p = g->player;
@@ -490,5 +541,6 @@ const pa_frontend pa_fe_player = {
     .token = true,
     .start = player_start,
     .stop = player_stop,
+    .poll = player_poll,
     .metrics = player_metrics,
 };

@@ -34,6 +34,8 @@ typedef struct pl_conn {
   bool closing;   /* closed once its output is out */
   bool kill;      /* freed once the current callback is done */
   pl_msg pend;    /* the request waiting for pa-sim */
+  uint32_t addr;  /* the peer's IPv4 address (per-peer cap) */
+  int64_t connected_ns, partial_ns; /* idle limits: partial_ns 0 = none */
   pl_sub subs[PL_MAX_SUBS];
   uint32_t n_subs;
 } pl_conn;

@@ -365,3 +365,25 @@ class PlayerTest(StackTestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class PlayerLimitsTest(StackTestCase):
+    stack_args = ("--no-render", "--idle_timeout_ms", "400", "--max_clients_per_peer", "3")
+
+    def test_limits(self):
+        port = player_port(self.stack)
+        held = [Client(port) for _ in range(3)]
+        for c in held:
+            self.addCleanup(c.close)
+        with self.assertRaises((ConnectionError, OSError)):  # the fourth from 127.0.0.1
+            Client(port)
+        held[0].s.sendall(b"\0" * 17)  # a header left half-sent: closed after the idle time
+        held[0].s.settimeout(5)
+        t0 = time.monotonic()
+        self.assertEqual(held[0].s.recv(100), b"")
+        self.assertGreater(time.monotonic() - t0, 0.2)
+        time.sleep(0.6)
+        self.assertEqual(held[1].request(PLAYER, 0, 1).type, ACK)  # idle but whole: kept
+        c = Client(port)  # a slot is free again
+        self.addCleanup(c.close)
+        self.assertEqual(c.request(PLAYER, 0, 1).type, ACK)
