@@ -462,6 +462,11 @@ static void advance_startup(sup *s, int64_t now) {
     printf("http %s:%u\n", s->cfg->bind, s->bound_http);
   if (fox)
     printf("foxglove %s:%u\n", s->cfg->bind, fox);
+  pa_port_rec ports[PA_PORTS_MAX];
+  size_t np = pa_stack_ports_read(&s->stack, ports);
+  for (size_t i = 0; i < np; i++) /* Player clients' port (docs/player.md) */
+    if (!strcmp(ports[i].name, "player") && ports[i].up)
+      printf("player %s:%u\n", s->cfg->bind, ports[i].port);
   fflush(stdout);
   ctl->health[PA_PROC_LAUNCH].ready = 1;
   pa_info("stack ready in %.1f ms: tcp %s:%u, http %u, foxglove %u, "
