@@ -85,6 +85,8 @@ pl_sub *pl_find_sub(pl_conn *c, uint32_t interf, uint32_t index) {
 
 static void conn_free(pl_conn *c) {
   pa_player *p = c->p;
+  for (uint32_t i = 0; i < c->n_subs; i++)
+    pl_dev_sub(p, &c->subs[i], -1);
   p->conns[c->slot] = NULL;
   bufferevent_free(c->bev);
   free(c);
@@ -140,7 +142,13 @@ static void on_poll(evutil_socket_t fd, short what, void *arg) {
   (void)what;
   pa_player *p = arg;
   pa_tick h;
-  if (!pa_gw_latest_header(p->g, &h) || h.tick == p->last_tick)
+  bool images = false;
+  if (p->cam_subs) {
+    uint64_t before = p->cam_cur.next;
+    pl_dev_cam_take(p);
+    images = p->cam_cur.next != before;
+  }
+  if (!pa_gw_latest_header(p->g, &h) || (h.tick == p->last_tick && !images))
     return;
   p->last_tick = h.tick;
   const pa_tick *t = NULL;
@@ -175,8 +183,10 @@ static void player_dev_req(pl_conn *c, const pl_msg *m) {
   const char *in = pa_player_interf_name(interf);
   if (m->u[4] == PL_CLOSE) {
     pl_sub *s = pl_find_sub(c, interf, index);
-    if (s)
+    if (s) {
+      pl_dev_sub(c->p, s, -1);
       *s = c->subs[--c->n_subs];
+    }
     sub_reply(c, m, PL_CLOSE);
     return;
   }
@@ -195,6 +205,7 @@ static void player_dev_req(pl_conn *c, const pl_msg *m) {
     }
     c->subs[c->n_subs++] =
         (pl_sub){(uint16_t)interf, (uint16_t)index, false, 0};
+    pl_dev_sub(c->p, &c->subs[c->n_subs - 1], +1);
   }
   sub_reply(c, m, PL_OPEN);
 }
@@ -456,6 +467,10 @@ static void player_stop(pa_netgw *g) {
   pl_wr_free(&p->out);
   free(p->odom);
   free(p->motor_off);
+  for (uint32_t i = 0; p->cam && i < g->ctl->def.max_robots; i++)
+    free(p->cam[i]);
+  free(p->cam);
+  free(p->cam_buf);
   free(p);
   g->player = NULL;
 }
@@ -468,9 +483,13 @@ static int player_start(pa_netgw *g, char *err, size_t err_sz) {
     p->g = g;
     p->odom = calloc(nr ? nr : 1, sizeof *p->odom);
     p->motor_off = calloc(nr ? nr : 1, 1);
+    p->cam = calloc(nr ? nr : 1, sizeof *p->cam);
+    p->cam_cap = pa_ring_max_record(g->st->camera);
+    p->cam_buf = malloc(p->cam_cap ? p->cam_cap : 1);
     p->poll_ev = event_new(g->base, -1, EV_PERSIST, on_poll, p);
   }
-  if (!p || !p->odom || !p->motor_off || !p->poll_ev) {
+  if (!p || !p->odom || !p->motor_off || !p->cam || !p->cam_buf ||
+      !p->poll_ev) {
     snprintf(err, err_sz, "player: out of memory");
     player_stop(g);
     return -1;

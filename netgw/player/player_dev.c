@@ -33,6 +33,7 @@ bool pl_dev_exists(pa_player *p, uint32_t interf, uint32_t index) {
   case PL_I_POSITION2D:
   case PL_I_LASER:
   case PL_I_RANGER:
+  case PL_I_CAMERA:
     return robot_of(p, index, &ri);
   default:
     return false;
@@ -47,21 +48,27 @@ static void wr_addr(pl_wr *w, uint32_t interf, uint32_t index) {
 }
 
 void pl_dev_list(pa_player *p) {
-  static const uint32_t per_robot[] = {PL_I_POSITION2D, PL_I_LASER,
-                                       PL_I_RANGER};
-  uint32_t n = 2, nr = p->g->ctl->def.max_robots;
+  static const uint32_t per_robot[] = {PL_I_POSITION2D, PL_I_LASER, PL_I_RANGER,
+                                       PL_I_CAMERA};
+  enum { K = sizeof per_robot / sizeof per_robot[0] };
+  uint32_t nr = p->g->ctl->def.max_robots, n = 0;
   pa_robot_info ri;
-  for (uint32_t i = 0; i < nr; i++)
-    n += robot_of(p, i, &ri) ? 3 : 0;
   pl_wr *w = &p->out;
-  pl_wr_u32(w, n); /* devices_count, then the XDR array's own length */
-  pl_wr_u32(w, n);
+  pl_wr_u32(w, 0); /* devices_count, then the XDR array's own length: */
+  pl_wr_u32(w, 0); /* filled in once the robots are counted */
+  size_t at = w->n;
   wr_addr(w, PL_I_SIMULATION, 0);
   wr_addr(w, PL_I_MAP, 0);
-  for (uint32_t i = 0; i < nr && n > 2; i++)
+  for (uint32_t i = 0; i < nr; i++)
     if (robot_of(p, i, &ri))
-      for (int k = 0; k < 3; k++, n--)
+      for (int k = 0; k < K; k++, n++)
         wr_addr(w, per_robot[k], i);
+  if (w->bad)
+    return;
+  n += 2;
+  for (int k = 0; k < 2; k++) /* big-endian, as pl_wr_u32 writes */
+    for (int b = 0; b < 4; b++)
+      w->p[at - 8 + 4 * k + b] = (uint8_t)(n >> (24 - 8 * b));
 }
 
 /* ---- data ------------------------------------------------------------ */
@@ -136,6 +143,53 @@ static bool scan_data(pl_conn *c, pl_sub *s) {
   return true;
 }
 
+/* ---- camera:N: raw RGB while subscribed -------------------------------- */
+
+void pl_dev_sub(pa_player *p, const pl_sub *s, int delta) {
+  if (s->interf != PL_I_CAMERA)
+    return;
+  if (delta > 0 && !p->cam_subs++) /* from the newest image on */
+    p->cam_cur = pa_ring_cursor_now(p->g->st->camera);
+  else if (delta < 0 && p->cam_subs)
+    p->cam_subs--;
+  pa_gw_cam_demand(p->g, s->index, delta); /* pa-render draws it meanwhile */
+}
+
+void pl_dev_cam_take(pa_player *p) {
+  uint32_t len, nr = p->g->ctl->def.max_robots;
+  while (pa_gw_ring_next(p->g->st->camera, &p->cam_cur, p->cam_buf, p->cam_cap,
+                         &len)) {
+    const pa_frame *f = (const pa_frame *)p->cam_buf;
+    if (len < sizeof *f || f->robot >= nr ||
+        f->size != (uint32_t)f->width * f->height * 3 ||
+        sizeof *f + (uint64_t)f->size > len)
+      continue;
+    if (!p->cam[f->robot] && !(p->cam[f->robot] = malloc(p->cam_cap)))
+      continue;
+    uint8_t *t = p->cam[f->robot]; /* swap: both hold cam_cap bytes */
+    p->cam[f->robot] = p->cam_buf;
+    p->cam_buf = t;
+  }
+}
+
+static bool cam_data(pl_conn *c, pl_sub *s) {
+  const pa_frame *f = (const pa_frame *)c->p->cam[s->index];
+  if (!f || (s->sent && s->last == f->seq))
+    return false;
+  pl_wr *w = &c->p->out;
+  pl_wr_u32(w, f->width);
+  pl_wr_u32(w, f->height);
+  pl_wr_u32(w, 24); /* bpp */
+  pl_wr_u32(w, 5);  /* PLAYER_CAMERA_FORMAT_RGB888 */
+  pl_wr_u32(w, 0);  /* fdiv */
+  pl_wr_u32(w, 0);  /* PLAYER_CAMERA_COMPRESS_RAW */
+  pl_wr_bytes(w, f + 1, f->size);
+  pl_send(c, PL_I_CAMERA, s->index, PL_DATA, 1, f->sim_time);
+  s->sent = true;
+  s->last = f->seq;
+  return true;
+}
+
 bool pl_dev_data(pl_conn *c, pl_sub *s, const pa_tick *t) {
   if (!c->pull &&
       evbuffer_get_length(bufferevent_get_output(c->bev)) > PL_DATA_SKIP)
@@ -145,6 +199,8 @@ bool pl_dev_data(pl_conn *c, pl_sub *s, const pa_tick *t) {
     sent = pos_data(c, s, t);
   else if (s->interf == PL_I_LASER || s->interf == PL_I_RANGER)
     sent = scan_data(c, s);
+  else if (s->interf == PL_I_CAMERA)
+    sent = cam_data(c, s);
   c->p->data_sent += sent;
   return sent;
 }
@@ -670,6 +726,11 @@ void pl_dev_message(pl_conn *c, const pl_msg *m) {
   }
   if (m->h.interf == PL_I_POSITION2D)
     pos_message(c, m, &ri);
+  else if (m->h.interf == PL_I_CAMERA)
+    pl_nack(c, m,
+            "camera request %u: the head camera has one source and "
+            "streams its images as data",
+            m->h.subtype);
   else
     scan_message(c, m, &ri);
 }

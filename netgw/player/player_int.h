@@ -58,6 +58,13 @@ typedef struct pa_player {
   pl_wr out;          /* a message body being built */
   pl_odom *odom;      /* [max_robots] */
   uint8_t *motor_off; /* [max_robots] MOTOR_POWER 0: commands stop it */
+  /* camera:N: the newest image of each robot with a subscriber (pa_frame
+   * + RGB, NULL until one came), read from the camera ring */
+  uint8_t **cam;    /* [max_robots] */
+  uint8_t *cam_buf; /* [cam_cap] */
+  uint32_t cam_cap;
+  pa_ring_cursor cam_cur;
+  uint32_t cam_subs; /* camera subscriptions of all clients */
   uint64_t msgs, nacks, cut, data_sent;
 } pa_player;
 
@@ -93,5 +100,9 @@ bool pl_dev_exists(pa_player *p, uint32_t interf, uint32_t index);
 bool pl_dev_data(pl_conn *c, pl_sub *s, const pa_tick *t);
 /* The devices there are, as a DEVLIST body into p->out. */
 void pl_dev_list(pa_player *p);
+/* A subscription begins (+1) or ends (-1): camera demand for pa-render. */
+void pl_dev_sub(pa_player *p, const pl_sub *s, int delta);
+/* New images from the camera ring into p->cam (while anyone subscribes). */
+void pl_dev_cam_take(pa_player *p);
 
 #endif

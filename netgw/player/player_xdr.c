@@ -217,6 +217,9 @@ static const pl_layout layouts[] = {
     {PL_I_RANGER, PL_REQ, 3, B_U32, 1},
     {PL_I_RANGER, PL_REQ, 4, B_F64, 7},
     {PL_I_RANGER, PL_REQ, 5, B_ANY, 0},
+    {PL_I_CAMERA, PL_REQ, 1, B_ANY, 0},
+    {PL_I_CAMERA, PL_REQ, 2, B_ANY, 0},
+    {PL_I_CAMERA, PL_REQ, 3, B_ANY, 0},
     {PL_I_MAP, PL_REQ, 1, B_ANY, 0},
     {PL_I_MAP, PL_REQ, 2, B_MAP_TILE, 0},
     {PL_I_MAP, PL_REQ, 3, B_ANY, 0},
@@ -234,6 +237,8 @@ const char *pa_player_interf_name(uint32_t interf) {
     return "simulation";
   case PL_I_MAP:
     return "map";
+  case PL_I_CAMERA:
+    return "camera";
   case PL_I_RANGER:
     return "ranger";
   default:

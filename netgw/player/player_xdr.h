@@ -31,6 +31,7 @@ enum { /* interface codes */
        PL_I_POSITION2D = 4,
        PL_I_LASER = 6,
        PL_I_SIMULATION = 31,
+       PL_I_CAMERA = 40,
        PL_I_MAP = 42,
        PL_I_RANGER = 62
 };

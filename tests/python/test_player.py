@@ -13,8 +13,9 @@ import time
 import unittest
 import zlib
 
-from playerproto import (ACK, CMD, DATA, LASER, MAP, NACK, PLAYER, POSITION2D, PULL, PUSH,
-                         RANGER, REQ, SIMULATION, SYNCH, Client, f32, f64, u32, xbytes, xname)
+from playerproto import (ACK, CAMERA, CMD, DATA, LASER, MAP, NACK, PLAYER, POSITION2D, PULL,
+                         PUSH, RANGER, REQ, SIMULATION, SYNCH, Client, f32, f64, u32, xbytes,
+                         xname)
 from playarea import Sim
 from stack import StackTestCase, bin_dir
 
@@ -387,3 +388,26 @@ class PlayerLimitsTest(StackTestCase):
         c = Client(port)  # a slot is free again
         self.addCleanup(c.close)
         self.assertEqual(c.request(PLAYER, 0, 1).type, ACK)
+
+
+class PlayerCameraTest(StackTestCase):
+    stack_args = ("--camera_width", "64", "--camera_height", "48")
+
+    def test_camera_rgb_while_subscribed(self):
+        c = Client(player_port(self.stack))
+        self.addCleanup(c.close)
+        self.assertEqual(c.subscribe(CAMERA, 0).type, ACK)
+        deadline, m = time.monotonic() + 30, None
+        while time.monotonic() < deadline:
+            m = c.read()
+            if m.type == DATA and m.interf == CAMERA:
+                break
+        self.assertEqual((m.type, m.interf, m.index, m.subtype), (DATA, CAMERA, 0, 1))
+        r = m.r()
+        self.assertEqual([r.u32() for _ in range(6)], [64, 48, 24, 5, 0, 0])
+        img = r.bytes()
+        self.assertEqual(len(img), 64 * 48 * 3)
+        self.assertTrue(r.done())
+        self.assertGreater(len(set(img)), 1)  # a picture, not a blank buffer
+        self.assertEqual(c.request(CAMERA, 0, 1).type, NACK)  # GET_SOURCE
+        self.assertEqual(c.subscribe(CAMERA, 0, access=2).type, ACK)
