@@ -310,6 +310,11 @@ static void sim_set_pose(pl_conn *c, const pl_msg *m, bool three_d) {
               off_plane[i - 2], m->d[i]);
       return;
     }
+  for (int i = 0; i < 2; i++)
+    if (!isfinite(m->d[i]) || !isfinite(yaw)) {
+      pl_nack(c, m, "pose (%g, %g, %g) is not a number", m->d[0], m->d[1], yaw);
+      return;
+    }
   if (!find_obj(c, m, &o))
     return;
   pa_cmd cmd;
@@ -478,6 +483,11 @@ static void pos_velocity(pl_conn *c, const pl_msg *m) {
 }
 
 static void pos_set_odom(pl_conn *c, const pl_msg *m, const double pose[3]) {
+  for (int i = 0; i < 3; i++)
+    if (!isfinite(pose[i])) {
+      pl_nack(c, m, "odometry pose[%d] = %g is not a number", i, pose[i]);
+      return;
+    }
   const pa_tick *t = pa_gw_latest(c->p->g);
   const pa_robot_state *rs = t ? pa_gw_robot_state(t, m->h.index) : NULL;
   if (!rs) {

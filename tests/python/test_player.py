@@ -135,6 +135,8 @@ class PlayerTest(StackTestCase):
         self.assertAlmostEqual(self.pose2d(c, "robot0")[0], 1.0, delta=0.05)
         self.assertEqual(c.request(SIMULATION, 0, 1, xname("nobody") + f64(0, 0, 0)).type, NACK)
         self.assertEqual(c.request(SIMULATION, 0, 2, xname("robot0") + f64(99, 99, 0)).type, NACK)
+        self.assertEqual(c.request(SIMULATION, 0, 2, xname("robot0") + f64(math.nan, 0, 0)).type,
+                         NACK)
 
     def test_simulation_obstacles_and_agents(self):
         sim = Sim(self.host, self.port, timeout=20)
@@ -216,6 +218,7 @@ class PlayerTest(StackTestCase):
         d = self.data_of(c, POSITION2D, 2, fresh=True)[-1].r()
         self.assertAlmostEqual(d.f64(), 5, delta=0.05)
         self.assertAlmostEqual(d.f64(), 6, delta=0.05)
+        self.assertEqual(c.request(POSITION2D, 0, 5, f64(math.inf, 0, 0)).type, NACK)
         self.assertEqual(c.request(POSITION2D, 0, 6).type, ACK)  # RESET_ODOM
         c.pending.clear()
         c.send(POSITION2D, 0, CMD, 1, f64(0.3, 0, 0.2) + u32(1))
