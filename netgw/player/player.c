@@ -137,34 +137,56 @@ static bool has_data_subs(const pl_conn *c) {
   return false;
 }
 
+/* Whether c takes data now (PUSH, or PULL with a REQ_DATA waiting). */
+static bool takes_data(const pl_conn *c) {
+  return !c->closing && has_data_subs(c) && (!c->pull || c->requested);
+}
+
+static void deliver_all(pa_player *p, const pa_tick *t) {
+  for (uint32_t i = 0; i < PL_MAX_CONNS; i++) {
+    pl_conn *c = p->conns[i];
+    if (!c || !takes_data(c))
+      continue;
+    deliver(c, t);
+    if (c->kill)
+      conn_free(c);
+  }
+}
+
+/* Every tick since the last poll, in order, from the state ring: a late
+ * wake-up still gives a PUSH client each tick's position2d data (at most
+ * PL_TICKS_PER_POLL a poll; a lapped cursor goes on from the oldest kept). */
 static void on_poll(evutil_socket_t fd, short what, void *arg) {
   (void)fd;
   (void)what;
   pa_player *p = arg;
-  pa_tick h;
+  const pa_ring *ring = p->g->st->state;
   bool images = false;
   if (p->cam_subs) {
     uint64_t before = p->cam_cur.next;
     pl_dev_cam_take(p);
     images = p->cam_cur.next != before;
   }
-  if (!pa_gw_latest_header(p->g, &h) || (h.tick == p->last_tick && !images))
+  bool any = false;
+  for (uint32_t i = 0; i < PL_MAX_CONNS && !any; i++)
+    any = p->conns[i] && takes_data(p->conns[i]);
+  if (!any) {
+    p->state_cur = pa_ring_cursor_now(ring); /* nobody waits: no backlog */
     return;
-  p->last_tick = h.tick;
-  const pa_tick *t = NULL;
-  bool loaded = false;
-  for (uint32_t i = 0; i < PL_MAX_CONNS; i++) {
-    pl_conn *c = p->conns[i];
-    if (!c || c->closing || !has_data_subs(c) || (c->pull && !c->requested))
-      continue;
-    if (!loaded) {
-      t = pa_gw_latest(p->g);
-      loaded = true;
-    }
-    deliver(c, t);
-    if (c->kill)
-      conn_free(c);
   }
+  uint32_t len, n = 0;
+  while (
+      n < PL_TICKS_PER_POLL &&
+      pa_gw_ring_next(ring, &p->state_cur, p->state_buf, p->state_cap, &len)) {
+    const pa_tick *t = (const pa_tick *)p->state_buf;
+    if (len < sizeof *t ||
+        sizeof *t + (uint64_t)t->robot_count * sizeof(pa_robot_state) > len)
+      continue;
+    n++;
+    deliver_all(p, t);
+  }
+  if (!n && images) /* an image between ticks */
+    deliver_all(p, pa_gw_latest(p->g));
 }
 
 /* ---- the player device ----------------------------------------------- */
@@ -471,6 +493,7 @@ static void player_stop(pa_netgw *g) {
     free(p->cam[i]);
   free(p->cam);
   free(p->cam_buf);
+  free(p->state_buf);
   free(p);
   g->player = NULL;
 }
@@ -484,12 +507,15 @@ static int player_start(pa_netgw *g, char *err, size_t err_sz) {
     p->odom = calloc(nr ? nr : 1, sizeof *p->odom);
     p->motor_off = calloc(nr ? nr : 1, 1);
     p->cam = calloc(nr ? nr : 1, sizeof *p->cam);
+    p->state_cap = pa_ring_max_record(g->st->state);
+    p->state_buf = malloc(p->state_cap ? p->state_cap : 1);
+    p->state_cur = pa_ring_cursor_now(g->st->state);
     p->cam_cap = pa_ring_max_record(g->st->camera);
     p->cam_buf = malloc(p->cam_cap ? p->cam_cap : 1);
     p->poll_ev = event_new(g->base, -1, EV_PERSIST, on_poll, p);
   }
   if (!p || !p->odom || !p->motor_off || !p->cam || !p->cam_buf ||
-      !p->poll_ev) {
+      !p->state_buf || !p->poll_ev) {
     snprintf(err, err_sz, "player: out of memory");
     player_stop(g);
     return -1;

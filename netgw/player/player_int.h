@@ -13,6 +13,7 @@
 #define PL_OUT_MAX (16u << 20)       /* unread output: the client is cut */
 #define PL_DATA_SKIP (1u << 20)      /* unread output: PUSH data is skipped */
 #define PL_POLL_US 1000              /* new ticks and scans looked for */
+#define PL_TICKS_PER_POLL 64         /* state records delivered a poll */
 #define PL_ASK_MS 2000               /* a request's round trip to pa-sim */
 #define PL_DRIVER "playarea"         /* the driver name subscriptions get */
 #define PL_SAVE_PATH "snapshot.json" /* SAVE: under pa-sim's --data_dir */
@@ -54,7 +55,9 @@ typedef struct pa_player {
   pl_conn *conns[PL_MAX_CONNS];
   uint32_t gens;
   struct event *poll_ev;
-  uint64_t last_tick;
+  pa_ring_cursor state_cur; /* the ticks not yet delivered */
+  uint8_t *state_buf;       /* [state_cap] one state ring record */
+  uint32_t state_cap;
   pl_wr out;          /* a message body being built */
   pl_odom *odom;      /* [max_robots] */
   uint8_t *motor_off; /* [max_robots] MOTOR_POWER 0: commands stop it */
