@@ -342,7 +342,9 @@ class PlayerTest(StackTestCase):
             kinds = [(m.interf, m.type) for m in msgs[:-1]]
             self.assertIn((POSITION2D, DATA), kinds)
             self.assertEqual(len(kinds), len(set(kinds)), "the newest of each device")
-        self.assertEqual(len(self.data_of(push, POSITION2D, 5)), 5)
+        ds = self.data_of(push, POSITION2D, 100, fresh=True)  # PUSH: every tick, in order
+        steps = {round(b.time - a.time, 6) for a, b in zip(ds, ds[1:])}
+        self.assertEqual(steps, {0.005}, "one datum per 200 Hz tick, none skipped")
 
     def test_bad_input(self):
         good = self.client((POSITION2D, 0))
