@@ -189,5 +189,60 @@ class Maps(unittest.TestCase):
             self.assertTrue(10 + RADIUS < max(abs(x0), abs(y0)) < 10 + RADIUS + 0.15, (x0, y0))
 
 
+class NavEnvMaps(unittest.TestCase):
+    """NavEnv on any map pa-sim loads: starts and goals in free cells of the turned
+    grid, and maps over get_terrain_grid's 2M cells (asked strided)."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.dir = tempfile.mkdtemp(prefix="pa-mapsenv-")
+
+    @classmethod
+    def tearDownClass(cls):
+        shutil.rmtree(cls.dir, ignore_errors=True)
+
+    def check_episodes(self, y, cells, res, origin, n=12, stride=1):
+        from playarea.env import NavEnv
+        env = NavEnv(map_yaml=y, max_episode_steps=5, min_goal_dist=0.5, max_goal_dist=4.0)
+        try:
+            self.assertEqual(env.world.stride, stride)
+            r = int(math.ceil((RADIUS + 0.05) / res))
+            yy, xx = np.mgrid[-r:r + 1, -r:r + 1]
+            disc = (xx * res) ** 2 + (yy * res) ** 2 <= (RADIUS + 0.05) ** 2
+            for ep in range(n):
+                _, info = env.reset(seed=ep)
+                for x, y_ in (info["start"][:2], info["goal"]):
+                    cx, cy = cell_at(x, y_, res, origin)
+                    win = cells[cy - r:cy + r + 1, cx - r:cx + r + 1]
+                    self.assertEqual(win.shape, (2 * r + 1, 2 * r + 1), (x, y_))
+                    self.assertTrue(np.all(win[disc] == 0), "episode %d: (%g, %g) not clear" % (ep, x, y_))
+                _, _, term, _, info = env.step(np.zeros(env.action_space.shape, np.float32))
+                self.assertFalse(info["collision"])
+        finally:
+            env.close()
+
+    def test_origin_yaw(self):
+        """A 30 deg origin yaw: the free area is a band only the turned grid has (without the
+        yaw 0 of its free points were free and every reset failed)."""
+        px = np.full((120, 200), 205, np.uint8)  # unknown around
+        px[30:90, 20:180] = 254                  # a 8 x 3 m free band
+        px[55:65, 60:140] = 0                    # a wall inside it
+        origin = (2.0, -3.0, math.radians(30))
+        y = write_map(self.dir, "yaw", px, origin=origin)
+        self.check_episodes(y, cells_of(px), 0.05, origin)
+
+    def test_over_2m_cells(self):
+        """2100 x 2100 cells (4.4M, over the terrain grid's 2M): asked with stride 2."""
+        n = 2100
+        px = np.full((n, n), 254, np.uint8)
+        px[:, :3] = px[:, -3:] = px[:3, :] = px[-3:, :] = 0
+        for k in range(100, n, 200):
+            px[k:k + 3, 50:n - 50] = 0
+        px[1000:1100, 1000:1100] = 205
+        origin = (-52.5, -52.5, 0.0)
+        y = write_map(self.dir, "big2100", px, origin=origin)
+        self.check_episodes(y, cells_of(px), 0.05, origin, stride=2)
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -72,6 +72,21 @@ def downsample(ranges, beams, range_max):
     return np.fmin(_group_min(r, beams), np.float32(range_max))
 
 
+def _inflate_free(free, r):
+    """free minus every cell within r cells (centre to centre) of a cell that is not;
+    outside the grid is not free."""
+    h, w = free.shape
+    k = int(math.ceil(r))
+    pad = np.zeros((h + 2 * k, w + 2 * k), bool)
+    pad[k:k + h, k:k + w] = free
+    out = free.copy()
+    for dy in range(-k, k + 1):
+        for dx in range(-k, k + 1):
+            if dx * dx + dy * dy <= r * r:
+                out &= pad[k + dy:k + dy + h, k + dx:k + dx + w]
+    return out
+
+
 class _World:
     """The stack (owned or not), the map's free cells, the robots' limits, and the
     snapshot every full reset starts from."""
@@ -129,21 +144,61 @@ class _World:
             self.close()
             raise
 
+    # get_terrain_grid answers at most this many (coarse) cells
+    TERRAIN_MAX_CELLS = 2 << 20
+
     def _load_map(self, inflation):
-        g = self.conn.request("get_terrain_grid", {"inflation": inflation})
-        rows = g["rows"]
-        self.res = float(g["resolution"]) * int(g.get("stride", 1))
+        """The cells a robot may start or aim at, from the terrain grid inflated by the
+        robot's radius plus clearance. A map over TERRAIN_MAX_CELLS is asked strided: a
+        coarse cell is free only when every cell under it is, and its sample point is
+        the centre of its middle cell, so every point is as exact as on the full grid.
+        Points are in the world frame, under the map origin's yaw."""
+        info = self.conn.request("get_map_info")
+        w, h = int(info["width"]), int(info["height"])
+        stride = 1
+        while -(-w // stride) * -(-h // stride) > self.TERRAIN_MAX_CELLS:
+            stride += 1
+        fine = float(info["resolution"])
+        self.stride = stride
+        self.res = fine * stride  # the coarse cell (render)
+        if stride == 1:  # exact: pa-netgw's distance transform
+            # unknown cells block in pa-sim by default: none within reach of a start
+            g = self.conn.request("get_terrain_grid", {"inflation": inflation, "unknown_blocks": True})
+            grid = np.array([np.frombuffer(r.encode(), np.uint8) for r in g["rows"]])
+            self.free_grid = grid == ord(".")  # row 0 = south
+        else:
+            # The distance transform of a map this big costs pa-netgw seconds: ask the
+            # plain coarse grid and inflate here, by one coarse diagonal more so that
+            # a point anywhere in a free coarse cell clears every blocked (or unknown)
+            # cell under a marked one by the inflation.
+            g = self.conn.request("get_terrain_grid", {"inflation": 0, "stride": stride})
+            grid = np.array([np.frombuffer(r.encode(), np.uint8) for r in g["rows"]])
+            self.free_grid = _inflate_free(grid == ord("."), inflation / self.res + math.sqrt(2))
         org = g["origin"]
         self.origin = (float(org[0]), float(org[1]))
-        grid = np.array([np.frombuffer(r.encode(), np.uint8) for r in rows])
-        self.free_grid = grid == ord(".")  # row 0 = south
+        self.yaw = float(org[2]) if len(org) > 2 else 0.0
+        self._cs = (math.cos(self.yaw), math.sin(self.yaw))
         fy, fx = np.nonzero(self.free_grid)
-        self.free_xy = np.stack([self.origin[0] + (fx + 0.5) * self.res,
-                                 self.origin[1] + (fy + 0.5) * self.res], axis=1)
+        # the middle fine cell of each coarse one (a short last row or column too)
+        cx = fx * stride + np.minimum(stride, w - fx * stride) // 2
+        cy = fy * stride + np.minimum(stride, h - fy * stride) // 2
+        self.free_xy = self.to_world((cx + 0.5) * fine, (cy + 0.5) * fine)
         if len(self.free_xy) == 0:
             raise _stack.StackError("the map has no free cell for a robot")
-        blocked = self.conn.request("get_terrain_grid", {"inflation": 0})["rows"]
+        blocked = self.conn.request("get_terrain_grid", {"inflation": 0, "stride": stride})["rows"]
         self.wall_grid = np.array([np.frombuffer(r.encode(), np.uint8) for r in blocked]) != ord(".")
+
+    def to_world(self, u, v):
+        """Map-frame metres (from the origin, along the grid) -> world [n, 2]."""
+        c, s = self._cs
+        u, v = np.asarray(u, np.float64), np.asarray(v, np.float64)
+        return np.stack([self.origin[0] + c * u - s * v, self.origin[1] + s * u + c * v], axis=-1)
+
+    def to_map(self, x, y):
+        """World -> map-frame metres (u along the grid's columns, v its rows)."""
+        c, s = self._cs
+        dx, dy = np.asarray(x, np.float64) - self.origin[0], np.asarray(y, np.float64) - self.origin[1]
+        return c * dx + s * dy, -s * dx + c * dy
 
     def _ensure_robots(self, n, robot_ids):
         have = [r["robot"] for r in self.conn.request("list_robots")["robots"]]
@@ -363,10 +418,11 @@ class _NavCore:
         wall = self.world.wall_grid[::-1]  # row 0 = north on screen
         h, w = wall.shape
         img = np.where(wall[..., None], np.uint8(40), np.uint8(235)).repeat(3, axis=2)
-        res, (ox, oy) = self.world.res, self.world.origin
+        res = self.world.res
 
         def px(x, y):
-            return int((x - ox) / res), int(h - 1 - (y - oy) / res)
+            u, v = self.world.to_map(x, y)
+            return int(u / res), int(h - 1 - v / res)
 
         def disc(x, y, r, colour):
             cx, cy = px(x, y)
@@ -383,8 +439,9 @@ class _NavCore:
                 ok = np.isfinite(rg[i]) & (rg[i] < st[i, F["range_max"]])
                 hx = st[i, F["x"]] + rg[i][ok] * np.cos(a[ok])
                 hy = st[i, F["y"]] + rg[i][ok] * np.sin(a[ok])
-                c = ((hx - ox) / res).astype(int)
-                r = (h - 1 - (hy - oy) / res).astype(int)
+                hu, hv = self.world.to_map(hx, hy)
+                c = (hu / res).astype(int)
+                r = (h - 1 - hv / res).astype(int)
                 k = (c >= 0) & (c < w) & (r >= 0) & (r < h)
                 img[r[k], c[k]] = (0, 160, 0)
             disc(goals[i, 0], goals[i, 1], self.goal_radius, (220, 30, 30))
