@@ -50,7 +50,7 @@ static const char *write_file(const char *name, const char *text) {
   return p;
 }
 
-/* ---- map.yaml keys -------------------------------------------------------- */
+/* ---- map.yaml keys ---- */
 
 static const char *const base_yaml = "image: m.pgm\nresolution: 0.05\n"
                                      "origin: [-1.0, -1.0, 0.0]\nnegate: 0\n"
@@ -86,7 +86,7 @@ static void test_extra_keys_ignored(void **st) {
   assert_non_null(strstr(err, "unknown key 'map_type'"));
 }
 
-/* ---- the flags ------------------------------------------------------------ */
+/* ---- the flags ---- */
 
 static void test_flags_pose_and_unknown(void **st) {
   (void)st;
@@ -113,9 +113,9 @@ static void test_flags_pose_and_unknown(void **st) {
   assert_true(w.unknown_blocks);
   pa_world_free(&w);
 
-  static const char *const bad_pose[] = {"1,2",   "1,2,3,4", "a,b,c", "1,,2",
-                                         "nan,0,0", "1e9,0,0", "1,2,3 ",
-                                         "inf,0,0", ",1,2", NULL};
+  static const char *const bad_pose[] = {
+      "1,2",     "1,2,3,4", "a,b,c",   "1,,2", "nan,0,0",
+      "1e9,0,0", "1,2,3 ",  "inf,0,0", ",1,2", NULL};
   f.map_unknown = NULL;
   for (int i = 0; bad_pose[i]; i++) {
     f.robot_pose = bad_pose[i];
@@ -131,7 +131,7 @@ static void test_flags_pose_and_unknown(void **st) {
   assert_null(w.robots);
 }
 
-/* ---- placement ------------------------------------------------------------ */
+/* ---- placement ---- */
 
 /* A 5 m x 5 m room around (0, 0) (origin (-2.5, -2.5)). */
 static void room(pa_grid *g) {
@@ -229,16 +229,16 @@ static void test_origin_outside_yawed(void **st) {
   int cx, cy;
   assert_true(pa_grid_world_to_cell(&g, x, y, &cx, &cy));
   assert_false(pa_grid_blocked(&g, cx, cy, true));
-  assert_true(pa_sim_clearance(&m, &s, 0, x, y, s.info[0].radius, 0, NULL,
-                               NULL) >= 0);
+  assert_true(
+      pa_sim_clearance(&m, &s, 0, x, y, s.info[0].radius, 0, NULL, NULL) >= 0);
   /* no free cell centre of the grid is nearer (0, 0) by more than one cell */
   double best = INFINITY;
   for (int j = 0; j < (int)g.height; j++)
     for (int i = 0; i < (int)g.width; i++) {
       double px, py;
       pa_grid_cell_center(&g, i, j, &px, &py);
-      if (pa_sim_clearance(&m, &s, 0, px, py, s.info[0].radius + 0.05, 0,
-                           NULL, NULL) >= 0)
+      if (pa_sim_clearance(&m, &s, 0, px, py, s.info[0].radius + 0.05, 0, NULL,
+                           NULL) >= 0)
         best = fmin(best, hypot(px, py));
     }
   assert_true(isfinite(best));
