@@ -114,14 +114,63 @@ int pa_map_def_check(const pa_map_def *def, const char *what, char *err,
   return 0;
 }
 
+static const char *const map_keys[] = {
+    "image",           "resolution",  "origin", "negate",
+    "occupied_thresh", "free_thresh", "mode",   NULL};
+
+/* A map.yaml's keys as map_server takes them: keys it does not know (Nav2's
+ * map_type, a tool's own) are ignored, their names kept in
+ * def->ignored_keys for the caller to warn about; keys that are not strings
+ * and duplicates are still refused. */
+static int lenient_keys(pa_ydoc *d, yaml_node_t *root, pa_map_def *def,
+                        char *err, size_t err_sz) {
+  if (root->type != YAML_MAPPING_NODE)
+    return pa_map_yerr(d, root, err, err_sz, "map: expected a mapping");
+  for (yaml_node_pair_t *p = root->data.mapping.pairs.start;
+       p < root->data.mapping.pairs.top; p++) {
+    yaml_node_t *k = pa_map_ynode(d, p->key);
+    if (k->type != YAML_SCALAR_NODE)
+      return pa_map_yerr(d, k, err, err_sz, "map: keys must be plain strings");
+    const char *ks = (const char *)k->data.scalar.value;
+    for (yaml_node_pair_t *q = root->data.mapping.pairs.start; q < p; q++) {
+      yaml_node_t *k2 = pa_map_ynode(d, q->key);
+      if (k2->type == YAML_SCALAR_NODE &&
+          !strcmp((const char *)k2->data.scalar.value, ks))
+        return pa_map_yerr(d, k, err, err_sz, "map: duplicate key '%s'",
+                           pa_map_yq(d, ks));
+    }
+    bool known = false;
+    for (int i = 0; map_keys[i]; i++)
+      known = known || !strcmp(ks, map_keys[i]);
+    if (known)
+      continue;
+    char *list = def->ignored_keys;
+    size_t l = strlen(list), cap = sizeof def->ignored_keys;
+    if (l + strlen(ks) + 8 < cap) {
+      if (l)
+        l += (size_t)snprintf(list + l, cap - l, ", ");
+      for (const char *c = ks; *c; c++) /* printable in a log line */
+        list[l++] = *c >= 0x20 && *c < 0x7f ? *c : '?';
+      list[l] = '\0';
+    } else if (l + 6 < cap && !strstr(list, "...")) {
+      snprintf(list + l, cap - l, ", ...");
+    }
+  }
+  return 0;
+}
+
 int pa_map_def_from_node(pa_ydoc *d, yaml_node_t *root, const char *base_dir,
                          pa_map_def *def, char *err, size_t err_sz) {
-  static const char *const keys[] = {"image",           "resolution",
-                                     "origin",          "negate",
-                                     "occupied_thresh", "free_thresh",
-                                     "mode",            NULL};
+  return pa_map_def_from_node_x(d, root, base_dir, false, def, err, err_sz);
+}
+
+int pa_map_def_from_node_x(pa_ydoc *d, yaml_node_t *root, const char *base_dir,
+                           bool lenient, pa_map_def *def, char *err,
+                           size_t err_sz) {
   *def = pa_map_def_default();
-  if (pa_map_ycheck_keys(d, root, "map", keys, err, err_sz)) return -1;
+  if (lenient ? lenient_keys(d, root, def, err, err_sz)
+              : pa_map_ycheck_keys(d, root, "map", map_keys, err, err_sz))
+    return -1;
   /* map_server requires all of these but mode. */
   static const char *const required[] = {"image",       "resolution",
                                          "origin",      "negate",
@@ -129,8 +178,11 @@ int pa_map_def_from_node(pa_ydoc *d, yaml_node_t *root, const char *base_dir,
                                          NULL};
   for (int i = 0; required[i]; i++)
     if (!pa_map_yget(d, root, required[i]))
-      return pa_map_yerr(d, root, err, err_sz, "map: missing key '%s'",
-                         required[i]);
+      return pa_map_yerr(
+          d, root, err, err_sz, "map: missing key '%s'%s%s%s", required[i],
+          def->ignored_keys[0] ? " (unknown keys: " : "",
+          def->ignored_keys[0] ? pa_map_yq(d, def->ignored_keys) : "",
+          def->ignored_keys[0] ? ")" : "");
 
   yaml_node_t *n;
   char img[PA_MAP_PATH_MAX];
@@ -205,8 +257,8 @@ int pa_map_parse_yaml_g(const char *yaml_path, const pa_map_guard *g,
   char dir[PA_MAP_PATH_MAX];
   pa_map_dirname(yaml_path, dir, sizeof dir);
   pa_map_def tmp = *def;
-  int rc = pa_map_def_from_node(&d, pa_map_ydoc_root(&d), dir, &tmp, err,
-                                err_sz);
+  int rc = pa_map_def_from_node_x(&d, pa_map_ydoc_root(&d), dir, true, &tmp,
+                                  err, err_sz);
   pa_map_ydoc_free(&d);
   if (rc == 0) *def = tmp;
   return rc;
@@ -567,6 +619,7 @@ int pa_world_default(pa_world *w, char *err, size_t err_sz) {
     return -1;
   }
   w->robots[0] = pa_robot_def_default();
+  w->robots[0].place_near_origin = true;
   w->robot_count = 1;
   return 0;
 }
@@ -586,8 +639,73 @@ pa_map_flags pa_map_flags_default(void) {
                         .map_free_thresh = 0.196};
 }
 
+/* "x,y,yaw" -> three finite numbers, each within the map origin's bounds. */
+static int parse_pose(const char *s, double p[3], char *err, size_t err_sz) {
+  const char *c = s;
+  for (int i = 0; i < 3; i++) {
+    char *end;
+    errno = 0;
+    p[i] = strtod(c, &end);
+    bool sep_ok = i < 2 ? *end == ',' : *end == '\0';
+    if (end == c || !sep_ok || errno == ERANGE || !isfinite(p[i]) ||
+        fabs(p[i]) > PA_MAP_ORIGIN_MAX) {
+      snprintf(err, err_sz,
+               "--robot_pose: expected x,y,yaw (three numbers [m, m, rad], "
+               "|x|, |y| <= %g), got '%s'",
+               PA_MAP_ORIGIN_MAX, s);
+      return -1;
+    }
+    c = end + 1;
+  }
+  return 0;
+}
+
+/* --robot_pose and --map_unknown over the world the other flags made. */
+static int apply_overrides(const pa_map_flags *f, pa_world *w, char *err,
+                           size_t err_sz) {
+  if (f->map_unknown && f->map_unknown[0]) {
+    if (!strcmp(f->map_unknown, "blocked")) {
+      w->unknown_blocks = true;
+    } else if (!strcmp(f->map_unknown, "free")) {
+      w->unknown_blocks = false;
+    } else {
+      snprintf(err, err_sz, "--map_unknown: expected blocked or free, got '%s'",
+               f->map_unknown);
+      return -1;
+    }
+  }
+  if (f->robot_pose && f->robot_pose[0]) {
+    double p[3];
+    if (parse_pose(f->robot_pose, p, err, err_sz))
+      return -1;
+    if (w->robot_count == 0) {
+      snprintf(err, err_sz, "--robot_pose: the world has no robot");
+      return -1;
+    }
+    w->robots[0].x = p[0];
+    w->robots[0].y = p[1];
+    w->robots[0].theta = p[2];
+    w->robots[0].place_near_origin = false;
+  }
+  return 0;
+}
+
+static int resolve_map(const pa_map_flags *f, pa_world *w, char *err,
+                       size_t err_sz);
+
 int pa_map_flags_resolve(const pa_map_flags *f, pa_world *w, char *err,
                          size_t err_sz) {
+  if (resolve_map(f, w, err, err_sz))
+    return -1;
+  if (apply_overrides(f, w, err, err_sz)) {
+    pa_world_free(w);
+    return -1;
+  }
+  return 0;
+}
+
+static int resolve_map(const pa_map_flags *f, pa_world *w, char *err,
+                       size_t err_sz) {
   memset(w, 0, sizeof *w);
   if (f->world && f->world[0]) return pa_world_load(f->world, w, err, err_sz);
   if (f->world && !f->world[0]) {

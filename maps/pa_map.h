@@ -52,6 +52,9 @@ typedef struct pa_map_def {
   double free_thresh;          /* [0, 1] */
   pa_map_mode mode;
   uint32_t max_width, max_height; /* refuse bigger images; default 8192 */
+  /* Keys of a map.yaml file that map_server's format does not have, ignored
+   * as map_server ignores them ("a, b"; "" = none): the caller warns. */
+  char ignored_keys[160];
 } pa_map_def;
 pa_map_def pa_map_def_default(void);
 
@@ -214,6 +217,10 @@ typedef struct pa_robot_def {
    * slot (ext[k]) and pa_prop_def_get/_put read and write it, so a new
    * property needs no edit here. */
   double ext[8];
+  /* No pose was given (the default world's robot0, a world file without
+   * robots): pa-sim starts it on the free pose nearest (0, 0) instead of
+   * refusing a map whose (0, 0) is blocked (sim_model.c). */
+  bool place_near_origin;
 } pa_robot_def;
 pa_robot_def pa_robot_def_default(void);
 
@@ -273,6 +280,12 @@ typedef struct pa_map_flags {
   long map_negate;         /* 0 or 1 */
   double map_occupied_thresh; /* 0.65 */
   double map_free_thresh;  /* 0.196 */
+  /* "x,y,yaw" [m, m, rad]: robot 0's start pose (wins over a world file's;
+   * NULL or "" = the world's, or the free pose nearest (0, 0)). */
+  const char *robot_pose;
+  /* "blocked" or "free": how unknown map cells act (wins over a world
+   * file's unknown_blocks; NULL or "" = the world's, blocked by default). */
+  const char *map_unknown;
 } pa_map_flags;
 pa_map_flags pa_map_flags_default(void);
 /* Produces the world the flags describe (robots default to one robot0 unless

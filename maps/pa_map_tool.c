@@ -60,6 +60,11 @@ static int open_grid(const char *path, pa_world *w, pa_grid *g,
                      bool *is_world) {
   char err[2048];
   if (load_world(path, w, is_world, err, sizeof err) == 0) {
+    if (w->map.ignored_keys[0]) /* as pa-sim: warned, not refused */
+      fprintf(stderr,
+              "pa-map: warning: %s: ignoring keys map_server does "
+              "not read: %s\n",
+              path, w->map.ignored_keys);
     if (pa_map_load(&w->map, g, err, sizeof err) == 0)
       return 0;
     pa_world_free(w);

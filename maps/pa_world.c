@@ -643,6 +643,7 @@ static int world_parse(wctx *c, const char *path, pa_world *w) {
     return pa_map_yerr(c->d, NULL, c->err, c->err_sz, "out of memory");
   if (!robots) {
     w->robots[0] = pa_robot_def_default();
+    w->robots[0].place_near_origin = true; /* no pose given */
     w->robot_count = 1;
   }
   for (size_t i = 0; robots && i < nr; i++) {

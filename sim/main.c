@@ -84,6 +84,9 @@ int main(int argc, char **argv) {
       goto out;
     }
     have_world = true;
+    if (world.map.ignored_keys[0]) /* as map_server: warned, not refused */
+      pa_warn("%s: ignoring keys map_server does not read: %s",
+              mf.world ? mf.world : mf.map_yaml, world.map.ignored_keys);
     ssl = world.ssl_division;
     if (ssl) { /* a world file's ssl: section: the field is the map */
       if (pa_sim_ssl_world_file(&world, &grid, err, sizeof err) != 0) {
@@ -102,6 +105,12 @@ int main(int argc, char **argv) {
     goto out;
   }
   have_model = true;
+  if (world.robot_count && world.robots[0].place_near_origin &&
+      (model.robots0[0].start_x != 0 || model.robots0[0].start_y != 0))
+    pa_info("(0, 0) is not free on this map: robot '%s' starts at the free "
+            "pose nearest it, (%.3f, %.3f) (--robot_pose sets one)",
+            model.robots0[0].name, model.robots0[0].start_x,
+            model.robots0[0].start_y);
   pa_grid_free(&grid); /* the model holds its own copy: 1 byte a cell less */
   have_grid = false;
   if (pa_sim_state_init(&model, &state, err, sizeof err) != 0) {

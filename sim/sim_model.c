@@ -321,6 +321,76 @@ static bool init_place_free(const void *arg, uint32_t cx, uint32_t cy, double x,
                           m->obstacle_count0, x, y, r, margin);
 }
 
+/* Is robot i free at the centre of cell (cx, cy) by margin? The wall
+ * distance field answers most cells. */
+static bool near_cell_free(const pa_sim_model *m, uint32_t i, int cx, int cy,
+                           double margin, double *x, double *y) {
+  double r = m->robots0[i].radius;
+  if (m->clear[(size_t)cy * m->grid.width + (size_t)cx] * m->grid.resolution <
+      r + margin)
+    return false;
+  pa_grid_cell_center(&m->grid, cx, cy, x, y);
+  return model_robot_free(m, m->robots0, i, m->obstacles0, m->obstacle_count0,
+                          *x, *y, r, margin);
+}
+
+/* The free cell centre nearest world (0, 0) for robot i (clear of the walls,
+ * obstacles and robots before it by margin): square rings of cells around
+ * the cell of (0, 0) (or the grid's cell nearest it), each ring in a fixed
+ * order and the first of equal distances kept, so the same map gives the
+ * same pose. A cell of ring k is at least k - 0.5 cells from (0, 0): the
+ * search ends when no further ring can hold a nearer cell. */
+static bool nearest_free(const pa_sim_model *m, uint32_t i, double margin,
+                         double *bx, double *by) {
+  const pa_grid *g = &m->grid;
+  double c = cos(g->origin_yaw), sn = sin(g->origin_yaw);
+  double dx = -g->origin_x, dy = -g->origin_y;
+  double fx = (c * dx + sn * dy) / g->resolution;
+  double fy = (-sn * dx + c * dy) / g->resolution;
+  long w = (long)g->width, h = (long)g->height;
+  long c0x = fx < 0 ? 0 : fx >= (double)w ? w - 1 : (long)fx;
+  long c0y = fy < 0 ? 0 : fy >= (double)h ? h - 1 : (long)fy;
+  double best = INFINITY;
+  for (long k = 0;; k++) {
+    if ((double)k - 0.5 > best)
+      break;
+    if (c0x - k < 0 && c0x + k >= w && c0y - k < 0 && c0y + k >= h)
+      break;
+    for (long cy = c0y - k; cy <= c0y + k; cy++) {
+      if (cy < 0 || cy >= h)
+        continue;
+      bool edge = cy == c0y - k || cy == c0y + k;
+      long step = edge || k == 0 ? 1 : 2 * k;
+      for (long cx = c0x - k; cx <= c0x + k; cx += step) {
+        if (cx < 0 || cx >= w)
+          continue;
+        double ex = (double)cx + 0.5 - fx, ey = (double)cy + 0.5 - fy;
+        double dist = sqrt(ex * ex + ey * ey);
+        double x, y;
+        if (dist < best &&
+            near_cell_free(m, i, (int)cx, (int)cy, margin, &x, &y)) {
+          best = dist;
+          *bx = x;
+          *by = y;
+        }
+      }
+    }
+  }
+  return isfinite(best);
+}
+
+/* Robot i, given no pose: (0, 0) itself when it is free, else the free cell
+ * centre nearest it (a margin of 5 cm first, then touching). */
+static bool place_near_origin(const pa_sim_model *m, uint32_t i, double *x,
+                              double *y) {
+  if (model_robot_free(m, m->robots0, i, m->obstacles0, m->obstacle_count0, 0,
+                       0, m->robots0[i].radius, 0)) {
+    *x = *y = 0;
+    return true;
+  }
+  return nearest_free(m, i, 0.05, x, y) || nearest_free(m, i, 0, x, y);
+}
+
 static int model_init(pa_sim_model *m, const pa_sim_def *d, const pa_world *w,
                       const pa_grid *g, pa_grid *take, char *err,
                       size_t err_sz);
@@ -424,6 +494,12 @@ static int model_init(pa_sim_model *m, const pa_sim_def *d, const pa_world *w,
         snprintf(err, err_sz, "two robots are named '%s'", ri->name);
         goto fail;
       }
+    if (w->robots[i].place_near_origin &&
+        !place_near_origin(m, i, &ri->start_x, &ri->start_y)) {
+      snprintf(err, err_sz, "no free place on the map for robot '%s'",
+               ri->name);
+      goto fail;
+    }
     if (!model_robot_free(m, m->robots0, i, m->obstacles0, m->obstacle_count0,
                           ri->start_x, ri->start_y, ri->radius, 0)) {
       snprintf(err, err_sz,

@@ -80,6 +80,12 @@ static const pa_opt_row rows[] = {
          0.65, "occupied above this darkness")},
     {ROW(map.map_free_thresh, "map_free_thresh", PA_OPT_DOUBLE, 0, 1, 0.196,
          "free below this darkness (< --map_occupied_thresh)")},
+    {STR(map.map_unknown, "map_unknown", PA_OPT_STR, NULL,
+         "blocked|free: how unknown map cells act (unset = the world file's "
+         "unknown_blocks, blocked by default)")},
+    {STR(map.robot_pose, "robot_pose", PA_OPT_STR, NULL,
+         "x,y,yaw [m, m, rad]: robot 0's start pose (unset = the world "
+         "file's, else the free pose nearest (0, 0))")},
     {ROW(def.control_hz, "control_hz", PA_OPT_DOUBLE, 1, 100000, 200,
          "[Hz] physics rate")},
     {ROW(def.scan_hz, "scan_hz", PA_OPT_DOUBLE, 0.01, 100000, 10,

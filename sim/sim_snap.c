@@ -3,7 +3,7 @@
  * instance ("/playarea.<instance>.snap-<name>"), so they outlive a pa-sim
  * crash and go when the instance is removed. A load puts the world back as
  * saved while tick, sim time and every stream seq keep running (as reset
- * does). */
+ * does), and the scans at the same ticks after the load as after the save. */
 #define _GNU_SOURCE
 #include "pa_sim.h"
 #include "sim_int.h"
@@ -92,6 +92,7 @@ pa_status pa_sim_int_snapshot_save(const pa_sim_model *m,
   h.obstacle_size = sizeof(pa_obstacle_info);
   h.tick = s->tick;
   h.sim_time = s->sim_time;
+  h.scan_phase = (uint32_t)((s->tick - s->scan_tick0) % m->ticks_per_scan);
   size_t ni = (size_t)h.robot_count * sizeof(pa_robot_info);
   size_t ns = (size_t)h.robot_count * sizeof(pa_robot_state);
   size_t no = (size_t)h.obstacle_count * sizeof(pa_obstacle_info);
@@ -212,6 +213,12 @@ pa_status pa_sim_int_snapshot_load(const pa_sim_model *m, pa_sim_state *s,
                         .obstacles = so,
                         .obstacle_count = h.obstacle_count};
   pa_sim_int_world_install(m, s, &w);
+  /* The scan schedule as saved: robot i scans as many ticks after the load
+   * as it did after the save, so a reloaded episode sees the same scans
+   * (ticks_per_scan the same: one pa-sim's snapshot). */
+  uint64_t phase = h.scan_phase % m->ticks_per_scan;
+  if (s->tick >= phase)
+    s->scan_tick0 = s->tick - phase;
   r->snapshot.robots = h.robot_count;
   r->snapshot.tick = h.tick;
   r->snapshot.sim_time = h.sim_time;

@@ -592,8 +592,9 @@ static void test_bad_yaml(void **state) {
   expect_yaml_error("image: ok.pgm\nresolution: 0.05\norigin: [0, 0, 0]\n" GOOD_TAIL
                     "mode: fancy\n",
                     "bad.yaml:7:7: mode: expected trinary, scale or raw", NULL);
-  expect_yaml_error("image: ok.pgm\nresolutoin: 0.05\norigin: [0, 0, 0]\n" GOOD_TAIL,
-                    "bad.yaml:2:1:", "unknown key 'resolutoin'");
+  expect_yaml_error(
+      "image: ok.pgm\nresolutoin: 0.05\norigin: [0, 0, 0]\n" GOOD_TAIL,
+      "missing key 'resolution'", "(unknown keys: resolutoin)");
   expect_yaml_error("image: ok.pgm\nresolution: 0.05\nresolution: 0.1\n"
                     "origin: [0, 0, 0]\n" GOOD_TAIL,
                     "bad.yaml:3:1:", "duplicate key 'resolution'");

@@ -437,6 +437,68 @@ static void test_snapshot_bad_records(void **st) {
   pa_grid_free(&g);
 }
 
+/* The ticks after a load at which each robot scans, and what it sees, as
+ * after the save: a snapshot keeps the scan schedule (the tick runs on). */
+static void scans_after(const pa_sim_model *m, pa_sim_state *s, int ticks,
+                        uint32_t seen[][2], uint64_t *hash) {
+  uint32_t seq0[2] = {s->rs[0].scan_seq, s->rs[1].scan_seq};
+  *hash = 1469598103934665603ull;
+  for (int t = 0; t < ticks; t++) {
+    pa_sim_step(m, s); /* one thread: the scans are cast in the step */
+    for (uint32_t i = 0; i < 2; i++) {
+      seen[t][i] = s->rs[i].scan_seq - seq0[i];
+      if (t > 0 && seen[t][i] == seen[t - 1][i])
+        continue; /* no new scan: its ranges are older than the save */
+      if (t == 0 && seen[t][i] == 0)
+        continue;
+      const unsigned char *b =
+          (const unsigned char *)(s->ranges + (size_t)i * m->beam_cap);
+      for (size_t k = 0; k < (size_t)s->info[i].laser_beams * sizeof(float);
+           k++)
+        *hash = (*hash ^ b[k]) * 1099511628211ull;
+    }
+  }
+}
+
+static void test_snapshot_scan_schedule(void **st) {
+  (void)st;
+  pa_grid g;
+  ts_room(&g, 100, 100, 0.05);
+  pa_robot_def r[2] = {ts_robot("a", 1, 1, 0), ts_robot("b", 3, 3, 1)};
+  pa_sim_def d = pa_sim_def_default();
+  d.threads = 1;
+  pa_test_instance(d.instance, sizeof d.instance, "snapscan");
+  pa_sim_model m;
+  pa_sim_state s;
+  ts_make(&m, &s, &d, &g, r, 2, NULL, 0);
+  assert_int_equal(m.ticks_per_scan, 20);
+  for (int t = 0; t < 7; t++) /* saved at phase 7 */
+    pa_sim_step(&m, &s);
+  assert_int_equal(ts_cmd(&m, &s, PA_OP_SET_CMD, 0, 0.5, 0, 0.8, 0), PA_OK);
+  assert_int_equal(ts_cmd(&m, &s, PA_OP_SET_CMD, 1, 0.4, 0, -0.6, 0), PA_OK);
+  pa_cmd c;
+  memset(&c, 0, sizeof c);
+  c.op = PA_OP_SAVE_SNAPSHOT;
+  snprintf(c.name, sizeof c.name, "p");
+  pa_reply rep;
+  assert_int_equal(pa_sim_apply(&m, &s, &c, &rep), PA_OK);
+  static uint32_t a[60][2], b[60][2];
+  uint64_t ha, hb;
+  scans_after(&m, &s, 60, a, &ha);
+  c.op = PA_OP_LOAD_SNAPSHOT;
+  for (int extra = 0; extra < 3; extra++) {
+    for (int t = 0; t < 13 + 5 * extra; t++) /* loads at other phases */
+      pa_sim_step(&m, &s);
+    assert_int_equal(pa_sim_apply(&m, &s, &c, &rep), PA_OK);
+    scans_after(&m, &s, 60, b, &hb);
+    assert_memory_equal(a, b, sizeof a);
+    assert_true(ha == hb);
+  }
+  pa_stack_unlink(d.instance);
+  ts_free(&m, &s);
+  pa_grid_free(&g);
+}
+
 /* Commands at `per_spin` / `per_wait` ns apart, whichever way the tuner
  * waits, for `ns`; returns the tuner's clock after them. */
 static int64_t feed(pa_sim_spin_tuner *tu, int64_t now, int64_t ns,
@@ -575,6 +637,7 @@ int main(void) {
       cmocka_unit_test(test_threads_same),
       cmocka_unit_test(test_threads_same_crowd),
       cmocka_unit_test(test_snapshot_bad_records),
+      cmocka_unit_test(test_snapshot_scan_schedule),
       cmocka_unit_test(test_reset_scan_phase),
       cmocka_unit_test(test_obstacle_in_wall),
       cmocka_unit_test(test_op_table),

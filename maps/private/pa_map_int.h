@@ -78,6 +78,11 @@ yaml_node_t *pa_map_yget(pa_ydoc *d, yaml_node_t *n, const char *key);
  * a relative image is resolved against base_dir. */
 int pa_map_def_from_node(pa_ydoc *d, yaml_node_t *n, const char *base_dir,
                          pa_map_def *def, char *err, size_t err_sz);
+/* lenient: a map.yaml file's keys, as map_server reads them (unknown ones
+ * ignored, named in def->ignored_keys); else every key must be known. */
+int pa_map_def_from_node_x(pa_ydoc *d, yaml_node_t *root, const char *base_dir,
+                           bool lenient, pa_map_def *def, char *err,
+                           size_t err_sz);
 int pa_map_parse_yaml_g(const char *yaml_path, const pa_map_guard *g,
                         pa_map_def *def, char *err, size_t err_sz);
 /* Range checks shared by every way of making a def; what names the source. */

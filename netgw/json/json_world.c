@@ -357,11 +357,13 @@ json_t *pa_json_act_get_map_info(jctx *x) {
       pa_json_vec3(m->width * m->resolution, m->height * m->resolution, 0));
   json_array_remove(json_object_get(d, "size"), 2);
   json_object_set_new(d, "gen", json_integer(m->gen));
+  /* occupied: what blocks in pa-sim (100 in trinary and scale maps) */
+  int8_t occ_min = pa_map_block_occupied_min(m);
   uint64_t occ = 0, unk = 0, total = (uint64_t)m->width * m->height;
   for (uint64_t i = 0; i < total; i++) {
     if (cells[i] < 0)
       unk++;
-    else if (cells[i] >= 65)
+    else if (cells[i] >= occ_min)
       occ++;
   }
   json_object_set_new(d, "occupied_cells", json_integer((json_int_t)occ));
@@ -399,7 +401,8 @@ json_t *pa_json_act_get_terrain_grid(jctx *x) {
   if (published_map(x, &m, &cells) < 0)
     return NULL;
   double inflation = 0;
-  long long stride = 1, threshold = 65;
+  /* by default what blocks in pa-sim */
+  long long stride = 1, threshold = pa_map_block_occupied_min(m);
   json_t *ub = json_object_get(x->data, "unknown_blocks");
   if (pa_json_num(x, "inflation", &inflation) < 0 ||
       pa_json_int(x, "stride", 1, 64, &stride) < 0 ||

@@ -300,8 +300,8 @@ typedef struct pa_sim_snap_hdr {
   uint32_t version;
   uint32_t robot_count, obstacle_count;
   uint32_t info_size, state_size, obstacle_size; /* struct sizes at save */
-  uint32_t reserved;
-  uint64_t tick; /* when saved */
+  uint32_t scan_phase; /* (tick - scan_tick0) % ticks_per_scan when saved */
+  uint64_t tick;       /* when saved */
   double sim_time;
   uint64_t checksum; /* FNV-1a of the body, then of this header with
                       * checksum 0: a torn write does not load */

@@ -8,7 +8,7 @@ from contextlib import closing
 import numpy as np
 
 from playarea.env import Box, Dict, Discrete, LocalStack, NavEnv, NavParallelEnv, NavVectorEnv
-from playarea.env import StackError, downsample
+from playarea.env import HAVE_GYMNASIUM, HAVE_PETTINGZOO, StackError, downsample
 from playarea.env import checker
 
 _n = [0]
@@ -206,6 +206,103 @@ class Envs(unittest.TestCase):
                 n += 1
             self.assertLessEqual(n, 5)
             self.assertEqual(env.state().shape, (3 * 3 + 3 * 2,))
+
+
+class Conformance(unittest.TestCase):
+    """What Gymnasium's and PettingZoo's checkers ask, without the packages: render_mode
+    validated, closed, infos that repeat with the seed at any tick phase, autoreset-step
+    infos with the new start and goal."""
+
+    def test_render_mode_checked_before_any_stack(self):
+        for cls in (NavEnv, NavVectorEnv, NavParallelEnv):
+            with self.assertRaisesRegex(ValueError, "render_mode must be None or 'rgb_array'"):
+                cls(render_mode="bogus", instance=instance())
+
+    def test_same_seed_same_episode_at_any_tick_phase(self):
+        """decision_ticks=7 (not a multiple of the 20-tick scan period): each reset loads
+        the snapshot at another tick phase; the scan schedule and infos repeat anyway."""
+        with closing(NavEnv(instance=instance(), decision_ticks=7, max_episode_steps=50)) as env:
+            runs = []
+            for k in range(3):
+                _, info = env.reset(seed=4)
+                env.action_space.seed(1)
+                run = [info]
+                for _ in range(9 + k):  # end each run at another tick phase
+                    run.append(env.step(env.action_space.sample()))
+                runs.append(run[:10])
+            for r in runs[1:]:
+                self.assertEqual(runs[0][0], r[0])
+                for a, b in zip(runs[0][1:], r[1:]):
+                    self.assertTrue(checker._eq(a[0], b[0]))
+                    self.assertEqual(a[1:4], b[1:4])
+                    self.assertTrue(checker._eq(a[4], b[4]))
+            self.assertEqual(runs[0][0]["tick"], 20)  # held a scan period at the start
+            self.assertEqual(runs[0][3][4]["tick"], 41)
+
+    def test_vector_infos_and_closed(self):
+        env = NavVectorEnv(num_envs=3, instance=instance(), max_episode_steps=2)
+        try:
+            _, info = env.reset(seed=2)
+            for k in ("start", "goal", "distance", "tick"):
+                self.assertEqual(len(info[k]), 3)
+                self.assertTrue(np.all(info["_" + k]))
+            env.step(np.zeros((3, 2), np.float32))
+            _, _, _, tr, info = env.step(np.zeros((3, 2), np.float32))
+            self.assertTrue(np.all(tr))
+            self.assertNotIn("start", info)
+            _, _, _, _, info = env.step(np.zeros((3, 2), np.float32))  # the autoreset step
+            self.assertTrue(np.all(info["_start"]) and np.all(info["_goal"]))
+            self.assertEqual(info["start"].shape, (3, 3))
+            self.assertEqual(info["tick"].dtype, np.int64)
+            self.assertFalse(env.closed)
+        finally:
+            env.close()
+        self.assertTrue(env.closed)
+
+
+@unittest.skipUnless(HAVE_GYMNASIUM, "gymnasium not importable (PYTHONPATH=<Gymnasium checkout>)")
+class RealGymnasium(unittest.TestCase):
+    """Gymnasium's own check_env and vector wrappers, when Gymnasium is importable."""
+
+    def test_check_env(self):
+        from gymnasium.utils.env_checker import check_env
+        with closing(NavEnv(instance=instance(), render_mode="rgb_array")) as env:
+            check_env(env)
+
+    def test_vector_wrappers(self):
+        from gymnasium.vector import AutoresetMode
+        from gymnasium.wrappers import vector as vw
+        for wrap in (vw.RecordEpisodeStatistics, vw.DictInfoToList, vw.FlattenObservation,
+                     lambda e: vw.NormalizeObservation(vw.FlattenObservation(e))):
+            base = NavVectorEnv(num_envs=3, instance=instance(), max_episode_steps=3)
+            try:
+                self.assertIs(base.metadata["autoreset_mode"], AutoresetMode.NEXT_STEP)
+                env = wrap(base)
+                env.reset(seed=1)
+                for _ in range(8):
+                    env.step(env.action_space.sample())
+            finally:
+                base.close()
+
+
+@unittest.skipUnless(HAVE_PETTINGZOO, "pettingzoo not importable (PYTHONPATH=<PettingZoo checkout>)")
+class RealPettingZoo(unittest.TestCase):
+    def test_api_seed_and_state(self):
+        from pettingzoo.test import parallel_api_test, parallel_seed_test
+        from pettingzoo.test.state_test import state_test
+        from pettingzoo.utils.conversions import parallel_to_aec
+        envs = []
+
+        def make():
+            envs.append(NavParallelEnv(num_agents=3, instance=instance(), max_episode_steps=20))
+            return envs[-1]
+        try:
+            parallel_api_test(make(), num_cycles=60)
+            parallel_seed_test(make, num_cycles=20)
+            state_test(parallel_to_aec(make()), make(), num_cycles=20)
+        finally:
+            for e in envs:
+                e.close()
 
 
 if __name__ == "__main__":

@@ -8,7 +8,8 @@ import numpy as np
 
 from . import _stack
 from ._stack import F, LocalStack, Conn
-from .spaces_select import Box, Dict, Discrete, MultiDiscrete, EnvBase, VectorEnvBase, ParallelEnvBase
+from .spaces_select import (AUTORESET_NEXT_STEP, Box, Dict, Discrete, MultiDiscrete, EnvBase,
+                             VectorEnvBase, ParallelEnvBase)
 
 TWO_PI = 2.0 * math.pi
 _X, _Y, _TH, _BUMPED = F["x"], F["y"], F["theta"], F["bumped"]
@@ -72,6 +73,36 @@ def downsample(ranges, beams, range_max):
     return np.fmin(_group_min(r, beams), np.float32(range_max))
 
 
+def _check_render_mode(mode):
+    if mode not in (None, "rgb_array"):
+        raise ValueError("render_mode must be None or 'rgb_array', got %r" % (mode,))
+
+
+def _vinfo(info, mask=None):
+    """Gymnasium's vector info layout: every key an array over the sub-envs plus a
+    boolean "_key" array saying which sub-envs it holds a value for (all, or mask)."""
+    out = {}
+    for k, v in info.items():
+        out[k] = v
+        out["_" + k] = np.ones(len(v), bool) if mask is None else mask.copy()
+    return out
+
+
+def _inflate_free(free, r):
+    """free minus every cell within r cells (centre to centre) of a cell that is not;
+    outside the grid is not free."""
+    h, w = free.shape
+    k = int(math.ceil(r))
+    pad = np.zeros((h + 2 * k, w + 2 * k), bool)
+    pad[k:k + h, k:k + w] = free
+    out = free.copy()
+    for dy in range(-k, k + 1):
+        for dx in range(-k, k + 1):
+            if dx * dx + dy * dy <= r * r:
+                out &= pad[k + dy:k + dy + h, k + dx:k + dx + w]
+    return out
+
+
 class _World:
     """The stack (owned or not), the map's free cells, the robots' limits, and the
     snapshot every full reset starts from."""
@@ -129,21 +160,65 @@ class _World:
             self.close()
             raise
 
+    # get_terrain_grid answers at most this many (coarse) cells
+    TERRAIN_MAX_CELLS = 2 << 20
+
     def _load_map(self, inflation):
-        g = self.conn.request("get_terrain_grid", {"inflation": inflation})
-        rows = g["rows"]
-        self.res = float(g["resolution"]) * int(g.get("stride", 1))
+        """The cells a robot may start or aim at, from the terrain grid inflated by the
+        robot's radius plus clearance. A map over TERRAIN_MAX_CELLS is asked strided: a
+        coarse cell is free only when every cell under it is, and its sample point is
+        the centre of its middle cell, so every point is as exact as on the full grid.
+        Points are in the world frame, under the map origin's yaw."""
+        info = self.conn.request("get_map_info")
+        w, h = int(info["width"]), int(info["height"])
+        stride = 1
+        while -(-w // stride) * -(-h // stride) > self.TERRAIN_MAX_CELLS:
+            stride += 1
+        fine = float(info["resolution"])
+        self.stride = stride
+        self.res = fine * stride  # the coarse cell (render)
+        if stride == 1:  # exact: pa-netgw's distance transform
+            # unknown cells block in pa-sim by default: none within reach of a start
+            g = self.conn.request("get_terrain_grid", {"inflation": inflation, "unknown_blocks": True})
+            grid = np.array([np.frombuffer(r.encode(), np.uint8) for r in g["rows"]])
+            self.free_grid = grid == ord(".")  # row 0 = south
+        else:
+            # The distance transform of a map this big costs pa-netgw seconds: ask the
+            # plain coarse grid and inflate here, by one coarse diagonal more so that
+            # a point anywhere in a free coarse cell clears every blocked (or unknown)
+            # cell under a marked one by the inflation.
+            g = self.conn.request("get_terrain_grid", {"inflation": 0, "stride": stride})
+            grid = np.array([np.frombuffer(r.encode(), np.uint8) for r in g["rows"]])
+            self.free_grid = _inflate_free(grid == ord("."), inflation / self.res + math.sqrt(2))
         org = g["origin"]
         self.origin = (float(org[0]), float(org[1]))
-        grid = np.array([np.frombuffer(r.encode(), np.uint8) for r in rows])
-        self.free_grid = grid == ord(".")  # row 0 = south
+        self.yaw = float(org[2]) if len(org) > 2 else 0.0
+        self._cs = (math.cos(self.yaw), math.sin(self.yaw))
+        corners = self.to_world([0.0, w * fine, 0.0, w * fine], [0.0, 0.0, h * fine, h * fine])
+        # the world box the map covers (x0, y0, x1, y1): every robot and goal is in it
+        self.bounds = (float(corners[:, 0].min()), float(corners[:, 1].min()),
+                       float(corners[:, 0].max()), float(corners[:, 1].max()))
         fy, fx = np.nonzero(self.free_grid)
-        self.free_xy = np.stack([self.origin[0] + (fx + 0.5) * self.res,
-                                 self.origin[1] + (fy + 0.5) * self.res], axis=1)
+        # the middle fine cell of each coarse one (a short last row or column too)
+        cx = fx * stride + np.minimum(stride, w - fx * stride) // 2
+        cy = fy * stride + np.minimum(stride, h - fy * stride) // 2
+        self.free_xy = self.to_world((cx + 0.5) * fine, (cy + 0.5) * fine)
         if len(self.free_xy) == 0:
             raise _stack.StackError("the map has no free cell for a robot")
-        blocked = self.conn.request("get_terrain_grid", {"inflation": 0})["rows"]
+        blocked = self.conn.request("get_terrain_grid", {"inflation": 0, "stride": stride})["rows"]
         self.wall_grid = np.array([np.frombuffer(r.encode(), np.uint8) for r in blocked]) != ord(".")
+
+    def to_world(self, u, v):
+        """Map-frame metres (from the origin, along the grid) -> world [n, 2]."""
+        c, s = self._cs
+        u, v = np.asarray(u, np.float64), np.asarray(v, np.float64)
+        return np.stack([self.origin[0] + c * u - s * v, self.origin[1] + s * u + c * v], axis=-1)
+
+    def to_map(self, x, y):
+        """World -> map-frame metres (u along the grid's columns, v its rows)."""
+        c, s = self._cs
+        dx, dy = np.asarray(x, np.float64) - self.origin[0], np.asarray(y, np.float64) - self.origin[1]
+        return c * dx + s * dy, -s * dx + c * dy
 
     def _ensure_robots(self, n, robot_ids):
         have = [r["robot"] for r in self.conn.request("list_robots")["robots"]]
@@ -363,10 +438,11 @@ class _NavCore:
         wall = self.world.wall_grid[::-1]  # row 0 = north on screen
         h, w = wall.shape
         img = np.where(wall[..., None], np.uint8(40), np.uint8(235)).repeat(3, axis=2)
-        res, (ox, oy) = self.world.res, self.world.origin
+        res = self.world.res
 
         def px(x, y):
-            return int((x - ox) / res), int(h - 1 - (y - oy) / res)
+            u, v = self.world.to_map(x, y)
+            return int(u / res), int(h - 1 - v / res)
 
         def disc(x, y, r, colour):
             cx, cy = px(x, y)
@@ -383,8 +459,9 @@ class _NavCore:
                 ok = np.isfinite(rg[i]) & (rg[i] < st[i, F["range_max"]])
                 hx = st[i, F["x"]] + rg[i][ok] * np.cos(a[ok])
                 hy = st[i, F["y"]] + rg[i][ok] * np.sin(a[ok])
-                c = ((hx - ox) / res).astype(int)
-                r = (h - 1 - (hy - oy) / res).astype(int)
+                hu, hv = self.world.to_map(hx, hy)
+                c = (hu / res).astype(int)
+                r = (h - 1 - hv / res).astype(int)
                 k = (c >= 0) & (c < w) & (r >= 0) & (r < h)
                 img[r[k], c[k]] = (0, 160, 0)
             disc(goals[i, 0], goals[i, 1], self.goal_radius, (220, 30, 30))
@@ -421,8 +498,7 @@ class NavEnv(_NavCore, EnvBase):
         if kw:
             raise TypeError("NavEnv got unknown arguments %s" % sorted(kw))
         self.randomize_map = dict(randomize_map) if randomize_map else None
-        if render_mode not in (None, "rgb_array"):
-            raise ValueError("render_mode must be None or 'rgb_array'")
+        _check_render_mode(render_mode)
         if camera is not None:
             camera = tuple(int(v) for v in camera)
             if len(camera) != 2 or not all(1 <= v <= 1080 for v in camera):
@@ -452,19 +528,14 @@ class NavEnv(_NavCore, EnvBase):
         self.robot = int(w.robots[0])
         self._rm = np.float32(w.range_max)
         self._collide_at = w.radius + self.collision_margin
-        self._np_random = None
         self._goal = None
         self._last = None
+        self._tick0 = 0
 
-    @property
-    def np_random(self):
-        if self._np_random is None:
-            self._np_random = np.random.default_rng()
-        return self._np_random
-
-    def reset(self, seed=None, options=None):
-        if seed is not None:
-            self._np_random = np.random.default_rng(seed)
+    def reset(self, *, seed=None, options=None):
+        # Gymnasium's (or the local stand-in's) seeding: np_random is
+        # default_rng(seed)'s stream, np_random_seed the seed, np_random settable
+        super().reset(seed=seed)
         options = options or {}
         c = self.world.conn
         gm = options.get("generate_map")
@@ -488,11 +559,17 @@ class NavEnv(_NavCore, EnvBase):
             raise _stack.StackError("reset: every sampled start pose was blocked (100 tries)")
         self._goal = np.array([goal], dtype=np.float64)
         self._gx, self._gy = float(goal[0]), float(goal[1])
-        vals, rg, tick = self.world.step1(self.robot, 0.0, 0.0, self.decision_ticks)
+        # held still for a decision period, and at least a scan period: the first
+        # observation has a scan from the start pose (never one older than the load)
+        hold = max(self.decision_ticks, self.world.ticks_per_scan)
+        vals, rg, tick = self.world.step1(self.robot, 0.0, 0.0, hold)
         obs, self._prev, _ = self._observe1(vals, rg)
         self._steps = 0
         self._last = (vals, rg)  # rg: a view of the reply buffer until the next step
-        info = {"start": start, "goal": goal, "distance": self._prev, "tick": tick}
+        # the sim's tick runs on across snapshot loads: infos count the episode's
+        # ticks, so the same seed gives the same infos
+        self._tick0 = tick - hold
+        info = {"start": start, "goal": goal, "distance": self._prev, "tick": tick - self._tick0}
         return self._with_camera(obs, tick), info
 
     def _observe1(self, vals, rg):
@@ -571,7 +648,7 @@ class NavEnv(_NavCore, EnvBase):
         terminated = reached or (collided and self.terminate_on_collision)
         truncated = self._steps >= self.max_episode_steps and not terminated
         info = {"distance": dist, "is_success": reached, "collision": collided,
-                "tick": tick, "pose": vals[:3]}
+                "tick": tick - self._tick0, "pose": vals[:3]}
         return self._with_camera(obs, tick), float(r), terminated, truncated, info
 
     def render(self):
@@ -596,7 +673,7 @@ class NavVectorEnv(_NavCore, VectorEnvBase):
     their scans; interact=True, or a running stack without that flag, lets them.
     """
 
-    metadata = {"render_modes": ["rgb_array"], "autoreset_mode": "NextStep"}
+    metadata = {"render_modes": ["rgb_array"], "autoreset_mode": AUTORESET_NEXT_STEP}
 
     def __init__(self, num_envs=4, host=None, port=None, render_mode=None, bin_dir=None,
                  instance=None, world=None, map_yaml=None, generate_map=None, stack_args=(),
@@ -613,6 +690,7 @@ class NavVectorEnv(_NavCore, VectorEnvBase):
         if generate_map is None and world is None and map_yaml is None and self.num_envs > 16:
             side = max(12.0, round(math.sqrt(self.num_envs * 3.0)))
             generate_map = {"width": side, "height": side, "seed": 1}
+        _check_render_mode(render_mode)
         self.render_mode = render_mode
         w = _World(self.num_envs, host, port, bin_dir, instance, world, map_yaml, generate_map,
                    stack_args, shm=shm)
@@ -640,6 +718,7 @@ class NavVectorEnv(_NavCore, VectorEnvBase):
                                     (n, 2), np.float32)
         self._rngs = [np.random.default_rng() for _ in range(n)]
         self._goals = np.zeros((n, 2))
+        self._starts = np.zeros((n, 3))
         self._autoreset = np.zeros(n, dtype=bool)
         self._last = None
 
@@ -663,17 +742,20 @@ class NavVectorEnv(_NavCore, VectorEnvBase):
                     left.append(i)
                 else:
                     pos[i] = plans[i][0][:2]
+                    self._starts[i] = plans[i][0]
                     self._goals[i] = plans[i][1]
             if not left:
                 return
             todo = left
         raise _stack.StackError("cannot place robots %s" % [int(self.robots[i]) for i in todo])
 
-    def reset(self, seed=None, options=None):
+    def reset(self, *, seed=None, options=None):
         n = self.num_envs
         if seed is not None:
             seeds = [seed + i for i in range(n)] if isinstance(seed, int) else list(seed)
             self._rngs = [np.random.default_rng(s) for s in seeds]
+            if isinstance(seed, int):  # the vector env's own np_random, as Gymnasium's
+                super().reset(seed=seed)
         c = self.world.conn
         c.request("load_snapshot", {"name": self.world.snapshot})
         # Where the robots stand now; a whole decision period, so that every
@@ -689,7 +771,9 @@ class NavVectorEnv(_NavCore, VectorEnvBase):
         self._steps = np.zeros(n, dtype=np.int64)
         self._autoreset[:] = False
         self._last = (st, rg)  # views of the reply buffer until the next step: no copy
-        return self._batch_obs(scan, g, vel), {"distance": dist.copy(), "tick": d["tick"]}
+        return self._batch_obs(scan, g, vel), _vinfo({
+            "start": self._starts.copy(), "goal": self._goals.copy(), "distance": dist.copy(),
+            "tick": np.full(n, d["tick"], np.int64)})
 
     def _batch_obs(self, scan, g, vel):
         if self.flat:
@@ -715,7 +799,11 @@ class NavVectorEnv(_NavCore, VectorEnvBase):
         if len(rs):
             keep = ~self._reset_mask(rs)
             reached, collided = reached & keep, collided & keep
-        info = {"distance": dist, "is_success": reached, "collision": collided, "tick": d["tick"]}
+        info = _vinfo({"distance": dist, "is_success": reached, "collision": collided,
+                       "tick": np.full(n, d["tick"], np.int64)})
+        if len(rs):  # the sub-envs this step reset: their new start and goal
+            m = self._reset_mask(rs)
+            info.update(_vinfo({"start": self._starts.copy(), "goal": self._goals.copy()}, m))
         return obs, rew, term, trunc, info
 
     def _advance(self, cmd):
@@ -746,6 +834,7 @@ class NavVectorEnv(_NavCore, VectorEnvBase):
         if getattr(self, "world", None) is not None:
             self.world.close()
             self.world = None
+        self.closed = True
 
 
 class NavParallelEnv(_NavCore, ParallelEnvBase):
@@ -757,6 +846,7 @@ class NavParallelEnv(_NavCore, ParallelEnvBase):
     def __init__(self, num_agents=4, host=None, port=None, render_mode=None, bin_dir=None,
                  instance=None, world=None, map_yaml=None, generate_map=None, stack_args=(),
                  shm=False, **kw):
+        _check_render_mode(render_mode)
         self._vec = NavVectorEnv(num_agents, host, port, render_mode, bin_dir, instance, world,
                                  map_yaml, generate_map, stack_args, shm=shm, interact=True, **kw)
         self.render_mode = render_mode
@@ -765,6 +855,12 @@ class NavParallelEnv(_NavCore, ParallelEnvBase):
         self._idx = {a: i for i, a in enumerate(self.possible_agents)}
         self.observation_spaces = {a: self._vec.single_observation_space for a in self.possible_agents}
         self.action_spaces = {a: self._vec.single_action_space for a in self.possible_agents}
+        # state(): every robot's (x, y, theta), then every goal's (x, y), inside the map
+        x0, y0, x1, y1 = self._vec.world.bounds
+        n = num_agents
+        lo = np.array([x0, y0, -math.pi] * n + [x0, y0] * n, np.float32)
+        hi = np.array([x1, y1, math.pi] * n + [x1, y1] * n, np.float32)
+        self.state_space = Box(lo, hi, (5 * n,), np.float32)
 
     def observation_space(self, agent):
         return self.observation_spaces[agent]
