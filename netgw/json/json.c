@@ -457,6 +457,7 @@ static void finish_batch(pa_client *c) {
   json_object_set_new(o, "sim_time", json_real(pa_json_now(c->g)));
   size_t n = json_array_size(c->jresponses);
   json_object_set_new(o, "count", json_integer((json_int_t)n));
+  json_object_set(o, "responses", c->jresponses); /* OceanSim's place */
   json_t *d = json_object();
   json_object_set_new(d, "count", json_integer((json_int_t)n));
   json_object_set(d, "responses", c->jresponses);
@@ -526,7 +527,8 @@ void pa_json_line(pa_client *c, const char *line, size_t len) {
     c->jbatch = req;
     c->jresponses = json_array();
     c->jbatch_i = 0;
-    c->jbudget = reply_room(c, len, json_array_size(reqs));
+    /* the responses are sent twice: at the top and under data */
+    c->jbudget = reply_room(c, len, json_array_size(reqs)) / 2;
     run_batch(c);
     return;
   }
