@@ -106,6 +106,11 @@ static void robot_info_from_def(pa_robot_info *ri, const pa_robot_def *rd,
   ri->start_theta = pa_sim_wrap(rd->theta);
   ri->dynamics =
       rd->dynamics == PA_DYN_DYNAMIC ? PA_DYN_DYNAMIC : PA_DYN_KINEMATIC;
+  if (d->dynamics == PA_DYN_DYNAMIC) { /* --dynamics dynamic: OceanSim's */
+    ri->dynamics = PA_DYN_DYNAMIC;
+    if (ri->max_force == (float)dflt.max_force)
+      ri->max_force = (float)PA_SIM_OCEANSIM_MAX_FORCE;
+  }
   ri->thruster_count = 0;
   for (size_t k = 0; k < rd->thruster_count && k < PA_THRUSTERS_MAX; k++) {
     pa_thruster *t = &ri->thrusters[ri->thruster_count++];
