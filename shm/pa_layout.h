@@ -619,7 +619,8 @@ enum {
  * PA_DATASET_IMAGES, and dataset.json last): pa-sim writes them, pa-netgw
  * names them in the reply. */
 #define PA_DATASET_FIXED_FILES                                                 \
-  "map.yaml", "map.png", "robots.csv", "poses.csv", "scans.csv", "agents.csv"
+  "map.yaml", "map.png", "robots.csv", "poses.csv", "scans.csv", "agents.csv", \
+      "points.csv", "points.ply"
 
 #define PA_CMD_STEPS_MAX 1000000u /* ticks of one STEP */
 #define PA_CMD_SPEED_LIMIT 1e6    /* |velocity| of a drive, any unit */
