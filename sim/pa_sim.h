@@ -110,8 +110,10 @@ typedef struct pa_sim_def {
   /* Robots per team of the built-in SSL worlds (0 = 11 in A, 6 in B). */
   uint32_t ssl_robots;
   /* --dynamics dynamic (OceanSim's bodies): every robot made from a def is a
-   * dynamic body, and one at the built-in max_force gets
-   * PA_SIM_OCEANSIM_MAX_FORCE; default PA_DYN_KINEMATIC = as the world says. */
+   * dynamic body, one at the built-in max_force gets
+   * PA_SIM_OCEANSIM_MAX_FORCE, one without thrusters gets "port" and
+   * "starboard" (aft, half of it each); default PA_DYN_KINEMATIC = as the
+   * world says. */
   int dynamics;
 } pa_sim_def;
 #define PA_SIM_OCEANSIM_MAX_FORCE 200.0 /* [N] the seed's 100 N fits */

@@ -120,6 +120,19 @@ static void robot_info_from_def(pa_robot_info *ri, const pa_robot_def *rd,
     t->dir = (float)rd->thrusters[k].dir;
     t->max_force = (float)rd->thrusters[k].max_force;
   }
+  if (d->dynamics == PA_DYN_DYNAMIC && !ri->thruster_count) {
+    /* OceanSim's bodies: a twin-thruster profile (surge, and yaw from the
+     * difference) for set_thrusters / step thrusters */
+    static const char *const names[2] = {"port", "starboard"};
+    for (int k = 0; k < 2; k++) {
+      pa_thruster *t = &ri->thrusters[ri->thruster_count++];
+      snprintf(t->name, sizeof t->name, "%s", names[k]);
+      t->x = -0.8f * ri->radius;
+      t->y = (k ? -0.6f : 0.6f) * ri->radius;
+      t->dir = 0;
+      t->max_force = (float)(PA_SIM_OCEANSIM_MAX_FORCE / 2);
+    }
+  }
 }
 
 static void obstacle_info_from_def(pa_obstacle_info *oi,

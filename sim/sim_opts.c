@@ -147,8 +147,9 @@ static const pa_opt_row rows[] = {
     {STR(dynamics, "dynamics", PA_OPT_STRBUF, "world",
          "robots' bodies: world (as the world file says: kinematic unless "
          "it sets dynamics) or dynamic (every robot a dynamic body that "
-         "takes forces, OceanSim's; max_force 200 N where the world leaves "
-         "the 40 N default)")},
+         "takes forces, OceanSim's: max_force 200 N where the world leaves "
+         "the 40 N default, thrusters port and starboard of 100 N where it "
+         "declares none)")},
 };
 
 static int finish(void *args, const bool *given, char *err, size_t err_sz) {
