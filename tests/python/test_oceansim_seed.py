@@ -101,7 +101,7 @@ class OceanSimSeedTest(StackTestCase):
     def setUpClass(cls):
         cls.data_dir = tempfile.mkdtemp(prefix="pa-oceansim-")
         cls.addClassCleanup(shutil.rmtree, cls.data_dir, True)
-        cls.stack_args = tuple(docs_start_args(cls.data_dir)) + ("--no-render",)
+        cls.stack_args = tuple(docs_start_args(cls.data_dir))
         super().setUpClass()
 
     def setUp(self):
