@@ -232,6 +232,14 @@ class OceanSimSeedTest(StackTestCase):
         st = self.cmd("step", {"steps": 40})["data"]
         self.assertGreater(st["twist"][0], 0.1, st)  # both push ahead
         self.assertLess(st["twist"][2], 0.0, st)  # port harder: turns right
+        # refused by name, nothing changes
+        msg = self.err({"type": "command", "action": "set_thrusters", "data": {"thrusters": {}}},
+                       "invalid_message")
+        self.assertIn("empty", msg)
+        msg = self.err({"type": "command", "action": "set_thrusters",
+                        "data": {"thrusters": {"bow": 1.0}}}, "invalid_message")
+        self.assertIn("bow", msg)
+        self.assertIn("port", msg)
 
     def test_planar_impossible_components(self):
         """Zeros pass; a component the plane cannot do is refused by name; nothing changes."""
