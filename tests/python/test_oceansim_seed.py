@@ -218,6 +218,11 @@ class OceanSimSeedTest(StackTestCase):
         dt = st2["sim_time"] - st1["sim_time"]
         self.assertAlmostEqual((st2["pose"][1] - p0[1]) / dt,
                                (st1["velocity"][1] + st2["velocity"][1]) / 2, delta=0.01)
+        # step_batch's robots say the same
+        sb = self.cmd("step_batch", {"robots": [0], "steps": 1})["data"]["robots"][0]
+        self.assertGreater(sb["velocity"][1], st2["velocity"][1])
+        self.assertAlmostEqual(sb["velocity"][0], 0.0, places=9)
+        self.assertAlmostEqual(sb["twist"][1], sb["velocity"][1], places=9)
 
     def test_body_frame_force_and_thrusters(self):
         self.cmd("pause", t="sim_control")
