@@ -65,6 +65,7 @@ typedef struct tick_row { /* poses.csv, as copied on the loop */
 typedef struct agent_row { /* agents.csv */
   uint32_t slot, behaviour;
   double x, y, theta;
+  double vx, vy; /* [m/s] world frame, as get_state's agents */
   char name[32];
 } agent_row;
 
@@ -218,7 +219,7 @@ void pa_sim_int_rec_tick(pa_sim_state *s) {
     const pa_obstacle_info *o = &s->obs[i];
     if (!o->active || o->agent == PA_AGENT_NONE)
       continue;
-    agent_row a = {i, o->agent, o->x, o->y, o->theta, {0}};
+    agent_row a = {i, o->agent, o->x, o->y, o->theta, o->vx, o->vy, {0}};
     memcpy(a.name, o->name, sizeof a.name);
     a.name[sizeof a.name - 1] = '\0';
     *ar++ = a;
@@ -394,7 +395,7 @@ static void write_head_files(pa_sim_rec *rec) {
   rec->cloud.ply = open_in(rec, "points.ply");
   pa_sim_int_cloud_begin(&rec->cloud);
   if (rec->agents)
-    fprintf(rec->agents, "tick,sim_time,slot,name,behaviour,x,y,theta\n");
+    fprintf(rec->agents, "tick,sim_time,slot,name,behaviour,x,y,theta,vx,vy\n");
   if (rec->poses)
     fprintf(rec->poses, "tick,sim_time,robot,x,y,theta,odom_x,odom_y,"
                         "odom_theta,v,vy,w\n");
@@ -450,9 +451,9 @@ static void write_chunk(pa_sim_rec *rec, const chunk *c) {
         fprintf(rec->agents, "%llu,%.9g,%u,", (unsigned long long)h.tick,
                 h.sim_time, a.slot);
         csv_name(rec->agents, a.name);
-        fprintf(rec->agents, ",%s,%.9g,%.9g,%.9g\n",
+        fprintf(rec->agents, ",%s,%.9g,%.9g,%.9g,%.9g,%.9g\n",
                 a.behaviour < PA_AGENT_COUNT ? beh[a.behaviour] : "?", a.x, a.y,
-                a.theta);
+                a.theta, a.vx, a.vy);
       }
       rec->agent_rows += h.n;
       off += sizeof h + (size_t)h.n * sizeof(agent_row);
