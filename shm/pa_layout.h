@@ -26,8 +26,9 @@ extern "C" {
  * is refused by name ("layout version is 1, expected 2"). 2: typed
  * pa_cmd / pa_reply arguments; 4: pa_ctl.reply_watch_until; 6: the
  * observation segment and a STEP's obs_first/obs_count; 7: pa_robot_info
- * .acc_vy (was reserved2), pa-netgw's kept ports, the last odom seq sent. */
-#define PA_SHM_LAYOUT_VERSION 7u
+ * .acc_vy (was reserved2), pa-netgw's kept ports, the last odom seq sent;
+ * 8: pa_obstacle_info.vx, vy (agents' velocities). */
+#define PA_SHM_LAYOUT_VERSION 8u
 #define PA_SHM_INSTANCE_MAX 48 /* [A-Za-z0-9_-], 1..47 chars */
 
 enum pa_seg_kind {
@@ -197,6 +198,8 @@ typedef struct pa_obstacle_info {
   double radius;         /* circle [m] */
   uint8_t colour[4];
   uint32_t agent; /* enum pa_agent: 0 = a static obstacle (was reserved) */
+  uint32_t reserved;
+  double vx, vy; /* [m/s] world frame: an agent's achieved velocity, else 0 */
 } pa_obstacle_info;
 /* Agents: obstacles that move on their own (pa_obstacle_info.agent). */
 enum pa_agent {
@@ -616,7 +619,8 @@ enum {
  * PA_DATASET_IMAGES, and dataset.json last): pa-sim writes them, pa-netgw
  * names them in the reply. */
 #define PA_DATASET_FIXED_FILES                                                 \
-  "map.yaml", "map.png", "robots.csv", "poses.csv", "scans.csv", "agents.csv"
+  "map.yaml", "map.png", "robots.csv", "poses.csv", "scans.csv", "agents.csv", \
+      "points.csv", "points.ply"
 
 #define PA_CMD_STEPS_MAX 1000000u /* ticks of one STEP */
 #define PA_CMD_SPEED_LIMIT 1e6    /* |velocity| of a drive, any unit */

@@ -109,14 +109,22 @@ typedef struct pa_sim_def {
   bool ghost_robots;
   /* Robots per team of the built-in SSL worlds (0 = 11 in A, 6 in B). */
   uint32_t ssl_robots;
+  /* --dynamics dynamic (OceanSim's bodies): every robot made from a def is a
+   * dynamic body, one at the built-in max_force gets
+   * PA_SIM_OCEANSIM_MAX_FORCE, one without thrusters gets "port" and
+   * "starboard" (aft, half of it each); default PA_DYN_KINEMATIC = as the
+   * world says. */
+  int dynamics;
 } pa_sim_def;
+#define PA_SIM_OCEANSIM_MAX_FORCE 200.0 /* [N] the seed's 100 N fits */
 pa_sim_def pa_sim_def_default(void);
 
 /* pa-sim's command line (sim_opts.c): the model's def and the map flags. */
 typedef struct pa_sim_args {
   pa_sim_def def;
   pa_map_flags map;
-  char simd[16]; /* --simd, parsed into def.simd */
+  char simd[16];     /* --simd, parsed into def.simd */
+  char dynamics[16]; /* --dynamics, parsed into def.dynamics */
 } pa_sim_args;
 /* pa-sim's flag table (rows, defaults, ranges, cross-flag checks): read by
  * pa-sim's main, the launcher and the docs test. Links without the rest of

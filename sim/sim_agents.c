@@ -319,6 +319,7 @@ static void agent_tick(const pa_sim_model *m, pa_sim_state *s, uint32_t i) {
   pa_obstacle_info *o = &s->obs[i];
   pa_sim_agent *a = &s->agents[i];
   const double dt = m->dt;
+  o->vx = o->vy = 0;    /* what it achieves this tick (get_state reports it) */
   if (a->gen != o->gen) /* an agent without a behaviour record stands */
     return;
   double vx = a->vx, vy = a->vy;
@@ -327,6 +328,7 @@ static void agent_tick(const pa_sim_model *m, pa_sim_state *s, uint32_t i) {
     vx = vy = 0;
     if (!a->wp_count)
       break;
+    next_waypoint(a, o->x, o->y, 1e-9); /* standing on it (spawned there) */
     double ex = a->wpx[a->wp] - o->x, ey = a->wpy[a->wp] - o->y;
     double d = hypot(ex, ey), step = a->speed * dt;
     if (d <= step) { /* lands on it this tick */
@@ -381,6 +383,8 @@ static void agent_tick(const pa_sim_model *m, pa_sim_state *s, uint32_t i) {
   if (agent_clear(m, s, i, x1, y1, &nx, &ny) >= 0) {
     o->x = x1;
     o->y = y1;
+    o->vx = vx;
+    o->vy = vy;
     if (o->agent == PA_AGENT_WAYPOINTS)
       next_waypoint(a, o->x, o->y, 1e-9);
     return;

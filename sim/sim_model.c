@@ -106,6 +106,11 @@ static void robot_info_from_def(pa_robot_info *ri, const pa_robot_def *rd,
   ri->start_theta = pa_sim_wrap(rd->theta);
   ri->dynamics =
       rd->dynamics == PA_DYN_DYNAMIC ? PA_DYN_DYNAMIC : PA_DYN_KINEMATIC;
+  if (d->dynamics == PA_DYN_DYNAMIC) { /* --dynamics dynamic: OceanSim's */
+    ri->dynamics = PA_DYN_DYNAMIC;
+    if (ri->max_force == (float)dflt.max_force)
+      ri->max_force = (float)PA_SIM_OCEANSIM_MAX_FORCE;
+  }
   ri->thruster_count = 0;
   for (size_t k = 0; k < rd->thruster_count && k < PA_THRUSTERS_MAX; k++) {
     pa_thruster *t = &ri->thrusters[ri->thruster_count++];
@@ -114,6 +119,19 @@ static void robot_info_from_def(pa_robot_info *ri, const pa_robot_def *rd,
     t->y = (float)rd->thrusters[k].y;
     t->dir = (float)rd->thrusters[k].dir;
     t->max_force = (float)rd->thrusters[k].max_force;
+  }
+  if (d->dynamics == PA_DYN_DYNAMIC && !ri->thruster_count) {
+    /* OceanSim's bodies: a twin-thruster profile (surge, and yaw from the
+     * difference) for set_thrusters / step thrusters */
+    static const char *const names[2] = {"port", "starboard"};
+    for (int k = 0; k < 2; k++) {
+      pa_thruster *t = &ri->thrusters[ri->thruster_count++];
+      snprintf(t->name, sizeof t->name, "%s", names[k]);
+      t->x = -0.8f * ri->radius;
+      t->y = (k ? -0.6f : 0.6f) * ri->radius;
+      t->dir = 0;
+      t->max_force = (float)(PA_SIM_OCEANSIM_MAX_FORCE / 2);
+    }
   }
 }
 

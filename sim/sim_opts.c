@@ -150,6 +150,12 @@ static const pa_opt_row rows[] = {
          "on every path; auto = the fastest this CPU has)")},
     {ROW(def.ssl_robots, "ssl_robots", PA_OPT_U32, 0, 16, 0,
          "robots per team of --world ssl-a / ssl-b (0 = 11 in A, 6 in B)")},
+    {STR(dynamics, "dynamics", PA_OPT_STRBUF, "world",
+         "robots' bodies: world (as the world file says: kinematic unless "
+         "it sets dynamics) or dynamic (every robot a dynamic body that "
+         "takes forces, OceanSim's: max_force 200 N where the world leaves "
+         "the 40 N default, thrusters port and starboard of 100 N where it "
+         "declares none)")},
 };
 
 static int finish(void *args, const bool *given, char *err, size_t err_sz) {
@@ -173,6 +179,13 @@ static int finish(void *args, const bool *given, char *err, size_t err_sz) {
   if (!pa_sim_simd_cpu_has(a->def.simd)) {
     snprintf(err, err_sz, "--simd: this CPU lacks the %s instructions",
              a->simd);
+    return -1;
+  }
+  if (!strcmp(a->dynamics, "dynamic")) {
+    a->def.dynamics = PA_DYN_DYNAMIC;
+  } else if (strcmp(a->dynamics, "world")) {
+    snprintf(err, err_sz, "--dynamics: '%s' is not world or dynamic",
+             a->dynamics);
     return -1;
   }
   if (a->map.map_free_thresh >= a->map.map_occupied_thresh) {

@@ -6,6 +6,8 @@
  *   robots.csv          id, name, drive, radius, laser settings
  *   poses.csv           one row per robot per tick
  *   scans.csv           one row per scan: stamp, pose, geometry, ranges
+ *   points.csv, points.ply  every scan's returns in the world frame
+ *                       (sim_cloud.c)
  *   agents.csv          one row per agent per tick (moving obstacles)
  *   frames.csv + images/NNNNNN.png   render_image: one row per image
  *   dataset.json        what was written (last, so its presence means done)
@@ -63,6 +65,7 @@ typedef struct tick_row { /* poses.csv, as copied on the loop */
 typedef struct agent_row { /* agents.csv */
   uint32_t slot, behaviour;
   double x, y, theta;
+  double vx, vy; /* [m/s] world frame, as get_state's agents */
   char name[32];
 } agent_row;
 
@@ -106,6 +109,7 @@ struct pa_sim_rec {
   pthread_t th;
   /* export thread */
   FILE *poses, *scans, *frames, *agents;
+  pa_sim_cloud cloud; /* points.csv, points.ply */
   uint64_t rows, scan_rows, agent_rows;
   uint32_t images, images_lost;
   uint64_t cam_tick[CAM_MAX]; /* newest frame's tick per camera */
@@ -215,7 +219,7 @@ void pa_sim_int_rec_tick(pa_sim_state *s) {
     const pa_obstacle_info *o = &s->obs[i];
     if (!o->active || o->agent == PA_AGENT_NONE)
       continue;
-    agent_row a = {i, o->agent, o->x, o->y, o->theta, {0}};
+    agent_row a = {i, o->agent, o->x, o->y, o->theta, o->vx, o->vy, {0}};
     memcpy(a.name, o->name, sizeof a.name);
     a.name[sizeof a.name - 1] = '\0';
     *ar++ = a;
@@ -306,10 +310,11 @@ static void close_file(pa_sim_rec *rec, FILE **f, const char *name) {
 /* A write error of a file being written (fflush sees ENOSPC, EFBIG, EIO):
  * the export fails at once, naming the file and the error. */
 static void check_files(pa_sim_rec *rec) {
-  FILE *const fs[] = {rec->poses, rec->scans, rec->agents, rec->frames};
-  static const char *const names[] = {"poses.csv", "scans.csv", "agents.csv",
-                                      "frames.csv"};
-  for (size_t i = 0; i < 4 && !rec->failed; i++) {
+  FILE *const fs[] = {rec->poses,  rec->scans,     rec->agents,
+                      rec->frames, rec->cloud.csv, rec->cloud.ply};
+  static const char *const names[] = {"poses.csv",  "scans.csv",  "agents.csv",
+                                      "frames.csv", "points.csv", "points.ply"};
+  for (size_t i = 0; i < sizeof fs / sizeof fs[0] && !rec->failed; i++) {
     errno = 0;
     if (fs[i] && (fflush(fs[i]) != 0 || ferror(fs[i]))) {
       int e = errno;
@@ -386,8 +391,11 @@ static void write_head_files(pa_sim_rec *rec) {
   rec->poses = open_in(rec, "poses.csv");
   rec->scans = open_in(rec, "scans.csv");
   rec->agents = open_in(rec, "agents.csv");
+  rec->cloud.csv = open_in(rec, "points.csv");
+  rec->cloud.ply = open_in(rec, "points.ply");
+  pa_sim_int_cloud_begin(&rec->cloud);
   if (rec->agents)
-    fprintf(rec->agents, "tick,sim_time,slot,name,behaviour,x,y,theta\n");
+    fprintf(rec->agents, "tick,sim_time,slot,name,behaviour,x,y,theta,vx,vy\n");
   if (rec->poses)
     fprintf(rec->poses, "tick,sim_time,robot,x,y,theta,odom_x,odom_y,"
                         "odom_theta,v,vy,w\n");
@@ -443,9 +451,9 @@ static void write_chunk(pa_sim_rec *rec, const chunk *c) {
         fprintf(rec->agents, "%llu,%.9g,%u,", (unsigned long long)h.tick,
                 h.sim_time, a.slot);
         csv_name(rec->agents, a.name);
-        fprintf(rec->agents, ",%s,%.9g,%.9g,%.9g\n",
+        fprintf(rec->agents, ",%s,%.9g,%.9g,%.9g,%.9g,%.9g\n",
                 a.behaviour < PA_AGENT_COUNT ? beh[a.behaviour] : "?", a.x, a.y,
-                a.theta);
+                a.theta, a.vx, a.vy);
       }
       rec->agent_rows += h.n;
       off += sizeof h + (size_t)h.n * sizeof(agent_row);
@@ -467,6 +475,7 @@ static void write_chunk(pa_sim_rec *rec, const chunk *c) {
         }
         fputc('\n', rec->scans);
       }
+      pa_sim_int_cloud_scan(&rec->cloud, h, p);
       rec->scan_rows++;
       off += (sizeof sh + (size_t)h->count * sizeof(float) + 7) & ~(size_t)7;
     }
@@ -607,6 +616,7 @@ static void write_manifest(pa_sim_rec *rec, char **files, size_t n,
                       json_integer((json_int_t)rec->final_tick));
   json_object_set_new(o, "rows", json_integer((json_int_t)rec->rows));
   json_object_set_new(o, "scans", json_integer((json_int_t)rec->scan_rows));
+  json_object_set_new(o, "points", json_integer((json_int_t)rec->cloud.points));
   json_object_set_new(o, "agent_rows",
                       json_integer((json_int_t)rec->agent_rows));
   json_object_set_new(o, "rows_dropped",
@@ -722,6 +732,13 @@ static void *export_main(void *arg) {
   close_file(rec, &rec->scans, "scans.csv");
   close_file(rec, &rec->agents, "agents.csv");
   close_file(rec, &rec->frames, "frames.csv");
+  if (pa_sim_int_cloud_end(&rec->cloud) != 0 && !rec->failed) {
+    rec->failed = true;
+    snprintf(rec->err, sizeof rec->err, "writing points.ply failed: %s",
+             strerror(errno));
+  }
+  close_file(rec, &rec->cloud.csv, "points.csv");
+  close_file(rec, &rec->cloud.ply, "points.ply");
   char **files = NULL;
   size_t n = file_list(rec, &files);
   bool pack = (rec->flags & PA_DATASET_PACK) && !aborted;

@@ -298,8 +298,8 @@ int pa_sim_shm_resume(const pa_sim_model *m, pa_sim_state *s, pa_stack *st,
       break;
     }
   }
-  if (nr == 0)
-    return 0;
+  /* A world without robots resumes too: its obstacles and agents, its
+   * time (its robots were removed: none comes back from the world file). */
   uint32_t cap = pa_ring_max_record(st->state);
   uint8_t *buf = malloc(cap);
   if (!buf) {

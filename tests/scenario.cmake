@@ -15,3 +15,8 @@ pa_add_test(test_map_scenario SOURCES test_map_scenario.c LIBS pa_map
 if(COMMAND pa_add_python_test)
   pa_add_python_test(python_dataset test_dataset TIMEOUT 180)
 endif()
+# Every example of OceanSim's protocol v2 text, sent as its users send it to
+# a stack started as docs/oceansim.md says (issue 39).
+if(COMMAND pa_add_python_test)
+  pa_add_python_test(python_oceansim_seed test_oceansim_seed TIMEOUT 240)
+endif()

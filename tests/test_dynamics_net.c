@@ -243,8 +243,7 @@ static void test_frames_and_thrusters(void **st) {
   ok0("set_body_velocity", "{\"robot\":\"sub\",\"velocity\":[0,0.5,0,0,0,0]}");
   ok0("step", "{\"robot\":\"sub\",\"steps\":400}");
   json_t *d = ok(&j, "get_state", "{\"robot\":\"sub\"}");
-  double v =
-      json_number_value(json_array_get(json_object_get(d, "velocity"), 0));
+  double v = json_number_value(json_array_get(json_object_get(d, "twist"), 0));
   json_decref(j);
   assert_true(fabs(v - 0.5) < 1e-6);
 }

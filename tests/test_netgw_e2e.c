@@ -516,7 +516,9 @@ static void json_actions(void **state) {
   json_t *d = json_object_get(j, "data");
   assert_int_equal(json_array_size(json_object_get(d, "pose")), 3);
   assert_int_equal(json_array_size(json_object_get(d, "odom")), 3);
-  assert_int_equal(json_array_size(json_object_get(d, "velocity")), 2);
+  assert_int_equal(json_array_size(json_object_get(d, "velocity")), 3);
+  assert_int_equal(json_array_size(json_object_get(d, "twist")), 3);
+  assert_true(json_is_number(json_object_get(d, "depth")));
   assert_true(json_is_number(json_object_get(d, "head")));
   assert_true(json_is_integer(json_object_get(d, "tick")));
   json_t *scan = json_object_get(json_object_get(d, "sensors"), "scan");

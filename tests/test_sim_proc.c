@@ -892,9 +892,9 @@ static int count_lines(const char *path) {
 }
 
 static void rm_dataset(const char *dir) {
-  static const char *const files[] = {"map.yaml",    "map.png",   "robots.csv",
-                                      "poses.csv",   "scans.csv", "agents.csv",
-                                      "dataset.json"};
+  static const char *const files[] = {
+      "map.yaml",   "map.png",    "robots.csv", "poses.csv",   "scans.csv",
+      "agents.csv", "points.csv", "points.ply", "dataset.json"};
   char p[700];
   for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
     snprintf(p, sizeof p, "%s/run1/%s", dir, files[i]);

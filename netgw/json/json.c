@@ -233,32 +233,42 @@ static void write_spliced(pa_client *c, const char *s, size_t n) {
   free(out);
 }
 
-static void send_json(pa_client *c, json_t *o) {
-  char *s = json_dumps(o, DUMP_FLAGS);
-  json_decref(o);
-  if (!s) {
-    static const char oom[] =
-        "{\"type\":\"error\",\"status\":\"error\",\"success\":false,"
-        "\"error\":{\"code\":\"busy\",\"message\":\"out of memory\"}}\n";
-    pa_gw_write(c, oom, sizeof oom - 1);
-    splices_free(c);
-    free(c->bin); /* no header line: no block */
-    c->bin = NULL;
-    return;
-  }
-  size_t n = strlen(s);
-  s[n] = '\n'; /* replaces the terminator: one write for line + EOL */
+static void send_oom(pa_client *c) {
+  static const char oom[] =
+      "{\"type\":\"error\",\"status\":\"error\",\"success\":false,"
+      "\"error\":{\"code\":\"busy\",\"message\":\"out of memory\"}}\n";
+  pa_gw_write(c, oom, sizeof oom - 1);
+  splices_free(c);
+  free(c->bin); /* no header line: no block */
+  c->bin = NULL;
+}
+
+/* Writes a reply line (n bytes, its '\n' included) with its ranges spliced
+ * in, then a binary reply's block. */
+static void send_line(pa_client *c, const char *s, size_t n) {
   if (c->n_spl)
-    write_spliced(c, s, n + 1);
+    write_spliced(c, s, n);
   else
-    pa_gw_write(c, s, n + 1);
-  free(s);
+    pa_gw_write(c, s, n);
   splices_free(c);
   if (c->bin) /* a binary reply's block follows its header line */
     pa_gw_write(c, c->bin, c->bin_n);
   free(c->bin);
   c->bin = NULL;
   c->bin_n = 0;
+}
+
+static void send_json(pa_client *c, json_t *o) {
+  char *s = json_dumps(o, DUMP_FLAGS);
+  json_decref(o);
+  if (!s) {
+    send_oom(c);
+    return;
+  }
+  size_t n = strlen(s);
+  s[n] = '\n'; /* replaces the terminator: one write for line + EOL */
+  send_line(c, s, n + 1);
+  free(s);
 }
 
 void pa_json_error_line(pa_client *c, pa_status st, const char *msg) {
@@ -457,14 +467,35 @@ static void finish_batch(pa_client *c) {
   json_object_set_new(o, "sim_time", json_real(pa_json_now(c->g)));
   size_t n = json_array_size(c->jresponses);
   json_object_set_new(o, "count", json_integer((json_int_t)n));
-  json_t *d = json_object();
-  json_object_set_new(d, "count", json_integer((json_int_t)n));
-  json_object_set(d, "responses", c->jresponses);
-  json_object_set_new(o, "data", d);
+  /* The responses at the top (OceanSim's place) and under data (ours): the
+   * array is formatted once and written in both places. */
+  char *e = json_dumps(o, DUMP_FLAGS);
+  char *a = json_dumps(c->jresponses, DUMP_FLAGS);
+  json_decref(o);
   json_decref(c->jbatch);
   json_decref(c->jresponses);
   c->jbatch = c->jresponses = NULL;
-  send_json(c, o);
+  char *line = NULL, mid[64];
+  size_t len = 0, cap = 0;
+  int bad = !e || !a;
+  if (!bad) {
+    size_t al = strlen(a);
+    int m =
+        snprintf(mid, sizeof mid, ",\"data\":{\"count\":%zu,\"responses\":", n);
+    bad |= buf_put(&line, &len, &cap, e, strlen(e) - 1); /* less its '}' */
+    bad |= buf_put(&line, &len, &cap, ",\"responses\":", 13);
+    bad |= buf_put(&line, &len, &cap, a, al);
+    bad |= buf_put(&line, &len, &cap, mid, (size_t)m);
+    bad |= buf_put(&line, &len, &cap, a, al);
+    bad |= buf_put(&line, &len, &cap, "}}\n", 3);
+  }
+  free(e);
+  free(a);
+  if (bad)
+    send_oom(c);
+  else
+    send_line(c, line, len);
+  free(line);
 }
 
 /* Runs batch requests from jbatch_i until one waits or all are answered. */
@@ -526,7 +557,8 @@ void pa_json_line(pa_client *c, const char *line, size_t len) {
     c->jbatch = req;
     c->jresponses = json_array();
     c->jbatch_i = 0;
-    c->jbudget = reply_room(c, len, json_array_size(reqs));
+    /* the responses are sent twice: at the top and under data */
+    c->jbudget = reply_room(c, len, json_array_size(reqs)) / 2;
     run_batch(c);
     return;
   }

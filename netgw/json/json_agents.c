@@ -245,7 +245,8 @@ json_t *pa_json_done_clear_agents(jctx *x, const pa_reply *r) {
 }
 
 size_t pa_json_cost_get_agents(jctx *x) {
-  return (size_t)x->c->g->ctl->def.max_obstacles * 256 + PA_JSON_SMALL_REPLY;
+  return (size_t)x->c->g->ctl->def.max_obstacles * PA_JSON_AGENT_BYTES +
+         PA_JSON_SMALL_REPLY;
 }
 
 uint32_t pa_json_agents_count(pa_netgw *g) {
@@ -276,6 +277,8 @@ json_t *pa_json_agents_list(jctx *x) {
     json_object_set_new(j, "behaviour", json_string(behaviours[o->agent]));
     json_object_set_new(j, "shape", pa_json_shape(o));
     json_object_set_new(j, "pose", pa_json_vec3(o->x, o->y, o->theta));
+    /* world frame, OceanSim's [vx, vy, vz] as the robots' */
+    json_object_set_new(j, "velocity", pa_json_vec3(o->vx, o->vy, 0.0));
     pa_json_extent(j, o);
     json_array_append_new(list, j);
   }

@@ -457,7 +457,7 @@ size_t pa_json_cost_step_batch(jctx *x) {
     beams = g->ctl->def.max_beams;
   size_t per = !obs  ? 0
                : bin ? PA_OBS_FIELDS * 8 + beams * 4
-                     : 600 + beams * 20;
+                     : 700 + beams * 20;
   return n * per + PA_JSON_SMALL_REPLY;
 }
 
@@ -682,7 +682,12 @@ static json_t *robot_json(pa_client *c, uint32_t id, const pa_robot_state *rs,
     json_object_set_new(o, "pose", pa_json_vec3(rs->x, rs->y, rs->theta));
     json_object_set_new(o, "odom",
                         pa_json_vec3(rs->odom_x, rs->odom_y, rs->odom_theta));
-    json_object_set_new(o, "velocity", pa_json_vec3(rs->v, rs->vy, rs->w));
+    /* as get_state: world-frame velocity (OceanSim's), the body's twist */
+    double c0 = cos(rs->theta), s0 = sin(rs->theta);
+    json_object_set_new(
+        o, "velocity",
+        pa_json_vec3(c0 * rs->v - s0 * rs->vy, s0 * rs->v + c0 * rs->vy, 0.0));
+    json_object_set_new(o, "twist", pa_json_vec3(rs->v, rs->vy, rs->w));
     json_object_set_new(o, "head", json_real(rs->head));
     json_object_set_new(o, "bumped", json_boolean(rs->flags & PA_RS_BUMPED));
   }

@@ -156,9 +156,15 @@ static int thrusters(jctx *x, pa_cmd *cmd) {
   json_t *t = json_object_get(x->data, "thrusters");
   if (!t || json_is_null(t))
     return 0;
-  if (!json_is_object(t) || json_object_size(t) == 0) {
+  if (!json_is_object(t)) {
     pa_json_fail(x, PA_ERR_INVALID_MESSAGE,
                  "data.thrusters must be an object {name: value in [-1, 1]}");
+    return -1;
+  }
+  if (json_object_size(t) == 0) { /* it would change nothing: say so */
+    pa_json_fail(x, PA_ERR_INVALID_MESSAGE,
+                 "data.thrusters is empty: name at least one thruster "
+                 "{name: value in [-1, 1]}");
     return -1;
   }
   if (!dynamic_robot(x, "thrusters"))

@@ -74,6 +74,7 @@ typedef struct jctx {
 
 /* [bytes] what a reply without a size bound (a NULL `cost`) may take. */
 #define PA_JSON_SMALL_REPLY 4096u
+#define PA_JSON_AGENT_BYTES 384u /* an agent of get_agents / get_state */
 
 /* Returned by a handler that left the client waiting for pa-sim. */
 extern char pa_json_pending;
@@ -172,6 +173,7 @@ json_t *pa_json_scan(pa_client *c, const pa_scan *s, bool with_time);
 /* Reply size bounds (the table's cost column). */
 size_t pa_json_cost_list_robots(jctx *x);
 size_t pa_json_cost_state(jctx *x);
+size_t pa_json_cost_sensors(jctx *x);
 json_t *pa_json_act_get_pose(jctx *x);
 json_t *pa_json_act_set_pose(jctx *x);
 json_t *pa_json_act_subscribe(jctx *x);

@@ -87,20 +87,20 @@ static json_t *state_json(jctx *x, uint32_t robot, const pa_robot_info *info,
   json_object_set_new(d, "pose", pa_json_vec3(rs->x, rs->y, rs->theta));
   json_object_set_new(d, "odom",
                       pa_json_vec3(rs->odom_x, rs->odom_y, rs->odom_theta));
-  if (info->drive == PA_DRIVE_OMNI) {
-    json_object_set_new(d, "velocity", pa_json_vec3(rs->v, rs->vy, rs->w));
-  } else {
-    json_t *v = json_array();
-    json_array_append_new(v, json_real(rs->v));
-    json_array_append_new(v, json_real(rs->w));
-    json_object_set_new(d, "velocity", v);
-  }
+  /* OceanSim's velocity: world frame [vx, vy, vz], what the body does
+   * (sideways too when it slides); the body-frame twist beside it. */
+  double c = cos(rs->theta), s = sin(rs->theta);
+  json_object_set_new(
+      d, "velocity",
+      pa_json_vec3(c * rs->v - s * rs->vy, s * rs->v + c * rs->vy, 0.0));
+  json_object_set_new(d, "twist", pa_json_vec3(rs->v, rs->vy, rs->w));
   json_object_set_new(d, "head", json_real(rs->head));
   /* OceanSim's state fields that a planar robot has */
   json_t *pos = json_array();
   json_array_append_new(pos, json_real(rs->x));
   json_array_append_new(pos, json_real(rs->y));
   json_object_set_new(d, "position", pos);
+  json_object_set_new(d, "depth", json_real(0.0)); /* the plane is z = 0 */
   json_object_set_new(d, "speed", json_real(hypot(rs->v, rs->vy)));
   json_object_set_new(d, "heading_deg", json_real(rs->theta * 180.0 / M_PI));
   json_object_set_new(d, "yaw_rate", json_real(rs->w));
@@ -322,7 +322,12 @@ size_t pa_json_cost_list_robots(jctx *x) {
 /* A state with its scan: at most 20 bytes per range ("-1000000000.000001,"). */
 size_t pa_json_cost_state(jctx *x) {
   return (size_t)x->info.laser_beams * 20 +
-         (size_t)pa_json_agents_count(x->c->g) * 256 + PA_JSON_SMALL_REPLY;
+         (size_t)pa_json_agents_count(x->c->g) * PA_JSON_AGENT_BYTES +
+         PA_JSON_SMALL_REPLY;
+}
+
+size_t pa_json_cost_sensors(jctx *x) { /* the scan twice: sensors.scan, scan */
+  return (size_t)x->info.laser_beams * 40 + PA_JSON_SMALL_REPLY;
 }
 
 json_t *pa_json_act_list_robots(jctx *x) {
@@ -399,9 +404,13 @@ json_t *pa_json_act_get_state(jctx *x) {
   return state_json(x, x->idx, &x->info, &x->sim_time);
 }
 
+/* OceanSim's "state response whose data contains sensors", and the scan
+ * beside it as before. */
 json_t *pa_json_act_get_sensors(jctx *x) {
   const pa_tick *t = pa_gw_latest(x->c->g);
-  json_t *d = sensors_json(x->c, x->idx);
+  json_t *d = json_object(), *sn = sensors_json(x->c, x->idx);
+  json_object_set(d, "scan", json_object_get(sn, "scan"));
+  json_object_set_new(d, "sensors", sn);
   json_object_set_new(d, "robot", json_integer(x->idx));
   json_object_set_new(d, "tick", json_integer(t ? (json_int_t)t->tick : 0));
   return d;

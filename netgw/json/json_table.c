@@ -122,7 +122,7 @@ static json_t *pa_json_act_set_time_scale(jctx *x) {
 static const jaction actions[] = {
     /* name, envelope types, completion, reply size bound, flags, data keys */
     ROW(get_state, CMD, NULL, COST(state), JF_ROBOT | JF_STATE, "robot"),
-    ROW(get_sensors, CMD, NULL, COST(state), JF_ROBOT | JF_STATE, "robot"),
+    ROW(get_sensors, CMD, NULL, COST(sensors), JF_ROBOT | JF_STATE, "robot"),
     ROW(step, CMD, DONE(step), COST(state), JF_ROBOT | JF_SIM | JF_STATE,
         "robot steps v vx vy w head force thrusters"),
     ROW(step_batch, CMD, DONE(step_batch), COST(step_batch), JF_SIM | JF_STATE,
@@ -152,7 +152,7 @@ static const jaction actions[] = {
     ROW(get_map_info, CMD, NULL, NULL, 0, ""),
     ROW(get_terrain_grid, CMD, NULL, COST(get_terrain_grid), 0,
         "inflation stride threshold unknown_blocks cell_size inflation_radius "
-        "include_static_obstacles include_dynamic_agents format"),
+        "include_static_obstacles include_dynamic_agents format auv_y"),
     ROW(get_property, CMD, NULL, NULL, 0, "name robot property index"),
     ROW(set_property, CMD, DONE(set_property), NULL, JF_SIM,
         "name robot property value index"),

@@ -1,6 +1,7 @@
 /* json_terrain.c - get_terrain_grid as OceanSim's: cell_size [m],
  * inflation_radius [m], include_static_obstacles, include_dynamic_agents,
- * and class_grid (free / terrain / static obstacle / agent) beside the 0/1
+ * auv_y (the slice the grid is cut at: the planar world is the same at every
+ * one) and class_grid (free / terrain / static obstacle / agent) beside the 0/1
  * grid, as arrays, or as a compact binary block for large maps. The older
  * form (stride, inflation, rows of characters) stays in json_world.c. */
 #define _GNU_SOURCE
@@ -18,9 +19,12 @@ enum { C_UNKNOWN = -1, C_FREE = 0, C_TERRAIN = 1, C_STATIC = 2, C_AGENT = 3 };
 #define ARRAY_MAX_CELLS (1u << 20)   /* as JSON arrays: ~4 bytes a cell */
 #define BINARY_MAX_CELLS (16u << 20) /* as the binary block: 2 bytes a cell */
 
-static const char *const oceansim_keys[] = {"cell_size", "inflation_radius",
+static const char *const oceansim_keys[] = {"cell_size",
+                                            "inflation_radius",
                                             "include_static_obstacles",
-                                            "include_dynamic_agents", "format"};
+                                            "include_dynamic_agents",
+                                            "format",
+                                            "auv_y"};
 
 bool pa_json_terrain_is_oceansim(jctx *x) {
   for (size_t i = 0; i < sizeof oceansim_keys / sizeof oceansim_keys[0]; i++)
@@ -45,6 +49,7 @@ static int want_format(jctx *x) {
 
 typedef struct tgrid {
   double cs, infl; /* [m] cell size, inflation radius */
+  double auv_y;    /* [m] OceanSim's slice coordinate: every one is the plane */
   bool statics, agents, unknown_blocks;
   int format;      /* 0 arrays, 1 binary */
   uint32_t ow, oh; /* coarse cells */
@@ -57,7 +62,9 @@ static int read_req(jctx *x, const pa_map_block *m, tgrid *t) {
   t->statics = true;
   t->agents = false;
   t->unknown_blocks = false;
+  t->auv_y = 0;
   if (pa_json_num(x, "cell_size", &t->cs) < 0 ||
+      pa_json_num(x, "auv_y", &t->auv_y) < 0 ||
       pa_json_bool(x, "unknown_blocks", &t->unknown_blocks) < 0 ||
       pa_json_num(x, "inflation_radius", &t->infl) < 0 ||
       pa_json_bool(x, "include_static_obstacles", &t->statics) < 0 ||
@@ -297,6 +304,7 @@ json_t *pa_json_terrain_oceansim(jctx *x) {
   json_object_set_new(d, "origin",
                       pa_json_vec3(m->origin_x, m->origin_y, m->origin_yaw));
   json_object_set_new(d, "inflation_radius", json_real(t.infl));
+  json_object_set_new(d, "auv_y", json_real(t.auv_y));
   json_object_set_new(d, "include_static_obstacles", json_boolean(t.statics));
   json_object_set_new(d, "include_dynamic_agents", json_boolean(t.agents));
   json_object_set_new(d, "gen", json_integer(m->gen));

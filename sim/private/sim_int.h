@@ -383,6 +383,19 @@ bool pa_sim_int_rec_due(const pa_sim_state *s);
  * reply to send (PA_DATASET_WAIT: the paths' counts and a status; call
  * again for more). */
 bool pa_sim_int_rec_collect(pa_sim_state *s, pa_reply *r);
+/* export_dataset's point clouds (sim_cloud.c): points.csv and points.ply
+ * (either FILE may be NULL), each scan's returns in the world frame; begin
+ * writes the headers, end patches the PLY's vertex count (0, or -1 when
+ * that write failed). */
+typedef struct pa_sim_cloud {
+  FILE *csv, *ply;
+  uint64_t points; /* written so far */
+  long count_at;   /* the PLY's vertex count digits; -1 = none */
+} pa_sim_cloud;
+void pa_sim_int_cloud_begin(pa_sim_cloud *c);
+void pa_sim_int_cloud_scan(pa_sim_cloud *c, const pa_scan *h,
+                           const uint8_t *ranges);
+int pa_sim_int_cloud_end(pa_sim_cloud *c);
 /* export_dataset's files (sim_pack.c): an RGB888 image (row 0 = top) as
  * PNG; the files (relative to root) as one ustar .tar.gz whose entries sit
  * under top/. Each written whole then renamed: 0, or -1 with err set. */

@@ -202,7 +202,7 @@ class DatasetTest(StackTestCase):
         self.assertIn("agentruns/a1/agents.csv", d["paths"])
         with open(os.path.join(self.data_dir, "agentruns", "a1", "agents.csv")) as f:
             lines = f.read().splitlines()
-        self.assertEqual(lines[0], "tick,sim_time,slot,name,behaviour,x,y,theta")
+        self.assertEqual(lines[0], "tick,sim_time,slot,name,behaviour,x,y,theta,vx,vy")
         rows = [ln.split(",") for ln in lines[1:]]
         self.assertEqual(len(rows), d["ticks"])  # one agent, every tick
         self.assertEqual({r[3] for r in rows}, {'"walker"'})
@@ -211,6 +211,11 @@ class DatasetTest(StackTestCase):
         self.assertEqual(ticks, list(range(d["first_tick"], d["last_tick"] + 1)))
         xs = [float(r[5]) for r in rows]
         self.assertGreater(max(xs) - min(xs), 0.1, "the agent did not move: %s" % xs[:5])
+        # its velocity is what its x does from one tick to the next (0.5 m/s along x)
+        for a, b in zip(rows, rows[1:]):
+            if float(b[8]) != 0.0:
+                self.assertAlmostEqual((float(b[5]) - float(a[5])) * HZ, float(b[8]), delta=1e-6)
+        self.assertAlmostEqual(max(abs(float(r[8])) for r in rows), 0.5, places=9)
         with open(os.path.join(self.data_dir, "agentruns", "a1", "dataset.json")) as f:
             self.assertEqual(json.load(f)["agent_rows"], d["ticks"])
 

@@ -31,7 +31,7 @@ class DynamicsTest(StackTestCase):
         sim.set_body_velocity([0, 0.3, 0, 0, 0, 0])
         sim.step_n(200)  # step() would send its own v = 0
         st = sim.get_state()
-        self.assertAlmostEqual(st["velocity"][0], 0.3, places=6)
+        self.assertAlmostEqual(st["twist"][0], 0.3, places=6)
         sim.apply_torque(1.0, seconds=0.1)
         sim.reset()
 

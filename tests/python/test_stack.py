@@ -98,8 +98,8 @@ class ClientTest(StackTestCase):
         self.assertAlmostEqual(o.t, st["sim_time"], places=9)
         for got, want in zip((o.x, o.y, o.theta), st["odom"]):
             self.assertAlmostEqual(got, want, delta=1e-5)
-        self.assertAlmostEqual(o.v, st["velocity"][0], delta=1e-5)
-        self.assertAlmostEqual(o.w, st["velocity"][1], delta=1e-5)
+        self.assertAlmostEqual(o.v, st["twist"][0], delta=1e-5)
+        self.assertAlmostEqual(o.w, st["twist"][2], delta=1e-5)
         self.assertEqual(r.dropped["odom"], 0)
 
     def test_scan_matches_get_state(self):
@@ -285,7 +285,7 @@ class ClientTest(StackTestCase):
         self.assertAlmostEqual(got["value"], 0.25, places=6)
         self.sim.teleport(0, 0, 0)
         st = self.sim.step(v=1.0, w=0.0, steps=200)
-        self.assertAlmostEqual(st["velocity"][0], 0.25, places=5)
+        self.assertAlmostEqual(st["twist"][0], 0.25, places=5)
         # Fewer beams: the next scan has that many ranges.
         self.sim.set_property("laser_beams", 90)
         status = self.sim.get_status()
@@ -341,14 +341,14 @@ class ClientTest(StackTestCase):
         self.sim.teleport(0, 0, 0)
         self.sim.set_wheels(0.2, 0.3)
         st = self.sim.step(steps=100, v=0.25, w=0.4)  # the same command, as v and w
-        v_w = st["velocity"]
+        v_w = st["twist"]
         self.sim.teleport(0, 0, 0)
         self.sim.set_wheels(0.2, 0.3)
         self.sim.step_n(100)
         st = self.sim.get_state()
-        self.assertAlmostEqual(st["velocity"][0], 0.25, places=5)
-        self.assertAlmostEqual(st["velocity"][1], 0.4, places=5)
-        self.assertEqual(st["velocity"], v_w)
+        self.assertAlmostEqual(st["twist"][0], 0.25, places=5)
+        self.assertAlmostEqual(st["twist"][2], 0.4, places=5)
+        self.assertEqual(st["twist"], v_w)
         for data, code in (({"left": 0.1}, "invalid_action_shape"),
                            ({"left": 0.1, "right": "x"}, "invalid_action_shape")):
             with self.assertRaises(Error, msg=data) as cm:

@@ -143,8 +143,8 @@ const tests = {
     const st = await stack.json.ok("get_state", { robot: 0 });
     const moved = Math.hypot(st.pose[0] - before[0], st.pose[1] - before[1]);
     assert.ok(moved > 0.2, `moved ${moved} m`);
-    assert.ok(st.velocity[0] > 0.3, `v ${st.velocity[0]}`);
-    assert.ok(Math.abs(st.velocity.at(-1) - 0.4) < 0.1, `w ${st.velocity.at(-1)}`);
+    assert.ok(st.twist[0] > 0.3, `v ${st.twist[0]}`);
+    assert.ok(Math.abs(st.twist[2] - 0.4) < 0.1, `w ${st.twist[2]}`);
     // a topic that is not a cmd_vel, and a malformed twist, get a status
     const bad = f.c.advertise({ topic: "/robot0/other", encoding: "json", schemaName: "x" });
     f.c.sendMessage(bad, twist);

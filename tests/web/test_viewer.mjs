@@ -66,14 +66,14 @@ run(async () => {
   const x0 = (await tcp.request('get_pose', { robot: 0 })).data.pose[0];
   await page.locator('#view').focus();
   await page.keyboard.down('w');
-  await until(async () => (await tcp.request('get_state', { robot: 0 })).data.velocity[0] > 0.2, 'W held: the robot drives forward');
+  await until(async () => (await tcp.request('get_state', { robot: 0 })).data.twist[0] > 0.2, 'W held: the robot drives forward');
   await page.waitForTimeout(400);
   await page.keyboard.up('w');
-  await until(async () => near((await tcp.request('get_state', { robot: 0 })).data.velocity[0], 0, 1e-3), 'W released: the robot stops');
+  await until(async () => near((await tcp.request('get_state', { robot: 0 })).data.twist[0], 0, 1e-3), 'W released: the robot stops');
   const x1 = (await tcp.request('get_pose', { robot: 0 })).data.pose[0];
   check(x1 > x0 + 0.05, `it moved forward (${x0} -> ${x1})`);
   await page.keyboard.down('ArrowLeft');
-  await until(async () => (await tcp.request('get_state', { robot: 0 })).data.velocity.at(-1) > 0.5, 'left arrow turns left');
+  await until(async () => (await tcp.request('get_state', { robot: 0 })).data.twist[2] > 0.5, 'left arrow turns left');
   await page.keyboard.up('ArrowLeft');
 
   // draw a box obstacle; it exists for a TCP client; then remove it

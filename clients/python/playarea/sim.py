@@ -193,10 +193,12 @@ class Sim:
     # ---- state and stepping ----------------------------------------------------
 
     def get_state(self, robot=0):
-        """Pose (ground truth), odometry, velocity, head, tick, sim_time and latest scan."""
+        """Pose (ground truth), odometry, velocity (world frame [vx, vy, vz], OceanSim's),
+        twist (body frame [v, vy, w]), head, tick, sim_time and latest scan."""
         return self.request("get_state", {"robot": robot})
 
     def get_sensors(self, robot=0):
+        """The latest sensors: {"sensors": {"scan": ...}, "scan": ...}."""
         return self.request("get_sensors", {"robot": robot})
 
     def step(self, v=0.0, w=0.0, head=0.0, steps=1, robot=0, **extra):
