@@ -28,7 +28,7 @@ packages=(
   python3-glad python3-numpy python3-matplotlib python3-distributed python3-setuptools python3-pip
   xvfb xauth procps strace valgrind netcat-openbsd
   clang libclang-rt-14-dev
-  libwslay-dev libzstd-dev libturbojpeg0-dev libjpeg62-turbo-dev
+  libwslay-dev libzstd-dev zlib1g-dev libturbojpeg0-dev libjpeg62-turbo-dev
   libprotobuf-c-dev protobuf-c-compiler protobuf-compiler python3-protobuf
   libavcodec-dev libavformat-dev libavutil-dev libswscale-dev ffmpeg
   python3-prometheus-client prometheus
