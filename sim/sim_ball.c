@@ -270,10 +270,19 @@ static void fire(const pa_ssl_body *o, pa_ssl_bot *bot, pa_ssl_ball *b,
   b->vx = sx + k * cos(ang) * c;
   b->vy = sy + k * cos(ang) * s;
   b->vz = k * sin(ang);
+  /* The cap holds for the ball's speed, the robot's own motion included
+   * (the rules' 6.5 m/s is the ball's, not the kicker's). */
+  double sp = sqrt(b->vx * b->vx + b->vy * b->vy + b->vz * b->vz);
+  if (cap > 0 && sp > cap) {
+    b->vx *= cap / sp;
+    b->vy *= cap / sp;
+    b->vz *= cap / sp;
+  }
   b->v_switch = p->roll_ratio * hypot(b->vx, b->vy);
   b->holder = -1;
   bot->kick_speed = 0;
   bot->kicks++;
+  bot->ball_contact = false; /* kicked away: not at the dribbler */
 }
 
 /* Walls as thick segments: the ball's centre stays r + t/2 from them. */
@@ -342,7 +351,9 @@ static void robots(const pa_ssl_params *p, pa_ssl_ball *b,
     bool front;
     double d = pa_ssl_hull_dist(o, bot->center_to_dribbler, b->x, b->y, &nx,
                                 &ny, &front, &fy);
-    if (d >= r)
+    /* A ball resting against the bar (pushed out to exactly r last
+     * substep) still touches it. */
+    if (d >= r + PA_SSL_CONTACT_EPS)
       continue;
     double h = sqrt(fmax(o->radius * o->radius -
                              bot->center_to_dribbler * bot->center_to_dribbler,
@@ -361,6 +372,8 @@ static void robots(const pa_ssl_params *p, pa_ssl_ball *b,
         return;
       }
     }
+    if (d >= r)
+      continue;
     b->x += nx * (r - d);
     b->y += ny * (r - d);
     double sx, sy;

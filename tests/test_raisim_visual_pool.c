@@ -38,8 +38,8 @@
 #define SW 640
 #define SH 480
 
-static const char *const TYPES[] = {"sphere",   "box",      "cylinder",
-                                    "capsule",  "arrow",    "polyline",
+static const char *const TYPES[] = {"sphere",      "box",   "cylinder",
+                                    "capsule",     "arrow", "polyline",
                                     "point_cloud", "text"};
 #define NT 8
 enum { T_POLY = 5, T_CLOUD = 6, T_TEXT = 7 };
@@ -48,7 +48,7 @@ typedef struct mvis {
   bool used;
   int type;
   bool visible;
-  int n; /* points */
+  int n;     /* points */
   float *pt; /* 3 per point */
   char text[8];
 } mvis;
@@ -281,8 +281,8 @@ static void op_add(int fd, model *M, int i) {
   }
   sb_add(&b, "}");
   static const char *const act[] = {
-      "add_visual_sphere",  "add_visual_box",      "add_visual_cylinder",
-      "add_visual_capsule", "add_visual_arrow",    "add_visual_polyline",
+      "add_visual_sphere",  "add_visual_box",   "add_visual_cylinder",
+      "add_visual_capsule", "add_visual_arrow", "add_visual_polyline",
       "add_point_cloud",    "add_visual"};
   ok(fd, typed ? act[type] : "add_visual", b.s);
   free(b.s);
@@ -418,12 +418,12 @@ static void check_block(const lt_stack *s, const model *M, int op,
         (bool)v->visible != m->visible || (int)v->pt_n != m->n)
       fail_msg("op %d: block[%d] is %s type %u visible %u %u points; the "
                "model's %s type %d visible %d %d points",
-               op, k, v->name, v->type, v->visible, v->pt_n, name,
-               m->type + 1, m->visible, m->n);
+               op, k, v->name, v->type, v->visible, v->pt_n, name, m->type + 1,
+               m->visible, m->n);
     /* what every viewer requires to draw it */
     if ((uint64_t)v->pt_off + v->pt_n > b->pt_used)
-      fail_msg("op %d: %s's points [%u, +%u) lie past the pool's %u", op,
-               name, v->pt_off, v->pt_n, b->pt_used);
+      fail_msg("op %d: %s's points [%u, +%u) lie past the pool's %u", op, name,
+               v->pt_off, v->pt_n, b->pt_used);
     if (m->type == T_TEXT && strcmp(v->text, m->text))
       fail_msg("op %d: %s's text '%s', not '%s'", op, name, v->text, m->text);
     for (int q = 0; q < m->n; q++) {
@@ -456,8 +456,7 @@ static void check_list(int fd, const model *M, int op) {
     char name[16];
     snprintf(name, sizeof name, "v%02d", M->order[k]);
     if (strcmp(json_string_value(json_object_get(e, "name")), name) ||
-        strcmp(json_string_value(json_object_get(e, "type")),
-               TYPES[m->type]) ||
+        strcmp(json_string_value(json_object_get(e, "type")), TYPES[m->type]) ||
         json_is_true(json_object_get(e, "visible")) != m->visible)
       fail_msg("op %d: list_visuals[%d] is not %s", op, k, name);
     if (m->type == T_POLY || m->type == T_CLOUD)
@@ -477,8 +476,8 @@ static int colour_px(const unsigned char *img, const unsigned char c[3]) {
   int n = 0;
   for (int k = 0; k < SW * SH; k++) {
     const unsigned char *p = img + 3 * k;
-    n += abs(p[0] - c[0]) <= 3 && abs(p[1] - c[1]) <= 3 &&
-         abs(p[2] - c[2]) <= 3;
+    n +=
+        abs(p[0] - c[0]) <= 3 && abs(p[1] - c[1]) <= 3 && abs(p[2] - c[2]) <= 3;
   }
   return n;
 }

@@ -10,6 +10,7 @@
 #include "ssl_simulation_control.pb-c.h"
 #include "ssl_simulation_error.pb-c.h"
 #include "ssl_simulation_robot_control.pb-c.h"
+#include "ssl_simulation_robot_feedback.pb-c.h"
 #include "ssl_vision_wrapper.pb-c.h"
 
 /* its row in the front-end table */
@@ -41,8 +42,6 @@ typedef struct pa_ssl_gw {
   int vfd;
   struct sockaddr_in vdest;
   struct event *vision_ev;
-  uint64_t last_tick;
-  bool have_last;
   uint32_t frame;
   uint64_t frames, errors;
   pa_ssl_field f;
@@ -66,8 +65,12 @@ typedef struct pa_ssl_gw {
   SSLFieldCircularArc arc;
   SSLFieldCircularArc *arc_p[1];
   Vector2f centre;
-  /* Realism (playarea.RealismConfig): vision noise and dropout, seeded. */
-  double noise_pos, noise_theta, dropout; /* [m], [rad], probability */
+  /* Realism (playarea.RealismConfig or RealismConfigErForce, ssl_realism.c):
+   * vision noise and dropout, seeded; the processing time between capture
+   * and sending. */
+  double noise_pos, noise_theta, dropout; /* robots: [m], [rad], probability */
+  double noise_ball, ball_dropout;        /* the ball: [m], probability */
+  double proc_time;                       /* [s] t_sent - t_capture */
   uint64_t rng;
   /* Datagrams waiting for pa-sim's replies (ssl_ports.c), the one being
    * read, and what its next command is called in an error. */
@@ -82,8 +85,8 @@ typedef struct pa_ssl_gw {
 
 /* The SimulatorErrors of one datagram's response. */
 typedef struct ssl_errs {
-  Sslsim__SimulatorError e[SSL_ERRORS_MAX];
-  Sslsim__SimulatorError *p[SSL_ERRORS_MAX];
+  SimulatorError e[SSL_ERRORS_MAX];
+  SimulatorError *p[SSL_ERRORS_MAX];
   char code[SSL_ERRORS_MAX][64];
   char msg[SSL_ERRORS_MAX][192];
   size_t n;
@@ -100,8 +103,8 @@ typedef struct ssl_pend {
   uint32_t sent, waiting;
   ssl_errs e;
   char what[SSL_PEND_CMDS][48]; /* each command, for its error */
-  Sslsim__RobotFeedback *fb;
-  Sslsim__RobotFeedback **fbp;
+  RobotFeedback *fb;
+  RobotFeedback **fbp;
   size_t nf;
 } ssl_pend;
 
@@ -121,17 +124,25 @@ bool pa_ssl_out_reserve(pa_ssl_gw *x, size_t n);
 /* A SimulatorError of code into e (dropped past SSL_ERRORS_MAX). */
 void pa_ssl_err_add(ssl_errs *e, const char *code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* Whether an Any's type URL names message name (alone or in package pkg,
+ * which may be NULL). */
+bool pa_ssl_any_is(const char *url, const char *name, const char *pkg);
 /* "blue" (team 0) or "yellow". */
 const char *pa_ssl_team_name(int team);
 /* A control port's SimulatorCommand: checked, its parts pushed to pa-sim
  * (named to x->cur's errors when a datagram waits for the replies); what
  * is refused goes into e. */
-void pa_ssl_simulator_command(pa_ssl_gw *x, const Sslsim__SimulatorCommand *m,
+void pa_ssl_simulator_command(pa_ssl_gw *x, const SimulatorCommand *m,
                               ssl_errs *e);
 /* One RobotCommand of a team port (team 0 blue, 1 yellow), as above; fb
  * its feedback (id left UINT32_MAX: none). */
-void pa_ssl_robot_command(pa_ssl_gw *x, int team, const Sslsim__RobotCommand *r,
-                          ssl_errs *e, Sslsim__RobotFeedback *fb);
+void pa_ssl_robot_command(pa_ssl_gw *x, int team, const RobotCommand *r,
+                          ssl_errs *e, RobotFeedback *fb);
+
+/* ---- ssl_realism.c ------------------------------------------------------*/
+
+/* SimulatorConfig.realism_config: all its custom entries or nothing. */
+void pa_ssl_realism(pa_ssl_gw *x, const RealismConfig *rc, ssl_errs *e);
 
 /* ---- ssl_vision.c -------------------------------------------------------*/
 

@@ -32,20 +32,19 @@ static void reply(pa_ssl_gw *x, int fd, const struct sockaddr_in *to, size_t n,
 
 /* The response of a datagram: its errors (and a team port's feedback). */
 static void respond(pa_ssl_gw *x, int s, const struct sockaddr_in *to,
-                    ssl_errs *e, Sslsim__RobotFeedback **fbp, size_t nf) {
+                    ssl_errs *e, RobotFeedback **fbp, size_t nf) {
   if (s == S_CONTROL) {
-    Sslsim__SimulatorResponse r = SSLSIM__SIMULATOR_RESPONSE__INIT;
+    SimulatorResponse r = SIMULATOR_RESPONSE__INIT;
     r.n_errors = e->n;
     r.errors = e->p;
-    reply(x, x->fd[s], to, sslsim__simulator_response__get_packed_size(&r),
-          &r.base);
+    reply(x, x->fd[s], to, simulator_response__get_packed_size(&r), &r.base);
   } else {
-    Sslsim__RobotControlResponse r = SSLSIM__ROBOT_CONTROL_RESPONSE__INIT;
+    RobotControlResponse r = ROBOT_CONTROL_RESPONSE__INIT;
     r.n_errors = e->n;
     r.errors = e->p;
     r.n_feedback = nf;
     r.feedback = fbp;
-    reply(x, x->fd[s], to, sslsim__robot_control_response__get_packed_size(&r),
+    reply(x, x->fd[s], to, robot_control_response__get_packed_size(&r),
           &r.base);
   }
   x->errors += e->n;
@@ -124,21 +123,20 @@ static void on_datagram(pa_ssl_gw *x, int s, const uint8_t *buf, size_t n,
   ssl_errs *e = p ? &p->e : &local;
   e->n = 0;
   x->cur = p;
-  Sslsim__RobotFeedback *fb = NULL;
-  Sslsim__RobotFeedback **fbp = NULL;
+  RobotFeedback *fb = NULL;
+  RobotFeedback **fbp = NULL;
   size_t nf = 0;
   if (s == S_CONTROL) {
-    Sslsim__SimulatorCommand *m =
-        sslsim__simulator_command__unpack(NULL, n, buf);
+    SimulatorCommand *m = simulator_command__unpack(NULL, n, buf);
     if (!m)
       pa_ssl_err_add(e, "invalid:message", "not a SimulatorCommand (%zu bytes)",
                      n);
     else
       pa_ssl_simulator_command(x, m, e);
     if (m)
-      sslsim__simulator_command__free_unpacked(m, NULL);
+      simulator_command__free_unpacked(m, NULL);
   } else {
-    Sslsim__RobotControl *m = sslsim__robot_control__unpack(NULL, n, buf);
+    RobotControl *m = robot_control__unpack(NULL, n, buf);
     if (!m) {
       pa_ssl_err_add(e, "invalid:message", "not a RobotControl (%zu bytes)", n);
     } else if (m->n_robot_commands) {
@@ -161,7 +159,7 @@ static void on_datagram(pa_ssl_gw *x, int s, const uint8_t *buf, size_t n,
         }
         if (id < 16)
           seen |= 1u << id;
-        Sslsim__RobotFeedback init = SSLSIM__ROBOT_FEEDBACK__INIT;
+        RobotFeedback init = ROBOT_FEEDBACK__INIT;
         fb[nf] = init;
         fb[nf].id = UINT32_MAX;
         pa_ssl_robot_command(x, s == S_BLUE ? 0 : 1, m->robot_commands[i], e,
@@ -173,7 +171,7 @@ static void on_datagram(pa_ssl_gw *x, int s, const uint8_t *buf, size_t n,
       }
     }
     if (m)
-      sslsim__robot_control__free_unpacked(m, NULL);
+      robot_control__free_unpacked(m, NULL);
   }
   x->cur = NULL;
   if (p && p->waiting) { /* answered when pa-sim has replied to them all */

@@ -1,6 +1,8 @@
 /* ssl_vision.c - SSL-Vision output of an SSL world: SSL_WrapperPacket
- * detection frames (millimetres) of the newest tick at --ssl_vision_hz, and
- * the field geometry in the first frame and every 60th (docs/ssl.md). */
+ * detection frames (millimetres) of the newest tick at --ssl_vision_hz,
+ * also while paused (the same positions, new times: t_capture and t_sent
+ * are Unix seconds, as SSL-Vision's), and the field geometry in the first
+ * frame and every 60th (docs/ssl.md). */
 #define _GNU_SOURCE
 #include "ssl_int.h"
 
@@ -8,6 +10,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define SSL_GEOMETRY_EVERY 60 /* frames between geometry packets */
 
@@ -27,8 +30,21 @@ static double gauss(pa_ssl_gw *x, double s) {
   return s * sqrt(-2 * log(1 - u)) * cos(2 * M_PI * v);
 }
 
-static bool dropped(pa_ssl_gw *x) {
-  return x->dropout > 0 && uniform(x) < x->dropout;
+static bool dropped(pa_ssl_gw *x, double p) { return p > 0 && uniform(x) < p; }
+
+static double unix_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Robot slot i's body height [mm] (its spec's, set_property's). */
+static float height_mm(pa_netgw *g, uint32_t i) {
+  pa_robot_info ri;
+  uint32_t idx;
+  if (pa_gw_robot(g, NULL, (long)i, &ri, &idx) != 0 || !(ri.height > 0))
+    return 150;
+  return ri.height * 1000;
 }
 
 static void set_line(pa_ssl_gw *x, int i, const char *name, double x1,
@@ -165,20 +181,20 @@ void pa_ssl_vision_on_timer(evutil_socket_t fd, short what, void *arg) {
   pa_ssl_gw *x = arg;
   pa_netgw *g = x->g;
   const pa_tick *t = pa_gw_latest(g);
-  if (!t || !t->ssl || (x->have_last && t->tick == x->last_tick))
-    return; /* nothing new: a paused world sends nothing */
+  if (!t || !t->ssl)
+    return;
   refresh_map(x);
   SSLDetectionFrame fr = SSL__DETECTION_FRAME__INIT;
   fr.frame_number = ++x->frame;
-  fr.t_capture = t->sim_time;
-  fr.t_sent = t->sim_time;
+  fr.t_sent = unix_now();
+  fr.t_capture = fr.t_sent - x->proc_time;
   fr.camera_id = 0;
   SSLDetectionBall ball = SSL__DETECTION_BALL__INIT;
   SSLDetectionBall *bp = &ball;
-  if (t->ball_holder != -2 && !dropped(x)) {
+  if (t->ball_holder != -2 && !dropped(x, x->ball_dropout)) {
     ball.confidence = 1;
-    ball.x = (float)((t->ball[0] + gauss(x, x->noise_pos)) * 1000);
-    ball.y = (float)((t->ball[1] + gauss(x, x->noise_pos)) * 1000);
+    ball.x = (float)((t->ball[0] + gauss(x, x->noise_ball)) * 1000);
+    ball.y = (float)((t->ball[1] + gauss(x, x->noise_ball)) * 1000);
     ball.has_z = 1;
     ball.z = (float)(t->ball[2] * 1000);
     fr.n_balls = 1;
@@ -187,7 +203,8 @@ void pa_ssl_vision_on_timer(evutil_socket_t fd, short what, void *arg) {
   const pa_robot_state *rs = (const pa_robot_state *)(t + 1);
   uint32_t nb = 0, ny = 0, max = g->ctl->def.max_robots;
   for (uint32_t i = 0; i < t->robot_count && i < max; i++) {
-    if (!(rs[i].flags & PA_RS_ACTIVE) || x->team[i] < 0 || dropped(x))
+    if (!(rs[i].flags & PA_RS_ACTIVE) || x->team[i] < 0 ||
+        dropped(x, x->dropout))
       continue;
     SSLDetectionRobot *r = &x->rob[nb + ny];
     SSLDetectionRobot init = SSL__DETECTION_ROBOT__INIT;
@@ -200,7 +217,7 @@ void pa_ssl_vision_on_timer(evutil_socket_t fd, short what, void *arg) {
     r->has_orientation = 1;
     r->orientation = (float)(rs[i].theta + gauss(x, x->noise_theta));
     r->has_height = 1;
-    r->height = 150;
+    r->height = height_mm(g, i);
     if (x->team[i] == 0)
       x->blue[nb++] = r;
     else
@@ -212,9 +229,9 @@ void pa_ssl_vision_on_timer(evutil_socket_t fd, short what, void *arg) {
   fr.robots_yellow = x->yellow;
   SSLWrapperPacket w = SSL__WRAPPER_PACKET__INIT;
   w.detection = &fr;
+  w.has_source = 1;
+  w.source = SSL__SOURCE__SSL_SOURCE_OTHER;
   if (x->frame % SSL_GEOMETRY_EVERY == 1)
     w.geometry = &x->geo; /* the first frame and then once a second */
   send_packet(x, &w);
-  x->last_tick = t->tick;
-  x->have_last = true;
 }

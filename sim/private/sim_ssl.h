@@ -15,9 +15,12 @@
 
 /* The ball: an SSL golf ball (rules: 42.67 mm, 45.93 g, orange). */
 #define PA_SSL_BALL_RADIUS 0.021335 /* [m] */
-#define PA_SSL_BALL_MASS 0.04593    /* [kg] */
-#define PA_SSL_GRAVITY 9.81         /* [m/s^2] */
-#define PA_SSL_TEAM_IDS 16          /* robot ids 0..15 per team */
+#define PA_SSL_CONTACT_EPS                                                     \
+  0.0005                         /* [m] a ball this near the bar touches it    \
+                                  */
+#define PA_SSL_BALL_MASS 0.04593 /* [kg] */
+#define PA_SSL_GRAVITY 9.81      /* [m/s^2] */
+#define PA_SSL_TEAM_IDS 16       /* robot ids 0..15 per team */
 /* The height of every laser's beam plane as the ball sees it (docs/ssl.md):
  * low enough that a ball on the ground (0..42.67 mm) crosses it. */
 #define PA_SSL_LASER_HEIGHT 0.02 /* [m] */

@@ -21,7 +21,9 @@ from stack import StackTestCase
 SRC = os.environ.get("PA_SOURCE_DIR") or os.path.join(os.path.dirname(__file__), "..", "..")
 PROTO_DIR = os.path.join(SRC, "netgw", "ssl", "proto")
 PROTOS = ["ssl_gc_common", "ssl_simulation_error", "ssl_simulation_robot_control",
-          "ssl_simulation_config", "ssl_simulation_control", "ssl_vision_detection",
+          "ssl_simulation_robot_feedback", "ssl_simulation_config", "ssl_simulation_control",
+          "ssl_simulation_synchronous", "ssl_simulation_custom_erforce_robot_spec",
+          "ssl_simulation_custom_erforce_realism", "ssl_vision_detection",
           "ssl_vision_geometry", "ssl_vision_wrapper", "playarea_ssl"]
 BALL_R, C2D, HZ = 0.021335, 0.08, 200
 ACC_SLIDE, ACC_ROLL, ACC_UP = 3.0, 0.35, 4.0
@@ -86,7 +88,7 @@ class SslProtocol(StackTestCase):
             rc.robot_commands.add().CopyFrom(c)
         port = self.info["blue_port" if team == "blue" else "yellow_port"]
         self.team_sock.sendto(rc.SerializeToString(), ("127.0.0.1", port))
-        r = pb["ssl_simulation_robot_control"].RobotControlResponse()
+        r = pb["ssl_simulation_robot_feedback"].RobotControlResponse()
         r.ParseFromString(self.team_sock.recv(65536))
         return r
 
@@ -134,16 +136,18 @@ class SslProtocol(StackTestCase):
         return x + d * math.cos(theta), y + d * math.sin(theta)
 
     def step_and_see(self, ticks):
-        """Steps the world, then returns the detection frame of that tick."""
-        t = self.sim.step_n(ticks)["tick"]
-        want = t / HZ
+        """Steps the world, then returns a detection frame of that tick: the
+        world is paused, and frames keep coming with its positions, each
+        captured (Unix time, as SSL-Vision's) after the step returned."""
+        self.sim.step_n(ticks)
+        t0 = time.time() + 0.02
         deadline = time.monotonic() + 10
         w = pb["ssl_vision_wrapper"].SSL_WrapperPacket()
         while time.monotonic() < deadline:
             w.ParseFromString(self.vision.recv(65536))
-            if w.HasField("detection") and abs(w.detection.t_capture - want) < 1e-9:
+            if w.HasField("detection") and w.detection.t_capture >= t0:
                 return w.detection
-        self.fail("no vision frame of t = %g s" % want)
+        self.fail("no vision frame after the step")
 
     @staticmethod
     def bot(frame, rid, team="blue"):
@@ -383,6 +387,121 @@ class SslProtocol(StackTestCase):
         r = pb["ssl_simulation_control"].SimulatorResponse()
         r.ParseFromString(self.ctl_sock.recv(65536))
         self.assertEqual([e.code for e in r.errors], ["invalid:message"])
+
+    # ---- the official files' contract (issue 38) ---------------------------
+
+    def test_empty_teleport_ball_does_not_teleport(self):
+        """TeleportBall{} (and {by_force: false}) moves nothing: a rolling
+        ball rolls on."""
+        self.sim.teleport_ball(0.5, 0.5, vx=1.0, roll=True)
+        self.sim.step_n(10)
+        v0 = self.sim.get_ball()["velocity"][0]
+        self.assertGreater(v0, 0.8)
+        for by_force in (None, False):
+            cmd = pb["ssl_simulation_control"].SimulatorCommand()
+            cmd.control.teleport_ball.SetInParent()
+            if by_force is not None:
+                cmd.control.teleport_ball.by_force = by_force
+            self.assertEqual(list(self.control(cmd).errors), [])
+            self.sim.step_n(1)
+            b = self.sim.get_ball()
+            self.assertGreater(b["velocity"][0], v0 - 0.1)
+            self.assertGreater(b["position"][0], 0.5)
+
+    def test_kick_angle_alone_is_no_kick_and_no_error(self):
+        r = self.robots([self.command(0, kick_angle=0.0), self.command(1, kick_angle=30.0)])
+        self.assertEqual(list(r.errors), [])
+        self.assertEqual(sorted(f.id for f in r.feedback), [0, 1])
+        self.assertEqual(pb["ssl_simulation_robot_control"].RobotCommand(id=0).kick_angle, 0)
+
+    def test_official_type_urls(self):
+        """RobotSpecErForce packed as the published file packs it (no
+        package) and as ER-Force's own copy (sslsim.) are both taken."""
+        for url in ("type.googleapis.com/RobotSpecErForce",
+                    "type.googleapis.com/sslsim.RobotSpecErForce"):
+            cmd = pb["ssl_simulation_control"].SimulatorCommand()
+            s = cmd.config.robot_specs.add()
+            s.id.id, s.id.team = 2, pb["ssl_gc_common"].BLUE
+            spec = pb["ssl_simulation_custom_erforce_robot_spec"].RobotSpecErForce(
+                dribbler_width=0.07)
+            a = s.custom.add()
+            a.Pack(spec)
+            if "sslsim" in url:
+                a.type_url = url
+            else:
+                self.assertEqual(a.type_url, url)
+            self.assertEqual(list(self.control(cmd).errors), [], url)
+        spec = pb["ssl_simulation_custom_erforce_robot_spec"].RobotSpecErForce(shoot_radius=0.1)
+        cmd = pb["ssl_simulation_control"].SimulatorCommand()
+        s = cmd.config.robot_specs.add()
+        s.id.id, s.id.team = 2, pb["ssl_gc_common"].BLUE
+        s.custom.add().Pack(spec)
+        self.assertEqual([e.code for e in self.control(cmd).errors],
+                         ["unsupported:robot_specs.custom.shoot_radius"])
+
+    def realism_erforce(self, **kw):
+        cmd = pb["ssl_simulation_control"].SimulatorCommand()
+        m = pb["ssl_simulation_custom_erforce_realism"].RealismConfigErForce(**kw)
+        cmd.config.realism_config.custom.add().Pack(m)
+        return self.control(cmd)
+
+    def test_realism_erforce(self):
+        """Noise, the ball's dropout and the processing time map onto
+        playarea's realism; the rest is refused by name, nothing applied."""
+        self.addCleanup(self.realism_erforce, stddev_robot_p=0, stddev_ball_p=0,
+                        missing_ball_detections=0, vision_processing_time=0)
+        r = self.realism_erforce(stddev_robot_p=0.01, camera_overlap=0.5)
+        self.assertEqual([e.code for e in r.errors],
+                         ["unsupported:realism_config.custom.camera_overlap"])
+        f = self.step_and_see(1)
+        self.assertEqual(self.bot(f, 0).x, -500)  # nothing applied
+        r = self.realism_erforce(stddev_robot_p=0.01, missing_ball_detections=1.0,
+                                 vision_processing_time=30 * 1000 * 1000,
+                                 simulate_dribbling=True)
+        self.assertEqual(list(r.errors), [])
+        xs = [self.bot(self.step_and_see(1), 0).x for _ in range(20)]
+        self.assertGreater(max(xs) - min(xs), 3)  # noisy now
+        f = self.step_and_see(1)
+        self.assertEqual(len(f.balls), 0)
+        self.assertAlmostEqual(f.t_sent - f.t_capture, 0.03, delta=1e-6)
+        for field, value in (("robot_command_loss", 0.1), ("vision_delay", 1000),
+                             ("enable_invisible_ball", True), ("simulate_dribbling", False)):
+            r = self.realism_erforce(**{field: value})
+            self.assertEqual([e.code for e in r.errors],
+                             ["unsupported:realism_config.custom." + field])
+            self.assertIn(field, r.errors[0].message)
+
+    def test_vision_times_source_and_paused_frames(self):
+        """Frames keep coming while paused: the same positions, new Unix
+        times; the wrapper names its source."""
+        self.step_and_see(1)
+        w = pb["ssl_vision_wrapper"].SSL_WrapperPacket()
+        frames = []
+        while len(frames) < 5:
+            w.ParseFromString(self.vision.recv(65536))
+            if w.HasField("detection"):
+                self.assertEqual(w.source, pb["ssl_vision_wrapper"].SSL_SOURCE_OTHER)
+                frames.append(pb["ssl_vision_detection"].SSL_DetectionFrame.FromString(
+                    w.detection.SerializeToString()))
+        now = time.time()
+        ts = [f.t_capture for f in frames]
+        self.assertEqual(ts, sorted(ts))
+        self.assertLess(ts[0], ts[-1])
+        self.assertLess(abs(ts[-1] - now), 2.0)
+        self.assertEqual({(self.bot(f, 0).x, self.bot(f, 0).y) for f in frames}, {(-500, -900)})
+
+    def test_spec_height_in_vision(self):
+        cmd = pb["ssl_simulation_control"].SimulatorCommand()
+        s = cmd.config.robot_specs.add()
+        s.id.id, s.id.team = 3, pb["ssl_gc_common"].YELLOW
+        s.height = 0.14
+        self.assertEqual(list(self.control(cmd).errors), [])
+        f = self.step_and_see(1)
+        self.assertAlmostEqual(self.bot(f, 3, "yellow").height, 140, delta=0.01)
+        self.assertAlmostEqual(self.bot(f, 3).height, 150, delta=0.01)
+        spec = pb["ssl_simulation_config"].RobotSpecs()  # the published defaults
+        self.assertAlmostEqual(spec.radius, 0.09, places=6)
+        self.assertAlmostEqual(spec.height, 0.15, places=6)
 
     def test_refusals_of_the_simulator_are_errors(self):
         """What only pa-sim can refuse (a robot onto a wall, onto another
