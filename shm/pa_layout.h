@@ -566,7 +566,12 @@ enum {
   PA_SSL_MOVE_LOCAL,  /* m = forward, left [m/s], angular [rad/s] */
   PA_SSL_MOVE_GLOBAL, /* m = x, y [m/s], angular [rad/s] */
 };
-enum { PA_SSL_HAS_KICK = 1u << 0, PA_SSL_HAS_DRIBBLER = 1u << 1 };
+enum {
+  PA_SSL_HAS_KICK = 1u << 0,
+  PA_SSL_HAS_DRIBBLER = 1u << 1,
+  PA_SSL_HAS_TIMEOUT =
+      1u << 2, /* a team port's: lapses (--ssl_command_timeout_ms) */
+};
 typedef struct pa_cmd_ssl_robot { /* SSL_ROBOT */
   uint32_t move;                  /* PA_SSL_MOVE_* */
   uint32_t has;                   /* PA_SSL_HAS_* */

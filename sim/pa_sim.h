@@ -109,6 +109,9 @@ typedef struct pa_sim_def {
   bool ghost_robots;
   /* Robots per team of the built-in SSL worlds (0 = 11 in A, 6 in B). */
   uint32_t ssl_robots;
+  /* [ms] of sim time a robot commanded over the SSL protocol keeps its
+   * last command; then it stops (0 = keeps it for ever). Default 100. */
+  uint32_t ssl_cmd_timeout_ms;
 } pa_sim_def;
 pa_sim_def pa_sim_def_default(void);
 

@@ -144,6 +144,10 @@ static const pa_opt_row rows[] = {
          "on every path; auto = the fastest this CPU has)")},
     {ROW(def.ssl_robots, "ssl_robots", PA_OPT_U32, 0, 16, 0,
          "robots per team of --world ssl-a / ssl-b (0 = 11 in A, 6 in B)")},
+    {ROW(def.ssl_cmd_timeout_ms, "ssl_command_timeout_ms", PA_OPT_U32, 0,
+         3600000, 100,
+         "[ms] of sim time an SSL robot keeps the last command of its team "
+         "port; then it stops, dribbler off, kicker disarmed (0 = keeps it)")},
 };
 
 static int finish(void *args, const bool *given, char *err, size_t err_sz) {

@@ -199,6 +199,20 @@ static pa_ssl_bot *bot_of(pa_sim_ssl *x, pa_sim_state *s, uint32_t i) {
   return b;
 }
 
+/* A team port's command older than --ssl_command_timeout_ms (sim time):
+ * the robot stops, its dribbler and kicker off, as if told so. */
+static void lapse(const pa_sim_model *m, const pa_sim_state *s, pa_ssl_bot *b) {
+  uint32_t ms = m->def.ssl_cmd_timeout_ms;
+  if (!b->cmd_lapses || !ms || s->sim_time - b->cmd_time <= ms * 1e-3)
+    return;
+  b->cmd_lapses = false;
+  b->tx = b->ty = b->tw = 0;
+  b->tframe = PA_FRAME_ROBOT;
+  b->driving = true;
+  b->dribbler_rpm = 0;
+  b->kick_speed = 0;
+}
+
 void pa_sim_ssl_pre(const pa_sim_model *m, pa_sim_state *s) {
   pa_sim_ssl *x = s->ssl;
   for (uint32_t i = 0; i < s->robot_count; i++) {
@@ -211,12 +225,14 @@ void pa_sim_ssl_pre(const pa_sim_model *m, pa_sim_state *s) {
     /* A command set another way (set_cmd, step): it becomes the target. */
     if (r->cmd_v != last[0] || r->cmd_vy != last[1] || r->cmd_w != last[2] ||
         r->cmd_frame != PA_FRAME_ROBOT) {
+      b->cmd_lapses = false;
       b->tx = r->cmd_v;
       b->ty = r->cmd_vy;
       b->tw = r->cmd_w;
       b->tframe = r->cmd_frame;
       b->driving = true;
     }
+    lapse(m, s, b);
     if (!b->driving)
       continue;
     double tgt[3] = {b->tx, b->ty, b->tw};
@@ -348,6 +364,8 @@ pa_status pa_sim_int_op_ssl_robot(const pa_sim_model *m, pa_sim_state *s,
   }
   if (a->has & PA_SSL_HAS_DRIBBLER)
     b->dribbler_rpm = a->dribbler_rpm;
+  b->cmd_lapses = (a->has & PA_SSL_HAS_TIMEOUT) != 0;
+  b->cmd_time = s->sim_time;
   r->status = PA_OK;
   reply_ball(x, r, (int32_t)c->robot);
   return PA_OK;

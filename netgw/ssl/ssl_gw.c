@@ -471,6 +471,7 @@ void pa_ssl_robot_command(pa_ssl_gw *x, int team, const RobotCommand *r,
   c.op = PA_OP_SSL_ROBOT;
   c.robot = idx;
   pa_cmd_ssl_robot *a = &c.ssl_robot;
+  a->has = PA_SSL_HAS_TIMEOUT;
   const RobotMoveCommand *mv = r->move_command;
   if (mv) {
     switch (mv->command_case) {

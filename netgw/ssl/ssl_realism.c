@@ -78,16 +78,16 @@ static bool realism_entry(const Google__Protobuf__Any *any, realism_want *w,
                           ssl_errs *e) {
   const char *url = any->type_url ? any->type_url : "";
   if (pa_ssl_any_is(url, "RealismConfig", "playarea")) {
-    Playarea__RealismConfig *m = playarea__realism_config__unpack(
-        NULL, any->value.len, any->value.data);
+    Playarea__RealismConfig *m =
+        playarea__realism_config__unpack(NULL, any->value.len, any->value.data);
     if (m) {
       playarea_realism(m, w);
       playarea__realism_config__free_unpacked(m, NULL);
       return true;
     }
   } else if (pa_ssl_any_is(url, "RealismConfigErForce", "sslsim")) {
-    RealismConfigErForce *m = realism_config_er_force__unpack(
-        NULL, any->value.len, any->value.data);
+    RealismConfigErForce *m =
+        realism_config_er_force__unpack(NULL, any->value.len, any->value.data);
     if (m) {
       const char *no = erforce_refused(m);
       if (!no)
@@ -95,8 +95,7 @@ static bool realism_entry(const Google__Protobuf__Any *any, realism_want *w,
       realism_config_er_force__free_unpacked(m, NULL);
       if (no) {
         char code[64];
-        snprintf(code, sizeof code,
-                 "unsupported:realism_config.custom.%s", no);
+        snprintf(code, sizeof code, "unsupported:realism_config.custom.%s", no);
         pa_ssl_err_add(e, code,
                        "RealismConfigErForce.%s is not supported (playarea "
                        "maps stddev_ball_p, stddev_robot_p, stddev_robot_phi, "
@@ -119,8 +118,8 @@ static bool realism_entry(const Google__Protobuf__Any *any, realism_want *w,
 static bool in(double v, double lo, double hi) { return v >= lo && v <= hi; }
 
 void pa_ssl_realism(pa_ssl_gw *x, const RealismConfig *rc, ssl_errs *e) {
-  realism_want w = {x->noise_pos, x->noise_theta, x->dropout, x->noise_ball,
-                    x->ball_dropout, x->proc_time, 0, false};
+  realism_want w = {x->noise_pos,    x->noise_theta, x->dropout, x->noise_ball,
+                    x->ball_dropout, x->proc_time,   0,          false};
   for (size_t k = 0; k < rc->n_custom; k++)
     if (!realism_entry(rc->custom[k], &w, e))
       return;

@@ -98,6 +98,10 @@ typedef struct pa_ssl_bot {
   uint32_t tframe; /* PA_FRAME_ROBOT / PA_FRAME_WORLD of tx, ty */
   double cvx, cvy, cw;
   bool driving; /* a twist was set: the limits pass it on */
+  /* A team port's command (PA_SSL_HAS_TIMEOUT) and its sim time: it lapses
+   * after def.ssl_cmd_timeout_ms. */
+  bool cmd_lapses;
+  double cmd_time; /* [s] */
 } pa_ssl_bot;
 /* The default robot (docs/ssl.md): 90 mm, 150 mm high, 2.3 kg, 80 mm to
  * the bar, caps 6.5 m/s, limits and wheel angles of a typical SSL robot. */

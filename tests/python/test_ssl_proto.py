@@ -44,9 +44,11 @@ def compile_protos(out):
         pb[p] = importlib.import_module(p + "_pb2")
 
 
-class SslProtocol(StackTestCase):
+class SslBase(StackTestCase):
+    # Commands are held (0): one command drives a robot for the whole step.
     stack_args = ("--world", "ssl-b", "--paused", "--no-render", "--ssl_control_port", "0",
-                  "--ssl_blue_port", "0", "--ssl_yellow_port", "0", "--ssl_vision_hz", "200")
+                  "--ssl_blue_port", "0", "--ssl_yellow_port", "0", "--ssl_vision_hz", "200",
+                  "--ssl_command_timeout_ms", "0")
 
     @classmethod
     def setUpClass(cls):
@@ -157,6 +159,9 @@ class SslProtocol(StackTestCase):
                 return r
         return None
 
+
+
+class SslProtocol(SslBase):
     # ---- tests -------------------------------------------------------------
 
     def test_vision_geometry_and_detection(self):
@@ -534,6 +539,28 @@ class SslProtocol(StackTestCase):
         r = self.robots([self.command(4, wheels=(1, 1, 1, 1))])
         self.assertEqual(list(r.errors), [])
         self.assertEqual([fb.id for fb in r.feedback], [4])
+
+
+class SslCommandTimeout(SslBase):
+    """The default --ssl_command_timeout_ms (100, sim time): a robot its team
+    stops commanding stops; commanded every 50 ms it drives on."""
+    stack_args = ("--world", "ssl-b", "--paused", "--no-render", "--ssl_control_port", "0",
+                  "--ssl_blue_port", "0", "--ssl_yellow_port", "0", "--ssl_vision_hz", "200")
+
+    def test_timeout_stops_the_robot(self):
+        self.teleport_robot(0, -3, -2, 0)
+        self.teleport_robot(1, -3, 2, 0)
+        self.robots([self.command(0, local=(1.0, 0, 0)), self.command(1, local=(1.0, 0, 0))])
+        for _ in range(20):  # 1 s: robot 1 commanded every 10 ticks, robot 0 once
+            self.sim.step_n(10)
+            self.robots([self.command(1, local=(1.0, 0, 0))])
+        f = self.step_and_see(1)
+        d0, d1 = self.bot(f, 0).x / 1000 + 3, self.bot(f, 1).x / 1000 + 3
+        print("after 1 s: robot 0 (one command) %.3f m, robot 1 (every 50 ms) %.3f m" % (d0, d1))
+        self.assertLess(d0, 0.05)
+        self.assertAlmostEqual(d1, 1.0 - 0.5 * 1.0 / ACC_UP, delta=0.03)
+        f = self.step_and_see(100)
+        self.assertAlmostEqual(self.bot(f, 0).x / 1000 + 3, d0, delta=1e-3)  # stopped
 
 
 if __name__ == "__main__":
