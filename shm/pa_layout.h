@@ -720,6 +720,9 @@ typedef struct pa_reply_ssl { /* SSL_ROBOT, TELEPORT_BALL, GET_BALL */
   uint32_t contact;           /* the robot's ball contact (robot ops) */
   uint32_t kicks;             /* the robot's kicks fired so far */
   uint32_t division;          /* 'A' / 'B' */
+  /* TELEPORT_BALL: 1 + the robot the asked position lay inside (the ball
+   * was placed just outside it; msg says where), 0 = placed as asked */
+  uint32_t moved_from;
 } pa_reply_ssl;
 
 typedef struct pa_reply {

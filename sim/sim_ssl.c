@@ -371,6 +371,44 @@ pa_status pa_sim_int_op_ssl_robot(const pa_sim_model *m, pa_sim_state *s,
   return PA_OK;
 }
 
+/* A ball placed inside an SSL robot's body (below its top) goes out
+ * through the nearer face, 1 mm clear: the index + 1 of the robot it was
+ * in, 0 when it was clear (a few passes: out of one, maybe into another). */
+static uint32_t ball_out_of_robots(pa_sim_ssl *x, pa_sim_state *s,
+                                   pa_ssl_ball *b) {
+  uint32_t moved = 0;
+  uint32_t n = s->robot_count < x->cap ? s->robot_count : x->cap;
+  for (int pass = 0; pass < 3; pass++) {
+    bool clear = true;
+    for (uint32_t i = 0; i < n; i++) {
+      pa_ssl_bot *bot = bot_of(x, s, i);
+      if (!bot || b->z >= s->info[i].height)
+        continue;
+      const pa_robot_state *r = &s->rs[i];
+      pa_ssl_body o = {.active = true,
+                       .x = r->x,
+                       .y = r->y,
+                       .theta = r->theta,
+                       .radius = s->info[i].radius,
+                       .height = s->info[i].height};
+      double nx, ny, fy;
+      bool front;
+      double d = pa_ssl_hull_dist(&o, bot->center_to_dribbler, b->x, b->y, &nx,
+                                  &ny, &front, &fy);
+      if (d >= 0) /* its centre outside the body: touching is fine */
+        continue;
+      double k = PA_SSL_BALL_RADIUS - d + 0.001;
+      b->x += nx * k;
+      b->y += ny * k;
+      moved = i + 1;
+      clear = false;
+    }
+    if (clear)
+      break;
+  }
+  return moved;
+}
+
 pa_status pa_sim_int_op_teleport_ball(const pa_sim_model *m, pa_sim_state *s,
                                       const pa_cmd *c, pa_reply *r) {
   (void)m;
@@ -389,13 +427,21 @@ pa_status pa_sim_int_op_teleport_ball(const pa_sim_model *m, pa_sim_state *s,
                            "ball at (%g, %g, %g) is outside the field walls "
                            "(|x| <= %g, |y| <= %g, z >= 0)",
                            a->x, a->y, a->z, hx, hy);
-  if (a->present)
+  uint32_t moved = 0;
+  if (a->present) {
     pa_ssl_ball_place(&x->ball, a->x, a->y, a->z, a->vx, a->vy, a->vz,
                       a->roll != 0);
-  else
+    moved = ball_out_of_robots(x, s, &x->ball);
+  } else {
     x->ball.present = false;
+  }
   r->status = PA_OK;
   reply_ball(x, r, -1);
+  r->ssl.moved_from = moved;
+  if (moved)
+    snprintf(r->msg, sizeof r->msg,
+             "(%.3f, %.3f) is inside robot '%s': placed at (%.3f, %.3f)", a->x,
+             a->y, s->info[moved - 1].name, x->ball.x, x->ball.y);
   return PA_OK;
 }
 

@@ -88,7 +88,12 @@ void pa_ssl_done(pa_netgw *g, void *arg, uint64_t tag, const pa_reply *r,
     pend_finish(p);
     return;
   }
-  if (r->status != PA_OK) {
+  if (r->status == PA_OK && r->op == PA_OP_TELEPORT_BALL && r->ssl.moved_from) {
+    int n = (int)strnlen(r->msg, sizeof r->msg);
+    pa_ssl_err_add(&p->e, "moved:teleport_ball",
+                   "teleport_ball: %.*s (a ball cannot be inside a robot)", n,
+                   r->msg);
+  } else if (r->status != PA_OK) {
     uint32_t k = (uint32_t)(tag >> 8) & 0xffff;
     pa_status rs = r->status > 0 && r->status < PA_STATUS_COUNT
                        ? (pa_status)r->status

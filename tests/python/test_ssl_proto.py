@@ -413,6 +413,26 @@ class SslProtocol(SslBase):
             self.assertGreater(b["velocity"][0], v0 - 0.1)
             self.assertGreater(b["position"][0], 0.5)
 
+    def test_ball_teleported_into_a_robot_is_placed_outside(self):
+        """Into a robot's body: just outside it, and the response says so;
+        at the bar (touching, the centre outside) it stays where asked."""
+        self.teleport_robot(1, 1.0, 1.0, 0)
+        cmd = pb["ssl_simulation_control"].SimulatorCommand()
+        cmd.control.teleport_ball.x, cmd.control.teleport_ball.y = 0.98, 1.01
+        r = self.control(cmd)
+        self.assertEqual([e.code for e in r.errors], ["moved:teleport_ball"])
+        self.assertIn("inside robot 'b1'", r.errors[0].message)
+        b = self.sim.get_ball()["position"]
+        d = math.hypot(b[0] - 1.0, b[1] - 1.0)
+        self.assertGreater(d, 0.09 + BALL_R)  # out through the round back
+        self.assertLess(d, 0.09 + BALL_R + 0.005)
+        j = self.sim.teleport_ball(1.0, 1.0)  # JSON: the reply says it too
+        self.assertIn("inside robot 'b1'", j["moved"])
+        self.assertGreater(j["position"][0], 1.0 + C2D + BALL_R - 1e-6)  # out through the bar
+        self.teleport_ball(*self.at_bar(1.0, 1.0, 0))  # no error (asserted inside)
+        self.assertAlmostEqual(self.sim.get_ball()["position"][0], self.at_bar(1.0, 1.0, 0)[0],
+                               delta=1e-6)
+
     def test_kick_angle_alone_is_no_kick_and_no_error(self):
         r = self.robots([self.command(0, kick_angle=0.0), self.command(1, kick_angle=30.0)])
         self.assertEqual(list(r.errors), [])
