@@ -542,3 +542,40 @@ void pa_ssl_robot_command(pa_ssl_gw *x, int team, const RobotCommand *r,
   fb->has_dribbler_ball_contact = 1;
   fb->dribbler_ball_contact = rs && (rs->flags & PA_RS_BALL_CONTACT);
 }
+
+void pa_ssl_feedback_now(pa_ssl_gw *x, int team, RobotFeedback *fb) {
+  char name[16];
+  pa_robot_info info;
+  uint32_t idx;
+  robot_name(name, sizeof name, team, fb->id);
+  const pa_tick *t = pa_gw_latest(x->g);
+  if (!t || pa_gw_robot(x->g, name, -1, &info, &idx) != 0)
+    return;
+  const pa_robot_state *rs = pa_gw_robot_state(t, idx);
+  fb->has_dribbler_ball_contact = 1;
+  fb->dribbler_ball_contact = rs && (rs->flags & PA_RS_BALL_CONTACT);
+}
+
+/* ---- synchronous ports: the step ---------------------------------------- */
+
+void pa_ssl_sync_step(pa_ssl_gw *x, double sim_step, ssl_errs *e) {
+  double hz = x->g->ctl->control_hz > 0 ? x->g->ctl->control_hz : 200;
+  if (!finite_in(sim_step, 0, 1000)) {
+    pa_ssl_err_add(e, "invalid:sim_step", "sim_step must be 0..1000 s, got %g",
+                   sim_step);
+    return;
+  }
+  pa_cmd c;
+  memset(&c, 0, sizeof c);
+  c.op = PA_OP_PAUSE; /* synchronous: the world moves only when asked */
+  snprintf(x->what, sizeof x->what, "sim_step (pause)");
+  if (!push(x, &c, e) || sim_step <= 0)
+    return;
+  long ticks = lround(sim_step * hz);
+  memset(&c, 0, sizeof c);
+  c.op = PA_OP_STEP;
+  c.step.ticks = (uint32_t)(ticks < 1 ? 1 : ticks);
+  snprintf(x->what, sizeof x->what, "sim_step %g s (%u ticks)", sim_step,
+           c.step.ticks);
+  push(x, &c, e);
+}

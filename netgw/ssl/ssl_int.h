@@ -21,9 +21,9 @@ extern const pa_frontend pa_fe_ssl;
  * teardown. */
 int pa_ssl_gw_start(pa_netgw *g, char *err, size_t err_sz);
 void pa_ssl_gw_stop(pa_netgw *g);
-/* The bound control, blue and yellow ports and the vision port; -1 when
- * the SSL protocol is not open. */
-int pa_ssl_gw_ports(const pa_netgw *g, unsigned ports[4]);
+/* The bound control, blue and yellow ports, the vision port and the blue
+ * and yellow synchronous ports; -1 when the SSL protocol is not open. */
+int pa_ssl_gw_ports(const pa_netgw *g, unsigned ports[6]);
 /* The world gained an SSL field at run time (set_scenario): opens the
  * ports; another division: its geometry. Called from the health timer and
  * get_ssl_info. */
@@ -31,7 +31,9 @@ void pa_ssl_gw_poll(pa_netgw *g);
 /* A reply of pa-sim to a command of the SSL ports: true when it was one
  * (consumed; its datagram's response goes out when all are in). */
 
-enum { S_CONTROL = 0, S_BLUE, S_YELLOW, S_COUNT };
+enum { S_CONTROL = 0, S_BLUE, S_YELLOW, S_SYNC_BLUE, S_SYNC_YELLOW, S_COUNT };
+/* The team of a team port or a synchronous port: 0 blue, 1 yellow. */
+#define SSL_TEAM_OF(s) ((s) == S_BLUE || (s) == S_SYNC_BLUE ? 0 : 1)
 #define SSL_LINES 12 /* field line segments of the geometry */
 
 typedef struct pa_ssl_gw {
@@ -98,7 +100,7 @@ typedef struct ssl_pend {
   pa_ssl_gw *x;
   bool used;
   uint32_t gen; /* bumped when answered */
-  int s;        /* S_CONTROL, S_BLUE, S_YELLOW */
+  int s;        /* S_CONTROL, S_BLUE, ... */
   struct sockaddr_in from;
   uint32_t sent, waiting;
   ssl_errs e;
@@ -144,7 +146,18 @@ void pa_ssl_robot_command(pa_ssl_gw *x, int team, const RobotCommand *r,
 /* SimulatorConfig.realism_config: all its custom entries or nothing. */
 void pa_ssl_realism(pa_ssl_gw *x, const RealismConfig *rc, ssl_errs *e);
 
+/* The feedback of robot fb->id of team (0 blue) from the newest tick. */
+void pa_ssl_feedback_now(pa_ssl_gw *x, int team, RobotFeedback *fb);
+/* A synchronous port's step: the world paused, then sim_step [s] of
+ * ticks (none for 0), each a command of x->cur's datagram. */
+void pa_ssl_sync_step(pa_ssl_gw *x, double sim_step, ssl_errs *e);
+
 /* ---- ssl_vision.c -------------------------------------------------------*/
+
+/* The detection frame of tick t into fr (the ball into *ball, pointed to
+ * by *bp; robots into x's arrays), with realism and the times now. */
+void pa_ssl_vision_frame(pa_ssl_gw *x, const pa_tick *t, SSLDetectionFrame *fr,
+                         SSLDetectionBall *ball, SSLDetectionBall **bp);
 
 /* The geometry packet's parts, built once from x->f. */
 void pa_ssl_vision_geometry(pa_ssl_gw *x);

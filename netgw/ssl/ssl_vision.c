@@ -176,29 +176,27 @@ static void send_packet(pa_ssl_gw *x, const SSLWrapperPacket *w) {
     x->frames++;
 }
 
-void pa_ssl_vision_on_timer(evutil_socket_t fd, short what, void *arg) {
-  (void)fd, (void)what;
-  pa_ssl_gw *x = arg;
+void pa_ssl_vision_frame(pa_ssl_gw *x, const pa_tick *t, SSLDetectionFrame *fr,
+                         SSLDetectionBall *ball, SSLDetectionBall **bp) {
   pa_netgw *g = x->g;
-  const pa_tick *t = pa_gw_latest(g);
-  if (!t || !t->ssl)
-    return;
   refresh_map(x);
-  SSLDetectionFrame fr = SSL__DETECTION_FRAME__INIT;
-  fr.frame_number = ++x->frame;
-  fr.t_sent = unix_now();
-  fr.t_capture = fr.t_sent - x->proc_time;
-  fr.camera_id = 0;
-  SSLDetectionBall ball = SSL__DETECTION_BALL__INIT;
-  SSLDetectionBall *bp = &ball;
+  SSLDetectionFrame fi = SSL__DETECTION_FRAME__INIT;
+  SSLDetectionBall bi = SSL__DETECTION_BALL__INIT;
+  *fr = fi;
+  *ball = bi;
+  *bp = ball;
+  fr->frame_number = ++x->frame;
+  fr->t_sent = unix_now();
+  fr->t_capture = fr->t_sent - x->proc_time;
+  fr->camera_id = 0;
   if (t->ball_holder != -2 && !dropped(x, x->ball_dropout)) {
-    ball.confidence = 1;
-    ball.x = (float)((t->ball[0] + gauss(x, x->noise_ball)) * 1000);
-    ball.y = (float)((t->ball[1] + gauss(x, x->noise_ball)) * 1000);
-    ball.has_z = 1;
-    ball.z = (float)(t->ball[2] * 1000);
-    fr.n_balls = 1;
-    fr.balls = &bp;
+    ball->confidence = 1;
+    ball->x = (float)((t->ball[0] + gauss(x, x->noise_ball)) * 1000);
+    ball->y = (float)((t->ball[1] + gauss(x, x->noise_ball)) * 1000);
+    ball->has_z = 1;
+    ball->z = (float)(t->ball[2] * 1000);
+    fr->n_balls = 1;
+    fr->balls = bp;
   }
   const pa_robot_state *rs = (const pa_robot_state *)(t + 1);
   uint32_t nb = 0, ny = 0, max = g->ctl->def.max_robots;
@@ -223,10 +221,21 @@ void pa_ssl_vision_on_timer(evutil_socket_t fd, short what, void *arg) {
     else
       x->yellow[ny++] = r;
   }
-  fr.n_robots_blue = nb;
-  fr.robots_blue = x->blue;
-  fr.n_robots_yellow = ny;
-  fr.robots_yellow = x->yellow;
+  fr->n_robots_blue = nb;
+  fr->robots_blue = x->blue;
+  fr->n_robots_yellow = ny;
+  fr->robots_yellow = x->yellow;
+}
+
+void pa_ssl_vision_on_timer(evutil_socket_t fd, short what, void *arg) {
+  (void)fd, (void)what;
+  pa_ssl_gw *x = arg;
+  const pa_tick *t = pa_gw_latest(x->g);
+  if (!t || !t->ssl)
+    return;
+  SSLDetectionFrame fr;
+  SSLDetectionBall ball, *bp;
+  pa_ssl_vision_frame(x, t, &fr, &ball, &bp);
   SSLWrapperPacket w = SSL__WRAPPER_PACKET__INIT;
   w.detection = &fr;
   w.has_source = 1;

@@ -528,6 +528,44 @@ class SslProtocol(SslBase):
         self.assertAlmostEqual(spec.radius, 0.09, places=6)
         self.assertAlmostEqual(spec.height, 0.15, places=6)
 
+    def sync(self, req, team="blue"):
+        s = self.udp()
+        port = self.info["sync_blue_port" if team == "blue" else "sync_yellow_port"]
+        s.sendto(req.SerializeToString(), ("127.0.0.1", port))
+        return pb["ssl_simulation_synchronous"].SimulationSyncResponse.FromString(s.recv(65536))
+
+    def test_synchronous_step(self):
+        """SimulationSyncRequest on a team's synchronous port: its commands,
+        then sim_step seconds of ticks; the answer is the vision of the
+        step's end and the commands' feedback."""
+        self.teleport_robot(0, -3, -2, 0)
+        tick0 = self.sim.step_n(1)["tick"]
+        req = pb["ssl_simulation_synchronous"].SimulationSyncRequest(sim_step=1.0)
+        req.robot_control.robot_commands.add().CopyFrom(self.command(0, local=(1.0, 0, 0)))
+        r = self.sync(req)
+        self.assertEqual(list(r.robot_control_response.errors), [])
+        self.assertEqual([f.id for f in r.robot_control_response.feedback], [0])
+        self.assertEqual(len(r.detection), 1)
+        b = self.bot(r.detection[0], 0)
+        self.assertAlmostEqual(b.x / 1000 + 3, self.drive_distance(1.0, 1.0), delta=0.01)
+        self.assertEqual(self.sim.get_status()["tick"], tick0 + 200)
+        # sim_step 0: nothing moves; a simulator_command rides along; the
+        # yellow port commands yellow robots.
+        req = pb["ssl_simulation_synchronous"].SimulationSyncRequest(sim_step=0)
+        req.simulator_command.control.teleport_ball.x = 1.0
+        req.simulator_command.control.teleport_ball.y = 0.5
+        req.robot_control.robot_commands.add().CopyFrom(self.command(2, local=(0, 0, 0)))
+        r = self.sync(req, team="yellow")
+        self.assertEqual(list(r.robot_control_response.errors), [])
+        f = r.detection[0]
+        self.assertEqual((f.balls[0].x, f.balls[0].y), (1000, 500))
+        self.assertAlmostEqual(self.bot(f, 0).x, b.x, delta=0.5)
+        bad = pb["ssl_simulation_synchronous"].SimulationSyncRequest(sim_step=-1)
+        bad.robot_control.robot_commands.add().CopyFrom(self.command(20, local=(0, 0, 0)))
+        r = self.sync(bad)
+        self.assertEqual(sorted(e.code for e in r.robot_control_response.errors),
+                         ["invalid:sim_step", "unknown_robot"])
+
     def test_refusals_of_the_simulator_are_errors(self):
         """What only pa-sim can refuse (a robot onto a wall, onto another
         robot, wheel angles that leave the twist undetermined) comes back
