@@ -206,9 +206,11 @@ static void lapse(const pa_sim_model *m, const pa_sim_state *s, pa_ssl_bot *b) {
   if (!b->cmd_lapses || !ms || s->sim_time - b->cmd_time <= ms * 1e-3)
     return;
   b->cmd_lapses = false;
-  b->tx = b->ty = b->tw = 0;
-  b->tframe = PA_FRAME_ROBOT;
-  b->driving = true;
+  if (b->move_lapses) {
+    b->tx = b->ty = b->tw = 0;
+    b->tframe = PA_FRAME_ROBOT;
+    b->driving = true;
+  }
   b->dribbler_rpm = 0;
   b->kick_speed = 0;
 }
@@ -225,7 +227,7 @@ void pa_sim_ssl_pre(const pa_sim_model *m, pa_sim_state *s) {
     /* A command set another way (set_cmd, step): it becomes the target. */
     if (r->cmd_v != last[0] || r->cmd_vy != last[1] || r->cmd_w != last[2] ||
         r->cmd_frame != PA_FRAME_ROBOT) {
-      b->cmd_lapses = false;
+      b->move_lapses = false; /* the kicker and dribbler still lapse */
       b->tx = r->cmd_v;
       b->ty = r->cmd_vy;
       b->tw = r->cmd_w;
@@ -364,7 +366,7 @@ pa_status pa_sim_int_op_ssl_robot(const pa_sim_model *m, pa_sim_state *s,
   }
   if (a->has & PA_SSL_HAS_DRIBBLER)
     b->dribbler_rpm = a->dribbler_rpm;
-  b->cmd_lapses = (a->has & PA_SSL_HAS_TIMEOUT) != 0;
+  b->cmd_lapses = b->move_lapses = (a->has & PA_SSL_HAS_TIMEOUT) != 0;
   b->cmd_time = s->sim_time;
   r->status = PA_OK;
   reply_ball(x, r, (int32_t)c->robot);

@@ -100,8 +100,9 @@ typedef struct pa_ssl_bot {
   bool driving; /* a twist was set: the limits pass it on */
   /* A team port's command (PA_SSL_HAS_TIMEOUT) and its sim time: it lapses
    * after def.ssl_cmd_timeout_ms. */
-  bool cmd_lapses;
-  double cmd_time; /* [s] */
+  bool cmd_lapses;  /* its kicker and dribbler */
+  bool move_lapses; /* its move too (not once set another way) */
+  double cmd_time;  /* [s] */
 } pa_ssl_bot;
 /* The default robot (docs/ssl.md): 90 mm, 150 mm high, 2.3 kg, 80 mm to
  * the bar, caps 6.5 m/s, limits and wheel angles of a typical SSL robot. */

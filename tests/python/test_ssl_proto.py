@@ -620,6 +620,19 @@ class SslCommandTimeout(SslBase):
         f = self.step_and_see(100)
         self.assertAlmostEqual(self.bot(f, 0).x / 1000 + 3, d0, delta=1e-3)  # stopped
 
+    def test_timeout_disarms_the_kicker_after_a_teleport(self):
+        """A teleport sets the robot's motion another way, but the kicker a
+        team armed still lapses: a ball put at the bar later stays."""
+        self.robots([self.command(2, kick_speed=3.0)])
+        self.teleport_robot(2, -3.0, 0.5, 0)
+        self.sim.step_n(40)  # 200 ms > 100 ms
+        self.teleport_ball(*self.at_bar(-3.0, 0.5, 0))
+        self.sim.step_n(5)
+        self.assertLess(abs(self.sim.get_ball()["velocity"][0]), 0.01)
+        self.robots([self.command(2, kick_speed=3.0)])  # armed again: it kicks
+        self.sim.step_n(5)
+        self.assertGreater(self.sim.get_ball()["velocity"][0], 2.8)
+
 
 if __name__ == "__main__":
     unittest.main()
