@@ -70,9 +70,9 @@ int pa_ssl_field_grid(const pa_ssl_field *f, double res, pa_grid *out,
 }
 
 pa_ssl_params pa_ssl_params_default(void) {
-  return (pa_ssl_params){.acc_slide = 3.0,
-                         .acc_roll = 0.35,
-                         .roll_ratio = 5.0 / 7.0,
+  return (pa_ssl_params){.acc_slide = PA_SSL_ACC_SLIDE,
+                         .acc_roll = PA_SSL_ACC_ROLL,
+                         .roll_ratio = PA_SSL_ROLL_RATIO,
                          .e_wall = 0.6,
                          .e_robot = 0.5,
                          .e_front = 0.2,

@@ -66,6 +66,8 @@ typedef struct pa_ssl_gw {
   Vector2f pt[SSL_LINES][2];
   SSLFieldCircularArc arc;
   SSLFieldCircularArc *arc_p[1];
+  SSLGeometryModels models;
+  SSLBallModelStraightTwoPhase straight;
   Vector2f centre;
   /* Realism (playarea.RealismConfig or RealismConfigErForce, ssl_realism.c):
    * vision noise and dropout, seeded; the processing time between capture

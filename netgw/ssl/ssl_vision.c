@@ -133,9 +133,18 @@ void pa_ssl_vision_geometry(pa_ssl_gw *x) {
   x->size.ball_radius = 21.335f;
   x->size.has_max_robot_radius = 1;
   x->size.max_robot_radius = 90;
+  SSLBallModelStraightTwoPhase st = SSL__BALL_MODEL_STRAIGHT_TWO_PHASE__INIT;
+  st.acc_slide = -PA_SSL_ACC_SLIDE; /* accelerations: negative */
+  st.acc_roll = -PA_SSL_ACC_ROLL;
+  st.k_switch = PA_SSL_ROLL_RATIO;
+  x->straight = st;
+  SSLGeometryModels mi = SSL__GEOMETRY_MODELS__INIT;
+  x->models = mi;
+  x->models.straight_two_phase = &x->straight;
   SSLGeometryData gi = SSL__GEOMETRY_DATA__INIT;
   x->geo = gi;
   x->geo.field = &x->size;
+  x->geo.models = &x->models;
 }
 
 /* Which robot slots are SSL robots (b<id> / y<id>), per world change. */

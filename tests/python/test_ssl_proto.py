@@ -178,6 +178,10 @@ class SslProtocol(SslBase):
         self.assertEqual((geo.field.field_length, geo.field.field_width), (9000, 6000))
         self.assertEqual(geo.field.goal_width, 1000)
         self.assertIn("CenterCircle", [a.name for a in geo.field.field_arcs])
+        m = geo.models.straight_two_phase  # the ball's physics, as pa-sim runs it
+        self.assertEqual((m.acc_slide, m.acc_roll), (-ACC_SLIDE, -ACC_ROLL))
+        self.assertAlmostEqual(m.k_switch, 5 / 7, places=9)
+        self.assertEqual(len(geo.calib), 0)
         f = self.step_and_see(1)
         self.assertEqual(len(f.robots_blue), 6)
         self.assertEqual(len(f.robots_yellow), 6)
