@@ -75,6 +75,8 @@ typedef struct pa_ssl_gw {
   double noise_pos, noise_theta, dropout; /* robots: [m], [rad], probability */
   double noise_ball, ball_dropout;        /* the ball: [m], probability */
   double proc_time;                       /* [s] t_sent - t_capture */
+  double delay;                           /* [s] vision latency */
+  struct ssl_delay *dl;                   /* its ring (ssl_delay.c) */
   uint64_t rng;
   /* Datagrams waiting for pa-sim's replies (ssl_ports.c), the one being
    * read, and what its next command is called in an error. */
@@ -153,6 +155,13 @@ void pa_ssl_feedback_now(pa_ssl_gw *x, int team, RobotFeedback *fb);
 /* A synchronous port's step: the world paused, then sim_step [s] of
  * ticks (none for 0), each a command of x->cur's datagram. */
 void pa_ssl_sync_step(pa_ssl_gw *x, double sim_step, ssl_errs *e);
+
+/* ---- ssl_delay.c --------------------------------------------------------*/
+
+/* The tick vision shows at Unix time now: t itself without a delay, else
+ * the newest copy at least x->delay old (NULL: none yet); t is kept. */
+const pa_tick *pa_ssl_delay_tick(pa_ssl_gw *x, const pa_tick *t, double now);
+void pa_ssl_delay_free(pa_ssl_gw *x);
 
 /* ---- ssl_vision.c -------------------------------------------------------*/
 

@@ -404,6 +404,7 @@ void pa_ssl_gw_stop(pa_netgw *g) {
   for (int i = 0; x->pend && i < SSL_PEND_MAX; i++)
     if (x->pend[i].used)
       pend_release(&x->pend[i]); /* closing: its sender gets no response */
+  pa_ssl_delay_free(x);
   free(x->pend);
   free(x->rx);
   free(x->out);

@@ -16,7 +16,7 @@
 
 /* What the entries ask for, applied only when all are accepted. */
 typedef struct realism_want {
-  double pos, theta, drop, ball, ball_drop, proc;
+  double pos, theta, drop, ball, ball_drop, proc, delay;
   uint64_t seed;
   bool seeded;
 } realism_want;
@@ -53,8 +53,6 @@ static const char *erforce_refused(const RealismConfigErForce *m) {
     return "robot_command_loss";
   if (m->has_robot_response_loss && m->robot_response_loss != 0)
     return "robot_response_loss";
-  if (m->has_vision_delay && m->vision_delay != 0)
-    return "vision_delay";
   if (m->has_simulate_dribbling && !m->simulate_dribbling)
     return "simulate_dribbling";
   return NULL;
@@ -71,6 +69,8 @@ static void erforce_realism(const RealismConfigErForce *m, realism_want *w) {
     w->ball_drop = m->missing_ball_detections;
   if (m->has_vision_processing_time)
     w->proc = (double)m->vision_processing_time * 1e-9;
+  if (m->has_vision_delay)
+    w->delay = (double)m->vision_delay * 1e-9;
 }
 
 /* One custom entry into w: false with the error in e. */
@@ -99,8 +99,8 @@ static bool realism_entry(const Google__Protobuf__Any *any, realism_want *w,
         pa_ssl_err_add(e, code,
                        "RealismConfigErForce.%s is not supported (playarea "
                        "maps stddev_ball_p, stddev_robot_p, stddev_robot_phi, "
-                       "missing_ball_detections, vision_processing_time; "
-                       "nothing applied)",
+                       "missing_ball_detections, vision_delay, "
+                       "vision_processing_time; nothing applied)",
                        no);
         return false;
       }
@@ -118,16 +118,23 @@ static bool realism_entry(const Google__Protobuf__Any *any, realism_want *w,
 static bool in(double v, double lo, double hi) { return v >= lo && v <= hi; }
 
 void pa_ssl_realism(pa_ssl_gw *x, const RealismConfig *rc, ssl_errs *e) {
-  realism_want w = {x->noise_pos,    x->noise_theta, x->dropout, x->noise_ball,
-                    x->ball_dropout, x->proc_time,   0,          false};
+  realism_want w = {.pos = x->noise_pos,
+                    .theta = x->noise_theta,
+                    .drop = x->dropout,
+                    .ball = x->noise_ball,
+                    .ball_drop = x->ball_dropout,
+                    .proc = x->proc_time,
+                    .delay = x->delay};
   for (size_t k = 0; k < rc->n_custom; k++)
     if (!realism_entry(rc->custom[k], &w, e))
       return;
   if (!in(w.pos, 0, 10) || !in(w.ball, 0, 10) || !in(w.theta, 0, 10) ||
-      !in(w.drop, 0, 1) || !in(w.ball_drop, 0, 1) || !in(w.proc, 0, 1)) {
+      !in(w.drop, 0, 1) || !in(w.ball_drop, 0, 1) || !in(w.proc, 0, 1) ||
+      !in(w.delay, 0, 1)) {
     pa_ssl_err_add(e, "invalid:config.realism_config",
                    "position noises 0..10 m, orientation noise 0..10 rad, "
-                   "dropouts 0..1, processing time 0..1 s (nothing applied)");
+                   "dropouts 0..1, processing time and delay 0..1 s (nothing "
+                   "applied)");
     return;
   }
   x->noise_pos = w.pos;
@@ -136,6 +143,7 @@ void pa_ssl_realism(pa_ssl_gw *x, const RealismConfig *rc, ssl_errs *e) {
   x->noise_ball = w.ball;
   x->ball_dropout = w.ball_drop;
   x->proc_time = w.proc;
+  x->delay = w.delay;
   if (w.seeded)
     x->rng = w.seed;
 }

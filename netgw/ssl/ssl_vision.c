@@ -240,7 +240,7 @@ void pa_ssl_vision_on_timer(evutil_socket_t fd, short what, void *arg) {
   (void)fd, (void)what;
   pa_ssl_gw *x = arg;
   const pa_tick *t = pa_gw_latest(x->g);
-  if (!t || !t->ssl)
+  if (!t || !t->ssl || !(t = pa_ssl_delay_tick(x, t, unix_now())))
     return;
   SSLDetectionFrame fr;
   SSLDetectionBall ball, *bp;

@@ -493,12 +493,35 @@ class SslProtocol(SslBase):
         f = self.step_and_see(1)
         self.assertEqual(len(f.balls), 0)
         self.assertAlmostEqual(f.t_sent - f.t_capture, 0.03, delta=1e-6)
-        for field, value in (("robot_command_loss", 0.1), ("vision_delay", 1000),
+        for field, value in (("robot_command_loss", 0.1), ("camera_position_error", 0.1),
                              ("enable_invisible_ball", True), ("simulate_dribbling", False)):
             r = self.realism_erforce(**{field: value})
             self.assertEqual([e.code for e in r.errors],
                              ["unsupported:realism_config.custom." + field])
             self.assertIn(field, r.errors[0].message)
+
+    def test_vision_delay(self):
+        """RealismConfigErForce.vision_delay: frames show the world as it
+        was that long ago (300 ms here)."""
+        self.addCleanup(self.realism_erforce, vision_delay=0)
+        self.assertEqual(list(self.realism_erforce(vision_delay=300 * 1000 * 1000).errors), [])
+        time.sleep(0.4)  # copies of the present fill the delay
+        self.teleport_robot(0, -3, -2, 0)
+        self.sim.step_n(1)
+        t0 = time.time()
+        w = pb["ssl_vision_wrapper"].SSL_WrapperPacket()
+        seen = []  # (seconds after the teleport, x [mm])
+        while time.time() - t0 < 0.7:
+            w.ParseFromString(self.vision.recv(65536))
+            if w.HasField("detection"):
+                seen.append((time.time() - t0, self.bot(w.detection, 0).x))
+        early = [x for t, x in seen if 0.05 < t < 0.2]
+        late = [x for t, x in seen if t > 0.45]
+        self.assertTrue(early and late, seen)
+        self.assertEqual(set(early), {-500})  # where it was
+        self.assertEqual(set(late), {-3000})  # where it is
+        r = self.realism_erforce(vision_delay=2 * 10 ** 9)
+        self.assertEqual([e.code for e in r.errors], ["invalid:config.realism_config"])
 
     def test_vision_times_source_and_paused_frames(self):
         """Frames keep coming while paused: the same positions, new Unix
