@@ -285,6 +285,26 @@ static void fire(const pa_ssl_body *o, pa_ssl_bot *bot, pa_ssl_ball *b,
   bot->ball_contact = false; /* kicked away: not at the dribbler */
 }
 
+/* A bounce off robot o (moving; of mass `mass` [kg], 0: immovable): a
+ * two-body collision along (nx, ny), the ball taking M / (M + m) of the
+ * change of their relative speed and the robot the rest (its velocity
+ * changes; its drive's limits bring it back to its command). */
+static void bounce_robot(pa_ssl_ball *b, const pa_ssl_params *p, pa_ssl_body *o,
+                         double mass, double nx, double ny, double e) {
+  double sx, sy;
+  point_vel(o, b->x, b->y, &sx, &sy);
+  double rn = (b->vx - sx) * nx + (b->vy - sy) * ny;
+  if (rn < 0) {
+    double share = mass > 0 ? mass / (mass + PA_SSL_BALL_MASS) : 1;
+    double j = (1 + e) * rn; /* < 0: the ball moves into the robot */
+    b->vx -= j * share * nx;
+    b->vy -= j * share * ny;
+    o->vx += j * (1 - share) * nx;
+    o->vy += j * (1 - share) * ny;
+  }
+  b->v_switch = p->roll_ratio * hypot(b->vx, b->vy);
+}
+
 /* Walls as thick segments: the ball's centre stays r + t/2 from them. */
 static void seg_hit(pa_ssl_ball *b, const pa_ssl_params *p, double ax,
                     double ay, double bx, double by, double t) {
@@ -338,11 +358,11 @@ static void hold(const pa_ssl_body *o, const pa_ssl_bot *bot, pa_ssl_ball *b) {
   b->v_switch = 0;
 }
 
-static void robots(const pa_ssl_params *p, pa_ssl_ball *b,
-                   const pa_ssl_body *bodies, pa_ssl_bot *bots, uint32_t n) {
+static void robots(const pa_ssl_params *p, pa_ssl_ball *b, pa_ssl_body *bodies,
+                   pa_ssl_bot *bots, uint32_t n) {
   const double r = PA_SSL_BALL_RADIUS;
   for (uint32_t i = 0; i < n; i++) {
-    const pa_ssl_body *o = &bodies[i];
+    pa_ssl_body *o = &bodies[i];
     if (!o->active || b->z >= o->height || fabs(b->x - o->x) > o->radius + r ||
         fabs(b->y - o->y) > o->radius + r)
       continue;
@@ -376,9 +396,7 @@ static void robots(const pa_ssl_params *p, pa_ssl_ball *b,
       continue;
     b->x += nx * (r - d);
     b->y += ny * (r - d);
-    double sx, sy;
-    point_vel(o, b->x, b->y, &sx, &sy);
-    bounce(b, p, nx, ny, sx, sy, bar ? p->e_front : p->e_robot);
+    bounce_robot(b, p, o, bot->mass, nx, ny, bar ? p->e_front : p->e_robot);
   }
 }
 
@@ -415,8 +433,8 @@ static void move(const pa_ssl_params *p, pa_ssl_ball *b, double h) {
 }
 
 void pa_ssl_ball_step(const pa_ssl_field *f, const pa_ssl_params *p,
-                      pa_ssl_ball *b, const pa_ssl_body *bodies,
-                      pa_ssl_bot *bots, uint32_t n, double dt) {
+                      pa_ssl_ball *b, pa_ssl_body *bodies, pa_ssl_bot *bots,
+                      uint32_t n, double dt) {
   for (uint32_t i = 0; i < n; i++)
     bots[i].ball_contact = false;
   if (!b->present)

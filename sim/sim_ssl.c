@@ -276,6 +276,15 @@ void pa_sim_ssl_post(const pa_sim_model *m, pa_sim_state *s) {
   }
   pa_ssl_ball_step(&x->f, &x->p, &x->ball, x->body, x->bot, n, m->dt);
   for (uint32_t i = 0; i < n; i++) {
+    /* the ball's push (its mass against the robot's): the new velocity */
+    pa_robot_state *r = &s->rs[i];
+    const pa_ssl_body *o = &x->body[i];
+    double c = cos(r->theta), sn = sin(r->theta);
+    double vx = c * r->v - sn * r->vy, vy = sn * r->v + c * r->vy;
+    if (o->active && (o->vx != vx || o->vy != vy)) {
+      r->v = c * o->vx + sn * o->vy;
+      r->vy = -sn * o->vx + c * o->vy;
+    }
     if (x->bot[i].ball_contact)
       s->rs[i].flags |= PA_RS_BALL_CONTACT;
     else

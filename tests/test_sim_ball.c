@@ -155,8 +155,25 @@ static void test_hull_bounce(void **st) {
                                 w.b.y, &nx, &ny, &front, &fy);
     assert_true(d >= PA_SSL_BALL_RADIUS - 1e-9);
   }
-  assert_true(fabs(w.b.vx + 2.0 * w.p.e_robot) < 1e-9);
+  /* the robot's 2.3 kg takes its part of the impulse: momentum holds */
+  double M = w.bot[r].mass, mb = PA_SSL_BALL_MASS;
+  double share = M / (M + mb);
+  assert_true(fabs(w.b.vx - (2.0 - 2.0 * (1 + w.p.e_robot) * share)) < 1e-9);
+  assert_true(fabs(mb * w.b.vx + M * w.body[r].vx - mb * 2.0) < 1e-12);
   assert_false(w.bot[r].ball_contact);
+  /* A spec's mass takes effect: a robot as light as the ball takes
+   * (1 + e) / 2 of its speed, the ball keeps (1 - e) / 2. */
+  world_init(&w, 'A');
+  w.p.acc_roll = w.p.acc_slide = 0;
+  r = add_robot(&w, 1.0, 0, 0);
+  w.bot[r].mass = PA_SSL_BALL_MASS;
+  pa_ssl_ball_place(&w.b, 0, 0, 0, 2.0, 0, 0, true);
+  for (int t = 0; t < 200; t++)
+    pa_ssl_ball_step(&w.f, &w.p, &w.b, w.body, w.bot, w.n, DT);
+  print_message("light robot: ball %.4f m/s, robot %.4f m/s\n", w.b.vx,
+                w.body[r].vx);
+  assert_true(fabs(w.b.vx - 2.0 * (1 - w.p.e_robot) / 2) < 1e-9);
+  assert_true(fabs(w.body[r].vx - 2.0 * (1 + w.p.e_robot) / 2) < 1e-9);
   /* Onto the flat front with nothing armed: e_front, contact reported. */
   world_init(&w, 'A');
   w.p.acc_roll = w.p.acc_slide = 0;
@@ -169,7 +186,8 @@ static void test_hull_bounce(void **st) {
     assert_true(w.b.x <= 1.0 - 0.08 - PA_SSL_BALL_RADIUS + 1e-9);
   }
   assert_true(contact);
-  assert_true(fabs(w.b.vx + 1.0 * w.p.e_front) < 1e-9);
+  share = w.bot[r].mass / (w.bot[r].mass + PA_SSL_BALL_MASS);
+  assert_true(fabs(w.b.vx - (1.0 - 1.0 * (1 + w.p.e_front) * share)) < 1e-9);
 }
 
 /* Armed kicker: fires once the ball reaches the bar, capped, disarmed. */

@@ -128,10 +128,12 @@ void pa_ssl_ball_place(pa_ssl_ball *b, double x, double y, double z, double vx,
 
 /* One tick of the ball against the field, goals and bodies[0..n) (bots
  * the same length: their kickers fire, their dribblers hold, their
- * ball_contact is set). Substeps so that no contact is skipped. */
+ * ball_contact is set; a body the ball bounces off takes its share of the
+ * impulse by the bot's mass: its vx, vy change). Substeps so that no
+ * contact is skipped. */
 void pa_ssl_ball_step(const pa_ssl_field *f, const pa_ssl_params *p,
-                      pa_ssl_ball *b, const pa_ssl_body *bodies,
-                      pa_ssl_bot *bots, uint32_t n, double dt);
+                      pa_ssl_ball *b, pa_ssl_body *bodies, pa_ssl_bot *bots,
+                      uint32_t n, double dt);
 
 /* Distance from a ball centre (bx, by) to robot body o's hull (a circle cut
  * by a flat front at c2d), with the outward normal and whether the nearest

@@ -542,6 +542,24 @@ class SslProtocol(SslBase):
         self.assertLess(abs(ts[-1] - now), 2.0)
         self.assertEqual({(self.bot(f, 0).x, self.bot(f, 0).y) for f in frames}, {(-500, -900)})
 
+    def test_spec_mass_in_the_dynamics(self):
+        """A ball rolling into a robot pushes it by the two masses: a 50 g
+        robot (spec) is knocked away, a 2.3 kg one barely moves."""
+        moved = {}
+        for rid, y, mass in ((3, 1.0, 0.05), (4, -1.5, None)):
+            if mass is not None:
+                cmd = pb["ssl_simulation_control"].SimulatorCommand()
+                s = cmd.config.robot_specs.add()
+                s.id.id, s.id.team, s.mass = rid, pb["ssl_gc_common"].BLUE, mass
+                self.assertEqual(list(self.control(cmd).errors), [])
+            self.teleport_robot(rid, -2.0, y, math.pi / 2)  # its side to the ball
+            x0 = self.bot(self.step_and_see(1), rid).x
+            self.teleport_ball(-3.0, y, vx=3.0, roll=True)
+            moved[rid] = (self.bot(self.step_and_see(200), rid).x - x0) / 1000
+        print("pushed by the ball: 50 g robot %.3f m, 2.3 kg robot %.4f m" % (moved[3], moved[4]))
+        self.assertGreater(moved[3], 0.05)
+        self.assertLess(abs(moved[4]), 0.01)
+
     def test_spec_height_in_vision(self):
         cmd = pb["ssl_simulation_control"].SimulatorCommand()
         s = cmd.config.robot_specs.add()
