@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define DELAY_SLOTS 512     /* copies kept: 2 s at one per 4 ms */
-#define DELAY_EVERY 0.004   /* [s] between copies */
+#define DELAY_SLOTS 512   /* copies kept: 2 s at one per 4 ms */
+#define DELAY_EVERY 0.004 /* [s] between copies */
 
 typedef struct delay_slot {
   double t; /* [s] Unix time it was the newest */
