@@ -12,6 +12,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 /* ---- the spectator camera, screenshots and videos --------------------------
@@ -206,12 +207,30 @@ json_t *pa_json_act_focus_on(jctx *x) {
   return d;
 }
 
+/* RaisimServer's requestScreenshot takes no name: one from the time,
+ * screenshot_YYYYmmdd_HHMMSS_mmm (UTC), in buf. */
+static const char *time_name(char *buf, size_t n) {
+  struct timespec ts;
+  struct tm tm;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  gmtime_r(&ts.tv_sec, &tm);
+  char stamp[32];
+  strftime(stamp, sizeof stamp, "%Y%m%d_%H%M%S", &tm);
+  snprintf(buf, n, "screenshot_%s_%03ld", stamp, ts.tv_nsec / 1000000);
+  return buf;
+}
+
 json_t *pa_json_act_request_screenshot(jctx *x) {
   pa_netgw *g = x->c->g;
   pa_spectator *sp = &g->st->vis->spec;
   const char *name;
   uint32_t ow;
-  if (spec_name(x, &name) < 0 || spec_render(x) < 0 ||
+  char made[PA_SPEC_NAME_MAX];
+  json_t *given = json_object_get(x->data, "name");
+  bool named = given && !json_is_null(given);
+  if (!named)
+    name = time_name(made, sizeof made);
+  if ((named && spec_name(x, &name) < 0) || spec_render(x) < 0 ||
       spec_overwrite(x, name, "png", &ow) < 0)
     return NULL;
   uint32_t req = __atomic_load_n(&sp->shot_req, __ATOMIC_ACQUIRE);
@@ -224,6 +243,9 @@ json_t *pa_json_act_request_screenshot(jctx *x) {
   sem_post(&g->ctl->render_wake);
   json_t *d = spec_path(g, name, "png");
   json_object_set_new(d, "request", json_integer(req + 1));
+  json_object_set_new(d, "name", json_string(name));
+  if (!named) /* the reply says where it goes */
+    json_object_set_new(d, "name_from_time", json_true());
   return d;
 }
 

@@ -84,6 +84,12 @@ class ViewerSpectator(unittest.TestCase):
             green = sum(1 for p in img.getdata() if p[0] <= 3 and p[1] >= 252 and p[2] <= 3)
             print("green pixels of the box visual: %d" % green)
             self.assertGreater(green, 50)
+        # RaisimServer's requestScreenshot has no name: one from the time
+        r = self.sim.request("request_screenshot", {})
+        self.assertTrue(r["name"].startswith("screenshot_") and r["name_from_time"], r)
+        self.assertEqual(r["path"], os.path.join(self.dir, r["name"] + ".png"))
+        self.assertTrue(self.wait_done("screenshot", r["request"])["ok"])
+        self.assertTrue(os.path.exists(r["path"]))
         r = self.sim.request("start_recording_video", {"name": "v"})
         time.sleep(1.0)
         self.sim.request("stop_recording_video")
