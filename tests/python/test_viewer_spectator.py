@@ -90,7 +90,10 @@ class ViewerSpectator(unittest.TestCase):
         self.assertEqual(r["path"], os.path.join(self.dir, r["name"] + ".png"))
         self.assertTrue(self.wait_done("screenshot", r["request"])["ok"])
         self.assertTrue(os.path.exists(r["path"]))
-        r = self.sim.request("start_recording_video", {"name": "v"})
+        idle = self.sim.request("stop_recording_video")  # none ever: no path
+        self.assertEqual((idle["path"], idle["was_recording"]), (None, False))
+        r = self.sim.request("start_recording_video", {"name": "v.mp4"})  # the file's name
+        self.assertEqual(r["path"], os.path.join(self.dir, "v.mp4"))
         time.sleep(1.0)
         self.sim.request("stop_recording_video")
         deadline = time.monotonic() + 20
