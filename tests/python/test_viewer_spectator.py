@@ -42,9 +42,14 @@ class ViewerSpectator(unittest.TestCase):
         self.addCleanup(shutil.rmtree, self.dir, True)
         self.stack = Stack("--viewer", "--viewer_width", "320", "--viewer_height", "240",
                            "--data_dir", self.dir, "--no_beacon", env={"DISPLAY": display})
-        self.addCleanup(self.stack.stop)
+        self.addCleanup(self.stop_stack)
         self.sim = Sim(self.stack.host, self.stack.port, timeout=20)
         self.addCleanup(self.sim.close)
+
+    def stop_stack(self):
+        rc = self.stack.stop()
+        self.assertFalse(self.stack.report, "sanitizer report from the stack")
+        self.assertEqual(rc, 0, self.stack.log_tail())
 
     def wait_done(self, key, req):
         deadline = time.monotonic() + 30
