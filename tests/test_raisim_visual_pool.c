@@ -570,6 +570,20 @@ static void test_pool_random(void **state) {
     base[i] = colour_px(img, pal[i]);
   free(img);
 
+  /* RaisimServer's keys we do not know (material) are ignored and named in
+   * data.warnings, as its seed says; the visual is added all the same. */
+  json_t *wj = req(fd, "add_visual_sphere",
+                   "{\"name\":\"w\",\"material\":\"gold\",\"glow\":1}");
+  assert_true(json_is_true(json_object_get(wj, "success")));
+  json_t *wl = json_object_get(json_object_get(wj, "data"), "warnings");
+  assert_int_equal(json_array_size(wl), 2);
+  char *wt = json_dumps(wl, 0);
+  assert_non_null(
+      strstr(wt, "data.material is not a key of add_visual_sphere"));
+  assert_non_null(strstr(wt, "data.glow"));
+  free(wt);
+  json_decref(wj);
+  ok(fd, "remove_visual", "{\"name\":\"w\"}");
   model M;
   memset(&M, 0, sizeof M);
   pa_visual_block *b = malloc(sizeof *b);
