@@ -158,12 +158,14 @@ typedef struct pa_netgw_def {
   bool no_beacon;       /* send no discovery beacon */
   /* RoboCup SSL simulation protocol (docs/ssl.md), open when the world has
    * an SSL field: UDP ports (0 = pick one) on `bind`, and vision. */
-  unsigned ssl_control_port; /* SimulatorCommand; 10300 */
-  unsigned ssl_blue_port;    /* blue RobotControl; 10301 */
-  unsigned ssl_yellow_port;  /* yellow RobotControl; 10302 */
-  unsigned ssl_vision_port;  /* SSL_WrapperPacket to 127.0.0.1; 10020 */
-  double ssl_vision_hz;      /* [Hz] wall clock; 60 */
-  bool ssl_vision_multicast; /* to 224.5.23.2 instead */
+  unsigned ssl_control_port;     /* SimulatorCommand; 10300 */
+  unsigned ssl_blue_port;        /* blue RobotControl; 10301 */
+  unsigned ssl_yellow_port;      /* yellow RobotControl; 10302 */
+  unsigned ssl_sync_blue_port;   /* blue SimulationSyncRequest; 10303 */
+  unsigned ssl_sync_yellow_port; /* yellow SimulationSyncRequest; 10304 */
+  unsigned ssl_vision_port;      /* SSL_WrapperPacket to 127.0.0.1; 10020 */
+  double ssl_vision_hz;          /* [Hz] wall clock; 60 */
+  bool ssl_vision_multicast;     /* to 224.5.23.2 instead */
   /* Foxglove WebSocket server (docs/foxglove.md): its port (0 = off, -1 =
    * a free one, reported by the foxglove_info action) */
   int32_t foxglove_port;

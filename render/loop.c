@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <math.h>
 #include <semaphore.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,6 +53,7 @@ typedef struct rloop {
   uint64_t frames, dropped;
   pa_spec_state spec; /* headless only: the spectator camera */
   bool spec_on;
+  bool spec_refused;    /* a viewer that cannot serve them said so once */
   pa_visual_block *vis; /* the clients' visuals, copied when they change */
   uint32_t vis_gen;
   bool vis_read, vis_gl_on;
@@ -86,6 +88,33 @@ static void read_world(rloop *L) {
 /* Copies the clients' visuals when they changed and hands them to the
  * cameras: the spectator draws all of them, the head cameras those marked
  * camera_visible. A copy torn by a writer is retried on the next pass. */
+/* A viewer serves the spectator's screenshots and videos while no other
+ * live pa-render has claimed them (render_pid), and gives them up as soon
+ * as one does: never two answers to one request. */
+static void viewer_spectator(rloop *L, const char *data_dir) {
+  pa_spectator *sp = &L->st.vis->spec;
+  int32_t pid = __atomic_load_n(&sp->render_pid, __ATOMIC_ACQUIRE);
+  if (L->spec_on) {
+    if (pid != (int32_t)getpid()) {
+      pa_info("spectator: pa-render %d serves the screenshots now", (int)pid);
+      pa_render_spectator_free(&L->spec, NULL); /* not ours to clear */
+      L->spec_on = false;
+    }
+    return;
+  }
+  if (L->spec_refused || (pid > 0 && (kill(pid, 0) == 0 || errno != ESRCH)))
+    return; /* another pa-render serves them */
+  char err[256];
+  if (pa_render_spectator_init(&L->spec, &L->st, data_dir, err, sizeof err) <
+      0) {
+    pa_warn("spectator: the viewer cannot serve screenshots: %s", err);
+    L->spec_refused = true;
+    return;
+  }
+  L->spec_on = true;
+  pa_info("spectator: served by this viewer");
+}
+
 static void refresh_visuals(rloop *L) {
   if (!L->vis || !L->vis_gl_on)
     return;
@@ -403,8 +432,9 @@ int pa_render_run(const pa_render_def *d, volatile sig_atomic_t *stop,
     goto out_nolock;
   }
   L->vis_gl_on = true;
-  /* The spectator's requests are the headless pa-render's (a --viewer on
-   * the same instance must not answer them twice). */
+  /* The spectator's requests are the headless pa-render's; a --viewer
+   * serves them while no other pa-render does (viewer_spectator), so that
+   * screenshots and videos work with `playarea --viewer` too. */
   if (L->egl) {
     if (pa_render_spectator_init(&L->spec, &L->st, d->data_dir, err, err_sz) <
         0) {
@@ -442,6 +472,8 @@ int pa_render_run(const pa_render_def *d, volatile sig_atomic_t *stop,
       L->health->ready = 1;
     }
     refresh_visuals(L);
+    if (L->viewer)
+      viewer_spectator(L, d->data_dir);
     int64_t spec_next = 0;
     if (L->spec_on && L->scene) {
       latest_tick(L); /* poses for a spectator following a robot */

@@ -256,10 +256,11 @@ static void shape(const pa_vis_sink *s, const pa_visual_block *b,
   }
 }
 
-/* Whether visual v's points lie inside the block (another process's data). */
+/* Whether visual v's points lie inside the block (another process's data);
+ * a visual with no points has none to check, wherever its offset. */
 static bool points_ok(const pa_visual_block *b, const pa_visual *v) {
-  return (uint64_t)v->pt_off + v->pt_n <= b->pt_used &&
-         b->pt_used <= PA_VIS_POINTS_MAX;
+  return b->pt_used <= PA_VIS_POINTS_MAX &&
+         (!v->pt_n || (uint64_t)v->pt_off + v->pt_n <= b->pt_used);
 }
 
 static bool drawn(const pa_visual_block *b, const pa_visual *v,

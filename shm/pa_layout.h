@@ -569,7 +569,12 @@ enum {
   PA_SSL_MOVE_LOCAL,  /* m = forward, left [m/s], angular [rad/s] */
   PA_SSL_MOVE_GLOBAL, /* m = x, y [m/s], angular [rad/s] */
 };
-enum { PA_SSL_HAS_KICK = 1u << 0, PA_SSL_HAS_DRIBBLER = 1u << 1 };
+enum {
+  PA_SSL_HAS_KICK = 1u << 0,
+  PA_SSL_HAS_DRIBBLER = 1u << 1,
+  PA_SSL_HAS_TIMEOUT =
+      1u << 2, /* a team port's: lapses (--ssl_command_timeout_ms) */
+};
 typedef struct pa_cmd_ssl_robot { /* SSL_ROBOT */
   uint32_t move;                  /* PA_SSL_MOVE_* */
   uint32_t has;                   /* PA_SSL_HAS_* */
@@ -719,6 +724,9 @@ typedef struct pa_reply_ssl { /* SSL_ROBOT, TELEPORT_BALL, GET_BALL */
   uint32_t contact;           /* the robot's ball contact (robot ops) */
   uint32_t kicks;             /* the robot's kicks fired so far */
   uint32_t division;          /* 'A' / 'B' */
+  /* TELEPORT_BALL: 1 + the robot the asked position lay inside (the ball
+   * was placed just outside it; msg says where), 0 = placed as asked */
+  uint32_t moved_from;
 } pa_reply_ssl;
 
 typedef struct pa_reply {

@@ -115,6 +115,9 @@ typedef struct pa_sim_def {
    * "starboard" (aft, half of it each); default PA_DYN_KINEMATIC = as the
    * world says. */
   int dynamics;
+  /* [ms] of sim time a robot commanded over the SSL protocol keeps its
+   * last command; then it stops (0 = keeps it for ever). Default 100. */
+  uint32_t ssl_cmd_timeout_ms;
 } pa_sim_def;
 #define PA_SIM_OCEANSIM_MAX_FORCE 200.0 /* [N] the seed's 100 N fits */
 pa_sim_def pa_sim_def_default(void);

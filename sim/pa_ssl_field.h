@@ -22,4 +22,11 @@ typedef struct pa_ssl_field {
 /* 'A' (12 x 9 m) or 'B' (9 x 6 m), either case; -1 for anything else. */
 int pa_ssl_field_get(char division, pa_ssl_field *f);
 
+/* The ball's two-phase model on the floor (pa-sim's physics, SSL-Vision's
+ * SSL_BallModelStraightTwoPhase in the geometry): it slides, then rolls
+ * once its speed is down to PA_SSL_ROLL_RATIO of the kick's. */
+#define PA_SSL_ACC_SLIDE 3.0 /* [m/s^2] deceleration while sliding */
+#define PA_SSL_ACC_ROLL 0.35 /* [m/s^2] while rolling */
+#define PA_SSL_ROLL_RATIO (5.0 / 7.0)
+
 #endif

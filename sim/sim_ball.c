@@ -70,9 +70,9 @@ int pa_ssl_field_grid(const pa_ssl_field *f, double res, pa_grid *out,
 }
 
 pa_ssl_params pa_ssl_params_default(void) {
-  return (pa_ssl_params){.acc_slide = 3.0,
-                         .acc_roll = 0.35,
-                         .roll_ratio = 5.0 / 7.0,
+  return (pa_ssl_params){.acc_slide = PA_SSL_ACC_SLIDE,
+                         .acc_roll = PA_SSL_ACC_ROLL,
+                         .roll_ratio = PA_SSL_ROLL_RATIO,
                          .e_wall = 0.6,
                          .e_robot = 0.5,
                          .e_front = 0.2,
@@ -270,10 +270,39 @@ static void fire(const pa_ssl_body *o, pa_ssl_bot *bot, pa_ssl_ball *b,
   b->vx = sx + k * cos(ang) * c;
   b->vy = sy + k * cos(ang) * s;
   b->vz = k * sin(ang);
+  /* The cap holds for the ball's speed, the robot's own motion included
+   * (the rules' 6.5 m/s is the ball's, not the kicker's). */
+  double sp = sqrt(b->vx * b->vx + b->vy * b->vy + b->vz * b->vz);
+  if (cap > 0 && sp > cap) {
+    b->vx *= cap / sp;
+    b->vy *= cap / sp;
+    b->vz *= cap / sp;
+  }
   b->v_switch = p->roll_ratio * hypot(b->vx, b->vy);
   b->holder = -1;
   bot->kick_speed = 0;
   bot->kicks++;
+  bot->ball_contact = false; /* kicked away: not at the dribbler */
+}
+
+/* A bounce off robot o (moving; of mass `mass` [kg], 0: immovable): a
+ * two-body collision along (nx, ny), the ball taking M / (M + m) of the
+ * change of their relative speed and the robot the rest (its velocity
+ * changes; its drive's limits bring it back to its command). */
+static void bounce_robot(pa_ssl_ball *b, const pa_ssl_params *p, pa_ssl_body *o,
+                         double mass, double nx, double ny, double e) {
+  double sx, sy;
+  point_vel(o, b->x, b->y, &sx, &sy);
+  double rn = (b->vx - sx) * nx + (b->vy - sy) * ny;
+  if (rn < 0) {
+    double share = mass > 0 ? mass / (mass + PA_SSL_BALL_MASS) : 1;
+    double j = (1 + e) * rn; /* < 0: the ball moves into the robot */
+    b->vx -= j * share * nx;
+    b->vy -= j * share * ny;
+    o->vx += j * (1 - share) * nx;
+    o->vy += j * (1 - share) * ny;
+  }
+  b->v_switch = p->roll_ratio * hypot(b->vx, b->vy);
 }
 
 /* Walls as thick segments: the ball's centre stays r + t/2 from them. */
@@ -329,11 +358,11 @@ static void hold(const pa_ssl_body *o, const pa_ssl_bot *bot, pa_ssl_ball *b) {
   b->v_switch = 0;
 }
 
-static void robots(const pa_ssl_params *p, pa_ssl_ball *b,
-                   const pa_ssl_body *bodies, pa_ssl_bot *bots, uint32_t n) {
+static void robots(const pa_ssl_params *p, pa_ssl_ball *b, pa_ssl_body *bodies,
+                   pa_ssl_bot *bots, uint32_t n) {
   const double r = PA_SSL_BALL_RADIUS;
   for (uint32_t i = 0; i < n; i++) {
-    const pa_ssl_body *o = &bodies[i];
+    pa_ssl_body *o = &bodies[i];
     if (!o->active || b->z >= o->height || fabs(b->x - o->x) > o->radius + r ||
         fabs(b->y - o->y) > o->radius + r)
       continue;
@@ -342,7 +371,9 @@ static void robots(const pa_ssl_params *p, pa_ssl_ball *b,
     bool front;
     double d = pa_ssl_hull_dist(o, bot->center_to_dribbler, b->x, b->y, &nx,
                                 &ny, &front, &fy);
-    if (d >= r)
+    /* A ball resting against the bar (pushed out to exactly r last
+     * substep) still touches it. */
+    if (d >= r + PA_SSL_CONTACT_EPS)
       continue;
     double h = sqrt(fmax(o->radius * o->radius -
                              bot->center_to_dribbler * bot->center_to_dribbler,
@@ -361,11 +392,11 @@ static void robots(const pa_ssl_params *p, pa_ssl_ball *b,
         return;
       }
     }
+    if (d >= r)
+      continue;
     b->x += nx * (r - d);
     b->y += ny * (r - d);
-    double sx, sy;
-    point_vel(o, b->x, b->y, &sx, &sy);
-    bounce(b, p, nx, ny, sx, sy, bar ? p->e_front : p->e_robot);
+    bounce_robot(b, p, o, bot->mass, nx, ny, bar ? p->e_front : p->e_robot);
   }
 }
 
@@ -402,8 +433,8 @@ static void move(const pa_ssl_params *p, pa_ssl_ball *b, double h) {
 }
 
 void pa_ssl_ball_step(const pa_ssl_field *f, const pa_ssl_params *p,
-                      pa_ssl_ball *b, const pa_ssl_body *bodies,
-                      pa_ssl_bot *bots, uint32_t n, double dt) {
+                      pa_ssl_ball *b, pa_ssl_body *bodies, pa_ssl_bot *bots,
+                      uint32_t n, double dt) {
   for (uint32_t i = 0; i < n; i++)
     bots[i].ball_contact = false;
   if (!b->present)

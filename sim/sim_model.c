@@ -14,6 +14,7 @@ pa_sim_def pa_sim_def_default(void) {
   pa_sim_def d;
   memset(&d, 0, sizeof d);
   d.control_hz = 200;
+  d.ssl_cmd_timeout_ms = 100;
   d.scan_hz = 10;
   d.speed = 1;
   d.robots = 1;

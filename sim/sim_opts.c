@@ -156,6 +156,10 @@ static const pa_opt_row rows[] = {
          "takes forces, OceanSim's: max_force 200 N where the world leaves "
          "the 40 N default, thrusters port and starboard of 100 N where it "
          "declares none)")},
+    {ROW(def.ssl_cmd_timeout_ms, "ssl_command_timeout_ms", PA_OPT_U32, 0,
+         3600000, 100,
+         "[ms] of sim time an SSL robot keeps the last command of its team "
+         "port; then it stops, dribbler off, kicker disarmed (0 = keeps it)")},
 };
 
 static int finish(void *args, const bool *given, char *err, size_t err_sz) {

@@ -386,6 +386,8 @@ static pa_status map_cmd_finish(run_ctx *k, pa_reply *r) {
     else if (c->op == PA_OP_SET_SCENARIO &&
              pa_sim_ssl_set_field(s, div, err, sizeof err) != 0)
       st = pa_sim_int_fail(r, PA_ERR_BUSY, "%s", err);
+    else if (c->op == PA_OP_GENERATE_MAP && c->gen_map.scenario > 0)
+      pa_sim_ssl_free(s); /* a named scenario has no field: nor a ball */
   }
   double load_ms = (double)(pa_now_ns() - ld->started_ns) / 1e6;
   /* staged and taken: the model's cells are the segment to commit */

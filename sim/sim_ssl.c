@@ -199,6 +199,22 @@ static pa_ssl_bot *bot_of(pa_sim_ssl *x, pa_sim_state *s, uint32_t i) {
   return b;
 }
 
+/* A team port's command older than --ssl_command_timeout_ms (sim time):
+ * the robot stops, its dribbler and kicker off, as if told so. */
+static void lapse(const pa_sim_model *m, const pa_sim_state *s, pa_ssl_bot *b) {
+  uint32_t ms = m->def.ssl_cmd_timeout_ms;
+  if (!b->cmd_lapses || !ms || s->sim_time - b->cmd_time <= ms * 1e-3)
+    return;
+  b->cmd_lapses = false;
+  if (b->move_lapses) {
+    b->tx = b->ty = b->tw = 0;
+    b->tframe = PA_FRAME_ROBOT;
+    b->driving = true;
+  }
+  b->dribbler_rpm = 0;
+  b->kick_speed = 0;
+}
+
 void pa_sim_ssl_pre(const pa_sim_model *m, pa_sim_state *s) {
   pa_sim_ssl *x = s->ssl;
   for (uint32_t i = 0; i < s->robot_count; i++) {
@@ -211,12 +227,14 @@ void pa_sim_ssl_pre(const pa_sim_model *m, pa_sim_state *s) {
     /* A command set another way (set_cmd, step): it becomes the target. */
     if (r->cmd_v != last[0] || r->cmd_vy != last[1] || r->cmd_w != last[2] ||
         r->cmd_frame != PA_FRAME_ROBOT) {
+      b->move_lapses = false; /* the kicker and dribbler still lapse */
       b->tx = r->cmd_v;
       b->ty = r->cmd_vy;
       b->tw = r->cmd_w;
       b->tframe = r->cmd_frame;
       b->driving = true;
     }
+    lapse(m, s, b);
     if (!b->driving)
       continue;
     double tgt[3] = {b->tx, b->ty, b->tw};
@@ -258,6 +276,15 @@ void pa_sim_ssl_post(const pa_sim_model *m, pa_sim_state *s) {
   }
   pa_ssl_ball_step(&x->f, &x->p, &x->ball, x->body, x->bot, n, m->dt);
   for (uint32_t i = 0; i < n; i++) {
+    /* the ball's push (its mass against the robot's): the new velocity */
+    pa_robot_state *r = &s->rs[i];
+    const pa_ssl_body *o = &x->body[i];
+    double c = cos(r->theta), sn = sin(r->theta);
+    double vx = c * r->v - sn * r->vy, vy = sn * r->v + c * r->vy;
+    if (o->active && (o->vx != vx || o->vy != vy)) {
+      r->v = c * o->vx + sn * o->vy;
+      r->vy = -sn * o->vx + c * o->vy;
+    }
     if (x->bot[i].ball_contact)
       s->rs[i].flags |= PA_RS_BALL_CONTACT;
     else
@@ -348,9 +375,49 @@ pa_status pa_sim_int_op_ssl_robot(const pa_sim_model *m, pa_sim_state *s,
   }
   if (a->has & PA_SSL_HAS_DRIBBLER)
     b->dribbler_rpm = a->dribbler_rpm;
+  b->cmd_lapses = b->move_lapses = (a->has & PA_SSL_HAS_TIMEOUT) != 0;
+  b->cmd_time = s->sim_time;
   r->status = PA_OK;
   reply_ball(x, r, (int32_t)c->robot);
   return PA_OK;
+}
+
+/* A ball placed inside an SSL robot's body (below its top) goes out
+ * through the nearer face, 1 mm clear: the index + 1 of the robot it was
+ * in, 0 when it was clear (a few passes: out of one, maybe into another). */
+static uint32_t ball_out_of_robots(pa_sim_ssl *x, pa_sim_state *s,
+                                   pa_ssl_ball *b) {
+  uint32_t moved = 0;
+  uint32_t n = s->robot_count < x->cap ? s->robot_count : x->cap;
+  for (int pass = 0; pass < 3; pass++) {
+    bool clear = true;
+    for (uint32_t i = 0; i < n; i++) {
+      pa_ssl_bot *bot = bot_of(x, s, i);
+      if (!bot || b->z >= s->info[i].height)
+        continue;
+      const pa_robot_state *r = &s->rs[i];
+      pa_ssl_body o = {.active = true,
+                       .x = r->x,
+                       .y = r->y,
+                       .theta = r->theta,
+                       .radius = s->info[i].radius,
+                       .height = s->info[i].height};
+      double nx, ny, fy;
+      bool front;
+      double d = pa_ssl_hull_dist(&o, bot->center_to_dribbler, b->x, b->y, &nx,
+                                  &ny, &front, &fy);
+      if (d >= 0) /* its centre outside the body: touching is fine */
+        continue;
+      double k = PA_SSL_BALL_RADIUS - d + 0.001;
+      b->x += nx * k;
+      b->y += ny * k;
+      moved = i + 1;
+      clear = false;
+    }
+    if (clear)
+      break;
+  }
+  return moved;
 }
 
 pa_status pa_sim_int_op_teleport_ball(const pa_sim_model *m, pa_sim_state *s,
@@ -371,13 +438,21 @@ pa_status pa_sim_int_op_teleport_ball(const pa_sim_model *m, pa_sim_state *s,
                            "ball at (%g, %g, %g) is outside the field walls "
                            "(|x| <= %g, |y| <= %g, z >= 0)",
                            a->x, a->y, a->z, hx, hy);
-  if (a->present)
+  uint32_t moved = 0;
+  if (a->present) {
     pa_ssl_ball_place(&x->ball, a->x, a->y, a->z, a->vx, a->vy, a->vz,
                       a->roll != 0);
-  else
+    moved = ball_out_of_robots(x, s, &x->ball);
+  } else {
     x->ball.present = false;
+  }
   r->status = PA_OK;
   reply_ball(x, r, -1);
+  r->ssl.moved_from = moved;
+  if (moved)
+    snprintf(r->msg, sizeof r->msg,
+             "(%.3f, %.3f) is inside robot '%s': placed at (%.3f, %.3f)", a->x,
+             a->y, s->info[moved - 1].name, x->ball.x, x->ball.y);
   return PA_OK;
 }
 

@@ -155,8 +155,25 @@ static void test_hull_bounce(void **st) {
                                 w.b.y, &nx, &ny, &front, &fy);
     assert_true(d >= PA_SSL_BALL_RADIUS - 1e-9);
   }
-  assert_true(fabs(w.b.vx + 2.0 * w.p.e_robot) < 1e-9);
+  /* the robot's 2.3 kg takes its part of the impulse: momentum holds */
+  double M = w.bot[r].mass, mb = PA_SSL_BALL_MASS;
+  double share = M / (M + mb);
+  assert_true(fabs(w.b.vx - (2.0 - 2.0 * (1 + w.p.e_robot) * share)) < 1e-9);
+  assert_true(fabs(mb * w.b.vx + M * w.body[r].vx - mb * 2.0) < 1e-12);
   assert_false(w.bot[r].ball_contact);
+  /* A spec's mass takes effect: a robot as light as the ball takes
+   * (1 + e) / 2 of its speed, the ball keeps (1 - e) / 2. */
+  world_init(&w, 'A');
+  w.p.acc_roll = w.p.acc_slide = 0;
+  r = add_robot(&w, 1.0, 0, 0);
+  w.bot[r].mass = PA_SSL_BALL_MASS;
+  pa_ssl_ball_place(&w.b, 0, 0, 0, 2.0, 0, 0, true);
+  for (int t = 0; t < 200; t++)
+    pa_ssl_ball_step(&w.f, &w.p, &w.b, w.body, w.bot, w.n, DT);
+  print_message("light robot: ball %.4f m/s, robot %.4f m/s\n", w.b.vx,
+                w.body[r].vx);
+  assert_true(fabs(w.b.vx - 2.0 * (1 - w.p.e_robot) / 2) < 1e-9);
+  assert_true(fabs(w.body[r].vx - 2.0 * (1 + w.p.e_robot) / 2) < 1e-9);
   /* Onto the flat front with nothing armed: e_front, contact reported. */
   world_init(&w, 'A');
   w.p.acc_roll = w.p.acc_slide = 0;
@@ -169,7 +186,8 @@ static void test_hull_bounce(void **st) {
     assert_true(w.b.x <= 1.0 - 0.08 - PA_SSL_BALL_RADIUS + 1e-9);
   }
   assert_true(contact);
-  assert_true(fabs(w.b.vx + 1.0 * w.p.e_front) < 1e-9);
+  share = w.bot[r].mass / (w.bot[r].mass + PA_SSL_BALL_MASS);
+  assert_true(fabs(w.b.vx - (1.0 - 1.0 * (1 + w.p.e_front) * share)) < 1e-9);
 }
 
 /* Armed kicker: fires once the ball reaches the bar, capped, disarmed. */
@@ -195,6 +213,54 @@ static void test_kick(void **st) {
   pa_ssl_ball_step(&w.f, &w.p, &w.b, w.body, w.bot, w.n, DT);
   assert_int_equal(w.bot[r].kicks, 1);
   assert_true(fabs(w.b.vx - 6.5) < 0.05);
+}
+
+/* The cap is the ball's speed: a robot driving forward at 2 m/s kicks at
+ * 6.5 m/s, not 8.5 (the rules' limit, issue 38); a spec's own cap holds the
+ * same way, a chip's too (3-D). On the tick the kick fires the ball is
+ * leaving: no dribbler contact; a ball resting against the bar touches it
+ * every tick. */
+static void test_kick_cap_with_motion(void **st) {
+  (void)st;
+  world w;
+  const double caps[] = {6.5, 4.0};
+  const double angles[] = {0, 30};
+  for (int k = 0; k < 2; k++)
+    for (int a = 0; a < 2; a++) {
+      world_init(&w, 'A');
+      uint32_t r = add_robot(&w, 0, 0, 0);
+      w.body[r].vx = 2.0;
+      w.body[r].w = 1.0;
+      w.bot[r].max_kick = w.bot[r].max_chip = caps[k];
+      w.bot[r].kick_speed = 20.0;
+      w.bot[r].kick_angle = angles[a];
+      pa_ssl_ball_place(&w.b, 0.08 + PA_SSL_BALL_RADIUS - 0.001, 0, 0, 0, 0, 0,
+                        true);
+      pa_ssl_ball_step(&w.f, &w.p, &w.b, w.body, w.bot, w.n, DT);
+      assert_int_equal(w.bot[r].kicks, 1);
+      double sp = sqrt(w.b.vx * w.b.vx + w.b.vy * w.b.vy + w.b.vz * w.b.vz);
+      print_message("cap %.1f angle %.0f: ball leaves at %.4f m/s\n", caps[k],
+                    angles[a], sp);
+      assert_true(sp <= caps[k] + 1e-9 && sp > caps[k] - 0.01);
+      assert_false(w.bot[r].ball_contact);
+    }
+  /* Resting at the bar (no dribbler, no kick): contact every tick. */
+  world_init(&w, 'A');
+  uint32_t r = add_robot(&w, 0, 0, 0);
+  pa_ssl_ball_place(&w.b, 0.08 + PA_SSL_BALL_RADIUS - 0.0005, 0, 0, 0, 0, 0,
+                    true);
+  for (int t = 0; t < 50; t++) {
+    pa_ssl_ball_step(&w.f, &w.p, &w.b, w.body, w.bot, w.n, DT);
+    assert_true(w.bot[r].ball_contact);
+  }
+  /* Armed now: it fires, the tick of the kick has no contact, nor any after
+   * it (the ball is gone). */
+  w.bot[r].kick_speed = 3.0;
+  for (int t = 0; t < 50; t++) {
+    pa_ssl_ball_step(&w.f, &w.p, &w.b, w.body, w.bot, w.n, DT);
+    assert_false(w.bot[r].ball_contact);
+  }
+  assert_int_equal(w.bot[r].kicks, 1);
 }
 
 /* A 45 degree chip clears a robot 0.8 m ahead and first lands where the
@@ -524,6 +590,7 @@ int main(void) {
       cmocka_unit_test(test_wall_bounce),
       cmocka_unit_test(test_hull_bounce),
       cmocka_unit_test(test_kick),
+      cmocka_unit_test(test_kick_cap_with_motion),
       cmocka_unit_test(test_chip_over_robot),
       cmocka_unit_test(test_dribble_and_turn),
       cmocka_unit_test(test_wheels),

@@ -58,6 +58,8 @@ pa_netgw_def pa_netgw_def_default(void) {
       .ssl_control_port = 10300,
       .ssl_blue_port = 10301,
       .ssl_yellow_port = 10302,
+      .ssl_sync_blue_port = 10303,
+      .ssl_sync_yellow_port = 10304,
       .ssl_vision_port = 10020,
       .ssl_vision_hz = 60,
       .foxglove_port = 8765, /* a taken port only warns (foxglove.c) */

@@ -74,6 +74,14 @@ static const pa_opt_row rows[] = {
          "SSL worlds: UDP port of the blue team's RobotControl (0 = pick)")},
     {ROW(def.ssl_yellow_port, "ssl_yellow_port", PA_OPT_U32, 0, 65535, 10302,
          "SSL worlds: UDP port of the yellow team's RobotControl (0 = pick)")},
+    {ROW(def.ssl_sync_blue_port, "ssl_sync_blue_port", PA_OPT_U32, 0, 65535,
+         10303,
+         "SSL worlds: UDP port of the blue team's SimulationSyncRequest "
+         "(commands, a step, the vision of it; 0 = pick)")},
+    {ROW(def.ssl_sync_yellow_port, "ssl_sync_yellow_port", PA_OPT_U32, 0, 65535,
+         10304,
+         "SSL worlds: UDP port of the yellow team's SimulationSyncRequest "
+         "(0 = pick)")},
     {ROW(def.ssl_vision_port, "ssl_vision_port", PA_OPT_U32, 1, 65535, 10020,
          "SSL worlds: SSL_WrapperPacket vision to 127.0.0.1 at this port")},
     {ROW(def.ssl_vision_hz, "ssl_vision_hz", PA_OPT_DOUBLE, 0.1, 10000, 60,
@@ -131,6 +139,10 @@ static int finish(void *args, const bool *given, char *err, size_t err_sz) {
       a->def.ssl_blue_port = 0;
     else if (!strcmp(n, "ssl_yellow_port"))
       a->def.ssl_yellow_port = 0;
+    else if (!strcmp(n, "ssl_sync_blue_port"))
+      a->def.ssl_sync_blue_port = 0;
+    else if (!strcmp(n, "ssl_sync_yellow_port"))
+      a->def.ssl_sync_yellow_port = 0;
   }
   /* SCHED_FIFO alone does not cut p99: realtime also watches. */
   long watch = a->odom_watch_us;

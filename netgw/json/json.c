@@ -300,6 +300,23 @@ static const char *unknown_key(const jaction *a, json_t *data) {
   return NULL;
 }
 
+/* JF_LENIENT: every unknown key of data taken out and named in a list
+ * (the reply's data.warnings; NULL when there is none). */
+static json_t *drop_unknown(const jaction *a, json_t *data) {
+  json_t *w = NULL;
+  const char *key;
+  while ((key = unknown_key(a, data))) {
+    if (!w)
+      w = json_array();
+    char msg[160];
+    snprintf(msg, sizeof msg, "data.%.64s is not a key of %s: ignored", key,
+             a->name);
+    json_array_append_new(w, json_string(msg));
+    json_object_del(data, key);
+  }
+  return w;
+}
+
 /* The envelope around the action: an object of type command or
  * sim_control (jt: JT_*), protocol_version 2, a request_id of the right
  * type, an action name (aname, set as soon as read: the error reply names
@@ -387,7 +404,7 @@ static json_t *exec_one(pa_client *c, json_t *req) {
   x.sim_time = -1;
   c->jstart_ns = pa_now_ns();
   const char *aname = NULL;
-  json_t *d = NULL, *empty = NULL;
+  json_t *d = NULL, *empty = NULL, *warnings = NULL;
   unsigned jt = 0;
   if (check_envelope(&x, req, &jt, &aname) < 0)
     goto err;
@@ -417,6 +434,8 @@ static json_t *exec_one(pa_client *c, json_t *req) {
                  x.act->name);
     goto err;
   }
+  if (x.act->flags & JF_LENIENT)
+    warnings = drop_unknown(x.act, x.data);
   const char *bad_key = unknown_key(x.act, x.data);
   if (bad_key) {
     if (x.act->keys[0])
@@ -433,6 +452,10 @@ static json_t *exec_one(pa_client *c, json_t *req) {
   if (take_budget(&x) < 0)
     goto err;
   d = x.act->run(&x);
+  if (warnings && d && d != JPENDING && json_is_object(d))
+    json_object_set(d, "warnings", warnings);
+  json_decref(warnings);
+  warnings = NULL;
   if (d == JPENDING) {
     json_decref(empty);
     json_incref(req);
@@ -446,6 +469,7 @@ static json_t *exec_one(pa_client *c, json_t *req) {
                        x.sim_time < 0 ? pa_json_now(g) : x.sim_time);
   }
 err:
+  json_decref(warnings);
   json_decref(empty);
   if (x.st == PA_OK)
     pa_json_fail(&x, PA_ERR_INVALID_MESSAGE, "request failed");

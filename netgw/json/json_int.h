@@ -38,6 +38,9 @@ enum {
   JF_ROBOT = 1u << 1, /* data.robot is looked up into x->info / x->idx first */
   JF_SIM = 1u << 2,   /* may wait for pa-sim; `done` builds the reply */
   JF_STATE = 1u << 3, /* answered with type "state", not "response" */
+  /* RaisimServer's visuals: an unknown key of data is ignored (as the seed
+   * says) and named in the reply's data.warnings, not refused */
+  JF_LENIENT = 1u << 4,
 };
 
 struct jctx;

@@ -11,7 +11,9 @@
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 /* ---- the spectator camera, screenshots and videos --------------------------
@@ -206,12 +208,30 @@ json_t *pa_json_act_focus_on(jctx *x) {
   return d;
 }
 
+/* RaisimServer's requestScreenshot takes no name: one from the time,
+ * screenshot_YYYYmmdd_HHMMSS_mmm (UTC), in buf. */
+static const char *time_name(char *buf, size_t n) {
+  struct timespec ts;
+  struct tm tm;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  gmtime_r(&ts.tv_sec, &tm);
+  char stamp[32];
+  strftime(stamp, sizeof stamp, "%Y%m%d_%H%M%S", &tm);
+  snprintf(buf, n, "screenshot_%s_%03ld", stamp, ts.tv_nsec / 1000000);
+  return buf;
+}
+
 json_t *pa_json_act_request_screenshot(jctx *x) {
   pa_netgw *g = x->c->g;
   pa_spectator *sp = &g->st->vis->spec;
   const char *name;
   uint32_t ow;
-  if (spec_name(x, &name) < 0 || spec_render(x) < 0 ||
+  char made[PA_SPEC_NAME_MAX];
+  json_t *given = json_object_get(x->data, "name");
+  bool named = given && !json_is_null(given);
+  if (!named)
+    name = time_name(made, sizeof made);
+  if ((named && spec_name(x, &name) < 0) || spec_render(x) < 0 ||
       spec_overwrite(x, name, "png", &ow) < 0)
     return NULL;
   uint32_t req = __atomic_load_n(&sp->shot_req, __ATOMIC_ACQUIRE);
@@ -224,16 +244,38 @@ json_t *pa_json_act_request_screenshot(jctx *x) {
   sem_post(&g->ctl->render_wake);
   json_t *d = spec_path(g, name, "png");
   json_object_set_new(d, "request", json_integer(req + 1));
+  json_object_set_new(d, "name", json_string(name));
+  if (!named) /* the reply says where it goes */
+    json_object_set_new(d, "name_from_time", json_true());
   return d;
+}
+
+/* A video's name: as spec_name, a trailing ".mp4" (RaisimServer's
+ * callers give the file's name) taken off into buf. */
+static int video_name(jctx *x, char *buf, size_t n, const char **name) {
+  json_t *v = json_object_get(x->data, "name");
+  const char *s = json_is_string(v) ? json_string_value(v) : NULL;
+  size_t len = s ? strlen(s) : 0;
+  if (len > 4 && len - 4 < n && !strcmp(s + len - 4, ".mp4")) {
+    snprintf(buf, n, "%.*s", (int)(len - 4), s);
+    json_object_set_new(x->data, "name", json_string(buf));
+  }
+  if (spec_name(x, name) < 0)
+    return -1;
+  snprintf(buf, n, "%s", *name);
+  *name = buf;
+  return 0;
 }
 
 json_t *pa_json_act_start_recording_video(jctx *x) {
   pa_netgw *g = x->c->g;
   pa_spectator *sp = &g->st->vis->spec;
   const char *name;
+  char nbuf[PA_SPEC_NAME_MAX];
   double fps = 15;
   long long frames = 0;
-  if (spec_name(x, &name) < 0 || pa_json_num(x, "fps", &fps) < 0 ||
+  if (video_name(x, nbuf, sizeof nbuf, &name) < 0 ||
+      pa_json_num(x, "fps", &fps) < 0 ||
       pa_json_int(x, "frames", 1, 100000000, &frames) < 0)
     return NULL;
   if (!(fps >= 1 && fps <= 60))
@@ -272,7 +314,11 @@ json_t *pa_json_act_stop_recording_video(jctx *x) {
                         "the previous start/stop is being served: try again");
   bool on = __atomic_load_n(&sp->rec_state, __ATOMIC_ACQUIRE) == PA_REC_ON;
   if (!on) { /* nothing to stop: say so, ask pa-render nothing */
-    json_t *d = spec_path(g, sp->rec_name[0] ? sp->rec_name : "none", "mp4");
+    /* the last video's path; none ever: null */
+    json_t *d =
+        sp->rec_name[0] ? spec_path(g, sp->rec_name, "mp4") : json_object();
+    if (!sp->rec_name[0])
+      json_object_set_new(d, "path", json_null());
     json_object_set_new(d, "frames", json_integer((json_int_t)sp->rec_frames));
     json_object_set_new(d, "was_recording", json_false());
     return d;

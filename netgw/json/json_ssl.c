@@ -138,6 +138,10 @@ json_t *pa_json_done_teleport_ball(jctx *x, const pa_reply *r) {
       d, "velocity",
       pa_json_vec3(r->ssl.ball[3], r->ssl.ball[4], r->ssl.ball[5]));
   json_object_set_new(d, "present", json_boolean(r->ssl.holder != -2));
+  if (r->ssl.moved_from) { /* the position asked lay inside a robot */
+    int n = (int)strnlen(r->msg, sizeof r->msg);
+    json_object_set_new(d, "moved", json_stringn(r->msg, (size_t)n));
+  }
   return d;
 }
 

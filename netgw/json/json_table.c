@@ -191,10 +191,10 @@ static const jaction actions[] = {
     ROW(set_pred_trajectory, CMD, NULL, NULL, 0, "robot trajectory"),
     ROW(hibernate, CMD, NULL, NULL, 0, ""),
     ROW(wakeup, CMD, NULL, NULL, 0, ""),
-    ROW(add_visual, CMD, NULL, NULL, 0,
+    ROW(add_visual, CMD, NULL, NULL, JF_LENIENT,
         "name type position orientation yaw size color visible text points "
         "points_b64 point_format camera_visible"),
-    ROW(update_visual, CMD, NULL, NULL, 0,
+    ROW(update_visual, CMD, NULL, NULL, JF_LENIENT,
         "name position orientation yaw size color visible text points "
         "points_b64 point_format append camera_visible"),
     ROW(remove_visual, CMD, NULL, NULL, 0, "name"),
@@ -208,13 +208,13 @@ static const jaction actions[] = {
 #define VIS_KEYS                                                               \
   "name position orientation yaw size color visible camera_visible"
 #define PTS_KEYS VIS_KEYS " points points_b64 point_format"
-    ROW(add_visual_sphere, CMD, NULL, NULL, 0, VIS_KEYS),
-    ROW(add_visual_box, CMD, NULL, NULL, 0, VIS_KEYS),
-    ROW(add_visual_cylinder, CMD, NULL, NULL, 0, VIS_KEYS),
-    ROW(add_visual_capsule, CMD, NULL, NULL, 0, VIS_KEYS),
-    ROW(add_visual_arrow, CMD, NULL, NULL, 0, VIS_KEYS),
-    ROW(add_visual_polyline, CMD, NULL, NULL, 0, PTS_KEYS),
-    ROW(add_point_cloud, CMD, NULL, NULL, 0, PTS_KEYS),
+    ROW(add_visual_sphere, CMD, NULL, NULL, JF_LENIENT, VIS_KEYS),
+    ROW(add_visual_box, CMD, NULL, NULL, JF_LENIENT, VIS_KEYS),
+    ROW(add_visual_cylinder, CMD, NULL, NULL, JF_LENIENT, VIS_KEYS),
+    ROW(add_visual_capsule, CMD, NULL, NULL, JF_LENIENT, VIS_KEYS),
+    ROW(add_visual_arrow, CMD, NULL, NULL, JF_LENIENT, VIS_KEYS),
+    ROW(add_visual_polyline, CMD, NULL, NULL, JF_LENIENT, PTS_KEYS),
+    ROW(add_point_cloud, CMD, NULL, NULL, JF_LENIENT, PTS_KEYS),
 #undef VIS_KEYS
 #undef PTS_KEYS
     ROW(kick, CMD, DONE(ssl), NULL, JF_ROBOT | JF_SIM, "robot speed angle"),

@@ -345,18 +345,23 @@ static int get_fields(jctx *x, pa_visual *v) {
   return 0;
 }
 
-/* Removes visual i's points from the pack (under the seqlock). */
+/* Removes visual i's points from the pack (under the seqlock). A visual
+ * with no points has pt_off 0, whatever its type, so that no later cut can
+ * leave its offset past pt_used (the viewers skip a visual whose points lie
+ * outside the pack: shapes added after a shrinking cloud vanished so). */
 static void pool_cut(pa_visual_block *b, uint32_t i) {
   uint32_t off = b->v[i].pt_off, n = b->v[i].pt_n;
-  if (!n)
+  if (!n) {
+    b->v[i].pt_off = 0;
     return;
+  }
   memmove(b->pt + off, b->pt + off + n,
           (size_t)(b->pt_used - off - n) * sizeof b->pt[0]);
   for (uint32_t j = 0; j < b->count; j++)
     if (b->v[j].pt_n && b->v[j].pt_off > off)
       b->v[j].pt_off -= n;
   b->pt_used -= n;
-  b->v[i].pt_off = b->pt_used;
+  b->v[i].pt_off = 0;
   b->v[i].pt_n = 0;
 }
 
@@ -368,8 +373,8 @@ static void pool_put(pa_visual_block *b, uint32_t i, const pa_vis_point *keep,
     memcpy(b->pt + b->pt_used, keep, (size_t)n_keep * sizeof *keep);
   if (n_add)
     memcpy(b->pt + b->pt_used + n_keep, add, (size_t)n_add * sizeof *add);
-  b->v[i].pt_off = b->pt_used;
   b->v[i].pt_n = n_keep + n_add;
+  b->v[i].pt_off = b->v[i].pt_n ? b->pt_used : 0;
   b->pt_used += n_keep + n_add;
 }
 
@@ -487,7 +492,7 @@ static json_t *vis_set(jctx *x, bool add) {
   pa_stack_visual_begin(g->st);
   if (add) {
     idx = (int)b->count;
-    v.pt_off = b->pt_used;
+    v.pt_off = 0;
     v.pt_n = 0;
     b->v[idx] = v;
     b->count++;
@@ -588,7 +593,8 @@ void pa_json_visual_recover(pa_netgw *g) {
   bool ok = b->count <= PA_VIS_MAX && b->pt_used <= PA_VIS_POINTS_MAX;
   for (uint32_t i = 0; ok && i < b->count; i++)
     ok = b->v[i].type > PA_VIS_NONE && b->v[i].type < PA_VIS_TYPE_COUNT &&
-         (uint64_t)b->v[i].pt_off + b->v[i].pt_n <= b->pt_used;
+         (!b->v[i].pt_n ||
+          (uint64_t)b->v[i].pt_off + b->v[i].pt_n <= b->pt_used);
   pa_stack_visual_begin(g->st);
   if (!ok) {
     pa_warn("visuals were left mid-update by a dead pa-netgw and are "

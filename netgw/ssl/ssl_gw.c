@@ -24,14 +24,14 @@
 
 #include "google/protobuf/any.pb-c.h"
 #include "ssl_simulation_control.pb-c.h"
-#include "playarea_ssl.pb-c.h"
+#include "ssl_simulation_custom_erforce_robot_spec.pb-c.h"
 #include "ssl_simulation_robot_control.pb-c.h"
 
 void pa_ssl_err_add(ssl_errs *e, const char *code, const char *fmt, ...) {
   if (e->n >= SSL_ERRORS_MAX)
     return;
   size_t i = e->n++;
-  Sslsim__SimulatorError init = SSLSIM__SIMULATOR_ERROR__INIT;
+  SimulatorError init = SIMULATOR_ERROR__INIT;
   e->e[i] = init;
   snprintf(e->code[i], sizeof e->code[i], "%s", code);
   va_list ap;
@@ -89,9 +89,12 @@ static bool finite_in(double v, double lo, double hi) {
 
 /* ---- control port: SimulatorCommand ------------------------------------ */
 
-static void teleport_ball(pa_ssl_gw *x, const Sslsim__TeleportBall *b,
-                          ssl_errs *e) {
+static void teleport_ball(pa_ssl_gw *x, const TeleportBall *b, ssl_errs *e) {
   bool bad = false;
+  /* None of x, y, z, vx, vy, vz: not a teleport (the protocol's way to end
+   * a by_force move without placing the ball). */
+  bool any =
+      b->has_x || b->has_y || b->has_z || b->has_vx || b->has_vy || b->has_vz;
   if (b->has_teleport_safely && b->teleport_safely) {
     pa_ssl_err_add(
         e, "unsupported:teleport_ball.teleport_safely",
@@ -120,7 +123,7 @@ static void teleport_ball(pa_ssl_gw *x, const Sslsim__TeleportBall *b,
       bad = true;
       break;
     }
-  if (bad)
+  if (bad || !any)
     return;
   pa_cmd c;
   memset(&c, 0, sizeof c);
@@ -133,19 +136,16 @@ static void teleport_ball(pa_ssl_gw *x, const Sslsim__TeleportBall *b,
 
 /* A BotId names a robot when it has an id 0..15 and team BLUE or YELLOW;
  * *team is then 0 (blue) or 1 (yellow). */
-static bool bot_id_ok(const GameController__BotId *id, int *team) {
+static bool bot_id_ok(const RobotId *id, int *team) {
   if (!id || !id->has_id || !id->has_team ||
-      (id->team != GAME_CONTROLLER__TEAM__BLUE &&
-       id->team != GAME_CONTROLLER__TEAM__YELLOW) ||
-      id->id >= 16)
+      (id->team != TEAM__BLUE && id->team != TEAM__YELLOW) || id->id >= 16)
     return false;
-  *team = id->team == GAME_CONTROLLER__TEAM__BLUE ? 0 : 1;
+  *team = id->team == TEAM__BLUE ? 0 : 1;
   return true;
 }
 
-static void teleport_robot(pa_ssl_gw *x, const Sslsim__TeleportRobot *r,
-                           ssl_errs *e) {
-  const GameController__BotId *id = r->id;
+static void teleport_robot(pa_ssl_gw *x, const TeleportRobot *r, ssl_errs *e) {
+  const RobotId *id = r->id;
   int team;
   if (!bot_id_ok(id, &team)) {
     pa_ssl_err_add(
@@ -220,9 +220,8 @@ static void teleport_robot(pa_ssl_gw *x, const Sslsim__TeleportRobot *r,
 }
 
 /* A BotId's robot slot, or an error by name. */
-static bool bot_lookup(pa_ssl_gw *x, const GameController__BotId *id,
-                       const char *what, ssl_errs *e, uint32_t *idx,
-                       int *team) {
+static bool bot_lookup(pa_ssl_gw *x, const RobotId *id, const char *what,
+                       ssl_errs *e, uint32_t *idx, int *team) {
   if (!bot_id_ok(id, team)) {
     pa_ssl_err_add(e, "invalid:id",
                    "%s.id needs an id 0..15 and team BLUE or YELLOW", what);
@@ -239,37 +238,48 @@ static bool bot_lookup(pa_ssl_gw *x, const GameController__BotId *id,
   return true;
 }
 
-static const char er_force_spec[] = "sslsim.RobotSpecErForce";
+/* Whether an Any's type URL names message `name`: the part after its last
+ * '/' is the name alone (the published files have no package, so
+ * Any.Pack gives "type.googleapis.com/RobotSpecErForce") or with package
+ * `pkg` (ER-Force's own copies: "sslsim."). */
+bool pa_ssl_any_is(const char *url, const char *name, const char *pkg) {
+  if (!url)
+    return false;
+  const char *slash = strrchr(url, '/');
+  const char *t = slash ? slash + 1 : url;
+  size_t pl = pkg ? strlen(pkg) : 0;
+  if (!strcmp(t, name))
+    return true;
+  return pl && !strncmp(t, pkg, pl) && t[pl] == '.' &&
+         !strcmp(t + pl + 1, name);
+}
 
 /* The custom specs: only RobotSpecErForce, and of it the dribbler width
  * alone; false with the error in e. */
-static bool specs_custom(const Sslsim__RobotSpecs *sp, pa_cmd_ssl_specs *a,
+static bool specs_custom(const RobotSpecs *sp, pa_cmd_ssl_specs *a,
                          ssl_errs *e) {
   for (size_t k = 0; k < sp->n_custom; k++) {
     const Google__Protobuf__Any *any = sp->custom[k];
-    size_t tl = any->type_url ? strlen(any->type_url) : 0;
-    size_t nl = sizeof er_force_spec - 1;
-    Sslsim__RobotSpecErForce *ef = NULL;
-    if (tl >= nl && !strcmp(any->type_url + tl - nl, er_force_spec))
-      ef = sslsim__robot_spec_er_force__unpack(NULL, any->value.len,
-                                               any->value.data);
+    RobotSpecErForce *ef = NULL;
+    if (pa_ssl_any_is(any->type_url, "RobotSpecErForce", "sslsim"))
+      ef = robot_spec_er_force__unpack(NULL, any->value.len, any->value.data);
     if (!ef) {
       pa_ssl_err_add(e, "unsupported:robot_specs.custom",
-                     "robot_specs.custom '%.80s' is not supported (only %s)",
-                     any->type_url ? any->type_url : "", er_force_spec);
+                     "robot_specs.custom '%.80s' is not supported (only "
+                     "RobotSpecErForce)",
+                     any->type_url ? any->type_url : "");
       return false;
     }
-    bool bad = ef->has_shoot_radius || ef->has_dribbler_height;
+    bool bad = ef->has_shoot_radius;
     if (ef->has_dribbler_width) {
       a->has |= PA_SSL_SPEC_DRIBBLER_WIDTH;
       a->dribbler_width = ef->dribbler_width;
     }
-    sslsim__robot_spec_er_force__free_unpacked(ef, NULL);
+    robot_spec_er_force__free_unpacked(ef, NULL);
     if (bad) {
-      pa_ssl_err_add(
-          e, "unsupported:robot_specs.custom.shoot_radius",
-          "RobotSpecErForce shoot_radius and dribbler_height are not "
-          "supported (the ball touches the flat front)");
+      pa_ssl_err_add(e, "unsupported:robot_specs.custom.shoot_radius",
+                     "RobotSpecErForce shoot_radius is not supported (the ball "
+                     "touches the flat front)");
       return false;
     }
   }
@@ -278,7 +288,7 @@ static bool specs_custom(const Sslsim__RobotSpecs *sp, pa_cmd_ssl_specs *a,
 
 /* The specs given (mass, kick speeds, dribbler distance, limits, wheel
  * angles) into a, each with its has bit. */
-static void specs_fields(const Sslsim__RobotSpecs *sp, pa_cmd_ssl_specs *a) {
+static void specs_fields(const RobotSpecs *sp, pa_cmd_ssl_specs *a) {
   if (sp->has_mass) {
     a->has |= PA_SSL_SPEC_MASS;
     a->mass = sp->mass;
@@ -295,7 +305,7 @@ static void specs_fields(const Sslsim__RobotSpecs *sp, pa_cmd_ssl_specs *a) {
     a->has |= PA_SSL_SPEC_C2D;
     a->c2d = sp->center_to_dribbler;
   }
-  const Sslsim__RobotLimits *l = sp->limits;
+  const RobotLimits *l = sp->limits;
   if (l) {
     const protobuf_c_boolean h[6] = {
         l->has_acc_speedup_absolute_max, l->has_acc_speedup_angular_max,
@@ -320,8 +330,7 @@ static void specs_fields(const Sslsim__RobotSpecs *sp, pa_cmd_ssl_specs *a) {
   }
 }
 
-static void robot_specs(pa_ssl_gw *x, const Sslsim__RobotSpecs *sp,
-                        ssl_errs *e) {
+static void robot_specs(pa_ssl_gw *x, const RobotSpecs *sp, ssl_errs *e) {
   uint32_t idx;
   int team;
   if (!bot_lookup(x, sp->id, "robot_specs", e, &idx, &team))
@@ -388,58 +397,7 @@ static void robot_specs(pa_ssl_gw *x, const Sslsim__RobotSpecs *sp,
     push(x, &c, e);
 }
 
-static const char realism_type[] = "playarea.RealismConfig";
-
-/* Each custom entry must be a playarea.RealismConfig; all or nothing. */
-static void realism(pa_ssl_gw *x, const Sslsim__RealismConfig *rc,
-                    ssl_errs *e) {
-  double pos = x->noise_pos, th = x->noise_theta, drop = x->dropout;
-  uint64_t seed = 0;
-  bool seeded = false;
-  for (size_t k = 0; k < rc->n_custom; k++) {
-    const Google__Protobuf__Any *any = rc->custom[k];
-    size_t tl = any->type_url ? strlen(any->type_url) : 0;
-    size_t nl = sizeof realism_type - 1;
-    Playarea__RealismConfig *m = NULL;
-    if (tl >= nl && !strcmp(any->type_url + tl - nl, realism_type))
-      m = playarea__realism_config__unpack(NULL, any->value.len,
-                                           any->value.data);
-    if (!m) {
-      pa_ssl_err_add(e, "unsupported:config.realism_config.custom",
-                     "realism_config.custom '%.80s' is not supported (only %s; "
-                     "nothing applied)",
-                     any->type_url ? any->type_url : "", realism_type);
-      return;
-    }
-    if (m->has_position_noise)
-      pos = m->position_noise;
-    if (m->has_orientation_noise)
-      th = m->orientation_noise;
-    if (m->has_dropout)
-      drop = m->dropout;
-    if (m->has_seed) {
-      seed = m->seed;
-      seeded = true;
-    }
-    playarea__realism_config__free_unpacked(m, NULL);
-  }
-  if (!finite_in(pos, 0, 10) || !finite_in(th, 0, 10) ||
-      !finite_in(drop, 0, 1)) {
-    pa_ssl_err_add(
-        e, "invalid:config.realism_config",
-        "position_noise 0..10 m, orientation_noise 0..10 rad, dropout "
-        "0..1 (nothing applied)");
-    return;
-  }
-  x->noise_pos = pos;
-  x->noise_theta = th;
-  x->dropout = drop;
-  if (seeded)
-    x->rng = seed;
-}
-
-static void config(pa_ssl_gw *x, const Sslsim__SimulatorConfig *c,
-                   ssl_errs *e) {
+static void config(pa_ssl_gw *x, const SimulatorConfig *c, ssl_errs *e) {
   if (c->geometry)
     pa_ssl_err_add(e, "unsupported:config.geometry",
                    "config.geometry is not supported: the field is the world's "
@@ -447,7 +405,7 @@ static void config(pa_ssl_gw *x, const Sslsim__SimulatorConfig *c,
   for (size_t i = 0; i < c->n_robot_specs; i++)
     robot_specs(x, c->robot_specs[i], e);
   if (c->realism_config)
-    realism(x, c->realism_config, e);
+    pa_ssl_realism(x, c->realism_config, e);
   if (c->has_vision_port) {
     if (c->vision_port == 0 || c->vision_port > 65535)
       pa_ssl_err_add(e, "invalid:config.vision_port",
@@ -460,9 +418,9 @@ static void config(pa_ssl_gw *x, const Sslsim__SimulatorConfig *c,
   }
 }
 
-void pa_ssl_simulator_command(pa_ssl_gw *x, const Sslsim__SimulatorCommand *m,
+void pa_ssl_simulator_command(pa_ssl_gw *x, const SimulatorCommand *m,
                               ssl_errs *e) {
-  const Sslsim__SimulatorControl *ctl = m->control;
+  const SimulatorControl *ctl = m->control;
   if (ctl) {
     if (ctl->teleport_ball)
       teleport_ball(x, ctl->teleport_ball, e);
@@ -490,8 +448,8 @@ void pa_ssl_simulator_command(pa_ssl_gw *x, const Sslsim__SimulatorCommand *m,
 
 /* ---- team ports: RobotControl ------------------------------------------ */
 
-void pa_ssl_robot_command(pa_ssl_gw *x, int team, const Sslsim__RobotCommand *r,
-                          ssl_errs *e, Sslsim__RobotFeedback *fb) {
+void pa_ssl_robot_command(pa_ssl_gw *x, int team, const RobotCommand *r,
+                          ssl_errs *e, RobotFeedback *fb) {
   char name[16];
   pa_robot_info info;
   uint32_t idx;
@@ -513,23 +471,24 @@ void pa_ssl_robot_command(pa_ssl_gw *x, int team, const Sslsim__RobotCommand *r,
   c.op = PA_OP_SSL_ROBOT;
   c.robot = idx;
   pa_cmd_ssl_robot *a = &c.ssl_robot;
-  const Sslsim__RobotMoveCommand *mv = r->move_command;
+  a->has = PA_SSL_HAS_TIMEOUT;
+  const RobotMoveCommand *mv = r->move_command;
   if (mv) {
     switch (mv->command_case) {
-    case SSLSIM__ROBOT_MOVE_COMMAND__COMMAND_WHEEL_VELOCITY:
+    case ROBOT_MOVE_COMMAND__COMMAND_WHEEL_VELOCITY:
       a->move = PA_SSL_MOVE_WHEELS;
       a->m[0] = mv->wheel_velocity->front_right;
       a->m[1] = mv->wheel_velocity->back_right;
       a->m[2] = mv->wheel_velocity->back_left;
       a->m[3] = mv->wheel_velocity->front_left;
       break;
-    case SSLSIM__ROBOT_MOVE_COMMAND__COMMAND_LOCAL_VELOCITY:
+    case ROBOT_MOVE_COMMAND__COMMAND_LOCAL_VELOCITY:
       a->move = PA_SSL_MOVE_LOCAL;
       a->m[0] = mv->local_velocity->forward;
       a->m[1] = mv->local_velocity->left;
       a->m[2] = mv->local_velocity->angular;
       break;
-    case SSLSIM__ROBOT_MOVE_COMMAND__COMMAND_GLOBAL_VELOCITY:
+    case ROBOT_MOVE_COMMAND__COMMAND_GLOBAL_VELOCITY:
       a->move = PA_SSL_MOVE_GLOBAL;
       a->m[0] = mv->global_velocity->x;
       a->m[1] = mv->global_velocity->y;
@@ -558,10 +517,12 @@ void pa_ssl_robot_command(pa_ssl_gw *x, int team, const Sslsim__RobotCommand *r,
     a->has |= PA_SSL_HAS_KICK;
     a->kick_speed = r->kick_speed;
     a->kick_angle = ang;
-  } else if (r->has_kick_angle) {
-    pa_ssl_err_add(e, "invalid:kick_angle",
-                   "%s robot %u: kick_angle without kick_speed",
+  } else if (r->has_kick_angle && !finite_in(r->kick_angle, 0, 80)) {
+    /* alone it arms nothing (kick_speed absent is no kick) */
+    pa_ssl_err_add(e, "invalid:kick",
+                   "%s robot %u: kick_angle must be 0..80 deg",
                    pa_ssl_team_name(team), r->id);
+    return;
   }
   if (r->has_dribbler_speed) {
     if (!finite_in(r->dribbler_speed, 0, 1e5)) {
@@ -580,4 +541,41 @@ void pa_ssl_robot_command(pa_ssl_gw *x, int team, const Sslsim__RobotCommand *r,
   fb->id = r->id;
   fb->has_dribbler_ball_contact = 1;
   fb->dribbler_ball_contact = rs && (rs->flags & PA_RS_BALL_CONTACT);
+}
+
+void pa_ssl_feedback_now(pa_ssl_gw *x, int team, RobotFeedback *fb) {
+  char name[16];
+  pa_robot_info info;
+  uint32_t idx;
+  robot_name(name, sizeof name, team, fb->id);
+  const pa_tick *t = pa_gw_latest(x->g);
+  if (!t || pa_gw_robot(x->g, name, -1, &info, &idx) != 0)
+    return;
+  const pa_robot_state *rs = pa_gw_robot_state(t, idx);
+  fb->has_dribbler_ball_contact = 1;
+  fb->dribbler_ball_contact = rs && (rs->flags & PA_RS_BALL_CONTACT);
+}
+
+/* ---- synchronous ports: the step ---------------------------------------- */
+
+void pa_ssl_sync_step(pa_ssl_gw *x, double sim_step, ssl_errs *e) {
+  double hz = x->g->ctl->control_hz > 0 ? x->g->ctl->control_hz : 200;
+  if (!finite_in(sim_step, 0, 1000)) {
+    pa_ssl_err_add(e, "invalid:sim_step", "sim_step must be 0..1000 s, got %g",
+                   sim_step);
+    return;
+  }
+  pa_cmd c;
+  memset(&c, 0, sizeof c);
+  c.op = PA_OP_PAUSE; /* synchronous: the world moves only when asked */
+  snprintf(x->what, sizeof x->what, "sim_step (pause)");
+  if (!push(x, &c, e) || sim_step <= 0)
+    return;
+  long ticks = lround(sim_step * hz);
+  memset(&c, 0, sizeof c);
+  c.op = PA_OP_STEP;
+  c.step.ticks = (uint32_t)(ticks < 1 ? 1 : ticks);
+  snprintf(x->what, sizeof x->what, "sim_step %g s (%u ticks)", sim_step,
+           c.step.ticks);
+  push(x, &c, e);
 }

@@ -16,6 +16,7 @@
 
 #include "ssl_simulation_control.pb-c.h"
 #include "ssl_simulation_robot_control.pb-c.h"
+#include "ssl_simulation_synchronous.pb-c.h"
 
 #define SSL_DGRAM_MAX 65536
 #define SSL_BURST 64 /* datagrams read per wake-up */
@@ -30,22 +31,48 @@ static void reply(pa_ssl_gw *x, int fd, const struct sockaddr_in *to, size_t n,
   (void)w; /* a reply the kernel refuses is lost, as UDP may */
 }
 
+/* A synchronous port's response: the newest tick's detection frame (the
+ * step's end) and the commands' errors and feedback. */
+static void respond_sync(pa_ssl_gw *x, int s, const struct sockaddr_in *to,
+                         ssl_errs *e, RobotFeedback **fbp, size_t nf) {
+  SimulationSyncResponse r = SIMULATION_SYNC_RESPONSE__INIT;
+  RobotControlResponse rc = ROBOT_CONTROL_RESPONSE__INIT;
+  SSLDetectionFrame fr, *frp = &fr;
+  SSLDetectionBall ball, *bp;
+  const pa_tick *t = pa_gw_latest(x->g);
+  if (t && t->ssl) {
+    pa_ssl_vision_frame(x, t, &fr, &ball, &bp);
+    r.n_detection = 1;
+    r.detection = &frp;
+  }
+  for (size_t i = 0; i < nf; i++)
+    pa_ssl_feedback_now(x, SSL_TEAM_OF(s), fbp[i]);
+  rc.n_errors = e->n;
+  rc.errors = e->p;
+  rc.n_feedback = nf;
+  rc.feedback = fbp;
+  r.robot_control_response = &rc;
+  reply(x, x->fd[s], to, simulation_sync_response__get_packed_size(&r),
+        &r.base);
+}
+
 /* The response of a datagram: its errors (and a team port's feedback). */
 static void respond(pa_ssl_gw *x, int s, const struct sockaddr_in *to,
-                    ssl_errs *e, Sslsim__RobotFeedback **fbp, size_t nf) {
-  if (s == S_CONTROL) {
-    Sslsim__SimulatorResponse r = SSLSIM__SIMULATOR_RESPONSE__INIT;
+                    ssl_errs *e, RobotFeedback **fbp, size_t nf) {
+  if (s == S_SYNC_BLUE || s == S_SYNC_YELLOW) {
+    respond_sync(x, s, to, e, fbp, nf);
+  } else if (s == S_CONTROL) {
+    SimulatorResponse r = SIMULATOR_RESPONSE__INIT;
     r.n_errors = e->n;
     r.errors = e->p;
-    reply(x, x->fd[s], to, sslsim__simulator_response__get_packed_size(&r),
-          &r.base);
+    reply(x, x->fd[s], to, simulator_response__get_packed_size(&r), &r.base);
   } else {
-    Sslsim__RobotControlResponse r = SSLSIM__ROBOT_CONTROL_RESPONSE__INIT;
+    RobotControlResponse r = ROBOT_CONTROL_RESPONSE__INIT;
     r.n_errors = e->n;
     r.errors = e->p;
     r.n_feedback = nf;
     r.feedback = fbp;
-    reply(x, x->fd[s], to, sslsim__robot_control_response__get_packed_size(&r),
+    reply(x, x->fd[s], to, robot_control_response__get_packed_size(&r),
           &r.base);
   }
   x->errors += e->n;
@@ -89,7 +116,12 @@ void pa_ssl_done(pa_netgw *g, void *arg, uint64_t tag, const pa_reply *r,
     pend_finish(p);
     return;
   }
-  if (r->status != PA_OK) {
+  if (r->status == PA_OK && r->op == PA_OP_TELEPORT_BALL && r->ssl.moved_from) {
+    int n = (int)strnlen(r->msg, sizeof r->msg);
+    pa_ssl_err_add(&p->e, "moved:teleport_ball",
+                   "teleport_ball: %.*s (a ball cannot be inside a robot)", n,
+                   r->msg);
+  } else if (r->status != PA_OK) {
     uint32_t k = (uint32_t)(tag >> 8) & 0xffff;
     pa_status rs = r->status > 0 && r->status < PA_STATUS_COUNT
                        ? (pa_status)r->status
@@ -117,6 +149,63 @@ static ssl_pend *pend_take(pa_ssl_gw *x) {
   return NULL; /* all waiting: this one's commands go without replies */
 }
 
+/* A RobotControl's commands for team (0 blue): each robot's feedback into
+ * new arrays *fbp (of *nf; freed by the caller). */
+static void robot_control(pa_ssl_gw *x, int team, const RobotControl *m,
+                          ssl_errs *e, RobotFeedback **fbo,
+                          RobotFeedback ***fbpo, size_t *nfo) {
+  size_t nf = 0;
+  RobotFeedback *fb = calloc(m->n_robot_commands, sizeof *fb);
+  RobotFeedback **fbp = calloc(m->n_robot_commands, sizeof *fbp);
+  if (!fb || !fbp)
+    pa_ssl_err_add(e, "busy", "out of memory");
+  uint32_t seen = 0; /* ids 0..15 with a command in this datagram */
+  for (size_t i = 0; fb && fbp && i < m->n_robot_commands; i++) {
+    uint32_t id = m->robot_commands[i]->id;
+    if (id < 16 && (seen & 1u << id)) {
+      /* one datagram of repeats would fill pa-sim's queue and a
+       * response too big to send */
+      pa_ssl_err_add(e, "invalid:robot_commands",
+                     "%s robot %u has more than one command in this datagram "
+                     "(the first is applied)",
+                     pa_ssl_team_name(team), id);
+      continue;
+    }
+    if (id < 16)
+      seen |= 1u << id;
+    RobotFeedback init = ROBOT_FEEDBACK__INIT;
+    fb[nf] = init;
+    fb[nf].id = UINT32_MAX;
+    pa_ssl_robot_command(x, team, m->robot_commands[i], e, &fb[nf]);
+    if (fb[nf].id != UINT32_MAX) {
+      fbp[nf] = &fb[nf];
+      nf++;
+    }
+  }
+  *fbo = fb;
+  *fbpo = fbp;
+  *nfo = nf;
+}
+
+/* A synchronous port's request: the command, the team's robots, then the
+ * step (all commands of this datagram, answered together). */
+static void sync_request(pa_ssl_gw *x, int s, const uint8_t *buf, size_t n,
+                         ssl_errs *e, RobotFeedback **fb, RobotFeedback ***fbp,
+                         size_t *nf) {
+  SimulationSyncRequest *m = simulation_sync_request__unpack(NULL, n, buf);
+  if (!m) {
+    pa_ssl_err_add(e, "invalid:message",
+                   "not a SimulationSyncRequest (%zu bytes)", n);
+    return;
+  }
+  if (m->simulator_command)
+    pa_ssl_simulator_command(x, m->simulator_command, e);
+  if (m->robot_control && m->robot_control->n_robot_commands)
+    robot_control(x, SSL_TEAM_OF(s), m->robot_control, e, fb, fbp, nf);
+  pa_ssl_sync_step(x, m->has_sim_step ? m->sim_step : 0, e);
+  simulation_sync_request__free_unpacked(m, NULL);
+}
+
 static void on_datagram(pa_ssl_gw *x, int s, const uint8_t *buf, size_t n,
                         const struct sockaddr_in *from) {
   ssl_errs local;
@@ -124,56 +213,29 @@ static void on_datagram(pa_ssl_gw *x, int s, const uint8_t *buf, size_t n,
   ssl_errs *e = p ? &p->e : &local;
   e->n = 0;
   x->cur = p;
-  Sslsim__RobotFeedback *fb = NULL;
-  Sslsim__RobotFeedback **fbp = NULL;
+  RobotFeedback *fb = NULL;
+  RobotFeedback **fbp = NULL;
   size_t nf = 0;
-  if (s == S_CONTROL) {
-    Sslsim__SimulatorCommand *m =
-        sslsim__simulator_command__unpack(NULL, n, buf);
+  if (s == S_SYNC_BLUE || s == S_SYNC_YELLOW) {
+    sync_request(x, s, buf, n, e, &fb, &fbp, &nf);
+  } else if (s == S_CONTROL) {
+    SimulatorCommand *m = simulator_command__unpack(NULL, n, buf);
     if (!m)
       pa_ssl_err_add(e, "invalid:message", "not a SimulatorCommand (%zu bytes)",
                      n);
     else
       pa_ssl_simulator_command(x, m, e);
     if (m)
-      sslsim__simulator_command__free_unpacked(m, NULL);
+      simulator_command__free_unpacked(m, NULL);
   } else {
-    Sslsim__RobotControl *m = sslsim__robot_control__unpack(NULL, n, buf);
+    RobotControl *m = robot_control__unpack(NULL, n, buf);
     if (!m) {
       pa_ssl_err_add(e, "invalid:message", "not a RobotControl (%zu bytes)", n);
     } else if (m->n_robot_commands) {
-      fb = calloc(m->n_robot_commands, sizeof *fb);
-      fbp = calloc(m->n_robot_commands, sizeof *fbp);
-      if (!fb || !fbp)
-        pa_ssl_err_add(e, "busy", "out of memory");
-      uint32_t seen = 0; /* ids 0..15 with a command in this datagram */
-      for (size_t i = 0; fb && fbp && i < m->n_robot_commands; i++) {
-        uint32_t id = m->robot_commands[i]->id;
-        if (id < 16 && (seen & 1u << id)) {
-          /* one datagram of repeats would fill pa-sim's queue and a
-           * response too big to send */
-          pa_ssl_err_add(
-              e, "invalid:robot_commands",
-              "%s robot %u has more than one command in this datagram "
-              "(the first is applied)",
-              pa_ssl_team_name(s == S_BLUE ? 0 : 1), id);
-          continue;
-        }
-        if (id < 16)
-          seen |= 1u << id;
-        Sslsim__RobotFeedback init = SSLSIM__ROBOT_FEEDBACK__INIT;
-        fb[nf] = init;
-        fb[nf].id = UINT32_MAX;
-        pa_ssl_robot_command(x, s == S_BLUE ? 0 : 1, m->robot_commands[i], e,
-                             &fb[nf]);
-        if (fb[nf].id != UINT32_MAX) {
-          fbp[nf] = &fb[nf];
-          nf++;
-        }
-      }
+      robot_control(x, SSL_TEAM_OF(s), m, e, &fb, &fbp, &nf);
     }
     if (m)
-      sslsim__robot_control__free_unpacked(m, NULL);
+      robot_control__free_unpacked(m, NULL);
   }
   x->cur = NULL;
   if (p && p->waiting) { /* answered when pa-sim has replied to them all */
@@ -194,9 +256,9 @@ static void on_datagram(pa_ssl_gw *x, int s, const uint8_t *buf, size_t n,
 static void on_readable(evutil_socket_t fd, short what, void *arg) {
   (void)what;
   pa_ssl_gw *x = arg;
-  int s = fd == x->fd[S_CONTROL] ? S_CONTROL
-          : fd == x->fd[S_BLUE]  ? S_BLUE
-                                 : S_YELLOW;
+  int s = 0;
+  while (s < S_COUNT - 1 && fd != x->fd[s])
+    s++;
   for (int k = 0; k < SSL_BURST; k++) {
     struct sockaddr_in from;
     socklen_t fl = sizeof from;
@@ -291,10 +353,10 @@ int pa_ssl_gw_start(pa_netgw *g, char *err, size_t err_sz) {
     snprintf(err, err_sz, "event setup failed");
     return -1;
   }
-  pa_info("ssl division %c: control udp %s:%u, blue %u, yellow %u; vision "
-          "%s:%u at %g Hz",
+  pa_info("ssl division %c: control udp %s:%u, blue %u, yellow %u, sync blue "
+          "%u, sync yellow %u; vision %s:%u at %g Hz",
           x->f.division, addr, x->port[S_CONTROL], x->port[S_BLUE],
-          x->port[S_YELLOW],
+          x->port[S_YELLOW], x->port[S_SYNC_BLUE], x->port[S_SYNC_YELLOW],
           d->ssl_vision_multicast ? "224.5.23.2" : "127.0.0.1", vport,
           d->ssl_vision_hz);
   return 0;
@@ -342,6 +404,7 @@ void pa_ssl_gw_stop(pa_netgw *g) {
   for (int i = 0; x->pend && i < SSL_PEND_MAX; i++)
     if (x->pend[i].used)
       pend_release(&x->pend[i]); /* closing: its sender gets no response */
+  pa_ssl_delay_free(x);
   free(x->pend);
   free(x->rx);
   free(x->out);
@@ -354,7 +417,7 @@ void pa_ssl_gw_stop(pa_netgw *g) {
   g->ssl = NULL;
 }
 
-int pa_ssl_gw_ports(const pa_netgw *g, unsigned ports[4]) {
+int pa_ssl_gw_ports(const pa_netgw *g, unsigned ports[6]) {
   const pa_ssl_gw *x = g->ssl;
   if (!x)
     return -1;
@@ -362,6 +425,8 @@ int pa_ssl_gw_ports(const pa_netgw *g, unsigned ports[4]) {
   ports[1] = x->port[S_BLUE];
   ports[2] = x->port[S_YELLOW];
   ports[3] = ntohs(x->vdest.sin_port);
+  ports[4] = x->port[S_SYNC_BLUE];
+  ports[5] = x->port[S_SYNC_YELLOW];
   return 0;
 }
 
@@ -376,7 +441,7 @@ static json_t *ssl_call(pa_netgw *g, const char *op, json_t *args,
     return NULL;
   }
   pa_ssl_gw_poll(g);
-  unsigned p[4];
+  unsigned p[6];
   json_t *o = json_object();
   bool open = pa_ssl_gw_ports(g, p) == 0; /* closed: no field when started */
   json_object_set_new(o, "open", json_boolean(open));
@@ -387,6 +452,8 @@ static json_t *ssl_call(pa_netgw *g, const char *op, json_t *args,
   json_object_set_new(o, "blue_port", json_integer(p[1]));
   json_object_set_new(o, "yellow_port", json_integer(p[2]));
   json_object_set_new(o, "vision_port", json_integer(p[3]));
+  json_object_set_new(o, "sync_blue_port", json_integer(p[4]));
+  json_object_set_new(o, "sync_yellow_port", json_integer(p[5]));
   json_object_set_new(
       o, "vision_address",
       json_string(d->ssl_vision_multicast ? "224.5.23.2" : "127.0.0.1"));
@@ -401,13 +468,18 @@ static const pa_fe_listener ssl_listeners[] = {
      offsetof(pa_netgw_def, ssl_blue_port), false, false, 0},
     {"ssl_yellow", PA_PORT_UDP, "--ssl_yellow_port",
      offsetof(pa_netgw_def, ssl_yellow_port), false, false, 0},
+    {"ssl_sync_blue", PA_PORT_UDP, "--ssl_sync_blue_port",
+     offsetof(pa_netgw_def, ssl_sync_blue_port), false, false, 0},
+    {"ssl_sync_yellow", PA_PORT_UDP, "--ssl_sync_yellow_port",
+     offsetof(pa_netgw_def, ssl_sync_yellow_port), false, false, 0},
 };
 
 /* Open when the world has an SSL field (at start, or when one appears:
  * poll). */
 const pa_frontend pa_fe_ssl = {
     .name = "ssl",
-    .flags = "ssl_control_port ssl_blue_port ssl_yellow_port ssl_vision_port "
+    .flags = "ssl_control_port ssl_blue_port ssl_yellow_port "
+             "ssl_sync_blue_port ssl_sync_yellow_port ssl_vision_port "
              "ssl_vision_hz ssl_vision_multicast",
     .listeners = ssl_listeners,
     .n_listeners = S_COUNT,

@@ -1,6 +1,8 @@
 /* ssl_vision.c - SSL-Vision output of an SSL world: SSL_WrapperPacket
- * detection frames (millimetres) of the newest tick at --ssl_vision_hz, and
- * the field geometry in the first frame and every 60th (docs/ssl.md). */
+ * detection frames (millimetres) of the newest tick at --ssl_vision_hz,
+ * also while paused (the same positions, new times: t_capture and t_sent
+ * are Unix seconds, as SSL-Vision's), and the field geometry in the first
+ * frame and every 60th (docs/ssl.md). */
 #define _GNU_SOURCE
 #include "ssl_int.h"
 
@@ -8,6 +10,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define SSL_GEOMETRY_EVERY 60 /* frames between geometry packets */
 
@@ -27,8 +30,21 @@ static double gauss(pa_ssl_gw *x, double s) {
   return s * sqrt(-2 * log(1 - u)) * cos(2 * M_PI * v);
 }
 
-static bool dropped(pa_ssl_gw *x) {
-  return x->dropout > 0 && uniform(x) < x->dropout;
+static bool dropped(pa_ssl_gw *x, double p) { return p > 0 && uniform(x) < p; }
+
+static double unix_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Robot slot i's body height [mm] (its spec's, set_property's). */
+static float height_mm(pa_netgw *g, uint32_t i) {
+  pa_robot_info ri;
+  uint32_t idx;
+  if (pa_gw_robot(g, NULL, (long)i, &ri, &idx) != 0 || !(ri.height > 0))
+    return 150;
+  return ri.height * 1000;
 }
 
 static void set_line(pa_ssl_gw *x, int i, const char *name, double x1,
@@ -117,9 +133,18 @@ void pa_ssl_vision_geometry(pa_ssl_gw *x) {
   x->size.ball_radius = 21.335f;
   x->size.has_max_robot_radius = 1;
   x->size.max_robot_radius = 90;
+  SSLBallModelStraightTwoPhase st = SSL__BALL_MODEL_STRAIGHT_TWO_PHASE__INIT;
+  st.acc_slide = -PA_SSL_ACC_SLIDE; /* accelerations: negative */
+  st.acc_roll = -PA_SSL_ACC_ROLL;
+  st.k_switch = PA_SSL_ROLL_RATIO;
+  x->straight = st;
+  SSLGeometryModels mi = SSL__GEOMETRY_MODELS__INIT;
+  x->models = mi;
+  x->models.straight_two_phase = &x->straight;
   SSLGeometryData gi = SSL__GEOMETRY_DATA__INIT;
   x->geo = gi;
   x->geo.field = &x->size;
+  x->geo.models = &x->models;
 }
 
 /* Which robot slots are SSL robots (b<id> / y<id>), per world change. */
@@ -160,34 +185,33 @@ static void send_packet(pa_ssl_gw *x, const SSLWrapperPacket *w) {
     x->frames++;
 }
 
-void pa_ssl_vision_on_timer(evutil_socket_t fd, short what, void *arg) {
-  (void)fd, (void)what;
-  pa_ssl_gw *x = arg;
+void pa_ssl_vision_frame(pa_ssl_gw *x, const pa_tick *t, SSLDetectionFrame *fr,
+                         SSLDetectionBall *ball, SSLDetectionBall **bp) {
   pa_netgw *g = x->g;
-  const pa_tick *t = pa_gw_latest(g);
-  if (!t || !t->ssl || (x->have_last && t->tick == x->last_tick))
-    return; /* nothing new: a paused world sends nothing */
   refresh_map(x);
-  SSLDetectionFrame fr = SSL__DETECTION_FRAME__INIT;
-  fr.frame_number = ++x->frame;
-  fr.t_capture = t->sim_time;
-  fr.t_sent = t->sim_time;
-  fr.camera_id = 0;
-  SSLDetectionBall ball = SSL__DETECTION_BALL__INIT;
-  SSLDetectionBall *bp = &ball;
-  if (t->ball_holder != -2 && !dropped(x)) {
-    ball.confidence = 1;
-    ball.x = (float)((t->ball[0] + gauss(x, x->noise_pos)) * 1000);
-    ball.y = (float)((t->ball[1] + gauss(x, x->noise_pos)) * 1000);
-    ball.has_z = 1;
-    ball.z = (float)(t->ball[2] * 1000);
-    fr.n_balls = 1;
-    fr.balls = &bp;
+  SSLDetectionFrame fi = SSL__DETECTION_FRAME__INIT;
+  SSLDetectionBall bi = SSL__DETECTION_BALL__INIT;
+  *fr = fi;
+  *ball = bi;
+  *bp = ball;
+  fr->frame_number = ++x->frame;
+  fr->t_sent = unix_now();
+  fr->t_capture = fr->t_sent - x->proc_time;
+  fr->camera_id = 0;
+  if (t->ball_holder != -2 && !dropped(x, x->ball_dropout)) {
+    ball->confidence = 1;
+    ball->x = (float)((t->ball[0] + gauss(x, x->noise_ball)) * 1000);
+    ball->y = (float)((t->ball[1] + gauss(x, x->noise_ball)) * 1000);
+    ball->has_z = 1;
+    ball->z = (float)(t->ball[2] * 1000);
+    fr->n_balls = 1;
+    fr->balls = bp;
   }
   const pa_robot_state *rs = (const pa_robot_state *)(t + 1);
   uint32_t nb = 0, ny = 0, max = g->ctl->def.max_robots;
   for (uint32_t i = 0; i < t->robot_count && i < max; i++) {
-    if (!(rs[i].flags & PA_RS_ACTIVE) || x->team[i] < 0 || dropped(x))
+    if (!(rs[i].flags & PA_RS_ACTIVE) || x->team[i] < 0 ||
+        dropped(x, x->dropout))
       continue;
     SSLDetectionRobot *r = &x->rob[nb + ny];
     SSLDetectionRobot init = SSL__DETECTION_ROBOT__INIT;
@@ -200,21 +224,32 @@ void pa_ssl_vision_on_timer(evutil_socket_t fd, short what, void *arg) {
     r->has_orientation = 1;
     r->orientation = (float)(rs[i].theta + gauss(x, x->noise_theta));
     r->has_height = 1;
-    r->height = 150;
+    r->height = height_mm(g, i);
     if (x->team[i] == 0)
       x->blue[nb++] = r;
     else
       x->yellow[ny++] = r;
   }
-  fr.n_robots_blue = nb;
-  fr.robots_blue = x->blue;
-  fr.n_robots_yellow = ny;
-  fr.robots_yellow = x->yellow;
+  fr->n_robots_blue = nb;
+  fr->robots_blue = x->blue;
+  fr->n_robots_yellow = ny;
+  fr->robots_yellow = x->yellow;
+}
+
+void pa_ssl_vision_on_timer(evutil_socket_t fd, short what, void *arg) {
+  (void)fd, (void)what;
+  pa_ssl_gw *x = arg;
+  const pa_tick *t = pa_gw_latest(x->g);
+  if (!t || !t->ssl || !(t = pa_ssl_delay_tick(x, t, unix_now())))
+    return;
+  SSLDetectionFrame fr;
+  SSLDetectionBall ball, *bp;
+  pa_ssl_vision_frame(x, t, &fr, &ball, &bp);
   SSLWrapperPacket w = SSL__WRAPPER_PACKET__INIT;
   w.detection = &fr;
+  w.has_source = 1;
+  w.source = SSL__SOURCE__SSL_SOURCE_OTHER;
   if (x->frame % SSL_GEOMETRY_EVERY == 1)
     w.geometry = &x->geo; /* the first frame and then once a second */
   send_packet(x, &w);
-  x->last_tick = t->tick;
-  x->have_last = true;
 }

@@ -15,9 +15,12 @@
 
 /* The ball: an SSL golf ball (rules: 42.67 mm, 45.93 g, orange). */
 #define PA_SSL_BALL_RADIUS 0.021335 /* [m] */
-#define PA_SSL_BALL_MASS 0.04593    /* [kg] */
-#define PA_SSL_GRAVITY 9.81         /* [m/s^2] */
-#define PA_SSL_TEAM_IDS 16          /* robot ids 0..15 per team */
+#define PA_SSL_CONTACT_EPS                                                     \
+  0.0005                         /* [m] a ball this near the bar touches it    \
+                                  */
+#define PA_SSL_BALL_MASS 0.04593 /* [kg] */
+#define PA_SSL_GRAVITY 9.81      /* [m/s^2] */
+#define PA_SSL_TEAM_IDS 16       /* robot ids 0..15 per team */
 /* The height of every laser's beam plane as the ball sees it (docs/ssl.md):
  * low enough that a ball on the ground (0..42.67 mm) crosses it. */
 #define PA_SSL_LASER_HEIGHT 0.02 /* [m] */
@@ -95,6 +98,11 @@ typedef struct pa_ssl_bot {
   uint32_t tframe; /* PA_FRAME_ROBOT / PA_FRAME_WORLD of tx, ty */
   double cvx, cvy, cw;
   bool driving; /* a twist was set: the limits pass it on */
+  /* A team port's command (PA_SSL_HAS_TIMEOUT) and its sim time: it lapses
+   * after def.ssl_cmd_timeout_ms. */
+  bool cmd_lapses;  /* its kicker and dribbler */
+  bool move_lapses; /* its move too (not once set another way) */
+  double cmd_time;  /* [s] */
 } pa_ssl_bot;
 /* The default robot (docs/ssl.md): 90 mm, 150 mm high, 2.3 kg, 80 mm to
  * the bar, caps 6.5 m/s, limits and wheel angles of a typical SSL robot. */
@@ -120,10 +128,12 @@ void pa_ssl_ball_place(pa_ssl_ball *b, double x, double y, double z, double vx,
 
 /* One tick of the ball against the field, goals and bodies[0..n) (bots
  * the same length: their kickers fire, their dribblers hold, their
- * ball_contact is set). Substeps so that no contact is skipped. */
+ * ball_contact is set; a body the ball bounces off takes its share of the
+ * impulse by the bot's mass: its vx, vy change). Substeps so that no
+ * contact is skipped. */
 void pa_ssl_ball_step(const pa_ssl_field *f, const pa_ssl_params *p,
-                      pa_ssl_ball *b, const pa_ssl_body *bodies,
-                      pa_ssl_bot *bots, uint32_t n, double dt);
+                      pa_ssl_ball *b, pa_ssl_body *bodies, pa_ssl_bot *bots,
+                      uint32_t n, double dt);
 
 /* Distance from a ball centre (bx, by) to robot body o's hull (a circle cut
  * by a flat front at c2d), with the outward normal and whether the nearest

@@ -21,7 +21,9 @@ from stack import StackTestCase
 SRC = os.environ.get("PA_SOURCE_DIR") or os.path.join(os.path.dirname(__file__), "..", "..")
 PROTO_DIR = os.path.join(SRC, "netgw", "ssl", "proto")
 PROTOS = ["ssl_gc_common", "ssl_simulation_error", "ssl_simulation_robot_control",
-          "ssl_simulation_config", "ssl_simulation_control", "ssl_vision_detection",
+          "ssl_simulation_robot_feedback", "ssl_simulation_config", "ssl_simulation_control",
+          "ssl_simulation_synchronous", "ssl_simulation_custom_erforce_robot_spec",
+          "ssl_simulation_custom_erforce_realism", "ssl_vision_detection",
           "ssl_vision_geometry", "ssl_vision_wrapper", "playarea_ssl"]
 BALL_R, C2D, HZ = 0.021335, 0.08, 200
 ACC_SLIDE, ACC_ROLL, ACC_UP = 3.0, 0.35, 4.0
@@ -42,9 +44,11 @@ def compile_protos(out):
         pb[p] = importlib.import_module(p + "_pb2")
 
 
-class SslProtocol(StackTestCase):
+class SslBase(StackTestCase):
+    # Commands are held (0): one command drives a robot for the whole step.
     stack_args = ("--world", "ssl-b", "--paused", "--no-render", "--ssl_control_port", "0",
-                  "--ssl_blue_port", "0", "--ssl_yellow_port", "0", "--ssl_vision_hz", "200")
+                  "--ssl_blue_port", "0", "--ssl_yellow_port", "0", "--ssl_vision_hz", "200",
+                  "--ssl_command_timeout_ms", "0")
 
     @classmethod
     def setUpClass(cls):
@@ -86,7 +90,7 @@ class SslProtocol(StackTestCase):
             rc.robot_commands.add().CopyFrom(c)
         port = self.info["blue_port" if team == "blue" else "yellow_port"]
         self.team_sock.sendto(rc.SerializeToString(), ("127.0.0.1", port))
-        r = pb["ssl_simulation_robot_control"].RobotControlResponse()
+        r = pb["ssl_simulation_robot_feedback"].RobotControlResponse()
         r.ParseFromString(self.team_sock.recv(65536))
         return r
 
@@ -134,16 +138,18 @@ class SslProtocol(StackTestCase):
         return x + d * math.cos(theta), y + d * math.sin(theta)
 
     def step_and_see(self, ticks):
-        """Steps the world, then returns the detection frame of that tick."""
-        t = self.sim.step_n(ticks)["tick"]
-        want = t / HZ
+        """Steps the world, then returns a detection frame of that tick: the
+        world is paused, and frames keep coming with its positions, each
+        captured (Unix time, as SSL-Vision's) after the step returned."""
+        self.sim.step_n(ticks)
+        t0 = time.time() + 0.02
         deadline = time.monotonic() + 10
         w = pb["ssl_vision_wrapper"].SSL_WrapperPacket()
         while time.monotonic() < deadline:
             w.ParseFromString(self.vision.recv(65536))
-            if w.HasField("detection") and abs(w.detection.t_capture - want) < 1e-9:
+            if w.HasField("detection") and w.detection.t_capture >= t0:
                 return w.detection
-        self.fail("no vision frame of t = %g s" % want)
+        self.fail("no vision frame after the step")
 
     @staticmethod
     def bot(frame, rid, team="blue"):
@@ -153,6 +159,9 @@ class SslProtocol(StackTestCase):
                 return r
         return None
 
+
+
+class SslProtocol(SslBase):
     # ---- tests -------------------------------------------------------------
 
     def test_vision_geometry_and_detection(self):
@@ -169,6 +178,10 @@ class SslProtocol(StackTestCase):
         self.assertEqual((geo.field.field_length, geo.field.field_width), (9000, 6000))
         self.assertEqual(geo.field.goal_width, 1000)
         self.assertIn("CenterCircle", [a.name for a in geo.field.field_arcs])
+        m = geo.models.straight_two_phase  # the ball's physics, as pa-sim runs it
+        self.assertEqual((m.acc_slide, m.acc_roll), (-ACC_SLIDE, -ACC_ROLL))
+        self.assertAlmostEqual(m.k_switch, 5 / 7, places=9)
+        self.assertEqual(len(geo.calib), 0)
         f = self.step_and_see(1)
         self.assertEqual(len(f.robots_blue), 6)
         self.assertEqual(len(f.robots_yellow), 6)
@@ -384,6 +397,220 @@ class SslProtocol(StackTestCase):
         r.ParseFromString(self.ctl_sock.recv(65536))
         self.assertEqual([e.code for e in r.errors], ["invalid:message"])
 
+    # ---- the official files' contract (issue 38) ---------------------------
+
+    def test_empty_teleport_ball_does_not_teleport(self):
+        """TeleportBall{} (and {by_force: false}) moves nothing: a rolling
+        ball rolls on."""
+        self.sim.teleport_ball(0.5, 0.5, vx=1.0, roll=True)
+        self.sim.step_n(10)
+        v0 = self.sim.get_ball()["velocity"][0]
+        self.assertGreater(v0, 0.8)
+        for by_force in (None, False):
+            cmd = pb["ssl_simulation_control"].SimulatorCommand()
+            cmd.control.teleport_ball.SetInParent()
+            if by_force is not None:
+                cmd.control.teleport_ball.by_force = by_force
+            self.assertEqual(list(self.control(cmd).errors), [])
+            self.sim.step_n(1)
+            b = self.sim.get_ball()
+            self.assertGreater(b["velocity"][0], v0 - 0.1)
+            self.assertGreater(b["position"][0], 0.5)
+
+    def test_ball_teleported_into_a_robot_is_placed_outside(self):
+        """Into a robot's body: just outside it, and the response says so;
+        at the bar (touching, the centre outside) it stays where asked."""
+        self.teleport_robot(1, 1.0, 1.0, 0)
+        cmd = pb["ssl_simulation_control"].SimulatorCommand()
+        cmd.control.teleport_ball.x, cmd.control.teleport_ball.y = 0.98, 1.01
+        r = self.control(cmd)
+        self.assertEqual([e.code for e in r.errors], ["moved:teleport_ball"])
+        self.assertIn("inside robot 'b1'", r.errors[0].message)
+        b = self.sim.get_ball()["position"]
+        d = math.hypot(b[0] - 1.0, b[1] - 1.0)
+        self.assertGreater(d, 0.09 + BALL_R)  # out through the round back
+        self.assertLess(d, 0.09 + BALL_R + 0.005)
+        j = self.sim.teleport_ball(1.0, 1.0)  # JSON: the reply says it too
+        self.assertIn("inside robot 'b1'", j["moved"])
+        self.assertGreater(j["position"][0], 1.0 + C2D + BALL_R - 1e-6)  # out through the bar
+        self.teleport_ball(*self.at_bar(1.0, 1.0, 0))  # no error (asserted inside)
+        self.assertAlmostEqual(self.sim.get_ball()["position"][0], self.at_bar(1.0, 1.0, 0)[0],
+                               delta=1e-6)
+
+    def test_kick_angle_alone_is_no_kick_and_no_error(self):
+        r = self.robots([self.command(0, kick_angle=0.0), self.command(1, kick_angle=30.0)])
+        self.assertEqual(list(r.errors), [])
+        self.assertEqual(sorted(f.id for f in r.feedback), [0, 1])
+        self.assertEqual(pb["ssl_simulation_robot_control"].RobotCommand(id=0).kick_angle, 0)
+
+    def test_official_type_urls(self):
+        """RobotSpecErForce packed as the published file packs it (no
+        package) and as ER-Force's own copy (sslsim.) are both taken."""
+        for url in ("type.googleapis.com/RobotSpecErForce",
+                    "type.googleapis.com/sslsim.RobotSpecErForce"):
+            cmd = pb["ssl_simulation_control"].SimulatorCommand()
+            s = cmd.config.robot_specs.add()
+            s.id.id, s.id.team = 2, pb["ssl_gc_common"].BLUE
+            spec = pb["ssl_simulation_custom_erforce_robot_spec"].RobotSpecErForce(
+                dribbler_width=0.07)
+            a = s.custom.add()
+            a.Pack(spec)
+            if "sslsim" in url:
+                a.type_url = url
+            else:
+                self.assertEqual(a.type_url, url)
+            self.assertEqual(list(self.control(cmd).errors), [], url)
+        spec = pb["ssl_simulation_custom_erforce_robot_spec"].RobotSpecErForce(shoot_radius=0.1)
+        cmd = pb["ssl_simulation_control"].SimulatorCommand()
+        s = cmd.config.robot_specs.add()
+        s.id.id, s.id.team = 2, pb["ssl_gc_common"].BLUE
+        s.custom.add().Pack(spec)
+        self.assertEqual([e.code for e in self.control(cmd).errors],
+                         ["unsupported:robot_specs.custom.shoot_radius"])
+
+    def realism_erforce(self, **kw):
+        cmd = pb["ssl_simulation_control"].SimulatorCommand()
+        m = pb["ssl_simulation_custom_erforce_realism"].RealismConfigErForce(**kw)
+        cmd.config.realism_config.custom.add().Pack(m)
+        return self.control(cmd)
+
+    def test_realism_erforce(self):
+        """Noise, the ball's dropout and the processing time map onto
+        playarea's realism; the rest is refused by name, nothing applied."""
+        self.addCleanup(self.realism_erforce, stddev_robot_p=0, stddev_ball_p=0,
+                        missing_ball_detections=0, vision_processing_time=0)
+        r = self.realism_erforce(stddev_robot_p=0.01, camera_overlap=0.5)
+        self.assertEqual([e.code for e in r.errors],
+                         ["unsupported:realism_config.custom.camera_overlap"])
+        f = self.step_and_see(1)
+        self.assertEqual(self.bot(f, 0).x, -500)  # nothing applied
+        r = self.realism_erforce(stddev_robot_p=0.01, missing_ball_detections=1.0,
+                                 vision_processing_time=30 * 1000 * 1000,
+                                 simulate_dribbling=True)
+        self.assertEqual(list(r.errors), [])
+        xs = [self.bot(self.step_and_see(1), 0).x for _ in range(20)]
+        self.assertGreater(max(xs) - min(xs), 3)  # noisy now
+        f = self.step_and_see(1)
+        self.assertEqual(len(f.balls), 0)
+        self.assertAlmostEqual(f.t_sent - f.t_capture, 0.03, delta=1e-6)
+        for field, value in (("robot_command_loss", 0.1), ("camera_position_error", 0.1),
+                             ("enable_invisible_ball", True), ("simulate_dribbling", False)):
+            r = self.realism_erforce(**{field: value})
+            self.assertEqual([e.code for e in r.errors],
+                             ["unsupported:realism_config.custom." + field])
+            self.assertIn(field, r.errors[0].message)
+
+    def test_vision_delay(self):
+        """RealismConfigErForce.vision_delay: frames show the world as it
+        was that long ago (300 ms here)."""
+        self.addCleanup(self.realism_erforce, vision_delay=0)
+        self.assertEqual(list(self.realism_erforce(vision_delay=300 * 1000 * 1000).errors), [])
+        time.sleep(0.4)  # copies of the present fill the delay
+        self.teleport_robot(0, -3, -2, 0)
+        self.sim.step_n(1)
+        t0 = time.time()
+        w = pb["ssl_vision_wrapper"].SSL_WrapperPacket()
+        seen = []  # (seconds after the teleport, x [mm])
+        while time.time() - t0 < 0.7:
+            w.ParseFromString(self.vision.recv(65536))
+            if w.HasField("detection"):
+                seen.append((time.time() - t0, self.bot(w.detection, 0).x))
+        early = [x for t, x in seen if 0.05 < t < 0.2]
+        late = [x for t, x in seen if t > 0.45]
+        self.assertTrue(early and late, seen)
+        self.assertEqual(set(early), {-500})  # where it was
+        self.assertEqual(set(late), {-3000})  # where it is
+        r = self.realism_erforce(vision_delay=2 * 10 ** 9)
+        self.assertEqual([e.code for e in r.errors], ["invalid:config.realism_config"])
+
+    def test_vision_times_source_and_paused_frames(self):
+        """Frames keep coming while paused: the same positions, new Unix
+        times; the wrapper names its source."""
+        self.step_and_see(1)
+        w = pb["ssl_vision_wrapper"].SSL_WrapperPacket()
+        frames = []
+        while len(frames) < 5:
+            w.ParseFromString(self.vision.recv(65536))
+            if w.HasField("detection"):
+                self.assertEqual(w.source, pb["ssl_vision_wrapper"].SSL_SOURCE_OTHER)
+                frames.append(pb["ssl_vision_detection"].SSL_DetectionFrame.FromString(
+                    w.detection.SerializeToString()))
+        now = time.time()
+        ts = [f.t_capture for f in frames]
+        self.assertEqual(ts, sorted(ts))
+        self.assertLess(ts[0], ts[-1])
+        self.assertLess(abs(ts[-1] - now), 2.0)
+        self.assertEqual({(self.bot(f, 0).x, self.bot(f, 0).y) for f in frames}, {(-500, -900)})
+
+    def test_spec_mass_in_the_dynamics(self):
+        """A ball rolling into a robot pushes it by the two masses: a 50 g
+        robot (spec) is knocked away, a 2.3 kg one barely moves."""
+        moved = {}
+        for rid, y, mass in ((3, 1.0, 0.05), (4, -1.5, None)):
+            if mass is not None:
+                cmd = pb["ssl_simulation_control"].SimulatorCommand()
+                s = cmd.config.robot_specs.add()
+                s.id.id, s.id.team, s.mass = rid, pb["ssl_gc_common"].BLUE, mass
+                self.assertEqual(list(self.control(cmd).errors), [])
+            self.teleport_robot(rid, -2.0, y, math.pi / 2)  # its side to the ball
+            x0 = self.bot(self.step_and_see(1), rid).x
+            self.teleport_ball(-3.0, y, vx=3.0, roll=True)
+            moved[rid] = (self.bot(self.step_and_see(200), rid).x - x0) / 1000
+        print("pushed by the ball: 50 g robot %.3f m, 2.3 kg robot %.4f m" % (moved[3], moved[4]))
+        self.assertGreater(moved[3], 0.05)
+        self.assertLess(abs(moved[4]), 0.01)
+
+    def test_spec_height_in_vision(self):
+        cmd = pb["ssl_simulation_control"].SimulatorCommand()
+        s = cmd.config.robot_specs.add()
+        s.id.id, s.id.team = 3, pb["ssl_gc_common"].YELLOW
+        s.height = 0.14
+        self.assertEqual(list(self.control(cmd).errors), [])
+        f = self.step_and_see(1)
+        self.assertAlmostEqual(self.bot(f, 3, "yellow").height, 140, delta=0.01)
+        self.assertAlmostEqual(self.bot(f, 3).height, 150, delta=0.01)
+        spec = pb["ssl_simulation_config"].RobotSpecs()  # the published defaults
+        self.assertAlmostEqual(spec.radius, 0.09, places=6)
+        self.assertAlmostEqual(spec.height, 0.15, places=6)
+
+    def sync(self, req, team="blue"):
+        s = self.udp()
+        port = self.info["sync_blue_port" if team == "blue" else "sync_yellow_port"]
+        s.sendto(req.SerializeToString(), ("127.0.0.1", port))
+        return pb["ssl_simulation_synchronous"].SimulationSyncResponse.FromString(s.recv(65536))
+
+    def test_synchronous_step(self):
+        """SimulationSyncRequest on a team's synchronous port: its commands,
+        then sim_step seconds of ticks; the answer is the vision of the
+        step's end and the commands' feedback."""
+        self.teleport_robot(0, -3, -2, 0)
+        tick0 = self.sim.step_n(1)["tick"]
+        req = pb["ssl_simulation_synchronous"].SimulationSyncRequest(sim_step=1.0)
+        req.robot_control.robot_commands.add().CopyFrom(self.command(0, local=(1.0, 0, 0)))
+        r = self.sync(req)
+        self.assertEqual(list(r.robot_control_response.errors), [])
+        self.assertEqual([f.id for f in r.robot_control_response.feedback], [0])
+        self.assertEqual(len(r.detection), 1)
+        b = self.bot(r.detection[0], 0)
+        self.assertAlmostEqual(b.x / 1000 + 3, self.drive_distance(1.0, 1.0), delta=0.01)
+        self.assertEqual(self.sim.get_status()["tick"], tick0 + 200)
+        # sim_step 0: nothing moves; a simulator_command rides along; the
+        # yellow port commands yellow robots.
+        req = pb["ssl_simulation_synchronous"].SimulationSyncRequest(sim_step=0)
+        req.simulator_command.control.teleport_ball.x = 1.0
+        req.simulator_command.control.teleport_ball.y = 0.5
+        req.robot_control.robot_commands.add().CopyFrom(self.command(2, local=(0, 0, 0)))
+        r = self.sync(req, team="yellow")
+        self.assertEqual(list(r.robot_control_response.errors), [])
+        f = r.detection[0]
+        self.assertEqual((f.balls[0].x, f.balls[0].y), (1000, 500))
+        self.assertAlmostEqual(self.bot(f, 0).x, b.x, delta=0.5)
+        bad = pb["ssl_simulation_synchronous"].SimulationSyncRequest(sim_step=-1)
+        bad.robot_control.robot_commands.add().CopyFrom(self.command(20, local=(0, 0, 0)))
+        r = self.sync(bad)
+        self.assertEqual(sorted(e.code for e in r.robot_control_response.errors),
+                         ["invalid:sim_step", "unknown_robot"])
+
     def test_refusals_of_the_simulator_are_errors(self):
         """What only pa-sim can refuse (a robot onto a wall, onto another
         robot, wheel angles that leave the twist undetermined) comes back
@@ -415,6 +642,41 @@ class SslProtocol(StackTestCase):
         r = self.robots([self.command(4, wheels=(1, 1, 1, 1))])
         self.assertEqual(list(r.errors), [])
         self.assertEqual([fb.id for fb in r.feedback], [4])
+
+
+class SslCommandTimeout(SslBase):
+    """The default --ssl_command_timeout_ms (100, sim time): a robot its team
+    stops commanding stops; commanded every 50 ms it drives on."""
+    stack_args = ("--world", "ssl-b", "--paused", "--no-render", "--ssl_control_port", "0",
+                  "--ssl_blue_port", "0", "--ssl_yellow_port", "0", "--ssl_vision_hz", "200")
+
+    def test_timeout_stops_the_robot(self):
+        self.teleport_robot(0, -3, -2, 0)
+        self.teleport_robot(1, -3, 2, 0)
+        self.robots([self.command(0, local=(1.0, 0, 0)), self.command(1, local=(1.0, 0, 0))])
+        for _ in range(20):  # 1 s: robot 1 commanded every 10 ticks, robot 0 once
+            self.sim.step_n(10)
+            self.robots([self.command(1, local=(1.0, 0, 0))])
+        f = self.step_and_see(1)
+        d0, d1 = self.bot(f, 0).x / 1000 + 3, self.bot(f, 1).x / 1000 + 3
+        print("after 1 s: robot 0 (one command) %.3f m, robot 1 (every 50 ms) %.3f m" % (d0, d1))
+        self.assertLess(d0, 0.05)
+        self.assertAlmostEqual(d1, 1.0 - 0.5 * 1.0 / ACC_UP, delta=0.03)
+        f = self.step_and_see(100)
+        self.assertAlmostEqual(self.bot(f, 0).x / 1000 + 3, d0, delta=1e-3)  # stopped
+
+    def test_timeout_disarms_the_kicker_after_a_teleport(self):
+        """A teleport sets the robot's motion another way, but the kicker a
+        team armed still lapses: a ball put at the bar later stays."""
+        self.robots([self.command(2, kick_speed=3.0)])
+        self.teleport_robot(2, -3.0, 0.5, 0)
+        self.sim.step_n(40)  # 200 ms > 100 ms
+        self.teleport_ball(*self.at_bar(-3.0, 0.5, 0))
+        self.sim.step_n(5)
+        self.assertLess(abs(self.sim.get_ball()["velocity"][0]), 0.01)
+        self.robots([self.command(2, kick_speed=3.0)])  # armed again: it kicks
+        self.sim.step_n(5)
+        self.assertGreater(self.sim.get_ball()["velocity"][0], 2.8)
 
 
 if __name__ == "__main__":

@@ -100,6 +100,18 @@ class SslScenario(StackTestCase):
         with self.assertRaises(Error) as cm:
             sim.get_ball()
         self.assertEqual(cm.exception.code, "unsupported_control_scheme")
+        # A named scenario (a generated map) after a field: no ball, no
+        # field, no vision (issue 38: the ball and 9 x 6 m geometry stayed).
+        sim.set_scenario("ssl-b")
+        self.assertEqual(sim.get_ball()["division"], "B")
+        r = sim.request("set_scenario", {"scenario": "Empty"})
+        self.assertEqual(r["width"] * r["resolution"], 12.0)
+        with self.assertRaises(Error) as cm:
+            sim.get_ball()
+        self.assertEqual(cm.exception.code, "unsupported_control_scheme")
+        with self.assertRaises(Error) as cm:
+            sim.request("get_ssl_info")
+        self.assertEqual(cm.exception.code, "unsupported_control_scheme")
         # A bad name changes nothing.
         with self.assertRaises(Error):
             sim.set_scenario(os.path.join(self.dir, "missing.world.yaml"))
