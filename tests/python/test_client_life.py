@@ -90,6 +90,14 @@ class StopOnCloseTest(StackTestCase):
         self.assertTrue(self.moving_after(run))
         self.sim.stop()
 
+    def test_env_without_numpy_says_which_python(self):
+        code = "import sys; sys.modules['numpy'] = None; import playarea.env"
+        p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                           timeout=60, env=dict(os.environ, PYTHONPATH=CLIENT))
+        self.assertNotEqual(p.returncode, 0)
+        self.assertIn("playarea.env needs numpy", p.stderr)
+        self.assertIn("/usr/bin/python3", p.stderr)
+
     def test_alias_module(self):
         self.assertIs(playarea.client.Robot, playarea.Robot)
         self.assertIs(playarea.client.Sim, playarea.Sim)
