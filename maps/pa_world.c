@@ -81,7 +81,7 @@ static int colour(wctx *c, yaml_node_t *n, const char *what, uint8_t out[4]) {
   out[3] = 255;
   for (size_t i = 0; i < seq_len(n); i++) {
     char w[96];
-    long v;
+    long v = 0;
     snprintf(w, sizeof w, "%s[%zu]", what, i);
     if (int_in(c, pa_map_ynode(c->d, n->data.sequence.items.start[i]), w,
                (long)pa_prop(PA_PR_COLOUR)->lo, (long)pa_prop(PA_PR_COLOUR)->hi,
@@ -194,7 +194,7 @@ static int rows_in(wctx *c, yaml_node_t *n, const char *sec, unsigned kind,
     snprintf(what, sizeof what, "%s%s", p->path,
              p->scale != 1 ? " (degrees)" : "");
     double x;
-    long l;
+    long l = 0;
     uint8_t rgba[4];
     int w;
     switch (p->type) {
