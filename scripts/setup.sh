@@ -45,15 +45,15 @@ packages=(
   libglfw3-dev libegl-dev libgl-dev libegl-mesa0 libgl1-mesa-dri libgbm1
   python3-glad python3-numpy python3-matplotlib python3-distributed python3-setuptools python3-pip
   python3-wheel python3-venv
-  xvfb xauth procps strace valgrind netcat-openbsd
-  clang libclang-rt-14-dev
+  procps netcat-openbsd
   libwslay-dev libzstd-dev libturbojpeg0-dev libjpeg62-turbo-dev
   libprotobuf-c-dev protobuf-c-compiler protobuf-compiler python3-protobuf
   libavcodec-dev libavformat-dev libavutil-dev libswscale-dev ffmpeg
-  python3-prometheus-client
 )
-# Only the tests use these (the browser tests, promtool): --test-deps.
-test_packages=(prometheus chromium nodejs npm)
+# Only the tests use these (the viewer under xvfb, --wrap tools, the fuzz
+# build, /metrics parsing, the browser tests): --test-deps.
+test_packages=(xvfb xauth strace valgrind gdb clang libclang-rt-14-dev
+  python3-prometheus-client prometheus chromium nodejs npm)
 
 ((test_deps)) && packages+=("${test_packages[@]}")
 missing=()
