@@ -60,6 +60,30 @@ class LauncherCliTest(unittest.TestCase):
             self.assertEqual(sub.returncode, 0, name + sub.stderr)
             self.assertIn("--", sub.stdout)
 
+    def test_setup_and_run_scripts_cli(self):
+        def sh(*argv):
+            return subprocess.run(list(argv), cwd=SRC, capture_output=True, text=True, timeout=30)
+        r = sh("scripts/setup.sh", "--help")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        for opt in ("--build-dir", "--sanitize", "--no-build", "--test-deps", "--python-user"):
+            self.assertIn(opt, r.stdout)
+        r = sh("scripts/setup.sh", "--bogus")
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("unknown argument '--bogus'", r.stderr)
+        r = sh("tests/run.sh", "--help")
+        self.assertEqual(r.returncode, 0)
+        self.assertIn("--dry-run", r.stdout)
+        cases = {("--", "-R", "launch"): "modes: normal\nctest arguments: -R launch",
+                 ("--sanitize", "--", "-R", "x"): "modes: sanitize\nctest arguments: -R x",
+                 ("--fast", "--tsan"): "modes: normal tsan\n",
+                 (): "modes: normal sanitize fuzz tsan\n"}
+        for args, want in cases.items():
+            r = sh("tests/run.sh", "--dry-run", *args)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertTrue(r.stdout.startswith(want), (args, r.stdout))
+        # The run command does not ask for the tests' npm packages.
+        self.assertNotIn("--test-deps", read("scripts", "run.sh"))
+
     def test_version_everywhere(self):
         cm = read("CMakeLists.txt")
         version = re.search(r"project\(playarea VERSION ([0-9.]+)", cm).group(1)
