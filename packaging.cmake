@@ -42,9 +42,14 @@ if(PA_PYTHON_INSTALL_DIR)
           PATTERN __pycache__ EXCLUDE)
 endif()
 
-# A man page per program, from its own --help and --version.
+# A man page per program, from its own --help and --version (run at build
+# time; not in the libFuzzer build, which installs nothing).
 set(_pa_man_pages)
-foreach(prog ${PA_INSTALL_PROGRAMS})
+set(_pa_man_programs ${PA_INSTALL_PROGRAMS})
+if(PA_FUZZ OR NOT EXISTS ${PA_SYSTEM_PYTHON})
+  set(_pa_man_programs)
+endif()
+foreach(prog ${_pa_man_programs})
   set(_page ${CMAKE_BINARY_DIR}/man/${prog}.1)
   add_custom_command(
     OUTPUT ${_page}
@@ -55,8 +60,10 @@ foreach(prog ${PA_INSTALL_PROGRAMS})
     COMMENT "man page ${prog}.1" VERBATIM)
   list(APPEND _pa_man_pages ${_page})
 endforeach()
-add_custom_target(pa_man_pages ALL DEPENDS ${_pa_man_pages})
-install(FILES ${_pa_man_pages} DESTINATION ${CMAKE_INSTALL_MANDIR}/man1)
+if(_pa_man_pages)
+  add_custom_target(pa_man_pages ALL DEPENDS ${_pa_man_pages})
+  install(FILES ${_pa_man_pages} DESTINATION ${CMAKE_INSTALL_MANDIR}/man1)
+endif()
 
 # cpack -G DEB (run in the build directory).
 set(CPACK_PACKAGE_NAME playarea)
