@@ -262,7 +262,7 @@ static int thruster(wctx *c, yaml_node_t *n, size_t i, pa_robot_def *r) {
       return pa_map_yerr(c->d, v, c->err, c->err_sz,
                          "thruster name '%s' is longer than %zu characters",
                          pa_map_yq(c->d, nm), sizeof t->name - 1);
-    snprintf(t->name, sizeof t->name, "%s", nm);
+    memcpy(t->name, nm, strlen(nm) + 1); /* fits: checked above */
   }
   for (size_t k = 0; k < i; k++)
     if (!strcmp(r->thrusters[k].name, t->name))
