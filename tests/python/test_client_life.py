@@ -169,7 +169,13 @@ class ReconnectKillsTest(StackTestCase):
         t.join(10)
         elapsed = time.monotonic() - t0
         self.assertGreaterEqual(r.reconnects, self.KILLS)
-        self.assertEqual(len(r.pose()), 3)
+
+        def pose():  # the short timeout may drop a slow (sanitizer) reply: ask again
+            try:
+                return len(r.pose()) == 3
+            except (ConnectionLost, TimeoutError):
+                return False
+        self.wait_until(pose, 30, "a pose after the last reconnection")
         self.assertGreater(calls["lost"], 0, "no call saw a loss: the test missed its path")
         print("%d kills in %.1f s, %d reconnects, calls ok %d lost %d"
               % (self.KILLS, elapsed, r.reconnects, calls["ok"], calls["lost"]))
