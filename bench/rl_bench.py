@@ -23,7 +23,11 @@ import os
 import sys
 import time
 
-import numpy as np
+try:
+    import numpy as np
+except ImportError:
+    sys.exit("rl_bench.py needs numpy, which %s cannot import: run it with Debian's "
+             "/usr/bin/python3 (python3-numpy)" % sys.executable)
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "clients", "python"))
 from playarea.env import NavEnv, NavVectorEnv  # noqa: E402

@@ -381,8 +381,21 @@ void pa_opt_table_usage(FILE *f, const pa_opt_table *t) {
   }
 }
 
+#ifndef PA_VERSION
+#define PA_VERSION "unknown"
+#endif
+
+bool pa_version_arg(const char *prog, int argc, char **argv) {
+  if (argc != 2 || strcmp(argv[1], "--version"))
+    return false;
+  printf("%s %s\n", prog, PA_VERSION);
+  return true;
+}
+
 int pa_opt_main(const pa_opt_table *t, void *args, bool *given, int argc,
                 char **argv) {
+  if (pa_version_arg(t->prog, argc, argv))
+    return 0;
   pa_log_init(t->prog, PA_LOG_INFO);
   char err[512];
   pa_opt_row rows[PA_OPT_MAX];

@@ -123,6 +123,10 @@ void pa_opt_default_text(const pa_opt_row *r, char *out, size_t out_sz);
 int pa_opt_main(const pa_opt_table *t, void *args, bool *given, int argc,
                 char **argv);
 
+/* `PROG --version` (the only argument): prints "PROG VERSION" (the CMake
+ * project's version) and returns true; every program's main asks first. */
+bool pa_version_arg(const char *prog, int argc, char **argv);
+
 /* --help of a table: usage line, summary and each row with its default. */
 void pa_opt_table_usage(FILE *f, const pa_opt_table *t);
 

@@ -26,7 +26,8 @@ static const pa_opt_row own_rows[] = {
     {ROW(max_robots, "max_robots", PA_OPT_INT, 1, 4096, 256,
          "robot slots in shared memory")},
     {ROW(grace_ms, "grace_ms", PA_OPT_INT, 0, 600000, 3000,
-         "[ms] on stop: SIGTERM, then SIGKILL after this long")},
+         "[ms] on stop: SIGTERM, then SIGKILL after this long (x10 for a "
+         "--wrap'ped process: a profiler writes its output at exit)")},
     {ROW(start_timeout_ms, "start_timeout_ms", PA_OPT_INT, 100, 3600000, 10000,
          "[ms] a process must be ready within this (x10 when wrapped)")},
     {ROW(crash_limit, "crash_limit", PA_OPT_INT, 0, PA_LAUNCH_CRASH_MAX,
@@ -193,6 +194,18 @@ static void owners_text(unsigned owners, char *out, size_t out_sz) {
     }
 }
 
+const pa_launch_subcmd pa_launch_subcmds[] = {
+    {"status", pa_launch_status_main,
+     "[--watch] [--instance NAME | --tcp_port PORT]"},
+    {"restart", pa_launch_restart_main,
+     "sim|render|netgw [--instance NAME | --tcp_port PORT]"},
+    {"discover", pa_launch_discover_main,
+     "[--beacon_port P] [--timeout_ms MS] [--json]"},
+    {"replay", pa_launch_replay_main,
+     "FILE [--instance NAME | --tcp_port PORT] [--keep_paused]"},
+    {NULL, NULL, NULL},
+};
+
 void pa_launch_usage(FILE *f) {
   pa_launch_cfg c = pa_launch_cfg_default();
   pa_opt_row rows[PA_LAUNCH_MAX_FLAGS];
@@ -200,15 +213,16 @@ void pa_launch_usage(FILE *f) {
   flag_view views[PA_LAUNCH_MAX_FLAGS];
   size_t n = compose(&c, rows, owner, NULL);
   size_t nv = flag_views(rows, owner, n, views);
+  fprintf(f, "usage: playarea [flags]\n");
+  for (const pa_launch_subcmd *sc = pa_launch_subcmds; sc->name; sc++)
+    fprintf(f, "       playarea %s %s\n", sc->name, sc->synopsis);
   fprintf(
       f,
-      "usage: playarea [flags]\n"
-      "       playarea status [--watch] [--instance NAME | --tcp_port PORT]\n"
-      "       playarea restart sim|render|netgw [--instance NAME | --tcp_port "
-      "PORT]\n"
-      "       playarea discover [--beacon_port P] [--timeout_ms MS] [--json]\n"
+      "       playarea SUBCOMMAND --help  (its flags)\n"
+      "       playarea --version\n"
       "       playarea --help-markdown[=contract]  (the docs' flag tables)\n"
-      "\n%s\n\nflags (--name VALUE or --name=VALUE; [processes it goes to]):\n",
+      "\n%s\n\nflags (--name VALUE or --name=VALUE; [processes it goes "
+      "to]):\n",
       own_table.summary);
   for (size_t v = 0; v < nv; v++) {
     char def[300], who[64];
@@ -424,6 +438,17 @@ static int launch_finish(void *args, const bool *given, char *err,
   if (c->no_render && (c->render.viewer || c->render.screenshot)) {
     snprintf(err, err_sz, "--%s needs pa-render, but --no-render was given",
              c->render.viewer ? "viewer" : "screenshot");
+    return -1;
+  }
+  /* A window needs a display; without one it is a configuration error
+   * before anything starts, not a crash loop of pa-render (which exits 78
+   * itself when GLFW finds no usable display). */
+  const char *x = getenv("DISPLAY"), *wl = getenv("WAYLAND_DISPLAY");
+  if (c->render.viewer && (!x || !*x) && (!wl || !*wl)) {
+    snprintf(err, err_sz,
+             "--viewer: no display (DISPLAY and WAYLAND_DISPLAY are unset): "
+             "run under xvfb-run, or leave --viewer out (the head cameras "
+             "render headless)");
     return -1;
   }
   if (c->no_render && c->wrap[PA_PROC_RENDER]) {

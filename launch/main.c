@@ -6,15 +6,13 @@
 #include <string.h>
 
 int main(int argc, char **argv) {
+  if (pa_version_arg("playarea", argc, argv))
+    return 0;
   pa_log_init("playarea", PA_LOG_INFO);
-  if (argc > 1 && !strcmp(argv[1], "status"))
-    return pa_launch_status_main(argc - 1, argv + 1);
-  if (argc > 1 && !strcmp(argv[1], "restart"))
-    return pa_launch_restart_main(argc - 1, argv + 1);
-  if (argc > 1 && !strcmp(argv[1], "discover"))
-    return pa_launch_discover_main(argc - 1, argv + 1);
-  if (argc > 1 && !strcmp(argv[1], "replay"))
-    return pa_launch_replay_main(argc - 1, argv + 1);
+  for (const pa_launch_subcmd *sc = pa_launch_subcmds; argc > 1 && sc->name;
+       sc++)
+    if (!strcmp(argv[1], sc->name))
+      return sc->main(argc - 1, argv + 1);
   /* The docs' flag tables, generated from the flag tables (a test compares
    * them with docs/flags.md and docs/CONTRACT.md). */
   if (argc == 2 && (!strcmp(argv[1], "--help-markdown") ||

@@ -91,6 +91,15 @@ void pa_launch_flags_markdown(FILE *f, bool contract);
 
 void pa_launch_usage(FILE *f);
 
+/* `playarea SUBCOMMAND ...`: main dispatches over these rows and --help
+ * prints their synopses (ends with a NULL name). */
+typedef struct pa_launch_subcmd {
+  const char *name;
+  int (*main)(int argc, char **argv); /* argv[0] is the subcommand */
+  const char *synopsis;               /* the arguments, for --help */
+} pa_launch_subcmd;
+extern const pa_launch_subcmd pa_launch_subcmds[];
+
 /* "sim" / "pa-sim" -> PA_PROC_SIM, ...; -1 if unknown. */
 int pa_launch_proc_from_name(const char *name);
 /* "pa-sim", "pa-render", "pa-netgw", "playarea". */
@@ -125,6 +134,9 @@ pa_stack_def pa_launch_stack_def(const pa_launch_cfg *c);
 /* Watchdog (default of --hang_ms): a ready process whose heartbeat is older
  * than this is hung; also what `status` calls hung when nothing is watched. */
 #define PA_LAUNCH_HANG_MS 2000
+/* health.hang_ms of a wrapped process: not watched, and its heartbeat may
+ * lag (valgrind's pace), so `status` does not call it hung. */
+#define PA_LAUNCH_HANG_WRAPPED UINT32_MAX
 
 /* Backoff before restart number n (1 = first crash in the window) [ms]. */
 long pa_launch_backoff_ms(int n);
@@ -143,7 +155,12 @@ int pa_launch_restart_main(int argc, char **argv);
 /* `playarea discover [--beacon_port P] [--bind A] [--timeout_ms MS] [--json]`
  * (discover.c): lists the stacks whose beacon it hears. */
 int pa_launch_discover_main(int argc, char **argv);
-/* `playarea replay FILE`: replay_mcap on a running stack (replay.c). */
+/* The TCP port pa-netgw of a running instance listens on (for `replay
+ * --instance`). Returns 0, or the exit code after a message naming cmd. */
+int pa_launch_instance_port(const char *cmd, const char *instance,
+                            unsigned *port);
+/* `playarea replay FILE [--instance NAME | --tcp_port P]`: replay_mcap on a
+ * running stack, then resume it unless it was paused before (replay.c). */
 int pa_launch_replay_main(int argc, char **argv);
 
 /* Writes the status table of an attached instance. cpu_pct[p] < 0 = not

@@ -23,11 +23,11 @@ typedef struct conn {
 
 /* One JSON request line out, its reply line back (NULL on error or after
  * timeout_ms). */
-static json_t *request(conn *c, const char *action, json_t *data,
-                       int timeout_ms) {
+static json_t *request(conn *c, const char *type, const char *action,
+                       json_t *data, int timeout_ms) {
   json_t *req =
-      json_pack("{s:s, s:i, s:s, s:o}", "type", "command", "protocol_version",
-                2, "action", action, "data", data ? data : json_object());
+      json_pack("{s:s, s:i, s:s, s:o}", "type", type, "protocol_version", 2,
+                "action", action, "data", data ? data : json_object());
   char *line = json_dumps(req, JSON_COMPACT);
   json_decref(req);
   if (!line)
@@ -75,20 +75,27 @@ static const char *error_of(json_t *r) {
 
 int pa_launch_replay_main(int argc, char **argv) {
   long port = 9000, timeout_s = 600;
-  const char *token = NULL, *host = "127.0.0.1";
+  const char *token = NULL, *host = "127.0.0.1", *instance = NULL;
+  bool keep_paused = false;
   pa_opt o[] = {
+      {"instance", PA_OPT_STR, &instance, 0, 0,
+       "the stack's instance name (its TCP port is read from it)"},
       {"tcp_port", PA_OPT_INT, &port, 1, 65535, "the stack's TCP port"},
       {"bind", PA_OPT_STR, &host, 0, 0, "its IPv4 address"},
       {"token", PA_OPT_STR, &token, 0, 0, "its --token, if any"},
       {"timeout_s", PA_OPT_INT, &timeout_s, 1, 86400,
        "[s] give up waiting for the verdict after this long"},
+      {"keep_paused", PA_OPT_FLAG, &keep_paused, 0, 0,
+       "leave the simulation paused after the replay (default: resume it "
+       "if it was running before)"},
   };
   const size_t n = sizeof o / sizeof o[0];
   char *pos[2];
   size_t npos = 0;
   char err[256];
   const char *usage =
-      "playarea replay FILE [--tcp_port P]: re-run an MCAP recording's "
+      "playarea replay FILE [--instance NAME | --tcp_port P]: re-run an MCAP "
+      "recording's "
       "commands on a running stack (FILE is under its --data_dir) and check "
       "the end state matches; exit 0 on a match, 1 otherwise";
   int r = pa_opt_parse(o, n, argc, argv, pos, 2, &npos, err, sizeof err);
@@ -100,6 +107,19 @@ int pa_launch_replay_main(int argc, char **argv) {
     fprintf(stderr, "playarea replay: %s\n",
             r < 0 ? err : "give exactly one FILE");
     return PA_EXIT_CONFIG;
+  }
+  if (instance) {
+    for (int i = 1; i < argc; i++)
+      if (pa_opt_arg_is(argv[i], "tcp_port")) {
+        fprintf(stderr, "playarea replay: --instance and --tcp_port both "
+                        "select the stack: give one\n");
+        return PA_EXIT_CONFIG;
+      }
+    unsigned p = 0;
+    int ir = pa_launch_instance_port("replay", instance, &p);
+    if (ir != 0)
+      return ir;
+    port = (long)p;
   }
   struct sockaddr_in sin = {.sin_family = AF_INET,
                             .sin_port = htons((uint16_t)port)};
@@ -120,7 +140,8 @@ int pa_launch_replay_main(int argc, char **argv) {
     goto out;
   }
   if (token) {
-    rep = request(c, "auth", json_pack("{s:s}", "token", token), 5000);
+    rep =
+        request(c, "command", "auth", json_pack("{s:s}", "token", token), 5000);
     const char *e = error_of(rep);
     if (e) {
       fprintf(stderr, "playarea replay: auth: %s\n", e);
@@ -128,7 +149,14 @@ int pa_launch_replay_main(int argc, char **argv) {
     }
     json_decref(rep);
   }
-  rep = request(c, "replay_mcap", json_pack("{s:s}", "path", pos[0]), 30000);
+  /* The replay pauses the sim; a running one is resumed afterwards. */
+  rep = request(c, "sim_control", "get_status", NULL, 5000);
+  bool was_paused =
+      !error_of(rep) &&
+      json_is_true(json_object_get(json_object_get(rep, "data"), "paused"));
+  json_decref(rep);
+  rep = request(c, "command", "replay_mcap", json_pack("{s:s}", "path", pos[0]),
+                30000);
   const char *e = error_of(rep);
   if (e) {
     fprintf(stderr, "playarea replay: %s\n", e);
@@ -142,7 +170,7 @@ int pa_launch_replay_main(int argc, char **argv) {
   json_decref(rep);
   rep = NULL;
   for (long waited = 0; waited < timeout_s * 10; waited++) {
-    rep = request(c, "foxglove_info", NULL, 5000);
+    rep = request(c, "command", "foxglove_info", NULL, 5000);
     json_t *rp = json_object_get(json_object_get(rep, "data"), "replay");
     const char *state = json_string_value(json_object_get(rp, "state"));
     if (!rep || !state) {
@@ -153,6 +181,16 @@ int pa_launch_replay_main(int argc, char **argv) {
       printf("%s: %s\n", state,
              json_string_value(json_object_get(rp, "detail")));
       rc = strcmp(state, "match") ? 1 : 0;
+      if (!was_paused && !keep_paused) {
+        json_decref(rep);
+        rep = request(c, "sim_control", "resume", NULL, 5000);
+        const char *re = error_of(rep);
+        if (re) {
+          fprintf(stderr, "playarea replay: resume: %s\n", re);
+          rc = 1;
+        } else
+          printf("resumed the simulation (it was running before the replay)\n");
+      }
       goto out;
     }
     json_decref(rep);

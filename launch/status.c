@@ -69,6 +69,24 @@ static int attach(pa_stack *s, const char *cmd, const char *instance) {
   return 0;
 }
 
+int pa_launch_instance_port(const char *cmd, const char *instance,
+                            unsigned *port) {
+  pa_stack s;
+  int r = attach(&s, cmd, instance);
+  if (r != 0)
+    return r;
+  *port = __atomic_load_n(&s.ctl->tcp_port, __ATOMIC_ACQUIRE);
+  pa_stack_detach(&s);
+  if (*port == 0) {
+    fprintf(stderr,
+            "playarea %s: instance '%s' has no TCP port yet (pa-netgw "
+            "is not listening)\n",
+            cmd, instance);
+    return 1;
+  }
+  return 0;
+}
+
 /* utime + stime of pid [clock ticks], or -1. */
 static long long proc_cpu_ticks(int pid) {
   pa_proc_stat st;
@@ -130,14 +148,17 @@ void pa_launch_status_print(FILE *f, const pa_stack *s, const double *cpu_pct) {
     bool alive = h.pid > 0 && kill(h.pid, 0) == 0;
     /* The launcher's own limit, or the default where it watches nothing
      * (--hang_ms 0, a wrapped process, the launcher itself). */
+    bool wrapped = h.hang_ms == PA_LAUNCH_HANG_WRAPPED;
     int64_t limit =
-        (int64_t)(h.hang_ms ? h.hang_ms : PA_LAUNCH_HANG_MS) * 1000000;
+        (int64_t)(h.hang_ms && !wrapped ? h.hang_ms : PA_LAUNCH_HANG_MS) *
+        1000000;
     bool stale = h.ready && h.heartbeat_ns > 0 && now - h.heartbeat_ns > limit;
-    const char *state = !h.pid    ? "down"
-                        : !alive  ? "dead"
-                        : stale   ? "hung"
-                        : h.ready ? "up"
-                                  : "start";
+    const char *state = !h.pid             ? "down"
+                        : !alive           ? "dead"
+                        : stale && wrapped ? "slow" /* a profiler's pace */
+                        : stale            ? "hung"
+                        : h.ready          ? "up"
+                                           : "start";
     char up[16] = "-", rss[16] = "-", cpu[16] = "-", frames[16], bytes[16],
          ex[16] = "-";
     if (alive && h.start_ns > 0)

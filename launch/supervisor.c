@@ -40,6 +40,7 @@ typedef struct child {
   int64_t hang_ns;      /* watchdog limit on the heartbeat's age, 0 = off */
   int64_t ready_ns;     /* when we saw it ready: the heartbeat's floor */
   int64_t hung_ns;      /* heartbeat age when the watchdog killed it, 0 = not */
+  bool wrapped;         /* run under --wrap: the pa-* process is its child */
 } child;
 
 static volatile sig_atomic_t stop_sig;
@@ -136,7 +137,8 @@ static void start_child(sup *s, child *c, int64_t now) {
   h->pid = 0;
   if (c->restarting)
     h->restarts = ++c->restarts;
-  h->hang_ms = (uint32_t)(c->hang_ns / 1000000);
+  h->hang_ms =
+      c->wrapped ? PA_LAUNCH_HANG_WRAPPED : (uint32_t)(c->hang_ns / 1000000);
   c->hung_ns = 0;
   /* A restarted pa-netgw binds the ports its predecessor had by itself:
    * its core keeps them in the control block (netgw/core/listen.c). */
@@ -178,11 +180,34 @@ static void give_up(sup *s, child *c, int code, const char *why) {
   s->fatal = code;
 }
 
+/* [ns] TERM -> KILL: a wrapper (a profiler writing its output, valgrind)
+ * needs longer to exit than the process alone. */
+static int64_t grace_ns(const sup *s, const child *c) {
+  return (int64_t)s->cfg->grace_ms * 1000000 * (c->wrapped ? 10 : 1);
+}
+
 static void on_exit_status(sup *s, child *c, int st, int64_t now) {
   pa_health *h = &s->stack.ctl->health[c->proc];
-  char why[160];
+  char why[256];
   describe_status(st, why, sizeof why);
   pid_t dead = c->pid;
+  /* Under a wrapper the status is the wrapper's (gdb -batch exits 0 after
+   * its inferior's SIGSEGV). The pa-* process clears its health pid on a
+   * clean exit; a pid left there means it died inside the wrapper. */
+  int32_t inner = __atomic_load_n(&h->pid, __ATOMIC_ACQUIRE);
+  bool inner_died = c->wrapped && inner > 0 && c->state != CH_RESTART;
+  if (inner_died) {
+    char wst[96];
+    describe_status(st, wst, sizeof wst);
+    if (inner != dead)
+      snprintf(why, sizeof why,
+               "a crash inside its wrapper: %s (pid %d) never reached its "
+               "clean exit; the wrapper (pid %d) ended with %s",
+               name_of(c), (int)inner, (int)dead, wst);
+    else
+      snprintf(why, sizeof why,
+               "a crash inside its wrapper (%s, without its clean exit)", wst);
+  }
   bool hung = c->hung_ns && WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL;
   if (hung)
     snprintf(why, sizeof why, "hung (no heartbeat for %.0f ms, SIGKILLed)",
@@ -209,8 +234,19 @@ static void on_exit_status(sup *s, child *c, int st, int64_t now) {
       s->fatal = PA_EXIT_CONFIG; /* bad flags: nothing should run */
     return;
   }
-  if ((WIFEXITED(st) && WEXITSTATUS(st) == 0) ||
-      (WIFSIGNALED(st) && WTERMSIG(st) == SIGTERM)) {
+  /* --exit_after_screenshot: pa-render's clean exit after saving the PNG
+   * is the end of the run, not something to restart. */
+  if (c->proc == PA_PROC_RENDER && s->cfg->render.exit_after_screenshot &&
+      WIFEXITED(st) && WEXITSTATUS(st) == 0 && !inner_died) {
+    pa_info("pa-render exited after saving --screenshot %s "
+            "(--exit_after_screenshot): stopping the stack",
+            s->cfg->render.screenshot ? s->cfg->render.screenshot : "");
+    c->state = CH_OFF;
+    s->fatal = 0;
+    return;
+  }
+  if (!inner_died && ((WIFEXITED(st) && WEXITSTATUS(st) == 0) ||
+                      (WIFSIGNALED(st) && WTERMSIG(st) == SIGTERM))) {
     /* Someone stopped it on purpose (kill PID, a tool): not a crash. */
     pa_warn("%s stopped (%s) without the launcher asking; restarting it",
             name_of(c), why);
@@ -230,7 +266,7 @@ static void on_exit_status(sup *s, child *c, int st, int64_t now) {
     if (now - c->crash_ns[i] <= window)
       recent++;
   if (limit > 0 && recent >= limit) {
-    char msg[256];
+    char msg[400];
     snprintf(msg, sizeof msg, "%d crashes within %g s (last: %s)", recent,
              (double)s->cfg->crash_window_ms / 1000, why);
     give_up(s, c, 1, msg);
@@ -274,7 +310,7 @@ static void stop_child(sup *s, child *c) {
   kill(-pid, SIGTERM);
   kill(pid, SIGTERM);
   kill(-pid, SIGCONT); /* a stopped child cannot act on TERM */
-  int64_t end = pa_now_ns() + (int64_t)s->cfg->grace_ms * 1000000;
+  int64_t end = pa_now_ns() + grace_ns(s, c);
   int st = 0;
   for (;;) {
     pid_t r = waitpid(pid, &st, WNOHANG);
@@ -282,7 +318,7 @@ static void stop_child(sup *s, child *c) {
       break;
     if (pa_now_ns() >= end) {
       pa_warn("%s (pid %d) did not stop within %ld ms; SIGKILL", name_of(c),
-              (int)pid, s->cfg->grace_ms);
+              (int)pid, (long)(grace_ns(s, c) / 1000000));
       kill(-pid, SIGKILL);
       kill(pid, SIGKILL);
       while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
@@ -326,7 +362,7 @@ static void handle_restart_requests(sup *s, int64_t now) {
       kill(c->pid, SIGTERM);
       kill(-c->pid, SIGCONT);
       c->state = CH_RESTART;
-      c->deadline_ns = now + (int64_t)s->cfg->grace_ms * 1000000;
+      c->deadline_ns = now + grace_ns(s, c);
       break;
     case CH_DOWN:
     case CH_BACKOFF:
@@ -568,6 +604,7 @@ int pa_launch_run(const pa_launch_cfg *cfg, const char *bin_dir) {
     child *c = &s.ch[p];
     c->proc = p;
     c->state = CH_OFF;
+    c->wrapped = cfg->wrap[p] != NULL;
     c->timeout_ns = (int64_t)cfg->start_timeout_ms * 1000000 *
                     (cfg->wrap[p] ? 10 : 1);
     /* A wrapped process may legitimately stand still (a debugger's

@@ -15,6 +15,7 @@
 
 #include "pa_map.h"
 #include "pa_map_int.h"
+#include "pa_util.h"
 
 static void usage(FILE *f) {
   fprintf(f,
@@ -262,6 +263,8 @@ static int cmd_ascii(const char *in, long width) {
 }
 
 int main(int argc, char **argv) {
+  if (pa_version_arg("pa-map", argc, argv))
+    return 0;
   if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") ||
                     !strcmp(argv[1], "help"))) {
     usage(stdout);

@@ -176,7 +176,7 @@ static bool parsed_plain(const yaml_node_t *n, const char *s, const char *end) {
 static int plain_number(pa_ydoc *d, yaml_node_t *n, const char *what,
                         bool integer, double *dv, long *lv, char *err,
                         size_t err_sz) {
-  const char *s, *kind = integer ? "an integer" : "a number";
+  const char *s = NULL, *kind = integer ? "an integer" : "a number";
   if (scalar(d, n, what, kind, &s, err, err_sz))
     return -1;
   char *end;
@@ -208,7 +208,7 @@ int pa_map_yint(pa_ydoc *d, yaml_node_t *n, const char *what, long *out,
 
 int pa_map_ybool(pa_ydoc *d, yaml_node_t *n, const char *what, bool *out,
                  char *err, size_t err_sz) {
-  const char *s;
+  const char *s = NULL;
   if (scalar(d, n, what, "true or false", &s, err, err_sz)) return -1;
   /* YAML 1.1 booleans (what ROS's yaml-cpp accepts) plus 0/1 as map_server's
    * integer negate. */
@@ -224,7 +224,7 @@ int pa_map_ybool(pa_ydoc *d, yaml_node_t *n, const char *what, bool *out,
 
 int pa_map_ystr(pa_ydoc *d, yaml_node_t *n, const char *what, char *out,
                 size_t out_sz, char *err, size_t err_sz) {
-  const char *s;
+  const char *s = NULL;
   if (scalar(d, n, what, "a string", &s, err, err_sz)) return -1;
   if (strlen(s) >= out_sz)
     return pa_map_yerr(d, n, err, err_sz, "%s: longer than %zu characters",

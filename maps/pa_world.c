@@ -81,7 +81,7 @@ static int colour(wctx *c, yaml_node_t *n, const char *what, uint8_t out[4]) {
   out[3] = 255;
   for (size_t i = 0; i < seq_len(n); i++) {
     char w[96];
-    long v;
+    long v = 0;
     snprintf(w, sizeof w, "%s[%zu]", what, i);
     if (int_in(c, pa_map_ynode(c->d, n->data.sequence.items.start[i]), w,
                (long)pa_prop(PA_PR_COLOUR)->lo, (long)pa_prop(PA_PR_COLOUR)->hi,
@@ -194,7 +194,7 @@ static int rows_in(wctx *c, yaml_node_t *n, const char *sec, unsigned kind,
     snprintf(what, sizeof what, "%s%s", p->path,
              p->scale != 1 ? " (degrees)" : "");
     double x;
-    long l;
+    long l = 0;
     uint8_t rgba[4];
     int w;
     switch (p->type) {
@@ -262,7 +262,7 @@ static int thruster(wctx *c, yaml_node_t *n, size_t i, pa_robot_def *r) {
       return pa_map_yerr(c->d, v, c->err, c->err_sz,
                          "thruster name '%s' is longer than %zu characters",
                          pa_map_yq(c->d, nm), sizeof t->name - 1);
-    snprintf(t->name, sizeof t->name, "%s", nm);
+    memcpy(t->name, nm, strlen(nm) + 1); /* fits: checked above */
   }
   for (size_t k = 0; k < i; k++)
     if (!strcmp(r->thrusters[k].name, t->name))

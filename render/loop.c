@@ -415,7 +415,7 @@ int pa_render_run(const pa_render_def *d, volatile sig_atomic_t *stop,
 
   if (d->viewer) {
     if (pa_render_viewer_open(&L->viewer, d, &L->st, err, err_sz) < 0) {
-      ret = 1;
+      ret = PA_EXIT_CONFIG; /* no usable display: restarting cannot help */
       goto out_nolock;
     }
   } else if (pa_render_egl_create(&L->egl, err, err_sz) < 0) {

@@ -38,6 +38,10 @@ static int finish(void *args, const bool *given, char *err, size_t err_sz) {
              d->screenshot ? "screenshot" : "exit_after_screenshot");
     return -1;
   }
+  if (d->exit_after_screenshot && !d->screenshot) {
+    snprintf(err, err_sz, "--exit_after_screenshot needs --screenshot PATH");
+    return -1;
+  }
   return 0;
 }
 

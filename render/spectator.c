@@ -36,8 +36,9 @@ int pa_render_spectator_init(pa_spec_state *S, pa_stack *st,
     return -1;
   }
   pa_spectator *sp = &st->vis->spec;
-  snprintf(sp->dir, sizeof sp->dir, "%s", dir);
-  snprintf(S->dir, sizeof S->dir, "%s", dir);
+  size_t len = strlen(dir) + 1; /* fits both: checked above */
+  memcpy(sp->dir, dir, len);
+  memcpy(S->dir, dir, len);
   /* A request made while no pa-render ran is served now; a recording a
    * dead pa-render left open is over (its file ends where it crashed). */
   if (__atomic_load_n(&sp->rec_state, __ATOMIC_ACQUIRE) == PA_REC_ON)

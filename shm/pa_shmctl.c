@@ -11,6 +11,7 @@
  */
 #define _GNU_SOURCE
 #include "pa_shm_int.h"
+#include "pa_util.h"
 
 #include <dirent.h>
 #include <inttypes.h>
@@ -341,6 +342,8 @@ static void usage(FILE *f) {
 }
 
 int main(int argc, char **argv) {
+  if (pa_version_arg("pa-shmctl", argc, argv))
+    return 0;
   if (argc < 2) {
     usage(stderr);
     return 2;

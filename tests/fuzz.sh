@@ -55,7 +55,7 @@ done
 dir=${PA_FUZZ_BUILD_DIR:-$root/build-fuzz}
 
 # clang and its libFuzzer runtime come from scripts/setup.sh's package list.
-scripts/setup.sh --no-build
+scripts/setup.sh --test-deps --no-build
 cmake -S "$root" -B "$dir" -DCMAKE_C_COMPILER=clang \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPA_FUZZ=ON -DPA_BUILD_TESTS=OFF \
   -DPA_BUILD_RENDER=OFF >/dev/null

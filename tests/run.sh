@@ -11,24 +11,38 @@
 #   tests/run.sh --tsan       ThreadSanitizer build + the multi-threaded tests
 #                             (the sim's worker pool, the shm rings across
 #                             processes, the gateway's threads)
-#   tests/run.sh ... -- ARGS  extra ctest arguments (e.g. -R shm)
+#   tests/run.sh ... -- ARGS  extra ctest arguments (e.g. -R shm); mode flags
+#                             may be combined, and ARGS without any mode
+#                             flag run the normal build only
+#   tests/run.sh ... --dry-run  print the modes and ctest arguments, run nothing
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
 
-modes=(normal sanitize fuzz tsan)
+modes=()
 ctest_args=()
+dry_run=0
 while (($#)); do
   case $1 in
-    --fast) modes=(normal); shift ;;
-    --sanitize) modes=(sanitize); shift ;;
-    --fuzz) modes=(fuzz); shift ;;
-    --tsan) modes=(tsan); shift ;;
+    --fast) modes+=(normal); shift ;;
+    --sanitize) modes+=(sanitize); shift ;;
+    --fuzz) modes+=(fuzz); shift ;;
+    --tsan) modes+=(tsan); shift ;;
+    --dry-run) dry_run=1; shift ;;
     --) shift; ctest_args=("$@"); break ;;
-    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
-    *) echo "tests/run.sh: unknown argument '$1'" >&2; exit 2 ;;
+    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
+    *) echo "tests/run.sh: unknown argument '$1' (see tests/run.sh --help)" >&2; exit 2 ;;
   esac
 done
+if ((${#modes[@]} == 0)); then
+  # ctest arguments pick tests of one build; the fuzz run takes none.
+  if ((${#ctest_args[@]})); then modes=(normal); else modes=(normal sanitize fuzz tsan); fi
+fi
+if ((dry_run)); then
+  echo "modes: ${modes[*]}"
+  echo "ctest arguments: ${ctest_args[*]}"
+  exit 0
+fi
 
 # Mesa must not probe for a GPU; sanitizers fail hard and quietly skip
 # leaks inside the GL driver, which are not ours (tests/lsan.supp).
@@ -78,7 +92,7 @@ for mode in "${modes[@]}"; do
   mode_args=()
   if [[ $mode == sanitize ]]; then
     dir=$root/build-asan
-    scripts/setup.sh --build-dir "$dir" --sanitize
+    scripts/setup.sh --test-deps --build-dir "$dir" --sanitize
   elif [[ $mode == tsan ]]; then
     # The multi-threaded tests, in process: the sim's worker pool and
     # overlapped scans, the gateway's threads, the shm primitives. The ones
@@ -87,11 +101,11 @@ for mode in "${modes[@]}"; do
     # a busy 2-core machine, not into races (docs/operations.md: how to run
     # them under TSan by hand).
     dir=$root/build-tsan
-    scripts/setup.sh --build-dir "$dir" -- -DPA_TSAN=ON
+    scripts/setup.sh --test-deps --build-dir "$dir" -- -DPA_TSAN=ON
     mode_args=(-R '^(test_shm|test_sim_run|test_sim_collide|test_netgw)$')
   else
     dir=$root/build
-    scripts/setup.sh --build-dir "$dir"
+    scripts/setup.sh --test-deps --build-dir "$dir"
   fi
   # Test instances ("t<pid>-...") left by an earlier, interrupted run.
   gc_test_instances >/dev/null || true

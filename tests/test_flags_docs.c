@@ -447,8 +447,10 @@ static size_t doc_list(char names[][64], size_t max) {
   assert_non_null(d);
   for (struct dirent *e; (e = readdir(d)) && n < max;) {
     size_t len = strlen(e->d_name);
-    if (len > 3 && len < 50 && !strcmp(e->d_name + len - 3, ".md"))
-      snprintf(names[n++], 64, "docs/%s", e->d_name);
+    if (len > 3 && len < 50 && !strcmp(e->d_name + len - 3, ".md")) {
+      memcpy(names[n], "docs/", 5);
+      memcpy(names[n++] + 5, e->d_name, len + 1); /* len < 50: fits 64 */
+    }
   }
   closedir(d);
   return n;

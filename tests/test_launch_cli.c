@@ -276,6 +276,8 @@ static void test_bad_flags(void **state) {
        "--viewer_width: 10000 is out of range [64, 8192]"},
       {{"--screenshot", "/tmp/x.png"}, "--screenshot needs --viewer"},
       {{"--exit_after_screenshot"}, "--exit_after_screenshot needs --viewer"},
+      {{"--viewer", "--exit_after_screenshot"},
+       "--exit_after_screenshot needs --screenshot PATH"},
       {{"--map_free_thresh", "0.7"},
        "--map_free_thresh: 0.7 must be below --map_occupied_thresh"},
       {{"--camera_chunk", "65500"}, "--camera_chunk: 65500 is out of range"},
@@ -297,14 +299,33 @@ static void test_help(void **state) {
   assert_int_equal(lt_run_playarea(a, log, 10000), 0);
   char text[16384];
   assert_true(pa_test_read_file(log, text, sizeof text) >= 0);
-  const char *want[] = {"--tcp_port", "(default 9000)",  "--tcp_feedback_hz",
-                        "--scan_hz",  "--camera_hz",     "--control_hz",
-                        "--map_yaml", "--map_image",     "--map_resolution",
-                        "--world",    "--instance",      "--bind",
-                        "--token",    "--viewer",        "--no-render",
-                        "--wrap",     "--camera_width",  "--laser_beams",
-                        "--seed",     "--speed",         "--max_robots",
-                        "--grace_ms", "playarea status", "playarea restart"};
+  const char *want[] = {"--tcp_port",
+                        "(default 9000)",
+                        "--tcp_feedback_hz",
+                        "--scan_hz",
+                        "--camera_hz",
+                        "--control_hz",
+                        "--map_yaml",
+                        "--map_image",
+                        "--map_resolution",
+                        "--world",
+                        "--instance",
+                        "--bind",
+                        "--token",
+                        "--viewer",
+                        "--no-render",
+                        "--wrap",
+                        "--camera_width",
+                        "--laser_beams",
+                        "--seed",
+                        "--speed",
+                        "--max_robots",
+                        "--grace_ms",
+                        "playarea status",
+                        "playarea restart",
+                        "playarea discover",
+                        "playarea replay",
+                        "playarea --version"};
   for (size_t i = 0; i < sizeof want / sizeof *want; i++) {
     if (!strstr(text, want[i]))
       fprintf(stderr, "--help lacks %s\n", want[i]);

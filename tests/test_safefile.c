@@ -43,7 +43,8 @@ static int setup(void **st) {
 
 static void put(const char *dir, const char *name, const char *text) {
   char p[PATH_MAX * 2];
-  snprintf(p, sizeof p, "%s/%s", dir, name);
+  int n = snprintf(p, sizeof p, "%s/%s", dir, name);
+  assert_true(n > 0 && (size_t)n < sizeof p);
   FILE *f = fopen(p, "w");
   assert_non_null(f);
   fputs(text, f);
@@ -53,7 +54,8 @@ static void put(const char *dir, const char *name, const char *text) {
 static const char *get(const char *dir, const char *name) {
   static char buf[256];
   char p[PATH_MAX * 2];
-  snprintf(p, sizeof p, "%s/%s", dir, name);
+  int n = snprintf(p, sizeof p, "%s/%s", dir, name);
+  assert_true(n > 0 && (size_t)n < sizeof p);
   buf[0] = 0;
   FILE *f = fopen(p, "r");
   if (!f)

@@ -1,12 +1,12 @@
 # Browser tests (issue 18): node drives Debian's chromium through playwright-core
-# (tests/web/package.json, `npm ci` by scripts/setup.sh) against a real stack
+# (tests/web/package.json, `npm ci` by scripts/setup.sh --test-deps) against a real stack
 # on OS-picked ports; each test starts and stops its own stack.
 find_program(PA_NODE node)
 set(PA_CHROMIUM /usr/bin/chromium CACHE FILEPATH "Chromium for the browser tests")
 if(NOT PA_NODE OR NOT EXISTS ${PA_CHROMIUM}
    OR NOT EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/web/node_modules/playwright-core)
   message(WARNING "node, ${PA_CHROMIUM} or tests/web/node_modules missing "
-                  "(run scripts/setup.sh): browser tests disabled")
+                  "(run scripts/setup.sh --test-deps): browser tests disabled")
   return()
 endif()
 

@@ -404,6 +404,9 @@ void pa_netgw_destroy(pa_netgw *g) {
   if (g->ctl && g->port && g->ctl->health[PA_PROC_NETGW].pid == getpid()) {
     publish_health(g);
     g->ctl->health[PA_PROC_NETGW].ready = 0;
+    /* A clean exit clears the pid (as pa-sim and pa-render do): the
+     * launcher tells a crash inside a --wrap wrapper by a pid left here. */
+    g->ctl->health[PA_PROC_NETGW].pid = 0;
     __atomic_store_n(&g->ctl->tcp_port, 0, __ATOMIC_RELEASE);
     __atomic_store_n(&g->ctl->http_port, 0, __ATOMIC_RELEASE);
     __atomic_store_n(&g->ctl->foxglove_port, 0, __ATOMIC_RELEASE);

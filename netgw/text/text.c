@@ -116,7 +116,7 @@ static pa_status parse_teleport(const text_tok *tok, int na, pa_text_cmd *out,
 static pa_status parse_sub(const text_tok *tok, int na, pa_text_cmd *out,
                            char *msg, size_t msg_sz) {
   (void)na;
-  uint32_t u;
+  uint32_t u = 0;
   pa_status st;
   if ((st = channel(tok[1], tok[0], &out->channel, msg, msg_sz)) ||
       (st = integer(tok[2], tok[0], "udp_port", 1, 65535, &u, msg, msg_sz)))

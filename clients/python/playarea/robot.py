@@ -5,6 +5,7 @@ One background I/O thread per Robot reads the TCP socket (replies, asynchronous
 may be called from any thread.
 """
 
+import atexit
 import collections
 import errno
 import logging
@@ -12,6 +13,7 @@ import selectors
 import socket
 import threading
 import time
+import weakref
 
 from . import frames
 from ._util import default_host, default_port, finite, fmt
@@ -22,6 +24,19 @@ log = logging.getLogger("playarea")
 CHANNELS = ("odom", "scan", "camera")
 _MAX_LINE = 64 * 1024  # a reply longer than this is not from our server
 _MAX_DRAIN = 256  # datagrams read per wake-up per socket, so no channel starves the others
+
+
+# Robots still open at interpreter exit: closed then, so that each stops its robot.
+_open_robots = weakref.WeakSet()
+
+
+@atexit.register
+def _close_open_robots():
+    for r in list(_open_robots):
+        try:
+            r.close()
+        except Exception:  # exit goes on whatever one robot does
+            log.debug("playarea: closing %r at exit failed", r, exc_info=True)
 
 
 def _parse_err(line):
@@ -58,15 +73,20 @@ class Robot:
     UDP sockets bind to (default: the local address of the TCP connection, which
     is where the server sends frames). With ``reconnect=True`` a lost connection
     is re-established in the background and the robot selection, subscriptions
-    and last command are replayed.
+    and last command are replayed. ``close()`` (also at interpreter exit and at
+    the end of a ``with`` block) sends ``stop`` when the last command was a
+    motion, so a script never leaves its robot driving; ``stop_on_close=False``
+    leaves the robot as it was commanded.
     """
 
     def __init__(self, host=None, port=None, robot=None, timeout=5.0, udp_host=None,
-                 token=None, reconnect=False, max_pending=4, rcvbuf=4 * 1024 * 1024):
+                 token=None, reconnect=False, max_pending=4, rcvbuf=4 * 1024 * 1024,
+                 stop_on_close=True):
         self.host = default_host() if host is None else host
         self.port = default_port() if port is None else int(port)
         self.timeout = float(timeout)
         self.reconnect = bool(reconnect)
+        self.stop_on_close = bool(stop_on_close)
         self.reconnects = 0  # successful reconnections so far
         self._udp_host = udp_host
         self._token = token
@@ -103,6 +123,7 @@ class Robot:
             self._thread = threading.Thread(target=self._run, name="playarea-io-%d" % self.port,
                                             daemon=True)
             self._thread.start()
+            _open_robots.add(self)
             if token is not None:
                 self._request("auth " + str(token), barrier=False)
             if robot is not None:
@@ -133,18 +154,21 @@ class Robot:
         return not self._closed and self._lost is None
 
     def close(self):
-        """Unsubscribe, stop the I/O thread and close every socket. Idempotent."""
+        """Stop the robot (unless stop_on_close=False or its last command was a
+        stop), unsubscribe, stop the I/O thread and close every socket. Idempotent."""
         with self._lock:
             if self._closed:
                 return
             self._closed = True
             names = list(self._channels)
-        if self._lost is None:
-            for name in names:  # best effort: closing TCP ends them on the server anyway
-                try:
-                    self._send("unsub %s" % name)
-                except OSError:
-                    break
+            lines = ["stop"] if self.stop_on_close and self._cmd_sent else []
+        _open_robots.discard(self)
+        lines += ["unsub %s" % name for name in names]
+        if self._lost is None and lines:
+            try:  # best effort: closing TCP ends the streams on the server anyway
+                self._send("\n".join(lines))
+            except OSError:
+                pass
         with self._lock:
             self._stopping = True
             self._cond.notify_all()
@@ -178,13 +202,16 @@ class Robot:
     def _send(self, line):
         data = (line + "\n").encode()
         with self._send_lock:
+            sock = self._sock
             try:
-                self._sock.sendall(data)
+                sock.sendall(data)
             except socket.timeout:
                 raise TimeoutError("%s:%d does not read its control connection (send blocked "
                                    "%.1f s)" % (self.host, self.port, self.timeout)) from None
             except OSError as e:
-                raise ConnectionLost("connection to %s:%d lost: %s" % (self.host, self.port, e)) from e
+                lost = ConnectionLost("connection to %s:%d lost: %s" % (self.host, self.port, e))
+                self._lose(lost, sock)  # the I/O thread reconnects (reconnect=True)
+                raise lost from e
 
     def _wake(self):
         try:
@@ -242,13 +269,18 @@ class Robot:
                 self._cond.wait(left)
             return self._replies.popleft()
 
-    def _lose(self, exc):
+    def _lose(self, exc, sock=None):
+        """Mark the connection lost (sock: the one that failed; a socket already
+        replaced by a reconnection is no news) and wake every waiter."""
         with self._lock:
+            if sock is not None and sock is not self._sock:
+                return
+            sock = self._sock
             if self._lost is None:
                 self._lost = exc
             self._cond.notify_all()
         try:
-            self._sock.shutdown(socket.SHUT_RDWR)
+            sock.shutdown(socket.SHUT_RDWR)
         except OSError:
             pass
 
@@ -649,11 +681,9 @@ class Robot:
         else:
             reason = "the server closed the connection"
         if not data:
-            try:
-                self._sel.unregister(sock)
-            except (KeyError, ValueError):
-                pass
-            self._lose(ConnectionLost("connection to %s:%d lost: %s" % (self.host, self.port, reason)))
+            self._unregister(sock)
+            self._lose(ConnectionLost("connection to %s:%d lost: %s" % (self.host, self.port, reason)),
+                       sock)
             return bytearray()
         buf += data
         while True:
@@ -665,7 +695,7 @@ class Robot:
             if line:
                 self._on_line(line)
         if len(buf) > _MAX_LINE:
-            self._lose(ProtocolError("the server sent a line longer than %d bytes" % _MAX_LINE))
+            self._lose(ProtocolError("the server sent a line longer than %d bytes" % _MAX_LINE), sock)
             return bytearray()
         return buf
 
@@ -728,6 +758,14 @@ class Robot:
             except Exception:
                 log.exception("playarea %s callback failed", ch.name)
 
+    def _unregister(self, sock):
+        """Take sock out of the selector (before it is closed: a new socket may get
+        its fd number, and the selector keys by fd)."""
+        try:
+            self._sel.unregister(sock)
+        except (KeyError, ValueError):
+            pass  # the read that saw the end took it out already
+
     def _try_reconnect(self):
         """Re-open the control connection with backoff; replay robot, subs and command."""
         delay = 0.1
@@ -748,6 +786,9 @@ class Robot:
                     if ch.assembler is not None:
                         ch.assembler.reset()
                 subs = [(ch.name, ch.advertised) for ch in self._channels.values()]
+            # A call of the user's may have seen the loss first (its _lose only
+            # shuts the socket down): the old socket is then still registered.
+            self._unregister(old)
             old.close()
             self._sel.register(sock, selectors.EVENT_READ, "tcp")
             try:

@@ -12,6 +12,9 @@ from .errors import ConnectionLost, Error, ProtocolError
 PROTOCOL_VERSION = 2
 BATCH_LIMIT = 64
 SIM_CONTROL = frozenset(("pause", "resume", "step_n", "reset", "set_time_scale", "get_status"))
+# Actions that leave a robot moving until told otherwise: close() stops those robots.
+DRIVE_ACTIONS = frozenset(("set_velocity", "set_velocity_local", "set_velocity_global", "set_wheels",
+                           "set_body_velocity", "step"))
 
 
 def _vec(name, values, n):
@@ -33,9 +36,11 @@ class Sim:
     Every method sends one request and waits for its response; errors come back as
     ``playarea.Error`` with the server's code and message. Thread-safe (calls are
     serialised). Defaults to $PLAYAREA_HOST / $PLAYAREA_PORT, else localhost:9000.
+    ``close()`` (and the end of a ``with`` block) sends ``stop`` to every robot
+    this client set moving; ``stop_on_close=False`` leaves them as commanded.
     """
 
-    def __init__(self, host=None, port=None, timeout=10.0, token=None):
+    def __init__(self, host=None, port=None, timeout=10.0, token=None, stop_on_close=True):
         self.host = default_host() if host is None else host
         self.port = default_port() if port is None else int(port)
         self.timeout = float(timeout)
@@ -43,6 +48,8 @@ class Sim:
         self._ids = itertools.count(1)
         self._lock = threading.Lock()
         self._broken = None
+        self.stop_on_close = bool(stop_on_close)
+        self._driven = set()  # robots given a motion command since their last stop
         self._sock = socket.create_connection((self.host, self.port), timeout=self.timeout)
         self._sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self._rfile = self._sock.makefile("rb")
@@ -63,6 +70,14 @@ class Sim:
         return "<playarea.Sim %s:%d>" % (self.host, self.port)
 
     def close(self):
+        """Stop the robots this client set moving (see stop_on_close), close. Idempotent."""
+        if self._sock is not None and self._broken is None and self.stop_on_close:
+            for robot in sorted(self._driven, key=str):
+                try:
+                    self.request("stop", {"robot": robot})
+                except (Error, OSError, ValueError):
+                    pass  # best effort: gone, or the connection broke
+        self._driven.clear()
         if self._sock is not None:
             self._rfile.close()
             self._sock.close()
@@ -150,6 +165,7 @@ class Sim:
         set_time_scale/get_status and ``command`` otherwise.
         """
         req = self._envelope(action, data, type, request_id)
+        self._note_drive(action, data)
         resp = self.send_raw(req)
         self.last_response = resp
         if "request_id" in resp and resp["request_id"] != req["request_id"]:
@@ -157,6 +173,15 @@ class Sim:
                                 % (req["request_id"], resp["request_id"]), resp)
         self.raise_for(resp)
         return resp.get("data")
+
+    def _note_drive(self, action, data):
+        robot = data.get("robot", 0) if isinstance(data, dict) else 0
+        if not isinstance(robot, (int, str)):
+            return
+        if action == "stop":
+            self._driven.discard(robot)
+        elif action in DRIVE_ACTIONS:
+            self._driven.add(robot)
 
     def batch(self, requests):
         """Send up to 64 requests in one round trip; return their response objects in order.
@@ -171,6 +196,7 @@ class Sim:
             elif isinstance(r, (tuple, list)):
                 r = {"action": r[0], "data": r[1] if len(r) > 1 else None}
             items.append(self._envelope(r["action"], r.get("data"), r.get("type"), r.get("request_id")))
+            self._note_drive(r["action"], r.get("data"))
         if len(items) > BATCH_LIMIT:
             raise ValueError("a batch holds at most %d requests, got %d" % (BATCH_LIMIT, len(items)))
         req = {"type": "batch", "protocol_version": PROTOCOL_VERSION,

@@ -11,7 +11,17 @@ numpy is the only dependency; the real gymnasium / pettingzoo base classes and
 spaces are used when they can be imported.
 """
 
-from .nav import NavEnv, NavParallelEnv, NavVectorEnv, downsample
+import sys
+
+try:
+    import numpy  # noqa: F401
+except ImportError:
+    raise ImportError(
+        "playarea.env needs numpy, which %s cannot import: run it with Debian's /usr/bin/python3 "
+        "(python3-numpy), or install numpy into this interpreter's environment"
+        % sys.executable) from None
+
+from .nav import NavEnv, NavParallelEnv, NavVectorEnv, downsample  # noqa: E402
 from .spaces_select import HAVE_GYMNASIUM, HAVE_PETTINGZOO, Box, Dict, Discrete, MultiDiscrete
 from ._stack import LocalStack, StackError, find_bin_dir
 
