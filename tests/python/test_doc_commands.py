@@ -41,6 +41,19 @@ COVERED = {
     '~/pa-venv/bin/python -c "import playarea.client; print(playarea.client.Robot)"':
         "run by test_install_readme",
     'PYTHONPATH=clients/python /usr/bin/python3 -c "import playarea"': "run by test_install_readme",
+    # docs/oceansim.md
+    "playarea --dynamics dynamic --data_dir runs":
+        "run by python_oceansim_seed (the stack it starts for the seed's examples)",
+    # docs/player.md
+    "./prog": "not runnable in a test: a libplayerc program, and Debian has no libplayerc; "
+              "python_player speaks the same protocol with the test's own client",
+    # docs/rl.md
+    "python3 examples/rl/es_nav.py --plot docs/img/rl-es.png":
+        "run by python_rl_example (the same script, 50 generations)",
+    "PYTHONPATH=/path/to/Gymnasium:/path/to/PettingZoo:/path/to/stub:clients/python:tests/python "
+    "PA_BIN_DIR=build/bin /usr/bin/python3 -m unittest test_env":
+        "not runnable in a test: Gymnasium and PettingZoo are not in Debian; test_env's "
+        "Conformance cases hold the same contract without them",
     # docs/operations.md
     "playarea [flags]": "a synopsis; every stack test runs playarea with flags",
     'cmake --install build --prefix "$HOME/.local"': RUN_HERE + " (into a scratch HOME)",
