@@ -39,10 +39,10 @@ typedef struct walk {
   const float *clear; /* the wall distance field [cells] */
   float need;         /* cells nearer a wall than this fit no robot */
   double fx, fy;      /* (0, 0) in cell units */
-  double gx, gy;  /* how far (0, 0) lies outside the grid [cells] */
-  long c0x, c0y;  /* the rings' centre */
-  long k;         /* the next ring to push */
-  bool rings_out; /* every further ring is off the grid */
+  double gx, gy;      /* how far (0, 0) lies outside the grid [cells] */
+  long c0x, c0y;      /* the rings' centre */
+  long k;             /* the next ring to push */
+  bool rings_out;     /* every further ring is off the grid */
   uint64_t seq;
   long base;   /* the band of index 0: floor of the least distance */
   band *bands; /* by floor(d) - base */
