@@ -138,6 +138,19 @@ class Maps(unittest.TestCase):
             while want not in s.log() and time.monotonic() < end:
                 time.sleep(0.05)
             self.assertIn(want, s.log())
+            # a world file naming that map, its robot without a pose: the same warning,
+            # the robot on (0, 0) (free here)
+            with open(os.path.join(self.dir, "keyed_world.yaml"), "w") as f:
+                f.write("map: keyed.yaml\nrobots:\n  - {name: r}\n")
+            d = s.conn.request("set_scenario", {"world": "keyed_world.yaml"})
+            self.assertEqual(d["robots"], 1)
+            want = ("set_scenario keyed_world.yaml: ignoring keys map_server does not read: "
+                    "map_type, foo")
+            end = time.monotonic() + 10
+            while want not in s.log() and time.monotonic() < end:
+                time.sleep(0.05)
+            self.assertIn(want, s.log())
+            self.assertEqual(s.pose()[:2], [0.0, 0.0])
 
     def test_negate_and_origin_yaw(self):
         """negate 1 (dark is free) and a 30 deg origin yaw, (0, 0) on a wall: the start is
