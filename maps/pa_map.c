@@ -403,10 +403,20 @@ int pa_map_load_yaml(const char *yaml_path, pa_grid *out, char *err,
 
 int pa_map_load_yaml_g(const char *yaml_path, const pa_map_guard *g,
                        pa_grid *out, char *err, size_t err_sz) {
+  return pa_map_load_yaml_gk(yaml_path, g, out, NULL, 0, err, err_sz);
+}
+
+int pa_map_load_yaml_gk(const char *yaml_path, const pa_map_guard *g,
+                        pa_grid *out, char *ignored, size_t ignored_sz,
+                        char *err, size_t err_sz) {
   pa_map_def def = pa_map_def_default();
   memset(out, 0, sizeof *out);
+  if (ignored && ignored_sz)
+    ignored[0] = 0;
   if (pa_map_parse_yaml_g(yaml_path, g, &def, err, err_sz))
     return -1;
+  if (ignored && ignored_sz)
+    snprintf(ignored, ignored_sz, "%s", def.ignored_keys);
   return pa_map_load_g(&def, g, out, err, err_sz);
 }
 

@@ -110,6 +110,11 @@ int pa_map_load_g(const pa_map_def *def, const pa_map_guard *g, pa_grid *out,
                   char *err, size_t err_sz);
 int pa_map_load_yaml_g(const char *yaml_path, const pa_map_guard *g,
                        pa_grid *out, char *err, size_t err_sz);
+/* pa_map_load_yaml_g, and the map.yaml keys map_server does not read (so
+ * ignored) named in ignored ("" for none) for the caller to warn about. */
+int pa_map_load_yaml_gk(const char *yaml_path, const pa_map_guard *g,
+                        pa_grid *out, char *ignored, size_t ignored_sz,
+                        char *err, size_t err_sz);
 
 /* A generated map (pa_mapgen.c): a building width x height [m] of
  * rooms_x x rooms_y rooms joined by 0.9 m doors, 10 cm walls, `clutter`

@@ -331,8 +331,13 @@ static int robot(wctx *c, yaml_node_t *n, size_t i, pa_robot_def *r) {
   yaml_node_t *v;
   if ((v = pa_map_yget(c->d, n, "name")) && name(c, v, "robot name", r->name))
     return -1;
-  if (need_pose(c, n, "robot", r->name, &r->x, &r->y, &r->theta))
-    return -1;
+  /* no pose: the free pose nearest (0, 0) that the robots before leave */
+  if ((v = pa_map_yget(c->d, n, "pose"))) {
+    if (pose(c, v, "pose", &r->x, &r->y, &r->theta))
+      return -1;
+  } else {
+    r->place_near_origin = true;
+  }
   if ((v = pa_map_yget(c->d, n, "drive")) && /* enum pa_drive */
       one_of_two(c, v, "drive", "differential", "omni", &r->drive))
     return -1;

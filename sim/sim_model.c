@@ -274,24 +274,6 @@ static int build_fields(pa_sim_model *m, char *err, size_t err_sz) {
   return 0;
 }
 
-static bool model_robot_free(const pa_sim_model *m, const pa_robot_info *list,
-                             uint32_t count, const pa_obstacle_info *obs,
-                             uint32_t nobs, double x, double y, double r,
-                             double margin) {
-  if (pa_sim_int_wall_clearance(m, x, y, r + margin, NULL, NULL) < r + margin)
-    return false;
-  for (uint32_t i = 0; i < nobs; i++)
-    if (pa_sim_int_obstacle_dist(&obs[i], x, y, NULL, NULL) < r + margin)
-      return false;
-  for (uint32_t i = 0; i < count; i++) {
-    double dx = list[i].start_x - x, dy = list[i].start_y - y;
-    double rr = list[i].radius + r + margin;
-    if (dx * dx + dy * dy < rr * rr)
-      return false;
-  }
-  return true;
-}
-
 /* Is (x, y), the centre of cell (cx, cy), a free place by margin? probe:
  * asked by a random probe rather than the sweep. */
 typedef bool (*place_free_fn)(const void *ctx, uint32_t cx, uint32_t cy,
@@ -320,96 +302,6 @@ static int find_place(const pa_grid *g, uint64_t *rng, place_free_fn ok,
   return PLACE_NONE;
 }
 
-/* Extra robot i of a model being built, clear of its walls, obstacles and
- * the robots before it. */
-typedef struct init_place_ctx {
-  const pa_sim_model *m;
-  uint32_t i;
-} init_place_ctx;
-
-static bool init_place_free(const void *arg, uint32_t cx, uint32_t cy, double x,
-                            double y, double margin, bool probe) {
-  const init_place_ctx *c = arg;
-  const pa_sim_model *m = c->m;
-  double r = m->robots0[c->i].radius;
-  /* A probe first asks the cell's wall distance: most probes end there. */
-  if (probe && m->clear[(size_t)cy * m->grid.width + cx] * m->grid.resolution <
-                   r + margin)
-    return false;
-  return model_robot_free(m, m->robots0, c->i, m->obstacles0,
-                          m->obstacle_count0, x, y, r, margin);
-}
-
-/* Is robot i free at the centre of cell (cx, cy) by margin? The wall
- * distance field answers most cells. */
-static bool near_cell_free(const pa_sim_model *m, uint32_t i, int cx, int cy,
-                           double margin, double *x, double *y) {
-  double r = m->robots0[i].radius;
-  if (m->clear[(size_t)cy * m->grid.width + (size_t)cx] * m->grid.resolution <
-      r + margin)
-    return false;
-  pa_grid_cell_center(&m->grid, cx, cy, x, y);
-  return model_robot_free(m, m->robots0, i, m->obstacles0, m->obstacle_count0,
-                          *x, *y, r, margin);
-}
-
-/* The free cell centre nearest world (0, 0) for robot i (clear of the walls,
- * obstacles and robots before it by margin): square rings of cells around
- * the cell of (0, 0) (or the grid's cell nearest it), each ring in a fixed
- * order and the first of equal distances kept, so the same map gives the
- * same pose. A cell of ring k is at least k - 0.5 cells from (0, 0): the
- * search ends when no further ring can hold a nearer cell. */
-static bool nearest_free(const pa_sim_model *m, uint32_t i, double margin,
-                         double *bx, double *by) {
-  const pa_grid *g = &m->grid;
-  double c = cos(g->origin_yaw), sn = sin(g->origin_yaw);
-  double dx = -g->origin_x, dy = -g->origin_y;
-  double fx = (c * dx + sn * dy) / g->resolution;
-  double fy = (-sn * dx + c * dy) / g->resolution;
-  long w = (long)g->width, h = (long)g->height;
-  long c0x = fx < 0 ? 0 : fx >= (double)w ? w - 1 : (long)fx;
-  long c0y = fy < 0 ? 0 : fy >= (double)h ? h - 1 : (long)fy;
-  double best = INFINITY;
-  for (long k = 0;; k++) {
-    if ((double)k - 0.5 > best)
-      break;
-    if (c0x - k < 0 && c0x + k >= w && c0y - k < 0 && c0y + k >= h)
-      break;
-    for (long cy = c0y - k; cy <= c0y + k; cy++) {
-      if (cy < 0 || cy >= h)
-        continue;
-      bool edge = cy == c0y - k || cy == c0y + k;
-      long step = edge || k == 0 ? 1 : 2 * k;
-      for (long cx = c0x - k; cx <= c0x + k; cx += step) {
-        if (cx < 0 || cx >= w)
-          continue;
-        double ex = (double)cx + 0.5 - fx, ey = (double)cy + 0.5 - fy;
-        double dist = sqrt(ex * ex + ey * ey);
-        double x, y;
-        if (dist < best &&
-            near_cell_free(m, i, (int)cx, (int)cy, margin, &x, &y)) {
-          best = dist;
-          *bx = x;
-          *by = y;
-        }
-      }
-    }
-  }
-  return isfinite(best);
-}
-
-/* Robot i, given no pose: (0, 0) itself when it is free, else the free cell
- * centre nearest it (a margin of 5 cm first, then touching). */
-static bool place_near_origin(const pa_sim_model *m, uint32_t i, double *x,
-                              double *y) {
-  if (model_robot_free(m, m->robots0, i, m->obstacles0, m->obstacle_count0, 0,
-                       0, m->robots0[i].radius, 0)) {
-    *x = *y = 0;
-    return true;
-  }
-  return nearest_free(m, i, 0.05, x, y) || nearest_free(m, i, 0, x, y);
-}
-
 static int model_init(pa_sim_model *m, const pa_sim_def *d, const pa_world *w,
                       const pa_grid *g, pa_grid *take, char *err,
                       size_t err_sz);
@@ -424,6 +316,7 @@ int pa_sim_model_init(pa_sim_model *m, const pa_sim_def *d,
 static int model_init(pa_sim_model *m, const pa_sim_def *d, const pa_world *w,
                       const pa_grid *g, pa_grid *take, char *err,
                       size_t err_sz) {
+  bool *no_pose = NULL; /* robots that start by (0, 0) (sim_place.c) */
   memset(m, 0, sizeof *m);
   m->def = *d;
   if (!(d->control_hz >= 1 && d->control_hz <= 100000)) {
@@ -498,7 +391,8 @@ static int model_init(pa_sim_model *m, const pa_sim_def *d, const pa_world *w,
     goto fail;
   }
   m->robots0 = calloc(total + 1, sizeof *m->robots0);
-  if (!m->robots0)
+  no_pose = calloc(total + 1, sizeof *no_pose);
+  if (!m->robots0 || !no_pose)
     goto oom;
   m->beam_cap = m->robot_template.laser_beams;
   for (uint32_t i = 0; i < (uint32_t)w->robot_count; i++) {
@@ -513,25 +407,10 @@ static int model_init(pa_sim_model *m, const pa_sim_def *d, const pa_world *w,
         snprintf(err, err_sz, "two robots are named '%s'", ri->name);
         goto fail;
       }
-    if (w->robots[i].place_near_origin &&
-        !place_near_origin(m, i, &ri->start_x, &ri->start_y)) {
-      snprintf(err, err_sz, "no free place on the map for robot '%s'",
-               ri->name);
-      goto fail;
-    }
-    if (!model_robot_free(m, m->robots0, i, m->obstacles0, m->obstacle_count0,
-                          ri->start_x, ri->start_y, ri->radius, 0)) {
-      snprintf(err, err_sz,
-               "robot '%s' at (%g, %g) overlaps a wall, an obstacle or "
-               "another robot",
-               ri->name, ri->start_x, ri->start_y);
-      goto fail;
-    }
+    no_pose[i] = w->robots[i].place_near_origin;
     if (ri->laser_beams > m->beam_cap)
       m->beam_cap = ri->laser_beams;
   }
-  /* Extra robots on free cells: seeded random probes, then a full sweep. */
-  uint64_t rng = pa_sim_int_seed(d->seed, 0x706c616365ull, 0);
   for (uint32_t i = (uint32_t)w->robot_count; i < total; i++) {
     pa_robot_info *ri = &m->robots0[i];
     *ri = m->robot_template;
@@ -548,17 +427,12 @@ static int model_init(pa_sim_model *m, const pa_sim_def *d, const pa_world *w,
     for (uint32_t j = 0; j < i; j++)
       if (!strcmp(m->robots0[j].name, ri->name))
         snprintf(ri->name, sizeof ri->name, "robot%u_%u", i, j);
-    init_place_ctx pc = {m, i};
-    int placed = find_place(&m->grid, &rng, init_place_free, &pc, 0.05, 0.05,
-                            &ri->start_x, &ri->start_y);
-    if (placed == PLACE_PROBED) /* a probed place gets a random heading */
-      ri->start_theta = pa_sim_wrap(2.0 * M_PI * pa_sim_rng_uniform(&rng));
-    if (placed == PLACE_NONE) {
-      snprintf(err, err_sz, "no free place on the map for robot %u of %u", i,
-               total);
-      goto fail;
-    }
+    no_pose[i] = true; /* extras start by (0, 0) too */
   }
+  if (pa_sim_int_place_robots(m, no_pose, total, err, err_sz) != 0)
+    goto fail;
+  free(no_pose);
+  no_pose = NULL;
   m->robot_count0 = total;
   free(m->clear); /* placement done; the march field serves the hot paths */
   m->clear = NULL;
@@ -566,6 +440,7 @@ static int model_init(pa_sim_model *m, const pa_sim_def *d, const pa_world *w,
 oom:
   snprintf(err, err_sz, "out of memory");
 fail:
+  free(no_pose);
   pa_sim_model_free(m);
   return -1;
 }

@@ -119,8 +119,9 @@ static const pa_opt_row rows[] = {
     {ROW(def.camera_fov, "camera_fov_deg", PA_OPT_DOUBLE, 1, 179, 60,
          "[deg] horizontal field of view"),
      .scale = M_PI / 180.0, .tag = PA_SIM_FORCE_CAMERA_FOV},
-    {ROW(def.robots, "robots", PA_OPT_U32, 1, 100000, 1,
-         "at least this many robots (extras on free cells)")},
+    {ROW(
+        def.robots, "robots", PA_OPT_U32, 1, 100000, 1,
+        "at least this many robots (extras on the free poses nearest (0, 0))")},
     {ROW(def.odom_error[0], "odom_error_x", PA_OPT_DOUBLE, 0, 1, 0,
          "odometry error ratio, forward (Stage-like, seeded)")},
     {ROW(def.odom_error[1], "odom_error_y", PA_OPT_DOUBLE, 0, 1, 0,

@@ -54,6 +54,7 @@ typedef struct loader {
   const pa_stack *st; /* read only: the instance, map_gen */
   bool staged;        /* nm's cells are the map segment staged for commit */
   int64_t started_ns;
+  char ignored[160]; /* map.yaml keys map_server does not read: warned */
 } loader;
 
 typedef struct run_ctx {
@@ -231,14 +232,17 @@ static void *load_main(void *arg) {
                  : pa_world_default(&ld->w, ld->err, sizeof ld->err);
     if (rc == 0) {
       ld->have_world = true;
+      snprintf(ld->ignored, sizeof ld->ignored, "%s", ld->w.map.ignored_keys);
       /* a world with an ssl: section: its field is the map */
       rc = ld->w.ssl_division
                ? pa_sim_ssl_world_file(&ld->w, &ld->g, ld->err, sizeof ld->err)
                : pa_map_load_g(&ld->w.map, g, &ld->g, ld->err, sizeof ld->err);
     }
   } else if (c->op == PA_OP_SET_MAP) {
-    rc = path[0] ? pa_map_load_yaml_g(path, g, &ld->g, ld->err, sizeof ld->err)
-                 : pa_map_load_default(&ld->g, ld->err, sizeof ld->err);
+    rc = path[0]
+             ? pa_map_load_yaml_gk(path, g, &ld->g, ld->ignored,
+                                   sizeof ld->ignored, ld->err, sizeof ld->err)
+             : pa_map_load_default(&ld->g, ld->err, sizeof ld->err);
   } else if (c->gen_map.scenario > 0) {
     rc = pa_scenario_generate((int)c->gen_map.scenario - 1,
                               (uint64_t)c->gen_map.seed, &ld->g, ld->err,
@@ -331,6 +335,7 @@ static pa_status map_cmd_start(run_ctx *k, const pa_cmd *c, pa_reply *r) {
   ld->cmd = *c;
   ld->rc = -1;
   ld->err[0] = 0;
+  ld->ignored[0] = 0;
   ld->have_world = ld->have_grid = ld->have_model = false;
   ld->staged = false;
   ld->st = k->st;
@@ -410,6 +415,9 @@ static pa_status map_cmd_finish(run_ctx *k, pa_reply *r) {
     pa_error("publishing the new map: %s", err);
     return pa_sim_int_fail(r, PA_ERR_BUSY, "publishing the map: %s", err);
   }
+  if (ld->ignored[0]) /* as at start-up (as map_server): warned, not refused */
+    pa_warn("%s %.*s: ignoring keys map_server does not read: %s",
+            pa_sim_op(c->op)->name, (int)sizeof c->path, c->path, ld->ignored);
   pa_info("%s: %ux%u cells at %g m, %u robot%s, %u obstacle%s, %u moved off "
           "walls (%.0f ms)",
           pa_sim_op(c->op)->name, k->m->grid.width, k->m->grid.height,

@@ -487,6 +487,10 @@ pa_status pa_sim_int_snapshot_json_save(const pa_sim_model *m,
   json_object_set_new(root, "map", map_json(m));
   json_object_set_new(root, "tick", json_integer((json_int_t)s->tick));
   json_object_set_new(root, "sim_time", json_real(s->sim_time));
+  /* the scan schedule, as a shm snapshot keeps it (sim_snap.c) */
+  json_object_set_new(root, "scan_phase",
+                      json_integer((json_int_t)((s->tick - s->scan_tick0) %
+                                                m->ticks_per_scan)));
   char seed[24];
   snprintf(seed, sizeof seed, "%" PRIu64, m->def.seed);
   json_object_set_new(root, "seed", json_string(seed));
@@ -581,6 +585,10 @@ static pa_status file_ok(const pa_sim_model *m, json_t *root, const char *cpath,
   if (agents && !json_is_array(agents))
     return pa_sim_int_fail(r, PA_ERR_INVALID_MESSAGE,
                            "%s: agents must be an array", cpath);
+  json_t *phase = json_object_get(root, "scan_phase"); /* optional */
+  if (phase && (!json_is_integer(phase) || json_integer_value(phase) < 0))
+    return pa_sim_int_fail(r, PA_ERR_INVALID_MESSAGE,
+                           "%s: scan_phase must be an integer >= 0", cpath);
   return PA_OK;
 }
 
@@ -691,6 +699,15 @@ pa_status pa_sim_int_snapshot_json_load(const pa_sim_model *m, pa_sim_state *s,
                         .obstacles = ob,
                         .obstacle_count = (uint32_t)no};
   pa_sim_int_world_install(m, s, &w);
+  /* The scan schedule as saved: each robot scans as many ticks after the
+   * load as after the save (a file without scan_phase: the schedule runs
+   * on as it was). */
+  json_t *phase = json_object_get(root, "scan_phase");
+  if (phase) {
+    uint64_t ph = (uint64_t)json_integer_value(phase) % m->ticks_per_scan;
+    if (s->tick >= ph)
+      s->scan_tick0 = s->tick - ph;
+  }
   for (size_t i = 0; i < na; i++) { /* their behaviour as saved */
     uint32_t k = agslot[i];
     s->agents[k] = ag[i];

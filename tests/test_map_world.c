@@ -215,7 +215,6 @@ static void test_errors(void **state) {
       {R "    camera: {width: 0}\n", "camera.width must be in [1, 4096]"},
       {R "    camera: {depth: 1}\n", "camera: unknown key 'depth'"},
       {R "    name: b\n", "w.yaml:4:5: robot: duplicate key 'name'"},
-      {"robots:\n  - {name: a}\n", "w.yaml:2:5: robot 'a': missing key 'pose'"},
       {"robots:\n  - {pose: [1]}\n",
        "w.yaml:2:12: pose: expected 2 to 3 numbers, got 1"},
       {"robots:\n  - {pose: [1, 2, 3, 4]}\n",

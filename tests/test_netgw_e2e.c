@@ -473,7 +473,9 @@ static void two_clients(void **state) {
   const char *sim[] = {"--robots", "2", NULL};
   assert_int_equal(ng_start(&s, "two", sim, NULL), 0);
   int a = ng_connect(&s), b = ng_connect(&s);
-  int ua = subscribe(a, "cmd 0.3 0\n", "odom", NULL);
+  /* robot 1 starts beside robot 0 on +x (the free pose nearest (0, 0) after
+   * it): robot 0 backs away from it */
+  int ua = subscribe(a, "cmd -0.3 0\n", "odom", NULL);
   ng_expect(b, "robot 1", "ok");
   int ub = subscribe(b, "cmd 0 0.8\n", "odom", NULL);
   usleep(1500000);
@@ -482,7 +484,7 @@ static void two_clients(void **state) {
   static odom fa[200], fb[200];
   int na = collect_odom(ua, fa, 200, 1000), nb = collect_odom(ub, fb, 200, 1000);
   assert_true(na > 50 && nb > 50);
-  assert_true(fabs(fa[na - 1].v - 0.3) < 0.02 && fabs(fa[na - 1].w) < 1e-3);
+  assert_true(fabs(fa[na - 1].v + 0.3) < 0.02 && fabs(fa[na - 1].w) < 1e-3);
   assert_true(fabs(fb[nb - 1].v) < 1e-3 && fabs(fb[nb - 1].w - 0.8) < 0.02);
   assert_true(fb[nb - 1].theta != fb[0].theta);
   ng_finish(&s, a, b, ua, ub, -1);

@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "sim_office.h"
 #include "test_sim_util.h"
 
 /* ---- a private directory for map.yaml files, removed with its files ---- */
@@ -139,8 +140,9 @@ static void room(pa_grid *g) {
   g->origin_x = g->origin_y = -2.5;
 }
 
-static int make(pa_grid *g, pa_robot_def *r, size_t nr, uint32_t extra,
-                pa_sim_model *m, pa_sim_state *s, char *err, size_t err_sz) {
+static int make_seeded(pa_grid *g, pa_robot_def *r, size_t nr, uint32_t extra,
+                       uint64_t seed, pa_sim_model *m, pa_sim_state *s,
+                       char *err, size_t err_sz) {
   pa_world w;
   memset(&w, 0, sizeof w);
   w.robots = r;
@@ -148,12 +150,20 @@ static int make(pa_grid *g, pa_robot_def *r, size_t nr, uint32_t extra,
   w.unknown_blocks = true;
   pa_sim_def d = pa_sim_def_default();
   d.robots = extra;
+  d.seed = seed;
+  if (d.max_robots < extra)
+    d.max_robots = extra;
   int rc = pa_sim_model_init(m, &d, &w, g, err, err_sz);
   if (rc == 0 && pa_sim_state_init(m, s, err, err_sz) != 0) {
     pa_sim_model_free(m);
     return -1;
   }
   return rc;
+}
+
+static int make(pa_grid *g, pa_robot_def *r, size_t nr, uint32_t extra,
+                pa_sim_model *m, pa_sim_state *s, char *err, size_t err_sz) {
+  return make_seeded(g, r, nr, extra, 0, m, s, err, err_sz);
 }
 
 static pa_robot_def unplaced(void) {
@@ -291,6 +301,159 @@ static void test_big_map(void **st) {
   pa_grid_free(&g);
 }
 
+/* Is the centre of cell (cx, cy) a place for robot i by 5 cm, clear of the
+ * walls and of robots 0..i-1 (the later ones ignored)? */
+static bool free_before(const pa_sim_model *m, pa_sim_state *s, uint32_t i,
+                        double x, double y) {
+  double r = s->info[i].radius;
+  s->ghosts = true; /* the walls and obstacles alone */
+  double c = pa_sim_clearance(m, s, i, x, y, r, 0, NULL, NULL);
+  s->ghosts = false;
+  if (c < 0.05)
+    return false;
+  for (uint32_t j = 0; j < i; j++) {
+    double rr = s->info[j].radius + r + 0.05;
+    if (hypot(s->rs[j].x - x, s->rs[j].y - y) < rr)
+      return false;
+  }
+  return true;
+}
+
+/* --robots extras start as robot 0 does: each on the free cell centre
+ * nearest (0, 0) that the robots before it leave (no nearer one exists),
+ * the same for every seed, heading as the template's. Seeded random spots
+ * all over the room fail this. */
+static void test_extras_nearest_in_order(void **st) {
+  (void)st;
+  pa_grid g;
+  room(&g);
+  ts_block(&g, -0.5, -0.5, 0.5, 0.3); /* a pillar over (0, 0) */
+  ts_block(&g, -2.5, 0.9, -0.2, 1.0); /* a wall across the room's top */
+  pa_robot_def r = unplaced();
+  pa_sim_model m;
+  pa_sim_state s;
+  char err[256];
+  enum { N = 40 };
+  double pose[N][2];
+  assert_int_equal(make_seeded(&g, &r, 1, N, 1, &m, &s, err, sizeof err), 0);
+  assert_int_equal(s.robot_count, N);
+  for (uint32_t i = 0; i < N; i++) {
+    double x = s.rs[i].x, y = s.rs[i].y, d = hypot(x, y);
+    pose[i][0] = x;
+    pose[i][1] = y;
+    assert_false(pa_sim_overlaps(&m, &s, i, x, y));
+    assert_true(s.rs[i].theta == 0);
+    assert_true(free_before(&m, &s, i, x, y));
+    for (int cy = 0; cy < (int)g.height; cy++)
+      for (int cx = 0; cx < (int)g.width; cx++) {
+        double px, py;
+        pa_grid_cell_center(&g, cx, cy, &px, &py);
+        if (hypot(px, py) < d - 1e-9 && free_before(&m, &s, i, px, py)) {
+          print_error("robot %u at (%g, %g): (%g, %g) is nearer and free\n", i,
+                      x, y, px, py);
+          fail();
+        }
+      }
+  }
+  ts_free(&m, &s);
+  /* another seed: the same poses */
+  assert_int_equal(make_seeded(&g, &r, 1, N, 77, &m, &s, err, sizeof err), 0);
+  for (uint32_t i = 0; i < N; i++)
+    assert_true(s.rs[i].x == pose[i][0] && s.rs[i].y == pose[i][1]);
+  ts_free(&m, &s);
+  pa_grid_free(&g);
+}
+
+/* World robots: those given no pose take the walk's places around those
+ * given one (the given ones keep theirs, whatever their order). */
+static void test_world_mix(void **st) {
+  (void)st;
+  pa_grid g;
+  room(&g);
+  pa_robot_def r[3] = {unplaced(), ts_robot("fixed", 0.6, 0, 0.5), unplaced()};
+  snprintf(r[2].name, sizeof r[2].name, "robot2");
+  pa_sim_model m;
+  pa_sim_state s;
+  char err[256];
+  assert_int_equal(make(&g, r, 3, 6, &m, &s, err, sizeof err), 0);
+  assert_true(s.rs[0].x == 0 && s.rs[0].y == 0); /* (0, 0) itself */
+  assert_true(s.rs[1].x == 0.6 && s.rs[1].y == 0 && s.rs[1].theta == 0.5);
+  for (uint32_t i = 0; i < 6; i++) {
+    assert_false(pa_sim_overlaps(&m, &s, i, s.rs[i].x, s.rs[i].y));
+    assert_true(hypot(s.rs[i].x, s.rs[i].y) < 1.5); /* packed round (0, 0) */
+  }
+  ts_free(&m, &s);
+  /* full: a no-pose robot that finds no room is refused by name */
+  pa_grid_free(&g);
+  ts_room(&g, 20, 20, 0.05); /* 1 m x 1 m: room for a few */
+  g.origin_x = g.origin_y = -0.5;
+  pa_robot_def one = unplaced();
+  assert_int_equal(make(&g, &one, 1, 40, &m, &s, err, sizeof err), -1);
+  assert_non_null(strstr(err, "no free place on the map for robot 'robot"));
+  pa_grid_free(&g);
+}
+
+/* 1000 robots on the 100 m office: every one placed, none overlapping,
+ * packed round (0, 0), the model built in well under a second. */
+static void test_thousand_office(void **st) {
+  (void)st;
+  pa_grid g;
+  ts_office(&g, 2000, 2000);
+  assert_non_null(g.cells);
+  g.origin_x = g.origin_y = -50;
+  pa_robot_def r = unplaced();
+  pa_sim_model m;
+  pa_sim_state s;
+  char err[256];
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  assert_int_equal(make(&g, &r, 1, 1000, &m, &s, err, sizeof err), 0);
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  double far = 0;
+  for (uint32_t i = 0; i < 1000; i++) {
+    assert_false(pa_sim_overlaps(&m, &s, i, s.rs[i].x, s.rs[i].y));
+    far = fmax(far, hypot(s.rs[i].x, s.rs[i].y));
+  }
+  double init_s = (double)(t1.tv_sec - t0.tv_sec) +
+                  (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9;
+  print_message("1000 robots on the 2000x2000 office: model %.2f s, the "
+                "farthest %.1f m from (0, 0)\n",
+                init_s, far);
+  assert_true(far < 30); /* random spots reach 50 m out */
+  ts_free(&m, &s);
+  pa_grid_free(&g);
+}
+
+/* A world file's robot without `pose` starts by (0, 0) like robot 0 of a
+ * bare map; the robots with one keep theirs. */
+static void test_world_file_no_pose(void **st) {
+  (void)st;
+  const char *y = write_file("nopose.yaml", "map: default\nrobots:\n"
+                                            "  - {name: a}\n"
+                                            "  - {name: b, pose: [1, 0, 2]}\n"
+                                            "  - {name: c}\n");
+  pa_world w;
+  char err[512] = "";
+  assert_int_equal(pa_world_load(y, &w, err, sizeof err), 0);
+  assert_true(w.robots[0].place_near_origin && w.robots[2].place_near_origin);
+  assert_false(w.robots[1].place_near_origin);
+  pa_grid g;
+  assert_int_equal(pa_map_load(&w.map, &g, err, sizeof err), 0);
+  pa_sim_def d = pa_sim_def_default();
+  pa_sim_model m;
+  pa_sim_state s;
+  assert_int_equal(pa_sim_model_init(&m, &d, &w, &g, err, sizeof err), 0);
+  assert_int_equal(pa_sim_state_init(&m, &s, err, sizeof err), 0);
+  assert_true(s.rs[1].x == 1 && s.rs[1].y == 0 && s.rs[1].theta == 2);
+  for (uint32_t i = 0; i < 3; i++) {
+    assert_false(pa_sim_overlaps(&m, &s, i, s.rs[i].x, s.rs[i].y));
+    assert_true(hypot(s.rs[i].x, s.rs[i].y) < 1.2);
+  }
+  ts_free(&m, &s);
+  pa_grid_free(&g);
+  pa_world_free(&w);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_extra_keys_ignored),
@@ -300,6 +463,10 @@ int main(void) {
       cmocka_unit_test(test_origin_outside_yawed),
       cmocka_unit_test(test_no_free_place),
       cmocka_unit_test(test_big_map),
+      cmocka_unit_test(test_extras_nearest_in_order),
+      cmocka_unit_test(test_world_mix),
+      cmocka_unit_test(test_thousand_office),
+      cmocka_unit_test(test_world_file_no_pose),
   };
   return cmocka_run_group_tests(tests, dir_setup, dir_teardown);
 }

@@ -499,6 +499,72 @@ static void test_snapshot_scan_schedule(void **st) {
   pa_grid_free(&g);
 }
 
+/* save_snapshot_json keeps the scan schedule as save_snapshot does: the
+ * loads at other phases scan at the saved world's ticks and see its scans;
+ * a bad scan_phase is refused by name and changes nothing. */
+static void test_snapshot_json_scan_schedule(void **st) {
+  (void)st;
+  pa_grid g;
+  ts_room(&g, 100, 100, 0.05);
+  pa_robot_def r[2] = {ts_robot("a", 1, 1, 0), ts_robot("b", 3, 3, 1)};
+  pa_sim_def d = pa_sim_def_default();
+  d.threads = 1;
+  pa_test_instance(d.instance, sizeof d.instance, "snapjscan");
+  pa_sim_model m;
+  pa_sim_state s;
+  ts_make(&m, &s, &d, &g, r, 2, NULL, 0);
+  m.def.data_dir = pa_test_tmpdir();
+  for (int t = 0; t < 7; t++) /* saved at phase 7 */
+    pa_sim_step(&m, &s);
+  assert_int_equal(ts_cmd(&m, &s, PA_OP_SET_CMD, 0, 0.5, 0, 0.8, 0), PA_OK);
+  assert_int_equal(ts_cmd(&m, &s, PA_OP_SET_CMD, 1, 0.4, 0, -0.6, 0), PA_OK);
+  pa_cmd c;
+  memset(&c, 0, sizeof c);
+  c.op = PA_OP_SAVE_SNAPSHOT_JSON;
+  snprintf(c.path, sizeof c.path, "phase.json");
+  pa_reply rep;
+  assert_int_equal(pa_sim_apply(&m, &s, &c, &rep), PA_OK);
+  static uint32_t a[60][2], b[60][2];
+  uint64_t ha, hb;
+  scans_after(&m, &s, 60, a, &ha);
+  c.op = PA_OP_LOAD_SNAPSHOT_JSON;
+  for (int extra = 0; extra < 3; extra++) {
+    for (int t = 0; t < 13 + 5 * extra; t++) /* loads at other phases */
+      pa_sim_step(&m, &s);
+    assert_int_equal(pa_sim_apply(&m, &s, &c, &rep), PA_OK);
+    scans_after(&m, &s, 60, b, &hb);
+    assert_memory_equal(a, b, sizeof a);
+    assert_true(ha == hb);
+  }
+  /* the file names the phase; a bad one is refused, the world unchanged */
+  char path[600], text[1 << 16];
+  snprintf(path, sizeof path, "%s/phase.json", pa_test_tmpdir());
+  FILE *f = fopen(path, "r");
+  assert_non_null(f);
+  size_t n = fread(text, 1, sizeof text - 1, f);
+  fclose(f);
+  text[n] = 0;
+  char *at = strstr(text, "\"scan_phase\": 7,");
+  assert_non_null(at);
+  char bad[sizeof text + 16];
+  snprintf(bad, sizeof bad, "%.*s\"scan_phase\": \"7\"%s", (int)(at - text),
+           text, at + strlen("\"scan_phase\": 7"));
+  snprintf(path, sizeof path, "%s/badphase.json", pa_test_tmpdir());
+  f = fopen(path, "w");
+  assert_non_null(f);
+  fputs(bad, f);
+  fclose(f);
+  uint64_t tick0 = s.scan_tick0;
+  double x0 = s.rs[0].x;
+  snprintf(c.path, sizeof c.path, "badphase.json");
+  assert_int_equal(pa_sim_apply(&m, &s, &c, &rep), PA_ERR_INVALID_MESSAGE);
+  assert_non_null(strstr(rep.msg, "scan_phase must be an integer >= 0"));
+  assert_true(s.scan_tick0 == tick0 && s.rs[0].x == x0);
+  pa_stack_unlink(d.instance);
+  ts_free(&m, &s);
+  pa_grid_free(&g);
+}
+
 /* Commands at `per_spin` / `per_wait` ns apart, whichever way the tuner
  * waits, for `ns`; returns the tuner's clock after them. */
 static int64_t feed(pa_sim_spin_tuner *tu, int64_t now, int64_t ns,
@@ -638,6 +704,7 @@ int main(void) {
       cmocka_unit_test(test_threads_same_crowd),
       cmocka_unit_test(test_snapshot_bad_records),
       cmocka_unit_test(test_snapshot_scan_schedule),
+      cmocka_unit_test(test_snapshot_json_scan_schedule),
       cmocka_unit_test(test_reset_scan_phase),
       cmocka_unit_test(test_obstacle_in_wall),
       cmocka_unit_test(test_op_table),

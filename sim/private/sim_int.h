@@ -96,6 +96,12 @@ double pa_sim_int_wall_clearance(const pa_sim_model *m, double x, double y,
 double pa_sim_int_obstacle_dist(const pa_obstacle_info *o, double x, double y,
                                 double *nx, double *ny);
 
+/* Start poses for a new model's robots0[0..total) (sim_place.c): the
+ * given ones checked, those with no_pose[i] set on the free cells nearest
+ * (0, 0) in a fixed order; -1 with err when one cannot be placed. */
+int pa_sim_int_place_robots(pa_sim_model *m, const bool *no_pose,
+                            uint32_t total, char *err, size_t err_sz);
+
 /* Broad phase of robots: uniform grid hashed into a table. */
 int pa_sim_int_hash_init(pa_sim_hash *h, uint32_t cap);
 void pa_sim_int_hash_free(pa_sim_hash *h);

@@ -8,6 +8,7 @@ import math
 import os
 import shutil
 import tempfile
+import time
 import unittest
 
 import numpy as np
@@ -118,6 +119,38 @@ class Maps(unittest.TestCase):
         # the same map, the same start
         with Started(y) as s:
             self.assertEqual(s.pose()[:2], [x0, y0])
+
+    def test_set_map_extra_key_warned(self):
+        """set_map at run time names the map.yaml keys map_server does not read, as the
+        start-up path does, and loads the map."""
+        px = np.full((120, 120), 254, np.uint8)
+        px[:, :3] = px[:, -3:] = px[:3, :] = px[-3:, :] = 0
+        write_map(self.dir, "plain", px)
+        write_map(self.dir, "keyed", px, origin=(-3.0, -3.0, 0.0),
+                  extra="map_type: occupancy\nfoo: [1, 2]\n")
+        with Started(os.path.join(self.dir, "plain.yaml"), "--data_dir", self.dir) as s:
+            self.assertNotIn("ignoring keys", s.log())
+            d = s.conn.request("set_map", {"map_yaml": "keyed.yaml"})
+            self.assertEqual(d["width"], 120)
+            self.assertEqual(d["origin"][:2], [-3.0, -3.0])
+            want = "set_map keyed.yaml: ignoring keys map_server does not read: map_type, foo"
+            end = time.monotonic() + 10
+            while want not in s.log() and time.monotonic() < end:
+                time.sleep(0.05)
+            self.assertIn(want, s.log())
+            # a world file naming that map, its robot without a pose: the same warning,
+            # the robot on (0, 0) (free here)
+            with open(os.path.join(self.dir, "keyed_world.yaml"), "w") as f:
+                f.write("map: keyed.yaml\nrobots:\n  - {name: r}\n")
+            d = s.conn.request("set_scenario", {"world": "keyed_world.yaml"})
+            self.assertEqual(d["robots"], 1)
+            want = ("set_scenario keyed_world.yaml: ignoring keys map_server does not read: "
+                    "map_type, foo")
+            end = time.monotonic() + 10
+            while want not in s.log() and time.monotonic() < end:
+                time.sleep(0.05)
+            self.assertIn(want, s.log())
+            self.assertEqual(s.pose()[:2], [0.0, 0.0])
 
     def test_negate_and_origin_yaw(self):
         """negate 1 (dark is free) and a 30 deg origin yaw, (0, 0) on a wall: the start is
