@@ -47,6 +47,34 @@ static void die(const char *what, const char *err) {
   exit(1);
 }
 
+/* Robots without a pose start packed around (0, 0); a crowd benchmark wants
+ * them spread over the whole map as before, so every robot but the first is
+ * teleported to a seeded random free pose (the same poses every run). */
+static void scatter(const pa_sim_model *m, pa_sim_state *s, const pa_grid *g) {
+  uint64_t rng = 11;
+  for (uint32_t i = 1; i < s->robot_count; i++) {
+    for (int tries = 0; tries < 100000; tries++) {
+      int cx = (int)(pa_sim_rng_uniform(&rng) * g->width);
+      int cy = (int)(pa_sim_rng_uniform(&rng) * g->height);
+      double x, y;
+      pa_grid_cell_center(g, cx, cy, &x, &y);
+      if (pa_sim_clearance(m, s, i, x, y, s->info[i].radius, 0.05, NULL, NULL) <
+          0.05)
+        continue;
+      pa_cmd c;
+      pa_reply r;
+      memset(&c, 0, sizeof c);
+      c.op = PA_OP_TELEPORT;
+      c.robot = i;
+      c.pose.x = x;
+      c.pose.y = y;
+      c.pose.theta = (pa_sim_rng_uniform(&rng) * 2 - 1) * M_PI;
+      if (pa_sim_apply(m, s, &c, &r) == PA_OK)
+        break;
+    }
+  }
+}
+
 static void make_t(pa_sim_model *m, pa_sim_state *s, const pa_grid *g,
                    uint32_t robots, uint32_t max_robots, uint32_t threads) {
   pa_world w;
@@ -63,6 +91,7 @@ static void make_t(pa_sim_model *m, pa_sim_state *s, const pa_grid *g,
     die("model", err);
   if (pa_sim_state_init(m, s, err, sizeof err) != 0)
     die("state", err);
+  scatter(m, s, g);
 }
 
 static void make(pa_sim_model *m, pa_sim_state *s, const pa_grid *g,
