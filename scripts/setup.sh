@@ -53,9 +53,12 @@ packages=(
 # Only the tests use these (the viewer under xvfb, --wrap tools, the fuzz
 # build, /metrics parsing, the browser tests): --test-deps.
 test_packages=(xvfb xauth strace valgrind gdb clang libclang-rt-14-dev
-  python3-prometheus-client prometheus chromium nodejs npm)
+  python3-prometheus-client prometheus chromium nodejs)
 
 ((test_deps)) && packages+=("${test_packages[@]}")
+# Debian's nodejs comes without npm (package npm); a nodejs built elsewhere
+# (NodeSource's) carries npm itself and conflicts with Debian's npm package.
+((test_deps)) && ! command -v npm >/dev/null 2>&1 && packages+=(npm)
 missing=()
 for p in "${packages[@]}"; do
   status=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
