@@ -12,45 +12,88 @@ const ctx = canvas.getContext('2d');
 const pa = {
   state: null, world: { robots: [], obstacles: [] }, map: null, nav: { overlays: [] },
   scans: new Map(), trails: new Map(), selected: 0, lastReply: null, lastError: null,
-  frames: 0, worldFrames: 0, status: null, visuals: [],
+  frames: 0, worldFrames: 0, status: null, visuals: [], connected: false, trailCuts: 0,
 };
 const AGENT_FILL = 'rgb(150,60,200)'; // agents: violet, static obstacles brown
 const BALL_FILL = 'rgb(255,140,0)';
 window.pa = pa;
 
 const view = { cx: 0, cy: 0, scale: 40, fitted: false };
+pa.view = view;
+const DASH = '\u2014';
 let mapCanvas = null;
 let tool = 'move';
 let drag = null;
 
 const session = new Session({
-  onOpen: () => { $('conn').textContent = 'connected'; },
-  onClose: () => { $('conn').textContent = 'disconnected: reconnecting...'; },
+  onOpen: () => setConnected(true),
+  onClose: () => setConnected(false),
   onScans: (scans) => { for (const s of scans) pa.scans.set(s.robot, s); },
-  onMap: (m) => { pa.map = m; mapCanvas = renderMap(m); fit(); },
+  // a new map (generate_map, set_map, a restart): a new world, fitted anew
+  onMap: (m) => { pa.map = m; mapCanvas = renderMap(m); pa.trails.clear(); view.fitted = false; fit(); },
   onVisuals: (v) => { pa.visuals = v.visuals; },
   onMessage: (m) => {
     if (m.type === 'state') onState(m);
-    else if (m.type === 'world') { pa.world = m; pa.worldFrames++; fillRobotSelect(); }
+    else if (m.type === 'world') onWorld(m);
     else if (m.type === 'nav') pa.nav = m;
     else if (m.type === 'status') showStatus(m.processes);
   },
 });
 pa.session = session;
 
-function onState(m) {
-  pa.state = m;
-  pa.frames++;
+// Connected or not: while down, every live figure is blanked and an overlay
+// says so, so nothing stale passes for the running stack.
+function setConnected(up) {
+  pa.connected = up;
+  document.body.classList.toggle('offline', !up);
+  $('conn').textContent = up ? 'connected' : 'disconnected: reconnecting...';
+  $('conn').className = up ? 'up' : 'down';
+  if (up) return;
+  pa.state = null;
+  pa.status = null;
+  pa.scans.clear();
+  for (const id of ['simtime', 'rtf', 'runstate']) $(id).textContent = DASH;
+  $('robotinfo').textContent = '';
+  $('ok').textContent = '';
+  const t = $('procs');
+  while (t.rows.length > 1) t.deleteRow(1);
+}
+
+// A robot's trail is cut where it jumped (a teleport, a reset): farther
+// than it could have driven since the last frame seen.
+const MAX_SPEED = 6; // [m/s] faster than any robot drives
+let lastSimTime = null;
+function addTrails(m) {
+  if (lastSimTime !== null && m.sim_time < lastSimTime) pa.trails.clear(); // reset
+  const dt = lastSimTime === null ? 0 : Math.max(0, m.sim_time - lastSimTime);
+  lastSimTime = m.sim_time;
   for (const r of m.robots) {
     const id = r[0];
     let t = pa.trails.get(id);
     if (!t) pa.trails.set(id, t = []);
     const last = t[t.length - 1];
-    if (!last || Math.hypot(last[0] - r[1], last[1] - r[2]) > 0.02) {
+    const d = last ? Math.hypot(last[0] - r[1], last[1] - r[2]) : 0;
+    if (last && d > 0.25 + MAX_SPEED * dt) { t.length = 0; pa.trailCuts++; }
+    if (!t.length || d > 0.02) {
       t.push([r[1], r[2]]);
       if (t.length > 400) t.shift();
     }
   }
+}
+
+// World frames: robots added or removed (a new scenario) start new trails.
+function onWorld(m) {
+  const key = (w) => w.robots.map((r) => `${r.id}:${r.name}`).join();
+  if (key(m) !== key(pa.world)) pa.trails.clear();
+  pa.world = m;
+  pa.worldFrames++;
+  fillRobotSelect();
+}
+
+function onState(m) {
+  pa.state = m;
+  pa.frames++;
+  addTrails(m);
   $('simtime').textContent = fmt(m.sim_time, 2);
   $('rtf').textContent = fmt(m.rtf, 2);
   $('runstate').textContent = m.paused ? 'paused' : `running x${m.speed}`;
@@ -82,9 +125,12 @@ function showStatus(procs) {
   while (t.rows.length > 1) t.deleteRow(1);
   for (const p of procs) {
     const row = t.insertRow();
-    for (const v of [p.process, p.state, fmt(p.cpu_s, 1), fmt(p.rss_mb, 1), fmt(p.p99_ms, 2), p.restarts]) {
-      row.insertCell().textContent = v;
-    }
+    // never started (--no-render): "off", and no figures where none exist
+    const off = p.state === 'down' && !p.pid;
+    const num = (v, d) => (off || !(v >= 0) ? DASH : fmt(v, d));
+    const cells = [p.process, off ? 'off' : p.state, num(p.cpu_s, 1), num(p.rss_mb, 1), num(p.p99_ms, 2), off ? DASH : p.restarts];
+    for (const v of cells) row.insertCell().textContent = v;
+    row.className = `st-${off ? 'off' : p.state}`;
   }
 }
 
@@ -105,6 +151,7 @@ async function act(action, data = {}, type = 'command') {
     }
     return r;
   } catch (e) {
+    $('ok').textContent = '';
     $('error').textContent = `${action}: ${e.message}`;
     return null;
   }
@@ -115,6 +162,7 @@ $('pause').onclick = () => act('pause', {}, 'sim_control');
 $('resume').onclick = () => act('resume', {}, 'sim_control');
 $('step').onclick = () => act('step_n', { steps: 1 }, 'sim_control');
 $('reset').onclick = () => { pa.trails.clear(); act('reset', {}, 'sim_control'); };
+$('fit').onclick = () => { view.fitted = false; fit(); };
 $('setspeed').onclick = () => act('set_time_scale', { scale: Number($('speed').value) }, 'sim_control');
 for (const b of document.querySelectorAll('#tools button')) {
   b.onclick = () => {
@@ -206,7 +254,7 @@ function renderMap(m) {
 }
 
 function fit() {
-  if (view.fitted || !pa.map) return;
+  if (view.fitted || !pa.map || !canvas.clientWidth) return;
   const m = pa.map;
   const w = m.width * m.resolution, h = m.height * m.resolution;
   view.cx = m.origin[0] + w / 2;
@@ -224,6 +272,7 @@ function draw() {
     canvas.width = canvas.clientWidth;
     canvas.height = canvas.clientHeight;
   }
+  fit();
   ctx.fillStyle = '#bbb';
   ctx.fillRect(0, 0, canvas.width, canvas.height);
   if (mapCanvas) {
@@ -479,6 +528,7 @@ window.addEventListener('mouseup', () => {
     }
   }
 });
+canvas.addEventListener('mouseleave', () => { $('hud').textContent = ''; });
 canvas.addEventListener('wheel', (e) => {
   e.preventDefault();
   const [wx, wy] = toWorld(e.offsetX, e.offsetY);

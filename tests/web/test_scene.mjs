@@ -23,12 +23,18 @@ async function ok(tcp, action, data = {}, type = 'command') {
 }
 
 run(async () => {
-  const st = await startStack(['--world', 'ssl-a']);
+  const st = await startStack(['--world', 'ssl-a', '--no-render']);
   const tcp = await tcpClient(st.tcpPort);
   const page = await browser();
   await page.goto(`${st.url}/`);
   await until(() => page.evaluate(() => !!(window.pa?.state && window.pa.map && window.pa.world.robots.length)),
     'viewer gets state, map and world');
+  // --no-render: pa-render is "off" with no figures, not "down" with -1.0
+  const render = await until(async () => {
+    const t = await page.locator('#procs').innerText();
+    return /render/.test(t) ? t.split('\n').find((l) => l.startsWith('render')) : null;
+  }, 'the process table lists render');
+  check(/^render\s+off(\s+\u2014)+\s*$/.test(render) && !/-1/.test(render), `render without figures: ${JSON.stringify(render)}`);
   await page.uncheck('#showrays');
   await page.uncheck('#showtrails');
   // the whole field in view, robots away from what is checked below

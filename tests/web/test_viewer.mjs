@@ -3,7 +3,7 @@
 // over TCP), dragging a robot teleports it, WASD drives it, and an error
 // shows as its code.
 import path from 'node:path';
-import { startStack, browser, tcpClient, run, check, until } from './harness.mjs';
+import { startStack, stopStack, browser, tcpClient, run, check, until } from './harness.mjs';
 
 const near = (a, b, tol) => Math.abs(a - b) <= tol;
 
@@ -21,6 +21,23 @@ async function sameAsTcp(page, tcp) {
 
 }
 
+// The view shows the whole map, centred (what the fit button and a new map do).
+const fitted = (page) => page.evaluate(() => {
+  const m = window.pa.map, v = window.pa.view, c = document.getElementById('view');
+  const w = m.width * m.resolution, h = m.height * m.resolution;
+  const s = Math.min(c.clientWidth / w, c.clientHeight / h) * 0.95;
+  return Math.abs(v.cx - (m.origin[0] + w / 2)) < 1e-6 && Math.abs(v.cy - (m.origin[1] + h / 2)) < 1e-6 &&
+    Math.abs(v.scale - s) < 1e-6;
+});
+
+// The longest step of robot id's trail [m]: a teleport must not be one.
+const longestStep = (page, id) => page.evaluate((r) => {
+  const t = window.pa.trails.get(r) ?? [];
+  let m = 0;
+  for (let i = 1; i < t.length; i++) m = Math.max(m, Math.hypot(t[i][0] - t[i - 1][0], t[i][1] - t[i - 1][1]));
+  return m;
+}, id);
+
 run(async () => {
   const st = await startStack();
   const tcp = await tcpClient(st.tcpPort);
@@ -32,6 +49,8 @@ run(async () => {
   await until(() => page.evaluate(() => window.pa.status?.length === 4), 'viewer shows the 4 processes');
   const procs = await page.locator('#procs').innerText();
   check(/sim\s+up/.test(procs) && /netgw\s+up/.test(procs), 'process table: sim and netgw up');
+  check(!(await page.locator('#hud').isVisible()), 'no empty HUD box before the mouse is on the map');
+  check(await fitted(page), 'the map is fitted at the start');
 
   // pause: the page and a TCP client then see the same frozen world
   await page.click('#pause');
@@ -59,6 +78,10 @@ run(async () => {
     return near(p[0], 0.8, 0.05) && near(p[1], 0.4, 0.05) ? p : null;
   }, 'dragging the robot teleports it (get_pose over TCP)');
   await until(() => page.evaluate(() => window.pa.lastReply?.action === 'set_pose' && window.pa.lastReply.success), `page got set_pose ok (pose ${moved})`);
+  await until(() => page.evaluate(() => { const r = window.pa.state.robots.find((q) => q[0] === 0); return Math.hypot(r[1] - 0.8, r[2] - 0.4) < 0.05; }),
+    'the page shows the teleport');
+  const step = await longestStep(page, 0);
+  check(step < 0.1 && (await page.evaluate(() => window.pa.trailCuts)) > 0, `the trail is cut at the teleport (longest step ${step.toFixed(3)} m)`);
 
   // keyboard: W held drives forward, release stops
   await page.click('#resume');
@@ -115,6 +138,22 @@ run(async () => {
   await until(() => page.evaluate(() => { const i = document.getElementById('cam'); return i.naturalWidth === 640 && i.naturalHeight === 480; }),
     'head camera image of the selected robot (640 x 480 JPEG)', 20000);
 
+  // zoomed and panned away, the fit button shows the whole map again
+  await page.mouse.move(box.x + 100, box.y + 100);
+  for (let i = 0; i < 3; i++) await page.mouse.wheel(0, -100);
+  await until(async () => !(await fitted(page)), 'wheel zooms away from the fitted view');
+  check(/x -?\d+\.\d+ m, y/.test(await page.locator('#hud').innerText()), 'the HUD shows the mouse position on the map');
+  await page.click('#fit');
+  await until(() => fitted(page), 'fit button fits the map again');
+  // a generated map of another size: the view fits it, trails start anew
+  await page.mouse.move(box.x + 100, box.y + 100);
+  await page.mouse.wheel(0, -100);
+  await until(async () => !(await fitted(page)), 'zoomed again');
+  const gm = await tcp.request('generate_map', { width: 30, height: 6, resolution: 0.1, seed: 5, rooms: [3, 1] });
+  check(gm.success, `generate_map 30 x 6 m (${JSON.stringify(gm.error ?? '')})`);
+  await until(() => page.evaluate(() => window.pa.map.width === 300 && window.pa.map.height === 60), 'the page gets the new map');
+  await until(() => fitted(page), 'the view re-fits the new map');
+
   // a TCP client's nav drawing shows up on the page
   await tcp.request('set_nav_path', { robot: 0, path: [[0, 0], [1, 1], [2, 1]] });
   await until(() => page.evaluate(() => window.pa.nav.overlays.some((o) => o.path.length === 3)), 'page shows nav drawings');
@@ -123,4 +162,18 @@ run(async () => {
     await page.waitForTimeout(500);
     await page.screenshot({ path: path.join(process.env.PA_WEB_SCREENSHOTS, 'web-viewer.png') });
   }
+
+  // the stack stopped: the page says so over the map and keeps no stale figures
+  check(/: ok$/.test(await page.locator('#ok').innerText()), 'a request answered ok is shown');
+  await stopStack(st);
+  await until(() => page.locator('#offline').isVisible(), 'a disconnected overlay covers the map');
+  check(/disconnected/.test(await page.locator('#conn').innerText()), 'the connection line says disconnected');
+  for (const id of ['#runstate', '#rtf', '#simtime']) {
+    const t = await page.locator(id).innerText();
+    check(!/running|paused|\d/.test(t), `${id} shows no stale figure (${t})`);
+  }
+  check(!/\bup\b/.test(await page.locator('#procs').innerText()), 'no process shown "up"');
+  await page.click('#pause');
+  await until(async () => /pause: not connected/.test(await page.locator('#error').innerText()), 'pause: not connected');
+  check((await page.locator('#ok').innerText()) === '', 'no stale "ok" beside the error');
 });
