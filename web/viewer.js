@@ -281,6 +281,7 @@ function draw() {
     ctx.imageSmoothingEnabled = false;
     ctx.drawImage(mapCanvas, x0, y0, m.width * m.resolution * view.scale, m.height * m.resolution * view.scale);
   }
+  drawField();
   const agentPose = new Map((pa.state?.agents ?? []).map((a) => [a[0], a]));
   for (const o of pa.world.obstacles) {
     let [x, y, th] = [o.x, o.y, o.theta];
@@ -382,6 +383,61 @@ function draw() {
   requestAnimationFrame(draw);
 }
 requestAnimationFrame(draw);
+
+// The SSL field of the state's division, by the rules' geometry (as pa-sim's
+// sim_ssl_field.c): [m] length, width, goal width, defence depth and width.
+const SSL_FIELDS = {
+  A: { length: 12, width: 9, goalWidth: 1.8, defenseDepth: 1.8, defenseWidth: 3.6 },
+  B: { length: 9, width: 6, goalWidth: 1.0, defenseDepth: 1.0, defenseWidth: 2.0 },
+};
+const SSL_COMMON = { boundary: 0.3, goalDepth: 0.18, centerRadius: 0.5, lineWidth: 0.01 };
+const FIELD_GREEN = [30, 120, 50];
+pa.sslFields = SSL_FIELDS;
+
+// Green carpet out to the boundary, white markings (touch and goal lines,
+// halfway line, centre circle and mark, defence areas), goals in black.
+function drawField() {
+  const f = SSL_FIELDS[pa.state?.ssl];
+  if (!f) return;
+  const g = { ...f, ...SSL_COMMON };
+  const hx = g.length / 2, hy = g.width / 2, b = g.boundary;
+  const rect = (x0, y0, x1, y1) => {
+    const [ax, ay] = toScreen(x0, y1), [bx, by] = toScreen(x1, y0);
+    ctx.rect(ax, ay, bx - ax, by - ay);
+  };
+  ctx.fillStyle = `rgb(${FIELD_GREEN})`;
+  ctx.beginPath();
+  rect(-hx - b, -hy - b, hx + b, hy + b);
+  ctx.fill();
+  ctx.strokeStyle = '#fff';
+  ctx.lineWidth = Math.max(g.lineWidth * view.scale, 3);
+  ctx.beginPath();
+  rect(-hx, -hy, hx, hy);
+  const [mx0, my0] = toScreen(0, -hy), [mx1, my1] = toScreen(0, hy);
+  ctx.moveTo(mx0, my0);
+  ctx.lineTo(mx1, my1);
+  rect(-hx, -g.defenseWidth / 2, -hx + g.defenseDepth, g.defenseWidth / 2);
+  rect(hx - g.defenseDepth, -g.defenseWidth / 2, hx, g.defenseWidth / 2);
+  ctx.stroke();
+  const [cx, cy] = toScreen(0, 0);
+  ctx.beginPath();
+  ctx.arc(cx, cy, g.centerRadius * view.scale, 0, 2 * Math.PI);
+  ctx.stroke();
+  ctx.fillStyle = '#fff';
+  ctx.beginPath();
+  ctx.arc(cx, cy, Math.max(ctx.lineWidth, 2), 0, 2 * Math.PI);
+  ctx.fill();
+  // the goals: open towards the field, walls drawn thick and dark
+  ctx.strokeStyle = '#111';
+  ctx.lineWidth = Math.max(0.02 * view.scale, 3);
+  for (const s of [-1, 1]) {
+    const gy = g.goalWidth / 2, x0 = s * hx, x1 = s * (hx + g.goalDepth);
+    const p = [toScreen(x0, -gy), toScreen(x1, -gy), toScreen(x1, gy), toScreen(x0, gy)];
+    ctx.beginPath();
+    p.forEach(([px, py], i) => (i ? ctx.lineTo(px, py) : ctx.moveTo(px, py)));
+    ctx.stroke();
+  }
+}
 
 // The SSL ball: orange, at least 4 px; chipped, a shadow on the ground
 // where it is and the ball drawn up by its height, labelled.

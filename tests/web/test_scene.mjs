@@ -3,6 +3,7 @@
 // drawn up by its height when chipped) and RaisimServer's visual objects in
 // their colours (a point cloud arriving as binary), checked on the canvas's
 // pixels in a real chromium against a real `--world ssl-a` stack.
+import path from 'node:path';
 import { startStack, browser, tcpClient, run, check, until } from './harness.mjs';
 
 const near = (a, b, tol) => Math.abs(a - b) <= tol;
@@ -40,6 +41,20 @@ run(async () => {
   // the whole field in view, robots away from what is checked below
   const robots = await page.evaluate(() => window.pa.state.robots);
   const free = (x, y) => robots.every((r) => Math.hypot(r[1] - x, r[2] - y) > 0.4);
+
+  // ---- the SSL field (division A, 12 x 9 m): green carpet, white lines, goals
+  check(await page.evaluate(() => window.pa.state.ssl) === 'A', 'state frames name the division');
+  const green = [30, 120, 50], white = [255, 255, 255], goal = [17, 17, 17];
+  const spots = [
+    [[3, 3.5], green, 'carpet inside the field'], [[6.15, 3], green, 'carpet in the boundary'],
+    [[0, 3.5], white, 'halfway line'], [[3, 4.5], white, 'touch line'], [[-6, 3], white, 'goal line'],
+    [[4.2, 1], white, 'defence area front line'], [[-5, -1.8], white, 'defence area side line'],
+    [[0, -0.5], white, 'centre circle'], [[6.18, 0], goal, 'goal back wall (east)'], [[-6.09, -0.9], goal, 'goal side wall (west)'],
+  ];
+  for (const [[x, y], want, what] of spots) {
+    check(free(x, y), `${what} spot (${x}, ${y}) is free of robots`);
+    await until(async () => close(await pixel(page, x, y), want, 30), `${what} drawn at (${x}, ${y})`);
+  }
 
   // ---- an agent: moves on the page frame by frame, violet where TCP says
   check(free(2.2, -2.5) && free(0, -2) && free(-1.5, 2) && free(-2.5, -2.5), 'test spots are free of robots');
@@ -121,4 +136,7 @@ run(async () => {
   await until(async () => (await page.evaluate(() => window.pa.state.agents.length)) === 0 &&
     !close(await pixel(page, pa[1], pa[2]), [150, 60, 200]), 'remove_agent takes it off the page');
   check(page.errors.length === 0, `no page errors (${page.errors.join('; ')})`);
+  if (process.env.PA_WEB_SCREENSHOTS) {
+    await page.screenshot({ path: path.join(process.env.PA_WEB_SCREENSHOTS, 'web-ssl.png') });
+  }
 });
