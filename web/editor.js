@@ -25,7 +25,11 @@ let stroke = null;
 const session = new Session({
   onOpen: () => {}, onClose: () => {},
   onMap: (m) => { ed.serverMap = m; },
-  onMessage: () => {},
+  // the running world: robots and obstacles ("world"), robot poses ("state")
+  onMessage: (m) => {
+    if (m.type === 'world') ed.serverWorld = m;
+    else if (m.type === 'state') ed.serverState = m;
+  },
 });
 
 function say(ok, err) {
@@ -167,7 +171,13 @@ function draw() {
     const [sx, sy] = worldToScreen(o.x, o.y);
     const k = view.scale / ed.res;
     if (o.shape === 'circle') { ctx.beginPath(); ctx.arc(sx, sy, o.radius * k, 0, 2 * Math.PI); ctx.fill(); }
-    else ctx.fillRect(sx - (o.size[0] * k) / 2, sy - (o.size[1] * k) / 2, o.size[0] * k, o.size[1] * k);
+    else {
+      ctx.save();
+      ctx.translate(sx, sy);
+      ctx.rotate(-(o.theta ?? 0));
+      ctx.fillRect(-(o.size[0] * k) / 2, -(o.size[1] * k) / 2, o.size[0] * k, o.size[1] * k);
+      ctx.restore();
+    }
   }
   for (const r of ed.robots) {
     const [sx, sy] = worldToScreen(r.pose[0], r.pose[1]);
@@ -309,6 +319,9 @@ $('new').onclick = () => {
   const W = Math.round(wm / res), H = Math.round(hm / res);
   if (W > 8192 || H > 8192) { say('', `${W} x ${H} cells: at most 8192 x 8192`); return; }
   newMap(W, H, res);
+  ed.robots = [];
+  ed.obstacles = [];
+  listThings();
   say(`new ${W} x ${H} map`);
 };
 
@@ -323,15 +336,15 @@ function worldYaml(name) {
   if (ed.robots.length) {
     s += 'robots:\n';
     for (const r of ed.robots) {
-      s += `  - {name: ${r.name}, pose: [${r.pose.map((v) => +v.toFixed(4)).join(', ')}], drive: ${r.drive}, radius: ${r.radius}}\n`;
+      s += `  - {name: ${JSON.stringify(r.name)}, pose: [${r.pose.map((v) => +v.toFixed(4)).join(', ')}], drive: ${r.drive}, radius: ${r.radius}}\n`;
     }
   }
   if (ed.obstacles.length) {
     s += 'obstacles:\n';
     for (const o of ed.obstacles) {
       s += o.shape === 'circle'
-        ? `  - {name: ${o.name}, shape: circle, pose: [${+o.x.toFixed(4)}, ${+o.y.toFixed(4)}, 0], radius: ${+o.radius.toFixed(4)}}\n`
-        : `  - {name: ${o.name}, shape: box, pose: [${+o.x.toFixed(4)}, ${+o.y.toFixed(4)}, 0], size: [${+o.size[0].toFixed(4)}, ${+o.size[1].toFixed(4)}]}\n`;
+        ? `  - {name: ${JSON.stringify(o.name)}, shape: circle, pose: [${+o.x.toFixed(4)}, ${+o.y.toFixed(4)}, 0], radius: ${+o.radius.toFixed(4)}}\n`
+        : `  - {name: ${JSON.stringify(o.name)}, shape: box, pose: [${+o.x.toFixed(4)}, ${+o.y.toFixed(4)}, ${+(o.theta ?? 0).toFixed(5)}], size: [${+o.size[0].toFixed(4)}, ${+o.size[1].toFixed(4)}]}\n`;
     }
   }
   return s;
@@ -392,7 +405,18 @@ $('fromserver').onclick = () => {
   }
   for (let i = 0; i < cells.length; i++) cells[i] = cells[i] < 0 ? UNKNOWN : cells[i] >= m.occupied_min ? OCC : FREE;
   newMap(m.width, m.height, m.resolution, m.origin.slice(), cells);
-  say(`loaded the running map (${m.width} x ${m.height})`);
+  // the robots where they are now and the static obstacles (agents move on
+  // their own: a world file has none)
+  const w = ed.serverWorld, poses = new Map((ed.serverState?.robots ?? []).map((r) => [r[0], r]));
+  ed.robots = (w?.robots ?? []).filter((r) => poses.has(r.id)).map((r) => {
+    const p = poses.get(r.id);
+    return { name: r.name, pose: [p[1], p[2], p[3]], drive: r.drive === 'omni' ? 'omni' : 'differential', radius: r.radius };
+  });
+  ed.obstacles = (w?.obstacles ?? []).filter((o) => !o.agent).map((o) => (o.shape === 'circle'
+    ? { name: o.name, shape: 'circle', x: o.x, y: o.y, radius: o.radius }
+    : { name: o.name, shape: 'box', x: o.x, y: o.y, theta: o.theta, size: o.size.slice() }));
+  listThings();
+  say(`loaded the running world (${m.width} x ${m.height} cells, ${ed.robots.length} robots, ${ed.obstacles.length} obstacles)`);
 };
 
 // Run it: the files go to the server's --upload_dir, then set_scenario (with
