@@ -273,7 +273,7 @@ function draw() {
     canvas.height = canvas.clientHeight;
   }
   fit();
-  ctx.fillStyle = '#bbb';
+  ctx.fillStyle = '#c9ced6';
   ctx.fillRect(0, 0, canvas.width, canvas.height);
   if (mapCanvas) {
     const m = pa.map;
@@ -281,7 +281,9 @@ function draw() {
     ctx.imageSmoothingEnabled = false;
     ctx.drawImage(mapCanvas, x0, y0, m.width * m.resolution * view.scale, m.height * m.resolution * view.scale);
   }
+  drawGrid();
   drawField();
+  drawAxes();
   const agentPose = new Map((pa.state?.agents ?? []).map((a) => [a[0], a]));
   for (const o of pa.world.obstacles) {
     let [x, y, th] = [o.x, o.y, o.theta];
@@ -370,6 +372,7 @@ function draw() {
     ctx.lineTo(sx + Math.cos(r[3]) * Math.max(rad, 6), sy - Math.sin(r[3]) * Math.max(rad, 6));
     ctx.stroke();
   }
+  if ($('showlabels').checked) drawLabels();
   drawBall();
   if (drag && drag.kind !== 'robot' && drag.kind !== 'pan') {
     ctx.strokeStyle = '#a50';
@@ -380,9 +383,98 @@ function draw() {
     ctx.stroke();
     ctx.setLineDash([]);
   }
+  drawScaleBar();
   requestAnimationFrame(draw);
 }
 requestAnimationFrame(draw);
+
+// Grid lines every 1, 2 or 5 x 10^k m, at least 40 px apart (pa.gridStep).
+const STEPS = [0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 20, 50, 100, 200, 500];
+function niceStep(px) { return STEPS.find((m) => m * view.scale >= px) ?? 1000; }
+function drawGrid() {
+  const step = niceStep(40);
+  pa.gridStep = step;
+  const [x0, y1] = toWorld(0, 0), [x1, y0] = toWorld(canvas.width, canvas.height);
+  ctx.strokeStyle = 'rgba(30,40,60,0.22)';
+  ctx.lineWidth = 1;
+  ctx.beginPath();
+  for (let i = Math.ceil(x0 / step); i * step <= x1; i++) {
+    const sx = Math.round(toScreen(i * step, 0)[0]) + 0.5;
+    ctx.moveTo(sx, 0);
+    ctx.lineTo(sx, canvas.height);
+  }
+  for (let j = Math.ceil(y0 / step); j * step <= y1; j++) {
+    const sy = Math.round(toScreen(0, j * step)[1]) + 0.5;
+    ctx.moveTo(0, sy);
+    ctx.lineTo(canvas.width, sy);
+  }
+  ctx.stroke();
+}
+
+// The world frame at the origin: x red, y green (as RViz draws a frame).
+const AXIS_X = 'rgb(225,29,72)', AXIS_Y = 'rgb(22,163,74)';
+function drawAxes() {
+  const len = Math.max(0.5, niceStep(50)), [ox, oy] = toScreen(0, 0);
+  pa.axisLen = len;
+  const w = 3;
+  for (const [dx, dy, col] of [[1, 0, AXIS_X], [0, 1, AXIS_Y]]) {
+    const [ex, ey] = toScreen(dx * len, dy * len);
+    ctx.strokeStyle = ctx.fillStyle = col;
+    ctx.lineWidth = w;
+    ctx.beginPath();
+    ctx.moveTo(ox, oy);
+    ctx.lineTo(ex - dx * 8, ey + dy * 8);
+    ctx.stroke();
+    ctx.beginPath(); // the arrow head
+    ctx.moveTo(ex, ey);
+    ctx.lineTo(ex - dx * 10 - dy * 5, ey + dy * 10 - dx * 5);
+    ctx.lineTo(ex - dx * 10 + dy * 5, ey + dy * 10 + dx * 5);
+    ctx.fill();
+    ctx.font = '600 12px system-ui, sans-serif';
+    ctx.fillText(dx ? 'x' : 'y', ex + dx * 4 + 4, ey - dy * 4 - 4);
+  }
+}
+
+// Each robot's name on a light plate above-right of it (pa.labels: where).
+function drawLabels() {
+  pa.labels = [];
+  ctx.font = '600 12px system-ui, sans-serif';
+  for (const r of pa.state?.robots ?? []) {
+    const info = robotInfo(r[0]);
+    const text = info?.name ?? `#${r[0]}`;
+    const rad = Math.max((info?.radius ?? 0.18) * view.scale, 6);
+    const [sx, sy] = toScreen(r[1], r[2]);
+    const x = sx + rad * 0.7 + 4, y = sy - rad * 0.7 - 18, w = ctx.measureText(text).width + 8;
+    ctx.fillStyle = 'rgba(255,255,255,0.88)';
+    ctx.strokeStyle = 'rgba(0,0,0,0.35)';
+    ctx.lineWidth = 1;
+    ctx.beginPath();
+    ctx.roundRect(x, y, w, 16, 4);
+    ctx.fill();
+    ctx.stroke();
+    ctx.fillStyle = '#1d2330';
+    ctx.fillText(text, x + 4, y + 12);
+    pa.labels.push({ robot: r[0], text, x, y, w, h: 16 });
+  }
+}
+
+// A scale bar bottom right: a round length of about 100 px (pa.scaleBar).
+function drawScaleBar() {
+  const m = niceStep(80), px = m * view.scale;
+  const x1 = canvas.width - 16, x0 = x1 - px, y = canvas.height - 18;
+  ctx.fillStyle = 'rgba(255,255,255,0.88)';
+  ctx.beginPath();
+  ctx.roundRect(x0 - 8, y - 20, px + 16, 30, 5);
+  ctx.fill();
+  ctx.fillStyle = '#1d2330';
+  ctx.fillRect(x0, y - 2, px, 5);
+  ctx.fillRect(x0, y - 7, 2, 12);
+  ctx.fillRect(x1 - 2, y - 7, 2, 12);
+  ctx.font = '600 12px system-ui, sans-serif';
+  const text = m >= 1 ? `${m} m` : `${Math.round(m * 100)} cm`;
+  ctx.fillText(text, x0 + px / 2 - ctx.measureText(text).width / 2, y - 7);
+  pa.scaleBar = { metres: m, px, x0, x1, y, text };
+}
 
 // The SSL field of the state's division, by the rules' geometry (as pa-sim's
 // sim_ssl_field.c): [m] length, width, goal width, defence depth and width.

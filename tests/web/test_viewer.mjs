@@ -52,6 +52,54 @@ run(async () => {
   check(!(await page.locator('#hud').isVisible()), 'no empty HUD box before the mouse is on the map');
   check(await fitted(page), 'the map is fitted at the start');
 
+  // looks like a robotics tool: toolbar of icon buttons, readable type, legend,
+  // grid, axes at the origin, scale bar, robot labels (canvas pixels)
+  const bar = await page.evaluate(() => [...document.querySelectorAll('#toolbar button')].map((b) => {
+    const r = b.getBoundingClientRect(), i = b.querySelector('i');
+    return { id: b.id || b.dataset.tool, h: Math.round(r.height), icon: !!i && (i.querySelector('svg') || i.textContent.trim()) ? 1 : 0 };
+  }));
+  check(bar.length >= 9 && bar.every((b) => b.icon && b.h === bar[0].h), `toolbar: ${bar.length} buttons, each with an icon, one height`);
+  const fs = await page.evaluate(() => parseFloat(getComputedStyle(document.body).fontSize));
+  check(fs >= 14, `readable type (${fs} px)`);
+  const legend = await page.locator('#legend').innerText();
+  check(await page.locator('#legend').isVisible() && /laser/.test(legend) && /agent/.test(legend) && /axis/.test(legend), 'a legend over the map');
+  await page.uncheck('#showrays');
+  const px = (x, y) => page.evaluate(([sx, sy]) => [...document.getElementById('view').getContext('2d').getImageData(sx, sy, 1, 1).data], [x, y]);
+  const wpx = async (x, y) => { const [sx, sy] = await page.evaluate(([a, b]) => window.pa.toScreen(a, b), [x, y]); return px(Math.round(sx), Math.round(sy)); };
+  const near3 = (c, w, tol = 40) => w.every((v, i) => Math.abs(c[i] - v) <= tol);
+  const len = await until(() => page.evaluate(() => window.pa.axisLen), 'axes drawn');
+  await until(async () => near3(await wpx(len * 0.6, 0), [225, 29, 72]), `x axis red at the origin (${len} m)`);
+  await until(async () => near3(await wpx(0, len * 0.6), [22, 163, 74]), 'y axis green at the origin');
+  const sb = await page.evaluate(() => ({ ...window.pa.scaleBar, scale: window.pa.view.scale }));
+  check(Math.abs(sb.px - sb.metres * sb.scale) < 1e-6 && sb.px >= 80, `scale bar ${sb.text} = ${sb.px.toFixed(1)} px`);
+  check(near3(await px(Math.round((sb.x0 + sb.x1) / 2), Math.round(sb.y)), [29, 35, 48]), 'scale bar drawn');
+  const lab = await page.evaluate(() => window.pa.labels?.find((l) => l.robot === 0));
+  const name0 = await page.evaluate(() => window.pa.world.robots.find((r) => r.id === 0).name);
+  check(lab?.text === name0, `robot 0 labelled ${name0}`);
+  check((await px(Math.round(lab.x + 2), Math.round(lab.y + lab.h / 2))).slice(0, 3).every((v) => v > 200), 'the label plate drawn');
+  // a grid line on a free cell: darker than the cells beside it
+  const g = await page.evaluate(() => {
+    const m = window.pa.map, st = window.pa.gridStep, res = m.resolution;
+    const free = (x, y) => { const c = Math.floor((x - m.origin[0]) / res), r = Math.floor((y - m.origin[1]) / res);
+      return c >= 0 && r >= 0 && c < m.width && r < m.height && m.cells[r * m.width + c] === 0; };
+    const robots = window.pa.state.robots;
+    for (let i = -20; i <= 20; i++) {
+      for (let y = m.origin[1] + 0.5; y < m.origin[1] + m.height * res; y += 0.25) {
+        const x = i * st;
+        if (Math.abs(x) < 0.3 || Math.abs(y) < 0.3) continue; // off the axes
+        if (![-0.2, 0, 0.2].every((d) => free(x + d, y) && free(x, y + d))) continue;
+        if (robots.some((r) => Math.hypot(r[1] - x, r[2] - y) < 1)) continue;
+        const [sx, sy] = window.pa.toScreen(x, y);
+        return [Math.round(sx), Math.round(sy), x, y];
+      }
+    }
+    return null;
+  });
+  check(g, `a free spot on a grid line (${g}, every ${await page.evaluate(() => window.pa.gridStep)} m)`);
+  const on = await px(g[0], g[1]), off = await px(g[0] + 4, g[1]);
+  check(off[0] > 230 && off[0] - on[0] >= 20, `grid line drawn (${on.slice(0, 3)} on the line, ${off.slice(0, 3)} beside)`);
+  await page.check('#showrays');
+
   // pause: the page and a TCP client then see the same frozen world
   await page.click('#pause');
   await until(async () => (await tcp.request('get_status', {}, 'sim_control')).data?.paused === true,
