@@ -160,7 +160,7 @@ function draw() {
     g.putImageData(img, 0, 0);
     dirty = false;
   }
-  ctx.fillStyle = '#999';
+  ctx.fillStyle = '#c9ced6';
   ctx.fillRect(0, 0, canvas.width, canvas.height);
   if (!gridCanvas) { requestAnimationFrame(draw); return; }
   ctx.imageSmoothingEnabled = false;

@@ -34,6 +34,11 @@ run(async () => {
   const page = await browser();
   await page.goto(`${st.url}/editor`);
   await page.waitForFunction(() => window.editor && window.editor.cells);
+  const bar = await page.evaluate(() => [...document.querySelectorAll('#toolbar button, #side button')].map((b) => {
+    const i = b.querySelector('i');
+    return { h: Math.round(b.getBoundingClientRect().height), icon: !!i && i.textContent.trim() !== '' };
+  }));
+  check(bar.length >= 17 && bar.every((b) => b.icon && b.h === bar[0].h), `editor buttons: ${bar.length}, each with an icon, one height`);
 
   // "load the running map" loads the running world: map, robots where they
   // are, static obstacles with their turn
