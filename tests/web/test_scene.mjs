@@ -137,6 +137,6 @@ run(async () => {
     !close(await pixel(page, pa[1], pa[2]), [150, 60, 200]), 'remove_agent takes it off the page');
   check(page.errors.length === 0, `no page errors (${page.errors.join('; ')})`);
   if (process.env.PA_WEB_SCREENSHOTS) {
-    await page.screenshot({ path: path.join(process.env.PA_WEB_SCREENSHOTS, 'web-ssl.png') });
+    await page.screenshot({ path: path.join(process.env.PA_WEB_SCREENSHOTS, 'web-viewer-scene.png') });
   }
 });
