@@ -5,7 +5,7 @@
 // the centre by default, image row 0 north) and a world YAML; "Run it"
 // uploads them and sends set_map / set_scenario over /ws.
 import { Session, cellGrey, parseMapYaml, greyToCells, parsePgm, decodeImage,
-  encodeGreyPng, download, upload, fmt } from './common.js';
+  encodeGreyPng, download, upload, fmt, setupTheme, theme } from './common.js';
 
 const $ = (id) => document.getElementById(id);
 const canvas = $('view');
@@ -31,6 +31,8 @@ const session = new Session({
     else if (m.type === 'state') ed.serverState = m;
   },
 });
+
+setupTheme($('theme'));
 
 function say(ok, err) {
   $('ok').textContent = ok || '';
@@ -160,7 +162,7 @@ function draw() {
     g.putImageData(img, 0, 0);
     dirty = false;
   }
-  ctx.fillStyle = '#c9ced6';
+  ctx.fillStyle = theme.canvas;
   ctx.fillRect(0, 0, canvas.width, canvas.height);
   if (!gridCanvas) { requestAnimationFrame(draw); return; }
   ctx.imageSmoothingEnabled = false;

@@ -2,7 +2,7 @@
 // obstacles, agents (moving obstacles), the SSL ball, visual objects and
 // navigation drawings from /ws, and every action on the world
 // as the JSON v2 request any client would send (errors show as their codes).
-import { Session, cellGrey, fmt } from './common.js';
+import { Session, cellGrey, fmt, setupTheme, theme } from './common.js';
 
 const $ = (id) => document.getElementById(id);
 const canvas = $('view');
@@ -163,6 +163,7 @@ $('resume').onclick = () => act('resume', {}, 'sim_control');
 $('step').onclick = () => act('step_n', { steps: 1 }, 'sim_control');
 $('reset').onclick = () => { pa.trails.clear(); act('reset', {}, 'sim_control'); };
 $('fit').onclick = () => { view.fitted = false; fit(); };
+setupTheme($('theme'));
 $('setspeed').onclick = () => act('set_time_scale', { scale: Number($('speed').value) }, 'sim_control');
 for (const b of document.querySelectorAll('#tools button')) {
   b.onclick = () => {
@@ -273,7 +274,7 @@ function draw() {
     canvas.height = canvas.clientHeight;
   }
   fit();
-  ctx.fillStyle = '#c9ced6';
+  ctx.fillStyle = theme.canvas;
   ctx.fillRect(0, 0, canvas.width, canvas.height);
   if (mapCanvas) {
     const m = pa.map;
@@ -395,7 +396,7 @@ function drawGrid() {
   const step = niceStep(40);
   pa.gridStep = step;
   const [x0, y1] = toWorld(0, 0), [x1, y0] = toWorld(canvas.width, canvas.height);
-  ctx.strokeStyle = 'rgba(30,40,60,0.22)';
+  ctx.strokeStyle = theme.grid;
   ctx.lineWidth = 1;
   ctx.beginPath();
   for (let i = Math.ceil(x0 / step); i * step <= x1; i++) {
@@ -445,14 +446,14 @@ function drawLabels() {
     const rad = Math.max((info?.radius ?? 0.18) * view.scale, 6);
     const [sx, sy] = toScreen(r[1], r[2]);
     const x = sx + rad * 0.7 + 4, y = sy - rad * 0.7 - 18, w = ctx.measureText(text).width + 8;
-    ctx.fillStyle = 'rgba(255,255,255,0.88)';
+    ctx.fillStyle = theme.plate;
     ctx.strokeStyle = 'rgba(0,0,0,0.35)';
     ctx.lineWidth = 1;
     ctx.beginPath();
     ctx.roundRect(x, y, w, 16, 4);
     ctx.fill();
     ctx.stroke();
-    ctx.fillStyle = '#1d2330';
+    ctx.fillStyle = theme['plate-fg'];
     ctx.fillText(text, x + 4, y + 12);
     pa.labels.push({ robot: r[0], text, x, y, w, h: 16 });
   }
@@ -462,11 +463,11 @@ function drawLabels() {
 function drawScaleBar() {
   const m = niceStep(80), px = m * view.scale;
   const x1 = canvas.width - 16, x0 = x1 - px, y = canvas.height - 18;
-  ctx.fillStyle = 'rgba(255,255,255,0.88)';
+  ctx.fillStyle = theme.plate;
   ctx.beginPath();
   ctx.roundRect(x0 - 8, y - 20, px + 16, 30, 5);
   ctx.fill();
-  ctx.fillStyle = '#1d2330';
+  ctx.fillStyle = theme['plate-fg'];
   ctx.fillRect(x0, y - 2, px, 5);
   ctx.fillRect(x0, y - 7, 2, 12);
   ctx.fillRect(x1 - 2, y - 7, 2, 12);

@@ -98,6 +98,19 @@ run(async () => {
   check(g, `a free spot on a grid line (${g}, every ${await page.evaluate(() => window.pa.gridStep)} m)`);
   const on = await px(g[0], g[1]), off = await px(g[0] + 4, g[1]);
   check(off[0] > 230 && off[0] - on[0] >= 20, `grid line drawn (${on.slice(0, 3)} on the line, ${off.slice(0, 3)} beside)`);
+  // the dark theme: panels and the canvas turn dark, the choice is kept
+  await page.click('#theme');
+  await until(() => page.evaluate(() => document.body.classList.contains('dark')), 'theme button: dark');
+  const sideBg = await page.evaluate(() => getComputedStyle(document.querySelector('#side section')).backgroundColor);
+  check(/rgb\((\d+), (\d+), (\d+)\)/.exec(sideBg).slice(1).every((v) => Number(v) < 60), `dark panels (${sideBg})`);
+  await until(async () => (await px(Math.round(sb.x0 - 4), Math.round(sb.y))).slice(0, 3).every((v) => v < 60), 'the scale bar plate turns dark');
+  if (process.env.PA_WEB_SCREENSHOTS) {
+    await page.screenshot({ path: path.join(process.env.PA_WEB_SCREENSHOTS, 'web-viewer-dark.png') });
+  }
+  await page.reload();
+  await until(() => page.evaluate(() => document.body.classList.contains('dark') && window.pa?.state), 'dark kept after a reload');
+  await page.click('#theme');
+  await until(() => page.evaluate(() => !document.body.classList.contains('dark')), 'theme button: light again');
   await page.check('#showrays');
 
   // pause: the page and a TCP client then see the same frozen world
