@@ -274,7 +274,7 @@ export async function upload(name, data) {
 export const theme = {};
 function readTheme() {
   const cs = getComputedStyle(document.body);
-  for (const k of ['canvas', 'grid', 'plate', 'plate-fg']) theme[k] = cs.getPropertyValue(`--${k}`).trim();
+  for (const k of ['canvas', 'grid', 'plate', 'plate-fg', 'plot']) theme[k] = cs.getPropertyValue(`--${k}`).trim();
 }
 // The theme button toggles body.dark; the choice is kept in localStorage.
 export function setupTheme(button) {

@@ -3,6 +3,7 @@
 // navigation drawings from /ws, and every action on the world
 // as the JSON v2 request any client would send (errors show as their codes).
 import { Session, cellGrey, fmt, setupTheme, theme } from './common.js';
+import { recordTwist, drawTwist, drawScan } from './plots.js';
 
 const $ = (id) => document.getElementById(id);
 const canvas = $('view');
@@ -13,6 +14,7 @@ const pa = {
   state: null, world: { robots: [], obstacles: [] }, map: null, nav: { overlays: [] },
   scans: new Map(), trails: new Map(), selected: 0, lastReply: null, lastError: null,
   frames: 0, worldFrames: 0, status: null, visuals: [], connected: false, trailCuts: 0,
+  twist: { robot: -1, t: [], v: [], w: [] }, follow: false,
 };
 const AGENT_FILL = 'rgb(150,60,200)'; // agents: violet, static obstacles brown
 const BALL_FILL = 'rgb(255,140,0)';
@@ -94,6 +96,7 @@ function onState(m) {
   pa.state = m;
   pa.frames++;
   addTrails(m);
+  recordTwist(pa.twist, m, pa.selected);
   $('simtime').textContent = fmt(m.sim_time, 2);
   $('rtf').textContent = fmt(m.rtf, 2);
   $('runstate').textContent = m.paused ? 'paused' : `running x${m.speed}`;
@@ -162,7 +165,9 @@ $('pause').onclick = () => act('pause', {}, 'sim_control');
 $('resume').onclick = () => act('resume', {}, 'sim_control');
 $('step').onclick = () => act('step_n', { steps: 1 }, 'sim_control');
 $('reset').onclick = () => { pa.trails.clear(); act('reset', {}, 'sim_control'); };
-$('fit').onclick = () => { view.fitted = false; fit(); };
+const setFollow = (on) => { pa.follow = on; $('follow').classList.toggle('on', on); };
+$('fit').onclick = () => { setFollow(false); view.fitted = false; fit(); };
+$('follow').onclick = () => setFollow(!pa.follow);
 setupTheme($('theme'));
 $('setspeed').onclick = () => act('set_time_scale', { scale: Number($('speed').value) }, 'sim_control');
 for (const b of document.querySelectorAll('#tools button')) {
@@ -274,6 +279,8 @@ function draw() {
     canvas.height = canvas.clientHeight;
   }
   fit();
+  const followed = pa.follow && robotState(pa.selected);
+  if (followed) [view.cx, view.cy] = [followed[1], followed[2]];
   ctx.fillStyle = theme.canvas;
   ctx.fillRect(0, 0, canvas.width, canvas.height);
   if (mapCanvas) {
@@ -385,6 +392,8 @@ function draw() {
     ctx.setLineDash([]);
   }
   drawScaleBar();
+  pa.twistPlot = drawTwist($('twistplot'), pa.twist, theme);
+  pa.scanPlot = drawScan($('scanplot'), robotState(pa.selected) ? pa.scans.get(pa.selected) : null, theme);
   requestAnimationFrame(draw);
 }
 requestAnimationFrame(draw);
@@ -652,6 +661,7 @@ canvas.addEventListener('mousemove', (e) => {
   $('hud').textContent = `x ${fmt(wx)} m, y ${fmt(wy)} m, zoom ${fmt(view.scale, 1)} px/m`;
   if (!drag) return;
   if (drag.kind === 'pan') {
+    setFollow(false);
     view.cx -= (e.offsetX - drag.sx) / view.scale;
     view.cy += (e.offsetY - drag.sy) / view.scale;
   }

@@ -58,7 +58,7 @@ run(async () => {
     const r = b.getBoundingClientRect(), i = b.querySelector('i');
     return { id: b.id || b.dataset.tool, h: Math.round(r.height), icon: !!i && (i.querySelector('svg') || i.textContent.trim()) ? 1 : 0 };
   }));
-  check(bar.length >= 9 && bar.every((b) => b.icon && b.h === bar[0].h), `toolbar: ${bar.length} buttons, each with an icon, one height`);
+  check(bar.length >= 10 && bar.every((b) => b.icon && b.h === bar[0].h), `toolbar: ${bar.length} buttons, each with an icon, one height`);
   const fs = await page.evaluate(() => parseFloat(getComputedStyle(document.body).fontSize));
   check(fs >= 14, `readable type (${fs} px)`);
   const legend = await page.locator('#legend').innerText();
@@ -151,7 +151,17 @@ run(async () => {
   await page.locator('#view').focus();
   await page.keyboard.down('w');
   await until(async () => (await tcp.request('get_state', { robot: 0 })).data.twist[0] > 0.2, 'W held: the robot drives forward');
-  await page.waitForTimeout(400);
+  // the robot panel's plots: v over time in its colour, the scan's returns
+  const colourCount = (id, rgb) => page.evaluate(([cid, c]) => {
+    const cv = document.getElementById(cid), d = cv.getContext('2d').getImageData(0, 0, cv.width, cv.height).data;
+    let n = 0;
+    for (let i = 0; i < d.length; i += 4) if (Math.abs(d[i] - c[0]) + Math.abs(d[i + 1] - c[1]) + Math.abs(d[i + 2] - c[2]) < 40) n++;
+    return n;
+  }, [id, rgb]);
+  await until(() => page.evaluate(() => Math.max(...window.pa.twist.v) > 0.2 && window.pa.twistPlot.n > 3), 'the v/w plot holds the drive');
+  await until(async () => (await colourCount('twistplot', [37, 99, 235])) > 20, 'v drawn on the plot in its colour');
+  await until(() => page.evaluate(() => window.pa.scanPlot.points > 20), 'the scan plot has the returns');
+  await until(async () => (await colourCount('scanplot', [220, 38, 38])) > 40, 'scan returns drawn on the scan plot');
   await page.keyboard.up('w');
   await until(async () => near((await tcp.request('get_state', { robot: 0 })).data.twist[0], 0, 1e-3), 'W released: the robot stops');
   const x1 = (await tcp.request('get_pose', { robot: 0 })).data.pose[0];
@@ -206,6 +216,14 @@ run(async () => {
   if (process.env.PA_WEB_SCREENSHOTS) {
     await page.waitForTimeout(500);
     await page.screenshot({ path: path.join(process.env.PA_WEB_SCREENSHOTS, 'web-viewer.png') });
+  }
+
+  // follow: the view keeps the selected robot in its centre as it moves
+  await page.click('#follow');
+  for (const [x, y] of [[0.2, 0.1], [0.8, 0.4]]) {
+    check((await tcp.request('set_pose', { robot: 0, pose: [x, y, 0] })).success, `robot 0 teleported to (${x}, ${y}) over TCP`);
+    await until(() => page.evaluate(([a, b]) => Math.hypot(window.pa.view.cx - a, window.pa.view.cy - b) < 0.01, [x, y]),
+      `follow: the view centre is the robot (${x}, ${y})`);
   }
 
   // zoomed and panned away, the fit button shows the whole map again
