@@ -88,8 +88,9 @@ run(async () => {
         const x = i * st;
         if (Math.abs(x) < 0.3 || Math.abs(y) < 0.3) continue; // off the axes
         if (![-0.2, 0, 0.2].every((d) => free(x + d, y) && free(x, y + d))) continue;
-        if (robots.some((r) => Math.hypot(r[1] - x, r[2] - y) < 1)) continue;
-        const [sx, sy] = window.pa.toScreen(x, y);
+        if (robots.some((r) => Math.hypot(r[1] - x, r[2] - y) < 2.5)) continue; // clear of robots and labels
+        const [sx, sy] = window.pa.toScreen(x, y), sb = window.pa.scaleBar;
+        if (sx > sb.x0 - 20 && sy > sb.y - 30) continue; // not under the scale bar
         return [Math.round(sx), Math.round(sy), x, y];
       }
     }
