@@ -32,8 +32,8 @@ const session = new Session({
   onClose: () => setConnected(false),
   onScans: (scans) => { for (const s of scans) pa.scans.set(s.robot, s); },
   // a new map (generate_map, set_map, a restart): a new world, fitted anew
-  onMap: (m) => { pa.map = m; mapCanvas = renderMap(m); pa.trails.clear(); view.fitted = false; fit(); },
-  onVisuals: (v) => { pa.visuals = v.visuals; },
+  onMap: (m) => { pa.map = m; mapCanvas = renderMap(m); pa.trails.clear(); view.fitted = false; fit(); worldInfo(); },
+  onVisuals: (v) => { pa.visuals = v.visuals; worldInfo(); },
   onMessage: (m) => {
     if (m.type === 'state') onState(m);
     else if (m.type === 'world') onWorld(m);
@@ -90,6 +90,27 @@ function onWorld(m) {
   pa.world = m;
   pa.worldFrames++;
   fillRobotSelect();
+  worldInfo();
+}
+
+// The world panel: the map's size and what is in the world.
+function worldInfo() {
+  const m = pa.map, w = pa.world;
+  const agents = w.obstacles.filter((o) => o.agent).length;
+  const rows = [
+    ['map', m ? `${fmt(m.width * m.resolution, 1)} x ${fmt(m.height * m.resolution, 1)} m, ${m.resolution} m/cell` : DASH],
+    ['robots', String(w.robots.length)],
+    ['obstacles', `${w.obstacles.length - agents} static, ${agents} agents`],
+    ['visuals', String(pa.visuals.length)],
+  ];
+  const el = $('worldinfo');
+  el.innerHTML = '';
+  for (const [k, v] of rows) {
+    const a = document.createElement('span'), b = document.createElement('b');
+    a.textContent = k;
+    b.textContent = v;
+    el.append(a, b);
+  }
 }
 
 function onState(m) {

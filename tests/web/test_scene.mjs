@@ -119,6 +119,11 @@ run(async () => {
   await until(async () => close(await pixel(page, -1.5, 2), [255, 0, 0]), 'the sphere is drawn red where it was added');
   await until(async () => close(await pixel(page, -0.5, 2), [0, 255, 0]), 'the box is drawn green');
   await until(async () => close(await pixel(page, 1.5, 2), [0, 0, 255]), 'the point cloud is drawn blue');
+  const wi = await until(async () => {
+    const t = await page.locator('#worldinfo').innerText();
+    return /visuals\s+3/.test(t) && /1 static, 1 agents/.test(t) ? t : null;
+  }, 'the world panel counts the obstacle, the agent and the visuals');
+  check(/map\s+\d+\.\d x \d+\.\d m/.test(wi) && /robots\s+22/.test(wi), `the world panel: ${wi.replace(/\s+/g, ' ')}`);
   await ok(tcp, 'update_visual', { name: 'red', position: [-1.5, 1, 0.2] });
   await until(async () => close(await pixel(page, -1.5, 1), [255, 0, 0]) && !close(await pixel(page, -1.5, 2), [255, 0, 0]),
     'update_visual moves the red sphere on the page');
