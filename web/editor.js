@@ -220,11 +220,14 @@ function drawGrid() {
   for (let y = y0; y <= y1 + 1e-9; y += step) { const [, sy] = worldToScreen(0, y); ctx.moveTo(view.ox, sy); ctx.lineTo(view.ox + ed.W * view.scale, sy); }
   ctx.stroke();
   const bar = step * pxPerM;
-  ctx.fillStyle = 'rgba(255,255,255,0.85)';
-  ctx.fillRect(8, canvas.height - 62, bar + 60, 20);
-  ctx.fillStyle = '#000';
-  ctx.fillRect(12, canvas.height - 50, bar, 4);
-  ctx.fillText(`${+step.toFixed(6)} m`, 18 + bar, canvas.height - 46);
+  ctx.fillStyle = theme.plate;
+  ctx.beginPath();
+  ctx.roundRect(8, canvas.height - 66, bar + 64, 24, 5);
+  ctx.fill();
+  ctx.fillStyle = theme['plate-fg'];
+  ctx.fillRect(14, canvas.height - 56, bar, 4);
+  ctx.font = '600 12px system-ui, sans-serif';
+  ctx.fillText(`${+step.toFixed(6)} m`, 20 + bar, canvas.height - 49);
 }
 
 // ---- tools ------------------------------------------------------------------------
