@@ -163,6 +163,7 @@ run(async () => {
   await until(async () => (await colourCount('twistplot', [37, 99, 235])) > 20, 'v drawn on the plot in its colour');
   await until(() => page.evaluate(() => window.pa.scanPlot.points > 20), 'the scan plot has the returns');
   await until(async () => (await colourCount('scanplot', [220, 38, 38])) > 40, 'scan returns drawn on the scan plot');
+  await until(async () => (await tcp.request('get_pose', { robot: 0 })).data.pose[0] > x0 + 0.08, 'W held: it keeps driving');
   await page.keyboard.up('w');
   await until(async () => near((await tcp.request('get_state', { robot: 0 })).data.twist[0], 0, 1e-3), 'W released: the robot stops');
   const x1 = (await tcp.request('get_pose', { robot: 0 })).data.pose[0];
