@@ -23,7 +23,8 @@ let gridCanvas = null, dirty = true;
 let stroke = null;
 
 const session = new Session({
-  onOpen: () => {}, onClose: () => {},
+  onOpen: () => { $('conn').textContent = 'connected'; $('conn').className = 'up'; },
+  onClose: () => { $('conn').textContent = 'disconnected: reconnecting...'; $('conn').className = 'down'; },
   onMap: (m) => { ed.serverMap = m; },
   // the running world: robots and obstacles ("world"), robot poses ("state")
   onMessage: (m) => {

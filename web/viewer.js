@@ -190,6 +190,7 @@ const setFollow = (on) => { pa.follow = on; $('follow').classList.toggle('on', o
 $('fit').onclick = () => { setFollow(false); view.fitted = false; fit(); };
 $('follow').onclick = () => setFollow(!pa.follow);
 setupTheme($('theme'));
+$('legendtoggle').onclick = () => $('legend').classList.toggle('closed');
 $('setspeed').onclick = () => act('set_time_scale', { scale: Number($('speed').value) }, 'sim_control');
 for (const b of document.querySelectorAll('#tools button')) {
   b.onclick = () => {

@@ -38,6 +38,7 @@ run(async () => {
     const i = b.querySelector('i');
     return { h: Math.round(b.getBoundingClientRect().height), icon: !!i && i.textContent.trim() !== '' };
   }));
+  await until(async () => (await page.locator('#conn').innerText()) === 'connected', 'the editor shows it is connected');
   check(bar.length >= 17 && bar.every((b) => b.icon && b.h === bar[0].h), `editor buttons: ${bar.length}, each with an icon, one height`);
 
   // "load the running map" loads the running world: map, robots where they

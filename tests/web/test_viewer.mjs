@@ -63,6 +63,10 @@ run(async () => {
   check(fs >= 14, `readable type (${fs} px)`);
   const legend = await page.locator('#legend').innerText();
   check(await page.locator('#legend').isVisible() && /laser/.test(legend) && /agent/.test(legend) && /axis/.test(legend), 'a legend over the map');
+  await page.click('#legendtoggle');
+  await until(async () => !(await page.locator('#legendbody').isVisible()), 'the legend folds away');
+  await page.click('#legendtoggle');
+  await until(() => page.locator('#legendbody').isVisible(), 'and opens again');
   await page.uncheck('#showrays');
   const px = (x, y) => page.evaluate(([sx, sy]) => [...document.getElementById('view').getContext('2d').getImageData(sx, sy, 1, 1).data], [x, y]);
   const wpx = async (x, y) => { const [sx, sy] = await page.evaluate(([a, b]) => window.pa.toScreen(a, b), [x, y]); return px(Math.round(sx), Math.round(sy)); };
