@@ -268,4 +268,25 @@ export async function upload(name, data) {
   return JSON.parse(text).path;
 }
 
+// ---- themes: light (default) and dark, by CSS variables on <body> ------------
+
+// The canvas colours of the theme now in force (read from its CSS variables).
+export const theme = {};
+function readTheme() {
+  const cs = getComputedStyle(document.body);
+  for (const k of ['canvas', 'grid', 'plate', 'plate-fg', 'plot']) theme[k] = cs.getPropertyValue(`--${k}`).trim();
+}
+// The theme button toggles body.dark; the choice is kept in localStorage.
+export function setupTheme(button) {
+  const set = (dark) => {
+    document.body.classList.toggle('dark', dark);
+    try { localStorage.setItem('pa-theme', dark ? 'dark' : 'light'); } catch { /* private mode */ }
+    readTheme();
+  };
+  let saved = null;
+  try { saved = localStorage.getItem('pa-theme'); } catch { /* private mode */ }
+  set(saved === 'dark');
+  button.onclick = () => set(!document.body.classList.contains('dark'));
+}
+
 export function fmt(v, d = 2) { return Number.isFinite(v) ? v.toFixed(d) : '-'; }

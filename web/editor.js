@@ -5,7 +5,7 @@
 // the centre by default, image row 0 north) and a world YAML; "Run it"
 // uploads them and sends set_map / set_scenario over /ws.
 import { Session, cellGrey, parseMapYaml, greyToCells, parsePgm, decodeImage,
-  encodeGreyPng, download, upload, fmt } from './common.js';
+  encodeGreyPng, download, upload, fmt, setupTheme, theme } from './common.js';
 
 const $ = (id) => document.getElementById(id);
 const canvas = $('view');
@@ -23,10 +23,17 @@ let gridCanvas = null, dirty = true;
 let stroke = null;
 
 const session = new Session({
-  onOpen: () => {}, onClose: () => {},
+  onOpen: () => { $('conn').textContent = 'connected'; $('conn').className = 'up'; },
+  onClose: () => { $('conn').textContent = 'disconnected: reconnecting...'; $('conn').className = 'down'; },
   onMap: (m) => { ed.serverMap = m; },
-  onMessage: () => {},
+  // the running world: robots and obstacles ("world"), robot poses ("state")
+  onMessage: (m) => {
+    if (m.type === 'world') ed.serverWorld = m;
+    else if (m.type === 'state') ed.serverState = m;
+  },
 });
+
+setupTheme($('theme'));
 
 function say(ok, err) {
   $('ok').textContent = ok || '';
@@ -156,7 +163,7 @@ function draw() {
     g.putImageData(img, 0, 0);
     dirty = false;
   }
-  ctx.fillStyle = '#999';
+  ctx.fillStyle = theme.canvas;
   ctx.fillRect(0, 0, canvas.width, canvas.height);
   if (!gridCanvas) { requestAnimationFrame(draw); return; }
   ctx.imageSmoothingEnabled = false;
@@ -167,7 +174,13 @@ function draw() {
     const [sx, sy] = worldToScreen(o.x, o.y);
     const k = view.scale / ed.res;
     if (o.shape === 'circle') { ctx.beginPath(); ctx.arc(sx, sy, o.radius * k, 0, 2 * Math.PI); ctx.fill(); }
-    else ctx.fillRect(sx - (o.size[0] * k) / 2, sy - (o.size[1] * k) / 2, o.size[0] * k, o.size[1] * k);
+    else {
+      ctx.save();
+      ctx.translate(sx, sy);
+      ctx.rotate(-(o.theta ?? 0));
+      ctx.fillRect(-(o.size[0] * k) / 2, -(o.size[1] * k) / 2, o.size[0] * k, o.size[1] * k);
+      ctx.restore();
+    }
   }
   for (const r of ed.robots) {
     const [sx, sy] = worldToScreen(r.pose[0], r.pose[1]);
@@ -208,11 +221,14 @@ function drawGrid() {
   for (let y = y0; y <= y1 + 1e-9; y += step) { const [, sy] = worldToScreen(0, y); ctx.moveTo(view.ox, sy); ctx.lineTo(view.ox + ed.W * view.scale, sy); }
   ctx.stroke();
   const bar = step * pxPerM;
-  ctx.fillStyle = 'rgba(255,255,255,0.85)';
-  ctx.fillRect(8, canvas.height - 62, bar + 60, 20);
-  ctx.fillStyle = '#000';
-  ctx.fillRect(12, canvas.height - 50, bar, 4);
-  ctx.fillText(`${+step.toFixed(6)} m`, 18 + bar, canvas.height - 46);
+  ctx.fillStyle = theme.plate;
+  ctx.beginPath();
+  ctx.roundRect(8, canvas.height - 66, bar + 64, 24, 5);
+  ctx.fill();
+  ctx.fillStyle = theme['plate-fg'];
+  ctx.fillRect(14, canvas.height - 56, bar, 4);
+  ctx.font = '600 12px system-ui, sans-serif';
+  ctx.fillText(`${+step.toFixed(6)} m`, 20 + bar, canvas.height - 49);
 }
 
 // ---- tools ------------------------------------------------------------------------
@@ -309,6 +325,9 @@ $('new').onclick = () => {
   const W = Math.round(wm / res), H = Math.round(hm / res);
   if (W > 8192 || H > 8192) { say('', `${W} x ${H} cells: at most 8192 x 8192`); return; }
   newMap(W, H, res);
+  ed.robots = [];
+  ed.obstacles = [];
+  listThings();
   say(`new ${W} x ${H} map`);
 };
 
@@ -323,15 +342,15 @@ function worldYaml(name) {
   if (ed.robots.length) {
     s += 'robots:\n';
     for (const r of ed.robots) {
-      s += `  - {name: ${r.name}, pose: [${r.pose.map((v) => +v.toFixed(4)).join(', ')}], drive: ${r.drive}, radius: ${r.radius}}\n`;
+      s += `  - {name: ${JSON.stringify(r.name)}, pose: [${r.pose.map((v) => +v.toFixed(4)).join(', ')}], drive: ${r.drive}, radius: ${r.radius}}\n`;
     }
   }
   if (ed.obstacles.length) {
     s += 'obstacles:\n';
     for (const o of ed.obstacles) {
       s += o.shape === 'circle'
-        ? `  - {name: ${o.name}, shape: circle, pose: [${+o.x.toFixed(4)}, ${+o.y.toFixed(4)}, 0], radius: ${+o.radius.toFixed(4)}}\n`
-        : `  - {name: ${o.name}, shape: box, pose: [${+o.x.toFixed(4)}, ${+o.y.toFixed(4)}, 0], size: [${+o.size[0].toFixed(4)}, ${+o.size[1].toFixed(4)}]}\n`;
+        ? `  - {name: ${JSON.stringify(o.name)}, shape: circle, pose: [${+o.x.toFixed(4)}, ${+o.y.toFixed(4)}, 0], radius: ${+o.radius.toFixed(4)}}\n`
+        : `  - {name: ${JSON.stringify(o.name)}, shape: box, pose: [${+o.x.toFixed(4)}, ${+o.y.toFixed(4)}, ${+(o.theta ?? 0).toFixed(5)}], size: [${+o.size[0].toFixed(4)}, ${+o.size[1].toFixed(4)}]}\n`;
     }
   }
   return s;
@@ -392,7 +411,18 @@ $('fromserver').onclick = () => {
   }
   for (let i = 0; i < cells.length; i++) cells[i] = cells[i] < 0 ? UNKNOWN : cells[i] >= m.occupied_min ? OCC : FREE;
   newMap(m.width, m.height, m.resolution, m.origin.slice(), cells);
-  say(`loaded the running map (${m.width} x ${m.height})`);
+  // the robots where they are now and the static obstacles (agents move on
+  // their own: a world file has none)
+  const w = ed.serverWorld, poses = new Map((ed.serverState?.robots ?? []).map((r) => [r[0], r]));
+  ed.robots = (w?.robots ?? []).filter((r) => poses.has(r.id)).map((r) => {
+    const p = poses.get(r.id);
+    return { name: r.name, pose: [p[1], p[2], p[3]], drive: r.drive === 'omni' ? 'omni' : 'differential', radius: r.radius };
+  });
+  ed.obstacles = (w?.obstacles ?? []).filter((o) => !o.agent).map((o) => (o.shape === 'circle'
+    ? { name: o.name, shape: 'circle', x: o.x, y: o.y, radius: o.radius }
+    : { name: o.name, shape: 'box', x: o.x, y: o.y, theta: o.theta, size: o.size.slice() }));
+  listThings();
+  say(`loaded the running world (${m.width} x ${m.height} cells, ${ed.robots.length} robots, ${ed.obstacles.length} obstacles)`);
 };
 
 // Run it: the files go to the server's --upload_dir, then set_scenario (with

@@ -2,7 +2,8 @@
 // obstacles, agents (moving obstacles), the SSL ball, visual objects and
 // navigation drawings from /ws, and every action on the world
 // as the JSON v2 request any client would send (errors show as their codes).
-import { Session, cellGrey, fmt } from './common.js';
+import { Session, cellGrey, fmt, setupTheme, theme } from './common.js';
+import { recordTwist, drawTwist, drawScan } from './plots.js';
 
 const $ = (id) => document.getElementById(id);
 const canvas = $('view');
@@ -12,45 +13,111 @@ const ctx = canvas.getContext('2d');
 const pa = {
   state: null, world: { robots: [], obstacles: [] }, map: null, nav: { overlays: [] },
   scans: new Map(), trails: new Map(), selected: 0, lastReply: null, lastError: null,
-  frames: 0, worldFrames: 0, status: null, visuals: [],
+  frames: 0, worldFrames: 0, status: null, visuals: [], connected: false, trailCuts: 0,
+  twist: { robot: -1, t: [], v: [], w: [] }, follow: false,
 };
 const AGENT_FILL = 'rgb(150,60,200)'; // agents: violet, static obstacles brown
 const BALL_FILL = 'rgb(255,140,0)';
 window.pa = pa;
 
 const view = { cx: 0, cy: 0, scale: 40, fitted: false };
+pa.view = view;
+const DASH = '\u2014';
 let mapCanvas = null;
 let tool = 'move';
 let drag = null;
 
 const session = new Session({
-  onOpen: () => { $('conn').textContent = 'connected'; },
-  onClose: () => { $('conn').textContent = 'disconnected: reconnecting...'; },
+  onOpen: () => setConnected(true),
+  onClose: () => setConnected(false),
   onScans: (scans) => { for (const s of scans) pa.scans.set(s.robot, s); },
-  onMap: (m) => { pa.map = m; mapCanvas = renderMap(m); fit(); },
-  onVisuals: (v) => { pa.visuals = v.visuals; },
+  // a new map (generate_map, set_map, a restart): a new world, fitted anew
+  onMap: (m) => { pa.map = m; mapCanvas = renderMap(m); pa.trails.clear(); view.fitted = false; fit(); worldInfo(); },
+  onVisuals: (v) => { pa.visuals = v.visuals; worldInfo(); },
   onMessage: (m) => {
     if (m.type === 'state') onState(m);
-    else if (m.type === 'world') { pa.world = m; pa.worldFrames++; fillRobotSelect(); }
+    else if (m.type === 'world') onWorld(m);
     else if (m.type === 'nav') pa.nav = m;
     else if (m.type === 'status') showStatus(m.processes);
   },
 });
 pa.session = session;
 
-function onState(m) {
-  pa.state = m;
-  pa.frames++;
+// Connected or not: while down, every live figure is blanked and an overlay
+// says so, so nothing stale passes for the running stack.
+function setConnected(up) {
+  pa.connected = up;
+  document.body.classList.toggle('offline', !up);
+  $('conn').textContent = up ? 'connected' : 'disconnected: reconnecting...';
+  $('conn').className = up ? 'up' : 'down';
+  if (up) return;
+  pa.state = null;
+  pa.status = null;
+  pa.scans.clear();
+  for (const id of ['simtime', 'rtf', 'runstate']) $(id).textContent = DASH;
+  $('robotinfo').textContent = '';
+  $('ok').textContent = '';
+  const t = $('procs');
+  while (t.rows.length > 1) t.deleteRow(1);
+}
+
+// A robot's trail is cut where it jumped (a teleport, a reset): farther
+// than it could have driven since the last frame seen.
+const MAX_SPEED = 6; // [m/s] faster than any robot drives
+let lastSimTime = null;
+function addTrails(m) {
+  if (lastSimTime !== null && m.sim_time < lastSimTime) pa.trails.clear(); // reset
+  const dt = lastSimTime === null ? 0 : Math.max(0, m.sim_time - lastSimTime);
+  lastSimTime = m.sim_time;
   for (const r of m.robots) {
     const id = r[0];
     let t = pa.trails.get(id);
     if (!t) pa.trails.set(id, t = []);
     const last = t[t.length - 1];
-    if (!last || Math.hypot(last[0] - r[1], last[1] - r[2]) > 0.02) {
+    const d = last ? Math.hypot(last[0] - r[1], last[1] - r[2]) : 0;
+    if (last && d > 0.25 + MAX_SPEED * dt) { t.length = 0; pa.trailCuts++; }
+    if (!t.length || d > 0.02) {
       t.push([r[1], r[2]]);
       if (t.length > 400) t.shift();
     }
   }
+}
+
+// World frames: robots added or removed (a new scenario) start new trails.
+function onWorld(m) {
+  const key = (w) => w.robots.map((r) => `${r.id}:${r.name}`).join();
+  if (key(m) !== key(pa.world)) pa.trails.clear();
+  pa.world = m;
+  pa.worldFrames++;
+  fillRobotSelect();
+  worldInfo();
+}
+
+// The world panel: the map's size and what is in the world.
+function worldInfo() {
+  const m = pa.map, w = pa.world;
+  const agents = w.obstacles.filter((o) => o.agent).length;
+  const rows = [
+    ['map', m ? `${fmt(m.width * m.resolution, 1)} x ${fmt(m.height * m.resolution, 1)} m, ${m.resolution} m/cell` : DASH],
+    ['robots', String(w.robots.length)],
+    ['obstacles', `${w.obstacles.length - agents} static, ${agents} agents`],
+    ['visuals', String(pa.visuals.length)],
+  ];
+  const el = $('worldinfo');
+  el.innerHTML = '';
+  for (const [k, v] of rows) {
+    const a = document.createElement('span'), b = document.createElement('b');
+    a.textContent = k;
+    b.textContent = v;
+    el.append(a, b);
+  }
+}
+
+function onState(m) {
+  pa.state = m;
+  pa.frames++;
+  addTrails(m);
+  recordTwist(pa.twist, m, pa.selected);
   $('simtime').textContent = fmt(m.sim_time, 2);
   $('rtf').textContent = fmt(m.rtf, 2);
   $('runstate').textContent = m.paused ? 'paused' : `running x${m.speed}`;
@@ -82,9 +149,12 @@ function showStatus(procs) {
   while (t.rows.length > 1) t.deleteRow(1);
   for (const p of procs) {
     const row = t.insertRow();
-    for (const v of [p.process, p.state, fmt(p.cpu_s, 1), fmt(p.rss_mb, 1), fmt(p.p99_ms, 2), p.restarts]) {
-      row.insertCell().textContent = v;
-    }
+    // never started (--no-render): "off", and no figures where none exist
+    const off = p.state === 'down' && !p.pid;
+    const num = (v, d) => (off || !(v >= 0) ? DASH : fmt(v, d));
+    const cells = [p.process, off ? 'off' : p.state, num(p.cpu_s, 1), num(p.rss_mb, 1), num(p.p99_ms, 2), off ? DASH : p.restarts];
+    for (const v of cells) row.insertCell().textContent = v;
+    row.className = `st-${off ? 'off' : p.state}`;
   }
 }
 
@@ -105,6 +175,7 @@ async function act(action, data = {}, type = 'command') {
     }
     return r;
   } catch (e) {
+    $('ok').textContent = '';
     $('error').textContent = `${action}: ${e.message}`;
     return null;
   }
@@ -115,6 +186,11 @@ $('pause').onclick = () => act('pause', {}, 'sim_control');
 $('resume').onclick = () => act('resume', {}, 'sim_control');
 $('step').onclick = () => act('step_n', { steps: 1 }, 'sim_control');
 $('reset').onclick = () => { pa.trails.clear(); act('reset', {}, 'sim_control'); };
+const setFollow = (on) => { pa.follow = on; $('follow').classList.toggle('on', on); };
+$('fit').onclick = () => { setFollow(false); view.fitted = false; fit(); };
+$('follow').onclick = () => setFollow(!pa.follow);
+setupTheme($('theme'));
+$('legendtoggle').onclick = () => $('legend').classList.toggle('closed');
 $('setspeed').onclick = () => act('set_time_scale', { scale: Number($('speed').value) }, 'sim_control');
 for (const b of document.querySelectorAll('#tools button')) {
   b.onclick = () => {
@@ -206,7 +282,7 @@ function renderMap(m) {
 }
 
 function fit() {
-  if (view.fitted || !pa.map) return;
+  if (view.fitted || !pa.map || !canvas.clientWidth) return;
   const m = pa.map;
   const w = m.width * m.resolution, h = m.height * m.resolution;
   view.cx = m.origin[0] + w / 2;
@@ -224,7 +300,10 @@ function draw() {
     canvas.width = canvas.clientWidth;
     canvas.height = canvas.clientHeight;
   }
-  ctx.fillStyle = '#bbb';
+  fit();
+  const followed = pa.follow && robotState(pa.selected);
+  if (followed) [view.cx, view.cy] = [followed[1], followed[2]];
+  ctx.fillStyle = theme.canvas;
   ctx.fillRect(0, 0, canvas.width, canvas.height);
   if (mapCanvas) {
     const m = pa.map;
@@ -232,6 +311,9 @@ function draw() {
     ctx.imageSmoothingEnabled = false;
     ctx.drawImage(mapCanvas, x0, y0, m.width * m.resolution * view.scale, m.height * m.resolution * view.scale);
   }
+  drawGrid();
+  drawField();
+  drawAxes();
   const agentPose = new Map((pa.state?.agents ?? []).map((a) => [a[0], a]));
   for (const o of pa.world.obstacles) {
     let [x, y, th] = [o.x, o.y, o.theta];
@@ -320,6 +402,7 @@ function draw() {
     ctx.lineTo(sx + Math.cos(r[3]) * Math.max(rad, 6), sy - Math.sin(r[3]) * Math.max(rad, 6));
     ctx.stroke();
   }
+  if ($('showlabels').checked) drawLabels();
   drawBall();
   if (drag && drag.kind !== 'robot' && drag.kind !== 'pan') {
     ctx.strokeStyle = '#a50';
@@ -330,9 +413,155 @@ function draw() {
     ctx.stroke();
     ctx.setLineDash([]);
   }
+  drawScaleBar();
+  pa.twistPlot = drawTwist($('twistplot'), pa.twist, theme);
+  pa.scanPlot = drawScan($('scanplot'), robotState(pa.selected) ? pa.scans.get(pa.selected) : null, theme);
   requestAnimationFrame(draw);
 }
 requestAnimationFrame(draw);
+
+// Grid lines every 1, 2 or 5 x 10^k m, at least 40 px apart (pa.gridStep).
+const STEPS = [0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 20, 50, 100, 200, 500];
+function niceStep(px) { return STEPS.find((m) => m * view.scale >= px) ?? 1000; }
+function drawGrid() {
+  const step = niceStep(40);
+  pa.gridStep = step;
+  const [x0, y1] = toWorld(0, 0), [x1, y0] = toWorld(canvas.width, canvas.height);
+  ctx.strokeStyle = theme.grid;
+  ctx.lineWidth = 1;
+  ctx.beginPath();
+  for (let i = Math.ceil(x0 / step); i * step <= x1; i++) {
+    const sx = Math.round(toScreen(i * step, 0)[0]) + 0.5;
+    ctx.moveTo(sx, 0);
+    ctx.lineTo(sx, canvas.height);
+  }
+  for (let j = Math.ceil(y0 / step); j * step <= y1; j++) {
+    const sy = Math.round(toScreen(0, j * step)[1]) + 0.5;
+    ctx.moveTo(0, sy);
+    ctx.lineTo(canvas.width, sy);
+  }
+  ctx.stroke();
+}
+
+// The world frame at the origin: x red, y green (as RViz draws a frame).
+const AXIS_X = 'rgb(225,29,72)', AXIS_Y = 'rgb(22,163,74)';
+function drawAxes() {
+  const len = Math.max(0.5, niceStep(50)), [ox, oy] = toScreen(0, 0);
+  pa.axisLen = len;
+  const w = 3;
+  for (const [dx, dy, col] of [[1, 0, AXIS_X], [0, 1, AXIS_Y]]) {
+    const [ex, ey] = toScreen(dx * len, dy * len);
+    ctx.strokeStyle = ctx.fillStyle = col;
+    ctx.lineWidth = w;
+    ctx.beginPath();
+    ctx.moveTo(ox, oy);
+    ctx.lineTo(ex - dx * 8, ey + dy * 8);
+    ctx.stroke();
+    ctx.beginPath(); // the arrow head
+    ctx.moveTo(ex, ey);
+    ctx.lineTo(ex - dx * 10 - dy * 5, ey + dy * 10 - dx * 5);
+    ctx.lineTo(ex - dx * 10 + dy * 5, ey + dy * 10 + dx * 5);
+    ctx.fill();
+    ctx.font = '600 12px system-ui, sans-serif';
+    ctx.fillText(dx ? 'x' : 'y', ex + dx * 4 + 4, ey - dy * 4 - 4);
+  }
+}
+
+// Each robot's name on a light plate above-right of it (pa.labels: where).
+function drawLabels() {
+  pa.labels = [];
+  ctx.font = '600 12px system-ui, sans-serif';
+  for (const r of pa.state?.robots ?? []) {
+    const info = robotInfo(r[0]);
+    const text = info?.name ?? `#${r[0]}`;
+    const rad = Math.max((info?.radius ?? 0.18) * view.scale, 6);
+    const [sx, sy] = toScreen(r[1], r[2]);
+    const x = sx + rad * 0.7 + 4, y = sy - rad * 0.7 - 18, w = ctx.measureText(text).width + 8;
+    ctx.fillStyle = theme.plate;
+    ctx.strokeStyle = 'rgba(0,0,0,0.35)';
+    ctx.lineWidth = 1;
+    ctx.beginPath();
+    ctx.roundRect(x, y, w, 16, 4);
+    ctx.fill();
+    ctx.stroke();
+    ctx.fillStyle = theme['plate-fg'];
+    ctx.fillText(text, x + 4, y + 12);
+    pa.labels.push({ robot: r[0], text, x, y, w, h: 16 });
+  }
+}
+
+// A scale bar bottom right: a round length of about 100 px (pa.scaleBar).
+function drawScaleBar() {
+  const m = niceStep(80), px = m * view.scale;
+  const x1 = canvas.width - 16, x0 = x1 - px, y = canvas.height - 18;
+  ctx.fillStyle = theme.plate;
+  ctx.beginPath();
+  ctx.roundRect(x0 - 8, y - 20, px + 16, 30, 5);
+  ctx.fill();
+  ctx.fillStyle = theme['plate-fg'];
+  ctx.fillRect(x0, y - 2, px, 5);
+  ctx.fillRect(x0, y - 7, 2, 12);
+  ctx.fillRect(x1 - 2, y - 7, 2, 12);
+  ctx.font = '600 12px system-ui, sans-serif';
+  const text = m >= 1 ? `${m} m` : `${Math.round(m * 100)} cm`;
+  ctx.fillText(text, x0 + px / 2 - ctx.measureText(text).width / 2, y - 7);
+  pa.scaleBar = { metres: m, px, x0, x1, y, text };
+}
+
+// The SSL field of the state's division, by the rules' geometry (as pa-sim's
+// sim_ssl_field.c): [m] length, width, goal width, defence depth and width.
+const SSL_FIELDS = {
+  A: { length: 12, width: 9, goalWidth: 1.8, defenseDepth: 1.8, defenseWidth: 3.6 },
+  B: { length: 9, width: 6, goalWidth: 1.0, defenseDepth: 1.0, defenseWidth: 2.0 },
+};
+const SSL_COMMON = { boundary: 0.3, goalDepth: 0.18, centerRadius: 0.5, lineWidth: 0.01 };
+const FIELD_GREEN = [30, 120, 50];
+pa.sslFields = SSL_FIELDS;
+
+// Green carpet out to the boundary, white markings (touch and goal lines,
+// halfway line, centre circle and mark, defence areas), goals in black.
+function drawField() {
+  const f = SSL_FIELDS[pa.state?.ssl];
+  if (!f) return;
+  const g = { ...f, ...SSL_COMMON };
+  const hx = g.length / 2, hy = g.width / 2, b = g.boundary;
+  const rect = (x0, y0, x1, y1) => {
+    const [ax, ay] = toScreen(x0, y1), [bx, by] = toScreen(x1, y0);
+    ctx.rect(ax, ay, bx - ax, by - ay);
+  };
+  ctx.fillStyle = `rgb(${FIELD_GREEN})`;
+  ctx.beginPath();
+  rect(-hx - b, -hy - b, hx + b, hy + b);
+  ctx.fill();
+  ctx.strokeStyle = '#fff';
+  ctx.lineWidth = Math.max(g.lineWidth * view.scale, 3);
+  ctx.beginPath();
+  rect(-hx, -hy, hx, hy);
+  const [mx0, my0] = toScreen(0, -hy), [mx1, my1] = toScreen(0, hy);
+  ctx.moveTo(mx0, my0);
+  ctx.lineTo(mx1, my1);
+  rect(-hx, -g.defenseWidth / 2, -hx + g.defenseDepth, g.defenseWidth / 2);
+  rect(hx - g.defenseDepth, -g.defenseWidth / 2, hx, g.defenseWidth / 2);
+  ctx.stroke();
+  const [cx, cy] = toScreen(0, 0);
+  ctx.beginPath();
+  ctx.arc(cx, cy, g.centerRadius * view.scale, 0, 2 * Math.PI);
+  ctx.stroke();
+  ctx.fillStyle = '#fff';
+  ctx.beginPath();
+  ctx.arc(cx, cy, Math.max(ctx.lineWidth, 2), 0, 2 * Math.PI);
+  ctx.fill();
+  // the goals: open towards the field, walls drawn thick and dark
+  ctx.strokeStyle = '#111';
+  ctx.lineWidth = Math.max(0.02 * view.scale, 3);
+  for (const s of [-1, 1]) {
+    const gy = g.goalWidth / 2, x0 = s * hx, x1 = s * (hx + g.goalDepth);
+    const p = [toScreen(x0, -gy), toScreen(x1, -gy), toScreen(x1, gy), toScreen(x0, gy)];
+    ctx.beginPath();
+    p.forEach(([px, py], i) => (i ? ctx.lineTo(px, py) : ctx.moveTo(px, py)));
+    ctx.stroke();
+  }
+}
 
 // The SSL ball: orange, at least 4 px; chipped, a shadow on the ground
 // where it is and the ball drawn up by its height, labelled.
@@ -454,6 +683,7 @@ canvas.addEventListener('mousemove', (e) => {
   $('hud').textContent = `x ${fmt(wx)} m, y ${fmt(wy)} m, zoom ${fmt(view.scale, 1)} px/m`;
   if (!drag) return;
   if (drag.kind === 'pan') {
+    setFollow(false);
     view.cx -= (e.offsetX - drag.sx) / view.scale;
     view.cy += (e.offsetY - drag.sy) / view.scale;
   }
@@ -479,6 +709,7 @@ window.addEventListener('mouseup', () => {
     }
   }
 });
+canvas.addEventListener('mouseleave', () => { $('hud').textContent = ''; });
 canvas.addEventListener('wheel', (e) => {
   e.preventDefault();
   const [wx, wy] = toWorld(e.offsetX, e.offsetY);

@@ -416,6 +416,9 @@ static void build_state(pa_web *w, const pa_tick *t, pa_sbuf *b) {
                  "\"ball_radius\":%g",
                  t->ball[0], t->ball[1], t->ball[2], t->ball[3], t->ball[4],
                  t->ball[5], (int)t->ball_holder, BALL_RADIUS);
+  /* the SSL division: the page draws that field (the rules' geometry) */
+  if (t->ssl)
+    pa_sb_printf(b, ",\"ssl\":\"%c\"", t->ssl == 'B' ? 'B' : 'A');
   pa_sb_printf(b, "}");
 }
 

@@ -4,7 +4,7 @@
 // the simulator's laser sees the walls that were drawn.
 import fs from 'node:fs';
 import path from 'node:path';
-import { startStack, browser, tcpClient, run, check, until, paMap } from './harness.mjs';
+import { startStack, stopStack, browser, tcpClient, run, check, until, paMap } from './harness.mjs';
 
 // Mouse drag between two cells of the editor's grid.
 async function dragCells(page, c0, r0, c1, r1) {
@@ -34,6 +34,35 @@ run(async () => {
   const page = await browser();
   await page.goto(`${st.url}/editor`);
   await page.waitForFunction(() => window.editor && window.editor.cells);
+  const bar = await page.evaluate(() => [...document.querySelectorAll('#toolbar button, #side button')].map((b) => {
+    const i = b.querySelector('i');
+    return { h: Math.round(b.getBoundingClientRect().height), icon: !!i && i.textContent.trim() !== '' };
+  }));
+  await until(async () => (await page.locator('#conn').innerText()) === 'connected', 'the editor shows it is connected');
+  check(bar.length >= 17 && bar.every((b) => b.icon && b.h === bar[0].h), `editor buttons: ${bar.length}, each with an icon, one height`);
+
+  // "load the running map" loads the running world: map, robots where they
+  // are, static obstacles with their turn
+  const tcp0 = await tcpClient(st.tcpPort);
+  const sp = await tcp0.request('spawn_obstacle', { name: 'crate', shape: 'box', pose: [1.5, -1, 0.3], size: [0.4, 0.2] });
+  check(sp.success, 'a box obstacle spawned over TCP');
+  check((await tcp0.request('set_pose', { robot: 0, pose: [0.7, 0.3, 1.0] })).success, 'robot 0 teleported over TCP');
+  await until(() => page.evaluate(() => {
+    const r = window.editor.serverState?.robots.find((q) => q[0] === 0);
+    return window.editor.serverMap && window.editor.serverWorld?.obstacles.some((o) => o.name === 'crate') &&
+      r && Math.abs(r[1] - 0.7) < 0.02;
+  }), 'the editor has the running world');
+  await page.click('#fromserver');
+  const lw = await page.evaluate(() => ({ robots: window.editor.robots, obstacles: window.editor.obstacles,
+    running: window.editor.serverWorld.robots.length, W: window.editor.W, mapW: window.editor.serverMap.width }));
+  const crate = lw.obstacles.find((o) => o.name === 'crate');
+  const r0 = lw.robots[0];
+  check(lw.W === lw.mapW && lw.robots.length === lw.running && lw.running >= 1, `the running map and all ${lw.running} robots loaded`);
+  check(Math.abs(r0.pose[0] - 0.7) < 0.02 && Math.abs(r0.pose[1] - 0.3) < 0.02 && Math.abs(r0.pose[2] - 1.0) < 0.02,
+    `robot 0 where it runs (${r0.pose})`);
+  check(crate && Math.abs(crate.x - 1.5) < 1e-3 && Math.abs(crate.theta - 0.3) < 1e-3 && Math.abs(crate.size[0] - 0.4) < 1e-3,
+    'the spawned box loaded with its pose, turn and size');
+  check(/loaded the running world/.test(await page.locator('#ok').innerText()), 'the editor says it loaded the running world');
 
   // 6 x 4 m at 5 cm: 120 x 80 cells, origin at the centre
   await page.fill('#wm', '6');
@@ -116,6 +145,27 @@ run(async () => {
     const o = await page.evaluate(() => [window.editor.W, window.editor.H, window.editor.res, ...window.editor.origin]);
     check(again.join() === cells.join() && o.join() === '120,80,0.05,-3,-2,0', `${img} opens as the drawn grid, size and origin`);
   }
+  await page.fill('#name', 'room');
+
+  // an exported map starts with --map_yaml even with its centre on a wall:
+  // the robot is placed on the free cell nearest (0, 0)
+  await page.click('#tools [data-tool=frect]');
+  await dragCells(page, 54, 34, 66, 46); // x -0.3 .. 0.35, y -0.35 .. 0.3
+  await page.fill('#name', 'blocked');
+  const before2 = got.length;
+  await page.click('#export');
+  await until(() => got.length === before2 + 2, 'export blocked.yaml + blocked.png');
+  for (const d of got.slice(before2)) await d.saveAs(path.join(st.tmp, d.suggestedFilename()));
+  const st2 = await startStack(['--map_yaml', path.join(st.tmp, 'blocked.yaml')]);
+  const tcp2 = await tcpClient(st2.tcpPort);
+  const mi2 = (await tcp2.request('get_map_info')).data;
+  check(mi2.width === 120 && mi2.height === 80, 'the stack runs the exported map');
+  const p2 = (await tcp2.request('get_pose', { robot: 0 })).data.pose;
+  const s2 = (await tcp2.request('get_state', { robot: 0 })).data;
+  check(p2[0] > 0.35 + 0.17 || p2[0] < -0.3 - 0.17 || p2[1] > 0.3 + 0.17 || p2[1] < -0.35 - 0.17,
+    `robot 0 starts off the wall at the centre (${p2.map((v) => v.toFixed(2))}; bumped ${s2.bumped})`);
+  await stopStack(st2);
+  await page.click('#undo');
   await page.fill('#name', 'room');
 
   // Run it: a robot at (0, 0) facing east in the room

@@ -3,6 +3,7 @@
 // drawn up by its height when chipped) and RaisimServer's visual objects in
 // their colours (a point cloud arriving as binary), checked on the canvas's
 // pixels in a real chromium against a real `--world ssl-a` stack.
+import path from 'node:path';
 import { startStack, browser, tcpClient, run, check, until } from './harness.mjs';
 
 const near = (a, b, tol) => Math.abs(a - b) <= tol;
@@ -23,17 +24,37 @@ async function ok(tcp, action, data = {}, type = 'command') {
 }
 
 run(async () => {
-  const st = await startStack(['--world', 'ssl-a']);
+  const st = await startStack(['--world', 'ssl-a', '--no-render']);
   const tcp = await tcpClient(st.tcpPort);
   const page = await browser();
   await page.goto(`${st.url}/`);
   await until(() => page.evaluate(() => !!(window.pa?.state && window.pa.map && window.pa.world.robots.length)),
     'viewer gets state, map and world');
+  // --no-render: pa-render is "off" with no figures, not "down" with -1.0
+  const render = await until(async () => {
+    const t = await page.locator('#procs').innerText();
+    return /render/.test(t) ? t.split('\n').find((l) => l.startsWith('render')) : null;
+  }, 'the process table lists render');
+  check(/^render\s+off(\s+\u2014)+\s*$/.test(render) && !/-1/.test(render), `render without figures: ${JSON.stringify(render)}`);
   await page.uncheck('#showrays');
   await page.uncheck('#showtrails');
   // the whole field in view, robots away from what is checked below
   const robots = await page.evaluate(() => window.pa.state.robots);
   const free = (x, y) => robots.every((r) => Math.hypot(r[1] - x, r[2] - y) > 0.4);
+
+  // ---- the SSL field (division A, 12 x 9 m): green carpet, white lines, goals
+  check(await page.evaluate(() => window.pa.state.ssl) === 'A', 'state frames name the division');
+  const green = [30, 120, 50], white = [255, 255, 255], goal = [17, 17, 17];
+  const spots = [
+    [[3, 3.5], green, 'carpet inside the field'], [[6.15, 3], green, 'carpet in the boundary'],
+    [[0, 3.5], white, 'halfway line'], [[3, 4.5], white, 'touch line'], [[-6, 3], white, 'goal line'],
+    [[4.2, 1], white, 'defence area front line'], [[-5, -1.8], white, 'defence area side line'],
+    [[0, -0.5], white, 'centre circle'], [[6.18, 0], goal, 'goal back wall (east)'], [[-6.09, -0.9], goal, 'goal side wall (west)'],
+  ];
+  for (const [[x, y], want, what] of spots) {
+    check(free(x, y), `${what} spot (${x}, ${y}) is free of robots`);
+    await until(async () => close(await pixel(page, x, y), want, 30), `${what} drawn at (${x}, ${y})`);
+  }
 
   // ---- an agent: moves on the page frame by frame, violet where TCP says
   check(free(2.2, -2.5) && free(0, -2) && free(-1.5, 2) && free(-2.5, -2.5), 'test spots are free of robots');
@@ -98,6 +119,11 @@ run(async () => {
   await until(async () => close(await pixel(page, -1.5, 2), [255, 0, 0]), 'the sphere is drawn red where it was added');
   await until(async () => close(await pixel(page, -0.5, 2), [0, 255, 0]), 'the box is drawn green');
   await until(async () => close(await pixel(page, 1.5, 2), [0, 0, 255]), 'the point cloud is drawn blue');
+  const wi = await until(async () => {
+    const t = await page.locator('#worldinfo').innerText();
+    return /visuals\s+3/.test(t) && /1 static, 1 agents/.test(t) ? t : null;
+  }, 'the world panel counts the obstacle, the agent and the visuals');
+  check(/map\s+\d+\.\d x \d+\.\d m/.test(wi) && /robots\s+22/.test(wi), `the world panel: ${wi.replace(/\s+/g, ' ')}`);
   await ok(tcp, 'update_visual', { name: 'red', position: [-1.5, 1, 0.2] });
   await until(async () => close(await pixel(page, -1.5, 1), [255, 0, 0]) && !close(await pixel(page, -1.5, 2), [255, 0, 0]),
     'update_visual moves the red sphere on the page');
@@ -115,4 +141,7 @@ run(async () => {
   await until(async () => (await page.evaluate(() => window.pa.state.agents.length)) === 0 &&
     !close(await pixel(page, pa[1], pa[2]), [150, 60, 200]), 'remove_agent takes it off the page');
   check(page.errors.length === 0, `no page errors (${page.errors.join('; ')})`);
+  if (process.env.PA_WEB_SCREENSHOTS) {
+    await page.screenshot({ path: path.join(process.env.PA_WEB_SCREENSHOTS, 'web-viewer-scene.png') });
+  }
 });
