@@ -158,7 +158,7 @@ static int walk_next(walk *w, walk_cell *out) {
         return -1;
     if (w->rings_out && w->cur >= w->nb)
       return 0;
-    if (w->cur < w->nb)
+    if (w->cur < w->nb && w->bands[w->cur].n > 1) /* c is NULL when empty */
       qsort(w->bands[w->cur].c, w->bands[w->cur].n, sizeof(walk_cell),
             cell_cmp);
     w->sorted = true;
