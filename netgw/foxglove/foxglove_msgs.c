@@ -345,7 +345,12 @@ void pa_fox_enc_scan(pa_fox_buf *b, const char *robot, const pa_scan *s) {
   for (uint32_t i = 0; i < s->count; i++) {
     if (i)
       PUTS(b, ",");
-    range_um(b, r[i]);
+    /* no return (pa-sim: range_max): foxglove.LaserScan has no range_max,
+     * so a number there would be drawn as a ring; null is no number */
+    if (!(r[i] < s->range_max))
+      PUTS(b, "null");
+    else
+      range_um(b, r[i]);
   }
   PUTS(b, "],\"intensities\":[]}");
 }

@@ -1,0 +1,39 @@
+// What Lichtblick's default panels get from us (issue 35), checked with npm's
+// @foxglove/ws-protocol client against a real stack: LaserScan beams with no
+// return are not drawable numbers (foxglove.LaserScan has no range_max:
+// Lichtblick draws every number in ranges).
+import assert from "node:assert/strict";
+import { Stack, run, waitFor } from "./foxglove_stack.mjs";
+
+const RANGE_MAX = 3;
+let stack;
+
+const tests = {
+  async start() {
+    stack = await Stack.start("--laser_range_max", String(RANGE_MAX));
+  },
+
+  async no_return_beams_are_null() {
+    const f = await stack.fox();
+    f.subscribe("/robot0/scan");
+    const want = (await stack.json.ok("get_sensors", { robot: 0 })).scan;
+    const ns = BigInt(Math.round(want.sim_time * 1e9));
+    const m = await waitFor(() => f.msgs.find((x) => x.topic === "/robot0/scan" && x.t >= ns),
+      5000, "a LaserScan");
+    const ls = m.json();
+    const none = ls.ranges.filter((r) => r === null).length;
+    const hits = ls.ranges.filter((r) => typeof r === "number");
+    assert.ok(none > 0, `a 3 m laser in the default room has beams with no return: ${none}`);
+    assert.ok(hits.length > 0, "and beams with a return");
+    assert.equal(none + hits.length, ls.ranges.length);
+    assert.ok(hits.every((r) => r > 0 && r < RANGE_MAX), `returns below range_max: ${Math.max(...hits)}`);
+    f.close();
+  },
+
+  async stop() {
+    assert.equal(await stack.stop(), 0);
+    assert.equal(stack.report, "", "sanitizer report from the stack");
+  },
+};
+
+await run(tests);
