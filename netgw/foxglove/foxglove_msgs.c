@@ -271,6 +271,16 @@ void pa_fox_topic(int kind, const char *robot, char *out, size_t sz) {
 
 /* ---- messages ------------------------------------------------------ */
 
+/* A map cell's grey: free 255 (white) .. occupied 0 (black), unknown 128
+ * (the grey of map_server's PGM and RViz's map colour scheme). */
+static uint8_t map_grey(int v) {
+  if (v < 0)
+    return 128;
+  if (v > 100)
+    v = 100;
+  return (uint8_t)(255 - (v * 255 + 50) / 100);
+}
+
 void pa_fox_enc_grid(pa_fox_buf *b, uint64_t t_ns, const pa_map_block *m,
                      const int8_t *cells) {
   /* Row 0 is the map's first row, at its origin: Grid's own layout. */
@@ -282,13 +292,34 @@ void pa_fox_enc_grid(pa_fox_buf *b, uint64_t t_ns, const pa_map_block *m,
   pa_fox_num(b, m->resolution);
   PUTS(b, ",\"y\":");
   pa_fox_num(b, m->resolution);
-  /* type 2 = INT8 (foxglove.NumericType): -1 unknown, 0..100 occupancy */
+  /* A cell: occupancy (type 2 = INT8, foxglove.NumericType: -1 unknown,
+   * 0..100), then its grey (UINT8, type 1) as red, green and blue, and
+   * alpha 255: Lichtblick colours a Grid with red/green/blue/alpha fields
+   * by them (rgba-fields) instead of the turbo colormap, so /map looks as
+   * a map does: free white, occupied black, unknown grey. */
   pa_fox_buf_printf(b,
-                    "},\"row_stride\":%u,\"cell_stride\":1,\"fields\":"
-                    "[{\"name\":\"occupancy\",\"offset\":0,\"type\":2}],"
+                    "},\"row_stride\":%u,\"cell_stride\":3,\"fields\":["
+                    "{\"name\":\"occupancy\",\"offset\":0,\"type\":2},"
+                    "{\"name\":\"red\",\"offset\":1,\"type\":1},"
+                    "{\"name\":\"green\",\"offset\":1,\"type\":1},"
+                    "{\"name\":\"blue\",\"offset\":1,\"type\":1},"
+                    "{\"name\":\"alpha\",\"offset\":2,\"type\":1}],"
                     "\"data\":\"",
-                    m->width);
-  base64(b, (const uint8_t *)cells, (size_t)m->width * m->height);
+                    m->width * 3u);
+  size_t n = (size_t)m->width * m->height;
+  uint8_t *d = malloc(n ? n * 3 : 1);
+  if (!d) {
+    b->oom = true;
+    return;
+  }
+  for (size_t i = 0; i < n; i++) {
+    int v = cells[i];
+    d[3 * i] = (uint8_t)cells[i];
+    d[3 * i + 1] = map_grey(v);
+    d[3 * i + 2] = 255;
+  }
+  base64(b, d, n * 3);
+  free(d);
   PUTS(b, "\"}");
 }
 

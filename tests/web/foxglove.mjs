@@ -71,11 +71,12 @@ const tests = {
         (t) => f.msgs.some((m) => m.topic === t)), 5000, "a message of each topic");
       const map = f.msgs.find((m) => m.topic === "/map").json();
       const cells = Buffer.from(map.data, "base64");
-      assert.equal(cells.length % map.column_count, 0);
+      assert.equal(map.row_stride, map.column_count * map.cell_stride);
+      assert.equal(cells.length % map.row_stride, 0);
       assert.ok(map.cell_size.x > 0 && map.fields[0].type === 2);
       const mi = await stack.json.ok("get_map_info");
       assert.equal(map.column_count, mi.width);
-      assert.equal(cells.length / map.column_count, mi.height);
+      assert.equal(cells.length / map.row_stride, mi.height);
       const tf = f.msgs.find((m) => m.topic === "/tf").json();
       const kids = tf.transforms.map((t) => `${t.parent_frame_id}>${t.child_frame_id}`);
       for (const k of ["map>robot0/base_link", "map>robot0/odom", "robot0/base_link>robot0/laser",

@@ -1,7 +1,9 @@
 // What Lichtblick's default panels get from us (issue 35), checked with npm's
 // @foxglove/ws-protocol client against a real stack: LaserScan beams with no
 // return are not drawable numbers (foxglove.LaserScan has no range_max:
-// Lichtblick draws every number in ranges).
+// Lichtblick draws every number in ranges); /map carries red, green, blue and
+// alpha fields (Lichtblick's rgba-fields mode, not the turbo colormap) whose
+// colours are the occupancy look: free white, occupied black, unknown grey.
 import assert from "node:assert/strict";
 import { Stack, run, waitFor } from "./foxglove_stack.mjs";
 
@@ -27,6 +29,29 @@ const tests = {
     assert.ok(hits.length > 0, "and beams with a return");
     assert.equal(none + hits.length, ls.ranges.length);
     assert.ok(hits.every((r) => r > 0 && r < RANGE_MAX), `returns below range_max: ${Math.max(...hits)}`);
+    f.close();
+  },
+
+  async map_is_coloured_as_a_map() {
+    const f = await stack.fox();
+    f.subscribe("/map");
+    const map = (await waitFor(() => f.msgs.find((m) => m.topic === "/map"), 5000, "/map")).json();
+    const by = Object.fromEntries(map.fields.map((x) => [x.name, x]));
+    // all four separate colour fields: Lichtblick picks rgba-fields by them
+    for (const c of ["red", "green", "blue", "alpha"])
+      assert.equal(by[c]?.type, 1, `${c}: UINT8 field`); // foxglove.NumericType UINT8
+    assert.equal(by.occupancy.type, 2); // INT8, as before
+    const d = Buffer.from(map.data, "base64");
+    const seen = new Map();
+    for (let o = 0; o < d.length; o += map.cell_stride) {
+      const occ = d.readInt8(o + by.occupancy.offset);
+      const rgba = ["red", "green", "blue", "alpha"].map((c) => d[o + by[c].offset]);
+      const grey = occ < 0 ? 128 : 255 - Math.round((Math.min(occ, 100) * 255) / 100);
+      assert.deepEqual(rgba, [grey, grey, grey, 255], `cell ${o / map.cell_stride} occupancy ${occ}`);
+      seen.set(occ, rgba[0]);
+    }
+    assert.equal(seen.get(0), 255, "free cells white");
+    assert.equal(seen.get(100), 0, "occupied cells black");
     f.close();
   },
 
