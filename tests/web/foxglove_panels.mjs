@@ -3,7 +3,9 @@
 // return are not drawable numbers (foxglove.LaserScan has no range_max:
 // Lichtblick draws every number in ranges); /map carries red, green, blue and
 // alpha fields (Lichtblick's rgba-fields mode, not the turbo colormap) whose
-// colours are the occupancy look: free white, occupied black, unknown grey.
+// colours are the occupancy look: free white, occupied black, unknown grey;
+// /scene has a body per robot (a cylinder of its colour in its frame, a
+// heading arrow, its name).
 import assert from "node:assert/strict";
 import { Stack, run, waitFor } from "./foxglove_stack.mjs";
 
@@ -52,6 +54,33 @@ const tests = {
     }
     assert.equal(seen.get(0), 255, "free cells white");
     assert.equal(seen.get(100), 0, "occupied cells black");
+    f.close();
+  },
+
+  async scene_has_a_body_per_robot() {
+    const f = await stack.fox();
+    f.subscribe("/tf");
+    f.subscribe("/scene");
+    await waitFor(() => f.msgs.some((m) => m.topic === "/tf"), 5000, "/tf");
+    const full = (await waitFor(() => f.msgs.find((m) => m.topic === "/scene" &&
+      m.json().deletions.some((d) => d.type === 1)), 5000, "a full /scene")).json();
+    const tf = f.msgs.find((m) => m.topic === "/tf").json();
+    const robots = tf.transforms.filter((t) => t.child_frame_id.endsWith("/base_link"))
+      .map((t) => t.child_frame_id.split("/")[0]);
+    assert.ok(robots.length >= 1);
+    for (const name of robots) {
+      const e = full.entities.find((x) => x.id === `robot/${name}`);
+      assert.ok(e, `an entity for ${name}: ${full.entities.map((x) => x.id)}`);
+      assert.equal(e.frame_id, `${name}/base_link`);
+      assert.equal(e.frame_locked, true);
+      assert.equal(e.cylinders.length, 1);
+      const c = e.cylinders[0];
+      assert.ok(c.size.x > 0.05 && c.size.x === c.size.y && c.size.z > 0, JSON.stringify(c.size));
+      assert.ok(Math.abs(c.pose.position.z - c.size.z / 2) < 1e-6, "standing on the floor");
+      assert.ok(c.color.a > 0);
+      assert.equal(e.arrows.length, 1);
+      assert.equal(e.texts[0].text, name);
+    }
     f.close();
   },
 
