@@ -350,21 +350,25 @@ static void emit_state(pa_fox *f, const pa_tick *t, bool live, bool rec) {
     pa_fox_enc_tf(msg_begin(f), ns, f->info, rs, n);
     publish(f, tf, tf_rec, ns, false);
   }
+  /* each robot's odometry: nav_msgs/Odometry and foxglove.PoseInFrame */
+  static const int kinds[2] = {PA_FOX_ODOM, PA_FOX_POSE};
   for (uint32_t r = 0; r < n; r++) {
     fox_robot *fr = &f->robots[r];
-    uint32_t chan = live ? fr->chan[PA_FOX_ODOM - PA_FOX_SCAN] : 0;
-    char topic[96];
-    pa_fox_topic(PA_FOX_ODOM, fr->name, topic, sizeof topic);
-    if (!rs[r])
-      continue;
-    int rc =
-        rec ? pa_fox_rec_channel(f, PA_FOX_ODOM,
-                                 &fr->rec[PA_FOX_ODOM - PA_FOX_SCAN], topic)
-            : 0;
-    if (!rc && !(chan && chan_subscribed(f, chan)))
-      continue;
-    pa_fox_enc_odom(msg_begin(f), ns, fr->name, rs[r]);
-    publish(f, chan, rc, ns, false);
+    for (int i = 0; rs[r] && i < 2; i++) {
+      int k = kinds[i];
+      uint32_t chan = live ? fr->chan[k - PA_FOX_SCAN] : 0;
+      char topic[96];
+      pa_fox_topic(k, fr->name, topic, sizeof topic);
+      int rc =
+          rec ? pa_fox_rec_channel(f, k, &fr->rec[k - PA_FOX_SCAN], topic) : 0;
+      if (!rc && !(chan && chan_subscribed(f, chan)))
+        continue;
+      if (k == PA_FOX_ODOM)
+        pa_fox_enc_odom(msg_begin(f), ns, fr->name, rs[r]);
+      else
+        pa_fox_enc_pose(msg_begin(f), ns, fr->name, rs[r]);
+      publish(f, chan, rc, ns, false);
+    }
   }
 }
 
@@ -391,12 +395,16 @@ static uint64_t rec_per(pa_fox *f, int k) {
   uint64_t n = !k && pa_fox_topic_recorded(f, "/tf") ? 1 : 0;
   bool any = false;
   for (uint32_t r = 0; r < f->n_info && r < f->g->ctl->def.max_robots; r++) {
-    char topic[96];
+    char topic[96], pose[96];
     pa_fox_topic(k ? k : PA_FOX_ODOM, f->robots[r].name, topic, sizeof topic);
-    if (f->robots[r].live && pa_fox_topic_recorded(f, topic)) {
+    pa_fox_topic(PA_FOX_POSE, f->robots[r].name, pose, sizeof pose);
+    if (!f->robots[r].live)
+      continue;
+    if (pa_fox_topic_recorded(f, topic)) {
       n += !k;
       any = true;
     }
+    n += !k && pa_fox_topic_recorded(f, pose);
   }
   return k ? any : n;
 }

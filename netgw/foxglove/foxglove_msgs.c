@@ -252,6 +252,12 @@ static const struct {
          "\"contentEncoding\":\"base64\"},"
          "\"format\":{\"type\":\"string\"}}}",
          "camera"},
+    [PA_FOX_POSE] = {"foxglove.PoseInFrame",
+                     "{\"title\":\"foxglove.PoseInFrame\",\"type\":\"object\","
+                     "\"properties\":{\"timestamp\":" TIME_S
+                     ",\"frame_id\":{\"type\":\"string\"},\"pose\":" POSE_S
+                     "}}",
+                     "pose"},
 };
 
 const char *pa_fox_schema_name(int kind) {
@@ -437,6 +443,19 @@ void pa_fox_enc_tf(pa_fox_buf *b, uint64_t t_ns, const pa_robot_info *info,
               ri->head_height > 0 ? ri->head_height : 0.35, s->head);
   }
   PUTS(b, "]}");
+}
+
+void pa_fox_enc_pose(pa_fox_buf *b, uint64_t t_ns, const char *robot,
+                     const pa_robot_state *rs) {
+  char frame[64];
+  snprintf(frame, sizeof frame, "%s/odom", robot);
+  PUTS(b, "{\"timestamp\":");
+  pa_fox_stamp(b, t_ns);
+  PUTS(b, ",\"frame_id\":");
+  pa_fox_str(b, frame);
+  PUTS(b, ",\"pose\":");
+  pa_fox_pose(b, rs->odom_x, rs->odom_y, 0, rs->odom_theta);
+  PUTS(b, "}");
 }
 
 void pa_fox_enc_odom(pa_fox_buf *b, uint64_t t_ns, const char *robot,

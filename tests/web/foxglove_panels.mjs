@@ -5,7 +5,9 @@
 // alpha fields (Lichtblick's rgba-fields mode, not the turbo colormap) whose
 // colours are the occupancy look: free white, occupied black, unknown grey;
 // /scene has a body per robot (a cylinder of its colour in its frame, a
-// heading arrow, its name).
+// heading arrow, its name); each robot's odometry also as
+// foxglove.PoseInFrame, which Lichtblick's 3-D panel draws (nav_msgs/Odometry
+// it does not).
 import assert from "node:assert/strict";
 import { Stack, run, waitFor } from "./foxglove_stack.mjs";
 
@@ -81,6 +83,29 @@ const tests = {
       assert.equal(e.arrows.length, 1);
       assert.equal(e.texts[0].text, name);
     }
+    f.close();
+  },
+
+  async odometry_as_pose_in_frame() {
+    const f = await stack.fox();
+    const ch = f.topic("/robot0/pose");
+    assert.ok(ch, "a /robot0/pose channel");
+    assert.equal(ch.schemaName, "foxglove.PoseInFrame");
+    f.subscribe("/robot0/pose");
+    f.subscribe("/robot0/odom");
+    await stack.json.ok("set_velocity", { robot: 0, v: 0.2, w: 0.3 });
+    const both = await waitFor(() => {
+      const p = f.msgs.filter((m) => m.topic === "/robot0/pose");
+      const o = f.msgs.filter((m) => m.topic === "/robot0/odom");
+      const last = p.at(-1);
+      const od = last && o.find((m) => m.t === last.t);
+      return od && [last.json(), od.json()];
+    }, 5000, "a pose and the odometry of the same tick");
+    await stack.json.ok("stop", { robot: 0 });
+    const [pose, odom] = both;
+    assert.equal(pose.frame_id, "robot0/odom");
+    assert.deepEqual(pose.pose, odom.pose.pose);
+    assert.deepEqual(pose.timestamp, odom.header.stamp);
     f.close();
   },
 
