@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <event2/listener.h>
@@ -639,6 +640,13 @@ pa_fox *pa_fox_create(pa_netgw *g, char *err, size_t err_sz) {
   }
   f->g = g;
   f->next_chan = 16;
+  /* new each start: Lichtblick drops what it holds when it changes */
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  snprintf(f->session, sizeof f->session, "playarea-%llx-%d",
+           (unsigned long long)ts.tv_sec * 1000000000ull +
+               (unsigned long long)ts.tv_nsec,
+           (int)getpid());
   f->robots = calloc(nr, sizeof *f->robots);
   f->info = calloc(nr, sizeof *f->info);
   f->obs = calloc(no ? no : 1, sizeof *f->obs);

@@ -146,7 +146,7 @@ static void on_head(evutil_socket_t fd, short what, void *arg) {
                    "serverInfo", "name", "playarea", "capabilities", caps,
                    "supportedEncodings", "json", "metadata", "instance",
                    f->g->ctl->def.instance, "subprotocol",
-                   pa_ws_subprotocol(c->ws), "sessionId", "playarea"));
+                   pa_ws_subprotocol(c->ws), "sessionId", f->session));
   pa_fox_advertise_all(f, c);
   pa_fox_advertise_services(c);
   f->last_time_sent = -1; /* the new client gets the clock at once */

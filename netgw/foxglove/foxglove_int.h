@@ -48,6 +48,8 @@ typedef struct fox_conn {
   uint64_t sent, dropped;
   uint32_t addr;     /* the client's IPv4 address (per-peer cap) */
   int64_t active_ns; /* its last message [ns]: idle without subscriptions */
+  int64_t warn_ns;   /* its last cmd_vel warning [ns] (one a second) */
+  int warn_kind;     /* and which it was */
 } fox_conn;
 
 typedef struct fox_head {
@@ -75,6 +77,7 @@ struct pa_fox {
   pa_netgw *g;
   struct evconnlistener *lis;
   unsigned port;
+  char session[48];      /* serverInfo's sessionId: new each start */
   uint64_t refused_auth; /* upgrades without the --token */
   struct event *turn_ev;
   fox_conn *conns[FOX_MAX_CONNS];

@@ -7,9 +7,11 @@
 // /scene has a body per robot (a cylinder of its colour in its frame, a
 // heading arrow, its name); each robot's odometry also as
 // foxglove.PoseInFrame, which Lichtblick's 3-D panel draws (nav_msgs/Odometry
-// it does not).
+// it does not); a new sessionId per start; a service call in an encoding
+// other than json refused by name; a cmd_vel the robot cannot follow as sent
+// answered with a warning status.
 import assert from "node:assert/strict";
-import { Stack, run, waitFor } from "./foxglove_stack.mjs";
+import { Stack, run, sleep, waitFor } from "./foxglove_stack.mjs";
 
 const RANGE_MAX = 3;
 let stack;
@@ -106,6 +108,55 @@ const tests = {
     assert.equal(pose.frame_id, "robot0/odom");
     assert.deepEqual(pose.pose, odom.pose.pose);
     assert.deepEqual(pose.timestamp, odom.header.stamp);
+    f.close();
+  },
+
+  async session_id_new_each_start() {
+    const f = await stack.fox();
+    const s2 = await Stack.start();
+    try {
+      const g = await s2.fox();
+      assert.match(f.info.sessionId, /^playarea-[0-9a-f]+-\d+$/);
+      assert.notEqual(f.info.sessionId, g.info.sessionId);
+      g.close();
+    } finally {
+      await s2.stop();
+    }
+    f.close();
+  },
+
+  async cbor_service_call_refused_by_name() {
+    const f = await stack.fox();
+    const s = f.services.get("/pause");
+    const fail = new Promise((resolve) => f.c.on("serviceCallFailure", resolve));
+    f.c.on("serviceCallResponse", () => assert.fail("a cbor call answered as json"));
+    f.c.sendServiceCallRequest({ serviceId: s.id, callId: 9, encoding: "cbor",
+      data: new Uint8Array([0xa0]) });
+    const r = await fail;
+    assert.equal(r.callId, 9);
+    assert.match(r.message, /encoding 'cbor' is not supported: only json/);
+    assert.equal((await stack.json.ok("get_status", {}, "sim_control")).paused, false);
+    f.close();
+  },
+
+  async cmd_vel_that_cannot_be_followed_gets_a_status() {
+    const f = await stack.fox();
+    const ch = f.c.advertise({ topic: "/robot0/cmd_vel", encoding: "json",
+      schemaName: "geometry_msgs/Twist" });
+    const send = (t) => f.c.sendMessage(ch, new TextEncoder().encode(JSON.stringify(t)));
+    send({ linear: { x: 0, y: 0.3, z: 0 }, angular: { x: 0, y: 0, z: 0 } });
+    await waitFor(() => f.statuses.some((s) => s.level === 1 &&
+      /robot0\/cmd_vel: linear.y 0.3 ignored: the robot is differential/.test(s.message)),
+    3000, "the sideways warning");
+    send({ linear: { x: 50, y: 0, z: 0 }, angular: { x: 0, y: 0, z: 0 } });
+    await waitFor(() => f.statuses.some((s) => s.level === 1 &&
+      /linear.x 50 clamped to the robot's max_v \d/.test(s.message)), 3000, "the clamp warning");
+    // the same warning again within a second: not repeated
+    const n = f.statuses.length;
+    send({ linear: { x: 50, y: 0, z: 0 }, angular: { x: 0, y: 0, z: 0 } });
+    await sleep(200);
+    assert.equal(f.statuses.length, n);
+    send({ linear: { x: 0, y: 0, z: 0 }, angular: { x: 0, y: 0, z: 0 } });
     f.close();
   },
 
