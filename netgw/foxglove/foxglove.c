@@ -106,8 +106,11 @@ void pa_fox_cam_update(pa_fox *f) {
     if (fr->live) {
       char topic[96];
       pa_fox_topic(PA_FOX_CAMERA, fr->name, topic, sizeof topic);
+      char info[96];
+      pa_fox_topic(PA_FOX_CAMINFO, fr->name, info, sizeof info);
       want = chan_subscribed(f, fr->chan[PA_FOX_CAMERA - PA_FOX_SCAN]) ||
-             pa_fox_topic_recorded(f, topic);
+             chan_subscribed(f, fr->chan[PA_FOX_CAMINFO - PA_FOX_SCAN]) ||
+             pa_fox_topic_recorded(f, topic) || pa_fox_topic_recorded(f, info);
     }
     if (want != fr->cam_demand) {
       pa_gw_cam_demand(f->g, r, want ? +1 : -1);
@@ -510,7 +513,17 @@ static void follow_camera(pa_fox *f) {
       continue;
     fox_robot *rb = &f->robots[fr->robot];
     uint32_t chan = rb->chan[PA_FOX_CAMERA - PA_FOX_SCAN];
-    char topic[96];
+    char topic[96], info[96];
+    pa_fox_topic(PA_FOX_CAMINFO, rb->name, info, sizeof info);
+    uint32_t ichan = rb->chan[PA_FOX_CAMINFO - PA_FOX_SCAN];
+    if (wanted(f, ichan, info)) { /* its calibration, same stamp */
+      pa_fox_enc_caminfo(msg_begin(f), rb->name, fr,
+                         f->info[fr->robot].cam_fov);
+      publish(f, ichan,
+              pa_fox_rec_channel(f, PA_FOX_CAMINFO,
+                                 &rb->rec[PA_FOX_CAMINFO - PA_FOX_SCAN], info),
+              pa_fox_ns(fr->sim_time), false);
+    }
     pa_fox_topic(PA_FOX_CAMERA, rb->name, topic, sizeof topic);
     if (!wanted(f, chan, topic))
       continue; /* nobody subscribed: never encoded */

@@ -258,6 +258,17 @@ static const struct {
                      ",\"frame_id\":{\"type\":\"string\"},\"pose\":" POSE_S
                      "}}",
                      "pose"},
+    [PA_FOX_CAMINFO] = {"foxglove.CameraCalibration",
+                        "{\"title\":\"foxglove.CameraCalibration\","
+                        "\"type\":\"object\",\"properties\":{"
+                        "\"timestamp\":" TIME_S
+                        ",\"frame_id\":{\"type\":\"string\"},"
+                        "\"width\":{\"type\":\"integer\"},"
+                        "\"height\":{\"type\":\"integer\"},"
+                        "\"distortion_model\":{\"type\":\"string\"},"
+                        "\"D\":" NUMS_S ",\"K\":" NUMS_S ",\"R\":" NUMS_S
+                        ",\"P\":" NUMS_S "}}",
+                        "camera_info"},
 };
 
 const char *pa_fox_schema_name(int kind) {
@@ -441,8 +452,40 @@ void pa_fox_enc_tf(pa_fox_buf *b, uint64_t t_ns, const pa_robot_info *info,
     PUTS(b, ",");
     transform(b, t_ns, base, child, 0, 0,
               ri->head_height > 0 ? ri->head_height : 0.35, s->head);
+    /* camera -> camera_optical: z forward, x right, y down (the images'
+     * and CameraCalibration's frame) */
+    char optical[64];
+    snprintf(optical, sizeof optical, "%s/camera_optical", ri->name);
+    PUTS(b, ",{\"timestamp\":");
+    pa_fox_stamp(b, t_ns);
+    PUTS(b, ",\"parent_frame_id\":");
+    pa_fox_str(b, child);
+    PUTS(b, ",\"child_frame_id\":");
+    pa_fox_str(b, optical);
+    PUTS(b, ",\"translation\":{\"x\":0,\"y\":0,\"z\":0},"
+            "\"rotation\":{\"x\":-0.5,\"y\":0.5,\"z\":-0.5,\"w\":0.5}}");
   }
   PUTS(b, "]}");
+}
+
+void pa_fox_enc_caminfo(pa_fox_buf *b, const char *robot, const pa_frame *f,
+                        double fov) {
+  char frame[64];
+  snprintf(frame, sizeof frame, "%s/camera_optical", robot);
+  double w = f->width, h = f->height;
+  double fx = w / 2 / tan((fov > 0.01 && fov < 3.1 ? fov : 1.0) / 2);
+  double cx = w / 2, cy = h / 2; /* square pixels: fy = fx */
+  PUTS(b, "{\"timestamp\":");
+  pa_fox_stamp(b, pa_fox_ns(f->sim_time));
+  PUTS(b, ",\"frame_id\":");
+  pa_fox_str(b, frame);
+  pa_fox_buf_printf(b,
+                    ",\"width\":%u,\"height\":%u,\"distortion_model\":"
+                    "\"plumb_bob\",\"D\":[0,0,0,0,0],"
+                    "\"K\":[%.9g,0,%.9g,0,%.9g,%.9g,0,0,1],"
+                    "\"R\":[1,0,0,0,1,0,0,0,1],"
+                    "\"P\":[%.9g,0,%.9g,0,0,%.9g,%.9g,0,0,0,1,0]}",
+                    f->width, f->height, fx, cx, fx, cy, fx, cx, fx, cy);
 }
 
 void pa_fox_enc_pose(pa_fox_buf *b, uint64_t t_ns, const char *robot,
@@ -506,7 +549,7 @@ int pa_fox_enc_image(pa_fox_buf *b, void *tj, const char *robot,
     return -1;
   }
   char frame[64];
-  snprintf(frame, sizeof frame, "%s/camera", robot);
+  snprintf(frame, sizeof frame, "%s/camera_optical", robot);
   PUTS(b, "{\"timestamp\":");
   pa_fox_stamp(b, pa_fox_ns(f->sim_time));
   PUTS(b, ",\"frame_id\":");

@@ -9,7 +9,7 @@
 // foxglove.PoseInFrame, which Lichtblick's 3-D panel draws (nav_msgs/Odometry
 // it does not); a new sessionId per start; a service call in an encoding
 // other than json refused by name; a cmd_vel the robot cannot follow as sent
-// answered with a warning status.
+// answered with a warning status; CameraCalibration beside each camera.
 import assert from "node:assert/strict";
 import { Stack, run, sleep, waitFor } from "./foxglove_stack.mjs";
 
@@ -157,6 +157,35 @@ const tests = {
     await sleep(200);
     assert.equal(f.statuses.length, n);
     send({ linear: { x: 0, y: 0, z: 0 }, angular: { x: 0, y: 0, z: 0 } });
+    f.close();
+  },
+
+  async camera_calibration_with_each_image() {
+    const f = await stack.fox();
+    const ch = f.topic("/robot0/camera_info");
+    assert.ok(ch, "a /robot0/camera_info channel");
+    assert.equal(ch.schemaName, "foxglove.CameraCalibration");
+    f.subscribe("/robot0/camera_info");
+    f.subscribe("/robot0/camera");
+    f.subscribe("/tf");
+    const [cal, img] = await waitFor(() => {
+      const c = f.msgs.find((m) => m.topic === "/robot0/camera_info");
+      const i = c && f.msgs.find((m) => m.topic === "/robot0/camera" && m.t === c.t);
+      return i && [c.json(), i.json()];
+    }, 15000, "a calibration and the image of the same stamp");
+    assert.equal(cal.frame_id, "robot0/camera_optical");
+    assert.equal(img.frame_id, cal.frame_id);
+    assert.ok(cal.width > 0 && cal.height > 0);
+    const [fx, , cx, , fy, cy] = cal.K;
+    assert.ok(fx > 0 && fx === fy, `K ${cal.K}`);
+    assert.equal(cx, cal.width / 2);
+    assert.equal(cy, cal.height / 2);
+    assert.equal(cal.P.length, 12);
+    assert.equal(cal.P[0], fx);
+    assert.deepEqual(cal.D, [0, 0, 0, 0, 0]);
+    const tf = f.msgs.find((m) => m.topic === "/tf").json();
+    assert.ok(tf.transforms.some((t) => t.parent_frame_id === "robot0/camera" &&
+      t.child_frame_id === "robot0/camera_optical"), "tf: camera > camera_optical");
     f.close();
   },
 
