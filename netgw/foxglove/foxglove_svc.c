@@ -358,23 +358,28 @@ static double twist_part(json_t *j, const char *part, const char *axis) {
 static void twist_warn(fox_conn *c, const char *topic, const pa_robot_info *ri,
                        const pa_cmd_drive *d, double vy) {
   char why[200] = "";
-  int kind = 0;
-  if (vy != 0 && ri->drive != PA_DRIVE_OMNI && (kind = 1))
+  int kind = 0; /* which warning: the same one is not repeated within 1 s */
+  if (vy != 0 && ri->drive != PA_DRIVE_OMNI) {
+    kind = 1;
     snprintf(why, sizeof why,
              "linear.y %.4g ignored: the robot is differential (no sideways "
              "motion)",
              vy);
-  else if (fabs(d->v) > ri->max_v && (kind = 2))
+  } else if (fabs(d->v) > ri->max_v) {
+    kind = 2;
     snprintf(why, sizeof why, "linear.x %.4g clamped to the robot's max_v %.4g",
              d->v, (double)ri->max_v);
-  else if (ri->drive == PA_DRIVE_OMNI && fabs(d->vy) > ri->max_vy && (kind = 3))
+  } else if (ri->drive == PA_DRIVE_OMNI && fabs(d->vy) > ri->max_vy) {
+    kind = 3;
     snprintf(why, sizeof why,
              "linear.y %.4g clamped to the robot's max_vy %.4g", d->vy,
              (double)ri->max_vy);
-  else if (fabs(d->w) > ri->max_w && (kind = 4))
+  } else if (fabs(d->w) > ri->max_w) {
+    kind = 4;
     snprintf(why, sizeof why,
              "angular.z %.4g clamped to the robot's max_w %.4g", d->w,
              (double)ri->max_w);
+  }
   int64_t now = pa_now_ns();
   if (!kind || (kind == c->warn_kind && now - c->warn_ns < 1000000000LL))
     return;
