@@ -11,9 +11,11 @@
 #include <inttypes.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <event2/listener.h>
@@ -70,7 +72,7 @@ static json_t *chan_json(uint32_t id, int kind, const char *robot) {
 }
 
 /* Advertises every current channel to c. */
-static void advertise_all(pa_fox *f, fox_conn *c) {
+void pa_fox_advertise_all(pa_fox *f, fox_conn *c) {
   json_t *chans = json_array();
   for (int k = 0; k < PA_FOX_WORLD_KINDS; k++)
     if (!pa_fox_rec_only(k))
@@ -104,8 +106,11 @@ void pa_fox_cam_update(pa_fox *f) {
     if (fr->live) {
       char topic[96];
       pa_fox_topic(PA_FOX_CAMERA, fr->name, topic, sizeof topic);
+      char info[96];
+      pa_fox_topic(PA_FOX_CAMINFO, fr->name, info, sizeof info);
       want = chan_subscribed(f, fr->chan[PA_FOX_CAMERA - PA_FOX_SCAN]) ||
-             pa_fox_topic_recorded(f, topic);
+             chan_subscribed(f, fr->chan[PA_FOX_CAMINFO - PA_FOX_SCAN]) ||
+             pa_fox_topic_recorded(f, topic) || pa_fox_topic_recorded(f, info);
     }
     if (want != fr->cam_demand) {
       pa_gw_cam_demand(f->g, r, want ? +1 : -1);
@@ -224,8 +229,8 @@ int pa_fox_rec_channel(pa_fox *f, int kind, int *slot, const char *topic) {
   return *slot > 0 ? *slot : 0;
 }
 
-/* Sends f->msg (begun by msg_begin) on channel chan to its subscribers and
- * into the recording (mcap channel rec, 0 = not recorded). */
+/* Sends f->msg (begun by msg_begin) on channel chan to its subscribers (0 =
+ * none) and into the recording (mcap channel rec, 0 = not recorded). */
 static void publish(pa_fox *f, uint32_t chan, int rec, uint64_t t_ns,
                     bool camera) {
   if (f->msg.oom)
@@ -234,6 +239,8 @@ static void publish(pa_fox *f, uint32_t chan, int rec, uint64_t t_ns,
   size_t n = f->msg.n;
   if (rec > 0)
     pa_mcap_write(f->rec, rec, t_ns, t_ns, p + 13, n - 13);
+  if (!chan)
+    return; /* the recording's only */
   le64(p + 5, t_ns);
   size_t soft = camera ? FOX_SOFT_QUEUED / 4 : FOX_SOFT_QUEUED;
   for (uint32_t i = 0; i < FOX_MAX_CONNS; i++) {
@@ -330,67 +337,141 @@ static void emit_scene(pa_fox *f, bool full) {
       t, false);
 }
 
-static void emit_state(pa_fox *f, const pa_tick *t) {
+/* One tick's /tf and odometry: to the recording when rec (every tick), to
+ * clients when live (the FOX_STATE_HZ grid). */
+static void emit_state(pa_fox *f, const pa_tick *t, bool live, bool rec) {
   uint64_t ns = pa_fox_ns(t->sim_time);
   uint32_t nr = f->g->ctl->def.max_robots;
   const pa_robot_state *rs[nr ? nr : 1];
   uint32_t n = f->n_info < nr ? f->n_info : nr;
   for (uint32_t r = 0; r < n; r++)
     rs[r] = f->robots[r].live ? pa_gw_robot_state(t, r) : NULL;
-  if (wanted(f, pa_fox_world_chan[PA_FOX_TF], "/tf")) {
+  uint32_t tf = live ? pa_fox_world_chan[PA_FOX_TF] : 0;
+  int tf_rec =
+      rec ? pa_fox_rec_channel(f, PA_FOX_TF, &f->rec_world[PA_FOX_TF], "/tf")
+          : 0;
+  if (tf_rec || (tf && chan_subscribed(f, tf))) {
     pa_fox_enc_tf(msg_begin(f), ns, f->info, rs, n);
-    publish(f, pa_fox_world_chan[PA_FOX_TF],
-            pa_fox_rec_channel(f, PA_FOX_TF, &f->rec_world[PA_FOX_TF], "/tf"),
-            ns, false);
+    publish(f, tf, tf_rec, ns, false);
   }
+  /* each robot's odometry: nav_msgs/Odometry and foxglove.PoseInFrame */
+  static const int kinds[2] = {PA_FOX_ODOM, PA_FOX_POSE};
   for (uint32_t r = 0; r < n; r++) {
     fox_robot *fr = &f->robots[r];
-    uint32_t chan = fr->chan[PA_FOX_ODOM - PA_FOX_SCAN];
-    char topic[96];
-    pa_fox_topic(PA_FOX_ODOM, fr->name, topic, sizeof topic);
-    if (!rs[r] || !wanted(f, chan, topic))
-      continue;
-    pa_fox_enc_odom(msg_begin(f), ns, fr->name, rs[r]);
-    publish(f, chan,
-            pa_fox_rec_channel(f, PA_FOX_ODOM,
-                               &fr->rec[PA_FOX_ODOM - PA_FOX_SCAN], topic),
-            ns, false);
+    for (int i = 0; rs[r] && i < 2; i++) {
+      int k = kinds[i];
+      uint32_t chan = live ? fr->chan[k - PA_FOX_SCAN] : 0;
+      char topic[96];
+      pa_fox_topic(k, fr->name, topic, sizeof topic);
+      int rc =
+          rec ? pa_fox_rec_channel(f, k, &fr->rec[k - PA_FOX_SCAN], topic) : 0;
+      if (!rc && !(chan && chan_subscribed(f, chan)))
+        continue;
+      if (k == PA_FOX_ODOM)
+        pa_fox_enc_odom(msg_begin(f), ns, fr->name, rs[r]);
+      else
+        pa_fox_enc_pose(msg_begin(f), ns, fr->name, rs[r]);
+      publish(f, chan, rc, ns, false);
+    }
   }
+}
+
+/* The robots' poses, odometry and velocities of t (FNV-1a): a command's
+ * republished tick that changed none of them is no new state. */
+static uint64_t state_print(const pa_tick *t) {
+  uint64_t h = 1469598103934665603ull;
+  for (uint32_t r = 0; r < t->robot_count; r++) {
+    const pa_robot_state *rs = pa_gw_robot_state(t, r);
+    if (!rs)
+      continue;
+    const uint8_t *p = (const uint8_t *)&rs->x;
+    size_t n =
+        offsetof(pa_robot_state, head_rate) - offsetof(pa_robot_state, x);
+    for (size_t i = 0; i < n; i++)
+      h = (h ^ p[i]) * 1099511628211ull;
+  }
+  return h;
+}
+
+/* The recorded messages one record of robot kind k (0 = a state record:
+ * /tf and each robot's odometry) makes. */
+static uint64_t rec_per(pa_fox *f, int k) {
+  uint64_t n = !k && pa_fox_topic_recorded(f, "/tf") ? 1 : 0;
+  bool any = false;
+  for (uint32_t r = 0; r < f->n_info && r < f->g->ctl->def.max_robots; r++) {
+    char topic[96], pose[96];
+    pa_fox_topic(k ? k : PA_FOX_ODOM, f->robots[r].name, topic, sizeof topic);
+    pa_fox_topic(PA_FOX_POSE, f->robots[r].name, pose, sizeof pose);
+    if (!f->robots[r].live)
+      continue;
+    if (pa_fox_topic_recorded(f, topic)) {
+      n += !k;
+      any = true;
+    }
+    n += !k && pa_fox_topic_recorded(f, pose);
+  }
+  return k ? any : n;
+}
+
+/* A recording counts in dropped the records a cursor passed without
+ * reading them (the writer lapped it, or overwrote one being read): from
+ * seq start to c->next, got of them read. */
+static void count_lost(pa_fox *f, int k, uint64_t start,
+                       const pa_ring_cursor *c, uint64_t got) {
+  if (f->rec && c->next > start + got)
+    pa_mcap_count_dropped(f->rec, (c->next - start - got) * rec_per(f, k));
 }
 
 static void follow_state(pa_fox *f) {
   pa_netgw *g = f->g;
   uint32_t len;
   int emits = 0;
-  uint64_t head = pa_ring_head(g->st->state);
+  uint64_t head = pa_ring_head(g->st->state), start = f->state_cur.next,
+           got = 0;
   while (f->state_cur.next <= head &&
          pa_gw_ring_next(g->st->state, &f->state_cur, f->state_buf,
                          g->state_cap, &len)) {
+    got++;
     const pa_tick *t = (const pa_tick *)f->state_buf;
     if (len < sizeof *t ||
         sizeof *t + (uint64_t)t->robot_count * sizeof(pa_robot_state) > len)
       continue;
-    if (t->sim_time + 1e-9 < f->next_state_time &&
-        f->next_state_time - t->sim_time < 1.0)
-      continue; /* not due (a reset's jump back re-arms) */
-    emit_state(f, t);
-    f->next_state_time = t->sim_time + 1.0 / FOX_STATE_HZ;
-    if (++emits >= FOX_STATE_PER_TURN) {
-      /* far behind (thousands of x real time): sample, never lag */
+    /* not due (a reset's jump back re-arms): the recording only */
+    bool due = !(t->sim_time + 1e-9 < f->next_state_time &&
+                 f->next_state_time - t->sim_time < 1.0);
+    /* the recording: each tick once, again only when a command changed it */
+    bool rec = false;
+    if (f->rec) {
+      uint64_t fp = state_print(t);
+      rec = t->tick != f->rec_tick || fp != f->rec_print || !f->rec_any;
+      f->rec_tick = t->tick;
+      f->rec_print = fp;
+      f->rec_any = true;
+    }
+    if (!due && !rec)
+      continue;
+    emit_state(f, t, due, rec);
+    if (due)
+      f->next_state_time = t->sim_time + 1.0 / FOX_STATE_HZ;
+    if (++emits >= FOX_STATE_PER_TURN && !f->rec) {
+      /* far behind (thousands of x real time): sample, never lag; a
+       * recording takes every tick the ring still holds */
       f->state_cur = pa_ring_cursor_now(g->st->state);
       break;
     }
   }
+  count_lost(f, 0, start, &f->state_cur, got);
 }
 
 static void follow_scans(pa_fox *f) {
   pa_netgw *g = f->g;
   uint32_t len;
-  uint64_t head = pa_ring_head(g->st->scan);
+  uint64_t head = pa_ring_head(g->st->scan), start = f->scan_cur.next, got = 0;
   int n = 0;
   while (f->scan_cur.next <= head &&
          pa_gw_ring_next(g->st->scan, &f->scan_cur, f->scan_buf, g->scan_cap,
                          &len)) {
+    got++;
     const pa_scan *s = (const pa_scan *)f->scan_buf;
     if (len < sizeof *s || sizeof *s + (uint64_t)s->count * 4 > len ||
         s->robot >= g->ctl->def.max_robots || !f->robots[s->robot].live)
@@ -404,23 +485,27 @@ static void follow_scans(pa_fox *f) {
     pa_fox_enc_scan(msg_begin(f), fr->name, s);
     publish(f, chan, pa_fox_rec_channel(f, PA_FOX_SCAN, &fr->rec[0], topic),
             pa_fox_ns(s->sim_time), false);
-    if (++n >= 64 * (int)g->ctl->def.max_robots) {
+    if (++n >= 64 * (int)g->ctl->def.max_robots && !f->rec) {
       f->scan_cur = pa_ring_cursor_now(g->st->scan);
       break;
     }
   }
+  count_lost(f, PA_FOX_SCAN, start, &f->scan_cur, got);
 }
 
 static void follow_camera(pa_fox *f) {
   pa_netgw *g = f->g;
   uint32_t len;
   uint64_t head = pa_ring_head(g->st->camera);
-  /* only the newest few images: JPEG encoding is the costly part */
-  if (head > f->cam_cur.next + 4)
+  /* only the newest few images (JPEG encoding is the costly part); a
+   * recording takes every frame the ring still holds */
+  if (!f->rec && head > f->cam_cur.next + 4)
     f->cam_cur.next = head - 3;
+  uint64_t start = f->cam_cur.next, got = 0;
   while (f->cam_cur.next <= head &&
          pa_gw_ring_next(g->st->camera, &f->cam_cur, f->cam_buf, g->cam_cap,
                          &len)) {
+    got++;
     const pa_frame *fr = (const pa_frame *)f->cam_buf;
     if (len < sizeof *fr || fr->size != (uint32_t)fr->width * fr->height * 3u ||
         sizeof *fr + (uint64_t)fr->size > len || !fr->width ||
@@ -428,7 +513,17 @@ static void follow_camera(pa_fox *f) {
       continue;
     fox_robot *rb = &f->robots[fr->robot];
     uint32_t chan = rb->chan[PA_FOX_CAMERA - PA_FOX_SCAN];
-    char topic[96];
+    char topic[96], info[96];
+    pa_fox_topic(PA_FOX_CAMINFO, rb->name, info, sizeof info);
+    uint32_t ichan = rb->chan[PA_FOX_CAMINFO - PA_FOX_SCAN];
+    if (wanted(f, ichan, info)) { /* its calibration, same stamp */
+      pa_fox_enc_caminfo(msg_begin(f), rb->name, fr,
+                         f->info[fr->robot].cam_fov);
+      publish(f, ichan,
+              pa_fox_rec_channel(f, PA_FOX_CAMINFO,
+                                 &rb->rec[PA_FOX_CAMINFO - PA_FOX_SCAN], info),
+              pa_fox_ns(fr->sim_time), false);
+    }
     pa_fox_topic(PA_FOX_CAMERA, rb->name, topic, sizeof topic);
     if (!wanted(f, chan, topic))
       continue; /* nobody subscribed: never encoded */
@@ -446,6 +541,18 @@ static void follow_camera(pa_fox *f) {
                                &rb->rec[PA_FOX_CAMERA - PA_FOX_SCAN], topic),
             pa_fox_ns(fr->sim_time), true);
   }
+  count_lost(f, PA_FOX_CAMERA, start, &f->cam_cur, got);
+}
+
+/* Catches up with the rings (every command pushed, while recording: ticks
+ * stepped faster than the turn timer are taken before the ring laps). */
+void pa_fox_drain(pa_fox *f) {
+  if (f->idle)
+    return;
+  pa_fox_refresh_world(f);
+  follow_state(f);
+  follow_scans(f);
+  follow_camera(f);
 }
 
 static void send_time(pa_fox *f, double sim_time) {
@@ -535,147 +642,6 @@ static void on_turn(evutil_socket_t fd, short what, void *arg) {
   pa_fox_arm(f);
 }
 
-/* ---- accepting ----------------------------------------------------- */
-
-static const char *const protocols[] = {"foxglove.websocket.v1",
-                                        "foxglove.sdk.v1", NULL};
-
-static void head_free(fox_head *h, bool close_fd) {
-  if (h->ev)
-    event_free(h->ev);
-  if (close_fd)
-    evutil_closesocket(h->fd);
-  free(h);
-}
-
-/* A refusal the client can read, then the end. */
-static void head_refuse(fox_head *h, const char *status, const char *text) {
-  char buf[512];
-  int n = snprintf(buf, sizeof buf,
-                   "HTTP/1.1 %s\r\nContent-Type: text/plain\r\n"
-                   "Content-Length: %zu\r\nConnection: close\r\n\r\n%s\n",
-                   status, strlen(text) + 1, text);
-  if (n > 0 && (size_t)n < sizeof buf) {
-    ssize_t w = send(h->fd, buf, (size_t)n, MSG_NOSIGNAL);
-    (void)w;
-  }
-  head_free(h, true);
-}
-
-static void on_head(evutil_socket_t fd, short what, void *arg) {
-  fox_head *h = arg;
-  pa_fox *f = h->f;
-  if (what & EV_TIMEOUT ||
-      pa_now_ns() - h->start_ns > (int64_t)FOX_HEAD_TIMEOUT_S * 1000000000) {
-    pa_lim_count(f->g, PA_LIM_IDLE);
-    head_free(h, true); /* no whole upgrade request in time */
-    return;
-  }
-  ssize_t r = recv(fd, h->buf + h->n, sizeof h->buf - 1 - h->n, 0);
-  if (r < 0 && (errno == EAGAIN || errno == EINTR))
-    return;
-  if (r <= 0) {
-    head_free(h, true);
-    return;
-  }
-  h->n += (size_t)r;
-  h->buf[h->n] = 0;
-  char *end = strstr(h->buf, "\r\n\r\n");
-  if (!end) {
-    if (h->n == sizeof h->buf - 1) {
-      static const char resp[] = "HTTP/1.1 431 Request Header Fields Too "
-                                 "Large\r\nConnection: close\r\n\r\n";
-      ssize_t w = send(fd, resp, sizeof resp - 1, MSG_NOSIGNAL);
-      (void)w;
-      head_free(h, true);
-    }
-    return;
-  }
-  size_t head_len = (size_t)(end + 4 - h->buf);
-  if (!pa_core_head_authed(f->g, h->buf, head_len)) {
-    /* --token: ws://host:port/?token=... or Authorization: Bearer */
-    f->refused_auth++;
-    head_refuse(h, "401 Unauthorized",
-                "not_authorized: this gateway has a --token: add ?token=... "
-                "to the URL or an Authorization: Bearer header");
-    return;
-  }
-  pa_core_client_seen(f->g);
-  const char *why;
-  uint32_t slot = pa_fox_conn_slot(f, h->addr, &why);
-  if (slot == FOX_MAX_CONNS) {
-    pa_warn("foxglove: refused a connection: %s", why);
-    head_refuse(h, "503 Service Unavailable", why);
-    return;
-  }
-  fox_conn *c = calloc(1, sizeof *c);
-  if (!c) {
-    head_free(h, true);
-    return;
-  }
-  c->f = f;
-  c->slot = slot;
-  c->gen = ++f->gens;
-  c->addr = h->addr;
-  c->active_ns = pa_now_ns();
-  struct pa_ws_limits lim = {.max_message = 1u << 20,
-                             .max_queued = FOX_MAX_QUEUED,
-                             .pauses = &f->g->lim.events[PA_LIM_PAUSED]};
-  struct pa_ws_cbs cbs = {pa_fox_on_text, pa_fox_on_binary, pa_fox_on_close,
-                          NULL};
-  char err[256];
-  /* pa_ws_accept owns fd from here, whatever it returns */
-  evutil_socket_t sock = h->fd;
-  event_free(h->ev);
-  h->ev = NULL;
-  c->ws = pa_ws_accept(f->g->base, sock, h->buf, head_len,
-                       (const uint8_t *)h->buf + head_len, h->n - head_len,
-                       protocols, &lim, &cbs, c, err, sizeof err);
-  head_free(h, false);
-  if (!c->ws) {
-    pa_info("foxglove: refused a connection: %s", err);
-    free(c);
-    return;
-  }
-  pa_fox_refresh_world(
-      f); /* before c is listed: its first message is serverInfo */
-  f->conns[slot] = c;
-  f->n_conns++;
-  json_t *caps = json_pack("[s, s, s, s]", "clientPublish", "services", "time",
-                           "parameters");
-  pa_fox_send_json(
-      c, json_pack("{s:s, s:s, s:o, s:[s], s:{s:s, s:s}, s:s}", "op",
-                   "serverInfo", "name", "playarea", "capabilities", caps,
-                   "supportedEncodings", "json", "metadata", "instance",
-                   f->g->ctl->def.instance, "subprotocol",
-                   pa_ws_subprotocol(c->ws), "sessionId", "playarea"));
-  advertise_all(f, c);
-  pa_fox_advertise_services(c);
-  f->last_time_sent = -1; /* the new client gets the clock at once */
-  pa_fox_arm(f);
-}
-
-static void on_accept(struct evconnlistener *lis, evutil_socket_t fd,
-                      struct sockaddr *sa, int salen, void *arg) {
-  (void)lis;
-  pa_fox *f = arg;
-  fox_head *h = calloc(1, sizeof *h);
-  if (!h) {
-    evutil_closesocket(fd);
-    return;
-  }
-  h->f = f;
-  h->fd = fd;
-  h->start_ns = pa_now_ns();
-  if (sa->sa_family == AF_INET && salen >= (int)sizeof(struct sockaddr_in))
-    h->addr = ((const struct sockaddr_in *)sa)->sin_addr.s_addr;
-  evutil_make_socket_nonblocking(fd);
-  h->ev = event_new(f->g->base, fd, EV_READ | EV_PERSIST, on_head, h);
-  struct timeval tv = {FOX_HEAD_TIMEOUT_S, 0};
-  if (!h->ev || event_add(h->ev, &tv) != 0)
-    head_free(h, true);
-}
-
 /* ---- lifecycle ----------------------------------------------------- */
 
 pa_fox *pa_fox_create(pa_netgw *g, char *err, size_t err_sz) {
@@ -687,6 +653,13 @@ pa_fox *pa_fox_create(pa_netgw *g, char *err, size_t err_sz) {
   }
   f->g = g;
   f->next_chan = 16;
+  /* new each start: Lichtblick drops what it holds when it changes */
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  snprintf(f->session, sizeof f->session, "playarea-%llx-%d",
+           (unsigned long long)ts.tv_sec * 1000000000ull +
+               (unsigned long long)ts.tv_nsec,
+           (int)getpid());
   f->robots = calloc(nr, sizeof *f->robots);
   f->info = calloc(nr, sizeof *f->info);
   f->obs = calloc(no ? no : 1, sizeof *f->obs);
@@ -718,7 +691,7 @@ pa_fox *pa_fox_create(pa_netgw *g, char *err, size_t err_sz) {
     goto fail;
   }
   if (lfd >= 0) {
-    f->lis = evconnlistener_new(g->base, on_accept, f,
+    f->lis = evconnlistener_new(g->base, pa_fox_on_accept, f,
                                 LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC,
                                 0, lfd);
     if (!f->lis) {

@@ -15,7 +15,7 @@
 
 /* ---- foxglove_msgs.c: encoders ------------------------------------- */
 
-/* The kinds of channel: three for the world, three per robot, and the
+/* The kinds of channel: three for the world, five per robot, and the
  * commands log a recording keeps for replay. */
 enum {
   PA_FOX_MAP = 0,  /* /map        foxglove.Grid */
@@ -26,10 +26,12 @@ enum {
   PA_FOX_SCAN,     /* /<robot>/scan   foxglove.LaserScan */
   PA_FOX_ODOM,     /* /<robot>/odom   playarea.Odometry */
   PA_FOX_CAMERA,   /* /<robot>/camera foxglove.CompressedImage */
+  PA_FOX_POSE,     /* /<robot>/pose   foxglove.PoseInFrame (odometry) */
+  PA_FOX_CAMINFO,  /* /<robot>/camera_info foxglove.CameraCalibration */
   PA_FOX_KINDS
 };
 #define PA_FOX_WORLD_KINDS 5 /* kinds before PA_FOX_SCAN: one channel each */
-#define PA_FOX_ROBOT_KINDS 3
+#define PA_FOX_ROBOT_KINDS 5
 
 /* A growable text/byte buffer; oom set once an allocation failed. */
 typedef struct pa_fox_buf {
@@ -71,6 +73,13 @@ void pa_fox_enc_scan(pa_fox_buf *b, const char *robot, const pa_scan *s);
 /* t: the tick; info[i]/rs of each robot found active in both. */
 void pa_fox_enc_tf(pa_fox_buf *b, uint64_t t_ns, const pa_robot_info *info,
                    const pa_robot_state *const *rs, uint32_t n);
+/* The pinhole calibration of image f (fov: the camera's horizontal field of
+ * view [rad]) as foxglove.CameraCalibration in frame R/camera_optical. */
+void pa_fox_enc_caminfo(pa_fox_buf *b, const char *robot, const pa_frame *f,
+                        double fov);
+/* The odometry pose as foxglove.PoseInFrame in frame R/odom. */
+void pa_fox_enc_pose(pa_fox_buf *b, uint64_t t_ns, const char *robot,
+                     const pa_robot_state *rs);
 void pa_fox_enc_odom(pa_fox_buf *b, uint64_t t_ns, const char *robot,
                      const pa_robot_state *rs);
 /* JPEG through libturbojpeg; -1 when it failed (err says why). */

@@ -2,11 +2,14 @@
  * the MCAP recorder and replay as the core sees them (start, stop, pa-sim
  * replies, every command for a recording's /commands), its services for
  * the JSON actions (record_start, record_stop, replay_start, info) and its
- * metrics. */
+ * metrics; and accepting (the upgrade request, its subprotocol and token). */
 #define _GNU_SOURCE
 #include "foxglove_int.h"
 
+#include <arpa/inet.h>
+#include <errno.h>
 #include <event2/buffer.h>
+#include <event2/listener.h>
 #include <limits.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -28,6 +31,147 @@ static int fox_start(pa_netgw *g, char *err, size_t err_sz) {
   }
   pa_info("recording MCAP to %s", path);
   return 0;
+}
+
+/* ---- accepting ----------------------------------------------------- */
+
+static const char *const protocols[] = {"foxglove.websocket.v1",
+                                        "foxglove.sdk.v1", NULL};
+
+static void head_free(fox_head *h, bool close_fd) {
+  if (h->ev)
+    event_free(h->ev);
+  if (close_fd)
+    evutil_closesocket(h->fd);
+  free(h);
+}
+
+/* A refusal the client can read, then the end. */
+static void head_refuse(fox_head *h, const char *status, const char *text) {
+  char buf[512];
+  int n = snprintf(buf, sizeof buf,
+                   "HTTP/1.1 %s\r\nContent-Type: text/plain\r\n"
+                   "Content-Length: %zu\r\nConnection: close\r\n\r\n%s\n",
+                   status, strlen(text) + 1, text);
+  if (n > 0 && (size_t)n < sizeof buf) {
+    ssize_t w = send(h->fd, buf, (size_t)n, MSG_NOSIGNAL);
+    (void)w;
+  }
+  head_free(h, true);
+}
+
+static void on_head(evutil_socket_t fd, short what, void *arg) {
+  fox_head *h = arg;
+  pa_fox *f = h->f;
+  if (what & EV_TIMEOUT ||
+      pa_now_ns() - h->start_ns > (int64_t)FOX_HEAD_TIMEOUT_S * 1000000000) {
+    pa_lim_count(f->g, PA_LIM_IDLE);
+    head_free(h, true); /* no whole upgrade request in time */
+    return;
+  }
+  ssize_t r = recv(fd, h->buf + h->n, sizeof h->buf - 1 - h->n, 0);
+  if (r < 0 && (errno == EAGAIN || errno == EINTR))
+    return;
+  if (r <= 0) {
+    head_free(h, true);
+    return;
+  }
+  h->n += (size_t)r;
+  h->buf[h->n] = 0;
+  char *end = strstr(h->buf, "\r\n\r\n");
+  if (!end) {
+    if (h->n == sizeof h->buf - 1) {
+      static const char resp[] = "HTTP/1.1 431 Request Header Fields Too "
+                                 "Large\r\nConnection: close\r\n\r\n";
+      ssize_t w = send(fd, resp, sizeof resp - 1, MSG_NOSIGNAL);
+      (void)w;
+      head_free(h, true);
+    }
+    return;
+  }
+  size_t head_len = (size_t)(end + 4 - h->buf);
+  if (!pa_core_head_authed(f->g, h->buf, head_len)) {
+    /* --token: ws://host:port/?token=... or Authorization: Bearer */
+    f->refused_auth++;
+    head_refuse(h, "401 Unauthorized",
+                "not_authorized: this gateway has a --token: add ?token=... "
+                "to the URL or an Authorization: Bearer header");
+    return;
+  }
+  pa_core_client_seen(f->g);
+  const char *why;
+  uint32_t slot = pa_fox_conn_slot(f, h->addr, &why);
+  if (slot == FOX_MAX_CONNS) {
+    pa_warn("foxglove: refused a connection: %s", why);
+    head_refuse(h, "503 Service Unavailable", why);
+    return;
+  }
+  fox_conn *c = calloc(1, sizeof *c);
+  if (!c) {
+    head_free(h, true);
+    return;
+  }
+  c->f = f;
+  c->slot = slot;
+  c->gen = ++f->gens;
+  c->addr = h->addr;
+  c->active_ns = pa_now_ns();
+  struct pa_ws_limits lim = {.max_message = 1u << 20,
+                             .max_queued = FOX_MAX_QUEUED,
+                             .pauses = &f->g->lim.events[PA_LIM_PAUSED]};
+  struct pa_ws_cbs cbs = {pa_fox_on_text, pa_fox_on_binary, pa_fox_on_close,
+                          NULL};
+  char err[256];
+  /* pa_ws_accept owns fd from here, whatever it returns */
+  evutil_socket_t sock = h->fd;
+  event_free(h->ev);
+  h->ev = NULL;
+  c->ws = pa_ws_accept(f->g->base, sock, h->buf, head_len,
+                       (const uint8_t *)h->buf + head_len, h->n - head_len,
+                       protocols, &lim, &cbs, c, err, sizeof err);
+  head_free(h, false);
+  if (!c->ws) {
+    pa_info("foxglove: refused a connection: %s", err);
+    free(c);
+    return;
+  }
+  pa_fox_refresh_world(
+      f); /* before c is listed: its first message is serverInfo */
+  f->conns[slot] = c;
+  f->n_conns++;
+  json_t *caps = json_pack("[s, s, s, s]", "clientPublish", "services", "time",
+                           "parameters");
+  pa_fox_send_json(
+      c, json_pack("{s:s, s:s, s:o, s:[s], s:{s:s, s:s}, s:s}", "op",
+                   "serverInfo", "name", "playarea", "capabilities", caps,
+                   "supportedEncodings", "json", "metadata", "instance",
+                   f->g->ctl->def.instance, "subprotocol",
+                   pa_ws_subprotocol(c->ws), "sessionId", f->session));
+  pa_fox_advertise_all(f, c);
+  pa_fox_advertise_services(c);
+  f->last_time_sent = -1; /* the new client gets the clock at once */
+  pa_fox_arm(f);
+}
+
+void pa_fox_on_accept(struct evconnlistener *lis, evutil_socket_t fd,
+                      struct sockaddr *sa, int salen, void *arg) {
+  (void)lis;
+  pa_fox *f = arg;
+  fox_head *h = calloc(1, sizeof *h);
+  if (!h) {
+    evutil_closesocket(fd);
+    return;
+  }
+  h->f = f;
+  h->fd = fd;
+  h->start_ns = pa_now_ns();
+  if (sa->sa_family == AF_INET && salen >= (int)sizeof(struct sockaddr_in))
+    h->addr = ((const struct sockaddr_in *)sa)->sin_addr.s_addr;
+  evutil_make_socket_nonblocking(fd);
+  h->ev = event_new(f->g->base, fd, EV_READ | EV_PERSIST, on_head, h);
+  struct timeval tv = {FOX_HEAD_TIMEOUT_S, 0};
+  if (!h->ev || event_add(h->ev, &tv) != 0)
+    head_free(h, true);
 }
 
 static void fox_stop(pa_netgw *g) {

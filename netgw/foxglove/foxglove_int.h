@@ -48,6 +48,8 @@ typedef struct fox_conn {
   uint64_t sent, dropped;
   uint32_t addr;     /* the client's IPv4 address (per-peer cap) */
   int64_t active_ns; /* its last message [ns]: idle without subscriptions */
+  int64_t warn_ns;   /* its last cmd_vel warning [ns] (one a second) */
+  int warn_kind;     /* and which it was */
 } fox_conn;
 
 typedef struct fox_head {
@@ -75,6 +77,7 @@ struct pa_fox {
   pa_netgw *g;
   struct evconnlistener *lis;
   unsigned port;
+  char session[48];      /* serverInfo's sessionId: new each start */
   uint64_t refused_auth; /* upgrades without the --token */
   struct event *turn_ev;
   fox_conn *conns[FOX_MAX_CONNS];
@@ -112,6 +115,8 @@ struct pa_fox {
   char **rec_topics; /* NULL = all */
   double rec_until;  /* sim time; 0 = no limit */
   double rec_seconds;
+  uint64_t rec_tick, rec_print; /* the last recorded state (state_print) */
+  bool rec_any;
   bool rec_started_time;
   int rec_schema[PA_FOX_KINDS];
   int rec_world[PA_FOX_WORLD_KINDS];
@@ -167,9 +172,18 @@ void pa_fox_refresh_world(pa_fox *f);
 /* The recording's channel for topic (created on first use), 0 = none. */
 int pa_fox_rec_channel(pa_fox *f, int kind, int *slot, const char *topic);
 void pa_fox_arm(pa_fox *f); /* the turn timer, if not pending */
+/* Follows the state, scan and camera rings now (a recording's catch-up). */
+void pa_fox_drain(pa_fox *f);
 /* Stops the recording, logging its figures. */
 void pa_fox_record_end(pa_fox *f, const char *why);
 void pa_fox_free_topics(char **t);
+
+/* Advertises every current channel to c. */
+void pa_fox_advertise_all(pa_fox *f, fox_conn *c);
+
+/* foxglove_fe.c: accepting (the upgrade, its subprotocol and token) */
+void pa_fox_on_accept(struct evconnlistener *lis, evutil_socket_t fd,
+                      struct sockaddr *sa, int socklen, void *arg);
 
 /* foxglove_svc.c */
 void pa_fox_advertise_services(fox_conn *c);

@@ -252,6 +252,23 @@ static const struct {
          "\"contentEncoding\":\"base64\"},"
          "\"format\":{\"type\":\"string\"}}}",
          "camera"},
+    [PA_FOX_POSE] = {"foxglove.PoseInFrame",
+                     "{\"title\":\"foxglove.PoseInFrame\",\"type\":\"object\","
+                     "\"properties\":{\"timestamp\":" TIME_S
+                     ",\"frame_id\":{\"type\":\"string\"},\"pose\":" POSE_S
+                     "}}",
+                     "pose"},
+    [PA_FOX_CAMINFO] = {"foxglove.CameraCalibration",
+                        "{\"title\":\"foxglove.CameraCalibration\","
+                        "\"type\":\"object\",\"properties\":{"
+                        "\"timestamp\":" TIME_S
+                        ",\"frame_id\":{\"type\":\"string\"},"
+                        "\"width\":{\"type\":\"integer\"},"
+                        "\"height\":{\"type\":\"integer\"},"
+                        "\"distortion_model\":{\"type\":\"string\"},"
+                        "\"D\":" NUMS_S ",\"K\":" NUMS_S ",\"R\":" NUMS_S
+                        ",\"P\":" NUMS_S "}}",
+                        "camera_info"},
 };
 
 const char *pa_fox_schema_name(int kind) {
@@ -271,6 +288,16 @@ void pa_fox_topic(int kind, const char *robot, char *out, size_t sz) {
 
 /* ---- messages ------------------------------------------------------ */
 
+/* A map cell's grey: free 255 (white) .. occupied 0 (black), unknown 128
+ * (the grey of map_server's PGM and RViz's map colour scheme). */
+static uint8_t map_grey(int v) {
+  if (v < 0)
+    return 128;
+  if (v > 100)
+    v = 100;
+  return (uint8_t)(255 - (v * 255 + 50) / 100);
+}
+
 void pa_fox_enc_grid(pa_fox_buf *b, uint64_t t_ns, const pa_map_block *m,
                      const int8_t *cells) {
   /* Row 0 is the map's first row, at its origin: Grid's own layout. */
@@ -282,13 +309,34 @@ void pa_fox_enc_grid(pa_fox_buf *b, uint64_t t_ns, const pa_map_block *m,
   pa_fox_num(b, m->resolution);
   PUTS(b, ",\"y\":");
   pa_fox_num(b, m->resolution);
-  /* type 2 = INT8 (foxglove.NumericType): -1 unknown, 0..100 occupancy */
+  /* A cell: occupancy (type 2 = INT8, foxglove.NumericType: -1 unknown,
+   * 0..100), then its grey (UINT8, type 1) as red, green and blue, and
+   * alpha 255: Lichtblick colours a Grid with red/green/blue/alpha fields
+   * by them (rgba-fields) instead of the turbo colormap, so /map looks as
+   * a map does: free white, occupied black, unknown grey. */
   pa_fox_buf_printf(b,
-                    "},\"row_stride\":%u,\"cell_stride\":1,\"fields\":"
-                    "[{\"name\":\"occupancy\",\"offset\":0,\"type\":2}],"
+                    "},\"row_stride\":%u,\"cell_stride\":3,\"fields\":["
+                    "{\"name\":\"occupancy\",\"offset\":0,\"type\":2},"
+                    "{\"name\":\"red\",\"offset\":1,\"type\":1},"
+                    "{\"name\":\"green\",\"offset\":1,\"type\":1},"
+                    "{\"name\":\"blue\",\"offset\":1,\"type\":1},"
+                    "{\"name\":\"alpha\",\"offset\":2,\"type\":1}],"
                     "\"data\":\"",
-                    m->width);
-  base64(b, (const uint8_t *)cells, (size_t)m->width * m->height);
+                    m->width * 3u);
+  size_t n = (size_t)m->width * m->height;
+  uint8_t *d = malloc(n ? n * 3 : 1);
+  if (!d) {
+    b->oom = true;
+    return;
+  }
+  for (size_t i = 0; i < n; i++) {
+    int v = cells[i];
+    d[3 * i] = (uint8_t)cells[i];
+    d[3 * i + 1] = map_grey(v);
+    d[3 * i + 2] = 255;
+  }
+  base64(b, d, n * 3);
+  free(d);
   PUTS(b, "\"}");
 }
 
@@ -345,7 +393,12 @@ void pa_fox_enc_scan(pa_fox_buf *b, const char *robot, const pa_scan *s) {
   for (uint32_t i = 0; i < s->count; i++) {
     if (i)
       PUTS(b, ",");
-    range_um(b, r[i]);
+    /* no return (pa-sim: range_max): foxglove.LaserScan has no range_max,
+     * so a number there would be drawn as a ring; null is no number */
+    if (!(r[i] < s->range_max))
+      PUTS(b, "null");
+    else
+      range_um(b, r[i]);
   }
   PUTS(b, "],\"intensities\":[]}");
 }
@@ -399,8 +452,53 @@ void pa_fox_enc_tf(pa_fox_buf *b, uint64_t t_ns, const pa_robot_info *info,
     PUTS(b, ",");
     transform(b, t_ns, base, child, 0, 0,
               ri->head_height > 0 ? ri->head_height : 0.35, s->head);
+    /* camera -> camera_optical: z forward, x right, y down (the images'
+     * and CameraCalibration's frame) */
+    char optical[64];
+    snprintf(optical, sizeof optical, "%s/camera_optical", ri->name);
+    PUTS(b, ",{\"timestamp\":");
+    pa_fox_stamp(b, t_ns);
+    PUTS(b, ",\"parent_frame_id\":");
+    pa_fox_str(b, child);
+    PUTS(b, ",\"child_frame_id\":");
+    pa_fox_str(b, optical);
+    PUTS(b, ",\"translation\":{\"x\":0,\"y\":0,\"z\":0},"
+            "\"rotation\":{\"x\":-0.5,\"y\":0.5,\"z\":-0.5,\"w\":0.5}}");
   }
   PUTS(b, "]}");
+}
+
+void pa_fox_enc_caminfo(pa_fox_buf *b, const char *robot, const pa_frame *f,
+                        double fov) {
+  char frame[64];
+  snprintf(frame, sizeof frame, "%s/camera_optical", robot);
+  double w = f->width, h = f->height;
+  double fx = w / 2 / tan((fov > 0.01 && fov < 3.1 ? fov : 1.0) / 2);
+  double cx = w / 2, cy = h / 2; /* square pixels: fy = fx */
+  PUTS(b, "{\"timestamp\":");
+  pa_fox_stamp(b, pa_fox_ns(f->sim_time));
+  PUTS(b, ",\"frame_id\":");
+  pa_fox_str(b, frame);
+  pa_fox_buf_printf(b,
+                    ",\"width\":%u,\"height\":%u,\"distortion_model\":"
+                    "\"plumb_bob\",\"D\":[0,0,0,0,0],"
+                    "\"K\":[%.9g,0,%.9g,0,%.9g,%.9g,0,0,1],"
+                    "\"R\":[1,0,0,0,1,0,0,0,1],"
+                    "\"P\":[%.9g,0,%.9g,0,0,%.9g,%.9g,0,0,0,1,0]}",
+                    f->width, f->height, fx, cx, fx, cy, fx, cx, fx, cy);
+}
+
+void pa_fox_enc_pose(pa_fox_buf *b, uint64_t t_ns, const char *robot,
+                     const pa_robot_state *rs) {
+  char frame[64];
+  snprintf(frame, sizeof frame, "%s/odom", robot);
+  PUTS(b, "{\"timestamp\":");
+  pa_fox_stamp(b, t_ns);
+  PUTS(b, ",\"frame_id\":");
+  pa_fox_str(b, frame);
+  PUTS(b, ",\"pose\":");
+  pa_fox_pose(b, rs->odom_x, rs->odom_y, 0, rs->odom_theta);
+  PUTS(b, "}");
 }
 
 void pa_fox_enc_odom(pa_fox_buf *b, uint64_t t_ns, const char *robot,
@@ -451,7 +549,7 @@ int pa_fox_enc_image(pa_fox_buf *b, void *tj, const char *robot,
     return -1;
   }
   char frame[64];
-  snprintf(frame, sizeof frame, "%s/camera", robot);
+  snprintf(frame, sizeof frame, "%s/camera_optical", robot);
   PUTS(b, "{\"timestamp\":");
   pa_fox_stamp(b, pa_fox_ns(f->sim_time));
   PUTS(b, ",\"frame_id\":");

@@ -26,6 +26,11 @@ void pa_fox_note_command(pa_netgw *g, const pa_cmd *cmd) {
   pa_fox *f = g->fox;
   if (!f || !f->rec)
     return;
+  /* the ticks of the commands before it, before the ring laps them (steps
+   * come faster than the turn timer) */
+  pa_fox_drain(f);
+  if (!f->rec)
+    return;
   const pa_tick *t = pa_gw_latest(g);
   uint64_t ns = pa_fox_ns(t ? t->sim_time : 0);
   int ch = pa_fox_rec_channel(f, PA_FOX_COMMANDS,
@@ -145,12 +150,19 @@ int pa_fox_record_start(pa_fox *f, const char *path, const char *const *topics,
   f->rec_seconds = seconds > 0 ? seconds : 0;
   f->rec_until = 0;
   f->rec_started_time = false;
+  f->rec_any = false;
   memset(f->rec_schema, 0, sizeof f->rec_schema);
   memset(f->rec_world, 0, sizeof f->rec_world);
   for (uint32_t r = 0; r < f->g->ctl->def.max_robots; r++)
     memset(f->robots[r].rec, 0, sizeof f->robots[r].rec);
   f->map_dirty = f->scene_dirty = true; /* the file starts with both */
   f->next_state_time = 0;
+  if (f->idle) { /* from what is new on (as on_turn would) */
+    f->state_cur = pa_ring_cursor_now(f->g->st->state);
+    f->scan_cur = pa_ring_cursor_now(f->g->st->scan);
+    f->cam_cur = pa_ring_cursor_now(f->g->st->camera);
+    f->idle = false;
+  }
   pa_fox_cam_update(f);
   pa_fox_arm(f);
   return 0;
@@ -163,6 +175,7 @@ int pa_fox_record_stop(pa_fox *f, pa_mcap_stats *st, char *path, size_t path_sz,
     return -1;
   }
   snprintf(path, path_sz, "%s", f->rec_path);
+  pa_fox_drain(f); /* the ticks since the last turn (the last step's) */
   /* The end state, to the bit: what a replay must reach. */
   const pa_tick *t = pa_gw_latest(f->g);
   int ch = pa_fox_rec_channel(f, PA_FOX_STATE, &f->rec_world[PA_FOX_STATE],

@@ -1,7 +1,7 @@
 /* foxglove_scene.c - /scene: the world (obstacles, agents, navigation
- * drawings, the SSL ball) and the visual objects as one foxglove.SceneUpdate,
- * with the memo that makes each update carry only what changed. Its JSON
- * pieces are foxglove_msgs.c's. */
+ * drawings, the SSL ball, each robot's body) and the visual objects as one
+ * foxglove.SceneUpdate, with the memo that makes each update carry only what
+ * changed. Its JSON pieces are foxglove_msgs.c's. */
 #define _GNU_SOURCE
 #include "foxglove.h"
 
@@ -77,6 +77,7 @@ typedef struct scene_ctx {
   size_t ent_at, body_at;
   char id[80];
   uint32_t group;
+  const char *frame; /* the next entity's frame (NULL = map, not locked) */
 } scene_ctx;
 
 /* Opens an entity: header and metadata (key/value pairs, NULL-ended). */
@@ -90,10 +91,15 @@ static void ent_open(scene_ctx *x, uint32_t group, const char *id, ...) {
   PUTS(b, "{\"timestamp\":");
   pa_fox_stamp(b, x->t_ns);
   x->body_at = b->n;
-  PUTS(b, ",\"frame_id\":\"map\",\"id\":");
+  PUTS(b, ",\"frame_id\":");
+  pa_fox_str(b, x->frame ? x->frame : "map");
+  PUTS(b, ",\"id\":");
   pa_fox_str(b, x->id);
-  PUTS(b, ",\"lifetime\":{\"sec\":0,\"nsec\":0},\"frame_locked\":false,"
-          "\"metadata\":[");
+  /* frame_locked: an entity in a robot's frame moves with its /tf */
+  pa_fox_buf_printf(b,
+                    ",\"lifetime\":{\"sec\":0,\"nsec\":0},"
+                    "\"frame_locked\":%s,\"metadata\":[",
+                    x->frame ? "true" : "false");
   va_list ap;
   va_start(ap, id);
   bool first = true;
@@ -243,6 +249,51 @@ static void obstacle_ents(scene_ctx *x, const pa_fox_scene_in *in) {
                         "\"color\":{\"r\":1,\"g\":1,\"b\":1,\"a\":1}}",
                         r * 0.7, r * 0.15, r * 0.4, r * 0.4);
     }
+    ent_close(x);
+  }
+}
+
+/* Each robot's body in its own frame (R/base_link, frame-locked: it moves
+ * with /tf, and /scene is not resent as it drives): its footprint as a
+ * cylinder of its colour and height, a heading arrow on top, its name
+ * above. */
+static void robot_ents(scene_ctx *x, const pa_fox_scene_in *in) {
+  for (uint32_t r = 0; r < in->n_robots; r++) {
+    const pa_robot_info *ri = &in->robots[r];
+    if (!ri->active)
+      continue;
+    char name[sizeof ri->name + 1], id[64], frame[64];
+    snprintf(name, sizeof name, "%.*s", (int)sizeof ri->name, ri->name);
+    snprintf(id, sizeof id, "robot/%s", name);
+    snprintf(frame, sizeof frame, "%s/base_link", name);
+    double rad = ri->radius > 0 ? ri->radius : 0.2;
+    double h = ri->height > 0 ? ri->height : 0.3;
+    x->frame = frame;
+    ent_open(x, SG_WORLD, id, "robot", name, (const char *)NULL);
+    x->frame = NULL;
+    pa_fox_buf *p = prim(x, PR_CYLINDERS);
+    PUTS(p, "{\"pose\":");
+    pa_fox_pose(p, 0, 0, h / 2, 0);
+    PUTS(p, ",\"size\":");
+    pa_fox_vec3(p, 2 * rad, 2 * rad, h);
+    PUTS(p, ",\"bottom_scale\":1,\"top_scale\":1,\"color\":");
+    pa_fox_color(p, ri->colour);
+    PUTS(p, "}");
+    p = prim(x, PR_ARROWS);
+    PUTS(p, "{\"pose\":");
+    pa_fox_pose(p, 0, 0, h + 0.01, 0);
+    pa_fox_buf_printf(p,
+                      ",\"shaft_length\":%.4g,\"shaft_diameter\":%.4g,"
+                      "\"head_length\":%.4g,\"head_diameter\":%.4g,"
+                      "\"color\":{\"r\":1,\"g\":1,\"b\":1,\"a\":1}}",
+                      rad * 0.7, rad * 0.15, rad * 0.4, rad * 0.4);
+    p = prim(x, PR_TEXTS);
+    PUTS(p, "{\"pose\":");
+    pa_fox_pose(p, 0, 0, h + 0.15, 0);
+    PUTS(p, ",\"billboard\":true,\"font_size\":14,\"scale_invariant\":"
+            "true,\"color\":{\"r\":1,\"g\":1,\"b\":1,\"a\":1},\"text\":");
+    pa_fox_str(p, name);
+    PUTS(p, "}");
     ent_close(x);
   }
 }
@@ -467,6 +518,7 @@ size_t pa_fox_enc_scene(pa_fox_buf *b, uint64_t t_ns, const pa_fox_scene_in *in,
   m->n_cur = 0;
   PUTS(b, "{\"entities\":[");
   obstacle_ents(&x, in);
+  robot_ents(&x, in);
   nav_ents(&x, in);
   ball_ent(&x, in->tick);
   if (in->vis && (full || !m->have_vis || in->vis->gen != m->vis_gen)) {

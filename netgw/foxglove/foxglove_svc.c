@@ -87,6 +87,16 @@ static void service_call(fox_conn *c, const uint8_t *d, size_t n) {
     service_failure(c, service, call, "no such service");
     return;
   }
+  /* the services are advertised with the json encoding only */
+  const char *enc = (const char *)d + 13;
+  if (el != 4 || memcmp(enc, "json", 4)) {
+    char why[120];
+    snprintf(why, sizeof why,
+             "encoding '%.*s' is not supported: only json (as advertised)",
+             (int)(el < 40 ? el : 40), enc);
+    service_failure(c, service, call, why);
+    return;
+  }
   json_error_t je;
   json_t *req = pl ? json_loadb(payload, pl, 0, &je) : json_object();
   if (!req || !json_is_object(req)) {
@@ -342,6 +352,42 @@ static double twist_part(json_t *j, const char *part, const char *axis) {
   return v ? (json_is_number(v) ? json_number_value(v) : NAN) : 0;
 }
 
+/* A Twist the robot cannot follow as sent: a warning status saying what
+ * happens (sideways on a differential robot: ignored; beyond the robot's
+ * limits: pa-sim clamps); the same one at most once a second per client. */
+static void twist_warn(fox_conn *c, const char *topic, const pa_robot_info *ri,
+                       const pa_cmd_drive *d, double vy) {
+  char why[200] = "";
+  int kind = 0; /* which warning: the same one is not repeated within 1 s */
+  if (vy != 0 && ri->drive != PA_DRIVE_OMNI) {
+    kind = 1;
+    snprintf(why, sizeof why,
+             "linear.y %.4g ignored: the robot is differential (no sideways "
+             "motion)",
+             vy);
+  } else if (fabs(d->v) > ri->max_v) {
+    kind = 2;
+    snprintf(why, sizeof why, "linear.x %.4g clamped to the robot's max_v %.4g",
+             d->v, (double)ri->max_v);
+  } else if (ri->drive == PA_DRIVE_OMNI && fabs(d->vy) > ri->max_vy) {
+    kind = 3;
+    snprintf(why, sizeof why,
+             "linear.y %.4g clamped to the robot's max_vy %.4g", d->vy,
+             (double)ri->max_vy);
+  } else if (fabs(d->w) > ri->max_w) {
+    kind = 4;
+    snprintf(why, sizeof why,
+             "angular.z %.4g clamped to the robot's max_w %.4g", d->w,
+             (double)ri->max_w);
+  }
+  int64_t now = pa_now_ns();
+  if (!kind || (kind == c->warn_kind && now - c->warn_ns < 1000000000LL))
+    return;
+  c->warn_ns = now;
+  c->warn_kind = kind;
+  pa_fox_status(c, 1, "%s: %s", topic, why);
+}
+
 /* A client message: a Twist on /<robot>/cmd_vel drives that robot. */
 static void on_client_data(fox_conn *c, const uint8_t *d, size_t n) {
   if (n < 5)
@@ -383,7 +429,8 @@ static void on_client_data(fox_conn *c, const uint8_t *d, size_t n) {
   cmd.robot = idx;
   cmd.flags = PA_CMDF_NO_REPLY;
   cmd.drive.v = twist_part(j, "linear", "x");
-  cmd.drive.vy = info.drive == PA_DRIVE_OMNI ? twist_part(j, "linear", "y") : 0;
+  double vy = twist_part(j, "linear", "y");
+  cmd.drive.vy = info.drive == PA_DRIVE_OMNI ? vy : 0;
   cmd.drive.w = twist_part(j, "angular", "z");
   cmd.drive.frame = PA_FRAME_ROBOT;
   json_decref(j);
@@ -392,6 +439,7 @@ static void on_client_data(fox_conn *c, const uint8_t *d, size_t n) {
     pa_fox_status(c, 2, "%s: %s", topic, bad);
     return;
   }
+  twist_warn(c, topic, &info, &cmd.drive, vy);
   char err[160];
   if (pa_core_ask(c->f->g, PA_LIM_SRC_CLIENT, &cmd, 1, 0, NULL, NULL, 0, err,
                   sizeof err) != 0)

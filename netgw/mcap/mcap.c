@@ -623,6 +623,12 @@ void pa_mcap_sync(pa_mcap *m) {
   pthread_mutex_unlock(&m->mu);
 }
 
+void pa_mcap_count_dropped(pa_mcap *m, uint64_t n) {
+  pthread_mutex_lock(&m->mu);
+  m->dropped += n;
+  pthread_mutex_unlock(&m->mu);
+}
+
 void pa_mcap_get_stats(pa_mcap *m, pa_mcap_stats *st) {
   pthread_mutex_lock(&m->mu);
   *st = m->st;

@@ -30,7 +30,7 @@ typedef struct pa_mcap_def {
 
 typedef struct pa_mcap_stats {
   uint64_t messages; /* written into chunks */
-  uint64_t dropped;  /* refused by a full queue */
+  uint64_t dropped;  /* refused by a full queue, or counted lost upstream */
   uint64_t chunks;
   uint64_t bytes;     /* [bytes] file size so far */
   uint64_t raw_bytes; /* [bytes] uncompressed chunk records */
@@ -59,6 +59,10 @@ int pa_mcap_write(pa_mcap *m, int channel, uint64_t log_ns, uint64_t publish_ns,
 /* Blocks until everything queued before the call is in the file as complete
  * chunks (tests, and a recording's stop before it reports). */
 void pa_mcap_sync(pa_mcap *m);
+
+/* Counts n messages lost before they reached pa_mcap_write (a source that
+ * was lapped) in the stats' dropped. */
+void pa_mcap_count_dropped(pa_mcap *m, uint64_t n);
 
 void pa_mcap_get_stats(pa_mcap *m, pa_mcap_stats *st);
 
