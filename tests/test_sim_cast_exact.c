@@ -53,7 +53,9 @@ static uint64_t rnd(void) { /* xorshift64 */
   rng_state ^= rng_state << 17;
   return rng_state;
 }
-static double unif(void) { return (double)(rnd() >> 11) * (1.0 / 9007199254740992.0); }
+static double unif(void) {
+  return (double)(rnd() >> 11) * (1.0 / 9007199254740992.0);
+}
 static int irnd(int n) { return (int)(rnd() % (uint64_t)n); }
 
 static void block(pa_grid *g, int x, int y) {
@@ -269,8 +271,10 @@ int main(int argc, char **argv) {
     uint32_t w, h;
     int kind;
     double yaw, rmax;
-  } maps[] = {{500, 500, 0, 0, 10.0},   {300, 220, 1, 0.3, 8.0},
-              {260, 260, 2, 0, 30.0},   {500, 500, 0, -1.1, 25.0},
+  } maps[] = {{500, 500, 0, 0, 10.0},
+              {300, 220, 1, 0.3, 8.0},
+              {260, 260, 2, 0, 30.0},
+              {500, 500, 0, -1.1, 25.0},
               {200, 300, 1, 0, 3.5}};
   for (size_t k = 0; k < sizeof maps / sizeof maps[0]; k++) {
     pa_grid g;
