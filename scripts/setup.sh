@@ -51,9 +51,11 @@ packages=(
   libavcodec-dev libavformat-dev libavutil-dev libswscale-dev ffmpeg
 )
 # Only the tests use these (the viewer under xvfb, --wrap tools, the fuzz
-# build, /metrics parsing, the browser tests): --test-deps.
+# build, /metrics parsing, the browser tests, the caster's AArch64 check
+# under qemu-user): --test-deps.
 test_packages=(xvfb xauth strace valgrind gdb clang libclang-rt-14-dev
-  python3-prometheus-client prometheus chromium nodejs)
+  python3-prometheus-client prometheus chromium nodejs
+  gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user)
 
 ((test_deps)) && packages+=("${test_packages[@]}")
 # Debian's nodejs comes without npm (package npm); a nodejs built elsewhere

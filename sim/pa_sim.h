@@ -34,7 +34,7 @@ extern "C" {
 
 /* The exact ray caster's vector paths (see pa_sim_simd_path). */
 typedef enum pa_sim_simd {
-  PA_SIM_SIMD_AUTO = 0, /* the fastest this CPU has (avx512, avx2, scalar) */
+  PA_SIM_SIMD_AUTO = 0, /* the fastest this CPU has (avx512, avx2, portable) */
   PA_SIM_SIMD_AVX512,   /* x86-64 with AVX-512 F/DQ/VL */
   PA_SIM_SIMD_AVX2,     /* x86-64 with AVX2 + FMA */
   PA_SIM_SIMD_PORTABLE, /* vector extensions: SSE2 / NEON, any CPU */

@@ -17,7 +17,12 @@
 /* lane masks -> bits: one instruction on x86-64's baseline */
 #define VEC_BITS_F(m) ((unsigned)_mm_movemask_ps((__m128)(m)))
 #define VEC_BITS_D(m) ((unsigned)_mm_movemask_pd((__m128d)(m)))
+#define FACE_BITS(m) ((unsigned)_mm_movemask_ps((__m128)(m)))
 #endif
+/* Every lane mask here has at most 4 bits (4 float / 2 double lanes): its
+ * bit count from a constant, where the baseline ISA has no POPCNT (x86-64
+ * would call libgcc's). */
+#define VEC_POPCNT(b) ((int)(0x4332322132212110ull >> (4 * (b)) & 15))
 
 /* Packed stores without a variable permute (SSE2 has none): the vector
  * through memory, then its lanes by a table of the kept ones. */

@@ -28,9 +28,13 @@
  * of the origin: relative errors ~2^-21), so every range is the plain
  * traversal's bit for bit. */
 
-/* lanes of the float passes: 16 with 64-byte vectors (AVX-512), else 8 */
+/* lanes of the float passes: 16 with 64-byte vectors (AVX-512), 4 with
+ * 16-byte ones (SSE2, NEON: one register; wider vectors there are split
+ * lane by lane by the compiler), else 8 */
 #if defined(VEC_BYTES) && VEC_BYTES == 64
 #define FACE_L 16
+#elif defined(VEC_BYTES) && VEC_BYTES == 16
+#define FACE_L 4
 #else
 #define FACE_L 8
 #endif
@@ -331,8 +335,8 @@ VEC_TARGET static void VEC_FN(face_prep)(pa_sim_face_scratch *k, int32_t c0,
     FACE_PACK(k->fg0 + nb, i0, bf);
     FACE_PACK(k->fg1 + nb, i1, bf);
     FACE_PACK(k->fd2 + nb, (FACE_VI)d2, bf);
-    na += __builtin_popcount(bn);
-    nb += __builtin_popcount(bf);
+    na += VEC_POPCNT(bn);
+    nb += VEC_POPCNT(bf);
   }
   *nn = na;
   *nf = nb;
@@ -356,9 +360,13 @@ VEC_TARGET static int32_t VEC_FN(face_cull)(pa_sim_face_scratch *k, int32_t f0,
     g1 = FACE_SELI(live, g1, (FACE_VI){0} + 1);
     FACE_VI span = g1 - g0; /* >= 1; over the table's spans: kept */
     live &= span < (1 << PA_SIM_FACE_LEVELS);
-    FACE_VI lv = -((span >= 2) + (span >= 4) + (span >= 8) + (span >= 16));
+    const FACE_VI s2 = span >= 2, s4 = span >= 4, s8 = span >= 8;
+    const FACE_VI s16 = span >= 16;
+    FACE_VI lv = -(s2 + s4 + s8 + s16);
+    /* 2^lv without a shift by lanes (SSE2 and NEON's baseline: none) */
+    FACE_VI pw = 1 + (s2 & 1) + (s4 & 2) + (s8 & 4) + (s16 & 8);
     FACE_VI at0 = lv * PA_SIM_FACE_ARR + g0;
-    FACE_VI at1 = lv * PA_SIM_FACE_ARR + g1 - (((FACE_VI){0} + 1) << lv);
+    FACE_VI at1 = lv * PA_SIM_FACE_ARR + g1 - pw;
     at0 = FACE_SELI(live, at0, (FACE_VI){0});
     at1 = FACE_SELI(live, at1, (FACE_VI){0});
     FACE_VF x = FACE_GATHER_F(k->best[0], at0);
@@ -367,7 +375,7 @@ VEC_TARGET static int32_t VEC_FN(face_cull)(pa_sim_face_scratch *k, int32_t f0,
     const unsigned bk =
         FACE_BITS((iota + i < f1) & ~(live & (d2 > reach * reach)));
     FACE_PACK(k->kept + nk, idx, bk);
-    nk += __builtin_popcount(bk);
+    nk += VEC_POPCNT(bk);
   }
   return nk;
 }

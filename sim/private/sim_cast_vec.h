@@ -22,7 +22,8 @@
  * VEC_FN(name) (the file's names), and may set VEC_BYTES and give faster
  * forms of the hooks below: VEC_GATHER_F / _D (lanes of field bytes),
  * VEC_FMA_F, VEC_TRUNC_D, VEC_BITS_F / _D (lane mask -> bits), VEC_EXPAND_D
- * (expand load) and VEC_PERM with VEC_CST_F / _I (packed stores). */
+ * (expand load), VEC_POPCNT (set bits of a lane mask) and VEC_PERM with
+ * VEC_CST_F / _I (packed stores). */
 #include "sim_geom_int.h"
 
 #include <math.h>
@@ -75,6 +76,9 @@ VEC_TARGET static inline vec_d VEC_FN(gather_d)(const uint8_t *F, vec_d x) {
 }
 #define VEC_GATHER_D(F, idx) VEC_FN(gather_d)(F, idx)
 #endif
+#ifndef VEC_POPCNT
+#define VEC_POPCNT(b) __builtin_popcount(b) /* set bits of a lane mask */
+#endif
 #ifndef VEC_FMA_F
 #define VEC_FMA_F(a, b, c) ((a) * (b) + (c))
 #endif
@@ -123,7 +127,7 @@ VEC_TARGET static inline unsigned VEC_FN(bits_f)(vec_i m) {
  * free lanes that take the last rays. */
 VEC_TARGET static inline unsigned VEC_FN(first_lanes)(unsigned fr,
                                                       uint32_t left) {
-  if ((uint32_t)__builtin_popcount(fr) <= left)
+  if ((uint32_t)VEC_POPCNT(fr) <= left)
     return fr;
   unsigned keep = 0;
   for (uint32_t got = 0; fr && got < left; got++) {
@@ -188,7 +192,7 @@ VEC_TARGET static inline void VEC_FN(fill)(VEC_FN(wave) * w, VEC_FN(src) * q,
     return;
   fr = VEC_FN(first_lanes)(fr, left);
   const uint32_t at = q->next;
-  q->next += (uint32_t)__builtin_popcount(fr);
+  q->next += (uint32_t)VEC_POPCNT(fr);
   w->bits |= fr;
   const vec_l fm = VEC_FN(mask_d)(fr);
   w->dx = SEL_D(fm, VEC_EXPAND_D(fr, q->dx + at), w->dx);
@@ -423,7 +427,7 @@ VEC_TARGET static inline uint32_t VEC_FN(done)(VEC_FN(lists) * L, uint32_t at,
   VEC_CST_I(L->dres + at, r, p);
   VEC_CST_I(L->dcx + at, cx, p);
   VEC_CST_F(L->dt + at, t, p);
-  return at + (uint32_t)__builtin_popcount(b);
+  return at + (uint32_t)VEC_POPCNT(b);
 }
 
 /* Appends lanes b of jumping rays to the jump list at `at` (a pass packs
@@ -437,7 +441,7 @@ VEC_TARGET static inline uint32_t VEC_FN(to_jump)(VEC_FN(lists) * L,
   VEC_CST_F(L->jdy + at, dy, p);
   VEC_CST_F(L->jt + at, t, p);
   VEC_CST_I(L->jid + at, id, p);
-  return at + (uint32_t)__builtin_popcount(b);
+  return at + (uint32_t)VEC_POPCNT(b);
 }
 
 /* The same for walking rays: t's error bound te, the landing's parameter
@@ -456,7 +460,7 @@ VEC_TARGET static inline uint32_t VEC_FN(to_walk)(VEC_FN(lists) * L,
   VEC_CST_I(L->kcx + at, cx, p);
   VEC_CST_I(L->kcy + at, cy, p);
   VEC_CST_I(L->kid + at, id, p);
-  return at + (uint32_t)__builtin_popcount(b);
+  return at + (uint32_t)VEC_POPCNT(b);
 }
 
 /* One jump of every jumping ray; those that stop land (onto the walk list,
