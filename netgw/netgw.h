@@ -169,6 +169,9 @@ typedef struct pa_netgw_def {
   /* Foxglove WebSocket server (docs/foxglove.md): its port (0 = off, -1 =
    * a free one, reported by the foxglove_info action) */
   int32_t foxglove_port;
+  /* its scans' and images' encoding: "json" or "protobuf" (the schemas
+   * as a FileDescriptorSet); the rest is JSON either way */
+  const char *foxglove_encoding;
   /* Player 3 protocol (docs/player.md): its TCP port (0 = off, -1 = a free
    * one; 6665) */
   int32_t player_port;

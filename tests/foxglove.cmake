@@ -13,7 +13,8 @@ if(PA_NODE AND EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/web/node_modules/@mcap/core)
   elseif(PA_TSAN)
     set(_pa_fox_slow 8)
   endif()
-  foreach(t foxglove mcap mcap_lockstep foxglove_scene foxglove_token foxglove_panels)
+  foreach(t foxglove mcap mcap_lockstep foxglove_scene foxglove_token foxglove_panels
+          foxglove_pb)
     add_test(NAME web_${t} COMMAND ${PA_NODE} ${CMAKE_CURRENT_SOURCE_DIR}/web/${t}.mjs
              WORKING_DIRECTORY ${CMAKE_CURRENT_SOURCE_DIR}/web)
     set_tests_properties(web_${t} PROPERTIES TIMEOUT 180 LABELS foxglove

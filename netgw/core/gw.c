@@ -63,7 +63,8 @@ pa_netgw_def pa_netgw_def_default(void) {
       .ssl_vision_port = 10020,
       .ssl_vision_hz = 60,
       .foxglove_port = 8765, /* a taken port only warns (foxglove.c) */
-      .player_port = 6665,   /* a taken port only warns (player.c) */
+      .foxglove_encoding = "json",
+      .player_port = 6665, /* a taken port only warns (player.c) */
   };
   return d;
 }

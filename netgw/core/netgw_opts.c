@@ -91,6 +91,9 @@ static const pa_opt_row rows[] = {
     {ROW(def.foxglove_port, "foxglove_port", PA_OPT_I32, -1, 65535, 8765,
          "Foxglove WebSocket port (0 = off, -1 = a free one; a taken port "
          "walks to the next free one; none free: warns, runs without it)")},
+    {STR(def.foxglove_encoding, "foxglove_encoding", "json",
+         "Foxglove scans and camera images: json or protobuf (binary, the "
+         "foxglove schemas; ranges carry +inf for no return)")},
     {ROW(def.player_port, "player_port", PA_OPT_I32, -1, 65535, 6665,
          "Player 3 protocol TCP port for libplayerc clients (0 = off, -1 = a "
          "free one; a taken port walks to the next free one; none free: "
@@ -111,6 +114,12 @@ static int finish(void *args, const bool *given, char *err, size_t err_sz) {
   pa_netgw_args *a = args;
   if (!a->def.bind || !*a->def.bind) {
     snprintf(err, err_sz, "--bind: empty address");
+    return -1;
+  }
+  const char *fe = a->def.foxglove_encoding;
+  if (fe && strcmp(fe, "json") && strcmp(fe, "protobuf")) {
+    snprintf(err, err_sz, "--foxglove_encoding: '%s' is not json or protobuf",
+             fe);
     return -1;
   }
   if (!a->instance || !*a->instance) {

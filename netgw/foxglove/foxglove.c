@@ -62,13 +62,15 @@ bool pa_fox_topic_recorded(const pa_fox *f, const char *topic) {
 
 /* ---- channels ------------------------------------------------------ */
 
-static json_t *chan_json(uint32_t id, int kind, const char *robot) {
+static json_t *chan_json(pa_fox *f, uint32_t id, int kind, const char *robot) {
   char topic[96];
   pa_fox_topic(kind, robot, topic, sizeof topic);
+  bool pb = pa_fox_pb_kind(f->g, kind);
   return json_pack("{s:i, s:s, s:s, s:s, s:s, s:s}", "id", (json_int_t)id,
-                   "topic", topic, "encoding", "json", "schemaName",
-                   pa_fox_schema_name(kind), "schema", pa_fox_schema(kind),
-                   "schemaEncoding", "jsonschema");
+                   "topic", topic, "encoding", pb ? "protobuf" : "json",
+                   "schemaName", pa_fox_schema_name(kind), "schema",
+                   pb ? pa_fox_pb_schema_b64() : pa_fox_schema(kind),
+                   "schemaEncoding", pb ? "protobuf" : "jsonschema");
 }
 
 /* Advertises every current channel to c. */
@@ -76,13 +78,13 @@ void pa_fox_advertise_all(pa_fox *f, fox_conn *c) {
   json_t *chans = json_array();
   for (int k = 0; k < PA_FOX_WORLD_KINDS; k++)
     if (!pa_fox_rec_only(k))
-      json_array_append_new(chans, chan_json(pa_fox_world_chan[k], k, NULL));
+      json_array_append_new(chans, chan_json(f, pa_fox_world_chan[k], k, NULL));
   for (uint32_t r = 0; r < f->g->ctl->def.max_robots; r++)
     if (f->robots[r].live)
       for (int k = 0; k < PA_FOX_ROBOT_KINDS; k++)
         json_array_append_new(chans,
-                              chan_json(f->robots[r].chan[k], PA_FOX_SCAN + k,
-                                        f->robots[r].name));
+                              chan_json(f, f->robots[r].chan[k],
+                                        PA_FOX_SCAN + k, f->robots[r].name));
   pa_fox_send_json(
       c, json_pack("{s:s, s:o}", "op", "advertise", "channels", chans));
 }
@@ -181,7 +183,7 @@ void pa_fox_refresh_world(pa_fox *f) {
       for (int k = 0; k < PA_FOX_ROBOT_KINDS; k++) {
         fr->chan[k] = f->next_chan++;
         json_array_append_new(
-            added, chan_json(fr->chan[k], PA_FOX_SCAN + k, fr->name));
+            added, chan_json(f, fr->chan[k], PA_FOX_SCAN + k, fr->name));
       }
     }
   }
@@ -219,13 +221,18 @@ int pa_fox_rec_channel(pa_fox *f, int kind, int *slot, const char *topic) {
     return 0;
   if (*slot)
     return *slot;
+  bool pb = pa_fox_pb_kind(f->g, kind); /* recorded as sent */
   if (!f->rec_schema[kind]) {
     const char *s = pa_fox_schema(kind);
+    size_t n = strlen(s);
+    if (pb)
+      s = (const char *)pa_fox_pb_fds(&n);
     f->rec_schema[kind] = pa_mcap_schema(f->rec, pa_fox_schema_name(kind),
-                                         "jsonschema", s, strlen(s));
+                                         pb ? "protobuf" : "jsonschema", s, n);
   }
   if (f->rec_schema[kind] > 0)
-    *slot = pa_mcap_channel(f->rec, f->rec_schema[kind], topic, "json");
+    *slot = pa_mcap_channel(f->rec, f->rec_schema[kind], topic,
+                            pb ? "protobuf" : "json");
   return *slot > 0 ? *slot : 0;
 }
 
@@ -482,7 +489,10 @@ static void follow_scans(pa_fox *f) {
     pa_fox_topic(PA_FOX_SCAN, fr->name, topic, sizeof topic);
     if (!wanted(f, chan, topic))
       continue;
-    pa_fox_enc_scan(msg_begin(f), fr->name, s);
+    if (pa_fox_pb_kind(g, PA_FOX_SCAN))
+      pa_fox_pb_scan(msg_begin(f), fr->name, s);
+    else
+      pa_fox_enc_scan(msg_begin(f), fr->name, s);
     publish(f, chan, pa_fox_rec_channel(f, PA_FOX_SCAN, &fr->rec[0], topic),
             pa_fox_ns(s->sim_time), false);
     if (++n >= 64 * (int)g->ctl->def.max_robots && !f->rec) {
@@ -531,7 +541,8 @@ static void follow_camera(pa_fox *f) {
     if (!f->tj && !(f->tj = tjInitCompress()))
       return;
     if (pa_fox_enc_image(msg_begin(f), f->tj, rb->name, fr, FOX_JPEG_QUALITY,
-                         err, sizeof err) != 0) {
+                         pa_fox_pb_kind(g, PA_FOX_CAMERA), err,
+                         sizeof err) != 0) {
       pa_warn("foxglove: %s", err);
       continue;
     }

@@ -82,9 +82,26 @@ void pa_fox_enc_pose(pa_fox_buf *b, uint64_t t_ns, const char *robot,
                      const pa_robot_state *rs);
 void pa_fox_enc_odom(pa_fox_buf *b, uint64_t t_ns, const char *robot,
                      const pa_robot_state *rs);
-/* JPEG through libturbojpeg; -1 when it failed (err says why). */
+/* JPEG through libturbojpeg, as JSON or (pb) protobuf; -1 when it failed
+ * (err says why). */
 int pa_fox_enc_image(pa_fox_buf *b, void *tj, const char *robot,
-                     const pa_frame *f, int quality, char *err, size_t sz);
+                     const pa_frame *f, int quality, bool pb, char *err,
+                     size_t sz);
+/* n bytes as base64 text. */
+void pa_fox_base64(pa_fox_buf *b, const uint8_t *in, size_t n);
+
+/* ---- foxglove_pb.c: the protobuf encoding ------------------------- */
+
+/* Whether kind's channels go protobuf (--foxglove_encoding protobuf: the
+ * scans and the camera images). */
+bool pa_fox_pb_kind(const pa_netgw *g, int kind);
+/* The schemas' FileDescriptorSet (built by protoc), raw and as base64. */
+const uint8_t *pa_fox_pb_fds(size_t *len);
+const char *pa_fox_pb_schema_b64(void);
+/* foxglove.LaserScan (no return: +inf) and CompressedImage, packed. */
+void pa_fox_pb_scan(pa_fox_buf *b, const char *robot, const pa_scan *s);
+void pa_fox_pb_image(pa_fox_buf *b, const char *robot, const pa_frame *f,
+                     const uint8_t *jpeg, size_t n);
 
 /* ---- foxglove_scene.c: /scene ------------------------------------- */
 

@@ -337,7 +337,7 @@ static const pa_fe_listener fox_listeners[] = {
 
 const pa_frontend pa_fe_foxglove = {
     .name = "foxglove",
-    .flags = "foxglove_port record",
+    .flags = "foxglove_port foxglove_encoding record",
     .listeners = fox_listeners,
     .n_listeners = 1,
     .token = true,

@@ -131,7 +131,7 @@ void pa_fox_color(pa_fox_buf *b, const uint8_t c[4]) {
                     c[3] ? c[3] / 255.0 : 1.0);
 }
 
-static void base64(pa_fox_buf *b, const uint8_t *in, size_t n) {
+void pa_fox_base64(pa_fox_buf *b, const uint8_t *in, size_t n) {
   static const char tab[] =
       "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
   size_t out = (n + 2) / 3 * 4;
@@ -335,7 +335,7 @@ void pa_fox_enc_grid(pa_fox_buf *b, uint64_t t_ns, const pa_map_block *m,
     d[3 * i + 1] = map_grey(v);
     d[3 * i + 2] = 255;
   }
-  base64(b, d, n * 3);
+  pa_fox_base64(b, d, n * 3);
   free(d);
   PUTS(b, "\"}");
 }
@@ -538,7 +538,8 @@ void pa_fox_enc_odom(pa_fox_buf *b, uint64_t t_ns, const char *robot,
 }
 
 int pa_fox_enc_image(pa_fox_buf *b, void *tj, const char *robot,
-                     const pa_frame *f, int quality, char *err, size_t sz) {
+                     const pa_frame *f, int quality, bool pb, char *err,
+                     size_t sz) {
   unsigned char *jpeg = NULL;
   unsigned long jlen = 0;
   if (tjCompress2((tjhandle)tj, (const unsigned char *)(f + 1), f->width, 0,
@@ -548,6 +549,11 @@ int pa_fox_enc_image(pa_fox_buf *b, void *tj, const char *robot,
     tjFree(jpeg);
     return -1;
   }
+  if (pb) {
+    pa_fox_pb_image(b, robot, f, jpeg, jlen);
+    tjFree(jpeg);
+    return 0;
+  }
   char frame[64];
   snprintf(frame, sizeof frame, "%s/camera_optical", robot);
   PUTS(b, "{\"timestamp\":");
@@ -555,7 +561,7 @@ int pa_fox_enc_image(pa_fox_buf *b, void *tj, const char *robot,
   PUTS(b, ",\"frame_id\":");
   pa_fox_str(b, frame);
   PUTS(b, ",\"format\":\"jpeg\",\"data\":\"");
-  base64(b, jpeg, jlen);
+  pa_fox_base64(b, jpeg, jlen);
   PUTS(b, "\"}");
   tjFree(jpeg);
   return 0;
@@ -574,7 +580,7 @@ void pa_fox_enc_command(pa_fox_buf *b, uint64_t tick, const pa_cmd *c) {
   pa_fox_str(b, path);
   /* the op's argument area as it was pushed: replay pushes it back */
   PUTS(b, ",\"args\":\"");
-  base64(b, c->args_raw, sizeof c->args_raw);
+  pa_fox_base64(b, c->args_raw, sizeof c->args_raw);
   PUTS(b, "\"}");
 }
 
