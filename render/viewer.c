@@ -169,9 +169,14 @@ int pa_render_viewer_open(pa_render_viewer **out, const pa_render_def *d,
   glfwWindowHint(GLFW_CONTEXT_VERSION_MINOR, 3);
   glfwWindowHint(GLFW_OPENGL_PROFILE, GLFW_OPENGL_CORE_PROFILE);
   glfwWindowHint(GLFW_OPENGL_FORWARD_COMPAT, GLFW_TRUE);
+  glfwWindowHint(GLFW_SAMPLES, d->msaa > 1 ? (int)d->msaa : 0);
   uint32_t w = d->viewer_width ? d->viewer_width : 1280;
   uint32_t h = d->viewer_height ? d->viewer_height : 800;
   v->win = glfwCreateWindow((int)w, (int)h, "playarea", NULL, NULL);
+  if (!v->win && d->msaa > 1) { /* no multisampled visual here: go without */
+    glfwWindowHint(GLFW_SAMPLES, 0);
+    v->win = glfwCreateWindow((int)w, (int)h, "playarea", NULL, NULL);
+  }
   if (!v->win) {
     snprintf(err, err_sz, "viewer: cannot open a %ux%u GL 3.3 core window", w,
              h);
