@@ -76,6 +76,8 @@ void pa_render_cam_visuals(const pa_visual_block *b, pa_render_lines *L) {
 struct pa_render_cam {
   uint32_t w, h;
   GLuint fbo, colour, depth;
+  GLuint ms_fbo, ms_colour, ms_depth; /* multisampled target, or 0 */
+  uint32_t samples;
   GLuint pbo[PA_RENDER_CAM_SLOTS];
   pa_frame meta[PA_RENDER_CAM_SLOTS];
   uint32_t head, pending; /* next slot to fill; frames in flight */
@@ -132,9 +134,68 @@ int pa_render_cam_create(pa_render_cam **out, uint32_t w, uint32_t h,
   return 0;
 }
 
+static void cam_free_ms(pa_render_cam *c) {
+  if (c->ms_fbo)
+    glDeleteFramebuffers(1, &c->ms_fbo);
+  if (c->ms_colour)
+    glDeleteRenderbuffers(1, &c->ms_colour);
+  if (c->ms_depth)
+    glDeleteRenderbuffers(1, &c->ms_depth);
+  c->ms_fbo = c->ms_colour = c->ms_depth = 0;
+  c->samples = 0;
+}
+
+int pa_render_cam_set_msaa(pa_render_cam *c, uint32_t samples, char *err,
+                           size_t err_sz) {
+  GLint max = 0;
+  glGetIntegerv(GL_MAX_SAMPLES, &max);
+  if (samples > 1 && samples > (uint32_t)max) {
+    snprintf(err, err_sz, "camera: %u MSAA samples, the GL allows up to %d",
+             samples, max);
+    return -1;
+  }
+  cam_free_ms(c);
+  if (samples <= 1)
+    return 0;
+  glGenFramebuffers(1, &c->ms_fbo);
+  glGenRenderbuffers(1, &c->ms_colour);
+  glGenRenderbuffers(1, &c->ms_depth);
+  glBindRenderbuffer(GL_RENDERBUFFER, c->ms_colour);
+  glRenderbufferStorageMultisample(GL_RENDERBUFFER, (GLsizei)samples, GL_RGBA8,
+                                   (GLsizei)c->w, (GLsizei)c->h);
+  glBindRenderbuffer(GL_RENDERBUFFER, c->ms_depth);
+  glRenderbufferStorageMultisample(GL_RENDERBUFFER, (GLsizei)samples,
+                                   GL_DEPTH_COMPONENT24, (GLsizei)c->w,
+                                   (GLsizei)c->h);
+  glBindRenderbuffer(GL_RENDERBUFFER, 0);
+  glBindFramebuffer(GL_FRAMEBUFFER, c->ms_fbo);
+  glFramebufferRenderbuffer(GL_FRAMEBUFFER, GL_COLOR_ATTACHMENT0,
+                            GL_RENDERBUFFER, c->ms_colour);
+  glFramebufferRenderbuffer(GL_FRAMEBUFFER, GL_DEPTH_ATTACHMENT,
+                            GL_RENDERBUFFER, c->ms_depth);
+  GLenum st = glCheckFramebufferStatus(GL_FRAMEBUFFER);
+  glBindFramebuffer(GL_FRAMEBUFFER, 0);
+  if (st != GL_FRAMEBUFFER_COMPLETE) {
+    snprintf(err, err_sz, "camera: %u-sample framebuffer incomplete (0x%04x)",
+             samples, (unsigned)st);
+    cam_free_ms(c);
+    return -1;
+  }
+  c->samples = samples;
+  if (pa_render_gl_check("creating a multisampled camera target", err, err_sz) <
+      0) {
+    cam_free_ms(c);
+    return -1;
+  }
+  return 0;
+}
+
+uint32_t pa_render_cam_msaa(const pa_render_cam *c) { return c->samples; }
+
 void pa_render_cam_free(pa_render_cam *c) {
   if (!c)
     return;
+  cam_free_ms(c);
   if (c->pbo[0])
     glDeleteBuffers(PA_RENDER_CAM_SLOTS, c->pbo);
   if (c->fbo)
@@ -166,11 +227,23 @@ int pa_render_cam_submit(pa_render_cam *c, const pa_render_scene *s,
   }
   float view[16], proj[16];
   pa_render_view_matrices(v, c->w, c->h, view, proj);
-  glBindFramebuffer(GL_FRAMEBUFFER, c->fbo);
+  glBindFramebuffer(GL_FRAMEBUFFER, c->ms_fbo ? c->ms_fbo : c->fbo);
   glViewport(0, 0, (GLsizei)c->w, (GLsizei)c->h);
   glClearColor(PA_RENDER_SKY_RGB, 1.0f);
   glClear(GL_COLOR_BUFFER_BIT | GL_DEPTH_BUFFER_BIT);
   pa_render_scene_draw_culled(s, view, proj, v->skip_robot, v);
+  if (c->ms_fbo) {
+    /* resolve the samples (and depth, for the visuals) into the
+     * single-sample target */
+    glBindFramebuffer(GL_READ_FRAMEBUFFER, c->ms_fbo);
+    glBindFramebuffer(GL_DRAW_FRAMEBUFFER, c->fbo);
+    glBlitFramebuffer(0, 0, (GLint)c->w, (GLint)c->h, 0, 0, (GLint)c->w,
+                      (GLint)c->h, GL_COLOR_BUFFER_BIT | GL_DEPTH_BUFFER_BIT,
+                      GL_NEAREST);
+    glBindFramebuffer(GL_FRAMEBUFFER, c->fbo);
+  }
+  /* The visuals after the resolve: lines and points keep their exact pixel
+   * widths and colours (an overlay, not smoothed). */
   if (cam_vis && cam_vis_lines) {
     float vp[16];
     pa_render_mat_mul(vp, proj, view);

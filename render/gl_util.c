@@ -108,8 +108,11 @@ void pa_render_gpu_free(rgpu_mesh *g) {
 
 /* Lighting per vertex (faces are flat, so it is exact for walls and
  * boxes) and fog per fragment from the interpolated eye position: the
- * fragment shader stays tiny, which is what llvmpipe pays for. Wrap
- * lighting (no clamp) gives walls facing each direction their own shade. */
+ * fragment shader stays tiny, which is what llvmpipe pays for. Lambert
+ * from a key light (u_light, above and to one side) and a weaker fill
+ * from the opposite side, plus ambient: a box shows its faces in three
+ * distinct shades. Alpha is the vertex's opacity (its fourth colour byte)
+ * times the tint's: blended draws (floor shadows) use it. */
 static const char *lit_vs =
     "#version 330 core\n"
     "layout(location = 0) in vec3 a_pos;\n"
@@ -118,25 +121,28 @@ static const char *lit_vs =
     "uniform mat4 u_model, u_view, u_proj;\n"
     "uniform vec4 u_tint;\n"
     "uniform vec3 u_light;\n"
-    "out vec3 v_eye; out vec3 v_colour;\n"
+    "out vec3 v_eye; out vec4 v_colour;\n"
+    "const vec3 fill = vec3(-0.62, -0.38, 0.69);\n"
     "void main() {\n"
     "  vec4 e = u_view * (u_model * vec4(a_pos, 1.0));\n"
     "  vec3 n = normalize(mat3(u_model) * a_normal);\n"
-    "  float shade = 0.86 + 0.22 * dot(n, u_light);\n"
-    "  v_colour = a_colour.rgb * u_tint.rgb * shade;\n"
+    "  float shade = 0.5 + 0.55 * max(dot(n, u_light), 0.0)\n"
+    "              + 0.22 * max(dot(n, fill), 0.0);\n"
+    "  v_colour = vec4(a_colour.rgb * u_tint.rgb * shade, a_colour.a * "
+    "u_tint.a);\n"
     "  v_eye = e.xyz;\n"
     "  gl_Position = u_proj * e;\n"
     "}\n";
 
 static const char *lit_fs =
     "#version 330 core\n"
-    "in vec3 v_eye; in vec3 v_colour;\n"
+    "in vec3 v_eye; in vec4 v_colour;\n"
     "uniform vec3 u_fog;\n"
     "uniform float u_fog_density;\n"
     "out vec4 o_colour;\n"
     "void main() {\n"
     "  float fog = exp2(-u_fog_density * length(v_eye));\n"
-    "  o_colour = vec4(mix(u_fog, v_colour, fog), 1.0);\n"
+    "  o_colour = vec4(mix(u_fog, v_colour.rgb, fog), v_colour.a);\n"
     "}\n";
 
 /* 0, or -1 with err = "GL: <what>: <GL's log>" when obj (a program when

@@ -28,6 +28,7 @@ pa_render_def pa_render_def_default(void) {
   d.camera_hz = 15;
   d.viewer_width = 1280;
   d.viewer_height = 800;
+  d.msaa = 4;
   return d;
 }
 
@@ -105,8 +106,8 @@ static void viewer_spectator(rloop *L, const char *data_dir) {
   if (L->spec_refused || (pid > 0 && (kill(pid, 0) == 0 || errno != ESRCH)))
     return; /* another pa-render serves them */
   char err[256];
-  if (pa_render_spectator_init(&L->spec, &L->st, data_dir, err, sizeof err) <
-      0) {
+  if (pa_render_spectator_init(&L->spec, &L->st, data_dir, L->def->msaa, err,
+                               sizeof err) < 0) {
     pa_warn("spectator: the viewer cannot serve screenshots: %s", err);
     L->spec_refused = true;
     return;
@@ -436,8 +437,8 @@ int pa_render_run(const pa_render_def *d, volatile sig_atomic_t *stop,
    * serves them while no other pa-render does (viewer_spectator), so that
    * screenshots and videos work with `playarea --viewer` too. */
   if (L->egl) {
-    if (pa_render_spectator_init(&L->spec, &L->st, d->data_dir, err, err_sz) <
-        0) {
+    if (pa_render_spectator_init(&L->spec, &L->st, d->data_dir, d->msaa, err,
+                                 err_sz) < 0) {
       ret = PA_EXIT_CONFIG;
       goto out_nolock;
     }

@@ -95,6 +95,8 @@ void pa_render_scene_set_ssl(pa_render_scene *s, char division, bool ball,
 /* Head cameras skip areas outside their field of view (default on); off
  * draws everything, e.g. to check that culling changes no pixel. */
 void pa_render_scene_set_culling(pa_render_scene *s, bool on);
+/* Soft floor shadows under obstacles and robots (default on). */
+void pa_render_scene_set_shadows(pa_render_scene *s, bool on);
 /* Figures about the built geometry. */
 uint32_t pa_render_scene_wall_boxes(const pa_render_scene *s);
 uint32_t pa_render_scene_triangles(const pa_render_scene *s);
@@ -140,6 +142,11 @@ int pa_render_cam_create(pa_render_cam **out, uint32_t w, uint32_t h,
 void pa_render_cam_free(pa_render_cam *c);
 uint32_t pa_render_cam_width(const pa_render_cam *c);
 uint32_t pa_render_cam_height(const pa_render_cam *c);
+/* Draws into a multisampled target of `samples` (0 or 1: off) resolved into
+ * the readback one each frame: smoother edges, more work per pixel. */
+int pa_render_cam_set_msaa(pa_render_cam *c, uint32_t samples, char *err,
+                           size_t err_sz);
+uint32_t pa_render_cam_msaa(const pa_render_cam *c);
 /* Renders v and starts an asynchronous readback; meta (may be NULL) is kept
  * with the frame and returned by fetch. Fails (-1) when all slots are
  * pending: fetch first. */
@@ -174,6 +181,7 @@ typedef struct pa_render_def {
   const char *screenshot;  /* viewer: save a PNG after the first frames */
   bool exit_after_screenshot;
   const char *data_dir; /* spectator screenshots and videos (NULL = cwd) */
+  uint32_t msaa; /* samples for the spectator and the viewer (4; 0/1 off) */
 } pa_render_def;
 pa_render_def pa_render_def_default(void);
 /* pa-render's flag table over a pa_render_def (render_opts.c): read by

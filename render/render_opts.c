@@ -26,6 +26,9 @@ static const pa_opt_row rows[] = {
     {PA_OPT_ROW(pa_render_def, data_dir, "data_dir", PA_OPT_STR, 0, -1, 0, NULL,
                 "request_screenshot and start_recording_video write here "
                 "(unset or '' = pa-render's working directory)")},
+    {ROW(msaa, "msaa", PA_OPT_U32, 0, 16, 4,
+         "MSAA samples for spectator screenshots and videos and the viewer "
+         "(0 or 1: off; head cameras never)")},
 };
 
 static int finish(void *args, const bool *given, char *err, size_t err_sz) {

@@ -298,6 +298,86 @@ static void build_obstacles(rmesh *m, const pa_obstacle_info *o, uint32_t n) {
   }
 }
 
+/* ---- soft shadows ------------------------------------------------------ */
+
+/* Floor shadows are blended on top of the floor (and the SSL carpet, and
+ * under its lines): opaque in the middle, fading to nothing over a margin,
+ * shifted away from the key light by a share of the caster's height. A
+ * blob per caster costs a few triangles, far cheaper on llvmpipe than a
+ * shadow map. */
+#define SHADOW_Z 0.0022  /* [m] above the carpet, below the lines */
+#define SHADOW_ALPHA 110 /* of 255 in the middle */
+static const double key_light[3] = {0.35, 0.55, 0.76};
+
+static void shadow_offset(double h, double *dx, double *dy) {
+  *dx = -key_light[0] / key_light[2] * h * 0.35;
+  *dy = -key_light[1] / key_light[2] * h * 0.35;
+}
+
+/* A convex polygon c[n] (counter-clockwise from above) filled at full
+ * shadow, and a border out to o[n] fading to zero. */
+static void mesh_soft_poly(rmesh *m, const double (*c)[3], const double (*o)[3],
+                           int n) {
+  static const uint8_t black[3] = {0, 0, 0};
+  static const double up[3] = {0, 0, 1};
+  for (int i = 1; i + 1 < n; i++) {
+    mesh_push(m, c[0], up, black, SHADOW_ALPHA);
+    mesh_push(m, c[i], up, black, SHADOW_ALPHA);
+    mesh_push(m, c[i + 1], up, black, SHADOW_ALPHA);
+  }
+  for (int i = 0; i < n; i++) {
+    int j = (i + 1) % n;
+    mesh_push(m, c[i], up, black, SHADOW_ALPHA);
+    mesh_push(m, o[i], up, black, 0);
+    mesh_push(m, o[j], up, black, 0);
+    mesh_push(m, c[i], up, black, SHADOW_ALPHA);
+    mesh_push(m, o[j], up, black, 0);
+    mesh_push(m, c[j], up, black, SHADOW_ALPHA);
+  }
+}
+
+#define SOFT_DISC_N 24
+
+static void mesh_soft_disc(rmesh *m, double x, double y, double z, double r,
+                           double margin) {
+  double c[SOFT_DISC_N][3], o[SOFT_DISC_N][3];
+  for (int i = 0; i < SOFT_DISC_N; i++) {
+    double a = 2 * M_PI * i / SOFT_DISC_N, ca = cos(a), sa = sin(a);
+    c[i][0] = x + r * ca, c[i][1] = y + r * sa, c[i][2] = z;
+    o[i][0] = x + (r + margin) * ca, o[i][1] = y + (r + margin) * sa;
+    o[i][2] = z;
+  }
+  mesh_soft_poly(m, (const double(*)[3])c, (const double(*)[3])o, SOFT_DISC_N);
+}
+
+static void build_shadows(rmesh *m, const pa_obstacle_info *o, uint32_t n) {
+  for (uint32_t i = 0; i < n; i++) {
+    if (!o[i].active)
+      continue;
+    double h = o[i].height > 0 ? o[i].height : 0.5, dx, dy;
+    shadow_offset(h, &dx, &dy);
+    double margin = 0.06 + 0.25 * fmin(h, 2.0);
+    if (o[i].shape == PA_SHAPE_CIRCLE) {
+      mesh_soft_disc(m, o[i].x + dx, o[i].y + dy, SHADOW_Z, o[i].radius,
+                     margin);
+      continue;
+    }
+    double cs = cos(o[i].theta), sn = sin(o[i].theta);
+    double c[4][3], out[4][3];
+    static const int sx[4] = {-1, 1, 1, -1}, sy[4] = {-1, -1, 1, 1};
+    for (int k = 0; k < 4; k++) {
+      double lx = sx[k] * o[i].size_x / 2, ly = sy[k] * o[i].size_y / 2;
+      double mx = lx + sx[k] * margin, my = ly + sy[k] * margin;
+      c[k][0] = o[i].x + dx + cs * lx - sn * ly;
+      c[k][1] = o[i].y + dy + sn * lx + cs * ly;
+      out[k][0] = o[i].x + dx + cs * mx - sn * my;
+      out[k][1] = o[i].y + dy + sn * mx + cs * my;
+      c[k][2] = out[k][2] = SHADOW_Z;
+    }
+    mesh_soft_poly(m, (const double(*)[3])c, (const double(*)[3])out, 4);
+  }
+}
+
 /* ---- chunks: static geometry bucketed by area for culling ---------------- */
 
 #define CHUNK_MIN 2.0     /* [m] */
@@ -515,6 +595,35 @@ int pa_render_scene_build(pa_render_scene **out, const pa_grid *grid,
   }
   pa_render_mesh_free(&sorted);
 
+  build_shadows(&m, obstacles, obstacle_count);
+  if (pa_render_gpu_upload(&s->shadows, &m, err, err_sz) < 0)
+    goto fail;
+  pa_render_mesh_free(&m);
+  mesh_soft_disc(&m, 0, 0, 0, 1.0, 0.5);
+  if (pa_render_gpu_upload(&s->blob, &m, err, err_sz) < 0)
+    goto fail;
+  pa_render_mesh_free(&m);
+  {
+    static const uint8_t w3[3] = {255, 255, 255};
+    static const double up[3] = {0, 0, 1};
+    double q[4][3] = {
+        {-0.5, -0.5, 0}, {0.5, -0.5, 0}, {0.5, 0.5, 0}, {-0.5, 0.5, 0}};
+    mesh_quad(&m, q[0], q[1], q[2], q[3], up, w3, 255);
+  }
+  if (pa_render_gpu_upload(&s->plate, &m, err, err_sz) < 0)
+    goto fail;
+  pa_render_mesh_free(&m);
+  /* a unit cube lit as if every face looked up: a floor marking with sides
+   * stays as bright as its top when seen edge-on */
+  static const uint8_t slab_white[3] = {255, 255, 255};
+  static const double slab_o[3] = {0, 0, 0}, slab_half[3] = {0.5, 0.5, 0.5};
+  pa_render_mesh_box(&m, slab_o, slab_half, 0, slab_white, false);
+  for (uint32_t i = 0; i < m.n && !m.oom; i++)
+    m.v[i].normal[0] = m.v[i].normal[1] = 0, m.v[i].normal[2] = 1;
+  if (pa_render_gpu_upload(&s->slab, &m, err, err_sz) < 0)
+    goto fail;
+  pa_render_mesh_free(&m);
+
   static const uint8_t white[3] = {255, 255, 255};
   static const double origin[3] = {0, 0, 0}, half[3] = {0.5, 0.5, 0.5};
   pa_render_mesh_cylinder(&m, origin, 1.0, 1.0, white, CYL_SEGMENTS);
@@ -546,6 +655,10 @@ void pa_render_scene_free(pa_render_scene *s) {
   pa_render_gpu_free(&s->cylinder);
   pa_render_gpu_free(&s->sphere);
   pa_render_gpu_free(&s->cube);
+  pa_render_gpu_free(&s->shadows);
+  pa_render_gpu_free(&s->blob);
+  pa_render_gpu_free(&s->plate);
+  pa_render_gpu_free(&s->slab);
   if (s->lit.prog)
     glDeleteProgram(s->lit.prog);
   free(s->robots);
@@ -573,6 +686,10 @@ void pa_render_scene_set_ssl(pa_render_scene *s, char division, bool ball,
   s->ball = ball && isfinite(xyz[0]) && isfinite(xyz[1]) && isfinite(xyz[2]);
   if (s->ball)
     memcpy(s->ball_xyz, xyz, sizeof s->ball_xyz);
+}
+
+void pa_render_scene_set_shadows(pa_render_scene *s, bool on) {
+  s->no_shadows = !on;
 }
 
 void pa_render_scene_set_culling(pa_render_scene *s, bool on) {
@@ -628,13 +745,15 @@ static void draw_robot(const pa_render_scene *s, const rrobot *r,
             r->head_height, hy, lens, dark);
 }
 
-/* A white floor line from (x0, y0) to (x1, y1), a flat box 4 mm high. */
+/* A white floor line from (x0, y0) to (x1, y1): a slab 4 mm high over the
+ * carpet, every face lit as the floor is (edge-on, from a head camera, a
+ * 10 mm line is less than a pixel high: its side keeps it seen). */
 static void draw_line(const pa_render_scene *s, double x0, double y0, double x1,
                       double y1) {
   static const float white[3] = {0.95f, 0.95f, 0.95f};
   double dx = x1 - x0, dy = y1 - y0, w = s->ssl.line_width;
   double box[3] = {hypot(dx, dy) + w, w, 0.004};
-  draw_part(s, &s->cube, (x0 + x1) / 2, (y0 + y1) / 2, 0.002, atan2(dy, dx),
+  draw_part(s, &s->slab, (x0 + x1) / 2, (y0 + y1) / 2, 0.0035, atan2(dy, dx),
             box, white);
 }
 
@@ -644,6 +763,12 @@ static void draw_ssl(const pa_render_scene *s) {
   const pa_ssl_field *f = &s->ssl;
   if (f->division) {
     double hl = f->length / 2, hw = f->width / 2;
+    /* the green carpet out to the boundary, 1.5 mm over the floor (the web
+     * viewer's colour) */
+    static const float green[3] = {30 / 255.0f, 120 / 255.0f, 50 / 255.0f};
+    double carpet[3] = {f->length + 2 * f->boundary, f->width + 2 * f->boundary,
+                        1};
+    draw_part(s, &s->plate, 0, 0, 0.0015, 0, carpet, green);
     draw_line(s, -hl, -hw, hl, -hw);
     draw_line(s, -hl, hw, hl, hw);
     draw_line(s, -hl, -hw, -hl, hw);
@@ -738,6 +863,29 @@ static void draw_statics(const pa_render_scene *s, const pa_render_view *cull) {
   }
 }
 
+/* Blended over what is drawn, writing no depth: obstacles' static blobs,
+ * then one per robot under its body. */
+static void draw_shadows(const pa_render_scene *s) {
+  glEnable(GL_BLEND);
+  glBlendFunc(GL_SRC_ALPHA, GL_ONE_MINUS_SRC_ALPHA);
+  glDepthMask(GL_FALSE);
+  static const float black[3] = {0, 0, 0};
+  double one[3] = {1, 1, 1};
+  draw_part(s, &s->shadows, 0, 0, 0, 0, one, black);
+  for (uint32_t i = 0; i < s->pose_count; i++) {
+    const rrobot *r = &s->robots[i];
+    const pa_render_pose *p = &s->poses[i];
+    if (!r->active || !p->active)
+      continue;
+    double dx, dy;
+    shadow_offset(r->height, &dx, &dy);
+    double sc[3] = {r->radius, r->radius, 1};
+    draw_part(s, &s->blob, p->x + dx, p->y + dy, SHADOW_Z, 0, sc, black);
+  }
+  glDepthMask(GL_TRUE);
+  glDisable(GL_BLEND);
+}
+
 void pa_render_scene_draw(const pa_render_scene *s, const float view[16],
                           const float proj[16], uint32_t skip_robot) {
   pa_render_scene_draw_culled(s, view, proj, skip_robot, NULL);
@@ -757,7 +905,7 @@ void pa_render_scene_draw_culled(const pa_render_scene *s,
   glUniformMatrix4fv(s->lit.u_view, 1, GL_FALSE, view);
   glUniformMatrix4fv(s->lit.u_proj, 1, GL_FALSE, proj);
   /* From the north-east-ish, above: every wall direction gets its shade. */
-  double l[3] = {0.35, 0.55, 0.76};
+  double l[3] = {key_light[0], key_light[1], key_light[2]};
   pa_render_normalize3(l);
   glUniform3f(s->lit.u_light, (float)l[0], (float)l[1], (float)l[2]);
   glUniform3f(s->lit.u_fog, PA_RENDER_SKY_RGB);
@@ -768,5 +916,7 @@ void pa_render_scene_draw_culled(const pa_render_scene *s,
       draw_robot(s, &s->robots[i], &s->poses[i]);
   draw_ssl(s);
   draw_statics(s, cull);
+  if (!s->no_shadows)
+    draw_shadows(s);
   glBindVertexArray(0);
 }

@@ -22,8 +22,10 @@
 #define SPEC_PITCH_MAX (89 * M_PI / 180)
 
 int pa_render_spectator_init(pa_spec_state *S, pa_stack *st,
-                             const char *data_dir, char *err, size_t err_sz) {
+                             const char *data_dir, uint32_t msaa, char *err,
+                             size_t err_sz) {
   memset(S, 0, sizeof *S);
+  S->msaa = msaa;
   char dir[PATH_MAX];
   if (!realpath(data_dir && *data_dir ? data_dir : ".", dir)) {
     snprintf(err, err_sz, "--data_dir '%s': %s", data_dir ? data_dir : ".",
@@ -143,6 +145,11 @@ static int spectator_render(pa_spec_state *S, const pa_stack *st,
     }
     if (pa_render_cam_create(&S->cam, w, h, err, err_sz) < 0)
       return -1;
+    if (pa_render_cam_set_msaa(S->cam, S->msaa, err, err_sz) < 0) {
+      pa_render_cam_free(S->cam);
+      S->cam = NULL;
+      return -1;
+    }
   }
   S->w = w, S->h = h;
   return pa_render_cam_render(S->cam, sc, v, S->rgb, err, err_sz);

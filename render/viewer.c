@@ -63,6 +63,11 @@ struct pa_render_viewer {
   pa_visual_block *vis; /* the clients' visual objects, copied */
   uint32_t vis_gen;
   uint64_t spec_seq; /* the spectator camera last adopted */
+  /* --msaa: frames drawn into a multisampled target, blitted to the window
+   * (a multisampled window visual is not there under every X server) */
+  GLuint ms_fbo, ms_rb[2];
+  int ms_w, ms_h;
+  bool ms_failed;
   bool vis_read;
   /* frames */
   int64_t next_frame;
@@ -212,6 +217,8 @@ fail:
   return -1;
 }
 
+static void ms_free(pa_render_viewer *v);
+
 void pa_render_viewer_close(pa_render_viewer *v) {
   if (!v)
     return;
@@ -219,6 +226,7 @@ void pa_render_viewer_close(pa_render_viewer *v) {
     glfwMakeContextCurrent(v->win);
     pa_render_lines_free(&v->ov);
     pa_render_lines_free(&v->vis_lines);
+    ms_free(v);
     glfwDestroyWindow(v->win);
   }
   /* No glfwTerminate: it unloads the GL driver, whose leftovers then show
@@ -434,9 +442,81 @@ static int save_screenshot(pa_render_viewer *v, const char *path) {
   return rc;
 }
 
+static void ms_free(pa_render_viewer *v) {
+  if (v->ms_fbo)
+    glDeleteFramebuffers(1, &v->ms_fbo);
+  if (v->ms_rb[0])
+    glDeleteRenderbuffers(2, v->ms_rb);
+  v->ms_fbo = v->ms_rb[0] = v->ms_rb[1] = 0;
+  v->ms_w = v->ms_h = 0;
+}
+
+/* Binds the multisampled target at the window's size (made on first use
+ * and on a resize); false: draw straight into the window. */
+static bool ms_bind(pa_render_viewer *v) {
+  GLint max = 0;
+  if (v->def->msaa < 2 || v->ms_failed || v->fb_w < 1 || v->fb_h < 1)
+    return false;
+  if (v->ms_fbo && v->ms_w == v->fb_w && v->ms_h == v->fb_h) {
+    glBindFramebuffer(GL_FRAMEBUFFER, v->ms_fbo);
+    return true;
+  }
+  ms_free(v);
+  glGetIntegerv(GL_MAX_SAMPLES, &max);
+  GLsizei n = (GLsizei)v->def->msaa < max ? (GLsizei)v->def->msaa : max;
+  glGenFramebuffers(1, &v->ms_fbo);
+  glGenRenderbuffers(2, v->ms_rb);
+  glBindRenderbuffer(GL_RENDERBUFFER, v->ms_rb[0]);
+  glRenderbufferStorageMultisample(GL_RENDERBUFFER, n, GL_RGBA8, v->fb_w,
+                                   v->fb_h);
+  glBindRenderbuffer(GL_RENDERBUFFER, v->ms_rb[1]);
+  glRenderbufferStorageMultisample(GL_RENDERBUFFER, n, GL_DEPTH_COMPONENT24,
+                                   v->fb_w, v->fb_h);
+  glBindRenderbuffer(GL_RENDERBUFFER, 0);
+  glBindFramebuffer(GL_FRAMEBUFFER, v->ms_fbo);
+  glFramebufferRenderbuffer(GL_FRAMEBUFFER, GL_COLOR_ATTACHMENT0,
+                            GL_RENDERBUFFER, v->ms_rb[0]);
+  glFramebufferRenderbuffer(GL_FRAMEBUFFER, GL_DEPTH_ATTACHMENT,
+                            GL_RENDERBUFFER, v->ms_rb[1]);
+  if (n < 2 ||
+      glCheckFramebufferStatus(GL_FRAMEBUFFER) != GL_FRAMEBUFFER_COMPLETE ||
+      glGetError() != GL_NO_ERROR) {
+    pa_warn("viewer: no %u-sample target (the GL allows %d): drawing "
+            "without MSAA",
+            v->def->msaa, max);
+    glBindFramebuffer(GL_FRAMEBUFFER, 0);
+    ms_free(v);
+    v->ms_failed = true;
+    return false;
+  }
+  v->ms_w = v->fb_w, v->ms_h = v->fb_h;
+  return true;
+}
+
+/* Resolves the multisampled frame into the window's back buffer. */
+static void ms_resolve(pa_render_viewer *v) {
+  glBindFramebuffer(GL_READ_FRAMEBUFFER, v->ms_fbo);
+  glBindFramebuffer(GL_DRAW_FRAMEBUFFER, 0);
+  glBlitFramebuffer(0, 0, v->fb_w, v->fb_h, 0, 0, v->fb_w, v->fb_h,
+                    GL_COLOR_BUFFER_BIT, GL_NEAREST);
+  glBindFramebuffer(GL_FRAMEBUFFER, 0);
+}
+
+static void draw_frame(pa_render_viewer *v, pa_render_scene *s,
+                       const pa_tick *t);
+
 static void draw(pa_render_viewer *v, pa_render_scene *s, const pa_tick *t) {
   glfwGetFramebufferSize(v->win, &v->fb_w, &v->fb_h);
-  glBindFramebuffer(GL_FRAMEBUFFER, 0);
+  bool ms = ms_bind(v);
+  if (!ms)
+    glBindFramebuffer(GL_FRAMEBUFFER, 0);
+  draw_frame(v, s, t);
+  if (ms)
+    ms_resolve(v);
+}
+
+static void draw_frame(pa_render_viewer *v, pa_render_scene *s,
+                       const pa_tick *t) {
   glViewport(0, 0, v->fb_w, v->fb_h);
   glClearColor(PA_RENDER_SKY_RGB, 1.0f);
   glClear(GL_COLOR_BUFFER_BIT | GL_DEPTH_BUFFER_BIT);

@@ -69,8 +69,10 @@ static uint8_t *render(pa_render_scene *s, const pa_render_view *v) {
   return img;
 }
 
+/* By hue, not brightness: the key light leaves the ball's underside in
+ * ambient only (about half as bright as its top). */
 static bool orange(const uint8_t *c) {
-  return c[0] > 150 && c[1] > 40 && c[1] < 140 && c[2] < 50;
+  return c[0] > 100 && c[1] * 4 > c[0] && c[1] * 3 < c[0] * 2 && c[2] < 50;
 }
 
 /* Orange pixels: count and centroid. */

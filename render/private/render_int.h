@@ -53,6 +53,11 @@ struct pa_render_scene {
   rgpu_mesh statics;      /* floor, walls, obstacles in world coordinates */
   rgpu_mesh cylinder;     /* unit cylinder: radius 1, z in [0, 1] */
   rgpu_mesh cube;         /* unit cube centred on the origin */
+  rgpu_mesh shadows;      /* soft floor shadows of the obstacles */
+  rgpu_mesh blob;         /* a robot's soft shadow: unit radius */
+  rgpu_mesh plate;        /* unit square at z 0 facing up (SSL carpet) */
+  rgpu_mesh slab;         /* unit cube, all normals up (SSL lines) */
+  bool no_shadows;
   rrobot *robots;         /* [robot_count] */
   uint32_t robot_count;
   pa_render_pose *poses;  /* [robot_count] */
@@ -176,10 +181,12 @@ typedef struct pa_spec_state {
   uint32_t frames_max;
   int64_t start_ns;
   uint64_t slot; /* next frame's slot (pts) */
+  uint32_t msaa; /* samples (--msaa) */
 } pa_spec_state;
 /* Publishes pa-render's data directory (absolute) for the replies. */
 int pa_render_spectator_init(pa_spec_state *S, pa_stack *st,
-                             const char *data_dir, char *err, size_t err_sz);
+                             const char *data_dir, uint32_t msaa, char *err,
+                             size_t err_sz);
 void pa_render_spectator_free(pa_spec_state *S, pa_stack *st);
 /* Serves screenshot and video requests and records the due video frame;
  * returns when it wants to run next (0 = only on a request). */
