@@ -33,6 +33,6 @@ s=$src/sim
   -I"$s" -I"$s/private" -I"$src/maps" -I"$src/shm" -I"$src/common" \
   "$src/tests/test_sim_cast_exact.c" "$s/sim_cast.c" "$s/sim_cast_portable.c" \
   "$s/sim_cast_avx2.c" "$s/sim_cast_avx512.c" "$s/sim_ray.c" \
-  "$s/sim_faces.c" -lm -lpthread -o "$out/test_sim_cast_exact_aarch64"
+  "$s/sim_faces.c" "$s/sim_simd_cpu.c" -lm -lpthread -o "$out/test_sim_cast_exact_aarch64"
 file "$out/test_sim_cast_exact_aarch64" 2>/dev/null || true
 exec "$qemu" -L "$sysroot" "$out/test_sim_cast_exact_aarch64" "$poses"

@@ -21,28 +21,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#ifdef PA_CAST_STANDALONE
-/* sim_opts.c's probe, for a build without it: x86 paths are not there */
-bool pa_sim_simd_cpu_has(pa_sim_simd p) {
-#if defined(__x86_64__)
-  __builtin_cpu_init();
-  if (p == PA_SIM_SIMD_AVX512)
-    return __builtin_cpu_supports("avx512f") &&
-           __builtin_cpu_supports("avx512dq") &&
-           __builtin_cpu_supports("avx512vl") &&
-           __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-           __builtin_cpu_supports("popcnt");
-  if (p == PA_SIM_SIMD_AVX2)
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-           __builtin_cpu_supports("popcnt");
-#else
-  if (p == PA_SIM_SIMD_AVX512 || p == PA_SIM_SIMD_AVX2)
-    return false;
-#endif
-  return (unsigned)p < PA_SIM_SIMD_COUNT;
-}
-#endif
-
 static const char *const path_names[PA_SIM_SIMD_COUNT] = {
     "auto", "avx512", "avx2", "portable", "scalar"};
 
