@@ -75,8 +75,8 @@ void pa_render_cam_visuals(const pa_visual_block *b, pa_render_lines *L) {
 
 struct pa_render_cam {
   uint32_t w, h;
-  GLuint fbo, colour, depth;
-  GLuint ms_fbo, ms_colour, ms_depth; /* multisampled target, or 0 */
+  GLuint fbo, rb[2];       /* rb: colour, depth */
+  GLuint ms_fbo, ms_rb[2]; /* multisampled target, or 0 */
   uint32_t samples;
   GLuint pbo[PA_RENDER_CAM_SLOTS];
   pa_frame meta[PA_RENDER_CAM_SLOTS];
@@ -97,22 +97,7 @@ int pa_render_cam_create(pa_render_cam **out, uint32_t w, uint32_t h,
     return -1;
   }
   c->w = w, c->h = h;
-  glGenFramebuffers(1, &c->fbo);
-  glGenRenderbuffers(1, &c->colour);
-  glGenRenderbuffers(1, &c->depth);
-  glBindRenderbuffer(GL_RENDERBUFFER, c->colour);
-  glRenderbufferStorage(GL_RENDERBUFFER, GL_RGBA8, (GLsizei)w, (GLsizei)h);
-  glBindRenderbuffer(GL_RENDERBUFFER, c->depth);
-  glRenderbufferStorage(GL_RENDERBUFFER, GL_DEPTH_COMPONENT24, (GLsizei)w,
-                        (GLsizei)h);
-  glBindRenderbuffer(GL_RENDERBUFFER, 0);
-  glBindFramebuffer(GL_FRAMEBUFFER, c->fbo);
-  glFramebufferRenderbuffer(GL_FRAMEBUFFER, GL_COLOR_ATTACHMENT0,
-                            GL_RENDERBUFFER, c->colour);
-  glFramebufferRenderbuffer(GL_FRAMEBUFFER, GL_DEPTH_ATTACHMENT,
-                            GL_RENDERBUFFER, c->depth);
-  GLenum st = glCheckFramebufferStatus(GL_FRAMEBUFFER);
-  glBindFramebuffer(GL_FRAMEBUFFER, 0);
+  GLenum st = pa_render_target(0, (GLsizei)w, (GLsizei)h, &c->fbo, c->rb);
   if (st != GL_FRAMEBUFFER_COMPLETE) {
     snprintf(err, err_sz, "camera: %ux%u framebuffer incomplete (0x%04x)", w,
              h, (unsigned)st);
@@ -137,11 +122,9 @@ int pa_render_cam_create(pa_render_cam **out, uint32_t w, uint32_t h,
 static void cam_free_ms(pa_render_cam *c) {
   if (c->ms_fbo)
     glDeleteFramebuffers(1, &c->ms_fbo);
-  if (c->ms_colour)
-    glDeleteRenderbuffers(1, &c->ms_colour);
-  if (c->ms_depth)
-    glDeleteRenderbuffers(1, &c->ms_depth);
-  c->ms_fbo = c->ms_colour = c->ms_depth = 0;
+  if (c->ms_rb[0])
+    glDeleteRenderbuffers(2, c->ms_rb);
+  c->ms_fbo = c->ms_rb[0] = c->ms_rb[1] = 0;
   c->samples = 0;
 }
 
@@ -157,24 +140,8 @@ int pa_render_cam_set_msaa(pa_render_cam *c, uint32_t samples, char *err,
   cam_free_ms(c);
   if (samples <= 1)
     return 0;
-  glGenFramebuffers(1, &c->ms_fbo);
-  glGenRenderbuffers(1, &c->ms_colour);
-  glGenRenderbuffers(1, &c->ms_depth);
-  glBindRenderbuffer(GL_RENDERBUFFER, c->ms_colour);
-  glRenderbufferStorageMultisample(GL_RENDERBUFFER, (GLsizei)samples, GL_RGBA8,
-                                   (GLsizei)c->w, (GLsizei)c->h);
-  glBindRenderbuffer(GL_RENDERBUFFER, c->ms_depth);
-  glRenderbufferStorageMultisample(GL_RENDERBUFFER, (GLsizei)samples,
-                                   GL_DEPTH_COMPONENT24, (GLsizei)c->w,
-                                   (GLsizei)c->h);
-  glBindRenderbuffer(GL_RENDERBUFFER, 0);
-  glBindFramebuffer(GL_FRAMEBUFFER, c->ms_fbo);
-  glFramebufferRenderbuffer(GL_FRAMEBUFFER, GL_COLOR_ATTACHMENT0,
-                            GL_RENDERBUFFER, c->ms_colour);
-  glFramebufferRenderbuffer(GL_FRAMEBUFFER, GL_DEPTH_ATTACHMENT,
-                            GL_RENDERBUFFER, c->ms_depth);
-  GLenum st = glCheckFramebufferStatus(GL_FRAMEBUFFER);
-  glBindFramebuffer(GL_FRAMEBUFFER, 0);
+  GLenum st = pa_render_target((GLsizei)samples, (GLsizei)c->w, (GLsizei)c->h,
+                               &c->ms_fbo, c->ms_rb);
   if (st != GL_FRAMEBUFFER_COMPLETE) {
     snprintf(err, err_sz, "camera: %u-sample framebuffer incomplete (0x%04x)",
              samples, (unsigned)st);
@@ -200,10 +167,8 @@ void pa_render_cam_free(pa_render_cam *c) {
     glDeleteBuffers(PA_RENDER_CAM_SLOTS, c->pbo);
   if (c->fbo)
     glDeleteFramebuffers(1, &c->fbo);
-  if (c->colour)
-    glDeleteRenderbuffers(1, &c->colour);
-  if (c->depth)
-    glDeleteRenderbuffers(1, &c->depth);
+  if (c->rb[0])
+    glDeleteRenderbuffers(2, c->rb);
   free(c);
 }
 

@@ -224,3 +224,24 @@ int pa_render_program_lit(rprogram *p, char *err, size_t err_sz) {
   p->u_fog_density = glGetUniformLocation(p->prog, "u_fog_density");
   return 0;
 }
+
+GLenum pa_render_target(GLsizei samples, GLsizei w, GLsizei h, GLuint *fbo,
+                        GLuint rb[2]) {
+  static const GLenum formats[2] = {GL_RGBA8, GL_DEPTH_COMPONENT24};
+  static const GLenum points[2] = {GL_COLOR_ATTACHMENT0, GL_DEPTH_ATTACHMENT};
+  glGenFramebuffers(1, fbo);
+  glGenRenderbuffers(2, rb);
+  glBindFramebuffer(GL_FRAMEBUFFER, *fbo);
+  for (int i = 0; i < 2; i++) {
+    glBindRenderbuffer(GL_RENDERBUFFER, rb[i]);
+    /* 0 samples is plain glRenderbufferStorage */
+    glRenderbufferStorageMultisample(GL_RENDERBUFFER, samples, formats[i], w,
+                                     h);
+    glFramebufferRenderbuffer(GL_FRAMEBUFFER, points[i], GL_RENDERBUFFER,
+                              rb[i]);
+  }
+  glBindRenderbuffer(GL_RENDERBUFFER, 0);
+  GLenum st = glCheckFramebufferStatus(GL_FRAMEBUFFER);
+  glBindFramebuffer(GL_FRAMEBUFFER, 0);
+  return st;
+}

@@ -464,23 +464,8 @@ static bool ms_bind(pa_render_viewer *v) {
   ms_free(v);
   glGetIntegerv(GL_MAX_SAMPLES, &max);
   GLsizei n = (GLsizei)v->def->msaa < max ? (GLsizei)v->def->msaa : max;
-  glGenFramebuffers(1, &v->ms_fbo);
-  glGenRenderbuffers(2, v->ms_rb);
-  glBindRenderbuffer(GL_RENDERBUFFER, v->ms_rb[0]);
-  glRenderbufferStorageMultisample(GL_RENDERBUFFER, n, GL_RGBA8, v->fb_w,
-                                   v->fb_h);
-  glBindRenderbuffer(GL_RENDERBUFFER, v->ms_rb[1]);
-  glRenderbufferStorageMultisample(GL_RENDERBUFFER, n, GL_DEPTH_COMPONENT24,
-                                   v->fb_w, v->fb_h);
-  glBindRenderbuffer(GL_RENDERBUFFER, 0);
-  glBindFramebuffer(GL_FRAMEBUFFER, v->ms_fbo);
-  glFramebufferRenderbuffer(GL_FRAMEBUFFER, GL_COLOR_ATTACHMENT0,
-                            GL_RENDERBUFFER, v->ms_rb[0]);
-  glFramebufferRenderbuffer(GL_FRAMEBUFFER, GL_DEPTH_ATTACHMENT,
-                            GL_RENDERBUFFER, v->ms_rb[1]);
-  if (n < 2 ||
-      glCheckFramebufferStatus(GL_FRAMEBUFFER) != GL_FRAMEBUFFER_COMPLETE ||
-      glGetError() != GL_NO_ERROR) {
+  GLenum st = pa_render_target(n, v->fb_w, v->fb_h, &v->ms_fbo, v->ms_rb);
+  if (n < 2 || st != GL_FRAMEBUFFER_COMPLETE || glGetError() != GL_NO_ERROR) {
     pa_warn("viewer: no %u-sample target (the GL allows %d): drawing "
             "without MSAA",
             v->def->msaa, max);
@@ -489,6 +474,7 @@ static bool ms_bind(pa_render_viewer *v) {
     v->ms_failed = true;
     return false;
   }
+  glBindFramebuffer(GL_FRAMEBUFFER, v->ms_fbo);
   v->ms_w = v->fb_w, v->ms_h = v->fb_h;
   return true;
 }

@@ -97,6 +97,11 @@ int pa_render_gpu_upload(rgpu_mesh *g, const rmesh *m, char *err,
                          size_t err_sz);
 void pa_render_gpu_free(rgpu_mesh *g);
 int pa_render_program_lit(rprogram *p, char *err, size_t err_sz);
+/* A framebuffer with an RGBA8 colour and a 24-bit depth renderbuffer of
+ * w x h at `samples` (0 = one sample): *fbo and rb[0] colour, rb[1] depth.
+ * Returns the framebuffer's status; the framebuffer binding is left at 0. */
+GLenum pa_render_target(GLsizei samples, GLsizei w, GLsizei h, GLuint *fbo,
+                        GLuint rb[2]);
 /* Compiles a vertex+fragment program; 0 or -1 with the log in err. */
 int pa_render_program(GLuint *out, const char *vs, const char *fs, char *err,
                       size_t err_sz);
