@@ -620,46 +620,26 @@ static int map_args_check(const pa_map_block *geom, const int8_t *cells,
   return 0;
 }
 
+/* Publishing is staging and committing at once: the map is written under
+ * "map-next" and renamed over "map", so a reader never sees it half written
+ * and holders of the old mapping keep their copy until they re-attach. */
 int pa_stack_map_publish(pa_stack *s, uint32_t width, uint32_t height,
                          double resolution, double origin_x, double origin_y,
                          double origin_yaw, const int8_t *cells,
                          int occupied_min, char *err, size_t err_sz) {
-  const char *inst = s->ctl->def.instance;
-  uint64_t n = (uint64_t)width * height;
-  pa_map_block geom = {.width = width,
-                       .height = height,
-                       .resolution = resolution,
-                       .origin_x = origin_x,
-                       .origin_y = origin_y,
-                       .origin_yaw = origin_yaw,
-                       .occupied_min = occupied_min};
-  int bad = map_args_check(&geom, cells, err, err_sz);
-  if (bad)
-    return bad;
-  char name[PA_SHM_NAME_MAX];
-  int rc = pa_shm_name(name, sizeof name, inst, "map", err, err_sz);
-  if (rc)
-    return rc;
-  const pa_shm_header *ch = s->ctl_seg.base;
-  /* Holders of the old mapping keep their copy until they re-attach. */
-  pa_shm_unlink(name);
-  uint64_t sizes[PA_SHM_MAX_SIZES] = {width, height, sizeof(pa_map_block)};
   pa_shm_seg seg;
-  rc = pa_shm_create(&seg, name, PA_SEG_MAP, sizes, MAP_OFF_CELLS + n,
-                     ch->boot_id, err, err_sz);
+  const int8_t *staged;
+  int rc =
+      pa_stack_map_stage(s, &seg, width, height, resolution, origin_x, origin_y,
+                         origin_yaw, cells, occupied_min, &staged, err, err_sz);
   if (rc)
     return rc;
-  pa_shm_header *h = seg.base;
-  h->owner_pid = ch->owner_pid; /* the instance's owner, for staleness */
-  pa_map_block *m = (pa_map_block *)((char *)seg.base + PA_SHM_BODY_OFF);
-  uint32_t gen = __atomic_load_n(&s->ctl->map_gen, __ATOMIC_RELAXED) + 1;
-  geom.gen = gen;
-  geom.off_cells = MAP_OFF_CELLS;
-  *m = geom;
-  memcpy((char *)seg.base + MAP_OFF_CELLS, cells, (size_t)n);
-  pa_shm_publish(&seg);
+  rc = pa_stack_map_commit(s, &seg, err, err_sz);
+  if (rc) {
+    pa_stack_map_discard(s, &seg);
+    return rc;
+  }
   pa_shm_detach(&seg);
-  __atomic_store_n(&s->ctl->map_gen, gen, __ATOMIC_RELEASE);
   return 0;
 }
 
