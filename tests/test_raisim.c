@@ -1,6 +1,7 @@
 /* test_raisim.c - RaisimServer's side of playarea, end to end on real
  * stacks: port walking (two stacks asking for one port), the discovery
- * beacon and `playarea discover`, hibernate / wakeup of one connection. */
+ * beacon and `playarea discover`, hibernate / wakeup of one connection, the
+ * terminating line on shutdown. */
 #define _GNU_SOURCE
 #include <setjmp.h>
 #include <stdarg.h>
@@ -344,12 +345,42 @@ static void test_hibernate(void **state) {
   assert_int_equal(lt_stop(&s, 5000), 0);
 }
 
+/* A stopping gateway tells each control connection (RaisimServer's
+ * STATUS_TERMINATING) before it closes: a JSON line to a connection that
+ * spoke JSON, "status terminating" to a text one; then EOF. */
+static void test_terminating(void **state) {
+  (void)state;
+  const char *extra[] = {"--no-render", "--no_beacon", NULL};
+  lt_stack s;
+  assert_int_equal(lt_start(&s, "term", extra, START_MS), 0);
+  int js = pa_test_tcp_connect(s.port), tx = pa_test_tcp_connect(s.port);
+  assert_true(js >= 0 && tx >= 0);
+  char out[8192];
+  json_call(js, "get_status", NULL, out, sizeof out);
+  assert_non_null(strstr(out, "rendering"));
+  assert_int_equal(pa_test_send_str(tx, "ping\n"), 0);
+  assert_true(pa_test_read_line(tx, out, sizeof out, 5000 * PA_TEST_SLOW) > 0);
+  assert_string_equal(out, "pong");
+  assert_int_equal(lt_stop(&s, 5000), 0);
+  assert_true(pa_test_read_line(js, out, sizeof out, 5000 * PA_TEST_SLOW) > 0);
+  assert_non_null(strstr(out, "\"type\":\"status\""));
+  assert_non_null(strstr(out, "\"status\":\"terminating\""));
+  assert_true(pa_test_read_line(tx, out, sizeof out, 5000 * PA_TEST_SLOW) > 0);
+  assert_string_equal(out, "status terminating");
+  /* Then the connections close. */
+  assert_true(pa_test_read_line(js, out, sizeof out, 5000 * PA_TEST_SLOW) <= 0);
+  assert_true(pa_test_read_line(tx, out, sizeof out, 5000 * PA_TEST_SLOW) <= 0);
+  close(js);
+  close(tx);
+}
+
 int main(void) {
   signal(SIGPIPE, SIG_IGN);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_port_walk_and_discover),
       cmocka_unit_test(test_no_beacon),
       cmocka_unit_test(test_hibernate),
+      cmocka_unit_test(test_terminating),
       cmocka_unit_test(test_http_port_walk),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -298,6 +298,7 @@ static void process_input(pa_client *c) {
     if (len > limit - 1) {
       too_long(c, json, len);
     } else {
+      c->spoke_json |= json;
       pa_core_control_fe(json)->line(c, line, len);
     }
     evbuffer_drain(in, n + (last ? 0 : 1));
@@ -313,6 +314,42 @@ static void process_input(pa_client *c) {
       !evtimer_pending(c->drive_ev, NULL)) {
     struct timeval tv = {0, 2000};
     evtimer_add(c->drive_ev, &tv);
+  }
+}
+
+/* ---- shutdown
+ * ----------------------------------------------------------------------*/
+
+static const char term_json[] =
+    "{\"type\":\"status\",\"protocol_version\":2,\"action\":\"shutdown\","
+    "\"status\":\"terminating\",\"success\":true,"
+    "\"data\":{\"status\":\"terminating\",\"reason\":\"shutdown\"}}\n";
+static const char term_text[] = "status terminating\n";
+
+void pa_gw_say_terminating(pa_netgw *g) {
+  if (!g->clients)
+    return;
+  for (uint32_t i = 0; i < g->slots; i++) {
+    pa_client *c = g->clients[i];
+    if (!c || !c->bev || c->kill)
+      continue;
+    struct evbuffer *out = bufferevent_get_output(c->bev);
+    if (c->spoke_json)
+      evbuffer_add(out, term_json, sizeof term_json - 1);
+    else
+      evbuffer_add(out, term_text, sizeof term_text - 1);
+    /* The loop has stopped: send what the socket takes now, replies still
+     * owed first (non-blocking; a peer that stopped reading loses it). The
+     * bufferevent keeps its output's start frozen, so it is copied out. */
+    evutil_socket_t fd = bufferevent_getfd(c->bev);
+    size_t n = evbuffer_get_length(out);
+    const unsigned char *p = evbuffer_pullup(out, -1);
+    for (size_t done = 0; fd >= 0 && p && done < n;) {
+      ssize_t w = send(fd, p + done, n - done, MSG_NOSIGNAL | MSG_DONTWAIT);
+      if (w <= 0)
+        break;
+      done += (size_t)w;
+    }
   }
 }
 

@@ -382,6 +382,7 @@ void pa_netgw_destroy(pa_netgw *g) {
   pa_bridge_stop(&g->br_scan);
   pa_bridge_stop(&g->br_cam);
   pa_bridge_stop(&g->br_reply);
+  pa_gw_say_terminating(g);
   /* Front-ends stop in reverse order (Foxglove finishes a recording). */
   size_t nfe = 0;
   while (pa_frontends[nfe])

@@ -386,6 +386,7 @@ typedef struct pa_client {
   /* hibernate (RaisimServer's STATUS_HIBERNATING): subscriptions kept, no
    * stream datagram sent, commands still answered, until wakeup */
   bool hibernating;
+  bool spoke_json; /* sent a JSON line: told of shutdown in JSON */
   /* limits.c: waiting for the next turn; not read while output drains */
   bool yielded, paused;
   bool light;        /* its current line runs on the light clients' budget */
@@ -530,6 +531,9 @@ void pa_gw_account(pa_netgw *g, int64_t t0); /* a callback's cost, for health */
 /* After a line or a completion: resume reading lines, or drop the client. */
 void pa_gw_settle(pa_client *c);
 void pa_gw_client_free(pa_client *c);
+/* Tells every control connection the gateway is shutting down (RaisimServer's
+ * STATUS_TERMINATING): one last line each, written before the sockets close. */
+void pa_gw_say_terminating(pa_netgw *g);
 void pa_gw_on_accept(struct evconnlistener *lis, evutil_socket_t fd,
                      struct sockaddr *sa, int salen, void *arg);
 void pa_gw_on_accept_error(struct evconnlistener *lis, void *arg);
