@@ -23,6 +23,15 @@ typedef struct pa_render_lines {
   GLint u_vp, u_psize, u_off;
   pa_lvertex *v;
   size_t n, cap;
+  /* the solid visuals' triangles (visuals_solid.c), made when the block
+   * changed: runs opaque camera-visible, opaque other, translucent
+   * camera-visible, translucent other */
+  GLuint s_vao, s_vbo;
+  bool s_ok;
+  const pa_visual_block *s_block; /* what they were made from */
+  uint32_t s_gen, s_count, s_pt_used;
+  uint64_t s_seq;
+  GLsizei s_run[4]; /* vertices */
 } pa_render_lines;
 /* Compiles the program and makes the buffers (a GL context is current). */
 int pa_render_lines_init(pa_render_lines *L, char *err, size_t err_sz);
@@ -43,6 +52,16 @@ void pa_render_lines_end(void);
  * there; L's vertices are scratch. */
 void pa_render_visuals_draw(pa_render_lines *L, const pa_visual_block *b,
                             const float vp[16], bool camera_only);
+/* Whether visuals of type t are solid (drawn by pa_render_visuals_solid,
+ * not as lines). */
+bool pa_render_vis_solid(uint32_t t);
+/* Draws b's visible solid visuals (camera_only: those marked
+ * camera_visible) lit by s's program, whose uniforms s's draw of this
+ * frame set; L keeps their triangles until b changes. */
+void pa_render_visuals_solid(pa_render_lines *L, const pa_visual_block *b,
+                             const pa_render_scene *s, bool camera_only);
+/* Frees the solid visuals' buffers (pa_render_lines_free does). */
+void pa_render_solid_free(pa_render_lines *L);
 /* The visuals every camera of this process draws from now on (camera.c;
  * NULL: none), L their scratch; pa-render's loop keeps b current. */
 void pa_render_cam_visuals(const pa_visual_block *b, pa_render_lines *L);
