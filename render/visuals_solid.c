@@ -239,7 +239,8 @@ static void heightmap(sbuild *B, const pa_visual *v, const pa_vis_point *p) {
     return;
   for (uint32_t j = 0; j + 1 < ny; j++)
     for (uint32_t i = 0; i + 1 < nx; i++) {
-      static const uint32_t di[6] = {0, 1, 1, 0, 1, 0}, dj[6] = {0, 0, 1, 0, 1, 1};
+      static const uint32_t di[6] = {0, 1, 1, 0, 1, 0},
+                            dj[6] = {0, 0, 1, 0, 1, 1};
       for (int k = 0; k < 6; k++) {
         uint32_t x = i + di[k], y = j + dj[k];
         const pa_vis_point *q = &p[y * nx + x];

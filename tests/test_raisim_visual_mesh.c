@@ -78,12 +78,12 @@ static void refused(int fd, const char *action, const char *data,
   if (!json_is_false(json_object_get(r, "success")) || !strstr(line, code) ||
       !strstr(line, needle))
     fail_msg("%s: wanted %s '%s', got %s", action, code, needle, line);
-  fprintf(stderr, "refused: %.160s\n",
-          json_string_value(json_object_get(
-              json_object_get(r, "error"), "message"))
-              ? json_string_value(json_object_get(json_object_get(r, "error"),
-                                                  "message"))
-              : line);
+  fprintf(
+      stderr, "refused: %.160s\n",
+      json_string_value(json_object_get(json_object_get(r, "error"), "message"))
+          ? json_string_value(
+                json_object_get(json_object_get(r, "error"), "message"))
+          : line);
   json_decref(r);
 }
 
@@ -383,10 +383,12 @@ static void test_meshes_heightmap_instances(void **state) {
   project(P, A, cx + 0.2 + 0.85, cy - 1.2, Z + 0.2, &uh, &vh);
   mean_at(img, ul, vl, lo);
   mean_at(img, uh, vh, hi);
-  fprintf(stderr, "height map: low end (%.0f %.0f %.0f), high end (%.0f %.0f "
-          "%.0f)\n", lo[0], lo[1], lo[2], hi[0], hi[1], hi[2]);
-  assert_true(lo[2] > lo[1] + 20);       /* purple: blue over green */
-  assert_true(hi[1] > hi[2] + 60);       /* yellow: green over blue */
+  fprintf(stderr,
+          "height map: low end (%.0f %.0f %.0f), high end (%.0f %.0f "
+          "%.0f)\n",
+          lo[0], lo[1], lo[2], hi[0], hi[1], hi[2]);
+  assert_true(lo[2] > lo[1] + 20); /* purple: blue over green */
+  assert_true(hi[1] > hi[2] + 60); /* yellow: green over blue */
   assert_true(hi[0] + hi[1] > lo[0] + lo[1] + 150);
   /* every instance at its pose, nothing between them */
   for (int k = 0; k < 4; k++) {
@@ -414,8 +416,9 @@ static void test_meshes_heightmap_instances(void **state) {
   CALL0(fd, "update_visual",
         "{\"name\":\"inst\",\"positions\":[[0,0,0],[0.6,0,0]],"
         "\"color\":[1,0,1]}");
-  CALL0(fd, "update_visual", "{\"name\":\"hm\",\"colormap\":\"none\","
-                             "\"color\":[0,0,1]}");
+  CALL0(fd, "update_visual",
+        "{\"name\":\"hm\",\"colormap\":\"none\","
+        "\"color\":[0,0,1]}");
   CALL0(fd, "remove_visual", "{\"name\":\"obj\"}");
   img = shot(fd, "updated");
   expect_hue(img, base, P, A, "inst 1", MAGENTA, cx - 0.3, cy - 2.3, Z + 0.15,
@@ -512,8 +515,8 @@ static void test_bad_geometry(void **state) {
           "a mesh is an .obj, .stl or .ply file");
   refused(fd, "add_visual_mesh", "{\"name\":\"m\",\"file\":\"../x/cube.obj\"}",
           IM, "cube.obj");
-  refused(fd, "add_visual_mesh", "{\"name\":\"m\",\"file\":\"/etc/a.stl\"}",
-          IM, "a.stl");
+  refused(fd, "add_visual_mesh", "{\"name\":\"m\",\"file\":\"/etc/a.stl\"}", IM,
+          "a.stl");
   refused(fd, "add_visual_mesh", "{\"name\":\"m\",\"file\":\"junk.obj\"}", IM,
           "data.file junk.obj: not a readable obj mesh");
   char path[1024], link[1024];

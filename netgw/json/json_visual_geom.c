@@ -182,8 +182,8 @@ typedef struct cstop {
   float t, r, g, b;
 } cstop;
 static const cstop VIRIDIS[] = {
-    {0, 68, 1, 84},        {0.25f, 59, 82, 139},  {0.5f, 33, 145, 140},
-    {0.75f, 94, 201, 98},  {1, 253, 231, 37},
+    {0, 68, 1, 84},       {0.25f, 59, 82, 139}, {0.5f, 33, 145, 140},
+    {0.75f, 94, 201, 98}, {1, 253, 231, 37},
 };
 static const cstop TURBO[] = {
     {0, 48, 18, 59},       {0.15f, 70, 107, 227}, {0.3f, 40, 188, 235},
@@ -231,10 +231,10 @@ static void grid_points(const pa_visual *v, const float *h, pa_vis_point *p) {
       q->p[0] = v->size[0] * ((float)i / (float)(nx - 1) - 0.5f);
       q->p[1] = v->size[1] * ((float)j / (float)(ny - 1) - 0.5f);
       q->p[2] = h[j * nx + i];
-      q->rgba = v->colormap && v->colormap < NCMAPS
-                    ? cmap(v->colormap, hi > lo ? (q->p[2] - lo) / (hi - lo)
-                                                : 0.5f)
-                    : 0;
+      q->rgba =
+          v->colormap && v->colormap < NCMAPS
+              ? cmap(v->colormap, hi > lo ? (q->p[2] - lo) / (hi - lo) : 0.5f)
+              : 0;
     }
 }
 
@@ -289,7 +289,8 @@ static int heightmap(jctx *x, const pa_visual_block *b, int idx, pa_visual *v,
   }
   double *h = NULL;
   size_t nh = 0;
-  int rh = flat(x, "heights", PA_VIS_GRID_MAX, -HEIGHT_MAX, HEIGHT_MAX, &h, &nh);
+  int rh =
+      flat(x, "heights", PA_VIS_GRID_MAX, -HEIGHT_MAX, HEIGHT_MAX, &h, &nh);
   if (rh < 0)
     return -1;
   if (add && (rh == 0 || rs == 0)) {
@@ -363,8 +364,8 @@ static int rows(jctx *x, const char *key, size_t count, size_t n1, size_t n2,
       out[i * 4 + 1] = out[i * 4 + 2] = out[i * 4];
     if (!ok) {
       pa_json_fail(x, PA_ERR_INVALID_MESSAGE,
-                   "data.%s[%zu] must have %zu or %zu numbers in [%g, %g]",
-                   key, i, n1, n2, lo, hi);
+                   "data.%s[%zu] must have %zu or %zu numbers in [%g, %g]", key,
+                   i, n1, n2, lo, hi);
       return -1;
     }
   }
@@ -384,7 +385,8 @@ static int inst_shape(jctx *x, pa_visual *v, bool add) {
   uint32_t t = pa_vis_type_from_name(sh);
   if (t < PA_VIS_SPHERE || t > PA_VIS_ARROW) {
     pa_json_fail(x, PA_ERR_INVALID_MESSAGE,
-                 "data.shape '%s': sphere, box, cylinder, capsule or arrow", sh);
+                 "data.shape '%s': sphere, box, cylinder, capsule or arrow",
+                 sh);
     return -1;
   }
   v->inst_shape = t;
@@ -511,8 +513,9 @@ int pa_json_vis_geom(jctx *x, const pa_visual_block *b, int idx, pa_visual *v,
     for (size_t k = 0; GEOM_KEYS[g].type != v->type && GEOM_KEYS[g].keys[k];
          k++)
       if (json_object_get(x->data, GEOM_KEYS[g].keys[k])) {
-        pa_json_fail(x, PA_ERR_INVALID_MESSAGE, "data.%s is for %s visuals only",
-                     GEOM_KEYS[g].keys[k], pa_vis_type_name(GEOM_KEYS[g].type));
+        pa_json_fail(x, PA_ERR_INVALID_MESSAGE,
+                     "data.%s is for %s visuals only", GEOM_KEYS[g].keys[k],
+                     pa_vis_type_name(GEOM_KEYS[g].type));
         return -1;
       }
   switch (v->type) {

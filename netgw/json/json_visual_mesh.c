@@ -230,8 +230,8 @@ static int decode(const uint8_t *buf, size_t len, const char *hint,
       for (int k = 0; k < 3; k++)
         if (!isfinite(p[i].p[k]) || fabsf(p[i].p[k]) > VIS_COORD_MAX) {
           snprintf(err, err_sz,
-                   "data.file %s: vertex %u is not finite or beyond 1e6 m",
-                   rel, i);
+                   "data.file %s: vertex %u is not finite or beyond 1e6 m", rel,
+                   i);
           free(p);
           return -1;
         }
