@@ -20,8 +20,8 @@ static void unpack(uint32_t u, const float own[4], float c[4]) {
   c[3] = (float)(u & 255) / 255.0f * own[3];
 }
 
-uint32_t pa_fox_vis_tris(const pa_visual *v, const pa_vis_point *pt,
-                         uint32_t n, double (**pts)[3], float (**colors)[4]) {
+uint32_t pa_fox_vis_tris(const pa_visual *v, const pa_vis_point *pt, uint32_t n,
+                         double (**pts)[3], float (**colors)[4]) {
   *pts = NULL;
   *colors = NULL;
   uint32_t nx = v->grid_nx, ny = v->grid_ny, m = 0;
@@ -49,9 +49,8 @@ uint32_t pa_fox_vis_tris(const pa_visual *v, const pa_vis_point *pt,
       i = (cy + dj[k % 6]) * nx + cx + di[k % 6];
     }
     for (int a = 0; a < 3; a++) /* a mesh's size is its scale */
-      p[k][a] = pt[i].p[a] * (v->type == PA_VIS_MESH && v->size[a] > 0
-                                  ? v->size[a]
-                                  : 1.0f);
+      p[k][a] = pt[i].p[a] *
+                (v->type == PA_VIS_MESH && v->size[a] > 0 ? v->size[a] : 1.0f);
     unpack(pt[i].rgba, v->rgba, c[k]);
     own = own && !pt[i].rgba;
   }
@@ -79,8 +78,8 @@ static void qmul(const double a[4], const double b[4], double o[4]) {
   o[3] = a[0] * b[3] + a[1] * b[2] - a[2] * b[1] + a[3] * b[0];
 }
 
-void pa_fox_vis_instance(const pa_visual *v, const pa_vis_point *pt,
-                         uint32_t k, double pos[3], double q[4], double s[3],
+void pa_fox_vis_instance(const pa_visual *v, const pa_vis_point *pt, uint32_t k,
+                         double pos[3], double q[4], double s[3],
                          float color[4]) {
   uint32_t st = v->inst_stride;
   const pa_vis_point *p = pt + (size_t)k * st;

@@ -265,7 +265,7 @@ void pa_json_vis_default_size(uint32_t t, float s[3]) {
       [PA_VIS_TEXT] = {0.2f, 0, 0},
       [PA_VIS_MESH] = {1, 1, 1},
       [PA_VIS_HEIGHTMAP] = {1, 1, 0},
-      [PA_VIS_INSTANCED] = {0.1f, 0, 0}};
+      [PA_VIS_INSTANCED] = {0.1f, 0.1f, 0.1f}};
   memcpy(s, d[t < PA_VIS_TYPE_COUNT ? t : 0], sizeof d[0]);
 }
 
