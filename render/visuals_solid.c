@@ -218,19 +218,83 @@ static void colour_of(uint32_t rgba, const float def[4], uint8_t out[4]) {
   out[3] = (uint8_t)lroundf((float)(rgba & 255) * a);
 }
 
+/* A corner of a mesh's triangle, sorted by position to find the corners
+ * that share a vertex. */
+typedef struct corner {
+  float p[3];
+  uint32_t k; /* its index in the triangle soup */
+} corner;
+
+static int corner_cmp(const void *a, const void *b) {
+  const float *x = ((const corner *)a)->p, *y = ((const corner *)b)->p;
+  for (int i = 0; i < 3; i++)
+    if (x[i] != y[i])
+      return x[i] < y[i] ? -1 : 1;
+  return 0;
+}
+
+#define CREASE_COS 0.77f /* faces more than ~40 degrees apart keep an edge */
+
+/* Per-corner normals: the mean of the faces at the same vertex that are
+ * within the crease angle of the corner's own face (a sphere is smooth, a
+ * box keeps its edges); NULL (flat) when there is no memory for it. */
+static float (*corner_normals(const pa_vis_point *p, uint32_t n))[3] {
+  float(*fn)[3] = malloc((size_t)(n / 3 ? n / 3 : 1) * sizeof *fn);
+  float(*cn)[3] = malloc((size_t)(n ? n : 1) * sizeof *cn);
+  corner *c = malloc((size_t)(n ? n : 1) * sizeof *c);
+  if (!fn || !cn || !c) {
+    free(fn), free(cn), free(c);
+    return NULL;
+  }
+  for (uint32_t t = 0; t < n / 3; t++) {
+    const float *a = p[3 * t].p, *b = p[3 * t + 1].p, *d = p[3 * t + 2].p;
+    float e1[3] = {b[0] - a[0], b[1] - a[1], b[2] - a[2]};
+    float e2[3] = {d[0] - a[0], d[1] - a[1], d[2] - a[2]};
+    float x[3] = {e1[1] * e2[2] - e1[2] * e2[1], e1[2] * e2[0] - e1[0] * e2[2],
+                  e1[0] * e2[1] - e1[1] * e2[0]};
+    float l = sqrtf(x[0] * x[0] + x[1] * x[1] + x[2] * x[2]);
+    for (int i = 0; i < 3; i++)
+      fn[t][i] = l > 0 ? x[i] / l : 0;
+  }
+  for (uint32_t k = 0; k < n; k++) {
+    memcpy(c[k].p, p[k].p, sizeof c[k].p);
+    c[k].k = k;
+  }
+  qsort(c, n, sizeof *c, corner_cmp);
+  for (uint32_t g = 0, e; g < n; g = e) {
+    for (e = g + 1; e < n && !corner_cmp(&c[g], &c[e]); e++)
+      ;
+    for (uint32_t i = g; i < e; i++) {
+      const float *own = fn[c[i].k / 3];
+      float s[3] = {0, 0, 0};
+      for (uint32_t j = g; j < e; j++) {
+        const float *o = fn[c[j].k / 3];
+        if (own[0] * o[0] + own[1] * o[1] + own[2] * o[2] > CREASE_COS)
+          s[0] += o[0], s[1] += o[1], s[2] += o[2];
+      }
+      memcpy(cn[c[i].k], s, sizeof s);
+    }
+  }
+  free(fn), free(c);
+  return cn;
+}
+
 static void mesh(sbuild *B, const pa_visual *v, const pa_vis_point *p) {
-  for (uint32_t k = 0; k + 2 < v->pt_n; k += 3) {
+  uint32_t n = v->pt_n / 3 * 3;
+  float(*cn)[3] = corner_normals(p, n);
+  for (uint32_t k = 0; k < n; k += 3) {
     const float *a = p[k].p, *b = p[k + 1].p, *c = p[k + 2].p;
     float e1[3] = {b[0] - a[0], b[1] - a[1], b[2] - a[2]};
     float e2[3] = {c[0] - a[0], c[1] - a[1], c[2] - a[2]};
-    float n[3] = {e1[1] * e2[2] - e1[2] * e2[1], e1[2] * e2[0] - e1[0] * e2[2],
+    float f[3] = {e1[1] * e2[2] - e1[2] * e2[1], e1[2] * e2[0] - e1[0] * e2[2],
                   e1[0] * e2[1] - e1[1] * e2[0]};
-    for (int i = 0; i < 3; i++) {
+    for (uint32_t i = 0; i < 3; i++) {
       uint8_t col[4];
-      colour_of(p[k + (uint32_t)i].rgba, v->rgba, col);
-      emit_c(B, p[k + (uint32_t)i].p, n, col);
+      colour_of(p[k + i].rgba, v->rgba, col);
+      emit_c(B, p[k + i].p, cn ? cn[k + i] : f, col);
     }
   }
+  free(cn);
 }
 
 static void heightmap(sbuild *B, const pa_visual *v, const pa_vis_point *p) {

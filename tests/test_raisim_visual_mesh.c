@@ -286,9 +286,9 @@ static void top_camera(int fd, double P[3], double A[3]) {
         P[0], P[1], P[2], A[0], A[1], A[2], W, H);
 }
 
-static void expect_hue(const unsigned char *img, const unsigned char *base,
-                       const double P[3], const double A[3], const char *what,
-                       int hue, double x, double y, double z, int min) {
+static int expect_hue(const unsigned char *img, const unsigned char *base,
+                      const double P[3], const double A[3], const char *what,
+                      int hue, double x, double y, double z, int min) {
   double u, v;
   project(P, A, x, y, z, &u, &v);
   box2 b = hue_near(img, base, hue, u, v, 30);
@@ -297,6 +297,7 @@ static void expect_hue(const unsigned char *img, const unsigned char *base,
   if (b.n < min)
     fail_msg("%s: %d %s pixels near (%.0f, %.0f), want >= %d", what, b.n,
              HUE[hue], u, v, min);
+  return b.n;
 }
 
 static void test_meshes_heightmap_instances(void **state) {
@@ -310,6 +311,7 @@ static void test_meshes_heightmap_instances(void **state) {
   double P[3], A[3];
   top_camera(fd, P, A);
   unsigned char *base = shot(fd, "base");
+  double u, v;
 
   /* files: OBJ red, STL green (scaled flat), PLY its own blue */
   json_t *r =
@@ -364,12 +366,51 @@ static void test_meshes_heightmap_instances(void **state) {
   assert_int_equal(json_integer_value(json_object_get(d, "instances")), 4);
   json_decref(r);
 
+  /* a coarse UV sphere as a triangle soup (8 x 12 facets), white: drawn
+   * smooth (normals shared where faces meet gently), not faceted */
+  char *sph = malloc(1 << 16);
+  assert_non_null(sph);
+  size_t so = 0;
+  for (int ri = 0; ri < 8; ri++)
+    for (int g = 0; g < 12; g++) {
+      double f0 = M_PI * ri / 8 - M_PI / 2;
+      double f1 = M_PI * (ri + 1) / 8 - M_PI / 2;
+      double t0 = 2 * M_PI * g / 12, t1 = 2 * M_PI * (g + 1) / 12;
+      double q[4][3] = {{cos(f0) * cos(t0), cos(f0) * sin(t0), sin(f0)},
+                        {cos(f0) * cos(t1), cos(f0) * sin(t1), sin(f0)},
+                        {cos(f1) * cos(t1), cos(f1) * sin(t1), sin(f1)},
+                        {cos(f1) * cos(t0), cos(f1) * sin(t0), sin(f1)}};
+      static const int tri[6] = {0, 1, 2, 0, 2, 3};
+      for (int k = 0; k < 6; k++)
+        for (int a = 0; a < 3; a++)
+          so += (size_t)snprintf(sph + so, (1 << 16) - so, "%s%.6f",
+                                 so ? "," : "", q[tri[k]][a]);
+    }
+  CALL0(fd, "add_visual_mesh",
+        "{\"name\":\"ball\",\"vertices\":[%s],\"size\":0.45,"
+        "\"position\":[%g,%g,%g],\"color\":[0.9,0.9,0.9]}",
+        sph, cx + 2.3, cy - 1.3, Z);
+  free(sph);
+
   unsigned char *img = shot(fd, "meshes");
-  expect_hue(img, base, P, A, "obj", RED, cx - 1.6, cy + 1.0, Z + 0.3, 400);
+  /* smooth: across the sphere's middle no step between neighbours */
+  project(P, A, cx + 2.3, cy - 1.3, Z + 0.45, &u, &v);
+  int step = 0;
+  for (int i = (int)u - 25; i < (int)u + 25; i++) {
+    const unsigned char *a = img + ((int)v * W + i) * 3, *c = a + 3;
+    int dl = abs((a[0] + a[1] + a[2]) - (c[0] + c[1] + c[2])) / 3;
+    step = dl > step ? dl : step;
+  }
+  fprintf(stderr, "sphere mesh: largest step between neighbours %d\n", step);
+  assert_true(step <= 6);
+  int n_obj =
+      expect_hue(img, base, P, A, "obj", RED, cx - 1.6, cy + 1.0, Z + 0.3, 400);
   expect_hue(img, base, P, A, "stl", GREEN, cx, cy + 1.0, Z + 0.1, 400);
-  expect_hue(img, base, P, A, "ply", BLUE, cx + 1.6, cy + 1.0, Z + 0.3, 400);
+  int n_ply = expect_hue(img, base, P, A, "ply", BLUE, cx + 1.6, cy + 1.0,
+                         Z + 0.3, 400);
+  /* "size": 0.6 scales a mesh on all three axes, as [0.6, 0.6, 0.6] */
+  assert_true(abs(n_obj - n_ply) < n_obj / 8);
   /* scale and orientation: taller than wide on screen, about 4 to 1 */
-  double u, v;
   project(P, A, cx - 2.3, cy - 1.2, Z, &u, &v);
   box2 b = hue_near(img, base, YELLOW, u, v, 120);
   int bw = b.hi[0] - b.lo[0] + 1, bh = b.hi[1] - b.lo[1] + 1;
@@ -405,7 +446,7 @@ static void test_meshes_heightmap_instances(void **state) {
   /* list, update, remove */
   r = call(fd, "list_visuals", "{}");
   json_t *l = json_object_get(json_object_get(r, "data"), "visuals");
-  assert_int_equal(json_array_size(l), 6);
+  assert_int_equal(json_array_size(l), 7);
   json_t *hm = json_array_get(l, 4);
   assert_string_equal(json_string_value(json_object_get(hm, "type")),
                       "heightmap");

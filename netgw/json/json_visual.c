@@ -306,8 +306,8 @@ static int get_fields(jctx *x, pa_visual *v) {
   }
   json_t *sz = json_object_get(x->data, "size");
   if (json_is_number(sz)) {
-    s[0] = json_number_value(sz);
-    n = 1;
+    s[0] = s[1] = s[2] = json_number_value(sz);
+    n = v->type == PA_VIS_MESH ? 3 : 1; /* a mesh's scale: all three axes */
     r = 1;
   } else if ((r = pa_json_vec(x, "size", 3, 2, s, &n)) < 0) {
     return -1;
