@@ -7,8 +7,10 @@
  * generation), into one buffer in four runs: opaque seen by the head
  * cameras, opaque others, translucent seen by the cameras, translucent
  * others; a camera draws the first run of each kind, the viewer and the
- * spectator both. Polylines, point clouds and text stay lines and points
- * (visuals.c). */
+ * spectator both. An instanced visual's shape is made once and drawn per
+ * instance by the GL (the lit program's instance attributes): 20 000
+ * spheres cost their poses, not 20 000 copies of a sphere. Polylines, point
+ * clouds and text stay lines and points (visuals.c). */
 #include "render_int.h"
 
 #include <math.h>
@@ -168,10 +170,11 @@ static void box(sbuild *B, const float s[3]) {
     }
 }
 
-/* Shape t of size s (pa_visual.size) in local coordinates; coarse for
- * instances (many of them). */
-static void shape(sbuild *B, uint32_t t, const float s[3], bool coarse) {
-  int segs = coarse ? 12 : 24, half = coarse ? 4 : 8;
+/* Shape t of size s (pa_visual.size) in local coordinates; detail 0 is
+ * the finest, 1 and 2 coarser (an instanced visual of many). */
+static void shape(sbuild *B, uint32_t t, const float s[3], int detail) {
+  static const int SEGS[3] = {24, 12, 8}, HALF[3] = {8, 4, 2};
+  int segs = SEGS[detail], half = HALF[detail];
   float r = s[0] > 0 ? s[0] : 0.1f, h = s[1];
   switch (t) {
   case PA_VIS_SPHERE:
@@ -323,37 +326,86 @@ static void heightmap(sbuild *B, const pa_visual *v, const pa_vis_point *p) {
     }
 }
 
-/* The instance frame composed with the visual's. */
-static void instances(sbuild *B, const pa_visual *v, const pa_vis_point *p,
-                      rmesh *blend) {
+/* An instanced visual's per-instance attributes (the lit program's
+ * a_ipos, a_iquat, a_iscale, a_iinv), floats. */
+typedef struct inst_attr {
+  float pos[3], quat[4], scale[3], inv[4];
+} inst_attr;
+
+/* a times b, quaternions w, x, y, z */
+static void qmul(const float a[4], const float b[4], float o[4]) {
+  o[0] = a[0] * b[0] - a[1] * b[1] - a[2] * b[2] - a[3] * b[3];
+  o[1] = a[0] * b[1] + a[1] * b[0] + a[2] * b[3] - a[3] * b[2];
+  o[2] = a[0] * b[2] - a[1] * b[3] + a[2] * b[0] + a[3] * b[1];
+  o[3] = a[0] * b[3] + a[1] * b[2] - a[2] * b[1] + a[3] * b[0];
+}
+
+/* Instance k's world pose and colour: the instance's frame composed with
+ * the visual's (vq, B->x). False when it is translucent. */
+static bool instance(const sbuild *B, const float vq[4], const pa_visual *v,
+                     const pa_vis_point *p, inst_attr *o) {
   uint32_t st = v->inst_stride;
-  if (st < 1 || st > 3 || v->inst_shape < PA_VIS_SPHERE ||
-      v->inst_shape > PA_VIS_ARROW)
-    return;
-  xform base = B->x;
-  rmesh *opaque = B->m;
-  bool coarse = v->pt_n / st > 200;
-  for (uint32_t k = 0; k + st <= v->pt_n; k += st) {
-    float q[4] = {1, 0, 0, 0}, r[9];
-    if (st >= 2) {
-      const float *u = p[k + 1].p;
-      float w2 = 1 - u[0] * u[0] - u[1] * u[1] - u[2] * u[2];
-      q[0] = w2 > 0 ? sqrtf(w2) : 0, q[1] = u[0], q[2] = u[1], q[3] = u[2];
-    }
-    quat_mat(q, r);
-    for (int c = 0; c < 3; c++)
-      mat_vec(base.r, &r[3 * c], &B->x.r[3 * c]);
-    mat_vec(base.r, p[k].p, B->x.t);
-    for (int i = 0; i < 3; i++) {
-      B->x.t[i] += base.t[i];
-      B->x.s[i] = st == 3 ? p[k + 2].p[i] : 1;
-    }
-    colour_of(p[k].rgba, v->rgba, B->rgba);
-    B->m = B->rgba[3] < 255 ? blend : opaque;
-    shape(B, v->inst_shape, v->size, coarse);
+  float q[4] = {1, 0, 0, 0}, wq[4];
+  if (st >= 2) {
+    const float *u = p[1].p;
+    float w2 = 1 - u[0] * u[0] - u[1] * u[1] - u[2] * u[2];
+    q[0] = w2 > 0 ? sqrtf(w2) : 0, q[1] = u[0], q[2] = u[1], q[3] = u[2];
   }
-  B->x = base;
-  B->m = opaque;
+  qmul(vq, q, wq);
+  o->quat[0] = wq[1], o->quat[1] = wq[2], o->quat[2] = wq[3];
+  o->quat[3] = wq[0];
+  mat_vec(B->x.r, p[0].p, o->pos);
+  uint8_t c[4];
+  colour_of(p[0].rgba, v->rgba, c);
+  for (int i = 0; i < 3; i++) {
+    o->pos[i] += B->x.t[i];
+    o->scale[i] = (st == 3 ? p[2].p[i] : 1) - 1;
+    o->inv[i] = 1 - (float)c[i] / 255.0f;
+  }
+  o->inv[3] = (float)c[3] / 255.0f;
+  return c[3] == 255;
+}
+
+/* An instanced visual: its shape once into tm (white, in its own frame)
+ * and its instances' attributes into ia, opaque ones first; the draws go
+ * to L's list. */
+static void instances(pa_render_lines *L, sbuild *B, const float vq[4],
+                      const pa_visual *v, const pa_vis_point *p, bool cam,
+                      rmesh *tm, inst_attr **ia, uint32_t *nia, uint32_t *cap) {
+  uint32_t st = v->inst_stride, n = st ? v->pt_n / st : 0;
+  if (st < 1 || st > 3 || v->inst_shape < PA_VIS_SPHERE ||
+      v->inst_shape > PA_VIS_ARROW || !n || L->s_ndraw >= PA_VIS_MAX)
+    return;
+  if (*nia + n > *cap) {
+    uint32_t c = (*nia + n) * 2;
+    inst_attr *g = realloc(*ia, (size_t)c * sizeof *g);
+    if (!g)
+      return;
+    *ia = g, *cap = c;
+  }
+  uint32_t first = tm->n, base = *nia, opaque = 0;
+  sbuild T;
+  memset(&T, 0, sizeof T);
+  quat_mat((const float[4]){1, 0, 0, 0}, T.x.r);
+  T.x.s[0] = T.x.s[1] = T.x.s[2] = 1;
+  memset(T.rgba, 255, sizeof T.rgba);
+  T.m = tm;
+  shape(&T, v->inst_shape, v->size, n > 2000 ? 2 : n > 200 ? 1 : 0);
+  /* opaque instances from the front of the run, translucent from the back */
+  uint32_t back = base + n;
+  for (uint32_t k = 0; k < n; k++) {
+    inst_attr a;
+    if (instance(B, vq, v, p + (size_t)k * st, &a))
+      (*ia)[base + opaque++] = a;
+    else
+      (*ia)[--back] = a;
+  }
+  *nia += n;
+  pa_render_idraw *d = &L->s_draw[L->s_ndraw++];
+  d->first = (GLint)first;
+  d->count = (GLsizei)(tm->n - first);
+  d->inst = base, d->n_opaque = opaque, d->n_blend = n - opaque;
+  d->cam = cam;
 }
 
 /* Whether visual v's points lie inside the block. */
@@ -362,22 +414,27 @@ static bool points_ok(const pa_visual_block *b, const pa_visual *v) {
          (!v->pt_n || (uint64_t)v->pt_off + v->pt_n <= b->pt_used);
 }
 
-/* Visual v's triangles into op (opaque) or bl (translucent). */
-static void visual(const pa_visual_block *b, const pa_visual *v, rmesh *op,
-                   rmesh *bl) {
-  sbuild B;
-  memset(&B, 0, sizeof B);
-  float q[4];
-  memcpy(q, v->quat, sizeof q);
+/* The visual's frame into B (and its unit quaternion into q). */
+static void frame(const pa_visual *v, sbuild *B, float q[4]) {
+  memset(B, 0, sizeof *B);
+  memcpy(q, v->quat, 4 * sizeof *q);
   float ql = sqrtf(q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3]);
   if (!(ql > 1e-6f) || !isfinite(ql))
     q[0] = 1, q[1] = q[2] = q[3] = 0, ql = 1;
   for (int i = 0; i < 4; i++)
     q[i] /= ql;
-  quat_mat(q, B.x.r);
-  memcpy(B.x.t, v->pos, sizeof B.x.t);
-  B.x.s[0] = B.x.s[1] = B.x.s[2] = 1;
-  colour_of(0, v->rgba, B.rgba);
+  quat_mat(q, B->x.r);
+  memcpy(B->x.t, v->pos, sizeof B->x.t);
+  B->x.s[0] = B->x.s[1] = B->x.s[2] = 1;
+  colour_of(0, v->rgba, B->rgba);
+}
+
+/* Visual v's triangles into op (opaque) or bl (translucent). */
+static void visual(const pa_visual_block *b, const pa_visual *v, rmesh *op,
+                   rmesh *bl) {
+  sbuild B;
+  float q[4];
+  frame(v, &B, q);
   B.m = B.rgba[3] < 255 ? bl : op;
   const pa_vis_point *p = &b->pt[v->pt_n ? v->pt_off : 0];
   switch (v->type) {
@@ -389,11 +446,8 @@ static void visual(const pa_visual_block *b, const pa_visual *v, rmesh *op,
   case PA_VIS_HEIGHTMAP:
     heightmap(&B, v, p);
     break;
-  case PA_VIS_INSTANCED:
-    instances(&B, v, p, bl);
-    break;
   default:
-    shape(&B, v->type, v->size, false);
+    shape(&B, v->type, v->size, 0);
     break;
   }
 }
@@ -404,17 +458,98 @@ static bool same_block(const pa_render_lines *L, const pa_visual_block *b) {
          L->s_pt_used == b->pt_used;
 }
 
+/* The instanced visuals' shapes and attributes into their buffers, and
+ * their VAO: attributes 0-2 from the shapes, 3-6 per instance (pointed at
+ * each draw's instances when drawn). */
+static void bake_instances(pa_render_lines *L, const rmesh *tm,
+                           const inst_attr *ia, uint32_t nia) {
+  if (tm->oom)
+    L->s_ndraw = 0;
+  if (!L->s_ivao) {
+    glGenVertexArrays(1, &L->s_ivao);
+    glGenBuffers(1, &L->s_tvbo);
+    glGenBuffers(1, &L->s_ivbo);
+    glBindVertexArray(L->s_ivao);
+    glBindBuffer(GL_ARRAY_BUFFER, L->s_tvbo);
+    static const pa_render_attr attrs[] = {
+        {3, GL_FLOAT, GL_FALSE, offsetof(rvertex, pos)},
+        {3, GL_FLOAT, GL_FALSE, offsetof(rvertex, normal)},
+        {4, GL_UNSIGNED_BYTE, GL_TRUE, offsetof(rvertex, colour)}};
+    pa_render_attribs(sizeof(rvertex), attrs, 3);
+    for (GLuint a = PA_RENDER_ATTR_IPOS; a <= PA_RENDER_ATTR_IINV; a++) {
+      glEnableVertexAttribArray(a);
+      glVertexAttribDivisor(a, 1);
+    }
+    glBindVertexArray(0);
+  }
+  glBindBuffer(GL_ARRAY_BUFFER, L->s_tvbo);
+  glBufferData(GL_ARRAY_BUFFER,
+               (GLsizeiptr)(L->s_ndraw ? tm->n * sizeof *tm->v : 0), tm->v,
+               GL_STATIC_DRAW);
+  glBindBuffer(GL_ARRAY_BUFFER, L->s_ivbo);
+  glBufferData(GL_ARRAY_BUFFER, (GLsizeiptr)(L->s_ndraw ? nia * sizeof *ia : 0),
+               ia, GL_STATIC_DRAW);
+  glBindBuffer(GL_ARRAY_BUFFER, 0);
+}
+
+/* Draws the instanced visuals' opaque instances, or their translucent
+ * ones (blend), those seen by the head cameras only when camera_only. */
+static void draw_instances(const pa_render_lines *L, bool blend,
+                           bool camera_only) {
+  if (!L->s_ndraw)
+    return;
+  glBindVertexArray(L->s_ivao);
+  glBindBuffer(GL_ARRAY_BUFFER, L->s_ivbo);
+  for (uint32_t i = 0; i < L->s_ndraw; i++) {
+    const pa_render_idraw *d = &L->s_draw[i];
+    uint32_t first = d->inst + (blend ? d->n_opaque : 0);
+    uint32_t n = blend ? d->n_blend : d->n_opaque;
+    if (!n || (camera_only && !d->cam))
+      continue;
+    size_t at = (size_t)first * sizeof(inst_attr);
+    glVertexAttribPointer(PA_RENDER_ATTR_IPOS, 3, GL_FLOAT, GL_FALSE,
+                          sizeof(inst_attr),
+                          (void *)(at + offsetof(inst_attr, pos)));
+    glVertexAttribPointer(PA_RENDER_ATTR_IQUAT, 4, GL_FLOAT, GL_FALSE,
+                          sizeof(inst_attr),
+                          (void *)(at + offsetof(inst_attr, quat)));
+    glVertexAttribPointer(PA_RENDER_ATTR_ISCALE, 3, GL_FLOAT, GL_FALSE,
+                          sizeof(inst_attr),
+                          (void *)(at + offsetof(inst_attr, scale)));
+    glVertexAttribPointer(PA_RENDER_ATTR_IINV, 4, GL_FLOAT, GL_FALSE,
+                          sizeof(inst_attr),
+                          (void *)(at + offsetof(inst_attr, inv)));
+    glDrawArraysInstanced(GL_TRIANGLES, d->first, d->count, (GLsizei)n);
+  }
+  glBindBuffer(GL_ARRAY_BUFFER, 0);
+  pa_render_lit_instance_defaults(); /* 3.3: undefined after such draws */
+}
+
 /* Re-makes L's buffer from b: the four runs. */
 static void bake(pa_render_lines *L, const pa_visual_block *b) {
-  rmesh run[4];
+  rmesh run[4], tm = {0};
   memset(run, 0, sizeof run);
+  inst_attr *ia = NULL;
+  uint32_t nia = 0, cap = 0;
+  L->s_ndraw = 0;
   for (uint32_t i = 0; i < b->count && i < PA_VIS_MAX; i++) {
     const pa_visual *v = &b->v[i];
     if (!v->visible || !pa_render_vis_solid(v->type) || !points_ok(b, v))
       continue;
     int cam = v->camera_visible ? 0 : 1;
-    visual(b, v, &run[cam], &run[2 + cam]);
+    if (v->type == PA_VIS_INSTANCED) {
+      sbuild B;
+      float q[4];
+      frame(v, &B, q);
+      instances(L, &B, q, v, &b->pt[v->pt_n ? v->pt_off : 0], !cam, &tm, &ia,
+                &nia, &cap);
+    } else {
+      visual(b, v, &run[cam], &run[2 + cam]);
+    }
   }
+  bake_instances(L, &tm, ia, nia);
+  pa_render_mesh_free(&tm);
+  free(ia);
   size_t total = 0;
   bool oom = false;
   for (int k = 0; k < 4; k++)
@@ -460,7 +595,7 @@ void pa_render_visuals_solid(pa_render_lines *L, const pa_visual_block *b,
   GLint first[2] = {0, L->s_run[0] + L->s_run[1]};
   GLsizei n[2] = {camera_only ? L->s_run[0] : L->s_run[0] + L->s_run[1],
                   camera_only ? L->s_run[2] : L->s_run[2] + L->s_run[3]};
-  if (!n[0] && !n[1])
+  if (!n[0] && !n[1] && !L->s_ndraw)
     return;
   /* The scene's program with the uniforms its draw of this frame set
    * (view, projection, lights, fog): the world-space triangles need only
@@ -475,14 +610,17 @@ void pa_render_visuals_solid(pa_render_lines *L, const pa_visual_block *b,
   glBindVertexArray(L->s_vao);
   if (n[0])
     glDrawArrays(GL_TRIANGLES, first[0], n[0]);
+  draw_instances(L, false, camera_only);
+  glEnable(GL_BLEND);
+  glBlendFunc(GL_SRC_ALPHA, GL_ONE_MINUS_SRC_ALPHA);
+  glDepthMask(GL_FALSE);
   if (n[1]) {
-    glEnable(GL_BLEND);
-    glBlendFunc(GL_SRC_ALPHA, GL_ONE_MINUS_SRC_ALPHA);
-    glDepthMask(GL_FALSE);
+    glBindVertexArray(L->s_vao);
     glDrawArrays(GL_TRIANGLES, first[1], n[1]);
-    glDepthMask(GL_TRUE);
-    glDisable(GL_BLEND);
   }
+  draw_instances(L, true, camera_only);
+  glDepthMask(GL_TRUE);
+  glDisable(GL_BLEND);
   glBindVertexArray(0);
   glEnable(GL_CULL_FACE);
   glUseProgram(0);
@@ -493,6 +631,13 @@ void pa_render_solid_free(pa_render_lines *L) {
     glDeleteBuffers(1, &L->s_vbo);
   if (L->s_vao)
     glDeleteVertexArrays(1, &L->s_vao);
-  L->s_vbo = L->s_vao = 0;
+  if (L->s_tvbo)
+    glDeleteBuffers(1, &L->s_tvbo);
+  if (L->s_ivbo)
+    glDeleteBuffers(1, &L->s_ivbo);
+  if (L->s_ivao)
+    glDeleteVertexArrays(1, &L->s_ivao);
+  L->s_vbo = L->s_vao = L->s_tvbo = L->s_ivbo = L->s_ivao = 0;
+  L->s_ndraw = 0;
   L->s_ok = false;
 }

@@ -508,6 +508,50 @@ static void test_solid_lit_box(void **state) {
   for (int k = 0; k < 3; k++) /* grey, as the box: no hue added */
     assert_true(fabs(top[k] - top[0]) < 40 && fabs(west[k] - west[0]) < 40);
   free(img);
+
+  /* 20 000 instances (the most one visual holds), drawn by the GL per
+   * instance from one sphere: half of them translucent (blended after the
+   * opaque ones), all in the next screenshot */
+  size_t cap = 1u << 20, o = 0;
+  char *pos = malloc(cap);
+  assert_non_null(pos);
+  o += (size_t)snprintf(pos + o, cap - o, "[");
+  for (int k = 0; k < 20000; k++)
+    o += (size_t)snprintf(pos + o, cap - o, "%s[%.2f,%.2f,0]", k ? "," : "",
+                          (k % 200) * 0.03, (k / 200) * 0.03);
+  snprintf(pos + o, cap - o, "]");
+  char *colours = malloc(cap);
+  assert_non_null(colours);
+  o = (size_t)snprintf(colours, cap, "[");
+  for (int k = 0; k < 20000; k++)
+    o += (size_t)snprintf(colours + o, cap - o, "%s[0,1,1,%s]", k ? "," : "",
+                          k < 10000 ? "1" : "0.5");
+  snprintf(colours + o, cap - o, "]");
+  int64_t t0 = pa_test_now_ms();
+  CALL0(fd, "add_instanced_visuals",
+        "{\"name\":\"many\",\"size\":0.012,\"position\":[%g,%g,%g],"
+        "\"positions\":%s,\"colors\":%s}",
+        cx - 1.2, cy + 0.6, Z + 0.6, pos, colours);
+  free(pos);
+  free(colours);
+  img = shot(fd, "many");
+  fprintf(stderr, "20000 instances: added and drawn in %lld ms\n",
+          (long long)(pa_test_now_ms() - t0));
+  int cyan_op = 0, cyan_tr = 0;
+  double uo, vo, ut, vt;
+  project(P, A, cx - 1.2 + 3.0, cy + 0.6 + 0.7, Z + 0.6, &uo, &vo);
+  project(P, A, cx - 1.2 + 3.0, cy + 0.6 + 2.2, Z + 0.6, &ut, &vt);
+  for (int j = -10; j <= 10; j++)
+    for (int i = -10; i <= 10; i++) {
+      const unsigned char *a = img + (((int)vo + j) * W + (int)uo + i) * 3;
+      const unsigned char *t = img + (((int)vt + j) * W + (int)ut + i) * 3;
+      cyan_op += a[1] > a[0] + 60 && a[2] > a[0] + 60;
+      cyan_tr += t[1] > t[0] + 20 && t[2] > t[0] + 20;
+    }
+  fprintf(stderr, "cyan pixels: %d opaque, %d translucent (of 441)\n", cyan_op,
+          cyan_tr);
+  assert_true(cyan_op > 100 && cyan_tr > 100);
+  free(img);
   close(fd);
   assert_int_equal(lt_stop(&s, 5000), 0);
 }

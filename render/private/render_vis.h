@@ -32,7 +32,18 @@ typedef struct pa_render_lines {
   uint32_t s_gen, s_count, s_pt_used;
   uint64_t s_seq;
   GLsizei s_run[4]; /* vertices */
+  /* instanced visuals: shapes (s_tvbo) drawn per instance (s_ivbo) */
+  GLuint s_ivao, s_tvbo, s_ivbo;
+  struct pa_render_idraw {
+    GLint first; /* its shape's vertices in s_tvbo */
+    GLsizei count;
+    uint32_t inst; /* its instances in s_ivbo: opaque, then translucent */
+    uint32_t n_opaque, n_blend;
+    bool cam; /* camera_visible */
+  } s_draw[PA_VIS_MAX];
+  uint32_t s_ndraw;
 } pa_render_lines;
+typedef struct pa_render_idraw pa_render_idraw;
 /* Compiles the program and makes the buffers (a GL context is current). */
 int pa_render_lines_init(pa_render_lines *L, char *err, size_t err_sz);
 void pa_render_lines_free(pa_render_lines *L);
