@@ -539,8 +539,12 @@ static void test_solid_lit_box(void **state) {
           (long long)(pa_test_now_ms() - t0));
   int cyan_op = 0, cyan_tr = 0;
   double uo, vo, ut, vt;
-  project(P, A, cx - 1.2 + 3.0, cy + 0.6 + 0.7, Z + 0.6, &uo, &vo);
-  project(P, A, cx - 1.2 + 3.0, cy + 0.6 + 2.2, Z + 0.6, &ut, &vt);
+  /* an opaque spot and a translucent one (rows 50 on), both well inside
+   * the picture */
+  project(P, A, cx - 1.2 + 2.0, cy + 0.6 + 0.7, Z + 0.6, &uo, &vo);
+  project(P, A, cx - 1.2 + 1.0, cy + 0.6 + 1.6, Z + 0.6, &ut, &vt);
+  assert_true(uo > 20 && uo < W - 20 && vo > 20 && vo < H - 20);
+  assert_true(ut > 20 && ut < W - 20 && vt > 20 && vt < H - 20);
   for (int j = -10; j <= 10; j++)
     for (int i = -10; i <= 10; i++) {
       const unsigned char *a = img + (((int)vo + j) * W + (int)uo + i) * 3;
@@ -551,6 +555,12 @@ static void test_solid_lit_box(void **state) {
   fprintf(stderr, "cyan pixels: %d opaque, %d translucent (of 441)\n", cyan_op,
           cyan_tr);
   assert_true(cyan_op > 100 && cyan_tr > 100);
+  double mo[3], mt[3]; /* translucent: what is behind shows through */
+  mean_at(img, uo, vo, mo);
+  mean_at(img, ut, vt, mt);
+  fprintf(stderr, "opaque (%.0f %.0f %.0f), translucent (%.0f %.0f %.0f)\n",
+          mo[0], mo[1], mo[2], mt[0], mt[1], mt[2]);
+  assert_true(mt[0] > mo[0] + 12); /* layers of it: mostly cyan still */
   free(img);
   close(fd);
   assert_int_equal(lt_stop(&s, 5000), 0);
