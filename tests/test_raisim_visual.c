@@ -743,8 +743,33 @@ static void test_visual_in_head_camera(void **state) {
   call0(fd, "update_visual", "{\"name\":\"m\",\"camera_visible\":false}");
   n = cam_magenta(&s, buf, cap, seq + 2, &seq);
   assert_int_equal(n, 0);
+  /* a mesh and instances in the head camera too, when
+   * marked (the same solid drawing) */
+  call0(fd, "remove_visual", "{\"name\":\"m\"}");
+  json_decref(call(
+      fd, "add_visual_mesh",
+      "{\"name\":\"mm\",\"vertices\":[-1,-1,-1,1,-1,-1,1,1,-1,-1,1,-1,"
+      "-1,-1,1,1,-1,1,1,1,1,-1,1,1],\"indices\":[0,1,5,0,5,4,1,2,6,1,6,5,2,"
+      "3,7,2,7,6,3,0,4,3,4,7],\"size\":0.12,\"position\":[%g,%g,%g],"
+      "\"color\":[1,0,1],\"camera_visible\":true}",
+      x + 0.6 * cos(th), y + 0.6 * sin(th), hh));
+  n = cam_magenta(&s, buf, cap, seq + 2, &seq);
+  fprintf(stderr, "mesh, camera_visible: %d px\n", n);
+  assert_true(n > 100);
+  call0(fd, "remove_visual", "{\"name\":\"mm\"}");
+  json_decref(call(fd, "add_instanced_visuals",
+                   "{\"name\":\"ii\",\"size\":0.1,\"position\":[%g,%g,%g],"
+                   "\"positions\":[[0,-0.12,0],[0,0.12,0]],\"color\":[1,0,1],"
+                   "\"camera_visible\":true}",
+                   x + 0.6 * cos(th), y + 0.6 * sin(th), hh));
+  n = cam_magenta(&s, buf, cap, seq + 2, &seq);
+  fprintf(stderr, "instances, camera_visible: %d px\n", n);
+  assert_true(n > 100);
+  call0(fd, "update_visual", "{\"name\":\"ii\",\"camera_visible\":false}");
+  n = cam_magenta(&s, buf, cap, seq + 2, &seq);
+  assert_int_equal(n, 0);
   /* bad input by name */
-  refused(fd, "update_visual", "{\"name\":\"m\",\"camera_visible\":1}", NULL,
+  refused(fd, "update_visual", "{\"name\":\"ii\",\"camera_visible\":1}", NULL,
           "camera_visible");
   free(buf);
   close(u);
