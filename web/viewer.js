@@ -672,6 +672,19 @@ const shadeCss = (u, col, k) => {
 // A mesh's triangles seen from above, lowest first, shaded by how much
 // each faces up (as the 3-D views light it).
 function drawMesh(v, col) {
+  // world triangles made once per visual object (a change on the server
+  // comes as a new object), not every frame
+  if (!v.tris) v.tris = meshTris(v);
+  for (const [a, b, c, , k, u] of v.tris) {
+    ctx.fillStyle = shadeCss(u, col, k);
+    ctx.beginPath();
+    for (const p of [a, b, c]) { const [px, py] = toScreen(p[0], p[1]); p === a ? ctx.moveTo(px, py) : ctx.lineTo(px, py); }
+    ctx.closePath();
+    ctx.fill();
+  }
+}
+
+function meshTris(v) {
   const s = v.size, pts = v.points, tris = [];
   for (let k = 0; k + 2 < pts.length; k += 3) {
     const a = toWorld3(v, pts[k], s), b = toWorld3(v, pts[k + 1], s), c = toWorld3(v, pts[k + 2], s);
@@ -681,14 +694,7 @@ function drawMesh(v, col) {
     const up = Math.abs(nz) / (Math.hypot(nx, ny, nz) || 1);
     tris.push([a, b, c, (a[2] + b[2] + c[2]) / 3, 0.55 + 0.45 * up, pts[k][3]]);
   }
-  tris.sort((p, q) => p[3] - q[3]);
-  for (const [a, b, c, , k, u] of tris) {
-    ctx.fillStyle = shadeCss(u, col, k);
-    ctx.beginPath();
-    for (const p of [a, b, c]) { const [px, py] = toScreen(p[0], p[1]); p === a ? ctx.moveTo(px, py) : ctx.lineTo(px, py); }
-    ctx.closePath();
-    ctx.fill();
-  }
+  return tris.sort((p, q) => p[3] - q[3]);
 }
 
 // A height map's cells from above, each in its sample's colour.
