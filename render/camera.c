@@ -197,6 +197,9 @@ int pa_render_cam_submit(pa_render_cam *c, const pa_render_scene *s,
   glClearColor(PA_RENDER_SKY_RGB, 1.0f);
   glClear(GL_COLOR_BUFFER_BIT | GL_DEPTH_BUFFER_BIT);
   pa_render_scene_draw_culled(s, view, proj, v->skip_robot, v);
+  /* solid visuals with the scene: lit, fogged and smoothed as it is */
+  if (cam_vis && cam_vis_lines)
+    pa_render_visuals_solid(cam_vis_lines, cam_vis, s, !v->all_visuals);
   if (c->ms_fbo) {
     /* resolve the samples (and depth, for the visuals) into the
      * single-sample target */
@@ -207,7 +210,7 @@ int pa_render_cam_submit(pa_render_cam *c, const pa_render_scene *s,
                       GL_NEAREST);
     glBindFramebuffer(GL_FRAMEBUFFER, c->fbo);
   }
-  /* The visuals after the resolve: lines and points keep their exact pixel
+  /* The line visuals after the resolve: they keep their exact pixel
    * widths and colours (an overlay, not smoothed). */
   if (cam_vis && cam_vis_lines) {
     float vp[16];

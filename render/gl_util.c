@@ -118,18 +118,30 @@ static const char *lit_vs =
     "layout(location = 0) in vec3 a_pos;\n"
     "layout(location = 1) in vec3 a_normal;\n"
     "layout(location = 2) in vec4 a_colour;\n"
+    /* Per instance (instanced visuals, visuals_solid.c); every other draw
+     * leaves these arrays off and gets their defaults (0, 0, 0, 1): at the
+     * origin, unturned, scale 1 + 0, colour times 1 - 0, alpha times 1. */
+    "layout(location = 3) in vec3 a_ipos;\n"
+    "layout(location = 4) in vec4 a_iquat;\n"  /* x, y, z, w */
+    "layout(location = 5) in vec3 a_iscale;\n" /* scale - 1 */
+    "layout(location = 6) in vec4 a_iinv;\n"   /* 1 - rgb, alpha */
     "uniform mat4 u_model, u_view, u_proj;\n"
     "uniform vec4 u_tint;\n"
     "uniform vec3 u_light;\n"
     "out vec3 v_eye; out vec4 v_colour;\n"
     "const vec3 fill = vec3(-0.62, -0.38, 0.69);\n"
+    "vec3 qrot(vec4 q, vec3 v) {\n"
+    "  vec3 t = 2.0 * cross(q.xyz, v); return v + q.w * t + cross(q.xyz, t);\n"
+    "}\n"
     "void main() {\n"
-    "  vec4 e = u_view * (u_model * vec4(a_pos, 1.0));\n"
-    "  vec3 n = normalize(mat3(u_model) * a_normal);\n"
+    "  vec3 s = 1.0 + a_iscale;\n"
+    "  vec3 p = qrot(a_iquat, a_pos * s) + a_ipos;\n"
+    "  vec4 e = u_view * (u_model * vec4(p, 1.0));\n"
+    "  vec3 n = normalize(mat3(u_model) * qrot(a_iquat, a_normal / s));\n"
     "  float shade = 0.5 + 0.55 * max(dot(n, u_light), 0.0)\n"
     "              + 0.22 * max(dot(n, fill), 0.0);\n"
-    "  v_colour = vec4(a_colour.rgb * u_tint.rgb * shade, a_colour.a * "
-    "u_tint.a);\n"
+    "  v_colour = vec4(a_colour.rgb * (1.0 - a_iinv.rgb) * u_tint.rgb * shade,"
+    " a_colour.a * a_iinv.a * u_tint.a);\n"
     "  v_eye = e.xyz;\n"
     "  gl_Position = u_proj * e;\n"
     "}\n";
@@ -211,6 +223,11 @@ void pa_render_attribs(GLsizei stride, const pa_render_attr *a, int n) {
   }
 }
 
+void pa_render_lit_instance_defaults(void) {
+  for (GLuint a = PA_RENDER_ATTR_IPOS; a <= PA_RENDER_ATTR_IINV; a++)
+    glVertexAttrib4f(a, 0, 0, 0, 1);
+}
+
 int pa_render_program_lit(rprogram *p, char *err, size_t err_sz) {
   memset(p, 0, sizeof *p);
   if (pa_render_program(&p->prog, lit_vs, lit_fs, err, err_sz) < 0)
@@ -222,6 +239,7 @@ int pa_render_program_lit(rprogram *p, char *err, size_t err_sz) {
   p->u_light = glGetUniformLocation(p->prog, "u_light");
   p->u_fog = glGetUniformLocation(p->prog, "u_fog");
   p->u_fog_density = glGetUniformLocation(p->prog, "u_fog_density");
+  pa_render_lit_instance_defaults();
   return 0;
 }
 

@@ -553,6 +553,8 @@ static void draw_frame(pa_render_viewer *v, pa_render_scene *s,
   s->fog_density = 0.006f;
   pa_render_scene_draw(s, view, proj, UINT32_MAX);
   s->fog_density = fog;
+  read_visuals(v);
+  pa_render_visuals_solid(&v->vis_lines, v->vis, s, false);
   size_t n_lines = 0, n_points = 0;
   build_overlay(v, &n_lines, &n_points);
   pa_render_mat_mul(vp, proj, view);
@@ -564,7 +566,6 @@ static void draw_frame(pa_render_viewer *v, pa_render_scene *s,
                          9.0f);
     pa_render_lines_end();
   }
-  read_visuals(v);
   pa_render_visuals_draw(&v->vis_lines, v->vis, vp, false);
 }
 

@@ -1,7 +1,8 @@
-/* visuals.c - the clients' visual objects (shm/pa_visual.h) as wireframe
- * lines and points in world coordinates, and the one GL path that draws
- * them (and the viewer's overlay): the viewer, the spectator's screenshots
- * and videos and, for visuals marked camera_visible, the head cameras. */
+/* visuals.c - the clients' line and point visual objects (polylines, point
+ * clouds, text; shm/pa_visual.h) as lines and points in world coordinates,
+ * and the one GL path that draws them (and the viewer's overlay): the
+ * viewer, the spectator's screenshots and videos and, for visuals marked
+ * camera_visible, the head cameras. The solid ones are visuals_solid.c. */
 #include "render_int.h"
 
 #include <math.h>
@@ -9,7 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CIRCLE_SEGS 24
 #define PA_VIS_GLYPH_H 6   /* font grid units of a letter's height */
 #define PA_VIS_GLYPH_ADV 5 /* and of the advance (a unit of space) */
 
@@ -32,28 +32,6 @@ static void seg(const pa_vis_sink *s, const pa_visual *v, const float a[3],
   to_world(v, a, wa);
   to_world(v, b, wb);
   s->line(s->arg, wa, wb, rgb);
-}
-
-/* A circle of radius r around local axis `axis` (0 x, 1 y, 2 z) at offset
- * c along it; half = only the upper half (+z side, for capsule caps). */
-static void circle(const pa_vis_sink *s, const pa_visual *v, int axis, float r,
-                   float c, bool half, float zc, const float rgb[3]) {
-  int n = half ? CIRCLE_SEGS / 2 : CIRCLE_SEGS;
-  float prev[3] = {0};
-  for (int k = 0; k <= n; k++) {
-    double a = (half ? M_PI : 2 * M_PI) * k / n;
-    float p[3];
-    float ca = (float)(r * cos(a)), sa = (float)(r * sin(a));
-    if (axis == 2)
-      p[0] = ca, p[1] = sa, p[2] = c;
-    else if (axis == 1)
-      p[0] = ca, p[1] = c, p[2] = sa * (zc < 0 ? -1.0f : 1.0f) + zc;
-    else
-      p[0] = c, p[1] = ca, p[2] = sa * (zc < 0 ? -1.0f : 1.0f) + zc;
-    if (k)
-      seg(s, v, prev, p, rgb);
-    memcpy(prev, p, sizeof prev);
-  }
 }
 
 /* ---- a stroke font for text visuals -------------------------------------- */
@@ -190,56 +168,7 @@ static void rgb_of(uint32_t rgba, const float def[3], float out[3]) {
 static void shape(const pa_vis_sink *s, const pa_visual_block *b,
                   const pa_visual *v) {
   const float *rgb = v->rgba;
-  float r = v->size[0], h = v->size[1];
   switch (v->type) {
-  case PA_VIS_SPHERE:
-    circle(s, v, 2, r, 0, false, 0, rgb);
-    circle(s, v, 1, r, 0, false, 0, rgb);
-    circle(s, v, 0, r, 0, false, 0, rgb);
-    break;
-  case PA_VIS_BOX: {
-    float hx = v->size[0] / 2, hy = v->size[1] / 2, hz = v->size[2] / 2;
-    for (int e = 0; e < 12; e++) {
-      /* edge e: along axis e / 4, at the corner picked by e % 4 */
-      int ax = e / 4, c = e % 4;
-      float a[3], bb[3], hs[3] = {hx, hy, hz};
-      int o1 = (ax + 1) % 3, o2 = (ax + 2) % 3;
-      a[ax] = -hs[ax], bb[ax] = hs[ax];
-      a[o1] = bb[o1] = (c & 1) ? hs[o1] : -hs[o1];
-      a[o2] = bb[o2] = (c & 2) ? hs[o2] : -hs[o2];
-      seg(s, v, a, bb, rgb);
-    }
-    break;
-  }
-  case PA_VIS_CYLINDER:
-  case PA_VIS_CAPSULE:
-    circle(s, v, 2, r, -h / 2, false, 0, rgb);
-    circle(s, v, 2, r, h / 2, false, 0, rgb);
-    for (int k = 0; k < 4; k++) {
-      double a = M_PI / 2 * k;
-      float p[3] = {(float)(r * cos(a)), (float)(r * sin(a)), -h / 2};
-      float q[3] = {p[0], p[1], h / 2};
-      seg(s, v, p, q, rgb);
-    }
-    if (v->type == PA_VIS_CAPSULE) {
-      circle(s, v, 1, r, 0, true, h / 2, rgb);
-      circle(s, v, 0, r, 0, true, h / 2, rgb);
-      circle(s, v, 1, r, 0, true, -h / 2, rgb);
-      circle(s, v, 0, r, 0, true, -h / 2, rgb);
-    }
-    break;
-  case PA_VIS_ARROW: {
-    float len = v->size[0], head = v->size[1] > 0 ? v->size[1] : len / 5;
-    float o[3] = {0, 0, 0}, tip[3] = {len, 0, 0};
-    seg(s, v, o, tip, rgb);
-    float ring[4][3] = {{len - head, head / 2, 0},
-                        {len - head, -head / 2, 0},
-                        {len - head, 0, head / 2},
-                        {len - head, 0, -head / 2}};
-    for (int k = 0; k < 4; k++)
-      seg(s, v, tip, ring[k], rgb);
-    break;
-  }
   case PA_VIS_POLYLINE:
     for (uint32_t k = 1; k < v->pt_n; k++) {
       const pa_vis_point *p = &b->pt[v->pt_off + k - 1], *q = p + 1;
@@ -284,7 +213,7 @@ static void visuals_lines_of(const pa_visual_block *b, const pa_vis_sink *s,
                              bool with_polylines) {
   for (uint32_t i = 0; i < b->count && i < PA_VIS_MAX; i++) {
     const pa_visual *v = &b->v[i];
-    if (v->type != PA_VIS_POINT_CLOUD &&
+    if (v->type != PA_VIS_POINT_CLOUD && !pa_render_vis_solid(v->type) &&
         (with_polylines || v->type != PA_VIS_POLYLINE) && drawn(b, v, s))
       shape(s, b, v);
   }
@@ -340,6 +269,7 @@ int pa_render_lines_init(pa_render_lines *L, char *err, size_t err_sz) {
 }
 
 void pa_render_lines_free(pa_render_lines *L) {
+  pa_render_solid_free(L);
   if (L->vbo)
     glDeleteBuffers(1, &L->vbo);
   if (L->vao)

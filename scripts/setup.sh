@@ -41,7 +41,7 @@ done
 
 packages=(
   build-essential cmake pkg-config git clang-format-14
-  libevent-dev libyaml-dev libjansson-dev libcmocka-dev libstb-dev
+  libevent-dev libyaml-dev libjansson-dev libcmocka-dev libstb-dev libassimp-dev
   libglfw3-dev libegl-dev libgl-dev libegl-mesa0 libgl1-mesa-dri libgbm1
   python3-glad python3-numpy python3-matplotlib python3-distributed python3-setuptools python3-pip
   python3-wheel python3-venv

@@ -27,8 +27,9 @@ extern "C" {
  * pa_cmd / pa_reply arguments; 4: pa_ctl.reply_watch_until; 6: the
  * observation segment and a STEP's obs_first/obs_count; 7: pa_robot_info
  * .acc_vy (was reserved2), pa-netgw's kept ports, the last odom seq sent;
- * 8: pa_obstacle_info.vx, vy (agents' velocities). */
-#define PA_SHM_LAYOUT_VERSION 8u
+ * 8: pa_obstacle_info.vx, vy (agents' velocities); 9: mesh, height-map
+ * and instanced visuals (pa_visual grid_nx .. colormap, a 4 MiB pool). */
+#define PA_SHM_LAYOUT_VERSION 9u
 #define PA_SHM_INSTANCE_MAX 48 /* [A-Za-z0-9_-], 1..47 chars */
 
 enum pa_seg_kind {

@@ -4,8 +4,8 @@
 #include <string.h>
 
 static const char *const names[PA_VIS_TYPE_COUNT] = {
-    "none",  "sphere",   "box",         "cylinder", "capsule",
-    "arrow", "polyline", "point_cloud", "text"};
+    "none",     "sphere",      "box",  "cylinder", "capsule",   "arrow",
+    "polyline", "point_cloud", "text", "mesh",     "heightmap", "instanced"};
 
 const char *pa_vis_type_name(uint32_t t) {
   return t < PA_VIS_TYPE_COUNT ? names[t] : "none";

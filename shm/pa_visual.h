@@ -9,11 +9,14 @@
 
 #include <stdint.h>
 
-#define PA_VIS_MAX 256           /* visuals at once */
-#define PA_VIS_NAME_MAX 48       /* bytes of a name, NUL included */
-#define PA_VIS_TEXT_MAX 64       /* bytes of a text label, NUL included */
-#define PA_VIS_CLOUD_MAX 100000  /* points of one point cloud */
-#define PA_VIS_POINTS_MAX 131072 /* points of all polylines and clouds */
+#define PA_VIS_MAX 256             /* visuals at once */
+#define PA_VIS_NAME_MAX 48         /* bytes of a name, NUL included */
+#define PA_VIS_TEXT_MAX 64         /* bytes of a text label, NUL included */
+#define PA_VIS_CLOUD_MAX 100000    /* points of one point cloud */
+#define PA_VIS_POINTS_MAX 262144   /* points of all visuals (4 MiB) */
+#define PA_VIS_MESH_TRIS_MAX 50000 /* triangles of one mesh */
+#define PA_VIS_GRID_MAX 65536      /* samples of one height map */
+#define PA_VIS_INST_MAX 20000      /* instances of one instanced visual */
 
 typedef enum pa_vis_type {
   PA_VIS_NONE = 0,
@@ -25,6 +28,11 @@ typedef enum pa_vis_type {
   PA_VIS_POLYLINE,    /* points (world), size[0] width [px] */
   PA_VIS_POINT_CLOUD, /* points (world), size[0] point size [px] */
   PA_VIS_TEXT,        /* text at pos, size[0] height [m] (stroke font) */
+  PA_VIS_MESH,        /* triangles: points 3k..3k+2 (local), size = scale */
+  PA_VIS_HEIGHTMAP,   /* grid_nx x grid_ny points (local x, y, height),
+                         row-major from -x -y; size[0], size[1] extent */
+  PA_VIS_INSTANCED,   /* inst_stride points per instance (below), each a
+                         inst_shape of size, in the visual's frame */
   PA_VIS_TYPE_COUNT
 } pa_vis_type;
 
@@ -43,7 +51,16 @@ typedef struct pa_visual {
   float rgba[4];
   uint32_t pt_off, pt_n; /* its points: block pt[pt_off, pt_off + pt_n) */
   char text[PA_VIS_TEXT_MAX];
-  uint32_t camera_visible; /* 1 = the head cameras see it too */
+  uint32_t camera_visible;   /* 1 = the head cameras see it too */
+  uint32_t grid_nx, grid_ny; /* height map: samples along x, y */
+  uint32_t inst_shape;       /* instanced: sphere .. arrow (pa_vis_type) */
+  /* instanced: points per instance: 1 = position (+ rgba), 2 = and the
+   * orientation's x, y, z (w = sqrt(1 - x2 - y2 - z2) >= 0), 3 = and a
+   * scale x, y, z of size */
+  uint32_t inst_stride;
+  uint32_t colormap; /* mesh / height map: 1 = points carry colours from the
+                        height colormap (re-made when heights change) */
+  uint32_t reserved2;
 } pa_visual;
 
 /* The spectator camera (independent of robots) and the screenshot and

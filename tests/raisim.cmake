@@ -26,3 +26,13 @@ if(TARGET playarea AND TARGET pa-sim AND TARGET pa-netgw AND TARGET pa-render
               TIMEOUT 120 LABELS "raisim;render")
   add_dependencies(test_raisim_video playarea pa-sim pa-netgw pa-render)
 endif()
+# mesh (OBJ, STL, PLY, arrays), height-map and instanced visuals, solid and
+# lit, in the spectator's screenshots (issue 38)
+if(TARGET playarea AND TARGET pa-sim AND TARGET pa-netgw AND TARGET pa-render
+   AND TARGET pa_test_launch_util)
+  pa_add_test(test_raisim_visual_mesh SOURCES test_raisim_visual_mesh.c
+              LIBS pa_test_launch_util PkgConfig::PA_TEST_STB
+                   PkgConfig::JANSSON m
+              TIMEOUT 180 LABELS "raisim;render")
+  add_dependencies(test_raisim_visual_mesh playarea pa-sim pa-netgw pa-render)
+endif()

@@ -99,7 +99,9 @@ typedef struct colour {
   unsigned char rgb[3];
 } colour;
 
-/* One colour per type, exact in the overlay (no lighting, no fog). */
+/* One colour per type: exact for the line and point types (an overlay, no
+ * lighting, no fog); the solid ones (sphere .. arrow) are lit, so their
+ * pixels keep the colour's pattern (which channels are 0) only. */
 static const colour cols[] = {
     {"sphere", {0, 255, 0}},        {"box", {0, 0, 255}},
     {"cylinder", {255, 0, 255}},    {"capsule", {0, 255, 255}},
@@ -107,20 +109,37 @@ static const colour cols[] = {
     {"point_cloud", {255, 128, 0}}, {"text", {128, 0, 255}},
 };
 #define NCOL (sizeof cols / sizeof cols[0])
+#define NSOLID 5 /* cols[0, NSOLID) are lit */
 
 typedef struct hits {
   int n;
   double cx, cy; /* centroid [px] */
 } hits;
 
-static void count(const unsigned char *img, const unsigned char rgb[3],
-                  hits *h) {
+/* A lit pixel of a pure colour c (channels 0 or 255) seen through little
+ * fog: its 0 channels stay low, its 255 ones are shaded alike. */
+static bool lit_like(const unsigned char *p, const unsigned char c[3]) {
+  int hi = -1;
+  for (int k = 0; k < 3; k++) {
+    if (!c[k] ? p[k] > 40 : p[k] < 90)
+      return false;
+    if (c[k] && hi >= 0 && abs(p[k] - p[hi]) > 50)
+      return false;
+    if (c[k])
+      hi = k;
+  }
+  return true;
+}
+
+static void count_lit(const unsigned char *img, const unsigned char rgb[3],
+                      bool lit, hits *h) {
   memset(h, 0, sizeof *h);
   for (int y = 0; y < H; y++)
     for (int x = 0; x < W; x++) {
       const unsigned char *p = img + (y * W + x) * 3;
-      if (abs(p[0] - rgb[0]) <= 3 && abs(p[1] - rgb[1]) <= 3 &&
-          abs(p[2] - rgb[2]) <= 3) {
+      if (lit ? lit_like(p, rgb)
+              : abs(p[0] - rgb[0]) <= 3 && abs(p[1] - rgb[1]) <= 3 &&
+                    abs(p[2] - rgb[2]) <= 3) {
         h->n++;
         h->cx += x;
         h->cy += y;
@@ -128,6 +147,11 @@ static void count(const unsigned char *img, const unsigned char rgb[3],
     }
   if (h->n)
     h->cx /= h->n, h->cy /= h->n;
+}
+
+/* Pixels of cols[i]'s colour (lit when solid). */
+static void count(const unsigned char *img, size_t i, hits *h) {
+  count_lit(img, cols[i].rgb, i < NSOLID, h);
 }
 
 static void count_wh(const unsigned char *img, int w, int h,
@@ -227,7 +251,7 @@ static void test_visuals_in_viewer(void **state) {
   unsigned char *img = viewer_shot(s.instance, 0);
   hits h[NCOL];
   for (size_t i = 0; i < NCOL; i++) {
-    count(img, cols[i].rgb, &h[i]);
+    count(img, i, &h[i]);
     fprintf(stderr, "%-12s %5d px at (%.0f, %.0f)\n", cols[i].type, h[i].n,
             h[i].cx, h[i].cy);
     if (h[i].n < 15)
@@ -268,10 +292,10 @@ static void test_visuals_in_viewer(void **state) {
 
   img = viewer_shot(s.instance, 1);
   hits g;
-  count(img, cols[0].rgb, &g);
+  count(img, 0, &g);
   assert_true(g.n >= 15);
   assert_true(g.cx > W / 2 + 40); /* moved east */
-  count(img, cols[1].rgb, &g);
+  count(img, 1, &g);
   assert_true(g.n < 5); /* hidden */
   free(img);
 
@@ -285,7 +309,7 @@ static void test_visuals_in_viewer(void **state) {
   json_decref(l);
   img = viewer_shot(s.instance, 2);
   for (size_t i = 0; i < NCOL; i++) {
-    count(img, cols[i].rgb, &g);
+    count(img, i, &g);
     if (g.n >= 5)
       fail_msg("%s: %d pixels of its colour after clear_visuals", cols[i].type,
                g.n);
@@ -524,7 +548,7 @@ static void test_spectator_screenshot(void **state) {
   for (int j = 0; j < 240; j++)
     for (int i = 0; i < 320; i++) {
       const unsigned char *p = a + (j * 320 + i) * 3;
-      if (p[0] <= 3 && p[1] >= 252 && p[2] <= 3) {
+      if (p[1] > p[0] + 80 && p[1] > p[2] + 80) { /* lit green */
         gn++;
         gl[0] = i < gl[0] ? i : gl[0], gl[1] = j < gl[1] ? j : gl[1];
         gh[0] = i > gh[0] ? i : gh[0], gh[1] = j > gh[1] ? j : gh[1];
@@ -541,8 +565,10 @@ static void test_spectator_screenshot(void **state) {
   free(a);
   call0(fd, "update_visual", "{\"name\":\"g\",\"visible\":false}");
   a = spec_shot(fd, "hidden", 320, 240);
-  count_wh(a, 320, 240, cols[0].rgb, 3, &h3);
-  assert_int_equal(h3.n, 0);
+  gn = 0;
+  for (int k = 0; k < 320 * 240; k++) /* no lit green left */
+    gn += a[3 * k + 1] > a[3 * k] + 80 && a[3 * k + 1] > a[3 * k + 2] + 80;
+  assert_int_equal(gn, 0);
   free(a);
   /* A polyline's width and a cloud's point size are drawn [px]: the same
    * red line 1 and 6 px wide, the same yellow points 2 and 8 px. */
@@ -659,7 +685,8 @@ static int cam_magenta(lt_stack *s, uint8_t *buf, size_t cap, uint64_t after,
       const uint8_t *px = (const uint8_t *)(f + 1);
       int n = 0;
       for (uint32_t i = 0; i < (uint32_t)f->width * f->height; i++)
-        n += px[3 * i] >= 252 && px[3 * i + 1] <= 3 && px[3 * i + 2] >= 252;
+        n += px[3 * i] > px[3 * i + 1] + 80 && /* lit magenta */
+             px[3 * i + 2] > px[3 * i + 1] + 80;
       *seq_out = seq;
       return n;
     }
@@ -716,8 +743,33 @@ static void test_visual_in_head_camera(void **state) {
   call0(fd, "update_visual", "{\"name\":\"m\",\"camera_visible\":false}");
   n = cam_magenta(&s, buf, cap, seq + 2, &seq);
   assert_int_equal(n, 0);
+  /* a mesh and instances in the head camera too, when
+   * marked (the same solid drawing) */
+  call0(fd, "remove_visual", "{\"name\":\"m\"}");
+  json_decref(call(
+      fd, "add_visual_mesh",
+      "{\"name\":\"mm\",\"vertices\":[-1,-1,-1,1,-1,-1,1,1,-1,-1,1,-1,"
+      "-1,-1,1,1,-1,1,1,1,1,-1,1,1],\"indices\":[0,1,5,0,5,4,1,2,6,1,6,5,2,"
+      "3,7,2,7,6,3,0,4,3,4,7],\"size\":0.12,\"position\":[%g,%g,%g],"
+      "\"color\":[1,0,1],\"camera_visible\":true}",
+      x + 0.6 * cos(th), y + 0.6 * sin(th), hh));
+  n = cam_magenta(&s, buf, cap, seq + 2, &seq);
+  fprintf(stderr, "mesh, camera_visible: %d px\n", n);
+  assert_true(n > 100);
+  call0(fd, "remove_visual", "{\"name\":\"mm\"}");
+  json_decref(call(fd, "add_instanced_visuals",
+                   "{\"name\":\"ii\",\"size\":0.1,\"position\":[%g,%g,%g],"
+                   "\"positions\":[[0,-0.12,0],[0,0.12,0]],\"color\":[1,0,1],"
+                   "\"camera_visible\":true}",
+                   x + 0.6 * cos(th), y + 0.6 * sin(th), hh));
+  n = cam_magenta(&s, buf, cap, seq + 2, &seq);
+  fprintf(stderr, "instances, camera_visible: %d px\n", n);
+  assert_true(n > 100);
+  call0(fd, "update_visual", "{\"name\":\"ii\",\"camera_visible\":false}");
+  n = cam_magenta(&s, buf, cap, seq + 2, &seq);
+  assert_int_equal(n, 0);
   /* bad input by name */
-  refused(fd, "update_visual", "{\"name\":\"m\",\"camera_visible\":1}", NULL,
+  refused(fd, "update_visual", "{\"name\":\"ii\",\"camera_visible\":1}", NULL,
           "camera_visible");
   free(buf);
   close(u);

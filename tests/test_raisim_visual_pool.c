@@ -38,11 +38,15 @@
 #define SW 640
 #define SH 480
 
-static const char *const TYPES[] = {"sphere",      "box",   "cylinder",
-                                    "capsule",     "arrow", "polyline",
-                                    "point_cloud", "text"};
-#define NT 8
-enum { T_POLY = 5, T_CLOUD = 6, T_TEXT = 7 };
+static const char *const TYPES[] = {
+    "sphere",      "box",  "cylinder", "capsule",   "arrow",    "polyline",
+    "point_cloud", "text", "mesh",     "heightmap", "instanced"};
+#define NT 11
+enum { T_POLY = 5, T_CLOUD = 6, T_TEXT = 7, T_MESH = 8, T_HM = 9, T_INST = 10 };
+#define HM_SIZE 0.6f /* [m] a height map's side */
+
+/* Whether type t is drawn lit (triangles), not as lines or points. */
+static bool lit_type(int t) { return t < T_POLY || t >= T_MESH; }
 
 typedef struct mvis {
   bool used;
@@ -223,6 +227,17 @@ static void put_shape(sbuf *b, int i, int type) {
   case T_CLOUD:
     sb_add(b, ",\"size\":4");
     break;
+  case T_MESH: {
+    double k = rndf(0.5, 1);
+    sb_add(b, ",\"size\":[%.3f,%.3f,%.3f]", k, k, k);
+    break;
+  }
+  case T_HM:
+    sb_add(b, ",\"size\":[%.3f,%.3f]", (double)HM_SIZE, (double)HM_SIZE);
+    break;
+  case T_INST:
+    sb_add(b, ",\"size\":0.08,\"shape\":\"%s\"", rnd(2) ? "sphere" : "box");
+    break;
   default:
     sb_add(b, ",\"size\":%.3f", rndf(0.2, 0.3));
     break;
@@ -252,6 +267,56 @@ static void set_points(mvis *m, const float *p, int n, bool append) {
   m->n = keep + n;
 }
 
+static void sb_floats(sbuf *b, const char *key, const float *p, int n) {
+  sb_add(b, ",\"%s\":[", key);
+  for (int k = 0; k < n; k++)
+    sb_add(b, "%s%.9g", k ? "," : "", (double)p[k]);
+  sb_add(b, "]");
+}
+
+/* A mesh (a triangle soup), height map (colormap none: the palette's
+ * colour) or instances (stride 1) in the visual's frame, inside its cell:
+ * the request's keys into b and the points the block must hold into *p
+ * (malloc'd, 3 floats each), *n of them. */
+static void gen_geom(sbuf *b, int type, float **p, int *n) {
+  if (type == T_MESH) {
+    *n = 3 * (1 + (int)rnd(20));
+    *p = malloc((size_t)*n * 3 * sizeof **p);
+    assert_non_null(*p);
+    for (int k = 0; k < *n * 3; k++)
+      (*p)[k] = (float)(k % 3 == 2 ? rndf(-0.1, 0.1) : rndf(-0.35, 0.35));
+    sb_floats(b, "vertices", *p, *n * 3);
+  } else if (type == T_HM) {
+    int nx = 2 + (int)rnd(6), ny = 2 + (int)rnd(6);
+    *n = nx * ny;
+    *p = malloc((size_t)*n * 3 * sizeof **p);
+    float *h = malloc((size_t)*n * sizeof *h);
+    assert_true(*p && h);
+    for (int j = 0; j < ny; j++)
+      for (int i = 0; i < nx; i++) {
+        float *q = *p + 3 * (j * nx + i);
+        h[j * nx + i] = (float)rndf(0, 0.2);
+        q[0] = HM_SIZE * ((float)i / (float)(nx - 1) - 0.5f);
+        q[1] = HM_SIZE * ((float)j / (float)(ny - 1) - 0.5f);
+        q[2] = h[j * nx + i];
+      }
+    sb_add(b, ",\"samples\":[%d,%d],\"colormap\":\"none\"", nx, ny);
+    sb_floats(b, "heights", h, *n);
+    free(h);
+  } else {
+    *n = 1 + (int)rnd(5);
+    *p = malloc((size_t)*n * 3 * sizeof **p);
+    assert_non_null(*p);
+    sb_add(b, ",\"positions\":[");
+    for (int k = 0; k < *n; k++) {
+      float *q = *p + 3 * k;
+      q[0] = (float)rndf(-0.3, 0.3), q[1] = (float)rndf(-0.3, 0.3), q[2] = 0;
+      sb_add(b, "%s[%.9g,%.9g,0]", k ? "," : "", (double)q[0], (double)q[1]);
+    }
+    sb_add(b, "]");
+  }
+}
+
 static void op_add(int fd, model *M, int i) {
   mvis *m = &M->v[i];
   int type = (int)rnd(NT);
@@ -279,11 +344,14 @@ static void op_add(int fd, model *M, int i) {
     gen_points(i, 0, n, p);
     put_points(&b, p, n);
   }
+  if (type >= T_MESH)
+    gen_geom(&b, type, &p, &n);
   sb_add(&b, "}");
   static const char *const act[] = {
-      "add_visual_sphere",  "add_visual_box",   "add_visual_cylinder",
-      "add_visual_capsule", "add_visual_arrow", "add_visual_polyline",
-      "add_point_cloud",    "add_visual"};
+      "add_visual_sphere",    "add_visual_box",       "add_visual_cylinder",
+      "add_visual_capsule",   "add_visual_arrow",     "add_visual_polyline",
+      "add_point_cloud",      "add_visual",           "add_visual_mesh",
+      "add_visual_heightmap", "add_instanced_visuals"};
   ok(fd, typed ? act[type] : "add_visual", b.s);
   free(b.s);
   set_points(m, p, n, false);
@@ -321,6 +389,10 @@ static void op_update(int fd, model *M, int i) {
     if (append)
       sb_add(&b, ",\"append\":true");
     put_points(&b, p, n);
+  }
+  if (m->type >= T_MESH && rnd(2)) { /* new geometry */
+    pts = true;
+    gen_geom(&b, m->type, &p, &n);
   }
   sb_add(&b, "}");
   ok(fd, "update_visual", b.s);
@@ -469,16 +541,51 @@ static void check_list(int fd, const model *M, int op) {
 static bool drawn(const mvis *m) {
   if (!m->used || !m->visible)
     return false;
-  return m->type == T_POLY ? m->n >= 2 : m->type == T_CLOUD ? m->n >= 1 : true;
+  return m->type == T_POLY                         ? m->n >= 2
+         : m->type == T_CLOUD || m->type >= T_MESH ? m->n >= 1
+                                                   : true;
 }
 
-static int colour_px(const unsigned char *img, const unsigned char c[3]) {
-  int n = 0;
-  for (int k = 0; k < SW * SH; k++) {
-    const unsigned char *p = img + 3 * k;
-    n +=
-        abs(p[0] - c[0]) <= 3 && abs(p[1] - c[1]) <= 3 && abs(p[2] - c[2]) <= 3;
+/* Solid visuals (sphere .. arrow, mesh, height map, instances) are lit and
+ * fogged: their pixels keep the palette colour's pattern (which channels are 0,
+ * which brighter) but not its values. Seen 7 m off, fog (exp2(-0.05 d),
+ * render/gl_util.c) lifts a 0 channel to about a fifth of the sky's; the lit
+ * share of a non-zero one stays well above that. A floor, wall or robot pixel
+ * has no channel that low. */
+static bool lit_like(const unsigned char *p, const unsigned char c[3]) {
+  static const double sky[3] = {0.62 * 255, 0.76 * 255, 0.90 * 255};
+  for (int k = 0; k < 3; k++) {
+    double fog = 0.215 * sky[k];
+    if (c[k] ? p[k] < fog + 30 : p[k] > fog + 15)
+      return false;
+    /* a brighter channel stays brighter; equal ones stay close */
+    for (int j = 0; j < 3; j++)
+      if ((c[k] > c[j] && p[k] < p[j] + 40) ||
+          (j != k && c[k] == c[j] && c[k] && abs(p[k] - p[j]) >= 35))
+        return false;
   }
+  return true;
+}
+
+/* Pixels of colour c (exact, or lit_like when lit) inside cell i's square
+ * on the screenshot (the camera 7 m straight above the grid's centre:
+ * about 79 px a metre). */
+static int colour_px(const unsigned char *img, const unsigned char c[3], int i,
+                     bool lit) {
+  double x, y, f = SW / 2.0 / tan(M_PI / 6) / 7.0;
+  cell_of(i, &x, &y);
+  int u0 = (int)(SW / 2.0 + (x - ccx - CELL / 2) * f);
+  int u1 = (int)(SW / 2.0 + (x - ccx + CELL / 2) * f);
+  int v0 = (int)(SH / 2.0 - (y - ccy + CELL / 2) * f);
+  int v1 = (int)(SH / 2.0 - (y - ccy - CELL / 2) * f);
+  int n = 0;
+  for (int v = v0 < 0 ? 0 : v0; v < v1 && v < SH; v++)
+    for (int u = u0 < 0 ? 0 : u0; u < u1 && u < SW; u++) {
+      const unsigned char *p = img + 3 * (v * SW + u);
+      n += lit ? lit_like(p, c)
+               : abs(p[0] - c[0]) <= 3 && abs(p[1] - c[1]) <= 3 &&
+                     abs(p[2] - c[2]) <= 3;
+    }
   return n;
 }
 
@@ -511,20 +618,40 @@ static unsigned char *screenshot(int fd, int k) {
   assert_non_null(img);
   assert_int_equal(w, SW);
   assert_int_equal(h, SH);
+  const char *keep = getenv("PA_TEST_SHOT_DIR"); /* to look at them */
+  if (keep) {
+    char cmd[2300];
+    snprintf(cmd, sizeof cmd, "cp '%s' '%s/'", path, keep);
+    assert_int_equal(system(cmd), 0);
+  }
   unlink(path);
   return img;
 }
 
-/* Every visual the model draws has its colour's pixels beyond what the
- * scene alone has; every other has none beyond it. */
+/* Every visual the model draws has its colour's pixels (lit, for the
+ * solid types) in its cell beyond what the scene alone has there; every
+ * other has none beyond it, neither lit nor exact. */
 static void check_pixels(int fd, const model *M, int op, int k,
-                         const int base[NV]) {
+                         int base[2][NV]) {
   unsigned char *img = screenshot(fd, k);
   int shown = 0;
   for (int i = 0; i < NV; i++) {
-    int n = colour_px(img, pal[i]) - base[i];
-    bool want = drawn(&M->v[i]);
+    bool want = drawn(&M->v[i]), lit = lit_type(M->v[i].type);
+    int n = colour_px(img, pal[i], i, lit) - base[lit][i];
+    if (!want) {
+      int other = colour_px(img, pal[i], i, !lit) - base[!lit][i];
+      n = n > other ? n : other;
+    }
     shown += want;
+    if (want ? n < 4 : n > 0) {
+      double x, y, f = SW / 2.0 / tan(M_PI / 6) / 7.0;
+      cell_of(i, &x, &y);
+      int u = (int)(SW / 2.0 + (x - ccx) * f),
+          v = (int)(SH / 2.0 - (y - ccy) * f);
+      const unsigned char *p = img + 3 * (v * SW + u);
+      fprintf(stderr, "cell %d centre (%d, %d): %d %d %d; colour %d %d %d\n", i,
+              u, v, p[0], p[1], p[2], pal[i][0], pal[i][1], pal[i][2]);
+    }
     if (want ? n < 4 : n > 0)
       fail_msg("op %d: v%02d (%s, %s, %d points) has %d pixels of its "
                "colour beyond the scene's",
@@ -564,10 +691,11 @@ static void test_pool_random(void **state) {
            "\"height\":%d}",
            ccx, ccy - 0.01, ZV + 7, ccx, ccy, ZV, SW, SH);
   ok(fd, "set_camera", cam);
-  int base[NV];
+  int base[2][NV];
   unsigned char *img = screenshot(fd, 0);
   for (int i = 0; i < NV; i++)
-    base[i] = colour_px(img, pal[i]);
+    for (int lit = 0; lit < 2; lit++)
+      base[lit][i] = colour_px(img, pal[i], i, lit);
   free(img);
 
   /* RaisimServer's keys we do not know (material) are ignored and named in

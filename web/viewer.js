@@ -640,6 +640,112 @@ function drawVisuals() {
     } else if (v.type === 'text') {
       ctx.font = `${Math.max(v.size[0] * view.scale, 10)}px sans-serif`;
       ctx.fillText(v.label.text, sx, sy);
+    } else if (v.type === 'mesh' && v.points) {
+      drawMesh(v, col);
+    } else if (v.type === 'heightmap' && v.points && v.grid) {
+      drawHeightmap(v, col);
+    } else if (v.type === 'instanced' && v.points) {
+      drawInstances(v);
+    }
+    ctx.restore();
+  }
+}
+
+// Point p of a visual's frame (scaled by s) in the world: its quaternion
+// [w, x, y, z], then its position.
+function rotq(q, p) {
+  const [w, x, y, z] = q;
+  const tx = 2 * (y * p[2] - z * p[1]), ty = 2 * (z * p[0] - x * p[2]), tz = 2 * (x * p[1] - y * p[0]);
+  return [p[0] + w * tx + (y * tz - z * ty), p[1] + w * ty + (z * tx - x * tz), p[2] + w * tz + (x * ty - y * tx)];
+}
+const toWorld3 = (v, p, s = [1, 1, 1]) => {
+  const r = rotq(v.quat, [p[0] * s[0], p[1] * s[1], p[2] * s[2]]);
+  return [r[0] + v.pos[0], r[1] + v.pos[1], r[2] + v.pos[2]];
+};
+// A fill colour shaded as from above: faces turned away from up are darker.
+const shadeCss = (u, col, k) => {
+  const m = col.match(/[\d.]+/g).map(Number);
+  const c = u ? [u >>> 24, (u >>> 16) & 255, (u >>> 8) & 255] : m.slice(0, 3);
+  return `rgba(${Math.round(c[0] * k)},${Math.round(c[1] * k)},${Math.round(c[2] * k)},${m[3]})`;
+};
+
+// A mesh's triangles seen from above, lowest first, shaded by how much
+// each faces up (as the 3-D views light it).
+function drawMesh(v, col) {
+  // world triangles made once per visual object (a change on the server
+  // comes as a new object), not every frame
+  if (!v.tris) v.tris = meshTris(v);
+  for (const [a, b, c, , k, u] of v.tris) {
+    ctx.fillStyle = shadeCss(u, col, k);
+    ctx.beginPath();
+    for (const p of [a, b, c]) { const [px, py] = toScreen(p[0], p[1]); p === a ? ctx.moveTo(px, py) : ctx.lineTo(px, py); }
+    ctx.closePath();
+    ctx.fill();
+  }
+}
+
+function meshTris(v) {
+  const s = v.size, pts = v.points, tris = [];
+  for (let k = 0; k + 2 < pts.length; k += 3) {
+    const a = toWorld3(v, pts[k], s), b = toWorld3(v, pts[k + 1], s), c = toWorld3(v, pts[k + 2], s);
+    const nx = (b[1] - a[1]) * (c[2] - a[2]) - (b[2] - a[2]) * (c[1] - a[1]);
+    const ny = (b[2] - a[2]) * (c[0] - a[0]) - (b[0] - a[0]) * (c[2] - a[2]);
+    const nz = (b[0] - a[0]) * (c[1] - a[1]) - (b[1] - a[1]) * (c[0] - a[0]);
+    const up = Math.abs(nz) / (Math.hypot(nx, ny, nz) || 1);
+    tris.push([a, b, c, (a[2] + b[2] + c[2]) / 3, 0.55 + 0.45 * up, pts[k][3]]);
+  }
+  return tris.sort((p, q) => p[3] - q[3]);
+}
+
+// A height map's cells from above, each in its sample's colour.
+function drawHeightmap(v, col) {
+  const [nx, ny] = v.grid, pts = v.points;
+  if (pts.length !== nx * ny) return;
+  for (let j = 0; j + 1 < ny; j++) {
+    for (let i = 0; i + 1 < nx; i++) {
+      const q = [pts[j * nx + i], pts[j * nx + i + 1], pts[(j + 1) * nx + i + 1], pts[(j + 1) * nx + i]].map((p) => toWorld3(v, p));
+      ctx.fillStyle = shadeCss(pts[j * nx + i][3], col, 1);
+      ctx.strokeStyle = ctx.fillStyle;
+      ctx.beginPath();
+      q.forEach((p, k) => { const [px, py] = toScreen(p[0], p[1]); k ? ctx.lineTo(px, py) : ctx.moveTo(px, py); });
+      ctx.closePath();
+      ctx.fill();
+      ctx.stroke(); // no hairline gaps between cells
+    }
+  }
+}
+
+// One shape per instance at its pose: a disc (sphere, cylinder, capsule),
+// a rectangle (box) or a line (arrow), in its colour.
+function drawInstances(v) {
+  const st = v.stride || 1, pts = v.points, base = rgbaCss(v.rgba);
+  for (let k = 0; k + st <= pts.length; k += st) {
+    const p = toWorld3(v, pts[k]);
+    let q = [1, 0, 0, 0], sc = [1, 1, 1];
+    if (st >= 2) { const [x, y, z] = pts[k + 1]; q = [Math.sqrt(Math.max(0, 1 - x * x - y * y - z * z)), x, y, z]; }
+    if (st === 3) sc = pts[k + 2];
+    const [w, x, y, z] = v.quat, [b, c, d, e] = q; // the visual's turn, then the instance's
+    const qq = [w * b - x * c - y * d - z * e, w * c + x * b + y * e - z * d, w * d - x * e + y * b + z * c, w * e + x * d - y * c + z * b];
+    const [sx, sy] = toScreen(p[0], p[1]);
+    const yaw = yawOf(qq);
+    ctx.save();
+    ctx.fillStyle = ctx.strokeStyle = pts[k][3] ? packedCss(pts[k][3]) : base;
+    ctx.translate(sx, sy);
+    ctx.rotate(-yaw);
+    const sz = v.size;
+    if (v.shape === 'box') {
+      const a = sz[0] * sc[0] * view.scale, bb = sz[1] * sc[1] * view.scale;
+      ctx.fillRect(-a / 2, -bb / 2, a, bb);
+    } else if (v.shape === 'arrow') {
+      ctx.lineWidth = Math.max(sz[1] * sc[1] * view.scale / 3, 2);
+      ctx.beginPath();
+      ctx.moveTo(0, 0);
+      ctx.lineTo(sz[0] * sc[0] * view.scale, 0);
+      ctx.stroke();
+    } else {
+      ctx.beginPath();
+      ctx.arc(0, 0, Math.max(sz[0] * sc[0] * view.scale, 2), 0, 2 * Math.PI);
+      ctx.fill();
     }
     ctx.restore();
   }

@@ -109,7 +109,7 @@ void pa_fox_pb_image(pa_fox_buf *b, const char *robot, const pa_frame *f,
  * comma-first (",{...}"), to b. Sent in every update. */
 typedef void (*pa_fox_scene_hook)(pa_netgw *g, pa_fox_buf *b, uint64_t t_ns);
 
-#define PA_FOX_PRIMS 6          /* primitive arrays an entity is built in */
+#define PA_FOX_PRIMS 7          /* primitive arrays an entity is built in */
 #define PA_FOX_CLOUD_CUBES 5000 /* a point cloud's cubes in /scene at most */
 #define PA_FOX_BALL_RADIUS 0.021335 /* [m] as pa-sim's (sim_ssl.h) */
 
@@ -124,6 +124,21 @@ typedef struct pa_fox_scene_memo {
   pa_fox_buf prim[PA_FOX_PRIMS]; /* scratch */
 } pa_fox_scene_memo;
 void pa_fox_scene_memo_free(pa_fox_scene_memo *m);
+
+/* ---- foxglove_vis.c: meshes, height maps and instances for /scene ---- */
+/* The triangle list of a mesh or height-map visual of n points: its
+ * vertices in the visual's frame (a mesh scaled by its size), 3 a
+ * triangle, and a colour each (*colors NULL when all are the visual's);
+ * both malloc'd. Returns how many (0: none, nothing allocated). */
+uint32_t pa_fox_vis_tris(const pa_visual *v, const pa_vis_point *pt, uint32_t n,
+                         double (**pts)[3], float (**colors)[4]);
+/* The instances of an instanced visual of n points. */
+uint32_t pa_fox_vis_instances(const pa_visual *v, uint32_t n);
+/* Instance k in the world: position, orientation w, x, y, z, scale of
+ * the visual's size, colour. */
+void pa_fox_vis_instance(const pa_visual *v, const pa_vis_point *pt, uint32_t k,
+                         double pos[3], double q[4], double s[3],
+                         float color[4]);
 
 /* What /scene shows: obstacles and agents (world snapshot copies), the
  * navigation drawings, the SSL ball of a tick, the visual objects. */

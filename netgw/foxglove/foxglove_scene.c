@@ -15,9 +15,17 @@
 #define PUTS(b, lit) pa_fox_buf_put((b), (lit), sizeof(lit) - 1)
 
 /* The primitive arrays of a SceneEntity, in the order they are written. */
-enum { PR_ARROWS, PR_CUBES, PR_SPHERES, PR_CYLINDERS, PR_LINES, PR_TEXTS };
+enum {
+  PR_ARROWS,
+  PR_CUBES,
+  PR_SPHERES,
+  PR_CYLINDERS,
+  PR_LINES,
+  PR_TEXTS,
+  PR_TRIANGLES
+};
 static const char *const pr_names[PA_FOX_PRIMS] = {
-    "arrows", "cubes", "spheres", "cylinders", "lines", "texts"};
+    "arrows", "cubes", "spheres", "cylinders", "lines", "texts", "triangles"};
 
 typedef struct pa_fox_ent_memo {
   uint64_t key, body; /* hashes of the id and of the entity but its stamp */
@@ -142,7 +150,7 @@ static void ent_close(scene_ctx *x) {
       pa_fox_buf_put(b, x->m->prim[i].p, x->m->prim[i].n);
     PUTS(b, "]");
   }
-  PUTS(b, ",\"triangles\":[],\"models\":[]}");
+  PUTS(b, ",\"models\":[]}");
   if (b->oom)
     return;
   pa_fox_ent_memo *e = memo_add(x->m);
@@ -437,6 +445,82 @@ static void vis_cloud(scene_ctx *x, const pa_visual *v, const pa_vis_point *pt,
   }
 }
 
+/* A mesh or a height map: one TriangleListPrimitive at the visual's pose,
+ * a colour per vertex unless all are its own. */
+static void vis_triangles(scene_ctx *x, const pa_visual *v,
+                          const pa_vis_point *pt, uint32_t n) {
+  double(*pts)[3];
+  float(*cols)[4];
+  uint32_t m = pa_fox_vis_tris(v, pt, n, &pts, &cols);
+  if (!m)
+    return;
+  pa_fox_buf *p = prim(x, PR_TRIANGLES);
+  PUTS(p, "{\"pose\":");
+  pose_q(p, v->pos[0], v->pos[1], v->pos[2], v->quat);
+  PUTS(p, ",\"points\":[");
+  for (uint32_t k = 0; k < m; k++) {
+    if (k)
+      PUTS(p, ",");
+    pa_fox_vec3(p, pts[k][0], pts[k][1], pts[k][2]);
+  }
+  PUTS(p, "],\"color\":");
+  color_f(p, v->rgba);
+  PUTS(p, ",\"colors\":[");
+  for (uint32_t k = 0; cols && k < m; k++) {
+    if (k)
+      PUTS(p, ",");
+    color_f(p, cols[k]);
+  }
+  PUTS(p, "],\"indices\":[]}");
+  free(pts);
+  free(cols);
+}
+
+/* Instances: the shape's primitive at each pose (a capsule as its
+ * cylinder), at most PA_FOX_CLOUD_CUBES of them (evenly sampled). */
+static void vis_instances(scene_ctx *x, const pa_visual *v,
+                          const pa_vis_point *pt, uint32_t n) {
+  uint32_t ni = pa_fox_vis_instances(v, n), t = v->inst_shape;
+  uint32_t step = ni > PA_FOX_CLOUD_CUBES
+                      ? (ni + PA_FOX_CLOUD_CUBES - 1) / PA_FOX_CLOUD_CUBES
+                      : 1;
+  const float *s = v->size;
+  for (uint32_t k = 0; k < ni; k += step) {
+    double pos[3], q[4], sc[3];
+    float c[4], qf[4];
+    pa_fox_vis_instance(v, pt, k, pos, q, sc, c);
+    for (int i = 0; i < 4; i++)
+      qf[i] = (float)q[i];
+    int kind = t == PA_VIS_BOX      ? PR_CUBES
+               : t == PA_VIS_ARROW  ? PR_ARROWS
+               : t == PA_VIS_SPHERE ? PR_SPHERES
+                                    : PR_CYLINDERS;
+    pa_fox_buf *p = prim(x, kind);
+    PUTS(p, "{\"pose\":");
+    pose_q(p, pos[0], pos[1], pos[2], qf);
+    if (kind == PR_ARROWS) {
+      double len = s[0] * sc[0], head = fmin(s[1] * sc[1], len);
+      pa_fox_buf_printf(p,
+                        ",\"shaft_length\":%.6g,\"shaft_diameter\":%.6g,"
+                        "\"head_length\":%.6g,\"head_diameter\":%.6g",
+                        len - head, head / 2, head, head);
+    } else {
+      PUTS(p, ",\"size\":");
+      if (kind == PR_CUBES)
+        pa_fox_vec3(p, s[0] * sc[0], s[1] * sc[1], s[2] * sc[2]);
+      else if (kind == PR_SPHERES)
+        pa_fox_vec3(p, 2 * s[0] * sc[0], 2 * s[0] * sc[1], 2 * s[0] * sc[2]);
+      else
+        pa_fox_vec3(p, 2 * s[0] * sc[0], 2 * s[0] * sc[1], s[1] * sc[2]);
+    }
+    if (kind == PR_CYLINDERS)
+      PUTS(p, ",\"bottom_scale\":1,\"top_scale\":1");
+    PUTS(p, ",\"color\":");
+    color_f(p, c);
+    PUTS(p, "}");
+  }
+}
+
 /* One visual object as SceneEntity primitives (docs/foxglove.md). */
 static void visual_ent(scene_ctx *x, const pa_visual_block *vb,
                        const pa_visual *v) {
@@ -491,6 +575,13 @@ static void visual_ent(scene_ctx *x, const pa_visual_block *vb,
     break;
   case PA_VIS_POINT_CLOUD:
     vis_cloud(x, v, pt, n);
+    break;
+  case PA_VIS_MESH:
+  case PA_VIS_HEIGHTMAP:
+    vis_triangles(x, v, pt, n);
+    break;
+  case PA_VIS_INSTANCED:
+    vis_instances(x, v, pt, n);
     break;
   case PA_VIS_TEXT:
     p = prim(x, PR_TEXTS);

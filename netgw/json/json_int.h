@@ -311,6 +311,23 @@ json_t *pa_json_act_add_visual_capsule(jctx *x);
 json_t *pa_json_act_add_visual_arrow(jctx *x);
 json_t *pa_json_act_add_visual_polyline(jctx *x);
 json_t *pa_json_act_add_point_cloud(jctx *x);
+json_t *pa_json_act_add_visual_mesh(jctx *x);
+json_t *pa_json_act_add_visual_heightmap(jctx *x);
+json_t *pa_json_act_add_instanced_visuals(jctx *x);
+/* The size a new visual of type t has when none is given. */
+void pa_json_vis_default_size(uint32_t t, float s[3]);
+/* json_visual_geom.c: the points of a mesh, height map or instanced visual
+ * from the request (v: the visual as it will be, its grid, stride and
+ * colormap set here; idx: its index in b, -1 when added): 1 with *pts
+ * (malloc'd, *n), 0 when its points stay, -1 refused (error set). */
+int pa_json_vis_geom(jctx *x, const pa_visual_block *b, int idx, pa_visual *v,
+                     pa_vis_point **pts, uint32_t *n);
+/* A height map's colormap by number (pa_visual.colormap). */
+const char *pa_json_vis_colormap_name(uint32_t c);
+/* json_visual_mesh.c: data.file rel (.obj, .stl, .ply under --data_dir)
+ * decoded into triangles' points: 0, or -1 (error set). */
+int pa_json_vis_mesh_file(jctx *x, const char *rel, pa_vis_point **pts,
+                          uint32_t *n);
 /* ---- json_spectator.c -----------------------------------------------------*/
 json_t *pa_json_act_set_camera(jctx *x);
 json_t *pa_json_act_focus_on(jctx *x);

@@ -191,12 +191,16 @@ static const jaction actions[] = {
     ROW(set_pred_trajectory, CMD, NULL, NULL, 0, "robot trajectory"),
     ROW(hibernate, CMD, NULL, NULL, 0, ""),
     ROW(wakeup, CMD, NULL, NULL, 0, ""),
+/* mesh, height map and instanced visuals (json_visual_geom.c) */
+#define GEOM_KEYS                                                              \
+  " file vertices indices vertex_colors samples heights colormap shape "       \
+  "positions orientations scales colors"
     ROW(add_visual, CMD, NULL, NULL, JF_LENIENT,
         "name type position orientation yaw size color visible text points "
-        "points_b64 point_format camera_visible"),
+        "points_b64 point_format camera_visible" GEOM_KEYS),
     ROW(update_visual, CMD, NULL, NULL, JF_LENIENT,
         "name position orientation yaw size color visible text points "
-        "points_b64 point_format append camera_visible"),
+        "points_b64 point_format append camera_visible" GEOM_KEYS),
     ROW(remove_visual, CMD, NULL, NULL, 0, "name"),
     ROW(clear_visuals, CMD, NULL, NULL, 0, ""),
     ROW(list_visuals, CMD, NULL, COST(list_visuals), 0, ""),
@@ -215,6 +219,13 @@ static const jaction actions[] = {
     ROW(add_visual_arrow, CMD, NULL, NULL, JF_LENIENT, VIS_KEYS),
     ROW(add_visual_polyline, CMD, NULL, NULL, JF_LENIENT, PTS_KEYS),
     ROW(add_point_cloud, CMD, NULL, NULL, JF_LENIENT, PTS_KEYS),
+    ROW(add_visual_mesh, CMD, NULL, NULL, JF_LENIENT,
+        VIS_KEYS " file vertices indices vertex_colors"),
+    ROW(add_visual_heightmap, CMD, NULL, NULL, JF_LENIENT,
+        VIS_KEYS " samples heights colormap"),
+    ROW(add_instanced_visuals, CMD, NULL, NULL, JF_LENIENT,
+        VIS_KEYS " shape positions orientations scales colors"),
+#undef GEOM_KEYS
 #undef VIS_KEYS
 #undef PTS_KEYS
     ROW(kick, CMD, DONE(ssl), NULL, JF_ROBOT | JF_SIM, "robot speed angle"),

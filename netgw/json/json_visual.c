@@ -253,13 +253,19 @@ static int get_points(jctx *x, uint32_t max, pa_vis_point **pts, uint32_t *n) {
   return 1;
 }
 
-/* Default size of a new visual of type t. */
-static void default_size(uint32_t t, float s[3]) {
+void pa_json_vis_default_size(uint32_t t, float s[3]) {
   static const float d[PA_VIS_TYPE_COUNT][3] = {
-      [PA_VIS_SPHERE] = {0.1f, 0, 0},       [PA_VIS_BOX] = {0.1f, 0.1f, 0.1f},
-      [PA_VIS_CYLINDER] = {0.05f, 0.2f, 0}, [PA_VIS_CAPSULE] = {0.05f, 0.2f, 0},
-      [PA_VIS_ARROW] = {0.5f, 0.1f, 0},     [PA_VIS_POLYLINE] = {2, 0, 0},
-      [PA_VIS_POINT_CLOUD] = {3, 0, 0},     [PA_VIS_TEXT] = {0.2f, 0, 0}};
+      [PA_VIS_SPHERE] = {0.1f, 0, 0},
+      [PA_VIS_BOX] = {0.1f, 0.1f, 0.1f},
+      [PA_VIS_CYLINDER] = {0.05f, 0.2f, 0},
+      [PA_VIS_CAPSULE] = {0.05f, 0.2f, 0},
+      [PA_VIS_ARROW] = {0.5f, 0.1f, 0},
+      [PA_VIS_POLYLINE] = {2, 0, 0},
+      [PA_VIS_POINT_CLOUD] = {3, 0, 0},
+      [PA_VIS_TEXT] = {0.2f, 0, 0},
+      [PA_VIS_MESH] = {1, 1, 1},
+      [PA_VIS_HEIGHTMAP] = {1, 1, 0},
+      [PA_VIS_INSTANCED] = {0.1f, 0.1f, 0.1f}};
   memcpy(s, d[t < PA_VIS_TYPE_COUNT ? t : 0], sizeof d[0]);
 }
 
@@ -300,8 +306,8 @@ static int get_fields(jctx *x, pa_visual *v) {
   }
   json_t *sz = json_object_get(x->data, "size");
   if (json_is_number(sz)) {
-    s[0] = json_number_value(sz);
-    n = 1;
+    s[0] = s[1] = s[2] = json_number_value(sz);
+    n = v->type == PA_VIS_MESH ? 3 : 1; /* a mesh's scale: all three axes */
     r = 1;
   } else if ((r = pa_json_vec(x, "size", 3, 2, s, &n)) < 0) {
     return -1;
@@ -403,6 +409,22 @@ static json_t *vis_json(const pa_visual_block *b, const pa_visual *v) {
   json_object_set_new(o, "camera_visible", json_boolean(v->camera_visible));
   if (has_points(v->type))
     json_object_set_new(o, "points", json_integer(v->pt_n));
+  if (v->type == PA_VIS_MESH)
+    json_object_set_new(o, "triangles", json_integer(v->pt_n / 3));
+  if (v->type == PA_VIS_HEIGHTMAP) {
+    json_object_set_new(
+        o, "samples",
+        json_pack("[ii]", (json_int_t)v->grid_nx, (json_int_t)v->grid_ny));
+    json_object_set_new(o, "colormap",
+                        json_string(pa_json_vis_colormap_name(v->colormap)));
+  }
+  if (v->type == PA_VIS_INSTANCED) {
+    json_object_set_new(o, "shape",
+                        json_string(pa_vis_type_name(v->inst_shape)));
+    json_object_set_new(
+        o, "instances",
+        json_integer(v->inst_stride ? v->pt_n / v->inst_stride : 0));
+  }
   if (v->type == PA_VIS_TEXT)
     json_object_set_new(o, "text", json_string(v->text));
   return o;
@@ -430,7 +452,8 @@ static json_t *vis_set(jctx *x, bool add) {
     if (t == PA_VIS_NONE)
       return pa_json_fail(x, PA_ERR_INVALID_MESSAGE,
                           "data.type '%s': one of sphere, box, cylinder, "
-                          "capsule, arrow, polyline, point_cloud, text",
+                          "capsule, arrow, polyline, point_cloud, text, mesh, "
+                          "heightmap, instanced",
                           type);
     if (b->count >= PA_VIS_MAX)
       return pa_json_fail(x, PA_ERR_BUSY,
@@ -442,7 +465,7 @@ static json_t *vis_set(jctx *x, bool add) {
     v.visible = 1;
     v.quat[0] = 1;
     v.rgba[0] = v.rgba[1] = v.rgba[2] = v.rgba[3] = 1;
-    default_size(t, v.size);
+    pa_json_vis_default_size(t, v.size);
   } else {
     if (vis_need(x, &name, &idx) < 0)
       return NULL;
@@ -463,11 +486,13 @@ static json_t *vis_set(jctx *x, bool add) {
     return pa_json_fail(x, PA_ERR_INVALID_MESSAGE,
                         "data.points is for polyline and point_cloud only");
   int r = get_points(x, PA_VIS_CLOUD_MAX, &pts, &n);
+  if (r == 0)
+    r = pa_json_vis_geom(x, b, idx, &v, &pts, &n);
   if (r < 0)
     return NULL;
-  uint32_t keep = append && idx >= 0 ? b->v[idx].pt_n : 0;
+  uint32_t keep = append && idx >= 0 && has_points(v.type) ? b->v[idx].pt_n : 0;
   uint32_t old = idx >= 0 ? b->v[idx].pt_n : 0;
-  if (r > 0 && keep + n > PA_VIS_CLOUD_MAX) {
+  if (r > 0 && has_points(v.type) && keep + n > PA_VIS_CLOUD_MAX) {
     free(pts);
     return pa_json_fail(x, PA_ERR_INVALID_MESSAGE,
                         "'%s' would have %u points, at most %d", name, keep + n,
@@ -533,6 +558,13 @@ json_t *pa_json_act_add_visual_polyline(jctx *x) {
 }
 json_t *pa_json_act_add_point_cloud(jctx *x) {
   return add_typed(x, "point_cloud");
+}
+json_t *pa_json_act_add_visual_mesh(jctx *x) { return add_typed(x, "mesh"); }
+json_t *pa_json_act_add_visual_heightmap(jctx *x) {
+  return add_typed(x, "heightmap");
+}
+json_t *pa_json_act_add_instanced_visuals(jctx *x) {
+  return add_typed(x, "instanced");
 }
 json_t *pa_json_act_update_visual(jctx *x) { return vis_set(x, false); }
 

@@ -101,8 +101,9 @@ bool pa_webvis_refresh(pa_web *w, uint32_t *gen) {
   return w->vis->gen == vis_gen;
 }
 
-/* Visual i as one element of "visuals"; a point cloud's points go into
- * bin (u32 index, u32 n, n x (f32 x, y, z, u32 0xRRGGBBAA)). */
+/* Visual i as one element of "visuals"; the points of a point cloud,
+ * mesh, height map or instanced visual go into bin (u32 index, u32 n, n x (f32
+ * x, y, z, u32 0xRRGGBBAA)). */
 static void vis_one(const pa_visual_block *vb, uint32_t i, bool first,
                     pa_sbuf *b, pa_sbuf *bin, uint32_t *clouds) {
   const pa_visual *v = &vb->v[i];
@@ -132,7 +133,17 @@ static void vis_one(const pa_visual_block *vb, uint32_t i, bool first,
       pa_sb_printf(b, "%s[%.5g,%.5g,%.5g,%u]", k ? "," : "", pt[k].p[0],
                    pt[k].p[1], pt[k].p[2], pt[k].rgba);
     pa_sb_printf(b, "]");
-  } else if (v->type == PA_VIS_POINT_CLOUD) {
+  } else if (v->type == PA_VIS_POINT_CLOUD || v->type == PA_VIS_MESH ||
+             v->type == PA_VIS_HEIGHTMAP || v->type == PA_VIS_INSTANCED) {
+    /* their points binary, as a cloud's: a mesh's triangles, a height
+     * map's grid, the instances' poses */
+    if (v->type == PA_VIS_HEIGHTMAP)
+      pa_sb_printf(b, ",\"grid\":[%u,%u]", v->grid_nx, v->grid_ny);
+    if (v->type == PA_VIS_INSTANCED) {
+      const char *sn = pa_vis_type_name(v->inst_shape);
+      pa_sb_printf(b, ",\"shape\":\"%s\",\"stride\":%u", sn ? sn : "none",
+                   v->inst_stride);
+    }
     pa_sb_printf(b, ",\"cloud_points\":%u", n);
     pa_sb_u32(bin, i);
     pa_sb_u32(bin, n);

@@ -97,6 +97,17 @@ int pa_render_gpu_upload(rgpu_mesh *g, const rmesh *m, char *err,
                          size_t err_sz);
 void pa_render_gpu_free(rgpu_mesh *g);
 int pa_render_program_lit(rprogram *p, char *err, size_t err_sz);
+/* The lit program's per-instance attributes (instanced visuals): position,
+ * orientation x, y, z, w, scale - 1, 1 - colour and alpha. */
+enum {
+  PA_RENDER_ATTR_IPOS = 3,
+  PA_RENDER_ATTR_IQUAT,
+  PA_RENDER_ATTR_ISCALE,
+  PA_RENDER_ATTR_IINV
+};
+/* Their values for draws without instance arrays, (0, 0, 0, 1): one
+ * instance at the origin, unturned, unscaled, its own colour. */
+void pa_render_lit_instance_defaults(void);
 /* A framebuffer with an RGBA8 colour and a 24-bit depth renderbuffer of
  * w x h at `samples` (0 = one sample): *fbo and rb[0] colour, rb[1] depth.
  * Returns the framebuffer's status; the framebuffer binding is left at 0. */

@@ -151,6 +151,45 @@ const tests = {
     assert.ok(scene.updates.length - n0 <= 3, `${scene.updates.length - n0} updates in 1.5 s of a still world`);
   },
 
+  async meshes_heightmaps_instances() {
+    // a mesh and a height map as TriangleListPrimitives, instances as one
+    // primitive of their shape each, at their poses (issue 38)
+    const j = stack.json;
+    await j.ok("add_visual_mesh", {
+      name: "m", vertices: [0, 0, 0, 1, 0, 0, 1, 1, 0, 0, 1, 0], indices: [0, 1, 2, 0, 2, 3],
+      vertex_colors: [255, 0, 0, 255, 0, 0, 0, 0, 255, 0, 0, 255], size: [2, 1, 1], position: [1, -2, 0.2],
+    });
+    await j.ok("add_visual_heightmap", { name: "h", samples: [3, 2], heights: [0, 0.5, 1, 0, 0.5, 1], size: [2, 1], position: [-2, -2, 0], colormap: "gray" });
+    await j.ok("add_instanced_visuals", {
+      name: "i", shape: "box", size: [0.2, 0.2, 0.2], position: [0, 1, 0], yaw: Math.PI / 2,
+      positions: [[1, 0, 0], [2, 0, 0.5]], scales: [1, [2, 1, 1]], colors: [[0, 1, 0], [0, 0, 1, 0.5]],
+    });
+    await until(() => ["m", "h", "i"].every((n) => scene.get(`visual/${n}`)), "mesh, height map and instances in /scene");
+    const m = scene.get("visual/m").triangles[0];
+    assert.equal(m.points.length, 6, "two triangles, three points each");
+    assert.deepEqual(m.points.map((q) => [q.x, q.y]), [[0, 0], [2, 0], [2, 1], [0, 0], [2, 1], [0, 1]], "the indices resolved, scaled 2 x 1");
+    assert.ok(near(m.pose.position.x, 1) && near(m.pose.position.z, 0.2), "the mesh at its pose");
+    assert.equal(m.colors.length, 6);
+    assert.ok(m.colors[1].r === 1 && m.colors[2].b === 1, "the vertex colours");
+    const h = scene.get("visual/h").triangles[0];
+    assert.equal(h.points.length, 2 * 6, "2 x 1 cells, two triangles each");
+    const zs = h.points.map((q) => q.z);
+    assert.ok(Math.min(...zs) === 0 && Math.max(...zs) === 1, "the heights");
+    const lo = h.colors[zs.indexOf(0)], hi = h.colors[zs.indexOf(1)];
+    assert.ok(hi.r > lo.r + 0.5, `coloured by height (gray: ${lo.r} low, ${hi.r} high)`);
+    const i = scene.get("visual/i").cubes;
+    assert.equal(i.length, 2, "a cube per instance");
+    // turned 90 degrees: instance x becomes world y
+    assert.ok(near(i[0].pose.position.x, 0) && near(i[0].pose.position.y, 2), `instance 0 at (0, 2) (${JSON.stringify(i[0].pose.position)})`);
+    assert.ok(near(i[1].pose.position.y, 3) && near(i[1].pose.position.z, 0.5), "instance 1 at (0, 3, 0.5)");
+    assert.ok(near(i[1].size.x, 0.4) && near(i[1].size.y, 0.2), "instance 1 scaled 2 x 1 x 1");
+    assert.ok(i[0].color.g === 1 && near(i[1].color.a, 0.5, 0.01), `their colours (${JSON.stringify(i.map((q) => q.color))})`);
+    await j.ok("remove_visual", { name: "m" });
+    await j.ok("remove_visual", { name: "h" });
+    await j.ok("remove_visual", { name: "i" });
+    await until(() => !scene.get("visual/m") && !scene.get("visual/i"), "removed, deleted by id");
+  },
+
   async mcap_holds_the_same_scene() {
     const j = stack.json;
     await j.ok("resume", {}, "sim_control");

@@ -136,6 +136,33 @@ run(async () => {
   check(kept?.points?.length === 50 && near(kept.points[10][0], 1.2, 1e-5), 'the point cloud stays whole through the deltas');
   await until(async () => close(await pixel(page, 1.5, 2), [0, 0, 255]), 'the point cloud is still drawn blue');
 
+  // ---- a mesh from arrays, a height map coloured by its heights and
+  // instanced spheres, their geometry arriving as binary too
+  const spots2 = [[2.5, -3.5], [-1.9, -3.5], [-0.1, -3.5], [-4, -3.5], [-3.4, -3.5], [-2.8, -3.5]];
+  check(spots2.every(([x, y]) => free(x, y)), 'mesh, height map and instance spots are free of robots');
+  await ok(tcp, 'add_visual_mesh', {
+    name: 'sq', vertices: [-0.3, -0.3, 0, 0.3, -0.3, 0, 0.3, 0.3, 0, -0.3, 0.3, 0], indices: [0, 1, 2, 0, 2, 3],
+    position: [2.5, -3.5, 0.1], color: [1, 1, 0],
+  });
+  const hs = [];
+  for (let j = 0; j < 4; j++) for (let i = 0; i < 10; i++) hs.push(i / 9);
+  await ok(tcp, 'add_visual_heightmap', { name: 'hm', samples: [10, 4], heights: hs, size: [2, 0.6], position: [-1, -3.5, 0] });
+  await ok(tcp, 'add_instanced_visuals', {
+    name: 'inst', shape: 'sphere', size: 0.15, positions: [[-4, -3.5, 0], [-3.4, -3.5, 0], [-2.8, -3.5, 0]],
+    colors: [[1, 0, 1], [1, 0, 1], [1, 0, 1]],
+  });
+  const geo = await until(() => page.evaluate(() => window.pa.visuals.length === 5 ? window.pa.visuals : null),
+    'the page gets the mesh, the height map and the instances');
+  const hmv = geo.find((v) => v.label.name === 'hm');
+  check(hmv.points?.length === 40 && hmv.grid?.[0] === 10, 'the height map came whole (10 x 4 samples)');
+  await until(async () => close(await pixel(page, 2.5, -3.5), [255, 255, 0]), 'the mesh is drawn yellow');
+  await until(async () => close(await pixel(page, -1.9, -3.5), [68, 1, 84], 50) &&
+    close(await pixel(page, -0.1, -3.5), [182, 218, 64], 40), 'the height map: dark purple low, yellow-green high (viridis; a cell in its first sample\'s colour)');
+  for (const [x, y] of spots2.slice(3)) {
+    await until(async () => close(await pixel(page, x, y), [255, 0, 255]), `an instance is drawn magenta at (${x}, ${y})`);
+  }
+  check(!close(await pixel(page, -3.7, -3.5), [255, 0, 255]), 'nothing between the instances');
+
   // ---- the agent removed: gone from the state frames and the canvas
   await ok(tcp, 'remove_agent', { name: 'walker' });
   await until(async () => (await page.evaluate(() => window.pa.state.agents.length)) === 0 &&

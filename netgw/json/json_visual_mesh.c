@@ -1,0 +1,268 @@
+/* json_visual_mesh.c - a mesh visual's file (OBJ, STL or PLY, by its
+ * extension) read under --data_dir (no '..', no symlink, a regular file of
+ * bounded size) and decoded by Debian's libassimp in a child process, so a
+ * malformed file can crash or hang only the child; the triangles come back
+ * through a pipe as the visual's points (3 a triangle, local coordinates,
+ * the file's vertex colours when it has some). */
+#define _GNU_SOURCE
+#include "json_int.h"
+
+#include "pa_safefile.h"
+
+#include <assimp/cimport.h>
+#include <assimp/postprocess.h>
+#include <assimp/scene.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define MESH_FILE_MAX (32u << 20) /* [bytes] */
+#define MESH_CHILD_S 10           /* [s] of CPU and of wall for the decoder */
+
+/* The file's bytes (malloc'd) or -1 with err naming rel. */
+static int read_beneath(const pa_netgw *g, const char *rel, uint8_t **buf,
+                        size_t *len, char *err, size_t err_sz) {
+  const char *dflag =
+      g->def.data_dir && *g->def.data_dir ? g->def.data_dir : ".";
+  char dd[PATH_MAX];
+  if (!realpath(dflag, dd)) {
+    snprintf(err, err_sz, "--data_dir %s: %s", dflag, strerror(errno));
+    return -1;
+  }
+  int root = pa_safe_root_open(dd, err, err_sz);
+  if (root < 0)
+    return -1;
+  int dfd = -1;
+  char base[PA_SAFE_NAME_MAX];
+  int rc = pa_safe_parent(root, dd, rel, 0, &dfd, base, err, err_sz);
+  close(root);
+  if (rc != PA_SAFE_OK)
+    return -1;
+  int fd = openat(dfd, base,
+                  O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+  int e = errno;
+  close(dfd);
+  if (fd < 0) {
+    snprintf(err, err_sz, "data.file %s: %s", rel,
+             e == ELOOP ? "a symlink (not followed)" : strerror(e));
+    return -1;
+  }
+  struct stat st;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    snprintf(err, err_sz, "data.file %s: not a regular file", rel);
+    close(fd);
+    return -1;
+  }
+  if (st.st_size > MESH_FILE_MAX || st.st_size == 0) {
+    snprintf(err, err_sz, "data.file %s: %lld bytes, must be 1..%u", rel,
+             (long long)st.st_size, MESH_FILE_MAX);
+    close(fd);
+    return -1;
+  }
+  size_t cap = (size_t)st.st_size, got = 0;
+  uint8_t *b = malloc(cap);
+  while (b && got < cap) {
+    ssize_t r = read(fd, b + got, cap - got);
+    if (r < 0 && errno == EINTR)
+      continue;
+    if (r <= 0)
+      break;
+    got += (size_t)r;
+  }
+  close(fd);
+  if (!b || got != cap) {
+    snprintf(err, err_sz, "data.file %s: %s", rel,
+             b ? "cannot be read whole" : "out of memory");
+    free(b);
+    return -1;
+  }
+  *buf = b;
+  *len = cap;
+  return 0;
+}
+
+/* What the child sends before the points. */
+typedef struct mesh_head {
+  int32_t ok;
+  uint32_t tris;
+  char err[200];
+} mesh_head;
+
+static int write_all(int fd, const void *p, size_t n) {
+  const char *c = p;
+  while (n) {
+    ssize_t w = write(fd, c, n);
+    if (w < 0 && errno == EINTR)
+      continue;
+    if (w <= 0)
+      return -1;
+    c += w, n -= (size_t)w;
+  }
+  return 0;
+}
+
+static uint32_t colour_of(const struct aiColor4D *c) {
+  float f[4] = {c->r, c->g, c->b, c->a};
+  uint32_t v = 0;
+  for (int i = 0; i < 4; i++) {
+    float x = isfinite(f[i]) ? fminf(fmaxf(f[i], 0), 1) : 1;
+    v = v << 8 | (uint32_t)lroundf(x * 255);
+  }
+  return v ? v : 1;
+}
+
+/* The child: decode, send, exit (never returns). */
+static void child_decode(int wfd, const uint8_t *buf, size_t len,
+                         const char *hint) {
+  alarm(MESH_CHILD_S);
+  struct rlimit cpu = {MESH_CHILD_S, MESH_CHILD_S};
+  setrlimit(RLIMIT_CPU, &cpu);
+  mesh_head h;
+  memset(&h, 0, sizeof h);
+  const struct aiScene *sc = aiImportFileFromMemory(
+      (const char *)buf, (unsigned)len,
+      aiProcess_Triangulate | aiProcess_PreTransformVertices |
+          aiProcess_SortByPType,
+      hint);
+  if (!sc) {
+    snprintf(h.err, sizeof h.err, "%s", aiGetErrorString());
+    write_all(wfd, &h, sizeof h);
+    _exit(0);
+  }
+  uint64_t tris = 0;
+  for (unsigned m = 0; m < sc->mNumMeshes; m++)
+    for (unsigned f = 0; f < sc->mMeshes[m]->mNumFaces; f++)
+      tris += sc->mMeshes[m]->mFaces[f].mNumIndices == 3;
+  if (tris == 0 || tris > PA_VIS_MESH_TRIS_MAX) {
+    snprintf(h.err, sizeof h.err, "%llu triangles, must be 1..%d",
+             (unsigned long long)tris, PA_VIS_MESH_TRIS_MAX);
+    write_all(wfd, &h, sizeof h);
+    _exit(0);
+  }
+  h.ok = 1;
+  h.tris = (uint32_t)tris;
+  if (write_all(wfd, &h, sizeof h) < 0)
+    _exit(1);
+  for (unsigned m = 0; m < sc->mNumMeshes; m++) {
+    const struct aiMesh *me = sc->mMeshes[m];
+    for (unsigned f = 0; f < me->mNumFaces; f++) {
+      const struct aiFace *fa = &me->mFaces[f];
+      if (fa->mNumIndices != 3)
+        continue;
+      pa_vis_point p[3];
+      for (int k = 0; k < 3; k++) {
+        unsigned i = fa->mIndices[k];
+        const struct aiVector3D *q = &me->mVertices[i];
+        p[k].p[0] = q->x, p[k].p[1] = q->y, p[k].p[2] = q->z;
+        p[k].rgba = me->mColors[0] ? colour_of(&me->mColors[0][i]) : 0;
+      }
+      if (write_all(wfd, p, sizeof p) < 0)
+        _exit(1);
+    }
+  }
+  _exit(0);
+}
+
+static int read_all(int fd, void *p, size_t n) {
+  char *c = p;
+  while (n) {
+    ssize_t r = read(fd, c, n);
+    if (r < 0 && errno == EINTR)
+      continue;
+    if (r <= 0)
+      return -1;
+    c += r, n -= (size_t)r;
+  }
+  return 0;
+}
+
+/* Decodes buf in a child: 0 with the triangles' points, or -1 with err. */
+static int decode(const uint8_t *buf, size_t len, const char *hint,
+                  const char *rel, pa_vis_point **pts, uint32_t *n, char *err,
+                  size_t err_sz) {
+  int pfd[2];
+  if (pipe2(pfd, O_CLOEXEC) != 0) {
+    snprintf(err, err_sz, "data.file %s: pipe: %s", rel, strerror(errno));
+    return -1;
+  }
+  pid_t pid = fork();
+  if (pid < 0) {
+    snprintf(err, err_sz, "data.file %s: fork: %s", rel, strerror(errno));
+    close(pfd[0]), close(pfd[1]);
+    return -1;
+  }
+  if (pid == 0) {
+    close(pfd[0]);
+    signal(SIGPIPE, SIG_IGN);
+    child_decode(pfd[1], buf, len, hint);
+  }
+  close(pfd[1]);
+  mesh_head h;
+  pa_vis_point *p = NULL;
+  int rc = read_all(pfd[0], &h, sizeof h);
+  h.err[sizeof h.err - 1] = 0;
+  if (rc == 0 && h.ok && h.tris && h.tris <= PA_VIS_MESH_TRIS_MAX) {
+    p = malloc((size_t)h.tris * 3 * sizeof *p);
+    rc = p ? read_all(pfd[0], p, (size_t)h.tris * 3 * sizeof *p) : -1;
+  }
+  close(pfd[0]);
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+    ;
+  if (rc == 0 && !h.ok) {
+    snprintf(err, err_sz, "data.file %s: not a readable %s mesh: %s", rel, hint,
+             h.err);
+  } else if (rc != 0 || !p) {
+    snprintf(err, err_sz, "data.file %s: the %s decoder failed (%s %d)", rel,
+             hint, WIFSIGNALED(status) ? "signal" : "exit status",
+             WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
+  } else {
+    for (uint32_t i = 0; i < h.tris * 3; i++)
+      for (int k = 0; k < 3; k++)
+        if (!isfinite(p[i].p[k]) || fabsf(p[i].p[k]) > VIS_COORD_MAX) {
+          snprintf(err, err_sz,
+                   "data.file %s: vertex %u is not finite or beyond 1e6 m", rel,
+                   i);
+          free(p);
+          return -1;
+        }
+    *pts = p;
+    *n = h.tris * 3;
+    return 0;
+  }
+  free(p);
+  return -1;
+}
+
+int pa_json_vis_mesh_file(jctx *x, const char *rel, pa_vis_point **pts,
+                          uint32_t *n) {
+  const char *dot = strrchr(rel, '.');
+  char hint[8] = "";
+  for (size_t i = 0; dot && dot[i + 1] && i + 1 < sizeof hint; i++)
+    hint[i] = (char)(dot[i + 1] | 0x20); /* lower case */
+  if (strcmp(hint, "obj") && strcmp(hint, "stl") && strcmp(hint, "ply")) {
+    pa_json_fail(x, PA_ERR_INVALID_MESSAGE,
+                 "data.file %s: a mesh is an .obj, .stl or .ply file", rel);
+    return -1;
+  }
+  uint8_t *buf = NULL;
+  size_t len = 0;
+  char err[256];
+  if (read_beneath(x->c->g, rel, &buf, &len, err, sizeof err) < 0 ||
+      decode(buf, len, hint, rel, pts, n, err, sizeof err) < 0) {
+    free(buf);
+    pa_json_fail(x, PA_ERR_INVALID_MESSAGE, "%s", err);
+    return -1;
+  }
+  free(buf);
+  return 0;
+}
