@@ -5,6 +5,8 @@ if(TARGET pa_render)
               TIMEOUT 120 LABELS render)
   pa_add_test(test_render_shade SOURCES test_render_shade.c
               LIBS pa_render pa_map m TIMEOUT 120 LABELS render)
+  pa_add_test(test_render_atlas SOURCES test_render_atlas.c
+              LIBS pa_render pa_map m TIMEOUT 120 LABELS render)
   pkg_check_modules(PA_TEST_STB REQUIRED IMPORTED_TARGET stb)
   pa_add_test(test_render_proc SOURCES test_render_proc.c
               LIBS pa_shm pa_map pa_util PkgConfig::PA_TEST_STB m
