@@ -11,13 +11,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define ATLAS_MAX_FB 2048u /* framebuffer side [px]: more tiles, more passes */
+#define ATLAS_MAX_FB 2048u /* framebuffer side [px]: more tiles, more passes   \
+                            */
 
 struct pa_render_atlas {
-  uint32_t w, h;          /* tile [px] */
-  uint32_t cols, rows;    /* of the current framebuffer */
+  uint32_t w, h;       /* tile [px] */
+  uint32_t cols, rows; /* of the current framebuffer */
   GLuint fbo, rb[2];
-  uint8_t *rgba;          /* readback, cols*w x rows*h RGBA */
+  uint8_t *rgba; /* readback, cols*w x rows*h RGBA */
+  bool *active;  /* the scene's robots' pose flags, kept */
+  uint32_t active_cap;
 };
 
 int pa_render_atlas_create(pa_render_atlas **out, uint32_t w, uint32_t h,
@@ -54,6 +57,7 @@ void pa_render_atlas_free(pa_render_atlas *a) {
   if (!a)
     return;
   atlas_free_fb(a);
+  free(a->active);
   free(a);
 }
 
@@ -66,8 +70,7 @@ uint32_t pa_render_atlas_tiles_per_pass(const pa_render_atlas *a) {
 
 /* A framebuffer of cols x rows tiles for n views (as square as the limits
  * let it be: less to clear and read than one long strip). */
-static int atlas_fit(pa_render_atlas *a, uint32_t n, char *err,
-                     size_t err_sz) {
+static int atlas_fit(pa_render_atlas *a, uint32_t n, char *err, size_t err_sz) {
   uint32_t max_c = ATLAS_MAX_FB / a->w, max_r = ATLAS_MAX_FB / a->h;
   uint32_t cols = (uint32_t)ceil(sqrt((double)n * a->h / a->w));
   if (cols < 1)
@@ -108,11 +111,37 @@ static void tile_out(const pa_render_atlas *a, uint32_t t, uint8_t *dst) {
   }
 }
 
-static int atlas_pass(pa_render_atlas *a, const pa_render_scene *s,
-                      const pa_render_view *views, const bool *draw,
-                      uint32_t n, uint8_t *rgb, char *err, size_t err_sz) {
+/* Whether robot p (its body, head and soft shadow within `reach` of its
+ * centre) can show in v's horizontal field of view: the one cost that grows
+ * with the robots, so a view draws only those in its wedge. */
+static bool robot_in_view(const pa_render_view *v, const pa_render_pose *p,
+                          double reach) {
+  double dx = p->x - v->x, dy = p->y - v->y, d = hypot(dx, dy);
+  if (d <= reach + 0.05)
+    return true;
+  double off = fabs(remainder(atan2(dy, dx) - v->yaw, 2 * M_PI));
+  return off <= v->fov / 2 + asin(reach / d) + 0.02;
+}
+
+/* Marks the robots v cannot see inactive (the kept flags restore them). */
+static void cull_robots(pa_render_atlas *a, pa_render_scene *s,
+                        const pa_render_view *v) {
+  for (uint32_t i = 0; i < s->pose_count; i++) {
+    const rrobot *r = &s->robots[i];
+    /* the shadow reaches at most about the robot's height past its body */
+    double reach = r->radius + r->height + r->head_height + 0.5;
+    s->poses[i].active =
+        a->active[i] && (s->no_culling || v->pitch != 0 ||
+                         robot_in_view(v, &s->poses[i], reach));
+  }
+}
+
+static int atlas_pass(pa_render_atlas *a, pa_render_scene *s,
+                      const pa_render_view *views, const bool *draw, uint32_t n,
+                      uint8_t *rgb, char *err, size_t err_sz) {
   glBindFramebuffer(GL_FRAMEBUFFER, a->fbo);
-  GLsizei fw = (GLsizei)(a->cols * a->w), used_rows = (GLsizei)((n + a->cols - 1) / a->cols);
+  GLsizei fw = (GLsizei)(a->cols * a->w),
+          used_rows = (GLsizei)((n + a->cols - 1) / a->cols);
   GLsizei fh = used_rows * (GLsizei)a->h;
   glDisable(GL_SCISSOR_TEST);
   glViewport(0, 0, fw, fh);
@@ -127,8 +156,11 @@ static int atlas_pass(pa_render_atlas *a, const pa_render_scene *s,
     glScissor(x, y, (GLsizei)a->w, (GLsizei)a->h);
     float view[16], proj[16];
     pa_render_view_matrices(&views[i], a->w, a->h, view, proj);
+    cull_robots(a, s, &views[i]);
     pa_render_scene_draw_culled(s, view, proj, views[i].skip_robot, &views[i]);
   }
+  for (uint32_t i = 0; i < s->pose_count; i++)
+    s->poses[i].active = a->active[i];
   glDisable(GL_SCISSOR_TEST);
   glPixelStorei(GL_PACK_ALIGNMENT, 4);
   glReadBuffer(GL_COLOR_ATTACHMENT0);
@@ -147,7 +179,7 @@ static int atlas_pass(pa_render_atlas *a, const pa_render_scene *s,
   return 0;
 }
 
-int pa_render_atlas_render(pa_render_atlas *a, const pa_render_scene *s,
+int pa_render_atlas_render(pa_render_atlas *a, pa_render_scene *s,
                            const pa_render_view *views, const bool *draw,
                            uint32_t n, uint8_t *rgb, char *err, size_t err_sz) {
   if (n < 1 || n > PA_RENDER_ATLAS_MAX_TILES) {
@@ -158,14 +190,23 @@ int pa_render_atlas_render(pa_render_atlas *a, const pa_render_scene *s,
   for (uint32_t i = 0; i < n; i++) {
     const pa_render_view *v = &views[i];
     if ((!draw || draw[i]) &&
-        (!(v->fov > 0 && v->fov < M_PI) || !isfinite(v->x) ||
-         !isfinite(v->y) || !isfinite(v->z) || !isfinite(v->yaw) ||
-         !isfinite(v->pitch))) {
+        (!(v->fov > 0 && v->fov < M_PI) || !isfinite(v->x) || !isfinite(v->y) ||
+         !isfinite(v->z) || !isfinite(v->yaw) || !isfinite(v->pitch))) {
       snprintf(err, err_sz, "atlas: view %u is bad (fov %g rad, pose %g %g %g)",
                i, v->fov, v->x, v->y, v->yaw);
       return -1;
     }
   }
+  if (s->pose_count > a->active_cap) {
+    bool *k = realloc(a->active, s->pose_count * sizeof *k);
+    if (!k) {
+      snprintf(err, err_sz, "atlas: out of memory");
+      return -1;
+    }
+    a->active = k, a->active_cap = s->pose_count;
+  }
+  for (uint32_t i = 0; i < s->pose_count; i++)
+    a->active[i] = s->poses[i].active;
   uint32_t per = pa_render_atlas_tiles_per_pass(a);
   if (atlas_fit(a, n < per ? n : per, err, err_sz) < 0)
     return -1;

@@ -14,8 +14,8 @@
 extern "C" {
 #endif
 
-#define PA_RENDER_ATLAS_MAX_SIDE 1024u /* a tile's width or height [px] */
-#define PA_RENDER_ATLAS_MAX_TILES 4096u
+#define PA_RENDER_ATLAS_MAX_SIDE PA_ATLAS_MAX_SIDE /* a tile's side [px] */
+#define PA_RENDER_ATLAS_MAX_TILES PA_ATLAS_MAX_TILES
 
 typedef struct pa_render_atlas pa_render_atlas;
 
@@ -31,8 +31,10 @@ uint32_t pa_render_atlas_tiles_per_pass(const pa_render_atlas *a);
 
 /* Draws views[i] into tile i for i < n (1..PA_RENDER_ATLAS_MAX_TILES) and
  * writes the tiles to rgb (n * h * w * 3 bytes). A view with draw[i] false
- * (draw may be NULL: all) is left zero (an inactive robot). */
-int pa_render_atlas_render(pa_render_atlas *a, const pa_render_scene *s,
+ * (draw may be NULL: all) is left zero (an inactive robot). Each view
+ * draws only the robots whose body or shadow can reach its horizontal field
+ * of view (s's poses are restored before it returns). */
+int pa_render_atlas_render(pa_render_atlas *a, pa_render_scene *s,
                            const pa_render_view *views, const bool *draw,
                            uint32_t n, uint8_t *rgb, char *err, size_t err_sz);
 
