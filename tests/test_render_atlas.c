@@ -64,10 +64,10 @@ static int setup(void **state) {
     ri->colour[2] = (uint8_t)(220 - 8 * i), ri->colour[3] = 255;
     ri->cam_width = TW, ri->cam_height = TH;
     ri->cam_fov = (float)(70 * DEG);
-    poses[i] = (pa_render_pose){4 + 0.6 * (i % 8), 1 + 1.1 * (i / 8),
-                                i * 0.7, 0.1 * (i % 3), true};
+    poses[i] = (pa_render_pose){4 + 0.6 * (i % 8), 1 + 1.1 * (i / 8), i * 0.7,
+                                0.1 * (i % 3), true};
   }
-  poses[0] = (pa_render_pose){2.7, 2.5, 0, 0, true};      /* wall, 0.3 m */
+  poses[0] = (pa_render_pose){2.7, 2.5, 0, 0, true}; /* wall, 0.3 m */
   poses[1] = (pa_render_pose){2.0, 7.0, M_PI / 2 - 0.3, 0, true}; /* room */
   if (pa_render_scene_build(&scene, &grid, infos, NR, NULL, 0, err,
                             sizeof err) != 0) {
@@ -220,8 +220,7 @@ static void test_bad_input(void **state) {
   assert_int_equal(pa_render_atlas_create(&a, 0, 84, err, sizeof err), -1);
   assert_non_null(strstr(err, "outside 1..1024"));
   assert_null(a);
-  assert_int_equal(pa_render_atlas_create(&a, 84, 100000, err, sizeof err),
-                   -1);
+  assert_int_equal(pa_render_atlas_create(&a, 84, 100000, err, sizeof err), -1);
   assert_non_null(strstr(err, "84x100000"));
   assert_int_equal(pa_render_atlas_create(&a, 8, 8, err, sizeof err), 0);
   pa_render_view v[2];
