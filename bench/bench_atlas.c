@@ -1,10 +1,12 @@
 /* bench_atlas.c - batched head cameras (render/atlas.c) against one camera
  * at a time, in one run on the default map: frames/s and CPU ms per frame
  * of N robots' w x h views, rendering and readback into memory laid out as
- * numpy's (N, h, w, 3). The end-to-end figure (stack, shm, numpy) is
- * bench/atlas_bench.py's.
+ * numpy's (N, h, w, 3), on a generated building like NavVectorEnv(64)'s
+ * (--map_side 0: the default map). The end-to-end figure (stack, shm,
+ * numpy) is bench/atlas_bench.py's.
  *
  *   bench-atlas [--robots 64] [--width 84] [--height 84] [--seconds 3]
+ *               [--map_side 14]
  *
  * Run with LIBGL_ALWAYS_SOFTWARE=1 to measure llvmpipe. */
 #define _GNU_SOURCE
@@ -26,11 +28,12 @@ static double cpu_s(void) {
          ru.ru_stime.tv_usec / 1e6;
 }
 
-/* n robots of the default world's look on free cells of a spiral around
- * its start, facing every way. */
+/* n robots of the default world's look on random free cells (a fixed
+ * seed), headings uniform, as NavVectorEnv spreads its robots. */
 static void make_robots(const pa_world *w, const pa_grid *g, uint32_t n,
                         pa_robot_info *ri, pa_render_pose *p) {
   const pa_robot_def *d = &w->robots[0];
+  uint64_t rng = 12345;
   for (uint32_t i = 0; i < n; i++) {
     memset(&ri[i], 0, sizeof ri[i]);
     snprintf(ri[i].name, sizeof ri[i].name, "r%u", i);
@@ -41,17 +44,30 @@ static void make_robots(const pa_world *w, const pa_grid *g, uint32_t n,
     memcpy(ri[i].colour, d->colour, 4);
     ri[i].colour[0] = (uint8_t)(40 + i * 37);
     ri[i].cam_fov = (float)d->camera.fov;
-    p[i] = (pa_render_pose){d->x, d->y, d->theta + i * 2.4, 0, true};
-    for (double r = 0.5 + 0.3 * i; r < 60; r += 0.25) {
-      double x = d->x + r * cos(i * 2.4), y = d->y + r * sin(i * 2.4);
-      int cx, cy;
-      if (pa_grid_world_to_cell(g, x, y, &cx, &cy) &&
-          !pa_grid_blocked(g, cx, cy, true)) {
-        p[i].x = x, p[i].y = y;
+    for (int tries = 0; tries < 100000; tries++) {
+      rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+      int cx = (int)((rng >> 33) % g->width),
+          cy = (int)((rng >> 13) % g->height);
+      bool ok = true;
+      for (int dy = -5; dy <= 5 && ok; dy++) /* 0.25 m clear at 0.05 m cells */
+        for (int dx = -5; dx <= 5 && ok; dx++)
+          ok = !pa_grid_blocked(g, cx + dx, cy + dy, true);
+      if (ok) {
+        double x, y;
+        pa_grid_cell_center(g, cx, cy, &x, &y);
+        p[i] = (pa_render_pose){x, y, (double)(rng % 6283) / 1000 - 3.1415, 0,
+                                true};
         break;
       }
     }
   }
+}
+
+static int gen_map(double side, pa_grid *g, char *err, size_t err_sz) {
+  pa_mapgen p = pa_mapgen_default();
+  p.width = p.height = side;
+  p.seed = 1;
+  return pa_map_generate(&p, g, err, err_sz);
 }
 
 typedef struct fig {
@@ -122,19 +138,22 @@ static fig run_single(pa_render_scene *s, const pa_render_view *v, uint32_t n,
 int main(int argc, char **argv) {
   double seconds = 3;
   uint32_t n = 64, w = 84, h = 84;
+  double side = 14; /* NavVectorEnv(64)'s generated building */
   pa_opt opts[] = {
       {"robots", PA_OPT_U32, &n, 1, PA_RENDER_ATLAS_MAX_TILES, "cameras"},
       {"width", PA_OPT_U32, &w, 1, PA_RENDER_ATLAS_MAX_SIDE, "tile [px]"},
       {"height", PA_OPT_U32, &h, 1, PA_RENDER_ATLAS_MAX_SIDE, "tile [px]"},
       {"seconds", PA_OPT_DOUBLE, &seconds, 0.2, 600, "time per figure [s]"},
+      {"map_side", PA_OPT_DOUBLE, &side, 0, 500,
+       "a generated building this wide [m] (0: the default map)"},
   };
   char err[512];
-  int rc = pa_opt_parse(opts, 4, argc, argv, NULL, 0, NULL, err, sizeof err);
+  int rc = pa_opt_parse(opts, 5, argc, argv, NULL, 0, NULL, err, sizeof err);
   if (rc) {
     if (rc < 0)
       fprintf(stderr, "bench-atlas: %s\n", err);
     pa_opt_usage(rc < 0 ? stderr : stdout, "bench-atlas [flags]",
-                 "Batched head cameras against one at a time.", opts, 4);
+                 "Batched head cameras against one at a time.", opts, 5);
     return rc < 0 ? PA_EXIT_CONFIG : 0;
   }
   pa_log_init("bench-atlas", PA_LOG_WARN);
@@ -143,7 +162,8 @@ int main(int argc, char **argv) {
   pa_grid g;
   if (pa_render_egl_create(&egl, err, sizeof err) < 0 ||
       pa_world_default(&wd, err, sizeof err) < 0 ||
-      pa_map_load_default(&g, err, sizeof err) < 0) {
+      (side > 0 ? gen_map(side, &g, err, sizeof err)
+                : pa_map_load_default(&g, err, sizeof err)) < 0) {
     fprintf(stderr, "bench-atlas: %s\n", err);
     return 1;
   }
@@ -161,12 +181,14 @@ int main(int argc, char **argv) {
     fprintf(stderr, "bench-atlas: %s\n", err);
     return 1;
   }
-  pa_render_scene_set_poses(s, p, n);
   for (uint32_t i = 0; i < n; i++)
     v[i] = pa_render_view_head(&ri[i], i, &p[i]);
-  printf("bench-atlas: %s; default map, %u robots, %ux%u, %.1f s per "
-         "figure\n",
-         pa_render_gl_renderer(), n, w, h, seconds);
+  pa_render_scene_set_poses(s, p, n);
+  printf("bench-atlas: %s; %s %.0f m map, %u triangles, %u robots, %ux%u, "
+         "%.1f s per figure\n",
+         pa_render_gl_renderer(), side > 0 ? "generated" : "default",
+         side > 0 ? side : g.width * g.resolution, pa_render_scene_triangles(s),
+         n, w, h, seconds);
   fig fa = run_atlas(s, v, n, w, h, seconds, rgb);
   fig fs = run_single(s, v, n, w, h, seconds, rgb);
   fig fa2 = run_atlas(s, v, n, w, h, seconds, rgb);

@@ -11,8 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define ATLAS_MAX_FB 2048u /* framebuffer side [px]: more tiles, more passes   \
-                            */
+#define ATLAS_MAX_FB                                                           \
+  2048u /* framebuffer side [px]: more tiles, more passes                      \
+         */
 
 struct pa_render_atlas {
   uint32_t w, h;       /* tile [px] */

@@ -99,8 +99,8 @@ static int grow(pa_atlas_srv *s, uint32_t n) {
 
 int pa_atlas_srv_serve(pa_atlas_srv *s, pa_render_scene *scene,
                        const pa_robot_info *robots, uint32_t robot_count,
-                       const pa_render_pose *poses, const pa_tick *t,
-                       char *err, size_t err_sz) {
+                       const pa_render_pose *poses, const pa_tick *t, char *err,
+                       size_t err_sz) {
   pa_atlas_seg r;
   pa_atlas_seg *a = s->a;
   if (!read_request(a, &r))

@@ -41,8 +41,8 @@ int pa_stack_atlas_open(const pa_stack *s, pa_shm_seg *seg, pa_atlas_seg **a,
     pa_shm_detach(seg);
   }
   pa_shm_unlink(name);
-  rc = pa_shm_create(seg, name, PA_SEG_ATLAS, sizes, atlas_total(),
-                     ch->boot_id, err, err_sz);
+  rc = pa_shm_create(seg, name, PA_SEG_ATLAS, sizes, atlas_total(), ch->boot_id,
+                     err, err_sz);
   if (rc)
     return rc;
   pa_shm_header *h = seg->base;

@@ -38,7 +38,8 @@ static int atlas_get(jctx *x) {
 }
 
 /* data.robots_range [first, count] (default every robot): 0 or -1. */
-static int atlas_robots(jctx *x, uint32_t *first, uint32_t *count) {
+static int atlas_robots(jctx *x, long long w, long long h, uint32_t *first,
+                        uint32_t *count) {
   uint32_t n = __atomic_load_n(&x->c->g->ctl->robot_count, __ATOMIC_ACQUIRE);
   double r[2];
   size_t got = 0;
@@ -63,6 +64,14 @@ static int atlas_robots(jctx *x, uint32_t *first, uint32_t *count) {
                  r[1], PA_ATLAS_MAX_TILES);
     return -1;
   }
+  uint64_t bytes = (uint64_t)r[1] * (uint64_t)w * (uint64_t)h * 3;
+  if (bytes > PA_ATLAS_MAX_BYTES) {
+    pa_json_fail(x, PA_ERR_BATCH_LIMIT,
+                 "%.0f cameras of %lldx%lld are %llu bytes, over the %u-byte "
+                 "atlas: fewer robots or smaller images",
+                 r[1], w, h, (unsigned long long)bytes, PA_ATLAS_MAX_BYTES);
+    return -1;
+  }
   if (r[0] + r[1] > n) {
     pa_json_fail(x, PA_ERR_UNKNOWN_ROBOT,
                  "data.robots_range [%.0f, %.0f]: robots %.0f..%.0f asked, "
@@ -81,15 +90,8 @@ json_t *pa_json_act_camera_batch(jctx *x) {
   uint32_t first = 0, count = 0;
   if (pa_json_int(x, "width", 1, PA_ATLAS_MAX_SIDE, &w) < 0 ||
       pa_json_int(x, "height", 1, PA_ATLAS_MAX_SIDE, &h) < 0 ||
-      atlas_robots(x, &first, &count) < 0)
+      atlas_robots(x, w, h, &first, &count) < 0)
     return NULL;
-  uint64_t bytes = (uint64_t)count * (uint64_t)w * (uint64_t)h * 3;
-  if (bytes > PA_ATLAS_MAX_BYTES)
-    return pa_json_fail(x, PA_ERR_BATCH_LIMIT,
-                        "%u cameras of %lldx%lld are %llu bytes, over the "
-                        "%u-byte atlas: fewer robots or smaller images",
-                        count, w, h, (unsigned long long)bytes,
-                        PA_ATLAS_MAX_BYTES);
   pa_tick t;
   if (!pa_gw_latest_header(g, &t))
     return pa_json_fail(x, PA_ERR_BUSY, "pa-sim has not written a tick yet");

@@ -19,7 +19,7 @@ bool pa_atlas_srv_pending(const pa_atlas_srv *a);
  * request is answered with its status; -1 only on a GL error. */
 int pa_atlas_srv_serve(pa_atlas_srv *a, pa_render_scene *scene,
                        const pa_robot_info *robots, uint32_t robot_count,
-                       const pa_render_pose *poses, const pa_tick *t,
-                       char *err, size_t err_sz);
+                       const pa_render_pose *poses, const pa_tick *t, char *err,
+                       size_t err_sz);
 
 #endif /* RENDER_ATLAS_H */
