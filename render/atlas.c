@@ -11,9 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define ATLAS_MAX_FB                                                           \
-  2048u /* framebuffer side [px]: more tiles, more passes                      \
-         */
+/* framebuffer side [px]: more tiles, more passes */
+#define ATLAS_MAX_FB 2048u
 
 struct pa_render_atlas {
   uint32_t w, h;       /* tile [px] */
@@ -22,6 +21,15 @@ struct pa_render_atlas {
   uint8_t *rgba; /* readback, cols*w x rows*h RGBA */
   bool *active;  /* the scene's robots' pose flags, kept */
   uint32_t active_cap;
+  /* every robot's parts merged in world coordinates, drawn per view with
+   * one multi-draw (and one for their shadows) instead of six draws each */
+  GLuint vao, vbo;
+  rvertex *v, *unit[3]; /* merged; the unit meshes read back */
+  size_t v_cap, unit_cap[3];
+  GLint *first, *bfirst, *dfirst; /* per robot: parts, shadow; scratch */
+  GLsizei *count, *bcount, *dcount;
+  double *reach; /* per robot: its vertices' farthest from its centre [m] */
+  uint32_t robots_cap;
 };
 
 int pa_render_atlas_create(pa_render_atlas **out, uint32_t w, uint32_t h,
@@ -58,7 +66,17 @@ void pa_render_atlas_free(pa_render_atlas *a) {
   if (!a)
     return;
   atlas_free_fb(a);
+  if (a->vbo)
+    glDeleteBuffers(1, &a->vbo);
+  if (a->vao)
+    glDeleteVertexArrays(1, &a->vao);
   free(a->active);
+  free(a->v);
+  for (int i = 0; i < 3; i++)
+    free(a->unit[i]);
+  free(a->first), free(a->bfirst), free(a->dfirst);
+  free(a->count), free(a->bcount), free(a->dcount);
+  free(a->reach);
   free(a);
 }
 
@@ -113,8 +131,9 @@ static void tile_out(const pa_render_atlas *a, uint32_t t, uint8_t *dst) {
 }
 
 /* Whether robot p (its body, head and soft shadow within `reach` of its
- * centre) can show in v's horizontal field of view: the one cost that grows
- * with the robots, so a view draws only those in its wedge. */
+ * centre) can show in v's horizontal field of view: the robots' vertices
+ * are most of a view's cost on llvmpipe, so a view draws only those in
+ * its wedge. */
 static bool robot_in_view(const pa_render_view *v, const pa_render_pose *p,
                           double reach) {
   double dx = p->x - v->x, dy = p->y - v->y, d = hypot(dx, dy);
@@ -124,22 +143,186 @@ static bool robot_in_view(const pa_render_view *v, const pa_render_pose *p,
   return off <= v->fov / 2 + asin(reach / d) + 0.02;
 }
 
-/* Marks the robots v cannot see inactive (the kept flags restore them). */
-static void cull_robots(pa_render_atlas *a, pa_render_scene *s,
-                        const pa_render_view *v) {
-  for (uint32_t i = 0; i < s->pose_count; i++) {
-    const rrobot *r = &s->robots[i];
-    /* the shadow reaches at most about the robot's height past its body */
-    double reach = r->radius + r->height + r->head_height + 0.5;
-    s->poses[i].active =
-        a->active[i] && (s->no_culling || v->pitch != 0 ||
-                         robot_in_view(v, &s->poses[i], reach));
+/* The vertices of unit mesh g (read back from its buffer) in a->unit[k]. */
+static const rvertex *unit_mesh(pa_render_atlas *a, int k, const rgpu_mesh *g) {
+  size_t n = (size_t)g->count;
+  if (n > a->unit_cap[k]) {
+    rvertex *v = realloc(a->unit[k], n * sizeof *v);
+    if (!v)
+      return NULL;
+    a->unit[k] = v, a->unit_cap[k] = n;
   }
+  glBindBuffer(GL_ARRAY_BUFFER, g->vbo);
+  glGetBufferSubData(GL_ARRAY_BUFFER, 0, (GLsizeiptr)(n * sizeof(rvertex)),
+                     a->unit[k]);
+  glBindBuffer(GL_ARRAY_BUFFER, 0);
+  return a->unit[k];
+}
+
+/* Appends part q's triangles in world coordinates, as the lit shader would
+ * place and light them with q's model matrix (its tint baked into the
+ * colour bytes), less those facing down from below every eye (back faces
+ * to all the views: culled anyway); widens *reach from (cx, cy). Returns
+ * the next free vertex. */
+static size_t put_part(pa_render_atlas *a, size_t at, const rpart *q,
+                       const rvertex *src, double eye_z, double cx, double cy,
+                       double *reach) {
+  float m[16];
+  pa_render_mat_pose(m, q->x, q->y, q->z, q->yaw, q->scale);
+  for (GLsizei i = 0; i + 2 < q->mesh->count; i += 3) {
+    rvertex *o = &a->v[at];
+    bool down = true;
+    for (int k = 0; k < 3; k++) {
+      const rvertex *u = &src[i + k];
+      rvertex *t = &o[k];
+      for (int r = 0; r < 3; r++) {
+        t->pos[r] = m[r] * u->pos[0] + m[4 + r] * u->pos[1] +
+                    m[8 + r] * u->pos[2] + m[12 + r];
+        t->normal[r] = m[r] * u->normal[0] + m[4 + r] * u->normal[1] +
+                       m[8 + r] * u->normal[2];
+        float c = q->rgb[r] * u->colour[r];
+        t->colour[r] = (uint8_t)(c <= 0 ? 0 : c >= 255 ? 255 : lrintf(c));
+      }
+      t->colour[3] = u->colour[3];
+      float nn = t->normal[0] * t->normal[0] + t->normal[1] * t->normal[1] +
+                 t->normal[2] * t->normal[2];
+      down = down && t->normal[2] < 0 &&
+             t->normal[2] * t->normal[2] > 0.999f * nn && t->pos[2] < eye_z;
+      double d = hypot(t->pos[0] - cx, t->pos[1] - cy);
+      if (d > *reach)
+        *reach = d;
+    }
+    if (!down)
+      at += 3;
+  }
+  return at;
+}
+
+static int grow_robots(pa_render_atlas *a, uint32_t n, size_t verts) {
+  if (n > a->robots_cap) {
+    GLint **f[3] = {&a->first, &a->bfirst, &a->dfirst};
+    GLsizei **c[3] = {&a->count, &a->bcount, &a->dcount};
+    for (int k = 0; k < 3; k++) {
+      GLint *nf = realloc(*f[k], 2 * n * sizeof **f[k]);
+      if (nf)
+        *f[k] = nf;
+      GLsizei *nc = realloc(*c[k], 2 * n * sizeof **c[k]);
+      if (nc)
+        *c[k] = nc;
+      if (!nf || !nc)
+        return -1;
+    }
+    double *r = realloc(a->reach, n * sizeof *r);
+    if (!r)
+      return -1;
+    a->reach = r;
+    a->robots_cap = n;
+  }
+  if (verts > a->v_cap) {
+    rvertex *v = realloc(a->v, verts * sizeof *v);
+    if (!v)
+      return -1;
+    a->v = v, a->v_cap = verts;
+  }
+  return 0;
+}
+
+/* Every active robot's parts and shadow, merged into one vertex buffer for
+ * this atlas (the poses are the tick's: they change every call). */
+static int merge_robots(pa_render_atlas *a, const pa_render_scene *s,
+                        double eye_z, char *err, size_t err_sz) {
+  const rvertex *cyl = unit_mesh(a, 0, &s->cylinder);
+  const rvertex *cube = unit_mesh(a, 1, &s->cube);
+  const rvertex *blob = unit_mesh(a, 2, &s->blob);
+  size_t per = 2 * (size_t)s->cylinder.count + 3 * (size_t)s->cube.count +
+               (size_t)s->blob.count;
+  uint32_t n = s->pose_count;
+  if (!cyl || !cube || !blob || grow_robots(a, n ? n : 1, n * per + 1) < 0) {
+    snprintf(err, err_sz, "atlas: out of memory for %u robots", n);
+    return -1;
+  }
+  size_t at = 0;
+  for (uint32_t i = 0; i < n; i++) {
+    a->first[i] = (GLint)at;
+    if (!a->active[i] || !s->robots[i].active) {
+      a->count[i] = a->bcount[i] = 0;
+      a->bfirst[i] = (GLint)at;
+      continue;
+    }
+    rpart q[PA_RENDER_ROBOT_PARTS];
+    const pa_render_pose *p = &s->poses[i];
+    double *reach = &a->reach[i];
+    *reach = 0;
+    int k = pa_render_robot_parts(s, &s->robots[i], p, q);
+    for (int j = 0; j < k; j++)
+      at = put_part(a, at, &q[j], q[j].mesh == &s->cylinder ? cyl : cube, eye_z,
+                    p->x, p->y, reach);
+    a->count[i] = (GLsizei)(at - (size_t)a->first[i]);
+    a->bfirst[i] = (GLint)at;
+    rpart b = pa_render_robot_shadow(s, &s->robots[i], p);
+    at = put_part(a, at, &b, blob, eye_z, p->x, p->y, reach);
+    a->bcount[i] = (GLsizei)(at - (size_t)a->bfirst[i]);
+  }
+  if (!a->vao) {
+    glGenVertexArrays(1, &a->vao);
+    glGenBuffers(1, &a->vbo);
+    glBindVertexArray(a->vao);
+    glBindBuffer(GL_ARRAY_BUFFER, a->vbo);
+    static const pa_render_attr attrs[] = {
+        {3, GL_FLOAT, GL_FALSE, offsetof(rvertex, pos)},
+        {3, GL_FLOAT, GL_FALSE, offsetof(rvertex, normal)},
+        {4, GL_UNSIGNED_BYTE, GL_TRUE, offsetof(rvertex, colour)}};
+    pa_render_attribs(sizeof(rvertex), attrs, 3);
+    glBindVertexArray(0);
+  }
+  glBindBuffer(GL_ARRAY_BUFFER, a->vbo);
+  glBufferData(GL_ARRAY_BUFFER, (GLsizeiptr)((at ? at : 1) * sizeof(rvertex)),
+               a->v, GL_STREAM_DRAW);
+  glBindBuffer(GL_ARRAY_BUFFER, 0);
+  return pa_render_gl_check("merging the robots", err, err_sz);
+}
+
+/* The robots view v shows (its own skipped, those outside its wedge too),
+ * after the scene's statics: opaque parts, then their blended shadows, as
+ * the scene draws them for one camera. */
+static void draw_robots(pa_render_atlas *a, const pa_render_scene *s,
+                        const pa_render_view *v, uint32_t n) {
+  GLsizei m = 0;
+  bool cull = !s->no_culling && v->pitch == 0;
+  for (uint32_t i = 0; i < n; i++) {
+    if (i == v->skip_robot || !a->count[i] ||
+        (cull && !robot_in_view(v, &s->poses[i], a->reach[i] + 0.01)))
+      continue;
+    a->dfirst[m] = a->first[i], a->dcount[m] = a->count[i];
+    a->dfirst[n + m] = a->bfirst[i], a->dcount[n + m] = a->bcount[i];
+    m++;
+  }
+  if (!m)
+    return;
+  float id[16];
+  pa_render_mat_identity(id);
+  glUseProgram(s->lit.prog);
+  glUniformMatrix4fv(s->lit.u_model, 1, GL_FALSE, id);
+  glUniform4f(s->lit.u_tint, 1, 1, 1, 1);
+  glEnable(GL_DEPTH_TEST);
+  glEnable(GL_CULL_FACE);
+  glBindVertexArray(a->vao);
+  glMultiDrawArrays(GL_TRIANGLES, a->dfirst, a->dcount, m);
+  if (!s->no_shadows) {
+    glEnable(GL_BLEND);
+    glBlendFunc(GL_SRC_ALPHA, GL_ONE_MINUS_SRC_ALPHA);
+    glDepthMask(GL_FALSE);
+    glMultiDrawArrays(GL_TRIANGLES, a->dfirst + n, a->dcount + n, m);
+    glDepthMask(GL_TRUE);
+    glDisable(GL_BLEND);
+  }
+  glBindVertexArray(0);
 }
 
 static int atlas_pass(pa_render_atlas *a, pa_render_scene *s,
                       const pa_render_view *views, const bool *draw, uint32_t n,
                       uint8_t *rgb, char *err, size_t err_sz) {
+  uint32_t robots = s->pose_count;
   glBindFramebuffer(GL_FRAMEBUFFER, a->fbo);
   GLsizei fw = (GLsizei)(a->cols * a->w),
           used_rows = (GLsizei)((n + a->cols - 1) / a->cols);
@@ -157,11 +340,11 @@ static int atlas_pass(pa_render_atlas *a, pa_render_scene *s,
     glScissor(x, y, (GLsizei)a->w, (GLsizei)a->h);
     float view[16], proj[16];
     pa_render_view_matrices(&views[i], a->w, a->h, view, proj);
-    cull_robots(a, s, &views[i]);
+    s->pose_count = 0; /* the scene draws its statics, the atlas the robots */
     pa_render_scene_draw_culled(s, view, proj, views[i].skip_robot, &views[i]);
+    s->pose_count = robots;
+    draw_robots(a, s, &views[i], robots);
   }
-  for (uint32_t i = 0; i < s->pose_count; i++)
-    s->poses[i].active = a->active[i];
   glDisable(GL_SCISSOR_TEST);
   glPixelStorei(GL_PACK_ALIGNMENT, 4);
   glReadBuffer(GL_COLOR_ATTACHMENT0);
@@ -208,6 +391,12 @@ int pa_render_atlas_render(pa_render_atlas *a, pa_render_scene *s,
   }
   for (uint32_t i = 0; i < s->pose_count; i++)
     a->active[i] = s->poses[i].active;
+  double eye_z = INFINITY; /* the lowest eye of this atlas */
+  for (uint32_t i = 0; i < n; i++)
+    if ((!draw || draw[i]) && views[i].z < eye_z)
+      eye_z = views[i].z;
+  if (merge_robots(a, s, eye_z, err, err_sz) < 0)
+    return -1;
   uint32_t per = pa_render_atlas_tiles_per_pass(a);
   if (atlas_fit(a, n < per ? n : per, err, err_sz) < 0)
     return -1;

@@ -31,9 +31,10 @@ uint32_t pa_render_atlas_tiles_per_pass(const pa_render_atlas *a);
 
 /* Draws views[i] into tile i for i < n (1..PA_RENDER_ATLAS_MAX_TILES) and
  * writes the tiles to rgb (n * h * w * 3 bytes). A view with draw[i] false
- * (draw may be NULL: all) is left zero (an inactive robot). Each view
- * draws only the robots whose body or shadow can reach its horizontal field
- * of view (s's poses are restored before it returns). */
+ * (draw may be NULL: all) is left zero (an inactive robot). The robots'
+ * parts are merged into one buffer per call and each view draws, in one
+ * multi-draw, those whose body or shadow can reach its horizontal field of
+ * view (s is as it was when this returns). */
 int pa_render_atlas_render(pa_render_atlas *a, pa_render_scene *s,
                            const pa_render_view *views, const bool *draw,
                            uint32_t n, uint8_t *rgb, char *err, size_t err_sz);
