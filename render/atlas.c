@@ -14,6 +14,15 @@
 /* framebuffer side [px]: more tiles, more passes */
 #define ATLAS_MAX_FB 2048u
 
+/* A unit mesh read back from its buffer as its distinct vertices and one
+ * index per original vertex: the same triangles, each vertex shaded once
+ * (llvmpipe's vertex work is most of a robot's cost). */
+typedef struct unit_mesh {
+  rvertex *raw, *uniq;
+  uint32_t *idx;
+  size_t n, nu, cap;
+} unit_mesh;
+
 struct pa_render_atlas {
   uint32_t w, h;       /* tile [px] */
   uint32_t cols, rows; /* of the current framebuffer */
@@ -23,11 +32,14 @@ struct pa_render_atlas {
   uint32_t active_cap;
   /* every robot's parts merged in world coordinates, drawn per view with
    * one multi-draw (and one for their shadows) instead of six draws each */
-  GLuint vao, vbo;
-  rvertex *v, *unit[3]; /* merged; the unit meshes read back */
-  size_t v_cap, unit_cap[3];
-  GLint *first, *bfirst, *dfirst; /* per robot: parts, shadow; scratch */
-  GLsizei *count, *bcount, *dcount;
+  GLuint vao, vbo, ibo;
+  rvertex *v;   /* merged vertices */
+  uint32_t *ix; /* merged triangles */
+  size_t v_cap, ix_cap;
+  unit_mesh unit[3];      /* cylinder, cube, blob */
+  size_t *first, *bfirst; /* per robot: its parts' and shadow's indices */
+  GLsizei *count, *bcount, *dcount; /* and their counts; per view */
+  const void **doff;                /* per view: offsets of the draws */
   double *reach; /* per robot: its vertices' farthest from its centre [m] */
   uint32_t robots_cap;
 };
@@ -62,20 +74,26 @@ static void atlas_free_fb(pa_render_atlas *a) {
   a->cols = a->rows = 0;
 }
 
+static void unit_free(unit_mesh *u);
+
 void pa_render_atlas_free(pa_render_atlas *a) {
   if (!a)
     return;
   atlas_free_fb(a);
   if (a->vbo)
     glDeleteBuffers(1, &a->vbo);
+  if (a->ibo)
+    glDeleteBuffers(1, &a->ibo);
   if (a->vao)
     glDeleteVertexArrays(1, &a->vao);
   free(a->active);
   free(a->v);
+  free(a->ix);
   for (int i = 0; i < 3; i++)
-    free(a->unit[i]);
-  free(a->first), free(a->bfirst), free(a->dfirst);
+    unit_free(&a->unit[i]);
+  free(a->first), free(a->bfirst);
   free(a->count), free(a->bcount), free(a->dcount);
+  free(a->doff);
   free(a->reach);
   free(a);
 }
@@ -143,75 +161,110 @@ static bool robot_in_view(const pa_render_view *v, const pa_render_pose *p,
   return off <= v->fov / 2 + asin(reach / d) + 0.02;
 }
 
-/* The vertices of unit mesh g (read back from its buffer) in a->unit[k]. */
-static const rvertex *unit_mesh(pa_render_atlas *a, int k, const rgpu_mesh *g) {
+static int unit_read(unit_mesh *u, const rgpu_mesh *g) {
   size_t n = (size_t)g->count;
-  if (n > a->unit_cap[k]) {
-    rvertex *v = realloc(a->unit[k], n * sizeof *v);
-    if (!v)
-      return NULL;
-    a->unit[k] = v, a->unit_cap[k] = n;
+  if (n > u->cap) {
+    rvertex *r = realloc(u->raw, n * sizeof *r);
+    if (r)
+      u->raw = r;
+    rvertex *q = realloc(u->uniq, n * sizeof *q);
+    if (q)
+      u->uniq = q;
+    uint32_t *x = realloc(u->idx, n * sizeof *x);
+    if (x)
+      u->idx = x;
+    if (!r || !q || !x)
+      return -1;
+    u->cap = n;
   }
+  u->n = n;
   glBindBuffer(GL_ARRAY_BUFFER, g->vbo);
   glGetBufferSubData(GL_ARRAY_BUFFER, 0, (GLsizeiptr)(n * sizeof(rvertex)),
-                     a->unit[k]);
+                     u->raw);
   glBindBuffer(GL_ARRAY_BUFFER, 0);
-  return a->unit[k];
+  u->nu = 0;
+  for (size_t i = 0; i < n; i++) {
+    size_t j = 0;
+    while (j < u->nu && memcmp(&u->uniq[j], &u->raw[i], sizeof(rvertex)))
+      j++;
+    if (j == u->nu)
+      u->uniq[u->nu++] = u->raw[i];
+    u->idx[i] = (uint32_t)j;
+  }
+  return 0;
 }
 
-/* Appends part q's triangles in world coordinates, as the lit shader would
- * place and light them with q's model matrix (its tint baked into the
- * colour bytes), less those facing down from below every eye (back faces
- * to all the views: culled anyway); widens *reach from (cx, cy). Returns
- * the next free vertex. */
-static size_t put_part(pa_render_atlas *a, size_t at, const rpart *q,
-                       const rvertex *src, double eye_z, double cx, double cy,
-                       double *reach) {
+static void unit_free(unit_mesh *u) {
+  free(u->raw);
+  free(u->uniq);
+  free(u->idx);
+}
+
+/* Appends part q (unit mesh u) in world coordinates, as the lit shader would
+ * place and light it with q's model matrix (its tint baked into the colour
+ * bytes): its vertices at a->v + *vat, its triangles' indices at a->ix +
+ * *iat, less those facing down from below every eye (back faces to all the
+ * views: culled anyway); widens *reach from (cx, cy). */
+static void put_part(pa_render_atlas *a, size_t *vat, size_t *iat,
+                     const rpart *q, const unit_mesh *u, double eye_z,
+                     double cx, double cy, double *reach) {
   float m[16];
   pa_render_mat_pose(m, q->x, q->y, q->z, q->yaw, q->scale);
-  for (GLsizei i = 0; i + 2 < q->mesh->count; i += 3) {
-    rvertex *o = &a->v[at];
+  rvertex *o = &a->v[*vat];
+  for (size_t i = 0; i < u->nu; i++) {
+    const rvertex *src = &u->uniq[i];
+    rvertex *t = &o[i];
+    for (int r = 0; r < 3; r++) {
+      t->pos[r] = m[r] * src->pos[0] + m[4 + r] * src->pos[1] +
+                  m[8 + r] * src->pos[2] + m[12 + r];
+      t->normal[r] = m[r] * src->normal[0] + m[4 + r] * src->normal[1] +
+                     m[8 + r] * src->normal[2];
+      float c = q->rgb[r] * src->colour[r];
+      t->colour[r] = (uint8_t)(c <= 0 ? 0 : c >= 255 ? 255 : lrintf(c));
+    }
+    t->colour[3] = src->colour[3];
+    double d = hypot(t->pos[0] - cx, t->pos[1] - cy);
+    if (d > *reach)
+      *reach = d;
+  }
+  for (size_t i = 0; i + 2 < u->n; i += 3) {
     bool down = true;
-    for (int k = 0; k < 3; k++) {
-      const rvertex *u = &src[i + k];
-      rvertex *t = &o[k];
-      for (int r = 0; r < 3; r++) {
-        t->pos[r] = m[r] * u->pos[0] + m[4 + r] * u->pos[1] +
-                    m[8 + r] * u->pos[2] + m[12 + r];
-        t->normal[r] = m[r] * u->normal[0] + m[4 + r] * u->normal[1] +
-                       m[8 + r] * u->normal[2];
-        float c = q->rgb[r] * u->colour[r];
-        t->colour[r] = (uint8_t)(c <= 0 ? 0 : c >= 255 ? 255 : lrintf(c));
-      }
-      t->colour[3] = u->colour[3];
+    for (int k = 0; k < 3 && down; k++) {
+      const rvertex *t = &o[u->idx[i + k]];
       float nn = t->normal[0] * t->normal[0] + t->normal[1] * t->normal[1] +
                  t->normal[2] * t->normal[2];
-      down = down && t->normal[2] < 0 &&
-             t->normal[2] * t->normal[2] > 0.999f * nn && t->pos[2] < eye_z;
-      double d = hypot(t->pos[0] - cx, t->pos[1] - cy);
-      if (d > *reach)
-        *reach = d;
+      down = t->normal[2] < 0 && t->normal[2] * t->normal[2] > 0.999f * nn &&
+             t->pos[2] < eye_z;
     }
-    if (!down)
-      at += 3;
+    if (down)
+      continue;
+    for (int k = 0; k < 3; k++)
+      a->ix[(*iat)++] = (uint32_t)*vat + u->idx[i + k];
   }
-  return at;
+  *vat += u->nu;
 }
 
-static int grow_robots(pa_render_atlas *a, uint32_t n, size_t verts) {
+static int grow_robots(pa_render_atlas *a, uint32_t n, size_t verts,
+                       size_t idx) {
   if (n > a->robots_cap) {
-    GLint **f[3] = {&a->first, &a->bfirst, &a->dfirst};
     GLsizei **c[3] = {&a->count, &a->bcount, &a->dcount};
+    size_t **f[2] = {&a->first, &a->bfirst};
     for (int k = 0; k < 3; k++) {
-      GLint *nf = realloc(*f[k], 2 * n * sizeof **f[k]);
-      if (nf)
-        *f[k] = nf;
       GLsizei *nc = realloc(*c[k], 2 * n * sizeof **c[k]);
-      if (nc)
-        *c[k] = nc;
-      if (!nf || !nc)
+      if (!nc)
         return -1;
+      *c[k] = nc;
     }
+    for (int k = 0; k < 2; k++) {
+      size_t *nf = realloc(*f[k], n * sizeof **f[k]);
+      if (!nf)
+        return -1;
+      *f[k] = nf;
+    }
+    const void **o = realloc(a->doff, 2 * n * sizeof *o);
+    if (!o)
+      return -1;
+    a->doff = o;
     double *r = realloc(a->reach, n * sizeof *r);
     if (!r)
       return -1;
@@ -224,50 +277,23 @@ static int grow_robots(pa_render_atlas *a, uint32_t n, size_t verts) {
       return -1;
     a->v = v, a->v_cap = verts;
   }
+  if (idx > a->ix_cap) {
+    uint32_t *x = realloc(a->ix, idx * sizeof *x);
+    if (!x)
+      return -1;
+    a->ix = x, a->ix_cap = idx;
+  }
   return 0;
 }
 
-/* Every active robot's parts and shadow, merged into one vertex buffer for
- * this atlas (the poses are the tick's: they change every call). */
-static int merge_robots(pa_render_atlas *a, const pa_render_scene *s,
-                        double eye_z, char *err, size_t err_sz) {
-  const rvertex *cyl = unit_mesh(a, 0, &s->cylinder);
-  const rvertex *cube = unit_mesh(a, 1, &s->cube);
-  const rvertex *blob = unit_mesh(a, 2, &s->blob);
-  size_t per = 2 * (size_t)s->cylinder.count + 3 * (size_t)s->cube.count +
-               (size_t)s->blob.count;
-  uint32_t n = s->pose_count;
-  if (!cyl || !cube || !blob || grow_robots(a, n ? n : 1, n * per + 1) < 0) {
-    snprintf(err, err_sz, "atlas: out of memory for %u robots", n);
-    return -1;
-  }
-  size_t at = 0;
-  for (uint32_t i = 0; i < n; i++) {
-    a->first[i] = (GLint)at;
-    if (!a->active[i] || !s->robots[i].active) {
-      a->count[i] = a->bcount[i] = 0;
-      a->bfirst[i] = (GLint)at;
-      continue;
-    }
-    rpart q[PA_RENDER_ROBOT_PARTS];
-    const pa_render_pose *p = &s->poses[i];
-    double *reach = &a->reach[i];
-    *reach = 0;
-    int k = pa_render_robot_parts(s, &s->robots[i], p, q);
-    for (int j = 0; j < k; j++)
-      at = put_part(a, at, &q[j], q[j].mesh == &s->cylinder ? cyl : cube, eye_z,
-                    p->x, p->y, reach);
-    a->count[i] = (GLsizei)(at - (size_t)a->first[i]);
-    a->bfirst[i] = (GLint)at;
-    rpart b = pa_render_robot_shadow(s, &s->robots[i], p);
-    at = put_part(a, at, &b, blob, eye_z, p->x, p->y, reach);
-    a->bcount[i] = (GLsizei)(at - (size_t)a->bfirst[i]);
-  }
+static void merge_upload(pa_render_atlas *a, size_t verts, size_t idx) {
   if (!a->vao) {
     glGenVertexArrays(1, &a->vao);
     glGenBuffers(1, &a->vbo);
+    glGenBuffers(1, &a->ibo);
     glBindVertexArray(a->vao);
     glBindBuffer(GL_ARRAY_BUFFER, a->vbo);
+    glBindBuffer(GL_ELEMENT_ARRAY_BUFFER, a->ibo); /* kept by the VAO */
     static const pa_render_attr attrs[] = {
         {3, GL_FLOAT, GL_FALSE, offsetof(rvertex, pos)},
         {3, GL_FLOAT, GL_FALSE, offsetof(rvertex, normal)},
@@ -276,9 +302,52 @@ static int merge_robots(pa_render_atlas *a, const pa_render_scene *s,
     glBindVertexArray(0);
   }
   glBindBuffer(GL_ARRAY_BUFFER, a->vbo);
-  glBufferData(GL_ARRAY_BUFFER, (GLsizeiptr)((at ? at : 1) * sizeof(rvertex)),
-               a->v, GL_STREAM_DRAW);
+  glBufferData(GL_ARRAY_BUFFER,
+               (GLsizeiptr)((verts ? verts : 1) * sizeof(rvertex)), a->v,
+               GL_STREAM_DRAW);
   glBindBuffer(GL_ARRAY_BUFFER, 0);
+  glBindVertexArray(a->vao);
+  glBufferData(GL_ELEMENT_ARRAY_BUFFER,
+               (GLsizeiptr)((idx ? idx : 1) * sizeof(uint32_t)), a->ix,
+               GL_STREAM_DRAW);
+  glBindVertexArray(0);
+}
+
+/* Every active robot's parts and shadow, merged into one indexed buffer
+ * for this atlas (the poses are the tick's: they change every call). */
+static int merge_robots(pa_render_atlas *a, const pa_render_scene *s,
+                        double eye_z, char *err, size_t err_sz) {
+  unit_mesh *cyl = &a->unit[0], *cube = &a->unit[1], *blob = &a->unit[2];
+  uint32_t n = s->pose_count;
+  if (unit_read(cyl, &s->cylinder) < 0 || unit_read(cube, &s->cube) < 0 ||
+      unit_read(blob, &s->blob) < 0 ||
+      grow_robots(a, n ? n : 1, n * (2 * cyl->nu + 3 * cube->nu + blob->nu) + 1,
+                  n * (2 * cyl->n + 3 * cube->n + blob->n) + 1) < 0) {
+    snprintf(err, err_sz, "atlas: out of memory for %u robots", n);
+    return -1;
+  }
+  size_t vat = 0, iat = 0;
+  for (uint32_t i = 0; i < n; i++) {
+    a->first[i] = iat;
+    a->count[i] = a->bcount[i] = 0;
+    a->bfirst[i] = iat;
+    if (!a->active[i] || !s->robots[i].active)
+      continue;
+    rpart q[PA_RENDER_ROBOT_PARTS];
+    const pa_render_pose *p = &s->poses[i];
+    double *reach = &a->reach[i];
+    *reach = 0;
+    int k = pa_render_robot_parts(s, &s->robots[i], p, q);
+    for (int j = 0; j < k; j++)
+      put_part(a, &vat, &iat, &q[j], q[j].mesh == &s->cylinder ? cyl : cube,
+               eye_z, p->x, p->y, reach);
+    a->count[i] = (GLsizei)(iat - a->first[i]);
+    a->bfirst[i] = iat;
+    rpart b = pa_render_robot_shadow(s, &s->robots[i], p);
+    put_part(a, &vat, &iat, &b, blob, eye_z, p->x, p->y, reach);
+    a->bcount[i] = (GLsizei)(iat - a->bfirst[i]);
+  }
+  merge_upload(a, vat, iat);
   return pa_render_gl_check("merging the robots", err, err_sz);
 }
 
@@ -293,8 +362,10 @@ static void draw_robots(pa_render_atlas *a, const pa_render_scene *s,
     if (i == v->skip_robot || !a->count[i] ||
         (cull && !robot_in_view(v, &s->poses[i], a->reach[i] + 0.01)))
       continue;
-    a->dfirst[m] = a->first[i], a->dcount[m] = a->count[i];
-    a->dfirst[n + m] = a->bfirst[i], a->dcount[n + m] = a->bcount[i];
+    a->doff[m] = (const void *)(uintptr_t)(a->first[i] * sizeof(uint32_t));
+    a->dcount[m] = a->count[i];
+    a->doff[n + m] = (const void *)(uintptr_t)(a->bfirst[i] * sizeof(uint32_t));
+    a->dcount[n + m] = a->bcount[i];
     m++;
   }
   if (!m)
@@ -307,12 +378,13 @@ static void draw_robots(pa_render_atlas *a, const pa_render_scene *s,
   glEnable(GL_DEPTH_TEST);
   glEnable(GL_CULL_FACE);
   glBindVertexArray(a->vao);
-  glMultiDrawArrays(GL_TRIANGLES, a->dfirst, a->dcount, m);
+  glMultiDrawElements(GL_TRIANGLES, a->dcount, GL_UNSIGNED_INT, a->doff, m);
   if (!s->no_shadows) {
     glEnable(GL_BLEND);
     glBlendFunc(GL_SRC_ALPHA, GL_ONE_MINUS_SRC_ALPHA);
     glDepthMask(GL_FALSE);
-    glMultiDrawArrays(GL_TRIANGLES, a->dfirst + n, a->dcount + n, m);
+    glMultiDrawElements(GL_TRIANGLES, a->dcount + n, GL_UNSIGNED_INT,
+                        a->doff + n, m);
     glDepthMask(GL_TRUE);
     glDisable(GL_BLEND);
   }
