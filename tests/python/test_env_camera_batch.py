@@ -178,6 +178,23 @@ class CameraEnv(unittest.TestCase):
             NavVectorEnv(num_envs=2, observation="camera", flat=True)
 
 
+class Parallel(unittest.TestCase):
+    def test_parallel_env_cameras(self):
+        """NavParallelEnv passes observation="camera" through: each agent's own tile."""
+        from playarea.env import NavParallelEnv
+        env = NavParallelEnv(num_agents=2, instance=instance(), observation="camera",
+                             camera_size=(24, 32))
+        with closing(env):
+            obs, _ = env.reset(seed=2)
+            sp = env.observation_space("robot_0")["camera"]
+            self.assertEqual((sp.shape, sp.dtype), ((24, 32, 3), np.uint8))
+            out = env.step({a: env.action_space(a).sample() for a in env.agents})[0]
+            for a in ("robot_0", "robot_1"):
+                self.assertEqual(out[a]["camera"].shape, (24, 32, 3))
+                self.assertTrue(sp.contains(out[a]["camera"]))
+            self.assertFalse(np.array_equal(out["robot_0"]["camera"], out["robot_1"]["camera"]))
+
+
 class NoRender(unittest.TestCase):
     def test_without_pa_render(self):
         """A stack without pa-render answers camera_batch with busy, by name."""
