@@ -5,6 +5,7 @@
  * for all its tiles. */
 #include "pa_render_atlas.h"
 #include "render_int.h"
+#include "render_parts.h"
 
 #include <math.h>
 #include <stdio.h>

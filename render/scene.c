@@ -2,6 +2,7 @@
  * cells, obstacles (one static buffer), robots drawn per frame from unit
  * meshes (matrices, GPU buffers and shaders: gl_util.c). */
 #include "render_int.h"
+#include "render_parts.h"
 
 #include <math.h>
 #include <stdio.h>
