@@ -321,6 +321,12 @@ static int camera_batch(rloop *L, char *err, size_t err_sz) {
 static int serve_atlas(rloop *L, char *err, size_t err_sz) {
   if (!L->atlas || !L->scene || !pa_atlas_srv_pending(L->atlas))
     return 0;
+  /* A world changed since the scene was built (robots spawned just before
+   * the request): rebuild first, on the next pass. */
+  if (__atomic_load_n(&L->st.ctl->world_gen, __ATOMIC_ACQUIRE) !=
+          L->world_gen ||
+      __atomic_load_n(&L->st.ctl->map_gen, __ATOMIC_ACQUIRE) != L->map_gen)
+    return 1;
   const pa_tick *t = latest_tick(L);
   L->health->heartbeat_ns = pa_now_ns();
   int rc = pa_atlas_srv_serve(L->atlas, L->scene, L->robots, L->robot_count,

@@ -195,6 +195,26 @@ class Parallel(unittest.TestCase):
             self.assertFalse(np.array_equal(out["robot_0"]["camera"], out["robot_1"]["camera"]))
 
 
+class Spawned(unittest.TestCase):
+    def test_robot_spawned_just_before(self):
+        """A robot spawned right before the request is drawn (pa-render rebuilds
+        its scene first), not refused as unknown."""
+        env = NavVectorEnv(num_envs=2, instance=instance(), observation="camera",
+                           camera_size=(16, 16))
+        with closing(env):
+            env.reset(seed=1)
+            w = env.world
+            x, y = (float(v) for v in w.free_xy[len(w.free_xy) // 2])
+            for k in range(3):
+                rid = w.conn.request("spawn_robot", {"name": "late%d" % k,
+                                                     "pose": [x, y, 0.5 * k]})["robot"]
+                r = w.conn.request("camera_batch", {"width": 16, "height": 16,
+                                                    "robots_range": [rid, 1]})
+                fr, _ = w.atlas.read(r["seq"])
+                self.assertEqual(fr.shape, (1, 16, 16, 3))
+                self.assertGreater(int(fr.max()), 0)  # drawn, not a zero tile
+
+
 class NoRender(unittest.TestCase):
     def test_without_pa_render(self):
         """A stack without pa-render answers camera_batch with busy, by name."""
