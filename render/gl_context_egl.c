@@ -104,8 +104,8 @@ int pa_render_egl_create(pa_render_egl **out, char *err, size_t err_sz) {
   if (dev < 0)
     goto fail;
   if (!dev)
-    e->dpy = get_display(EGL_PLATFORM_SURFACELESS_MESA, EGL_DEFAULT_DISPLAY,
-                         NULL);
+    e->dpy =
+        get_display(EGL_PLATFORM_SURFACELESS_MESA, EGL_DEFAULT_DISPLAY, NULL);
   if (e->dpy == EGL_NO_DISPLAY) {
     snprintf(err, err_sz,
              "EGL: no surfaceless Mesa display (%s); is libegl-mesa0 "
