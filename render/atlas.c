@@ -118,8 +118,10 @@ static int atlas_fit(pa_render_atlas *a, uint32_t n, char *err, size_t err_sz) {
   if (cols > n)
     cols = n;
   uint32_t rows = (n + cols - 1) / cols;
-  if (rows > max_r)
-    rows = max_r;
+  if (rows > max_r) { /* too tall: as wide as it takes (n <= max_c * max_r) */
+    cols = (n + max_r - 1) / max_r;
+    rows = (n + cols - 1) / cols;
+  }
   if (a->fbo && a->cols >= cols && a->rows >= rows)
     return 0; /* the one we have holds them */
   atlas_free_fb(a);
