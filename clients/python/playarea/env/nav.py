@@ -735,6 +735,9 @@ class NavVectorEnv(_NavCore, VectorEnvBase):
     The robots share one map; with interact=False (the default, an owned stack
     started with --ghost_robots) they neither collide with nor see each other in
     their scans; interact=True, or a running stack without that flag, lets them.
+    observation="camera" adds every robot's head camera of the step's tick,
+    uint8 [num_envs, *camera_size, 3] (camera_size = (height, width)), drawn by
+    pa-render in one pass (camera_batch) and read from shared memory (docs/rl.md).
     """
 
     metadata = {"render_modes": ["rgb_array"], "autoreset_mode": AUTORESET_NEXT_STEP}
