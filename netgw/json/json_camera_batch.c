@@ -11,13 +11,24 @@
 #include <stdio.h>
 #include <string.h>
 
-/* The segment, attached on the first request (pa-render creates it). */
+/* The segment, attached on the first request (pa-render creates it), again
+ * when the instance was created anew. */
 static pa_shm_seg atlas_seg;
 static pa_atlas_seg *atlas;
 
 static int atlas_get(jctx *x) {
   pa_netgw *g = x->c->g;
   char err[256];
+  const pa_shm_header *ch = g->st->ctl_seg.base;
+  char name[PA_SHM_NAME_MAX];
+  if (pa_shm_name(name, sizeof name, g->ctl->def.instance, "atlas", NULL, 0))
+    name[0] = 0;
+  if (atlas &&
+      (((const pa_shm_header *)atlas_seg.base)->boot_id != ch->boot_id ||
+       strcmp(atlas_seg.name, name))) {
+    pa_shm_detach(&atlas_seg); /* another instance's (a test's gateways) */
+    atlas = NULL;
+  }
   if (!atlas &&
       pa_stack_atlas_attach(g->st, &atlas_seg, &atlas, err, sizeof err) != 0) {
     atlas = NULL;
