@@ -1,5 +1,6 @@
 /* gl_context_egl.c - a headless GL 3.3 core context on Mesa's surfaceless
- * EGL platform (no X server, no GPU), and GL loading/error helpers. */
+ * EGL platform (no X server, no GPU), or on EGL's device platform with
+ * PA_EGL_PLATFORM=device, and GL loading/error helpers. */
 #include "render_int.h"
 
 #include <EGL/egl.h>
@@ -53,6 +54,36 @@ static int gl_check_version(char *err, size_t err_sz) {
   return 0;
 }
 
+/* PA_EGL_PLATFORM=device: the first EGL device (EGL_EXT_platform_device:
+ * a GPU without Mesa's surfaceless platform, e.g. NVIDIA's driver; on
+ * Mesa with LIBGL_ALWAYS_SOFTWARE its software device). 1 with e->dpy
+ * set, 0 for the default surfaceless platform, -1 with err set. */
+static int egl_device_display(pa_render_egl *e,
+                              PFNEGLGETPLATFORMDISPLAYEXTPROC get_display,
+                              char *err, size_t err_sz) {
+  const char *plat = getenv("PA_EGL_PLATFORM");
+  if (!plat || !*plat || !strcmp(plat, "surfaceless"))
+    return 0;
+  if (strcmp(plat, "device")) {
+    snprintf(err, err_sz,
+             "EGL: PA_EGL_PLATFORM is '%.40s', not surfaceless or device",
+             plat);
+    return -1;
+  }
+  PFNEGLQUERYDEVICESEXTPROC query =
+      (PFNEGLQUERYDEVICESEXTPROC)eglGetProcAddress("eglQueryDevicesEXT");
+  EGLDeviceEXT devs[8];
+  EGLint n = 0;
+  if (!query || !query(8, devs, &n) || n < 1) {
+    snprintf(err, err_sz,
+             "EGL: PA_EGL_PLATFORM=device but no EGL device is listed "
+             "(EGL_EXT_device_enumeration)");
+    return -1;
+  }
+  e->dpy = get_display(EGL_PLATFORM_DEVICE_EXT, devs[0], NULL);
+  return 1;
+}
+
 int pa_render_egl_create(pa_render_egl **out, char *err, size_t err_sz) {
   *out = NULL;
   PFNEGLGETPLATFORMDISPLAYEXTPROC get_display =
@@ -69,8 +100,12 @@ int pa_render_egl_create(pa_render_egl **out, char *err, size_t err_sz) {
     snprintf(err, err_sz, "EGL: out of memory");
     return -1;
   }
-  e->dpy = get_display(EGL_PLATFORM_SURFACELESS_MESA, EGL_DEFAULT_DISPLAY,
-                       NULL);
+  int dev = egl_device_display(e, get_display, err, err_sz);
+  if (dev < 0)
+    goto fail;
+  if (!dev)
+    e->dpy =
+        get_display(EGL_PLATFORM_SURFACELESS_MESA, EGL_DEFAULT_DISPLAY, NULL);
   if (e->dpy == EGL_NO_DISPLAY) {
     snprintf(err, err_sz,
              "EGL: no surfaceless Mesa display (%s); is libegl-mesa0 "

@@ -4,6 +4,7 @@
  * watches, and drive the viewer window when asked. */
 #define _GNU_SOURCE
 #include "render_int.h"
+#include "render_atlas.h"
 
 #include <errno.h>
 #include <math.h>
@@ -59,6 +60,7 @@ typedef struct rloop {
   uint32_t vis_gen;
   bool vis_read, vis_gl_on;
   pa_render_lines vis_gl; /* their drawing in the cameras */
+  pa_atlas_srv *atlas;    /* camera_batch requests (headless only) */
 } rloop;
 
 static void sleep_until(int64_t t_ns) {
@@ -314,6 +316,26 @@ static int camera_batch(rloop *L, char *err, size_t err_sz) {
   return 0;
 }
 
+/* camera_batch: answers a pending request from the newest tick; 1 while
+ * the tick it asks for has not been published yet. */
+static int serve_atlas(rloop *L, char *err, size_t err_sz) {
+  if (!L->atlas || !L->scene || !pa_atlas_srv_pending(L->atlas))
+    return 0;
+  /* A world changed since the scene was built (robots spawned just before
+   * the request): rebuild first, on the next pass. */
+  if (__atomic_load_n(&L->st.ctl->world_gen, __ATOMIC_ACQUIRE) !=
+          L->world_gen ||
+      __atomic_load_n(&L->st.ctl->map_gen, __ATOMIC_ACQUIRE) != L->map_gen)
+    return 1;
+  const pa_tick *t = latest_tick(L);
+  L->health->heartbeat_ns = pa_now_ns();
+  int rc = pa_atlas_srv_serve(L->atlas, L->scene, L->robots, L->robot_count,
+                              L->poses, t, err, err_sz);
+  if (rc == 0)
+    L->health->heartbeat_ns = pa_now_ns();
+  return rc;
+}
+
 static bool any_demand(const rloop *L) {
   for (uint32_t i = 0; i < L->robot_count; i++)
     if (__atomic_load_n(&L->st.cam[i].subscribers, __ATOMIC_ACQUIRE) &&
@@ -357,6 +379,7 @@ static int attach(rloop *L, volatile sig_atomic_t *stop, char *err,
 static void loop_free(rloop *L) {
   if (L->spec_on)
     pa_render_spectator_free(&L->spec, L->attached ? &L->st : NULL);
+  pa_atlas_srv_close(L->atlas);
   for (int i = 0; i < MAX_CAM_SIZES; i++)
     pa_render_cam_free(L->cams[i]);
   pa_render_scene_free(L->scene);
@@ -443,6 +466,10 @@ int pa_render_run(const pa_render_def *d, volatile sig_atomic_t *stop,
       goto out_nolock;
     }
     L->spec_on = true;
+    if (pa_atlas_srv_open(&L->atlas, &L->st, err, err_sz) < 0) {
+      ret = 1;
+      goto out_nolock;
+    }
   }
 
   int64_t period = (int64_t)(1e9 / d->camera_hz);
@@ -483,6 +510,14 @@ int pa_render_run(const pa_render_def *d, volatile sig_atomic_t *stop,
                                            L->obstacle_count, pa_now_ns());
       L->health->heartbeat_ns = pa_now_ns();
     }
+    int arc = serve_atlas(L, err, err_sz);
+    if (arc < 0) {
+      ret = 1;
+      goto out_nolock;
+    }
+    int64_t soon = pa_now_ns() + 200000; /* look for its tick again */
+    if (arc == 1 && (spec_next == 0 || spec_next > soon))
+      spec_next = soon;
     bool demand = any_demand(L);
     if (L->viewer) {
       const pa_tick *t = latest_tick(L);
@@ -526,8 +561,11 @@ int pa_render_run(const pa_render_def *d, volatile sig_atomic_t *stop,
         next = pa_now_ns() + period;
       }
     }
-    if (!L->viewer)
-      sleep_until(spec_next && spec_next < next ? spec_next : next);
+    if (!L->viewer) { /* a camera_batch request posts render_wake */
+      int64_t until = spec_next && spec_next < next ? spec_next : next;
+      if (until > pa_now_ns())
+        wait_wake(L, until - pa_now_ns());
+    }
     /* (the viewer waits in its event loop instead) */
   }
   ret = 0;

@@ -2,6 +2,7 @@
  * cells, obstacles (one static buffer), robots drawn per frame from unit
  * meshes (matrices, GPU buffers and shaders: gl_util.c). */
 #include "render_int.h"
+#include "render_parts.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -718,31 +719,57 @@ static void draw_part(const pa_render_scene *s, const rgpu_mesh *g,
 }
 
 /* Body cylinder, a light stripe on top pointing along theta, a head box
- * turned by theta + head with a dark lens on its front. */
-static void draw_robot(const pa_render_scene *s, const rrobot *r,
-                       const pa_render_pose *p) {
+ * turned by theta + head with a dark lens on its front: the parts of one
+ * robot's look, which the head cameras draw one by one and the atlas
+ * (atlas.c) merges. */
+static rpart part(const rgpu_mesh *g, double x, double y, double z, double yaw,
+                  const double scale[3], const float rgb[3]) {
+  rpart q = {g,
+             x,
+             y,
+             z,
+             yaw,
+             {scale[0], scale[1], scale[2]},
+             {rgb[0], rgb[1], rgb[2]}};
+  return q;
+}
+
+int pa_render_robot_parts(const pa_render_scene *s, const rrobot *r,
+                          const pa_render_pose *p,
+                          rpart out[PA_RENDER_ROBOT_PARTS]) {
   static const float light[3] = {0.95f, 0.95f, 0.92f};
   static const float dark[3] = {0.08f, 0.08f, 0.10f};
+  int n = 0;
   double rad = r->radius, h = r->height;
   double body[3] = {rad, rad, h};
-  draw_part(s, &s->cylinder, p->x, p->y, 0, p->theta, body, r->colour);
+  out[n++] = part(&s->cylinder, p->x, p->y, 0, p->theta, body, r->colour);
   double c = cos(p->theta), sn = sin(p->theta);
   double stripe[3] = {rad * 0.8, rad * 0.22, 0.02};
-  draw_part(s, &s->cube, p->x + c * rad * 0.45, p->y + sn * rad * 0.45,
-            h + 0.01, p->theta, stripe, light);
+  out[n++] = part(&s->cube, p->x + c * rad * 0.45, p->y + sn * rad * 0.45,
+                  h + 0.01, p->theta, stripe, light);
   double hy = p->theta + p->head;
   double hc = cos(hy), hs = sin(hy);
   double head_top = r->head_height + 0.05;
   double neck_h = head_top - 0.1 - h;
   if (neck_h > 0.005) {
     double neck[3] = {rad * 0.15, rad * 0.15, neck_h};
-    draw_part(s, &s->cylinder, p->x, p->y, h, 0, neck, dark);
+    out[n++] = part(&s->cylinder, p->x, p->y, h, 0, neck, dark);
   }
   double head[3] = {rad * 0.7, rad * 0.9, 0.1};
-  draw_part(s, &s->cube, p->x, p->y, r->head_height, hy, head, r->colour);
+  out[n++] = part(&s->cube, p->x, p->y, r->head_height, hy, head, r->colour);
   double lens[3] = {0.02, rad * 0.35, 0.05};
-  draw_part(s, &s->cube, p->x + hc * rad * 0.36, p->y + hs * rad * 0.36,
-            r->head_height, hy, lens, dark);
+  out[n++] = part(&s->cube, p->x + hc * rad * 0.36, p->y + hs * rad * 0.36,
+                  r->head_height, hy, lens, dark);
+  return n;
+}
+
+static void draw_robot(const pa_render_scene *s, const rrobot *r,
+                       const pa_render_pose *p) {
+  rpart q[PA_RENDER_ROBOT_PARTS];
+  int n = pa_render_robot_parts(s, r, p, q);
+  for (int i = 0; i < n; i++)
+    draw_part(s, q[i].mesh, q[i].x, q[i].y, q[i].z, q[i].yaw, q[i].scale,
+              q[i].rgb);
 }
 
 /* A white floor line from (x0, y0) to (x1, y1): a slab 4 mm high over the
@@ -863,6 +890,15 @@ static void draw_statics(const pa_render_scene *s, const pa_render_view *cull) {
   }
 }
 
+rpart pa_render_robot_shadow(const pa_render_scene *s, const rrobot *r,
+                             const pa_render_pose *p) {
+  static const float black[3] = {0, 0, 0};
+  double dx, dy;
+  shadow_offset(r->height, &dx, &dy);
+  double sc[3] = {r->radius, r->radius, 1};
+  return part(&s->blob, p->x + dx, p->y + dy, SHADOW_Z, 0, sc, black);
+}
+
 /* Blended over what is drawn, writing no depth: obstacles' static blobs,
  * then one per robot under its body. */
 static void draw_shadows(const pa_render_scene *s) {
@@ -877,10 +913,8 @@ static void draw_shadows(const pa_render_scene *s) {
     const pa_render_pose *p = &s->poses[i];
     if (!r->active || !p->active)
       continue;
-    double dx, dy;
-    shadow_offset(r->height, &dx, &dy);
-    double sc[3] = {r->radius, r->radius, 1};
-    draw_part(s, &s->blob, p->x + dx, p->y + dy, SHADOW_Z, 0, sc, black);
+    rpart q = pa_render_robot_shadow(s, r, p);
+    draw_part(s, q.mesh, q.x, q.y, q.z, q.yaw, q.scale, q.rgb);
   }
   glDepthMask(GL_TRUE);
   glDisable(GL_BLEND);

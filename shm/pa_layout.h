@@ -39,6 +39,7 @@ enum pa_seg_kind {
   PA_SEG_CAMERA = 4, /* ring of pa_frame records (one robot's image) */
   PA_SEG_MAP = 5,    /* pa_map_block + cells; created by pa-sim */
   PA_SEG_OBS = 6,    /* pa_obs_seg + a PAB1 block; created by pa-sim */
+  PA_SEG_ATLAS = 7,  /* pa_atlas_seg + batched head cameras; by pa-render */
   PA_SEG_TEST = 99,  /* free for tests */
 };
 
@@ -862,6 +863,43 @@ typedef struct pa_obs_seg {
   uint64_t reserved[2];
 } pa_obs_seg;
 _Static_assert(sizeof(pa_obs_seg) == 64, "pa_obs_seg is one line");
+
+/* Atlas segment (created by pa-render): the batched head cameras of
+ * camera_batch (docs/PROTOCOL.md). pa-netgw writes a request under req_seq
+ * (odd while written, +2 per request) and posts render_wake; pa-render
+ * draws robots [first, first + count) at width x height from the newest
+ * tick >= min_tick into frames (count x height x width x 3 RGB, row 0 at
+ * the top: a numpy (count, height, width, 3) uint8 array) under seq (odd
+ * while written), then stores done = the req_seq it answered. A reader
+ * waits for done == its request's req_seq, copies, and checks seq and done
+ * again. */
+#define PA_ATLAS_MAX_BYTES (32u << 20) /* frames of one request */
+#define PA_ATLAS_MAX_SIDE 1024u        /* a tile's width or height [px] */
+#define PA_ATLAS_MAX_TILES 4096u       /* robots of one request */
+#define PA_ATLAS_OFF_FRAMES 4096u      /* from the segment's base */
+enum { PA_ATLAS_OK = 0, PA_ATLAS_BAD_REQUEST = 1, PA_ATLAS_GL_ERROR = 2 };
+typedef struct pa_atlas_seg {
+  /* pa-netgw: the request */
+  uint64_t req_seq;
+  uint64_t min_tick;
+  uint32_t first, count;  /* robots */
+  uint32_t width, height; /* a tile [px] */
+  uint64_t reserved0[4];
+  /* pa-render: the answer */
+  uint64_t seq;       /* odd while frames are written */
+  uint64_t done;      /* the req_seq the frames answer */
+  uint64_t tick;      /* the state they show */
+  double sim_time;    /* [s] of that tick */
+  uint32_t status;    /* PA_ATLAS_* */
+  int32_t render_pid; /* pa-render serving them (0 = none) */
+  uint32_t d_first, d_count, d_width, d_height; /* what frames hold */
+  uint64_t off_frames; /* from the segment's base: PA_ATLAS_OFF_FRAMES */
+  uint64_t capacity;   /* bytes of frames: PA_ATLAS_MAX_BYTES */
+  uint64_t render_ns;  /* cost of the last answer (monitoring) */
+  uint64_t answered;   /* requests answered (monitoring) */
+  uint64_t reserved1[5];
+} pa_atlas_seg;
+_Static_assert(sizeof(pa_atlas_seg) == 192, "pa_atlas_seg: three lines");
 
 #ifdef __cplusplus
 }

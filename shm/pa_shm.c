@@ -177,6 +177,10 @@ const char *pa_shm_kind_name(uint32_t kind) {
   case PA_SEG_SCAN: return "scan";
   case PA_SEG_CAMERA: return "camera";
   case PA_SEG_MAP: return "map";
+  case PA_SEG_OBS:
+    return "obs";
+  case PA_SEG_ATLAS:
+    return "atlas";
   case PA_SEG_TEST: return "test";
   default: return "unknown";
   }

@@ -370,6 +370,13 @@ void pa_stack_map_discard(const pa_stack *s, pa_shm_seg *seg);
  * room for every robot's widest scan (sparse: pages cost only as used). */
 int pa_stack_obs_open(const pa_stack *s, pa_shm_seg *seg, pa_obs_seg **obs,
                       char *err, size_t err_sz);
+/* The atlas segment: pa-render opens it (the existing one of this creation
+ * of the instance, else a new one, sparse); pa-netgw attaches it (0, or
+ * PA_SHM_ENOENT while no pa-render made it). */
+int pa_stack_atlas_open(const pa_stack *s, pa_shm_seg *seg, pa_atlas_seg **a,
+                        char *err, size_t err_sz);
+int pa_stack_atlas_attach(const pa_stack *s, pa_shm_seg *seg, pa_atlas_seg **a,
+                          char *err, size_t err_sz);
 int pa_stack_map_attach(const pa_stack *s, pa_shm_seg *seg,
                         const pa_map_block **map, const int8_t **cells,
                         char *err, size_t err_sz);

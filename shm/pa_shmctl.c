@@ -285,6 +285,22 @@ static void records(void) {
   FIELD(pa_obs_seg, capacity);
   FIELD(pa_obs_seg, first);
   FIELD(pa_obs_seg, count);
+  printf("}}, ");
+  record_begin("pa_atlas_seg", sizeof(pa_atlas_seg));
+  FIELD(pa_atlas_seg, req_seq);
+  FIELD(pa_atlas_seg, seq);
+  FIELD(pa_atlas_seg, done);
+  FIELD(pa_atlas_seg, tick);
+  FIELD(pa_atlas_seg, sim_time);
+  FIELD(pa_atlas_seg, status);
+  FIELD(pa_atlas_seg, render_pid);
+  FIELD(pa_atlas_seg, d_first);
+  FIELD(pa_atlas_seg, d_count);
+  FIELD(pa_atlas_seg, d_width);
+  FIELD(pa_atlas_seg, d_height);
+  FIELD(pa_atlas_seg, off_frames);
+  FIELD(pa_atlas_seg, capacity);
+  FIELD(pa_atlas_seg, render_ns);
   printf("}}");
 }
 
@@ -323,6 +339,12 @@ static int cmd_layout(void) {
   printf("}, \"obs\": {\"segment\": \"obs\", \"record\": \"pa_obs_seg\", "
          "\"kind\": %u, \"magic\": \"%s\", \"fields\": %u}",
          (unsigned)PA_SEG_OBS, PA_OBS_MAGIC, (unsigned)PA_OBS_FIELDS);
+  /* the atlas segment: pa_atlas_seg at body_offset, frames at off_frames */
+  printf(", \"atlas\": {\"segment\": \"atlas\", \"record\": \"pa_atlas_seg\", "
+         "\"kind\": %u, \"status\": {\"ok\": %d, \"bad_request\": %d, "
+         "\"gl_error\": %d}}",
+         (unsigned)PA_SEG_ATLAS, PA_ATLAS_OK, PA_ATLAS_BAD_REQUEST,
+         PA_ATLAS_GL_ERROR);
   printf(", \"flags\": {\"PA_RS_ACTIVE\": %u, \"PA_RS_BUMPED\": %u, "
          "\"PA_TICK_PAUSED\": %u}}\n",
          (unsigned)PA_RS_ACTIVE, (unsigned)PA_RS_BUMPED,

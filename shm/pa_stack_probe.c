@@ -225,8 +225,8 @@ int pa_stack_unlink(const char *instance) {
   int removed = 0;
   for_each_object(instance, "", unlink_object, &removed);
   /* In case /dev/shm is not where shm_open keeps objects. */
-  static const char *const segs[] = {"ctl", "state", "scan",    "camera",
-                                     "map", "obs",   "map-next"};
+  static const char *const segs[] = {"ctl", "state", "scan",     "camera",
+                                     "map", "obs",   "map-next", "atlas"};
   for (size_t i = 0; i < sizeof segs / sizeof segs[0]; i++) {
     pa_shm_name(name, sizeof name, instance, segs[i], NULL, 0);
     if (shm_unlink(name) == 0)

@@ -934,6 +934,21 @@ static const jcase jcases[] = {
         "unsupported_control_scheme", "differential"),
     ERR("step_batch", "{\"binary\": 1}", "invalid_action_shape", "data.binary"),
     OK_("step_batch", "{\"observe\": false}", "\"count\":2}", PA_OP_STEP),
+    /* camera_batch: the test's atlas segment, a live pid as its pa-render */
+    OK_("camera_batch", "{\"width\": 8, \"height\": 6}",
+        "\"count\":2,\"width\":8,\"height\":6", -1),
+    OK_("camera_batch", "{\"robots_range\": [1, 1]}", "\"first\":1", -1),
+    ERR("camera_batch", "{\"width\": 0}", "invalid_message", "data.width"),
+    ERR("camera_batch", "{\"height\": 100000}", "invalid_message",
+        "data.height"),
+    ERR("camera_batch", "{\"robots_range\": [0, 0]}", "invalid_action_shape",
+        "count >= 1"),
+    ERR("camera_batch", "{\"robots_range\": [1, 2]}", "unknown_robot",
+        "there are 2"),
+    ERR("camera_batch", "{\"robots_range\": [0, 5000]}", "batch_limit",
+        "cameras of one camera_batch"),
+    ERR("camera_batch", "{\"robots_range\": [0, 2000]}", "batch_limit",
+        "33554432-byte atlas"),
     ERR("step_batch", "{\"observe\": 0}", "invalid_action_shape",
         "data.observe must be true, false or"),
     ERR("step_batch", "{\"observe\": \"tcp\"}", "invalid_action_shape",
@@ -1663,6 +1678,11 @@ static void json_actions(void **state) {
   int fd = pa_test_tcp_connect((uint16_t)pa_netgw_port(f.g));
   /* a live pid as the spectator's pa-render (its requests stay pending) */
   f.st.vis->spec.render_pid = (int32_t)getpid();
+  /* and as the batched cameras' (camera_batch's requests stay pending) */
+  pa_shm_seg aseg;
+  pa_atlas_seg *as = NULL;
+  assert_int_equal(pa_stack_atlas_open(&f.st, &aseg, &as, NULL, 0), 0);
+  as->render_pid = (int32_t)getpid();
   /* every row of the action table has a success case (and its errors) */
   int rows = 0;
   for (const char *name; (name = pa_json_action_name(rows)); rows++) {
@@ -1773,6 +1793,12 @@ static void json_actions(void **state) {
   __atomic_store_n(&fs.drop, 0, __ATOMIC_RELEASE);
   check_reply(fd, "{\"type\":\"command\",\"action\":\"ping\"}", "ping", NULL,
               "pong");
+  /* the camera_batch requests above went into the segment, one after the
+   * other (the errors wrote none) */
+  assert_int_equal(as->req_seq, 4);
+  assert_int_equal(as->first, 1);
+  assert_int_equal(as->count, 1);
+  pa_shm_detach(&aseg);
   close(fd);
   __atomic_store_n(&fs.stop, 1, __ATOMIC_RELEASE);
   pthread_join(fs.th, NULL);

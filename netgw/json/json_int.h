@@ -336,6 +336,8 @@ json_t *pa_json_act_start_recording_video(jctx *x);
 json_t *pa_json_act_stop_recording_video(jctx *x);
 /* {"recording": {...}, "screenshot": {...}} for get_status. */
 json_t *pa_json_spectator_status(pa_netgw *g);
+/* ---- json_camera_batch.c --------------------------------------------------*/
+json_t *pa_json_act_camera_batch(jctx *x);
 /* ---- json_ssl.c -----------------------------------------------------------*/
 
 /* The ball of an SSL tick (t->ssl != 0) as JSON. */

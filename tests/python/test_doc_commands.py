@@ -94,6 +94,13 @@ COVERED = {
     "PA_BIN_DIR=build/bin /usr/bin/python3 bench/rl_bench.py --seconds 3":
         "not runnable in a test: a benchmark that loads both cores for a minute; "
         "test_env and test_env_shm run the same environments",
+    "PA_BIN_DIR=build/bin /usr/bin/python3 bench/atlas_bench.py --envs 64 --size 84x84 --seconds 3":
+        "not runnable in a test: a benchmark that loads both cores; "
+        "test_env_camera_batch runs the same env and camera_batch",
+    # docs/benchmarks.md
+    "PA_BIN_DIR=build/bin /usr/bin/python3 bench/atlas_bench.py --seconds 2 --rounds 3":
+        "not runnable in a test: a benchmark that loads both cores; "
+        "test_env_camera_batch runs the same env and camera_batch",
     # docs/world-format.md
     "pa-map check my_world.yaml": RUN_HERE,
     "pa-map ascii my_world.yaml --width 80": RUN_HERE,

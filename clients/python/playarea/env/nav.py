@@ -109,9 +109,10 @@ class _World:
 
     def __init__(self, n_robots, host=None, port=None, bin_dir=None, instance=None,
                  world=None, map_yaml=None, generate_map=None, stack_args=(),
-                 clearance=0.1, robot_ids=None, shm=False, camera=None):
+                 clearance=0.1, robot_ids=None, shm=False, camera=None, atlas=False):
         self.stack = None
         self.reader = None
+        self.atlas = None  # camera_batch frames (NavVectorEnv observation="camera")
         self.reader1 = None  # NavEnv's one-robot view of the shm rings
         self.cam_sock = None
         if host is None and port is None:
@@ -125,7 +126,8 @@ class _World:
                 args += ["--map_yaml", os.path.abspath(map_yaml)]
             if n_robots > 256:
                 args += ["--max_robots", str(n_robots)]
-            self.stack = LocalStack(args, bin_dir=bin_dir, instance=instance, render=bool(camera))
+            self.stack = LocalStack(args, bin_dir=bin_dir, instance=instance,
+                                    render=bool(camera) or atlas)
             host, port = self.stack.host, self.stack.port
         self.host, self.port = host, port
         try:
@@ -156,9 +158,45 @@ class _World:
                     raise ValueError("shm=True needs an owned stack; for a running one pass "
                                      "shm='INSTANCE' (same host)")
                 self.reader = ShmReader(inst, bin_dir)
+            if atlas:
+                self._open_atlas(shm, bin_dir)
         except BaseException:
             self.close()
             raise
+
+    def _open_atlas(self, shm, bin_dir, timeout=60.0):
+        """The atlas segment, once pa-render serves camera_batch (it opens the
+        segment after its GL context: wait for it on a stack just started)."""
+        import time
+        from .atlas import AtlasReader
+        inst = self.stack.instance if self.stack else shm
+        if not isinstance(inst, str):
+            raise ValueError("observation='camera' on a running stack needs shm='INSTANCE' "
+                             "(same host)")
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                r = self.conn.request("camera_batch", {"width": 1, "height": 1,
+                                                       "robots_range": [int(self.robots[0]), 1]})
+                break
+            except Exception as e:  # playarea.errors.Error "busy" until pa-render serves
+                if getattr(e, "code", None) != "busy" or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
+        self.atlas = AtlasReader(inst, bin_dir)
+        self.atlas.read(r["seq"], timeout=timeout)
+
+    def cameras(self, first, count, height, width, tick, timeout=30.0):
+        """Robots [first, first + count)'s head cameras drawn from this tick by
+        pa-render in one atlas (camera_batch): uint8 [count, height, width, 3], a new
+        array (one copy out of shared memory)."""
+        r = self.conn.request("camera_batch", {"width": int(width), "height": int(height),
+                                               "robots_range": [int(first), int(count)]})
+        frames, t = self.atlas.read(r["seq"], timeout=timeout)
+        if t != tick:
+            raise _stack.StackError("camera_batch drew tick %d, the step ended at tick %d "
+                                    "(another client stepped the stack)" % (t, tick))
+        return frames
 
     # get_terrain_grid answers at most this many (coarse) cells
     TERRAIN_MAX_CELLS = 2 << 20
@@ -326,6 +364,9 @@ class _World:
 
     def close(self):
         self.reader1 = None
+        atlas, self.atlas = getattr(self, "atlas", None), None
+        if atlas is not None:
+            atlas.close()
         reader, self.reader = getattr(self, "reader", None), None
         if reader is not None:
             reader.close()
@@ -663,6 +704,29 @@ class NavEnv(_NavCore, EnvBase):
             self.world = None
 
 
+ATLAS_MAX_BYTES = 32 << 20  # pa_layout.h PA_ATLAS_MAX_BYTES: frames of one camera_batch
+
+
+def _check_camera_obs(observation, camera_size, n, envkw):
+    """None for observation='vector', else (height, width) after checking them."""
+    if observation not in ("vector", "camera"):
+        raise ValueError("observation must be 'vector' or 'camera', got %r" % (observation,))
+    if observation == "vector":
+        return None
+    try:
+        h, w = (int(v) for v in camera_size)
+    except (TypeError, ValueError):
+        raise ValueError("camera_size must be (height, width), got %r" % (camera_size,)) from None
+    if not (1 <= h <= 1024 and 1 <= w <= 1024):
+        raise ValueError("camera_size (%d, %d): height and width must be in 1..1024" % (h, w))
+    if n * h * w * 3 > ATLAS_MAX_BYTES:
+        raise ValueError("%d cameras of %dx%d are %d bytes, over the %d-byte atlas: fewer "
+                         "envs or smaller images" % (n, w, h, n * h * w * 3, ATLAS_MAX_BYTES))
+    if envkw.get("flat"):
+        raise ValueError("camera images do not go into a flat observation: flat=False")
+    return (h, w)
+
+
 class NavVectorEnv(_NavCore, VectorEnvBase):
     """num_envs robots in one stack, stepped together by one step_batch per step.
 
@@ -671,16 +735,22 @@ class NavVectorEnv(_NavCore, VectorEnvBase):
     The robots share one map; with interact=False (the default, an owned stack
     started with --ghost_robots) they neither collide with nor see each other in
     their scans; interact=True, or a running stack without that flag, lets them.
+    observation="camera" adds every robot's head camera of the step's tick,
+    uint8 [num_envs, *camera_size, 3] (camera_size = (height, width)), drawn by
+    pa-render in one pass (camera_batch) and read from shared memory (docs/rl.md).
     """
 
     metadata = {"render_modes": ["rgb_array"], "autoreset_mode": AUTORESET_NEXT_STEP}
 
     def __init__(self, num_envs=4, host=None, port=None, render_mode=None, bin_dir=None,
                  instance=None, world=None, map_yaml=None, generate_map=None, stack_args=(),
-                 shm=False, interact=False, **kw):
+                 shm=False, interact=False, observation="vector", camera_size=(84, 84), **kw):
         envkw, kw = _split(kw)
         if kw:
             raise TypeError("NavVectorEnv got unknown arguments %s" % sorted(kw))
+        cam = _check_camera_obs(observation, camera_size, int(num_envs), envkw)
+        self.observation = observation
+        self.camera_size = cam
         self.interact = bool(interact)
         if not interact:
             stack_args = tuple(stack_args) + ("--ghost_robots",)
@@ -693,9 +763,17 @@ class NavVectorEnv(_NavCore, VectorEnvBase):
         _check_render_mode(render_mode)
         self.render_mode = render_mode
         w = _World(self.num_envs, host, port, bin_dir, instance, world, map_yaml, generate_map,
-                   stack_args, shm=shm)
+                   stack_args, shm=shm, atlas=cam is not None)
         try:
             self._setup(w, **envkw)
+            if cam is not None:
+                r = w.robots
+                if np.any(np.diff(r) != 1):
+                    raise ValueError("observation='camera' needs the robots to be one run of ids "
+                                     "(camera_batch's robots_range), got %s" % list(r))
+                self.single_observation_space = Dict(dict(
+                    self.single_observation_space.spaces,
+                    camera=Box(0, 255, cam + (3,), np.uint8)))
         except BaseException:
             w.close()
             raise
@@ -766,6 +844,7 @@ class NavVectorEnv(_NavCore, VectorEnvBase):
         # against robots already placed.
         self._place(list(range(n)), st)
         st, rg, d = self.world.step(self.robots, np.zeros((n, 2)), self.decision_ticks)
+        self._frames(d)
         scan, g, vel, dist, _ = self._observe(st, rg, self._goals)
         self._prev = dist.copy()
         self._steps = np.zeros(n, dtype=np.int64)
@@ -775,10 +854,20 @@ class NavVectorEnv(_NavCore, VectorEnvBase):
             "start": self._starts.copy(), "goal": self._goals.copy(), "distance": dist.copy(),
             "tick": np.full(n, d["tick"], np.int64)})
 
+    def _frames(self, d):
+        """observation='camera': every robot's head camera of the step's tick."""
+        if self.camera_size is not None:
+            h, w = self.camera_size
+            self._cams = self.world.cameras(int(self.robots[0]), self.num_envs, h, w,
+                                            int(d["tick"]))
+
     def _batch_obs(self, scan, g, vel):
         if self.flat:
             return np.concatenate([scan, g, vel], axis=1).astype(np.float32)
-        return {"goal": g, "scan": scan, "velocity": vel}
+        obs = {"goal": g, "scan": scan, "velocity": vel}
+        if self.camera_size is not None:
+            obs["camera"] = self._cams
+        return obs
 
     def step(self, actions):
         n = self.num_envs
@@ -810,6 +899,7 @@ class NavVectorEnv(_NavCore, VectorEnvBase):
         """Every robot one decision step on: batched observation, rewards,
         terminated, truncated, distances, reached, collided, the step's reply."""
         st, rg, d = self.world.step(self.robots, cmd, self.decision_ticks)
+        self._frames(d)
         scan, g, vel, dist, collided = self._observe(st, rg, self._goals)
         reached = dist <= self.goal_radius
         rew = self._reward(self._prev, dist, reached, collided)

@@ -1,0 +1,215 @@
+/* bench_atlas.c - batched head cameras (render/atlas.c) against one camera
+ * at a time, in one run on the default map: frames/s and CPU ms per frame
+ * of N robots' w x h views, rendering and readback into memory laid out as
+ * numpy's (N, h, w, 3), on a generated building like NavVectorEnv(64)'s
+ * (--map_side 0: the default map). The end-to-end figure (stack, shm,
+ * numpy) is bench/atlas_bench.py's.
+ *
+ *   bench-atlas [--robots 64] [--width 84] [--height 84] [--seconds 3]
+ *               [--map_side 14]
+ *
+ * Run with LIBGL_ALWAYS_SOFTWARE=1 to measure llvmpipe. */
+#define _GNU_SOURCE
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+
+#include "pa_map.h"
+#include "pa_render.h"
+#include "pa_render_atlas.h"
+#include "pa_util.h"
+
+static double cpu_s(void) {
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru); /* all threads: llvmpipe renders on several */
+  return ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 + ru.ru_stime.tv_sec +
+         ru.ru_stime.tv_usec / 1e6;
+}
+
+/* n robots of the default world's look on random free cells (a fixed
+ * seed), headings uniform, as NavVectorEnv spreads its robots. */
+static void make_robots(const pa_world *w, const pa_grid *g, uint32_t n,
+                        pa_robot_info *ri, pa_render_pose *p) {
+  const pa_robot_def *d = &w->robots[0];
+  uint64_t rng = 12345;
+  for (uint32_t i = 0; i < n; i++) {
+    memset(&ri[i], 0, sizeof ri[i]);
+    snprintf(ri[i].name, sizeof ri[i].name, "r%u", i);
+    ri[i].active = 1;
+    ri[i].radius = (float)d->radius;
+    ri[i].height = (float)d->height;
+    ri[i].head_height = (float)d->head_height;
+    memcpy(ri[i].colour, d->colour, 4);
+    ri[i].colour[0] = (uint8_t)(40 + i * 37);
+    ri[i].cam_fov = (float)d->camera.fov;
+    for (int tries = 0; tries < 100000; tries++) {
+      rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+      int cx = (int)((rng >> 33) % g->width),
+          cy = (int)((rng >> 13) % g->height);
+      bool ok = true;
+      for (int dy = -5; dy <= 5 && ok; dy++) /* 0.25 m clear at 0.05 m cells */
+        for (int dx = -5; dx <= 5 && ok; dx++)
+          ok = !pa_grid_blocked(g, cx + dx, cy + dy, true);
+      if (ok) {
+        double x, y;
+        pa_grid_cell_center(g, cx, cy, &x, &y);
+        p[i] = (pa_render_pose){x, y, (double)(rng % 6283) / 1000 - 3.1415, 0,
+                                true};
+        break;
+      }
+    }
+  }
+}
+
+static int gen_map(double side, pa_grid *g, char *err, size_t err_sz) {
+  pa_mapgen p = pa_mapgen_default();
+  p.width = p.height = side;
+  p.seed = 1;
+  return pa_map_generate(&p, g, err, err_sz);
+}
+
+typedef struct fig {
+  double fps, cpu_ms;
+} fig;
+
+static fig run_atlas(pa_render_scene *s, const pa_render_view *v, uint32_t n,
+                     uint32_t w, uint32_t h, double seconds, uint8_t *rgb) {
+  char err[256];
+  pa_render_atlas *a = NULL;
+  if (pa_render_atlas_create(&a, w, h, err, sizeof err) < 0 ||
+      pa_render_atlas_render(a, s, v, NULL, n, rgb, err, sizeof err) < 0) {
+    fprintf(stderr, "bench-atlas: %s\n", err);
+    exit(1);
+  }
+  uint64_t frames = 0;
+  double c0 = cpu_s();
+  int64_t t0 = pa_now_ns(), end = t0 + (int64_t)(seconds * 1e9);
+  while (pa_now_ns() < end) {
+    if (pa_render_atlas_render(a, s, v, NULL, n, rgb, err, sizeof err) < 0) {
+      fprintf(stderr, "bench-atlas: %s\n", err);
+      exit(1);
+    }
+    frames += n;
+  }
+  double wall = (pa_now_ns() - t0) / 1e9;
+  fig f = {frames / wall, (cpu_s() - c0) * 1e3 / frames};
+  pa_render_atlas_free(a);
+  return f;
+}
+
+/* One camera after the other, pipelined as pa-render streams them. */
+static fig run_single(pa_render_scene *s, const pa_render_view *v, uint32_t n,
+                      uint32_t w, uint32_t h, double seconds, uint8_t *rgb) {
+  char err[256];
+  pa_render_cam *c = NULL;
+  if (pa_render_cam_create(&c, w, h, err, sizeof err) < 0) {
+    fprintf(stderr, "bench-atlas: %s\n", err);
+    exit(1);
+  }
+  size_t tile = (size_t)w * h * 3;
+  uint64_t frames = 0;
+  double c0 = cpu_s();
+  int64_t t0 = pa_now_ns(), end = t0 + (int64_t)(seconds * 1e9);
+  while (pa_now_ns() < end) {
+    for (uint32_t i = 0; i < n; i++) {
+      if (pa_render_cam_pending(c) == PA_RENDER_CAM_SLOTS) {
+        pa_render_cam_fetch(c, NULL, rgb + (i ? i - 1 : n - 1) * tile, err,
+                            sizeof err);
+        frames++;
+      }
+      if (pa_render_cam_submit(c, s, &v[i], NULL, err, sizeof err) < 0) {
+        fprintf(stderr, "bench-atlas: %s\n", err);
+        exit(1);
+      }
+    }
+  }
+  while (pa_render_cam_pending(c)) {
+    pa_render_cam_fetch(c, NULL, rgb, err, sizeof err);
+    frames++;
+  }
+  double wall = (pa_now_ns() - t0) / 1e9;
+  fig f = {frames / wall, (cpu_s() - c0) * 1e3 / frames};
+  pa_render_cam_free(c);
+  return f;
+}
+
+int main(int argc, char **argv) {
+  double seconds = 3;
+  uint32_t n = 64, w = 84, h = 84;
+  double side = 14; /* NavVectorEnv(64)'s generated building */
+  bool atlas_only = false;
+  pa_opt opts[] = {
+      {"robots", PA_OPT_U32, &n, 1, PA_RENDER_ATLAS_MAX_TILES, "cameras"},
+      {"width", PA_OPT_U32, &w, 1, PA_RENDER_ATLAS_MAX_SIDE, "tile [px]"},
+      {"height", PA_OPT_U32, &h, 1, PA_RENDER_ATLAS_MAX_SIDE, "tile [px]"},
+      {"seconds", PA_OPT_DOUBLE, &seconds, 0.2, 600, "time per figure [s]"},
+      {"map_side", PA_OPT_DOUBLE, &side, 0, 500,
+       "a generated building this wide [m] (0: the default map)"},
+      {"atlas_only", PA_OPT_FLAG, &atlas_only, 0, 0,
+       "the atlas figure only (e.g. under perf stat)"},
+  };
+  char err[512];
+  int rc = pa_opt_parse(opts, 6, argc, argv, NULL, 0, NULL, err, sizeof err);
+  if (rc) {
+    if (rc < 0)
+      fprintf(stderr, "bench-atlas: %s\n", err);
+    pa_opt_usage(rc < 0 ? stderr : stdout, "bench-atlas [flags]",
+                 "Batched head cameras against one at a time.", opts, 6);
+    return rc < 0 ? PA_EXIT_CONFIG : 0;
+  }
+  pa_log_init("bench-atlas", PA_LOG_WARN);
+  pa_render_egl *egl = NULL;
+  pa_world wd;
+  pa_grid g;
+  if (pa_render_egl_create(&egl, err, sizeof err) < 0 ||
+      pa_world_default(&wd, err, sizeof err) < 0 ||
+      (side > 0 ? gen_map(side, &g, err, sizeof err)
+                : pa_map_load_default(&g, err, sizeof err)) < 0) {
+    fprintf(stderr, "bench-atlas: %s\n", err);
+    return 1;
+  }
+  pa_robot_info *ri = calloc(n, sizeof *ri);
+  pa_render_pose *p = calloc(n, sizeof *p);
+  pa_render_view *v = calloc(n, sizeof *v);
+  uint8_t *rgb = malloc((size_t)n * w * h * 3);
+  if (!ri || !p || !v || !rgb) {
+    fprintf(stderr, "bench-atlas: out of memory\n");
+    return 1;
+  }
+  make_robots(&wd, &g, n, ri, p);
+  pa_render_scene *s = NULL;
+  if (pa_render_scene_build(&s, &g, ri, n, NULL, 0, err, sizeof err) < 0) {
+    fprintf(stderr, "bench-atlas: %s\n", err);
+    return 1;
+  }
+  for (uint32_t i = 0; i < n; i++)
+    v[i] = pa_render_view_head(&ri[i], i, &p[i]);
+  pa_render_scene_set_poses(s, p, n);
+  printf("bench-atlas: %s; %s %.0f m map, %u triangles, %u robots, %ux%u, "
+         "%.1f s per figure\n",
+         pa_render_gl_renderer(), side > 0 ? "generated" : "default",
+         side > 0 ? side : g.width * g.resolution, pa_render_scene_triangles(s),
+         n, w, h, seconds);
+  fig fa = run_atlas(s, v, n, w, h, seconds, rgb);
+  if (atlas_only) {
+    printf("  atlas   %9.1f frames/s  %6.3f ms CPU/frame  %.0f frames\n",
+           fa.fps, fa.cpu_ms, fa.fps * seconds);
+    goto out;
+  }
+  fig fs = run_single(s, v, n, w, h, seconds, rgb);
+  fig fa2 = run_atlas(s, v, n, w, h, seconds, rgb);
+  printf("  atlas   %9.1f frames/s  %6.3f ms CPU/frame  (again: %.1f "
+         "frames/s)\n",
+         fa.fps, fa.cpu_ms, fa2.fps);
+  printf("  single  %9.1f frames/s  %6.3f ms CPU/frame\n", fs.fps, fs.cpu_ms);
+  printf("  atlas/single %.2fx\n", (fa.fps + fa2.fps) / 2 / fs.fps);
+out:
+  pa_render_scene_free(s);
+  pa_render_egl_destroy(egl);
+  pa_grid_free(&g);
+  pa_world_free(&wd);
+  free(ri), free(p), free(v), free(rgb);
+  return 0;
+}

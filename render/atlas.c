@@ -1,0 +1,486 @@
+/* atlas.c - batched head cameras: n views of one size drawn into the tiles
+ * of one framebuffer and read back at once (pa_render_atlas.h). On
+ * llvmpipe a small camera costs mostly per-frame overhead (target switch,
+ * clear, readback, the wait for the rasteriser), which one atlas pays once
+ * for all its tiles. */
+#include "pa_render_atlas.h"
+#include "render_int.h"
+#include "render_parts.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* framebuffer side [px]: more tiles, more passes */
+#define ATLAS_MAX_FB 2048u
+
+/* A unit mesh read back from its buffer as its distinct vertices and one
+ * index per original vertex: the same triangles, each vertex shaded once
+ * (llvmpipe's vertex work is most of a robot's cost). */
+typedef struct unit_mesh {
+  rvertex *raw, *uniq;
+  uint32_t *idx;
+  size_t n, nu, cap;
+} unit_mesh;
+
+struct pa_render_atlas {
+  uint32_t w, h;       /* tile [px] */
+  uint32_t cols, rows; /* of the current framebuffer */
+  GLuint fbo, rb[2];
+  uint8_t *rgba; /* readback, cols*w x rows*h RGBA */
+  bool *active;  /* the scene's robots' pose flags, kept */
+  uint32_t active_cap;
+  /* every robot's parts merged in world coordinates, drawn per view with
+   * one multi-draw (and one for their shadows) instead of six draws each */
+  GLuint vao, vbo, ibo;
+  rvertex *v;   /* merged vertices */
+  uint32_t *ix; /* merged triangles */
+  size_t v_cap, ix_cap;
+  unit_mesh unit[3];      /* cylinder, cube, blob */
+  size_t *first, *bfirst; /* per robot: its parts' and shadow's indices */
+  GLsizei *count, *bcount, *dcount; /* and their counts; per view */
+  const void **doff;                /* per view: offsets of the draws */
+  double *reach; /* per robot: its vertices' farthest from its centre [m] */
+  uint32_t robots_cap;
+};
+
+int pa_render_atlas_create(pa_render_atlas **out, uint32_t w, uint32_t h,
+                           char *err, size_t err_sz) {
+  *out = NULL;
+  if (w < 1 || h < 1 || w > PA_RENDER_ATLAS_MAX_SIDE ||
+      h > PA_RENDER_ATLAS_MAX_SIDE) {
+    snprintf(err, err_sz, "atlas: tile size %ux%u is outside 1..%u", w, h,
+             PA_RENDER_ATLAS_MAX_SIDE);
+    return -1;
+  }
+  pa_render_atlas *a = calloc(1, sizeof *a);
+  if (!a) {
+    snprintf(err, err_sz, "atlas: out of memory");
+    return -1;
+  }
+  a->w = w, a->h = h;
+  *out = a;
+  return 0;
+}
+
+static void atlas_free_fb(pa_render_atlas *a) {
+  if (a->fbo)
+    glDeleteFramebuffers(1, &a->fbo);
+  if (a->rb[0])
+    glDeleteRenderbuffers(2, a->rb);
+  a->fbo = a->rb[0] = a->rb[1] = 0;
+  free(a->rgba);
+  a->rgba = NULL;
+  a->cols = a->rows = 0;
+}
+
+static void unit_free(unit_mesh *u);
+
+void pa_render_atlas_free(pa_render_atlas *a) {
+  if (!a)
+    return;
+  atlas_free_fb(a);
+  if (a->vbo)
+    glDeleteBuffers(1, &a->vbo);
+  if (a->ibo)
+    glDeleteBuffers(1, &a->ibo);
+  if (a->vao)
+    glDeleteVertexArrays(1, &a->vao);
+  free(a->active);
+  free(a->v);
+  free(a->ix);
+  for (int i = 0; i < 3; i++)
+    unit_free(&a->unit[i]);
+  free(a->first), free(a->bfirst);
+  free(a->count), free(a->bcount), free(a->dcount);
+  free(a->doff);
+  free(a->reach);
+  free(a);
+}
+
+uint32_t pa_render_atlas_width(const pa_render_atlas *a) { return a->w; }
+uint32_t pa_render_atlas_height(const pa_render_atlas *a) { return a->h; }
+
+uint32_t pa_render_atlas_tiles_per_pass(const pa_render_atlas *a) {
+  return (ATLAS_MAX_FB / a->w) * (ATLAS_MAX_FB / a->h);
+}
+
+/* A framebuffer of cols x rows tiles for n views (as square as the limits
+ * let it be: less to clear and read than one long strip). */
+static int atlas_fit(pa_render_atlas *a, uint32_t n, char *err, size_t err_sz) {
+  uint32_t max_c = ATLAS_MAX_FB / a->w, max_r = ATLAS_MAX_FB / a->h;
+  uint32_t cols = (uint32_t)ceil(sqrt((double)n * a->h / a->w));
+  if (cols < 1)
+    cols = 1;
+  if (cols > max_c)
+    cols = max_c;
+  if (cols > n)
+    cols = n;
+  uint32_t rows = (n + cols - 1) / cols;
+  if (rows > max_r) { /* too tall: as wide as it takes (n <= max_c * max_r) */
+    cols = (n + max_r - 1) / max_r;
+    rows = (n + cols - 1) / cols;
+  }
+  if (a->fbo && a->cols >= cols && a->rows >= rows)
+    return 0; /* the one we have holds them */
+  atlas_free_fb(a);
+  GLsizei fw = (GLsizei)(cols * a->w), fh = (GLsizei)(rows * a->h);
+  GLenum st = pa_render_target(0, fw, fh, &a->fbo, a->rb);
+  a->rgba = malloc((size_t)fw * (size_t)fh * 4);
+  if (st != GL_FRAMEBUFFER_COMPLETE || !a->rgba) {
+    snprintf(err, err_sz, "atlas: %dx%d framebuffer %s (0x%04x)", (int)fw,
+             (int)fh, a->rgba ? "incomplete" : "out of memory", (unsigned)st);
+    atlas_free_fb(a);
+    return -1;
+  }
+  a->cols = cols, a->rows = rows;
+  return pa_render_gl_check("creating an atlas target", err, err_sz);
+}
+
+/* Copies tile t of the readback to dst (h rows of w RGB, row 0 = top). */
+static void tile_out(const pa_render_atlas *a, uint32_t t, uint8_t *dst) {
+  uint32_t c = t % a->cols, r = t / a->cols;
+  size_t stride = (size_t)a->cols * a->w * 4;
+  for (uint32_t y = 0; y < a->h; y++) {
+    const uint8_t *src =
+        a->rgba + ((size_t)r * a->h + (a->h - 1 - y)) * stride + c * a->w * 4;
+    uint8_t *d = dst + (size_t)y * a->w * 3;
+    for (uint32_t x = 0; x < a->w; x++)
+      memcpy(d + 3 * x, src + 4 * x, 3);
+  }
+}
+
+/* Whether robot p (its body, head and soft shadow within `reach` of its
+ * centre) can show in v's horizontal field of view: the robots' vertices
+ * are most of a view's cost on llvmpipe, so a view draws only those in
+ * its wedge. */
+static bool robot_in_view(const pa_render_view *v, const pa_render_pose *p,
+                          double reach) {
+  double dx = p->x - v->x, dy = p->y - v->y, d = hypot(dx, dy);
+  if (d <= reach + 0.05)
+    return true;
+  double off = fabs(remainder(atan2(dy, dx) - v->yaw, 2 * M_PI));
+  return off <= v->fov / 2 + asin(reach / d) + 0.02;
+}
+
+static int unit_read(unit_mesh *u, const rgpu_mesh *g) {
+  size_t n = (size_t)g->count;
+  if (n > u->cap) {
+    rvertex *r = realloc(u->raw, n * sizeof *r);
+    if (r)
+      u->raw = r;
+    rvertex *q = realloc(u->uniq, n * sizeof *q);
+    if (q)
+      u->uniq = q;
+    uint32_t *x = realloc(u->idx, n * sizeof *x);
+    if (x)
+      u->idx = x;
+    if (!r || !q || !x)
+      return -1;
+    u->cap = n;
+  }
+  u->n = n;
+  glBindBuffer(GL_ARRAY_BUFFER, g->vbo);
+  glGetBufferSubData(GL_ARRAY_BUFFER, 0, (GLsizeiptr)(n * sizeof(rvertex)),
+                     u->raw);
+  glBindBuffer(GL_ARRAY_BUFFER, 0);
+  u->nu = 0;
+  for (size_t i = 0; i < n; i++) {
+    size_t j = 0;
+    while (j < u->nu && memcmp(&u->uniq[j], &u->raw[i], sizeof(rvertex)))
+      j++;
+    if (j == u->nu)
+      u->uniq[u->nu++] = u->raw[i];
+    u->idx[i] = (uint32_t)j;
+  }
+  return 0;
+}
+
+static void unit_free(unit_mesh *u) {
+  free(u->raw);
+  free(u->uniq);
+  free(u->idx);
+}
+
+/* Appends part q (unit mesh u) in world coordinates, as the lit shader would
+ * place and light it with q's model matrix (its tint baked into the colour
+ * bytes): its vertices at a->v + *vat, its triangles' indices at a->ix +
+ * *iat, less those facing down from below every eye (back faces to all the
+ * views: culled anyway); widens *reach from (cx, cy). */
+static void put_part(pa_render_atlas *a, size_t *vat, size_t *iat,
+                     const rpart *q, const unit_mesh *u, double eye_z,
+                     double cx, double cy, double *reach) {
+  float m[16];
+  pa_render_mat_pose(m, q->x, q->y, q->z, q->yaw, q->scale);
+  rvertex *o = &a->v[*vat];
+  for (size_t i = 0; i < u->nu; i++) {
+    const rvertex *src = &u->uniq[i];
+    rvertex *t = &o[i];
+    for (int r = 0; r < 3; r++) {
+      t->pos[r] = m[r] * src->pos[0] + m[4 + r] * src->pos[1] +
+                  m[8 + r] * src->pos[2] + m[12 + r];
+      t->normal[r] = m[r] * src->normal[0] + m[4 + r] * src->normal[1] +
+                     m[8 + r] * src->normal[2];
+      float c = q->rgb[r] * src->colour[r];
+      t->colour[r] = (uint8_t)(c <= 0 ? 0 : c >= 255 ? 255 : lrintf(c));
+    }
+    t->colour[3] = src->colour[3];
+    double d = hypot(t->pos[0] - cx, t->pos[1] - cy);
+    if (d > *reach)
+      *reach = d;
+  }
+  for (size_t i = 0; i + 2 < u->n; i += 3) {
+    bool down = true;
+    for (int k = 0; k < 3 && down; k++) {
+      const rvertex *t = &o[u->idx[i + k]];
+      float nn = t->normal[0] * t->normal[0] + t->normal[1] * t->normal[1] +
+                 t->normal[2] * t->normal[2];
+      down = t->normal[2] < 0 && t->normal[2] * t->normal[2] > 0.999f * nn &&
+             t->pos[2] < eye_z;
+    }
+    if (down)
+      continue;
+    for (int k = 0; k < 3; k++)
+      a->ix[(*iat)++] = (uint32_t)*vat + u->idx[i + k];
+  }
+  *vat += u->nu;
+}
+
+static int grow_robots(pa_render_atlas *a, uint32_t n, size_t verts,
+                       size_t idx) {
+  if (n > a->robots_cap) {
+    GLsizei **c[3] = {&a->count, &a->bcount, &a->dcount};
+    size_t **f[2] = {&a->first, &a->bfirst};
+    for (int k = 0; k < 3; k++) {
+      GLsizei *nc = realloc(*c[k], 2 * n * sizeof **c[k]);
+      if (!nc)
+        return -1;
+      *c[k] = nc;
+    }
+    for (int k = 0; k < 2; k++) {
+      size_t *nf = realloc(*f[k], n * sizeof **f[k]);
+      if (!nf)
+        return -1;
+      *f[k] = nf;
+    }
+    const void **o = realloc(a->doff, 2 * n * sizeof *o);
+    if (!o)
+      return -1;
+    a->doff = o;
+    double *r = realloc(a->reach, n * sizeof *r);
+    if (!r)
+      return -1;
+    a->reach = r;
+    a->robots_cap = n;
+  }
+  if (verts > a->v_cap) {
+    rvertex *v = realloc(a->v, verts * sizeof *v);
+    if (!v)
+      return -1;
+    a->v = v, a->v_cap = verts;
+  }
+  if (idx > a->ix_cap) {
+    uint32_t *x = realloc(a->ix, idx * sizeof *x);
+    if (!x)
+      return -1;
+    a->ix = x, a->ix_cap = idx;
+  }
+  return 0;
+}
+
+static void merge_upload(pa_render_atlas *a, size_t verts, size_t idx) {
+  if (!a->vao) {
+    glGenVertexArrays(1, &a->vao);
+    glGenBuffers(1, &a->vbo);
+    glGenBuffers(1, &a->ibo);
+    glBindVertexArray(a->vao);
+    glBindBuffer(GL_ARRAY_BUFFER, a->vbo);
+    glBindBuffer(GL_ELEMENT_ARRAY_BUFFER, a->ibo); /* kept by the VAO */
+    static const pa_render_attr attrs[] = {
+        {3, GL_FLOAT, GL_FALSE, offsetof(rvertex, pos)},
+        {3, GL_FLOAT, GL_FALSE, offsetof(rvertex, normal)},
+        {4, GL_UNSIGNED_BYTE, GL_TRUE, offsetof(rvertex, colour)}};
+    pa_render_attribs(sizeof(rvertex), attrs, 3);
+    glBindVertexArray(0);
+  }
+  glBindBuffer(GL_ARRAY_BUFFER, a->vbo);
+  glBufferData(GL_ARRAY_BUFFER,
+               (GLsizeiptr)((verts ? verts : 1) * sizeof(rvertex)), a->v,
+               GL_STREAM_DRAW);
+  glBindBuffer(GL_ARRAY_BUFFER, 0);
+  glBindVertexArray(a->vao);
+  glBufferData(GL_ELEMENT_ARRAY_BUFFER,
+               (GLsizeiptr)((idx ? idx : 1) * sizeof(uint32_t)), a->ix,
+               GL_STREAM_DRAW);
+  glBindVertexArray(0);
+}
+
+/* Every active robot's parts and shadow, merged into one indexed buffer
+ * for this atlas (the poses are the tick's: they change every call). */
+static int merge_robots(pa_render_atlas *a, const pa_render_scene *s,
+                        double eye_z, char *err, size_t err_sz) {
+  unit_mesh *cyl = &a->unit[0], *cube = &a->unit[1], *blob = &a->unit[2];
+  uint32_t n = s->pose_count;
+  if (unit_read(cyl, &s->cylinder) < 0 || unit_read(cube, &s->cube) < 0 ||
+      unit_read(blob, &s->blob) < 0 ||
+      grow_robots(a, n ? n : 1, n * (2 * cyl->nu + 3 * cube->nu + blob->nu) + 1,
+                  n * (2 * cyl->n + 3 * cube->n + blob->n) + 1) < 0) {
+    snprintf(err, err_sz, "atlas: out of memory for %u robots", n);
+    return -1;
+  }
+  size_t vat = 0, iat = 0;
+  for (uint32_t i = 0; i < n; i++) {
+    a->first[i] = iat;
+    a->count[i] = a->bcount[i] = 0;
+    a->bfirst[i] = iat;
+    if (!a->active[i] || !s->robots[i].active)
+      continue;
+    rpart q[PA_RENDER_ROBOT_PARTS];
+    const pa_render_pose *p = &s->poses[i];
+    double *reach = &a->reach[i];
+    *reach = 0;
+    int k = pa_render_robot_parts(s, &s->robots[i], p, q);
+    for (int j = 0; j < k; j++)
+      put_part(a, &vat, &iat, &q[j], q[j].mesh == &s->cylinder ? cyl : cube,
+               eye_z, p->x, p->y, reach);
+    a->count[i] = (GLsizei)(iat - a->first[i]);
+    a->bfirst[i] = iat;
+    rpart b = pa_render_robot_shadow(s, &s->robots[i], p);
+    put_part(a, &vat, &iat, &b, blob, eye_z, p->x, p->y, reach);
+    a->bcount[i] = (GLsizei)(iat - a->bfirst[i]);
+  }
+  merge_upload(a, vat, iat);
+  return pa_render_gl_check("merging the robots", err, err_sz);
+}
+
+/* The robots view v shows (its own skipped, those outside its wedge too),
+ * after the scene's statics: opaque parts, then their blended shadows, as
+ * the scene draws them for one camera. */
+static void draw_robots(pa_render_atlas *a, const pa_render_scene *s,
+                        const pa_render_view *v, uint32_t n) {
+  GLsizei m = 0;
+  bool cull = !s->no_culling && v->pitch == 0;
+  for (uint32_t i = 0; i < n; i++) {
+    if (i == v->skip_robot || !a->count[i] ||
+        (cull && !robot_in_view(v, &s->poses[i], a->reach[i] + 0.01)))
+      continue;
+    a->doff[m] = (const void *)(uintptr_t)(a->first[i] * sizeof(uint32_t));
+    a->dcount[m] = a->count[i];
+    a->doff[n + m] = (const void *)(uintptr_t)(a->bfirst[i] * sizeof(uint32_t));
+    a->dcount[n + m] = a->bcount[i];
+    m++;
+  }
+  if (!m)
+    return;
+  float id[16];
+  pa_render_mat_identity(id);
+  glUseProgram(s->lit.prog);
+  glUniformMatrix4fv(s->lit.u_model, 1, GL_FALSE, id);
+  glUniform4f(s->lit.u_tint, 1, 1, 1, 1);
+  glEnable(GL_DEPTH_TEST);
+  glEnable(GL_CULL_FACE);
+  glBindVertexArray(a->vao);
+  glMultiDrawElements(GL_TRIANGLES, a->dcount, GL_UNSIGNED_INT, a->doff, m);
+  if (!s->no_shadows) {
+    glEnable(GL_BLEND);
+    glBlendFunc(GL_SRC_ALPHA, GL_ONE_MINUS_SRC_ALPHA);
+    glDepthMask(GL_FALSE);
+    glMultiDrawElements(GL_TRIANGLES, a->dcount + n, GL_UNSIGNED_INT,
+                        a->doff + n, m);
+    glDepthMask(GL_TRUE);
+    glDisable(GL_BLEND);
+  }
+  glBindVertexArray(0);
+}
+
+static int atlas_pass(pa_render_atlas *a, pa_render_scene *s,
+                      const pa_render_view *views, const bool *draw, uint32_t n,
+                      uint8_t *rgb, char *err, size_t err_sz) {
+  uint32_t robots = s->pose_count;
+  glBindFramebuffer(GL_FRAMEBUFFER, a->fbo);
+  GLsizei fw = (GLsizei)(a->cols * a->w),
+          used_rows = (GLsizei)((n + a->cols - 1) / a->cols);
+  GLsizei fh = used_rows * (GLsizei)a->h;
+  glDisable(GL_SCISSOR_TEST);
+  glViewport(0, 0, fw, fh);
+  glClearColor(PA_RENDER_SKY_RGB, 1.0f);
+  glClear(GL_COLOR_BUFFER_BIT | GL_DEPTH_BUFFER_BIT);
+  glEnable(GL_SCISSOR_TEST); /* nothing of a view spills into its neighbours */
+  for (uint32_t i = 0; i < n; i++) {
+    if (draw && !draw[i])
+      continue;
+    GLint x = (GLint)((i % a->cols) * a->w), y = (GLint)((i / a->cols) * a->h);
+    glViewport(x, y, (GLsizei)a->w, (GLsizei)a->h);
+    glScissor(x, y, (GLsizei)a->w, (GLsizei)a->h);
+    float view[16], proj[16];
+    pa_render_view_matrices(&views[i], a->w, a->h, view, proj);
+    s->pose_count = 0; /* the scene draws its statics, the atlas the robots */
+    pa_render_scene_draw_culled(s, view, proj, views[i].skip_robot, &views[i]);
+    s->pose_count = robots;
+    draw_robots(a, s, &views[i], robots);
+  }
+  glDisable(GL_SCISSOR_TEST);
+  glPixelStorei(GL_PACK_ALIGNMENT, 4);
+  glReadBuffer(GL_COLOR_ATTACHMENT0);
+  /* RGBA: the target's own layout, a plain copy on llvmpipe */
+  glReadPixels(0, 0, fw, fh, GL_RGBA, GL_UNSIGNED_BYTE, a->rgba);
+  glBindFramebuffer(GL_FRAMEBUFFER, 0);
+  if (pa_render_gl_check("rendering an atlas", err, err_sz) < 0)
+    return -1;
+  size_t tile = (size_t)a->w * a->h * 3;
+  for (uint32_t i = 0; i < n; i++) {
+    if (draw && !draw[i])
+      memset(rgb + i * tile, 0, tile);
+    else
+      tile_out(a, i, rgb + i * tile);
+  }
+  return 0;
+}
+
+int pa_render_atlas_render(pa_render_atlas *a, pa_render_scene *s,
+                           const pa_render_view *views, const bool *draw,
+                           uint32_t n, uint8_t *rgb, char *err, size_t err_sz) {
+  if (n < 1 || n > PA_RENDER_ATLAS_MAX_TILES) {
+    snprintf(err, err_sz, "atlas: %u views is outside 1..%u", n,
+             PA_RENDER_ATLAS_MAX_TILES);
+    return -1;
+  }
+  for (uint32_t i = 0; i < n; i++) {
+    const pa_render_view *v = &views[i];
+    if ((!draw || draw[i]) &&
+        (!(v->fov > 0 && v->fov < M_PI) || !isfinite(v->x) || !isfinite(v->y) ||
+         !isfinite(v->z) || !isfinite(v->yaw) || !isfinite(v->pitch))) {
+      snprintf(err, err_sz, "atlas: view %u is bad (fov %g rad, pose %g %g %g)",
+               i, v->fov, v->x, v->y, v->yaw);
+      return -1;
+    }
+  }
+  if (s->pose_count > a->active_cap) {
+    bool *k = realloc(a->active, s->pose_count * sizeof *k);
+    if (!k) {
+      snprintf(err, err_sz, "atlas: out of memory");
+      return -1;
+    }
+    a->active = k, a->active_cap = s->pose_count;
+  }
+  for (uint32_t i = 0; i < s->pose_count; i++)
+    a->active[i] = s->poses[i].active;
+  double eye_z = INFINITY; /* the lowest eye of this atlas */
+  for (uint32_t i = 0; i < n; i++)
+    if ((!draw || draw[i]) && views[i].z < eye_z)
+      eye_z = views[i].z;
+  if (merge_robots(a, s, eye_z, err, err_sz) < 0)
+    return -1;
+  uint32_t per = pa_render_atlas_tiles_per_pass(a);
+  if (atlas_fit(a, n < per ? n : per, err, err_sz) < 0)
+    return -1;
+  size_t tile = (size_t)a->w * a->h * 3;
+  for (uint32_t at = 0; at < n; at += per) {
+    uint32_t k = n - at < per ? n - at : per;
+    if (atlas_pass(a, s, views + at, draw ? draw + at : NULL, k,
+                   rgb + at * tile, err, err_sz) < 0)
+      return -1;
+  }
+  return 0;
+}

@@ -1,0 +1,255 @@
+/* test_render_atlas.c - batched head cameras (render/atlas.c) on a real EGL
+ * context: each tile is its own robot's view (robots facing a wall and
+ * facing open space differ), tile i equals robot i's single-camera render
+ * at the same size, passes beyond one framebuffer, and bad input. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "pa_render_atlas.h"
+#include "testutil.h"
+
+#define TW 84
+#define TH 84
+#define NR 24 /* robots in the scene */
+#define DEG (M_PI / 180)
+
+static pa_render_egl *egl;
+static pa_render_scene *scene;
+static pa_robot_info infos[NR];
+static pa_render_pose poses[NR];
+static pa_grid grid;
+
+/* A 10 m square room (0.05 m cells) with a wall ring and one inner wall at
+ * x = 3 m; robot 0 faces that wall from 0.3 m, robot 1 faces the open room
+ * along it, the others stand around in all directions. */
+static int setup(void **state) {
+  (void)state;
+  char err[256];
+  if (pa_render_egl_create(&egl, err, sizeof err) != 0) {
+    fprintf(stderr, "EGL: %s\n", err);
+    return -1;
+  }
+  uint32_t n = 200;
+  grid.width = grid.height = n;
+  grid.resolution = 0.05;
+  grid.occupied_min = PA_CELL_OCCUPIED;
+  grid.cells = calloc((size_t)n * n, 1);
+  if (!grid.cells)
+    return -1;
+  for (uint32_t i = 0; i < n; i++) {
+    grid.cells[i] = grid.cells[(size_t)(n - 1) * n + i] = PA_CELL_OCCUPIED;
+    grid.cells[(size_t)i * n] = grid.cells[(size_t)i * n + n - 1] =
+        PA_CELL_OCCUPIED;
+  }
+  for (uint32_t y = 1; y < 120; y++)
+    for (uint32_t x = 60; x < 64; x++)
+      grid.cells[(size_t)y * n + x] = PA_CELL_OCCUPIED;
+  for (int i = 0; i < NR; i++) {
+    pa_robot_info *ri = &infos[i];
+    memset(ri, 0, sizeof *ri);
+    snprintf(ri->name, sizeof ri->name, "r%d", i);
+    ri->active = 1;
+    ri->radius = 0.18f;
+    ri->height = 0.25f;
+    ri->head_height = 0.35f;
+    ri->colour[0] = (uint8_t)(40 + 8 * i), ri->colour[1] = 90;
+    ri->colour[2] = (uint8_t)(220 - 8 * i), ri->colour[3] = 255;
+    ri->cam_width = TW, ri->cam_height = TH;
+    ri->cam_fov = (float)(70 * DEG);
+    poses[i] = (pa_render_pose){4 + 0.6 * (i % 8), 1 + 1.1 * (i / 8), i * 0.7,
+                                0.1 * (i % 3), true};
+  }
+  poses[0] = (pa_render_pose){2.7, 2.5, 0, 0, true}; /* wall, 0.3 m */
+  poses[1] = (pa_render_pose){2.0, 7.0, M_PI / 2 - 0.3, 0, true}; /* room */
+  if (pa_render_scene_build(&scene, &grid, infos, NR, NULL, 0, err,
+                            sizeof err) != 0) {
+    fprintf(stderr, "scene: %s\n", err);
+    return -1;
+  }
+  pa_render_scene_set_poses(scene, poses, NR);
+  return 0;
+}
+
+static int teardown(void **state) {
+  (void)state;
+  pa_render_scene_free(scene);
+  free(grid.cells);
+  pa_render_egl_destroy(egl);
+  return 0;
+}
+
+static void views_of(pa_render_view *v, uint32_t n) {
+  for (uint32_t i = 0; i < n; i++)
+    v[i] = pa_render_view_head(&infos[i % NR], i % NR, &poses[i % NR]);
+}
+
+static uint8_t *single(const pa_render_view *v, uint32_t w, uint32_t h) {
+  char err[256];
+  pa_render_cam *c = NULL;
+  assert_int_equal(pa_render_cam_create(&c, w, h, err, sizeof err), 0);
+  uint8_t *img = malloc((size_t)w * h * 3);
+  assert_non_null(img);
+  if (pa_render_cam_render(c, scene, v, img, err, sizeof err) != 0)
+    fail_msg("camera: %s", err);
+  pa_render_cam_free(c);
+  return img;
+}
+
+/* Bytes of a and b (n each) more than tol apart. */
+static size_t differ(const uint8_t *a, const uint8_t *b, size_t n, int tol) {
+  size_t d = 0;
+  for (size_t i = 0; i < n; i++)
+    d += abs((int)a[i] - (int)b[i]) > tol;
+  return d;
+}
+
+/* Tile i is robot i's single-camera render, within rasteriser tolerance. */
+static void check_tiles(uint32_t n, uint32_t w, uint32_t h) {
+  char err[256];
+  pa_render_atlas *a = NULL;
+  assert_int_equal(pa_render_atlas_create(&a, w, h, err, sizeof err), 0);
+  pa_render_view *v = calloc(n, sizeof *v);
+  size_t tile = (size_t)w * h * 3;
+  uint8_t *rgb = malloc(n * tile);
+  assert_non_null(v);
+  assert_non_null(rgb);
+  views_of(v, n);
+  if (pa_render_atlas_render(a, scene, v, NULL, n, rgb, err, sizeof err))
+    fail_msg("atlas: %s", err);
+  for (uint32_t i = 0; i < n; i++) {
+    uint8_t *one = single(&v[i], w, h);
+    size_t d = differ(rgb + i * tile, one, tile, 2);
+    if (d > tile / 200) /* 0.5 % of the bytes */
+      fail_msg("%ux%u tile %u of %u: %zu of %zu bytes differ from its "
+               "single-camera render",
+               w, h, i, n, d, tile);
+    free(one);
+  }
+  free(rgb);
+  free(v);
+  pa_render_atlas_free(a);
+}
+
+static void test_tiles_equal_single_cameras(void **state) {
+  (void)state;
+  check_tiles(NR, TW, TH);
+  check_tiles(5, 64, 48); /* not square, a partly filled last row */
+  check_tiles(1, 84, 84);
+}
+
+/* Wall tile and open-room tile differ, and match what they look at: the
+ * wall fills the first one's centre uniformly, the second shows floor below
+ * and sky-ish background above. */
+static void test_tiles_are_their_robots(void **state) {
+  (void)state;
+  char err[256];
+  pa_render_atlas *a = NULL;
+  assert_int_equal(pa_render_atlas_create(&a, TW, TH, err, sizeof err), 0);
+  pa_render_view v[NR];
+  views_of(v, NR);
+  size_t tile = (size_t)TW * TH * 3;
+  uint8_t *rgb = malloc(NR * tile);
+  assert_non_null(rgb);
+  assert_int_equal(
+      pa_render_atlas_render(a, scene, v, NULL, NR, rgb, err, sizeof err), 0);
+  const uint8_t *wall = rgb, *open = rgb + tile;
+  /* the wall tile: the centre third is one colour (within shading noise) */
+  int lo = 255, hi = 0;
+  for (uint32_t y = TH / 3; y < 2 * TH / 3; y++)
+    for (uint32_t x = TW / 3; x < 2 * TW / 3; x++) {
+      int g = wall[(y * TW + x) * 3 + 1];
+      lo = g < lo ? g : lo;
+      hi = g > hi ? g : hi;
+    }
+  assert_true(hi - lo <= 6);
+  /* the open tile: top row and bottom row differ (far wall/sky vs floor) */
+  int top = open[(2 * TW + TW / 2) * 3 + 2];
+  int bottom = open[((TH - 3) * TW + TW / 2) * 3 + 2];
+  assert_true(abs(top - bottom) > 10);
+  assert_true(differ(wall, open, tile, 8) > tile / 4);
+  /* swapping two views swaps their tiles */
+  pa_render_view t = v[0];
+  v[0] = v[1], v[1] = t;
+  uint8_t *sw = malloc(NR * tile);
+  assert_non_null(sw);
+  assert_int_equal(
+      pa_render_atlas_render(a, scene, v, NULL, NR, sw, err, sizeof err), 0);
+  assert_int_equal(differ(sw, open, tile, 0), 0);
+  assert_int_equal(differ(sw + tile, wall, tile, 0), 0);
+  assert_int_equal(differ(sw + 2 * tile, rgb + 2 * tile, (NR - 2) * tile, 0),
+                   0);
+  /* a view not drawn is zero, its neighbours unchanged */
+  bool draw[NR];
+  for (int i = 0; i < NR; i++)
+    draw[i] = i != 3;
+  views_of(v, NR);
+  assert_int_equal(
+      pa_render_atlas_render(a, scene, v, draw, NR, sw, err, sizeof err), 0);
+  for (size_t i = 0; i < tile; i++)
+    assert_int_equal(sw[3 * tile + i], 0);
+  assert_int_equal(differ(sw + 4 * tile, rgb + 4 * tile, tile, 0), 0);
+  free(sw);
+  free(rgb);
+  pa_render_atlas_free(a);
+}
+
+/* More views than one framebuffer holds: further passes, same tiles. */
+static void test_passes(void **state) {
+  (void)state;
+  char err[256];
+  pa_render_atlas *a = NULL;
+  assert_int_equal(pa_render_atlas_create(&a, 512, 512, err, sizeof err), 0);
+  uint32_t per = pa_render_atlas_tiles_per_pass(a);
+  assert_int_equal(per, 16);
+  pa_render_atlas_free(a);
+  check_tiles(per + 3, 512, 512);
+}
+
+static void test_bad_input(void **state) {
+  (void)state;
+  char err[256];
+  pa_render_atlas *a = NULL;
+  assert_int_equal(pa_render_atlas_create(&a, 0, 84, err, sizeof err), -1);
+  assert_non_null(strstr(err, "outside 1..1024"));
+  assert_null(a);
+  assert_int_equal(pa_render_atlas_create(&a, 84, 100000, err, sizeof err), -1);
+  assert_non_null(strstr(err, "84x100000"));
+  assert_int_equal(pa_render_atlas_create(&a, 8, 8, err, sizeof err), 0);
+  pa_render_view v[2];
+  views_of(v, 2);
+  uint8_t rgb[2 * 8 * 8 * 3];
+  assert_int_equal(
+      pa_render_atlas_render(a, scene, v, NULL, 0, rgb, err, sizeof err), -1);
+  assert_non_null(strstr(err, "0 views"));
+  assert_int_equal(pa_render_atlas_render(a, scene, v, NULL,
+                                          PA_RENDER_ATLAS_MAX_TILES + 1, rgb,
+                                          err, sizeof err),
+                   -1);
+  v[1].fov = 0;
+  assert_int_equal(
+      pa_render_atlas_render(a, scene, v, NULL, 2, rgb, err, sizeof err), -1);
+  assert_non_null(strstr(err, "view 1 is bad"));
+  v[1].fov = 1, v[1].x = NAN;
+  assert_int_equal(
+      pa_render_atlas_render(a, scene, v, NULL, 2, rgb, err, sizeof err), -1);
+  assert_int_equal(pa_render_gl_check("after", err, sizeof err), 0);
+  pa_render_atlas_free(a);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_tiles_equal_single_cameras),
+      cmocka_unit_test(test_tiles_are_their_robots),
+      cmocka_unit_test(test_passes),
+      cmocka_unit_test(test_bad_input),
+  };
+  return cmocka_run_group_tests(tests, setup, teardown);
+}
