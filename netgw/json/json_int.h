@@ -108,6 +108,22 @@ double pa_json_now(pa_netgw *g);
  * written; NULL when out of memory. */
 json_t *pa_json_ranges(pa_client *c, const float *r, uint32_t n);
 
+/* ---- json_fast.c ----------------------------------------------------------*/
+
+/* [bytes] room pa_json_fmt_real may write */
+#define PA_JSON_REAL_MAX 32u
+/* d as json_dumps writes json_real(d) at JSON_REAL_PRECISION(12) (the same
+ * bytes); 0 when d is not finite (jansson has no such real). */
+size_t pa_json_fmt_real(char *out, double d);
+/* A scan range rounded to a micrometre ("3.5", "12", "0.000125", "null"
+ * when not finite or over 1e9): at most 19 bytes. */
+size_t pa_json_fmt_range(char *out, float f);
+/* Writes the answered `step`'s reply (pa_json_done_step's, in one buffer,
+ * no tree) and returns true; false when it is unusual (a batch, SSL, agents,
+ * a string to escape, a non-finite number): nothing written, take the
+ * general road. */
+bool pa_json_step_fast(pa_client *c, json_t *req);
+
 /* ---- json_lex.c -----------------------------------------------------------*/
 
 /* A long base64 value of root.data that pa_json_load_line puts back
