@@ -36,8 +36,8 @@ static void check_real(double d) {
   size_t n = pa_json_fmt_real(got, d);
   got[n] = 0;
   json_t *r = json_real(d);
-  char *want = r ? json_dumps(r, JSON_ENCODE_ANY | JSON_REAL_PRECISION(12))
-                 : NULL;
+  char *want =
+      r ? json_dumps(r, JSON_ENCODE_ANY | JSON_REAL_PRECISION(12)) : NULL;
   json_decref(r);
   checked++;
   if (!want ? n != 0 : strcmp(got, want) != 0) {
@@ -115,8 +115,10 @@ static void real_matches_jansson(void **state) {
   }
   /* what a robot's state holds: metres, radians, degrees, velocities */
   for (int i = 0; i < 1000000; i++) {
-    double span = (i & 3) == 0 ? 1e-3 : (i & 3) == 1 ? 10 : (i & 3) == 2 ? 100
-                                                                     : 1e4;
+    double span = (i & 3) == 0   ? 1e-3
+                  : (i & 3) == 1 ? 10
+                  : (i & 3) == 2 ? 100
+                                 : 1e4;
     check_real((unit() * 2 - 1) * span);
     check_real((double)(float)((unit() * 2 - 1) * span));
   }
@@ -176,8 +178,8 @@ static void check_range(float f) {
   size_t n = pa_json_fmt_range(a, f), m = old_range(b, f);
   if (n != m || memcmp(a, b, n) != 0) {
     if (range_bad++ < 10)
-      fprintf(stderr, "%.9g: got '%.*s', before '%.*s'\n", (double)f, (int)n,
-              a, (int)m, b);
+      fprintf(stderr, "%.9g: got '%.*s', before '%.*s'\n", (double)f, (int)n, a,
+              (int)m, b);
   }
 }
 
@@ -202,8 +204,7 @@ static void range_matches_before(void **state) {
     memcpy(&f, &b, sizeof f);
     check_range(f);
   }
-  fprintf(stderr, "pa_json_fmt_range: %ld values, %ld differ\n", n,
-          range_bad);
+  fprintf(stderr, "pa_json_fmt_range: %ld values, %ld differ\n", n, range_bad);
   assert_int_equal(range_bad, 0);
 }
 

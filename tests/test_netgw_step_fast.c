@@ -37,8 +37,9 @@ static void step_equals_state(int fd, const char *rid, double v, double w,
            "\"w\":%.9g,\"steps\":%d}}",
            rid, rid[0] ? "," : "", v, w, steps);
   assert_true(ng_ask(fd, req, got, sizeof got) > 0);
-  snprintf(req, sizeof req, "{\"type\":\"command\",%s%s\"action\":\"get_state\"}",
-           rid, rid[0] ? "," : "");
+  snprintf(req, sizeof req,
+           "{\"type\":\"command\",%s%s\"action\":\"get_state\"}", rid,
+           rid[0] ? "," : "");
   char state[1 << 16];
   assert_true(ng_ask(fd, req, state, sizeof state) > 0);
   as_step(state, want, sizeof want);
@@ -68,7 +69,7 @@ static void step_reply_is_the_trees(void **state) {
       "\"request_id\":\"r-1 x\"",
       "\"request_id\":2.5",
       "\"request_id\":1e-7",
-      "\"request_id\":\"a\\\"b\\\\c\\n\"", /* escaped: the general road */
+      "\"request_id\":\"a\\\"b\\\\c\\n\"",      /* escaped: the general road */
       "\"request_id\":\"caf\\u00e9 \xc3\xa9\"", /* non-ASCII: general */
       "\"request_id\":\"@@pa-ranges-0@@\"",
   };

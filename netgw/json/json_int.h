@@ -139,6 +139,14 @@ int pa_json_lex_spans(const char *line, size_t len, lex_span sp[2]);
  * but a long base64 data.actions_b64 / data.robots_b64 is not lexed. */
 json_t *pa_json_load_line(const char *line, size_t len, json_error_t *je);
 
+/* ---- json_quick.c ---------------------------------------------------------*/
+
+/* The tree json_loadb(line, len, JSON_REJECT_DUPLICATES) builds when the line
+ * is an object of the plain kind requests are (ASCII strings without
+ * escapes, short numbers), in one pass; NULL for anything else (jansson
+ * then parses it and words its error). */
+json_t *pa_json_quick_parse(const char *line, size_t len);
+
 /* ---- json_args.c: request fields (1 found, 0 absent, -1 bad: error set) ---*/
 
 /* pa_json_fail with the arguments as a va_list (for other failing
