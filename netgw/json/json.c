@@ -221,6 +221,14 @@ static void send_line(pa_client *c, const char *s, size_t n) {
 }
 
 static void send_json(pa_client *c, json_t *o) {
+  size_t len;
+  const char *line = pa_json_dump_line(o, &len); /* json_fast.c */
+  if (line) {
+    send_line(c, line, len);
+    json_decref(o);
+    pa_json_fast_trim();
+    return;
+  }
   char *s = json_dumps(o, DUMP_FLAGS);
   json_decref(o);
   if (!s) {

@@ -388,3 +388,164 @@ bool pa_json_step_fast(pa_client *c, json_t *req) {
   pa_gw_write(c, fbuf, (size_t)(w.p - fbuf));
   return true;
 }
+
+/* ---- any reply tree ------------------------------------------------------*/
+
+/* What json_dumps(v, JSON_COMPACT | JSON_REAL_PRECISION(12)) writes, into
+ * the reused buffer; false where jansson's own words are needed (a byte
+ * past ASCII in a string: jansson checks its UTF-8; very deep trees). */
+typedef struct {
+  char *p, *end;
+} dbuf;
+
+static bool room(dbuf *b, size_t n) {
+  if ((size_t)(b->end - b->p) >= n)
+    return true;
+  size_t len = (size_t)(b->p - fbuf), cap = fcap ? fcap : 4096;
+  while (cap - len < n)
+    cap *= 2;
+  char *nb = realloc(fbuf, cap);
+  if (!nb)
+    return false;
+  fbuf = nb;
+  fcap = cap;
+  b->p = nb + len;
+  b->end = nb + cap;
+  return true;
+}
+
+static bool dump_str(dbuf *b, const char *s, size_t n) {
+  if (!room(b, n * 6 + 2))
+    return false;
+  char *p = b->p;
+  *p++ = '"';
+  for (size_t i = 0; i < n; i++) {
+    unsigned char c = (unsigned char)s[i];
+    if (c >= 0x80)
+      return false;
+    if (c >= 0x20 && c != '"' && c != '\\') {
+      *p++ = (char)c;
+      continue;
+    }
+    *p++ = '\\';
+    switch (c) {
+    case '"':
+    case '\\':
+      *p++ = (char)c;
+      break;
+    case '\b':
+      *p++ = 'b';
+      break;
+    case '\f':
+      *p++ = 'f';
+      break;
+    case '\n':
+      *p++ = 'n';
+      break;
+    case '\r':
+      *p++ = 'r';
+      break;
+    case '\t':
+      *p++ = 't';
+      break;
+    default: /* \u00XX, upper-case hex as jansson writes it */
+      memcpy(p, "u00", 3);
+      p[3] = "0123456789ABCDEF"[c >> 4];
+      p[4] = "0123456789ABCDEF"[c & 15];
+      p += 5;
+    }
+  }
+  *p++ = '"';
+  b->p = p;
+  return true;
+}
+
+static bool dump_value(dbuf *b, json_t *v, int depth) {
+  if (depth > 64 || !room(b, PA_JSON_REAL_MAX + 2))
+    return false;
+  switch (json_typeof(v)) {
+  case JSON_OBJECT: {
+    *b->p++ = '{';
+    bool first = true;
+    for (void *it = json_object_iter(v); it;
+         it = json_object_iter_next(v, it)) {
+      if (!first) {
+        if (!room(b, 1))
+          return false;
+        *b->p++ = ',';
+      }
+      first = false;
+      if (!dump_str(b, json_object_iter_key(it),
+                    json_object_iter_key_len(it)) ||
+          !room(b, 1))
+        return false;
+      *b->p++ = ':';
+      if (!dump_value(b, json_object_iter_value(it), depth + 1))
+        return false;
+    }
+    if (!room(b, 1))
+      return false;
+    *b->p++ = '}';
+    return true;
+  }
+  case JSON_ARRAY: {
+    *b->p++ = '[';
+    size_t n = json_array_size(v);
+    for (size_t i = 0; i < n; i++) {
+      if (i) {
+        if (!room(b, 1))
+          return false;
+        *b->p++ = ',';
+      }
+      if (!dump_value(b, json_array_get(v, i), depth + 1))
+        return false;
+    }
+    if (!room(b, 1))
+      return false;
+    *b->p++ = ']';
+    return true;
+  }
+  case JSON_STRING:
+    return dump_str(b, json_string_value(v), json_string_length(v));
+  case JSON_INTEGER:
+    b->p += put_i64(b->p, (int64_t)json_integer_value(v));
+    return true;
+  case JSON_REAL: {
+    size_t n = pa_json_fmt_real(b->p, json_real_value(v));
+    b->p += n;
+    return n > 0;
+  }
+  case JSON_TRUE:
+    memcpy(b->p, "true", 4);
+    b->p += 4;
+    return true;
+  case JSON_FALSE:
+    memcpy(b->p, "false", 5);
+    b->p += 5;
+    return true;
+  case JSON_NULL:
+    memcpy(b->p, "null", 4);
+    b->p += 4;
+    return true;
+  }
+  return false;
+}
+
+const char *pa_json_dump_line(json_t *v, size_t *n) {
+  if (!json_is_object(v) && !json_is_array(v))
+    return NULL; /* json_dumps wants a container */
+  dbuf b = {fbuf, fbuf + fcap};
+  if (!dump_value(&b, v, 0) || !room(&b, 1))
+    return NULL;
+  *b.p++ = '\n';
+  *n = (size_t)(b.p - fbuf);
+  return fbuf;
+}
+
+void pa_json_fast_trim(void) {
+  if (fcap > (1u << 20)) { /* a big reply's buffer is not kept */
+    free(fbuf);
+    fbuf = NULL;
+    fcap = 0;
+  }
+}

@@ -123,6 +123,12 @@ size_t pa_json_fmt_range(char *out, float f);
  * a string to escape, a non-finite number): nothing written, take the
  * general road. */
 bool pa_json_step_fast(pa_client *c, json_t *req);
+/* The line json_dumps(v, JSON_COMPACT | JSON_REAL_PRECISION(12)) writes and
+ * its '\n', the same bytes, in a buffer reused until the next call (*n its
+ * length); NULL where jansson's own dump is needed (a string past ASCII). */
+const char *pa_json_dump_line(json_t *v, size_t *n);
+/* Frees that buffer when a big reply grew it. */
+void pa_json_fast_trim(void);
 
 /* ---- json_lex.c -----------------------------------------------------------*/
 

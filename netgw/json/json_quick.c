@@ -100,9 +100,9 @@ static json_t *number(qp *q) {
     }
     ex = eneg ? -ex : ex;
   }
-  if (p < end && (*p == '.' || *p == 'e' || *p == 'E' || *p == '+' ||
-                  *p == '-' || (*p >= 'a' && *p <= 'z') ||
-                  (*p >= 'A' && *p <= 'Z')))
+  if (p < end &&
+      (*p == '.' || *p == 'e' || *p == 'E' || *p == '+' || *p == '-' ||
+       (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z')))
     return NULL; /* jansson's lexer decides what that is */
   q->p = p;
   if (!real) {
