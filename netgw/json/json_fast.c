@@ -438,9 +438,9 @@ typedef struct {
 } dbuf;
 
 static bool room(dbuf *b, size_t n) {
-  if ((size_t)(b->end - b->p) >= n)
+  if (b->p && (size_t)(b->end - b->p) >= n)
     return true;
-  size_t len = (size_t)(b->p - fbuf), cap = fcap ? fcap : 4096;
+  size_t len = b->p ? (size_t)(b->p - fbuf) : 0, cap = fcap ? fcap : 4096;
   while (cap - len < n)
     cap *= 2;
   char *nb = realloc(fbuf, cap);
@@ -574,7 +574,7 @@ const char *pa_json_dump_line(json_t *v, size_t *n) {
   if (!json_is_object(v) && !json_is_array(v))
     return NULL; /* json_dumps wants a container */
   tls_arm();
-  dbuf b = {fbuf, fbuf + fcap};
+  dbuf b = {fbuf, fbuf ? fbuf + fcap : NULL};
   if (!dump_value(&b, v, 0) || !room(&b, 1))
     return NULL;
   *b.p++ = '\n';
