@@ -26,6 +26,17 @@ pa_add_test(test_ws SOURCES test_ws.c LIBS pa_netgw_internal PkgConfig::EVENT
 # The request line's parse (json_lex.c) against json_loadb, line by line.
 pa_add_test(test_netgw_lex SOURCES test_netgw_lex.c LIBS pa_netgw_internal
             TIMEOUT 60 LABELS netgw)
+# The step reply's numbers (json_fast.c) against jansson's and the old
+# range format, byte for byte.
+pa_add_test(test_netgw_fmt SOURCES test_netgw_fmt.c LIBS pa_netgw_internal
+            TIMEOUT 120 LABELS netgw)
+# The step reply written with no tree equals the tree's, on a real stack.
+pa_add_test(test_netgw_step_fast SOURCES test_netgw_step_fast.c
+            LIBS pa_shm PkgConfig::JANSSON Threads::Threads TIMEOUT 60
+            LABELS netgw)
+if(TARGET pa-sim)
+  add_dependencies(test_netgw_step_fast pa-sim pa-netgw)
+endif()
 # The core's connection limits (issue 32): each attack against a real stack
 # while a bystander pings; RSS and the bystander's p99 bounded.
 pa_add_test(test_netgw_limits SOURCES test_netgw_limits.c

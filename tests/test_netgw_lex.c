@@ -5,7 +5,10 @@
  * path (keys in strings, other objects, escapes, short or non-base64
  * values, duplicates, truncations, whitespace) and on seeded random
  * mutations of the real line; and that the real line's value is the one
- * taken without lexing. */
+ * taken without lexing. The quick parse of plain lines (json_quick.c) the
+ * same way: numbers of every form and its near misses (each real bit for
+ * bit), nesting, duplicates, escapes, and random mutations of a lockstep
+ * `step` line; and that the lines clients send most take it. */
 #define _GNU_SOURCE
 #include <setjmp.h>
 #include <stdarg.h>
@@ -16,6 +19,7 @@
 
 #include "json_int.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -417,6 +421,221 @@ static void test_spans(void **state) {
   free(line);
 }
 
+/* ---- json_quick.c ---------------------------------------------------------*/
+
+static void same_num(const char *num) {
+  char line[256];
+  snprintf(line, sizeof line,
+           "{\"type\":\"command\",\"action\":\"step\",\"data\":{\"v\":%s,"
+           "\"w\":[%s]}}",
+           num, num);
+  same_str(line);
+  json_error_t e;
+  json_t *a = json_loadb(line, strlen(line), JSON_REJECT_DUPLICATES, &e);
+  json_t *b = pa_json_load_line(line, strlen(line), &e);
+  if (a && b) { /* the very bits, the sign of zero too */
+    json_t *va = json_object_get(json_object_get(a, "data"), "v");
+    json_t *vb = json_object_get(json_object_get(b, "data"), "v");
+    assert_int_equal(json_typeof(va), json_typeof(vb));
+    if (json_is_real(va)) {
+      double x = json_real_value(va), y = json_real_value(vb);
+      if (memcmp(&x, &y, sizeof x) != 0)
+        fail_msg("%s: jansson %.17g, quick %.17g", num, x, y);
+    }
+  }
+  json_decref(a);
+  json_decref(b);
+}
+
+static void test_quick_numbers(void **state) {
+  (void)state;
+  static const char *fixed[] = {"0",
+                                "-0",
+                                "0.0",
+                                "-0.0",
+                                "1",
+                                "-1",
+                                "0.2",
+                                "-0.2",
+                                "1e5",
+                                "1E5",
+                                "1e+5",
+                                "1e-5",
+                                "2.5e-3",
+                                "123456789012345678",
+                                "-123456789012345678",
+                                "1234567890123456789",
+                                "9223372036854775807",
+                                "-9223372036854775808",
+                                "9223372036854775808",
+                                "123456789012345.6",
+                                "1234567890123456.7",
+                                "0.000000000000000000001",
+                                "1e22",
+                                "1e23",
+                                "1e-22",
+                                "1e-23",
+                                "1e308",
+                                "1e309",
+                                "1e400",
+                                "1e-400",
+                                "0e500",
+                                "01",
+                                "-01",
+                                "1.",
+                                ".5",
+                                "-",
+                                "+1",
+                                "1e",
+                                "1e+",
+                                "1.5x",
+                                "1.5.2",
+                                "0x10",
+                                "1ee5",
+                                "--1",
+                                "1-",
+                                "Infinity",
+                                "NaN",
+                                "true",
+                                "false",
+                                "null",
+                                "tru",
+                                "nul",
+                                "1.0e0",
+                                "5e-324",
+                                "2.2250738585072014e-308",
+                                "0.1e1",
+                                "100e-2",
+                                "3.141592653589793",
+                                "3.14159265358979",
+                                "1 ",
+                                " 1",
+                                "1\t"};
+  for (size_t i = 0; i < sizeof fixed / sizeof *fixed; i++)
+    same_num(fixed[i]);
+  unsigned seed = 37u;
+  char num[64];
+  for (int i = 0; i < 20000; i++) {
+    double d = ((double)rand_r(&seed) / RAND_MAX - 0.5) *
+               pow(10.0, (double)(rand_r(&seed) % 40) - 20.0);
+    int prec = 1 + rand_r(&seed) % 17;
+    switch (i % 4) {
+    case 0:
+      snprintf(num, sizeof num, "%.*g", prec, d);
+      break;
+    case 1:
+      snprintf(num, sizeof num, "%.*e", prec, d);
+      break;
+    case 2:
+      snprintf(num, sizeof num, "%.*f", prec % 12, d);
+      break;
+    default:
+      snprintf(num, sizeof num, "%lld",
+               (long long)rand_r(&seed) * rand_r(&seed) * (i % 8 ? 1 : -1));
+      break;
+    }
+    same_num(num);
+  }
+}
+
+static void test_quick_shapes(void **state) {
+  (void)state;
+  static const char *lines[] = {"{}",
+                                " {} ",
+                                "{\"a\":{}}",
+                                "{\"a\":[]}",
+                                "{\"a\":[1,[2,{\"b\":[]}]]}",
+                                "{\"a\":1,\"a\":2}",
+                                "{\"d\":{\"a\":1,\"a\":2}}",
+                                "{\"a\":\"x\\\"y\"}",
+                                "{\"a\":\"\\u00e9\"}",
+                                "{\"a\":\"\xc3\xa9\"}",
+                                "{\"a\":\"\x7f\"}",
+                                "{\"a\":\"tab\there\"}",
+                                "{\"a\\n\":1}",
+                                "{\"\":1}",
+                                "{\"a\":1,}",
+                                "{\"a\":1",
+                                "{\"a\" 1}",
+                                "{\"a\":1}x",
+                                "{\"a\":1}{}",
+                                "[1,2]",
+                                "\"s\"",
+                                "1",
+                                "",
+                                " ",
+                                "{\"a\":[1,2,]}",
+                                "{\"a\":[[[[[[[[[[[[1]]]]]]]]]]]]}",
+                                "{\"a\":true,\"b\":false,\"c\":null}",
+                                "{\"a\":truex}",
+                                "{\"type\":\"command\",\"action\":\"step\","
+                                "\"data\":{\"v\":0.2,\"w\":0.1}}"
+                                "\r\n"};
+  for (size_t i = 0; i < sizeof lines / sizeof *lines; i++)
+    same_str(lines[i]);
+  char nul[] = "{\"a\":\"x\0y\"}";
+  same(nul, sizeof nul - 1);
+  /* what clients send most is taken by the quick road */
+  static const char *common[] = {
+      "{\"type\":\"command\",\"action\":\"step\",\"data\":{\"v\":0.2,"
+      "\"w\":-0.1}}\n",
+      "{\"type\":\"command\",\"action\":\"step_batch\",\"request_id\":12,"
+      "\"data\":{\"robots\":[0],\"steps\":20,\"binary\":true,\"observe\":"
+      "false,\"actions_b64\":\"AAAAAAAA8D8AAAAAAAAAAA==\"}}\n",
+      "{\"type\":\"sim_control\",\"action\":\"step_n\",\"data\":{\"steps\":"
+      "20}}\n"};
+  for (size_t i = 0; i < sizeof common / sizeof *common; i++) {
+    json_t *q = pa_json_quick_parse(common[i], strlen(common[i]));
+    assert_non_null(q);
+    json_decref(q);
+    same_str(common[i]);
+  }
+  char *line = real_line();
+  json_t *q = pa_json_quick_parse(line, strlen(line));
+  assert_non_null(q);
+  json_decref(q);
+  free(line);
+}
+
+static void test_quick_mutations(void **state) {
+  (void)state;
+  static const char base[] =
+      "{\"type\":\"command\",\"request_id\":\"r7\",\"action\":\"step\","
+      "\"data\":{\"v\":0.25,\"w\":-1.5e-3,\"steps\":20,\"pose\":[1,2.5,-3]}}";
+  static const char pick[] = "{}[]\":,\\ \t\nadtA0+/=_-.eE1u\xff";
+  char m[sizeof base + 8];
+  unsigned seed = 20261202u;
+  for (int iter = 0; iter < 20000; iter++) {
+    size_t n = sizeof base - 1;
+    memcpy(m, base, n);
+    int edits = 1 + (int)(rand_r(&seed) % 3);
+    for (int e = 0; e < edits; e++) {
+      size_t p = (size_t)rand_r(&seed) % n;
+      unsigned r = (unsigned)rand_r(&seed);
+      char c =
+          (char)(r % 3 == 0 ? rand_r(&seed) & 0xff
+                            : pick[(size_t)rand_r(&seed) % (sizeof pick - 1)]);
+      switch (r / 4 % 3) {
+      case 0:
+        m[p] = c;
+        break;
+      case 1:
+        if (n + 1 >= sizeof m)
+          break;
+        memmove(m + p + 1, m + p, n - p);
+        m[p] = c;
+        n++;
+        break;
+      default:
+        memmove(m + p, m + p + 1, n - p - 1);
+        n--;
+        break;
+      }
+    }
+    same(m, n);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_real_line),
@@ -427,6 +646,9 @@ int main(void) {
       cmocka_unit_test(test_errors_and_spacing),
       cmocka_unit_test(test_mutations),
       cmocka_unit_test(test_spans),
+      cmocka_unit_test(test_quick_numbers),
+      cmocka_unit_test(test_quick_shapes),
+      cmocka_unit_test(test_quick_mutations),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -65,44 +65,6 @@ static void splices_free(pa_client *c) {
   c->n_spl = c->cap_spl = 0;
 }
 
-/* A range as JSON, rounded to a micrometre: "3.5", "12", "0.000125". */
-static size_t fmt_range(char *out, float f) {
-  double d = (double)f;
-  if (!isfinite(d) || fabs(d) > 1e9) {
-    memcpy(out, "null", 4);
-    return 4;
-  }
-  char *p = out;
-  long long q = llround(d * 1e6);
-  if (q < 0) {
-    *p++ = '-';
-    q = -q;
-  }
-  long long ip = q / 1000000, fp = q % 1000000;
-  char tmp[24];
-  int k = 0;
-  do {
-    tmp[k++] = (char)('0' + ip % 10);
-    ip /= 10;
-  } while (ip);
-  while (k)
-    *p++ = tmp[--k];
-  if (fp) {
-    *p++ = '.';
-    char frac[6];
-    for (int i = 5; i >= 0; i--) {
-      frac[i] = (char)('0' + fp % 10);
-      fp /= 10;
-    }
-    int last = 5;
-    while (frac[last] == '0')
-      last--;
-    memcpy(p, frac, (size_t)last + 1);
-    p += last + 1;
-  }
-  return (size_t)(p - out);
-}
-
 /* ---- envelope ------------------------------------------------------------*/
 
 static void echo_id(json_t *out, const json_t *req) {
@@ -215,7 +177,7 @@ static void write_spliced(pa_client *c, const char *s, size_t n) {
     for (uint32_t i = 0; i < sp->n; i++) {
       if (i)
         out[len++] = ',';
-      size_t m = fmt_range(num, sp->r[i]);
+      size_t m = pa_json_fmt_range(num, sp->r[i]);
       memcpy(out + len, num, m);
       len += m;
     }
@@ -259,6 +221,14 @@ static void send_line(pa_client *c, const char *s, size_t n) {
 }
 
 static void send_json(pa_client *c, json_t *o) {
+  size_t len;
+  const char *line = pa_json_dump_line(o, &len); /* json_fast.c */
+  if (line) {
+    send_line(c, line, len);
+    json_decref(o);
+    pa_json_fast_trim();
+    return;
+  }
   char *s = json_dumps(o, DUMP_FLAGS);
   json_decref(o);
   if (!s) {
@@ -604,6 +574,11 @@ void pa_json_complete(pa_client *c, const pa_reply *r) {
   if (pa_gw_reply_error(g, r, &st, msg, sizeof msg)) {
     resp =
         envelope_err(req, a->name, st, msg, r ? r->sim_time : pa_json_now(g));
+  } else if (a->done == pa_json_done_step && pa_json_step_fast(c, req)) {
+    /* lockstep's reply, written with no tree (json_fast.c) */
+    json_decref(req);
+    observe(g, a, pa_now_ns() - c->jstart_ns);
+    return;
   } else {
     jctx x;
     memset(&x, 0, sizeof x);

@@ -108,6 +108,28 @@ double pa_json_now(pa_netgw *g);
  * written; NULL when out of memory. */
 json_t *pa_json_ranges(pa_client *c, const float *r, uint32_t n);
 
+/* ---- json_fast.c ----------------------------------------------------------*/
+
+/* [bytes] room pa_json_fmt_real may write */
+#define PA_JSON_REAL_MAX 32u
+/* d as json_dumps writes json_real(d) at JSON_REAL_PRECISION(12) (the same
+ * bytes); 0 when d is not finite (jansson has no such real). */
+size_t pa_json_fmt_real(char *out, double d);
+/* A scan range rounded to a micrometre ("3.5", "12", "0.000125", "null"
+ * when not finite or over 1e9): at most 19 bytes. */
+size_t pa_json_fmt_range(char *out, float f);
+/* Writes the answered `step`'s reply (pa_json_done_step's, in one buffer,
+ * no tree) and returns true; false when it is unusual (a batch, SSL, agents,
+ * a string to escape, a non-finite number): nothing written, take the
+ * general road. */
+bool pa_json_step_fast(pa_client *c, json_t *req);
+/* The line json_dumps(v, JSON_COMPACT | JSON_REAL_PRECISION(12)) writes and
+ * its '\n', the same bytes, in a buffer reused until the next call (*n its
+ * length); NULL where jansson's own dump is needed (a string past ASCII). */
+const char *pa_json_dump_line(json_t *v, size_t *n);
+/* Frees that buffer when a big reply grew it. */
+void pa_json_fast_trim(void);
+
 /* ---- json_lex.c -----------------------------------------------------------*/
 
 /* A long base64 value of root.data that pa_json_load_line puts back
@@ -122,6 +144,14 @@ int pa_json_lex_spans(const char *line, size_t len, lex_span sp[2]);
 /* json_loadb(line, len, JSON_REJECT_DUPLICATES, je), the same tree or error,
  * but a long base64 data.actions_b64 / data.robots_b64 is not lexed. */
 json_t *pa_json_load_line(const char *line, size_t len, json_error_t *je);
+
+/* ---- json_quick.c ---------------------------------------------------------*/
+
+/* The tree json_loadb(line, len, JSON_REJECT_DUPLICATES) builds when the line
+ * is an object of the plain kind requests are (ASCII strings without
+ * escapes, short numbers), in one pass; NULL for anything else (jansson
+ * then parses it and words its error). */
+json_t *pa_json_quick_parse(const char *line, size_t len);
 
 /* ---- json_args.c: request fields (1 found, 0 absent, -1 bad: error set) ---*/
 

@@ -160,6 +160,9 @@ int pa_json_lex_spans(const char *line, size_t len, lex_span sp[2]) {
 }
 
 json_t *pa_json_load_line(const char *line, size_t len, json_error_t *je) {
+  json_t *quick = pa_json_quick_parse(line, len); /* json_quick.c */
+  if (quick)
+    return quick;
   lex_span sp[2];
   int ok = pa_json_lex_spans(line, len, sp);
   if (ok == 0)
