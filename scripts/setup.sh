@@ -81,8 +81,10 @@ fi
 
 # The browser and Foxglove/MCAP client tests' npm packages, pinned in
 # tests/web/package-lock.json; installed again only when the lockfile changes.
+# A node_modules that is a symlink (a git worktree sharing another checkout's
+# install) is left alone: npm ci would empty the directory it points to.
 web=$root/tests/web
-if ((test_deps)) && [[ ! -f $web/node_modules/.package-lock.json || $web/package-lock.json -nt $web/node_modules/.package-lock.json ]]; then
+if ((test_deps)) && [[ ! -L $web/node_modules ]] && [[ ! -f $web/node_modules/.package-lock.json || $web/package-lock.json -nt $web/node_modules/.package-lock.json ]]; then
   echo "setup: npm ci in tests/web"
   (cd "$web" && npm ci --no-audit --no-fund --loglevel=error)
 fi
