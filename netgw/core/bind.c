@@ -11,6 +11,8 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 int pa_bind_listen(const char *addr, unsigned port, bool walk, int backlog,
@@ -69,6 +71,60 @@ int pa_bind_listen(const char *addr, unsigned port, bool walk, int backlog,
              strerror(first_errno), flag);
   errno = first_errno; /* the caller tells a taken port from other causes */
   return -1;
+}
+
+/* 1 when a process listens at addr, 0 when nobody does (a stale file). */
+static int unix_live(const struct sockaddr_un *sun) {
+  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0)
+    return 1; /* cannot tell: leave the file alone */
+  int r = connect(fd, (const struct sockaddr *)sun, sizeof *sun);
+  int e = errno;
+  close(fd);
+  return !(r != 0 && (e == ECONNREFUSED || e == ENOENT));
+}
+
+int pa_bind_unix(const char *path, const char *flag, char *err, size_t err_sz) {
+  struct sockaddr_un sun;
+  memset(&sun, 0, sizeof sun);
+  sun.sun_family = AF_UNIX;
+  if (!path || !path[0] || strlen(path) >= sizeof sun.sun_path) {
+    snprintf(err, err_sz,
+             "cannot listen on unix socket %s: the path is empty or longer "
+             "than %zu bytes (%s)",
+             path ? path : "(null)", sizeof sun.sun_path - 1, flag);
+    errno = EINVAL;
+    return -1;
+  }
+  memcpy(sun.sun_path, path, strlen(path) + 1);
+  struct stat sb;
+  if (lstat(path, &sb) == 0) {
+    if (!S_ISSOCK(sb.st_mode) || unix_live(&sun)) {
+      snprintf(err, err_sz, "cannot listen on unix socket %s: %s (%s)", path,
+               S_ISSOCK(sb.st_mode) ? "a live process listens there"
+                                    : "a file that is not a socket is there",
+               flag);
+      errno = EADDRINUSE;
+      return -1;
+    }
+    unlink(path); /* a stopped process's socket */
+  }
+  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  mode_t old = umask(0177); /* created 0600: no window with wider rights */
+  int r = fd < 0 ? -1 : bind(fd, (struct sockaddr *)&sun, sizeof sun);
+  umask(old);
+  if (r != 0 || listen(fd, 128) != 0) {
+    int e = errno;
+    snprintf(err, err_sz, "cannot listen on unix socket %s: %s (%s)", path,
+             strerror(e), flag);
+    if (fd >= 0)
+      close(fd);
+    if (r == 0)
+      unlink(path);
+    errno = e;
+    return -1;
+  }
+  return fd;
 }
 
 int pa_bind_udp(const char *addr, unsigned port, const char *flag,

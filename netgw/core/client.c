@@ -435,7 +435,14 @@ void pa_gw_on_accept(struct evconnlistener *lis, evutil_socket_t fd,
   pa_netgw *g = arg;
   g->loops++;
   pa_core_client_seen(g); /* from now on a kept port is never walked past */
-  if (sa->sa_family != AF_INET || salen < (int)sizeof(struct sockaddr_in)) {
+  /* --unix_socket: a same-host client, counted (and sent UDP) as loopback */
+  struct sockaddr_in local = {.sin_family = AF_INET,
+                              .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+  bool unix_peer = sa->sa_family == AF_UNIX;
+  if (unix_peer) {
+    sa = (struct sockaddr *)&local;
+  } else if (sa->sa_family != AF_INET ||
+             salen < (int)sizeof(struct sockaddr_in)) {
     evutil_closesocket(fd);
     return;
   }
@@ -470,7 +477,8 @@ void pa_gw_on_accept(struct evconnlistener *lis, evutil_socket_t fd,
   c->id = ((uint64_t)++g->gens[slot] << 32) | slot;
   memcpy(&c->peer, sa, sizeof c->peer);
   int one = 1;
-  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  if (!unix_peer)
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
   c->bev = bufferevent_socket_new(g->base, fd, BEV_OPT_CLOSE_ON_FREE);
   c->timeout_ev = evtimer_new(g->base, pa_gw_on_timeout, c);
   c->drive_ev = evtimer_new(g->base, pa_gw_on_drive_retry, c);
@@ -499,6 +507,8 @@ void pa_gw_on_relisten(evutil_socket_t fd, short what, void *arg) {
   (void)fd, (void)what;
   pa_netgw *g = arg;
   evconnlistener_enable(g->lis);
+  if (g->lis_unix)
+    evconnlistener_enable(g->lis_unix);
 }
 
 void pa_gw_on_accept_error(struct evconnlistener *lis, void *arg) {

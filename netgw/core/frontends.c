@@ -21,7 +21,8 @@ const pa_frontend *const pa_frontends[] = {
 const char pa_core_flags[] =
     "instance bind token tcp_feedback_hz max_clients idle_timeout_ms "
     "max_clients_per_peer reserve_clients request_timeout_ms max_output "
-    "odom_watch_us realtime no_port_walk allow_origin data_dir camera_chunk";
+    "odom_watch_us realtime no_port_walk allow_origin data_dir camera_chunk "
+    "unix_socket";
 
 const pa_frontend *pa_core_frontend(const char *name) {
   for (const pa_frontend *const *f = pa_frontends; *f; f++)

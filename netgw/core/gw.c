@@ -54,6 +54,7 @@ pa_netgw_def pa_netgw_def_default(void) {
       .http_port = 0, /* the process: --http_port 8080 */
       .web_dir = "",
       .upload_dir = "",
+      .unix_socket = "",
       .beacon_port = PA_BEACON_PORT,
       .ssl_control_port = 10300,
       .ssl_blue_port = 10301,
@@ -221,6 +222,23 @@ static int listen_control(pa_netgw *g, char *err, size_t err_sz) {
   }
   evconnlistener_set_error_cb(g->lis, pa_gw_on_accept_error);
   g->port = bound_port;
+  if (!g->def.unix_socket || !g->def.unix_socket[0])
+    return 0;
+  /* --unix_socket: the same clients, on a path (pa_gw_on_accept) */
+  int ufd = pa_bind_unix(g->def.unix_socket, "--unix_socket", err, err_sz);
+  if (ufd < 0)
+    return -1;
+  g->lis_unix =
+      evconnlistener_new(g->base, pa_gw_on_accept, g,
+                         LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC, 0, ufd);
+  if (!g->lis_unix) {
+    close(ufd);
+    unlink(g->def.unix_socket);
+    snprintf(err, err_sz, "evconnlistener_new failed");
+    return -1;
+  }
+  evconnlistener_set_error_cb(g->lis_unix, pa_gw_on_accept_error);
+  pa_info("control protocol also on unix socket %s", g->def.unix_socket);
   return 0;
 }
 
@@ -423,6 +441,10 @@ void pa_netgw_destroy(pa_netgw *g) {
   pa_core_ask_free(g);
   if (g->lis)
     evconnlistener_free(g->lis);
+  if (g->lis_unix) {
+    evconnlistener_free(g->lis_unix);
+    unlink(g->def.unix_socket);
+  }
   if (g->base)
     event_base_free(g->base);
   if (g->stop_fd >= 0)

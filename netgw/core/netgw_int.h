@@ -401,6 +401,7 @@ typedef struct pa_netgw {
   pa_ctl *ctl;
   struct event_base *base;
   struct evconnlistener *lis;
+  struct evconnlistener *lis_unix; /* --unix_socket, or NULL */
   struct event *relisten_ev;
   unsigned port;
   pa_client **clients; /* [max_clients] */

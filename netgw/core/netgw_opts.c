@@ -54,6 +54,9 @@ static const pa_opt_row rows[] = {
     {STR(def.web_dir, "web_dir", "",
          "directory of the web pages ('' = the source tree's web/ or "
          "<bin>/../share/playarea/web)")},
+    {STR(def.unix_socket, "unix_socket", "",
+         "also serve the control protocol on this Unix-domain socket path "
+         "(same host, mode 0600; '' = off): NavEnv(shm=True) steps over it")},
     {STR(def.upload_dir, "upload_dir", "",
          "the editor's \"Run it\" writes maps and worlds here (under pa-sim's "
          "--data_dir; '' = off)")},

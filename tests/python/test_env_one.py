@@ -225,5 +225,99 @@ class Shm1(unittest.TestCase):
             env.close()
 
 
+class UnixSocket(unittest.TestCase):
+    """NavEnv(shm=True) on its own stack steps over pa-netgw's --unix_socket:
+    the same observations as TCP bit for bit, errors by name, nothing left."""
+
+    def test_same_as_tcp_bit_for_bit(self):
+        import socket
+        a = NavEnv(instance=instance(), beams=360, max_episode_steps=40)
+        b = NavEnv(instance=instance(), beams=360, max_episode_steps=40, shm=True)
+        with closing(a), closing(b):
+            self.assertEqual(a.world.conn.sock.family, socket.AF_INET)
+            self.assertEqual(b.world.conn.sock.family, socket.AF_UNIX)
+            path = b.world.stack.unix_path
+            self.assertTrue(os.path.exists(path))
+            self.assertEqual(os.stat(path).st_mode & 0o777, 0o600)
+            for ep in range(3):
+                oa, ia = a.reset(seed=11 + ep)
+                ob, ib = b.reset(seed=11 + ep)
+                self.assertEqual(ia["start"], ib["start"])
+                for k in range(40):
+                    oa, ra, ta, ua, ia = a.step(acts(k + ep))
+                    ob, rb, tb, ub, ib = b.step(acts(k + ep))
+                    for key in oa:
+                        self.assertEqual(oa[key].tobytes(), ob[key].tobytes(), (ep, k, key))
+                    self.assertEqual((ra, ta, ua), (rb, tb, ub))
+                    self.assertEqual(ia, ib)
+                    if ta or ua:
+                        break
+            # errors by name over the unix socket, and the connection goes on
+            with self.assertRaises(Error) as e:
+                b.world.conn.step1(9999, 0.0, 0.0, 20)
+            self.assertIn("9999", str(e.exception))
+            b.step(acts(0))
+            d = b.world.stack.unix_dir
+        self.assertFalse(os.path.exists(d))  # close removed the socket's directory
+
+    def test_gateway_restart_replaces_its_socket(self):
+        """pa-netgw killed: the step fails by name (no hang), the restarted one
+        replaces the stale socket file and the env steps on over a new one."""
+        import signal
+        import time
+        from playarea.env._stack import Conn
+        with closing(NavEnv(instance=instance(), beams=36, shm=True)) as env:
+            env.reset(seed=3)
+            st = env.world.stack
+            kids = [int(p) for p in os.listdir("/proc") if p.isdigit()]
+            gw = []
+            for p in kids:
+                try:
+                    with open("/proc/%d/stat" % p) as f:
+                        fields = f.read().rsplit(")", 1)[1].split()
+                    with open("/proc/%d/comm" % p) as f:
+                        comm = f.read().strip()
+                except OSError:
+                    continue
+                if comm == "pa-netgw" and int(fields[1]) == st.proc.pid:
+                    gw.append(p)
+            self.assertEqual(len(gw), 1)
+            os.kill(gw[0], signal.SIGKILL)
+            with self.assertRaises(StackError):
+                for _ in range(1000):
+                    env.step(acts(0))
+            deadline = time.monotonic() + 30
+            while True:
+                try:
+                    c = Conn(None, None, timeout=5, unix_path=st.unix_path)
+                    break
+                except StackError:
+                    self.assertLess(time.monotonic(), deadline)
+                    time.sleep(0.05)
+            old = env.world.conn
+            env.world.conn = c
+            old.close()
+            env.reset(seed=3)
+            o, *_ = env.step(acts(1))
+            self.assertEqual(o["scan"].shape, (36,))
+
+    def test_taken_path_is_an_error_by_name(self):
+        import subprocess
+        import tempfile
+        from playarea.env._stack import find_bin_dir
+        with tempfile.TemporaryDirectory() as td:
+            path = os.path.join(td, "not-a-socket")
+            with open(path, "w") as f:
+                f.write("x")
+            r = subprocess.run([os.path.join(find_bin_dir(), "playarea"), "--tcp_port", "0",
+                                "--no-render", "--paused", "--instance", instance(),
+                                "--unix_socket", path],
+                               capture_output=True, text=True, timeout=60)
+            self.assertNotEqual(r.returncode, 0)
+            self.assertIn("cannot listen on unix socket", r.stderr)
+            with open(path) as f:
+                self.assertEqual(f.read(), "x")  # left as it was
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -60,10 +60,20 @@ class LocalStack:
     """`playarea --tcp_port 0 --paused` started in its own session; stop() leaves nothing
     (and every stack still running when the interpreter exits is stopped then)."""
 
-    def __init__(self, args=(), bin_dir=None, instance=None, timeout=60.0, render=False):
+    def __init__(self, args=(), bin_dir=None, instance=None, timeout=60.0, render=False,
+                 unix=False):
         self.bin_dir = find_bin_dir(bin_dir)
         self.log = tempfile.NamedTemporaryFile(prefix="pa-env-", suffix=".log", delete=False)
         argv = [os.path.join(self.bin_dir, "playarea"), "--tcp_port", "0", "--paused"]
+        # unix: pa-netgw serves the control protocol on a socket in a private
+        # directory too (--unix_socket), which stop() removes
+        self.unix_dir = self.unix_path = None
+        if unix:
+            self.unix_dir = tempfile.mkdtemp(prefix="pa-env-")
+            path = os.path.join(self.unix_dir, "ctl.sock")
+            if len(path.encode()) < 100:  # sun_path holds 107 bytes
+                self.unix_path = path
+                argv += ["--unix_socket", path]
         if instance:
             argv += ["--instance", instance]
         if not render:
@@ -146,6 +156,9 @@ class LocalStack:
             os.unlink(self.log.name)
         except OSError:
             pass
+        if self.unix_dir:
+            shutil.rmtree(self.unix_dir, ignore_errors=True)
+            self.unix_dir = None
         self.proc = None
         _live.discard(self)
 
@@ -158,9 +171,19 @@ class Conn:
     step_batch block straight into a block buffer, which step_batch's arrays
     are views of (valid until the next step_batch on this connection)."""
 
-    def __init__(self, host, port, timeout=60.0):
-        self.sock = socket.create_connection((host, port), timeout=timeout)
-        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    def __init__(self, host, port, timeout=60.0, unix_path=None):
+        if unix_path:  # pa-netgw's --unix_socket: the same protocol, same host
+            self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            try:
+                self.sock.settimeout(timeout)
+                self.sock.connect(unix_path)
+            except OSError as e:
+                self.sock.close()
+                raise StackError("cannot connect to pa-netgw's unix socket %s: %s"
+                                 % (unix_path, e)) from None
+        else:
+            self.sock = socket.create_connection((host, port), timeout=timeout)
+            self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         # A blocking socket with the kernel's timeouts: Python's own timeout
         # polls before every recv and send, one more syscall per step.
         self.sock.settimeout(None)
@@ -299,7 +322,10 @@ class Conn:
         if not (math.isfinite(v) and math.isfinite(w)):
             raise ValueError("actions must be finite")
         self._id += 1
-        self.sock.sendall(self._s1_tmpl % (self._id, base64.b64encode(_PACK2D(v, w))))
+        try:
+            self.sock.sendall(self._s1_tmpl % (self._id, base64.b64encode(_PACK2D(v, w))))
+        except (BrokenPipeError, ConnectionResetError) as e:  # pa-netgw gone
+            raise StackError("the connection to pa-netgw closed (%s)" % e) from None
         if self._lo != self._hi:  # bytes of another line wait: the general road
             return self._step1_slow(observe)
         buf = self._buf
@@ -307,6 +333,8 @@ class Conn:
             k = self.sock.recv_into(self._mv)
         except BlockingIOError:  # SO_RCVTIMEO
             raise StackError("pa-netgw sent no reply within %g s" % self.timeout) from None
+        except ConnectionResetError as e:  # pa-netgw killed with the request unread
+            raise StackError("the connection to pa-netgw closed (%s)" % e) from None
         if k == 0:
             raise StackError("the connection to pa-netgw closed")
         self._lo, self._hi = 0, k

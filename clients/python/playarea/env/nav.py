@@ -125,12 +125,13 @@ class _World:
                 args += ["--map_yaml", os.path.abspath(map_yaml)]
             if n_robots > 256:
                 args += ["--max_robots", str(n_robots)]
+            # shm: same host, so the steps go over a Unix-domain socket too
             self.stack = LocalStack(args, bin_dir=bin_dir, instance=instance,
-                                    render=bool(camera) or atlas)
+                                    render=bool(camera) or atlas, unix=bool(shm))
             host, port = self.stack.host, self.stack.port
         self.host, self.port = host, port
         try:
-            self.conn = Conn(host, port)
+            self.conn = Conn(host, port, unix_path=self.stack.unix_path if self.stack else None)
             self.conn.request("pause", type="sim_control")
             if generate_map:
                 self.conn.request("generate_map", dict(generate_map))
