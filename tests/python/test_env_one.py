@@ -318,6 +318,29 @@ class UnixSocket(unittest.TestCase):
             with open(path) as f:
                 self.assertEqual(f.read(), "x")  # left as it was
 
+    def test_live_path_refused_and_removed_on_exit(self):
+        """A second stack on a live socket's path is refused by name; the
+        first pa-netgw removes its socket file when the stack stops."""
+        import subprocess
+        from playarea.env._stack import LocalStack
+        st = LocalStack(instance=instance(), unix=True)
+        try:
+            path = st.unix_path
+            r = subprocess.run([os.path.join(st.bin_dir, "playarea"), "--tcp_port", "0",
+                                "--no-render", "--paused", "--instance", instance(),
+                                "--unix_socket", path],
+                               capture_output=True, text=True, timeout=60)
+            self.assertNotEqual(r.returncode, 0)
+            self.assertIn("a live process listens there", r.stderr)
+            self.assertTrue(os.path.exists(path))  # still the first stack's
+            st.proc.terminate()
+            st.proc.wait(20)
+            self.assertFalse(os.path.exists(path))  # pa-netgw unlinked it
+        finally:
+            d = st.unix_dir
+            st.stop()
+        self.assertFalse(os.path.exists(d))
+
 
 if __name__ == "__main__":
     unittest.main()

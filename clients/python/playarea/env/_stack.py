@@ -82,8 +82,14 @@ class LocalStack:
         env = dict(os.environ)
         env.setdefault("LIBGL_ALWAYS_SOFTWARE", "1")
         self.argv = argv
-        self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=self.log,
-                                     stdin=subprocess.DEVNULL, env=env, start_new_session=True)
+        try:
+            self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=self.log,
+                                         stdin=subprocess.DEVNULL, env=env,
+                                         start_new_session=True)
+        except BaseException:
+            if self.unix_dir:
+                shutil.rmtree(self.unix_dir, ignore_errors=True)
+            raise
         # Only a launcher that said ready owns its instance: one refused because the
         # name is taken must not have stop() remove another stack's shm objects.
         self.instance = None
