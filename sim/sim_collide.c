@@ -225,7 +225,8 @@ double pa_sim_int_wall_clearance(const pa_sim_model *m, double x, double y,
 
 static double bodies_clearance(const pa_sim_state *s, uint32_t skip, double x,
                                double y, double best, double wnx, double wny,
-                               double *nx, double *ny, bool robots);
+                               double *nx, double *ny, bool robots,
+                               const pa_sim_near *nb);
 
 /* The sign test of pa_sim_int_clearance(margin 0) >= 0, with early exits
  * (its best only decreases: once below r, the answer is known). */
@@ -240,7 +241,20 @@ bool pa_sim_int_free_near(const pa_sim_model *m, const pa_sim_state *s,
   double wall = wall_dist(m, x, y, r, NULL, NULL, true, memo);
   if (wall < r)
     return false;
-  return bodies_clearance(s, skip, x, y, wall, 0, 0, NULL, NULL, robots) - r >=
+  return bodies_clearance(s, skip, x, y, wall, 0, 0, NULL, NULL, robots, NULL) -
+             r >=
+         0;
+}
+
+bool pa_sim_int_move_free(const pa_sim_model *m, const pa_sim_state *s,
+                          uint32_t skip, double x, double y, double r,
+                          const pa_sim_near *nb, pa_sim_wall_memo *memo) {
+  double wall = wall_dist(m, x, y, r, NULL, NULL, true, memo);
+  if (wall < r)
+    return false;
+  return bodies_clearance(s, skip, x, y, wall, 0, 0, NULL, NULL, nb != NULL,
+                          nb && !nb->all ? nb : NULL) -
+             r >=
          0;
 }
 
@@ -482,14 +496,53 @@ double pa_sim_int_clearance_near(const pa_sim_model *m, const pa_sim_state *s,
   double reach = r + margin;
   double wnx = 0, wny = 0;
   double best = wall_dist(m, x, y, reach, &wnx, &wny, false, memo);
-  return bodies_clearance(s, skip, x, y, best, wnx, wny, nx, ny, robots) - r;
+  return bodies_clearance(s, skip, x, y, best, wnx, wny, nx, ny, robots, NULL) -
+         r;
+}
+
+double pa_sim_int_move_clearance(const pa_sim_model *m, const pa_sim_state *s,
+                                 uint32_t skip, double x, double y, double r,
+                                 double margin, double *nx, double *ny,
+                                 const pa_sim_near *nb,
+                                 pa_sim_wall_memo *memo) {
+  double reach = r + margin;
+  double wnx = 0, wny = 0;
+  double best = wall_dist(m, x, y, reach, &wnx, &wny, false, memo);
+  return bodies_clearance(s, skip, x, y, best, wnx, wny, nx, ny, nb != NULL,
+                          nb && !nb->all ? nb : NULL) -
+         r;
+}
+
+/* The robots of a move's strips (pa_sim_near): their radii from the strips'
+ * copies, their positions as they are now. */
+static void near_robots(const pa_sim_state *s, const pa_sim_near *nb,
+                        uint32_t skip, double x, double y, double *best,
+                        double *bnx, double *bny) {
+  const pa_sim_strips *st = nb->st;
+  for (uint32_t k = 0; k < nb->parts; k++)
+    for (uint32_t p = nb->lo[k]; p < nb->hi[k]; p++) {
+      uint32_t j = st->e[p].id;
+      if (j == skip)
+        continue;
+      double ex = x - s->rs[j].x, ey = y - s->rs[j].y, rj = st->e[p].r;
+      double rr = *best + rj, d2 = ex * ex + ey * ey;
+      if (d2 >= rr * rr)
+        continue;
+      double len = sqrt(d2), d = len - rj;
+      if (d < *best) {
+        *best = d;
+        *bnx = len > 1e-12 ? ex / len : 1;
+        *bny = len > 1e-12 ? ey / len : 0;
+      }
+    }
 }
 
 /* The rest of the clearance after the walls: obstacles and robots nearer
  * than best (the wall value, with its normal). Returns the smallest. */
 static double bodies_clearance(const pa_sim_state *s, uint32_t skip, double x,
                                double y, double best, double wnx, double wny,
-                               double *nx, double *ny, bool robots) {
+                               double *nx, double *ny, bool robots,
+                               const pa_sim_near *nb) {
   double bnx = wnx, bny = wny;
   for (uint32_t i = 0; i < s->obstacle_count; i++) {
     const pa_obstacle_info *o = &s->obs[i];
@@ -508,6 +561,8 @@ static double bodies_clearance(const pa_sim_state *s, uint32_t skip, double x,
   }
   const pa_sim_hash *h = &s->hash;
   if (!robots || s->ghosts) {
+  } else if (nb) {
+    near_robots(s, nb, skip, x, y, &best, &bnx, &bny);
   } else if (h->valid) {
     int64_t cx = pa_sim_ifloor(x / h->cell), cy = pa_sim_ifloor(y / h->cell);
     /* Aliased buckets are not skipped: a robot considered twice changes

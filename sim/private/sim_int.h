@@ -72,6 +72,49 @@ double pa_sim_int_clearance_near(const pa_sim_model *m, const pa_sim_state *s,
                                  uint32_t skip, double x, double y, double r,
                                  double margin, double *nx, double *ny,
                                  bool robots, pa_sim_wall_memo *memo);
+/* The same two for a move (sim_step.c): the other robots are those of nb
+ * (NULL: none near), never all of them. */
+struct pa_sim_near;
+bool pa_sim_int_move_free(const pa_sim_model *m, const pa_sim_state *s,
+                          uint32_t skip, double x, double y, double r,
+                          const struct pa_sim_near *nb, pa_sim_wall_memo *memo);
+double pa_sim_int_move_clearance(const pa_sim_model *m, const pa_sim_state *s,
+                                 uint32_t skip, double x, double y, double r,
+                                 double margin, double *nx, double *ny,
+                                 const struct pa_sim_near *nb,
+                                 pa_sim_wall_memo *memo);
+
+/* The moves' partition by space (sim_step.c): the plane cut along x into
+ * strips, each at least as wide as any robot's reach of the tick, so that
+ * the robots of strips two apart cannot touch each other's moves; robots by
+ * strip, then by start y and id (the order they move in). */
+#define PA_SIM_STRIPS 64
+typedef struct pa_sim_strip_ent {
+  double x, y, r; /* [m] start position, radius */
+  uint32_t id;
+} pa_sim_strip_ent;
+typedef struct pa_sim_strips {
+  pa_sim_strip_ent *e;               /* [cap] robots, by strip then (y, id) */
+  pa_sim_strip_ent *by;              /* [cap] by robot (r < 0: inactive) */
+  uint32_t start[PA_SIM_STRIPS + 1]; /* strip k: [start[k], start[k + 1]) */
+  uint32_t count;                    /* strips in use */
+  double x0, w; /* [m] strip k: x in [x0 + k w, x0 + (k + 1) w) */
+  double reach; /* [m] robots farther apart at the start: no
+                 * effect on each other's moves this tick */
+} pa_sim_strips;
+int pa_sim_int_strips_init(pa_sim_strips *st, uint32_t cap);
+void pa_sim_int_strips_free(pa_sim_strips *st);
+
+/* The robots that may matter for one robot's move: the entries [lo[k],
+ * hi[k]) of the strips (of pa_sim_strips), those within reach in y of its
+ * start (a few more than needed: ones farther away never are the nearest
+ * body nor overlap a tested point). Read at their current positions. */
+typedef struct pa_sim_near {
+  const pa_sim_strips *st;
+  uint32_t lo[3], hi[3];
+  uint32_t parts;
+  bool all; /* every robot instead (a small world: no strips) */
+} pa_sim_near;
 
 /* One robot's motion of this tick, planned before anyone moves (it depends
  * only on the robot's own state). */
