@@ -46,7 +46,7 @@ static double approach(double cur, double target, double acc, double dec,
 static bool free_at(const pa_sim_model *m, pa_sim_state *s, uint32_t id,
                     double x, double y, const pa_sim_near *nb) {
   return pa_sim_int_move_free(m, s, id, x, y, s->info[id].radius, nb,
-                              &s->motion[id].walls);
+                              &s->motion[id].walls, &s->motion[id].faces);
 }
 
 /* Largest f in [0, 1] with the robot free at p + f * d (p itself free). */
@@ -100,8 +100,9 @@ static bool move_disc(const pa_sim_model *m, pa_sim_state *s, uint32_t id,
     }
     bumped = true;
     double nx = 0, ny = 0;
-    double gap = pa_sim_int_move_clearance(m, s, id, r->x, r->y, rad, len, &nx,
-                                           &ny, nb, &s->motion[id].walls);
+    double gap =
+        pa_sim_int_move_clearance(m, s, id, r->x, r->y, rad, len, &nx, &ny, nb,
+                                  &s->motion[id].walls, &s->motion[id].faces);
     if (gap < 0)
       gap = 0;
     double into = -(sx * nx + sy * ny);
@@ -119,7 +120,7 @@ static bool move_disc(const pa_sim_model *m, pa_sim_state *s, uint32_t id,
     r->y += f * sy;
     double rx = (1 - f) * sx, ry = (1 - f) * sy;
     pa_sim_int_move_clearance(m, s, id, r->x + rx, r->y + ry, rad, 0, &nx, &ny,
-                              nb, &s->motion[id].walls);
+                              nb, &s->motion[id].walls, &s->motion[id].faces);
     double in2 = rx * nx + ry * ny;
     if (in2 < 0) {
       rx -= in2 * nx;

@@ -46,6 +46,27 @@ typedef struct pa_sim_wall_memo {
   uint32_t west;                  /* bit k: cell (cx - 1, y0 + k) blocked */
 } pa_sim_wall_memo;
 
+/* A robot's walls nearby, as the faces between its blocked and free cells
+ * (sim_collide.c): the cells of [x0, x1] x [y0, y1] and the faces of their
+ * sides, merged along each grid line into segments. The nearest point of
+ * the blocked cells to a free point lies on one of them, so a point whose
+ * reach stays in the box gets its exact distance from a few segments
+ * instead of the cell rows. n < 0: too many here (the row scans serve that
+ * box); map NULL: empty. */
+#define PA_SIM_WALL_SEGS 24
+typedef struct pa_sim_wall_cache {
+  const uint64_t *map;            /* m->blocked it was read from */
+  int32_t x0, y0, x1, y1;         /* the box [cells] */
+  int32_t n;                      /* segments, or -1 */
+  uint32_t vert;                  /* bit k: segment k lies on x = line */
+  int32_t line[PA_SIM_WALL_SEGS]; /* its grid line */
+  int32_t lo[PA_SIM_WALL_SEGS], hi[PA_SIM_WALL_SEGS]; /* its span on it */
+  /* A clearance known at a point (the map's, m->blocked at cmap): the walls
+   * are at least clear - |q - (cx, cy)| from any q [m, world]. */
+  const uint64_t *cmap;
+  double cx, cy, clear;
+} pa_sim_wall_cache;
+
 /* Empties every robot's memo rows: the model (its map) was replaced. */
 void pa_sim_int_walls_forget(pa_sim_state *s);
 /* pa_sim_set_grid_model / pa_sim_set_world_model that hand the replaced
@@ -77,12 +98,13 @@ double pa_sim_int_clearance_near(const pa_sim_model *m, const pa_sim_state *s,
 struct pa_sim_near;
 bool pa_sim_int_move_free(const pa_sim_model *m, const pa_sim_state *s,
                           uint32_t skip, double x, double y, double r,
-                          const struct pa_sim_near *nb, pa_sim_wall_memo *memo);
+                          const struct pa_sim_near *nb, pa_sim_wall_memo *memo,
+                          pa_sim_wall_cache *wc);
 double pa_sim_int_move_clearance(const pa_sim_model *m, const pa_sim_state *s,
                                  uint32_t skip, double x, double y, double r,
                                  double margin, double *nx, double *ny,
                                  const struct pa_sim_near *nb,
-                                 pa_sim_wall_memo *memo);
+                                 pa_sim_wall_memo *memo, pa_sim_wall_cache *wc);
 
 /* The moves' partition by space (sim_step.c): the plane cut along x into
  * strips, each at least as wide as any robot's reach of the tick, so that
@@ -119,12 +141,13 @@ typedef struct pa_sim_near {
 /* One robot's motion of this tick, planned before anyone moves (it depends
  * only on the robot's own state). */
 typedef struct pa_sim_motion {
-  double dx, dy;          /* [m] world-frame displacement wanted */
-  double v, vy, w;        /* limited body velocities */
-  double th0, dth;        /* heading at the start, turn over the tick */
-  double c0, s0;          /* cos, sin of th0 */
-  uint8_t alone;          /* no other robot near enough to matter this tick */
-  pa_sim_wall_memo walls; /* its wall checks' memory (pa_sim_int_free_near) */
+  double dx, dy;           /* [m] world-frame displacement wanted */
+  double v, vy, w;         /* limited body velocities */
+  double th0, dth;         /* heading at the start, turn over the tick */
+  double c0, s0;           /* cos, sin of th0 */
+  uint8_t alone;           /* no other robot near enough to matter this tick */
+  pa_sim_wall_memo walls;  /* its wall checks' memory (pa_sim_int_free_near) */
+  pa_sim_wall_cache faces; /* its walls nearby (pa_sim_int_move_free) */
   double arc_dth, arc_a, arc_b; /* the last arc factors computed (a robot
                                  * turning steadily reuses them) */
 } pa_sim_motion;
