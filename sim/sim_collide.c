@@ -176,33 +176,46 @@ static inline void clear_note(const pa_sim_model *m, pa_sim_wall_cache *wc,
   wc->clear = clear;
 }
 
-/* The exact distance [cells] from free point (gx, gy) to the blocked cells
- * when its window of reach rc cells lies in wc's box (refilled around cell
- * (cx, cy) otherwise): true with *d2 (squared; INFINITY: none in the box)
- * and the nearest point (bx, by); false when wc cannot say (too many faces
- * here, a box too big for its rows, the point on a face, or nothing within
- * reach for an exact question). */
-static bool faces_nearest(const pa_sim_model *m, pa_sim_wall_cache *wc,
-                          double gx, double gy, int64_t cx, int64_t cy,
-                          double rc, bool any, double *d2, double *bx,
-                          double *by) {
+/* What the faces nearby say of a free point's distance to the blocked
+ * cells within reach. */
+typedef enum faces_say {
+  FACES_ASK_ROWS, /* nothing: too many faces here, a box too big for its
+                   * rows, the point on a face, or nothing within reach for
+                   * an exact question (the row scan's value then is its
+                   * window's nearest cell, kept by a clearance) */
+  FACES_EXACT,    /* the distance (squared) and the nearest point */
+  FACES_WITHIN,   /* any: one face within reach (a distance to it) */
+  FACES_CLEAR,    /* nothing within reach */
+} faces_say;
+
+/* The faces of point (gx, gy) in cell (cx, cy), whose window of reach
+ * [m] must lie in wc's box (refilled around the cell otherwise). */
+static faces_say faces_nearest(const pa_sim_model *m, pa_sim_wall_cache *wc,
+                               double gx, double gy, int64_t cx, int64_t cy,
+                               double reach, bool any, double *d2, double *bx,
+                               double *by) {
+  const double res = m->grid.resolution, rc = reach / res;
   if (wc->map != m->blocked || pa_sim_ifloor(gx - rc) < wc->x0 ||
       pa_sim_ifloor(gx + rc) > wc->x1 || pa_sim_ifloor(gy - rc) < wc->y0 ||
       pa_sim_ifloor(gy + rc) > wc->y1) {
     int64_t h = (int64_t)rc + 4;
     if (h > 30)
-      return false;
+      return FACES_ASK_ROWS;
     faces_fill(m, wc, cx, cy, h);
   }
   if (wc->n < 0)
-    return false;
-  double best = INFINITY, px = 0, py = 0;
+    return FACES_ASK_ROWS;
+  double best = INFINITY, px = 0, py = 0, rc2 = rc * rc;
   for (int32_t k = 0; k < wc->n; k++) {
     double line = wc->line[k], lo = wc->lo[k], hi = wc->hi[k];
     bool v = (wc->vert >> k) & 1;
     double a = v ? gx : gy, b = v ? gy : gx; /* across, along the line */
     double da = line - a, db = b < lo ? lo - b : b > hi ? b - hi : 0;
     double e = da * da + db * db;
+    if (any && e < 1.0001 * rc2 && sqrt(e) * res < reach) { /* yes */
+      *d2 = e;
+      return FACES_WITHIN;
+    }
     if (e < best) {
       best = e;
       double nb = b < lo ? lo : b > hi ? hi : b;
@@ -210,16 +223,15 @@ static bool faces_nearest(const pa_sim_model *m, pa_sim_wall_cache *wc,
       py = v ? nb : line;
     }
   }
-  /* Beyond reach the row scan's value is its window's nearest cell (a
-   * clearance keeps it, with its normal): asked of the rows. */
-  if (!any && !(best < rc * rc))
-    return false;
+  /* within reach as the rows decide it: d [m] < reach */
+  if (!(sqrt(best) * res < reach))
+    return any ? FACES_CLEAR : FACES_ASK_ROWS;
   if (!(best > 1e-24))
-    return best == INFINITY ? (*d2 = best, true) : false;
+    return FACES_ASK_ROWS;
   *d2 = best;
   *bx = px;
   *by = py;
-  return true;
+  return FACES_EXACT;
 }
 
 /* The distance to the nearest blocked cell region within reach (see
@@ -242,19 +254,28 @@ static inline double wall_dist(const pa_sim_model *m, double x, double y,
     /* Fast path: the march field (clear >= safe + sqrt 2) bounds the
      * distance from this point: clear - 1/sqrt 2 - |offset from centre|. */
     uint8_t v = m->march[(size_t)(cy + 1) * m->march_w + (size_t)cx + 1];
-    double ox = gx - ((double)cx + 0.5), oy = gy - ((double)cy + 0.5);
-    double bound = m->march_safe[v] + 0.70710 - sqrt(ox * ox + oy * oy);
-    if (v >= 2 && bound * res >= reach) { /* code 1: clear may be < sqrt 2 */
-      if (wc)
-        clear_note(m, wc, x, y, bound * res);
-      return bound * res;
+    double top = m->march_safe[v] + 0.70710; /* the bound at the centre */
+    if (v >= 2 && top * res >= reach) { /* else the bound is short anyway */
+      double ox = gx - ((double)cx + 0.5), oy = gy - ((double)cy + 0.5);
+      double bound = top - sqrt(ox * ox + oy * oy);
+      if (bound * res >= reach) { /* code 1: clear may be < sqrt 2 */
+        if (wc)
+          clear_note(m, wc, x, y, bound * res);
+        return bound * res;
+      }
     }
     /* Near a wall: the nearest face of the robot's walls nearby. */
-    double d2, bx, by;
-    if (wc &&
-        faces_nearest(m, wc, gx, gy, cx, cy, reach / res, any, &d2, &bx, &by)) {
-      if (d2 == INFINITY)
-        return reach + res;
+    double d2 = 0, bx = 0, by = 0;
+    faces_say say =
+        wc ? faces_nearest(m, wc, gx, gy, cx, cy, reach, any, &d2, &bx, &by)
+           : FACES_ASK_ROWS;
+    if (say == FACES_WITHIN)
+      return sqrt(d2) * res;
+    if (say == FACES_CLEAR) { /* no blocked cell within reach */
+      clear_note(m, wc, x, y, reach);
+      return reach + res;
+    }
+    if (say == FACES_EXACT) {
       double d = sqrt(d2);
       clear_note(m, wc, x, y, d * res);
       if (nx && ny) {
