@@ -185,7 +185,8 @@ typedef enum faces_say {
                    * window's nearest cell, kept by a clearance) */
   FACES_EXACT,    /* the distance (squared) and the nearest point */
   FACES_WITHIN,   /* any: one face within reach (a distance to it) */
-  FACES_CLEAR,    /* nothing within reach */
+  FACES_CLEAR,    /* nothing within reach (a lower bound of the distance,
+                   * squared) */
 } faces_say;
 
 /* The faces of point (gx, gy) in cell (cx, cy), whose window of reach
@@ -224,8 +225,16 @@ static faces_say faces_nearest(const pa_sim_model *m, pa_sim_wall_cache *wc,
     }
   }
   /* within reach as the rows decide it: d [m] < reach */
-  if (!(sqrt(best) * res < reach))
-    return any ? FACES_CLEAR : FACES_ASK_ROWS;
+  if (!(sqrt(best) * res < reach)) {
+    if (!any)
+      return FACES_ASK_ROWS;
+    /* every blocked cell is at least as far as the nearest face or, when
+     * outside the box, as the box's side: *d2 then bounds the clearance */
+    double side = fmin(fmin(gx - wc->x0, wc->x1 + 1 - gx),
+                       fmin(gy - wc->y0, wc->y1 + 1 - gy));
+    *d2 = fmin(best, side * side);
+    return FACES_CLEAR;
+  }
   if (!(best > 1e-24))
     return FACES_ASK_ROWS;
   *d2 = best;
@@ -272,7 +281,7 @@ static inline double wall_dist(const pa_sim_model *m, double x, double y,
     if (say == FACES_WITHIN)
       return sqrt(d2) * res;
     if (say == FACES_CLEAR) { /* no blocked cell within reach */
-      clear_note(m, wc, x, y, reach);
+      clear_note(m, wc, x, y, fmax(reach, sqrt(d2) * res));
       return reach + res;
     }
     if (say == FACES_EXACT) {
