@@ -152,7 +152,13 @@ static void robot_plan(const pa_sim_model *m, pa_sim_state *s, uint32_t id,
   }
   const double dt = m->dt;
   const double th0 = r->theta;
-  const double c0 = cos(th0), s0 = sin(th0);
+  if (!mv->sc_ok || th0 != mv->sc_theta) {
+    mv->sc_theta = th0;
+    mv->sc_c = cos(th0);
+    mv->sc_s = sin(th0);
+    mv->sc_ok = true;
+  }
+  const double c0 = mv->sc_c, s0 = mv->sc_s;
 
   /* Targets in the robot frame, clamped to the velocity limits. */
   double tvx = r->cmd_v, tvy = 0, tw = r->cmd_w;
@@ -267,12 +273,14 @@ int pa_sim_int_strips_init(pa_sim_strips *st, uint32_t cap) {
   size_t n = cap ? cap : 1;
   st->e = calloc(n, sizeof *st->e);
   st->by = calloc(n, sizeof *st->by);
-  return st->e && st->by ? 0 : -1;
+  st->order = calloc(n, sizeof *st->order);
+  return st->e && st->by && st->order ? 0 : -1;
 }
 
 void pa_sim_int_strips_free(pa_sim_strips *st) {
   free(st->e);
   free(st->by);
+  free(st->order);
   memset(st, 0, sizeof *st);
 }
 
@@ -313,7 +321,17 @@ static int ent_cmp(const void *pa, const void *pb) {
   return ent_before(a, b) ? -1 : ent_before(b, a) ? 1 : 0;
 }
 
-/* The robots into strips (a counting sort, in id order within a strip). */
+/* Robot i's entry into its strip's next place. */
+static void strip_put(pa_sim_strips *st, uint32_t *fill, uint32_t i) {
+  pa_sim_strip_ent *b = &st->by[i], *e = &st->e[fill[b->id]++];
+  b->seen = 1;
+  *e = *b;
+  e->id = i;
+}
+
+/* The robots into strips (a counting sort), each strip in the last tick's
+ * order, then the robots new to the strips in id order: nearly sorted for
+ * strip_order (whose result does not depend on the input order). */
 static void strips_sort(const pa_sim_state *s, pa_sim_strips *st) {
   uint32_t *start = st->start, n = st->count;
   memset(start, 0, sizeof st->start);
@@ -331,31 +349,35 @@ static void strips_sort(const pa_sim_state *s, pa_sim_strips *st) {
     start[k + 1] += start[k];
   uint32_t fill[PA_SIM_STRIPS];
   memcpy(fill, start, sizeof fill);
-  for (uint32_t i = 0; i < s->robot_count; i++) {
-    const pa_sim_strip_ent *b = &st->by[i];
-    if (b->r < 0)
-      continue;
-    pa_sim_strip_ent *e = &st->e[fill[b->id]++];
-    *e = *b;
-    e->id = i;
+  for (uint32_t p = 0; p < st->last; p++) {
+    uint32_t i = st->order[p];
+    if (i < s->robot_count && st->by[i].r >= 0 && !st->by[i].seen)
+      strip_put(st, fill, i);
   }
+  for (uint32_t i = 0; i < s->robot_count; i++)
+    if (st->by[i].r >= 0 && !st->by[i].seen)
+      strip_put(st, fill, i);
 }
 
-/* Strip k by (y, id): insertion for a few robots, else qsort (a total order:
- * the same result either way). */
+/* Strip k by (y, id) (a total order: the same result from any input order
+ * and either sort). */
 static void strip_order(pa_sim_strips *st, uint32_t k) {
   pa_sim_strip_ent *e = st->e + st->start[k];
   uint32_t n = st->start[k + 1] - st->start[k];
-  if (n > 24) {
-    qsort(e, n, sizeof *e, ent_cmp);
-    return;
-  }
+  /* insertion (nearly sorted: the last tick's order), qsort past 8 moves a
+   * robot (a new world, teleports) */
+  uint64_t moves = 0, most = 8ull * n + 64;
   for (uint32_t i = 1; i < n; i++) {
     pa_sim_strip_ent t = e[i];
     uint32_t j = i;
     for (; j > 0 && ent_before(&t, &e[j - 1]); j--)
       e[j] = e[j - 1];
     e[j] = t;
+    moves += i - j;
+    if (moves > most) {
+      qsort(e, n, sizeof *e, ent_cmp);
+      return;
+    }
   }
 }
 
@@ -456,6 +478,10 @@ static void moves_run(const pa_sim_model *m, pa_sim_state *s) {
       move_item(&j, i, NULL, &c);
   s->bumps += c & 0xffffffffu;
   s->alone_moves += c >> 32;
+  pa_sim_strips *st = s->strips; /* this order is the next sort's input */
+  st->last = st->start[st->count];
+  for (uint32_t p = 0; p < st->last; p++)
+    st->order[p] = st->e[p].id;
 }
 
 void pa_sim_step(const pa_sim_model *m, pa_sim_state *s) {
@@ -621,7 +647,7 @@ int64_t pa_sim_int_step(const pa_sim_model *m, pa_sim_state *s, int64_t t0,
     if (l > lmax)
       lmax = l;
     if (strips) {
-      st->by[i] = (pa_sim_strip_ent){r->x, r->y, ri->radius, 0};
+      st->by[i] = (pa_sim_strip_ent){r->x, r->y, ri->radius, 0, 0};
       xmin = r->x < xmin ? r->x : xmin;
       xmax = r->x > xmax ? r->x : xmax;
     }

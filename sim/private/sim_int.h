@@ -114,10 +114,14 @@ double pa_sim_int_move_clearance(const pa_sim_model *m, const pa_sim_state *s,
 typedef struct pa_sim_strip_ent {
   double x, y, r; /* [m] start position, radius */
   uint32_t id;
+  uint32_t seen; /* by robot: placed from the last tick's order */
 } pa_sim_strip_ent;
 typedef struct pa_sim_strips {
-  pa_sim_strip_ent *e;               /* [cap] robots, by strip then (y, id) */
-  pa_sim_strip_ent *by;              /* [cap] by robot (r < 0: inactive) */
+  pa_sim_strip_ent *e;  /* [cap] robots, by strip then (y, id) */
+  pa_sim_strip_ent *by; /* [cap] by robot (r < 0: inactive) */
+  uint32_t *order;      /* [cap] the last tick's ids in e[]'s order (the next
+                         * sort's input: nearly sorted) */
+  uint32_t last;        /* how many */
   uint32_t start[PA_SIM_STRIPS + 1]; /* strip k: [start[k], start[k + 1]) */
   uint32_t count;                    /* strips in use */
   double x0, w; /* [m] strip k: x in [x0 + k w, x0 + (k + 1) w) */
@@ -148,6 +152,10 @@ typedef struct pa_sim_motion {
   uint8_t alone;           /* no other robot near enough to matter this tick */
   pa_sim_wall_memo walls;  /* its wall checks' memory (pa_sim_int_free_near) */
   pa_sim_wall_cache faces; /* its walls nearby (pa_sim_int_move_free) */
+  double sc_theta, sc_c, sc_s; /* the last heading's cos and sin (sc_ok:
+                                * computed; a robot not turning reuses
+                                * them) */
+  bool sc_ok;
   double arc_dth, arc_a, arc_b; /* the last arc factors computed (a robot
                                  * turning steadily reuses them) */
 } pa_sim_motion;
