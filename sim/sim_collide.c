@@ -117,8 +117,8 @@ static void faces_fill(const pa_sim_model *m, pa_sim_wall_cache *wc, int64_t cx,
   wc->y1 = (int32_t)(cy + h);
   wc->n = 0;
   wc->vert = 0;
-  const int64_t xs = cx - h - 1;
-  const int w = (int)(2 * h + 3); /* cells xs .. xs + w - 1 */
+  const int64_t xs = cx - h - 1, ys = cy - h - 1; /* the ring's corner */
+  const int w = (int)(2 * h + 3);                 /* cells xs .. xs + w - 1 */
   int32_t open[64];
   uint64_t prev_v = 0, prev_b = 0;
   for (int64_t j = cy - h - 1; j <= cy + h + 2; j++) {
@@ -131,9 +131,9 @@ static void faces_fill(const pa_sim_model *m, pa_sim_wall_cache *wc, int64_t cx,
       if (wc->n == PA_SIM_WALL_SEGS)
         goto full;
       wc->vert |= 1u << wc->n;
-      wc->line[wc->n] = (int32_t)(xs + t + 1);
-      wc->lo[wc->n] = open[t];
-      wc->hi[wc->n++] = (int32_t)j;
+      wc->line[wc->n] = (int8_t)(t + 1);
+      wc->lo[wc->n] = (int8_t)(open[t] - ys);
+      wc->hi[wc->n++] = (int8_t)(j - ys);
     }
     for (uint64_t st = v & ~prev_v; st; st &= st - 1)
       open[__builtin_ctzll(st)] = (int32_t)j;
@@ -145,9 +145,9 @@ static void faces_fill(const pa_sim_model *m, pa_sim_wall_cache *wc, int64_t cx,
         int a = __builtin_ctzll(starts), z = __builtin_ctzll(ends);
         if (wc->n == PA_SIM_WALL_SEGS)
           goto full;
-        wc->line[wc->n] = (int32_t)j;
-        wc->lo[wc->n] = (int32_t)(xs + a);
-        wc->hi[wc->n++] = (int32_t)(xs + z + 1);
+        wc->line[wc->n] = (int8_t)(j - ys);
+        wc->lo[wc->n] = (int8_t)a;
+        wc->hi[wc->n++] = (int8_t)(z + 1);
         starts &= starts - 1;
         ends &= ends - 1;
       }
@@ -207,9 +207,11 @@ static faces_say faces_nearest(const pa_sim_model *m, pa_sim_wall_cache *wc,
   if (wc->n < 0)
     return FACES_ASK_ROWS;
   double best = INFINITY, px = 0, py = 0, rc2 = rc * rc;
+  const int32_t ox = wc->x0 - 1, oy = wc->y0 - 1; /* the offsets' origin */
   for (int32_t k = 0; k < wc->n; k++) {
-    double line = wc->line[k], lo = wc->lo[k], hi = wc->hi[k];
     bool v = (wc->vert >> k) & 1;
+    int32_t ol = v ? ox : oy, os = v ? oy : ox; /* line, span */
+    double line = ol + wc->line[k], lo = os + wc->lo[k], hi = os + wc->hi[k];
     double a = v ? gx : gy, b = v ? gy : gx; /* across, along the line */
     double da = line - a, db = b < lo ? lo - b : b > hi ? b - hi : 0;
     double e = da * da + db * db;

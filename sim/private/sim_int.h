@@ -55,12 +55,13 @@ typedef struct pa_sim_wall_memo {
  * box); map NULL: empty. */
 #define PA_SIM_WALL_SEGS 24
 typedef struct pa_sim_wall_cache {
-  const uint64_t *map;            /* m->blocked it was read from */
-  int32_t x0, y0, x1, y1;         /* the box [cells] */
-  int32_t n;                      /* segments, or -1 */
-  uint32_t vert;                  /* bit k: segment k lies on x = line */
-  int32_t line[PA_SIM_WALL_SEGS]; /* its grid line */
-  int32_t lo[PA_SIM_WALL_SEGS], hi[PA_SIM_WALL_SEGS]; /* its span on it */
+  const uint64_t *map;    /* m->blocked it was read from */
+  int32_t x0, y0, x1, y1; /* the box [cells] */
+  int32_t n;              /* segments, or -1 */
+  uint32_t vert;          /* bit k: segment k lies on x = line */
+  /* segment k: its grid line and its span on it, in cells from the box's
+   * ring corner (x0 - 1, y0 - 1): a box is at most 61 cells a side */
+  int8_t line[PA_SIM_WALL_SEGS], lo[PA_SIM_WALL_SEGS], hi[PA_SIM_WALL_SEGS];
   /* A clearance known at a point (the map's, m->blocked at cmap): the walls
    * are at least clear - |q - (cx, cy)| from any q [m, world]. */
   const uint64_t *cmap;
