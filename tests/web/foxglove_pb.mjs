@@ -85,9 +85,17 @@ async function furnish(j) {
 
 // The first full /scene update (it deletes all) holding every id of ids.
 function fullScene(f, ids, parse) {
-  return waitFor(() => f.msgs.filter((m) => m.topic === "/scene").map((m) => [m, parse(m)])
-    .find(([, u]) => u.deletions.some((d) => d.type === 1) &&
-      ids.every((id) => u.entities.some((e) => e.id === id))), 15000, "a full /scene");
+  return waitFor(() => scenes(f, parse).find(([, u]) => u.deletions.some((d) => d.type === 1) &&
+    ids.every((id) => u.entities.some((e) => e.id === id))), 15000, "a full /scene");
+}
+
+// f's /scene messages with each one parsed once (a decode spawns python).
+function scenes(f, parse = f.sceneParse) {
+  f.sceneParse = parse;
+  return f.msgs.filter((m) => m.topic === "/scene").map((m) => {
+    m.parsed ??= parse(m);
+    return [m, m.parsed];
+  });
 }
 
 const tests = {
@@ -196,8 +204,7 @@ const tests = {
     // an update that is not full: what changed, and deletions by id
     await stack.json.ok("update_visual", { name: "s", position: [1, 2.5, 0.5] });
     await stack.json.ok("remove_visual", { name: "b" });
-    const upd = await waitFor(() => f.msgs.filter((m) => m.topic === "/scene").map((m) =>
-      decode(schema, "foxglove.SceneUpdate", [raw(m)], true).msgs[0]).find((u) =>
+    const upd = await waitFor(() => scenes(f).map(([, u]) => u).find((u) =>
       (u.deletions || []).some((d) => (d.type || 0) === 0 && d.id === "visual/b")), 8000,
     "a deletion of visual/b by id");
     assert.ok(!(upd.entities || []).some((x) => x.id === "robot/robot0"), "unchanged entities are not resent");
