@@ -478,7 +478,8 @@ static void test_bad_input(void **state) {
   assert_int_equal(pa_render_scene_build(&s, &g, &ri, 1, NULL, 0, err,
                                          sizeof err), 0);
   assert_int_equal(pa_render_cam_create(&c, 16, 16, err, sizeof err), 0);
-  pa_render_view v = {0.5, 0.5, 0.3, 0, 0, 0, UINT32_MAX, false}; /* fov 0 */
+  pa_render_view v = {0.5, 0.5,        0.3,   0,    0,
+                      0,   UINT32_MAX, false, false}; /* fov 0 */
   assert_int_equal(pa_render_cam_submit(c, s, &v, NULL, err, sizeof err), -1);
   assert_non_null(strstr(err, "fov"));
   v.fov = 1.0, v.yaw = INFINITY;

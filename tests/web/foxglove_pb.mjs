@@ -85,8 +85,8 @@ async function furnish(j) {
 
 // The first full /scene update (it deletes all) holding every id of ids.
 function fullScene(f, ids, parse) {
-  return waitFor(() => scenes(f, parse).find(([, u]) => u.deletions.some((d) => d.type === 1) &&
-    ids.every((id) => u.entities.some((e) => e.id === id))), 15000, "a full /scene");
+  return waitFor(() => scenes(f, parse).find(([, u]) => (u.deletions || []).some((d) => d.type === 1) &&
+    ids.every((id) => (u.entities || []).some((e) => e.id === id))), 15000, "a full /scene");
 }
 
 // f's /scene messages with each one parsed once (a decode spawns python).
