@@ -17,8 +17,8 @@
 /* ---- JSON ---------------------------------------------------------- */
 
 static const char *const pr_names[PA_FOX_PRIMS] = {
-    "arrows", "cubes", "spheres", "cylinders",
-    "lines",  "triangles", "texts", "models"};
+    "arrows", "cubes",     "spheres", "cylinders",
+    "lines",  "triangles", "texts",   "models"};
 
 static void j_color(pa_fox_buf *b, const float c[4]) {
   pa_fox_buf_printf(b, "{\"r\":%.4g,\"g\":%.4g,\"b\":%.4g,\"a\":%.4g}", c[0],
@@ -123,8 +123,8 @@ static void j_prim(pa_fox_buf *b, const pa_fox_prim *p) {
     PUTS(b, "}");
     return;
   case PA_FOX_PR_TEXT:
-    pa_fox_buf_printf(b, ",\"billboard\":%s,\"font_size\":",
-                      p->billboard ? "true" : "false");
+    pa_fox_buf_printf(
+        b, ",\"billboard\":%s,\"font_size\":", p->billboard ? "true" : "false");
     pa_fox_num(b, p->font_size);
     pa_fox_buf_printf(b, ",\"scale_invariant\":%s,\"text\":",
                       p->scale_invariant ? "true" : "false");
@@ -165,8 +165,7 @@ static void j_entity(pa_fox_buf *b, size_t n, uint64_t t_ns,
   PUTS(b, "}");
 }
 
-static void j_deletion(pa_fox_buf *b, size_t n, uint64_t t_ns,
-                       const char *id) {
+static void j_deletion(pa_fox_buf *b, size_t n, uint64_t t_ns, const char *id) {
   if (n)
     PUTS(b, ",");
   PUTS(b, "{\"timestamp\":");
@@ -182,8 +181,8 @@ static void j_part(pa_fox_buf *b, int part) {
   pa_fox_buf_put(b, parts[part], strlen(parts[part]));
 }
 
-const pa_fox_scene_be pa_fox_scene_json = {j_head, j_prim, j_entity,
-                                           j_deletion, j_part};
+const pa_fox_scene_be pa_fox_scene_json = {j_head, j_prim, j_entity, j_deletion,
+                                           j_part};
 
 /* ---- protobuf ------------------------------------------------------- */
 
@@ -409,8 +408,7 @@ static void p_entity(pa_fox_buf *b, size_t n, uint64_t t_ns,
   pa_fox_buf_free(&tsb);
 }
 
-static void p_deletion(pa_fox_buf *b, size_t n, uint64_t t_ns,
-                       const char *id) {
+static void p_deletion(pa_fox_buf *b, size_t n, uint64_t t_ns, const char *id) {
   (void)n;
   Google__Protobuf__Timestamp ts = GOOGLE__PROTOBUF__TIMESTAMP__INIT;
   stamp(&ts, t_ns);
