@@ -69,19 +69,22 @@ static const char *sm_fs =
     "uniform sampler2DShadow u_shadow;\n"
     "out vec4 o_colour;\n"
     "void main() {\n"
-    "  float t = 1.0 / " STR(SM_SIZE) ".0;\n"
-    "  vec3 p = vec3(v_lpos.xy, v_lpos.z - 0.0015);\n"
-    "  float lit = 0.25 * (texture(u_shadow, p + vec3(-t, -t, 0.0))\n"
-    "      + texture(u_shadow, p + vec3(t, -t, 0.0))\n"
-    "      + texture(u_shadow, p + vec3(-t, t, 0.0))\n"
-    "      + texture(u_shadow, p + vec3(t, t, 0.0)));\n"
-    "  if (any(lessThan(v_lpos, vec3(0.0))) || any(greaterThan(v_lpos, "
-    "vec3(1.0))))\n"
-    "    lit = 1.0;\n"
-    "  vec3 rgb = v_base.rgb + v_key * lit;\n"
-    "  float fog = exp2(-u_fog_density * length(v_eye));\n"
-    "  o_colour = vec4(mix(u_fog, rgb, fog), v_base.a);\n"
-    "}\n";
+    "  float t = 1.0 / " STR(
+        SM_SIZE) ".0;\n"
+                 "  vec3 p = vec3(v_lpos.xy, v_lpos.z - 0.0015);\n"
+                 "  float lit = 0.25 * (texture(u_shadow, p + vec3(-t, -t, "
+                 "0.0))\n"
+                 "      + texture(u_shadow, p + vec3(t, -t, 0.0))\n"
+                 "      + texture(u_shadow, p + vec3(-t, t, 0.0))\n"
+                 "      + texture(u_shadow, p + vec3(t, t, 0.0)));\n"
+                 "  if (any(lessThan(v_lpos, vec3(0.0))) || "
+                 "any(greaterThan(v_lpos, "
+                 "vec3(1.0))))\n"
+                 "    lit = 1.0;\n"
+                 "  vec3 rgb = v_base.rgb + v_key * lit;\n"
+                 "  float fog = exp2(-u_fog_density * length(v_eye));\n"
+                 "  o_colour = vec4(mix(u_fog, rgb, fog), v_base.a);\n"
+                 "}\n";
 
 rshadow *pa_render_shadow_new(void) { return calloc(1, sizeof(rshadow)); }
 
@@ -216,9 +219,14 @@ const rprogram *pa_render_shadow_pass(rshadow *sm, const pa_render_scene *s,
   glPolygonOffset(1.5f, 2.0f);
   glUseProgram(sm->depth_prog);
   glUniformMatrix4fv(sm->d_vp, 1, GL_FALSE, sm->light_vp);
-  rprogram dp = {.prog = sm->depth_prog, .u_model = sm->d_model,
-                 .u_view = -1, .u_proj = -1, .u_tint = -1, .u_light = -1,
-                 .u_fog = -1, .u_fog_density = -1};
+  rprogram dp = {.prog = sm->depth_prog,
+                 .u_model = sm->d_model,
+                 .u_view = -1,
+                 .u_proj = -1,
+                 .u_tint = -1,
+                 .u_light = -1,
+                 .u_fog = -1,
+                 .u_fog_density = -1};
   casters(s, &dp);
   glDisable(GL_POLYGON_OFFSET_FILL);
   glEnable(GL_CULL_FACE);
