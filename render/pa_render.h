@@ -138,6 +138,10 @@ void pa_render_view_matrices(const pa_render_view *v, uint32_t w, uint32_t h,
 bool pa_render_project(const pa_render_view *v, uint32_t w, uint32_t h,
                        double x, double y, double z, double *u, double *vpx);
 
+/* The readback's alpha drop: n RGBA pixels at src to n RGB at dst (3n
+ * bytes written, no more), SIMD where the CPU has it. */
+void pa_render_rgba_to_rgb(uint8_t *dst, const uint8_t *src, uint32_t n);
+
 typedef struct pa_render_cam pa_render_cam;
 
 #define PA_RENDER_CAM_SLOTS 2 /* frames in flight per camera */
