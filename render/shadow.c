@@ -13,8 +13,7 @@
 
 #define SM_SIZE 1024 /* texels a side */
 #define SM_UNIT 5    /* texture unit of the map (the others draw with 0) */
-#define STR_(x) #x
-#define STR(x) STR_(x)
+#define SM_TEXEL "0.0009765625" /* 1 / SM_SIZE, for the shader */
 
 struct rshadow {
   GLuint fbo, tex;
@@ -68,23 +67,20 @@ static const char *sm_fs =
     "uniform float u_fog_density;\n"
     "uniform sampler2DShadow u_shadow;\n"
     "out vec4 o_colour;\n"
+    "const float t = " SM_TEXEL "; /* one texel */\n"
     "void main() {\n"
-    "  float t = 1.0 / " STR(
-        SM_SIZE) ".0;\n"
-                 "  vec3 p = vec3(v_lpos.xy, v_lpos.z - 0.0015);\n"
-                 "  float lit = 0.25 * (texture(u_shadow, p + vec3(-t, -t, "
-                 "0.0))\n"
-                 "      + texture(u_shadow, p + vec3(t, -t, 0.0))\n"
-                 "      + texture(u_shadow, p + vec3(-t, t, 0.0))\n"
-                 "      + texture(u_shadow, p + vec3(t, t, 0.0)));\n"
-                 "  if (any(lessThan(v_lpos, vec3(0.0))) || "
-                 "any(greaterThan(v_lpos, "
-                 "vec3(1.0))))\n"
-                 "    lit = 1.0;\n"
-                 "  vec3 rgb = v_base.rgb + v_key * lit;\n"
-                 "  float fog = exp2(-u_fog_density * length(v_eye));\n"
-                 "  o_colour = vec4(mix(u_fog, rgb, fog), v_base.a);\n"
-                 "}\n";
+    "  vec3 p = vec3(v_lpos.xy, v_lpos.z - 0.0015);\n"
+    "  float lit = 0.25 * (texture(u_shadow, p + vec3(-t, -t, 0.0)) +\n"
+    "                      texture(u_shadow, p + vec3(t, -t, 0.0)) +\n"
+    "                      texture(u_shadow, p + vec3(-t, t, 0.0)) +\n"
+    "                      texture(u_shadow, p + vec3(t, t, 0.0)));\n"
+    "  if (any(lessThan(v_lpos, vec3(0.0))) ||\n"
+    "      any(greaterThan(v_lpos, vec3(1.0))))\n"
+    "    lit = 1.0; /* outside the map: nothing casts there */\n"
+    "  vec3 rgb = v_base.rgb + v_key * lit;\n"
+    "  float fog = exp2(-u_fog_density * length(v_eye));\n"
+    "  o_colour = vec4(mix(u_fog, rgb, fog), v_base.a);\n"
+    "}\n";
 
 rshadow *pa_render_shadow_new(void) { return calloc(1, sizeof(rshadow)); }
 
