@@ -124,8 +124,11 @@ static void measure(pa_render_scene *s, const pa_robot_info *ri,
 }
 
 /* The spectator's view (640x480, 4x MSAA, over the map from above at an
- * angle) with the blob shadows or the shadow map: CPU ms per frame. */
-static void spectator_fig(pa_render_scene *s, double seconds, bool map) {
+ * angle) with the blob shadows or the shadow map: CPU ms per frame. With
+ * poses (NCAM of them), the first robot turns every frame, so the map is
+ * redrawn each time (still, it is kept). */
+static void spectator_fig(pa_render_scene *s, double seconds, bool map,
+                          const pa_render_pose *poses) {
   char err[256];
   pa_render_cam *c = NULL;
   uint8_t *rgb = malloc(640 * 480 * 3);
@@ -142,7 +145,14 @@ static void spectator_fig(pa_render_scene *s, double seconds, bool map) {
   uint64_t frames = 0;
   double c0 = cpu_s();
   int64_t t0 = pa_now_ns(), end = t0 + (int64_t)(seconds * 1e9);
+  pa_render_pose moved[NCAM];
+  if (poses)
+    memcpy(moved, poses, sizeof moved);
   while (pa_now_ns() < end) {
+    if (poses) {
+      moved[0].theta += 0.01;
+      pa_render_scene_set_poses(s, moved, NCAM);
+    }
     if (pa_render_cam_render(c, s, &v, rgb, err, sizeof err) < 0) {
       fprintf(stderr, "spectator: %s\n", err);
       exit(1);
@@ -150,9 +160,14 @@ static void spectator_fig(pa_render_scene *s, double seconds, bool map) {
     frames++;
   }
   double wall = (pa_now_ns() - t0) / 1e9, cpu = cpu_s() - c0;
-  printf("  spectator 640x480 4x MSAA, %-11s %8.1f frames/s  %6.2f ms/frame "
+  printf("  spectator 640x480 4x MSAA, %-26s %8.1f frames/s  %6.2f ms/frame "
          "CPU\n",
-         map ? "shadow map:" : "blobs:", frames / wall, cpu * 1e3 / frames);
+         !map    ? "blobs:"
+         : poses ? "shadow map, a robot turns:"
+                 : "shadow map, still:",
+         frames / wall, cpu * 1e3 / frames);
+  if (poses)
+    pa_render_scene_set_poses(s, poses, NCAM);
   free(rgb);
   pa_render_cam_free(c);
 }
@@ -306,8 +321,9 @@ int main(int argc, char **argv) {
     measure(s, ri, p, 1, sizes[k][0], sizes[k][1], seconds);
     measure(s, ri, p, NCAM, sizes[k][0], sizes[k][1], seconds);
   }
-  spectator_fig(s, seconds, false);
-  spectator_fig(s, seconds, true);
+  spectator_fig(s, seconds, false, NULL);
+  spectator_fig(s, seconds, true, NULL);
+  spectator_fig(s, seconds, true, p);
   int src = stream_cpu(&g, &ri[0], &p[0], fmax(seconds, 3));
   pa_render_scene_free(s);
   pa_render_egl_destroy(egl);

@@ -196,6 +196,42 @@ static void test_shadow_map(void **state) {
   assert_true(fabs(lum[0][1] - lum[2][1]) < 6); /* the lit side: as open */
 }
 
+/* A robot's shadow from the map follows it: the floor beside it on the
+ * side away from the light is shaded, and lit once it drove away (the map
+ * is kept between frames while nothing moves, so this checks it is
+ * redrawn when something does). */
+static void test_shadow_map_follows_robot(void **state) {
+  (void)state;
+  pa_grid g;
+  pa_render_scene *s = room_with_box(&g, 0);
+  pa_render_scene_free(s);
+  pa_robot_info ri;
+  memset(&ri, 0, sizeof ri);
+  ri.active = 1, ri.radius = 0.3f, ri.height = 0.5f, ri.head_height = 0.6f;
+  ri.colour[0] = 200, ri.colour[3] = 255;
+  char err[256];
+  s = NULL;
+  if (pa_render_scene_build(&s, &g, &ri, 1, NULL, 0, err, sizeof err) != 0)
+    fail_msg("%s", err);
+  pa_render_view v = {1.85, 1.55,       6.0,  M_PI / 2, -M_PI / 2 + 0.05,
+                      1.2,  UINT32_MAX, true, true};
+  double lum[3];
+  const double at[3][2] = {{2, 2}, {2, 2}, {4, 4}};
+  for (int k = 0; k < 3; k++) {
+    pa_render_pose p = {at[k][0], at[k][1], 0, 0, true};
+    pa_render_scene_set_poses(s, &p, 1);
+    uint8_t *img = render(s, &v, 0);
+    lum[k] = lum_at(img, &v, 1.85, 1.55, 0);
+    free(img);
+  }
+  print_message("floor beside the robot %.1f, again %.1f, robot gone %.1f\n",
+                lum[0], lum[1], lum[2]);
+  assert_true(lum[0] < 0.8 * lum[2]);
+  assert_true(fabs(lum[0] - lum[1]) < 1); /* the kept map: the same */
+  pa_render_scene_free(s);
+  free(g.cells);
+}
+
 /* Pixels of the multisampled image that differ from the plain one lie on
  * the plain image's edges, strictly between the colours around them. */
 static void test_msaa(void **state) {
@@ -270,8 +306,11 @@ static void test_ssl_carpet(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_lit_faces),  cmocka_unit_test(test_shadow),
-      cmocka_unit_test(test_shadow_map), cmocka_unit_test(test_msaa),
+      cmocka_unit_test(test_lit_faces),
+      cmocka_unit_test(test_shadow),
+      cmocka_unit_test(test_shadow_map),
+      cmocka_unit_test(test_shadow_map_follows_robot),
+      cmocka_unit_test(test_msaa),
       cmocka_unit_test(test_ssl_carpet),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
