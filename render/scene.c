@@ -641,6 +641,14 @@ int pa_render_scene_build(pa_render_scene **out, const pa_grid *grid,
   pa_render_mesh_free(&m);
 
   s->fog_density = 0.05f; /* exp2: about half the contrast at 20 m */
+  s->sm = pa_render_shadow_new();
+  s->caster_top = PA_RENDER_WALL_HEIGHT;
+  for (uint32_t i = 0; i < obstacle_count; i++)
+    if (obstacles[i].active)
+      s->caster_top = fmax(s->caster_top, obstacles[i].height);
+  for (uint32_t i = 0; i < robot_count; i++)
+    if (s->robots[i].active)
+      s->caster_top = fmax(s->caster_top, s->robots[i].head_height + 0.1);
   *out = s;
   return 0;
 fail:
@@ -660,6 +668,7 @@ void pa_render_scene_free(pa_render_scene *s) {
   pa_render_gpu_free(&s->blob);
   pa_render_gpu_free(&s->plate);
   pa_render_gpu_free(&s->slab);
+  pa_render_shadow_free(s->sm);
   if (s->lit.prog)
     glDeleteProgram(s->lit.prog);
   free(s->robots);
@@ -693,6 +702,10 @@ void pa_render_scene_set_shadows(pa_render_scene *s, bool on) {
   s->no_shadows = !on;
 }
 
+void pa_render_scene_set_shadow_map(pa_render_scene *s, bool on) {
+  s->no_shadow_map = !on;
+}
+
 void pa_render_scene_set_culling(pa_render_scene *s, bool on) {
   s->no_culling = !on;
 }
@@ -707,13 +720,18 @@ void pa_render_scene_bounds(const pa_render_scene *s, double out[4]) {
   memcpy(out, s->bounds, sizeof s->bounds);
 }
 
+/* The program drawing: the lit one, its shadow-map variant, or the shadow
+ * map's depth pass (one GL context per process, drawn from one thread). */
+static const rprogram *cur;
+
 static void draw_part(const pa_render_scene *s, const rgpu_mesh *g,
                       double x, double y, double z, double yaw,
                       const double scale[3], const float rgb[3]) {
+  (void)s;
   float model[16];
   pa_render_mat_pose(model, x, y, z, yaw, scale);
-  glUniformMatrix4fv(s->lit.u_model, 1, GL_FALSE, model);
-  glUniform4f(s->lit.u_tint, rgb[0], rgb[1], rgb[2], 1.0f);
+  glUniformMatrix4fv(cur->u_model, 1, GL_FALSE, model);
+  glUniform4f(cur->u_tint, rgb[0], rgb[1], rgb[2], 1.0f);
   glBindVertexArray(g->vao);
   glDrawArrays(GL_TRIANGLES, 0, g->count);
 }
@@ -784,6 +802,8 @@ static void draw_line(const pa_render_scene *s, double x0, double y0, double x1,
             box, white);
 }
 
+static void draw_ball(const pa_render_scene *s);
+
 /* The SSL field's lines (the rules' markings) and the ball, an orange
  * sphere of 42.67 mm resting at its height. */
 static void draw_ssl(const pa_render_scene *s) {
@@ -816,6 +836,10 @@ static void draw_ssl(const pa_render_scene *s) {
       draw_line(s, r * cos(a0), r * sin(a0), r * cos(a1), r * sin(a1));
     }
   }
+  draw_ball(s);
+}
+
+static void draw_ball(const pa_render_scene *s) {
   if (s->ball) {
     static const float orange[3] = {1.0f, 0.45f, 0.0f};
     const double r = 0.021335; /* [m] a golf ball, as pa-sim's */
@@ -858,8 +882,8 @@ static int order_cmp(const void *a, const void *b) {
 static void draw_statics(const pa_render_scene *s, const pa_render_view *cull) {
   float model[16];
   pa_render_mat_identity(model);
-  glUniformMatrix4fv(s->lit.u_model, 1, GL_FALSE, model);
-  glUniform4f(s->lit.u_tint, 1, 1, 1, 1);
+  glUniformMatrix4fv(cur->u_model, 1, GL_FALSE, model);
+  glUniform4f(cur->u_tint, 1, 1, 1, 1);
   glBindVertexArray(s->statics.vao);
   double half = cull ? cull->fov / 2 + 0.02 : 0;
   for (uint8_t layer = 0; layer < 2; layer++) {
@@ -925,32 +949,59 @@ void pa_render_scene_draw(const pa_render_scene *s, const float view[16],
   pa_render_scene_draw_culled(s, view, proj, skip_robot, NULL);
 }
 
+/* What casts a shadow, into the shadow map: walls and obstacles (the
+ * statics but the floor), every robot, the ball. */
+static void draw_casters(const pa_render_scene *s, const rprogram *p) {
+  cur = p;
+  float model[16];
+  pa_render_mat_identity(model);
+  glUniformMatrix4fv(cur->u_model, 1, GL_FALSE, model);
+  glBindVertexArray(s->statics.vao);
+  GLsizei n = 0; /* layer 0 (walls, obstacles) runs first in the buffer */
+  for (uint32_t i = 0; i < s->n_chunks && s->chunks[i].layer == 0; i++)
+    n = s->chunks[i].first + s->chunks[i].count;
+  if (n)
+    glDrawArrays(GL_TRIANGLES, 0, n);
+  for (uint32_t i = 0; i < s->pose_count; i++)
+    if (s->robots[i].active && s->poses[i].active)
+      draw_robot(s, &s->robots[i], &s->poses[i]);
+  draw_ball(s);
+}
+
 void pa_render_scene_draw_culled(const pa_render_scene *s,
                                  const float view[16], const float proj[16],
                                  uint32_t skip_robot,
                                  const pa_render_view *cull) {
+  /* From the north-east-ish, above: every wall direction gets its shade. */
+  double l[3] = {key_light[0], key_light[1], key_light[2]};
+  pa_render_normalize3(l);
+  cur = &s->lit;
+  if (!s->no_shadows && !s->no_shadow_map && (!cull || cull->shadow_map)) {
+    const rprogram *p =
+        pa_render_shadow_pass(s->sm, s, l, s->caster_top, draw_casters);
+    cur = p ? p : &s->lit;
+  }
+  bool blobs = !s->no_shadows && cur == &s->lit;
   if (cull && (s->no_culling || cull->pitch != 0 || !(cull->fov < M_PI * 0.95)))
     cull = NULL; /* the wedge test assumes a level camera */
   glEnable(GL_DEPTH_TEST);
   glEnable(GL_CULL_FACE);
   glCullFace(GL_BACK);
   glFrontFace(GL_CCW);
-  glUseProgram(s->lit.prog);
-  glUniformMatrix4fv(s->lit.u_view, 1, GL_FALSE, view);
-  glUniformMatrix4fv(s->lit.u_proj, 1, GL_FALSE, proj);
-  /* From the north-east-ish, above: every wall direction gets its shade. */
-  double l[3] = {key_light[0], key_light[1], key_light[2]};
-  pa_render_normalize3(l);
-  glUniform3f(s->lit.u_light, (float)l[0], (float)l[1], (float)l[2]);
-  glUniform3f(s->lit.u_fog, PA_RENDER_SKY_RGB);
-  glUniform1f(s->lit.u_fog_density, s->fog_density);
+  glUseProgram(cur->prog);
+  glUniformMatrix4fv(cur->u_view, 1, GL_FALSE, view);
+  glUniformMatrix4fv(cur->u_proj, 1, GL_FALSE, proj);
+  glUniform3f(cur->u_light, (float)l[0], (float)l[1], (float)l[2]);
+  glUniform3f(cur->u_fog, PA_RENDER_SKY_RGB);
+  glUniform1f(cur->u_fog_density, s->fog_density);
   /* robots first: they are small and usually in front */
   for (uint32_t i = 0; i < s->pose_count; i++)
     if (i != skip_robot && s->robots[i].active && s->poses[i].active)
       draw_robot(s, &s->robots[i], &s->poses[i]);
   draw_ssl(s);
   draw_statics(s, cull);
-  if (!s->no_shadows)
+  if (blobs)
     draw_shadows(s);
   glBindVertexArray(0);
+  cur = &s->lit;
 }
