@@ -968,6 +968,19 @@ static void draw_casters(const pa_render_scene *s, const rprogram *p) {
   draw_ball(s);
 }
 
+/* Binds p and sets the uniforms a frame shares: view, projection, the key
+ * light (unit vector towards it) and the fog. */
+static void frame_uniforms(const rprogram *p, const float view[16],
+                           const float proj[16], const double l[3],
+                           float fog_density) {
+  glUseProgram(p->prog);
+  glUniformMatrix4fv(p->u_view, 1, GL_FALSE, view);
+  glUniformMatrix4fv(p->u_proj, 1, GL_FALSE, proj);
+  glUniform3f(p->u_light, (float)l[0], (float)l[1], (float)l[2]);
+  glUniform3f(p->u_fog, PA_RENDER_SKY_RGB);
+  glUniform1f(p->u_fog_density, fog_density);
+}
+
 void pa_render_scene_draw_culled(const pa_render_scene *s,
                                  const float view[16], const float proj[16],
                                  uint32_t skip_robot,
@@ -988,12 +1001,11 @@ void pa_render_scene_draw_culled(const pa_render_scene *s,
   glEnable(GL_CULL_FACE);
   glCullFace(GL_BACK);
   glFrontFace(GL_CCW);
-  glUseProgram(cur->prog);
-  glUniformMatrix4fv(cur->u_view, 1, GL_FALSE, view);
-  glUniformMatrix4fv(cur->u_proj, 1, GL_FALSE, proj);
-  glUniform3f(cur->u_light, (float)l[0], (float)l[1], (float)l[2]);
-  glUniform3f(cur->u_fog, PA_RENDER_SKY_RGB);
-  glUniform1f(cur->u_fog_density, s->fog_density);
+  /* The plain lit program gets this frame's uniforms too: the solid
+   * visuals draw with it after the scene (visuals_solid.c). */
+  if (cur != &s->lit)
+    frame_uniforms(&s->lit, view, proj, l, s->fog_density);
+  frame_uniforms(cur, view, proj, l, s->fog_density);
   /* robots first: they are small and usually in front */
   for (uint32_t i = 0; i < s->pose_count; i++)
     if (i != skip_robot && s->robots[i].active && s->poses[i].active)
