@@ -18,20 +18,26 @@ void pa_render_mesh_free(rmesh *m) {
   memset(m, 0, sizeof *m);
 }
 
-static void mesh_push(rmesh *m, const double p[3], const double n[3],
-                      const uint8_t rgb[3], uint8_t material) {
+rvertex *pa_render_mesh_next(rmesh *m) {
   if (m->oom)
-    return;
+    return NULL;
   if (m->n == m->cap) {
     uint32_t cap = m->cap ? m->cap * 2 : 1024;
     rvertex *v = realloc(m->v, (size_t)cap * sizeof *v);
     if (!v) {
       m->oom = true;
-      return;
+      return NULL;
     }
     m->v = v, m->cap = cap;
   }
-  rvertex *v = &m->v[m->n++];
+  return &m->v[m->n++];
+}
+
+static void mesh_push(rmesh *m, const double p[3], const double n[3],
+                      const uint8_t rgb[3], uint8_t material) {
+  rvertex *v = pa_render_mesh_next(m);
+  if (!v)
+    return;
   for (int i = 0; i < 3; i++) {
     v->pos[i] = (float)p[i];
     v->normal[i] = (float)n[i];

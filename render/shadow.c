@@ -146,13 +146,7 @@ static bool sm_init(rshadow *sm) {
   sm->d_model = glGetUniformLocation(sm->depth_prog, "u_model");
   sm->d_vp = glGetUniformLocation(sm->depth_prog, "u_light_vp");
   rprogram *p = &sm->lit;
-  p->u_model = glGetUniformLocation(p->prog, "u_model");
-  p->u_view = glGetUniformLocation(p->prog, "u_view");
-  p->u_proj = glGetUniformLocation(p->prog, "u_proj");
-  p->u_tint = glGetUniformLocation(p->prog, "u_tint");
-  p->u_light = glGetUniformLocation(p->prog, "u_light");
-  p->u_fog = glGetUniformLocation(p->prog, "u_fog");
-  p->u_fog_density = glGetUniformLocation(p->prog, "u_fog_density");
+  pa_render_lit_locations(p);
   sm->u_light_vp = glGetUniformLocation(p->prog, "u_light_vp");
   sm->u_shadow = glGetUniformLocation(p->prog, "u_shadow");
   glGenTextures(1, &sm->tex);

@@ -105,6 +105,9 @@ const rprogram *pa_render_shadow_pass(rshadow *sm, const pa_render_scene *s,
 
 /* ---- meshes (scene.c) ---- */
 void pa_render_mesh_free(rmesh *m);
+/* Room for one more vertex at the end of m (NULL, and m->oom, when out of
+ * memory). */
+rvertex *pa_render_mesh_next(rmesh *m);
 void pa_render_mesh_box(rmesh *m, const double c[3], const double half[3],
                         double yaw, const uint8_t rgb[3], bool bottom);
 void pa_render_mesh_cylinder(rmesh *m, const double c[3], double r, double h,
@@ -113,6 +116,8 @@ int pa_render_gpu_upload(rgpu_mesh *g, const rmesh *m, char *err,
                          size_t err_sz);
 void pa_render_gpu_free(rgpu_mesh *g);
 int pa_render_program_lit(rprogram *p, char *err, size_t err_sz);
+/* Looks up the lit uniforms of p->prog (the lit shader or a variant). */
+void pa_render_lit_locations(rprogram *p);
 /* The lit program's per-instance attributes (instanced visuals): position,
  * orientation x, y, z, w, scale - 1, 1 - colour and alpha. */
 enum {
@@ -142,6 +147,9 @@ typedef struct pa_render_attr {
 /* Points attributes 0..n-1 of the bound VAO at the bound buffer (stride
  * bytes a vertex) and enables them. */
 void pa_render_attribs(GLsizei stride, const pa_render_attr *a, int n);
+/* The rvertex layout (position, normal, colour) as attributes 0, 1, 2 of
+ * the bound vertex array, from the bound array buffer. */
+void pa_render_rvertex_attribs(void);
 
 /* ---- viewer (viewer.c): a GLFW window whose context also serves the
  * cameras ---- */
