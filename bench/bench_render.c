@@ -1,7 +1,8 @@
 /* bench_render.c - head-camera rendering figures on the default map:
  * frames per second and CPU ms per frame (readback included) for one and
  * eight cameras at 320x240 and 640x480, then the CPU share of the real
- * pa-render process streaming one 640x480 camera at 15 Hz.
+ * pa-render process streaming one 640x480 camera at 15 Hz; and the
+ * spectator's view with blob shadows and with the shadow map.
  *
  *   bench-render [--seconds S] [--camera_png PATH]
  *
@@ -118,6 +119,55 @@ static void measure(pa_render_scene *s, const pa_robot_info *ri,
          "%6.2f ms/frame CPU\n",
          w, h, ncam, ncam > 1 ? "s" : " ", frames / wall, wall * 1e3 / frames,
          cpu * 1e3 / frames);
+  free(rgb);
+  pa_render_cam_free(c);
+}
+
+/* The spectator's view (640x480, 4x MSAA, over the map from above at an
+ * angle) with the blob shadows or the shadow map: CPU ms per frame. With
+ * poses (NCAM of them), the first robot turns every frame, so the map is
+ * redrawn each time (still, it is kept). */
+static void spectator_fig(pa_render_scene *s, double seconds, bool map,
+                          const pa_render_pose *poses) {
+  char err[256];
+  pa_render_cam *c = NULL;
+  uint8_t *rgb = malloc(640 * 480 * 3);
+  if (!rgb || pa_render_cam_create(&c, 640, 480, err, sizeof err) < 0 ||
+      pa_render_cam_set_msaa(c, 4, err, sizeof err) < 0) {
+    fprintf(stderr, "spectator: %s\n", rgb ? err : "out of memory");
+    exit(1);
+  }
+  double b[4];
+  pa_render_scene_bounds(s, b);
+  pa_render_view v = {(b[0] + b[2]) / 2, b[1] - 2, 9,  M_PI / 2, -0.9, 1.2,
+                      UINT32_MAX,        true,     map};
+  pa_render_cam_render(c, s, &v, rgb, err, sizeof err); /* warm-up */
+  uint64_t frames = 0;
+  double c0 = cpu_s();
+  int64_t t0 = pa_now_ns(), end = t0 + (int64_t)(seconds * 1e9);
+  pa_render_pose moved[NCAM];
+  if (poses)
+    memcpy(moved, poses, sizeof moved);
+  while (pa_now_ns() < end) {
+    if (poses) {
+      moved[0].theta += 0.01;
+      pa_render_scene_set_poses(s, moved, NCAM);
+    }
+    if (pa_render_cam_render(c, s, &v, rgb, err, sizeof err) < 0) {
+      fprintf(stderr, "spectator: %s\n", err);
+      exit(1);
+    }
+    frames++;
+  }
+  double wall = (pa_now_ns() - t0) / 1e9, cpu = cpu_s() - c0;
+  printf("  spectator 640x480 4x MSAA, %-26s %8.1f frames/s  %6.2f ms/frame "
+         "CPU\n",
+         !map    ? "blobs:"
+         : poses ? "shadow map, a robot turns:"
+                 : "shadow map, still:",
+         frames / wall, cpu * 1e3 / frames);
+  if (poses)
+    pa_render_scene_set_poses(s, poses, NCAM);
   free(rgb);
   pa_render_cam_free(c);
 }
@@ -271,6 +321,9 @@ int main(int argc, char **argv) {
     measure(s, ri, p, 1, sizes[k][0], sizes[k][1], seconds);
     measure(s, ri, p, NCAM, sizes[k][0], sizes[k][1], seconds);
   }
+  spectator_fig(s, seconds, false, NULL);
+  spectator_fig(s, seconds, true, NULL);
+  spectator_fig(s, seconds, true, p);
   int src = stream_cpu(&g, &ri[0], &p[0], fmax(seconds, 3));
   pa_render_scene_free(s);
   pa_render_egl_destroy(egl);

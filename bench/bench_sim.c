@@ -354,6 +354,54 @@ static void bench_instance(char inst[PA_SHM_INSTANCE_MAX], const char *tag,
   pa_sim_shm_publish_tick(m, s, st);
 }
 
+/* The physics alone (issue 37's figure: time per robot per tick): the
+ * 1000-robot office, scans every 100 s (none in the run), 1 then 2
+ * threads (or PA_BENCH_THREADS): the physics phase per tick (wall) and the
+ * process's CPU per tick (every thread's). */
+static void bench_physics(const pa_grid *g, uint32_t robots, double seconds,
+                          uint32_t threads) {
+  pa_world w;
+  memset(&w, 0, sizeof w);
+  w.unknown_blocks = true;
+  pa_sim_def d = pa_sim_def_default();
+  d.robots = d.max_robots = robots;
+  d.seed = 1;
+  d.threads = threads;
+  d.scan_hz = 0.01;
+  pa_sim_model m;
+  pa_sim_state s;
+  char err[256];
+  if (pa_sim_model_init(&m, &d, &w, g, err, sizeof err) != 0 ||
+      pa_sim_state_init(&m, &s, err, sizeof err) != 0)
+    die("model", err);
+  scatter(&m, &s, g);
+  uint64_t rng = 3;
+  for (uint32_t i = 0; i < s.robot_count; i++)
+    set_drive(&m, &s, i, &rng);
+  for (int i = 0; i < 200; i++) /* the robots meet their walls */
+    pa_sim_step(&m, &s);
+  uint64_t bumps0 = s.bumps, ticks = 0;
+  double phys = 0, t0 = now_s();
+  struct timespec c0, c1;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c0);
+  do {
+    pa_sim_step(&m, &s);
+    phys += (double)s.phase_ns[PA_SIM_PH_PHYSICS];
+    ticks++;
+  } while (now_s() - t0 < seconds);
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &c1);
+  double cpu = (c1.tv_sec - c0.tv_sec) * 1e9 + (c1.tv_nsec - c0.tv_nsec);
+  double per = (double)ticks * s.robot_count;
+  printf("physics %u robots, %u thread%s: %.1f us a tick (%.1f ns per robot "
+         "per tick), CPU %.1f us a tick (%.1f ns per robot-tick, every "
+         "thread); %.0f%% of robot-ticks bumped (%llu ticks)\n",
+         robots, s.threads, s.threads == 1 ? "" : "s", phys / ticks / 1e3,
+         phys / per, cpu / ticks / 1e3, cpu / per,
+         100.0 * (double)(s.bumps - bumps0) / per, (unsigned long long)ticks);
+  pa_sim_state_free(&s);
+  pa_sim_model_free(&m);
+}
+
 /* Where a many-robot tick goes: pa_sim_step's phases (physics includes the
  * broad phase) and publishing the tick and the due scans into a private
  * instance, as pa_sim_run does each tick; RSS of the whole process. */
@@ -587,6 +635,8 @@ static const char usage[] =
     "              PA_BENCH_OVERLAP=1 in process with scans overlapped)\n"
     "  --phases    only where a 1000-robot tick goes (large office; physics,\n"
     "              sensors, publishing to shm; PA_BENCH_THREADS=N, default 2)\n"
+    "  --physics   only the physics of 1000 robots on the office, no scans,\n"
+    "              1 and 2 threads (PA_BENCH_THREADS=N: only N)\n"
     "  --loops     only the loop timing (auto spin and none)\n"
     "  --realtime  SCHED_FIFO + mlockall + spin 300 us, as pa-sim --realtime\n"
     "  --simd PATH caster path of the scans: auto|avx512|avx2|portable|scalar\n"
@@ -600,7 +650,7 @@ int main(int argc, char **argv) {
   signal(SIGTERM, on_interrupt);
   double loop_s = 5;
   bool only_loops = false, only_rtf = false, only_rtf1 = false,
-       only_beams = false, only_phases = false;
+       only_beams = false, only_phases = false, only_physics = false;
   for (int i = 1; i < argc; i++) {
     char *end;
     double v = strtod(argv[i], &end);
@@ -639,6 +689,8 @@ int main(int argc, char **argv) {
       only_rtf1 = true;
     } else if (!strcmp(argv[i], "--phases")) {
       only_phases = true;
+    } else if (!strcmp(argv[i], "--physics")) {
+      only_physics = true;
     } else if (!strcmp(argv[i], "--beams")) {
       only_beams = true;
     } else {
@@ -667,6 +719,18 @@ int main(int argc, char **argv) {
   ts_office(&big, 2000, 2000);
   if (!big.cells)
     die("office map", "out of memory");
+  if (only_physics) {
+    const char *th = getenv("PA_BENCH_THREADS");
+    if (th) {
+      bench_physics(&big, 1000, loop_s, (uint32_t)atoi(th));
+    } else {
+      bench_physics(&big, 1000, loop_s, 1);
+      bench_physics(&big, 1000, loop_s, 2);
+    }
+    pa_grid_free(&def);
+    pa_grid_free(&big);
+    return 0;
+  }
   if (only_phases) {
     const char *th = getenv("PA_BENCH_THREADS");
     bench_rtf_phases(&big, 1000, loop_s, th ? (uint32_t)atoi(th) : 2);

@@ -297,11 +297,7 @@ static void merge_upload(pa_render_atlas *a, size_t verts, size_t idx) {
     glBindVertexArray(a->vao);
     glBindBuffer(GL_ARRAY_BUFFER, a->vbo);
     glBindBuffer(GL_ELEMENT_ARRAY_BUFFER, a->ibo); /* kept by the VAO */
-    static const pa_render_attr attrs[] = {
-        {3, GL_FLOAT, GL_FALSE, offsetof(rvertex, pos)},
-        {3, GL_FLOAT, GL_FALSE, offsetof(rvertex, normal)},
-        {4, GL_UNSIGNED_BYTE, GL_TRUE, offsetof(rvertex, colour)}};
-    pa_render_attribs(sizeof(rvertex), attrs, 3);
+    pa_render_rvertex_attribs();
     glBindVertexArray(0);
   }
   glBindBuffer(GL_ARRAY_BUFFER, a->vbo);

@@ -86,11 +86,7 @@ int pa_render_gpu_upload(rgpu_mesh *g, const rmesh *m, char *err,
   glBindBuffer(GL_ARRAY_BUFFER, g->vbo);
   glBufferData(GL_ARRAY_BUFFER, (GLsizeiptr)m->n * (GLsizeiptr)sizeof(rvertex),
                m->v, GL_STATIC_DRAW);
-  static const pa_render_attr attrs[] = {
-      {3, GL_FLOAT, GL_FALSE, offsetof(rvertex, pos)},
-      {3, GL_FLOAT, GL_FALSE, offsetof(rvertex, normal)},
-      {4, GL_UNSIGNED_BYTE, GL_TRUE, offsetof(rvertex, colour)}};
-  pa_render_attribs(sizeof(rvertex), attrs, 3);
+  pa_render_rvertex_attribs();
   glBindVertexArray(0);
   g->count = (GLsizei)m->n;
   return pa_render_gl_check("uploading a mesh", err, err_sz);
@@ -215,6 +211,14 @@ int pa_render_program(GLuint *out, const char *vs, const char *fs, char *err,
   return 0;
 }
 
+void pa_render_rvertex_attribs(void) {
+  static const pa_render_attr attrs[] = {
+      {3, GL_FLOAT, GL_FALSE, offsetof(rvertex, pos)},
+      {3, GL_FLOAT, GL_FALSE, offsetof(rvertex, normal)},
+      {4, GL_UNSIGNED_BYTE, GL_TRUE, offsetof(rvertex, colour)}};
+  pa_render_attribs(sizeof(rvertex), attrs, 3);
+}
+
 void pa_render_attribs(GLsizei stride, const pa_render_attr *a, int n) {
   for (int i = 0; i < n; i++) {
     glVertexAttribPointer((GLuint)i, a[i].size, a[i].type, a[i].normalized,
@@ -228,10 +232,7 @@ void pa_render_lit_instance_defaults(void) {
     glVertexAttrib4f(a, 0, 0, 0, 1);
 }
 
-int pa_render_program_lit(rprogram *p, char *err, size_t err_sz) {
-  memset(p, 0, sizeof *p);
-  if (pa_render_program(&p->prog, lit_vs, lit_fs, err, err_sz) < 0)
-    return -1;
+void pa_render_lit_locations(rprogram *p) {
   p->u_model = glGetUniformLocation(p->prog, "u_model");
   p->u_view = glGetUniformLocation(p->prog, "u_view");
   p->u_proj = glGetUniformLocation(p->prog, "u_proj");
@@ -239,6 +240,13 @@ int pa_render_program_lit(rprogram *p, char *err, size_t err_sz) {
   p->u_light = glGetUniformLocation(p->prog, "u_light");
   p->u_fog = glGetUniformLocation(p->prog, "u_fog");
   p->u_fog_density = glGetUniformLocation(p->prog, "u_fog_density");
+}
+
+int pa_render_program_lit(rprogram *p, char *err, size_t err_sz) {
+  memset(p, 0, sizeof *p);
+  if (pa_render_program(&p->prog, lit_vs, lit_fs, err, err_sz) < 0)
+    return -1;
+  pa_render_lit_locations(p);
   pa_render_lit_instance_defaults();
   return 0;
 }

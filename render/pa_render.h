@@ -97,6 +97,10 @@ void pa_render_scene_set_ssl(pa_render_scene *s, char division, bool ball,
 void pa_render_scene_set_culling(pa_render_scene *s, bool on);
 /* Soft floor shadows under obstacles and robots (default on). */
 void pa_render_scene_set_shadows(pa_render_scene *s, bool on);
+/* Walls, obstacles and robots cast shadows from the key light through a
+ * shadow map (default on) in the viewer and in views with shadow_map set;
+ * off, those get the blob shadows as head cameras do. */
+void pa_render_scene_set_shadow_map(pa_render_scene *s, bool on);
 /* Figures about the built geometry. */
 uint32_t pa_render_scene_wall_boxes(const pa_render_scene *s);
 uint32_t pa_render_scene_triangles(const pa_render_scene *s);
@@ -117,6 +121,8 @@ typedef struct pa_render_view {
   double fov;             /* horizontal field of view [rad], (0, pi) */
   uint32_t skip_robot;    /* robot not drawn (UINT32_MAX = none) */
   bool all_visuals;       /* spectator: every visual; else camera_visible */
+  bool shadow_map;        /* the key light's shadow map (spectator); else
+                             blob shadows only (head cameras) */
 } pa_render_view;
 
 /* The head camera of robot `index` at pose p: eye at head height, yaw =
@@ -131,6 +137,10 @@ void pa_render_view_matrices(const pa_render_view *v, uint32_t w, uint32_t h,
  * (x, y, z) appears; false when it is behind the camera. */
 bool pa_render_project(const pa_render_view *v, uint32_t w, uint32_t h,
                        double x, double y, double z, double *u, double *vpx);
+
+/* The readback's alpha drop: n RGBA pixels at src to n RGB at dst (3n
+ * bytes written, no more), SIMD where the CPU has it. */
+void pa_render_rgba_to_rgb(uint8_t *dst, const uint8_t *src, uint32_t n);
 
 typedef struct pa_render_cam pa_render_cam;
 

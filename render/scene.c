@@ -18,20 +18,26 @@ void pa_render_mesh_free(rmesh *m) {
   memset(m, 0, sizeof *m);
 }
 
-static void mesh_push(rmesh *m, const double p[3], const double n[3],
-                      const uint8_t rgb[3], uint8_t material) {
+rvertex *pa_render_mesh_next(rmesh *m) {
   if (m->oom)
-    return;
+    return NULL;
   if (m->n == m->cap) {
     uint32_t cap = m->cap ? m->cap * 2 : 1024;
     rvertex *v = realloc(m->v, (size_t)cap * sizeof *v);
     if (!v) {
       m->oom = true;
-      return;
+      return NULL;
     }
     m->v = v, m->cap = cap;
   }
-  rvertex *v = &m->v[m->n++];
+  return &m->v[m->n++];
+}
+
+static void mesh_push(rmesh *m, const double p[3], const double n[3],
+                      const uint8_t rgb[3], uint8_t material) {
+  rvertex *v = pa_render_mesh_next(m);
+  if (!v)
+    return;
   for (int i = 0; i < 3; i++) {
     v->pos[i] = (float)p[i];
     v->normal[i] = (float)n[i];
@@ -641,6 +647,14 @@ int pa_render_scene_build(pa_render_scene **out, const pa_grid *grid,
   pa_render_mesh_free(&m);
 
   s->fog_density = 0.05f; /* exp2: about half the contrast at 20 m */
+  s->sm = pa_render_shadow_new();
+  s->caster_top = PA_RENDER_WALL_HEIGHT;
+  for (uint32_t i = 0; i < obstacle_count; i++)
+    if (obstacles[i].active)
+      s->caster_top = fmax(s->caster_top, obstacles[i].height);
+  for (uint32_t i = 0; i < robot_count; i++)
+    if (s->robots[i].active)
+      s->caster_top = fmax(s->caster_top, s->robots[i].head_height + 0.1);
   *out = s;
   return 0;
 fail:
@@ -660,6 +674,7 @@ void pa_render_scene_free(pa_render_scene *s) {
   pa_render_gpu_free(&s->blob);
   pa_render_gpu_free(&s->plate);
   pa_render_gpu_free(&s->slab);
+  pa_render_shadow_free(s->sm);
   if (s->lit.prog)
     glDeleteProgram(s->lit.prog);
   free(s->robots);
@@ -693,6 +708,10 @@ void pa_render_scene_set_shadows(pa_render_scene *s, bool on) {
   s->no_shadows = !on;
 }
 
+void pa_render_scene_set_shadow_map(pa_render_scene *s, bool on) {
+  s->no_shadow_map = !on;
+}
+
 void pa_render_scene_set_culling(pa_render_scene *s, bool on) {
   s->no_culling = !on;
 }
@@ -707,13 +726,18 @@ void pa_render_scene_bounds(const pa_render_scene *s, double out[4]) {
   memcpy(out, s->bounds, sizeof s->bounds);
 }
 
+/* The program drawing: the lit one, its shadow-map variant, or the shadow
+ * map's depth pass (one GL context per process, drawn from one thread). */
+static const rprogram *cur;
+
 static void draw_part(const pa_render_scene *s, const rgpu_mesh *g,
                       double x, double y, double z, double yaw,
                       const double scale[3], const float rgb[3]) {
+  (void)s;
   float model[16];
   pa_render_mat_pose(model, x, y, z, yaw, scale);
-  glUniformMatrix4fv(s->lit.u_model, 1, GL_FALSE, model);
-  glUniform4f(s->lit.u_tint, rgb[0], rgb[1], rgb[2], 1.0f);
+  glUniformMatrix4fv(cur->u_model, 1, GL_FALSE, model);
+  glUniform4f(cur->u_tint, rgb[0], rgb[1], rgb[2], 1.0f);
   glBindVertexArray(g->vao);
   glDrawArrays(GL_TRIANGLES, 0, g->count);
 }
@@ -784,6 +808,8 @@ static void draw_line(const pa_render_scene *s, double x0, double y0, double x1,
             box, white);
 }
 
+static void draw_ball(const pa_render_scene *s);
+
 /* The SSL field's lines (the rules' markings) and the ball, an orange
  * sphere of 42.67 mm resting at its height. */
 static void draw_ssl(const pa_render_scene *s) {
@@ -816,6 +842,10 @@ static void draw_ssl(const pa_render_scene *s) {
       draw_line(s, r * cos(a0), r * sin(a0), r * cos(a1), r * sin(a1));
     }
   }
+  draw_ball(s);
+}
+
+static void draw_ball(const pa_render_scene *s) {
   if (s->ball) {
     static const float orange[3] = {1.0f, 0.45f, 0.0f};
     const double r = 0.021335; /* [m] a golf ball, as pa-sim's */
@@ -858,8 +888,8 @@ static int order_cmp(const void *a, const void *b) {
 static void draw_statics(const pa_render_scene *s, const pa_render_view *cull) {
   float model[16];
   pa_render_mat_identity(model);
-  glUniformMatrix4fv(s->lit.u_model, 1, GL_FALSE, model);
-  glUniform4f(s->lit.u_tint, 1, 1, 1, 1);
+  glUniformMatrix4fv(cur->u_model, 1, GL_FALSE, model);
+  glUniform4f(cur->u_tint, 1, 1, 1, 1);
   glBindVertexArray(s->statics.vao);
   double half = cull ? cull->fov / 2 + 0.02 : 0;
   for (uint8_t layer = 0; layer < 2; layer++) {
@@ -925,32 +955,71 @@ void pa_render_scene_draw(const pa_render_scene *s, const float view[16],
   pa_render_scene_draw_culled(s, view, proj, skip_robot, NULL);
 }
 
+/* What casts a shadow, into the shadow map: walls and obstacles (the
+ * statics but the floor), every robot, the ball. */
+static void draw_casters(const pa_render_scene *s, const rprogram *p) {
+  cur = p;
+  float model[16];
+  pa_render_mat_identity(model);
+  glUniformMatrix4fv(cur->u_model, 1, GL_FALSE, model);
+  glBindVertexArray(s->statics.vao);
+  GLsizei n = 0; /* layer 0 (walls, obstacles) runs first in the buffer */
+  for (uint32_t i = 0; i < s->n_chunks && s->chunks[i].layer == 0; i++)
+    n = s->chunks[i].first + s->chunks[i].count;
+  if (n)
+    glDrawArrays(GL_TRIANGLES, 0, n);
+  for (uint32_t i = 0; i < s->pose_count; i++)
+    if (s->robots[i].active && s->poses[i].active)
+      draw_robot(s, &s->robots[i], &s->poses[i]);
+  draw_ball(s);
+}
+
+/* Binds p and sets the uniforms a frame shares: view, projection, the key
+ * light (unit vector towards it) and the fog. */
+static void frame_uniforms(const rprogram *p, const float view[16],
+                           const float proj[16], const double l[3],
+                           float fog_density) {
+  glUseProgram(p->prog);
+  glUniformMatrix4fv(p->u_view, 1, GL_FALSE, view);
+  glUniformMatrix4fv(p->u_proj, 1, GL_FALSE, proj);
+  glUniform3f(p->u_light, (float)l[0], (float)l[1], (float)l[2]);
+  glUniform3f(p->u_fog, PA_RENDER_SKY_RGB);
+  glUniform1f(p->u_fog_density, fog_density);
+}
+
 void pa_render_scene_draw_culled(const pa_render_scene *s,
                                  const float view[16], const float proj[16],
                                  uint32_t skip_robot,
                                  const pa_render_view *cull) {
+  /* From the north-east-ish, above: every wall direction gets its shade. */
+  double l[3] = {key_light[0], key_light[1], key_light[2]};
+  pa_render_normalize3(l);
+  cur = &s->lit;
+  if (!s->no_shadows && !s->no_shadow_map && (!cull || cull->shadow_map)) {
+    const rprogram *p =
+        pa_render_shadow_pass(s->sm, s, l, s->caster_top, draw_casters);
+    cur = p ? p : &s->lit;
+  }
+  bool blobs = !s->no_shadows && cur == &s->lit;
   if (cull && (s->no_culling || cull->pitch != 0 || !(cull->fov < M_PI * 0.95)))
     cull = NULL; /* the wedge test assumes a level camera */
   glEnable(GL_DEPTH_TEST);
   glEnable(GL_CULL_FACE);
   glCullFace(GL_BACK);
   glFrontFace(GL_CCW);
-  glUseProgram(s->lit.prog);
-  glUniformMatrix4fv(s->lit.u_view, 1, GL_FALSE, view);
-  glUniformMatrix4fv(s->lit.u_proj, 1, GL_FALSE, proj);
-  /* From the north-east-ish, above: every wall direction gets its shade. */
-  double l[3] = {key_light[0], key_light[1], key_light[2]};
-  pa_render_normalize3(l);
-  glUniform3f(s->lit.u_light, (float)l[0], (float)l[1], (float)l[2]);
-  glUniform3f(s->lit.u_fog, PA_RENDER_SKY_RGB);
-  glUniform1f(s->lit.u_fog_density, s->fog_density);
+  /* The plain lit program gets this frame's uniforms too: the solid
+   * visuals draw with it after the scene (visuals_solid.c). */
+  if (cur != &s->lit)
+    frame_uniforms(&s->lit, view, proj, l, s->fog_density);
+  frame_uniforms(cur, view, proj, l, s->fog_density);
   /* robots first: they are small and usually in front */
   for (uint32_t i = 0; i < s->pose_count; i++)
     if (i != skip_robot && s->robots[i].active && s->poses[i].active)
       draw_robot(s, &s->robots[i], &s->poses[i]);
   draw_ssl(s);
   draw_statics(s, cull);
-  if (!s->no_shadows)
+  if (blobs)
     draw_shadows(s);
   glBindVertexArray(0);
+  cur = &s->lit;
 }

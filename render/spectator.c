@@ -120,6 +120,7 @@ static void spectator_view(const pa_stack *st, const pa_render_scene *sc,
   v->fov = SPEC_FOV;
   v->skip_robot = UINT32_MAX;
   v->all_visuals = true;
+  v->shadow_map = true;
 }
 
 /* Renders the spectator view at the requested size into S->rgb. */

@@ -54,18 +54,9 @@ static void mat_vec(const float r[9], const float v[3], float o[3]) {
 
 static void push(rmesh *m, const float p[3], const float n[3],
                  const uint8_t c[4]) {
-  if (m->oom)
+  rvertex *v = pa_render_mesh_next(m);
+  if (!v)
     return;
-  if (m->n == m->cap) {
-    uint32_t cap = m->cap ? m->cap * 2 : 4096;
-    rvertex *v = realloc(m->v, (size_t)cap * sizeof *v);
-    if (!v) {
-      m->oom = true;
-      return;
-    }
-    m->v = v, m->cap = cap;
-  }
-  rvertex *v = &m->v[m->n++];
   memcpy(v->pos, p, sizeof v->pos);
   memcpy(v->normal, n, sizeof v->normal);
   memcpy(v->colour, c, sizeof v->colour);
@@ -471,11 +462,7 @@ static void bake_instances(pa_render_lines *L, const rmesh *tm,
     glGenBuffers(1, &L->s_ivbo);
     glBindVertexArray(L->s_ivao);
     glBindBuffer(GL_ARRAY_BUFFER, L->s_tvbo);
-    static const pa_render_attr attrs[] = {
-        {3, GL_FLOAT, GL_FALSE, offsetof(rvertex, pos)},
-        {3, GL_FLOAT, GL_FALSE, offsetof(rvertex, normal)},
-        {4, GL_UNSIGNED_BYTE, GL_TRUE, offsetof(rvertex, colour)}};
-    pa_render_attribs(sizeof(rvertex), attrs, 3);
+    pa_render_rvertex_attribs();
     for (GLuint a = PA_RENDER_ATTR_IPOS; a <= PA_RENDER_ATTR_IINV; a++) {
       glEnableVertexAttribArray(a);
       glVertexAttribDivisor(a, 1);
@@ -568,11 +555,7 @@ static void bake(pa_render_lines *L, const pa_visual_block *b) {
     glGenBuffers(1, &L->s_vbo);
     glBindVertexArray(L->s_vao);
     glBindBuffer(GL_ARRAY_BUFFER, L->s_vbo);
-    static const pa_render_attr attrs[] = {
-        {3, GL_FLOAT, GL_FALSE, offsetof(rvertex, pos)},
-        {3, GL_FLOAT, GL_FALSE, offsetof(rvertex, normal)},
-        {4, GL_UNSIGNED_BYTE, GL_TRUE, offsetof(rvertex, colour)}};
-    pa_render_attribs(sizeof(rvertex), attrs, 3);
+    pa_render_rvertex_attribs();
     glBindVertexArray(0);
   }
   glBindBuffer(GL_ARRAY_BUFFER, L->s_vbo);

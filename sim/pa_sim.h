@@ -254,6 +254,7 @@ typedef struct pa_sim_state {
   pa_sim_pool *pool;       /* NULL when threads == 1 */
   struct pa_sim_motion *motion; /* [cap_robots] this tick's planned moves */
   uint64_t alone_moves;    /* robot-ticks moved in parallel (statistics) */
+  struct pa_sim_strips *strips; /* the moves' partition by space (sim_int.h) */
   /* Overlapped scans (pa_sim_run running free with threads and one robot):
    * the robot's scan is cast on the workers during the next ticks and
    * completes at the latest two scans later (pa_sim_scans_settle). */

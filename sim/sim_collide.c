@@ -76,8 +76,173 @@ static bool memo_fill(const pa_sim_model *m, pa_sim_wall_memo *w, int64_t cx,
 }
 
 void pa_sim_int_walls_forget(pa_sim_state *s) {
-  for (uint32_t i = 0; i < s->cap_robots; i++)
+  for (uint32_t i = 0; i < s->cap_robots; i++) {
     s->motion[i].walls.rows = 0;
+    s->motion[i].faces.map = NULL;
+    s->motion[i].faces.cmap = NULL;
+  }
+}
+
+/* Cells [xs, xs + w) of row j as bits (bit t: cell xs + t blocked; outside
+ * the grid blocked), w < 64. */
+static uint64_t row_window(const pa_sim_model *m, int64_t j, int64_t xs,
+                           int w) {
+  const uint64_t all = (1ull << w) - 1;
+  const int64_t GW = m->grid.width;
+  if (j < 0 || j >= (int64_t)m->grid.height)
+    return all;
+  if (xs >= 0 && xs + w <= GW) {
+    const uint64_t *row = m->blocked + (size_t)j * m->blocked_words;
+    int64_t wi = xs >> 6, sh = xs & 63;
+    uint64_t b = row[wi] >> sh;
+    if (sh + w > 64)
+      b |= row[wi + 1] << (64 - sh);
+    return b & all;
+  }
+  uint64_t b = 0;
+  for (int t = 0; t < w; t++)
+    if (cell_blocked(m, xs + t, j))
+      b |= 1ull << t;
+  return b;
+}
+
+/* Fills wc with the faces of the cells around (cx, cy), h cells each way
+ * (with a ring of cells more, for the faces on the box's sides). */
+static void faces_fill(const pa_sim_model *m, pa_sim_wall_cache *wc, int64_t cx,
+                       int64_t cy, int64_t h) {
+  wc->map = m->blocked;
+  wc->x0 = (int32_t)(cx - h);
+  wc->x1 = (int32_t)(cx + h);
+  wc->y0 = (int32_t)(cy - h);
+  wc->y1 = (int32_t)(cy + h);
+  wc->n = 0;
+  wc->vert = 0;
+  const int64_t xs = cx - h - 1, ys = cy - h - 1; /* the ring's corner */
+  const int w = (int)(2 * h + 3);                 /* cells xs .. xs + w - 1 */
+  int32_t open[64];
+  uint64_t prev_v = 0, prev_b = 0;
+  for (int64_t j = cy - h - 1; j <= cy + h + 2; j++) {
+    /* the sentinel row cy + h + 2 closes the vertical runs */
+    uint64_t b = j <= cy + h + 1 ? row_window(m, j, xs, w) : 0;
+    uint64_t v = j <= cy + h + 1 ? (b ^ (b >> 1)) & ((1ull << (w - 1)) - 1)
+                                 : 0; /* bit t: x = xs + t + 1 */
+    for (uint64_t e = prev_v & ~v; e; e &= e - 1) {
+      int t = __builtin_ctzll(e);
+      if (wc->n == PA_SIM_WALL_SEGS)
+        goto full;
+      wc->vert |= 1u << wc->n;
+      wc->line[wc->n] = (int8_t)(t + 1);
+      wc->lo[wc->n] = (int8_t)(open[t] - ys);
+      wc->hi[wc->n++] = (int8_t)(j - ys);
+    }
+    for (uint64_t st = v & ~prev_v; st; st &= st - 1)
+      open[__builtin_ctzll(st)] = (int32_t)j;
+    prev_v = v;
+    if (j > cy - h - 1 && j <= cy + h + 1) { /* line y = j */
+      uint64_t hz = prev_b ^ b;
+      uint64_t starts = hz & ~(hz << 1), ends = hz & ~(hz >> 1);
+      while (starts) {
+        int a = __builtin_ctzll(starts), z = __builtin_ctzll(ends);
+        if (wc->n == PA_SIM_WALL_SEGS)
+          goto full;
+        wc->line[wc->n] = (int8_t)(j - ys);
+        wc->lo[wc->n] = (int8_t)a;
+        wc->hi[wc->n++] = (int8_t)(z + 1);
+        starts &= starts - 1;
+        ends &= ends - 1;
+      }
+    }
+    prev_b = b;
+  }
+  return;
+full:
+  wc->n = -1;
+}
+
+/* Keeps a clearance found at (x, y) [m] if it reaches farther than the one
+ * kept (less 1 nm for rounding). */
+static inline void clear_note(const pa_sim_model *m, pa_sim_wall_cache *wc,
+                              double x, double y, double clear) {
+  clear -= 1e-9;
+  if (wc->cmap == m->blocked) {
+    double ex = x - wc->cx, ey = y - wc->cy;
+    double left = wc->clear - sqrt(ex * ex + ey * ey);
+    if (left >= clear)
+      return;
+  }
+  wc->cmap = m->blocked;
+  wc->cx = x;
+  wc->cy = y;
+  wc->clear = clear;
+}
+
+/* What the faces nearby say of a free point's distance to the blocked
+ * cells within reach. */
+typedef enum faces_say {
+  FACES_ASK_ROWS, /* nothing: too many faces here, a box too big for its
+                   * rows, the point on a face, or nothing within reach for
+                   * an exact question (the row scan's value then is its
+                   * window's nearest cell, kept by a clearance) */
+  FACES_EXACT,    /* the distance (squared) and the nearest point */
+  FACES_WITHIN,   /* any: one face within reach (a distance to it) */
+  FACES_CLEAR,    /* nothing within reach (a lower bound of the distance,
+                   * squared) */
+} faces_say;
+
+/* The faces of point (gx, gy) in cell (cx, cy), whose window of reach
+ * [m] must lie in wc's box (refilled around the cell otherwise). */
+static faces_say faces_nearest(const pa_sim_model *m, pa_sim_wall_cache *wc,
+                               double gx, double gy, int64_t cx, int64_t cy,
+                               double reach, bool any, double *d2, double *bx,
+                               double *by) {
+  const double res = m->grid.resolution, rc = reach / res;
+  if (wc->map != m->blocked || pa_sim_ifloor(gx - rc) < wc->x0 ||
+      pa_sim_ifloor(gx + rc) > wc->x1 || pa_sim_ifloor(gy - rc) < wc->y0 ||
+      pa_sim_ifloor(gy + rc) > wc->y1) {
+    int64_t h = (int64_t)rc + 4;
+    if (h > 30)
+      return FACES_ASK_ROWS;
+    faces_fill(m, wc, cx, cy, h);
+  }
+  if (wc->n < 0)
+    return FACES_ASK_ROWS;
+  double best = INFINITY, px = 0, py = 0, rc2 = rc * rc;
+  const int32_t ox = wc->x0 - 1, oy = wc->y0 - 1; /* the offsets' origin */
+  for (int32_t k = 0; k < wc->n; k++) {
+    bool v = (wc->vert >> k) & 1;
+    int32_t ol = v ? ox : oy, os = v ? oy : ox; /* line, span */
+    double line = ol + wc->line[k], lo = os + wc->lo[k], hi = os + wc->hi[k];
+    double a = v ? gx : gy, b = v ? gy : gx; /* across, along the line */
+    double da = line - a, db = b < lo ? lo - b : b > hi ? b - hi : 0;
+    double e = da * da + db * db;
+    if (any && e < 1.0001 * rc2 && sqrt(e) * res < reach) { /* yes */
+      *d2 = e;
+      return FACES_WITHIN;
+    }
+    if (e < best) {
+      best = e;
+      double nb = b < lo ? lo : b > hi ? hi : b;
+      px = v ? line : nb;
+      py = v ? nb : line;
+    }
+  }
+  /* within reach as the rows decide it: d [m] < reach */
+  if (!(sqrt(best) * res < reach)) {
+    if (!any)
+      return FACES_ASK_ROWS;
+    /* every blocked cell is at least as far as the nearest face or, when
+     * outside the box, as the box's side: *d2 then bounds the clearance */
+    double side = fmin(fmin(gx - wc->x0, wc->x1 + 1 - gx),
+                       fmin(gy - wc->y0, wc->y1 + 1 - gy));
+    *d2 = fmin(best, side * side);
+    return FACES_CLEAR;
+  }
+  if (!(best > 1e-24))
+    return FACES_ASK_ROWS;
+  *d2 = best;
+  *bx = px;
+  *by = py;
+  return FACES_EXACT;
 }
 
 /* The distance to the nearest blocked cell region within reach (see
@@ -91,7 +256,7 @@ void pa_sim_int_walls_forget(pa_sim_state *s) {
  * same cells: the nearest on each side of the point's column). */
 static inline double wall_dist(const pa_sim_model *m, double x, double y,
                                double reach, double *nx, double *ny, bool any,
-                               pa_sim_wall_memo *memo) {
+                               pa_sim_wall_memo *memo, pa_sim_wall_cache *wc) {
   double gx, gy;
   to_grid(m, x, y, &gx, &gy);
   double res = m->grid.resolution;
@@ -100,10 +265,37 @@ static inline double wall_dist(const pa_sim_model *m, double x, double y,
     /* Fast path: the march field (clear >= safe + sqrt 2) bounds the
      * distance from this point: clear - 1/sqrt 2 - |offset from centre|. */
     uint8_t v = m->march[(size_t)(cy + 1) * m->march_w + (size_t)cx + 1];
-    double ox = gx - ((double)cx + 0.5), oy = gy - ((double)cy + 0.5);
-    double bound = m->march_safe[v] + 0.70710 - sqrt(ox * ox + oy * oy);
-    if (v >= 2 && bound * res >= reach) /* code 1: clear may be < sqrt 2 */
-      return bound * res;
+    double top = m->march_safe[v] + 0.70710; /* the bound at the centre */
+    if (v >= 2 && top * res >= reach) { /* else the bound is short anyway */
+      double ox = gx - ((double)cx + 0.5), oy = gy - ((double)cy + 0.5);
+      double bound = top - sqrt(ox * ox + oy * oy);
+      if (bound * res >= reach) { /* code 1: clear may be < sqrt 2 */
+        if (wc)
+          clear_note(m, wc, x, y, bound * res);
+        return bound * res;
+      }
+    }
+    /* Near a wall: the nearest face of the robot's walls nearby. */
+    double d2 = 0, bx = 0, by = 0;
+    faces_say say =
+        wc ? faces_nearest(m, wc, gx, gy, cx, cy, reach, any, &d2, &bx, &by)
+           : FACES_ASK_ROWS;
+    if (say == FACES_WITHIN)
+      return sqrt(d2) * res;
+    if (say == FACES_CLEAR) { /* no blocked cell within reach */
+      clear_note(m, wc, x, y, fmax(reach, sqrt(d2) * res));
+      return reach + res;
+    }
+    if (say == FACES_EXACT) {
+      double d = sqrt(d2);
+      clear_note(m, wc, x, y, d * res);
+      if (nx && ny) {
+        double ex = (gx - bx) / d, ey = (gy - by) / d;
+        *nx = m->cos_yaw * ex - m->sin_yaw * ey;
+        *ny = m->sin_yaw * ex + m->cos_yaw * ey;
+      }
+      return d * res;
+    }
   }
   const int64_t GW = m->grid.width, GH = m->grid.height;
   int32_t *near = memo ? memo->near : NULL;
@@ -220,12 +412,13 @@ static inline double wall_dist(const pa_sim_model *m, double x, double y,
 
 double pa_sim_int_wall_clearance(const pa_sim_model *m, double x, double y,
                                  double reach, double *nx, double *ny) {
-  return wall_dist(m, x, y, reach, nx, ny, false, NULL);
+  return wall_dist(m, x, y, reach, nx, ny, false, NULL, NULL);
 }
 
 static double bodies_clearance(const pa_sim_state *s, uint32_t skip, double x,
                                double y, double best, double wnx, double wny,
-                               double *nx, double *ny, bool robots);
+                               double *nx, double *ny, bool robots,
+                               const pa_sim_near *nb);
 
 /* The sign test of pa_sim_int_clearance(margin 0) >= 0, with early exits
  * (its best only decreases: once below r, the answer is known). */
@@ -237,10 +430,28 @@ bool pa_sim_int_free(const pa_sim_model *m, const pa_sim_state *s,
 bool pa_sim_int_free_near(const pa_sim_model *m, const pa_sim_state *s,
                           uint32_t skip, double x, double y, double r,
                           bool robots, pa_sim_wall_memo *memo) {
-  double wall = wall_dist(m, x, y, r, NULL, NULL, true, memo);
+  double wall = wall_dist(m, x, y, r, NULL, NULL, true, memo, NULL);
   if (wall < r)
     return false;
-  return bodies_clearance(s, skip, x, y, wall, 0, 0, NULL, NULL, robots) - r >=
+  return bodies_clearance(s, skip, x, y, wall, 0, 0, NULL, NULL, robots, NULL) -
+             r >=
+         0;
+}
+
+bool pa_sim_int_move_free(const pa_sim_model *m, const pa_sim_state *s,
+                          uint32_t skip, double x, double y, double r,
+                          const pa_sim_near *nb, pa_sim_wall_memo *memo,
+                          pa_sim_wall_cache *wc) {
+  double wall = INFINITY;
+  /* The walls are known to be clear by more than r here: no lookup. */
+  double ex = x - wc->cx, ey = y - wc->cy, left = wc->clear - r;
+  if (!(wc->cmap == m->blocked && left > 0 && ex * ex + ey * ey < left * left))
+    wall = wall_dist(m, x, y, r, NULL, NULL, true, memo, wc);
+  if (wall < r)
+    return false;
+  return bodies_clearance(s, skip, x, y, wall, 0, 0, NULL, NULL, nb != NULL,
+                          nb && !nb->all ? nb : NULL) -
+             r >=
          0;
 }
 
@@ -481,15 +692,54 @@ double pa_sim_int_clearance_near(const pa_sim_model *m, const pa_sim_state *s,
                                  bool robots, pa_sim_wall_memo *memo) {
   double reach = r + margin;
   double wnx = 0, wny = 0;
-  double best = wall_dist(m, x, y, reach, &wnx, &wny, false, memo);
-  return bodies_clearance(s, skip, x, y, best, wnx, wny, nx, ny, robots) - r;
+  double best = wall_dist(m, x, y, reach, &wnx, &wny, false, memo, NULL);
+  return bodies_clearance(s, skip, x, y, best, wnx, wny, nx, ny, robots, NULL) -
+         r;
+}
+
+double pa_sim_int_move_clearance(const pa_sim_model *m, const pa_sim_state *s,
+                                 uint32_t skip, double x, double y, double r,
+                                 double margin, double *nx, double *ny,
+                                 const pa_sim_near *nb, pa_sim_wall_memo *memo,
+                                 pa_sim_wall_cache *wc) {
+  double reach = r + margin;
+  double wnx = 0, wny = 0;
+  double best = wall_dist(m, x, y, reach, &wnx, &wny, false, memo, wc);
+  return bodies_clearance(s, skip, x, y, best, wnx, wny, nx, ny, nb != NULL,
+                          nb && !nb->all ? nb : NULL) -
+         r;
+}
+
+/* The robots of a move's strips (pa_sim_near): their radii from the strips'
+ * copies, their positions as they are now. */
+static void near_robots(const pa_sim_state *s, const pa_sim_near *nb,
+                        uint32_t skip, double x, double y, double *best,
+                        double *bnx, double *bny) {
+  const pa_sim_strips *st = nb->st;
+  for (uint32_t k = 0; k < nb->parts; k++)
+    for (uint32_t p = nb->lo[k]; p < nb->hi[k]; p++) {
+      uint32_t j = st->e[p].id;
+      if (j == skip)
+        continue;
+      double ex = x - s->rs[j].x, ey = y - s->rs[j].y, rj = st->e[p].r;
+      double rr = *best + rj, d2 = ex * ex + ey * ey;
+      if (d2 >= rr * rr)
+        continue;
+      double len = sqrt(d2), d = len - rj;
+      if (d < *best) {
+        *best = d;
+        *bnx = len > 1e-12 ? ex / len : 1;
+        *bny = len > 1e-12 ? ey / len : 0;
+      }
+    }
 }
 
 /* The rest of the clearance after the walls: obstacles and robots nearer
  * than best (the wall value, with its normal). Returns the smallest. */
 static double bodies_clearance(const pa_sim_state *s, uint32_t skip, double x,
                                double y, double best, double wnx, double wny,
-                               double *nx, double *ny, bool robots) {
+                               double *nx, double *ny, bool robots,
+                               const pa_sim_near *nb) {
   double bnx = wnx, bny = wny;
   for (uint32_t i = 0; i < s->obstacle_count; i++) {
     const pa_obstacle_info *o = &s->obs[i];
@@ -508,6 +758,8 @@ static double bodies_clearance(const pa_sim_state *s, uint32_t skip, double x,
   }
   const pa_sim_hash *h = &s->hash;
   if (!robots || s->ghosts) {
+  } else if (nb) {
+    near_robots(s, nb, skip, x, y, &best, &bnx, &bny);
   } else if (h->valid) {
     int64_t cx = pa_sim_ifloor(x / h->cell), cy = pa_sim_ifloor(y / h->cell);
     /* Aliased buckets are not skipped: a robot considered twice changes

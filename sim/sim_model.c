@@ -477,8 +477,10 @@ int pa_sim_state_init(const pa_sim_model *m, pa_sim_state *s, char *err,
   s->scan_rec = calloc(nr, sizeof *s->scan_rec);
   s->scratch = calloc(1, sizeof *s->scratch);
   s->motion = calloc(nr, sizeof *s->motion);
+  s->strips = calloc(1, sizeof *s->strips);
   if (!s->info || !s->rs || !s->obs || !s->ranges || !s->scan_due ||
-      !s->scan_rec || !s->scratch || !s->motion ||
+      !s->scan_rec || !s->scratch || !s->motion || !s->strips ||
+      pa_sim_int_strips_init(s->strips, (uint32_t)nr) != 0 ||
       pa_sim_int_dyn_init(s) != 0 || pa_sim_int_agents_init(s) != 0 ||
       pa_sim_int_scratch_init(s->scratch, m->beam_cap) != 0 ||
       pa_sim_int_hash_init(&s->hash, (uint32_t)nr) != 0 ||
@@ -525,6 +527,9 @@ void pa_sim_state_free(pa_sim_state *s) {
     pa_sim_int_scratch_free(s->scratch);
   free(s->scratch);
   free(s->motion);
+  if (s->strips)
+    pa_sim_int_strips_free(s->strips);
+  free(s->strips);
   pa_sim_keep_close(s);
   pa_sim_int_dyn_free(s);
   pa_sim_int_agents_free(s);

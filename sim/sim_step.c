@@ -44,19 +44,19 @@ static double approach(double cur, double target, double acc, double dec,
 #define SMALL_WORLD 8 /* robots up to this: no broad phase */
 
 static bool free_at(const pa_sim_model *m, pa_sim_state *s, uint32_t id,
-                    double x, double y, bool robots) {
-  return pa_sim_int_free_near(m, s, id, x, y, s->info[id].radius, robots,
-                              &s->motion[id].walls);
+                    double x, double y, const pa_sim_near *nb) {
+  return pa_sim_int_move_free(m, s, id, x, y, s->info[id].radius, nb,
+                              &s->motion[id].walls, &s->motion[id].faces);
 }
 
 /* Largest f in [0, 1] with the robot free at p + f * d (p itself free). */
 static double bisect_free(const pa_sim_model *m, pa_sim_state *s, uint32_t id,
                           double x, double y, double dx, double dy,
-                          bool robots) {
+                          const pa_sim_near *nb) {
   double lo = 0, hi = 1;
   for (int it = 0; it < 12; it++) {
     double mid = 0.5 * (lo + hi);
-    if (free_at(m, s, id, x + mid * dx, y + mid * dy, robots))
+    if (free_at(m, s, id, x + mid * dx, y + mid * dy, nb))
       lo = mid;
     else
       hi = mid;
@@ -71,7 +71,7 @@ static double bisect_free(const pa_sim_model *m, pa_sim_state *s, uint32_t id,
  * bodies), it bisects to the contact and slides what is left. Returns true
  * if the motion was limited. */
 static bool move_disc(const pa_sim_model *m, pa_sim_state *s, uint32_t id,
-                      double dx, double dy, bool robots) {
+                      double dx, double dy, const pa_sim_near *nb) {
   pa_robot_state *r = &s->rs[id];
   const double rad = s->info[id].radius;
   double len = sqrt(dx * dx + dy * dy);
@@ -93,43 +93,44 @@ static bool move_disc(const pa_sim_model *m, pa_sim_state *s, uint32_t id,
   }
   bool bumped = false;
   for (int k = 0; k < n; k++) {
-    if (free_at(m, s, id, r->x + sx, r->y + sy, robots)) {
+    if (free_at(m, s, id, r->x + sx, r->y + sy, nb)) {
       r->x += sx;
       r->y += sy;
       continue;
     }
     bumped = true;
     double nx = 0, ny = 0;
-    double gap = pa_sim_int_clearance_near(m, s, id, r->x, r->y, rad, len, &nx,
-                                           &ny, robots, &s->motion[id].walls);
+    double gap =
+        pa_sim_int_move_clearance(m, s, id, r->x, r->y, rad, len, &nx, &ny, nb,
+                                  &s->motion[id].walls, &s->motion[id].faces);
     if (gap < 0)
       gap = 0;
     double into = -(sx * nx + sy * ny);
     if (into > 0) {
       double keep = into < gap ? into : gap;
       double tx = sx + into * nx - keep * nx, ty = sy + into * ny - keep * ny;
-      if (free_at(m, s, id, r->x + tx, r->y + ty, robots)) {
+      if (free_at(m, s, id, r->x + tx, r->y + ty, nb)) {
         r->x += tx;
         r->y += ty;
         continue;
       }
     }
-    double f = bisect_free(m, s, id, r->x, r->y, sx, sy, robots);
+    double f = bisect_free(m, s, id, r->x, r->y, sx, sy, nb);
     r->x += f * sx;
     r->y += f * sy;
     double rx = (1 - f) * sx, ry = (1 - f) * sy;
-    pa_sim_int_clearance_near(m, s, id, r->x + rx, r->y + ry, rad, 0, &nx, &ny,
-                              robots, &s->motion[id].walls);
+    pa_sim_int_move_clearance(m, s, id, r->x + rx, r->y + ry, rad, 0, &nx, &ny,
+                              nb, &s->motion[id].walls, &s->motion[id].faces);
     double in2 = rx * nx + ry * ny;
     if (in2 < 0) {
       rx -= in2 * nx;
       ry -= in2 * ny;
     }
-    if (free_at(m, s, id, r->x + rx, r->y + ry, robots)) {
+    if (free_at(m, s, id, r->x + rx, r->y + ry, nb)) {
       r->x += rx;
       r->y += ry;
     } else {
-      double g = bisect_free(m, s, id, r->x, r->y, rx, ry, robots);
+      double g = bisect_free(m, s, id, r->x, r->y, rx, ry, nb);
       r->x += g * rx;
       r->y += g * ry;
     }
@@ -151,7 +152,13 @@ static void robot_plan(const pa_sim_model *m, pa_sim_state *s, uint32_t id,
   }
   const double dt = m->dt;
   const double th0 = r->theta;
-  const double c0 = cos(th0), s0 = sin(th0);
+  if (!mv->sc_ok || th0 != mv->sc_theta) {
+    mv->sc_theta = th0;
+    mv->sc_c = cos(th0);
+    mv->sc_s = sin(th0);
+    mv->sc_ok = true;
+  }
+  const double c0 = mv->sc_c, s0 = mv->sc_s;
 
   /* Targets in the robot frame, clamped to the velocity limits. */
   double tvx = r->cmd_v, tvy = 0, tw = r->cmd_w;
@@ -209,10 +216,11 @@ static void robot_plan(const pa_sim_model *m, pa_sim_state *s, uint32_t id,
   mv->s0 = s0;
 }
 
-/* The planned motion against the world (robots = false: no other robot is
- * near enough to matter), then velocities and odometry. Returns bumped. */
+/* The planned motion against the world (nb: the other robots that may
+ * matter; NULL: none is near enough), then velocities and odometry. Returns
+ * bumped. */
 static bool robot_move(const pa_sim_model *m, pa_sim_state *s, uint32_t id,
-                       const pa_sim_motion *mv, bool robots) {
+                       const pa_sim_motion *mv, const pa_sim_near *nb) {
   const pa_robot_info *ri = &s->info[id];
   pa_robot_state *r = &s->rs[id];
   const double dt = m->dt;
@@ -220,7 +228,7 @@ static bool robot_move(const pa_sim_model *m, pa_sim_state *s, uint32_t id,
   const double c0 = mv->c0, s0 = mv->s0; /* cos, sin of th0 */
 
   double x0 = r->x, y0 = r->y;
-  bool bumped = move_disc(m, s, id, mv->dx, mv->dy, robots);
+  bool bumped = move_disc(m, s, id, mv->dx, mv->dy, nb);
   double ax = r->x - x0, ay = r->y - y0;
   r->theta = pa_sim_wrap(th0 + dth);
   r->w = mv->w;
@@ -258,42 +266,42 @@ static bool robot_move(const pa_sim_model *m, pa_sim_state *s, uint32_t id,
   return bumped;
 }
 
-/* True if no other robot's centre is within `reach` of robot i's (start
- * positions: the hash's copies, so robots moving meanwhile are not read).
- * Needs the hash built with cell >= reach. */
-static bool robot_alone(const pa_sim_state *s, uint32_t i, double reach) {
-  if (s->ghosts)
-    return true; /* --ghost_robots: nobody is in its way */
-  const pa_sim_hash *h = &s->hash;
-  double x = s->rs[i].x, y = s->rs[i].y, r2 = reach * reach;
-  int64_t cx = pa_sim_ifloor(x / h->cell), cy = pa_sim_ifloor(y / h->cell);
-  for (int64_t j = cy - 1; j <= cy + 1; j++)
-    for (int64_t k = cx - 1; k <= cx + 1; k++) {
-      uint32_t key = pa_sim_int_hash_key(h, k, j);
-      for (uint32_t p = h->start[key]; p < h->start[key + 1]; p++) {
-        if (h->items[p] == i) /* aliased buckets only add candidates */
-          continue;
-        double ex = h->ix[p] - x, ey = h->iy[p] - y;
-        if (ex * ex + ey * ey < r2)
-          return false;
-      }
-    }
-  return true;
+/* ---- the moves, partitioned by space ------------------------------------ */
+
+int pa_sim_int_strips_init(pa_sim_strips *st, uint32_t cap) {
+  memset(st, 0, sizeof *st);
+  size_t n = cap ? cap : 1;
+  st->e = calloc(n, sizeof *st->e);
+  st->by = calloc(n, sizeof *st->by);
+  st->order = calloc(n, sizeof *st->order);
+  return st->e && st->by && st->order ? 0 : -1;
 }
 
-#define MOVE_PARTS 64 /* the robots of a move job: at most this many ranges */
+void pa_sim_int_strips_free(pa_sim_strips *st) {
+  free(st->e);
+  free(st->by);
+  free(st->order);
+  memset(st, 0, sizeof *st);
+}
 
-/* The threads' part of the moves: the broad phase built while the robots
- * are planned (a plan reads and writes only the robot's own plan, head and
- * velocities; the build reads positions, which nobody moves before it is
- * done), then each lone robot moved. */
+/* The moves of a tick as pool items (or run in item order on one thread:
+ * the same result, see pa_sim_int_step): item 0 sorts the robots into
+ * strips; 1..S prepare strip i - 1 (its robots by start y, then each
+ * planned: a plan reads and writes only the robot's own state); then the
+ * even strips move, then the odd ones. A strip moves its robots in its
+ * order, each against the robots of its own and the neighbouring strips:
+ * an even strip while the odd ones stand still, an odd one after both its
+ * even neighbours have moved. Strips two apart are more than a reach apart,
+ * so they cannot change each other's moves: any number of threads gives
+ * the same result. */
 typedef struct move_job {
   const pa_sim_model *m;
   pa_sim_state *s;
-  double reach, cell;
-  uint32_t per, parts;             /* robots per range, ranges */
-  atomic_uint built;               /* the broad phase is built */
-  atomic_uint planned[MOVE_PARTS]; /* range k is planned */
+  pa_sim_strips *st;
+  uint32_t pooled;                  /* moves run on the pool */
+  atomic_uint sorted;               /* item 0 is done */
+  atomic_uint ready[PA_SIM_STRIPS]; /* strip k is sorted and planned */
+  atomic_uint moved[PA_SIM_STRIPS]; /* strip k has moved */
 } move_job;
 
 /* Waits for a flag that an item taken before this one sets (the pool hands
@@ -304,40 +312,176 @@ static void move_wait(atomic_uint *flag) {
     pa_sim_int_wait_step(&w);
 }
 
-/* Pool item: 0 builds the broad phase; 1..parts plan range i - 1;
- * parts + 1..2 parts move the lone robots of range i - parts - 1 (after its
- * plan and the build). count: bumps in the low 32 bits, robots moved here
- * in the high bits. */
+static bool ent_before(const pa_sim_strip_ent *a, const pa_sim_strip_ent *b) {
+  return a->y < b->y || (a->y == b->y && a->id < b->id);
+}
+
+static int ent_cmp(const void *pa, const void *pb) {
+  const pa_sim_strip_ent *a = pa, *b = pb;
+  return ent_before(a, b) ? -1 : ent_before(b, a) ? 1 : 0;
+}
+
+/* Robot i's entry into its strip's next place. */
+static void strip_put(pa_sim_strips *st, uint32_t *fill, uint32_t i) {
+  pa_sim_strip_ent *b = &st->by[i], *e = &st->e[fill[b->id]++];
+  b->seen = 1;
+  *e = *b;
+  e->id = i;
+}
+
+/* The robots into strips (a counting sort), each strip in the last tick's
+ * order, then the robots new to the strips in id order: nearly sorted for
+ * strip_order (whose result does not depend on the input order). */
+static void strips_sort(const pa_sim_state *s, pa_sim_strips *st) {
+  uint32_t *start = st->start, n = st->count;
+  memset(start, 0, sizeof st->start);
+  double inv = 1.0 / st->w;
+  for (uint32_t i = 0; i < s->robot_count; i++) {
+    pa_sim_strip_ent *b = &st->by[i];
+    if (b->r < 0)
+      continue;
+    uint32_t k = (uint32_t)((b->x - st->x0) * inv);
+    k = k < n ? k : n - 1;
+    b->id = k; /* its strip, until the entry is copied */
+    start[k + 1]++;
+  }
+  for (uint32_t k = 0; k < n; k++)
+    start[k + 1] += start[k];
+  uint32_t fill[PA_SIM_STRIPS];
+  memcpy(fill, start, sizeof fill);
+  for (uint32_t p = 0; p < st->last; p++) {
+    uint32_t i = st->order[p];
+    if (i < s->robot_count && st->by[i].r >= 0 && !st->by[i].seen)
+      strip_put(st, fill, i);
+  }
+  for (uint32_t i = 0; i < s->robot_count; i++)
+    if (st->by[i].r >= 0 && !st->by[i].seen)
+      strip_put(st, fill, i);
+}
+
+/* Strip k by (y, id) (a total order: the same result from any input order
+ * and either sort). */
+static void strip_order(pa_sim_strips *st, uint32_t k) {
+  pa_sim_strip_ent *e = st->e + st->start[k];
+  uint32_t n = st->start[k + 1] - st->start[k];
+  /* insertion (nearly sorted: the last tick's order), qsort past 8 moves a
+   * robot (a new world, teleports) */
+  uint64_t moves = 0, most = 8ull * n + 64;
+  for (uint32_t i = 1; i < n; i++) {
+    pa_sim_strip_ent t = e[i];
+    uint32_t j = i;
+    for (; j > 0 && ent_before(&t, &e[j - 1]); j--)
+      e[j] = e[j - 1];
+    e[j] = t;
+    moves += i - j;
+    if (moves > most) {
+      qsort(e, n, sizeof *e, ent_cmp);
+      return;
+    }
+  }
+}
+
+/* The robots of strip q in its order, each moved against the robots near
+ * its start: those of strips q - 1 .. q + 1 within reach in y (windows that
+ * only move forward, as the robots come in y order). Returns the bumps. */
+static uint64_t strip_moves(move_job *j, uint32_t q) {
+  const pa_sim_strips *st = j->st;
+  const double reach = st->reach, r2 = reach * reach;
+  const uint32_t k0 = q > 0 ? q - 1 : 0, k1 = q + 1 < st->count ? q + 1 : q;
+  uint32_t lo[3], hi[3], nk = j->s->ghosts ? 0 : k1 - k0 + 1;
+  for (uint32_t k = 0; k < nk; k++)
+    lo[k] = hi[k] = st->start[k0 + k];
+  uint64_t bumps = 0;
+  for (uint32_t p = st->start[q]; p < st->start[q + 1]; p++) {
+    const pa_sim_strip_ent *e = &st->e[p];
+    pa_sim_near nb = {.st = st, .parts = 0, .all = false};
+    bool alone = true;
+    for (uint32_t k = 0; k < nk; k++) {
+      const uint32_t end = st->start[k0 + k + 1];
+      while (lo[k] < end && st->e[lo[k]].y <= e->y - reach)
+        lo[k]++;
+      if (hi[k] < lo[k])
+        hi[k] = lo[k];
+      while (hi[k] < end && st->e[hi[k]].y < e->y + reach)
+        hi[k]++;
+      for (uint32_t t = lo[k]; t < hi[k] && alone; t++) {
+        double ex = st->e[t].x - e->x, ey = st->e[t].y - e->y;
+        if (t != p && ex * ex + ey * ey < r2)
+          alone = false;
+      }
+      if (hi[k] > lo[k]) {
+        nb.lo[nb.parts] = lo[k];
+        nb.hi[nb.parts++] = hi[k];
+      }
+    }
+    pa_sim_motion *mv = &j->s->motion[e->id];
+    mv->alone = alone;
+    bumps += robot_move(j->m, j->s, e->id, mv, alone ? NULL : &nb);
+  }
+  return bumps;
+}
+
+/* Pool item i of the moves (see move_job). count: bumps in the low 32
+ * bits, robots moved on the pool in the high bits. */
 static void move_item(void *arg, uint32_t i, pa_sim_scratch *k,
                       uint64_t *count) {
   move_job *j = arg;
   pa_sim_state *s = j->s;
+  pa_sim_strips *st = j->st;
+  const uint32_t n = st->count;
   (void)k;
   if (i == 0) {
-    pa_sim_int_hash_build(&s->hash, s, j->cell);
-    atomic_store_explicit(&j->built, 1, memory_order_release);
+    strips_sort(s, st);
+    atomic_store_explicit(&j->sorted, 1, memory_order_release);
     return;
   }
-  uint32_t part = (i - 1) % j->parts, a = part * j->per, b = a + j->per;
-  if (b > s->robot_count)
-    b = s->robot_count;
-  if (i <= j->parts) {
-    for (uint32_t r = a; r < b; r++)
-      if (s->info[r].active)
-        robot_plan(j->m, s, r, &s->motion[r]);
-    atomic_store_explicit(&j->planned[part], 1, memory_order_release);
+  if (i <= n) {
+    uint32_t q = i - 1;
+    move_wait(&j->sorted);
+    strip_order(st, q);
+    for (uint32_t p = st->start[q]; p < st->start[q + 1]; p++)
+      robot_plan(j->m, s, st->e[p].id, &s->motion[st->e[p].id]);
+    atomic_store_explicit(&j->ready[q], 1, memory_order_release);
     return;
   }
-  move_wait(&j->built);
-  move_wait(&j->planned[part]);
-  for (uint32_t r = a; r < b; r++) {
-    if (!s->info[r].active)
-      continue;
-    pa_sim_motion *mv = &s->motion[r];
-    mv->alone = robot_alone(s, r, j->reach);
-    if (mv->alone)
-      *count += (uint64_t)robot_move(j->m, s, r, mv, false) + (1ull << 32);
+  uint32_t t = i - n - 1, even = (n + 1) / 2;
+  uint32_t q = t < even ? 2 * t : 2 * (t - even) + 1;
+  if (q % 2 == 0) {
+    for (uint32_t a = q > 0 ? q - 1 : 0; a <= q + 1 && a < n; a++)
+      move_wait(&j->ready[a]);
+  } else {
+    move_wait(&j->moved[q - 1]);
+    if (q + 1 < n)
+      move_wait(&j->moved[q + 1]);
   }
+  uint32_t moved = st->start[q + 1] - st->start[q];
+  *count += strip_moves(j, q) + ((uint64_t)(j->pooled ? moved : 0) << 32);
+  atomic_store_explicit(&j->moved[q], 1, memory_order_release);
+}
+
+/* The moves of a world of more than SMALL_WORLD robots (their strips set
+ * up by the caller: by, x0, w, count, reach), on the pool when there is
+ * one. */
+static void moves_run(const pa_sim_model *m, pa_sim_state *s) {
+  move_job j = {.m = m, .s = s, .st = s->strips, .pooled = s->pool != NULL};
+  atomic_init(&j.sorted, 0);
+  for (uint32_t k = 0; k < PA_SIM_STRIPS; k++) {
+    atomic_init(&j.ready[k], 0);
+    atomic_init(&j.moved[k], 0);
+  }
+  uint32_t n = 1 + 2 * s->strips->count;
+  uint64_t c = 0;
+  if (s->pool)
+    c = pa_sim_int_pool_run(s->pool, move_item, &j, n, 1);
+  else
+    for (uint32_t i = 0; i < n; i++)
+      move_item(&j, i, NULL, &c);
+  s->bumps += c & 0xffffffffu;
+  s->alone_moves += c >> 32;
+  pa_sim_strips *st = s->strips; /* this order is the next sort's input */
+  st->last = st->start[st->count];
+  for (uint32_t p = 0; p < st->last; p++)
+    st->order[p] = st->e[p].id;
 }
 
 void pa_sim_step(const pa_sim_model *m, pa_sim_state *s) {
@@ -476,74 +620,63 @@ int64_t pa_sim_int_step(const pa_sim_model *m, pa_sim_state *s, int64_t t0,
                         bool timed) {
   pa_sim_scans_settle(m, s, s->inline_scans);
   pa_sim_int_agents_step(m, s); /* agents move first (sim_agents.c) */
-  /* Broad phase: buckets wide enough that 3x3 of them cover any contact
-   * during this tick, even with neighbours moving. */
-  double rmax = 0.05, vmax = 0, lmax = 0;
+  /* Bounds of the tick: the largest radius and move, and where the robots
+   * start (the strips' copies). */
+  const bool strips = s->robot_count > SMALL_WORLD;
+  pa_sim_strips *st = s->strips;
+  double rmax = 0.05, lmax = 0, xmin = INFINITY, xmax = -INFINITY;
   float range_max = 0; /* the lasers' longest, for the scans' buckets */
   for (uint32_t i = 0; i < s->robot_count; i++) {
     const pa_robot_info *ri = &s->info[i];
-    if (!ri->active)
+    if (!ri->active) {
+      if (strips)
+        st->by[i].r = -1;
       continue;
+    }
     if (ri->radius > rmax)
       rmax = ri->radius;
     if (ri->laser_range_max > range_max)
       range_max = ri->laser_range_max;
-    double vm = ri->max_v + ri->max_vy;
-    if (vm > vmax)
-      vmax = vm;
     /* Length bound of its move: limited velocities stay within
      * max(|achieved|, limit) and the arc factor |(a, b)| is <= 1. */
     const pa_robot_state *r = &s->rs[i];
     double l = (fmax(fabs(r->v), ri->max_v) + fmax(fabs(r->vy), ri->max_vy)) *
                m->dt * (1 + 1e-6);
-    if (ri->dynamics == PA_DYN_DYNAMIC) { /* forces may outrun max_v */
-      double vb = pa_sim_int_dyn_speed_bound(m, s, i);
-      vmax = fmax(vmax, vb);
-      l = fmax(l, vb * m->dt * (1 + 1e-6));
-    }
+    if (ri->dynamics == PA_DYN_DYNAMIC) /* forces may outrun max_v */
+      l = fmax(l, pa_sim_int_dyn_speed_bound(m, s, i) * m->dt * (1 + 1e-6));
     if (l > lmax)
       lmax = l;
+    if (strips) {
+      st->by[i] = (pa_sim_strip_ent){r->x, r->y, ri->radius, 0, 0};
+      xmin = r->x < xmin ? r->x : xmin;
+      xmax = r->x > xmax ? r->x : xmax;
+    }
   }
-  double cell = 2.0 * rmax + 2.0 * vmax * m->dt + 0.05;
-  double reach = 2.0 * rmax + 3.0 * lmax + 0.01;
-  /* Many robots and threads: the moves below (the build on a thread of its
-   * own while the others plan). */
-  bool threaded = s->pool && s->robot_count >= 256 && reach <= cell && !s->ssl;
-  /* A few robots: checking them all is cheaper than hashing (the clearance
-   * falls back to it while the hash is not valid). */
-  if (s->robot_count > SMALL_WORLD && !threaded)
-    pa_sim_int_hash_build(&s->hash, s, cell);
-  /* With threads: each robot is planned (it reads only its own state) and,
-   * if no other robot is within 2 radii + 3 moves + 1 cm, moved too, on any
-   * thread and without robot checks: every point it tests lies within a
-   * move L of its start, and so does every other robot's centre of its own,
-   * so every other robot stays >= r + L + 1 cm from it; a clearance it asks
-   * (after a blocked test) finds a body nearer than r + L, so none of them
-   * is ever the nearest one, nor overlaps a tested point; the same holds
-   * the other way. (With 2 moves, robots faster than 1 cm a tick could be
-   * nearer than a wall the clearance found.) The rest then move in index
-   * order as always: the same result as all in index order. */
   if (s->ssl)
     pa_sim_ssl_pre(m, s);
-  if (threaded) {
-    move_job j = {.m = m, .s = s, .reach = reach, .cell = cell};
-    j.per = (s->robot_count + MOVE_PARTS - 1) / MOVE_PARTS;
-    j.parts = (s->robot_count + j.per - 1) / j.per;
-    atomic_init(&j.built, 0);
-    for (uint32_t k = 0; k < MOVE_PARTS; k++)
-      atomic_init(&j.planned[k], 0);
-    uint64_t c =
-        pa_sim_int_pool_run(s->pool, move_item, &j, 1 + 2 * j.parts, 1);
-    s->bumps += c & 0xffffffffu;
-    s->alone_moves += c >> 32;
-    for (uint32_t i = 0; i < s->robot_count; i++)
-      if (s->info[i].active && !s->motion[i].alone)
-        s->bumps += robot_move(m, s, i, &s->motion[i], true);
+  if (strips && xmin <= xmax) {
+    /* Robots whose centres start more than 2 radii + 3 moves + 1 cm apart
+     * do not change each other's moves: every point one tests lies within
+     * a move L of its start, and so does the other's centre of its own, so
+     * each stays >= r + L + 1 cm from the other's tests; a clearance asked
+     * after a blocked test finds a body nearer than r + L, so the other is
+     * never the nearest one, nor overlaps a tested point. (With 2 moves,
+     * robots faster than 1 cm a tick could be nearer than a wall the
+     * clearance found.) Strips at least that wide, at most PA_SIM_STRIPS. */
+    st->reach = 2.0 * rmax + 3.0 * lmax + 0.01;
+    st->x0 = xmin;
+    st->w = fmax(st->reach, (xmax - xmin) / (PA_SIM_STRIPS - 1));
+    double n = floor((xmax - xmin) / st->w) + 1;
+    st->count = n < PA_SIM_STRIPS ? (uint32_t)n : PA_SIM_STRIPS;
+    moves_run(m, s);
   } else {
+    /* A few robots: in id order, each against all the others. */
+    pa_sim_near all = {.all = true};
+    const pa_sim_near *nb = s->robot_count > 1 && !s->ghosts ? &all : NULL;
     for (uint32_t i = 0; i < s->robot_count; i++)
       if (s->info[i].active) {
         robot_plan(m, s, i, &s->motion[i]);
-        s->bumps += robot_move(m, s, i, &s->motion[i], true);
+        s->bumps += robot_move(m, s, i, &s->motion[i], nb);
       }
   }
   if (s->ssl)

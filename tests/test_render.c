@@ -478,7 +478,8 @@ static void test_bad_input(void **state) {
   assert_int_equal(pa_render_scene_build(&s, &g, &ri, 1, NULL, 0, err,
                                          sizeof err), 0);
   assert_int_equal(pa_render_cam_create(&c, 16, 16, err, sizeof err), 0);
-  pa_render_view v = {0.5, 0.5, 0.3, 0, 0, 0, UINT32_MAX, false}; /* fov 0 */
+  pa_render_view v = {0.5, 0.5,        0.3,   0,    0,
+                      0,   UINT32_MAX, false, false}; /* fov 0 */
   assert_int_equal(pa_render_cam_submit(c, s, &v, NULL, err, sizeof err), -1);
   assert_non_null(strstr(err, "fov"));
   v.fov = 1.0, v.yaw = INFINITY;
@@ -493,9 +494,29 @@ static void test_bad_input(void **state) {
   free(g.cells);
 }
 
+/* The readback's alpha drop gives each pixel's r, g, b in order for every
+ * row length, and writes nothing past the 3n bytes (SIMD steps overlap). */
+static void test_rgba_to_rgb(void **state) {
+  (void)state;
+  uint8_t src[4 * 100], want[3 * 100], got[3 * 100 + 64];
+  for (size_t i = 0; i < sizeof src; i++)
+    src[i] = (uint8_t)(i * 37 + 11);
+  for (uint32_t n = 0; n <= 100; n++) {
+    for (uint32_t i = 0; i < n; i++)
+      memcpy(want + 3 * i, src + 4 * i, 3);
+    memset(got, 0xa5, sizeof got);
+    pa_render_rgba_to_rgb(got, src, n);
+    if (n)
+      assert_memory_equal(got, want, 3 * n);
+    for (size_t i = 3 * n; i < sizeof got; i++)
+      assert_int_equal(got[i], 0xa5);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_context),
+      cmocka_unit_test(test_rgba_to_rgb),
       cmocka_unit_test(test_wall_close_up),
       cmocka_unit_test(test_not_flipped),
       cmocka_unit_test(test_head_turn),

@@ -1,7 +1,8 @@
 /* test_render_shade.c - the shaded look (real EGL on Mesa llvmpipe): a lit
  * box shows its top and its side in clearly different shades, an obstacle
  * darkens the floor beside it with its soft shadow (and nothing does with
- * shadows off), a multisampled camera gives edge pixels between the two
+ * shadows off), a wall's shadow map shadow falls on the floor away from the
+ * key light, a multisampled camera gives edge pixels between the two
  * sides' colours where a plain one has none, and an SSL world's floor is
  * the green carpet. */
 #include <math.h>
@@ -105,7 +106,8 @@ static void test_lit_faces(void **state) {
   pa_grid g;
   pa_render_scene *s = room_with_box(&g, 0);
   /* From the south, above: the box's top and its south face. */
-  pa_render_view v = {2.5, 0.5, 2.0, M_PI / 2, -0.6, 1.2, UINT32_MAX, true};
+  pa_render_view v = {2.5, 0.5,        2.0,  M_PI / 2, -0.6,
+                      1.2, UINT32_MAX, true, false};
   uint8_t *img = render(s, &v, 0);
   double top = lum_at(img, &v, 2.5, 2.5, 1.0);
   double side = lum_at(img, &v, 2.5, 2.3, 0.5);
@@ -125,8 +127,8 @@ static void test_shadow(void **state) {
   pa_grid g;
   pa_render_scene *s = room_with_box(&g, 0);
   /* Straight down (almost) from 5 m over the box. */
-  pa_render_view v = {2.5, 2.45,       5.0, M_PI / 2, -M_PI / 2 + 0.05,
-                      1.2, UINT32_MAX, true};
+  pa_render_view v = {2.5, 2.45,       5.0,  M_PI / 2, -M_PI / 2 + 0.05,
+                      1.2, UINT32_MAX, true, false};
   /* Both points in the floor tile [2, 3] x [2, 3] (one shade): one beside
    * the box on the side away from the key light, one across it, beyond the
    * shadow's reach. */
@@ -148,13 +150,95 @@ static void test_shadow(void **state) {
   free(g.cells);
 }
 
+/* The room of room_with_box without the box, and with wall (a 1 m high
+ * row of cells at y = 3, x from 1 to 5) when asked. */
+static pa_render_scene *room_with_wall(pa_grid *g, bool wall) {
+  pa_render_scene *s = room_with_box(g, 0);
+  pa_render_scene_free(s);
+  for (uint32_t x = 20; wall && x < 100; x++)
+    g->cells[(size_t)60 * g->width + x] = PA_CELL_OCCUPIED;
+  char err[256];
+  s = NULL;
+  if (pa_render_scene_build(&s, g, NULL, 0, NULL, 0, err, sizeof err) != 0)
+    fail_msg("%s", err);
+  return s;
+}
+
+/* With the shadow map, the wall darkens the floor on its side away from
+ * the key light (south-west: the light comes from the north-east) and not
+ * on its lit side; without the map, or without the wall, the two are
+ * alike. Both points are in floor tiles of the same shade. */
+static void test_shadow_map(void **state) {
+  (void)state;
+  pa_render_view v = {3.0, 3.0,        6.0,  M_PI / 2, -M_PI / 2 + 0.05,
+                      1.2, UINT32_MAX, true, true};
+  double lum[3][2];
+  for (int k = 0; k < 3; k++) {
+    pa_grid g;
+    pa_render_scene *s = room_with_wall(&g, k != 2);
+    pa_render_view vk = v;
+    vk.shadow_map = k != 1;
+    uint8_t *img = render(s, &vk, k == 0 ? 4 : 0);
+    lum[k][0] = lum_at(img, &vk, 2.5, 2.6, 0); /* 0.4 m south of it */
+    lum[k][1] = lum_at(img, &vk, 3.5, 3.4, 0); /* 0.35 m north */
+    free(img);
+    pa_render_scene_free(s);
+    free(g.cells);
+  }
+  print_message("beside the wall, away from / towards the light: shadow "
+                "map %.1f / %.1f; blobs only %.1f / %.1f; no wall %.1f / "
+                "%.1f\n",
+                lum[0][0], lum[0][1], lum[1][0], lum[1][1], lum[2][0],
+                lum[2][1]);
+  assert_true(lum[0][0] < 0.8 * lum[0][1]);
+  assert_true(fabs(lum[1][0] - lum[1][1]) < 6);
+  assert_true(fabs(lum[2][0] - lum[2][1]) < 6);
+  assert_true(fabs(lum[0][1] - lum[2][1]) < 6); /* the lit side: as open */
+}
+
+/* A robot's shadow from the map follows it: the floor beside it on the
+ * side away from the light is shaded, and lit once it drove away (the map
+ * is kept between frames while nothing moves, so this checks it is
+ * redrawn when something does). */
+static void test_shadow_map_follows_robot(void **state) {
+  (void)state;
+  pa_grid g;
+  pa_render_scene *s = room_with_box(&g, 0);
+  pa_render_scene_free(s);
+  pa_robot_info ri;
+  memset(&ri, 0, sizeof ri);
+  ri.active = 1, ri.radius = 0.3f, ri.height = 0.5f, ri.head_height = 0.6f;
+  ri.colour[0] = 200, ri.colour[3] = 255;
+  char err[256];
+  s = NULL;
+  if (pa_render_scene_build(&s, &g, &ri, 1, NULL, 0, err, sizeof err) != 0)
+    fail_msg("%s", err);
+  pa_render_view v = {1.85, 1.55,       6.0,  M_PI / 2, -M_PI / 2 + 0.05,
+                      1.2,  UINT32_MAX, true, true};
+  double lum[3];
+  const double at[3][2] = {{2, 2}, {2, 2}, {4, 4}};
+  for (int k = 0; k < 3; k++) {
+    pa_render_pose p = {at[k][0], at[k][1], 0, 0, true};
+    pa_render_scene_set_poses(s, &p, 1);
+    uint8_t *img = render(s, &v, 0);
+    lum[k] = lum_at(img, &v, 1.85, 1.55, 0);
+    free(img);
+  }
+  print_message("floor beside the robot %.1f, again %.1f, robot gone %.1f\n",
+                lum[0], lum[1], lum[2]);
+  assert_true(lum[0] < 0.8 * lum[2]);
+  assert_true(fabs(lum[0] - lum[1]) < 1); /* the kept map: the same */
+  pa_render_scene_free(s);
+  free(g.cells);
+}
+
 /* Pixels of the multisampled image that differ from the plain one lie on
  * the plain image's edges, strictly between the colours around them. */
 static void test_msaa(void **state) {
   (void)state;
   pa_grid g;
   pa_render_scene *s = room_with_box(&g, 0);
-  pa_render_view v = {1.0, 0.9, 0.6, 0.8, 0.1, 1.0, UINT32_MAX, true};
+  pa_render_view v = {1.0, 0.9, 0.6, 0.8, 0.1, 1.0, UINT32_MAX, true, false};
   uint8_t *plain = render(s, &v, 0);
   uint8_t *ms = render(s, &v, 4);
   uint32_t differ = 0, between = 0;
@@ -200,7 +284,8 @@ static void test_ssl_carpet(void **state) {
   (void)state;
   pa_grid g;
   pa_render_scene *s = room_with_box(&g, -3); /* centred on the origin */
-  pa_render_view v = {0, -2.0, 1.5, M_PI / 2, -0.5, 1.2, UINT32_MAX, true};
+  pa_render_view v = {0,   -2.0,       1.5,  M_PI / 2, -0.5,
+                      1.2, UINT32_MAX, true, false};
   double none[3] = {0, 0, 0};
   pa_render_scene_set_ssl(s, 'B', false, none);
   uint8_t *img = render(s, &v, 0);
@@ -223,6 +308,8 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_lit_faces),
       cmocka_unit_test(test_shadow),
+      cmocka_unit_test(test_shadow_map),
+      cmocka_unit_test(test_shadow_map_follows_robot),
       cmocka_unit_test(test_msaa),
       cmocka_unit_test(test_ssl_carpet),
   };

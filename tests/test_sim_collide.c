@@ -201,6 +201,98 @@ static void test_wall_memo_same(void **st) {
   pa_grid_free(&g);
 }
 
+/* A move's walls nearby (pa_sim_int_move_free, pa_sim_int_move_clearance:
+ * the faces of the cells around the robot, and the clearance it knows)
+ * change no answer (bit for bit; a normal up to a rounding where two cells
+ * tie): walkers with small steps (the faces and
+ * the known clearance reused), jumps, points on grid lines and in walls,
+ * radii too big for the box, cluttered places (too many faces: the rows),
+ * and a robot whose map was replaced. */
+static void test_wall_faces_same(void **st) {
+  (void)st;
+  const uint32_t W = 200, H = 150;
+  pa_grid g;
+  uint64_t rng = 93;
+  block_room(&g, W, H, 60, &rng);
+  pa_robot_def r = ts_robot("r", 0.5, 0.5, 0);
+  for (int j = 6; j <= 14; j++)
+    for (int i = 6; i <= 14; i++)
+      g.cells[j * W + i] = 0;
+  pa_sim_def d = pa_sim_def_default();
+  pa_sim_model m;
+  pa_sim_state s;
+  ts_make(&m, &s, &d, &g, &r, 1, NULL, 0);
+  long faces = 0, full = 0, known = 0, blocked = 0, near = 0;
+  for (int pass = 0; pass < 2; pass++) {
+    for (int wk = 0; wk < 6; wk++) {
+      pa_sim_motion *mv = &s.motion[0];
+      double gx = W * pa_sim_rng_uniform(&rng),
+             gy = H * pa_sim_rng_uniform(&rng);
+      for (int k = 0; k < 4000; k++) {
+        gx += 0.2 * pa_sim_rng_uniform(&rng) - 0.1;
+        gy += 0.2 * pa_sim_rng_uniform(&rng) - 0.1;
+        if (k % 197 == 0) { /* a jump */
+          gx = W * pa_sim_rng_uniform(&rng);
+          gy = H * pa_sim_rng_uniform(&rng);
+        }
+        gx = fmin(fmax(gx, -0.5), W + 0.5);
+        gy = fmin(fmax(gy, -0.5), H + 0.5);
+        double px = k % 7 == 3 ? floor(gx) : gx; /* on a grid line */
+        double py = k % 11 == 5 ? floor(gy) : gy;
+        double rad = k % 53 == 0 ? 1.2 + 0.4 * pa_sim_rng_uniform(&rng)
+                                 : 0.03 + 0.3 * pa_sim_rng_uniform(&rng);
+        double margin = k % 2 ? 0 : 0.05 * pa_sim_rng_uniform(&rng);
+        double x = px * 0.05, y = py * 0.05;
+        pa_sim_wall_cache before = mv->faces;
+        bool f0 = pa_sim_int_free(&m, &s, 0, x, y, rad, false);
+        bool f1 = pa_sim_int_move_free(&m, &s, 0, x, y, rad, NULL, &mv->walls,
+                                       &mv->faces);
+        if (f0 != f1)
+          fail_msg("free at (%.17g, %.17g) cells, r %.17g: %d, faces %d", px,
+                   py, rad, f0, f1);
+        blocked += !f0;
+        double left = before.clear - rad, ex = x - before.cx,
+               ey = y - before.cy;
+        known += before.cmap == m.blocked && left > 0 &&
+                 ex * ex + ey * ey < left * left;
+        double nx0 = 0, ny0 = 0, nx1 = 0, ny1 = 0;
+        double c0 = pa_sim_int_clearance(&m, &s, 0, x, y, rad, margin, &nx0,
+                                         &ny0, false);
+        double c1 =
+            pa_sim_int_move_clearance(&m, &s, 0, x, y, rad, margin, &nx1, &ny1,
+                                      NULL, &mv->walls, &mv->faces);
+        /* the same value; the same normal but where two cells' nearest
+         * points tie (a point a rounding off a grid line: each side's) */
+        if (memcmp(&c0, &c1, sizeof c0) ||
+            (c0 < margin && (fabs(nx0 - nx1) > 1e-9 || fabs(ny0 - ny1) > 1e-9)))
+          fail_msg("clearance at (%.17g, %.17g) cells, r %.17g + %.17g: "
+                   "%.17g (%.17g, %.17g), faces %.17g (%.17g, %.17g)",
+                   px, py, rad, margin, c0, nx0, ny0, c1, nx1, ny1);
+        near += c0 < margin;
+        faces += mv->faces.map && mv->faces.n > 0;
+        full += mv->faces.map && mv->faces.n < 0;
+      }
+    }
+    if (pass == 0) { /* a new map: the state's walls nearby are forgotten */
+      ts_block(&g, 1.0, 1.0, 9.0, 1.5);
+      uint32_t moved = 0;
+      char err[256];
+      assert_int_equal(pa_sim_set_grid(&m, &s, &g, &moved, err, sizeof err), 0);
+      assert_null(s.motion[0].faces.map);
+      assert_null(s.motion[0].faces.cmap);
+    }
+  }
+  printf("faces: %ld answers from faces, %ld cluttered, %ld known clear, "
+         "%ld blocked, %ld within reach\n",
+         faces, full, known, blocked, near);
+  assert_true(faces > 10000); /* the faces answered */
+  assert_true(full > 100);    /* and the rows where they were too many */
+  assert_true(known > 1000);  /* the known clearance answered */
+  assert_true(blocked > 3000 && near > 3000);
+  ts_free(&m, &s);
+  pa_grid_free(&g);
+}
+
 /* From several starts, at many headings and speeds, drive straight further
  * than the room's diagonal: never inside, and it meets something (bumped). */
 static void test_walls_many_angles(void **st) {
@@ -491,6 +583,7 @@ int main(void) {
       cmocka_unit_test(test_clearance_brute_force),
       cmocka_unit_test(test_clearance_brute_force_wide),
       cmocka_unit_test(test_wall_memo_same),
+      cmocka_unit_test(test_wall_faces_same),
       cmocka_unit_test(test_walls_many_angles),
       cmocka_unit_test(test_slide_and_corner),
       cmocka_unit_test(test_head_on),

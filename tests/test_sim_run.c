@@ -87,8 +87,8 @@ static uint64_t run(int ticks, uint32_t threads, uint32_t extra) {
     }
   }
   assert_true(s.bumps > 0); /* the run exercises collisions */
-  if (threads > 1 && extra > 0) /* the parallel moves ran */
-    assert_true(s.alone_moves > 0);
+  if (threads > 1 && extra > 0) /* every move ran on the threads */
+    assert_true(s.alone_moves == (uint64_t)ticks * s.robot_count);
   if (threads == 1)
     assert_true(s.alone_moves == 0);
   ts_free(&m, &s);
@@ -124,17 +124,19 @@ static void test_determinism_every_path(void **st) {
   assert_int_equal(pa_sim_simd_set(PA_SIM_SIMD_AUTO), 0);
 }
 
-/* Threads change nothing: the pinned world with 2 and 3 threads, and a
- * busier one (300 robots: 15 scans per tick, robots shadowing and bumping
- * each other, plans and most moves in parallel) with 1, 2 and 4 threads
- * hash the same. */
+/* Threads change nothing: the pinned world with 2 and 3 threads, and
+ * busier ones (100 and 300 robots: 5 and 15 scans per tick, robots
+ * shadowing and bumping each other, every move in the strips of space on
+ * the threads) with 1, 2 and 4 threads hash the same. */
 static void test_threads_same(void **st) {
   (void)st;
   uint64_t one = run(10000, 1, 0);
   assert_true(run(10000, 2, 0) == one);
   assert_true(run(10000, 3, 0) == one);
+  uint64_t hundred = run(3000, 1, 96);
+  assert_true(run(3000, 2, 96) == hundred);
   uint64_t busy = run(2000, 1, 296);
-  assert_true(busy != one);
+  assert_true(busy != one && busy != hundred);
   assert_true(run(2000, 2, 296) == busy);
   assert_true(run(2000, 4, 296) == busy);
 }

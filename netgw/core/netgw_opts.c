@@ -95,8 +95,8 @@ static const pa_opt_row rows[] = {
          "Foxglove WebSocket port (0 = off, -1 = a free one; a taken port "
          "walks to the next free one; none free: warns, runs without it)")},
     {STR(def.foxglove_encoding, "foxglove_encoding", "json",
-         "Foxglove scans and camera images: json or protobuf (binary, the "
-         "foxglove schemas; ranges carry +inf for no return)")},
+         "Foxglove scans, camera images and /scene: json or protobuf "
+         "(binary, the foxglove schemas; ranges carry +inf for no return)")},
     {ROW(def.player_port, "player_port", PA_OPT_I32, -1, 65535, 6665,
          "Player 3 protocol TCP port for libplayerc clients (0 = off, -1 = a "
          "free one; a taken port walks to the next free one; none free: "

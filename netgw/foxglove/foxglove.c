@@ -333,7 +333,10 @@ static void emit_scene(pa_fox *f, bool full) {
                         tk,
                         f->vis_ok ? f->vis : NULL};
   uint64_t t = pa_fox_ns(latest_time(f));
-  size_t n = pa_fox_enc_scene(msg_begin(f), t, &in, &f->scene, full, f->g,
+  const pa_fox_scene_be *be = pa_fox_pb_kind(f->g, PA_FOX_SCENE)
+                                  ? &pa_fox_scene_pb
+                                  : &pa_fox_scene_json;
+  size_t n = pa_fox_enc_scene(msg_begin(f), be, t, &in, &f->scene, full, f->g,
                               f->hooks, f->n_hooks);
   ball_key(tk, f->scene_ball);
   if (!n && !full)

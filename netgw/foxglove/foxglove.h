@@ -93,7 +93,7 @@ void pa_fox_base64(pa_fox_buf *b, const uint8_t *in, size_t n);
 /* ---- foxglove_pb.c: the protobuf encoding ------------------------- */
 
 /* Whether kind's channels go protobuf (--foxglove_encoding protobuf: the
- * scans and the camera images). */
+ * scans, the camera images and /scene). */
 bool pa_fox_pb_kind(const pa_netgw *g, int kind);
 /* The schemas' FileDescriptorSet (built by protoc), raw and as base64. */
 const uint8_t *pa_fox_pb_fds(size_t *len);
@@ -105,11 +105,71 @@ void pa_fox_pb_image(pa_fox_buf *b, const char *robot, const pa_frame *f,
 
 /* ---- foxglove_scene.c: /scene ------------------------------------- */
 
-/* A scene addition of a later feature: appends its entity JSON objects,
- * comma-first (",{...}"), to b. Sent in every update. */
-typedef void (*pa_fox_scene_hook)(pa_netgw *g, pa_fox_buf *b, uint64_t t_ns);
+/* A SceneEntity's primitive lists, in the schema's field order. */
+enum {
+  PA_FOX_PR_ARROW,
+  PA_FOX_PR_CUBE,
+  PA_FOX_PR_SPHERE,
+  PA_FOX_PR_CYLINDER,
+  PA_FOX_PR_LINE,
+  PA_FOX_PR_TRIANGLES,
+  PA_FOX_PR_TEXT,
+  PA_FOX_PR_MODEL,
+  PA_FOX_PRIMS
+};
 
-#define PA_FOX_PRIMS 7          /* primitive arrays an entity is built in */
+/* One primitive of any kind: the fields its kind has are read. */
+typedef struct pa_fox_prim {
+  int kind;       /* PA_FOX_PR_* */
+  double pos[3];  /* [m] */
+  double q[4];    /* orientation w, x, y, z */
+  double size[3]; /* [m] cube, sphere, cylinder; model: its scale */
+  float color[4]; /* r, g, b, a in 0..1 */
+  double bottom_scale, top_scale; /* cylinder */
+  double shaft_length, shaft_diameter, head_length, head_diameter; /* arrow */
+  int line_type;                   /* line: 0 strip, 1 loop, 2 list */
+  double thickness;                /* line */
+  bool scale_invariant, billboard; /* line, text; text */
+  double font_size;                /* text */
+  const char *text;                /* text */
+  const double (*pts)[3];          /* line, triangles: n_pts points */
+  const float (*colors)[4];        /* per point (n_colors: 0 or n_pts) */
+  const uint32_t *idx;             /* indices into pts (n_idx; 0 = all) */
+  uint32_t n_pts, n_colors, n_idx;
+  bool override_color;          /* model */
+  const char *url, *media_type; /* model */
+  const uint8_t *data;          /* model: data_len bytes */
+  size_t data_len;
+} pa_fox_prim;
+
+/* An encoding of /scene (foxglove_scene_be.c): the builder describes each
+ * entity once and the back-end writes it. An update is part(0), the
+ * entities, part(1), the deletions, part(2). */
+typedef struct pa_fox_scene_be {
+  /* the entity's fields but its timestamp and primitives; meta is
+   * key, value, ..., NULL */
+  void (*head)(pa_fox_buf *h, const char *frame, const char *id, bool locked,
+               const char *const *meta);
+  /* appends one primitive to its kind's list */
+  void (*prim)(pa_fox_buf *list, const pa_fox_prim *p);
+  /* the whole entity into b; n: entities written before it */
+  void (*entity)(pa_fox_buf *b, size_t n, uint64_t t_ns, const pa_fox_buf *h,
+                 const pa_fox_buf lists[PA_FOX_PRIMS]);
+  /* deletion n: of id, or of all (id NULL) */
+  void (*deletion)(pa_fox_buf *b, size_t n, uint64_t t_ns, const char *id);
+  void (*part)(pa_fox_buf *b, int part);
+} pa_fox_scene_be;
+extern const pa_fox_scene_be pa_fox_scene_json, pa_fox_scene_pb;
+
+/* An update being built; a scene addition of a later feature (a hook) adds
+ * its entities through pa_fox_scene_open/add/close. */
+typedef struct pa_fox_scene_ctx pa_fox_scene_ctx;
+typedef void (*pa_fox_scene_hook)(pa_netgw *g, pa_fox_scene_ctx *x);
+void pa_fox_scene_open(pa_fox_scene_ctx *x, const char *id,
+                       const char *const *meta);
+void pa_fox_scene_add(pa_fox_scene_ctx *x, const pa_fox_prim *p);
+void pa_fox_scene_close(pa_fox_scene_ctx *x);
+
 #define PA_FOX_CLOUD_CUBES 5000 /* a point cloud's cubes in /scene at most */
 #define PA_FOX_BALL_RADIUS 0.021335 /* [m] as pa-sim's (sim_ssl.h) */
 
@@ -121,7 +181,8 @@ typedef struct pa_fox_scene_memo {
   uint32_t n_prev, cap_prev, n_cur, cap_cur;
   uint32_t vis_gen; /* the visuals' gen the entities of prev show */
   bool have_vis;
-  pa_fox_buf prim[PA_FOX_PRIMS]; /* scratch */
+  pa_fox_buf prim[PA_FOX_PRIMS], head; /* scratch: the entity's parts */
+  pa_fox_buf pts;                      /* scratch: a primitive's arrays */
 } pa_fox_scene_memo;
 void pa_fox_scene_memo_free(pa_fox_scene_memo *m);
 
@@ -152,13 +213,14 @@ typedef struct pa_fox_scene_in {
   const pa_visual_block *vis; /* NULL = not read yet */
 } pa_fox_scene_in;
 
-/* Appends one foxglove.SceneUpdate to b. full: deletes all, then every
- * entity; else only the entities that differ from the memo's last update,
+/* Appends one foxglove.SceneUpdate to b, encoded by be. full: deletes all, then
+ * every entity; else only the entities that differ from the memo's last update,
  * and deletions of those gone. Returns how many entities and deletions it
  * holds (0: nothing changed, or out of memory). */
-size_t pa_fox_enc_scene(pa_fox_buf *b, uint64_t t_ns, const pa_fox_scene_in *in,
-                        pa_fox_scene_memo *m, bool full, pa_netgw *g,
-                        const pa_fox_scene_hook *hooks, size_t n_hooks);
+size_t pa_fox_enc_scene(pa_fox_buf *b, const pa_fox_scene_be *be, uint64_t t_ns,
+                        const pa_fox_scene_in *in, pa_fox_scene_memo *m,
+                        bool full, pa_netgw *g, const pa_fox_scene_hook *hooks,
+                        size_t n_hooks);
 /* ---- foxglove_msgs.c: the commands log and the state -------------- */
 
 /* One command pushed to pa-sim, for /commands. */

@@ -41,7 +41,8 @@ static bool grow(pa_fox_buf *b, size_t more) {
 void pa_fox_buf_put(pa_fox_buf *b, const void *d, size_t n) {
   if (!grow(b, n))
     return;
-  memcpy(b->p + b->n, d, n);
+  if (n) /* an empty piece may be a buffer never grown (NULL) */
+    memcpy(b->p + b->n, d, n);
   b->n += n;
   b->p[b->n] = 0;
 }

@@ -1,6 +1,7 @@
 /* foxglove_pb.c - the protobuf encoding of the Foxglove channels that
  * carry the most bytes (--foxglove_encoding protobuf): foxglove.LaserScan
- * and foxglove.CompressedImage, packed by protoc-c from our own .proto
+ * and foxglove.CompressedImage (foxglove.SceneUpdate is
+ * foxglove_scene_be.c's), packed by protoc-c from our own .proto
  * files (netgw/foxglove/proto, written to match the published foxglove
  * schemas), advertised with the FileDescriptorSet protoc built of them at
  * build time (embedded as pa_fox_fds). */
@@ -22,7 +23,7 @@ extern const size_t pa_fox_fds_len;
 bool pa_fox_pb_kind(const pa_netgw *g, int kind) {
   const char *e = g->def.foxglove_encoding;
   return e && !strcmp(e, "protobuf") &&
-         (kind == PA_FOX_SCAN || kind == PA_FOX_CAMERA);
+         (kind == PA_FOX_SCAN || kind == PA_FOX_CAMERA || kind == PA_FOX_SCENE);
 }
 
 const uint8_t *pa_fox_pb_fds(size_t *len) {

@@ -10,7 +10,7 @@
 
 /* Interleaved vertex of every mesh (colour[3] is unused, 255). */
 typedef struct rvertex {
-  float pos[3];    /* [m] */
+  float pos[3]; /* [m] */
   float normal[3];
   uint8_t colour[4];
 } rvertex;
@@ -25,7 +25,7 @@ typedef struct rmesh {
 /* A mesh uploaded to the GPU. */
 typedef struct rgpu_mesh {
   GLuint vao, vbo;
-  GLsizei count;   /* vertices (GL_TRIANGLES) */
+  GLsizei count; /* vertices (GL_TRIANGLES) */
 } rgpu_mesh;
 
 /* The lit shader used by scene and viewer. */
@@ -43,36 +43,39 @@ typedef struct rrobot {
 /* A run of static triangles in one area, for culling and ordering. */
 typedef struct rchunk {
   GLint first;
-  GLsizei count;          /* vertices */
-  uint8_t layer;          /* 0 walls and obstacles, 1 floor */
-  double box[4];          /* min x, min y, max x, max y [m] */
+  GLsizei count; /* vertices */
+  uint8_t layer; /* 0 walls and obstacles, 1 floor */
+  double box[4]; /* min x, min y, max x, max y [m] */
 } rchunk;
 
 struct pa_render_scene {
   rprogram lit;
-  rgpu_mesh statics;      /* floor, walls, obstacles in world coordinates */
-  rgpu_mesh cylinder;     /* unit cylinder: radius 1, z in [0, 1] */
-  rgpu_mesh cube;         /* unit cube centred on the origin */
-  rgpu_mesh shadows;      /* soft floor shadows of the obstacles */
-  rgpu_mesh blob;         /* a robot's soft shadow: unit radius */
-  rgpu_mesh plate;        /* unit square at z 0 facing up (SSL carpet) */
-  rgpu_mesh slab;         /* unit cube, all normals up (SSL lines) */
+  rgpu_mesh statics;  /* floor, walls, obstacles in world coordinates */
+  rgpu_mesh cylinder; /* unit cylinder: radius 1, z in [0, 1] */
+  rgpu_mesh cube;     /* unit cube centred on the origin */
+  rgpu_mesh shadows;  /* soft floor shadows of the obstacles */
+  rgpu_mesh blob;     /* a robot's soft shadow: unit radius */
+  rgpu_mesh plate;    /* unit square at z 0 facing up (SSL carpet) */
+  rgpu_mesh slab;     /* unit cube, all normals up (SSL lines) */
   bool no_shadows;
-  rrobot *robots;         /* [robot_count] */
+  bool no_shadow_map; /* pa_render_scene_set_shadow_map(s, false) */
+  struct rshadow *sm; /* the key light's shadow map (shadow.c) */
+  double caster_top;  /* [m] the highest shadow caster */
+  rrobot *robots;     /* [robot_count] */
   uint32_t robot_count;
-  pa_render_pose *poses;  /* [robot_count] */
+  pa_render_pose *poses; /* [robot_count] */
   uint32_t pose_count;
   uint32_t wall_boxes, triangles;
-  double bounds[4];       /* min x, min y, max x, max y [m] */
-  float fog_density;      /* [1/m] */
+  double bounds[4];  /* min x, min y, max x, max y [m] */
+  float fog_density; /* [1/m] */
   bool no_culling;
-  rchunk *chunks;         /* walls chunks, then floor chunks */
+  rchunk *chunks; /* walls chunks, then floor chunks */
   uint32_t n_chunks;
   double chunk_size, chunk_x0, chunk_y0; /* [m] */
   uint32_t chunk_nx, chunk_ny;
-  GLint *draw_first;      /* scratch for glMultiDrawArrays */
+  GLint *draw_first; /* scratch for glMultiDrawArrays */
   GLsizei *draw_count;
-  uint64_t *order;        /* scratch: sort keys */
+  uint64_t *order; /* scratch: sort keys */
   /* SSL (pa_render_scene_set_ssl): the field's lines, the ball. */
   rgpu_mesh sphere; /* unit sphere at the origin */
   pa_ssl_field ssl; /* division 0: no field */
@@ -82,21 +85,39 @@ struct pa_render_scene {
 
 /* pa_render_scene_draw with chunks outside a level camera's horizontal
  * field of view skipped (cull may be NULL: draw everything). */
-void pa_render_scene_draw_culled(const pa_render_scene *s,
-                                 const float view[16], const float proj[16],
-                                 uint32_t skip_robot,
+void pa_render_scene_draw_culled(const pa_render_scene *s, const float view[16],
+                                 const float proj[16], uint32_t skip_robot,
                                  const pa_render_view *cull);
+
+/* ---- shadow map (shadow.c) ---- */
+typedef struct rshadow rshadow;
+rshadow *pa_render_shadow_new(void);
+void pa_render_shadow_free(rshadow *sm);
+/* Draws the casters (casters(s, depth program)) into the map from the
+ * light (unit vector towards it) over the scene's bounds up to top [m],
+ * restores the framebuffer and viewport, and returns the lit program with
+ * shadows in use with the map bound (its view, projection, light and fog
+ * still to set); NULL when the GL cannot (nothing changed). */
+const rprogram *pa_render_shadow_pass(rshadow *sm, const pa_render_scene *s,
+                                      const double light[3], double top,
+                                      void (*casters)(const pa_render_scene *,
+                                                      const rprogram *));
 
 /* ---- meshes (scene.c) ---- */
 void pa_render_mesh_free(rmesh *m);
+/* Room for one more vertex at the end of m (NULL, and m->oom, when out of
+ * memory). */
+rvertex *pa_render_mesh_next(rmesh *m);
 void pa_render_mesh_box(rmesh *m, const double c[3], const double half[3],
                         double yaw, const uint8_t rgb[3], bool bottom);
-void pa_render_mesh_cylinder(rmesh *m, const double c[3], double r,
-                             double h, const uint8_t rgb[3], int segments);
+void pa_render_mesh_cylinder(rmesh *m, const double c[3], double r, double h,
+                             const uint8_t rgb[3], int segments);
 int pa_render_gpu_upload(rgpu_mesh *g, const rmesh *m, char *err,
                          size_t err_sz);
 void pa_render_gpu_free(rgpu_mesh *g);
 int pa_render_program_lit(rprogram *p, char *err, size_t err_sz);
+/* Looks up the lit uniforms of p->prog (the lit shader or a variant). */
+void pa_render_lit_locations(rprogram *p);
 /* The lit program's per-instance attributes (instanced visuals): position,
  * orientation x, y, z, w, scale - 1, 1 - colour and alpha. */
 enum {
@@ -126,6 +147,9 @@ typedef struct pa_render_attr {
 /* Points attributes 0..n-1 of the bound VAO at the bound buffer (stride
  * bytes a vertex) and enables them. */
 void pa_render_attribs(GLsizei stride, const pa_render_attr *a, int n);
+/* The rvertex layout (position, normal, colour) as attributes 0, 1, 2 of
+ * the bound vertex array, from the bound array buffer. */
+void pa_render_rvertex_attribs(void);
 
 /* ---- viewer (viewer.c): a GLFW window whose context also serves the
  * cameras ---- */

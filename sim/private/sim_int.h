@@ -46,6 +46,28 @@ typedef struct pa_sim_wall_memo {
   uint32_t west;                  /* bit k: cell (cx - 1, y0 + k) blocked */
 } pa_sim_wall_memo;
 
+/* A robot's walls nearby, as the faces between its blocked and free cells
+ * (sim_collide.c): the cells of [x0, x1] x [y0, y1] and the faces of their
+ * sides, merged along each grid line into segments. The nearest point of
+ * the blocked cells to a free point lies on one of them, so a point whose
+ * reach stays in the box gets its exact distance from a few segments
+ * instead of the cell rows. n < 0: too many here (the row scans serve that
+ * box); map NULL: empty. */
+#define PA_SIM_WALL_SEGS 24
+typedef struct pa_sim_wall_cache {
+  const uint64_t *map;    /* m->blocked it was read from */
+  int32_t x0, y0, x1, y1; /* the box [cells] */
+  int32_t n;              /* segments, or -1 */
+  uint32_t vert;          /* bit k: segment k lies on x = line */
+  /* segment k: its grid line and its span on it, in cells from the box's
+   * ring corner (x0 - 1, y0 - 1): a box is at most 61 cells a side */
+  int8_t line[PA_SIM_WALL_SEGS], lo[PA_SIM_WALL_SEGS], hi[PA_SIM_WALL_SEGS];
+  /* A clearance known at a point (the map's, m->blocked at cmap): the walls
+   * are at least clear - |q - (cx, cy)| from any q [m, world]. */
+  const uint64_t *cmap;
+  double cx, cy, clear;
+} pa_sim_wall_cache;
+
 /* Empties every robot's memo rows: the model (its map) was replaced. */
 void pa_sim_int_walls_forget(pa_sim_state *s);
 /* pa_sim_set_grid_model / pa_sim_set_world_model that hand the replaced
@@ -72,16 +94,69 @@ double pa_sim_int_clearance_near(const pa_sim_model *m, const pa_sim_state *s,
                                  uint32_t skip, double x, double y, double r,
                                  double margin, double *nx, double *ny,
                                  bool robots, pa_sim_wall_memo *memo);
+/* The same two for a move (sim_step.c): the other robots are those of nb
+ * (NULL: none near), never all of them. */
+struct pa_sim_near;
+bool pa_sim_int_move_free(const pa_sim_model *m, const pa_sim_state *s,
+                          uint32_t skip, double x, double y, double r,
+                          const struct pa_sim_near *nb, pa_sim_wall_memo *memo,
+                          pa_sim_wall_cache *wc);
+double pa_sim_int_move_clearance(const pa_sim_model *m, const pa_sim_state *s,
+                                 uint32_t skip, double x, double y, double r,
+                                 double margin, double *nx, double *ny,
+                                 const struct pa_sim_near *nb,
+                                 pa_sim_wall_memo *memo, pa_sim_wall_cache *wc);
+
+/* The moves' partition by space (sim_step.c): the plane cut along x into
+ * strips, each at least as wide as any robot's reach of the tick, so that
+ * the robots of strips two apart cannot touch each other's moves; robots by
+ * strip, then by start y and id (the order they move in). */
+#define PA_SIM_STRIPS 64
+typedef struct pa_sim_strip_ent {
+  double x, y, r; /* [m] start position, radius */
+  uint32_t id;
+  uint32_t seen; /* by robot: placed from the last tick's order */
+} pa_sim_strip_ent;
+typedef struct pa_sim_strips {
+  pa_sim_strip_ent *e;  /* [cap] robots, by strip then (y, id) */
+  pa_sim_strip_ent *by; /* [cap] by robot (r < 0: inactive) */
+  uint32_t *order;      /* [cap] the last tick's ids in e[]'s order (the next
+                         * sort's input: nearly sorted) */
+  uint32_t last;        /* how many */
+  uint32_t start[PA_SIM_STRIPS + 1]; /* strip k: [start[k], start[k + 1]) */
+  uint32_t count;                    /* strips in use */
+  double x0, w; /* [m] strip k: x in [x0 + k w, x0 + (k + 1) w) */
+  double reach; /* [m] robots farther apart at the start: no
+                 * effect on each other's moves this tick */
+} pa_sim_strips;
+int pa_sim_int_strips_init(pa_sim_strips *st, uint32_t cap);
+void pa_sim_int_strips_free(pa_sim_strips *st);
+
+/* The robots that may matter for one robot's move: the entries [lo[k],
+ * hi[k]) of the strips (of pa_sim_strips), those within reach in y of its
+ * start (a few more than needed: ones farther away never are the nearest
+ * body nor overlap a tested point). Read at their current positions. */
+typedef struct pa_sim_near {
+  const pa_sim_strips *st;
+  uint32_t lo[3], hi[3];
+  uint32_t parts;
+  bool all; /* every robot instead (a small world: no strips) */
+} pa_sim_near;
 
 /* One robot's motion of this tick, planned before anyone moves (it depends
  * only on the robot's own state). */
 typedef struct pa_sim_motion {
-  double dx, dy;          /* [m] world-frame displacement wanted */
-  double v, vy, w;        /* limited body velocities */
-  double th0, dth;        /* heading at the start, turn over the tick */
-  double c0, s0;          /* cos, sin of th0 */
-  uint8_t alone;          /* no other robot near enough to matter this tick */
-  pa_sim_wall_memo walls; /* its wall checks' memory (pa_sim_int_free_near) */
+  double dx, dy;           /* [m] world-frame displacement wanted */
+  double v, vy, w;         /* limited body velocities */
+  double th0, dth;         /* heading at the start, turn over the tick */
+  double c0, s0;           /* cos, sin of th0 */
+  uint8_t alone;           /* no other robot near enough to matter this tick */
+  pa_sim_wall_memo walls;  /* its wall checks' memory (pa_sim_int_free_near) */
+  pa_sim_wall_cache faces; /* its walls nearby (pa_sim_int_move_free) */
+  double sc_theta, sc_c, sc_s; /* the last heading's cos and sin (sc_ok:
+                                * computed; a robot not turning reuses
+                                * them) */
+  bool sc_ok;
   double arc_dth, arc_a, arc_b; /* the last arc factors computed (a robot
                                  * turning steadily reuses them) */
 } pa_sim_motion;

@@ -1,7 +1,7 @@
 """Decodes protobuf messages with Debian's python3-protobuf from the
 FileDescriptorSet a Foxglove channel advertised (as a client does: no .proto
 files, only the schema). stdin: {"fds": base64, "type": "foxglove.X",
-"msgs": [base64, ...]}; stdout: the messages as JSON (MessageToDict, field
+"msgs": [base64, ...], "enums_as_ints": optional}; stdout: the messages as JSON (MessageToDict, field
 names as in the schema; +inf as "Infinity", bytes as base64)."""
 import base64
 import json
@@ -28,7 +28,8 @@ def main():
         msg = cls()
         msg.ParseFromString(base64.b64decode(m))
         out.append(json_format.MessageToDict(
-            msg, preserving_proto_field_name=True))
+            msg, preserving_proto_field_name=True,
+            use_integers_for_enums=bool(req.get("enums_as_ints"))))
     json.dump({"files": [f.name for f in fds.file], "msgs": out}, sys.stdout)
 
 
