@@ -102,13 +102,18 @@ void pa_render_gpu_free(rgpu_mesh *g) {
 
 /* ---- shaders ------------------------------------------------------------ */
 
-/* Lighting per vertex (faces are flat, so it is exact for walls and
- * boxes) and fog per fragment from the interpolated eye position: the
- * fragment shader stays tiny, which is what llvmpipe pays for. Lambert
- * from a key light (u_light, above and to one side) and a weaker fill
- * from the opposite side, plus ambient: a box shows its faces in three
- * distinct shades. Alpha is the vertex's opacity (its fourth colour byte)
- * times the tint's: blended draws (floor shadows) use it. */
+/* Lighting and fog per vertex, the fragment shader a pass-through: on
+ * llvmpipe the head camera's cost is its pixels, and the per-fragment fog
+ * (exp2 of the interpolated eye distance) was a third of a frame. Lighting
+ * is exact for flat faces (walls, boxes); the fog, mixed into the vertex
+ * colour, is interpolated between vertices instead of evaluated per pixel,
+ * which on the 2 m wall chunks and 1 m floor tiles keeps the head camera
+ * within one grey level of the per-pixel image (docs/render.md). The
+ * shadow-map variant (shadow.c: viewer, spectator) keeps its per-fragment
+ * fog. Lambert from a key light (u_light, above and to one side) and a
+ * weaker fill from the opposite side, plus ambient: a box shows its faces
+ * in three distinct shades. Alpha is the vertex's opacity (its fourth colour
+ * byte) times the tint's: blended draws (floor shadows) use it. */
 static const char *lit_vs =
     "#version 330 core\n"
     "layout(location = 0) in vec3 a_pos;\n"
@@ -124,7 +129,9 @@ static const char *lit_vs =
     "uniform mat4 u_model, u_view, u_proj;\n"
     "uniform vec4 u_tint;\n"
     "uniform vec3 u_light;\n"
-    "out vec3 v_eye; out vec4 v_colour;\n"
+    "uniform vec3 u_fog;\n"
+    "uniform float u_fog_density;\n"
+    "out vec4 v_colour;\n"
     "const vec3 fill = vec3(-0.62, -0.38, 0.69);\n"
     "vec3 qrot(vec4 q, vec3 v) {\n"
     "  vec3 t = 2.0 * cross(q.xyz, v); return v + q.w * t + cross(q.xyz, t);\n"
@@ -136,22 +143,16 @@ static const char *lit_vs =
     "  vec3 n = normalize(mat3(u_model) * qrot(a_iquat, a_normal / s));\n"
     "  float shade = 0.5 + 0.55 * max(dot(n, u_light), 0.0)\n"
     "              + 0.22 * max(dot(n, fill), 0.0);\n"
-    "  v_colour = vec4(a_colour.rgb * (1.0 - a_iinv.rgb) * u_tint.rgb * shade,"
-    " a_colour.a * a_iinv.a * u_tint.a);\n"
-    "  v_eye = e.xyz;\n"
+    "  vec3 c = a_colour.rgb * (1.0 - a_iinv.rgb) * u_tint.rgb * shade;\n"
+    "  float fog = exp2(-u_fog_density * length(e.xyz));\n"
+    "  v_colour = vec4(mix(u_fog, c, fog), a_colour.a * a_iinv.a * u_tint.a);\n"
     "  gl_Position = u_proj * e;\n"
     "}\n";
 
-static const char *lit_fs =
-    "#version 330 core\n"
-    "in vec3 v_eye; in vec4 v_colour;\n"
-    "uniform vec3 u_fog;\n"
-    "uniform float u_fog_density;\n"
-    "out vec4 o_colour;\n"
-    "void main() {\n"
-    "  float fog = exp2(-u_fog_density * length(v_eye));\n"
-    "  o_colour = vec4(mix(u_fog, v_colour.rgb, fog), v_colour.a);\n"
-    "}\n";
+static const char *lit_fs = "#version 330 core\n"
+                            "in vec4 v_colour;\n"
+                            "out vec4 o_colour;\n"
+                            "void main() { o_colour = v_colour; }\n";
 
 /* 0, or -1 with err = "GL: <what>: <GL's log>" when obj (a program when
  * prog, else a shader) failed to link or compile. */

@@ -175,15 +175,18 @@ static void test_tiles_are_their_robots(void **state) {
   int bottom = open[((TH - 3) * TW + TW / 2) * 3 + 2];
   assert_true(abs(top - bottom) > 10);
   assert_true(differ(wall, open, tile, 8) > tile / 4);
-  /* swapping two views swaps their tiles */
+  /* swapping two views swaps their tiles, within one grey level: the fog
+   * is mixed into the vertex colours (render/gl_util.c), and llvmpipe
+   * interpolates them from the tile's own corner, so the same view one
+   * tile over may round a pixel the other way */
   pa_render_view t = v[0];
   v[0] = v[1], v[1] = t;
   uint8_t *sw = malloc(NR * tile);
   assert_non_null(sw);
   assert_int_equal(
       pa_render_atlas_render(a, scene, v, NULL, NR, sw, err, sizeof err), 0);
-  assert_int_equal(differ(sw, open, tile, 0), 0);
-  assert_int_equal(differ(sw + tile, wall, tile, 0), 0);
+  assert_int_equal(differ(sw, open, tile, 1), 0);
+  assert_int_equal(differ(sw + tile, wall, tile, 1), 0);
   assert_int_equal(differ(sw + 2 * tile, rgb + 2 * tile, (NR - 2) * tile, 0),
                    0);
   /* a view not drawn is zero, its neighbours unchanged */
