@@ -283,8 +283,14 @@ static void gen_geom(sbuf *b, int type, float **p, int *n) {
     *n = 3 * (1 + (int)rnd(20));
     *p = malloc((size_t)*n * 3 * sizeof **p);
     assert_non_null(*p);
+    /* The first triangle covers much of the cell, seen from above (a
+     * random one alone can be a sliver that covers no pixel). */
+    static const float first[9] = {-0.3f, -0.3f, 0,    0.3f, -0.3f,
+                                   0,     0,     0.3f, 0.05f};
     for (int k = 0; k < *n * 3; k++)
-      (*p)[k] = (float)(k % 3 == 2 ? rndf(-0.1, 0.1) : rndf(-0.35, 0.35));
+      (*p)[k] = k < 9
+                    ? first[k]
+                    : (float)(k % 3 == 2 ? rndf(-0.1, 0.1) : rndf(-0.35, 0.35));
     sb_floats(b, "vertices", *p, *n * 3);
   } else if (type == T_HM) {
     int nx = 2 + (int)rnd(6), ny = 2 + (int)rnd(6);
