@@ -11,7 +11,7 @@ if(TARGET pa_render)
   # on a machine with one)
   add_test(NAME test_render_atlas_device COMMAND test_render_atlas)
   set_tests_properties(test_render_atlas_device PROPERTIES TIMEOUT 120
-    LABELS render ENVIRONMENT "LIBGL_ALWAYS_SOFTWARE=1;PA_EGL_PLATFORM=device")
+    LABELS render ENVIRONMENT "LIBGL_ALWAYS_SOFTWARE=1;MESA_SHADER_CACHE_DISABLE=true;PA_EGL_PLATFORM=device")
   pkg_check_modules(PA_TEST_STB REQUIRED IMPORTED_TARGET stb)
   pa_add_test(test_render_proc SOURCES test_render_proc.c
               LIBS pa_shm pa_map pa_util PkgConfig::PA_TEST_STB m

@@ -47,6 +47,10 @@ fi
 # Mesa must not probe for a GPU; sanitizers fail hard and quietly skip
 # leaks inside the GL driver, which are not ours (tests/lsan.supp).
 export LIBGL_ALWAYS_SOFTWARE=1
+# Nor write the user's shader cache (~/.cache/mesa_shader_cache): its
+# writer thread, still running at exit, made LeakSanitizer's tracer crash
+# after test_render_shade had passed (3 runs in 16).
+export MESA_SHADER_CACHE_DISABLE=true
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0:halt_on_error=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$root/tests/lsan.supp:print_suppressions=0}
