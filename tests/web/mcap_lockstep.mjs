@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import fs from "node:fs";
 import { McapIndexedReader } from "@mcap/core";
 import { decompress } from "fzstd";
-import { Stack, run } from "./foxglove_stack.mjs";
+import { Stack, run, sleep, waitFor } from "./foxglove_stack.mjs";
 
 const handlers = { zstd: (d, n) => decompress(d, new Uint8Array(Number(n))) };
 const STEPS = 400;
@@ -34,6 +34,16 @@ function distinctIncreasing(list, what) {
 const tests = {
   async start() {
     stack = await Stack.start("--scan_hz", "20");
+    // pa-render draws before the lockstep test starts: its EGL start can
+    // take longer than 400 steps on a busy machine (CI saw a recording with
+    // no camera frame at all).
+    const j = stack.json;
+    await waitFor(async () => {
+      const r = await j.ok("record_mcap", { path: `warm${Date.now()}.mcap`, topics: ["/robot0/camera"] });
+      await sleep(300);
+      await j.ok("stop_record_mcap");
+      return ((await readAll(r.path)).get("/robot0/camera") || []).length > 0;
+    }, 30000, "pa-render's first camera frame");
   },
 
   async lockstep_400_back_to_back_ticks_all_recorded() {
