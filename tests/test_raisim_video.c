@@ -21,33 +21,7 @@
 
 #define START_MS (10000 * PA_TEST_SLOW)
 
-static json_t *call(int fd, const char *action, const char *data_fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-/* One JSON request; returns the parsed reply (asserting success). */
-static json_t *call(int fd, const char *action, const char *data_fmt, ...) {
-  char *data = NULL, *req = NULL;
-  va_list ap;
-  va_start(ap, data_fmt);
-  assert_true(vasprintf(&data, data_fmt, ap) >= 0);
-  va_end(ap);
-  assert_true(asprintf(&req,
-                       "{\"type\":\"command\",\"protocol_version\":2,"
-                       "\"action\":\"%s\",\"data\":%s}\n",
-                       action, data) >= 0);
-  assert_int_equal(pa_test_send_str(fd, req), 0);
-  free(req);
-  static char line[1 << 20];
-  assert_true(pa_test_read_line(fd, line, sizeof line, 5000 * PA_TEST_SLOW) >
-              0);
-  json_error_t je;
-  json_t *r = json_loads(line, 0, &je);
-  assert_non_null(r);
-  if (!json_is_true(json_object_get(r, "success")))
-    fail_msg("%s %.200s: %.500s", action, data, line);
-  free(data);
-  return r;
-}
+#include "test_json_call.h"
 
 static void call0(int fd, const char *action, const char *data) {
   json_decref(call(fd, action, "%s", data));

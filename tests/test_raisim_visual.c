@@ -28,33 +28,7 @@
 #define H 400
 #define K 0.4 /* [m] per unit of the layout below: fits the default map */
 
-static json_t *call(int fd, const char *action, const char *data_fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-/* One JSON request; returns the parsed reply (asserting success). */
-static json_t *call(int fd, const char *action, const char *data_fmt, ...) {
-  char *data = NULL, *req = NULL;
-  va_list ap;
-  va_start(ap, data_fmt);
-  assert_true(vasprintf(&data, data_fmt, ap) >= 0);
-  va_end(ap);
-  assert_true(asprintf(&req,
-                       "{\"type\":\"command\",\"protocol_version\":2,"
-                       "\"action\":\"%s\",\"data\":%s}\n",
-                       action, data) >= 0);
-  assert_int_equal(pa_test_send_str(fd, req), 0);
-  free(req);
-  static char line[1 << 20];
-  assert_true(pa_test_read_line(fd, line, sizeof line, 5000 * PA_TEST_SLOW) >
-              0);
-  json_error_t je;
-  json_t *r = json_loads(line, 0, &je);
-  assert_non_null(r);
-  if (!json_is_true(json_object_get(r, "success")))
-    fail_msg("%s %.200s: %.500s", action, data, line);
-  free(data);
-  return r;
-}
+#include "test_json_call.h"
 
 /* The map's centre in world coordinates, from get_map_info. */
 static void map_centre(int fd, double *cx, double *cy) {

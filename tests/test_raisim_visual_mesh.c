@@ -29,32 +29,7 @@
 #define H 480
 #define Z 3.0 /* [m] the visuals' height: above every wall */
 
-static json_t *call(int fd, const char *action, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-/* One JSON request; the parsed reply (asserting success). */
-static json_t *call(int fd, const char *action, const char *fmt, ...) {
-  char *data = NULL, *req = NULL;
-  va_list ap;
-  va_start(ap, fmt);
-  assert_true(vasprintf(&data, fmt, ap) >= 0);
-  va_end(ap);
-  assert_true(asprintf(&req,
-                       "{\"type\":\"command\",\"protocol_version\":2,"
-                       "\"action\":\"%s\",\"data\":%s}\n",
-                       action, data) >= 0);
-  assert_int_equal(pa_test_send_str(fd, req), 0);
-  free(req);
-  static char line[1 << 20];
-  assert_true(pa_test_read_line(fd, line, sizeof line, 20000 * PA_TEST_SLOW) >
-              0);
-  json_t *r = json_loads(line, 0, NULL);
-  assert_non_null(r);
-  if (!json_is_true(json_object_get(r, "success")))
-    fail_msg("%s %.200s: %.500s", action, data, line);
-  free(data);
-  return r;
-}
+#include "test_json_call.h"
 
 #define CALL0(fd, action, ...) json_decref(call(fd, action, __VA_ARGS__))
 
