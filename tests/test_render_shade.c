@@ -22,23 +22,7 @@
 #define W 320
 #define H 240
 
-static pa_render_egl *egl;
-
-static int setup(void **state) {
-  (void)state;
-  char err[256];
-  if (pa_render_egl_create(&egl, err, sizeof err) != 0) {
-    fprintf(stderr, "EGL: %s\n", err);
-    return -1;
-  }
-  return 0;
-}
-
-static int teardown(void **state) {
-  (void)state;
-  pa_render_egl_destroy(egl);
-  return 0;
-}
+#include "test_render_egl.h"
 
 /* A 6 x 6 m room (border walls), origin at its corner, one grey box
  * obstacle 0.4 x 0.4 x 1 m at (2.5, 2.5). */

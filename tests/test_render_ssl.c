@@ -21,23 +21,7 @@
 #define DEG (M_PI / 180)
 #define BALL_R 0.021335
 
-static pa_render_egl *egl;
-
-static int setup(void **state) {
-  (void)state;
-  char err[256];
-  if (pa_render_egl_create(&egl, err, sizeof err) != 0) {
-    fprintf(stderr, "EGL: %s\n", err);
-    return -1;
-  }
-  return 0;
-}
-
-static int teardown(void **state) {
-  (void)state;
-  pa_render_egl_destroy(egl);
-  return 0;
-}
+#include "test_render_egl.h"
 
 /* A 10 x 8 m room centred on the origin (as an SSL field's grid is). */
 static pa_grid field_room(void) {
