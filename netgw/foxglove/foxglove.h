@@ -102,6 +102,10 @@ const char *pa_fox_pb_schema_b64(void);
 void pa_fox_pb_scan(pa_fox_buf *b, const char *robot, const pa_scan *s);
 void pa_fox_pb_image(pa_fox_buf *b, const char *robot, const pa_frame *f,
                      const uint8_t *jpeg, size_t n);
+/* Any protoc-c message (a ProtobufCMessage *) packed onto b. */
+void pa_fox_pb_pack(pa_fox_buf *b, const void *msg);
+/* A google.protobuf.Timestamp (its protoc-c struct) from nanoseconds. */
+void pa_fox_pb_stamp(void *timestamp, uint64_t t_ns);
 
 /* ---- foxglove_scene.c: /scene ------------------------------------- */
 

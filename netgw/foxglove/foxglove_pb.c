@@ -48,7 +48,13 @@ static void pbuf_append(ProtobufCBuffer *buf, size_t n, const uint8_t *d) {
   pa_fox_buf_put(((fox_pbuf *)buf)->b, d, n);
 }
 
-static void stamp(Google__Protobuf__Timestamp *ts, uint64_t t_ns) {
+void pa_fox_pb_pack(pa_fox_buf *b, const void *msg) {
+  fox_pbuf pb = {{pbuf_append}, b};
+  protobuf_c_message_pack_to_buffer(msg, &pb.base);
+}
+
+void pa_fox_pb_stamp(void *timestamp, uint64_t t_ns) {
+  Google__Protobuf__Timestamp *ts = timestamp;
   ts->seconds = (int64_t)(t_ns / 1000000000u);
   ts->nanos = (int32_t)(t_ns % 1000000000u);
 }
@@ -66,7 +72,7 @@ void pa_fox_pb_scan(pa_fox_buf *b, const char *robot, const pa_scan *s) {
   char frame[64];
   snprintf(frame, sizeof frame, "%s/laser", robot);
   Google__Protobuf__Timestamp ts = GOOGLE__PROTOBUF__TIMESTAMP__INIT;
-  stamp(&ts, pa_fox_ns(s->sim_time));
+  pa_fox_pb_stamp(&ts, pa_fox_ns(s->sim_time));
   Foxglove__Vector3 pos = FOXGLOVE__VECTOR3__INIT;
   Foxglove__Quaternion rot = FOXGLOVE__QUATERNION__INIT;
   rot.w = 1;
@@ -82,8 +88,7 @@ void pa_fox_pb_scan(pa_fox_buf *b, const char *robot, const pa_scan *s) {
                 (double)s->angle_increment * (s->count ? s->count - 1 : 0);
   m.n_ranges = s->count;
   m.ranges = ranges;
-  fox_pbuf pb = {{pbuf_append}, b};
-  foxglove__laser_scan__pack_to_buffer(&m, &pb.base);
+  pa_fox_pb_pack(b, &m);
   free(ranges);
 }
 
@@ -92,13 +97,12 @@ void pa_fox_pb_image(pa_fox_buf *b, const char *robot, const pa_frame *f,
   char frame[64];
   snprintf(frame, sizeof frame, "%s/camera_optical", robot);
   Google__Protobuf__Timestamp ts = GOOGLE__PROTOBUF__TIMESTAMP__INIT;
-  stamp(&ts, pa_fox_ns(f->sim_time));
+  pa_fox_pb_stamp(&ts, pa_fox_ns(f->sim_time));
   Foxglove__CompressedImage m = FOXGLOVE__COMPRESSED_IMAGE__INIT;
   m.timestamp = &ts;
   m.frame_id = frame;
   m.format = "jpeg";
   m.data.data = (uint8_t *)jpeg;
   m.data.len = n;
-  fox_pbuf pb = {{pbuf_append}, b};
-  foxglove__compressed_image__pack_to_buffer(&m, &pb.base);
+  pa_fox_pb_pack(b, &m);
 }

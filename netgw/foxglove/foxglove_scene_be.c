@@ -186,15 +186,6 @@ const pa_fox_scene_be pa_fox_scene_json = {j_head, j_prim, j_entity, j_deletion,
 
 /* ---- protobuf ------------------------------------------------------- */
 
-typedef struct {
-  ProtobufCBuffer base;
-  pa_fox_buf *b;
-} pbuf;
-
-static void pbuf_append(ProtobufCBuffer *buf, size_t n, const uint8_t *d) {
-  pa_fox_buf_put(((pbuf *)buf)->b, d, n);
-}
-
 static void varint(pa_fox_buf *b, uint64_t v) {
   uint8_t o[10];
   size_t n = 0;
@@ -210,13 +201,7 @@ static void put_msg(pa_fox_buf *b, uint32_t field, const void *m) {
   const ProtobufCMessage *pm = m;
   varint(b, (uint64_t)field << 3 | 2);
   varint(b, protobuf_c_message_get_packed_size(pm));
-  pbuf pb = {{pbuf_append}, b};
-  protobuf_c_message_pack_to_buffer(pm, &pb.base);
-}
-
-static void stamp(Google__Protobuf__Timestamp *ts, uint64_t t_ns) {
-  ts->seconds = (int64_t)(t_ns / 1000000000u);
-  ts->nanos = (int32_t)(t_ns % 1000000000u);
+  pa_fox_pb_pack(b, pm);
 }
 
 static void p_head(pa_fox_buf *h, const char *frame, const char *id,
@@ -239,8 +224,7 @@ static void p_head(pa_fox_buf *h, const char *frame, const char *id,
   e.frame_locked = locked;
   e.n_metadata = nm;
   e.metadata = kvp;
-  pbuf pb = {{pbuf_append}, h};
-  foxglove__scene_entity__pack_to_buffer(&e, &pb.base);
+  pa_fox_pb_pack(h, &e);
 }
 
 /* The parts every primitive has: pose, colour; and a mesh's arrays. */
@@ -391,7 +375,7 @@ static void p_entity(pa_fox_buf *b, size_t n, uint64_t t_ns,
                      const pa_fox_buf *head, const pa_fox_buf *lists) {
   (void)n;
   Google__Protobuf__Timestamp ts = GOOGLE__PROTOBUF__TIMESTAMP__INIT;
-  stamp(&ts, t_ns);
+  pa_fox_pb_stamp(&ts, t_ns);
   pa_fox_buf tsb = {0};
   put_msg(&tsb, 1, &ts); /* SceneEntity.timestamp */
   size_t len = tsb.n + head->n;
@@ -411,7 +395,7 @@ static void p_entity(pa_fox_buf *b, size_t n, uint64_t t_ns,
 static void p_deletion(pa_fox_buf *b, size_t n, uint64_t t_ns, const char *id) {
   (void)n;
   Google__Protobuf__Timestamp ts = GOOGLE__PROTOBUF__TIMESTAMP__INIT;
-  stamp(&ts, t_ns);
+  pa_fox_pb_stamp(&ts, t_ns);
   Foxglove__SceneEntityDeletion d = FOXGLOVE__SCENE_ENTITY_DELETION__INIT;
   d.timestamp = &ts;
   d.type = id ? FOXGLOVE__SCENE_ENTITY_DELETION__TYPE__MATCHING_ID
