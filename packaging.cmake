@@ -77,6 +77,7 @@ set(CPACK_STRIP_FILES ON)
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_SECTION science)
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON) # Depends: from the programs' libraries
-set(CPACK_DEBIAN_PACKAGE_DEPENDS "python3")
+# libassimp: pa-netgw loads it by name to decode meshes (not seen by shlibdeps)
+set(CPACK_DEBIAN_PACKAGE_DEPENDS "python3, ${PA_ASSIMP_PACKAGE}")
 set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "python3-numpy, netcat-openbsd, xvfb")
 include(CPack)
