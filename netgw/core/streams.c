@@ -179,6 +179,7 @@ static void odom_drain(pa_netgw *g) {
   pa_odom_tx *o = &g->odom;
   uint32_t len;
   uint64_t head = pa_ring_head(g->st->state); /* bounded, as for scans */
+  uint64_t from = o->cur.next;
   while (o->cur.next <= head &&
          pa_gw_ring_next(g->st->state, &o->cur, o->buf, o->cap, &len)) {
     const pa_tick *t = (const pa_tick *)o->buf;
@@ -187,6 +188,8 @@ static void odom_drain(pa_netgw *g) {
       continue;
     odom_record(g, t);
   }
+  if (o->cur.next != from) /* the ticks are copied: keep no slot mapped */
+    pa_ring_unmap_slots(g->st->state);
 }
 
 /* pa_now_ns() at which the next tick with a new odom seq is due, or 0 when
@@ -272,7 +275,7 @@ void pa_gw_drain_scans(pa_netgw *g) {
   uint32_t len;
   /* Up to the head seen on entry: a writer as fast as the sends cannot keep
    * this loop going (the loop would never serve anything else). */
-  uint64_t head = pa_ring_head(g->st->scan);
+  uint64_t head = pa_ring_head(g->st->scan), from = g->scan_cur.next;
   int64_t end = pa_now_ns() + SCAN_TURN_NS;
   while (g->scan_cur.next <= head &&
          pa_gw_ring_next(g->st->scan, &g->scan_cur, g->scan_buf, g->scan_cap,
@@ -312,6 +315,8 @@ void pa_gw_drain_scans(pa_netgw *g) {
     /* Flush before the next record of this robot overwrites the cache. */
     pa_udp_tx_flush(&g->tx);
   }
+  if (g->scan_cur.next != from) /* the scans are cached: keep no slot mapped */
+    pa_ring_unmap_slots(g->st->scan);
 }
 
 /* One turn of the loop on a stream, counted and timed for health. */

@@ -471,6 +471,8 @@ static void follow_state(pa_fox *f) {
     }
   }
   count_lost(f, 0, start, &f->state_cur, got);
+  if (got) /* copied out: the slots stay mapped in pa-sim only */
+    pa_ring_unmap_slots(g->st->state);
 }
 
 static void follow_scans(pa_fox *f) {
@@ -504,6 +506,8 @@ static void follow_scans(pa_fox *f) {
     }
   }
   count_lost(f, PA_FOX_SCAN, start, &f->scan_cur, got);
+  if (got)
+    pa_ring_unmap_slots(g->st->scan);
 }
 
 static void follow_camera(pa_fox *f) {
