@@ -175,21 +175,29 @@ bool pa_gw_ring_next(const pa_ring *r, pa_ring_cursor *c, void *buf,
   }
 }
 
+#define RELEASE_BYTES (1u << 20)
+
+void pa_gw_ring_release(const pa_ring *r, uint64_t *since) {
+  if (*since < RELEASE_BYTES)
+    return;
+  *since = 0;
+  pa_ring_unmap_slots(r);
+}
+
 static void odom_drain(pa_netgw *g) {
   pa_odom_tx *o = &g->odom;
   uint32_t len;
   uint64_t head = pa_ring_head(g->st->state); /* bounded, as for scans */
-  uint64_t from = o->cur.next;
   while (o->cur.next <= head &&
          pa_gw_ring_next(g->st->state, &o->cur, o->buf, o->cap, &len)) {
+    pa_gw_ring_touched(&o->unmap_n, len);
     const pa_tick *t = (const pa_tick *)o->buf;
     if (len < sizeof *t ||
         sizeof *t + (uint64_t)t->robot_count * sizeof(pa_robot_state) > len)
       continue;
     odom_record(g, t);
   }
-  if (o->cur.next != from) /* the ticks are copied: keep no slot mapped */
-    pa_ring_unmap_slots(g->st->state);
+  pa_gw_ring_release(g->st->state, &o->unmap_n);
 }
 
 /* pa_now_ns() at which the next tick with a new odom seq is due, or 0 when
@@ -275,11 +283,12 @@ void pa_gw_drain_scans(pa_netgw *g) {
   uint32_t len;
   /* Up to the head seen on entry: a writer as fast as the sends cannot keep
    * this loop going (the loop would never serve anything else). */
-  uint64_t head = pa_ring_head(g->st->scan), from = g->scan_cur.next;
+  uint64_t head = pa_ring_head(g->st->scan);
   int64_t end = pa_now_ns() + SCAN_TURN_NS;
   while (g->scan_cur.next <= head &&
          pa_gw_ring_next(g->st->scan, &g->scan_cur, g->scan_buf, g->scan_cap,
                          &len)) {
+    pa_gw_ring_touched(&g->scan_unmap_n, len);
     const pa_scan *s = (const pa_scan *)g->scan_buf;
     if (len < sizeof *s || sizeof *s + (uint64_t)s->count * 4 > len ||
         s->robot >= g->ctl->def.max_robots)
@@ -315,8 +324,7 @@ void pa_gw_drain_scans(pa_netgw *g) {
     /* Flush before the next record of this robot overwrites the cache. */
     pa_udp_tx_flush(&g->tx);
   }
-  if (g->scan_cur.next != from) /* the scans are cached: keep no slot mapped */
-    pa_ring_unmap_slots(g->st->scan);
+  pa_gw_ring_release(g->st->scan, &g->scan_unmap_n);
 }
 
 /* One turn of the loop on a stream, counted and timed for health. */
