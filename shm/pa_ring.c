@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #define RING_MAGIC 0x474e4952u /* "RING" */
@@ -280,6 +281,16 @@ bool pa_ring_still(const pa_ring *r, uint64_t n) {
   /* The caller's copies complete before the seq re-check (as slot_read). */
   __atomic_thread_fence(__ATOMIC_ACQUIRE);
   return n >= 1 && __atomic_load_n(&slot_of(r, n)->seq, __ATOMIC_RELAXED) == n;
+}
+
+void pa_ring_unmap_slots(const pa_ring *r) {
+  uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE);
+  uintptr_t lo = (uintptr_t)r + r->off_slots,
+            hi = (uintptr_t)r + r->total_bytes;
+  lo = (lo + pg - 1) & ~(pg - 1); /* whole pages of the slots only */
+  hi &= ~(pg - 1);
+  if (hi > lo)
+    (void)madvise((void *)lo, hi - lo, MADV_DONTNEED);
 }
 
 pa_ring_cursor pa_ring_cursor_now(const pa_ring *r) {

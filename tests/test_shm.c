@@ -382,6 +382,59 @@ static void test_ring_peek(void **st) {
   free(r);
 }
 
+/* Resident kB of this process's mapping that starts at p (smaps), or -1. */
+static long mapping_rss_kb(const void *p) {
+  char line[512];
+  FILE *f = fopen("/proc/self/smaps", "r");
+  long kb = -1;
+  bool in = false;
+  while (f && fgets(line, sizeof line, f)) {
+    unsigned long lo, hi;
+    if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2)
+      in = lo == (unsigned long)(uintptr_t)p;
+    else if (in && !strncmp(line, "Rss:", 4)) {
+      kb = strtol(line + 4, NULL, 10);
+      break;
+    }
+  }
+  if (f)
+    fclose(f);
+  return kb;
+}
+
+/* pa_ring_unmap_slots: the reader's view of the slots goes (its resident
+ * memory drops), the records stay in the shared mapping and read again. */
+static void test_ring_unmap_slots(void **st) {
+  (void)st;
+  size_t bytes = pa_ring_bytes(64, 8192, 1);
+  void *mem = mmap(NULL, bytes, PROT_READ | PROT_WRITE,
+                   MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  assert_true(mem != MAP_FAILED);
+  assert_int_equal(pa_ring_init(mem, 64, 8192, 1), 0);
+  pa_ring *r = mem;
+  static uint8_t in[8192], out[8192];
+  for (uint64_t n = 1; n <= 64; n++) {
+    pa_test_fill(in, sizeof in, n);
+    assert_int_equal(pa_ring_write(r, in, sizeof in), (int64_t)n);
+  }
+  long before = mapping_rss_kb(mem);
+  assert_true(before >= 64 * 8);
+  pa_ring_unmap_slots(r);
+  long after = mapping_rss_kb(mem);
+  assert_true(after >= 0 && after < 16); /* the header's pages at most */
+  pa_ring_cursor c = {1, 0};
+  uint32_t len;
+  uint64_t seq;
+  for (uint64_t n = 1; n <= 64; n++) {
+    assert_int_equal(pa_ring_read_next(r, &c, out, sizeof out, &len, &seq), 0);
+    assert_int_equal(seq, n);
+    assert_int_equal(len, sizeof out);
+    assert_true(pa_test_check(out, sizeof out, n));
+  }
+  assert_int_equal(pa_ring_head(r), 64);
+  munmap(mem, bytes);
+}
+
 static void test_ring_readers(void **st) {
   (void)st;
   pa_ring *r = new_ring(8, 64, 3);
@@ -1141,6 +1194,7 @@ int main(void) {
       cmocka_unit_test(test_ring_sizes),
       cmocka_unit_test(test_ring_torn_slot),
       cmocka_unit_test(test_ring_peek),
+      cmocka_unit_test(test_ring_unmap_slots),
       cmocka_unit_test(test_ring_readers),
       cmocka_unit_test(test_ring_dead_reader_reclaimed),
       cmocka_unit_test(test_queue),

@@ -258,6 +258,7 @@ typedef struct pa_odom_tx {
   uint64_t age_n;
   /* the thread's own */
   pa_ring_cursor cur;
+  uint64_t unmap_n; /* [bytes] read since pa_gw_ring_release unmapped */
   uint8_t *buf;
   uint32_t cap;
   uint32_t last_seq;
@@ -416,6 +417,7 @@ typedef struct pa_netgw {
   uint32_t scan_subs; /* clients with a scan port */
   int state_reader, scan_reader, cam_reader;
   pa_ring_cursor scan_cur, cam_cur;
+  uint64_t scan_unmap_n; /* [bytes] as odom.unmap_n */
   uint8_t *latest_buf, *scan_buf, *cam_buf;
   uint32_t state_cap, scan_cap, cam_cap;
   uint8_t **scan_cache; /* [max_robots] latest pa_scan + ranges, or NULL */
@@ -557,6 +559,16 @@ void pa_gw_spin_for_reply(pa_netgw *g);
  * skipping one too big for it; false once the cursor has caught up. */
 bool pa_gw_ring_next(const pa_ring *r, pa_ring_cursor *c, void *buf,
                      uint32_t cap, uint32_t *len);
+/* Counts a record of len bytes read from a ring into *since, as the pages
+ * it touched (one at least). */
+static inline void pa_gw_ring_touched(uint64_t *since, uint32_t len) {
+  *since += len > 4096 ? (uint64_t)len + 4096 : 4096;
+}
+/* After a drain: unmaps r's slots from this process (pa_ring_unmap_slots)
+ * once the records read since the last time (*since, pa_gw_ring_touched)
+ * reach 1 MB, so that a reader keeps at most ~1 MB of a ring pa-sim's RSS
+ * already holds (issue 37) and a lockstep step rarely pays the refault. */
+void pa_gw_ring_release(const pa_ring *r, uint64_t *since);
 void pa_gw_drain_scans(pa_netgw *g);
 void pa_gw_on_scan(void *arg);
 void pa_gw_on_camera(void *arg);

@@ -175,18 +175,29 @@ bool pa_gw_ring_next(const pa_ring *r, pa_ring_cursor *c, void *buf,
   }
 }
 
+#define RELEASE_BYTES (1u << 20)
+
+void pa_gw_ring_release(const pa_ring *r, uint64_t *since) {
+  if (*since < RELEASE_BYTES)
+    return;
+  *since = 0;
+  pa_ring_unmap_slots(r);
+}
+
 static void odom_drain(pa_netgw *g) {
   pa_odom_tx *o = &g->odom;
   uint32_t len;
   uint64_t head = pa_ring_head(g->st->state); /* bounded, as for scans */
   while (o->cur.next <= head &&
          pa_gw_ring_next(g->st->state, &o->cur, o->buf, o->cap, &len)) {
+    pa_gw_ring_touched(&o->unmap_n, len);
     const pa_tick *t = (const pa_tick *)o->buf;
     if (len < sizeof *t ||
         sizeof *t + (uint64_t)t->robot_count * sizeof(pa_robot_state) > len)
       continue;
     odom_record(g, t);
   }
+  pa_gw_ring_release(g->st->state, &o->unmap_n);
 }
 
 /* pa_now_ns() at which the next tick with a new odom seq is due, or 0 when
@@ -277,6 +288,7 @@ void pa_gw_drain_scans(pa_netgw *g) {
   while (g->scan_cur.next <= head &&
          pa_gw_ring_next(g->st->scan, &g->scan_cur, g->scan_buf, g->scan_cap,
                          &len)) {
+    pa_gw_ring_touched(&g->scan_unmap_n, len);
     const pa_scan *s = (const pa_scan *)g->scan_buf;
     if (len < sizeof *s || sizeof *s + (uint64_t)s->count * 4 > len ||
         s->robot >= g->ctl->def.max_robots)
@@ -312,6 +324,7 @@ void pa_gw_drain_scans(pa_netgw *g) {
     /* Flush before the next record of this robot overwrites the cache. */
     pa_udp_tx_flush(&g->tx);
   }
+  pa_gw_ring_release(g->st->scan, &g->scan_unmap_n);
 }
 
 /* One turn of the loop on a stream, counted and timed for health. */

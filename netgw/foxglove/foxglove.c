@@ -442,6 +442,7 @@ static void follow_state(pa_fox *f) {
          pa_gw_ring_next(g->st->state, &f->state_cur, f->state_buf,
                          g->state_cap, &len)) {
     got++;
+    pa_gw_ring_touched(&f->state_unmap_n, len);
     const pa_tick *t = (const pa_tick *)f->state_buf;
     if (len < sizeof *t ||
         sizeof *t + (uint64_t)t->robot_count * sizeof(pa_robot_state) > len)
@@ -471,6 +472,7 @@ static void follow_state(pa_fox *f) {
     }
   }
   count_lost(f, 0, start, &f->state_cur, got);
+  pa_gw_ring_release(g->st->state, &f->state_unmap_n);
 }
 
 static void follow_scans(pa_fox *f) {
@@ -482,6 +484,7 @@ static void follow_scans(pa_fox *f) {
          pa_gw_ring_next(g->st->scan, &f->scan_cur, f->scan_buf, g->scan_cap,
                          &len)) {
     got++;
+    pa_gw_ring_touched(&f->scan_unmap_n, len);
     const pa_scan *s = (const pa_scan *)f->scan_buf;
     if (len < sizeof *s || sizeof *s + (uint64_t)s->count * 4 > len ||
         s->robot >= g->ctl->def.max_robots || !f->robots[s->robot].live)
@@ -504,6 +507,7 @@ static void follow_scans(pa_fox *f) {
     }
   }
   count_lost(f, PA_FOX_SCAN, start, &f->scan_cur, got);
+  pa_gw_ring_release(g->st->scan, &f->scan_unmap_n);
 }
 
 static void follow_camera(pa_fox *f) {

@@ -100,6 +100,7 @@ struct pa_fox {
   bool vis_ok;             /* vis is a whole copy */
   double scene_ball[4];    /* the ball's x, y, z, holder in the last one */
   pa_ring_cursor state_cur, scan_cur, cam_cur;
+  uint64_t state_unmap_n, scan_unmap_n; /* [bytes], pa_gw_ring_release */
   uint8_t *state_buf, *scan_buf, *cam_buf;
   double next_state_time;
   double last_time_sent;

@@ -1,7 +1,9 @@
 /* json_visual_mesh.c - a mesh visual's file (OBJ, STL or PLY, by its
  * extension) read under --data_dir (no '..', no symlink, a regular file of
  * bounded size) and decoded by Debian's libassimp in a child process, so a
- * malformed file can crash or hang only the child; the triangles come back
+ * malformed file can crash or hang only the child; only that child loads
+ * libassimp (dlopen), so pa-netgw itself never maps it and the C++ runtime
+ * and codecs it pulls in (~5 MB resident, issue 37); the triangles come back
  * through a pipe as the visual's points (3 a triangle, local coordinates,
  * the file's vertex colours when it has some). */
 #define _GNU_SOURCE
@@ -12,6 +14,7 @@
 #include <assimp/cimport.h>
 #include <assimp/postprocess.h>
 #include <assimp/scene.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -91,8 +94,9 @@ static int read_beneath(const pa_netgw *g, const char *rel, uint8_t **buf,
 }
 
 /* What the child sends before the points. */
+enum { MESH_NO_DECODER = -1, MESH_BAD = 0, MESH_OK = 1 };
 typedef struct mesh_head {
-  int32_t ok;
+  int32_t ok; /* MESH_* */
   uint32_t tris;
   char err[200];
 } mesh_head;
@@ -120,6 +124,36 @@ static uint32_t colour_of(const struct aiColor4D *c) {
   return v ? v : 1;
 }
 
+/* libassimp's two entry points the decoder calls (types from its header). */
+typedef struct assimp_api {
+  __typeof__(aiImportFileFromMemory) *import_mem;
+  __typeof__(aiGetErrorString) *error_string;
+} assimp_api;
+
+/* Loads libassimp by its SONAME (the dynamic linker's path, then the
+ * directory it was built against): 0, or -1 with err naming the library. */
+static int assimp_load(assimp_api *api, char *err, size_t err_sz) {
+  void *lib = dlopen(PA_ASSIMP_SONAME, RTLD_NOW | RTLD_LOCAL);
+  char first[160];
+  snprintf(first, sizeof first, "%s", lib ? "" : dlerror());
+  if (!lib && *PA_ASSIMP_LIBDIR)
+    lib = dlopen(PA_ASSIMP_LIBDIR "/" PA_ASSIMP_SONAME, RTLD_NOW | RTLD_LOCAL);
+  if (!lib) {
+    snprintf(err, err_sz, "%s (Debian package " PA_ASSIMP_PACKAGE ")", first);
+    return -1;
+  }
+  void *im = dlsym(lib, "aiImportFileFromMemory");
+  void *es = dlsym(lib, "aiGetErrorString");
+  if (!im || !es) {
+    snprintf(err, err_sz, "%s lacks aiImportFileFromMemory/aiGetErrorString",
+             PA_ASSIMP_SONAME);
+    return -1;
+  }
+  memcpy(&api->import_mem, &im, sizeof im); /* POSIX: data to function */
+  memcpy(&api->error_string, &es, sizeof es);
+  return 0;
+}
+
 /* The child: decode, send, exit (never returns). */
 static void child_decode(int wfd, const uint8_t *buf, size_t len,
                          const char *hint) {
@@ -128,13 +162,19 @@ static void child_decode(int wfd, const uint8_t *buf, size_t len,
   setrlimit(RLIMIT_CPU, &cpu);
   mesh_head h;
   memset(&h, 0, sizeof h);
-  const struct aiScene *sc = aiImportFileFromMemory(
-      (const char *)buf, (unsigned)len,
-      aiProcess_Triangulate | aiProcess_PreTransformVertices |
-          aiProcess_SortByPType,
-      hint);
+  assimp_api ai;
+  if (assimp_load(&ai, h.err, sizeof h.err) < 0) {
+    h.ok = MESH_NO_DECODER;
+    write_all(wfd, &h, sizeof h);
+    _exit(0);
+  }
+  const struct aiScene *sc =
+      ai.import_mem((const char *)buf, (unsigned)len,
+                    aiProcess_Triangulate | aiProcess_PreTransformVertices |
+                        aiProcess_SortByPType,
+                    hint);
   if (!sc) {
-    snprintf(h.err, sizeof h.err, "%s", aiGetErrorString());
+    snprintf(h.err, sizeof h.err, "%s", ai.error_string());
     write_all(wfd, &h, sizeof h);
     _exit(0);
   }
@@ -148,7 +188,7 @@ static void child_decode(int wfd, const uint8_t *buf, size_t len,
     write_all(wfd, &h, sizeof h);
     _exit(0);
   }
-  h.ok = 1;
+  h.ok = MESH_OK;
   h.tris = (uint32_t)tris;
   if (write_all(wfd, &h, sizeof h) < 0)
     _exit(1);
@@ -210,7 +250,7 @@ static int decode(const uint8_t *buf, size_t len, const char *hint,
   pa_vis_point *p = NULL;
   int rc = read_all(pfd[0], &h, sizeof h);
   h.err[sizeof h.err - 1] = 0;
-  if (rc == 0 && h.ok && h.tris && h.tris <= PA_VIS_MESH_TRIS_MAX) {
+  if (rc == 0 && h.ok == MESH_OK && h.tris && h.tris <= PA_VIS_MESH_TRIS_MAX) {
     p = malloc((size_t)h.tris * 3 * sizeof *p);
     rc = p ? read_all(pfd[0], p, (size_t)h.tris * 3 * sizeof *p) : -1;
   }
@@ -218,7 +258,10 @@ static int decode(const uint8_t *buf, size_t len, const char *hint,
   int status = 0;
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
     ;
-  if (rc == 0 && !h.ok) {
+  if (rc == 0 && h.ok == MESH_NO_DECODER) {
+    snprintf(err, err_sz, "data.file %s: %s meshes need libassimp: %s", rel,
+             hint, h.err);
+  } else if (rc == 0 && h.ok != MESH_OK) {
     snprintf(err, err_sz, "data.file %s: not a readable %s mesh: %s", rel, hint,
              h.err);
   } else if (rc != 0 || !p) {
