@@ -66,6 +66,11 @@ typedef struct pa_sim_wall_cache {
    * are at least clear - |q - (cx, cy)| from any q [m, world]. */
   const uint64_t *cmap;
   double cx, cy, clear;
+  /* The last full look at the faces (grid frame, cells): face nk nearest
+   * to (fx, fy), every other face at least frest from it (nk < 0: none
+   * since the box was filled). A point near it asks face nk alone. */
+  int32_t nk;
+  double fx, fy, frest;
 } pa_sim_wall_cache;
 
 /* Empties every robot's memo rows: the model (its map) was replaced. */
