@@ -190,6 +190,9 @@ typedef enum faces_say {
                    * squared) */
 } faces_say;
 
+/* The smaller of two numbers (no NaN here: no libm call). */
+static inline double min2(double a, double b) { return b < a ? b : a; }
+
 /* Face k's squared distance [cells^2] from (gx, gy) and its point nearest
  * to it (px, py). */
 static inline double face_dist2(const pa_sim_wall_cache *wc, int32_t k,
@@ -215,7 +218,8 @@ static faces_say faces_nearest(const pa_sim_model *m, pa_sim_wall_cache *wc,
                                double gx, double gy, int64_t cx, int64_t cy,
                                double reach, bool any, double *d2, double *bx,
                                double *by) {
-  const double res = m->grid.resolution, rc = reach / res;
+  /* rc only sizes the box and filters: 1 / res as to_grid's (one division) */
+  const double res = m->grid.resolution, rc = reach * (1.0 / res);
   if (wc->map != m->blocked || pa_sim_ifloor(gx - rc) < wc->x0 ||
       pa_sim_ifloor(gx + rc) > wc->x1 || pa_sim_ifloor(gy - rc) < wc->y0 ||
       pa_sim_ifloor(gy + rc) > wc->y1) {
@@ -234,7 +238,8 @@ static faces_say faces_nearest(const pa_sim_model *m, pa_sim_wall_cache *wc,
     double ex = gx - wc->fx, ey = gy - wc->fy;
     rest = wc->frest - sqrt(ex * ex + ey * ey) - 1e-7;
     best = face_dist2(wc, wc->nk, gx, gy, &px, &py);
-    bool near = best < 1.0001 * rc * rc && sqrt(best) * res < reach;
+    bool near = best < 0.9999 * rc * rc ||
+                (best < 1.0001 * rc * rc && sqrt(best) * res < reach);
     one = any ? near || (rest > 0 && rest * res >= reach)
               : rest > 0 && rest * rest > best;
   }
@@ -261,7 +266,8 @@ static faces_say faces_nearest(const pa_sim_model *m, pa_sim_wall_cache *wc,
     rest = wc->frest;
   }
   /* within reach as the rows decide it: d [m] < reach */
-  if (any && best < 1.0001 * rc * rc && sqrt(best) * res < reach) {
+  if (any && (best < 0.9999 * rc * rc ||
+              (best < 1.0001 * rc * rc && sqrt(best) * res < reach))) {
     *d2 = best;
     return FACES_WITHIN;
   }
@@ -270,10 +276,9 @@ static faces_say faces_nearest(const pa_sim_model *m, pa_sim_wall_cache *wc,
       return FACES_ASK_ROWS;
     /* every blocked cell is at least as far as the nearest face or, when
      * outside the box, as the box's side: *d2 then bounds the clearance */
-    double side = fmin(fmin(gx - wc->x0, wc->x1 + 1 - gx),
-                       fmin(gy - wc->y0, wc->y1 + 1 - gy));
-    double far = fmin(best, rest * rest);
-    *d2 = fmin(far, side * side);
+    double side = min2(min2(gx - wc->x0, wc->x1 + 1 - gx),
+                       min2(gy - wc->y0, wc->y1 + 1 - gy));
+    *d2 = min2(min2(best, rest * rest), side * side);
     return FACES_CLEAR;
   }
   if (!(best > 1e-24))
@@ -340,7 +345,8 @@ static inline double wall_dist(const pa_sim_model *m, double x, double y,
     if (say == FACES_WITHIN)
       return sqrt(d2) * res;
     if (say == FACES_CLEAR) { /* no blocked cell within reach */
-      clear_note(m, wc, x, y, fmax(reach, sqrt(d2) * res));
+      double d = sqrt(d2) * res;
+      clear_note(m, wc, x, y, d > reach ? d : reach);
       return reach + res;
     }
     if (say == FACES_EXACT) {
