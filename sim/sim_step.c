@@ -274,13 +274,15 @@ int pa_sim_int_strips_init(pa_sim_strips *st, uint32_t cap) {
   st->e = calloc(n, sizeof *st->e);
   st->by = calloc(n, sizeof *st->by);
   st->order = calloc(n, sizeof *st->order);
-  return st->e && st->by && st->order ? 0 : -1;
+  st->ys = calloc(n + PA_SIM_STRIPS, sizeof *st->ys);
+  return st->e && st->by && st->order && st->ys ? 0 : -1;
 }
 
 void pa_sim_int_strips_free(pa_sim_strips *st) {
   free(st->e);
   free(st->by);
   free(st->order);
+  free(st->ys);
   memset(st, 0, sizeof *st);
 }
 
@@ -367,7 +369,7 @@ static void strips_sort(const pa_sim_state *s, pa_sim_strips *st) {
 
 /* Strip k by (y, id) (a total order: the same result from any input order
  * and either sort). */
-static void strip_order(pa_sim_strips *st, uint32_t k) {
+static void strip_sort(pa_sim_strips *st, uint32_t k) {
   pa_sim_strip_ent *e = st->e + st->start[k];
   uint32_t n = st->start[k + 1] - st->start[k];
   /* insertion (nearly sorted: the last tick's order), qsort past 8 moves a
@@ -387,6 +389,22 @@ static void strip_order(pa_sim_strips *st, uint32_t k) {
   }
 }
 
+/* Strip k's ys after its sentinel-ended copy (see pa_sim_strips). */
+static void strip_ys(pa_sim_strips *st, uint32_t k) {
+  const pa_sim_strip_ent *e = st->e + st->start[k];
+  uint32_t n = st->start[k + 1] - st->start[k];
+  double *y = st->ys + st->start[k] + k;
+  for (uint32_t i = 0; i < n; i++)
+    y[i] = e[i].y;
+  y[n] = INFINITY;
+}
+
+/* Strip k in its order, then its ys. */
+static void strip_order(pa_sim_strips *st, uint32_t k) {
+  strip_sort(st, k);
+  strip_ys(st, k);
+}
+
 /* The robots of strip q in its order, each moved against the robots near
  * its start: those of strips q - 1 .. q + 1 within reach in y (windows that
  * only move forward, as the robots come in y order). Returns the bumps. */
@@ -402,14 +420,19 @@ static uint64_t strip_moves(move_job *j, uint32_t q) {
     const pa_sim_strip_ent *e = &st->e[p];
     pa_sim_near nb = {.st = st, .parts = 0, .all = false};
     bool alone = true;
+    const double ylo = e->y - reach, yhi = e->y + reach;
     for (uint32_t k = 0; k < nk; k++) {
-      const uint32_t end = st->start[k0 + k + 1];
-      while (lo[k] < end && st->e[lo[k]].y <= e->y - reach)
-        lo[k]++;
-      if (hi[k] < lo[k])
-        hi[k] = lo[k];
-      while (hi[k] < end && st->e[hi[k]].y < e->y + reach)
-        hi[k]++;
+      const double *yk = st->ys + k0 + k; /* yk[p]: entry p's y */
+      /* mostly a step of 0 or 1: the first one without a branch */
+      uint32_t a = lo[k] + (yk[lo[k]] <= ylo);
+      while (yk[a] <= ylo)
+        a++;
+      uint32_t b = hi[k] > a ? hi[k] : a;
+      b += yk[b] < yhi;
+      while (yk[b] < yhi)
+        b++;
+      lo[k] = a;
+      hi[k] = b;
       for (uint32_t t = lo[k]; t < hi[k] && alone; t++) {
         double ex = st->e[t].x - e->x, ey = st->e[t].y - e->y;
         if (t != p && ex * ex + ey * ey < r2)
