@@ -1,6 +1,7 @@
 /* sim_step.c - one tick (limits, kinematics, collisions, odometry, sensors);
  * the commands that change the state between ticks are in sim_cmd.c. */
 #include "pa_sim.h"
+#include "sim_heading.h"
 #include "sim_int.h"
 #include "sim_ssl_int.h"
 
@@ -154,8 +155,7 @@ static void robot_plan(const pa_sim_model *m, pa_sim_state *s, uint32_t id,
   const double th0 = r->theta;
   if (!mv->sc_ok || th0 != mv->sc_theta) {
     mv->sc_theta = th0;
-    mv->sc_c = cos(th0);
-    mv->sc_s = sin(th0);
+    pa_sim_int_heading_sincos(th0, &mv->sc_c, &mv->sc_s);
     mv->sc_ok = true;
   }
   const double c0 = mv->sc_c, s0 = mv->sc_s;
@@ -234,7 +234,8 @@ static bool robot_move(const pa_sim_model *m, pa_sim_state *s, uint32_t id,
   r->w = mv->w;
   if (bumped) {
     /* Report what it really did: achieved displacement in the mid frame. */
-    double mid = th0 + 0.5 * dth, cm = cos(mid), sm = sin(mid);
+    double cm, sm;
+    pa_sim_int_heading_sincos(th0 + 0.5 * dth, &cm, &sm);
     r->v = (cm * ax + sm * ay) / dt;
     r->vy = (-sm * ax + cm * ay) / dt;
     r->flags |= PA_RS_BUMPED;
