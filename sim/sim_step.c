@@ -19,8 +19,8 @@ static double clampd(double v, double lim) {
 
 /* Moves cur towards target: acc while |v| grows, dec while it shrinks
  * (through zero: brake first, then speed up with what is left of dt). */
-static double approach(double cur, double target, double acc, double dec,
-                       double dt) {
+static inline double approach(double cur, double target, double acc, double dec,
+                              double dt) {
   if (cur * target < 0) {
     double brake = dec * dt;
     if (fabs(cur) > brake)
@@ -46,6 +46,15 @@ static double approach(double cur, double target, double acc, double dec,
 
 static bool free_at(const pa_sim_model *m, pa_sim_state *s, uint32_t id,
                     double x, double y, const pa_sim_near *nb) {
+  /* pa_sim_int_move_free's first test without the call: no robot near, no
+   * obstacle, and the walls known clear by more than the radius here */
+  const pa_sim_wall_cache *wc = &s->motion[id].faces;
+  if (!nb && s->obstacle_count == 0 && wc->cmap == m->blocked) {
+    double ex = x - wc->cx, ey = y - wc->cy,
+           left = wc->clear - s->info[id].radius;
+    if (left > 0 && ex * ex + ey * ey < left * left)
+      return true;
+  }
   return pa_sim_int_move_free(m, s, id, x, y, s->info[id].radius, nb,
                               &s->motion[id].walls, &s->motion[id].faces);
 }
@@ -685,7 +694,9 @@ int64_t pa_sim_int_step(const pa_sim_model *m, pa_sim_state *s, int64_t t0,
     /* Length bound of its move: limited velocities stay within
      * max(|achieved|, limit) and the arc factor |(a, b)| is <= 1. */
     const pa_robot_state *r = &s->rs[i];
-    double l = (fmax(fabs(r->v), ri->max_v) + fmax(fabs(r->vy), ri->max_vy)) *
+    double av = fabs(r->v), avy = fabs(r->vy); /* no libm fmax per robot */
+    double l = ((av > ri->max_v ? av : ri->max_v) +
+                (avy > ri->max_vy ? avy : ri->max_vy)) *
                m->dt * (1 + 1e-6);
     if (ri->dynamics == PA_DYN_DYNAMIC) /* forces may outrun max_v */
       l = fmax(l, pa_sim_int_dyn_speed_bound(m, s, i) * m->dt * (1 + 1e-6));
