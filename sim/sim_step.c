@@ -84,15 +84,19 @@ static bool move_disc(const pa_sim_model *m, pa_sim_state *s, uint32_t id,
                       double dx, double dy, const pa_sim_near *nb) {
   pa_robot_state *r = &s->rs[id];
   const double rad = s->info[id].radius;
-  double len = sqrt(dx * dx + dy * dy);
-  if (len == 0)
+  double len2 = dx * dx + dy * dy, len = 0;
+  if (len2 == 0)
     return false;
   /* A move within a quarter radius (nearly every tick) is one sub-step:
    * the same n and the same sx, sy as the general form, without its
-   * divisions. */
+   * divisions (and its length's square root only when it is needed: well
+   * within, len <= 0.25 rad whatever the roundings). */
   int n = 1;
-  double sx = dx, sy = dy;
-  if (!(len <= 0.25 * rad)) {
+  double sx = dx, sy = dy, q = 0.25 * rad;
+  bool short_move = len2 < 0.999 * (q * q);
+  if (!short_move)
+    len = sqrt(len2);
+  if (!short_move && !(len <= q)) {
     n = (int)ceil(len / (0.25 * rad));
     if (n < 1)
       n = 1;
@@ -109,6 +113,8 @@ static bool move_disc(const pa_sim_model *m, pa_sim_state *s, uint32_t id,
       continue;
     }
     bumped = true;
+    if (short_move)
+      len = sqrt(len2);
     double nx = 0, ny = 0;
     double gap =
         pa_sim_int_move_clearance(m, s, id, r->x, r->y, rad, len, &nx, &ny, nb,
@@ -239,7 +245,8 @@ static bool robot_move(const pa_sim_model *m, pa_sim_state *s, uint32_t id,
   double x0 = r->x, y0 = r->y;
   bool bumped = move_disc(m, s, id, mv->dx, mv->dy, nb);
   double ax = r->x - x0, ay = r->y - y0;
-  r->theta = pa_sim_wrap(th0 + dth);
+  double th1 = th0 + dth; /* pa_sim_wrap's own test first: no call */
+  r->theta = th1 >= -M_PI && th1 <= M_PI ? th1 : pa_sim_wrap(th1);
   r->w = mv->w;
   if (bumped) {
     /* Report what it really did: achieved displacement in the mid frame. */
