@@ -516,6 +516,8 @@ bool pa_sim_int_move_free(const pa_sim_model *m, const pa_sim_state *s,
     wall = wall_dist(m, x, y, r, NULL, NULL, true, memo, wc);
   if (wall < r)
     return false;
+  if (!nb && s->obstacle_count == 0) /* no other body to ask */
+    return true;
   return bodies_clearance(s, skip, x, y, wall, 0, 0, NULL, NULL, nb != NULL,
                           nb && !nb->all ? nb : NULL) -
              r >=
@@ -772,6 +774,13 @@ double pa_sim_int_move_clearance(const pa_sim_model *m, const pa_sim_state *s,
   double reach = r + margin;
   double wnx = 0, wny = 0;
   double best = wall_dist(m, x, y, reach, &wnx, &wny, false, memo, wc);
+  if (!nb && s->obstacle_count == 0) { /* no other body to ask */
+    if (nx && ny) {
+      *nx = wnx;
+      *ny = wny;
+    }
+    return best - r;
+  }
   return bodies_clearance(s, skip, x, y, best, wnx, wny, nx, ny, nb != NULL,
                           nb && !nb->all ? nb : NULL) -
          r;
