@@ -117,6 +117,7 @@ static void faces_fill(const pa_sim_model *m, pa_sim_wall_cache *wc, int64_t cx,
   wc->y1 = (int32_t)(cy + h);
   wc->n = 0;
   wc->vert = 0;
+  wc->nk = -1;
   const int64_t xs = cx - h - 1, ys = cy - h - 1; /* the ring's corner */
   const int w = (int)(2 * h + 3);                 /* cells xs .. xs + w - 1 */
   int32_t open[64];
@@ -189,13 +190,36 @@ typedef enum faces_say {
                    * squared) */
 } faces_say;
 
+/* The smaller of two numbers (no NaN here: no libm call). */
+static inline double min2(double a, double b) { return b < a ? b : a; }
+
+/* Face k's squared distance [cells^2] from (gx, gy) and its point nearest
+ * to it (px, py). */
+static inline double face_dist2(const pa_sim_wall_cache *wc, int32_t k,
+                                double gx, double gy, double *px, double *py) {
+  const int32_t ox = wc->x0 - 1, oy = wc->y0 - 1; /* the offsets' origin */
+  bool v = (wc->vert >> k) & 1;
+  int32_t ol = v ? ox : oy, os = v ? oy : ox; /* line, span */
+  double line = ol + wc->line[k], lo = os + wc->lo[k], hi = os + wc->hi[k];
+  double a = v ? gx : gy, b = v ? gy : gx; /* across, along the line */
+  double da = line - a, db = b < lo ? lo - b : b > hi ? b - hi : 0;
+  double nb = b < lo ? lo : b > hi ? hi : b;
+  *px = v ? line : nb;
+  *py = v ? nb : line;
+  return da * da + db * db;
+}
+
 /* The faces of point (gx, gy) in cell (cx, cy), whose window of reach
- * [m] must lie in wc's box (refilled around the cell otherwise). */
+ * [m] must lie in wc's box (refilled around the cell otherwise). Near the
+ * point of the last full look, the face nearest there answers alone when
+ * the others are provably farther (the same answer as all of them: the
+ * nearest, or none, within reach). */
 static faces_say faces_nearest(const pa_sim_model *m, pa_sim_wall_cache *wc,
                                double gx, double gy, int64_t cx, int64_t cy,
                                double reach, bool any, double *d2, double *bx,
                                double *by) {
-  const double res = m->grid.resolution, rc = reach / res;
+  /* rc only sizes the box and filters: 1 / res as to_grid's (one division) */
+  const double res = m->grid.resolution, rc = reach * (1.0 / res);
   if (wc->map != m->blocked || pa_sim_ifloor(gx - rc) < wc->x0 ||
       pa_sim_ifloor(gx + rc) > wc->x1 || pa_sim_ifloor(gy - rc) < wc->y0 ||
       pa_sim_ifloor(gy + rc) > wc->y1) {
@@ -206,35 +230,55 @@ static faces_say faces_nearest(const pa_sim_model *m, pa_sim_wall_cache *wc,
   }
   if (wc->n < 0)
     return FACES_ASK_ROWS;
-  double best = INFINITY, px = 0, py = 0, rc2 = rc * rc;
-  const int32_t ox = wc->x0 - 1, oy = wc->y0 - 1; /* the offsets' origin */
-  for (int32_t k = 0; k < wc->n; k++) {
-    bool v = (wc->vert >> k) & 1;
-    int32_t ol = v ? ox : oy, os = v ? oy : ox; /* line, span */
-    double line = ol + wc->line[k], lo = os + wc->lo[k], hi = os + wc->hi[k];
-    double a = v ? gx : gy, b = v ? gy : gx; /* across, along the line */
-    double da = line - a, db = b < lo ? lo - b : b > hi ? b - hi : 0;
-    double e = da * da + db * db;
-    if (any && e < 1.0001 * rc2 && sqrt(e) * res < reach) { /* yes */
-      *d2 = e;
-      return FACES_WITHIN;
+  double best = INFINITY, px = 0, py = 0, rest = 0;
+  bool one = false; /* face nk alone decides */
+  if (wc->nk >= 0) {
+    /* every other face at least rest [cells] away (less 1e-7 for
+     * rounding: coordinates stay below 1e5 cells) */
+    double ex = gx - wc->fx, ey = gy - wc->fy;
+    rest = wc->frest - sqrt(ex * ex + ey * ey) - 1e-7;
+    best = face_dist2(wc, wc->nk, gx, gy, &px, &py);
+    bool near = best < 0.9999 * rc * rc ||
+                (best < 1.0001 * rc * rc && sqrt(best) * res < reach);
+    one = any ? near || (rest > 0 && rest * res >= reach)
+              : rest > 0 && rest * rest > best;
+  }
+  if (!one) { /* all of them, noting the nearest and the next */
+    double next = INFINITY;
+    int32_t kb = -1;
+    best = INFINITY;
+    for (int32_t k = 0; k < wc->n; k++) {
+      double qx, qy, e = face_dist2(wc, k, gx, gy, &qx, &qy);
+      if (e < best) {
+        next = best;
+        best = e;
+        kb = k;
+        px = qx;
+        py = qy;
+      } else if (e < next) {
+        next = e;
+      }
     }
-    if (e < best) {
-      best = e;
-      double nb = b < lo ? lo : b > hi ? hi : b;
-      px = v ? line : nb;
-      py = v ? nb : line;
-    }
+    wc->nk = kb;
+    wc->fx = gx;
+    wc->fy = gy;
+    wc->frest = sqrt(next);
+    rest = wc->frest;
   }
   /* within reach as the rows decide it: d [m] < reach */
+  if (any && (best < 0.9999 * rc * rc ||
+              (best < 1.0001 * rc * rc && sqrt(best) * res < reach))) {
+    *d2 = best;
+    return FACES_WITHIN;
+  }
   if (!(sqrt(best) * res < reach)) {
     if (!any)
       return FACES_ASK_ROWS;
     /* every blocked cell is at least as far as the nearest face or, when
      * outside the box, as the box's side: *d2 then bounds the clearance */
-    double side = fmin(fmin(gx - wc->x0, wc->x1 + 1 - gx),
-                       fmin(gy - wc->y0, wc->y1 + 1 - gy));
-    *d2 = fmin(best, side * side);
+    double side = min2(min2(gx - wc->x0, wc->x1 + 1 - gx),
+                       min2(gy - wc->y0, wc->y1 + 1 - gy));
+    *d2 = min2(min2(best, rest * rest), side * side);
     return FACES_CLEAR;
   }
   if (!(best > 1e-24))
@@ -243,6 +287,23 @@ static faces_say faces_nearest(const pa_sim_model *m, pa_sim_wall_cache *wc,
   *bx = px;
   *by = py;
   return FACES_EXACT;
+}
+
+/* The march field's bound [m] of a free point's distance to the walls
+ * (clear >= safe + sqrt 2: clear - 1/sqrt 2 - |offset from centre|), when
+ * it reaches reach. */
+static inline bool march_bound(const pa_sim_model *m, double gx, double gy,
+                               int64_t cx, int64_t cy, double reach,
+                               double *bound) {
+  const double res = m->grid.resolution;
+  uint8_t v = m->march[(size_t)(cy + 1) * m->march_w + (size_t)cx + 1];
+  double top = m->march_safe[v] + 0.70710; /* the bound at the centre */
+  if (!(v >= 2 && top * res >= reach))     /* else the bound is short anyway */
+    return false;
+  double ox = gx - ((double)cx + 0.5), oy = gy - ((double)cy + 0.5);
+  double b = top - sqrt(ox * ox + oy * oy);
+  *bound = b * res;
+  return b * res >= reach; /* code 1: clear may be < sqrt 2 */
 }
 
 /* The distance to the nearest blocked cell region within reach (see
@@ -261,21 +322,22 @@ static inline double wall_dist(const pa_sim_model *m, double x, double y,
   to_grid(m, x, y, &gx, &gy);
   double res = m->grid.resolution;
   int64_t cx = pa_sim_ifloor(gx), cy = pa_sim_ifloor(gy);
-  if (!cell_blocked(m, cx, cy)) {
-    /* Fast path: the march field (clear >= safe + sqrt 2) bounds the
-     * distance from this point: clear - 1/sqrt 2 - |offset from centre|. */
-    uint8_t v = m->march[(size_t)(cy + 1) * m->march_w + (size_t)cx + 1];
-    double top = m->march_safe[v] + 0.70710; /* the bound at the centre */
-    if (v >= 2 && top * res >= reach) { /* else the bound is short anyway */
-      double ox = gx - ((double)cx + 0.5), oy = gy - ((double)cy + 0.5);
-      double bound = top - sqrt(ox * ox + oy * oy);
-      if (bound * res >= reach) { /* code 1: clear may be < sqrt 2 */
-        if (wc)
-          clear_note(m, wc, x, y, bound * res);
-        return bound * res;
-      }
+  /* A point within the clearance last noted is in a free cell: its march
+   * byte (often a cache miss) is then read only if the faces cannot say. */
+  bool known_free = false;
+  if (wc && wc->cmap == m->blocked) {
+    double ex = x - wc->cx, ey = y - wc->cy;
+    known_free = wc->clear > 0 && ex * ex + ey * ey < wc->clear * wc->clear;
+  }
+  if (known_free || !cell_blocked(m, cx, cy)) {
+    double bound;
+    if (!known_free && march_bound(m, gx, gy, cx, cy, reach, &bound)) {
+      if (wc)
+        clear_note(m, wc, x, y, bound);
+      return bound;
     }
-    /* Near a wall: the nearest face of the robot's walls nearby. */
+    /* Near a wall: the nearest face of the robot's walls nearby (when
+     * within reach, the march bound above is short: the same answer). */
     double d2 = 0, bx = 0, by = 0;
     faces_say say =
         wc ? faces_nearest(m, wc, gx, gy, cx, cy, reach, any, &d2, &bx, &by)
@@ -283,7 +345,8 @@ static inline double wall_dist(const pa_sim_model *m, double x, double y,
     if (say == FACES_WITHIN)
       return sqrt(d2) * res;
     if (say == FACES_CLEAR) { /* no blocked cell within reach */
-      clear_note(m, wc, x, y, fmax(reach, sqrt(d2) * res));
+      double d = sqrt(d2) * res;
+      clear_note(m, wc, x, y, d > reach ? d : reach);
       return reach + res;
     }
     if (say == FACES_EXACT) {
@@ -295,6 +358,10 @@ static inline double wall_dist(const pa_sim_model *m, double x, double y,
         *ny = m->sin_yaw * ex + m->cos_yaw * ey;
       }
       return d * res;
+    }
+    if (known_free && march_bound(m, gx, gy, cx, cy, reach, &bound)) {
+      clear_note(m, wc, x, y, bound);
+      return bound;
     }
   }
   const int64_t GW = m->grid.width, GH = m->grid.height;
@@ -449,6 +516,8 @@ bool pa_sim_int_move_free(const pa_sim_model *m, const pa_sim_state *s,
     wall = wall_dist(m, x, y, r, NULL, NULL, true, memo, wc);
   if (wall < r)
     return false;
+  if (!nb && s->obstacle_count == 0) /* no other body to ask */
+    return true;
   return bodies_clearance(s, skip, x, y, wall, 0, 0, NULL, NULL, nb != NULL,
                           nb && !nb->all ? nb : NULL) -
              r >=
@@ -705,6 +774,13 @@ double pa_sim_int_move_clearance(const pa_sim_model *m, const pa_sim_state *s,
   double reach = r + margin;
   double wnx = 0, wny = 0;
   double best = wall_dist(m, x, y, reach, &wnx, &wny, false, memo, wc);
+  if (!nb && s->obstacle_count == 0) { /* no other body to ask */
+    if (nx && ny) {
+      *nx = wnx;
+      *ny = wny;
+    }
+    return best - r;
+  }
   return bodies_clearance(s, skip, x, y, best, wnx, wny, nx, ny, nb != NULL,
                           nb && !nb->all ? nb : NULL) -
          r;

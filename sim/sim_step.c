@@ -1,6 +1,7 @@
 /* sim_step.c - one tick (limits, kinematics, collisions, odometry, sensors);
  * the commands that change the state between ticks are in sim_cmd.c. */
 #include "pa_sim.h"
+#include "sim_heading.h"
 #include "sim_int.h"
 #include "sim_ssl_int.h"
 
@@ -18,8 +19,8 @@ static double clampd(double v, double lim) {
 
 /* Moves cur towards target: acc while |v| grows, dec while it shrinks
  * (through zero: brake first, then speed up with what is left of dt). */
-static double approach(double cur, double target, double acc, double dec,
-                       double dt) {
+static inline double approach(double cur, double target, double acc, double dec,
+                              double dt) {
   if (cur * target < 0) {
     double brake = dec * dt;
     if (fabs(cur) > brake)
@@ -45,6 +46,15 @@ static double approach(double cur, double target, double acc, double dec,
 
 static bool free_at(const pa_sim_model *m, pa_sim_state *s, uint32_t id,
                     double x, double y, const pa_sim_near *nb) {
+  /* pa_sim_int_move_free's first test without the call: no robot near, no
+   * obstacle, and the walls known clear by more than the radius here */
+  const pa_sim_wall_cache *wc = &s->motion[id].faces;
+  if (!nb && s->obstacle_count == 0 && wc->cmap == m->blocked) {
+    double ex = x - wc->cx, ey = y - wc->cy,
+           left = wc->clear - s->info[id].radius;
+    if (left > 0 && ex * ex + ey * ey < left * left)
+      return true;
+  }
   return pa_sim_int_move_free(m, s, id, x, y, s->info[id].radius, nb,
                               &s->motion[id].walls, &s->motion[id].faces);
 }
@@ -74,15 +84,19 @@ static bool move_disc(const pa_sim_model *m, pa_sim_state *s, uint32_t id,
                       double dx, double dy, const pa_sim_near *nb) {
   pa_robot_state *r = &s->rs[id];
   const double rad = s->info[id].radius;
-  double len = sqrt(dx * dx + dy * dy);
-  if (len == 0)
+  double len2 = dx * dx + dy * dy, len = 0;
+  if (len2 == 0)
     return false;
   /* A move within a quarter radius (nearly every tick) is one sub-step:
    * the same n and the same sx, sy as the general form, without its
-   * divisions. */
+   * divisions (and its length's square root only when it is needed: well
+   * within, len <= 0.25 rad whatever the roundings). */
   int n = 1;
-  double sx = dx, sy = dy;
-  if (!(len <= 0.25 * rad)) {
+  double sx = dx, sy = dy, q = 0.25 * rad;
+  bool short_move = len2 < 0.999 * (q * q);
+  if (!short_move)
+    len = sqrt(len2);
+  if (!short_move && !(len <= q)) {
     n = (int)ceil(len / (0.25 * rad));
     if (n < 1)
       n = 1;
@@ -99,6 +113,8 @@ static bool move_disc(const pa_sim_model *m, pa_sim_state *s, uint32_t id,
       continue;
     }
     bumped = true;
+    if (short_move)
+      len = sqrt(len2);
     double nx = 0, ny = 0;
     double gap =
         pa_sim_int_move_clearance(m, s, id, r->x, r->y, rad, len, &nx, &ny, nb,
@@ -154,8 +170,7 @@ static void robot_plan(const pa_sim_model *m, pa_sim_state *s, uint32_t id,
   const double th0 = r->theta;
   if (!mv->sc_ok || th0 != mv->sc_theta) {
     mv->sc_theta = th0;
-    mv->sc_c = cos(th0);
-    mv->sc_s = sin(th0);
+    pa_sim_int_heading_sincos(th0, &mv->sc_c, &mv->sc_s);
     mv->sc_ok = true;
   }
   const double c0 = mv->sc_c, s0 = mv->sc_s;
@@ -230,11 +245,13 @@ static bool robot_move(const pa_sim_model *m, pa_sim_state *s, uint32_t id,
   double x0 = r->x, y0 = r->y;
   bool bumped = move_disc(m, s, id, mv->dx, mv->dy, nb);
   double ax = r->x - x0, ay = r->y - y0;
-  r->theta = pa_sim_wrap(th0 + dth);
+  double th1 = th0 + dth; /* pa_sim_wrap's own test first: no call */
+  r->theta = th1 >= -M_PI && th1 <= M_PI ? th1 : pa_sim_wrap(th1);
   r->w = mv->w;
   if (bumped) {
     /* Report what it really did: achieved displacement in the mid frame. */
-    double mid = th0 + 0.5 * dth, cm = cos(mid), sm = sin(mid);
+    double cm, sm;
+    pa_sim_int_heading_sincos(th0 + 0.5 * dth, &cm, &sm);
     r->v = (cm * ax + sm * ay) / dt;
     r->vy = (-sm * ax + cm * ay) / dt;
     r->flags |= PA_RS_BUMPED;
@@ -274,13 +291,15 @@ int pa_sim_int_strips_init(pa_sim_strips *st, uint32_t cap) {
   st->e = calloc(n, sizeof *st->e);
   st->by = calloc(n, sizeof *st->by);
   st->order = calloc(n, sizeof *st->order);
-  return st->e && st->by && st->order ? 0 : -1;
+  st->ys = calloc(n + PA_SIM_STRIPS, sizeof *st->ys);
+  return st->e && st->by && st->order && st->ys ? 0 : -1;
 }
 
 void pa_sim_int_strips_free(pa_sim_strips *st) {
   free(st->e);
   free(st->by);
   free(st->order);
+  free(st->ys);
   memset(st, 0, sizeof *st);
 }
 
@@ -367,7 +386,7 @@ static void strips_sort(const pa_sim_state *s, pa_sim_strips *st) {
 
 /* Strip k by (y, id) (a total order: the same result from any input order
  * and either sort). */
-static void strip_order(pa_sim_strips *st, uint32_t k) {
+static void strip_sort(pa_sim_strips *st, uint32_t k) {
   pa_sim_strip_ent *e = st->e + st->start[k];
   uint32_t n = st->start[k + 1] - st->start[k];
   /* insertion (nearly sorted: the last tick's order), qsort past 8 moves a
@@ -387,6 +406,22 @@ static void strip_order(pa_sim_strips *st, uint32_t k) {
   }
 }
 
+/* Strip k's ys after its sentinel-ended copy (see pa_sim_strips). */
+static void strip_ys(pa_sim_strips *st, uint32_t k) {
+  const pa_sim_strip_ent *e = st->e + st->start[k];
+  uint32_t n = st->start[k + 1] - st->start[k];
+  double *y = st->ys + st->start[k] + k;
+  for (uint32_t i = 0; i < n; i++)
+    y[i] = e[i].y;
+  y[n] = INFINITY;
+}
+
+/* Strip k in its order, then its ys. */
+static void strip_order(pa_sim_strips *st, uint32_t k) {
+  strip_sort(st, k);
+  strip_ys(st, k);
+}
+
 /* The robots of strip q in its order, each moved against the robots near
  * its start: those of strips q - 1 .. q + 1 within reach in y (windows that
  * only move forward, as the robots come in y order). Returns the bumps. */
@@ -402,14 +437,19 @@ static uint64_t strip_moves(move_job *j, uint32_t q) {
     const pa_sim_strip_ent *e = &st->e[p];
     pa_sim_near nb = {.st = st, .parts = 0, .all = false};
     bool alone = true;
+    const double ylo = e->y - reach, yhi = e->y + reach;
     for (uint32_t k = 0; k < nk; k++) {
-      const uint32_t end = st->start[k0 + k + 1];
-      while (lo[k] < end && st->e[lo[k]].y <= e->y - reach)
-        lo[k]++;
-      if (hi[k] < lo[k])
-        hi[k] = lo[k];
-      while (hi[k] < end && st->e[hi[k]].y < e->y + reach)
-        hi[k]++;
+      const double *yk = st->ys + k0 + k; /* yk[p]: entry p's y */
+      /* mostly a step of 0 or 1: the first one without a branch */
+      uint32_t a = lo[k] + (yk[lo[k]] <= ylo);
+      while (yk[a] <= ylo)
+        a++;
+      uint32_t b = hi[k] > a ? hi[k] : a;
+      b += yk[b] < yhi;
+      while (yk[b] < yhi)
+        b++;
+      lo[k] = a;
+      hi[k] = b;
       for (uint32_t t = lo[k]; t < hi[k] && alone; t++) {
         double ex = st->e[t].x - e->x, ey = st->e[t].y - e->y;
         if (t != p && ex * ex + ey * ey < r2)
@@ -661,7 +701,9 @@ int64_t pa_sim_int_step(const pa_sim_model *m, pa_sim_state *s, int64_t t0,
     /* Length bound of its move: limited velocities stay within
      * max(|achieved|, limit) and the arc factor |(a, b)| is <= 1. */
     const pa_robot_state *r = &s->rs[i];
-    double l = (fmax(fabs(r->v), ri->max_v) + fmax(fabs(r->vy), ri->max_vy)) *
+    double av = fabs(r->v), avy = fabs(r->vy); /* no libm fmax per robot */
+    double l = ((av > ri->max_v ? av : ri->max_v) +
+                (avy > ri->max_vy ? avy : ri->max_vy)) *
                m->dt * (1 + 1e-6);
     if (ri->dynamics == PA_DYN_DYNAMIC) /* forces may outrun max_v */
       l = fmax(l, pa_sim_int_dyn_speed_bound(m, s, i) * m->dt * (1 + 1e-6));

@@ -23,7 +23,7 @@
 #include "testutil.h"
 
 /* Pinned: change only with a deliberate change of the physics or sensors. */
-#define PINNED_HASH 0x93485f5b3cd19d89ull
+#define PINNED_HASH 0xc7c6cf24b0c3f586ull
 
 static uint64_t fnv(uint64_t h, const void *p, size_t n) {
   const uint8_t *b = p;

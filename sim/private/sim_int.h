@@ -66,6 +66,11 @@ typedef struct pa_sim_wall_cache {
    * are at least clear - |q - (cx, cy)| from any q [m, world]. */
   const uint64_t *cmap;
   double cx, cy, clear;
+  /* The last full look at the faces (grid frame, cells): face nk nearest
+   * to (fx, fy), every other face at least frest from it (nk < 0: none
+   * since the box was filled). A point near it asks face nk alone. */
+  int32_t nk;
+  double fx, fy, frest;
 } pa_sim_wall_cache;
 
 /* Empties every robot's memo rows: the model (its map) was replaced. */
@@ -122,7 +127,9 @@ typedef struct pa_sim_strips {
   pa_sim_strip_ent *by; /* [cap] by robot (r < 0: inactive) */
   uint32_t *order;      /* [cap] the last tick's ids in e[]'s order (the next
                          * sort's input: nearly sorted) */
-  uint32_t last;        /* how many */
+  double *ys;    /* [cap + PA_SIM_STRIPS] strip k's start ys in its order from
+                  * start[k] + k, then +inf (the windows' sentinel) */
+  uint32_t last; /* how many */
   uint32_t start[PA_SIM_STRIPS + 1]; /* strip k: [start[k], start[k + 1]) */
   uint32_t count;                    /* strips in use */
   double x0, w; /* [m] strip k: x in [x0 + k w, x0 + (k + 1) w) */
