@@ -552,6 +552,24 @@ static inline v4f max4(v4f a, v4f b) {
 static float sector_max(const float *out, uint32_t n, float *smax,
                         uint32_t stride) {
   uint32_t ns = (2 * n + 3) / 4, t = 0; /* sectors twice round */
+#if defined(__clang__) || (defined(__GNUC__) && __GNUC__ >= 12)
+  /* four sectors at a time: their beams transposed, then two maxima (the
+   * maximum in another order: the same value, ranges being >= +0) */
+  for (; 16 * (t / 4) + 16 <= n; t += 4) {
+    v4f a, b, c, d;
+    memcpy(&a, out + 4 * t, sizeof a);
+    memcpy(&b, out + 4 * t + 4, sizeof b);
+    memcpy(&c, out + 4 * t + 8, sizeof c);
+    memcpy(&d, out + 4 * t + 12, sizeof d);
+    v4f ab = max4(__builtin_shufflevector(a, b, 0, 1, 4, 5),
+                  __builtin_shufflevector(a, b, 2, 3, 6, 7));
+    v4f cd = max4(__builtin_shufflevector(c, d, 0, 1, 4, 5),
+                  __builtin_shufflevector(c, d, 2, 3, 6, 7));
+    v4f m4 = max4(__builtin_shufflevector(ab, cd, 0, 2, 4, 6),
+                  __builtin_shufflevector(ab, cd, 1, 3, 5, 7));
+    memcpy(smax + t, &m4, sizeof m4);
+  }
+#endif
   for (; 4 * t + 4 <= n; t++) {
     const float *o = out + 4 * t;
     float a = o[0] > o[1] ? o[0] : o[1], b = o[2] > o[3] ? o[2] : o[3];
