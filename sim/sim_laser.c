@@ -24,6 +24,7 @@ typedef struct scan_ctx {
   double inc;        /* [rad] */
   double inv_inc;    /* 1 / inc */
   uint32_t beams;
+  uint32_t b0, b1; /* the beams this pass owns: bodies change only these */
   double range_max;
   const float *bc, *bs; /* beam_table: beam directions in the sensor frame */
   float *out;
@@ -112,6 +113,18 @@ static inline void window_runs(int64_t k0, int64_t k1, uint32_t n, uint32_t *a,
   *c = w <= n - i ? 0 : w - (n - i);
 }
 
+/* The runs of window_runs that lie in the beams k owns, [b0, b1): r[0]..r[1]
+ * and r[2]..r[3] (empty when the start is not below the end). */
+static inline void part_runs(const scan_ctx *k, int64_t k0, int64_t k1,
+                             uint32_t r[4]) {
+  uint32_t a, b, c;
+  window_runs(k0, k1, k->beams, &a, &b, &c);
+  r[0] = a > k->b0 ? a : k->b0;
+  r[1] = b < k->b1 ? b : k->b1;
+  r[2] = k->b0;
+  r[3] = c < k->b1 ? c : k->b1;
+}
+
 /* Does every beam of [k0, k1] already return nearer than a body whose
  * bound (radius rb) is at distance d? Then none can change: a beam meets
  * it at t >= (d - rb) / |dir|, |dir| within 1e-7 of 1, and ray_circle /
@@ -122,12 +135,12 @@ static bool occluded(const scan_ctx *k, double d, double rb, int64_t k0,
   double near = (d - rb) * (1.0 - 1e-6) - 1e-6;
   if (!(near > 0))
     return false;
-  uint32_t a, b, c;
-  window_runs(k0, k1, k->beams, &a, &b, &c);
-  for (uint32_t i = a; i < b; i++)
+  uint32_t r[4];
+  part_runs(k, k0, k1, r);
+  for (uint32_t i = r[0]; i < r[1]; i++)
     if ((double)k->out[i] > near)
       return false;
-  for (uint32_t i = 0; i < c; i++)
+  for (uint32_t i = r[2]; i < r[3]; i++)
     if ((double)k->out[i] > near)
       return false;
   return true;
@@ -186,13 +199,13 @@ static void circle_beams(const scan_ctx *k, double cx, double cy, double r,
                          double d, int64_t k0, int64_t k1) {
   if (occluded(k, d, r, k0, k1))
     return;
-  uint32_t a, b, c;
-  window_runs(k0, k1, k->beams, &a, &b, &c);
+  uint32_t rr[4];
+  part_runs(k, k0, k1, rr);
   /* ray_circle's terms of this body, then per beam without branches (the
    * same operations: the same bits; a beam that misses gets INFINITY) */
   double ox = k->x - cx, oy = k->y - cy, oc = ox * ox + oy * oy - r * r;
   for (uint32_t run = 0; run < 2; run++) {
-    uint32_t i = run ? 0 : a, end = run ? c : b;
+    uint32_t i = rr[2 * run], end = rr[2 * run + 1];
     if (oc > 0) /* two beams at a time (the sensor outside the body) */
       for (; i + 2 <= end; i += 2)
         ray_circle2(k, i, ox, oy, oc);
@@ -240,7 +253,8 @@ static inline v4f sel4(v4i m, v4f x, v4f y) {
 
 /* Which of 4 robots (centres at ex, ey from the sensor, radii r) are
  * hidden behind the walls: all the returns in their windows nearer than
- * them? Bit j set only if occluded() would say so for robot j. Only a
+ * them? Bit j set only if occluded() would say so for robot j (or its
+ * window misses the beams k owns: the same for a part). Only a
  * filter (the rest take the exact path), so in float, 4 at a time and
  * without branches, with margins for float's error: near within 1e-5 d +
  * 1e-5 below occluded's; a window of pseudo-angle +-(r / (d - r) + 5e-5)
@@ -285,13 +299,18 @@ static unsigned hidden4(const scan_ctx *k, v4f ex, v4f ey, v4f r) {
     int okj = (ok[j] != 0) & (k0 >= 0) & (k1 - k0 + 1 < n);
     k0 = k0 < 0 ? 0 : k0;
     k1 = k1 < k0 ? k0 : k1 > 2 * n - 1 ? 2 * n - 1 : k1;
+    /* a window (k0 < n) that meets none of the beams k owns, [b0, b1) or
+     * the same twice round: none of its beams changes here (never for a
+     * whole scan) */
+    const int64_t p0 = k->b0, p1 = k->b1;
+    int apart = okj & (k1 < p0 || k0 >= p1) & (k1 < p0 + n || k0 >= p1 + n);
     int64_t t0 = k0 >> 2, t1 = k1 >> 2, w = t1 - t0 + 1;
     okj &= w <= (1 << (SECTOR_LEVELS - 1));
     int lv = lg[w > 8 ? 8 : w];
     const float *st = k->smax + (size_t)lv * k->stride;
     float a = st[t0], b = st[t1 - (1 << lv) + 1];
     float mx = a > b ? a : b;
-    mask |= (unsigned)(okj & (mx <= near[j])) << j;
+    mask |= (unsigned)((okj & (mx <= near[j])) | apart) << j;
   }
   return mask;
 }
@@ -371,6 +390,8 @@ static void scan_box(const scan_ctx *k, const pa_obstacle_info *o) {
   int64_t n = (int64_t)k->beams;
   for (int64_t q = k0; q <= k1; q++) {
     uint32_t i = wrap_beam(q, n);
+    if (i < k->b0 || i >= k->b1)
+      continue;
     double dx, dy;
     beam_dir(k, i, &dx, &dy);
     double t = ray_box(k->x, k->y, dx, dy, o, c, s);
@@ -386,7 +407,8 @@ int pa_sim_int_scratch_init(pa_sim_scratch *k, uint32_t beam_cap) {
   k->beam_sin = calloc(n, sizeof(float));
   k->qpos = calloc(PA_SIM_QBINS + 1, sizeof(int32_t));
   k->smax = calloc(SECTOR_LEVELS * (n / 2 + 2), sizeof(float));
-  if (!k->beam_cos || !k->beam_sin || !k->qpos || !k->smax) {
+  k->part = calloc(n, sizeof(float));
+  if (!k->beam_cos || !k->beam_sin || !k->qpos || !k->smax || !k->part) {
     pa_sim_int_scratch_free(k);
     return -1;
   }
@@ -398,6 +420,7 @@ void pa_sim_int_scratch_free(pa_sim_scratch *k) {
   free(k->beam_sin);
   free(k->qpos);
   free(k->smax);
+  free(k->part);
   memset(k, 0, sizeof *k);
 }
 
@@ -529,6 +552,24 @@ static inline v4f max4(v4f a, v4f b) {
 static float sector_max(const float *out, uint32_t n, float *smax,
                         uint32_t stride) {
   uint32_t ns = (2 * n + 3) / 4, t = 0; /* sectors twice round */
+#if defined(__clang__) || (defined(__GNUC__) && __GNUC__ >= 12)
+  /* four sectors at a time: their beams transposed, then two maxima (the
+   * maximum in another order: the same value, ranges being >= +0) */
+  for (; 16 * (t / 4) + 16 <= n; t += 4) {
+    v4f a, b, c, d;
+    memcpy(&a, out + 4 * t, sizeof a);
+    memcpy(&b, out + 4 * t + 4, sizeof b);
+    memcpy(&c, out + 4 * t + 8, sizeof c);
+    memcpy(&d, out + 4 * t + 12, sizeof d);
+    v4f ab = max4(__builtin_shufflevector(a, b, 0, 1, 4, 5),
+                  __builtin_shufflevector(a, b, 2, 3, 6, 7));
+    v4f cd = max4(__builtin_shufflevector(c, d, 0, 1, 4, 5),
+                  __builtin_shufflevector(c, d, 2, 3, 6, 7));
+    v4f m4 = max4(__builtin_shufflevector(ab, cd, 0, 2, 4, 6),
+                  __builtin_shufflevector(ab, cd, 1, 3, 5, 7));
+    memcpy(smax + t, &m4, sizeof m4);
+  }
+#endif
   for (; 4 * t + 4 <= n; t++) {
     const float *o = out + 4 * t;
     float a = o[0] > o[1] ? o[0] : o[1], b = o[2] > o[3] ? o[2] : o[3];
@@ -647,10 +688,46 @@ void pa_sim_int_scan(const pa_sim_model *m, const pa_sim_state *s, uint32_t id,
 void pa_sim_int_scan_finish(const pa_sim_model *m, const pa_sim_state *s,
                             const pa_sim_scan_at *a, float *out,
                             pa_sim_scratch *sc) {
+  pa_sim_int_scan_finish_part(m, s, a, out, sc, 0, UINT32_MAX);
+}
+
+/* The farthest return of out[b0, b1) (0 if none), and smax from a copy of
+ * out with the beams outside [b0, b1) at infinity: no window that reaches
+ * them is hidden (their returns are not known yet). */
+static float part_max(const float *out, uint32_t n, uint32_t b0, uint32_t b1,
+                      float *tmp, float *smax, uint32_t stride) {
+  for (uint32_t i = 0; i < b0; i++)
+    tmp[i] = INFINITY;
+  memcpy(tmp + b0, out + b0, (b1 - b0) * sizeof *tmp);
+  for (uint32_t i = b1; i < n; i++)
+    tmp[i] = INFINITY;
+  sector_max(tmp, n, smax, stride);
+  v4f f = {0, 0, 0, 0};
+  uint32_t i = b0;
+  for (; i + 4 <= b1; i += 4) {
+    v4f v;
+    memcpy(&v, out + i, sizeof v);
+    f = max4(v, f);
+  }
+  float far = 0;
+  for (int j = 0; j < 4; j++)
+    far = f[j] > far ? f[j] : far;
+  for (; i < b1; i++)
+    far = out[i] > far ? out[i] : far;
+  return far;
+}
+
+void pa_sim_int_scan_finish_part(const pa_sim_model *m, const pa_sim_state *s,
+                                 const pa_sim_scan_at *a, float *out,
+                                 pa_sim_scratch *sc, uint32_t b0, uint32_t b1) {
   const uint32_t id = a->id;
   const pa_robot_info *ri = &s->info[id];
   uint64_t *rng = &s->rs[id].rng; /* the robot's own: no other scan uses it */
   uint32_t beams = a->beams;
+  b1 = b1 > beams ? beams : b1;
+  if (b0 >= b1)
+    return;
+  const bool whole = b0 == 0 && b1 == beams;
   double rmax = ri->laser_range_max, rmin = ri->laser_range_min;
   double sigma = ri->laser_noise;
   bool others = s->robot_count > 1 && !s->ghosts; /* robots in its scan */
@@ -668,6 +745,8 @@ void pa_sim_int_scan_finish(const pa_sim_model *m, const pa_sim_state *s,
                 .inc = inc,
                 .inv_inc = 1.0 / inc,
                 .beams = beams,
+                .b0 = b0,
+                .b1 = b1,
                 .range_max = rmax,
                 .bc = sc->beam_cos,
                 .bs = sc->beam_sin,
@@ -681,7 +760,8 @@ void pa_sim_int_scan_finish(const pa_sim_model *m, const pa_sim_state *s,
     /* Beam directions (only bodies use them) and the returns' max per 4
      * beams (hidden()) and overall. */
     beam_table(sc, beams);
-    far = sector_max(out, beams, sc->smax, k.stride);
+    far = whole ? sector_max(out, beams, sc->smax, k.stride)
+                : part_max(out, beams, b0, b1, sc->part, sc->smax, k.stride);
   }
   /* Obstacles and other robots: only the beams their bounds subtend, and
    * only bodies nearer than the farthest wall return (+ rounding slack). */
@@ -767,10 +847,12 @@ void pa_sim_int_scan_finish(const pa_sim_model *m, const pa_sim_state *s,
   /* Clamp and noise: only returns get noise; no return stays range_max. */
   if (sigma == 0) {
     /* The same in float (both limits are floats), without a branch. */
-    clamp_ranges(out, beams, ri->laser_range_min, ri->laser_range_max);
+    clamp_ranges(out + b0, b1 - b0, ri->laser_range_min, ri->laser_range_max);
     return;
   }
-  for (uint32_t i = 0; i < beams; i++) {
+  /* noise draws from the robot's generator in beam order: whole scans only
+   * (callers split only scans without noise) */
+  for (uint32_t i = b0; i < b1; i++) {
     double v = out[i];
     if (v >= rmax) {
       out[i] = (float)rmax;

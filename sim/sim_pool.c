@@ -42,12 +42,16 @@ typedef struct worker {
 } worker;
 
 #define SPLIT_MAX 8 /* scans split at the end of a tick's scan job */
+#define PARTS_MAX 4 /* parts of each */
 
 /* One scan job: robots ids[i] into s->ranges. The first `whole` scans are
- * an item each; the last ones are `parts` items each (their wall beams in
- * parts), so that the threads run out of work together instead of one
- * waiting for the other's last whole scan. The part that completes a split
- * scan finishes it (bodies, clamp, noise). */
+ * an item each; the last `split` ones are `parts` items each, a part being
+ * its beams [b0, b1): their walls, then their bodies and clamp (a part's
+ * finish reads and writes only its own beams, so the parts of a scan are
+ * independent items, with no finish left for whoever casts the last one).
+ * The threads run out of work together instead of one waiting for the
+ * other's last whole scan. Few parts: each costs the face caster's work of
+ * a whole fan (its faces in reach), about a third of a scan's walls. */
 typedef struct scan_job {
   const pa_sim_model *m;
   pa_sim_state *s;
@@ -55,8 +59,36 @@ typedef struct scan_job {
   uint32_t first; /* 1: item 0 builds the robots' laser buckets */
   uint32_t whole, parts;
   pa_sim_scan_at at[SPLIT_MAX]; /* of the split scans */
-  atomic_uint left[SPLIT_MAX];  /* their parts not yet cast */
 } scan_job;
+
+/* Beams [b0, b1) of scan a into out: walls, then bodies and clamp. */
+static void scan_part_all(const pa_sim_model *m, const pa_sim_state *s,
+                          const pa_sim_scan_at *a, float *out,
+                          pa_sim_scratch *k, uint32_t b0, uint32_t b1) {
+  pa_sim_int_scan_walls(m, s, a, out, k, b0, b1);
+  pa_sim_int_scan_finish_part(m, s, a, out, k, b0, b1);
+}
+
+/* Another thread is building the robots' laser buckets (a scan's bodies
+ * would wait for them). */
+static bool buckets_busy(const pa_sim_state *s) {
+  return __atomic_load_n(&s->lhash.build, __ATOMIC_ACQUIRE) == 2;
+}
+
+/* The bodies of the scans this thread cast the walls of while the buckets
+ * were being built (waits for them if they still are). */
+static void scan_flush(scan_job *j, pa_sim_scratch *k) {
+  for (uint32_t q = 0; q < k->ndefer; q++) {
+    uint32_t id = k->defer[q];
+    pa_sim_scan_at a;
+    pa_sim_int_scan_at(j->m, j->s, id, &a);
+    pa_sim_int_scan_finish(j->m, j->s, &a,
+                           j->s->ranges + (size_t)id * j->m->beam_cap, k);
+  }
+  k->ndefer = 0;
+}
+
+static void scan_end(void *arg, pa_sim_scratch *k) { scan_flush(arg, k); }
 
 static void scan_one(void *arg, uint32_t i, pa_sim_scratch *k,
                      uint64_t *count) {
@@ -70,28 +102,36 @@ static void scan_one(void *arg, uint32_t i, pa_sim_scratch *k,
   i -= j->first;
   if (i < j->whole) {
     uint32_t id = j->ids[i];
-    pa_sim_int_scan(m, j->s, id, j->s->ranges + (size_t)id * m->beam_cap, k);
+    float *out = j->s->ranges + (size_t)id * m->beam_cap;
+    pa_sim_scan_at a;
+    pa_sim_int_scan_at(m, j->s, id, &a);
+    pa_sim_int_scan_walls(m, j->s, &a, out, k, 0, UINT32_MAX);
+    if (buckets_busy(j->s) && k->ndefer < PA_SIM_DEFER) {
+      k->defer[k->ndefer++] = id; /* finished once they are built */
+      return;
+    }
+    scan_flush(j, k);
+    pa_sim_int_scan_finish(m, j->s, &a, out, k);
     return;
   }
   uint32_t q = (i - j->whole) / j->parts, part = (i - j->whole) % j->parts;
   const pa_sim_scan_at *a = &j->at[q];
-  float *out = j->s->ranges + (size_t)a->id * m->beam_cap;
   uint32_t step = (a->beams + j->parts - 1) / j->parts;
-  pa_sim_int_scan_walls(m, j->s, a, out, k, part * step, (part + 1) * step);
-  /* the last part cast: every part's beams are visible here (acq_rel) */
-  if (atomic_fetch_sub_explicit(&j->left[q], 1, memory_order_acq_rel) == 1)
-    pa_sim_int_scan_finish(m, j->s, a, out, k);
+  scan_part_all(m, j->s, a, j->s->ranges + (size_t)a->id * m->beam_cap, k,
+                part * step, (part + 1) * step);
 }
 
-/* One scan's wall beams in contiguous parts of `step` beams, part i from
- * beam i * step (neighbouring beams cast together share cells; smaller parts
- * cost more per beam). */
+/* One scan's beams in contiguous parts of `step` beams, part i from beam
+ * i * step (neighbouring beams cast together share cells; smaller parts
+ * cost more per beam): their walls, and with `finish` their bodies and
+ * clamp too. */
 typedef struct split_job {
   const pa_sim_model *m;
   pa_sim_state *s;
   const pa_sim_scan_at *at;
   uint32_t step;
   float *out;
+  bool finish;
 } split_job;
 
 /* A stream task: wall beams [b0, b1) of a scan into out. done = its ticket
@@ -116,6 +156,7 @@ struct pa_sim_pool {
   atomic_bool quit;
   /* The job (written before the generation is published). */
   pa_sim_pool_fn fn;
+  void (*fin)(void *arg, pa_sim_scratch *k); /* each taker's last call */
   void *arg;
   uint32_t n, chunk;
   atomic_uint next;        /* next item to take */
@@ -155,6 +196,14 @@ static uint64_t drain(pa_sim_pool *p, pa_sim_scratch *k) {
     for (uint32_t i = i0; i < i1; i++)
       p->fn(p->arg, i, k, &count);
   }
+}
+
+/* drain, then the job's end hook on this thread's scratch. */
+static uint64_t drain_fin(pa_sim_pool *p, pa_sim_scratch *k) {
+  uint64_t count = drain(p, k);
+  if (p->fin)
+    p->fin(p->arg, k);
+  return count;
 }
 
 static inline void cpu_relax(void) {
@@ -237,7 +286,7 @@ static void *worker_main(void *arg) {
     if (p->stream) {
       stream_run(p, &w->scratch, g);
     } else {
-      uint64_t c = drain(p, &w->scratch);
+      uint64_t c = drain_fin(p, &w->scratch);
       atomic_fetch_add(&p->count, c);
     }
     end = pa_sim_int_now();
@@ -323,9 +372,11 @@ void pa_sim_int_pool_free(pa_sim_pool *p) {
 
 /* Publishes a job and, if wake, wakes parked workers. No worker is inside a job here (the last one was closed and
  * waited for), and none joins before the generation is published. */
-static uint64_t post(pa_sim_pool *p, pa_sim_pool_fn fn, void *arg,
+static uint64_t post(pa_sim_pool *p, pa_sim_pool_fn fn,
+                     void (*fin)(void *, pa_sim_scratch *), void *arg,
                      uint32_t n, uint32_t chunk, bool wake) {
   p->fn = fn;
+  p->fin = fin;
   p->arg = arg;
   p->n = n;
   p->chunk = chunk ? chunk : 1;
@@ -354,23 +405,30 @@ static void close_job(pa_sim_pool *p) {
 /* The caller takes what is left, then closes the job (the workers' items
  * are short). */
 static uint64_t complete(pa_sim_pool *p) {
-  uint64_t count = drain(p, &p->scratch);
+  uint64_t count = drain_fin(p, &p->scratch);
   close_job(p);
   return count + atomic_load(&p->count);
 }
 
 /* small: a job shorter than a wake-up (one scan split in parts) wakes
  * parked workers only when jobs come back to back (the last one ended
- * within POOL_HOT_NS): at 10 Hz the caller just does it alone. */
-static uint64_t pool_run(pa_sim_pool *p, pa_sim_pool_fn fn, void *arg,
-                         uint32_t n, uint32_t chunk, bool small) {
+ * within POOL_HOT_NS): at 10 Hz the caller just does it alone. fin: each
+ * taker's last call (NULL: none). */
+static uint64_t pool_run_fin(pa_sim_pool *p, pa_sim_pool_fn fn,
+                             void (*fin)(void *, pa_sim_scratch *), void *arg,
+                             uint32_t n, uint32_t chunk, bool small) {
   pa_sim_int_pool_stream_close(p);
-  post(p, fn, arg, n, chunk,
+  post(p, fn, fin, arg, n, chunk,
        !small || pa_sim_int_now() - p->last_end < POOL_HOT_NS);
   uint64_t count = complete(p);
   if (small)
     p->last_end = pa_sim_int_now();
   return count;
+}
+
+static uint64_t pool_run(pa_sim_pool *p, pa_sim_pool_fn fn, void *arg,
+                         uint32_t n, uint32_t chunk, bool small) {
+  return pool_run_fin(p, fn, NULL, arg, n, chunk, small);
 }
 
 uint64_t pa_sim_int_pool_run(pa_sim_pool *p, pa_sim_pool_fn fn, void *arg,
@@ -383,30 +441,42 @@ uint64_t pa_sim_int_pool_run_short(pa_sim_pool *p, pa_sim_pool_fn fn, void *arg,
   return pool_run(p, fn, arg, n, chunk, true);
 }
 
+/* A scan that can be cast in parts: its laser has no noise (the draws
+ * follow the beams in order). */
+static bool splits(const pa_sim_state *s, uint32_t id) {
+  return s->info[id].laser_noise == 0;
+}
+
 void pa_sim_int_pool_scan(pa_sim_pool *p, const pa_sim_model *m,
                           pa_sim_state *s, const uint32_t *ids, uint32_t n) {
   scan_job j = {.m = m, .s = s, .ids = ids};
   j.first = __atomic_load_n(&s->lhash.build, __ATOMIC_ACQUIRE) == 1;
-  /* The last scan of each thread in parts of a quarter of a scan's beams
-   * or so: parts much smaller cost more per beam than they save. */
+  /* The last scans in one part per thread: the tail is a part (half a
+   * scan with 2 threads) instead of a whole scan. As many as leave the
+   * whole ones a multiple of the threads (at least one), or one per thread
+   * if that is none (their costs differ). */
   uint32_t threads = p->nworkers + 1;
-  uint32_t split = n > threads ? threads : n > 1 ? n - 1 : 0;
-  if (split > SPLIT_MAX)
-    split = SPLIT_MAX;
+  uint32_t split = n % threads ? n % threads : threads;
+  split = split > n ? n : split;
+  split = split > SPLIT_MAX ? SPLIT_MAX : split;
+  while (split > 0 && !splits(s, ids[n - split]))
+    split--; /* noisy: whole (the ones after it are split) */
   j.whole = n - split;
-  j.parts = 4;
-  for (uint32_t q = 0; q < split; q++) {
+  j.parts = threads < PARTS_MAX ? threads : PARTS_MAX;
+  for (uint32_t q = 0; q < split; q++)
     pa_sim_int_scan_at(m, s, ids[j.whole + q], &j.at[q]);
-    atomic_init(&j.left[q], j.parts);
-  }
-  pa_sim_int_pool_run(p, scan_one, &j, j.first + j.whole + split * j.parts, 1);
+  pool_run_fin(p, scan_one, scan_end, &j, j.first + j.whole + split * j.parts,
+               1, false);
 }
 
 static void scan_part(void *arg, uint32_t i, pa_sim_scratch *k,
                       uint64_t *count) {
   split_job *j = arg;
   uint32_t b0 = i * j->step, b1 = b0 + j->step;
-  pa_sim_int_scan_walls(j->m, j->s, j->at, j->out, k, b0, b1);
+  if (j->finish)
+    scan_part_all(j->m, j->s, j->at, j->out, k, b0, b1);
+  else
+    pa_sim_int_scan_walls(j->m, j->s, j->at, j->out, k, b0, b1);
   (void)count;
 }
 
@@ -420,9 +490,10 @@ void pa_sim_int_pool_scan_one(pa_sim_pool *p, const pa_sim_model *m,
   pa_sim_int_scan_at(m, s, id, &a);
   uint32_t parts = p->nworkers + 1;
   uint32_t step = (a.beams + parts - 1) / parts;
-  split_job j = {m, s, &a, step, ranges_of(m, s, id)};
+  split_job j = {m, s, &a, step, ranges_of(m, s, id), splits(s, id)};
   pool_run(p, scan_part, &j, parts, 1, true);
-  pa_sim_int_scan_finish(m, s, &a, j.out, &p->scratch);
+  if (!j.finish)
+    pa_sim_int_scan_finish(m, s, &a, j.out, &p->scratch);
 }
 
 /* ---- the task stream (overlapped scans) ---------------------------------- */
@@ -461,7 +532,7 @@ uint64_t pa_sim_int_pool_task(pa_sim_pool *p, const pa_sim_model *m,
                               float *out, uint32_t b0, uint32_t b1) {
   if (!p->stream) {
     p->stream = true;
-    post(p, NULL, NULL, 0, 1, true);
+    post(p, NULL, NULL, NULL, 0, 1, true);
   }
   uint64_t i = atomic_load_explicit(&p->t_posted, memory_order_relaxed);
   task *t = &p->tasks[i % POOL_TASKS];

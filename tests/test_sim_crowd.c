@@ -1,8 +1,10 @@
 /* test_sim_crowd.c - scans among many robots: every scan a tick casts (the
  * robots' buckets, the culling of robots hidden behind walls) equals, bit
  * for bit, a brute-force scan that intersects every other robot with every
- * beam, with 1 and 2 threads and beam counts that are not multiples of 4;
- * the state record of 1000 robots (copied by both threads) byte for byte. */
+ * beam, with 1 and 2 threads and beam counts that are not multiples of 4,
+ * and so does each scan cast in parts (walls, then bodies of each part's
+ * beams, as the threads split a tick's last scans); the state record of 1000
+ * robots (copied by both threads) byte for byte. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -80,6 +82,8 @@ static long crowd(const pa_grid *g, uint32_t robots, uint32_t threads,
   }
   float *want = malloc(m.beam_cap * sizeof(float));
   float *walls = malloc(m.beam_cap * sizeof(float));
+  float *parts = malloc(m.beam_cap * sizeof(float));
+  assert_non_null(parts);
   assert_non_null(want);
   assert_non_null(walls);
   long hits = 0, scans = 0;
@@ -98,6 +102,20 @@ static long crowd(const pa_grid *g, uint32_t robots, uint32_t threads,
       /* the robots' share: beams nearer than the walls alone */
       pa_sim_scan_at a;
       pa_sim_int_scan_at(&m, &s, id, &a);
+      /* in 2, 3 and 5 parts of uneven sizes (the last one short) */
+      for (uint32_t np = 2; np <= 5; np += np == 2 ? 1 : 2) {
+        uint32_t step = n / np + 1;
+        for (uint32_t b0 = 0; b0 < n; b0 += step) {
+          pa_sim_int_scan_walls(&m, &s, &a, parts, s.scratch, b0, b0 + step);
+          pa_sim_int_scan_finish_part(&m, &s, &a, parts, s.scratch, b0,
+                                      b0 + step);
+        }
+        for (uint32_t i = 0; i < n; i++)
+          if (memcmp(&parts[i], &want[i], sizeof(float)) != 0)
+            fail_msg("tick %d robot %u (%u beams) in %u parts beam %u: %.9g, "
+                     "brute force %.9g",
+                     t, id, n, np, i, parts[i], want[i]);
+      }
       pa_sim_int_scan_walls(&m, &s, &a, walls, s.scratch, 0, UINT32_MAX);
       for (uint32_t i = 0; i < n; i++)
         hits += want[i] < walls[i];
@@ -107,6 +125,7 @@ static long crowd(const pa_grid *g, uint32_t robots, uint32_t threads,
   assert_true(scans >= (long)robots * ticks / 20);
   free(want);
   free(walls);
+  free(parts);
   ts_free(&m, &s);
   return hits;
 }

@@ -239,6 +239,7 @@ int64_t pa_sim_int_step(const pa_sim_model *m, pa_sim_state *s, int64_t t0,
 
 /* Per-thread scan scratch: the beam direction table (rebuilt when the beam
  * count changes) and the tables of one scan's body culling. */
+#define PA_SIM_DEFER 8
 typedef struct pa_sim_scratch {
   float *beam_cos, *beam_sin; /* [beam_cap] */
   uint32_t beam_table_n;
@@ -246,6 +247,11 @@ typedef struct pa_sim_scratch {
    * (for beam_table_n beams) and the wall returns' max per 4 beams. */
   int32_t *qpos; /* [PA_SIM_QBINS + 1] */
   float *smax;   /* [beam_cap / 4 + 1] */
+  float *part;   /* [beam_cap]: a scan's returns in a part's finish */
+  /* sim_pool.c: scans whose walls this thread cast while another built the
+   * robots' laser buckets, their bodies still to do */
+  uint32_t defer[PA_SIM_DEFER];
+  uint32_t ndefer;
 } pa_sim_scratch;
 #define PA_SIM_QBINS 1024
 int pa_sim_int_scratch_init(pa_sim_scratch *k, uint32_t beam_cap);
@@ -292,6 +298,15 @@ void pa_sim_int_scan_walls(const pa_sim_model *m, const pa_sim_state *s,
 void pa_sim_int_scan_finish(const pa_sim_model *m, const pa_sim_state *s,
                             const pa_sim_scan_at *a, float *out,
                             pa_sim_scratch *k);
+/* The finish of beams [b0, b1) alone, once their wall beams are cast: the
+ * bodies on those beams and their clamp (the other beams are neither read
+ * nor written), so a scan's parts are independent: walls then finish of
+ * each part give the whole finish's ranges, bit for bit. Only for a laser
+ * without noise (its draws follow the beams in order) unless the part is
+ * the whole scan. */
+void pa_sim_int_scan_finish_part(const pa_sim_model *m, const pa_sim_state *s,
+                                 const pa_sim_scan_at *a, float *out,
+                                 pa_sim_scratch *k, uint32_t b0, uint32_t b1);
 
 /* Scan workers (threads - 1 helpers; the caller casts too). NULL when
  * threads <= 1 (or on failure, with err set). */
