@@ -43,6 +43,8 @@ struct pa_render_atlas {
   const void **doff;                /* per view: offsets of the draws */
   double *reach; /* per robot: its vertices' farthest from its centre [m] */
   uint32_t robots_cap;
+  float top;     /* [m] the robots' highest vertex */
+  float *wall_d; /* [w] the view's wall distances (occlusion.c) */
 };
 
 int pa_render_atlas_create(pa_render_atlas **out, uint32_t w, uint32_t h,
@@ -60,6 +62,12 @@ int pa_render_atlas_create(pa_render_atlas **out, uint32_t w, uint32_t h,
     return -1;
   }
   a->w = w, a->h = h;
+  a->wall_d = malloc(w * sizeof *a->wall_d);
+  if (!a->wall_d) {
+    free(a);
+    snprintf(err, err_sz, "atlas: out of memory");
+    return -1;
+  }
   *out = a;
   return 0;
 }
@@ -96,6 +104,7 @@ void pa_render_atlas_free(pa_render_atlas *a) {
   free(a->count), free(a->bcount), free(a->dcount);
   free(a->doff);
   free(a->reach);
+  free(a->wall_d);
   free(a);
 }
 
@@ -229,6 +238,8 @@ static void put_part(pa_render_atlas *a, size_t *vat, size_t *iat,
     double d = hypot(t->pos[0] - cx, t->pos[1] - cy);
     if (d > *reach)
       *reach = d;
+    if (t->pos[2] > a->top)
+      a->top = t->pos[2];
   }
   for (size_t i = 0; i + 2 < u->n; i += 3) {
     bool down = true;
@@ -326,6 +337,7 @@ static int merge_robots(pa_render_atlas *a, const pa_render_scene *s,
     return -1;
   }
   size_t vat = 0, iat = 0;
+  a->top = -INFINITY;
   for (uint32_t i = 0; i < n; i++) {
     a->first[i] = iat;
     a->count[i] = a->bcount[i] = 0;
@@ -350,16 +362,32 @@ static int merge_robots(pa_render_atlas *a, const pa_render_scene *s,
   return pa_render_gl_check("merging the robots", err, err_sz);
 }
 
-/* The robots view v shows (its own skipped, those outside its wedge too),
- * after the scene's statics: opaque parts, then their blended shadows, as
- * the scene draws them for one camera. */
+/* Whether the walls hide robot p (within reach of its centre) from v in
+ * every column it could cover. */
+static bool robot_hidden(const pa_render_view *v, const rcolumns *occ,
+                         const pa_render_pose *p, double reach) {
+  double dx = p->x - v->x, dy = p->y - v->y, d = hypot(dx, dy);
+  if (d <= reach + 0.1)
+    return false;
+  double off = remainder(atan2(dy, dx) - v->yaw, 2 * M_PI);
+  double half = asin(reach / d);
+  return pa_render_columns_hide(v, occ, off - half, off + half, d - reach);
+}
+
+/* The robots view v shows (its own skipped, those outside its wedge or
+ * behind the walls too), after the scene's statics: opaque parts, then
+ * their blended shadows, as the scene draws them for one camera. */
 static void draw_robots(pa_render_atlas *a, const pa_render_scene *s,
-                        const pa_render_view *v, uint32_t n) {
+                        const pa_render_view *v, const rcolumns *occ,
+                        uint32_t n) {
   GLsizei m = 0;
   bool cull = !s->no_culling && v->pitch == 0;
+  if (!(a->top <= PA_RENDER_WALL_HEIGHT))
+    occ = NULL; /* robots taller than the walls show over them */
   for (uint32_t i = 0; i < n; i++) {
     if (i == v->skip_robot || !a->count[i] ||
-        (cull && !robot_in_view(v, &s->poses[i], a->reach[i] + 0.01)))
+        (cull && !robot_in_view(v, &s->poses[i], a->reach[i] + 0.01)) ||
+        (cull && occ && robot_hidden(v, occ, &s->poses[i], a->reach[i] + 0.01)))
       continue;
     a->doff[m] = (const void *)(uintptr_t)(a->first[i] * sizeof(uint32_t));
     a->dcount[m] = a->count[i];
@@ -411,10 +439,19 @@ static int atlas_pass(pa_render_atlas *a, pa_render_scene *s,
     glScissor(x, y, (GLsizei)a->w, (GLsizei)a->h);
     float view[16], proj[16];
     pa_render_view_matrices(&views[i], a->w, a->h, view, proj);
+    const pa_render_view *v = &views[i];
+    /* what the walls hide: level cameras with their eye within the walls'
+     * height (the scene culls level cameras only) */
+    rcolumns occ = {a->wall_d, a->w}, *o = NULL;
+    if (!s->no_culling && v->pitch == 0 && v->fov < M_PI * 0.95 && v->z >= 0 &&
+        v->z <= PA_RENDER_WALL_HEIGHT) {
+      pa_render_walls_columns(&s->walls, v, a->w, a->wall_d);
+      o = &occ;
+    }
     s->pose_count = 0; /* the scene draws its statics, the atlas the robots */
-    pa_render_scene_draw_culled(s, view, proj, views[i].skip_robot, &views[i]);
+    pa_render_scene_draw_occluded(s, view, proj, v->skip_robot, v, o);
     s->pose_count = robots;
-    draw_robots(a, s, &views[i], robots);
+    draw_robots(a, s, v, o, robots);
   }
   glDisable(GL_SCISSOR_TEST);
   glPixelStorei(GL_PACK_ALIGNMENT, 4);

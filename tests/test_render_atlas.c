@@ -204,6 +204,38 @@ static void test_tiles_are_their_robots(void **state) {
   pa_render_atlas_free(a);
 }
 
+/* Culling (the wedge, and what the walls hide: robots 0 and 2.. behind the
+ * inner wall from robot 0, chunks beyond the ring) changes no byte. */
+static void test_culling_changes_nothing(void **state) {
+  (void)state;
+  char err[256];
+  pa_render_atlas *a = NULL;
+  assert_int_equal(pa_render_atlas_create(&a, TW, TH, err, sizeof err), 0);
+  pa_render_view v[NR + 2];
+  views_of(v, NR);
+  /* a robot in the gap above the inner wall looking past its end, and one
+   * in a corner of the ring looking along the wall */
+  v[NR] = v[1], v[NR].x = 3.1, v[NR].y = 6.3, v[NR].yaw = -1.2;
+  v[NR + 1] = v[1], v[NR + 1].x = 0.3, v[NR + 1].y = 0.3, v[NR + 1].yaw = 0.4;
+  v[NR].skip_robot = v[NR + 1].skip_robot = UINT32_MAX;
+  size_t tile = (size_t)TW * TH * 3, n = NR + 2;
+  uint8_t *on = malloc(n * tile), *off = malloc(n * tile);
+  assert_non_null(on);
+  assert_non_null(off);
+  assert_int_equal(
+      pa_render_atlas_render(a, scene, v, NULL, n, on, err, sizeof err), 0);
+  pa_render_scene_set_culling(scene, false);
+  assert_int_equal(
+      pa_render_atlas_render(a, scene, v, NULL, n, off, err, sizeof err), 0);
+  pa_render_scene_set_culling(scene, true);
+  for (size_t i = 0; i < n; i++)
+    if (differ(on + i * tile, off + i * tile, tile, 0))
+      fail_msg("tile %zu differs with culling", i);
+  free(on);
+  free(off);
+  pa_render_atlas_free(a);
+}
+
 /* More views than one framebuffer holds: further passes, same tiles. */
 static void test_passes(void **state) {
   (void)state;
@@ -251,6 +283,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_tiles_equal_single_cameras),
       cmocka_unit_test(test_tiles_are_their_robots),
+      cmocka_unit_test(test_culling_changes_nothing),
       cmocka_unit_test(test_passes),
       cmocka_unit_test(test_bad_input),
   };
