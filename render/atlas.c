@@ -155,8 +155,11 @@ static void tile_out(const pa_render_atlas *a, uint32_t t, uint8_t *dst) {
     const uint8_t *src =
         a->rgba + ((size_t)r * a->h + (a->h - 1 - y)) * stride + c * a->w * 4;
     uint8_t *d = dst + (size_t)y * a->w * 3;
-    for (uint32_t x = 0; x < a->w; x++)
-      memcpy(d + 3 * x, src + 4 * x, 3);
+    for (uint32_t x = 0; x < a->w; x++) {
+      d[3 * x] = src[4 * x];
+      d[3 * x + 1] = src[4 * x + 1];
+      d[3 * x + 2] = src[4 * x + 2];
+    }
   }
 }
 

@@ -68,22 +68,19 @@ static double walls_ray(const rwalls *o, double x, double y, double dx,
     double t, u; /* u: the other coordinate where the ray crosses a line */
     bool xline = tx < ty;
     if (xline) {
-      t = tx, tx += tdx, cx += sx, u = y + t * dy;
+      t = tx, tx += tdx, cx += sx;
     } else {
-      t = ty, ty += tdy, cy += sy, u = x + t * dx;
+      t = ty, ty += tdy, cy += sy;
     }
-    /* [cells]: ~3 of llvmpipe's 1/256 px at 1 px = 15 mrad, and float */
-    double eps = 2e-4 * t + 1e-4 / o->res;
-    if (near_line(u, eps)) { /* past a cell corner: is it a wall's? */
-      int64_t k = (int64_t)floor(u + 0.5);
-      int64_t lx = xline ? (sx > 0 ? cx : cx + 1) : k;
-      int64_t ly = xline ? k : (sy > 0 ? cy : cy + 1);
-      if (walls_block(o, lx - 1, ly - 1) || walls_block(o, lx, ly - 1) ||
-          walls_block(o, lx - 1, ly) || walls_block(o, lx, ly))
-        return INFINITY; /* either side of it may be drawn */
+    if (walls_block(o, cx, cy)) {
+      /* entered near a corner of this cell, the rasteriser may put the
+       * pixel on the other side of it (passing a corner on the free side
+       * instead only makes the distance longer: safe) */
+      u = xline ? y + t * dy : x + t * dx;
+      /* [cells]: ~3 of llvmpipe's 1/256 px at 1 px = 15 mrad, and float */
+      double eps = 2e-4 * t + 1e-4 / o->res;
+      return near_line(u, eps) ? INFINITY : t * o->res;
     }
-    if (walls_block(o, cx, cy))
-      return t * o->res;
     if (t * o->res > 1e4) /* cannot happen inside a grid: a guard */
       return INFINITY;
   }
