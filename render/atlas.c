@@ -164,16 +164,21 @@ static void tile_out(const pa_render_atlas *a, uint32_t t, uint8_t *dst) {
 }
 
 /* Whether robot p (its body, head and soft shadow within `reach` of its
- * centre) can show in v's horizontal field of view: the robots' vertices
+ * centre) can show in v's horizontal field of view (the robots' vertices
  * are most of a view's cost on llvmpipe, so a view draws only those in
- * its wedge. */
-static bool robot_in_view(const pa_render_view *v, const pa_render_pose *p,
-                          double reach) {
+ * its wedge), and, with occ, is not hidden by the walls in every column
+ * it could cover. */
+static bool robot_shows(const pa_render_view *v, const rcolumns *occ,
+                        const pa_render_pose *p, double reach) {
   double dx = p->x - v->x, dy = p->y - v->y, d = hypot(dx, dy);
-  if (d <= reach + 0.05)
+  if (d <= reach + 0.1)
     return true;
-  double off = fabs(remainder(atan2(dy, dx) - v->yaw, 2 * M_PI));
-  return off <= v->fov / 2 + asin(reach / d) + 0.02;
+  double off = remainder(atan2(dy, dx) - v->yaw, 2 * M_PI);
+  double half = asin(reach / d);
+  if (fabs(off) > v->fov / 2 + half + 0.02)
+    return false;
+  return !occ ||
+         !pa_render_columns_hide(v, occ, off - half, off + half, d - reach);
 }
 
 static int unit_read(unit_mesh *u, const rgpu_mesh *g) {
@@ -219,10 +224,10 @@ static void unit_free(unit_mesh *u) {
  * place and light it with q's model matrix (its tint baked into the colour
  * bytes): its vertices at a->v + *vat, its triangles' indices at a->ix +
  * *iat, less those facing down from below every eye (back faces to all the
- * views: culled anyway); widens *reach from (cx, cy). */
+ * views: culled anyway); widens *reach2 (squared) from (cx, cy). */
 static void put_part(pa_render_atlas *a, size_t *vat, size_t *iat,
                      const rpart *q, const unit_mesh *u, double eye_z,
-                     double cx, double cy, double *reach) {
+                     double cx, double cy, double *reach2) {
   float m[16];
   pa_render_mat_pose(m, q->x, q->y, q->z, q->yaw, q->scale);
   rvertex *o = &a->v[*vat];
@@ -238,9 +243,9 @@ static void put_part(pa_render_atlas *a, size_t *vat, size_t *iat,
       t->colour[r] = (uint8_t)(c <= 0 ? 0 : c >= 255 ? 255 : lrintf(c));
     }
     t->colour[3] = src->colour[3];
-    double d = hypot(t->pos[0] - cx, t->pos[1] - cy);
-    if (d > *reach)
-      *reach = d;
+    double ex = t->pos[0] - cx, ey = t->pos[1] - cy;
+    if (ex * ex + ey * ey > *reach2)
+      *reach2 = ex * ex + ey * ey;
     if (t->pos[2] > a->top)
       a->top = t->pos[2];
   }
@@ -349,32 +354,20 @@ static int merge_robots(pa_render_atlas *a, const pa_render_scene *s,
       continue;
     rpart q[PA_RENDER_ROBOT_PARTS];
     const pa_render_pose *p = &s->poses[i];
-    double *reach = &a->reach[i];
-    *reach = 0;
+    double reach2 = 0;
     int k = pa_render_robot_parts(s, &s->robots[i], p, q);
     for (int j = 0; j < k; j++)
       put_part(a, &vat, &iat, &q[j], q[j].mesh == &s->cylinder ? cyl : cube,
-               eye_z, p->x, p->y, reach);
+               eye_z, p->x, p->y, &reach2);
     a->count[i] = (GLsizei)(iat - a->first[i]);
     a->bfirst[i] = iat;
     rpart b = pa_render_robot_shadow(s, &s->robots[i], p);
-    put_part(a, &vat, &iat, &b, blob, eye_z, p->x, p->y, reach);
+    put_part(a, &vat, &iat, &b, blob, eye_z, p->x, p->y, &reach2);
+    a->reach[i] = sqrt(reach2);
     a->bcount[i] = (GLsizei)(iat - a->bfirst[i]);
   }
   merge_upload(a, vat, iat);
   return pa_render_gl_check("merging the robots", err, err_sz);
-}
-
-/* Whether the walls hide robot p (within reach of its centre) from v in
- * every column it could cover. */
-static bool robot_hidden(const pa_render_view *v, const rcolumns *occ,
-                         const pa_render_pose *p, double reach) {
-  double dx = p->x - v->x, dy = p->y - v->y, d = hypot(dx, dy);
-  if (d <= reach + 0.1)
-    return false;
-  double off = remainder(atan2(dy, dx) - v->yaw, 2 * M_PI);
-  double half = asin(reach / d);
-  return pa_render_columns_hide(v, occ, off - half, off + half, d - reach);
 }
 
 /* The robots view v shows (its own skipped, those outside its wedge or
@@ -389,8 +382,7 @@ static void draw_robots(pa_render_atlas *a, const pa_render_scene *s,
     occ = NULL; /* robots taller than the walls show over them */
   for (uint32_t i = 0; i < n; i++) {
     if (i == v->skip_robot || !a->count[i] ||
-        (cull && !robot_in_view(v, &s->poses[i], a->reach[i] + 0.01)) ||
-        (cull && occ && robot_hidden(v, occ, &s->poses[i], a->reach[i] + 0.01)))
+        (cull && !robot_shows(v, occ, &s->poses[i], a->reach[i] + 0.01)))
       continue;
     a->doff[m] = (const void *)(uintptr_t)(a->first[i] * sizeof(uint32_t));
     a->dcount[m] = a->count[i];

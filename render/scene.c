@@ -926,13 +926,20 @@ static void draw_statics(const pa_render_scene *s, const pa_render_view *cull,
     }
     if (cull && layer == 0)
       qsort(keys, n, sizeof *keys, order_cmp);
+    /* runs that follow each other in the buffer drawn as one: llvmpipe
+     * pays for each draw of a multi-draw (same triangles, same order) */
+    uint32_t m = 0;
     for (uint32_t k = 0; k < n; k++) {
-      s->draw_first[k] = s->chunks[keys[k].i].first;
-      s->draw_count[k] = s->chunks[keys[k].i].count;
+      const rchunk *c = &s->chunks[keys[k].i];
+      if (m && s->draw_first[m - 1] + s->draw_count[m - 1] == c->first) {
+        s->draw_count[m - 1] += c->count;
+        continue;
+      }
+      s->draw_first[m] = c->first;
+      s->draw_count[m++] = c->count;
     }
-    if (n)
-      glMultiDrawArrays(GL_TRIANGLES, s->draw_first, s->draw_count,
-                        (GLsizei)n);
+    if (m)
+      glMultiDrawArrays(GL_TRIANGLES, s->draw_first, s->draw_count, (GLsizei)m);
   }
 }
 
