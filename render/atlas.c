@@ -43,6 +43,8 @@ struct pa_render_atlas {
   const void **doff;                /* per view: offsets of the draws */
   double *reach; /* per robot: its vertices' farthest from its centre [m] */
   uint32_t robots_cap;
+  float top;     /* [m] the robots' highest vertex */
+  float *wall_d; /* [w] the view's wall distances (occlusion.c) */
 };
 
 int pa_render_atlas_create(pa_render_atlas **out, uint32_t w, uint32_t h,
@@ -60,6 +62,12 @@ int pa_render_atlas_create(pa_render_atlas **out, uint32_t w, uint32_t h,
     return -1;
   }
   a->w = w, a->h = h;
+  a->wall_d = malloc(w * sizeof *a->wall_d);
+  if (!a->wall_d) {
+    free(a);
+    snprintf(err, err_sz, "atlas: out of memory");
+    return -1;
+  }
   *out = a;
   return 0;
 }
@@ -96,6 +104,7 @@ void pa_render_atlas_free(pa_render_atlas *a) {
   free(a->count), free(a->bcount), free(a->dcount);
   free(a->doff);
   free(a->reach);
+  free(a->wall_d);
   free(a);
 }
 
@@ -146,22 +155,30 @@ static void tile_out(const pa_render_atlas *a, uint32_t t, uint8_t *dst) {
     const uint8_t *src =
         a->rgba + ((size_t)r * a->h + (a->h - 1 - y)) * stride + c * a->w * 4;
     uint8_t *d = dst + (size_t)y * a->w * 3;
-    for (uint32_t x = 0; x < a->w; x++)
-      memcpy(d + 3 * x, src + 4 * x, 3);
+    for (uint32_t x = 0; x < a->w; x++) {
+      d[3 * x] = src[4 * x];
+      d[3 * x + 1] = src[4 * x + 1];
+      d[3 * x + 2] = src[4 * x + 2];
+    }
   }
 }
 
 /* Whether robot p (its body, head and soft shadow within `reach` of its
- * centre) can show in v's horizontal field of view: the robots' vertices
+ * centre) can show in v's horizontal field of view (the robots' vertices
  * are most of a view's cost on llvmpipe, so a view draws only those in
- * its wedge. */
-static bool robot_in_view(const pa_render_view *v, const pa_render_pose *p,
-                          double reach) {
+ * its wedge), and, with occ, is not hidden by the walls in every column
+ * it could cover. */
+static bool robot_shows(const pa_render_view *v, const rcolumns *occ,
+                        const pa_render_pose *p, double reach) {
   double dx = p->x - v->x, dy = p->y - v->y, d = hypot(dx, dy);
-  if (d <= reach + 0.05)
+  if (d <= reach + 0.1)
     return true;
-  double off = fabs(remainder(atan2(dy, dx) - v->yaw, 2 * M_PI));
-  return off <= v->fov / 2 + asin(reach / d) + 0.02;
+  double off = remainder(atan2(dy, dx) - v->yaw, 2 * M_PI);
+  double half = asin(reach / d);
+  if (fabs(off) > v->fov / 2 + half + 0.02)
+    return false;
+  return !occ ||
+         !pa_render_columns_hide(v, occ, off - half, off + half, d - reach);
 }
 
 static int unit_read(unit_mesh *u, const rgpu_mesh *g) {
@@ -207,10 +224,10 @@ static void unit_free(unit_mesh *u) {
  * place and light it with q's model matrix (its tint baked into the colour
  * bytes): its vertices at a->v + *vat, its triangles' indices at a->ix +
  * *iat, less those facing down from below every eye (back faces to all the
- * views: culled anyway); widens *reach from (cx, cy). */
+ * views: culled anyway); widens *reach2 (squared) from (cx, cy). */
 static void put_part(pa_render_atlas *a, size_t *vat, size_t *iat,
                      const rpart *q, const unit_mesh *u, double eye_z,
-                     double cx, double cy, double *reach) {
+                     double cx, double cy, double *reach2) {
   float m[16];
   pa_render_mat_pose(m, q->x, q->y, q->z, q->yaw, q->scale);
   rvertex *o = &a->v[*vat];
@@ -226,9 +243,11 @@ static void put_part(pa_render_atlas *a, size_t *vat, size_t *iat,
       t->colour[r] = (uint8_t)(c <= 0 ? 0 : c >= 255 ? 255 : lrintf(c));
     }
     t->colour[3] = src->colour[3];
-    double d = hypot(t->pos[0] - cx, t->pos[1] - cy);
-    if (d > *reach)
-      *reach = d;
+    double ex = t->pos[0] - cx, ey = t->pos[1] - cy;
+    if (ex * ex + ey * ey > *reach2)
+      *reach2 = ex * ex + ey * ey;
+    if (t->pos[2] > a->top)
+      a->top = t->pos[2];
   }
   for (size_t i = 0; i + 2 < u->n; i += 3) {
     bool down = true;
@@ -326,6 +345,7 @@ static int merge_robots(pa_render_atlas *a, const pa_render_scene *s,
     return -1;
   }
   size_t vat = 0, iat = 0;
+  a->top = -INFINITY;
   for (uint32_t i = 0; i < n; i++) {
     a->first[i] = iat;
     a->count[i] = a->bcount[i] = 0;
@@ -334,32 +354,35 @@ static int merge_robots(pa_render_atlas *a, const pa_render_scene *s,
       continue;
     rpart q[PA_RENDER_ROBOT_PARTS];
     const pa_render_pose *p = &s->poses[i];
-    double *reach = &a->reach[i];
-    *reach = 0;
+    double reach2 = 0;
     int k = pa_render_robot_parts(s, &s->robots[i], p, q);
     for (int j = 0; j < k; j++)
       put_part(a, &vat, &iat, &q[j], q[j].mesh == &s->cylinder ? cyl : cube,
-               eye_z, p->x, p->y, reach);
+               eye_z, p->x, p->y, &reach2);
     a->count[i] = (GLsizei)(iat - a->first[i]);
     a->bfirst[i] = iat;
     rpart b = pa_render_robot_shadow(s, &s->robots[i], p);
-    put_part(a, &vat, &iat, &b, blob, eye_z, p->x, p->y, reach);
+    put_part(a, &vat, &iat, &b, blob, eye_z, p->x, p->y, &reach2);
+    a->reach[i] = sqrt(reach2);
     a->bcount[i] = (GLsizei)(iat - a->bfirst[i]);
   }
   merge_upload(a, vat, iat);
   return pa_render_gl_check("merging the robots", err, err_sz);
 }
 
-/* The robots view v shows (its own skipped, those outside its wedge too),
- * after the scene's statics: opaque parts, then their blended shadows, as
- * the scene draws them for one camera. */
+/* The robots view v shows (its own skipped, those outside its wedge or
+ * behind the walls too), after the scene's statics: opaque parts, then
+ * their blended shadows, as the scene draws them for one camera. */
 static void draw_robots(pa_render_atlas *a, const pa_render_scene *s,
-                        const pa_render_view *v, uint32_t n) {
+                        const pa_render_view *v, const rcolumns *occ,
+                        uint32_t n) {
   GLsizei m = 0;
   bool cull = !s->no_culling && v->pitch == 0;
+  if (!(a->top <= PA_RENDER_WALL_HEIGHT))
+    occ = NULL; /* robots taller than the walls show over them */
   for (uint32_t i = 0; i < n; i++) {
     if (i == v->skip_robot || !a->count[i] ||
-        (cull && !robot_in_view(v, &s->poses[i], a->reach[i] + 0.01)))
+        (cull && !robot_shows(v, occ, &s->poses[i], a->reach[i] + 0.01)))
       continue;
     a->doff[m] = (const void *)(uintptr_t)(a->first[i] * sizeof(uint32_t));
     a->dcount[m] = a->count[i];
@@ -411,10 +434,19 @@ static int atlas_pass(pa_render_atlas *a, pa_render_scene *s,
     glScissor(x, y, (GLsizei)a->w, (GLsizei)a->h);
     float view[16], proj[16];
     pa_render_view_matrices(&views[i], a->w, a->h, view, proj);
+    const pa_render_view *v = &views[i];
+    /* what the walls hide: level cameras with their eye within the walls'
+     * height (the scene culls level cameras only) */
+    rcolumns occ = {a->wall_d, a->w}, *o = NULL;
+    if (!s->no_culling && v->pitch == 0 && v->fov < M_PI * 0.95 && v->z >= 0 &&
+        v->z <= PA_RENDER_WALL_HEIGHT) {
+      pa_render_walls_columns(&s->walls, v, a->w, a->wall_d);
+      o = &occ;
+    }
     s->pose_count = 0; /* the scene draws its statics, the atlas the robots */
-    pa_render_scene_draw_culled(s, view, proj, views[i].skip_robot, &views[i]);
+    pa_render_scene_draw_occluded(s, view, proj, v->skip_robot, v, o);
     s->pose_count = robots;
-    draw_robots(a, s, &views[i], robots);
+    draw_robots(a, s, v, o, robots);
   }
   glDisable(GL_SCISSOR_TEST);
   glPixelStorei(GL_PACK_ALIGNMENT, 4);

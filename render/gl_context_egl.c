@@ -5,6 +5,9 @@
 
 #include <EGL/egl.h>
 #include <EGL/eglext.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -84,8 +87,21 @@ static int egl_device_display(pa_render_egl *e,
   return 1;
 }
 
+/* llvmpipe allocates its bins in 64 KB blocks for every frame and frees them
+ * when the rasteriser is done; glibc then gives the top of the heap back to
+ * the kernel and takes it again the next frame, and the page faults and
+ * brk calls were a quarter of the CPU of 64 cameras of 84 x 84
+ * (docs/benchmarks.md). Keep freed memory (a peak's worth) in the heap. */
+static void egl_keep_heap(void) {
+#ifdef __GLIBC__
+  mallopt(M_TRIM_THRESHOLD, 64 << 20);
+  mallopt(M_MMAP_THRESHOLD, 32 << 20);
+#endif
+}
+
 int pa_render_egl_create(pa_render_egl **out, char *err, size_t err_sz) {
   *out = NULL;
+  egl_keep_heap();
   PFNEGLGETPLATFORMDISPLAYEXTPROC get_display =
       (PFNEGLGETPLATFORMDISPLAYEXTPROC)eglGetProcAddress(
           "eglGetPlatformDisplayEXT");

@@ -34,7 +34,10 @@ uint32_t pa_render_atlas_tiles_per_pass(const pa_render_atlas *a);
  * (draw may be NULL: all) is left zero (an inactive robot). The robots'
  * parts are merged into one buffer per call and each view draws, in one
  * multi-draw, those whose body or shadow can reach its horizontal field of
- * view (s is as it was when this returns). */
+ * view and that the map's walls do not hide in every pixel column they
+ * could cover; static chunks the walls hide are skipped too (no pixel
+ * changes: pa_render_scene_set_culling(s, false) draws them all). s is as
+ * it was when this returns. */
 int pa_render_atlas_render(pa_render_atlas *a, pa_render_scene *s,
                            const pa_render_view *views, const bool *draw,
                            uint32_t n, uint8_t *rgb, char *err, size_t err_sz);

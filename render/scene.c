@@ -440,6 +440,7 @@ static int chunk_layer(pa_render_scene *s, const rmesh *src, uint8_t layer,
     ch->layer = layer;
     ch->box[0] = ch->box[1] = INFINITY;
     ch->box[2] = ch->box[3] = -INFINITY;
+    ch->top = -INFINITY;
     for (; at < end_c; at++) {
       uint32_t t = idx[at];
       for (int k = 0; k < 3; k++) {
@@ -451,6 +452,7 @@ static int chunk_layer(pa_render_scene *s, const rmesh *src, uint8_t layer,
         ch->box[1] = fmin(ch->box[1], v->pos[1]);
         ch->box[2] = fmax(ch->box[2], v->pos[0]);
         ch->box[3] = fmax(ch->box[3], v->pos[1]);
+        ch->top = fmaxf(ch->top, v->pos[2]);
       }
       ch->count += 3;
     }
@@ -601,6 +603,10 @@ int pa_render_scene_build(pa_render_scene **out, const pa_grid *grid,
     goto fail;
   }
   pa_render_mesh_free(&sorted);
+  if (pa_render_walls_build(&s->walls, grid) < 0) {
+    snprintf(err, err_sz, "scene: out of memory for the walls' bitmap");
+    goto fail;
+  }
 
   build_shadows(&m, obstacles, obstacle_count);
   if (pa_render_gpu_upload(&s->shadows, &m, err, err_sz) < 0)
@@ -675,6 +681,7 @@ void pa_render_scene_free(pa_render_scene *s) {
   pa_render_gpu_free(&s->plate);
   pa_render_gpu_free(&s->slab);
   pa_render_shadow_free(s->sm);
+  pa_render_walls_free(&s->walls);
   if (s->lit.prog)
     glDeleteProgram(s->lit.prog);
   free(s->robots);
@@ -857,8 +864,8 @@ static void draw_ball(const pa_render_scene *s) {
 
 /* Whether a chunk's box can appear in a level camera's horizontal field
  * of view: the box's angular extent seen from the eye against [-h, h]. */
-static bool chunk_visible(const rchunk *c, const pa_render_view *v,
-                          double half) {
+static bool chunk_visible(const rchunk *c, const pa_render_view *v, double half,
+                          const rcolumns *occ) {
   double m = 0.05; /* [m] slack for triangles straddling the eye */
   if (v->x >= c->box[0] - m && v->x <= c->box[2] + m && v->y >= c->box[1] - m &&
       v->y <= c->box[3] + m)
@@ -873,7 +880,15 @@ static bool chunk_visible(const rchunk *c, const pa_render_view *v,
     lo = fmin(lo, d), hi = fmax(hi, d);
   }
   double rel = remainder(ca - v->yaw, 2 * M_PI);
-  return rel + hi >= -half && rel + lo <= half;
+  if (!(rel + hi >= -half && rel + lo <= half))
+    return false;
+  if (!occ || !(c->top <= PA_RENDER_WALL_HEIGHT) || !(v->z >= 0) ||
+      !(v->z <= PA_RENDER_WALL_HEIGHT))
+    return true;
+  /* the box's nearest point [m], then whether the walls hide all of it */
+  double nx = fmax(fmax(c->box[0] - v->x, v->x - c->box[2]), 0);
+  double ny = fmax(fmax(c->box[1] - v->y, v->y - c->box[3]), 0);
+  return !pa_render_columns_hide(v, occ, rel + lo, rel + hi, hypot(nx, ny));
 }
 
 typedef struct { float d; uint32_t i; } rorder_key;
@@ -885,7 +900,8 @@ static int order_cmp(const void *a, const void *b) {
 
 /* Statics: visible chunks only (all without a level camera), walls near to
  * far so early depth testing rejects what they hide, then the floor. */
-static void draw_statics(const pa_render_scene *s, const pa_render_view *cull) {
+static void draw_statics(const pa_render_scene *s, const pa_render_view *cull,
+                         const rcolumns *occ) {
   float model[16];
   pa_render_mat_identity(model);
   glUniformMatrix4fv(cur->u_model, 1, GL_FALSE, model);
@@ -897,7 +913,7 @@ static void draw_statics(const pa_render_scene *s, const pa_render_view *cull) {
     rorder_key *keys = (rorder_key *)s->order;
     for (uint32_t i = 0; i < s->n_chunks; i++) {
       const rchunk *c = &s->chunks[i];
-      if (c->layer != layer || (cull && !chunk_visible(c, cull, half)))
+      if (c->layer != layer || (cull && !chunk_visible(c, cull, half, occ)))
         continue;
       double dx = 0, dy = 0;
       if (cull) {
@@ -910,13 +926,20 @@ static void draw_statics(const pa_render_scene *s, const pa_render_view *cull) {
     }
     if (cull && layer == 0)
       qsort(keys, n, sizeof *keys, order_cmp);
+    /* runs that follow each other in the buffer drawn as one: llvmpipe
+     * pays for each draw of a multi-draw (same triangles, same order) */
+    uint32_t m = 0;
     for (uint32_t k = 0; k < n; k++) {
-      s->draw_first[k] = s->chunks[keys[k].i].first;
-      s->draw_count[k] = s->chunks[keys[k].i].count;
+      const rchunk *c = &s->chunks[keys[k].i];
+      if (m && s->draw_first[m - 1] + s->draw_count[m - 1] == c->first) {
+        s->draw_count[m - 1] += c->count;
+        continue;
+      }
+      s->draw_first[m] = c->first;
+      s->draw_count[m++] = c->count;
     }
-    if (n)
-      glMultiDrawArrays(GL_TRIANGLES, s->draw_first, s->draw_count,
-                        (GLsizei)n);
+    if (m)
+      glMultiDrawArrays(GL_TRIANGLES, s->draw_first, s->draw_count, (GLsizei)m);
   }
 }
 
@@ -991,6 +1014,14 @@ void pa_render_scene_draw_culled(const pa_render_scene *s,
                                  const float view[16], const float proj[16],
                                  uint32_t skip_robot,
                                  const pa_render_view *cull) {
+  pa_render_scene_draw_occluded(s, view, proj, skip_robot, cull, NULL);
+}
+
+void pa_render_scene_draw_occluded(const pa_render_scene *s,
+                                   const float view[16], const float proj[16],
+                                   uint32_t skip_robot,
+                                   const pa_render_view *cull,
+                                   const rcolumns *occ) {
   /* From the north-east-ish, above: every wall direction gets its shade. */
   double l[3] = {key_light[0], key_light[1], key_light[2]};
   pa_render_normalize3(l);
@@ -1017,7 +1048,7 @@ void pa_render_scene_draw_culled(const pa_render_scene *s,
     if (i != skip_robot && s->robots[i].active && s->poses[i].active)
       draw_robot(s, &s->robots[i], &s->poses[i]);
   draw_ssl(s);
-  draw_statics(s, cull);
+  draw_statics(s, cull, cull ? occ : NULL);
   if (blobs)
     draw_shadows(s);
   glBindVertexArray(0);

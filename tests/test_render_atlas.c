@@ -204,6 +204,63 @@ static void test_tiles_are_their_robots(void **state) {
   pa_render_atlas_free(a);
 }
 
+/* Culling (the wedge, and what the walls hide: robots 0 and 2.. behind the
+ * inner wall from robot 0, chunks beyond the ring) changes no byte. */
+static void culling_changes_nothing(pa_render_scene *sc) {
+  char err[256];
+  pa_render_atlas *a = NULL;
+  assert_int_equal(pa_render_atlas_create(&a, TW, TH, err, sizeof err), 0);
+  pa_render_view v[NR + 2];
+  views_of(v, NR);
+  /* a robot in the gap above the inner wall looking past its end, and one
+   * in a corner of the ring looking along the wall */
+  v[NR] = v[1], v[NR].x = 3.1, v[NR].y = 6.3, v[NR].yaw = -1.2;
+  v[NR + 1] = v[1], v[NR + 1].x = 0.3, v[NR + 1].y = 0.3, v[NR + 1].yaw = 0.4;
+  v[NR].skip_robot = v[NR + 1].skip_robot = UINT32_MAX;
+  size_t tile = (size_t)TW * TH * 3, n = NR + 2;
+  uint8_t *on = malloc(n * tile), *off = malloc(n * tile);
+  assert_non_null(on);
+  assert_non_null(off);
+  assert_int_equal(
+      pa_render_atlas_render(a, sc, v, NULL, n, on, err, sizeof err), 0);
+  pa_render_scene_set_culling(sc, false);
+  assert_int_equal(
+      pa_render_atlas_render(a, sc, v, NULL, n, off, err, sizeof err), 0);
+  pa_render_scene_set_culling(sc, true);
+  for (size_t i = 0; i < n; i++)
+    if (differ(on + i * tile, off + i * tile, tile, 0))
+      fail_msg("tile %zu differs with culling", i);
+  free(on);
+  free(off);
+  pa_render_atlas_free(a);
+}
+
+static void test_culling_changes_nothing(void **state) {
+  (void)state;
+  culling_changes_nothing(scene);
+  /* the same cells turned and moved by the map's origin */
+  pa_grid g = grid;
+  g.origin_x = -1.3, g.origin_y = 0.45, g.origin_yaw = 0.4;
+  pa_render_scene *turned = NULL;
+  char err[256];
+  if (pa_render_scene_build(&turned, &g, infos, NR, NULL, 0, err, sizeof err) !=
+      0)
+    fail_msg("scene: %s", err);
+  /* the robots carried along: the same views of the same walls */
+  pa_render_pose keep[NR];
+  memcpy(keep, poses, sizeof keep);
+  double c = cos(g.origin_yaw), sn = sin(g.origin_yaw);
+  for (int i = 0; i < NR; i++) {
+    poses[i].x = g.origin_x + c * keep[i].x - sn * keep[i].y;
+    poses[i].y = g.origin_y + sn * keep[i].x + c * keep[i].y;
+    poses[i].theta = keep[i].theta + g.origin_yaw;
+  }
+  pa_render_scene_set_poses(turned, poses, NR);
+  culling_changes_nothing(turned);
+  memcpy(poses, keep, sizeof keep);
+  pa_render_scene_free(turned);
+}
+
 /* More views than one framebuffer holds: further passes, same tiles. */
 static void test_passes(void **state) {
   (void)state;
@@ -251,6 +308,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_tiles_equal_single_cameras),
       cmocka_unit_test(test_tiles_are_their_robots),
+      cmocka_unit_test(test_culling_changes_nothing),
       cmocka_unit_test(test_passes),
       cmocka_unit_test(test_bad_input),
   };

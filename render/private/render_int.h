@@ -46,7 +46,22 @@ typedef struct rchunk {
   GLsizei count; /* vertices */
   uint8_t layer; /* 0 walls and obstacles, 1 floor */
   double box[4]; /* min x, min y, max x, max y [m] */
+  float top;     /* [m] its highest vertex */
 } rchunk;
+
+/* The map's blocked cells, one bit each (occlusion.c). */
+typedef struct rwalls {
+  uint8_t *bits;            /* [w * h] bits, row 0 = south */
+  uint32_t w, h;            /* [cells] */
+  double res, ox, oy, c, s; /* [m/cell], origin [m], cos and sin of its yaw */
+} rwalls;
+
+/* A level view's columns: the horizontal distance [m] to the first wall in
+ * each pixel column's vertical plane (INFINITY: unknown), w of them. */
+typedef struct rcolumns {
+  const float *dist;
+  uint32_t w;
+} rcolumns;
 
 struct pa_render_scene {
   rprogram lit;
@@ -76,6 +91,7 @@ struct pa_render_scene {
   GLint *draw_first; /* scratch for glMultiDrawArrays */
   GLsizei *draw_count;
   uint64_t *order; /* scratch: sort keys */
+  rwalls walls;    /* for the atlas's occlusion */
   /* SSL (pa_render_scene_set_ssl): the field's lines, the ball. */
   rgpu_mesh sphere; /* unit sphere at the origin */
   pa_ssl_field ssl; /* division 0: no field */
@@ -88,6 +104,27 @@ struct pa_render_scene {
 void pa_render_scene_draw_culled(const pa_render_scene *s, const float view[16],
                                  const float proj[16], uint32_t skip_robot,
                                  const pa_render_view *cull);
+
+/* pa_render_scene_draw_culled that also skips the static chunks the walls
+ * hide in every column of occ (NULL: none hidden; cull must be set). */
+void pa_render_scene_draw_occluded(const pa_render_scene *s,
+                                   const float view[16], const float proj[16],
+                                   uint32_t skip_robot,
+                                   const pa_render_view *cull,
+                                   const rcolumns *occ);
+
+/* ---- occlusion by the walls (occlusion.c) ---- */
+int pa_render_walls_build(rwalls *o, const pa_grid *g);
+void pa_render_walls_free(rwalls *o);
+/* dist[c] for the w pixel columns of level view v (pitch 0). */
+void pa_render_walls_columns(const rwalls *o, const pa_render_view *v,
+                             uint32_t w, float *dist);
+/* Whether the walls hide, from v, whatever lies within the horizontal
+ * angles [lo, hi] from its view direction (left positive) [rad], no nearer
+ * than near [m] and no higher than the walls (the caller checks that and
+ * the eye's height). */
+bool pa_render_columns_hide(const pa_render_view *v, const rcolumns *occ,
+                            double lo, double hi, double near);
 
 /* ---- shadow map (shadow.c) ---- */
 typedef struct rshadow rshadow;
