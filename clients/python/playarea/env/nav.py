@@ -112,6 +112,7 @@ class _World:
                  clearance=0.1, robot_ids=None, shm=False, camera=None, atlas=False):
         self.stack = None
         self.reader = None
+        self.lane = None  # NavEnv(shm=True)'s steps without pa-netgw (_lane.py)
         self.atlas = None  # camera_batch frames (NavVectorEnv observation="camera")
         self.cam_sock = None
         if host is None and port is None:
@@ -158,6 +159,13 @@ class _World:
                     raise ValueError("shm=True needs an owned stack; for a running one pass "
                                      "shm='INSTANCE' (same host)")
                 self.reader = ShmReader(inst, bin_dir)
+                if shm and n_robots == 1 and os.environ.get("PA_STEP_LANE", "1") != "0":
+                    from ._lane import Lane, LaneBusy
+                    try:
+                        self.lane = Lane(self.reader.layout, inst, self.reader, self.conn.timeout)
+                        self.lane.range_max = self.range_max
+                    except LaneBusy:  # held by another client: over the socket
+                        self.lane = None
             if atlas:
                 self._open_atlas(shm, bin_dir)
         except BaseException:
@@ -355,6 +363,10 @@ class _World:
         With shm too, from the reply's block: for one robot (1.6 KB) that is
         cheaper than reading the rings (Shm1Reader: 4-7 us more of Python per
         step, the ring's lines written by pa-sim on the other core)."""
+        if self.lane is not None:
+            if not (math.isfinite(v) and math.isfinite(w)):
+                raise ValueError("actions must be finite")
+            return self.lane.step(robot, v, w, steps)
         buf, so, beams, ro, tick = self.conn.step1(robot, v, w, steps)
         return _UNPACK16(buf, so), np.frombuffer(buf, "<f4", beams, ro), tick
 
@@ -362,6 +374,9 @@ class _World:
         atlas, self.atlas = getattr(self, "atlas", None), None
         if atlas is not None:
             atlas.close()
+        lane, self.lane = getattr(self, "lane", None), None
+        if lane is not None:
+            lane.close()
         reader, self.reader = getattr(self, "reader", None), None
         if reader is not None:
             reader.close()
