@@ -26,9 +26,10 @@ _HEAD = struct.Struct("<4s3I")    # a PAB1 block's magic, robots, beams, fields
 _UNPACK16 = struct.Struct("<%dd" % len(BIN_FIELDS)).unpack_from
 _CLOCK_MONOTONIC = 1
 # Spin this long for the reply before sleeping on the semaphore: a step of a
-# few ticks and one scan is answered within it, and a sleeping client costs
-# the machine's wake-up latency (tens of us on a VM) on every step.
-SPIN_S = 150e-6
+# few ticks and one scan is answered within it on a quiet machine, where a
+# sleeping client pays the wake-up latency (tens of us on a VM); longer
+# spins lost under load (docs/benchmarks.md, "The step lane").
+SPIN_S = 50e-6
 
 
 class _Timespec(ctypes.Structure):
