@@ -28,8 +28,9 @@ extern "C" {
  * observation segment and a STEP's obs_first/obs_count; 7: pa_robot_info
  * .acc_vy (was reserved2), pa-netgw's kept ports, the last odom seq sent;
  * 8: pa_obstacle_info.vx, vy (agents' velocities); 9: mesh, height-map
- * and instanced visuals (pa_visual grid_nx .. colormap, a 4 MiB pool). */
-#define PA_SHM_LAYOUT_VERSION 9u
+ * and instanced visuals (pa_visual grid_nx .. colormap, a 4 MiB pool);
+ * 10: pa_ctl.lane (a same-host client's STEP without pa-netgw). */
+#define PA_SHM_LAYOUT_VERSION 10u
 #define PA_SHM_INSTANCE_MAX 48 /* [A-Za-z0-9_-], 1..47 chars */
 
 enum pa_seg_kind {
@@ -236,6 +237,29 @@ typedef struct pa_port_rec {
   uint32_t up;                     /* 1 while a pa-netgw has it bound */
 } pa_port_rec;
 
+/* The step lane: one same-host client steps one robot through shared
+ * memory, without pa-netgw (NavEnv(shm=True), docs/rl.md). The client
+ * holds an exclusive flock on the ctl segment's file while it uses the
+ * lane, writes robot .. w, then req + 1, and posts the command queue's
+ * semaphore (at wake_off from the segment base); pa-sim runs it as a STEP
+ * with PA_CMDF_DRIVE | PA_CMDF_OBS between queue commands, writes status ..
+ * msg, stores done = req and posts reply_sem (at most one post pending).
+ * Every field is checked by pa-sim as a queued STEP's. */
+typedef struct pa_lane {
+  uint32_t req;   /* client: bumped after a request is written */
+  uint32_t done;  /* pa-sim: = req once its reply is written */
+  uint32_t robot; /* request: robot index */
+  uint32_t ticks; /* request: 1..PA_CMD_STEPS_MAX */
+  double v, w;    /* request: robot-frame command [m/s, rad/s] */
+  int32_t status; /* reply: pa_status */
+  uint32_t reserved;
+  uint64_t tick;     /* reply: the tick after the step */
+  uint64_t obs_seq;  /* reply: the observation block's seq; 0: none */
+  uint64_t wake_off; /* pa-sim: the command queue's sem_t [bytes] */
+  char msg[96];      /* reply: human text when status != PA_OK */
+  sem_t reply_sem;
+} pa_lane;
+
 /* The control block, right after the ctl segment's header. Array offsets are
  * from the segment base. */
 typedef struct pa_ctl {
@@ -278,6 +302,7 @@ typedef struct pa_ctl {
   /* netgw: the last odom seq it sent + 1 (0 = none yet): a restarted netgw
    * never sends that seq again (the sim may be paused on its tick) */
   uint64_t odom_seq_sent;
+  pa_lane lane;
 } pa_ctl;
 
 /* Navigation overlays: a client's planned path and waypoints for a robot,

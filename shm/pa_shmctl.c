@@ -301,6 +301,20 @@ static void records(void) {
   FIELD(pa_atlas_seg, off_frames);
   FIELD(pa_atlas_seg, capacity);
   FIELD(pa_atlas_seg, render_ns);
+  printf("}}, ");
+  record_begin("pa_lane", sizeof(pa_lane));
+  FIELD(pa_lane, req);
+  FIELD(pa_lane, done);
+  FIELD(pa_lane, robot);
+  FIELD(pa_lane, ticks);
+  FIELD(pa_lane, v);
+  FIELD(pa_lane, w);
+  FIELD(pa_lane, status);
+  FIELD(pa_lane, tick);
+  FIELD(pa_lane, obs_seq);
+  FIELD(pa_lane, wake_off);
+  field("msg", offsetof(pa_lane, msg), "S96");
+  field("reply_sem", offsetof(pa_lane, reply_sem), "sem");
   printf("}}");
 }
 
@@ -339,6 +353,13 @@ static int cmd_layout(void) {
   printf("}, \"obs\": {\"segment\": \"obs\", \"record\": \"pa_obs_seg\", "
          "\"kind\": %u, \"magic\": \"%s\", \"fields\": %u}",
          (unsigned)PA_SEG_OBS, PA_OBS_MAGIC, (unsigned)PA_OBS_FIELDS);
+  /* the step lane: pa_lane in the ctl segment, at offset */
+  printf(", \"lane\": {\"segment\": \"ctl\", \"record\": \"pa_lane\", "
+         "\"offset\": %zu, \"status\": [",
+         (size_t)PA_SHM_BODY_OFF + offsetof(pa_ctl, lane));
+  for (int i = 0; i < PA_STATUS_COUNT; i++)
+    printf("%s\"%s\"", i ? ", " : "", pa_status_code((pa_status)i));
+  printf("]}");
   /* the atlas segment: pa_atlas_seg at body_offset, frames at off_frames */
   printf(", \"atlas\": {\"segment\": \"atlas\", \"record\": \"pa_atlas_seg\", "
          "\"kind\": %u, \"status\": {\"ok\": %d, \"bad_request\": %d, "

@@ -327,6 +327,7 @@ int pa_stack_create(pa_stack *s, const pa_stack_def *d, char *err,
   for (int i = 0; i < PA_NAV_OVERLAYS; i++)
     s->nav->ov[i].robot = UINT32_MAX;
   sem_init(&c->render_wake, 1, 0);
+  sem_init(&c->lane.reply_sem, 1, 0);
   pa_queue_init(s->cmd, d->cmd_capacity, sizeof(pa_cmd));
   pa_queue_init(s->reply, d->cmd_capacity, sizeof(pa_reply));
 

@@ -10,6 +10,8 @@
 #include <math.h>
 #include <string.h>
 
+#define OBS_CHUNK 16 /* robots a pool item writes */
+
 typedef struct obs_job {
   const pa_sim_state *s;
   const pa_ring *scan;
@@ -91,8 +93,10 @@ uint64_t pa_sim_obs_write(pa_sim_state *s, pa_stack *st, pa_obs_seg *o,
                .beams = w,
                .rows = b + PA_OBS_HEADER,
                .ranges = b + PA_OBS_HEADER + (size_t)count * PA_OBS_FIELDS * 8};
-  if (s->pool)
-    pa_sim_int_pool_run(s->pool, obs_item, &j, count, 16);
+  /* One chunk's worth on this thread: a worker's wake-up (and its watch
+   * for more work after) costs more than a few robots' rows. */
+  if (s->pool && count > OBS_CHUNK)
+    pa_sim_int_pool_run(s->pool, obs_item, &j, count, OBS_CHUNK);
   else
     for (uint32_t i = 0; i < count; i++)
       obs_item(&j, i, NULL, NULL);

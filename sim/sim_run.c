@@ -70,6 +70,8 @@ typedef struct run_ctx {
   uint64_t scans;
   double phase_ewma[PA_SIM_PH_COUNT]; /* [ns] */
   bool stepping;           /* a STEP command is being run */
+  bool lane_step;          /* ... the step lane's (answered there) */
+  uint32_t lane_req;
   pa_cmd step_cmd;
   uint64_t step_left;
   loader ld;
@@ -531,7 +533,42 @@ static bool consume(run_ctx *k) {
     }
     cmd_done(k, &c, rc, &r);
   }
+  if (!k->stepping && !k->ld.busy && pa_sim_lane_pending(st)) {
+    /* the step lane's request, as the STEP pa-netgw would queue */
+    pa_cmd c;
+    uint32_t req = pa_sim_lane_take(st, &c);
+    flush_scans(k->m, k->s, st);
+    pa_reply r;
+    pa_status rc = pa_sim_apply(k->m, k->s, &c, &r);
+    k->cmds++;
+    k->last_cmd_ns = pa_now_ns();
+    k->s->keep_stale = true; /* its drive: the next tick keeps it */
+    any = true;
+    if (rc != PA_OK) {
+      pa_sim_lane_answer(st, req, &r);
+    } else {
+      k->stepping = k->lane_step = true;
+      k->lane_req = req;
+      k->step_cmd = c;
+      k->step_left = c.step.ticks;
+    }
+  }
   return any;
+}
+
+/* pa_queue_wait, also woken by the step lane (its client posts the queue's
+ * semaphore). */
+static int wait_cmd(pa_stack *st, int64_t timeout_ns) {
+  int64_t deadline = pa_now_ns() + timeout_ns;
+  for (;;) {
+    if (pa_queue_count(st->cmd) > 0 || pa_sim_lane_pending(st))
+      return 0;
+    int64_t left = deadline - pa_now_ns();
+    if (left <= 0)
+      return PA_SHM_ETIMEDOUT;
+    if (pa_shm_sem_wait(pa_queue_sem(st->cmd), left) == PA_SHM_ESYS)
+      return PA_SHM_ESYS;
+  }
 }
 
 /* pa_percentile_i64 of an array already sorted. */
@@ -680,6 +717,7 @@ void pa_sim_run(pa_sim_model *m, pa_sim_state *s, pa_stack *st,
   pa_lat_reset(k.lat);
   waker wk;
   waker_init(&wk, &m->def);
+  pa_sim_lane_init(st, s);
   int64_t cmd_gap = SPIN_MIN_NS; /* EWMA: paused -> the next command [ns] */
   pa_sim_spin_tuner tu;
   pa_sim_int_tuner_init(&tu);
@@ -713,11 +751,12 @@ void pa_sim_run(pa_sim_model *m, pa_sim_state *s, pa_stack *st,
         int64_t bound = 2 * cmd_gap < SPIN_MIN_NS   ? SPIN_MIN_NS
                         : 2 * cmd_gap > SPIN_MAX_NS ? SPIN_MAX_NS
                                                     : 2 * cmd_gap;
-        while (!(got = pa_queue_count(st->cmd) > 0) &&
-               pa_now_ns() - t1 < bound && !*stop)
+        while (
+            !(got = pa_queue_count(st->cmd) > 0 || pa_sim_lane_pending(st)) &&
+            pa_now_ns() - t1 < bound && !*stop)
           sched_yield();
       }
-      if (got || pa_queue_wait(st->cmd, PAUSED_WAIT_NS) == 0) {
+      if (got || wait_cmd(st, PAUSED_WAIT_NS) == 0) {
         next = pa_now_ns();
         /* Capped: a pause between two sessions is soon forgotten. */
         int64_t gap = next - t1 < 4 * SPIN_MAX_NS ? next - t1 : 4 * SPIN_MAX_NS;
@@ -774,8 +813,11 @@ void pa_sim_run(pa_sim_model *m, pa_sim_state *s, pa_stack *st,
         pa_sim_int_reply_pose(&r, s, k.step_cmd.robot);
       if (k.step_cmd.flags & PA_CMDF_OBS)
         r.step.obs_seq = write_obs(&k);
-      finish_cmd(st, &k.step_cmd, &r);
-      k.stepping = false;
+      if (k.lane_step)
+        pa_sim_lane_answer(st, k.lane_req, &r);
+      else
+        finish_cmd(st, &k.step_cmd, &r);
+      k.stepping = k.lane_step = false;
     }
     publish_health(&k, t3);
 

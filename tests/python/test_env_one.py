@@ -236,6 +236,7 @@ class UnixSocket(unittest.TestCase):
         with closing(a), closing(b):
             self.assertEqual(a.world.conn.sock.family, socket.AF_INET)
             self.assertEqual(b.world.conn.sock.family, socket.AF_UNIX)
+            self.assertIsNotNone(b.world.lane)  # its steps: the step lane
             path = b.world.stack.unix_path
             self.assertTrue(os.path.exists(path))
             self.assertEqual(os.stat(path).st_mode & 0o777, 0o600)
@@ -252,10 +253,17 @@ class UnixSocket(unittest.TestCase):
                     self.assertEqual(ia, ib)
                     if ta or ua:
                         break
-            # errors by name over the unix socket, and the connection goes on
+            # errors by name over the unix socket and the lane, and both go on
             with self.assertRaises(Error) as e:
                 b.world.conn.step1(9999, 0.0, 0.0, 20)
             self.assertIn("9999", str(e.exception))
+            with self.assertRaises(Error) as e:
+                b.world.step1(9999, 0.0, 0.0, 20)
+            self.assertEqual(e.exception.code, "unknown_robot")
+            self.assertIn("9999", str(e.exception))
+            with self.assertRaises(Error) as e:
+                b.world.step1(b.robot, 0.0, 0.0, 0)
+            self.assertEqual(e.exception.code, "invalid_action_shape")
             b.step(acts(0))
             d = b.world.stack.unix_dir
         self.assertFalse(os.path.exists(d))  # close removed the socket's directory
@@ -266,7 +274,13 @@ class UnixSocket(unittest.TestCase):
         import signal
         import time
         from playarea.env._stack import Conn
-        with closing(NavEnv(instance=instance(), beams=36, shm=True)) as env:
+        os.environ["PA_STEP_LANE"] = "0"  # the socket road (the lane's steps skip pa-netgw)
+        try:
+            env = NavEnv(instance=instance(), beams=36, shm=True)
+        finally:
+            del os.environ["PA_STEP_LANE"]
+        with closing(env):
+            self.assertIsNone(env.world.lane)
             env.reset(seed=3)
             st = env.world.stack
             kids = [int(p) for p in os.listdir("/proc") if p.isdigit()]
@@ -299,6 +313,56 @@ class UnixSocket(unittest.TestCase):
             old.close()
             env.reset(seed=3)
             o, *_ = env.step(acts(1))
+            self.assertEqual(o["scan"].shape, (36,))
+
+    def test_lane_held_by_one_client(self):
+        """The step lane is one client's: a second one on the instance is
+        refused (LaneBusy: it steps over the socket), the first's close frees it."""
+        from playarea.env._lane import Lane, LaneBusy
+        env = NavEnv(instance=instance(), beams=36, shm=True)
+        with closing(env):
+            w = env.world
+            with self.assertRaises(LaneBusy):
+                Lane(w.reader.layout, w.stack.instance, w.reader)
+            w.lane.close()
+            w.lane = Lane(w.reader.layout, w.stack.instance, w.reader)
+            w.lane.range_max = w.range_max
+            env.reset(seed=2)
+            env.step(acts(0))
+
+    def test_lane_after_a_sim_restart(self):
+        """pa-sim killed: a lane step fails by name or goes on (never hangs),
+        and the env steps on with the restarted one."""
+        import signal
+        import time
+        env = NavEnv(instance=instance(), beams=36, shm=True)
+        with closing(env):
+            env.reset(seed=3)
+            st = env.world.stack
+            sim = None
+            for p in (int(p) for p in os.listdir("/proc") if p.isdigit()):
+                try:
+                    with open("/proc/%d/stat" % p) as f:
+                        fields = f.read().rsplit(")", 1)[1].split()
+                    with open("/proc/%d/comm" % p) as f:
+                        comm = f.read().strip()
+                except OSError:
+                    continue
+                if comm == "pa-sim" and int(fields[1]) == st.proc.pid:
+                    sim = p
+            self.assertIsNotNone(sim)
+            os.kill(sim, signal.SIGKILL)
+            deadline = time.monotonic() + 60
+            ok = 0
+            while ok < 20:
+                self.assertLess(time.monotonic(), deadline)
+                try:
+                    env.reset(seed=3)
+                    for _ in range(10):
+                        o, *_ = env.step(acts(1))
+                    ok += 10
+                except (Error, StackError):
+                    time.sleep(0.05)
             self.assertEqual(o["scan"].shape, (36,))
 
     def test_taken_path_is_an_error_by_name(self):
