@@ -546,6 +546,23 @@ static inline v4f max4(v4f a, v4f b) {
   return (v4f)(((v4i)a & m) | ((v4i)b & ~m));
 }
 
+/* The largest of a[0, n) and 0, four chains at a time. */
+static float max_of(const float *a, uint32_t n) {
+  v4f f = {0, 0, 0, 0};
+  uint32_t i = 0;
+  for (; i + 4 <= n; i += 4) {
+    v4f v;
+    memcpy(&v, a + i, sizeof v);
+    f = max4(v, f);
+  }
+  float far = 0;
+  for (int j = 0; j < 4; j++)
+    far = f[j] > far ? f[j] : far;
+  for (; i < n; i++)
+    far = a[i] > far ? a[i] : far;
+  return far;
+}
+
 /* smax level 0: the max of each 4 beams of out[] taken twice round
  * (beam i + n is beam i; the last of the first round may mix both);
  * level L: of 2^L of them from each. Returns the max of all (0 if none). */
@@ -587,19 +604,8 @@ static float sector_max(const float *out, uint32_t n, float *smax,
       smax[t] = a;
     }
   }
-  /* the max of all: four chains over the first round's level 0 */
-  v4f f = {0, 0, 0, 0};
-  uint32_t n0 = (n + 3) / 4, t4 = 0;
-  for (; t4 + 4 <= n0; t4 += 4) {
-    v4f v;
-    memcpy(&v, smax + t4, sizeof v);
-    f = max4(v, f);
-  }
-  float far = 0;
-  for (int j = 0; j < 4; j++)
-    far = f[j] > far ? f[j] : far;
-  for (; t4 < n0; t4++)
-    far = smax[t4] > far ? smax[t4] : far;
+  /* the max of all: over the first round's level 0 */
+  float far = max_of(smax, (n + 3) / 4);
   for (uint32_t lv = 1; lv < SECTOR_LEVELS; lv++) {
     const float *p = smax + (size_t)(lv - 1) * stride;
     float *c = smax + (size_t)lv * stride;
@@ -702,19 +708,7 @@ static float part_max(const float *out, uint32_t n, uint32_t b0, uint32_t b1,
   for (uint32_t i = b1; i < n; i++)
     tmp[i] = INFINITY;
   sector_max(tmp, n, smax, stride);
-  v4f f = {0, 0, 0, 0};
-  uint32_t i = b0;
-  for (; i + 4 <= b1; i += 4) {
-    v4f v;
-    memcpy(&v, out + i, sizeof v);
-    f = max4(v, f);
-  }
-  float far = 0;
-  for (int j = 0; j < 4; j++)
-    far = f[j] > far ? f[j] : far;
-  for (; i < b1; i++)
-    far = out[i] > far ? out[i] : far;
-  return far;
+  return max_of(out + b0, b1 - b0);
 }
 
 void pa_sim_int_scan_finish_part(const pa_sim_model *m, const pa_sim_state *s,

@@ -25,6 +25,22 @@ def acts(k):
     return np.array([0.5 * np.sin(0.3 * k), 0.9 * np.cos(0.7 * k)], np.float32)
 
 
+def children_named(parent, comm):
+    """The pids of parent's children whose command name is comm."""
+    found = []
+    for p in (int(p) for p in os.listdir("/proc") if p.isdigit()):
+        try:
+            with open("/proc/%d/stat" % p) as f:
+                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+            with open("/proc/%d/comm" % p) as f:
+                name = f.read().strip()
+        except OSError:
+            continue  # gone between the listing and the read
+        if name == comm and ppid == parent:
+            found.append(p)
+    return found
+
+
 class Step1(unittest.TestCase):
     def test_same_as_the_batched_observation(self):
         """Two stacks, one seed: NavEnv.step's observation equals the vector path's
@@ -283,18 +299,7 @@ class UnixSocket(unittest.TestCase):
             self.assertIsNone(env.world.lane)
             env.reset(seed=3)
             st = env.world.stack
-            kids = [int(p) for p in os.listdir("/proc") if p.isdigit()]
-            gw = []
-            for p in kids:
-                try:
-                    with open("/proc/%d/stat" % p) as f:
-                        fields = f.read().rsplit(")", 1)[1].split()
-                    with open("/proc/%d/comm" % p) as f:
-                        comm = f.read().strip()
-                except OSError:
-                    continue
-                if comm == "pa-netgw" and int(fields[1]) == st.proc.pid:
-                    gw.append(p)
+            gw = children_named(st.proc.pid, "pa-netgw")
             self.assertEqual(len(gw), 1)
             os.kill(gw[0], signal.SIGKILL)
             with self.assertRaises(StackError):
@@ -339,17 +344,8 @@ class UnixSocket(unittest.TestCase):
         with closing(env):
             env.reset(seed=3)
             st = env.world.stack
-            sim = None
-            for p in (int(p) for p in os.listdir("/proc") if p.isdigit()):
-                try:
-                    with open("/proc/%d/stat" % p) as f:
-                        fields = f.read().rsplit(")", 1)[1].split()
-                    with open("/proc/%d/comm" % p) as f:
-                        comm = f.read().strip()
-                except OSError:
-                    continue
-                if comm == "pa-sim" and int(fields[1]) == st.proc.pid:
-                    sim = p
+            sim = children_named(st.proc.pid, "pa-sim")
+            sim = sim[0] if len(sim) == 1 else None
             self.assertIsNotNone(sim)
             os.kill(sim, signal.SIGKILL)
             deadline = time.monotonic() + 60

@@ -9,13 +9,12 @@ import ctypes
 import fcntl
 import mmap
 import os
-import stat
 import struct
 import time
 
 import numpy as np
 
-from ._stack import BIN_FIELDS, StackError
+from ._stack import BIN_FIELDS, StackError, open_regular
 from ..errors import Error
 
 _U32 = struct.Struct("<I")
@@ -40,18 +39,6 @@ class LaneBusy(Exception):
     """Another client holds the lane (or this stack has none): step over the socket."""
 
 
-def _open_rw(path):
-    try:
-        # O_NONBLOCK: a FIFO planted under the name must not hang us
-        fd = os.open(path, os.O_RDWR | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError as e:
-        raise LaneBusy("cannot open %s: %s" % (path, e)) from None
-    if not stat.S_ISREG(os.fstat(fd).st_mode):
-        os.close(fd)
-        raise LaneBusy("%s: not a regular file" % path)
-    return fd
-
-
 class Lane:
     """The lane of one instance, held (flock on the ctl segment) until close()."""
 
@@ -65,7 +52,7 @@ class Lane:
         self._codes = lane["status"]
         path = os.path.join(layout["shm_dir"], layout["segment_name"].format(
             instance=instance, segment=lane["segment"]))
-        self.fd = _open_rw(path)
+        self.fd = open_regular(path, os.O_RDWR, LaneBusy)
         self.mm = None
         self._anchor = None
         self._obs = None  # (mmap, memoryview) of the observation segment
@@ -180,12 +167,10 @@ class Lane:
         path = os.path.join(lay["shm_dir"], lay["segment_name"].format(
             instance=self.reader._instance, segment=lay["obs"]["segment"]))
         try:
-            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-        except OSError:
+            fd = open_regular(path, os.O_RDONLY, StackError)
+        except StackError:
             return False
         try:
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
-                return False
             m = mmap.mmap(fd, 0, mmap.MAP_SHARED, mmap.PROT_READ)
         finally:
             os.close(fd)

@@ -10,6 +10,7 @@ import selectors
 import shutil
 import signal
 import socket
+import stat
 import struct
 import subprocess
 import tempfile
@@ -29,6 +30,20 @@ _BLOCK_TRIES = 20  # non-blocking reads of a step_batch block before a blocking 
 
 class StackError(RuntimeError):
     pass
+
+
+def open_regular(path, flags, error, what="cannot open %s: %s"):
+    """An fd of the regular file at path (no symlink followed), or error(...).
+
+    O_NONBLOCK: a FIFO planted under the name must not hang us."""
+    try:
+        fd = os.open(path, flags | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as e:
+        raise error(what % (path, e)) from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise error("%s: not a regular file" % path)
+    return fd
 
 
 def find_bin_dir(bin_dir=None):

@@ -9,12 +9,11 @@ slot's seq before and after the copy must be the record's number.
 import json
 import mmap
 import os
-import stat
 import subprocess
 
 import numpy as np
 
-from ._stack import BIN_FIELDS, F, STATE_FIELDS, StackError, find_bin_dir
+from ._stack import BIN_FIELDS, F, STATE_FIELDS, StackError, find_bin_dir, open_regular
 
 _layouts = {}
 
@@ -49,14 +48,8 @@ class _Seg:
     def __init__(self, layout, instance, segment, kind=None):
         path = os.path.join(layout["shm_dir"],
                             layout["segment_name"].format(instance=instance, segment=segment))
-        try:
-            # O_NONBLOCK: a FIFO planted under the name must not hang us
-            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-        except OSError as e:
-            raise StackError("cannot open %s: %s (same host and user only)" % (path, e)) from None
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            os.close(fd)
-            raise StackError("%s: not a regular file" % path)
+        fd = open_regular(path, os.O_RDONLY, StackError,
+                          "cannot open %s: %s (same host and user only)")
         try:
             self.mm = mmap.mmap(fd, 0, mmap.MAP_SHARED, mmap.PROT_READ)
         finally:
