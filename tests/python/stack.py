@@ -138,6 +138,7 @@ class Stack:
         self.proc.stdout.close()
         self.vision_sink.close()
         self.report = self.sanitizer_reports()
+        self.tail = self.log_tail()  # kept for a failure's message: the log goes
         for name in os.listdir("/dev/shm"):
             if name.startswith("playarea.%s." % self.instance):
                 try:
@@ -178,7 +179,8 @@ class StackTestCase(unittest.TestCase):
             if stack.report:
                 raise AssertionError("sanitizer report from the stack:\n" + stack.report)
             if rc != 0:
-                raise AssertionError("playarea exited with %s after SIGTERM" % rc)
+                raise AssertionError("playarea exited with %s after SIGTERM; its log ends:\n%s"
+                                     % (rc, stack.tail))
 
     def kill_child(self, name, restart_within=30.0):
         """SIGKILL this stack's `name` (a pid its own launcher reports, never one
@@ -188,8 +190,12 @@ class StackTestCase(unittest.TestCase):
         self.assertIsNotNone(pid, self.stack.children())
         os.kill(pid, signal.SIGKILL)
         if restart_within is not None:
-            self.wait_until(lambda: self.stack.children().get(name) not in (None, pid),
-                            restart_within, "%s restarted" % name)
+            try:
+                self.wait_until(lambda: self.stack.children().get(name) not in (None, pid),
+                                restart_within, "%s restarted" % name)
+            except AssertionError as e:
+                raise AssertionError("%s; the stack's log ends:\n%s"
+                                     % (e, self.stack.log_tail())) from None
         return pid
 
     def wait_until(self, pred, timeout=10.0, what="condition"):
