@@ -11,8 +11,11 @@
  * skips it, so the caller never waits for a wake-up. A worker that finished a
  * job watches for the next one for POOL_SPIN_NS (up to twice the recent gaps
  * while jobs come back to back) before parking on the condition variable:
- * back-to-back jobs (free-running, lockstep) find it awake; at 200 Hz it
- * parks. */
+ * back-to-back jobs (free-running, inside a STEP) find it awake; at 200 Hz
+ * it parks. When the loop waits for its next lockstep command
+ * (pa_sim_int_pool_idle) the workers park at once: the client's reply and
+ * decision take longer than a wake-up, and a watching worker takes a core
+ * from the loop thread, the gateway and the client on a 2-core machine. */
 #include "pa_sim.h"
 #include "sim_int.h"
 
@@ -154,6 +157,7 @@ struct pa_sim_pool {
   atomic_uint active;      /* workers inside the current job */
   atomic_uint parked;      /* workers on (or about to wait on) `go` */
   atomic_bool quit;
+  atomic_bool idle; /* the loop waits for a command: park now */
   /* The job (written before the generation is published). */
   pa_sim_pool_fn fn;
   void (*fin)(void *arg, pa_sim_scratch *k); /* each taker's last call */
@@ -224,8 +228,9 @@ void pa_sim_int_wait_step(pa_sim_waiter *w) {
 }
 
 /* Waits for a generation other than `seen` (or quit): watches first, then
- * parks. */
-static uint64_t next_job(pa_sim_pool *p, uint64_t seen, int64_t spin) {
+ * parks; at once while the pool is idle (*idled: it parked so). */
+static uint64_t next_job(pa_sim_pool *p, uint64_t seen, int64_t spin,
+                         bool *idled) {
   int64_t t0 = pa_sim_int_now(), until = t0 + spin;
   /* past POOL_SPIN_NS it yields as it watches: a thread that is ready (the
    * gateway or a client between lockstep steps) gets the core */
@@ -234,6 +239,10 @@ static uint64_t next_job(pa_sim_pool *p, uint64_t seen, int64_t spin) {
     uint64_t g = atomic_load(&p->job);
     if (g != seen || atomic_load(&p->quit))
       return g;
+    if (atomic_load_explicit(&p->idle, memory_order_relaxed)) {
+      *idled = true;
+      break;
+    }
     if ((i & 63) == 63 || yield) {
       int64_t now = pa_sim_int_now();
       if (now > until)
@@ -265,11 +274,14 @@ static void *worker_main(void *arg) {
   uint64_t seen = 0;
   int64_t end = pa_sim_int_now(), spin = POOL_SPIN_NS;
   for (;;) {
-    uint64_t g = next_job(p, seen, spin);
+    bool idled = false;
+    uint64_t g = next_job(p, seen, spin, &idled);
     if (atomic_load(&p->quit))
       break;
     seen = g;
-    int64_t gap = pa_sim_int_now() - end;
+    /* The wait for a lockstep command is not a gap between the ticks' jobs
+     * (it would shorten the watch inside the next STEP). */
+    int64_t gap = idled ? 0 : pa_sim_int_now() - end;
     w->gap = gap > w->gap - w->gap / 8 ? gap : w->gap - w->gap / 8;
     spin = w->gap > POOL_BURST_NS                  ? POOL_SPIN_NS
            : 2 * w->gap + 20000 < POOL_SPIN_NS     ? POOL_SPIN_NS
@@ -319,6 +331,7 @@ pa_sim_pool *pa_sim_int_pool_new(const pa_sim_model *m, uint32_t threads,
   atomic_init(&p->active, 0);
   atomic_init(&p->parked, 0);
   atomic_init(&p->quit, false);
+  atomic_init(&p->idle, false);
   atomic_init(&p->next, 0);
   atomic_init(&p->count, 0);
   atomic_init(&p->t_posted, 0);
@@ -382,6 +395,8 @@ static uint64_t post(pa_sim_pool *p, pa_sim_pool_fn fn,
   p->chunk = chunk ? chunk : 1;
   atomic_store_explicit(&p->count, 0, memory_order_relaxed);
   atomic_store_explicit(&p->next, 0, memory_order_relaxed);
+  if (atomic_load_explicit(&p->idle, memory_order_relaxed))
+    atomic_store_explicit(&p->idle, false, memory_order_relaxed);
   uint64_t g = atomic_load(&p->job) + 1;
   atomic_store(&p->job, g); /* publishes the fields above */
   if (wake && atomic_load(&p->parked) > 0) {
@@ -592,3 +607,8 @@ void pa_sim_int_pool_stream_close(pa_sim_pool *p) {
 }
 
 pa_sim_scratch *pa_sim_int_pool_scratch(pa_sim_pool *p) { return &p->scratch; }
+
+void pa_sim_int_pool_idle(pa_sim_pool *p) {
+  if (p && !atomic_load_explicit(&p->idle, memory_order_relaxed))
+    atomic_store_explicit(&p->idle, true, memory_order_relaxed);
+}

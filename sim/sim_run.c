@@ -742,6 +742,8 @@ void pa_sim_run(pa_sim_model *m, pa_sim_state *s, pa_stack *st,
         next = pa_now_ns();
         continue;
       }
+      /* The client decides before its next STEP: no job soon. */
+      pa_sim_int_pool_idle(s->pool);
       bool got = false;
       if (tu.spin && t1 - k.last_cmd_ns < LOCKSTEP_ACTIVE_NS &&
           cmd_gap < SPIN_MAX_NS) {

@@ -357,6 +357,10 @@ void pa_sim_int_pool_wait(pa_sim_pool *p, uint64_t ticket);
 void pa_sim_int_pool_stream_close(pa_sim_pool *p);
 /* The caller's scratch (for the finish of an overlapped scan). */
 pa_sim_scratch *pa_sim_int_pool_scratch(pa_sim_pool *p);
+/* The loop waits for its next lockstep command: workers park at once
+ * instead of watching for a job (the next job posted ends this). p may be
+ * NULL (one thread). */
+void pa_sim_int_pool_idle(pa_sim_pool *p);
 
 /* Overlapped scans of a lone robot (sim_step.c): up to PA_SIM_LATE_FLY in
  * flight, oldest first; completed ones wait in `ready` for their records. */
