@@ -14,12 +14,11 @@
 
 #include "pa_render.h"
 #include "testutil.h"
+#include "test_render_egl.h"
 
 #define W 320
 #define H 240
 #define DEG (M_PI / 180)
-
-static pa_render_egl *egl;
 
 /* A res x res-metre room: 0.05 m cells, a wall ring one cell thick. */
 static pa_grid room(uint32_t cells) {
@@ -88,20 +87,6 @@ static void mean_rgb(const uint8_t *img, uint32_t w, uint32_t x0, uint32_t y0,
   double n = (double)(x1 - x0) * (y1 - y0);
   for (int k = 0; k < 3; k++)
     out[k] = s[k] / n;
-}
-
-static int setup(void **state) {
-  char err[256];
-  if (pa_render_egl_create(&egl, err, sizeof err) != 0) {
-    fprintf(stderr, "EGL: %s\n", err);
-    return -1;
-  }
-  return 0;
-}
-
-static int teardown(void **state) {
-  pa_render_egl_destroy(egl);
-  return 0;
 }
 
 static void test_context(void **state) {
@@ -528,5 +513,5 @@ int main(void) {
       cmocka_unit_test(test_bad_input),
       cmocka_unit_test(test_odd_widths),
   };
-  return cmocka_run_group_tests(tests, setup, teardown);
+  return cmocka_run_group_tests(tests, egl_setup, egl_teardown);
 }

@@ -15,13 +15,13 @@
 
 #include "pa_render_atlas.h"
 #include "testutil.h"
+#include "test_render_egl.h"
 
 #define TW 84
 #define TH 84
 #define NR 24 /* robots in the scene */
 #define DEG (M_PI / 180)
 
-static pa_render_egl *egl;
 static pa_render_scene *scene;
 static pa_robot_info infos[NR];
 static pa_render_pose poses[NR];
@@ -31,12 +31,9 @@ static pa_grid grid;
  * x = 3 m; robot 0 faces that wall from 0.3 m, robot 1 faces the open room
  * along it, the others stand around in all directions. */
 static int setup(void **state) {
-  (void)state;
-  char err[256];
-  if (pa_render_egl_create(&egl, err, sizeof err) != 0) {
-    fprintf(stderr, "EGL: %s\n", err);
+  if (egl_setup(state) != 0)
     return -1;
-  }
+  char err[256];
   uint32_t n = 200;
   grid.width = grid.height = n;
   grid.resolution = 0.05;
@@ -79,11 +76,9 @@ static int setup(void **state) {
 }
 
 static int teardown(void **state) {
-  (void)state;
   pa_render_scene_free(scene);
   free(grid.cells);
-  pa_render_egl_destroy(egl);
-  return 0;
+  return egl_teardown(state);
 }
 
 static void views_of(pa_render_view *v, uint32_t n) {

@@ -1,6 +1,7 @@
 /* test_render_egl.h - the headless EGL context (Mesa's surfaceless
- * platform) a render test's group runs in: setup() makes it, teardown()
- * destroys it. Include after cmocka.h and pa_render.h. */
+ * platform) a render test's group runs in: egl_setup() makes it,
+ * egl_teardown() destroys it (a group's own setup may call them first). Include
+ * after cmocka.h and pa_render.h. */
 #ifndef PA_TEST_RENDER_EGL_H
 #define PA_TEST_RENDER_EGL_H
 
@@ -8,7 +9,7 @@
 
 static pa_render_egl *egl;
 
-static int setup(void **state) {
+static int egl_setup(void **state) {
   (void)state;
   char err[256];
   if (pa_render_egl_create(&egl, err, sizeof err) != 0) {
@@ -18,7 +19,7 @@ static int setup(void **state) {
   return 0;
 }
 
-static int teardown(void **state) {
+static int egl_teardown(void **state) {
   (void)state;
   pa_render_egl_destroy(egl);
   return 0;

@@ -297,5 +297,5 @@ int main(void) {
       cmocka_unit_test(test_msaa),
       cmocka_unit_test(test_ssl_carpet),
   };
-  return cmocka_run_group_tests(tests, setup, teardown);
+  return cmocka_run_group_tests(tests, egl_setup, egl_teardown);
 }

@@ -160,5 +160,5 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_ball_and_lines),
   };
-  return cmocka_run_group_tests(tests, setup, teardown);
+  return cmocka_run_group_tests(tests, egl_setup, egl_teardown);
 }
