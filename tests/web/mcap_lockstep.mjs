@@ -50,6 +50,7 @@ const tests = {
     const j = stack.json;
     await j.ok("pause", {}, "sim_control");
     const rec = await j.ok("record_mcap", { path: "lock.mcap" });
+    const jpeg0 = (await j.ok("foxglove_info")).jpeg_frames;
     await j.ok("reset", {}, "sim_control");
     const t0 = (await j.ok("get_state", { robot: 0 })).tick;
     // back to back: several steps in flight at once, each one tick
@@ -61,6 +62,11 @@ const tests = {
     await Promise.all(inflight);
     const t1 = (await j.ok("get_state", { robot: 0 })).tick;
     assert.equal(t1 - t0, STEPS, `ticks ${t0}..${t1}`);
+    // pa-render draws at --camera_hz in wall time, and 400 steps can take
+    // less than one of its periods: the recording runs until the recorder
+    // has taken a camera frame (CI saw none in a 1.75 s run at load)
+    await waitFor(async () => (await j.ok("foxglove_info")).jpeg_frames > jpeg0,
+      10000, "a camera frame while recording");
     const st = await j.ok("stop_record_mcap");
     assert.equal(st.dropped, 0);
     const per = await readAll(rec.path);
