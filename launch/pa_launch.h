@@ -145,6 +145,34 @@ long pa_launch_backoff_ms(int n);
  * failure. Returns the exit code: 0 clean stop, PA_EXIT_CONFIG, or 1. */
 int pa_launch_run(const pa_launch_cfg *c, const char *bin_dir);
 
+/* ---- pa-netgw's listeners held across its restarts (keep.c) ------------- */
+
+typedef struct pa_launch_kept {
+  char name[PA_PORT_NAME_MAX]; /* the listener ("tcp", "ssl_control") */
+  int fd;                      /* -1 = free */
+} pa_launch_kept;
+typedef struct pa_launch_keep {
+  int sock;  /* the launcher's end, -1 = not held (socketpair failed) */
+  int child; /* pa-netgw's end, inherited by each pa-netgw */
+  pa_launch_kept held[PA_PORTS_MAX];
+} pa_launch_keep;
+
+/* The socket pair; -1 (with a warning) when there is none: pa-netgw then
+ * binds its kept ports again by itself, as when it runs alone. */
+int pa_launch_keep_open(pa_launch_keep *k);
+/* Reads what pa-netgw sent (listeners to hold, to let go); never blocks. */
+void pa_launch_keep_drain(pa_launch_keep *k);
+/* PA_NETGW_KEEP and PA_NETGW_KEPT for the next pa-netgw, built before the
+ * fork; -1 when kept_sz is too small. */
+int pa_launch_keep_env(const pa_launch_keep *k, char *keep, size_t keep_sz,
+                       char *kept, size_t kept_sz);
+/* In the forked pa-netgw before exec: its fds inherited, its environment. */
+void pa_launch_keep_child(const pa_launch_keep *k, const char *keep,
+                          const char *kept);
+/* How many listeners are held now. */
+unsigned pa_launch_keep_count(const pa_launch_keep *k);
+void pa_launch_keep_close(pa_launch_keep *k);
+
 /* ---- status and restart (status.c) --------------------------------------- */
 
 /* `playarea status [--watch] [--instance X | --tcp_port P]` and

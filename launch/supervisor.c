@@ -76,8 +76,14 @@ static void describe_status(int st, char *out, size_t n) {
     snprintf(out, n, "status 0x%x", st);
 }
 
+/* keep: pa-netgw's held listeners and their environment, else NULL. */
+typedef struct spawn_keep {
+  const pa_launch_keep *k;
+  const char *keep, *kept;
+} spawn_keep;
+
 static pid_t spawn(child *c, pid_t launcher, const sigset_t *orig_mask,
-                   int death_sig) {
+                   int death_sig, const spawn_keep *keep) {
   pid_t pid = fork();
   if (pid < 0)
     return -1;
@@ -106,6 +112,8 @@ static pid_t spawn(child *c, pid_t launcher, const sigset_t *orig_mask,
       close(fd);
     }
     dup2(2, 1);
+    if (keep)
+      pa_launch_keep_child(keep->k, keep->keep, keep->kept);
     execvp(c->argv[0], c->argv);
     pa_error("cannot run %s: %s", c->argv[0], strerror(errno));
     _exit(errno == ENOENT ? PA_EXIT_CONFIG : 127);
@@ -123,6 +131,7 @@ typedef struct sup {
   child ch[PA_PROC_COUNT];
   pid_t self;
   sigset_t orig_mask;
+  pa_launch_keep keep; /* pa-netgw's listeners across its restarts */
   bool all_ready;  /* the ready line was printed */
   int fatal;       /* exit code once a fatal condition was seen, else -1 */
 } sup;
@@ -140,13 +149,26 @@ static void start_child(sup *s, child *c, int64_t now) {
   h->hang_ms =
       c->wrapped ? PA_LAUNCH_HANG_WRAPPED : (uint32_t)(c->hang_ns / 1000000);
   c->hung_ns = 0;
-  /* A restarted pa-netgw binds the ports its predecessor had by itself:
-   * its core keeps them in the control block (netgw/core/listen.c). */
+  /* A restarted pa-netgw gets its predecessor's listeners from us (keep.c)
+   * or binds the same ports again by itself: its core keeps them in the
+   * control block (netgw/core/listen.c). */
+  char keep_env[16], kept_env[PA_PORTS_MAX * (PA_PORT_NAME_MAX + 16)];
+  spawn_keep sk = {&s->keep, keep_env, kept_env};
+  if (c->proc == PA_PROC_NETGW) {
+    pa_launch_keep_drain(&s->keep);
+    if (pa_launch_keep_env(&s->keep, keep_env, sizeof keep_env, kept_env,
+                           sizeof kept_env) != 0)
+      kept_env[0] = 0;
+    if (c->restarting && pa_launch_keep_count(&s->keep))
+      pa_info("pa-netgw: %u listeners held across the restart",
+              pa_launch_keep_count(&s->keep));
+  }
   /* SIGKILL: a stopped or hung child must die with the launcher too, and a
    * pa-* process loses nothing by it (its state is in shm). A wrapper gets
    * SIGTERM so that it can write its output and pass the signal on. */
   int death_sig = s->cfg->wrap[c->proc] ? SIGTERM : SIGKILL;
-  pid_t pid = spawn(c, s->self, &s->orig_mask, death_sig);
+  pid_t pid = spawn(c, s->self, &s->orig_mask, death_sig,
+                    c->proc == PA_PROC_NETGW ? &sk : NULL);
   if (pid < 0) {
     pa_error("%s: fork failed: %s; retrying", name_of(c), strerror(errno));
     c->state = CH_BACKOFF;
@@ -628,6 +650,7 @@ int pa_launch_run(const pa_launch_cfg *cfg, const char *bin_dir) {
   }
   if (create_stack(&s) != 0)
     goto out_free;
+  pa_launch_keep_open(&s.keep);
   pa_info("instance %s: starting %s; hang watchdog %s", cfg->instance,
           cfg->no_render ? "pa-sim, pa-netgw" : "pa-sim, pa-render, pa-netgw",
           cfg->hang_ms ? "on" : "off (--hang_ms 0)");
@@ -642,6 +665,7 @@ int pa_launch_run(const pa_launch_cfg *cfg, const char *bin_dir) {
       break;
     }
     got_chld = 0;
+    pa_launch_keep_drain(&s.keep);
     reap(&s);
     if (s.fatal >= 0) {
       rc = s.fatal;
@@ -660,10 +684,13 @@ int pa_launch_run(const pa_launch_cfg *cfg, const char *bin_dir) {
     if (wait < 0)
       wait = 0;
     struct timespec ts = {(time_t)(wait / 1000000000), (long)(wait % 1000000000)};
+    /* pa-netgw's port messages wake us too: held at once */
+    struct pollfd pfd = {.fd = s.keep.sock, .events = POLLIN};
     if (!got_chld && !stop_sig && !restart_mask)
-      ppoll(NULL, 0, &ts, &s.orig_mask);
+      ppoll(&pfd, s.keep.sock >= 0, &ts, &s.orig_mask);
   }
   stop_all(&s);
+  pa_launch_keep_close(&s.keep);
   pa_stack_detach(&s.stack);
   pa_stack_unlink(cfg->instance);
   pa_info("instance %s removed; exit %d", cfg->instance, rc);

@@ -341,6 +341,7 @@ pa_netgw *pa_netgw_create(const pa_netgw_def *d, pa_stack *stack, char *err,
    * netgw's command can never match a request of this one. */
   g->next_req = (uint64_t)pa_now_ns();
   g->state_reader = g->scan_reader = g->cam_reader = -1;
+  pa_core_keep_init(g);
   if (check_def(g, d, err, err_sz) != 0 || alloc_buffers(g, err, err_sz) != 0)
     goto fail;
   g->base = event_base_new();
@@ -447,6 +448,7 @@ void pa_netgw_destroy(pa_netgw *g) {
   }
   if (g->base)
     event_base_free(g->base);
+  pa_core_keep_free(g);
   if (g->stop_fd >= 0)
     close(g->stop_fd);
   pa_udp_tx_close(&g->tx);

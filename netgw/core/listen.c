@@ -4,15 +4,27 @@
  * its predecessor had, so clients find the server where it was. A kept
  * port that another process took meanwhile is an error by name, not a
  * silent walk (a reconnecting client would send its token to a squatter),
- * unless walking was allowed and no client had connected yet. */
+ * unless walking was allowed and no client had connected yet.
+ *
+ * Under the launcher the ports cannot be taken at all: each listener's fd
+ * is also handed to the launcher (SCM_RIGHTS over the SOCK_SEQPACKET pair
+ * it names in PA_NETGW_KEEP), which holds it while pa-netgw is down (a TCP
+ * client's connect completes into the backlog, a UDP datagram waits in the
+ * socket's buffer, no other process can bind the port) and passes it to
+ * the next pa-netgw (PA_NETGW_KEPT: name=fd,...). */
 #define _GNU_SOURCE
 #include "netgw_int.h"
 
 #include "pa_util.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 static void seq_begin(pa_ctl *ctl) {
@@ -52,6 +64,117 @@ static void record(pa_netgw *g, const char *fe, const char *name, int kind,
   seq_end(ctl);
 }
 
+/* An fd number from the environment that is an open socket, else -1. */
+static int env_socket(const char *v) {
+  char *end;
+  long n = strtol(v, &end, 10);
+  int type;
+  socklen_t tl = sizeof type;
+  if (end == v || n < 3 || n > 1 << 20 ||
+      getsockopt((int)n, SOL_SOCKET, SO_TYPE, &type, &tl) != 0)
+    return -1;
+  fcntl((int)n, F_SETFD, FD_CLOEXEC); /* not into a mesh decoder's exec */
+  return (int)n;
+}
+
+void pa_core_keep_init(pa_netgw *g) {
+  g->keep_sock = -1;
+  for (unsigned i = 0; i < PA_PORTS_MAX; i++)
+    g->handed[i].fd = -1;
+  const char *ks = getenv("PA_NETGW_KEEP");
+  if (ks)
+    g->keep_sock = env_socket(ks);
+  const char *kept = getenv("PA_NETGW_KEPT");
+  for (unsigned n = 0; kept && *kept && n < PA_PORTS_MAX;) {
+    size_t len = strcspn(kept, "=");
+    const char *num = kept[len] == '=' ? kept + len + 1 : NULL;
+    int fd = num ? env_socket(num) : -1;
+    if (fd >= 0 && len < PA_PORT_NAME_MAX) {
+      memcpy(g->handed[n].name, kept, len);
+      g->handed[n].name[len] = 0;
+      g->handed[n++].fd = fd;
+    } else if (fd >= 0)
+      close(fd);
+    kept = strchr(kept, ',');
+    kept = kept ? kept + 1 : NULL;
+  }
+  /* pa-netgw's own children (a mesh decoder) are not launched by it */
+  unsetenv("PA_NETGW_KEEP");
+  unsetenv("PA_NETGW_KEPT");
+}
+
+void pa_core_keep_free(pa_netgw *g) {
+  for (unsigned i = 0; i < PA_PORTS_MAX; i++)
+    if (g->handed[i].fd >= 0) {
+      close(g->handed[i].fd);
+      g->handed[i].fd = -1;
+    }
+  if (g->keep_sock >= 0)
+    close(g->keep_sock);
+  g->keep_sock = -1;
+}
+
+/* "keep NAME" with the listener's fd, or "drop NAME", to the launcher. */
+static void tell_launcher(pa_netgw *g, const char *verb, const char *name,
+                          int fd) {
+  if (g->keep_sock < 0)
+    return;
+  char msg[8 + PA_PORT_NAME_MAX];
+  int n = snprintf(msg, sizeof msg, "%s %s", verb, name);
+  struct iovec iov = {.iov_base = msg, .iov_len = (size_t)n};
+  union {
+    struct cmsghdr h;
+    char b[CMSG_SPACE(sizeof(int))];
+  } u;
+  memset(&u, 0, sizeof u);
+  struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
+  if (fd >= 0) {
+    mh.msg_control = u.b;
+    mh.msg_controllen = sizeof u.b;
+    struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int));
+    memcpy(CMSG_DATA(c), &fd, sizeof fd);
+  }
+  if (sendmsg(g->keep_sock, &mh, MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
+    pa_warn("%s: the launcher cannot hold it across a restart (%s)", name,
+            strerror(errno));
+}
+
+/* The listener the launcher held for ls since the last pa-netgw, when it is
+ * still exactly that (kind, address, the kept port); else -1. */
+static int claim_handed(pa_netgw *g, const pa_listen_spec *ls, const char *addr,
+                        unsigned kept) {
+  for (unsigned i = 0; i < PA_PORTS_MAX; i++) {
+    if (g->handed[i].fd < 0 || strcmp(g->handed[i].name, ls->name))
+      continue;
+    int fd = g->handed[i].fd;
+    g->handed[i].fd = -1;
+    int type = 0, acc = 0;
+    socklen_t tl = sizeof type, al = sizeof acc;
+    struct sockaddr_in sin, want = {.sin_family = AF_INET};
+    socklen_t sl = sizeof sin;
+    bool tcp = ls->kind != PA_PORT_UDP;
+    if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &tl) == 0 &&
+        type == (tcp ? SOCK_STREAM : SOCK_DGRAM) &&
+        (!tcp ||
+         (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &acc, &al) == 0 && acc)) &&
+        getsockname(fd, (struct sockaddr *)&sin, &sl) == 0 &&
+        sin.sin_family == AF_INET && ntohs(sin.sin_port) == kept &&
+        inet_pton(AF_INET, addr, &want.sin_addr) == 1 &&
+        sin.sin_addr.s_addr == want.sin_addr.s_addr) {
+      int fl = fcntl(fd, F_GETFL);
+      fcntl(fd, F_SETFL, (fl < 0 ? 0 : fl) | O_NONBLOCK);
+      return fd;
+    }
+    close(fd); /* not what this listener is now: the launcher lets go */
+    tell_launcher(g, "drop", ls->name, -1);
+    return -1;
+  }
+  return -1;
+}
+
 static int bind_kind(const char *addr, const pa_listen_spec *ls, unsigned port,
                      bool walk, unsigned *bound, char *err, size_t err_sz) {
   if (ls->kind == PA_PORT_UDP)
@@ -70,9 +193,18 @@ int pa_core_listen(pa_netgw *g, const char *fe, const pa_listen_spec *ls,
   if (r && r->kind == (uint32_t)ls->kind && r->requested == ls->port &&
       r->port) {
     unsigned kept = r->port;
-    int fd = bind_kind(addr, ls, kept, false, bound, err, err_sz);
+    int fd = claim_handed(g, ls, addr, kept);
+    if (fd >= 0) {
+      *bound = kept;
+      record(g, fe, ls->name, ls->kind, ls->port, kept, true);
+      pa_info("%s: %s:%u again (held by the launcher across the restart)",
+              ls->name, addr, kept);
+      return fd;
+    }
+    fd = bind_kind(addr, ls, kept, false, bound, err, err_sz);
     if (fd >= 0) {
       record(g, fe, ls->name, ls->kind, ls->port, *bound, true);
+      tell_launcher(g, "keep", ls->name, fd);
       pa_info("%s: %s:%u again (kept across the restart)", ls->name, addr,
               kept);
       return fd;
@@ -101,10 +233,11 @@ int pa_core_listen(pa_netgw *g, const char *fe, const pa_listen_spec *ls,
             "makes this an error)",
             fe, ls->port, *bound);
   record(g, fe, ls->name, ls->kind, ls->port, *bound, true);
+  tell_launcher(g, "keep", ls->name, fd);
   return fd;
 }
 
-void pa_core_port_down(pa_netgw *g, const char *name) {
+static void mark_down(pa_netgw *g, const char *name) {
   pa_port_rec *r = find(g->ctl, name);
   if (r && r->up) {
     seq_begin(g->ctl);
@@ -113,10 +246,15 @@ void pa_core_port_down(pa_netgw *g, const char *name) {
   }
 }
 
+void pa_core_port_down(pa_netgw *g, const char *name) {
+  mark_down(g, name);
+  tell_launcher(g, "drop", name, -1);
+}
+
 void pa_core_ports_down(pa_netgw *g) {
   for (unsigned i = 0; i < PA_PORTS_MAX; i++)
     if (g->ctl->ports[i].kind != PA_PORT_FREE)
-      pa_core_port_down(g, g->ctl->ports[i].name);
+      mark_down(g, g->ctl->ports[i].name);
 }
 
 unsigned pa_core_port(const pa_netgw *g, const char *name) {

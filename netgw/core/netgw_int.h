@@ -106,9 +106,16 @@ int pa_core_listen(struct pa_netgw *g, const char *fe, const pa_listen_spec *ls,
  * also PA_LISTEN_OFF when the flag is 0 for a signed port. */
 int pa_core_open(struct pa_netgw *g, const pa_frontend *fe, unsigned i,
                  unsigned *bound, char *err, size_t err_sz);
-/* The listener no longer listens (closed at run time or at exit). */
+/* The listener no longer listens (closed at run time: the launcher lets
+ * go of it too). */
 void pa_core_port_down(struct pa_netgw *g, const char *name);
+/* At exit: every listener down; the launcher keeps holding them for the
+ * next pa-netgw. */
 void pa_core_ports_down(struct pa_netgw *g);
+/* Under the launcher (PA_NETGW_KEEP, PA_NETGW_KEPT in the environment): the
+ * socket to it and the listeners it held across a restart; alone, none. */
+void pa_core_keep_init(struct pa_netgw *g);
+void pa_core_keep_free(struct pa_netgw *g);
 /* The bound port of a listener by name, 0 when it does not listen. */
 unsigned pa_core_port(const struct pa_netgw *g, const char *name);
 /* A destination port (SSL vision): the kept one when the flag still asks
@@ -463,6 +470,13 @@ typedef struct pa_netgw {
   pa_hist req_hist[PA_REQ_STATS_MAX + 1]; /* the last: unknown */
   const char *req_name[PA_REQ_STATS_MAX];
   pa_limits lim; /* limits.c */
+  /* listen.c: the launcher's end of the kept listeners (-1 = run alone)
+   * and the listeners it handed to this pa-netgw, not yet claimed */
+  int keep_sock;
+  struct {
+    char name[PA_PORT_NAME_MAX];
+    int fd; /* -1 = none */
+  } handed[PA_PORTS_MAX];
   /* ask.c: the requests waiting for pa-sim, in request id order */
   struct pa_ask_row *asks;
   size_t n_asks, cap_asks;
