@@ -1,9 +1,12 @@
 """The step lane (pa_lane, shm/pa_layout.h): NavEnv(shm=True)'s step of its one
-robot through the ctl segment, without pa-netgw. pa-sim runs the request as the
-STEP pa-netgw would queue for a step_batch with observe "shm" (the drive, the
-ticks, the robot's PAB1 block in the observation segment), so the observation
-is the TCP reply's, bit for bit; what goes is the gateway's two hops (its
-wake-ups, its parse and format, two socket round trips' worth of kernel)."""
+robot, and NavVectorEnv(shm=True)'s of its run of robots, through the ctl
+segment, without pa-netgw. pa-sim runs the request as the commands pa-netgw
+would queue for a step_batch with observe "shm" (one robot: a STEP with its
+drive; a batch: the robots' SET_CMDS, from the (v, w) array the client wrote
+into the segment, then the STEP; the ticks; the robots' PAB1 block in the
+observation segment), so the observations are the TCP reply's, bit for bit;
+what goes is the gateway's two hops (its wake-ups, its parse and format, two
+socket round trips' worth of kernel) and the request's encoding."""
 
 import ctypes
 import fcntl
@@ -75,6 +78,15 @@ class Lane:
             self._req_off, self._done_off = o + f["req"]["offset"], o + f["done"]["offset"]
             self._args_off, self._reply_off = o + f["robot"]["offset"], o + f["status"]["offset"]
             self._msg_off = o + f["msg"]["offset"]
+            self._count_off = o + f["count"]["offset"]
+            self._count = None  # what the count field holds (None: not written yet)
+            act = _U64.unpack_from(self.mm, o + f["act_off"]["offset"])[0]
+            # the segment's last array: max_robots (v, w) pairs, rounded up to 64 bytes
+            self.max_robots = (len(self.mm) - act) // 16 if 0 < act < len(self.mm) else 0
+            if self.max_robots < 1:
+                raise LaneBusy("the step lane's action array is outside the segment")
+            # the batch's (v, w) per robot, written in place (pa-sim reads it once)
+            self._act = np.frombuffer(self.mm, "<f8", 2 * self.max_robots, act).reshape(-1, 2)
             wake = _U64.unpack_from(self.mm, o + f["wake_off"]["offset"])[0]
             if not 0 < wake <= len(self.mm) - 32:
                 raise LaneBusy("pa-sim has not opened the step lane")
@@ -100,6 +112,7 @@ class Lane:
 
     def close(self):
         self._mv = None
+        self._act = None
         self._anchor = None
         if self._obs is not None:
             self._obs[1].release()
@@ -136,12 +149,10 @@ class Lane:
                 self._sem_clockwait(self._rsem, _CLOCK_MONOTONIC, self._pts)
             return
 
-    def step(self, robot, v, w, ticks):
-        """(buffer, offset of the robot's 16 doubles, beams, offset of its float32
-        ranges, tick), as Conn.step1: the buffer's bytes stay until the next step."""
+    def _run(self, req):
+        """Posts the request req (its fields written) and waits for its reply:
+        (tick, obs_seq), or the error pa-sim named."""
         mm = self.mm
-        req = (self._req + 1) & 0xFFFFFFFF
-        _REQ.pack_into(mm, self._args_off, int(robot), int(ticks), v, w)
         _U32.pack_into(mm, self._req_off, req)  # after the arguments (x86 keeps the order)
         self._req = req
         if self._sem_getvalue(self._wake, self._pval) != 0 or self._val.value <= 0:
@@ -152,6 +163,36 @@ class Lane:
             msg = bytes(mm[self._msg_off:self._msg_off + 96]).split(b"\0", 1)[0]
             code = self._codes[status] if 0 < status < len(self._codes) else "invalid_message"
             raise Error(code, msg.decode("utf-8", "replace"))
+        return tick, seq
+
+    def _set_count(self, count):
+        if self._count != count:
+            _U32.pack_into(self.mm, self._count_off, count)
+            self._count = count
+
+    def step_batch(self, first, actions, ticks):
+        """Robots first .. first + len(actions) - 1 one step of `ticks` with
+        actions [n, 2] (v, w): (states float64 [n, 16], ranges float32 [n, beams],
+        tick, obs_seq), the arrays new copies of pa-sim's block, or (None, None,
+        tick, obs_seq) when another client's step replaced it (read the rings)."""
+        n = len(actions)
+        if not 1 <= n <= self.max_robots:
+            raise ValueError("the step lane takes 1 to %d robots, got %d" % (self.max_robots, n))
+        self._act[:n] = actions  # float64 (v, w) straight into the segment
+        _REQ.pack_into(self.mm, self._args_off, int(first), int(ticks), 0.0, 0.0)
+        self._set_count(n)
+        tick, seq = self._run((self._req + 1) & 0xFFFFFFFF)
+        blk = self.reader.block(seq, n)
+        if blk is None:
+            return None, None, tick, seq
+        return blk[0], blk[1], tick, seq
+
+    def step(self, robot, v, w, ticks):
+        """(buffer, offset of the robot's 16 doubles, beams, offset of its float32
+        ranges, tick), as Conn.step1: the buffer's bytes stay until the next step."""
+        _REQ.pack_into(self.mm, self._args_off, int(robot), int(ticks), v, w)
+        self._set_count(0)
+        tick, seq = self._run((self._req + 1) & 0xFFFFFFFF)
         got = self._block(seq)
         if got is None:  # another client's STEP replaced the block: the rings
             st, rg, _ = self.reader.observe([int(robot)], self.range_max)

@@ -113,7 +113,7 @@ class _World:
                  lane=False):
         self.stack = None
         self.reader = None
-        self.lane = None  # NavEnv(shm=True)'s steps without pa-netgw (_lane.py)
+        self.lane = None  # shm=True's steps without pa-netgw (_lane.py)
         self.atlas = None  # camera_batch frames (NavVectorEnv observation="camera")
         self.cam_sock = None
         if host is None and port is None:
@@ -347,6 +347,8 @@ class _World:
         if self.reader is None:
             return self.conn.step_batch(robots, actions, steps)
         if self.conn.robots_range(robots):
+            if self.lane is not None:  # the step lane: no pa-netgw, no request to encode
+                return self._lane_step(robots, actions, steps)
             # pa-sim writes the block while the step's scans are in its caches; the
             # rings are read only if another client's step replaced it meanwhile
             _, _, d = self.conn.step_batch(robots, actions, steps, observe="shm")
@@ -356,6 +358,21 @@ class _World:
         else:
             _, _, d = self.conn.step_batch(robots, actions, steps, observe=False)
         st, rg, _ = self.reader.observe(robots, self.range_max)
+        return st, rg, d
+
+    def _lane_step(self, robots, actions, steps):
+        """step() of a run of robots through the step lane (_lane.py): the header
+        the TCP reply's would be (tick, step_tick, count, obs_seq)."""
+        a = np.asarray(actions, dtype=np.float64)
+        if a.ndim != 2 or a.shape != (len(robots), 2):
+            raise ValueError("actions must be [n, 2] for %d robots, got shape %s"
+                             % (len(robots), a.shape))
+        if not np.isfinite(a).all():
+            raise ValueError("actions must be finite")
+        st, rg, tick, seq = self.lane.step_batch(int(robots[0]), a, steps)
+        d = {"tick": tick, "step_tick": tick, "count": len(robots), "obs_seq": seq}
+        if st is None:  # another client's step replaced the block: the rings
+            st, rg, _ = self.reader.observe(robots, self.range_max)
         return st, rg, d
 
     def step1(self, robot, v, w, steps):
@@ -776,7 +793,7 @@ class NavVectorEnv(_NavCore, VectorEnvBase):
         _check_render_mode(render_mode)
         self.render_mode = render_mode
         w = _World(self.num_envs, host, port, bin_dir, instance, world, map_yaml, generate_map,
-                   stack_args, shm=shm, atlas=cam is not None)
+                   stack_args, shm=shm, atlas=cam is not None, lane=True)
         try:
             self._setup(w, **envkw)
             if cam is not None:
