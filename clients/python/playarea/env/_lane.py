@@ -32,6 +32,8 @@ _CLOCK_MONOTONIC = 1
 # sleeping client pays the wake-up latency (tens of us on a VM); longer
 # spins lost under load (docs/benchmarks.md, "The step lane").
 SPIN_S = 50e-6
+# A reply that took longer than this: the next wait sleeps at once.
+LONG_WAIT_S = 1e-3
 
 
 class _Timespec(ctypes.Structure):
@@ -50,6 +52,7 @@ class Lane:
         if not lane:
             raise LaneBusy("these binaries have no step lane")
         self.timeout = float(timeout)
+        self._last_wait = 0.0  # the last reply's wait [s]
         self.reader = reader  # the observation segment and the rings
         self.range_max = float("nan")  # a robot's without a scan (the owner sets it)
         self._codes = lane["status"]
@@ -130,10 +133,13 @@ class Lane:
 
     def _wait(self, req):
         """Until pa-sim's done is req: spin (yielding the core) for SPIN_S,
-        then sleep on the reply semaphore."""
+        then sleep on the reply semaphore; straight to sleep when the last
+        reply took far longer than the spin (a batch of many robots: the spin
+        would only take a core from pa-sim's threads)."""
         mm, off, u32 = self.mm, self._done_off, _U32.unpack_from
         now = time.perf_counter
-        spin_end = now() + SPIN_S
+        t0 = now()
+        spin_end = t0 + SPIN_S if self._last_wait < LONG_WAIT_S else t0
         while u32(mm, off)[0] != req:
             t = now()
             if t < spin_end:
@@ -147,7 +153,8 @@ class Lane:
                 ns = time.clock_gettime_ns(time.CLOCK_MONOTONIC) + int(min(left, 0.5) * 1e9)
                 self._ts.tv_sec, self._ts.tv_nsec = divmod(ns, 1000000000)
                 self._sem_clockwait(self._rsem, _CLOCK_MONOTONIC, self._pts)
-            return
+            break
+        self._last_wait = now() - t0
 
     def _run(self, req):
         """Posts the request req (its fields written) and waits for its reply:
