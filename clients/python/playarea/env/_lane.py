@@ -32,7 +32,7 @@ _CLOCK_MONOTONIC = 1
 # sleeping client pays the wake-up latency (tens of us on a VM); longer
 # spins lost under load (docs/benchmarks.md, "The step lane").
 SPIN_S = 50e-6
-# A reply that took longer than this: the next wait sleeps at once.
+# A batch whose last reply took longer than this: its next wait sleeps at once.
 LONG_WAIT_S = 1e-3
 
 
@@ -131,15 +131,13 @@ class Lane:
             os.close(self.fd)  # the flock goes with it
             self.fd = None
 
-    def _wait(self, req):
-        """Until pa-sim's done is req: spin (yielding the core) for SPIN_S,
-        then sleep on the reply semaphore; straight to sleep when the last
-        reply took far longer than the spin (a batch of many robots: the spin
-        would only take a core from pa-sim's threads)."""
+    def _wait(self, req, spin=SPIN_S):
+        """Until pa-sim's done is req: spin (yielding the core) for `spin` s,
+        then sleep on the reply semaphore."""
         mm, off, u32 = self.mm, self._done_off, _U32.unpack_from
         now = time.perf_counter
         t0 = now()
-        spin_end = t0 + SPIN_S if self._last_wait < LONG_WAIT_S else t0
+        spin_end = t0 + spin
         while u32(mm, off)[0] != req:
             t = now()
             if t < spin_end:
@@ -154,17 +152,17 @@ class Lane:
                 self._ts.tv_sec, self._ts.tv_nsec = divmod(ns, 1000000000)
                 self._sem_clockwait(self._rsem, _CLOCK_MONOTONIC, self._pts)
             break
-        self._last_wait = now() - t0
+        return now() - t0
 
-    def _run(self, req):
-        """Posts the request req (its fields written) and waits for its reply:
-        (tick, obs_seq), or the error pa-sim named."""
+    def _run(self, req, spin=SPIN_S):
+        """Posts the request req (its fields written) and waits for its reply
+        (spinning up to `spin` s): (tick, obs_seq), or the error pa-sim named."""
         mm = self.mm
         _U32.pack_into(mm, self._req_off, req)  # after the arguments (x86 keeps the order)
         self._req = req
         if self._sem_getvalue(self._wake, self._pval) != 0 or self._val.value <= 0:
             self._sem_post(self._wake)
-        self._wait(req)
+        self._last_wait = self._wait(req, spin)
         status, tick, seq = _REPLY.unpack_from(mm, self._reply_off)
         if status:
             msg = bytes(mm[self._msg_off:self._msg_off + 96]).split(b"\0", 1)[0]
@@ -188,7 +186,10 @@ class Lane:
         self._act[:n] = actions  # float64 (v, w) straight into the segment
         _REQ.pack_into(self.mm, self._args_off, int(first), int(ticks), 0.0, 0.0)
         self._set_count(n)
-        tick, seq = self._run((self._req + 1) & 0xFFFFFFFF)
+        # after a reply that took far longer than the spin (many robots), sleep
+        # at once: the spin would only take a core from pa-sim's threads
+        tick, seq = self._run((self._req + 1) & 0xFFFFFFFF,
+                              SPIN_S if self._last_wait < LONG_WAIT_S else 0.0)
         blk = self.reader.block(seq, n)
         if blk is None:
             return None, None, tick, seq
