@@ -20,6 +20,7 @@ _UNPACK16 = struct.Struct("<%dd" % len(_stack.BIN_FIELDS)).unpack_from
 DISCRETE_ACTIONS = ((1.0, 0.0), (0.6, 0.5), (0.6, -0.5), (0.0, 1.0), (0.0, -1.0))
 REWARD = {"progress": 1.0, "time": 0.01, "collision": 10.0, "goal": 10.0}
 _counter = [0]
+_GROUP_BYTES = 1 << 19  # _group_min's block of rows [bytes of ranges]
 
 
 def _wrap(a):
@@ -37,10 +38,18 @@ def _group_min(r, beams):
     # k strided passes of np.fmin, not fmin.reduce over a last axis of k: numpy
     # reduces a short inner axis slowly (1000 x 360 -> 36: 1.5 ms against 0.2 ms).
     # fmin is exact and NaN only where both are, so the order changes no bit.
+    # Each pass reads every cache line of its rows: rows in blocks of at most
+    # _GROUP_BYTES, so that the k passes over a block find it in the core's L2
+    # (1,000 x 360 in one block: ~1.5 MB of ranges read ten times from L3).
     k = n // beams
-    out = r[..., 0::k].copy()
-    for j in range(1, k):
-        np.fmin(out, r[..., j::k], out=out)
+    out = np.empty(r.shape[:-1] + (beams,), r.dtype)
+    r2, o2 = r.reshape(-1, n), out.reshape(-1, beams)
+    step = max(1, _GROUP_BYTES // (n * r.itemsize))
+    for a in range(0, len(r2), step):
+        x, o = r2[a:a + step], o2[a:a + step]
+        np.copyto(o, x[:, 0::k])
+        for j in range(1, k):
+            np.fmin(o, x[:, j::k], out=o)
     return out
 
 
