@@ -336,6 +336,17 @@ class UnixSocket(unittest.TestCase):
                 b.step(np.full((n, 2), np.nan, np.float32))
             self.assertEqual(b.world.conn.request("get_status", type="sim_control")["tick"], tick)
             b.step(np.zeros((n, 2), np.float32))
+        os.environ["PA_STEP_LANE"] = "0"  # off: the socket road
+        try:
+            c = NavVectorEnv(num_envs=2, instance=instance(), beams=36, shm=True)
+        finally:
+            del os.environ["PA_STEP_LANE"]
+        with closing(c):
+            self.assertIsNone(c.world.lane)
+            c.reset(seed=1)
+            o, *_ = c.step(np.zeros((2, 2), np.float32))
+            self.assertEqual(o["scan"].shape, (2, 36))
+            self.assertGreater(c.world.reader.blocks, 0)  # observe "shm" over the socket
 
     def test_gateway_restart_replaces_its_socket(self):
         """pa-netgw killed: the step fails by name (no hang), the restarted one
