@@ -291,6 +291,27 @@ class UnixSocket(unittest.TestCase):
         changing nothing, and the env goes on."""
         from playarea.env._lane import Lane, LaneBusy
         n = 6
+        # 36 beams: the ranges read in place from the shared block (a view), once
+        # as if another client had replaced it (the rings instead)
+        a = NavVectorEnv(num_envs=n, instance=instance(), beams=36, max_episode_steps=15)
+        b = NavVectorEnv(num_envs=n, instance=instance(), beams=36, max_episode_steps=15,
+                         shm=True)
+        with closing(a), closing(b):
+            a.reset(seed=4)
+            b.reset(seed=4)
+            for k in range(12):
+                act = np.stack([acts(k + i) for i in range(n)])
+                if k == 5:
+                    b.world.reader.same = lambda seq: False
+                ra, rb = a.step(act), b.step(act)
+                b.world.reader.__dict__.pop("same", None)
+                for key in ra[0]:
+                    self.assertEqual(ra[0][key].tobytes(), rb[0][key].tobytes(), (k, key))
+                for x, y in zip(ra[1:4], rb[1:4]):
+                    self.assertEqual(x.tobytes(), y.tobytes(), k)
+            self.assertEqual(b.render_mode, None)
+            self.assertEqual(a._render_rgb(a._last[0], a._goals, a._last[1]).tobytes(),
+                             b._render_rgb(b._last[0], b._goals, b._last[1]).tobytes())
         a = NavVectorEnv(num_envs=n, instance=instance(), beams=360, max_episode_steps=15)
         b = NavVectorEnv(num_envs=n, instance=instance(), beams=360, max_episode_steps=15,
                          shm=True)

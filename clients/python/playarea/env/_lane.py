@@ -175,11 +175,12 @@ class Lane:
             _U32.pack_into(self.mm, self._count_off, count)
             self._count = count
 
-    def step_batch(self, first, actions, ticks):
+    def step_batch(self, first, actions, ticks, view=False):
         """Robots first .. first + len(actions) - 1 one step of `ticks` with
         actions [n, 2] (v, w): (states float64 [n, 16], ranges float32 [n, beams],
-        tick, obs_seq), the arrays new copies of pa-sim's block, or (None, None,
-        tick, obs_seq) when another client's step replaced it (read the rings)."""
+        tick, obs_seq), the arrays new copies of pa-sim's block (view: the ranges a
+        view of it, ShmReader.block's), or (None, None, tick, obs_seq) when another
+        client's step replaced it (read the rings)."""
         n = len(actions)
         if not 1 <= n <= self.max_robots:
             raise ValueError("the step lane takes 1 to %d robots, got %d" % (self.max_robots, n))
@@ -190,7 +191,7 @@ class Lane:
         # at once: the spin would only take a core from pa-sim's threads
         tick, seq = self._run((self._req + 1) & 0xFFFFFFFF,
                               SPIN_S if self._last_wait < LONG_WAIT_S else 0.0)
-        blk = self.reader.block(seq, n)
+        blk = self.reader.block(seq, n, view)
         if blk is None:
             return None, None, tick, seq
         return blk[0], blk[1], tick, seq
