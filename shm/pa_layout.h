@@ -29,8 +29,9 @@ extern "C" {
  * .acc_vy (was reserved2), pa-netgw's kept ports, the last odom seq sent;
  * 8: pa_obstacle_info.vx, vy (agents' velocities); 9: mesh, height-map
  * and instanced visuals (pa_visual grid_nx .. colormap, a 4 MiB pool);
- * 10: pa_ctl.lane (a same-host client's STEP without pa-netgw). */
-#define PA_SHM_LAYOUT_VERSION 10u
+ * 10: pa_ctl.lane (a same-host client's STEP without pa-netgw); 11: the
+ * lane's batch (pa_lane.count, act_off: many robots' actions). */
+#define PA_SHM_LAYOUT_VERSION 11u
 #define PA_SHM_INSTANCE_MAX 48 /* [A-Za-z0-9_-], 1..47 chars */
 
 enum pa_seg_kind {
@@ -237,25 +238,34 @@ typedef struct pa_port_rec {
   uint32_t up;                     /* 1 while a pa-netgw has it bound */
 } pa_port_rec;
 
-/* The step lane: one same-host client steps one robot through shared
- * memory, without pa-netgw (NavEnv(shm=True), docs/rl.md). The client
- * holds an exclusive flock on the ctl segment's file while it uses the
- * lane, writes robot .. w, then req + 1, and posts the command queue's
- * semaphore (at wake_off from the segment base); pa-sim runs it as a STEP
- * with PA_CMDF_DRIVE | PA_CMDF_OBS between queue commands, writes status ..
- * msg, stores done = req and posts reply_sem (at most one post pending).
- * Every field is checked by pa-sim as a queued STEP's. */
+/* The step lane: one same-host client steps robots through shared memory,
+ * without pa-netgw (NavEnv(shm=True) and NavVectorEnv(shm=True),
+ * docs/rl.md). The client holds an exclusive flock on the ctl segment's
+ * file while it uses the lane, writes robot .. count (and with count >= 1
+ * the actions at act_off), then req + 1, and posts the command queue's
+ * semaphore (at wake_off from the segment base); pa-sim runs it between
+ * queue commands, writes status .. msg, stores done = req and posts
+ * reply_sem (at most one post pending).
+ * count 0: one robot's STEP with PA_CMDF_DRIVE | PA_CMDF_OBS (v, w).
+ * count >= 1: what pa-netgw queues for a step_batch of robots_range
+ * [robot, count] with actions and observe "shm": the robots' drives as
+ * SET_CMDS, then a STEP with PA_CMDF_OBS of those robots; the actions are
+ * count x (v, w) float64 at act_off (room for max_robots), v and w unused.
+ * Every field is checked by pa-sim as those commands' (a bad one changes
+ * nothing). */
 typedef struct pa_lane {
-  uint32_t req;   /* client: bumped after a request is written */
-  uint32_t done;  /* pa-sim: = req once its reply is written */
-  uint32_t robot; /* request: robot index */
-  uint32_t ticks; /* request: 1..PA_CMD_STEPS_MAX */
-  double v, w;    /* request: robot-frame command [m/s, rad/s] */
-  int32_t status; /* reply: pa_status */
-  uint32_t reserved;
+  uint32_t req;      /* client: bumped after a request is written */
+  uint32_t done;     /* pa-sim: = req once its reply is written */
+  uint32_t robot;    /* request: robot index (count >= 1: the first) */
+  uint32_t ticks;    /* request: 1..PA_CMD_STEPS_MAX */
+  double v, w;       /* request: robot-frame command [m/s, rad/s] (count 0) */
+  int32_t status;    /* reply: pa_status */
+  uint32_t count;    /* request: 0 one robot (v, w), else robots (act_off) */
   uint64_t tick;     /* reply: the tick after the step */
   uint64_t obs_seq;  /* reply: the observation block's seq; 0: none */
   uint64_t wake_off; /* pa-sim: the command queue's sem_t [bytes] */
+  uint64_t act_off;  /* creator: double [max_robots][2] (v, w) [bytes],
+                      * the segment's last array */
   char msg[96];      /* reply: human text when status != PA_OK */
   sem_t reply_sem;
 } pa_lane;

@@ -286,6 +286,7 @@ typedef struct pa_stack {
   pa_cam_demand *cam;          /* [ctl->def.max_robots] */
   pa_nav_block *nav;
   pa_visual_block *vis;
+  double *lane_act; /* [ctl->def.max_robots][2]: the step lane's (v, w) */
 } pa_stack;
 
 /* Launcher (and tests): creates every segment of an instance except the map.

@@ -310,9 +310,11 @@ static void records(void) {
   FIELD(pa_lane, v);
   FIELD(pa_lane, w);
   FIELD(pa_lane, status);
+  FIELD(pa_lane, count);
   FIELD(pa_lane, tick);
   FIELD(pa_lane, obs_seq);
   FIELD(pa_lane, wake_off);
+  FIELD(pa_lane, act_off);
   field("msg", offsetof(pa_lane, msg), "S96");
   field("reply_sem", offsetof(pa_lane, reply_sem), "sem");
   printf("}}");

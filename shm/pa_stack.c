@@ -88,7 +88,7 @@ typedef struct ring_layout {
 typedef struct stack_layout {
   uint64_t ctl_total;
   uint64_t off_robots, off_obstacles, off_cam, off_cmd, off_reply, off_nav;
-  uint64_t off_visual;
+  uint64_t off_visual, off_lane_act;
   uint64_t ctl_sizes[PA_SHM_MAX_SIZES];
   ring_layout ring[RING_COUNT];
 } stack_layout;
@@ -153,6 +153,8 @@ static int stack_layout_compute(const pa_stack_def *d, stack_layout *L,
   off += pa_queue_bytes(d->cmd_capacity, sizeof(pa_reply));
   L->off_visual = off;
   off += PA_ALIGN64(sizeof(pa_visual_block));
+  L->off_lane_act = off; /* the step lane's batch: (v, w) per robot */
+  off += PA_ALIGN64((uint64_t)d->max_robots * 2 * sizeof(double));
   L->ctl_total = off;
   uint64_t cs[PA_SHM_MAX_SIZES] = {
       d->max_robots,         d->max_obstacles,
@@ -221,6 +223,7 @@ static void stack_set_pointers(pa_stack *s, const stack_layout *L) {
   s->cmd = (pa_queue *)(b + L->off_cmd);
   s->reply = (pa_queue *)(b + L->off_reply);
   s->vis = (pa_visual_block *)(b + L->off_visual);
+  s->lane_act = (double *)(b + L->off_lane_act);
   if (s->state_seg.base && s->scan_seg.base && s->camera_seg.base) {
     s->state = (pa_ring *)((char *)s->state_seg.base + PA_SHM_BODY_OFF);
     s->scan = (pa_ring *)((char *)s->scan_seg.base + PA_SHM_BODY_OFF);
@@ -324,6 +327,7 @@ int pa_stack_create(pa_stack *s, const pa_stack_def *d, char *err,
   c->off_reply = L.off_reply;
   c->off_nav = L.off_nav;
   c->off_visual = L.off_visual;
+  c->lane.act_off = L.off_lane_act;
   for (int i = 0; i < PA_NAV_OVERLAYS; i++)
     s->nav->ov[i].robot = UINT32_MAX;
   sem_init(&c->render_wake, 1, 0);
@@ -412,7 +416,7 @@ int pa_stack_attach(pa_stack *s, const char *instance, char *err,
   if (c->off_robots != L.off_robots || c->off_obstacles != L.off_obstacles ||
       c->off_cam != L.off_cam || c->off_cmd != L.off_cmd ||
       c->off_reply != L.off_reply || c->off_nav != L.off_nav ||
-      c->off_visual != L.off_visual) {
+      c->off_visual != L.off_visual || c->lane.act_off != L.off_lane_act) {
     pa_shm_errf(err, err_sz, "%s: array offsets differ from this build's", name);
     rc = PA_SHM_EMISMATCH;
     goto fail;

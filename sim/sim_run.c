@@ -72,6 +72,7 @@ typedef struct run_ctx {
   bool stepping;           /* a STEP command is being run */
   bool lane_step;          /* ... the step lane's (answered there) */
   uint32_t lane_req;
+  pa_cmd *lane_cmds; /* a lane batch's SET_CMDS (max_robots drives) */
   pa_cmd step_cmd;
   uint64_t step_left;
   loader ld;
@@ -472,6 +473,42 @@ static void cmd_done(run_ctx *k, const pa_cmd *c, pa_status rc,
   finish_cmd(k->st, c, r);
 }
 
+/* The step lane's request, as the commands pa-netgw would queue: a
+ * batch's SET_CMDS as queued ones, then its STEP (answered after its
+ * ticks), or the refusal at once. */
+static void lane_start(run_ctx *k) {
+  pa_stack *st = k->st;
+  pa_cmd c;
+  pa_reply r;
+  size_t nc = 0;
+  uint32_t req = pa_sim_lane_take(st, k->s, &c, k->lane_cmds, &nc, &r);
+  flush_scans(k->m, k->s, st);
+  if (r.status != PA_OK) {
+    pa_sim_lane_answer(st, req, &r);
+    return;
+  }
+  for (size_t i = 0; i < nc; i++) { /* no reply, as queued ones */
+    pa_sim_apply(k->m, k->s, &k->lane_cmds[i], &r);
+    k->cmds++;
+    if (keep_after(k->s, &k->lane_cmds[i]))
+      pa_sim_keep_write(k->s);
+    else
+      k->s->keep_stale = true;
+  }
+  pa_status rc = pa_sim_apply(k->m, k->s, &c, &r);
+  k->cmds++;
+  k->last_cmd_ns = pa_now_ns();
+  k->s->keep_stale = true; /* its drive: the next tick keeps it */
+  if (rc != PA_OK) {
+    pa_sim_lane_answer(st, req, &r);
+  } else {
+    k->stepping = k->lane_step = true;
+    k->lane_req = req;
+    k->step_cmd = c;
+    k->step_left = c.step.ticks;
+  }
+}
+
 /* Returns whether it applied anything. */
 static bool consume(run_ctx *k) {
   pa_stack *st = k->st;
@@ -534,24 +571,8 @@ static bool consume(run_ctx *k) {
     cmd_done(k, &c, rc, &r);
   }
   if (!k->stepping && !k->ld.busy && pa_sim_lane_pending(st)) {
-    /* the step lane's request, as the STEP pa-netgw would queue */
-    pa_cmd c;
-    uint32_t req = pa_sim_lane_take(st, &c);
-    flush_scans(k->m, k->s, st);
-    pa_reply r;
-    pa_status rc = pa_sim_apply(k->m, k->s, &c, &r);
-    k->cmds++;
-    k->last_cmd_ns = pa_now_ns();
-    k->s->keep_stale = true; /* its drive: the next tick keeps it */
+    lane_start(k);
     any = true;
-    if (rc != PA_OK) {
-      pa_sim_lane_answer(st, req, &r);
-    } else {
-      k->stepping = k->lane_step = true;
-      k->lane_req = req;
-      k->step_cmd = c;
-      k->step_left = c.step.ticks;
-    }
   }
   return any;
 }
@@ -715,6 +736,14 @@ void pa_sim_run(pa_sim_model *m, pa_sim_state *s, pa_stack *st,
     return;
   }
   pa_lat_reset(k.lat);
+  k.lane_cmds = calloc(
+      (m->def.max_robots + PA_CMD_DRIVES_MAX - 1) / PA_CMD_DRIVES_MAX + 1,
+      sizeof *k.lane_cmds);
+  if (!k.lane_cmds) {
+    pa_error("out of memory");
+    free(k.lat);
+    return;
+  }
   waker wk;
   waker_init(&wk, &m->def);
   pa_sim_lane_init(st, s);
@@ -857,5 +886,6 @@ void pa_sim_run(pa_sim_model *m, pa_sim_state *s, pa_stack *st,
   }
   publish_health(&k, pa_now_ns());
   pa_shm_detach(&k.obs_seg);
+  free(k.lane_cmds);
   free(k.lat);
 }

@@ -638,12 +638,15 @@ void pa_sim_int_tuner_init(pa_sim_spin_tuner *tu);
 /* A command came at `now`, `gap` after the one before it. */
 void pa_sim_int_tuner_note(pa_sim_spin_tuner *tu, int64_t now, int64_t gap);
 
-/* The step lane (sim_lane.c, pa_lane): whether a request waits; the STEP
- * it asks as a queued one (returns its req); its reply (done = req and a
- * post); at start, wake_off published and a request a dead pa-sim left
- * answered busy. */
+/* The step lane (sim_lane.c, pa_lane): whether a request waits; the
+ * commands it asks as queued ones (returns its req): the STEP c, and for a
+ * batch *ncmds SET_CMDS first in cmds (room for max_robots drives), or
+ * r->status not PA_OK with r the reply of a refused batch; its reply (done
+ * = req and a post); at start, wake_off published and a request a dead
+ * pa-sim left answered busy. */
 bool pa_sim_lane_pending(const pa_stack *st);
-uint32_t pa_sim_lane_take(const pa_stack *st, pa_cmd *c);
+uint32_t pa_sim_lane_take(const pa_stack *st, const pa_sim_state *s, pa_cmd *c,
+                          pa_cmd *cmds, size_t *ncmds, pa_reply *r);
 void pa_sim_lane_answer(pa_stack *st, uint32_t req, const pa_reply *r);
 void pa_sim_lane_init(pa_stack *st, const pa_sim_state *s);
 

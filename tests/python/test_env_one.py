@@ -284,6 +284,91 @@ class UnixSocket(unittest.TestCase):
             d = b.world.stack.unix_dir
         self.assertFalse(os.path.exists(d))  # close removed the socket's directory
 
+    def test_vector_lane_same_as_tcp_bit_for_bit(self):
+        """NavVectorEnv(shm=True) steps through the step lane's batch (no
+        pa-netgw): observations, rewards, flags and infos are the TCP env's bit
+        for bit over episodes with autoresets; the lane's errors by name, each
+        changing nothing, and the env goes on."""
+        from playarea.env._lane import Lane, LaneBusy
+        n = 6
+        # 36 beams: the ranges read in place from the shared block (a view), once
+        # as if another client had replaced it (the rings instead)
+        a = NavVectorEnv(num_envs=n, instance=instance(), beams=36, max_episode_steps=15)
+        b = NavVectorEnv(num_envs=n, instance=instance(), beams=36, max_episode_steps=15,
+                         shm=True)
+        with closing(a), closing(b):
+            a.reset(seed=4)
+            b.reset(seed=4)
+            for k in range(12):
+                act = np.stack([acts(k + i) for i in range(n)])
+                if k == 5:
+                    b.world.reader.same = lambda seq: False
+                ra, rb = a.step(act), b.step(act)
+                b.world.reader.__dict__.pop("same", None)
+                for key in ra[0]:
+                    self.assertEqual(ra[0][key].tobytes(), rb[0][key].tobytes(), (k, key))
+                for x, y in zip(ra[1:4], rb[1:4]):
+                    self.assertEqual(x.tobytes(), y.tobytes(), k)
+            self.assertEqual(b.render_mode, None)
+            self.assertEqual(a._render_rgb(a._last[0], a._goals, a._last[1]).tobytes(),
+                             b._render_rgb(b._last[0], b._goals, b._last[1]).tobytes())
+        a = NavVectorEnv(num_envs=n, instance=instance(), beams=360, max_episode_steps=15)
+        b = NavVectorEnv(num_envs=n, instance=instance(), beams=360, max_episode_steps=15,
+                         shm=True)
+        with closing(a), closing(b):
+            self.assertIsNotNone(b.world.lane)
+            lane = b.world.lane
+            with self.assertRaises(LaneBusy):  # a second client: over the socket
+                Lane(b.world.reader.layout, b.world.stack.instance, b.world.reader)
+            oa, ia = a.reset(seed=5)
+            ob, ib = b.reset(seed=5)
+            for key in oa:
+                self.assertEqual(oa[key].tobytes(), ob[key].tobytes(), key)
+            resets = 0
+            for k in range(40):
+                act = np.stack([acts(k + i) for i in range(n)])
+                ra = a.step(act)
+                rb = b.step(act)
+                for key in ra[0]:
+                    self.assertEqual(ra[0][key].tobytes(), rb[0][key].tobytes(), (k, key))
+                for x, y in zip(ra[1:4], rb[1:4]):
+                    self.assertEqual(x.tobytes(), y.tobytes(), k)
+                self.assertEqual(sorted(ra[4]), sorted(rb[4]))
+                for key in ra[4]:
+                    self.assertEqual(np.asarray(ra[4][key]).tobytes(),
+                                     np.asarray(rb[4][key]).tobytes(), (k, key))
+                resets += int(np.sum(ra[2] | ra[3]))
+            self.assertGreater(resets, 0)  # autoresets were crossed
+            self.assertGreater(b.world.reader.blocks, 0)
+            tick = b.world.conn.request("get_status", type="sim_control")["tick"]
+            r0 = int(b.robots[0])
+            bad = [((r0, np.zeros((n + 50, 2)), 20), "unknown_robot", "is not a robot"),
+                   ((r0 + 100, np.zeros((1, 2)), 20), "unknown_robot", str(r0 + 100)),
+                   ((9999, np.zeros((1, 2)), 20), "invalid_action_shape", "first 9999"),
+                   ((r0, np.full((n, 2), np.nan), 20), "invalid_action_shape", "actions\\[0\\]"),
+                   ((r0, np.full((n, 2), 2e6), 20), "invalid_action_shape", "within 1e6"),
+                   ((r0, np.zeros((n, 2)), 0), "invalid_action_shape", "steps")]
+            for args, code, msg in bad:
+                with self.assertRaises(Error) as e:
+                    lane.step_batch(*args)
+                self.assertEqual(e.exception.code, code, args)
+                self.assertRegex(str(e.exception), msg)
+            with self.assertRaises(ValueError):
+                b.step(np.full((n, 2), np.nan, np.float32))
+            self.assertEqual(b.world.conn.request("get_status", type="sim_control")["tick"], tick)
+            b.step(np.zeros((n, 2), np.float32))
+        os.environ["PA_STEP_LANE"] = "0"  # off: the socket road
+        try:
+            c = NavVectorEnv(num_envs=2, instance=instance(), beams=36, shm=True)
+        finally:
+            del os.environ["PA_STEP_LANE"]
+        with closing(c):
+            self.assertIsNone(c.world.lane)
+            c.reset(seed=1)
+            o, *_ = c.step(np.zeros((2, 2), np.float32))
+            self.assertEqual(o["scan"].shape, (2, 36))
+            self.assertGreater(c.world.reader.blocks, 0)  # observe "shm" over the socket
+
     def test_gateway_restart_replaces_its_socket(self):
         """pa-netgw killed: the step fails by name (no hang), the restarted one
         replaces the stale socket file and the env steps on over a new one."""

@@ -154,7 +154,7 @@ class ShmEqualsTcp(unittest.TestCase):
             self.assertEqual(w.reader.block_misses, 1)
             before = w.reader.blocks
             real = w.reader.block
-            w.reader.block = lambda seq, n: None  # as if replaced every time
+            w.reader.block = lambda seq, n, view=False: None  # as if replaced every time
             try:
                 env.step(env.action_space.sample())
             finally:

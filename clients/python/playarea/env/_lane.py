@@ -1,9 +1,12 @@
 """The step lane (pa_lane, shm/pa_layout.h): NavEnv(shm=True)'s step of its one
-robot through the ctl segment, without pa-netgw. pa-sim runs the request as the
-STEP pa-netgw would queue for a step_batch with observe "shm" (the drive, the
-ticks, the robot's PAB1 block in the observation segment), so the observation
-is the TCP reply's, bit for bit; what goes is the gateway's two hops (its
-wake-ups, its parse and format, two socket round trips' worth of kernel)."""
+robot, and NavVectorEnv(shm=True)'s of its run of robots, through the ctl
+segment, without pa-netgw. pa-sim runs the request as the commands pa-netgw
+would queue for a step_batch with observe "shm" (one robot: a STEP with its
+drive; a batch: the robots' SET_CMDS, from the (v, w) array the client wrote
+into the segment, then the STEP; the ticks; the robots' PAB1 block in the
+observation segment), so the observations are the TCP reply's, bit for bit;
+what goes is the gateway's two hops (its wake-ups, its parse and format, two
+socket round trips' worth of kernel) and the request's encoding."""
 
 import ctypes
 import fcntl
@@ -29,6 +32,8 @@ _CLOCK_MONOTONIC = 1
 # sleeping client pays the wake-up latency (tens of us on a VM); longer
 # spins lost under load (docs/benchmarks.md, "The step lane").
 SPIN_S = 50e-6
+# A batch whose last reply took longer than this: its next wait sleeps at once.
+LONG_WAIT_S = 1e-3
 
 
 class _Timespec(ctypes.Structure):
@@ -47,6 +52,7 @@ class Lane:
         if not lane:
             raise LaneBusy("these binaries have no step lane")
         self.timeout = float(timeout)
+        self._last_wait = 0.0  # the last reply's wait [s]
         self.reader = reader  # the observation segment and the rings
         self.range_max = float("nan")  # a robot's without a scan (the owner sets it)
         self._codes = lane["status"]
@@ -75,6 +81,15 @@ class Lane:
             self._req_off, self._done_off = o + f["req"]["offset"], o + f["done"]["offset"]
             self._args_off, self._reply_off = o + f["robot"]["offset"], o + f["status"]["offset"]
             self._msg_off = o + f["msg"]["offset"]
+            self._count_off = o + f["count"]["offset"]
+            self._count = None  # what the count field holds (None: not written yet)
+            act = _U64.unpack_from(self.mm, o + f["act_off"]["offset"])[0]
+            # the segment's last array: max_robots (v, w) pairs, rounded up to 64 bytes
+            self.max_robots = (len(self.mm) - act) // 16 if 0 < act < len(self.mm) else 0
+            if self.max_robots < 1:
+                raise LaneBusy("the step lane's action array is outside the segment")
+            # the batch's (v, w) per robot, written in place (pa-sim reads it once)
+            self._act = np.frombuffer(self.mm, "<f8", 2 * self.max_robots, act).reshape(-1, 2)
             wake = _U64.unpack_from(self.mm, o + f["wake_off"]["offset"])[0]
             if not 0 < wake <= len(self.mm) - 32:
                 raise LaneBusy("pa-sim has not opened the step lane")
@@ -100,6 +115,7 @@ class Lane:
 
     def close(self):
         self._mv = None
+        self._act = None
         self._anchor = None
         if self._obs is not None:
             self._obs[1].release()
@@ -115,12 +131,13 @@ class Lane:
             os.close(self.fd)  # the flock goes with it
             self.fd = None
 
-    def _wait(self, req):
-        """Until pa-sim's done is req: spin (yielding the core) for SPIN_S,
+    def _wait(self, req, spin=SPIN_S):
+        """Until pa-sim's done is req: spin (yielding the core) for `spin` s,
         then sleep on the reply semaphore."""
         mm, off, u32 = self.mm, self._done_off, _U32.unpack_from
         now = time.perf_counter
-        spin_end = now() + SPIN_S
+        t0 = now()
+        spin_end = t0 + spin
         while u32(mm, off)[0] != req:
             t = now()
             if t < spin_end:
@@ -134,24 +151,57 @@ class Lane:
                 ns = time.clock_gettime_ns(time.CLOCK_MONOTONIC) + int(min(left, 0.5) * 1e9)
                 self._ts.tv_sec, self._ts.tv_nsec = divmod(ns, 1000000000)
                 self._sem_clockwait(self._rsem, _CLOCK_MONOTONIC, self._pts)
-            return
+            break
+        return now() - t0
 
-    def step(self, robot, v, w, ticks):
-        """(buffer, offset of the robot's 16 doubles, beams, offset of its float32
-        ranges, tick), as Conn.step1: the buffer's bytes stay until the next step."""
+    def _run(self, req, spin=SPIN_S):
+        """Posts the request req (its fields written) and waits for its reply
+        (spinning up to `spin` s): (tick, obs_seq), or the error pa-sim named."""
         mm = self.mm
-        req = (self._req + 1) & 0xFFFFFFFF
-        _REQ.pack_into(mm, self._args_off, int(robot), int(ticks), v, w)
         _U32.pack_into(mm, self._req_off, req)  # after the arguments (x86 keeps the order)
         self._req = req
         if self._sem_getvalue(self._wake, self._pval) != 0 or self._val.value <= 0:
             self._sem_post(self._wake)
-        self._wait(req)
+        self._last_wait = self._wait(req, spin)
         status, tick, seq = _REPLY.unpack_from(mm, self._reply_off)
         if status:
             msg = bytes(mm[self._msg_off:self._msg_off + 96]).split(b"\0", 1)[0]
             code = self._codes[status] if 0 < status < len(self._codes) else "invalid_message"
             raise Error(code, msg.decode("utf-8", "replace"))
+        return tick, seq
+
+    def _set_count(self, count):
+        if self._count != count:
+            _U32.pack_into(self.mm, self._count_off, count)
+            self._count = count
+
+    def step_batch(self, first, actions, ticks, view=False):
+        """Robots first .. first + len(actions) - 1 one step of `ticks` with
+        actions [n, 2] (v, w): (states float64 [n, 16], ranges float32 [n, beams],
+        tick, obs_seq), the arrays new copies of pa-sim's block (view: the ranges a
+        view of it, ShmReader.block's), or (None, None, tick, obs_seq) when another
+        client's step replaced it (read the rings)."""
+        n = len(actions)
+        if not 1 <= n <= self.max_robots:
+            raise ValueError("the step lane takes 1 to %d robots, got %d" % (self.max_robots, n))
+        self._act[:n] = actions  # float64 (v, w) straight into the segment
+        _REQ.pack_into(self.mm, self._args_off, int(first), int(ticks), 0.0, 0.0)
+        self._set_count(n)
+        # after a reply that took far longer than the spin (many robots), sleep
+        # at once: the spin would only take a core from pa-sim's threads
+        tick, seq = self._run((self._req + 1) & 0xFFFFFFFF,
+                              SPIN_S if self._last_wait < LONG_WAIT_S else 0.0)
+        blk = self.reader.block(seq, n, view)
+        if blk is None:
+            return None, None, tick, seq
+        return blk[0], blk[1], tick, seq
+
+    def step(self, robot, v, w, ticks):
+        """(buffer, offset of the robot's 16 doubles, beams, offset of its float32
+        ranges, tick), as Conn.step1: the buffer's bytes stay until the next step."""
+        _REQ.pack_into(self.mm, self._args_off, int(robot), int(ticks), v, w)
+        self._set_count(0)
+        tick, seq = self._run((self._req + 1) & 0xFFFFFFFF)
         got = self._block(seq)
         if got is None:  # another client's STEP replaced the block: the rings
             st, rg, _ = self.reader.observe([int(robot)], self.range_max)

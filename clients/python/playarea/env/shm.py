@@ -286,11 +286,12 @@ class ShmReader:
             return False  # not made (pa-sim could not, it logs why) or not ours: the rings
         return True
 
-    def block(self, seq, n):
+    def block(self, seq, n, view=False):
         """(states [n, 16] float64, ranges [n, beams] float32), copies of the observation
         block pa-sim wrote after a step_batch with observe "shm" (its reply's obs_seq, as
         step_batch's binary block holds them), or None when there is none: 0, or another
-        client's step replaced it (the caller then reads the rings)."""
+        client's step replaced it (the caller then reads the rings). view: the ranges
+        are a view of the segment, valid while same(seq) holds (check it after use)."""
         if not seq:
             return None
         for attempt in range(2):  # a restarted instance's segment is a new object
@@ -310,13 +311,19 @@ class ShmReader:
                     or 16 + n * (8 * fields + 4 * beams) != nbytes:
                 break
             st = np.frombuffer(blk, "<f8", n * fields, 16).reshape(n, fields).copy()
-            rg = np.frombuffer(blk, "<f4", n * beams, 16 + 8 * n * fields).reshape(n, beams).copy()
+            rg = np.frombuffer(blk, "<f4", n * beams, 16 + 8 * n * fields).reshape(n, beams)
+            if not view:
+                rg = rg.copy()
             if self._obs_field("seq") != seq:
                 break  # replaced while copied
             self.blocks += 1
             return st, rg
         self.block_misses += 1
         return None
+
+    def same(self, seq):
+        """Whether the observation block is still seq's (a view of it still holds)."""
+        return bool(seq) and self.obs is not None and self._obs_field("seq") == seq
 
     def frame(self, robot, tick):
         """The head-camera image (uint8 [h, w, 3], a copy) of robot rendered from this
