@@ -151,16 +151,12 @@ static int atlas_fit(pa_render_atlas *a, uint32_t n, char *err, size_t err_sz) {
 static void tile_out(const pa_render_atlas *a, uint32_t t, uint8_t *dst) {
   uint32_t c = t % a->cols, r = t / a->cols;
   size_t stride = (size_t)a->cols * a->w * 4;
-  for (uint32_t y = 0; y < a->h; y++) {
-    const uint8_t *src =
-        a->rgba + ((size_t)r * a->h + (a->h - 1 - y)) * stride + c * a->w * 4;
-    uint8_t *d = dst + (size_t)y * a->w * 3;
-    for (uint32_t x = 0; x < a->w; x++) {
-      d[3 * x] = src[4 * x];
-      d[3 * x + 1] = src[4 * x + 1];
-      d[3 * x + 2] = src[4 * x + 2];
-    }
-  }
+  for (uint32_t y = 0; y < a->h; y++)
+    pa_render_rgba_to_rgb(dst + (size_t)y * a->w * 3,
+                          a->rgba +
+                              ((size_t)r * a->h + (a->h - 1 - y)) * stride +
+                              (size_t)c * a->w * 4,
+                          a->w);
 }
 
 /* Whether robot p (its body, head and soft shadow within `reach` of its
@@ -169,10 +165,17 @@ static void tile_out(const pa_render_atlas *a, uint32_t t, uint8_t *dst) {
  * its wedge), and, with occ, is not hidden by the walls in every column
  * it could cover. */
 static bool robot_shows(const pa_render_view *v, const rcolumns *occ,
-                        const pa_render_pose *p, double reach) {
+                        const double edges[4], const pa_render_pose *p,
+                        double reach) {
   double dx = p->x - v->x, dy = p->y - v->y, d = hypot(dx, dy);
   if (d <= reach + 0.1)
     return true;
+  /* wholly beyond one edge of a wedge narrower than a half turn (edges:
+   * unit directions of its right and left edges, the margin below
+   * included; NULL for wider ones): out */
+  if (edges && (edges[0] * dy - edges[1] * dx < -reach ||
+                dx * edges[3] - dy * edges[2] < -reach))
+    return false;
   double off = remainder(atan2(dy, dx) - v->yaw, 2 * M_PI);
   double half = asin(reach / d);
   if (fabs(off) > v->fov / 2 + half + 0.02)
@@ -380,9 +383,13 @@ static void draw_robots(pa_render_atlas *a, const pa_render_scene *s,
   bool cull = !s->no_culling && v->pitch == 0;
   if (!(a->top <= PA_RENDER_WALL_HEIGHT))
     occ = NULL; /* robots taller than the walls show over them */
+  double half = v->fov / 2 + 0.02, edges[4];
+  edges[0] = cos(v->yaw - half), edges[1] = sin(v->yaw - half);
+  edges[2] = cos(v->yaw + half), edges[3] = sin(v->yaw + half);
+  const double *e = half < M_PI_2 ? edges : NULL;
   for (uint32_t i = 0; i < n; i++) {
     if (i == v->skip_robot || !a->count[i] ||
-        (cull && !robot_shows(v, occ, &s->poses[i], a->reach[i] + 0.01)))
+        (cull && !robot_shows(v, occ, e, &s->poses[i], a->reach[i] + 0.01)))
       continue;
     a->doff[m] = (const void *)(uintptr_t)(a->first[i] * sizeof(uint32_t));
     a->dcount[m] = a->count[i];

@@ -13,12 +13,53 @@
 
 #define OCC_NEAR 0.1 /* [m] walls nearer may be clipped by the near plane */
 
+#define OCC_CLEAR_MAX 255
+
+/* o->clear from o->bits: the Chebyshev distance to the nearest blocked
+ * cell, the cells outside the grid counted as blocked (two passes). */
+static void walls_clearance(rwalls *o) {
+  uint32_t w = o->w, h = o->h;
+  uint8_t *c = o->clear;
+  for (uint32_t y = 0; y < h; y++)
+    for (uint32_t x = 0; x < w; x++) {
+      size_t i = (size_t)y * w + x;
+      if (o->bits[i >> 3] >> (i & 7) & 1) {
+        c[i] = 0;
+        continue;
+      }
+      unsigned m = OCC_CLEAR_MAX;
+      /* west, south-west, south, south-east: done, or outside (0) */
+      unsigned wv = x ? c[i - 1] : 0, sv = y ? c[i - w] : 0;
+      unsigned swv = x && y ? c[i - w - 1] : 0;
+      unsigned sev = y && x + 1 < w ? c[i - w + 1] : 0;
+      m = wv < m ? wv : m, m = sv < m ? sv : m;
+      m = swv < m ? swv : m, m = sev < m ? sev : m;
+      c[i] = (uint8_t)(m + 1 < OCC_CLEAR_MAX ? m + 1 : OCC_CLEAR_MAX);
+    }
+  for (uint32_t y = h; y-- > 0;)
+    for (uint32_t x = w; x-- > 0;) {
+      size_t i = (size_t)y * w + x;
+      if (!c[i])
+        continue;
+      unsigned m = c[i] - 1u;
+      unsigned ev = x + 1 < w ? c[i + 1] : 0, nv = y + 1 < h ? c[i + w] : 0;
+      unsigned nev = x + 1 < w && y + 1 < h ? c[i + w + 1] : 0;
+      unsigned nwv = x && y + 1 < h ? c[i + w - 1] : 0;
+      m = ev < m ? ev : m, m = nv < m ? nv : m;
+      m = nev < m ? nev : m, m = nwv < m ? nwv : m;
+      c[i] = (uint8_t)(m + 1);
+    }
+}
+
 int pa_render_walls_build(rwalls *o, const pa_grid *g) {
   memset(o, 0, sizeof *o);
   size_t n = (size_t)g->width * g->height;
   o->bits = calloc(n / 8 + 1, 1);
-  if (!o->bits)
+  o->clear = malloc(n ? n : 1);
+  if (!o->bits || !o->clear) {
+    pa_render_walls_free(o);
     return -1;
+  }
   for (size_t i = 0; i < n; i++) {
     int8_t v = g->cells[i];
     if (v < 0 || v >= g->occupied_min) /* as scene.c's cell_blocks */
@@ -28,11 +69,13 @@ int pa_render_walls_build(rwalls *o, const pa_grid *g) {
   o->res = g->resolution;
   o->ox = g->origin_x, o->oy = g->origin_y;
   o->c = cos(g->origin_yaw), o->s = sin(g->origin_yaw);
+  walls_clearance(o);
   return 0;
 }
 
 void pa_render_walls_free(rwalls *o) {
   free(o->bits);
+  free(o->clear);
   memset(o, 0, sizeof *o);
 }
 
@@ -49,10 +92,23 @@ static bool near_line(double u, double eps) {
   return fabs(u - floor(u + 0.5)) < eps;
 }
 
+/* The ray's parameter t at the next grid line after cell k along one
+ * axis: from coordinate p, inverse speed td (1 / |d|), step direction sd. */
+static double next_line(int64_t k, double p, int sd, double td) {
+  if (isinf(td))
+    return INFINITY;
+  return (sd > 0 ? (double)k + 1 - p : p - (double)k) * td;
+}
+
+static int64_t clamp64(int64_t v, int64_t lo, int64_t hi) {
+  return v < lo ? lo : v > hi ? hi : v;
+}
+
 /* Horizontal distance [m] from (x, y) (grid frame, cells) along unit
  * direction (dx, dy) to the first blocked cell; INFINITY when the ray
  * passes so close to a cell corner that the rasteriser may round the other
- * way, or the eye's own cell blocks. */
+ * way, or the eye's own cell blocks. A square of free cells around the
+ * ray's cell (o->clear) is crossed in one step. */
 static double walls_ray(const rwalls *o, double x, double y, double dx,
                         double dy) {
   int64_t cx = (int64_t)floor(x), cy = (int64_t)floor(y);
@@ -62,15 +118,36 @@ static double walls_ray(const rwalls *o, double x, double y, double dx,
   double ax = fabs(dx), ay = fabs(dy);
   double tdx = ax > 1e-12 ? 1 / ax : INFINITY;
   double tdy = ay > 1e-12 ? 1 / ay : INFINITY;
-  double tx = ax > 1e-12 ? (dx > 0 ? cx + 1 - x : x - cx) * tdx : INFINITY;
-  double ty = ay > 1e-12 ? (dy > 0 ? cy + 1 - y : y - cy) * tdy : INFINITY;
+  double tx = next_line(cx, x, sx, tdx), ty = next_line(cy, y, sy, tdy);
   for (;;) {
     double t, u; /* u: the other coordinate where the ray crosses a line */
-    bool xline = tx < ty;
-    if (xline) {
-      t = tx, tx += tdx, cx += sx;
+    bool xline;
+    /* (cx, cy) is a free cell inside the grid, every cell within k - 1 of
+     * it too */
+    int64_t k = o->clear[(size_t)cy * o->w + (size_t)cx];
+    if (k > 1) {
+      /* on to the cell just past that square, found from the ray's origin */
+      double ex = next_line(cx + sx * (k - 1), x, sx, tdx);
+      double ey = next_line(cy + sy * (k - 1), y, sy, tdy);
+      xline = ex < ey;
+      if (xline) {
+        t = ex;
+        cx += sx * k;
+        cy = clamp64((int64_t)floor(y + t * dy), cy - k + 1, cy + k - 1);
+      } else {
+        t = ey;
+        cy += sy * k;
+        cx = clamp64((int64_t)floor(x + t * dx), cx - k + 1, cx + k - 1);
+      }
+      tx = next_line(cx, x, sx, tdx);
+      ty = next_line(cy, y, sy, tdy);
     } else {
-      t = ty, ty += tdy, cy += sy;
+      xline = tx < ty;
+      if (xline) {
+        t = tx, tx += tdx, cx += sx;
+      } else {
+        t = ty, ty += tdy, cy += sy;
+      }
     }
     if (walls_block(o, cx, cy)) {
       /* entered near a corner of this cell, the rasteriser may put the
@@ -93,11 +170,15 @@ void pa_render_walls_columns(const rwalls *o, const pa_render_view *v,
   double ex = v->x - o->ox, ey = v->y - o->oy;
   double gx = (o->c * ex + o->s * ey) / o->res;
   double gy = (-o->s * ex + o->c * ey) / o->res;
+  /* forward and right in the grid frame: column c looks along
+   * forward + k * right (k = tan of its angle right of the axis) */
+  double fw = v->yaw - atan2(o->s, o->c);
+  double fx = cos(fw), fy = sin(fw), rx = fy, ry = -fx;
   for (uint32_t c = 0; c < w; c++) {
-    /* pixel centre c + 0.5 looks along forward - k * right */
+    /* pixel centre c + 0.5 */
     double k = (2 * (c + 0.5) / w - 1) * tx;
-    double a = v->yaw - atan(k) - atan2(o->s, o->c);
-    double t = walls_ray(o, gx, gy, cos(a), sin(a));
+    double n = 1 / sqrt(1 + k * k);
+    double t = walls_ray(o, gx, gy, (fx + k * rx) * n, (fy + k * ry) * n);
     dist[c] = t < OCC_NEAR * sqrt(1 + k * k) ? INFINITY : (float)t;
   }
 }

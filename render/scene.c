@@ -865,11 +865,23 @@ static void draw_ball(const pa_render_scene *s) {
 /* Whether a chunk's box can appear in a level camera's horizontal field
  * of view: the box's angular extent seen from the eye against [-h, h]. */
 static bool chunk_visible(const rchunk *c, const pa_render_view *v, double half,
-                          const rcolumns *occ) {
+                          const double edges[4], const rcolumns *occ) {
   double m = 0.05; /* [m] slack for triangles straddling the eye */
   if (v->x >= c->box[0] - m && v->x <= c->box[2] + m && v->y >= c->box[1] - m &&
       v->y <= c->box[3] + m)
     return true;
+  /* every corner beyond the same edge of the wedge (narrower than a half
+   * turn for the views culled, fov < 0.95 pi: the two edges' half-planes
+   * make it): out, without the angles */
+  int right = 0, left = 0;
+  for (int k = 0; k < 4; k++) {
+    double px = c->box[(k & 1) ? 2 : 0] - v->x,
+           py = c->box[(k & 2) ? 3 : 1] - v->y;
+    right += edges[0] * py - edges[1] * px < 0;
+    left += px * edges[3] - py * edges[2] < 0;
+  }
+  if (right == 4 || left == 4)
+    return false;
   double cx = (c->box[0] + c->box[2]) / 2 - v->x;
   double cy = (c->box[1] + c->box[3]) / 2 - v->y;
   double ca = atan2(cy, cx);
@@ -908,12 +920,19 @@ static void draw_statics(const pa_render_scene *s, const pa_render_view *cull,
   glUniform4f(cur->u_tint, 1, 1, 1, 1);
   glBindVertexArray(s->statics.vao);
   double half = cull ? cull->fov / 2 + 0.02 : 0;
+  /* the wedge's right and left edges: unit directions (x, y) */
+  double edges[4] = {0, 0, 0, 0};
+  if (cull) {
+    edges[0] = cos(cull->yaw - half), edges[1] = sin(cull->yaw - half);
+    edges[2] = cos(cull->yaw + half), edges[3] = sin(cull->yaw + half);
+  }
   for (uint8_t layer = 0; layer < 2; layer++) {
     uint32_t n = 0;
     rorder_key *keys = (rorder_key *)s->order;
     for (uint32_t i = 0; i < s->n_chunks; i++) {
       const rchunk *c = &s->chunks[i];
-      if (c->layer != layer || (cull && !chunk_visible(c, cull, half, occ)))
+      if (c->layer != layer ||
+          (cull && !chunk_visible(c, cull, half, edges, occ)))
         continue;
       double dx = 0, dy = 0;
       if (cull) {

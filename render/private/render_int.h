@@ -53,6 +53,8 @@ typedef struct rchunk {
 typedef struct rwalls {
   uint8_t *bits;            /* [w * h] bits, row 0 = south */
   uint32_t w, h;            /* [cells] */
+  uint8_t *clear;           /* [w * h] free cells around: every cell within this
+                             * Chebyshev distance (exclusive) is free, 0 blocked */
   double res, ox, oy, c, s; /* [m/cell], origin [m], cos and sin of its yaw */
 } rwalls;
 
