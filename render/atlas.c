@@ -226,11 +226,12 @@ static void unit_free(unit_mesh *u) {
 /* Appends part q (unit mesh u) in world coordinates, as the lit shader would
  * place and light it with q's model matrix (its tint baked into the colour
  * bytes): its vertices at a->v + *vat, its triangles' indices at a->ix +
- * *iat, less those facing down from below every eye (back faces to all the
- * views: culled anyway); widens *reach2 (squared) from (cx, cy). */
+ * *iat, less those facing down from below every eye (eye_lo) and those
+ * facing up from above up_from (back faces to all the views, culled
+ * anyway, or hidden: top_hidden); widens *reach2 (squared) from (cx, cy). */
 static void put_part(pa_render_atlas *a, size_t *vat, size_t *iat,
-                     const rpart *q, const unit_mesh *u, double eye_z,
-                     double cx, double cy, double *reach2) {
+                     const rpart *q, const unit_mesh *u, double eye_lo,
+                     double up_from, double cx, double cy, double *reach2) {
   float m[16];
   pa_render_mat_pose(m, q->x, q->y, q->z, q->yaw, q->scale);
   rvertex *o = &a->v[*vat];
@@ -253,15 +254,16 @@ static void put_part(pa_render_atlas *a, size_t *vat, size_t *iat,
       a->top = t->pos[2];
   }
   for (size_t i = 0; i + 2 < u->n; i += 3) {
-    bool down = true;
-    for (int k = 0; k < 3 && down; k++) {
+    bool down = true, up = true;
+    for (int k = 0; k < 3 && (down || up); k++) {
       const rvertex *t = &o[u->idx[i + k]];
       float nn = t->normal[0] * t->normal[0] + t->normal[1] * t->normal[1] +
                  t->normal[2] * t->normal[2];
-      down = t->normal[2] < 0 && t->normal[2] * t->normal[2] > 0.999f * nn &&
-             t->pos[2] < eye_z;
+      bool level = t->normal[2] * t->normal[2] > 0.999f * nn;
+      down = down && level && t->normal[2] < 0 && t->pos[2] < eye_lo;
+      up = up && level && t->normal[2] > 0 && t->pos[2] > up_from;
     }
-    if (down)
+    if (down || up)
       continue;
     for (int k = 0; k < 3; k++)
       a->ix[(*iat)++] = (uint32_t)*vat + u->idx[i + k];
@@ -334,10 +336,40 @@ static void merge_upload(pa_render_atlas *a, size_t verts, size_t idx) {
   glBindVertexArray(0);
 }
 
+/* The height above which cylinder part c's faces up are never seen: its
+ * top cap lies in the bottom face of box part b, strictly inside it (a
+ * robot's neck under its head), so from an eye above that face the box is
+ * in front of it and from below it faces away; with every eye (views, as
+ * pa_render_atlas_render's) outside the box and beyond the near plane from
+ * it (an eye inside a robot that overlaps another sees its inside).
+ * INFINITY when not so. */
+static double top_hidden(const rpart *c, const rpart *b,
+                         const pa_render_view *views, const bool *draw,
+                         uint32_t nv) {
+  double top = c->z + c->scale[2];        /* unit cylinder: z in [0, 1] */
+  double bottom = b->z - b->scale[2] / 2; /* unit cube: centred */
+  if (!(fabs(top - bottom) < 1e-6))
+    return INFINITY;
+  double dx = c->x - b->x, dy = c->y - b->y, cs = cos(b->yaw), sn = sin(b->yaw);
+  double lx = cs * dx + sn * dy, ly = cs * dy - sn * dx;
+  double r = fmax(c->scale[0], c->scale[1]) + 1e-4; /* [m] slack */
+  if (!(fabs(lx) + r < b->scale[0] / 2 && fabs(ly) + r < b->scale[1] / 2))
+    return INFINITY;
+  /* [m] the box's half diagonal, the near plane's 0.03 and slack */
+  double clear = hypot(b->scale[0], b->scale[1]) / 2 + 0.1;
+  for (uint32_t e = 0; e < nv; e++)
+    if ((!draw || draw[e]) &&
+        hypot(views[e].x - b->x, views[e].y - b->y) <= clear)
+      return INFINITY;
+  return top - 1e-5;
+}
+
 /* Every active robot's parts and shadow, merged into one indexed buffer
  * for this atlas (the poses are the tick's: they change every call). */
 static int merge_robots(pa_render_atlas *a, const pa_render_scene *s,
-                        double eye_z, char *err, size_t err_sz) {
+                        const pa_render_view *views, const bool *draw,
+                        uint32_t nv, double eye_lo, double eye_hi, char *err,
+                        size_t err_sz) {
   unit_mesh *cyl = &a->unit[0], *cube = &a->unit[1], *blob = &a->unit[2];
   uint32_t n = s->pose_count;
   if (unit_read(cyl, &s->cylinder) < 0 || unit_read(cube, &s->cube) < 0 ||
@@ -359,13 +391,18 @@ static int merge_robots(pa_render_atlas *a, const pa_render_scene *s,
     const pa_render_pose *p = &s->poses[i];
     double reach2 = 0;
     int k = pa_render_robot_parts(s, &s->robots[i], p, q);
-    for (int j = 0; j < k; j++)
+    for (int j = 0; j < k; j++) {
+      double up = eye_hi;
+      for (int b = 0; b < k && q[j].mesh == &s->cylinder; b++)
+        if (q[b].mesh == &s->cube)
+          up = fmin(up, top_hidden(&q[j], &q[b], views, draw, nv));
       put_part(a, &vat, &iat, &q[j], q[j].mesh == &s->cylinder ? cyl : cube,
-               eye_z, p->x, p->y, &reach2);
+               eye_lo, up, p->x, p->y, &reach2);
+    }
     a->count[i] = (GLsizei)(iat - a->first[i]);
     a->bfirst[i] = iat;
     rpart b = pa_render_robot_shadow(s, &s->robots[i], p);
-    put_part(a, &vat, &iat, &b, blob, eye_z, p->x, p->y, &reach2);
+    put_part(a, &vat, &iat, &b, blob, eye_lo, eye_hi, p->x, p->y, &reach2);
     a->reach[i] = sqrt(reach2);
     a->bcount[i] = (GLsizei)(iat - a->bfirst[i]);
   }
@@ -501,11 +538,13 @@ int pa_render_atlas_render(pa_render_atlas *a, pa_render_scene *s,
   }
   for (uint32_t i = 0; i < s->pose_count; i++)
     a->active[i] = s->poses[i].active;
-  double eye_z = INFINITY; /* the lowest eye of this atlas */
+  double eye_lo = INFINITY, eye_hi = -INFINITY; /* this atlas's eyes */
   for (uint32_t i = 0; i < n; i++)
-    if ((!draw || draw[i]) && views[i].z < eye_z)
-      eye_z = views[i].z;
-  if (merge_robots(a, s, eye_z, err, err_sz) < 0)
+    if (!draw || draw[i]) {
+      eye_lo = fmin(eye_lo, views[i].z);
+      eye_hi = fmax(eye_hi, views[i].z);
+    }
+  if (merge_robots(a, s, views, draw, n, eye_lo, eye_hi, err, err_sz) < 0)
     return -1;
   uint32_t per = pa_render_atlas_tiles_per_pass(a);
   if (atlas_fit(a, n < per ? n : per, err, err_sz) < 0)

@@ -256,6 +256,37 @@ static void test_culling_changes_nothing(void **state) {
   pa_render_scene_free(turned);
 }
 
+/* An eye inside another robot's head (robots may overlap) sees its inside:
+ * the neck's top, which the head hides from every eye outside, is drawn
+ * there as the single camera draws it. */
+static void test_eye_inside_a_head(void **state) {
+  (void)state;
+  char err[256];
+  pa_render_atlas *a = NULL;
+  assert_int_equal(pa_render_atlas_create(&a, TW, TH, err, sizeof err), 0);
+  pa_render_view v[2];
+  views_of(v, 2);
+  const pa_render_pose *p = &poses[6];
+  for (int k = 0; k < 2; k++) { /* 3 cm from its centre, looking down at it */
+    v[k].x = p->x - 0.03 * cos(p->theta + k),
+    v[k].y = p->y - 0.03 * sin(p->theta + k);
+    v[k].yaw = p->theta + k, v[k].pitch = -1.2;
+  }
+  size_t tile = (size_t)TW * TH * 3;
+  uint8_t rgb[2 * TW * TH * 3];
+  if (pa_render_atlas_render(a, scene, v, NULL, 2, rgb, err, sizeof err))
+    fail_msg("atlas: %s", err);
+  for (int k = 0; k < 2; k++) {
+    uint8_t *one = single(&v[k], TW, TH);
+    size_t d = differ(rgb + k * tile, one, tile, 2);
+    if (d > tile / 200)
+      fail_msg("view %d: %zu of %zu bytes differ from the single camera", k, d,
+               tile);
+    free(one);
+  }
+  pa_render_atlas_free(a);
+}
+
 /* More views than one framebuffer holds: further passes, same tiles. */
 static void test_passes(void **state) {
   (void)state;
@@ -304,6 +335,7 @@ int main(void) {
       cmocka_unit_test(test_tiles_equal_single_cameras),
       cmocka_unit_test(test_tiles_are_their_robots),
       cmocka_unit_test(test_culling_changes_nothing),
+      cmocka_unit_test(test_eye_inside_a_head),
       cmocka_unit_test(test_passes),
       cmocka_unit_test(test_bad_input),
   };
