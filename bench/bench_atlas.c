@@ -6,7 +6,10 @@
  * numpy) is bench/atlas_bench.py's.
  *
  *   bench-atlas [--robots 64] [--width 84] [--height 84] [--seconds 3]
- *               [--map_side 14]
+ *               [--map_side 14] [--atlas_only] [--dump FILE]
+ *
+ * --dump writes the first atlas's tiles (robots x height x width x RGB,
+ * raw) to FILE: `cmp` two builds' dumps to see a change draws the same.
  *
  * Run with LIBGL_ALWAYS_SOFTWARE=1 to measure llvmpipe. */
 #define _GNU_SOURCE
@@ -75,13 +78,22 @@ typedef struct fig {
 } fig;
 
 static fig run_atlas(pa_render_scene *s, const pa_render_view *v, uint32_t n,
-                     uint32_t w, uint32_t h, double seconds, uint8_t *rgb) {
+                     uint32_t w, uint32_t h, double seconds, uint8_t *rgb,
+                     const char *dump) {
   char err[256];
   pa_render_atlas *a = NULL;
   if (pa_render_atlas_create(&a, w, h, err, sizeof err) < 0 ||
       pa_render_atlas_render(a, s, v, NULL, n, rgb, err, sizeof err) < 0) {
     fprintf(stderr, "bench-atlas: %s\n", err);
     exit(1);
+  }
+  if (dump && *dump) {
+    size_t bytes = (size_t)n * w * h * 3;
+    FILE *f = fopen(dump, "wb");
+    if (!f || fwrite(rgb, 1, bytes, f) != bytes || fclose(f) != 0) {
+      perror(dump);
+      exit(1);
+    }
   }
   uint64_t frames = 0;
   double c0 = cpu_s();
@@ -140,6 +152,7 @@ int main(int argc, char **argv) {
   uint32_t n = 64, w = 84, h = 84;
   double side = 14; /* NavVectorEnv(64)'s generated building */
   bool atlas_only = false;
+  const char *dump = NULL;
   pa_opt opts[] = {
       {"robots", PA_OPT_U32, &n, 1, PA_RENDER_ATLAS_MAX_TILES, "cameras"},
       {"width", PA_OPT_U32, &w, 1, PA_RENDER_ATLAS_MAX_SIDE, "tile [px]"},
@@ -149,14 +162,16 @@ int main(int argc, char **argv) {
        "a generated building this wide [m] (0: the default map)"},
       {"atlas_only", PA_OPT_FLAG, &atlas_only, 0, 0,
        "the atlas figure only (e.g. under perf stat)"},
+      {"dump", PA_OPT_STR, &dump, 0, 0,
+       "write the first atlas's tiles (raw RGB) to this file"},
   };
   char err[512];
-  int rc = pa_opt_parse(opts, 6, argc, argv, NULL, 0, NULL, err, sizeof err);
+  int rc = pa_opt_parse(opts, 7, argc, argv, NULL, 0, NULL, err, sizeof err);
   if (rc) {
     if (rc < 0)
       fprintf(stderr, "bench-atlas: %s\n", err);
     pa_opt_usage(rc < 0 ? stderr : stdout, "bench-atlas [flags]",
-                 "Batched head cameras against one at a time.", opts, 6);
+                 "Batched head cameras against one at a time.", opts, 7);
     return rc < 0 ? PA_EXIT_CONFIG : 0;
   }
   pa_log_init("bench-atlas", PA_LOG_WARN);
@@ -192,14 +207,14 @@ int main(int argc, char **argv) {
          pa_render_gl_renderer(), side > 0 ? "generated" : "default",
          side > 0 ? side : g.width * g.resolution, pa_render_scene_triangles(s),
          n, w, h, seconds);
-  fig fa = run_atlas(s, v, n, w, h, seconds, rgb);
+  fig fa = run_atlas(s, v, n, w, h, seconds, rgb, dump);
   if (atlas_only) {
     printf("  atlas   %9.1f frames/s  %6.3f ms CPU/frame  %.0f frames\n",
            fa.fps, fa.cpu_ms, fa.fps * seconds);
     goto out;
   }
   fig fs = run_single(s, v, n, w, h, seconds, rgb);
-  fig fa2 = run_atlas(s, v, n, w, h, seconds, rgb);
+  fig fa2 = run_atlas(s, v, n, w, h, seconds, rgb, NULL);
   printf("  atlas   %9.1f frames/s  %6.3f ms CPU/frame  (again: %.1f "
          "frames/s)\n",
          fa.fps, fa.cpu_ms, fa2.fps);

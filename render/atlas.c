@@ -38,6 +38,7 @@ struct pa_render_atlas {
   uint32_t *ix; /* merged triangles */
   size_t v_cap, ix_cap;
   unit_mesh unit[3];      /* cylinder, cube, blob */
+  uint64_t unit_serial;   /* of the scene they were read from, 0: none */
   size_t *first, *bfirst; /* per robot: its parts' and shadow's indices */
   GLsizei *count, *bcount, *dcount; /* and their counts; per view */
   const void **doff;                /* per view: offsets of the draws */
@@ -235,6 +236,7 @@ static void put_part(pa_render_atlas *a, size_t *vat, size_t *iat,
   float m[16];
   pa_render_mat_pose(m, q->x, q->y, q->z, q->yaw, q->scale);
   rvertex *o = &a->v[*vat];
+  uint8_t from[4] = {0, 0, 0, 0}, tinted[4] = {0, 0, 0, 0};
   for (size_t i = 0; i < u->nu; i++) {
     const rvertex *src = &u->uniq[i];
     rvertex *t = &o[i];
@@ -243,9 +245,17 @@ static void put_part(pa_render_atlas *a, size_t *vat, size_t *iat,
                   m[8 + r] * src->pos[2] + m[12 + r];
       t->normal[r] = m[r] * src->normal[0] + m[4 + r] * src->normal[1] +
                      m[8 + r] * src->normal[2];
-      float c = q->rgb[r] * src->colour[r];
-      t->colour[r] = (uint8_t)(c <= 0 ? 0 : c >= 255 ? 255 : lrintf(c));
     }
+    /* a unit mesh has one or two colours: each tinted once */
+    if (!i || src->colour[0] != from[0] || src->colour[1] != from[1] ||
+        src->colour[2] != from[2]) {
+      memcpy(from, src->colour, 3);
+      for (int r = 0; r < 3; r++) {
+        float c = q->rgb[r] * src->colour[r];
+        tinted[r] = (uint8_t)(c <= 0 ? 0 : c >= 255 ? 255 : lrintf(c));
+      }
+    }
+    memcpy(t->colour, tinted, 3);
     t->colour[3] = src->colour[3];
     double ex = t->pos[0] - cx, ey = t->pos[1] - cy;
     if (ex * ex + ey * ey > *reach2)
@@ -372,9 +382,16 @@ static int merge_robots(pa_render_atlas *a, const pa_render_scene *s,
                         size_t err_sz) {
   unit_mesh *cyl = &a->unit[0], *cube = &a->unit[1], *blob = &a->unit[2];
   uint32_t n = s->pose_count;
-  if (unit_read(cyl, &s->cylinder) < 0 || unit_read(cube, &s->cube) < 0 ||
-      unit_read(blob, &s->blob) < 0 ||
-      grow_robots(a, n ? n : 1, n * (2 * cyl->nu + 3 * cube->nu + blob->nu) + 1,
+  if (a->unit_serial != s->serial) { /* read once a scene */
+    a->unit_serial = 0;
+    if (unit_read(cyl, &s->cylinder) < 0 || unit_read(cube, &s->cube) < 0 ||
+        unit_read(blob, &s->blob) < 0) {
+      snprintf(err, err_sz, "atlas: out of memory for the robots' meshes");
+      return -1;
+    }
+    a->unit_serial = s->serial;
+  }
+  if (grow_robots(a, n ? n : 1, n * (2 * cyl->nu + 3 * cube->nu + blob->nu) + 1,
                   n * (2 * cyl->n + 3 * cube->n + blob->n) + 1) < 0) {
     snprintf(err, err_sz, "atlas: out of memory for %u robots", n);
     return -1;

@@ -550,6 +550,8 @@ int pa_render_scene_build(pa_render_scene **out, const pa_grid *grid,
     snprintf(err, err_sz, "scene: out of memory");
     return -1;
   }
+  static uint64_t serials;
+  s->serial = __atomic_add_fetch(&serials, 1, __ATOMIC_RELAXED);
   rmesh m = {0};
   if (robot_count) {
     s->robots = calloc(robot_count, sizeof *s->robots);

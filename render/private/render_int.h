@@ -66,6 +66,8 @@ typedef struct rcolumns {
 } rcolumns;
 
 struct pa_render_scene {
+  uint64_t serial; /* no other scene of this process had it (the atlas keeps
+                    * what it read back from this one's unit meshes) */
   rprogram lit;
   rgpu_mesh statics;  /* floor, walls, obstacles in world coordinates */
   rgpu_mesh cylinder; /* unit cylinder: radius 1, z in [0, 1] */
