@@ -44,8 +44,9 @@ struct pa_render_atlas {
   const void **doff;                /* per view: offsets of the draws */
   double *reach; /* per robot: its vertices' farthest from its centre [m] */
   uint32_t robots_cap;
-  float top;     /* [m] the robots' highest vertex */
-  float *wall_d; /* [w] the view's wall distances (occlusion.c) */
+  float top;      /* [m] the robots' highest vertex */
+  float *wall_d;  /* [w] the view's wall distances (occlusion.c) */
+  rprogram plain; /* the lit program without instancing, made at first use */
 };
 
 int pa_render_atlas_create(pa_render_atlas **out, uint32_t w, uint32_t h,
@@ -106,6 +107,8 @@ void pa_render_atlas_free(pa_render_atlas *a) {
   free(a->doff);
   free(a->reach);
   free(a->wall_d);
+  if (a->plain.prog)
+    glDeleteProgram(a->plain.prog);
   free(a);
 }
 
@@ -455,9 +458,9 @@ static void draw_robots(pa_render_atlas *a, const pa_render_scene *s,
     return;
   float id[16];
   pa_render_mat_identity(id);
-  glUseProgram(s->lit.prog);
-  glUniformMatrix4fv(s->lit.u_model, 1, GL_FALSE, id);
-  glUniform4f(s->lit.u_tint, 1, 1, 1, 1);
+  glUseProgram(a->plain.prog);
+  glUniformMatrix4fv(a->plain.u_model, 1, GL_FALSE, id);
+  glUniform4f(a->plain.u_tint, 1, 1, 1, 1);
   glEnable(GL_DEPTH_TEST);
   glEnable(GL_CULL_FACE);
   glBindVertexArray(a->vao);
@@ -505,7 +508,8 @@ static int atlas_pass(pa_render_atlas *a, pa_render_scene *s,
       o = &occ;
     }
     s->pose_count = 0; /* the scene draws its statics, the atlas the robots */
-    pa_render_scene_draw_occluded(s, view, proj, v->skip_robot, v, o);
+    pa_render_scene_draw_occluded(s, view, proj, v->skip_robot, v, o,
+                                  &a->plain);
     s->pose_count = robots;
     draw_robots(a, s, v, o, robots);
   }
@@ -561,6 +565,8 @@ int pa_render_atlas_render(pa_render_atlas *a, pa_render_scene *s,
       eye_lo = fmin(eye_lo, views[i].z);
       eye_hi = fmax(eye_hi, views[i].z);
     }
+  if (!a->plain.prog && pa_render_program_plain(&a->plain, err, err_sz) < 0)
+    return -1;
   if (merge_robots(a, s, views, draw, n, eye_lo, eye_hi, err, err_sz) < 0)
     return -1;
   uint32_t per = pa_render_atlas_tiles_per_pass(a);

@@ -1035,24 +1035,25 @@ void pa_render_scene_draw_culled(const pa_render_scene *s,
                                  const float view[16], const float proj[16],
                                  uint32_t skip_robot,
                                  const pa_render_view *cull) {
-  pa_render_scene_draw_occluded(s, view, proj, skip_robot, cull, NULL);
+  pa_render_scene_draw_occluded(s, view, proj, skip_robot, cull, NULL, NULL);
 }
 
 void pa_render_scene_draw_occluded(const pa_render_scene *s,
                                    const float view[16], const float proj[16],
                                    uint32_t skip_robot,
                                    const pa_render_view *cull,
-                                   const rcolumns *occ) {
+                                   const rcolumns *occ, const rprogram *lit) {
   /* From the north-east-ish, above: every wall direction gets its shade. */
   double l[3] = {key_light[0], key_light[1], key_light[2]};
   pa_render_normalize3(l);
-  cur = &s->lit;
+  const rprogram *base = lit ? lit : &s->lit;
+  cur = base;
   if (!s->no_shadows && !s->no_shadow_map && (!cull || cull->shadow_map)) {
     const rprogram *p =
         pa_render_shadow_pass(s->sm, s, l, s->caster_top, draw_casters);
-    cur = p ? p : &s->lit;
+    cur = p ? p : base;
   }
-  bool blobs = !s->no_shadows && cur == &s->lit;
+  bool blobs = !s->no_shadows && cur == base;
   if (cull && (s->no_culling || cull->pitch != 0 || !(cull->fov < M_PI * 0.95)))
     cull = NULL; /* the wedge test assumes a level camera */
   glEnable(GL_DEPTH_TEST);
@@ -1061,8 +1062,8 @@ void pa_render_scene_draw_occluded(const pa_render_scene *s,
   glFrontFace(GL_CCW);
   /* The plain lit program gets this frame's uniforms too: the solid
    * visuals draw with it after the scene (visuals_solid.c). */
-  if (cur != &s->lit)
-    frame_uniforms(&s->lit, view, proj, l, s->fog_density);
+  if (cur != base)
+    frame_uniforms(base, view, proj, l, s->fog_density);
   frame_uniforms(cur, view, proj, l, s->fog_density);
   /* robots first: they are small and usually in front */
   for (uint32_t i = 0; i < s->pose_count; i++)

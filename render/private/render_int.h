@@ -110,12 +110,14 @@ void pa_render_scene_draw_culled(const pa_render_scene *s, const float view[16],
                                  const pa_render_view *cull);
 
 /* pa_render_scene_draw_culled that also skips the static chunks the walls
- * hide in every column of occ (NULL: none hidden; cull must be set). */
+ * hide in every column of occ (NULL: none hidden; cull must be set), and
+ * draws with lit (NULL: the scene's lit program; it gets the frame's
+ * uniforms in any case, as the scene's does without it). */
 void pa_render_scene_draw_occluded(const pa_render_scene *s,
                                    const float view[16], const float proj[16],
                                    uint32_t skip_robot,
                                    const pa_render_view *cull,
-                                   const rcolumns *occ);
+                                   const rcolumns *occ, const rprogram *lit);
 
 /* ---- occlusion by the walls (occlusion.c) ---- */
 int pa_render_walls_build(rwalls *o, const pa_grid *g);
@@ -157,6 +159,9 @@ int pa_render_gpu_upload(rgpu_mesh *g, const rmesh *m, char *err,
                          size_t err_sz);
 void pa_render_gpu_free(rgpu_mesh *g);
 int pa_render_program_lit(rprogram *p, char *err, size_t err_sz);
+/* The lit program without the per-instance attributes (no instanced
+ * visuals; the same pixels for everything else), for the batched cameras. */
+int pa_render_program_plain(rprogram *p, char *err, size_t err_sz);
 /* Looks up the lit uniforms of p->prog (the lit shader or a variant). */
 void pa_render_lit_locations(rprogram *p);
 /* The lit program's per-instance attributes (instanced visuals): position,
