@@ -45,7 +45,7 @@ static inline double approach(double cur, double target, double acc, double dec,
 #define SMALL_WORLD 8 /* robots up to this: no broad phase */
 
 static bool free_at(const pa_sim_model *m, pa_sim_state *s, uint32_t id,
-                    double x, double y, const pa_sim_near *nb) {
+                    double x, double y, const pa_sim_near *nb, bool pressed) {
   /* pa_sim_int_move_free's first test without the call: no robot near, no
    * obstacle, and the walls known clear by more than the radius here */
   const pa_sim_wall_cache *wc = &s->motion[id].faces;
@@ -56,7 +56,8 @@ static bool free_at(const pa_sim_model *m, pa_sim_state *s, uint32_t id,
       return true;
   }
   return pa_sim_int_move_free(m, s, id, x, y, s->info[id].radius, nb,
-                              &s->motion[id].walls, &s->motion[id].faces);
+                              &s->motion[id].walls, &s->motion[id].faces,
+                              pressed);
 }
 
 /* Largest f in [0, 1] with the robot free at p + f * d (p itself free). */
@@ -66,7 +67,7 @@ static double bisect_free(const pa_sim_model *m, pa_sim_state *s, uint32_t id,
   double lo = 0, hi = 1;
   for (int it = 0; it < 12; it++) {
     double mid = 0.5 * (lo + hi);
-    if (free_at(m, s, id, x + mid * dx, y + mid * dy, nb))
+    if (free_at(m, s, id, x + mid * dx, y + mid * dy, nb, true))
       lo = mid;
     else
       hi = mid;
@@ -105,9 +106,12 @@ static bool move_disc(const pa_sim_model *m, pa_sim_state *s, uint32_t id,
     sx = dx / n;
     sy = dy / n;
   }
+  /* pressing a wall last tick: likely still (the slides and the second
+   * tests below mostly find the point free) */
+  const bool pressed = (r->flags & PA_RS_BUMPED) != 0;
   bool bumped = false;
   for (int k = 0; k < n; k++) {
-    if (free_at(m, s, id, r->x + sx, r->y + sy, nb)) {
+    if (free_at(m, s, id, r->x + sx, r->y + sy, nb, pressed)) {
       r->x += sx;
       r->y += sy;
       continue;
@@ -125,7 +129,7 @@ static bool move_disc(const pa_sim_model *m, pa_sim_state *s, uint32_t id,
     if (into > 0) {
       double keep = into < gap ? into : gap;
       double tx = sx + into * nx - keep * nx, ty = sy + into * ny - keep * ny;
-      if (free_at(m, s, id, r->x + tx, r->y + ty, nb)) {
+      if (free_at(m, s, id, r->x + tx, r->y + ty, nb, false)) {
         r->x += tx;
         r->y += ty;
         continue;
@@ -142,7 +146,7 @@ static bool move_disc(const pa_sim_model *m, pa_sim_state *s, uint32_t id,
       rx -= in2 * nx;
       ry -= in2 * ny;
     }
-    if (free_at(m, s, id, r->x + rx, r->y + ry, nb)) {
+    if (free_at(m, s, id, r->x + rx, r->y + ry, nb, false)) {
       r->x += rx;
       r->y += ry;
     } else {
