@@ -426,6 +426,35 @@ static void strip_order(pa_sim_strips *st, uint32_t k) {
   strip_ys(st, k);
 }
 
+/* Window k of a mover at entry p (ys yk): [lo, hi) moved forward to the
+ * entries within (ylo, yhi), mostly a step of 0 or 1 (the first one without
+ * a branch); clears alone if one of them other than p starts within reach,
+ * and adds a non-empty window to nb. */
+static inline void strip_window(const pa_sim_strips *st, const double *yk,
+                                uint32_t *lo, uint32_t *hi, uint32_t p,
+                                double ylo, double yhi, double r2, bool *alone,
+                                pa_sim_near *nb) {
+  const pa_sim_strip_ent *e = &st->e[p];
+  uint32_t a = *lo + (yk[*lo] <= ylo);
+  while (yk[a] <= ylo)
+    a++;
+  uint32_t b = *hi > a ? *hi : a;
+  b += yk[b] < yhi;
+  while (yk[b] < yhi)
+    b++;
+  *lo = a;
+  *hi = b;
+  for (uint32_t t = a; t < b && *alone; t++) {
+    double ex = st->e[t].x - e->x, ey = st->e[t].y - e->y;
+    if (t != p && ex * ex + ey * ey < r2)
+      *alone = false;
+  }
+  if (b > a) {
+    nb->lo[nb->parts] = a;
+    nb->hi[nb->parts++] = b;
+  }
+}
+
 /* The robots of strip q in its order, each moved against the robots near
  * its start: those of strips q - 1 .. q + 1 within reach in y (windows that
  * only move forward, as the robots come in y order). Returns the bumps. */
@@ -436,33 +465,20 @@ static uint64_t strip_moves(move_job *j, uint32_t q) {
   uint32_t lo[3], hi[3], nk = j->s->ghosts ? 0 : k1 - k0 + 1;
   for (uint32_t k = 0; k < nk; k++)
     lo[k] = hi[k] = st->start[k0 + k];
+  const double *y0 = st->ys + k0, *y1 = y0 + 1, *y2 = y0 + 2; /* yk[p] */
   uint64_t bumps = 0;
   for (uint32_t p = st->start[q]; p < st->start[q + 1]; p++) {
     const pa_sim_strip_ent *e = &st->e[p];
     pa_sim_near nb = {.st = st, .parts = 0, .all = false};
     bool alone = true;
     const double ylo = e->y - reach, yhi = e->y + reach;
-    for (uint32_t k = 0; k < nk; k++) {
-      const double *yk = st->ys + k0 + k; /* yk[p]: entry p's y */
-      /* mostly a step of 0 or 1: the first one without a branch */
-      uint32_t a = lo[k] + (yk[lo[k]] <= ylo);
-      while (yk[a] <= ylo)
-        a++;
-      uint32_t b = hi[k] > a ? hi[k] : a;
-      b += yk[b] < yhi;
-      while (yk[b] < yhi)
-        b++;
-      lo[k] = a;
-      hi[k] = b;
-      for (uint32_t t = lo[k]; t < hi[k] && alone; t++) {
-        double ex = st->e[t].x - e->x, ey = st->e[t].y - e->y;
-        if (t != p && ex * ex + ey * ey < r2)
-          alone = false;
-      }
-      if (hi[k] > lo[k]) {
-        nb.lo[nb.parts] = lo[k];
-        nb.hi[nb.parts++] = hi[k];
-      }
+    if (nk == 3) { /* an inner strip: its three windows unrolled */
+      strip_window(st, y0, &lo[0], &hi[0], p, ylo, yhi, r2, &alone, &nb);
+      strip_window(st, y1, &lo[1], &hi[1], p, ylo, yhi, r2, &alone, &nb);
+      strip_window(st, y2, &lo[2], &hi[2], p, ylo, yhi, r2, &alone, &nb);
+    } else {
+      for (uint32_t k = 0; k < nk; k++)
+        strip_window(st, y0 + k, &lo[k], &hi[k], p, ylo, yhi, r2, &alone, &nb);
     }
     pa_sim_motion *mv = &j->s->motion[e->id];
     mv->alone = alone;
