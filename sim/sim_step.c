@@ -309,25 +309,21 @@ void pa_sim_int_strips_free(pa_sim_strips *st) {
 
 /* The moves of a tick as pool items (or run in item order on one thread:
  * the same result, see pa_sim_int_step): item 0 sorts the robots into
- * strips; on one thread 1..P plan MOVE_PLAN robots each in id order (a plan
- * reads and writes only the robot's own state, so any order gives the same
- * plans, and in id order the robots' lines come in memory order: 5-10 %
- * less CPU); P + 1..P + S order strip i by start y (on the pool, P = 0 and
- * they also plan its robots: a barrier after every plan made two threads
- * slower under load); then the even strips move, then the odd ones. A strip
- * moves its robots in its order, each against the robots of its own and the
- * neighbouring strips: an even strip while the odd ones stand still, an odd one
- * after both its even neighbours have moved. Strips two apart are more than a
- * reach apart, so they cannot change each other's moves: any number of threads
- * gives the same result. */
-#define MOVE_PLAN 64 /* robots a plan item */
-
+ * strips; 1..S order strip i by start y; then the even strips move, then
+ * the odd ones. A strip moves its robots in its order, each against the
+ * robots of its own and the neighbouring strips: an even strip while the odd
+ * ones stand still, an odd one after both its even neighbours have moved.
+ * Strips two apart are more than a reach apart, so they cannot change each
+ * other's moves: any number of threads gives the same result. Each robot is
+ * planned just before it moves: a plan reads and writes only the robot's own
+ * state, which no other robot's move reads or writes, so it is the plan any
+ * order gives, and the robot's lines are read once a tick instead of twice
+ * (once in id order for the plans, once in strip order for the moves). */
 typedef struct move_job {
   const pa_sim_model *m;
   pa_sim_state *s;
   pa_sim_strips *st;
   uint32_t pooled;                  /* moves run on the pool */
-  uint32_t plans;                   /* P: the plan items (one thread) */
   atomic_uint sorted;               /* item 0 is done */
   atomic_uint ready[PA_SIM_STRIPS]; /* strip k is in its order */
   atomic_uint moved[PA_SIM_STRIPS]; /* strip k has moved */
@@ -481,6 +477,7 @@ static uint64_t strip_moves(move_job *j, uint32_t q) {
         strip_window(st, y0 + k, &lo[k], &hi[k], p, ylo, yhi, r2, &alone, &nb);
     }
     pa_sim_motion *mv = &j->s->motion[e->id];
+    robot_plan(j->m, j->s, e->id, mv);
     mv->alone = alone;
     bumps += robot_move(j->m, j->s, e->id, mv, alone ? NULL : &nb);
   }
@@ -501,22 +498,10 @@ static void move_item(void *arg, uint32_t i, pa_sim_scratch *k,
     atomic_store_explicit(&j->sorted, 1, memory_order_release);
     return;
   }
-  if (i <= j->plans) {
-    uint32_t a = (i - 1) * MOVE_PLAN, b = a + MOVE_PLAN;
-    b = b < s->robot_count ? b : s->robot_count;
-    for (uint32_t id = a; id < b; id++)
-      if (s->info[id].active) /* in the strips (by[] is the sort's) */
-        robot_plan(j->m, s, id, &s->motion[id]);
-    return;
-  }
-  i -= j->plans;
   if (i <= n) {
     uint32_t q = i - 1;
     move_wait(&j->sorted);
     strip_order(st, q);
-    if (!j->plans) /* on the pool: the strip's plans here */
-      for (uint32_t p = st->start[q]; p < st->start[q + 1]; p++)
-        robot_plan(j->m, s, st->e[p].id, &s->motion[st->e[p].id]);
     atomic_store_explicit(&j->ready[q], 1, memory_order_release);
     return;
   }
@@ -539,18 +524,13 @@ static void move_item(void *arg, uint32_t i, pa_sim_scratch *k,
  * up by the caller: by, x0, w, count, reach), on the pool when there is
  * one. */
 static void moves_run(const pa_sim_model *m, pa_sim_state *s) {
-  move_job j = {.m = m,
-                .s = s,
-                .st = s->strips,
-                .pooled = s->pool != NULL,
-                .plans =
-                    s->pool ? 0 : (s->robot_count + MOVE_PLAN - 1) / MOVE_PLAN};
+  move_job j = {.m = m, .s = s, .st = s->strips, .pooled = s->pool != NULL};
   atomic_init(&j.sorted, 0);
   for (uint32_t k = 0; k < PA_SIM_STRIPS; k++) {
     atomic_init(&j.ready[k], 0);
     atomic_init(&j.moved[k], 0);
   }
-  uint32_t n = 1 + j.plans + 2 * s->strips->count;
+  uint32_t n = 1 + 2 * s->strips->count;
   uint64_t c = 0;
   if (s->pool)
     c = pa_sim_int_pool_run(s->pool, move_item, &j, n, 1);
