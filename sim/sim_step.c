@@ -21,6 +21,11 @@ static double clampd(double v, double lim) {
  * (through zero: brake first, then speed up with what is left of dt). */
 static inline double approach(double cur, double target, double acc, double dec,
                               double dt) {
+  /* At the target (most ticks): the sum the steps below end with (dv 0;
+   * never so for infinities, whose difference is NaN). */
+  double dv0 = target - cur;
+  if (dv0 == 0)
+    return cur + dv0;
   if (cur * target < 0) {
     double brake = dec * dt;
     if (fabs(cur) > brake)
