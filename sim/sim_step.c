@@ -167,8 +167,9 @@ static bool move_disc(const pa_sim_model *m, pa_sim_state *s, uint32_t id,
 
 /* Limits, head and the wanted displacement: reads and writes only the
  * robot's own state, so every plan can be made before anyone moves. */
-static void robot_plan(const pa_sim_model *m, pa_sim_state *s, uint32_t id,
-                       pa_sim_motion *mv) {
+static inline __attribute__((always_inline)) void
+robot_plan(const pa_sim_model *m, pa_sim_state *s, uint32_t id,
+           pa_sim_motion *mv) {
   const pa_robot_info *ri = &s->info[id];
   pa_robot_state *r = &s->rs[id];
   if (ri->dynamics == PA_DYN_DYNAMIC) { /* forces, not velocities (sim_dyn.c) */
