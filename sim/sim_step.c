@@ -380,11 +380,16 @@ static void strips_sort(const pa_sim_state *s, pa_sim_strips *st) {
     start[k + 1] += start[k];
   uint32_t fill[PA_SIM_STRIPS];
   memcpy(fill, start, sizeof fill);
+  uint32_t placed = 0;
   for (uint32_t p = 0; p < st->last; p++) {
     uint32_t i = st->order[p];
-    if (i < s->robot_count && st->by[i].r >= 0 && !st->by[i].seen)
+    if (i < s->robot_count && st->by[i].r >= 0 && !st->by[i].seen) {
       strip_put(st, fill, i);
+      placed++;
+    }
   }
+  if (placed == start[n]) /* every robot was in the last tick's order */
+    return;
   for (uint32_t i = 0; i < s->robot_count; i++)
     if (st->by[i].r >= 0 && !st->by[i].seen)
       strip_put(st, fill, i);
