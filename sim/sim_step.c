@@ -241,11 +241,19 @@ robot_plan(const pa_sim_model *m, pa_sim_state *s, uint32_t id,
   mv->s0 = s0;
 }
 
+/* Odometry without error ratios: the achieved pose (robot_move's
+ * odom_exact, asked once a strip instead of once a robot). */
+static inline bool odom_exact(const pa_sim_model *m) {
+  const double *e = m->def.odom_error;
+  return e[0] == 0 && e[1] == 0 && e[2] == 0;
+}
+
 /* The planned motion against the world (nb: the other robots that may
- * matter; NULL: none is near enough), then velocities and odometry. Returns
- * bumped. */
+ * matter; NULL: none is near enough), then velocities and odometry
+ * (odom_exact: odom_exact(m)). Returns bumped. */
 static bool robot_move(const pa_sim_model *m, pa_sim_state *s, uint32_t id,
-                       const pa_sim_motion *mv, const pa_sim_near *nb) {
+                       const pa_sim_motion *mv, const pa_sim_near *nb,
+                       bool odom_exact) {
   const pa_robot_info *ri = &s->info[id];
   pa_robot_state *r = &s->rs[id];
   const double dt = m->dt;
@@ -274,7 +282,7 @@ static bool robot_move(const pa_sim_model *m, pa_sim_state *s, uint32_t id,
   /* Odometry: the achieved motion, optionally scaled by the robot's
    * constant per-axis error ratios (Stage-like). */
   const double *e = m->def.odom_error;
-  if (e[0] == 0 && e[1] == 0 && e[2] == 0) {
+  if (odom_exact) {
     r->odom_x = r->x;
     r->odom_y = r->y;
     r->odom_theta = r->theta;
@@ -473,6 +481,7 @@ static uint64_t strip_moves(move_job *j, uint32_t q) {
   for (uint32_t k = 0; k < nk; k++)
     lo[k] = hi[k] = st->start[k0 + k];
   const double *y0 = st->ys + k0, *y1 = y0 + 1, *y2 = y0 + 2; /* yk[p] */
+  const bool exact = odom_exact(j->m);
   uint64_t bumps = 0;
   for (uint32_t p = st->start[q]; p < st->start[q + 1]; p++) {
     const pa_sim_strip_ent *e = &st->e[p];
@@ -490,7 +499,7 @@ static uint64_t strip_moves(move_job *j, uint32_t q) {
     pa_sim_motion *mv = &j->s->motion[e->id];
     robot_plan(j->m, j->s, e->id, mv);
     mv->alone = alone;
-    bumps += robot_move(j->m, j->s, e->id, mv, alone ? NULL : &nb);
+    bumps += robot_move(j->m, j->s, e->id, mv, alone ? NULL : &nb, exact);
   }
   return bumps;
 }
@@ -750,7 +759,7 @@ int64_t pa_sim_int_step(const pa_sim_model *m, pa_sim_state *s, int64_t t0,
     for (uint32_t i = 0; i < s->robot_count; i++)
       if (s->info[i].active) {
         robot_plan(m, s, i, &s->motion[i]);
-        s->bumps += robot_move(m, s, i, &s->motion[i], nb);
+        s->bumps += robot_move(m, s, i, &s->motion[i], nb, odom_exact(m));
       }
   }
   if (s->ssl)
