@@ -306,6 +306,10 @@ static inline bool march_bound(const pa_sim_model *m, double gx, double gy,
   return b * res >= reach; /* code 1: clear may be < sqrt 2 */
 }
 
+static double wall_rows(const pa_sim_model *m, double gx, double gy, int64_t cx,
+                        int64_t cy, double reach, double *nx, double *ny,
+                        bool any, pa_sim_wall_memo *memo);
+
 /* The distance to the nearest blocked cell region within reach (see
  * pa_sim_int_wall_clearance); any = a yes/no question (is it below reach?):
  * rows nearest first, returning as soon as one value is below reach (the
@@ -364,6 +368,17 @@ static inline double wall_dist(const pa_sim_model *m, double x, double y,
       return bound;
     }
   }
+  return wall_rows(m, gx, gy, cx, cy, reach, nx, ny, any, memo);
+}
+
+/* wall_dist's rows (the point's cell blocked, or the faces and the march
+ * field could not say): out of line, so that the common answers above
+ * keep a small frame. */
+static __attribute__((noinline)) double
+wall_rows(const pa_sim_model *m, double gx, double gy, int64_t cx, int64_t cy,
+          double reach, double *nx, double *ny, bool any,
+          pa_sim_wall_memo *memo) {
+  const double res = m->grid.resolution;
   const int64_t GW = m->grid.width, GH = m->grid.height;
   int32_t *near = memo ? memo->near : NULL;
   if (any && near && near[0] >= 0 && near[0] < GW && near[1] >= 0 &&
@@ -505,15 +520,36 @@ bool pa_sim_int_free_near(const pa_sim_model *m, const pa_sim_state *s,
          0;
 }
 
+/* Whether the face nearest at the robot's last full look at its walls
+ * nearby lies well within r [m] of (x, y): a blocked cell then does (the
+ * face is one of its sides), so every path of wall_dist answers below r. A
+ * robot pressing a wall asks this of its first test every tick. */
+static inline bool face_within(const pa_sim_model *m,
+                               const pa_sim_wall_cache *wc, double x, double y,
+                               double r) {
+  if (wc->map != m->blocked || wc->n <= 0 || wc->nk < 0)
+    return false;
+  double gx, gy, px, py;
+  to_grid(m, x, y, &gx, &gy);
+  double rc = r * (1.0 / m->grid.resolution);
+  double d2 = face_dist2(wc, wc->nk, gx, gy, &px, &py);
+  /* 1e-6 cells to spare: far more than any rounding of either side */
+  return d2 < rc * rc && sqrt(d2) + 1e-6 < rc;
+}
+
 bool pa_sim_int_move_free(const pa_sim_model *m, const pa_sim_state *s,
                           uint32_t skip, double x, double y, double r,
                           const pa_sim_near *nb, pa_sim_wall_memo *memo,
-                          pa_sim_wall_cache *wc) {
+                          pa_sim_wall_cache *wc, bool pressed) {
   double wall = INFINITY;
   /* The walls are known to be clear by more than r here: no lookup. */
   double ex = x - wc->cx, ey = y - wc->cy, left = wc->clear - r;
-  if (!(wc->cmap == m->blocked && left > 0 && ex * ex + ey * ey < left * left))
+  if (!(wc->cmap == m->blocked && left > 0 &&
+        ex * ex + ey * ey < left * left)) {
+    if (pressed && face_within(m, wc, x, y, r))
+      return false;
     wall = wall_dist(m, x, y, r, NULL, NULL, true, memo, wc);
+  }
   if (wall < r)
     return false;
   if (!nb && s->obstacle_count == 0) /* no other body to ask */

@@ -21,6 +21,11 @@ static double clampd(double v, double lim) {
  * (through zero: brake first, then speed up with what is left of dt). */
 static inline double approach(double cur, double target, double acc, double dec,
                               double dt) {
+  /* At the target (most ticks): the sum the steps below end with (dv 0;
+   * never so for infinities, whose difference is NaN). */
+  double dv0 = target - cur;
+  if (dv0 == 0)
+    return cur + dv0;
   if (cur * target < 0) {
     double brake = dec * dt;
     if (fabs(cur) > brake)
@@ -45,7 +50,7 @@ static inline double approach(double cur, double target, double acc, double dec,
 #define SMALL_WORLD 8 /* robots up to this: no broad phase */
 
 static bool free_at(const pa_sim_model *m, pa_sim_state *s, uint32_t id,
-                    double x, double y, const pa_sim_near *nb) {
+                    double x, double y, const pa_sim_near *nb, bool pressed) {
   /* pa_sim_int_move_free's first test without the call: no robot near, no
    * obstacle, and the walls known clear by more than the radius here */
   const pa_sim_wall_cache *wc = &s->motion[id].faces;
@@ -56,7 +61,8 @@ static bool free_at(const pa_sim_model *m, pa_sim_state *s, uint32_t id,
       return true;
   }
   return pa_sim_int_move_free(m, s, id, x, y, s->info[id].radius, nb,
-                              &s->motion[id].walls, &s->motion[id].faces);
+                              &s->motion[id].walls, &s->motion[id].faces,
+                              pressed);
 }
 
 /* Largest f in [0, 1] with the robot free at p + f * d (p itself free). */
@@ -66,7 +72,7 @@ static double bisect_free(const pa_sim_model *m, pa_sim_state *s, uint32_t id,
   double lo = 0, hi = 1;
   for (int it = 0; it < 12; it++) {
     double mid = 0.5 * (lo + hi);
-    if (free_at(m, s, id, x + mid * dx, y + mid * dy, nb))
+    if (free_at(m, s, id, x + mid * dx, y + mid * dy, nb, true))
       lo = mid;
     else
       hi = mid;
@@ -105,9 +111,12 @@ static bool move_disc(const pa_sim_model *m, pa_sim_state *s, uint32_t id,
     sx = dx / n;
     sy = dy / n;
   }
+  /* pressing a wall last tick: likely still (the slides and the second
+   * tests below mostly find the point free) */
+  const bool pressed = (r->flags & PA_RS_BUMPED) != 0;
   bool bumped = false;
   for (int k = 0; k < n; k++) {
-    if (free_at(m, s, id, r->x + sx, r->y + sy, nb)) {
+    if (free_at(m, s, id, r->x + sx, r->y + sy, nb, pressed)) {
       r->x += sx;
       r->y += sy;
       continue;
@@ -125,7 +134,7 @@ static bool move_disc(const pa_sim_model *m, pa_sim_state *s, uint32_t id,
     if (into > 0) {
       double keep = into < gap ? into : gap;
       double tx = sx + into * nx - keep * nx, ty = sy + into * ny - keep * ny;
-      if (free_at(m, s, id, r->x + tx, r->y + ty, nb)) {
+      if (free_at(m, s, id, r->x + tx, r->y + ty, nb, false)) {
         r->x += tx;
         r->y += ty;
         continue;
@@ -142,7 +151,7 @@ static bool move_disc(const pa_sim_model *m, pa_sim_state *s, uint32_t id,
       rx -= in2 * nx;
       ry -= in2 * ny;
     }
-    if (free_at(m, s, id, r->x + rx, r->y + ry, nb)) {
+    if (free_at(m, s, id, r->x + rx, r->y + ry, nb, false)) {
       r->x += rx;
       r->y += ry;
     } else {
@@ -158,8 +167,9 @@ static bool move_disc(const pa_sim_model *m, pa_sim_state *s, uint32_t id,
 
 /* Limits, head and the wanted displacement: reads and writes only the
  * robot's own state, so every plan can be made before anyone moves. */
-static void robot_plan(const pa_sim_model *m, pa_sim_state *s, uint32_t id,
-                       pa_sim_motion *mv) {
+static inline __attribute__((always_inline)) void
+robot_plan(const pa_sim_model *m, pa_sim_state *s, uint32_t id,
+           pa_sim_motion *mv) {
   const pa_robot_info *ri = &s->info[id];
   pa_robot_state *r = &s->rs[id];
   if (ri->dynamics == PA_DYN_DYNAMIC) { /* forces, not velocities (sim_dyn.c) */
@@ -231,11 +241,19 @@ static void robot_plan(const pa_sim_model *m, pa_sim_state *s, uint32_t id,
   mv->s0 = s0;
 }
 
+/* Odometry without error ratios: the achieved pose (robot_move's
+ * odom_exact, asked once a strip instead of once a robot). */
+static inline bool odom_exact(const pa_sim_model *m) {
+  const double *e = m->def.odom_error;
+  return e[0] == 0 && e[1] == 0 && e[2] == 0;
+}
+
 /* The planned motion against the world (nb: the other robots that may
- * matter; NULL: none is near enough), then velocities and odometry. Returns
- * bumped. */
+ * matter; NULL: none is near enough), then velocities and odometry
+ * (odom_exact: odom_exact(m)). Returns bumped. */
 static bool robot_move(const pa_sim_model *m, pa_sim_state *s, uint32_t id,
-                       const pa_sim_motion *mv, const pa_sim_near *nb) {
+                       const pa_sim_motion *mv, const pa_sim_near *nb,
+                       bool odom_exact) {
   const pa_robot_info *ri = &s->info[id];
   pa_robot_state *r = &s->rs[id];
   const double dt = m->dt;
@@ -264,7 +282,7 @@ static bool robot_move(const pa_sim_model *m, pa_sim_state *s, uint32_t id,
   /* Odometry: the achieved motion, optionally scaled by the robot's
    * constant per-axis error ratios (Stage-like). */
   const double *e = m->def.odom_error;
-  if (e[0] == 0 && e[1] == 0 && e[2] == 0) {
+  if (odom_exact) {
     r->odom_x = r->x;
     r->odom_y = r->y;
     r->odom_theta = r->theta;
@@ -305,25 +323,21 @@ void pa_sim_int_strips_free(pa_sim_strips *st) {
 
 /* The moves of a tick as pool items (or run in item order on one thread:
  * the same result, see pa_sim_int_step): item 0 sorts the robots into
- * strips; on one thread 1..P plan MOVE_PLAN robots each in id order (a plan
- * reads and writes only the robot's own state, so any order gives the same
- * plans, and in id order the robots' lines come in memory order: 5-10 %
- * less CPU); P + 1..P + S order strip i by start y (on the pool, P = 0 and
- * they also plan its robots: a barrier after every plan made two threads
- * slower under load); then the even strips move, then the odd ones. A strip
- * moves its robots in its order, each against the robots of its own and the
- * neighbouring strips: an even strip while the odd ones stand still, an odd one
- * after both its even neighbours have moved. Strips two apart are more than a
- * reach apart, so they cannot change each other's moves: any number of threads
- * gives the same result. */
-#define MOVE_PLAN 64 /* robots a plan item */
-
+ * strips; 1..S order strip i by start y; then the even strips move, then
+ * the odd ones. A strip moves its robots in its order, each against the
+ * robots of its own and the neighbouring strips: an even strip while the odd
+ * ones stand still, an odd one after both its even neighbours have moved.
+ * Strips two apart are more than a reach apart, so they cannot change each
+ * other's moves: any number of threads gives the same result. Each robot is
+ * planned just before it moves: a plan reads and writes only the robot's own
+ * state, which no other robot's move reads or writes, so it is the plan any
+ * order gives, and the robot's lines are read once a tick instead of twice
+ * (once in id order for the plans, once in strip order for the moves). */
 typedef struct move_job {
   const pa_sim_model *m;
   pa_sim_state *s;
   pa_sim_strips *st;
   uint32_t pooled;                  /* moves run on the pool */
-  uint32_t plans;                   /* P: the plan items (one thread) */
   atomic_uint sorted;               /* item 0 is done */
   atomic_uint ready[PA_SIM_STRIPS]; /* strip k is in its order */
   atomic_uint moved[PA_SIM_STRIPS]; /* strip k has moved */
@@ -374,11 +388,16 @@ static void strips_sort(const pa_sim_state *s, pa_sim_strips *st) {
     start[k + 1] += start[k];
   uint32_t fill[PA_SIM_STRIPS];
   memcpy(fill, start, sizeof fill);
+  uint32_t placed = 0;
   for (uint32_t p = 0; p < st->last; p++) {
     uint32_t i = st->order[p];
-    if (i < s->robot_count && st->by[i].r >= 0 && !st->by[i].seen)
+    if (i < s->robot_count && st->by[i].r >= 0 && !st->by[i].seen) {
       strip_put(st, fill, i);
+      placed++;
+    }
   }
+  if (placed == start[n]) /* every robot was in the last tick's order */
+    return;
   for (uint32_t i = 0; i < s->robot_count; i++)
     if (st->by[i].r >= 0 && !st->by[i].seen)
       strip_put(st, fill, i);
@@ -422,6 +441,35 @@ static void strip_order(pa_sim_strips *st, uint32_t k) {
   strip_ys(st, k);
 }
 
+/* Window k of a mover at entry p (ys yk): [lo, hi) moved forward to the
+ * entries within (ylo, yhi), mostly a step of 0 or 1 (the first one without
+ * a branch); clears alone if one of them other than p starts within reach,
+ * and adds a non-empty window to nb. */
+static inline void strip_window(const pa_sim_strips *st, const double *yk,
+                                uint32_t *lo, uint32_t *hi, uint32_t p,
+                                double ylo, double yhi, double r2, bool *alone,
+                                pa_sim_near *nb) {
+  const pa_sim_strip_ent *e = &st->e[p];
+  uint32_t a = *lo + (yk[*lo] <= ylo);
+  while (yk[a] <= ylo)
+    a++;
+  uint32_t b = *hi > a ? *hi : a;
+  b += yk[b] < yhi;
+  while (yk[b] < yhi)
+    b++;
+  *lo = a;
+  *hi = b;
+  for (uint32_t t = a; t < b && *alone; t++) {
+    double ex = st->e[t].x - e->x, ey = st->e[t].y - e->y;
+    if (t != p && ex * ex + ey * ey < r2)
+      *alone = false;
+  }
+  if (b > a) {
+    nb->lo[nb->parts] = a;
+    nb->hi[nb->parts++] = b;
+  }
+}
+
 /* The robots of strip q in its order, each moved against the robots near
  * its start: those of strips q - 1 .. q + 1 within reach in y (windows that
  * only move forward, as the robots come in y order). Returns the bumps. */
@@ -432,37 +480,26 @@ static uint64_t strip_moves(move_job *j, uint32_t q) {
   uint32_t lo[3], hi[3], nk = j->s->ghosts ? 0 : k1 - k0 + 1;
   for (uint32_t k = 0; k < nk; k++)
     lo[k] = hi[k] = st->start[k0 + k];
+  const double *y0 = st->ys + k0, *y1 = y0 + 1, *y2 = y0 + 2; /* yk[p] */
+  const bool exact = odom_exact(j->m);
   uint64_t bumps = 0;
   for (uint32_t p = st->start[q]; p < st->start[q + 1]; p++) {
     const pa_sim_strip_ent *e = &st->e[p];
     pa_sim_near nb = {.st = st, .parts = 0, .all = false};
     bool alone = true;
     const double ylo = e->y - reach, yhi = e->y + reach;
-    for (uint32_t k = 0; k < nk; k++) {
-      const double *yk = st->ys + k0 + k; /* yk[p]: entry p's y */
-      /* mostly a step of 0 or 1: the first one without a branch */
-      uint32_t a = lo[k] + (yk[lo[k]] <= ylo);
-      while (yk[a] <= ylo)
-        a++;
-      uint32_t b = hi[k] > a ? hi[k] : a;
-      b += yk[b] < yhi;
-      while (yk[b] < yhi)
-        b++;
-      lo[k] = a;
-      hi[k] = b;
-      for (uint32_t t = lo[k]; t < hi[k] && alone; t++) {
-        double ex = st->e[t].x - e->x, ey = st->e[t].y - e->y;
-        if (t != p && ex * ex + ey * ey < r2)
-          alone = false;
-      }
-      if (hi[k] > lo[k]) {
-        nb.lo[nb.parts] = lo[k];
-        nb.hi[nb.parts++] = hi[k];
-      }
+    if (nk == 3) { /* an inner strip: its three windows unrolled */
+      strip_window(st, y0, &lo[0], &hi[0], p, ylo, yhi, r2, &alone, &nb);
+      strip_window(st, y1, &lo[1], &hi[1], p, ylo, yhi, r2, &alone, &nb);
+      strip_window(st, y2, &lo[2], &hi[2], p, ylo, yhi, r2, &alone, &nb);
+    } else {
+      for (uint32_t k = 0; k < nk; k++)
+        strip_window(st, y0 + k, &lo[k], &hi[k], p, ylo, yhi, r2, &alone, &nb);
     }
     pa_sim_motion *mv = &j->s->motion[e->id];
+    robot_plan(j->m, j->s, e->id, mv);
     mv->alone = alone;
-    bumps += robot_move(j->m, j->s, e->id, mv, alone ? NULL : &nb);
+    bumps += robot_move(j->m, j->s, e->id, mv, alone ? NULL : &nb, exact);
   }
   return bumps;
 }
@@ -481,22 +518,10 @@ static void move_item(void *arg, uint32_t i, pa_sim_scratch *k,
     atomic_store_explicit(&j->sorted, 1, memory_order_release);
     return;
   }
-  if (i <= j->plans) {
-    uint32_t a = (i - 1) * MOVE_PLAN, b = a + MOVE_PLAN;
-    b = b < s->robot_count ? b : s->robot_count;
-    for (uint32_t id = a; id < b; id++)
-      if (s->info[id].active) /* in the strips (by[] is the sort's) */
-        robot_plan(j->m, s, id, &s->motion[id]);
-    return;
-  }
-  i -= j->plans;
   if (i <= n) {
     uint32_t q = i - 1;
     move_wait(&j->sorted);
     strip_order(st, q);
-    if (!j->plans) /* on the pool: the strip's plans here */
-      for (uint32_t p = st->start[q]; p < st->start[q + 1]; p++)
-        robot_plan(j->m, s, st->e[p].id, &s->motion[st->e[p].id]);
     atomic_store_explicit(&j->ready[q], 1, memory_order_release);
     return;
   }
@@ -519,18 +544,13 @@ static void move_item(void *arg, uint32_t i, pa_sim_scratch *k,
  * up by the caller: by, x0, w, count, reach), on the pool when there is
  * one. */
 static void moves_run(const pa_sim_model *m, pa_sim_state *s) {
-  move_job j = {.m = m,
-                .s = s,
-                .st = s->strips,
-                .pooled = s->pool != NULL,
-                .plans =
-                    s->pool ? 0 : (s->robot_count + MOVE_PLAN - 1) / MOVE_PLAN};
+  move_job j = {.m = m, .s = s, .st = s->strips, .pooled = s->pool != NULL};
   atomic_init(&j.sorted, 0);
   for (uint32_t k = 0; k < PA_SIM_STRIPS; k++) {
     atomic_init(&j.ready[k], 0);
     atomic_init(&j.moved[k], 0);
   }
-  uint32_t n = 1 + j.plans + 2 * s->strips->count;
+  uint32_t n = 1 + 2 * s->strips->count;
   uint64_t c = 0;
   if (s->pool)
     c = pa_sim_int_pool_run(s->pool, move_item, &j, n, 1);
@@ -739,7 +759,7 @@ int64_t pa_sim_int_step(const pa_sim_model *m, pa_sim_state *s, int64_t t0,
     for (uint32_t i = 0; i < s->robot_count; i++)
       if (s->info[i].active) {
         robot_plan(m, s, i, &s->motion[i]);
-        s->bumps += robot_move(m, s, i, &s->motion[i], nb);
+        s->bumps += robot_move(m, s, i, &s->motion[i], nb, odom_exact(m));
       }
   }
   if (s->ssl)

@@ -100,12 +100,15 @@ double pa_sim_int_clearance_near(const pa_sim_model *m, const pa_sim_state *s,
                                  double margin, double *nx, double *ny,
                                  bool robots, pa_sim_wall_memo *memo);
 /* The same two for a move (sim_step.c): the other robots are those of nb
- * (NULL: none near), never all of them. */
+ * (NULL: none near), never all of them. pressed: the point is likely within
+ * r of a wall (a robot pressing one, a bisection), so the face nearest at
+ * the last full look is asked first (it answers "not free" alone when it is
+ * well within r; the same answer as without). */
 struct pa_sim_near;
 bool pa_sim_int_move_free(const pa_sim_model *m, const pa_sim_state *s,
                           uint32_t skip, double x, double y, double r,
                           const struct pa_sim_near *nb, pa_sim_wall_memo *memo,
-                          pa_sim_wall_cache *wc);
+                          pa_sim_wall_cache *wc, bool pressed);
 double pa_sim_int_move_clearance(const pa_sim_model *m, const pa_sim_state *s,
                                  uint32_t skip, double x, double y, double r,
                                  double margin, double *nx, double *ny,
