@@ -180,12 +180,13 @@ VEC_TARGET static bool VEC_FN(face_halves)(pa_sim_face_scratch *k, uint32_t n,
     ly += (c >> 2 & 1) | (c & 8) << 13;
     FACE_VI st = c & ~p;
     if (FACE_BITS(st != 0)) /* a half begins here: rare */
-      for (int l = 0; l < FACE_L; l++)
-        for (int o = 0; o < 4; o++)
-          if (st[l] >> o & 1) {
-            first[o] = (int32_t)i + l;
-            starts[o]++;
-          }
+      for (int o = 0; o < 4; o++) {
+        const unsigned b = FACE_BITS((st & (1 << o)) != 0);
+        if (b) { /* its last lane, as lane by lane */
+          first[o] = (int32_t)i + 31 - __builtin_clz(b);
+          starts[o] += VEC_POPCNT(b);
+        }
+      }
   }
   int32_t lens[4] = {0, 0, 0, 0};
   for (int l = 0; l < FACE_L; l++) {
@@ -219,8 +220,23 @@ VEC_TARGET static bool VEC_FN(face_halves)(pa_sim_face_scratch *k, uint32_t n,
     const int32_t *slot = k->slot[o / 2] + h->s;
     for (int q = 0; q <= PA_SIM_FACE_Q; q++)
       h->lut[q] = h->len;
-    for (int32_t p = h->len - 1; p >= 0; p--)
-      h->lut[slot[p]] = p;
+    /* lut[v]: the first p of slot v. That p is where the slot changes (or
+     * 0): the changes packed (~64 of ~180 rays), then stored last to first
+     * so that the first of a slot's wins */
+    int32_t at[CAST_CHUNK + 16], sl[CAST_CHUNK + 16], nch = h->len > 0;
+    at[0] = 0;
+    sl[0] = slot[0] & (PA_SIM_FACE_Q - 1); /* (in range when len is 0) */
+    for (int32_t p = 1; p < h->len; p += FACE_L) {
+      FACE_VI cur, prev;
+      memcpy(&cur, slot + p, sizeof cur); /* the arrays have slack */
+      memcpy(&prev, slot + p - 1, sizeof prev);
+      const unsigned b = FACE_BITS((cur != prev) & (iota + p < h->len));
+      FACE_PACK(at + nch, iota + p, b);
+      FACE_PACK(sl + nch, cur, b);
+      nch += VEC_POPCNT(b);
+    }
+    for (int32_t c = nch - 1; c >= 0; c--)
+      h->lut[sl[c]] = at[c];
     int32_t run = h->len; /* in a register: no store to load in the chain */
     for (int q = PA_SIM_FACE_Q - 1; q >= 0; q--) {
       run = h->lut[q] < run ? h->lut[q] : run;
