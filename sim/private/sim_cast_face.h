@@ -45,6 +45,7 @@ static const int32_t VEC_FN(face_iota)[16] = {0, 1, 2,  3,  4,  5,  6,  7,
                                               8, 9, 10, 11, 12, 13, 14, 15};
 /* the per-ray passes' lanes: doubles, and floats as many */
 #define FACE_DL (FACE_L / 2)
+#define FACE_ALIGN (FACE_L > 8 ? FACE_L : 8)
 typedef float VEC_FN(v4f) __attribute__((vector_size(4 * FACE_DL)));
 typedef int32_t VEC_FN(v4i) __attribute__((vector_size(4 * FACE_DL)));
 typedef double VEC_FN(v4d) __attribute__((vector_size(8 * FACE_DL)));
@@ -124,9 +125,10 @@ VEC_TARGET static void VEC_FN(face_z)(pa_sim_face_scratch *k, int a,
   const float dl = k->dl[j], ulo = k->ulo[j], uhi = k->uhi[j];
   const float clo = k->clo[j], chi = k->chi[j];
   /* 16 rays always (most faces span fewer: no branch to miss), more when
-   * it spans more */
-  const int32_t end = g1 > (g0 & ~7) + 16 ? g1 : (g0 & ~7) + 16;
-  for (int32_t base = g0 & ~7; base < end; base += FACE_L) {
+   * it spans more; windows at multiples of FACE_ALIGN */
+  const int32_t b0 = g0 & ~(FACE_ALIGN - 1);
+  const int32_t end = g1 > b0 + 16 ? g1 : b0 + 16;
+  for (int32_t base = b0; base < end; base += FACE_L) {
     FACE_VF c, iv, z, nr;
     FACE_VI w;
     memcpy(&c, k->cr[a] + base, sizeof c);
@@ -220,6 +222,7 @@ VEC_TARGET static bool VEC_FN(face_halves)(pa_sim_face_scratch *k, uint32_t n,
     const int32_t *slot = k->slot[o / 2] + h->s;
     for (int q = 0; q <= PA_SIM_FACE_Q; q++)
       h->lut[q] = h->len;
+#if FACE_L >= 8
     /* lut[v]: the first p of slot v. That p is where the slot changes (or
      * 0): the changes packed (~64 of ~180 rays), then stored last to first
      * so that the first of a slot's wins */
@@ -237,6 +240,10 @@ VEC_TARGET static bool VEC_FN(face_halves)(pa_sim_face_scratch *k, uint32_t n,
     }
     for (int32_t c = nch - 1; c >= 0; c--)
       h->lut[sl[c]] = at[c];
+#else /* packing lane by lane (SSE2, NEON) costs more than a store a ray */
+    for (int32_t p = h->len - 1; p >= 0; p--)
+      h->lut[slot[p]] = p;
+#endif
     int32_t run = h->len; /* in a register: no store to load in the chain */
     for (int q = PA_SIM_FACE_Q - 1; q >= 0; q--) {
       run = h->lut[q] < run ? h->lut[q] : run;
@@ -425,6 +432,8 @@ VEC_TARGET static void VEC_FN(face_rays)(pa_sim_face_scratch *k,
     memcpy(k->cr[0] + i, &cx, sizeof cx);
     memcpy(k->cr[1] + i, &cy, sizeof cy);
   }
+  /* the depth buffer (win, the faces' lines, is read only where z is
+   * finite: not cleared) and the rays' slots */
   const FACE_VF inf = (FACE_VF){0} + INFINITY;
   const FACE_VI zero = {0}, qmax = zero + (PA_SIM_FACE_Q - 1);
   for (int a = 0; a < 2; a++) {
@@ -434,7 +443,6 @@ VEC_TARGET static void VEC_FN(face_rays)(pa_sim_face_scratch *k,
     for (int32_t i = 0; i < arr; i += FACE_L) {
       memcpy(k->z[a] + i, &inf, sizeof inf);
       memcpy(k->near[a] + i, &inf, sizeof inf);
-      memcpy(k->win[a] + i, &zero, sizeof zero);
       FACE_VF key;
       memcpy(&key, k->key[a] + i, sizeof key);
       FACE_VI s =
@@ -547,6 +555,10 @@ VEC_TARGET static bool VEC_FN(faces)(const pa_sim_model *m, double pox,
   /* each ray: its nearest face of either axis, FACE_DL at a time, the range in
    * double as cell_entry; close calls to the scalar caster after */
   uint32_t close[CAST_CHUNK], nclose = 0;
+  /* each ray's close call (lanes, past n: 0), and whether there is one */
+  int32_t unsure_at[CAST_CHUNK + FACE_L];
+  FACE_I4 iota4, any_unsure = {0};
+  memcpy(&iota4, VEC_FN(face_iota), sizeof iota4);
   const FACE_D4 pox4 = (FACE_D4){0} + pox, poy4 = (FACE_D4){0} + poy;
   const FACE_D4 maxc4 = (FACE_D4){0} + maxc;
   for (uint32_t i = 0; i < n; i += FACE_DL) {
@@ -576,6 +588,9 @@ VEC_TARGET static bool VEC_FN(faces)(const pa_sim_model *m, double pox,
     FACE_F4 dz = (FACE_F4)((FACE_I4)(zx - zy) & 0x7fffffff);
     FACE_I4 unsure =
         ((nr <= z + eps) & (nr <= (float)lim)) | (dz <= eps) | (z <= eps);
+    unsure &= iota4 + (int32_t)i < (int32_t)n;
+    any_unsure |= unsure;
+    memcpy(unsure_at + i, &unsure, sizeof unsure);
     FACE_I4 none = z == INFINITY;
     FACE_D4 ddx = VEC_FN(loadd)(dx + i, left, 1.0);
     FACE_D4 ddy = VEC_FN(loadd)(dy + i, left, 1.0);
@@ -590,11 +605,16 @@ VEC_TARGET static bool VEC_FN(faces)(const pa_sim_model *m, double pox,
     else
       for (uint32_t l = 0; l < left; l++)
         out[i + l] = t[l];
-    for (uint32_t l = 0; l < left; l++) {
-      close[nclose] = i + l;
-      nclose += unsure[l] & 1;
-    }
   }
+  /* the close calls in ray order (0.06 a fan on the office: rare) */
+  bool unsure = false;
+  for (int l = 0; l < FACE_DL; l++)
+    unsure |= any_unsure[l] != 0;
+  if (unsure)
+    for (uint32_t i = 0; i < n; i++) {
+      close[nclose] = i;
+      nclose += unsure_at[i] & 1;
+    }
   k->fans++;
   k->closes += nclose;
   for (uint32_t q = 0; q < nclose; q++) {
