@@ -45,6 +45,7 @@ static const int32_t VEC_FN(face_iota)[16] = {0, 1, 2,  3,  4,  5,  6,  7,
                                               8, 9, 10, 11, 12, 13, 14, 15};
 /* the per-ray passes' lanes: doubles, and floats as many */
 #define FACE_DL (FACE_L / 2)
+#define FACE_ALIGN (FACE_L > 8 ? FACE_L : 8)
 typedef float VEC_FN(v4f) __attribute__((vector_size(4 * FACE_DL)));
 typedef int32_t VEC_FN(v4i) __attribute__((vector_size(4 * FACE_DL)));
 typedef double VEC_FN(v4d) __attribute__((vector_size(8 * FACE_DL)));
@@ -116,17 +117,20 @@ VEC_TARGET static inline FACE_D4 VEC_FN(loadd)(const double *p, uint32_t left,
 }
 
 /* Face j (of the candidates) on axis a's rays [g0, g1), in windows of
- * FACE_L lanes from an 8-aligned ray: each ray's nearest crossing (z, win)
- * and nearest close call (near). */
-VEC_TARGET static void VEC_FN(face_z)(pa_sim_face_scratch *k, int a,
-                                      int32_t j) {
+ * FACE_L lanes from a FACE_ALIGN-aligned ray: each ray's nearest crossing
+ * (z, win) and nearest close call (near). Inlined in both loops (~150
+ * faces a fan: a call each cost ~10% of the fan). */
+VEC_TARGET static inline __attribute__((always_inline)) void
+VEC_FN(face_z)(pa_sim_face_scratch *k, int a, int32_t j) {
   const int32_t g0 = k->g0[j], g1 = k->g1[j], line = k->ca[j] & 0xffff;
   const float dl = k->dl[j], ulo = k->ulo[j], uhi = k->uhi[j];
   const float clo = k->clo[j], chi = k->chi[j];
-  /* 16 rays always (most faces span fewer: no branch to miss), more when
-   * it spans more */
-  const int32_t end = g1 > (g0 & ~7) + 16 ? g1 : (g0 & ~7) + 16;
-  for (int32_t base = g0 & ~7; base < end; base += FACE_L) {
+  /* FACE_ALIGN rays from a multiple of it (16 with 16 lanes, else 8: most
+   * faces span fewer), more when it spans more (AVX2 and the 4 lanes did
+   * 16 always: 3-6% of a fan more) */
+  const int32_t b0 = g0 & ~(FACE_ALIGN - 1);
+  const int32_t end = g1 > b0 + FACE_ALIGN ? g1 : b0 + FACE_ALIGN;
+  for (int32_t base = b0; base < end; base += FACE_L) {
     FACE_VF c, iv, z, nr;
     FACE_VI w;
     memcpy(&c, k->cr[a] + base, sizeof c);
@@ -180,12 +184,13 @@ VEC_TARGET static bool VEC_FN(face_halves)(pa_sim_face_scratch *k, uint32_t n,
     ly += (c >> 2 & 1) | (c & 8) << 13;
     FACE_VI st = c & ~p;
     if (FACE_BITS(st != 0)) /* a half begins here: rare */
-      for (int l = 0; l < FACE_L; l++)
-        for (int o = 0; o < 4; o++)
-          if (st[l] >> o & 1) {
-            first[o] = (int32_t)i + l;
-            starts[o]++;
-          }
+      for (int o = 0; o < 4; o++) {
+        const unsigned b = FACE_BITS((st & (1 << o)) != 0);
+        if (b) { /* its last lane, as lane by lane */
+          first[o] = (int32_t)i + 31 - __builtin_clz(b);
+          starts[o] += VEC_POPCNT(b);
+        }
+      }
   }
   int32_t lens[4] = {0, 0, 0, 0};
   for (int l = 0; l < FACE_L; l++) {
@@ -219,8 +224,28 @@ VEC_TARGET static bool VEC_FN(face_halves)(pa_sim_face_scratch *k, uint32_t n,
     const int32_t *slot = k->slot[o / 2] + h->s;
     for (int q = 0; q <= PA_SIM_FACE_Q; q++)
       h->lut[q] = h->len;
+#if FACE_L >= 8
+    /* lut[v]: the first p of slot v. That p is where the slot changes (or
+     * 0): the changes packed (~64 of ~180 rays), then stored last to first
+     * so that the first of a slot's wins */
+    int32_t at[CAST_CHUNK + 16], sl[CAST_CHUNK + 16], nch = h->len > 0;
+    at[0] = 0;
+    sl[0] = slot[0] & (PA_SIM_FACE_Q - 1); /* (in range when len is 0) */
+    for (int32_t p = 1; p < h->len; p += FACE_L) {
+      FACE_VI cur, prev;
+      memcpy(&cur, slot + p, sizeof cur); /* the arrays have slack */
+      memcpy(&prev, slot + p - 1, sizeof prev);
+      const unsigned b = FACE_BITS((cur != prev) & (iota + p < h->len));
+      FACE_PACK(at + nch, iota + p, b);
+      FACE_PACK(sl + nch, cur, b);
+      nch += VEC_POPCNT(b);
+    }
+    for (int32_t c = nch - 1; c >= 0; c--)
+      h->lut[sl[c]] = at[c];
+#else /* packing lane by lane (SSE2, NEON) costs more than a store a ray */
     for (int32_t p = h->len - 1; p >= 0; p--)
       h->lut[slot[p]] = p;
+#endif
     int32_t run = h->len; /* in a register: no store to load in the chain */
     for (int q = PA_SIM_FACE_Q - 1; q >= 0; q--) {
       run = h->lut[q] < run ? h->lut[q] : run;
@@ -409,6 +434,8 @@ VEC_TARGET static void VEC_FN(face_rays)(pa_sim_face_scratch *k,
     memcpy(k->cr[0] + i, &cx, sizeof cx);
     memcpy(k->cr[1] + i, &cy, sizeof cy);
   }
+  /* the depth buffer (win, the faces' lines, is read only where z is
+   * finite: not cleared) and the rays' slots */
   const FACE_VF inf = (FACE_VF){0} + INFINITY;
   const FACE_VI zero = {0}, qmax = zero + (PA_SIM_FACE_Q - 1);
   for (int a = 0; a < 2; a++) {
@@ -418,7 +445,6 @@ VEC_TARGET static void VEC_FN(face_rays)(pa_sim_face_scratch *k,
     for (int32_t i = 0; i < arr; i += FACE_L) {
       memcpy(k->z[a] + i, &inf, sizeof inf);
       memcpy(k->near[a] + i, &inf, sizeof inf);
-      memcpy(k->win[a] + i, &zero, sizeof zero);
       FACE_VF key;
       memcpy(&key, k->key[a] + i, sizeof key);
       FACE_VI s =
@@ -531,6 +557,10 @@ VEC_TARGET static bool VEC_FN(faces)(const pa_sim_model *m, double pox,
   /* each ray: its nearest face of either axis, FACE_DL at a time, the range in
    * double as cell_entry; close calls to the scalar caster after */
   uint32_t close[CAST_CHUNK], nclose = 0;
+  /* each ray's close call (lanes, past n: 0), and whether there is one */
+  int32_t unsure_at[CAST_CHUNK + FACE_L];
+  FACE_I4 iota4, any_unsure = {0};
+  memcpy(&iota4, VEC_FN(face_iota), sizeof iota4);
   const FACE_D4 pox4 = (FACE_D4){0} + pox, poy4 = (FACE_D4){0} + poy;
   const FACE_D4 maxc4 = (FACE_D4){0} + maxc;
   for (uint32_t i = 0; i < n; i += FACE_DL) {
@@ -560,6 +590,9 @@ VEC_TARGET static bool VEC_FN(faces)(const pa_sim_model *m, double pox,
     FACE_F4 dz = (FACE_F4)((FACE_I4)(zx - zy) & 0x7fffffff);
     FACE_I4 unsure =
         ((nr <= z + eps) & (nr <= (float)lim)) | (dz <= eps) | (z <= eps);
+    unsure &= iota4 + (int32_t)i < (int32_t)n;
+    any_unsure |= unsure;
+    memcpy(unsure_at + i, &unsure, sizeof unsure);
     FACE_I4 none = z == INFINITY;
     FACE_D4 ddx = VEC_FN(loadd)(dx + i, left, 1.0);
     FACE_D4 ddy = VEC_FN(loadd)(dy + i, left, 1.0);
@@ -574,11 +607,16 @@ VEC_TARGET static bool VEC_FN(faces)(const pa_sim_model *m, double pox,
     else
       for (uint32_t l = 0; l < left; l++)
         out[i + l] = t[l];
-    for (uint32_t l = 0; l < left; l++) {
-      close[nclose] = i + l;
-      nclose += unsure[l] & 1;
-    }
   }
+  /* the close calls in ray order (0.06 a fan on the office: rare) */
+  bool unsure = false;
+  for (int l = 0; l < FACE_DL; l++)
+    unsure |= any_unsure[l] != 0;
+  if (unsure)
+    for (uint32_t i = 0; i < n; i++) {
+      close[nclose] = i;
+      nclose += unsure_at[i] & 1;
+    }
   k->fans++;
   k->closes += nclose;
   for (uint32_t q = 0; q < nclose; q++) {

@@ -250,19 +250,22 @@ typedef struct pa_sim_faces {
 #define PA_SIM_FACE_CAND (8 * CAST_CHUNK + 512) /* faces in reach, at most */
 /* faces nearer [cells] go first, unculled; then the others, culled */
 #define PA_SIM_FACE_NEAR 100.0f
+/* the per-ray arrays on cache lines: a 16-lane vector at a multiple of 16
+ * rays is one line (a split store costs two) */
+#define PA_SIM_FACE_ALIGNED __attribute__((aligned(64)))
 typedef struct pa_sim_face_scratch {
   /* by axis (0: faces on x lines, 1: on y lines), the fan twice */
-  float key[2][PA_SIM_FACE_ARR] __attribute__((aligned(32)));
-  float cr[2][PA_SIM_FACE_ARR] __attribute__((aligned(32)));
-  float inv[2][PA_SIM_FACE_ARR] __attribute__((aligned(32)));
-  float z[2][PA_SIM_FACE_ARR] __attribute__((aligned(32)));
-  float near[2][PA_SIM_FACE_ARR] __attribute__((aligned(32)));
-  int32_t win[2][PA_SIM_FACE_ARR] __attribute__((aligned(32)));
-  int32_t slot[2][PA_SIM_FACE_ARR];
+  float key[2][PA_SIM_FACE_ARR] PA_SIM_FACE_ALIGNED;
+  float cr[2][PA_SIM_FACE_ARR] PA_SIM_FACE_ALIGNED;
+  float inv[2][PA_SIM_FACE_ARR] PA_SIM_FACE_ALIGNED;
+  float z[2][PA_SIM_FACE_ARR] PA_SIM_FACE_ALIGNED;
+  float near[2][PA_SIM_FACE_ARR] PA_SIM_FACE_ALIGNED;
+  int32_t win[2][PA_SIM_FACE_ARR] PA_SIM_FACE_ALIGNED;
+  int32_t slot[2][PA_SIM_FACE_ARR] PA_SIM_FACE_ALIGNED;
   int32_t code[CAST_CHUNK + 32]; /* by ray + 1: its half-planes, bit o */
   /* the farthest of the rays' nearest faces so far over positions
    * [g, g + 2^l) (l 0: each ray's, both copies) */
-  float best[PA_SIM_FACE_LEVELS][PA_SIM_FACE_ARR];
+  float best[PA_SIM_FACE_LEVELS][PA_SIM_FACE_ARR] PA_SIM_FACE_ALIGNED;
   /* the faces in reach (packed as pa_sim_face_set's, + slack), then each
    * one's offsets from the origin [cells], rays [g0, g1), squared distance */
   int32_t ca[PA_SIM_FACE_CAND + 16], cb[PA_SIM_FACE_CAND + 16];
