@@ -102,6 +102,17 @@ void pa_render_gpu_free(rgpu_mesh *g) {
 
 /* ---- shaders ------------------------------------------------------------ */
 
+/* What lit_vs and plain_vs both declare: one text, so the two stay in
+ * step. */
+#define LIT_UNIFORMS                                                           \
+  "uniform mat4 u_model, u_view, u_proj;\n"                                    \
+  "uniform vec4 u_tint;\n"                                                     \
+  "uniform vec3 u_light;\n"                                                    \
+  "uniform vec3 u_fog;\n"                                                      \
+  "uniform float u_fog_density;\n"                                             \
+  "out vec4 v_colour;\n"                                                       \
+  "const vec3 fill = vec3(-0.62, -0.38, 0.69);\n"
+
 /* Lighting and fog per vertex, the fragment shader a pass-through: on
  * llvmpipe the head camera's cost is its pixels, and the per-fragment fog
  * (exp2 of the interpolated eye distance) was a third of a frame. Lighting
@@ -126,14 +137,7 @@ static const char *lit_vs =
     "layout(location = 4) in vec4 a_iquat;\n"  /* x, y, z, w */
     "layout(location = 5) in vec3 a_iscale;\n" /* scale - 1 */
     "layout(location = 6) in vec4 a_iinv;\n"   /* 1 - rgb, alpha */
-    "uniform mat4 u_model, u_view, u_proj;\n"
-    "uniform vec4 u_tint;\n"
-    "uniform vec3 u_light;\n"
-    "uniform vec3 u_fog;\n"
-    "uniform float u_fog_density;\n"
-    "out vec4 v_colour;\n"
-    "const vec3 fill = vec3(-0.62, -0.38, 0.69);\n"
-    "vec3 qrot(vec4 q, vec3 v) {\n"
+    LIT_UNIFORMS "vec3 qrot(vec4 q, vec3 v) {\n"
     "  vec3 t = 2.0 * cross(q.xyz, v); return v + q.w * t + cross(q.xyz, t);\n"
     "}\n"
     "void main() {\n"
@@ -157,15 +161,7 @@ static const char *plain_vs =
     "#version 330 core\n"
     "layout(location = 0) in vec3 a_pos;\n"
     "layout(location = 1) in vec3 a_normal;\n"
-    "layout(location = 2) in vec4 a_colour;\n"
-    "uniform mat4 u_model, u_view, u_proj;\n"
-    "uniform vec4 u_tint;\n"
-    "uniform vec3 u_light;\n"
-    "uniform vec3 u_fog;\n"
-    "uniform float u_fog_density;\n"
-    "out vec4 v_colour;\n"
-    "const vec3 fill = vec3(-0.62, -0.38, 0.69);\n"
-    "void main() {\n"
+    "layout(location = 2) in vec4 a_colour;\n" LIT_UNIFORMS "void main() {\n"
     "  vec4 e = u_view * (u_model * vec4(a_pos, 1.0));\n"
     "  vec3 n = normalize(mat3(u_model) * a_normal);\n"
     "  float shade = 0.5 + 0.55 * max(dot(n, u_light), 0.0)\n"
