@@ -18,6 +18,7 @@
 #include <jansson.h>
 #include <math.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <stb_image.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -641,12 +642,144 @@ static void test_bad_geometry(void **state) {
   assert_int_equal(lt_stop(&s, 5000), 0);
 }
 
+/* A binary STL of n triangles (a fan of slivers), for a decode that lasts. */
+static void write_big_stl(const char *name, uint32_t n) {
+  char path[1024];
+  snprintf(path, sizeof path, "%s/%s", pa_test_tmpdir(), name);
+  FILE *f = fopen(path, "wb");
+  assert_non_null(f);
+  char head[80] = "playarea test";
+  fwrite(head, 1, sizeof head, f);
+  fwrite(&n, 4, 1, f);
+  for (uint32_t i = 0; i < n; i++) {
+    float t[12] = {0,
+                   0,
+                   1,
+                   0,
+                   0,
+                   0,
+                   (float)(i % 100) * 0.01f,
+                   0.5f,
+                   0,
+                   (float)(i % 100) * 0.01f + 0.01f,
+                   0.5f,
+                   0};
+    uint16_t attr = 0;
+    fwrite(t, sizeof t, 1, f);
+    fwrite(&attr, 2, 1, f);
+  }
+  assert_int_equal(fclose(f), 0);
+}
+
+/* The decoder child pa-netgw forks for a mesh file, caught and stopped;
+ * 0 when it ended before it could be caught. */
+static pid_t stop_decoder(pid_t netgw, int64_t within_ms) {
+  char path[128];
+  snprintf(path, sizeof path, "/proc/%d/task/%d/children", (int)netgw,
+           (int)netgw);
+  int64_t end = pa_test_now_ms() + within_ms;
+  while (pa_test_now_ms() < end) {
+    FILE *f = fopen(path, "r");
+    int pid = 0;
+    if (f) {
+      if (fscanf(f, "%d", &pid) != 1)
+        pid = 0;
+      fclose(f);
+    }
+    if (pid > 0 && kill(pid, SIGSTOP) == 0)
+      return pid;
+    usleep(100);
+  }
+  return 0;
+}
+
+/* A mesh file is decoded off pa-netgw's loop: while its decoder is held
+ * stopped, another client is answered; let go, the request succeeds; a
+ * client that is gone (reset) while its decoder runs takes the decoder
+ * with it. */
+static void test_decode_off_the_loop(void **state) {
+  (void)state;
+  write_big_stl("big.stl", 50000);
+  const char *extra[] = {"--no-render", "--no_beacon", "--data_dir",
+                         pa_test_tmpdir(), NULL};
+  lt_stack s;
+  assert_int_equal(lt_start(&s, "vloop", extra, START_MS), 0);
+  pid_t net = lt_pid(&s, PA_PROC_NETGW);
+  int b = pa_test_tcp_connect(s.port);
+  assert_true(b >= 0);
+  char line[1 << 12];
+  pid_t dec = 0;
+  int a = -1;
+  for (int tries = 0; tries < 10 && !dec; tries++) {
+    if (a >= 0) { /* decoded before it was caught: again, another name */
+      assert_true(pa_test_read_line(a, line, sizeof line, 20000) > 0);
+      close(a);
+    }
+    a = pa_test_tcp_connect(s.port);
+    assert_true(a >= 0);
+    char req[256];
+    snprintf(req, sizeof req,
+             "{\"type\":\"command\",\"protocol_version\":2,\"action\":"
+             "\"add_visual_mesh\",\"data\":{\"name\":\"big%d\",\"file\":"
+             "\"big.stl\"}}\n",
+             tries);
+    assert_int_equal(pa_test_send_str(a, req), 0);
+    dec = stop_decoder(net, 3000);
+  }
+  assert_true(dec > 0);
+  /* the loop serves another client meanwhile */
+  assert_int_equal(pa_test_send_str(b, "ping\n"), 0);
+  assert_true(pa_test_read_line(b, line, sizeof line, 5000) > 0);
+  assert_string_equal(line, "pong");
+  assert_int_equal(kill(dec, SIGCONT), 0);
+  assert_true(pa_test_read_line(a, line, sizeof line, 20000) > 0);
+  json_t *r = json_loads(line, 0, NULL);
+  assert_non_null(r);
+  assert_true(json_is_true(json_object_get(r, "success")));
+  json_decref(r);
+  close(a);
+  /* a client gone while its decoder runs: the decoder is killed, reaped */
+  dec = 0;
+  for (int tries = 0; tries < 10 && !dec; tries++) {
+    a = pa_test_tcp_connect(s.port);
+    assert_true(a >= 0);
+    char req[256];
+    snprintf(req, sizeof req,
+             "{\"type\":\"command\",\"protocol_version\":2,\"action\":"
+             "\"add_visual_mesh\",\"data\":{\"name\":\"gone%d\",\"file\":"
+             "\"big.stl\"}}\n",
+             tries);
+    assert_int_equal(pa_test_send_str(a, req), 0);
+    dec = stop_decoder(net, 3000);
+    if (!dec) {
+      assert_true(pa_test_read_line(a, line, sizeof line, 20000) > 0);
+      close(a);
+    }
+  }
+  assert_true(dec > 0);
+  /* reset, as a crashed client's kernel does (a plain close is a
+   * half-close: its request would still be answered first) */
+  struct linger lg = {1, 0};
+  setsockopt(a, SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
+  close(a);
+  int64_t end = pa_test_now_ms() + 5000;
+  while (kill(dec, 0) == 0 && pa_test_now_ms() < end)
+    usleep(10000);
+  assert_int_not_equal(kill(dec, 0), 0); /* killed and reaped: no zombie */
+  assert_int_equal(pa_test_send_str(b, "ping\n"), 0);
+  assert_true(pa_test_read_line(b, line, sizeof line, 5000) > 0);
+  assert_string_equal(line, "pong");
+  close(b);
+  assert_int_equal(lt_stop(&s, 5000), 0);
+}
+
 int main(void) {
   signal(SIGPIPE, SIG_IGN);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_bad_geometry),
       cmocka_unit_test(test_meshes_heightmap_instances),
       cmocka_unit_test(test_solid_lit_box),
+      cmocka_unit_test(test_decode_off_the_loop),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -366,12 +366,13 @@ typedef struct pa_client {
   int pend_text;   /* pa_text_kind */
   int pend_action; /* json.c action id */
   uint32_t pend_robot;
-  uint32_t pend_ticks;   /* a STEP's ticks (0: not a STEP) */
-  int64_t pend_t0;       /* when it was pushed [ns] */
-  unsigned pend_wait_ms; /* the next wait's timeout (0 = the default) */
-  json_t *jreq;          /* request being answered */
-  json_t *jbatch;        /* batch request, or NULL */
-  json_t *jresponses;    /* batch responses so far */
+  uint32_t pend_ticks;          /* a STEP's ticks (0: not a STEP) */
+  int64_t pend_t0;              /* when it was pushed [ns] */
+  unsigned pend_wait_ms;        /* the next wait's timeout (0 = the default) */
+  json_t *jreq;                 /* request being answered */
+  struct pa_mesh_job *mesh_job; /* json_visual_mesh.c: a decode off the loop */
+  json_t *jbatch;               /* batch request, or NULL */
+  json_t *jresponses;           /* batch responses so far */
   size_t jbatch_i;
   size_t jbudget; /* [bytes] reply room left to this line's requests */
   struct event *timeout_ev;
@@ -473,6 +474,8 @@ typedef struct pa_netgw {
   /* listen.c: the launcher's end of the kept listeners (-1 = run alone)
    * and the listeners it handed to this pa-netgw, not yet claimed */
   int keep_sock;
+  /* json_visual_mesh.c: the decode whose result is being handed over */
+  struct pa_mesh_job *mesh_delivering;
   struct {
     char name[PA_PORT_NAME_MAX];
     int fd; /* -1 = none */

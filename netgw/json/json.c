@@ -609,7 +609,8 @@ void pa_json_complete(pa_client *c, const pa_reply *r) {
 }
 
 void pa_json_release(pa_client *c) {
-  json_decref(c->jreq); /* each may be NULL */
+  pa_json_vis_mesh_cancel(c); /* a decoder nobody waits for now */
+  json_decref(c->jreq);       /* each may be NULL */
   json_decref(c->jbatch);
   json_decref(c->jresponses);
   c->jreq = c->jbatch = c->jresponses = NULL;

@@ -349,15 +349,23 @@ void pa_json_vis_default_size(uint32_t t, float s[3]);
 /* json_visual_geom.c: the points of a mesh, height map or instanced visual
  * from the request (v: the visual as it will be, its grid, stride and
  * colormap set here; idx: its index in b, -1 when added): 1 with *pts
- * (malloc'd, *n), 0 when its points stay, -1 refused (error set). */
+ * (malloc'd, *n), 0 when its points stay, -1 refused (error set), 2 while
+ * a mesh file is decoded off the loop (pa_json_vis_mesh_file). */
 int pa_json_vis_geom(jctx *x, const pa_visual_block *b, int idx, pa_visual *v,
                      pa_vis_point **pts, uint32_t *n);
 /* A height map's colormap by number (pa_visual.colormap). */
 const char *pa_json_vis_colormap_name(uint32_t c);
 /* json_visual_mesh.c: data.file rel (.obj, .stl, .ply under --data_dir)
- * decoded into triangles' points: 0, or -1 (error set). */
+ * decoded into triangles' points: 0, or -1 (error set); 2 when the decoder
+ * runs off the loop and the request waits for it (its row's done handler
+ * runs the request again, and the points are then there). */
 int pa_json_vis_mesh_file(jctx *x, const char *rel, pa_vis_point **pts,
                           uint32_t *n);
+/* The client's decode in flight, if any: killed, freed. */
+void pa_json_vis_mesh_cancel(pa_client *c);
+json_t *pa_json_done_add_visual(jctx *x, const pa_reply *r);
+json_t *pa_json_done_update_visual(jctx *x, const pa_reply *r);
+json_t *pa_json_done_add_visual_mesh(jctx *x, const pa_reply *r);
 /* ---- json_spectator.c -----------------------------------------------------*/
 json_t *pa_json_act_set_camera(jctx *x);
 json_t *pa_json_act_focus_on(jctx *x);

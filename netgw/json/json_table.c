@@ -195,10 +195,10 @@ static const jaction actions[] = {
 #define GEOM_KEYS                                                              \
   " file vertices indices vertex_colors samples heights colormap shape "       \
   "positions orientations scales colors"
-    ROW(add_visual, CMD, NULL, NULL, JF_LENIENT,
+    ROW(add_visual, CMD, DONE(add_visual), NULL, JF_LENIENT,
         "name type position orientation yaw size color visible text points "
         "points_b64 point_format camera_visible" GEOM_KEYS),
-    ROW(update_visual, CMD, NULL, NULL, JF_LENIENT,
+    ROW(update_visual, CMD, DONE(update_visual), NULL, JF_LENIENT,
         "name position orientation yaw size color visible text points "
         "points_b64 point_format append camera_visible" GEOM_KEYS),
     ROW(remove_visual, CMD, NULL, NULL, 0, "name"),
@@ -220,7 +220,7 @@ static const jaction actions[] = {
     ROW(add_visual_arrow, CMD, NULL, NULL, JF_LENIENT, VIS_KEYS),
     ROW(add_visual_polyline, CMD, NULL, NULL, JF_LENIENT, PTS_KEYS),
     ROW(add_point_cloud, CMD, NULL, NULL, JF_LENIENT, PTS_KEYS),
-    ROW(add_visual_mesh, CMD, NULL, NULL, JF_LENIENT,
+    ROW(add_visual_mesh, CMD, DONE(add_visual_mesh), NULL, JF_LENIENT,
         VIS_KEYS " file vertices indices vertex_colors"),
     ROW(add_visual_heightmap, CMD, NULL, NULL, JF_LENIENT,
         VIS_KEYS " samples heights colormap"),

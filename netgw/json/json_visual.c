@@ -488,6 +488,8 @@ static json_t *vis_set(jctx *x, bool add) {
   int r = get_points(x, PA_VIS_CLOUD_MAX, &pts, &n);
   if (r == 0)
     r = pa_json_vis_geom(x, b, idx, &v, &pts, &n);
+  if (r == 2)
+    return JPENDING; /* a mesh file's decoder: run again when it is done */
   if (r < 0)
     return NULL;
   uint32_t keep = append && idx >= 0 && has_points(v.type) ? b->v[idx].pt_n : 0;
@@ -536,6 +538,17 @@ static json_t *vis_set(jctx *x, bool add) {
 
 json_t *pa_json_act_add_visual(jctx *x) { return vis_set(x, true); }
 
+/* A mesh file decoded off the loop: the request runs again, every check
+ * again (a visual of its name may exist by now), with the points there. */
+json_t *pa_json_done_add_visual(jctx *x, const pa_reply *r) {
+  (void)r;
+  return vis_set(x, true);
+}
+json_t *pa_json_done_update_visual(jctx *x, const pa_reply *r) {
+  (void)r;
+  return vis_set(x, false);
+}
+
 /* RaisimServer's names (addVisualSphere, ..., addPointCloud): add_visual
  * with the type implied (a "type" in the data is refused by the table). */
 static json_t *add_typed(jctx *x, const char *type) {
@@ -560,6 +573,10 @@ json_t *pa_json_act_add_point_cloud(jctx *x) {
   return add_typed(x, "point_cloud");
 }
 json_t *pa_json_act_add_visual_mesh(jctx *x) { return add_typed(x, "mesh"); }
+json_t *pa_json_done_add_visual_mesh(jctx *x, const pa_reply *r) {
+  (void)r;
+  return add_typed(x, "mesh");
+}
 json_t *pa_json_act_add_visual_heightmap(jctx *x) {
   return add_typed(x, "heightmap");
 }

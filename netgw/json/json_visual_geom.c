@@ -154,8 +154,9 @@ static int mesh(jctx *x, bool add, pa_vis_point **pts, uint32_t *n) {
     return -1;
   }
   if (rf > 0) {
-    if (pa_json_vis_mesh_file(x, file, pts, n) < 0)
-      return -1;
+    int rm = pa_json_vis_mesh_file(x, file, pts, n);
+    if (rm != 0)
+      return rm < 0 ? -1 : 2;              /* 2: decoding off the loop */
     if (json_object_get(x->data, "color")) /* the colour given wins */
       for (uint32_t i = 0; i < *n; i++)
         (*pts)[i].rgba = 0;

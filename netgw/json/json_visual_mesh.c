@@ -19,6 +19,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <math.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -212,33 +213,186 @@ static void child_decode(int wfd, const uint8_t *buf, size_t len,
   _exit(0);
 }
 
-static int read_all(int fd, void *p, size_t n) {
-  char *c = p;
-  while (n) {
-    ssize_t r = read(fd, c, n);
-    if (r < 0 && errno == EINTR)
-      continue;
-    if (r <= 0)
-      return -1;
-    c += r, n -= (size_t)r;
+/* What the child sent (data, got bytes) and how it ended: 0 with the
+ * triangles' points, or -1 with err. */
+static int parse_decoded(const uint8_t *data, size_t got, int status,
+                         const char *hint, const char *rel, pa_vis_point **pts,
+                         uint32_t *n, char *err, size_t err_sz) {
+  mesh_head h;
+  memset(&h, 0, sizeof h);
+  bool head = got >= sizeof h;
+  if (head)
+    memcpy(&h, data, sizeof h);
+  h.err[sizeof h.err - 1] = 0;
+  size_t need =
+      head && h.ok == MESH_OK && h.tris && h.tris <= PA_VIS_MESH_TRIS_MAX
+          ? sizeof h + (size_t)h.tris * 3 * sizeof(pa_vis_point)
+          : 0;
+  if (head && h.ok == MESH_NO_DECODER) {
+    snprintf(err, err_sz, "data.file %s: %s meshes need libassimp: %s", rel,
+             hint, h.err);
+    return -1;
   }
+  if (head && h.ok != MESH_OK) {
+    snprintf(err, err_sz, "data.file %s: not a readable %s mesh: %s", rel, hint,
+             h.err);
+    return -1;
+  }
+  pa_vis_point *p = need && got == need ? malloc(need - sizeof h) : NULL;
+  if (!p) {
+    snprintf(err, err_sz, "data.file %s: the %s decoder failed (%s %d)", rel,
+             hint, WIFSIGNALED(status) ? "signal" : "exit status",
+             WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
+    return -1;
+  }
+  memcpy(p, data + sizeof h, need - sizeof h);
+  for (uint32_t i = 0; i < h.tris * 3; i++)
+    for (int k = 0; k < 3; k++)
+      if (!isfinite(p[i].p[k]) || fabsf(p[i].p[k]) > VIS_COORD_MAX) {
+        snprintf(err, err_sz,
+                 "data.file %s: vertex %u is not finite or beyond 1e6 m", rel,
+                 i);
+        free(p);
+        return -1;
+      }
+  *pts = p;
+  *n = h.tris * 3;
   return 0;
 }
 
-/* Decodes buf in a child: 0 with the triangles' points, or -1 with err. */
-static int decode(const uint8_t *buf, size_t len, const char *hint,
-                  const char *rel, pa_vis_point **pts, uint32_t *n, char *err,
-                  size_t err_sz) {
-  int pfd[2];
-  if (pipe2(pfd, O_CLOEXEC) != 0) {
+/* The most the child may send: the head and the largest mesh's points. */
+#define MESH_PIPE_MAX                                                          \
+  (sizeof(mesh_head) + (size_t)PA_VIS_MESH_TRIS_MAX * 3 * sizeof(pa_vis_point))
+
+/* A decode in flight for a client (one request at a time: its one). */
+typedef struct pa_mesh_job {
+  pa_client *c;
+  uint64_t req;
+  pid_t pid;
+  int fd;
+  struct event *ev;
+  uint8_t *buf;
+  size_t got, cap;
+  char rel[PA_SAFE_REL_MAX + 1], hint[8];
+  bool done; /* the result below is in */
+  int rc;
+  pa_vis_point *pts;
+  uint32_t n;
+  char err[256];
+} pa_mesh_job;
+
+/* Reaps the child (killed unless it has ended) and frees the job. */
+static void job_free(pa_mesh_job *j, int *status) {
+  if (j->ev)
+    event_free(j->ev);
+  if (j->fd >= 0)
+    close(j->fd);
+  int st = 0;
+  if (j->pid > 0) {
+    if (!j->done)
+      kill(j->pid, SIGKILL);
+    while (waitpid(j->pid, &st, 0) < 0 && errno == EINTR)
+      ;
+  }
+  if (status)
+    *status = st;
+  if (j->c && j->c->mesh_job == j)
+    j->c->mesh_job = NULL;
+  if (j->c && j->c->g->mesh_delivering == j)
+    j->c->g->mesh_delivering = NULL;
+  free(j->buf);
+  free(j->pts);
+  free(j);
+}
+
+void pa_json_vis_mesh_cancel(pa_client *c) {
+  if (c->mesh_job)
+    job_free(c->mesh_job, NULL);
+}
+
+/* Reads what is there; 1 at the end (EOF, or too much), 0 for more. */
+static int job_read(pa_mesh_job *j) {
+  for (;;) {
+    if (j->got == j->cap) {
+      size_t cap = j->cap ? j->cap * 2 : 64 << 10;
+      if (cap > MESH_PIPE_MAX + 1)
+        cap = MESH_PIPE_MAX + 1;
+      uint8_t *b = cap > j->cap ? realloc(j->buf, cap) : NULL;
+      if (!b)
+        return 1; /* more than a mesh may be, or no memory: it failed */
+      j->buf = b, j->cap = cap;
+    }
+    ssize_t r = read(j->fd, j->buf + j->got, j->cap - j->got);
+    if (r > 0)
+      j->got += (size_t)r;
+    else if (r == 0)
+      return 1;
+    else if (errno == EINTR)
+      continue;
+    else
+      return errno == EAGAIN ? 0 : 1;
+  }
+}
+
+/* The child's pipe is readable: at its end, the result, and the request
+ * that waits for it is answered again with it (its done handler). */
+static void on_job_readable(evutil_socket_t fd, short what, void *arg) {
+  (void)fd, (void)what;
+  pa_mesh_job *j = arg;
+  if (!job_read(j))
+    return;
+  event_del(j->ev);
+  close(j->fd);
+  j->fd = -1;
+  int status = 0;
+  while (waitpid(j->pid, &status, 0) < 0 && errno == EINTR)
+    ;
+  j->pid = 0;
+  j->rc = j->got > MESH_PIPE_MAX
+              ? (snprintf(j->err, sizeof j->err,
+                          "data.file %.200s: the %s decoder sent too much",
+                          j->rel, j->hint),
+                 -1)
+              : parse_decoded(j->buf, j->got, status, j->hint, j->rel, &j->pts,
+                              &j->n, j->err, sizeof j->err);
+  free(j->buf);
+  j->buf = NULL;
+  j->done = true;
+  pa_client *c = j->c;
+  pa_netgw *g = c->g;
+  pa_reply r;
+  memset(&r, 0, sizeof r);
+  r.client_id = c->id;
+  r.request_id = j->req;
+  r.status = PA_OK;
+  const pa_tick *t = pa_gw_latest(g);
+  r.sim_time = t ? t->sim_time : 0;
+  /* The done handler takes the result (and frees the job); the client may
+   * be gone after the reply (its release frees the job too). Still here:
+   * nobody waited for it (the request timed out). */
+  g->mesh_delivering = j;
+  pa_gw_local_reply(g, &r);
+  if (g->mesh_delivering)
+    job_free(g->mesh_delivering, NULL);
+}
+
+/* Forks the decoder of buf; the job (c->mesh_job) or -1 with err. */
+static pa_mesh_job *job_start(pa_client *c, const uint8_t *buf, size_t len,
+                              const char *hint, const char *rel, char *err,
+                              size_t err_sz) {
+  pa_mesh_job *j = calloc(1, sizeof *j);
+  int pfd[2] = {-1, -1};
+  if (!j || pipe2(pfd, O_CLOEXEC) != 0) {
     snprintf(err, err_sz, "data.file %s: pipe: %s", rel, strerror(errno));
-    return -1;
+    free(j);
+    return NULL;
   }
   pid_t pid = fork();
   if (pid < 0) {
     snprintf(err, err_sz, "data.file %s: fork: %s", rel, strerror(errno));
     close(pfd[0]), close(pfd[1]);
-    return -1;
+    free(j);
+    return NULL;
   }
   if (pid == 0) {
     close(pfd[0]);
@@ -246,45 +400,42 @@ static int decode(const uint8_t *buf, size_t len, const char *hint,
     child_decode(pfd[1], buf, len, hint);
   }
   close(pfd[1]);
-  mesh_head h;
-  pa_vis_point *p = NULL;
-  int rc = read_all(pfd[0], &h, sizeof h);
-  h.err[sizeof h.err - 1] = 0;
-  if (rc == 0 && h.ok == MESH_OK && h.tris && h.tris <= PA_VIS_MESH_TRIS_MAX) {
-    p = malloc((size_t)h.tris * 3 * sizeof *p);
-    rc = p ? read_all(pfd[0], p, (size_t)h.tris * 3 * sizeof *p) : -1;
-  }
-  close(pfd[0]);
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-    ;
-  if (rc == 0 && h.ok == MESH_NO_DECODER) {
-    snprintf(err, err_sz, "data.file %s: %s meshes need libassimp: %s", rel,
-             hint, h.err);
-  } else if (rc == 0 && h.ok != MESH_OK) {
-    snprintf(err, err_sz, "data.file %s: not a readable %s mesh: %s", rel, hint,
-             h.err);
-  } else if (rc != 0 || !p) {
-    snprintf(err, err_sz, "data.file %s: the %s decoder failed (%s %d)", rel,
-             hint, WIFSIGNALED(status) ? "signal" : "exit status",
-             WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
-  } else {
-    for (uint32_t i = 0; i < h.tris * 3; i++)
-      for (int k = 0; k < 3; k++)
-        if (!isfinite(p[i].p[k]) || fabsf(p[i].p[k]) > VIS_COORD_MAX) {
-          snprintf(err, err_sz,
-                   "data.file %s: vertex %u is not finite or beyond 1e6 m", rel,
-                   i);
-          free(p);
-          return -1;
-        }
-    *pts = p;
-    *n = h.tris * 3;
-    return 0;
-  }
-  free(p);
-  return -1;
+  j->c = c;
+  j->pid = pid;
+  j->fd = pfd[0];
+  snprintf(j->rel, sizeof j->rel, "%s", rel);
+  snprintf(j->hint, sizeof j->hint, "%s", hint);
+  return j;
 }
+
+/* Reads and decodes at once, the loop waiting (a row with no done
+ * handler); 0 with the points, or -1 with err. */
+static int decode_now(pa_mesh_job *j, pa_vis_point **pts, uint32_t *n,
+                      char *err, size_t err_sz) {
+  while (!job_read(j)) {
+    struct pollfd p = {.fd = j->fd, .events = POLLIN};
+    poll(&p, 1, -1);
+  }
+  int status = 0;
+  close(j->fd); /* a child still writing (too much) gets EPIPE and ends */
+  j->fd = -1;
+  while (waitpid(j->pid, &status, 0) < 0 && errno == EINTR)
+    ;
+  j->pid = 0;
+  int rc = j->got > MESH_PIPE_MAX
+               ? (snprintf(err, err_sz,
+                           "data.file %.200s: the %s decoder sent too much",
+                           j->rel, j->hint),
+                  -1)
+               : parse_decoded(j->buf, j->got, status, j->hint, j->rel, pts, n,
+                               err, err_sz);
+  job_free(j, NULL);
+  return rc;
+}
+
+/* How long a request waits for its mesh's decoder [ms]: more than the
+ * child's own limit of MESH_CHILD_S. */
+#define MESH_WAIT_MS ((MESH_CHILD_S + 5) * 1000)
 
 int pa_json_vis_mesh_file(jctx *x, const char *rel, pa_vis_point **pts,
                           uint32_t *n) {
@@ -297,15 +448,52 @@ int pa_json_vis_mesh_file(jctx *x, const char *rel, pa_vis_point **pts,
                  "data.file %s: a mesh is an .obj, .stl or .ply file", rel);
     return -1;
   }
+  pa_client *c = x->c;
+  pa_mesh_job *j = c->mesh_job;
+  if (j && j->done && c->g->mesh_delivering == j) {
+    /* the request again, its decode done: the result */
+    int rc = j->rc;
+    if (rc == 0) {
+      *pts = j->pts, *n = j->n;
+      j->pts = NULL;
+    } else
+      pa_json_fail(x, PA_ERR_INVALID_MESSAGE, "%s", j->err);
+    job_free(j, NULL);
+    return rc;
+  }
+  if (j) /* an earlier request's, timed out: nobody waits for it */
+    job_free(j, NULL);
   uint8_t *buf = NULL;
   size_t len = 0;
   char err[256];
-  if (read_beneath(x->c->g, rel, &buf, &len, err, sizeof err) < 0 ||
-      decode(buf, len, hint, rel, pts, n, err, sizeof err) < 0) {
+  if (read_beneath(c->g, rel, &buf, &len, err, sizeof err) < 0 ||
+      !(j = job_start(c, buf, len, hint, rel, err, sizeof err))) {
     free(buf);
     pa_json_fail(x, PA_ERR_INVALID_MESSAGE, "%s", err);
     return -1;
   }
   free(buf);
-  return 0;
+  if (!x->act->done) {
+    int rc = decode_now(j, pts, n, err, sizeof err);
+    if (rc < 0)
+      pa_json_fail(x, PA_ERR_INVALID_MESSAGE, "%s", err);
+    return rc;
+  }
+  /* Off the loop: other clients are served while the child decodes; the
+   * request is answered when its pipe ends (on_job_readable). */
+  int fl = fcntl(j->fd, F_GETFL);
+  fcntl(j->fd, F_SETFL, (fl < 0 ? 0 : fl) | O_NONBLOCK);
+  j->ev =
+      event_new(c->g->base, j->fd, EV_READ | EV_PERSIST, on_job_readable, j);
+  if (!j->ev || event_add(j->ev, NULL) != 0) {
+    job_free(j, NULL);
+    pa_json_fail(x, PA_ERR_BUSY, "data.file %s: out of memory", rel);
+    return -1;
+  }
+  c->mesh_job = j;
+  j->req = ++c->g->next_req;
+  c->pend = PEND_JSON;
+  c->pend_action = pa_json_action_id(x->act);
+  pa_gw_wait_local(c, j->req, MESH_WAIT_MS);
+  return 2;
 }
