@@ -19,7 +19,6 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <math.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -229,19 +228,19 @@ static int parse_decoded(const uint8_t *data, size_t got, int status,
           ? sizeof h + (size_t)h.tris * 3 * sizeof(pa_vis_point)
           : 0;
   if (head && h.ok == MESH_NO_DECODER) {
-    snprintf(err, err_sz, "data.file %s: %s meshes need libassimp: %s", rel,
+    snprintf(err, err_sz, "data.file %.200s: %s meshes need libassimp: %s", rel,
              hint, h.err);
     return -1;
   }
   if (head && h.ok != MESH_OK) {
-    snprintf(err, err_sz, "data.file %s: not a readable %s mesh: %s", rel, hint,
-             h.err);
+    snprintf(err, err_sz, "data.file %.200s: not a readable %s mesh: %s", rel,
+             hint, h.err);
     return -1;
   }
   pa_vis_point *p = need && got == need ? malloc(need - sizeof h) : NULL;
   if (!p) {
-    snprintf(err, err_sz, "data.file %s: the %s decoder failed (%s %d)", rel,
-             hint, WIFSIGNALED(status) ? "signal" : "exit status",
+    snprintf(err, err_sz, "data.file %.200s: the %s decoder failed (%s %d)",
+             rel, hint, WIFSIGNALED(status) ? "signal" : "exit status",
              WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
     return -1;
   }
@@ -250,8 +249,8 @@ static int parse_decoded(const uint8_t *data, size_t got, int status,
     for (int k = 0; k < 3; k++)
       if (!isfinite(p[i].p[k]) || fabsf(p[i].p[k]) > VIS_COORD_MAX) {
         snprintf(err, err_sz,
-                 "data.file %s: vertex %u is not finite or beyond 1e6 m", rel,
-                 i);
+                 "data.file %.200s: vertex %u is not finite or beyond 1e6 m",
+                 rel, i);
         free(p);
         return -1;
       }
@@ -278,24 +277,21 @@ typedef struct pa_mesh_job {
   int rc;
   pa_vis_point *pts;
   uint32_t n;
-  char err[256];
+  char err[512];
 } pa_mesh_job;
 
 /* Reaps the child (killed unless it has ended) and frees the job. */
-static void job_free(pa_mesh_job *j, int *status) {
+static void job_free(pa_mesh_job *j) {
   if (j->ev)
     event_free(j->ev);
   if (j->fd >= 0)
     close(j->fd);
-  int st = 0;
   if (j->pid > 0) {
     if (!j->done)
       kill(j->pid, SIGKILL);
-    while (waitpid(j->pid, &st, 0) < 0 && errno == EINTR)
+    while (waitpid(j->pid, NULL, 0) < 0 && errno == EINTR)
       ;
   }
-  if (status)
-    *status = st;
   if (j->c && j->c->mesh_job == j)
     j->c->mesh_job = NULL;
   if (j->c && j->c->g->mesh_delivering == j)
@@ -307,7 +303,7 @@ static void job_free(pa_mesh_job *j, int *status) {
 
 void pa_json_vis_mesh_cancel(pa_client *c) {
   if (c->mesh_job)
-    job_free(c->mesh_job, NULL);
+    job_free(c->mesh_job);
 }
 
 /* Reads what is there; 1 at the end (EOF, or too much), 0 for more. */
@@ -373,7 +369,7 @@ static void on_job_readable(evutil_socket_t fd, short what, void *arg) {
   g->mesh_delivering = j;
   pa_gw_local_reply(g, &r);
   if (g->mesh_delivering)
-    job_free(g->mesh_delivering, NULL);
+    job_free(g->mesh_delivering);
 }
 
 /* Forks the decoder of buf; the job (c->mesh_job) or -1 with err. */
@@ -408,31 +404,6 @@ static pa_mesh_job *job_start(pa_client *c, const uint8_t *buf, size_t len,
   return j;
 }
 
-/* Reads and decodes at once, the loop waiting (a row with no done
- * handler); 0 with the points, or -1 with err. */
-static int decode_now(pa_mesh_job *j, pa_vis_point **pts, uint32_t *n,
-                      char *err, size_t err_sz) {
-  while (!job_read(j)) {
-    struct pollfd p = {.fd = j->fd, .events = POLLIN};
-    poll(&p, 1, -1);
-  }
-  int status = 0;
-  close(j->fd); /* a child still writing (too much) gets EPIPE and ends */
-  j->fd = -1;
-  while (waitpid(j->pid, &status, 0) < 0 && errno == EINTR)
-    ;
-  j->pid = 0;
-  int rc = j->got > MESH_PIPE_MAX
-               ? (snprintf(err, err_sz,
-                           "data.file %.200s: the %s decoder sent too much",
-                           j->rel, j->hint),
-                  -1)
-               : parse_decoded(j->buf, j->got, status, j->hint, j->rel, pts, n,
-                               err, err_sz);
-  job_free(j, NULL);
-  return rc;
-}
-
 /* How long a request waits for its mesh's decoder [ms]: more than the
  * child's own limit of MESH_CHILD_S. */
 #define MESH_WAIT_MS ((MESH_CHILD_S + 5) * 1000)
@@ -458,11 +429,16 @@ int pa_json_vis_mesh_file(jctx *x, const char *rel, pa_vis_point **pts,
       j->pts = NULL;
     } else
       pa_json_fail(x, PA_ERR_INVALID_MESSAGE, "%s", j->err);
-    job_free(j, NULL);
+    job_free(j);
     return rc;
   }
   if (j) /* an earlier request's, timed out: nobody waits for it */
-    job_free(j, NULL);
+    job_free(j);
+  if (!x->act->done) { /* its row must say so: the reply waits */
+    pa_json_fail(x, PA_ERR_BUSY, "internal: %s may not wait for a decoder",
+                 x->act->name);
+    return -1;
+  }
   uint8_t *buf = NULL;
   size_t len = 0;
   char err[256];
@@ -473,12 +449,6 @@ int pa_json_vis_mesh_file(jctx *x, const char *rel, pa_vis_point **pts,
     return -1;
   }
   free(buf);
-  if (!x->act->done) {
-    int rc = decode_now(j, pts, n, err, sizeof err);
-    if (rc < 0)
-      pa_json_fail(x, PA_ERR_INVALID_MESSAGE, "%s", err);
-    return rc;
-  }
   /* Off the loop: other clients are served while the child decodes; the
    * request is answered when its pipe ends (on_job_readable). */
   int fl = fcntl(j->fd, F_GETFL);
@@ -486,7 +456,7 @@ int pa_json_vis_mesh_file(jctx *x, const char *rel, pa_vis_point **pts,
   j->ev =
       event_new(c->g->base, j->fd, EV_READ | EV_PERSIST, on_job_readable, j);
   if (!j->ev || event_add(j->ev, NULL) != 0) {
-    job_free(j, NULL);
+    job_free(j);
     pa_json_fail(x, PA_ERR_BUSY, "data.file %s: out of memory", rel);
     return -1;
   }
