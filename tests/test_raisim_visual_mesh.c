@@ -693,6 +693,35 @@ static pid_t stop_decoder(pid_t netgw, int64_t within_ms) {
   return 0;
 }
 
+/* A new client's add_visual_mesh of big.stl (named prefix + a number)
+ * with its decoder caught and stopped: the decoder's pid, the client's
+ * connection in *fd. A decode that ended before it was caught is
+ * answered and tried again. */
+static pid_t mesh_request_stopped(const lt_stack *s, const char *prefix,
+                                  int *fd) {
+  pid_t net = lt_pid(s, PA_PROC_NETGW);
+  char line[1 << 12];
+  for (int tries = 0; tries < 10; tries++) {
+    int a = pa_test_tcp_connect(s->port);
+    assert_true(a >= 0);
+    char req[256];
+    snprintf(req, sizeof req,
+             "{\"type\":\"command\",\"protocol_version\":2,\"action\":"
+             "\"add_visual_mesh\",\"data\":{\"name\":\"%s%d\",\"file\":"
+             "\"big.stl\"}}\n",
+             prefix, tries);
+    assert_int_equal(pa_test_send_str(a, req), 0);
+    pid_t dec = stop_decoder(net, 3000);
+    if (dec > 0) {
+      *fd = a;
+      return dec;
+    }
+    assert_true(pa_test_read_line(a, line, sizeof line, 20000) > 0);
+    close(a);
+  }
+  return 0;
+}
+
 /* A mesh file is decoded off pa-netgw's loop: while its decoder is held
  * stopped, another client is answered; let go, the request succeeds; a
  * client that is gone (reset) while its decoder runs takes the decoder
@@ -704,28 +733,11 @@ static void test_decode_off_the_loop(void **state) {
                          pa_test_tmpdir(), NULL};
   lt_stack s;
   assert_int_equal(lt_start(&s, "vloop", extra, START_MS), 0);
-  pid_t net = lt_pid(&s, PA_PROC_NETGW);
   int b = pa_test_tcp_connect(s.port);
   assert_true(b >= 0);
   char line[1 << 12];
-  pid_t dec = 0;
   int a = -1;
-  for (int tries = 0; tries < 10 && !dec; tries++) {
-    if (a >= 0) { /* decoded before it was caught: again, another name */
-      assert_true(pa_test_read_line(a, line, sizeof line, 20000) > 0);
-      close(a);
-    }
-    a = pa_test_tcp_connect(s.port);
-    assert_true(a >= 0);
-    char req[256];
-    snprintf(req, sizeof req,
-             "{\"type\":\"command\",\"protocol_version\":2,\"action\":"
-             "\"add_visual_mesh\",\"data\":{\"name\":\"big%d\",\"file\":"
-             "\"big.stl\"}}\n",
-             tries);
-    assert_int_equal(pa_test_send_str(a, req), 0);
-    dec = stop_decoder(net, 3000);
-  }
+  pid_t dec = mesh_request_stopped(&s, "big", &a);
   assert_true(dec > 0);
   /* the loop serves another client meanwhile */
   assert_int_equal(pa_test_send_str(b, "ping\n"), 0);
@@ -739,23 +751,7 @@ static void test_decode_off_the_loop(void **state) {
   json_decref(r);
   close(a);
   /* a client gone while its decoder runs: the decoder is killed, reaped */
-  dec = 0;
-  for (int tries = 0; tries < 10 && !dec; tries++) {
-    a = pa_test_tcp_connect(s.port);
-    assert_true(a >= 0);
-    char req[256];
-    snprintf(req, sizeof req,
-             "{\"type\":\"command\",\"protocol_version\":2,\"action\":"
-             "\"add_visual_mesh\",\"data\":{\"name\":\"gone%d\",\"file\":"
-             "\"big.stl\"}}\n",
-             tries);
-    assert_int_equal(pa_test_send_str(a, req), 0);
-    dec = stop_decoder(net, 3000);
-    if (!dec) {
-      assert_true(pa_test_read_line(a, line, sizeof line, 20000) > 0);
-      close(a);
-    }
-  }
+  dec = mesh_request_stopped(&s, "gone", &a);
   assert_true(dec > 0);
   /* reset, as a crashed client's kernel does (a plain close is a
    * half-close: its request would still be answered first) */
