@@ -159,12 +159,16 @@ unsigned pa_launch_keep_count(const pa_launch_keep *k) {
   return n;
 }
 
-void pa_launch_keep_close(pa_launch_keep *k) {
+void pa_launch_keep_release(pa_launch_keep *k) {
   for (unsigned i = 0; i < PA_PORTS_MAX; i++)
     if (k->held[i].fd >= 0) {
       close(k->held[i].fd);
       k->held[i].fd = -1;
     }
+}
+
+void pa_launch_keep_close(pa_launch_keep *k) {
+  pa_launch_keep_release(k);
   if (k->sock >= 0)
     close(k->sock);
   if (k->child >= 0)

@@ -169,6 +169,8 @@ int pa_launch_keep_env(const pa_launch_keep *k, char *keep, size_t keep_sz,
 /* In the forked pa-netgw before exec: its fds inherited, its environment. */
 void pa_launch_keep_child(const pa_launch_keep *k, const char *keep,
                           const char *kept);
+/* Lets go of every held listener. */
+void pa_launch_keep_release(pa_launch_keep *k);
 /* How many listeners are held now. */
 unsigned pa_launch_keep_count(const pa_launch_keep *k);
 void pa_launch_keep_close(pa_launch_keep *k);

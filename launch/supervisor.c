@@ -157,8 +157,11 @@ static void start_child(sup *s, child *c, int64_t now) {
   if (c->proc == PA_PROC_NETGW) {
     pa_launch_keep_drain(&s->keep);
     if (pa_launch_keep_env(&s->keep, keep_env, sizeof keep_env, kept_env,
-                           sizeof kept_env) != 0)
+                           sizeof kept_env) != 0) {
+      /* not handed over, so not held either: pa-netgw binds them again */
+      pa_launch_keep_release(&s->keep);
       kept_env[0] = 0;
+    }
     if (c->restarting && pa_launch_keep_count(&s->keep))
       pa_info("pa-netgw: %u listeners held across the restart",
               pa_launch_keep_count(&s->keep));

@@ -64,14 +64,16 @@ static void record(pa_netgw *g, const char *fe, const char *name, int kind,
   seq_end(ctl);
 }
 
-/* An fd number from the environment that is an open socket, else -1. */
-static int env_socket(const char *v) {
+/* An fd number from the environment that is an open socket (of type
+ * want, 0 = any), else -1. */
+static int env_socket(const char *v, int want) {
   char *end;
   long n = strtol(v, &end, 10);
   int type;
   socklen_t tl = sizeof type;
-  if (end == v || n < 3 || n > 1 << 20 ||
-      getsockopt((int)n, SOL_SOCKET, SO_TYPE, &type, &tl) != 0)
+  if (end == v || (*end && *end != ',') || n < 3 || n > 1 << 20 ||
+      getsockopt((int)n, SOL_SOCKET, SO_TYPE, &type, &tl) != 0 ||
+      (want && type != want))
     return -1;
   fcntl((int)n, F_SETFD, FD_CLOEXEC); /* not into a mesh decoder's exec */
   return (int)n;
@@ -83,12 +85,12 @@ void pa_core_keep_init(pa_netgw *g) {
     g->handed[i].fd = -1;
   const char *ks = getenv("PA_NETGW_KEEP");
   if (ks)
-    g->keep_sock = env_socket(ks);
+    g->keep_sock = env_socket(ks, SOCK_SEQPACKET); /* the pair */
   const char *kept = getenv("PA_NETGW_KEPT");
   for (unsigned n = 0; kept && *kept && n < PA_PORTS_MAX;) {
     size_t len = strcspn(kept, "=");
     const char *num = kept[len] == '=' ? kept + len + 1 : NULL;
-    int fd = num ? env_socket(num) : -1;
+    int fd = num ? env_socket(num, 0) : -1;
     if (fd >= 0 && len < PA_PORT_NAME_MAX) {
       memcpy(g->handed[n].name, kept, len);
       g->handed[n].name[len] = 0;
