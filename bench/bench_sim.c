@@ -28,6 +28,11 @@
 #include "pa_util.h"
 #include "sim_office.h"
 
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
 static double now_s(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -402,6 +407,67 @@ static void bench_physics(const pa_grid *g, uint32_t robots, double seconds,
   pa_sim_model_free(&m);
 }
 
+/* The physics of 1 and 2 threads side by side: two simulations of the
+ * same world (their moves are the same whatever the threads), stepped in
+ * alternate windows of 50 ticks, so that both meet the same robots at the
+ * same ticks and the same moments of a busy host (on a shared VM the
+ * latency of an L2-sized working set was seen to move 3x from one run to
+ * the next, seconds apart). Prints the medians of the windows and of their
+ * ratios. */
+static void bench_physics_ab(const pa_grid *g, uint32_t robots,
+                             double seconds) {
+  enum { WINDOW = 50, MAXW = 4096 };
+  pa_world w;
+  memset(&w, 0, sizeof w);
+  w.unknown_blocks = true;
+  pa_sim_model m[2];
+  pa_sim_state s[2];
+  char err[256];
+  for (int k = 0; k < 2; k++) {
+    pa_sim_def d = pa_sim_def_default();
+    d.robots = d.max_robots = robots;
+    d.seed = 1;
+    d.threads = (uint32_t)k + 1;
+    d.scan_hz = 0.01;
+    if (pa_sim_model_init(&m[k], &d, &w, g, err, sizeof err) != 0 ||
+        pa_sim_state_init(&m[k], &s[k], err, sizeof err) != 0)
+      die("model", err);
+    scatter(&m[k], &s[k], g);
+    uint64_t rng = 3;
+    for (uint32_t i = 0; i < s[k].robot_count; i++)
+      set_drive(&m[k], &s[k], i, &rng);
+    for (int i = 0; i < 200; i++)
+      pa_sim_step(&m[k], &s[k]);
+  }
+  static double ns[2][MAXW], ratio[MAXW];
+  int nw = 0;
+  double t0 = now_s();
+  while (nw < MAXW && (now_s() - t0 < seconds || nw < 5)) {
+    for (int k = 0; k < 2; k++) {
+      double phys = 0;
+      for (int i = 0; i < WINDOW; i++) {
+        pa_sim_step(&m[k], &s[k]);
+        phys += (double)s[k].phase_ns[PA_SIM_PH_PHYSICS];
+      }
+      ns[k][nw] = phys / ((double)WINDOW * s[k].robot_count);
+    }
+    ratio[nw] = ns[1][nw] / ns[0][nw];
+    nw++;
+  }
+  qsort(ns[0], (size_t)nw, sizeof(double), cmp_double);
+  qsort(ns[1], (size_t)nw, sizeof(double), cmp_double);
+  qsort(ratio, (size_t)nw, sizeof(double), cmp_double);
+  printf("physics %u robots, 1 and 2 threads alternating (%d windows of %d "
+         "ticks each): median %.1f and %.1f ns a robot-tick (wall); 2 "
+         "threads / 1 thread: median %.2f (quartiles %.2f, %.2f)\n",
+         robots, nw, WINDOW, ns[0][nw / 2], ns[1][nw / 2], ratio[nw / 2],
+         ratio[nw / 4], ratio[3 * nw / 4]);
+  for (int k = 0; k < 2; k++) {
+    pa_sim_state_free(&s[k]);
+    pa_sim_model_free(&m[k]);
+  }
+}
+
 /* Where a many-robot tick goes: pa_sim_step's phases (physics includes the
  * broad phase) and publishing the tick and the due scans into a private
  * instance, as pa_sim_run does each tick; RSS of the whole process. */
@@ -626,7 +692,7 @@ static const char usage[] =
     "usage: bench-sim [seconds_per_loop_test (default 5)] [--beams] [--rtf]\n"
     "                 [--rtf1] [--phases] [--loops] [--realtime] [--simd "
     "PATH]\n"
-    "                 [--no-faces] [--help]\n"
+    "                 [--physics] [--no-faces] [--help]\n"
     "  --beams     only the beam rates of every caster path and the plain\n"
     "              traversal (ratios in one run) and their exactness check\n"
     "  --rtf       only the real-time factors (1 and 2 scan threads)\n"
@@ -636,7 +702,9 @@ static const char usage[] =
     "  --phases    only where a 1000-robot tick goes (large office; physics,\n"
     "              sensors, publishing to shm; PA_BENCH_THREADS=N, default 2)\n"
     "  --physics   only the physics of 1000 robots on the office, no scans,\n"
-    "              1 and 2 threads (PA_BENCH_THREADS=N: only N)\n"
+    "              1 and 2 threads, then the two alternating in windows of\n"
+    "              50 ticks (PA_BENCH_THREADS=N: only N)\n"
+
     "  --loops     only the loop timing (auto spin and none)\n"
     "  --realtime  SCHED_FIFO + mlockall + spin 300 us, as pa-sim --realtime\n"
     "  --simd PATH caster path of the scans: auto|avx512|avx2|portable|scalar\n"
@@ -691,6 +759,7 @@ int main(int argc, char **argv) {
       only_phases = true;
     } else if (!strcmp(argv[i], "--physics")) {
       only_physics = true;
+
     } else if (!strcmp(argv[i], "--beams")) {
       only_beams = true;
     } else {
@@ -726,6 +795,7 @@ int main(int argc, char **argv) {
     } else {
       bench_physics(&big, 1000, loop_s, 1);
       bench_physics(&big, 1000, loop_s, 2);
+      bench_physics_ab(&big, 1000, loop_s);
     }
     pa_grid_free(&def);
     pa_grid_free(&big);
