@@ -199,6 +199,10 @@ typedef struct pa_sim_hash {
   double *ix, *iy, *ir;    /* [max_robots] */
   int64_t *icx, *icy;      /* [max_robots] */
   bool valid;              /* false: positions changed since the build */
+  /* Scans in flight read it while the robots move on (sim_step.c's scan
+   * batch): bodies come from its copies only, never from the robots'
+   * records. */
+  bool pinned;
   /* pa_sim_int_lhash_build's dense layout: bucket (cy - gy0) * gw + cx -
    * gx0 for the gw x gh cells around the robots (no aliasing, rows in
    * order; icx, icy unset). */
@@ -255,9 +259,11 @@ typedef struct pa_sim_state {
   struct pa_sim_motion *motion; /* [cap_robots] this tick's planned moves */
   uint64_t alone_moves;    /* robot-ticks moved in parallel (statistics) */
   struct pa_sim_strips *strips; /* the moves' partition by space (sim_int.h) */
-  /* Overlapped scans (pa_sim_run running free with threads and one robot):
-   * the robot's scan is cast on the workers during the next ticks and
-   * completes at the latest two scans later (pa_sim_scans_settle). */
+  /* Overlapped scans (pa_sim_run running free or inside a STEP, with
+   * threads): one robot's scan is cast on the workers during the next ticks
+   * and completes at the latest two scans later; many robots' scans of a
+   * tick are cast while the next tick's robots move and complete before
+   * its scans (pa_sim_scans_settle; sim_step.c). */
   bool defer_scans;        /* allows it for the next ticks (pa_sim_run
                             * sets it; a caller of pa_sim_step may too, and
                             * then reads ranges after pa_sim_scans_settle) */

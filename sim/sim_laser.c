@@ -779,8 +779,8 @@ void pa_sim_int_scan_finish_part(const pa_sim_model *m, const pa_sim_state *s,
   /* + the largest robot radius (bucketed by centre) */
   int64_t span = h->valid ? pa_sim_iceil((rmax + h->rmax) / h->cell) : 0;
   if (!others) {
-  } else if (h->valid &&
-             (2 * span + 1) * (2 * span + 1) < (int64_t)s->robot_count) {
+  } else if (h->valid && (h->pinned || (2 * span + 1) * (2 * span + 1) <
+                                           (int64_t)s->robot_count)) {
     int64_t cx = pa_sim_ifloor(a->x / h->cell);
     int64_t cy = pa_sim_ifloor(a->y / h->cell);
     /* Only buckets that can hold a centre within far + rmax (scan_circle

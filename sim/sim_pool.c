@@ -139,13 +139,14 @@ typedef struct split_job {
 
 /* A stream task: wall beams [b0, b1) of a scan into out. done = its ticket
  * once run. */
-#define POOL_TASKS 8
+#define POOL_TASKS PA_SIM_POOL_TASKS
 typedef struct task {
   const pa_sim_model *m;
   const pa_sim_state *s;
   pa_sim_scan_at at;
   float *out;
   uint32_t b0, b1;
+  bool whole; /* the finish too (pa_sim_int_pool_task_scan) */
   atomic_uint_fast64_t done;
 } task;
 
@@ -517,6 +518,8 @@ void pa_sim_int_pool_scan_one(pa_sim_pool *p, const pa_sim_model *m,
 static void run_task(pa_sim_pool *p, uint64_t i, pa_sim_scratch *k) {
   task *t = &p->tasks[i % POOL_TASKS];
   pa_sim_int_scan_walls(t->m, t->s, &t->at, t->out, k, t->b0, t->b1);
+  if (t->whole)
+    pa_sim_int_scan_finish(t->m, t->s, &t->at, t->out, k);
   atomic_store_explicit(&t->done, i + 1, memory_order_release);
 }
 
@@ -542,9 +545,9 @@ static void stream_run(pa_sim_pool *p, pa_sim_scratch *k, uint64_t g) {
   }
 }
 
-uint64_t pa_sim_int_pool_task(pa_sim_pool *p, const pa_sim_model *m,
-                              const pa_sim_state *s, const pa_sim_scan_at *a,
-                              float *out, uint32_t b0, uint32_t b1) {
+static uint64_t task_post(pa_sim_pool *p, const pa_sim_model *m,
+                          const pa_sim_state *s, const pa_sim_scan_at *a,
+                          float *out, uint32_t b0, uint32_t b1, bool whole) {
   if (!p->stream) {
     p->stream = true;
     post(p, NULL, NULL, NULL, 0, 1, true);
@@ -564,8 +567,21 @@ uint64_t pa_sim_int_pool_task(pa_sim_pool *p, const pa_sim_model *m,
   t->out = out;
   t->b0 = b0;
   t->b1 = b1;
+  t->whole = whole;
   atomic_store_explicit(&p->t_posted, i + 1, memory_order_release);
   return i + 1;
+}
+
+uint64_t pa_sim_int_pool_task(pa_sim_pool *p, const pa_sim_model *m,
+                              const pa_sim_state *s, const pa_sim_scan_at *a,
+                              float *out, uint32_t b0, uint32_t b1) {
+  return task_post(p, m, s, a, out, b0, b1, false);
+}
+
+uint64_t pa_sim_int_pool_task_scan(pa_sim_pool *p, const pa_sim_model *m,
+                                   const pa_sim_state *s,
+                                   const pa_sim_scan_at *a, float *out) {
+  return task_post(p, m, s, a, out, 0, UINT32_MAX, true);
 }
 
 uint64_t pa_sim_int_pool_taken(pa_sim_pool *p) {

@@ -192,6 +192,11 @@ static void write_late(const pa_sim_model *m, pa_sim_state *s, pa_stack *st,
   for (uint32_t i = 0; i < L->ready_count; i++)
     write_scan(s, st, &L->ready[i], L->ready_buf[i], wall_ns);
   L->ready_count = 0;
+  size_t beams = m->beam_cap ? m->beam_cap : 1;
+  for (uint32_t i = 0; i < L->bready_n; i++)
+    write_scan(s, st, &L->batch_stamp[L->bready_set][i],
+               L->batch_buf[L->bready_set] + i * beams, wall_ns);
+  L->bready_n = 0;
 }
 
 /* This tick's scans, after overlapped ones that completed since. */

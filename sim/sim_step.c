@@ -544,7 +544,10 @@ static void move_item(void *arg, uint32_t i, pa_sim_scratch *k,
  * up by the caller: by, x0, w, count, reach), on the pool when there is
  * one. */
 static void moves_run(const pa_sim_model *m, pa_sim_state *s) {
-  move_job j = {.m = m, .s = s, .st = s->strips, .pooled = s->pool != NULL};
+  /* a batch of scans in flight: the moves on this thread (a pool job
+   * would wait for the scans first) */
+  pa_sim_pool *pool = s->late && s->late->batch_n ? NULL : s->pool;
+  move_job j = {.m = m, .s = s, .st = s->strips, .pooled = pool != NULL};
   atomic_init(&j.sorted, 0);
   for (uint32_t k = 0; k < PA_SIM_STRIPS; k++) {
     atomic_init(&j.ready[k], 0);
@@ -552,8 +555,8 @@ static void moves_run(const pa_sim_model *m, pa_sim_state *s) {
   }
   uint32_t n = 1 + 2 * s->strips->count;
   uint64_t c = 0;
-  if (s->pool)
-    c = pa_sim_int_pool_run(s->pool, move_item, &j, n, 1);
+  if (pool)
+    c = pa_sim_int_pool_run(pool, move_item, &j, n, 1);
   else
     for (uint32_t i = 0; i < n; i++)
       move_item(&j, i, NULL, &c);
@@ -592,6 +595,11 @@ void pa_sim_int_late_free(pa_sim_state *s) {
   pa_sim_late *L = s->late;
   if (!L)
     return;
+  free(L->batch_id);
+  for (int i = 0; i < 2; i++) {
+    free(L->batch_buf[i]);
+    free(L->batch_stamp[i]);
+  }
   for (int i = 0; i < PA_SIM_LATE_FLY; i++)
     free(L->fly[i].buf);
   for (int i = 0; i < PA_SIM_LATE_READY; i++)
@@ -623,10 +631,121 @@ static void late_finish(const pa_sim_model *m, pa_sim_state *s) {
   L->count--;
 }
 
+/* ---- overlapped scans of many robots -------------------------------------
+ *
+ * Running free or inside a STEP, with threads, a tick's due scans are cast
+ * whole on the workers (one stream task each) while this thread runs the
+ * next tick's moves, and this thread takes what is left of them before the
+ * next tick's scans: the two cores share the scans instead of one standing
+ * by while the other moves the robots. A scan reads the robot's pose as the
+ * tick left it (its pa_sim_scan_at copy), the other robots from the laser
+ * buckets built at that tick (their copies: pinned until the batch is
+ * done), the walls, and the robot's own noise generator, which the moves
+ * never touch: the same ranges, bit for bit, as cast at once. Obstacles and
+ * the SSL ball move during a tick (agents, kicks): worlds with them cast
+ * at once. Commands and a STEP's reply settle the batch first
+ * (pa_sim_scans_settle), and its records are written at the next publish,
+ * after the tick's own. */
+
+static bool batch_ok(const pa_sim_state *s, uint32_t n) {
+  return s->late && s->pool && s->defer_scans && !s->inline_scans &&
+         s->robot_count > 1 && s->agent_count == 0 && !s->ssl && n > 0 &&
+         n <= PA_SIM_POOL_TASKS / 2;
+}
+
+/* Room for n scans in each set (false: out of memory, cast at once). */
+static bool batch_room(const pa_sim_model *m, pa_sim_late *L, uint32_t n) {
+  if (n <= L->batch_cap)
+    return true;
+  uint32_t cap = n < 16 ? 16 : n;
+  size_t beams = m->beam_cap ? m->beam_cap : 1;
+  uint32_t *id = realloc(L->batch_id, cap * sizeof *id);
+  if (!id)
+    return false;
+  L->batch_id = id;
+  for (int i = 0; i < 2; i++) {
+    float *b = realloc(L->batch_buf[i], (size_t)cap * beams * sizeof *b);
+    if (!b)
+      return false;
+    L->batch_buf[i] = b;
+    pa_sim_scan_stamp *t = realloc(L->batch_stamp[i], cap * sizeof *t);
+    if (!t)
+      return false;
+    L->batch_stamp[i] = t;
+  }
+  L->batch_cap = cap;
+  return true;
+}
+
+/* The due scans s->scan_due[0, n) as a batch (the last one settled).
+ * lcell: the laser buckets' cell, built now on this thread however few the
+ * robots (the scans must not read the robots' records). */
+static bool batch_post(const pa_sim_model *m, pa_sim_state *s, double lcell) {
+  pa_sim_late *L = s->late;
+  uint32_t n = s->scan_due_count;
+  if (!batch_room(m, L, n))
+    return false;
+  if (!s->lhash.valid &&
+      __atomic_load_n(&s->lhash.build, __ATOMIC_ACQUIRE) == 0)
+    pa_sim_int_lhash_plan(s, lcell);
+  pa_sim_int_lhash_ready(s);
+  s->lhash.pinned = true;
+  uint32_t set = L->batch_set ^ 1u;
+  size_t beams = m->beam_cap ? m->beam_cap : 1;
+  for (uint32_t k = 0; k < n; k++) {
+    uint32_t id = s->scan_due[k];
+    pa_sim_scan_at at;
+    pa_sim_int_scan_at(m, s, id, &at);
+    pa_sim_int_scan_stamp(m, s, id, &L->batch_stamp[set][k]);
+    L->batch_id[k] = id;
+    uint64_t t = pa_sim_int_pool_task_scan(s->pool, m, s, &at,
+                                           L->batch_buf[set] + k * beams);
+    if (k == 0)
+      L->batch_first = t;
+  }
+  L->batch_set = set;
+  L->batch_n = n;
+  s->late_scans += n;
+  return true;
+}
+
+/* The batch in flight done (wait: this thread takes what no worker has,
+ * then waits for the rest; else only if it is done already): its ranges
+ * are the robots' latest scans and wait for their records. */
+static bool batch_settle(const pa_sim_model *m, pa_sim_state *s, bool wait) {
+  pa_sim_late *L = s->late;
+  if (!L || !L->batch_n)
+    return false;
+  uint64_t last = L->batch_first + L->batch_n - 1;
+  if (wait) {
+    pa_sim_int_pool_help(s->pool, last);
+    for (uint64_t t = L->batch_first; t <= last; t++)
+      pa_sim_int_pool_wait(s->pool, t);
+  } else {
+    for (uint64_t t = L->batch_first; t <= last; t++)
+      if (!pa_sim_int_pool_task_done(s->pool, t))
+        return false;
+  }
+  size_t beams = m->beam_cap ? m->beam_cap : 1;
+  const float *buf = L->batch_buf[L->batch_set];
+  for (uint32_t k = 0; k < L->batch_n; k++) {
+    const pa_sim_scan_stamp *t = &L->batch_stamp[L->batch_set][k];
+    memcpy(s->ranges + (size_t)L->batch_id[k] * m->beam_cap, buf + k * beams,
+           t->beams * sizeof(float));
+  }
+  L->bready_n = L->batch_n;
+  L->bready_set = L->batch_set;
+  L->batch_n = 0;
+  s->lhash.pinned = false;
+  s->lhash.valid = false;
+  return true;
+}
+
 bool pa_sim_scans_settle(const pa_sim_model *m, pa_sim_state *s, bool wait) {
   pa_sim_late *L = s->late;
   if (!L)
     return false;
+  batch_settle(m, s, wait);
   while (L->count > 0) {
     pa_sim_late_scan *f = &L->fly[L->head];
     if (wait) {
@@ -639,7 +758,7 @@ bool pa_sim_scans_settle(const pa_sim_model *m, pa_sim_state *s, bool wait) {
   }
   if (wait)
     pa_sim_int_pool_stream_close(s->pool);
-  return L->ready_count > 0;
+  return L->ready_count > 0 || L->bready_n > 0;
 }
 
 /* Robot id's scan of this tick (its pose now), overlapped with the next
@@ -778,6 +897,11 @@ int64_t pa_sim_int_step(const pa_sim_model *m, pa_sim_state *s, int64_t t0,
   const uint64_t tps = m->ticks_per_scan, since = s->tick - s->scan_tick0;
   const uint32_t nr = s->robot_count;
   const bool wraps = since + nr < since;
+  /* the laser buckets' cell: max(1, longest / 3), the same as the max of
+   * each range / 3 */
+  double lcell = 1.0;
+  if ((double)range_max / 3.0 > lcell)
+    lcell = (double)range_max / 3.0;
   const uint64_t phase = since % tps;
   const uint32_t stride = wraps ? 1 : (uint32_t)tps;
   for (uint32_t i = wraps   ? 0
@@ -786,13 +910,11 @@ int64_t pa_sim_int_step(const pa_sim_model *m, pa_sim_state *s, int64_t t0,
        i < nr; i += stride) {
     if (!s->info[i].active || (wraps && (since + i) % tps != 0))
       continue;
+    if (!s->scan_due_count && s->late && s->late->batch_n)
+      batch_settle(m, s, true); /* its buckets are about to be rebuilt */
     /* Final positions of this tick, laser-sized buckets (a scan uses them
      * only with more robots than the 3x3 buckets it would visit). */
     if (!hashed && s->robot_count > 9 && !s->ghosts) {
-      /* max(1, longest / 3): the same as the max of each range / 3 */
-      double lcell = 1.0;
-      if ((double)range_max / 3.0 > lcell)
-        lcell = (double)range_max / 3.0;
       pa_sim_int_lhash_plan(s, lcell);
       hashed = true;
     }
@@ -805,6 +927,8 @@ int64_t pa_sim_int_step(const pa_sim_model *m, pa_sim_state *s, int64_t t0,
    * (each writes only its own ranges and noise generator). */
   if (s->inline_scans) {
     /* cast above */
+  } else if (batch_ok(s, s->scan_due_count) && batch_post(m, s, lcell)) {
+    s->scan_due_count = 0; /* their records are written when they complete */
   } else if (s->pool && s->scan_due_count == 1) {
     if (scan_late(m, s, s->scan_due[0]))
       s->scan_due_count = 0; /* its record is written when it completes */
@@ -813,7 +937,8 @@ int64_t pa_sim_int_step(const pa_sim_model *m, pa_sim_state *s, int64_t t0,
   } else if (s->pool && s->scan_due_count > 1)
     pa_sim_int_pool_scan(s->pool, m, s, s->scan_due, s->scan_due_count);
   s->hash.valid = false;
-  s->lhash.valid = false;
+  if (!s->lhash.pinned)
+    s->lhash.valid = false;
   int64_t t2 = pa_sim_int_now();
   if (timed) {
     s->phase_ns[PA_SIM_PH_PHYSICS] = t1 - t0;

@@ -496,14 +496,19 @@ static uint64_t scan_tick(const uint8_t *rec) {
   return h.tick;
 }
 
-/* With 2 threads and one robot, STEP and free-running cast each scan while
- * the next ticks run (health counter 4 counts them). The records must be
- * those of a 1-thread process given the same commands, bit for bit: ranges
- * (walls, an obstacle, noise), pose, tick and seq, none missing. */
-static void test_overlapped_scans(void **st) {
-  (void)st;
-  const char *flags[2] = {"--paused --threads 2 --laser_noise 0.02",
-                          "--paused --threads 1 --laser_noise 0.02"};
+/* With 2 threads, STEP and free-running cast each scan while the next
+ * ticks run (health counter 4 counts them): one robot's in two parts, many
+ * robots' a tick's scans whole while the robots move on. The records must
+ * be those of a 1-thread process given the same commands, bit for bit:
+ * ranges (walls, an obstacle, the other robots, noise), pose, tick and seq,
+ * in the same order, none missing. A STEP of step_ticks (its records all
+ * in the ring), then free-running. */
+static void overlapped(uint32_t robots, uint32_t step_ticks) {
+  char flags[2][128];
+  for (int k = 0; k < 2; k++)
+    snprintf(flags[k], sizeof flags[k],
+             "--paused --threads %d --laser_noise 0.02 --robots %u", 2 - k,
+             robots);
   uint8_t *got[2] = {NULL, NULL};
   size_t n[2] = {0, 0}, mid[2] = {0, 0};
   uint64_t ticks = 0, late[2] = {0, 0};
@@ -524,15 +529,21 @@ static void test_overlapped_scans(void **st) {
     snprintf(o.name, sizeof o.name, "post");
     assert_int_equal(pa_queue_push(s.st.cmd, &o), 0);
     assert_int_equal(wait_reply(&s, o.request_id, 20000).status, PA_OK);
+    for (uint32_t i = 1; i < robots; i++) { /* the others on their way */
+      pa_cmd d = {.op = PA_OP_SET_CMD, .robot = i};
+      d.drive = (pa_cmd_drive){.v = 0.2 + 0.05 * i, .w = 0.3 - 0.1 * i};
+      assert_int_equal(wait_reply(&s, push_cmd(&s, &d), 20000).status, PA_OK);
+    }
     assert_int_equal(
-        call(&s, PA_OP_STEP, 400, PA_CMDF_DRIVE, 0.3, 0, 0.4).status, PA_OK);
+        call(&s, PA_OP_STEP, step_ticks, PA_CMDF_DRIVE, 0.3, 0, 0.4).status,
+        PA_OK);
     mid[k] = n[k] = read_scans(&s, &c, &got[k], 0);
     if (k == 0) { /* free-running, then paused at some tick */
       assert_int_equal(call(&s, PA_OP_SPEED, 0, 0, 0, 0, 0).status, PA_OK);
       assert_int_equal(call(&s, PA_OP_RESUME, 0, 0, 0, 0, 0).status, PA_OK);
       usleep(50000);
       assert_int_equal(call(&s, PA_OP_PAUSE, 0, 0, 0, 0, 0).status, PA_OK);
-      ticks = latest(&s, NULL).tick - t0.tick - 400;
+      ticks = latest(&s, NULL).tick - t0.tick - step_ticks;
       assert_true(ticks > 100);
     } else { /* the same ticks in lockstep */
       assert_int_equal(call(&s, PA_OP_STEP, (uint32_t)ticks, 0, 0, 0, 0).status,
@@ -548,9 +559,10 @@ static void test_overlapped_scans(void **st) {
   assert_int_equal(late[1], 0);
   /* The STEP part whole; of the free-running part, what both rings still
    * hold (the ring keeps the newest records). */
-  assert_int_equal(mid[0], 20);
-  assert_int_equal(mid[1], 20);
-  assert_memory_equal(got[0], got[1], 20 * SCAN_REC);
+  size_t whole = step_ticks / 20 * robots;
+  assert_int_equal(mid[0], whole);
+  assert_int_equal(mid[1], whole);
+  assert_memory_equal(got[0], got[1], whole * SCAN_REC);
   size_t compared = 0;
   for (size_t i = mid[0], j = mid[1]; i < n[0]; i++) {
     while (j < n[1] && scan_tick(got[1] + j * SCAN_REC) <
@@ -567,6 +579,16 @@ static void test_overlapped_scans(void **st) {
                                                              : n[1] - mid[1]));
   free(got[0]);
   free(got[1]);
+}
+
+static void test_overlapped_scans(void **st) {
+  (void)st;
+  overlapped(1, 400);
+}
+
+static void test_overlapped_scans_robots(void **st) {
+  (void)st;
+  overlapped(6, 200);
 }
 
 /* A map generated at run time survives a SIGKILL of pa-sim: the restarted
@@ -991,6 +1013,7 @@ int main(void) {
       cmocka_unit_test(test_snapshot_damaged),
       cmocka_unit_test(test_crash_resume),
       cmocka_unit_test(test_overlapped_scans),
+      cmocka_unit_test(test_overlapped_scans_robots),
       cmocka_unit_test(test_map_survives_restart),
       cmocka_unit_test(test_run_time_loads),
       cmocka_unit_test(test_big_map_swap),

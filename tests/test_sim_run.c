@@ -141,6 +141,94 @@ static void test_threads_same(void **st) {
   assert_true(run(2000, 4, 296) == busy);
 }
 
+/* One scan as its record would carry it: robot, seq, tick, pose, ranges. */
+static uint64_t scan_hash(const pa_sim_scan_stamp *t, const float *ranges) {
+  uint64_t h = fnv(0xcbf29ce484222325ull, &t->robot, sizeof t->robot);
+  h = fnv(h, &t->seq, sizeof t->seq);
+  h = fnv(h, &t->tick, sizeof t->tick);
+  double pose[] = {t->x, t->y, t->theta};
+  h = fnv(h, pose, sizeof pose);
+  return fnv(h, ranges, t->beams * sizeof(float));
+}
+
+/* The busy world of run() (100 robots, obstacles, laser noise, odometry
+ * drift, commands and a teleport), its scans overlapped with the next
+ * ticks or not: every pose of every tick hashed in order, and every scan
+ * as its record would carry it, summed (an overlapped scan's record comes
+ * a tick later); *late: scans that were overlapped. */
+static uint64_t overlap_run(int ticks, bool overlap, uint64_t *scans,
+                            uint64_t *late) {
+  pa_grid g;
+  ts_room(&g, 800, 800, 0.05);
+  ts_block(&g, 3.0, 3.0, 5.0, 3.3);
+  ts_block(&g, 6.0, 1.0, 6.2, 4.0);
+  pa_robot_def r = ts_robot("a", 1, 1, 0);
+  pa_obstacle_def o[2] = {ts_box("box", 2, 3.5, 0.5, 0.6, 0.3),
+                          ts_circle("can", 5, 6, 0.25)};
+  pa_sim_def d = pa_sim_def_default();
+  d.seed = 42;
+  d.threads = 2;
+  d.robots = d.max_robots = 100;
+  d.laser_noise = 0.01;
+  d.odom_error[0] = d.odom_error[1] = d.odom_error[2] = 0.03;
+  pa_sim_model m;
+  pa_sim_state s;
+  ts_make(&m, &s, &d, &g, &r, 1, o, 2);
+  pa_grid_free(&g);
+  s.defer_scans = overlap;
+  uint64_t h = 0xcbf29ce484222325ull, lcg = 7, sum = 0;
+  for (int t = 0; t <= ticks; t++) {
+    if (t % 37 == 0)
+      for (uint32_t i = 0; i < s.robot_count; i++) {
+        double v = 1.6 * pa_sim_rng_uniform(&lcg) - 0.4;
+        double w = 4 * pa_sim_rng_uniform(&lcg) - 2;
+        assert_int_equal(ts_cmd(&m, &s, PA_OP_SET_CMD, i, v, 0, w, 0), PA_OK);
+      }
+    if (t == ticks / 2)
+      assert_int_equal(ts_cmd(&m, &s, PA_OP_TELEPORT, 0, 1.0, 1.0, 0.5, 0),
+                       PA_OK);
+    if (t == ticks)
+      pa_sim_scans_settle(&m, &s, true); /* the last batch */
+    else
+      pa_sim_step(&m, &s);
+    for (uint32_t i = 0; i < s.robot_count && t < ticks; i++) {
+      const pa_robot_state *q = &s.rs[i];
+      double v[] = {q->x,      q->y,          q->theta, q->odom_x,
+                    q->odom_y, q->odom_theta, q->v,     q->w};
+      h = fnv(h, v, sizeof v);
+    }
+    for (uint32_t k = 0; k < s.scan_due_count && t < ticks; k++) {
+      pa_sim_scan_stamp st;
+      pa_sim_int_scan_stamp(&m, &s, s.scan_due[k], &st);
+      sum += scan_hash(&st, s.ranges + (size_t)s.scan_due[k] * m.beam_cap);
+    }
+    pa_sim_late *L = s.late; /* the records a publish would write now */
+    for (uint32_t k = 0; L && k < L->bready_n; k++)
+      sum += scan_hash(&L->batch_stamp[L->bready_set][k],
+                       L->batch_buf[L->bready_set] + (size_t)k * m.beam_cap);
+    if (L)
+      L->bready_n = 0;
+  }
+  *scans = sum;
+  *late = s.late_scans;
+  ts_free(&m, &s);
+  return h;
+}
+
+/* Scans overlapped with the next ticks (a tick's scans cast on the workers
+ * while the robots move on) give the same records as scans cast at once,
+ * and the same poses. */
+static void test_overlapped_scans_same(void **st) {
+  (void)st;
+  uint64_t scans0, scans1, late0, late1;
+  uint64_t h0 = overlap_run(600, false, &scans0, &late0);
+  uint64_t h1 = overlap_run(600, true, &scans1, &late1);
+  assert_true(h1 == h0);
+  assert_true(scans1 == scans0);
+  assert_int_equal(late0, 0);
+  assert_true(late1 > 600 * 100 / 20 * 9 / 10); /* nearly every scan */
+}
+
 /* A crowd: 400 robots in a 15 x 15 m room with walls, most within reach of
  * another (moved in index order after the lone ones: sim_step.c), the lone
  * ones on the threads. Hashes every pose for `ticks` ticks; *crowded: ticks
@@ -704,6 +792,7 @@ int main(void) {
       cmocka_unit_test(test_determinism_every_path),
       cmocka_unit_test(test_threads_same),
       cmocka_unit_test(test_threads_same_crowd),
+      cmocka_unit_test(test_overlapped_scans_same),
       cmocka_unit_test(test_snapshot_bad_records),
       cmocka_unit_test(test_snapshot_scan_schedule),
       cmocka_unit_test(test_snapshot_json_scan_schedule),

@@ -353,6 +353,13 @@ void pa_sim_int_pool_scan_one(pa_sim_pool *p, const pa_sim_model *m,
 uint64_t pa_sim_int_pool_task(pa_sim_pool *p, const pa_sim_model *m,
                               const pa_sim_state *s, const pa_sim_scan_at *a,
                               float *out, uint32_t b0, uint32_t b1);
+/* A whole scan as one task: its walls, then its finish (bodies, clamp and
+ * noise: the robot's own generator, which no other task uses). The caller
+ * keeps at most PA_SIM_POOL_TASKS tasks not done. */
+#define PA_SIM_POOL_TASKS 256
+uint64_t pa_sim_int_pool_task_scan(pa_sim_pool *p, const pa_sim_model *m,
+                                   const pa_sim_state *s,
+                                   const pa_sim_scan_at *a, float *out);
 uint64_t pa_sim_int_pool_taken(pa_sim_pool *p);
 void pa_sim_int_pool_help(pa_sim_pool *p, uint64_t ticket);
 bool pa_sim_int_pool_task_done(pa_sim_pool *p, uint64_t ticket);
@@ -382,6 +389,18 @@ typedef struct pa_sim_late {
   float *ready_buf[PA_SIM_LATE_READY]; /* [beam_cap] each */
   uint32_t ready_count;
   double share; /* of the first part (the worker's) */
+  /* Many robots (sim_step.c's scan batch): one tick's scans, whole, cast
+   * by the workers while this thread runs the next tick's moves; complete
+   * before the next scans (or a settle). Two sets of buffers: one in
+   * flight, the other the last batch's, waiting for its records. */
+  uint32_t batch_n;                  /* scans in flight (0: none) */
+  uint32_t batch_set;                /* the set they cast into */
+  uint64_t batch_first;              /* the first one's ticket */
+  uint32_t batch_cap;                /* scans each set holds */
+  uint32_t *batch_id;                /* [batch_cap] the robots in flight */
+  float *batch_buf[2];               /* [batch_cap * beam_cap] */
+  pa_sim_scan_stamp *batch_stamp[2]; /* [batch_cap] */
+  uint32_t bready_n, bready_set;     /* completed, records not written */
 } pa_sim_late;
 int pa_sim_int_late_init(pa_sim_state *s, uint32_t beam_cap);
 void pa_sim_int_late_free(pa_sim_state *s);
