@@ -491,6 +491,9 @@ static void bench_rtf_phases(const pa_grid *g, uint32_t robots, double seconds,
     set_drive(&m, &s, i, &rng);
   pa_sim_shm_publish_map(&m, &st, err, sizeof err);
   pa_sim_shm_publish_world(&s, &st);
+  /* as the loop running free: scans overlapped (PA_BENCH_OVERLAP=0: not) */
+  const char *ov = getenv("PA_BENCH_OVERLAP");
+  s.defer_scans = !ov || strcmp(ov, "0") != 0;
   double phys = 0, sens = 0, pub = 0, step = 0;
   uint64_t ticks = 0;
   int64_t t0 = pa_now_ns(), end = t0 + (int64_t)(seconds * 1e9), t2 = t0;
@@ -507,10 +510,12 @@ static void bench_rtf_phases(const pa_grid *g, uint32_t robots, double seconds,
     ticks++;
   }
   double wall = (t2 - t0) / 1e9, per = 1e3 * ticks;
-  printf("phases %u robots, %u thread%s: %.2fx real time, per tick %.1f us: "
+  pa_sim_scans_settle(&m, &s, true);
+  printf("phases %u robots, %u thread%s%s: %.2fx real time, per tick %.1f us: "
          "physics (moves, broad phase, contacts) %.1f us, sensors %.1f us, "
          "rest of the step %.1f us, publishing %.1f us (%llu ticks)\n",
-         robots, s.threads, s.threads == 1 ? "" : "s", ticks * m.dt / wall,
+         robots, s.threads, s.threads == 1 ? "" : "s",
+         s.defer_scans ? ", scans overlapped" : "", ticks * m.dt / wall,
          (step + pub) / per, phys / per, sens / per, (step - phys - sens) / per,
          pub / per, (unsigned long long)ticks);
   printf("phases %u robots: RSS %ld kB (instance shm touched %ld kB, "

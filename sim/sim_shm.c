@@ -141,7 +141,7 @@ static void write_tick(const pa_sim_model *m, const pa_sim_state *s,
   t.world_gen = st->ctl->world_gen;
   t.scan_phase = (uint32_t)(s->scan_tick0 % m->ticks_per_scan);
   pa_sim_ssl_tick_fill(s, &t);
-  if (!ring_put_pool(s->pool, st->state, &t, sizeof t, s->rs,
+  if (!ring_put_pool(pa_sim_int_pool_between(s), st->state, &t, sizeof t, s->rs,
                      n * sizeof(pa_robot_state)))
     pa_warn("state record of %u robots does not fit the state ring", n);
 }

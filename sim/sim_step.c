@@ -544,9 +544,7 @@ static void move_item(void *arg, uint32_t i, pa_sim_scratch *k,
  * up by the caller: by, x0, w, count, reach), on the pool when there is
  * one. */
 static void moves_run(const pa_sim_model *m, pa_sim_state *s) {
-  /* a batch of scans in flight: the moves on this thread (a pool job
-   * would wait for the scans first) */
-  pa_sim_pool *pool = s->late && s->late->batch_n ? NULL : s->pool;
+  pa_sim_pool *pool = pa_sim_int_pool_between(s);
   move_job j = {.m = m, .s = s, .st = s->strips, .pooled = pool != NULL};
   atomic_init(&j.sorted, 0);
   for (uint32_t k = 0; k < PA_SIM_STRIPS; k++) {
@@ -646,6 +644,10 @@ static void late_finish(const pa_sim_model *m, pa_sim_state *s) {
  * at once. Commands and a STEP's reply settle the batch first
  * (pa_sim_scans_settle), and its records are written at the next publish,
  * after the tick's own. */
+
+pa_sim_pool *pa_sim_int_pool_between(const pa_sim_state *s) {
+  return s->late && s->late->batch_n ? NULL : s->pool;
+}
 
 static bool batch_ok(const pa_sim_state *s, uint32_t n) {
   return s->late && s->pool && s->defer_scans && !s->inline_scans &&

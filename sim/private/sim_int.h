@@ -403,6 +403,10 @@ typedef struct pa_sim_late {
   uint32_t bready_n, bready_set;     /* completed, records not written */
 } pa_sim_late;
 int pa_sim_int_late_init(pa_sim_state *s, uint32_t beam_cap);
+/* s's pool for a job of the tick, or NULL while a batch of scans is in
+ * flight on it (a pool job would wait for the scans first): run it on this
+ * thread then. */
+pa_sim_pool *pa_sim_int_pool_between(const pa_sim_state *s);
 void pa_sim_int_late_free(pa_sim_state *s);
 
 /* A command's error: status and message into r; returns st. */
