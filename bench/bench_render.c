@@ -172,6 +172,20 @@ static void spectator_fig(pa_render_scene *s, double seconds, bool map,
   pa_render_cam_free(c);
 }
 
+/* What a signal must not leave behind: stream_cpu's instance and its
+ * pa-render (e.g. piped into head, which closes the pipe: SIGPIPE). */
+static char live_inst[PA_SHM_INSTANCE_MAX];
+static volatile pid_t live_pid = -1;
+
+static void on_signal(int sig) {
+  if (live_pid > 0)
+    kill(live_pid, SIGTERM);
+  if (live_inst[0])
+    pa_stack_unlink(live_inst);
+  signal(sig, SIG_DFL);
+  raise(sig);
+}
+
 /* The real process: an instance with the default world, one 640x480
  * subscriber at 15 Hz, CPU time of pa-render over `seconds`. */
 static int stream_cpu(const pa_grid *g, const pa_robot_info *ri0,
@@ -187,6 +201,7 @@ static int stream_cpu(const pa_grid *g, const pa_robot_info *ri0,
     fprintf(stderr, "stack: %s\n", err);
     return -1;
   }
+  snprintf(live_inst, sizeof live_inst, "%s", inst);
   int rc = -1;
   pid_t pid = -1;
   if (pa_stack_map_publish(&st, g->width, g->height, g->resolution,
@@ -217,6 +232,7 @@ static int stream_cpu(const pa_grid *g, const pa_robot_info *ri0,
     execl(bin, bin, "--instance", inst, "--camera_hz", "15", (char *)NULL);
     _exit(127);
   }
+  live_pid = pid;
   int64_t deadline = pa_now_ns() + 20000000000LL;
   while (!st.ctl->health[PA_PROC_RENDER].ready && pa_now_ns() < deadline)
     usleep(10000);
@@ -249,8 +265,10 @@ out:
     kill(pid, SIGTERM);
     waitpid(pid, NULL, 0);
   }
+  live_pid = -1;
   pa_stack_detach(&st);
   pa_stack_unlink(inst);
+  live_inst[0] = '\0';
   return rc;
 }
 
@@ -266,6 +284,10 @@ int main(int argc, char **argv) {
        "head pan of the saved view [rad]"},
   };
   char err[512];
+  signal(SIGINT, on_signal);
+  signal(SIGTERM, on_signal);
+  signal(SIGHUP, on_signal);
+  signal(SIGPIPE, on_signal);
   int rc = pa_opt_parse(opts, 3, argc, argv, NULL, 0, NULL, err, sizeof err);
   if (rc) {
     if (rc < 0)

@@ -721,6 +721,8 @@ int main(int argc, char **argv) {
   setvbuf(stdout, NULL, _IOLBF, 0);
   signal(SIGINT, on_interrupt);
   signal(SIGTERM, on_interrupt);
+  signal(SIGHUP, on_interrupt);
+  signal(SIGPIPE, on_interrupt); /* e.g. piped into head: still clean up */
   double loop_s = 5;
   bool only_loops = false, only_rtf = false, only_rtf1 = false,
        only_beams = false, only_phases = false, only_physics = false;
