@@ -362,8 +362,10 @@ static void bench_instance(char inst[PA_SHM_INSTANCE_MAX], const char *tag,
  * 1000-robot office, scans every 100 s (none in the run), 1 then 2
  * threads (or PA_BENCH_THREADS): the physics phase per tick (wall) and the
  * process's CPU per tick (every thread's). */
-static void bench_physics(const pa_grid *g, uint32_t robots, double seconds,
-                          uint32_t threads) {
+/* The physics benches' world: robots scattered on g driving, scans every
+ * 100 s (none in a run), 200 ticks on (the robots meet their walls). */
+static void physics_world(const pa_grid *g, uint32_t robots, uint32_t threads,
+                          pa_sim_model *m, pa_sim_state *s) {
   pa_world w;
   memset(&w, 0, sizeof w);
   w.unknown_blocks = true;
@@ -372,18 +374,23 @@ static void bench_physics(const pa_grid *g, uint32_t robots, double seconds,
   d.seed = 1;
   d.threads = threads;
   d.scan_hz = 0.01;
+  char err[256];
+  if (pa_sim_model_init(m, &d, &w, g, err, sizeof err) != 0 ||
+      pa_sim_state_init(m, s, err, sizeof err) != 0)
+    die("model", err);
+  scatter(m, s, g);
+  uint64_t rng = 3;
+  for (uint32_t i = 0; i < s->robot_count; i++)
+    set_drive(m, s, i, &rng);
+  for (int i = 0; i < 200; i++)
+    pa_sim_step(m, s);
+}
+
+static void bench_physics(const pa_grid *g, uint32_t robots, double seconds,
+                          uint32_t threads) {
   pa_sim_model m;
   pa_sim_state s;
-  char err[256];
-  if (pa_sim_model_init(&m, &d, &w, g, err, sizeof err) != 0 ||
-      pa_sim_state_init(&m, &s, err, sizeof err) != 0)
-    die("model", err);
-  scatter(&m, &s, g);
-  uint64_t rng = 3;
-  for (uint32_t i = 0; i < s.robot_count; i++)
-    set_drive(&m, &s, i, &rng);
-  for (int i = 0; i < 200; i++) /* the robots meet their walls */
-    pa_sim_step(&m, &s);
+  physics_world(g, robots, threads, &m, &s);
   uint64_t bumps0 = s.bumps, ticks = 0;
   double phys = 0, t0 = now_s();
   struct timespec c0, c1;
@@ -416,28 +423,10 @@ static void bench_physics(const pa_grid *g, uint32_t robots, double seconds,
 static void bench_physics_ab(const pa_grid *g, uint32_t robots,
                              double seconds) {
   enum { WINDOW = 50, MAXW = 4096 };
-  pa_world w;
-  memset(&w, 0, sizeof w);
-  w.unknown_blocks = true;
   pa_sim_model m[2];
   pa_sim_state s[2];
-  char err[256];
-  for (int k = 0; k < 2; k++) {
-    pa_sim_def d = pa_sim_def_default();
-    d.robots = d.max_robots = robots;
-    d.seed = 1;
-    d.threads = (uint32_t)k + 1;
-    d.scan_hz = 0.01;
-    if (pa_sim_model_init(&m[k], &d, &w, g, err, sizeof err) != 0 ||
-        pa_sim_state_init(&m[k], &s[k], err, sizeof err) != 0)
-      die("model", err);
-    scatter(&m[k], &s[k], g);
-    uint64_t rng = 3;
-    for (uint32_t i = 0; i < s[k].robot_count; i++)
-      set_drive(&m[k], &s[k], i, &rng);
-    for (int i = 0; i < 200; i++)
-      pa_sim_step(&m[k], &s[k]);
-  }
+  for (int k = 0; k < 2; k++)
+    physics_world(g, robots, (uint32_t)k + 1, &m[k], &s[k]);
   static double ns[2][MAXW], ratio[MAXW];
   int nw = 0;
   double t0 = now_s();
