@@ -400,7 +400,11 @@ typedef struct pa_sim_late {
   uint32_t *batch_id;                /* [batch_cap] the robots in flight */
   float *batch_buf[2];               /* [batch_cap * beam_cap] */
   pa_sim_scan_stamp *batch_stamp[2]; /* [batch_cap] */
-  uint32_t bready_n, bready_set;     /* completed, records not written */
+  /* completed, records not written: written at the next publish (sim_shm.c
+   * write_late; pa_sim_run publishes after every tick and every settle), so
+   * that the next batch to complete, into the other set, never finds them
+   * there; a caller that never publishes has them replaced */
+  uint32_t bready_n, bready_set;
 } pa_sim_late;
 int pa_sim_int_late_init(pa_sim_state *s, uint32_t beam_cap);
 /* s's pool for a job of the tick, or NULL while a batch of scans is in
