@@ -199,9 +199,9 @@ typedef struct pa_sim_hash {
   double *ix, *iy, *ir;    /* [max_robots] */
   int64_t *icx, *icy;      /* [max_robots] */
   bool valid;              /* false: positions changed since the build */
-  /* Scans in flight read it while the robots move on (sim_step.c's scan
-   * batch): bodies come from its copies only, never from the robots'
-   * records. */
+  /* A scan batch's own (sim_step.c): its scans, in flight while the robots
+   * move on, take the bodies from these copies only, never from the
+   * robots' records, however few the robots. */
   bool pinned;
   /* pa_sim_int_lhash_build's dense layout: bucket (cy - gy0) * gw + cx -
    * gx0 for the gw x gh cells around the robots (no aliasing, rows in

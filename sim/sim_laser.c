@@ -648,6 +648,7 @@ void pa_sim_int_scan_at(const pa_sim_model *m, const pa_sim_state *s,
   to_grid(m, r->x, r->y, &a->gx, &a->gy);
   a->gc = m->cos_yaw * a->c + m->sin_yaw * a->s;
   a->gs = -m->sin_yaw * a->c + m->cos_yaw * a->s;
+  a->lh = NULL;
 }
 
 void pa_sim_int_scan_walls(const pa_sim_model *m, const pa_sim_state *s,
@@ -771,9 +772,12 @@ void pa_sim_int_scan_finish_part(const pa_sim_model *m, const pa_sim_state *s,
   }
   if (ball)
     scan_circle(&k, bx, by, br);
-  if (others)
-    pa_sim_int_lhash_ready(s); /* planned this tick: built by the first */
-  const pa_sim_hash *h = &s->lhash;
+  const pa_sim_hash *h = a->lh; /* a batch's own, built when posted */
+  if (!h) {
+    if (others)
+      pa_sim_int_lhash_ready(s); /* planned this tick: built by the first */
+    h = &s->lhash;
+  }
   batch b;
   uint32_t bn = 0; /* robots in b */
   /* + the largest robot radius (bucketed by centre) */

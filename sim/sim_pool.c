@@ -607,6 +607,13 @@ void pa_sim_int_pool_wait(pa_sim_pool *p, uint64_t ticket) {
     pa_sim_int_wait_step(&w);
 }
 
+void pa_sim_int_pool_wait_busy(pa_sim_pool *p, uint64_t ticket) {
+  pa_sim_waiter w = {0, 0};
+  while (!pa_sim_int_pool_task_done(p, ticket))
+    if (!take_task(p, &p->scratch))
+      pa_sim_int_wait_step(&w);
+}
+
 void pa_sim_int_pool_stream_close(pa_sim_pool *p) {
   if (!p || !p->stream)
     return;

@@ -586,6 +586,11 @@ int pa_sim_int_late_init(pa_sim_state *s, uint32_t beam_cap) {
       return -1;
   /* The worker's part; it settles where the two threads finish together. */
   L->share = 0.7;
+  for (int i = 0; i < 2; i++) {
+    if (pa_sim_int_hash_init(&L->held[i], s->cap_robots) != 0)
+      return -1;
+    L->held[i].pinned = true;
+  }
   return 0;
 }
 
@@ -593,10 +598,11 @@ void pa_sim_int_late_free(pa_sim_state *s) {
   pa_sim_late *L = s->late;
   if (!L)
     return;
-  free(L->batch_id);
   for (int i = 0; i < 2; i++) {
+    free(L->batch_id[i]);
     free(L->batch_buf[i]);
     free(L->batch_stamp[i]);
+    pa_sim_int_hash_free(&L->held[i]);
   }
   for (int i = 0; i < PA_SIM_LATE_FLY; i++)
     free(L->fly[i].buf);
@@ -633,26 +639,28 @@ static void late_finish(const pa_sim_model *m, pa_sim_state *s) {
  *
  * Running free or inside a STEP, with threads, a tick's due scans are cast
  * whole on the workers (one stream task each) while this thread runs the
- * next tick's moves, and this thread takes what is left of them before the
- * next tick's scans: the two cores share the scans instead of one standing
- * by while the other moves the robots. A scan reads the robot's pose as the
- * tick left it (its pa_sim_scan_at copy), the other robots from the laser
- * buckets built at that tick (their copies: pinned until the batch is
- * done), the walls, and the robot's own noise generator, which the moves
- * never touch: the same ranges, bit for bit, as cast at once. Obstacles and
- * the SSL ball move during a tick (agents, kicks): worlds with them cast
- * at once. Commands and a STEP's reply settle the batch first
- * (pa_sim_scans_settle), and its records are written at the next publish,
- * after the tick's own. */
+ * next tick's moves. At the next tick's scans this thread posts that tick's
+ * batch first, then settles the one before, taking what is left of it and,
+ * while the worker ends its last one, scans of the new batch: neither core
+ * stands by. A scan reads the robot's pose as the tick left it (its
+ * pa_sim_scan_at copy), the other robots from its batch's own laser
+ * buckets (built from the poses of its tick when it was posted), the
+ * walls, and the robot's own noise generator, which the moves never touch:
+ * the same ranges, bit for bit, as cast at once. Obstacles and the SSL
+ * ball move during a tick (agents, kicks): worlds with them cast at once.
+ * Commands and a STEP's reply settle every batch first
+ * (pa_sim_scans_settle); a batch's records are written at the publish
+ * after its settle, after the tick's own. */
 
 pa_sim_pool *pa_sim_int_pool_between(const pa_sim_state *s) {
-  return s->late && s->late->batch_n ? NULL : s->pool;
+  return s->late && (s->late->batch_n[0] || s->late->batch_n[1]) ? NULL
+                                                                 : s->pool;
 }
 
 static bool batch_ok(const pa_sim_state *s, uint32_t n) {
   return s->late && s->pool && s->defer_scans && !s->inline_scans &&
          s->robot_count > 1 && s->agent_count == 0 && !s->ssl && n > 0 &&
-         n <= PA_SIM_POOL_TASKS / 2;
+         n <= PA_SIM_POOL_TASKS / 2; /* two batches' tasks at most */
 }
 
 /* Room for n scans in each set (false: out of memory, cast at once). */
@@ -661,11 +669,11 @@ static bool batch_room(const pa_sim_model *m, pa_sim_late *L, uint32_t n) {
     return true;
   uint32_t cap = n < 16 ? 16 : n;
   size_t beams = m->beam_cap ? m->beam_cap : 1;
-  uint32_t *id = realloc(L->batch_id, cap * sizeof *id);
-  if (!id)
-    return false;
-  L->batch_id = id;
   for (int i = 0; i < 2; i++) {
+    uint32_t *id = realloc(L->batch_id[i], cap * sizeof *id);
+    if (!id)
+      return false;
+    L->batch_id[i] = id;
     float *b = realloc(L->batch_buf[i], (size_t)cap * beams * sizeof *b);
     if (!b)
       return false;
@@ -679,67 +687,75 @@ static bool batch_room(const pa_sim_model *m, pa_sim_late *L, uint32_t n) {
   return true;
 }
 
-/* The due scans s->scan_due[0, n) as a batch (the last one settled).
- * lcell: the laser buckets' cell, built now on this thread however few the
- * robots (the scans must not read the robots' records). */
+/* The batch in flight in `set` done (wait: this thread takes what no
+ * worker has, then scans of any later batch until the worker ends the
+ * last of this one; else only if it is done already): its ranges are the
+ * robots' latest scans and wait for their records. */
+static bool batch_settle(const pa_sim_model *m, pa_sim_state *s, uint32_t set,
+                         bool wait) {
+  pa_sim_late *L = s->late;
+  if (!L || !L->batch_n[set])
+    return false;
+  uint64_t last = L->batch_first[set] + L->batch_n[set] - 1;
+  if (wait) {
+    pa_sim_int_pool_help(s->pool, last);
+    for (uint64_t t = L->batch_first[set]; t <= last; t++)
+      pa_sim_int_pool_wait_busy(s->pool, t);
+  } else {
+    for (uint64_t t = L->batch_first[set]; t <= last; t++)
+      if (!pa_sim_int_pool_task_done(s->pool, t))
+        return false;
+  }
+  size_t beams = m->beam_cap ? m->beam_cap : 1;
+  const float *buf = L->batch_buf[set];
+  for (uint32_t k = 0; k < L->batch_n[set]; k++) {
+    const pa_sim_scan_stamp *t = &L->batch_stamp[set][k];
+    memcpy(s->ranges + (size_t)L->batch_id[set][k] * m->beam_cap,
+           buf + k * beams, t->beams * sizeof(float));
+  }
+  L->bready_n = L->batch_n[set];
+  L->bready_set = set;
+  L->batch_n[set] = 0;
+  return true;
+}
+
+/* The batch in flight, if any (none is left unless !wait). batch_post
+ * settles the one before a new one at once: at most one is in flight
+ * anywhere else (and so one batch's records wait for the publish). */
+static void batches_settle(const pa_sim_model *m, pa_sim_state *s, bool wait) {
+  if (s->late)
+    batch_settle(m, s, s->late->batch_set, wait);
+}
+
+/* The due scans s->scan_due[0, n) as a batch into the set that is not in
+ * flight (its records were written at the last publish), with its own
+ * laser buckets from the robots' poses now (however few they are: the
+ * scans must not read the robots' records). Then the batch before it is
+ * settled. */
 static bool batch_post(const pa_sim_model *m, pa_sim_state *s, double lcell) {
   pa_sim_late *L = s->late;
-  uint32_t n = s->scan_due_count;
+  uint32_t n = s->scan_due_count, set = L->batch_set ^ 1u;
   if (!batch_room(m, L, n))
     return false;
-  if (!s->lhash.valid &&
-      __atomic_load_n(&s->lhash.build, __ATOMIC_ACQUIRE) == 0)
-    pa_sim_int_lhash_plan(s, lcell);
-  pa_sim_int_lhash_ready(s);
-  s->lhash.pinned = true;
-  uint32_t set = L->batch_set ^ 1u;
+  pa_sim_hash *h = &L->held[set];
+  pa_sim_int_lhash_build(h, s, lcell);
   size_t beams = m->beam_cap ? m->beam_cap : 1;
   for (uint32_t k = 0; k < n; k++) {
     uint32_t id = s->scan_due[k];
     pa_sim_scan_at at;
     pa_sim_int_scan_at(m, s, id, &at);
+    at.lh = h;
     pa_sim_int_scan_stamp(m, s, id, &L->batch_stamp[set][k]);
-    L->batch_id[k] = id;
+    L->batch_id[set][k] = id;
     uint64_t t = pa_sim_int_pool_task_scan(s->pool, m, s, &at,
                                            L->batch_buf[set] + k * beams);
     if (k == 0)
-      L->batch_first = t;
+      L->batch_first[set] = t;
   }
+  L->batch_n[set] = n;
   L->batch_set = set;
-  L->batch_n = n;
   s->late_scans += n;
-  return true;
-}
-
-/* The batch in flight done (wait: this thread takes what no worker has,
- * then waits for the rest; else only if it is done already): its ranges
- * are the robots' latest scans and wait for their records. */
-static bool batch_settle(const pa_sim_model *m, pa_sim_state *s, bool wait) {
-  pa_sim_late *L = s->late;
-  if (!L || !L->batch_n)
-    return false;
-  uint64_t last = L->batch_first + L->batch_n - 1;
-  if (wait) {
-    pa_sim_int_pool_help(s->pool, last);
-    for (uint64_t t = L->batch_first; t <= last; t++)
-      pa_sim_int_pool_wait(s->pool, t);
-  } else {
-    for (uint64_t t = L->batch_first; t <= last; t++)
-      if (!pa_sim_int_pool_task_done(s->pool, t))
-        return false;
-  }
-  size_t beams = m->beam_cap ? m->beam_cap : 1;
-  const float *buf = L->batch_buf[L->batch_set];
-  for (uint32_t k = 0; k < L->batch_n; k++) {
-    const pa_sim_scan_stamp *t = &L->batch_stamp[L->batch_set][k];
-    memcpy(s->ranges + (size_t)L->batch_id[k] * m->beam_cap, buf + k * beams,
-           t->beams * sizeof(float));
-  }
-  L->bready_n = L->batch_n;
-  L->bready_set = L->batch_set;
-  L->batch_n = 0;
-  s->lhash.pinned = false;
-  s->lhash.valid = false;
+  batch_settle(m, s, set ^ 1u, true);
   return true;
 }
 
@@ -747,7 +763,7 @@ bool pa_sim_scans_settle(const pa_sim_model *m, pa_sim_state *s, bool wait) {
   pa_sim_late *L = s->late;
   if (!L)
     return false;
-  batch_settle(m, s, wait);
+  batches_settle(m, s, wait);
   while (L->count > 0) {
     pa_sim_late_scan *f = &L->fly[L->head];
     if (wait) {
@@ -912,8 +928,6 @@ int64_t pa_sim_int_step(const pa_sim_model *m, pa_sim_state *s, int64_t t0,
        i < nr; i += stride) {
     if (!s->info[i].active || (wraps && (since + i) % tps != 0))
       continue;
-    if (!s->scan_due_count && s->late && s->late->batch_n)
-      batch_settle(m, s, true); /* its buckets are about to be rebuilt */
     /* Final positions of this tick, laser-sized buckets (a scan uses them
      * only with more robots than the 3x3 buckets it would visit). */
     if (!hashed && s->robot_count > 9 && !s->ghosts) {
@@ -931,16 +945,17 @@ int64_t pa_sim_int_step(const pa_sim_model *m, pa_sim_state *s, int64_t t0,
     /* cast above */
   } else if (batch_ok(s, s->scan_due_count) && batch_post(m, s, lcell)) {
     s->scan_due_count = 0; /* their records are written when they complete */
-  } else if (s->pool && s->scan_due_count == 1) {
-    if (scan_late(m, s, s->scan_due[0]))
+  } else if (s->pool && s->scan_due_count) {
+    batches_settle(m, s, true); /* its ranges are older than these */
+    if (s->scan_due_count > 1)
+      pa_sim_int_pool_scan(s->pool, m, s, s->scan_due, s->scan_due_count);
+    else if (scan_late(m, s, s->scan_due[0]))
       s->scan_due_count = 0; /* its record is written when it completes */
     else
       pa_sim_int_pool_scan_one(s->pool, m, s, s->scan_due[0]);
-  } else if (s->pool && s->scan_due_count > 1)
-    pa_sim_int_pool_scan(s->pool, m, s, s->scan_due, s->scan_due_count);
+  }
   s->hash.valid = false;
-  if (!s->lhash.pinned)
-    s->lhash.valid = false;
+  s->lhash.valid = false;
   int64_t t2 = pa_sim_int_now();
   if (timed) {
     s->phase_ns[PA_SIM_PH_PHYSICS] = t1 - t0;

@@ -283,6 +283,9 @@ typedef struct pa_sim_scan_at {
   double x, y, theta;    /* world [m, rad] */
   double c, s;           /* cos, sin of theta */
   double gx, gy, gc, gs; /* grid frame [cells], cos and sin of the heading */
+  /* The other robots as of its tick: a scan batch's own laser buckets
+   * (built when it was posted), or NULL: s->lhash, built at first use. */
+  const pa_sim_hash *lh;
 } pa_sim_scan_at;
 void pa_sim_int_scan_at(const pa_sim_model *m, const pa_sim_state *s,
                         uint32_t id, pa_sim_scan_at *a);
@@ -364,6 +367,9 @@ uint64_t pa_sim_int_pool_taken(pa_sim_pool *p);
 void pa_sim_int_pool_help(pa_sim_pool *p, uint64_t ticket);
 bool pa_sim_int_pool_task_done(pa_sim_pool *p, uint64_t ticket);
 void pa_sim_int_pool_wait(pa_sim_pool *p, uint64_t ticket);
+/* Until `ticket` is done, taking any posted task meanwhile (later ones
+ * too: the wait does their work instead of watching). */
+void pa_sim_int_pool_wait_busy(pa_sim_pool *p, uint64_t ticket);
 void pa_sim_int_pool_stream_close(pa_sim_pool *p);
 /* The caller's scratch (for the finish of an overlapped scan). */
 pa_sim_scratch *pa_sim_int_pool_scratch(pa_sim_pool *p);
@@ -390,20 +396,25 @@ typedef struct pa_sim_late {
   uint32_t ready_count;
   double share; /* of the first part (the worker's) */
   /* Many robots (sim_step.c's scan batch): one tick's scans, whole, cast
-   * by the workers while this thread runs the next tick's moves; complete
-   * before the next scans (or a settle). Two sets of buffers: one in
-   * flight, the other the last batch's, waiting for its records. */
-  uint32_t batch_n;                  /* scans in flight (0: none) */
-  uint32_t batch_set;                /* the set they cast into */
-  uint64_t batch_first;              /* the first one's ticket */
+   * by the workers while this thread runs the next tick's moves. The next
+   * tick's batch is posted before this one is settled (the workers never
+   * wait between the two), so two sets of buffers and buckets: set
+   * batch_set the newest, the other the batch before it, in flight until
+   * settled, then waiting for its records. */
+  uint32_t batch_n[2];               /* scans in flight in each set */
+  uint32_t batch_set;                /* the set of the newest batch */
+  uint64_t batch_first[2];           /* the first one's ticket */
   uint32_t batch_cap;                /* scans each set holds */
-  uint32_t *batch_id;                /* [batch_cap] the robots in flight */
+  uint32_t *batch_id[2];             /* [batch_cap] the robots in flight */
   float *batch_buf[2];               /* [batch_cap * beam_cap] */
   pa_sim_scan_stamp *batch_stamp[2]; /* [batch_cap] */
+  /* The laser buckets each set's scans read: built from the robots' poses
+   * of its tick, never from their records afterwards. */
+  pa_sim_hash held[2];
   /* completed, records not written: written at the next publish (sim_shm.c
    * write_late; pa_sim_run publishes after every tick and every settle), so
-   * that the next batch to complete, into the other set, never finds them
-   * there; a caller that never publishes has them replaced */
+   * that the next batch to be posted into their set never finds them there;
+   * a caller that never publishes has them replaced */
   uint32_t bready_n, bready_set;
 } pa_sim_late;
 int pa_sim_int_late_init(pa_sim_state *s, uint32_t beam_cap);
