@@ -691,7 +691,8 @@ static const char usage[] =
     "  --rtf       only the real-time factors (1 and 2 scan threads)\n"
     "  --rtf1      only 1 robot for seconds_per_loop_test (profiling;\n"
     "              PA_BENCH_THREADS=N, PA_BENCH_LOOP=1 the real loop,\n"
-    "              PA_BENCH_OVERLAP=1 in process with scans overlapped)\n"
+    "              PA_BENCH_OVERLAP=1 in process with scans overlapped,\n"
+    "              PA_BENCH_ROBOTS=N N robots on the default map)\n"
     "  --phases    only where a 1000-robot tick goes (large office; physics,\n"
     "              sensors, publishing to shm; PA_BENCH_THREADS=N, default 2;\n"
     "              scans overlapped as in the loop; PA_BENCH_OVERLAP=0 not)\n"
@@ -775,8 +776,12 @@ int main(int argc, char **argv) {
     uint32_t threads = th ? (uint32_t)atoi(th) : 0;
     if (getenv("PA_BENCH_LOOP"))
       bench_rtf_loop(&def, loop_s, threads);
-    else
-      bench_rtf(&def, 1, loop_s, threads, getenv("PA_BENCH_OVERLAP") != NULL);
+    else {
+      const char *nr = getenv("PA_BENCH_ROBOTS"); /* on the default map */
+      uint32_t robots = nr && atoi(nr) > 0 ? (uint32_t)atoi(nr) : 1;
+      bench_rtf(&def, robots, loop_s, threads,
+                getenv("PA_BENCH_OVERLAP") != NULL);
+    }
     pa_grid_free(&def);
     return 0;
   }
