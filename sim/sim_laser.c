@@ -18,6 +18,14 @@ typedef double v2d __attribute__((vector_size(16)));
 typedef int64_t v2l __attribute__((vector_size(16)));
 typedef float v2f __attribute__((vector_size(8)));
 
+/* A few loops are compiled twice: for the baseline and, on x86-64, for
+ * AVX2 without FMA (4 doubles a vector instead of 2; no contraction is
+ * possible, so the same bits), chosen with the caster path. */
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define WIDE_DIRS 1
+#endif
+#define BODY static inline __attribute__((always_inline))
+
 typedef struct scan_ctx {
   double x, y, c, s; /* sensor pose */
   double theta;      /* [rad] */
@@ -32,6 +40,7 @@ typedef struct scan_ctx {
   const int32_t *qpos; /* scratch qpos: pseudo-angle step -> beam */
   const float *smax;   /* scratch smax: sector maxima (sector_max) */
   uint32_t stride;     /* of smax's levels */
+  bool wide;           /* the AVX2 loops (WIDE_DIRS, an AVX2 caster path) */
 } scan_ctx;
 
 /* Beam i's world direction: the same operations as beam_dirs (its vector
@@ -194,6 +203,50 @@ static inline void ray_circle2(const scan_ctx *k, uint32_t i, double ox,
   memcpy(k->out + i, &fo, sizeof fo);
 }
 
+/* ray_circle2 four beams at a time, from beam i while i + 4 <= end;
+ * returns the next beam. */
+BODY uint32_t ray_circle4_body(const scan_ctx *k, uint32_t i, uint32_t end,
+                               double ox, double oy, double oc) {
+  const v4d zero = {0, 0, 0, 0};
+  const v4d inf = {INFINITY, INFINITY, INFINITY, INFINITY};
+  for (; i + 4 <= end; i += 4) {
+    v4f fc, fs, fo;
+    memcpy(&fc, k->bc + i, sizeof fc);
+    memcpy(&fs, k->bs + i, sizeof fs);
+    memcpy(&fo, k->out + i, sizeof fo);
+    v4d bc = __builtin_convertvector(fc, v4d);
+    v4d bs = __builtin_convertvector(fs, v4d);
+    v4d dx = k->c * bc - k->s * bs, dy = k->s * bc + k->c * bs;
+    v4d bb = ox * dx + oy * dy, disc = bb * bb - oc;
+    v4l pos = disc > 0;
+    v4d sq = (v4d)(((v4l)disc & pos) | ((v4l)zero & ~pos));
+    v2d lo = sqrt2((v2d){sq[0], sq[1]}), hi = sqrt2((v2d){sq[2], sq[3]});
+    sq = (v4d){lo[0], lo[1], hi[0], hi[1]};
+    v4d t = -bb - sq;
+    v4l miss = (bb > 0) | (disc < 0);
+    t = (v4d)(((v4l)inf & miss) | ((v4l)t & ~miss));
+    v4d o = __builtin_convertvector(fo, v4d);
+    v4l near = t < o;
+    v4d v = (v4d)(((v4l)t & near) | ((v4l)o & ~near));
+    fo = __builtin_convertvector(v, v4f);
+    memcpy(k->out + i, &fo, sizeof fo);
+  }
+  return i;
+}
+
+static uint32_t ray_circle4(const scan_ctx *k, uint32_t i, uint32_t end,
+                            double ox, double oy, double oc) {
+  return ray_circle4_body(k, i, end, ox, oy, oc);
+}
+
+#ifdef WIDE_DIRS
+__attribute__((target("avx2"))) static uint32_t
+ray_circle4_avx2(const scan_ctx *k, uint32_t i, uint32_t end, double ox,
+                 double oy, double oc) {
+  return ray_circle4_body(k, i, end, ox, oy, oc);
+}
+#endif
+
 /* scan_circle's beams [k0, k1] of a body at distance d (its window). */
 static void circle_beams(const scan_ctx *k, double cx, double cy, double r,
                          double d, int64_t k0, int64_t k1) {
@@ -206,9 +259,16 @@ static void circle_beams(const scan_ctx *k, double cx, double cy, double r,
   double ox = k->x - cx, oy = k->y - cy, oc = ox * ox + oy * oy - r * r;
   for (uint32_t run = 0; run < 2; run++) {
     uint32_t i = rr[2 * run], end = rr[2 * run + 1];
-    if (oc > 0) /* two beams at a time (the sensor outside the body) */
+    if (oc > 0) { /* 4 and 2 beams at a time (the sensor outside it) */
+#ifdef WIDE_DIRS
+      i = k->wide ? ray_circle4_avx2(k, i, end, ox, oy, oc)
+                  : ray_circle4(k, i, end, ox, oy, oc);
+#else
+      i = ray_circle4(k, i, end, ox, oy, oc);
+#endif
       for (; i + 2 <= end; i += 2)
         ray_circle2(k, i, ox, oy, oc);
+    }
     for (; i < end; i++) {
       double dx, dy;
       beam_dir(k, i, &dx, &dy);
@@ -443,13 +503,8 @@ static void beam_table(pa_sim_scratch *sc, uint32_t beams) {
   sc->beam_table_n = beams;
 }
 
-/* The wall beams' two loops below are compiled twice: for the baseline and,
- * on x86-64, for AVX2 without FMA (4 doubles a vector instead of 2; no
- * contraction is possible, so the same bits), chosen with the caster path. */
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#define WIDE_DIRS 1
-#endif
-#define BODY static inline __attribute__((always_inline))
+/* The wall beams' two loops below are compiled twice (as the bodies'
+ * beams above): for the baseline and, on x86-64, for AVX2. */
 
 /* dx[i] = c * bc[i] - s * bs[i], dy[i] = s * bc[i] + c * bs[i] for i < n:
  * four beams at a time (the same operations on each, so the same bits). */
@@ -750,6 +805,10 @@ void pa_sim_int_scan_finish_part(const pa_sim_model *m, const pa_sim_state *s,
                 .qpos = sc->qpos,
                 .smax = sc->smax,
                 .stride = beam_stride(m)};
+#ifdef WIDE_DIRS
+  pa_sim_simd path = pa_sim_simd_path(m);
+  k.wide = path == PA_SIM_SIMD_AVX512 || path == PA_SIM_SIMD_AVX2;
+#endif
   float far = 0; /* the farthest wall return */
   if (bodies) {
     /* Beam directions (only bodies use them) and the returns' max per 4

@@ -54,9 +54,10 @@ static void brute_scan(const pa_sim_model *m, const pa_sim_state *s,
  * counts and ranges) and checks every scan each tick casts against
  * brute_scan; returns how many beams hit a robot (the scene must have
  * some). */
-static long crowd(const pa_grid *g, uint32_t robots, uint32_t threads,
-                  int ticks, uint64_t seed) {
+static long crowd_on(const pa_grid *g, uint32_t robots, uint32_t threads,
+                     int ticks, uint64_t seed, pa_sim_simd simd) {
   pa_sim_def d = pa_sim_def_default();
+  d.simd = simd;
   d.robots = robots;
   d.max_robots = robots;
   d.seed = seed;
@@ -130,6 +131,11 @@ static long crowd(const pa_grid *g, uint32_t robots, uint32_t threads,
   return hits;
 }
 
+static long crowd(const pa_grid *g, uint32_t robots, uint32_t threads,
+                  int ticks, uint64_t seed) {
+  return crowd_on(g, robots, threads, ticks, seed, PA_SIM_SIMD_AUTO);
+}
+
 /* The bench's world: 1000 robots in the 100 m office (most of each scan's
  * neighbours behind walls; dense buckets), and 200 (hashed buckets). */
 static void test_office_crowd(void **st) {
@@ -154,6 +160,11 @@ static void test_room_crowd(void **st) {
   ts_block(&g, 5.0, 5.0, 6.0, 10.0);
   for (uint32_t threads = 1; threads <= 2; threads++)
     assert_true(crowd(&g, 250, threads, 40, 5) > 1000);
+  /* every caster path this CPU has: the bodies' beams have a loop for
+   * each (AVX2's and the baseline's) */
+  for (int p = PA_SIM_SIMD_AVX512; p < PA_SIM_SIMD_COUNT; p++)
+    if (pa_sim_simd_has((pa_sim_simd)p))
+      assert_true(crowd_on(&g, 250, 1, 20, 6, (pa_sim_simd)p) > 500);
   pa_grid_free(&g);
 }
 
