@@ -564,6 +564,15 @@ static void overlapped(uint32_t robots, uint32_t step_ticks) {
   assert_int_equal(mid[1], whole);
   assert_memory_equal(got[0], got[1], whole * SCAN_REC);
   size_t compared = 0;
+  if (n[0] > mid[0] && n[1] > mid[1]) /* what a failure below compares */
+    print_message("free-running part: 2 threads ticks %llu..%llu (%zu "
+                  "records), 1 thread %llu..%llu (%zu), %llu ticks\n",
+                  (unsigned long long)scan_tick(got[0] + mid[0] * SCAN_REC),
+                  (unsigned long long)scan_tick(got[0] + (n[0] - 1) * SCAN_REC),
+                  n[0] - mid[0],
+                  (unsigned long long)scan_tick(got[1] + mid[1] * SCAN_REC),
+                  (unsigned long long)scan_tick(got[1] + (n[1] - 1) * SCAN_REC),
+                  n[1] - mid[1], (unsigned long long)ticks);
   for (size_t i = mid[0], j = mid[1]; i < n[0]; i++) {
     while (j < n[1] && scan_tick(got[1] + j * SCAN_REC) <
                            scan_tick(got[0] + i * SCAN_REC))
