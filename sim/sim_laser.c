@@ -15,7 +15,6 @@ typedef double v4d __attribute__((vector_size(32)));
 typedef int32_t v4i __attribute__((vector_size(16)));
 typedef int64_t v4l __attribute__((vector_size(32)));
 typedef double v2d __attribute__((vector_size(16)));
-typedef int64_t v2l __attribute__((vector_size(16)));
 typedef float v2f __attribute__((vector_size(8)));
 
 /* A few loops are compiled twice: for the baseline and, on x86-64, for
@@ -178,33 +177,10 @@ static inline v2d sqrt2(v2d x) {
 #endif
 }
 
-static inline v2d sel2(v2l m, v2d x, v2d y) {
-  return (v2d)(((v2l)x & m) | ((v2l)y & ~m));
-}
-
-/* scan_circle's beam loop for beams i, i + 1 (oc > 0): beam_dir and
- * ray_circle's operations lane by lane (the same bits), and the nearer of
- * the hit and out[] (a float's value survives the trip through double). */
-static inline void ray_circle2(const scan_ctx *k, uint32_t i, double ox,
-                               double oy, double oc) {
-  v2f fc, fs, fo;
-  memcpy(&fc, k->bc + i, sizeof fc);
-  memcpy(&fs, k->bs + i, sizeof fs);
-  memcpy(&fo, k->out + i, sizeof fo);
-  v2d bc = __builtin_convertvector(fc, v2d);
-  v2d bs = __builtin_convertvector(fs, v2d);
-  v2d dx = k->c * bc - k->s * bs, dy = k->s * bc + k->c * bs;
-  v2d bb = ox * dx + oy * dy, disc = bb * bb - oc;
-  const v2d zero = {0, 0}, inf = {INFINITY, INFINITY};
-  v2d t = -bb - sqrt2(sel2(disc > 0, disc, zero));
-  t = sel2((bb > 0) | (disc < 0), inf, t);
-  v2d o = __builtin_convertvector(fo, v2d);
-  fo = __builtin_convertvector(sel2(t < o, t, o), v2f);
-  memcpy(k->out + i, &fo, sizeof fo);
-}
-
-/* ray_circle2 four beams at a time, from beam i while i + 4 <= end;
- * returns the next beam. */
+/* scan_circle's beam loop four beams at a time (oc > 0), from beam i
+ * while i + 4 <= end: beam_dir and ray_circle's operations lane by lane
+ * (the same bits), and the nearer of the hit and out[] (a float's value
+ * survives the trip through double). Returns the next beam. */
 BODY uint32_t ray_circle4_body(const scan_ctx *k, uint32_t i, uint32_t end,
                                double ox, double oy, double oc) {
   const v4d zero = {0, 0, 0, 0};
@@ -259,15 +235,13 @@ static void circle_beams(const scan_ctx *k, double cx, double cy, double r,
   double ox = k->x - cx, oy = k->y - cy, oc = ox * ox + oy * oy - r * r;
   for (uint32_t run = 0; run < 2; run++) {
     uint32_t i = rr[2 * run], end = rr[2 * run + 1];
-    if (oc > 0) { /* 4 and 2 beams at a time (the sensor outside it) */
+    if (oc > 0) { /* four beams at a time (the sensor outside it) */
 #ifdef WIDE_DIRS
       i = k->wide ? ray_circle4_avx2(k, i, end, ox, oy, oc)
                   : ray_circle4(k, i, end, ox, oy, oc);
 #else
       i = ray_circle4(k, i, end, ox, oy, oc);
 #endif
-      for (; i + 2 <= end; i += 2)
-        ray_circle2(k, i, ox, oy, oc);
     }
     for (; i < end; i++) {
       double dx, dy;
