@@ -447,12 +447,14 @@ int pa_sim_shm_publish_map(pa_sim_model *m, pa_stack *st, char *err,
                            size_t err_sz);
 /* Writes the world snapshot (robots, obstacles) under the seqlock. */
 void pa_sim_shm_publish_world(const pa_sim_state *s, pa_stack *st);
-/* Writes this tick's pa_tick + robot states to the state ring and the due
- * scans to the scan ring. */
+/* After a command that changed the state (or at start): the pa_tick +
+ * robot states to the state ring again, and completed overlapped scans to
+ * the scan ring; not the tick's due scans, which its own publish wrote. */
 void pa_sim_shm_publish_tick(const pa_sim_model *m, pa_sim_state *s,
                              pa_stack *st);
-/* The same with the records' wall time given (CLOCK_MONOTONIC [ns], just
- * read by the caller). */
+/* A tick's: its pa_tick + robot states to the state ring and its due scans
+ * (after completed overlapped ones) to the scan ring, with the records'
+ * wall time given (CLOCK_MONOTONIC [ns], just read by the caller). */
 void pa_sim_shm_publish_tick_at(const pa_sim_model *m, pa_sim_state *s,
                                 pa_stack *st, int64_t wall_ns);
 /* Writes an overlapped scan that completed (pa_sim_scans_settle) to the

@@ -199,11 +199,12 @@ static void write_late(const pa_sim_model *m, pa_sim_state *s, pa_stack *st,
   L->bready_n = 0;
 }
 
-/* This tick's scans, after overlapped ones that completed since. */
+/* Overlapped scans that completed since, then (tick: at the tick's own
+ * publish) this tick's scans. */
 static void write_scans(const pa_sim_model *m, pa_sim_state *s, pa_stack *st,
-                        int64_t wall_ns) {
+                        int64_t wall_ns, bool tick) {
   write_late(m, s, st, wall_ns);
-  for (uint32_t k = 0; k < s->scan_due_count; k++) {
+  for (uint32_t k = 0; tick && k < s->scan_due_count; k++) {
     uint32_t id = s->scan_due[k];
     pa_sim_scan_stamp t;
     pa_sim_int_scan_stamp(m, s, id, &t);
@@ -216,20 +217,28 @@ void pa_sim_shm_publish_late(const pa_sim_model *m, pa_sim_state *s,
   write_late(m, s, st, pa_now_ns());
 }
 
-void pa_sim_shm_publish_tick(const pa_sim_model *m, pa_sim_state *s,
-                             pa_stack *st) {
-  pa_sim_shm_publish_tick_at(m, s, st, pa_now_ns());
-}
-
-void pa_sim_shm_publish_tick_at(const pa_sim_model *m, pa_sim_state *s,
-                                pa_stack *st, int64_t wall_ns) {
+static void publish(const pa_sim_model *m, pa_sim_state *s, pa_stack *st,
+                    int64_t wall_ns, bool tick) {
   if (s->world_dirty) {
     pa_sim_shm_publish_world(s, st);
     s->world_dirty = false;
   }
   write_tick(m, s, st, wall_ns);
   pa_sim_int_rec_tick(s);
-  write_scans(m, s, st, wall_ns);
+  write_scans(m, s, st, wall_ns, tick);
+}
+
+/* A command's: the state again, and never the last tick's scans again
+ * (their records are out; a second would carry the same seq, and the pose
+ * the command left, with the ranges cast before it). */
+void pa_sim_shm_publish_tick(const pa_sim_model *m, pa_sim_state *s,
+                             pa_stack *st) {
+  publish(m, s, st, pa_now_ns(), false);
+}
+
+void pa_sim_shm_publish_tick_at(const pa_sim_model *m, pa_sim_state *s,
+                                pa_stack *st, int64_t wall_ns) {
+  publish(m, s, st, wall_ns, true);
 }
 
 int pa_sim_shm_resume_map(pa_sim_model *m, pa_sim_state *s, pa_stack *st,

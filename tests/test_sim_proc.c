@@ -590,6 +590,43 @@ static void overlapped(uint32_t robots, uint32_t step_ticks) {
   free(got[1]);
 }
 
+/* Commands that publish the state again while paused (teleport, speed,
+ * pause) write no scan record again: each scan goes out once, at its tick,
+ * with the pose it was cast from. 16 robots: robot 15 scans at tick 5. */
+static void test_command_no_scan_again(void **st) {
+  (void)st;
+  sim s;
+  setup(&s, "norep", "--paused --robots 16");
+  pa_ring_cursor c = {1, 0};
+  uint8_t *got = NULL;
+  pa_tick t0 = latest(&s, NULL);
+  assert_int_equal(call(&s, PA_OP_STEP, 5, 0, 0, 0, 0).status, PA_OK);
+  size_t n = read_scans(&s, &c, &got, 0);
+  assert_true(n >= 1);
+  pa_scan last;
+  memcpy(&last, got + (n - 1) * SCAN_REC, sizeof last);
+  assert_int_equal(last.tick, t0.tick + 5); /* the STEP's last tick */
+  assert_int_equal(call(&s, PA_OP_SPEED, 0, 0, 2.0, 0, 0).status, PA_OK);
+  assert_int_equal(call(&s, PA_OP_PAUSE, 0, 0, 0, 0, 0).status, PA_OK);
+  pa_cmd t = {.op = PA_OP_TELEPORT, .robot = last.robot}; /* the last */
+  t.pose = (pa_cmd_pose){last.x + 0.05, last.y, last.theta + 0.3};
+  assert_int_equal(wait_reply(&s, push_cmd(&s, &t), 20000).status, PA_OK);
+  assert_int_equal(call(&s, PA_OP_SYNC, 0, 0, 0, 0, 0).status, PA_OK);
+  assert_int_equal(read_scans(&s, &c, &got, n), n);
+  /* the next tick's scans come as before, seq on from the last */
+  assert_int_equal(call(&s, PA_OP_STEP, 20, 0, 0, 0, 0).status, PA_OK);
+  size_t m = read_scans(&s, &c, &got, n);
+  assert_int_equal(m, n + 16);
+  for (size_t i = n; i < m; i++) {
+    pa_scan h;
+    memcpy(&h, got + i * SCAN_REC, sizeof h);
+    if (h.robot == last.robot)
+      assert_int_equal(h.seq, last.seq + 1);
+  }
+  free(got);
+  teardown(&s);
+}
+
 static void test_overlapped_scans(void **st) {
   (void)st;
   overlapped(1, 400);
@@ -1021,6 +1058,7 @@ int main(void) {
       cmocka_unit_test(test_flags_over_world),
       cmocka_unit_test(test_snapshot_damaged),
       cmocka_unit_test(test_crash_resume),
+      cmocka_unit_test(test_command_no_scan_again),
       cmocka_unit_test(test_overlapped_scans),
       cmocka_unit_test(test_overlapped_scans_robots),
       cmocka_unit_test(test_map_survives_restart),
