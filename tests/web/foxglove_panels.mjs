@@ -24,7 +24,9 @@ const tests = {
   async no_return_beams_are_null() {
     const f = await stack.fox();
     f.subscribe("/robot0/scan");
-    const want = (await stack.json.ok("get_sensors", { robot: 0 })).scan;
+    // robot 0 scans first at tick 20 (100 ms in at real time): wait for it
+    const want = await waitFor(
+      async () => (await stack.json.ok("get_sensors", { robot: 0 })).scan, 5000, "its first scan");
     const ns = BigInt(Math.round(want.sim_time * 1e9));
     const m = await waitFor(() => f.msgs.find((x) => x.topic === "/robot0/scan" && x.t >= ns),
       5000, "a LaserScan");

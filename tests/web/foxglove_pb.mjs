@@ -126,7 +126,9 @@ const tests = {
     const f = await stack.fox();
     f.subscribe("/robot0/scan");
     f.subscribe("/tf");
-    const want = (await stack.json.ok("get_sensors", { robot: 0 })).scan;
+    // robot 0 scans first at tick 20 (100 ms in at real time): wait for it
+    const want = await waitFor(
+      async () => (await stack.json.ok("get_sensors", { robot: 0 })).scan, 5000, "its first scan");
     const ns = BigInt(Math.round(want.sim_time * 1e9));
     const ms = await waitFor(() => {
       const l = f.msgs.filter((x) => x.topic === "/robot0/scan" && x.t >= ns);
