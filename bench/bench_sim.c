@@ -355,13 +355,9 @@ static void bench_instance(char inst[PA_SHM_INSTANCE_MAX], const char *tag,
       pa_sim_state_init(m, s, err, sizeof err) != 0)
     die("model", err);
   pa_sim_shm_publish_map(m, st, err, sizeof err);
-  pa_sim_shm_publish_tick(m, s, st);
+  pa_sim_shm_publish_state(m, s, st);
 }
 
-/* The physics alone (issue 37's figure: time per robot per tick): the
- * 1000-robot office, scans every 100 s (none in the run), 1 then 2
- * threads (or PA_BENCH_THREADS): the physics phase per tick (wall) and the
- * process's CPU per tick (every thread's). */
 /* The physics benches' world: robots scattered on g driving, scans every
  * 100 s (none in a run), 200 ticks on (the robots meet their walls). */
 static void physics_world(const pa_grid *g, uint32_t robots, uint32_t threads,
@@ -386,6 +382,10 @@ static void physics_world(const pa_grid *g, uint32_t robots, uint32_t threads,
     pa_sim_step(m, s);
 }
 
+/* The physics alone (issue 37's figure: time per robot per tick): the
+ * 1000-robot office, scans every 100 s (none in the run), 1 then 2
+ * threads (or PA_BENCH_THREADS): the physics phase per tick (wall) and the
+ * process's CPU per tick (every thread's). */
 static void bench_physics(const pa_grid *g, uint32_t robots, double seconds,
                           uint32_t threads) {
   pa_sim_model m;
@@ -778,7 +778,17 @@ int main(int argc, char **argv) {
       bench_rtf_loop(&def, loop_s, threads);
     else {
       const char *nr = getenv("PA_BENCH_ROBOTS"); /* on the default map */
-      uint32_t robots = nr && atoi(nr) > 0 ? (uint32_t)atoi(nr) : 1;
+      uint32_t robots = 1;
+      if (nr) {
+        char *end;
+        unsigned long v = strtoul(nr, &end, 10);
+        if (end == nr || *end || v < 1 || v > 10000) {
+          fprintf(stderr, "bench-sim: PA_BENCH_ROBOTS=%s: want 1..10000\n", nr);
+          pa_grid_free(&def);
+          return 2;
+        }
+        robots = (uint32_t)v;
+      }
       bench_rtf(&def, robots, loop_s, threads,
                 getenv("PA_BENCH_OVERLAP") != NULL);
     }

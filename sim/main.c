@@ -165,7 +165,7 @@ int main(int argc, char **argv) {
   ctl->scan_hz = d.scan_hz;
   ctl->seed = d.seed;
   state.world_dirty = true;
-  pa_sim_shm_publish_tick(&model, &state, &stack); /* world + first tick */
+  pa_sim_shm_publish_state(&model, &state, &stack); /* world + first tick */
   ctl->health[PA_PROC_SIM].heartbeat_ns = pa_now_ns();
   __atomic_store_n(&ctl->health[PA_PROC_SIM].ready, 1, __ATOMIC_RELEASE);
   pa_info("ready: %u robots, %ux%u map, %g Hz control, %g Hz scans, speed "

@@ -340,7 +340,7 @@ void pa_sim_step(const pa_sim_model *m, pa_sim_state *s);
 
 /* Completes overlapped scans, oldest first: those whose beams are all
  * cast, or all of them (waiting) when wait. Returns whether completed scans
- * wait for their records (pa_sim_shm_publish_tick writes them).
+ * wait for their records (either publish below writes them).
  * pa_sim_apply completes all first. */
 bool pa_sim_scans_settle(const pa_sim_model *m, pa_sim_state *s, bool wait);
 
@@ -450,26 +450,26 @@ void pa_sim_shm_publish_world(const pa_sim_state *s, pa_stack *st);
 /* After a command that changed the state (or at start): the pa_tick +
  * robot states to the state ring again, and completed overlapped scans to
  * the scan ring; not the tick's due scans, which its own publish wrote. */
-void pa_sim_shm_publish_tick(const pa_sim_model *m, pa_sim_state *s,
-                             pa_stack *st);
+void pa_sim_shm_publish_state(const pa_sim_model *m, pa_sim_state *s,
+                              pa_stack *st);
 /* A tick's: its pa_tick + robot states to the state ring and its due scans
  * (after completed overlapped ones) to the scan ring, with the records'
  * wall time given (CLOCK_MONOTONIC [ns], just read by the caller). */
 void pa_sim_shm_publish_tick_at(const pa_sim_model *m, pa_sim_state *s,
                                 pa_stack *st, int64_t wall_ns);
-/* Writes an overlapped scan that completed (pa_sim_scans_settle) to the
- * scan ring, if any (pa_sim_shm_publish_tick does too). */
+/* Writes the overlapped scans that completed (pa_sim_scans_settle) to the
+ * scan ring, if any (both publishes above do too). */
+void pa_sim_shm_publish_late(const pa_sim_model *m, pa_sim_state *s,
+                             pa_stack *st);
 /* The observation block of robots [first, first + count) (their states
  * now and newest published scans) into the observation segment o, by the
  * scan threads: its seq, or 0 when it cannot (bad range). sim_obs.c. */
+uint64_t pa_sim_obs_write(pa_sim_state *s, pa_stack *st, pa_obs_seg *o,
+                          uint32_t first, uint32_t count);
 /* Scan ring record rec (pa-sim's own, read while it writes nothing): its
  * ranges with its header in *h, or NULL when the ring no longer holds it
  * whole. sim_obs.c. */
 const float *pa_sim_scan_record(const pa_ring *scan, uint64_t rec, pa_scan *h);
-uint64_t pa_sim_obs_write(pa_sim_state *s, pa_stack *st, pa_obs_seg *o,
-                          uint32_t first, uint32_t count);
-void pa_sim_shm_publish_late(const pa_sim_model *m, pa_sim_state *s,
-                             pa_stack *st);
 /* If the stack holds a live world (state records + robots in the snapshot),
  * loads it into s and returns 1; 0 when there is nothing to resume; negative
  * with err on a malformed record. */

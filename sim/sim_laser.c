@@ -25,6 +25,14 @@ typedef float v2f __attribute__((vector_size(8)));
 #endif
 #define BODY static inline __attribute__((always_inline))
 
+#ifdef WIDE_DIRS
+/* The caster path has AVX2 (AVX-512 implies it): the loops' AVX2 build. */
+static inline bool wide_path(const pa_sim_model *m) {
+  pa_sim_simd path = pa_sim_simd_path(m);
+  return path == PA_SIM_SIMD_AVX512 || path == PA_SIM_SIMD_AVX2;
+}
+#endif
+
 typedef struct scan_ctx {
   double x, y, c, s; /* sensor pose */
   double theta;      /* [rad] */
@@ -698,8 +706,7 @@ void pa_sim_int_scan_walls(const pa_sim_model *m, const pa_sim_state *s,
   dirs_fn *dirs = beam_dirs;
   ranges_fn *ranges = cells_to_ranges;
 #ifdef WIDE_DIRS
-  pa_sim_simd path = pa_sim_simd_path(m);
-  if (path == PA_SIM_SIMD_AVX512 || path == PA_SIM_SIMD_AVX2) {
+  if (wide_path(m)) {
     dirs = beam_dirs_avx2;
     ranges = cells_to_ranges_avx2;
   }
@@ -780,8 +787,7 @@ void pa_sim_int_scan_finish_part(const pa_sim_model *m, const pa_sim_state *s,
                 .smax = sc->smax,
                 .stride = beam_stride(m)};
 #ifdef WIDE_DIRS
-  pa_sim_simd path = pa_sim_simd_path(m);
-  k.wide = path == PA_SIM_SIMD_AVX512 || path == PA_SIM_SIMD_AVX2;
+  k.wide = wide_path(m);
 #endif
   float far = 0; /* the farthest wall return */
   if (bodies) {

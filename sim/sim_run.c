@@ -461,7 +461,7 @@ static bool keep_after(const pa_sim_state *s, const pa_cmd *c) {
 static void cmd_done(run_ctx *k, const pa_cmd *c, pa_status rc,
                      const pa_reply *r) {
   if (rc == PA_OK && (pa_sim_op_flags(c->op) & PA_SIM_OPF_PUBLISH))
-    pa_sim_shm_publish_tick(k->m, k->s, k->st);
+    pa_sim_shm_publish_state(k->m, k->s, k->st);
   else if (k->s->world_dirty) {
     pa_sim_shm_publish_world(k->s, k->st);
     k->s->world_dirty = false;

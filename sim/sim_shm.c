@@ -228,11 +228,11 @@ static void publish(const pa_sim_model *m, pa_sim_state *s, pa_stack *st,
   write_scans(m, s, st, wall_ns, tick);
 }
 
-/* A command's: the state again, and never the last tick's scans again
- * (their records are out; a second would carry the same seq, and the pose
- * the command left, with the ranges cast before it). */
-void pa_sim_shm_publish_tick(const pa_sim_model *m, pa_sim_state *s,
-                             pa_stack *st) {
+/* Never the last tick's scans again: their records are out (a second
+ * would carry the same seq, and the pose the command left, with the ranges
+ * cast before it). */
+void pa_sim_shm_publish_state(const pa_sim_model *m, pa_sim_state *s,
+                              pa_stack *st) {
   publish(m, s, st, pa_now_ns(), false);
 }
 

@@ -194,7 +194,7 @@ static void test_publish_crowd(void **st) {
     size_t body = 1000 * sizeof(pa_robot_state);
     for (int t = 0; t < 3; t++) {
       pa_sim_step(&m, &s);
-      pa_sim_shm_publish_tick(&m, &s, &stk);
+      pa_sim_shm_publish_tick_at(&m, &s, &stk, pa_now_ns());
       uint32_t len = 0;
       uint64_t seq = 0;
       assert_int_equal(pa_ring_read_latest(stk.state, buf, cap, &len, &seq), 0);
