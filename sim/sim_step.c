@@ -730,15 +730,18 @@ static void batches_settle(const pa_sim_model *m, pa_sim_state *s, bool wait) {
 /* The due scans s->scan_due[0, n) as a batch into the set that is not in
  * flight (its records were written at the last publish), with its own
  * laser buckets from the robots' poses now (however few they are: the
- * scans must not read the robots' records). Then the batch before it is
- * settled. */
+ * scans must not read the robots' records; none for ghost robots). Then
+ * the batch before it is settled. */
 static bool batch_post(const pa_sim_model *m, pa_sim_state *s, double lcell) {
   pa_sim_late *L = s->late;
   uint32_t n = s->scan_due_count, set = L->batch_set ^ 1u;
   if (!batch_room(m, L, n))
     return false;
   pa_sim_hash *h = &L->held[set];
-  pa_sim_int_lhash_build(h, s, lcell);
+  if (s->ghosts)
+    h->valid = false; /* no scan sees the other robots: none to build */
+  else
+    pa_sim_int_lhash_build(h, s, lcell);
   size_t beams = m->beam_cap ? m->beam_cap : 1;
   for (uint32_t k = 0; k < n; k++) {
     uint32_t id = s->scan_due[k];
