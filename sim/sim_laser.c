@@ -277,6 +277,9 @@ static void scan_circle(const scan_ctx *k, double cx, double cy, double r) {
 #define SECTOR_LEVELS 4 /* windows of up to 8 sectors */
 #define BATCH 64        /* robots culled together */
 
+typedef float v8f __attribute__((vector_size(32)));
+typedef int32_t v8i __attribute__((vector_size(32)));
+
 static inline v4f sqrt4(v4f x) {
 #if defined(__SSE__)
   return __builtin_ia32_sqrtps(x);
@@ -288,74 +291,107 @@ static inline v4f sqrt4(v4f x) {
 #endif
 }
 
-/* x where m (all ones), else y. */
-static inline v4f sel4(v4i m, v4f x, v4f y) {
-  return (v4f)(((v4i)x & m) | ((v4i)y & ~m));
-}
+/* x where m (all ones), else y (a macro: a function returning 32 bytes
+ * would be passed differently with AVX than without) */
+#define SEL8(m, x, y) ((v8f)(((v8i)(x) & (m)) | ((v8i)(y) & ~(m))))
 
-/* Which of 4 robots (centres at ex, ey from the sensor, radii r) are
+/* Which of 8 robots (centres at ex, ey from the sensor, radii r) are
  * hidden behind the walls: all the returns in their windows nearer than
  * them? Bit j set only if occluded() would say so for robot j (or its
  * window misses the beams k owns: the same for a part). Only a
- * filter (the rest take the exact path), so in float, 4 at a time and
+ * filter (the rest take the exact path), so in float, 8 at a time and
  * without branches, with margins for float's error: near within 1e-5 d +
  * 1e-5 below occluded's; a window of pseudo-angle +-(r / (d - r) + 5e-5)
  * around the centre's (at least shape_window's half angle + its atan
  * error + float's; the pseudo-angle moves at most 1 per radian), widened
- * by 3 beams (shape_window's extra beam, the table's rounding). */
-static unsigned hidden4(const scan_ctx *k, v4f ex, v4f ey, v4f r) {
-  const int64_t n = (int64_t)k->beams, Q = PA_SIM_QBINS;
+ * by 3 beams (shape_window's extra beam, the table's rounding). Every lane
+ * in vectors; the two table reads (qpos, then the sector maxima) one lane
+ * at a time between them. */
+BODY unsigned hidden8_body(const scan_ctx *k, const float *fx, const float *fy,
+                           const float *fr) {
+  v8f ex, ey, r;
+  memcpy(&ex, fx, sizeof ex);
+  memcpy(&ey, fy, sizeof ey);
+  memcpy(&r, fr, sizeof r);
+  const int32_t n = (int32_t)k->beams, Q = PA_SIM_QBINS;
   const float c = (float)k->c, s = (float)k->s;
-  v4f d = sqrt4(ex * ex + ey * ey), dr = d - r;
-  v4f near = dr - 1e-5f * d - 1e-5f;
-  v4f h = r / dr + 5e-5f;
-  v4i ok = (near > 0) & (h < 1.0f);
+  v8f d2 = ex * ex + ey * ey;
+  v4f dl = sqrt4((v4f){d2[0], d2[1], d2[2], d2[3]});
+  v4f dh = sqrt4((v4f){d2[4], d2[5], d2[6], d2[7]});
+  v8f d = {dl[0], dl[1], dl[2], dl[3], dh[0], dh[1], dh[2], dh[3]};
+  v8f dr = d - r;
+  v8f near = dr - 1e-5f * d - 1e-5f;
+  v8f h = r / dr + 5e-5f;
+  v8i ok = (near > 0) & (h < 1.0f);
   /* the direction in the sensor frame turned by pi (angle_min is 0) */
-  v4f u = -(c * ex + s * ey), v = s * ex - c * ey;
-  const v4i sign = {INT32_MIN, INT32_MIN, INT32_MIN, INT32_MIN};
-  v4f au = (v4f)((v4i)u & ~sign), av = (v4f)((v4i)v & ~sign);
+  v8f u = -(c * ex + s * ey), v = s * ex - c * ey;
+  v8f au = (v8f)((v8i)u & INT32_MAX), av = (v8f)((v8i)v & INT32_MAX);
   /* pseudo_angle: quadrant (0..3) + the part within it */
-  v4i qu = u < 0, qv = v < 0; /* -1 or 0 */
-  v4i quad = (qv & 3) + (qu & (1 | (qv & -2)));
-  v4i even = (quad & 1) == 0;
-  v4f q = __builtin_convertvector(quad, v4f) + sel4(even, av, au) / (au + av);
-  v4f qa = (q - h) * (float)(Q / 4), qb = (q + h) * (float)(Q / 4);
+  v8i qu = u < 0, qv = v < 0; /* -1 or 0 */
+  v8i quad = (qv & 3) + (qu & (1 | (qv & -2)));
+  v8i even = (quad & 1) == 0;
+  v8f q = __builtin_convertvector(quad, v8f) + SEL8(even, av, au) / (au + av);
+  v8f qa = (q - h) * (float)(Q / 4), qb = (q + h) * (float)(Q / 4);
   /* in range whenever ok (h < 1); clamped for the rest (and not a number) */
   const float alo = (float)(-Q / 4), ahi = (float)(Q - 1);
   const float bhi = (float)(Q + Q / 4);
-  qa = sel4((qa > alo) & (qa < ahi), qa, (v4f){0, 0, 0, 0});
-  qb = sel4((qb > 0) & (qb < bhi), qb, (v4f){0, 0, 0, 0});
-  v4i ta = __builtin_convertvector(qa, v4i),
-      tb = __builtin_convertvector(qb, v4i);
-  v4i ia = ta + ((qa < __builtin_convertvector(ta, v4f)) & -1); /* floor */
-  v4i ib = tb - ((qb > __builtin_convertvector(tb, v4f)) & -1); /* ceil */
-  static const uint8_t lg[9] = {0, 0, 1, 1, 2, 2, 2, 2, 3};
-  unsigned mask = 0;
-  for (int j = 0; j < 4; j++) {
-    int64_t ja = ia[j], jb = ib[j];
-    int64_t k0 = k->qpos[ja & (Q - 1)] - 3 - (ja < 0 ? n : 0);
-    int64_t k1 = k->qpos[jb > Q ? jb - Q : jb] + 4 + (jb > Q ? n : 0);
-    int64_t sh = k0 < 0 ? n : 0;
-    k0 += sh;
-    k1 += sh;
-    int okj = (ok[j] != 0) & (k0 >= 0) & (k1 - k0 + 1 < n);
-    k0 = k0 < 0 ? 0 : k0;
-    k1 = k1 < k0 ? k0 : k1 > 2 * n - 1 ? 2 * n - 1 : k1;
-    /* a window (k0 < n) that meets none of the beams k owns, [b0, b1) or
-     * the same twice round: none of its beams changes here (never for a
-     * whole scan) */
-    const int64_t p0 = k->b0, p1 = k->b1;
-    int apart = okj & (k1 < p0 || k0 >= p1) & (k1 < p0 + n || k0 >= p1 + n);
-    int64_t t0 = k0 >> 2, t1 = k1 >> 2, w = t1 - t0 + 1;
-    okj &= w <= (1 << (SECTOR_LEVELS - 1));
-    int lv = lg[w > 8 ? 8 : w];
-    const float *st = k->smax + (size_t)lv * k->stride;
-    float a = st[t0], b = st[t1 - (1 << lv) + 1];
-    float mx = a > b ? a : b;
-    mask |= (unsigned)((okj & (mx <= near[j])) | apart) << j;
+  const v8f zero = {0, 0, 0, 0, 0, 0, 0, 0};
+  qa = SEL8((qa > alo) & (qa < ahi), qa, zero);
+  qb = SEL8((qb > 0) & (qb < bhi), qb, zero);
+  v8i ta = __builtin_convertvector(qa, v8i),
+      tb = __builtin_convertvector(qb, v8i);
+  v8i ia = ta + (qa < __builtin_convertvector(ta, v8f)); /* floor */
+  v8i ib = tb - (qb > __builtin_convertvector(tb, v8f)); /* ceil */
+  v8i wa = ia<0, wb = ib> Q;                             /* round once */
+  v8i ja = ia & (Q - 1), jb = ib - (wb & Q), pa, pb;
+  for (int j = 0; j < 8; j++) {
+    pa[j] = k->qpos[ja[j]];
+    pb[j] = k->qpos[jb[j]];
   }
+  v8i k0 = pa - 3 - (wa & n), k1 = pb + 4 + (wb & n);
+  v8i sh = (k0 < 0) & n;
+  k0 += sh;
+  k1 += sh;
+  v8i okj = ok & (k0 >= 0) & (k1 - k0 + 1 < n);
+  k0 &= ~(k0 < 0);
+  v8i lo = k1<k0, hi = k1> 2 * n - 1;
+  k1 = (k0 & lo) | ((2 * n - 1) & hi & ~lo) | (k1 & ~(lo | hi));
+  /* a window (k0 < n) that meets none of the beams k owns, [b0, b1) or
+   * the same twice round: none of its beams changes here (never for a
+   * whole scan) */
+  const int32_t p0 = (int32_t)k->b0, p1 = (int32_t)k->b1;
+  v8i apart = okj & ((k1 < p0) | (k0 >= p1)) & ((k1 < p0 + n) | (k0 >= p1 + n));
+  v8i t0 = k0 >> 2, t1 = k1 >> 2, w = t1 - t0 + 1;
+  okj &= w <= (1 << (SECTOR_LEVELS - 1));
+  v8i lv = -((w > 1) + (w > 3) + (w > 7)); /* log2 of min(w, 8) */
+  v8i at = lv * (int32_t)k->stride + t0;
+  v8i bt = lv * (int32_t)k->stride + t1 - (1 << lv) + 1;
+  v8f a, b;
+  for (int j = 0; j < 8; j++) {
+    a[j] = k->smax[at[j]];
+    b[j] = k->smax[bt[j]];
+  }
+  v8f mx = SEL8(a > b, a, b);
+  v8i hid = (okj & (mx <= near)) | apart;
+  unsigned mask = 0;
+  for (int j = 0; j < 8; j++)
+    mask |= (unsigned)(hid[j] & 1) << j;
   return mask;
 }
+
+static unsigned hidden8(const scan_ctx *k, const float *ex, const float *ey,
+                        const float *r) {
+  return hidden8_body(k, ex, ey, r);
+}
+
+#ifdef WIDE_DIRS
+__attribute__((target("avx2"))) static unsigned hidden8_avx2(const scan_ctx *k,
+                                                             const float *ex,
+                                                             const float *ey,
+                                                             const float *r) {
+  return hidden8_body(k, ex, ey, r);
+}
+#endif
 
 typedef struct batch {
   double x[BATCH], y[BATCH], r[BATCH];
@@ -365,16 +401,20 @@ typedef struct batch {
 /* The robots of b: the hidden ones dropped together, then the others. */
 static void flush(const scan_ctx *k, batch *b) {
   uint32_t vis[BATCH], nv = 0;
-  for (uint32_t i = 0; i < b->n; i += 4) {
-    v4f ex, ey, r;
-    for (int j = 0; j < 4; j++) { /* lanes past n: not hidden */
+  for (uint32_t i = 0; i < b->n; i += 8) {
+    float ex[8], ey[8], r[8];
+    for (int j = 0; j < 8; j++) { /* lanes past n: not hidden */
       uint32_t q = i + j < b->n ? i + j : i;
       ex[j] = (float)(b->x[q] - k->x);
       ey[j] = (float)(b->y[q] - k->y);
       r[j] = (float)b->r[q];
     }
-    unsigned hid = hidden4(k, ex, ey, r);
-    for (uint32_t j = 0; j < 4 && i + j < b->n; j++) {
+#ifdef WIDE_DIRS
+    unsigned hid = k->wide ? hidden8_avx2(k, ex, ey, r) : hidden8(k, ex, ey, r);
+#else
+    unsigned hid = hidden8(k, ex, ey, r);
+#endif
+    for (uint32_t j = 0; j < 8 && i + j < b->n; j++) {
       vis[nv] = i + j;
       nv += !((hid >> j) & 1);
     }
