@@ -65,17 +65,54 @@ static bool free_at(const pa_sim_model *m, pa_sim_state *s, uint32_t id,
                               pressed);
 }
 
-/* Largest f in [0, 1] with the robot free at p + f * d (p itself free). */
+/* Whether the robot of strip entry p (not robot id) overlaps a disc of
+ * radius r at (x, y) by more than any rounding: near_robots' own distance
+ * to it, 1e-9 m below r. pa_sim_int_move_free (with nb's windows, which
+ * hold p) then answers not free: its smallest distance is at most that. */
+static inline bool entry_within(const pa_sim_state *s, const pa_sim_strips *st,
+                                uint32_t p, double x, double y, double r) {
+  uint32_t j = st->e[p].id;
+  double ex = x - s->rs[j].x, ey = y - s->rs[j].y;
+  return sqrt(ex * ex + ey * ey) - st->e[p].r < r - 1e-9;
+}
+
+/* An entry of nb's windows (not robot id) that overlaps the disc at (x, y)
+ * as entry_within says, or -1. */
+static int64_t find_blocker(const pa_sim_state *s, const pa_sim_near *nb,
+                            uint32_t id, double x, double y, double r) {
+  const pa_sim_strips *st = nb->st;
+  for (uint32_t k = 0; k < nb->parts; k++)
+    for (uint32_t p = nb->lo[k]; p < nb->hi[k]; p++)
+      if (st->e[p].id != id && entry_within(s, st, p, x, y, r))
+        return p;
+  return -1;
+}
+
+/* Largest f in [0, 1] with the robot free at p + f * d (p itself free).
+ * A robot jammed among others tests one point after another that the same
+ * neighbour blocks: that neighbour, once found, is asked first (the
+ * answer free_at would give, without the walls' and the others' look). */
 static double bisect_free(const pa_sim_model *m, pa_sim_state *s, uint32_t id,
                           double x, double y, double dx, double dy,
                           const pa_sim_near *nb) {
+  const bool hints = nb && !nb->all && !s->ghosts;
+  const double r = s->info[id].radius;
+  int64_t hint = -1;
   double lo = 0, hi = 1;
   for (int it = 0; it < 12; it++) {
     double mid = 0.5 * (lo + hi);
-    if (free_at(m, s, id, x + mid * dx, y + mid * dy, nb, true))
-      lo = mid;
-    else
+    double px = x + mid * dx, py = y + mid * dy;
+    if (hint >= 0 && entry_within(s, nb->st, (uint32_t)hint, px, py, r)) {
       hi = mid;
+      continue;
+    }
+    if (free_at(m, s, id, px, py, nb, true)) {
+      lo = mid;
+    } else {
+      hi = mid;
+      if (hints)
+        hint = find_blocker(s, nb, id, px, py, r);
+    }
   }
   return lo;
 }
