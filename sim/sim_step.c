@@ -91,11 +91,14 @@ static int64_t find_blocker(const pa_sim_state *s, const pa_sim_near *nb,
 /* Largest f in [0, 1] with the robot free at p + f * d (p itself free).
  * A robot jammed among others tests one point after another that the same
  * neighbour blocks: that neighbour, once found, is asked first (the
- * answer free_at would give, without the walls' and the others' look). */
+ * answer free_at would give, without the walls' and the others' look).
+ * A blocked point with no such neighbour is blocked by the walls, which
+ * likely block the rest too (pressed: free_at asks their nearest face
+ * first): no more search then. */
 static double bisect_free(const pa_sim_model *m, pa_sim_state *s, uint32_t id,
                           double x, double y, double dx, double dy,
                           const pa_sim_near *nb) {
-  const bool hints = nb && !nb->all && !s->ghosts;
+  bool hints = nb && !nb->all && !s->ghosts;
   const double r = s->info[id].radius;
   int64_t hint = -1;
   double lo = 0, hi = 1;
@@ -110,8 +113,10 @@ static double bisect_free(const pa_sim_model *m, pa_sim_state *s, uint32_t id,
       lo = mid;
     } else {
       hi = mid;
-      if (hints)
+      if (hints) { /* none found: a wall, likely for the rest (no more) */
         hint = find_blocker(s, nb, id, px, py, r);
+        hints = hint >= 0;
+      }
     }
   }
   return lo;
