@@ -24,6 +24,13 @@ typedef float v2f __attribute__((vector_size(8)));
 #define WIDE_DIRS 1
 #endif
 #define BODY static inline __attribute__((always_inline))
+/* fn's build for k's path: fn_avx2 when k->wide (WIDE_DIRS), else fn */
+#ifdef WIDE_DIRS
+#define ON_PATH(k, fn, ...)                                                    \
+  ((k)->wide ? fn##_avx2(__VA_ARGS__) : fn(__VA_ARGS__))
+#else
+#define ON_PATH(k, fn, ...) fn(__VA_ARGS__)
+#endif
 
 #ifdef WIDE_DIRS
 /* The caster path has AVX2 (AVX-512 implies it): the loops' AVX2 build. */
@@ -244,12 +251,7 @@ static void circle_beams(const scan_ctx *k, double cx, double cy, double r,
   for (uint32_t run = 0; run < 2; run++) {
     uint32_t i = rr[2 * run], end = rr[2 * run + 1];
     if (oc > 0) { /* four beams at a time (the sensor outside it) */
-#ifdef WIDE_DIRS
-      i = k->wide ? ray_circle4_avx2(k, i, end, ox, oy, oc)
-                  : ray_circle4(k, i, end, ox, oy, oc);
-#else
-      i = ray_circle4(k, i, end, ox, oy, oc);
-#endif
+      i = ON_PATH(k, ray_circle4, k, i, end, ox, oy, oc);
     }
     for (; i < end; i++) {
       double dx, dy;
@@ -294,6 +296,7 @@ static inline v4f sqrt4(v4f x) {
 /* x where m (all ones), else y (a macro: a function returning 32 bytes
  * would be passed differently with AVX than without) */
 #define SEL8(m, x, y) ((v8f)(((v8i)(x) & (m)) | ((v8i)(y) & ~(m))))
+#define SELI8(m, x, y) (((x) & (m)) | ((y) & ~(m)))
 
 /* Which of 8 robots (centres at ex, ey from the sensor, radii r) are
  * hidden behind the walls: all the returns in their windows nearer than
@@ -342,7 +345,8 @@ BODY unsigned hidden8_body(const scan_ctx *k, const float *fx, const float *fy,
       tb = __builtin_convertvector(qb, v8i);
   v8i ia = ta + (qa < __builtin_convertvector(ta, v8f)); /* floor */
   v8i ib = tb - (qb > __builtin_convertvector(tb, v8f)); /* ceil */
-  v8i wa = ia<0, wb = ib> Q;                             /* round once */
+  v8i wa = ia < 0; /* the window starts before the table: once round */
+  v8i wb = ib > Q; /* it ends past the table: once round */
   v8i ja = ia & (Q - 1), jb = ib - (wb & Q), pa, pb;
   for (int j = 0; j < 8; j++) {
     pa[j] = k->qpos[ja[j]];
@@ -354,8 +358,8 @@ BODY unsigned hidden8_body(const scan_ctx *k, const float *fx, const float *fy,
   k1 += sh;
   v8i okj = ok & (k0 >= 0) & (k1 - k0 + 1 < n);
   k0 &= ~(k0 < 0);
-  v8i lo = k1<k0, hi = k1> 2 * n - 1;
-  k1 = (k0 & lo) | ((2 * n - 1) & hi & ~lo) | (k1 & ~(lo | hi));
+  v8i last = (v8i){0} + (2 * n - 1);
+  k1 = SELI8(k1 < k0, k0, SELI8(k1 > last, last, k1));
   /* a window (k0 < n) that meets none of the beams k owns, [b0, b1) or
    * the same twice round: none of its beams changes here (never for a
    * whole scan) */
@@ -409,11 +413,7 @@ static void flush(const scan_ctx *k, batch *b) {
       ey[j] = (float)(b->y[q] - k->y);
       r[j] = (float)b->r[q];
     }
-#ifdef WIDE_DIRS
-    unsigned hid = k->wide ? hidden8_avx2(k, ex, ey, r) : hidden8(k, ex, ey, r);
-#else
-    unsigned hid = hidden8(k, ex, ey, r);
-#endif
+    unsigned hid = ON_PATH(k, hidden8, k, ex, ey, r);
     for (uint32_t j = 0; j < 8 && i + j < b->n; j++) {
       vis[nv] = i + j;
       nv += !((hid >> j) & 1);

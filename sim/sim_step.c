@@ -98,7 +98,7 @@ static int64_t find_blocker(const pa_sim_state *s, const pa_sim_near *nb,
 static double bisect_free(const pa_sim_model *m, pa_sim_state *s, uint32_t id,
                           double x, double y, double dx, double dy,
                           const pa_sim_near *nb) {
-  bool hints = nb && !nb->all && !s->ghosts;
+  bool look = nb && !nb->all && !s->ghosts; /* for a blocking neighbour */
   const double r = s->info[id].radius;
   int64_t hint = -1;
   double lo = 0, hi = 1;
@@ -113,9 +113,9 @@ static double bisect_free(const pa_sim_model *m, pa_sim_state *s, uint32_t id,
       lo = mid;
     } else {
       hi = mid;
-      if (hints) { /* none found: a wall, likely for the rest (no more) */
+      if (look) { /* none found: a wall, likely for the rest (no more) */
         hint = find_blocker(s, nb, id, px, py, r);
-        hints = hint >= 0;
+        look = hint >= 0;
       }
     }
   }
