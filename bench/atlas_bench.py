@@ -8,7 +8,10 @@ alternate so that load from other jobs hits them alike; CPU seconds of
 pa-render, pa-netgw, pa-sim and Python per frame come from /proc.
 
   PA_BIN_DIR=build/bin /usr/bin/python3 bench/atlas_bench.py [--envs 64]
-      [--size 84x84] [--seconds 3] [--rounds 3]
+      [--size 84x84] [--seconds 3] [--rounds 3] [--contexts N]
+
+--contexts N: pa-render's --atlas_contexts (GL contexts drawing a batch at
+once; unset: its default, one a CPU up to 4).
 """
 import argparse
 import os
@@ -60,14 +63,20 @@ def main():
     ap.add_argument("--size", default="84x84", help="WIDTHxHEIGHT")
     ap.add_argument("--seconds", type=float, default=3.0)
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--contexts", type=int, default=None,
+                    help="pa-render --atlas_contexts (default: its own)")
     a = ap.parse_args()
     w, h = (int(v) for v in a.size.split("x"))
-    env = NavVectorEnv(num_envs=a.envs, observation="camera", camera_size=(h, w))
+    extra = ("--atlas_contexts", a.contexts) if a.contexts else ()
+    env = NavVectorEnv(num_envs=a.envs, observation="camera", camera_size=(h, w),
+                       stack_args=extra)
     try:
         procs = children(env.world.stack.proc.pid)
         procs = {k: v for k, v in procs.items() if k in ("pa-render", "pa-netgw", "pa-sim")}
-        print("atlas_bench: %d robots x %dx%d, %s; load %s" % (
-            a.envs, w, h, os.uname().machine, " ".join("%.2f" % x for x in os.getloadavg())))
+        print("atlas_bench: %d robots x %dx%d, %s, pa-render --atlas_contexts %s; "
+              "load %s" % (a.envs, w, h, os.uname().machine,
+                           a.contexts if a.contexts else "default",
+                           " ".join("%.2f" % x for x in os.getloadavg())))
         env.reset(seed=1)
         world = env.world
         first = int(env.robots[0])

@@ -6,10 +6,13 @@
  * numpy) is bench/atlas_bench.py's.
  *
  *   bench-atlas [--robots 64] [--width 84] [--height 84] [--seconds 3]
- *               [--map_side 14] [--atlas_only] [--dump FILE]
+ *               [--map_side 14] [--contexts 2] [--atlas_only] [--dump FILE]
  *
- * --dump writes the first atlas's tiles (robots x height x width x RGB,
- * raw) to FILE: `cmp` two builds' dumps to see a change draws the same.
+ * The atlas is timed drawn by one GL context and by --contexts (the
+ * caller's and helpers', pa_render_atlas_pool, as pa-render's
+ * --atlas_contexts), alternating, and their bytes compared. --dump writes
+ * the first atlas's tiles (robots x height x width x RGB, raw) to FILE:
+ * `cmp` two builds' dumps to see a change draws the same.
  *
  * Run with LIBGL_ALWAYS_SOFTWARE=1 to measure llvmpipe. */
 #define _GNU_SOURCE
@@ -77,13 +80,16 @@ typedef struct fig {
   double fps, cpu_ms;
 } fig;
 
-static fig run_atlas(pa_render_scene *s, const pa_render_view *v, uint32_t n,
-                     uint32_t w, uint32_t h, double seconds, uint8_t *rgb,
+/* The atlas (pool: its helpers draw rows of it too) for `seconds`. */
+static fig run_atlas(pa_render_atlas_pool *pool, pa_render_scene *s,
+                     const pa_render_view *v, uint32_t n, uint32_t w,
+                     uint32_t h, double seconds, uint8_t *rgb,
                      const char *dump) {
   char err[256];
   pa_render_atlas *a = NULL;
   if (pa_render_atlas_create(&a, w, h, err, sizeof err) < 0 ||
-      pa_render_atlas_render(a, s, v, NULL, n, rgb, err, sizeof err) < 0) {
+      pa_render_atlas_pool_render(pool, a, s, v, NULL, n, rgb, err,
+                                  sizeof err) < 0) {
     fprintf(stderr, "bench-atlas: %s\n", err);
     exit(1);
   }
@@ -99,7 +105,8 @@ static fig run_atlas(pa_render_scene *s, const pa_render_view *v, uint32_t n,
   double c0 = cpu_s();
   int64_t t0 = pa_now_ns(), end = t0 + (int64_t)(seconds * 1e9);
   while (pa_now_ns() < end) {
-    if (pa_render_atlas_render(a, s, v, NULL, n, rgb, err, sizeof err) < 0) {
+    if (pa_render_atlas_pool_render(pool, a, s, v, NULL, n, rgb, err,
+                                    sizeof err) < 0) {
       fprintf(stderr, "bench-atlas: %s\n", err);
       exit(1);
     }
@@ -153,6 +160,7 @@ int main(int argc, char **argv) {
   double side = 14; /* NavVectorEnv(64)'s generated building */
   bool atlas_only = false;
   const char *dump = NULL;
+  uint32_t contexts = 2;
   pa_opt opts[] = {
       {"robots", PA_OPT_U32, &n, 1, PA_RENDER_ATLAS_MAX_TILES, "cameras"},
       {"width", PA_OPT_U32, &w, 1, PA_RENDER_ATLAS_MAX_SIDE, "tile [px]"},
@@ -164,14 +172,16 @@ int main(int argc, char **argv) {
        "the atlas figure only (e.g. under perf stat)"},
       {"dump", PA_OPT_STR, &dump, 0, 0,
        "write the first atlas's tiles (raw RGB) to this file"},
+      {"contexts", PA_OPT_U32, &contexts, 1, PA_RENDER_ATLAS_POOL_MAX + 1,
+       "GL contexts drawing the atlas in the second figure"},
   };
   char err[512];
-  int rc = pa_opt_parse(opts, 7, argc, argv, NULL, 0, NULL, err, sizeof err);
+  int rc = pa_opt_parse(opts, 8, argc, argv, NULL, 0, NULL, err, sizeof err);
   if (rc) {
     if (rc < 0)
       fprintf(stderr, "bench-atlas: %s\n", err);
     pa_opt_usage(rc < 0 ? stderr : stdout, "bench-atlas [flags]",
-                 "Batched head cameras against one at a time.", opts, 7);
+                 "Batched head cameras against one at a time.", opts, 8);
     return rc < 0 ? PA_EXIT_CONFIG : 0;
   }
   pa_log_init("bench-atlas", PA_LOG_WARN);
@@ -207,20 +217,48 @@ int main(int argc, char **argv) {
          pa_render_gl_renderer(), side > 0 ? "generated" : "default",
          side > 0 ? side : g.width * g.resolution, pa_render_scene_triangles(s),
          n, w, h, seconds);
-  fig fa = run_atlas(s, v, n, w, h, seconds, rgb, dump);
-  if (atlas_only) {
-    printf("  atlas   %9.1f frames/s  %6.3f ms CPU/frame  %.0f frames\n",
-           fa.fps, fa.cpu_ms, fa.fps * seconds);
-    goto out;
+  pa_render_atlas_pool *pool = NULL;
+  if (pa_render_atlas_pool_create(&pool, contexts - 1, err, sizeof err) < 0 ||
+      pa_render_atlas_pool_build(pool, &g, ri, n, NULL, 0, 1, err, sizeof err) <
+          0) {
+    fprintf(stderr, "bench-atlas: %s\n", err);
+    return 1;
   }
+  /* the same bytes from one context and from the pool */
+  size_t bytes = (size_t)n * w * h * 3;
+  uint8_t *rgb2 = malloc(bytes);
+  if (!rgb2) {
+    fprintf(stderr, "bench-atlas: out of memory\n");
+    return 1;
+  }
+  run_atlas(NULL, s, v, n, w, h, 0, rgb, dump);
+  run_atlas(pool, s, v, n, w, h, 0, rgb2, NULL);
+  size_t differ = 0;
+  for (size_t i = 0; i < bytes; i++)
+    differ += rgb[i] != rgb2[i];
+  printf("  %u contexts draw the same bytes as one: %s (%zu of %zu differ)\n",
+         contexts, differ ? "NO" : "yes", differ, bytes);
+  fig f1[2], fp[2];
+  for (int r = 0; r < 2; r++) { /* alternating: the load hits both alike */
+    f1[r] = run_atlas(NULL, s, v, n, w, h, seconds, rgb, NULL);
+    fp[r] = run_atlas(pool, s, v, n, w, h, seconds, rgb, NULL);
+  }
+  printf("  atlas, 1 context   %9.1f frames/s  %6.3f ms CPU/frame  (again: "
+         "%.1f frames/s)\n",
+         f1[0].fps, f1[0].cpu_ms, f1[1].fps);
+  printf("  atlas, %u contexts  %9.1f frames/s  %6.3f ms CPU/frame  (again: "
+         "%.1f frames/s)  %.2fx one\n",
+         contexts, fp[0].fps, fp[0].cpu_ms, fp[1].fps,
+         (fp[0].fps + fp[1].fps) / (f1[0].fps + f1[1].fps));
+  free(rgb2);
+  if (atlas_only)
+    goto out;
   fig fs = run_single(s, v, n, w, h, seconds, rgb);
-  fig fa2 = run_atlas(s, v, n, w, h, seconds, rgb, NULL);
-  printf("  atlas   %9.1f frames/s  %6.3f ms CPU/frame  (again: %.1f "
-         "frames/s)\n",
-         fa.fps, fa.cpu_ms, fa2.fps);
   printf("  single  %9.1f frames/s  %6.3f ms CPU/frame\n", fs.fps, fs.cpu_ms);
-  printf("  atlas/single %.2fx\n", (fa.fps + fa2.fps) / 2 / fs.fps);
+  printf("  atlas (1 context)/single %.2fx\n",
+         (f1[0].fps + f1[1].fps) / 2 / fs.fps);
 out:
+  pa_render_atlas_pool_free(pool);
   pa_render_scene_free(s);
   pa_render_egl_destroy(egl);
   pa_grid_free(&g);

@@ -119,9 +119,9 @@ uint32_t pa_render_atlas_tiles_per_pass(const pa_render_atlas *a) {
   return (ATLAS_MAX_FB / a->w) * (ATLAS_MAX_FB / a->h);
 }
 
-/* A framebuffer of cols x rows tiles for n views (as square as the limits
- * let it be: less to clear and read than one long strip). */
-static int atlas_fit(pa_render_atlas *a, uint32_t n, char *err, size_t err_sz) {
+/* The columns of n views' layout (as square as the limits let it be: less
+ * to clear and read than one long strip). */
+static uint32_t layout_cols(const pa_render_atlas *a, uint32_t n) {
   uint32_t max_c = ATLAS_MAX_FB / a->w, max_r = ATLAS_MAX_FB / a->h;
   uint32_t cols = (uint32_t)ceil(sqrt((double)n * a->h / a->w));
   if (cols < 1)
@@ -130,12 +130,22 @@ static int atlas_fit(pa_render_atlas *a, uint32_t n, char *err, size_t err_sz) {
     cols = max_c;
   if (cols > n)
     cols = n;
-  uint32_t rows = (n + cols - 1) / cols;
-  if (rows > max_r) { /* too tall: as wide as it takes (n <= max_c * max_r) */
-    cols = (n + max_r - 1) / max_r;
-    rows = (n + cols - 1) / cols;
-  }
-  if (a->fbo && a->cols >= cols && a->rows >= rows)
+  if ((n + cols - 1) / cols > max_r) /* too tall: as wide as it takes */
+    cols = (n + max_r - 1) / max_r;  /* (n <= max_c * max_r) */
+  return cols;
+}
+
+uint32_t pa_render_atlas_columns(const pa_render_atlas *a, uint32_t n) {
+  return n ? layout_cols(a, n) : 1;
+}
+
+/* A framebuffer of n views' layout; exact: with just its columns (the
+ * tiles where another atlas of the same size puts them: parts of one
+ * batch drawn by several contexts), else any one that holds them. */
+static int atlas_fit(pa_render_atlas *a, uint32_t n, bool exact, char *err,
+                     size_t err_sz) {
+  uint32_t cols = layout_cols(a, n), rows = (n + cols - 1) / cols;
+  if (a->fbo && (exact ? a->cols == cols : a->cols >= cols) && a->rows >= rows)
     return 0; /* the one we have holds them */
   atlas_free_fb(a);
   GLsizei fw = (GLsizei)(cols * a->w), fh = (GLsizei)(rows * a->h);
@@ -477,20 +487,29 @@ static void draw_robots(pa_render_atlas *a, const pa_render_scene *s,
   glBindVertexArray(0);
 }
 
+/* Draws views [t0, t1) of a pass of n into their tiles (the rows of tiles
+ * they cover cleared, drawn and read back) and copies them out to rgb
+ * (tile i at rgb + i * tile). */
 static int atlas_pass(pa_render_atlas *a, pa_render_scene *s,
-                      const pa_render_view *views, const bool *draw, uint32_t n,
-                      uint8_t *rgb, char *err, size_t err_sz) {
+                      const pa_render_view *views, const bool *draw,
+                      uint32_t t0, uint32_t t1, uint8_t *rgb, char *err,
+                      size_t err_sz) {
   uint32_t robots = s->pose_count;
   glBindFramebuffer(GL_FRAMEBUFFER, a->fbo);
-  GLsizei fw = (GLsizei)(a->cols * a->w),
-          used_rows = (GLsizei)((n + a->cols - 1) / a->cols);
-  GLsizei fh = used_rows * (GLsizei)a->h;
+  GLsizei fw = (GLsizei)(a->cols * a->w);
+  uint32_t r0 = t0 / a->cols, r1 = (t1 + a->cols - 1) / a->cols;
+  GLint y0 = (GLint)(r0 * a->h);
+  GLsizei fh = (GLsizei)((r1 - r0) * a->h);
   glDisable(GL_SCISSOR_TEST);
-  glViewport(0, 0, fw, fh);
+  glViewport(0, y0, fw, fh);
+  if (r0 > 0) { /* another context draws the rows below: clear only ours */
+    glEnable(GL_SCISSOR_TEST);
+    glScissor(0, y0, fw, fh);
+  }
   glClearColor(PA_RENDER_SKY_RGB, 1.0f);
   glClear(GL_COLOR_BUFFER_BIT | GL_DEPTH_BUFFER_BIT);
   glEnable(GL_SCISSOR_TEST); /* nothing of a view spills into its neighbours */
-  for (uint32_t i = 0; i < n; i++) {
+  for (uint32_t i = t0; i < t1; i++) {
     if (draw && !draw[i])
       continue;
     GLint x = (GLint)((i % a->cols) * a->w), y = (GLint)((i / a->cols) * a->h);
@@ -517,12 +536,13 @@ static int atlas_pass(pa_render_atlas *a, pa_render_scene *s,
   glPixelStorei(GL_PACK_ALIGNMENT, 4);
   glReadBuffer(GL_COLOR_ATTACHMENT0);
   /* RGBA: the target's own layout, a plain copy on llvmpipe */
-  glReadPixels(0, 0, fw, fh, GL_RGBA, GL_UNSIGNED_BYTE, a->rgba);
+  glReadPixels(0, y0, fw, fh, GL_RGBA, GL_UNSIGNED_BYTE,
+               a->rgba + (size_t)y0 * (size_t)fw * 4);
   glBindFramebuffer(GL_FRAMEBUFFER, 0);
   if (pa_render_gl_check("rendering an atlas", err, err_sz) < 0)
     return -1;
   size_t tile = (size_t)a->w * a->h * 3;
-  for (uint32_t i = 0; i < n; i++) {
+  for (uint32_t i = t0; i < t1; i++) {
     if (draw && !draw[i])
       memset(rgb + i * tile, 0, tile);
     else
@@ -531,9 +551,12 @@ static int atlas_pass(pa_render_atlas *a, pa_render_scene *s,
   return 0;
 }
 
-int pa_render_atlas_render(pa_render_atlas *a, pa_render_scene *s,
-                           const pa_render_view *views, const bool *draw,
-                           uint32_t n, uint8_t *rgb, char *err, size_t err_sz) {
+/* The checks and set-up of a call over views [0, n): the views, the
+ * robots' flags, the program, the merged robots of the views [t0, t1). */
+static int atlas_begin(pa_render_atlas *a, pa_render_scene *s,
+                       const pa_render_view *views, const bool *draw,
+                       uint32_t n, uint32_t t0, uint32_t t1, char *err,
+                       size_t err_sz) {
   if (n < 1 || n > PA_RENDER_ATLAS_MAX_TILES) {
     snprintf(err, err_sz, "atlas: %u views is outside 1..%u", n,
              PA_RENDER_ATLAS_MAX_TILES);
@@ -559,25 +582,48 @@ int pa_render_atlas_render(pa_render_atlas *a, pa_render_scene *s,
   }
   for (uint32_t i = 0; i < s->pose_count; i++)
     a->active[i] = s->poses[i].active;
-  double eye_lo = INFINITY, eye_hi = -INFINITY; /* this atlas's eyes */
-  for (uint32_t i = 0; i < n; i++)
+  double eye_lo = INFINITY, eye_hi = -INFINITY; /* these views' eyes */
+  for (uint32_t i = t0; i < t1; i++)
     if (!draw || draw[i]) {
       eye_lo = fmin(eye_lo, views[i].z);
       eye_hi = fmax(eye_hi, views[i].z);
     }
   if (!a->plain.prog && pa_render_program_plain(&a->plain, err, err_sz) < 0)
     return -1;
-  if (merge_robots(a, s, views, draw, n, eye_lo, eye_hi, err, err_sz) < 0)
+  return merge_robots(a, s, views + t0, draw ? draw + t0 : NULL, t1 - t0,
+                      eye_lo, eye_hi, err, err_sz);
+}
+
+int pa_render_atlas_render(pa_render_atlas *a, pa_render_scene *s,
+                           const pa_render_view *views, const bool *draw,
+                           uint32_t n, uint8_t *rgb, char *err, size_t err_sz) {
+  if (atlas_begin(a, s, views, draw, n, 0, n, err, err_sz) < 0)
     return -1;
   uint32_t per = pa_render_atlas_tiles_per_pass(a);
-  if (atlas_fit(a, n < per ? n : per, err, err_sz) < 0)
+  if (atlas_fit(a, n < per ? n : per, false, err, err_sz) < 0)
     return -1;
   size_t tile = (size_t)a->w * a->h * 3;
   for (uint32_t at = 0; at < n; at += per) {
     uint32_t k = n - at < per ? n - at : per;
-    if (atlas_pass(a, s, views + at, draw ? draw + at : NULL, k,
+    if (atlas_pass(a, s, views + at, draw ? draw + at : NULL, 0, k,
                    rgb + at * tile, err, err_sz) < 0)
       return -1;
   }
   return 0;
+}
+
+int pa_render_atlas_render_part(pa_render_atlas *a, pa_render_scene *s,
+                                const pa_render_view *views, const bool *draw,
+                                uint32_t n, uint32_t t0, uint32_t t1,
+                                uint8_t *rgb, char *err, size_t err_sz) {
+  if (n > pa_render_atlas_tiles_per_pass(a) || t0 >= t1 || t1 > n) {
+    snprintf(err, err_sz,
+             "atlas: part [%u, %u) of %u views is not within one pass", t0, t1,
+             n);
+    return -1;
+  }
+  if (atlas_begin(a, s, views, draw, n, t0, t1, err, err_sz) < 0 ||
+      atlas_fit(a, n, true, err, err_sz) < 0)
+    return -1;
+  return atlas_pass(a, s, views, draw, t0, t1, rgb, err, err_sz);
 }

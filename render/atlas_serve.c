@@ -97,10 +97,10 @@ static int grow(pa_atlas_srv *s, uint32_t n) {
   return 0;
 }
 
-int pa_atlas_srv_serve(pa_atlas_srv *s, pa_render_scene *scene,
-                       const pa_robot_info *robots, uint32_t robot_count,
-                       const pa_render_pose *poses, const pa_tick *t, char *err,
-                       size_t err_sz) {
+int pa_atlas_srv_serve(pa_atlas_srv *s, pa_render_atlas_pool *pool,
+                       pa_render_scene *scene, const pa_robot_info *robots,
+                       uint32_t robot_count, const pa_render_pose *poses,
+                       const pa_tick *t, char *err, size_t err_sz) {
   pa_atlas_seg r;
   pa_atlas_seg *a = s->a;
   if (!read_request(a, &r))
@@ -136,8 +136,8 @@ int pa_atlas_srv_serve(pa_atlas_srv *s, pa_render_scene *scene,
   __atomic_store_n(&a->seq, q | 1, __ATOMIC_RELAXED);
   __atomic_thread_fence(__ATOMIC_RELEASE);
   uint8_t *frames = (uint8_t *)s->seg.base + PA_ATLAS_OFF_FRAMES;
-  int rc = pa_render_atlas_render(s->atlas, scene, s->views, s->draw, r.count,
-                                  frames, err, err_sz);
+  int rc = pa_render_atlas_pool_render(pool, s->atlas, scene, s->views, s->draw,
+                                       r.count, frames, err, err_sz);
   answer(a, &r, rc < 0 ? PA_ATLAS_GL_ERROR : PA_ATLAS_OK, t);
   __atomic_store_n(&a->seq, (q | 1) + 1, __ATOMIC_RELEASE);
   a->render_ns = (uint64_t)(pa_now_ns() - t0);

@@ -292,10 +292,13 @@ rgba_row_to_rgb_avx2(uint8_t *dst, const uint8_t *src, uint32_t n) {
 
 void pa_render_rgba_to_rgb(uint8_t *dst, const uint8_t *src, uint32_t n) {
 #if defined(__x86_64__) && defined(__GNUC__)
-  static int avx2 = -1;
-  if (avx2 < 0)
-    avx2 = __builtin_cpu_supports("avx2") ? 1 : 0;
-  if (avx2) {
+  static int avx2 = -1; /* every thread finds the same: relaxed */
+  int has = __atomic_load_n(&avx2, __ATOMIC_RELAXED);
+  if (has < 0) {
+    has = __builtin_cpu_supports("avx2") ? 1 : 0;
+    __atomic_store_n(&avx2, has, __ATOMIC_RELAXED);
+  }
+  if (has) {
     rgba_row_to_rgb_avx2(dst, src, n);
     return;
   }

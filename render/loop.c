@@ -59,8 +59,11 @@ typedef struct rloop {
   pa_visual_block *vis; /* the clients' visuals, copied when they change */
   uint32_t vis_gen;
   bool vis_read, vis_gl_on;
-  pa_render_lines vis_gl; /* their drawing in the cameras */
-  pa_atlas_srv *atlas;    /* camera_batch requests (headless only) */
+  pa_render_lines vis_gl;     /* their drawing in the cameras */
+  pa_atlas_srv *atlas;        /* camera_batch requests (headless only) */
+  uint64_t scene_builds;      /* the scene's number (the pool's key) */
+  pa_render_atlas_pool *pool; /* camera_batch's helpers, at the first one */
+  bool pool_off;              /* none wanted, or they failed (said once) */
 } rloop;
 
 static void sleep_until(int64_t t_ns) {
@@ -131,30 +134,45 @@ static void refresh_visuals(rloop *L) {
   pa_render_cam_visuals(L->vis_read ? L->vis : NULL, &L->vis_gl);
 }
 
-/* (Re)builds the scene from the current map and world. Returns 0, 1 when
- * there is no map yet, -1 on a GL or input error. */
-static int build_scene(rloop *L, char *err, size_t err_sz) {
-  uint32_t wgen = __atomic_load_n(&L->st.ctl->world_gen, __ATOMIC_ACQUIRE);
-  uint32_t mgen = __atomic_load_n(&L->st.ctl->map_gen, __ATOMIC_ACQUIRE);
-  pa_shm_seg seg;
+/* The published map as a grid over its segment (mapped until the caller
+ * detaches seg). 0, 1 when there is no map yet (or it is being replaced),
+ * -1 when the one published is unusable (err set). */
+static int map_grid(rloop *L, pa_shm_seg *seg, pa_grid *g, char *err,
+                    size_t err_sz) {
   const pa_map_block *mb;
   const int8_t *cells;
   char merr[256];
-  int arc = pa_stack_map_attach(&L->st, &seg, &mb, &cells, merr, sizeof merr);
+  int arc = pa_stack_map_attach(&L->st, seg, &mb, &cells, merr, sizeof merr);
   if (arc == PA_SHM_EINVAL) { /* a published map that is unusable */
     snprintf(err, err_sz, "%s", merr);
     return -1;
   }
   if (arc != 0)
     return 1; /* pa-sim has not published a map yet (or is replacing it) */
-  read_world(L);
   /* The segment stays mapped until detach, so its cells are safe to read
    * even if pa-sim replaces the map meanwhile (we rebuild again then). */
-  pa_grid g = {.width = mb->width, .height = mb->height,
-               .resolution = mb->resolution, .origin_x = mb->origin_x,
-               .origin_y = mb->origin_y, .origin_yaw = mb->origin_yaw,
-               .cells = (int8_t *)(uintptr_t)cells,
-               .occupied_min = pa_map_block_occupied_min(mb)};
+  *g = (pa_grid){.width = mb->width,
+                 .height = mb->height,
+                 .resolution = mb->resolution,
+                 .origin_x = mb->origin_x,
+                 .origin_y = mb->origin_y,
+                 .origin_yaw = mb->origin_yaw,
+                 .cells = (int8_t *)(uintptr_t)cells,
+                 .occupied_min = pa_map_block_occupied_min(mb)};
+  return 0;
+}
+
+/* (Re)builds the scene from the current map and world. Returns 0, 1 when
+ * there is no map yet, -1 on a GL or input error. */
+static int build_scene(rloop *L, char *err, size_t err_sz) {
+  uint32_t wgen = __atomic_load_n(&L->st.ctl->world_gen, __ATOMIC_ACQUIRE);
+  uint32_t mgen = __atomic_load_n(&L->st.ctl->map_gen, __ATOMIC_ACQUIRE);
+  pa_shm_seg seg;
+  pa_grid g;
+  int arc = map_grid(L, &seg, &g, err, err_sz);
+  if (arc != 0)
+    return arc;
+  read_world(L);
   pa_render_scene *s = NULL;
   int rc = pa_render_scene_build(&s, &g, L->robots, L->robot_count,
                                  L->obstacles, L->obstacle_count, err, err_sz);
@@ -163,6 +181,7 @@ static int build_scene(rloop *L, char *err, size_t err_sz) {
     return -1;
   pa_render_scene_free(L->scene);
   L->scene = s;
+  L->scene_builds++;
   L->world_gen = wgen;
   L->map_gen = mgen;
   L->have_scene = true;
@@ -172,6 +191,57 @@ static int build_scene(rloop *L, char *err, size_t err_sz) {
           pa_render_scene_triangles(s), L->robot_count, L->obstacle_count,
           wgen, mgen);
   return 0;
+}
+
+/* The GL contexts drawing a camera_batch: --atlas_contexts, or (0) one a
+ * CPU, at most 4. */
+static uint32_t atlas_contexts(const pa_render_def *d) {
+  if (d->atlas_contexts)
+    return d->atlas_contexts;
+  long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  return cpus < 1 ? 1 : cpus > 4 ? 4 : (uint32_t)cpus;
+}
+
+/* camera_batch's helpers with scenes of the current one, started at the
+ * first batch and built again after every scene build; NULL: the batch is
+ * drawn by this thread alone (none wanted, they failed, or the map changed
+ * while they built). */
+static pa_render_atlas_pool *atlas_pool(rloop *L) {
+  uint32_t want = atlas_contexts(L->def) - 1;
+  if (L->pool_off || want == 0)
+    return NULL;
+  char err[256];
+  if (!L->pool &&
+      pa_render_atlas_pool_create(&L->pool, want, err, sizeof err) < 0) {
+    pa_warn("camera_batch drawn by one GL context: %s", err);
+    L->pool_off = true;
+    return NULL;
+  }
+  if (pa_render_atlas_pool_key(L->pool) == L->scene_builds)
+    return L->pool;
+  pa_shm_seg seg;
+  pa_grid g;
+  if (map_grid(L, &seg, &g, err, sizeof err) != 0)
+    return NULL;
+  L->health->heartbeat_ns = pa_now_ns() + SCENE_BEAT_AHEAD_NS;
+  int rc = pa_render_atlas_pool_build(L->pool, &g, L->robots, L->robot_count,
+                                      L->obstacles, L->obstacle_count,
+                                      L->scene_builds, err, sizeof err);
+  pa_shm_detach(&seg);
+  L->health->heartbeat_ns = pa_now_ns();
+  if (rc < 0) {
+    pa_warn("camera_batch drawn by one GL context: %s", err);
+    pa_render_atlas_pool_free(L->pool);
+    L->pool = NULL;
+    L->pool_off = true;
+    return NULL;
+  }
+  /* the map or world replaced meanwhile: the loop builds again first */
+  if (__atomic_load_n(&L->st.ctl->world_gen, __ATOMIC_ACQUIRE) !=
+          L->world_gen ||
+      __atomic_load_n(&L->st.ctl->map_gen, __ATOMIC_ACQUIRE) != L->map_gen)
+    return NULL;
+  return L->pool;
 }
 
 /* Latest tick from the state ring into poses; NULL when none yet. */
@@ -329,8 +399,9 @@ static int serve_atlas(rloop *L, char *err, size_t err_sz) {
     return 1;
   const pa_tick *t = latest_tick(L);
   L->health->heartbeat_ns = pa_now_ns();
-  int rc = pa_atlas_srv_serve(L->atlas, L->scene, L->robots, L->robot_count,
-                              L->poses, t, err, err_sz);
+  pa_render_atlas_pool *pool = atlas_pool(L);
+  int rc = pa_atlas_srv_serve(L->atlas, pool, L->scene, L->robots,
+                              L->robot_count, L->poses, t, err, err_sz);
   if (rc == 0)
     L->health->heartbeat_ns = pa_now_ns();
   return rc;
@@ -380,6 +451,7 @@ static void loop_free(rloop *L) {
   if (L->spec_on)
     pa_render_spectator_free(&L->spec, L->attached ? &L->st : NULL);
   pa_atlas_srv_close(L->atlas);
+  pa_render_atlas_pool_free(L->pool);
   for (int i = 0; i < MAX_CAM_SIZES; i++)
     pa_render_cam_free(L->cams[i]);
   pa_render_scene_free(L->scene);

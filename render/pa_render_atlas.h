@@ -42,6 +42,61 @@ int pa_render_atlas_render(pa_render_atlas *a, pa_render_scene *s,
                            const pa_render_view *views, const bool *draw,
                            uint32_t n, uint8_t *rgb, char *err, size_t err_sz);
 
+/* The columns of the layout of n views in one pass (1..): tile i is at
+ * column i % cols, row i / cols, whatever atlas of this size draws it. */
+uint32_t pa_render_atlas_columns(const pa_render_atlas *a, uint32_t n);
+
+/* As pa_render_atlas_render, only the views [t0, t1) of n (n within one
+ * pass: pa_render_atlas_tiles_per_pass), each in its tile of n's layout,
+ * into rgb's tiles [t0, t1) (rgb holds all n; the others are not
+ * touched). Parts of one batch drawn by atlases of this size in several
+ * GL contexts at once (pa_render_atlas_pool) give the bytes one atlas
+ * gives for all n. */
+int pa_render_atlas_render_part(pa_render_atlas *a, pa_render_scene *s,
+                                const pa_render_view *views, const bool *draw,
+                                uint32_t n, uint32_t t0, uint32_t t1,
+                                uint8_t *rgb, char *err, size_t err_sz);
+
+/* ---- one batch drawn by several GL contexts at once (atlas_pool.c) ---- */
+
+#define PA_RENDER_ATLAS_POOL_MAX 7 /* helpers */
+
+/* On llvmpipe a context's vertex work, set-up and binning run on the thread
+ * that calls GL, most of a batch of small tiles: one context keeps about one
+ * core busy. A pool's helpers are threads, each with its own EGL context,
+ * copy of the scene and atlas, drawing the last rows of a batch's tiles
+ * while the caller draws the first ones. */
+typedef struct pa_render_atlas_pool pa_render_atlas_pool;
+
+/* Starts `helpers` threads (0..PA_RENDER_ATLAS_POOL_MAX) and their EGL
+ * contexts, one after the other while the caller waits (call it while no
+ * other thread of the process calls GL). */
+int pa_render_atlas_pool_create(pa_render_atlas_pool **out, uint32_t helpers,
+                                char *err, size_t err_sz);
+/* Stops the helpers, frees their contexts (NULL: nothing). */
+void pa_render_atlas_pool_free(pa_render_atlas_pool *p);
+uint32_t pa_render_atlas_pool_helpers(const pa_render_atlas_pool *p);
+/* The helpers build their scenes from what the caller's was built from
+ * (pa_render_scene_build's inputs), at once, and remember key (the
+ * caller's name for that world, not 0); 0 or -1 with err (then no key). */
+int pa_render_atlas_pool_build(pa_render_atlas_pool *p, const pa_grid *g,
+                               const pa_robot_info *robots,
+                               uint32_t robot_count,
+                               const pa_obstacle_info *obstacles,
+                               uint32_t obstacle_count, uint64_t key, char *err,
+                               size_t err_sz);
+/* The key of the helpers' scenes (0: none; NULL pool: 0). */
+uint64_t pa_render_atlas_pool_key(const pa_render_atlas_pool *p);
+/* pa_render_atlas_render(a, s, ...), the rows of tiles shared out to the
+ * helpers (their scenes set to s's poses, SSL and switches first) when
+ * they have a scene and the batch fits in one pass: the same bytes. s must
+ * be built from what the helpers' scenes were (the caller checks the key);
+ * p NULL or without a scene: a alone. */
+int pa_render_atlas_pool_render(pa_render_atlas_pool *p, pa_render_atlas *a,
+                                pa_render_scene *s, const pa_render_view *views,
+                                const bool *draw, uint32_t n, uint8_t *rgb,
+                                char *err, size_t err_sz);
+
 #ifdef __cplusplus
 }
 #endif

@@ -736,8 +736,9 @@ void pa_render_scene_bounds(const pa_render_scene *s, double out[4]) {
 }
 
 /* The program drawing: the lit one, its shadow-map variant, or the shadow
- * map's depth pass (one GL context per process, drawn from one thread). */
-static const rprogram *cur;
+ * map's depth pass (the calling thread's: an atlas pool's helpers draw
+ * their own scenes in their own contexts at the same time). */
+static _Thread_local const rprogram *cur;
 
 static void draw_part(const pa_render_scene *s, const rgpu_mesh *g,
                       double x, double y, double z, double yaw,

@@ -1,7 +1,9 @@
 /* test_render_atlas.c - batched head cameras (render/atlas.c) on a real EGL
  * context: each tile is its own robot's view (robots facing a wall and
  * facing open space differ), tile i equals robot i's single-camera render
- * at the same size, passes beyond one framebuffer, and bad input. */
+ * at the same size, passes beyond one framebuffer, a batch shared out to a
+ * pool's helpers (their own contexts, at once) giving the same bytes, and
+ * bad input. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -299,6 +301,88 @@ static void test_passes(void **state) {
   check_tiles(per + 3, 512, 512);
 }
 
+/* n views (every third not drawn when holes) of w x h by a alone and by
+ * the pool with a: byte for byte the same. */
+static void check_pool(pa_render_atlas_pool *pool, uint32_t n, uint32_t w,
+                       uint32_t h, bool holes) {
+  char err[256];
+  pa_render_atlas *a = NULL, *b = NULL;
+  assert_int_equal(pa_render_atlas_create(&a, w, h, err, sizeof err), 0);
+  assert_int_equal(pa_render_atlas_create(&b, w, h, err, sizeof err), 0);
+  pa_render_view *v = calloc(n, sizeof *v);
+  bool *draw = calloc(n, sizeof *draw);
+  size_t bytes = (size_t)n * w * h * 3;
+  uint8_t *one = malloc(bytes), *many = malloc(bytes);
+  assert_true(v && draw && one && many);
+  views_of(v, n);
+  for (uint32_t i = 0; i < n; i++)
+    draw[i] = !holes || i % 3 != 1;
+  memset(many, 0xab, bytes); /* every byte written */
+  if (pa_render_atlas_render(a, scene, v, draw, n, one, err, sizeof err) ||
+      pa_render_atlas_pool_render(pool, b, scene, v, draw, n, many, err,
+                                  sizeof err))
+    fail_msg("atlas: %s", err);
+  size_t d = differ(one, many, bytes, 0);
+  if (d)
+    fail_msg("%u views of %ux%u, %u helpers: %zu of %zu bytes differ", n, w, h,
+             pa_render_atlas_pool_helpers(pool), d, bytes);
+  free(one), free(many), free(v), free(draw);
+  pa_render_atlas_free(a);
+  pa_render_atlas_free(b);
+}
+
+/* The helpers draw the last rows of tiles in their own contexts, with
+ * the scene's poses, SSL field, ball and switches of each call. */
+static void test_pool_same_bytes(void **state) {
+  (void)state;
+  char err[256];
+  for (uint32_t helpers = 1; helpers <= 3; helpers += 2) {
+    pa_render_atlas_pool *pool = NULL;
+    assert_int_equal(
+        pa_render_atlas_pool_create(&pool, helpers, err, sizeof err), 0);
+    assert_int_equal(pa_render_atlas_pool_helpers(pool), helpers);
+    assert_int_equal(pa_render_atlas_pool_key(pool), 0);
+    check_pool(pool, NR, TW, TH, false); /* no scene yet: the caller alone */
+    assert_int_equal(pa_render_atlas_pool_build(pool, &grid, infos, NR, NULL, 0,
+                                                7, err, sizeof err),
+                     0);
+    assert_int_equal(pa_render_atlas_pool_key(pool), 7);
+    check_pool(pool, NR, TW, TH, false);
+    check_pool(pool, NR, TW, TH, true);
+    check_pool(pool, 5, 64, 48, false); /* a partly filled last row */
+    check_pool(pool, 2, 84, 84, false); /* fewer rows than contexts */
+    /* a helper's atlas made for more columns: its tiles where a's are */
+    check_pool(pool, 6, TW, TH, false);
+    /* what the tick changes: poses, the SSL field and ball, the switches */
+    pa_render_pose moved[NR];
+    memcpy(moved, poses, sizeof moved);
+    for (int i = 2; i < NR; i++)
+      moved[i].theta += 0.9, moved[i].x += 0.2;
+    moved[5].active = false;
+    pa_render_scene_set_poses(scene, moved, NR);
+    const double ball[3] = {4.5, 2.0, 0};
+    pa_render_scene_set_ssl(scene, 'B', true, ball);
+    pa_render_scene_set_shadows(scene, false);
+    check_pool(pool, NR, TW, TH, false);
+    pa_render_scene_set_shadows(scene, true);
+    pa_render_scene_set_ssl(scene, 0, false, ball);
+    pa_render_scene_set_poses(scene, poses, NR);
+    check_pool(pool, NR, TW, TH, false);
+    pa_render_atlas_pool_free(pool);
+  }
+  pa_render_atlas_pool *pool = NULL;
+  assert_int_equal(pa_render_atlas_pool_create(&pool, 0, err, sizeof err), 0);
+  check_pool(pool, NR, TW, TH, false); /* no helpers */
+  pa_render_atlas_pool_free(pool);
+  check_pool(NULL, NR, TW, TH, false);
+  assert_int_equal(pa_render_atlas_pool_create(
+                       &pool, PA_RENDER_ATLAS_POOL_MAX + 1, err, sizeof err),
+                   -1);
+  assert_null(pool);
+  assert_non_null(strstr(err, "helpers is more than"));
+  assert_int_equal(pa_render_gl_check("after", err, sizeof err), 0);
+}
+
 static void test_bad_input(void **state) {
   (void)state;
   char err[256];
@@ -326,6 +410,23 @@ static void test_bad_input(void **state) {
   v[1].fov = 1, v[1].x = NAN;
   assert_int_equal(
       pa_render_atlas_render(a, scene, v, NULL, 2, rgb, err, sizeof err), -1);
+  v[1].x = 1;
+  /* parts: an empty range, past the views, more views than one pass */
+  assert_int_equal(pa_render_atlas_render_part(a, scene, v, NULL, 2, 1, 1, rgb,
+                                               err, sizeof err),
+                   -1);
+  assert_non_null(strstr(err, "part [1, 1) of 2 views"));
+  assert_int_equal(pa_render_atlas_render_part(a, scene, v, NULL, 2, 0, 3, rgb,
+                                               err, sizeof err),
+                   -1);
+  assert_int_equal(pa_render_atlas_render_part(
+                       a, scene, v, NULL, pa_render_atlas_tiles_per_pass(a) + 1,
+                       0, 1, rgb, err, sizeof err),
+                   -1);
+  assert_non_null(strstr(err, "not within one pass"));
+  assert_int_equal(pa_render_atlas_render_part(a, scene, v, NULL, 2, 1, 2, rgb,
+                                               err, sizeof err),
+                   0);
   assert_int_equal(pa_render_gl_check("after", err, sizeof err), 0);
   pa_render_atlas_free(a);
 }
@@ -337,6 +438,7 @@ int main(void) {
       cmocka_unit_test(test_culling_changes_nothing),
       cmocka_unit_test(test_eye_inside_a_head),
       cmocka_unit_test(test_passes),
+      cmocka_unit_test(test_pool_same_bytes),
       cmocka_unit_test(test_bad_input),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
