@@ -37,15 +37,19 @@ struct pa_render_atlas {
   rvertex *v;   /* merged vertices */
   uint32_t *ix; /* merged triangles */
   size_t v_cap, ix_cap;
-  unit_mesh unit[3];      /* cylinder, cube, blob */
-  uint64_t unit_serial;   /* of the scene they were read from, 0: none */
-  size_t *first, *bfirst; /* per robot: its parts' and shadow's indices */
-  GLsizei *count, *bcount, *dcount; /* and their counts; per view */
+  /* the unit cylinders and blobs by level of detail, and the cube */
+  unit_mesh unit[2 * PA_RENDER_LODS + 1];
+  uint64_t unit_serial; /* of the scene they were read from, 0: none */
+  /* per robot and level of detail (i * PA_RENDER_LODS + level): its
+   * parts' and shadow's indices and their counts (0: not merged) */
+  size_t *first, *bfirst;
+  GLsizei *count, *bcount, *dcount; /* dcount: per view */
   const void **doff;                /* per view: offsets of the draws */
   double *reach; /* per robot: its vertices' farthest from its centre [m] */
   uint32_t robots_cap;
-  float top;      /* [m] the robots' highest vertex */
-  float *wall_d;  /* [w] the view's wall distances (occlusion.c) */
+  float top;     /* [m] the robots' highest vertex */
+  float *wall_d; /* [w] the view's wall distances (occlusion.c) */
+  double focal[PA_RENDER_ATLAS_MAX_TILES]; /* the merge's views' [px] */
   rprogram plain; /* the lit program without instancing, made at first use */
 };
 
@@ -100,7 +104,7 @@ void pa_render_atlas_free(pa_render_atlas *a) {
   free(a->active);
   free(a->v);
   free(a->ix);
-  for (int i = 0; i < 3; i++)
+  for (int i = 0; i < 2 * PA_RENDER_LODS + 1; i++)
     unit_free(&a->unit[i]);
   free(a->first), free(a->bfirst);
   free(a->count), free(a->bcount), free(a->dcount);
@@ -300,13 +304,14 @@ static int grow_robots(pa_render_atlas *a, uint32_t n, size_t verts,
     GLsizei **c[3] = {&a->count, &a->bcount, &a->dcount};
     size_t **f[2] = {&a->first, &a->bfirst};
     for (int k = 0; k < 3; k++) {
-      GLsizei *nc = realloc(*c[k], 2 * n * sizeof **c[k]);
+      GLsizei *nc =
+          realloc(*c[k], (k < 2 ? PA_RENDER_LODS : 2) * n * sizeof **c[k]);
       if (!nc)
         return -1;
       *c[k] = nc;
     }
     for (int k = 0; k < 2; k++) {
-      size_t *nf = realloc(*f[k], n * sizeof **f[k]);
+      size_t *nf = realloc(*f[k], PA_RENDER_LODS * n * sizeof **f[k]);
       if (!nf)
         return -1;
       *f[k] = nf;
@@ -387,54 +392,104 @@ static double top_hidden(const rpart *c, const rpart *b,
   return top - 1e-5;
 }
 
-/* Every active robot's parts and shadow, merged into one indexed buffer
- * for this atlas (the poses are the tick's: they change every call). */
+/* The unit mesh (of a->unit) that scene mesh g was read into. */
+static const unit_mesh *unit_of(const pa_render_atlas *a,
+                                const pa_render_scene *s, const rgpu_mesh *g) {
+  for (int l = 1; l < PA_RENDER_LODS; l++) {
+    if (g == &s->cyl_lod[l - 1])
+      return &a->unit[l];
+    if (g == &s->blob_lod[l - 1])
+      return &a->unit[PA_RENDER_LODS + 1 + l];
+  }
+  return g == &s->cylinder ? &a->unit[0]
+         : g == &s->cube   ? &a->unit[PA_RENDER_LODS]
+                           : &a->unit[PA_RENDER_LODS + 1];
+}
+
+static bool is_cylinder(const pa_render_scene *s, const rgpu_mesh *g) {
+  return g == &s->cylinder || (g >= s->cyl_lod && g < s->cyl_lod + 2);
+}
+
+/* The scene's unit meshes read back (once a scene). */
+static int units_read(pa_render_atlas *a, const pa_render_scene *s) {
+  if (a->unit_serial == s->serial)
+    return 0;
+  a->unit_serial = 0;
+  const rgpu_mesh *g[2 * PA_RENDER_LODS + 1] = {
+      &s->cylinder, &s->cyl_lod[0],  &s->cyl_lod[1], &s->cube,
+      &s->blob,     &s->blob_lod[0], &s->blob_lod[1]};
+  for (int k = 0; k < 2 * PA_RENDER_LODS + 1; k++)
+    if (unit_read(&a->unit[k], g[k]) < 0)
+      return -1;
+  a->unit_serial = s->serial;
+  return 0;
+}
+
+/* Every active robot's parts and shadow at each level of detail some view
+ * (views[0..nv), tiles a->w wide) draws it at, merged into one indexed
+ * buffer for this atlas (the poses are the tick's: they change every
+ * call). */
 static int merge_robots(pa_render_atlas *a, const pa_render_scene *s,
                         const pa_render_view *views, const bool *draw,
                         uint32_t nv, double eye_lo, double eye_hi, char *err,
                         size_t err_sz) {
-  unit_mesh *cyl = &a->unit[0], *cube = &a->unit[1], *blob = &a->unit[2];
   uint32_t n = s->pose_count;
-  if (a->unit_serial != s->serial) { /* read once a scene */
-    a->unit_serial = 0;
-    if (unit_read(cyl, &s->cylinder) < 0 || unit_read(cube, &s->cube) < 0 ||
-        unit_read(blob, &s->blob) < 0) {
-      snprintf(err, err_sz, "atlas: out of memory for the robots' meshes");
-      return -1;
-    }
-    a->unit_serial = s->serial;
+  if (units_read(a, s) < 0) {
+    snprintf(err, err_sz, "atlas: out of memory for the robots' meshes");
+    return -1;
   }
-  if (grow_robots(a, n ? n : 1, n * (2 * cyl->nu + 3 * cube->nu + blob->nu) + 1,
-                  n * (2 * cyl->n + 3 * cube->n + blob->n) + 1) < 0) {
+  /* at most every level of every robot; level 0 is the largest */
+  const unit_mesh *c0 = &a->unit[0], *cube = &a->unit[PA_RENDER_LODS],
+                  *b0 = &a->unit[PA_RENDER_LODS + 1];
+  size_t most_v = 2 * c0->nu + 3 * cube->nu + b0->nu;
+  size_t most_i = 2 * c0->n + 3 * cube->n + b0->n;
+  if (grow_robots(a, n ? n : 1, PA_RENDER_LODS * n * most_v + 1,
+                  PA_RENDER_LODS * n * most_i + 1) < 0) {
     snprintf(err, err_sz, "atlas: out of memory for %u robots", n);
     return -1;
   }
+  for (uint32_t e = 0; e < nv; e++)
+    a->focal[e] = pa_render_lod_focal(&views[e], a->w);
   size_t vat = 0, iat = 0;
   a->top = -INFINITY;
   for (uint32_t i = 0; i < n; i++) {
-    a->first[i] = iat;
-    a->count[i] = a->bcount[i] = 0;
-    a->bfirst[i] = iat;
+    for (int l = 0; l < PA_RENDER_LODS; l++) {
+      a->first[i * PA_RENDER_LODS + l] = a->bfirst[i * PA_RENDER_LODS + l] = 0;
+      a->count[i * PA_RENDER_LODS + l] = a->bcount[i * PA_RENDER_LODS + l] = 0;
+    }
+    a->reach[i] = 0;
     if (!a->active[i] || !s->robots[i].active)
       continue;
-    rpart q[PA_RENDER_ROBOT_PARTS];
     const pa_render_pose *p = &s->poses[i];
+    unsigned levels = 0; /* those the views draw it at */
+    for (uint32_t e = 0; e < nv; e++)
+      if ((!draw || draw[e]) && views[e].skip_robot != i)
+        levels |= 1u << pa_render_robot_lod(&views[e], a->focal[e],
+                                            s->robots[i].radius, p);
     double reach2 = 0;
-    int k = pa_render_robot_parts(s, &s->robots[i], p, q);
-    for (int j = 0; j < k; j++) {
-      double up = eye_hi;
-      for (int b = 0; b < k && q[j].mesh == &s->cylinder; b++)
-        if (q[b].mesh == &s->cube)
-          up = fmin(up, top_hidden(&q[j], &q[b], views, draw, nv));
-      put_part(a, &vat, &iat, &q[j], q[j].mesh == &s->cylinder ? cyl : cube,
-               eye_lo, up, p->x, p->y, &reach2);
+    for (int l = 0; l < PA_RENDER_LODS; l++) {
+      if (!(levels >> l & 1))
+        continue;
+      size_t at = i * PA_RENDER_LODS + (size_t)l;
+      rpart q[PA_RENDER_ROBOT_PARTS];
+      a->first[at] = iat;
+      int k = pa_render_robot_parts(s, &s->robots[i], p, l, q);
+      for (int j = 0; j < k; j++) {
+        double up = eye_hi;
+        for (int b = 0; b < k && is_cylinder(s, q[j].mesh); b++)
+          if (q[b].mesh == &s->cube)
+            up = fmin(up, top_hidden(&q[j], &q[b], views, draw, nv));
+        put_part(a, &vat, &iat, &q[j], unit_of(a, s, q[j].mesh), eye_lo, up,
+                 p->x, p->y, &reach2);
+      }
+      a->count[at] = (GLsizei)(iat - a->first[at]);
+      a->bfirst[at] = iat;
+      rpart b = pa_render_robot_shadow(s, &s->robots[i], p, l);
+      put_part(a, &vat, &iat, &b, unit_of(a, s, b.mesh), eye_lo, eye_hi, p->x,
+               p->y, &reach2);
+      a->bcount[at] = (GLsizei)(iat - a->bfirst[at]);
     }
-    a->count[i] = (GLsizei)(iat - a->first[i]);
-    a->bfirst[i] = iat;
-    rpart b = pa_render_robot_shadow(s, &s->robots[i], p);
-    put_part(a, &vat, &iat, &b, blob, eye_lo, eye_hi, p->x, p->y, &reach2);
     a->reach[i] = sqrt(reach2);
-    a->bcount[i] = (GLsizei)(iat - a->bfirst[i]);
   }
   merge_upload(a, vat, iat);
   return pa_render_gl_check("merging the robots", err, err_sz);
@@ -454,14 +509,22 @@ static void draw_robots(pa_render_atlas *a, const pa_render_scene *s,
   edges[0] = cos(v->yaw - half), edges[1] = sin(v->yaw - half);
   edges[2] = cos(v->yaw + half), edges[3] = sin(v->yaw + half);
   const double *e = half < M_PI_2 ? edges : NULL;
+  const double focal = pa_render_lod_focal(v, a->w);
   for (uint32_t i = 0; i < n; i++) {
-    if (i == v->skip_robot || !a->count[i] ||
+    if (i == v->skip_robot || !a->active[i] || !s->robots[i].active)
+      continue;
+    /* its level of detail here: one merge_robots made for this view */
+    size_t at = i * PA_RENDER_LODS +
+                (size_t)pa_render_robot_lod(v, focal, s->robots[i].radius,
+                                            &s->poses[i]);
+    if (!a->count[at] ||
         (cull && !robot_shows(v, occ, e, &s->poses[i], a->reach[i] + 0.01)))
       continue;
-    a->doff[m] = (const void *)(uintptr_t)(a->first[i] * sizeof(uint32_t));
-    a->dcount[m] = a->count[i];
-    a->doff[n + m] = (const void *)(uintptr_t)(a->bfirst[i] * sizeof(uint32_t));
-    a->dcount[n + m] = a->bcount[i];
+    a->doff[m] = (const void *)(uintptr_t)(a->first[at] * sizeof(uint32_t));
+    a->dcount[m] = a->count[at];
+    a->doff[n + m] =
+        (const void *)(uintptr_t)(a->bfirst[at] * sizeof(uint32_t));
+    a->dcount[n + m] = a->bcount[at];
     m++;
   }
   if (!m)
@@ -527,8 +590,8 @@ static int atlas_pass(pa_render_atlas *a, pa_render_scene *s,
       o = &occ;
     }
     s->pose_count = 0; /* the scene draws its statics, the atlas the robots */
-    pa_render_scene_draw_occluded(s, view, proj, v->skip_robot, v, o,
-                                  &a->plain);
+    pa_render_scene_draw_occluded(s, view, proj, v->skip_robot, v, o, &a->plain,
+                                  a->w);
     s->pose_count = robots;
     draw_robots(a, s, v, o, robots);
   }

@@ -21,9 +21,9 @@ typedef struct helper {
   pthread_t th;
   pthread_mutex_t mu;
   pthread_cond_t cv;
-  int job;     /* posted, JOB_NONE once done */
-  bool up;     /* its context works */
-  int rc;      /* of the last job */
+  int job; /* posted, JOB_NONE once done */
+  bool up; /* its context works */
+  int rc;  /* of the last job */
   char err[256];
   pa_render_egl *egl;
   pa_render_scene *scene;
@@ -53,8 +53,8 @@ static int helper_draw(helper *h) {
     pa_render_atlas_free(h->atlas);
     h->atlas = NULL;
   }
-  if (!h->atlas && pa_render_atlas_create(&h->atlas, h->w, h->h, h->err,
-                                          sizeof h->err) < 0)
+  if (!h->atlas &&
+      pa_render_atlas_create(&h->atlas, h->w, h->h, h->err, sizeof h->err) < 0)
     return -1;
   return pa_render_atlas_render_part(h->atlas, h->scene, h->views, h->draw,
                                      h->n, h->t0, h->t1, h->rgb, h->err,
@@ -180,8 +180,8 @@ int pa_render_atlas_pool_build(pa_render_atlas_pool *p, const pa_grid *g,
                                const pa_robot_info *robots,
                                uint32_t robot_count,
                                const pa_obstacle_info *obstacles,
-                               uint32_t obstacle_count, uint64_t key,
-                               char *err, size_t err_sz) {
+                               uint32_t obstacle_count, uint64_t key, char *err,
+                               size_t err_sz) {
   p->key = 0;
   for (uint32_t i = 0; i < p->count; i++) { /* the helpers build at once */
     helper *h = &p->h[i];
@@ -217,10 +217,9 @@ static void mirror(pa_render_scene *d, const pa_render_scene *s) {
 }
 
 int pa_render_atlas_pool_render(pa_render_atlas_pool *p, pa_render_atlas *a,
-                                pa_render_scene *s,
-                                const pa_render_view *views, const bool *draw,
-                                uint32_t n, uint8_t *rgb, char *err,
-                                size_t err_sz) {
+                                pa_render_scene *s, const pa_render_view *views,
+                                const bool *draw, uint32_t n, uint8_t *rgb,
+                                char *err, size_t err_sz) {
   uint32_t cols = n ? pa_render_atlas_columns(a, n) : 1;
   uint32_t rows = n ? (n + cols - 1) / cols : 0;
   uint32_t parts = p && p->key ? p->count + 1 : 1;

@@ -196,7 +196,7 @@ int pa_render_cam_submit(pa_render_cam *c, const pa_render_scene *s,
   glViewport(0, 0, (GLsizei)c->w, (GLsizei)c->h);
   glClearColor(PA_RENDER_SKY_RGB, 1.0f);
   glClear(GL_COLOR_BUFFER_BIT | GL_DEPTH_BUFFER_BIT);
-  pa_render_scene_draw_culled(s, view, proj, v->skip_robot, v);
+  pa_render_scene_draw_culled(s, view, proj, v->skip_robot, v, c->w);
   /* solid visuals with the scene: lit, fogged and smoothed as it is */
   if (cam_vis && cam_vis_lines)
     pa_render_visuals_solid(cam_vis_lines, cam_vis, s, !v->all_visuals);

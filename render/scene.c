@@ -10,6 +10,8 @@
 #include <string.h>
 
 #define CYL_SEGMENTS 24
+/* a robot's cylinders and soft shadow at each level of detail */
+static const int lod_sides[PA_RENDER_LODS] = {CYL_SEGMENTS, 12, 8};
 
 /* ---- CPU meshes --------------------------------------------------------- */
 
@@ -345,16 +347,17 @@ static void mesh_soft_poly(rmesh *m, const double (*c)[3], const double (*o)[3],
 
 #define SOFT_DISC_N 24
 
+/* A soft disc of n sides (n <= SOFT_DISC_N). */
 static void mesh_soft_disc(rmesh *m, double x, double y, double z, double r,
-                           double margin) {
+                           double margin, int n) {
   double c[SOFT_DISC_N][3], o[SOFT_DISC_N][3];
-  for (int i = 0; i < SOFT_DISC_N; i++) {
-    double a = 2 * M_PI * i / SOFT_DISC_N, ca = cos(a), sa = sin(a);
+  for (int i = 0; i < n; i++) {
+    double a = 2 * M_PI * i / n, ca = cos(a), sa = sin(a);
     c[i][0] = x + r * ca, c[i][1] = y + r * sa, c[i][2] = z;
     o[i][0] = x + (r + margin) * ca, o[i][1] = y + (r + margin) * sa;
     o[i][2] = z;
   }
-  mesh_soft_poly(m, (const double(*)[3])c, (const double(*)[3])o, SOFT_DISC_N);
+  mesh_soft_poly(m, (const double(*)[3])c, (const double(*)[3])o, n);
 }
 
 static void build_shadows(rmesh *m, const pa_obstacle_info *o, uint32_t n) {
@@ -365,8 +368,8 @@ static void build_shadows(rmesh *m, const pa_obstacle_info *o, uint32_t n) {
     shadow_offset(h, &dx, &dy);
     double margin = 0.06 + 0.25 * fmin(h, 2.0);
     if (o[i].shape == PA_SHAPE_CIRCLE) {
-      mesh_soft_disc(m, o[i].x + dx, o[i].y + dy, SHADOW_Z, o[i].radius,
-                     margin);
+      mesh_soft_disc(m, o[i].x + dx, o[i].y + dy, SHADOW_Z, o[i].radius, margin,
+                     SOFT_DISC_N);
       continue;
     }
     double cs = cos(o[i].theta), sn = sin(o[i].theta);
@@ -614,10 +617,16 @@ int pa_render_scene_build(pa_render_scene **out, const pa_grid *grid,
   if (pa_render_gpu_upload(&s->shadows, &m, err, err_sz) < 0)
     goto fail;
   pa_render_mesh_free(&m);
-  mesh_soft_disc(&m, 0, 0, 0, 1.0, 0.5);
+  mesh_soft_disc(&m, 0, 0, 0, 1.0, 0.5, SOFT_DISC_N);
   if (pa_render_gpu_upload(&s->blob, &m, err, err_sz) < 0)
     goto fail;
   pa_render_mesh_free(&m);
+  for (int l = 0; l < 2; l++) {
+    mesh_soft_disc(&m, 0, 0, 0, 1.0, 0.5, lod_sides[l + 1]);
+    if (pa_render_gpu_upload(&s->blob_lod[l], &m, err, err_sz) < 0)
+      goto fail;
+    pa_render_mesh_free(&m);
+  }
   {
     static const uint8_t w3[3] = {255, 255, 255};
     static const double up[3] = {0, 0, 1};
@@ -645,6 +654,12 @@ int pa_render_scene_build(pa_render_scene **out, const pa_grid *grid,
   if (pa_render_gpu_upload(&s->cylinder, &m, err, err_sz) < 0)
     goto fail;
   pa_render_mesh_free(&m);
+  for (int l = 0; l < 2; l++) {
+    pa_render_mesh_cylinder(&m, origin, 1.0, 1.0, white, lod_sides[l + 1]);
+    if (pa_render_gpu_upload(&s->cyl_lod[l], &m, err, err_sz) < 0)
+      goto fail;
+    pa_render_mesh_free(&m);
+  }
   pa_render_mesh_box(&m, origin, half, 0, white, true);
   if (pa_render_gpu_upload(&s->cube, &m, err, err_sz) < 0)
     goto fail;
@@ -676,6 +691,10 @@ void pa_render_scene_free(pa_render_scene *s) {
     return;
   pa_render_gpu_free(&s->statics);
   pa_render_gpu_free(&s->cylinder);
+  for (int l = 0; l < 2; l++) {
+    pa_render_gpu_free(&s->cyl_lod[l]);
+    pa_render_gpu_free(&s->blob_lod[l]);
+  }
   pa_render_gpu_free(&s->sphere);
   pa_render_gpu_free(&s->cube);
   pa_render_gpu_free(&s->shadows);
@@ -768,15 +787,36 @@ static rpart part(const rgpu_mesh *g, double x, double y, double z, double yaw,
   return q;
 }
 
+double pa_render_lod_focal(const pa_render_view *v, uint32_t w) {
+  double f = v && w ? 0.5 * w / tan(0.5 * v->fov) : 0;
+  return f > 0 && isfinite(f) ? f : 0;
+}
+
+int pa_render_robot_lod(const pa_render_view *v, double focal, double radius,
+                        const pa_render_pose *p) {
+  if (!(focal > 0))
+    return 0;
+  /* radius * focal / d px on screen at its centre's distance d: at most 4
+   * px (8 sides) or 9 px (12 sides) from d^2 alone */
+  double dx = p->x - v->x, dy = p->y - v->y, d2 = dx * dx + dy * dy;
+  double rf = radius * focal;
+  return d2 >= rf * rf * (1.0 / 16) ? 2 : d2 >= rf * rf * (1.0 / 81) ? 1 : 0;
+}
+
+/* A robot's cylinder at level of detail lod. */
+static const rgpu_mesh *cyl_at(const pa_render_scene *s, int lod) {
+  return lod <= 0 ? &s->cylinder : &s->cyl_lod[lod - 1];
+}
+
 int pa_render_robot_parts(const pa_render_scene *s, const rrobot *r,
-                          const pa_render_pose *p,
+                          const pa_render_pose *p, int lod,
                           rpart out[PA_RENDER_ROBOT_PARTS]) {
   static const float light[3] = {0.95f, 0.95f, 0.92f};
   static const float dark[3] = {0.08f, 0.08f, 0.10f};
   int n = 0;
   double rad = r->radius, h = r->height;
   double body[3] = {rad, rad, h};
-  out[n++] = part(&s->cylinder, p->x, p->y, 0, p->theta, body, r->colour);
+  out[n++] = part(cyl_at(s, lod), p->x, p->y, 0, p->theta, body, r->colour);
   double c = cos(p->theta), sn = sin(p->theta);
   double stripe[3] = {rad * 0.8, rad * 0.22, 0.02};
   out[n++] = part(&s->cube, p->x + c * rad * 0.45, p->y + sn * rad * 0.45,
@@ -787,7 +827,8 @@ int pa_render_robot_parts(const pa_render_scene *s, const rrobot *r,
   double neck_h = head_top - 0.1 - h;
   if (neck_h > 0.005) {
     double neck[3] = {rad * 0.15, rad * 0.15, neck_h};
-    out[n++] = part(&s->cylinder, p->x, p->y, h, 0, neck, dark);
+    /* a sixth of the body's width: never finer than the middle level */
+    out[n++] = part(cyl_at(s, lod > 1 ? lod : 1), p->x, p->y, h, 0, neck, dark);
   }
   double head[3] = {rad * 0.7, rad * 0.9, 0.1};
   out[n++] = part(&s->cube, p->x, p->y, r->head_height, hy, head, r->colour);
@@ -798,9 +839,9 @@ int pa_render_robot_parts(const pa_render_scene *s, const rrobot *r,
 }
 
 static void draw_robot(const pa_render_scene *s, const rrobot *r,
-                       const pa_render_pose *p) {
+                       const pa_render_pose *p, int lod) {
   rpart q[PA_RENDER_ROBOT_PARTS];
-  int n = pa_render_robot_parts(s, r, p, q);
+  int n = pa_render_robot_parts(s, r, p, lod, q);
   for (int i = 0; i < n; i++)
     draw_part(s, q[i].mesh, q[i].x, q[i].y, q[i].z, q[i].yaw, q[i].scale,
               q[i].rgb);
@@ -966,17 +1007,20 @@ static void draw_statics(const pa_render_scene *s, const pa_render_view *cull,
 }
 
 rpart pa_render_robot_shadow(const pa_render_scene *s, const rrobot *r,
-                             const pa_render_pose *p) {
+                             const pa_render_pose *p, int lod) {
   static const float black[3] = {0, 0, 0};
   double dx, dy;
   shadow_offset(r->height, &dx, &dy);
   double sc[3] = {r->radius, r->radius, 1};
-  return part(&s->blob, p->x + dx, p->y + dy, SHADOW_Z, 0, sc, black);
+  return part(lod <= 0 ? &s->blob : &s->blob_lod[lod - 1], p->x + dx, p->y + dy,
+              SHADOW_Z, 0, sc, black);
 }
 
 /* Blended over what is drawn, writing no depth: obstacles' static blobs,
- * then one per robot under its body. */
-static void draw_shadows(const pa_render_scene *s) {
+ * then one per robot under its body (at its level of detail in eye at
+ * that focal length, pa_render_robot_lod). */
+static void draw_shadows(const pa_render_scene *s, const pa_render_view *eye,
+                         double focal) {
   glEnable(GL_BLEND);
   glBlendFunc(GL_SRC_ALPHA, GL_ONE_MINUS_SRC_ALPHA);
   glDepthMask(GL_FALSE);
@@ -988,7 +1032,8 @@ static void draw_shadows(const pa_render_scene *s) {
     const pa_render_pose *p = &s->poses[i];
     if (!r->active || !p->active)
       continue;
-    rpart q = pa_render_robot_shadow(s, r, p);
+    rpart q = pa_render_robot_shadow(
+        s, r, p, pa_render_robot_lod(eye, focal, r->radius, p));
     draw_part(s, q.mesh, q.x, q.y, q.z, q.yaw, q.scale, q.rgb);
   }
   glDepthMask(GL_TRUE);
@@ -997,7 +1042,7 @@ static void draw_shadows(const pa_render_scene *s) {
 
 void pa_render_scene_draw(const pa_render_scene *s, const float view[16],
                           const float proj[16], uint32_t skip_robot) {
-  pa_render_scene_draw_culled(s, view, proj, skip_robot, NULL);
+  pa_render_scene_draw_culled(s, view, proj, skip_robot, NULL, 0);
 }
 
 /* What casts a shadow, into the shadow map: walls and obstacles (the
@@ -1015,7 +1060,7 @@ static void draw_casters(const pa_render_scene *s, const rprogram *p) {
     glDrawArrays(GL_TRIANGLES, 0, n);
   for (uint32_t i = 0; i < s->pose_count; i++)
     if (s->robots[i].active && s->poses[i].active)
-      draw_robot(s, &s->robots[i], &s->poses[i]);
+      draw_robot(s, &s->robots[i], &s->poses[i], 0);
   draw_ball(s);
 }
 
@@ -1032,18 +1077,21 @@ static void frame_uniforms(const rprogram *p, const float view[16],
   glUniform1f(p->u_fog_density, fog_density);
 }
 
-void pa_render_scene_draw_culled(const pa_render_scene *s,
-                                 const float view[16], const float proj[16],
-                                 uint32_t skip_robot,
-                                 const pa_render_view *cull) {
-  pa_render_scene_draw_occluded(s, view, proj, skip_robot, cull, NULL, NULL);
+void pa_render_scene_draw_culled(const pa_render_scene *s, const float view[16],
+                                 const float proj[16], uint32_t skip_robot,
+                                 const pa_render_view *cull, uint32_t lod_w) {
+  pa_render_scene_draw_occluded(s, view, proj, skip_robot, cull, NULL, NULL,
+                                lod_w);
 }
 
 void pa_render_scene_draw_occluded(const pa_render_scene *s,
                                    const float view[16], const float proj[16],
                                    uint32_t skip_robot,
                                    const pa_render_view *cull,
-                                   const rcolumns *occ, const rprogram *lit) {
+                                   const rcolumns *occ, const rprogram *lit,
+                                   uint32_t lod_w) {
+  const pa_render_view *eye = cull; /* the robots' levels of detail */
+  const double focal = pa_render_lod_focal(eye, lod_w);
   /* From the north-east-ish, above: every wall direction gets its shade. */
   double l[3] = {key_light[0], key_light[1], key_light[2]};
   pa_render_normalize3(l);
@@ -1069,11 +1117,13 @@ void pa_render_scene_draw_occluded(const pa_render_scene *s,
   /* robots first: they are small and usually in front */
   for (uint32_t i = 0; i < s->pose_count; i++)
     if (i != skip_robot && s->robots[i].active && s->poses[i].active)
-      draw_robot(s, &s->robots[i], &s->poses[i]);
+      draw_robot(
+          s, &s->robots[i], &s->poses[i],
+          pa_render_robot_lod(eye, focal, s->robots[i].radius, &s->poses[i]));
   draw_ssl(s);
   draw_statics(s, cull, cull ? occ : NULL);
   if (blobs)
-    draw_shadows(s);
+    draw_shadows(s, eye, focal);
   glBindVertexArray(0);
   cur = &s->lit;
 }

@@ -6,7 +6,7 @@ if(TARGET pa_render)
   pa_add_test(test_render_shade SOURCES test_render_shade.c
               LIBS pa_render pa_map m TIMEOUT 120 LABELS render)
   pa_add_test(test_render_atlas SOURCES test_render_atlas.c
-              LIBS pa_render pa_map m TIMEOUT 120 LABELS render)
+              LIBS pa_render pa_map pa_glad m TIMEOUT 120 LABELS render)
   # the same on EGL's device platform (Mesa's software device here; a GPU's
   # on a machine with one)
   add_test(NAME test_render_atlas_device COMMAND test_render_atlas)

@@ -1,7 +1,8 @@
 /* test_render_atlas.c - batched head cameras (render/atlas.c) on a real EGL
  * context: each tile is its own robot's view (robots facing a wall and
  * facing open space differ), tile i equals robot i's single-camera render
- * at the same size, passes beyond one framebuffer, a batch shared out to a
+ * at the same size, robots of fewer sides where they are small on screen
+ * (the same in both), passes beyond one framebuffer, a batch shared out to a
  * pool's helpers (their own contexts, at once) giving the same bytes, and
  * bad input. */
 #include <math.h>
@@ -14,6 +15,8 @@
 #include <string.h>
 
 #include <cmocka.h>
+
+#include <glad/gl.h> /* a query around a camera (pa_render loads GL) */
 
 #include "pa_render_atlas.h"
 #include "testutil.h"
@@ -289,6 +292,40 @@ static void test_eye_inside_a_head(void **state) {
   pa_render_atlas_free(a);
 }
 
+/* Primitives view v's head camera draws at w x h (GL_PRIMITIVES_GENERATED
+ * around it). */
+static GLuint primitives(const pa_render_view *v, uint32_t w, uint32_t h) {
+  char err[256];
+  pa_render_cam *c = NULL;
+  assert_int_equal(pa_render_cam_create(&c, w, h, err, sizeof err), 0);
+  uint8_t *img = malloc((size_t)w * h * 3);
+  assert_non_null(img);
+  GLuint q, n = 0;
+  glGenQueries(1, &q);
+  glBeginQuery(GL_PRIMITIVES_GENERATED, q);
+  if (pa_render_cam_render(c, scene, v, img, err, sizeof err) != 0)
+    fail_msg("camera: %s", err);
+  glEndQuery(GL_PRIMITIVES_GENERATED);
+  glGetQueryObjectuiv(q, GL_QUERY_RESULT, &n);
+  glDeleteQueries(1, &q);
+  free(img);
+  pa_render_cam_free(c);
+  return n;
+}
+
+/* A robot a few pixels wide is drawn with cylinders and a shadow of 8
+ * sides, not 24 (its outline within a third of a pixel of the round one):
+ * the same view draws fewer primitives at 84 x 84 than at 640 x 480, by at
+ * least what one robot's body, neck and shadow save. */
+static void test_small_robots_fewer_sides(void **state) {
+  (void)state;
+  pa_render_view v[2];
+  views_of(v, 2); /* robot 1 looks over the room at the others */
+  GLuint small = primitives(&v[1], 84, 84), big = primitives(&v[1], 640, 480);
+  if (!(small + 100 <= big))
+    fail_msg("84x84 drew %u primitives, 640x480 %u", small, big);
+}
+
 /* More views than one framebuffer holds: further passes, same tiles. */
 static void test_passes(void **state) {
   (void)state;
@@ -437,6 +474,7 @@ int main(void) {
       cmocka_unit_test(test_tiles_are_their_robots),
       cmocka_unit_test(test_culling_changes_nothing),
       cmocka_unit_test(test_eye_inside_a_head),
+      cmocka_unit_test(test_small_robots_fewer_sides),
       cmocka_unit_test(test_passes),
       cmocka_unit_test(test_pool_same_bytes),
       cmocka_unit_test(test_bad_input),

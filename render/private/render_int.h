@@ -65,17 +65,23 @@ typedef struct rcolumns {
   uint32_t w;
 } rcolumns;
 
+/* A robot's levels of detail: its cylinders and soft shadow of 24, 12 and
+ * 8 sides (pa_render_robot_lod, render_parts.h). */
+#define PA_RENDER_LODS 3
+
 struct pa_render_scene {
   uint64_t serial; /* no other scene of this process had it (the atlas keeps
                     * what it read back from this one's unit meshes) */
   rprogram lit;
   rgpu_mesh statics;  /* floor, walls, obstacles in world coordinates */
   rgpu_mesh cylinder; /* unit cylinder: radius 1, z in [0, 1] */
-  rgpu_mesh cube;     /* unit cube centred on the origin */
-  rgpu_mesh shadows;  /* soft floor shadows of the obstacles */
-  rgpu_mesh blob;     /* a robot's soft shadow: unit radius */
-  rgpu_mesh plate;    /* unit square at z 0 facing up (SSL carpet) */
-  rgpu_mesh slab;     /* unit cube, all normals up (SSL lines) */
+  rgpu_mesh cyl_lod[PA_RENDER_LODS - 1]; /* of 12 and 8 sides */
+  rgpu_mesh cube;                        /* unit cube centred on the origin */
+  rgpu_mesh shadows; /* soft floor shadows of the obstacles */
+  rgpu_mesh blob;    /* a robot's soft shadow: unit radius */
+  rgpu_mesh blob_lod[PA_RENDER_LODS - 1]; /* of 12 and 8 sides */
+  rgpu_mesh plate; /* unit square at z 0 facing up (SSL carpet) */
+  rgpu_mesh slab;  /* unit cube, all normals up (SSL lines) */
   bool no_shadows;
   bool no_shadow_map; /* pa_render_scene_set_shadow_map(s, false) */
   struct rshadow *sm; /* the key light's shadow map (shadow.c) */
@@ -104,10 +110,12 @@ struct pa_render_scene {
 };
 
 /* pa_render_scene_draw with chunks outside a level camera's horizontal
- * field of view skipped (cull may be NULL: draw everything). */
+ * field of view skipped (cull may be NULL: draw everything), and the robots
+ * at their level of detail in cull drawn lod_w px wide (0: the finest;
+ * pa_render_robot_lod). */
 void pa_render_scene_draw_culled(const pa_render_scene *s, const float view[16],
                                  const float proj[16], uint32_t skip_robot,
-                                 const pa_render_view *cull);
+                                 const pa_render_view *cull, uint32_t lod_w);
 
 /* pa_render_scene_draw_culled that also skips the static chunks the walls
  * hide in every column of occ (NULL: none hidden; cull must be set), and
@@ -117,7 +125,8 @@ void pa_render_scene_draw_occluded(const pa_render_scene *s,
                                    const float view[16], const float proj[16],
                                    uint32_t skip_robot,
                                    const pa_render_view *cull,
-                                   const rcolumns *occ, const rprogram *lit);
+                                   const rcolumns *occ, const rprogram *lit,
+                                   uint32_t lod_w);
 
 /* ---- occlusion by the walls (occlusion.c) ---- */
 int pa_render_walls_build(rwalls *o, const pa_grid *g);

@@ -13,12 +13,23 @@ typedef struct rpart {
   float rgb[3];
 } rpart;
 #define PA_RENDER_ROBOT_PARTS 5
-/* Robot r at pose p as the parts the cameras draw, in order: their count. */
+/* View v's focal length drawn w px wide [px] (v NULL or w 0: 0). */
+double pa_render_lod_focal(const pa_render_view *v, uint32_t w);
+/* The level of detail (0..PA_RENDER_LODS - 1) of a robot of this radius at
+ * pose p in view v of that focal length (0: the finest): the coarsest
+ * whose body's outline strays at most ~0.3 px from its circle (n sides
+ * stray r (1 - cos(pi / n)) from a circle of r px), its size on screen
+ * taken at its centre's distance. A head camera and an atlas tile of the
+ * same size choose the same. */
+int pa_render_robot_lod(const pa_render_view *v, double focal, double radius,
+                        const pa_render_pose *p);
+/* Robot r at pose p as the parts the cameras draw at level of detail lod,
+ * in order: their count. */
 int pa_render_robot_parts(const pa_render_scene *s, const rrobot *r,
-                          const pa_render_pose *p,
+                          const pa_render_pose *p, int lod,
                           rpart out[PA_RENDER_ROBOT_PARTS]);
 /* Its soft floor shadow (drawn blended, after the floor, no depth write). */
 rpart pa_render_robot_shadow(const pa_render_scene *s, const rrobot *r,
-                             const pa_render_pose *p);
+                             const pa_render_pose *p, int lod);
 
 #endif /* PA_RENDER_PARTS_H */
