@@ -3,7 +3,9 @@
  * shading, set-up, binning) runs on the thread that calls GL, and for small
  * tiles it is most of a batch: one context keeps about one core busy
  * whatever its rasteriser threads do. Each helper is a thread with its own
- * EGL context, its own copy of the scene and its own atlas; it draws the
+ * EGL context (on llvmpipe its own screen, whose rasteriser the caller's
+ * context never waits for: pa_render_egl_create_helper), its own copy of
+ * the scene and its own atlas; it draws the
  * last rows of tiles while the caller draws the first ones, each tile where
  * one atlas for the whole batch puts it, so the bytes are that atlas's. */
 #define _GNU_SOURCE
@@ -18,6 +20,8 @@
 enum { JOB_NONE, JOB_START, JOB_BUILD, JOB_DRAW, JOB_QUIT };
 
 typedef struct helper {
+  const char *renderer; /* the caller's */
+  bool own;             /* on a display of its own (the first helper) */
   pthread_t th;
   pthread_mutex_t mu;
   pthread_cond_t cv;
@@ -42,8 +46,9 @@ typedef struct helper {
 } helper;
 
 struct pa_render_atlas_pool {
-  uint32_t count; /* helpers started */
-  uint64_t key;   /* their scenes' (pa_render_atlas_pool_build), 0: none */
+  uint32_t count;     /* helpers started */
+  char renderer[128]; /* the caller's GL_RENDERER */
+  uint64_t key;       /* their scenes' (pa_render_atlas_pool_build), 0: none */
   helper h[PA_RENDER_ATLAS_POOL_MAX];
 };
 
@@ -74,7 +79,8 @@ static int helper_build(helper *h) {
 /* Waits for job != JOB_NONE, runs it, clears it (under mu). */
 static void *helper_main(void *arg) {
   helper *h = arg;
-  int rc = pa_render_egl_create(&h->egl, h->err, sizeof h->err);
+  int rc = pa_render_egl_create_helper(&h->egl, h->renderer, h->own, h->err,
+                                       sizeof h->err);
   pthread_mutex_lock(&h->mu);
   h->up = rc == 0;
   h->job = JOB_NONE; /* the start is done */
@@ -130,9 +136,13 @@ int pa_render_atlas_pool_create(pa_render_atlas_pool **out, uint32_t helpers,
     return -1;
   }
   /* One at a time, the caller waiting: a helper's context is made while
-   * no other thread calls GL (the GL entry points are loaded again). */
+   * no other thread calls GL (the GL entry points are loaded again) or
+   * reads the environment (pa_render_egl_create_helper). */
+  snprintf(p->renderer, sizeof p->renderer, "%s", pa_render_gl_renderer());
   for (uint32_t i = 0; i < helpers; i++) {
     helper *h = &p->h[i];
+    h->renderer = p->renderer;
+    h->own = i == 0; /* one such display a process (EGL's device platform) */
     pthread_mutex_init(&h->mu, NULL);
     pthread_cond_init(&h->cv, NULL);
     h->job = JOB_START; /* JOB_NONE: started */

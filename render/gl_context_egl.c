@@ -99,7 +99,48 @@ static void egl_keep_heap(void) {
 #endif
 }
 
-int pa_render_egl_create(pa_render_egl **out, char *err, size_t err_sz) {
+/* Mesa's software device on EGL's device platform: a display of its own,
+ * apart from the surfaceless one (its own llvmpipe screen); with
+ * LP_NUM_THREADS 0 unless the environment sets it, read when the screen is
+ * made. EGL_NO_DISPLAY when there is none. */
+static EGLDisplay own_software_display(PFNEGLGETPLATFORMDISPLAYEXTPROC get) {
+  PFNEGLQUERYDEVICESEXTPROC query =
+      (PFNEGLQUERYDEVICESEXTPROC)eglGetProcAddress("eglQueryDevicesEXT");
+  PFNEGLQUERYDEVICESTRINGEXTPROC str =
+      (PFNEGLQUERYDEVICESTRINGEXTPROC)eglGetProcAddress(
+          "eglQueryDeviceStringEXT");
+  EGLDeviceEXT devs[8];
+  EGLint n = 0;
+  if (!query || !str || !query(8, devs, &n))
+    return EGL_NO_DISPLAY;
+  for (EGLint i = 0; i < n; i++) {
+    const char *ext = str(devs[i], EGL_EXTENSIONS);
+    if (!ext || !strstr(ext, "EGL_MESA_device_software"))
+      continue;
+    EGLDisplay d = get(EGL_PLATFORM_DEVICE_EXT, devs[i], NULL);
+    if (d == EGL_NO_DISPLAY)
+      return d;
+    /* The helper's thread is its drawing: no rasteriser threads of its own
+     * (the caller's context keeps its). Set only while the caller waits
+     * for this thread (pa_render_atlas_pool_create): no other thread of
+     * ours reads the environment meanwhile. */
+    bool set = !getenv("LP_NUM_THREADS");
+    if (set)
+      setenv("LP_NUM_THREADS", "0", 1);
+    EGLint maj, min;
+    EGLBoolean ok = eglInitialize(d, &maj, &min);
+    if (set)
+      unsetenv("LP_NUM_THREADS");
+    return ok ? d : EGL_NO_DISPLAY;
+  }
+  return EGL_NO_DISPLAY;
+}
+
+/* pa_render_egl_create; helper_of (not NULL): a helper's context beside a
+ * context whose GL_RENDERER is helper_of (pa_render_egl_create_helper), on
+ * a display of its own when own and the renderer is llvmpipe. */
+static int egl_create(pa_render_egl **out, const char *helper_of, bool own,
+                      char *err, size_t err_sz) {
   *out = NULL;
   egl_keep_heap();
   PFNEGLGETPLATFORMDISPLAYEXTPROC get_display =
@@ -119,7 +160,9 @@ int pa_render_egl_create(pa_render_egl **out, char *err, size_t err_sz) {
   int dev = egl_device_display(e, get_display, err, err_sz);
   if (dev < 0)
     goto fail;
-  if (!dev)
+  if (!dev && own && helper_of && !strncmp(helper_of, "llvmpipe", 8))
+    e->dpy = own_software_display(get_display);
+  if (!dev && e->dpy == EGL_NO_DISPLAY)
     e->dpy =
         get_display(EGL_PLATFORM_SURFACELESS_MESA, EGL_DEFAULT_DISPLAY, NULL);
   if (e->dpy == EGL_NO_DISPLAY) {
@@ -167,11 +210,27 @@ int pa_render_egl_create(pa_render_egl **out, char *err, size_t err_sz) {
   }
   if (pa_render_gl_load(eglGetProcAddress, err, err_sz) < 0)
     goto fail;
+  if (helper_of && strcmp(pa_render_gl_renderer(), helper_of)) {
+    snprintf(err, err_sz, "EGL: a helper's context renders with %s, not %s",
+             pa_render_gl_renderer(), helper_of);
+    goto fail;
+  }
   *out = e;
   return 0;
 fail:
   pa_render_egl_destroy(e);
   return -1;
+}
+
+int pa_render_egl_create(pa_render_egl **out, char *err, size_t err_sz) {
+  return egl_create(out, NULL, false, err, err_sz);
+}
+
+int pa_render_egl_create_helper(pa_render_egl **out, const char *renderer,
+                                bool own, char *err, size_t err_sz) {
+  if (own && egl_create(out, renderer, true, err, err_sz) == 0)
+    return 0;
+  return egl_create(out, renderer, false, err, err_sz); /* the shared one */
 }
 
 void pa_render_egl_destroy(pa_render_egl *e) {

@@ -193,13 +193,12 @@ static int build_scene(rloop *L, char *err, size_t err_sz) {
   return 0;
 }
 
-/* The GL contexts drawing a camera_batch: --atlas_contexts, or (0) one a
- * CPU, at most 4. */
+/* The GL contexts drawing a camera_batch: --atlas_contexts, or (0) two
+ * with two CPUs or more (measured on two: docs/benchmarks.md), else one. */
 static uint32_t atlas_contexts(const pa_render_def *d) {
   if (d->atlas_contexts)
     return d->atlas_contexts;
-  long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-  return cpus < 1 ? 1 : cpus > 4 ? 4 : (uint32_t)cpus;
+  return sysconf(_SC_NPROCESSORS_ONLN) >= 2 ? 2 : 1;
 }
 
 /* camera_batch's helpers with scenes of the current one, started at the

@@ -48,6 +48,17 @@ typedef struct pa_render_egl pa_render_egl;
 /* Creates a headless GL 3.3 core context (EGL surfaceless), makes it current
  * and loads the GL functions. Fails with a message naming the EGL step. */
 int pa_render_egl_create(pa_render_egl **out, char *err, size_t err_sz);
+/* The same for a thread drawing beside a context whose GL_RENDERER is
+ * `renderer` (pa_render_atlas_pool's helpers). With own, on llvmpipe, on a
+ * display of its own when Mesa lists its software device (EGL's device
+ * platform; one such display a process): its own llvmpipe screen, so that
+ * its drawing never waits for the other context's rasteriser, with no
+ * rasteriser threads unless LP_NUM_THREADS says (it sets that variable
+ * while it makes the screen: call it while no other thread reads the
+ * environment). Else, or when that renders with another renderer, on the
+ * caller's display. */
+int pa_render_egl_create_helper(pa_render_egl **out, const char *renderer,
+                                bool own, char *err, size_t err_sz);
 void pa_render_egl_destroy(pa_render_egl *e);
 /* Re-checks that the context is still current and usable (eglMakeCurrent
  * fails with EGL_CONTEXT_LOST after a lost context). */

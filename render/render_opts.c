@@ -31,7 +31,7 @@ static const pa_opt_row rows[] = {
          "(0 or 1: off; head cameras never)")},
     {ROW(atlas_contexts, "atlas_contexts", PA_OPT_U32, 0, 8, 0,
          "GL contexts drawing a camera_batch at once, each on its own thread "
-         "(0 = one a CPU, at most 4; 1 = one)")},
+         "(0 = 2 with 2 CPUs or more, else 1)")},
 };
 
 static int finish(void *args, const bool *given, char *err, size_t err_sz) {
