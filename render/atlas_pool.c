@@ -13,6 +13,7 @@
 #include "render_int.h"
 
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -146,7 +147,13 @@ int pa_render_atlas_pool_create(pa_render_atlas_pool **out, uint32_t helpers,
     pthread_mutex_init(&h->mu, NULL);
     pthread_cond_init(&h->cv, NULL);
     h->job = JOB_START; /* JOB_NONE: started */
-    if (pthread_create(&h->th, NULL, helper_main, h) != 0) {
+    /* signals (a stop) stay the caller's: its waits are what they cut */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    int rc = pthread_create(&h->th, NULL, helper_main, h);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (rc != 0) {
       pthread_mutex_destroy(&h->mu);
       pthread_cond_destroy(&h->cv);
       snprintf(err, err_sz, "atlas pool: cannot start a thread");
