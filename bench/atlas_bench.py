@@ -82,6 +82,7 @@ def main():
         first = int(env.robots[0])
         res = {"env.step": [], "camera_batch": []}
         cpu = {"env.step": {}, "camera_batch": {}}
+        draw = []  # pa-render's own time a batch (the segment's render_ns)
         for _ in range(a.rounds):
             for kind in ("env.step", "camera_batch"):
                 c0, frames = cpu_now(procs), 0
@@ -94,6 +95,7 @@ def main():
                         r = world.conn.request("camera_batch", {
                             "width": w, "height": h, "robots_range": [first, a.envs]})
                         world.atlas.read(r["seq"])
+                        draw.append(world.atlas._u("render_ns"))
                     frames += a.envs
                 dt = time.monotonic() - t0
                 c1 = cpu_now(procs)
@@ -104,6 +106,10 @@ def main():
         for kind, v in res.items():
             print("%-13s frames/s %s  (median %.0f)" % (
                 kind, " ".join("%.0f" % x for x in v), float(np.median(v))))
+        if draw:
+            d = float(np.median(draw))
+            print("camera_batch: pa-render draws a batch in %.0f us (median): %.0f "
+                  "frames/s while it draws" % (d / 1e3, a.envs * 1e9 / d))
         print("CPU us per frame (median of the rounds)")
         for kind in res:
             print("  %-13s %s" % (kind, "  ".join(
