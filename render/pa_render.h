@@ -204,6 +204,7 @@ typedef struct pa_render_def {
   const char *data_dir; /* spectator screenshots and videos (NULL = cwd) */
   uint32_t msaa; /* samples for the spectator and the viewer (4; 0/1 off) */
   uint32_t atlas_contexts; /* GL contexts drawing a camera_batch (0: auto) */
+  uint32_t raster_threads; /* llvmpipe's, headless (0: the drawing thread) */
 } pa_render_def;
 pa_render_def pa_render_def_default(void);
 /* pa-render's flag table over a pa_render_def (render_opts.c): read by

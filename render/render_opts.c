@@ -32,6 +32,10 @@ static const pa_opt_row rows[] = {
     {ROW(atlas_contexts, "atlas_contexts", PA_OPT_U32, 0, 8, 0,
          "GL contexts drawing a camera_batch at once, each on its own thread "
          "(0 = 2 with 2 CPUs or more, else 1)")},
+    {ROW(raster_threads, "raster_threads", PA_OPT_U32, 0, 64, 0,
+         "llvmpipe rasteriser threads of the headless context (0 = none: "
+         "the drawing thread rasterises, the least CPU a frame; "
+         "LP_NUM_THREADS in the environment wins)")},
 };
 
 static int finish(void *args, const bool *given, char *err, size_t err_sz) {
