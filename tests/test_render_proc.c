@@ -4,6 +4,7 @@
  * reads frames from the camera ring. Also: config errors, a missing EGL
  * vendor, and the viewer under xvfb-run. */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <math.h>
 #include <setjmp.h>
@@ -114,6 +115,38 @@ static pid_t spawn_render(world *w, const char *log) {
   pa_test_bin(bin, sizeof bin, "pa-render");
   char *argv[] = {bin, "--instance", w->instance, "--camera_hz", "20", NULL};
   return pa_test_spawn(argv, log);
+}
+
+/* pa-render with these flags after the usual ones (NULL-ended). */
+static pid_t spawn_render_with(world *w, const char *log, const char *a,
+                               const char *b) {
+  char bin[512];
+  pa_test_bin(bin, sizeof bin, "pa-render");
+  char *argv[] = {bin,  "--instance", w->instance, "--camera_hz",
+                  "20", (char *)a,    (char *)b,   NULL};
+  return pa_test_spawn(argv, log);
+}
+
+/* Threads of pid named llvmpipe-N (llvmpipe's rasterisers). */
+static int llvmpipe_threads(pid_t pid) {
+  char dir[64];
+  snprintf(dir, sizeof dir, "/proc/%d/task", (int)pid);
+  DIR *d = opendir(dir);
+  assert_non_null(d);
+  int n = 0;
+  struct dirent *e;
+  while ((e = readdir(d))) {
+    char path[400], comm[64] = "";
+    snprintf(path, sizeof path, "%s/%s/comm", dir, e->d_name);
+    FILE *f = e->d_name[0] != '.' ? fopen(path, "r") : NULL;
+    if (f) {
+      if (fgets(comm, sizeof comm, f))
+        n += strncmp(comm, "llvmpipe", 8) == 0;
+      fclose(f);
+    }
+  }
+  closedir(d);
+  return n;
 }
 
 static bool render_ready(void *arg) {
@@ -477,9 +510,43 @@ static void test_viewer_screenshot(void **state) {
   world_free(&w);
 }
 
+/* pa-render's llvmpipe screen has --raster_threads rasteriser threads: none
+ * by default (its drawing thread rasterises), 2 when asked; LP_NUM_THREADS
+ * in the environment wins over the flag. */
+static void test_raster_threads(void **state) {
+  (void)state;
+  world w;
+  world_create(&w);
+  char log[512];
+  snprintf(log, sizeof log, "%s/raster.log", pa_test_tmpdir());
+  const char *flag[3][2] = {
+      {NULL, NULL}, {"--raster_threads", "2"}, {"--raster_threads", "0"}};
+  const int want[3] = {0, 2, 3};
+  for (int k = 0; k < 3; k++) {
+    if (k == 2)
+      setenv("LP_NUM_THREADS", "3", 1); /* pa_test_spawn's child inherits */
+    pid_t pid = spawn_render_with(&w, log, flag[k][0], flag[k][1]);
+    if (k == 2)
+      unsetenv("LP_NUM_THREADS");
+    if (!pa_test_wait_for(render_ready, &w, 30000)) {
+      pa_test_dump_file(log);
+      fail_msg("pa-render did not become ready");
+    }
+    int n = llvmpipe_threads(pid);
+    int st = pa_test_stop(pid, SIGTERM, 10000);
+    assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    __atomic_store_n(&w.st.ctl->health[PA_PROC_RENDER].ready, 0,
+                     __ATOMIC_RELEASE);
+    if (n != want[k])
+      fail_msg("case %d: %d llvmpipe threads, want %d", k, n, want[k]);
+  }
+  world_free(&w);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_config_errors),
+      cmocka_unit_test(test_raster_threads),
       cmocka_unit_test(test_e2e),
       cmocka_unit_test(test_e2e_sim),
       cmocka_unit_test(test_no_gl),
