@@ -15,6 +15,11 @@
 /* framebuffer side [px]: more tiles, more passes */
 #define ATLAS_MAX_FB 2048u
 
+/* a->unit[]: the cylinders by level of detail, the blobs, the cube */
+#define UNIT_BLOB PA_RENDER_LODS
+#define UNIT_CUBE (2 * PA_RENDER_LODS)
+#define UNITS (2 * PA_RENDER_LODS + 1)
+
 /* A unit mesh read back from its buffer as its distinct vertices and one
  * index per original vertex: the same triangles, each vertex shaded once
  * (llvmpipe's vertex work is most of a robot's cost). */
@@ -37,8 +42,9 @@ struct pa_render_atlas {
   rvertex *v;   /* merged vertices */
   uint32_t *ix; /* merged triangles */
   size_t v_cap, ix_cap;
-  /* the unit cylinders and blobs by level of detail, and the cube */
-  unit_mesh unit[2 * PA_RENDER_LODS + 1];
+  /* the scene's unit meshes read back: its cylinders and blobs by level of
+   * detail, then its cube (UNIT_*) */
+  unit_mesh unit[UNITS];
   uint64_t unit_serial; /* of the scene they were read from, 0: none */
   /* per robot and level of detail (i * PA_RENDER_LODS + level): its
    * parts' and shadow's indices and their counts (0: not merged) */
@@ -104,7 +110,7 @@ void pa_render_atlas_free(pa_render_atlas *a) {
   free(a->active);
   free(a->v);
   free(a->ix);
-  for (int i = 0; i < 2 * PA_RENDER_LODS + 1; i++)
+  for (int i = 0; i < UNITS; i++)
     unit_free(&a->unit[i]);
   free(a->first), free(a->bfirst);
   free(a->count), free(a->bcount), free(a->dcount);
@@ -392,22 +398,20 @@ static double top_hidden(const rpart *c, const rpart *b,
   return top - 1e-5;
 }
 
+/* The scene's mesh that a->unit[k] is read from. */
+static const rgpu_mesh *unit_src(const pa_render_scene *s, int k) {
+  return k < UNIT_BLOB   ? &s->cyl[k]
+         : k < UNIT_CUBE ? &s->blob[k - UNIT_BLOB]
+                         : &s->cube;
+}
+
 /* The unit mesh (of a->unit) that scene mesh g was read into. */
 static const unit_mesh *unit_of(const pa_render_atlas *a,
                                 const pa_render_scene *s, const rgpu_mesh *g) {
-  for (int l = 1; l < PA_RENDER_LODS; l++) {
-    if (g == &s->cyl_lod[l - 1])
-      return &a->unit[l];
-    if (g == &s->blob_lod[l - 1])
-      return &a->unit[PA_RENDER_LODS + 1 + l];
-  }
-  return g == &s->cylinder ? &a->unit[0]
-         : g == &s->cube   ? &a->unit[PA_RENDER_LODS]
-                           : &a->unit[PA_RENDER_LODS + 1];
-}
-
-static bool is_cylinder(const pa_render_scene *s, const rgpu_mesh *g) {
-  return g == &s->cylinder || (g >= s->cyl_lod && g < s->cyl_lod + 2);
+  int k = 0;
+  while (k < UNIT_CUBE && unit_src(s, k) != g)
+    k++;
+  return &a->unit[k];
 }
 
 /* The scene's unit meshes read back (once a scene). */
@@ -415,11 +419,8 @@ static int units_read(pa_render_atlas *a, const pa_render_scene *s) {
   if (a->unit_serial == s->serial)
     return 0;
   a->unit_serial = 0;
-  const rgpu_mesh *g[2 * PA_RENDER_LODS + 1] = {
-      &s->cylinder, &s->cyl_lod[0],  &s->cyl_lod[1], &s->cube,
-      &s->blob,     &s->blob_lod[0], &s->blob_lod[1]};
-  for (int k = 0; k < 2 * PA_RENDER_LODS + 1; k++)
-    if (unit_read(&a->unit[k], g[k]) < 0)
+  for (int k = 0; k < UNITS; k++)
+    if (unit_read(&a->unit[k], unit_src(s, k)) < 0)
       return -1;
   a->unit_serial = s->serial;
   return 0;
@@ -439,8 +440,8 @@ static int merge_robots(pa_render_atlas *a, const pa_render_scene *s,
     return -1;
   }
   /* at most every level of every robot; level 0 is the largest */
-  const unit_mesh *c0 = &a->unit[0], *cube = &a->unit[PA_RENDER_LODS],
-                  *b0 = &a->unit[PA_RENDER_LODS + 1];
+  const unit_mesh *c0 = &a->unit[0], *cube = &a->unit[UNIT_CUBE],
+                  *b0 = &a->unit[UNIT_BLOB];
   size_t most_v = 2 * c0->nu + 3 * cube->nu + b0->nu;
   size_t most_i = 2 * c0->n + 3 * cube->n + b0->n;
   if (grow_robots(a, n ? n : 1, PA_RENDER_LODS * n * most_v + 1,
@@ -452,11 +453,10 @@ static int merge_robots(pa_render_atlas *a, const pa_render_scene *s,
     a->focal[e] = pa_render_lod_focal(&views[e], a->w);
   size_t vat = 0, iat = 0;
   a->top = -INFINITY;
+  /* counts 0: not merged (first and bfirst are read only past a count) */
+  memset(a->count, 0, PA_RENDER_LODS * n * sizeof *a->count);
+  memset(a->bcount, 0, PA_RENDER_LODS * n * sizeof *a->bcount);
   for (uint32_t i = 0; i < n; i++) {
-    for (int l = 0; l < PA_RENDER_LODS; l++) {
-      a->first[i * PA_RENDER_LODS + l] = a->bfirst[i * PA_RENDER_LODS + l] = 0;
-      a->count[i * PA_RENDER_LODS + l] = a->bcount[i * PA_RENDER_LODS + l] = 0;
-    }
     a->reach[i] = 0;
     if (!a->active[i] || !s->robots[i].active)
       continue;
@@ -476,7 +476,8 @@ static int merge_robots(pa_render_atlas *a, const pa_render_scene *s,
       int k = pa_render_robot_parts(s, &s->robots[i], p, l, q);
       for (int j = 0; j < k; j++) {
         double up = eye_hi;
-        for (int b = 0; b < k && is_cylinder(s, q[j].mesh); b++)
+        bool cyl = q[j].mesh >= s->cyl && q[j].mesh < s->cyl + PA_RENDER_LODS;
+        for (int b = 0; b < k && cyl; b++)
           if (q[b].mesh == &s->cube)
             up = fmin(up, top_hidden(&q[j], &q[b], views, draw, nv));
         put_part(a, &vat, &iat, &q[j], unit_of(a, s, q[j].mesh), eye_lo, up,

@@ -617,13 +617,9 @@ int pa_render_scene_build(pa_render_scene **out, const pa_grid *grid,
   if (pa_render_gpu_upload(&s->shadows, &m, err, err_sz) < 0)
     goto fail;
   pa_render_mesh_free(&m);
-  mesh_soft_disc(&m, 0, 0, 0, 1.0, 0.5, SOFT_DISC_N);
-  if (pa_render_gpu_upload(&s->blob, &m, err, err_sz) < 0)
-    goto fail;
-  pa_render_mesh_free(&m);
-  for (int l = 0; l < 2; l++) {
-    mesh_soft_disc(&m, 0, 0, 0, 1.0, 0.5, lod_sides[l + 1]);
-    if (pa_render_gpu_upload(&s->blob_lod[l], &m, err, err_sz) < 0)
+  for (int l = 0; l < PA_RENDER_LODS; l++) {
+    mesh_soft_disc(&m, 0, 0, 0, 1.0, 0.5, lod_sides[l]);
+    if (pa_render_gpu_upload(&s->blob[l], &m, err, err_sz) < 0)
       goto fail;
     pa_render_mesh_free(&m);
   }
@@ -650,13 +646,9 @@ int pa_render_scene_build(pa_render_scene **out, const pa_grid *grid,
 
   static const uint8_t white[3] = {255, 255, 255};
   static const double origin[3] = {0, 0, 0}, half[3] = {0.5, 0.5, 0.5};
-  pa_render_mesh_cylinder(&m, origin, 1.0, 1.0, white, CYL_SEGMENTS);
-  if (pa_render_gpu_upload(&s->cylinder, &m, err, err_sz) < 0)
-    goto fail;
-  pa_render_mesh_free(&m);
-  for (int l = 0; l < 2; l++) {
-    pa_render_mesh_cylinder(&m, origin, 1.0, 1.0, white, lod_sides[l + 1]);
-    if (pa_render_gpu_upload(&s->cyl_lod[l], &m, err, err_sz) < 0)
+  for (int l = 0; l < PA_RENDER_LODS; l++) {
+    pa_render_mesh_cylinder(&m, origin, 1.0, 1.0, white, lod_sides[l]);
+    if (pa_render_gpu_upload(&s->cyl[l], &m, err, err_sz) < 0)
       goto fail;
     pa_render_mesh_free(&m);
   }
@@ -690,15 +682,13 @@ void pa_render_scene_free(pa_render_scene *s) {
   if (!s)
     return;
   pa_render_gpu_free(&s->statics);
-  pa_render_gpu_free(&s->cylinder);
-  for (int l = 0; l < 2; l++) {
-    pa_render_gpu_free(&s->cyl_lod[l]);
-    pa_render_gpu_free(&s->blob_lod[l]);
+  for (int l = 0; l < PA_RENDER_LODS; l++) {
+    pa_render_gpu_free(&s->cyl[l]);
+    pa_render_gpu_free(&s->blob[l]);
   }
   pa_render_gpu_free(&s->sphere);
   pa_render_gpu_free(&s->cube);
   pa_render_gpu_free(&s->shadows);
-  pa_render_gpu_free(&s->blob);
   pa_render_gpu_free(&s->plate);
   pa_render_gpu_free(&s->slab);
   pa_render_shadow_free(s->sm);
@@ -803,11 +793,6 @@ int pa_render_robot_lod(const pa_render_view *v, double focal, double radius,
   return d2 >= rf * rf * (1.0 / 16) ? 2 : d2 >= rf * rf * (1.0 / 81) ? 1 : 0;
 }
 
-/* A robot's cylinder at level of detail lod. */
-static const rgpu_mesh *cyl_at(const pa_render_scene *s, int lod) {
-  return lod <= 0 ? &s->cylinder : &s->cyl_lod[lod - 1];
-}
-
 int pa_render_robot_parts(const pa_render_scene *s, const rrobot *r,
                           const pa_render_pose *p, int lod,
                           rpart out[PA_RENDER_ROBOT_PARTS]) {
@@ -816,7 +801,7 @@ int pa_render_robot_parts(const pa_render_scene *s, const rrobot *r,
   int n = 0;
   double rad = r->radius, h = r->height;
   double body[3] = {rad, rad, h};
-  out[n++] = part(cyl_at(s, lod), p->x, p->y, 0, p->theta, body, r->colour);
+  out[n++] = part(&s->cyl[lod], p->x, p->y, 0, p->theta, body, r->colour);
   double c = cos(p->theta), sn = sin(p->theta);
   double stripe[3] = {rad * 0.8, rad * 0.22, 0.02};
   out[n++] = part(&s->cube, p->x + c * rad * 0.45, p->y + sn * rad * 0.45,
@@ -828,7 +813,7 @@ int pa_render_robot_parts(const pa_render_scene *s, const rrobot *r,
   if (neck_h > 0.005) {
     double neck[3] = {rad * 0.15, rad * 0.15, neck_h};
     /* a sixth of the body's width: never finer than the middle level */
-    out[n++] = part(cyl_at(s, lod > 1 ? lod : 1), p->x, p->y, h, 0, neck, dark);
+    out[n++] = part(&s->cyl[lod > 1 ? lod : 1], p->x, p->y, h, 0, neck, dark);
   }
   double head[3] = {rad * 0.7, rad * 0.9, 0.1};
   out[n++] = part(&s->cube, p->x, p->y, r->head_height, hy, head, r->colour);
@@ -1012,8 +997,7 @@ rpart pa_render_robot_shadow(const pa_render_scene *s, const rrobot *r,
   double dx, dy;
   shadow_offset(r->height, &dx, &dy);
   double sc[3] = {r->radius, r->radius, 1};
-  return part(lod <= 0 ? &s->blob : &s->blob_lod[lod - 1], p->x + dx, p->y + dy,
-              SHADOW_Z, 0, sc, black);
+  return part(&s->blob[lod], p->x + dx, p->y + dy, SHADOW_Z, 0, sc, black);
 }
 
 /* Blended over what is drawn, writing no depth: obstacles' static blobs,

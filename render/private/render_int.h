@@ -73,15 +73,14 @@ struct pa_render_scene {
   uint64_t serial; /* no other scene of this process had it (the atlas keeps
                     * what it read back from this one's unit meshes) */
   rprogram lit;
-  rgpu_mesh statics;  /* floor, walls, obstacles in world coordinates */
-  rgpu_mesh cylinder; /* unit cylinder: radius 1, z in [0, 1] */
-  rgpu_mesh cyl_lod[PA_RENDER_LODS - 1]; /* of 12 and 8 sides */
-  rgpu_mesh cube;                        /* unit cube centred on the origin */
+  rgpu_mesh statics; /* floor, walls, obstacles in world coordinates */
+  /* by level of detail (24, 12, 8 sides): unit cylinders (radius 1, z in
+   * [0, 1]) and a robot's soft shadow (unit radius) */
+  rgpu_mesh cyl[PA_RENDER_LODS], blob[PA_RENDER_LODS];
+  rgpu_mesh cube;    /* unit cube centred on the origin */
   rgpu_mesh shadows; /* soft floor shadows of the obstacles */
-  rgpu_mesh blob;    /* a robot's soft shadow: unit radius */
-  rgpu_mesh blob_lod[PA_RENDER_LODS - 1]; /* of 12 and 8 sides */
-  rgpu_mesh plate; /* unit square at z 0 facing up (SSL carpet) */
-  rgpu_mesh slab;  /* unit cube, all normals up (SSL lines) */
+  rgpu_mesh plate;   /* unit square at z 0 facing up (SSL carpet) */
+  rgpu_mesh slab;    /* unit cube, all normals up (SSL lines) */
   bool no_shadows;
   bool no_shadow_map; /* pa_render_scene_set_shadow_map(s, false) */
   struct rshadow *sm; /* the key light's shadow map (shadow.c) */
