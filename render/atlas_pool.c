@@ -16,7 +16,6 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 enum { JOB_NONE, JOB_START, JOB_BUILD, JOB_DRAW, JOB_QUIT };
 
@@ -217,22 +216,6 @@ int pa_render_atlas_pool_build(pa_render_atlas_pool *p, const pa_grid *g,
   return rc;
 }
 
-/* The tick's state of s (poses, SSL, ball, switches) into d, a scene
- * built from the same map and world. */
-static void mirror(pa_render_scene *d, const pa_render_scene *s) {
-  uint32_t n = s->pose_count < d->robot_count ? s->pose_count : d->robot_count;
-  if (n)
-    memcpy(d->poses, s->poses, n * sizeof *d->poses);
-  d->pose_count = n;
-  d->ssl = s->ssl;
-  d->ball = s->ball;
-  memcpy(d->ball_xyz, s->ball_xyz, sizeof d->ball_xyz);
-  d->no_shadows = s->no_shadows;
-  d->no_shadow_map = s->no_shadow_map;
-  d->no_culling = s->no_culling;
-  d->fog_density = s->fog_density;
-}
-
 int pa_render_atlas_pool_render(pa_render_atlas_pool *p, pa_render_atlas *a,
                                 pa_render_scene *s, const pa_render_view *views,
                                 const bool *draw, uint32_t n, uint8_t *rgb,
@@ -253,7 +236,8 @@ int pa_render_atlas_pool_render(pa_render_atlas_pool *p, pa_render_atlas *a,
   }
   for (uint32_t k = 1; k < parts; k++) {
     helper *h = &p->h[k - 1];
-    mirror(h->scene, s); /* the helper is idle: its scene is ours to set */
+    /* the helper is idle: its scene is ours to set */
+    pa_render_scene_copy_state(h->scene, s);
     h->views = views, h->draw = draw, h->n = n;
     h->t0 = ends[k], h->t1 = ends[k + 1];
     h->w = pa_render_atlas_width(a), h->h = pa_render_atlas_height(a);

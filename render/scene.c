@@ -734,6 +734,20 @@ void pa_render_scene_set_culling(pa_render_scene *s, bool on) {
   s->no_culling = !on;
 }
 
+void pa_render_scene_copy_state(pa_render_scene *d, const pa_render_scene *s) {
+  uint32_t n = s->pose_count < d->robot_count ? s->pose_count : d->robot_count;
+  if (n)
+    memcpy(d->poses, s->poses, n * sizeof *d->poses);
+  d->pose_count = n;
+  d->ssl = s->ssl;
+  d->ball = s->ball;
+  memcpy(d->ball_xyz, s->ball_xyz, sizeof d->ball_xyz);
+  d->no_shadows = s->no_shadows;
+  d->no_shadow_map = s->no_shadow_map;
+  d->no_culling = s->no_culling;
+  d->fog_density = s->fog_density;
+}
+
 uint32_t pa_render_scene_wall_boxes(const pa_render_scene *s) {
   return s->wall_boxes;
 }

@@ -108,6 +108,11 @@ struct pa_render_scene {
   double ball_xyz[3]; /* [m] z = its bottom's height */
 };
 
+/* What the setters change between frames (poses, SSL field and ball, the
+ * switches, fog) from s into d, a scene built from the same map and world
+ * (an atlas pool's helper's copy). */
+void pa_render_scene_copy_state(pa_render_scene *d, const pa_render_scene *s);
+
 /* pa_render_scene_draw with chunks outside a level camera's horizontal
  * field of view skipped (cull may be NULL: draw everything), and the robots
  * at their level of detail in cull drawn lod_w px wide (0: the finest;
