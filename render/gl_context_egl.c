@@ -99,10 +99,28 @@ static void egl_keep_heap(void) {
 #endif
 }
 
+/* eglInitialize(d), llvmpipe's screen made with `threads` rasteriser
+ * threads: LP_NUM_THREADS, which it reads then, set meanwhile (threads < 0,
+ * or the variable set in the environment: as it is). The callers make sure
+ * that no other thread of ours reads the environment meanwhile (pa-render
+ * before its first thread; a pool's helper while its caller waits). */
+static EGLBoolean init_display(EGLDisplay d, int threads) {
+  bool set = threads >= 0 && !getenv("LP_NUM_THREADS");
+  if (set) {
+    char v[16];
+    snprintf(v, sizeof v, "%d", threads);
+    setenv("LP_NUM_THREADS", v, 1);
+  }
+  EGLint maj = 0, min = 0;
+  EGLBoolean ok = eglInitialize(d, &maj, &min);
+  if (set)
+    unsetenv("LP_NUM_THREADS");
+  return ok;
+}
+
 /* Mesa's software device on EGL's device platform: a display of its own,
- * apart from the surfaceless one (its own llvmpipe screen); with
- * LP_NUM_THREADS 0 unless the environment sets it, read when the screen is
- * made. EGL_NO_DISPLAY when there is none. */
+ * apart from the surfaceless one (its own llvmpipe screen).
+ * EGL_NO_DISPLAY when there is none. */
 static EGLDisplay own_software_display(PFNEGLGETPLATFORMDISPLAYEXTPROC get) {
   PFNEGLQUERYDEVICESEXTPROC query =
       (PFNEGLQUERYDEVICESEXTPROC)eglGetProcAddress("eglQueryDevicesEXT");
@@ -117,30 +135,17 @@ static EGLDisplay own_software_display(PFNEGLGETPLATFORMDISPLAYEXTPROC get) {
     const char *ext = str(devs[i], EGL_EXTENSIONS);
     if (!ext || !strstr(ext, "EGL_MESA_device_software"))
       continue;
-    EGLDisplay d = get(EGL_PLATFORM_DEVICE_EXT, devs[i], NULL);
-    if (d == EGL_NO_DISPLAY)
-      return d;
-    /* The helper's thread is its drawing: no rasteriser threads of its own
-     * (the caller's context keeps its). Set only while the caller waits
-     * for this thread (pa_render_atlas_pool_create): no other thread of
-     * ours reads the environment meanwhile. */
-    bool set = !getenv("LP_NUM_THREADS");
-    if (set)
-      setenv("LP_NUM_THREADS", "0", 1);
-    EGLint maj, min;
-    EGLBoolean ok = eglInitialize(d, &maj, &min);
-    if (set)
-      unsetenv("LP_NUM_THREADS");
-    return ok ? d : EGL_NO_DISPLAY;
+    return get(EGL_PLATFORM_DEVICE_EXT, devs[i], NULL);
   }
   return EGL_NO_DISPLAY;
 }
 
-/* pa_render_egl_create; helper_of (not NULL): a helper's context beside a
+/* pa_render_egl_create with `threads` rasteriser threads when the display
+ * is made (init_display); helper_of (not NULL): a helper's context beside a
  * context whose GL_RENDERER is helper_of (pa_render_egl_create_helper), on
  * a display of its own when own and the renderer is llvmpipe. */
 static int egl_create(pa_render_egl **out, const char *helper_of, bool own,
-                      char *err, size_t err_sz) {
+                      int threads, char *err, size_t err_sz) {
   *out = NULL;
   egl_keep_heap();
   PFNEGLGETPLATFORMDISPLAYEXTPROC get_display =
@@ -171,8 +176,7 @@ static int egl_create(pa_render_egl **out, const char *helper_of, bool own,
              "installed?", egl_errstr(eglGetError()));
     goto fail;
   }
-  EGLint maj = 0, min = 0;
-  if (!eglInitialize(e->dpy, &maj, &min)) {
+  if (!init_display(e->dpy, threads)) {
     egl_fail(err, err_sz, "eglInitialize failed");
     e->dpy = EGL_NO_DISPLAY;
     goto fail;
@@ -223,14 +227,22 @@ fail:
 }
 
 int pa_render_egl_create(pa_render_egl **out, char *err, size_t err_sz) {
-  return egl_create(out, NULL, false, err, err_sz);
+  return egl_create(out, NULL, false, -1, err, err_sz);
+}
+
+int pa_render_egl_create_threads(pa_render_egl **out, uint32_t threads,
+                                 char *err, size_t err_sz) {
+  return egl_create(out, NULL, false, threads > 4096 ? 4096 : (int)threads, err,
+                    err_sz);
 }
 
 int pa_render_egl_create_helper(pa_render_egl **out, const char *renderer,
                                 bool own, char *err, size_t err_sz) {
-  if (own && egl_create(out, renderer, true, err, err_sz) == 0)
+  /* its own screen: no rasteriser threads (its thread is its drawing; the
+   * caller's context keeps its) */
+  if (own && egl_create(out, renderer, true, 0, err, err_sz) == 0)
     return 0;
-  return egl_create(out, renderer, false, err, err_sz); /* the shared one */
+  return egl_create(out, renderer, false, -1, err, err_sz); /* the shared */
 }
 
 void pa_render_egl_destroy(pa_render_egl *e) {

@@ -446,22 +446,6 @@ static int attach(rloop *L, volatile sig_atomic_t *stop, char *err,
   }
 }
 
-/* The headless context, its llvmpipe screen made with --raster_threads
- * rasteriser threads (LP_NUM_THREADS, read when the screen is made, unless
- * the environment sets it; pa-render has no other thread yet). */
-static int headless_egl(rloop *L, char *err, size_t err_sz) {
-  bool set = !getenv("LP_NUM_THREADS");
-  if (set) {
-    char v[16];
-    snprintf(v, sizeof v, "%u", L->def->raster_threads);
-    setenv("LP_NUM_THREADS", v, 1);
-  }
-  int rc = pa_render_egl_create(&L->egl, err, err_sz);
-  if (set)
-    unsetenv("LP_NUM_THREADS");
-  return rc;
-}
-
 static void loop_free(rloop *L) {
   if (L->spec_on)
     pa_render_spectator_free(&L->spec, L->attached ? &L->st : NULL);
@@ -529,7 +513,8 @@ int pa_render_run(const pa_render_def *d, volatile sig_atomic_t *stop,
       ret = PA_EXIT_CONFIG; /* no usable display: restarting cannot help */
       goto out_nolock;
     }
-  } else if (headless_egl(L, err, err_sz) < 0) {
+  } else if (pa_render_egl_create_threads(&L->egl, d->raster_threads, err,
+                                          err_sz) < 0) { /* no thread yet */
     ret = 1;
     goto out_nolock;
   }

@@ -48,6 +48,12 @@ typedef struct pa_render_egl pa_render_egl;
 /* Creates a headless GL 3.3 core context (EGL surfaceless), makes it current
  * and loads the GL functions. Fails with a message naming the EGL step. */
 int pa_render_egl_create(pa_render_egl **out, char *err, size_t err_sz);
+/* The same, llvmpipe's screen made with `threads` rasteriser threads (0:
+ * the drawing thread rasterises) unless LP_NUM_THREADS is set in the
+ * environment (it sets that variable while the display is made: call it
+ * while no other thread reads the environment). */
+int pa_render_egl_create_threads(pa_render_egl **out, uint32_t threads,
+                                 char *err, size_t err_sz);
 /* The same for a thread drawing beside a context whose GL_RENDERER is
  * `renderer` (pa_render_atlas_pool's helpers). With own, on llvmpipe, on a
  * display of its own when Mesa lists its software device (EGL's device
