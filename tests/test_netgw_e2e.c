@@ -7,7 +7,6 @@
 #include <stdint.h>
 
 #include <cmocka.h>
-#include <dirent.h>
 #include <inttypes.h>
 #include <jansson.h>
 #include <math.h>
@@ -310,18 +309,15 @@ static bool odom_counted(void *arg) {
              .counters[PA_NETGW_CTR_ODOM_FRAMES] == c->want;
 }
 
-/* Threads of pid under SCHED_FIFO (from /proc/PID/task). */
+static bool is_fifo(pid_t tid, const char *comm, void *arg) {
+  (void)comm, (void)arg;
+  return sched_getscheduler(tid) == SCHED_FIFO;
+}
+
+/* Threads of pid under SCHED_FIFO. */
 static int fifo_threads(pid_t pid) {
-  char path[64];
-  snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
-  DIR *d = opendir(path);
-  assert_non_null(d);
-  int n = 0;
-  struct dirent *e;
-  while ((e = readdir(d)))
-    if (e->d_name[0] != '.' && sched_getscheduler(atoi(e->d_name)) == SCHED_FIFO)
-      n++;
-  closedir(d);
+  int n = pa_test_thread_count(pid, is_fifo, NULL);
+  assert_true(n >= 0);
   return n;
 }
 

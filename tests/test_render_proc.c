@@ -4,7 +4,6 @@
  * reads frames from the camera ring. Also: config errors, a missing EGL
  * vendor, and the viewer under xvfb-run. */
 #define _GNU_SOURCE
-#include <dirent.h>
 #include <errno.h>
 #include <math.h>
 #include <setjmp.h>
@@ -127,25 +126,15 @@ static pid_t spawn_render_with(world *w, const char *log, const char *a,
   return pa_test_spawn(argv, log);
 }
 
+static bool is_llvmpipe(pid_t tid, const char *comm, void *arg) {
+  (void)tid, (void)arg;
+  return strncmp(comm, "llvmpipe", 8) == 0;
+}
+
 /* Threads of pid named llvmpipe-N (llvmpipe's rasterisers). */
 static int llvmpipe_threads(pid_t pid) {
-  char dir[64];
-  snprintf(dir, sizeof dir, "/proc/%d/task", (int)pid);
-  DIR *d = opendir(dir);
-  assert_non_null(d);
-  int n = 0;
-  struct dirent *e;
-  while ((e = readdir(d))) {
-    char path[400], comm[64] = "";
-    snprintf(path, sizeof path, "%s/%s/comm", dir, e->d_name);
-    FILE *f = e->d_name[0] != '.' ? fopen(path, "r") : NULL;
-    if (f) {
-      if (fgets(comm, sizeof comm, f))
-        n += strncmp(comm, "llvmpipe", 8) == 0;
-      fclose(f);
-    }
-  }
-  closedir(d);
+  int n = pa_test_thread_count(pid, is_llvmpipe, NULL);
+  assert_true(n >= 0);
   return n;
 }
 

@@ -367,6 +367,33 @@ int pa_test_fd_count(pid_t pid) {
   return pid == getpid() ? n - 1 : n; /* our own opendir fd */
 }
 
+int pa_test_thread_count(pid_t pid,
+                         bool (*pick)(pid_t tid, const char *comm, void *arg),
+                         void *arg) {
+  char dir[64];
+  snprintf(dir, sizeof dir, "/proc/%d/task", (int)pid);
+  DIR *d = opendir(dir);
+  if (!d)
+    return -1;
+  int n = 0;
+  struct dirent *e;
+  while ((e = readdir(d))) {
+    if (e->d_name[0] == '.')
+      continue;
+    char path[400], comm[64] = "";
+    snprintf(path, sizeof path, "%s/%s/comm", dir, e->d_name);
+    FILE *f = fopen(path, "r");
+    if (f) {
+      if (!fgets(comm, sizeof comm, f))
+        comm[0] = 0;
+      fclose(f);
+    }
+    n += !pick || pick((pid_t)atoi(e->d_name), comm, arg);
+  }
+  closedir(d);
+  return n;
+}
+
 int pa_test_open_seg(const char *instance, const char *seg, size_t *size) {
   char path[256];
   snprintf(path, sizeof path, "/dev/shm/playarea.%s.%s", instance, seg);

@@ -133,6 +133,11 @@ bool pa_test_parse_cam(const void *b, int n, pa_test_cam_chunk *c);
 
 /* Number of open file descriptors of pid (via /proc). */
 int pa_test_fd_count(pid_t pid);
+/* Number of pid's threads (/proc/PID/task) for which pick(tid, its comm,
+ * arg) is true (pick NULL: all); -1 when pid has no task list. */
+int pa_test_thread_count(pid_t pid,
+                         bool (*pick)(pid_t tid, const char *comm, void *arg),
+                         void *arg);
 /* Opens the shm object "playarea.<instance>.<seg>" read-write (a test that
  * damages one on purpose); its fd with *size set, or -1. */
 int pa_test_open_seg(const char *instance, const char *seg, size_t *size);
