@@ -113,7 +113,7 @@ static fig run_atlas(pa_render_atlas_pool *pool, pa_render_scene *s,
     frames += n;
   }
   double wall = (pa_now_ns() - t0) / 1e9;
-  fig f = {frames / wall, (cpu_s() - c0) * 1e3 / frames};
+  fig f = {frames / wall, frames ? (cpu_s() - c0) * 1e3 / frames : 0};
   pa_render_atlas_free(a);
   return f;
 }
@@ -149,7 +149,7 @@ static fig run_single(pa_render_scene *s, const pa_render_view *v, uint32_t n,
     frames++;
   }
   double wall = (pa_now_ns() - t0) / 1e9;
-  fig f = {frames / wall, (cpu_s() - c0) * 1e3 / frames};
+  fig f = {frames / wall, frames ? (cpu_s() - c0) * 1e3 / frames : 0};
   pa_render_cam_free(c);
   return f;
 }
