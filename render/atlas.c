@@ -15,10 +15,10 @@
 /* framebuffer side [px]: more tiles, more passes */
 #define ATLAS_MAX_FB 2048u
 
-/* a->unit[]: the cylinders by level of detail, the blobs, the cube */
+/* a->unit[]: the cylinders by level of detail, the blob, the cube */
 #define UNIT_BLOB PA_RENDER_LODS
-#define UNIT_CUBE (2 * PA_RENDER_LODS)
-#define UNITS (2 * PA_RENDER_LODS + 1)
+#define UNIT_CUBE (PA_RENDER_LODS + 1)
+#define UNITS (PA_RENDER_LODS + 2)
 
 /* A unit mesh read back from its buffer as its distinct vertices and one
  * index per original vertex: the same triangles, each vertex shaded once
@@ -42,12 +42,13 @@ struct pa_render_atlas {
   rvertex *v;   /* merged vertices */
   uint32_t *ix; /* merged triangles */
   size_t v_cap, ix_cap;
-  /* the scene's unit meshes read back: its cylinders and blobs by level of
-   * detail, then its cube (UNIT_*) */
+  /* the scene's unit meshes read back: its cylinders by level of detail,
+   * its blob, then its cube (UNIT_*) */
   unit_mesh unit[UNITS];
   uint64_t unit_serial; /* of the scene they were read from, 0: none */
   /* per robot and level of detail (i * PA_RENDER_LODS + level): its
-   * parts' and shadow's indices and their counts (0: not merged) */
+   * parts' indices and their count (0: not merged); per robot (i): its
+   * shadow's, the same at every level */
   size_t *first, *bfirst;
   GLsizei *count, *bcount, *dcount; /* dcount: per view */
   const void **doff;                /* per view: offsets of the draws */
@@ -309,15 +310,16 @@ static int grow_robots(pa_render_atlas *a, uint32_t n, size_t verts,
   if (n > a->robots_cap) {
     GLsizei **c[3] = {&a->count, &a->bcount, &a->dcount};
     size_t **f[2] = {&a->first, &a->bfirst};
+    static const unsigned per_c[3] = {PA_RENDER_LODS, 1, 2};
+    static const unsigned per_f[2] = {PA_RENDER_LODS, 1};
     for (int k = 0; k < 3; k++) {
-      GLsizei *nc =
-          realloc(*c[k], (k < 2 ? PA_RENDER_LODS : 2) * n * sizeof **c[k]);
+      GLsizei *nc = realloc(*c[k], per_c[k] * n * sizeof **c[k]);
       if (!nc)
         return -1;
       *c[k] = nc;
     }
     for (int k = 0; k < 2; k++) {
-      size_t *nf = realloc(*f[k], PA_RENDER_LODS * n * sizeof **f[k]);
+      size_t *nf = realloc(*f[k], per_f[k] * n * sizeof **f[k]);
       if (!nf)
         return -1;
       *f[k] = nf;
@@ -400,9 +402,7 @@ static double top_hidden(const rpart *c, const rpart *b,
 
 /* The scene's mesh that a->unit[k] is read from. */
 static const rgpu_mesh *unit_src(const pa_render_scene *s, int k) {
-  return k < UNIT_BLOB   ? &s->cyl[k]
-         : k < UNIT_CUBE ? &s->blob[k - UNIT_BLOB]
-                         : &s->cube;
+  return k < UNIT_BLOB ? &s->cyl[k] : k == UNIT_BLOB ? &s->blob : &s->cube;
 }
 
 /* The unit mesh (of a->unit) that scene mesh g was read into. */
@@ -442,10 +442,9 @@ static int merge_robots(pa_render_atlas *a, const pa_render_scene *s,
   /* at most every level of every robot; level 0 is the largest */
   const unit_mesh *c0 = &a->unit[0], *cube = &a->unit[UNIT_CUBE],
                   *b0 = &a->unit[UNIT_BLOB];
-  size_t most_v = 2 * c0->nu + 3 * cube->nu + b0->nu;
-  size_t most_i = 2 * c0->n + 3 * cube->n + b0->n;
-  if (grow_robots(a, n ? n : 1, PA_RENDER_LODS * n * most_v + 1,
-                  PA_RENDER_LODS * n * most_i + 1) < 0) {
+  size_t most_v = PA_RENDER_LODS * (2 * c0->nu + 3 * cube->nu) + b0->nu;
+  size_t most_i = PA_RENDER_LODS * (2 * c0->n + 3 * cube->n) + b0->n;
+  if (grow_robots(a, n ? n : 1, n * most_v + 1, n * most_i + 1) < 0) {
     snprintf(err, err_sz, "atlas: out of memory for %u robots", n);
     return -1;
   }
@@ -455,7 +454,7 @@ static int merge_robots(pa_render_atlas *a, const pa_render_scene *s,
   a->top = -INFINITY;
   /* counts 0: not merged (first and bfirst are read only past a count) */
   memset(a->count, 0, PA_RENDER_LODS * n * sizeof *a->count);
-  memset(a->bcount, 0, PA_RENDER_LODS * n * sizeof *a->bcount);
+  memset(a->bcount, 0, n * sizeof *a->bcount);
   for (uint32_t i = 0; i < n; i++) {
     a->reach[i] = 0;
     if (!a->active[i] || !s->robots[i].active)
@@ -484,11 +483,16 @@ static int merge_robots(pa_render_atlas *a, const pa_render_scene *s,
                  p->x, p->y, &reach2);
       }
       a->count[at] = (GLsizei)(iat - a->first[at]);
-      a->bfirst[at] = iat;
-      rpart b = pa_render_robot_shadow(s, &s->robots[i], p, l);
+    }
+    if (levels) {
+      a->bfirst[i] = iat;
+      rpart b = pa_render_robot_shadow(s, &s->robots[i], p);
+      double square2 = 0; /* its corners, past the disc: nothing drawn */
       put_part(a, &vat, &iat, &b, unit_of(a, s, b.mesh), eye_lo, eye_hi, p->x,
-               p->y, &reach2);
-      a->bcount[at] = (GLsizei)(iat - a->bfirst[at]);
+               p->y, &square2);
+      a->bcount[i] = (GLsizei)(iat - a->bfirst[i]);
+      double disc = hypot(b.x - p->x, b.y - p->y) + 1.5 * b.scale[0];
+      reach2 = fmax(reach2, disc * disc);
     }
     a->reach[i] = sqrt(reach2);
   }
@@ -500,8 +504,8 @@ static int merge_robots(pa_render_atlas *a, const pa_render_scene *s,
  * behind the walls too), after the scene's statics: opaque parts, then
  * their blended shadows, as the scene draws them for one camera. */
 static void draw_robots(pa_render_atlas *a, const pa_render_scene *s,
-                        const pa_render_view *v, const rcolumns *occ,
-                        uint32_t n) {
+                        const pa_render_view *v, const float view[16],
+                        const float proj[16], const rcolumns *occ, uint32_t n) {
   GLsizei m = 0;
   bool cull = !s->no_culling && v->pitch == 0;
   if (!(a->top <= PA_RENDER_WALL_HEIGHT))
@@ -523,9 +527,8 @@ static void draw_robots(pa_render_atlas *a, const pa_render_scene *s,
       continue;
     a->doff[m] = (const void *)(uintptr_t)(a->first[at] * sizeof(uint32_t));
     a->dcount[m] = a->count[at];
-    a->doff[n + m] =
-        (const void *)(uintptr_t)(a->bfirst[at] * sizeof(uint32_t));
-    a->dcount[n + m] = a->bcount[at];
+    a->doff[n + m] = (const void *)(uintptr_t)(a->bfirst[i] * sizeof(uint32_t));
+    a->dcount[n + m] = a->bcount[i];
     m++;
   }
   if (!m)
@@ -540,6 +543,7 @@ static void draw_robots(pa_render_atlas *a, const pa_render_scene *s,
   glBindVertexArray(a->vao);
   glMultiDrawElements(GL_TRIANGLES, a->dcount, GL_UNSIGNED_INT, a->doff, m);
   if (!s->no_shadows) {
+    pa_render_scene_use_blobs(s, view, proj);
     glEnable(GL_BLEND);
     glBlendFunc(GL_SRC_ALPHA, GL_ONE_MINUS_SRC_ALPHA);
     glDepthMask(GL_FALSE);
@@ -594,7 +598,7 @@ static int atlas_pass(pa_render_atlas *a, pa_render_scene *s,
     pa_render_scene_draw_occluded(s, view, proj, v->skip_robot, v, o, &a->plain,
                                   a->w);
     s->pose_count = robots;
-    draw_robots(a, s, v, o, robots);
+    draw_robots(a, s, v, view, proj, o, robots);
   }
   glDisable(GL_SCISSOR_TEST);
   glPixelStorei(GL_PACK_ALIGNMENT, 4);

@@ -177,6 +177,41 @@ static const char *lit_fs = "#version 330 core\n"
                             "out vec4 o_colour;\n"
                             "void main() { o_colour = v_colour; }\n";
 
+/* A robot's soft floor shadow (scene.c's blob: a square 3 radii wide whose
+ * colour bytes red and green carry its corners' place, 0 or 1 each way):
+ * opaque at SHADOW_ALPHA (the vertices' alpha) out to one radius, fading
+ * linearly to nothing at 1.5, as a disc of the fragment's own distance
+ * from the centre instead of a fan and a ring of n sides each (two
+ * triangles where there were 22 to 70: llvmpipe pays for each). Its
+ * colour is black fogged as the lit program fogs it, per vertex. */
+static const char *blob_vs =
+    "#version 330 core\n"
+    "layout(location = 0) in vec3 a_pos;\n"
+    "layout(location = 2) in vec4 a_colour;\n"
+    "uniform mat4 u_model, u_view, u_proj;\n"
+    "uniform vec4 u_tint;\n"
+    "uniform vec3 u_fog;\n"
+    "uniform float u_fog_density;\n"
+    "out vec4 v_colour;\n"
+    "out vec2 v_at;\n"
+    "void main() {\n"
+    "  vec4 e = u_view * (u_model * vec4(a_pos, 1.0));\n"
+    "  float fog = exp2(-u_fog_density * length(e.xyz));\n"
+    "  v_colour = vec4(u_fog * (1.0 - fog), a_colour.a * u_tint.a);\n"
+    "  v_at = a_colour.rg * 3.0 - 1.5;\n"
+    "  gl_Position = u_proj * e;\n"
+    "}\n";
+
+static const char *blob_fs =
+    "#version 330 core\n"
+    "in vec4 v_colour;\n"
+    "in vec2 v_at;\n"
+    "out vec4 o_colour;\n"
+    "void main() {\n"
+    "  float fade = clamp(3.0 - 2.0 * length(v_at), 0.0, 1.0);\n"
+    "  o_colour = vec4(v_colour.rgb, v_colour.a * fade);\n"
+    "}\n";
+
 /* 0, or -1 with err = "GL: <what>: <GL's log>" when obj (a program when
  * prog, else a shader) failed to link or compile. */
 static int gl_status(GLuint obj, bool prog, const char *what, char *err,
@@ -272,6 +307,14 @@ int pa_render_program_lit(rprogram *p, char *err, size_t err_sz) {
     return -1;
   pa_render_lit_locations(p);
   pa_render_lit_instance_defaults();
+  return 0;
+}
+
+int pa_render_program_blob(rprogram *p, char *err, size_t err_sz) {
+  memset(p, 0, sizeof *p);
+  if (pa_render_program(&p->prog, blob_vs, blob_fs, err, err_sz) < 0)
+    return -1;
+  pa_render_lit_locations(p);
   return 0;
 }
 

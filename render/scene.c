@@ -10,7 +10,7 @@
 #include <string.h>
 
 #define CYL_SEGMENTS 24
-/* a robot's cylinders and soft shadow at each level of detail */
+/* a robot's cylinders at each level of detail */
 static const int lod_sides[PA_RENDER_LODS] = {CYL_SEGMENTS, 12, 8};
 
 /* ---- CPU meshes --------------------------------------------------------- */
@@ -617,12 +617,21 @@ int pa_render_scene_build(pa_render_scene **out, const pa_grid *grid,
   if (pa_render_gpu_upload(&s->shadows, &m, err, err_sz) < 0)
     goto fail;
   pa_render_mesh_free(&m);
-  for (int l = 0; l < PA_RENDER_LODS; l++) {
-    mesh_soft_disc(&m, 0, 0, 0, 1.0, 0.5, lod_sides[l]);
-    if (pa_render_gpu_upload(&s->blob[l], &m, err, err_sz) < 0)
-      goto fail;
-    pa_render_mesh_free(&m);
+  if (pa_render_program_blob(&s->blob_prog, err, err_sz) < 0)
+    goto fail;
+  { /* the blob: corners' places in red and green (blob_vs) */
+    static const double up[3] = {0, 0, 1};
+    static const uint8_t at[4][3] = {
+        {0, 0, 0}, {255, 0, 0}, {255, 255, 0}, {0, 255, 0}};
+    double q[4][3] = {
+        {-1.5, -1.5, 0}, {1.5, -1.5, 0}, {1.5, 1.5, 0}, {-1.5, 1.5, 0}};
+    static const int tri[6] = {0, 1, 2, 0, 2, 3};
+    for (int k = 0; k < 6; k++)
+      mesh_push(&m, q[tri[k]], up, at[tri[k]], SHADOW_ALPHA);
   }
+  if (pa_render_gpu_upload(&s->blob, &m, err, err_sz) < 0)
+    goto fail;
+  pa_render_mesh_free(&m);
   {
     static const uint8_t w3[3] = {255, 255, 255};
     static const double up[3] = {0, 0, 1};
@@ -682,10 +691,9 @@ void pa_render_scene_free(pa_render_scene *s) {
   if (!s)
     return;
   pa_render_gpu_free(&s->statics);
-  for (int l = 0; l < PA_RENDER_LODS; l++) {
+  for (int l = 0; l < PA_RENDER_LODS; l++)
     pa_render_gpu_free(&s->cyl[l]);
-    pa_render_gpu_free(&s->blob[l]);
-  }
+  pa_render_gpu_free(&s->blob);
   pa_render_gpu_free(&s->sphere);
   pa_render_gpu_free(&s->cube);
   pa_render_gpu_free(&s->shadows);
@@ -695,6 +703,8 @@ void pa_render_scene_free(pa_render_scene *s) {
   pa_render_walls_free(&s->walls);
   if (s->lit.prog)
     glDeleteProgram(s->lit.prog);
+  if (s->blob_prog.prog)
+    glDeleteProgram(s->blob_prog.prog);
   free(s->robots);
   free(s->poses);
   free(s->chunks);
@@ -1006,34 +1016,53 @@ static void draw_statics(const pa_render_scene *s, const pa_render_view *cull,
 }
 
 rpart pa_render_robot_shadow(const pa_render_scene *s, const rrobot *r,
-                             const pa_render_pose *p, int lod) {
-  static const float black[3] = {0, 0, 0};
+                             const pa_render_pose *p) {
+  static const float white[3] = {1, 1, 1}; /* the colour bytes kept */
   double dx, dy;
   shadow_offset(r->height, &dx, &dy);
   double sc[3] = {r->radius, r->radius, 1};
-  return part(&s->blob[lod], p->x + dx, p->y + dy, SHADOW_Z, 0, sc, black);
+  return part(&s->blob, p->x + dx, p->y + dy, SHADOW_Z, 0, sc, white);
 }
 
-/* Blended over what is drawn, writing no depth: obstacles' static blobs,
- * then one per robot under its body (at its level of detail in eye at
- * that focal length, pa_render_robot_lod). */
-static void draw_shadows(const pa_render_scene *s, const pa_render_view *eye,
-                         double focal) {
+static void frame_uniforms(const rprogram *p, const float view[16],
+                           const float proj[16], const double l[3],
+                           float fog_density);
+
+const rprogram *pa_render_scene_use_blobs(const pa_render_scene *s,
+                                          const float view[16],
+                                          const float proj[16]) {
+  static const double none[3] = {0, 0, 1}; /* blob_vs lights nothing */
+  frame_uniforms(&s->blob_prog, view, proj, none, s->fog_density);
+  float id[16];
+  pa_render_mat_identity(id);
+  glUniformMatrix4fv(s->blob_prog.u_model, 1, GL_FALSE, id);
+  glUniform4f(s->blob_prog.u_tint, 1, 1, 1, 1);
+  return &s->blob_prog;
+}
+
+/* Blended over what is drawn, writing no depth: obstacles' static blobs
+ * (with cur), then one per robot under its body (with the blob program;
+ * cur bound again after). */
+static void draw_shadows(const pa_render_scene *s, const float view[16],
+                         const float proj[16]) {
   glEnable(GL_BLEND);
   glBlendFunc(GL_SRC_ALPHA, GL_ONE_MINUS_SRC_ALPHA);
   glDepthMask(GL_FALSE);
   static const float black[3] = {0, 0, 0};
   double one[3] = {1, 1, 1};
   draw_part(s, &s->shadows, 0, 0, 0, 0, one, black);
+  const rprogram *was = cur;
+  cur = pa_render_scene_use_blobs(s, view, proj);
   for (uint32_t i = 0; i < s->pose_count; i++) {
     const rrobot *r = &s->robots[i];
     const pa_render_pose *p = &s->poses[i];
     if (!r->active || !p->active)
       continue;
-    rpart q = pa_render_robot_shadow(
-        s, r, p, pa_render_robot_lod(eye, focal, r->radius, p));
+    rpart q = pa_render_robot_shadow(s, r, p);
     draw_part(s, q.mesh, q.x, q.y, q.z, q.yaw, q.scale, q.rgb);
   }
+  cur = was;
+  glUseProgram(cur->prog);
   glDepthMask(GL_TRUE);
   glDisable(GL_BLEND);
 }
@@ -1121,7 +1150,7 @@ void pa_render_scene_draw_occluded(const pa_render_scene *s,
   draw_ssl(s);
   draw_statics(s, cull, cull ? occ : NULL);
   if (blobs)
-    draw_shadows(s, eye, focal);
+    draw_shadows(s, view, proj);
   glBindVertexArray(0);
   cur = &s->lit;
 }

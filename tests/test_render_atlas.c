@@ -313,10 +313,10 @@ static GLuint primitives(const pa_render_view *v, uint32_t w, uint32_t h) {
   return n;
 }
 
-/* A robot a few pixels wide is drawn with cylinders and a shadow of 8
- * sides, not 24 (its outline within a third of a pixel of the round one):
- * the same view draws fewer primitives at 84 x 84 than at 640 x 480, by at
- * least what one robot's body, neck and shadow save. */
+/* A robot a few pixels wide is drawn with cylinders of 8 sides, not 24
+ * (its outline within a third of a pixel of the round one): the same view
+ * draws fewer primitives at 84 x 84 than at 640 x 480, by at least what
+ * one robot's body and neck save. */
 static void test_small_robots_fewer_sides(void **state) {
   (void)state;
   pa_render_view v[2];
@@ -324,6 +324,27 @@ static void test_small_robots_fewer_sides(void **state) {
   GLuint small = primitives(&v[1], 84, 84), big = primitives(&v[1], 640, 480);
   if (!(small + 100 <= big))
     fail_msg("84x84 drew %u primitives, 640x480 %u", small, big);
+}
+
+/* A robot's soft shadow is two triangles (a disc of the fragments'
+ * distance, not a fan and a ring of 22 to 70): shadows on draw two
+ * primitives a robot more than shadows off, at any size, and some robot's
+ * shadow is drawn. */
+static void test_robot_shadow_two_triangles(void **state) {
+  (void)state;
+  pa_render_view v[2];
+  views_of(v, 2);
+  static const uint32_t size[2][2] = {{84, 84}, {640, 480}};
+  for (int k = 0; k < 2; k++) {
+    GLuint on = primitives(&v[1], size[k][0], size[k][1]);
+    pa_render_scene_set_shadows(scene, false);
+    GLuint off = primitives(&v[1], size[k][0], size[k][1]);
+    pa_render_scene_set_shadows(scene, true);
+    /* the single camera draws every robot's shadow, its own too */
+    if (on - off != 2 * NR)
+      fail_msg("%ux%u: %u primitives with shadows, %u without", size[k][0],
+               size[k][1], on, off);
+  }
 }
 
 /* More views than one framebuffer holds: further passes, same tiles. */
@@ -475,6 +496,7 @@ int main(void) {
       cmocka_unit_test(test_culling_changes_nothing),
       cmocka_unit_test(test_eye_inside_a_head),
       cmocka_unit_test(test_small_robots_fewer_sides),
+      cmocka_unit_test(test_robot_shadow_two_triangles),
       cmocka_unit_test(test_passes),
       cmocka_unit_test(test_pool_same_bytes),
       cmocka_unit_test(test_bad_input),

@@ -216,6 +216,59 @@ static void test_shadow_map_follows_robot(void **state) {
   free(g.cells);
 }
 
+/* A robot's soft shadow (no shadow map) is a disc under it, shifted away
+ * from the key light: as dark as it gets out to the robot's radius, half
+ * that at 1.25 radii, round (the same half across the shift), nothing past
+ * 1.5 radii; floor luminance as a share of the same point's with shadows
+ * off. */
+static void test_robot_soft_shadow(void **state) {
+  (void)state;
+  pa_grid g;
+  pa_render_scene *s = room_with_wall(&g, false);
+  pa_render_scene_free(s);
+  pa_robot_info ri;
+  memset(&ri, 0, sizeof ri);
+  ri.active = 1, ri.radius = 0.3f, ri.height = 0.5f, ri.head_height = 0.6f;
+  ri.colour[0] = 200, ri.colour[3] = 255;
+  char err[256];
+  s = NULL;
+  if (pa_render_scene_build(&s, &g, &ri, 1, NULL, 0, err, sizeof err) != 0)
+    fail_msg("%s", err);
+  pa_render_pose p = {2.6, 2.65, 0, 0, true};
+  pa_render_scene_set_poses(s, &p, 1);
+  /* the shift: away from the key light (0.35, 0.55, 0.76), 0.35 of the
+   * height */
+  double sx = -0.35 / 0.76 * 0.5 * 0.35, sy = -0.55 / 0.76 * 0.5 * 0.35;
+  double cx = p.x + sx, cy = p.y + sy, n = hypot(sx, sy);
+  double ux = sx / n, uy = sy / n; /* outwards, past the body */
+  const double pt[4][2] = {
+      {cx + 0.9 * 0.3 * ux, cy + 0.9 * 0.3 * uy},   /* full */
+      {cx + 1.25 * 0.3 * ux, cy + 1.25 * 0.3 * uy}, /* half */
+      {cx - 1.25 * 0.3 * uy, cy + 1.25 * 0.3 * ux}, /* half, across */
+      {cx + 1.7 * 0.3 * ux, cy + 1.7 * 0.3 * uy}};  /* none */
+  pa_render_view v = {2.5, 2.45,       5.0,  M_PI / 2, -M_PI / 2 + 0.05,
+                      1.2, UINT32_MAX, true, false};
+  uint8_t *on = render(s, &v, 0);
+  pa_render_scene_set_shadows(s, false);
+  uint8_t *off = render(s, &v, 0);
+  double r[4];
+  for (int k = 0; k < 4; k++)
+    r[k] = lum_at(on, &v, pt[k][0], pt[k][1], 0) /
+           lum_at(off, &v, pt[k][0], pt[k][1], 0);
+  print_message("shadow's share of the light: %.3f at 0.9 r, %.3f and %.3f "
+                "at 1.25 r, %.3f at 1.7 r\n",
+                r[0], r[1], r[2], r[3]);
+  assert_true(r[0] > 0.5 && r[0] < 0.7); /* 110 of 255 opaque */
+  double half = (1 + r[0]) / 2;
+  assert_true(fabs(r[1] - half) < 0.04);
+  assert_true(fabs(r[2] - half) < 0.04);
+  assert_true(fabs(r[3] - 1) < 0.01);
+  free(on);
+  free(off);
+  pa_render_scene_free(s);
+  free(g.cells);
+}
+
 /* Pixels of the multisampled image that differ from the plain one lie on
  * the plain image's edges, strictly between the colours around them. */
 static void test_msaa(void **state) {
@@ -294,6 +347,7 @@ int main(void) {
       cmocka_unit_test(test_shadow),
       cmocka_unit_test(test_shadow_map),
       cmocka_unit_test(test_shadow_map_follows_robot),
+      cmocka_unit_test(test_robot_soft_shadow),
       cmocka_unit_test(test_msaa),
       cmocka_unit_test(test_ssl_carpet),
   };

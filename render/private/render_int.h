@@ -65,18 +65,20 @@ typedef struct rcolumns {
   uint32_t w;
 } rcolumns;
 
-/* A robot's levels of detail: its cylinders and soft shadow of 24, 12 and
- * 8 sides (pa_render_robot_lod, render_parts.h). */
+/* A robot's levels of detail: its cylinders of 24, 12 and 8 sides
+ * (pa_render_robot_lod, render_parts.h). */
 #define PA_RENDER_LODS 3
 
 struct pa_render_scene {
   uint64_t serial; /* no other scene of this process had it (the atlas keeps
                     * what it read back from this one's unit meshes) */
   rprogram lit;
-  rgpu_mesh statics; /* floor, walls, obstacles in world coordinates */
+  rprogram blob_prog; /* draws blob (pa_render_program_blob) */
+  rgpu_mesh statics;  /* floor, walls, obstacles in world coordinates */
   /* by level of detail (24, 12, 8 sides): unit cylinders (radius 1, z in
-   * [0, 1]) and a robot's soft shadow (unit radius) */
-  rgpu_mesh cyl[PA_RENDER_LODS], blob[PA_RENDER_LODS];
+   * [0, 1]) */
+  rgpu_mesh cyl[PA_RENDER_LODS];
+  rgpu_mesh blob;    /* a robot's soft shadow, unit radius: a square 3 wide */
   rgpu_mesh cube;    /* unit cube centred on the origin */
   rgpu_mesh shadows; /* soft floor shadows of the obstacles */
   rgpu_mesh plate;   /* unit square at z 0 facing up (SSL carpet) */
@@ -175,6 +177,15 @@ int pa_render_program_lit(rprogram *p, char *err, size_t err_sz);
 /* The lit program without the per-instance attributes (no instanced
  * visuals; the same pixels for everything else), for the batched cameras. */
 int pa_render_program_plain(rprogram *p, char *err, size_t err_sz);
+/* The robots' soft shadows' program (the scene's blob; the lit uniforms,
+ * u_light unused). */
+int pa_render_program_blob(rprogram *p, char *err, size_t err_sz);
+/* Binds s's blob program with this frame's uniforms (view, projection, fog;
+ * the identity model, a white tint): the robots' shadows (scene blob) draw
+ * with it. Returns it. */
+const rprogram *pa_render_scene_use_blobs(const pa_render_scene *s,
+                                          const float view[16],
+                                          const float proj[16]);
 /* Looks up the lit uniforms of p->prog (the lit shader or a variant). */
 void pa_render_lit_locations(rprogram *p);
 /* The lit program's per-instance attributes (instanced visuals): position,
