@@ -26,6 +26,9 @@
 typedef struct unit_mesh {
   rvertex *raw, *uniq;
   uint32_t *idx;
+  /* per distinct vertex: its normal straight up (1), down (-1) or neither
+   * (0); a part's pose (a turn about z, positive scales) keeps it */
+  int8_t *level;
   size_t n, nu, cap;
 } unit_mesh;
 
@@ -190,17 +193,30 @@ static void tile_out(const pa_render_atlas *a, uint32_t t, uint8_t *dst) {
  * its wedge), and, with occ, is not hidden by the walls in every column
  * it could cover. */
 static bool robot_shows(const pa_render_view *v, const rcolumns *occ,
-                        const double edges[4], const pa_render_pose *p,
+                        const rwedge *wg, const pa_render_pose *p,
                         double reach) {
-  double dx = p->x - v->x, dy = p->y - v->y, d = hypot(dx, dy);
+  double dx = p->x - v->x, dy = p->y - v->y, d = sqrt(dx * dx + dy * dy);
   if (d <= reach + 0.1)
     return true;
-  /* wholly beyond one edge of a wedge narrower than a half turn (edges:
-   * unit directions of its right and left edges, the margin below
-   * included; NULL for wider ones): out */
+  /* wholly beyond one edge of a wedge narrower than a half turn (its
+   * edges, the margin below included; none for wider ones): out */
+  const double *edges = wg ? wg->edges : NULL;
   if (edges && (edges[0] * dy - edges[1] * dx < -reach ||
                 dx * edges[3] - dy * edges[2] < -reach))
     return false;
+  double f = wg ? dx * wg->fx + dy * wg->fy : 0;
+  if (f > reach) {
+    /* wholly ahead of the eye (most robots): the disc's angles as their
+     * tangents, without trigonometry: tan(off -+ half) from tan(off) and
+     * tan(half) = reach / sqrt(d^2 - reach^2) */
+    double t = (dy * wg->fx - dx * wg->fy) / f;
+    double s = reach / sqrt(d * d - reach * reach);
+    double tlo = (t - s) / (1 + t * s), thi = (t + s) / (1 - t * s);
+    if (thi < -wg->th || tlo > wg->th)
+      return false;
+    return !occ ||
+           !pa_render_columns_hide_tan(occ, wg->tx, tlo, thi, d - reach);
+  }
   double off = remainder(atan2(dy, dx) - v->yaw, 2 * M_PI);
   double half = asin(reach / d);
   if (fabs(off) > v->fov / 2 + half + 0.02)
@@ -221,7 +237,10 @@ static int unit_read(unit_mesh *u, const rgpu_mesh *g) {
     uint32_t *x = realloc(u->idx, n * sizeof *x);
     if (x)
       u->idx = x;
-    if (!r || !q || !x)
+    int8_t *l = realloc(u->level, n * sizeof *l);
+    if (l)
+      u->level = l;
+    if (!r || !q || !x || !l)
       return -1;
     u->cap = n;
   }
@@ -239,6 +258,11 @@ static int unit_read(unit_mesh *u, const rgpu_mesh *g) {
       u->uniq[u->nu++] = u->raw[i];
     u->idx[i] = (uint32_t)j;
   }
+  for (size_t j = 0; j < u->nu; j++) {
+    const float *nv = u->uniq[j].normal;
+    float nn = nv[0] * nv[0] + nv[1] * nv[1] + nv[2] * nv[2];
+    u->level[j] = nv[2] * nv[2] > 0.999f * nn ? (nv[2] > 0 ? 1 : -1) : 0;
+  }
   return 0;
 }
 
@@ -246,6 +270,7 @@ static void unit_free(unit_mesh *u) {
   free(u->raw);
   free(u->uniq);
   free(u->idx);
+  free(u->level);
 }
 
 /* Appends part q (unit mesh u) in world coordinates, as the lit shader would
@@ -258,7 +283,7 @@ static void put_part(pa_render_atlas *a, size_t *vat, size_t *iat,
                      const rpart *q, const unit_mesh *u, double eye_lo,
                      double up_from, double cx, double cy, double *reach2) {
   float m[16];
-  pa_render_mat_pose(m, q->x, q->y, q->z, q->yaw, q->scale);
+  pa_render_mat_pose_cs(m, q->x, q->y, q->z, q->c, q->s, q->scale);
   rvertex *o = &a->v[*vat];
   uint8_t from[4] = {0, 0, 0, 0}, tinted[4] = {0, 0, 0, 0};
   for (size_t i = 0; i < u->nu; i++) {
@@ -287,21 +312,20 @@ static void put_part(pa_render_atlas *a, size_t *vat, size_t *iat,
     if (t->pos[2] > a->top)
       a->top = t->pos[2];
   }
+  uint32_t base = (uint32_t)*vat, *out = &a->ix[*iat];
   for (size_t i = 0; i + 2 < u->n; i += 3) {
-    bool down = true, up = true;
-    for (int k = 0; k < 3 && (down || up); k++) {
-      const rvertex *t = &o[u->idx[i + k]];
-      float nn = t->normal[0] * t->normal[0] + t->normal[1] * t->normal[1] +
-                 t->normal[2] * t->normal[2];
-      bool level = t->normal[2] * t->normal[2] > 0.999f * nn;
-      down = down && level && t->normal[2] < 0 && t->pos[2] < eye_lo;
-      up = up && level && t->normal[2] > 0 && t->pos[2] > up_from;
+    const uint32_t *id = &u->idx[i];
+    int l = u->level[id[0]];
+    if (l && u->level[id[1]] == l && u->level[id[2]] == l) {
+      float z0 = o[id[0]].pos[2], z1 = o[id[1]].pos[2], z2 = o[id[2]].pos[2];
+      if (l < 0 ? z0 < eye_lo && z1 < eye_lo && z2 < eye_lo
+                : z0 > up_from && z1 > up_from && z2 > up_from)
+        continue;
     }
-    if (down || up)
-      continue;
-    for (int k = 0; k < 3; k++)
-      a->ix[(*iat)++] = (uint32_t)*vat + u->idx[i + k];
+    out[0] = base + id[0], out[1] = base + id[1], out[2] = base + id[2];
+    out += 3;
   }
+  *iat = (size_t)(out - a->ix);
   *vat += u->nu;
 }
 
@@ -393,10 +417,11 @@ static double top_hidden(const rpart *c, const rpart *b,
     return INFINITY;
   /* [m] the box's half diagonal, the near plane's 0.03 and slack */
   double clear = hypot(b->scale[0], b->scale[1]) / 2 + 0.1;
-  for (uint32_t e = 0; e < nv; e++)
-    if ((!draw || draw[e]) &&
-        hypot(views[e].x - b->x, views[e].y - b->y) <= clear)
+  for (uint32_t e = 0; e < nv; e++) {
+    double ex = views[e].x - b->x, ey = views[e].y - b->y;
+    if ((!draw || draw[e]) && ex * ex + ey * ey <= clear * clear)
       return INFINITY;
+  }
   return top - 1e-5;
 }
 
@@ -510,10 +535,9 @@ static void draw_robots(pa_render_atlas *a, const pa_render_scene *s,
   bool cull = !s->no_culling && v->pitch == 0;
   if (!(a->top <= PA_RENDER_WALL_HEIGHT))
     occ = NULL; /* robots taller than the walls show over them */
-  double half = v->fov / 2 + 0.02, edges[4];
-  edges[0] = cos(v->yaw - half), edges[1] = sin(v->yaw - half);
-  edges[2] = cos(v->yaw + half), edges[3] = sin(v->yaw + half);
-  const double *e = half < M_PI_2 ? edges : NULL;
+  rwedge wg;
+  pa_render_wedge(v, &wg);
+  const rwedge *e = wg.half < M_PI_2 ? &wg : NULL; /* else no wedge */
   const double focal = pa_render_lod_focal(v, a->w);
   for (uint32_t i = 0; i < n; i++) {
     if (i == v->skip_robot || !a->active[i] || !s->robots[i].active)

@@ -63,7 +63,11 @@ void pa_render_mat_lookat(float m[16], const double eye[3],
 
 void pa_render_mat_pose(float m[16], double x, double y, double z, double yaw,
                         const double s[3]) {
-  double c = cos(yaw), sn = sin(yaw);
+  pa_render_mat_pose_cs(m, x, y, z, cos(yaw), sin(yaw), s);
+}
+
+void pa_render_mat_pose_cs(float m[16], double x, double y, double z, double c,
+                           double sn, const double s[3]) {
   pa_render_mat_identity(m);
   m[0] = (float)(c * s[0]), m[1] = (float)(sn * s[0]);
   m[4] = (float)(-sn * s[1]), m[5] = (float)(c * s[1]);

@@ -183,17 +183,51 @@ void pa_render_walls_columns(const rwalls *o, const pa_render_view *v,
   }
 }
 
+void pa_render_wedge(const pa_render_view *v, rwedge *w) {
+  w->half = v->fov / 2 + 0.02;
+  w->fx = cos(v->yaw), w->fy = sin(v->yaw);
+  double ch = cos(w->half), sh = sin(w->half);
+  /* the axis turned by -half (right) and +half (left) */
+  w->edges[0] = w->fx * ch + w->fy * sh, w->edges[1] = w->fy * ch - w->fx * sh;
+  w->edges[2] = w->fx * ch - w->fy * sh, w->edges[3] = w->fy * ch + w->fx * sh;
+  w->th = tan(w->half);
+  w->tx = tan(v->fov / 2);
+}
+
+bool pa_render_wedge_span(const rwedge *w, const double *px, const double *py,
+                          int n, double ahead, double *tlo, double *thi) {
+  double lo = INFINITY, hi = -INFINITY;
+  for (int k = 0; k < n; k++) {
+    double f = px[k] * w->fx + py[k] * w->fy;
+    double l = py[k] * w->fx - px[k] * w->fy;
+    if (!(f > ahead))
+      return false;
+    double t = l / f;
+    lo = fmin(lo, t), hi = fmax(hi, t);
+  }
+  *tlo = lo, *thi = hi;
+  return true;
+}
+
 bool pa_render_columns_hide(const pa_render_view *v, const rcolumns *occ,
                             double lo, double hi, double near) {
-  uint32_t w = occ->w;
-  const float *dist = occ->dist;
   if (!(lo > -M_PI_2 + 0.05 && hi < M_PI_2 - 0.05 && lo <= hi))
     return false;
-  double tx = tan(v->fov / 2);
+  return pa_render_columns_hide_tan(occ, tan(v->fov / 2), tan(lo), tan(hi),
+                                    near);
+}
+
+bool pa_render_columns_hide_tan(const rcolumns *occ, double tx, double tlo,
+                                double thi, double near) {
+  uint32_t w = occ->w;
+  const float *dist = occ->dist;
+  const double edge = 1 / tan(0.05); /* tan(pi / 2 - 0.05), folded */
+  if (!(tlo > -edge && thi < edge && tlo <= thi))
+    return false;
   /* columns whose centres can fall in [lo, hi] (angles left positive),
    * one more each side */
-  double c0 = floor((-tan(hi) / tx + 1) * w / 2 - 0.5) - 1;
-  double c1 = ceil((-tan(lo) / tx + 1) * w / 2 - 0.5) + 1;
+  double c0 = floor((-thi / tx + 1) * w / 2 - 0.5) - 1;
+  double c1 = ceil((-tlo / tx + 1) * w / 2 - 0.5) + 1;
   if (c0 < 0)
     c0 = 0;
   if (c1 > w - 1.0)

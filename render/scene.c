@@ -790,12 +790,15 @@ static void draw_part(const pa_render_scene *s, const rgpu_mesh *g,
  * robot's look, which the head cameras draw one by one and the atlas
  * (atlas.c) merges. */
 static rpart part(const rgpu_mesh *g, double x, double y, double z, double yaw,
-                  const double scale[3], const float rgb[3]) {
+                  double c, double s, const double scale[3],
+                  const float rgb[3]) {
   rpart q = {g,
              x,
              y,
              z,
              yaw,
+             c,
+             s,
              {scale[0], scale[1], scale[2]},
              {rgb[0], rgb[1], rgb[2]}};
   return q;
@@ -825,11 +828,12 @@ int pa_render_robot_parts(const pa_render_scene *s, const rrobot *r,
   int n = 0;
   double rad = r->radius, h = r->height;
   double body[3] = {rad, rad, h};
-  out[n++] = part(&s->cyl[lod], p->x, p->y, 0, p->theta, body, r->colour);
   double c = cos(p->theta), sn = sin(p->theta);
+  out[n++] =
+      part(&s->cyl[lod], p->x, p->y, 0, p->theta, c, sn, body, r->colour);
   double stripe[3] = {rad * 0.8, rad * 0.22, 0.02};
   out[n++] = part(&s->cube, p->x + c * rad * 0.45, p->y + sn * rad * 0.45,
-                  h + 0.01, p->theta, stripe, light);
+                  h + 0.01, p->theta, c, sn, stripe, light);
   double hy = p->theta + p->head;
   double hc = cos(hy), hs = sin(hy);
   double head_top = r->head_height + 0.05;
@@ -837,13 +841,15 @@ int pa_render_robot_parts(const pa_render_scene *s, const rrobot *r,
   if (neck_h > 0.005) {
     double neck[3] = {rad * 0.15, rad * 0.15, neck_h};
     /* a sixth of the body's width: never finer than the middle level */
-    out[n++] = part(&s->cyl[lod > 1 ? lod : 1], p->x, p->y, h, 0, neck, dark);
+    out[n++] =
+        part(&s->cyl[lod > 1 ? lod : 1], p->x, p->y, h, 0, 1, 0, neck, dark);
   }
   double head[3] = {rad * 0.7, rad * 0.9, 0.1};
-  out[n++] = part(&s->cube, p->x, p->y, r->head_height, hy, head, r->colour);
+  out[n++] =
+      part(&s->cube, p->x, p->y, r->head_height, hy, hc, hs, head, r->colour);
   double lens[3] = {0.02, rad * 0.35, 0.05};
   out[n++] = part(&s->cube, p->x + hc * rad * 0.36, p->y + hs * rad * 0.36,
-                  r->head_height, hy, lens, dark);
+                  r->head_height, hy, hc, hs, lens, dark);
   return n;
 }
 
@@ -917,8 +923,9 @@ static void draw_ball(const pa_render_scene *s) {
 
 /* Whether a chunk's box can appear in a level camera's horizontal field
  * of view: the box's angular extent seen from the eye against [-h, h]. */
-static bool chunk_visible(const rchunk *c, const pa_render_view *v, double half,
-                          const double edges[4], const rcolumns *occ) {
+static bool chunk_visible(const rchunk *c, const pa_render_view *v,
+                          const rwedge *wg, const rcolumns *occ) {
+  const double half = wg->half, *edges = wg->edges;
   double m = 0.05; /* [m] slack for triangles straddling the eye */
   if (v->x >= c->box[0] - m && v->x <= c->box[2] + m && v->y >= c->box[1] - m &&
       v->y <= c->box[3] + m)
@@ -926,34 +933,44 @@ static bool chunk_visible(const rchunk *c, const pa_render_view *v, double half,
   /* every corner beyond the same edge of the wedge (narrower than a half
    * turn for the views culled, fov < 0.95 pi: the two edges' half-planes
    * make it): out, without the angles */
+  double px[4], py[4]; /* the corners from the eye */
   int right = 0, left = 0;
   for (int k = 0; k < 4; k++) {
-    double px = c->box[(k & 1) ? 2 : 0] - v->x,
-           py = c->box[(k & 2) ? 3 : 1] - v->y;
-    right += edges[0] * py - edges[1] * px < 0;
-    left += px * edges[3] - py * edges[2] < 0;
+    px[k] = c->box[(k & 1) ? 2 : 0] - v->x;
+    py[k] = c->box[(k & 2) ? 3 : 1] - v->y;
+    right += edges[0] * py[k] - edges[1] * px[k] < 0;
+    left += px[k] * edges[3] - py[k] * edges[2] < 0;
   }
   if (right == 4 || left == 4)
     return false;
+  bool walls_may_hide = occ && c->top <= PA_RENDER_WALL_HEIGHT && v->z >= 0 &&
+                        v->z <= PA_RENDER_WALL_HEIGHT;
+  /* the box's nearest point [m] */
+  double nx = fmax(fmax(c->box[0] - v->x, v->x - c->box[2]), 0);
+  double ny = fmax(fmax(c->box[1] - v->y, v->y - c->box[3]), 0);
+  /* wholly ahead of the eye (most chunks): its corners' angles as their
+   * tangents, without atan2 */
+  double tlo, thi;
+  if (pa_render_wedge_span(wg, px, py, 4, 1e-6, &tlo, &thi)) {
+    if (!(thi >= -wg->th && tlo <= wg->th))
+      return false;
+    return !walls_may_hide ||
+           !pa_render_columns_hide_tan(occ, wg->tx, tlo, thi,
+                                       sqrt(nx * nx + ny * ny));
+  }
   double cx = (c->box[0] + c->box[2]) / 2 - v->x;
   double cy = (c->box[1] + c->box[3]) / 2 - v->y;
   double ca = atan2(cy, cx);
   double lo = 0, hi = 0;
   for (int k = 0; k < 4; k++) {
-    double px = c->box[(k & 1) ? 2 : 0] - v->x, py = c->box[(k & 2) ? 3 : 1] - v->y;
-    double d = remainder(atan2(py, px) - ca, 2 * M_PI);
+    double d = remainder(atan2(py[k], px[k]) - ca, 2 * M_PI);
     lo = fmin(lo, d), hi = fmax(hi, d);
   }
   double rel = remainder(ca - v->yaw, 2 * M_PI);
   if (!(rel + hi >= -half && rel + lo <= half))
     return false;
-  if (!occ || !(c->top <= PA_RENDER_WALL_HEIGHT) || !(v->z >= 0) ||
-      !(v->z <= PA_RENDER_WALL_HEIGHT))
-    return true;
-  /* the box's nearest point [m], then whether the walls hide all of it */
-  double nx = fmax(fmax(c->box[0] - v->x, v->x - c->box[2]), 0);
-  double ny = fmax(fmax(c->box[1] - v->y, v->y - c->box[3]), 0);
-  return !pa_render_columns_hide(v, occ, rel + lo, rel + hi, hypot(nx, ny));
+  return !walls_may_hide ||
+         !pa_render_columns_hide(v, occ, rel + lo, rel + hi, hypot(nx, ny));
 }
 
 typedef struct { float d; uint32_t i; } rorder_key;
@@ -972,20 +989,15 @@ static void draw_statics(const pa_render_scene *s, const pa_render_view *cull,
   glUniformMatrix4fv(cur->u_model, 1, GL_FALSE, model);
   glUniform4f(cur->u_tint, 1, 1, 1, 1);
   glBindVertexArray(s->statics.vao);
-  double half = cull ? cull->fov / 2 + 0.02 : 0;
-  /* the wedge's right and left edges: unit directions (x, y) */
-  double edges[4] = {0, 0, 0, 0};
-  if (cull) {
-    edges[0] = cos(cull->yaw - half), edges[1] = sin(cull->yaw - half);
-    edges[2] = cos(cull->yaw + half), edges[3] = sin(cull->yaw + half);
-  }
+  rwedge wg;
+  if (cull)
+    pa_render_wedge(cull, &wg);
   for (uint8_t layer = 0; layer < 2; layer++) {
     uint32_t n = 0;
     rorder_key *keys = (rorder_key *)s->order;
     for (uint32_t i = 0; i < s->n_chunks; i++) {
       const rchunk *c = &s->chunks[i];
-      if (c->layer != layer ||
-          (cull && !chunk_visible(c, cull, half, edges, occ)))
+      if (c->layer != layer || (cull && !chunk_visible(c, cull, &wg, occ)))
         continue;
       double dx = 0, dy = 0;
       if (cull) {
@@ -1021,7 +1033,7 @@ rpart pa_render_robot_shadow(const pa_render_scene *s, const rrobot *r,
   double dx, dy;
   shadow_offset(r->height, &dx, &dy);
   double sc[3] = {r->radius, r->radius, 1};
-  return part(&s->blob, p->x + dx, p->y + dy, SHADOW_Z, 0, sc, white);
+  return part(&s->blob, p->x + dx, p->y + dy, SHADOW_Z, 0, 1, 0, sc, white);
 }
 
 static void frame_uniforms(const rprogram *p, const float view[16],

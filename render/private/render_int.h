@@ -146,6 +146,25 @@ void pa_render_walls_columns(const rwalls *o, const pa_render_view *v,
  * the eye's height). */
 bool pa_render_columns_hide(const pa_render_view *v, const rcolumns *occ,
                             double lo, double hi, double near);
+/* A level view's wedge for culling: its horizontal field of view widened
+ * by 0.02 rad each side (half), the unit directions of its right and left
+ * edges (edges[0..1], [2..3]) and of its axis (fx, fy), tan(half) and the
+ * tangent of the unwidened half field of view (tx). */
+typedef struct rwedge {
+  double half, edges[4], fx, fy, th, tx;
+} rwedge;
+void pa_render_wedge(const pa_render_view *v, rwedge *w);
+/* The tangents [*tlo, *thi] of the horizontal angles (left positive) from
+ * w's axis that the points (px[k], py[k]) (k < n, relative to the eye)
+ * span, when every one lies ahead of the eye (forward > ahead > 0): true;
+ * else false (the angles may wrap). */
+bool pa_render_wedge_span(const rwedge *w, const double *px, const double *py,
+                          int n, double ahead, double *tlo, double *thi);
+
+/* The same with the angles' tangents tlo, thi and tx = tan(v's fov / 2):
+ * no trigonometry (the culling calls it for every chunk and robot). */
+bool pa_render_columns_hide_tan(const rcolumns *occ, double tx, double tlo,
+                                double thi, double near);
 
 /* ---- shadow map (shadow.c) ---- */
 typedef struct rshadow rshadow;
@@ -246,6 +265,9 @@ void pa_render_mat_lookat(float m[16], const double eye[3],
 /* Rotation about z by yaw, then translation by (x, y, z), scaled by s. */
 void pa_render_mat_pose(float m[16], double x, double y, double z, double yaw,
                         const double s[3]);
+/* The same from yaw's cosine c and sine sn (known to the caller). */
+void pa_render_mat_pose_cs(float m[16], double x, double y, double z, double c,
+                           double sn, const double s[3]);
 
 /* ---- visual objects (visuals.c): the clients' annotations as world-space
  * lines and points, for the viewer and the spectator; the head cameras see

@@ -6,10 +6,10 @@
 #include "render_int.h"
 
 /* One part of a robot's look: a unit mesh placed by a pose and a scale
- * (pa_render_mat_pose), tinted rgb. */
+ * (pa_render_mat_pose; c, s: the cosine and sine of yaw), tinted rgb. */
 typedef struct rpart {
   const rgpu_mesh *mesh;
-  double x, y, z, yaw, scale[3];
+  double x, y, z, yaw, c, s, scale[3];
   float rgb[3];
 } rpart;
 #define PA_RENDER_ROBOT_PARTS 5
