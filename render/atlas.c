@@ -55,7 +55,8 @@ struct pa_render_atlas {
   size_t *first, *bfirst;
   GLsizei *count, *bcount, *dcount; /* dcount: per view */
   const void **doff;                /* per view: offsets of the draws */
-  double *reach; /* per robot: its vertices' farthest from its centre [m] */
+  double *reach;   /* per robot: its vertices' farthest from its centre [m] */
+  uint8_t *levels; /* per robot: the levels of detail the views need */
   uint32_t robots_cap;
   float top;     /* [m] the robots' highest vertex */
   float *wall_d; /* [w] the view's wall distances (occlusion.c) */
@@ -120,6 +121,7 @@ void pa_render_atlas_free(pa_render_atlas *a) {
   free(a->count), free(a->bcount), free(a->dcount);
   free(a->doff);
   free(a->reach);
+  free(a->levels);
   free(a->wall_d);
   if (a->plain.prog)
     glDeleteProgram(a->plain.prog);
@@ -356,6 +358,10 @@ static int grow_robots(pa_render_atlas *a, uint32_t n, size_t verts,
     if (!r)
       return -1;
     a->reach = r;
+    uint8_t *lv = realloc(a->levels, n * sizeof *lv);
+    if (!lv)
+      return -1;
+    a->levels = lv;
     a->robots_cap = n;
   }
   if (verts > a->v_cap) {
@@ -451,6 +457,43 @@ static int units_read(pa_render_atlas *a, const pa_render_scene *s) {
   return 0;
 }
 
+/* a->levels: for each robot, the levels of detail at which some of the
+ * views [0, nv) may draw it: those whose wedge it may show in by
+ * pa_render_robot_reach_bound (draw_robots tests its reach, which is
+ * less, so a robot it draws is merged at the view's level), all for views
+ * that do not cull. */
+static void robot_levels(pa_render_atlas *a, const pa_render_scene *s,
+                         const pa_render_view *views, const bool *draw,
+                         uint32_t nv) {
+  uint32_t n = s->pose_count;
+  memset(a->levels, 0, n * sizeof *a->levels);
+  /* a->reach holds the bounds until merge_robots sets the reaches */
+  for (uint32_t i = 0; i < n; i++)
+    a->reach[i] = a->active[i] && s->robots[i].active
+                      ? pa_render_robot_reach_bound(&s->robots[i])
+                      : 0;
+  for (uint32_t e = 0; e < nv; e++) {
+    const pa_render_view *v = &views[e];
+    if (draw && !draw[e])
+      continue;
+    rwedge wg;
+    pa_render_wedge(v, &wg);
+    bool cull = !s->no_culling && v->pitch == 0 && wg.half < M_PI_2;
+    const double *g = wg.edges;
+    for (uint32_t i = 0; i < n; i++) {
+      if (i == v->skip_robot || !a->active[i] || !s->robots[i].active)
+        continue;
+      const pa_render_pose *p = &s->poses[i];
+      double b = a->reach[i], dx = p->x - v->x, dy = p->y - v->y;
+      if (cull && dx * dx + dy * dy > (b + 0.1) * (b + 0.1) &&
+          (g[0] * dy - g[1] * dx < -b || dx * g[3] - dy * g[2] < -b))
+        continue; /* wholly beyond an edge of its wedge: not drawn */
+      a->levels[i] |= (uint8_t)(1u << pa_render_robot_lod(
+                                    v, a->focal[e], s->robots[i].radius, p));
+    }
+  }
+}
+
 /* Every active robot's parts and shadow at each level of detail some view
  * (views[0..nv), tiles a->w wide) draws it at, merged into one indexed
  * buffer for this atlas (the poses are the tick's: they change every
@@ -475,6 +518,7 @@ static int merge_robots(pa_render_atlas *a, const pa_render_scene *s,
   }
   for (uint32_t e = 0; e < nv; e++)
     a->focal[e] = pa_render_lod_focal(&views[e], a->w);
+  robot_levels(a, s, views, draw, nv);
   size_t vat = 0, iat = 0;
   a->top = -INFINITY;
   /* counts 0: not merged (first and bfirst are read only past a count) */
@@ -485,11 +529,7 @@ static int merge_robots(pa_render_atlas *a, const pa_render_scene *s,
     if (!a->active[i] || !s->robots[i].active)
       continue;
     const pa_render_pose *p = &s->poses[i];
-    unsigned levels = 0; /* those the views draw it at */
-    for (uint32_t e = 0; e < nv; e++)
-      if ((!draw || draw[e]) && views[e].skip_robot != i)
-        levels |= 1u << pa_render_robot_lod(&views[e], a->focal[e],
-                                            s->robots[i].radius, p);
+    unsigned levels = a->levels[i];
     double reach2 = 0;
     for (int l = 0; l < PA_RENDER_LODS; l++) {
       if (!(levels >> l & 1))

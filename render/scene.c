@@ -1036,6 +1036,15 @@ rpart pa_render_robot_shadow(const pa_render_scene *s, const rrobot *r,
   return part(&s->blob, p->x + dx, p->y + dy, SHADOW_Z, 0, 1, 0, sc, white);
 }
 
+double pa_render_robot_reach_bound(const rrobot *r) {
+  double dx, dy;
+  shadow_offset(r->height, &dx, &dy);
+  /* the shadow's disc (1.5 radii from its shifted centre), plus the parts
+   * (the body's radius; the lens's front, 0.36 radii and 1 cm out, 0.18
+   * radii to its side): summed, more than either */
+  return hypot(dx, dy) + 1.5 * r->radius + 0.6 * r->radius + 0.03;
+}
+
 static void frame_uniforms(const rprogram *p, const float view[16],
                            const float proj[16], const double l[3],
                            float fog_density);

@@ -28,6 +28,9 @@ int pa_render_robot_lod(const pa_render_view *v, double focal, double radius,
 int pa_render_robot_parts(const pa_render_scene *s, const rrobot *r,
                           const pa_render_pose *p, int lod,
                           rpart out[PA_RENDER_ROBOT_PARTS]);
+/* A distance [m] from its centre that every part and its shadow's disc lie
+ * within, with margin (a bound, not the tightest). */
+double pa_render_robot_reach_bound(const rrobot *r);
 /* Its soft floor shadow (drawn blended with the scene's blob_prog, after
  * the floor, no depth write): the same at every level of detail. */
 rpart pa_render_robot_shadow(const pa_render_scene *s, const rrobot *r,
