@@ -305,29 +305,29 @@ void pa_render_lit_locations(rprogram *p) {
   p->u_fog_density = glGetUniformLocation(p->prog, "u_fog_density");
 }
 
-int pa_render_program_lit(rprogram *p, char *err, size_t err_sz) {
+/* p from vs and fs, with the lit uniforms' locations. */
+static int lit_like(rprogram *p, const char *vs, const char *fs, char *err,
+                    size_t err_sz) {
   memset(p, 0, sizeof *p);
-  if (pa_render_program(&p->prog, lit_vs, lit_fs, err, err_sz) < 0)
+  if (pa_render_program(&p->prog, vs, fs, err, err_sz) < 0)
     return -1;
   pa_render_lit_locations(p);
+  return 0;
+}
+
+int pa_render_program_lit(rprogram *p, char *err, size_t err_sz) {
+  if (lit_like(p, lit_vs, lit_fs, err, err_sz) < 0)
+    return -1;
   pa_render_lit_instance_defaults();
   return 0;
 }
 
 int pa_render_program_blob(rprogram *p, char *err, size_t err_sz) {
-  memset(p, 0, sizeof *p);
-  if (pa_render_program(&p->prog, blob_vs, blob_fs, err, err_sz) < 0)
-    return -1;
-  pa_render_lit_locations(p);
-  return 0;
+  return lit_like(p, blob_vs, blob_fs, err, err_sz);
 }
 
 int pa_render_program_plain(rprogram *p, char *err, size_t err_sz) {
-  memset(p, 0, sizeof *p);
-  if (pa_render_program(&p->prog, plain_vs, lit_fs, err, err_sz) < 0)
-    return -1;
-  pa_render_lit_locations(p);
-  return 0;
+  return lit_like(p, plain_vs, lit_fs, err, err_sz);
 }
 
 GLenum pa_render_target(GLsizei samples, GLsizei w, GLsizei h, GLuint *fbo,

@@ -180,14 +180,10 @@ static void test_shadow_map(void **state) {
   assert_true(fabs(lum[0][1] - lum[2][1]) < 6); /* the lit side: as open */
 }
 
-/* A robot's shadow from the map follows it: the floor beside it on the
- * side away from the light is shaded, and lit once it drove away (the map
- * is kept between frames while nothing moves, so this checks it is
- * redrawn when something does). */
-static void test_shadow_map_follows_robot(void **state) {
-  (void)state;
-  pa_grid g;
-  pa_render_scene *s = room_with_box(&g, 0);
+/* The room of room_with_box without the box, one robot in it (radius 0.3
+ * m, 0.5 m high, its head at 0.6 m; no pose yet). */
+static pa_render_scene *room_with_robot(pa_grid *g) {
+  pa_render_scene *s = room_with_box(g, 0);
   pa_render_scene_free(s);
   pa_robot_info ri;
   memset(&ri, 0, sizeof ri);
@@ -195,8 +191,19 @@ static void test_shadow_map_follows_robot(void **state) {
   ri.colour[0] = 200, ri.colour[3] = 255;
   char err[256];
   s = NULL;
-  if (pa_render_scene_build(&s, &g, &ri, 1, NULL, 0, err, sizeof err) != 0)
+  if (pa_render_scene_build(&s, g, &ri, 1, NULL, 0, err, sizeof err) != 0)
     fail_msg("%s", err);
+  return s;
+}
+
+/* A robot's shadow from the map follows it: the floor beside it on the
+ * side away from the light is shaded, and lit once it drove away (the map
+ * is kept between frames while nothing moves, so this checks it is
+ * redrawn when something does). */
+static void test_shadow_map_follows_robot(void **state) {
+  (void)state;
+  pa_grid g;
+  pa_render_scene *s = room_with_robot(&g);
   pa_render_view v = {1.85, 1.55,       6.0,  M_PI / 2, -M_PI / 2 + 0.05,
                       1.2,  UINT32_MAX, true, true};
   double lum[3];
@@ -224,16 +231,7 @@ static void test_shadow_map_follows_robot(void **state) {
 static void test_robot_soft_shadow(void **state) {
   (void)state;
   pa_grid g;
-  pa_render_scene *s = room_with_wall(&g, false);
-  pa_render_scene_free(s);
-  pa_robot_info ri;
-  memset(&ri, 0, sizeof ri);
-  ri.active = 1, ri.radius = 0.3f, ri.height = 0.5f, ri.head_height = 0.6f;
-  ri.colour[0] = 200, ri.colour[3] = 255;
-  char err[256];
-  s = NULL;
-  if (pa_render_scene_build(&s, &g, &ri, 1, NULL, 0, err, sizeof err) != 0)
-    fail_msg("%s", err);
+  pa_render_scene *s = room_with_robot(&g);
   pa_render_pose p = {2.6, 2.65, 0, 0, true};
   pa_render_scene_set_poses(s, &p, 1);
   /* the shift: away from the key light (0.35, 0.55, 0.76), 0.35 of the
