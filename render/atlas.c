@@ -416,7 +416,7 @@ static double top_hidden(const rpart *c, const rpart *b,
   double bottom = b->z - b->scale[2] / 2; /* unit cube: centred */
   if (!(fabs(top - bottom) < 1e-6))
     return INFINITY;
-  double dx = c->x - b->x, dy = c->y - b->y, cs = cos(b->yaw), sn = sin(b->yaw);
+  double dx = c->x - b->x, dy = c->y - b->y, cs = b->c, sn = b->s;
   double lx = cs * dx + sn * dy, ly = cs * dy - sn * dx;
   double r = fmax(c->scale[0], c->scale[1]) + 1e-4; /* [m] slack */
   if (!(fabs(lx) + r < b->scale[0] / 2 && fabs(ly) + r < b->scale[1] / 2))
@@ -458,20 +458,14 @@ static int units_read(pa_render_atlas *a, const pa_render_scene *s) {
 }
 
 /* a->levels: for each robot, the levels of detail at which some of the
- * views [0, nv) may draw it: those whose wedge it may show in by
- * pa_render_robot_reach_bound (draw_robots tests its reach, which is
- * less, so a robot it draws is merged at the view's level), all for views
- * that do not cull. */
+ * views [0, nv) may draw it: those whose wedge it may show in by its
+ * reach_bound (draw_robots tests its reach, which is less, so a robot it
+ * draws is merged at the view's level), all for views that do not cull. */
 static void robot_levels(pa_render_atlas *a, const pa_render_scene *s,
                          const pa_render_view *views, const bool *draw,
                          uint32_t nv) {
   uint32_t n = s->pose_count;
   memset(a->levels, 0, n * sizeof *a->levels);
-  /* a->reach holds the bounds until merge_robots sets the reaches */
-  for (uint32_t i = 0; i < n; i++)
-    a->reach[i] = a->active[i] && s->robots[i].active
-                      ? pa_render_robot_reach_bound(&s->robots[i])
-                      : 0;
   for (uint32_t e = 0; e < nv; e++) {
     const pa_render_view *v = &views[e];
     if (draw && !draw[e])
@@ -484,7 +478,7 @@ static void robot_levels(pa_render_atlas *a, const pa_render_scene *s,
       if (i == v->skip_robot || !a->active[i] || !s->robots[i].active)
         continue;
       const pa_render_pose *p = &s->poses[i];
-      double b = a->reach[i], dx = p->x - v->x, dy = p->y - v->y;
+      double b = s->robots[i].reach_bound, dx = p->x - v->x, dy = p->y - v->y;
       if (cull && dx * dx + dy * dy > (b + 0.1) * (b + 0.1) &&
           (g[0] * dy - g[1] * dx < -b || dx * g[3] - dy * g[2] < -b))
         continue; /* wholly beyond an edge of its wedge: not drawn */

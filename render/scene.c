@@ -574,6 +574,12 @@ int pa_render_scene_build(pa_render_scene **out, const pa_grid *grid,
                                                : r->height + 0.1f;
     for (int k = 0; k < 3; k++)
       r->colour[k] = robots[i].colour[k] / 255.0f;
+    /* the shadow's disc (1.5 radii from its shifted centre), plus the parts
+     * (the body's radius; the lens's front, 0.36 radii and 1 cm out, 0.18
+     * radii to its side): summed, more than either */
+    double dx, dy;
+    shadow_offset(r->height, &dx, &dy);
+    r->reach_bound = hypot(dx, dy) + 1.5 * r->radius + 0.6 * r->radius + 0.03;
   }
   if (pa_render_program_lit(&s->lit, err, err_sz) < 0)
     goto fail;
@@ -773,35 +779,41 @@ void pa_render_scene_bounds(const pa_render_scene *s, double out[4]) {
  * their own scenes in their own contexts at the same time). */
 static _Thread_local const rprogram *cur;
 
-static void draw_part(const pa_render_scene *s, const rgpu_mesh *g,
-                      double x, double y, double z, double yaw,
-                      const double scale[3], const float rgb[3]) {
-  (void)s;
-  float model[16];
-  pa_render_mat_pose(model, x, y, z, yaw, scale);
-  glUniformMatrix4fv(cur->u_model, 1, GL_FALSE, model);
-  glUniform4f(cur->u_tint, rgb[0], rgb[1], rgb[2], 1.0f);
-  glBindVertexArray(g->vao);
-  glDrawArrays(GL_TRIANGLES, 0, g->count);
-}
-
 /* Body cylinder, a light stripe on top pointing along theta, a head box
  * turned by theta + head with a dark lens on its front: the parts of one
  * robot's look, which the head cameras draw one by one and the atlas
  * (atlas.c) merges. */
-static rpart part(const rgpu_mesh *g, double x, double y, double z, double yaw,
-                  double c, double s, const double scale[3],
-                  const float rgb[3]) {
+static rpart part(const rgpu_mesh *g, double x, double y, double z, double c,
+                  double s, const double scale[3], const float rgb[3]) {
   rpart q = {g,
              x,
              y,
              z,
-             yaw,
              c,
              s,
              {scale[0], scale[1], scale[2]},
              {rgb[0], rgb[1], rgb[2]}};
   return q;
+}
+
+/* Part q with the bound program (cur). */
+static void draw_rpart(const rpart *q) {
+  float model[16];
+  pa_render_mat_pose_cs(model, q->x, q->y, q->z, q->c, q->s, q->scale);
+  glUniformMatrix4fv(cur->u_model, 1, GL_FALSE, model);
+  glUniform4f(cur->u_tint, q->rgb[0], q->rgb[1], q->rgb[2], 1.0f);
+  glBindVertexArray(q->mesh->vao);
+  glDrawArrays(GL_TRIANGLES, 0, q->mesh->count);
+}
+
+/* Mesh g placed at (x, y, z), turned by yaw, scaled, tinted rgb, with the
+ * bound program (cur). */
+static void draw_part(const pa_render_scene *s, const rgpu_mesh *g,
+                      double x, double y, double z, double yaw,
+                      const double scale[3], const float rgb[3]) {
+  (void)s;
+  rpart q = part(g, x, y, z, cos(yaw), sin(yaw), scale, rgb);
+  draw_rpart(&q);
 }
 
 double pa_render_lod_focal(const pa_render_view *v, uint32_t w) {
@@ -829,11 +841,10 @@ int pa_render_robot_parts(const pa_render_scene *s, const rrobot *r,
   double rad = r->radius, h = r->height;
   double body[3] = {rad, rad, h};
   double c = cos(p->theta), sn = sin(p->theta);
-  out[n++] =
-      part(&s->cyl[lod], p->x, p->y, 0, p->theta, c, sn, body, r->colour);
+  out[n++] = part(&s->cyl[lod], p->x, p->y, 0, c, sn, body, r->colour);
   double stripe[3] = {rad * 0.8, rad * 0.22, 0.02};
   out[n++] = part(&s->cube, p->x + c * rad * 0.45, p->y + sn * rad * 0.45,
-                  h + 0.01, p->theta, c, sn, stripe, light);
+                  h + 0.01, c, sn, stripe, light);
   double hy = p->theta + p->head;
   double hc = cos(hy), hs = sin(hy);
   double head_top = r->head_height + 0.05;
@@ -842,14 +853,14 @@ int pa_render_robot_parts(const pa_render_scene *s, const rrobot *r,
     double neck[3] = {rad * 0.15, rad * 0.15, neck_h};
     /* a sixth of the body's width: never finer than the middle level */
     out[n++] =
-        part(&s->cyl[lod > 1 ? lod : 1], p->x, p->y, h, 0, 1, 0, neck, dark);
+        part(&s->cyl[lod > 1 ? lod : 1], p->x, p->y, h, 1, 0, neck, dark);
   }
   double head[3] = {rad * 0.7, rad * 0.9, 0.1};
   out[n++] =
-      part(&s->cube, p->x, p->y, r->head_height, hy, hc, hs, head, r->colour);
+      part(&s->cube, p->x, p->y, r->head_height, hc, hs, head, r->colour);
   double lens[3] = {0.02, rad * 0.35, 0.05};
   out[n++] = part(&s->cube, p->x + hc * rad * 0.36, p->y + hs * rad * 0.36,
-                  r->head_height, hy, hc, hs, lens, dark);
+                  r->head_height, hc, hs, lens, dark);
   return n;
 }
 
@@ -858,8 +869,7 @@ static void draw_robot(const pa_render_scene *s, const rrobot *r,
   rpart q[PA_RENDER_ROBOT_PARTS];
   int n = pa_render_robot_parts(s, r, p, lod, q);
   for (int i = 0; i < n; i++)
-    draw_part(s, q[i].mesh, q[i].x, q[i].y, q[i].z, q[i].yaw, q[i].scale,
-              q[i].rgb);
+    draw_rpart(&q[i]);
 }
 
 /* A white floor line from (x0, y0) to (x1, y1): a slab 4 mm high over the
@@ -1033,16 +1043,7 @@ rpart pa_render_robot_shadow(const pa_render_scene *s, const rrobot *r,
   double dx, dy;
   shadow_offset(r->height, &dx, &dy);
   double sc[3] = {r->radius, r->radius, 1};
-  return part(&s->blob, p->x + dx, p->y + dy, SHADOW_Z, 0, 1, 0, sc, white);
-}
-
-double pa_render_robot_reach_bound(const rrobot *r) {
-  double dx, dy;
-  shadow_offset(r->height, &dx, &dy);
-  /* the shadow's disc (1.5 radii from its shifted centre), plus the parts
-   * (the body's radius; the lens's front, 0.36 radii and 1 cm out, 0.18
-   * radii to its side): summed, more than either */
-  return hypot(dx, dy) + 1.5 * r->radius + 0.6 * r->radius + 0.03;
+  return part(&s->blob, p->x + dx, p->y + dy, SHADOW_Z, 1, 0, sc, white);
 }
 
 static void frame_uniforms(const rprogram *p, const float view[16],
@@ -1080,7 +1081,7 @@ static void draw_shadows(const pa_render_scene *s, const float view[16],
     if (!r->active || !p->active)
       continue;
     rpart q = pa_render_robot_shadow(s, r, p);
-    draw_part(s, q.mesh, q.x, q.y, q.z, q.yaw, q.scale, q.rgb);
+    draw_rpart(&q);
   }
   cur = was;
   glUseProgram(cur->prog);

@@ -38,6 +38,9 @@ typedef struct rrobot {
   bool active;
   float radius, height, head_height; /* [m] */
   float colour[3];
+  /* [m] from its centre, every part and its shadow's disc lie within (a
+   * bound with margin, not the tightest: the atlas's merge culls by it) */
+  double reach_bound;
 } rrobot;
 
 /* A run of static triangles in one area, for culling and ordering. */

@@ -5,11 +5,12 @@
 
 #include "render_int.h"
 
-/* One part of a robot's look: a unit mesh placed by a pose and a scale
- * (pa_render_mat_pose; c, s: the cosine and sine of yaw), tinted rgb. */
+/* One part of a robot's look: a unit mesh placed by a pose (turned by the
+ * angle whose cosine and sine are c and s) and a scale
+ * (pa_render_mat_pose_cs), tinted rgb. */
 typedef struct rpart {
   const rgpu_mesh *mesh;
-  double x, y, z, yaw, c, s, scale[3];
+  double x, y, z, c, s, scale[3];
   float rgb[3];
 } rpart;
 #define PA_RENDER_ROBOT_PARTS 5
@@ -28,9 +29,6 @@ int pa_render_robot_lod(const pa_render_view *v, double focal, double radius,
 int pa_render_robot_parts(const pa_render_scene *s, const rrobot *r,
                           const pa_render_pose *p, int lod,
                           rpart out[PA_RENDER_ROBOT_PARTS]);
-/* A distance [m] from its centre that every part and its shadow's disc lie
- * within, with margin (a bound, not the tightest). */
-double pa_render_robot_reach_bound(const rrobot *r);
 /* Its soft floor shadow (drawn blended with the scene's blob_prog, after
  * the floor, no depth write): the same at every level of detail. */
 rpart pa_render_robot_shadow(const pa_render_scene *s, const rrobot *r,
