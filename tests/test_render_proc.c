@@ -109,14 +109,8 @@ static void world_free(world *w) {
   pa_stack_unlink(w->instance);
 }
 
-static pid_t spawn_render(world *w, const char *log) {
-  char bin[512];
-  pa_test_bin(bin, sizeof bin, "pa-render");
-  char *argv[] = {bin, "--instance", w->instance, "--camera_hz", "20", NULL};
-  return pa_test_spawn(argv, log);
-}
-
-/* pa-render with these flags after the usual ones (NULL-ended). */
+/* pa-render with the flag a and its value b (NULL: none) after the usual
+ * ones. */
 static pid_t spawn_render_with(world *w, const char *log, const char *a,
                                const char *b) {
   char bin[512];
@@ -124,6 +118,10 @@ static pid_t spawn_render_with(world *w, const char *log, const char *a,
   char *argv[] = {bin,  "--instance", w->instance, "--camera_hz",
                   "20", (char *)a,    (char *)b,   NULL};
   return pa_test_spawn(argv, log);
+}
+
+static pid_t spawn_render(world *w, const char *log) {
+  return spawn_render_with(w, log, NULL, NULL);
 }
 
 static bool is_llvmpipe(pid_t tid, const char *comm, void *arg) {

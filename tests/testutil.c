@@ -352,46 +352,55 @@ bool pa_test_file_contains(const char *path, const char *needle) {
   return found;
 }
 
-int pa_test_fd_count(pid_t pid) {
-  char path[64];
-  snprintf(path, sizeof path, "/proc/%d/fd", (int)pid);
-  DIR *d = opendir(path);
+/* The entries of /proc/PID/<what> (not . and ..) for which each(dir, name,
+ * arg) is true (each NULL: all), or -1 when there is no such directory. */
+static int proc_entries(pid_t pid, const char *what,
+                        bool (*each)(const char *dir, const char *name,
+                                     void *arg),
+                        void *arg) {
+  char dir[64];
+  snprintf(dir, sizeof dir, "/proc/%d/%s", (int)pid, what);
+  DIR *d = opendir(dir);
   if (!d)
     return -1;
   int n = 0;
   struct dirent *e;
   while ((e = readdir(d)))
     if (e->d_name[0] != '.')
-      n++;
+      n += !each || each(dir, e->d_name, arg);
   closedir(d);
-  return pid == getpid() ? n - 1 : n; /* our own opendir fd */
+  return n;
+}
+
+int pa_test_fd_count(pid_t pid) {
+  int n = proc_entries(pid, "fd", NULL, NULL);
+  return n >= 0 && pid == getpid() ? n - 1 : n; /* our own opendir fd */
+}
+
+typedef struct {
+  bool (*pick)(pid_t tid, const char *comm, void *arg);
+  void *arg;
+} thread_pick;
+
+/* A thread of /proc/PID/task by its comm, through thread_pick arg. */
+static bool task_picked(const char *dir, const char *name, void *arg) {
+  const thread_pick *t = arg;
+  char path[400], comm[64] = "";
+  snprintf(path, sizeof path, "%s/%s/comm", dir, name);
+  FILE *f = fopen(path, "r");
+  if (f) {
+    if (!fgets(comm, sizeof comm, f))
+      comm[0] = 0;
+    fclose(f);
+  }
+  return !t->pick || t->pick((pid_t)atoi(name), comm, t->arg);
 }
 
 int pa_test_thread_count(pid_t pid,
                          bool (*pick)(pid_t tid, const char *comm, void *arg),
                          void *arg) {
-  char dir[64];
-  snprintf(dir, sizeof dir, "/proc/%d/task", (int)pid);
-  DIR *d = opendir(dir);
-  if (!d)
-    return -1;
-  int n = 0;
-  struct dirent *e;
-  while ((e = readdir(d))) {
-    if (e->d_name[0] == '.')
-      continue;
-    char path[400], comm[64] = "";
-    snprintf(path, sizeof path, "%s/%s/comm", dir, e->d_name);
-    FILE *f = fopen(path, "r");
-    if (f) {
-      if (!fgets(comm, sizeof comm, f))
-        comm[0] = 0;
-      fclose(f);
-    }
-    n += !pick || pick((pid_t)atoi(e->d_name), comm, arg);
-  }
-  closedir(d);
-  return n;
+  thread_pick t = {pick, arg};
+  return proc_entries(pid, "task", task_picked, &t);
 }
 
 int pa_test_open_seg(const char *instance, const char *seg, size_t *size) {
