@@ -7,9 +7,12 @@
 
 #include "pa_render_atlas.h"
 
+#include <limits.h>
+#include <linux/futex.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 struct pa_atlas_srv {
@@ -82,6 +85,13 @@ static void answer(pa_atlas_seg *a, const pa_atlas_seg *r, uint32_t status,
   __atomic_store_n(&a->done, r->req_seq, __ATOMIC_RELEASE);
 }
 
+/* After an answer is complete: wake's +1 and every reader sleeping on it
+ * woken (a reader that read wake before the answer finds it changed). */
+static void wake_readers(pa_atlas_seg *a) {
+  __atomic_fetch_add(&a->wake, 1, __ATOMIC_RELEASE);
+  syscall(SYS_futex, &a->wake, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+}
+
 static int grow(pa_atlas_srv *s, uint32_t n) {
   if (n <= s->cap)
     return 0;
@@ -114,6 +124,7 @@ int pa_atlas_srv_serve(pa_atlas_srv *s, pa_render_atlas_pool *pool,
       r.height > PA_RENDER_ATLAS_MAX_SIDE || bytes > a->capacity ||
       grow(s, r.count) < 0) {
     answer(a, &r, PA_ATLAS_BAD_REQUEST, t); /* pa-netgw checked it: rare */
+    wake_readers(a);
     return 0;
   }
   if (s->atlas && (pa_render_atlas_width(s->atlas) != r.width ||
@@ -124,6 +135,7 @@ int pa_atlas_srv_serve(pa_atlas_srv *s, pa_render_atlas_pool *pool,
   if (!s->atlas &&
       pa_render_atlas_create(&s->atlas, r.width, r.height, err, err_sz) < 0) {
     answer(a, &r, PA_ATLAS_BAD_REQUEST, t);
+    wake_readers(a);
     return 0;
   }
   for (uint32_t k = 0; k < r.count; k++) {
@@ -141,5 +153,6 @@ int pa_atlas_srv_serve(pa_atlas_srv *s, pa_render_atlas_pool *pool,
   answer(a, &r, rc < 0 ? PA_ATLAS_GL_ERROR : PA_ATLAS_OK, t);
   __atomic_store_n(&a->seq, (q | 1) + 1, __ATOMIC_RELEASE);
   a->render_ns = (uint64_t)(pa_now_ns() - t0);
+  wake_readers(a);
   return rc < 0 ? -1 : 0;
 }

@@ -905,9 +905,10 @@ _Static_assert(sizeof(pa_obs_seg) == 64, "pa_obs_seg is one line");
  * draws robots [first, first + count) at width x height from the newest
  * tick >= min_tick into frames (count x height x width x 3 RGB, row 0 at
  * the top: a numpy (count, height, width, 3) uint8 array) under seq (odd
- * while written), then stores done = the req_seq it answered. A reader
- * waits for done == its request's req_seq, copies, and checks seq and done
- * again. */
+ * while written), then stores done = the req_seq it answered, then adds 1
+ * to wake and wakes its futex waiters. A reader waits for done == its
+ * request's req_seq (sleeping on wake between answers), copies, and checks
+ * seq and done again. */
 #define PA_ATLAS_MAX_BYTES (32u << 20) /* frames of one request */
 #define PA_ATLAS_MAX_SIDE 1024u        /* a tile's width or height [px] */
 #define PA_ATLAS_MAX_TILES 4096u       /* robots of one request */
@@ -932,7 +933,11 @@ typedef struct pa_atlas_seg {
   uint64_t capacity;   /* bytes of frames: PA_ATLAS_MAX_BYTES */
   uint64_t render_ns;  /* cost of the last answer (monitoring) */
   uint64_t answered;   /* requests answered (monitoring) */
-  uint64_t reserved1[5];
+  uint32_t wake;       /* +1 once an answer is complete (seq even, done
+                        * set): a futex word; pa-render wakes every waiter
+                        * (FUTEX_WAKE, not private: the segment is shared) */
+  uint32_t reserved2;
+  uint64_t reserved1[4];
 } pa_atlas_seg;
 _Static_assert(sizeof(pa_atlas_seg) == 192, "pa_atlas_seg: three lines");
 

@@ -301,6 +301,7 @@ static void records(void) {
   FIELD(pa_atlas_seg, off_frames);
   FIELD(pa_atlas_seg, capacity);
   FIELD(pa_atlas_seg, render_ns);
+  FIELD(pa_atlas_seg, wake);
   printf("}}, ");
   record_begin("pa_lane", sizeof(pa_lane));
   FIELD(pa_lane, req);

@@ -162,6 +162,45 @@ class CameraEnv(unittest.TestCase):
         self.assertEqual(fr.shape, (2, 6, 8, 3))
         self.assertEqual((r["count"], r["width"], r["height"]), (2, 8, 6))
 
+    def test_reader_sleeps_until_answered(self):
+        """The reader sleeps on the segment's wake word, which pa-render bumps once
+        per answer and wakes: a sleeper with a 10 s limit returns when a request is
+        answered, not at the limit."""
+        from playarea.env import atlas as atlas_mod
+        w = self.env.world
+        a = w.atlas
+        if os.uname().machine not in ("x86_64", "aarch64"):
+            self.skipTest("the futex wait is for x86-64 and AArch64")
+        self.assertIsNotNone(a._futex)
+        first = int(self.env.robots[0])
+        ask = {"width": 8, "height": 6, "robots_range": [first, 2]}
+        w0 = a._u("wake")
+        for _ in range(3):
+            a.read(w.conn.request("camera_batch", ask)["seq"])
+        self.assertEqual(a._u("wake"), (w0 + 3) & 0xFFFFFFFF)
+        slice_was = atlas_mod._FUTEX_SLICE_S
+        atlas_mod._FUTEX_SLICE_S = 10.0
+        try:
+            import threading
+            got = {}
+
+            def sleeper():
+                t = time.monotonic()
+                a._sleep(got["wake"], 10.0)
+                got["slept"] = time.monotonic() - t
+            got["wake"] = a._u("wake")
+            th = threading.Thread(target=sleeper)
+            th.start()
+            time.sleep(0.2)  # asleep on the word by now
+            self.assertNotIn("slept", got)
+            r = w.conn.request("camera_batch", ask)
+            th.join(20)
+            self.assertLess(got["slept"], 5.0)
+            fr, _ = a.read(r["seq"])
+            self.assertEqual(fr.shape, (2, 6, 8, 3))
+        finally:
+            atlas_mod._FUTEX_SLICE_S = slice_was
+
     def test_bad_env_arguments(self):
         """Refused before any process starts."""
         with self.assertRaisesRegex(ValueError, "observation must be"):
