@@ -201,6 +201,32 @@ class CameraEnv(unittest.TestCase):
         finally:
             atlas_mod._FUTEX_SLICE_S = slice_was
 
+    def test_ask_then_answer(self):
+        """cameras_ask/cameras_take (the step's two halves) give cameras()'s frames;
+        a reply nobody took is dropped before the next request, whose reply is its
+        own; an error comes out of the answer by name."""
+        w = self.env.world
+        c = w.conn
+        first = int(self.env.robots[0])
+        obs, _ = self.env.reset(seed=5)
+        ask = {"width": W, "height": H, "robots_range": [first, 4]}
+        r = c.request("camera_batch", ask)
+        whole, t = w.atlas.read(r["seq"])
+        w.cameras_ask(first, 4, H, W)
+        self.assertTrue(np.array_equal(w.cameras_take(t), whole))
+        self.assertTrue(np.array_equal(whole, obs["camera"]))
+        c.ask("camera_batch", ask)  # never taken
+        info = c.request("get_map_info")
+        self.assertIn("width", info)
+        c.ask("camera_batch", {"width": 0})
+        with self.assertRaises(Error) as cm:
+            c.answer()
+        self.assertEqual(cm.exception.code, "invalid_message")
+        with self.assertRaisesRegex(Exception, "without one ask"):
+            c.answer()
+        c.ask("camera_batch", {"width": 0})  # a failed ask nobody took: dropped too
+        self.assertIn("width", c.request("get_map_info"))
+
     def test_bad_env_arguments(self):
         """Refused before any process starts."""
         with self.assertRaisesRegex(ValueError, "observation must be"):

@@ -222,13 +222,27 @@ class Conn:
         self._robots_json = b""
         self._s1_key = None
         self._s1_tmpl = b""
+        self._asked = 0  # replies of ask() not yet read by answer()
 
     def close(self):
         if self.sock is not None:
             self.sock.close()
             self.sock = None
 
+    def _settle(self):
+        """Reads (and drops) the replies of asks nobody took (an exception came
+        between ask and answer), so that the next reply read is the next request's."""
+        while self._asked:
+            self._asked -= 1
+            try:
+                self._recv()
+            except Exception as e:  # noqa: BLE001 (a failed ask's error reply: dropped)
+                if not hasattr(e, "code"):
+                    raise
+
     def _send(self, action, data, type="command"):
+        if self._asked:
+            self._settle()
         self._id += 1
         line = json.dumps({"type": type, "action": action, "request_id": self._id, "data": data},
                           separators=(",", ":"), allow_nan=False)
@@ -277,8 +291,24 @@ class Conn:
         self._send(action, data or {}, type)
         return self._recv().get("data")
 
+    def ask(self, action, data=None, type="command"):
+        """request() in two halves: sends it, and answer() reads its reply later, so
+        that the caller's work overlaps pa-netgw's and its wake-ups. Another request
+        on the connection meanwhile drops the reply unread."""
+        self._send(action, data or {}, type)
+        self._asked += 1
+
+    def answer(self):
+        """The data of the reply to the last ask() (its error raised)."""
+        if self._asked != 1:
+            raise StackError("answer() without one ask() before it (%d pending)" % self._asked)
+        self._asked = 0
+        return self._recv().get("data")
+
     def batch(self, reqs):
         """[(action, data), ...] in batches of 64; returns the responses (errors not raised)."""
+        if self._asked:
+            self._settle()
         out = []
         for i in range(0, len(reqs), 64):
             items = []
@@ -342,6 +372,8 @@ class Conn:
                              % (int(robot), int(steps), b"" if observe else b'"observe":false,'))
         if not (math.isfinite(v) and math.isfinite(w)):
             raise ValueError("actions must be finite")
+        if self._asked:
+            self._settle()
         self._id += 1
         try:
             self.sock.sendall(self._s1_tmpl % (self._id, base64.b64encode(_PACK2D(v, w))))
@@ -436,6 +468,8 @@ class Conn:
                 self._robots_json = b'"robots_range":[%d,%d]' % (int(robots[0]), len(robots))
             else:  # the ids as uint32 in base64
                 self._robots_json = b'"robots_b64":"%s"' % base64.b64encode(robots.astype("<u4").tobytes())
+        if self._asked:
+            self._settle()
         self._id += 1
         parts = [b'{"type":"command","action":"step_batch","request_id":%d,"data":{'
                  % self._id, self._robots_json, b',"steps":%d,"binary":true' % int(steps)]

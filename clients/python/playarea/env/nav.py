@@ -208,8 +208,20 @@ class _World:
         """Robots [first, first + count)'s head cameras drawn from this tick by
         pa-render in one atlas (camera_batch): uint8 [count, height, width, 3], a new
         array (one copy out of shared memory)."""
-        r = self.conn.request("camera_batch", {"width": int(width), "height": int(height),
-                                               "robots_range": [int(first), int(count)]})
+        self.cameras_ask(first, count, height, width)
+        return self.cameras_take(tick, timeout)
+
+    def cameras_ask(self, first, count, height, width):
+        """The first half of cameras(): the request sent, its reply not waited for,
+        so that the caller's work overlaps pa-netgw's and pa-render's wake-ups and
+        the drawing; cameras_take() waits. Any other request on the connection
+        before it drops the reply."""
+        self.conn.ask("camera_batch", {"width": int(width), "height": int(height),
+                                       "robots_range": [int(first), int(count)]})
+
+    def cameras_take(self, tick, timeout=30.0):
+        """The second half of cameras(): the frames of the last cameras_ask()."""
+        r = self.conn.answer()
         frames, t = self.atlas.read(r["seq"], timeout=timeout)
         if t != tick:
             raise _stack.StackError("camera_batch drew tick %d, the step ended at tick %d "
@@ -904,18 +916,20 @@ class NavVectorEnv(_NavCore, VectorEnvBase):
             "tick": np.full(n, d["tick"], np.int64)})
 
     def _frames(self, d):
-        """observation='camera': every robot's head camera of the step's tick."""
+        """observation='camera': asks for every robot's head camera of the step's
+        tick; _batch_obs takes them, after the rest of the step's work, which so
+        overlaps the request's wake-ups and the drawing."""
         if self.camera_size is not None:
             h, w = self.camera_size
-            self._cams = self.world.cameras(int(self.robots[0]), self.num_envs, h, w,
-                                            int(d["tick"]))
+            self.world.cameras_ask(int(self.robots[0]), self.num_envs, h, w)
+            self._cam_tick = int(d["tick"])
 
     def _batch_obs(self, scan, g, vel):
         if self.flat:
             return np.concatenate([scan, g, vel], axis=1).astype(np.float32)
         obs = {"goal": g, "scan": scan, "velocity": vel}
         if self.camera_size is not None:
-            obs["camera"] = self._cams
+            obs["camera"] = self.world.cameras_take(self._cam_tick)
         return obs
 
     def step(self, actions):
