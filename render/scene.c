@@ -842,25 +842,30 @@ int pa_render_robot_parts(const pa_render_scene *s, const rrobot *r,
   double body[3] = {rad, rad, h};
   double c = cos(p->theta), sn = sin(p->theta);
   out[n++] = part(&s->cyl[lod], p->x, p->y, 0, c, sn, body, r->colour);
+  /* The coarsest level (the body 4 px in radius or less): the stripe, the
+   * neck and the lens are a pixel wide or less there, yet they were two
+   * thirds of such a robot's primitives; the body and the head stay. */
+  bool fine = lod < PA_RENDER_LODS - 1;
   double stripe[3] = {rad * 0.8, rad * 0.22, 0.02};
-  out[n++] = part(&s->cube, p->x + c * rad * 0.45, p->y + sn * rad * 0.45,
-                  h + 0.01, c, sn, stripe, light);
+  if (fine)
+    out[n++] = part(&s->cube, p->x + c * rad * 0.45, p->y + sn * rad * 0.45,
+                    h + 0.01, c, sn, stripe, light);
   double hy = p->theta + p->head;
   double hc = cos(hy), hs = sin(hy);
   double head_top = r->head_height + 0.05;
   double neck_h = head_top - 0.1 - h;
-  if (neck_h > 0.005) {
+  if (fine && neck_h > 0.005) {
     double neck[3] = {rad * 0.15, rad * 0.15, neck_h};
-    /* a sixth of the body's width: never finer than the middle level */
-    out[n++] =
-        part(&s->cyl[lod > 1 ? lod : 1], p->x, p->y, h, 1, 0, neck, dark);
+    /* a sixth of the body's width: the middle level's sides at most */
+    out[n++] = part(&s->cyl[1], p->x, p->y, h, 1, 0, neck, dark);
   }
   double head[3] = {rad * 0.7, rad * 0.9, 0.1};
   out[n++] =
       part(&s->cube, p->x, p->y, r->head_height, hc, hs, head, r->colour);
   double lens[3] = {0.02, rad * 0.35, 0.05};
-  out[n++] = part(&s->cube, p->x + hc * rad * 0.36, p->y + hs * rad * 0.36,
-                  r->head_height, hc, hs, lens, dark);
+  if (fine)
+    out[n++] = part(&s->cube, p->x + hc * rad * 0.36, p->y + hs * rad * 0.36,
+                    r->head_height, hc, hs, lens, dark);
   return n;
 }
 

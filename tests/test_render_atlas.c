@@ -1,10 +1,10 @@
 /* test_render_atlas.c - batched head cameras (render/atlas.c) on a real EGL
  * context: each tile is its own robot's view (robots facing a wall and
  * facing open space differ), tile i equals robot i's single-camera render
- * at the same size, robots of fewer sides where they are small on screen
- * (the same in both), passes beyond one framebuffer, a batch shared out to a
- * pool's helpers (their own contexts, at once) giving the same bytes, and
- * bad input. */
+ * at the same size, robots of fewer sides and parts where they are small
+ * on screen (the same in both), passes beyond one framebuffer, a batch shared
+ * out to a pool's helpers (their own contexts, at once) giving the same bytes,
+ * and bad input. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -326,6 +326,41 @@ static void test_small_robots_fewer_sides(void **state) {
     fail_msg("84x84 drew %u primitives, 640x480 %u", small, big);
 }
 
+/* What robot k adds to view v's primitives at w x h. */
+static GLuint robot_primitives(const pa_render_view *v, uint32_t k, uint32_t w,
+                               uint32_t h) {
+  GLuint with = primitives(v, w, h);
+  poses[k].active = false;
+  pa_render_scene_set_poses(scene, poses, NR);
+  GLuint without = primitives(v, w, h);
+  poses[k].active = true;
+  pa_render_scene_set_poses(scene, poses, NR);
+  return with - without;
+}
+
+/* At the coarsest level (a body 4 px in radius or less) a robot is its
+ * body, its head and its shadow: the stripe, the neck and the lens, a pixel
+ * wide or less there, are left out. The same robot nearer on screen (640 x
+ * 480, the finest level) has all its parts. */
+static void test_far_robot_body_and_head(void **state) {
+  (void)state;
+  pa_render_view v[2];
+  views_of(v, 2);
+  pa_render_pose keep = poses[2];
+  /* 3.5 m from robot 1's eye: 3.1 px in radius at 84 px, 23 at 640 */
+  poses[2] = (pa_render_pose){2.0, 3.5, 0.4, 0, true};
+  pa_render_scene_set_poses(scene, poses, NR);
+  GLuint far = robot_primitives(&v[1], 2, 84, 84);
+  GLuint near = robot_primitives(&v[1], 2, 640, 480);
+  poses[2] = keep;
+  pa_render_scene_set_poses(scene, poses, NR);
+  /* 8-sided body 32, head 12, shadow 2 (before: 102, with the rest) */
+  if (far != 46 || near < 150)
+    fail_msg("robot 2: %u primitives at 84 x 84 (body, head and shadow: 46), "
+             "%u at 640 x 480 (every part: 150 or more)",
+             far, near);
+}
+
 /* A robot's soft shadow is two triangles (a disc of the fragments'
  * distance, not a fan and a ring of 22 to 70): shadows on draw two
  * primitives a robot more than shadows off, at any size, and some robot's
@@ -497,6 +532,7 @@ int main(void) {
       cmocka_unit_test(test_eye_inside_a_head),
       cmocka_unit_test(test_small_robots_fewer_sides),
       cmocka_unit_test(test_robot_shadow_two_triangles),
+      cmocka_unit_test(test_far_robot_body_and_head),
       cmocka_unit_test(test_passes),
       cmocka_unit_test(test_pool_same_bytes),
       cmocka_unit_test(test_bad_input),
