@@ -189,44 +189,6 @@ static void tile_out(const pa_render_atlas *a, uint32_t t, uint8_t *dst) {
                           a->w);
 }
 
-/* Whether robot p (its body, head and soft shadow within `reach` of its
- * centre) can show in v's horizontal field of view (the robots' vertices
- * are most of a view's cost on llvmpipe, so a view draws only those in
- * its wedge), and, with occ, is not hidden by the walls in every column
- * it could cover. */
-static bool robot_shows(const pa_render_view *v, const rcolumns *occ,
-                        const rwedge *wg, const pa_render_pose *p,
-                        double reach) {
-  double dx = p->x - v->x, dy = p->y - v->y, d = sqrt(dx * dx + dy * dy);
-  if (d <= reach + 0.1)
-    return true;
-  /* wholly beyond one edge of a wedge narrower than a half turn (its
-   * edges, the margin below included; none for wider ones): out */
-  const double *edges = wg ? wg->edges : NULL;
-  if (edges && (edges[0] * dy - edges[1] * dx < -reach ||
-                dx * edges[3] - dy * edges[2] < -reach))
-    return false;
-  double f = wg ? dx * wg->fx + dy * wg->fy : 0;
-  if (f > reach) {
-    /* wholly ahead of the eye (most robots): the disc's angles as their
-     * tangents, without trigonometry: tan(off -+ half) from tan(off) and
-     * tan(half) = reach / sqrt(d^2 - reach^2) */
-    double t = (dy * wg->fx - dx * wg->fy) / f;
-    double s = reach / sqrt(d * d - reach * reach);
-    double tlo = (t - s) / (1 + t * s), thi = (t + s) / (1 - t * s);
-    if (thi < -wg->th || tlo > wg->th)
-      return false;
-    return !occ ||
-           !pa_render_columns_hide_tan(occ, wg->tx, tlo, thi, d - reach);
-  }
-  double off = remainder(atan2(dy, dx) - v->yaw, 2 * M_PI);
-  double half = asin(reach / d);
-  if (fabs(off) > v->fov / 2 + half + 0.02)
-    return false;
-  return !occ ||
-         !pa_render_columns_hide(v, occ, off - half, off + half, d - reach);
-}
-
 static int unit_read(unit_mesh *u, const rgpu_mesh *g) {
   size_t n = (size_t)g->count;
   if (n > u->cap) {
@@ -581,7 +543,8 @@ static void draw_robots(pa_render_atlas *a, const pa_render_scene *s,
                 (size_t)pa_render_robot_lod(v, focal, s->robots[i].radius,
                                             &s->poses[i]);
     if (!a->count[at] ||
-        (cull && !robot_shows(v, occ, e, &s->poses[i], a->reach[i] + 0.01)))
+        (cull && !pa_render_disc_shows(v, occ, e, s->poses[i].x, s->poses[i].y,
+                                       a->reach[i] + 0.01)))
       continue;
     a->doff[m] = (const void *)(uintptr_t)(a->first[at] * sizeof(uint32_t));
     a->dcount[m] = a->count[at];

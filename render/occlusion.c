@@ -238,3 +238,35 @@ bool pa_render_columns_hide_tan(const rcolumns *occ, double tx, double tlo,
       return false;
   return true;
 }
+
+bool pa_render_disc_shows(const pa_render_view *v, const rcolumns *occ,
+                          const rwedge *wg, double x, double y, double reach) {
+  double dx = x - v->x, dy = y - v->y, d = sqrt(dx * dx + dy * dy);
+  if (d <= reach + 0.1)
+    return true;
+  /* wholly beyond one edge of a wedge narrower than a half turn (its
+   * edges, the margin below included; none for wider ones): out */
+  const double *edges = wg ? wg->edges : NULL;
+  if (edges && (edges[0] * dy - edges[1] * dx < -reach ||
+                dx * edges[3] - dy * edges[2] < -reach))
+    return false;
+  double f = wg ? dx * wg->fx + dy * wg->fy : 0;
+  if (f > reach) {
+    /* wholly ahead of the eye (most robots): the disc's angles as their
+     * tangents, without trigonometry: tan(off -+ half) from tan(off) and
+     * tan(half) = reach / sqrt(d^2 - reach^2) */
+    double t = (dy * wg->fx - dx * wg->fy) / f;
+    double s = reach / sqrt(d * d - reach * reach);
+    double tlo = (t - s) / (1 + t * s), thi = (t + s) / (1 - t * s);
+    if (thi < -wg->th || tlo > wg->th)
+      return false;
+    return !occ ||
+           !pa_render_columns_hide_tan(occ, wg->tx, tlo, thi, d - reach);
+  }
+  double off = remainder(atan2(dy, dx) - v->yaw, 2 * M_PI);
+  double half = asin(reach / d);
+  if (fabs(off) > v->fov / 2 + half + 0.02)
+    return false;
+  return !occ ||
+         !pa_render_columns_hide(v, occ, off - half, off + half, d - reach);
+}

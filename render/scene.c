@@ -315,6 +315,7 @@ static void build_obstacles(rmesh *m, const pa_obstacle_info *o, uint32_t n) {
  * blob per caster costs a few triangles, far cheaper on llvmpipe than a
  * shadow map. */
 #define SHADOW_Z 0.0022  /* [m] above the carpet, below the lines */
+#define BALL_R 0.021335  /* [m] a golf ball, as pa-sim's */
 #define SHADOW_ALPHA 110 /* of 255 in the middle */
 static const double key_light[3] = {0.35, 0.55, 0.76};
 
@@ -671,10 +672,14 @@ int pa_render_scene_build(pa_render_scene **out, const pa_grid *grid,
   if (pa_render_gpu_upload(&s->cube, &m, err, err_sz) < 0)
     goto fail;
   pa_render_mesh_free(&m);
-  mesh_sphere(&m, white, 12, 16);
-  if (pa_render_gpu_upload(&s->sphere, &m, err, err_sz) < 0)
-    goto fail;
-  pa_render_mesh_free(&m);
+  /* the ball's: 16 segments, the coarser levels the robots' sides */
+  static const int ball_sides[PA_RENDER_LODS] = {16, 12, 8};
+  for (int l = 0; l < PA_RENDER_LODS; l++) {
+    mesh_sphere(&m, white, ball_sides[l] * 3 / 4, ball_sides[l]);
+    if (pa_render_gpu_upload(&s->sphere[l], &m, err, err_sz) < 0)
+      goto fail;
+    pa_render_mesh_free(&m);
+  }
 
   s->fog_density = 0.05f; /* exp2: about half the contrast at 20 m */
   s->sm = pa_render_shadow_new();
@@ -700,7 +705,8 @@ void pa_render_scene_free(pa_render_scene *s) {
   for (int l = 0; l < PA_RENDER_LODS; l++)
     pa_render_gpu_free(&s->cyl[l]);
   pa_render_gpu_free(&s->blob);
-  pa_render_gpu_free(&s->sphere);
+  for (int l = 0; l < PA_RENDER_LODS; l++)
+    pa_render_gpu_free(&s->sphere[l]);
   pa_render_gpu_free(&s->cube);
   pa_render_gpu_free(&s->shadows);
   pa_render_gpu_free(&s->plate);
@@ -889,11 +895,16 @@ static void draw_line(const pa_render_scene *s, double x0, double y0, double x1,
             box, white);
 }
 
-static void draw_ball(const pa_render_scene *s);
+static void draw_ball(const pa_render_scene *s, int lod);
 
 /* The SSL field's lines (the rules' markings) and the ball, an orange
- * sphere of 42.67 mm resting at its height. */
-static void draw_ssl(const pa_render_scene *s) {
+ * sphere of 42.67 mm resting at its height, at the level of detail a robot
+ * of its size would have there (eye and focal as pa_render_robot_lod's);
+ * with cull (a level camera), only when it can show in the view (occ, the
+ * walls' columns, for a ball no higher than the walls). */
+static void draw_ssl(const pa_render_scene *s, const pa_render_view *eye,
+                     double focal, const pa_render_view *cull,
+                     const rcolumns *occ) {
   const pa_ssl_field *f = &s->ssl;
   if (f->division) {
     double hl = f->length / 2, hw = f->width / 2;
@@ -923,16 +934,27 @@ static void draw_ssl(const pa_render_scene *s) {
       draw_line(s, r * cos(a0), r * sin(a0), r * cos(a1), r * sin(a1));
     }
   }
-  draw_ball(s);
+  if (!s->ball)
+    return;
+  pa_render_pose at = {.x = s->ball_xyz[0], .y = s->ball_xyz[1]};
+  if (cull) {
+    rwedge wg;
+    pa_render_wedge(cull, &wg);
+    if (!(s->ball_xyz[2] + 2 * BALL_R <= PA_RENDER_WALL_HEIGHT))
+      occ = NULL; /* over the walls: seen over them */
+    if (!pa_render_disc_shows(cull, occ, wg.half < M_PI_2 ? &wg : NULL, at.x,
+                              at.y, BALL_R + 0.01))
+      return;
+  }
+  draw_ball(s, pa_render_robot_lod(eye, focal, BALL_R, &at));
 }
 
-static void draw_ball(const pa_render_scene *s) {
+static void draw_ball(const pa_render_scene *s, int lod) {
   if (s->ball) {
     static const float orange[3] = {1.0f, 0.45f, 0.0f};
-    const double r = 0.021335; /* [m] a golf ball, as pa-sim's */
-    double sc[3] = {r, r, r};
-    draw_part(s, &s->sphere, s->ball_xyz[0], s->ball_xyz[1], s->ball_xyz[2] + r,
-              0, sc, orange);
+    double sc[3] = {BALL_R, BALL_R, BALL_R};
+    draw_part(s, &s->sphere[lod], s->ball_xyz[0], s->ball_xyz[1],
+              s->ball_xyz[2] + BALL_R, 0, sc, orange);
   }
 }
 
@@ -1115,7 +1137,7 @@ static void draw_casters(const pa_render_scene *s, const rprogram *p) {
   for (uint32_t i = 0; i < s->pose_count; i++)
     if (s->robots[i].active && s->poses[i].active)
       draw_robot(s, &s->robots[i], &s->poses[i], 0);
-  draw_ball(s);
+  draw_ball(s, 0);
 }
 
 /* Binds p and sets the uniforms a frame shares: view, projection, the key
@@ -1174,7 +1196,7 @@ void pa_render_scene_draw_occluded(const pa_render_scene *s,
       draw_robot(
           s, &s->robots[i], &s->poses[i],
           pa_render_robot_lod(eye, focal, s->robots[i].radius, &s->poses[i]));
-  draw_ssl(s);
+  draw_ssl(s, eye, focal, cull, cull ? occ : NULL);
   draw_statics(s, cull, cull ? occ : NULL);
   if (blobs)
     draw_shadows(s, view, proj);

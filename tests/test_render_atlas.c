@@ -1,10 +1,10 @@
 /* test_render_atlas.c - batched head cameras (render/atlas.c) on a real EGL
  * context: each tile is its own robot's view (robots facing a wall and
  * facing open space differ), tile i equals robot i's single-camera render
- * at the same size, robots of fewer sides and parts where they are small
- * on screen (the same in both), passes beyond one framebuffer, a batch shared
- * out to a pool's helpers (their own contexts, at once) giving the same bytes,
- * and bad input. */
+ * at the same size, robots and the ball of fewer sides and parts where
+ * they are small on screen (the same in both), the ball culled as a robot,
+ * passes beyond one framebuffer, a batch shared out to a pool's helpers (their
+ * own contexts, at once) giving the same bytes, and bad input. */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -361,6 +361,46 @@ static void test_far_robot_body_and_head(void **state) {
              far, near);
 }
 
+/* What the ball at xyz adds to view v's primitives at w x h. */
+static GLuint ball_primitives(const pa_render_view *v, double x, double y,
+                              uint32_t w, uint32_t h) {
+  const double xyz[3] = {x, y, 0};
+  pa_render_scene_set_ssl(scene, 0, true, xyz);
+  GLuint with = primitives(v, w, h);
+  pa_render_scene_set_ssl(scene, 0, false, xyz);
+  return with - primitives(v, w, h);
+}
+
+/* The ball is culled as a robot is (behind the eye: none of its triangles)
+ * and drawn at the level of detail a robot of its size would have there:
+ * 0.8 m ahead, the 8-segment sphere (96 triangles) at 84 x 84, where it is
+ * 1.6 px in radius, the 16-segment one (384) at 640 x 480 (12 px). With
+ * the ball in view of some tiles and behind the inner wall from others,
+ * culling changes no pixel of the atlas. */
+static void test_ball_culled_and_levels(void **state) {
+  (void)state;
+  pa_render_view v[2];
+  views_of(v, 2);
+  double fx = cos(v[1].yaw), fy = sin(v[1].yaw);
+  double ax = v[1].x + 0.8 * fx, ay = v[1].y + 0.8 * fy;
+  double bx = v[1].x - 1.0 * fx, by = v[1].y - 1.0 * fy;
+  GLuint small = ball_primitives(&v[1], ax, ay, 84, 84);
+  GLuint big = ball_primitives(&v[1], ax, ay, 640, 480);
+  GLuint behind = ball_primitives(&v[1], bx, by, 84, 84);
+  GLuint behind_big = ball_primitives(&v[1], bx, by, 640, 480);
+  if (small != 96 || big != 384 || behind || behind_big)
+    fail_msg("ball ahead: %u primitives at 84 x 84 (96), %u at 640 x 480 "
+             "(384); behind: %u, %u (0)",
+             small, big, behind, behind_big);
+  /* east of the inner wall (x 3 to 3.2 m, y below 6 m): robot 0 faces it
+   * from the west, robots 2.. stand east of it */
+  const double xyz[3] = {3.6, 2.4, 0};
+  pa_render_scene_set_ssl(scene, 0, true, xyz);
+  culling_changes_nothing(scene);
+  const double off[3] = {0, 0, 0};
+  pa_render_scene_set_ssl(scene, 0, false, off);
+}
+
 /* A robot's soft shadow is two triangles (a disc of the fragments'
  * distance, not a fan and a ring of 22 to 70): shadows on draw two
  * primitives a robot more than shadows off, at any size, and some robot's
@@ -533,6 +573,7 @@ int main(void) {
       cmocka_unit_test(test_small_robots_fewer_sides),
       cmocka_unit_test(test_robot_shadow_two_triangles),
       cmocka_unit_test(test_far_robot_body_and_head),
+      cmocka_unit_test(test_ball_culled_and_levels),
       cmocka_unit_test(test_passes),
       cmocka_unit_test(test_pool_same_bytes),
       cmocka_unit_test(test_bad_input),

@@ -107,8 +107,8 @@ struct pa_render_scene {
   uint64_t *order; /* scratch: sort keys */
   rwalls walls;    /* for the atlas's occlusion */
   /* SSL (pa_render_scene_set_ssl): the field's lines, the ball. */
-  rgpu_mesh sphere; /* unit sphere at the origin */
-  pa_ssl_field ssl; /* division 0: no field */
+  rgpu_mesh sphere[PA_RENDER_LODS]; /* unit spheres at the origin */
+  pa_ssl_field ssl;                 /* division 0: no field */
   bool ball;
   double ball_xyz[3]; /* [m] z = its bottom's height */
 };
@@ -168,6 +168,14 @@ bool pa_render_wedge_span(const rwedge *w, const double *px, const double *py,
  * no trigonometry (the culling calls it for every chunk and robot). */
 bool pa_render_columns_hide_tan(const rcolumns *occ, double tx, double tlo,
                                 double thi, double near);
+/* Whether what lies within `reach` of (x, y) (a robot's body, head and
+ * soft shadow; the ball) can show in v's horizontal field of view, wg its
+ * wedge (NULL: wider than a half turn), and, with occ, is not hidden by
+ * the walls in every column it could cover (no higher than the walls: the
+ * caller checks). Vertices are most of a small view's cost on llvmpipe:
+ * a view draws only what passes. */
+bool pa_render_disc_shows(const pa_render_view *v, const rcolumns *occ,
+                          const rwedge *wg, double x, double y, double reach);
 
 /* ---- shadow map (shadow.c) ---- */
 typedef struct rshadow rshadow;
