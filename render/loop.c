@@ -64,6 +64,9 @@ typedef struct rloop {
   uint64_t scene_builds;      /* the scene's number (the pool's key) */
   pa_render_atlas_pool *pool; /* camera_batch's helpers, at the first one */
   bool pool_off;              /* none wanted, or they failed (said once) */
+  int state_reader; /* the state ring's blocking reader slot, or < 0: a
+                     * camera_batch for a tick not yet written waits on it */
+  bool tick_wanted; /* such a request is pending */
 } rloop;
 
 static void sleep_until(int64_t t_ns) {
@@ -414,7 +417,19 @@ static bool any_demand(const rloop *L) {
   return false;
 }
 
+/* The longest wait on the state ring for a camera_batch's tick: a request
+ * (render_wake) meanwhile is seen this late at most. */
+#define TICK_WAIT_NS 1000000
+
 static void wait_wake(rloop *L, int64_t timeout_ns) {
+  if (L->tick_wanted && L->state_reader >= 0) {
+    /* woken by pa-sim's next tick (or one written since the last wake) */
+    pa_ring_wait(L->st.state, L->state_reader,
+                 timeout_ns < TICK_WAIT_NS ? timeout_ns : TICK_WAIT_NS);
+    while (sem_trywait(&L->st.ctl->render_wake) == 0)
+      ; /* the next pass looks at whatever it was for */
+    return;
+  }
   pa_shm_sem_wait(&L->st.ctl->render_wake, timeout_ns);
   /* Several posts may have piled up; one wake is enough. */
   while (sem_trywait(&L->st.ctl->render_wake) == 0)
@@ -461,6 +476,8 @@ static void loop_free(rloop *L) {
   pa_render_viewer_close(L->viewer);
   pa_render_egl_destroy(L->egl);
   if (L->attached) {
+    if (L->state_reader >= 0)
+      pa_ring_reader_unregister(L->st.state, L->state_reader);
     L->health->ready = 0;
     L->health->pid = 0;
     pa_stack_detach(&L->st);
@@ -485,6 +502,7 @@ int pa_render_run(const pa_render_def *d, volatile sig_atomic_t *stop,
     return 1;
   }
   L->def = d;
+  L->state_reader = -1;
   int ret = attach(L, stop, err, err_sz);
   if (ret)
     goto out_nolock;
@@ -542,6 +560,10 @@ int pa_render_run(const pa_render_def *d, volatile sig_atomic_t *stop,
       ret = 1;
       goto out_nolock;
     }
+    L->state_reader = pa_ring_reader_register(L->st.state);
+    if (L->state_reader < 0)
+      pa_warn("no reader slot left on the state ring: a camera_batch for a "
+              "tick not yet written looks for it every 0.2 ms");
   }
 
   int64_t period = (int64_t)(1e9 / d->camera_hz);
@@ -587,7 +609,9 @@ int pa_render_run(const pa_render_def *d, volatile sig_atomic_t *stop,
       ret = 1;
       goto out_nolock;
     }
-    int64_t soon = pa_now_ns() + 200000; /* look for its tick again */
+    /* look for its tick again: at pa-sim's next tick, or in 0.2 ms */
+    L->tick_wanted = arc == 1;
+    int64_t soon = pa_now_ns() + (L->state_reader >= 0 ? TICK_WAIT_NS : 200000);
     if (arc == 1 && (spec_next == 0 || spec_next > soon))
       spec_next = soon;
     bool demand = any_demand(L);

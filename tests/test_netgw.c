@@ -938,6 +938,10 @@ static const jcase jcases[] = {
     OK_("camera_batch", "{\"width\": 8, \"height\": 6}",
         "\"count\":2,\"width\":8,\"height\":6", -1),
     OK_("camera_batch", "{\"robots_range\": [1, 1]}", "\"first\":1", -1),
+    OK_("camera_batch", "{\"tick\": 1000}", "\"min_tick\":1000}", -1),
+    ERR("camera_batch", "{\"tick\": 1000000000000}", "invalid_message",
+        "more than one step"),
+    ERR("camera_batch", "{\"tick\": -1}", "invalid_message", "data.tick"),
     ERR("camera_batch", "{\"width\": 0}", "invalid_message", "data.width"),
     ERR("camera_batch", "{\"height\": 100000}", "invalid_message",
         "data.height"),
@@ -1795,9 +1799,10 @@ static void json_actions(void **state) {
               "pong");
   /* the camera_batch requests above went into the segment, one after the
    * other (the errors wrote none) */
-  assert_int_equal(as->req_seq, 4);
-  assert_int_equal(as->first, 1);
-  assert_int_equal(as->count, 1);
+  assert_int_equal(as->req_seq, 6);
+  assert_int_equal(as->first, 0); /* the last: every robot from tick 1000 */
+  assert_int_equal(as->count, 2);
+  assert_int_equal(as->min_tick, 1000);
   pa_shm_detach(&aseg);
   close(fd);
   __atomic_store_n(&fs.stop, 1, __ATOMIC_RELEASE);

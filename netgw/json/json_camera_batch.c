@@ -97,15 +97,26 @@ static int atlas_robots(jctx *x, long long w, long long h, uint32_t *first,
 
 json_t *pa_json_act_camera_batch(jctx *x) {
   pa_netgw *g = x->c->g;
-  long long w = 84, h = 84;
+  long long w = 84, h = 84, tick = -1;
   uint32_t first = 0, count = 0;
   if (pa_json_int(x, "width", 1, PA_ATLAS_MAX_SIDE, &w) < 0 ||
       pa_json_int(x, "height", 1, PA_ATLAS_MAX_SIDE, &h) < 0 ||
+      pa_json_int(x, "tick", 0, INT64_MAX, &tick) < 0 ||
       atlas_robots(x, w, h, &first, &count) < 0)
     return NULL;
   pa_tick t;
   if (!pa_gw_latest_header(g, &t))
     return pa_json_fail(x, PA_ERR_BUSY, "pa-sim has not written a tick yet");
+  /* data.tick: a tick still to come (a lockstep client asks before its
+   * step; pa-render draws once pa-sim has written it), one step ahead at
+   * most */
+  if (tick > (long long)t.tick &&
+      (unsigned long long)tick - t.tick > PA_CMD_STEPS_MAX)
+    return pa_json_fail(x, PA_ERR_INVALID_MESSAGE,
+                        "data.tick %lld is more than one step (%u ticks) "
+                        "after the latest, %llu",
+                        tick, PA_CMD_STEPS_MAX, (unsigned long long)t.tick);
+  uint64_t min_tick = tick > (long long)t.tick ? (uint64_t)tick : t.tick;
   if (atlas_get(x) < 0)
     return NULL;
   /* the request under req_seq: odd while written, +2 per request */
@@ -113,7 +124,7 @@ json_t *pa_json_act_camera_batch(jctx *x) {
   uint64_t odd = q | 1u, next = odd + 1;
   __atomic_store_n(&atlas->req_seq, odd, __ATOMIC_RELAXED);
   __atomic_thread_fence(__ATOMIC_RELEASE);
-  atlas->min_tick = t.tick;
+  atlas->min_tick = min_tick;
   atlas->first = first, atlas->count = count;
   atlas->width = (uint32_t)w, atlas->height = (uint32_t)h;
   __atomic_store_n(&atlas->req_seq, next, __ATOMIC_RELEASE);
@@ -126,6 +137,6 @@ json_t *pa_json_act_camera_batch(jctx *x) {
   json_object_set_new(d, "count", json_integer(count));
   json_object_set_new(d, "width", json_integer(w));
   json_object_set_new(d, "height", json_integer(h));
-  json_object_set_new(d, "min_tick", json_integer((json_int_t)t.tick));
+  json_object_set_new(d, "min_tick", json_integer((json_int_t)min_tick));
   return d;
 }

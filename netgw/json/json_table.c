@@ -205,7 +205,7 @@ static const jaction actions[] = {
     ROW(clear_visuals, CMD, NULL, NULL, 0, ""),
     ROW(list_visuals, CMD, NULL, COST(list_visuals), 0, ""),
     ROW(set_camera, CMD, NULL, NULL, 0, "position look_at width height"),
-    ROW(camera_batch, CMD, NULL, NULL, 0, "width height robots_range"),
+    ROW(camera_batch, CMD, NULL, NULL, 0, "width height robots_range tick"),
     ROW(focus_on, CMD, NULL, NULL, 0, "object"),
     ROW(request_screenshot, CMD, NULL, NULL, 0, "name overwrite"),
     ROW(start_recording_video, CMD, NULL, NULL, 0, "name fps frames overwrite"),
