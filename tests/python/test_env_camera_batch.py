@@ -203,8 +203,9 @@ class CameraEnv(unittest.TestCase):
 
     def test_ask_then_answer(self):
         """cameras_ask/cameras_take (the step's two halves) give cameras()'s frames;
-        a reply nobody took is dropped before the next request, whose reply is its
-        own; an error comes out of the answer by name."""
+        requests in between get their own replies and the ask's is kept for
+        answer(); a future tick is drawn once a step has written it; errors come
+        out of the answer by name; a second ask drops the first's reply."""
         w = self.env.world
         c = w.conn
         first = int(self.env.robots[0])
@@ -212,19 +213,32 @@ class CameraEnv(unittest.TestCase):
         ask = {"width": W, "height": H, "robots_range": [first, 4]}
         r = c.request("camera_batch", ask)
         whole, t = w.atlas.read(r["seq"])
-        w.cameras_ask(first, 4, H, W)
-        self.assertTrue(np.array_equal(w.cameras_take(t), whole))
         self.assertTrue(np.array_equal(whole, obs["camera"]))
-        c.ask("camera_batch", ask)  # never taken
-        info = c.request("get_map_info")
-        self.assertIn("width", info)
+        w.cameras_ask(first, 4, H, W)
+        self.assertIn("width", c.request("get_map_info"))  # its own reply
+        self.assertTrue(np.array_equal(w.cameras_take(t), whole))
+        # a tick still to come: answered at once, drawn after the step
+        w.cameras_ask(first, 4, H, W, tick=t + 3)
+        st, _, d = w.step(self.env.robots, np.zeros((4, 2)), 3)
+        self.assertEqual(d["tick"], t + 3)
+        later = w.cameras_take(t + 3)
+        r = c.request("camera_batch", ask)
+        again, t2 = w.atlas.read(r["seq"])
+        self.assertEqual(t2, t + 3)
+        self.assertTrue(np.array_equal(later, again))
+        with self.assertRaises(Error) as cm:  # more than one step ahead
+            c.request("camera_batch", dict(ask, tick=t2 + 2000000))
+        self.assertEqual(cm.exception.code, "invalid_message")
+        self.assertIn("data.tick", cm.exception.message)
         c.ask("camera_batch", {"width": 0})
         with self.assertRaises(Error) as cm:
             c.answer()
         self.assertEqual(cm.exception.code, "invalid_message")
-        with self.assertRaisesRegex(Exception, "without one ask"):
+        with self.assertRaisesRegex(Exception, "without an ask"):
             c.answer()
-        c.ask("camera_batch", {"width": 0})  # a failed ask nobody took: dropped too
+        c.ask("camera_batch", {"width": 0})  # never taken: the next ask drops it
+        c.ask("camera_batch", dict(ask, width=8, height=6))
+        self.assertEqual(c.answer()["width"], 8)
         self.assertIn("width", c.request("get_map_info"))
 
     def test_bad_env_arguments(self):

@@ -222,27 +222,26 @@ class Conn:
         self._robots_json = b""
         self._s1_key = None
         self._s1_tmpl = b""
-        self._asked = 0  # replies of ask() not yet read by answer()
+        self._asked = False  # an ask()'s reply is still in the stream
+        self._kept = None  # (its reply's data, its Error or None), read before a later one
 
     def close(self):
         if self.sock is not None:
             self.sock.close()
             self.sock = None
 
-    def _settle(self):
-        """Reads (and drops) the replies of asks nobody took (an exception came
-        between ask and answer), so that the next reply read is the next request's."""
-        while self._asked:
-            self._asked -= 1
-            try:
-                self._recv()
-            except Exception as e:  # noqa: BLE001 (a failed ask's error reply: dropped)
-                if not hasattr(e, "code"):
-                    raise
+    def _keep(self):
+        """Reads the reply of the outstanding ask() (it comes before the replies of
+        requests sent after it) and keeps it for answer(): an Error is kept too."""
+        self._asked = False
+        try:
+            self._kept = (self._recv().get("data"), None)
+        except Exception as e:  # noqa: BLE001 (raised by answer())
+            if not hasattr(e, "code"):
+                raise
+            self._kept = (None, e)
 
     def _send(self, action, data, type="command"):
-        if self._asked:
-            self._settle()
         self._id += 1
         line = json.dumps({"type": type, "action": action, "request_id": self._id, "data": data},
                           separators=(",", ":"), allow_nan=False)
@@ -289,26 +288,34 @@ class Conn:
 
     def request(self, action, data=None, type="command"):
         self._send(action, data or {}, type)
+        if self._asked:
+            self._keep()
         return self._recv().get("data")
 
     def ask(self, action, data=None, type="command"):
-        """request() in two halves: sends it, and answer() reads its reply later, so
-        that the caller's work overlaps pa-netgw's and its wake-ups. Another request
-        on the connection meanwhile drops the reply unread."""
+        """request() in two halves: sends it, and answer() gives its reply later, so
+        that the caller's work (other requests and steps on this connection too)
+        overlaps pa-netgw's and its wake-ups. One ask at a time: an ask drops the
+        reply of one before it that nobody took."""
+        if self._asked:
+            self._keep()
+        self._kept = None
         self._send(action, data or {}, type)
-        self._asked += 1
+        self._asked = True
 
     def answer(self):
         """The data of the reply to the last ask() (its error raised)."""
-        if self._asked != 1:
-            raise StackError("answer() without one ask() before it (%d pending)" % self._asked)
-        self._asked = 0
-        return self._recv().get("data")
+        if self._asked:
+            self._keep()
+        r, self._kept = self._kept, None
+        if r is None:
+            raise StackError("answer() without an ask() before it")
+        if r[1] is not None:
+            raise r[1]
+        return r[0]
 
     def batch(self, reqs):
         """[(action, data), ...] in batches of 64; returns the responses (errors not raised)."""
-        if self._asked:
-            self._settle()
         out = []
         for i in range(0, len(reqs), 64):
             items = []
@@ -317,6 +324,8 @@ class Conn:
                 items.append({"type": "command", "action": a, "request_id": self._id, "data": d})
             self.sock.sendall(json.dumps({"type": "batch", "requests": items},
                                          separators=(",", ":")).encode() + b"\n")
+            if self._asked:
+                self._keep()
             out += self._recv()["data"]["responses"]
         return out
 
@@ -372,13 +381,13 @@ class Conn:
                              % (int(robot), int(steps), b"" if observe else b'"observe":false,'))
         if not (math.isfinite(v) and math.isfinite(w)):
             raise ValueError("actions must be finite")
-        if self._asked:
-            self._settle()
         self._id += 1
         try:
             self.sock.sendall(self._s1_tmpl % (self._id, base64.b64encode(_PACK2D(v, w))))
         except (BrokenPipeError, ConnectionResetError) as e:  # pa-netgw gone
             raise StackError("the connection to pa-netgw closed (%s)" % e) from None
+        if self._asked:
+            self._keep()
         if self._lo != self._hi:  # bytes of another line wait: the general road
             return self._step1_slow(observe)
         buf = self._buf
@@ -468,8 +477,6 @@ class Conn:
                 self._robots_json = b'"robots_range":[%d,%d]' % (int(robots[0]), len(robots))
             else:  # the ids as uint32 in base64
                 self._robots_json = b'"robots_b64":"%s"' % base64.b64encode(robots.astype("<u4").tobytes())
-        if self._asked:
-            self._settle()
         self._id += 1
         parts = [b'{"type":"command","action":"step_batch","request_id":%d,"data":{'
                  % self._id, self._robots_json, b',"steps":%d,"binary":true' % int(steps)]
@@ -491,6 +498,8 @@ class Conn:
             parts.append(b',"observe":false')
         parts.append(b"}}\n")
         self.sock.sendall(b"".join(parts))
+        if self._asked:
+            self._keep()
         d = self._recv()["data"]
         if not observe:
             return None, None, d

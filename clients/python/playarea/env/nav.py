@@ -211,13 +211,17 @@ class _World:
         self.cameras_ask(first, count, height, width)
         return self.cameras_take(tick, timeout)
 
-    def cameras_ask(self, first, count, height, width):
+    def cameras_ask(self, first, count, height, width, tick=None):
         """The first half of cameras(): the request sent, its reply not waited for,
         so that the caller's work overlaps pa-netgw's and pa-render's wake-ups and
         the drawing; cameras_take() waits. Any other request on the connection
-        before it drops the reply."""
-        self.conn.ask("camera_batch", {"width": int(width), "height": int(height),
-                                       "robots_range": [int(first), int(count)]})
+        before it drops the reply. tick: a tick still to come (asked before the
+        step that ends there: pa-render starts once pa-sim has written it)."""
+        data = {"width": int(width), "height": int(height),
+                "robots_range": [int(first), int(count)]}
+        if tick is not None:
+            data["tick"] = int(tick)
+        self.conn.ask("camera_batch", data)
 
     def cameras_take(self, tick, timeout=30.0):
         """The second half of cameras(): the frames of the last cameras_ask()."""
@@ -797,7 +801,8 @@ class NavVectorEnv(_NavCore, VectorEnvBase):
     their scans; interact=True, or a running stack without that flag, lets them.
     observation="camera" adds every robot's head camera of the step's tick,
     uint8 [num_envs, *camera_size, 3] (camera_size = (height, width)), drawn by
-    pa-render in one pass (camera_batch) and read from shared memory (docs/rl.md).
+    pa-render in one pass (camera_batch) and read from shared memory (docs/rl.md);
+    being same-host anyway, such an env on its own stack steps as shm=True does.
     """
 
     metadata = {"render_modes": ["rgb_array"], "autoreset_mode": AUTORESET_NEXT_STEP}
@@ -822,6 +827,8 @@ class NavVectorEnv(_NavCore, VectorEnvBase):
             generate_map = {"width": side, "height": side, "seed": 1}
         _check_render_mode(render_mode)
         self.render_mode = render_mode
+        if cam is not None and not shm and host is None and port is None:
+            shm = True  # the frames come through shared memory: the steps too
         w = _World(self.num_envs, host, port, bin_dir, instance, world, map_yaml, generate_map,
                    stack_args, shm=shm, atlas=cam is not None, lane=True)
         try:
@@ -915,14 +922,15 @@ class NavVectorEnv(_NavCore, VectorEnvBase):
             "start": self._starts.copy(), "goal": self._goals.copy(), "distance": dist.copy(),
             "tick": np.full(n, d["tick"], np.int64)})
 
-    def _frames(self, d):
+    def _frames(self, d, tick=None):
         """observation='camera': asks for every robot's head camera of the step's
-        tick; _batch_obs takes them, after the rest of the step's work, which so
+        tick (d: the step's reply; or, before the step, tick: where it will end);
+        _batch_obs takes them after the rest of the step's work, which so
         overlaps the request's wake-ups and the drawing."""
         if self.camera_size is not None:
             h, w = self.camera_size
-            self.world.cameras_ask(int(self.robots[0]), self.num_envs, h, w)
-            self._cam_tick = int(d["tick"])
+            self.world.cameras_ask(int(self.robots[0]), self.num_envs, h, w, tick)
+            self._cam_tick = int(d["tick"]) if d is not None else None
 
     def _batch_obs(self, scan, g, vel):
         if self.flat:
@@ -965,8 +973,15 @@ class NavVectorEnv(_NavCore, VectorEnvBase):
         # array, so the lane's ranges need no copy out of the shared block first
         # (~0.3 ms at 1,000 x 360), only the check that it was not replaced meanwhile
         view = self.beams < self.world.laser_beams
+        last = getattr(self, "_last_d", None)
+        ahead = self.camera_size is not None and last is not None
+        if ahead:  # asked before the step: pa-render starts at its last tick
+            self._frames(None, int(last["tick"]) + self.decision_ticks)
         st, rg, d = self.world.step(self.robots, cmd, self.decision_ticks, view)
-        self._frames(d)
+        if ahead:
+            self._cam_tick = int(d["tick"])
+        else:
+            self._frames(d)
         scan, g, vel, dist, collided = self._observe(st, rg, self._goals)
         if not self.world.same(d):  # another client's step: the rings, as step() would
             st, rg, _ = self.world.reader.observe(self.robots, self.world.range_max)
