@@ -609,7 +609,8 @@ int pa_render_run(const pa_render_def *d, volatile sig_atomic_t *stop,
       ret = 1;
       goto out_nolock;
     }
-    /* look for its tick again: at pa-sim's next tick, or in 0.2 ms */
+    /* look for its tick again: at pa-sim's next tick (1 ms at most), or
+     * in 0.2 ms without a reader slot on the state ring */
     L->tick_wanted = arc == 1;
     int64_t soon = pa_now_ns() + (L->state_reader >= 0 ? TICK_WAIT_NS : 200000);
     if (arc == 1 && (spec_next == 0 || spec_next > soon))
