@@ -226,8 +226,13 @@ class CameraEnv(unittest.TestCase):
         again, t2 = w.atlas.read(r["seq"])
         self.assertEqual(t2, t + 3)
         self.assertTrue(np.array_equal(later, again))
+        # the same with the step over pa-netgw: the ask's reply comes first
+        w.cameras_ask(first, 4, H, W, tick=t + 6)
+        _, _, d = c.step_batch(self.env.robots, np.zeros((4, 2)), 3)
+        self.assertEqual(d["tick"], t + 6)
+        self.assertEqual(w.cameras_take(t + 6).shape, (4, H, W, 3))
         with self.assertRaises(Error) as cm:  # more than one step ahead
-            c.request("camera_batch", dict(ask, tick=t2 + 2000000))
+            c.request("camera_batch", dict(ask, tick=t2 + 3 + 2000000))
         self.assertEqual(cm.exception.code, "invalid_message")
         self.assertIn("data.tick", cm.exception.message)
         c.ask("camera_batch", {"width": 0})

@@ -214,9 +214,9 @@ class _World:
     def cameras_ask(self, first, count, height, width, tick=None):
         """The first half of cameras(): the request sent, its reply not waited for,
         so that the caller's work overlaps pa-netgw's and pa-render's wake-ups and
-        the drawing; cameras_take() waits. Any other request on the connection
-        before it drops the reply. tick: a tick still to come (asked before the
-        step that ends there: pa-render starts once pa-sim has written it)."""
+        the drawing; cameras_take() waits. Requests on the connection meanwhile
+        get their own replies (Conn.ask). tick: a tick still to come (asked before
+        the step that ends there: pa-render starts once pa-sim has written it)."""
         data = {"width": int(width), "height": int(height),
                 "robots_range": [int(first), int(count)]}
         if tick is not None:
