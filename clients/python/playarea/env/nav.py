@@ -871,7 +871,9 @@ class NavVectorEnv(_NavCore, VectorEnvBase):
         """Teleports robots idx to seeded starts and picks their goals: one batch
         request per 64 robots, again only for the ones a start was refused to (a
         robot stands there: only without --ghost_robots)."""
-        pos = {i: (float(st[i, F["x"]]), float(st[i, F["y"]])) for i in range(self.num_envs)}
+        # where the others stand: only robots that see each other avoid them
+        pos = {i: (float(st[i, F["x"]]), float(st[i, F["y"]])) for i in range(self.num_envs)} \
+            if self.interact else None
         todo = list(idx)
         for _ in range(200):
             plans = {}
@@ -886,7 +888,8 @@ class NavVectorEnv(_NavCore, VectorEnvBase):
                 if r.get("type") == "error":
                     left.append(i)
                 else:
-                    pos[i] = plans[i][0][:2]
+                    if pos is not None:
+                        pos[i] = plans[i][0][:2]
                     self._starts[i] = plans[i][0]
                     self._goals[i] = plans[i][1]
             if not left:
