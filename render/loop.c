@@ -66,7 +66,6 @@ typedef struct rloop {
   bool pool_off;              /* none wanted, or they failed (said once) */
   int state_reader; /* the state ring's blocking reader slot, or < 0: a
                      * camera_batch for a tick not yet written waits on it */
-  bool tick_wanted; /* such a request is pending */
 } rloop;
 
 static void sleep_until(int64_t t_ns) {
@@ -421,11 +420,13 @@ static bool any_demand(const rloop *L) {
  * (render_wake) meanwhile is seen this late at most. */
 #define TICK_WAIT_NS 1000000
 
-static void wait_wake(rloop *L, int64_t timeout_ns) {
-  if (L->tick_wanted && L->state_reader >= 0) {
+/* Until render_wake is posted or timeout_ns passes; tick (a camera_batch
+ * waits for a tick not yet written): until pa-sim writes a tick instead
+ * (the caller's timeout is TICK_WAIT_NS at most then). */
+static void wait_wake(rloop *L, int64_t timeout_ns, bool tick) {
+  if (tick && L->state_reader >= 0) {
     /* woken by pa-sim's next tick (or one written since the last wake) */
-    pa_ring_wait(L->st.state, L->state_reader,
-                 timeout_ns < TICK_WAIT_NS ? timeout_ns : TICK_WAIT_NS);
+    pa_ring_wait(L->st.state, L->state_reader, timeout_ns);
     while (sem_trywait(&L->st.ctl->render_wake) == 0)
       ; /* the next pass looks at whatever it was for */
     return;
@@ -611,7 +612,6 @@ int pa_render_run(const pa_render_def *d, volatile sig_atomic_t *stop,
     }
     /* look for its tick again: at pa-sim's next tick (1 ms at most), or
      * in 0.2 ms without a reader slot on the state ring */
-    L->tick_wanted = arc == 1;
     int64_t soon = pa_now_ns() + (L->state_reader >= 0 ? TICK_WAIT_NS : 200000);
     if (arc == 1 && (spec_next == 0 || spec_next > soon))
       spec_next = soon;
@@ -630,7 +630,7 @@ int pa_render_run(const pa_render_def *d, volatile sig_atomic_t *stop,
         if (spec_next && spec_next - pa_now_ns() < wait)
           wait = spec_next - pa_now_ns();
         if (wait > 0)
-          wait_wake(L, wait);
+          wait_wake(L, wait, arc == 1);
       }
       continue;
     }
@@ -661,7 +661,7 @@ int pa_render_run(const pa_render_def *d, volatile sig_atomic_t *stop,
     if (!L->viewer) { /* a camera_batch request posts render_wake */
       int64_t until = spec_next && spec_next < next ? spec_next : next;
       if (until > pa_now_ns())
-        wait_wake(L, until - pa_now_ns());
+        wait_wake(L, until - pa_now_ns(), arc == 1);
     }
     /* (the viewer waits in its event loop instead) */
   }

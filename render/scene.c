@@ -900,10 +900,10 @@ static void draw_ball(const pa_render_scene *s, int lod);
 /* The SSL field's lines (the rules' markings) and the ball, an orange
  * sphere of 42.67 mm resting at its height, at the level of detail a robot
  * of its size would have there (eye and focal as pa_render_robot_lod's);
- * with cull (a level camera), only when it can show in the view (occ, the
- * walls' columns, for a ball no higher than the walls). */
+ * with cull (a level camera, wg its wedge), only when it can show in the
+ * view (occ, the walls' columns, for a ball no higher than the walls). */
 static void draw_ssl(const pa_render_scene *s, const pa_render_view *eye,
-                     double focal, const pa_render_view *cull,
+                     double focal, const pa_render_view *cull, const rwedge *wg,
                      const rcolumns *occ) {
   const pa_ssl_field *f = &s->ssl;
   if (f->division) {
@@ -938,12 +938,9 @@ static void draw_ssl(const pa_render_scene *s, const pa_render_view *eye,
     return;
   pa_render_pose at = {.x = s->ball_xyz[0], .y = s->ball_xyz[1]};
   if (cull) {
-    rwedge wg;
-    pa_render_wedge(cull, &wg);
     if (!(s->ball_xyz[2] + 2 * BALL_R <= PA_RENDER_WALL_HEIGHT))
       occ = NULL; /* over the walls: seen over them */
-    if (!pa_render_disc_shows(cull, occ, wg.half < M_PI_2 ? &wg : NULL, at.x,
-                              at.y, BALL_R + 0.01))
+    if (!pa_render_disc_shows(cull, occ, wg, at.x, at.y, BALL_R + 0.01))
       return;
   }
   draw_ball(s, pa_render_robot_lod(eye, focal, BALL_R, &at));
@@ -1020,21 +1017,18 @@ static int order_cmp(const void *a, const void *b) {
 /* Statics: visible chunks only (all without a level camera), walls near to
  * far so early depth testing rejects what they hide, then the floor. */
 static void draw_statics(const pa_render_scene *s, const pa_render_view *cull,
-                         const rcolumns *occ) {
+                         const rwedge *wg, const rcolumns *occ) {
   float model[16];
   pa_render_mat_identity(model);
   glUniformMatrix4fv(cur->u_model, 1, GL_FALSE, model);
   glUniform4f(cur->u_tint, 1, 1, 1, 1);
   glBindVertexArray(s->statics.vao);
-  rwedge wg;
-  if (cull)
-    pa_render_wedge(cull, &wg);
   for (uint8_t layer = 0; layer < 2; layer++) {
     uint32_t n = 0;
     rorder_key *keys = (rorder_key *)s->order;
     for (uint32_t i = 0; i < s->n_chunks; i++) {
       const rchunk *c = &s->chunks[i];
-      if (c->layer != layer || (cull && !chunk_visible(c, cull, &wg, occ)))
+      if (c->layer != layer || (cull && !chunk_visible(c, cull, wg, occ)))
         continue;
       double dx = 0, dy = 0;
       if (cull) {
@@ -1196,8 +1190,12 @@ void pa_render_scene_draw_occluded(const pa_render_scene *s,
       draw_robot(
           s, &s->robots[i], &s->poses[i],
           pa_render_robot_lod(eye, focal, s->robots[i].radius, &s->poses[i]));
-  draw_ssl(s, eye, focal, cull, cull ? occ : NULL);
-  draw_statics(s, cull, cull ? occ : NULL);
+  /* the culled view's wedge, narrower than a half turn (fov < 0.95 pi) */
+  rwedge wg = {0};
+  if (cull)
+    pa_render_wedge(cull, &wg);
+  draw_ssl(s, eye, focal, cull, &wg, cull ? occ : NULL);
+  draw_statics(s, cull, &wg, cull ? occ : NULL);
   if (blobs)
     draw_shadows(s, view, proj);
   glBindVertexArray(0);

@@ -241,11 +241,18 @@ class Conn:
                 raise
             self._kept = (None, e)
 
+    def _sendall(self, b):
+        """Sends one request; an outstanding ask()'s reply, which comes before
+        this request's, is read and kept first."""
+        self.sock.sendall(b)
+        if self._asked:
+            self._keep()
+
     def _send(self, action, data, type="command"):
         self._id += 1
         line = json.dumps({"type": type, "action": action, "request_id": self._id, "data": data},
                           separators=(",", ":"), allow_nan=False)
-        self.sock.sendall(line.encode() + b"\n")
+        self._sendall(line.encode() + b"\n")
 
     def _fill(self):
         """Reads more bytes into the line buffer (compacting or growing it first)."""
@@ -288,8 +295,6 @@ class Conn:
 
     def request(self, action, data=None, type="command"):
         self._send(action, data or {}, type)
-        if self._asked:
-            self._keep()
         return self._recv().get("data")
 
     def ask(self, action, data=None, type="command"):
@@ -297,10 +302,8 @@ class Conn:
         that the caller's work (other requests and steps on this connection too)
         overlaps pa-netgw's and its wake-ups. One ask at a time: an ask drops the
         reply of one before it that nobody took."""
-        if self._asked:
-            self._keep()
-        self._kept = None
         self._send(action, data or {}, type)
+        self._kept = None  # an earlier ask's reply, read by _send
         self._asked = True
 
     def answer(self):
@@ -322,10 +325,8 @@ class Conn:
             for a, d in reqs[i:i + 64]:
                 self._id += 1
                 items.append({"type": "command", "action": a, "request_id": self._id, "data": d})
-            self.sock.sendall(json.dumps({"type": "batch", "requests": items},
-                                         separators=(",", ":")).encode() + b"\n")
-            if self._asked:
-                self._keep()
+            self._sendall(json.dumps({"type": "batch", "requests": items},
+                                     separators=(",", ":")).encode() + b"\n")
             out += self._recv()["data"]["responses"]
         return out
 
@@ -383,11 +384,9 @@ class Conn:
             raise ValueError("actions must be finite")
         self._id += 1
         try:
-            self.sock.sendall(self._s1_tmpl % (self._id, base64.b64encode(_PACK2D(v, w))))
+            self._sendall(self._s1_tmpl % (self._id, base64.b64encode(_PACK2D(v, w))))
         except (BrokenPipeError, ConnectionResetError) as e:  # pa-netgw gone
             raise StackError("the connection to pa-netgw closed (%s)" % e) from None
-        if self._asked:
-            self._keep()
         if self._lo != self._hi:  # bytes of another line wait: the general road
             return self._step1_slow(observe)
         buf = self._buf
@@ -497,9 +496,7 @@ class Conn:
         elif not observe:
             parts.append(b',"observe":false')
         parts.append(b"}}\n")
-        self.sock.sendall(b"".join(parts))
-        if self._asked:
-            self._keep()
+        self._sendall(b"".join(parts))
         d = self._recv()["data"]
         if not observe:
             return None, None, d

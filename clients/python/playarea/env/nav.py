@@ -914,7 +914,8 @@ class NavVectorEnv(_NavCore, VectorEnvBase):
         # against robots already placed.
         self._place(list(range(n)), st)
         st, rg, d = self.world.step(self.robots, np.zeros((n, 2)), self.decision_ticks)
-        self._frames(d)
+        self._frames()
+        self._cam_tick = int(d["tick"])
         scan, g, vel, dist, _ = self._observe(st, rg, self._goals)
         self._prev = dist.copy()
         self._steps = np.zeros(n, dtype=np.int64)
@@ -925,15 +926,14 @@ class NavVectorEnv(_NavCore, VectorEnvBase):
             "start": self._starts.copy(), "goal": self._goals.copy(), "distance": dist.copy(),
             "tick": np.full(n, d["tick"], np.int64)})
 
-    def _frames(self, d, tick=None):
-        """observation='camera': asks for every robot's head camera of the step's
-        tick (d: the step's reply; or, before the step, tick: where it will end);
-        _batch_obs takes them after the rest of the step's work, which so
-        overlaps the request's wake-ups and the drawing."""
+    def _frames(self, tick=None):
+        """observation='camera': asks for every robot's head camera of the newest
+        tick (tick: of one still to come, asked before the step that ends there);
+        _batch_obs takes them, of the tick in _cam_tick, after the rest of the
+        step's work, which so overlaps the request's wake-ups and the drawing."""
         if self.camera_size is not None:
             h, w = self.camera_size
             self.world.cameras_ask(int(self.robots[0]), self.num_envs, h, w, tick)
-            self._cam_tick = int(d["tick"]) if d is not None else None
 
     def _batch_obs(self, scan, g, vel):
         if self.flat:
@@ -977,14 +977,12 @@ class NavVectorEnv(_NavCore, VectorEnvBase):
         # (~0.3 ms at 1,000 x 360), only the check that it was not replaced meanwhile
         view = self.beams < self.world.laser_beams
         last = getattr(self, "_last_d", None)
-        ahead = self.camera_size is not None and last is not None
-        if ahead:  # asked before the step: pa-render starts at its last tick
-            self._frames(None, int(last["tick"]) + self.decision_ticks)
+        if last is not None:  # asked before the step: pa-render starts at its last tick
+            self._frames(int(last["tick"]) + self.decision_ticks)
         st, rg, d = self.world.step(self.robots, cmd, self.decision_ticks, view)
-        if ahead:
-            self._cam_tick = int(d["tick"])
-        else:
-            self._frames(d)
+        if last is None:
+            self._frames()
+        self._cam_tick = int(d["tick"])
         scan, g, vel, dist, collided = self._observe(st, rg, self._goals)
         if not self.world.same(d):  # another client's step: the rings, as step() would
             st, rg, _ = self.world.reader.observe(self.robots, self.world.range_max)
