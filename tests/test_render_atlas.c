@@ -361,14 +361,39 @@ static void test_far_robot_body_and_head(void **state) {
              far, near);
 }
 
-/* What the ball at xyz adds to view v's primitives at w x h. */
-static GLuint ball_primitives(const pa_render_view *v, double x, double y,
-                              uint32_t w, uint32_t h) {
+/* Primitives of view v drawn as a one-tile atlas of TW x TH (its culling
+ * by the walls on, which the single camera does not do). */
+static GLuint atlas_primitives(const pa_render_view *v) {
+  char err[256];
+  pa_render_atlas *a = NULL;
+  assert_int_equal(pa_render_atlas_create(&a, TW, TH, err, sizeof err), 0);
+  uint8_t rgb[TW * TH * 3];
+  GLuint q, n = 0;
+  glGenQueries(1, &q);
+  glBeginQuery(GL_PRIMITIVES_GENERATED, q);
+  if (pa_render_atlas_render(a, scene, v, NULL, 1, rgb, err, sizeof err) != 0)
+    fail_msg("atlas: %s", err);
+  glEndQuery(GL_PRIMITIVES_GENERATED);
+  glGetQueryObjectuiv(q, GL_QUERY_RESULT, &n);
+  glDeleteQueries(1, &q);
+  pa_render_atlas_free(a);
+  return n;
+}
+
+/* What the ball at (x, y) adds to view v's primitives at w x h (atlas: as
+ * a one-tile atlas, else a single camera). */
+static GLuint ball_primitives_in(const pa_render_view *v, double x, double y,
+                                 uint32_t w, uint32_t h, bool atlas) {
   const double xyz[3] = {x, y, 0};
   pa_render_scene_set_ssl(scene, 0, true, xyz);
-  GLuint with = primitives(v, w, h);
+  GLuint with = atlas ? atlas_primitives(v) : primitives(v, w, h);
   pa_render_scene_set_ssl(scene, 0, false, xyz);
-  return with - primitives(v, w, h);
+  return with - (atlas ? atlas_primitives(v) : primitives(v, w, h));
+}
+
+static GLuint ball_primitives(const pa_render_view *v, double x, double y,
+                              uint32_t w, uint32_t h) {
+  return ball_primitives_in(v, x, y, w, h, false);
 }
 
 /* The ball is culled as a robot is (behind the eye: none of its triangles)
@@ -393,7 +418,23 @@ static void test_ball_culled_and_levels(void **state) {
              "(384); behind: %u, %u (0)",
              small, big, behind, behind_big);
   /* east of the inner wall (x 3 to 3.2 m, y below 6 m): robot 0 faces it
-   * from the west, robots 2.. stand east of it */
+   * from the west, 0.9 m from the ball; the single camera (no culling by
+   * the walls) draws the ball, the atlas's tile does not; some of robots
+   * 2.. east of the wall see it, some do not */
+  pa_render_view all[NR];
+  views_of(all, NR);
+  GLuint seen = ball_primitives(&all[0], 3.6, 2.4, TW, TH);
+  GLuint hidden = ball_primitives_in(&all[0], 3.6, 2.4, TW, TH, true);
+  if (seen != 96 || hidden != 0)
+    fail_msg("ball behind the wall from robot 0: %u primitives in its single "
+             "camera (96), %u in its atlas tile (0)",
+             seen, hidden);
+  int in_view = 0;
+  for (int i = 2; i < NR; i++)
+    in_view += ball_primitives(&all[i], 3.6, 2.4, TW, TH) > 0;
+  if (in_view < 1 || in_view > NR - 3)
+    fail_msg("the ball in view of %d of robots 2..%d: want some, not all",
+             in_view, NR - 1);
   const double xyz[3] = {3.6, 2.4, 0};
   pa_render_scene_set_ssl(scene, 0, true, xyz);
   culling_changes_nothing(scene);
