@@ -84,13 +84,37 @@ gc_test_instances() {
   done
 }
 
+# What failed, printed again at the very end: a CI log is often read from
+# its tail, and the first failure may be a thousand lines above it.
+failed_logs=()
+problems=()
+# The block ctest printed for each failed test (--output-on-failure puts a
+# test's output right after its status line), 60 lines at most each.
+summarize() {
+  local entry mode log
+  echo "== tests/run.sh: what failed =="
+  for entry in "${problems[@]}"; do echo "- $entry"; done
+  for entry in "${failed_logs[@]}"; do
+    mode=${entry%%:*}
+    log=${entry#*:}
+    echo "-- $mode build: $(grep -c -E '\*\*\*|\(Failed\)|\(Timeout\)' "$log") lines of failure in $log"
+    sed -n '/The following tests FAILED:/,$p' "$log"
+    awk '/Test +#[0-9]+: .*(\*\*\*|Failed|Timeout|Exception)/ {keep = 60; print "--"; print; next}
+         /^ *Start +[0-9]+: |^ *[0-9]+\/[0-9]+ Test +#/ {keep = 0}
+         keep > 0 {print; keep--}' "$log"
+  done
+}
+
 status=0
 for mode in "${modes[@]}"; do
   if [[ $mode == fuzz ]]; then
     # libFuzzer targets in build-fuzz, each for a bounded time; a crash fails
     # the run and keeps its reproducer (tests/fuzz.sh prints where).
     echo "== fuzz (build-fuzz) =="
-    tests/fuzz.sh || status=1
+    if ! tests/fuzz.sh; then
+      status=1
+      problems+=("fuzz: tests/fuzz.sh failed (its output above names the target and the reproducer)")
+    fi
     continue
   fi
   mode_args=()
@@ -114,10 +138,13 @@ for mode in "${modes[@]}"; do
   # Test instances ("t<pid>-...") left by an earlier, interrupted run.
   gc_test_instances >/dev/null || true
   echo "== tests ($mode build) =="
+  log=$dir/Testing/run-$mode.log
+  mkdir -p "$dir/Testing"
   if ! TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1} \
       ctest --test-dir "$dir" --output-on-failure --timeout 600 -j2 \
-      "${mode_args[@]}" "${ctest_args[@]}"; then
+      "${mode_args[@]}" "${ctest_args[@]}" 2>&1 | tee "$log"; then
     status=1
+    failed_logs+=("$mode:$log")
   fi
   # Nothing may be left behind by a test, even a failed one. A test instance
   # whose owner is dead was leaked (live ones belong to a concurrent run).
@@ -126,6 +153,7 @@ for mode in "${modes[@]}"; do
     echo "tests/run.sh: shared-memory objects left behind by $mode tests:" >&2
     echo "$leaked" >&2
     status=1
+    problems+=("$mode: shared-memory objects left behind: $(tr '\n' ' ' <<<"$leaked")")
   fi
   procs=$(run_procs)
   if [[ -n $procs ]]; then
@@ -133,9 +161,12 @@ for mode in "${modes[@]}"; do
     echo "$procs" >&2
     kill -KILL $(cut -d' ' -f1 <<<"$procs") 2>/dev/null || true
     status=1
+    problems+=("$mode: processes left running: $(tr '\n' ';' <<<"$procs")")
   fi
 done
 if ((status == 0)); then
   echo "tests/run.sh: all tests passed (${modes[*]})"
+else
+  summarize
 fi
 exit $status
