@@ -6,13 +6,17 @@
  * numpy) is bench/atlas_bench.py's.
  *
  *   bench-atlas [--robots 64] [--width 84] [--height 84] [--seconds 3]
- *               [--map_side 14] [--contexts 2] [--atlas_only] [--dump FILE]
+ *               [--map_side 14] [--contexts 2] [--raster_threads 0]
+ *               [--atlas_only] [--dump FILE]
  *
  * The atlas is timed drawn by one GL context and by --contexts (the
  * caller's and helpers', pa_render_atlas_pool, as pa-render's
  * --atlas_contexts), alternating, and their bytes compared. --dump writes
  * the first atlas's tiles (robots x height x width x RGB, raw) to FILE:
- * `cmp` two builds' dumps to see a change draws the same.
+ * `cmp` two builds' dumps to see a change draws the same. The first
+ * context's llvmpipe screen gets pa-render's default of no rasteriser
+ * threads (--raster_threads; until the twelfth round of issue 37 this
+ * benchmark left llvmpipe its own default, a thread a CPU).
  *
  * Run with LIBGL_ALWAYS_SOFTWARE=1 to measure llvmpipe. */
 #define _GNU_SOURCE
@@ -161,6 +165,7 @@ int main(int argc, char **argv) {
   bool atlas_only = false;
   const char *dump = NULL;
   uint32_t contexts = 2;
+  uint32_t raster = 0; /* pa-render's --raster_threads default */
   pa_opt opts[] = {
       {"robots", PA_OPT_U32, &n, 1, PA_RENDER_ATLAS_MAX_TILES, "cameras"},
       {"width", PA_OPT_U32, &w, 1, PA_RENDER_ATLAS_MAX_SIDE, "tile [px]"},
@@ -174,21 +179,24 @@ int main(int argc, char **argv) {
        "write the first atlas's tiles (raw RGB) to this file"},
       {"contexts", PA_OPT_U32, &contexts, 1, PA_RENDER_ATLAS_POOL_MAX + 1,
        "GL contexts drawing the atlas in the second figure"},
+      {"raster_threads", PA_OPT_U32, &raster, 0, 64,
+       "llvmpipe rasteriser threads of the first context, as pa-render's "
+       "--raster_threads (LP_NUM_THREADS, when set, wins)"},
   };
   char err[512];
-  int rc = pa_opt_parse(opts, 8, argc, argv, NULL, 0, NULL, err, sizeof err);
+  int rc = pa_opt_parse(opts, 9, argc, argv, NULL, 0, NULL, err, sizeof err);
   if (rc) {
     if (rc < 0)
       fprintf(stderr, "bench-atlas: %s\n", err);
     pa_opt_usage(rc < 0 ? stderr : stdout, "bench-atlas [flags]",
-                 "Batched head cameras against one at a time.", opts, 8);
+                 "Batched head cameras against one at a time.", opts, 9);
     return rc < 0 ? PA_EXIT_CONFIG : 0;
   }
   pa_log_init("bench-atlas", PA_LOG_WARN);
   pa_render_egl *egl = NULL;
   pa_world wd;
   pa_grid g;
-  if (pa_render_egl_create(&egl, err, sizeof err) < 0 ||
+  if (pa_render_egl_create_threads(&egl, raster, err, sizeof err) < 0 ||
       pa_world_default(&wd, err, sizeof err) < 0 ||
       (side > 0 ? gen_map(side, &g, err, sizeof err)
                 : pa_map_load_default(&g, err, sizeof err)) < 0) {
@@ -238,10 +246,25 @@ int main(int argc, char **argv) {
     differ += rgb[i] != rgb2[i];
   printf("  %u contexts draw the same bytes as one: %s (%zu of %zu differ)\n",
          contexts, differ ? "NO" : "yes", differ, bytes);
-  fig f1[2], fp[2];
+  /* the pool's split by the last batch's times, and fixed at even rows
+   * (the first batch's split) */
+  uint32_t even[PA_RENDER_ATLAS_POOL_MAX + 2], parts = 0;
+  if (contexts > 1) {
+    pa_render_atlas_pool_set_ends(pool, 0, 0, NULL);
+    run_atlas(pool, s, v, n, w, h, 0, rgb, NULL);
+    parts = pa_render_atlas_pool_ends(pool, even);
+  }
+  fig f1[2], fp[2], fe[2];
+  uint32_t settled[PA_RENDER_ATLAS_POOL_MAX + 2];
   for (int r = 0; r < 2; r++) { /* alternating: the load hits both alike */
     f1[r] = run_atlas(NULL, s, v, n, w, h, seconds, rgb, NULL);
     fp[r] = run_atlas(pool, s, v, n, w, h, seconds, rgb, NULL);
+    if (parts) {
+      pa_render_atlas_pool_ends(pool, settled);
+      pa_render_atlas_pool_set_ends(pool, n, parts, even);
+      fe[r] = run_atlas(pool, s, v, n, w, h, seconds, rgb, NULL);
+      pa_render_atlas_pool_set_ends(pool, 0, 0, NULL);
+    }
   }
   printf("  atlas, 1 context   %9.1f frames/s  %6.3f ms CPU/frame  (again: "
          "%.1f frames/s)\n",
@@ -250,6 +273,15 @@ int main(int argc, char **argv) {
          "%.1f frames/s)  %.2fx one\n",
          contexts, fp[0].fps, fp[0].cpu_ms, fp[1].fps,
          (fp[0].fps + fp[1].fps) / (f1[0].fps + f1[1].fps));
+  if (parts) {
+    printf("  %u contexts, rows split evenly (the first batch's split)  %9.1f "
+           "frames/s  %6.3f ms CPU/frame  (again: %.1f frames/s)\n",
+           contexts, fe[0].fps, fe[0].cpu_ms, fe[1].fps);
+    printf("  split by the times / evenly by rows %.3fx; the caller's part "
+           "settled at tiles [0, %u) of %u (evenly: [0, %u))\n",
+           (fp[0].fps + fp[1].fps) / (fe[0].fps + fe[1].fps), settled[1], n,
+           even[1]);
+  }
   free(rgb2);
   if (atlas_only)
     goto out;

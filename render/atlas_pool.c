@@ -6,16 +6,25 @@
  * EGL context (on llvmpipe its own screen, whose rasteriser the caller's
  * context never waits for: pa_render_egl_create_helper), its own copy of
  * the scene and its own atlas; it draws the
- * last rows of tiles while the caller draws the first ones, each tile where
- * one atlas for the whole batch puts it, so the bytes are that atlas's. */
+ * last tiles while the caller draws the first ones, each tile where one
+ * atlas for the whole batch puts it, so the bytes are that atlas's.
+ *
+ * Which tiles each context draws follows the last batches' times
+ * (pa_render_atlas_pool_balance): the first tiles of a batch may see more
+ * than the last ones (a crowd in one corner of the world), and a helper
+ * starts a wake-up later than the caller. The split is by tile, not by row:
+ * both contexts then clear and read back the row they share, which costs
+ * far less than a row's worth of imbalance. */
 #define _GNU_SOURCE
 #include "pa_render_atlas.h"
 #include "render_int.h"
 
+#include <math.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 
 enum { JOB_NONE, JOB_START, JOB_BUILD, JOB_DRAW, JOB_QUIT };
 
@@ -43,6 +52,7 @@ typedef struct helper {
   const bool *draw;
   uint32_t n, t0, t1, w, h;
   uint8_t *rgb;
+  int64_t done_ns; /* when its last job was done (CLOCK_MONOTONIC) */
 } helper;
 
 struct pa_render_atlas_pool {
@@ -50,7 +60,18 @@ struct pa_render_atlas_pool {
   char renderer[128]; /* the caller's GL_RENDERER */
   uint64_t key;       /* their scenes' (pa_render_atlas_pool_build), 0: none */
   helper h[PA_RENDER_ATLAS_POOL_MAX];
+  /* the split of the next batch of n_split tiles into parts_split parts
+   * (0: none yet; an even split by rows first) */
+  uint32_t n_split, parts_split;
+  uint32_t ends[PA_RENDER_ATLAS_POOL_MAX + 2];
+  bool fixed; /* ends set by pa_render_atlas_pool_set_ends: kept */
 };
+
+static int64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
 
 static int helper_draw(helper *h) {
   if (h->atlas && (pa_render_atlas_width(h->atlas) != h->w ||
@@ -93,8 +114,10 @@ static void *helper_main(void *arg) {
       break;
     pthread_mutex_unlock(&h->mu);
     int r = job == JOB_BUILD ? helper_build(h) : helper_draw(h);
+    int64_t done = now_ns();
     pthread_mutex_lock(&h->mu);
     h->rc = r;
+    h->done_ns = done;
     h->job = JOB_NONE;
     pthread_cond_broadcast(&h->cv);
   }
@@ -216,6 +239,69 @@ int pa_render_atlas_pool_build(pa_render_atlas_pool *p, const pa_grid *g,
   return rc;
 }
 
+void pa_render_atlas_pool_balance(uint32_t *ends, uint32_t parts,
+                                  const int64_t *ns) {
+  uint32_t n = ends[parts];
+  if (parts < 2 || parts > PA_RENDER_ATLAS_POOL_MAX + 1 || n < parts)
+    return;
+  /* each part's speed in tiles a ns at its last batch */
+  double speed[PA_RENDER_ATLAS_POOL_MAX + 1], sum = 0;
+  for (uint32_t k = 0; k < parts; k++) {
+    if (ends[k + 1] <= ends[k] || ns[k] <= 0)
+      return; /* nothing to go by */
+    speed[k] = (double)(ends[k + 1] - ends[k]) / (double)ns[k];
+    sum += speed[k];
+  }
+  /* the ends at which every part would have taken as long; each end moves
+   * half the way there, by whole tiles, and stays unless it would move by
+   * more than half a tile (a batch's times vary by more than that) */
+  double want = 0;
+  uint32_t next[PA_RENDER_ATLAS_POOL_MAX + 2];
+  next[0] = 0, next[parts] = n;
+  for (uint32_t k = 1; k < parts; k++) {
+    want += (double)n * speed[k - 1] / sum;
+    double to = ((double)ends[k] + want) / 2;
+    next[k] = fabs(to - (double)ends[k]) > 0.5 ? (uint32_t)lround(to) : ends[k];
+  }
+  /* at least one tile a part */
+  for (uint32_t k = 1; k < parts; k++)
+    if (next[k] < next[k - 1] + 1)
+      next[k] = next[k - 1] + 1;
+  for (uint32_t k = parts - 1; k >= 1; k--)
+    if (next[k] > next[k + 1] - 1)
+      next[k] = next[k + 1] - 1;
+  for (uint32_t k = 1; k < parts; k++)
+    ends[k] = next[k];
+}
+
+int pa_render_atlas_pool_set_ends(pa_render_atlas_pool *p, uint32_t n,
+                                  uint32_t parts, const uint32_t *ends) {
+  if (!p)
+    return -1;
+  if (parts == 0) { /* back to the balanced split */
+    p->fixed = false, p->n_split = 0;
+    return 0;
+  }
+  if (parts < 2 || parts > p->count + 1 || ends[0] != 0 || ends[parts] != n)
+    return -1;
+  for (uint32_t k = 0; k < parts; k++)
+    if (ends[k + 1] <= ends[k])
+      return -1;
+  for (uint32_t k = 0; k <= parts; k++)
+    p->ends[k] = ends[k];
+  p->n_split = n, p->parts_split = parts, p->fixed = true;
+  return 0;
+}
+
+uint32_t pa_render_atlas_pool_ends(const pa_render_atlas_pool *p,
+                                   uint32_t *ends) {
+  if (!p || !p->n_split)
+    return 0;
+  for (uint32_t k = 0; k <= p->parts_split; k++)
+    ends[k] = p->ends[k];
+  return p->parts_split;
+}
+
 int pa_render_atlas_pool_render(pa_render_atlas_pool *p, pa_render_atlas *a,
                                 pa_render_scene *s, const pa_render_view *views,
                                 const bool *draw, uint32_t n, uint8_t *rgb,
@@ -228,12 +314,16 @@ int pa_render_atlas_pool_render(pa_render_atlas_pool *p, pa_render_atlas *a,
   if (parts < 2 || n > pa_render_atlas_tiles_per_pass(a) ||
       n > PA_RENDER_ATLAS_MAX_TILES)
     return pa_render_atlas_render(a, s, views, draw, n, rgb, err, err_sz);
-  /* rows of tiles evenly; the caller the first ones */
-  uint32_t ends[PA_RENDER_ATLAS_POOL_MAX + 2];
-  for (uint32_t k = 0; k <= parts; k++) {
-    uint32_t t = rows * k / parts * cols;
-    ends[k] = t < n ? t : n;
+  uint32_t *ends = p->ends;
+  if (p->n_split != n || p->parts_split != parts) {
+    /* rows of tiles evenly, the caller the first ones; then by the times */
+    for (uint32_t k = 0; k <= parts; k++) {
+      uint32_t t = rows * k / parts * cols;
+      ends[k] = t < n ? t : n;
+    }
+    p->n_split = n, p->parts_split = parts, p->fixed = false;
   }
+  int64_t t0 = now_ns();
   for (uint32_t k = 1; k < parts; k++) {
     helper *h = &p->h[k - 1];
     /* the helper is idle: its scene is ours to set */
@@ -246,10 +336,16 @@ int pa_render_atlas_pool_render(pa_render_atlas_pool *p, pa_render_atlas *a,
   }
   int rc = pa_render_atlas_render_part(a, s, views, draw, n, 0, ends[1], rgb,
                                        err, err_sz);
-  for (uint32_t k = 1; k < parts; k++)
+  int64_t ns[PA_RENDER_ATLAS_POOL_MAX + 1];
+  ns[0] = now_ns() - t0;
+  for (uint32_t k = 1; k < parts; k++) {
     if (finish(&p->h[k - 1]) < 0 && rc == 0) {
       snprintf(err, err_sz, "%s", p->h[k - 1].err);
       rc = -1;
     }
+    ns[k] = p->h[k - 1].done_ns - t0;
+  }
+  if (rc == 0 && !p->fixed)
+    pa_render_atlas_pool_balance(ends, parts, ns);
   return rc;
 }

@@ -64,8 +64,8 @@ int pa_render_atlas_render_part(pa_render_atlas *a, pa_render_scene *s,
 /* On llvmpipe a context's vertex work, set-up and binning run on the thread
  * that calls GL, most of a batch of small tiles: one context keeps about one
  * core busy. A pool's helpers are threads, each with its own EGL context,
- * copy of the scene and atlas, drawing the last rows of a batch's tiles
- * while the caller draws the first ones. */
+ * copy of the scene and atlas, drawing the last tiles of a batch while
+ * the caller draws the first ones. */
 typedef struct pa_render_atlas_pool pa_render_atlas_pool;
 
 /* Starts `helpers` threads (0..PA_RENDER_ATLAS_POOL_MAX) and their EGL
@@ -87,15 +87,34 @@ int pa_render_atlas_pool_build(pa_render_atlas_pool *p, const pa_grid *g,
                                size_t err_sz);
 /* The key of the helpers' scenes (0: none; NULL pool: 0). */
 uint64_t pa_render_atlas_pool_key(const pa_render_atlas_pool *p);
-/* pa_render_atlas_render(a, s, ...), the rows of tiles shared out to the
- * helpers (their scenes set to s's poses, SSL and switches first) when
- * they have a scene and the batch fits in one pass: the same bytes. s must
- * be built from what the helpers' scenes were (the caller checks the key);
- * p NULL or without a scene: a alone. */
+/* pa_render_atlas_render(a, s, ...), the tiles shared out to the helpers
+ * (their scenes set to s's poses, SSL and switches first) when they have a
+ * scene and the batch fits in one pass: the same bytes. The first batch of
+ * n is split by rows evenly; each next one by the last one's times
+ * (pa_render_atlas_pool_balance). s must be built from what the helpers'
+ * scenes were (the caller checks the key); p NULL or without a scene: a
+ * alone. */
 int pa_render_atlas_pool_render(pa_render_atlas_pool *p, pa_render_atlas *a,
                                 pa_render_scene *s, const pa_render_view *views,
                                 const bool *draw, uint32_t n, uint8_t *rgb,
                                 char *err, size_t err_sz);
+/* The next split of a batch from the last one's: ends[0..parts] (ends[0]
+ * 0, ends[parts] the batch's n; part k drew tiles [ends[k], ends[k+1]) in
+ * ns[k], from the moment the parts were handed out). Each inner end moves
+ * half the way to where every part would have taken as long, by whole
+ * tiles, and only when that is more than half a tile; every part keeps at
+ * least one tile. Bad input (times <= 0, empty parts): ends unchanged. */
+void pa_render_atlas_pool_balance(uint32_t *ends, uint32_t parts,
+                                  const int64_t *ns);
+/* Fixes the split of batches of n into parts (2..helpers + 1) at ends
+ * (ends[0] 0, ends[parts] n, increasing), as a test or a benchmark asks;
+ * parts 0: back to the balanced split. 0, or -1 (nothing changed). */
+int pa_render_atlas_pool_set_ends(pa_render_atlas_pool *p, uint32_t n,
+                                  uint32_t parts, const uint32_t *ends);
+/* The split the next batch of its n gets (ends[0..parts], room for
+ * PA_RENDER_ATLAS_POOL_MAX + 2): parts, or 0 (none yet). */
+uint32_t pa_render_atlas_pool_ends(const pa_render_atlas_pool *p,
+                                   uint32_t *ends);
 
 #ifdef __cplusplus
 }

@@ -557,6 +557,81 @@ static void test_pool_same_bytes(void **state) {
   assert_int_equal(pa_render_gl_check("after", err, sizeof err), 0);
 }
 
+/* The split follows the last batch's times: half the way to equal times,
+ * by whole tiles, not for less than half a tile, a tile a part at least. */
+static void test_pool_balance(void **state) {
+  (void)state;
+  uint32_t e[4] = {0, 32, 64};
+  int64_t ns[3] = {6000000, 4000000};
+  pa_render_atlas_pool_balance(e, 2, ns); /* 25.6 even: half the way */
+  assert_int_equal(e[1], 29);
+  ns[0] = 4000000;
+  pa_render_atlas_pool_balance(e, 2, ns); /* 29 and 35 tiles, as long: kept */
+  assert_int_equal(e[1], 29);
+  e[1] = 32, ns[0] = 5050000, ns[1] = 5000000; /* 31.84: within half a tile */
+  pa_render_atlas_pool_balance(e, 2, ns);
+  assert_int_equal(e[1], 32);
+  ns[0] = 0; /* nothing to go by */
+  pa_render_atlas_pool_balance(e, 2, ns);
+  assert_int_equal(e[1], 32);
+  ns[0] = 1000000000, ns[1] = 1;
+  for (int i = 0; i < 20; i++)
+    pa_render_atlas_pool_balance(e, 2, ns);
+  assert_int_equal(e[1], 1); /* a tile for the caller still */
+  ns[0] = 1, ns[1] = 1000000000;
+  for (int i = 0; i < 20; i++)
+    pa_render_atlas_pool_balance(e, 2, ns);
+  assert_int_equal(e[1], 63);
+  uint32_t f[4] = {0, 10, 20, 30};
+  int64_t even[3] = {7, 7, 7}, slow_mid[3] = {1000, 4000, 1000};
+  pa_render_atlas_pool_balance(f, 3, even);
+  assert_int_equal(f[1], 10);
+  assert_int_equal(f[2], 20);
+  pa_render_atlas_pool_balance(f, 3, slow_mid); /* 13.3, 16.7 even */
+  assert_int_equal(f[1], 12);
+  assert_int_equal(f[2], 18);
+  assert_int_equal(f[3], 30);
+}
+
+/* A split anywhere, within a row too (both contexts clear and read it
+ * back, each copies out its own tiles): the same bytes. */
+static void test_pool_split_by_tile(void **state) {
+  (void)state;
+  char err[256];
+  pa_render_atlas_pool *pool = NULL;
+  assert_int_equal(pa_render_atlas_pool_create(&pool, 1, err, sizeof err), 0);
+  assert_int_equal(pa_render_atlas_pool_build(pool, &grid, infos, NR, NULL, 0,
+                                              9, err, sizeof err),
+                   0);
+  uint32_t got[PA_RENDER_ATLAS_POOL_MAX + 2];
+  assert_int_equal(pa_render_atlas_pool_ends(pool, got), 0); /* none yet */
+  const uint32_t at[] = {1, 5, 7, 12, 23};
+  for (size_t i = 0; i < sizeof at / sizeof at[0]; i++) {
+    uint32_t e[3] = {0, at[i], NR};
+    assert_int_equal(pa_render_atlas_pool_set_ends(pool, NR, 2, e), 0);
+    check_pool(pool, NR, TW, TH, i % 2 == 1);
+    assert_int_equal(pa_render_atlas_pool_ends(pool, got), 2);
+    assert_int_equal(got[1], at[i]); /* kept: fixed */
+  }
+  uint32_t bad[4][3] = {{0, 0, NR}, {0, NR, NR}, {1, 5, NR}, {0, 5, NR + 1}};
+  for (int i = 0; i < 4; i++)
+    assert_int_equal(pa_render_atlas_pool_set_ends(pool, NR, 2, bad[i]), -1);
+  uint32_t three[4] = {0, 5, 9, NR};
+  assert_int_equal(pa_render_atlas_pool_set_ends(pool, NR, 3, three), -1);
+  assert_int_equal(pa_render_atlas_pool_ends(pool, got), 2);
+  assert_int_equal(got[1], 23); /* unchanged by the refusals */
+  /* balanced again: rows evenly first, then wherever the times put it,
+   * the same bytes each batch */
+  assert_int_equal(pa_render_atlas_pool_set_ends(pool, 0, 0, NULL), 0);
+  assert_int_equal(pa_render_atlas_pool_ends(pool, got), 0);
+  for (int i = 0; i < 6; i++) {
+    check_pool(pool, NR, TW, TH, false);
+    assert_int_equal(pa_render_atlas_pool_ends(pool, got), 2);
+    assert_true(got[1] >= 1 && got[1] < NR);
+  }
+  pa_render_atlas_pool_free(pool);
+}
+
 static void test_bad_input(void **state) {
   (void)state;
   char err[256];
@@ -617,6 +692,8 @@ int main(void) {
       cmocka_unit_test(test_ball_culled_and_levels),
       cmocka_unit_test(test_passes),
       cmocka_unit_test(test_pool_same_bytes),
+      cmocka_unit_test(test_pool_balance),
+      cmocka_unit_test(test_pool_split_by_tile),
       cmocka_unit_test(test_bad_input),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
