@@ -522,11 +522,16 @@ static int merge_robots(pa_render_atlas *a, const pa_render_scene *s,
 }
 
 /* The robots view v shows (its own skipped, those outside its wedge or
- * behind the walls too), after the scene's statics: opaque parts, then
- * their blended shadows, as the scene draws them for one camera. */
-static void draw_robots(pa_render_atlas *a, const pa_render_scene *s,
-                        const pa_render_view *v, const float view[16],
-                        const float proj[16], const rcolumns *occ, uint32_t n) {
+ * behind the walls too), their opaque parts, before the scene's statics
+ * (as the scene draws them for one camera): they are small and usually in
+ * front, and llvmpipe shades no pixel of a wall or the floor that fails
+ * the depth test. The same bytes (bench-atlas --dump, both maps), 1-3 %
+ * less CPU a frame. Returns how many; their draws stay in a->doff and
+ * a->dcount for draw_robot_shadows. */
+static GLsizei draw_robots(pa_render_atlas *a, const pa_render_scene *s,
+                           const pa_render_view *v, const float view[16],
+                           const float proj[16], const rcolumns *occ,
+                           uint32_t n) {
   GLsizei m = 0;
   bool cull = !s->no_culling && v->pitch == 0;
   if (!(a->top <= PA_RENDER_WALL_HEIGHT))
@@ -553,26 +558,35 @@ static void draw_robots(pa_render_atlas *a, const pa_render_scene *s,
     m++;
   }
   if (!m)
-    return;
+    return 0;
   float id[16];
   pa_render_mat_identity(id);
-  glUseProgram(a->plain.prog);
+  pa_render_scene_use_lit(s, &a->plain, view, proj);
   glUniformMatrix4fv(a->plain.u_model, 1, GL_FALSE, id);
   glUniform4f(a->plain.u_tint, 1, 1, 1, 1);
   glEnable(GL_DEPTH_TEST);
   glEnable(GL_CULL_FACE);
   glBindVertexArray(a->vao);
   glMultiDrawElements(GL_TRIANGLES, a->dcount, GL_UNSIGNED_INT, a->doff, m);
-  if (!s->no_shadows) {
-    pa_render_scene_use_blobs(s, view, proj);
-    glEnable(GL_BLEND);
-    glBlendFunc(GL_SRC_ALPHA, GL_ONE_MINUS_SRC_ALPHA);
-    glDepthMask(GL_FALSE);
-    glMultiDrawElements(GL_TRIANGLES, a->dcount + n, GL_UNSIGNED_INT,
-                        a->doff + n, m);
-    glDepthMask(GL_TRUE);
-    glDisable(GL_BLEND);
-  }
+  glBindVertexArray(0);
+  return m;
+}
+
+/* Their blended shadows, after the statics (the floor under them). */
+static void draw_robot_shadows(pa_render_atlas *a, const pa_render_scene *s,
+                               const float view[16], const float proj[16],
+                               uint32_t n, GLsizei m) {
+  if (!m || s->no_shadows)
+    return;
+  glBindVertexArray(a->vao);
+  pa_render_scene_use_blobs(s, view, proj);
+  glEnable(GL_BLEND);
+  glBlendFunc(GL_SRC_ALPHA, GL_ONE_MINUS_SRC_ALPHA);
+  glDepthMask(GL_FALSE);
+  glMultiDrawElements(GL_TRIANGLES, a->dcount + n, GL_UNSIGNED_INT, a->doff + n,
+                      m);
+  glDepthMask(GL_TRUE);
+  glDisable(GL_BLEND);
   glBindVertexArray(0);
 }
 
@@ -614,11 +628,12 @@ static int atlas_pass(pa_render_atlas *a, pa_render_scene *s,
       pa_render_walls_columns(&s->walls, v, a->w, a->wall_d);
       o = &occ;
     }
+    GLsizei m = draw_robots(a, s, v, view, proj, o, robots);
     s->pose_count = 0; /* the scene draws its statics, the atlas the robots */
     pa_render_scene_draw_occluded(s, view, proj, v->skip_robot, v, o, &a->plain,
                                   a->w);
     s->pose_count = robots;
-    draw_robots(a, s, v, view, proj, o, robots);
+    draw_robot_shadows(a, s, view, proj, robots, m);
   }
   glDisable(GL_SCISSOR_TEST);
   glPixelStorei(GL_PACK_ALIGNMENT, 4);

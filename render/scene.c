@@ -1147,6 +1147,13 @@ static void frame_uniforms(const rprogram *p, const float view[16],
   glUniform1f(p->u_fog_density, fog_density);
 }
 
+void pa_render_scene_use_lit(const pa_render_scene *s, const rprogram *p,
+                             const float view[16], const float proj[16]) {
+  double l[3] = {key_light[0], key_light[1], key_light[2]};
+  pa_render_normalize3(l);
+  frame_uniforms(p, view, proj, l, s->fog_density);
+}
+
 void pa_render_scene_draw_culled(const pa_render_scene *s, const float view[16],
                                  const float proj[16], uint32_t skip_robot,
                                  const pa_render_view *cull, uint32_t lod_w) {

@@ -213,6 +213,10 @@ int pa_render_program_blob(rprogram *p, char *err, size_t err_sz);
 /* Binds s's blob program with this frame's uniforms (view, projection, fog;
  * the identity model, a white tint): the robots' shadows (scene blob) draw
  * with it. Returns it. */
+/* Binds p (a lit program: the scene's, or the atlas's plain one) with this
+ * frame's view, projection, key light and fog, as the scene's draw does. */
+void pa_render_scene_use_lit(const pa_render_scene *s, const rprogram *p,
+                             const float view[16], const float proj[16]);
 const rprogram *pa_render_scene_use_blobs(const pa_render_scene *s,
                                           const float view[16],
                                           const float proj[16]);
