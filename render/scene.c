@@ -263,17 +263,34 @@ static int build_walls(rmesh *m, const pa_grid *g, uint32_t *boxes) {
   return 0;
 }
 
-/* 1 m tiles in a faint checkerboard (helps depth perception), as geometry
- * so the fragment shader needs no pattern code. */
-static void build_floor(rmesh *m, const pa_grid *g) {
-  static const uint8_t tile[2][3] = {
-      {(uint8_t)(0.56 * 255), (uint8_t)(0.56 * 255), (uint8_t)(0.54 * 255)},
-      {(uint8_t)(0.50 * 255), (uint8_t)(0.50 * 255), (uint8_t)(0.485 * 255)}};
+/* The floor's checkerboard: 1 m squares in two faint greys (helps depth
+ * perception). */
+static const uint8_t floor_tile[2][3] = {
+    {(uint8_t)(0.56 * 255), (uint8_t)(0.56 * 255), (uint8_t)(0.54 * 255)},
+    {(uint8_t)(0.50 * 255), (uint8_t)(0.50 * 255), (uint8_t)(0.485 * 255)}};
+#define FLOOR_QUAD 32 /* squares a side of the floor program's quads */
+/* [px] views at most this wide draw the floor program's quads: on llvmpipe
+ * a small view's floor cost is its squares' thin far triangles, a large
+ * one's its pixels, which the floor program shades dearer (the pattern and
+ * the fog per pixel). bench-atlas, one context, CPU a frame against the
+ * squares: 64 px -10 %, 84 px -8 to -11 %, 128 px -5 %, 168 px +1 %, 240
+ * px +4 %; bench-render's 640 x 480 camera +11 to +13 %. */
+#define FLOOR_QUADS_MAX_W 128
+
+/* A square's side [m]: 1, more on huge maps (their square count bounded). */
+static double floor_step(const pa_grid *g) {
+  double w = g->width * g->resolution, h = g->height * g->resolution;
+  return w * h > 40000 ? ceil(sqrt(w * h / 40000)) : 1.0;
+}
+
+/* The checkerboard as geometry, a quad a square, for the lit program
+ * (its fragment shader has no pattern code); with per > 1, quads of per x
+ * per squares for the floor program, which draws the pattern. */
+static void build_floor(rmesh *m, const pa_grid *g, uint32_t per) {
+  const uint8_t(*tile)[3] = floor_tile;
   static const double up[3] = {0, 0, 1};
   double w = g->width * g->resolution, h = g->height * g->resolution;
-  double step = 1.0;
-  if (w * h > 40000) /* huge maps: keep the tile count bounded */
-    step = ceil(sqrt(w * h / 40000));
+  double step = floor_step(g) * per;
   for (uint32_t ty = 0; ty * step < h; ty++)
     for (uint32_t tx = 0; tx * step < w; tx++) {
       double x0 = tx * step, y0 = ty * step;
@@ -468,7 +485,8 @@ static int chunk_layer(pa_render_scene *s, const rmesh *src, uint8_t layer,
 }
 
 static int chunk_statics(pa_render_scene *s, const rmesh *walls,
-                         const rmesh *floor_mesh, rmesh *out) {
+                         const rmesh *floor_mesh, const rmesh *floor_quads,
+                         rmesh *out) {
   double w = s->bounds[2] - s->bounds[0], h = s->bounds[3] - s->bounds[1];
   double cs = CHUNK_MIN;
   if (w * h / (cs * cs) > CHUNK_MAX_N)
@@ -478,16 +496,18 @@ static int chunk_statics(pa_render_scene *s, const rmesh *walls,
   s->chunk_y0 = s->bounds[1];
   s->chunk_nx = (uint32_t)fmax(1, ceil(w / cs));
   s->chunk_ny = (uint32_t)fmax(1, ceil(h / cs));
-  size_t max = 2 * (size_t)s->chunk_nx * s->chunk_ny;
+  size_t max = 3 * (size_t)s->chunk_nx * s->chunk_ny;
   s->chunks = calloc(max, sizeof *s->chunks);
   s->draw_first = calloc(max, sizeof *s->draw_first);
   s->draw_count = calloc(max, sizeof *s->draw_count);
   s->order = calloc(max, sizeof *s->order);
   if (!s->chunks || !s->draw_first || !s->draw_count || !s->order)
     return -1;
-  if (walls->oom || floor_mesh->oom)
+  if (walls->oom || floor_mesh->oom || floor_quads->oom)
     return -1;
-  if (chunk_layer(s, walls, 0, out) < 0 || chunk_layer(s, floor_mesh, 1, out) < 0)
+  if (chunk_layer(s, walls, 0, out) < 0 ||
+      chunk_layer(s, floor_mesh, 1, out) < 0 ||
+      chunk_layer(s, floor_quads, 2, out) < 0)
     return -1;
   return 0;
 }
@@ -598,15 +618,17 @@ int pa_render_scene_build(pa_render_scene **out, const pa_grid *grid,
     s->bounds[1] = fmin(s->bounds[1], ys[i]);
     s->bounds[3] = fmax(s->bounds[3], ys[i]);
   }
-  rmesh floor = {0};
+  rmesh floor = {0}, quads = {0};
   if (build_walls(&m, grid, &s->wall_boxes) < 0)
     m.oom = true;
   build_obstacles(&m, obstacles, obstacle_count);
-  build_floor(&floor, grid);
+  build_floor(&floor, grid, 1);
+  build_floor(&quads, grid, FLOOR_QUAD);
   s->triangles = (m.n + floor.n) / 3;
   rmesh sorted = {0};
-  int crc = chunk_statics(s, &m, &floor, &sorted);
+  int crc = chunk_statics(s, &m, &floor, &quads, &sorted);
   pa_render_mesh_free(&floor);
+  pa_render_mesh_free(&quads);
   pa_render_mesh_free(&m);
   if (crc < 0 || pa_render_gpu_upload(&s->statics, &sorted, err, err_sz) < 0) {
     if (crc < 0)
@@ -624,8 +646,13 @@ int pa_render_scene_build(pa_render_scene **out, const pa_grid *grid,
   if (pa_render_gpu_upload(&s->shadows, &m, err, err_sz) < 0)
     goto fail;
   pa_render_mesh_free(&m);
-  if (pa_render_program_blob(&s->blob_prog, err, err_sz) < 0)
+  if (pa_render_program_blob(&s->blob_prog, err, err_sz) < 0 ||
+      pa_render_program_floor(&s->floor_prog, err, err_sz) < 0)
     goto fail;
+  s->floor_grid[0] = grid->origin_x, s->floor_grid[1] = grid->origin_y;
+  s->floor_grid[2] = cos(grid->origin_yaw);
+  s->floor_grid[3] = sin(grid->origin_yaw);
+  s->floor_step = floor_step(grid);
   { /* the blob: corners' places in red and green (blob_vs) */
     static const double up[3] = {0, 0, 1};
     static const uint8_t at[4][3] = {
@@ -717,6 +744,8 @@ void pa_render_scene_free(pa_render_scene *s) {
     glDeleteProgram(s->lit.prog);
   if (s->blob_prog.prog)
     glDeleteProgram(s->blob_prog.prog);
+  if (s->floor_prog.prog)
+    glDeleteProgram(s->floor_prog.prog);
   free(s->robots);
   free(s->poses);
   free(s->chunks);
@@ -756,6 +785,10 @@ void pa_render_scene_set_culling(pa_render_scene *s, bool on) {
   s->no_culling = !on;
 }
 
+void pa_render_scene_set_floor_quads(pa_render_scene *s, bool on) {
+  s->no_floor_quads = !on;
+}
+
 void pa_render_scene_copy_state(pa_render_scene *d, const pa_render_scene *s) {
   uint32_t n = s->pose_count < d->robot_count ? s->pose_count : d->robot_count;
   if (n)
@@ -767,6 +800,7 @@ void pa_render_scene_copy_state(pa_render_scene *d, const pa_render_scene *s) {
   d->no_shadows = s->no_shadows;
   d->no_shadow_map = s->no_shadow_map;
   d->no_culling = s->no_culling;
+  d->no_floor_quads = s->no_floor_quads;
   d->fog_density = s->fog_density;
 }
 
@@ -1014,16 +1048,49 @@ static int order_cmp(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
+/* Binds the floor program with this frame's uniforms, its squares lit as
+ * the lit program lights a face up (l: towards the key light). */
+static void use_floor(const pa_render_scene *s, const float view[16],
+                      const float proj[16], const double l[3]) {
+  const rprogram *p = &s->floor_prog;
+  float model[16];
+  pa_render_mat_identity(model);
+  glUseProgram(p->prog);
+  glUniformMatrix4fv(p->u_model, 1, GL_FALSE, model);
+  glUniformMatrix4fv(p->u_view, 1, GL_FALSE, view);
+  glUniformMatrix4fv(p->u_proj, 1, GL_FALSE, proj);
+  glUniform3f(p->u_fog, PA_RENDER_SKY_RGB);
+  glUniform1f(p->u_fog_density, s->fog_density);
+  glUniform4f(p->u_grid, (float)s->floor_grid[0], (float)s->floor_grid[1],
+              (float)s->floor_grid[2], (float)s->floor_grid[3]);
+  glUniform1f(p->u_step, (float)s->floor_step);
+  /* lit_vs's shade for the normal (0, 0, 1): its fill light's z is 0.69 */
+  float shade = 0.5f + 0.55f * fmaxf((float)l[2], 0.0f) + 0.22f * 0.69f;
+  GLint at[2] = {p->u_tile0, p->u_tile1};
+  for (int k = 0; k < 2; k++)
+    glUniform3f(at[k], floor_tile[k][0] / 255.0f * shade,
+                floor_tile[k][1] / 255.0f * shade,
+                floor_tile[k][2] / 255.0f * shade);
+}
+
 /* Statics: visible chunks only (all without a level camera), walls near to
- * far so early depth testing rejects what they hide, then the floor. */
+ * far so early depth testing rejects what they hide, then the floor: with
+ * flat (no shadow map) in the floor program's large quads, else as the
+ * lit squares. */
 static void draw_statics(const pa_render_scene *s, const pa_render_view *cull,
-                         const rwedge *wg, const rcolumns *occ) {
+                         const rwedge *wg, const rcolumns *occ, bool flat,
+                         const float view[16], const float proj[16],
+                         const double l[3]) {
   float model[16];
   pa_render_mat_identity(model);
   glUniformMatrix4fv(cur->u_model, 1, GL_FALSE, model);
   glUniform4f(cur->u_tint, 1, 1, 1, 1);
   glBindVertexArray(s->statics.vao);
-  for (uint8_t layer = 0; layer < 2; layer++) {
+  for (uint8_t layer = 0; layer < 3; layer++) {
+    if (layer == (flat ? 1 : 2))
+      continue;
+    if (layer == 2)
+      use_floor(s, view, proj, l);
     uint32_t n = 0;
     rorder_key *keys = (rorder_key *)s->order;
     for (uint32_t i = 0; i < s->n_chunks; i++) {
@@ -1055,6 +1122,8 @@ static void draw_statics(const pa_render_scene *s, const pa_render_view *cull,
     }
     if (m)
       glMultiDrawArrays(GL_TRIANGLES, s->draw_first, s->draw_count, (GLsizei)m);
+    if (layer == 2)
+      glUseProgram(cur->prog);
   }
 }
 
@@ -1202,7 +1271,9 @@ void pa_render_scene_draw_occluded(const pa_render_scene *s,
   if (cull)
     pa_render_wedge(cull, &wg);
   draw_ssl(s, eye, focal, cull, &wg, cull ? occ : NULL);
-  draw_statics(s, cull, &wg, cull ? occ : NULL);
+  bool flat = cur == base && !s->no_floor_quads && lod_w > 0 &&
+              lod_w <= FLOOR_QUADS_MAX_W;
+  draw_statics(s, cull, &wg, cull ? occ : NULL, flat, view, proj, l);
   if (blobs)
     draw_shadows(s, view, proj);
   glBindVertexArray(0);

@@ -463,6 +463,44 @@ static void test_robot_shadow_two_triangles(void **state) {
   }
 }
 
+/* Small views draw the floor's checkerboard per pixel on large quads: the
+ * squares' look within a grey level (a square's edge a pixel off at most
+ * here and there), in fewer primitives; 640 x 480 keeps the squares. */
+static void test_floor_quads(void **state) {
+  (void)state;
+  char err[256];
+  pa_render_atlas *a = NULL;
+  assert_int_equal(pa_render_atlas_create(&a, TW, TH, err, sizeof err), 0);
+  pa_render_view v[NR];
+  views_of(v, NR);
+  size_t tile = (size_t)TW * TH * 3, bytes = NR * tile;
+  uint8_t *quads = malloc(bytes), *squares = malloc(bytes);
+  assert_true(quads && squares);
+  assert_int_equal(
+      pa_render_atlas_render(a, scene, v, NULL, NR, quads, err, sizeof err), 0);
+  GLuint with = atlas_primitives(&v[0]);
+  pa_render_scene_set_floor_quads(scene, false);
+  assert_int_equal(
+      pa_render_atlas_render(a, scene, v, NULL, NR, squares, err, sizeof err),
+      0);
+  GLuint without = atlas_primitives(&v[0]);
+  GLuint big_without = primitives(&v[0], 640, 480);
+  pa_render_scene_set_floor_quads(scene, true);
+  GLuint big_with = primitives(&v[0], 640, 480);
+  size_t off1 = differ(quads, squares, bytes, 1),
+         off16 = differ(quads, squares, bytes, 16);
+  print_message("floor quads: %zu of %zu bytes more than a grey level off, "
+                "%zu more than 16; primitives %u against %u (640 x 480: %u, "
+                "%u)\n",
+                off1, bytes, off16, with, without, big_with, big_without);
+  assert_true(off1 * 1000 < bytes); /* < 0.1 % */
+  assert_int_equal(off16, 0);       /* the squares' two greys differ by 16 */
+  assert_true(with + 10 < without); /* its floor squares: 2 triangles */
+  assert_int_equal(big_with, big_without);
+  free(quads), free(squares);
+  pa_render_atlas_free(a);
+}
+
 /* More views than one framebuffer holds: further passes, same tiles. */
 static void test_passes(void **state) {
   (void)state;
@@ -686,6 +724,7 @@ int main(void) {
       cmocka_unit_test(test_tiles_are_their_robots),
       cmocka_unit_test(test_culling_changes_nothing),
       cmocka_unit_test(test_eye_inside_a_head),
+      cmocka_unit_test(test_floor_quads),
       cmocka_unit_test(test_small_robots_fewer_sides),
       cmocka_unit_test(test_robot_shadow_two_triangles),
       cmocka_unit_test(test_far_robot_body_and_head),

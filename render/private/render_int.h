@@ -32,6 +32,8 @@ typedef struct rgpu_mesh {
 typedef struct rprogram {
   GLuint prog;
   GLint u_model, u_view, u_proj, u_tint, u_light, u_fog, u_fog_density;
+  /* the floor program's (pa_render_program_floor), -1 in the others */
+  GLint u_grid, u_step, u_tile0, u_tile1;
 } rprogram;
 
 typedef struct rrobot {
@@ -76,8 +78,10 @@ struct pa_render_scene {
   uint64_t serial; /* no other scene of this process had it (the atlas keeps
                     * what it read back from this one's unit meshes) */
   rprogram lit;
-  rprogram blob_prog; /* draws blob (pa_render_program_blob) */
-  rgpu_mesh statics;  /* floor, walls, obstacles in world coordinates */
+  rprogram blob_prog;  /* draws blob (pa_render_program_blob) */
+  rgpu_mesh statics;   /* floor, walls, obstacles in world coordinates */
+  rprogram floor_prog; /* the floor's layer 2 (pa_render_program_floor) */
+  double floor_grid[4], floor_step; /* its u_grid and u_step */
   /* by level of detail (24, 12, 8 sides): unit cylinders (radius 1, z in
    * [0, 1]) */
   rgpu_mesh cyl[PA_RENDER_LODS];
@@ -98,7 +102,11 @@ struct pa_render_scene {
   double bounds[4];  /* min x, min y, max x, max y [m] */
   float fog_density; /* [1/m] */
   bool no_culling;
-  rchunk *chunks; /* walls chunks, then floor chunks */
+  bool no_floor_quads; /* pa_render_scene_set_floor_quads(s, false) */
+  /* walls' chunks (layer 0), then the floor's in 1 m squares (layer 1:
+   * drawn with the shadow map's program), then in large quads (layer 2:
+   * floor_prog draws the squares per pixel) */
+  rchunk *chunks;
   uint32_t n_chunks;
   double chunk_size, chunk_x0, chunk_y0; /* [m] */
   uint32_t chunk_nx, chunk_ny;
@@ -210,6 +218,11 @@ int pa_render_program_plain(rprogram *p, char *err, size_t err_sz);
 /* The robots' soft shadows' program (the scene's blob; the lit uniforms,
  * u_light unused). */
 int pa_render_program_blob(rprogram *p, char *err, size_t err_sz);
+/* The floor's checkerboard and fog per pixel on a few large quads (the
+ * lit uniforms but u_light and u_tint; u_grid: the map's origin x, y and
+ * the cos and sin of its yaw; u_step: a checker square's side [m];
+ * u_tile0, u_tile1: the squares' lit colours). */
+int pa_render_program_floor(rprogram *p, char *err, size_t err_sz);
 /* Binds s's blob program with this frame's uniforms (view, projection, fog;
  * the identity model, a white tint): the robots' shadows (scene blob) draw
  * with it. Returns it. */
