@@ -493,8 +493,11 @@ static void test_floor_quads(void **state) {
                 "%zu more than 16; primitives %u against %u (640 x 480: %u, "
                 "%u)\n",
                 off1, bytes, off16, with, without, big_with, big_without);
-  assert_true(off1 * 1000 < bytes); /* < 0.1 % */
-  assert_int_equal(off16, 0);       /* the squares' two greys differ by 16 */
+  assert_true(off1 * 1000 < bytes); /* < 0.1 % (0.003 % here) */
+  /* a square's edge a pixel over changes a byte by 16 at most (its two
+   * greys); a wall's foot a pixel over (a depth tie) by more: a few, on
+   * some CPU's rounding (none here) */
+  assert_true(off16 * 20000 < bytes);
   assert_true(with + 10 < without); /* its floor squares: 2 triangles */
   assert_int_equal(big_with, big_without);
   free(quads), free(squares);
