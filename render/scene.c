@@ -287,7 +287,6 @@ static double floor_step(const pa_grid *g) {
  * (its fragment shader has no pattern code); with per > 1, quads of per x
  * per squares for the floor program, which draws the pattern. */
 static void build_floor(rmesh *m, const pa_grid *g, uint32_t per) {
-  const uint8_t(*tile)[3] = floor_tile;
   static const double up[3] = {0, 0, 1};
   double w = g->width * g->resolution, h = g->height * g->resolution;
   double step = floor_step(g) * per;
@@ -298,8 +297,33 @@ static void build_floor(rmesh *m, const pa_grid *g, uint32_t per) {
       double p[4][3] = {{x0, y0, 0}, {x1, y0, 0}, {x1, y1, 0}, {x0, y1, 0}};
       for (int i = 0; i < 4; i++)
         grid_to_world(g, p[i][0], p[i][1], &p[i][0], &p[i][1]);
-      mesh_quad(m, p[0], p[1], p[2], p[3], up, tile[(tx + ty) & 1], 255);
+      mesh_quad(m, p[0], p[1], p[2], p[3], up, floor_tile[(tx + ty) & 1], 255);
     }
+}
+
+/* The floor program's uniforms that do not change between frames (they
+ * stay in the program): the identity model, the map's frame, a square's
+ * side, and the squares' colours lit as lit_vs lights a face up (the key
+ * light's z; its fill light's z is 0.69). */
+static void key_light_unit(double l[3]);
+
+static void floor_constants(const rprogram *p, const pa_grid *g) {
+  float model[16];
+  pa_render_mat_identity(model);
+  double l[3];
+  key_light_unit(l);
+  float shade = 0.5f + 0.55f * fmaxf((float)l[2], 0.0f) + 0.22f * 0.69f;
+  glUseProgram(p->prog);
+  glUniformMatrix4fv(p->u_model, 1, GL_FALSE, model);
+  glUniform4f(p->u_grid, (float)g->origin_x, (float)g->origin_y,
+              (float)cos(g->origin_yaw), (float)sin(g->origin_yaw));
+  glUniform1f(p->u_step, (float)floor_step(g));
+  GLint at[2] = {p->u_tile0, p->u_tile1};
+  for (int k = 0; k < 2; k++)
+    glUniform3f(at[k], floor_tile[k][0] / 255.0f * shade,
+                floor_tile[k][1] / 255.0f * shade,
+                floor_tile[k][2] / 255.0f * shade);
+  glUseProgram(0);
 }
 
 static void colour3(uint8_t out[3], const uint8_t in[4]) {
@@ -335,6 +359,13 @@ static void build_obstacles(rmesh *m, const pa_obstacle_info *o, uint32_t n) {
 #define BALL_R 0.021335  /* [m] a golf ball, as pa-sim's */
 #define SHADOW_ALPHA 110 /* of 255 in the middle */
 static const double key_light[3] = {0.35, 0.55, 0.76};
+
+/* Towards the key light, a unit vector: from the north-east-ish, above,
+ * so every wall direction gets its shade. */
+static void key_light_unit(double l[3]) {
+  l[0] = key_light[0], l[1] = key_light[1], l[2] = key_light[2];
+  pa_render_normalize3(l);
+}
 
 static void shadow_offset(double h, double *dx, double *dy) {
   *dx = -key_light[0] / key_light[2] * h * 0.35;
@@ -649,10 +680,7 @@ int pa_render_scene_build(pa_render_scene **out, const pa_grid *grid,
   if (pa_render_program_blob(&s->blob_prog, err, err_sz) < 0 ||
       pa_render_program_floor(&s->floor_prog, err, err_sz) < 0)
     goto fail;
-  s->floor_grid[0] = grid->origin_x, s->floor_grid[1] = grid->origin_y;
-  s->floor_grid[2] = cos(grid->origin_yaw);
-  s->floor_grid[3] = sin(grid->origin_yaw);
-  s->floor_step = floor_step(grid);
+  floor_constants(&s->floor_prog, grid);
   { /* the blob: corners' places in red and green (blob_vs) */
     static const double up[3] = {0, 0, 1};
     static const uint8_t at[4][3] = {
@@ -1048,30 +1076,9 @@ static int order_cmp(const void *a, const void *b) {
   return (x > y) - (x < y);
 }
 
-/* Binds the floor program with this frame's uniforms, its squares lit as
- * the lit program lights a face up (l: towards the key light). */
-static void use_floor(const pa_render_scene *s, const float view[16],
-                      const float proj[16], const double l[3]) {
-  const rprogram *p = &s->floor_prog;
-  float model[16];
-  pa_render_mat_identity(model);
-  glUseProgram(p->prog);
-  glUniformMatrix4fv(p->u_model, 1, GL_FALSE, model);
-  glUniformMatrix4fv(p->u_view, 1, GL_FALSE, view);
-  glUniformMatrix4fv(p->u_proj, 1, GL_FALSE, proj);
-  glUniform3f(p->u_fog, PA_RENDER_SKY_RGB);
-  glUniform1f(p->u_fog_density, s->fog_density);
-  glUniform4f(p->u_grid, (float)s->floor_grid[0], (float)s->floor_grid[1],
-              (float)s->floor_grid[2], (float)s->floor_grid[3]);
-  glUniform1f(p->u_step, (float)s->floor_step);
-  /* lit_vs's shade for the normal (0, 0, 1): its fill light's z is 0.69 */
-  float shade = 0.5f + 0.55f * fmaxf((float)l[2], 0.0f) + 0.22f * 0.69f;
-  GLint at[2] = {p->u_tile0, p->u_tile1};
-  for (int k = 0; k < 2; k++)
-    glUniform3f(at[k], floor_tile[k][0] / 255.0f * shade,
-                floor_tile[k][1] / 255.0f * shade,
-                floor_tile[k][2] / 255.0f * shade);
-}
+static void frame_uniforms(const rprogram *p, const float view[16],
+                           const float proj[16], const double l[3],
+                           float fog_density);
 
 /* Statics: visible chunks only (all without a level camera), walls near to
  * far so early depth testing rejects what they hide, then the floor: with
@@ -1089,8 +1096,8 @@ static void draw_statics(const pa_render_scene *s, const pa_render_view *cull,
   for (uint8_t layer = 0; layer < 3; layer++) {
     if (layer == (flat ? 1 : 2))
       continue;
-    if (layer == 2)
-      use_floor(s, view, proj, l);
+    if (layer == 2) /* its constants were set at the build */
+      frame_uniforms(&s->floor_prog, view, proj, l, s->fog_density);
     uint32_t n = 0;
     rorder_key *keys = (rorder_key *)s->order;
     for (uint32_t i = 0; i < s->n_chunks; i++) {
@@ -1135,10 +1142,6 @@ rpart pa_render_robot_shadow(const pa_render_scene *s, const rrobot *r,
   double sc[3] = {r->radius, r->radius, 1};
   return part(&s->blob, p->x + dx, p->y + dy, SHADOW_Z, 1, 0, sc, white);
 }
-
-static void frame_uniforms(const rprogram *p, const float view[16],
-                           const float proj[16], const double l[3],
-                           float fog_density);
 
 const rprogram *pa_render_scene_use_blobs(const pa_render_scene *s,
                                           const float view[16],
@@ -1218,8 +1221,8 @@ static void frame_uniforms(const rprogram *p, const float view[16],
 
 void pa_render_scene_use_lit(const pa_render_scene *s, const rprogram *p,
                              const float view[16], const float proj[16]) {
-  double l[3] = {key_light[0], key_light[1], key_light[2]};
-  pa_render_normalize3(l);
+  double l[3];
+  key_light_unit(l);
   frame_uniforms(p, view, proj, l, s->fog_density);
 }
 
@@ -1238,9 +1241,8 @@ void pa_render_scene_draw_occluded(const pa_render_scene *s,
                                    uint32_t lod_w) {
   const pa_render_view *eye = cull; /* the robots' levels of detail */
   const double focal = pa_render_lod_focal(eye, lod_w);
-  /* From the north-east-ish, above: every wall direction gets its shade. */
-  double l[3] = {key_light[0], key_light[1], key_light[2]};
-  pa_render_normalize3(l);
+  double l[3];
+  key_light_unit(l);
   const rprogram *base = lit ? lit : &s->lit;
   cur = base;
   if (!s->no_shadows && !s->no_shadow_map && (!cull || cull->shadow_map)) {

@@ -81,7 +81,6 @@ struct pa_render_scene {
   rprogram blob_prog;  /* draws blob (pa_render_program_blob) */
   rgpu_mesh statics;   /* floor, walls, obstacles in world coordinates */
   rprogram floor_prog; /* the floor's layer 2 (pa_render_program_floor) */
-  double floor_grid[4], floor_step; /* its u_grid and u_step */
   /* by level of detail (24, 12, 8 sides): unit cylinders (radius 1, z in
    * [0, 1]) */
   rgpu_mesh cyl[PA_RENDER_LODS];
@@ -223,13 +222,13 @@ int pa_render_program_blob(rprogram *p, char *err, size_t err_sz);
  * the cos and sin of its yaw; u_step: a checker square's side [m];
  * u_tile0, u_tile1: the squares' lit colours). */
 int pa_render_program_floor(rprogram *p, char *err, size_t err_sz);
-/* Binds s's blob program with this frame's uniforms (view, projection, fog;
- * the identity model, a white tint): the robots' shadows (scene blob) draw
- * with it. Returns it. */
 /* Binds p (a lit program: the scene's, or the atlas's plain one) with this
  * frame's view, projection, key light and fog, as the scene's draw does. */
 void pa_render_scene_use_lit(const pa_render_scene *s, const rprogram *p,
                              const float view[16], const float proj[16]);
+/* Binds s's blob program with this frame's uniforms (view, projection, fog;
+ * the identity model, a white tint): the robots' shadows (scene blob) draw
+ * with it. Returns it. */
 const rprogram *pa_render_scene_use_blobs(const pa_render_scene *s,
                                           const float view[16],
                                           const float proj[16]);
