@@ -30,8 +30,9 @@ extern "C" {
  * 8: pa_obstacle_info.vx, vy (agents' velocities); 9: mesh, height-map
  * and instanced visuals (pa_visual grid_nx .. colormap, a 4 MiB pool);
  * 10: pa_ctl.lane (a same-host client's STEP without pa-netgw); 11: the
- * lane's batch (pa_lane.count, act_off: many robots' actions). */
-#define PA_SHM_LAYOUT_VERSION 11u
+ * lane's batch (pa_lane.count, act_off: many robots' actions); 12: the
+ * observation's sectors (pa_lane.beams, pa_cmd_step.obs_beams). */
+#define PA_SHM_LAYOUT_VERSION 12u
 #define PA_SHM_INSTANCE_MAX 48 /* [A-Za-z0-9_-], 1..47 chars */
 
 enum pa_seg_kind {
@@ -266,7 +267,11 @@ typedef struct pa_lane {
   uint64_t wake_off; /* pa-sim: the command queue's sem_t [bytes] */
   uint64_t act_off;  /* creator: double [max_robots][2] (v, w) [bytes],
                       * the segment's last array */
-  char msg[96];      /* reply: human text when status != PA_OK */
+  uint32_t beams;    /* request: the block's scans as this many sectors
+                      * (pa_obs_sectors; step_batch's data.beams); 0: as
+                      * cast */
+  uint32_t reserved;
+  char msg[96]; /* reply: human text when status != PA_OK */
   sem_t reply_sem;
 } pa_lane;
 
@@ -524,10 +529,11 @@ typedef struct pa_cmd_drive { /* SET_CMD; STEP with PA_CMDF_DRIVE */
   uint32_t frame;             /* PA_FRAME_*; world: omni SET_CMD only */
   uint32_t reserved;
 } pa_cmd_drive;
-typedef struct pa_cmd_step { /* STEP */
-  pa_cmd_drive drive;        /* with PA_CMDF_DRIVE (robot frame) */
-  uint32_t ticks;            /* 1..PA_CMD_STEPS_MAX */
-  uint32_t reserved;
+typedef struct pa_cmd_step {     /* STEP */
+  pa_cmd_drive drive;            /* with PA_CMDF_DRIVE (robot frame) */
+  uint32_t ticks;                /* 1..PA_CMD_STEPS_MAX */
+  uint32_t obs_beams;            /* with PA_CMDF_OBS: each scan as this many
+                                  * sectors (pa_obs_sectors); 0: as cast */
   uint32_t obs_first, obs_count; /* with PA_CMDF_OBS: the robots observed */
 } pa_cmd_step;
 typedef struct pa_cmd_pose { /* TELEPORT */
@@ -879,6 +885,49 @@ static inline void pa_obs_row(double *f, const pa_robot_state *rs,
     f[PA_OBS_ANGLE_INC] = s->angle_increment;
     f[PA_OBS_RANGE_MAX] = s->range_max;
   }
+}
+
+/* One scan of n ranges as `beams` sectors (step_batch's data.beams: a
+ * policy's coarse view, made where the scan is still in the caches): out[j]
+ * is the least of src[j * n / beams] .. src[(j + 1) * n / beams - 1]
+ * (integer division), NaN ignored, NaN only where every one is or the
+ * sector is empty (n < beams), as numpy's fmin.reduce over each sector.
+ * With beams dividing n, each sector is n / beams consecutive beams. */
+static inline void pa_obs_sectors(float *out, uint32_t beams, const float *src,
+                                  uint32_t n) {
+  if (!beams)
+    return;
+  int nan = 0; /* no NaN (the rule for a scan): plain minima */
+  for (uint32_t i = 0; i < n; i++)
+    nan |= src[i] != src[i];
+  if (!nan && n >= beams && n % beams == 0) {
+    uint32_t k = n / beams;
+    for (uint32_t j = 0; j < beams; j++) {
+      const float *p = src + (size_t)j * k;
+      float m = p[0];
+      for (uint32_t i = 1; i < k; i++)
+        m = p[i] < m ? p[i] : m; /* minss */
+      out[j] = m;
+    }
+    return;
+  }
+  for (uint32_t j = 0; j < beams; j++) {
+    uint32_t lo = (uint32_t)((uint64_t)j * n / beams);
+    uint32_t hi = (uint32_t)((uint64_t)(j + 1) * n / beams);
+    float m = __builtin_nanf("");
+    for (uint32_t i = lo; i < hi; i++) {
+      float x = src[i];
+      m = x < m || m != m ? x : m; /* fmin: a NaN loses to a number */
+    }
+    out[j] = m;
+  }
+}
+
+/* A block row's angle step for its scan of n beams as `beams` sectors:
+ * the sectors' mean width (the first sector starts at angle_min). */
+static inline void pa_obs_row_sectors(double *f, uint32_t n, uint32_t beams) {
+  if (beams && n)
+    f[PA_OBS_ANGLE_INC] *= (double)n / beams;
 }
 
 /* Observation segment body: the block of the last STEP with PA_CMDF_OBS,

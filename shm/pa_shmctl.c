@@ -312,6 +312,7 @@ static void records(void) {
   FIELD(pa_lane, w);
   FIELD(pa_lane, status);
   FIELD(pa_lane, count);
+  FIELD(pa_lane, beams);
   FIELD(pa_lane, tick);
   FIELD(pa_lane, obs_seq);
   FIELD(pa_lane, wake_off);

@@ -462,10 +462,11 @@ void pa_sim_shm_publish_tick_at(const pa_sim_model *m, pa_sim_state *s,
 void pa_sim_shm_publish_late(const pa_sim_model *m, pa_sim_state *s,
                              pa_stack *st);
 /* The observation block of robots [first, first + count) (their states
- * now and newest published scans) into the observation segment o, by the
- * scan threads: its seq, or 0 when it cannot (bad range). sim_obs.c. */
+ * now and newest published scans, each as `sectors` sectors when not 0:
+ * pa_obs_sectors) into the observation segment o, by the scan threads: its
+ * seq, or 0 when it cannot (bad range, too wide). sim_obs.c. */
 uint64_t pa_sim_obs_write(pa_sim_state *s, pa_stack *st, pa_obs_seg *o,
-                          uint32_t first, uint32_t count);
+                          uint32_t first, uint32_t count, uint32_t sectors);
 /* Scan ring record rec (pa-sim's own, read while it writes nothing): its
  * ranges with its header in *h, or NULL when the ring no longer holds it
  * whole. sim_obs.c. */

@@ -524,10 +524,14 @@ static pa_status op_pause(const pa_sim_model *m, pa_sim_state *s,
 
 static pa_status op_step(const pa_sim_model *m, pa_sim_state *s,
                          const pa_cmd *c, pa_reply *r) {
-  (void)m;
   if (c->step.ticks < 1 || c->step.ticks > PA_CMD_STEPS_MAX)
     return fail(r, PA_ERR_INVALID_ACTION_SHAPE, "steps must be in [1, %u]",
                 PA_CMD_STEPS_MAX);
+  if ((c->flags & PA_CMDF_OBS) && c->step.obs_beams > m->def.max_beams)
+    return fail(r, PA_ERR_INVALID_MESSAGE,
+                "beams %u: give 1 to max_beams (%u), or 0 for the scans as "
+                "cast",
+                c->step.obs_beams, m->def.max_beams);
   return (c->flags & PA_CMDF_DRIVE)
              ? set_cmd(s, c->robot, &c->step.drive, true, r)
              : PA_OK;

@@ -98,6 +98,14 @@ uint32_t pa_sim_lane_take(const pa_stack *st, const pa_sim_state *s, pa_cmd *c,
   uint32_t count = __atomic_load_n(&l->count, __ATOMIC_RELAXED);
   c->step.obs_first = c->robot;
   c->step.obs_count = count ? count : 1;
+  c->step.obs_beams = __atomic_load_n(&l->beams, __ATOMIC_RELAXED);
+  if (c->step.obs_beams > st->ctl->def.max_beams) { /* before any drive */
+    lane_fail(s, r, PA_ERR_INVALID_MESSAGE,
+              "lane: beams %u: give 1 to max_beams (%u), or 0 for the scans "
+              "as cast",
+              c->step.obs_beams, (unsigned)st->ctl->def.max_beams);
+    return req;
+  }
   if (count) {
     r->status = lane_batch(st, s, c, cmds, ncmds, r);
     return req;

@@ -16,6 +16,8 @@ typedef struct obs_job {
   const pa_sim_state *s;
   const pa_ring *scan;
   uint32_t first, beams;
+  uint32_t
+      sectors; /* each scan as this many (beams then = sectors); 0: as cast */
   char *rows, *ranges;
 } obs_job;
 
@@ -51,8 +53,19 @@ static void obs_item(void *arg, uint32_t i, pa_sim_scratch *k,
   double f[PA_OBS_FIELDS];
   pa_obs_row(f, live ? &s->rs[id] : NULL, src ? &h : NULL,
              live ? s->info[id].laser_range_max : 0);
-  memcpy(j->rows + (size_t)i * sizeof f, f, sizeof f);
   float *out = (float *)(void *)(j->ranges + (size_t)i * j->beams * 4);
+  if (j->sectors) {
+    if (src) {
+      pa_obs_row_sectors(f, h.count, j->sectors);
+      pa_obs_sectors(out, j->sectors, src, h.count);
+    } else {
+      for (uint32_t b = 0; b < j->beams; b++)
+        out[b] = NAN;
+    }
+    memcpy(j->rows + (size_t)i * sizeof f, f, sizeof f);
+    return;
+  }
+  memcpy(j->rows + (size_t)i * sizeof f, f, sizeof f);
   uint32_t c = !src ? 0 : h.count < j->beams ? h.count : j->beams;
   if (c)
     memcpy(out, src, (size_t)c * 4);
@@ -61,7 +74,7 @@ static void obs_item(void *arg, uint32_t i, pa_sim_scratch *k,
 }
 
 uint64_t pa_sim_obs_write(pa_sim_state *s, pa_stack *st, pa_obs_seg *o,
-                          uint32_t first, uint32_t count) {
+                          uint32_t first, uint32_t count, uint32_t sectors) {
   if (!o || count == 0 || first >= s->cap_robots ||
       count > s->cap_robots - first)
     return 0;
@@ -76,6 +89,8 @@ uint64_t pa_sim_obs_write(pa_sim_state *s, pa_stack *st, pa_obs_seg *o,
         head - r->rec < slots && r->count > w)
       w = r->count;
   }
+  if (sectors && w) /* any scan: every row `sectors` wide */
+    w = sectors;
   uint64_t bytes =
       PA_OBS_HEADER + (uint64_t)count * (PA_OBS_FIELDS * 8 + 4ull * w);
   if (bytes > o->capacity)
@@ -91,6 +106,7 @@ uint64_t pa_sim_obs_write(pa_sim_state *s, pa_stack *st, pa_obs_seg *o,
                .scan = st->scan,
                .first = first,
                .beams = w,
+               .sectors = w ? sectors : 0,
                .rows = b + PA_OBS_HEADER,
                .ranges = b + PA_OBS_HEADER + (size_t)count * PA_OBS_FIELDS * 8};
   /* One chunk's worth on this thread: a worker's wake-up (and its watch

@@ -98,7 +98,8 @@ static uint64_t write_obs(run_ctx *k) {
     }
   }
   return pa_sim_obs_write(k->s, k->st, k->obs, k->step_cmd.step.obs_first,
-                          k->step_cmd.step.obs_count);
+                          k->step_cmd.step.obs_count,
+                          k->step_cmd.step.obs_beams);
 }
 
 /* Replies are pushed only while the reply queue has room (checked before

@@ -1087,6 +1087,34 @@ static void test_stack_map(void **st) {
   assert_int_equal(pa_test_shm_count(inst), 0);
 }
 
+/* A scan as sectors (step_batch's data.beams): each sector's least range,
+ * a NaN only where the whole sector is, sectors by integer bounds when the
+ * count does not divide, empty ones NaN; the row's angle step widened. */
+static void test_obs_sectors(void **st) {
+  (void)st;
+  const float N = NAN;
+  float src[10] = {5, 4, 3, 9, 8, 7, 1, 2, 6, 0.5f}, out[8];
+  pa_obs_sectors(out, 5, src, 10);
+  const float even[5] = {4, 3, 7, 1, 0.5f};
+  assert_memory_equal(out, even, sizeof even);
+  pa_obs_sectors(out, 3, src, 10); /* [0,3) [3,6) [6,10) */
+  assert_true(out[0] == 3 && out[1] == 7 && out[2] == 0.5f);
+  pa_obs_sectors(out, 1, src, 10);
+  assert_true(out[0] == 0.5f);
+  float nan_src[6] = {N, 2, N, N, 3, N};
+  pa_obs_sectors(out, 3, nan_src, 6); /* NaN loses to a number */
+  assert_true(out[0] == 2 && isnan(out[1]) && out[2] == 3);
+  float few[2] = {7, 8};
+  pa_obs_sectors(out, 4, few, 2); /* more sectors than beams: empty ones */
+  assert_true(isnan(out[0]) && out[1] == 7 && isnan(out[2]) && out[3] == 8);
+  out[0] = 42;
+  pa_obs_sectors(out, 0, src, 10); /* none: nothing written */
+  assert_true(out[0] == 42);
+  double f[PA_OBS_FIELDS] = {[PA_OBS_ANGLE_INC] = 0.01};
+  pa_obs_row_sectors(f, 360, 36);
+  assert_true(fabs(f[PA_OBS_ANGLE_INC] - 0.1) < 1e-12);
+}
+
 static void test_world_seqlock(void **st) {
   (void)st;
   char inst[PA_SHM_INSTANCE_MAX], err[256];
@@ -1209,6 +1237,7 @@ int main(void) {
       cmocka_unit_test(test_stack_foreign),
       cmocka_unit_test(test_stack_planted),
       cmocka_unit_test(test_world_seqlock),
+      cmocka_unit_test(test_obs_sectors),
       cmocka_unit_test(test_shmctl),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -307,6 +307,19 @@ static bool observe_mode(jctx *x, bool *obs, bool *shm) {
   return flag(x, "observe", true, obs);
 }
 
+/* data.beams: each robot's scan as this many sectors (pa_obs_sectors), in
+ * whichever form the observations come (JSON, binary, "shm"); 0 when
+ * absent. A policy that looks at 36 directions gets 36 numbers a robot
+ * from the process that has the scan in its caches, not 360 to reduce. */
+static bool sectors_arg(jctx *x, uint32_t *out) {
+  long long b = 0;
+  *out = 0;
+  if (pa_json_int(x, "beams", 1, x->c->g->ctl->def.max_beams, &b) < 0)
+    return false;
+  *out = (uint32_t)b;
+  return true;
+}
+
 /* data.actions_b64: n x k little-endian float64 or float32 (k = 2: v, w;
  * 3: v, vy, w) in base64, the same numbers as data.actions without the
  * text floats; the byte count (16n, 24n; 8n, 12n) says which.
@@ -577,8 +590,10 @@ json_t *pa_json_act_step_batch(jctx *x) {
   pa_netgw *g = c->g;
   long long steps = 1;
   bool bin, obs, shm;
+  uint32_t sectors;
   if (pa_json_int(x, "steps", 1, PA_NETGW_STEP_MAX, &steps) < 0 ||
-      !want_binary(x, &bin) || !observe_mode(x, &obs, &shm))
+      !want_binary(x, &bin) || !observe_mode(x, &obs, &shm) ||
+      !sectors_arg(x, &sectors))
     return NULL;
   if (bin && c->jbatch)
     return pa_json_fail(x, PA_ERR_INVALID_MESSAGE,
@@ -664,6 +679,7 @@ json_t *pa_json_act_step_batch(jctx *x) {
     step.flags |= PA_CMDF_OBS;
     step.step.obs_first = ids[0];
     step.step.obs_count = (uint32_t)n;
+    step.step.obs_beams = sectors;
   }
   res = pa_json_wait_for_sim(x, &step, ids[0]);
 done:
@@ -674,8 +690,24 @@ done:
   return res;
 }
 
+/* Scan s as `sectors` sectors (pa_obs_sectors): a malloc'd scan record
+ * (header, then the ranges), or NULL out of memory. */
+static pa_scan *scan_sectors(const pa_scan *s, uint32_t sectors) {
+  pa_scan *o = malloc(sizeof *o + (size_t)sectors * 4);
+  if (!o)
+    return NULL;
+  *o = *s;
+  double f[PA_OBS_FIELDS] = {[PA_OBS_ANGLE_INC] = s->angle_increment};
+  pa_obs_row_sectors(f, s->count, sectors);
+  o->angle_increment = (float)f[PA_OBS_ANGLE_INC];
+  o->count = sectors;
+  pa_obs_sectors((float *)(void *)(o + 1), sectors,
+                 (const float *)(const void *)(s + 1), s->count);
+  return o;
+}
+
 static json_t *robot_json(pa_client *c, uint32_t id, const pa_robot_state *rs,
-                          const pa_scan *s) {
+                          const pa_scan *s, uint32_t sectors) {
   json_t *o = json_object();
   json_object_set_new(o, "robot", json_integer(id));
   if (rs) {
@@ -692,7 +724,11 @@ static json_t *robot_json(pa_client *c, uint32_t id, const pa_robot_state *rs,
     json_object_set_new(o, "bumped", json_boolean(rs->flags & PA_RS_BUMPED));
   }
   /* a batch's tick carries the time: no sim_time per scan */
+  pa_scan *sc = s && sectors ? scan_sectors(s, sectors) : NULL;
+  if (sc)
+    s = sc;
   json_object_set_new(o, "scan", s ? pa_json_scan(c, s, false) : json_null());
+  free(sc);
   return o;
 }
 
@@ -701,8 +737,10 @@ json_t *pa_json_done_step_batch(jctx *x, const pa_reply *r) {
   pa_netgw *g = c->g;
   c->g->steps++;
   bool bin = false, obs = true, shm = false;
+  uint32_t sectors = 0;
   want_binary(x, &bin);
   observe_mode(x, &obs, &shm);
+  sectors_arg(x, &sectors); /* checked when the request was taken */
   const pa_tick *t = pa_gw_latest(g);
   if (!t)
     return pa_json_fail(x, PA_ERR_BUSY, "no tick to read");
@@ -728,7 +766,7 @@ json_t *pa_json_done_step_batch(jctx *x, const pa_reply *r) {
     for (size_t i = 0; i < n; i++)
       json_array_append_new(arr,
                             robot_json(c, ids[i], pa_gw_robot_state(t, ids[i]),
-                                       pa_gw_scan(g, ids[i])));
+                                       pa_gw_scan(g, ids[i]), sectors));
     json_object_set_new(d, "robots", arr);
     free(ids);
     return d;
@@ -736,9 +774,9 @@ json_t *pa_json_done_step_batch(jctx *x, const pa_reply *r) {
   uint32_t beams = 0;
   size_t len = 0;
   char *blk = NULL;
-  int rc = pa_json_obs_block(g, t, ids, n, true, &blk, &len, &beams);
+  int rc = pa_json_obs_block(g, t, ids, n, true, sectors, &blk, &len, &beams);
   if (rc > 0) /* a scan was overwritten while copied: from the cache */
-    rc = pa_json_obs_block(g, t, ids, n, false, &blk, &len, &beams);
+    rc = pa_json_obs_block(g, t, ids, n, false, sectors, &blk, &len, &beams);
   if (rc < 0) {
     free(ids);
     json_decref(d);

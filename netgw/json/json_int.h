@@ -236,12 +236,14 @@ json_t *pa_json_done_step_batch(jctx *x, const pa_reply *r);
 /* ---- json_obs_block.c -----------------------------------------------------*/
 
 /* The binary block of the robots ids[n]' states in t and newest scans (from
- * the scan ring when ring, else the gateway's cache) into *blk (malloc'd),
- * *len bytes, *beams the widest scan: 0, 1 when a scan read from the ring
- * was overwritten while copied (nothing returned), -1 out of memory. */
+ * the scan ring when ring, else the gateway's cache; each as `sectors`
+ * sectors when not 0: pa_obs_sectors) into *blk (malloc'd), *len bytes,
+ * *beams the widest scan (sectors when any): 0, 1 when a scan read from
+ * the ring was overwritten while copied (nothing returned), -1 out of
+ * memory. */
 int pa_json_obs_block(pa_netgw *g, const pa_tick *t, const uint32_t *ids,
-                      size_t n, bool ring, char **blk, size_t *len,
-                      uint32_t *beams);
+                      size_t n, bool ring, uint32_t sectors, char **blk,
+                      size_t *len, uint32_t *beams);
 
 /* ---- json_prop.c ----------------------------------------------------------*/
 

@@ -59,8 +59,8 @@ static void find_scans(pa_netgw *g, const uint32_t *ids, size_t n, bool ring,
  * (malloc'd): 0, 1 when a scan read from the ring was overwritten while
  * copied (nothing returned: read from the cache then), -1 out of memory. */
 int pa_json_obs_block(pa_netgw *g, const pa_tick *t, const uint32_t *ids,
-                      size_t n, bool ring, char **blk, size_t *len,
-                      uint32_t *beams) {
+                      size_t n, bool ring, uint32_t sectors, char **blk,
+                      size_t *len, uint32_t *beams) {
   uint32_t max = g->ctl->def.max_robots;
   int32_t *row = malloc(max * sizeof *row);
   pa_scan *hd = malloc(n * sizeof *hd);
@@ -77,6 +77,8 @@ int pa_json_obs_block(pa_netgw *g, const pa_tick *t, const uint32_t *ids,
   for (size_t i = 0; i < n; i++)
     if (src[i] && hd[i].count > w)
       w = hd[i].count;
+  if (sectors && w) /* any scan: every row `sectors` wide */
+    w = sectors;
   size_t sz = PA_OBS_HEADER + n * (PA_OBS_FIELDS * 8 + (size_t)w * 4);
   if (!(b = malloc(sz)))
     goto out;
@@ -97,13 +99,17 @@ int pa_json_obs_block(pa_netgw *g, const pa_tick *t, const uint32_t *ids,
     }
     double f[PA_OBS_FIELDS];
     pa_obs_row(f, pa_gw_robot_state(t, ids[i]), s, range_max);
-    memcpy(rows + i * PA_OBS_FIELDS * 8, f, sizeof f);
     float *out = (float *)(void *)(ranges + i * (size_t)w * 4);
     uint32_t k = s ? s->count : 0;
-    if (k)
+    if (sectors && s) {
+      pa_obs_row_sectors(f, k, sectors);
+      pa_obs_sectors(out, sectors, src[i], k);
+      k = sectors; /* written */
+    } else if (k)
       memcpy(out, src[i], (size_t)k * 4);
     for (uint32_t j = k; j < w; j++)
       out[j] = NAN;
+    memcpy(rows + i * PA_OBS_FIELDS * 8, f, sizeof f);
   }
   rc = 0;
   for (size_t i = 0; i < n && rc == 0; i++)

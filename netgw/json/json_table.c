@@ -127,7 +127,7 @@ static const jaction actions[] = {
         "robot steps v vx vy w head force thrusters"),
     ROW(step_batch, CMD, DONE(step_batch), COST(step_batch), JF_SIM | JF_STATE,
         "robots robots_b64 robots_range actions steps binary observe "
-        "actions_b64 forces"),
+        "actions_b64 forces beams"),
     ROW(set_velocity, CMD, NULL, NULL, JF_ROBOT, "robot v vx vy w head"),
     ROW(set_velocity_local, CMD, NULL, NULL, JF_ROBOT,
         "robot forward left angular head"),
