@@ -9,7 +9,7 @@ import numpy as np
 
 from playarea.env import NavEnv, NavParallelEnv, NavVectorEnv
 from playarea.env import checker
-from playarea.env._stack import find_bin_dir
+from playarea.env._stack import F, find_bin_dir
 from playarea.env.shm import ShmReader
 
 
@@ -135,6 +135,75 @@ class ShmEqualsTcp(unittest.TestCase):
             # not one run of ids: refused by name, nothing stepped
             with self.assertRaisesRegex(Exception, "one run of ids"):
                 w.conn.step_batch([1, 0], None, 1, observe="shm")
+        finally:
+            env.close()
+
+    @staticmethod
+    def _sectors(rg, beams):
+        """data.beams's rule in numpy: sector j the fmin of beams j*n//b .. (j+1)*n//b - 1
+        (NaN only where all are, or the sector is empty)."""
+        n = rg.shape[1]
+        out = np.full((len(rg), beams), np.nan, np.float32)
+        for j in range(beams):
+            lo, hi = j * n // beams, (j + 1) * n // beams
+            if hi > lo:
+                out[:, j] = np.fmin.reduce(rg[:, lo:hi], axis=1)
+        return out
+
+    def test_beams_sectors_everywhere(self):
+        """step_batch's data.beams: each scan as that many sectors, the least range of
+        each, the same numbers bit for bit whichever process makes them (pa-sim's block
+        through the lane and observe "shm", pa-netgw's binary and JSON replies) as numpy
+        makes them from the rings' full scans; a divisor or not, one sector a beam.
+        Bad values are refused by name and step nothing."""
+        from playarea.errors import Error
+        n = 6
+        env = NavVectorEnv(num_envs=n, instance=inst("sec"), shm=True, beams=360)
+        try:
+            env.reset(seed=3)
+            w = env.world
+            inc = None
+            for k, beams in enumerate((36, 7, 360, 1, 100)):
+                acts = np.tile([[0.3, 0.4 * (k % 3 - 1)]], (n, 1))
+                st, rg, tick, seq = w.lane.step_batch(int(env.robots[0]), acts, 3 + k, False, beams)
+                st_s, rg_s, tick_s = w.reader.observe(env.robots, w.range_max)
+                self.assertEqual(tick_s, tick)
+                self.assertFalse(np.isnan(rg_s).any())
+                ref = self._sectors(rg_s, beams)
+                self.assertEqual(rg.shape, (n, beams))
+                self.assertTrue(np.array_equal(rg.view(np.uint32), ref.view(np.uint32)), beams)
+                inc = inc or st_s[0, F["angle_increment"]]
+                self.assertTrue(np.allclose(st[:, F["angle_increment"]], inc * 360 / beams))
+                self.assertTrue(np.array_equal(st[:, :F["head"] + 1], st_s[:, :F["head"] + 1]))
+                # pa-netgw's binary block, and pa-sim's through observe "shm"
+                st_t, rg_t, d = w.conn.step_batch(env.robots, None, 1, beams=beams)
+                st_s, rg_s, _ = w.reader.observe(env.robots, w.range_max)
+                self.assertEqual(d["binary"]["beams"], beams)
+                self.assertTrue(np.array_equal(rg_t, self._sectors(rg_s, beams)), beams)
+                _, _, d = w.conn.step_batch(env.robots, None, 2, observe="shm", beams=beams)
+                st_b, rg_b = w.reader.block(d["obs_seq"], n)
+                st_s, rg_s, _ = w.reader.observe(env.robots, w.range_max)
+                self.assertTrue(np.array_equal(rg_b, self._sectors(rg_s, beams)), beams)
+                # JSON: the scans' ranges and their angle step
+                d = w.conn.request("step_batch", {"robots_range": [0, n], "steps": 1, "beams": beams})
+                st_s, rg_s, _ = w.reader.observe(env.robots, w.range_max)
+                ref = self._sectors(rg_s, beams)
+                for i, r in enumerate(d["robots"]):
+                    self.assertEqual(len(r["scan"]["ranges"]), beams)
+                    self.assertTrue(np.allclose(r["scan"]["ranges"], ref[i], atol=2e-3))
+                    self.assertAlmostEqual(r["scan"]["angle_increment"], inc * 360 / beams, 5)
+            self.assertEqual(w.reader.block_misses, 0)
+            before = w.reader.observe(env.robots, w.range_max)[2]
+            for bad in (0, -1, 4097, 1.5, "36", True):
+                with self.assertRaisesRegex(Error, r"data.beams must be an integer in \[1, 4096\]"):
+                    w.conn.request("step_batch", {"robots_range": [0, n], "steps": 1, "beams": bad,
+                                                  "actions": [[0.5, 0.5]] * n})
+            with self.assertRaisesRegex(Error, "invalid_message: lane: beams 5000"):
+                w.lane.step_batch(int(env.robots[0]), np.full((n, 2), 0.5), 1, False, 5000)
+            self.assertEqual(w.reader.observe(env.robots, w.range_max)[2], before)  # nothing stepped
+            # the lane goes on as cast afterwards
+            st, rg, _, _ = w.lane.step_batch(int(env.robots[0]), np.zeros((n, 2)), 1, False, 0)
+            self.assertEqual(rg.shape, (n, 360))
         finally:
             env.close()
 

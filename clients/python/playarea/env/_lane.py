@@ -83,6 +83,8 @@ class Lane:
             self._msg_off = o + f["msg"]["offset"]
             self._count_off = o + f["count"]["offset"]
             self._count = None  # what the count field holds (None: not written yet)
+            self._beams_off = o + f["beams"]["offset"]
+            self._beams = None  # what the beams field holds (None: not written yet)
             act = _U64.unpack_from(self.mm, o + f["act_off"]["offset"])[0]
             # the segment's last array: max_robots (v, w) pairs, rounded up to 64 bytes
             self.max_robots = (len(self.mm) - act) // 16 if 0 < act < len(self.mm) else 0
@@ -170,23 +172,27 @@ class Lane:
             raise Error(code, msg.decode("utf-8", "replace"))
         return tick, seq
 
-    def _set_count(self, count):
+    def _set_count(self, count, beams=0):
         if self._count != count:
             _U32.pack_into(self.mm, self._count_off, count)
             self._count = count
+        if self._beams != beams:
+            _U32.pack_into(self.mm, self._beams_off, beams)
+            self._beams = beams
 
-    def step_batch(self, first, actions, ticks, view=False):
+    def step_batch(self, first, actions, ticks, view=False, beams=0):
         """Robots first .. first + len(actions) - 1 one step of `ticks` with
         actions [n, 2] (v, w): (states float64 [n, 16], ranges float32 [n, beams],
         tick, obs_seq), the arrays new copies of pa-sim's block (view: the ranges a
         view of it, ShmReader.block's), or (None, None, tick, obs_seq) when another
-        client's step replaced it (read the rings)."""
+        client's step replaced it (read the rings). beams: each scan as that many
+        sectors, the least range of each, made by pa-sim (pa_lane.beams); 0: as cast."""
         n = len(actions)
         if not 1 <= n <= self.max_robots:
             raise ValueError("the step lane takes 1 to %d robots, got %d" % (self.max_robots, n))
         self._act[:n] = actions  # float64 (v, w) straight into the segment
         _REQ.pack_into(self.mm, self._args_off, int(first), int(ticks), 0.0, 0.0)
-        self._set_count(n)
+        self._set_count(n, int(beams))
         # after a reply that took far longer than the spin (many robots), sleep
         # at once: the spin would only take a core from pa-sim's threads
         tick, seq = self._run((self._req + 1) & 0xFFFFFFFF,

@@ -456,11 +456,12 @@ class Conn:
             return len(robots) > 0 and np.array_equal(robots, np.arange(robots[0], robots[0] + len(robots)))
         return self._robots_json.startswith(b'"robots_range"')
 
-    def step_batch(self, robots, actions, steps, observe=True):
+    def step_batch(self, robots, actions, steps, observe=True, beams=0):
         """(states float64 [n, 16], ranges float32 [n, beams], header data) after `steps` ticks;
         observe=False: (None, None, header data), the observations stay in shared memory;
         observe="shm": the same, and pa-sim writes them into the observation segment as one
-        block (header data["obs_seq"] names it; the ids must be one run).
+        block (header data["obs_seq"] names it; the ids must be one run). beams: each scan
+        as that many sectors, the least range of each (data.beams); 0: as cast.
 
         The arrays are views of the connection's block buffer: the next step_batch
         overwrites them (copy what you keep). One sendall per call: the request
@@ -490,6 +491,8 @@ class Conn:
             if np.array_equal(a32, a):  # float32 holds them exactly (Box actions): half the bytes
                 a = a32
             parts += [b',"actions_b64":"', base64.b64encode(np.ascontiguousarray(a).data), b'"']
+        if beams:
+            parts.append(b',"beams":%d' % int(beams))
         if observe == "shm":
             parts.append(b',"observe":"shm"')
             observe = False
