@@ -15,9 +15,8 @@
 typedef struct obs_job {
   const pa_sim_state *s;
   const pa_ring *scan;
-  uint32_t first, beams;
-  uint32_t
-      sectors; /* each scan as this many (beams then = sectors); 0: as cast */
+  uint32_t first, count, beams;
+  uint32_t sectors; /* each scan as this many (beams = sectors); 0: cast */
   char *rows, *ranges;
 } obs_job;
 
@@ -40,37 +39,58 @@ static const float *newest_scan(const pa_sim_state *s, const pa_ring *scan,
   return r && h->robot == id ? r : NULL;
 }
 
-static void obs_item(void *arg, uint32_t i, pa_sim_scratch *k,
+/* Robot first + i's row and ranges (src: its newest scan, header h). */
+static void obs_one(const obs_job *j, uint32_t i, const float *src,
+                    const pa_scan *h) {
+  const pa_sim_state *s = j->s;
+  uint32_t id = j->first + i;
+  bool live = id < s->robot_count && s->info[id].active;
+  double f[PA_OBS_FIELDS];
+  pa_obs_row(f, live ? &s->rs[id] : NULL, src ? h : NULL,
+             live ? s->info[id].laser_range_max : 0);
+  float *out = (float *)(void *)(j->ranges + (size_t)i * j->beams * 4);
+  uint32_t c = 0;
+  if (j->sectors && src) {
+    pa_obs_row_sectors(f, h->count, j->sectors);
+    pa_obs_sectors(out, j->sectors, src, h->count);
+    c = j->sectors;
+  } else if (src && !j->sectors) {
+    c = h->count < j->beams ? h->count : j->beams;
+    memcpy(out, src, (size_t)c * 4);
+  }
+  for (uint32_t b = c; b < j->beams; b++)
+    out[b] = NAN;
+  memcpy(j->rows + (size_t)i * sizeof f, f, sizeof f);
+}
+
+/* Pool item c: robots [c * OBS_CHUNK, + OBS_CHUNK). The scans were cast
+ * ticks ago, on either core, in ring slots in no robot order: their
+ * records are found first (independent misses, in flight together), then
+ * each robot's ranges are fetched while the one before is written. */
+static void obs_item(void *arg, uint32_t c, pa_sim_scratch *k,
                      uint64_t *count) {
   (void)k;
   (void)count;
   const obs_job *j = arg;
   const pa_sim_state *s = j->s;
-  uint32_t id = j->first + i;
-  bool live = id < s->robot_count && s->info[id].active;
-  pa_scan h;
-  const float *src = live ? newest_scan(s, j->scan, id, &h) : NULL;
-  double f[PA_OBS_FIELDS];
-  pa_obs_row(f, live ? &s->rs[id] : NULL, src ? &h : NULL,
-             live ? s->info[id].laser_range_max : 0);
-  float *out = (float *)(void *)(j->ranges + (size_t)i * j->beams * 4);
-  if (j->sectors) {
-    if (src) {
-      pa_obs_row_sectors(f, h.count, j->sectors);
-      pa_obs_sectors(out, j->sectors, src, h.count);
-    } else {
-      for (uint32_t b = 0; b < j->beams; b++)
-        out[b] = NAN;
-    }
-    memcpy(j->rows + (size_t)i * sizeof f, f, sizeof f);
-    return;
+  uint32_t i0 = c * OBS_CHUNK, n = j->count - i0;
+  n = n < OBS_CHUNK ? n : OBS_CHUNK;
+  pa_scan h[OBS_CHUNK];
+  const float *src[OBS_CHUNK];
+  for (uint32_t q = 0; q < n; q++) {
+    uint32_t id = j->first + i0 + q;
+    bool live = id < s->robot_count && s->info[id].active;
+    src[q] = live ? newest_scan(s, j->scan, id, &h[q]) : NULL;
   }
-  memcpy(j->rows + (size_t)i * sizeof f, f, sizeof f);
-  uint32_t c = !src ? 0 : h.count < j->beams ? h.count : j->beams;
-  if (c)
-    memcpy(out, src, (size_t)c * 4);
-  for (uint32_t b = c; b < j->beams; b++)
-    out[b] = NAN;
+  for (uint32_t q = 0; q < n; q++) {
+    if (q + 1 < n && src[q + 1]) {
+      const char *p = (const char *)src[q + 1];
+      size_t bytes = (size_t)h[q + 1].count * 4;
+      for (size_t o = 0; o < bytes; o += 64)
+        __builtin_prefetch(p + o);
+    }
+    obs_one(j, i0 + q, src[q], &h[q]);
+  }
 }
 
 uint64_t pa_sim_obs_write(pa_sim_state *s, pa_stack *st, pa_obs_seg *o,
@@ -105,17 +125,19 @@ uint64_t pa_sim_obs_write(pa_sim_state *s, pa_stack *st, pa_obs_seg *o,
   obs_job j = {.s = s,
                .scan = st->scan,
                .first = first,
+               .count = count,
                .beams = w,
                .sectors = w ? sectors : 0,
                .rows = b + PA_OBS_HEADER,
                .ranges = b + PA_OBS_HEADER + (size_t)count * PA_OBS_FIELDS * 8};
   /* One chunk's worth on this thread: a worker's wake-up (and its watch
    * for more work after) costs more than a few robots' rows. */
-  if (s->pool && count > OBS_CHUNK)
-    pa_sim_int_pool_run(s->pool, obs_item, &j, count, OBS_CHUNK);
+  uint32_t chunks = (count + OBS_CHUNK - 1) / OBS_CHUNK;
+  if (s->pool && chunks > 1)
+    pa_sim_int_pool_run(s->pool, obs_item, &j, chunks, 1);
   else
-    for (uint32_t i = 0; i < count; i++)
-      obs_item(&j, i, NULL, NULL);
+    for (uint32_t c = 0; c < chunks; c++)
+      obs_item(&j, c, NULL, NULL);
   o->tick = s->tick;
   o->first = first;
   o->count = count;
