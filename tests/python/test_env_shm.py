@@ -207,6 +207,49 @@ class ShmEqualsTcp(unittest.TestCase):
         finally:
             env.close()
 
+    def test_env_sectors_same_as_own_grouping(self):
+        """NavEnv and NavVectorEnv with 36 of 360 beams ask the simulator for the
+        sectors (render_mode None), which render_mode "rgb_array" envs do not (they
+        group every beam themselves): the same seeded episodes bit for bit, over the
+        lane and over TCP."""
+        def run_single(env):
+            out = [env.reset(seed=7)[0]]
+            env.action_space.seed(4)
+            for _ in range(30):
+                o, r, te, tr, info = env.step(env.action_space.sample())
+                out.append((o, r, te, tr, info["distance"]))
+                if te or tr:
+                    out.append(env.reset()[0])
+            return out
+
+        def run_vec(env):
+            out = [env.reset(seed=7)[0]]
+            env.action_space.seed(4)
+            for _ in range(30):
+                out.append(env.step(env.action_space.sample())[:4])
+            return out
+
+        for shm in (True, False):
+            for make, run in ((lambda rm, tag: NavEnv(instance=inst(tag), shm=shm, render_mode=rm,
+                                                     max_episode_steps=8), run_single),
+                              (lambda rm, tag: NavVectorEnv(num_envs=5, instance=inst(tag), shm=shm,
+                                                            render_mode=rm, max_episode_steps=6),
+                               run_vec)):
+                runs = []
+                for rm in (None, "rgb_array"):
+                    env = make(rm, "g%d%d%d" % (shm, len(runs), id(run) % 1000))
+                    try:
+                        runs.append(run(env))
+                        lane = env.world.lane
+                        if shm:  # what the lane is asked for by a step
+                            env.step(env.action_space.sample())
+                            self.assertEqual(lane._beams, 36 if rm is None else 0)
+                    finally:
+                        env.close()
+                self.assertEqual(len(runs[0]), len(runs[1]))
+                for a, b in zip(*runs):
+                    self.assertTrue(self._same(a, b), (shm, run.__name__))
+
     def test_block_replaced_by_another_client(self):
         """Another client's step replaces the block: the reader says so (None) and
         the env reads the rings instead; the numbers stay the TCP reply's."""

@@ -202,11 +202,13 @@ class Lane:
             return None, None, tick, seq
         return blk[0], blk[1], tick, seq
 
-    def step(self, robot, v, w, ticks):
+    def step(self, robot, v, w, ticks, beams=0):
         """(buffer, offset of the robot's 16 doubles, beams, offset of its float32
-        ranges, tick), as Conn.step1: the buffer's bytes stay until the next step."""
+        ranges, tick), as Conn.step1: the buffer's bytes stay until the next step.
+        beams: its scan as that many sectors (0: as cast); read from the rings
+        (another client's STEP replaced the block), as cast."""
         _REQ.pack_into(self.mm, self._args_off, int(robot), int(ticks), v, w)
-        self._set_count(0)
+        self._set_count(0, int(beams))
         tick, seq = self._run((self._req + 1) & 0xFFFFFFFF)
         got = self._block(seq)
         if got is None:  # another client's STEP replaced the block: the rings

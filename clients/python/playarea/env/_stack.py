@@ -365,21 +365,23 @@ class Conn:
             mv.release()
         return blk
 
-    def step1(self, robot, v, w, steps, observe=True):
+    def step1(self, robot, v, w, steps, observe=True, beams=0):
         """One robot's step_batch by the shortest road (NavEnv's step): the
         request from a template (only the id and the actions change), the reply
         read by one recv_into into the line buffer and its header picked apart
         by position (a JSON parse only for an unusual reply). Returns (buffer,
         offset of the robot's 16 doubles, beams, offset of its float32 ranges,
         tick); observe=False: (None, 0, 0, 0, tick). The buffer's bytes stay
-        until the next request on this connection."""
-        key = (robot, steps, observe)
+        until the next request on this connection. beams: its scan as that many
+        sectors (step_batch's data.beams); 0: as cast."""
+        key = (robot, steps, observe, beams)
         if key != self._s1_key:
             self._s1_key = key
             self._s1_tmpl = (b'{"type":"command","action":"step_batch","request_id":%%d,'
-                             b'"data":{"robots":[%d],"steps":%d,"binary":true,%s'
+                             b'"data":{"robots":[%d],"steps":%d,"binary":true,%s%s'
                              b'"actions_b64":"%%s"}}\n'
-                             % (int(robot), int(steps), b"" if observe else b'"observe":false,'))
+                             % (int(robot), int(steps), b"" if observe else b'"observe":false,',
+                                b'"beams":%d,' % int(beams) if beams else b""))
         if not (math.isfinite(v) and math.isfinite(w)):
             raise ValueError("actions must be finite")
         self._id += 1

@@ -411,19 +411,21 @@ class _World:
             d["view"] = view
         return st, rg, d
 
-    def step1(self, robot, v, w, steps):
+    def step1(self, robot, v, w, steps, beams=0):
         """One robot's step (NavEnv): (its 16 fields as a tuple of floats, its
         ranges float32 [beams], a view valid until the next request, tick).
         With the step lane (NavEnv(shm=True), _lane.py) through shared memory
         without pa-netgw; else over the socket, from the reply's block even
         with shm: for one robot (1.6 KB) that is
         cheaper than reading the rings (Shm1Reader: 4-7 us more of Python per
-        step, the ring's lines written by pa-sim on the other core)."""
+        step, the ring's lines written by pa-sim on the other core). beams: the
+        scan as that many sectors where the simulator makes the block (0: as
+        cast; the rings' scan comes as cast)."""
         if self.lane is not None:
             if not (math.isfinite(v) and math.isfinite(w)):
                 raise ValueError("actions must be finite")
-            return self.lane.step(robot, v, w, steps)
-        buf, so, beams, ro, tick = self.conn.step1(robot, v, w, steps)
+            return self.lane.step(robot, v, w, steps, beams)
+        buf, so, beams, ro, tick = self.conn.step1(robot, v, w, steps, beams=beams)
         return _UNPACK16(buf, so), np.frombuffer(buf, "<f4", beams, ro), tick
 
     def close(self):
@@ -635,6 +637,9 @@ class NavEnv(_NavCore, EnvBase):
         self.robot = int(w.robots[0])
         self._rm = np.float32(w.range_max)
         self._collide_at = w.radius + self.collision_margin
+        # fewer observation beams than the laser's: the simulator makes them
+        # (step_batch's beams, as NavVectorEnv); render draws every beam
+        self._sectors = self.beams if self.beams < w.laser_beams and render_mode is None else 0
         self._goal = None
         self._last = None
         self._tick0 = 0
@@ -740,7 +745,7 @@ class NavEnv(_NavCore, EnvBase):
         if self._goal is None:
             raise RuntimeError("call reset() before step()")
         v, w = self._command1(action)
-        vals, rg, tick = self.world.step1(self.robot, v, w, self.decision_ticks)
+        vals, rg, tick = self.world.step1(self.robot, v, w, self.decision_ticks, self._sectors)
         obs, dist, collided = self._observe1(vals, rg)
         reached = dist <= self.goal_radius
         rw = self.reward_weights
