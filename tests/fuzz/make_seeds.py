@@ -356,6 +356,13 @@ def jsons():
         '"actions_b64":"%s"}}\n' % (acts[:600], acts[:900]))
     put(t, "step_batch-b64-dup",
         '{"data":{"actions_b64":"%s","actions_b64":"AAAA"}}\n' % acts[:1200])
+    # data.beams: sectors in the JSON, binary and "shm" replies, and bad ones
+    put(t, "step_batch-beams",
+        head + '{"robots":[0,1],"steps":3,"beams":36}}\n' +
+        head + '{"robots":[0],"steps":1,"binary":true,"beams":7}}\n' +
+        head + '{"robots_range":[0,2],"steps":2,"observe":"shm","beams":360}}\n' +
+        head + '{"robots":[0],"beams":0}}\n' + head + '{"robots":[0],"beams":4097}}\n' +
+        head + '{"robots":[0],"beams":"36"}}\n')
     put(t, "batch-terrain",
         '{"type":"command","action":"generate_map","data":{"width":400,'
         '"height":400,"resolution":0.2}}\n{"type": "batch", "requests": [%s]}\n'
