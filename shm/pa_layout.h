@@ -887,44 +887,6 @@ static inline void pa_obs_row(double *f, const pa_robot_state *rs,
   }
 }
 
-/* One scan of n ranges as `beams` sectors (step_batch's data.beams: a
- * policy's coarse view, made where the scan is still in the caches): out[j]
- * is the least of src[j * n / beams] .. src[(j + 1) * n / beams - 1]
- * (integer division), NaN ignored, NaN only where every one is or the
- * sector is empty (n < beams), as numpy's fmin.reduce over each sector.
- * With beams dividing n, each sector is n / beams consecutive beams. */
-static inline float pa_obs_fmin_span(const float *p, uint32_t k) {
-  float m = __builtin_nanf("");
-  for (uint32_t i = 0; i < k; i++)
-    m = p[i] < m || m != m ? p[i] : m; /* fmin: a NaN loses to a number */
-  return m;
-}
-
-static inline void pa_obs_sectors(float *out, uint32_t beams, const float *src,
-                                  uint32_t n) {
-  if (beams && n >= beams && n % beams == 0) {
-    /* one pass: plain minima, a sector with a NaN (no scan beam is one)
-     * again by the rule */
-    uint32_t k = n / beams;
-    for (uint32_t j = 0; j < beams; j++) {
-      const float *p = src + (size_t)j * k;
-      float m = p[0];
-      int nan = m != m;
-      for (uint32_t i = 1; i < k; i++) {
-        nan |= p[i] != p[i];
-        m = p[i] < m ? p[i] : m; /* minss */
-      }
-      out[j] = nan ? pa_obs_fmin_span(p, k) : m;
-    }
-    return;
-  }
-  for (uint32_t j = 0; j < beams; j++) {
-    uint32_t lo = (uint32_t)((uint64_t)j * n / beams);
-    uint32_t hi = (uint32_t)((uint64_t)(j + 1) * n / beams);
-    out[j] = pa_obs_fmin_span(src + lo, hi - lo);
-  }
-}
-
 /* A block row's angle step for its scan of n beams as `beams` sectors:
  * the sectors' mean width (the first sector starts at angle_min). */
 static inline void pa_obs_row_sectors(double *f, uint32_t n, uint32_t beams) {

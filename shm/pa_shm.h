@@ -196,6 +196,15 @@ int pa_ring_read_latest(const pa_ring *r, void *buf, uint32_t cap,
  * longer holds it. The writer may overwrite it meanwhile: copy what you need,
  * then pa_ring_still(r, n) says whether the copies are of record n, untorn. */
 const void *pa_ring_peek(const pa_ring *r, uint64_t n, uint32_t *len);
+
+/* One scan of n ranges as `beams` sectors (step_batch's data.beams: a
+ * policy's coarse view, made where the scan is still in the caches): out[j]
+ * is the least of src[j * n / beams] .. src[(j + 1) * n / beams - 1]
+ * (integer division), NaN ignored, NaN only where every one is or the
+ * sector is empty (n < beams), as numpy's fmin.reduce over each sector.
+ * With beams dividing n, each sector is n / beams consecutive beams.
+ * pa_obs.c. */
+void pa_obs_sectors(float *out, uint32_t beams, const float *src, uint32_t n);
 bool pa_ring_still(const pa_ring *r, uint64_t n);
 
 /* Unmaps the ring's slots from this process only (MADV_DONTNEED on the

@@ -1110,6 +1110,36 @@ static void test_obs_sectors(void **st) {
   out[0] = 42;
   pa_obs_sectors(out, 0, src, 10); /* none: nothing written */
   assert_true(out[0] == 42);
+  /* sectors of 4 or more beams go four at a time: the same as beam by beam,
+   * for every sector width and with a NaN anywhere */
+  float scan[360], want[360], got[360];
+  for (uint32_t i = 0; i < 360; i++)
+    scan[i] = (float)((i * 7919u) % 1009u) / 100.0f;
+  for (int pass = 0; pass < 3; pass++) {
+    if (pass == 1)
+      scan[123] = N; /* one NaN: its sector's least of the others */
+    if (pass == 2)
+      for (uint32_t i = 120; i < 130; i++)
+        scan[i] = N; /* a whole sector of 10 */
+    const uint32_t widths[] = {90, 72, 60, 45, 40, 36, 30, 24, 20, 18, 12,
+                               10, 9,  8,  6,  5,  4,  3,  2,  1,  7,  100};
+    for (size_t w = 0; w < sizeof widths / sizeof *widths; w++) {
+      uint32_t b = widths[w];
+      for (uint32_t j = 0; j < b; j++) {
+        float m = N;
+        for (uint32_t i = j * 360 / b; i < (j + 1) * 360 / b; i++)
+          m = scan[i] < m || isnan(m) ? scan[i] : m;
+        want[j] = m;
+      }
+      pa_obs_sectors(got, b, scan, 360);
+      for (uint32_t j = 0; j < b; j++)
+        if (!(got[j] == want[j] || (isnan(got[j]) && isnan(want[j]))))
+          fail_msg("pass %d, %u sectors: [%u] %g, want %g", pass, b, j,
+                   (double)got[j], (double)want[j]);
+    }
+  }
+  pa_obs_sectors(got, 36, scan, 360);
+  assert_true(isnan(got[12]) && !isnan(got[11]) && !isnan(got[13]));
   double f[PA_OBS_FIELDS] = {[PA_OBS_ANGLE_INC] = 0.01};
   pa_obs_row_sectors(f, 360, 36);
   assert_true(fabs(f[PA_OBS_ANGLE_INC] - 0.1) < 1e-12);

@@ -89,6 +89,11 @@ int pa_json_obs_block(pa_netgw *g, const pa_tick *t, const uint32_t *ids,
   char *ranges = rows + n * PA_OBS_FIELDS * 8;
   for (size_t i = 0; i < n; i++) {
     const pa_scan *s = src[i] ? &hd[i] : NULL;
+    if (i + 1 < n && src[i + 1]) { /* the next one's ranges, while these go */
+      const char *p = (const char *)src[i + 1];
+      for (size_t o = 0; o < (size_t)hd[i + 1].count * 4; o += 64)
+        __builtin_prefetch(p + o);
+    }
     double range_max = 0;
     if (!s) { /* its range_max from the robot's info until it has scanned */
       pa_robot_info info;
