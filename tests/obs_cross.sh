@@ -8,20 +8,7 @@
 set -eu
 src=${1:?usage: obs_cross.sh SOURCE_DIR OUT_DIR}
 out=${2:?usage: obs_cross.sh SOURCE_DIR OUT_DIR}
-cc=${PA_CROSS_CC:-aarch64-linux-gnu-gcc}
-qemu=${PA_CROSS_QEMU:-qemu-aarch64}
-sysroot=${PA_CROSS_SYSROOT:-/usr/aarch64-linux-gnu}
-for tool in "$cc" "$qemu"; do
-  if ! command -v "$tool" >/dev/null 2>&1; then
-    echo "SKIPPED: $tool not found (Debian gcc-aarch64-linux-gnu and" \
-      "qemu-user: scripts/setup.sh --test-deps)"
-    exit 77
-  fi
-done
-if [ ! -d "$sysroot" ]; then
-  echo "SKIPPED: no AArch64 sysroot at $sysroot (libc6-dev-arm64-cross)"
-  exit 77
-fi
+. "$(dirname "$0")/cross_tools.sh"
 mkdir -p "$out"
 "$cc" -std=gnu11 -O2 -g -Wall -Wextra -Wpedantic -Wshadow -Werror \
   -I"$src/shm" -I"$src/common" \

@@ -10,20 +10,7 @@ set -eu
 src=${1:?usage: sim_cast_cross.sh SOURCE_DIR OUT_DIR [POSES]}
 out=${2:?usage: sim_cast_cross.sh SOURCE_DIR OUT_DIR [POSES]}
 poses=${3:-120}
-cc=${PA_CROSS_CC:-aarch64-linux-gnu-gcc}
-qemu=${PA_CROSS_QEMU:-qemu-aarch64}
-sysroot=${PA_CROSS_SYSROOT:-/usr/aarch64-linux-gnu}
-for tool in "$cc" "$qemu"; do
-  if ! command -v "$tool" >/dev/null 2>&1; then
-    echo "SKIPPED: $tool not found (Debian gcc-aarch64-linux-gnu and" \
-      "qemu-user: scripts/setup.sh --test-deps)"
-    exit 77
-  fi
-done
-if [ ! -d "$sysroot" ]; then
-  echo "SKIPPED: no AArch64 sysroot at $sysroot (libc6-dev-arm64-cross)"
-  exit 77
-fi
+. "$(dirname "$0")/cross_tools.sh"
 mkdir -p "$out"
 s=$src/sim
 # -Wno-psabi: vectors wider than the baseline's pass between static

@@ -32,8 +32,8 @@ int main(void) {
         checked++;
         if (!(got[j] == m || (isnan(got[j]) && isnan(m)))) {
           if (bad++ < 5)
-            fprintf(stderr, "pass %d, %u sectors: [%u] %g, want %g\n", pass,
-                    b, j, (double)got[j], (double)m);
+            fprintf(stderr, "pass %d, %u sectors: [%u] %g, want %g\n", pass, b,
+                    j, (double)got[j], (double)m);
         }
       }
     }

@@ -26,6 +26,16 @@ def _parent_comm(pid):
         return None
 
 
+def _vec_run(env, seed, action_seed, steps):
+    """A vector env's seeded run: the reset's observations, then each step's
+    (observations, rewards, terminated, truncated) for sampled actions."""
+    out = [env.reset(seed=seed)[0]]
+    env.action_space.seed(action_seed)
+    for _ in range(steps):
+        out.append(env.step(env.action_space.sample())[:4])
+    return out
+
+
 class Layout(unittest.TestCase):
     def test_layout_json(self):
         out = subprocess.run([os.path.join(find_bin_dir(), "pa-shmctl"), "layout", "--json"],
@@ -223,11 +233,7 @@ class ShmEqualsTcp(unittest.TestCase):
             return out
 
         def run_vec(env):
-            out = [env.reset(seed=7)[0]]
-            env.action_space.seed(4)
-            for _ in range(30):
-                out.append(env.step(env.action_space.sample())[:4])
-            return out
+            return _vec_run(env, 7, 4, 30)
 
         for shm in (True, False):
             for make, run in ((lambda rm, tag: NavEnv(instance=inst(tag), shm=shm, render_mode=rm,
@@ -354,11 +360,7 @@ class ShmEqualsTcp(unittest.TestCase):
             return out
 
         def run_vec(env):
-            out = [env.reset(seed=5)[0]]
-            env.action_space.seed(2)
-            for _ in range(9):
-                out.append(env.step(env.action_space.sample())[:4])
-            return out
+            return _vec_run(env, 5, 2, 9)
 
         def run_par(env):
             out = [env.reset(seed=5)[0]]
