@@ -115,7 +115,11 @@ void pa_render_gpu_free(rgpu_mesh *g) {
   "uniform vec3 u_fog;\n"                                                      \
   "uniform float u_fog_density;\n"                                             \
   "out vec4 v_colour;\n"                                                       \
-  "const vec3 fill = vec3(-0.62, -0.38, 0.69);\n"
+  "const vec3 fill = vec3(-0.62, -0.38, 0.69);\n"                              \
+  "float shade_of(vec3 n) {\n"                                                 \
+  "  return 0.5 + 0.55 * max(dot(n, u_light), 0.0)\n"                          \
+  "       + 0.22 * max(dot(n, fill), 0.0);\n"                                  \
+  "}\n"
 
 /* Lighting and fog per vertex, the fragment shader a pass-through: on
  * llvmpipe the head camera's cost is its pixels, and the per-fragment fog
@@ -149,8 +153,7 @@ static const char *lit_vs =
     "  vec3 p = qrot(a_iquat, a_pos * s) + a_ipos;\n"
     "  vec4 e = u_view * (u_model * vec4(p, 1.0));\n"
     "  vec3 n = normalize(mat3(u_model) * qrot(a_iquat, a_normal / s));\n"
-    "  float shade = 0.5 + 0.55 * max(dot(n, u_light), 0.0)\n"
-    "              + 0.22 * max(dot(n, fill), 0.0);\n"
+    "  float shade = shade_of(n);\n"
     "  vec3 c = a_colour.rgb * (1.0 - a_iinv.rgb) * u_tint.rgb * shade;\n"
     "  float fog = exp2(-u_fog_density * length(e.xyz));\n"
     "  v_colour = vec4(mix(u_fog, c, fog), a_colour.a * a_iinv.a * u_tint.a);\n"
@@ -168,8 +171,7 @@ static const char *plain_vs =
     "layout(location = 2) in vec4 a_colour;\n" LIT_UNIFORMS "void main() {\n"
     "  vec4 e = u_view * (u_model * vec4(a_pos, 1.0));\n"
     "  vec3 n = normalize(mat3(u_model) * a_normal);\n"
-    "  float shade = 0.5 + 0.55 * max(dot(n, u_light), 0.0)\n"
-    "              + 0.22 * max(dot(n, fill), 0.0);\n"
+    "  float shade = shade_of(n);\n"
     "  vec3 c = a_colour.rgb * u_tint.rgb * shade;\n"
     "  float fog = exp2(-u_fog_density * length(e.xyz));\n"
     "  v_colour = vec4(mix(u_fog, c, fog), a_colour.a * u_tint.a);\n"
@@ -225,18 +227,22 @@ static const char *blob_fs =
  * them, here exact at each pixel. */
 static const char *floor_vs =
     "#version 330 core\n"
-    "layout(location = 0) in vec3 a_pos;\n"
-    "uniform mat4 u_model, u_view, u_proj;\n"
+    "layout(location = 0) in vec3 a_pos;\n" LIT_UNIFORMS
     "uniform vec4 u_grid;\n"
     "uniform float u_step;\n"
+    "uniform vec3 u_tile0, u_tile1;\n"
     "out vec3 v_eye;\n"
     "out vec2 v_cell;\n"
+    "flat out vec3 v_lit0, v_lit1;\n"
     "void main() {\n"
     "  vec4 w = u_model * vec4(a_pos, 1.0);\n"
     "  vec4 e = u_view * w;\n"
     "  vec2 d = w.xy - u_grid.xy;\n"
     "  v_cell = vec2(u_grid.z * d.x + u_grid.w * d.y,\n"
     "                u_grid.z * d.y - u_grid.w * d.x) / u_step;\n"
+    "  float shade = shade_of(vec3(0.0, 0.0, 1.0));\n"
+    "  v_lit0 = u_tile0 * shade;\n"
+    "  v_lit1 = u_tile1 * shade;\n"
     "  v_eye = e.xyz;\n"
     "  gl_Position = u_proj * e;\n"
     "}\n";
@@ -245,13 +251,13 @@ static const char *floor_fs =
     "#version 330 core\n"
     "in vec3 v_eye;\n"
     "in vec2 v_cell;\n"
+    "flat in vec3 v_lit0, v_lit1;\n"
     "uniform vec3 u_fog;\n"
     "uniform float u_fog_density;\n"
-    "uniform vec3 u_tile0, u_tile1;\n"
     "out vec4 o_colour;\n"
     "void main() {\n"
     "  vec2 f = floor(v_cell);\n"
-    "  vec3 c = mod(f.x + f.y, 2.0) < 0.5 ? u_tile0 : u_tile1;\n"
+    "  vec3 c = mod(f.x + f.y, 2.0) < 0.5 ? v_lit0 : v_lit1;\n"
     "  float fog = exp2(-u_fog_density * length(v_eye));\n"
     "  o_colour = vec4(mix(u_fog, c, fog), 1.0);\n"
     "}\n";

@@ -303,16 +303,11 @@ static void build_floor(rmesh *m, const pa_grid *g, uint32_t per) {
 
 /* The floor program's uniforms that do not change between frames (they
  * stay in the program): the identity model, the map's frame, a square's
- * side, and the squares' colours lit as lit_vs lights a face up (the key
- * light's z; its fill light's z is 0.69). */
-static void key_light_unit(double l[3]);
-
+ * side, and the squares' colours (the program lights them as the lit one
+ * lights a face up: shade_of, render/gl_util.c). */
 static void floor_constants(const rprogram *p, const pa_grid *g) {
   float model[16];
   pa_render_mat_identity(model);
-  double l[3];
-  key_light_unit(l);
-  float shade = 0.5f + 0.55f * fmaxf((float)l[2], 0.0f) + 0.22f * 0.69f;
   glUseProgram(p->prog);
   glUniformMatrix4fv(p->u_model, 1, GL_FALSE, model);
   glUniform4f(p->u_grid, (float)g->origin_x, (float)g->origin_y,
@@ -320,9 +315,8 @@ static void floor_constants(const rprogram *p, const pa_grid *g) {
   glUniform1f(p->u_step, (float)floor_step(g));
   GLint at[2] = {p->u_tile0, p->u_tile1};
   for (int k = 0; k < 2; k++)
-    glUniform3f(at[k], floor_tile[k][0] / 255.0f * shade,
-                floor_tile[k][1] / 255.0f * shade,
-                floor_tile[k][2] / 255.0f * shade);
+    glUniform3f(at[k], floor_tile[k][0] / 255.0f, floor_tile[k][1] / 255.0f,
+                floor_tile[k][2] / 255.0f);
   glUseProgram(0);
 }
 

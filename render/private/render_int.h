@@ -218,9 +218,9 @@ int pa_render_program_plain(rprogram *p, char *err, size_t err_sz);
  * u_light unused). */
 int pa_render_program_blob(rprogram *p, char *err, size_t err_sz);
 /* The floor's checkerboard and fog per pixel on a few large quads (the
- * lit uniforms but u_light and u_tint; u_grid: the map's origin x, y and
- * the cos and sin of its yaw; u_step: a checker square's side [m];
- * u_tile0, u_tile1: the squares' lit colours). */
+ * lit uniforms but u_tint; u_grid: the map's origin x, y and the cos and
+ * sin of its yaw; u_step: a checker square's side [m]; u_tile0, u_tile1:
+ * the squares' colours, lit as the lit program lights a face up). */
 int pa_render_program_floor(rprogram *p, char *err, size_t err_sz);
 /* Binds p (a lit program: the scene's, or the atlas's plain one) with this
  * frame's view, projection, key light and fog, as the scene's draw does. */
