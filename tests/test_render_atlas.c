@@ -91,6 +91,16 @@ static void views_of(pa_render_view *v, uint32_t n) {
     v[i] = pa_render_view_head(&infos[i % NR], i % NR, &poses[i % NR]);
 }
 
+/* The NR views v drawn by atlas a (TW x TH tiles) into a new buffer. */
+static uint8_t *atlas_all(pa_render_atlas *a, const pa_render_view *v) {
+  char err[256];
+  uint8_t *rgb = malloc((size_t)NR * TW * TH * 3);
+  assert_non_null(rgb);
+  if (pa_render_atlas_render(a, scene, v, NULL, NR, rgb, err, sizeof err) != 0)
+    fail_msg("atlas: %s", err);
+  return rgb;
+}
+
 static uint8_t *single(const pa_render_view *v, uint32_t w, uint32_t h) {
   char err[256];
   pa_render_cam *c = NULL;
@@ -156,10 +166,7 @@ static void test_tiles_are_their_robots(void **state) {
   pa_render_view v[NR];
   views_of(v, NR);
   size_t tile = (size_t)TW * TH * 3;
-  uint8_t *rgb = malloc(NR * tile);
-  assert_non_null(rgb);
-  assert_int_equal(
-      pa_render_atlas_render(a, scene, v, NULL, NR, rgb, err, sizeof err), 0);
+  uint8_t *rgb = atlas_all(a, v);
   const uint8_t *wall = rgb, *open = rgb + tile;
   /* the wall tile: the centre third is one colour (within shading noise) */
   int lo = 255, hi = 0;
@@ -181,10 +188,7 @@ static void test_tiles_are_their_robots(void **state) {
    * tile over may round a pixel the other way */
   pa_render_view t = v[0];
   v[0] = v[1], v[1] = t;
-  uint8_t *sw = malloc(NR * tile);
-  assert_non_null(sw);
-  assert_int_equal(
-      pa_render_atlas_render(a, scene, v, NULL, NR, sw, err, sizeof err), 0);
+  uint8_t *sw = atlas_all(a, v);
   assert_int_equal(differ(sw, open, tile, 1), 0);
   assert_int_equal(differ(sw + tile, wall, tile, 1), 0);
   assert_int_equal(differ(sw + 2 * tile, rgb + 2 * tile, (NR - 2) * tile, 0),
@@ -473,16 +477,11 @@ static void test_floor_quads(void **state) {
   assert_int_equal(pa_render_atlas_create(&a, TW, TH, err, sizeof err), 0);
   pa_render_view v[NR];
   views_of(v, NR);
-  size_t tile = (size_t)TW * TH * 3, bytes = NR * tile;
-  uint8_t *quads = malloc(bytes), *squares = malloc(bytes);
-  assert_true(quads && squares);
-  assert_int_equal(
-      pa_render_atlas_render(a, scene, v, NULL, NR, quads, err, sizeof err), 0);
+  size_t bytes = (size_t)NR * TW * TH * 3;
+  uint8_t *quads = atlas_all(a, v);
   GLuint with = atlas_primitives(&v[0]);
   pa_render_scene_set_floor_quads(scene, false);
-  assert_int_equal(
-      pa_render_atlas_render(a, scene, v, NULL, NR, squares, err, sizeof err),
-      0);
+  uint8_t *squares = atlas_all(a, v);
   GLuint without = atlas_primitives(&v[0]);
   GLuint big_without = primitives(&v[0], 640, 480);
   pa_render_scene_set_floor_quads(scene, true);
