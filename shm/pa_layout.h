@@ -887,11 +887,10 @@ static inline void pa_obs_row(double *f, const pa_robot_state *rs,
   }
 }
 
-/* A block row's angle step for its scan of n beams as `beams` sectors:
+/* The angle step of a scan of n beams, each inc apart, as `beams` sectors:
  * the sectors' mean width (the first sector starts at angle_min). */
-static inline void pa_obs_row_sectors(double *f, uint32_t n, uint32_t beams) {
-  if (beams && n)
-    f[PA_OBS_ANGLE_INC] *= (double)n / beams;
+static inline double pa_obs_sector_inc(double inc, uint32_t n, uint32_t beams) {
+  return beams && n ? inc * ((double)n / beams) : inc;
 }
 
 /* Observation segment body: the block of the last STEP with PA_CMDF_OBS,

@@ -51,7 +51,8 @@ static void obs_one(const obs_job *j, uint32_t i, const float *src,
   float *out = (float *)(void *)(j->ranges + (size_t)i * j->beams * 4);
   uint32_t c = 0;
   if (j->sectors && src) {
-    pa_obs_row_sectors(f, h->count, j->sectors);
+    f[PA_OBS_ANGLE_INC] =
+        pa_obs_sector_inc(f[PA_OBS_ANGLE_INC], h->count, j->sectors);
     pa_obs_sectors(out, j->sectors, src, h->count);
     c = j->sectors;
   } else if (src && !j->sectors) {

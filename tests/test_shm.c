@@ -1140,9 +1140,8 @@ static void test_obs_sectors(void **st) {
   }
   pa_obs_sectors(got, 36, scan, 360);
   assert_true(isnan(got[12]) && !isnan(got[11]) && !isnan(got[13]));
-  double f[PA_OBS_FIELDS] = {[PA_OBS_ANGLE_INC] = 0.01};
-  pa_obs_row_sectors(f, 360, 36);
-  assert_true(fabs(f[PA_OBS_ANGLE_INC] - 0.1) < 1e-12);
+  assert_true(fabs(pa_obs_sector_inc(0.01, 360, 36) - 0.1) < 1e-12);
+  assert_true(pa_obs_sector_inc(0.01, 0, 36) == 0.01); /* no scan: as is */
 }
 
 static void test_world_seqlock(void **st) {

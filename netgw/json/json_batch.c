@@ -697,9 +697,8 @@ static pa_scan *scan_sectors(const pa_scan *s, uint32_t sectors) {
   if (!o)
     return NULL;
   *o = *s;
-  double f[PA_OBS_FIELDS] = {[PA_OBS_ANGLE_INC] = s->angle_increment};
-  pa_obs_row_sectors(f, s->count, sectors);
-  o->angle_increment = (float)f[PA_OBS_ANGLE_INC];
+  o->angle_increment =
+      (float)pa_obs_sector_inc(s->angle_increment, s->count, sectors);
   o->count = sectors;
   pa_obs_sectors((float *)(void *)(o + 1), sectors,
                  (const float *)(const void *)(s + 1), s->count);

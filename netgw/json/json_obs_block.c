@@ -107,7 +107,7 @@ int pa_json_obs_block(pa_netgw *g, const pa_tick *t, const uint32_t *ids,
     float *out = (float *)(void *)(ranges + i * (size_t)w * 4);
     uint32_t k = s ? s->count : 0;
     if (sectors && s) {
-      pa_obs_row_sectors(f, k, sectors);
+      f[PA_OBS_ANGLE_INC] = pa_obs_sector_inc(f[PA_OBS_ANGLE_INC], k, sectors);
       pa_obs_sectors(out, sectors, src[i], k);
       k = sectors; /* written */
     } else if (k)

@@ -172,7 +172,8 @@ class Lane:
             raise Error(code, msg.decode("utf-8", "replace"))
         return tick, seq
 
-    def _set_count(self, count, beams=0):
+    def _set_shape(self, count, beams=0):
+        """The request's count and beams fields, written only when they change."""
         if self._count != count:
             _U32.pack_into(self.mm, self._count_off, count)
             self._count = count
@@ -192,7 +193,7 @@ class Lane:
             raise ValueError("the step lane takes 1 to %d robots, got %d" % (self.max_robots, n))
         self._act[:n] = actions  # float64 (v, w) straight into the segment
         _REQ.pack_into(self.mm, self._args_off, int(first), int(ticks), 0.0, 0.0)
-        self._set_count(n, int(beams))
+        self._set_shape(n, int(beams))
         # after a reply that took far longer than the spin (many robots), sleep
         # at once: the spin would only take a core from pa-sim's threads
         tick, seq = self._run((self._req + 1) & 0xFFFFFFFF,
@@ -208,7 +209,7 @@ class Lane:
         beams: its scan as that many sectors (0: as cast); read from the rings
         (another client's STEP replaced the block), as cast."""
         _REQ.pack_into(self.mm, self._args_off, int(robot), int(ticks), v, w)
-        self._set_count(0, int(beams))
+        self._set_shape(0, int(beams))
         tick, seq = self._run((self._req + 1) & 0xFFFFFFFF)
         got = self._block(seq)
         if got is None:  # another client's STEP replaced the block: the rings

@@ -494,6 +494,12 @@ class _NavCore:
         else:
             raise ValueError("action_type must be 'continuous' or 'discrete', got %r" % (action_type,))
 
+    def _sim_sectors(self):
+        """The beams to ask the simulator for as sectors (step_batch's beams): the
+        observation's, when fewer than the laser's; 0 (every beam) when the env
+        renders, whose picture draws each one."""
+        return self.beams if self.beams < self.world.laser_beams and self.render_mode is None else 0
+
     def _commands(self, actions):
         """[n, 2] (v, w) for the sim from a batch of actions (clipped to the limits)."""
         if self.action_type == "discrete":
@@ -637,9 +643,6 @@ class NavEnv(_NavCore, EnvBase):
         self.robot = int(w.robots[0])
         self._rm = np.float32(w.range_max)
         self._collide_at = w.radius + self.collision_margin
-        # fewer observation beams than the laser's: the simulator makes them
-        # (step_batch's beams, as NavVectorEnv); render draws every beam
-        self._sectors = self.beams if self.beams < w.laser_beams and render_mode is None else 0
         self._goal = None
         self._last = None
         self._tick0 = 0
@@ -745,7 +748,8 @@ class NavEnv(_NavCore, EnvBase):
         if self._goal is None:
             raise RuntimeError("call reset() before step()")
         v, w = self._command1(action)
-        vals, rg, tick = self.world.step1(self.robot, v, w, self.decision_ticks, self._sectors)
+        vals, rg, tick = self.world.step1(self.robot, v, w, self.decision_ticks,
+                                          self._sim_sectors())
         obs, dist, collided = self._observe1(vals, rg)
         reached = dist <= self.goal_radius
         rw = self.reward_weights
@@ -985,8 +989,8 @@ class NavVectorEnv(_NavCore, VectorEnvBase):
         view = self.beams < self.world.laser_beams
         # ... and the simulator makes them (their sectors' least ranges, the same
         # numbers as _group_min's) while it has the scans in its caches: 10x fewer
-        # bytes to copy and no pass over 360 beams here; render draws every beam
-        sectors = self.beams if view and self.render_mode is None else 0
+        # bytes to copy and no pass over 360 beams here
+        sectors = self._sim_sectors()
         last = getattr(self, "_last_d", None)
         if last is not None:  # asked before the step: pa-render starts at its last tick
             self._frames(int(last["tick"]) + self.decision_ticks)
