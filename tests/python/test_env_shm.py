@@ -244,12 +244,23 @@ class ShmEqualsTcp(unittest.TestCase):
                 runs = []
                 for rm in (None, "rgb_array"):
                     env = make(rm, "g%d%d%d" % (shm, len(runs), id(run) % 1000))
+                    widths = set()  # of the ranges the simulator's steps returned
+                    for name in ("step", "step1"):
+                        def spy(*a, _real=getattr(env.world, name), **k):
+                            out = _real(*a, **k)
+                            widths.add(out[1].shape[-1])
+                            return out
+                        setattr(env.world, name, spy)
                     try:
                         runs.append(run(env))
-                        lane = env.world.lane
-                        if shm:  # what the lane is asked for by a step
-                            env.step(env.action_space.sample())
-                            self.assertEqual(lane._beams, 36 if rm is None else 0)
+                        env.step(env.action_space.sample())
+                        # a step's ranges come as sectors, except while rendering
+                        # (resets ask for every beam)
+                        self.assertIn(36 if rm is None else 360, widths)
+                        if rm is not None:
+                            self.assertEqual(widths, {360})
+                        if shm:  # what the lane was asked for
+                            self.assertEqual(env.world.lane._beams, 36 if rm is None else 0)
                     finally:
                         env.close()
                 self.assertEqual(len(runs[0]), len(runs[1]))
