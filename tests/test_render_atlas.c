@@ -91,6 +91,15 @@ static void views_of(pa_render_view *v, uint32_t n) {
     v[i] = pa_render_view_head(&infos[i % NR], i % NR, &poses[i % NR]);
 }
 
+/* A new atlas of TW x TH tiles (the tests' size). */
+static pa_render_atlas *atlas_new(void) {
+  char err[256];
+  pa_render_atlas *a = NULL;
+  if (pa_render_atlas_create(&a, TW, TH, err, sizeof err) != 0)
+    fail_msg("atlas: %s", err);
+  return a;
+}
+
 /* The NR views v drawn by atlas a (TW x TH tiles) into a new buffer. */
 static uint8_t *atlas_all(pa_render_atlas *a, const pa_render_view *v) {
   char err[256];
@@ -161,8 +170,7 @@ static void test_tiles_equal_single_cameras(void **state) {
 static void test_tiles_are_their_robots(void **state) {
   (void)state;
   char err[256];
-  pa_render_atlas *a = NULL;
-  assert_int_equal(pa_render_atlas_create(&a, TW, TH, err, sizeof err), 0);
+  pa_render_atlas *a = atlas_new();
   pa_render_view v[NR];
   views_of(v, NR);
   size_t tile = (size_t)TW * TH * 3;
@@ -212,8 +220,7 @@ static void test_tiles_are_their_robots(void **state) {
  * inner wall from robot 0, chunks beyond the ring) changes no byte. */
 static void culling_changes_nothing(pa_render_scene *sc) {
   char err[256];
-  pa_render_atlas *a = NULL;
-  assert_int_equal(pa_render_atlas_create(&a, TW, TH, err, sizeof err), 0);
+  pa_render_atlas *a = atlas_new();
   pa_render_view v[NR + 2];
   views_of(v, NR);
   /* a robot in the gap above the inner wall looking past its end, and one
@@ -271,8 +278,7 @@ static void test_culling_changes_nothing(void **state) {
 static void test_eye_inside_a_head(void **state) {
   (void)state;
   char err[256];
-  pa_render_atlas *a = NULL;
-  assert_int_equal(pa_render_atlas_create(&a, TW, TH, err, sizeof err), 0);
+  pa_render_atlas *a = atlas_new();
   pa_render_view v[2];
   views_of(v, 2);
   const pa_render_pose *p = &poses[6];
@@ -369,8 +375,7 @@ static void test_far_robot_body_and_head(void **state) {
  * by the walls on, which the single camera does not do). */
 static GLuint atlas_primitives(const pa_render_view *v) {
   char err[256];
-  pa_render_atlas *a = NULL;
-  assert_int_equal(pa_render_atlas_create(&a, TW, TH, err, sizeof err), 0);
+  pa_render_atlas *a = atlas_new();
   uint8_t rgb[TW * TH * 3];
   GLuint q, n = 0;
   glGenQueries(1, &q);
@@ -472,9 +477,7 @@ static void test_robot_shadow_two_triangles(void **state) {
  * here and there), in fewer primitives; 640 x 480 keeps the squares. */
 static void test_floor_quads(void **state) {
   (void)state;
-  char err[256];
-  pa_render_atlas *a = NULL;
-  assert_int_equal(pa_render_atlas_create(&a, TW, TH, err, sizeof err), 0);
+  pa_render_atlas *a = atlas_new();
   pa_render_view v[NR];
   views_of(v, NR);
   size_t bytes = (size_t)NR * TW * TH * 3;
