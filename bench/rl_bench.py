@@ -15,7 +15,7 @@ and, for a vector env over shm, two of the step lane's own (no env code):
   batch     every robot's drive in, the observation block out (step_batch);
   one robot every robot stepped, one robot's block out: the bare round trip,
             whose rate no env of this stack can pass.
-A robot-step is one robot's decision (20 ticks, one 360-beam scan). Read
+A robot-step is one robot's decision (20 ticks, one 360-beam scan; --decision_ticks). Read
 paths: tcp (the binary step_batch reply) and shm (the reply's header over TCP,
 observations from shared memory). py-cpu is the cores the Python process
 used while stepping the env. The last lines check the issue's targets:
@@ -163,6 +163,8 @@ def main():
     p.add_argument("--rounds", type=int, default=10, help="interleaved windows")
     p.add_argument("--sizes", default="64,256,1000")
     p.add_argument("--paths", default="tcp,shm")
+    p.add_argument("--decision_ticks", type=int, default=0,
+                   help="ticks a decision (0: the envs' default, one scan period, 20)")
     p.add_argument("--beams", type=int, default=360,
                    help="observation beams (the envs' default is 36: min of each 10 of the 360)")
     a = p.parse_args()
@@ -172,7 +174,8 @@ def main():
                                                  "env/free", "env/lock", "py-cpu"))
     res = {}
     for path in paths:
-        env = NavEnv(beams=a.beams, max_episode_steps=10 ** 9, shm=path == "shm")
+        env = NavEnv(beams=a.beams, max_episode_steps=10 ** 9, shm=path == "shm",
+                     decision_ticks=a.decision_ticks or None)
         try:
             env.reset(seed=0)
             res[("NavEnv", path)] = r = measure(env, 1, a.seconds, a.rounds)
@@ -181,7 +184,8 @@ def main():
             env.close()
     for n in [int(x) for x in a.sizes.split(",") if x]:
         for path in paths:
-            env = NavVectorEnv(num_envs=n, beams=a.beams, max_episode_steps=10 ** 9, shm=path == "shm")
+            env = NavVectorEnv(num_envs=n, beams=a.beams, max_episode_steps=10 ** 9, shm=path == "shm",
+                               decision_ticks=a.decision_ticks or None)
             try:
                 env.reset(seed=0)
                 res[(n, path)] = r = measure(env, n, a.seconds, a.rounds)
