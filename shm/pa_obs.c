@@ -1,8 +1,10 @@
-/* pa_obs.c - a scan as sectors (pa_obs_sectors, pa_shm.h): what pa-sim
- * writes into the observation block and pa-netgw into step_batch's replies
- * for a policy that looks at fewer directions than the laser casts. */
+/* pa_obs.c - a step's observation block's ranges (pa_shm.h, 2a'): a scan
+ * as sectors (pa_obs_sectors), what pa-sim writes into the observation
+ * block and pa-netgw into step_batch's replies for a policy that looks at
+ * fewer directions than the laser casts, and a row's ranges either way. */
 #include "pa_shm.h"
 
+#include <math.h>
 #include <string.h>
 
 #if defined(__SSE__)
@@ -73,4 +75,25 @@ void pa_obs_sectors(float *out, uint32_t beams, const float *src, uint32_t n) {
     uint32_t hi = (uint32_t)((uint64_t)(j + 1) * n / beams);
     out[j] = fmin_span(src + lo, hi - lo);
   }
+}
+
+void pa_obs_ranges(float *out, uint32_t w, double *row, const float *src,
+                   uint32_t n, uint32_t sectors) {
+  uint32_t c = 0;
+  if (src && sectors && w) {
+    row[PA_OBS_ANGLE_INC] = pa_obs_sector_inc(row[PA_OBS_ANGLE_INC], n, w);
+    pa_obs_sectors(out, w, src, n);
+    c = w;
+  } else if (src) {
+    c = n < w ? n : w;
+    memcpy(out, src, (size_t)c * sizeof *out);
+  }
+  for (uint32_t b = c; b < w; b++)
+    out[b] = NAN;
+}
+
+void pa_obs_prefetch(const float *src, uint32_t n) {
+  const char *p = (const char *)src;
+  for (size_t o = 0; o < (size_t)n * sizeof *src; o += 64)
+    __builtin_prefetch(p + o);
 }

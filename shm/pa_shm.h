@@ -197,14 +197,6 @@ int pa_ring_read_latest(const pa_ring *r, void *buf, uint32_t cap,
  * then pa_ring_still(r, n) says whether the copies are of record n, untorn. */
 const void *pa_ring_peek(const pa_ring *r, uint64_t n, uint32_t *len);
 
-/* One scan of n ranges as `beams` sectors (step_batch's data.beams: a
- * policy's coarse view, made where the scan is still in the caches): out[j]
- * is the least of src[j * n / beams] .. src[(j + 1) * n / beams - 1]
- * (integer division), NaN ignored, NaN only where every one is or the
- * sector is empty (n < beams), as numpy's fmin.reduce over each sector.
- * With beams dividing n, each sector is n / beams consecutive beams.
- * pa_obs.c. */
-void pa_obs_sectors(float *out, uint32_t beams, const float *src, uint32_t n);
 bool pa_ring_still(const pa_ring *r, uint64_t n);
 
 /* Unmaps the ring's slots from this process only (MADV_DONTNEED on the
@@ -242,6 +234,29 @@ void pa_ring_reader_unregister(pa_ring *r, int reader);
 int pa_ring_wait(pa_ring *r, int reader, int64_t timeout_ns);
 /* The reader's semaphore, for threads that bridge it into an event loop. */
 sem_t *pa_ring_reader_sem(pa_ring *r, int reader);
+
+/* ------------------------------------------------------------------------ */
+/* 2a'. A step's observation block (PAB1, pa_layout.h): its scans' ranges    */
+
+/* One scan of n ranges as `beams` sectors (step_batch's data.beams: a
+ * policy's coarse view, made where the scan is still in the caches): out[j]
+ * is the least of src[j * n / beams] .. src[(j + 1) * n / beams - 1]
+ * (integer division), NaN ignored, NaN only where every one is or the
+ * sector is empty (n < beams), as numpy's fmin.reduce over each sector.
+ * With beams dividing n, each sector is n / beams consecutive beams.
+ * pa_obs.c. */
+void pa_obs_sectors(float *out, uint32_t beams, const float *src, uint32_t n);
+/* Row row's ranges in a block w floats wide (pa-sim's observation segment,
+ * pa-netgw's binary step_batch reply): its robot's newest scan src of n
+ * ranges (NULL: none yet) as `sectors` sectors when sectors and w are not
+ * 0 (w is then sectors), with the row's angle step widened to match
+ * (row[PA_OBS_ANGLE_INC], pa_obs_sector_inc); else its first w ranges
+ * copied; NaN in the rest. */
+void pa_obs_ranges(float *out, uint32_t w, double *row, const float *src,
+                   uint32_t n, uint32_t sectors);
+/* Asks for the n ranges at src ahead of their use (a block's next scan,
+ * cast ticks ago on either core, fetched while this one is written). */
+void pa_obs_prefetch(const float *src, uint32_t n);
 
 /* ------------------------------------------------------------------------ */
 /* 2b. Queue: bounded, one producer, one consumer, fixed-size records        */

@@ -16,7 +16,7 @@ typedef struct obs_job {
   const pa_sim_state *s;
   const pa_ring *scan;
   uint32_t first, count, beams;
-  uint32_t sectors; /* each scan as this many (beams = sectors); 0: cast */
+  uint32_t sectors; /* each scan as sectors (beams of them); 0: as cast */
   char *rows, *ranges;
 } obs_job;
 
@@ -48,19 +48,8 @@ static void obs_one(const obs_job *j, uint32_t i, const float *src,
   double f[PA_OBS_FIELDS];
   pa_obs_row(f, live ? &s->rs[id] : NULL, src ? h : NULL,
              live ? s->info[id].laser_range_max : 0);
-  float *out = (float *)(void *)(j->ranges + (size_t)i * j->beams * 4);
-  uint32_t c = 0;
-  if (j->sectors && src) {
-    f[PA_OBS_ANGLE_INC] =
-        pa_obs_sector_inc(f[PA_OBS_ANGLE_INC], h->count, j->sectors);
-    pa_obs_sectors(out, j->sectors, src, h->count);
-    c = j->sectors;
-  } else if (src && !j->sectors) {
-    c = h->count < j->beams ? h->count : j->beams;
-    memcpy(out, src, (size_t)c * 4);
-  }
-  for (uint32_t b = c; b < j->beams; b++)
-    out[b] = NAN;
+  pa_obs_ranges((float *)(void *)(j->ranges + (size_t)i * j->beams * 4),
+                j->beams, f, src, src ? h->count : 0, j->sectors);
   memcpy(j->rows + (size_t)i * sizeof f, f, sizeof f);
 }
 
@@ -84,12 +73,8 @@ static void obs_item(void *arg, uint32_t c, pa_sim_scratch *k,
     src[q] = live ? newest_scan(s, j->scan, id, &h[q]) : NULL;
   }
   for (uint32_t q = 0; q < n; q++) {
-    if (q + 1 < n && src[q + 1]) {
-      const char *p = (const char *)src[q + 1];
-      size_t bytes = (size_t)h[q + 1].count * 4;
-      for (size_t o = 0; o < bytes; o += 64)
-        __builtin_prefetch(p + o);
-    }
+    if (q + 1 < n && src[q + 1])
+      pa_obs_prefetch(src[q + 1], h[q + 1].count);
     obs_one(j, i0 + q, src[q], &h[q]);
   }
 }
@@ -128,7 +113,7 @@ uint64_t pa_sim_obs_write(pa_sim_state *s, pa_stack *st, pa_obs_seg *o,
                .first = first,
                .count = count,
                .beams = w,
-               .sectors = w ? sectors : 0,
+               .sectors = sectors,
                .rows = b + PA_OBS_HEADER,
                .ranges = b + PA_OBS_HEADER + (size_t)count * PA_OBS_FIELDS * 8};
   /* One chunk's worth on this thread: a worker's wake-up (and its watch

@@ -89,11 +89,8 @@ int pa_json_obs_block(pa_netgw *g, const pa_tick *t, const uint32_t *ids,
   char *ranges = rows + n * PA_OBS_FIELDS * 8;
   for (size_t i = 0; i < n; i++) {
     const pa_scan *s = src[i] ? &hd[i] : NULL;
-    if (i + 1 < n && src[i + 1]) { /* the next one's ranges, while these go */
-      const char *p = (const char *)src[i + 1];
-      for (size_t o = 0; o < (size_t)hd[i + 1].count * 4; o += 64)
-        __builtin_prefetch(p + o);
-    }
+    if (i + 1 < n && src[i + 1]) /* the next one's ranges, while these go */
+      pa_obs_prefetch(src[i + 1], hd[i + 1].count);
     double range_max = 0;
     if (!s) { /* its range_max from the robot's info until it has scanned */
       pa_robot_info info;
@@ -104,16 +101,8 @@ int pa_json_obs_block(pa_netgw *g, const pa_tick *t, const uint32_t *ids,
     }
     double f[PA_OBS_FIELDS];
     pa_obs_row(f, pa_gw_robot_state(t, ids[i]), s, range_max);
-    float *out = (float *)(void *)(ranges + i * (size_t)w * 4);
-    uint32_t k = s ? s->count : 0;
-    if (sectors && s) {
-      f[PA_OBS_ANGLE_INC] = pa_obs_sector_inc(f[PA_OBS_ANGLE_INC], k, sectors);
-      pa_obs_sectors(out, sectors, src[i], k);
-      k = sectors; /* written */
-    } else if (k)
-      memcpy(out, src[i], (size_t)k * 4);
-    for (uint32_t j = k; j < w; j++)
-      out[j] = NAN;
+    pa_obs_ranges((float *)(void *)(ranges + i * (size_t)w * 4), w, f,
+                  s ? src[i] : NULL, s ? s->count : 0, sectors);
     memcpy(rows + i * PA_OBS_FIELDS * 8, f, sizeof f);
   }
   rc = 0;
