@@ -690,12 +690,10 @@ done:
   return res;
 }
 
-/* Scan s as `sectors` sectors (pa_obs_sectors): a malloc'd scan record
- * (header, then the ranges), or NULL out of memory. */
-static pa_scan *scan_sectors(const pa_scan *s, uint32_t sectors) {
-  pa_scan *o = malloc(sizeof *o + (size_t)sectors * 4);
-  if (!o)
-    return NULL;
+/* Scan s as `sectors` sectors (pa_obs_sectors) into o, a scan record of
+ * room for them (header, then the ranges): o. */
+static const pa_scan *scan_sectors(pa_scan *o, const pa_scan *s,
+                                   uint32_t sectors) {
   *o = *s;
   o->angle_increment =
       (float)pa_obs_sector_inc(s->angle_increment, s->count, sectors);
@@ -705,8 +703,10 @@ static pa_scan *scan_sectors(const pa_scan *s, uint32_t sectors) {
   return o;
 }
 
+/* Robot id's JSON: its state rs and scan s (NULL: none), as `sectors`
+ * sectors when not 0 (made in sect, room for them). */
 static json_t *robot_json(pa_client *c, uint32_t id, const pa_robot_state *rs,
-                          const pa_scan *s, uint32_t sectors) {
+                          const pa_scan *s, uint32_t sectors, pa_scan *sect) {
   json_t *o = json_object();
   json_object_set_new(o, "robot", json_integer(id));
   if (rs) {
@@ -723,11 +723,9 @@ static json_t *robot_json(pa_client *c, uint32_t id, const pa_robot_state *rs,
     json_object_set_new(o, "bumped", json_boolean(rs->flags & PA_RS_BUMPED));
   }
   /* a batch's tick carries the time: no sim_time per scan */
-  pa_scan *sc = s && sectors ? scan_sectors(s, sectors) : NULL;
-  if (sc)
-    s = sc;
+  if (s && sectors)
+    s = scan_sectors(sect, s, sectors);
   json_object_set_new(o, "scan", s ? pa_json_scan(c, s, false) : json_null());
-  free(sc);
   return o;
 }
 
@@ -761,12 +759,19 @@ json_t *pa_json_done_step_batch(jctx *x, const pa_reply *r) {
     return d;
   }
   if (!bin) {
+    pa_scan *sect = NULL; /* the robots' sectors, one at a time */
+    if (sectors && !(sect = malloc(sizeof *sect + (size_t)sectors * 4))) {
+      free(ids);
+      json_decref(d);
+      return pa_json_fail(x, PA_ERR_BUSY, "out of memory");
+    }
     json_t *arr = json_array();
     for (size_t i = 0; i < n; i++)
       json_array_append_new(arr,
                             robot_json(c, ids[i], pa_gw_robot_state(t, ids[i]),
-                                       pa_gw_scan(g, ids[i]), sectors));
+                                       pa_gw_scan(g, ids[i]), sectors, sect));
     json_object_set_new(d, "robots", arr);
+    free(sect);
     free(ids);
     return d;
   }
