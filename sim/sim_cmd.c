@@ -528,9 +528,7 @@ static pa_status op_step(const pa_sim_model *m, pa_sim_state *s,
     return fail(r, PA_ERR_INVALID_ACTION_SHAPE, "steps must be in [1, %u]",
                 PA_CMD_STEPS_MAX);
   if ((c->flags & PA_CMDF_OBS) && c->step.obs_beams > m->def.max_beams)
-    return fail(r, PA_ERR_INVALID_MESSAGE,
-                "beams %u: give 1 to max_beams (%u), or 0 for the scans as "
-                "cast",
+    return fail(r, PA_ERR_INVALID_MESSAGE, PA_SIM_OBS_BEAMS_BAD,
                 c->step.obs_beams, m->def.max_beams);
   return (c->flags & PA_CMDF_DRIVE)
              ? set_cmd(s, c->robot, &c->step.drive, true, r)

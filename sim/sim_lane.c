@@ -100,9 +100,7 @@ uint32_t pa_sim_lane_take(const pa_stack *st, const pa_sim_state *s, pa_cmd *c,
   c->step.obs_count = count ? count : 1;
   c->step.obs_beams = __atomic_load_n(&l->beams, __ATOMIC_RELAXED);
   if (c->step.obs_beams > st->ctl->def.max_beams) { /* before any drive */
-    lane_fail(s, r, PA_ERR_INVALID_MESSAGE,
-              "lane: beams %u: give 1 to max_beams (%u), or 0 for the scans "
-              "as cast",
+    lane_fail(s, r, PA_ERR_INVALID_MESSAGE, "lane: " PA_SIM_OBS_BEAMS_BAD,
               c->step.obs_beams, (unsigned)st->ctl->def.max_beams);
     return req;
   }

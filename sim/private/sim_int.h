@@ -686,6 +686,10 @@ void pa_sim_int_tuner_note(pa_sim_spin_tuner *tu, int64_t now, int64_t gap);
  * = req and a post); at start, wake_off published and a request a dead
  * pa-sim left answered busy. */
 bool pa_sim_lane_pending(const pa_stack *st);
+/* A STEP's obs_beams past max_beams: its refusal (beams, max_beams), the
+ * same words from the lane and from a queued STEP. */
+#define PA_SIM_OBS_BEAMS_BAD                                                   \
+  "beams %u: give 1 to max_beams (%u), or 0 for the scans as cast"
 uint32_t pa_sim_lane_take(const pa_stack *st, const pa_sim_state *s, pa_cmd *c,
                           pa_cmd *cmds, size_t *ncmds, pa_reply *r);
 void pa_sim_lane_answer(pa_stack *st, uint32_t req, const pa_reply *r);
