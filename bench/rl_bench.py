@@ -140,8 +140,6 @@ def measure(env, robots, seconds, rounds):
             tot[key][0] += n
             tot[key][1] += dt
     out = {key: robots * v[0] / v[1] for key, v in tot.items()}
-    if floors:  # the env's robots stood still meanwhile: its episodes go on
-        env.step(acts)
     out["py_cpu"] = cpu / tot["env"][1]
     ne, nf = robots * tot["env"][0], robots * tot["free"][0]
     out["cpu"] = {"python": 1e6 * cpu / ne,

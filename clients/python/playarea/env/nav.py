@@ -425,8 +425,8 @@ class _World:
             if not (math.isfinite(v) and math.isfinite(w)):
                 raise ValueError("actions must be finite")
             return self.lane.step(robot, v, w, steps, beams)
-        buf, so, beams, ro, tick = self.conn.step1(robot, v, w, steps, beams=beams)
-        return _UNPACK16(buf, so), np.frombuffer(buf, "<f4", beams, ro), tick
+        buf, so, got, ro, tick = self.conn.step1(robot, v, w, steps, beams=beams)
+        return _UNPACK16(buf, so), np.frombuffer(buf, "<f4", got, ro), tick
 
     def close(self):
         atlas, self.atlas = getattr(self, "atlas", None), None
