@@ -166,6 +166,9 @@ def main():
     p.add_argument("--beams", type=int, default=360,
                    help="observation beams (the envs' default is 36: min of each 10 of the 360)")
     a = p.parse_args()
+    if a.decision_ticks < 0:
+        p.error("--decision_ticks must be 0 (the envs' default) or a number of ticks, got %d"
+                % a.decision_ticks)
     paths = [x for x in a.paths.split(",") if x]
     print("cpu: %s, load before: %s" % (cpu_model(), " ".join(open("/proc/loadavg").read().split()[:3])))
     print("%-24s %10s %10s %10s %8s %8s %7s" % ("env (robot-steps/s)", "env", "sim free", "lockstep",
