@@ -218,6 +218,31 @@ class Conformance(unittest.TestCase):
             with self.assertRaisesRegex(ValueError, "render_mode must be None or 'rgb_array'"):
                 cls(render_mode="bogus", instance=instance())
 
+    def test_env_arguments_checked_before_any_stack(self):
+        """A bad decision period or episode length is named at construction: before, -3
+        reached pa-netgw as `data.steps` at the first step and 2.5 became 2 silently."""
+        inst = instance()
+        bad = [("decision_ticks", -3, "decision_ticks must be in \\[1, 1000000\\]"),
+               ("decision_ticks", 2.5, "decision_ticks must be a whole number"),
+               ("decision_ticks", 10 ** 7, "decision_ticks must be in"),
+               ("decision_ticks", "x", "decision_ticks must be a whole number"),
+               ("max_episode_steps", 0, "max_episode_steps must be in"),
+               ("beams", True, "beams must be a whole number"),
+               ("goal_radius", 0, "goal_radius must be a finite number > 0"),
+               ("min_goal_dist", float("nan"), "min_goal_dist must be a finite number"),
+               ("max_goal_dist", 0.5, "max_goal_dist must be a finite number >= 1"),
+               ("collision_margin", -0.1, "collision_margin must be a finite number >= 0")]
+        for cls in (NavEnv, NavVectorEnv, NavParallelEnv):
+            for name, value, msg in bad:
+                with self.subTest(cls=cls.__name__, name=name, value=value):
+                    with self.assertRaisesRegex(ValueError, msg):
+                        cls(instance=inst, **{name: value})
+        self.assertEqual(shm_objects(inst), [])  # no stack was started for any of them
+        with closing(NavEnv(instance=inst, decision_ticks=7.0, max_goal_dist=0)) as env:
+            self.assertEqual(env.decision_ticks, 7)  # a whole float is taken
+            self.assertIsInstance(env.decision_ticks, int)
+            self.assertEqual(env.max_goal_dist, 1e9)  # 0: no bound, as before
+
     def test_same_seed_same_episode_at_any_tick_phase(self):
         """decision_ticks=7 (not a multiple of the 20-tick scan period): each reset loads
         the snapshot at another tick phase; the scan schedule and infos repeat anyway."""

@@ -460,7 +460,7 @@ class _NavCore:
             raise ValueError("beams=%d must divide the laser's %d beams" % (beams, world.laser_beams))
         self.beams = int(beams)
         self.max_episode_steps = int(max_episode_steps)
-        self.decision_ticks = int(decision_ticks) if decision_ticks else world.ticks_per_scan
+        self.decision_ticks = decision_ticks or world.ticks_per_scan
         self.goal_radius = float(goal_radius)
         self.min_goal_dist = float(min_goal_dist)
         self.max_goal_dist = float(max_goal_dist) if max_goal_dist else 1e9
@@ -592,8 +592,42 @@ _ENV_DEFAULTS = dict(beams=36, max_episode_steps=300, decision_ticks=None, actio
                      reward=None, terminate_on_collision=True, collision_margin=0.0, flat=False)
 
 
+STEP_TICKS_MAX = 1000000  # the most ticks one lockstep step asks (pa-netgw's bound)
+
+
+def _whole(name, v, lo, hi):
+    """v as an int in [lo, hi], or ValueError naming the argument (2.5 is not 2)."""
+    if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+        if not (isinstance(v, (float, np.floating)) and float(v).is_integer()):
+            raise ValueError("%s must be a whole number in [%d, %d], got %r" % (name, lo, hi, v))
+    if not lo <= v <= hi:
+        raise ValueError("%s must be in [%d, %d], got %r" % (name, lo, hi, v))
+    return int(v)
+
+
+def _real(name, v, lo, open_lo=False):
+    """v as a finite float >= lo (> lo when open_lo), or ValueError naming it."""
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        raise ValueError("%s must be a number, got %r" % (name, v)) from None
+    if not math.isfinite(f) or f < lo or (open_lo and f == lo):
+        raise ValueError("%s must be a finite number %s %g, got %r" % (name, ">" if open_lo else ">=", lo, v))
+    return f
+
+
 def _split(kw):
+    """The env's own arguments out of kw, checked before any stack starts."""
     env = {k: kw.pop(k, v) for k, v in _ENV_DEFAULTS.items()}
+    env["beams"] = _whole("beams", env["beams"], 1, 1 << 20)
+    env["max_episode_steps"] = _whole("max_episode_steps", env["max_episode_steps"], 1, 1 << 62)
+    if env["decision_ticks"]:  # None or 0: the laser's scan period
+        env["decision_ticks"] = _whole("decision_ticks", env["decision_ticks"], 1, STEP_TICKS_MAX)
+    env["goal_radius"] = _real("goal_radius", env["goal_radius"], 0.0, open_lo=True)
+    env["min_goal_dist"] = _real("min_goal_dist", env["min_goal_dist"], 0.0)
+    if env["max_goal_dist"]:  # None or 0: no bound
+        env["max_goal_dist"] = _real("max_goal_dist", env["max_goal_dist"], env["min_goal_dist"])
+    env["collision_margin"] = _real("collision_margin", env["collision_margin"], 0.0)
     return env, kw
 
 
