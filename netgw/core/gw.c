@@ -383,7 +383,22 @@ int pa_netgw_run(pa_netgw *g, bool handle_signals) {
   }
   publish_health(g);
   __atomic_store_n(&g->ctl->health[PA_PROC_NETGW].ready, 1, __ATOMIC_RELEASE);
-  int rc = event_base_dispatch(g->base);
+  int rc = 0;
+  for (;;) {
+    /* Right after a lockstep reply the loop polls until watch_until (the
+     * client's next STEP is due), yielding the core as it goes; else it
+     * blocks until an event. */
+    bool watch = g->watch_until && pa_now_ns() < g->watch_until;
+    if (!watch)
+      g->watch_until = 0;
+    rc = event_base_loop(g->base, watch ? EVLOOP_NONBLOCK : EVLOOP_ONCE);
+    if (rc < 0 || event_base_got_break(g->base) || event_base_got_exit(g->base))
+      break;
+    if (rc == 1 && !watch) /* no events left at all */
+      break;
+    if (watch)
+      sched_yield();
+  }
   __atomic_store_n(&g->ctl->health[PA_PROC_NETGW].ready, 0, __ATOMIC_RELEASE);
   return rc < 0 ? -1 : 0;
 }

@@ -437,6 +437,9 @@ typedef struct pa_netgw {
   uint64_t splice_nonce; /* makes range placeholders unguessable by clients */
   bool spin_hint;        /* a lockstep STEP was just pushed */
   int64_t step_tick_ns;  /* EWMA: a STEP's reply latency per tick */
+  int64_t step_sent_ns;  /* when the last lockstep reply was written */
+  int64_t step_gap_ns;   /* EWMA: that reply -> the client's next STEP */
+  int64_t watch_until;   /* the loop polls, not blocks, until then */
   bool direct_write;     /* pa_gw_write may send at once (a sim reply) */
   /* A direct reply's first (short) write, held to go out with the next one
    * in one send: a binary reply's header line and its block. */

@@ -123,6 +123,9 @@ bool pa_gw_reply_error(const pa_netgw *g, const pa_reply *r, pa_status *st,
  * busy machine). Bounded, and only right after such a step was pushed, while
  * the client is waiting for it anyway. */
 #define STEP_SPIN_NS 100000
+/* After a lockstep reply the loop polls at least this long when the
+ * client's recent think times were under STEP_SPIN_NS. */
+#define WATCH_MIN_NS 20000
 
 int pa_gw_push_wait(pa_client *c, pa_cmd *cmd) {
   if (push(c, cmd) != 0)
@@ -135,6 +138,13 @@ int pa_gw_push_wait(pa_client *c, pa_cmd *cmd) {
      * latency per tick the last STEPs took (few robots: microseconds). */
     c->pend_ticks = cmd->step.ticks;
     c->pend_t0 = pa_now_ns();
+    pa_netgw *g = c->g;
+    if (g->step_sent_ns) { /* the client's think time after the last reply */
+      int64_t gap = c->pend_t0 - g->step_sent_ns;
+      gap = gap > 4 * STEP_SPIN_NS ? 4 * STEP_SPIN_NS : gap;
+      g->step_gap_ns += (gap - g->step_gap_ns) / 8;
+      g->step_sent_ns = 0;
+    }
     if ((double)cmd->step.ticks * (double)c->g->step_tick_ns < STEP_SPIN_NS)
       c->g->spin_hint = true;
   }
@@ -150,11 +160,13 @@ static void complete(pa_client *c, const pa_reply *r) {
   int kind = c->pend;
   c->pend = PEND_NONE;
   evtimer_del(c->timeout_ev);
+  bool step = false;
   if (r && c->pend_ticks) {
     pa_netgw *g = c->g;
     int64_t per = (pa_now_ns() - c->pend_t0) / (int64_t)c->pend_ticks;
     g->step_tick_ns += (per - g->step_tick_ns) / 4;
     c->pend_ticks = 0;
+    step = true;
   }
   if (!r)
     c->g->busy++;
@@ -162,6 +174,18 @@ static void complete(pa_client *c, const pa_reply *r) {
   pa_core_control_fe(kind == PEND_JSON)->complete(c, r);
   pa_gw_write_flush(c->g);
   c->g->direct_write = false;
+  if (step) {
+    /* A lockstep client's next STEP follows within its think time: the
+     * loop polls that long (twice the usual gap, bounded) instead of
+     * paying a wake-up for it. */
+    pa_netgw *g = c->g;
+    int64_t now = pa_now_ns();
+    g->step_sent_ns = now;
+    if (g->step_gap_ns < STEP_SPIN_NS)
+      g->watch_until =
+          now + (2 * g->step_gap_ns < WATCH_MIN_NS ? WATCH_MIN_NS
+                                                   : 2 * g->step_gap_ns);
+  }
   pa_gw_settle(c);
 }
 
