@@ -30,9 +30,10 @@ pa_add_test(test_netgw_lex SOURCES test_netgw_lex.c LIBS pa_netgw_internal
 # range format, byte for byte.
 pa_add_test(test_netgw_fmt SOURCES test_netgw_fmt.c LIBS pa_netgw_internal
             TIMEOUT 120 LABELS netgw)
-# The step reply written with no tree equals the tree's, on a real stack.
+# The step reply written with no tree equals the tree's, on a real stack;
+# the loop's watch for the next STEP ends when the client goes quiet.
 pa_add_test(test_netgw_step_fast SOURCES test_netgw_step_fast.c
-            LIBS pa_shm PkgConfig::JANSSON Threads::Threads TIMEOUT 60
+            LIBS pa_shm pa_util PkgConfig::JANSSON Threads::Threads TIMEOUT 60
             LABELS netgw)
 if(TARGET pa-sim)
   add_dependencies(test_netgw_step_fast pa-sim pa-netgw)

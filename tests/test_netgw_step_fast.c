@@ -5,7 +5,9 @@
  * action's name. Steps of 1 and 20 ticks (old and fresh scans), forward,
  * back and turning (negative, tiny and zero velocities), request_ids of
  * every kind, including ones the fast road leaves to the general one (a
- * string to escape, non-ASCII); and a step in a batch. */
+ * string to escape, non-ASCII); and a step in a batch. Then the loop's
+ * watch for a lockstep client's next STEP ends when the client goes
+ * quiet. */
 #define _GNU_SOURCE
 #include <setjmp.h>
 #include <stdarg.h>
@@ -15,6 +17,10 @@
 #include <cmocka.h>
 
 #include "netgw_harness.h"
+#include "pa_proc.h"
+#include "pa_util.h"
+
+#include <time.h>
 
 #include <jansson.h>
 
@@ -99,9 +105,46 @@ static void step_reply_is_the_trees(void **state) {
   ng_finish(&s, fd, -1);
 }
 
+/* After a lockstep reply pa-netgw's loop polls for the client's next STEP
+ * for twice the client's think time (simlink.c): a client that stops
+ * stepping, connected and silent, must find the gateway blocking again at
+ * once, not polling. Its CPU over a second then: a poll that never ended
+ * takes a whole core (ASan and TSan builds included); blocking costs the
+ * health timer's few percent. */
+static void watch_for_next_step_ends(void **state) {
+  (void)state;
+  ng_stack s;
+  static const char *const sim[] = {"--paused", NULL};
+  int fd = ng_open(&s, "stepwatch", sim, NULL);
+  for (int i = 0; i < 300; i++) /* back to back: the loop watches */
+    assert_true(ng_ask(fd,
+                       i % 2 ? "step"
+                             : "{\"type\":\"command\","
+                               "\"action\":\"step\"}",
+                       got, sizeof got) > 0);
+  struct timespec settle = {0, 50000000}; /* 250x the longest watch */
+  nanosleep(&settle, NULL);
+  int64_t c0 = pa_proc_cpu_ms(s.gw), t0 = pa_now_ns();
+  struct timespec idle = {1, 0};
+  nanosleep(&idle, NULL);
+  int64_t c1 = pa_proc_cpu_ms(s.gw);
+  double ms = (pa_now_ns() - t0) / 1e6;
+  assert_true(c0 >= 0 && c1 >= c0);
+  double share = (double)(c1 - c0) / ms;
+  if (share > 0.5)
+    fail_msg("pa-netgw used %.0f %% of a core while its lockstep client sat "
+             "idle: the watch for the next STEP did not end",
+             100 * share);
+  /* and it still answers at once */
+  assert_true(ng_ask(fd, "step", got, sizeof got) > 0);
+  assert_string_equal(got, "ok");
+  ng_finish(&s, fd, -1);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(step_reply_is_the_trees),
+      cmocka_unit_test(watch_for_next_step_ends),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
