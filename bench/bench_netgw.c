@@ -121,6 +121,29 @@ static void idle_cpu(ng_stack *s) {
          100.0 * (double)(gw1 - gw0) / ms);
 }
 
+/* Request-reply round trips on fd for secs, reqs[i % nreq] in turn, each
+ * timed into lat (while i < cap; lat NULL: counted only); the last reply
+ * stays in line, the wall seconds go to *wall. Returns the count (it stops
+ * early at a request that got no reply within 5 s). */
+static size_t round_trips(int fd, const char *const *reqs, size_t nreq,
+                          double secs, int64_t *lat, size_t cap, char *line,
+                          size_t line_n, double *wall) {
+  size_t n = 0;
+  int64_t t0 = pa_now_ns(), end = t0 + (int64_t)(secs * 1e9);
+  for (int64_t a = t0; a < end && (!lat || n < cap); a = pa_now_ns()) {
+    if (pa_test_send_str(fd, reqs[n % nreq]) != 0 ||
+        pa_test_read_line(fd, line, line_n, 5000) < 0) {
+      fprintf(stderr, "bench-netgw: no reply to %.40s\n", reqs[n % nreq]);
+      break;
+    }
+    if (lat)
+      lat[n] = pa_now_ns() - a;
+    n++;
+  }
+  *wall = (pa_now_ns() - t0) / 1e9;
+  return n;
+}
+
 /* The machine's own floor for a step: a loopback TCP round trip to a
  * process that answers each line at once (blocking reads on both sides, as
  * the bench's client and pa-netgw's loop wait), in the same run. A step
@@ -164,16 +187,9 @@ static double echo_floor(double secs, int64_t *lat, size_t cap, int64_t *p50) {
   if (fd >= 0) {
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    static const char *const req[] = {"step\n"};
     char line[64];
-    int64_t t0 = pa_now_ns(), end = t0 + (int64_t)(secs * 1e9);
-    while (n < cap && pa_now_ns() < end) {
-      int64_t t = pa_now_ns();
-      if (pa_test_send_str(fd, "step\n") != 0 ||
-          pa_test_read_line(fd, line, sizeof line, 5000) < 0)
-        break;
-      lat[n++] = pa_now_ns() - t;
-    }
-    wall = (pa_now_ns() - t0) / 1e9;
+    n = round_trips(fd, req, 1, secs, lat, cap, line, sizeof line, &wall);
     close(fd);
   }
   kill(pid, SIGKILL); /* it ends at our EOF anyway; never left behind */
@@ -199,41 +215,20 @@ static void bench_step(double secs) {
   static char line[1 << 20];
   /* Forward and back in turn: the robot stays clear of walls, so the figure
    * is the gateway's and not the cost of sliding along a wall in pa-sim. */
-  const char *reqs[2] = {
-      "{\"type\":\"command\",\"action\":\"step\",\"data\":{\"v\":0.2,\"w\":0.1}}\n",
-      "{\"type\":\"command\",\"action\":\"step\",\"data\":{\"v\":-0.2,\"w\":-0.1}}\n"};
+  static const char *const reqs[2] = {
+      "{\"type\":\"command\",\"action\":\"step\",\"data\":{\"v\":0.2,\"w\":0.1}"
+      "}\n",
+      "{\"type\":\"command\",\"action\":\"step\",\"data\":{\"v\":-0.2,\"w\":-0."
+      "1}}\n"};
   size_t cap = 2000000;
   int64_t *lat = malloc(cap * sizeof *lat);
-  size_t n = 0;
-  int64_t t0 = pa_now_ns(), end = t0 + (int64_t)(secs * 1e9);
-  size_t reply_bytes = 0;
-  bool scan_ok = true;
+  double wall, warm_wall;
   /* The stack's first moments (its processes' first touches, pa-sim's
    * spin tuner measuring both ways) are counted apart: a learning loop
    * runs for hours. */
-  size_t warm = 0;
-  int64_t warm_end = t0 + WARM_NS;
-  while (pa_now_ns() < warm_end) {
-    if (pa_test_send_str(fd, reqs[warm & 1]) != 0 ||
-        pa_test_read_line(fd, line, sizeof line, 5000) < 0)
-      break;
-    warm++;
-  }
-  double warm_rate = warm / ((pa_now_ns() - t0) / 1e9);
-  t0 = pa_now_ns();
-  end = t0 + (int64_t)(secs * 1e9);
-  while (n < cap) {
-    int64_t a = pa_now_ns();
-    if (a >= end)
-      break;
-    if (pa_test_send_str(fd, reqs[n & 1]) != 0 ||
-        pa_test_read_line(fd, line, sizeof line, 5000) < 0) {
-      fprintf(stderr, "step: no reply\n");
-      break;
-    }
-    lat[n++] = pa_now_ns() - a;
-    reply_bytes = strlen(line);
-  }
+  size_t warm = round_trips(fd, reqs, 2, WARM_NS / 1e9, NULL, 0, line,
+                            sizeof line, &warm_wall);
+  size_t n = round_trips(fd, reqs, 2, secs, lat, cap, line, sizeof line, &wall);
   if (n == 0) {
     fail(&s, "lockstep step", "no step was answered");
     free(lat);
@@ -241,34 +236,24 @@ static void bench_step(double secs) {
     ng_stop(&s);
     return;
   }
-  scan_ok = strstr(line, "\"ranges\":[") != NULL;
+  bool scan_ok = strstr(line, "\"ranges\":[") != NULL;
   if (!scan_ok)
     fail(&s, "lockstep step", "the step reply carried no scan ranges");
-  double wall = (pa_now_ns() - t0) / 1e9;
   printf("lockstep step (JSON, 1 client, %s 360-beam scan per reply, %zu "
          "bytes): %.0f steps/s, p50 %.1f us, p99 %.1f us, max %.1f us "
          "(%zu steps)\n",
-         scan_ok ? "with" : "WITHOUT", reply_bytes, n / wall,
+         scan_ok ? "with" : "WITHOUT", strlen(line), n / wall,
          pct(lat, n, 50) / 1e3, pct(lat, n, 99) / 1e3, pct(lat, n, 100) / 1e3,
          n);
   printf("  the first %.1f s after the start (not counted above): %.0f "
          "steps/s\n",
-         WARM_NS / 1e9, warm_rate);
+         WARM_NS / 1e9, warm / warm_wall);
   printf("  targets (issue 37): >= 30000 steps/s, p50 <= 30 us, p50 within "
          "1.5x of the text step's\n");
   int64_t json_p50 = pct(lat, n, 50);
   /* The same round trip without the state in the reply (text `step`). */
-  n = 0;
-  t0 = pa_now_ns();
-  end = t0 + (int64_t)(secs * 1e9);
-  while (n < cap && pa_now_ns() < end) {
-    int64_t a = pa_now_ns();
-    if (pa_test_send_str(fd, "step\n") != 0 ||
-        pa_test_read_line(fd, line, sizeof line, 5000) < 0)
-      break;
-    lat[n++] = pa_now_ns() - a;
-  }
-  wall = (pa_now_ns() - t0) / 1e9;
+  static const char *const text[] = {"step\n"};
+  n = round_trips(fd, text, 1, secs, lat, cap, line, sizeof line, &wall);
   if (n == 0)
     fail(&s, "text step", "no text step was answered");
   printf("  text `step` (reply `ok`, no state): %.0f steps/s, p50 %.1f us, "
