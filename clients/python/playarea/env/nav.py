@@ -458,18 +458,19 @@ class _NavCore:
         self.world = world
         if world.laser_beams % beams:
             raise ValueError("beams=%d must divide the laser's %d beams" % (beams, world.laser_beams))
-        self.beams = int(beams)
-        self.max_episode_steps = int(max_episode_steps)
+        # the numbers as _split checked and converted them
+        self.beams = beams
+        self.max_episode_steps = max_episode_steps
         self.decision_ticks = decision_ticks or world.ticks_per_scan
-        self.goal_radius = float(goal_radius)
-        self.min_goal_dist = float(min_goal_dist)
-        self.max_goal_dist = float(max_goal_dist) if max_goal_dist else 1e9
+        self.goal_radius = goal_radius
+        self.min_goal_dist = min_goal_dist
+        self.max_goal_dist = max_goal_dist or 1e9
         self.reward_weights = dict(REWARD, **(reward or {}))
         unknown = set(self.reward_weights) - set(REWARD)
         if unknown:
             raise ValueError("unknown reward terms %s (known: %s)" % (sorted(unknown), sorted(REWARD)))
         self.terminate_on_collision = bool(terminate_on_collision)
-        self.collision_margin = float(collision_margin)
+        self.collision_margin = collision_margin
         self.flat = bool(flat)
         rm = np.float32(world.range_max)
         obs = {"scan": Box(0.0, rm, (self.beams,), np.float32),
