@@ -29,12 +29,14 @@ import os
 import re
 import signal
 import statistics
-import struct
 import subprocess
 import sys
 import tempfile
 import time
-import zlib
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
+                                "clients", "python"))
+from playarea.frames import encode_png  # noqa: E402
 
 RADIUS = 0.18  # playarea's default robot radius [m] (maps/pa_props.h)
 RANGE_MIN, RANGE_MAX = 0.15, 12.0  # its default laser (sim/sim_model.c)
@@ -103,18 +105,15 @@ def default_grid(bin_dir, tmp):
 
 
 def write_png(path, g):
-    """8-bit grey PNG, black = blocking, top row first (Stage flips y)."""
-    grey, raw = bytes([255] + [0] * 255), bytearray()
-    for y in range(g.h - 1, -1, -1):
-        raw += b"\0" + bytes(g.cells[y * g.w:(y + 1) * g.w]).translate(grey)
-
-    chunk = lambda kind, body: (struct.pack(">I", len(body)) + kind + body +
-                                struct.pack(">I", zlib.crc32(kind + body)))
+    """The grid as a PNG for Stage (playarea.frames.encode_png, grey as RGB):
+    black = blocking, top row first (Stage flips y)."""
+    grey = bytes([255] + [0] * 255)
+    rows = b"".join(bytes(g.cells[y * g.w:(y + 1) * g.w]).translate(grey)
+                    for y in range(g.h - 1, -1, -1))
+    rgb = bytearray(3 * len(rows))
+    rgb[0::3] = rgb[1::3] = rgb[2::3] = rows
     with open(path, "wb") as f:
-        f.write(b"\x89PNG\r\n\x1a\n")
-        f.write(chunk(b"IHDR", struct.pack(">IIBBBBB", g.w, g.h, 8, 0, 0, 0, 0)))
-        f.write(chunk(b"IDAT", zlib.compress(bytes(raw), 6)))
-        f.write(chunk(b"IEND", b""))
+        f.write(encode_png(g.w, g.h, rgb))
 
 
 def blocked_bbox(g):
@@ -277,7 +276,8 @@ def run(cmd, env, log, timeout):
 
 def stop(p):
     """SIGTERM to the child's group (bench-sim unlinks its shm on it), SIGKILL
-    if it lingers; then any /dev/shm/playarea.*-PID.* it left."""
+    if it lingers; then what bench-sim's own instances ("bench-*-PID") left
+    in /dev/shm, and nothing else."""
     for sig in (signal.SIGTERM, signal.SIGKILL):
         try:
             os.killpg(p.pid, sig)
@@ -288,7 +288,9 @@ def stop(p):
         except subprocess.TimeoutExpired:
             continue
     for name in os.listdir("/dev/shm"):
-        if name.startswith("playarea.") and "-%d." % p.pid in name:
+        parts = name.split(".")
+        if (len(parts) > 2 and parts[0] == "playarea" and parts[1].startswith("bench-")
+                and parts[1].endswith("-%d" % p.pid)):
             os.unlink(os.path.join("/dev/shm", name))
             print("stage_compare: removed /dev/shm/" + name, file=sys.stderr)
 
