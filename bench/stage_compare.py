@@ -342,11 +342,12 @@ def parse_args():
     if len(a.secs) == 1:
         a.secs *= len(a.robots)
     if (len(a.secs) != len(a.robots) or min(a.secs) <= STARTUP_S or
+            not all(math.isfinite(v) for v in a.secs + [a.pa_seconds]) or
             min(a.rounds, a.threads) < 1 or a.pa_seconds <= 0 or
             not all(1 <= n <= 10000 for n in a.robots)):
-        ap.exit(2, "stage_compare: want robots in 1..10000, --sim-seconds > %g "
-                "(one, or one per count), --rounds, --threads, --pa-seconds > 0\n"
-                % STARTUP_S)
+        ap.exit(2, "stage_compare: want robots in 1..10000, finite --sim-seconds "
+                "> %g (one, or one per count), --rounds, --threads > 0, finite "
+                "--pa-seconds > 0\n" % STARTUP_S)
     return a
 
 
