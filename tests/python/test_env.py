@@ -243,6 +243,17 @@ class Conformance(unittest.TestCase):
             self.assertIsInstance(env.decision_ticks, int)
             self.assertEqual(env.max_goal_dist, 1e9)  # 0: no bound, as before
 
+    def test_step_ticks_bound_is_the_simulators(self):
+        """The envs refuse decision_ticks above nav.STEP_TICKS_MAX: the same bound
+        pa-sim and pa-netgw hold (PA_CMD_STEPS_MAX in shm/pa_layout.h)."""
+        import re
+        from playarea.env import nav
+        src = os.environ.get("PA_SOURCE_DIR") or os.path.join(os.path.dirname(__file__), "..", "..")
+        with open(os.path.join(src, "shm", "pa_layout.h")) as f:
+            m = re.search(r"#define PA_CMD_STEPS_MAX (\d+)u", f.read())
+        self.assertIsNotNone(m)
+        self.assertEqual(nav.STEP_TICKS_MAX, int(m.group(1)))
+
     def test_same_seed_same_episode_at_any_tick_phase(self):
         """decision_ticks=7 (not a multiple of the 20-tick scan period): each reset loads
         the snapshot at another tick phase; the scan schedule and infos repeat anyway."""

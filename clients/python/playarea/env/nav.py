@@ -593,7 +593,7 @@ _ENV_DEFAULTS = dict(beams=36, max_episode_steps=300, decision_ticks=None, actio
                      reward=None, terminate_on_collision=True, collision_margin=0.0, flat=False)
 
 
-STEP_TICKS_MAX = 1000000  # the most ticks one lockstep step asks (pa-netgw's bound)
+STEP_TICKS_MAX = 1000000  # the most ticks one step asks: PA_CMD_STEPS_MAX (shm/pa_layout.h)
 
 
 def _whole(name, v, lo, hi):
